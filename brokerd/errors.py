@@ -1,0 +1,73 @@
+"""Errors shared by the storage layer, the broker core and both protocols.
+
+Each protocol maps these to its own wire codes (``brokerd.native.codec.ErrorCode``
+and Kafka's error codes in ``brokerd.kafka``). Pure Python: no Twisted, no I/O.
+"""
+
+from __future__ import annotations
+
+
+class BrokerError(Exception):
+    """Base class of every error a client may be told about."""
+
+
+class InvalidTopic(BrokerError):
+    """A topic name breaks Kafka's rule: ``[a-zA-Z0-9._-]{1,249}``, not ``.`` or ``..``."""
+
+
+class UnknownTopicOrPartition(BrokerError):
+    """The topic does not exist (and was not auto-created), or has no such partition."""
+
+
+class TopicAlreadyExists(BrokerError):
+    """An explicit create named a topic that exists."""
+
+
+class InvalidPartitions(BrokerError):
+    """A partition count outside the accepted range."""
+
+
+class OffsetOutOfRange(BrokerError):
+    """A fetch offset below the log start offset or above the high watermark."""
+
+    def __init__(self, offset: int, log_start: int, high_watermark: int) -> None:
+        super().__init__(
+            f"offset {offset} is outside [{log_start}, {high_watermark}]"
+        )
+        self.offset = offset
+        self.log_start = log_start
+        self.high_watermark = high_watermark
+
+
+class CorruptBatch(BrokerError):
+    """Bytes that are not a valid RecordBatch v2 (length, magic, CRC or counts)."""
+
+
+class RecordTooLarge(BrokerError):
+    """A produce payload or a single batch above the configured limit."""
+
+
+class StorageError(BrokerError):
+    """The disk failed (write or fsync error). The partition refuses further appends,
+    because after a failed fsync the kernel may have dropped the dirty pages."""
+
+
+class ShuttingDown(BrokerError):
+    """The broker is stopping and takes no new work."""
+
+
+class TooManyWaiters(BrokerError):
+    """A long-poll fetch was refused because the per-connection or global limit of
+    parked fetches is reached."""
+
+
+class DuplicateSequence(BrokerError):
+    """An idempotent producer re-sent a batch that is already stored."""
+
+
+class OutOfOrderSequence(BrokerError):
+    """An idempotent producer's sequence number leaves a gap."""
+
+
+class InvalidProducerEpoch(BrokerError):
+    """An idempotent producer's epoch is older than the one stored."""

@@ -1,0 +1,51 @@
+"""Value types passed between the storage layer, the core and the protocols.
+
+Plain attrs frozen classes; no behaviour, no I/O.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Record:
+    """One record decoded from a RecordBatch (native fetch, tests, tools)."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@attrs.frozen
+class AppendInfo:
+    """Where an append landed: offsets of its first and last record."""
+
+    base_offset: int
+    last_offset: int
+    log_start_offset: int
+
+
+@attrs.frozen
+class ReadResult:
+    """Raw log bytes for a Kafka fetch, with the partition's state at read time.
+
+    ``data`` starts at the first byte of the batch holding the requested offset and may
+    end with a partial batch when a byte limit cut it (Kafka clients expect that).
+    """
+
+    data: bytes
+    high_watermark: int
+    log_start_offset: int
+
+
+@attrs.frozen
+class TopicInfo:
+    """A topic as the registry knows it."""
+
+    name: str
+    partitions: int
+    retention_bytes: int | None = None
+    retention_ms: int | None = None

@@ -1,0 +1,3 @@
+from twisted.application.service import ServiceMaker
+
+brokerd = ServiceMaker("brokerd", "brokerd.tap", "Kafka-like message broker", "broker")
