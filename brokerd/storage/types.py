@@ -49,3 +49,12 @@ class TopicInfo:
     partitions: int
     retention_bytes: int | None = None
     retention_ms: int | None = None
+
+
+@attrs.frozen
+class RecordsResult:
+    """Decoded records for a native fetch, with the partition's state at read time."""
+
+    records: tuple[Record, ...]
+    high_watermark: int
+    log_start_offset: int
