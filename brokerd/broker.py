@@ -1,0 +1,711 @@
+# -*- test-case-name: tests.test_broker -*-
+"""The broker core: what both protocols call.
+
+It owns the two thread pools (reads; appends and syncs), the per-partition append queues
+that give **group commit**, the idempotent-producer checks, the long-poll waiters, and the
+timers for interval fsync, retention and recovery checkpoints. Every public method runs in
+the reactor thread and returns a Deferred (or a plain value when no I/O is involved).
+
+It does not parse any wire format and never touches a transport; it calls the blocking
+storage layer (:mod:`brokerd.storage`) only from its pools.
+
+Durability (``--fsync``):
+
+``always``
+    An append is answered, and becomes visible to readers, only after ``fdatasync``.
+    Appends that arrive while a sync runs are written and synced together by the next
+    job, so the cost is one sync per group, not per request.
+``interval:MS``
+    An append is answered and visible once ``os.write`` returned (it survives the broker
+    process dying, not a power loss); every MS milliseconds dirty partitions are synced.
+``never``
+    As ``interval`` without the timer: the kernel writes back when it likes (segment rolls
+    and a clean shutdown still sync).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+import attrs
+from twisted.application import service
+from twisted.internet import defer, task
+from twisted.internet.threads import deferToThreadPool
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from twisted.python.threadpool import ThreadPool
+
+from brokerd.errors import (
+    BrokerError,
+    InvalidProducerEpoch,
+    OffsetOutOfRange,
+    OutOfOrderSequence,
+    ShuttingDown,
+    TooManyWaiters,
+    UnknownTopicOrPartition,
+)
+from brokerd.storage.batch import BatchHeader, parse_batches
+from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
+
+T = TypeVar("T")
+
+#: Total parked long-poll fetches across all connections; beyond it a fetch is refused
+#: with TooManyWaiters rather than queued, so memory stays bounded.
+MAX_WAITERS = 10_000
+#: Longest wait a client may ask for; Kafka clients send 500 ms, brokerctl a few seconds.
+MAX_WAIT_MS = 60_000
+#: How many recent batches per producer id are remembered to answer retried duplicates;
+#: Kafka keeps five because a producer has at most five batches in flight.
+PRODUCER_BATCH_MEMORY = 5
+#: Default seconds between retention passes and between recovery-point checkpoints.
+RETENTION_CHECK_SECONDS = 300.0
+CHECKPOINT_SECONDS = 60.0
+#: Largest single batch accepted from a Kafka producer (Kafka's max.message.bytes + 12).
+DEFAULT_MAX_BATCH_BYTES = 1024 * 1024 + 12
+#: Upper bound on records decoded for one native fetch response's compressed batch.
+MAX_UNCOMPRESSED_BATCH = 64 * 1024 * 1024
+
+Runner = Callable[..., "defer.Deferred[Any]"]
+
+
+@attrs.frozen
+class FsyncPolicy:
+    """The ``--fsync`` setting: ``always``, ``interval:MS`` or ``never``."""
+
+    mode: Literal["always", "interval", "never"]
+    interval_ms: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> FsyncPolicy:
+        if text == "always":
+            return cls("always")
+        if text == "never":
+            return cls("never")
+        if text.startswith("interval:"):
+            try:
+                ms = int(text.split(":", 1)[1])
+            except ValueError:
+                ms = 0
+            if ms > 0:
+                return cls("interval", ms)
+        raise ValueError(f"--fsync must be always, never or interval:MS (MS > 0), not {text!r}")
+
+    def __str__(self) -> str:
+        return f"interval:{self.interval_ms}" if self.mode == "interval" else self.mode
+
+
+@attrs.define
+class _Append:
+    """One queued append: either client batches (Kafka) or plain values (native)."""
+
+    data: bytes | None
+    headers: list[BatchHeader] | None
+    values: list[bytes] | None
+    deferred: defer.Deferred[AppendInfo]
+    producer: _ProducerBatch | None = None
+
+
+@attrs.define
+class _ProducerBatch:
+    """An idempotent producer's batch: its sequence range and, once written, its offsets."""
+
+    producer_id: int
+    epoch: int
+    first_seq: int
+    last_seq: int
+    result: AppendInfo | None = None
+    waiting: list[defer.Deferred[AppendInfo]] = attrs.Factory(list)
+
+
+@attrs.define
+class _ProducerState:
+    epoch: int
+    batches: deque[_ProducerBatch] = attrs.Factory(
+        lambda: deque(maxlen=PRODUCER_BATCH_MEMORY)
+    )
+
+
+@attrs.define(eq=False)
+class _Waiter:
+    """A parked long-poll: fires when ``needed`` more bytes arrive on its partitions."""
+
+    partitions: frozenset[tuple[str, int]]
+    needed: int
+    deferred: defer.Deferred[None]
+    timer: Any = None
+
+
+@attrs.define(eq=False)
+class _Partition:
+    """Reactor-side state of one partition: its append queue and parked fetches."""
+
+    topic: str
+    index: int
+    log: Any  # PartitionLog; typed loosely so tests may pass a fake
+    pending: list[_Append] = attrs.Factory(list)
+    busy: bool = False
+    flush_requested: bool = False
+    retention_requested: bool = False
+    dirty: bool = False
+    producers: dict[int, _ProducerState] = attrs.Factory(dict)
+
+
+class Broker(service.Service):
+    """The core both protocols call. See the module docstring for the durability modes.
+
+    :param logdir: an open :class:`brokerd.storage.logdir.LogDirectory`.
+    :param reactor: provides ``callLater`` and ``callFromThread`` (for the pools).
+    :param run_read: optional runner ``f(*a) -> Deferred`` replacing the read pool (tests).
+    :param run_write: optional runner replacing the write pool (tests).
+    """
+
+    _log = Logger()
+
+    def __init__(
+        self,
+        logdir: Any,
+        *,
+        reactor: Any,
+        fsync: FsyncPolicy | None = None,
+        read_threads: int = 4,
+        write_threads: int = 2,
+        run_read: Runner | None = None,
+        run_write: Runner | None = None,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        max_waiters: int = MAX_WAITERS,
+        retention_check_seconds: float = RETENTION_CHECK_SECONDS,
+        checkpoint_seconds: float = CHECKPOINT_SECONDS,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.logdir = logdir
+        self._reactor = reactor
+        self._clock: Any = reactor  # IReactorTime; Any because zope methods lack self for mypy
+        self.fsync = fsync or FsyncPolicy("always")
+        self.max_batch_bytes = max_batch_bytes
+        self.max_waiters = max_waiters
+        self._wall_clock = wall_clock
+        self._retention_seconds = retention_check_seconds
+        self._checkpoint_seconds = checkpoint_seconds
+        self._pools: list[ThreadPool] = []
+        self._run_read = run_read or self._pool_runner("brokerd-read", read_threads)
+        self._run_write = run_write or self._pool_runner("brokerd-write", write_threads)
+        self._partitions: dict[tuple[str, int], _Partition] = {}
+        self._waiters: dict[tuple[str, int], set[_Waiter]] = {}
+        self._waiter_count = 0
+        self._loops: list[task.LoopingCall] = []
+        self._stopping = False
+        self._idle: defer.Deferred[None] | None = None
+        self._next_producer_id: Callable[[], int] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def _pool_runner(self, name: str, threads: int) -> Runner:
+        pool = ThreadPool(0, max(1, threads), name=name)
+        self._pools.append(pool)
+        reactor = self._reactor
+
+        def run(f: Callable[..., T], *args: Any, **kwargs: Any) -> defer.Deferred[T]:
+            return deferToThreadPool(reactor, pool, f, *args, **kwargs)
+
+        return run
+
+    def set_producer_id_source(self, allocate: Callable[[], int]) -> None:
+        """Give the core a blocking allocator of never-reused producer ids."""
+        self._next_producer_id = allocate
+
+    def startService(self) -> None:
+        super().startService()  # type: ignore[no-untyped-call]
+        for pool in self._pools:
+            pool.start()
+        self._start_loop(self._request_retention, self._retention_seconds)
+        self._start_loop(self._checkpoint, self._checkpoint_seconds)
+        if self.fsync.mode == "interval":
+            self._start_loop(self._request_flushes, self.fsync.interval_ms / 1000.0)
+
+    def _start_loop(self, f: Callable[[], object], seconds: float) -> None:
+        if seconds <= 0:
+            return
+        loop = task.LoopingCall(f)
+        loop.clock = self._clock
+        loop.start(seconds, now=False).addErrback(
+            lambda fail: self._log.failure("periodic task failed", fail)
+        )
+        self._loops.append(loop)
+
+    def stopService(self) -> defer.Deferred[None]:
+        """Finish queued appends, answer parked fetches, flush and close the logs."""
+        super().stopService()  # type: ignore[no-untyped-call]
+        self._stopping = True
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops.clear()
+        for waiters in list(self._waiters.values()):
+            for waiter in list(waiters):
+                self._fire_waiter(waiter)
+        return defer.ensureDeferred(self._shutdown())
+
+    async def _shutdown(self) -> None:
+        while any(p.busy or p.pending for p in self._partitions.values()):
+            self._idle = defer.Deferred()
+            await self._idle
+        try:
+            await self._run_write(self.logdir.close)
+        except Exception:
+            self._log.failure("closing the log directory failed")
+        finally:
+            for pool in self._pools:
+                pool.stop()
+
+    # -- topics ------------------------------------------------------------------------
+
+    @property
+    def auto_create_topics(self) -> bool:
+        return bool(self.logdir.auto_create)
+
+    def topics(self) -> dict[str, TopicInfo]:
+        result: dict[str, TopicInfo] = self.logdir.topics()
+        return result
+
+    def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
+        return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))
+
+    def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]:
+        if self._stopping:
+            return defer.fail(ShuttingDown("broker is shutting down"))
+        d: defer.Deferred[None] = self._run_write(self.logdir.create_topic, name, partitions)
+        return d
+
+    def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
+        """The topic's info, auto-creating it when the broker allows that."""
+        info = self.topics().get(name)
+        if info is not None:
+            return defer.succeed(info)
+        if not self.auto_create_topics:
+            return defer.fail(UnknownTopicOrPartition(f"unknown topic {name!r}"))
+        d = self._run_write(self.logdir.get, name, 0, create=True)
+        d.addCallback(lambda _: self.topics()[name])
+        return d
+
+    def delete_topic(self, name: str) -> defer.Deferred[None]:
+        for key in [k for k in self._partitions if k[0] == name]:
+            part = self._partitions[key]
+            if part.busy or part.pending:
+                return defer.fail(BrokerError(f"topic {name!r} has appends in flight"))
+        for key in [k for k in self._partitions if k[0] == name]:
+            del self._partitions[key]
+            for waiter in list(self._waiters.get(key, ())):
+                self._fire_waiter(waiter)
+        d: defer.Deferred[None] = self._run_write(self.logdir.delete_topic, name)
+        return d
+
+    def _partition(self, topic: str, index: int, *, create: bool) -> defer.Deferred[_Partition]:
+        """The partition's state, opening its log (and auto-creating its topic) if needed."""
+        key = (topic, index)
+        part = self._partitions.get(key)
+        if part is not None:
+            return defer.succeed(part)
+        try:
+            log = self.logdir.get(topic, index, create=False)
+        except UnknownTopicOrPartition:
+            if not (create and self.auto_create_topics) or topic in self.topics():
+                return defer.fail()
+            d = self._run_write(self.logdir.get, topic, index, create=True)
+            return d.addCallback(lambda log: self._adopt(topic, index, log))
+        except BrokerError:
+            return defer.fail()
+        return defer.succeed(self._adopt(topic, index, log))
+
+    def _adopt(self, topic: str, index: int, log: Any) -> _Partition:
+        key = (topic, index)
+        part = self._partitions.get(key)
+        if part is None:
+            part = self._partitions[key] = _Partition(topic, index, log)
+        return part
+
+    # -- produce -----------------------------------------------------------------------
+
+    def produce_values(
+        self, topic: str, partition: int, values: Sequence[bytes]
+    ) -> defer.Deferred[AppendInfo]:
+        """Append ``values`` as one uncompressed batch (the native protocol's produce)."""
+        if self._stopping:
+            return defer.fail(ShuttingDown("broker is shutting down"))
+        d = self._partition(topic, partition, create=True)
+        return d.addCallback(
+            lambda part: self._enqueue(part, _Append(None, None, list(values), defer.Deferred()))
+        )
+
+    def produce_batches(
+        self, topic: str, partition: int, data: bytes, *, acks: int = -1
+    ) -> defer.Deferred[AppendInfo]:
+        """Append client RecordBatches as they are, after validating them.
+
+        Fires after the durability point of the fsync mode (``acks`` does not weaken it:
+        with ``--fsync always`` acks=1 is also answered after the sync). A retried batch
+        of an idempotent producer fires with the offsets of the copy already stored.
+        """
+        if self._stopping:
+            return defer.fail(ShuttingDown("broker is shutting down"))
+        try:
+            headers = parse_batches(data, max_batch_bytes=self.max_batch_bytes)
+        except BrokerError:
+            return defer.fail()
+        d = self._partition(topic, partition, create=True)
+        return d.addCallback(self._enqueue_batches, data, headers)
+
+    def _enqueue_batches(
+        self, part: _Partition, data: bytes, headers: list[BatchHeader]
+    ) -> defer.Deferred[AppendInfo]:
+        first = headers[0]
+        append = _Append(data, headers, None, defer.Deferred())
+        if first.producer_id >= 0:
+            try:
+                duplicate = self._check_sequence(part, headers)
+            except BrokerError:
+                return defer.fail()
+            if duplicate is not None:
+                return self._answer_duplicate(duplicate)
+            append.producer = self._remember_batch(part, headers)
+        return self._enqueue(part, append)
+
+    def _check_sequence(
+        self, part: _Partition, headers: list[BatchHeader]
+    ) -> _ProducerBatch | None:
+        """Kafka's idempotence rules for one produce; returns the stored twin of a retry."""
+        first, last = headers[0], headers[-1]
+        pid, epoch = first.producer_id, first.producer_epoch
+        first_seq = first.base_sequence
+        last_seq = last.base_sequence + last.last_offset_delta
+        state = part.producers.get(pid)
+        if state is None:
+            # Unknown producer (new, or its state was lost in a restart): accept from
+            # any sequence, as Kafka does once a producer's history has been deleted.
+            return None
+        if epoch < state.epoch:
+            raise InvalidProducerEpoch(f"producer {pid} epoch {epoch} < {state.epoch}")
+        if epoch > state.epoch:
+            if first_seq != 0:
+                raise OutOfOrderSequence(
+                    f"producer {pid} new epoch {epoch} must start at sequence 0"
+                )
+            return None
+        for batch in state.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        expected = state.batches[-1].last_seq + 1 if state.batches else 0
+        if first_seq != expected:
+            raise OutOfOrderSequence(
+                f"producer {pid}: expected sequence {expected}, got {first_seq}"
+            )
+        return None
+
+    def _remember_batch(self, part: _Partition, headers: list[BatchHeader]) -> _ProducerBatch:
+        first, last = headers[0], headers[-1]
+        state = part.producers.get(first.producer_id)
+        if state is None or first.producer_epoch > state.epoch:
+            state = part.producers[first.producer_id] = _ProducerState(first.producer_epoch)
+        batch = _ProducerBatch(
+            first.producer_id,
+            first.producer_epoch,
+            first.base_sequence,
+            last.base_sequence + last.last_offset_delta,
+        )
+        state.batches.append(batch)
+        return batch
+
+    def _answer_duplicate(self, batch: _ProducerBatch) -> defer.Deferred[AppendInfo]:
+        if batch.result is not None:
+            return defer.succeed(batch.result)
+        d: defer.Deferred[AppendInfo] = defer.Deferred()
+        batch.waiting.append(d)
+        return d
+
+    def _enqueue(self, part: _Partition, append: _Append) -> defer.Deferred[AppendInfo]:
+        part.pending.append(append)
+        self._kick(part)
+        return append.deferred
+
+    def _kick(self, part: _Partition) -> None:
+        """Start the partition's next write job unless one is running (group commit)."""
+        if part.busy:
+            return
+        if not (part.pending or part.flush_requested or part.retention_requested):
+            if self._idle is not None and not any(
+                p.busy or p.pending for p in self._partitions.values()
+            ):
+                idle, self._idle = self._idle, None
+                idle.callback(None)
+            return
+        appends, part.pending = part.pending, []
+        sync = part.flush_requested or (self.fsync.mode == "always" and bool(appends))
+        retention = part.retention_requested
+        part.flush_requested = part.retention_requested = False
+        part.busy = True
+        d = self._run_write(
+            _write_job, part.log, appends, sync, retention, self._wall_clock
+        )
+        d.addBoth(self._job_done, part, appends, sync)
+
+    def _job_done(
+        self, outcome: object, part: _Partition, appends: list[_Append], synced: bool
+    ) -> None:
+        part.busy = False
+        if isinstance(outcome, Failure):
+            results: list[AppendInfo | Failure] = [outcome] * len(appends)
+        else:
+            results = outcome  # type: ignore[assignment]
+            if len(results) > len(appends):
+                retention_failure = results.pop()
+                assert isinstance(retention_failure, Failure)
+                self._log.failure("retention failed", retention_failure)
+        if synced:
+            part.dirty = False
+        appended = 0
+        for append, result in zip(appends, results, strict=True):
+            if isinstance(result, AppendInfo):
+                appended += _size_of(append)
+                if append.producer is not None:
+                    append.producer.result = result
+                    for d in append.producer.waiting:
+                        d.callback(result)
+                    append.producer.waiting.clear()
+                append.deferred.callback(result)
+            else:
+                if append.producer is not None:
+                    self._forget_batch(part, append.producer, result)
+                append.deferred.errback(result)
+        if appended and not synced:
+            part.dirty = True
+        if appended:
+            self._notify(part, appended)
+        self._kick(part)
+
+    def _forget_batch(self, part: _Partition, batch: _ProducerBatch, failure: Failure) -> None:
+        state = part.producers.get(batch.producer_id)
+        if state is not None and batch in state.batches:
+            state.batches.remove(batch)
+        for d in batch.waiting:
+            d.errback(failure)
+        batch.waiting.clear()
+
+    def _request_flushes(self) -> None:
+        for part in list(self._partitions.values()):
+            if part.dirty:
+                part.flush_requested = True
+                part.dirty = False
+                self._kick(part)
+
+    def _request_retention(self) -> None:
+        for topic, info in self.topics().items():
+            for index in range(info.partitions):
+                d = self._partition(topic, index, create=False)
+                d.addCallback(self._ask_retention)
+                d.addErrback(lambda _: None)
+
+    def _ask_retention(self, part: _Partition) -> None:
+        part.retention_requested = True
+        self._kick(part)
+
+    def _checkpoint(self) -> defer.Deferred[None]:
+        d: defer.Deferred[None] = self._run_write(self.logdir.checkpoint)
+        d.addErrback(lambda f: self._log.failure("recovery checkpoint failed", f))
+        return d
+
+    # -- reads -------------------------------------------------------------------------
+
+    def _readable(self, topic: str, partition: int) -> defer.Deferred[_Partition]:
+        return self._partition(topic, partition, create=False)
+
+    def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int
+    ) -> defer.Deferred[ReadResult]:
+        """Raw log bytes from the batch holding ``offset`` (Kafka Fetch)."""
+
+        def read(part: _Partition) -> ReadResult | defer.Deferred[ReadResult]:
+            log = part.log
+            hw, start = log.high_watermark, log.log_start_offset
+            if offset == hw:
+                # The common long-poll case: nothing new, no thread hop needed.
+                return ReadResult(b"", hw, start)
+            if offset > hw or offset < start:
+                raise OffsetOutOfRange(offset, start, hw)
+            d: defer.Deferred[ReadResult] = self._run_read(log.read, offset, max_bytes)
+            return d
+
+        return self._readable(topic, partition).addCallback(read)
+
+    def fetch_records(
+        self, topic: str, partition: int, offset: int, max_value_bytes: int
+    ) -> defer.Deferred[RecordsResult]:
+        """Decoded records from ``offset`` (the native fetch)."""
+
+        def read(part: _Partition) -> RecordsResult | defer.Deferred[RecordsResult]:
+            log = part.log
+            hw, start = log.high_watermark, log.log_start_offset
+            if offset == hw:
+                return RecordsResult((), hw, start)
+            if offset > hw or offset < start:
+                raise OffsetOutOfRange(offset, start, hw)
+            d: defer.Deferred[RecordsResult] = self._run_read(
+                log.read_records, offset, max_value_bytes
+            )
+            return d
+
+        return self._readable(topic, partition).addCallback(read)
+
+    def list_offsets(self, topic: str, partition: int) -> defer.Deferred[tuple[int, int]]:
+        """``(log_start_offset, high_watermark)`` of a partition."""
+        return self._readable(topic, partition).addCallback(
+            lambda part: (part.log.log_start_offset, part.log.high_watermark)
+        )
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        return self._readable(topic, partition).addCallback(
+            lambda part: self._run_read(part.log.offset_for_timestamp, timestamp_ms)
+        )
+
+    def init_producer_id(self) -> defer.Deferred[int]:
+        if self._next_producer_id is None:
+            return defer.fail(BrokerError("producer ids are not available"))
+        d: defer.Deferred[int] = self._run_write(self._next_producer_id)
+        return d
+
+    # -- long poll ---------------------------------------------------------------------
+
+    def wait_for_data(
+        self,
+        positions: Sequence[tuple[str, int, int]],
+        *,
+        min_bytes: int,
+        max_wait_ms: int,
+        already: int = 0,
+    ) -> defer.Deferred[None]:
+        """Fire once ``min_bytes`` (counting ``already``) are appended past ``positions``
+        or ``max_wait_ms`` passes, whichever is first. Cancelling it removes every trace.
+
+        Bytes are stored batch bytes, as Kafka counts ``MinBytes``.
+        """
+        needed = min_bytes - already
+        if needed <= 0 or max_wait_ms <= 0 or not positions or self._stopping:
+            return defer.succeed(None)
+        if self._waiter_count >= self.max_waiters:
+            return defer.fail(TooManyWaiters(f"{self._waiter_count} fetches already wait"))
+        keys = frozenset((t, p) for t, p, _ in positions)
+        waiter = _Waiter(keys, needed, defer.Deferred(lambda _: self._drop_waiter(waiter)))
+        waiter.timer = self._clock.callLater(
+            min(max_wait_ms, MAX_WAIT_MS) / 1000.0, self._fire_waiter, waiter
+        )
+        for key in keys:
+            self._waiters.setdefault(key, set()).add(waiter)
+        self._waiter_count += 1
+        return waiter.deferred
+
+    def wait_records(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_value_bytes: int,
+        min_bytes: int,
+        max_wait_ms: int,
+    ) -> defer.Deferred[RecordsResult]:
+        """A native long-poll fetch: read; if short of ``min_bytes``, park, then read again."""
+
+        async def run() -> RecordsResult:
+            first = await self.fetch_records(topic, partition, offset, max_value_bytes)
+            have = sum(len(r.value or b"") for r in first.records)
+            if have >= max(min_bytes, 1) or max_wait_ms <= 0:
+                return first
+            await self.wait_for_data(
+                [(topic, partition, offset)],
+                min_bytes=max(min_bytes, 1),
+                max_wait_ms=max_wait_ms,
+                already=have,
+            )
+            return await self.fetch_records(topic, partition, offset, max_value_bytes)
+
+        return defer.Deferred.fromCoroutine(run())
+
+    def _notify(self, part: _Partition, appended: int) -> None:
+        for waiter in list(self._waiters.get((part.topic, part.index), ())):
+            waiter.needed -= appended
+            if waiter.needed <= 0:
+                self._fire_waiter(waiter)
+
+    def _drop_waiter(self, waiter: _Waiter) -> None:
+        if waiter.timer is not None and waiter.timer.active():
+            waiter.timer.cancel()
+        waiter.timer = None
+        removed = False
+        for key in waiter.partitions:
+            bucket = self._waiters.get(key)
+            if bucket is not None and waiter in bucket:
+                bucket.discard(waiter)
+                removed = True
+                if not bucket:
+                    del self._waiters[key]
+        if removed:
+            self._waiter_count -= 1
+
+    def _fire_waiter(self, waiter: _Waiter) -> None:
+        self._drop_waiter(waiter)
+        if not waiter.deferred.called:
+            waiter.deferred.callback(None)
+
+    @property
+    def waiter_count(self) -> int:
+        return self._waiter_count
+
+
+def _size_of(append: _Append) -> int:
+    if append.data is not None:
+        return len(append.data)
+    return sum(len(v) for v in append.values or ())
+
+
+def _write_job(
+    log: Any,
+    appends: list[_Append],
+    sync: bool,
+    retention: bool,
+    wall_clock: Callable[[], float],
+) -> list[AppendInfo | Failure]:
+    """Runs in the write pool: append each request, sync once, publish. One per partition."""
+    results: list[AppendInfo | Failure] = []
+    for append in appends:
+        try:
+            if append.values is not None:
+                info = log.append_values(append.values, timestamp_ms=int(wall_clock() * 1000))
+            else:
+                info = log.append(append.data, append.headers)
+            results.append(info)
+        except Exception:
+            results.append(_current_failure())
+    if sync:
+        try:
+            log.flush()
+        except Exception:
+            failure = _current_failure()
+            results = [failure if isinstance(r, AppendInfo) else r for r in results]
+            return results
+    log.publish()
+    if retention:
+        try:
+            log.enforce_retention(wall_clock())
+        except Exception:
+            # Retention is retried at the next pass; the appends above still stand, so
+            # the error is logged (by the reactor thread) instead of failing them.
+            results.append(_current_failure())
+    return results
+
+
+def _current_failure() -> Failure:
+    """The exception being handled, as a Failure (Failure() is untyped in Twisted)."""
+    return Failure()  # type: ignore[no-untyped-call]
