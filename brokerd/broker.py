@@ -212,12 +212,17 @@ class Broker(service.Service):
 
         return run
 
+    def run_write(self, f: Callable[..., T], *args: Any, **kwargs: Any) -> defer.Deferred[T]:
+        """Run a blocking call in the write pool (the group coordinator's offset commits)."""
+        d: defer.Deferred[T] = self._run_write(f, *args, **kwargs)
+        return d
+
     def set_producer_id_source(self, allocate: Callable[[], int]) -> None:
         """Give the core a blocking allocator of never-reused producer ids."""
         self._next_producer_id = allocate
 
     def startService(self) -> None:
-        super().startService()  # type: ignore[no-untyped-call]
+        super().startService()
         for pool in self._pools:
             pool.start()
         self._start_loop(self._request_retention, self._retention_seconds)
@@ -237,7 +242,7 @@ class Broker(service.Service):
 
     def stopService(self) -> defer.Deferred[None]:
         """Finish queued appends, answer parked fetches, flush and close the logs."""
-        super().stopService()  # type: ignore[no-untyped-call]
+        super().stopService()
         self._stopping = True
         for loop in self._loops:
             if loop.running:
@@ -708,4 +713,4 @@ def _write_job(
 
 def _current_failure() -> Failure:
     """The exception being handled, as a Failure (Failure() is untyped in Twisted)."""
-    return Failure()  # type: ignore[no-untyped-call]
+    return Failure()

@@ -1,0 +1,233 @@
+# -*- test-case-name: tests.test_tap -*-
+"""``twistd broker``: command-line options and the service tree.
+
+This module wires the parts together and owns no logic of its own. It is the only module
+that imports the global reactor (inside :func:`makeService`).
+
+Service order matters for shutdown: ``MultiService`` stops its children in reverse order
+of addition, all at once, and twistd waits for every returned Deferred. Listeners are
+added after the broker, so they stop accepting first; the broker then finishes queued
+appends, answers parked fetches, syncs and writes the clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from twisted.application import service
+from twisted.application.internet import StreamServerEndpointService
+from twisted.internet import endpoints
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IStreamServerEndpoint
+from twisted.internet.protocol import Factory
+from twisted.logger import Logger
+from twisted.python import usage
+from zope.interface import implementer
+
+from brokerd.broker import FsyncPolicy
+
+_log = Logger()
+
+DEFAULT_NATIVE = "tcp:7070:interface=127.0.0.1"
+DEFAULT_KAFKA = "tcp:9092:interface=127.0.0.1"
+#: Kafka's defaults: 1 GiB segments, 7 days of retention, no size limit.
+DEFAULT_SEGMENT_BYTES = 1024**3
+DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
+MEBIBYTE = 1024 * 1024
+
+
+def _size(text: str) -> int:
+    return int(text)
+
+
+class Options(usage.Options):
+    """Options of ``twistd broker``; every size is in bytes and every time in ms."""
+
+    optParameters = [
+        ["data-dir", "d", "./data", "Directory holding the partition logs."],
+        ["native", None, DEFAULT_NATIVE, "Endpoint of the native protocol listener."],
+        ["kafka", None, DEFAULT_KAFKA, "Endpoint of the Kafka listener, or 'none'."],
+        [
+            "advertised-host",
+            None,
+            None,
+            "Host name Kafka clients are told to connect to "
+            "(default: the listener's interface, or 127.0.0.1 for a wildcard bind).",
+        ],
+        ["fsync", None, "always", "always | interval:MS | never (see docs/durability.md)."],
+        ["segment-bytes", None, DEFAULT_SEGMENT_BYTES, "Roll a segment at this size.", int],
+        ["segment-ms", None, 0, "Also roll a non-empty segment this old (0: never).", int],
+        ["retention-bytes", None, -1, "Default per-partition size limit (-1: none).", int],
+        ["retention-ms", None, DEFAULT_RETENTION_MS, "Default age limit (-1: none).", int],
+        ["default-partitions", None, 1, "Partitions of an auto-created topic.", int],
+        ["max-produce-bytes", None, MEBIBYTE, "Largest native produce payload.", int],
+        ["max-fetch-bytes", None, MEBIBYTE, "Cap of a native fetch response's values.", int],
+        ["max-request-bytes", None, 8 * MEBIBYTE, "Largest Kafka request frame.", int],
+        ["read-threads", None, 4, "Threads reading logs.", int],
+        ["write-threads", None, 2, "Threads appending and syncing logs.", int],
+    ]
+    optFlags = [
+        ["no-auto-create", None, "Refuse produce/metadata for unknown topics."],
+    ]
+
+    def postOptions(self) -> None:
+        try:
+            self["fsync-policy"] = FsyncPolicy.parse(self["fsync"])
+        except ValueError as e:
+            raise usage.UsageError(str(e)) from None
+        positive = (
+            "segment-bytes",
+            "default-partitions",
+            "max-produce-bytes",
+            "max-fetch-bytes",
+            "max-request-bytes",
+            "read-threads",
+            "write-threads",
+        )
+        for name in positive:
+            if self[name] <= 0:
+                raise usage.UsageError(f"--{name} must be positive")
+        if self["segment-bytes"] < 1024:
+            raise usage.UsageError("--segment-bytes must be at least 1024")
+        for name in ("retention-bytes", "retention-ms"):
+            if self[name] < -1 or self[name] == 0:
+                raise usage.UsageError(f"--{name} must be positive or -1")
+        if self["segment-ms"] < 0:
+            raise usage.UsageError("--segment-ms must be 0 or positive")
+
+
+@implementer(IStreamServerEndpoint)
+class _PortReportingEndpoint:
+    """Wraps an endpoint to report the bound address (port 0 and systemd sockets are
+    known only after listening) to a callback, before the first client connects."""
+
+    def __init__(self, wrapped: Any, on_listen: Any) -> None:
+        self._wrapped = wrapped
+        self._on_listen = on_listen
+
+    def listen(self, factory: Factory) -> Deferred[Any]:
+        d: Deferred[Any] = self._wrapped.listen(factory)
+
+        def report(port: Any) -> Any:
+            self._on_listen(port.getHost())
+            return port
+
+        return d.addCallback(report)
+
+
+def _listener(
+    reactor: Any, description: str, factory: Factory, on_listen: Any = None
+) -> service.Service:
+    endpoint = endpoints.serverFromString(reactor, description)
+    if on_listen is not None:
+        endpoint = _PortReportingEndpoint(endpoint, on_listen)
+    svc = StreamServerEndpointService(endpoint, factory)
+    # A bind failure must abort start-up (exit status 1) rather than be logged.
+    svc._raiseSynchronously = True
+    return svc
+
+
+class _GroupsService(service.Service):
+    """Stops the group coordinator's timers and closes the offsets store on shutdown."""
+
+    def __init__(self, coordinator: Any, offsets: Any, producer_ids: Any) -> None:
+        self._coordinator = coordinator
+        self._closeables = (offsets, producer_ids)
+
+    def stopService(self) -> None:
+        super().stopService()
+        self._coordinator.stop()
+        for item in self._closeables:
+            item.close()
+
+
+def makeService(options: Options) -> service.MultiService:
+    """Build the service tree: broker core, then listeners, then the readiness notice."""
+    from twisted.internet import reactor
+
+    from brokerd.broker import Broker
+    from brokerd.native.protocol import NativeFactory
+    from brokerd.sdnotify import ReadyNotifier
+    from brokerd.storage.log import LogConfig
+    from brokerd.storage.logdir import LogDirectory
+
+    def limit(value: int) -> int | None:
+        return None if value < 0 else value
+
+    config = LogConfig(
+        segment_bytes=options["segment-bytes"],
+        segment_ms=options["segment-ms"] or None,
+        retention_bytes=limit(options["retention-bytes"]),
+        retention_ms=limit(options["retention-ms"]),
+    )
+    data_dir = os.path.abspath(options["data-dir"])
+    logdir = LogDirectory.open(
+        data_dir,
+        config,
+        auto_create=not options["no-auto-create"],
+        default_partitions=options["default-partitions"],
+    )
+    top = service.MultiService()
+    broker = Broker(
+        logdir,
+        reactor=reactor,
+        fsync=options["fsync-policy"],
+        read_threads=options["read-threads"],
+        write_threads=options["write-threads"],
+    )
+    broker.setServiceParent(top)
+
+    native = NativeFactory(
+        broker,
+        clock=reactor,
+        max_produce_bytes=options["max-produce-bytes"],
+        max_fetch_bytes=options["max-fetch-bytes"],
+    )
+    _listener(reactor, options["native"], native).setServiceParent(top)
+
+    if options["kafka"].lower() != "none":
+        _add_kafka(top, broker, reactor, options, data_dir)
+
+    ReadyNotifier(reactor).setServiceParent(top)
+    return top
+
+
+def _add_kafka(
+    top: service.MultiService, broker: Any, reactor: Any, options: Options, data_dir: str
+) -> None:
+    from brokerd.kafka.groups import GroupCoordinator
+    from brokerd.kafka.protocol import KafkaFactory
+    from brokerd.storage.offsets import OffsetStore, ProducerIdAllocator
+
+    offsets = OffsetStore.open(os.path.join(data_dir, "consumer-offsets.log"))
+    producer_ids = ProducerIdAllocator(os.path.join(data_dir, "producer-ids"))
+    broker.set_producer_id_source(producer_ids.next_id)
+    coordinator = GroupCoordinator(
+        clock=reactor, offsets=offsets, run_blocking=broker.run_write
+    )
+    _GroupsService(coordinator, offsets, producer_ids).setServiceParent(top)
+    factory = KafkaFactory(
+        broker,
+        coordinator,
+        clock=reactor,
+        advertised_host=options["advertised-host"] or "127.0.0.1",
+        advertised_port=0,
+        max_frame_bytes=options["max-request-bytes"],
+    )
+
+    def on_listen(address: Any) -> None:
+        host = options["advertised-host"]
+        if host is None:
+            bound = getattr(address, "host", "127.0.0.1")
+            host = "127.0.0.1" if bound in ("0.0.0.0", "::", "") else bound
+        factory.advertised_host = host
+        factory.advertised_port = getattr(address, "port", 0)
+        _log.info(
+            "Kafka listener on {address}, advertised as {host}:{port}",
+            address=address,
+            host=host,
+            port=factory.advertised_port,
+        )
+
+    _listener(reactor, options["kafka"], factory, on_listen).setServiceParent(top)
