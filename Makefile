@@ -1,0 +1,58 @@
+# brokerd: the two commands are `make run` and `make test`; both install first when needed.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+DATA ?= ./data
+PYTEST_ARGS ?=
+
+.PHONY: install run test test-long lint bench check-plugin verify-units clean
+
+install: $(STAMP)
+
+# `editable_mode=compat` puts the project root on sys.path through a .pth file, which is
+# what lets Twisted find twisted/plugins/brokerd_plugin.py; setuptools' default editable
+# mode uses an import hook that twistd's plugin scan cannot see.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]' --config-settings editable_mode=compat
+	$(BIN)/python -c 'from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))'
+	touch $(STAMP)
+
+run: install
+	$(BIN)/twistd --nodaemon --pidfile= broker --data-dir $(DATA)
+
+test: install
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test-long: install
+	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check brokerd tests bench twisted
+	$(BIN)/ruff format --check brokerd
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python bench/run.py
+
+# The wheel, installed into a scratch venv and run from another directory, must show the
+# plugin: running from the source tree would find it by accident.
+check-plugin: install
+	rm -rf dist build/plugin-venv
+	$(BIN)/python -m build --wheel --outdir dist . >/dev/null
+	$(PYTHON) -m venv build/plugin-venv
+	build/plugin-venv/bin/pip install -q dist/*.whl
+	cd / && $(CURDIR)/build/plugin-venv/bin/twistd --help | grep -Eq '^ +broker +'
+	@echo "plugin found in the installed wheel"
+
+verify-units: install
+	mkdir -p build/units
+	sed "s#/opt/brokerd/venv#$(CURDIR)/$(VENV)#" deploy/systemd/brokerd.service > build/units/brokerd.service
+	cp deploy/systemd/brokerd.socket deploy/systemd/brokerd-kafka.socket build/units/
+	out=$$(systemd-analyze verify --man=no build/units/brokerd.socket build/units/brokerd-kafka.socket build/units/brokerd.service 2>&1); \
+	  test -z "$$out" || { echo "$$out"; exit 1; }
+
+clean:
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
