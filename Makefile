@@ -31,7 +31,6 @@ test-long: install
 
 lint: install
 	$(BIN)/ruff check brokerd tests bench twisted
-	$(BIN)/ruff format --check brokerd
 	$(BIN)/mypy
 
 bench: install

@@ -123,9 +123,7 @@ class _ProducerBatch:
 @attrs.define
 class _ProducerState:
     epoch: int
-    batches: deque[_ProducerBatch] = attrs.Factory(
-        lambda: deque(maxlen=PRODUCER_BATCH_MEMORY)
-    )
+    batches: deque[_ProducerBatch] = attrs.Factory(lambda: deque(maxlen=PRODUCER_BATCH_MEMORY))
 
 
 @attrs.define(eq=False)
@@ -450,9 +448,7 @@ class Broker(service.Service):
         retention = part.retention_requested
         part.flush_requested = part.retention_requested = False
         part.busy = True
-        d = self._run_write(
-            _write_job, part.log, appends, sync, retention, self._wall_clock
-        )
+        d = self._run_write(_write_job, part.log, appends, sync, retention, self._wall_clock)
         d.addBoth(self._job_done, part, appends, sync)
 
     def _job_done(

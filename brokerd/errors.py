@@ -31,9 +31,7 @@ class OffsetOutOfRange(BrokerError):
     """A fetch offset below the log start offset or above the high watermark."""
 
     def __init__(self, offset: int, log_start: int, high_watermark: int) -> None:
-        super().__init__(
-            f"offset {offset} is outside [{log_start}, {high_watermark}]"
-        )
+        super().__init__(f"offset {offset} is outside [{log_start}, {high_watermark}]")
         self.offset = offset
         self.log_start = log_start
         self.high_watermark = high_watermark

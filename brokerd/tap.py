@@ -203,9 +203,7 @@ def _add_kafka(
     offsets = OffsetStore.open(os.path.join(data_dir, "consumer-offsets.log"))
     producer_ids = ProducerIdAllocator(os.path.join(data_dir, "producer-ids"))
     broker.set_producer_id_source(producer_ids.next_id)
-    coordinator = GroupCoordinator(
-        clock=reactor, offsets=offsets, run_blocking=broker.run_write
-    )
+    coordinator = GroupCoordinator(clock=reactor, offsets=offsets, run_blocking=broker.run_write)
     _GroupsService(coordinator, offsets, producer_ids).setServiceParent(top)
     factory = KafkaFactory(
         broker,

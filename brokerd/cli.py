@@ -1,0 +1,197 @@
+"""``brokerctl``: a command-line client of the native protocol.
+
+Commands (see ``brokerctl --help``)::
+
+    brokerctl [--bootstrap HOST:PORT] topics create NAME [--partitions N]
+    brokerctl topics list
+    brokerctl produce TOPIC [--partition P]          one record per stdin line
+    brokerctl consume TOPIC [--partition P] [--from OFFSET|earliest|latest]
+                            [--count N] [--follow]   one value per stdout line
+
+Exit status: 0 success, 1 the broker answered an error, 2 bad usage, 3 the broker could
+not be reached or dropped the connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import BinaryIO
+
+from brokerd.client import NativeClient, NativeError
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:7070"
+#: A produce request carries at most this many lines or bytes, well under the broker's
+#: default 1 MiB produce limit.
+PRODUCE_BATCH_LINES = 1000
+PRODUCE_BATCH_BYTES = 512 * 1024
+#: Long-poll wait of ``consume --follow``; also how often it notices a broker restart.
+FOLLOW_WAIT_MS = 5000
+#: Seconds between reconnection attempts while following a broker that went away.
+RECONNECT_SECONDS = 0.5
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, not {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def _start(text: str) -> str | int:
+    if text in ("earliest", "latest"):
+        return text
+    if text.isdigit():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected an offset, 'earliest' or 'latest', not {text!r}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="brokerctl", description="Talk to a brokerd broker.")
+    parser.add_argument(
+        "--bootstrap",
+        type=_address,
+        default=_address(DEFAULT_BOOTSTRAP),
+        help=f"native listener (default {DEFAULT_BOOTSTRAP})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    topics = sub.add_parser("topics", help="create or list topics")
+    topic_cmds = topics.add_subparsers(dest="topics_command", required=True)
+    create = topic_cmds.add_parser("create", help="create a topic")
+    create.add_argument("name")
+    create.add_argument("--partitions", type=int, default=1)
+    topic_cmds.add_parser("list", help="list topics and partition counts")
+
+    produce = sub.add_parser("produce", help="append one record per stdin line")
+    produce.add_argument("topic")
+    produce.add_argument("--partition", type=int, default=0)
+
+    consume = sub.add_parser("consume", help="print one value per line")
+    consume.add_argument("topic")
+    consume.add_argument("--partition", type=int, default=0)
+    consume.add_argument(
+        "--from",
+        dest="start",
+        type=_start,
+        default="earliest",
+        help="offset, earliest (default) or latest",
+    )
+    consume.add_argument("--count", type=int, default=None, help="stop after N records")
+    consume.add_argument(
+        "--follow", action="store_true", help="keep waiting for new records until interrupted"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    host, port = args.bootstrap
+    try:
+        if args.command == "topics":
+            with NativeClient(host, port) as client:
+                if args.topics_command == "create":
+                    client.create_topic(args.name, args.partitions)
+                    print(f"created topic {args.name} with {args.partitions} partition(s)")
+                else:
+                    for entry in client.list_topics():
+                        print(f"{entry.name}\t{entry.partitions}")
+            return 0
+        if args.command == "produce":
+            return _produce(host, port, args.topic, args.partition, sys.stdin.buffer)
+        return _consume(host, port, args, sys.stdout.buffer)
+    except NativeError as e:
+        print(f"brokerctl: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as e:
+        print(f"brokerctl: cannot reach the broker at {host}:{port}: {e}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except KeyboardInterrupt:
+        return 0
+
+
+def _batches(stream: BinaryIO) -> Iterator[list[bytes]]:
+    batch: list[bytes] = []
+    size = 0
+    for line in stream:
+        value = line[:-1] if line.endswith(b"\n") else line
+        batch.append(value)
+        size += len(value) + 4
+        if len(batch) >= PRODUCE_BATCH_LINES or size >= PRODUCE_BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _produce(host: str, port: int, topic: str, partition: int, stream: BinaryIO) -> int:
+    total = 0
+    first: int | None = None
+    with NativeClient(host, port) as client:
+        for batch in _batches(stream):
+            base = client.produce(topic, partition, batch)
+            first = base if first is None else first
+            total += len(batch)
+    if first is None:
+        print("no records produced (empty input)", file=sys.stderr)
+    else:
+        print(
+            f"produced {total} record(s) to {topic}/{partition} at offsets "
+            f"{first}..{first + total - 1}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _consume(host: str, port: int, args: argparse.Namespace, out: BinaryIO) -> int:
+    topic, partition = args.topic, args.partition
+    remaining = args.count
+    client = NativeClient(host, port)
+    try:
+        start, end = client.list_offsets(topic, partition)
+        offset = {"earliest": start, "latest": end}.get(args.start, args.start)
+        assert isinstance(offset, int)
+        while remaining is None or remaining > 0:
+            if args.follow:
+                try:
+                    response = client.poll(topic, partition, offset, max_wait_ms=FOLLOW_WAIT_MS)
+                except (ConnectionError, TimeoutError, OSError):
+                    client.close()
+                    client = _reconnect(host, port)
+                    continue
+                values = [r.value for r in response.records]
+                if response.records:
+                    offset = response.records[-1].offset + 1
+            else:
+                values = client.fetch(topic, partition, offset)
+                if not values:
+                    break
+                offset += len(values)
+            if remaining is not None:
+                values = values[:remaining]
+                remaining -= len(values)
+            for value in values:
+                out.write(value + b"\n")
+            out.flush()
+    finally:
+        client.close()
+    return 0
+
+
+def _reconnect(host: str, port: int) -> NativeClient:
+    """Wait for the broker to come back (``consume --follow`` survives restarts)."""
+    while True:
+        try:
+            return NativeClient(host, port)
+        except OSError:
+            time.sleep(RECONNECT_SECONDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

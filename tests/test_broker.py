@@ -1,0 +1,301 @@
+"""The broker core with a fake log and hand-driven pools: group commit, fsync modes,
+idempotent producers and long-poll waiters, all on a fake clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from brokerd.broker import Broker, FsyncPolicy
+from brokerd.errors import (
+    OffsetOutOfRange,
+    OutOfOrderSequence,
+    ShuttingDown,
+    TooManyWaiters,
+    UnknownTopicOrPartition,
+)
+from brokerd.storage.batch import encode_batch
+from brokerd.storage.types import AppendInfo, Record, RecordsResult, TopicInfo
+
+
+class FakeLog:
+    """Records what the core asks of a partition log."""
+
+    def __init__(self) -> None:
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self.high_watermark = 0
+        self.flushes = 0
+        self.values: list[bytes] = []
+        self.calls: list[str] = []
+
+    def append_values(self, values: list[bytes], *, timestamp_ms: int) -> AppendInfo:
+        self.calls.append("append")
+        base = self.log_end_offset
+        self.values.extend(values)
+        self.log_end_offset += len(values)
+        return AppendInfo(base, self.log_end_offset - 1, 0)
+
+    def append(self, data: bytes, headers: list[Any]) -> AppendInfo:
+        self.calls.append("append")
+        count = sum(h.records_count for h in headers)
+        base = self.log_end_offset
+        self.log_end_offset += count
+        return AppendInfo(base, self.log_end_offset - 1, 0)
+
+    def flush(self) -> None:
+        self.calls.append("flush")
+        self.flushes += 1
+
+    def publish(self) -> None:
+        self.calls.append("publish")
+        self.high_watermark = self.log_end_offset
+
+    def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult:
+        records = tuple(
+            Record(i, 0, None, v) for i, v in enumerate(self.values) if offset <= i < self.high_watermark
+        )
+        return RecordsResult(records, self.high_watermark, self.log_start_offset)
+
+    def enforce_retention(self, now: float) -> int:
+        self.calls.append("retention")
+        return 0
+
+
+class FakeLogDir:
+    auto_create = True
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str, int], FakeLog] = {}
+        self.closed = False
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return {t: TopicInfo(t, 1) for t, _ in self.logs}
+
+    def get(self, topic: str, partition: int, *, create: bool = False) -> FakeLog:
+        if (topic, partition) not in self.logs:
+            if not create or partition != 0:
+                raise UnknownTopicOrPartition(topic)
+            self.logs[(topic, partition)] = FakeLog()
+        return self.logs[(topic, partition)]
+
+    def checkpoint(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class HeldRunner:
+    """A pool whose jobs run only when the test says so."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], defer.Deferred[Any]]] = []
+
+    def __call__(self, f: Callable[..., Any], *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
+        d: defer.Deferred[Any] = defer.Deferred()
+        self.jobs.append((f, args, kwargs, d))
+        return d
+
+    def run_one(self) -> None:
+        f, args, kwargs, d = self.jobs.pop(0)
+        try:
+            result = f(*args, **kwargs)
+        except Exception:
+            d.errback()
+        else:
+            d.callback(result)
+
+
+def sync_runner(f: Callable[..., Any], *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
+    return defer.maybeDeferred(f, *args, **kwargs)
+
+
+def make(fsync: str = "always", *, writes: Any = sync_runner) -> tuple[Broker, FakeLogDir, Clock]:
+    clock = Clock()
+    logdir = FakeLogDir()
+    logdir.get("t", 0, create=True)
+    broker = Broker(
+        logdir,
+        reactor=clock,
+        fsync=FsyncPolicy.parse(fsync),
+        run_read=sync_runner,
+        run_write=writes,
+        retention_check_seconds=0,
+        checkpoint_seconds=0,
+    )
+    broker.startService()
+    return broker, logdir, clock
+
+
+class FsyncPolicyTests(SynchronousTestCase):
+    def test_parse(self) -> None:
+        self.assertEqual(FsyncPolicy.parse("always"), FsyncPolicy("always"))
+        self.assertEqual(FsyncPolicy.parse("never"), FsyncPolicy("never"))
+        self.assertEqual(FsyncPolicy.parse("interval:250"), FsyncPolicy("interval", 250))
+        self.assertEqual(str(FsyncPolicy.parse("interval:250")), "interval:250")
+        for bad in ("sometimes", "interval:", "interval:0", "interval:-5", "interval:x"):
+            self.assertRaises(ValueError, FsyncPolicy.parse, bad)
+
+
+class GroupCommitTests(SynchronousTestCase):
+    def test_appends_during_a_sync_share_the_next_one(self) -> None:
+        runner = HeldRunner()
+        broker, logdir, _ = make(writes=runner)
+        log = logdir.logs[("t", 0)]
+        first = broker.produce_values("t", 0, [b"a"])
+        self.assertEqual(len(runner.jobs), 1)
+        later = [broker.produce_values("t", 0, [b"b"]), broker.produce_values("t", 0, [b"c", b"d"])]
+        # One job per partition at a time: the later appends wait in the reactor.
+        self.assertEqual(len(runner.jobs), 1)
+        self.assertNoResult(first)
+        runner.run_one()
+        self.assertEqual(self.successResultOf(first).base_offset, 0)
+        self.assertEqual(len(runner.jobs), 1)
+        runner.run_one()
+        self.assertEqual([self.successResultOf(d).base_offset for d in later], [1, 2])
+        self.assertEqual(log.flushes, 2)
+        self.assertEqual(log.calls, ["append", "flush", "publish", "append", "append", "flush", "publish"])
+
+    def test_not_visible_before_the_sync(self) -> None:
+        runner = HeldRunner()
+        broker, logdir, _ = make(writes=runner)
+        broker.produce_values("t", 0, [b"a"])
+        self.assertEqual(self.successResultOf(broker.list_offsets("t", 0)), (0, 0))
+        runner.run_one()
+        self.assertEqual(self.successResultOf(broker.list_offsets("t", 0)), (0, 1))
+
+    def test_never_mode_does_not_sync(self) -> None:
+        broker, logdir, _ = make("never")
+        self.successResultOf(broker.produce_values("t", 0, [b"a"]))
+        self.assertEqual(logdir.logs[("t", 0)].flushes, 0)
+
+    def test_interval_mode_syncs_dirty_partitions_on_the_timer(self) -> None:
+        broker, logdir, clock = make("interval:100")
+        log = logdir.logs[("t", 0)]
+        self.successResultOf(broker.produce_values("t", 0, [b"a"]))
+        self.assertEqual(log.flushes, 0)
+        clock.advance(0.1)
+        self.assertEqual(log.flushes, 1)
+        clock.advance(0.1)
+        self.assertEqual(log.flushes, 1, "a clean partition is not synced again")
+
+    def test_auto_create_and_unknown_partition(self) -> None:
+        broker, logdir, _ = make()
+        self.successResultOf(broker.produce_values("new", 0, [b"x"]))
+        self.assertIn(("new", 0), logdir.logs)
+        self.failureResultOf(broker.produce_values("new", 3, [b"x"]), UnknownTopicOrPartition)
+
+    def test_shutdown_finishes_queued_appends_then_closes(self) -> None:
+        runner = HeldRunner()
+        broker, logdir, _ = make(writes=runner)
+        d = broker.produce_values("t", 0, [b"a"])
+        stopped = broker.stopService()
+        self.failureResultOf(broker.produce_values("t", 0, [b"b"]), ShuttingDown)
+        self.assertNoResult(stopped)
+        runner.run_one()
+        self.successResultOf(d)
+        runner.run_one()  # logdir.close
+        self.successResultOf(stopped)
+        self.assertTrue(logdir.closed)
+
+
+def batch(pid: int, epoch: int, seq: int, n: int = 2) -> bytes:
+    return encode_batch(
+        [b"v%d" % i for i in range(n)],
+        timestamp_ms=1,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+    )
+
+
+class IdempotenceTests(SynchronousTestCase):
+    def test_retried_batch_is_stored_once(self) -> None:
+        broker, logdir, _ = make()
+        first = self.successResultOf(broker.produce_batches("t", 0, batch(7, 0, 0)))
+        again = self.successResultOf(broker.produce_batches("t", 0, batch(7, 0, 0)))
+        self.assertEqual(first, again)
+        self.assertEqual(logdir.logs[("t", 0)].log_end_offset, 2)
+        nxt = self.successResultOf(broker.produce_batches("t", 0, batch(7, 0, 2)))
+        self.assertEqual(nxt.base_offset, 2)
+
+    def test_retry_of_a_batch_still_in_flight_waits_for_it(self) -> None:
+        runner = HeldRunner()
+        broker, _, _ = make(writes=runner)
+        first = broker.produce_batches("t", 0, batch(7, 0, 0))
+        retry = broker.produce_batches("t", 0, batch(7, 0, 0))
+        self.assertNoResult(retry)
+        runner.run_one()
+        self.assertEqual(self.successResultOf(retry), self.successResultOf(first))
+        self.assertEqual(runner.jobs, [])
+
+    def test_gap_is_refused(self) -> None:
+        broker, _, _ = make()
+        self.successResultOf(broker.produce_batches("t", 0, batch(7, 0, 0)))
+        self.failureResultOf(broker.produce_batches("t", 0, batch(7, 0, 5)), OutOfOrderSequence)
+
+    def test_new_epoch_restarts_at_zero(self) -> None:
+        broker, _, _ = make()
+        self.successResultOf(broker.produce_batches("t", 0, batch(7, 0, 0)))
+        self.failureResultOf(broker.produce_batches("t", 0, batch(7, 1, 4)), OutOfOrderSequence)
+        self.successResultOf(broker.produce_batches("t", 0, batch(7, 1, 0)))
+
+
+class LongPollTests(SynchronousTestCase):
+    def test_timeout_answers_empty(self) -> None:
+        broker, _, clock = make()
+        d = broker.wait_records("t", 0, 0, max_value_bytes=100, min_bytes=1, max_wait_ms=500)
+        self.assertNoResult(d)
+        clock.advance(0.5)
+        self.assertEqual(self.successResultOf(d).records, ())
+        self.assertEqual(clock.getDelayedCalls(), [])
+
+    def test_append_before_timeout_answers_at_once(self) -> None:
+        broker, _, clock = make()
+        d = broker.wait_records("t", 0, 0, max_value_bytes=100, min_bytes=1, max_wait_ms=5000)
+        self.successResultOf(broker.produce_values("t", 0, [b"hello"]))
+        self.assertEqual([r.value for r in self.successResultOf(d).records], [b"hello"])
+        self.assertEqual(clock.getDelayedCalls(), [])
+
+    def test_min_bytes_needs_the_second_append(self) -> None:
+        broker, _, clock = make()
+        d = broker.wait_records("t", 0, 0, max_value_bytes=100, min_bytes=8, max_wait_ms=5000)
+        broker.produce_values("t", 0, [b"abcd"])
+        self.assertNoResult(d)
+        broker.produce_values("t", 0, [b"efgh"])
+        self.assertEqual(len(self.successResultOf(d).records), 2)
+
+    def test_cancel_leaves_nothing_behind(self) -> None:
+        broker, _, clock = make()
+        d = broker.wait_records("t", 0, 0, max_value_bytes=100, min_bytes=1, max_wait_ms=5000)
+        d.cancel()
+        self.failureResultOf(d, defer.CancelledError)
+        self.assertEqual(clock.getDelayedCalls(), [])
+        self.assertEqual(broker.waiter_count, 0)
+
+    def test_global_limit_is_an_error_not_a_hang(self) -> None:
+        broker, _, _ = make()
+        broker.max_waiters = 2
+        waits = [broker.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=1000) for _ in range(2)]
+        self.failureResultOf(
+            broker.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=1000), TooManyWaiters
+        )
+        for d in waits:
+            d.cancel()
+        self.assertEqual(broker.waiter_count, 0)
+
+    def test_any_partition_of_several_wakes_the_fetch(self) -> None:
+        broker, logdir, _ = make()
+        logdir.get("u", 0, create=True)
+        d = broker.wait_for_data([("t", 0, 0), ("u", 0, 0)], min_bytes=1, max_wait_ms=5000)
+        broker.produce_values("u", 0, [b"x"])
+        self.successResultOf(d)
+
+    def test_fetch_out_of_range(self) -> None:
+        broker, _, _ = make()
+        self.failureResultOf(broker.fetch_records("t", 0, 5, 100), OffsetOutOfRange)
