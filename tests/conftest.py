@@ -1,0 +1,38 @@
+"""Shared fixtures: a real ``twistd broker`` process on loopback."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from brokerproc import BrokerProcess  # noqa: E402
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A started broker with both listeners, fsync always, data under ``tmp_path``."""
+    proc = BrokerProcess(tmp_path / "data").start()
+    try:
+        yield proc
+    finally:
+        proc.kill()
+
+
+@pytest.fixture
+def make_broker(tmp_path: Path) -> Iterator[object]:
+    """Factory for brokers with extra options; all are killed at teardown."""
+    started: list[BrokerProcess] = []
+
+    def make(*args: str, kafka: bool = True, name: str = "data") -> BrokerProcess:
+        proc = BrokerProcess(tmp_path / name, kafka=kafka, args=args)
+        started.append(proc)
+        return proc.start()
+
+    yield make
+    for proc in started:
+        proc.kill()
