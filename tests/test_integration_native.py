@@ -1,0 +1,254 @@
+"""Loopback tests against a real ``twistd broker``, speaking the native protocol with a
+client written only from the lesson's tables and the pinned Produce/error formats (plain
+``struct``, not brokerd's codec)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from brokerproc import BROKERCTL, BrokerProcess, env
+
+
+def produce_frame(topic: str, partition: int, values: list[bytes]) -> bytes:
+    t = topic.encode()
+    body = b"".join(struct.pack(">I", len(v)) + v for v in values)
+    return struct.pack(">HH", 1, len(t)) + t + struct.pack(">II", partition, len(values)) + body
+
+
+def fetch_frame(topic: str, partition: int, offset: int) -> bytes:
+    t = topic.encode()
+    return struct.pack(">HH", 2, len(t)) + t + struct.pack(">IQ", partition, offset)
+
+
+class RawClient:
+    """Reads exactly the bytes the tables say, nothing more."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def read(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed")
+            data += chunk
+        return data
+
+    def produce_response(self) -> tuple[int, int]:
+        (error,) = struct.unpack(">H", self.read(2))
+        if error:
+            (n,) = struct.unpack(">H", self.read(2))
+            raise AssertionError(f"produce error {error}: {self.read(n)!r}")
+        (base,) = struct.unpack(">Q", self.read(8))
+        return error, base
+
+    def error_tail(self) -> tuple[int, str]:
+        error, n = struct.unpack(">HH", self.read(4))
+        return error, self.read(n).decode()
+
+    def fetch_response(self) -> list[bytes] | tuple[int, str]:
+        (count,) = struct.unpack(">I", self.read(4))
+        if count == 0xFFFFFFFF:
+            return self.error_tail()
+        values = []
+        for _ in range(count):
+            (size,) = struct.unpack(">I", self.read(4))
+            values.append(self.read(size))
+        return values
+
+    def fetch_all(self, topic: str, partition: int, offset: int = 0) -> list[bytes]:
+        out: list[bytes] = []
+        while True:
+            self.sock.sendall(fetch_frame(topic, partition, offset + len(out)))
+            values = self.fetch_response()
+            assert isinstance(values, list), values
+            if not values:
+                return out
+            out.extend(values)
+
+
+def test_produce_and_fetch_byte_exact(broker: BrokerProcess) -> None:
+    c = RawClient(broker.native_port)
+    values = [b"", b"x", bytes(range(256)), b"\x00" * 1000]
+    c.sock.sendall(produce_frame("bytes", 0, values))
+    assert c.produce_response() == (0, 0)
+    c.sock.sendall(produce_frame("bytes", 0, [b"more"]))
+    assert c.produce_response() == (0, 4)
+    c.sock.sendall(fetch_frame("bytes", 0, 0))
+    raw = c.read(4)
+    assert raw == b"\x00\x00\x00\x05"
+    expected = b"".join(struct.pack(">I", len(v)) + v for v in [*values, b"more"])
+    assert c.read(len(expected)) == expected
+    # At the end of the log: count 0, and the lesson's type 2 does not wait.
+    c.sock.sendall(fetch_frame("bytes", 0, 5))
+    assert c.read(4) == b"\x00\x00\x00\x00"
+    c.close()
+
+
+def test_pipelined_and_dribbled(broker: BrokerProcess) -> None:
+    c = RawClient(broker.native_port)
+    frames = [produce_frame("pipe", 0, [b"a%d" % i]) for i in range(20)]
+    frames.append(fetch_frame("pipe", 0, 0))
+    # Twenty produces and a fetch in one write; all answered, in order.
+    c.sock.sendall(b"".join(frames[:20]))
+    assert [c.produce_response()[1] for _ in range(20)] == list(range(20))
+    # One byte at a time.
+    for byte in fetch_frame("pipe", 0, 18):
+        c.sock.sendall(bytes([byte]))
+        time.sleep(0.001)
+    assert c.fetch_response() == [b"a18", b"a19"]
+    c.close()
+
+
+def test_restart_keeps_everything(broker: BrokerProcess) -> None:
+    c = RawClient(broker.native_port)
+    for i in range(50):
+        c.sock.sendall(produce_frame("keep", i % 2, [b"v%d" % i]))
+        c.produce_response()
+    c.close()
+    assert broker.stop() == 0
+    assert (broker.data_dir / "keep-0").is_dir()
+    broker.start()
+    c = RawClient(broker.native_port)
+    assert c.fetch_all("keep", 0) == [b"v%d" % i for i in range(0, 50, 2)]
+    assert c.fetch_all("keep", 1) == [b"v%d" % i for i in range(1, 50, 2)]
+    c.sock.sendall(produce_frame("keep", 0, [b"after"]))
+    assert c.produce_response() == (0, 25)
+    c.close()
+
+
+def test_kill_9_after_acknowledged_produce_loses_nothing(broker: BrokerProcess) -> None:
+    c = RawClient(broker.native_port)
+    acked = []
+    for i in range(30):
+        c.sock.sendall(produce_frame("crash", 0, [b"r%d-%d" % (i, j) for j in range(10)]))
+        acked.append(c.produce_response()[1])
+    broker.kill()
+    c.close()
+    broker.start()
+    c = RawClient(broker.native_port)
+    got = c.fetch_all("crash", 0)
+    assert got == [b"r%d-%d" % (i, j) for i in range(30) for j in range(10)]
+    assert acked == list(range(0, 300, 10))
+    c.close()
+
+
+def test_topics_and_partitions_are_independent(broker: BrokerProcess) -> None:
+    with broker.client() as client:
+        client.create_topic("two", 2)
+        client.produce("two", 0, [b"p0"])
+        client.produce("two", 1, [b"p1a", b"p1b"])
+        client.produce("one", 0, [b"o"])
+        assert client.fetch("two", 0, 0) == [b"p0"]
+        assert client.fetch("two", 1, 0) == [b"p1a", b"p1b"]
+        assert client.fetch("one", 0, 0) == [b"o"]
+        assert client.list_offsets("two", 1) == (0, 2)
+        names = {t.name: t.partitions for t in client.list_topics()}
+        assert names == {"two": 2, "one": 1}
+
+
+def test_bad_topic_names_never_touch_the_filesystem(broker: BrokerProcess, tmp_path: Path) -> None:
+    before = sorted(os.listdir(tmp_path))
+    data_before = sorted(os.listdir(broker.data_dir))
+    c = RawClient(broker.native_port)
+    for name in ("../x", "..", ".", "a/b", "x" * 250):
+        c.sock.sendall(produce_frame(name, 0, [b"v"]))
+        (error,) = struct.unpack(">H", c.read(2))
+        _, message = _tail(c)
+        assert error != 0 and message
+        c.sock.sendall(fetch_frame(name, 0, 0))
+        result = c.fetch_response()
+        assert isinstance(result, tuple) and result[0] != 0
+    # The connection still works after the refusals.
+    c.sock.sendall(produce_frame("fine", 0, [b"ok"]))
+    assert c.produce_response() == (0, 0)
+    c.close()
+    assert sorted(os.listdir(tmp_path)) == before
+    assert sorted(os.listdir(broker.data_dir)) == sorted([*data_before, "fine-0"])
+    assert not (tmp_path / "x").exists()
+
+
+def _tail(c: RawClient) -> tuple[int, str]:
+    (n,) = struct.unpack(">H", c.read(2))
+    return 0, c.read(n).decode()
+
+
+def test_garbage_leaves_the_broker_serving_others(broker: BrokerProcess) -> None:
+    good = RawClient(broker.native_port)
+    good.sock.sendall(produce_frame("safe", 0, [b"before"]))
+    good.produce_response()
+    for garbage in (b"\xff\xff" + os.urandom(64), b"\x00\x01\xff\xff" + b"z" * 10, os.urandom(4096)):
+        bad = socket.create_connection(("127.0.0.1", broker.native_port), timeout=5)
+        bad.sendall(garbage)
+        bad.settimeout(5)
+        try:
+            while bad.recv(65536):
+                pass
+        except (TimeoutError, ConnectionResetError):
+            pass
+        bad.close()
+    # A huge declared produce is refused before it is buffered.
+    big = socket.create_connection(("127.0.0.1", broker.native_port), timeout=5)
+    big.sendall(struct.pack(">HH", 1, 4) + b"huge" + struct.pack(">IIIx", 0, 1, 0xFFFFFFF0))
+    (error,) = struct.unpack(">H", big.recv(2))
+    assert error != 0
+    big.close()
+    good.sock.sendall(produce_frame("safe", 0, [b"after"]))
+    assert good.produce_response()[1] == 1
+    assert good.fetch_all("safe", 0) == [b"before", b"after"]
+    good.close()
+
+
+def run_ctl(broker: BrokerProcess, *args: str, stdin: bytes = b"", timeout: float = 20) -> Any:
+    return subprocess.run(
+        [str(BROKERCTL), "--bootstrap", broker.native_bootstrap, *args],
+        input=stdin,
+        capture_output=True,
+        env=env(),
+        timeout=timeout,
+    )
+
+
+def test_brokerctl_session(broker: BrokerProcess) -> None:
+    r = run_ctl(broker, "topics", "create", "demo", "--partitions", "2")
+    assert r.returncode == 0, r.stderr
+    r = run_ctl(broker, "produce", "demo", stdin=b"hello\nworld\n")
+    assert r.returncode == 0, r.stderr
+    assert b"offsets 0..1" in r.stderr
+    r = run_ctl(broker, "produce", "demo", "--partition", "1", stdin=b"other\n")
+    assert r.returncode == 0
+    r = run_ctl(broker, "consume", "demo")
+    assert (r.returncode, r.stdout) == (0, b"hello\nworld\n")
+    r = run_ctl(broker, "consume", "demo", "--from", "1", "--count", "1")
+    assert r.stdout == b"world\n"
+    r = run_ctl(broker, "consume", "demo", "--from", "latest")
+    assert (r.returncode, r.stdout) == (0, b"")
+    r = run_ctl(broker, "topics", "list")
+    assert r.stdout == b"demo\t2\n"
+    r = run_ctl(broker, "consume", "nosuch")
+    assert r.returncode == 1 and b"UNKNOWN_TOPIC_OR_PARTITION" in r.stderr
+    r = run_ctl(broker, "topics", "create", "demo")
+    assert r.returncode == 1 and b"TOPIC_ALREADY_EXISTS" in r.stderr
+
+
+def test_brokerctl_unreachable(tmp_path: Path) -> None:
+    from brokerproc import free_port
+
+    r = subprocess.run(
+        [str(BROKERCTL), "--bootstrap", f"127.0.0.1:{free_port()}", "topics", "list"],
+        capture_output=True,
+        env=env(),
+        timeout=20,
+    )
+    assert r.returncode == 3
+    assert b"cannot reach the broker" in r.stderr
