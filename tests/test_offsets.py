@@ -1,0 +1,290 @@
+"""Tests for brokerd.storage.offsets: the committed-offsets journal and producer ids."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from brokerd.errors import StorageError
+from brokerd.names import MAX_GROUP_ID_LENGTH
+from brokerd.storage import offsets as offsets_mod
+from brokerd.storage.offsets import (
+    OFFSETS_FILE_NAME,
+    OffsetStore,
+    ProducerIdAllocator,
+)
+
+
+def _journal(tmp_path: Path) -> str:
+    return str(tmp_path / OFFSETS_FILE_NAME)
+
+
+def test_commit_fetch_reopen_round_trip(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path, clock=lambda: 1700000000.5)
+    assert store.fetch("g", "t", 0) is None
+    store.commit("g", [("t", 0, 5, 0, "meta"), ("t", 1, 7, 3, None)])
+    store.commit("g", [("t", 0, 9, 1, "")])
+    store.commit("other", [("u", 2, 1, -1, None)])
+    assert store.fetch("g", "t", 0) == (9, 1, "")
+    assert store.committed("g") == {("t", 0): (9, 1, ""), ("t", 1): (7, 3, None)}
+    store.close()
+
+    again = OffsetStore.open(path)
+    assert again.truncated_bytes == 0
+    assert again.fetch("g", "t", 0) == (9, 1, "")
+    assert again.fetch("g", "t", 1) == (7, 3, None)
+    assert again.fetch("other", "u", 2) == (1, -1, None)
+    assert again.fetch("g", "u", 2) is None
+    assert again.groups() == ["g", "other"]
+    again.close()
+
+
+def test_open_accepts_the_data_directory(tmp_path: Path) -> None:
+    store = OffsetStore.open(str(tmp_path))
+    store.commit("g", [("t", 0, 1, 0, None)])
+    store.close()
+    assert os.listdir(tmp_path) == [OFFSETS_FILE_NAME]
+    assert OffsetStore.open(_journal(tmp_path)).fetch("g", "t", 0) == (1, 0, None)
+
+
+def test_torn_tail_is_truncated_and_earlier_commits_survive(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    store.commit("g", [("t", 0, 1, 0, None)])
+    good_size = os.path.getsize(path)
+    store.commit("g", [("t", 0, 2, 0, None), ("t", 1, 2, 0, None)])
+    store.close()
+    full = os.path.getsize(path)
+    os.truncate(path, full - 5)  # a crash in the middle of the second record's write
+
+    again = OffsetStore.open(path)
+    assert again.truncated_bytes == full - 5 - good_size
+    assert os.path.getsize(path) == good_size
+    # The second commit is all-or-nothing: neither of its partitions is visible.
+    assert again.committed("g") == {("t", 0): (1, 0, None)}
+    # New commits land right after the last good record and survive another reopen.
+    again.commit("g", [("t", 0, 3, 0, "x")])
+    again.close()
+    assert OffsetStore.open(path).committed("g") == {("t", 0): (3, 0, "x")}
+
+
+def test_garbage_tail_is_dropped(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    store.commit("g", [("t", 0, 1, 0, None)])
+    store.close()
+    good_size = os.path.getsize(path)
+    with open(path, "ab") as f:
+        f.write(b"\xff" * 3 + os.urandom(200))
+
+    again = OffsetStore.open(path)
+    assert again.fetch("g", "t", 0) == (1, 0, None)
+    assert os.path.getsize(path) == good_size
+    again.close()
+
+
+def test_corrupt_last_record_fails_its_crc_and_is_dropped(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    store.commit("g", [("t", 0, 1, 0, None)])
+    good_size = os.path.getsize(path)
+    store.commit("g", [("t", 0, 2, 0, None)])
+    store.close()
+    with open(path, "r+b") as f:
+        f.seek(-3, os.SEEK_END)
+        byte = f.read(1)
+        f.seek(-3, os.SEEK_END)
+        f.write(bytes([byte[0] ^ 0x55]))
+
+    again = OffsetStore.open(path)
+    assert again.fetch("g", "t", 0) == (1, 0, None)
+    assert os.path.getsize(path) == good_size
+    again.close()
+
+
+def test_a_file_that_is_not_a_journal_is_refused(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    Path(path).write_bytes(b"something else entirely")
+    with pytest.raises(StorageError):
+        OffsetStore.open(path)
+
+
+def test_journal_torn_while_being_created_is_restarted(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    Path(path).write_bytes(b"BKO")
+    store = OffsetStore.open(path)
+    store.commit("g", [("t", 0, 4, 0, None)])
+    store.close()
+    assert OffsetStore.open(path).fetch("g", "t", 0) == (4, 0, None)
+
+
+def test_compaction_keeps_latest_values_and_survives_reopen(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path, compact_min_bytes=4096, compact_ratio=4)
+    for i in range(400):
+        store.commit("g", [("t", 0, i, 0, f"m{i}"), ("t", 1, 1000 + i, 2, None)])
+        store.commit("h", [("u", 0, i, 0, None)])
+    store.delete_topic("u")
+    assert store.compactions > 0
+    assert store.last_compaction_error is None
+    # 800 commit records would be tens of KiB; compaction keeps it near the live size.
+    assert os.path.getsize(path) < 4096 * 2
+    store.commit("g", [("t", 2, 1, 0, None)])  # appends still work after a rewrite
+    store.close()
+    assert not os.path.exists(path + ".compact-tmp")
+
+    again = OffsetStore.open(path)
+    assert again.committed("g") == {
+        ("t", 0): (399, 0, "m399"),
+        ("t", 1): (1399, 2, None),
+        ("t", 2): (1, 0, None),
+    }
+    assert again.committed("h") == {}
+    again.close()
+
+
+def test_compaction_on_open_and_leftover_temp_file(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)  # default thresholds: no compaction while writing
+    for i in range(100):
+        store.commit("g", [("t", 0, i, 0, None)])
+    store.close()
+    big = os.path.getsize(path)
+    Path(path + ".compact-tmp").write_bytes(b"half-written compaction")
+
+    again = OffsetStore.open(path, compact_min_bytes=1, compact_ratio=2)
+    assert again.compactions == 1
+    assert os.path.getsize(path) < big / 10
+    assert again.fetch("g", "t", 0) == (99, 0, None)
+    again.close()
+    assert sorted(os.listdir(tmp_path)) == [OFFSETS_FILE_NAME]
+    assert OffsetStore.open(path).fetch("g", "t", 0) == (99, 0, None)
+
+
+@pytest.mark.parametrize(
+    "group", ["../../etc", "/etc/passwd", "a/b", "..", "", "\x00\n", "x" * MAX_GROUP_ID_LENGTH]
+)
+def test_group_ids_never_reach_a_file_name(tmp_path: Path, group: str) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    store = OffsetStore.open(str(data), compact_min_bytes=1, compact_ratio=1)
+    for i in range(3):  # with these thresholds every commit also compacts
+        store.commit(group, [("t", 0, i, 0, None)])
+    store.close()
+    assert os.listdir(data) == [OFFSETS_FILE_NAME]
+    assert sorted(os.listdir(tmp_path)) == ["data"]
+    assert OffsetStore.open(str(data)).fetch(group, "t", 0) == (2, 0, None)
+
+
+def test_limits_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    size = os.path.getsize(path)
+    with pytest.raises(ValueError):
+        store.commit("x" * (MAX_GROUP_ID_LENGTH + 1), [("t", 0, 1, 0, None)])
+    with pytest.raises(ValueError):
+        store.commit("g", [("t", 0, 1, 0, None), ("t", 1, 1, 0, "m" * 5000)])
+    with pytest.raises(ValueError):
+        store.commit("g", [("t", -1, 1, 0, None)])
+    assert os.path.getsize(path) == size
+    assert store.committed("g") == {}
+    store.close()
+
+
+def test_delete_topic_is_durable(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    store.commit("g", [("gone", 0, 1, 0, None), ("kept", 0, 2, 0, None)])
+    store.commit("h", [("gone", 3, 1, 0, None)])
+    store.delete_topic("gone")
+    store.delete_topic("never-existed")
+    assert store.committed("g") == {("kept", 0): (2, 0, None)}
+    store.close()
+    again = OffsetStore.open(path)
+    assert again.committed("g") == {("kept", 0): (2, 0, None)}
+    assert again.committed("h") == {}
+    assert again.groups() == ["g"]
+    again.close()
+
+
+def test_failed_sync_refuses_further_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    store.commit("g", [("t", 0, 1, 0, None)])
+
+    def broken(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(offsets_mod, "_sync", broken)
+    with pytest.raises(StorageError):
+        store.commit("g", [("t", 0, 2, 0, None)])
+    monkeypatch.undo()
+    # Never retry-and-trust after a failed fsync: the store stays failed.
+    with pytest.raises(StorageError):
+        store.commit("g", [("t", 0, 3, 0, None)])
+    assert store.fetch("g", "t", 0) == (1, 0, None)
+    store.close()
+    assert OffsetStore.open(path).fetch("g", "t", 0) == (1, 0, None)
+
+
+def test_concurrent_commits_and_reads(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path, compact_min_bytes=2048, compact_ratio=2)
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(40):
+                store.commit(f"g{n}", [("t", n, i, 0, None)])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        for n in range(4):
+            got = store.fetch(f"g{n}", "t", n)
+            assert got is None or 0 <= got[0] < 40
+        time.sleep(0.001)  # let the writers have the GIL
+    for t in threads:
+        t.join()
+    assert errors == []
+    store.close()
+    again = OffsetStore.open(path)
+    assert [again.fetch(f"g{n}", "t", n) for n in range(4)] == [(39, 0, None)] * 4
+
+
+def test_producer_ids_are_never_reused_across_reopen(tmp_path: Path) -> None:
+    path = str(tmp_path / "producer-ids")
+    alloc = ProducerIdAllocator(path, block_size=10)
+    first = [alloc.next_id() for _ in range(25)]
+    assert first == list(range(25))
+    alloc.close()
+
+    again = ProducerIdAllocator(path, block_size=10)
+    second = [again.next_id() for _ in range(5)]
+    assert min(second) > max(first)
+    assert len(set(first) | set(second)) == 30
+    # Default block size, reopened mid-block: still strictly above everything handed out.
+    third = ProducerIdAllocator(path).next_id()
+    assert third > max(second)
+    assert ProducerIdAllocator(path).next_id() > third
+    assert sorted(os.listdir(tmp_path)) == ["producer-ids"]
+
+
+def test_damaged_producer_id_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "producer-ids"
+    ProducerIdAllocator(str(path)).next_id()
+    raw = bytearray(path.read_bytes())
+    raw[10] ^= 1
+    path.write_bytes(bytes(raw))
+    with pytest.raises(StorageError):
+        ProducerIdAllocator(str(path))
