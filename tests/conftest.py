@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from brokerproc import BrokerProcess  # noqa: E402
+from brokerproc import BrokerProcess
 
 
 @pytest.fixture

@@ -57,7 +57,9 @@ class FakeLog:
 
     def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult:
         records = tuple(
-            Record(i, 0, None, v) for i, v in enumerate(self.values) if offset <= i < self.high_watermark
+            Record(i, 0, None, v)
+            for i, v in enumerate(self.values)
+            if offset <= i < self.high_watermark
         )
         return RecordsResult(records, self.high_watermark, self.log_start_offset)
 
@@ -94,7 +96,9 @@ class HeldRunner:
     """A pool whose jobs run only when the test says so."""
 
     def __init__(self) -> None:
-        self.jobs: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], defer.Deferred[Any]]] = []
+        self.jobs: list[
+            tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], defer.Deferred[Any]]
+        ] = []
 
     def __call__(self, f: Callable[..., Any], *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
         d: defer.Deferred[Any] = defer.Deferred()
@@ -159,11 +163,13 @@ class GroupCommitTests(SynchronousTestCase):
         runner.run_one()
         self.assertEqual([self.successResultOf(d).base_offset for d in later], [1, 2])
         self.assertEqual(log.flushes, 2)
-        self.assertEqual(log.calls, ["append", "flush", "publish", "append", "append", "flush", "publish"])
+        self.assertEqual(
+            log.calls, ["append", "flush", "publish", "append", "append", "flush", "publish"]
+        )
 
     def test_not_visible_before_the_sync(self) -> None:
         runner = HeldRunner()
-        broker, logdir, _ = make(writes=runner)
+        broker, _logdir, _ = make(writes=runner)
         broker.produce_values("t", 0, [b"a"])
         self.assertEqual(self.successResultOf(broker.list_offsets("t", 0)), (0, 0))
         runner.run_one()
@@ -263,7 +269,7 @@ class LongPollTests(SynchronousTestCase):
         self.assertEqual(clock.getDelayedCalls(), [])
 
     def test_min_bytes_needs_the_second_append(self) -> None:
-        broker, _, clock = make()
+        broker, _, _clock = make()
         d = broker.wait_records("t", 0, 0, max_value_bytes=100, min_bytes=8, max_wait_ms=5000)
         broker.produce_values("t", 0, [b"abcd"])
         self.assertNoResult(d)
@@ -281,7 +287,9 @@ class LongPollTests(SynchronousTestCase):
     def test_global_limit_is_an_error_not_a_hang(self) -> None:
         broker, _, _ = make()
         broker.max_waiters = 2
-        waits = [broker.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=1000) for _ in range(2)]
+        waits = [
+            broker.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=1000) for _ in range(2)
+        ]
         self.failureResultOf(
             broker.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=1000), TooManyWaiters
         )

@@ -187,7 +187,11 @@ def test_garbage_leaves_the_broker_serving_others(broker: BrokerProcess) -> None
     good = RawClient(broker.native_port)
     good.sock.sendall(produce_frame("safe", 0, [b"before"]))
     good.produce_response()
-    for garbage in (b"\xff\xff" + os.urandom(64), b"\x00\x01\xff\xff" + b"z" * 10, os.urandom(4096)):
+    for garbage in (
+        b"\xff\xff" + os.urandom(64),
+        b"\x00\x01\xff\xff" + b"z" * 10,
+        os.urandom(4096),
+    ):
         bad = socket.create_connection(("127.0.0.1", broker.native_port), timeout=5)
         bad.sendall(garbage)
         bad.settimeout(5)

@@ -1,0 +1,96 @@
+"""``twistd broker`` options, the plugin, and the shipped systemd units."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from twisted.python import usage
+
+from brokerd.broker import FsyncPolicy
+from brokerd.tap import DEFAULT_KAFKA, DEFAULT_NATIVE, Options
+
+from brokerproc import REPO, TWISTD, env
+
+
+def parse(*args: str) -> Options:
+    options = Options()
+    options.parseOptions(list(args))
+    return options
+
+
+def test_defaults_are_the_pinned_ones() -> None:
+    o = parse()
+    assert o["data-dir"] == "./data"
+    assert o["native"] == DEFAULT_NATIVE == "tcp:7070:interface=127.0.0.1"
+    assert o["kafka"] == DEFAULT_KAFKA == "tcp:9092:interface=127.0.0.1"
+    assert o["fsync-policy"] == FsyncPolicy("always")
+    assert o["segment-bytes"] == 1024**3
+    assert not o["no-auto-create"]
+
+
+def test_options_are_validated() -> None:
+    assert parse("--fsync", "interval:50")["fsync-policy"] == FsyncPolicy("interval", 50)
+    assert parse("--fsync", "never")["fsync-policy"] == FsyncPolicy("never")
+    for bad in (
+        ["--fsync", "sometimes"],
+        ["--segment-bytes", "0"],
+        ["--segment-bytes", "10"],
+        ["--retention-ms", "0"],
+        ["--default-partitions", "0"],
+        ["--max-produce-bytes", "-1"],
+    ):
+        with pytest.raises(usage.UsageError):
+            parse(*bad)
+
+
+def test_twistd_lists_the_plugin_from_the_development_install(tmp_path: Path) -> None:
+    # Run from elsewhere so the checkout is not on sys.path by accident; the editable
+    # install (make install) must make the plugin visible on its own.
+    out = subprocess.run(
+        [str(TWISTD), "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert any(line.split()[:1] == ["broker"] for line in out.stdout.splitlines()), out.stdout
+
+
+def test_bind_failure_exits_non_zero(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = subprocess.run(
+            [
+                str(TWISTD),
+                "-n",
+                "--pidfile=",
+                "broker",
+                f"--data-dir={tmp_path / 'd'}",
+                f"--native=tcp:{port}:interface=127.0.0.1",
+                "--kafka=none",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env(),
+        )
+    assert r.returncode != 0
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze missing")
+def test_systemd_units_verify_clean(tmp_path: Path) -> None:
+    units = REPO / "deploy" / "systemd"
+    venv = Path(sys.executable).parent.parent
+    for unit in units.iterdir():
+        text = unit.read_text().replace("/opt/brokerd/venv", str(venv))
+        (tmp_path / unit.name).write_text(text)
+    names = sorted(str(p) for p in tmp_path.iterdir())
+    r = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", *names], capture_output=True, text=True
+    )
+    assert r.returncode == 0 and not (r.stdout + r.stderr).strip(), r.stdout + r.stderr
