@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-long lint bench check-plugin verify-units clean
+.PHONY: install run test test-long lint bench bench-deps latency check-plugin verify-units clean
 
 install: $(STAMP)
 
@@ -35,6 +35,14 @@ lint: install
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# Peers measured beside brokerd by `make bench` (skipped when missing). Needs root for apt.
+bench-deps: install
+	apt-get install -y -qq redis-server nats-server
+	$(BIN)/pip install -q redis hiredis nats-py
+
+latency: install
+	$(BIN)/python bench/latency.py
 
 # The wheel, installed into a scratch venv and run from another directory, must show the
 # plugin: running from the source tree would find it by accident.

@@ -1,0 +1,323 @@
+"""``make bench``: brokerd's throughput beside its peers, all measured in one invocation.
+
+Everything runs on 127.0.0.1 in temporary directories; every server is started here and
+stopped by its own PID. Peers (Redis Streams, NATS JetStream) are measured when their
+servers and Python clients are installed (``make bench-deps``) and skipped otherwise.
+
+Figures are records per second (100-byte values unless said otherwise). Client and
+server share the machine's cores, so every figure is "client + server on this box".
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from brokerproc import BrokerProcess, free_port, wait_for_port  # noqa: E402
+
+from brokerd.native import codec  # noqa: E402
+
+VALUE = b"x" * 100
+Row = tuple[str, str, str]
+
+
+def rate(n: int, seconds: float) -> str:
+    return f"{n / seconds:,.0f} rec/s"
+
+
+@contextmanager
+def brokerd(*args: str, kafka: bool = True) -> Iterator[BrokerProcess]:
+    with tempfile.TemporaryDirectory(prefix="brokerd-bench-") as tmp:
+        proc = BrokerProcess(Path(tmp) / "data", kafka=kafka, args=args).start()
+        try:
+            yield proc
+        finally:
+            proc.stop()
+
+
+def native_produce(proc: BrokerProcess, topic: str, records: int, batch: int, depth: int) -> float:
+    """Seconds to produce ``records`` in requests of ``batch`` values, ``depth`` in flight."""
+    frame = codec.encode_produce(topic, 0, [VALUE] * batch)
+    requests = records // batch
+    with proc.client(timeout=60) as client:
+        start = time.perf_counter()
+        sent = 0
+        while sent < requests:
+            n = min(depth, requests - sent)
+            for r in client.call_many([(codec.RequestType.PRODUCE, frame)] * n):
+                assert isinstance(r, codec.ProduceResponse), r
+            sent += n
+        return time.perf_counter() - start
+
+
+def native_read_all(proc: BrokerProcess, topic: str) -> tuple[int, float]:
+    with proc.client(timeout=60) as client:
+        start = time.perf_counter()
+        offset = 0
+        while True:
+            values = client.fetch(topic, 0, offset)
+            if not values:
+                break
+            offset += len(values)
+        return offset, time.perf_counter() - start
+
+
+def lookup_times(proc: BrokerProcess, topic: str, offsets: list[int], rounds: int) -> list[float]:
+    """Median seconds of a one-record long-poll fetch (no wait) at each offset."""
+    medians = []
+    with proc.client() as client:
+        for offset in offsets:
+            samples = []
+            for _ in range(rounds):
+                t = time.perf_counter()
+                r = client.poll(topic, 0, offset, max_wait_ms=0, min_bytes=0, max_bytes=1)
+                samples.append(time.perf_counter() - t)
+                assert r.records and r.records[0].offset == offset
+            medians.append(statistics.median(samples))
+    return medians
+
+
+def bench_native(records: int, rows: list[Row]) -> None:
+    for fsync in ("always", "never"):
+        with brokerd(f"--fsync={fsync}", kafka=False) as proc:
+            for depth in (1, 8):
+                seconds = native_produce(proc, f"p{depth}", records, 1000, depth)
+                rows.append(
+                    (
+                        f"brokerd native produce, 1000 x 100 B/request, {depth} in flight",
+                        f"fsync {fsync}",
+                        rate(records, seconds),
+                    )
+                )
+            if fsync == "always":
+                n, seconds = native_read_all(proc, "p1")
+                rows.append(("brokerd native fetch (type 2), read back", "", rate(n, seconds)))
+
+
+def bench_lookup(rows: list[Row], total: int = 1_000_000) -> None:
+    with brokerd("--fsync=never", "--segment-bytes=67108864", kafka=False) as proc:
+        native_produce(proc, "big", total, 1000, 8)
+        offsets = [0, total // 2, total - 1]
+        times = lookup_times(proc, "big", offsets, 200)
+        for offset, seconds in zip(offsets, times, strict=True):
+            rows.append(
+                (
+                    f"brokerd one-record fetch at offset {offset:,} of {total:,}",
+                    "median of 200",
+                    f"{seconds * 1e6:,.0f} us",
+                )
+            )
+
+
+def bench_kafka(records: int, rows: list[Row]) -> None:
+    try:
+        from confluent_kafka import Consumer, Producer, TopicPartition
+    except ImportError:
+        rows.append(("confluent-kafka", "not installed", "skipped"))
+        return
+    with brokerd() as proc:
+        producer = Producer(
+            {
+                "bootstrap.servers": proc.kafka_bootstrap,
+                "acks": "all",
+                "linger.ms": 5,
+                "queue.buffering.max.messages": 2_000_000,
+            }
+        )
+        start = time.perf_counter()
+        for i in range(records):
+            while True:
+                try:
+                    producer.produce("kbench", VALUE)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+            if i % 10000 == 0:
+                producer.poll(0)
+        assert producer.flush(120) == 0
+        seconds = time.perf_counter() - start
+        rows.append(
+            ("confluent-kafka produce to brokerd, acks=all", "fsync always", rate(records, seconds))
+        )
+        consumer = Consumer(
+            {
+                "bootstrap.servers": proc.kafka_bootstrap,
+                "group.id": "bench",
+                "enable.auto.commit": False,
+            }
+        )
+        consumer.assign([TopicPartition("kbench", 0, 0)])
+        got = 0
+        start = time.perf_counter()
+        deadline = start + 300
+        while got < records and time.perf_counter() < deadline:
+            for msg in consumer.consume(10000, 1.0):
+                if msg.error() is None:
+                    got += 1
+        seconds = time.perf_counter() - start
+        consumer.close()
+        rows.append(
+            ("confluent-kafka consume from brokerd", f"{got:,} records", rate(got, seconds))
+        )
+
+
+def bench_redis(records: int, rows: list[Row]) -> None:
+    server = shutil.which("redis-server")
+    try:
+        import redis
+    except ImportError:
+        redis = None
+    if server is None or redis is None:
+        rows.append(("Redis Streams", "redis-server or redis-py missing", "skipped"))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                server,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--dir",
+                tmp,
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "everysec",
+                "--save",
+                "",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_port(port, time.monotonic() + 10)
+            r = redis.Redis(port=port)
+            start = time.perf_counter()
+            for _ in range(records // 1000):
+                pipe = r.pipeline(transaction=False)
+                for _ in range(1000):
+                    pipe.xadd("s", {"f": VALUE})
+                pipe.execute()
+            rows.append(
+                (
+                    "Redis Streams XADD, pipelines of 1000",
+                    "AOF everysec",
+                    rate(records, time.perf_counter() - start),
+                )
+            )
+            start = time.perf_counter()
+            last, got = "-", 0
+            while True:
+                batch = r.xrange("s", min=last if last == "-" else f"({last}", count=1000)
+                if not batch:
+                    break
+                got += len(batch)
+                last = batch[-1][0].decode()
+            rows.append(
+                (
+                    "Redis Streams XRANGE read-back, 1000 per call",
+                    "",
+                    rate(got, time.perf_counter() - start),
+                )
+            )
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
+def bench_nats(records: int, rows: list[Row]) -> None:
+    server = shutil.which("nats-server")
+    try:
+        import nats
+    except ImportError:
+        nats = None
+    if server is None or nats is None:
+        rows.append(("NATS JetStream", "nats-server or nats-py missing", "skipped"))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        proc = subprocess.Popen(
+            [server, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", tmp],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_port(port, time.monotonic() + 10)
+            produced, consumed = asyncio.run(_nats(port, records))
+            rows.append(("NATS JetStream publish_async, acks awaited", "file storage", produced))
+            rows.append(("NATS JetStream pull consumer, fetch(1000)", "", consumed))
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
+async def _nats(port: int, records: int) -> tuple[str, str]:
+    import nats
+
+    nc = await nats.connect(f"nats://127.0.0.1:{port}")
+    js = nc.jetstream()
+    await js.add_stream(name="bench", subjects=["bench"])
+    start = time.perf_counter()
+    futures = []
+    for i in range(records):
+        futures.append(await js.publish_async("bench", VALUE))
+        if len(futures) >= 4000:
+            await asyncio.gather(*futures)
+            futures.clear()
+    await asyncio.gather(*futures)
+    produced = rate(records, time.perf_counter() - start)
+    sub = await js.pull_subscribe("bench", "reader")
+    start = time.perf_counter()
+    got = 0
+    while got < records:
+        msgs = await sub.fetch(1000, timeout=5)
+        got += len(msgs)
+        await msgs[-1].ack()
+    consumed = rate(got, time.perf_counter() - start)
+    await nc.close()
+    return produced, consumed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--records", type=int, default=200_000, help="records per produce test")
+    parser.add_argument("--kafka-records", type=int, default=1_000_000)
+    parser.add_argument(
+        "--skip", action="append", default=[], help="native, lookup, kafka, redis or nats"
+    )
+    args = parser.parse_args()
+    rows: list[Row] = []
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("native", lambda: bench_native(args.records, rows)),
+        ("lookup", lambda: bench_lookup(rows)),
+        ("kafka", lambda: bench_kafka(args.kafka_records, rows)),
+        ("redis", lambda: bench_redis(args.records, rows)),
+        ("nats", lambda: bench_nats(args.records, rows)),
+    ]
+    print(f"brokerd bench on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}")
+    for name, step in steps:
+        if name not in args.skip:
+            print(f"... {name}", file=sys.stderr, flush=True)
+            step()
+    width = max(len(r[0]) for r in rows)
+    for what, how, figure in rows:
+        print(f"{what:<{width}}  {how:<22} {figure:>16}")
+
+
+if __name__ == "__main__":
+    main()
