@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,9 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from brokerproc import BrokerProcess, free_port, wait_for_port  # noqa: E402
-
 from brokerd.native import codec  # noqa: E402
+
+from brokerproc import BrokerProcess, free_port, wait_for_port  # noqa: E402
 
 VALUE = b"x" * 100
 Row = tuple[str, str, str]
@@ -274,7 +273,7 @@ async def _nats(port: int, records: int) -> tuple[str, str]:
     await js.add_stream(name="bench", subjects=["bench"])
     start = time.perf_counter()
     futures = []
-    for i in range(records):
+    for _i in range(records):
         futures.append(await js.publish_async("bench", VALUE))
         if len(futures) >= 4000:
             await asyncio.gather(*futures)
