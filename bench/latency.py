@@ -1,0 +1,143 @@
+"""End-to-end latency: produce call to consumer receipt, at a steady rate.
+
+``make latency`` (or ``python bench/latency.py --rate 1000 --seconds 30``) starts a
+broker with default settings (``--fsync always``), runs a producer at the given rate and a
+long-polling consumer, and prints p50/p99/max for the native protocol and for
+confluent-kafka. Each value carries the producer's ``time.perf_counter()`` at the produce
+call; producer and consumer run in one process, so the clocks agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from brokerproc import BrokerProcess  # noqa: E402
+
+STAMP = struct.Struct(">d")
+PAD = b"p" * 92  # 8-byte timestamp + 92 = 100-byte values
+
+
+def percentiles(samples: list[float]) -> str:
+    if not samples:
+        return "no samples"
+    s = sorted(samples)
+
+    def pick(q: float) -> float:
+        return s[min(len(s) - 1, int(q * len(s)))] * 1000
+
+    return (
+        f"n={len(s):,}  p50 {pick(0.50):.2f} ms  p99 {pick(0.99):.2f} ms  max {s[-1] * 1000:.2f} ms"
+    )
+
+
+def paced(rate: int, seconds: float) -> list[float]:
+    """Send times, evenly spaced."""
+    return [i / rate for i in range(int(rate * seconds))]
+
+
+def native(proc: BrokerProcess, rate: int, seconds: float) -> list[float]:
+    latencies: list[float] = []
+    total = int(rate * seconds)
+    done = threading.Event()
+
+    def consume() -> None:
+        with proc.client(timeout=30) as client:
+            offset = 0
+            while len(latencies) < total:
+                r = client.poll("lat", 0, offset, max_wait_ms=1000)
+                now = time.perf_counter()
+                for rec in r.records:
+                    latencies.append(now - STAMP.unpack_from(rec.value)[0])
+                if r.records:
+                    offset = r.records[-1].offset + 1
+        done.set()
+
+    with proc.client() as client:
+        client.create_topic("lat", 1)
+    reader = threading.Thread(target=consume, daemon=True)
+    reader.start()
+    time.sleep(0.2)
+    with proc.client() as client:
+        start = time.perf_counter()
+        for at in paced(rate, seconds):
+            delay = start + at - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            client.produce("lat", 0, [STAMP.pack(time.perf_counter()) + PAD])
+    done.wait(30)
+    return latencies
+
+
+def kafka(proc: BrokerProcess, rate: int, seconds: float) -> list[float]:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    latencies: list[float] = []
+    total = int(rate * seconds)
+    stop = threading.Event()
+    ready = threading.Event()
+
+    def consume() -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": proc.kafka_bootstrap,
+                "group.id": "latency",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 500,
+            }
+        )
+        consumer.assign([TopicPartition("klat", 0, 0)])
+        ready.set()
+        while len(latencies) < total and not stop.is_set():
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error() is not None:
+                continue
+            latencies.append(time.perf_counter() - STAMP.unpack_from(msg.value())[0])
+        consumer.close()
+
+    with proc.client() as client:
+        client.create_topic("klat", 1)
+    reader = threading.Thread(target=consume, daemon=True)
+    reader.start()
+    ready.wait(10)
+    time.sleep(1.0)
+    producer = Producer({"bootstrap.servers": proc.kafka_bootstrap, "acks": "all", "linger.ms": 0})
+    start = time.perf_counter()
+    for at in paced(rate, seconds):
+        delay = start + at - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        producer.produce("klat", STAMP.pack(time.perf_counter()) + PAD)
+        producer.poll(0)
+    producer.flush(30)
+    reader.join(30)
+    stop.set()
+    return latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rate", type=int, default=1000, help="records per second")
+    parser.add_argument("--seconds", type=float, default=30.0)
+    args = parser.parse_args()
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="brokerd-latency-") as tmp:
+        proc = BrokerProcess(Path(tmp) / "data").start()
+        try:
+            print(f"{args.rate} records/s for {args.seconds:g} s, fsync always")
+            print("native long-poll  ", percentiles(native(proc, args.rate, args.seconds)))
+            print("confluent-kafka   ", percentiles(kafka(proc, args.rate, args.seconds)))
+        finally:
+            proc.stop()
+
+
+if __name__ == "__main__":
+    main()
