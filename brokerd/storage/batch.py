@@ -1,0 +1,689 @@
+"""Kafka RecordBatch v2 (magic 2) codec: header parsing, validation, CRC-32C, compression.
+
+What it does:
+
+- parses and validates the batches of a produce payload (:func:`parse_batches`) without
+  decoding records: every length is checked before anything is sliced or allocated;
+- scans stored log bytes for valid batches (:func:`scan_batches`, used by recovery and by
+  the read path to make sure a corrupt batch is never served);
+- builds uncompressed or compressed batches (:func:`encode_batch`) and decodes the records
+  of a batch for every codec Kafka clients use (:func:`decode_records`), with the
+  decompressed size bounded so a decompression bomb is refused, not allocated;
+- rewrites the two header fields a broker owns (:func:`stamp_base_offset`).
+
+What it does not do: any I/O, any knowledge of segments or offsets assignment, and no
+Twisted. The byte layout is Kafka's ``DefaultRecordBatch``/``DefaultRecord`` (see
+shared/notes/kafka-protocol.md section 4). Compression runs through ``cramjam`` (gzip
+through ``zlib``), whose ``decompress_into`` writes into a caller-sized buffer and stops
+when it is full; that is what bounds decompression output.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+import zlib
+from collections.abc import Sequence
+
+import attrs
+import cramjam
+import crc32c
+
+from brokerd.errors import CorruptBatch, RecordTooLarge
+from brokerd.storage.types import Record
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "CRC_START",
+    "LOG_OVERHEAD",
+    "MAGIC",
+    "MIN_BATCH_LENGTH",
+    "BatchHeader",
+    "Compression",
+    "ScanResult",
+    "check_header",
+    "decode_records",
+    "encode_batch",
+    "parse_batches",
+    "read_header",
+    "scan_batches",
+    "stamp_base_offset",
+]
+
+#: Size of the fixed RecordBatch v2 header (through ``records_count``).
+BATCH_HEADER_SIZE = 61
+#: base_offset (8) + batch_length (4): the bytes not counted by batch_length.
+LOG_OVERHEAD = 12
+#: Smallest legal batch_length: a header with no record bytes.
+MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
+MAGIC = 2
+#: The CRC covers bytes from ``attributes`` to the end of the batch.
+CRC_START = 21
+#: Smallest encoded record: length, attributes, timestamp delta, offset delta, key length,
+#: value length and header count are one byte each at least.
+MIN_RECORD_SIZE = 7
+#: Largest int32, the bound of every 32-bit length and count in the format.
+INT32_MAX = 2**31 - 1
+
+_COMPRESSION_MASK = 0x07
+_TIMESTAMP_TYPE_MASK = 0x08
+_TRANSACTIONAL_MASK = 0x10
+_CONTROL_MASK = 0x20
+
+#: Java clients frame snappy the xerial way: this magic, two int32 versions, then chunks.
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER_SIZE = 16
+_XERIAL_VERSION = 1
+_XERIAL_COMPAT_VERSION = 1
+#: Chunk size xerial's SnappyOutputStream uses by default; our encoder follows it.
+_XERIAL_CHUNK = 32 * 1024
+
+#: First guess of the decompressed size of a frame without a usable size field, as a
+#: multiple of the compressed size; the buffer doubles from there up to the bound.
+_GROWTH_GUESS_FACTOR = 4
+_MIN_GUESS = 64 * 1024
+
+# Header layout, big-endian: base_offset, batch_length, partition_leader_epoch, magic, crc,
+# attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+# producer_epoch, base_sequence, records_count.
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+assert _HEADER.size == BATCH_HEADER_SIZE
+_LENGTH_AT_8 = struct.Struct(">i")
+_OFFSET_LENGTH = struct.Struct(">qi")
+_STAMP = struct.Struct(">q")
+_EPOCH = struct.Struct(">i")
+# The part of the header after the CRC: attributes .. records_count.
+_HEADER_TAIL = struct.Struct(">hiqqqhii")
+_XERIAL_HEADER = struct.Struct(">8sii")
+_INT32 = struct.Struct(">i")
+
+Buffer = bytes | bytearray | memoryview
+
+
+class Compression(enum.IntEnum):
+    """Codec ids of the ``attributes`` bits 0-2 (Kafka's ``CompressionType``)."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+@attrs.frozen
+class BatchHeader:
+    """The 61-byte RecordBatch v2 header, field by field."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch occupies, header included."""
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def compression(self) -> int:
+        """The codec id; an int, since stored bytes may carry an unknown id (5-7)."""
+        return self.attributes & _COMPRESSION_MASK
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & _CONTROL_MASK)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL_MASK)
+
+    @property
+    def log_append_time(self) -> bool:
+        """True when the timestamp type is LogAppendTime (max_timestamp is the time)."""
+        return bool(self.attributes & _TIMESTAMP_TYPE_MASK)
+
+
+def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
+    """Unpack the header at ``pos``; the caller guarantees 61 bytes are there."""
+    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+
+
+def check_header(header: BatchHeader) -> str | None:
+    """The reason ``header`` cannot start a valid batch, or None. No CRC, no bounds."""
+    if header.batch_length < MIN_BATCH_LENGTH:
+        return f"batch_length {header.batch_length} below the minimum {MIN_BATCH_LENGTH}"
+    if header.magic != MAGIC:
+        return f"magic {header.magic}, only magic {MAGIC} (RecordBatch v2) is supported"
+    if header.records_count < 1 or header.records_count != header.last_offset_delta + 1:
+        return (
+            f"records_count {header.records_count} does not match "
+            f"last_offset_delta {header.last_offset_delta} + 1"
+        )
+    if (
+        header.compression == Compression.NONE
+        and header.records_count * MIN_RECORD_SIZE > header.batch_length - MIN_BATCH_LENGTH
+    ):
+        return f"records_count {header.records_count} cannot fit in {header.size} bytes"
+    return None
+
+
+def _crc_ok(buf: Buffer, pos: int, header: BatchHeader) -> bool:
+    view = memoryview(buf)[pos + CRC_START : pos + header.size]
+    return int(crc32c.crc32c(view)) == header.crc
+
+
+def parse_batches(data: Buffer, *, max_batch_bytes: int) -> list[BatchHeader]:
+    """Validate a produce payload made of one or more complete batches.
+
+    Raises :class:`CorruptBatch` naming the first problem, or :class:`RecordTooLarge` if
+    one batch is larger than ``max_batch_bytes``. Client batches may not be control
+    batches. Records are not decoded (the batch is stored as it arrived).
+    """
+    total = len(data)
+    if total == 0:
+        raise CorruptBatch("empty record set: expected at least one RecordBatch")
+    headers: list[BatchHeader] = []
+    pos = 0
+    while pos < total:
+        left = total - pos
+        if left < BATCH_HEADER_SIZE:
+            raise CorruptBatch(
+                f"truncated batch at byte {pos}: {left} bytes, a header needs "
+                f"{BATCH_HEADER_SIZE}"
+            )
+        header = read_header(data, pos)
+        if header.batch_length >= MIN_BATCH_LENGTH and header.size > max_batch_bytes:
+            raise RecordTooLarge(
+                f"batch at byte {pos} is {header.size} bytes, the limit is {max_batch_bytes}"
+            )
+        reason = check_header(header)
+        if reason is not None:
+            raise CorruptBatch(f"batch at byte {pos}: {reason}")
+        if header.size > left:
+            raise CorruptBatch(
+                f"truncated batch at byte {pos}: declares {header.size} bytes, "
+                f"{left} present"
+            )
+        if header.is_control:
+            raise CorruptBatch(f"batch at byte {pos}: clients may not send control batches")
+        if not _crc_ok(data, pos, header):
+            raise CorruptBatch(f"batch at byte {pos}: CRC-32C mismatch")
+        headers.append(header)
+        pos += header.size
+    return headers
+
+
+@attrs.frozen
+class ScanResult:
+    """Outcome of :func:`scan_batches` over a buffer of stored log bytes.
+
+    ``batches`` holds ``(position, header)`` of each valid complete batch in order; ``end``
+    is the position just after the last of them. Scanning stopped at ``end`` because the
+    buffer ended (``reason`` None; ``pending`` is the header of a batch that looked valid
+    but runs past the buffer, if its header was complete) or because the bytes at ``end``
+    are not a valid batch (``reason`` says why).
+    """
+
+    batches: list[tuple[int, BatchHeader]]
+    end: int
+    next_offset: int | None
+    reason: str | None
+    pending: BatchHeader | None
+
+
+def scan_batches(
+    buf: Buffer,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    expected_offset: int | None = None,
+    verify_crc: bool = True,
+) -> ScanResult:
+    """Walk stored batches in ``buf[start:end]``, stopping at the first invalid one.
+
+    With ``expected_offset`` set, each batch must start exactly there (offsets are
+    contiguous), and the next expected offset is returned in ``next_offset``.
+    """
+    stop = len(buf) if end is None else end
+    pos = start
+    found: list[tuple[int, BatchHeader]] = []
+    expected = expected_offset
+    while stop - pos >= BATCH_HEADER_SIZE:
+        header = read_header(buf, pos)
+        reason = check_header(header)
+        if reason is None and expected is not None and header.base_offset != expected:
+            reason = f"base offset {header.base_offset}, expected {expected}"
+        if reason is not None:
+            return ScanResult(found, pos, expected, reason, None)
+        if header.size > stop - pos:
+            return ScanResult(found, pos, expected, None, header)
+        if verify_crc and not _crc_ok(buf, pos, header):
+            return ScanResult(found, pos, expected, "CRC-32C mismatch", None)
+        found.append((pos, header))
+        pos += header.size
+        if expected is not None:
+            expected = header.last_offset + 1
+    return ScanResult(found, pos, expected, None, None)
+
+
+def stamp_base_offset(buf: bytearray, pos: int, base_offset: int) -> None:
+    """Write the broker-owned fields of the batch at ``pos``: base offset, leader epoch 0.
+
+    Neither field is under the CRC, so the batch stays valid.
+    """
+    _STAMP.pack_into(buf, pos, base_offset)
+    _EPOCH.pack_into(buf, pos + 12, 0)
+
+
+# --- encoding -----------------------------------------------------------------------------
+
+#: Precomputed zig-zag varints of small non-negative ints: record lengths, offset deltas
+#: and value lengths below this are table lookups on the encode hot path.
+_SMALL = 1 << 14
+
+
+def _uvarint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _zigzag_bytes(value: int) -> bytes:
+    return _uvarint_bytes((value << 1) ^ (value >> 63))
+
+
+_ZZ: list[bytes] = [_zigzag_bytes(i) for i in range(_SMALL)]
+_ZZ_NULL = _zigzag_bytes(-1)
+
+
+def _zz(value: int) -> bytes:
+    return _ZZ[value] if 0 <= value < _SMALL else _zigzag_bytes(value)
+
+
+def _encode_records(values: Sequence[bytes | None], keys: Sequence[bytes | None] | None) -> bytes:
+    parts: list[bytes] = []
+    append = parts.append
+    zz = _ZZ
+    small = _SMALL
+    null = _ZZ_NULL
+    # Every record: attributes 0, timestamp delta 0 (one timestamp per batch), offset delta
+    # i, key, value, zero headers.
+    for i, value in enumerate(values):
+        delta = zz[i] if i < small else _zigzag_bytes(i)
+        key = keys[i] if keys is not None else None
+        key_part = null if key is None else _zz(len(key)) + key
+        if value is None:
+            value_len_part = null
+            value = b""
+        else:
+            vlen = len(value)
+            value_len_part = zz[vlen] if vlen < small else _zigzag_bytes(vlen)
+        body_len = 2 + len(delta) + len(key_part) + len(value_len_part) + len(value) + 1
+        append(zz[body_len] if body_len < small else _zigzag_bytes(body_len))
+        append(b"\x00\x00")
+        append(delta)
+        append(key_part)
+        append(value_len_part)
+        append(value)
+        append(b"\x00")
+    return b"".join(parts)
+
+
+def _compress(codec: Compression, raw: bytes) -> bytes:
+    if codec == Compression.NONE:
+        return raw
+    if codec == Compression.GZIP:
+        compressor = zlib.compressobj(wbits=31)
+        return compressor.compress(raw) + compressor.flush()
+    if codec == Compression.SNAPPY:
+        # xerial framing, as Kafka's Java producer writes it.
+        out = bytearray(_XERIAL_HEADER.pack(XERIAL_MAGIC, _XERIAL_VERSION, _XERIAL_COMPAT_VERSION))
+        for start in range(0, len(raw), _XERIAL_CHUNK):
+            block = bytes(cramjam.snappy.compress_raw(raw[start : start + _XERIAL_CHUNK]))
+            out += _INT32.pack(len(block))
+            out += block
+        return bytes(out)
+    if codec == Compression.LZ4:
+        return bytes(cramjam.lz4.compress(raw))
+    if codec == Compression.ZSTD:
+        return bytes(cramjam.zstd.compress(raw))
+    raise ValueError(f"unknown compression {codec!r}")
+
+
+def encode_batch(
+    values: Sequence[bytes | None],
+    *,
+    timestamp_ms: int,
+    keys: Sequence[bytes | None] | None = None,
+    compression: Compression = Compression.NONE,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    base_offset: int = 0,
+) -> bytes:
+    """Build one RecordBatch v2 holding ``values`` (all with ``timestamp_ms``).
+
+    ``base_offset`` may be given directly (it is not under the CRC), which saves the
+    broker a copy when it encodes native produces.
+    """
+    count = len(values)
+    if count == 0:
+        raise ValueError("a batch holds at least one record")
+    if keys is not None and len(keys) != count:
+        raise ValueError("keys and values differ in length")
+    payload = _compress(compression, _encode_records(values, keys))
+    tail = _HEADER_TAIL.pack(
+        int(compression),
+        count - 1,
+        timestamp_ms,
+        timestamp_ms,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    )
+    crc = crc32c.crc32c(payload, crc32c.crc32c(tail))
+    batch_length = BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload)
+    if batch_length > INT32_MAX:
+        raise RecordTooLarge(f"batch of {batch_length} bytes does not fit the format")
+    head = struct.pack(">qiibI", base_offset, batch_length, 0, MAGIC, crc)
+    return b"".join((head, tail, payload))
+
+
+# --- decoding -----------------------------------------------------------------------------
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Unsigned varint at ``pos`` (slow path: more than one byte)."""
+    result = 0
+    shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise CorruptBatch("varint longer than 10 bytes")
+
+
+def _grow_decompress(
+    decompress_into: object, data: Buffer, bound: int, name: str
+) -> bytes:
+    """Decompress a frame whose size is unknown into buffers doubling up to ``bound``."""
+    func = decompress_into
+    assert callable(func)
+    size = min(bound, max(_MIN_GUESS, len(data) * _GROWTH_GUESS_FACTOR))
+    while True:
+        out = bytearray(size)
+        try:
+            written = int(func(data, out))
+        except cramjam.DecompressionError as exc:
+            # cramjam reports a full output buffer with this message; anything else is
+            # malformed input.
+            if "failed to write whole buffer" not in str(exc):
+                raise CorruptBatch(f"{name} decompression failed: {exc}") from None
+            if size >= bound:
+                raise CorruptBatch(
+                    f"{name} payload decompresses to more than {bound} bytes"
+                ) from None
+            size = min(bound, size * 2)
+            continue
+        del out[written:]
+        return bytes(out)
+
+
+def _snappy_raw(block: Buffer, bound: int) -> bytes:
+    try:
+        size = int(cramjam.snappy.decompress_raw_len(block))
+    except cramjam.DecompressionError as exc:
+        raise CorruptBatch(f"snappy block: {exc}") from None
+    if size > bound:
+        raise CorruptBatch(f"snappy block declares {size} bytes, more than {bound}")
+    out = bytearray(size)
+    try:
+        written = int(cramjam.snappy.decompress_raw_into(block, out))
+    except cramjam.DecompressionError as exc:
+        raise CorruptBatch(f"snappy decompression failed: {exc}") from None
+    if written != size:
+        raise CorruptBatch("snappy block shorter than its declared length")
+    return bytes(out)
+
+
+def _snappy(data: memoryview, bound: int) -> bytes:
+    if bytes(data[: len(XERIAL_MAGIC)]) != XERIAL_MAGIC:
+        # librdkafka may send one raw snappy block.
+        return _snappy_raw(data, bound)
+    if len(data) < _XERIAL_HEADER_SIZE:
+        raise CorruptBatch("truncated xerial snappy header")
+    parts: list[bytes] = []
+    total = 0
+    pos = _XERIAL_HEADER_SIZE
+    while pos < len(data):
+        if len(data) - pos < 4:
+            raise CorruptBatch("truncated xerial snappy chunk length")
+        (length,) = _INT32.unpack_from(data, pos)
+        pos += 4
+        if length < 0 or length > len(data) - pos:
+            raise CorruptBatch(f"xerial snappy chunk of {length} bytes overruns the payload")
+        chunk = _snappy_raw(data[pos : pos + length], bound - total)
+        total += len(chunk)
+        parts.append(chunk)
+        pos += length
+    return b"".join(parts)
+
+
+def _gzip(data: memoryview, bound: int) -> bytes:
+    # wbits 47 accepts gzip and zlib headers; max_length bounds the output.
+    decompressor = zlib.decompressobj(wbits=47)
+    try:
+        out = decompressor.decompress(data, bound + 1)
+    except zlib.error as exc:
+        raise CorruptBatch(f"gzip decompression failed: {exc}") from None
+    if len(out) > bound:
+        raise CorruptBatch(f"gzip payload decompresses to more than {bound} bytes")
+    if not decompressor.eof:
+        raise CorruptBatch("truncated gzip payload")
+    return out
+
+
+def _decompress(codec: int, data: memoryview, bound: int) -> bytes:
+    if codec == Compression.GZIP:
+        return _gzip(data, bound)
+    if codec == Compression.SNAPPY:
+        return _snappy(data, bound)
+    if codec == Compression.LZ4:
+        return _grow_decompress(cramjam.lz4.decompress_into, data, bound, "lz4")
+    if codec == Compression.ZSTD:
+        return _grow_decompress(cramjam.zstd.decompress_into, data, bound, "zstd")
+    raise CorruptBatch(f"unknown compression codec {codec}")
+
+
+def decode_records(batch: Buffer, *, max_uncompressed: int) -> list[Record]:
+    """Decode every record of one complete batch (CRC checked, any codec).
+
+    ``batch`` starts at the batch's first byte; bytes after the batch are ignored. The
+    decompressed records section may not exceed ``max_uncompressed`` bytes.
+    """
+    view = memoryview(batch)
+    if len(view) < BATCH_HEADER_SIZE:
+        raise CorruptBatch(f"truncated batch: {len(view)} bytes")
+    header = read_header(view)
+    reason = check_header(header)
+    if reason is not None:
+        raise CorruptBatch(reason)
+    if header.size > len(view):
+        raise CorruptBatch(f"truncated batch: declares {header.size}, {len(view)} present")
+    if not _crc_ok(view, 0, header):
+        raise CorruptBatch(f"batch at offset {header.base_offset}: CRC-32C mismatch")
+    payload = view[BATCH_HEADER_SIZE : header.size]
+    codec = header.compression
+    if codec == Compression.NONE:
+        raw = bytes(payload)
+    else:
+        raw = _decompress(codec, payload, max_uncompressed)
+    fixed_ts = header.max_timestamp if header.log_append_time else None
+    return _parse_records(
+        raw, header.records_count, header.base_offset, header.base_timestamp, fixed_ts
+    )
+
+
+def _parse_records(
+    buf: bytes, count: int, base_offset: int, base_ts: int, fixed_ts: int | None
+) -> list[Record]:
+    """Parse ``count`` records filling ``buf`` exactly (kafka-protocol.md 4.1)."""
+    if count * MIN_RECORD_SIZE > len(buf):
+        raise CorruptBatch(f"{count} records cannot fit in {len(buf)} bytes")
+    out: list[Record] = []
+    append = out.append
+    uvarint = _uvarint
+    pos = 0
+    try:
+        for _ in range(count):
+            # Each field's one-byte varint is decoded inline: the common case by far.
+            u = buf[pos]
+            if u < 0x80:
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                u = (u & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                u, pos = uvarint(buf, pos)
+            length = (u >> 1) ^ -(u & 1)
+            body_end = pos + length
+            if length < MIN_RECORD_SIZE - 1 or body_end > len(buf):
+                raise CorruptBatch(f"record length {length} out of bounds")
+            pos += 1  # attributes, unused
+            u = buf[pos]
+            if u < 0x80:
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                u = (u & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                u, pos = uvarint(buf, pos)
+            ts_delta = (u >> 1) ^ -(u & 1)
+            u = buf[pos]
+            if u < 0x80:
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                u = (u & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                u, pos = uvarint(buf, pos)
+            offset_delta = (u >> 1) ^ -(u & 1)
+            u = buf[pos]
+            if u < 0x80:
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                u = (u & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                u, pos = uvarint(buf, pos)
+            klen = (u >> 1) ^ -(u & 1)
+            key: bytes | None
+            if klen < 0:
+                if klen != -1:
+                    raise CorruptBatch(f"key length {klen}")
+                key = None
+            else:
+                if pos + klen > body_end:
+                    raise CorruptBatch("key overruns its record")
+                key = buf[pos : pos + klen]
+                pos += klen
+            u = buf[pos]
+            if u < 0x80:
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                u = (u & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                u, pos = uvarint(buf, pos)
+            vlen = (u >> 1) ^ -(u & 1)
+            value: bytes | None
+            if vlen < 0:
+                if vlen != -1:
+                    raise CorruptBatch(f"value length {vlen}")
+                value = None
+            else:
+                if pos + vlen > body_end:
+                    raise CorruptBatch("value overruns its record")
+                value = buf[pos : pos + vlen]
+                pos += vlen
+            u = buf[pos]
+            if u < 0x80:
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                u = (u & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                u, pos = uvarint(buf, pos)
+            nheaders = (u >> 1) ^ -(u & 1)
+            headers: tuple[tuple[str, bytes | None], ...] = ()
+            if nheaders:
+                headers, pos = _parse_headers(buf, pos, body_end, nheaders)
+            if pos != body_end:
+                raise CorruptBatch("record length does not match its fields")
+            append(
+                Record(
+                    base_offset + offset_delta,
+                    fixed_ts if fixed_ts is not None else base_ts + ts_delta,
+                    key,
+                    value,
+                    headers,
+                )
+            )
+    except IndexError:
+        raise CorruptBatch("truncated record") from None
+    if pos != len(buf):
+        raise CorruptBatch(f"{len(buf) - pos} bytes after the last declared record")
+    return out
+
+
+def _parse_headers(
+    buf: bytes, pos: int, body_end: int, count: int
+) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    if count < 0 or count * 2 > body_end - pos:
+        raise CorruptBatch(f"header count {count} out of bounds")
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        u, pos = _uvarint(buf, pos)
+        klen = (u >> 1) ^ -(u & 1)
+        if klen < 0 or pos + klen > body_end:
+            raise CorruptBatch(f"header key length {klen} out of bounds")
+        try:
+            hkey = buf[pos : pos + klen].decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptBatch("header key is not UTF-8") from None
+        pos += klen
+        u, pos = _uvarint(buf, pos)
+        vlen = (u >> 1) ^ -(u & 1)
+        hvalue: bytes | None
+        if vlen < 0:
+            if vlen != -1:
+                raise CorruptBatch(f"header value length {vlen}")
+            hvalue = None
+        else:
+            if pos + vlen > body_end:
+                raise CorruptBatch("header value overruns its record")
+            hvalue = buf[pos : pos + vlen]
+            pos += vlen
+        headers.append((hkey, hvalue))
+    return tuple(headers), pos

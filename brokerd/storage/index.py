@@ -1,0 +1,271 @@
+"""Sparse per-segment indexes: the offset index (``.index``) and the time index (``.timeindex``).
+
+Offset index entry (8 bytes, big-endian): ``int32 relative offset, int32 file position``,
+where the relative offset is a batch's base offset minus the segment's base offset and the
+position is where that batch starts in the ``.log``. Entries are added every
+``index_interval_bytes`` of log (Kafka's rule), so looking an offset up is a bisect plus a
+scan of at most that many bytes of batch headers.
+
+Time index entry (12 bytes, big-endian): ``int64 timestamp, int32 relative offset``. One
+entry is written with each offset-index entry: ``timestamp`` is the largest batch
+``max_timestamp`` of every batch *before* the batch at ``relative offset``. So all batches
+before that offset are older than or equal to ``timestamp``; the timestamps never decrease.
+
+What this module does: keeps the entries in memory (the in-memory arrays are what lookups
+use), loads them from disk with sanity checks, and persists entries that are not yet on
+disk when asked. What it does not do: decide when to add entries, read the ``.log``, or
+trust its files after an unclean shutdown (the segment rebuilds them). Index files carry
+no checksum: they are derived data, always rebuildable from the log.
+
+Threads: one writer appends while readers look up. The writer appends the position before
+the offset (and the offset before the timestamp), and readers bound their search by the
+length of the array appended last, so a reader never sees half an entry.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import struct
+import sys
+from array import array
+
+from brokerd.errors import StorageError
+
+__all__ = ["OFFSET_ENTRY_SIZE", "TIME_ENTRY_SIZE", "OffsetIndex", "TimeIndex"]
+
+OFFSET_ENTRY_SIZE = 8
+TIME_ENTRY_SIZE = 12
+#: Mode of index files: only the broker's user reads its data.
+FILE_MODE = 0o600
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_LITTLE = sys.byteorder == "little"
+
+
+def _read_file(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    try:
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+class _IndexFile:
+    """Appends packed entries to a file; remembers how many are already on disk."""
+
+    entry_size = 0
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._persisted = 0
+        self._fd: int | None = None
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _pack(self, start: int) -> bytes:
+        raise NotImplementedError
+
+    def _open_fd(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(
+                self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
+            )
+        return self._fd
+
+    def persist(self, *, sync: bool) -> None:
+        """Write the entries not yet on disk (fsync them if ``sync``).
+
+        Raises :class:`StorageError` on an I/O error.
+        """
+        try:
+            count = len(self)
+            fd = self._open_fd()
+            if count > self._persisted:
+                data = self._pack(self._persisted)
+                pos = self._persisted * self.entry_size
+                view = memoryview(data)
+                while view:
+                    written = os.pwrite(fd, view, pos)
+                    view = view[written:]
+                    pos += written
+                self._persisted = count
+            if sync:
+                os.fsync(fd)
+        except OSError as exc:
+            raise StorageError(f"cannot write index {self.path}: {exc}") from exc
+
+    def rewrite(self) -> None:
+        """Replace the file by the in-memory entries (after a rebuild) and fsync it."""
+        try:
+            fd = self._open_fd()
+            os.ftruncate(fd, 0)
+        except OSError as exc:
+            raise StorageError(f"cannot rewrite index {self.path}: {exc}") from exc
+        self._persisted = 0
+        self.persist(sync=True)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def unlink(self) -> None:
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+class OffsetIndex(_IndexFile):
+    """``relative offset -> file position`` of some batch starts, in increasing order."""
+
+    entry_size = OFFSET_ENTRY_SIZE
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self._rel = array("i")
+        self._pos = array("i")
+
+    def __len__(self) -> int:
+        return len(self._rel)
+
+    def _pack(self, start: int) -> bytes:
+        pack = _OFFSET_ENTRY.pack
+        return b"".join(pack(self._rel[i], self._pos[i]) for i in range(start, len(self._rel)))
+
+    def append(self, rel_offset: int, position: int) -> None:
+        self._pos.append(position)
+        self._rel.append(rel_offset)
+
+    def clear(self) -> None:
+        """Forget every entry; the caller rebuilds and then calls :meth:`rewrite`."""
+        self._rel = array("i")
+        self._pos = array("i")
+        self._persisted = 0
+
+    def lookup(self, rel_offset: int) -> tuple[int, int] | None:
+        """The last entry whose relative offset is <= ``rel_offset``, or None."""
+        rels = self._rel
+        i = bisect.bisect_right(rels, rel_offset, 0, len(rels)) - 1
+        if i < 0:
+            return None
+        return rels[i], self._pos[i]
+
+    def entry(self, i: int) -> tuple[int, int]:
+        return self._rel[i], self._pos[i]
+
+    def last(self) -> tuple[int, int] | None:
+        n = len(self._rel)
+        return (self._rel[n - 1], self._pos[n - 1]) if n else None
+
+    def load(self, *, log_size: int) -> bool:
+        """Read the file; True if it exists and passes the sanity checks.
+
+        Checks: size a multiple of the entry size, relative offsets and positions strictly
+        increasing and non-negative, every position inside the log. On False the in-memory
+        index is empty and the caller rebuilds it.
+        """
+        self.clear()
+        try:
+            data = _read_file(self.path)
+        except OSError:
+            return False
+        if data is None or len(data) % OFFSET_ENTRY_SIZE:
+            return False
+        flat = array("i")
+        flat.frombytes(data)
+        if _LITTLE:
+            flat.byteswap()
+        rels = flat[0::2]
+        positions = flat[1::2]
+        prev_rel = -1
+        prev_pos = -1
+        for rel, pos in zip(rels, positions, strict=True):
+            if rel <= prev_rel or pos <= prev_pos:
+                return False
+            prev_rel, prev_pos = rel, pos
+        if len(positions) and positions[-1] >= log_size:
+            return False
+        self._rel = rels
+        self._pos = positions
+        self._persisted = len(rels)
+        return True
+
+
+class TimeIndex(_IndexFile):
+    """``timestamp, relative offset`` pairs, both non-decreasing (see the module doc)."""
+
+    entry_size = TIME_ENTRY_SIZE
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self._ts = array("q")
+        self._rel = array("i")
+
+    def __len__(self) -> int:
+        return len(self._ts)
+
+    def _pack(self, start: int) -> bytes:
+        pack = _TIME_ENTRY.pack
+        return b"".join(pack(self._ts[i], self._rel[i]) for i in range(start, len(self._ts)))
+
+    def append(self, timestamp: int, rel_offset: int) -> None:
+        self._rel.append(rel_offset)
+        self._ts.append(timestamp)
+
+    def clear(self) -> None:
+        """Forget every entry; the caller rebuilds and then calls :meth:`rewrite`."""
+        self._ts = array("q")
+        self._rel = array("i")
+        self._persisted = 0
+
+    def last_before(self, timestamp: int) -> int | None:
+        """Index of the last entry whose timestamp is < ``timestamp``, or None.
+
+        Every batch before that entry's offset is older than ``timestamp``, so a search for
+        the first batch at or after ``timestamp`` may start there.
+        """
+        ts = self._ts
+        i = bisect.bisect_left(ts, timestamp, 0, len(ts)) - 1
+        return i if i >= 0 else None
+
+    def entry(self, i: int) -> tuple[int, int]:
+        return self._ts[i], self._rel[i]
+
+    def load(self, *, offsets: OffsetIndex) -> bool:
+        """Read the file; True if it is sane and matches ``offsets`` entry for entry."""
+        self.clear()
+        try:
+            data = _read_file(self.path)
+        except OSError:
+            return False
+        if data is None or len(data) % TIME_ENTRY_SIZE:
+            return False
+        count = len(data) // TIME_ENTRY_SIZE
+        if count != len(offsets):
+            return False
+        ts = array("q")
+        rels = array("i")
+        prev_ts = None
+        for i, (stamp, rel) in enumerate(_TIME_ENTRY.iter_unpack(data)):
+            if (prev_ts is not None and stamp < prev_ts) or rel != offsets.entry(i)[0]:
+                return False
+            prev_ts = stamp
+            ts.append(stamp)
+            rels.append(rel)
+        self._ts = ts
+        self._rel = rels
+        self._persisted = count
+        return True
