@@ -18,8 +18,9 @@ def topic_field(topic: str | bytes, *, length: int | None = None) -> bytes:
     return struct.pack(">H", len(raw) if length is None else length) + raw
 
 
-def produce_frame(topic: str | bytes, partition: int, values: list[bytes],
-                  *, count: int | None = None) -> bytes:
+def produce_frame(
+    topic: str | bytes, partition: int, values: list[bytes], *, count: int | None = None
+) -> bytes:
     body = b"".join(struct.pack(">I", len(v)) + v for v in values)
     n = len(values) if count is None else count
     return struct.pack(">H", 1) + topic_field(topic) + struct.pack(">II", partition, n) + body
@@ -41,10 +42,20 @@ def list_topics_frame() -> bytes:
     return struct.pack(">H", 5)
 
 
-def long_poll_frame(topic: str | bytes, partition: int, offset: int, *, max_wait_ms: int,
-                    min_bytes: int = 1, max_bytes: int = 1 << 20) -> bytes:
-    return (struct.pack(">H", 6) + topic_field(topic)
-            + struct.pack(">IQIII", partition, offset, max_wait_ms, min_bytes, max_bytes))
+def long_poll_frame(
+    topic: str | bytes,
+    partition: int,
+    offset: int,
+    *,
+    max_wait_ms: int,
+    min_bytes: int = 1,
+    max_bytes: int = 1 << 20,
+) -> bytes:
+    return (
+        struct.pack(">H", 6)
+        + topic_field(topic)
+        + struct.pack(">IQIII", partition, offset, max_wait_ms, min_bytes, max_bytes)
+    )
 
 
 def error_body(code: int, message: str) -> bytes:
@@ -61,12 +72,12 @@ def produce_ok(base_offset: int) -> bytes:
 
 
 def fetch_ok(values: list[bytes]) -> bytes:
-    return struct.pack(">I", len(values)) + b"".join(
-        struct.pack(">I", len(v)) + v for v in values)
+    return struct.pack(">I", len(values)) + b"".join(struct.pack(">I", len(v)) + v for v in values)
 
 
-def records(start: int, values: list[bytes | None], *, high_watermark: int | None = None
-            ) -> RecordsResult:
+def records(
+    start: int, values: list[bytes | None], *, high_watermark: int | None = None
+) -> RecordsResult:
     """A RecordsResult holding ``values`` at offsets from ``start``."""
     recs = tuple(Record(start + i, 0, None, v) for i, v in enumerate(values))
     hw = start + len(values) if high_watermark is None else high_watermark
@@ -96,37 +107,55 @@ class FakeCore:
         self.calls: list[Call] = []
         #: method name -> result to answer synchronously (an Exception fails the call)
         self.auto: dict[str, Any] = {}
+        #: False: hand out plain Deferreds (no canceller), as a careless core might
+        self.cancellable = True
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
         if method in self.auto:
             result = self.auto[method]
             d: defer.Deferred[Any] = (
-                defer.fail(result) if isinstance(result, BaseException)
-                else defer.succeed(result))
+                defer.fail(result) if isinstance(result, BaseException) else defer.succeed(result)
+            )
             self.calls.append(Call(method, args, kwargs, d))
             return d
 
         def cancel(_: defer.Deferred[Any]) -> None:
             call.cancelled = True
 
-        d = defer.Deferred(cancel)
+        d = defer.Deferred(cancel if self.cancellable else None)
         call = Call(method, args, kwargs, d)
         self.calls.append(call)
         return d
 
-    def produce_values(self, topic: str, partition: int, values: list[bytes]
-                       ) -> defer.Deferred[AppendInfo]:
+    def produce_values(
+        self, topic: str, partition: int, values: list[bytes]
+    ) -> defer.Deferred[AppendInfo]:
         return self._call("produce_values", topic, partition, values)
 
-    def fetch_records(self, topic: str, partition: int, offset: int, max_value_bytes: int
-                      ) -> defer.Deferred[RecordsResult]:
+    def fetch_records(
+        self, topic: str, partition: int, offset: int, max_value_bytes: int
+    ) -> defer.Deferred[RecordsResult]:
         return self._call("fetch_records", topic, partition, offset, max_value_bytes)
 
-    def wait_records(self, topic: str, partition: int, offset: int, *, max_value_bytes: int,
-                     min_bytes: int, max_wait_ms: int) -> defer.Deferred[RecordsResult]:
-        return self._call("wait_records", topic, partition, offset,
-                          max_value_bytes=max_value_bytes, min_bytes=min_bytes,
-                          max_wait_ms=max_wait_ms)
+    def wait_records(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_value_bytes: int,
+        min_bytes: int,
+        max_wait_ms: int,
+    ) -> defer.Deferred[RecordsResult]:
+        return self._call(
+            "wait_records",
+            topic,
+            partition,
+            offset,
+            max_value_bytes=max_value_bytes,
+            min_bytes=min_bytes,
+            max_wait_ms=max_wait_ms,
+        )
 
     def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]:
         return self._call("create_topic", name, partitions)

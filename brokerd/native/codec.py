@@ -367,8 +367,11 @@ def encode_produce(topic: str, partition: int, values: Sequence[bytes]) -> bytes
     the wire format (the server applies the tighter limits)."""
     _check("partition", partition, _MAX_U32)
     _check("record count", len(values), _MAX_U32)
-    parts = [_U16.pack(RequestType.PRODUCE), _topic_bytes(topic),
-             _PRODUCE_FIXED.pack(partition, len(values))]
+    parts = [
+        _U16.pack(RequestType.PRODUCE),
+        _topic_bytes(topic),
+        _PRODUCE_FIXED.pack(partition, len(values)),
+    ]
     for value in values:
         parts.append(_U32.pack(_check("value size", len(value), _MAX_U32)))
         parts.append(value)
@@ -379,8 +382,7 @@ def encode_fetch(topic: str, partition: int, offset: int) -> bytes:
     """Build a type-2 Fetch request (the lesson's)."""
     _check("partition", partition, _MAX_U32)
     _check("offset", offset, _MAX_U64)
-    return (_U16.pack(RequestType.FETCH) + _topic_bytes(topic)
-            + _FETCH_FIXED.pack(partition, offset))
+    return _U16.pack(RequestType.FETCH) + _topic_bytes(topic) + _FETCH_FIXED.pack(partition, offset)
 
 
 def encode_create_topic(topic: str, partitions: int) -> bytes:
@@ -415,8 +417,11 @@ def encode_long_poll_fetch(
     _check("max_wait_ms", max_wait_ms, _MAX_U32)
     _check("min_bytes", min_bytes, _MAX_U32)
     _check("max_bytes", max_bytes, _MAX_U32)
-    return (_U16.pack(RequestType.LONG_POLL_FETCH) + _topic_bytes(topic)
-            + _LONG_POLL_FIXED.pack(partition, offset, max_wait_ms, min_bytes, max_bytes))
+    return (
+        _U16.pack(RequestType.LONG_POLL_FETCH)
+        + _topic_bytes(topic)
+        + _LONG_POLL_FIXED.pack(partition, offset, max_wait_ms, min_bytes, max_bytes)
+    )
 
 
 def encode_request(request: Request) -> bytes:
@@ -434,8 +439,11 @@ def encode_request(request: Request) -> bytes:
             return encode_list_topics()
         case LongPollFetchRequest():
             return encode_long_poll_fetch(
-                request.topic, request.partition, request.offset,
-                max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
+                request.topic,
+                request.partition,
+                request.offset,
+                max_wait_ms=request.max_wait_ms,
+                min_bytes=request.min_bytes,
                 max_bytes=request.max_bytes,
             )
     raise TypeError(f"not a native request: {request!r}")
@@ -694,8 +702,7 @@ class RequestDecoder:
         (length,) = _U16.unpack_from(self._buf)
         del self._buf[:2]
         if length > MAX_TOPIC_LENGTH:
-            self._fail(ErrorCode.INVALID_TOPIC,
-                       f"topic length {length} exceeds {MAX_TOPIC_LENGTH}")
+            self._fail(ErrorCode.INVALID_TOPIC, f"topic length {length} exceeds {MAX_TOPIC_LENGTH}")
             self._skip = length
             self._state = _State.SKIP_TOPIC
         else:
@@ -735,15 +742,17 @@ class RequestDecoder:
         request: Request
         if request_type == RequestType.PRODUCE:
             partition, count = _PRODUCE_FIXED.unpack_from(buf)
-            del buf[:_PRODUCE_FIXED.size]
+            del buf[: _PRODUCE_FIXED.size]
             if count == 0:
                 self._fail(ErrorCode.MALFORMED_REQUEST, "produce request with no records")
                 return self._end_frame(None)
             if count > self._max_produce_bytes // PRODUCE_RECORD_OVERHEAD:
                 # Cannot fit even with empty values: refuse before reading any of it.
-                self._fail(ErrorCode.REQUEST_TOO_LARGE,
-                           f"produce of {count} records exceeds the limit of "
-                           f"{self._max_produce_bytes} bytes")
+                self._fail(
+                    ErrorCode.REQUEST_TOO_LARGE,
+                    f"produce of {count} records exceeds the limit of "
+                    f"{self._max_produce_bytes} bytes",
+                )
             self._partition = partition
             self._remaining = count
             self._budget = self._max_produce_bytes
@@ -761,9 +770,8 @@ class RequestDecoder:
             request = ListOffsetsRequest(topic, partition)
         else:
             partition, offset, max_wait, min_bytes, max_bytes = _LONG_POLL_FIXED.unpack_from(buf)
-            request = LongPollFetchRequest(topic, partition, offset, max_wait, min_bytes,
-                                           max_bytes)
-        del buf[:_FIXED_SIZE[request_type]]
+            request = LongPollFetchRequest(topic, partition, offset, max_wait, min_bytes, max_bytes)
+        del buf[: _FIXED_SIZE[request_type]]
         return self._end_frame(request)
 
     def _read_records(self) -> bool:
@@ -792,8 +800,10 @@ class RequestDecoder:
         if size + PRODUCE_RECORD_OVERHEAD > budget:
             # Refuse now, while only the header is here: the value and the rest of the
             # frame are discarded as they arrive, never buffered.
-            self._fail(ErrorCode.REQUEST_TOO_LARGE,
-                       f"produce payload exceeds the limit of {self._max_produce_bytes} bytes")
+            self._fail(
+                ErrorCode.REQUEST_TOO_LARGE,
+                f"produce payload exceeds the limit of {self._max_produce_bytes} bytes",
+            )
             self._values = []
             return True
         if len(buf) < 4 + size:
@@ -887,7 +897,7 @@ class ResponseDecoder:
         if len(buf) < end:
             return None
         try:
-            message = bytes(buf[pos + 4:end]).decode("utf-8")
+            message = bytes(buf[pos + 4 : end]).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise MalformedResponse("error message is not valid UTF-8") from exc
         return ErrorResponse(request_type, code, message), end
@@ -927,8 +937,15 @@ class ResponseDecoder:
         _, _high, count = _OK_U64_U32.unpack_from(buf)
         return self._records(count, _OK_U64_U32.size, with_offsets=True)
 
-    def _scan_items(self, count: int, start: int, head: int, length_at: int,
-                    length_struct: struct.Struct, trailer: int) -> int | None:
+    def _scan_items(
+        self,
+        count: int,
+        start: int,
+        head: int,
+        length_at: int,
+        length_struct: struct.Struct,
+        trailer: int,
+    ) -> int | None:
         """Find where ``count`` length-prefixed items starting at ``start`` end, resuming
         the previous scan; None while incomplete. Item = ``head`` bytes (holding the
         length at ``length_at``), then that many bytes, then ``trailer`` bytes."""
@@ -948,8 +965,9 @@ class ResponseDecoder:
         self._scan = (left, pos)
         return pos if left == 0 else None
 
-    def _records(self, count: int, start: int, *, with_offsets: bool
-                 ) -> tuple[Response, int] | None:
+    def _records(
+        self, count: int, start: int, *, with_offsets: bool
+    ) -> tuple[Response, int] | None:
         head = _OFFSET_SIZE.size if with_offsets else 4
         end = self._scan_items(count, start, head, head - 4, _U32, 0)
         if end is None:
@@ -961,13 +979,13 @@ class ResponseDecoder:
                 values = []
                 for _ in range(count):
                     (size,) = _U32.unpack_from(buf, pos)
-                    values.append(bytes(view[pos + 4:pos + 4 + size]))
+                    values.append(bytes(view[pos + 4 : pos + 4 + size]))
                     pos += 4 + size
                 return FetchResponse(tuple(values)), end
             records = []
             for _ in range(count):
                 offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
-                records.append(FetchedRecord(offset, bytes(view[pos + 12:pos + 12 + size])))
+                records.append(FetchedRecord(offset, bytes(view[pos + 12 : pos + 12 + size])))
                 pos += 12 + size
         (high,) = _U64.unpack_from(buf, 2)
         return LongPollFetchResponse(high, tuple(records)), end
@@ -982,7 +1000,7 @@ class ResponseDecoder:
         for _ in range(count):
             (length,) = _U16.unpack_from(buf, pos)
             try:
-                name = bytes(buf[pos + 2:pos + 2 + length]).decode("utf-8")
+                name = bytes(buf[pos + 2 : pos + 2 + length]).decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise MalformedResponse("topic name is not valid UTF-8") from exc
             (partitions,) = _U32.unpack_from(buf, pos + 2 + length)

@@ -208,8 +208,7 @@ class NativeProtocol(Protocol):
             return  # the outer loop (further up this stack) carries on
         self._pumping = True
         try:
-            while (not self._closing and self._in_flight is None
-                   and not self._write_blocked):
+            while not self._closing and self._in_flight is None and not self._write_blocked:
                 event = self._decoder.next_event()
                 if event is None:
                     break
@@ -256,16 +255,20 @@ class NativeProtocol(Protocol):
         match request:
             case codec.ProduceRequest():
                 return RequestType.PRODUCE, lambda: core.produce_values(
-                    request.topic, request.partition, list(request.values))
+                    request.topic, request.partition, list(request.values)
+                )
             case codec.FetchRequest():
                 return RequestType.FETCH, lambda: core.fetch_records(
-                    request.topic, request.partition, request.offset, self._max_fetch_bytes)
+                    request.topic, request.partition, request.offset, self._max_fetch_bytes
+                )
             case codec.CreateTopicRequest():
                 return RequestType.CREATE_TOPIC, lambda: core.create_topic(
-                    request.topic, request.partitions)
+                    request.topic, request.partitions
+                )
             case codec.ListOffsetsRequest():
                 return RequestType.LIST_OFFSETS, lambda: core.list_offsets(
-                    request.topic, request.partition)
+                    request.topic, request.partition
+                )
             case codec.ListTopicsRequest():
                 return RequestType.LIST_TOPICS, core.list_topics
             case codec.LongPollFetchRequest():
@@ -298,7 +301,8 @@ class NativeProtocol(Protocol):
             case codec.LongPollFetchRequest():
                 found = cast(RecordsResult, result)
                 return codec.encode_long_poll_fetch_response(
-                    found.high_watermark, [(r.offset, r.value) for r in found.records])
+                    found.high_watermark, [(r.offset, r.value) for r in found.records]
+                )
         raise TypeError(f"not a native request: {request!r}")
 
     def _encode_failure(self, failure: Failure, request_type: RequestType) -> bytes | None:
@@ -309,11 +313,15 @@ class NativeProtocol(Protocol):
         if code is None or code is ErrorCode.INTERNAL_ERROR:
             # A bug or an unexpected failure: log it for the operator. Only our own
             # errors' texts are meant for clients, so anything else stays generic.
-            self._log.failure("native request type {request_type} failed",
-                              failure=failure, request_type=int(request_type))
+            self._log.failure(
+                "native request type {request_type} failed",
+                failure=failure,
+                request_type=int(request_type),
+            )
         if code is None:
             return codec.encode_error_response(
-                request_type, ErrorCode.INTERNAL_ERROR, "internal error")
+                request_type, ErrorCode.INTERNAL_ERROR, "internal error"
+            )
         return codec.encode_error_response(request_type, code, str(exc))
 
     def _finish(self, response: bytes | None, d: defer.Deferred[object]) -> None:
@@ -377,8 +385,7 @@ class NativeProtocol(Protocol):
         call = self._frame_call
         if waiting_for_client:
             if call is None or not call.active():
-                self._frame_call = self._clock.callLater(
-                    self._frame_timeout, self._frame_expired)
+                self._frame_call = self._clock.callLater(self._frame_timeout, self._frame_expired)
         elif call is not None:
             if call.active():
                 call.cancel()
@@ -386,8 +393,10 @@ class NativeProtocol(Protocol):
 
     def _frame_expired(self) -> None:
         self._frame_call = None
-        self._log.info("native: closing connection: frame not completed in {seconds}s",
-                       seconds=self._frame_timeout)
+        self._log.info(
+            "native: closing connection: frame not completed in {seconds}s",
+            seconds=self._frame_timeout,
+        )
         self._close(abort=True)
 
 
