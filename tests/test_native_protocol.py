@@ -17,6 +17,7 @@ from brokerd.native import codec
 from brokerd.native.codec import ErrorCode
 from brokerd.native.protocol import (
     MAX_LONG_POLL_WAIT_MS,
+    MAX_UNREAD_SLACK_BYTES,
     NativeFactory,
     NativeProtocol,
 )
@@ -296,6 +297,19 @@ class LimitTests(ProtocolTestCase):
         self.assertEqual(code, ErrorCode.INVALID_TOPIC)
         self.assertEqual(self.core.calls, [])
         self.assertFalse(self.transport.disconnecting)
+
+    def test_transport_ignoring_pause_cannot_grow_input_without_bound(self) -> None:
+        self.send(list_topics_frame())  # in flight: reading is paused
+        self.assertTrue(self.paused)
+        chunk = list_topics_frame() * 32768
+        sent = 0
+        while not self.transport.disconnecting:
+            self.send(chunk)
+            sent += len(chunk)
+            self.assertLess(sent, self.max_produce_bytes + MAX_UNREAD_SLACK_BYTES + 2 * len(chunk))
+        self.assertTrue(self.transport.disconnected)
+        self.assertEqual(len(self.core.calls), 1)
+        self.flushLoggedErrors()
 
     def test_produce_with_no_records_is_malformed(self) -> None:
         self.send(produce_frame("t", 0, []))

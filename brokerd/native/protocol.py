@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_FRAME_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
     "MAX_LONG_POLL_WAIT_MS",
+    "MAX_UNREAD_SLACK_BYTES",
     "NativeCore",
     "NativeFactory",
     "NativeProtocol",
@@ -52,6 +53,10 @@ DEFAULT_FRAME_TIMEOUT = 30.0
 #: A long poll waits at most this long whatever the client asks, so a parked request
 #: cannot outlive every timeout (the idle timeout never fires while one is in flight).
 MAX_LONG_POLL_WAIT_MS = 300_000
+#: Undecoded input allowed beyond ``max_produce_bytes`` (which bounds one partial record)
+#: before the connection is dropped. A transport stops delivering soon after it is paused,
+#: so this only trips on a transport that ignores pauseProducing: defence in depth.
+MAX_UNREAD_SLACK_BYTES = 4 * 1024 * 1024
 
 
 class NativeCore(TypingProtocol):
@@ -140,6 +145,7 @@ class NativeProtocol(Protocol):
         self._idle_timeout = idle_timeout
         self._frame_timeout = frame_timeout
         self._decoder = codec.RequestDecoder(max_produce_bytes=max_produce_bytes)
+        self._max_unread = max_produce_bytes + MAX_UNREAD_SLACK_BYTES
         self._in_flight: defer.Deferred[object] | None = None
         self._connected = False
         self._closing = False  # loseConnection/abortConnection called: take nothing more
@@ -165,6 +171,11 @@ class NativeProtocol(Protocol):
         self._touch()
         self._decoder.receive(data)
         self._pump()
+        if self._decoder.buffered > self._max_unread:
+            self._log.warn(
+                "native: closing connection: {n} bytes of unread input", n=self._decoder.buffered
+            )
+            self._close(abort=True)
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         self._connected = False
