@@ -1,0 +1,1114 @@
+# -*- test-case-name: tests.test_kafka_codec -*-
+"""Request and response bodies of every Kafka API brokerd answers, with their versions.
+
+Each message is an attrs frozen class whose ``FIELDS`` describe its wire layout per
+version, transcribed from Kafka's JSON message schemas
+(``clients/src/main/resources/common/message/*.json``) for the non-flexible versions
+only. Fields absent at a version take the class default when decoded and are skipped
+when encoded. :data:`SUPPORTED_VERSIONS` is exactly what ApiVersions advertises.
+
+:func:`decode_request` turns a whole request frame into a :class:`Request`;
+:func:`encode_response` turns a response message into a whole frame.
+:func:`api_versions_fallback` is the version-0 reply to an ApiVersions request of a
+version brokerd does not know.
+
+Pure: no I/O, no Twisted, no broker logic.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from brokerd.kafka.codec import (
+    BOOL,
+    BYTES,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    ApiKey,
+    Array,
+    Field,
+    MalformedRequest,
+    Reader,
+    RequestHeader,
+    Struct,
+    encode_request_header,
+    encode_struct,
+    frame,
+    peek_header,
+    read_request_header,
+    read_struct,
+    response_frame,
+)
+
+#: Authorized-operations fields: "not provided" (Kafka's Integer.MIN_VALUE default).
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+#: Advertised (and accepted) version ranges: the last non-flexible version of each API
+#: is the upper bound, the lower bounds follow what old librdkafka probes for
+#: (shared note, section 2.2). Produce starts at 0 only so that librdkafka < 2.11.1
+#: enables compression; versions 0-2 are answered UNSUPPORTED_VERSION per partition.
+SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (0, 8),
+    ApiKey.FETCH: (4, 11),
+    ApiKey.LIST_OFFSETS: (1, 5),
+    ApiKey.METADATA: (0, 8),
+    ApiKey.OFFSET_COMMIT: (2, 7),
+    ApiKey.OFFSET_FETCH: (1, 5),
+    ApiKey.FIND_COORDINATOR: (0, 2),
+    ApiKey.JOIN_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 3),
+    ApiKey.LEAVE_GROUP: (0, 2),
+    ApiKey.SYNC_GROUP: (0, 3),
+    ApiKey.API_VERSIONS: (0, 2),
+    ApiKey.CREATE_TOPICS: (2, 4),
+    ApiKey.DELETE_TOPICS: (1, 3),
+    ApiKey.INIT_PRODUCER_ID: (0, 1),
+}
+
+#: Highest ApiVersions version answered in the v0 fallback's single entry.
+API_VERSIONS_MAX = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
+#: The error code of the fallback (UNSUPPORTED_VERSION); kept here so the codec does not
+#: depend on the error module.
+_UNSUPPORTED_VERSION = 35
+
+
+
+def _tuple(v: Any) -> Any:
+    """attrs converter: keep arrays immutable (None stays None)."""
+    return None if v is None else tuple(v)
+
+
+def _arr(default: Any = ()) -> Any:
+    return attrs.field(default=default, converter=_tuple)
+
+
+# -- ApiVersions (18) ----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ApiVersionsRequest:
+    FIELDS: ClassVar[tuple[Field, ...]] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ApiVersionRange:
+    api_key: int
+    min_version: int
+    max_version: int
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("api_key", INT16),
+        Field("min_version", INT16),
+        Field("max_version", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ApiVersionsResponse:
+    error_code: int = 0
+    api_keys: tuple[ApiVersionRange, ...] = _arr()
+    throttle_time_ms: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("error_code", INT16),
+        Field("api_keys", Array(Struct(ApiVersionRange))),
+        Field("throttle_time_ms", INT32, 1),
+    )
+
+
+# -- Metadata (3) --------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class MetadataRequestTopic:
+    name: str
+    FIELDS: ClassVar[tuple[Field, ...]] = (Field("name", STRING),)
+
+
+@attrs.frozen(kw_only=True)
+class MetadataRequest:
+    #: None (v1+) = all topics; empty = none (v0: empty = all).
+    topics: tuple[MetadataRequestTopic, ...] | None = _arr()
+    allow_auto_topic_creation: bool = True
+    include_cluster_authorized_operations: bool = False
+    include_topic_authorized_operations: bool = False
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("topics", Array(Struct(MetadataRequestTopic)), nullable_from=1),
+        Field("allow_auto_topic_creation", BOOL, 4),
+        Field("include_cluster_authorized_operations", BOOL, 8),
+        Field("include_topic_authorized_operations", BOOL, 8),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class MetadataBroker:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("node_id", INT32),
+        Field("host", STRING),
+        Field("port", INT32),
+        Field("rack", STRING, 1, nullable_from=1),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class MetadataPartition:
+    error_code: int = 0
+    partition_index: int
+    leader_id: int
+    leader_epoch: int = -1
+    replica_nodes: tuple[int, ...] = _arr()
+    isr_nodes: tuple[int, ...] = _arr()
+    offline_replicas: tuple[int, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("error_code", INT16),
+        Field("partition_index", INT32),
+        Field("leader_id", INT32),
+        Field("leader_epoch", INT32, 7),
+        Field("replica_nodes", Array(INT32)),
+        Field("isr_nodes", Array(INT32)),
+        Field("offline_replicas", Array(INT32), 5),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class MetadataTopic:
+    error_code: int = 0
+    name: str
+    is_internal: bool = False
+    partitions: tuple[MetadataPartition, ...] = _arr()
+    topic_authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("error_code", INT16),
+        Field("name", STRING),
+        Field("is_internal", BOOL, 1),
+        Field("partitions", Array(Struct(MetadataPartition))),
+        Field("topic_authorized_operations", INT32, 8),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class MetadataResponse:
+    throttle_time_ms: int = 0
+    brokers: tuple[MetadataBroker, ...] = _arr()
+    cluster_id: str | None = None
+    controller_id: int = -1
+    topics: tuple[MetadataTopic, ...] = _arr()
+    cluster_authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 3),
+        Field("brokers", Array(Struct(MetadataBroker))),
+        Field("cluster_id", STRING, 2, nullable_from=2),
+        Field("controller_id", INT32, 1),
+        Field("topics", Array(Struct(MetadataTopic))),
+        Field("cluster_authorized_operations", INT32, 8),
+    )
+
+
+# -- Produce (0) ---------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ProducePartitionData:
+    index: int
+    records: bytes | None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("index", INT32),
+        Field("records", BYTES, nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ProduceTopicData:
+    name: str
+    partition_data: tuple[ProducePartitionData, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partition_data", Array(Struct(ProducePartitionData))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ProduceRequest:
+    transactional_id: str | None = None
+    acks: int
+    timeout_ms: int
+    topic_data: tuple[ProduceTopicData, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("transactional_id", STRING, 3, nullable_from=3),
+        Field("acks", INT16),
+        Field("timeout_ms", INT32),
+        Field("topic_data", Array(Struct(ProduceTopicData))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class BatchIndexAndErrorMessage:
+    batch_index: int
+    batch_index_error_message: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("batch_index", INT32),
+        Field("batch_index_error_message", STRING, nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ProducePartitionResponse:
+    index: int
+    error_code: int = 0
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    record_errors: tuple[BatchIndexAndErrorMessage, ...] = _arr()
+    error_message: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("index", INT32),
+        Field("error_code", INT16),
+        Field("base_offset", INT64),
+        Field("log_append_time_ms", INT64, 2),
+        Field("log_start_offset", INT64, 5),
+        Field("record_errors", Array(Struct(BatchIndexAndErrorMessage)), 8),
+        Field("error_message", STRING, 8, nullable_from=8),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ProduceTopicResponse:
+    name: str
+    partition_responses: tuple[ProducePartitionResponse, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partition_responses", Array(Struct(ProducePartitionResponse))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ProduceResponse:
+    responses: tuple[ProduceTopicResponse, ...] = _arr()
+    throttle_time_ms: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("responses", Array(Struct(ProduceTopicResponse))),
+        Field("throttle_time_ms", INT32, 1),
+    )
+
+
+# -- Fetch (1) -----------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class FetchPartition:
+    partition: int
+    current_leader_epoch: int = -1
+    fetch_offset: int
+    log_start_offset: int = -1
+    partition_max_bytes: int
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition", INT32),
+        Field("current_leader_epoch", INT32, 9),
+        Field("fetch_offset", INT64),
+        Field("log_start_offset", INT64, 5),
+        Field("partition_max_bytes", INT32),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class FetchTopic:
+    topic: str
+    partitions: tuple[FetchPartition, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("topic", STRING),
+        Field("partitions", Array(Struct(FetchPartition))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ForgottenTopic:
+    topic: str
+    partitions: tuple[int, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("topic", STRING),
+        Field("partitions", Array(INT32)),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class FetchRequest:
+    replica_id: int = -1
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int = 0x7FFFFFFF
+    isolation_level: int = 0
+    session_id: int = 0
+    session_epoch: int = -1
+    topics: tuple[FetchTopic, ...] = _arr()
+    forgotten_topics_data: tuple[ForgottenTopic, ...] = _arr()
+    rack_id: str = ""
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("replica_id", INT32),
+        Field("max_wait_ms", INT32),
+        Field("min_bytes", INT32),
+        Field("max_bytes", INT32, 3),
+        Field("isolation_level", INT8, 4),
+        Field("session_id", INT32, 7),
+        Field("session_epoch", INT32, 7),
+        Field("topics", Array(Struct(FetchTopic))),
+        Field("forgotten_topics_data", Array(Struct(ForgottenTopic)), 7),
+        Field("rack_id", STRING, 11),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AbortedTransaction:
+    producer_id: int
+    first_offset: int
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("producer_id", INT64),
+        Field("first_offset", INT64),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class FetchPartitionResponse:
+    partition_index: int
+    error_code: int = 0
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    aborted_transactions: tuple[AbortedTransaction, ...] | None = _arr(None)
+    preferred_read_replica: int = -1
+    records: bytes | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("error_code", INT16),
+        Field("high_watermark", INT64),
+        Field("last_stable_offset", INT64, 4),
+        Field("log_start_offset", INT64, 5),
+        Field("aborted_transactions", Array(Struct(AbortedTransaction)), 4, nullable_from=4),
+        Field("preferred_read_replica", INT32, 11),
+        Field("records", BYTES, nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class FetchTopicResponse:
+    topic: str
+    partitions: tuple[FetchPartitionResponse, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("topic", STRING),
+        Field("partitions", Array(Struct(FetchPartitionResponse))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class FetchResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    session_id: int = 0
+    responses: tuple[FetchTopicResponse, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 1),
+        Field("error_code", INT16, 7),
+        Field("session_id", INT32, 7),
+        Field("responses", Array(Struct(FetchTopicResponse))),
+    )
+
+
+# -- ListOffsets (2) -----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ListOffsetsPartition:
+    partition_index: int
+    current_leader_epoch: int = -1
+    timestamp: int
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("current_leader_epoch", INT32, 4),
+        Field("timestamp", INT64),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ListOffsetsTopic:
+    name: str
+    partitions: tuple[ListOffsetsPartition, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(ListOffsetsPartition))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ListOffsetsRequest:
+    replica_id: int = -1
+    isolation_level: int = 0
+    topics: tuple[ListOffsetsTopic, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("replica_id", INT32),
+        Field("isolation_level", INT8, 2),
+        Field("topics", Array(Struct(ListOffsetsTopic))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ListOffsetsPartitionResponse:
+    partition_index: int
+    error_code: int = 0
+    timestamp: int = -1
+    offset: int = -1
+    leader_epoch: int = -1
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("error_code", INT16),
+        Field("timestamp", INT64),
+        Field("offset", INT64),
+        Field("leader_epoch", INT32, 4),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ListOffsetsTopicResponse:
+    name: str
+    partitions: tuple[ListOffsetsPartitionResponse, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(ListOffsetsPartitionResponse))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ListOffsetsResponse:
+    throttle_time_ms: int = 0
+    topics: tuple[ListOffsetsTopicResponse, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 2),
+        Field("topics", Array(Struct(ListOffsetsTopicResponse))),
+    )
+
+
+# -- FindCoordinator (10) ------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class FindCoordinatorRequest:
+    key: str
+    key_type: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("key", STRING),
+        Field("key_type", INT8, 1),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class FindCoordinatorResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    error_message: str | None = None
+    node_id: int
+    host: str
+    port: int
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 1),
+        Field("error_code", INT16),
+        Field("error_message", STRING, 1, nullable_from=1),
+        Field("node_id", INT32),
+        Field("host", STRING),
+        Field("port", INT32),
+    )
+
+
+# -- JoinGroup (11) ------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class JoinGroupProtocol:
+    name: str
+    metadata: bytes
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("metadata", BYTES),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class JoinGroupRequest:
+    group_id: str
+    session_timeout_ms: int
+    #: -1 when absent (v0): Kafka then uses the session timeout.
+    rebalance_timeout_ms: int = -1
+    member_id: str
+    group_instance_id: str | None = None
+    protocol_type: str
+    protocols: tuple[JoinGroupProtocol, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("group_id", STRING),
+        Field("session_timeout_ms", INT32),
+        Field("rebalance_timeout_ms", INT32, 1),
+        Field("member_id", STRING),
+        Field("group_instance_id", STRING, 5, nullable_from=5),
+        Field("protocol_type", STRING),
+        Field("protocols", Array(Struct(JoinGroupProtocol))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class JoinGroupMember:
+    member_id: str
+    group_instance_id: str | None = None
+    metadata: bytes
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("member_id", STRING),
+        Field("group_instance_id", STRING, 5, nullable_from=5),
+        Field("metadata", BYTES),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class JoinGroupResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    generation_id: int = -1
+    protocol_name: str = ""
+    leader: str = ""
+    member_id: str = ""
+    members: tuple[JoinGroupMember, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 2),
+        Field("error_code", INT16),
+        Field("generation_id", INT32),
+        Field("protocol_name", STRING),
+        Field("leader", STRING),
+        Field("member_id", STRING),
+        Field("members", Array(Struct(JoinGroupMember))),
+    )
+
+
+# -- SyncGroup (14) ------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class SyncGroupAssignment:
+    member_id: str
+    assignment: bytes
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("member_id", STRING),
+        Field("assignment", BYTES),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class SyncGroupRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    assignments: tuple[SyncGroupAssignment, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("group_id", STRING),
+        Field("generation_id", INT32),
+        Field("member_id", STRING),
+        Field("group_instance_id", STRING, 3, nullable_from=3),
+        Field("assignments", Array(Struct(SyncGroupAssignment))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class SyncGroupResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    assignment: bytes = b""
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 1),
+        Field("error_code", INT16),
+        Field("assignment", BYTES),
+    )
+
+
+# -- Heartbeat (12) and LeaveGroup (13) ----------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class HeartbeatRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("group_id", STRING),
+        Field("generation_id", INT32),
+        Field("member_id", STRING),
+        Field("group_instance_id", STRING, 3, nullable_from=3),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class HeartbeatResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 1),
+        Field("error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class LeaveGroupRequest:
+    group_id: str
+    member_id: str
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("group_id", STRING),
+        Field("member_id", STRING),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class LeaveGroupResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 1),
+        Field("error_code", INT16),
+    )
+
+
+# -- OffsetCommit (8) ----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class OffsetCommitPartition:
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int = -1
+    committed_metadata: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("committed_offset", INT64),
+        Field("committed_leader_epoch", INT32, 6),
+        Field("committed_metadata", STRING, nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetCommitTopic:
+    name: str
+    partitions: tuple[OffsetCommitPartition, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(OffsetCommitPartition))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetCommitRequest:
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    retention_time_ms: int = -1
+    topics: tuple[OffsetCommitTopic, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("group_id", STRING),
+        Field("generation_id", INT32, 1),
+        Field("member_id", STRING, 1),
+        Field("group_instance_id", STRING, 7, nullable_from=7),
+        Field("retention_time_ms", INT64, 2, 4),
+        Field("topics", Array(Struct(OffsetCommitTopic))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetCommitPartitionResponse:
+    partition_index: int
+    error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetCommitTopicResponse:
+    name: str
+    partitions: tuple[OffsetCommitPartitionResponse, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(OffsetCommitPartitionResponse))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetCommitResponse:
+    throttle_time_ms: int = 0
+    topics: tuple[OffsetCommitTopicResponse, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 3),
+        Field("topics", Array(Struct(OffsetCommitTopicResponse))),
+    )
+
+
+# -- OffsetFetch (9) -----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class OffsetFetchTopic:
+    name: str
+    partition_indexes: tuple[int, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partition_indexes", Array(INT32)),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetFetchRequest:
+    group_id: str
+    #: None (v2+) = every partition the group has committed.
+    topics: tuple[OffsetFetchTopic, ...] | None = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("group_id", STRING),
+        Field("topics", Array(Struct(OffsetFetchTopic)), nullable_from=2),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetFetchPartitionResponse:
+    partition_index: int
+    committed_offset: int = -1
+    committed_leader_epoch: int = -1
+    metadata: str | None = ""
+    error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("committed_offset", INT64),
+        Field("committed_leader_epoch", INT32, 5),
+        Field("metadata", STRING, nullable_from=0),
+        Field("error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetFetchTopicResponse:
+    name: str
+    partitions: tuple[OffsetFetchPartitionResponse, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(OffsetFetchPartitionResponse))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetFetchResponse:
+    throttle_time_ms: int = 0
+    topics: tuple[OffsetFetchTopicResponse, ...] = _arr()
+    error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 3),
+        Field("topics", Array(Struct(OffsetFetchTopicResponse))),
+        Field("error_code", INT16, 2),
+    )
+
+
+# -- CreateTopics (19) ---------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class CreatableReplicaAssignment:
+    partition_index: int
+    broker_ids: tuple[int, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("broker_ids", Array(INT32)),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CreatableTopicConfig:
+    name: str
+    value: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("value", STRING, nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CreatableTopic:
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignments: tuple[CreatableReplicaAssignment, ...] = _arr()
+    configs: tuple[CreatableTopicConfig, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("num_partitions", INT32),
+        Field("replication_factor", INT16),
+        Field("assignments", Array(Struct(CreatableReplicaAssignment))),
+        Field("configs", Array(Struct(CreatableTopicConfig))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CreateTopicsRequest:
+    topics: tuple[CreatableTopic, ...] = _arr()
+    timeout_ms: int = 60_000
+    validate_only: bool = False
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("topics", Array(Struct(CreatableTopic))),
+        Field("timeout_ms", INT32),
+        Field("validate_only", BOOL, 1),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CreatableTopicResult:
+    name: str
+    error_code: int = 0
+    error_message: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("error_code", INT16),
+        Field("error_message", STRING, 1, nullable_from=1),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CreateTopicsResponse:
+    throttle_time_ms: int = 0
+    topics: tuple[CreatableTopicResult, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 2),
+        Field("topics", Array(Struct(CreatableTopicResult))),
+    )
+
+
+# -- DeleteTopics (20) ---------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class DeleteTopicsRequest:
+    topic_names: tuple[str, ...] = _arr()
+    timeout_ms: int = 60_000
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("topic_names", Array(STRING)),
+        Field("timeout_ms", INT32),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeletableTopicResult:
+    name: str
+    error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeleteTopicsResponse:
+    throttle_time_ms: int = 0
+    responses: tuple[DeletableTopicResult, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 1),
+        Field("responses", Array(Struct(DeletableTopicResult))),
+    )
+
+
+# -- InitProducerId (22) -------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class InitProducerIdRequest:
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("transactional_id", STRING, nullable_from=0),
+        Field("transaction_timeout_ms", INT32),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class InitProducerIdResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    producer_id: int = -1
+    producer_epoch: int = -1
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("error_code", INT16),
+        Field("producer_id", INT64),
+        Field("producer_epoch", INT16),
+    )
+
+
+# -- registry ------------------------------------------------------------------------
+
+#: Request body class of each API.
+REQUEST_TYPES: dict[ApiKey, type[Any]] = {
+    ApiKey.PRODUCE: ProduceRequest,
+    ApiKey.FETCH: FetchRequest,
+    ApiKey.LIST_OFFSETS: ListOffsetsRequest,
+    ApiKey.METADATA: MetadataRequest,
+    ApiKey.OFFSET_COMMIT: OffsetCommitRequest,
+    ApiKey.OFFSET_FETCH: OffsetFetchRequest,
+    ApiKey.FIND_COORDINATOR: FindCoordinatorRequest,
+    ApiKey.JOIN_GROUP: JoinGroupRequest,
+    ApiKey.HEARTBEAT: HeartbeatRequest,
+    ApiKey.LEAVE_GROUP: LeaveGroupRequest,
+    ApiKey.SYNC_GROUP: SyncGroupRequest,
+    ApiKey.API_VERSIONS: ApiVersionsRequest,
+    ApiKey.CREATE_TOPICS: CreateTopicsRequest,
+    ApiKey.DELETE_TOPICS: DeleteTopicsRequest,
+    ApiKey.INIT_PRODUCER_ID: InitProducerIdRequest,
+}
+
+#: Response body class of each API.
+RESPONSE_TYPES: dict[ApiKey, type[Any]] = {
+    ApiKey.PRODUCE: ProduceResponse,
+    ApiKey.FETCH: FetchResponse,
+    ApiKey.LIST_OFFSETS: ListOffsetsResponse,
+    ApiKey.METADATA: MetadataResponse,
+    ApiKey.OFFSET_COMMIT: OffsetCommitResponse,
+    ApiKey.OFFSET_FETCH: OffsetFetchResponse,
+    ApiKey.FIND_COORDINATOR: FindCoordinatorResponse,
+    ApiKey.JOIN_GROUP: JoinGroupResponse,
+    ApiKey.HEARTBEAT: HeartbeatResponse,
+    ApiKey.LEAVE_GROUP: LeaveGroupResponse,
+    ApiKey.SYNC_GROUP: SyncGroupResponse,
+    ApiKey.API_VERSIONS: ApiVersionsResponse,
+    ApiKey.CREATE_TOPICS: CreateTopicsResponse,
+    ApiKey.DELETE_TOPICS: DeleteTopicsResponse,
+    ApiKey.INIT_PRODUCER_ID: InitProducerIdResponse,
+}
+
+_KEY_OF_RESPONSE: dict[type[Any], ApiKey] = {cls: key for key, cls in RESPONSE_TYPES.items()}
+
+
+# -- top level -----------------------------------------------------------------------
+
+
+class UnknownApiKey(MalformedRequest):
+    """An API key brokerd does not implement (Kafka closes the connection)."""
+
+    def __init__(self, api_key: int, correlation_id: int) -> None:
+        super().__init__(f"unknown api key {api_key}")
+        self.api_key = api_key
+        self.correlation_id = correlation_id
+
+
+class UnsupportedVersion(MalformedRequest):
+    """A known API at a version outside the advertised range."""
+
+    def __init__(self, api_key: ApiKey, api_version: int, correlation_id: int) -> None:
+        lo, hi = SUPPORTED_VERSIONS[api_key]
+        super().__init__(
+            f"{api_key.name} version {api_version} is not supported (supported {lo}-{hi})"
+        )
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
+@attrs.frozen
+class Request:
+    """A decoded request: its header and its body (an instance of a REQUEST_TYPES class)."""
+
+    header: RequestHeader
+    body: Any
+
+    @property
+    def api_key(self) -> ApiKey:
+        return ApiKey(self.header.api_key)
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    try:
+        lo, hi = SUPPORTED_VERSIONS[ApiKey(api_key)]
+    except ValueError:
+        return False
+    return lo <= api_version <= hi
+
+
+def decode_request(payload: bytes) -> Request:
+    """Decode a whole request frame payload (everything after the size).
+
+    :raises UnsupportedVersion: a known key at an unsupported version. For ApiVersions
+        the caller answers :func:`api_versions_fallback`; for the rest Kafka closes.
+    :raises UnknownApiKey: a key brokerd does not implement.
+    :raises MalformedRequest: a header or body that does not parse, or trailing bytes.
+    """
+    key, version, correlation = peek_header(payload)
+    try:
+        api = ApiKey(key)
+    except ValueError:
+        raise UnknownApiKey(key, correlation) from None
+    if not is_supported(api, version):
+        # Checked before reading further: an ApiVersions v3+ header is flexible (it
+        # carries tagged fields) and must not be parsed as v1 (shared note 1.3).
+        raise UnsupportedVersion(api, version, correlation)
+    header, start = read_request_header(payload)
+    r = Reader(payload, start)
+    body = read_struct(REQUEST_TYPES[api], r, version)
+    r.expect_end()
+    return Request(header, body)
+
+
+def encode_response(correlation_id: int, api_version: int, body: Any) -> bytes:
+    """A whole response frame (size, header v0, body) for ``body`` at ``api_version``."""
+    if type(body) not in _KEY_OF_RESPONSE:
+        raise TypeError(f"{type(body).__name__} is not a response message")
+    return response_frame(correlation_id, encode_struct(body, api_version))
+
+
+def api_versions_response(api_version: int) -> ApiVersionsResponse:
+    """The normal ApiVersions answer: every supported API and its range."""
+    return ApiVersionsResponse(
+        error_code=0,
+        api_keys=tuple(
+            ApiVersionRange(api_key=int(k), min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())
+        ),
+    )
+
+
+def api_versions_fallback(correlation_id: int) -> bytes:
+    """The reply to an ApiVersions request of an unsupported version, as Kafka sends it:
+    response header v0 and a **version 0** body with UNSUPPORTED_VERSION and one entry,
+    ApiVersions itself (shared note 1.3: the client then retries within that range)."""
+    body = ApiVersionsResponse(
+        error_code=_UNSUPPORTED_VERSION,
+        api_keys=(
+            ApiVersionRange(
+                api_key=int(ApiKey.API_VERSIONS), min_version=0, max_version=API_VERSIONS_MAX
+            ),
+        ),
+    )
+    return response_frame(correlation_id, encode_struct(body, 0))
+
+
+# -- client side (tests, tools) ------------------------------------------------------
+
+
+def encode_request(header: RequestHeader, body: Any) -> bytes:
+    """A whole request frame; the inverse of :func:`decode_request` (tests, tools)."""
+    return frame(encode_request_header(header) + encode_struct(body, header.api_version))
+
+
+def decode_response(api_key: ApiKey, api_version: int, payload: bytes) -> tuple[int, Any]:
+    """``(correlation_id, body)`` from a response frame payload (tests, tools)."""
+    r = Reader(payload)
+    correlation = r.int32()
+    body = read_struct(RESPONSE_TYPES[api_key], r, api_version)
+    r.expect_end()
+    return correlation, body
+

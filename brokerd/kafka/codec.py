@@ -1,0 +1,537 @@
+# -*- test-case-name: tests.test_kafka_codec -*-
+"""Sans-IO Kafka wire codec: framing, headers, primitives and a small schema engine.
+
+What it does:
+
+* :class:`FrameDecoder` splits a byte stream into ``int32 size`` + payload frames, and
+  refuses a negative or oversized size as soon as its four bytes arrive, before any of
+  the payload is buffered.
+* :class:`Reader` reads the protocol's primitive types (big-endian ints, ``int16``-length
+  strings, ``int32``-length bytes, ``int32``-count arrays). Every length and count is
+  checked against the bytes that remain **before** anything is allocated, in this one
+  place, so a hostile count costs nothing. :class:`Writer` is its mirror.
+* :class:`Field`, :class:`Array` and :class:`Struct` describe a message body per version
+  (the way Kafka's JSON message schemas do: a field exists for a version range and may
+  be nullable from some version on). :func:`read_struct` / :func:`write_struct` turn
+  bytes into attrs instances and back. The message classes themselves live in
+  :mod:`brokerd.kafka.apis`.
+* Request header v1 (the header of every non-flexible request) and response header v0.
+
+What it does not do: no flexible ("compact") encodings or tagged fields (brokerd
+advertises only non-flexible versions; see ``docs/kafka.md``), no I/O, no Twisted.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar, Protocol
+
+import attrs
+
+#: Default largest request frame. Kafka's ``socket.request.max.bytes`` is 100 MiB, far
+#: too much to hold per connection in Python; 8 MiB leaves room for a 1 MiB batch per
+#: partition across several partitions. Configurable per factory.
+DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024
+#: Bytes of the fixed part of every request header: api key, api version, correlation id.
+REQUEST_HEADER_FIXED = 8
+
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_HEADER = struct.Struct(">hhi")
+
+
+class ApiKey(enum.IntEnum):
+    """The Kafka API keys brokerd answers (``clients/.../protocol/ApiKeys.java``)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
+
+
+# -- errors --------------------------------------------------------------------------
+
+
+class CodecError(ValueError):
+    """Base of everything this module raises for bad input."""
+
+
+class FrameError(CodecError):
+    """A frame size prefix that cannot be accepted; the connection must be closed."""
+
+
+class FrameTooLarge(FrameError):
+    """A frame larger than the configured limit."""
+
+
+class MalformedRequest(CodecError):
+    """A request header or body that does not parse as its API and version say."""
+
+
+# -- framing -------------------------------------------------------------------------
+
+
+class FrameDecoder:
+    """Split a byte stream into frames (the payload after the ``int32`` size).
+
+    The size is validated the moment its four bytes are present, so an oversized or
+    negative frame is refused before a single payload byte is kept. Consumed bytes are
+    deleted from the private buffer in place.
+    """
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        if max_frame_bytes <= 0:
+            raise ValueError("max_frame_bytes must be positive")
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._need: int | None = None  # payload size of the frame being received
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as a frame."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Add ``data``; return every frame it completes, in order.
+
+        :raises FrameTooLarge: a size above ``max_frame_bytes``.
+        :raises FrameError: a negative size.
+        """
+        self._buf += data
+        frames: list[bytes] = []
+        while True:
+            if self._need is None:
+                if len(self._buf) < 4:
+                    return frames
+                (size,) = _I32.unpack_from(self._buf, 0)
+                if size < 0:
+                    raise FrameError(f"negative frame size {size}")
+                if size > self.max_frame_bytes:
+                    raise FrameTooLarge(
+                        f"frame of {size} bytes exceeds the limit of {self.max_frame_bytes}"
+                    )
+                del self._buf[:4]
+                self._need = size
+            if len(self._buf) < self._need:
+                return frames
+            frames.append(bytes(self._buf[: self._need]))
+            del self._buf[: self._need]
+            self._need = None
+
+
+def frame(payload: bytes) -> bytes:
+    """Prefix ``payload`` with its ``int32`` size."""
+    return _I32.pack(len(payload)) + payload
+
+
+# -- primitives ----------------------------------------------------------------------
+
+
+class Reader:
+    """Bounds-checked reader of Kafka primitive types over one frame.
+
+    Every variable-length read (string, bytes, array count) is checked against
+    :attr:`remaining` before allocating; any shortfall raises :class:`MalformedRequest`.
+    """
+
+    __slots__ = ("_data", "_pos")
+
+    def __init__(self, data: bytes, pos: int = 0) -> None:
+        self._data = data
+        self._pos = pos
+
+    @property
+    def pos(self) -> int:
+        return self._pos
+
+    @property
+    def remaining(self) -> int:
+        return len(self._data) - self._pos
+
+    def _take(self, n: int) -> int:
+        if n < 0 or n > self.remaining:
+            raise MalformedRequest(
+                f"need {n} bytes at position {self._pos}, {self.remaining} remain"
+            )
+        pos = self._pos
+        self._pos += n
+        return pos
+
+    def int8(self) -> int:
+        return int(_I8.unpack_from(self._data, self._take(1))[0])
+
+    def int16(self) -> int:
+        return int(_I16.unpack_from(self._data, self._take(2))[0])
+
+    def int32(self) -> int:
+        return int(_I32.unpack_from(self._data, self._take(4))[0])
+
+    def int64(self) -> int:
+        return int(_I64.unpack_from(self._data, self._take(8))[0])
+
+    def boolean(self) -> bool:
+        return self.int8() != 0
+
+    def raw(self, n: int) -> bytes:
+        pos = self._take(n)
+        return self._data[pos : pos + n]
+
+    def nullable_string(self) -> str | None:
+        n = self.int16()
+        if n == -1:
+            return None
+        if n < 0:
+            raise MalformedRequest(f"invalid string length {n}")
+        try:
+            return self.raw(n).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise MalformedRequest(f"string is not UTF-8: {e}") from None
+
+    def nullable_bytes(self) -> bytes | None:
+        n = self.int32()
+        if n == -1:
+            return None
+        if n < 0:
+            raise MalformedRequest(f"invalid bytes length {n}")
+        return self.raw(n)
+
+    def array_count(self, min_item_size: int) -> int | None:
+        """An ``int32`` count (None for -1) that fits in the remaining bytes."""
+        n = self.int32()
+        if n == -1:
+            return None
+        if n < 0:
+            raise MalformedRequest(f"invalid array count {n}")
+        if n * max(min_item_size, 1) > self.remaining:
+            raise MalformedRequest(
+                f"array of {n} items cannot fit in the {self.remaining} remaining bytes"
+            )
+        return n
+
+    def expect_end(self) -> None:
+        if self.remaining:
+            raise MalformedRequest(f"{self.remaining} unexpected trailing bytes")
+
+
+class Writer:
+    """Accumulates encoded parts; :meth:`getvalue` joins them once."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def int8(self, v: int) -> None:
+        self._parts.append(_I8.pack(v))
+
+    def int16(self, v: int) -> None:
+        self._parts.append(_I16.pack(v))
+
+    def int32(self, v: int) -> None:
+        self._parts.append(_I32.pack(v))
+
+    def int64(self, v: int) -> None:
+        self._parts.append(_I64.pack(v))
+
+    def boolean(self, v: bool) -> None:
+        self._parts.append(b"\x01" if v else b"\x00")
+
+    def raw(self, data: bytes) -> None:
+        self._parts.append(data)
+
+    def nullable_string(self, v: str | None) -> None:
+        if v is None:
+            self.int16(-1)
+            return
+        data = v.encode("utf-8")
+        if len(data) > 0x7FFF:
+            raise ValueError(f"string of {len(data)} bytes is too long for the protocol")
+        self.int16(len(data))
+        self._parts.append(data)
+
+    def nullable_bytes(self, v: bytes | None) -> None:
+        if v is None:
+            self.int32(-1)
+            return
+        self.int32(len(v))
+        self._parts.append(bytes(v))
+
+    def getvalue(self) -> bytes:
+        return b"".join(self._parts)
+
+
+# -- the schema engine ---------------------------------------------------------------
+
+
+class WireType(Protocol):
+    """How one field type is read and written at a given version."""
+
+    def read(self, r: Reader, version: int, nullable: bool) -> Any: ...
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None: ...
+
+    def min_size(self, version: int) -> int: ...
+
+
+def _null_check(value: object, nullable: bool, what: str) -> None:
+    if value is None and not nullable:
+        raise ValueError(f"{what} may not be null at this version")
+
+
+class _Int:
+    def __init__(self, size: int, name: str) -> None:
+        self._size = size
+        self._name = name
+
+    def read(self, r: Reader, version: int, nullable: bool) -> int:
+        if self._size == 1:
+            return r.int8()
+        if self._size == 2:
+            return r.int16()
+        if self._size == 4:
+            return r.int32()
+        return r.int64()
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        if self._size == 1:
+            w.int8(value)
+        elif self._size == 2:
+            w.int16(value)
+        elif self._size == 4:
+            w.int32(value)
+        else:
+            w.int64(value)
+
+    def min_size(self, version: int) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+class _Bool:
+    def read(self, r: Reader, version: int, nullable: bool) -> bool:
+        return r.boolean()
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        w.boolean(bool(value))
+
+    def min_size(self, version: int) -> int:
+        return 1
+
+
+class _String:
+    def read(self, r: Reader, version: int, nullable: bool) -> str | None:
+        v = r.nullable_string()
+        if v is None and not nullable:
+            raise MalformedRequest("null string where the schema forbids it")
+        return v
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        _null_check(value, nullable, "string")
+        w.nullable_string(value)
+
+    def min_size(self, version: int) -> int:
+        return 2
+
+
+class _Bytes:
+    def read(self, r: Reader, version: int, nullable: bool) -> bytes | None:
+        v = r.nullable_bytes()
+        if v is None and not nullable:
+            raise MalformedRequest("null bytes where the schema forbids it")
+        return v
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        _null_check(value, nullable, "bytes")
+        w.nullable_bytes(value)
+
+    def min_size(self, version: int) -> int:
+        return 4
+
+
+INT8: WireType = _Int(1, "INT8")
+INT16: WireType = _Int(2, "INT16")
+INT32: WireType = _Int(4, "INT32")
+INT64: WireType = _Int(8, "INT64")
+BOOL: WireType = _Bool()
+#: ``int16`` length + UTF-8; nullability comes from the field.
+STRING: WireType = _String()
+#: ``int32`` length + bytes (also the ``records`` type); nullability from the field.
+BYTES: WireType = _Bytes()
+
+
+class Array:
+    """``int32`` count + items (-1 = null where the field allows it); read as a tuple."""
+
+    def __init__(self, item: WireType) -> None:
+        self.item = item
+
+    def read(self, r: Reader, version: int, nullable: bool) -> tuple[Any, ...] | None:
+        n = r.array_count(self.item.min_size(version))
+        if n is None:
+            if not nullable:
+                raise MalformedRequest("null array where the schema forbids it")
+            return None
+        return tuple(self.item.read(r, version, False) for _ in range(n))
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        _null_check(value, nullable, "array")
+        if value is None:
+            w.int32(-1)
+            return
+        items: Sequence[Any] = value
+        w.int32(len(items))
+        for item in items:
+            self.item.write(w, item, version, False)
+
+    def min_size(self, version: int) -> int:
+        return 4
+
+
+class Message(Protocol):
+    """An attrs class carrying its wire layout in ``FIELDS``."""
+
+    FIELDS: ClassVar[tuple[Field, ...]]
+
+
+class Struct:
+    """A nested structure: an attrs class whose ``FIELDS`` give its layout."""
+
+    def __init__(self, cls: type[Any]) -> None:
+        self.cls = cls
+
+    def read(self, r: Reader, version: int, nullable: bool) -> Any:
+        return read_struct(self.cls, r, version)
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        write_struct(w, value, version)
+
+    def min_size(self, version: int) -> int:
+        return sum(f.type.min_size(version) for f in _fields(self.cls) if f.present(version))
+
+
+@attrs.frozen
+class Field:
+    """One field of a message: its name (the attrs attribute), type and versions.
+
+    :param min_version: first version the field is on the wire.
+    :param max_version: last version it is on the wire (inclusive).
+    :param nullable_from: first version from which -1 (null) is allowed; None = never.
+    """
+
+    name: str
+    type: WireType
+    min_version: int = 0
+    max_version: int = 0x7FFF
+    nullable_from: int | None = None
+
+    def present(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+    def nullable(self, version: int) -> bool:
+        return self.nullable_from is not None and version >= self.nullable_from
+
+
+def _fields(cls: type[Any]) -> tuple[Field, ...]:
+    fields: tuple[Field, ...] = cls.FIELDS
+    return fields
+
+
+def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
+    """Read an instance of ``cls`` at ``version``; absent fields take their defaults."""
+    kwargs = {
+        f.name: f.type.read(r, version, f.nullable(version))
+        for f in _fields(cls)
+        if f.present(version)
+    }
+    return cls(**kwargs)
+
+
+def write_struct(w: Writer, obj: Any, version: int) -> None:
+    """Write the fields of ``obj`` that exist at ``version``, in schema order."""
+    for f in _fields(type(obj)):
+        if f.present(version):
+            f.type.write(w, getattr(obj, f.name), version, f.nullable(version))
+
+
+def encode_struct(obj: Any, version: int) -> bytes:
+    w = Writer()
+    write_struct(w, obj, version)
+    return w.getvalue()
+
+
+def decode_struct(cls: type[Any], data: bytes, version: int) -> Any:
+    """Decode a whole body; trailing bytes are an error (they mean a wrong layout)."""
+    r = Reader(data)
+    obj = read_struct(cls, r, version)
+    r.expect_end()
+    return obj
+
+
+# -- headers -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class RequestHeader:
+    """Request header v1: the header of every non-flexible request."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+
+
+def peek_header(payload: bytes) -> tuple[int, int, int]:
+    """``(api_key, api_version, correlation_id)``: the fixed 8 bytes every request
+    header starts with, whatever its version (enough to answer an ApiVersions request
+    of an unknown version without parsing the rest).
+
+    :raises MalformedRequest: fewer than 8 bytes.
+    """
+    if len(payload) < REQUEST_HEADER_FIXED:
+        raise MalformedRequest(f"request of {len(payload)} bytes has no complete header")
+    key, version, correlation = _HEADER.unpack_from(payload, 0)
+    return int(key), int(version), int(correlation)
+
+
+def read_request_header(payload: bytes) -> tuple[RequestHeader, int]:
+    """Parse request header v1; return it and the offset where the body starts."""
+    key, version, correlation = peek_header(payload)
+    r = Reader(payload, REQUEST_HEADER_FIXED)
+    client_id = r.nullable_string()
+    return RequestHeader(key, version, correlation, client_id), r.pos
+
+
+def encode_request_header(header: RequestHeader) -> bytes:
+    w = Writer()
+    w.int16(header.api_key)
+    w.int16(header.api_version)
+    w.int32(header.correlation_id)
+    w.nullable_string(header.client_id)
+    return w.getvalue()
+
+
+def response_frame(correlation_id: int, body: bytes) -> bytes:
+    """A complete response frame: size, response header v0 (correlation id), body."""
+    return _I32.pack(len(body) + 4) + _I32.pack(correlation_id) + body
+
+
+def iter_fields(cls: type[Any], version: int) -> Iterable[Field]:
+    """The fields of ``cls`` present at ``version`` (tests build strategies from it)."""
+    return (f for f in _fields(cls) if f.present(version))

@@ -1,0 +1,81 @@
+# -*- test-case-name: tests.test_kafka_codec -*-
+"""Kafka error codes and the mapping from :mod:`brokerd.errors` to them.
+
+Codes and names follow ``clients/src/main/java/org/apache/kafka/common/protocol/Errors.java``.
+Only the codes brokerd can send are listed. Pure: no I/O, no Twisted.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from brokerd import errors
+
+
+class ErrorCode(enum.IntEnum):
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    MESSAGE_TOO_LARGE = 10
+    OFFSET_METADATA_TOO_LARGE = 12
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    INVALID_REQUIRED_ACKS = 21
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    INVALID_REQUEST = 42
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    KAFKA_STORAGE_ERROR = 56
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    MEMBER_ID_REQUIRED = 79
+    INVALID_RECORD = 87
+
+
+#: Most specific class first: the first ``isinstance`` match wins.
+_MAPPING: tuple[tuple[type[BaseException], ErrorCode], ...] = (
+    (errors.OffsetOutOfRange, ErrorCode.OFFSET_OUT_OF_RANGE),
+    (errors.CorruptBatch, ErrorCode.CORRUPT_MESSAGE),
+    (errors.UnknownTopicOrPartition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    (errors.InvalidTopic, ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (errors.TopicAlreadyExists, ErrorCode.TOPIC_ALREADY_EXISTS),
+    (errors.InvalidPartitions, ErrorCode.INVALID_PARTITIONS),
+    (errors.RecordTooLarge, ErrorCode.MESSAGE_TOO_LARGE),
+    (errors.StorageError, ErrorCode.KAFKA_STORAGE_ERROR),
+    # Retriable, and makes every client refresh metadata and retry: what a client of a
+    # broker that is going away should do (it will reconnect after the restart).
+    (errors.ShuttingDown, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+    (errors.DuplicateSequence, ErrorCode.DUPLICATE_SEQUENCE_NUMBER),
+    (errors.OutOfOrderSequence, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+    (errors.InvalidProducerEpoch, ErrorCode.INVALID_PRODUCER_EPOCH),
+)
+
+
+def error_code_for(exc: BaseException) -> ErrorCode:
+    """The Kafka error code a client should see for ``exc`` (UNKNOWN_SERVER_ERROR for
+    anything brokerd does not expect)."""
+    for cls, code in _MAPPING:
+        if isinstance(exc, cls):
+            return code
+    return ErrorCode.UNKNOWN_SERVER_ERROR

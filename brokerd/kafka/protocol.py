@@ -1,0 +1,376 @@
+# -*- test-case-name: tests.test_kafka_protocol -*-
+"""Twisted glue for the Kafka listener: one :class:`KafkaProtocol` per connection.
+
+What this module does: feeds received bytes to the sans-IO
+:class:`~brokerd.kafka.codec.FrameDecoder`, decodes one request at a time
+(:mod:`brokerd.kafka.apis`), hands it to :class:`~brokerd.kafka.handlers.KafkaHandlers`,
+and writes the encoded responses strictly in request order. It owns the per-connection
+policies:
+
+* one request in flight; later frames wait, and reading pauses once more than
+  :data:`PIPELINE_READ_BYTES` of them are buffered (so memory stays bounded, yet a
+  client that disconnects during a long poll is still noticed and its wait cancelled);
+* write-side flow control: it registers as a streaming producer on its transport and
+  stops taking requests (and reading) while the client does not read its responses;
+* acks=0 Produce gets no response at all (and a failed one closes the connection);
+* an unknown API key, an unsupported version (other than ApiVersions, which gets the
+  version-0 fallback), a malformed request, or a bad frame size closes the connection,
+  as Kafka does, with a log line saying why;
+* an idle timeout (Kafka's ``connections.max.idle.ms``) and a frame-completion deadline.
+
+What it does not do: parse or build bytes (the codecs do), know what any API means (the
+handlers do), touch files or threads, or use the global reactor (the clock is injected).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, cast
+from typing import Protocol as TypingProtocol
+
+from twisted.internet import defer
+from twisted.internet.interfaces import IPushProducer, IReactorTime
+from twisted.internet.protocol import Factory, Protocol, connectionDone
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from brokerd.kafka import apis, codec
+from brokerd.kafka.codec import ApiKey, CodecError, FrameError
+from brokerd.kafka.handlers import (
+    Clock,
+    Connection,
+    GroupCoordinatorLike,
+    KafkaCore,
+    KafkaHandlers,
+    Outcome,
+)
+
+#: Cluster id reported in Metadata v2+: any stable string; clients only compare it.
+DEFAULT_CLUSTER_ID = "brokerd-single-node"
+#: While a request is in flight, keep reading until this much pipelined input is
+#: buffered, then pause the transport (Twisted's HTTPChannel does the same with 16 KiB).
+#: Reading on is what lets us notice a disconnect during a long poll.
+PIPELINE_READ_BYTES = 64 * 1024
+#: Close a connection with no traffic either way for this long (Kafka's
+#: ``connections.max.idle.ms`` default). A parked request does not count as idle.
+DEFAULT_IDLE_TIMEOUT = 600.0
+#: A frame must be complete this long after its first byte arrived, so that a client
+#: trickling bytes cannot hold a partial buffer forever.
+DEFAULT_FRAME_TIMEOUT = 60.0
+
+
+class _Transport(TypingProtocol):
+    """The transport methods used here (TCP/TLS/UNIX transports provide them all)."""
+
+    def write(self, data: bytes) -> None: ...
+    def loseConnection(self) -> None: ...
+    def abortConnection(self) -> None: ...
+    def pauseProducing(self) -> None: ...
+    def resumeProducing(self) -> None: ...
+    def registerProducer(self, producer: object, streaming: bool) -> None: ...
+    def getPeer(self) -> Any: ...
+
+
+class _DelayedCall(TypingProtocol):
+    def active(self) -> bool: ...
+    def cancel(self) -> None: ...
+    def reset(self, seconds: float) -> None: ...
+
+
+class _TimerClock(TypingProtocol):
+    def callLater(
+        self, delay: float, callable: Any, *args: object, **kw: object
+    ) -> _DelayedCall: ...
+
+
+@implementer(IPushProducer)
+class KafkaProtocol(Protocol):
+    """One Kafka client connection. See the module docstring for its policies."""
+
+    _log = Logger()
+
+    def __init__(self, factory: KafkaFactory) -> None:
+        self._factory = factory
+        self._handlers = factory.handlers
+        self._clock = cast(_TimerClock, factory.clock)
+        self._decoder = codec.FrameDecoder(factory.max_frame_bytes)
+        self._pending: deque[bytes] = deque()
+        self._pending_bytes = 0
+        self._conn = Connection("")
+        self._in_flight: defer.Deferred[Any] | None = None
+        self._connected = False
+        self._closing = False  # we asked the transport to close: take nothing more
+        self._write_blocked = False  # the transport asked us to stop producing
+        self._reading = True  # whether we last told the transport to read
+        self._pumping = False  # re-entrancy guard: handlers may answer synchronously
+        self._idle_call: _DelayedCall | None = None
+        self._frame_call: _DelayedCall | None = None
+
+    # ----------------------------------------------------------------- Twisted overrides
+
+    def connectionMade(self) -> None:
+        self._connected = True
+        peer = self._t.getPeer()
+        self._conn = Connection("/" + str(getattr(peer, "host", "")))
+        # The transport tells us when its send buffer is full; we then stop taking
+        # requests, so a client that does not read cannot make us buffer without end.
+        self._t.registerProducer(self, True)
+        if self._factory.idle_timeout is not None:
+            self._idle_call = self._clock.callLater(
+                self._factory.idle_timeout, self._idle_expired
+            )
+
+    def dataReceived(self, data: bytes) -> None:
+        if self._closing or not self._connected:
+            return
+        self._touch()
+        try:
+            frames = self._decoder.feed(data)
+        except FrameError as e:
+            self._log.info("kafka: closing connection from {peer}: {error}",
+                           peer=self._conn.client_host, error=str(e))
+            self._close(abort=True)
+            return
+        for f in frames:
+            self._pending.append(f)
+            self._pending_bytes += len(f)
+        self._pump()
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
+        self._connected = False
+        self._closing = True
+        for call in (self._idle_call, self._frame_call):
+            if call is not None and call.active():
+                call.cancel()
+        self._idle_call = self._frame_call = None
+        self._pending.clear()
+        self._pending_bytes = 0
+        self._decoder = codec.FrameDecoder(self._factory.max_frame_bytes)
+        # Cancels a parked long-poll fetch; the in-flight result, if any, is dropped.
+        self._in_flight = None
+        self._conn.close()
+
+    # ----------------------------------------------------------------- IPushProducer
+
+    def pauseProducing(self) -> None:
+        self._write_blocked = True
+        self._update_reading()
+
+    def resumeProducing(self) -> None:
+        self._write_blocked = False
+        self._pump()
+
+    def stopProducing(self) -> None:
+        self._closing = True  # the transport is going away; connectionLost cleans up
+
+    # ----------------------------------------------------------------- the pump
+
+    @property
+    def _t(self) -> _Transport:
+        return cast(_Transport, self.transport)
+
+    def _pump(self) -> None:
+        """Serve queued frames one at a time while we may."""
+        if self._pumping:
+            return  # the loop further up this stack carries on
+        self._pumping = True
+        try:
+            while (
+                not self._closing
+                and self._in_flight is None
+                and not self._write_blocked
+                and self._pending
+            ):
+                payload = self._pending.popleft()
+                self._pending_bytes -= len(payload)
+                self._dispatch(payload)
+        finally:
+            self._pumping = False
+        self._update_reading()
+        self._update_frame_timer()
+
+    def _update_reading(self) -> None:
+        if self._closing:
+            return  # a closing transport must not be resumed (and need not be paused)
+        buffered = self._pending_bytes + self._decoder.buffered
+        want = not self._write_blocked and (
+            self._in_flight is None or buffered < PIPELINE_READ_BYTES
+        )
+        if want != self._reading:
+            self._reading = want
+            if want:
+                self._t.resumeProducing()
+            else:
+                self._t.pauseProducing()
+
+    def _dispatch(self, payload: bytes) -> None:
+        try:
+            request = apis.decode_request(payload)
+        except apis.UnsupportedVersion as e:
+            if e.api_key is ApiKey.API_VERSIONS:
+                # Never close here: old librdkafka would take it for a pre-0.10 broker.
+                self._write(apis.api_versions_fallback(e.correlation_id))
+                return
+            self._refuse(str(e))
+            return
+        except CodecError as e:
+            self._refuse(str(e))
+            return
+        d = self._handlers.handle(self._conn, request)
+        # Set before adding callbacks: a handler that answers synchronously runs them now.
+        self._in_flight = d
+        d.addCallback(self._respond, request, d).addErrback(self._failed, request, d)
+
+    def _refuse(self, why: str) -> None:
+        self._log.info("kafka: closing connection from {peer}: {why}",
+                       peer=self._conn.client_host, why=why)
+        self._close()
+
+    def _respond(self, result: object, request: apis.Request, d: defer.Deferred[Any]) -> None:
+        if d is not self._in_flight:
+            return  # the connection went away meanwhile: nobody to answer
+        self._in_flight = None
+        if result is Outcome.NO_RESPONSE:
+            pass
+        elif result is Outcome.CLOSE_CONNECTION:
+            self._close()
+            return
+        else:
+            self._write(apis.encode_response(
+                request.header.correlation_id, request.api_version, result))
+        self._pump()
+
+    def _failed(self, failure: Failure, request: apis.Request, d: defer.Deferred[Any]) -> None:
+        if d is not self._in_flight:
+            return  # cancelled by connectionLost, or simply too late
+        self._in_flight = None
+        # Every expected error is an error code inside a response; this is a bug, and
+        # the request cannot be answered in its API's terms: close, as Kafka does.
+        self._log.failure(
+            "kafka: {api} v{version} failed; closing the connection",
+            failure=failure, api=request.api_key.name, version=request.api_version,
+        )
+        self._close(abort=True)
+
+    # ----------------------------------------------------------------- output and timers
+
+    def _write(self, data: bytes) -> None:
+        # The one place that writes to the transport (always in the reactor thread).
+        self._touch()
+        self._t.write(data)
+
+    def _close(self, *, abort: bool = False) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        self._pending.clear()
+        self._pending_bytes = 0
+        if abort:
+            self._t.abortConnection()
+        else:
+            self._t.loseConnection()
+
+    def _touch(self) -> None:
+        timeout = self._factory.idle_timeout
+        if timeout is not None and self._idle_call is not None and self._idle_call.active():
+            self._idle_call.reset(timeout)
+
+    def _idle_expired(self) -> None:
+        self._idle_call = None
+        timeout = self._factory.idle_timeout
+        assert timeout is not None
+        if self._in_flight is not None:
+            # Waiting on the broker (a long poll, a held JoinGroup) is not idleness.
+            self._idle_call = self._clock.callLater(timeout, self._idle_expired)
+            return
+        self._log.info("kafka: closing idle connection from {peer}",
+                       peer=self._conn.client_host)
+        # A client that stopped reading would keep a graceful close waiting forever.
+        self._close(abort=self._write_blocked)
+
+    def _update_frame_timer(self) -> None:
+        """Run the frame deadline only while a frame is incomplete and we read."""
+        timeout = self._factory.frame_timeout
+        if timeout is None:
+            return
+        waiting_for_client = (
+            not self._closing and self._reading and self._decoder.buffered > 0
+        )
+        call = self._frame_call
+        if waiting_for_client:
+            if call is None or not call.active():
+                self._frame_call = self._clock.callLater(timeout, self._frame_expired)
+        elif call is not None:
+            if call.active():
+                call.cancel()
+            self._frame_call = None
+
+    def _frame_expired(self) -> None:
+        self._frame_call = None
+        if not self._reading or self._decoder.buffered == 0:
+            return
+        self._log.info("kafka: closing connection from {peer}: frame not completed in {s}s",
+                       peer=self._conn.client_host, s=self._factory.frame_timeout)
+        self._close(abort=True)
+
+
+class KafkaFactory(Factory):
+    """Builds :class:`KafkaProtocol` instances sharing one core, coordinator and limits.
+
+    ``advertised_host`` / ``advertised_port`` are what Metadata and FindCoordinator tell
+    clients to connect to; they are plain attributes, read on every request, because
+    the port of a ``tcp:0`` listener is only known after it binds.
+
+    :param core: the broker core (:class:`~brokerd.kafka.handlers.KafkaCore`).
+    :param coordinator: the group coordinator
+        (:class:`~brokerd.kafka.handlers.GroupCoordinatorLike`).
+    :param clock: provides ``callLater`` (the reactor, or ``task.Clock`` in tests).
+    :param node_id: this broker's node id in Metadata and FindCoordinator.
+    :param max_frame_bytes: largest request accepted; a larger size prefix closes the
+        connection before any of the frame is buffered.
+    :param cluster_id: reported in Metadata v2+.
+    :param idle_timeout: seconds without traffic before closing; None = never.
+    :param frame_timeout: seconds a started frame may take to arrive; None = forever.
+    """
+
+    def __init__(
+        self,
+        core: KafkaCore,
+        coordinator: GroupCoordinatorLike,
+        *,
+        clock: IReactorTime,
+        advertised_host: str,
+        advertised_port: int,
+        node_id: int = 0,
+        max_frame_bytes: int = codec.DEFAULT_MAX_FRAME_BYTES,
+        cluster_id: str = DEFAULT_CLUSTER_ID,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
+    ) -> None:
+        if max_frame_bytes <= 0:
+            raise ValueError("max_frame_bytes must be positive")
+        self.core = core
+        self.coordinator = coordinator
+        self.clock = clock
+        self.advertised_host = advertised_host
+        self.advertised_port = advertised_port
+        self.node_id = node_id
+        self.max_frame_bytes = max_frame_bytes
+        self.cluster_id = cluster_id
+        self.idle_timeout = idle_timeout
+        self.frame_timeout = frame_timeout
+        self.handlers = KafkaHandlers(core, coordinator, self, clock=cast(Clock, clock))
+
+    def buildProtocol(self, addr: Any) -> KafkaProtocol:
+        return KafkaProtocol(self)
+
+
+__all__ = [
+    "DEFAULT_CLUSTER_ID",
+    "DEFAULT_FRAME_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "PIPELINE_READ_BYTES",
+    "KafkaFactory",
+    "KafkaProtocol",
+]
