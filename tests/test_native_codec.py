@@ -59,7 +59,7 @@ VALUES = st.lists(st.binary(max_size=40), min_size=1, max_size=12).map(tuple)
 REQUESTS: st.SearchStrategy[codec.Request] = st.one_of(
     st.builds(ProduceRequest, TOPICS, U32, VALUES),
     st.builds(FetchRequest, TOPICS, U32, U64),
-    st.builds(CreateTopicRequest, TOPICS, U32),
+    st.builds(CreateTopicRequest, TOPICS, st.integers(1, codec.MAX_PARTITIONS)),
     st.builds(ListOffsetsRequest, TOPICS, U32),
     st.just(ListTopicsRequest()),
     st.builds(LongPollFetchRequest, TOPICS, U32, U64, U32, U32, U32),
@@ -306,6 +306,14 @@ def test_produce_count_beyond_the_limit_is_refused_before_reading_records() -> N
     events = decode_all(decoder, [*bytewise(frame), list_topics_frame()])
     assert isinstance(events[0], RequestError)
     assert events[0].code is ErrorCode.REQUEST_TOO_LARGE
+    assert events[1:] == [ListTopicsRequest()]
+
+
+@pytest.mark.parametrize("partitions", [0, codec.MAX_PARTITIONS + 1, 2**32 - 1])
+def test_create_topic_partition_count_is_checked(partitions: int) -> None:
+    events = RequestDecoder().feed(create_topic_frame("t", partitions) + list_topics_frame())
+    assert isinstance(events[0], RequestError)
+    assert events[0].code is ErrorCode.INVALID_PARTITIONS
     assert events[1:] == [ListTopicsRequest()]
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_MAX_PRODUCE_BYTES",
     "FETCH_ERROR_MARKER",
     "MAX_ERROR_MESSAGE_BYTES",
+    "MAX_PARTITIONS",
     "MAX_TOPIC_LENGTH",
     "PRODUCE_RECORD_OVERHEAD",
     "CreateTopicRequest",
@@ -94,6 +95,10 @@ PRODUCE_RECORD_OVERHEAD = 4
 MAX_ERROR_MESSAGE_BYTES = 0xFFFF
 #: Sent in place of the record count by a failed type-2 Fetch (pinned).
 FETCH_ERROR_MARKER = 0xFFFFFFFF
+#: CreateTopic accepts 1..MAX_PARTITIONS partitions. Each partition is a directory and open
+#: files, so a wire count is checked here, before the core could act on it (the core may
+#: apply a tighter limit of its own).
+MAX_PARTITIONS = 10_000
 
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
@@ -764,6 +769,11 @@ class RequestDecoder:
             request = FetchRequest(topic, partition, offset)
         elif request_type == RequestType.CREATE_TOPIC:
             (partitions,) = _U32.unpack_from(buf)
+            if not 1 <= partitions <= MAX_PARTITIONS:
+                self._fail(
+                    ErrorCode.INVALID_PARTITIONS,
+                    f"partitions must be 1..{MAX_PARTITIONS}, not {partitions}",
+                )
             request = CreateTopicRequest(topic, partitions)
         elif request_type == RequestType.LIST_OFFSETS:
             (partition,) = _U32.unpack_from(buf)
