@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from twisted.internet import defer, task
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.python.failure import Failure
@@ -516,3 +518,167 @@ class OffsetTests(_Base):
         self.assertEqual(got, {("t", 0): -1})
         self.assertEqual(len(self.flushLoggedErrors(StorageError)), 1)
         self.assertEqual(self.coord.fetch_offsets("g", [("t", 0)]), [("t", 0, -1, -1, "", 0)])
+
+
+class MoreMembershipTests(_Base):
+    def test_static_member_rejoin_fences_the_old_incarnation(self) -> None:
+        d = self.join(instance_id="host-1")
+        self.clock.advance(DELAY_MS / 1000)
+        old = self.result(d).member_id
+        self.result(self.coord.sync("g", 1, old, []))
+        # The same instance restarts and joins without its member id.
+        new = self.result(self.join(instance_id="host-1", protocols=[ROUNDROBIN]))
+        self.assertEqual(new.error_code, 0)
+        self.assertNotEqual(new.member_id, old)
+        self.assertEqual(new.members, [(new.member_id, "host-1", b"meta-rr")])
+        self.assertEqual(self.coord.heartbeat("g", new.generation_id, old), 25)
+
+    def test_leader_rejoin_in_stable_triggers_rebalance(self) -> None:
+        a, b, gen = self.stable_pair()
+        d_a = self.join(a)
+        self.assertNoResult(d_a)
+        self.assertEqual(self.coord.heartbeat("g", gen, b), 27)
+        self.result(self.join(b))
+        self.assertEqual(self.result(d_a).generation_id, gen + 1)
+
+    def test_member_that_heartbeats_but_never_syncs_is_removed(self) -> None:
+        a, b, gen = self.stable_pair()
+        d_b = self.join(b, protocols=[RANGE, ROUNDROBIN])
+        self.result(self.join(a))
+        self.result(d_b)
+        d_sync = self.coord.sync("g", gen + 1, b, [])
+        for _ in range(REBALANCE_MS // 3000 - 1):
+            self.clock.advance(3)
+            self.assertEqual(self.coord.heartbeat("g", gen + 1, a), 0)
+            self.assertNoResult(d_sync)
+        self.clock.advance(3)
+        # The leader never sent its SyncGroup within the rebalance timeout.
+        self.assertEqual(self.result(d_sync).error_code, 27)
+        self.assertEqual(self.coord.heartbeat("g", gen + 1, a), 25)
+        self.assertEqual(self.result(self.join(b)).leader_id, b)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                [
+                    "new",
+                    "rejoin",
+                    "rejoin-changed",
+                    "sync",
+                    "heartbeat",
+                    "leave",
+                    "cancel",
+                    "commit",
+                    "advance",
+                ]
+            ),
+            st.integers(min_value=0, max_value=7),
+        ),
+        max_size=40,
+    )
+)
+def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]]) -> None:
+    """Whatever clients do, no exception escapes, the invariants hold, and once the
+    coordinator stops no timer is left."""
+    clock = task.Clock()
+    commits: list[Any] = []
+
+    class _FakeStore:
+        def commit_many(self, batch: Any) -> None:
+            commits.append(batch)
+
+        def fetch(self, *args: Any) -> None:
+            return None
+
+        def committed(self, group_id: str) -> dict[Any, Any]:
+            return {}
+
+    coord = GroupCoordinator(
+        clock=clock,
+        offsets=_FakeStore(),  # type: ignore[arg-type]
+        run_blocking=_sync_run,
+        initial_rebalance_delay_ms=DELAY_MS,
+    )
+    known: list[str] = []
+    generation = {"value": 0}
+    pending: list[Deferred[Any]] = []
+
+    def remember(d: Deferred[Any]) -> None:
+        def seen(result: Any) -> Any:
+            if isinstance(result, JoinResult) and result.error_code == 0:
+                generation["value"] = result.generation_id
+                if result.member_id not in known:
+                    known.append(result.member_id)
+            return None
+
+        d.addCallbacks(seen, lambda f: f.trap(CancelledError))
+        pending.append(d)
+
+    def pick(n: int) -> str:
+        return known[n % len(known)] if known else "nobody"
+
+    for op, n in ops:
+        if op == "new":
+            remember(
+                coord.join(
+                    "g",
+                    "",
+                    client_id=f"c{n}",
+                    client_host="h",
+                    session_timeout_ms=SESSION_MS,
+                    rebalance_timeout_ms=REBALANCE_MS,
+                    protocol_type="consumer",
+                    protocols=[RANGE],
+                    group_instance_id=None,
+                    require_known_member_id=False,
+                )
+            )
+        elif op in ("rejoin", "rejoin-changed"):
+            meta = [("range", bytes([n]))] if op == "rejoin-changed" else [RANGE]
+            remember(
+                coord.join(
+                    "g",
+                    pick(n),
+                    client_id="c",
+                    client_host="h",
+                    session_timeout_ms=SESSION_MS,
+                    rebalance_timeout_ms=REBALANCE_MS,
+                    protocol_type="consumer",
+                    protocols=meta,
+                    group_instance_id=None,
+                    require_known_member_id=False,
+                )
+            )
+        elif op == "sync":
+            member = pick(n)
+            remember(coord.sync("g", generation["value"], member, [(m, b"x") for m in known]))
+        elif op == "heartbeat":
+            assert coord.heartbeat("g", generation["value"], pick(n)) in (0, 22, 25, 27)
+        elif op == "leave":
+            assert coord.leave("g", pick(n)) in (0, 25)
+        elif op == "cancel":
+            live = [d for d in pending if not d.called]
+            if live:
+                live[n % len(live)].cancel()
+        elif op == "commit":
+            coord.commit_offsets("g", generation["value"], pick(n), [("t", 0, n, 0, None)])
+        else:
+            clock.advance(n * 1.5)
+        group = coord._groups.get("g")
+        if group is not None:
+            assert group.members or group.pending or group.state is not GroupState.EMPTY
+            if group.state is GroupState.PREPARING_REBALANCE:
+                assert group.rebalance_timer is not None and group.rebalance_timer.active()
+            if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+                assert group.leader_id in group.members
+            assert set(group.join_order) <= set(group.members)
+            for m in group.members.values():
+                parked = m.join_waiter is not None or m.sync_waiter is not None
+                timer = m.session_timer is not None and m.session_timer.active()
+                assert parked != timer, (m, parked, timer)
+    coord.stop()
+    assert clock.getDelayedCalls() == []
+    assert all(d.called for d in pending)

@@ -330,7 +330,14 @@ class GroupCoordinator:
         member = None if group is None else group.members.get(member_id)
         if member_id and member is None and (group is None or member_id not in group.pending):
             return fail(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group is not None and not self._supports(group, protocol_type, protocols, member):
+        # A static member re-joining with an empty member id replaces its old incarnation.
+        replaced: _Member | None = None
+        if group is not None and member is None and group_instance_id is not None:
+            old_id = group.instance_ids.get(group_instance_id)
+            replaced = None if old_id is None else group.members.get(old_id)
+        if group is not None and not self._supports(
+            group, protocol_type, protocols, member or replaced
+        ):
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
 
         if member is not None:
@@ -347,10 +354,6 @@ class GroupCoordinator:
                 protocols=protocols,
             )
 
-        replaced: _Member | None = None
-        if group is not None and group_instance_id is not None:
-            old_id = group.instance_ids.get(group_instance_id)
-            replaced = None if old_id is None else group.members.get(old_id)
         size = 0 if group is None else len(group.members) + len(group.pending)
         if replaced is None and not member_id and size >= self._max_group_size:
             return fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
@@ -592,10 +595,10 @@ class GroupCoordinator:
             self._go_empty(group)
             return
         group.generation += 1
-        group.protocol_name = self._select_protocol(group)
         if group.leader_id not in group.members:
             present = [mid for mid in group.join_order if mid in group.members]
             group.leader_id = present[0] if present else next(iter(group.members))
+        group.protocol_name = self._select_protocol(group)
         group.state = GroupState.COMPLETING_REBALANCE
         group.pending_sync = set(group.members)
         timeout_ms = max(m.rebalance_timeout_ms for m in group.members.values())
@@ -620,7 +623,7 @@ class GroupCoordinator:
 
     def _select_protocol(self, group: _Group) -> str:
         """Kafka's ``selectProtocol``: each member votes for its first protocol that every
-        member supports; most votes wins (ties go to the leader-candidate's preference)."""
+        member supports; most votes wins (a tie goes to the leader's preference)."""
         members = list(group.members.values())
         candidates = set.intersection(*(m.protocol_names() for m in members))
         votes: Counter[str] = Counter()
