@@ -201,8 +201,7 @@ def parse_batches(data: Buffer, *, max_batch_bytes: int) -> list[BatchHeader]:
         left = total - pos
         if left < BATCH_HEADER_SIZE:
             raise CorruptBatch(
-                f"truncated batch at byte {pos}: {left} bytes, a header needs "
-                f"{BATCH_HEADER_SIZE}"
+                f"truncated batch at byte {pos}: {left} bytes, a header needs {BATCH_HEADER_SIZE}"
             )
         header = read_header(data, pos)
         if header.batch_length >= MIN_BATCH_LENGTH and header.size > max_batch_bytes:
@@ -214,8 +213,7 @@ def parse_batches(data: Buffer, *, max_batch_bytes: int) -> list[BatchHeader]:
             raise CorruptBatch(f"batch at byte {pos}: {reason}")
         if header.size > left:
             raise CorruptBatch(
-                f"truncated batch at byte {pos}: declares {header.size} bytes, "
-                f"{left} present"
+                f"truncated batch at byte {pos}: declares {header.size} bytes, {left} present"
             )
         if header.is_control:
             raise CorruptBatch(f"batch at byte {pos}: clients may not send control batches")
@@ -424,9 +422,7 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
             raise CorruptBatch("varint longer than 10 bytes")
 
 
-def _grow_decompress(
-    decompress_into: object, data: Buffer, bound: int, name: str
-) -> bytes:
+def _grow_decompress(decompress_into: object, data: Buffer, bound: int, name: str) -> bytes:
     """Decompress a frame whose size is unknown into buffers doubling up to ``bound``."""
     func = decompress_into
     assert callable(func)

@@ -1,0 +1,464 @@
+"""One log segment: a ``<20-digit base offset>.log`` file plus its ``.index``/``.timeindex``.
+
+What it does: appends already-stamped batches with ``os.pwrite`` on a raw fd (looping on
+short writes, truncating back to the last good byte on an error), keeps the sparse indexes
+up to date per batch (Kafka's rule: an entry after more than ``index_interval_bytes`` of
+log), finds the batch holding an offset or the first batch at or after a timestamp
+(index bisect, then a short scan of batch headers), validates and truncates itself during
+recovery, and reference-counts readers so that retention can delete a segment while a
+read is in flight (the fd is closed only when the last reader is done, so a racing read
+never hits EBADF or, worse, a recycled fd number).
+
+What it does not do: decide when to roll, flush or delete (``log.py`` does), assign
+offsets, or decode records. No Twisted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import struct
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+import crc32c
+
+from brokerd.errors import StorageError
+from brokerd.storage.batch import (
+    BATCH_HEADER_SIZE,
+    CRC_START,
+    BatchHeader,
+    check_header,
+    read_header,
+    scan_batches,
+)
+from brokerd.storage.index import FILE_MODE, OffsetIndex, TimeIndex
+
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "INDEX_SUFFIX",
+    "LOG_SUFFIX",
+    "SEGMENT_FILE_RE",
+    "TIMEINDEX_SUFFIX",
+    "BatchInfo",
+    "Recovered",
+    "Segment",
+    "fsync_dir",
+    "segment_file_name",
+]
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIMEINDEX_SUFFIX = ".timeindex"
+#: A segment's files: the base offset in 20 digits, then one of the suffixes above.
+SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex)\Z")
+DIR_MODE = 0o700
+#: Bytes read at a time when walking batch headers: about two index intervals, so a lookup
+#: usually costs one pread.
+SCAN_CHUNK = 8 * 1024
+#: Bytes read at a time when validating a whole segment during recovery.
+RECOVERY_CHUNK = 1024 * 1024
+
+_OPEN_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+
+_Buffer = bytes | bytearray | memoryview
+
+#: Per appended batch: (base offset, last offset, max timestamp, size in bytes).
+BatchInfo = tuple[int, int, int, int]
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory so that a file created or removed in it survives a power cut."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _pwrite_all(fd: int, data: _Buffer, pos: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, pos)
+        if written <= 0:
+            raise OSError(errno.EIO, "write made no progress")
+        view = view[written:]
+        pos += written
+
+
+class Recovered:
+    """What :meth:`Segment.recover` found: batches validated, bytes cut, and why."""
+
+    __slots__ = ("batches", "reason", "truncated")
+
+    def __init__(self, batches: int, truncated: int, reason: str | None) -> None:
+        self.batches = batches
+        self.truncated = truncated
+        self.reason = reason
+
+
+class Segment:
+    """A segment file and its indexes. Create with :meth:`create` or :meth:`open`."""
+
+    def __init__(self, directory: str, base_offset: int, fd: int, index_interval: int) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.log_path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
+        self.index = OffsetIndex(
+            os.path.join(directory, segment_file_name(base_offset, INDEX_SUFFIX))
+        )
+        self.timeindex = TimeIndex(
+            os.path.join(directory, segment_file_name(base_offset, TIMEINDEX_SUFFIX))
+        )
+        self.index_interval = index_interval
+        self._fd = fd
+        #: Bytes of valid batches (the file may be longer only during a failed write).
+        self.size = 0
+        #: The offset after the segment's last batch (== base_offset while empty).
+        self.next_offset = base_offset
+        #: Largest batch max_timestamp in the segment, -1 if none is known.
+        self.max_timestamp = -1
+        #: Milliseconds when the segment got its first batch (for segment_ms rolling).
+        self.first_append_ms: float | None = None
+        self._since_index = 0
+        self._lock = threading.Lock()
+        self._refs = 0
+        self._closed = False
+
+    # --- construction ------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: str, base_offset: int, index_interval: int) -> Segment:
+        """Create a new empty segment (all three files) and fsync the directory."""
+        path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
+        try:
+            fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        except OSError as exc:
+            raise StorageError(f"cannot create segment {path}: {exc}") from exc
+        segment = cls(directory, base_offset, fd, index_interval)
+        try:
+            segment.index.rewrite()
+            segment.timeindex.rewrite()
+            fsync_dir(directory)
+        except (OSError, StorageError) as exc:
+            segment.close()
+            raise StorageError(f"cannot create segment {path}: {exc}") from exc
+        return segment
+
+    @classmethod
+    def open(cls, directory: str, base_offset: int, index_interval: int) -> Segment:
+        """Open an existing segment; its indexes are not loaded yet (see :meth:`load`)."""
+        path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+            size = os.fstat(fd).st_size
+        except OSError as exc:
+            raise StorageError(f"cannot open segment {path}: {exc}") from exc
+        segment = cls(directory, base_offset, fd, index_interval)
+        segment.size = size
+        return segment
+
+    def load(self) -> bool:
+        """Trust the segment's bytes: load the indexes and walk the tail after the last
+        index entry to learn the segment's end offset and newest timestamp.
+
+        False if an index is missing or fails its sanity checks, or if the tail does not
+        end exactly at the end of the file with valid headers: then the caller runs
+        :meth:`recover`.
+        """
+        if not self.index.load(log_size=self.size) or not self.timeindex.load(offsets=self.index):
+            return False
+        count = len(self.index)
+        if count:
+            rel, pos = self.index.entry(count - 1)
+            max_ts = self.timeindex.entry(count - 1)[0]
+        else:
+            rel, pos, max_ts = 0, 0, -1
+        expected = self.base_offset + rel
+        end = pos
+        try:
+            for hpos, header in self.headers_from(pos, self.size):
+                if header.base_offset != expected:
+                    return False
+                expected = header.last_offset + 1
+                max_ts = max(max_ts, header.max_timestamp)
+                end = hpos + header.size
+        except StorageError:
+            return False
+        if end != self.size:
+            return False
+        self.next_offset = expected
+        self.max_timestamp = max_ts
+        # Bytes since the last entry decide when the next append adds one.
+        self._since_index = self.size - pos if count else self.size
+        if self.size and self.first_append_ms is None:
+            self._init_first_append()
+        return True
+
+    def _init_first_append(self) -> None:
+        try:
+            first = read_header(self.pread(0, BATCH_HEADER_SIZE))
+        except (StorageError, struct.error):
+            first = None
+        if first is not None and first.max_timestamp >= 0:
+            self.first_append_ms = float(first.max_timestamp)
+
+    def recover(self, *, truncate: bool = True) -> Recovered:
+        """Validate every batch (header, CRC, contiguous offsets from the base), rebuild
+        both indexes, and truncate the file at the first invalid or incomplete batch.
+
+        With ``truncate`` False the damaged bytes stay (a flushed segment whose damage
+        must be reported, not hidden): the indexes cover the valid prefix and ``size``
+        stays the file size, so reads reaching the damage fail loudly.
+        Raises :class:`StorageError` only if the file cannot be read or truncated.
+        """
+        self.index.clear()
+        self.timeindex.clear()
+        self._since_index = 0
+        self.max_timestamp = -1
+        try:
+            file_size = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise StorageError(f"cannot stat {self.log_path}: {exc}") from exc
+        pos = 0
+        expected = self.base_offset
+        batches = 0
+        reason: str | None = None
+        while pos < file_size:
+            chunk = self.pread(pos, min(RECOVERY_CHUNK, file_size - pos))
+            result = scan_batches(chunk, expected_offset=expected)
+            for bpos, header in result.batches:
+                self._index_batch(pos + bpos, header.base_offset, header.max_timestamp, header.size)
+            batches += len(result.batches)
+            pos += result.end
+            expected = result.next_offset if result.next_offset is not None else expected
+            if result.reason is not None:
+                reason = f"{result.reason} at byte {pos}"
+                break
+            pending = result.pending
+            if pending is not None:
+                if pos + pending.size > file_size:
+                    reason = f"incomplete batch at byte {pos}"
+                    break
+                if not self._crc_streamed(pos, pending):
+                    reason = f"CRC-32C mismatch at byte {pos}"
+                    break
+                self._index_batch(pos, pending.base_offset, pending.max_timestamp, pending.size)
+                batches += 1
+                pos += pending.size
+                expected = pending.last_offset + 1
+            elif not result.batches:
+                reason = f"incomplete batch header at byte {pos}"
+                break
+        if not truncate:
+            self.size = file_size
+            self.next_offset = expected
+            self.index.rewrite()
+            self.timeindex.rewrite()
+            return Recovered(batches, 0, reason)
+        truncated = file_size - pos
+        if truncated:
+            try:
+                os.ftruncate(self._fd, pos)
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise StorageError(f"cannot truncate {self.log_path}: {exc}") from exc
+        self.size = pos
+        self.next_offset = expected
+        self.index.rewrite()
+        self.timeindex.rewrite()
+        self.first_append_ms = None
+        if self.size:
+            self._init_first_append()
+        return Recovered(batches, truncated, reason)
+
+    def _crc_streamed(self, pos: int, header: BatchHeader) -> bool:
+        """Check the CRC of a batch too large for one read, without holding it whole."""
+        crc = 0
+        at = pos + CRC_START
+        end = pos + header.size
+        while at < end:
+            chunk = self.pread(at, min(RECOVERY_CHUNK, end - at))
+            if not chunk:
+                return False
+            crc = crc32c.crc32c(chunk, crc)
+            at += len(chunk)
+        return int(crc) == header.crc
+
+    # --- writing (one writer at a time) ---------------------------------------------------
+
+    def _index_batch(self, pos: int, base_offset: int, max_timestamp: int, size: int) -> None:
+        if self._since_index > self.index_interval:
+            rel = base_offset - self.base_offset
+            # Offset entry before time entry: a reader seeing time entry i finds offset
+            # entry i (see index.py).
+            self.index.append(rel, pos)
+            self.timeindex.append(self.max_timestamp, rel)
+            self._since_index = 0
+        self._since_index += size
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+
+    def append(self, data: _Buffer, batches: Sequence[BatchInfo]) -> None:
+        """Write stamped batches at the end and index them.
+
+        On an I/O error the file is cut back to its previous end and
+        :class:`StorageError` is raised; the segment is unchanged.
+        """
+        start = self.size
+        try:
+            _pwrite_all(self._fd, data, start)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, start)
+            except OSError as exc2:
+                raise StorageError(
+                    f"write to {self.log_path} failed ({exc}) and truncating back "
+                    f"failed too ({exc2})"
+                ) from exc
+            raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
+        pos = start
+        last = self.next_offset - 1
+        for base_offset, last_offset, max_timestamp, size in batches:
+            self._index_batch(pos, base_offset, max_timestamp, size)
+            pos += size
+            last = last_offset
+        self.size = pos
+        self.next_offset = last + 1
+
+    def sync(self) -> None:
+        """fdatasync the log file. OSError propagates: the caller decides it is fatal."""
+        os.fdatasync(self._fd)
+
+    def seal(self) -> None:
+        """Persist and fsync both indexes (the segment will take no more appends)."""
+        self.index.persist(sync=True)
+        self.timeindex.persist(sync=True)
+
+    def persist_indexes(self, *, sync: bool) -> None:
+        self.index.persist(sync=sync)
+        self.timeindex.persist(sync=sync)
+
+    # --- reading (any thread) -------------------------------------------------------------
+
+    def pin(self) -> bool:
+        """Take a reference for a read; False if the segment is closed or deleted."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._refs += 1
+            return True
+
+    def unpin(self) -> None:
+        with self._lock:
+            self._refs -= 1
+            release = self._closed and self._refs == 0
+        if release:
+            self._release()
+
+    def pread(self, pos: int, size: int) -> bytes:
+        """Read up to ``size`` bytes at ``pos`` (fewer only at the end of the file)."""
+        try:
+            data = os.pread(self._fd, size, pos)
+            if len(data) == size or not data:
+                return data
+            parts = [data]
+            got = len(data)
+            while got < size:
+                more = os.pread(self._fd, size - got, pos + got)
+                if not more:
+                    break
+                parts.append(more)
+                got += len(more)
+            return b"".join(parts)
+        except OSError as exc:
+            raise StorageError(f"cannot read {self.log_path}: {exc}") from exc
+
+    def headers_from(self, pos: int, limit: int) -> Iterator[tuple[int, BatchHeader]]:
+        """Yield ``(position, header)`` of the batches from ``pos`` (a batch start) to
+        ``limit`` (a batch end).
+
+        Raises :class:`StorageError` if a header is invalid or a batch runs past
+        ``limit``: there is damage the lookup must not silently skip.
+        """
+        buf = b""
+        buf_start = pos
+        while pos < limit:
+            if pos + BATCH_HEADER_SIZE > buf_start + len(buf):
+                buf_start = pos
+                buf = self.pread(pos, min(SCAN_CHUNK, limit - pos))
+                if len(buf) < BATCH_HEADER_SIZE:
+                    raise StorageError(f"{self.log_path}: incomplete batch header at byte {pos}")
+            header = read_header(buf, pos - buf_start)
+            reason = check_header(header)
+            if reason is None and pos + header.size > limit:
+                reason = f"batch of {header.size} bytes runs past byte {limit}"
+            if reason is not None:
+                raise StorageError(f"{self.log_path}: damaged batch at byte {pos}: {reason}")
+            yield pos, header
+            pos += header.size
+
+    def find_batch(self, offset: int, limit: int) -> tuple[int, BatchHeader] | None:
+        """The first batch before ``limit`` whose last offset is >= ``offset``, or None."""
+        entry = self.index.lookup(offset - self.base_offset)
+        start = entry[1] if entry is not None else 0
+        if start >= limit:
+            start = 0
+        for pos, header in self.headers_from(start, limit):
+            if header.last_offset >= offset:
+                return pos, header
+        return None
+
+    def find_timestamp(self, timestamp: int, limit: int) -> tuple[int, BatchHeader] | None:
+        """The first batch before ``limit`` whose max timestamp is >= ``timestamp``."""
+        i = self.timeindex.last_before(timestamp)
+        start = self.index.entry(i)[1] if i is not None else 0
+        if start >= limit:
+            return None
+        for pos, header in self.headers_from(start, limit):
+            if header.max_timestamp >= timestamp:
+                return pos, header
+        return None
+
+    def newest_time_ms(self) -> float:
+        """The segment's newest record time for retention (file mtime if none is known)."""
+        if self.max_timestamp >= 0:
+            return float(self.max_timestamp)
+        try:
+            return os.stat(self.log_path).st_mtime * 1000.0
+        except OSError:
+            return time.time() * 1000.0
+
+    # --- teardown -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close now, or when the last pinned reader is done."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            release = self._refs == 0
+        if release:
+            self._release()
+
+    def delete(self) -> None:
+        """Unlink the files (readers holding a pin keep reading) and close."""
+        self.close()
+        for path in (self.log_path, self.index.path, self.timeindex.path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+    def _release(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+        self.index.close()
+        self.timeindex.close()
