@@ -16,6 +16,7 @@ from brokerd import errors
 from brokerd.native import codec
 from brokerd.native.codec import ErrorCode
 from brokerd.native.protocol import (
+    LONG_POLL_EAGER_READ_BYTES,
     MAX_LONG_POLL_WAIT_MS,
     MAX_UNREAD_SLACK_BYTES,
     NativeFactory,
@@ -399,6 +400,18 @@ class DisconnectTests(ProtocolTestCase):
         call.deferred.callback([])  # a core that ignores cancellation answers anyway
         self.assertEqual(self.take(), b"")
         self.assertEqual(len(self.core.calls), 1)
+
+    def test_parked_long_poll_keeps_reading_a_little_to_notice_a_close(self) -> None:
+        self.send(long_poll_frame("t", 0, 0, max_wait_ms=60_000))
+        self.only_call("wait_records")
+        self.assertFalse(self.paused)  # a close by the client would be seen
+        self.send(list_topics_frame())
+        self.assertEqual(len(self.core.calls), 1)  # read, but not taken
+        self.send(list_topics_frame() * (LONG_POLL_EAGER_READ_BYTES // 2))
+        self.assertTrue(self.paused)  # enough undecoded input: stop reading
+        self.core.calls[0].deferred.callback(records(0, []))
+        self.assertEqual(len(self.core.calls), 2)  # the next request is served in turn
+        self.assertTrue(self.take().startswith(codec.encode_long_poll_fetch_response(0, [])))
 
     def test_data_after_close_is_ignored(self) -> None:
         self.lose()

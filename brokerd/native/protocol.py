@@ -37,6 +37,7 @@ from brokerd.storage.types import AppendInfo, RecordsResult, TopicInfo
 __all__ = [
     "DEFAULT_FRAME_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
+    "LONG_POLL_EAGER_READ_BYTES",
     "MAX_LONG_POLL_WAIT_MS",
     "MAX_UNREAD_SLACK_BYTES",
     "NativeCore",
@@ -57,6 +58,9 @@ MAX_LONG_POLL_WAIT_MS = 300_000
 #: before the connection is dropped. A transport stops delivering soon after it is paused,
 #: so this only trips on a transport that ignores pauseProducing: defence in depth.
 MAX_UNREAD_SLACK_BYTES = 4 * 1024 * 1024
+#: While a long poll is parked, input is still read (not decoded) up to this many bytes,
+#: so that the client closing the connection is noticed (see ``_update_reading``).
+LONG_POLL_EAGER_READ_BYTES = 16 * 1024
 
 
 class NativeCore(TypingProtocol):
@@ -152,6 +156,7 @@ class NativeProtocol(Protocol):
         self._write_blocked = False  # the transport asked us to stop producing
         self._reading = True  # whether we last told the transport to read
         self._pumping = False  # re-entrancy guard: a core may answer synchronously
+        self._parked = False  # the request in flight is a long poll
         self._idle_call: _DelayedCall | None = None
         self._frame_call: _DelayedCall | None = None
 
@@ -235,7 +240,16 @@ class NativeProtocol(Protocol):
     def _update_reading(self) -> None:
         if self._closing:
             return  # a closing transport must not be resumed (and need not be paused)
-        want = self._in_flight is None and not self._write_blocked
+        if self._write_blocked:
+            want = False
+        elif self._in_flight is None:
+            want = True
+        else:
+            # A paused transport does not notice the peer closing, so a parked long poll
+            # of a client that went away would wait out its full max_wait. While one is
+            # parked, keep reading a little (requests stay undecoded) so a close is seen
+            # and the poll is cancelled at once.
+            want = self._parked and self._decoder.buffered < LONG_POLL_EAGER_READ_BYTES
         if want != self._reading:
             self._reading = want
             if want:
@@ -254,6 +268,7 @@ class NativeProtocol(Protocol):
         d: defer.Deferred[object] = defer.maybeDeferred(call)
         # Set before adding callbacks: a core that answers synchronously runs them now.
         self._in_flight = d
+        self._parked = request_type is RequestType.LONG_POLL_FETCH
         (
             d.addCallback(self._encode, request)
             .addErrback(self._encode_failure, request_type)
