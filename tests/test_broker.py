@@ -295,6 +295,7 @@ class LongPollTests(SynchronousTestCase):
         )
         for d in waits:
             d.cancel()
+            self.failureResultOf(d, defer.CancelledError)
         self.assertEqual(broker.waiter_count, 0)
 
     def test_any_partition_of_several_wakes_the_fetch(self) -> None:
