@@ -145,8 +145,10 @@ class Segment:
             raise StorageError(f"cannot create segment {path}: {exc}") from exc
         segment = cls(directory, base_offset, fd, index_interval)
         try:
-            segment.index.rewrite()
-            segment.timeindex.rewrite()
+            # Empty index files need no fsync of their own: the directory fsync makes
+            # their names durable.
+            segment.index.persist(sync=False)
+            segment.timeindex.persist(sync=False)
             fsync_dir(directory)
         except (OSError, StorageError) as exc:
             segment.close()

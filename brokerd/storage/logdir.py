@@ -1,0 +1,532 @@
+"""LogDirectory: the data directory, its topic registry and every partition log in it.
+
+Layout (DESIGN section 2)::
+
+    <data-dir>/topics.json                          topic registry (partition counts,
+                                                    per-topic retention overrides)
+    <data-dir>/recovery-point-offset-checkpoint     Kafka's format: "0", count, then
+                                                    "topic partition offset" lines
+    <data-dir>/.clean_shutdown                      present only after a clean close
+    <data-dir>/.lock                                flock'd while a broker owns the dir
+    <data-dir>/<topic>-<partition>/                 one PartitionLog each
+
+What it does: validates every topic name before a path is built from it; creates, lists
+and deletes topics (auto-creating on first produce when allowed); opens every partition at
+start, recovering each from its checkpointed recovery point unless the previous shutdown
+was clean; writes checkpoints and the registry atomically (temp file, fsync, rename,
+directory fsync); on close flushes everything, checkpoints and writes the marker.
+
+What it does not do: decide when to checkpoint or run retention (the broker core's
+timers call :meth:`checkpoint` and :meth:`enforce_retention`), or anything with Twisted.
+Files in the data directory that are not ours are ignored; symlinks are never followed
+(a symlinked partition directory is reported offline, not opened).
+
+Threads: topic create/delete/get may run on the reactor thread while writers and readers
+use partition logs in other threads; the registry is guarded by a lock, and :meth:`get`
+of an existing partition takes no lock at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Callable
+
+import attrs
+
+from brokerd.errors import (
+    InvalidPartitions,
+    StorageError,
+    TopicAlreadyExists,
+    UnknownTopicOrPartition,
+)
+from brokerd.names import validate_topic_name
+from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.segment import DIR_MODE, FILE_MODE, fsync_dir
+from brokerd.storage.types import TopicInfo
+
+__all__ = [
+    "CHECKPOINT_FILE",
+    "CLEAN_SHUTDOWN_FILE",
+    "MAX_PARTITIONS",
+    "REGISTRY_FILE",
+    "LogDirectory",
+    "parse_partition_dir",
+    "partition_dir_name",
+]
+
+log = logging.getLogger("brokerd.storage")
+
+REGISTRY_FILE = "topics.json"
+CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
+LOCK_FILE = ".lock"
+#: Partitions per topic accepted by create (auto-create uses the default count).
+MAX_PARTITIONS = 10000
+_REGISTRY_VERSION = 1
+_CHECKPOINT_VERSION = 0
+_TEMP_SUFFIX = ".tmp"
+_PARTITION_DIR_RE = re.compile(r"(.+)-(\d+)\Z")
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>``; the topic must already be validated."""
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """Split a partition directory name at its LAST '-' (topics may contain '-')."""
+    match = _PARTITION_DIR_RE.match(name)
+    if match is None:
+        return None
+    topic = match.group(1)
+    try:
+        validate_topic_name(topic)
+    except Exception:
+        return None
+    return topic, int(match.group(2))
+
+
+def _atomic_write(directory: str, name: str, data: bytes) -> None:
+    """Replace ``directory/name`` by ``data`` so that a crash leaves old or new, never half."""
+    final = os.path.join(directory, name)
+    temp = final + _TEMP_SUFFIX
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        fd = os.open(
+            temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
+        )
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, final)
+        fsync_dir(directory)
+    except OSError as exc:
+        raise StorageError(f"cannot write {final}: {exc}") from exc
+
+
+def _read_small(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc}") from exc
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _retention_value(value: int | None) -> int | None:
+    # Kafka spells "no limit" as -1.
+    return None if value is None or value < 0 else int(value)
+
+
+class LogDirectory:
+    """The data directory. Open with :meth:`open`."""
+
+    def __init__(
+        self,
+        path: str,
+        default_config: LogConfig,
+        *,
+        auto_create: bool,
+        default_partitions: int,
+        clock: Callable[[], float],
+        lock_fd: int,
+        was_clean: bool,
+    ) -> None:
+        self.path = path
+        self.default_config = default_config
+        self.auto_create = auto_create
+        self.default_partitions = default_partitions
+        #: True if the previous shutdown was clean (the marker was there at open).
+        self.was_clean = was_clean
+        self._clock = clock
+        self._lock_fd = lock_fd
+        self._lock = threading.RLock()
+        self._checkpoint_lock = threading.Lock()
+        self._topics: dict[str, TopicInfo] = {}
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        #: Partitions that could not be opened, with the reason.
+        self.offline: dict[tuple[str, int], str] = {}
+        self._closed = False
+
+    # --- opening --------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str,
+        default_config: LogConfig | None = None,
+        *,
+        auto_create: bool = True,
+        default_partitions: int = 1,
+        clock: Callable[[], float] = time.time,
+    ) -> LogDirectory:
+        """Open (creating if needed) the data directory and every partition in it.
+
+        Raises :class:`StorageError` if the directory cannot be used or another broker
+        holds it.
+        """
+        if not 1 <= default_partitions <= MAX_PARTITIONS:
+            raise InvalidPartitions(f"default partition count {default_partitions}")
+        config = default_config if default_config is not None else LogConfig()
+        try:
+            os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+            lock_fd = os.open(
+                os.path.join(path, LOCK_FILE),
+                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                FILE_MODE,
+            )
+        except OSError as exc:
+            raise StorageError(f"cannot open data directory {path}: {exc}") from exc
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(lock_fd)
+            raise StorageError(f"data directory {path} is in use by another broker") from exc
+        try:
+            marker = os.path.join(path, CLEAN_SHUTDOWN_FILE)
+            was_clean = os.path.isfile(marker) and not os.path.islink(marker)
+            if os.path.lexists(marker):
+                # Gone before any write: a crash from now on must trigger recovery.
+                os.unlink(marker)
+                fsync_dir(path)
+            directory = cls(
+                path,
+                config,
+                auto_create=auto_create,
+                default_partitions=default_partitions,
+                clock=clock,
+                lock_fd=lock_fd,
+                was_clean=was_clean,
+            )
+            directory._load()
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        return directory
+
+    def _load(self) -> None:
+        topics = self._read_registry()
+        if topics is None:
+            topics = self._discover()
+            self._topics = topics
+            self._write_registry()
+        self._topics = topics
+        points = {} if self.was_clean else self._read_checkpoint()
+        for name, info in sorted(topics.items()):
+            config = self.config_for(info)
+            for partition in range(info.partitions):
+                key = (name, partition)
+                point = None if self.was_clean else points.get(key, 0)
+                try:
+                    self._logs[key] = PartitionLog.open(
+                        os.path.join(self.path, partition_dir_name(name, partition)),
+                        config,
+                        recovery_point=point,
+                        clock=self._clock,
+                    )
+                except StorageError as exc:
+                    log.error("partition %s-%d offline: %s", name, partition, exc)
+                    self.offline[key] = str(exc)
+
+    def _read_registry(self) -> dict[str, TopicInfo] | None:
+        path = os.path.join(self.path, REGISTRY_FILE)
+        raw = _read_small(path)
+        if raw is None:
+            return None
+        try:
+            doc = json.loads(raw)
+            if doc.get("version") != _REGISTRY_VERSION:
+                raise ValueError(f"unknown version {doc.get('version')!r}")
+            topics: dict[str, TopicInfo] = {}
+            for name, entry in doc["topics"].items():
+                validate_topic_name(name)
+                partitions = entry["partitions"]
+                if not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS:
+                    raise ValueError(f"topic {name!r}: partitions {partitions!r}")
+                retention = []
+                for field in ("retention_bytes", "retention_ms"):
+                    value = entry.get(field)
+                    if value is not None and not isinstance(value, int):
+                        raise ValueError(f"topic {name!r}: {field} {value!r}")
+                    retention.append(_retention_value(value))
+                topics[name] = TopicInfo(name, partitions, retention[0], retention[1])
+        except Exception as exc:
+            raise StorageError(f"corrupt topic registry {path}: {exc}") from exc
+        return topics
+
+    def _discover(self) -> dict[str, TopicInfo]:
+        """Rebuild the registry from partition directories (when topics.json is missing)."""
+        counts: dict[str, int] = {}
+        with os.scandir(self.path) as entries:
+            for entry in entries:
+                parsed = parse_partition_dir(entry.name)
+                if parsed is None or not entry.is_dir(follow_symlinks=False):
+                    continue
+                topic, partition = parsed
+                if partition < MAX_PARTITIONS:
+                    counts[topic] = max(counts.get(topic, 0), partition + 1)
+        if counts:
+            log.warning("%s: no topic registry; rebuilt from %d topics", self.path, len(counts))
+        return {name: TopicInfo(name, n) for name, n in counts.items()}
+
+    def _write_registry(self) -> None:
+        doc = {
+            "version": _REGISTRY_VERSION,
+            "topics": {
+                name: {
+                    "partitions": info.partitions,
+                    "retention_bytes": info.retention_bytes,
+                    "retention_ms": info.retention_ms,
+                }
+                for name, info in sorted(self._topics.items())
+            },
+        }
+        _atomic_write(self.path, REGISTRY_FILE, json.dumps(doc, indent=1).encode() + b"\n")
+
+    def _read_checkpoint(self) -> dict[tuple[str, int], int]:
+        """Recovery points by partition; a missing or unreadable file means "recover all"."""
+        path = os.path.join(self.path, CHECKPOINT_FILE)
+        try:
+            raw = _read_small(path)
+        except StorageError as exc:
+            log.warning("%s", exc)
+            return {}
+        if raw is None:
+            return {}
+        points: dict[tuple[str, int], int] = {}
+        try:
+            lines = raw.decode("ascii").splitlines()
+            if int(lines[0]) != _CHECKPOINT_VERSION:
+                raise ValueError(f"version {lines[0]!r}")
+            count = int(lines[1])
+            if count != len(lines) - 2:
+                raise ValueError(f"{count} entries declared, {len(lines) - 2} present")
+            for line in lines[2:]:
+                topic, partition, offset = line.split(" ")
+                validate_topic_name(topic)
+                if int(partition) < 0 or int(offset) < 0:
+                    raise ValueError(f"negative value in {line!r}")
+                points[(topic, int(partition))] = int(offset)
+        except Exception as exc:
+            log.warning("%s unreadable (%s): recovering every partition fully", path, exc)
+            return {}
+        return points
+
+    # --- topics ---------------------------------------------------------------------------
+
+    def config_for(self, info: TopicInfo) -> LogConfig:
+        """The default config with the topic's retention overrides applied."""
+        config = self.default_config
+        if info.retention_bytes is not None:
+            config = attrs.evolve(config, retention_bytes=info.retention_bytes)
+        if info.retention_ms is not None:
+            config = attrs.evolve(config, retention_ms=info.retention_ms)
+        return config
+
+    def topics(self) -> dict[str, TopicInfo]:
+        with self._lock:
+            return dict(self._topics)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        retention_bytes: int | None = None,
+        retention_ms: int | None = None,
+    ) -> TopicInfo:
+        """Create a topic with ``partitions`` partitions (1..10000).
+
+        Raises :class:`InvalidTopic`, :class:`TopicAlreadyExists` or
+        :class:`InvalidPartitions`. Negative retention values mean "no limit" (Kafka's -1).
+        """
+        validate_topic_name(name)
+        if isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
+            raise InvalidPartitions(f"partition count {partitions} outside 1..{MAX_PARTITIONS}")
+        with self._lock:
+            self._check_open()
+            if name in self._topics:
+                raise TopicAlreadyExists(f"topic {name!r} already exists")
+            return self._create_locked(
+                TopicInfo(
+                    name,
+                    partitions,
+                    _retention_value(retention_bytes),
+                    _retention_value(retention_ms),
+                )
+            )
+
+    def _create_locked(self, info: TopicInfo) -> TopicInfo:
+        config = self.config_for(info)
+        opened: list[PartitionLog] = []
+        dirs: list[str] = []
+        try:
+            for partition in range(info.partitions):
+                path = os.path.join(self.path, partition_dir_name(info.name, partition))
+                self._remove_stale(path)
+                dirs.append(path)
+                opened.append(
+                    PartitionLog.open(path, config, recovery_point=None, clock=self._clock)
+                )
+            self._topics[info.name] = info
+            self._write_registry()
+        except BaseException:
+            self._topics.pop(info.name, None)
+            for plog in opened:
+                with contextlib.suppress(Exception):
+                    plog.close()
+            for path in dirs:
+                shutil.rmtree(path, ignore_errors=True)
+            raise
+        for partition, plog in enumerate(opened):
+            self._logs[(info.name, partition)] = plog
+            self.offline.pop((info.name, partition), None)
+        log.info("created topic %s with %d partitions", info.name, info.partitions)
+        return info
+
+    def _remove_stale(self, path: str) -> None:
+        """A directory for a topic the registry does not know: left by a crash during a
+        create or delete. The registry is the truth, so it goes (never followed)."""
+        if os.path.islink(path) or os.path.isfile(path):
+            log.warning("removing stale %s", path)
+            os.unlink(path)
+        elif os.path.isdir(path):
+            log.warning("removing stale partition directory %s", path)
+            shutil.rmtree(path)
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic and its data. Raises :class:`UnknownTopicOrPartition`."""
+        validate_topic_name(name)
+        with self._lock:
+            self._check_open()
+            info = self._topics.get(name)
+            if info is None:
+                raise UnknownTopicOrPartition(f"unknown topic {name!r}")
+            del self._topics[name]
+            logs = [self._logs.pop((name, p), None) for p in range(info.partitions)]
+            for p in range(info.partitions):
+                self.offline.pop((name, p), None)
+            try:
+                self._write_registry()
+            finally:
+                for plog in logs:
+                    if plog is not None:
+                        with contextlib.suppress(Exception):
+                            plog.close()
+            for p in range(info.partitions):
+                path = os.path.join(self.path, partition_dir_name(name, p))
+                if os.path.islink(path):
+                    os.unlink(path)
+                else:
+                    shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                fsync_dir(self.path)
+        log.info("deleted topic %s", name)
+
+    def get(self, topic: str, partition: int, *, create: bool = False) -> PartitionLog:
+        """The log of ``topic``/``partition``.
+
+        With ``create`` (a produce) and auto-create on, an unknown topic is created with
+        the default partition count. Raises :class:`InvalidTopic`,
+        :class:`UnknownTopicOrPartition`, or :class:`StorageError` for an offline
+        partition.
+        """
+        plog = self._logs.get((topic, partition))
+        if plog is not None:
+            return plog
+        validate_topic_name(topic)
+        with self._lock:
+            self._check_open()
+            if topic not in self._topics:
+                if not (create and self.auto_create):
+                    raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+                self._create_locked(TopicInfo(topic, self.default_partitions))
+            key = (topic, partition)
+            plog = self._logs.get(key)
+            if plog is not None:
+                return plog
+            if key in self.offline:
+                raise StorageError(f"partition {topic}-{partition} is offline: {self.offline[key]}")
+            raise UnknownTopicOrPartition(f"topic {topic!r} has no partition {partition}")
+
+    def logs(self) -> dict[tuple[str, int], PartitionLog]:
+        """Every open partition log, by (topic, partition)."""
+        with self._lock:
+            return dict(self._logs)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError(f"data directory {self.path} is closed")
+
+    # --- durability -----------------------------------------------------------------------
+
+    def enforce_retention(self, now: float | None = None) -> int:
+        """Run retention on every partition; returns the number of segments deleted."""
+        deleted = 0
+        for plog in self.logs().values():
+            with contextlib.suppress(UnknownTopicOrPartition):
+                deleted += plog.enforce_retention(now)
+        return deleted
+
+    def checkpoint(self) -> None:
+        """Write every partition's recovery point (atomically, Kafka's file format)."""
+        with self._lock:
+            points = sorted((t, p, plog.recovery_point) for (t, p), plog in self._logs.items())
+        lines = [str(_CHECKPOINT_VERSION), str(len(points))]
+        lines.extend(f"{t} {p} {offset}" for t, p, offset in points)
+        data = ("\n".join(lines) + "\n").encode("ascii")
+        with self._checkpoint_lock:
+            _atomic_write(self.path, CHECKPOINT_FILE, data)
+
+    def close(self) -> None:
+        """Flush every partition, checkpoint, close, and mark the shutdown clean.
+
+        The marker is written only if every step succeeded and no partition is failed or
+        offline; otherwise the next start recovers from the checkpoint.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            clean = not self.offline
+            for plog in self._logs.values():
+                try:
+                    plog.flush()
+                except (StorageError, UnknownTopicOrPartition) as exc:
+                    log.error("flush of %s at shutdown failed: %s", plog.path, exc)
+                    clean = False
+            try:
+                self.checkpoint()
+            except StorageError as exc:
+                log.error("%s", exc)
+                clean = False
+            for plog in self._logs.values():
+                try:
+                    plog.close()
+                except StorageError as exc:
+                    log.error("close of %s failed: %s", plog.path, exc)
+                    clean = False
+            self._closed = True
+            try:
+                if clean:
+                    _atomic_write(self.path, CLEAN_SHUTDOWN_FILE, b"")
+            finally:
+                os.close(self._lock_fd)
