@@ -293,11 +293,30 @@ def test_oversized_produce_is_skipped_without_buffering() -> None:
 def test_refused_value_arriving_in_one_huge_chunk_is_not_kept() -> None:
     decoder = RequestDecoder(max_produce_bytes=64)
     decoder.receive(produce_frame("t", 0, [], count=1) + struct.pack(">I", 10**6))
-    assert decoder.next_event() is None  # refused, now discarding
+    # Refused as soon as the size is known, before any of the value arrives.
+    error = decoder.next_event()
+    assert isinstance(error, RequestError)
+    assert error.code is ErrorCode.REQUEST_TOO_LARGE
+    assert decoder.next_event() is None
+    assert decoder.in_frame  # still discarding the rest of the frame
     decoder.receive(b"\0" * 500_000)
     assert decoder.buffered == 0  # dropped on arrival
-    events = decoder.feed(b"\0" * 500_000 + list_topics_frame())
-    assert [type(e) for e in events] == [RequestError, ListTopicsRequest]
+    assert decoder.feed(b"\0" * 500_000 + list_topics_frame()) == [ListTopicsRequest()]
+
+
+def test_errors_are_reported_before_the_frame_ends() -> None:
+    decoder = RequestDecoder()
+    (error,) = decoder.feed(struct.pack(">HH", 1, 300))  # topic too long: known at once
+    assert isinstance(error, RequestError)
+    assert error.code is ErrorCode.INVALID_TOPIC
+    (error,) = RequestDecoder().feed(fetch_frame("../x", 0, 0)[:-12])
+    assert isinstance(error, RequestError)
+    assert error.code is ErrorCode.INVALID_TOPIC
+    # A huge declared value: the answer does not wait for 4 GiB of bytes.
+    head = produce_frame("huge", 0, [], count=1) + struct.pack(">I", 0xFFFFFFF0)
+    (error,) = RequestDecoder().feed(head)
+    assert isinstance(error, RequestError)
+    assert error.code is ErrorCode.REQUEST_TOO_LARGE
 
 
 def test_produce_count_beyond_the_limit_is_refused_before_reading_records() -> None:

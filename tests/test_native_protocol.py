@@ -267,6 +267,27 @@ class LimitTests(ProtocolTestCase):
         self.send(produce_frame("t", 0, [b"ok"]))
         self.assertEqual(self.take(), produce_ok(0))
 
+    def test_oversized_produce_is_answered_at_once_and_the_rest_discarded(self) -> None:
+        values = [b"a" * 2000, b"b" * 10]
+        frame = produce_frame("t", 0, values)
+        header = len(frame) - (4 + 2000 + 4 + 10)
+        self.send(frame[: header + 4])  # up to the first value's size
+        code, _ = struct.unpack_from(">HH", self.take())
+        self.assertEqual(code, ErrorCode.REQUEST_TOO_LARGE)
+        self.send(frame[header + 4 :])
+        self.assertEqual(self.take(), b"")  # one frame, one answer
+        self.core.auto = {"list_topics": []}
+        self.send(list_topics_frame())
+        self.assertEqual(self.take(), codec.encode_list_topics_response([]))
+        self.assertEqual(self.core.calls[0].method, "list_topics")
+
+    def test_refused_frame_left_unfinished_hits_the_deadline(self) -> None:
+        self.send(produce_frame("t", 0, [], count=1) + struct.pack(">I", 0xFFFFFFF0))
+        code, _ = struct.unpack_from(">HH", self.take())
+        self.assertEqual(code, ErrorCode.REQUEST_TOO_LARGE)
+        self.clock.advance(FRAME)
+        self.assertTrue(self.transport.disconnected)
+
     def test_unknown_type_is_answered_then_connection_closed(self) -> None:
         self.send(b"\x00\x63" + b"whatever follows" + list_topics_frame())
         out = self.take()

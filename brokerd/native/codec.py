@@ -563,11 +563,12 @@ class RequestDecoder:
     how the protocol bounds memory). :meth:`feed` does both and returns every event.
 
     Guarantees: never raises on any input (every problem is a :class:`RequestError`);
-    allocates nothing from a wire length before checking it against a limit; refuses an
-    over-long topic or an over-large produce by discarding the rest of its frame as it
-    arrives, then answers one non-fatal error and decodes the next frame normally. Only an
-    unknown request type is fatal, because its frame length is unknowable; after it the
-    decoder is closed and ignores further input.
+    allocates nothing from a wire length before checking it against a limit; reports a
+    bad frame (invalid topic, over-large produce, ...) with one non-fatal error as soon as
+    the fault is known, discards the rest of that frame as it arrives (never buffering
+    it), and decodes the next frame normally. Only an unknown request type is fatal,
+    because its frame length is unknowable; after it the decoder is closed and ignores
+    further input.
     """
 
     def __init__(self, *, max_produce_bytes: int = DEFAULT_MAX_PRODUCE_BYTES) -> None:
@@ -581,11 +582,12 @@ class RequestDecoder:
         self._topic = ""
         self._topic_len = 0
         self._skip = 0  # bytes still to discard (an over-long topic, or one refused value)
-        self._error: tuple[ErrorCode, str] | None = None  # first fault found in this frame
+        self._error: RequestError | None = None  # first fault found in this frame
         self._partition = 0
         self._remaining = 0  # produce records not yet read
         self._budget = 0  # produce bytes still allowed by the cap in this frame
         self._values: list[bytes] = []
+        self._ready: RequestEvent | None = None  # decoded, not yet returned
 
     # ----------------------------------------------------------------- public API
 
@@ -622,39 +624,16 @@ class RequestDecoder:
 
     def next_event(self) -> RequestEvent | None:
         """Decode and return the next complete request or error, or ``None`` if more bytes
-        are needed (or the decoder is closed)."""
-        while True:
-            state = self._state
-            if state is _State.TYPE:
-                if len(self._buf) < 2:
-                    return None
-                event = self._read_type()
-            elif state is _State.TOPIC_LEN:
-                if len(self._buf) < 2:
-                    return None
-                self._read_topic_len()
-                continue
-            elif state is _State.TOPIC:
-                if not self._read_topic():
-                    return None
-                continue
-            elif state is _State.SKIP_TOPIC:
-                if not self._discard():
-                    return None
-                self._state = _State.FIXED
-                continue
-            elif state is _State.FIXED:
-                if len(self._buf) < _FIXED_SIZE[self._type]:
-                    return None
-                event = self._read_fixed()
-            elif state is _State.RECORDS:
-                if not self._read_records():
-                    return None
-                event = self._finish_produce()
-            else:  # CLOSED
-                return None
-            if event is not None:
-                return event
+        are needed (or the decoder is closed).
+
+        An error is returned as soon as it is detected, even though the rest of its frame
+        may not have arrived yet: the client learns at once, and the decoder goes on
+        discarding that frame's remaining bytes before it decodes the next frame.
+        """
+        while self._ready is None and self._step():
+            pass
+        event, self._ready = self._ready, None
+        return event
 
     def feed(self, data: bytes) -> list[RequestEvent]:
         """Receive ``data`` and return every event that is now complete."""
@@ -666,42 +645,73 @@ class RequestDecoder:
 
     # ----------------------------------------------------------------- steps
 
-    def _fail(self, code: ErrorCode, message: str) -> None:
-        # The first fault in a frame is the one reported; the frame is still walked to
-        # its end so that the next frame starts at the right byte.
-        if self._error is None:
-            self._error = (code, message)
+    def _step(self) -> bool:
+        """Advance the state machine by one step; False when more bytes are needed."""
+        state = self._state
+        buf = self._buf
+        if state is _State.TYPE:
+            if len(buf) < 2:
+                return False
+            self._read_type()
+        elif state is _State.TOPIC_LEN:
+            if len(buf) < 2:
+                return False
+            self._read_topic_len()
+        elif state is _State.TOPIC:
+            if len(buf) < self._topic_len:
+                return False
+            self._read_topic()
+        elif state is _State.SKIP_TOPIC:
+            if not self._discard():
+                return False
+            self._state = _State.FIXED
+        elif state is _State.FIXED:
+            if len(buf) < _FIXED_SIZE[self._type]:
+                return False
+            self._read_fixed()
+        elif state is _State.RECORDS:
+            if not self._read_records():
+                return False
+            self._end_frame(ProduceRequest(self._topic, self._partition, tuple(self._values)))
+        else:  # CLOSED
+            return False
+        return True
 
-    def _end_frame(self, request: Request | None) -> RequestEvent:
+    def _fail(self, code: ErrorCode, message: str) -> None:
+        # The first fault in a frame is reported, at once; the frame is still walked to
+        # its end (discarding) so that the next frame starts at the right byte.
+        if self._error is None:
+            self._error = RequestError(self._type, code, message)
+            self._ready = self._error
+
+    def _end_frame(self, request: Request | None) -> None:
+        """Back to waiting for a type; ``request`` is the event unless the frame failed."""
+        if self._error is None:
+            assert request is not None
+            self._ready = request
         self._state = _State.TYPE
-        error = self._error
-        request_type = self._type
         self._error = None
         self._topic = ""
         self._values = []
-        if error is not None:
-            return RequestError(request_type, error[0], error[1])
-        assert request is not None
-        return request
 
-    def _read_type(self) -> RequestEvent | None:
+    def _read_type(self) -> None:
         (request_type,) = _U16.unpack_from(self._buf)
         del self._buf[:2]
         self._type = request_type
-        self._error = None
         if request_type == RequestType.LIST_TOPICS:
-            return ListTopicsRequest()
-        if request_type not in _FIXED_SIZE:
+            self._end_frame(ListTopicsRequest())
+        elif request_type in _FIXED_SIZE:
+            self._state = _State.TOPIC_LEN
+        else:
+            # No way to find where this frame ends: answer, then decode nothing more.
             self._state = _State.CLOSED
             self._buf = bytearray()
-            return RequestError(
+            self._ready = RequestError(
                 request_type,
                 ErrorCode.UNKNOWN_REQUEST_TYPE,
                 f"unknown request type {request_type}; closing the connection",
                 fatal=True,
             )
-        self._state = _State.TOPIC_LEN
-        return None
 
     def _read_topic_len(self) -> None:
         (length,) = _U16.unpack_from(self._buf)
@@ -714,10 +724,8 @@ class RequestDecoder:
             self._topic_len = length
             self._state = _State.TOPIC
 
-    def _read_topic(self) -> bool:
+    def _read_topic(self) -> None:
         length = self._topic_len
-        if len(self._buf) < length:
-            return False
         raw = bytes(self._buf[:length])
         del self._buf[:length]
         self._state = _State.FIXED
@@ -725,12 +733,11 @@ class RequestDecoder:
             topic = raw.decode("utf-8")
         except UnicodeDecodeError:
             self._fail(ErrorCode.INVALID_TOPIC, "topic name is not valid UTF-8")
-            return True
+            return
         try:
             self._topic = validate_topic_name(topic)
         except errors.InvalidTopic as exc:
             self._fail(ErrorCode.INVALID_TOPIC, str(exc))
-        return True
 
     def _discard(self) -> bool:
         """Drop up to ``self._skip`` buffered bytes; True once all are dropped."""
@@ -740,7 +747,7 @@ class RequestDecoder:
             self._skip -= n
         return self._skip == 0
 
-    def _read_fixed(self) -> RequestEvent | None:
+    def _read_fixed(self) -> None:
         buf = self._buf
         request_type = self._type
         topic = self._topic
@@ -750,7 +757,8 @@ class RequestDecoder:
             del buf[: _PRODUCE_FIXED.size]
             if count == 0:
                 self._fail(ErrorCode.MALFORMED_REQUEST, "produce request with no records")
-                return self._end_frame(None)
+                self._end_frame(None)
+                return
             if count > self._max_produce_bytes // PRODUCE_RECORD_OVERHEAD:
                 # Cannot fit even with empty values: refuse before reading any of it.
                 self._fail(
@@ -763,7 +771,7 @@ class RequestDecoder:
             self._budget = self._max_produce_bytes
             self._values = []
             self._state = _State.RECORDS
-            return None
+            return
         if request_type == RequestType.FETCH:
             partition, offset = _FETCH_FIXED.unpack_from(buf)
             request = FetchRequest(topic, partition, offset)
@@ -782,7 +790,7 @@ class RequestDecoder:
             partition, offset, max_wait, min_bytes, max_bytes = _LONG_POLL_FIXED.unpack_from(buf)
             request = LongPollFetchRequest(topic, partition, offset, max_wait, min_bytes, max_bytes)
         del buf[: _FIXED_SIZE[request_type]]
-        return self._end_frame(request)
+        self._end_frame(request)
 
     def _read_records(self) -> bool:
         """Consume produce records; True when the last one is done."""
@@ -840,10 +848,6 @@ class RequestDecoder:
         self._remaining = remaining
         self._budget = budget
         return True
-
-    def _finish_produce(self) -> RequestEvent:
-        request = ProduceRequest(self._topic, self._partition, tuple(self._values))
-        return self._end_frame(request)
 
 
 # --------------------------------------------------------------------------- response decoder
