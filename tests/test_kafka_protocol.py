@@ -1,0 +1,868 @@
+"""Tests for the Kafka listener's Protocol/Factory and handlers, with a fake core and a
+fake group coordinator, ``StringTransport`` and ``task.Clock`` (no reactor, no sockets).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+from twisted.internet import defer, task
+from twisted.internet.address import IPv4Address
+from twisted.internet.testing import StringTransport
+from twisted.python.failure import Failure
+from twisted.trial.unittest import SynchronousTestCase
+
+from brokerd import errors
+from brokerd.kafka import apis, codec
+from brokerd.kafka.codec import ApiKey, RequestHeader
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.handlers import batch_codecs
+from brokerd.kafka.protocol import PIPELINE_READ_BYTES, KafkaFactory, KafkaProtocol
+from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
+
+
+def batch(size: int = 100, *, codec_id: int = 0, base_offset: int = 0) -> bytes:
+    """Bytes shaped like a RecordBatch v2 (header fields only; the fake core does not
+    validate): ``size`` bytes in all, compression codec in the attributes."""
+    assert size >= 61
+    header = struct.pack(">qii", base_offset, size - 12, 0) + b"\x02" + b"\x00" * 4
+    header += struct.pack(">h", codec_id)
+    return header + b"\x00" * (size - len(header))
+
+
+# -- fakes ---------------------------------------------------------------------------
+
+
+class FakeCore:
+    """An in-memory stand-in for brokerd.broker.Broker. Each partition is a list of
+    ``(first_offset, batch bytes)``; one "record" per batch keeps offsets simple."""
+
+    def __init__(self) -> None:
+        self.auto_create_topics = True
+        self._topics: dict[str, TopicInfo] = {}
+        self.logs: dict[tuple[str, int], list[bytes]] = {}
+        self.log_start: dict[tuple[str, int], int] = {}
+        self.hold_produce = False
+        self.held: list[defer.Deferred[AppendInfo]] = []
+        self.produce_calls: list[tuple[str, int, bytes, int]] = []
+        self.produce_error: Exception | None = None
+        self.waits: list[tuple[list[tuple[str, int, int]], int, int, int]] = []
+        self.wait_deferreds: list[defer.Deferred[None]] = []
+        self.cancelled_waits = 0
+        self.wait_error: Exception | None = None
+        self.fetch_calls: list[tuple[str, int, int, int]] = []
+        self.created: list[tuple[str, int]] = []
+        self.deleted: list[str] = []
+        self.next_producer_id = 1000
+
+    def add_topic(self, name: str, partitions: int = 1) -> None:
+        self._topics[name] = TopicInfo(name, partitions)
+        for p in range(partitions):
+            self.logs[(name, p)] = []
+            self.log_start[(name, p)] = 0
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return dict(self._topics)
+
+    def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
+        if name not in self._topics:
+            if not self.auto_create_topics:
+                return defer.fail(errors.UnknownTopicOrPartition(name))
+            self.add_topic(name)
+        return defer.succeed(self._topics[name])
+
+    def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]:
+        if name in self._topics:
+            return defer.fail(errors.TopicAlreadyExists(f"topic {name!r} exists"))
+        self.add_topic(name, partitions)
+        self.created.append((name, partitions))
+        return defer.succeed(None)
+
+    def delete_topic(self, name: str) -> defer.Deferred[None]:
+        self._topics.pop(name)
+        self.deleted.append(name)
+        return defer.succeed(None)
+
+    def _log(self, topic: str, partition: int) -> list[bytes]:
+        try:
+            return self.logs[(topic, partition)]
+        except KeyError:
+            raise errors.UnknownTopicOrPartition(f"{topic}/{partition}") from None
+
+    def produce_batches(
+        self, topic: str, partition: int, data: bytes, *, acks: int
+    ) -> defer.Deferred[AppendInfo]:
+        self.produce_calls.append((topic, partition, data, acks))
+        if self.produce_error is not None:
+            return defer.fail(self.produce_error)
+        try:
+            log = self._log(topic, partition)
+        except errors.BrokerError:
+            return defer.fail()
+        log.append(data)
+        info = AppendInfo(len(log) - 1, len(log) - 1, self.log_start[(topic, partition)])
+        if self.hold_produce:
+            d: defer.Deferred[AppendInfo] = defer.Deferred()
+            self.held.append(d)
+            d.addCallback(lambda _: info)
+            return d
+        return defer.succeed(info)
+
+    def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int
+    ) -> defer.Deferred[ReadResult]:
+        self.fetch_calls.append((topic, partition, offset, max_bytes))
+        try:
+            log = self._log(topic, partition)
+        except errors.BrokerError:
+            return defer.fail()
+        start = self.log_start[(topic, partition)]
+        if not start <= offset <= len(log):
+            return defer.fail(errors.OffsetOutOfRange(offset, start, len(log)))
+        # At least one whole batch, then cut at max_bytes (maybe mid-batch), like Kafka.
+        data = b"".join(log[offset:])
+        if log[offset:]:
+            data = data[: max(max_bytes, len(log[offset]))]
+        return defer.succeed(ReadResult(data, len(log), start))
+
+    def wait_for_data(
+        self,
+        positions: Sequence[tuple[str, int, int]],
+        *,
+        min_bytes: int,
+        max_wait_ms: int,
+        already: int = 0,
+    ) -> defer.Deferred[None]:
+        self.waits.append((list(positions), min_bytes, max_wait_ms, already))
+        if self.wait_error is not None:
+            return defer.fail(self.wait_error)
+
+        def cancelled(d: defer.Deferred[None]) -> None:
+            self.cancelled_waits += 1
+
+        d: defer.Deferred[None] = defer.Deferred(cancelled)
+        self.wait_deferreds.append(d)
+        return d
+
+    def list_offsets(self, topic: str, partition: int) -> defer.Deferred[tuple[int, int]]:
+        try:
+            log = self._log(topic, partition)
+        except errors.BrokerError:
+            return defer.fail()
+        return defer.succeed((self.log_start[(topic, partition)], len(log)))
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        self._log(topic, partition)
+        return defer.succeed((3, 1234) if timestamp_ms <= 1234 else None)
+
+    def init_producer_id(self) -> defer.Deferred[int]:
+        self.next_producer_id += 1
+        return defer.succeed(self.next_producer_id)
+
+
+@attrs.frozen
+class JoinResult:
+    error_code: int
+    generation_id: int
+    protocol_name: str
+    leader_id: str
+    member_id: str
+    members: list[tuple[str, str | None, bytes]] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class SyncResult:
+    error_code: int
+    assignment: bytes = b""
+
+
+class FakeCoordinator:
+    def __init__(self) -> None:
+        self.joins: list[tuple[tuple[Any, ...], dict[str, Any], defer.Deferred[Any]]] = []
+        self.join_cancels = 0
+        self.syncs: list[tuple[Any, ...]] = []
+        self.heartbeats: list[tuple[str, int, str]] = []
+        self.commits: list[tuple[str, int, str, list[Any]]] = []
+        self.committed: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+
+    def join(self, group_id: str, member_id: str, **kw: Any) -> defer.Deferred[Any]:
+        def cancelled(d: defer.Deferred[Any]) -> None:
+            self.join_cancels += 1
+
+        d: defer.Deferred[Any] = defer.Deferred(cancelled)
+        self.joins.append(((group_id, member_id), kw, d))
+        return d
+
+    def sync(
+        self, group_id: str, generation_id: int, member_id: str,
+        assignments: list[tuple[str, bytes]],
+    ) -> defer.Deferred[Any]:
+        self.syncs.append((group_id, generation_id, member_id, assignments))
+        return defer.succeed(SyncResult(0, dict(assignments).get(member_id, b"")))
+
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str) -> int:
+        self.heartbeats.append((group_id, generation_id, member_id))
+        return ErrorCode.REBALANCE_IN_PROGRESS if generation_id == 99 else 0
+
+    def leave(self, group_id: str, member_id: str) -> int:
+        return ErrorCode.UNKNOWN_MEMBER_ID if member_id == "nobody" else 0
+
+    def commit_offsets(
+        self, group_id: str, generation_id: int, member_id: str,
+        offsets: list[tuple[str, int, int, int, str | None]],
+    ) -> defer.Deferred[Any]:
+        self.commits.append((group_id, generation_id, member_id, offsets))
+        for t, p, o, e, m in offsets:
+            self.committed[(t, p)] = (o, e, m)
+        return defer.succeed({(t, p): 0 for t, p, *_ in offsets})
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]] | None
+    ) -> list[tuple[str, int, int, int, str | None, int]]:
+        keys = sorted(self.committed) if partitions is None else partitions
+        out = []
+        for t, p in keys:
+            if (t, p) in self.committed:
+                o, e, m = self.committed[(t, p)]
+                out.append((t, p, o, e, m, 0))
+            else:
+                out.append((t, p, -1, -1, "", 0))
+        return out
+
+
+# -- the harness ---------------------------------------------------------------------
+
+
+class KafkaTestCase(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.core = FakeCore()
+        self.groups = FakeCoordinator()
+        self.clock = task.Clock()
+        self.factory = KafkaFactory(
+            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            advertised_host="broker.example", advertised_port=19092, max_frame_bytes=4096,
+        )
+        self.proto, self.tr = self.connect()
+        self._correlation = 0
+        self._sent: dict[int, tuple[ApiKey, int]] = {}
+
+    def connect(self) -> tuple[KafkaProtocol, StringTransport]:
+        proto = self.factory.buildProtocol(None)
+        tr = StringTransport(peerAddress=IPv4Address("TCP", "10.1.2.3", 5555))
+        proto.makeConnection(tr)
+        return proto, tr
+
+    def frame(self, key: ApiKey, version: int, body: Any) -> bytes:
+        self._correlation += 1
+        self._sent[self._correlation] = (key, version)
+        return apis.encode_request(
+            RequestHeader(int(key), version, self._correlation, "test-client"), body
+        )
+
+    def send(self, key: ApiKey, version: int, body: Any) -> int:
+        self.proto.dataReceived(self.frame(key, version, body))
+        return self._correlation
+
+    def responses(self) -> list[tuple[int, Any]]:
+        """Decode (and clear) everything written so far."""
+        frames = codec.FrameDecoder(1 << 30).feed(self.tr.value())
+        self.tr.clear()
+        out = []
+        for payload in frames:
+            (correlation,) = struct.unpack_from(">i", payload)
+            key, version = self._sent[correlation]
+            out.append(apis.decode_response(key, version, payload))
+        return out
+
+    def one(self) -> Any:
+        got = self.responses()
+        self.assertEqual(len(got), 1, got)
+        return got[0][1]
+
+    def produce(
+        self, topic: str, partition: int, data: bytes | None, *, acks: int = 1,
+        version: int = 8, transactional_id: str | None = None, timeout_ms: int = 30000,
+    ) -> int:
+        return self.send(ApiKey.PRODUCE, version, apis.ProduceRequest(
+            transactional_id=transactional_id, acks=acks, timeout_ms=timeout_ms,
+            topic_data=(apis.ProduceTopicData(name=topic, partition_data=(
+                apis.ProducePartitionData(index=partition, records=data),)),),
+        ))
+
+    def fetch_request(
+        self, parts: list[tuple[str, int, int, int]], *, max_wait: int = 0, min_bytes: int = 1,
+        max_bytes: int = 1 << 20, isolation: int = 0,
+    ) -> apis.FetchRequest:
+        topics: dict[str, list[apis.FetchPartition]] = {}
+        for topic, partition, offset, pmax in parts:
+            topics.setdefault(topic, []).append(apis.FetchPartition(
+                partition=partition, fetch_offset=offset, partition_max_bytes=pmax))
+        return apis.FetchRequest(
+            max_wait_ms=max_wait, min_bytes=min_bytes, max_bytes=max_bytes,
+            isolation_level=isolation,
+            topics=tuple(apis.FetchTopic(topic=t, partitions=tuple(ps))
+                         for t, ps in topics.items()),
+        )
+
+
+# -- connection-level behaviour ------------------------------------------------------
+
+
+class ConnectionTests(KafkaTestCase):
+    def test_api_versions_lists_the_supported_ranges(self) -> None:
+        self.send(ApiKey.API_VERSIONS, 2, apis.ApiVersionsRequest())
+        resp = self.one()
+        self.assertEqual(resp.error_code, 0)
+        got = {r.api_key: (r.min_version, r.max_version) for r in resp.api_keys}
+        self.assertEqual(got, {int(k): v for k, v in apis.SUPPORTED_VERSIONS.items()})
+
+    def test_api_versions_v3_gets_the_v0_fallback_and_stays_open(self) -> None:
+        flexible = (struct.pack(">hhi", 18, 3, 77) + b"\x00\x07rdkafka\x00"
+                    + b"\x0alibrdkafka\x062.0.2\x00")
+        self.proto.dataReceived(codec.frame(flexible))
+        self.assertEqual(
+            self.tr.value(),
+            struct.pack(">iihi", 16, 77, 35, 1) + struct.pack(">hhh", 18, 0, 2),
+        )
+        self.tr.clear()
+        self.assertFalse(self.tr.disconnecting)
+        self.send(ApiKey.API_VERSIONS, 0, apis.ApiVersionsRequest())
+        self.assertEqual(self.one().error_code, 0)
+
+    def test_responses_stay_in_order_when_a_later_request_could_finish_first(self) -> None:
+        self.core.add_topic("t")
+        self.core.hold_produce = True
+        first = self.produce("t", 0, batch())
+        second = self.send(ApiKey.METADATA, 8, apis.MetadataRequest(topics=None))
+        self.assertEqual(self.tr.value(), b"")  # metadata is ready but must wait
+        self.core.held[0].callback(None)
+        got = self.responses()
+        self.assertEqual([c for c, _ in got], [first, second])
+        self.assertEqual(got[0][1].responses[0].partition_responses[0].base_offset, 0)
+
+    def test_one_request_in_flight(self) -> None:
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
+        self.send(ApiKey.HEARTBEAT, 3, apis.HeartbeatRequest(
+            group_id="g", generation_id=1, member_id="m"))
+        self.assertEqual(self.groups.heartbeats, [])  # not even dispatched yet
+        self.groups.joins[0][2].callback(JoinResult(0, 1, "range", "m", "m", []))
+        got = self.responses()
+        self.assertEqual([type(b).__name__ for _, b in got],
+                         ["JoinGroupResponse", "HeartbeatResponse"])
+        self.assertEqual(self.groups.heartbeats, [("g", 1, "m")])
+
+    def test_pipelined_requests_in_one_chunk(self) -> None:
+        data = b"".join(
+            self.frame(ApiKey.HEARTBEAT, 0, apis.HeartbeatRequest(
+                group_id="g", generation_id=i, member_id="m"))
+            for i in range(200)
+        )
+        self.proto.dataReceived(data)
+        got = self.responses()
+        self.assertEqual([c for c, _ in got], list(range(1, 201)))
+
+    def test_unknown_api_key_closes_the_connection(self) -> None:
+        payload = struct.pack(">hhi", 17, 1, 5) + b"\x00\x01x"  # SaslHandshake
+        self.proto.dataReceived(codec.frame(payload))
+        self.assertEqual(self.tr.value(), b"")
+        self.assertTrue(self.tr.disconnecting)
+
+    def test_unsupported_version_closes_the_connection(self) -> None:
+        payload = struct.pack(">hhi", int(ApiKey.FETCH), 12, 5) + b"\x00\x00"
+        self.proto.dataReceived(codec.frame(payload))
+        self.assertEqual(self.tr.value(), b"")
+        self.assertTrue(self.tr.disconnecting)
+
+    def test_malformed_body_closes_the_connection(self) -> None:
+        payload = struct.pack(">hhi", int(ApiKey.HEARTBEAT), 0, 5) + b"\x00\x00\x00\x01g"
+        self.proto.dataReceived(codec.frame(payload))
+        self.assertTrue(self.tr.disconnecting)
+        # Nothing after it is served.
+        self.send(ApiKey.API_VERSIONS, 0, apis.ApiVersionsRequest())
+        self.assertEqual(self.tr.value(), b"")
+
+    def test_oversized_frame_refused_from_its_size_alone(self) -> None:
+        self.proto.dataReceived(struct.pack(">i", 4097))
+        self.assertTrue(self.tr.disconnected)  # aborted before any payload arrives
+
+    def test_negative_frame_size_refused(self) -> None:
+        self.proto.dataReceived(struct.pack(">i", -5))
+        self.assertTrue(self.tr.disconnected)
+
+    def test_registers_as_streaming_producer(self) -> None:
+        self.assertIs(self.tr.producer, self.proto)
+        self.assertTrue(self.tr.streaming)
+
+    def test_write_side_backpressure_holds_requests(self) -> None:
+        self.proto.pauseProducing()  # the client stopped reading our responses
+        self.assertEqual(self.tr.producerState, "paused")
+        self.send(ApiKey.API_VERSIONS, 0, apis.ApiVersionsRequest())
+        self.assertEqual(self.tr.value(), b"")
+        self.proto.resumeProducing()
+        self.assertEqual(self.tr.producerState, "producing")
+        self.assertEqual(self.one().error_code, 0)
+
+    def test_reading_pauses_once_enough_is_pipelined_behind_a_busy_request(self) -> None:
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
+        self.assertEqual(self.tr.producerState, "producing")  # still reads (disconnects)
+        body = apis.HeartbeatRequest(group_id="g" * 1000, generation_id=1, member_id="m")
+        sent = 0
+        while self.tr.producerState == "producing":
+            self.send(ApiKey.HEARTBEAT, 0, body)
+            sent += 1
+        size = len(self.frame(ApiKey.HEARTBEAT, 0, body))
+        self.assertEqual(sent, -(-PIPELINE_READ_BYTES // size))  # paused at the threshold
+        self.groups.joins[0][2].callback(JoinResult(0, 1, "range", "m", "m", []))
+        self.assertEqual(self.tr.producerState, "producing")
+        self.assertEqual(len(self.responses()), 1 + len(self.groups.heartbeats))
+
+    def test_held_join_is_cancelled_on_disconnect(self) -> None:
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
+        self.proto.connectionLost(Failure(ConnectionError("gone")))
+        self.assertEqual(self.groups.join_cancels, 1)
+        self.assertEqual(self.tr.value(), b"")
+
+    def test_idle_connection_is_closed(self) -> None:
+        self.clock.advance(599)
+        self.send(ApiKey.API_VERSIONS, 0, apis.ApiVersionsRequest())
+        self.clock.advance(599)
+        self.assertFalse(self.tr.disconnecting)
+        self.clock.advance(2)
+        self.assertTrue(self.tr.disconnecting)
+
+    def test_parked_request_is_not_idle(self) -> None:
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
+        self.clock.advance(1000)
+        self.assertFalse(self.tr.disconnecting)
+
+    def test_incomplete_frame_times_out(self) -> None:
+        self.proto.dataReceived(struct.pack(">i", 100) + b"abc")
+        self.clock.advance(61)
+        self.assertTrue(self.tr.disconnected)
+
+    def test_client_host_reaches_the_coordinator(self) -> None:
+        self.send(ApiKey.JOIN_GROUP, 3, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=60000,
+            member_id="", protocol_type="consumer",
+            protocols=(apis.JoinGroupProtocol(name="range", metadata=b"M"),)))
+        (args, kw, _) = self.groups.joins[0]
+        self.assertEqual(args, ("g", ""))
+        self.assertEqual(kw["client_host"], "/10.1.2.3")
+        self.assertEqual(kw["client_id"], "test-client")
+        self.assertEqual(kw["rebalance_timeout_ms"], 60000)
+        self.assertEqual(kw["protocols"], [("range", b"M")])
+        self.assertFalse(kw["require_known_member_id"])
+
+
+# -- Metadata / FindCoordinator ------------------------------------------------------
+
+
+class MetadataTests(KafkaTestCase):
+    def test_all_topics_with_advertised_address_set_after_construction(self) -> None:
+        self.core.add_topic("b", 2)
+        self.core.add_topic("a")
+        self.factory.advertised_host = "10.0.0.9"
+        self.factory.advertised_port = 45678
+        self.send(ApiKey.METADATA, 8, apis.MetadataRequest(topics=None))
+        resp = self.one()
+        self.assertEqual(resp.brokers, (apis.MetadataBroker(
+            node_id=0, host="10.0.0.9", port=45678, rack=None),))
+        self.assertEqual(resp.controller_id, 0)
+        self.assertIsNotNone(resp.cluster_id)
+        self.assertEqual([t.name for t in resp.topics], ["a", "b"])
+        p1 = resp.topics[1].partitions[1]
+        self.assertEqual((p1.partition_index, p1.leader_id, p1.leader_epoch, p1.replica_nodes,
+                          p1.isr_nodes), (1, 0, 0, (0,), (0,)))
+
+    def test_v0_empty_list_means_all_but_v1_means_none(self) -> None:
+        self.core.add_topic("a")
+        self.send(ApiKey.METADATA, 0, apis.MetadataRequest(topics=()))
+        self.assertEqual([t.name for t in self.one().topics], ["a"])
+        self.send(ApiKey.METADATA, 1, apis.MetadataRequest(topics=()))
+        self.assertEqual(self.one().topics, ())
+
+    def test_auto_create(self) -> None:
+        self.send(ApiKey.METADATA, 8, apis.MetadataRequest(
+            topics=(apis.MetadataRequestTopic(name="new"),), allow_auto_topic_creation=True))
+        topic = self.one().topics[0]
+        self.assertEqual((topic.error_code, topic.name, len(topic.partitions)), (0, "new", 1))
+        self.assertIn("new", self.core.topics())
+
+    def test_no_auto_create_when_the_client_says_no(self) -> None:
+        self.send(ApiKey.METADATA, 4, apis.MetadataRequest(
+            topics=(apis.MetadataRequestTopic(name="new"),), allow_auto_topic_creation=False))
+        self.assertEqual(self.one().topics[0].error_code, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        self.assertNotIn("new", self.core.topics())
+
+    def test_no_auto_create_when_the_broker_says_no(self) -> None:
+        self.core.auto_create_topics = False
+        self.send(ApiKey.METADATA, 1, apis.MetadataRequest(
+            topics=(apis.MetadataRequestTopic(name="new"),)))
+        self.assertEqual(self.one().topics[0].error_code, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    def test_invalid_topic_name(self) -> None:
+        self.send(ApiKey.METADATA, 5, apis.MetadataRequest(
+            topics=(apis.MetadataRequestTopic(name="bad/name"),)))
+        self.assertEqual(self.one().topics[0].error_code, ErrorCode.INVALID_TOPIC_EXCEPTION)
+
+    def test_find_coordinator_is_this_broker(self) -> None:
+        self.factory.advertised_port = 1234
+        self.send(ApiKey.FIND_COORDINATOR, 2, apis.FindCoordinatorRequest(key="g", key_type=0))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.node_id, resp.host, resp.port),
+                         (0, 0, "broker.example", 1234))
+
+
+# -- Produce -------------------------------------------------------------------------
+
+
+class ProduceTests(KafkaTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.core.add_topic("t", 2)
+
+    def partition(self) -> apis.ProducePartitionResponse:
+        resp: apis.ProduceResponse = self.one()
+        part: apis.ProducePartitionResponse = resp.responses[0].partition_responses[0]
+        return part
+
+    def test_stores_the_client_batch_as_it_arrived(self) -> None:
+        data = batch(200, codec_id=3)
+        self.produce("t", 1, data, acks=-1)
+        part = self.partition()
+        self.assertEqual((part.error_code, part.base_offset, part.log_start_offset), (0, 0, 0))
+        self.assertEqual(self.core.produce_calls, [("t", 1, data, -1)])
+
+    def test_acks_zero_gets_no_response_at_all(self) -> None:
+        self.produce("t", 0, batch(), acks=0)
+        self.assertEqual(self.tr.value(), b"")
+        self.assertEqual(len(self.core.logs[("t", 0)]), 1)
+        # The next request's response is the first thing on the wire.
+        corr = self.send(ApiKey.API_VERSIONS, 0, apis.ApiVersionsRequest())
+        self.assertEqual([c for c, _ in self.responses()], [corr])
+        self.assertFalse(self.tr.disconnecting)
+
+    def test_acks_zero_failure_closes_the_connection(self) -> None:
+        self.produce("nope", 0, batch(), acks=0)
+        self.assertEqual(self.tr.value(), b"")
+        self.assertTrue(self.tr.disconnecting)
+
+    def test_invalid_acks(self) -> None:
+        self.produce("t", 0, batch(), acks=2)
+        self.assertEqual(self.partition().error_code, ErrorCode.INVALID_REQUIRED_ACKS)
+        self.assertEqual(self.core.produce_calls, [])
+
+    def test_zstd_needs_produce_v7(self) -> None:
+        self.produce("t", 0, batch(codec_id=4), version=6)
+        self.assertEqual(self.partition().error_code, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+        self.produce("t", 0, batch(codec_id=4), version=7)
+        self.assertEqual(self.partition().error_code, 0)
+
+    def test_transactional_produce_refused(self) -> None:
+        self.produce("t", 0, batch(), transactional_id="tx")
+        self.assertEqual(self.partition().error_code,
+                         ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+
+    def test_old_message_format_versions_refused(self) -> None:
+        self.produce("t", 0, batch(), version=2)
+        self.assertEqual(self.partition().error_code, ErrorCode.UNSUPPORTED_VERSION)
+
+    def test_null_records(self) -> None:
+        self.produce("t", 0, None)
+        self.assertEqual(self.partition().error_code, ErrorCode.CORRUPT_MESSAGE)
+
+    def test_core_errors_become_codes(self) -> None:
+        self.core.produce_error = errors.CorruptBatch("bad CRC")
+        self.produce("t", 0, batch())
+        part = self.partition()
+        self.assertEqual((part.error_code, part.base_offset, part.error_message),
+                         (ErrorCode.CORRUPT_MESSAGE, -1, "bad CRC"))
+        self.core.produce_error = errors.OutOfOrderSequence("gap")
+        self.produce("t", 0, batch())
+        self.assertEqual(self.partition().error_code, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+
+    def test_unexpected_core_failure_is_logged_and_answered(self) -> None:
+        self.core.produce_error = RuntimeError("bug")
+        self.produce("t", 0, batch())
+        self.assertEqual(self.partition().error_code, ErrorCode.UNKNOWN_SERVER_ERROR)
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+
+    def test_unknown_partition(self) -> None:
+        self.produce("t", 5, batch())
+        self.assertEqual(self.partition().error_code, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    def test_acks_all_times_out_if_not_durable_in_time(self) -> None:
+        self.core.hold_produce = True
+        self.produce("t", 0, batch(), acks=-1, timeout_ms=1500)
+        self.clock.advance(1.4)
+        self.assertEqual(self.tr.value(), b"")
+        self.clock.advance(0.2)
+        self.assertEqual(self.partition().error_code, ErrorCode.REQUEST_TIMED_OUT)
+        self.core.held[0].callback(None)  # the late result is dropped quietly
+        self.assertEqual(self.tr.value(), b"")
+
+    def test_many_partitions_in_one_request(self) -> None:
+        self.core.add_topic("u", 1)
+        self.send(ApiKey.PRODUCE, 8, apis.ProduceRequest(acks=1, timeout_ms=100, topic_data=(
+            apis.ProduceTopicData(name="t", partition_data=(
+                apis.ProducePartitionData(index=0, records=batch()),
+                apis.ProducePartitionData(index=1, records=batch()),
+            )),
+            apis.ProduceTopicData(name="u", partition_data=(
+                apis.ProducePartitionData(index=0, records=batch()),
+            )),
+        )))
+        resp = self.one()
+        self.assertEqual([(t.name, [p.index for p in t.partition_responses])
+                          for t in resp.responses], [("t", [0, 1]), ("u", [0])])
+
+    def test_batch_codecs_reads_each_header(self) -> None:
+        data = batch(80, codec_id=1) + batch(100, codec_id=4) + b"\x00" * 5
+        self.assertEqual(batch_codecs(data), [1, 4])
+
+
+# -- Fetch ---------------------------------------------------------------------------
+
+
+class FetchTests(KafkaTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.core.add_topic("t", 3)
+
+    def test_reads_raw_bytes_with_truthful_offsets(self) -> None:
+        self.core.logs[("t", 0)] = [batch(100), batch(100)]
+        self.core.log_start[("t", 0)] = 0
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 1, 1000)]))
+        part = self.one().responses[0].partitions[0]
+        self.assertEqual((part.error_code, part.high_watermark, part.last_stable_offset,
+                          part.log_start_offset, part.preferred_read_replica),
+                         (0, 2, 2, 0, -1))
+        self.assertEqual(part.records, batch(100))
+        self.assertIsNone(part.aborted_transactions)
+
+    def test_read_committed_gets_an_empty_aborted_list(self) -> None:
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], isolation=1))
+        self.assertEqual(self.one().responses[0].partitions[0].aborted_transactions, ())
+
+    def test_offset_out_of_range_answers_at_once(self) -> None:
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 5, 1000)], max_wait=500))
+        part = self.one().responses[0].partitions[0]
+        self.assertEqual((part.error_code, part.high_watermark, part.records),
+                         (ErrorCode.OFFSET_OUT_OF_RANGE, -1, b""))
+        self.assertEqual(self.core.waits, [])
+
+    def test_unknown_topic(self) -> None:
+        self.send(ApiKey.FETCH, 4, self.fetch_request([("nope", 0, 0, 1000)]))
+        self.assertEqual(self.one().responses[0].partitions[0].error_code,
+                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    def test_max_bytes_first_partition_whole_batch_then_partial_then_offsets_only(self) -> None:
+        self.core.logs[("t", 0)] = [batch(300)]
+        self.core.logs[("t", 1)] = [batch(300)]
+        self.core.logs[("t", 2)] = [batch(300)]
+        req = self.fetch_request(
+            [("t", 0, 0, 100), ("t", 1, 0, 1000), ("t", 2, 0, 1000)], max_bytes=400)
+        self.send(ApiKey.FETCH, 11, req)
+        p0, p1, p2 = self.one().responses[0].partitions
+        self.assertEqual(p0.records, batch(300))       # beyond both limits: one whole batch
+        self.assertEqual(p1.records, batch(300)[:100])  # cut at the response limit
+        self.assertEqual((p2.records, p2.high_watermark, p2.error_code), (b"", 1, 0))
+
+    def test_partition_limit_with_several_batches(self) -> None:
+        self.core.logs[("t", 0)] = [batch(100)] * 5
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 250)]))
+        self.assertEqual(len(self.one().responses[0].partitions[0].records), 250)
+
+    def test_long_poll_waits_across_all_partitions(self) -> None:
+        req = self.fetch_request([("t", 0, 0, 1000), ("t", 1, 0, 1000)], max_wait=500,
+                                 min_bytes=10)
+        self.send(ApiKey.FETCH, 11, req)
+        self.assertEqual(self.tr.value(), b"")
+        self.assertEqual(self.core.waits, [([("t", 0, 0), ("t", 1, 0)], 10, 500, 0)])
+        self.core.logs[("t", 1)].append(batch(100))
+        self.core.wait_deferreds[0].callback(None)
+        p0, p1 = self.one().responses[0].partitions
+        self.assertEqual((p0.records, p1.records), (b"", batch(100)))
+
+    def test_long_poll_counts_bytes_already_there(self) -> None:
+        self.core.logs[("t", 0)] = [batch(100)]
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], max_wait=500,
+                                                       min_bytes=1000))
+        self.assertEqual(self.core.waits[0][3], 100)
+
+    def test_enough_data_answers_without_waiting(self) -> None:
+        self.core.logs[("t", 0)] = [batch(100)]
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], max_wait=500))
+        self.assertEqual(self.one().responses[0].partitions[0].records, batch(100))
+        self.assertEqual(self.core.waits, [])
+
+    def test_long_poll_cancelled_on_disconnect(self) -> None:
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], max_wait=500))
+        self.assertEqual(len(self.core.wait_deferreds), 1)
+        self.proto.connectionLost(Failure(ConnectionError("gone")))
+        self.assertEqual(self.core.cancelled_waits, 1)
+        self.assertEqual(self.tr.value(), b"")
+        self.assertEqual(len(self.core.fetch_calls), 1)  # no second read after cancel
+
+    def test_too_many_waiters_answers_now(self) -> None:
+        self.core.wait_error = errors.TooManyWaiters("busy")
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], max_wait=500))
+        self.assertEqual(self.one().responses[0].partitions[0].records, b"")
+
+
+# -- ListOffsets ---------------------------------------------------------------------
+
+
+class ListOffsetsTests(KafkaTestCase):
+    def test_earliest_latest_and_timestamp(self) -> None:
+        self.core.add_topic("t")
+        self.core.logs[("t", 0)] = [batch()] * 7
+        self.core.log_start[("t", 0)] = 2
+        parts = tuple(apis.ListOffsetsPartition(partition_index=0, timestamp=ts)
+                      for ts in (-2, -1, 1000, 99999))
+        self.send(ApiKey.LIST_OFFSETS, 5, apis.ListOffsetsRequest(
+            topics=(apis.ListOffsetsTopic(name="t", partitions=parts),
+                    apis.ListOffsetsTopic(name="nope", partitions=parts[:1]))))
+        resp = self.one()
+        got = [(p.error_code, p.offset, p.timestamp, p.leader_epoch)
+               for p in resp.topics[0].partitions]
+        self.assertEqual(got, [(0, 2, -1, 0), (0, 7, -1, 0), (0, 3, 1234, 0),
+                               (0, -1, -1, 0)])
+        self.assertEqual(resp.topics[1].partitions[0].error_code,
+                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+# -- groups --------------------------------------------------------------------------
+
+
+class GroupTests(KafkaTestCase):
+    def test_join_v5_requires_known_member_id_and_passes_members(self) -> None:
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=-1, member_id="",
+            group_instance_id="inst", protocol_type="consumer"))
+        (_, kw, d) = self.groups.joins[0]
+        self.assertTrue(kw["require_known_member_id"])
+        self.assertEqual(kw["group_instance_id"], "inst")
+        d.callback(JoinResult(0, 3, "range", "m1", "m1", [("m1", "inst", b"meta")]))
+        resp = self.one()
+        self.assertEqual((resp.generation_id, resp.leader, resp.member_id), (3, "m1", "m1"))
+        self.assertEqual(resp.members, (apis.JoinGroupMember(
+            member_id="m1", group_instance_id="inst", metadata=b"meta"),))
+
+    def test_join_v0_uses_session_timeout_for_rebalance(self) -> None:
+        self.send(ApiKey.JOIN_GROUP, 0, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=7000, member_id="", protocol_type="consumer"))
+        self.assertEqual(self.groups.joins[0][1]["rebalance_timeout_ms"], 7000)
+
+    def test_sync_heartbeat_leave(self) -> None:
+        self.send(ApiKey.SYNC_GROUP, 3, apis.SyncGroupRequest(
+            group_id="g", generation_id=1, member_id="m",
+            assignments=(apis.SyncGroupAssignment(member_id="m", assignment=b"A"),)))
+        self.assertEqual(self.one().assignment, b"A")
+        self.send(ApiKey.HEARTBEAT, 1, apis.HeartbeatRequest(
+            group_id="g", generation_id=99, member_id="m"))
+        self.assertEqual(self.one().error_code, ErrorCode.REBALANCE_IN_PROGRESS)
+        self.send(ApiKey.LEAVE_GROUP, 1, apis.LeaveGroupRequest(group_id="g", member_id="nobody"))
+        self.assertEqual(self.one().error_code, ErrorCode.UNKNOWN_MEMBER_ID)
+
+    def test_offset_commit_and_fetch(self) -> None:
+        self.core.add_topic("t", 2)
+        self.send(ApiKey.OFFSET_COMMIT, 7, apis.OffsetCommitRequest(
+            group_id="g", generation_id=1, member_id="m", topics=(
+                apis.OffsetCommitTopic(name="t", partitions=(
+                    apis.OffsetCommitPartition(partition_index=0, committed_offset=5,
+                                               committed_leader_epoch=0,
+                                               committed_metadata="md"),
+                    apis.OffsetCommitPartition(partition_index=9, committed_offset=1),
+                )),
+                apis.OffsetCommitTopic(name="nope", partitions=(
+                    apis.OffsetCommitPartition(partition_index=0, committed_offset=1),)),
+            )))
+        resp = self.one()
+        self.assertEqual(
+            [[p.error_code for p in t.partitions] for t in resp.topics],
+            [[0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION], [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]],
+        )
+        self.assertEqual(self.groups.commits,
+                         [("g", 1, "m", [("t", 0, 5, 0, "md")])])
+        self.send(ApiKey.OFFSET_FETCH, 5, apis.OffsetFetchRequest(group_id="g", topics=(
+            apis.OffsetFetchTopic(name="t", partition_indexes=(0, 1)),)))
+        parts = self.one().topics[0].partitions
+        self.assertEqual([(p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                           p.metadata) for p in parts], [(0, 5, 0, "md"), (1, -1, -1, "")])
+        self.send(ApiKey.OFFSET_FETCH, 2, apis.OffsetFetchRequest(group_id="g", topics=None))
+        resp = self.one()
+        self.assertEqual([(t.name, [p.partition_index for p in t.partitions])
+                          for t in resp.topics], [("t", [0])])
+
+
+# -- admin ---------------------------------------------------------------------------
+
+
+class AdminTests(KafkaTestCase):
+    def create(self, *topics: apis.CreatableTopic, validate_only: bool = False) -> list[Any]:
+        self.send(ApiKey.CREATE_TOPICS, 4, apis.CreateTopicsRequest(
+            topics=topics, validate_only=validate_only))
+        return [(r.name, r.error_code) for r in self.one().topics]
+
+    def test_create_topics(self) -> None:
+        self.core.add_topic("exists")
+        got = self.create(
+            apis.CreatableTopic(name="a", num_partitions=3, replication_factor=1),
+            apis.CreatableTopic(name="b", num_partitions=-1, replication_factor=-1),
+            apis.CreatableTopic(name="exists", num_partitions=1, replication_factor=1),
+            apis.CreatableTopic(name="c", num_partitions=1, replication_factor=3),
+            apis.CreatableTopic(name="bad name", num_partitions=1, replication_factor=1),
+            apis.CreatableTopic(name="d", num_partitions=0, replication_factor=1),
+            apis.CreatableTopic(name="e", num_partitions=1, replication_factor=1, configs=(
+                apis.CreatableTopicConfig(name="retention.ms", value="1"),)),
+            apis.CreatableTopic(name="f", assignments=(
+                apis.CreatableReplicaAssignment(partition_index=0, broker_ids=(0,)),
+                apis.CreatableReplicaAssignment(partition_index=1, broker_ids=(0,)))),
+            apis.CreatableTopic(name="g", assignments=(
+                apis.CreatableReplicaAssignment(partition_index=0, broker_ids=(5,)),)),
+        )
+        self.assertEqual(got, [
+            ("a", 0), ("b", 0), ("exists", ErrorCode.TOPIC_ALREADY_EXISTS),
+            ("c", ErrorCode.INVALID_REPLICATION_FACTOR),
+            ("bad name", ErrorCode.INVALID_TOPIC_EXCEPTION),
+            ("d", ErrorCode.INVALID_PARTITIONS), ("e", ErrorCode.INVALID_CONFIG), ("f", 0),
+            ("g", ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+        ])
+        self.assertEqual(self.core.created, [("a", 3), ("b", 1), ("f", 2)])
+
+    def test_duplicate_names_and_validate_only(self) -> None:
+        got = self.create(
+            apis.CreatableTopic(name="x", num_partitions=1, replication_factor=1),
+            apis.CreatableTopic(name="x", num_partitions=1, replication_factor=1),
+            apis.CreatableTopic(name="y", num_partitions=1, replication_factor=1),
+            validate_only=True,
+        )
+        self.assertEqual(got, [("x", ErrorCode.INVALID_REQUEST),
+                               ("x", ErrorCode.INVALID_REQUEST), ("y", 0)])
+        self.assertEqual(self.core.created, [])
+
+    def test_delete_topics(self) -> None:
+        self.core.add_topic("a")
+        self.send(ApiKey.DELETE_TOPICS, 3, apis.DeleteTopicsRequest(topic_names=("a", "b")))
+        self.assertEqual([(r.name, r.error_code) for r in self.one().responses],
+                         [("a", 0), ("b", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])
+        self.assertEqual(self.core.deleted, ["a"])
+
+    def test_init_producer_id(self) -> None:
+        self.send(ApiKey.INIT_PRODUCER_ID, 1, apis.InitProducerIdRequest(transactional_id=None))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.producer_id, resp.producer_epoch), (0, 1001, 0))
+        self.send(ApiKey.INIT_PRODUCER_ID, 0, apis.InitProducerIdRequest(transactional_id="tx"))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.producer_id),
+                         (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1))
