@@ -24,6 +24,7 @@ import enum
 import struct
 from collections import deque
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import attrs
 
@@ -866,8 +867,8 @@ class ResponseDecoder:
     def __init__(self) -> None:
         self._buf = bytearray()
         self._expected: deque[int] = deque()
-        # Scan of the current response's records: (records left, end position so far).
-        self._scan: tuple[int, int] | None = None
+        # The current response's items decoded so far: (items left, position, items).
+        self._partial: tuple[int, int, list[Any]] | None = None
 
     @property
     def pending(self) -> int:
@@ -894,7 +895,7 @@ class ResponseDecoder:
             response, used = result
             del self._buf[:used]
             self._expected.popleft()
-            self._scan = None
+            self._partial = None
             out.append(response)
         if self._buf and not self._expected:
             raise MalformedResponse(f"{len(self._buf)} unexpected bytes from the server")
@@ -951,76 +952,70 @@ class ResponseDecoder:
         _, _high, count = _OK_U64_U32.unpack_from(buf)
         return self._records(count, _OK_U64_U32.size, with_offsets=True)
 
-    def _scan_items(
-        self,
-        count: int,
-        start: int,
-        head: int,
-        length_at: int,
-        length_struct: struct.Struct,
-        trailer: int,
-    ) -> int | None:
-        """Find where ``count`` length-prefixed items starting at ``start`` end, resuming
-        the previous scan; None while incomplete. Item = ``head`` bytes (holding the
-        length at ``length_at``), then that many bytes, then ``trailer`` bytes."""
-        left, pos = self._scan if self._scan is not None else (count, start)
-        buf = self._buf
-        end = len(buf)
-        unpack = length_struct.unpack_from
-        while left:
-            if end - pos < head:
-                break
-            (length,) = unpack(buf, pos + length_at)
-            item_end = pos + head + length + trailer
-            if item_end > end:
-                break
-            pos = item_end
-            left -= 1
-        self._scan = (left, pos)
-        return pos if left == 0 else None
+    def _resume(self, count: int, start: int) -> tuple[int, int, list[Any]]:
+        """Where the current response's items stand: (items left, position, items)."""
+        if self._partial is None:
+            return count, start, []
+        return self._partial
 
     def _records(
         self, count: int, start: int, *, with_offsets: bool
     ) -> tuple[Response, int] | None:
-        head = _OFFSET_SIZE.size if with_offsets else 4
-        end = self._scan_items(count, start, head, head - 4, _U32, 0)
-        if end is None:
-            return None
+        # Items are decoded as they arrive and kept between feeds, so a large response
+        # arriving in many chunks is parsed once, not rescanned.
+        left, pos, items = self._resume(count, start)
         buf = self._buf
-        pos = start
+        end = len(buf)
         with memoryview(buf) as view:
-            if not with_offsets:
-                values = []
-                for _ in range(count):
-                    (size,) = _U32.unpack_from(buf, pos)
-                    values.append(bytes(view[pos + 4 : pos + 4 + size]))
-                    pos += 4 + size
-                return FetchResponse(tuple(values)), end
-            records = []
-            for _ in range(count):
-                offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
-                records.append(FetchedRecord(offset, bytes(view[pos + 12 : pos + 12 + size])))
-                pos += 12 + size
-        (high,) = _U64.unpack_from(buf, 2)
-        return LongPollFetchResponse(high, tuple(records)), end
+            if with_offsets:
+                unpack_record = _OFFSET_SIZE.unpack_from
+                while left and end - pos >= 12:
+                    offset, size = unpack_record(buf, pos)
+                    stop = pos + 12 + size
+                    if stop > end:
+                        break
+                    items.append(FetchedRecord(offset, view[pos + 12 : stop].tobytes()))
+                    pos = stop
+                    left -= 1
+            else:
+                unpack_size = _U32.unpack_from
+                while left and end - pos >= 4:
+                    (size,) = unpack_size(buf, pos)
+                    stop = pos + 4 + size
+                    if stop > end:
+                        break
+                    items.append(view[pos + 4 : stop].tobytes())
+                    pos = stop
+                    left -= 1
+        if left:
+            self._partial = (left, pos, items)
+            return None
+        if with_offsets:
+            (high,) = _U64.unpack_from(buf, 2)
+            return LongPollFetchResponse(high, tuple(items)), pos
+        return FetchResponse(tuple(items)), pos
 
     def _topics(self, count: int, start: int) -> tuple[Response, int] | None:
-        end = self._scan_items(count, start, 2, 0, _U16, 4)
-        if end is None:
-            return None
+        left, pos, items = self._resume(count, start)
         buf = self._buf
-        pos = start
-        topics = []
-        for _ in range(count):
+        end = len(buf)
+        while left and end - pos >= 2:
             (length,) = _U16.unpack_from(buf, pos)
+            stop = pos + 2 + length + 4
+            if stop > end:
+                break
             try:
-                name = bytes(buf[pos + 2 : pos + 2 + length]).decode("utf-8")
+                name = bytes(buf[pos + 2 : stop - 4]).decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise MalformedResponse("topic name is not valid UTF-8") from exc
-            (partitions,) = _U32.unpack_from(buf, pos + 2 + length)
-            topics.append(TopicEntry(name, partitions))
-            pos += 6 + length
-        return ListTopicsResponse(tuple(topics)), end
+            (partitions,) = _U32.unpack_from(buf, stop - 4)
+            items.append(TopicEntry(name, partitions))
+            pos = stop
+            left -= 1
+        if left:
+            self._partial = (left, pos, items)
+            return None
+        return ListTopicsResponse(tuple(items)), pos
 
 
 def decode_response(request_type: int, data: bytes) -> Response:
