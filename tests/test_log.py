@@ -1,0 +1,438 @@
+"""PartitionLog: append, roll, lookup, reads, visibility, retention, disk errors."""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brokerd.errors import OffsetOutOfRange, StorageError, UnknownTopicOrPartition
+from brokerd.storage.batch import (
+    Compression,
+    decode_records,
+    encode_batch,
+    parse_batches,
+    scan_batches,
+)
+from brokerd.storage.log import LogConfig, PartitionLog
+
+BIG = 1 << 20
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def open_log(path: Path, clock: Any = time.time, **config: Any) -> PartitionLog:
+    return PartitionLog.open(str(path), LogConfig(**config), recovery_point=None, clock=clock)
+
+
+def fill(
+    plog: PartitionLog, batches: int, *, seed: int = 1, ts: int = 1000
+) -> dict[int, bytes | None]:
+    """Append ``batches`` batches of 1-5 values; returns offset -> value."""
+    rng = random.Random(seed)
+    expected: dict[int, bytes | None] = {}
+    for i in range(batches):
+        values = [
+            None if rng.random() < 0.05 else b"v%d-%d-" % (i, j) + b"x" * rng.randrange(40)
+            for j in range(rng.randint(1, 5))
+        ]
+        info = plog.append_values(values, timestamp_ms=ts + i)
+        for j, value in enumerate(values):
+            expected[info.base_offset + j] = value
+    plog.publish()
+    return expected
+
+
+def test_roll_and_lookup_every_offset(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=700, index_interval_bytes=100)
+    expected = fill(plog, 300)
+    assert plog.log_end_offset == plog.high_watermark == len(expected)
+    names = sorted(os.listdir(tmp_path / "t-0"))
+    logs = [n for n in names if n.endswith(".log")]
+    assert len(logs) > 20
+    assert all(len(n) == 24 and n[:20].isdigit() for n in logs)
+    assert [int(n[:20]) for n in logs] == list(plog.segment_bases)
+    for offset, value in expected.items():
+        result = plog.read_records(offset, 1)
+        assert result.records[0].offset == offset
+        assert result.records[0].value == value
+        raw = plog.read(offset, 1).data
+        headers = scan_batches(raw).batches
+        assert headers, offset
+        first = headers[0][1]
+        assert first.base_offset <= offset <= first.last_offset
+        # Raw bytes are exactly what read_records decodes.
+        decoded = decode_records(raw, max_uncompressed=BIG)
+        assert any(r.offset == offset and r.value == value for r in decoded)
+    plog.close()
+
+
+def test_read_returns_whole_batch_then_cuts(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    sizes = []
+    for i in range(5):
+        info = plog.append_values([b"%d" % i * 300], timestamp_ms=1)
+        assert info.base_offset == i
+        sizes.append(len(encode_batch([b"%d" % i * 300], timestamp_ms=1)))
+    plog.publish()
+    # max_bytes smaller than one batch: still one whole batch.
+    data = plog.read(0, 10).data
+    assert len(data) == sizes[0]
+    # A limit in the middle of the third batch: two whole batches and a partial one.
+    data = plog.read(0, sizes[0] + sizes[1] + 100).data
+    assert len(data) == sizes[0] + sizes[1] + 100
+    scan = scan_batches(data)
+    assert len(scan.batches) == 2 and scan.reason is None and scan.pending is not None
+    # Everything.
+    assert len(plog.read(0, 10**9).data) == sum(sizes)
+    assert plog.read(5, 100).data == b""
+
+
+def test_visibility_and_out_of_range(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    assert plog.read(0, 100).data == b""
+    assert plog.read_records(0, 100).records == ()
+    plog.append_values([b"a", b"b"], timestamp_ms=1)
+    # Appended but not published: invisible.
+    assert plog.high_watermark == 0
+    assert plog.read(0, 100).data == b""
+    with pytest.raises(OffsetOutOfRange):
+        plog.read(1, 100)
+    assert plog.publish() == 2
+    assert [r.value for r in plog.read_records(0, 100).records] == [b"a", b"b"]
+    assert plog.read(2, 100).data == b""
+    for bad in (-1, 3, 10**12):
+        with pytest.raises(OffsetOutOfRange) as info:
+            plog.read(bad, 100)
+        assert info.value.high_watermark == 2
+        with pytest.raises(OffsetOutOfRange):
+            plog.read_records(bad, 100)
+    # Appended after publishing: the old high watermark still bounds readers.
+    plog.append_values([b"c"], timestamp_ms=1)
+    assert [r.value for r in plog.read_records(0, 100).records] == [b"a", b"b"]
+    result = plog.read(0, 10**6)
+    assert result.high_watermark == 2
+    assert len(scan_batches(result.data).batches) == 1
+
+
+def test_unpublished_new_segment_invisible(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=100)
+    plog.append_values([b"x" * 50], timestamp_ms=1)
+    plog.publish()
+    plog.append_values([b"y" * 50], timestamp_ms=1)  # rolls to a new segment
+    assert len(plog.segment_bases) == 2
+    assert [r.value for r in plog.read_records(0, 10**6).records] == [b"x" * 50]
+    assert plog.offset_for_timestamp(0) == (0, 1)
+    plog.publish()
+    assert [r.offset for r in plog.read_records(0, 10**6).records] == [0, 1]
+
+
+def test_read_records_budget_and_across_segments(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=300)
+    for i in range(20):
+        plog.append_values([b"%02d" % i + b"." * 98], timestamp_ms=i)
+    plog.publish()
+    assert len(plog.segment_bases) > 5
+    result = plog.read_records(0, 1000)
+    assert [r.offset for r in result.records] == list(range(10))
+    # Always at least one record, even over budget.
+    assert len(plog.read_records(7, 0).records) == 1
+    # Starts exactly at the offset inside a batch, continues across segments.
+    assert [r.offset for r in plog.read_records(13, 10**6).records] == list(range(13, 20))
+    assert result.high_watermark == 20 and result.log_start_offset == 0
+
+
+def test_read_records_skips_earlier_records_in_batch(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    plog.append_values([b"a", b"b", b"c", b"d"], timestamp_ms=1)
+    plog.append_values([b"e"], timestamp_ms=2)
+    plog.publish()
+    assert [r.value for r in plog.read_records(2, 10**6).records] == [b"c", b"d", b"e"]
+    assert [r.value for r in plog.read_records(2, 1).records] == [b"c"]
+
+
+def test_append_client_batches(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    plog.append_values([b"native"], timestamp_ms=1)
+    payload = b"".join(
+        encode_batch(
+            [b"%s-%d" % (c.name.encode(), i) for i in range(3)],
+            timestamp_ms=5,
+            compression=c,
+            base_offset=777,
+        )
+        for c in Compression
+    )
+    headers = parse_batches(payload, max_batch_bytes=BIG)
+    info = plog.append(payload, headers)
+    assert (info.base_offset, info.last_offset) == (1, 15)
+    plog.publish()
+    values = [r.value for r in plog.read_records(0, 10**6).records]
+    assert values[0] == b"native" and values[-1] == b"ZSTD-2" and len(values) == 16
+    raw = plog.read(1, 10**6).data
+    stored = scan_batches(raw, expected_offset=1)
+    assert stored.reason is None and len(stored.batches) == 5
+    assert all(h.partition_leader_epoch == 0 for _, h in stored.batches)
+    # Stored byte for byte apart from base offset and leader epoch.
+    assert raw[61:][:20] == payload[61:81]
+    with pytest.raises(ValueError):
+        plog.append(payload, headers[:-1])
+
+
+def test_offset_for_timestamp(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=400, index_interval_bytes=60)
+    rng = random.Random(5)
+    stamps: list[int] = []
+    for i in range(120):
+        # Mostly increasing, with some out-of-order client clocks.
+        ts = i * 10 + (rng.randrange(-50, 50) if rng.random() < 0.2 else 0)
+        plog.append_values([b"x", b"y"], timestamp_ms=ts)
+        stamps += [ts, ts]
+    plog.publish()
+    assert len(plog.segment_bases) > 5
+    for target in range(-100, 1300, 7):
+        want = next(((o, t) for o, t in enumerate(stamps) if t >= target), None)
+        assert plog.offset_for_timestamp(target) == want, target
+
+
+def test_segment_ms_roll_uses_injected_clock(tmp_path: Path) -> None:
+    clock = FakeClock()
+    plog = open_log(tmp_path / "t-0", clock=clock, segment_ms=60_000)
+    plog.append_values([b"a"], timestamp_ms=1)
+    clock.now += 59
+    plog.append_values([b"b"], timestamp_ms=1)
+    assert len(plog.segment_bases) == 1
+    clock.now += 2
+    plog.append_values([b"c"], timestamp_ms=1)
+    assert plog.segment_bases == (0, 2)
+    # An empty active segment never rolls by age.
+    clock.now += 10_000
+    plog.append_values([b"d"], timestamp_ms=1)
+    assert plog.segment_bases == (0, 2, 3)
+
+
+def test_retention_by_size(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=500, retention_bytes=1500)
+    expected = fill(plog, 100)
+    before = len(plog.segment_bases)
+    deleted = plog.enforce_retention()
+    assert deleted > 0 and len(plog.segment_bases) == before - deleted
+    assert plog.size_bytes >= 1500
+    start = plog.log_start_offset
+    assert start == plog.segment_bases[0] > 0
+    with pytest.raises(OffsetOutOfRange):
+        plog.read(start - 1, 100)
+    with pytest.raises(OffsetOutOfRange):
+        plog.read_records(0, 100)
+    for offset in range(start, plog.high_watermark):
+        assert plog.read_records(offset, 1).records[0].value == expected[offset]
+    files = os.listdir(tmp_path / "t-0")
+    assert sorted(int(n[:20]) for n in files if n.endswith(".log")) == list(plog.segment_bases)
+    assert len(files) == 3 * len(plog.segment_bases)
+    assert plog.enforce_retention() == 0
+
+
+def test_retention_by_time_never_deletes_active(tmp_path: Path) -> None:
+    clock = FakeClock(1000.0)
+    plog = open_log(tmp_path / "t-0", clock=clock, segment_bytes=300, retention_ms=10_000)
+    for i in range(30):
+        plog.append_values([b"z" * 60], timestamp_ms=1_000_000 + i * 100)
+    plog.publish()
+    segments = len(plog.segment_bases)
+    # Newest record of the first segments: about 1,000,000 + a few hundred ms.
+    assert plog.enforce_retention(now=1_000_000 / 1000 + 5) == 0
+    deleted = plog.enforce_retention(now=(1_000_000 + 1500 + 10_000) / 1000)
+    assert 0 < deleted < segments
+    assert plog.log_start_offset == plog.segment_bases[0]
+    # Far future: everything but the active segment.
+    plog.enforce_retention(now=10**9)
+    assert len(plog.segment_bases) == 1
+    assert plog.read_records(plog.log_start_offset, 10**6).records
+    plog.append_values([b"after"], timestamp_ms=2)
+    plog.publish()
+    assert plog.read_records(plog.high_watermark - 1, 10).records[0].value == b"after"
+
+
+def test_retention_races_reads(tmp_path: Path) -> None:
+    """Reads racing with deletion either succeed or raise OffsetOutOfRange."""
+    plog = open_log(tmp_path / "t-0", segment_bytes=400, retention_bytes=800)
+    fill(plog, 20)
+    stop = time.monotonic() + 0.6
+    errors: list[BaseException] = []
+    counts = {"ok": 0, "oor": 0}
+
+    def writer() -> None:
+        i = 0
+        while time.monotonic() < stop:
+            plog.append_values([b"w%d" % i + b"." * 50], timestamp_ms=i)
+            plog.publish()
+            plog.enforce_retention()
+            i += 1
+
+    def reader(seed: int) -> None:
+        rng = random.Random(seed)
+        while time.monotonic() < stop:
+            start, end = plog.log_start_offset, plog.high_watermark
+            offset = rng.randint(max(0, start - 3), end)
+            try:
+                if rng.random() < 0.5:
+                    plog.read(offset, 300)
+                else:
+                    plog.read_records(offset, 300)
+                counts["ok"] += 1
+            except OffsetOutOfRange:
+                counts["oor"] += 1
+            except BaseException as exc:
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=writer)] + [
+        threading.Thread(target=reader, args=(s,)) for s in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert counts["ok"] > 0
+    assert plog.log_start_offset > 0
+
+
+def test_write_error_truncates_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plog = open_log(tmp_path / "t-0")
+    plog.append_values([b"good"], timestamp_ms=1)
+    log_file = tmp_path / "t-0" / f"{0:020d}.log"
+    size = log_file.stat().st_size
+    real = os.pwrite
+
+    def half_then_enospc(fd: int, data: Any, pos: int) -> int:
+        if len(data) > 8:
+            real(fd, bytes(data)[:8], pos)
+            return 8
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", half_then_enospc)
+    with pytest.raises(StorageError, match="No space"):
+        plog.append_values([b"lost"], timestamp_ms=1)
+    monkeypatch.setattr(os, "pwrite", real)
+    assert log_file.stat().st_size == size
+    assert plog.log_end_offset == 1
+    # Space is back: offsets continue densely.
+    assert plog.append_values([b"next"], timestamp_ms=1).base_offset == 1
+    plog.flush()
+    plog.publish()
+    assert [r.value for r in plog.read_records(0, 100).records] == [b"good", b"next"]
+
+
+def test_fsync_error_fails_partition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plog = open_log(tmp_path / "t-0")
+    plog.append_values([b"a"], timestamp_ms=1)
+    plog.flush()
+    assert plog.recovery_point == 1
+    plog.append_values([b"b"], timestamp_ms=1)
+
+    def eio(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", eio)
+    with pytest.raises(StorageError):
+        plog.flush()
+    monkeypatch.undo()
+    assert plog.failed
+    assert plog.recovery_point == 1
+    # Never retry-and-trust: the partition refuses appends and flushes from now on.
+    with pytest.raises(StorageError):
+        plog.flush()
+    with pytest.raises(StorageError):
+        plog.append_values([b"c"], timestamp_ms=1)
+    plog.publish()
+    assert [r.value for r in plog.read_records(0, 100).records] == [b"a", b"b"]
+    plog.close()
+
+
+def test_closed_log_refuses(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    plog.append_values([b"a"], timestamp_ms=1)
+    plog.publish()
+    plog.close()
+    plog.close()
+    with pytest.raises(UnknownTopicOrPartition):
+        plog.read(0, 10)
+    with pytest.raises(UnknownTopicOrPartition):
+        plog.append_values([b"b"], timestamp_ms=1)
+
+
+def test_lookup_is_logarithmic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read anywhere in a big segment costs a bisect and a couple of preads."""
+    plog = open_log(tmp_path / "t-0")
+    payload = b"".join(encode_batch([b"r%d" % i], timestamp_ms=i) for i in range(20_000))
+    plog.append(payload, parse_batches(payload, max_batch_bytes=len(payload)))
+    plog.publish()
+    calls: list[int] = []
+    real = os.pread
+
+    def counting(fd: int, n: int, pos: int) -> bytes:
+        calls.append(n)
+        return real(fd, n, pos)
+
+    monkeypatch.setattr(os, "pread", counting)
+    for offset in (0, 1, 9_999, 19_998, 19_999):
+        calls.clear()
+        result = plog.read_records(offset, 1)
+        assert result.records[0].value == b"r%d" % offset
+        assert len(calls) <= 3, (offset, calls)
+        calls.clear()
+        plog.read(offset, 100)
+        assert len(calls) <= 3, (offset, calls)
+        assert sum(calls) < 40_000
+
+
+def test_config_validation() -> None:
+    with pytest.raises(ValueError):
+        LogConfig(segment_bytes=0)
+    with pytest.raises(ValueError):
+        LogConfig(segment_bytes=2**31)
+    with pytest.raises(ValueError):
+        LogConfig(retention_ms=-5)
+    with pytest.raises(ValueError):
+        LogConfig(index_interval_bytes=0)
+
+
+def test_append_values_validation(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    with pytest.raises(ValueError):
+        plog.append_values([], timestamp_ms=1)
+    with pytest.raises(ValueError):
+        plog.append(b"", [])
+    assert plog.log_end_offset == 0
+
+
+@pytest.mark.slow
+def test_fetch_time_independent_of_offset_million_records(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=64 * 1024 * 1024)
+    values = [b"x" * 100] * 1000
+    for _ in range(1000):
+        plog.append_values(values, timestamp_ms=1)
+    plog.publish()
+
+    def cost(offset: int) -> float:
+        started = time.perf_counter()
+        for _ in range(20):
+            plog.read_records(offset, 64 * 1024)
+            plog.read(offset, 64 * 1024)
+        return time.perf_counter() - started
+
+    first, last = cost(0), cost(999_000)
+    assert last < first * 3 and first < last * 3
