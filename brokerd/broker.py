@@ -56,7 +56,7 @@ T = TypeVar("T")
 #: with TooManyWaiters rather than queued, so memory stays bounded.
 MAX_WAITERS = 10_000
 #: Longest wait a client may ask for; Kafka clients send 500 ms, brokerctl a few seconds.
-MAX_WAIT_MS = 60_000
+MAX_WAIT_MS = 300_000
 #: How many recent batches per producer id are remembered to answer retried duplicates;
 #: Kafka keeps five because a producer has at most five batches in flight.
 PRODUCER_BATCH_MEMORY = 5
@@ -622,11 +622,12 @@ class Broker(service.Service):
         async def run() -> RecordsResult:
             first = await self.fetch_records(topic, partition, offset, max_value_bytes)
             have = sum(len(r.value or b"") for r in first.records)
-            if have >= max(min_bytes, 1) or max_wait_ms <= 0:
+            # As Kafka: min_bytes 0 answers at once, even with nothing to send.
+            if have >= min_bytes or max_wait_ms <= 0:
                 return first
             await self.wait_for_data(
                 [(topic, partition, offset)],
-                min_bytes=max(min_bytes, 1),
+                min_bytes=min_bytes,
                 max_wait_ms=max_wait_ms,
                 already=have,
             )
