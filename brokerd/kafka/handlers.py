@@ -38,8 +38,8 @@ T = TypeVar("T")
 #: brokerd has one leader epoch forever (shared note 7.5): no client then needs
 #: OffsetForLeaderEpoch or starts KIP-320 offset validation.
 LEADER_EPOCH = 0
-#: Partitions of a topic created by CreateTopics with num_partitions -1 (Kafka's
-#: ``num.partitions`` default).
+#: Partitions of a topic created by CreateTopics with num_partitions -1, unless the
+#: factory is given another (Kafka's ``num.partitions`` default).
 DEFAULT_PARTITIONS = 1
 #: Errors that concern the whole coordinator, repeated at the top of OffsetFetch v2+.
 _COORDINATOR_ERRORS = frozenset(
@@ -318,6 +318,7 @@ class KafkaHandlers:
     :param coordinator: the group coordinator (:class:`GroupCoordinatorLike`).
     :param identity: node id, advertised host/port and cluster id (read live).
     :param clock: for the acks=all produce timeout.
+    :param default_partitions: partitions for CreateTopics with num_partitions -1.
     """
 
     _log = Logger()
@@ -329,8 +330,10 @@ class KafkaHandlers:
         identity: BrokerIdentity,
         *,
         clock: Clock,
+        default_partitions: int = DEFAULT_PARTITIONS,
     ) -> None:
         self._core = core
+        self._default_partitions = default_partitions
         self._groups = coordinator
         self._id = identity
         self._clock = clock
@@ -931,7 +934,9 @@ class KafkaHandlers:
                     f"brokerd is a single node: replication factor must be 1, "
                     f"not {t.replication_factor}"
                 )
-            partitions = DEFAULT_PARTITIONS if t.num_partitions == -1 else t.num_partitions
+            partitions = (
+                self._default_partitions if t.num_partitions == -1 else t.num_partitions
+            )
             if partitions <= 0:
                 return ErrorCode.INVALID_PARTITIONS, (
                     f"number of partitions must be positive, not {t.num_partitions}"

@@ -38,6 +38,7 @@ from zope.interface import implementer
 from brokerd.kafka import apis, codec
 from brokerd.kafka.codec import ApiKey, CodecError, FrameError
 from brokerd.kafka.handlers import (
+    DEFAULT_PARTITIONS,
     Clock,
     Connection,
     GroupCoordinatorLike,
@@ -332,6 +333,8 @@ class KafkaFactory(Factory):
     :param cluster_id: reported in Metadata v2+.
     :param idle_timeout: seconds without traffic before closing; None = never.
     :param frame_timeout: seconds a started frame may take to arrive; None = forever.
+    :param default_partitions: partitions of a CreateTopics topic with num_partitions -1
+        (pass the broker's ``--default-partitions``).
     """
 
     def __init__(
@@ -347,6 +350,7 @@ class KafkaFactory(Factory):
         cluster_id: str = DEFAULT_CLUSTER_ID,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
+        default_partitions: int = DEFAULT_PARTITIONS,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -360,7 +364,10 @@ class KafkaFactory(Factory):
         self.cluster_id = cluster_id
         self.idle_timeout = idle_timeout
         self.frame_timeout = frame_timeout
-        self.handlers = KafkaHandlers(core, coordinator, self, clock=cast(Clock, clock))
+        self.handlers = KafkaHandlers(
+            core, coordinator, self, clock=cast(Clock, clock),
+            default_partitions=default_partitions,
+        )
 
     def buildProtocol(self, addr: Any) -> KafkaProtocol:
         return KafkaProtocol(self)
