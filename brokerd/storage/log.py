@@ -434,7 +434,7 @@ class PartitionLog:
             )
         size = min(limit - pos, max(first, max_bytes))
         data = segment.pread(pos, size)
-        result = scan_batches(data)
+        result = scan_batches(data, expected_offset=header.base_offset)
         if not result.batches:
             raise StorageError(
                 f"{segment.log_path}: batch at offset {header.base_offset} (byte {pos}) "
@@ -474,14 +474,16 @@ class PartitionLog:
                     break
                 raise self._out_of_range(offset, hw)
             try:
+                pos, expected = 0, segment.base_offset
                 if first_segment:
                     found = segment.find_batch(offset, limit)
-                    pos = found[0] if found is not None else limit
-                else:
-                    pos = 0
+                    if found is None:
+                        pos = limit
+                    else:
+                        pos, expected = found[0], found[1].base_offset
                 first_segment = False
                 full, total = self._decode_from(
-                    segment, pos, limit, offset, max_value_bytes, out, total
+                    segment, pos, expected, limit, offset, max_value_bytes, out, total
                 )
             finally:
                 segment.unpin()
@@ -494,16 +496,19 @@ class PartitionLog:
         self,
         segment: Segment,
         pos: int,
+        expected: int,
         limit: int,
         offset: int,
         max_value_bytes: int,
         out: list[Record],
         total: int,
     ) -> tuple[bool, int]:
-        """Decode batches from ``pos`` into ``out``; True when the value budget is full."""
+        """Decode batches from ``pos`` (the batch starting at offset ``expected``) into
+        ``out``; True when the value budget is full or damage stopped the read."""
         while pos < limit:
             chunk = segment.pread(pos, min(READ_CHUNK, limit - pos))
-            result = scan_batches(chunk, verify_crc=False)
+            # The CRC is checked by decode_records; offsets must be contiguous.
+            result = scan_batches(chunk, expected_offset=expected, verify_crc=False)
             spans: list[tuple[int, int, memoryview | bytes]] = [
                 (bpos, header.size, memoryview(chunk)[bpos : bpos + header.size])
                 for bpos, header in result.batches
@@ -517,6 +522,10 @@ class PartitionLog:
                     self._damage(segment, pos, f"batch claims {pending.size} bytes", out)
                     return True, total
                 spans = [(0, pending.size, segment.pread(pos, pending.size))]
+                expected = pending.last_offset + 1
+            else:
+                assert result.next_offset is not None
+                expected = result.next_offset
             for bpos, size, batch in spans:
                 try:
                     records = decode_records(batch, max_uncompressed=MAX_DECODED_BATCH_BYTES)

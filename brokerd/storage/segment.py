@@ -187,9 +187,7 @@ class Segment:
         expected = self.base_offset + rel
         end = pos
         try:
-            for hpos, header in self.headers_from(pos, self.size):
-                if header.base_offset != expected:
-                    return False
+            for hpos, header in self.headers_from(pos, self.size, expected):
                 expected = header.last_offset + 1
                 max_ts = max(max_ts, header.max_timestamp)
                 end = hpos + header.size
@@ -384,12 +382,16 @@ class Segment:
         except OSError as exc:
             raise StorageError(f"cannot read {self.log_path}: {exc}") from exc
 
-    def headers_from(self, pos: int, limit: int) -> Iterator[tuple[int, BatchHeader]]:
+    def headers_from(
+        self, pos: int, limit: int, expected: int | None = None
+    ) -> Iterator[tuple[int, BatchHeader]]:
         """Yield ``(position, header)`` of the batches from ``pos`` (a batch start) to
-        ``limit`` (a batch end).
+        ``limit`` (a batch end). With ``expected``, the batch at ``pos`` must start at that
+        offset and each next batch right after the previous one (the base offset is not
+        under the CRC, so this is what catches a damaged one).
 
-        Raises :class:`StorageError` if a header is invalid or a batch runs past
-        ``limit``: there is damage the lookup must not silently skip.
+        Raises :class:`StorageError` if a header is invalid, offsets are not contiguous or
+        a batch runs past ``limit``: there is damage the lookup must not silently skip.
         """
         buf = b""
         buf_start = pos
@@ -403,31 +405,62 @@ class Segment:
             reason = check_header(header)
             if reason is None and pos + header.size > limit:
                 reason = f"batch of {header.size} bytes runs past byte {limit}"
+            if reason is None and expected is not None and header.base_offset != expected:
+                reason = f"base offset {header.base_offset}, expected {expected}"
             if reason is not None:
                 raise StorageError(f"{self.log_path}: damaged batch at byte {pos}: {reason}")
             yield pos, header
             pos += header.size
+            expected = header.last_offset + 1
+
+    def _start(self, entry: tuple[int, int] | None, limit: int) -> tuple[int, int]:
+        """Scan start ``(position, base offset)`` for an index entry (segment start if none)."""
+        if entry is None or entry[1] >= limit:
+            return 0, self.base_offset
+        return entry[1], self.base_offset + entry[0]
 
     def find_batch(self, offset: int, limit: int) -> tuple[int, BatchHeader] | None:
-        """The first batch before ``limit`` whose last offset is >= ``offset``, or None."""
-        entry = self.index.lookup(offset - self.base_offset)
-        start = entry[1] if entry is not None else 0
-        if start >= limit:
-            start = 0
-        for pos, header in self.headers_from(start, limit):
+        """The first batch before ``limit`` whose last offset is >= ``offset``, or None.
+
+        If the scan from the index entry meets damage, it is retried from the segment
+        start: a damaged index entry costs time, not availability.
+        """
+        pos, base = self._start(self.index.lookup(offset - self.base_offset), limit)
+        try:
+            return self._find_batch_from(offset, pos, base, limit)
+        except StorageError:
+            if pos == 0:
+                raise
+            return self._find_batch_from(offset, 0, self.base_offset, limit)
+
+    def _find_batch_from(
+        self, offset: int, pos: int, base: int, limit: int
+    ) -> tuple[int, BatchHeader] | None:
+        for hpos, header in self.headers_from(pos, limit, base):
             if header.last_offset >= offset:
-                return pos, header
+                return hpos, header
         return None
 
     def find_timestamp(self, timestamp: int, limit: int) -> tuple[int, BatchHeader] | None:
         """The first batch before ``limit`` whose max timestamp is >= ``timestamp``."""
         i = self.timeindex.last_before(timestamp)
-        start = self.index.entry(i)[1] if i is not None else 0
-        if start >= limit:
+        entry = self.index.entry(i) if i is not None else None
+        if entry is not None and entry[1] >= limit:
             return None
-        for pos, header in self.headers_from(start, limit):
+        pos, base = self._start(entry, limit)
+        try:
+            return self._find_timestamp_from(timestamp, pos, base, limit)
+        except StorageError:
+            if pos == 0:
+                raise
+            return self._find_timestamp_from(timestamp, 0, self.base_offset, limit)
+
+    def _find_timestamp_from(
+        self, timestamp: int, pos: int, base: int, limit: int
+    ) -> tuple[int, BatchHeader] | None:
+        for hpos, header in self.headers_from(pos, limit, base):
             if header.max_timestamp >= timestamp:
-                return pos, header
+                return hpos, header
         return None
 
     def newest_time_ms(self) -> float:
