@@ -449,6 +449,25 @@ class ConnectionTests(KafkaTestCase):
         self.clock.advance(61)
         self.assertTrue(self.tr.disconnected)
 
+    def test_handler_bug_closes_the_connection(self) -> None:
+        def broken(*args: object) -> int:
+            raise RuntimeError("bug")
+
+        self.groups.heartbeat = broken  # type: ignore[method-assign]
+        self.send(ApiKey.HEARTBEAT, 0, apis.HeartbeatRequest(
+            group_id="g", generation_id=1, member_id="m"))
+        self.assertEqual(self.tr.value(), b"")
+        self.assertTrue(self.tr.disconnected)
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+
+    def test_response_that_cannot_be_encoded_closes_the_connection(self) -> None:
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
+        self.groups.joins[0][2].callback(JoinResult(0, 1, "range", None, "m", []))  # type: ignore[arg-type]
+        self.assertEqual(self.tr.value(), b"")
+        self.assertTrue(self.tr.disconnected)
+        self.assertEqual(len(self.flushLoggedErrors(ValueError)), 1)
+
     def test_client_host_reaches_the_coordinator(self) -> None:
         self.send(ApiKey.JOIN_GROUP, 3, apis.JoinGroupRequest(
             group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=60000,

@@ -221,7 +221,10 @@ class KafkaProtocol(Protocol):
         d = self._handlers.handle(self._conn, request)
         # Set before adding callbacks: a handler that answers synchronously runs them now.
         self._in_flight = d
-        d.addCallback(self._respond, request, d).addErrback(self._failed, request, d)
+        d.addCallbacks(
+            self._respond, self._failed,
+            callbackArgs=(request, d), errbackArgs=(request, d),
+        ).addErrback(self._bug)
 
     def _refuse(self, why: str) -> None:
         self._log.info("kafka: closing connection from {peer}: {why}",
@@ -241,6 +244,14 @@ class KafkaProtocol(Protocol):
             self._write(apis.encode_response(
                 request.header.correlation_id, request.api_version, result))
         self._pump()
+
+    def _bug(self, failure: Failure) -> None:
+        # A failure here is a bug in this module or the codec (say, a response that does
+        # not encode); the connection's state cannot be trusted after it.
+        self._log.failure("kafka protocol internal error", failure=failure)
+        self._in_flight = None
+        if self._connected:
+            self._close(abort=True)
 
     def _failed(self, failure: Failure, request: apis.Request, d: defer.Deferred[Any]) -> None:
         if d is not self._in_flight:
