@@ -430,6 +430,40 @@ class ConnectionTests(KafkaTestCase):
         self.assertEqual(self.groups.join_cancels, 1)
         self.assertEqual(self.tr.value(), b"")
 
+    def test_requests_received_before_a_disconnect_are_still_carried_out(self) -> None:
+        self.core.add_topic("t")
+        self.core.hold_produce = True
+        data = b"".join([
+            self.frame(ApiKey.PRODUCE, 7, apis.ProduceRequest(
+                acks=acks, timeout_ms=1000, topic_data=(apis.ProduceTopicData(
+                    name="t", partition_data=(apis.ProducePartitionData(
+                        index=0, records=batch()),)),)))
+            for acks in (1, 0)
+        ] + [
+            self.frame(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 100)])),
+            self.frame(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+                group_id="g", session_timeout_ms=10000, member_id="",
+                protocol_type="consumer")),
+            self.frame(ApiKey.LEAVE_GROUP, 1, apis.LeaveGroupRequest(group_id="g",
+                                                                    member_id="m")),
+            self.frame(ApiKey.PRODUCE, 7, apis.ProduceRequest(
+                acks=0, timeout_ms=1000, topic_data=(apis.ProduceTopicData(
+                    name="t", partition_data=(apis.ProducePartitionData(
+                        index=0, records=batch()),)),))),
+        ])
+        self.proto.dataReceived(data)
+        self.proto.connectionLost(Failure(ConnectionError("client closed")))
+        self.assertEqual(len(self.core.produce_calls), 1)
+        self.core.held[0].callback(None)
+        self.assertEqual(len(self.core.produce_calls), 2)
+        self.core.held[1].callback(None)
+        self.assertEqual(self.core.fetch_calls, [])  # skipped: no effect
+        self.assertEqual(self.groups.join_cancels, 1)  # nobody will re-join from here
+        self.assertEqual(len(self.core.produce_calls), 3)
+        self.core.held[2].callback(None)
+        self.assertEqual(len(self.core.logs[("t", 0)]), 3)
+        self.assertEqual(self.tr.value(), b"")
+
     def test_idle_connection_is_closed(self) -> None:
         self.clock.advance(599)
         self.send(ApiKey.API_VERSIONS, 0, apis.ApiVersionsRequest())

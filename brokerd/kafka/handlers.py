@@ -230,7 +230,11 @@ class Connection:
         self._waits: set[defer.Deferred[Any]] = set()
 
     def track(self, d: defer.Deferred[T]) -> defer.Deferred[T]:
-        """Remember ``d`` until it fires, to cancel it in :meth:`close`."""
+        """Remember ``d`` until it fires, to cancel it in :meth:`close` (at once if the
+        connection is closed already)."""
+        if self.closed:
+            d.cancel()
+            return d
         self._waits.add(d)
 
         def forget(result: object) -> object:

@@ -10,6 +10,8 @@ policies:
 * one request in flight; later frames wait, and reading pauses once more than
   :data:`PIPELINE_READ_BYTES` of them are buffered (so memory stays bounded, yet a
   client that disconnects during a long poll is still noticed and its wait cancelled);
+* requests received in full before the client disconnected are still carried out
+  (unanswered), so an acks=0 produce or a LeaveGroup sent just before closing counts;
 * write-side flow control: it registers as a streaming producer on its transport and
   stops taking requests (and reading) while the client does not read its responses;
 * acks=0 Produce gets no response at all (and a failed one closes the connection);
@@ -140,17 +142,19 @@ class KafkaProtocol(Protocol):
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         self._connected = False
-        self._closing = True
+        self._write_blocked = False
         for call in (self._idle_call, self._frame_call):
             if call is not None and call.active():
                 call.cancel()
         self._idle_call = self._frame_call = None
-        self._pending.clear()
-        self._pending_bytes = 0
         self._decoder = codec.FrameDecoder(self._factory.max_frame_bytes)
-        # Cancels a parked long-poll fetch; the in-flight result, if any, is dropped.
-        self._in_flight = None
+        # Cancels a parked long-poll fetch or a held JoinGroup/SyncGroup: nobody waits
+        # for their answers any more.
         self._conn.close()
+        # Requests received in full before the client closed are still carried out, in
+        # order and unanswered, as Kafka does: a client may send acks=0 produces, a
+        # commit or a LeaveGroup and close at once. (Fetches are skipped: no effect.)
+        self._pump()
 
     # ----------------------------------------------------------------- IPushProducer
 
@@ -163,7 +167,7 @@ class KafkaProtocol(Protocol):
         self._pump()
 
     def stopProducing(self) -> None:
-        self._closing = True  # the transport is going away; connectionLost cleans up
+        pass  # the transport is going away; connectionLost does the rest
 
     # ----------------------------------------------------------------- the pump
 
@@ -192,7 +196,7 @@ class KafkaProtocol(Protocol):
         self._update_frame_timer()
 
     def _update_reading(self) -> None:
-        if self._closing:
+        if self._closing or not self._connected:
             return  # a closing transport must not be resumed (and need not be paused)
         buffered = self._pending_bytes + self._decoder.buffered
         want = not self._write_blocked and (
@@ -218,6 +222,8 @@ class KafkaProtocol(Protocol):
         except CodecError as e:
             self._refuse(str(e))
             return
+        if not self._connected and request.api_key is ApiKey.FETCH:
+            return  # the client is gone and a fetch changes nothing
         d = self._handlers.handle(self._conn, request)
         # Set before adding callbacks: a handler that answers synchronously runs them now.
         self._in_flight = d
@@ -230,13 +236,14 @@ class KafkaProtocol(Protocol):
         self._log.info("kafka: closing connection from {peer}: {why}",
                        peer=self._conn.client_host, why=why)
         self._close()
+        self._closing = True  # even when already disconnected: serve nothing more
 
     def _respond(self, result: object, request: apis.Request, d: defer.Deferred[Any]) -> None:
         if d is not self._in_flight:
-            return  # the connection went away meanwhile: nobody to answer
+            return  # the connection was closed on purpose meanwhile
         self._in_flight = None
-        if result is Outcome.NO_RESPONSE:
-            pass
+        if result is Outcome.NO_RESPONSE or self._closing or not self._connected:
+            pass  # acks=0, or the connection is going away: nobody to answer
         elif result is Outcome.CLOSE_CONNECTION:
             self._close()
             return
@@ -250,12 +257,11 @@ class KafkaProtocol(Protocol):
         # not encode); the connection's state cannot be trusted after it.
         self._log.failure("kafka protocol internal error", failure=failure)
         self._in_flight = None
-        if self._connected:
-            self._close(abort=True)
+        self._close(abort=True)
 
     def _failed(self, failure: Failure, request: apis.Request, d: defer.Deferred[Any]) -> None:
         if d is not self._in_flight:
-            return  # cancelled by connectionLost, or simply too late
+            return  # the connection was closed on purpose meanwhile
         self._in_flight = None
         # Every expected error is an error code inside a response; this is a bug, and
         # the request cannot be answered in its API's terms: close, as Kafka does.
@@ -269,6 +275,8 @@ class KafkaProtocol(Protocol):
 
     def _write(self, data: bytes) -> None:
         # The one place that writes to the transport (always in the reactor thread).
+        if not self._connected:
+            return
         self._touch()
         self._t.write(data)
 
@@ -278,6 +286,8 @@ class KafkaProtocol(Protocol):
         self._closing = True
         self._pending.clear()
         self._pending_bytes = 0
+        if not self._connected:
+            return
         if abort:
             self._t.abortConnection()
         else:
