@@ -43,6 +43,7 @@ __all__ = [
     "ScanResult",
     "check_header",
     "decode_records",
+    "decode_records_sized",
     "encode_batch",
     "parse_batches",
     "read_header",
@@ -518,6 +519,12 @@ def decode_records(batch: Buffer, *, max_uncompressed: int) -> list[Record]:
     ``batch`` starts at the batch's first byte; bytes after the batch are ignored. The
     decompressed records section may not exceed ``max_uncompressed`` bytes.
     """
+    return decode_records_sized(batch, max_uncompressed=max_uncompressed)[0]
+
+
+def decode_records_sized(batch: Buffer, *, max_uncompressed: int) -> tuple[list[Record], int]:
+    """Like :func:`decode_records`, also returning the total length of the values
+    (what a fetch budget counts), so callers need not loop over the records for it."""
     view = memoryview(batch)
     if len(view) < BATCH_HEADER_SIZE:
         raise CorruptBatch(f"truncated batch: {len(view)} bytes")
@@ -541,116 +548,123 @@ def decode_records(batch: Buffer, *, max_uncompressed: int) -> list[Record]:
     )
 
 
+#: Zig-zag decoding of every one-byte varint, the common case for every record field.
+_UNZIGZAG_1 = tuple((b >> 1) ^ -(b & 1) for b in range(0x80))
+#: A one-byte zig-zag varint encoding -1: a null key or value.
+_NULL_BYTE = 1
+
+
 def _parse_records(
     buf: bytes, count: int, base_offset: int, base_ts: int, fixed_ts: int | None
-) -> list[Record]:
-    """Parse ``count`` records filling ``buf`` exactly (kafka-protocol.md 4.1)."""
-    if count * MIN_RECORD_SIZE > len(buf):
-        raise CorruptBatch(f"{count} records cannot fit in {len(buf)} bytes")
+) -> tuple[list[Record], int]:
+    """Parse ``count`` records filling ``buf`` exactly (kafka-protocol.md 4.1).
+
+    This is the hot path of native fetches: one-byte and two-byte varints are decoded
+    inline, and nothing is sliced except keys and values.
+    """
+    n = len(buf)
+    if count * MIN_RECORD_SIZE > n:
+        raise CorruptBatch(f"{count} records cannot fit in {n} bytes")
     out: list[Record] = []
     append = out.append
     uvarint = _uvarint
+    unzz = _UNZIGZAG_1
+    ts_scale = 1
+    if fixed_ts is not None:
+        # LogAppendTime: every record carries the batch's time.
+        base_ts, ts_scale = fixed_ts, 0
+    value_bytes = 0
     pos = 0
     try:
         for _ in range(count):
-            # Each field's one-byte varint is decoded inline: the common case by far.
             u = buf[pos]
             if u < 0x80:
+                length = unzz[u]
                 pos += 1
-            elif buf[pos + 1] < 0x80:
-                u = (u & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
             else:
-                u, pos = uvarint(buf, pos)
-            length = (u >> 1) ^ -(u & 1)
+                if buf[pos + 1] < 0x80:
+                    u = (u & 0x7F) | (buf[pos + 1] << 7)
+                    pos += 2
+                else:
+                    u, pos = uvarint(buf, pos)
+                length = (u >> 1) ^ -(u & 1)
             body_end = pos + length
-            if length < MIN_RECORD_SIZE - 1 or body_end > len(buf):
+            if length < MIN_RECORD_SIZE - 1 or body_end > n:
                 raise CorruptBatch(f"record length {length} out of bounds")
-            pos += 1  # attributes, unused
-            u = buf[pos]
+            # Skip the unused attributes byte.
+            u = buf[pos + 1]
             if u < 0x80:
-                pos += 1
-            elif buf[pos + 1] < 0x80:
-                u = (u & 0x7F) | (buf[pos + 1] << 7)
+                ts_delta = unzz[u]
                 pos += 2
             else:
-                u, pos = uvarint(buf, pos)
-            ts_delta = (u >> 1) ^ -(u & 1)
+                u, pos = uvarint(buf, pos + 1)
+                ts_delta = (u >> 1) ^ -(u & 1)
             u = buf[pos]
             if u < 0x80:
+                offset_delta = unzz[u]
                 pos += 1
-            elif buf[pos + 1] < 0x80:
-                u = (u & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
             else:
-                u, pos = uvarint(buf, pos)
-            offset_delta = (u >> 1) ^ -(u & 1)
-            u = buf[pos]
-            if u < 0x80:
-                pos += 1
-            elif buf[pos + 1] < 0x80:
-                u = (u & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                u, pos = uvarint(buf, pos)
-            klen = (u >> 1) ^ -(u & 1)
+                if buf[pos + 1] < 0x80:
+                    u = (u & 0x7F) | (buf[pos + 1] << 7)
+                    pos += 2
+                else:
+                    u, pos = uvarint(buf, pos)
+                offset_delta = (u >> 1) ^ -(u & 1)
             key: bytes | None
-            if klen < 0:
-                if klen != -1:
-                    raise CorruptBatch(f"key length {klen}")
+            u = buf[pos]
+            if u == _NULL_BYTE:
                 key = None
+                pos += 1
             else:
-                if pos + klen > body_end:
-                    raise CorruptBatch("key overruns its record")
+                if u < 0x80:
+                    klen = unzz[u]
+                    pos += 1
+                else:
+                    u, pos = uvarint(buf, pos)
+                    klen = (u >> 1) ^ -(u & 1)
+                if klen < 0 or pos + klen > body_end:
+                    raise CorruptBatch(f"key length {klen} out of bounds")
                 key = buf[pos : pos + klen]
                 pos += klen
-            u = buf[pos]
-            if u < 0x80:
-                pos += 1
-            elif buf[pos + 1] < 0x80:
-                u = (u & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                u, pos = uvarint(buf, pos)
-            vlen = (u >> 1) ^ -(u & 1)
             value: bytes | None
-            if vlen < 0:
-                if vlen != -1:
-                    raise CorruptBatch(f"value length {vlen}")
+            u = buf[pos]
+            if u == _NULL_BYTE:
                 value = None
+                pos += 1
             else:
-                if pos + vlen > body_end:
-                    raise CorruptBatch("value overruns its record")
+                if u < 0x80:
+                    vlen = unzz[u]
+                    pos += 1
+                elif buf[pos + 1] < 0x80:
+                    u = (u & 0x7F) | (buf[pos + 1] << 7)
+                    vlen = (u >> 1) ^ -(u & 1)
+                    pos += 2
+                else:
+                    u, pos = uvarint(buf, pos)
+                    vlen = (u >> 1) ^ -(u & 1)
+                if vlen < 0 or pos + vlen > body_end:
+                    raise CorruptBatch(f"value length {vlen} out of bounds")
                 value = buf[pos : pos + vlen]
                 pos += vlen
-            u = buf[pos]
-            if u < 0x80:
+                value_bytes += vlen
+            headers: tuple[tuple[str, bytes | None], ...] = ()
+            if buf[pos] == 0:
                 pos += 1
-            elif buf[pos + 1] < 0x80:
-                u = (u & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
             else:
                 u, pos = uvarint(buf, pos)
-            nheaders = (u >> 1) ^ -(u & 1)
-            headers: tuple[tuple[str, bytes | None], ...] = ()
-            if nheaders:
-                headers, pos = _parse_headers(buf, pos, body_end, nheaders)
+                headers, pos = _parse_headers(buf, pos, body_end, (u >> 1) ^ -(u & 1))
             if pos != body_end:
                 raise CorruptBatch("record length does not match its fields")
             append(
                 Record(
-                    base_offset + offset_delta,
-                    fixed_ts if fixed_ts is not None else base_ts + ts_delta,
-                    key,
-                    value,
-                    headers,
+                    base_offset + offset_delta, base_ts + ts_delta * ts_scale, key, value, headers
                 )
             )
     except IndexError:
         raise CorruptBatch("truncated record") from None
-    if pos != len(buf):
-        raise CorruptBatch(f"{len(buf) - pos} bytes after the last declared record")
-    return out
+    if pos != n:
+        raise CorruptBatch(f"{n - pos} bytes after the last declared record")
+    return out, value_bytes
 
 
 def _parse_headers(

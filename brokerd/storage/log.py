@@ -54,6 +54,7 @@ from brokerd.errors import (
 from brokerd.storage.batch import (
     BatchHeader,
     decode_records,
+    decode_records_sized,
     encode_batch,
     scan_batches,
     stamp_base_offset,
@@ -528,10 +529,18 @@ class PartitionLog:
                 expected = result.next_offset
             for bpos, size, batch in spans:
                 try:
-                    records = decode_records(batch, max_uncompressed=MAX_DECODED_BATCH_BYTES)
+                    records, value_bytes = decode_records_sized(
+                        batch, max_uncompressed=MAX_DECODED_BATCH_BYTES
+                    )
                 except CorruptBatch as exc:
                     self._damage(segment, pos + bpos, str(exc), out)
                     return True, total
+                if records[0].offset >= offset and total + value_bytes <= max_value_bytes:
+                    # The whole batch fits: no per-record bookkeeping.
+                    out.extend(records)
+                    total += value_bytes
+                    end = bpos + size
+                    continue
                 for record in records:
                     if record.offset < offset:
                         continue
