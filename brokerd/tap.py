@@ -212,6 +212,7 @@ def _add_kafka(
         advertised_host=options["advertised-host"] or "127.0.0.1",
         advertised_port=0,
         max_frame_bytes=options["max-request-bytes"],
+        default_partitions=options["default-partitions"],
     )
 
     def on_listen(address: Any) -> None:

@@ -6,6 +6,8 @@ a synchronous fake (or hands back Deferreds the test fires itself).
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, given, settings
@@ -43,7 +45,10 @@ def _sync_run(f: Any, *args: Any) -> Deferred[Any]:
 class _Base(SynchronousTestCase):
     def setUp(self) -> None:
         self.clock = task.Clock()
-        self.store = OffsetStore.open(self.mktemp() + "-offsets.log")
+        # trial's mktemp() would create directories under the current directory.
+        tmp = tempfile.TemporaryDirectory(prefix="brokerd-groups-")
+        self.addCleanup(tmp.cleanup)
+        self.store = OffsetStore.open(os.path.join(tmp.name, "offsets.log"))
         self.addCleanup(self.store.close)
         self.coord = self.make_coordinator()
 

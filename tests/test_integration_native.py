@@ -111,12 +111,16 @@ def test_pipelined_and_dribbled(broker: BrokerProcess) -> None:
 
 
 def test_restart_keeps_everything(broker: BrokerProcess) -> None:
+    with broker.client() as client:
+        client.create_topic("keep", 2)
     c = RawClient(broker.native_port)
     for i in range(50):
         c.sock.sendall(produce_frame("keep", i % 2, [b"v%d" % i]))
         c.produce_response()
     c.close()
-    assert broker.stop() == 0
+    # twistd re-raises the signal after a clean shutdown, so systemd sees SIGTERM.
+    assert broker.stop() == -15
+    assert (broker.data_dir / ".clean_shutdown").exists()
     assert (broker.data_dir / "keep-0").is_dir()
     broker.start()
     c = RawClient(broker.native_port)
