@@ -216,11 +216,11 @@ def test_segment_ms_roll_uses_injected_clock(tmp_path: Path) -> None:
     assert len(plog.segment_bases) == 1
     clock.now += 2
     plog.append_values([b"c"], timestamp_ms=1)
-    assert plog.segment_bases == (0, 2)
+    assert list(plog.segment_bases) == [0, 2]
     # An empty active segment never rolls by age.
     clock.now += 10_000
     plog.append_values([b"d"], timestamp_ms=1)
-    assert plog.segment_bases == (0, 2, 3)
+    assert list(plog.segment_bases) == [0, 2, 3]
 
 
 def test_retention_by_size(tmp_path: Path) -> None:

@@ -2,9 +2,10 @@
 
 Offset index entry (8 bytes, big-endian): ``int32 relative offset, int32 file position``,
 where the relative offset is a batch's base offset minus the segment's base offset and the
-position is where that batch starts in the ``.log``. Entries are added every
-``index_interval_bytes`` of log (Kafka's rule), so looking an offset up is a bisect plus a
-scan of at most that many bytes of batch headers.
+position is where that batch starts in the ``.log`` (Kafka keys its entries by the batch's
+last offset instead; keying by the base offset lets a lookup stop at the entry's batch).
+Entries are added every ``index_interval_bytes`` of log (Kafka's rule), so looking an
+offset up is a bisect plus a scan of at most that many bytes of batch headers.
 
 Time index entry (12 bytes, big-endian): ``int64 timestamp, int32 relative offset``. One
 entry is written with each offset-index entry: ``timestamp`` is the largest batch

@@ -116,9 +116,11 @@ def _segment_bytes_ok(_inst: object, attribute: attrs.Attribute[int], value: int
 class LogConfig:
     """Per-partition storage settings (Kafka's names in snake case).
 
-    ``segment_ms`` rolls a non-empty active segment older than that; ``retention_bytes``
-    bounds the partition's total size and ``retention_ms`` the age of its newest record,
-    per whole segment; None means no limit.
+    ``segment_ms`` rolls a non-empty active segment older than that: its age counts from
+    its first append (by the injected clock), or after a restart from its first batch's
+    timestamp, as Kafka does. ``retention_bytes`` bounds the partition's total size and
+    ``retention_ms`` the age of each segment's newest record timestamp (file mtime if it
+    has none); both delete whole segments. None means no limit.
     """
 
     segment_bytes: int = attrs.field(default=DEFAULT_SEGMENT_BYTES, validator=_segment_bytes_ok)
