@@ -40,15 +40,18 @@ __all__ = [
     "MIN_BATCH_LENGTH",
     "BatchHeader",
     "Compression",
+    "RunResult",
     "ScanResult",
     "check_header",
     "decode_records",
     "decode_records_sized",
+    "decode_run",
     "encode_batch",
     "parse_batches",
     "read_header",
     "scan_batches",
     "stamp_base_offset",
+    "verify_run",
 ]
 
 #: Size of the fixed RecordBatch v2 header (through ``records_count``).
@@ -536,16 +539,163 @@ def decode_records_sized(batch: Buffer, *, max_uncompressed: int) -> tuple[list[
         raise CorruptBatch(f"truncated batch: declares {header.size}, {len(view)} present")
     if not _crc_ok(view, 0, header):
         raise CorruptBatch(f"batch at offset {header.base_offset}: CRC-32C mismatch")
-    payload = view[BATCH_HEADER_SIZE : header.size]
     codec = header.compression
-    if codec == Compression.NONE:
-        raw = bytes(payload)
-    else:
-        raw = _decompress(codec, payload, max_uncompressed)
     fixed_ts = header.max_timestamp if header.log_append_time else None
+    if codec == Compression.NONE:
+        # Records are parsed where they lie in a bytes object; other buffers are copied
+        # once because indexing bytes is what makes the parser fast.
+        buf = batch if isinstance(batch, bytes) else bytes(view[: header.size])
+        start, end = BATCH_HEADER_SIZE, header.size
+    else:
+        buf = _decompress(codec, view[BATCH_HEADER_SIZE : header.size], max_uncompressed)
+        start, end = 0, len(buf)
     return _parse_records(
-        raw, header.records_count, header.base_offset, header.base_timestamp, fixed_ts
+        buf, start, end, header.records_count, header.base_offset, header.base_timestamp, fixed_ts
     )
+
+
+def _header_reason(buf: Buffer, pos: int) -> str:
+    """The reason the header at ``pos`` was refused (the slow path of the lean loops)."""
+    return check_header(read_header(buf, pos)) or "invalid header"
+
+
+def verify_run(
+    buf: bytes, start: int, end: int, expected_offset: int
+) -> tuple[int, int, str | None]:
+    """Check the stored batches in ``buf[start:end]``: header, CRC and contiguous offsets
+    from ``expected_offset``. The read path's guard against serving damage.
+
+    Returns ``(valid_end, next_offset, reason)``: ``valid_end`` is the end of the last good
+    complete batch; ``reason`` says why the bytes there are not a valid batch, or is None
+    when only the buffer's end (a partial batch) stopped the walk.
+    """
+    unpack = _HEADER.unpack_from
+    view = memoryview(buf)
+    crc = crc32c.crc32c
+    pos = start
+    expected = expected_offset
+    while end - pos >= BATCH_HEADER_SIZE:
+        base, length, _, magic, stored_crc, attributes, lod, _, _, _, _, _, count = unpack(buf, pos)
+        if (
+            length < MIN_BATCH_LENGTH
+            or magic != MAGIC
+            or count < 1
+            or count != lod + 1
+            or (not attributes & _COMPRESSION_MASK and count * MIN_RECORD_SIZE > length - 49)
+        ):
+            return pos, expected, _header_reason(buf, pos)
+        if base != expected:
+            return pos, expected, f"base offset {base}, expected {expected}"
+        size = length + LOG_OVERHEAD
+        if size > end - pos:
+            break
+        if crc(view[pos + CRC_START : pos + size]) != stored_crc:
+            return pos, expected, f"batch at offset {base}: CRC-32C mismatch"
+        pos += size
+        expected = base + count
+    return pos, expected, None
+
+
+class RunResult:
+    """Where :func:`decode_run` stopped: ``pos`` and ``next_offset`` of the first batch not
+    consumed, the value bytes ``total`` so far, and why (``status``): ``"end"`` (buffer
+    exhausted; ``need`` > 0 is the size of a partial batch at ``pos``), ``"full"`` (value
+    budget reached) or ``"damage"`` (``reason`` says what)."""
+
+    __slots__ = ("need", "next_offset", "pos", "reason", "status", "total")
+
+    def __init__(
+        self, status: str, pos: int, next_offset: int, total: int, need: int, reason: str | None
+    ) -> None:
+        self.status = status
+        self.pos = pos
+        self.next_offset = next_offset
+        self.total = total
+        self.need = need
+        self.reason = reason
+
+
+def decode_run(
+    buf: bytes,
+    start: int,
+    end: int,
+    *,
+    expected_offset: int,
+    min_offset: int,
+    max_value_bytes: int,
+    total: int,
+    out: list[Record],
+    max_uncompressed: int,
+) -> RunResult:
+    """Decode the stored batches in ``buf[start:end]`` into ``out`` (the native fetch path).
+
+    Each batch is checked (header, CRC, offsets contiguous from ``expected_offset``);
+    records before ``min_offset`` are skipped; values are counted into ``total`` and
+    decoding stops once adding a record would pass ``max_value_bytes`` (but ``out`` always
+    gets at least one record). Uncompressed records are parsed in place: no copy of the
+    batch, and no per-batch objects besides the records.
+    """
+    unpack = _HEADER.unpack_from
+    view = memoryview(buf)
+    crc = crc32c.crc32c
+    pos = start
+    expected = expected_offset
+    while end - pos >= BATCH_HEADER_SIZE:
+        base, length, _, magic, stored_crc, attributes, lod, base_ts, max_ts, _, _, _, count = (
+            unpack(buf, pos)
+        )
+        codec = attributes & _COMPRESSION_MASK
+        if (
+            length < MIN_BATCH_LENGTH
+            or magic != MAGIC
+            or count < 1
+            or count != lod + 1
+            or (not codec and count * MIN_RECORD_SIZE > length - 49)
+        ):
+            return RunResult("damage", pos, expected, total, 0, _header_reason(buf, pos))
+        if base != expected:
+            return RunResult(
+                "damage", pos, expected, total, 0, f"base offset {base}, expected {expected}"
+            )
+        size = length + LOG_OVERHEAD
+        if size > end - pos:
+            return RunResult("end", pos, expected, total, size, None)
+        if crc(view[pos + CRC_START : pos + size]) != stored_crc:
+            return RunResult(
+                "damage", pos, expected, total, 0, f"batch at offset {base}: CRC-32C mismatch"
+            )
+        if base + lod >= min_offset:
+            fixed_ts = max_ts if attributes & _TIMESTAMP_TYPE_MASK else None
+            try:
+                if codec == Compression.NONE:
+                    records, value_bytes = _parse_records(
+                        buf, pos + BATCH_HEADER_SIZE, pos + size, count, base, base_ts, fixed_ts
+                    )
+                else:
+                    raw = _decompress(
+                        codec, view[pos + BATCH_HEADER_SIZE : pos + size], max_uncompressed
+                    )
+                    records, value_bytes = _parse_records(
+                        raw, 0, len(raw), count, base, base_ts, fixed_ts
+                    )
+            except CorruptBatch as exc:
+                return RunResult("damage", pos, expected, total, 0, str(exc))
+            if base >= min_offset and total + value_bytes <= max_value_bytes:
+                out.extend(records)
+                total += value_bytes
+            else:
+                for record in records:
+                    if record.offset < min_offset:
+                        continue
+                    value = record.value
+                    vlen = len(value) if value is not None else 0
+                    if out and total + vlen > max_value_bytes:
+                        return RunResult("full", pos, expected, total, 0, None)
+                    out.append(record)
+                    total += vlen
+        pos += size
+        expected = base + count
+    return RunResult("end", pos, expected, total, 0, None)
 
 
 #: Zig-zag decoding of every one-byte varint, the common case for every record field.
@@ -555,16 +705,21 @@ _NULL_BYTE = 1
 
 
 def _parse_records(
-    buf: bytes, count: int, base_offset: int, base_ts: int, fixed_ts: int | None
+    buf: bytes,
+    start: int,
+    n: int,
+    count: int,
+    base_offset: int,
+    base_ts: int,
+    fixed_ts: int | None,
 ) -> tuple[list[Record], int]:
-    """Parse ``count`` records filling ``buf`` exactly (kafka-protocol.md 4.1).
+    """Parse ``count`` records filling ``buf[start:n]`` exactly (kafka-protocol.md 4.1).
 
     This is the hot path of native fetches: one-byte and two-byte varints are decoded
     inline, and nothing is sliced except keys and values.
     """
-    n = len(buf)
-    if count * MIN_RECORD_SIZE > n:
-        raise CorruptBatch(f"{count} records cannot fit in {n} bytes")
+    if count * MIN_RECORD_SIZE > n - start:
+        raise CorruptBatch(f"{count} records cannot fit in {n - start} bytes")
     out: list[Record] = []
     append = out.append
     uvarint = _uvarint
@@ -574,7 +729,7 @@ def _parse_records(
         # LogAppendTime: every record carries the batch's time.
         base_ts, ts_scale = fixed_ts, 0
     value_bytes = 0
-    pos = 0
+    pos = start
     try:
         for _ in range(count):
             u = buf[pos]

@@ -54,10 +54,10 @@ from brokerd.errors import (
 from brokerd.storage.batch import (
     BatchHeader,
     decode_records,
-    decode_records_sized,
+    decode_run,
     encode_batch,
-    scan_batches,
     stamp_base_offset,
+    verify_run,
 )
 from brokerd.storage.segment import (
     DIR_MODE,
@@ -437,21 +437,16 @@ class PartitionLog:
             )
         size = min(limit - pos, max(first, max_bytes))
         data = segment.pread(pos, size)
-        result = scan_batches(data, expected_offset=header.base_offset)
-        if not result.batches:
+        valid_end, _, reason = verify_run(data, 0, len(data), header.base_offset)
+        if valid_end == 0:
             raise StorageError(
                 f"{segment.log_path}: batch at offset {header.base_offset} (byte {pos}) "
-                f"fails validation: {result.reason or 'truncated'}"
+                f"fails validation: {reason or 'truncated'}"
             )
-        if result.reason is not None:
+        if reason is not None:
             # Serve the good batches before the damage; the next fetch reports it.
-            log.error(
-                "%s: damaged batch at byte %d: %s",
-                segment.log_path,
-                pos + result.end,
-                result.reason,
-            )
-            return data[: result.end]
+            log.error("%s: damaged batch at byte %d: %s", segment.log_path, pos + valid_end, reason)
+            return data[:valid_end]
         return data
 
     def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult:
@@ -510,49 +505,49 @@ class PartitionLog:
         ``out``; True when the value budget is full or damage stopped the read."""
         while pos < limit:
             chunk = segment.pread(pos, min(READ_CHUNK, limit - pos))
-            # The CRC is checked by decode_records; offsets must be contiguous.
-            result = scan_batches(chunk, expected_offset=expected, verify_crc=False)
-            spans: list[tuple[int, int, memoryview | bytes]] = [
-                (bpos, header.size, memoryview(chunk)[bpos : bpos + header.size])
-                for bpos, header in result.batches
-            ]
-            if not spans:
-                pending = result.pending
-                if result.reason is not None or pending is None:
-                    self._damage(segment, pos, result.reason or "incomplete batch", out)
+            run = decode_run(
+                chunk,
+                0,
+                len(chunk),
+                expected_offset=expected,
+                min_offset=offset,
+                max_value_bytes=max_value_bytes,
+                total=total,
+                out=out,
+                max_uncompressed=MAX_DECODED_BATCH_BYTES,
+            )
+            total = run.total
+            if run.status == "full":
+                return True, total
+            if run.status == "damage":
+                self._damage(segment, pos + run.pos, run.reason or "invalid batch", out)
+                return True, total
+            if run.pos == 0:
+                # Not one whole batch in the chunk: it is bigger than READ_CHUNK.
+                need = run.need
+                if need == 0 or need > MAX_STORED_BATCH_BYTES or pos + need > limit:
+                    self._damage(segment, pos, f"batch of {need or '?'} bytes", out)
                     return True, total
-                if pending.size > MAX_STORED_BATCH_BYTES or pos + pending.size > limit:
-                    self._damage(segment, pos, f"batch claims {pending.size} bytes", out)
+                chunk = segment.pread(pos, need)
+                run = decode_run(
+                    chunk,
+                    0,
+                    len(chunk),
+                    expected_offset=expected,
+                    min_offset=offset,
+                    max_value_bytes=max_value_bytes,
+                    total=total,
+                    out=out,
+                    max_uncompressed=MAX_DECODED_BATCH_BYTES,
+                )
+                total = run.total
+                if run.status == "full":
                     return True, total
-                spans = [(0, pending.size, segment.pread(pos, pending.size))]
-                expected = pending.last_offset + 1
-            else:
-                assert result.next_offset is not None
-                expected = result.next_offset
-            for bpos, size, batch in spans:
-                try:
-                    records, value_bytes = decode_records_sized(
-                        batch, max_uncompressed=MAX_DECODED_BATCH_BYTES
-                    )
-                except CorruptBatch as exc:
-                    self._damage(segment, pos + bpos, str(exc), out)
+                if run.status == "damage" or run.pos == 0:
+                    self._damage(segment, pos, run.reason or "truncated batch", out)
                     return True, total
-                if records[0].offset >= offset and total + value_bytes <= max_value_bytes:
-                    # The whole batch fits: no per-record bookkeeping.
-                    out.extend(records)
-                    total += value_bytes
-                    end = bpos + size
-                    continue
-                for record in records:
-                    if record.offset < offset:
-                        continue
-                    vlen = len(record.value) if record.value is not None else 0
-                    if out and total + vlen > max_value_bytes:
-                        return True, total
-                    out.append(record)
-                    total += vlen
-                end = bpos + size
-            pos += end
+            pos += run.pos
+            expected = run.next_offset
         return False, total
 
     def _damage(self, segment: Segment, pos: int, reason: str, out: list[Record]) -> None:
