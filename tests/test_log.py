@@ -436,3 +436,16 @@ def test_fetch_time_independent_of_offset_million_records(tmp_path: Path) -> Non
 
     first, last = cost(0), cost(999_000)
     assert last < first * 3 and first < last * 3
+
+
+def test_batch_larger_than_read_chunk(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    plog.append_values([b"small"], timestamp_ms=1)
+    big = [bytes([i % 256]) * 1000 for i in range(400)]  # one batch of about 400 KB
+    plog.append_values(big, timestamp_ms=2)
+    plog.append_values([b"tail"], timestamp_ms=3)
+    plog.publish()
+    values = [r.value for r in plog.read_records(0, 10**7).records]
+    assert values == [b"small", *big, b"tail"]
+    assert [r.value for r in plog.read_records(300, 10).records] == [big[299]]
+    assert len(plog.read(1, 10).data) > 400_000

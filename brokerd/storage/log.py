@@ -200,23 +200,26 @@ class PartitionLog:
             raise StorageError(f"cannot open partition directory {path}: {exc}") from exc
         bases: set[int] = set()
         side_files: list[tuple[int, str]] = []
+        leftovers: list[str] = []
         for name in names:
             match = SEGMENT_FILE_RE.match(name)
             if match is None:
                 if _TEMP_RE.match(name):
-                    # Leftovers of an interrupted operation; we never write such names
-                    # except transiently.
-                    os.unlink(os.path.join(path, name))
+                    # Leftovers of an interrupted operation (Kafka's suffixes).
+                    leftovers.append(name)
                 continue
             base = int(match.group(1))
             if match.group(2) == "log":
                 bases.add(base)
             else:
                 side_files.append((base, name))
-        for base, name in side_files:
-            if base not in bases:
-                # An index whose log was deleted (retention interrupted): an orphan.
+        # An index whose log is gone (retention deletes the log first): an orphan.
+        leftovers += [name for base, name in side_files if base not in bases]
+        try:
+            for name in leftovers:
                 os.unlink(os.path.join(path, name))
+        except OSError as exc:
+            raise StorageError(f"cannot clean {path}: {exc}") from exc
         segments: list[Segment] = []
         try:
             if not bases:
@@ -305,6 +308,8 @@ class PartitionLog:
             raise ValueError("append needs at least one batch")
         if len(data) > INT32_MAX:
             raise RecordTooLarge(f"append of {len(data)} bytes")
+        if sum(h.size for h in headers) != len(data):
+            raise ValueError("headers do not describe data")
         with self._write_lock:
             self._check_writable()
             buf = bytearray(data)
@@ -318,8 +323,6 @@ class PartitionLog:
                 )
                 offset += header.records_count
                 pos += header.size
-            if pos != len(buf):
-                raise ValueError("headers do not describe data")
             return self._write(buf, batches, offset - self.log_end_offset)
 
     def append_values(self, values: Sequence[bytes | None], *, timestamp_ms: int) -> AppendInfo:
