@@ -92,8 +92,6 @@ _MIN_GUESS = 64 * 1024
 # producer_epoch, base_sequence, records_count.
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 assert _HEADER.size == BATCH_HEADER_SIZE
-_LENGTH_AT_8 = struct.Struct(">i")
-_OFFSET_LENGTH = struct.Struct(">qi")
 _STAMP = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
 # The part of the header after the CRC: attributes .. records_count.
