@@ -579,7 +579,10 @@ def verify_run(
             or magic != MAGIC
             or count < 1
             or count != lod + 1
-            or (not attributes & _COMPRESSION_MASK and count * MIN_RECORD_SIZE > length - 49)
+            or (
+                not attributes & _COMPRESSION_MASK
+                and count * MIN_RECORD_SIZE > length - MIN_BATCH_LENGTH
+            )
         ):
             return pos, expected, _header_reason(buf, pos)
         if base != expected:
@@ -648,7 +651,7 @@ def decode_run(
             or magic != MAGIC
             or count < 1
             or count != lod + 1
-            or (not codec and count * MIN_RECORD_SIZE > length - 49)
+            or (not codec and count * MIN_RECORD_SIZE > length - MIN_BATCH_LENGTH)
         ):
             return RunResult("damage", pos, expected, total, 0, _header_reason(buf, pos))
         if base != expected:
