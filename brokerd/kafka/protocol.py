@@ -114,6 +114,11 @@ class KafkaProtocol(Protocol):
 
     def connectionMade(self) -> None:
         self._connected = True
+        # Pipelined clients wait for several small responses; with Nagle on, the second
+        # one waits for the client's delayed ACK (~40 ms). Kafka brokers disable it too.
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
         peer = self._t.getPeer()
         self._conn = Connection("/" + str(getattr(peer, "host", "")))
         # The transport tells us when its send buffer is full; we then stop taking

@@ -164,6 +164,11 @@ class NativeProtocol(Protocol):
 
     def connectionMade(self) -> None:
         self._connected = True
+        # Pipelined clients wait for several small responses; with Nagle on, the second
+        # one waits for the client's delayed ACK (~40 ms). Kafka brokers disable it too.
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
         # Our transport tells us when its send buffer is full: then we stop taking
         # requests, so a client that does not read cannot make us buffer answers forever.
         self._t.registerProducer(self, True)
