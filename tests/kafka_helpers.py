@@ -1,0 +1,467 @@
+"""Shared helpers of the Kafka client matrix (kcat, confluent-kafka, kafka-python,
+aiokafka), the cross-protocol tests and the idempotence tests.
+
+Everything here talks to a real ``twistd broker`` started by :mod:`brokerproc`: a broker
+per test module, bounded waits that fail with a message, record payloads (small ones and
+compressible ones of a few KB), a raw Kafka connection built on the client side of
+:mod:`brokerd.kafka.apis`, the batch headers a partition really stored (read from its log
+files, so a silent fallback to "uncompressed" cannot pass), reads through the native
+protocol, kcat as a subprocess, and a thread that owns and polls one consumer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+import pytest
+
+from brokerd.kafka import apis
+from brokerd.kafka.codec import ApiKey, RequestHeader
+from brokerd.storage.batch import BATCH_HEADER_SIZE, BatchHeader, Compression, read_header
+
+from brokerproc import BrokerProcess
+
+T = TypeVar("T")
+
+#: Every codec a Kafka producer can ask for, by the name all four clients use.
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+#: Upper bound of every wait in these tests: generous for a loaded CI machine, yet a
+#: hang fails in seconds rather than at the job timeout.
+WAIT = 30.0
+#: Group timings that keep rebalances to about a second (the broker's minimum session
+#: timeout is Kafka's 6 s).
+SESSION_TIMEOUT_MS = 6000
+HEARTBEAT_MS = 500
+#: One consumed record: partition, offset, value.
+Rec = tuple[int, int, bytes]
+
+
+# -- brokers -------------------------------------------------------------------------
+
+
+def module_broker(
+    tmp_path_factory: pytest.TempPathFactory, name: str, *args: str
+) -> Iterator[BrokerProcess]:
+    """Body of a module-scoped fixture: one broker for every test of a module that does
+    not need its own (each test uses its own topic names)."""
+    proc = BrokerProcess(tmp_path_factory.mktemp(name) / "data", args=args).start()
+    try:
+        yield proc
+    finally:
+        proc.kill()
+
+
+# -- waiting -------------------------------------------------------------------------
+
+
+def wait_until(
+    predicate: Callable[[], T], what: str, *, timeout: float = WAIT, interval: float = 0.05
+) -> T:
+    """Poll ``predicate`` until it returns something truthy and return that; fail with
+    ``what`` in the message after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+# -- payloads ------------------------------------------------------------------------
+
+
+def small_values(tag: str, count: int, start: int = 0) -> list[bytes]:
+    """``count`` distinct short values (no spaces or newlines: kcat reads lines)."""
+    return [f"{tag}-{i:04d}".encode() for i in range(start, start + count)]
+
+
+def compressible_values(tag: str, count: int, size: int = 4000) -> list[bytes]:
+    """``count`` distinct values of ``size`` bytes that every codec shrinks a lot.
+
+    librdkafka keeps a batch uncompressed when compressing does not make it smaller, so
+    codec tests need payloads like these (a few KB, repetitive, still one line each).
+    """
+    out = []
+    for i in range(count):
+        head = f"{tag}-{i:04d}:".encode()
+        body = (b"abcdefgh" * (size // 8 + 1))[: size - len(head)]
+        out.append(head + body)
+    return out
+
+
+# -- what the log holds --------------------------------------------------------------
+
+
+def stored_batches(broker: BrokerProcess, topic: str, partition: int) -> list[BatchHeader]:
+    """Headers of every batch in the partition's log files, read straight from disk.
+
+    The broker stores a client's batch as it arrived (only base offset and leader epoch
+    are rewritten), so the codec bits here are what the client really sent.
+    """
+    directory = broker.data_dir / f"{topic}-{partition}"
+    headers: list[BatchHeader] = []
+    for path in sorted(directory.glob("*.log")):
+        data = path.read_bytes()
+        pos = 0
+        while pos + BATCH_HEADER_SIZE <= len(data):
+            header = read_header(data, pos)
+            if header.batch_length <= 0 or pos + header.size > len(data):
+                break  # a batch still being written (or preallocated zeros)
+            headers.append(header)
+            pos += header.size
+    return headers
+
+
+def stored_codecs(broker: BrokerProcess, topic: str, partition: int) -> set[str]:
+    """The codec names of the partition's stored batches."""
+    return {
+        Compression(h.compression).name.lower()
+        for h in stored_batches(broker, topic, partition)
+    }
+
+
+def native_records(
+    broker: BrokerProcess, topic: str, partition: int, start: int = 0
+) -> list[tuple[int, bytes]]:
+    """``(offset, value)`` of every record from ``start`` to the high watermark, read
+    through the native protocol's LongPollFetch (which reports offsets)."""
+    out: list[tuple[int, bytes]] = []
+    with broker.client() as client:
+        _, end = client.list_offsets(topic, partition)
+        offset = start
+        while offset < end:
+            response = client.poll(topic, partition, offset, max_wait_ms=0, min_bytes=0)
+            assert response.records, f"no records at {topic}/{partition}@{offset} < {end}"
+            for record in response.records:
+                out.append((record.offset, record.value))
+            offset = response.records[-1].offset + 1
+    return out
+
+
+def high_watermark(broker: BrokerProcess, topic: str, partition: int) -> int:
+    with broker.client() as client:
+        return client.list_offsets(topic, partition)[1]
+
+
+def expected(partition: int, first_offset: int, values: Sequence[bytes]) -> list[Rec]:
+    """The records ``values`` become when appended to ``partition`` at ``first_offset``."""
+    return [(partition, first_offset + i, v) for i, v in enumerate(values)]
+
+
+# -- a raw Kafka connection ----------------------------------------------------------
+
+
+class RawKafka:
+    """One Kafka connection driven by hand: requests are encoded with the client side of
+    :mod:`brokerd.kafka.apis`, so the tests choose every field (producer id, sequence)."""
+
+    def __init__(self, broker: BrokerProcess, *, timeout: float = 10.0) -> None:
+        assert broker.kafka_port is not None
+        self._sock = socket.create_connection(("127.0.0.1", broker.kafka_port), timeout=timeout)
+        self._correlation = 0
+        self._pending: list[tuple[int, ApiKey, int]] = []
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> RawKafka:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, api_key: ApiKey, version: int, body: Any) -> int:
+        """Send one request without waiting; returns its correlation id."""
+        self._correlation += 1
+        header = RequestHeader(int(api_key), version, self._correlation, "brokerd-tests")
+        self._sock.sendall(apis.encode_request(header, body))
+        self._pending.append((self._correlation, api_key, version))
+        return self._correlation
+
+    def receive(self) -> Any:
+        """The body of the oldest unanswered request's response (answers come in order)."""
+        correlation, api_key, version = self._pending.pop(0)
+        (size,) = struct.unpack(">i", self._recv_exactly(4))
+        got, body = apis.decode_response(api_key, version, self._recv_exactly(size))
+        assert got == correlation, f"response {got} arrived for request {correlation}"
+        return body
+
+    def call(self, api_key: ApiKey, version: int, body: Any) -> Any:
+        self.send(api_key, version, body)
+        return self.receive()
+
+    def _recv_exactly(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self._sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            buf += chunk
+        return buf
+
+
+def committed_offsets(
+    broker: BrokerProcess, group: str, topic: str, partitions: Sequence[int]
+) -> dict[int, int]:
+    """The group's committed offsets as the broker stores them (OffsetFetch v5), -1 for
+    none: what a consumer joining the group starts from."""
+    with RawKafka(broker) as conn:
+        response = conn.call(
+            ApiKey.OFFSET_FETCH,
+            5,
+            apis.OffsetFetchRequest(
+                group_id=group,
+                topics=(apis.OffsetFetchTopic(name=topic, partition_indexes=tuple(partitions)),),
+            ),
+        )
+    assert response.error_code == 0, response
+    out = {}
+    for t in response.topics:
+        for p in t.partitions:
+            assert p.error_code == 0, p
+            out[p.partition_index] = p.committed_offset
+    return out
+
+
+def check_group_records(
+    before: Sequence[Rec],
+    after: Sequence[Rec],
+    committed: dict[int, int],
+    produced: dict[int, list[bytes]],
+) -> None:
+    """The group test's verdict: the records consumed after the restart start, on every
+    partition that has some, exactly at the committed offset; and before + after is every
+    record produced, each once, in offset order per partition."""
+    first_after: dict[int, int] = {}
+    for partition, offset, _ in after:
+        first_after.setdefault(partition, offset)
+    for partition, offset in first_after.items():
+        assert offset == committed[partition], (
+            f"partition {partition}: resumed at {offset}, committed {committed[partition]}"
+        )
+    everything = sorted([*before, *after])
+    assert len(everything) == len(set(everything)), "a record was consumed twice"
+    want = sorted(
+        (p, offset, value) for p, values in produced.items() for offset, value in enumerate(values)
+    )
+    assert everything == want
+
+
+# -- kcat ----------------------------------------------------------------------------
+
+KCAT = shutil.which("kcat")
+#: kcat's output format in every test: partition, offset, value on one line.
+KCAT_FORMAT = "%p %o %s\\n"
+
+
+def need_kcat() -> str:
+    if KCAT is None:
+        pytest.skip("kcat is not installed (CI installs it with apt-get install kcat)")
+    return KCAT
+
+
+def kcat_args(broker: BrokerProcess, *args: str) -> list[str]:
+    return [need_kcat(), "-b", broker.kafka_bootstrap, *args]
+
+
+def kcat_run(
+    broker: BrokerProcess, *args: str, stdin: bytes = b"", timeout: float = WAIT
+) -> subprocess.CompletedProcess[bytes]:
+    """Run kcat to completion; fail with its stderr if it exits non-zero."""
+    done = subprocess.run(
+        kcat_args(broker, *args), input=stdin, capture_output=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, f"kcat {args} exited {done.returncode}: {done.stderr!r}"
+    return done
+
+
+def kcat_produce(
+    broker: BrokerProcess, topic: str, partition: int, values: Sequence[bytes], *extra: str
+) -> None:
+    """Produce ``values`` (one per line) to one partition; every delivery must succeed."""
+    done = kcat_run(
+        broker, "-P", "-t", topic, "-p", str(partition), *extra,
+        stdin=b"".join(v + b"\n" for v in values),
+    )
+    assert b"Delivery failed" not in done.stderr, done.stderr
+
+
+def parse_kcat_records(out: bytes) -> list[Rec]:
+    records = []
+    for line in out.splitlines():
+        partition, offset, value = line.split(b" ", 2)
+        records.append((int(partition), int(offset), value))
+    return records
+
+
+def kcat_consume(
+    broker: BrokerProcess, topic: str, partition: int, offset: str, *extra: str
+) -> list[Rec]:
+    """Read one partition from ``offset`` (kcat's ``-o`` syntax) to its current end."""
+    done = kcat_run(
+        broker, "-C", "-t", topic, "-p", str(partition), "-o", offset, "-e",
+        "-f", KCAT_FORMAT, *extra,
+    )
+    return parse_kcat_records(done.stdout)
+
+
+class KcatProcess:
+    """A long-running kcat (a group member, or a consumer waiting at the end of a
+    partition) whose stdout records and stderr lines are collected by two threads."""
+
+    def __init__(self, broker: BrokerProcess, *args: str) -> None:
+        # -u: unbuffered output, or records sit in stdio's pipe buffer until kcat exits.
+        self.proc = subprocess.Popen(
+            kcat_args(broker, "-u", *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self._lock = threading.Lock()
+        self._records: list[Rec] = []
+        self._errors: list[str] = []
+        self._threads = [
+            threading.Thread(target=self._read_out, daemon=True),
+            threading.Thread(target=self._read_err, daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._lock:
+                self._records.extend(parse_kcat_records(line))
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._lock:
+                self._errors.append(line.decode(errors="replace").rstrip("\n"))
+
+    def records(self) -> list[Rec]:
+        with self._lock:
+            return list(self._records)
+
+    def stderr(self) -> list[str]:
+        with self._lock:
+            return list(self._errors)
+
+    def assignment(self) -> set[int] | None:
+        """Partitions of the last "assigned" line on stderr; None if the last rebalance
+        line was a revocation (or there was none)."""
+        current: set[int] | None = None
+        for line in self.stderr():
+            if "rebalanced" not in line:
+                continue
+            if ": assigned: " in line:
+                tail = line.split(": assigned: ", 1)[1]
+                current = {int(part.split("[")[1].rstrip("]")) for part in tail.split(", ")}
+            else:
+                current = None
+        return current
+
+    def stop(self) -> int:
+        """SIGTERM, the way a user stops kcat: it closes its consumer cleanly (final
+        offset commit and LeaveGroup) and exits."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"kcat ignored SIGTERM; stderr: {self.stderr()}") from None
+        for t in self._threads:
+            t.join(WAIT)
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# -- a thread that owns one consumer -------------------------------------------------
+
+
+class Poller:
+    """Polls one consumer in a thread of its own and runs calls on it between polls.
+
+    Group clients (kafka-python, confluent-kafka) only take part in a rebalance while
+    they are polled, so two members of one group must be polled concurrently; and
+    neither client may be used from two threads at once. Hence this worker: it owns the
+    consumer, ``poll_once`` returns the records of one short poll, and :meth:`call`
+    runs anything else (assignment, commit, close) in the same thread.
+    """
+
+    def __init__(self, name: str, poll_once: Callable[[], list[Rec]]) -> None:
+        self._poll_once = poll_once
+        self._calls: queue.Queue[tuple[Callable[[], Any], Future[Any]]] = queue.Queue()
+        self._lock = threading.Lock()
+        self._records: list[Rec] = []
+        self._stop = threading.Event()
+        self.paused = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    fn, future = self._calls.get_nowait()
+                    try:
+                        future.set_result(fn())
+                    except BaseException as e:
+                        future.set_exception(e)
+            if self._stop.is_set():
+                return
+            if self.paused.is_set():
+                time.sleep(0.02)
+                continue
+            try:
+                got = self._poll_once()
+            except BaseException as e:
+                self.error = e
+                return
+            if got:
+                with self._lock:
+                    self._records.extend(got)
+
+    def call(self, fn: Callable[[], T], timeout: float = WAIT) -> T:
+        """Run ``fn`` in the polling thread and return its result."""
+        if self.error is not None:
+            raise AssertionError(f"the consumer failed while polling: {self.error!r}")
+        future: Future[T] = Future()
+        self._calls.put((fn, future))
+        return future.result(timeout)
+
+    def records(self) -> list[Rec]:
+        if self.error is not None:
+            raise AssertionError(f"the consumer failed while polling: {self.error!r}")
+        with self._lock:
+            return list(self._records)
+
+    def stop(self, close: Callable[[], object] | None = None) -> None:
+        """Run ``close`` (if given) in the thread, then end the thread."""
+        if close is not None and self._thread.is_alive():
+            self.call(close)
+        self._stop.set()
+        self._thread.join(WAIT)
+
+
+def by_partition(records: Sequence[Rec]) -> dict[int, list[tuple[int, bytes]]]:
+    out: dict[int, list[tuple[int, bytes]]] = {}
+    for partition, offset, value in records:
+        out.setdefault(partition, []).append((offset, value))
+    return out
