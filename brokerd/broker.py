@@ -128,12 +128,19 @@ class _ProducerState:
 
 @attrs.define(eq=False)
 class _Waiter:
-    """A parked long-poll: fires when ``needed`` more bytes arrive on its partitions."""
+    """A parked long-poll: fires when ``needed`` more bytes arrive on its partitions.
+
+    ``values``: count value bytes (what a native reader counts) instead of stored batch
+    bytes (Kafka's ``MinBytes``). ``seen``: per partition, the high watermark the
+    caller's read saw; appends below it are already in what the caller counted.
+    """
 
     partitions: frozenset[tuple[str, int]]
     needed: int
     deferred: defer.Deferred[None]
     timer: Any = None
+    values: bool = False
+    seen: dict[tuple[str, int], int] | None = None
 
 
 @attrs.define(eq=False)
@@ -465,10 +472,10 @@ class Broker(service.Service):
                 self._log.failure("retention failed", retention_failure)
         if synced:
             part.dirty = False
-        appended = 0
+        appended: list[tuple[_Append, AppendInfo]] = []
         for append, result in zip(appends, results, strict=True):
             if isinstance(result, AppendInfo):
-                appended += _size_of(append)
+                appended.append((append, result))
                 if append.producer is not None:
                     append.producer.result = result
                     for d in append.producer.waiting:
@@ -590,15 +597,39 @@ class Broker(service.Service):
         """Fire once ``min_bytes`` (counting ``already``) are appended past ``positions``
         or ``max_wait_ms`` passes, whichever is first. Cancelling it removes every trace.
 
-        Bytes are stored batch bytes, as Kafka counts ``MinBytes``.
+        Bytes are stored batch bytes, as Kafka counts ``MinBytes`` (the Kafka Fetch).
         """
-        needed = min_bytes - already
-        if needed <= 0 or max_wait_ms <= 0 or not positions or self._stopping:
+        keys = frozenset((t, p) for t, p, _ in positions)
+        return self._park(keys, min_bytes - already, max_wait_ms)
+
+    def _park(
+        self,
+        keys: frozenset[tuple[str, int]],
+        needed: int,
+        max_wait_ms: int,
+        *,
+        values: bool = False,
+        seen: dict[tuple[str, int], int] | None = None,
+    ) -> defer.Deferred[None]:
+        if needed <= 0 or max_wait_ms <= 0 or not keys or self._stopping:
             return defer.succeed(None)
+        if seen is not None:
+            for key, high in seen.items():
+                part = self._partitions.get(key)
+                if part is not None and part.log.high_watermark != high:
+                    # An append became readable after the caller's read and before now;
+                    # its notification may already have gone by (lost wake-up), so let
+                    # the caller read again instead of waiting for bytes already there.
+                    return defer.succeed(None)
         if self._waiter_count >= self.max_waiters:
             return defer.fail(TooManyWaiters(f"{self._waiter_count} fetches already wait"))
-        keys = frozenset((t, p) for t, p, _ in positions)
-        waiter = _Waiter(keys, needed, defer.Deferred(lambda _: self._drop_waiter(waiter)))
+        waiter = _Waiter(
+            keys,
+            needed,
+            defer.Deferred(lambda _: self._drop_waiter(waiter)),
+            values=values,
+            seen=seen,
+        )
         waiter.timer = self._clock.callLater(
             min(max_wait_ms, MAX_WAIT_MS) / 1000.0, self._fire_waiter, waiter
         )
@@ -617,27 +648,56 @@ class Broker(service.Service):
         min_bytes: int,
         max_wait_ms: int,
     ) -> defer.Deferred[RecordsResult]:
-        """A native long-poll fetch: read; if short of ``min_bytes``, park, then read again."""
+        """A native long-poll fetch: read; while short of ``min_bytes`` of values and
+        within ``max_wait_ms``, park until an append may have brought enough, and read
+        again. Every wake-up is re-checked against what a read finds, so the answer has
+        ``min_bytes`` of values unless the wait ran out (or the broker is stopping)."""
+        key = (topic, partition)
+        deadline = self._clock.seconds() + min(max_wait_ms, MAX_WAIT_MS) / 1000.0
 
         async def run() -> RecordsResult:
-            first = await self.fetch_records(topic, partition, offset, max_value_bytes)
-            have = sum(len(r.value or b"") for r in first.records)
-            # As Kafka: min_bytes 0 answers at once, even with nothing to send.
-            if have >= min_bytes or max_wait_ms <= 0:
-                return first
-            await self.wait_for_data(
-                [(topic, partition, offset)],
-                min_bytes=min_bytes,
-                max_wait_ms=max_wait_ms,
-                already=have,
-            )
-            return await self.fetch_records(topic, partition, offset, max_value_bytes)
+            first = True
+            while True:
+                result = await self.fetch_records(topic, partition, offset, max_value_bytes)
+                have = sum(len(r.value or b"") for r in result.records)
+                # Rounded down: a timer that fired at the deadline leaves nothing to wait.
+                left_ms = int((deadline - self._clock.seconds()) * 1000)
+                # As Kafka: min_bytes 0 answers at once, even with nothing to send.
+                if have >= min_bytes or left_ms <= 0 or self._stopping:
+                    return result
+                try:
+                    await self._park(
+                        frozenset([key]),
+                        min_bytes - have,
+                        left_ms,
+                        values=True,
+                        seen={key: result.high_watermark},
+                    )
+                except TooManyWaiters:
+                    if first:
+                        raise
+                    return result  # it did wait; answer with what there is
+                if self._stopping:
+                    # Shutdown answers parked fetches; the log may be closing, so do
+                    # not read again: what was there is a valid (timed-out) answer.
+                    return result
+                first = False
 
         return defer.Deferred.fromCoroutine(run())
 
-    def _notify(self, part: _Partition, appended: int) -> None:
-        for waiter in list(self._waiters.get((part.topic, part.index), ())):
-            waiter.needed -= appended
+    def _notify(self, part: _Partition, appended: list[tuple[_Append, AppendInfo]]) -> None:
+        key = (part.topic, part.index)
+        waiters = self._waiters.get(key)
+        if not waiters:
+            return  # the usual case: sizes are only worked out for someone waiting
+        for waiter in list(waiters):
+            low = waiter.seen.get(key) if waiter.seen is not None else None
+            amount = sum(
+                _wake_bytes(append, values=waiter.values)
+                for append, info in appended
+                if low is None or info.base_offset >= low
+            )
+            waiter.needed -= amount
             if waiter.needed <= 0:
                 self._fire_waiter(waiter)
 
@@ -666,10 +726,47 @@ class Broker(service.Service):
         return self._waiter_count
 
 
-def _size_of(append: _Append) -> int:
-    if append.data is not None:
-        return len(append.data)
-    return sum(len(v) for v in append.values or ())
+#: Bytes of a RecordBatch v2 header (the batch's fixed overhead).
+_BATCH_HEADER_BYTES = 61
+#: Wake-up amount for an append whose value bytes are unknown without decompressing:
+#: more than anyone waits for, so the waiter wakes and its reader measures.
+_UNKNOWN_BYTES = 1 << 62
+
+
+def _zigzag_varint_len(n: int) -> int:
+    z = (n << 1) ^ (n >> 63)
+    length = 1
+    while z >= 0x80:
+        z >>= 7
+        length += 1
+    return length
+
+
+def stored_size(values: Sequence[bytes | None]) -> int:
+    """Bytes the batch a native produce of ``values`` occupies in the log (what a Kafka
+    reader's ``MinBytes`` counts): the header, then per record its length varint and
+    attributes, timestamp delta 0, offset delta, null key, value, zero headers (the
+    layout ``storage.batch.encode_batch`` writes; tests hold the two together)."""
+    total = _BATCH_HEADER_BYTES
+    for i, value in enumerate(values):
+        value_part = 1 if value is None else _zigzag_varint_len(len(value)) + len(value)
+        body = 2 + _zigzag_varint_len(i) + 1 + value_part + 1
+        total += _zigzag_varint_len(body) + body
+    return total
+
+
+def _wake_bytes(append: _Append, *, values: bool) -> int:
+    """What an append adds toward a waiter's ``min_bytes``: exact, or else more (a
+    native reader re-checks after waking; it must never sleep through enough data)."""
+    if append.values is not None:
+        if values:
+            return sum(len(v) for v in append.values if v is not None)
+        return stored_size(append.values)
+    assert append.data is not None
+    if values and any(h.compression for h in append.headers or ()):
+        return _UNKNOWN_BYTES
+    # Stored bytes exactly; for a native reader an upper bound of the value bytes.
+    return len(append.data)
 
 
 def _write_job(
