@@ -453,9 +453,18 @@ class Poller:
             return list(self._records)
 
     def stop(self, close: Callable[[], object] | None = None) -> None:
-        """Run ``close`` (if given) in the thread, then end the thread."""
-        if close is not None and self._thread.is_alive():
-            self.call(close)
+        """Run ``close`` (if given) in the thread, then end the thread before it polls
+        again (polling a closed consumer raises)."""
+
+        def finish() -> None:
+            try:
+                if close is not None:
+                    close()
+            finally:
+                self._stop.set()
+
+        if self._thread.is_alive() and self.error is None:
+            self.call(finish)
         self._stop.set()
         self._thread.join(WAIT)
 
