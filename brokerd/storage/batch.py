@@ -547,9 +547,10 @@ def decode_records_sized(batch: Buffer, *, max_uncompressed: int) -> tuple[list[
     else:
         buf = _decompress(codec, view[BATCH_HEADER_SIZE : header.size], max_uncompressed)
         start, end = 0, len(buf)
-    return _parse_records(
+    records, value_bytes, _ = _parse_records(
         buf, start, end, header.records_count, header.base_offset, header.base_timestamp, fixed_ts
     )
+    return records, value_bytes
 
 
 def _header_reason(buf: Buffer, pos: int) -> str:
@@ -667,33 +668,33 @@ def decode_run(
             )
         if base + lod >= min_offset:
             fixed_ts = max_ts if attributes & _TIMESTAMP_TYPE_MASK else None
+            parse_from: tuple[Buffer, int, int]
             try:
                 if codec == Compression.NONE:
-                    records, value_bytes = _parse_records(
-                        buf, pos + BATCH_HEADER_SIZE, pos + size, count, base, base_ts, fixed_ts
-                    )
+                    parse_from = (buf, pos + BATCH_HEADER_SIZE, pos + size)
                 else:
                     raw = _decompress(
                         codec, view[pos + BATCH_HEADER_SIZE : pos + size], max_uncompressed
                     )
-                    records, value_bytes = _parse_records(
-                        raw, 0, len(raw), count, base, base_ts, fixed_ts
-                    )
+                    parse_from = (raw, 0, len(raw))
+                # Only the records this fetch returns become objects: earlier ones are
+                # skipped by length, and parsing stops once the value budget is spent.
+                records, value_bytes, complete = _parse_records(
+                    *parse_from,
+                    count,
+                    base,
+                    base_ts,
+                    fixed_ts,
+                    min_offset=min_offset,
+                    budget=max_value_bytes - total,
+                    need_one=not out,
+                )
             except CorruptBatch as exc:
                 return RunResult("damage", pos, expected, total, 0, str(exc))
-            if base >= min_offset and total + value_bytes <= max_value_bytes:
-                out.extend(records)
-                total += value_bytes
-            else:
-                for record in records:
-                    if record.offset < min_offset:
-                        continue
-                    value = record.value
-                    vlen = len(value) if value is not None else 0
-                    if out and total + vlen > max_value_bytes:
-                        return RunResult("full", pos, expected, total, 0, None)
-                    out.append(record)
-                    total += vlen
+            out.extend(records)
+            total += value_bytes
+            if not complete:
+                return RunResult("full", pos, expected, total, 0, None)
         pos += size
         expected = base + count
     return RunResult("end", pos, expected, total, 0, None)
@@ -713,8 +714,17 @@ def _parse_records(
     base_offset: int,
     base_ts: int,
     fixed_ts: int | None,
-) -> tuple[list[Record], int]:
+    *,
+    min_offset: int = -1,
+    budget: int | None = None,
+    need_one: bool = True,
+) -> tuple[list[Record], int, bool]:
     """Parse ``count`` records filling ``buf[start:n]`` exactly (kafka-protocol.md 4.1).
+
+    Records below ``min_offset`` are stepped over by their length, without objects.
+    With a ``budget``, parsing stops before the record whose value would exceed it
+    (unless ``need_one`` and nothing was taken yet); the third result says whether every
+    record was parsed. Returns ``(records, value bytes of those records, complete)``.
 
     This is the hot path of native fetches: one-byte and two-byte varints are decoded
     inline, and nothing is sliced except keys and values.
@@ -731,6 +741,7 @@ def _parse_records(
         base_ts, ts_scale = fixed_ts, 0
     value_bytes = 0
     pos = start
+    skip = min(max(min_offset - base_offset, 0), count)
     try:
         for _ in range(count):
             u = buf[pos]
@@ -747,6 +758,12 @@ def _parse_records(
             body_end = pos + length
             if length < MIN_RECORD_SIZE - 1 or body_end > n:
                 raise CorruptBatch(f"record length {length} out of bounds")
+            if skip:
+                # Offsets in a stored batch are its base plus 0..count-1 (nothing here
+                # compacts), so the first record wanted is known without parsing.
+                skip -= 1
+                pos = body_end
+                continue
             # Skip the unused attributes byte.
             u = buf[pos + 1]
             if u < 0x80:
@@ -800,6 +817,8 @@ def _parse_records(
                     vlen = (u >> 1) ^ -(u & 1)
                 if vlen < 0 or pos + vlen > body_end:
                     raise CorruptBatch(f"value length {vlen} out of bounds")
+                if budget is not None and value_bytes + vlen > budget and (out or not need_one):
+                    return out, value_bytes, False
                 value = buf[pos : pos + vlen]
                 pos += vlen
                 value_bytes += vlen
@@ -820,7 +839,7 @@ def _parse_records(
         raise CorruptBatch("truncated record") from None
     if pos != n:
         raise CorruptBatch(f"{n - pos} bytes after the last declared record")
-    return out, value_bytes
+    return out, value_bytes, True
 
 
 def _parse_headers(
