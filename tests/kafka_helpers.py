@@ -183,12 +183,14 @@ class RawKafka:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, api_key: ApiKey, version: int, body: Any) -> int:
-        """Send one request without waiting; returns its correlation id."""
+    def send(self, api_key: ApiKey, version: int, body: Any, *, answered: bool = True) -> int:
+        """Send one request without waiting; returns its correlation id. ``answered``
+        False: a request the broker never answers (acks=0 Produce)."""
         self._correlation += 1
         header = RequestHeader(int(api_key), version, self._correlation, "brokerd-tests")
         self._sock.sendall(apis.encode_request(header, body))
-        self._pending.append((self._correlation, api_key, version))
+        if answered:
+            self._pending.append((self._correlation, api_key, version))
         return self._correlation
 
     def receive(self) -> Any:
