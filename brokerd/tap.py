@@ -12,6 +12,7 @@ appends, answers parked fetches, syncs and writes the clean-shutdown marker.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -21,7 +22,7 @@ from twisted.internet import endpoints
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IStreamServerEndpoint
 from twisted.internet.protocol import Factory
-from twisted.logger import Logger
+from twisted.logger import Logger, LogLevel
 from twisted.python import usage
 from zope.interface import implementer
 
@@ -142,6 +143,32 @@ class _GroupsService(service.Service):
             item.close()
 
 
+_LEVELS = {
+    logging.DEBUG: LogLevel.debug,
+    logging.INFO: LogLevel.info,
+    logging.WARNING: LogLevel.warn,
+    logging.ERROR: LogLevel.error,
+    logging.CRITICAL: LogLevel.critical,
+}
+
+
+class _TwistedLogHandler(logging.Handler):
+    """Routes the storage layer's stdlib logging (it must not import Twisted) into
+    Twisted's log, so recovery and disk errors land in the broker's log or journal."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = _LEVELS.get(record.levelno, LogLevel.info)
+        Logger(namespace=record.name).emit(level, "{message}", message=record.getMessage())
+
+
+def _route_storage_logging() -> None:
+    logger = logging.getLogger("brokerd")
+    if not any(isinstance(h, _TwistedLogHandler) for h in logger.handlers):
+        logger.addHandler(_TwistedLogHandler())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def makeService(options: Options) -> service.MultiService:
     """Build the service tree: broker core, then listeners, then the readiness notice."""
     from twisted.internet import reactor
@@ -162,11 +189,19 @@ def makeService(options: Options) -> service.MultiService:
         retention_ms=limit(options["retention-ms"]),
     )
     data_dir = os.path.abspath(options["data-dir"])
+    _route_storage_logging()
     logdir = LogDirectory.open(
         data_dir,
         config,
         auto_create=not options["no-auto-create"],
         default_partitions=options["default-partitions"],
+    )
+    _log.info(
+        "data directory {path}: {topics} topic(s); previous shutdown was {how}; fsync {fsync}",
+        path=data_dir,
+        topics=len(logdir.topics()),
+        how="clean" if logdir.was_clean else "not clean (logs recovered)",
+        fsync=options["fsync-policy"],
     )
     top = service.MultiService()
     broker = Broker(
