@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 from brokerd.client import NativeClient, NativeError
+from brokerd.native.codec import ErrorCode
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:7070"
 #: A produce request carries at most this many lines or bytes, well under the broker's
@@ -31,6 +32,9 @@ PRODUCE_BATCH_BYTES = 512 * 1024
 FOLLOW_WAIT_MS = 5000
 #: Seconds between reconnection attempts while following a broker that went away.
 RECONNECT_SECONDS = 0.5
+
+#: Errors after which ``consume --follow`` retries instead of giving up.
+_RETRY_CODES = frozenset({ErrorCode.SHUTTING_DOWN, ErrorCode.TOO_MANY_WAITERS})
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -161,7 +165,16 @@ def _consume(host: str, port: int, args: argparse.Namespace, out: BinaryIO) -> i
             if args.follow:
                 try:
                     response = client.poll(topic, partition, offset, max_wait_ms=FOLLOW_WAIT_MS)
-                except (ConnectionError, TimeoutError, OSError):
+                except NativeError as e:
+                    if e.code not in _RETRY_CODES:
+                        raise
+                    # The broker is stopping, or too many consumers wait: both pass, so
+                    # back off (no tight retry loop) and carry on from the same offset.
+                    client.close()
+                    time.sleep(RECONNECT_SECONDS)
+                    client = _reconnect(host, port)
+                    continue
+                except OSError:  # includes ConnectionError and TimeoutError
                     client.close()
                     client = _reconnect(host, port)
                     continue
