@@ -255,7 +255,8 @@ def check_group_records(
             f"partition {partition}: resumed at {offset}, committed {committed[partition]}"
         )
     everything = sorted([*before, *after])
-    assert len(everything) == len(set(everything)), "a record was consumed twice"
+    twice = sorted(r for r in set(everything) if everything.count(r) > 1)
+    assert not twice, f"consumed more than once: {twice}"
     want = sorted(
         (p, offset, value) for p, values in produced.items() for offset, value in enumerate(values)
     )
@@ -372,6 +373,10 @@ class KcatProcess:
             else:
                 current = None
         return current
+
+    def assignments(self) -> int:
+        """How many assignments (completed rebalances) kcat has reported."""
+        return sum(1 for line in self.stderr() if "rebalanced" in line and ": assigned: " in line)
 
     def stop(self) -> int:
         """SIGTERM, the way a user stops kcat: it closes its consumer cleanly (final
