@@ -5,6 +5,12 @@ broker with default settings (``--fsync always``), runs a producer at the given 
 long-polling consumer, and prints p50/p99/max for the native protocol and for
 confluent-kafka. Each value carries the producer's ``time.perf_counter()`` at the produce
 call; producer and consumer run in one process, so the clocks agree.
+
+Beside produce-to-receipt it prints produce-to-acknowledgement (the produce call's return
+for native, the delivery report for confluent-kafka): the difference between the two is
+what the consumer side (long poll and fetch) adds; the rest is the produce path.
+(Delivery reports are served by ``producer.poll``, called after each produce, so they
+are late by up to one send interval.)
 """
 
 from __future__ import annotations
@@ -43,8 +49,10 @@ def paced(rate: int, seconds: float) -> list[float]:
     return [i / rate for i in range(int(rate * seconds))]
 
 
-def native(proc: BrokerProcess, rate: int, seconds: float) -> list[float]:
+def native(proc: BrokerProcess, rate: int, seconds: float) -> tuple[list[float], list[float]]:
+    """Produce-to-receipt and produce-to-acknowledgement latencies."""
     latencies: list[float] = []
+    acks: list[float] = []
     total = int(rate * seconds)
     done = threading.Event()
 
@@ -71,15 +79,25 @@ def native(proc: BrokerProcess, rate: int, seconds: float) -> list[float]:
             delay = start + at - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
-            client.produce("lat", 0, [STAMP.pack(time.perf_counter()) + PAD])
+            sent = time.perf_counter()
+            client.produce("lat", 0, [STAMP.pack(sent) + PAD])
+            acks.append(time.perf_counter() - sent)
     done.wait(30)
-    return latencies
+    return latencies, acks
 
 
-def kafka(proc: BrokerProcess, rate: int, seconds: float) -> list[float]:
-    from confluent_kafka import Consumer, Producer, TopicPartition
+def kafka(proc: BrokerProcess, rate: int, seconds: float) -> tuple[list[float], list[float]]:
+    """Produce-to-receipt and produce-to-delivery-report latencies."""
+    from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
     latencies: list[float] = []
+    acks: list[float] = []
+
+    def delivered(err: object, msg: Message) -> None:
+        value = msg.value()
+        if err is None and value is not None:
+            acks.append(time.perf_counter() - STAMP.unpack_from(value)[0])
+
     total = int(rate * seconds)
     stop = threading.Event()
     ready = threading.Event()
@@ -99,7 +117,9 @@ def kafka(proc: BrokerProcess, rate: int, seconds: float) -> list[float]:
             msg = consumer.poll(0.5)
             if msg is None or msg.error() is not None:
                 continue
-            latencies.append(time.perf_counter() - STAMP.unpack_from(msg.value())[0])
+            value = msg.value()
+            if value is not None:
+                latencies.append(time.perf_counter() - STAMP.unpack_from(value)[0])
         consumer.close()
 
     with proc.client() as client:
@@ -114,12 +134,12 @@ def kafka(proc: BrokerProcess, rate: int, seconds: float) -> list[float]:
         delay = start + at - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        producer.produce("klat", STAMP.pack(time.perf_counter()) + PAD)
+        producer.produce("klat", STAMP.pack(time.perf_counter()) + PAD, on_delivery=delivered)
         producer.poll(0)
     producer.flush(30)
     reader.join(30)
     stop.set()
-    return latencies
+    return latencies, acks
 
 
 def main() -> None:
@@ -133,8 +153,12 @@ def main() -> None:
         proc = BrokerProcess(Path(tmp) / "data").start()
         try:
             print(f"{args.rate} records/s for {args.seconds:g} s, fsync always")
-            print("native long-poll  ", percentiles(native(proc, args.rate, args.seconds)))
-            print("confluent-kafka   ", percentiles(kafka(proc, args.rate, args.seconds)))
+            received, acked = native(proc, args.rate, args.seconds)
+            print("native long-poll        ", percentiles(received))
+            print("  native produce acks   ", percentiles(acked))
+            received, acked = kafka(proc, args.rate, args.seconds)
+            print("confluent-kafka         ", percentiles(received))
+            print("  confluent delivery    ", percentiles(acked))
         finally:
             proc.stop()
 
