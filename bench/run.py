@@ -173,6 +173,17 @@ def bench_kafka(records: int, rows: list[Row]) -> None:
         rows.append(
             ("confluent-kafka consume from brokerd", f"{got:,} records", rate(got, seconds))
         )
+        del producer
+        kcat = shutil.which("kcat")
+        if kcat is not None:
+            # librdkafka without the Python layer: what the broker itself serves.
+            start = time.perf_counter()
+            command = [kcat, "-b", proc.kafka_bootstrap, "-C", "-t", "kbench"]
+            command += ["-o", "beginning", "-e", "-q", "-f", "\\n"]
+            out = subprocess.run(command, capture_output=True, timeout=300, check=True).stdout
+            n = out.count(b"\n")
+            seconds = time.perf_counter() - start
+            rows.append(("kcat consume from brokerd", f"{n:,} records", rate(n, seconds)))
 
 
 def bench_redis(records: int, rows: list[Row]) -> None:
