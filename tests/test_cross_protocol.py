@@ -73,8 +73,10 @@ def _confluent_produce(
 
 def _confluent_consume(broker: BrokerProcess, topic: str) -> Records:
     ck = pytest.importorskip("confluent_kafka")
+    # The end is reported after an empty fetch, held for fetch.wait.max.ms: keep it short.
     c = ck.Consumer({"bootstrap.servers": broker.kafka_bootstrap, "group.id": "cross",
-                     "enable.partition.eof": True})
+                     "enable.auto.commit": False, "enable.partition.eof": True,
+                     "fetch.wait.max.ms": 100})
     try:
         c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
         out: Records = []
