@@ -690,14 +690,20 @@ class Broker(service.Service):
         waiters = self._waiters.get(key)
         if not waiters:
             return  # the usual case: sizes are only worked out for someone waiting
+        # Each append's size in each measure, worked out once however many wait.
+        sizes: dict[bool, list[int]] = {}
         for waiter in list(waiters):
+            measured = sizes.get(waiter.values)
+            if measured is None:
+                measured = sizes[waiter.values] = [
+                    _wake_bytes(append, values=waiter.values) for append, _ in appended
+                ]
             low = waiter.seen.get(key) if waiter.seen is not None else None
-            amount = sum(
-                _wake_bytes(append, values=waiter.values)
-                for append, info in appended
+            waiter.needed -= sum(
+                size
+                for size, (_, info) in zip(measured, appended, strict=True)
                 if low is None or info.base_offset >= low
             )
-            waiter.needed -= amount
             if waiter.needed <= 0:
                 self._fire_waiter(waiter)
 

@@ -563,3 +563,17 @@ def test_follow_gives_up_on_a_real_error(
     monkeypatch.setattr(cli, "NativeClient", ScriptedClient)
     assert cli.main(["consume", "t", "--follow"]) == cli.EXIT_ERROR
     assert "OFFSET_OUT_OF_RANGE" in capsys.readouterr().err
+
+
+def test_one_append_wakes_exactly_the_waiters_it_satisfies(h: Harness) -> None:
+    n5, n100, k50, k200 = h.native(), h.native(), h.kafka(), h.kafka()
+    n5.poll("t", 0, 0, wait_ms=60_000, min_bytes=5)
+    n100.poll("t", 0, 0, wait_ms=60_000, min_bytes=100)
+    k50.fetch([("t", 0, 0)], wait_ms=60_000, min_bytes=50)
+    k200.fetch([("t", 0, 0)], wait_ms=60_000, min_bytes=200)
+    assert h.broker.waiter_count == 4
+    h.produce("t", 0, b"x" * 20)  # 20 bytes of values, a stored batch of 88 bytes
+    assert [polled(r) for r in n5.responses()] == [[(0, b"x" * 20)]]
+    assert [values_in(r.responses[0].partitions[0]) for r in k50.responses()] == [[b"x" * 20]]
+    assert n100.responses() == [] and k200.responses() == []
+    assert h.broker.waiter_count == 2
