@@ -4,8 +4,8 @@ The raw tests build RecordBatches with a producer id, epoch and sequence
 (:func:`brokerd.storage.batch.encode_batch`), get the producer id from InitProducerId and
 send Produce requests over a plain socket (the client side of :mod:`brokerd.kafka.apis`),
 so each retry is exactly the same bytes, as a real client's retry is. Then the real
-idempotent producers: kafka-python's default one, confluent-kafka and aiokafka with
-idempotence switched on.
+idempotent producers: kafka-python's default one, and kcat, confluent-kafka and aiokafka
+with idempotence switched on.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ import pytest
 from kafka_helpers import (
     WAIT,
     RawKafka,
+    kcat_produce,
     module_broker,
     native_records,
+    need_kcat,
     small_values,
     stored_batches,
 )
@@ -236,6 +238,21 @@ def test_aiokafka_idempotent_producer(kbroker: BrokerProcess) -> None:
 
     assert asyncio.run(main()) == list(range(30))
     _check_idempotent_batches(kbroker, topic, values)
+
+
+def test_kcat_idempotent_producer(kbroker: BrokerProcess) -> None:
+    need_kcat()
+    topic = "idem-kcat"
+    values = small_values("kc", 30)
+    for i in range(0, 30, 10):  # three producer runs: three producer ids
+        kcat_produce(kbroker, topic, 0, values[i : i + 10], "-X", "enable.idempotence=true")
+    assert native_records(kbroker, topic, 0) == list(enumerate(values))
+    batches = stored_batches(kbroker, topic, 0)
+    assert -1 not in {h.producer_id for h in batches}
+    assert len({h.producer_id for h in batches}) == 3
+    # Each run numbers its batches from 0 on.
+    first_of_run = {h.producer_id: h.base_sequence for h in reversed(batches)}
+    assert set(first_of_run.values()) == {0}
 
 
 @pytest.mark.xfail(
