@@ -276,12 +276,14 @@ def need_kcat() -> str:
     return KCAT
 
 
-def kcat_args(broker: BrokerProcess, *args: str) -> list[str]:
-    return [need_kcat(), "-b", broker.kafka_bootstrap, *args]
+def kcat_args(broker: BrokerProcess | str, *args: str) -> list[str]:
+    """kcat's command line; ``broker`` is a broker or a bootstrap address (a proxy)."""
+    bootstrap = broker if isinstance(broker, str) else broker.kafka_bootstrap
+    return [need_kcat(), "-b", bootstrap, *args]
 
 
 def kcat_run(
-    broker: BrokerProcess, *args: str, stdin: bytes = b"", timeout: float = WAIT
+    broker: BrokerProcess | str, *args: str, stdin: bytes = b"", timeout: float = WAIT
 ) -> subprocess.CompletedProcess[bytes]:
     """Run kcat to completion; fail with its stderr if it exits non-zero."""
     done = subprocess.run(
@@ -292,7 +294,11 @@ def kcat_run(
 
 
 def kcat_produce(
-    broker: BrokerProcess, topic: str, partition: int, values: Sequence[bytes], *extra: str
+    broker: BrokerProcess | str,
+    topic: str,
+    partition: int,
+    values: Sequence[bytes],
+    *extra: str,
 ) -> None:
     """Produce ``values`` (one per line) to one partition; every delivery must succeed."""
     done = kcat_run(
@@ -400,6 +406,115 @@ class KcatProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+# -- a proxy that loses Produce answers ----------------------------------------------
+
+
+def _read_frame(sock: socket.socket) -> bytes | None:
+    """One whole Kafka frame (size prefix included), or None at end of stream."""
+    head = b""
+    while len(head) < 4:
+        chunk = sock.recv(4 - len(head))
+        if not chunk:
+            return None
+        head += chunk
+    (size,) = struct.unpack(">i", head)
+    body = b""
+    while len(body) < size:
+        chunk = sock.recv(min(size - len(body), 1 << 16))
+        if not chunk:
+            return None
+        body += chunk
+    return head + body
+
+
+class LosingProxy:
+    """A loopback Kafka proxy that, after the broker has handled a Produce, drops its
+    answer and cuts the client's connection: the situation in which an idempotent
+    producer retries a batch the broker already stored.
+
+    Clients reconnect to the address Metadata and FindCoordinator advertise, so the
+    proxy rewrites the broker's ``127.0.0.1:<port>`` in every response to its own port
+    (the port is a fixed-width int32 after the host string: frame sizes do not change)
+    and every connection of the client passes through it. ``lose`` answers are lost,
+    those of the first Produce requests (acks 1/all) that cross it.
+    """
+
+    def __init__(self, broker: BrokerProcess, *, lose: int = 1) -> None:
+        assert broker.kafka_port is not None
+        self._target = broker.kafka_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        host = struct.pack(">h", 9) + b"127.0.0.1"
+        self._theirs = host + struct.pack(">i", self._target)
+        self._ours = host + struct.pack(">i", self.port)
+        self._lock = threading.Lock()
+        self.to_lose = lose
+        self.lost: list[int] = []  # correlation ids of the answers dropped
+        self.produce_requests = 0  # Produce requests forwarded, retries included
+        self._sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        with self._lock:
+            sockets, self._sockets = [self._listener, *self._sockets], []
+        for s in sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self._target))
+            with self._lock:
+                self._sockets += [client, upstream]
+            produces: set[int] = set()
+            threading.Thread(
+                target=self._requests, args=(client, upstream, produces), daemon=True
+            ).start()
+            threading.Thread(
+                target=self._responses, args=(upstream, client, produces), daemon=True
+            ).start()
+
+    def _requests(self, src: socket.socket, dst: socket.socket, produces: set[int]) -> None:
+        with contextlib.suppress(OSError):
+            while (frame := _read_frame(src)) is not None:
+                api_key, _version, correlation = struct.unpack_from(">hhi", frame, 4)
+                if api_key == ApiKey.PRODUCE:
+                    produces.add(correlation)
+                    with self._lock:
+                        self.produce_requests += 1
+                dst.sendall(frame)
+        self._cut(src, dst)
+
+    def _responses(self, src: socket.socket, dst: socket.socket, produces: set[int]) -> None:
+        with contextlib.suppress(OSError):
+            while (frame := _read_frame(src)) is not None:
+                (correlation,) = struct.unpack_from(">i", frame, 4)
+                with self._lock:
+                    lose = correlation in produces and self.to_lose > 0
+                    if lose:
+                        self.to_lose -= 1
+                        self.lost.append(correlation)
+                if lose:
+                    break  # the broker stored the batch; the client never hears of it
+                dst.sendall(frame.replace(self._theirs, self._ours))
+        self._cut(src, dst)
+
+    @staticmethod
+    def _cut(*sockets: socket.socket) -> None:
+        for s in sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
 
 
 # -- a thread that owns one consumer -------------------------------------------------

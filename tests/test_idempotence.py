@@ -5,7 +5,8 @@ The raw tests build RecordBatches with a producer id, epoch and sequence
 send Produce requests over a plain socket (the client side of :mod:`brokerd.kafka.apis`),
 so each retry is exactly the same bytes, as a real client's retry is. Then the real
 idempotent producers: kafka-python's default one, and kcat, confluent-kafka and aiokafka
-with idempotence switched on.
+with idempotence switched on, also retrying for real: a proxy loses the answer to a
+Produce the broker handled and cuts the connection.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kafka_helpers import (
     WAIT,
+    LosingProxy,
     RawKafka,
     kcat_produce,
     module_broker,
@@ -253,6 +256,91 @@ def test_kcat_idempotent_producer(kbroker: BrokerProcess) -> None:
     # Each run numbers its batches from 0 on.
     first_of_run = {h.producer_id: h.base_sequence for h in reversed(batches)}
     assert set(first_of_run.values()) == {0}
+
+
+# -- a real client's retry -----------------------------------------------------------
+# Each function produces ``values`` to partition 0 of ``topic`` through ``bootstrap`` with
+# an idempotent producer and returns the offsets the client was told (None: kcat does not
+# say).
+
+
+def _kcat_idempotent(bootstrap: str, topic: str, values: list[bytes]) -> list[int] | None:
+    # -E: kcat would otherwise exit on the dropped connection instead of letting
+    # librdkafka retry.
+    kcat_produce(bootstrap, topic, 0, values, "-E", "-X", "enable.idempotence=true")
+    return None
+
+
+def _confluent_idempotent(bootstrap: str, topic: str, values: list[bytes]) -> list[int] | None:
+    ck = pytest.importorskip("confluent_kafka")
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    reports: list[Any] = []
+    for v in values:
+        producer.produce(topic, v, partition=0,
+                         on_delivery=lambda e, m: reports.append(e or m.offset()))
+    assert producer.flush(WAIT) == 0
+    return reports
+
+
+def _kafka_python_idempotent(
+    bootstrap: str, topic: str, values: list[bytes]
+) -> list[int] | None:
+    kafka = pytest.importorskip("kafka")
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap)  # idempotent by default
+    try:
+        futures = [producer.send(topic, v, partition=0) for v in values]
+        return [f.get(WAIT).offset for f in futures]
+    finally:
+        producer.close(WAIT)
+
+
+def _aiokafka_idempotent(bootstrap: str, topic: str, values: list[bytes]) -> list[int] | None:
+    aiokafka = pytest.importorskip("aiokafka")
+
+    async def main() -> list[int]:
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=bootstrap, enable_idempotence=True
+        )
+        await producer.start()
+        try:
+            futures = [await producer.send(topic, v, partition=0) for v in values]
+            return [(await f).offset for f in futures]
+        finally:
+            await producer.stop()
+
+    return asyncio.run(main())
+
+
+IDEMPOTENT_PRODUCERS = {
+    "kcat": _kcat_idempotent,
+    "confluent": _confluent_idempotent,
+    "kafka-python": _kafka_python_idempotent,
+    "aiokafka": _aiokafka_idempotent,
+}
+
+
+@pytest.mark.parametrize("client", sorted(IDEMPOTENT_PRODUCERS))
+def test_client_retry_after_a_lost_answer_is_stored_once(
+    kbroker: BrokerProcess, client: str
+) -> None:
+    """The broker stores a batch, its answer is lost and the connection drops (a proxy
+    does it): the real client retries the same batch, which must not be stored twice."""
+    if client == "kcat":
+        need_kcat()
+    topic = f"idem-lost-{client}"
+    _create(kbroker, topic)
+    values = small_values(client, 10)
+    proxy = LosingProxy(kbroker, lose=1)
+    try:
+        offsets = IDEMPOTENT_PRODUCERS[client](proxy.bootstrap, topic, values)
+    finally:
+        proxy.close()
+    assert len(proxy.lost) == 1
+    batches = stored_batches(kbroker, topic, 0)
+    assert proxy.produce_requests > len(batches), "the client did not retry"
+    assert native_records(kbroker, topic, 0) == list(enumerate(values))
+    if offsets is not None:
+        assert offsets == list(range(10))  # the retry was answered with the stored offsets
 
 
 @pytest.mark.xfail(
