@@ -151,11 +151,6 @@ def native_records(
     return out
 
 
-def high_watermark(broker: BrokerProcess, topic: str, partition: int) -> int:
-    with broker.client() as client:
-        return client.list_offsets(topic, partition)[1]
-
-
 def expected(partition: int, first_offset: int, values: Sequence[bytes]) -> list[Rec]:
     """The records ``values`` become when appended to ``partition`` at ``first_offset``."""
     return [(partition, first_offset + i, v) for i, v in enumerate(values)]
@@ -593,10 +588,3 @@ class Poller:
             self.call(finish)
         self._stop.set()
         self._thread.join(WAIT)
-
-
-def by_partition(records: Sequence[Rec]) -> dict[int, list[tuple[int, bytes]]]:
-    out: dict[int, list[tuple[int, bytes]]] = {}
-    for partition, offset, value in records:
-        out.setdefault(partition, []).append((offset, value))
-    return out
