@@ -62,6 +62,14 @@ def module_broker(
         proc.kill()
 
 
+def crash_and_restart(broker: BrokerProcess) -> BrokerProcess:
+    """SIGKILL the broker, then start it again on the same ports and data: what was
+    acknowledged (produce and commits, fsynced under the default ``--fsync always``)
+    must be there."""
+    broker.kill()
+    return broker.start()
+
+
 # -- waiting -------------------------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from kafka_helpers import (
     check_group_records,
     committed_offsets,
     compressible_values,
+    crash_and_restart,
     expected,
     module_broker,
     small_values,
@@ -350,11 +351,12 @@ def test_group_split_leave_commit_restart_resume(make_broker: object) -> None:
             await wait_for(read_phase3, "C to read phase three after the restart")
             await c.consumer.commit()
 
-            # C (and the producer) stay up through another restart. brokerd does not
-            # keep group membership across restarts (docs/kafka.md), so C re-joins and
-            # resumes from its commits; then it reads what is produced after.
+            # C (and the producer) stay up while the broker crashes (SIGKILL) and
+            # starts again. brokerd does not keep group membership across restarts
+            # (docs/kafka.md), so C re-joins and resumes from its commits; then it
+            # reads what is produced after.
             rebalances = c.assigned
-            await asyncio.to_thread(broker.restart)
+            await asyncio.to_thread(crash_and_restart, broker)
 
             async def rejoined() -> bool:
                 return c.assigned > rebalances and c.assignment() == set(parts)

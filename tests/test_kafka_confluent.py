@@ -19,6 +19,7 @@ from kafka_helpers import (
     check_group_records,
     committed_offsets,
     compressible_values,
+    crash_and_restart,
     expected,
     module_broker,
     small_values,
@@ -309,11 +310,11 @@ def test_group_split_leave_commit_restart_resume(make_broker: object) -> None:
         wait_until(lambda: len(c.records()) >= 16, "C to read phase three after the restart")
         c.commit()
 
-        # C stays up through another restart. brokerd does not keep group membership
-        # across restarts (docs/kafka.md), so C re-joins and resumes from its commits;
-        # then it reads what is produced after the restart.
+        # C stays up while the broker crashes (SIGKILL) and starts again. brokerd does
+        # not keep group membership across restarts (docs/kafka.md), so C re-joins and
+        # resumes from its commits; then it reads what is produced after the restart.
         rebalances = c.assigned
-        assert broker.restart() is broker
+        assert crash_and_restart(broker) is broker
         wait_until(lambda: c.assigned > rebalances and c.assignment() == set(parts),
                    "C to re-join the group after the restart")
         phase4 = produce("four", {p: 5 for p in parts})
