@@ -1,6 +1,6 @@
 """The client matrix with aiokafka against a real ``twistd broker``: CreateTopics and
 listing, produce with acks 0/1/all, consume from earliest, an offset and the end, every
-codec, and a consumer group across a member leaving and a broker restart.
+codec, and a consumer group across a member leaving, a broker restart and a broker crash.
 
 Each test runs its own asyncio loop (``asyncio.run``); the broker is a separate process.
 """
@@ -262,6 +262,11 @@ class _Member:
 
 
 def test_group_split_leave_commit_restart_resume(make_broker: object) -> None:
+    """Two members split a 4-partition topic and each reads exactly its share; one
+    leaves and the other takes its partitions over from the leaver's commits; after a
+    clean restart a new member starts exactly at the committed offsets; it then stays up
+    through a crash of the broker, re-joins, and reads what comes next. Every record is
+    read once in all (check_group_records)."""
     broker: BrokerProcess = make_broker()  # type: ignore[operator]
     topic, group = "ak-group", "ak-group-g"
     parts = range(4)

@@ -1,6 +1,7 @@
 """The client matrix with confluent-kafka (librdkafka 2.16) against a real ``twistd broker``:
 CreateTopics and listing, produce with acks 0/1/all, consume from earliest, an offset and
-the end, every codec, and a consumer group across a member leaving and a broker restart.
+the end, every codec, and a consumer group across a member leaving, a broker restart and a
+broker crash.
 """
 
 from __future__ import annotations
@@ -243,6 +244,11 @@ class _Member:
 
 
 def test_group_split_leave_commit_restart_resume(make_broker: object) -> None:
+    """Two members split a 4-partition topic and each reads exactly its share; one
+    leaves and the other takes its partitions over from the leaver's commits; after a
+    clean restart a new member starts exactly at the committed offsets; it then stays up
+    through a crash of the broker, re-joins, and reads what comes next. Every record is
+    read once in all (check_group_records)."""
     broker: BrokerProcess = make_broker()  # type: ignore[operator]
     topic, group = "cf-group", "cf-group-g"
     parts = range(4)

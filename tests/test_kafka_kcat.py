@@ -1,7 +1,7 @@
 """The client matrix with kcat (librdkafka 2.0.2 on Debian 12), run as a subprocess
 against a real ``twistd broker``: topic creation (kcat can only auto-create, by producing),
 produce with acks 0/1/all, consume from earliest, an offset and the end, every codec, and a
-consumer group across a member leaving and a broker restart.
+consumer group across a member leaving, a broker restart and a broker crash.
 """
 
 from __future__ import annotations
@@ -121,6 +121,11 @@ def _member(broker: BrokerProcess, group: str, topic: str) -> KcatProcess:
 
 
 def test_group_split_leave_commit_restart_resume(make_broker: object) -> None:
+    """Two members split a 4-partition topic and each reads exactly its share; one
+    leaves and the other takes its partitions over from the leaver's commits; after a
+    clean restart a new member starts exactly at the committed offsets; it then stays up
+    through a crash of the broker, re-joins, and reads what comes next. Every record is
+    read once in all (check_group_records)."""
     need_kcat()
     # A broker of its own (it restarts), auto-creating 4-partition topics for kcat.
     broker: BrokerProcess = make_broker("--default-partitions=4")  # type: ignore[operator]
