@@ -27,6 +27,7 @@ from kafka_helpers import (
     expected,
     module_broker,
     small_values,
+    stored_batches,
     stored_codecs,
 )
 
@@ -205,6 +206,9 @@ def test_every_codec_round_trips(kbroker: BrokerProcess, codec: str) -> None:
         finally:
             await producer.stop()
         assert await _read(kbroker, topic, 0, None) == expected(0, 0, values)
+        # From inside a (compressed) batch: the records before the offset are skipped.
+        assert any(h.base_offset < 3 <= h.last_offset for h in stored_batches(kbroker, topic, 0))
+        assert await _read(kbroker, topic, 0, 3) == expected(0, 3, values[3:])
 
     asyncio.run(main())
     assert stored_codecs(kbroker, topic, 0) == {codec}

@@ -24,6 +24,7 @@ from kafka_helpers import (
     expected,
     module_broker,
     small_values,
+    stored_batches,
     stored_codecs,
     wait_until,
 )
@@ -191,6 +192,9 @@ def test_every_codec_round_trips(kbroker: BrokerProcess, codec: str) -> None:
     producer = Producer(_conf(kbroker, **{"compression.type": codec, "linger.ms": 20}))
     assert _produce(producer, topic, 0, values) == [(0, i) for i in range(6)]
     assert _read(kbroker, topic, 0, OFFSET_BEGINNING) == expected(0, 0, values)
+    # From inside a (compressed) batch: the records before the offset are skipped.
+    assert any(h.base_offset < 3 <= h.last_offset for h in stored_batches(kbroker, topic, 0))
+    assert _read(kbroker, topic, 0, 3) == expected(0, 3, values[3:])
     assert stored_codecs(kbroker, topic, 0) == {codec}
 
 
