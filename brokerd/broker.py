@@ -198,6 +198,7 @@ class Broker(service.Service):
         self._run_read = run_read or self._pool_runner("brokerd-read", read_threads)
         self._run_write = run_write or self._pool_runner("brokerd-write", write_threads)
         self._partitions: dict[tuple[str, int], _Partition] = {}
+        self._creating: dict[tuple[str, int], list[defer.Deferred[_Partition]]] = {}
         self._waiters: dict[tuple[str, int], set[_Waiter]] = {}
         self._waiter_count = 0
         self._loops: list[task.LoopingCall] = []
@@ -323,11 +324,33 @@ class Broker(service.Service):
         except UnknownTopicOrPartition:
             if not (create and self.auto_create_topics) or topic in self.topics():
                 return defer.fail()
-            d = self._run_write(self.logdir.get, topic, index, create=True)
-            return d.addCallback(lambda log: self._adopt(topic, index, log))
+            return self._create_then_adopt(topic, index)
         except BrokerError:
             return defer.fail()
         return defer.succeed(self._adopt(topic, index, log))
+
+    def _create_then_adopt(self, topic: str, index: int) -> defer.Deferred[_Partition]:
+        """Auto-create a topic in the write pool. Requests that arrive meanwhile wait in
+        a list and continue in arrival order, so pipelined appends to a new topic keep
+        their order (and an idempotent producer's sequence stays in order)."""
+        key = (topic, index)
+        waiting = self._creating.get(key)
+        d: defer.Deferred[_Partition] = defer.Deferred()
+        if waiting is not None:
+            waiting.append(d)
+            return d
+        waiting = self._creating[key] = [d]
+
+        def done(outcome: object) -> None:
+            del self._creating[key]
+            for w in waiting:
+                if isinstance(outcome, Failure):
+                    w.errback(outcome)
+                else:
+                    w.callback(self._adopt(topic, index, outcome))
+
+        self._run_write(self.logdir.get, topic, index, create=True).addBoth(done)
+        return d
 
     def _adopt(self, topic: str, index: int, log: Any) -> _Partition:
         key = (topic, index)

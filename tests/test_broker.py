@@ -196,6 +196,18 @@ class GroupCommitTests(SynchronousTestCase):
         self.assertIn(("new", 0), logdir.logs)
         self.failureResultOf(broker.produce_values("new", 3, [b"x"]), UnknownTopicOrPartition)
 
+    def test_appends_to_a_topic_being_created_keep_their_order(self) -> None:
+        runner = HeldRunner()
+        broker, logdir, _ = make(writes=runner)
+        first = broker.produce_values("fresh", 0, [b"a"])
+        second = broker.produce_values("fresh", 0, [b"b"])
+        self.assertEqual(len(runner.jobs), 1, "one creation, the second request waits on it")
+        while runner.jobs:
+            runner.run_one()
+        self.assertEqual(self.successResultOf(first).base_offset, 0)
+        self.assertEqual(self.successResultOf(second).base_offset, 1)
+        self.assertEqual(logdir.logs[("fresh", 0)].values, [b"a", b"b"])
+
     def test_shutdown_finishes_queued_appends_then_closes(self) -> None:
         runner = HeldRunner()
         broker, logdir, _ = make(writes=runner)

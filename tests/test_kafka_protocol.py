@@ -20,7 +20,12 @@ from brokerd.kafka import apis, codec
 from brokerd.kafka.codec import ApiKey, RequestHeader
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.handlers import batch_codecs
-from brokerd.kafka.protocol import PIPELINE_READ_BYTES, KafkaFactory, KafkaProtocol
+from brokerd.kafka.protocol import (
+    MAX_PIPELINED_PRODUCES,
+    PIPELINE_READ_BYTES,
+    KafkaFactory,
+    KafkaProtocol,
+)
 from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
 
 
@@ -345,6 +350,29 @@ class ConnectionTests(KafkaTestCase):
         self.assertEqual([c for c, _ in got], [first, second])
         self.assertEqual(got[0][1].responses[0].partition_responses[0].base_offset, 0)
 
+    def test_consecutive_produces_run_together_and_answer_in_order(self) -> None:
+        self.core.add_topic("t")
+        self.core.hold_produce = True
+        first = self.produce("t", 0, batch())
+        second = self.produce("t", 0, batch())
+        third = self.send(ApiKey.METADATA, 8, apis.MetadataRequest(topics=None))
+        # Both produces reached the core (one group commit can serve them); metadata waits.
+        self.assertEqual(len(self.core.produce_calls), 2)
+        self.core.held[1].callback(None)
+        self.assertEqual(self.tr.value(), b"")  # the second is done but answers second
+        self.core.held[0].callback(None)
+        got = self.responses()
+        self.assertEqual([c for c, _ in got], [first, second, third])
+
+    def test_produce_pipeline_is_bounded(self) -> None:
+        self.core.add_topic("t")
+        self.core.hold_produce = True
+        for _ in range(MAX_PIPELINED_PRODUCES + 3):
+            self.produce("t", 0, batch())
+        self.assertEqual(len(self.core.produce_calls), MAX_PIPELINED_PRODUCES)
+        self.core.held[0].callback(None)
+        self.assertEqual(len(self.core.produce_calls), MAX_PIPELINED_PRODUCES + 1)
+
     def test_one_request_in_flight(self) -> None:
         self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
             group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
@@ -453,10 +481,11 @@ class ConnectionTests(KafkaTestCase):
         ])
         self.proto.dataReceived(data)
         self.proto.connectionLost(Failure(ConnectionError("client closed")))
-        self.assertEqual(len(self.core.produce_calls), 1)
-        self.core.held[0].callback(None)
+        # The two leading produces run together (pipelined); the rest waits for them.
         self.assertEqual(len(self.core.produce_calls), 2)
         self.core.held[1].callback(None)
+        self.assertEqual(len(self.core.produce_calls), 2)
+        self.core.held[0].callback(None)
         self.assertEqual(self.core.fetch_calls, [])  # skipped: no effect
         self.assertEqual(self.groups.join_cancels, 1)  # nobody will re-join from here
         self.assertEqual(len(self.core.produce_calls), 3)

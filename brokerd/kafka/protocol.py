@@ -7,9 +7,12 @@ What this module does: feeds received bytes to the sans-IO
 and writes the encoded responses strictly in request order. It owns the per-connection
 policies:
 
-* one request in flight; later frames wait, and reading pauses once more than
-  :data:`PIPELINE_READ_BYTES` of them are buffered (so memory stays bounded, yet a
-  client that disconnects during a long poll is still noticed and its wait cancelled);
+* one request in flight, except that up to :data:`MAX_PIPELINED_PRODUCES` consecutive
+  Produce requests run together (answered in order), so that a client pipelining small
+  produces shares one group commit instead of paying one fsync per request; later
+  frames wait, and reading pauses once more than :data:`PIPELINE_READ_BYTES` of them
+  are buffered (so memory stays bounded, yet a client that disconnects during a long
+  poll is still noticed and its wait cancelled);
 * requests received in full before the client disconnected are still carried out
   (unanswered), so an acks=0 produce or a LeaveGroup sent just before closing counts;
 * write-side flow control: it registers as a streaming producer on its transport and
@@ -30,7 +33,6 @@ from collections import deque
 from typing import Any, cast
 from typing import Protocol as TypingProtocol
 
-from twisted.internet import defer
 from twisted.internet.interfaces import IPushProducer, IReactorTime
 from twisted.internet.protocol import Factory, Protocol, connectionDone
 from twisted.logger import Logger
@@ -55,6 +57,10 @@ DEFAULT_CLUSTER_ID = "brokerd-single-node"
 #: buffered, then pause the transport (Twisted's HTTPChannel does the same with 16 KiB).
 #: Reading on is what lets us notice a disconnect during a long poll.
 PIPELINE_READ_BYTES = 64 * 1024
+#: Consecutive Produce requests of one connection that may be in flight together. Their
+#: appends are queued in arrival order (per partition, the core keeps that order), and
+#: responses are written in request order; anything else waits for them to finish.
+MAX_PIPELINED_PRODUCES = 16
 #: Close a connection with no traffic either way for this long (Kafka's
 #: ``connections.max.idle.ms`` default). A parked request does not count as idle.
 DEFAULT_IDLE_TIMEOUT = 600.0
@@ -101,7 +107,9 @@ class KafkaProtocol(Protocol):
         self._pending: deque[bytes] = deque()
         self._pending_bytes = 0
         self._conn = Connection("")
-        self._in_flight: defer.Deferred[Any] | None = None
+        # Requests dispatched and not yet answered, oldest first: one, or a run of
+        # produces. Each slot is [request, deferred, done, result].
+        self._in_flight: deque[list[Any]] = deque()
         self._connected = False
         self._closing = False  # we asked the transport to close: take nothing more
         self._write_blocked = False  # the transport asked us to stop producing
@@ -186,12 +194,7 @@ class KafkaProtocol(Protocol):
             return  # the loop further up this stack carries on
         self._pumping = True
         try:
-            while (
-                not self._closing
-                and self._in_flight is None
-                and not self._write_blocked
-                and self._pending
-            ):
+            while not self._closing and not self._write_blocked and self._may_dispatch():
                 payload = self._pending.popleft()
                 self._pending_bytes -= len(payload)
                 self._dispatch(payload)
@@ -200,12 +203,23 @@ class KafkaProtocol(Protocol):
         self._update_reading()
         self._update_frame_timer()
 
+    def _may_dispatch(self) -> bool:
+        if not self._pending:
+            return False
+        if not self._in_flight:
+            return True
+        return (
+            len(self._in_flight) < MAX_PIPELINED_PRODUCES
+            and _is_produce(self._pending[0])
+            and all(slot[0].api_key is ApiKey.PRODUCE for slot in self._in_flight)
+        )
+
     def _update_reading(self) -> None:
         if self._closing or not self._connected:
             return  # a closing transport must not be resumed (and need not be paused)
         buffered = self._pending_bytes + self._decoder.buffered
         want = not self._write_blocked and (
-            self._in_flight is None or buffered < PIPELINE_READ_BYTES
+            not self._in_flight or buffered < PIPELINE_READ_BYTES
         )
         if want != self._reading:
             self._reading = want
@@ -230,11 +244,11 @@ class KafkaProtocol(Protocol):
         if not self._connected and request.api_key is ApiKey.FETCH:
             return  # the client is gone and a fetch changes nothing
         d = self._handlers.handle(self._conn, request)
-        # Set before adding callbacks: a handler that answers synchronously runs them now.
-        self._in_flight = d
+        # Queued before adding callbacks: a handler that answers synchronously runs them now.
+        slot: list[Any] = [request, d, False, None]
+        self._in_flight.append(slot)
         d.addCallbacks(
-            self._respond, self._failed,
-            callbackArgs=(request, d), errbackArgs=(request, d),
+            self._respond, self._failed, callbackArgs=(slot,), errbackArgs=(slot,)
         ).addErrback(self._bug)
 
     def _refuse(self, why: str) -> None:
@@ -243,31 +257,35 @@ class KafkaProtocol(Protocol):
         self._close()
         self._closing = True  # even when already disconnected: serve nothing more
 
-    def _respond(self, result: object, request: apis.Request, d: defer.Deferred[Any]) -> None:
-        if d is not self._in_flight:
+    def _respond(self, result: object, slot: list[Any]) -> None:
+        if not any(s is slot for s in self._in_flight):
             return  # the connection was closed on purpose meanwhile
-        self._in_flight = None
-        if result is Outcome.NO_RESPONSE or self._closing or not self._connected:
-            pass  # acks=0, or the connection is going away: nobody to answer
-        elif result is Outcome.CLOSE_CONNECTION:
-            self._close()
-            return
-        else:
-            self._write(apis.encode_response(
-                request.header.correlation_id, request.api_version, result))
+        slot[2], slot[3] = True, result
+        # Answer in request order: a later produce that finished first waits its turn.
+        while self._in_flight and self._in_flight[0][2]:
+            request, _, _, result = self._in_flight.popleft()
+            if result is Outcome.NO_RESPONSE or self._closing or not self._connected:
+                pass  # acks=0, or the connection is going away: nobody to answer
+            elif result is Outcome.CLOSE_CONNECTION:
+                self._close()
+                return
+            else:
+                self._write(apis.encode_response(
+                    request.header.correlation_id, request.api_version, result))
         self._pump()
 
     def _bug(self, failure: Failure) -> None:
         # A failure here is a bug in this module or the codec (say, a response that does
         # not encode); the connection's state cannot be trusted after it.
         self._log.failure("kafka protocol internal error", failure=failure)
-        self._in_flight = None
+        self._in_flight.clear()
         self._close(abort=True)
 
-    def _failed(self, failure: Failure, request: apis.Request, d: defer.Deferred[Any]) -> None:
-        if d is not self._in_flight:
+    def _failed(self, failure: Failure, slot: list[Any]) -> None:
+        if not any(s is slot for s in self._in_flight):
             return  # the connection was closed on purpose meanwhile
-        self._in_flight = None
+        request = slot[0]
+        self._in_flight.clear()
         # Every expected error is an error code inside a response; this is a bug, and
         # the request cannot be answered in its API's terms: close, as Kafka does.
         self._log.failure(
@@ -307,7 +325,7 @@ class KafkaProtocol(Protocol):
         self._idle_call = None
         timeout = self._factory.idle_timeout
         assert timeout is not None
-        if self._in_flight is not None:
+        if self._in_flight:
             # Waiting on the broker (a long poll, a held JoinGroup) is not idleness.
             self._idle_call = self._clock.callLater(timeout, self._idle_expired)
             return
@@ -340,6 +358,11 @@ class KafkaProtocol(Protocol):
         self._log.info("kafka: closing connection from {peer}: frame not completed in {s}s",
                        peer=self._conn.client_host, s=self._factory.frame_timeout)
         self._close(abort=True)
+
+
+def _is_produce(payload: bytes) -> bool:
+    """Whether a frame is a Produce request (its first two bytes are the API key)."""
+    return len(payload) >= 2 and payload[0] == 0 and payload[1] == ApiKey.PRODUCE
 
 
 class KafkaFactory(Factory):
@@ -403,6 +426,7 @@ __all__ = [
     "DEFAULT_CLUSTER_ID",
     "DEFAULT_FRAME_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
+    "MAX_PIPELINED_PRODUCES",
     "PIPELINE_READ_BYTES",
     "KafkaFactory",
     "KafkaProtocol",
