@@ -48,6 +48,7 @@ from brokerd.errors import (
     UnknownTopicOrPartition,
 )
 from brokerd.storage.batch import BatchHeader, parse_batches
+from brokerd.storage.producer_state import read_snapshot, write_snapshot
 from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
 
 T = TypeVar("T")
@@ -156,6 +157,9 @@ class _Partition:
     retention_requested: bool = False
     dirty: bool = False
     producers: dict[int, _ProducerState] = attrs.Factory(dict)
+    #: End of the appends whose results the reactor has seen: a producer-state snapshot
+    #: taken now covers exactly the log below it.
+    acked_end: int = 0
 
 
 class Broker(service.Service):
@@ -231,6 +235,7 @@ class Broker(service.Service):
         super().startService()
         for pool in self._pools:
             pool.start()
+        self._restore_producers()
         self._start_loop(self._request_retention, self._retention_seconds)
         self._start_loop(self._checkpoint, self._checkpoint_seconds)
         if self.fsync.mode == "interval":
@@ -264,6 +269,7 @@ class Broker(service.Service):
             self._idle = defer.Deferred()
             await self._idle
         try:
+            await self._snapshot_producers()
             await self._run_write(self.logdir.close)
         except Exception:
             self._log.failure("closing the log directory failed")
@@ -357,7 +363,91 @@ class Broker(service.Service):
         part = self._partitions.get(key)
         if part is None:
             part = self._partitions[key] = _Partition(topic, index, log)
+            part.acked_end = log.log_end_offset
         return part
+
+    # -- idempotent producers' state across restarts ------------------------------------
+
+    def _restore_producers(self) -> None:
+        """Rebuild every partition's producer state before serving (blocking, at start):
+        the snapshot, then the batch headers appended after it. Without a snapshot only
+        the active segment is replayed, so history older than that is forgotten (a
+        producer unknown to the broker is accepted from any sequence)."""
+        for (topic, index), log in self.logdir.logs().items():
+            part = self._adopt(topic, index, log)
+            try:
+                self._replay_producers(part)
+            except BrokerError as e:
+                self._log.warn(
+                    "{topic}-{index}: producer state not restored: {error}",
+                    topic=topic,
+                    index=index,
+                    error=e,
+                )
+
+    def _replay_producers(self, part: _Partition) -> None:
+        log = part.log
+        start = log.segment_bases[-1]
+        snapshot = read_snapshot(log.path)
+        if snapshot is not None:
+            end, producers = snapshot
+            for pid, entry in producers.items():
+                state = part.producers[pid] = _ProducerState(entry["epoch"])
+                for first_seq, last_seq, base, last in entry["batches"]:
+                    # A crash may have cut the log below what the snapshot saw.
+                    if log.log_start_offset <= base and last < log.log_end_offset:
+                        batch = _ProducerBatch(pid, entry["epoch"], first_seq, last_seq)
+                        batch.result = AppendInfo(base, last, log.log_start_offset)
+                        state.batches.append(batch)
+            start = min(end, log.log_end_offset)
+        for header in log.batch_headers(start):
+            if header.producer_id < 0:
+                continue
+            known = part.producers.get(header.producer_id)
+            last_seq = header.base_sequence + header.last_offset_delta
+            if known is not None and any(
+                b.first_seq == header.base_sequence and b.last_seq == last_seq
+                for b in known.batches
+            ):
+                continue
+            batch = self._remember_batch(part, [header])
+            batch.result = AppendInfo(header.base_offset, header.last_offset, log.log_start_offset)
+
+    def _snapshot_producers(self) -> defer.Deferred[None]:
+        """Write every partition's producer state (taken now, in the reactor) to disk."""
+        jobs: list[tuple[str, int, dict[int, Any]]] = []
+        for part in self._partitions.values():
+            if not part.producers:
+                continue
+            producers = {
+                pid: {
+                    "epoch": state.epoch,
+                    "batches": [
+                        [b.first_seq, b.last_seq, b.result.base_offset, b.result.last_offset]
+                        for b in state.batches
+                        if b.result is not None
+                    ],
+                }
+                for pid, state in part.producers.items()
+            }
+            jobs.append((part.log.path, part.acked_end, producers))
+
+        def write_all() -> list[str]:
+            problems = []
+            for path, end, producers in jobs:
+                try:
+                    write_snapshot(path, end, producers)
+                except OSError as e:
+                    problems.append(f"{path}: {e}")
+            return problems
+
+        def report(problems: list[str]) -> None:
+            # Not fatal: a missing snapshot only means a longer replay at the next start.
+            for problem in problems:
+                self._log.warn("producer-state snapshot not written: {p}", p=problem)
+
+        d: defer.Deferred[None] = self._run_write(write_all).addCallback(report)
+        return d
 
     # -- produce -----------------------------------------------------------------------
 
@@ -499,6 +589,7 @@ class Broker(service.Service):
         for append, result in zip(appends, results, strict=True):
             if isinstance(result, AppendInfo):
                 appended.append((append, result))
+                part.acked_end = max(part.acked_end, result.last_offset + 1)
                 if append.producer is not None:
                     append.producer.result = result
                     for d in append.producer.waiting:
@@ -543,6 +634,7 @@ class Broker(service.Service):
 
     def _checkpoint(self) -> defer.Deferred[None]:
         d: defer.Deferred[None] = self._run_write(self.logdir.checkpoint)
+        d.addCallback(lambda _: self._snapshot_producers())
         d.addErrback(lambda f: self._log.failure("recovery checkpoint failed", f))
         return d
 

@@ -32,6 +32,7 @@ class FakeLog:
         self.flushes = 0
         self.values: list[bytes] = []
         self.calls: list[str] = []
+        self.path = "/nonexistent/brokerd-fake-log"
 
     def append_values(self, values: list[bytes], *, timestamp_ms: int) -> AppendInfo:
         self.calls.append("append")
@@ -72,21 +73,24 @@ class FakeLogDir:
     auto_create = True
 
     def __init__(self) -> None:
-        self.logs: dict[tuple[str, int], FakeLog] = {}
+        self.parts: dict[tuple[str, int], FakeLog] = {}
         self.closed = False
 
     def topics(self) -> dict[str, TopicInfo]:
-        return {t: TopicInfo(t, 1) for t, _ in self.logs}
+        return {t: TopicInfo(t, 1) for t, _ in self.parts}
 
     def get(self, topic: str, partition: int, *, create: bool = False) -> FakeLog:
-        if (topic, partition) not in self.logs:
+        if (topic, partition) not in self.parts:
             if not create or partition != 0:
                 raise UnknownTopicOrPartition(topic)
-            self.logs[(topic, partition)] = FakeLog()
-        return self.logs[(topic, partition)]
+            self.parts[(topic, partition)] = FakeLog()
+        return self.parts[(topic, partition)]
 
     def checkpoint(self) -> None:
         pass
+
+    def logs(self) -> dict[tuple[str, int], FakeLog]:
+        return {}  # nothing to restore: every test starts from empty partitions
 
     def close(self) -> None:
         self.closed = True
@@ -150,7 +154,7 @@ class GroupCommitTests(SynchronousTestCase):
     def test_appends_during_a_sync_share_the_next_one(self) -> None:
         runner = HeldRunner()
         broker, logdir, _ = make(writes=runner)
-        log = logdir.logs[("t", 0)]
+        log = logdir.parts[("t", 0)]
         first = broker.produce_values("t", 0, [b"a"])
         self.assertEqual(len(runner.jobs), 1)
         later = [broker.produce_values("t", 0, [b"b"]), broker.produce_values("t", 0, [b"c", b"d"])]
@@ -178,11 +182,11 @@ class GroupCommitTests(SynchronousTestCase):
     def test_never_mode_does_not_sync(self) -> None:
         broker, logdir, _ = make("never")
         self.successResultOf(broker.produce_values("t", 0, [b"a"]))
-        self.assertEqual(logdir.logs[("t", 0)].flushes, 0)
+        self.assertEqual(logdir.parts[("t", 0)].flushes, 0)
 
     def test_interval_mode_syncs_dirty_partitions_on_the_timer(self) -> None:
         broker, logdir, clock = make("interval:100")
-        log = logdir.logs[("t", 0)]
+        log = logdir.parts[("t", 0)]
         self.successResultOf(broker.produce_values("t", 0, [b"a"]))
         self.assertEqual(log.flushes, 0)
         clock.advance(0.1)
@@ -193,7 +197,7 @@ class GroupCommitTests(SynchronousTestCase):
     def test_auto_create_and_unknown_partition(self) -> None:
         broker, logdir, _ = make()
         self.successResultOf(broker.produce_values("new", 0, [b"x"]))
-        self.assertIn(("new", 0), logdir.logs)
+        self.assertIn(("new", 0), logdir.parts)
         self.failureResultOf(broker.produce_values("new", 3, [b"x"]), UnknownTopicOrPartition)
 
     def test_appends_to_a_topic_being_created_keep_their_order(self) -> None:
@@ -206,7 +210,7 @@ class GroupCommitTests(SynchronousTestCase):
             runner.run_one()
         self.assertEqual(self.successResultOf(first).base_offset, 0)
         self.assertEqual(self.successResultOf(second).base_offset, 1)
-        self.assertEqual(logdir.logs[("fresh", 0)].values, [b"a", b"b"])
+        self.assertEqual(logdir.parts[("fresh", 0)].values, [b"a", b"b"])
 
     def test_shutdown_finishes_queued_appends_then_closes(self) -> None:
         runner = HeldRunner()
@@ -217,6 +221,8 @@ class GroupCommitTests(SynchronousTestCase):
         self.assertNoResult(stopped)
         runner.run_one()
         self.successResultOf(d)
+        runner.run_one()  # producer-state snapshots
+        self.assertNoResult(stopped)
         runner.run_one()  # logdir.close
         self.successResultOf(stopped)
         self.assertTrue(logdir.closed)
@@ -238,7 +244,7 @@ class IdempotenceTests(SynchronousTestCase):
         first = self.successResultOf(broker.produce_batches("t", 0, batch(7, 0, 0)))
         again = self.successResultOf(broker.produce_batches("t", 0, batch(7, 0, 0)))
         self.assertEqual(first, again)
-        self.assertEqual(logdir.logs[("t", 0)].log_end_offset, 2)
+        self.assertEqual(logdir.parts[("t", 0)].log_end_offset, 2)
         nxt = self.successResultOf(broker.produce_batches("t", 0, batch(7, 0, 2)))
         self.assertEqual(nxt.base_offset, 2)
 

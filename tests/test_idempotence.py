@@ -343,14 +343,10 @@ def test_client_retry_after_a_lost_answer_is_stored_once(
         assert offsets == list(range(10))  # the retry was answered with the stored offsets
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="producer state is kept in memory only (brokerd/broker.py, _check_sequence): "
-    "after a restart a retried batch is appended again",
-)
 def test_retry_after_a_restart_is_stored_once(make_broker: object) -> None:
     """The case idempotence exists for: the broker stored a batch but its answer was lost
-    (here: the broker restarted), and the producer retries it."""
+    (here: the broker restarted), and the producer retries it. The producer state comes
+    back from the snapshot written at shutdown."""
     broker: BrokerProcess = make_broker()  # type: ignore[operator]
     topic = "idem-restart"
     _create(broker, topic)
@@ -362,3 +358,24 @@ def test_retry_after_a_restart_is_stored_once(make_broker: object) -> None:
     with RawKafka(broker) as conn:
         assert _produce(conn, topic, batch) == (0, 0)
     assert native_records(broker, topic, 0) == [(0, b"a"), (1, b"b")]
+
+
+def test_retry_after_a_crash_is_stored_once(make_broker: object) -> None:
+    """As above, but the broker is killed: no fresh snapshot, so the state is replayed
+    from the log's batch headers."""
+    broker: BrokerProcess = make_broker()  # type: ignore[operator]
+    topic = "idem-crash"
+    _create(broker, topic)
+    with RawKafka(broker) as conn:
+        pid, epoch = _init_producer_id(conn)
+        first = _batch([b"a", b"b"], pid, epoch, 0)
+        second = _batch([b"c"], pid, epoch, 2)
+        assert _produce(conn, topic, first) == (0, 0)
+        assert _produce(conn, topic, second) == (0, 2)
+    broker.kill()
+    broker.start()
+    with RawKafka(broker) as conn:
+        assert _produce(conn, topic, second) == (0, 2)  # the retry: answered, not stored
+        assert _produce(conn, topic, _batch([b"x"], pid, epoch, 9))[0] != 0  # a gap
+        assert _produce(conn, topic, _batch([b"d"], pid, epoch, 3)) == (0, 3)
+    assert native_records(broker, topic, 0) == [(0, b"a"), (1, b"b"), (2, b"c"), (3, b"d")]

@@ -452,6 +452,34 @@ class PartitionLog:
             return data[:valid_end]
         return data
 
+    def batch_headers(self, from_offset: int) -> list[BatchHeader]:
+        """Headers of every visible batch from the one holding ``from_offset`` on (header
+        reads only, no payload). The core rebuilds idempotent producers' state from the
+        log's tail with it. Offsets below the log start begin at the log start.
+        """
+        hw, vbase, vpos, _start, segments, i = self._locate(
+            min(max(from_offset, self.log_start_offset), self.high_watermark)
+        )
+        out: list[BatchHeader] = []
+        offset = max(from_offset, self.log_start_offset)
+        while i < len(segments) and offset < hw:
+            segment = segments[i]
+            if segment.base_offset > vbase:
+                break
+            limit = vpos if segment.base_offset == vbase else segment.size
+            if not segment.pin():
+                raise self._out_of_range(offset, hw)
+            try:
+                found = segment.find_batch(offset, limit)
+                if found is not None:
+                    for _pos, header in segment.headers_from(found[0], limit):
+                        out.append(header)
+                        offset = header.last_offset + 1
+            finally:
+                segment.unpin()
+            i += 1
+        return out
+
     def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult:
         """Decoded records from exactly ``offset`` (native fetch).
 
