@@ -141,6 +141,38 @@ def test_retry_racing_the_original_is_stored_once(kbroker: BrokerProcess) -> Non
     assert native_records(kbroker, topic, 0) == list(enumerate(values))
 
 
+def test_pipelined_batches_and_retries(kbroker: BrokerProcess) -> None:
+    """Clients pipeline produces, and consecutive produces of a connection run together
+    (docs/kafka.md): sequence checks, retries of batches still being written and a gap
+    must come out as if the requests ran one by one; a Fetch behind them sees them all."""
+    topic = "idem-pipelined"
+    _create(kbroker, topic)
+    with RawKafka(kbroker) as conn:
+        pid, epoch = _init_producer_id(conn)
+        b0 = _batch(small_values("p0", 3), pid, epoch, 0, Compression.LZ4)
+        b1 = _batch(small_values("p1", 2), pid, epoch, 3)
+        gap = _batch([b"gap"], pid, epoch, 9)
+        b2 = _batch([b"p2"], pid, epoch, 5, Compression.ZSTD)
+        for records in (b0, b1, b0, b1, gap, b2):
+            conn.send(ApiKey.PRODUCE, PRODUCE_VERSION, _produce_request(topic, records))
+        fetch = apis.FetchRequest(
+            max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+            topics=(apis.FetchTopic(topic=topic, partitions=(
+                apis.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),
+            )),),
+        )
+        conn.send(ApiKey.FETCH, 11, fetch)
+        answers = [_answer(conn.receive()) for _ in range(6)]
+        fetched = conn.receive()
+    assert answers[:4] == [(0, 0), (0, 3), (0, 0), (0, 3)]
+    assert answers[4][0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert answers[5] == (0, 5)
+    [part] = fetched.responses[0].partitions
+    assert (part.error_code, part.high_watermark) == (0, 6)
+    values = [*small_values("p0", 3), *small_values("p1", 2), b"p2"]
+    assert native_records(kbroker, topic, 0) == list(enumerate(values))
+
+
 def test_sequence_gap_is_refused(kbroker: BrokerProcess) -> None:
     topic = "idem-gap"
     _create(kbroker, topic)
