@@ -113,6 +113,16 @@ def compressible_values(tag: str, count: int, size: int = 4000) -> list[bytes]:
 # -- what the log holds --------------------------------------------------------------
 
 
+def offset_inside_a_batch(broker: BrokerProcess, topic: str, partition: int) -> int:
+    """An offset that is not the first of its stored batch (reading from it must skip the
+    batch's earlier records). How a client groups records into batches depends on timing,
+    so the test asks the log instead of assuming a split."""
+    for header in stored_batches(broker, topic, partition):
+        if header.last_offset > header.base_offset:
+            return header.base_offset + 1
+    raise AssertionError(f"every record of {topic}-{partition} is in a batch of its own")
+
+
 def stored_batches(broker: BrokerProcess, topic: str, partition: int) -> list[BatchHeader]:
     """Headers of every batch in the partition's log files, read straight from disk.
 
@@ -136,8 +146,7 @@ def stored_batches(broker: BrokerProcess, topic: str, partition: int) -> list[Ba
 def stored_codecs(broker: BrokerProcess, topic: str, partition: int) -> set[str]:
     """The codec names of the partition's stored batches."""
     return {
-        Compression(h.compression).name.lower()
-        for h in stored_batches(broker, topic, partition)
+        Compression(h.compression).name.lower() for h in stored_batches(broker, topic, partition)
     }
 
 
@@ -305,7 +314,13 @@ def kcat_produce(
 ) -> None:
     """Produce ``values`` (one per line) to one partition; every delivery must succeed."""
     done = kcat_run(
-        broker, "-P", "-t", topic, "-p", str(partition), *extra,
+        broker,
+        "-P",
+        "-t",
+        topic,
+        "-p",
+        str(partition),
+        *extra,
         stdin=b"".join(v + b"\n" for v in values),
     )
     assert b"Delivery failed" not in done.stderr, done.stderr
@@ -328,8 +343,20 @@ def kcat_consume(
     fetch.wait.max.ms (long poll): 100 ms instead of librdkafka's 500 keeps tests quick.
     """
     done = kcat_run(
-        broker, "-C", "-t", topic, "-p", str(partition), "-o", offset, "-e",
-        "-f", KCAT_FORMAT, "-X", "fetch.wait.max.ms=100", *extra,
+        broker,
+        "-C",
+        "-t",
+        topic,
+        "-p",
+        str(partition),
+        "-o",
+        offset,
+        "-e",
+        "-f",
+        KCAT_FORMAT,
+        "-X",
+        "fetch.wait.max.ms=100",
+        *extra,
     )
     return parse_kcat_records(done.stdout)
 
