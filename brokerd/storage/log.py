@@ -53,6 +53,7 @@ from brokerd.errors import (
 )
 from brokerd.storage.batch import (
     BatchHeader,
+    RunResult,
     decode_records,
     decode_run,
     encode_batch,
@@ -534,9 +535,9 @@ class PartitionLog:
     ) -> tuple[bool, int]:
         """Decode batches from ``pos`` (the batch starting at offset ``expected``) into
         ``out``; True when the value budget is full or damage stopped the read."""
-        while pos < limit:
-            chunk = segment.pread(pos, min(READ_CHUNK, limit - pos))
-            run = decode_run(
+
+        def decode(chunk: bytes) -> RunResult:
+            return decode_run(
                 chunk,
                 0,
                 len(chunk),
@@ -547,6 +548,9 @@ class PartitionLog:
                 out=out,
                 max_uncompressed=MAX_DECODED_BATCH_BYTES,
             )
+
+        while pos < limit:
+            run = decode(segment.pread(pos, min(READ_CHUNK, limit - pos)))
             total = run.total
             if run.status == "full":
                 return True, total
@@ -559,18 +563,7 @@ class PartitionLog:
                 if need == 0 or need > MAX_STORED_BATCH_BYTES or pos + need > limit:
                     self._damage(segment, pos, f"batch of {need or '?'} bytes", out)
                     return True, total
-                chunk = segment.pread(pos, need)
-                run = decode_run(
-                    chunk,
-                    0,
-                    len(chunk),
-                    expected_offset=expected,
-                    min_offset=offset,
-                    max_value_bytes=max_value_bytes,
-                    total=total,
-                    out=out,
-                    max_uncompressed=MAX_DECODED_BATCH_BYTES,
-                )
+                run = decode(segment.pread(pos, need))
                 total = run.total
                 if run.status == "full":
                     return True, total
