@@ -563,6 +563,97 @@ class MoreMembershipTests(_Base):
         self.assertEqual(self.result(self.join(b)).leader_id, b)
 
 
+class RestoreTests(_Base):
+    """Membership survives a coordinator restart on the same store (a broker restart)."""
+
+    def restart(self) -> None:
+        self.coord.stop()
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+        self.coord = self.make_coordinator()
+
+    def test_stable_group_is_stored_with_its_assignment(self) -> None:
+        a, b, gen = self.stable_pair()
+        stored = self.store.groups_metadata()["g"]
+        self.assertEqual((stored.generation, stored.leader_id), (gen, a))
+        self.assertEqual(stored.protocol_name, "range")
+        self.assertEqual(
+            [(m.member_id, m.metadata, m.assignment) for m in stored.members],
+            [(a, b"meta-range", b"A"), (b, b"meta-range", b"B")],
+        )
+
+    def test_members_carry_on_with_their_generation(self) -> None:
+        a, b, gen = self.stable_pair()
+        self.restart()
+        self.assertEqual(self.coord.group_state("g"), GroupState.STABLE)
+        self.assertEqual(self.coord.list_groups(), [("g", "consumer")])
+        self.assertEqual(self.coord.heartbeat("g", gen, a), 0)
+        self.assertEqual(self.coord.heartbeat("g", gen, b), 0)
+        self.assertEqual(self.coord.heartbeat("g", gen - 1, b), 22)
+        # A SyncGroup retried across the restart still gets the member's assignment.
+        self.assertEqual(self.result(self.coord.sync("g", gen, b, [])), SyncResult(0, b"B"))
+        got = self.result(self.coord.commit_offsets("g", gen, a, [("t", 0, 7, 0, None)]))
+        self.assertEqual(got, {("t", 0): 0})
+        self.assertEqual(self.store.fetch("g", "t", 0), (7, 0, None))
+        # A follower re-joining with unchanged metadata keeps the generation.
+        again = self.result(self.join(b))
+        self.assertEqual((again.error_code, again.generation_id), (0, gen))
+
+    def test_absent_member_times_out_and_the_rest_rebalance(self) -> None:
+        a, b, gen = self.stable_pair()
+        self.restart()
+        # Only A comes back; B's session, started afresh at restore, runs out.
+        for _ in range(SESSION_MS // 2000 - 1):
+            self.clock.advance(2)
+            self.assertEqual(self.coord.heartbeat("g", gen, a), 0)
+        self.clock.advance(2)
+        self.assertEqual(self.coord.group_state("g"), GroupState.PREPARING_REBALANCE)
+        self.assertEqual(self.coord.heartbeat("g", gen, a), 27)
+        self.assertEqual(self.coord.heartbeat("g", gen, b), 25)
+        joined = self.result(self.join(a))
+        self.assertEqual((joined.generation_id, joined.leader_id), (gen + 1, a))
+        self.assertEqual(joined.members, [(a, None, b"meta-range")])
+        self.result(self.coord.sync("g", gen + 1, a, [(a, b"all")]))
+        self.assertEqual(self.store.groups_metadata()["g"].generation, gen + 1)
+
+    def test_nobody_comes_back_and_the_group_goes_empty(self) -> None:
+        self.stable_pair()
+        self.restart()
+        self.clock.advance(SESSION_MS / 1000)
+        self.assertIsNone(self.coord.group_state("g"))
+        self.assertEqual(self.store.groups_metadata(), {})
+        self.restart()
+        self.assertIsNone(self.coord.group_state("g"))
+
+    def test_group_that_went_empty_is_not_restored(self) -> None:
+        a = self.stable_single().member_id
+        self.assertIn("g", self.store.groups_metadata())
+        self.assertEqual(self.coord.leave("g", a), 0)
+        self.assertEqual(self.store.groups_metadata(), {})
+        self.restart()
+        self.assertIsNone(self.coord.group_state("g"))
+        self.assertEqual(self.result(self.join(a)).error_code, 25)
+
+    def test_restart_mid_rebalance_restores_the_last_stable_generation(self) -> None:
+        a, b, gen = self.stable_pair()
+        d_b = self.join(b, protocols=[ROUNDROBIN, RANGE])
+        self.result(self.join(a))
+        self.assertEqual(self.result(d_b).generation_id, gen + 1)
+        self.restart()  # generation gen + 1 never became Stable
+        self.assertEqual(self.coord.heartbeat("g", gen + 1, a), 22)
+        self.assertEqual(self.coord.heartbeat("g", gen, a), 0)
+
+    def test_static_member_is_restored_with_its_instance_id(self) -> None:
+        d = self.join(instance_id="host-1")
+        self.clock.advance(DELAY_MS / 1000)
+        old = self.result(d).member_id
+        self.result(self.coord.sync("g", 1, old, []))
+        self.restart()
+        self.assertEqual(self.coord.heartbeat("g", 1, old), 0)
+        new = self.result(self.join(instance_id="host-1"))
+        self.assertNotEqual(new.member_id, old)
+        self.assertEqual(self.coord.heartbeat("g", new.generation_id, old), 25)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
@@ -592,8 +683,11 @@ def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]])
     commits: list[Any] = []
 
     class _FakeStore:
-        def commit_many(self, batch: Any) -> None:
+        def commit_many(self, batch: Any, *, groups: Any = ()) -> None:
             commits.append(batch)
+
+        def groups_metadata(self) -> dict[str, Any]:
+            return {}
 
         def fetch(self, *args: Any) -> None:
             return None

@@ -100,13 +100,9 @@ def test_group_member_commits_and_offsets_survive_restart(make_broker: object) -
     assert committed_offsets(broker, GROUP, TOPIC, [0]) == {0: 3}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="group membership is not persisted (brokerd/kafka/groups.py keeps it in memory):"
-    " after a restart a live member gets UNKNOWN_MEMBER_ID (25) and must re-join, where"
-    " Kafka restores the group from __consumer_offsets and the member carries on",
-)
 def test_group_membership_survives_restart(make_broker: object) -> None:
+    """As in Kafka (groups restored from __consumer_offsets): a member of a Stable group
+    carries on with its generation after a broker restart, without re-joining."""
     broker: BrokerProcess = make_broker()  # type: ignore[operator]
     with broker.client() as native:
         native.create_topic(TOPIC, 1)

@@ -16,6 +16,8 @@ from brokerd.storage.offsets import (
     OFFSETS_FILE_NAME,
     OffsetStore,
     ProducerIdAllocator,
+    StoredGroup,
+    StoredMember,
 )
 
 
@@ -260,6 +262,135 @@ def test_concurrent_commits_and_reads(tmp_path: Path) -> None:
     store.close()
     again = OffsetStore.open(path)
     assert [again.fetch(f"g{n}", "t", n) for n in range(4)] == [(39, 0, None)] * 4
+
+
+def _group(generation: int, *, members: int = 2) -> StoredGroup:
+    return StoredGroup(
+        protocol_type="consumer",
+        generation=generation,
+        protocol_name="range",
+        leader_id="m0",
+        members=tuple(
+            StoredMember(
+                member_id=f"m{i}",
+                group_instance_id="static-1" if i == 1 else None,
+                client_id=f"client-\u00e9{i}",
+                client_host="/127.0.0.1",
+                session_timeout_ms=10_000,
+                rebalance_timeout_ms=300_000,
+                metadata=b"\x00\x01meta" + bytes([i]),
+                assignment=bytes(range(i * 3)),
+            )
+            for i in range(members)
+        ),
+    )
+
+
+def test_group_metadata_round_trip(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    assert store.groups_metadata() == {}
+    store.commit("g", [("t", 0, 5, 0, None)])
+    store.store_group("g", _group(1))
+    store.store_group("g", _group(2, members=3))
+    store.store_group("\u00fcber", _group(7, members=1))
+    assert store.groups_metadata() == {"g": _group(2, members=3), "\u00fcber": _group(7, members=1)}
+    store.close()
+
+    again = OffsetStore.open(path)
+    assert again.truncated_bytes == 0
+    assert again.groups_metadata() == {"g": _group(2, members=3), "\u00fcber": _group(7, members=1)}
+    # Group records do not disturb the offsets kept in the same journal.
+    assert again.committed("g") == {("t", 0): (5, 0, None)}
+    assert again.groups() == ["g"]
+    again.close()
+
+
+def test_group_tombstone_is_durable_and_free_when_nothing_is_stored(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    size = os.path.getsize(path)
+    store.delete_group("never-stored")
+    assert os.path.getsize(path) == size  # nothing to forget: no record, no fsync
+    store.store_group("g", _group(1))
+    store.store_group("h", _group(4))
+    store.delete_group("g")
+    assert list(store.groups_metadata()) == ["h"]
+    store.close()
+    again = OffsetStore.open(path)
+    assert list(again.groups_metadata()) == ["h"]
+    # Re-created after its tombstone: the new record wins again.
+    again.store_group("g", _group(9))
+    again.close()
+    assert OffsetStore.open(path).groups_metadata()["g"].generation == 9
+
+
+def test_compaction_keeps_the_latest_group_record(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path, compact_min_bytes=4096, compact_ratio=4)
+    for i in range(200):
+        store.store_group("g", _group(i))
+        store.store_group("gone", _group(i))
+        store.commit("g", [("t", 0, i, 0, None)])
+    store.delete_group("gone")
+    for i in range(50):
+        store.commit("g", [("t", 0, i, 0, None)])
+    assert store.compactions > 0
+    assert store.last_compaction_error is None
+    assert os.path.getsize(path) < 4096 * 2
+    store.close()
+    again = OffsetStore.open(path)
+    assert again.groups_metadata() == {"g": _group(199)}
+    assert again.fetch("g", "t", 0) == (49, 0, None)
+    again.close()
+
+
+def test_torn_group_record_is_truncated(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    store.store_group("g", _group(1))
+    good_size = os.path.getsize(path)
+    store.store_group("g", _group(2, members=3))
+    store.close()
+    os.truncate(path, os.path.getsize(path) - 7)
+    again = OffsetStore.open(path)
+    assert again.truncated_bytes > 0
+    assert os.path.getsize(path) == good_size
+    assert again.groups_metadata() == {"g": _group(1)}
+    again.close()
+
+
+def test_group_record_limits_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    size = os.path.getsize(path)
+    with pytest.raises(ValueError):
+        store.store_group("x" * (MAX_GROUP_ID_LENGTH + 1), _group(1))
+    with pytest.raises(ValueError):
+        store.store_group("g", _group(2**31))
+    assert os.path.getsize(path) == size
+    assert store.groups_metadata() == {}
+    store.close()
+
+
+def test_journal_of_the_previous_format_is_read_and_upgraded(tmp_path: Path) -> None:
+    """A BKOFFS01 journal (commits and topic deletions only) keeps its offsets and is
+    rewritten with the new magic at once, so an older brokerd refuses it outright rather
+    than truncating group records as a torn tail."""
+    path = _journal(tmp_path)
+    commit = offsets_mod._encode_commit(
+        b"g", [(b"t", 0, offsets_mod.Committed(42, 3, "old", 1700000000000))]
+    )
+    Path(path).write_bytes(b"BKOFFS01" + commit + b"\x00\x00")  # plus a torn tail
+    store = OffsetStore.open(path)
+    assert store.fetch("g", "t", 0) == (42, 3, "old")
+    assert Path(path).read_bytes()[:8] == b"BKOFFS02"
+    store.store_group("g", _group(1))
+    store.close()
+    again = OffsetStore.open(path)
+    assert again.fetch("g", "t", 0) == (42, 3, "old")
+    assert again.groups_metadata() == {"g": _group(1)}
+    again.close()
 
 
 def test_producer_ids_are_never_reused_across_reopen(tmp_path: Path) -> None:

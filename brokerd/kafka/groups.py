@@ -15,9 +15,17 @@ an :class:`~brokerd.storage.offsets.OffsetStore` through the injected ``run_bloc
 (a worker thread in production); commits are queued and written one batch at a time, so
 they reach the journal in arrival order and share fsyncs (group commit).
 
+Membership survives restarts as in Kafka: whenever a generation becomes Stable the group
+(protocol, generation, leader, members with their chosen-protocol metadata and assignment)
+is written to the same store, in the same ordered write queue as commits, and an Empty
+group gets a tombstone. On construction every stored group is restored as Stable with a
+fresh session timer per member, so members carry on with their generation (Heartbeat and
+OffsetCommit succeed) and members that never come back time out and trigger a rebalance.
+A restart mid-rebalance restores the last Stable generation; members of the newer one
+then get ILLEGAL_GENERATION and re-join.
+
 What this module does not do: no sockets or wire encoding (``brokerd.kafka.handlers``
-maps requests to these calls), no persistence of group membership (after a restart
-members get UNKNOWN_MEMBER_ID and join anew, as the notes allow), no incremental
+maps requests to these calls), no incremental
 cooperative rebalancing on the broker side (clients do it within the classic protocol),
 and only a simplified static membership: a known ``group_instance_id`` joining with an
 empty member id replaces (fences) the old member and triggers a rebalance.
@@ -40,7 +48,12 @@ from twisted.python.failure import Failure
 
 from brokerd.errors import InvalidTopic
 from brokerd.names import MAX_GROUP_ID_LENGTH, validate_topic_name
-from brokerd.storage.offsets import MAX_METADATA_LENGTH, OffsetStore
+from brokerd.storage.offsets import (
+    MAX_METADATA_LENGTH,
+    OffsetStore,
+    StoredGroup,
+    StoredMember,
+)
 
 _T = TypeVar("_T")
 
@@ -235,7 +248,52 @@ class GroupCoordinator:
         # group.
         self._outbox: deque[tuple[Deferred[Any], object]] = deque()
         self._commit_queue: list[_PendingCommit] = []
+        #: Membership records (None: tombstone) waiting to be written with the next batch.
+        self._group_writes: list[tuple[str, StoredGroup | None]] = []
         self._commit_in_flight = False
+        self._restore()
+
+    def _restore(self) -> None:
+        """Rebuild every group the store holds as Stable, as of its last stored generation."""
+        for group_id, stored in sorted(self._offsets.groups_metadata().items()):
+            if not stored.members:
+                continue
+            group = _Group(
+                group_id,
+                state=GroupState.STABLE,
+                generation=stored.generation,
+                protocol_type=stored.protocol_type,
+                protocol_name=stored.protocol_name,
+                leader_id=stored.leader_id,
+            )
+            for m in stored.members:
+                member = _Member(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    session_timeout_ms=m.session_timeout_ms,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    # Only the chosen protocol's metadata is kept (it is all the leader
+                    # ever sees); a re-join brings the member's full list again.
+                    protocols=[(stored.protocol_name, m.metadata)],
+                    assignment=m.assignment,
+                )
+                group.members[m.member_id] = member
+                if m.group_instance_id is not None:
+                    group.instance_ids[m.group_instance_id] = m.member_id
+            if group.leader_id not in group.members:
+                group.leader_id = next(iter(group.members))
+            self._groups[group_id] = group
+            # A fresh session each: the clients had no way to heartbeat while we were down.
+            for member in group.members.values():
+                self._arm_session(group, member)
+            self._log.info(
+                "group {group!r}: restored generation {generation} with {count} member(s)",
+                group=group_id,
+                generation=group.generation,
+                count=len(group.members),
+            )
 
     # -- inspection ---------------------------------------------------------------------
 
@@ -733,12 +791,43 @@ class GroupCoordinator:
         group.pending_sync.clear()
         group.join_order = []
         self._log.info("group {group!r} is empty", group=group.group_id)
+        # Nobody to restore after a restart (the store skips it if nothing was stored).
+        self._queue_group_write(group.group_id, None)
         self._maybe_forget(group)
 
+    def _persist_group(self, group: _Group) -> None:
+        protocol = group.protocol_name or ""
+        stored = StoredGroup(
+            protocol_type=group.protocol_type or "",
+            generation=group.generation,
+            protocol_name=protocol,
+            leader_id=group.leader_id or "",
+            members=tuple(
+                StoredMember(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    session_timeout_ms=m.session_timeout_ms,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    metadata=m.metadata_for(protocol),
+                    assignment=m.assignment,
+                )
+                for m in group.members.values()
+            ),
+        )
+        self._queue_group_write(group.group_id, stored)
+
+    def _queue_group_write(self, group_id: str, stored: StoredGroup | None) -> None:
+        # Only the latest record per group matters; earlier queued ones are superseded.
+        self._group_writes = [w for w in self._group_writes if w[0] != group_id]
+        self._group_writes.append((group_id, stored))
+        self._start_commit()
+
     def _maybe_forget(self, group: _Group) -> None:
-        # Membership is not persisted, so an Empty group with no outstanding member ids is
-        # dropped: memory then scales with live members, not with every id ever used.
-        # Its committed offsets live on in the store.
+        # An Empty group has nothing worth keeping (its stored membership is tombstoned), so
+        # with no outstanding member ids it is dropped: memory then scales with live
+        # members, not with every id ever used. Its committed offsets live on in the store.
         if (
             group.state is GroupState.EMPTY
             and not group.members
@@ -848,6 +937,10 @@ class GroupCoordinator:
             )
             for m in group.members.values():
                 m.assignment = given.get(m.member_id, b"")
+            # Queued before any member is answered, so the record is in the write queue
+            # ahead of every commit those members make with this generation.
+            self._persist_group(group)
+            for m in group.members.values():
                 if m.sync_waiter is not None:
                     waiter, m.sync_waiter = m.sync_waiter, None
                     self._deliver(waiter, SyncResult(ErrorCode.NONE, m.assignment))
@@ -968,18 +1061,28 @@ class GroupCoordinator:
     def _start_commit(self) -> None:
         """Write every queued commit in one store call (one fsync), one batch at a time so
         that commits reach the journal in the order they arrived."""
-        if self._commit_in_flight or not self._commit_queue:
+        if self._commit_in_flight or not (self._commit_queue or self._group_writes):
             return
         batch, self._commit_queue = self._commit_queue, []
+        groups, self._group_writes = self._group_writes, []
         self._commit_in_flight = True
-        d = self._run_blocking(self._offsets.commit_many, [(c.group_id, c.entries) for c in batch])
+        d = self._run_blocking(self._write_batch, [(c.group_id, c.entries) for c in batch], groups)
         d.addBoth(self._commit_done, batch)
+
+    def _write_batch(
+        self,
+        commits: list[tuple[str, list[OffsetEntry]]],
+        groups: list[tuple[str, StoredGroup | None]],
+    ) -> None:
+        # Worker thread: touches only the store.
+        self._offsets.commit_many(commits, groups=groups)
 
     def _commit_done(self, result: object, batch: list[_PendingCommit]) -> None:
         self._commit_in_flight = False
         failed = isinstance(result, Failure)
         if isinstance(result, Failure):
-            self._log.failure("committing consumer offsets failed", result)
+            # Group records lost this way only cost a rebalance after a restart.
+            self._log.failure("writing consumer offsets / group metadata failed", result)
         for commit in batch:
             answer = dict(commit.results)
             if failed:

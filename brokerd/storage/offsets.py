@@ -19,7 +19,17 @@ file names: they only ever appear inside journal records, capped at
 reused across restarts: it persists a high-water mark in blocks of
 :data:`PRODUCER_ID_BLOCK` ids, so at most one fsync per block.
 
-What this module does not do: no Twisted, no threads of its own, no group membership
+The same journal also holds each consumer group's membership as of its last Stable
+generation (:class:`StoredGroup`, Kafka keeps it in ``__consumer_offsets`` too), or a
+tombstone once the group went Empty, so the coordinator can restore live groups after a
+restart. Compaction keeps only the latest record per group and drops tombstoned groups.
+
+Format history: ``BKOFFS01`` journals (commits and topic deletions only) are still read;
+opening one rewrites it at once as ``BKOFFS02``, so a brokerd that predates group records
+refuses the file outright instead of truncating everything after the first group record
+as a torn tail.
+
+What this module does not do: no Twisted, no threads of its own, no group state machine
 (that is ``brokerd.kafka.groups``), no offset retention/expiry of abandoned groups, and no
 validation of whether a topic exists. Every method blocks (commit and compaction fsync);
 callers on the reactor run ``commit``/``delete_topic``/``next_id`` in a worker thread.
@@ -75,12 +85,24 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 #               count x (u16 topic_len, topic, i32 partition, i64 offset, i32 leader_epoch,
 #                        i64 commit_timestamp_ms, i32 metadata_len (-1 = null), metadata)
 # Delete-topic body: u8 2, u16 topic_len, topic
-_MAGIC = b"BKOFFS01"
+# Group body:   u8 3, u16 group_len, group, str protocol_type, i32 generation,
+#               str protocol_name, str leader, u32 count,
+#               count x (str member_id, nstr group_instance_id, str client_id,
+#                        str client_host, i32 session_timeout_ms, i32 rebalance_timeout_ms,
+#                        bytes metadata, bytes assignment)
+#               where str = u32 len + UTF-8, nstr = i32 len (-1 = null) + UTF-8,
+#               bytes = u32 len + raw
+# Group tombstone body: u8 4, u16 group_len, group
+_MAGIC = b"BKOFFS02"
+#: Journals written before group records existed; read, then rewritten as _MAGIC.
+_OLD_MAGIC = b"BKOFFS01"
 _RECORD_HEADER = struct.Struct(">II")
-_COMMIT, _DELETE_TOPIC = 1, 2
+_COMMIT, _DELETE_TOPIC, _GROUP, _GROUP_TOMBSTONE = 1, 2, 3, 4
 _U8 = struct.Struct(">B")
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")
+_MEMBER_TIMEOUTS = struct.Struct(">ii")
 _ENTRY_FIXED = struct.Struct(">iqiqi")  # partition, offset, leader_epoch, timestamp, meta_len
 _PID_FILE = struct.Struct(">8sqI")  # magic, high-water mark, crc32 of the first 16 bytes
 _PID_MAGIC = b"BKPIDS01"
@@ -97,6 +119,33 @@ class Committed:
     leader_epoch: int
     metadata: str | None
     timestamp_ms: int
+
+
+@attrs.frozen
+class StoredMember:
+    """One member of a stored group, as JoinGroup/SyncGroup left it."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    #: The member's metadata for the group's chosen protocol (what the leader saw).
+    metadata: bytes
+    #: What the leader's SyncGroup assigned to this member.
+    assignment: bytes
+
+
+@attrs.frozen
+class StoredGroup:
+    """A consumer group's membership as of its last Stable generation."""
+
+    protocol_type: str
+    generation: int
+    protocol_name: str
+    leader_id: str
+    members: tuple[StoredMember, ...]
 
 
 def _enc(text: str) -> bytes:
@@ -161,6 +210,39 @@ def _encode_delete_topic(topic: bytes) -> bytes:
     return _frame(_U8.pack(_DELETE_TOPIC) + _U16.pack(len(topic)) + topic)
 
 
+def _blob(data: bytes) -> bytes:
+    return _U32.pack(len(data)) + data
+
+
+def _encode_group(group: bytes, value: StoredGroup | None) -> bytes:
+    """A group record, or the group's tombstone when ``value`` is None."""
+    if value is None:
+        return _frame(_U8.pack(_GROUP_TOMBSTONE) + _U16.pack(len(group)) + group)
+    parts = [
+        _U8.pack(_GROUP),
+        _U16.pack(len(group)),
+        group,
+        _blob(_enc(value.protocol_type)),
+        _I32.pack(value.generation),
+        _blob(_enc(value.protocol_name)),
+        _blob(_enc(value.leader_id)),
+        _U32.pack(len(value.members)),
+    ]
+    for m in value.members:
+        parts.append(_blob(_enc(m.member_id)))
+        if m.group_instance_id is None:
+            parts.append(_I32.pack(-1))
+        else:
+            instance = _enc(m.group_instance_id)
+            parts.append(_I32.pack(len(instance)) + instance)
+        parts.append(_blob(_enc(m.client_id)))
+        parts.append(_blob(_enc(m.client_host)))
+        parts.append(_MEMBER_TIMEOUTS.pack(m.session_timeout_ms, m.rebalance_timeout_ms))
+        parts.append(_blob(m.metadata))
+        parts.append(_blob(m.assignment))
+    return _frame(b"".join(parts))
+
+
 class _Reader:
     """Bounds-checked cursor over one record body; any overrun raises ValueError."""
 
@@ -181,15 +263,74 @@ class _Reader:
     def done(self) -> bool:
         return self._pos == len(self._data)
 
+    def blob(self) -> bytes:
+        (length,) = self.unpack(_U32)
+        return self.take(length)
 
-_Decoded = tuple[str, list[tuple[str, int, Committed]]] | tuple[None, str]
+    def text(self) -> str:
+        return _dec(self.blob())
+
+
+@attrs.frozen
+class _GroupUpdate:
+    """A decoded group record (``value`` None: the group's tombstone)."""
+
+    group_id: str
+    value: StoredGroup | None
+
+
+_Decoded = tuple[str, list[tuple[str, int, Committed]]] | tuple[None, str] | _GroupUpdate
+
+
+def _decode_group(reader: _Reader, tombstone: bool) -> _GroupUpdate:
+    (group_len,) = reader.unpack(_U16)
+    group = _dec(reader.take(group_len))
+    if tombstone:
+        if not reader.done():
+            raise ValueError("trailing bytes")
+        return _GroupUpdate(group, None)
+    protocol_type = reader.text()
+    (generation,) = reader.unpack(_I32)
+    protocol_name = reader.text()
+    leader = reader.text()
+    (count,) = reader.unpack(_U32)
+    members: list[StoredMember] = []
+    for _ in range(count):
+        member_id = reader.text()
+        (instance_len,) = reader.unpack(_I32)
+        instance = None if instance_len < 0 else _dec(reader.take(instance_len))
+        client_id = reader.text()
+        client_host = reader.text()
+        session_ms, rebalance_ms = reader.unpack(_MEMBER_TIMEOUTS)
+        metadata = reader.blob()
+        assignment = reader.blob()
+        members.append(
+            StoredMember(
+                member_id,
+                instance,
+                client_id,
+                client_host,
+                session_ms,
+                rebalance_ms,
+                metadata,
+                assignment,
+            )
+        )
+    if not reader.done():
+        raise ValueError("trailing bytes")
+    return _GroupUpdate(
+        group, StoredGroup(protocol_type, generation, protocol_name, leader, tuple(members))
+    )
 
 
 def _decode_body(body: bytes) -> _Decoded:
     """Decode a record body: ``(group, entries)`` for a commit, ``(None, topic)`` for a
-    topic deletion. Raises ValueError (or UnicodeDecodeError) on a malformed body."""
+    topic deletion, a :class:`_GroupUpdate` for a group record or tombstone. Raises
+    ValueError (or UnicodeDecodeError) on a malformed body."""
     reader = _Reader(body)
     (kind,) = reader.unpack(_U8)
+    if kind in (_GROUP, _GROUP_TOMBSTONE):
+        return _decode_group(reader, kind == _GROUP_TOMBSTONE)
     if kind == _DELETE_TOPIC:
         (topic_len,) = reader.unpack(_U16)
         topic = _dec(reader.take(topic_len))
@@ -242,6 +383,12 @@ class OffsetStore:
         self._compact_min_bytes = compact_min_bytes
         self._compact_ratio = compact_ratio
         self._groups: dict[str, dict[tuple[str, int], Committed]] = {}
+        #: Latest stored membership per group (tombstoned groups are absent).
+        self._members: dict[str, StoredGroup] = {}
+        #: Encoded size of each group's membership record, for the compaction estimate.
+        self._member_bytes: dict[str, int] = {}
+        #: The journal on disk still has the old magic and must be rewritten.
+        self._old_format = False
         self._size = 0
         self._compact_at = 0
         self._write_lock = threading.Lock()
@@ -307,8 +454,8 @@ class OffsetStore:
             else:
                 store._replay()
             store._compact_at = store._next_compact_at(store._live_bytes())
-            if store._size >= store._compact_at:
-                store._maybe_compact()
+            if store._size >= store._compact_at or store._old_format:
+                store._maybe_compact(force=store._old_format)
                 if store._failed is not None:
                     raise store._failed
         except OSError as exc:
@@ -330,7 +477,7 @@ class OffsetStore:
             chunks.append(chunk)
         data = b"".join(chunks)
         if len(data) < len(_MAGIC):
-            if not _MAGIC.startswith(data):
+            if not (_MAGIC.startswith(data) or _OLD_MAGIC.startswith(data)):
                 raise StorageError(f"{self.path} is not a brokerd offsets journal")
             # Torn while being created: nothing was ever committed to it.
             os.ftruncate(self._fd, 0)
@@ -339,8 +486,10 @@ class OffsetStore:
             self.truncated_bytes = len(data)
             self._size = len(_MAGIC)
             return
-        if data[: len(_MAGIC)] != _MAGIC:
+        magic = data[: len(_MAGIC)]
+        if magic not in (_MAGIC, _OLD_MAGIC):
             raise StorageError(f"{self.path} is not a brokerd offsets journal")
+        self._old_format = magic == _OLD_MAGIC
         pos = len(_MAGIC)
         while pos + _RECORD_HEADER.size <= len(data):
             length, crc = _RECORD_HEADER.unpack_from(data, pos)
@@ -354,7 +503,7 @@ class OffsetStore:
                 decoded = _decode_body(body)
             except (ValueError, struct.error):
                 break
-            self._apply(decoded)
+            self._apply(decoded, _RECORD_HEADER.size + length)
             pos = end
         if pos != len(data):
             # Everything after the last whole, valid record is a write that never
@@ -365,8 +514,19 @@ class OffsetStore:
             os.fsync(self._fd)
         self._size = pos
 
-    def _apply(self, decoded: _Decoded) -> None:
-        """Apply one decoded record to the map (caller holds the map lock or is open())."""
+    def _apply(self, decoded: _Decoded, size: int = 0) -> None:
+        """Apply one decoded record to the map (caller holds the map lock or is open()).
+
+        :param size: the record's framed size (group records only).
+        """
+        if isinstance(decoded, _GroupUpdate):
+            if decoded.value is None:
+                self._members.pop(decoded.group_id, None)
+                self._member_bytes.pop(decoded.group_id, None)
+            else:
+                self._members[decoded.group_id] = decoded.value
+                self._member_bytes[decoded.group_id] = size
+            return
         group, payload = decoded
         if group is None:
             assert isinstance(payload, str)
@@ -404,6 +564,11 @@ class OffsetStore:
         with self._lock:
             return sorted(self._groups)
 
+    def groups_metadata(self) -> dict[str, StoredGroup]:
+        """The latest stored membership of every group that was not tombstoned."""
+        with self._lock:
+            return dict(self._members)
+
     # -- writes (one writer at a time; blocking) ----------------------------------------
 
     def commit(self, group_id: str, entries: Sequence[OffsetEntry]) -> None:
@@ -417,15 +582,34 @@ class OffsetStore:
         """
         self.commit_many([(group_id, entries)])
 
-    def commit_many(self, commits: Iterable[tuple[str, Sequence[OffsetEntry]]]) -> None:
+    def store_group(self, group_id: str, value: StoredGroup) -> None:
+        """Durably record ``group_id``'s membership (replacing any earlier record).
+
+        :raises ValueError: a field over its wire range (nothing is written).
+        :raises StorageError: as for :meth:`commit`.
+        """
+        self.commit_many([], groups=[(group_id, value)])
+
+    def delete_group(self, group_id: str) -> None:
+        """Durably forget ``group_id``'s membership (it went Empty); its offsets stay."""
+        self.commit_many([], groups=[(group_id, None)])
+
+    def commit_many(
+        self,
+        commits: Iterable[tuple[str, Sequence[OffsetEntry]]],
+        *,
+        groups: Iterable[tuple[str, StoredGroup | None]] = (),
+    ) -> None:
         """Several groups' commits in one write and one fsync (group commit).
 
         Each ``(group_id, entries)`` is its own record, so each is atomic on its own.
-        Same errors as :meth:`commit`; on an error none of them is applied.
+        ``groups`` are membership records (None: tombstone), written after the commits in
+        the given order. Same errors as :meth:`commit`; on an error none of them is applied.
+        A tombstone for a group with no stored membership writes nothing.
         """
         now_ms = int(self._clock() * 1000)
         encoded: list[bytes] = []
-        updates: list[_Decoded] = []
+        updates: list[tuple[_Decoded, int]] = []
         for group_id, entries in commits:
             group = _enc(group_id)
             if len(group) > MAX_GROUP_ID_LENGTH:
@@ -440,15 +624,34 @@ class OffsetStore:
                 rows.append((_enc(topic), partition, value))
                 values.append((topic, partition, value))
             encoded.append(_encode_commit(group, rows))
-            updates.append((group_id, values))
-        if not encoded:
-            return
-        data = b"".join(encoded)
+            updates.append(((group_id, values), 0))
+        group_records: list[tuple[bytes, _GroupUpdate]] = []
+        for group_id, meta in groups:
+            raw = _enc(group_id)
+            if len(raw) > MAX_GROUP_ID_LENGTH:
+                raise ValueError(f"group id longer than {MAX_GROUP_ID_LENGTH} bytes")
+            if meta is not None:
+                self._check_group(meta)
+            group_records.append((_encode_group(raw, meta), _GroupUpdate(group_id, meta)))
         with self._write_lock:
-            self._append(data)
+            # Decided under the write lock: only writers change which groups are stored.
             with self._lock:
-                for update in updates:
-                    self._apply(update)
+                stored = set(self._members)
+            for record, change in group_records:
+                if change.value is None and change.group_id not in stored:
+                    continue
+                if change.value is None:
+                    stored.discard(change.group_id)
+                else:
+                    stored.add(change.group_id)
+                encoded.append(record)
+                updates.append((change, len(record)))
+            if not encoded:
+                return
+            self._append(b"".join(encoded))
+            with self._lock:
+                for update, size in updates:
+                    self._apply(update, size)
             if self._size >= self._compact_at:
                 self._maybe_compact()
 
@@ -476,6 +679,19 @@ class OffsetStore:
                 return
             self._closed = True
             os.close(self._fd)
+
+    @staticmethod
+    def _check_group(value: StoredGroup) -> None:
+        if not _INT32_MIN <= value.generation <= _INT32_MAX:
+            raise ValueError(f"generation {value.generation} out of range")
+        for m in value.members:
+            for timeout in (m.session_timeout_ms, m.rebalance_timeout_ms):
+                if not _INT32_MIN <= timeout <= _INT32_MAX:
+                    raise ValueError(f"timeout {timeout} out of range")
+        # Lengths are u32 on disk; anything a Kafka request can carry fits, and
+        # MAX_RECORD_BYTES bounds the record as a whole.
+        if len(_encode_group(b"", value)) > MAX_RECORD_BYTES:
+            raise ValueError("group metadata too large")
 
     @staticmethod
     def _check_entry(
@@ -519,29 +735,33 @@ class OffsetStore:
                 total += _RECORD_HEADER.size + _U8.size + _U16.size + len(_enc(group))
                 total += _U32.size
                 total += sum(_entry_size(t, v) for (t, _), v in offsets.items())
+            total += sum(self._member_bytes.values())
         return total
 
     def _next_compact_at(self, live_bytes: int) -> int:
         return max(self._compact_min_bytes, self._compact_ratio * live_bytes)
 
-    def _maybe_compact(self) -> None:
-        """Rewrite the journal as one record per group if it is mostly dead records.
+    def _maybe_compact(self, *, force: bool = False) -> None:
+        """Rewrite the journal as one record per group if it is mostly dead records
+        (``force``: regardless, e.g. to replace an old-format file header).
 
         Caller holds the write lock. A failure before the rename leaves the old journal in
         place and is only remembered (the commit that triggered it is already durable);
         a failure after the rename makes the store refuse writes, as a failed fsync does.
         """
         live = self._live_bytes()
-        if self._size < self._next_compact_at(live):
+        if not force and self._size < self._next_compact_at(live):
             # The live set itself grew: check again once the file grows by the ratio.
             self._compact_at = self._next_compact_at(live)
             return
         with self._lock:
             snapshot = {g: dict(offsets) for g, offsets in self._groups.items()}
+            members = dict(self._members)
         records = [
             _encode_commit(_enc(group), [(_enc(t), p, v) for (t, p), v in sorted(offsets.items())])
             for group, offsets in sorted(snapshot.items())
         ]
+        records += [_encode_group(_enc(g), value) for g, value in sorted(members.items())]
         data = _MAGIC + b"".join(records)
         temp = self._temp_path(self.path)
         directory = os.path.dirname(self.path)
@@ -560,6 +780,10 @@ class OffsetStore:
             self.last_compaction_error = exc
             # Do not retry on every commit: wait until the file grows by the ratio again.
             self._compact_at = self._size * self._compact_ratio
+            if force and self._old_format:
+                # Appending new record kinds behind the old header would let an older
+                # brokerd truncate them (and every commit after them) as a torn tail.
+                self._failed = exc
             return
         try:
             os.replace(temp, self.path)
@@ -577,6 +801,7 @@ class OffsetStore:
         self._compact_at = self._next_compact_at(len(data))
         self.compactions += 1
         self.last_compaction_error = None
+        self._old_format = False
 
 
 class ProducerIdAllocator:
