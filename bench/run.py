@@ -269,7 +269,8 @@ def bench_nats(records: int, rows: list[Row]) -> None:
         )
         try:
             wait_for_port(port, time.monotonic() + 10)
-            produced, consumed = asyncio.run(_nats(port, records))
+            # Bounded: a stuck client must not hang the whole bench.
+            produced, consumed = asyncio.run(asyncio.wait_for(_nats(port, records), 300))
             rows.append(("NATS JetStream publish_async, acks awaited", "file storage", produced))
             rows.append(("NATS JetStream pull consumer, fetch(1000)", "", consumed))
         finally:
@@ -292,7 +293,13 @@ async def _nats(port: int, records: int) -> tuple[str, str]:
             futures.clear()
     await asyncio.gather(*futures)
     produced = rate(records, time.perf_counter() - start)
-    sub = await js.pull_subscribe("bench", "reader")
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    # AckPolicy.ALL: acking a batch's last message acks the batch (with the default
+    # explicit policy, 1,000 unacked messages stop delivery).
+    sub = await js.pull_subscribe(
+        "bench", "reader", config=ConsumerConfig(ack_policy=AckPolicy.ALL)
+    )
     start = time.perf_counter()
     got = 0
     while got < records:
