@@ -142,7 +142,8 @@ def test_group_split_leave_commit_restart_resume(make_broker: object) -> None:
     """Two members split a 4-partition topic and each reads exactly its share; one
     leaves and the other takes its partitions over from the leaver's commits; after a
     clean restart a new member starts exactly at the committed offsets; it then stays up
-    through a crash of the broker (the group is restored), and reads what comes next. Every record is
+    through a crash of the broker (the group is restored), and reads what comes next.
+    Every record is
     read once in all (check_group_records)."""
     need_kcat()
     # A broker of its own (it restarts), auto-creating 4-partition topics for kcat.

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from collections import deque
 from typing import Any, cast
-from typing import Protocol as TypingProtocol
 
 from twisted.internet.interfaces import IPushProducer, IReactorTime
 from twisted.internet.protocol import Factory, Protocol, connectionDone
@@ -50,6 +49,7 @@ from brokerd.kafka.handlers import (
     KafkaHandlers,
     Outcome,
 )
+from brokerd.transport_types import DelayedCall, TimerClock, Transport, disable_nagle
 
 #: Cluster id reported in Metadata v2+: any stable string; clients only compare it.
 DEFAULT_CLUSTER_ID = "brokerd-single-node"
@@ -69,30 +69,6 @@ DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_FRAME_TIMEOUT = 60.0
 
 
-class _Transport(TypingProtocol):
-    """The transport methods used here (TCP/TLS/UNIX transports provide them all)."""
-
-    def write(self, data: bytes) -> None: ...
-    def loseConnection(self) -> None: ...
-    def abortConnection(self) -> None: ...
-    def pauseProducing(self) -> None: ...
-    def resumeProducing(self) -> None: ...
-    def registerProducer(self, producer: object, streaming: bool) -> None: ...
-    def getPeer(self) -> Any: ...
-
-
-class _DelayedCall(TypingProtocol):
-    def active(self) -> bool: ...
-    def cancel(self) -> None: ...
-    def reset(self, seconds: float) -> None: ...
-
-
-class _TimerClock(TypingProtocol):
-    def callLater(
-        self, delay: float, callable: Any, *args: object, **kw: object
-    ) -> _DelayedCall: ...
-
-
 @implementer(IPushProducer)
 class KafkaProtocol(Protocol):
     """One Kafka client connection. See the module docstring for its policies."""
@@ -102,7 +78,7 @@ class KafkaProtocol(Protocol):
     def __init__(self, factory: KafkaFactory) -> None:
         self._factory = factory
         self._handlers = factory.handlers
-        self._clock = cast(_TimerClock, factory.clock)
+        self._clock = cast(TimerClock, factory.clock)
         self._decoder = codec.FrameDecoder(factory.max_frame_bytes)
         self._pending: deque[bytes] = deque()
         self._pending_bytes = 0
@@ -115,18 +91,14 @@ class KafkaProtocol(Protocol):
         self._write_blocked = False  # the transport asked us to stop producing
         self._reading = True  # whether we last told the transport to read
         self._pumping = False  # re-entrancy guard: handlers may answer synchronously
-        self._idle_call: _DelayedCall | None = None
-        self._frame_call: _DelayedCall | None = None
+        self._idle_call: DelayedCall | None = None
+        self._frame_call: DelayedCall | None = None
 
     # ----------------------------------------------------------------- Twisted overrides
 
     def connectionMade(self) -> None:
         self._connected = True
-        # Pipelined clients wait for several small responses; with Nagle on, the second
-        # one waits for the client's delayed ACK (~40 ms). Kafka brokers disable it too.
-        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
-        if set_no_delay is not None:
-            set_no_delay(True)
+        disable_nagle(self.transport)
         peer = self._t.getPeer()
         self._conn = Connection("/" + str(getattr(peer, "host", "")))
         # The transport tells us when its send buffer is full; we then stop taking
@@ -185,8 +157,8 @@ class KafkaProtocol(Protocol):
     # ----------------------------------------------------------------- the pump
 
     @property
-    def _t(self) -> _Transport:
-        return cast(_Transport, self.transport)
+    def _t(self) -> Transport:
+        return cast(Transport, self.transport)
 
     def _pump(self) -> None:
         """Serve queued frames one at a time while we may."""

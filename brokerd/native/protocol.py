@@ -33,6 +33,7 @@ from brokerd.native.codec import (
     RequestType,
 )
 from brokerd.storage.types import AppendInfo, RecordsResult, TopicInfo
+from brokerd.transport_types import DelayedCall, TimerClock, Transport, disable_nagle
 
 __all__ = [
     "DEFAULT_FRAME_TIMEOUT",
@@ -94,33 +95,6 @@ class NativeCore(TypingProtocol):
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]: ...
 
 
-class _Transport(TypingProtocol):
-    """The transport methods used here (a TCP/TLS/UNIX transport provides them all;
-    ``ITransport`` alone does not declare the producer half)."""
-
-    def write(self, data: bytes) -> None: ...
-    def loseConnection(self) -> None: ...
-    def abortConnection(self) -> None: ...
-    def pauseProducing(self) -> None: ...
-    def resumeProducing(self) -> None: ...
-    def registerProducer(self, producer: object, streaming: bool) -> None: ...
-
-
-class _DelayedCall(TypingProtocol):
-    def active(self) -> bool: ...
-    def cancel(self) -> None: ...
-    def reset(self, seconds: float) -> None: ...
-
-
-class _Clock(TypingProtocol):
-    """``IReactorTime.callLater`` as mypy can check it (zope interface methods lack
-    ``self``, so mypy cannot call them through the interface type)."""
-
-    def callLater(
-        self, delay: float, callable: Callable[..., object], *args: object, **kw: object
-    ) -> _DelayedCall: ...
-
-
 @implementer(IPushProducer)
 class NativeProtocol(Protocol):
     """One client connection of the native protocol.
@@ -144,7 +118,7 @@ class NativeProtocol(Protocol):
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
     ) -> None:
         self._core = core
-        self._clock = cast(_Clock, clock)
+        self._clock = cast(TimerClock, clock)
         self._max_fetch_bytes = max_fetch_bytes
         self._idle_timeout = idle_timeout
         self._frame_timeout = frame_timeout
@@ -157,18 +131,14 @@ class NativeProtocol(Protocol):
         self._reading = True  # whether we last told the transport to read
         self._pumping = False  # re-entrancy guard: a core may answer synchronously
         self._parked = False  # the request in flight is a long poll
-        self._idle_call: _DelayedCall | None = None
-        self._frame_call: _DelayedCall | None = None
+        self._idle_call: DelayedCall | None = None
+        self._frame_call: DelayedCall | None = None
 
     # ----------------------------------------------------------------- Twisted overrides
 
     def connectionMade(self) -> None:
         self._connected = True
-        # Pipelined clients wait for several small responses; with Nagle on, the second
-        # one waits for the client's delayed ACK (~40 ms). Kafka brokers disable it too.
-        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
-        if set_no_delay is not None:
-            set_no_delay(True)
+        disable_nagle(self.transport)
         # Our transport tells us when its send buffer is full: then we stop taking
         # requests, so a client that does not read cannot make us buffer answers forever.
         self._t.registerProducer(self, True)
@@ -220,8 +190,8 @@ class NativeProtocol(Protocol):
     # ----------------------------------------------------------------- the pump
 
     @property
-    def _t(self) -> _Transport:
-        return cast(_Transport, self.transport)
+    def _t(self) -> Transport:
+        return cast(Transport, self.transport)
 
     def _pump(self) -> None:
         """Serve decoded requests one at a time while we may."""
