@@ -65,6 +65,7 @@ class Options(usage.Options):
         ["max-produce-bytes", None, MEBIBYTE, "Largest native produce payload.", int],
         ["max-fetch-bytes", None, MEBIBYTE, "Cap of a native fetch response's values.", int],
         ["max-request-bytes", None, 8 * MEBIBYTE, "Largest Kafka request frame.", int],
+        ["max-connections", None, 1024, "Open connections per listener (0: no limit).", int],
         ["read-threads", None, 4, "Threads reading logs.", int],
         ["write-threads", None, 2, "Threads appending and syncing logs.", int],
     ]
@@ -91,6 +92,8 @@ class Options(usage.Options):
                 raise usage.UsageError(f"--{name} must be positive")
         if self["segment-bytes"] < 1024:
             raise usage.UsageError("--segment-bytes must be at least 1024")
+        if self["max-connections"] < 0:
+            raise usage.UsageError("--max-connections must be 0 (no limit) or positive")
         for name in ("retention-bytes", "retention-ms"):
             if self[name] < -1 or self[name] == 0:
                 raise usage.UsageError(f"--{name} must be positive or -1")
@@ -218,6 +221,7 @@ def makeService(options: Options) -> service.MultiService:
         clock=reactor,
         max_produce_bytes=options["max-produce-bytes"],
         max_fetch_bytes=options["max-fetch-bytes"],
+        max_connections=options["max-connections"] or None,
     )
     _listener(reactor, options["native"], native).setServiceParent(top)
 
@@ -248,6 +252,7 @@ def _add_kafka(
         advertised_port=0,
         max_frame_bytes=options["max-request-bytes"],
         default_partitions=options["default-partitions"],
+        max_connections=options["max-connections"] or None,
     )
 
     def on_listen(address: Any) -> None:

@@ -258,6 +258,7 @@ class KafkaTestCase(SynchronousTestCase):
 
     def connect(self) -> tuple[KafkaProtocol, StringTransport]:
         proto = self.factory.buildProtocol(None)
+        assert proto is not None
         tr = StringTransport(peerAddress=IPv4Address("TCP", "10.1.2.3", 5555))
         proto.makeConnection(tr)
         return proto, tr
@@ -372,6 +373,14 @@ class ConnectionTests(KafkaTestCase):
         self.assertEqual(len(self.core.produce_calls), MAX_PIPELINED_PRODUCES)
         self.core.held[0].callback(None)
         self.assertEqual(len(self.core.produce_calls), MAX_PIPELINED_PRODUCES + 1)
+
+    def test_connections_beyond_the_cap_are_refused(self) -> None:
+        self.factory.connections.maximum = 2  # this test's setUp holds one already
+        second, _ = self.connect()
+        self.assertIsNone(self.factory.buildProtocol(None))
+        second.connectionLost(Failure(ConnectionError("gone")))
+        self.assertIsNotNone(self.factory.buildProtocol(None))
+        self.assertEqual(self.factory.connections.refused, 1)
 
     def test_one_request_in_flight(self) -> None:
         self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(

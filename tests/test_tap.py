@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -94,3 +95,28 @@ def test_systemd_units_verify_clean(tmp_path: Path) -> None:
         ["systemd-analyze", "verify", "--man=no", *names], capture_output=True, text=True
     )
     assert r.returncode == 0 and not (r.stdout + r.stderr).strip(), r.stdout + r.stderr
+
+
+def test_connection_cap_refuses_beyond_the_limit(make_broker: object) -> None:
+    """With --max-connections 3, a fourth connection is closed at once; closing one frees
+    a slot; the connections inside the cap keep working."""
+    import socket
+    import time
+
+    proc = make_broker("--max-connections", "3", kafka=False)  # type: ignore[operator]
+    time.sleep(0.3)  # let the harness's readiness probe connection be closed and counted out
+    held = [proc.client() for _ in range(3)]
+    for client in held:
+        assert client.list_topics() == []  # accepted and served
+    extra = socket.create_connection(("127.0.0.1", proc.native_port), timeout=5)
+    with contextlib.suppress(ConnectionResetError):
+        assert extra.recv(1) == b"", "a connection beyond the cap must be closed"
+    extra.close()
+    held.pop().close()
+    time.sleep(0.3)
+    with proc.client() as client:
+        assert client.list_topics() == []
+    for client in held:
+        assert client.list_topics() == []
+        client.close()
+    assert "refusing new ones" in proc.log()

@@ -38,6 +38,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from brokerd.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.kafka import apis, codec
 from brokerd.kafka.codec import ApiKey, CodecError, FrameError
 from brokerd.kafka.handlers import (
@@ -126,6 +127,8 @@ class KafkaProtocol(Protocol):
         self._pump()
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
+        if self._connected:
+            self._factory.connections.release()
         self._connected = False
         self._write_blocked = False
         for call in (self._idle_call, self._frame_call):
@@ -372,9 +375,11 @@ class KafkaFactory(Factory):
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         default_partitions: int = DEFAULT_PARTITIONS,
+        max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
+        self.connections = ConnectionLimit(max_connections, "kafka listener")
         self.core = core
         self.coordinator = coordinator
         self.clock = clock
@@ -390,7 +395,9 @@ class KafkaFactory(Factory):
             default_partitions=default_partitions,
         )
 
-    def buildProtocol(self, addr: Any) -> KafkaProtocol:
+    def buildProtocol(self, addr: Any) -> KafkaProtocol | None:
+        if not self.connections.admit():
+            return None  # Twisted closes the socket at once
         return KafkaProtocol(self)
 
 

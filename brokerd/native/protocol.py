@@ -25,6 +25,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from brokerd.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.native import codec
 from brokerd.native.codec import (
     DEFAULT_MAX_FETCH_BYTES,
@@ -158,6 +159,8 @@ class NativeProtocol(Protocol):
             self._close(abort=True)
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
+        if self._connected and isinstance(self.factory, NativeFactory):
+            self.factory.connections.release()
         self._connected = False
         self._closing = True
         for call in (self._idle_call, self._frame_call):
@@ -413,15 +416,19 @@ class NativeFactory(Factory):
         max_fetch_bytes: int = DEFAULT_MAX_FETCH_BYTES,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
+        max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         self.broker = broker
+        self.connections = ConnectionLimit(max_connections, "native listener")
         self.clock = clock
         self.max_produce_bytes = max_produce_bytes
         self.max_fetch_bytes = max_fetch_bytes
         self.idle_timeout = idle_timeout
         self.frame_timeout = frame_timeout
 
-    def buildProtocol(self, addr: IAddress | None) -> NativeProtocol:
+    def buildProtocol(self, addr: IAddress | None) -> NativeProtocol | None:
+        if not self.connections.admit():
+            return None  # Twisted closes the socket at once
         proto = NativeProtocol(
             self.broker,
             clock=self.clock,
