@@ -209,6 +209,7 @@ class Broker(service.Service):
         self._stopping = False
         self._idle: defer.Deferred[None] | None = None
         self._next_producer_id: Callable[[], int] | None = None
+        self._shutdown_hooks: list[Callable[[], object]] = []
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -226,6 +227,11 @@ class Broker(service.Service):
         """Run a blocking call in the write pool (the group coordinator's offset commits)."""
         d: defer.Deferred[T] = self._run_write(f, *args, **kwargs)
         return d
+
+    def add_shutdown_hook(self, hook: Callable[[], object]) -> None:
+        """Run ``hook`` (it may return a Deferred) during shutdown, after queued appends
+        finished and while the thread pools still run, before the logs are closed."""
+        self._shutdown_hooks.append(hook)
 
     def set_producer_id_source(self, allocate: Callable[[], int]) -> None:
         """Give the core a blocking allocator of never-reused producer ids."""
@@ -268,6 +274,11 @@ class Broker(service.Service):
         while any(p.busy or p.pending for p in self._partitions.values()):
             self._idle = defer.Deferred()
             await self._idle
+        for hook in self._shutdown_hooks:
+            try:
+                await defer.maybeDeferred(hook)
+            except Exception:
+                self._log.failure("shutdown hook failed")
         try:
             await self._snapshot_producers()
             await self._run_write(self.logdir.close)

@@ -132,20 +132,6 @@ def _listener(
     return svc
 
 
-class _GroupsService(service.Service):
-    """Stops the group coordinator's timers and closes the offsets store on shutdown."""
-
-    def __init__(self, coordinator: Any, offsets: Any, producer_ids: Any) -> None:
-        self._coordinator = coordinator
-        self._closeables = (offsets, producer_ids)
-
-    def stopService(self) -> None:
-        super().stopService()
-        self._coordinator.stop()
-        for item in self._closeables:
-            item.close()
-
-
 _LEVELS = {
     logging.DEBUG: LogLevel.debug,
     logging.INFO: LogLevel.info,
@@ -243,7 +229,15 @@ def _add_kafka(
     producer_ids = ProducerIdAllocator(os.path.join(data_dir, "producer-ids"))
     broker.set_producer_id_source(producer_ids.next_id)
     coordinator = GroupCoordinator(clock=reactor, offsets=offsets, run_blocking=broker.run_write)
-    _GroupsService(coordinator, offsets, producer_ids).setServiceParent(top)
+
+    async def stop_groups() -> None:
+        # Before the broker stops its pools: the coordinator's last journal writes (the
+        # Stable generations that let groups survive the restart) need the write pool.
+        await coordinator.stop()
+        offsets.close()
+        producer_ids.close()
+
+    broker.add_shutdown_hook(lambda: Deferred.fromCoroutine(stop_groups()))
     factory = KafkaFactory(
         broker,
         coordinator,

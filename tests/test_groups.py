@@ -581,6 +581,25 @@ class RestoreTests(_Base):
             [(a, b"meta-range", b"A"), (b, b"meta-range", b"B")],
         )
 
+    def test_stop_waits_for_the_journal_then_the_group_is_restorable(self) -> None:
+        held: list[tuple[Any, tuple[Any, ...], Deferred[Any]]] = []
+
+        def run(f: Any, *args: Any) -> Deferred[Any]:
+            d: Deferred[Any] = Deferred()
+            held.append((f, args, d))
+            return d
+
+        self.coord = self.make_coordinator(run_blocking=run)
+        a, _b, gen = self.stable_pair()
+        stopped = self.coord.stop()
+        self.assertNoResult(stopped)  # the Stable generation's record is still being written
+        while held:
+            f, args, d = held.pop(0)
+            d.callback(f(*args))
+        self.successResultOf(stopped)
+        self.coord = self.make_coordinator()
+        self.assertEqual(self.coord.heartbeat("g", gen, a), 0)
+
     def test_members_carry_on_with_their_generation(self) -> None:
         a, b, gen = self.stable_pair()
         self.restart()

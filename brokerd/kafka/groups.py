@@ -251,6 +251,8 @@ class GroupCoordinator:
         #: Membership records (None: tombstone) waiting to be written with the next batch.
         self._group_writes: list[tuple[str, StoredGroup | None]] = []
         self._commit_in_flight = False
+        #: Fired by stop()'s Deferred once no journal write is queued or running.
+        self._drained: list[Deferred[None]] = []
         self._restore()
 
     def _restore(self) -> None:
@@ -1061,7 +1063,12 @@ class GroupCoordinator:
     def _start_commit(self) -> None:
         """Write every queued commit in one store call (one fsync), one batch at a time so
         that commits reach the journal in the order they arrived."""
-        if self._commit_in_flight or not (self._commit_queue or self._group_writes):
+        if self._commit_in_flight:
+            return
+        if not (self._commit_queue or self._group_writes):
+            drained, self._drained = self._drained, []
+            for d in drained:
+                d.callback(None)
             return
         batch, self._commit_queue = self._commit_queue, []
         groups, self._group_writes = self._group_writes, []
@@ -1126,12 +1133,19 @@ class GroupCoordinator:
 
     # -- shutdown -----------------------------------------------------------------------
 
-    def stop(self) -> None:
+    def stop(self) -> Deferred[None]:
         """Cancel every timer and answer every held JoinGroup/SyncGroup (and queued, not yet
         started commit) with COORDINATOR_NOT_AVAILABLE; later calls get the same error.
-        A commit already being written still fires with its real outcome."""
+        A commit already being written still fires with its real outcome.
+
+        Returns a Deferred that fires once the journal is quiet: the write in progress has
+        finished and group records still waiting (the last Stable generations) are
+        written, so the offsets store may then be closed."""
+        drained: Deferred[None] = Deferred()
+        self._drained.append(drained)
         if self._stopped:
-            return
+            self._start_commit()
+            return drained
         self._stopped = True
         for group in self._groups.values():
             _cancel(group.rebalance_timer)
@@ -1163,6 +1177,8 @@ class GroupCoordinator:
                 answer[(topic, partition)] = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
             self._deliver(commit.waiter, answer)
         self._flush_outbox()
+        self._start_commit()
+        return drained
 
     # -- plumbing -----------------------------------------------------------------------
 
