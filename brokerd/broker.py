@@ -719,14 +719,19 @@ class Broker(service.Service):
         min_bytes: int,
         max_wait_ms: int,
         already: int = 0,
+        seen: dict[tuple[str, int], int] | None = None,
     ) -> defer.Deferred[None]:
         """Fire once ``min_bytes`` (counting ``already``) are appended past ``positions``
         or ``max_wait_ms`` passes, whichever is first. Cancelling it removes every trace.
 
+        ``seen`` holds the high watermarks the caller's read saw: if one has moved since,
+        an append landed between that read and now, so this fires at once for the caller
+        to read again (otherwise that append would never be counted).
+
         Bytes are stored batch bytes, as Kafka counts ``MinBytes`` (the Kafka Fetch).
         """
         keys = frozenset((t, p) for t, p, _ in positions)
-        return self._park(keys, min_bytes - already, max_wait_ms)
+        return self._park(keys, min_bytes - already, max_wait_ms, seen=seen)
 
     def _park(
         self,

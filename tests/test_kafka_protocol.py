@@ -140,6 +140,7 @@ class FakeCore:
         min_bytes: int,
         max_wait_ms: int,
         already: int = 0,
+        seen: dict[tuple[str, int], int] | None = None,
     ) -> defer.Deferred[None]:
         self.waits.append((list(positions), min_bytes, max_wait_ms, already))
         if self.wait_error is not None:

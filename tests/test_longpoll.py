@@ -443,6 +443,27 @@ def test_append_landing_while_the_first_read_is_in_the_pool_is_not_missed(h: Har
     assert h.timers() == [] and h.broker.waiter_count == 0
 
 
+def test_kafka_append_landing_while_the_first_read_is_in_the_pool_is_not_missed(
+    h: Harness,
+) -> None:
+    # As above, for a Kafka Fetch with MinBytes above one batch: the append that lands
+    # while the first read is in the pool must wake the fetch (through the high
+    # watermarks it saw), not leave it waiting out MaxWaitMs.
+    h.produce("t", 0, b"a" * 100)
+    c = h.kafka()
+    h.reads.hold = True
+    c.fetch([("t", 0, 0)], wait_ms=60_000, min_bytes=250)
+    assert len(h.reads.held) == 1
+    h.produce("t", 0, b"b" * 100)
+    h.produce("t", 0, b"c" * 100)
+    h.reads.deliver()  # the stale first read: one batch, short of 250 bytes
+    while h.reads.held:
+        h.reads.deliver()
+    [response] = c.responses()
+    assert values_in(response.responses[0].partitions[0]) == [b"a" * 100, b"b" * 100, b"c" * 100]
+    assert h.timers() == [] and h.broker.waiter_count == 0
+
+
 def test_append_already_read_is_not_counted_twice(h: Harness) -> None:
     # The append is published (readable) before the reactor hears of it: the poll reads
     # it, parks for more, and the late notification of that same append must not count.

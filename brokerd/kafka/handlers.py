@@ -110,6 +110,7 @@ class KafkaCore(Protocol):
         min_bytes: int,
         max_wait_ms: int,
         already: int = 0,
+        seen: dict[tuple[str, int], int] | None = None,
     ) -> defer.Deferred[None]: ...
 
     def list_offsets(self, topic: str, partition: int) -> defer.Deferred[tuple[int, int]]: ...
@@ -212,7 +213,9 @@ class _DelayedCall(Protocol):
 
 
 class Clock(Protocol):
-    """``IReactorTime.callLater`` as mypy can check it."""
+    """``IReactorTime.callLater`` and ``seconds`` as mypy can check them."""
+
+    def seconds(self) -> float: ...
 
     def callLater(
         self, delay: float, callable: Callable[..., object], *args: object, **kw: object
@@ -586,33 +589,45 @@ class KafkaHandlers:
         have = sum(len(r.records or b"") for r in results)
         failed = any(r.error_code for r in results)
         # Kafka answers at once on any error, or when MinBytes is already there;
-        # otherwise it parks the request until enough arrives or MaxWaitMs passes.
-        if (
-            wanted
-            and not failed
-            and body.max_wait_ms > 0
-            and have < body.min_bytes
-            and not conn.closed
-        ):
+        # otherwise it parks the request until enough arrives or MaxWaitMs passes. The
+        # core wakes a parked fetch early when an append landed after the read (the high
+        # watermarks in ``seen``); the loop then reads again and, still short of
+        # MinBytes, parks again within the original deadline.
+        deadline = self._clock.seconds() + body.max_wait_ms / 1000.0
+        while wanted and not failed and have < body.min_bytes and not conn.closed:
+            remaining_ms = int((deadline - self._clock.seconds()) * 1000)
+            if remaining_ms <= 0:
+                break
             positions = [(topic, p.partition, p.fetch_offset) for topic, p in wanted]
+            seen = {
+                (topic, p.partition): r.high_watermark
+                for (topic, p), r in zip(wanted, results, strict=True)
+            }
+            last_round = False
             try:
                 await conn.track(
                     self._core.wait_for_data(
                         positions,
                         min_bytes=body.min_bytes,
-                        max_wait_ms=body.max_wait_ms,
+                        max_wait_ms=remaining_ms,
                         already=have,
+                        seen=seen,
                     )
                 )
             except defer.CancelledError:
                 return NO_RESPONSE  # the connection went away; nobody to answer
             except TooManyWaiters:
-                pass  # answer now with what there is: a busy broker stays responsive
+                last_round = True  # answer now with what there is: stay responsive
             except Exception as e:
                 self._unexpected("fetch wait", e)
+                last_round = True
             if conn.closed:
                 return NO_RESPONSE
             results = await self._read_partitions(body, wanted)
+            have = sum(len(r.records or b"") for r in results)
+            failed = any(r.error_code for r in results)
+            if last_round:
+                break
         read_committed = body.isolation_level == 1
         out: list[apis.FetchTopicResponse] = []
         i = 0
