@@ -160,6 +160,8 @@ class _Partition:
     #: End of the appends whose results the reactor has seen: a producer-state snapshot
     #: taken now covers exactly the log below it.
     acked_end: int = 0
+    #: ``acked_end`` of the last snapshot written; equal means nothing new to write.
+    snapshot_end: int = -1
 
 
 class Broker(service.Service):
@@ -426,9 +428,10 @@ class Broker(service.Service):
 
     def _snapshot_producers(self) -> defer.Deferred[None]:
         """Write every partition's producer state (taken now, in the reactor) to disk."""
-        jobs: list[tuple[str, int, dict[int, Any]]] = []
+        jobs: list[tuple[_Partition, int, dict[int, Any]]] = []
         for part in self._partitions.values():
-            if not part.producers:
+            # State changes only with appends, so an unmoved end means an unchanged state.
+            if not part.producers or part.acked_end == part.snapshot_end:
                 continue
             producers = {
                 pid: {
@@ -441,21 +444,25 @@ class Broker(service.Service):
                 }
                 for pid, state in part.producers.items()
             }
-            jobs.append((part.log.path, part.acked_end, producers))
+            jobs.append((part, part.acked_end, producers))
 
-        def write_all() -> list[str]:
-            problems = []
-            for path, end, producers in jobs:
+        def write_all() -> list[str | None]:
+            problems: list[str | None] = []
+            for part, end, producers in jobs:
                 try:
-                    write_snapshot(path, end, producers)
+                    write_snapshot(part.log.path, end, producers)
+                    problems.append(None)
                 except OSError as e:
-                    problems.append(f"{path}: {e}")
+                    problems.append(f"{part.log.path}: {e}")
             return problems
 
-        def report(problems: list[str]) -> None:
-            # Not fatal: a missing snapshot only means a longer replay at the next start.
-            for problem in problems:
-                self._log.warn("producer-state snapshot not written: {p}", p=problem)
+        def report(problems: list[str | None]) -> None:
+            for (part, end, _), problem in zip(jobs, problems, strict=True):
+                if problem is None:
+                    part.snapshot_end = end
+                else:
+                    # Not fatal: a missing snapshot only means a longer replay next start.
+                    self._log.warn("producer-state snapshot not written: {p}", p=problem)
 
         d: defer.Deferred[None] = self._run_write(write_all).addCallback(report)
         return d
