@@ -1,0 +1,95 @@
+"""Small durable-file primitives every storage module shares (blocking, no Twisted).
+
+- :func:`write_all` loops over ``os.write``, which may write less than asked (a signal, a
+  nearly full disk).
+- :func:`datasync` flushes a file's data and size (``fdatasync`` where there is one).
+- :func:`fsync_dir` makes a create, rename or unlink in a directory survive a power cut.
+- :func:`atomic_write` replaces a whole file so that a crash at any moment leaves either
+  the old content or the new, never a mixture: write a temporary file beside it, fsync
+  it, rename it over the target, fsync the directory. :func:`write_temp` and
+  :func:`replace_durably` are its two halves, for callers that must act between them
+  (open the new file before it takes the old one's name, for instance).
+
+Errors are raised as :class:`OSError`; callers turn them into their own storage errors
+with a message that names what they were writing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+__all__ = [
+    "FILE_MODE",
+    "TEMP_SUFFIX",
+    "atomic_write",
+    "datasync",
+    "fsync_dir",
+    "replace_durably",
+    "write_all",
+    "write_temp",
+]
+
+#: Permissions of every file the broker creates: the data is the users', not the world's.
+FILE_MODE = 0o600
+#: Suffix of the temporary file :func:`atomic_write` renames into place. A file with this
+#: suffix left behind by a crash is garbage and may be deleted.
+TEMP_SUFFIX = ".tmp"
+
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    """Write every byte of ``data`` at ``fd``'s position."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def datasync(fd: int) -> None:
+    """Flush ``fd``'s data and size to stable storage (enough for an append-only file)."""
+    if hasattr(os, "fdatasync"):
+        os.fdatasync(fd)
+    else:  # pragma: no cover - macOS has no fdatasync
+        os.fsync(fd)
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory so that a file created, renamed or removed in it stays so."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_temp(path: str, data: bytes, *, mode: int = FILE_MODE) -> str:
+    """Write ``data`` to a fresh temporary file beside ``path``, fsync it and return its
+    name. A stale temporary file from an earlier crash is removed first; the file is
+    created exclusively and never through a symlink. On error nothing is left behind."""
+    temp = path + TEMP_SUFFIX
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)
+    fd = os.open(temp, _CREATE_FLAGS, mode)
+    try:
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return temp
+
+
+def replace_durably(temp: str, path: str) -> None:
+    """Rename ``temp`` over ``path`` and fsync the directory that holds them."""
+    os.replace(temp, path)
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def atomic_write(path: str, data: bytes, *, mode: int = FILE_MODE) -> None:
+    """Replace ``path`` by ``data``: after a crash it holds the old content or the new."""
+    replace_durably(write_temp(path, data, mode=mode), path)
