@@ -145,8 +145,9 @@ class _Harness:
         )
         self.transitions = transitions
         self.waiting: list[Deferred[Any]] = []
-        #: Per group object: the highest generation seen.
-        self.generations: dict[int, int] = {}
+        #: Per group object (kept alive, so no two share an identity): the highest
+        #: generation seen.
+        self.generations: dict[GroupMetadata, int] = {}
 
     def track(self, d: Deferred[Any]) -> Deferred[Any]:
         self.waiting.append(d)
@@ -322,9 +323,9 @@ class _Harness:
                 session = m.session_timer is not None and m.session_timer.active()
                 assert m.parked != session, (m, m.parked, session)
                 timers += session
-            seen = self.generations.get(id(group), 0)
+            seen = self.generations.get(group, 0)
             assert group.generation >= seen, "generation went down"
-            self.generations[id(group)] = group.generation
+            self.generations[group] = group.generation
         # Every pending call is one of the timers above: nothing leaked.
         assert len(self.clock.getDelayedCalls()) == timers, (
             self.clock.getDelayedCalls(),
