@@ -40,12 +40,12 @@ from brokerd.kafka.group_state import (
     GroupState,
     JoinResult,
     Member,
-    Scheduler,
     SyncResult,
     cancel_call,
     join_error,
 )
 from brokerd.kafka.group_store import CommitQueue, stored_group
+from brokerd.transport_types import TimerClock
 
 _T = TypeVar("_T")
 
@@ -79,7 +79,7 @@ class Rebalancer:
     def __init__(
         self,
         *,
-        clock: Scheduler,
+        clock: TimerClock,
         groups: dict[str, GroupMetadata],
         writes: CommitQueue,
         outbox: Outbox,

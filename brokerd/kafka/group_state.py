@@ -24,29 +24,13 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable, Mapping
-from typing import Protocol
+from collections.abc import Mapping
 
 import attrs
 from twisted.internet.defer import Deferred
 
 from brokerd.kafka.errors import ErrorCode
-
-
-class DelayedCall(Protocol):
-    """``IDelayedCall`` as mypy can check it (zope interface methods lack ``self``)."""
-
-    def active(self) -> bool: ...
-    def cancel(self) -> None: ...
-    def reset(self, seconds: float) -> None: ...
-
-
-class Scheduler(Protocol):
-    """``IReactorTime.callLater`` as mypy can check it."""
-
-    def callLater(
-        self, delay: float, callable: Callable[..., object], *args: object, **kw: object
-    ) -> DelayedCall: ...
+from brokerd.transport_types import DelayedCall
 
 
 def cancel_call(call: DelayedCall | None) -> None:
@@ -335,13 +319,11 @@ class GroupMetadata:
 
 __all__ = [
     "VALID_PREVIOUS_STATES",
-    "DelayedCall",
     "GroupMetadata",
     "GroupState",
     "InvalidTransition",
     "JoinResult",
     "Member",
-    "Scheduler",
     "SyncResult",
     "cancel_call",
     "join_error",

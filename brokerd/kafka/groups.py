@@ -51,7 +51,6 @@ from brokerd.kafka.group_state import (
     GroupState,
     JoinResult,
     Member,
-    Scheduler,
     SyncResult,
     join_error,
 )
@@ -64,6 +63,7 @@ from brokerd.kafka.group_store import (
 )
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage.offsets import OffsetStore
+from brokerd.transport_types import TimerClock
 
 #: Kafka's group.max.size is effectively unbounded; this cap (members plus member ids
 #: handed out with MEMBER_ID_REQUIRED and not yet used) keeps a client that loops on
@@ -117,7 +117,7 @@ class GroupCoordinator:
         self._outbox = Outbox()
         self._writes = CommitQueue(offsets=offsets, run_blocking=run_blocking)
         self._rebalancer = Rebalancer(
-            clock=cast(Scheduler, clock),
+            clock=cast(TimerClock, clock),
             groups=self._groups,
             writes=self._writes,
             outbox=self._outbox,
