@@ -4,11 +4,10 @@
 What this module does: supplies the Kafka decoder and dispatch to the shared connection
 machinery (:class:`brokerd.connection.RequestConnection`, which owns flow control, read
 pausing, the idle and frame deadlines, closing and the connection limit). It feeds
-received bytes to the sans-IO
-:class:`~brokerd.kafka.codec.FrameDecoder`, decodes one request at a time
-(:mod:`brokerd.kafka.apis`), hands it to :class:`~brokerd.kafka.handlers.KafkaHandlers`,
-and writes the encoded responses strictly in request order. It owns the per-connection
-policies:
+received bytes to the sans-IO :class:`~brokerd.kafka.codec.FrameDecoder`, decodes one
+request at a time (:mod:`brokerd.kafka.apis`), hands it to
+:class:`~brokerd.kafka.handlers.KafkaHandlers`, and writes the encoded responses strictly
+in request order. Its own policies:
 
 * one request in flight, except that up to :data:`MAX_PIPELINED_PRODUCES` consecutive
   Produce requests run together (answered in order), so that a client pipelining small
