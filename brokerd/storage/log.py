@@ -1,6 +1,6 @@
 """PartitionLog: one partition's append-only log, as a list of segments.
 
-What it does (DESIGN section 2): opens and recovers a partition directory, assigns
+What it does: opens and recovers a partition directory, assigns
 contiguous offsets to appended batches, rolls segments by size and age, flushes
 (fdatasync) and tracks the recovery point, publishes a high watermark to readers, serves
 raw reads (Kafka fetch) and decoded reads (native fetch) in O(log n), answers
@@ -10,7 +10,7 @@ What it does not do: topic bookkeeping, checkpoint files or the clean-shutdown m
 (``logdir.py``), group commit or scheduling (the broker core decides when to flush and
 publish), and nothing with Twisted.
 
-Recovery policy (reliability notes R2/R3):
+Recovery policy (the operator's summary is in ``docs/operations.md``, "Recovery"):
 
 - ``recovery_point`` None (the previous shutdown was clean): indexes are trusted; only the
   bytes after each segment's last index entry are walked (headers only) to find the end.
@@ -60,13 +60,8 @@ from brokerd.storage.batch import (
     stamp_base_offset,
     verify_run,
 )
-from brokerd.storage.segment import (
-    DIR_MODE,
-    SEGMENT_FILE_RE,
-    BatchInfo,
-    Segment,
-    fsync_dir,
-)
+from brokerd.storage.fileio import DIR_MODE, fsync_dir
+from brokerd.storage.segment import SEGMENT_FILE_RE, BatchInfo, Segment
 from brokerd.storage.types import AppendInfo, ReadResult, Record, RecordsResult
 
 __all__ = [
