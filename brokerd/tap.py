@@ -223,7 +223,8 @@ def _add_kafka(
 ) -> None:
     from brokerd.kafka.groups import GroupCoordinator
     from brokerd.kafka.protocol import KafkaFactory
-    from brokerd.storage.offsets import OffsetStore, ProducerIdAllocator
+    from brokerd.storage.offsets import OffsetStore
+    from brokerd.storage.producer_ids import ProducerIdAllocator
 
     offsets = OffsetStore.open(os.path.join(data_dir, "consumer-offsets.log"))
     producer_ids = ProducerIdAllocator(os.path.join(data_dir, "producer-ids"))
