@@ -720,7 +720,10 @@ def _parse_records(
     budget: int | None = None,
     need_one: bool = True,
 ) -> tuple[list[Record], int, bool]:
-    """Parse ``count`` records filling ``buf[start:n]`` exactly (kafka-protocol.md 4.1).
+    """Parse ``count`` records filling ``buf[start:n]`` exactly.
+
+    Each record is a varint length, then attributes, timestamp and offset deltas,
+    key, value and headers (RecordBatch v2's record layout).
 
     Records below ``min_offset`` are stepped over by their length, without objects.
     With a ``budget``, parsing stops before the record whose value would exceed it
