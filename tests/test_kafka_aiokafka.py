@@ -14,7 +14,9 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from kafka_helpers import (
+
+from tests.brokerproc import BrokerProcess
+from tests.kafka_helpers import (
     CODECS,
     HEARTBEAT_MS,
     SESSION_TIMEOUT_MS,
@@ -30,8 +32,6 @@ from kafka_helpers import (
     small_values,
     stored_codecs,
 )
-
-from brokerproc import BrokerProcess
 
 aiokafka = pytest.importorskip("aiokafka")
 from aiokafka import (  # noqa: E402

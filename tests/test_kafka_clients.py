@@ -9,12 +9,12 @@ test_idempotence.py).
 from __future__ import annotations
 
 import pytest
-from kafka_helpers import RawKafka, committed_offsets
 
 from brokerd.kafka import apis
 from brokerd.kafka.codec import ApiKey
 
-from brokerproc import BrokerProcess
+from tests.brokerproc import BrokerProcess
+from tests.kafka_helpers import RawKafka, committed_offsets
 
 pytestmark = pytest.mark.clients
 

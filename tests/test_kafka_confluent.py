@@ -10,7 +10,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from kafka_helpers import (
+
+from tests.brokerproc import BrokerProcess
+from tests.kafka_helpers import (
     CODECS,
     HEARTBEAT_MS,
     SESSION_TIMEOUT_MS,
@@ -28,8 +30,6 @@ from kafka_helpers import (
     stored_codecs,
     wait_until,
 )
-
-from brokerproc import BrokerProcess
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import (  # noqa: E402

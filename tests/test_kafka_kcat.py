@@ -10,7 +10,9 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from kafka_helpers import (
+
+from tests.brokerproc import BrokerProcess
+from tests.kafka_helpers import (
     CODECS,
     HEARTBEAT_MS,
     SESSION_TIMEOUT_MS,
@@ -31,8 +33,6 @@ from kafka_helpers import (
     stored_codecs,
     wait_until,
 )
-
-from brokerproc import BrokerProcess
 
 pytestmark = pytest.mark.clients
 

@@ -9,7 +9,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from kafka_helpers import (
+
+from tests.brokerproc import BrokerProcess
+from tests.kafka_helpers import (
     CODECS,
     HEARTBEAT_MS,
     SESSION_TIMEOUT_MS,
@@ -27,8 +29,6 @@ from kafka_helpers import (
     stored_codecs,
     wait_until,
 )
-
-from brokerproc import BrokerProcess
 
 kafka = pytest.importorskip("kafka")
 from kafka import (  # noqa: E402

@@ -25,7 +25,7 @@ from brokerd.native.codec import (
     ResponseDecoder,
 )
 
-from native_helpers import (
+from tests.native_helpers import (
     create_topic_frame,
     error_body,
     fetch_error,

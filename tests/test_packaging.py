@@ -8,7 +8,7 @@ import sys
 import venv
 from pathlib import Path
 
-from brokerproc import REPO
+from tests.brokerproc import REPO
 
 
 def test_wheel_ships_the_plugin(tmp_path: Path) -> None:
