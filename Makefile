@@ -32,7 +32,7 @@ test-long: install
 # The SynchronousTestCase classes under Twisted's own runner: `tests` is a package, so trial
 # imports every module (pytest-style functions are not trial tests and are not collected).
 trial: install
-	$(BIN)/trial tests
+	$(BIN)/trial --temp-directory=build/_trial_temp tests
 
 lint: install
 	$(BIN)/ruff check brokerd tests bench twisted
