@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-long lint bench bench-deps latency check-plugin verify-units clean
+.PHONY: install run test test-long trial lint bench bench-deps latency check-plugin verify-units clean
 
 install: $(STAMP)
 
@@ -28,6 +28,11 @@ test: install
 
 test-long: install
 	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)
+
+# The SynchronousTestCase classes under Twisted's own runner: `tests` is a package, so trial
+# imports every module (pytest-style functions are not trial tests and are not collected).
+trial: install
+	$(BIN)/trial --temp-directory=build/_trial_temp tests
 
 lint: install
 	$(BIN)/ruff check brokerd tests bench twisted

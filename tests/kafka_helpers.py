@@ -30,7 +30,7 @@ from brokerd.kafka import apis
 from brokerd.kafka.codec import ApiKey, RequestHeader
 from brokerd.storage.batch import BATCH_HEADER_SIZE, BatchHeader, Compression, read_header
 
-from brokerproc import BrokerProcess
+from tests.brokerproc import BrokerProcess
 
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ import pytest
 
 from brokerd.client import NativeClient
 
-from brokerproc import BrokerProcess
+from tests.brokerproc import BrokerProcess
 
 TOPIC = "crash"
 PRODUCERS = 2

@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from kafka_helpers import (
+
+from tests.brokerproc import BrokerProcess
+from tests.kafka_helpers import (
     CODECS,
     WAIT,
     compressible_values,
@@ -28,8 +30,6 @@ from kafka_helpers import (
     stored_codecs,
     wait_until,
 )
-
-from brokerproc import BrokerProcess
 
 pytestmark = pytest.mark.clients
 

@@ -17,7 +17,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kafka_helpers import (
+
+from brokerd.kafka import apis
+from brokerd.kafka.codec import ApiKey
+from brokerd.kafka.errors import ErrorCode
+from brokerd.storage.batch import Compression, encode_batch
+
+from tests.brokerproc import BrokerProcess
+from tests.kafka_helpers import (
     WAIT,
     LosingProxy,
     RawKafka,
@@ -28,13 +35,6 @@ from kafka_helpers import (
     small_values,
     stored_batches,
 )
-
-from brokerd.kafka import apis
-from brokerd.kafka.codec import ApiKey
-from brokerd.kafka.errors import ErrorCode
-from brokerd.storage.batch import Compression, encode_batch
-
-from brokerproc import BrokerProcess
 
 pytestmark = pytest.mark.clients
 

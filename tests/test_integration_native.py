@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from brokerproc import BROKERCTL, BrokerProcess, env
+from tests.brokerproc import BROKERCTL, BrokerProcess, env
 
 
 def produce_frame(topic: str, partition: int, values: list[bytes]) -> bytes:
@@ -250,7 +250,7 @@ def test_brokerctl_session(broker: BrokerProcess) -> None:
 
 
 def test_brokerctl_unreachable(tmp_path: Path) -> None:
-    from brokerproc import free_port
+    from tests.brokerproc import free_port
 
     r = subprocess.run(
         [str(BROKERCTL), "--bootstrap", f"127.0.0.1:{free_port()}", "topics", "list"],

@@ -1,20 +1,19 @@
 """Broker behaviour the four-client matrix depends on but no client API shows
 deterministically, checked with raw Kafka requests against a real ``twistd broker``.
 
-The matrix itself is one module per client: test_kafka_kcat.py, test_kafka_confluent.py,
-test_kafka_python.py and test_kafka_aiokafka.py (plus test_cross_protocol.py and
-test_idempotence.py).
+The matrix itself is test_kafka_scenarios.py (one scenario suite run with every client
+through tests/kafka_drivers.py), plus test_cross_protocol.py and test_idempotence.py.
 """
 
 from __future__ import annotations
 
 import pytest
-from kafka_helpers import RawKafka, committed_offsets
 
 from brokerd.kafka import apis
 from brokerd.kafka.codec import ApiKey
 
-from brokerproc import BrokerProcess
+from tests.brokerproc import BrokerProcess
+from tests.kafka_helpers import RawKafka, committed_offsets
 
 pytestmark = pytest.mark.clients
 

@@ -14,7 +14,7 @@ import pytest
 from brokerd.kafka import apis, codec
 from brokerd.kafka.codec import ApiKey, RequestHeader
 
-from brokerproc import BrokerProcess  # on sys.path through conftest.py
+from tests.brokerproc import BrokerProcess
 
 pytestmark = pytest.mark.clients
 

@@ -31,11 +31,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from countingproxy import KAFKA_FETCH, CountingProxy
 
 from brokerd.client import NativeClient
 
-from brokerproc import BROKERCTL, BrokerProcess, env
+from tests.brokerproc import BROKERCTL, BrokerProcess, env
+from tests.countingproxy import KAFKA_FETCH, CountingProxy
 
 NATIVE_LONG_POLL = 6
 #: brokerctl's own long-poll wait (``cli.FOLLOW_WAIT_MS``).

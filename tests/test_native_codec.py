@@ -28,7 +28,7 @@ from brokerd.native.messages import (
 )
 from brokerd.native.server_codec import RequestDecoder
 
-from native_helpers import (
+from tests.native_helpers import (
     create_topic_frame,
     error_body,
     fetch_error,

@@ -25,7 +25,7 @@ from brokerd.native.protocol import (
 )
 from brokerd.storage.types import TopicInfo
 
-from native_helpers import (
+from tests.native_helpers import (
     Call,
     FakeCore,
     append_info,

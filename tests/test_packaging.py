@@ -1,5 +1,8 @@
 """The built wheel carries the twistd plugin: install it into a scratch venv and ask
-twistd from another directory (running from the checkout would find it by accident)."""
+twistd from another directory (running from the checkout would find it by accident).
+
+Building a wheel and a venv takes a fifth of ``make test``'s time, so this runs with the
+slow set (``make test-long``); ``.ci/run`` checks the same through ``make check-plugin``."""
 
 from __future__ import annotations
 
@@ -8,9 +11,12 @@ import sys
 import venv
 from pathlib import Path
 
-from brokerproc import REPO
+import pytest
+
+from tests.brokerproc import REPO
 
 
+@pytest.mark.slow
 def test_wheel_ships_the_plugin(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(

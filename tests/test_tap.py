@@ -14,7 +14,7 @@ from twisted.python import usage
 from brokerd.broker import FsyncPolicy
 from brokerd.tap import DEFAULT_KAFKA, DEFAULT_NATIVE, Options
 
-from brokerproc import REPO, TWISTD, env
+from tests.brokerproc import REPO, TWISTD, env
 
 
 def parse(*args: str) -> Options:
