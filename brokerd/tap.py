@@ -26,7 +26,7 @@ from twisted.logger import Logger, LogLevel
 from twisted.python import usage
 from zope.interface import implementer
 
-from brokerd.broker import FsyncPolicy
+from brokerd.core import FsyncPolicy
 
 _log = Logger()
 
@@ -162,7 +162,7 @@ def makeService(options: Options) -> service.MultiService:
     """Build the service tree: broker core, then listeners, then the readiness notice."""
     from twisted.internet import reactor
 
-    from brokerd.broker import Broker
+    from brokerd.core import Broker
     from brokerd.native.protocol import NativeFactory
     from brokerd.sdnotify import ReadyNotifier
     from brokerd.storage.log import LogConfig

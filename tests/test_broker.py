@@ -10,7 +10,7 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.broker import Broker, FsyncPolicy
+from brokerd.core import Broker, FsyncPolicy
 from brokerd.errors import (
     OffsetOutOfRange,
     OutOfOrderSequence,

@@ -26,7 +26,7 @@ from twisted.internet.error import ConnectionDone
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 
-from brokerd.broker import Broker, FsyncPolicy, stored_size
+from brokerd.core import Broker, FsyncPolicy
 from brokerd.kafka import apis
 from brokerd.kafka import codec as kcodec
 from brokerd.kafka.codec import ApiKey, RequestHeader
@@ -34,7 +34,13 @@ from brokerd.kafka.protocol import KafkaFactory, KafkaProtocol
 from brokerd.native import codec
 from brokerd.native.codec import ErrorCode, RequestType
 from brokerd.native.protocol import NativeFactory, NativeProtocol
-from brokerd.storage.batch import Compression, decode_records, encode_batch, read_header
+from brokerd.storage.batch import (
+    Compression,
+    decode_records,
+    encode_batch,
+    read_header,
+    stored_size,
+)
 from brokerd.storage.logdir import LogDirectory
 
 IDLE = 600.0  # the native idle timeout; the only timer a quiet connection may leave
