@@ -30,6 +30,9 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.core import Broker, FsyncPolicy
+from brokerd.core.appends import ValuesAppend
+from brokerd.core.waiters import Shortfall, WaiterRegistry, long_poll
+from brokerd.errors import TooManyWaiters
 from brokerd.kafka import apis
 from brokerd.kafka import codec as kcodec
 from brokerd.kafka.codec import ApiKey, RequestHeader
@@ -45,6 +48,7 @@ from brokerd.storage.batch import (
     stored_size,
 )
 from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.types import AppendInfo
 
 IDLE = 600.0  # the native idle timeout; the only timer a quiet connection may leave
 
@@ -546,6 +550,141 @@ class MinBytesMeasureTests(_HarnessCase):
         h.broker.produce_batches(
             "t", 0, encode_batch([b"z" * 2000], timestamp_ms=0, compression=Compression.GZIP))
         assert [polled(r) for r in c.responses()] == [[(0, b"z" * 2000)]]
+
+# -- the primitive on its own: WaiterRegistry and long_poll ----------------------------
+
+
+class WaiterRegistryTests(SynchronousTestCase):
+    """The registry and the one long-poll loop on a fake clock, with scripted reads."""
+
+    def setUp(self) -> None:
+        self.clock = task.Clock()
+        self.high: dict[tuple[str, int], int] = {("t", 0): 0}
+        self.registry = WaiterRegistry(self.clock, self.high.get, max_waiters=2)
+        self.reads: list[int] = []  # the bytes each read finds
+        self.found = 0
+
+    def read(self) -> defer.Deferred[int]:
+        self.reads.append(self.found)
+        return defer.succeed(self.found)
+
+    def short_of(self, have: int) -> Shortfall | None:
+        return Shortfall(have, 10, {("t", 0): self.high[("t", 0)]})
+
+    def poll(self, max_wait_ms: int = 1000) -> defer.Deferred[int]:
+        return long_poll(
+            self.read,
+            self.short_of,
+            lambda short, ms: self.registry.park_for(short, ms, values=True),
+            clock=self.clock,
+            max_wait_ms=max_wait_ms,
+        )
+
+    def append(self, size: int, base_offset: int) -> None:
+        """An append of ``size`` value bytes lands at ``base_offset`` and is published."""
+        self.found += size
+        self.high[("t", 0)] = base_offset + 1
+        self.registry.notify(
+            ("t", 0), [(ValuesAppend((b"x" * size,)), AppendInfo(base_offset, base_offset, 0))]
+        )
+
+    def test_enough_at_once_does_not_park(self) -> None:
+        self.found = 10
+        self.assertEqual(self.successResultOf(self.poll()), 10)
+        self.assertEqual(self.registry.count, 0)
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_timeout_answers_with_the_last_read(self) -> None:
+        d = self.poll(500)
+        self.assertEqual(self.registry.count, 1)
+        self.clock.advance(0.499)
+        self.assertNoResult(d)
+        self.clock.advance(0.001)
+        self.assertEqual(self.successResultOf(d), 0)
+        self.assertEqual(self.reads, [0, 0])  # woken by the timer: read once more
+        self.assertEqual((self.registry.count, self.clock.getDelayedCalls()), (0, []))
+
+    def test_wakes_when_enough_arrives_and_rereads(self) -> None:
+        d = self.poll()
+        self.append(4, 0)
+        self.assertNoResult(d)
+        self.append(6, 1)
+        self.assertEqual(self.successResultOf(d), 10)
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_one_deadline_across_reparks(self) -> None:
+        d = self.poll(1000)
+        self.clock.advance(0.4)
+        # A wake-up the read does not confirm (the appends' sizes overstated it).
+        self.registry.notify(("t", 0), [(ValuesAppend((b"x" * 10,)), AppendInfo(0, 0, 0))])
+        self.assertNoResult(d)
+        self.assertEqual(self.registry.count, 1)  # parked again
+        self.clock.advance(0.599)
+        self.assertNoResult(d)
+        self.clock.advance(0.001)
+        self.assertEqual(self.successResultOf(d), 0)
+
+    def test_append_between_read_and_park_wakes_at_once(self) -> None:
+        # The high watermark moved after the read: parking must not wait for it.
+        seen = {("t", 0): 0}
+        self.high[("t", 0)] = 1
+        d = self.registry.park([("t", 0)], 10, 1000, seen=seen)
+        self.successResultOf(d)
+        self.assertEqual((self.registry.count, self.clock.getDelayedCalls()), (0, []))
+
+    def test_append_already_read_is_not_counted_twice(self) -> None:
+        self.high[("t", 0)] = 3
+        d = self.registry.park([("t", 0)], 5, 1000, values=True, seen={("t", 0): 3})
+        self.registry.notify(("t", 0), [(ValuesAppend((b"x" * 9,)), AppendInfo(2, 2, 0))])
+        self.assertNoResult(d)  # below what the read saw: already counted
+        self.registry.notify(("t", 0), [(ValuesAppend((b"x" * 5,)), AppendInfo(3, 3, 0))])
+        self.successResultOf(d)
+
+    def test_stored_and_value_bytes_are_measured_apart(self) -> None:
+        values = self.registry.park([("t", 0)], 20, 1000, values=True)
+        stored = self.registry.park([("t", 0)], 20, 1000)
+        self.registry.notify(("t", 0), [(ValuesAppend((b"x" * 10,)), AppendInfo(0, 0, 0))])
+        self.assertNoResult(values)  # 10 bytes of values
+        self.successResultOf(stored)  # a stored batch of more than 20 bytes
+
+    def test_too_many_waiters_on_the_first_park_fails(self) -> None:
+        others = [self.registry.park([("t", 0)], 1, 1000) for _ in range(2)]
+        self.failureResultOf(self.poll(), TooManyWaiters)
+        for d in others:
+            d.cancel()
+            self.failureResultOf(d, defer.CancelledError)
+        self.assertEqual(self.registry.count, 0)
+
+    def test_too_many_waiters_on_a_later_park_answers(self) -> None:
+        d = self.poll()
+        other = self.registry.park([("u", 0)], 1, 1000)
+        self.append(4, 0)
+        self.assertNoResult(d)  # 4 of 10 bytes
+        self.registry.max_waiters = 1  # the poll's slot is taken once it leaves it
+        self.registry.wake(("t", 0))  # it reads, parks again, and is refused: it waited
+        self.assertEqual(self.successResultOf(d), 4)
+        self.assertEqual(self.reads, [0, 4])
+        other.cancel()
+        self.failureResultOf(other, defer.CancelledError)
+        self.assertEqual((self.registry.count, self.clock.getDelayedCalls()), (0, []))
+
+    def test_shutdown_answers_parked_polls_without_rereading(self) -> None:
+        d = self.poll()
+        self.registry.close()
+        self.assertEqual(self.successResultOf(d), 0)
+        self.assertEqual(self.reads, [0])
+        self.successResultOf(self.registry.park([("t", 0)], 1, 1000))  # no more parking
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_cancel_removes_timer_and_registration(self) -> None:
+        d = self.poll()
+        self.assertEqual(self.registry.count, 1)
+        d.cancel()
+        self.failureResultOf(d, defer.CancelledError)
+        self.assertEqual((self.registry.count, self.clock.getDelayedCalls()), (0, []))
+        self.append(10, 0)  # nothing left to wake
+        self.assertEqual(self.reads, [0])
+
 
 # -- brokerctl consume --follow, against a scripted client ----------------------------
 
