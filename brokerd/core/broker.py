@@ -46,6 +46,7 @@ from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicIn
 
 P = ParamSpec("P")
 T = TypeVar("T")
+R = TypeVar("R")
 
 #: Largest single batch accepted from a Kafka producer (Kafka's max.message.bytes + 12).
 DEFAULT_MAX_BATCH_BYTES = 1024 * 1024 + 12
@@ -240,38 +241,52 @@ class Broker(SequentialMultiService):
     def _readable(self, topic: str, partition: int) -> defer.Deferred[Partition]:
         return self.partitions.open(topic, partition, create=False)
 
-    def fetch(
-        self, topic: str, partition: int, offset: int, max_bytes: int
-    ) -> defer.Deferred[ReadResult]:
-        """Raw log bytes from the batch holding ``offset`` (Kafka Fetch)."""
+    def _read_from(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        at_end: Callable[[int, int], R],
+        read: Callable[[PartitionStore], defer.Deferred[R]],
+    ) -> defer.Deferred[R]:
+        """``read`` the partition's log from ``offset`` in the read pool, after checking
+        the offset is in range; ``at_end(high_watermark, log_start)`` at the end."""
 
-        def read(part: Partition) -> ReadResult | defer.Deferred[ReadResult]:
+        def check(part: Partition) -> R | defer.Deferred[R]:
             log = part.log
             hw, start = log.high_watermark, log.log_start_offset
             if offset == hw:
                 # The common long-poll case: nothing new, no thread hop needed.
-                return ReadResult(b"", hw, start)
+                return at_end(hw, start)
             if offset > hw or offset < start:
                 raise OffsetOutOfRange(offset, start, hw)
-            return self._run_read(log.read, offset, max_bytes)
+            return read(log)
 
-        return self._readable(topic, partition).addCallback(read)
+        return self._readable(topic, partition).addCallback(check)
+
+    def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int
+    ) -> defer.Deferred[ReadResult]:
+        """Raw log bytes from the batch holding ``offset`` (Kafka Fetch)."""
+        return self._read_from(
+            topic,
+            partition,
+            offset,
+            lambda hw, start: ReadResult(b"", hw, start),
+            lambda log: self._run_read(log.read, offset, max_bytes),
+        )
 
     def fetch_records(
         self, topic: str, partition: int, offset: int, max_value_bytes: int
     ) -> defer.Deferred[RecordsResult]:
         """Decoded records from ``offset`` (the native fetch)."""
-
-        def read(part: Partition) -> RecordsResult | defer.Deferred[RecordsResult]:
-            log = part.log
-            hw, start = log.high_watermark, log.log_start_offset
-            if offset == hw:
-                return RecordsResult((), hw, start)
-            if offset > hw or offset < start:
-                raise OffsetOutOfRange(offset, start, hw)
-            return self._run_read(log.read_records, offset, max_value_bytes)
-
-        return self._readable(topic, partition).addCallback(read)
+        return self._read_from(
+            topic,
+            partition,
+            offset,
+            lambda hw, start: RecordsResult((), hw, start),
+            lambda log: self._run_read(log.read_records, offset, max_value_bytes),
+        )
 
     def list_offsets(self, topic: str, partition: int) -> defer.Deferred[tuple[int, int]]:
         """``(log_start_offset, high_watermark)`` of a partition."""

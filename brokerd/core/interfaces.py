@@ -18,6 +18,7 @@ from typing import ParamSpec, Protocol, TypeVar
 from twisted.internet.defer import Deferred
 
 from brokerd.storage.batch import BatchHeader
+from brokerd.storage.producer_state import ReplaySource
 from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
 
 P = ParamSpec("P")
@@ -62,23 +63,16 @@ class Runner(Protocol):
     ) -> Deferred[T]: ...
 
 
-class PartitionStore(Protocol):
-    """One partition's log (:class:`brokerd.storage.log.PartitionLog`).
+class PartitionStore(ReplaySource, Protocol):
+    """One partition's log (:class:`brokerd.storage.log.PartitionLog`): what the
+    producer-state replay reads of it, and more.
 
     Writer methods run in the write pool, one job per partition at a time; readers in
     the read pool; the offsets are read in the reactor thread.
     """
 
     @property
-    def path(self) -> str: ...
-    @property
-    def log_start_offset(self) -> int: ...
-    @property
-    def log_end_offset(self) -> int: ...
-    @property
     def high_watermark(self) -> int: ...
-    @property
-    def segment_bases(self) -> tuple[int, ...]: ...
 
     def append(self, data: bytes, headers: list[BatchHeader]) -> AppendInfo: ...
     def append_values(
@@ -90,7 +84,6 @@ class PartitionStore(Protocol):
     def read(self, offset: int, max_bytes: int) -> ReadResult: ...
     def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult: ...
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None: ...
-    def batch_headers(self, from_offset: int) -> list[BatchHeader]: ...
 
 
 class LogStore(Protocol):
