@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 from brokerd.client import NativeClient, NativeError
-from brokerd.native.codec import ErrorCode
+from brokerd.native.messages import ErrorCode
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:7070"
 #: A produce request carries at most this many lines or bytes, well under the broker's

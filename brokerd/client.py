@@ -1,7 +1,7 @@
 """A small blocking client of the native protocol, for ``brokerctl``, tests and benchmarks.
 
 It uses the request encoders and the incremental response decoder of
-:mod:`brokerd.native.codec` over a plain socket: one connection, requests answered in
+:mod:`brokerd.native.client_codec` over a plain socket: one connection, requests answered in
 order, optional pipelining. It is not thread-safe and does not reconnect by itself (the
 caller decides; ``brokerctl consume --follow`` does).
 """
@@ -11,8 +11,17 @@ from __future__ import annotations
 import socket
 from collections.abc import Sequence
 
-from brokerd.native import codec
-from brokerd.native.codec import RequestType
+from brokerd.native import messages as m
+from brokerd.native.client_codec import (
+    ResponseDecoder,
+    encode_create_topic,
+    encode_fetch,
+    encode_list_offsets,
+    encode_list_topics,
+    encode_long_poll_fetch,
+    encode_produce,
+)
+from brokerd.native.messages import RequestType
 
 #: Read size for responses; fetch responses reach 1 MiB and more.
 _RECV_BYTES = 256 * 1024
@@ -23,7 +32,7 @@ class NativeError(Exception):
 
     def __init__(self, code: int, message: str) -> None:
         try:
-            name = codec.ErrorCode(code).name
+            name = m.ErrorCode(code).name
         except ValueError:
             name = str(code)
         super().__init__(f"{name}: {message}")
@@ -39,7 +48,7 @@ class NativeClient:
         self.timeout = timeout
         self._sock = socket.create_connection((host, port), timeout=timeout)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._decoder = codec.ResponseDecoder()
+        self._decoder = ResponseDecoder()
 
     def close(self) -> None:
         self._sock.close()
@@ -52,13 +61,13 @@ class NativeClient:
 
     def call_many(
         self, requests: Sequence[tuple[int, bytes]], *, timeout: float | None = None
-    ) -> list[codec.Response]:
+    ) -> list[m.Response]:
         """Send every ``(type, frame)`` at once (pipelined) and return the responses."""
         for request_type, _ in requests:
             self._decoder.expect(request_type)
         self._sock.sendall(b"".join(frame for _, frame in requests))
         self._sock.settimeout(timeout if timeout is not None else self.timeout)
-        responses: list[codec.Response] = []
+        responses: list[m.Response] = []
         while len(responses) < len(requests):
             data = self._sock.recv(_RECV_BYTES)
             if not data:
@@ -68,22 +77,22 @@ class NativeClient:
 
     def _call(
         self, request_type: int, frame: bytes, timeout: float | None = None
-    ) -> codec.Response:
+    ) -> m.Response:
         response = self.call_many([(request_type, frame)], timeout=timeout)[0]
-        if isinstance(response, codec.ErrorResponse):
+        if isinstance(response, m.ErrorResponse):
             raise NativeError(response.code, response.message)
         return response
 
     def produce(self, topic: str, partition: int, values: Sequence[bytes]) -> int:
         """Append ``values``; return the offset of the first."""
-        response = self._call(RequestType.PRODUCE, codec.encode_produce(topic, partition, values))
-        assert isinstance(response, codec.ProduceResponse)
+        response = self._call(RequestType.PRODUCE, encode_produce(topic, partition, values))
+        assert isinstance(response, m.ProduceResponse)
         return response.base_offset
 
     def fetch(self, topic: str, partition: int, offset: int) -> list[bytes]:
-        """The lesson's fetch: values from ``offset`` on (capped by the broker)."""
-        response = self._call(RequestType.FETCH, codec.encode_fetch(topic, partition, offset))
-        assert isinstance(response, codec.FetchResponse)
+        """Type-2 fetch: values from ``offset`` on (capped by the broker)."""
+        response = self._call(RequestType.FETCH, encode_fetch(topic, partition, offset))
+        assert isinstance(response, m.FetchResponse)
         return list(response.values)
 
     def poll(
@@ -95,9 +104,9 @@ class NativeClient:
         max_wait_ms: int = 1000,
         min_bytes: int = 1,
         max_bytes: int = 1024 * 1024,
-    ) -> codec.LongPollFetchResponse:
+    ) -> m.LongPollFetchResponse:
         """Long-poll fetch: waits up to ``max_wait_ms`` for data; records carry offsets."""
-        frame = codec.encode_long_poll_fetch(
+        frame = encode_long_poll_fetch(
             topic,
             partition,
             offset,
@@ -108,19 +117,19 @@ class NativeClient:
         response = self._call(
             RequestType.LONG_POLL_FETCH, frame, timeout=self.timeout + max_wait_ms / 1000.0
         )
-        assert isinstance(response, codec.LongPollFetchResponse)
+        assert isinstance(response, m.LongPollFetchResponse)
         return response
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:
-        self._call(RequestType.CREATE_TOPIC, codec.encode_create_topic(topic, partitions))
+        self._call(RequestType.CREATE_TOPIC, encode_create_topic(topic, partitions))
 
     def list_offsets(self, topic: str, partition: int) -> tuple[int, int]:
         """``(log_start_offset, high_watermark)``."""
-        response = self._call(RequestType.LIST_OFFSETS, codec.encode_list_offsets(topic, partition))
-        assert isinstance(response, codec.ListOffsetsResponse)
+        response = self._call(RequestType.LIST_OFFSETS, encode_list_offsets(topic, partition))
+        assert isinstance(response, m.ListOffsetsResponse)
         return response.log_start_offset, response.high_watermark
 
-    def list_topics(self) -> list[codec.TopicEntry]:
-        response = self._call(RequestType.LIST_TOPICS, codec.encode_list_topics())
-        assert isinstance(response, codec.ListTopicsResponse)
+    def list_topics(self) -> list[m.TopicEntry]:
+        response = self._call(RequestType.LIST_TOPICS, encode_list_topics())
+        assert isinstance(response, m.ListTopicsResponse)
         return list(response.topics)

@@ -1,9 +1,11 @@
 """A cap on a listener's open connections.
 
-Per-connection memory is bounded by the protocols (one request in flight, paused
+Per-connection memory is bounded by the protocols (few requests in flight, paused
 reading); this bounds how many connections there are. A factory asks :meth:`admit` in
 ``buildProtocol`` and returns None when refused, which makes Twisted close the new socket
-at once; the protocol calls :meth:`release` from ``connectionLost``.
+at once, and hands the limit to the protocol it builds; the connection base
+(``brokerd.connection``) calls :meth:`release` from ``connectionLost``. It does not
+close anything itself.
 """
 
 from __future__ import annotations

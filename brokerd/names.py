@@ -1,6 +1,6 @@
 """Validation of names that reach the filesystem or the wire.
 
-Topic names follow Kafka's rule (``clients/.../common/internals/Topic.java``): one to 249
+Topic names follow Kafka's rule (what its ``Topic.validate`` accepts): one to 249
 characters from ``[a-zA-Z0-9._-]``, and neither ``.`` nor ``..``. A topic name becomes a
 directory name, so every path is built only from a name that passed this check.
 Consumer group ids never become file names; they only get a length cap.

@@ -42,7 +42,8 @@ from brokerd.core.services import SequentialMultiService
 if TYPE_CHECKING:
     from brokerd.core import Broker
     from brokerd.kafka.groups import GroupCoordinator
-    from brokerd.storage.offsets import OffsetStore, ProducerIdAllocator
+    from brokerd.storage.offsets import OffsetStore
+    from brokerd.storage.producer_ids import ProducerIdAllocator
 
 _log = Logger()
 
@@ -270,7 +271,8 @@ def _add_kafka(
 ) -> None:
     from brokerd.kafka.groups import GroupCoordinator
     from brokerd.kafka.protocol import KafkaFactory
-    from brokerd.storage.offsets import OffsetStore, ProducerIdAllocator
+    from brokerd.storage.offsets import OffsetStore
+    from brokerd.storage.producer_ids import ProducerIdAllocator
 
     offsets = OffsetStore.open(os.path.join(data_dir, "consumer-offsets.log"))
     producer_ids = ProducerIdAllocator(os.path.join(data_dir, "producer-ids"))

@@ -1,4 +1,5 @@
-"""What the two protocol modules need of Twisted's transports and clocks, typed.
+"""What the connection machinery (``brokerd.connection``) needs of Twisted's transports and
+clocks, typed.
 
 Twisted declares these through zope interfaces, whose methods lack ``self`` and so cannot
 be called through the interface type under mypy; these ``typing.Protocol`` classes say
@@ -9,11 +10,11 @@ No behaviour beyond that.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 
 class Transport(Protocol):
-    """The transport methods the protocols use (TCP, TLS and UNIX transports have all)."""
+    """The transport methods a connection uses (TCP, TLS and UNIX transports have all)."""
 
     def write(self, data: bytes) -> None: ...
     def loseConnection(self) -> None: ...
@@ -21,7 +22,7 @@ class Transport(Protocol):
     def pauseProducing(self) -> None: ...
     def resumeProducing(self) -> None: ...
     def registerProducer(self, producer: object, streaming: bool) -> None: ...
-    def getPeer(self) -> Any: ...
+    def getPeer(self) -> object: ...
 
 
 class DelayedCall(Protocol):

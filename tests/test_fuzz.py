@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from brokerd.errors import CorruptBatch, RecordTooLarge
 from brokerd.kafka import apis, codec
-from brokerd.native.codec import RequestDecoder, RequestEvent
+from brokerd.native.messages import RequestEvent
+from brokerd.native.server_codec import RequestDecoder
 from brokerd.storage.batch import decode_records, encode_batch, parse_batches
 
 SHORT = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])

@@ -1,5 +1,5 @@
 """Loopback tests against a real ``twistd broker``, speaking the native protocol with a
-client written only from the lesson's tables and the pinned Produce/error formats (plain
+client written only from the tables in docs/protocol.md and the pinned Produce/error formats (plain
 ``struct``, not brokerd's codec)."""
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def test_produce_and_fetch_byte_exact(broker: BrokerProcess) -> None:
     assert raw == b"\x00\x00\x00\x05"
     expected = b"".join(struct.pack(">I", len(v)) + v for v in [*values, b"more"])
     assert c.read(len(expected)) == expected
-    # At the end of the log: count 0, and the lesson's type 2 does not wait.
+    # At the end of the log: count 0, and type 2 does not wait.
     c.sock.sendall(fetch_frame("bytes", 0, 5))
     assert c.read(4) == b"\x00\x00\x00\x00"
     c.close()

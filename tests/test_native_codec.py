@@ -10,8 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brokerd import errors
-from brokerd.native import codec
-from brokerd.native.codec import (
+from brokerd.native import client_codec as client
+from brokerd.native import codec, wire
+from brokerd.native import messages as msg
+from brokerd.native import server_codec as server
+from brokerd.native.client_codec import ResponseDecoder
+from brokerd.native.messages import (
     CreateTopicRequest,
     ErrorCode,
     FetchRequest,
@@ -19,11 +23,10 @@ from brokerd.native.codec import (
     ListTopicsRequest,
     LongPollFetchRequest,
     ProduceRequest,
-    RequestDecoder,
     RequestError,
     RequestType,
-    ResponseDecoder,
 )
+from brokerd.native.server_codec import RequestDecoder
 
 from native_helpers import (
     create_topic_frame,
@@ -56,10 +59,10 @@ TOPICS = st.one_of(
 ).filter(lambda t: t not in (".", ".."))
 VALUES = st.lists(st.binary(max_size=40), min_size=1, max_size=12).map(tuple)
 
-REQUESTS: st.SearchStrategy[codec.Request] = st.one_of(
+REQUESTS: st.SearchStrategy[msg.Request] = st.one_of(
     st.builds(ProduceRequest, TOPICS, U32, VALUES),
     st.builds(FetchRequest, TOPICS, U32, U64),
-    st.builds(CreateTopicRequest, TOPICS, st.integers(1, codec.MAX_PARTITIONS)),
+    st.builds(CreateTopicRequest, TOPICS, st.integers(1, msg.MAX_PARTITIONS)),
     st.builds(ListOffsetsRequest, TOPICS, U32),
     st.just(ListTopicsRequest()),
     st.builds(LongPollFetchRequest, TOPICS, U32, U64, U32, U32, U32),
@@ -87,8 +90,8 @@ def chunks(data: bytes, cuts: list[int]) -> list[bytes]:
     return out
 
 
-def decode_all(decoder: RequestDecoder, pieces: list[bytes]) -> list[codec.RequestEvent]:
-    events: list[codec.RequestEvent] = []
+def decode_all(decoder: RequestDecoder, pieces: list[bytes]) -> list[msg.RequestEvent]:
+    events: list[msg.RequestEvent] = []
     for piece in pieces:
         events.extend(decoder.feed(piece))
     return events
@@ -102,56 +105,55 @@ def bytewise(data: bytes) -> list[bytes]:
 
 
 def test_request_encoders_match_the_wire_tables() -> None:
-    assert codec.encode_produce("t", 3, [b"ab", b""]) == produce_frame("t", 3, [b"ab", b""])
-    assert codec.encode_produce("t", 3, [b"ab"]) == bytes.fromhex(
+    assert client.encode_produce("t", 3, [b"ab", b""]) == produce_frame("t", 3, [b"ab", b""])
+    assert client.encode_produce("t", 3, [b"ab"]) == bytes.fromhex(
         "00010001740000000300000001000000026162"
     )
-    assert codec.encode_fetch("orders", 1, 7) == fetch_frame("orders", 1, 7)
-    assert codec.encode_fetch("t", 0, 5) == bytes.fromhex("0002000174000000000000000000000005")
-    assert codec.encode_create_topic("t", 4) == create_topic_frame("t", 4)
-    assert codec.encode_list_offsets("t", 2) == list_offsets_frame("t", 2)
-    assert codec.encode_list_topics() == list_topics_frame() == b"\x00\x05"
-    assert codec.encode_long_poll_fetch(
+    assert client.encode_fetch("orders", 1, 7) == fetch_frame("orders", 1, 7)
+    assert client.encode_fetch("t", 0, 5) == bytes.fromhex("0002000174000000000000000000000005")
+    assert client.encode_create_topic("t", 4) == create_topic_frame("t", 4)
+    assert client.encode_list_offsets("t", 2) == list_offsets_frame("t", 2)
+    assert client.encode_list_topics() == list_topics_frame() == b"\x00\x05"
+    assert client.encode_long_poll_fetch(
         "t", 1, 9, max_wait_ms=500, min_bytes=10, max_bytes=99
     ) == long_poll_frame("t", 1, 9, max_wait_ms=500, min_bytes=10, max_bytes=99)
 
 
 def test_response_encoders_match_the_wire_tables() -> None:
-    assert (
-        codec.encode_produce_response(42) == produce_ok(42) == bytes.fromhex("0000000000000000002a")
-    )
-    assert codec.encode_fetch_response([b"x", b"yz"]) == fetch_ok([b"x", b"yz"])
-    assert codec.encode_fetch_response([]) == b"\x00\x00\x00\x00"
-    assert codec.encode_create_topic_response() == b"\x00\x00"
-    assert codec.encode_list_offsets_response(3, 10) == struct.pack(">HQQ", 0, 3, 10)
-    assert codec.encode_list_topics_response([("a", 1), ("bc", 3)]) == (
+    assert server.encode_produce_response(42) == produce_ok(42)
+    assert produce_ok(42) == bytes.fromhex("0000000000000000002a")
+    assert server.encode_fetch_response([b"x", b"yz"]) == fetch_ok([b"x", b"yz"])
+    assert server.encode_fetch_response([]) == b"\x00\x00\x00\x00"
+    assert server.encode_create_topic_response() == b"\x00\x00"
+    assert server.encode_list_offsets_response(3, 10) == struct.pack(">HQQ", 0, 3, 10)
+    assert server.encode_list_topics_response([("a", 1), ("bc", 3)]) == (
         struct.pack(">HI", 0, 2)
         + topic_field("a")
         + struct.pack(">I", 1)
         + topic_field("bc")
         + struct.pack(">I", 3)
     )
-    assert codec.encode_long_poll_fetch_response(12, [(10, b"v"), (11, None)]) == (
+    assert server.encode_long_poll_fetch_response(12, [(10, b"v"), (11, None)]) == (
         struct.pack(">HQI", 0, 12, 2) + struct.pack(">QI", 10, 1) + b"v" + struct.pack(">QI", 11, 0)
     )
 
 
 def test_null_values_are_sent_as_size_zero() -> None:
-    assert codec.encode_fetch_response([None, b"a"]) == fetch_ok([b"", b"a"])
+    assert server.encode_fetch_response([None, b"a"]) == fetch_ok([b"", b"a"])
 
 
 def test_error_forms_are_byte_exact() -> None:
-    assert codec.encode_error_response(RequestType.FETCH, 4, "nope") == fetch_error(4, "nope")
-    assert codec.encode_error_response(2, 4, "nope") == bytes.fromhex("ffffffff00040004") + b"nope"
+    assert server.encode_error_response(RequestType.FETCH, 4, "nope") == fetch_error(4, "nope")
+    assert server.encode_error_response(2, 4, "nope") == bytes.fromhex("ffffffff00040004") + b"nope"
     for request_type in (1, 3, 4, 5, 6, 99):
-        assert codec.encode_error_response(request_type, 3, "bad") == error_body(3, "bad")
+        assert server.encode_error_response(request_type, 3, "bad") == error_body(3, "bad")
     with pytest.raises(ValueError):
-        codec.encode_error_response(1, 0, "success is not an error")
+        server.encode_error_response(1, 0, "success is not an error")
 
 
 def test_error_message_is_truncated_on_a_character_boundary() -> None:
     message = "é" * 40000  # 80000 UTF-8 bytes
-    frame = codec.encode_error_response(1, 12, message)
+    frame = server.encode_error_response(1, 12, message)
     code, length = struct.unpack_from(">HH", frame)
     assert code == 12
     assert length == len(frame) - 4 <= 0xFFFF
@@ -166,26 +168,26 @@ def test_every_broker_error_has_a_code() -> None:
     ]
     assert len(classes) > 10
     for klass in classes:
-        assert codec.error_code_for(klass.__new__(klass)) is not None
-    assert codec.error_code_for(errors.InvalidTopic("x")) is ErrorCode.INVALID_TOPIC
-    assert codec.error_code_for(errors.OffsetOutOfRange(9, 0, 5)) is (ErrorCode.OFFSET_OUT_OF_RANGE)
-    assert codec.error_code_for(errors.RecordTooLarge("x")) is ErrorCode.REQUEST_TOO_LARGE
-    assert codec.error_code_for(errors.TooManyWaiters("x")) is ErrorCode.TOO_MANY_WAITERS
-    assert codec.error_code_for(RuntimeError("boom")) is None
-    assert codec.error_code_for(KeyError("k")) is None
+        assert msg.error_code_for(klass.__new__(klass)) is not None
+    assert msg.error_code_for(errors.InvalidTopic("x")) is ErrorCode.INVALID_TOPIC
+    assert msg.error_code_for(errors.OffsetOutOfRange(9, 0, 5)) is (ErrorCode.OFFSET_OUT_OF_RANGE)
+    assert msg.error_code_for(errors.RecordTooLarge("x")) is ErrorCode.REQUEST_TOO_LARGE
+    assert msg.error_code_for(errors.TooManyWaiters("x")) is ErrorCode.TOO_MANY_WAITERS
+    assert msg.error_code_for(RuntimeError("boom")) is None
+    assert msg.error_code_for(KeyError("k")) is None
 
 
 def test_client_encoders_refuse_values_the_wire_cannot_carry() -> None:
     with pytest.raises(ValueError):
-        codec.encode_fetch("t", 2**32, 0)
+        client.encode_fetch("t", 2**32, 0)
     with pytest.raises(ValueError):
-        codec.encode_fetch("t", 0, -1)
+        client.encode_fetch("t", 0, -1)
     with pytest.raises(ValueError):
-        codec.encode_produce("x" * 70000, 0, [b""])
+        client.encode_produce("x" * 70000, 0, [b""])
     with pytest.raises(ValueError):
-        codec.encode_long_poll_fetch("t", 0, 0, max_wait_ms=2**32)
+        client.encode_long_poll_fetch("t", 0, 0, max_wait_ms=2**32)
     with pytest.raises(TypeError):
-        codec.encode_request("not a request")  # type: ignore[arg-type]
+        client.encode_request("not a request")  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- request round trips
@@ -193,8 +195,8 @@ def test_client_encoders_refuse_values_the_wire_cannot_carry() -> None:
 
 @FAST
 @given(request=REQUESTS, cuts=st.lists(st.integers(0, 10**6), max_size=8))
-def test_request_round_trip_any_chunking(request: codec.Request, cuts: list[int]) -> None:
-    frame = codec.encode_request(request)
+def test_request_round_trip_any_chunking(request: msg.Request, cuts: list[int]) -> None:
+    frame = client.encode_request(request)
     decoder = RequestDecoder()
     assert decode_all(decoder, chunks(frame, cuts)) == [request]
     assert decoder.buffered == 0
@@ -206,13 +208,13 @@ def test_request_round_trip_any_chunking(request: codec.Request, cuts: list[int]
     requests=st.lists(REQUESTS, min_size=1, max_size=6),
     cuts=st.lists(st.integers(0, 10**6), max_size=12),
 )
-def test_pipelined_requests_round_trip(requests: list[codec.Request], cuts: list[int]) -> None:
-    data = b"".join(codec.encode_request(r) for r in requests)
+def test_pipelined_requests_round_trip(requests: list[msg.Request], cuts: list[int]) -> None:
+    data = b"".join(client.encode_request(r) for r in requests)
     assert decode_all(RequestDecoder(), chunks(data, cuts)) == requests
 
 
 def test_every_type_one_byte_at_a_time() -> None:
-    requests: list[codec.Request] = [
+    requests: list[msg.Request] = [
         ProduceRequest("orders", 2, (b"a", b"", b"ccc")),
         FetchRequest("orders", 2, 1),
         CreateTopicRequest("new.topic_1", 8),
@@ -220,7 +222,7 @@ def test_every_type_one_byte_at_a_time() -> None:
         ListTopicsRequest(),
         LongPollFetchRequest("orders", 1, 5, 1000, 1, 4096),
     ]
-    data = b"".join(codec.encode_request(r) for r in requests)
+    data = b"".join(client.encode_request(r) for r in requests)
     decoder = RequestDecoder()
     events = []
     for piece in bytewise(data):
@@ -233,7 +235,7 @@ def test_every_type_one_byte_at_a_time() -> None:
 
 def test_receive_then_next_event_decodes_lazily() -> None:
     decoder = RequestDecoder()
-    decoder.receive(codec.encode_list_topics() + codec.encode_fetch("t", 0, 1))
+    decoder.receive(client.encode_list_topics() + client.encode_fetch("t", 0, 1))
     assert decoder.buffered == 2 + 2 + 2 + 1 + 12
     assert decoder.next_event() == ListTopicsRequest()
     assert decoder.buffered == 17  # the fetch is still raw bytes
@@ -242,14 +244,14 @@ def test_receive_then_next_event_decodes_lazily() -> None:
 
 
 def test_values_are_bytes() -> None:
-    (event,) = RequestDecoder().feed(codec.encode_produce("t", 0, [b"abc"] * 3))
+    (event,) = RequestDecoder().feed(client.encode_produce("t", 0, [b"abc"] * 3))
     assert isinstance(event, ProduceRequest)
     assert all(type(v) is bytes for v in event.values)
 
 
 def test_benchmark_shape_decodes() -> None:
     values = [bytes([i % 251]) * 100 for i in range(1000)]
-    frame = codec.encode_produce("bench", 0, values)
+    frame = client.encode_produce("bench", 0, values)
     decoder = RequestDecoder()
     events = decode_all(decoder, [frame[i : i + 65536] for i in range(0, len(frame), 65536)])
     assert events == [ProduceRequest("bench", 0, tuple(values))]
@@ -262,11 +264,11 @@ def test_produce_at_the_limit_is_accepted_one_byte_more_is_refused() -> None:
     limit = 100
     exact = [b"x" * 46, b"y" * 46]  # 2 * (4 + 46) == 100
     decoder = RequestDecoder(max_produce_bytes=limit)
-    assert decoder.feed(codec.encode_produce("t", 0, exact)) == [
+    assert decoder.feed(client.encode_produce("t", 0, exact)) == [
         ProduceRequest("t", 0, tuple(exact))
     ]
     over = [b"x" * 46, b"y" * 47]
-    (event,) = decoder.feed(codec.encode_produce("t", 0, over))
+    (event,) = decoder.feed(client.encode_produce("t", 0, over))
     assert isinstance(event, RequestError)
     assert event.code is ErrorCode.REQUEST_TOO_LARGE
     assert event.request_type == RequestType.PRODUCE
@@ -275,8 +277,8 @@ def test_produce_at_the_limit_is_accepted_one_byte_more_is_refused() -> None:
 
 def test_oversized_produce_is_skipped_without_buffering() -> None:
     limit = 1024
-    frame = codec.encode_produce("t", 0, [b"v" * 700, b"w" * 5000, b"z" * 3000])
-    follow = codec.encode_fetch("t", 0, 3)
+    frame = client.encode_produce("t", 0, [b"v" * 700, b"w" * 5000, b"z" * 3000])
+    follow = client.encode_fetch("t", 0, 3)
     decoder = RequestDecoder(max_produce_bytes=limit)
     events = []
     for i in range(0, len(frame), 100):
@@ -328,7 +330,7 @@ def test_produce_count_beyond_the_limit_is_refused_before_reading_records() -> N
     assert events[1:] == [ListTopicsRequest()]
 
 
-@pytest.mark.parametrize("partitions", [0, codec.MAX_PARTITIONS + 1, 2**32 - 1])
+@pytest.mark.parametrize("partitions", [0, msg.MAX_PARTITIONS + 1, 2**32 - 1])
 def test_create_topic_partition_count_is_checked(partitions: int) -> None:
     events = RequestDecoder().feed(create_topic_frame("t", partitions) + list_topics_frame())
     assert isinstance(events[0], RequestError)
@@ -444,37 +446,37 @@ def test_garbage_after_a_known_type_never_raises(
 # --------------------------------------------------------------------------- responses
 
 
-RESPONSE_CASES: st.SearchStrategy[tuple[int, bytes, codec.Response]] = st.one_of(
-    st.builds(lambda o: (1, codec.encode_produce_response(o), codec.ProduceResponse(o)), U64),
+RESPONSE_CASES: st.SearchStrategy[tuple[int, bytes, msg.Response]] = st.one_of(
+    st.builds(lambda o: (1, server.encode_produce_response(o), msg.ProduceResponse(o)), U64),
     st.builds(
-        lambda vs: (2, codec.encode_fetch_response(vs), codec.FetchResponse(tuple(vs))),
+        lambda vs: (2, server.encode_fetch_response(vs), msg.FetchResponse(tuple(vs))),
         st.lists(st.binary(max_size=30), max_size=10),
     ),
-    st.just((3, codec.encode_create_topic_response(), codec.CreateTopicResponse())),
+    st.just((3, server.encode_create_topic_response(), msg.CreateTopicResponse())),
     st.builds(
-        lambda a, b: (4, codec.encode_list_offsets_response(a, b), codec.ListOffsetsResponse(a, b)),
+        lambda a, b: (4, server.encode_list_offsets_response(a, b), msg.ListOffsetsResponse(a, b)),
         U64,
         U64,
     ),
     st.builds(
         lambda ts: (
             5,
-            codec.encode_list_topics_response(ts),
-            codec.ListTopicsResponse(tuple(codec.TopicEntry(n, p) for n, p in ts)),
+            server.encode_list_topics_response(ts),
+            msg.ListTopicsResponse(tuple(msg.TopicEntry(n, p) for n, p in ts)),
         ),
         st.lists(st.tuples(TOPICS, U32), max_size=5),
     ),
     st.builds(
         lambda hw, rs: (
             6,
-            codec.encode_long_poll_fetch_response(hw, rs),
-            codec.LongPollFetchResponse(hw, tuple(codec.FetchedRecord(o, v) for o, v in rs)),
+            server.encode_long_poll_fetch_response(hw, rs),
+            msg.LongPollFetchResponse(hw, tuple(msg.FetchedRecord(o, v) for o, v in rs)),
         ),
         U64,
         st.lists(st.tuples(U64, st.binary(max_size=30)), max_size=10),
     ),
     st.builds(
-        lambda t, c, m: (t, codec.encode_error_response(t, c, m), codec.ErrorResponse(t, c, m)),
+        lambda t, c, m: (t, server.encode_error_response(t, c, m), msg.ErrorResponse(t, c, m)),
         st.integers(1, 6),
         st.integers(1, 0xFFFF),
         st.text(max_size=30),
@@ -488,12 +490,12 @@ RESPONSE_CASES: st.SearchStrategy[tuple[int, bytes, codec.Response]] = st.one_of
     cuts=st.lists(st.integers(0, 10**6), max_size=12),
 )
 def test_response_round_trip_any_chunking(
-    cases: list[tuple[int, bytes, codec.Response]], cuts: list[int]
+    cases: list[tuple[int, bytes, msg.Response]], cuts: list[int]
 ) -> None:
     decoder = ResponseDecoder()
     for request_type, _, _ in cases:
         decoder.expect(request_type)
-    got: list[codec.Response] = []
+    got: list[msg.Response] = []
     for piece in chunks(b"".join(frame for _, frame, _ in cases), cuts):
         got.extend(decoder.feed(piece))
     assert got == [expected for _, _, expected in cases]
@@ -504,38 +506,61 @@ def test_response_round_trip_any_chunking(
 @FAST
 @given(case=RESPONSE_CASES)
 def test_decode_response_one_byte_short_is_incomplete(
-    case: tuple[int, bytes, codec.Response],
+    case: tuple[int, bytes, msg.Response],
 ) -> None:
     request_type, frame, expected = case
-    assert codec.decode_response(request_type, frame) == expected
-    with pytest.raises(codec.MalformedResponse):
-        codec.decode_response(request_type, frame[:-1])
-    with pytest.raises(codec.MalformedResponse):
-        codec.decode_response(request_type, frame + b"\x00")
+    assert client.decode_response(request_type, frame) == expected
+    with pytest.raises(msg.MalformedResponse):
+        client.decode_response(request_type, frame[:-1])
+    with pytest.raises(msg.MalformedResponse):
+        client.decode_response(request_type, frame + b"\x00")
 
 
 def test_large_fetch_response_one_byte_at_a_time() -> None:
     values = [bytes([i]) * i for i in range(200)]
-    frame = codec.encode_fetch_response(values)
+    frame = server.encode_fetch_response(values)
     decoder = ResponseDecoder()
     decoder.expect(RequestType.FETCH)
-    got: list[codec.Response] = []
+    got: list[msg.Response] = []
     for piece in bytewise(frame):
         got.extend(decoder.feed(piece))
-    assert got == [codec.FetchResponse(tuple(values))]
+    assert got == [msg.FetchResponse(tuple(values))]
 
 
 def test_fetch_error_form_decodes_as_error() -> None:
-    response = codec.decode_response(2, fetch_error(5, "offset 9 is outside [0, 3]"))
-    assert response == codec.ErrorResponse(2, 5, "offset 9 is outside [0, 3]")
-    assert isinstance(response, codec.ErrorResponse)
+    response = client.decode_response(2, fetch_error(5, "offset 9 is outside [0, 3]"))
+    assert response == msg.ErrorResponse(2, 5, "offset 9 is outside [0, 3]")
+    assert isinstance(response, msg.ErrorResponse)
     assert response.error_code is ErrorCode.OFFSET_OUT_OF_RANGE
-    assert codec.ErrorResponse(1, 999, "?").error_code is None
+    assert msg.ErrorResponse(1, 999, "?").error_code is None
 
 
 def test_response_decoder_rejects_bytes_nobody_asked_for() -> None:
     decoder = ResponseDecoder()
-    with pytest.raises(codec.MalformedResponse):
+    with pytest.raises(msg.MalformedResponse):
         decoder.feed(b"\x00")
     with pytest.raises(ValueError):
         decoder.expect(42)
+
+
+# --------------------------------------------------------------------------- layout table
+
+
+def test_every_request_type_has_one_layout_matching_its_message() -> None:
+    assert sorted(wire.REQUEST_LAYOUTS) == sorted(RequestType)
+    for request_type, layout in wire.REQUEST_LAYOUTS.items():
+        assert layout.request_type == request_type
+        assert wire.LAYOUT_OF_CLASS[layout.message] is layout
+        attributes = {a.name for a in layout.message.__attrs_attrs__}  # type: ignore[attr-defined]
+        expected = {f.name for f in layout.fields} | ({"topic"} if layout.has_topic else set())
+        if layout.has_records:
+            expected = expected - {"count"} | {"values"}
+        assert attributes == expected, request_type
+
+
+def test_old_codec_module_still_exports_every_name() -> None:
+    for name in codec.__all__:
+        assert getattr(codec, name) is not None
+    assert codec.RequestDecoder is server.RequestDecoder
+    assert codec.encode_request is client.encode_request
+    assert codec.ErrorCode is msg.ErrorCode

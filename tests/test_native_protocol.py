@@ -13,8 +13,9 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd import errors
-from brokerd.native import codec
-from brokerd.native.codec import ErrorCode
+from brokerd.native import client_codec as client
+from brokerd.native import server_codec as server
+from brokerd.native.messages import ErrorCode
 from brokerd.native.protocol import (
     LONG_POLL_EAGER_READ_BYTES,
     MAX_LONG_POLL_WAIT_MS,
@@ -121,7 +122,7 @@ class WiringTests(ProtocolTestCase):
             "list_topics": [TopicInfo("b", 2), TopicInfo("a", 1)],
         }
         self.send(
-            codec.encode_create_topic("new", 4) + list_offsets_frame("t", 2) + list_topics_frame()
+            client.encode_create_topic("new", 4) + list_offsets_frame("t", 2) + list_topics_frame()
         )
         self.assertEqual(
             [(c.method, c.args) for c in self.core.calls],
@@ -132,7 +133,7 @@ class WiringTests(ProtocolTestCase):
             (
                 b"\x00\x00"
                 + struct.pack(">HQQ", 0, 3, 10)
-                + codec.encode_list_topics_response([("a", 1), ("b", 2)])
+                + server.encode_list_topics_response([("a", 1), ("b", 2)])
             ),
         )
 
@@ -152,7 +153,7 @@ class WiringTests(ProtocolTestCase):
         )
         call.deferred.callback(records(5, [b"v", None], high_watermark=9))
         self.assertEqual(
-            self.take(), codec.encode_long_poll_fetch_response(9, [(5, b"v"), (6, None)])
+            self.take(), server.encode_long_poll_fetch_response(9, [(5, b"v"), (6, None)])
         )
 
     def test_long_poll_smaller_max_bytes_is_kept(self) -> None:
@@ -174,7 +175,7 @@ class OrderingTests(ProtocolTestCase):
         self.core.calls[2].deferred.callback([TopicInfo("t", 1)])
         self.assertEqual(
             self.take(),
-            produce_ok(0) + fetch_ok([b"a"]) + codec.encode_list_topics_response([("t", 1)]),
+            produce_ok(0) + fetch_ok([b"a"]) + server.encode_list_topics_response([("t", 1)]),
         )
         self.assertFalse(self.paused)
 
@@ -215,7 +216,7 @@ class OrderingTests(ProtocolTestCase):
         self.assertEqual(len(self.core.calls), 2)  # the error needed no core call
         self.core.calls[1].deferred.callback([])
         out = self.take()
-        empty = codec.encode_list_topics_response([])
+        empty = server.encode_list_topics_response([])
         self.assertTrue(out.startswith(empty + b"\xff\xff\xff\xff\x00\x03"))
         self.assertTrue(out.endswith(empty))
 
@@ -278,7 +279,7 @@ class LimitTests(ProtocolTestCase):
         self.assertEqual(self.take(), b"")  # one frame, one answer
         self.core.auto = {"list_topics": []}
         self.send(list_topics_frame())
-        self.assertEqual(self.take(), codec.encode_list_topics_response([]))
+        self.assertEqual(self.take(), server.encode_list_topics_response([]))
         self.assertEqual(self.core.calls[0].method, "list_topics")
 
     def test_refused_frame_left_unfinished_hits_the_deadline(self) -> None:
@@ -304,7 +305,7 @@ class LimitTests(ProtocolTestCase):
         self.assertFalse(self.transport.disconnecting)
         self.core.calls[0].deferred.callback([])
         out = self.take()
-        self.assertTrue(out.startswith(codec.encode_list_topics_response([])))
+        self.assertTrue(out.startswith(server.encode_list_topics_response([])))
         self.assertTrue(self.transport.disconnecting)
 
     def test_invalid_topic_is_refused_and_core_never_called(self) -> None:
@@ -366,7 +367,7 @@ class ErrorTests(ProtocolTestCase):
         ]
         for exc, code in cases:
             self.core.auto = {"create_topic": exc}
-            self.send(codec.encode_create_topic("t", 1))
+            self.send(client.encode_create_topic("t", 1))
             self.assertEqual(self.take(), error_body(code, str(exc)))
 
     def test_unexpected_exception_is_internal_error_logged_and_connection_kept(self) -> None:
@@ -377,7 +378,7 @@ class ErrorTests(ProtocolTestCase):
         self.assertFalse(self.transport.disconnecting)
         self.core.auto = {"list_topics": []}
         self.send(list_topics_frame())
-        self.assertEqual(self.take(), codec.encode_list_topics_response([]))
+        self.assertEqual(self.take(), server.encode_list_topics_response([]))
 
     def test_core_raising_synchronously_is_handled_like_a_failure(self) -> None:
         def boom(*args: Any, **kwargs: Any) -> Any:
@@ -432,7 +433,7 @@ class DisconnectTests(ProtocolTestCase):
         self.assertTrue(self.paused)  # enough undecoded input: stop reading
         self.core.calls[0].deferred.callback(records(0, []))
         self.assertEqual(len(self.core.calls), 2)  # the next request is served in turn
-        self.assertTrue(self.take().startswith(codec.encode_long_poll_fetch_response(0, [])))
+        self.assertTrue(self.take().startswith(server.encode_long_poll_fetch_response(0, [])))
 
     def test_data_after_close_is_ignored(self) -> None:
         self.lose()

@@ -1,4 +1,4 @@
-"""Tests for brokerd.storage.offsets: the committed-offsets journal and producer ids."""
+"""Tests for brokerd.storage.offsets and offsets_journal: the committed-offsets journal."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from brokerd.storage import offsets as offsets_mod
 from brokerd.storage.offsets import (
     OFFSETS_FILE_NAME,
     OffsetStore,
-    ProducerIdAllocator,
     StoredGroup,
     StoredMember,
 )
+from brokerd.storage.offsets_journal import Committed, encode_commit
 
 
 def _journal(tmp_path: Path) -> str:
@@ -224,7 +224,7 @@ def test_failed_sync_refuses_further_writes(
     def broken(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(offsets_mod, "_sync", broken)
+    monkeypatch.setattr(offsets_mod, "datasync", broken)
     with pytest.raises(StorageError):
         store.commit("g", [("t", 0, 2, 0, None)])
     monkeypatch.undo()
@@ -378,9 +378,7 @@ def test_journal_of_the_previous_format_is_read_and_upgraded(tmp_path: Path) -> 
     rewritten with the new magic at once, so an older brokerd refuses it outright rather
     than truncating group records as a torn tail."""
     path = _journal(tmp_path)
-    commit = offsets_mod._encode_commit(
-        b"g", [(b"t", 0, offsets_mod.Committed(42, 3, "old", 1700000000000))]
-    )
+    commit = encode_commit(b"g", [(b"t", 0, Committed(42, 3, "old", 1700000000000))])
     Path(path).write_bytes(b"BKOFFS01" + commit + b"\x00\x00")  # plus a torn tail
     store = OffsetStore.open(path)
     assert store.fetch("g", "t", 0) == (42, 3, "old")
@@ -393,29 +391,63 @@ def test_journal_of_the_previous_format_is_read_and_upgraded(tmp_path: Path) -> 
     again.close()
 
 
-def test_producer_ids_are_never_reused_across_reopen(tmp_path: Path) -> None:
-    path = str(tmp_path / "producer-ids")
-    alloc = ProducerIdAllocator(path, block_size=10)
-    first = [alloc.next_id() for _ in range(25)]
-    assert first == list(range(25))
-    alloc.close()
-
-    again = ProducerIdAllocator(path, block_size=10)
-    second = [again.next_id() for _ in range(5)]
-    assert min(second) > max(first)
-    assert len(set(first) | set(second)) == 30
-    # Default block size, reopened mid-block: still strictly above everything handed out.
-    third = ProducerIdAllocator(path).next_id()
-    assert third > max(second)
-    assert ProducerIdAllocator(path).next_id() > third
-    assert sorted(os.listdir(tmp_path)) == ["producer-ids"]
+@pytest.mark.parametrize("suffix", [".tmp", ".compact-tmp"])
+def test_temp_file_of_a_crashed_compaction_is_dropped(tmp_path: Path, suffix: str) -> None:
+    """Both the current temp name and the one older versions used."""
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    store.commit("g", [("t", 0, 1, 0, None)])
+    store.close()
+    Path(path + suffix).write_bytes(b"half-written compaction")
+    again = OffsetStore.open(path)
+    assert again.fetch("g", "t", 0) == (1, 0, None)
+    assert os.listdir(tmp_path) == [OFFSETS_FILE_NAME]
+    again.close()
 
 
-def test_damaged_producer_id_file_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "producer-ids"
-    ProducerIdAllocator(str(path)).next_id()
-    raw = bytearray(path.read_bytes())
-    raw[10] ^= 1
-    path.write_bytes(bytes(raw))
-    with pytest.raises(StorageError):
-        ProducerIdAllocator(str(path))
+def test_compaction_failing_before_the_rename_is_only_remembered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path, compact_min_bytes=1, compact_ratio=2)
+
+    def full_disk(target: str, data: bytes) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(offsets_mod, "write_temp", full_disk)
+    for i in range(5):
+        store.commit("g", [("t", 0, i, 0, None)])
+    assert isinstance(store.last_compaction_error, OSError)
+    monkeypatch.undo()
+    store.commit("g", [("t", 0, 9, 0, None)])
+    store.close()
+    assert os.listdir(tmp_path) == [OFFSETS_FILE_NAME]
+    assert OffsetStore.open(path).fetch("g", "t", 0) == (9, 0, None)
+
+
+def test_compaction_failing_at_the_rename_refuses_further_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a failed rename or directory fsync either file may survive a crash, so the
+    store appends to neither."""
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path, compact_min_bytes=1, compact_ratio=2)
+    store.commit("g", [("t", 0, 1, 0, None)])
+
+    def failing_dir_fsync(temp: str, target: str) -> None:
+        os.replace(temp, target)
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(offsets_mod, "replace_durably", failing_dir_fsync)
+    last = 1
+    while store.last_compaction_error is None:
+        last += 1
+        assert last < 100, "no compaction was triggered"
+        # Durable before the compaction it triggers.
+        store.commit("g", [("t", 0, last, 0, None)])
+    monkeypatch.undo()
+    with pytest.raises(StorageError, match=OFFSETS_FILE_NAME):
+        store.commit("g", [("t", 0, 1000, 0, None)])
+    assert store.fetch("g", "t", 0) == (last, 0, None)
+    store.close()
+    assert OffsetStore.open(path).fetch("g", "t", 0) == (last, 0, None)

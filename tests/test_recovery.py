@@ -1,5 +1,6 @@
 """Recovery: torn and garbage tails, lost and garbled indexes, the clean-start fast path,
-damage in flushed segments, and a seeded corruption matrix (reliability notes R2/R3)."""
+damage in flushed segments, and a seeded corruption matrix (the policy is in the docstring
+of brokerd/storage/recovery.py)."""
 
 from __future__ import annotations
 
@@ -318,7 +319,7 @@ def test_missing_directory_contents(tmp_path: Path) -> None:
     plog.close()
 
 
-# --- corruption matrix (reliability notes R2/R3) ----------------------------------------
+# --- corruption matrix: every kind of damage at many places, recovered per the policy ---
 
 KINDS = [
     "truncate",

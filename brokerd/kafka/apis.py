@@ -50,7 +50,7 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 #: Advertised (and accepted) version ranges: the last non-flexible version of each API
 #: is the upper bound, the lower bounds follow what old librdkafka probes for
-#: (shared note, section 2.2). Produce starts at 0 only so that librdkafka < 2.11.1
+#: (see ``docs/kafka.md``). Produce starts at 0 only so that librdkafka < 2.11.1
 #: enables compression; versions 0-2 are answered UNSUPPORTED_VERSION per partition.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 8),
@@ -1054,7 +1054,7 @@ def decode_request(payload: bytes) -> Request:
         raise UnknownApiKey(key, correlation) from None
     if not is_supported(api, version):
         # Checked before reading further: an ApiVersions v3+ header is flexible (it
-        # carries tagged fields) and must not be parsed as v1 (shared note 1.3).
+        # carries tagged fields) and must not be parsed as header v1.
         raise UnsupportedVersion(api, version, correlation)
     header, start = read_request_header(payload)
     r = Reader(payload, start)
@@ -1084,7 +1084,7 @@ def api_versions_response(api_version: int) -> ApiVersionsResponse:
 def api_versions_fallback(correlation_id: int) -> bytes:
     """The reply to an ApiVersions request of an unsupported version, as Kafka sends it:
     response header v0 and a **version 0** body with UNSUPPORTED_VERSION and one entry,
-    ApiVersions itself (shared note 1.3: the client then retries within that range)."""
+    ApiVersions itself (the client then retries within that range)."""
     body = ApiVersionsResponse(
         error_code=_UNSUPPORTED_VERSION,
         api_keys=(

@@ -2,7 +2,8 @@
 """Kafka error codes and the mapping from :mod:`brokerd.errors` to them.
 
 Codes and names follow ``clients/src/main/java/org/apache/kafka/common/protocol/Errors.java``.
-Only the codes brokerd can send are listed. Pure: no I/O, no Twisted.
+Only the codes brokerd can send are listed: the request handlers' and the group
+coordinator's (one enum for both). Pure: no I/O, no Twisted.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from brokerd import errors
 
 
 class ErrorCode(enum.IntEnum):
+    """Kafka's error codes, with Kafka's numbers and names."""
+
     UNKNOWN_SERVER_ERROR = -1
     NONE = 0
     OFFSET_OUT_OF_RANGE = 1
@@ -50,6 +53,8 @@ class ErrorCode(enum.IntEnum):
     KAFKA_STORAGE_ERROR = 56
     UNSUPPORTED_COMPRESSION_TYPE = 76
     MEMBER_ID_REQUIRED = 79
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
     INVALID_RECORD = 87
 
 

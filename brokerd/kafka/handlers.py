@@ -1,23 +1,25 @@
 # -*- test-case-name: tests.test_kafka_protocol -*-
-"""Kafka request -> broker core / group coordinator calls -> Kafka response message.
+"""Kafka request dispatch, and the data path: Produce, Fetch and ListOffsets.
 
-One coroutine per API turns a decoded request body (:mod:`brokerd.kafka.apis`) into a
-response message, a :data:`NO_RESPONSE` (acks=0 Produce) or :data:`CLOSE_CONNECTION`
-(acks=0 Produce that failed: Kafka closes the connection, since it cannot answer).
-Errors from the core arrive as ``brokerd.errors`` exceptions and become per-partition
-or per-topic Kafka error codes (:mod:`brokerd.kafka.errors`).
+:class:`KafkaHandlers` routes each decoded request (:mod:`brokerd.kafka.apis`) to its
+API's handler and answers the data-path APIs itself; administration APIs are in
+:mod:`brokerd.kafka.admin_handlers`, consumer-group APIs in
+:mod:`brokerd.kafka.group_handlers`. A handler returns a response message, a
+:data:`NO_RESPONSE` (acks=0 Produce) or :data:`CLOSE_CONNECTION` (acks=0 Produce that
+failed: Kafka closes the connection, since it cannot answer). Errors from the core arrive
+as ``brokerd.errors`` exceptions and become per-partition or per-topic Kafka error codes
+(:mod:`brokerd.kafka.errors`).
 
 It does not parse or build bytes, touch transports, or decide request order: the
 protocol (:mod:`brokerd.kafka.protocol`) calls :meth:`KafkaHandlers.handle` for one
 request at a time. The core and coordinator are duck-typed by :class:`KafkaCore` and
-:class:`GroupCoordinatorLike` so tests can pass fakes.
+:class:`~brokerd.kafka.group_handlers.GroupCoordinatorLike` so tests can pass fakes.
 """
 
 from __future__ import annotations
 
-import enum
 import struct
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -26,30 +28,33 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.core.waiters import Shortfall, long_poll
-from brokerd.errors import InvalidTopic, TooManyWaiters
+from brokerd.errors import TooManyWaiters
 from brokerd.kafka import apis
+from brokerd.kafka.admin_handlers import DEFAULT_PARTITIONS, AdminHandlers
 from brokerd.kafka.apis import Request
 from brokerd.kafka.codec import ApiKey
-from brokerd.kafka.errors import ErrorCode, error_code_for
-from brokerd.names import validate_topic_name
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.group_handlers import (
+    GroupCoordinatorLike,
+    GroupHandlers,
+)
+from brokerd.kafka.handler_base import (
+    CLOSE_CONNECTION,
+    LEADER_EPOCH,
+    NO_RESPONSE,
+    BrokerIdentity,
+    Clock,
+    Connection,
+    Handler,
+    Outcome,
+    unexpected_code,
+)
+from brokerd.kafka.handler_base import gather as _gather
+from brokerd.kafka.handler_base import message as _message
 from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
 
 T = TypeVar("T")
 
-#: brokerd has one leader epoch forever (shared note 7.5): no client then needs
-#: OffsetForLeaderEpoch or starts KIP-320 offset validation.
-LEADER_EPOCH = 0
-#: Partitions of a topic created by CreateTopics with num_partitions -1, unless the
-#: factory is given another (Kafka's ``num.partitions`` default).
-DEFAULT_PARTITIONS = 1
-#: Errors that concern the whole coordinator, repeated at the top of OffsetFetch v2+.
-_COORDINATOR_ERRORS = frozenset(
-    {
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.NOT_COORDINATOR,
-    }
-)
 #: ListOffsets special timestamps.
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -57,29 +62,16 @@ EARLIEST_TIMESTAMP = -2
 ZSTD_CODEC = 4
 #: First Produce version allowed to carry zstd batches (KIP-110); Kafka refuses older.
 ZSTD_MIN_PRODUCE_VERSION = 7
-#: First Produce version that carries RecordBatch v2; 0-2 are only advertised so old
-#: librdkafka enables compression (shared note 7.1) and are refused, as Kafka 4 does.
+#: First Produce version that carries RecordBatch v2; 0-2 are only advertised so that
+#: librdkafka older than 2.11.1 enables compression (it probes Produce v0 for that), and
+#: are refused, as Kafka 4 does.
 MIN_IMPLEMENTED_PRODUCE_VERSION = 3
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
 
-class Outcome(enum.Enum):
-    """What the protocol does instead of writing a response."""
-
-    #: acks=0 Produce: write nothing at all.
-    NO_RESPONSE = "no-response"
-    #: acks=0 Produce that failed: close the connection (the client learns nothing else).
-    CLOSE_CONNECTION = "close-connection"
-
-
-NO_RESPONSE = Outcome.NO_RESPONSE
-CLOSE_CONNECTION = Outcome.CLOSE_CONNECTION
-
-
 # -- what the handlers call ----------------------------------------------------------
-
 
 class KafkaCore(Protocol):
     """The part of :class:`brokerd.core.Broker` the Kafka listener uses (reactor
@@ -123,136 +115,6 @@ class KafkaCore(Protocol):
     def init_producer_id(self) -> defer.Deferred[int]: ...
 
 
-class JoinResultLike(Protocol):
-    @property
-    def error_code(self) -> int: ...
-    @property
-    def generation_id(self) -> int: ...
-    @property
-    def protocol_name(self) -> str | None: ...
-    @property
-    def leader_id(self) -> str: ...
-    @property
-    def member_id(self) -> str: ...
-    @property
-    def members(self) -> Sequence[tuple[str, str | None, bytes]]: ...
-
-
-class SyncResultLike(Protocol):
-    @property
-    def error_code(self) -> int: ...
-    @property
-    def assignment(self) -> bytes: ...
-
-
-class GroupCoordinatorLike(Protocol):
-    """The classic group coordinator (:mod:`brokerd.kafka.groups`). Error codes in its
-    results are Kafka ints. Deferred results are typed ``Any`` because Deferred is
-    invariant; they are :class:`JoinResultLike` / :class:`SyncResultLike` /
-    ``dict[(topic, partition), code]``."""
-
-    def join(
-        self,
-        group_id: str,
-        member_id: str,
-        /,
-        *,
-        client_id: str,
-        client_host: str,
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-    ) -> defer.Deferred[Any]: ...
-
-    def sync(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        assignments: list[tuple[str, bytes]],
-        /,
-    ) -> defer.Deferred[Any]: ...
-
-    def heartbeat(self, group_id: str, generation_id: int, member_id: str, /) -> int: ...
-
-    def leave(self, group_id: str, member_id: str, /) -> int: ...
-
-    def commit_offsets(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        offsets: list[tuple[str, int, int, int, str | None]],
-        /,
-    ) -> defer.Deferred[Any]: ...
-
-    def fetch_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]] | None, /
-    ) -> Sequence[tuple[str, int, int, int, str | None, int]]: ...
-
-
-class BrokerIdentity(Protocol):
-    """Where clients are told to connect (read on every request: the listener's port is
-    only known after it binds)."""
-
-    @property
-    def node_id(self) -> int: ...
-    @property
-    def advertised_host(self) -> str: ...
-    @property
-    def advertised_port(self) -> int: ...
-    @property
-    def cluster_id(self) -> str: ...
-
-
-class _DelayedCall(Protocol):
-    def active(self) -> bool: ...
-    def cancel(self) -> None: ...
-
-
-class Clock(Protocol):
-    """``IReactorTime.callLater`` and ``seconds`` as mypy can check them."""
-
-    def seconds(self) -> float: ...
-
-    def callLater(
-        self, delay: float, callable: Callable[..., object], *args: object, **kw: object
-    ) -> _DelayedCall: ...
-
-
-class Connection:
-    """Per-connection state the handlers need: the peer, and the waits to cancel when
-    the connection goes away (a parked long-poll fetch must not outlive it)."""
-
-    def __init__(self, client_host: str) -> None:
-        #: Kafka's form, ``/127.0.0.1`` (JoinGroup passes it to the coordinator).
-        self.client_host = client_host
-        self.closed = False
-        self._waits: set[defer.Deferred[Any]] = set()
-
-    def track(self, d: defer.Deferred[T]) -> defer.Deferred[T]:
-        """Remember ``d`` until it fires, to cancel it in :meth:`close` (at once if the
-        connection is closed already)."""
-        if self.closed:
-            d.cancel()
-            return d
-        self._waits.add(d)
-
-        def forget(result: object) -> object:
-            self._waits.discard(d)
-            return result
-
-        d.addBoth(forget)
-        return d
-
-    def close(self) -> None:
-        self.closed = True
-        waits, self._waits = self._waits, set()
-        for d in waits:
-            d.cancel()
 
 
 class _Timeout(Exception):
@@ -260,13 +122,6 @@ class _Timeout(Exception):
 
 
 # -- helpers -------------------------------------------------------------------------
-
-
-def _gather(coros: Sequence[Coroutine[Any, Any, T]]) -> defer.Deferred[list[T]]:
-    """Run coroutines concurrently; results in order. They must not raise."""
-    ds = [defer.Deferred.fromCoroutine(c) for c in coros]
-    d: defer.Deferred[list[T]] = defer.gatherResults(ds, consumeErrors=True)
-    return d
 
 
 def _deadline(d: defer.Deferred[T], seconds: float, clock: Clock) -> defer.Deferred[T]:
@@ -310,22 +165,17 @@ def batch_codecs(records: bytes) -> list[int]:
     return codecs
 
 
-def _message(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
-
-
 # -- the handlers --------------------------------------------------------------------
-
-Handler = Callable[[Connection, Request], Awaitable[Any]]
 
 
 class KafkaHandlers:
     """Answers decoded requests. One instance per listener, shared by its connections.
 
     :param core: the broker core (:class:`KafkaCore`).
-    :param coordinator: the group coordinator (:class:`GroupCoordinatorLike`).
+    :param coordinator: the group coordinator
+        (:class:`~brokerd.kafka.group_handlers.GroupCoordinatorLike`).
     :param identity: node id, advertised host/port and cluster id (read live).
-    :param clock: for the acks=all produce timeout.
+    :param clock: for the acks=all produce timeout and the long-poll deadline.
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
     """
 
@@ -341,26 +191,25 @@ class KafkaHandlers:
         default_partitions: int = DEFAULT_PARTITIONS,
     ) -> None:
         self._core = core
-        self._default_partitions = default_partitions
-        self._groups = coordinator
-        self._id = identity
         self._clock = clock
+        admin = AdminHandlers(core, identity, default_partitions=default_partitions)
+        groups = GroupHandlers(core, coordinator, identity)
         self._handlers: dict[ApiKey, Handler] = {
-            ApiKey.API_VERSIONS: self._api_versions,
-            ApiKey.METADATA: self._metadata,
+            ApiKey.API_VERSIONS: admin.api_versions,
+            ApiKey.METADATA: admin.metadata,
             ApiKey.PRODUCE: self._produce,
             ApiKey.FETCH: self._fetch,
             ApiKey.LIST_OFFSETS: self._list_offsets,
-            ApiKey.FIND_COORDINATOR: self._find_coordinator,
-            ApiKey.JOIN_GROUP: self._join_group,
-            ApiKey.SYNC_GROUP: self._sync_group,
-            ApiKey.HEARTBEAT: self._heartbeat,
-            ApiKey.LEAVE_GROUP: self._leave_group,
-            ApiKey.OFFSET_COMMIT: self._offset_commit,
-            ApiKey.OFFSET_FETCH: self._offset_fetch,
-            ApiKey.CREATE_TOPICS: self._create_topics,
-            ApiKey.DELETE_TOPICS: self._delete_topics,
-            ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
+            ApiKey.FIND_COORDINATOR: groups.find_coordinator,
+            ApiKey.JOIN_GROUP: groups.join_group,
+            ApiKey.SYNC_GROUP: groups.sync_group,
+            ApiKey.HEARTBEAT: groups.heartbeat,
+            ApiKey.LEAVE_GROUP: groups.leave_group,
+            ApiKey.OFFSET_COMMIT: groups.offset_commit,
+            ApiKey.OFFSET_FETCH: groups.offset_fetch,
+            ApiKey.CREATE_TOPICS: admin.create_topics,
+            ApiKey.DELETE_TOPICS: admin.delete_topics,
+            ApiKey.INIT_PRODUCER_ID: admin.init_producer_id,
         }
 
     def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:
@@ -378,106 +227,7 @@ class KafkaHandlers:
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         """Map ``exc``; log it when it is not one of brokerd's own errors."""
-        code = error_code_for(exc)
-        if code is ErrorCode.UNKNOWN_SERVER_ERROR:
-            self._log.failure(
-                "kafka {what} failed unexpectedly",
-                failure=Failure(exc),  # type: ignore[no-untyped-call]
-                what=what,
-            )
-        return code
-
-    # -- ApiVersions, Metadata, FindCoordinator ---------------------------------------
-
-    async def _api_versions(self, conn: Connection, req: Request) -> Any:
-        return apis.api_versions_response(req.api_version)
-
-    def _topic_metadata(self, info: TopicInfo) -> apis.MetadataTopic:
-        node = self._id.node_id
-        return apis.MetadataTopic(
-            error_code=0,
-            name=info.name,
-            is_internal=False,
-            partitions=tuple(
-                apis.MetadataPartition(
-                    error_code=0,
-                    partition_index=i,
-                    leader_id=node,
-                    leader_epoch=LEADER_EPOCH,
-                    replica_nodes=(node,),
-                    isr_nodes=(node,),
-                    offline_replicas=(),
-                )
-                for i in range(info.partitions)
-            ),
-        )
-
-    async def _metadata(self, conn: Connection, req: Request) -> Any:
-        body: apis.MetadataRequest = req.body
-        known = self._core.topics()
-        entries: list[apis.MetadataTopic] = []
-        # v0: an empty list means every topic; v1+: null means every topic and an empty
-        # list means none (librdkafka asks for brokers only that way).
-        if body.topics is None or (req.api_version == 0 and not body.topics):
-            entries = [self._topic_metadata(known[name]) for name in sorted(known)]
-        else:
-            # v0-3 have no flag: Kafka auto-creates for them whenever it may.
-            allow = body.allow_auto_topic_creation if req.api_version >= 4 else True
-            seen: set[str] = set()
-            for wanted in body.topics:
-                name = wanted.name
-                if name in seen:
-                    continue
-                seen.add(name)
-                entries.append(await self._one_topic_metadata(name, known, allow))
-        ident = self._id
-        return apis.MetadataResponse(
-            brokers=(
-                apis.MetadataBroker(
-                    node_id=ident.node_id, host=ident.advertised_host,
-                    port=ident.advertised_port, rack=None,
-                ),
-            ),
-            cluster_id=ident.cluster_id,
-            controller_id=ident.node_id,
-            topics=tuple(entries),
-        )
-
-    async def _one_topic_metadata(
-        self, name: str, known: Mapping[str, TopicInfo], allow_create: bool
-    ) -> apis.MetadataTopic:
-        info = known.get(name)
-        if info is not None:
-            return self._topic_metadata(info)
-        try:
-            validate_topic_name(name)
-        except InvalidTopic:
-            return apis.MetadataTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
-        if not (allow_create and self._core.auto_create_topics):
-            return apis.MetadataTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
-        try:
-            info = await self._core.ensure_topic(name)
-        except Exception as e:
-            return apis.MetadataTopic(
-                error_code=self._unexpected("auto-create", e), name=name
-            )
-        return self._topic_metadata(info)
-
-    async def _find_coordinator(self, conn: Connection, req: Request) -> Any:
-        body: apis.FindCoordinatorRequest = req.body
-        ident = self._id
-        if body.key_type not in (0, 1):
-            return apis.FindCoordinatorResponse(
-                error_code=ErrorCode.INVALID_REQUEST,
-                error_message=f"unknown coordinator key type {body.key_type}",
-                node_id=-1, host="", port=-1,
-            )
-        # Groups and (key type 1) transactional ids: this node. A transactional client
-        # then gets InitProducerId's fatal error, which says why.
-        return apis.FindCoordinatorResponse(
-            error_code=0, error_message=None,
-            node_id=ident.node_id, host=ident.advertised_host, port=ident.advertised_port,
-        )
+        return unexpected_code(self._log, what, exc)
 
     # -- Produce ---------------------------------------------------------------------
 
@@ -759,252 +509,6 @@ class KafkaHandlers:
             leader_epoch=LEADER_EPOCH,
         )
 
-    # -- groups ----------------------------------------------------------------------
-
-    async def _join_group(self, conn: Connection, req: Request) -> Any:
-        body: apis.JoinGroupRequest = req.body
-        rebalance = body.rebalance_timeout_ms
-        if rebalance < 0:
-            rebalance = body.session_timeout_ms  # v0 has no rebalance timeout (Kafka)
-        # Tracked: a JoinGroup held for a rebalance is cancelled if the client goes
-        # away (the coordinator keeps the member until its session times out).
-        joining = conn.track(self._groups.join(
-            body.group_id,
-            body.member_id,
-            client_id=req.header.client_id or "",
-            client_host=conn.client_host,
-            session_timeout_ms=body.session_timeout_ms,
-            rebalance_timeout_ms=rebalance,
-            protocol_type=body.protocol_type,
-            protocols=[(p.name, p.metadata) for p in body.protocols],
-            group_instance_id=body.group_instance_id,
-            require_known_member_id=req.api_version >= 4,
-        ))
-        try:
-            result: JoinResultLike = await joining
-        except defer.CancelledError:
-            return NO_RESPONSE
-        return apis.JoinGroupResponse(
-            error_code=result.error_code,
-            generation_id=result.generation_id,
-            protocol_name=result.protocol_name or "",
-            leader=result.leader_id,
-            member_id=result.member_id,
-            members=tuple(
-                apis.JoinGroupMember(member_id=m, group_instance_id=g, metadata=md)
-                for m, g, md in result.members
-            ),
-        )
-
-    async def _sync_group(self, conn: Connection, req: Request) -> Any:
-        body: apis.SyncGroupRequest = req.body
-        syncing = conn.track(self._groups.sync(
-            body.group_id,
-            body.generation_id,
-            body.member_id,
-            [(a.member_id, a.assignment) for a in body.assignments],
-        ))
-        try:
-            result: SyncResultLike = await syncing
-        except defer.CancelledError:
-            return NO_RESPONSE
-        return apis.SyncGroupResponse(
-            error_code=result.error_code, assignment=result.assignment or b""
-        )
-
-    async def _heartbeat(self, conn: Connection, req: Request) -> Any:
-        body: apis.HeartbeatRequest = req.body
-        code = self._groups.heartbeat(body.group_id, body.generation_id, body.member_id)
-        return apis.HeartbeatResponse(error_code=code)
-
-    async def _leave_group(self, conn: Connection, req: Request) -> Any:
-        body: apis.LeaveGroupRequest = req.body
-        code = self._groups.leave(body.group_id, body.member_id)
-        return apis.LeaveGroupResponse(error_code=code)
-
-    async def _offset_commit(self, conn: Connection, req: Request) -> Any:
-        body: apis.OffsetCommitRequest = req.body
-        codes: dict[tuple[str, int], int] = {}
-        # Group ids and membership are the coordinator's to judge; topic existence is
-        # the core's (Kafka refuses commits for partitions that do not exist).
-        known = self._core.topics()
-        offsets: list[tuple[str, int, int, int, str | None]] = []
-        for t in body.topics:
-            info = known.get(t.name)
-            for p in t.partitions:
-                if info is None or not 0 <= p.partition_index < info.partitions:
-                    codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                else:
-                    offsets.append(
-                        (t.name, p.partition_index, p.committed_offset,
-                         p.committed_leader_epoch, p.committed_metadata)
-                    )
-        if offsets:
-            try:
-                stored: Mapping[tuple[str, int], int] = await self._groups.commit_offsets(
-                    body.group_id, body.generation_id, body.member_id, offsets
-                )
-            except Exception as e:
-                code = self._unexpected("offset commit", e)
-                stored = {(o[0], o[1]): code for o in offsets}
-            for o in offsets:
-                # A partition the coordinator did not answer for was not stored.
-                codes[(o[0], o[1])] = stored.get((o[0], o[1]), ErrorCode.UNKNOWN_SERVER_ERROR)
-        return apis.OffsetCommitResponse(
-            topics=tuple(
-                apis.OffsetCommitTopicResponse(
-                    name=t.name,
-                    partitions=tuple(
-                        apis.OffsetCommitPartitionResponse(
-                            partition_index=p.partition_index,
-                            error_code=codes[(t.name, p.partition_index)],
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in body.topics
-            )
-        )
-
-    async def _offset_fetch(self, conn: Connection, req: Request) -> Any:
-        body: apis.OffsetFetchRequest = req.body
-        wanted = (
-            None
-            if body.topics is None
-            else [(t.name, p) for t in body.topics for p in t.partition_indexes]
-        )
-        rows: Sequence[tuple[str, int, int, int, str | None, int]]
-        top: int
-        try:
-            rows = self._groups.fetch_offsets(body.group_id, wanted)
-        except Exception as e:
-            code = self._unexpected("offset fetch", e)
-            rows = [(t, p, -1, -1, "", int(code)) for t, p in wanted or ()]
-            top = code
-        else:
-            # Coordinator-level errors go at the top too (v2+ clients look there).
-            top = next(
-                (r[5] for r in rows if r[5] in _COORDINATOR_ERRORS), ErrorCode.NONE
-            )
-        by_topic: dict[str, list[apis.OffsetFetchPartitionResponse]] = {}
-        for topic, partition, offset, epoch, metadata, row_code in rows:
-            by_topic.setdefault(topic, []).append(
-                apis.OffsetFetchPartitionResponse(
-                    partition_index=partition,
-                    committed_offset=offset,
-                    committed_leader_epoch=epoch,
-                    metadata=metadata,
-                    error_code=row_code,
-                )
-            )
-        return apis.OffsetFetchResponse(
-            topics=tuple(
-                apis.OffsetFetchTopicResponse(name=name, partitions=tuple(parts))
-                for name, parts in by_topic.items()
-            ),
-            error_code=top,
-        )
-
-    # -- topics admin ----------------------------------------------------------------
-
-    async def _create_topics(self, conn: Connection, req: Request) -> Any:
-        body: apis.CreateTopicsRequest = req.body
-        counts: dict[str, int] = {}
-        for t in body.topics:
-            counts[t.name] = counts.get(t.name, 0) + 1
-        results = []
-        for t in body.topics:
-            if counts[t.name] > 1:
-                code, text = ErrorCode.INVALID_REQUEST, "topic named more than once"
-            else:
-                code, text = await self._create_one(t, body.validate_only)
-            results.append(
-                apis.CreatableTopicResult(
-                    name=t.name, error_code=code, error_message=text if code else None
-                )
-            )
-        return apis.CreateTopicsResponse(topics=tuple(results))
-
-    async def _create_one(
-        self, t: apis.CreatableTopic, validate_only: bool
-    ) -> tuple[ErrorCode, str]:
-        try:
-            validate_topic_name(t.name)
-        except InvalidTopic as e:
-            return ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)
-        if t.configs:
-            names = ", ".join(sorted(c.name for c in t.configs))
-            return ErrorCode.INVALID_CONFIG, f"topic configs are not supported ({names})"
-        node = self._id.node_id
-        if t.assignments:
-            if t.num_partitions != -1 or t.replication_factor != -1:
-                return ErrorCode.INVALID_REQUEST, (
-                    "set either assignments or num_partitions/replication_factor"
-                )
-            indexes = sorted(a.partition_index for a in t.assignments)
-            if indexes != list(range(len(indexes))) or any(
-                tuple(a.broker_ids) != (node,) for a in t.assignments
-            ):
-                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
-                    f"partitions must be 0..n-1, each on broker {node} alone"
-                )
-            partitions = len(indexes)
-        else:
-            if t.replication_factor not in (-1, 1):
-                return ErrorCode.INVALID_REPLICATION_FACTOR, (
-                    f"brokerd is a single node: replication factor must be 1, "
-                    f"not {t.replication_factor}"
-                )
-            partitions = (
-                self._default_partitions if t.num_partitions == -1 else t.num_partitions
-            )
-            if partitions <= 0:
-                return ErrorCode.INVALID_PARTITIONS, (
-                    f"number of partitions must be positive, not {t.num_partitions}"
-                )
-        if validate_only:
-            if t.name in self._core.topics():
-                return ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists"
-            return ErrorCode.NONE, ""
-        try:
-            await self._core.create_topic(t.name, partitions)
-        except Exception as e:
-            return self._unexpected("create topic", e), _message(e)
-        return ErrorCode.NONE, ""
-
-    async def _delete_topics(self, conn: Connection, req: Request) -> Any:
-        body: apis.DeleteTopicsRequest = req.body
-        results = []
-        for name in body.topic_names:
-            code: int = ErrorCode.NONE
-            if name not in self._core.topics():
-                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                try:
-                    await self._core.delete_topic(name)
-                except Exception as e:
-                    code = self._unexpected("delete topic", e)
-            results.append(apis.DeletableTopicResult(name=name, error_code=code))
-        return apis.DeleteTopicsResponse(responses=tuple(results))
-
-    async def _init_producer_id(self, conn: Connection, req: Request) -> Any:
-        body: apis.InitProducerIdRequest = req.body
-        if body.transactional_id is not None:
-            # Transactions are out of scope. A fatal (non-retriable) error, so the
-            # client fails fast instead of retrying a coordinator error forever.
-            return apis.InitProducerIdResponse(
-                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            )
-        try:
-            producer_id = await self._core.init_producer_id()
-        except Exception as e:
-            return apis.InitProducerIdResponse(
-                error_code=self._unexpected("init producer id", e)
-            )
-        return apis.InitProducerIdResponse(
-            error_code=0, producer_id=producer_id, producer_epoch=0
-        )
-
 
 def _fetch_error(partition: int, code: int) -> apis.FetchPartitionResponse:
     return apis.FetchPartitionResponse(
@@ -1024,8 +528,10 @@ def _with_aborted(r: apis.FetchPartitionResponse) -> apis.FetchPartitionResponse
 
 __all__ = [
     "CLOSE_CONNECTION",
+    "DEFAULT_PARTITIONS",
     "NO_RESPONSE",
     "BrokerIdentity",
+    "Clock",
     "Connection",
     "GroupCoordinatorLike",
     "KafkaCore",

@@ -12,10 +12,11 @@ What it does:
 - rewrites the two header fields a broker owns (:func:`stamp_base_offset`).
 
 What it does not do: any I/O, any knowledge of segments or offsets assignment, and no
-Twisted. The byte layout is Kafka's ``DefaultRecordBatch``/``DefaultRecord`` (see
-shared/notes/kafka-protocol.md section 4). Compression runs through ``cramjam`` (gzip
-through ``zlib``), whose ``decompress_into`` writes into a caller-sized buffer and stops
-when it is full; that is what bounds decompression output.
+Twisted. The byte layout is that of Apache Kafka's ``DefaultRecordBatch`` and
+``DefaultRecord`` classes; the header fields are listed at :class:`BatchHeader`.
+Compression runs through ``cramjam`` (gzip through ``zlib``), whose ``decompress_into``
+writes into a caller-sized buffer and stops when it is full; that is what bounds
+decompression output.
 """
 
 from __future__ import annotations

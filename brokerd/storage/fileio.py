@@ -1,7 +1,8 @@
 """Small durable-file primitives every storage module shares (blocking, no Twisted).
 
-- :func:`write_all` loops over ``os.write``, which may write less than asked (a signal, a
-  nearly full disk).
+- :func:`write_all` and :func:`pwrite_all` loop over ``os.write``/``os.pwrite``, which may
+  write less than asked (a signal, a nearly full disk).
+- :func:`read_file` reads a whole small file, never through a symlink.
 - :func:`datasync` flushes a file's data and size (``fdatasync`` where there is one).
 - :func:`fsync_dir` makes a create, rename or unlink in a directory survive a power cut.
 - :func:`atomic_write` replaces a whole file so that a crash at any moment leaves either
@@ -11,20 +12,25 @@
   (open the new file before it takes the old one's name, for instance).
 
 Errors are raised as :class:`OSError`; callers turn them into their own storage errors
-with a message that names what they were writing.
+with a message that names what they were writing. What this module does not do: decide
+what is written, buffer, retry, or know any file format.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 
 __all__ = [
+    "DIR_MODE",
     "FILE_MODE",
     "TEMP_SUFFIX",
     "atomic_write",
     "datasync",
     "fsync_dir",
+    "pwrite_all",
+    "read_file",
     "replace_durably",
     "write_all",
     "write_temp",
@@ -32,6 +38,8 @@ __all__ = [
 
 #: Permissions of every file the broker creates: the data is the users', not the world's.
 FILE_MODE = 0o600
+#: Permissions of every directory the broker creates.
+DIR_MODE = 0o700
 #: Suffix of the temporary file :func:`atomic_write` renames into place. A file with this
 #: suffix left behind by a crash is garbage and may be deleted.
 TEMP_SUFFIX = ".tmp"
@@ -39,11 +47,44 @@ TEMP_SUFFIX = ".tmp"
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+_Buffer = bytes | bytearray | memoryview
+
+
+def write_all(fd: int, data: _Buffer) -> None:
     """Write every byte of ``data`` at ``fd``'s position."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.EIO, "write made no progress")
+        view = view[written:]
+
+
+def pwrite_all(fd: int, data: _Buffer, pos: int) -> None:
+    """Write every byte of ``data`` at byte ``pos`` of ``fd`` (the fd position is unused)."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, pos)
+        if written <= 0:
+            raise OSError(errno.EIO, "write made no progress")
+        view = view[written:]
+        pos += written
+
+
+def read_file(path: str) -> bytes | None:
+    """The whole content of ``path``, or None if it does not exist. A symlink is refused
+    (``ELOOP``) rather than followed; other errors raise :class:`OSError`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def datasync(fd: int) -> None:

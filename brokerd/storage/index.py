@@ -33,34 +33,16 @@ import sys
 from array import array
 
 from brokerd.errors import StorageError
+from brokerd.storage.fileio import FILE_MODE, pwrite_all, read_file
 
 __all__ = ["OFFSET_ENTRY_SIZE", "TIME_ENTRY_SIZE", "OffsetIndex", "TimeIndex"]
 
 OFFSET_ENTRY_SIZE = 8
 TIME_ENTRY_SIZE = 12
-#: Mode of index files: only the broker's user reads its data.
-FILE_MODE = 0o600
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _LITTLE = sys.byteorder == "little"
-
-
-def _read_file(path: str) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return None
-    try:
-        chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 class _IndexFile:
@@ -95,13 +77,7 @@ class _IndexFile:
             count = len(self)
             fd = self._open_fd()
             if count > self._persisted:
-                data = self._pack(self._persisted)
-                pos = self._persisted * self.entry_size
-                view = memoryview(data)
-                while view:
-                    written = os.pwrite(fd, view, pos)
-                    view = view[written:]
-                    pos += written
+                pwrite_all(fd, self._pack(self._persisted), self._persisted * self.entry_size)
                 self._persisted = count
             if sync:
                 os.fsync(fd)
@@ -180,7 +156,7 @@ class OffsetIndex(_IndexFile):
         """
         self.clear()
         try:
-            data = _read_file(self.path)
+            data = read_file(self.path)
         except OSError:
             return False
         if data is None or len(data) % OFFSET_ENTRY_SIZE:
@@ -249,7 +225,7 @@ class TimeIndex(_IndexFile):
         """Read the file; True if it is sane and matches ``offsets`` entry for entry."""
         self.clear()
         try:
-            data = _read_file(self.path)
+            data = read_file(self.path)
         except OSError:
             return False
         if data is None or len(data) % TIME_ENTRY_SIZE:

@@ -1,29 +1,19 @@
 """PartitionLog: one partition's append-only log, as a list of segments.
 
-What it does (DESIGN section 2): opens and recovers a partition directory, assigns
-contiguous offsets to appended batches, rolls segments by size and age, flushes
-(fdatasync) and tracks the recovery point, publishes a high watermark to readers, serves
-raw reads (Kafka fetch) and decoded reads (native fetch) in O(log n), answers
-offset-for-timestamp lookups, and deletes whole old segments for retention.
+What it does: opens and recovers a partition directory, assigns contiguous offsets to
+appended batches, rolls segments by size and age, flushes (fdatasync) and tracks the
+recovery point, publishes a high watermark to readers, serves raw reads (Kafka fetch) and
+decoded reads (native fetch) in O(log n), answers offset-for-timestamp lookups, and
+deletes whole old segments for retention.
 
 What it does not do: topic bookkeeping, checkpoint files or the clean-shutdown marker
 (``logdir.py``), group commit or scheduling (the broker core decides when to flush and
 publish), and nothing with Twisted.
 
-Recovery policy (reliability notes R2/R3):
-
-- ``recovery_point`` None (the previous shutdown was clean): indexes are trusted; only the
-  bytes after each segment's last index entry are walked (headers only) to find the end.
-  A missing or insane index, or a tail that does not end on a batch boundary, makes that
-  segment fall back to full validation.
-- Otherwise every batch from the segment holding ``recovery_point`` onward is validated
-  (length, magic, CRC-32C, offsets contiguous); the log is cut at the first invalid byte,
-  later segments are deleted (Kafka's rule: a torn tail is expected after a crash).
-- Segments before the recovery point were flushed; they are not rescanned. If damage is
-  found in one of them (its index had to be rebuilt), nothing is deleted: the damaged
-  batches stay on disk and reads reaching them fail with :class:`StorageError` naming the
-  segment and byte, rather than silently dropping the good segments after them.
-- Every read checks the CRC of the batches it returns, so a corrupt batch is never served.
+Recovery on open (``recovery.py``), the per-segment read paths (``reads.py``) and the
+choice of segments retention deletes (``retention.py``) live in their own modules; this
+class holds the segments, the offsets and the locks. Every read checks the CRC of the
+batches it returns, so a corrupt batch is never served.
 
 Threads: the writer methods (``append*``, ``flush``, ``publish``, ``close``) take a
 per-partition lock, so there is one writer at a time. Readers take no log lock: they read
@@ -36,43 +26,23 @@ from __future__ import annotations
 
 import bisect
 import logging
-import os
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 import attrs
 
-from brokerd.errors import (
-    CorruptBatch,
-    OffsetOutOfRange,
-    RecordTooLarge,
-    StorageError,
-    UnknownTopicOrPartition,
-)
-from brokerd.storage.batch import (
-    BatchHeader,
-    RunResult,
-    decode_records,
-    decode_run,
-    encode_batch,
-    stamp_base_offset,
-    verify_run,
-)
-from brokerd.storage.segment import (
-    DIR_MODE,
-    SEGMENT_FILE_RE,
-    BatchInfo,
-    Segment,
-    fsync_dir,
-)
+from brokerd.errors import OffsetOutOfRange, RecordTooLarge, StorageError, UnknownTopicOrPartition
+from brokerd.storage.batch import BatchHeader, encode_batch, stamp_base_offset
+from brokerd.storage.fileio import fsync_dir
+from brokerd.storage.reads import decode_from, find_timestamp, read_raw
+from brokerd.storage.recovery import RecoveryStats, open_segments
+from brokerd.storage.retention import segments_to_delete
+from brokerd.storage.segment import BatchInfo, Segment
 from brokerd.storage.types import AppendInfo, ReadResult, Record, RecordsResult
 
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",
-    "MAX_DECODED_BATCH_BYTES",
-    "MAX_STORED_BATCH_BYTES",
     "LogConfig",
     "PartitionLog",
     "RecoveryStats",
@@ -83,16 +53,6 @@ log = logging.getLogger("brokerd.storage")
 INT32_MAX = 2**31 - 1
 DEFAULT_SEGMENT_BYTES = 1024**3
 DEFAULT_INDEX_INTERVAL = 4096
-#: A stored batch larger than this is treated as damage by the read path: produce limits
-#: keep real batches far smaller, and a flipped length bit must not make a fetch allocate
-#: a whole segment.
-MAX_STORED_BATCH_BYTES = 64 * 1024 * 1024
-#: Bound of one batch's decompressed records on the decoding read path.
-MAX_DECODED_BATCH_BYTES = 64 * 1024 * 1024
-#: Bytes read at a time by :meth:`PartitionLog.read_records`.
-READ_CHUNK = 256 * 1024
-
-_TEMP_RE = re.compile(r"\d{20}\.(log|index|timeindex)\.(tmp|deleted|cleaned|swap)\Z")
 
 
 def _positive(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -129,25 +89,6 @@ class LogConfig:
     index_interval_bytes: int = attrs.field(default=DEFAULT_INDEX_INTERVAL, validator=_positive)
     retention_bytes: int | None = attrs.field(default=None, validator=_optional_nonneg)
     retention_ms: int | None = attrs.field(default=None, validator=_optional_nonneg)
-
-
-@attrs.frozen
-class RecoveryStats:
-    """What opening the log had to do; ``clean`` means no recovery point was given."""
-
-    clean: bool
-    segments: int = 0
-    #: Segments whose every batch was validated.
-    segments_validated: int = 0
-    batches_validated: int = 0
-    bytes_truncated: int = 0
-    segments_deleted: int = 0
-    #: Segments whose index was missing or failed its sanity checks.
-    indexes_rebuilt: int = 0
-    #: Flushed segments found damaged (kept; reads of the damage fail).
-    segments_damaged: int = 0
-    #: The first problem met, for the operator's log.
-    first_problem: str | None = None
 
 
 class PartitionLog:
@@ -192,49 +133,7 @@ class PartitionLog:
         ``recovery_point`` None means the previous shutdown was clean. ``clock`` returns
         seconds (like :func:`time.time`) and drives ``segment_ms`` rolling.
         """
-        if os.path.islink(path):
-            raise StorageError(f"refusing symlinked partition directory {path}")
-        try:
-            os.makedirs(path, mode=DIR_MODE, exist_ok=True)
-            names = os.listdir(path)
-        except OSError as exc:
-            raise StorageError(f"cannot open partition directory {path}: {exc}") from exc
-        bases: set[int] = set()
-        side_files: list[tuple[int, str]] = []
-        leftovers: list[str] = []
-        for name in names:
-            match = SEGMENT_FILE_RE.match(name)
-            if match is None:
-                if _TEMP_RE.match(name):
-                    # Leftovers of an interrupted operation (Kafka's suffixes).
-                    leftovers.append(name)
-                continue
-            base = int(match.group(1))
-            if match.group(2) == "log":
-                bases.add(base)
-            else:
-                side_files.append((base, name))
-        # An index whose log is gone (retention deletes the log first): an orphan.
-        leftovers += [name for base, name in side_files if base not in bases]
-        try:
-            for name in leftovers:
-                os.unlink(os.path.join(path, name))
-        except OSError as exc:
-            raise StorageError(f"cannot clean {path}: {exc}") from exc
-        segments: list[Segment] = []
-        try:
-            if not bases:
-                segments.append(Segment.create(path, 0, config.index_interval_bytes))
-                stats = RecoveryStats(clean=recovery_point is None, segments=1)
-            else:
-                segments = [
-                    Segment.open(path, base, config.index_interval_bytes) for base in sorted(bases)
-                ]
-                stats = _recover(path, segments, recovery_point)
-        except BaseException:
-            for segment in segments:
-                segment.close()
-            raise
+        segments, stats = open_segments(path, config.index_interval_bytes, recovery_point)
         plog = cls(path, config, clock, segments)
         plog.recovery = stats
         return plog
@@ -423,35 +322,12 @@ class PartitionLog:
             try:
                 found = segment.find_batch(offset, limit)
                 if found is not None:
-                    data = self._read_raw(segment, found[0], found[1], limit, max_bytes)
+                    data = read_raw(segment, found[0], found[1], limit, max_bytes)
                     return ReadResult(data, hw, start)
             finally:
                 segment.unpin()
             i += 1
         return ReadResult(b"", hw, start)
-
-    def _read_raw(
-        self, segment: Segment, pos: int, header: BatchHeader, limit: int, max_bytes: int
-    ) -> bytes:
-        first = header.size
-        if first > MAX_STORED_BATCH_BYTES:
-            raise StorageError(
-                f"{segment.log_path}: batch at byte {pos} claims {first} bytes; "
-                "treating it as damage"
-            )
-        size = min(limit - pos, max(first, max_bytes))
-        data = segment.pread(pos, size)
-        valid_end, _, reason = verify_run(data, 0, len(data), header.base_offset)
-        if valid_end == 0:
-            raise StorageError(
-                f"{segment.log_path}: batch at offset {header.base_offset} (byte {pos}) "
-                f"fails validation: {reason or 'truncated'}"
-            )
-        if reason is not None:
-            # Serve the good batches before the damage; the next fetch reports it.
-            log.error("%s: damaged batch at byte %d: %s", segment.log_path, pos + valid_end, reason)
-            return data[:valid_end]
-        return data
 
     def batch_headers(self, from_offset: int) -> list[BatchHeader]:
         """Headers of every visible batch from the one holding ``from_offset`` on (header
@@ -512,7 +388,7 @@ class PartitionLog:
                     else:
                         pos, expected = found[0], found[1].base_offset
                 first_segment = False
-                full, total = self._decode_from(
+                full, total = decode_from(
                     segment, pos, expected, limit, offset, max_value_bytes, out, total
                 )
             finally:
@@ -521,65 +397,6 @@ class PartitionLog:
                 break
             i += 1
         return RecordsResult(tuple(out), hw, start)
-
-    def _decode_from(
-        self,
-        segment: Segment,
-        pos: int,
-        expected: int,
-        limit: int,
-        offset: int,
-        max_value_bytes: int,
-        out: list[Record],
-        total: int,
-    ) -> tuple[bool, int]:
-        """Decode batches from ``pos`` (the batch starting at offset ``expected``) into
-        ``out``; True when the value budget is full or damage stopped the read."""
-
-        def decode(chunk: bytes) -> RunResult:
-            return decode_run(
-                chunk,
-                0,
-                len(chunk),
-                expected_offset=expected,
-                min_offset=offset,
-                max_value_bytes=max_value_bytes,
-                total=total,
-                out=out,
-                max_uncompressed=MAX_DECODED_BATCH_BYTES,
-            )
-
-        while pos < limit:
-            run = decode(segment.pread(pos, min(READ_CHUNK, limit - pos)))
-            total = run.total
-            if run.status == "full":
-                return True, total
-            if run.status == "damage":
-                self._damage(segment, pos + run.pos, run.reason or "invalid batch", out)
-                return True, total
-            if run.pos == 0:
-                # Not one whole batch in the chunk: it is bigger than READ_CHUNK.
-                need = run.need
-                if need == 0 or need > MAX_STORED_BATCH_BYTES or pos + need > limit:
-                    self._damage(segment, pos, f"batch of {need or '?'} bytes", out)
-                    return True, total
-                run = decode(segment.pread(pos, need))
-                total = run.total
-                if run.status == "full":
-                    return True, total
-                if run.status == "damage" or run.pos == 0:
-                    self._damage(segment, pos, run.reason or "truncated batch", out)
-                    return True, total
-            pos += run.pos
-            expected = run.next_offset
-        return False, total
-
-    def _damage(self, segment: Segment, pos: int, reason: str, out: list[Record]) -> None:
-        """Stop a decoding read at damage: an error if nothing was read yet."""
-        message = f"{segment.log_path}: damaged batch at byte {pos}: {reason}"
-        log.error("%s", message)
-        if not out:
-            raise StorageError(message)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """The first offset whose record timestamp is >= ``timestamp``, with that
@@ -595,21 +412,11 @@ class PartitionLog:
             if not segment.pin():
                 continue
             try:
-                found = segment.find_timestamp(timestamp, limit)
-                if found is None:
-                    continue
-                pos, header = found
-                try:
-                    batch = segment.pread(pos, header.size)
-                    records = decode_records(batch, max_uncompressed=MAX_DECODED_BATCH_BYTES)
-                except (CorruptBatch, StorageError):
-                    return header.base_offset, header.max_timestamp
-                for record in records:
-                    if record.timestamp >= timestamp and record.offset < hw:
-                        return record.offset, record.timestamp
-                return header.base_offset, header.max_timestamp
+                found = find_timestamp(segment, timestamp, limit, hw)
             finally:
                 segment.unpin()
+            if found is not None:
+                return found
         return None
 
     # --- retention ----------------------------------------------------------------------
@@ -626,33 +433,16 @@ class PartitionLog:
         if cfg.retention_bytes is None and cfg.retention_ms is None:
             return 0
         now_ms = (self._clock() if now is None else now) * 1000.0
-        doomed: list[Segment] = []
         with self._seg_lock:
             if self._closed:
                 return 0
             segments = self._segments
-            hw = self._visible[0]
-            total = sum(s.size for s in segments)
-            i = 0
-            while i < len(segments) - 1:
-                segment = segments[i]
-                if segments[i + 1].base_offset > hw:
-                    break
-                by_size = (
-                    cfg.retention_bytes is not None and total - segment.size >= cfg.retention_bytes
-                )
-                by_time = (
-                    cfg.retention_ms is not None
-                    and segment.newest_time_ms() < now_ms - cfg.retention_ms
-                )
-                if not (by_size or by_time):
-                    break
-                doomed.append(segment)
-                total -= segment.size
-                i += 1
-            if not doomed:
+            count = segments_to_delete(
+                segments, self._visible[0], cfg.retention_bytes, cfg.retention_ms, now_ms
+            )
+            if not count:
                 return 0
-            remaining = segments[i:]
+            doomed, remaining = segments[:count], segments[count:]
             self.log_start_offset = remaining[0].base_offset
             self._set_segments(remaining)
         for segment in doomed:
@@ -686,93 +476,3 @@ class PartitionLog:
                     segment.close()
         if error is not None:
             raise error
-
-
-def _recover(path: str, segments: list[Segment], recovery_point: int | None) -> RecoveryStats:
-    """Load or validate ``segments`` in place (deleting some); see the module docstring."""
-    clean = recovery_point is None
-    n = len(segments)
-    if recovery_point is None:
-        first_validated = n
-    else:
-        bases = [s.base_offset for s in segments]
-        # The segment holding the recovery point, and always the active one.
-        first_validated = max(0, min(n - 1, bisect.bisect_right(bases, recovery_point) - 1))
-    validated: list[Segment] = []
-    batches = truncated = deleted = rebuilt = damaged = 0
-    problem: str | None = None
-    prev_end: int | None = None
-    i = 0
-    while i < len(segments):
-        segment = segments[i]
-        last = i == len(segments) - 1
-        trusted = i < first_validated
-        if trusted and segment.load():
-            prev_end = segment.next_offset
-            i += 1
-            continue
-        if not trusted and prev_end is not None and segment.base_offset != prev_end:
-            problem = problem or (
-                f"{segment.log_path}: starts at offset {segment.base_offset}, the previous "
-                f"segment ends at {prev_end}"
-            )
-            cut_from = i
-        else:
-            if trusted:
-                rebuilt += 1
-            # A flushed, sealed segment keeps its bytes even if damaged.
-            keep_damage = trusted and not last
-            outcome = segment.recover(truncate=not keep_damage)
-            validated.append(segment)
-            batches += outcome.batches
-            if outcome.reason is not None:
-                problem = problem or f"{segment.log_path}: {outcome.reason}"
-            if outcome.reason is not None and keep_damage:
-                damaged += 1
-                log.error(
-                    "%s: damaged flushed segment kept; reads of the damage will fail: %s",
-                    segment.log_path,
-                    outcome.reason,
-                )
-                prev_end = None
-                i += 1
-                continue
-            if outcome.truncated:
-                truncated += outcome.truncated
-                log.warning(
-                    "%s: truncated %d bytes: %s",
-                    segment.log_path,
-                    outcome.truncated,
-                    outcome.reason,
-                )
-            if outcome.reason is None:
-                prev_end = segment.next_offset
-                i += 1
-                continue
-            cut_from = i + 1
-        # Kafka's rule for an unflushed tail: everything after the first bad byte goes.
-        for doomed in segments[cut_from:]:
-            log.warning("%s: deleted, it follows the truncation point", doomed.log_path)
-            doomed.delete()
-            deleted += 1
-        del segments[cut_from:]
-        break
-    try:
-        for segment in validated:
-            if segment in segments:
-                segment.sync()
-        if deleted:
-            fsync_dir(path)
-    except OSError as exc:
-        raise StorageError(f"cannot sync {path} after recovery: {exc}") from exc
-    return RecoveryStats(
-        clean=clean,
-        segments=len(segments),
-        segments_validated=len(validated),
-        batches_validated=batches,
-        bytes_truncated=truncated,
-        segments_deleted=deleted,
-        indexes_rebuilt=rebuilt,
-        segments_damaged=damaged,
-        first_problem=problem,
-    )

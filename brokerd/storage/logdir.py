@@ -1,6 +1,6 @@
 """LogDirectory: the data directory, its topic registry and every partition log in it.
 
-Layout (DESIGN section 2)::
+Layout::
 
     <data-dir>/topics.json                          topic registry (partition counts,
                                                     per-topic retention overrides)
@@ -48,8 +48,8 @@ from brokerd.errors import (
     UnknownTopicOrPartition,
 )
 from brokerd.names import validate_topic_name
+from brokerd.storage.fileio import DIR_MODE, FILE_MODE, atomic_write, fsync_dir, read_file
 from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.segment import DIR_MODE, FILE_MODE, fsync_dir
 from brokerd.storage.types import TopicInfo
 
 __all__ = [
@@ -72,7 +72,6 @@ LOCK_FILE = ".lock"
 MAX_PARTITIONS = 10000
 _REGISTRY_VERSION = 1
 _CHECKPOINT_VERSION = 0
-_TEMP_SUFFIX = ".tmp"
 _PARTITION_DIR_RE = re.compile(r"(.+)-(\d+)\Z")
 
 
@@ -97,40 +96,17 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
 def _atomic_write(directory: str, name: str, data: bytes) -> None:
     """Replace ``directory/name`` by ``data`` so that a crash leaves old or new, never half."""
     final = os.path.join(directory, name)
-    temp = final + _TEMP_SUFFIX
     try:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        fd = os.open(
-            temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
-        )
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, final)
-        fsync_dir(directory)
+        atomic_write(final, data)
     except OSError as exc:
         raise StorageError(f"cannot write {final}: {exc}") from exc
 
 
 def _read_small(path: str) -> bytes | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
+        return read_file(path)
     except OSError as exc:
         raise StorageError(f"cannot read {path}: {exc}") from exc
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _retention_value(value: int | None) -> int | None:

@@ -1,23 +1,20 @@
-"""Durable store of committed consumer-group offsets, and the producer-id allocator.
+"""Durable store of committed consumer-group offsets and of consumer groups' membership.
 
 :class:`OffsetStore` keeps every group's committed offsets in **one** append-only journal
-file (by convention ``<data-dir>/consumer-offsets.log``). Each commit is one
-length-prefixed, CRC-32 protected record holding every ``(topic, partition)`` of that
-commit, written with ``os.write`` and fsync'd before :meth:`OffsetStore.commit` returns,
-so an OffsetCommit can be answered as soon as the call returns. Reads are served from an
-in-memory map kept in step with the journal. On open the journal is replayed; a torn or
-corrupt tail (expected after a crash mid-write) is truncated away, and the file is
-compacted (live values rewritten through a temp file, fsync, rename and directory fsync)
-when it has grown well beyond the live set. Compaction also runs during commits for the
-same reason, so a long-running broker's journal stays bounded.
+file (by convention ``<data-dir>/consumer-offsets.log``; the byte format is in
+``offsets_journal.py``). Each commit is one length-prefixed, CRC-32 protected record
+holding every ``(topic, partition)`` of that commit, written with ``os.write`` and
+fsync'd before :meth:`OffsetStore.commit` returns, so an OffsetCommit can be answered as
+soon as the call returns. Reads are served from an in-memory map kept in step with the
+journal. On open the journal is replayed; a torn or corrupt tail (expected after a crash
+mid-write) is truncated away, and the file is compacted (live values rewritten through a
+temporary file, fsync, rename and directory fsync) when it has grown well beyond the live
+set. Compaction also runs during commits for the same reason, so a long-running broker's
+journal stays bounded.
 
 Group ids are arbitrary client strings (Kafka puts no rule on them), so they never become
 file names: they only ever appear inside journal records, capped at
 :data:`brokerd.names.MAX_GROUP_ID_LENGTH` UTF-8 bytes.
-
-:class:`ProducerIdAllocator` hands out Kafka producer ids (InitProducerId) that are never
-reused across restarts: it persists a high-water mark in blocks of
-:data:`PRODUCER_ID_BLOCK` ids, so at most one fsync per block.
 
 The same journal also holds each consumer group's membership as of its last Stable
 generation (:class:`StoredGroup`, Kafka keeps it in ``__consumer_offsets`` too), or a
@@ -30,37 +27,70 @@ refuses the file outright instead of truncating everything after the first group
 as a torn tail.
 
 What this module does not do: no Twisted, no threads of its own, no group state machine
-(that is ``brokerd.kafka.groups``), no offset retention/expiry of abandoned groups, and no
-validation of whether a topic exists. Every method blocks (commit and compaction fsync);
-callers on the reactor run ``commit``/``delete_topic``/``next_id`` in a worker thread.
-``fetch``/``committed`` only take a short in-memory lock and are safe on the reactor even
-while a commit is syncing in another thread.
+(that is ``brokerd.kafka.groups``), no offset retention/expiry of abandoned groups, no
+validation of whether a topic exists, and no producer ids (``producer_ids.py``). Every
+method blocks (commit and compaction fsync); callers on the reactor run
+``commit``/``delete_topic`` in a worker thread. ``fetch``/``committed`` only take a short
+in-memory lock and are safe on the reactor even while a commit is syncing in another
+thread.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import struct
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterable, Sequence
-
-import attrs
 
 from brokerd.errors import StorageError
 from brokerd.names import MAX_GROUP_ID_LENGTH, MAX_TOPIC_LENGTH
+from brokerd.storage.fileio import (
+    FILE_MODE,
+    TEMP_SUFFIX,
+    datasync,
+    fsync_dir,
+    replace_durably,
+    write_all,
+    write_temp,
+)
+from brokerd.storage.offsets_journal import (
+    MAGIC,
+    MAX_METADATA_LENGTH,
+    OLD_MAGIC,
+    Committed,
+    Decoded,
+    GroupUpdate,
+    OffsetEntry,
+    StoredGroup,
+    StoredMember,
+    check_entry,
+    check_group,
+    encode_commit,
+    encode_delete_topic,
+    encode_group,
+    encode_journal,
+    encode_text,
+    iter_records,
+    live_size,
+)
 
-#: File names used when :meth:`OffsetStore.open` / :class:`ProducerIdAllocator` are given
-#: the data directory instead of a file path. Neither can look like a ``<topic>-<int>``
-#: partition directory.
+__all__ = [
+    "COMPACT_MIN_BYTES",
+    "COMPACT_RATIO",
+    # Re-exported: brokerd.kafka.groups imports these three from here.
+    "MAX_METADATA_LENGTH",
+    "OFFSETS_FILE_NAME",
+    "Committed",
+    "OffsetEntry",
+    "OffsetStore",
+    "StoredGroup",
+    "StoredMember",
+]
+
+#: File name used when :meth:`OffsetStore.open` is given the data directory instead of a
+#: file path. It cannot look like a ``<topic>-<int>`` partition directory.
 OFFSETS_FILE_NAME = "consumer-offsets.log"
-PRODUCER_IDS_FILE_NAME = "producer-ids"
-
-#: Kafka's ``offset.metadata.max.bytes``: longer commit metadata is refused
-#: (OFFSET_METADATA_TOO_LARGE) by the coordinator before it reaches the store.
-MAX_METADATA_LENGTH = 4096
 
 #: Compact when the journal is at least this big ...
 COMPACT_MIN_BYTES = 1 << 20
@@ -68,295 +98,9 @@ COMPACT_MIN_BYTES = 1 << 20
 #: every 5 s rewriting the same keys, the journal would otherwise grow without bound.
 COMPACT_RATIO = 4
 
-#: A record claiming to be longer than this is garbage, not a commit: stop replay there
-#: rather than trust a length that a torn or overwritten header produced.
-MAX_RECORD_BYTES = 64 << 20
-
-#: Producer ids are reserved durably in blocks of this many: one fsync per block, and at
-#: most one block's worth of ids skipped after a restart.
-PRODUCER_ID_BLOCK = 1000
-
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-# Journal layout: 8-byte file magic (format name + version), then records
-#   u32 body_length, u32 crc32(body), body
-# Commit body:  u8 1, u16 group_len, group, u32 count,
-#               count x (u16 topic_len, topic, i32 partition, i64 offset, i32 leader_epoch,
-#                        i64 commit_timestamp_ms, i32 metadata_len (-1 = null), metadata)
-# Delete-topic body: u8 2, u16 topic_len, topic
-# Group body:   u8 3, u16 group_len, group, str protocol_type, i32 generation,
-#               str protocol_name, str leader, u32 count,
-#               count x (str member_id, nstr group_instance_id, str client_id,
-#                        str client_host, i32 session_timeout_ms, i32 rebalance_timeout_ms,
-#                        bytes metadata, bytes assignment)
-#               where str = u32 len + UTF-8, nstr = i32 len (-1 = null) + UTF-8,
-#               bytes = u32 len + raw
-# Group tombstone body: u8 4, u16 group_len, group
-_MAGIC = b"BKOFFS02"
-#: Journals written before group records existed; read, then rewritten as _MAGIC.
-_OLD_MAGIC = b"BKOFFS01"
-_RECORD_HEADER = struct.Struct(">II")
-_COMMIT, _DELETE_TOPIC, _GROUP, _GROUP_TOMBSTONE = 1, 2, 3, 4
-_U8 = struct.Struct(">B")
-_U16 = struct.Struct(">H")
-_U32 = struct.Struct(">I")
-_I32 = struct.Struct(">i")
-_MEMBER_TIMEOUTS = struct.Struct(">ii")
-_ENTRY_FIXED = struct.Struct(">iqiqi")  # partition, offset, leader_epoch, timestamp, meta_len
-_PID_FILE = struct.Struct(">8sqI")  # magic, high-water mark, crc32 of the first 16 bytes
-_PID_MAGIC = b"BKPIDS01"
-
-OffsetEntry = tuple[str, int, int, int, str | None]
-"""``(topic, partition, offset, leader_epoch, metadata)`` as passed to :meth:`commit`."""
-
-
-@attrs.frozen
-class Committed:
-    """One committed offset as stored."""
-
-    offset: int
-    leader_epoch: int
-    metadata: str | None
-    timestamp_ms: int
-
-
-@attrs.frozen
-class StoredMember:
-    """One member of a stored group, as JoinGroup/SyncGroup left it."""
-
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    #: The member's metadata for the group's chosen protocol (what the leader saw).
-    metadata: bytes
-    #: What the leader's SyncGroup assigned to this member.
-    assignment: bytes
-
-
-@attrs.frozen
-class StoredGroup:
-    """A consumer group's membership as of its last Stable generation."""
-
-    protocol_type: str
-    generation: int
-    protocol_name: str
-    leader_id: str
-    members: tuple[StoredMember, ...]
-
-
-def _enc(text: str) -> bytes:
-    # surrogatepass: any str the wire decoder produced (even with lone surrogates) round-trips.
-    return text.encode("utf-8", "surrogatepass")
-
-
-def _dec(data: bytes) -> str:
-    return data.decode("utf-8", "surrogatepass")
-
-
-def _fsync_dir(path: str) -> None:
-    """Make a create/rename/unlink in ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _sync(fd: int) -> None:
-    # fdatasync also flushes the size change of an append, which is all a reader needs.
-    if hasattr(os, "fdatasync"):
-        os.fdatasync(fd)
-    else:  # pragma: no cover - macOS
-        os.fsync(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """``os.write`` may write less than asked (signals, full disk): loop until done."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _frame(body: bytes) -> bytes:
-    return _RECORD_HEADER.pack(len(body), zlib.crc32(body)) + body
-
-
-def _encode_commit(group: bytes, entries: Sequence[tuple[bytes, int, Committed]]) -> bytes:
-    parts = [_U8.pack(_COMMIT), _U16.pack(len(group)), group, _U32.pack(len(entries))]
-    for topic, partition, value in entries:
-        meta = None if value.metadata is None else _enc(value.metadata)
-        parts.append(_U16.pack(len(topic)))
-        parts.append(topic)
-        parts.append(
-            _ENTRY_FIXED.pack(
-                partition,
-                value.offset,
-                value.leader_epoch,
-                value.timestamp_ms,
-                -1 if meta is None else len(meta),
-            )
-        )
-        if meta is not None:
-            parts.append(meta)
-    return _frame(b"".join(parts))
-
-
-def _encode_delete_topic(topic: bytes) -> bytes:
-    return _frame(_U8.pack(_DELETE_TOPIC) + _U16.pack(len(topic)) + topic)
-
-
-def _blob(data: bytes) -> bytes:
-    return _U32.pack(len(data)) + data
-
-
-def _encode_group(group: bytes, value: StoredGroup | None) -> bytes:
-    """A group record, or the group's tombstone when ``value`` is None."""
-    if value is None:
-        return _frame(_U8.pack(_GROUP_TOMBSTONE) + _U16.pack(len(group)) + group)
-    parts = [
-        _U8.pack(_GROUP),
-        _U16.pack(len(group)),
-        group,
-        _blob(_enc(value.protocol_type)),
-        _I32.pack(value.generation),
-        _blob(_enc(value.protocol_name)),
-        _blob(_enc(value.leader_id)),
-        _U32.pack(len(value.members)),
-    ]
-    for m in value.members:
-        parts.append(_blob(_enc(m.member_id)))
-        if m.group_instance_id is None:
-            parts.append(_I32.pack(-1))
-        else:
-            instance = _enc(m.group_instance_id)
-            parts.append(_I32.pack(len(instance)) + instance)
-        parts.append(_blob(_enc(m.client_id)))
-        parts.append(_blob(_enc(m.client_host)))
-        parts.append(_MEMBER_TIMEOUTS.pack(m.session_timeout_ms, m.rebalance_timeout_ms))
-        parts.append(_blob(m.metadata))
-        parts.append(_blob(m.assignment))
-    return _frame(b"".join(parts))
-
-
-class _Reader:
-    """Bounds-checked cursor over one record body; any overrun raises ValueError."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._pos = 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self._pos + n > len(self._data):
-            raise ValueError("record body overrun")
-        chunk = self._data[self._pos : self._pos + n]
-        self._pos += n
-        return chunk
-
-    def unpack(self, fmt: struct.Struct) -> tuple[int, ...]:
-        return fmt.unpack(self.take(fmt.size))
-
-    def done(self) -> bool:
-        return self._pos == len(self._data)
-
-    def blob(self) -> bytes:
-        (length,) = self.unpack(_U32)
-        return self.take(length)
-
-    def text(self) -> str:
-        return _dec(self.blob())
-
-
-@attrs.frozen
-class _GroupUpdate:
-    """A decoded group record (``value`` None: the group's tombstone)."""
-
-    group_id: str
-    value: StoredGroup | None
-
-
-_Decoded = tuple[str, list[tuple[str, int, Committed]]] | tuple[None, str] | _GroupUpdate
-
-
-def _decode_group(reader: _Reader, tombstone: bool) -> _GroupUpdate:
-    (group_len,) = reader.unpack(_U16)
-    group = _dec(reader.take(group_len))
-    if tombstone:
-        if not reader.done():
-            raise ValueError("trailing bytes")
-        return _GroupUpdate(group, None)
-    protocol_type = reader.text()
-    (generation,) = reader.unpack(_I32)
-    protocol_name = reader.text()
-    leader = reader.text()
-    (count,) = reader.unpack(_U32)
-    members: list[StoredMember] = []
-    for _ in range(count):
-        member_id = reader.text()
-        (instance_len,) = reader.unpack(_I32)
-        instance = None if instance_len < 0 else _dec(reader.take(instance_len))
-        client_id = reader.text()
-        client_host = reader.text()
-        session_ms, rebalance_ms = reader.unpack(_MEMBER_TIMEOUTS)
-        metadata = reader.blob()
-        assignment = reader.blob()
-        members.append(
-            StoredMember(
-                member_id,
-                instance,
-                client_id,
-                client_host,
-                session_ms,
-                rebalance_ms,
-                metadata,
-                assignment,
-            )
-        )
-    if not reader.done():
-        raise ValueError("trailing bytes")
-    return _GroupUpdate(
-        group, StoredGroup(protocol_type, generation, protocol_name, leader, tuple(members))
-    )
-
-
-def _decode_body(body: bytes) -> _Decoded:
-    """Decode a record body: ``(group, entries)`` for a commit, ``(None, topic)`` for a
-    topic deletion, a :class:`_GroupUpdate` for a group record or tombstone. Raises
-    ValueError (or UnicodeDecodeError) on a malformed body."""
-    reader = _Reader(body)
-    (kind,) = reader.unpack(_U8)
-    if kind in (_GROUP, _GROUP_TOMBSTONE):
-        return _decode_group(reader, kind == _GROUP_TOMBSTONE)
-    if kind == _DELETE_TOPIC:
-        (topic_len,) = reader.unpack(_U16)
-        topic = _dec(reader.take(topic_len))
-        if not reader.done():
-            raise ValueError("trailing bytes")
-        return None, topic
-    if kind != _COMMIT:
-        raise ValueError(f"unknown record kind {kind}")
-    (group_len,) = reader.unpack(_U16)
-    group = _dec(reader.take(group_len))
-    (count,) = reader.unpack(_U32)
-    entries: list[tuple[str, int, Committed]] = []
-    for _ in range(count):
-        (topic_len,) = reader.unpack(_U16)
-        topic = _dec(reader.take(topic_len))
-        partition, offset, epoch, timestamp, meta_len = reader.unpack(_ENTRY_FIXED)
-        metadata = None if meta_len < 0 else _dec(reader.take(meta_len))
-        entries.append((topic, partition, Committed(offset, epoch, metadata, timestamp)))
-    if not reader.done():
-        raise ValueError("trailing bytes")
-    return group, entries
-
-
-def _entry_size(topic: str, value: Committed) -> int:
-    meta = 0 if value.metadata is None else len(_enc(value.metadata))
-    return _U16.size + len(_enc(topic)) + _ENTRY_FIXED.size + meta
+#: Suffix of the compaction temporary file of brokerd versions before ``fileio.py``; one
+#: left by a crash is removed on open like the current one.
+_LEGACY_TEMP_SUFFIX = ".compact-tmp"
 
 
 class OffsetStore:
@@ -427,11 +171,12 @@ class OffsetStore:
         try:
             # A temp file left by a compaction that crashed before its rename: the journal
             # it would have replaced is still complete, so the temp file is just dropped.
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(cls._temp_path(path))
-            flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+            for suffix in (TEMP_SUFFIX, _LEGACY_TEMP_SUFFIX):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path + suffix)
+            flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
             try:
-                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
                 created = True
             except FileExistsError:
                 fd = os.open(path, flags)
@@ -447,10 +192,10 @@ class OffsetStore:
         )
         try:
             if created:
-                _write_all(fd, _MAGIC)
+                write_all(fd, MAGIC)
                 os.fsync(fd)
-                _fsync_dir(directory)
-                store._size = len(_MAGIC)
+                fsync_dir(directory)
+                store._size = len(MAGIC)
             else:
                 store._replay()
             store._compact_at = store._next_compact_at(store._live_bytes())
@@ -466,44 +211,29 @@ class OffsetStore:
             raise
         return store
 
-    @staticmethod
-    def _temp_path(path: str) -> str:
-        return path + ".compact-tmp"
-
     def _replay(self) -> None:
         chunks: list[bytes] = []
         os.lseek(self._fd, 0, os.SEEK_SET)
         while chunk := os.read(self._fd, 1 << 20):
             chunks.append(chunk)
         data = b"".join(chunks)
-        if len(data) < len(_MAGIC):
-            if not (_MAGIC.startswith(data) or _OLD_MAGIC.startswith(data)):
+        if len(data) < len(MAGIC):
+            if not (MAGIC.startswith(data) or OLD_MAGIC.startswith(data)):
                 raise StorageError(f"{self.path} is not a brokerd offsets journal")
             # Torn while being created: nothing was ever committed to it.
             os.ftruncate(self._fd, 0)
-            _write_all(self._fd, _MAGIC)
+            write_all(self._fd, MAGIC)
             os.fsync(self._fd)
             self.truncated_bytes = len(data)
-            self._size = len(_MAGIC)
+            self._size = len(MAGIC)
             return
-        magic = data[: len(_MAGIC)]
-        if magic not in (_MAGIC, _OLD_MAGIC):
+        magic = data[: len(MAGIC)]
+        if magic not in (MAGIC, OLD_MAGIC):
             raise StorageError(f"{self.path} is not a brokerd offsets journal")
-        self._old_format = magic == _OLD_MAGIC
-        pos = len(_MAGIC)
-        while pos + _RECORD_HEADER.size <= len(data):
-            length, crc = _RECORD_HEADER.unpack_from(data, pos)
-            end = pos + _RECORD_HEADER.size + length
-            if length > MAX_RECORD_BYTES or end > len(data):
-                break
-            body = data[pos + _RECORD_HEADER.size : end]
-            if zlib.crc32(body) != crc:
-                break
-            try:
-                decoded = _decode_body(body)
-            except (ValueError, struct.error):
-                break
-            self._apply(decoded, _RECORD_HEADER.size + length)
+        self._old_format = magic == OLD_MAGIC
+        pos = len(MAGIC)
+        for decoded, end in iter_records(data, pos):
+            self._apply(decoded, end - pos)
             pos = end
         if pos != len(data):
             # Everything after the last whole, valid record is a write that never
@@ -514,12 +244,12 @@ class OffsetStore:
             os.fsync(self._fd)
         self._size = pos
 
-    def _apply(self, decoded: _Decoded, size: int = 0) -> None:
+    def _apply(self, decoded: Decoded, size: int = 0) -> None:
         """Apply one decoded record to the map (caller holds the map lock or is open()).
 
         :param size: the record's framed size (group records only).
         """
-        if isinstance(decoded, _GroupUpdate):
+        if isinstance(decoded, GroupUpdate):
             if decoded.value is None:
                 self._members.pop(decoded.group_id, None)
                 self._member_bytes.pop(decoded.group_id, None)
@@ -609,9 +339,9 @@ class OffsetStore:
         """
         now_ms = int(self._clock() * 1000)
         encoded: list[bytes] = []
-        updates: list[tuple[_Decoded, int]] = []
+        updates: list[tuple[Decoded, int]] = []
         for group_id, entries in commits:
-            group = _enc(group_id)
+            group = encode_text(group_id)
             if len(group) > MAX_GROUP_ID_LENGTH:
                 raise ValueError(f"group id longer than {MAX_GROUP_ID_LENGTH} bytes")
             if not entries:
@@ -619,20 +349,20 @@ class OffsetStore:
             rows: list[tuple[bytes, int, Committed]] = []
             values: list[tuple[str, int, Committed]] = []
             for topic, partition, offset, leader_epoch, metadata in entries:
-                self._check_entry(topic, partition, offset, leader_epoch, metadata)
+                check_entry(topic, partition, offset, leader_epoch, metadata)
                 value = Committed(offset, leader_epoch, metadata, now_ms)
-                rows.append((_enc(topic), partition, value))
+                rows.append((encode_text(topic), partition, value))
                 values.append((topic, partition, value))
-            encoded.append(_encode_commit(group, rows))
+            encoded.append(encode_commit(group, rows))
             updates.append(((group_id, values), 0))
-        group_records: list[tuple[bytes, _GroupUpdate]] = []
+        group_records: list[tuple[bytes, GroupUpdate]] = []
         for group_id, meta in groups:
-            raw = _enc(group_id)
+            raw = encode_text(group_id)
             if len(raw) > MAX_GROUP_ID_LENGTH:
                 raise ValueError(f"group id longer than {MAX_GROUP_ID_LENGTH} bytes")
             if meta is not None:
-                self._check_group(meta)
-            group_records.append((_encode_group(raw, meta), _GroupUpdate(group_id, meta)))
+                check_group(meta)
+            group_records.append((encode_group(raw, meta), GroupUpdate(group_id, meta)))
         with self._write_lock:
             # Decided under the write lock: only writers change which groups are stored.
             with self._lock:
@@ -660,7 +390,7 @@ class OffsetStore:
 
         :raises StorageError: as for :meth:`commit`.
         """
-        raw = _enc(topic)
+        raw = encode_text(topic)
         if len(raw) > MAX_TOPIC_LENGTH:
             raise ValueError(f"topic longer than {MAX_TOPIC_LENGTH} bytes")
         with self._write_lock:
@@ -668,7 +398,7 @@ class OffsetStore:
                 present = any(k[0] == topic for offsets in self._groups.values() for k in offsets)
             if not present:
                 return
-            self._append(_encode_delete_topic(raw))
+            self._append(encode_delete_topic(raw))
             with self._lock:
                 self._apply((None, topic))
 
@@ -680,63 +410,29 @@ class OffsetStore:
             self._closed = True
             os.close(self._fd)
 
-    @staticmethod
-    def _check_group(value: StoredGroup) -> None:
-        if not _INT32_MIN <= value.generation <= _INT32_MAX:
-            raise ValueError(f"generation {value.generation} out of range")
-        for m in value.members:
-            for timeout in (m.session_timeout_ms, m.rebalance_timeout_ms):
-                if not _INT32_MIN <= timeout <= _INT32_MAX:
-                    raise ValueError(f"timeout {timeout} out of range")
-        # Lengths are u32 on disk; anything a Kafka request can carry fits, and
-        # MAX_RECORD_BYTES bounds the record as a whole.
-        if len(_encode_group(b"", value)) > MAX_RECORD_BYTES:
-            raise ValueError("group metadata too large")
-
-    @staticmethod
-    def _check_entry(
-        topic: str, partition: int, offset: int, leader_epoch: int, metadata: str | None
-    ) -> None:
-        if not topic or len(_enc(topic)) > MAX_TOPIC_LENGTH:
-            raise ValueError(f"topic must be 1-{MAX_TOPIC_LENGTH} bytes")
-        if not 0 <= partition <= _INT32_MAX:
-            raise ValueError(f"partition {partition} out of range")
-        if not _INT64_MIN <= offset <= _INT64_MAX:
-            raise ValueError(f"offset {offset} out of range")
-        if not _INT32_MIN <= leader_epoch <= _INT32_MAX:
-            raise ValueError(f"leader epoch {leader_epoch} out of range")
-        if metadata is not None and len(_enc(metadata)) > MAX_METADATA_LENGTH:
-            raise ValueError(f"metadata longer than {MAX_METADATA_LENGTH} bytes")
-
     def _append(self, data: bytes) -> None:
         """Write and sync ``data`` at the end of the journal (caller holds the write lock)."""
         if self._closed:
-            raise StorageError("offsets store is closed")
+            raise StorageError(f"offsets store {self.path} is closed")
         if self._failed is not None:
-            raise StorageError(f"offsets store failed earlier: {self._failed}")
+            raise StorageError(f"offsets store {self.path} failed earlier: {self._failed}")
         try:
-            _write_all(self._fd, data)
-            _sync(self._fd)
+            write_all(self._fd, data)
+            datasync(self._fd)
         except OSError as exc:
             self._failed = exc
             # Best effort: cut a partial record off so that nothing follows garbage. Replay
             # would drop it anyway, and no further append is allowed after this.
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, self._size)
-            raise StorageError(f"offsets journal write failed: {exc}") from exc
+            raise StorageError(f"write to offsets journal {self.path} failed: {exc}") from exc
         self._size += len(data)
 
     # -- compaction ---------------------------------------------------------------------
 
     def _live_bytes(self) -> int:
         with self._lock:
-            total = len(_MAGIC)
-            for group, offsets in self._groups.items():
-                total += _RECORD_HEADER.size + _U8.size + _U16.size + len(_enc(group))
-                total += _U32.size
-                total += sum(_entry_size(t, v) for (t, _), v in offsets.items())
-            total += sum(self._member_bytes.values())
-        return total
+            return live_size(self._groups, self._member_bytes)
 
     def _next_compact_at(self, live_bytes: int) -> int:
         return max(self._compact_min_bytes, self._compact_ratio * live_bytes)
@@ -757,37 +453,22 @@ class OffsetStore:
         with self._lock:
             snapshot = {g: dict(offsets) for g, offsets in self._groups.items()}
             members = dict(self._members)
-        records = [
-            _encode_commit(_enc(group), [(_enc(t), p, v) for (t, p), v in sorted(offsets.items())])
-            for group, offsets in sorted(snapshot.items())
-        ]
-        records += [_encode_group(_enc(g), value) for g, value in sorted(members.items())]
-        data = _MAGIC + b"".join(records)
-        temp = self._temp_path(self.path)
-        directory = os.path.dirname(self.path)
+        data = encode_journal(snapshot, members)
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            temp = write_temp(self.path, data)
+        except OSError as exc:
+            self._compaction_failed(exc, force=force)
+            return
+        try:
             # Opened before the rename, so the handle follows the new file's inode.
-            new_fd = os.open(temp, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            new_fd = os.open(temp, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
-            self.last_compaction_error = exc
-            # Do not retry on every commit: wait until the file grows by the ratio again.
-            self._compact_at = self._size * self._compact_ratio
-            if force and self._old_format:
-                # Appending new record kinds behind the old header would let an older
-                # brokerd truncate them (and every commit after them) as a torn tail.
-                self._failed = exc
+            self._compaction_failed(exc, force=force)
             return
         try:
-            os.replace(temp, self.path)
-            _fsync_dir(directory)
+            replace_durably(temp, self.path)
         except OSError as exc:
             os.close(new_fd)
             # After a failed rename or directory fsync we cannot tell which file a crash
@@ -803,82 +484,12 @@ class OffsetStore:
         self.last_compaction_error = None
         self._old_format = False
 
-
-class ProducerIdAllocator:
-    """Durable counter for Kafka producer ids (InitProducerId): never reuses an id.
-
-    The file holds a high-water mark: every id below it may have been handed out. On
-    start-up allocation resumes at the mark, so up to one block of ids is skipped after a
-    restart, never repeated. :meth:`next_id` blocks on a rename + fsync once per
-    :data:`PRODUCER_ID_BLOCK` ids; run it in a worker thread. Thread-safe.
-    """
-
-    def __init__(self, path: str, *, block_size: int = PRODUCER_ID_BLOCK) -> None:
-        """
-        :param path: the counter file, or the data directory (then
-            :data:`PRODUCER_IDS_FILE_NAME` inside it is used).
-        :raises StorageError: the file exists but is damaged (refusing is safer than
-            restarting at 0 and reusing ids).
-        """
-        if os.path.isdir(path):
-            path = os.path.join(path, PRODUCER_IDS_FILE_NAME)
-        if block_size < 1:
-            raise ValueError("block_size must be positive")
-        self.path = os.path.abspath(path)
-        self._block = block_size
-        self._lock = threading.Lock()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path + ".tmp")
-        self._limit = self._load()
-        self._next = self._limit
-
-    def _load(self) -> int:
-        try:
-            with open(self.path, "rb") as f:
-                raw = f.read(_PID_FILE.size + 1)
-        except FileNotFoundError:
-            return 0
-        except OSError as exc:
-            raise StorageError(f"cannot read {self.path}: {exc}") from exc
-        if len(raw) != _PID_FILE.size:
-            raise StorageError(f"{self.path} is damaged (size {len(raw)})")
-        magic, mark, crc = _PID_FILE.unpack(raw)
-        if magic != _PID_MAGIC or crc != zlib.crc32(raw[:16]) or mark < 0:
-            raise StorageError(f"{self.path} is damaged")
-        return int(mark)
-
-    def _persist(self, mark: int) -> None:
-        head = struct.pack(">8sq", _PID_MAGIC, mark)
-        data = head + struct.pack(">I", zlib.crc32(head))
-        temp = self.path + ".tmp"
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, self.path)
-            _fsync_dir(os.path.dirname(self.path))
-        except OSError as exc:
-            raise StorageError(f"cannot persist producer id mark: {exc}") from exc
-
-    def next_id(self) -> int:
-        """A producer id never returned before, in this run or an earlier one.
-
-        :raises StorageError: the new high-water mark could not be made durable (no id is
-            handed out beyond a durable mark), or the int64 id space is exhausted.
-        """
-        with self._lock:
-            if self._next >= self._limit:
-                mark = self._next + self._block
-                if mark > _INT64_MAX:
-                    raise StorageError("producer id space exhausted")
-                self._persist(mark)
-                self._limit = mark
-            pid = self._next
-            self._next += 1
-            return pid
-
-    def close(self) -> None:
-        """Nothing to release: every handed-out id is already covered by a durable mark."""
+    def _compaction_failed(self, exc: OSError, *, force: bool) -> None:
+        """A compaction failed before its rename: the old journal is intact and in use."""
+        self.last_compaction_error = exc
+        # Do not retry on every commit: wait until the file grows by the ratio again.
+        self._compact_at = self._size * self._compact_ratio
+        if force and self._old_format:
+            # Appending new record kinds behind the old header would let an older
+            # brokerd truncate them (and every commit after them) as a torn tail.
+            self._failed = exc

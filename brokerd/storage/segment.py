@@ -16,7 +16,6 @@ offsets, or decode records. No Twisted.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
 import struct
@@ -35,11 +34,10 @@ from brokerd.storage.batch import (
     read_header,
     scan_batches,
 )
-from brokerd.storage.index import FILE_MODE, OffsetIndex, TimeIndex
+from brokerd.storage.fileio import FILE_MODE, datasync, fsync_dir, pwrite_all
+from brokerd.storage.index import OffsetIndex, TimeIndex
 
 __all__ = [
-    "DIR_MODE",
-    "FILE_MODE",
     "INDEX_SUFFIX",
     "LOG_SUFFIX",
     "SEGMENT_FILE_RE",
@@ -47,6 +45,7 @@ __all__ = [
     "BatchInfo",
     "Recovered",
     "Segment",
+    # Re-exported for brokerd.storage.producer_state, which imports it from here.
     "fsync_dir",
     "segment_file_name",
 ]
@@ -56,7 +55,6 @@ INDEX_SUFFIX = ".index"
 TIMEINDEX_SUFFIX = ".timeindex"
 #: A segment's files: the base offset in 20 digits, then one of the suffixes above.
 SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex)\Z")
-DIR_MODE = 0o700
 #: Bytes read at a time when walking batch headers: about two index intervals, so a lookup
 #: usually costs one pread.
 SCAN_CHUNK = 8 * 1024
@@ -73,25 +71,6 @@ BatchInfo = tuple[int, int, int, int]
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
-
-
-def fsync_dir(path: str) -> None:
-    """fsync a directory so that a file created or removed in it survives a power cut."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _pwrite_all(fd: int, data: _Buffer, pos: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, pos)
-        if written <= 0:
-            raise OSError(errno.EIO, "write made no progress")
-        view = view[written:]
-        pos += written
 
 
 class Recovered:
@@ -315,7 +294,7 @@ class Segment:
         """
         start = self.size
         try:
-            _pwrite_all(self._fd, data, start)
+            pwrite_all(self._fd, data, start)
         except OSError as exc:
             try:
                 os.ftruncate(self._fd, start)
@@ -336,7 +315,7 @@ class Segment:
 
     def sync(self) -> None:
         """fdatasync the log file. OSError propagates: the caller decides it is fatal."""
-        os.fdatasync(self._fd)
+        datasync(self._fd)
 
     def seal(self) -> None:
         """Persist and fsync both indexes (the segment will take no more appends)."""

@@ -1,0 +1,388 @@
+# -*- test-case-name: tests.test_connection -*-
+"""The connection machinery both listeners share: :class:`RequestConnection`.
+
+What this module does: everything about one client connection that does not depend on
+the protocol spoken over it.
+
+* The pump: requests are taken one at a time by a loop guarded against re-entrancy (a
+  core or handler may answer synchronously, from inside the loop), and answers are
+  delivered strictly in request order whatever order they complete in.
+* Write-side flow control: the connection registers as a streaming producer on its
+  transport; while the transport says its send buffer is full, no request is taken and
+  the transport stops reading, so a client that does not read cannot make us buffer
+  answers without end.
+* Read pausing while requests are in flight, with a protocol-chosen allowance for
+  reading ahead (to notice a client closing during a long wait).
+* An idle deadline (no traffic either way; waiting on the core is not idleness) and a
+  frame deadline (a frame must be complete this long after its first byte, while we
+  read), both on an injected clock.
+* Closing (graceful or abort), the connection-limit release, TCP_NODELAY, and one place
+  that sees a connection's first bytes (:meth:`RequestConnection.firstDataReceived`).
+
+What it does not do: parse or build bytes, decide what a request means, or how many may
+run at once. A protocol subclasses :class:`RequestConnection` and supplies its decoder
+(:meth:`~RequestConnection.requestDataReceived`, :meth:`~RequestConnection.nextRequest`,
+:meth:`~RequestConnection.framePending`) and its dispatch
+(:meth:`~RequestConnection.handleRequest`, :meth:`~RequestConnection.deliverAnswer`).
+It never uses the global reactor.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Generic, TypeVar, cast
+
+import attrs
+from twisted.internet import defer
+from twisted.internet.interfaces import IPushProducer, IReactorTime
+from twisted.internet.protocol import Protocol, connectionDone
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from brokerd.connlimit import ConnectionLimit
+from brokerd.transport_types import DelayedCall, TimerClock, Transport, disable_nagle
+
+__all__ = ["ConnectionState", "InFlight", "RequestConnection"]
+
+RequestT = TypeVar("RequestT")
+AnswerT = TypeVar("AnswerT")
+
+
+@attrs.frozen(eq=False)
+class InFlight(Generic[RequestT, AnswerT]):
+    """A request handed to its handler and not yet answered.
+
+    Compared by identity: two equal requests in flight are two slots.
+    """
+
+    request: RequestT
+    deferred: defer.Deferred[AnswerT]
+
+
+@attrs.define
+class ConnectionState:
+    """Facts about one connection, set when it is made.
+
+    Per-connection security state (a TLS peer identity, a SASL principal) belongs in a
+    subclass of this, built by :meth:`RequestConnection.makeState`.
+    """
+
+    #: The peer's address without port (``""`` when the transport has none, e.g. UNIX).
+    peer_host: str = ""
+
+
+@implementer(IPushProducer)
+class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
+    """One client connection of a request/response protocol.
+
+    Subclasses implement the hooks below; they never touch the transport's producer
+    state, the timers or the connection limit themselves. Answers go out through
+    :meth:`write`, closing through :meth:`close`.
+
+    Class attribute :attr:`protocolName` prefixes log lines.
+    """
+
+    _log = Logger()
+    protocolName = "connection"
+
+    def __init__(
+        self,
+        *,
+        clock: IReactorTime,
+        idle_timeout: float | None,
+        frame_timeout: float | None,
+        connection_limit: ConnectionLimit | None = None,
+    ) -> None:
+        self._clock = cast(TimerClock, clock)
+        self._idle_timeout = idle_timeout
+        self._frame_timeout = frame_timeout
+        self._connection_limit = connection_limit
+        self.state = ConnectionState()
+        # Requests handed out and not yet answered, oldest first; answers that arrived
+        # early wait in _answers until every older request is answered.
+        self._in_flight: deque[InFlight[RequestT, AnswerT]] = deque()
+        self._answers: dict[InFlight[RequestT, AnswerT], AnswerT] = {}
+        self._connected = False
+        self._closing = False  # close() was called: take nothing more
+        self._write_blocked = False  # the transport asked us to stop producing
+        self._reading = True  # whether we last told the transport to read
+        self._pumping = False  # re-entrancy guard for _pump
+        self._seen_data = False
+        self._idle_call: DelayedCall | None = None
+        self._frame_call: DelayedCall | None = None
+
+    # ----------------------------------------------------------------- hooks
+
+    def makeState(self, peer_host: str) -> ConnectionState:
+        """Build the per-connection state object (override to extend it)."""
+        return ConnectionState(peer_host)
+
+    def firstDataReceived(self, data: bytes) -> bytes:
+        """See the connection's first bytes before the decoder does; return what the
+        decoder gets. The place for a protocol sniff (say, a TLS handshake sent to a
+        plain listener). The default passes everything on."""
+        return data
+
+    def requestDataReceived(self, data: bytes) -> None:
+        """Feed received bytes to the decoder. Decode lazily or eagerly, but a fault that
+        loses the frame boundary must :meth:`close` the connection."""
+        raise NotImplementedError
+
+    def nextRequest(self) -> RequestT | None:
+        """The next request to hand out now, or None when there is none or the protocol
+        must wait (it sees :attr:`inFlight`). Refusals that need no handler are answered
+        here, with :meth:`write`; re-check :attr:`blocked` after writing."""
+        raise NotImplementedError
+
+    def handleRequest(self, request: RequestT) -> defer.Deferred[AnswerT]:
+        """Start serving ``request``. A failed Deferred is a bug (:meth:`requestFailed`);
+        expected errors must already be answers."""
+        raise NotImplementedError
+
+    def deliverAnswer(self, request: RequestT, answer: AnswerT) -> bool:
+        """Send ``request``'s answer (called in request order, also after the connection
+        is lost: then write nothing). Return False to stop delivering (the connection
+        was closed on purpose)."""
+        raise NotImplementedError
+
+    def framePending(self) -> bool:
+        """Whether part of a frame has arrived whose rest the client still owes us."""
+        raise NotImplementedError
+
+    def readAhead(self) -> bool:
+        """Whether to keep reading while requests are in flight. Bytes read then stay
+        undecoded; reading on lets a client's close be noticed during a long wait."""
+        return False
+
+    def requestsAbandoned(self) -> None:
+        """The connection is lost: by default, cancel whatever is in flight (its late
+        answer is dropped) and take nothing more."""
+        self._closing = True
+        abandoned = list(self._in_flight)
+        self._in_flight.clear()
+        self._answers.clear()
+        for slot in abandoned:
+            slot.deferred.cancel()
+
+    def inputDiscarded(self) -> None:
+        """:meth:`close` was called: drop decoded requests not yet handed out."""
+
+    def requestFailed(self, failure: Failure, request: RequestT) -> None:
+        """Log a request whose handler failed; the connection is then aborted."""
+        self._log.failure(
+            "{name}: request failed; closing the connection",
+            failure=failure,
+            name=self.protocolName,
+        )
+
+    # ----------------------------------------------------------------- state for hooks
+
+    @property
+    def isConnected(self) -> bool:
+        """Between connectionMade and connectionLost."""
+        return self._connected
+
+    @property
+    def closing(self) -> bool:
+        """:meth:`close` was called (or the connection is lost): take nothing more."""
+        return self._closing
+
+    @property
+    def blocked(self) -> bool:
+        """The client is not reading our answers: take no requests."""
+        return self._write_blocked
+
+    @property
+    def inFlight(self) -> tuple[RequestT, ...]:
+        """Requests handed out and not yet delivered, oldest first."""
+        return tuple(slot.request for slot in self._in_flight)
+
+    # ----------------------------------------------------------------- Twisted overrides
+
+    def connectionMade(self) -> None:
+        self._connected = True
+        disable_nagle(self.transport)
+        self.state = self.makeState(str(getattr(self._t.getPeer(), "host", "")))
+        # The transport tells us when its send buffer is full; we then stop taking
+        # requests, so a client that does not read cannot make us buffer without end.
+        self._t.registerProducer(self, True)
+        if self._idle_timeout is not None:
+            self._idle_call = self._clock.callLater(self._idle_timeout, self._idle_expired)
+
+    def dataReceived(self, data: bytes) -> None:
+        if self._closing or not self._connected:
+            return
+        self._touch()
+        if not self._seen_data:
+            self._seen_data = True
+            data = self.firstDataReceived(data)
+        self.requestDataReceived(data)
+        self._pump()
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
+        if self._connected and self._connection_limit is not None:
+            self._connection_limit.release()
+        self._connected = False
+        self._write_blocked = False
+        for call in (self._idle_call, self._frame_call):
+            if call is not None and call.active():
+                call.cancel()
+        self._idle_call = self._frame_call = None
+        self.requestsAbandoned()
+
+    # ----------------------------------------------------------------- IPushProducer
+
+    def pauseProducing(self) -> None:
+        self._write_blocked = True
+        self._update_reading()
+        self._update_frame_timer()
+
+    def resumeProducing(self) -> None:
+        self._write_blocked = False
+        self._pump()
+
+    def stopProducing(self) -> None:
+        pass  # the transport is going away; connectionLost does the cleanup
+
+    # ----------------------------------------------------------------- output
+
+    def write(self, data: bytes) -> None:
+        """The one place that writes to the transport (always in the reactor thread)."""
+        if not self._connected:
+            return
+        self._touch()
+        self._t.write(data)
+
+    def close(self, *, abort: bool = False) -> None:
+        """Take nothing more and close: gracefully (written data is sent first), or at
+        once with ``abort`` (for a client we no longer trust to read)."""
+        if self._closing:
+            return
+        self._closing = True
+        self.inputDiscarded()
+        if not self._connected:
+            return
+        if abort:
+            self._t.abortConnection()
+        else:
+            self._t.loseConnection()
+
+    # ----------------------------------------------------------------- the pump
+
+    @property
+    def _t(self) -> Transport:
+        return cast(Transport, self.transport)
+
+    def _pump(self) -> None:
+        """Hand out requests while we may, then adjust reading and the frame deadline."""
+        if self._pumping:
+            return  # the loop further up this stack carries on
+        self._pumping = True
+        try:
+            while not self._closing and not self._write_blocked:
+                request = self.nextRequest()
+                if request is None:
+                    break
+                self._start(request)
+        finally:
+            self._pumping = False
+        self._update_reading()
+        self._update_frame_timer()
+
+    def _start(self, request: RequestT) -> None:
+        d = self.handleRequest(request)
+        slot = InFlight(request, d)
+        # Queued before adding callbacks: a handler that answers synchronously runs them now.
+        self._in_flight.append(slot)
+        d.addCallbacks(
+            self._answered, self._failed, callbackArgs=(slot,), errbackArgs=(slot,)
+        ).addErrback(self._bug)
+
+    def _answered(self, answer: AnswerT, slot: InFlight[RequestT, AnswerT]) -> None:
+        if slot not in self._in_flight:
+            return  # abandoned or dropped meanwhile: nobody waits for this answer
+        self._answers[slot] = answer
+        # Answer in request order: a later request that finished first waits its turn.
+        while self._in_flight and self._in_flight[0] in self._answers:
+            done = self._in_flight.popleft()
+            if not self.deliverAnswer(done.request, self._answers.pop(done)):
+                return
+        self._pump()
+
+    def _failed(self, failure: Failure, slot: InFlight[RequestT, AnswerT]) -> None:
+        if slot not in self._in_flight:
+            return
+        self._drop_in_flight()
+        self.requestFailed(failure, slot.request)
+        self.close(abort=True)
+
+    def _bug(self, failure: Failure) -> None:
+        # A failure here is a bug in the protocol layer or its codec (say, an answer that
+        # does not encode); the connection's state cannot be trusted after it.
+        self._log.failure("{name} protocol internal error", failure=failure,
+                          name=self.protocolName)
+        self._drop_in_flight()
+        self.close(abort=True)
+
+    def _drop_in_flight(self) -> None:
+        self._in_flight.clear()
+        self._answers.clear()
+
+    def _update_reading(self) -> None:
+        if self._closing or not self._connected:
+            return  # a closing transport must not be resumed (and need not be paused)
+        want = not self._write_blocked and (not self._in_flight or self.readAhead())
+        if want != self._reading:
+            self._reading = want
+            if want:
+                self._t.resumeProducing()
+            else:
+                self._t.pauseProducing()
+
+    # ----------------------------------------------------------------- timers
+
+    def _touch(self) -> None:
+        if self._idle_call is not None and self._idle_call.active():
+            assert self._idle_timeout is not None
+            self._idle_call.reset(self._idle_timeout)
+
+    def _idle_expired(self) -> None:
+        self._idle_call = None
+        assert self._idle_timeout is not None
+        if self._in_flight:
+            # Waiting on the core (a long poll, a held JoinGroup) is not idleness.
+            self._idle_call = self._clock.callLater(self._idle_timeout, self._idle_expired)
+            return
+        self._log.info("{name}: closing idle connection from {peer}",
+                       name=self.protocolName, peer=self.state.peer_host)
+        # A client that stopped reading would keep a graceful close waiting forever.
+        self.close(abort=self._write_blocked)
+
+    def _waiting_for_frame(self) -> bool:
+        return (
+            self._connected and not self._closing and self._reading and self.framePending()
+        )
+
+    def _update_frame_timer(self) -> None:
+        """Run the frame deadline only while we read and a frame is incomplete: bytes
+        we are not reading are not the client's delay."""
+        if self._frame_timeout is None:
+            return
+        call = self._frame_call
+        if self._waiting_for_frame():
+            if call is None or not call.active():
+                self._frame_call = self._clock.callLater(self._frame_timeout, self._frame_expired)
+        elif call is not None:
+            if call.active():
+                call.cancel()
+            self._frame_call = None
+
+    def _frame_expired(self) -> None:
+        self._frame_call = None
+        if not self._waiting_for_frame():
+            return
+        self._log.info("{name}: closing connection from {peer}: frame not completed in {s}s",
+                       name=self.protocolName, peer=self.state.peer_host,
+                       s=self._frame_timeout)
+        self.close(abort=True)

@@ -1,0 +1,238 @@
+# -*- test-case-name: tests.test_kafka_protocol -*-
+"""Kafka cluster and topic administration: ApiVersions, Metadata, CreateTopics,
+DeleteTopics and InitProducerId.
+
+Each handler turns a decoded request body (:mod:`brokerd.kafka.apis`) into a response
+message, calling the broker core for topics and producer ids. brokerd is a single node:
+every partition's leader, replica and in-sync replica is this node, and CreateTopics
+accepts replication factor 1 (or -1) only.
+
+It does not parse or build bytes and does not dispatch: :class:`~brokerd.kafka.handlers.
+KafkaHandlers` routes requests here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from twisted.logger import Logger
+
+from brokerd.errors import InvalidTopic
+from brokerd.kafka import apis
+from brokerd.kafka.apis import Request
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.handler_base import (
+    LEADER_EPOCH,
+    BrokerIdentity,
+    Connection,
+    message,
+    unexpected_code,
+)
+from brokerd.names import validate_topic_name
+from brokerd.storage.types import TopicInfo
+
+if TYPE_CHECKING:
+    from brokerd.kafka.handlers import KafkaCore
+
+#: Partitions of a topic created by CreateTopics with num_partitions -1, unless the
+#: factory is given another (Kafka's ``num.partitions`` default).
+DEFAULT_PARTITIONS = 1
+
+
+class AdminHandlers:
+    """Answers the cluster and topic administration APIs.
+
+    :param core: the broker core (:class:`~brokerd.kafka.handlers.KafkaCore`).
+    :param identity: node id, advertised host/port and cluster id (read live).
+    :param default_partitions: partitions for CreateTopics with num_partitions -1.
+    """
+
+    _log = Logger()
+
+    def __init__(
+        self,
+        core: KafkaCore,
+        identity: BrokerIdentity,
+        *,
+        default_partitions: int = DEFAULT_PARTITIONS,
+    ) -> None:
+        self._core = core
+        self._id = identity
+        self._default_partitions = default_partitions
+
+    def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
+        return unexpected_code(self._log, what, exc)
+
+    async def api_versions(self, conn: Connection, req: Request) -> Any:
+        return apis.api_versions_response(req.api_version)
+
+    def _topic_metadata(self, info: TopicInfo) -> apis.MetadataTopic:
+        node = self._id.node_id
+        return apis.MetadataTopic(
+            error_code=0,
+            name=info.name,
+            is_internal=False,
+            partitions=tuple(
+                apis.MetadataPartition(
+                    error_code=0,
+                    partition_index=i,
+                    leader_id=node,
+                    leader_epoch=LEADER_EPOCH,
+                    replica_nodes=(node,),
+                    isr_nodes=(node,),
+                    offline_replicas=(),
+                )
+                for i in range(info.partitions)
+            ),
+        )
+
+    async def metadata(self, conn: Connection, req: Request) -> Any:
+        body: apis.MetadataRequest = req.body
+        known = self._core.topics()
+        entries: list[apis.MetadataTopic] = []
+        # v0: an empty list means every topic; v1+: null means every topic and an empty
+        # list means none (librdkafka asks for brokers only that way).
+        if body.topics is None or (req.api_version == 0 and not body.topics):
+            entries = [self._topic_metadata(known[name]) for name in sorted(known)]
+        else:
+            # v0-3 have no flag: Kafka auto-creates for them whenever it may.
+            allow = body.allow_auto_topic_creation if req.api_version >= 4 else True
+            seen: set[str] = set()
+            for wanted in body.topics:
+                name = wanted.name
+                if name in seen:
+                    continue
+                seen.add(name)
+                entries.append(await self._one_topic_metadata(name, known, allow))
+        ident = self._id
+        return apis.MetadataResponse(
+            brokers=(
+                apis.MetadataBroker(
+                    node_id=ident.node_id, host=ident.advertised_host,
+                    port=ident.advertised_port, rack=None,
+                ),
+            ),
+            cluster_id=ident.cluster_id,
+            controller_id=ident.node_id,
+            topics=tuple(entries),
+        )
+
+    async def _one_topic_metadata(
+        self, name: str, known: Mapping[str, TopicInfo], allow_create: bool
+    ) -> apis.MetadataTopic:
+        info = known.get(name)
+        if info is not None:
+            return self._topic_metadata(info)
+        try:
+            validate_topic_name(name)
+        except InvalidTopic:
+            return apis.MetadataTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
+        if not (allow_create and self._core.auto_create_topics):
+            return apis.MetadataTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
+        try:
+            info = await self._core.ensure_topic(name)
+        except Exception as e:
+            return apis.MetadataTopic(
+                error_code=self._unexpected("auto-create", e), name=name
+            )
+        return self._topic_metadata(info)
+
+
+    async def create_topics(self, conn: Connection, req: Request) -> Any:
+        body: apis.CreateTopicsRequest = req.body
+        counts: dict[str, int] = {}
+        for t in body.topics:
+            counts[t.name] = counts.get(t.name, 0) + 1
+        results = []
+        for t in body.topics:
+            if counts[t.name] > 1:
+                code, text = ErrorCode.INVALID_REQUEST, "topic named more than once"
+            else:
+                code, text = await self._create_one(t, body.validate_only)
+            results.append(
+                apis.CreatableTopicResult(
+                    name=t.name, error_code=code, error_message=text if code else None
+                )
+            )
+        return apis.CreateTopicsResponse(topics=tuple(results))
+
+    async def _create_one(
+        self, t: apis.CreatableTopic, validate_only: bool
+    ) -> tuple[ErrorCode, str]:
+        try:
+            validate_topic_name(t.name)
+        except InvalidTopic as e:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)
+        if t.configs:
+            names = ", ".join(sorted(c.name for c in t.configs))
+            return ErrorCode.INVALID_CONFIG, f"topic configs are not supported ({names})"
+        node = self._id.node_id
+        if t.assignments:
+            if t.num_partitions != -1 or t.replication_factor != -1:
+                return ErrorCode.INVALID_REQUEST, (
+                    "set either assignments or num_partitions/replication_factor"
+                )
+            indexes = sorted(a.partition_index for a in t.assignments)
+            if indexes != list(range(len(indexes))) or any(
+                tuple(a.broker_ids) != (node,) for a in t.assignments
+            ):
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+                    f"partitions must be 0..n-1, each on broker {node} alone"
+                )
+            partitions = len(indexes)
+        else:
+            if t.replication_factor not in (-1, 1):
+                return ErrorCode.INVALID_REPLICATION_FACTOR, (
+                    f"brokerd is a single node: replication factor must be 1, "
+                    f"not {t.replication_factor}"
+                )
+            partitions = (
+                self._default_partitions if t.num_partitions == -1 else t.num_partitions
+            )
+            if partitions <= 0:
+                return ErrorCode.INVALID_PARTITIONS, (
+                    f"number of partitions must be positive, not {t.num_partitions}"
+                )
+        if validate_only:
+            if t.name in self._core.topics():
+                return ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists"
+            return ErrorCode.NONE, ""
+        try:
+            await self._core.create_topic(t.name, partitions)
+        except Exception as e:
+            return self._unexpected("create topic", e), message(e)
+        return ErrorCode.NONE, ""
+
+    async def delete_topics(self, conn: Connection, req: Request) -> Any:
+        body: apis.DeleteTopicsRequest = req.body
+        results = []
+        for name in body.topic_names:
+            code: int = ErrorCode.NONE
+            if name not in self._core.topics():
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                try:
+                    await self._core.delete_topic(name)
+                except Exception as e:
+                    code = self._unexpected("delete topic", e)
+            results.append(apis.DeletableTopicResult(name=name, error_code=code))
+        return apis.DeleteTopicsResponse(responses=tuple(results))
+
+    async def init_producer_id(self, conn: Connection, req: Request) -> Any:
+        body: apis.InitProducerIdRequest = req.body
+        if body.transactional_id is not None:
+            # Transactions are out of scope. A fatal (non-retriable) error, so the
+            # client fails fast instead of retrying a coordinator error forever.
+            return apis.InitProducerIdResponse(
+                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            )
+        try:
+            producer_id = await self._core.init_producer_id()
+        except Exception as e:
+            return apis.InitProducerIdResponse(
+                error_code=self._unexpected("init producer id", e)
+            )
+        return apis.InitProducerIdResponse(
+            error_code=0, producer_id=producer_id, producer_epoch=0
+        )

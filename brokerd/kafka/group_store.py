@@ -1,0 +1,255 @@
+"""The group coordinator's side of the offsets journal: what it writes and in which order.
+
+- :func:`check_offsets` is the one place where an OffsetCommit's partitions are judged
+  (topic name, number ranges, metadata length) and given Kafka error codes; only what it
+  accepts reaches the store.
+- :func:`stored_group` / :func:`restored_group` map a group to the
+  :class:`~brokerd.storage.offsets.StoredGroup` record the journal keeps of its last
+  Stable generation, and back.
+- :class:`CommitQueue` is the ordered write queue: commits and membership records queue
+  in the reactor and are written one batch at a time, each batch in one store call (one
+  journal write and one fsync: group commit), so they reach the journal in arrival order.
+
+What this module does not do: group-membership rules (whether a member may commit is the
+coordinator's call), reading offsets back, or any blocking I/O in the reactor thread (the
+store runs through the injected ``run_blocking``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from brokerd.errors import InvalidTopic
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.group_state import GroupMetadata, GroupState, Member
+from brokerd.names import validate_topic_name
+from brokerd.storage.offsets import MAX_METADATA_LENGTH, OffsetStore, StoredGroup, StoredMember
+
+OffsetEntry = tuple[str, int, int, int, str | None]
+"""``(topic, partition, offset, leader_epoch, metadata)`` of one OffsetCommit partition."""
+
+#: Results of one OffsetCommit: a Kafka error code per ``(topic, partition)``.
+CommitResults = dict[tuple[str, int], int]
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _valid_topic(topic: str) -> bool:
+    try:
+        validate_topic_name(topic)
+    except InvalidTopic:
+        return False
+    return True
+
+
+def offset_entry_error(entry: OffsetEntry) -> ErrorCode:
+    """NONE if the store can take ``entry``, else the Kafka error for its partition."""
+    topic, partition, offset, leader_epoch, metadata = entry
+    if metadata is not None and (
+        len(metadata.encode("utf-8", "surrogatepass")) > MAX_METADATA_LENGTH
+    ):
+        return ErrorCode.OFFSET_METADATA_TOO_LARGE
+    if not (
+        _valid_topic(topic)
+        and 0 <= partition <= _INT32_MAX
+        and _INT64_MIN <= offset <= _INT64_MAX
+        and _INT32_MIN <= leader_epoch <= _INT32_MAX
+    ):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return ErrorCode.NONE
+
+
+def check_offsets(offsets: list[OffsetEntry]) -> tuple[CommitResults, list[OffsetEntry]]:
+    """Judge every partition of one OffsetCommit: the codes of all of them (NONE for the
+    accepted ones, to be replaced if the write fails) and the accepted entries."""
+    results: CommitResults = {}
+    accepted: list[OffsetEntry] = []
+    for entry in offsets:
+        code = offset_entry_error(entry)
+        results[(entry[0], entry[1])] = int(code)
+        if code is ErrorCode.NONE:
+            accepted.append(entry)
+    return results, accepted
+
+
+# -- persistence mapping -------------------------------------------------------------------
+
+
+def stored_group(group: GroupMetadata) -> StoredGroup:
+    """The journal record of ``group``'s current (Stable) generation."""
+    protocol = group.protocol_name or ""
+    return StoredGroup(
+        protocol_type=group.protocol_type or "",
+        generation=group.generation,
+        protocol_name=protocol,
+        leader_id=group.leader_id or "",
+        members=tuple(
+            StoredMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                session_timeout_ms=m.session_timeout_ms,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                metadata=m.metadata_for(protocol),
+                assignment=m.assignment,
+            )
+            for m in group.members.values()
+        ),
+    )
+
+
+def restored_group(group_id: str, stored: StoredGroup) -> GroupMetadata | None:
+    """``stored`` rebuilt as a Stable group (no timers armed), or None if it has no
+    members."""
+    if not stored.members:
+        return None
+    group = GroupMetadata(
+        group_id,
+        state=GroupState.STABLE,
+        generation=stored.generation,
+        protocol_type=stored.protocol_type,
+        protocol_name=stored.protocol_name,
+        leader_id=stored.leader_id,
+    )
+    for m in stored.members:
+        member = Member(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            session_timeout_ms=m.session_timeout_ms,
+            rebalance_timeout_ms=m.rebalance_timeout_ms,
+            # Only the chosen protocol's metadata is kept (it is all the leader ever
+            # sees); a re-join brings the member's full list again.
+            protocols=[(stored.protocol_name, m.metadata)],
+            assignment=m.assignment,
+        )
+        group.add_member(member, stored.protocol_type)
+    if group.leader_id not in group.members:
+        group.leader_id = next(iter(group.members))
+    return group
+
+
+# -- the write queue -----------------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class _PendingCommit:
+    group_id: str
+    entries: list[OffsetEntry]
+    results: CommitResults
+    waiter: Deferred[CommitResults]
+
+
+class CommitQueue:
+    """Ordered, batched writes of commits and group records to an :class:`OffsetStore`.
+
+    :param offsets: the store (already open).
+    :param run_blocking: ``run_blocking(f, *args) -> Deferred`` runs ``f`` off the reactor.
+    """
+
+    _log = Logger()
+
+    def __init__(self, *, offsets: OffsetStore, run_blocking: Callable[..., Deferred[Any]]) -> None:
+        self._offsets = offsets
+        self._run_blocking = run_blocking
+        self._commits: list[_PendingCommit] = []
+        #: Membership records (None: tombstone) waiting to be written with the next batch.
+        self._group_writes: list[tuple[str, StoredGroup | None]] = []
+        self._in_flight = False
+        #: Fired once no journal write is queued or running (see :meth:`drained`).
+        self._drained: list[Deferred[None]] = []
+
+    def commit(
+        self, group_id: str, entries: list[OffsetEntry], results: CommitResults
+    ) -> Deferred[CommitResults]:
+        """Queue accepted ``entries``; fires with ``results`` once they are durable (with
+        UNKNOWN_SERVER_ERROR for ``entries`` if the write failed)."""
+        d: Deferred[CommitResults] = Deferred()
+        self._commits.append(_PendingCommit(group_id, entries, results, d))
+        self._start()
+        return d
+
+    def store_group(self, group_id: str, stored: StoredGroup | None) -> None:
+        """Queue ``group_id``'s membership record (None: tombstone). Queued before the
+        members of that generation are answered, so it is written ahead of every commit
+        they make with it."""
+        # Only the latest record per group matters; earlier queued ones are superseded.
+        self._group_writes = [w for w in self._group_writes if w[0] != group_id]
+        self._group_writes.append((group_id, stored))
+        self._start()
+
+    def refuse_queued(self, code: ErrorCode) -> list[tuple[Deferred[CommitResults], CommitResults]]:
+        """Take every commit not yet being written out of the queue; return the answers
+        (``code`` for their entries) for the caller to deliver. Group records stay."""
+        queued, self._commits = self._commits, []
+        answers = []
+        for commit in queued:
+            answer = dict(commit.results)
+            for topic, partition, *_ in commit.entries:
+                answer[(topic, partition)] = int(code)
+            answers.append((commit.waiter, answer))
+        return answers
+
+    def drained(self) -> Deferred[None]:
+        """A Deferred that fires once the queue is empty and no write is running."""
+        d: Deferred[None] = Deferred()
+        self._drained.append(d)
+        self._start()
+        return d
+
+    def _start(self) -> None:
+        if self._in_flight:
+            return
+        if not (self._commits or self._group_writes):
+            drained, self._drained = self._drained, []
+            for d in drained:
+                d.callback(None)
+            return
+        batch, self._commits = self._commits, []
+        groups, self._group_writes = self._group_writes, []
+        self._in_flight = True
+        d = self._run_blocking(self._write_batch, [(c.group_id, c.entries) for c in batch], groups)
+        d.addBoth(self._done, batch)
+
+    def _write_batch(
+        self,
+        commits: list[tuple[str, list[OffsetEntry]]],
+        groups: list[tuple[str, StoredGroup | None]],
+    ) -> None:
+        # Worker thread: touches only the store.
+        self._offsets.commit_many(commits, groups=groups)
+
+    def _done(self, result: object, batch: list[_PendingCommit]) -> None:
+        self._in_flight = False
+        failed = isinstance(result, Failure)
+        if isinstance(result, Failure):
+            # Group records lost this way only cost a rebalance after a restart.
+            self._log.failure("writing consumer offsets / group metadata failed", result)
+        for commit in batch:
+            answer = dict(commit.results)
+            if failed:
+                for topic, partition, *_ in commit.entries:
+                    answer[(topic, partition)] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+            if not commit.waiter.called:
+                commit.waiter.callback(answer)
+        self._start()
+
+
+__all__ = [
+    "CommitQueue",
+    "CommitResults",
+    "OffsetEntry",
+    "check_offsets",
+    "offset_entry_error",
+    "restored_group",
+    "stored_group",
+]

@@ -1,0 +1,154 @@
+"""Reading batches out of one segment for :class:`~brokerd.storage.log.PartitionLog`.
+
+What it does: raw reads for a Kafka fetch (:func:`read_raw`), record decoding for a
+native fetch (:func:`decode_from`) and the record-level part of an offset-for-timestamp
+lookup (:func:`find_timestamp`). Every read checks the CRC of the batches it returns, so a
+corrupt batch is never served: damage at the start of a read raises
+:class:`StorageError` naming the segment file and byte; damage after some good batches
+ends the read there (and is logged), so the next read reports it.
+
+What it does not do: choose the segment, check offsets against the high watermark, or
+pin segments (the caller does all three), and nothing with Twisted.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from brokerd.errors import CorruptBatch, StorageError
+from brokerd.storage.batch import (
+    BatchHeader,
+    RunResult,
+    decode_records,
+    decode_run,
+    verify_run,
+)
+from brokerd.storage.segment import Segment
+from brokerd.storage.types import Record
+
+__all__ = [
+    "MAX_DECODED_BATCH_BYTES",
+    "MAX_STORED_BATCH_BYTES",
+    "READ_CHUNK",
+    "decode_from",
+    "find_timestamp",
+    "read_raw",
+]
+
+log = logging.getLogger("brokerd.storage")
+
+#: A stored batch larger than this is treated as damage by the read path: produce limits
+#: keep real batches far smaller, and a flipped length bit must not make a fetch allocate
+#: a whole segment.
+MAX_STORED_BATCH_BYTES = 64 * 1024 * 1024
+#: Bound of one batch's decompressed records on the decoding read path.
+MAX_DECODED_BATCH_BYTES = 64 * 1024 * 1024
+#: Bytes read at a time by :meth:`~brokerd.storage.log.PartitionLog.read_records`.
+READ_CHUNK = 256 * 1024
+
+
+def read_raw(segment: Segment, pos: int, header: BatchHeader, limit: int, max_bytes: int) -> bytes:
+    """Bytes from the batch at ``pos`` (``header`` is its header) up to ``limit``: that
+    whole batch at least, else at most ``max_bytes`` (the last batch may be cut). Damage at
+    ``pos`` raises :class:`StorageError`; damage further on ends the data before it."""
+    first = header.size
+    if first > MAX_STORED_BATCH_BYTES:
+        raise StorageError(
+            f"{segment.log_path}: batch at byte {pos} claims {first} bytes; treating it as damage"
+        )
+    size = min(limit - pos, max(first, max_bytes))
+    data = segment.pread(pos, size)
+    valid_end, _, reason = verify_run(data, 0, len(data), header.base_offset)
+    if valid_end == 0:
+        raise StorageError(
+            f"{segment.log_path}: batch at offset {header.base_offset} (byte {pos}) "
+            f"fails validation: {reason or 'truncated'}"
+        )
+    if reason is not None:
+        # Serve the good batches before the damage; the next fetch reports it.
+        log.error("%s: damaged batch at byte %d: %s", segment.log_path, pos + valid_end, reason)
+        return data[:valid_end]
+    return data
+
+
+def decode_from(
+    segment: Segment,
+    pos: int,
+    expected: int,
+    limit: int,
+    offset: int,
+    max_value_bytes: int,
+    out: list[Record],
+    total: int,
+) -> tuple[bool, int]:
+    """Decode batches from ``pos`` (the batch starting at offset ``expected``) to
+    ``limit`` into ``out``, skipping records below ``offset``; ``total`` is the value
+    bytes already in ``out``. Returns ``(stop, total)``: ``stop`` is True when the value
+    budget is full or damage ended the read (an error if nothing was read yet)."""
+
+    def decode(chunk: bytes) -> RunResult:
+        return decode_run(
+            chunk,
+            0,
+            len(chunk),
+            expected_offset=expected,
+            min_offset=offset,
+            max_value_bytes=max_value_bytes,
+            total=total,
+            out=out,
+            max_uncompressed=MAX_DECODED_BATCH_BYTES,
+        )
+
+    while pos < limit:
+        run = decode(segment.pread(pos, min(READ_CHUNK, limit - pos)))
+        total = run.total
+        if run.status == "full":
+            return True, total
+        if run.status == "damage":
+            _damage(segment, pos + run.pos, run.reason or "invalid batch", out)
+            return True, total
+        if run.pos == 0:
+            # Not one whole batch in the chunk: it is bigger than READ_CHUNK.
+            need = run.need
+            if need == 0 or need > MAX_STORED_BATCH_BYTES or pos + need > limit:
+                _damage(segment, pos, f"batch of {need or '?'} bytes", out)
+                return True, total
+            run = decode(segment.pread(pos, need))
+            total = run.total
+            if run.status == "full":
+                return True, total
+            if run.status == "damage" or run.pos == 0:
+                _damage(segment, pos, run.reason or "truncated batch", out)
+                return True, total
+        pos += run.pos
+        expected = run.next_offset
+    return False, total
+
+
+def _damage(segment: Segment, pos: int, reason: str, out: list[Record]) -> None:
+    """Stop a decoding read at damage: an error if nothing was read yet."""
+    message = f"{segment.log_path}: damaged batch at byte {pos}: {reason}"
+    log.error("%s", message)
+    if not out:
+        raise StorageError(message)
+
+
+def find_timestamp(
+    segment: Segment, timestamp: int, limit: int, high_watermark: int
+) -> tuple[int, int] | None:
+    """The first ``(offset, timestamp)`` in ``segment`` below ``limit`` whose record
+    timestamp is >= ``timestamp``, or None if the segment has none. A batch that cannot be
+    decoded answers with its base offset and max timestamp (its header is trusted)."""
+    found = segment.find_timestamp(timestamp, limit)
+    if found is None:
+        return None
+    pos, header = found
+    try:
+        batch = segment.pread(pos, header.size)
+        records = decode_records(batch, max_uncompressed=MAX_DECODED_BATCH_BYTES)
+    except (CorruptBatch, StorageError):
+        return header.base_offset, header.max_timestamp
+    for record in records:
+        if record.timestamp >= timestamp and record.offset < high_watermark:
+            return record.offset, record.timestamp
+    return header.base_offset, header.max_timestamp

@@ -1,0 +1,201 @@
+"""Opening and recovering one partition directory's segments (blocking, no Twisted).
+
+Recovery policy (the operator's summary is in ``docs/operations.md``, "Recovery"):
+
+- ``recovery_point`` None (the previous shutdown was clean): indexes are trusted; only the
+  bytes after each segment's last index entry are walked (headers only) to find the end.
+  A missing or insane index, or a tail that does not end on a batch boundary, makes that
+  segment fall back to full validation.
+- Otherwise every batch from the segment holding ``recovery_point`` onward is validated
+  (length, magic, CRC-32C, offsets contiguous); the log is cut at the first invalid byte,
+  later segments are deleted (Kafka's rule: a torn tail is expected after a crash).
+- Segments before the recovery point were flushed; they are not rescanned. If damage is
+  found in one of them (its index had to be rebuilt), nothing is deleted: the damaged
+  batches stay on disk and reads reaching them fail with :class:`StorageError` naming the
+  segment and byte, rather than silently dropping the good segments after them.
+
+Leftovers of interrupted operations (temporary files with Kafka's suffixes, index files
+whose log is gone) are removed before anything is opened.
+
+What this module does not do: validate single batches or rebuild indexes (``segment.py``
+and ``batch.py`` do), or hold the segments afterwards (``log.py``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import re
+
+import attrs
+
+from brokerd.errors import StorageError
+from brokerd.storage.fileio import DIR_MODE, fsync_dir
+from brokerd.storage.segment import SEGMENT_FILE_RE, Segment
+
+__all__ = ["RecoveryStats", "open_segments", "recover_segments"]
+
+log = logging.getLogger("brokerd.storage")
+
+_TEMP_RE = re.compile(r"\d{20}\.(log|index|timeindex)\.(tmp|deleted|cleaned|swap)\Z")
+
+
+@attrs.frozen
+class RecoveryStats:
+    """What opening the log had to do; ``clean`` means no recovery point was given."""
+
+    clean: bool
+    segments: int = 0
+    #: Segments whose every batch was validated.
+    segments_validated: int = 0
+    batches_validated: int = 0
+    bytes_truncated: int = 0
+    segments_deleted: int = 0
+    #: Segments whose index was missing or failed its sanity checks.
+    indexes_rebuilt: int = 0
+    #: Flushed segments found damaged (kept; reads of the damage fail).
+    segments_damaged: int = 0
+    #: The first problem met, for the operator's log.
+    first_problem: str | None = None
+
+
+def open_segments(
+    path: str, index_interval: int, recovery_point: int | None
+) -> tuple[list[Segment], RecoveryStats]:
+    """Open (creating if needed) the partition directory ``path`` and recover its
+    segments: at least one, in offset order, the last one active."""
+    if os.path.islink(path):
+        raise StorageError(f"refusing symlinked partition directory {path}")
+    try:
+        os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+        names = os.listdir(path)
+    except OSError as exc:
+        raise StorageError(f"cannot open partition directory {path}: {exc}") from exc
+    bases: set[int] = set()
+    side_files: list[tuple[int, str]] = []
+    leftovers: list[str] = []
+    for name in names:
+        match = SEGMENT_FILE_RE.match(name)
+        if match is None:
+            if _TEMP_RE.match(name):
+                # Leftovers of an interrupted operation (Kafka's suffixes).
+                leftovers.append(name)
+            continue
+        base = int(match.group(1))
+        if match.group(2) == "log":
+            bases.add(base)
+        else:
+            side_files.append((base, name))
+    # An index whose log is gone (retention deletes the log first): an orphan.
+    leftovers += [name for base, name in side_files if base not in bases]
+    try:
+        for name in leftovers:
+            os.unlink(os.path.join(path, name))
+    except OSError as exc:
+        raise StorageError(f"cannot clean {path}: {exc}") from exc
+    segments: list[Segment] = []
+    try:
+        if not bases:
+            segments.append(Segment.create(path, 0, index_interval))
+            stats = RecoveryStats(clean=recovery_point is None, segments=1)
+        else:
+            segments = [Segment.open(path, base, index_interval) for base in sorted(bases)]
+            stats = recover_segments(path, segments, recovery_point)
+    except BaseException:
+        for segment in segments:
+            segment.close()
+        raise
+    return segments, stats
+
+
+def recover_segments(
+    path: str, segments: list[Segment], recovery_point: int | None
+) -> RecoveryStats:
+    """Load or validate ``segments`` in place (deleting some); see the module docstring."""
+    clean = recovery_point is None
+    n = len(segments)
+    if recovery_point is None:
+        first_validated = n
+    else:
+        bases = [s.base_offset for s in segments]
+        # The segment holding the recovery point, and always the active one.
+        first_validated = max(0, min(n - 1, bisect.bisect_right(bases, recovery_point) - 1))
+    validated: list[Segment] = []
+    batches = truncated = deleted = rebuilt = damaged = 0
+    problem: str | None = None
+    prev_end: int | None = None
+    i = 0
+    while i < len(segments):
+        segment = segments[i]
+        last = i == len(segments) - 1
+        trusted = i < first_validated
+        if trusted and segment.load():
+            prev_end = segment.next_offset
+            i += 1
+            continue
+        if not trusted and prev_end is not None and segment.base_offset != prev_end:
+            problem = problem or (
+                f"{segment.log_path}: starts at offset {segment.base_offset}, the previous "
+                f"segment ends at {prev_end}"
+            )
+            cut_from = i
+        else:
+            if trusted:
+                rebuilt += 1
+            # A flushed, sealed segment keeps its bytes even if damaged.
+            keep_damage = trusted and not last
+            outcome = segment.recover(truncate=not keep_damage)
+            validated.append(segment)
+            batches += outcome.batches
+            if outcome.reason is not None:
+                problem = problem or f"{segment.log_path}: {outcome.reason}"
+            if outcome.reason is not None and keep_damage:
+                damaged += 1
+                log.error(
+                    "%s: damaged flushed segment kept; reads of the damage will fail: %s",
+                    segment.log_path,
+                    outcome.reason,
+                )
+                prev_end = None
+                i += 1
+                continue
+            if outcome.truncated:
+                truncated += outcome.truncated
+                log.warning(
+                    "%s: truncated %d bytes: %s",
+                    segment.log_path,
+                    outcome.truncated,
+                    outcome.reason,
+                )
+            if outcome.reason is None:
+                prev_end = segment.next_offset
+                i += 1
+                continue
+            cut_from = i + 1
+        # Kafka's rule for an unflushed tail: everything after the first bad byte goes.
+        for doomed in segments[cut_from:]:
+            log.warning("%s: deleted, it follows the truncation point", doomed.log_path)
+            doomed.delete()
+            deleted += 1
+        del segments[cut_from:]
+        break
+    try:
+        for segment in validated:
+            if segment in segments:
+                segment.sync()
+        if deleted:
+            fsync_dir(path)
+    except OSError as exc:
+        raise StorageError(f"cannot sync {path} after recovery: {exc}") from exc
+    return RecoveryStats(
+        clean=clean,
+        segments=len(segments),
+        segments_validated=len(validated),
+        batches_validated=batches,
+        bytes_truncated=truncated,
+        segments_deleted=deleted,
+        indexes_rebuilt=rebuilt,
+        segments_damaged=damaged,
+        first_problem=problem,
+    )

@@ -1,0 +1,45 @@
+"""Which old segments retention deletes: a pure function over the segment list.
+
+Retention deletes whole segments, oldest first, while the partition stays over
+``retention_bytes`` without the segment, or while the segment's newest record (its file
+mtime if no record carries a timestamp) is older than ``retention_ms``. It never deletes
+the active (last) segment, nor a segment whose successor starts above the high watermark:
+data readers cannot see yet stays. Only a prefix of the log goes, so the log start offset
+simply moves to the first remaining segment.
+
+What this module does not do: delete files, move the log start offset or lock anything
+(``PartitionLog.enforce_retention`` does), or decide when retention runs (the broker core's
+timer). No Twisted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from brokerd.storage.segment import Segment
+
+__all__ = ["segments_to_delete"]
+
+
+def segments_to_delete(
+    segments: Sequence[Segment],
+    high_watermark: int,
+    retention_bytes: int | None,
+    retention_ms: int | None,
+    now_ms: float,
+) -> int:
+    """How many segments from the start of ``segments`` retention deletes (None: no
+    limit of that kind)."""
+    total = sum(s.size for s in segments)
+    count = 0
+    while count < len(segments) - 1:
+        segment = segments[count]
+        if segments[count + 1].base_offset > high_watermark:
+            break
+        by_size = retention_bytes is not None and total - segment.size >= retention_bytes
+        by_time = retention_ms is not None and segment.newest_time_ms() < now_ms - retention_ms
+        if not (by_size or by_time):
+            break
+        total -= segment.size
+        count += 1
+    return count

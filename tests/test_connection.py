@@ -1,0 +1,288 @@
+"""Tests of the shared connection machinery (``brokerd.connection.RequestConnection``)
+through a toy line protocol: each ``\\n``-terminated line is a request, answered with
+whatever its Deferred (fired by the test) returns. Synchronous: StringTransport and
+task.Clock, so trial and pytest run them alike."""
+
+from __future__ import annotations
+
+from twisted.internet import defer, task
+from twisted.internet.address import IPv4Address
+from twisted.internet.error import ConnectionDone
+from twisted.internet.testing import StringTransport
+from twisted.python.failure import Failure
+from twisted.trial.unittest import SynchronousTestCase
+
+from brokerd.connection import ConnectionState, RequestConnection
+from brokerd.connlimit import ConnectionLimit
+
+IDLE = 100.0
+FRAME = 10.0
+
+
+class LineConnection(RequestConnection[bytes, bytes]):
+    """Requests are lines; ``pipeline`` of them may be in flight at once."""
+
+    protocolName = "lines"
+
+    def __init__(self, clock: task.Clock, limit: ConnectionLimit | None, pipeline: int) -> None:
+        super().__init__(
+            clock=clock, idle_timeout=IDLE, frame_timeout=FRAME, connection_limit=limit
+        )
+        self.pipeline = pipeline
+        self.buffer = b""
+        self.handled: list[tuple[bytes, defer.Deferred[bytes]]] = []
+        self.cancelled: list[bytes] = []
+        self.first: list[bytes] = []
+        self.read_ahead = False
+        self.sync_answers: dict[bytes, bytes] = {}
+
+    def firstDataReceived(self, data: bytes) -> bytes:
+        self.first.append(data)
+        return data.removeprefix(b"HELLO ")
+
+    def requestDataReceived(self, data: bytes) -> None:
+        self.buffer += data
+
+    def nextRequest(self) -> bytes | None:
+        if len(self.inFlight) >= self.pipeline or b"\n" not in self.buffer:
+            return None
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+    def handleRequest(self, request: bytes) -> defer.Deferred[bytes]:
+        if request in self.sync_answers:
+            return defer.succeed(self.sync_answers[request])
+        if request == b"fail":
+            return defer.fail(RuntimeError("handler bug"))
+        d: defer.Deferred[bytes] = defer.Deferred(lambda _: self.cancelled.append(request))
+        self.handled.append((request, d))
+        return d
+
+    def deliverAnswer(self, request: bytes, answer: bytes) -> bool:
+        if answer == b"CLOSE":
+            self.close()
+            return False
+        self.write(answer + b"\n")
+        return True
+
+    def framePending(self) -> bool:
+        return bool(self.buffer)
+
+    def readAhead(self) -> bool:
+        return self.read_ahead
+
+
+class ConnectionTestCase(SynchronousTestCase):
+    pipeline = 1
+
+    def setUp(self) -> None:
+        self.clock = task.Clock()
+        self.limit = ConnectionLimit(None, "test listener")
+        assert self.limit.admit()
+        self.proto = LineConnection(self.clock, self.limit, self.pipeline)
+        self.tr = StringTransport(peerAddress=IPv4Address("TCP", "10.0.0.9", 4444))
+        self.proto.makeConnection(self.tr)
+
+    def send(self, data: bytes) -> None:
+        self.proto.dataReceived(data)
+
+    def take(self) -> bytes:
+        out = self.tr.value()
+        self.tr.clear()
+        return out
+
+    def lose(self) -> None:
+        self.proto.connectionLost(Failure(ConnectionDone()))
+
+    def answer(self, i: int, value: bytes) -> None:
+        self.proto.handled[i][1].callback(value)
+
+    @property
+    def paused(self) -> bool:
+        return self.tr.producerState == "paused"
+
+
+class SetupTests(ConnectionTestCase):
+    def test_registers_as_streaming_producer(self) -> None:
+        self.assertIs(self.tr.producer, self.proto)
+        self.assertTrue(self.tr.streaming)
+
+    def test_state_knows_the_peer(self) -> None:
+        self.assertEqual(self.proto.state, ConnectionState("10.0.0.9"))
+        self.assertTrue(self.proto.isConnected)
+
+    def test_first_bytes_are_seen_once_before_the_decoder(self) -> None:
+        self.send(b"HELLO a\n")
+        self.send(b"HELLO b\n")
+        self.assertEqual(self.proto.first, [b"HELLO a\n"])
+        self.assertEqual([r for r, _ in self.proto.handled], [b"a"])
+        self.answer(0, b"A")
+        self.assertEqual([r for r, _ in self.proto.handled], [b"a", b"HELLO b"])
+
+    def test_connection_limit_released_once(self) -> None:
+        self.assertEqual(self.limit.open, 1)
+        self.lose()
+        self.assertEqual(self.limit.open, 0)
+        self.assertFalse(self.proto.isConnected)
+        self.assertTrue(self.proto.closing)
+
+
+class PumpTests(ConnectionTestCase):
+    def test_one_in_flight_and_reading_paused_meanwhile(self) -> None:
+        self.send(b"a\nb\n")
+        self.assertEqual(self.proto.inFlight, (b"a",))
+        self.assertTrue(self.paused)
+        self.answer(0, b"A")
+        self.assertEqual(self.proto.inFlight, (b"b",))
+        self.answer(1, b"B")
+        self.assertFalse(self.paused)
+        self.assertEqual(self.take(), b"A\nB\n")
+
+    def test_synchronous_answers_do_not_recurse(self) -> None:
+        self.proto.sync_answers = {b"x": b"X"}
+        self.send(b"x\n" * 500)  # deep recursion would fail here
+        self.assertEqual(self.take(), b"X\n" * 500)
+        self.assertFalse(self.paused)
+
+    def test_read_ahead_keeps_reading_while_in_flight(self) -> None:
+        self.proto.read_ahead = True
+        self.send(b"a\n")
+        self.assertFalse(self.paused)
+        self.proto.read_ahead = False
+        self.send(b"b\n")
+        self.assertTrue(self.paused)
+
+    def test_handler_failure_aborts_and_drops_everything(self) -> None:
+        self.send(b"fail\nnext\n")
+        self.assertTrue(self.tr.disconnected)
+        self.assertEqual(self.proto.inFlight, ())
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+        self.assertEqual(self.proto.handled, [])
+
+
+class PipelineTests(ConnectionTestCase):
+    pipeline = 3
+
+    def test_answers_keep_request_order(self) -> None:
+        self.send(b"a\nb\nc\nd\n")
+        self.assertEqual(self.proto.inFlight, (b"a", b"b", b"c"))
+        self.answer(2, b"C")
+        self.answer(1, b"B")
+        self.assertEqual(self.take(), b"")
+        self.answer(0, b"A")
+        self.assertEqual(self.take(), b"A\nB\nC\n")
+        self.assertEqual(self.proto.inFlight, (b"d",))
+
+    def test_close_answer_stops_delivery(self) -> None:
+        self.send(b"a\nb\n")
+        self.answer(1, b"B")
+        self.answer(0, b"CLOSE")
+        self.assertEqual(self.take(), b"")
+        self.assertTrue(self.tr.disconnecting)
+
+
+class FlowControlTests(ConnectionTestCase):
+    def test_pause_holds_requests_until_resume(self) -> None:
+        self.proto.pauseProducing()
+        self.assertTrue(self.paused)
+        self.assertTrue(self.proto.blocked)
+        self.send(b"a\n")
+        self.assertEqual(self.proto.handled, [])
+        self.proto.resumeProducing()
+        self.assertEqual([r for r, _ in self.proto.handled], [b"a"])
+
+    def test_answer_written_while_paused_but_next_not_taken(self) -> None:
+        self.send(b"a\nb\n")
+        self.proto.pauseProducing()
+        self.answer(0, b"A")
+        self.assertEqual(self.take(), b"A\n")
+        self.assertEqual(len(self.proto.handled), 1)
+        self.assertTrue(self.paused)
+        self.proto.resumeProducing()
+        self.assertEqual(len(self.proto.handled), 2)
+
+
+class CloseTests(ConnectionTestCase):
+    def test_connection_lost_cancels_in_flight_and_drops_late_answers(self) -> None:
+        self.send(b"a\nb\n")
+        d = self.proto.handled[0][1]
+        self.lose()
+        self.assertEqual(self.proto.cancelled, [b"a"])
+        self.assertTrue(d.called)
+        self.assertEqual(self.take(), b"")
+        self.send(b"c\n")
+        self.assertEqual(len(self.proto.handled), 1)
+
+    def test_close_is_graceful_or_abort(self) -> None:
+        self.proto.close()
+        self.assertTrue(self.tr.disconnecting)
+        self.assertFalse(self.tr.disconnected)
+        self.proto.close(abort=True)  # already closing: nothing more
+        self.assertFalse(self.tr.disconnected)
+
+    def test_write_after_loss_is_dropped(self) -> None:
+        self.lose()
+        self.proto.write(b"late")
+        self.assertEqual(self.take(), b"")
+
+
+class TimerTests(ConnectionTestCase):
+    def test_idle_close_and_activity_resets_it(self) -> None:
+        self.clock.advance(IDLE - 1)
+        self.proto.sync_answers = {b"x": b"X"}
+        self.send(b"x\n")
+        self.clock.advance(IDLE - 1)
+        self.assertFalse(self.tr.disconnecting)
+        self.clock.advance(1)
+        self.assertTrue(self.tr.disconnecting)
+        self.assertFalse(self.tr.disconnected)
+
+    def test_idle_while_blocked_aborts(self) -> None:
+        self.proto.pauseProducing()
+        self.clock.advance(IDLE)
+        self.assertTrue(self.tr.disconnected)
+
+    def test_waiting_on_a_handler_is_not_idle(self) -> None:
+        self.send(b"a\n")
+        self.clock.advance(IDLE * 5)
+        self.assertFalse(self.tr.disconnecting)
+        self.answer(0, b"A")
+        self.clock.advance(IDLE)
+        self.assertTrue(self.tr.disconnecting)
+
+    def test_incomplete_frame_aborted_at_the_deadline(self) -> None:
+        self.send(b"partial")
+        self.clock.advance(FRAME - 1)
+        self.send(b"more")  # arriving bytes do not extend the deadline
+        self.assertFalse(self.tr.disconnecting)
+        self.clock.advance(1)
+        self.assertTrue(self.tr.disconnected)
+
+    def test_frame_deadline_runs_only_while_reading(self) -> None:
+        self.send(b"a\npartial")  # not read while a is in flight
+        self.clock.advance(FRAME * 3)
+        self.assertFalse(self.tr.disconnecting)
+        self.answer(0, b"A")
+        self.clock.advance(FRAME)
+        self.assertTrue(self.tr.disconnected)
+
+    def test_frame_deadline_stops_while_the_client_does_not_read(self) -> None:
+        self.send(b"partial")
+        self.proto.pauseProducing()
+        self.clock.advance(FRAME * 3)
+        self.assertFalse(self.tr.disconnecting)
+        self.proto.resumeProducing()
+        self.clock.advance(FRAME)
+        self.assertTrue(self.tr.disconnected)
+
+    def test_completed_frame_cancels_the_deadline(self) -> None:
+        self.send(b"par")
+        self.send(b"tial\n")
+        self.answer(0, b"A")
+        self.assertEqual(len(self.clock.getDelayedCalls()), 1)  # only the idle timer
+
+    def test_timers_cancelled_on_loss(self) -> None:
+        self.send(b"x")
+        self.assertEqual(len(self.clock.getDelayedCalls()), 2)
+        self.lose()
+        self.assertEqual(self.clock.getDelayedCalls(), [])
