@@ -4,17 +4,27 @@
 This module wires the parts together and owns no logic of its own. It is the only module
 that imports the global reactor (inside :func:`makeService`).
 
-Service order matters for shutdown: ``MultiService`` stops its children in reverse order
-of addition, all at once, and twistd waits for every returned Deferred. Listeners are
-added after the broker, so they stop accepting first; the broker then finishes queued
-appends, answers parked fetches, syncs and writes the clean-shutdown marker.
+The tree, whose shape is the shutdown order (every level stops its children one at a
+time, the last added first, each after the previous one finished)::
+
+    top
+    ├── broker core (brokerd.core.Broker)
+    │   ├── worker pools            stopped last
+    │   ├── log directory           last snapshots, sync, checkpoint, clean marker
+    │   └── Kafka group state       coordinator's last journal writes, offsets store
+    ├── native listener
+    ├── Kafka listener              (unless --kafka none)
+    └── readiness notifier          STOPPING=1 first
+
+So at SIGTERM the listeners stop accepting first; the broker then refuses new appends,
+answers parked fetches and finishes queued appends before its own children stop.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.application import service
 from twisted.application.internet import StreamServerEndpointService
@@ -26,7 +36,14 @@ from twisted.logger import Logger, LogLevel
 from twisted.python import usage
 from zope.interface import implementer
 
-from brokerd.broker import FsyncPolicy
+from brokerd.core import FsyncPolicy
+from brokerd.core.services import SequentialMultiService
+
+if TYPE_CHECKING:
+    from brokerd.core import Broker
+    from brokerd.kafka.groups import GroupCoordinator
+    from brokerd.storage.offsets import OffsetStore
+    from brokerd.storage.producer_ids import ProducerIdAllocator
 
 _log = Logger()
 
@@ -56,7 +73,12 @@ class Options(usage.Options):
             "Host name Kafka clients are told to connect to "
             "(default: the listener's interface, or 127.0.0.1 for a wildcard bind).",
         ],
-        ["fsync", None, "always", "always | interval:MS | never (see docs/durability.md)."],
+        [
+            "fsync",
+            None,
+            "always",
+            "always | interval:MS | never (see Durability in docs/operations.md).",
+        ],
         ["segment-bytes", None, DEFAULT_SEGMENT_BYTES, "Roll a segment at this size.", int],
         ["segment-ms", None, 0, "Also roll a non-empty segment this old (0: never).", int],
         ["retention-bytes", None, -1, "Default per-partition size limit (-1: none).", int],
@@ -162,7 +184,7 @@ def makeService(options: Options) -> service.MultiService:
     """Build the service tree: broker core, then listeners, then the readiness notice."""
     from twisted.internet import reactor
 
-    from brokerd.broker import Broker
+    from brokerd.core import Broker
     from brokerd.native.protocol import NativeFactory
     from brokerd.sdnotify import ReadyNotifier
     from brokerd.storage.log import LogConfig
@@ -192,7 +214,7 @@ def makeService(options: Options) -> service.MultiService:
         how="clean" if logdir.was_clean else "not clean (logs recovered)",
         fsync=options["fsync-policy"],
     )
-    top = service.MultiService()
+    top = SequentialMultiService()
     broker = Broker(
         logdir,
         reactor=reactor,
@@ -218,8 +240,34 @@ def makeService(options: Options) -> service.MultiService:
     return top
 
 
+class _GroupState(service.Service):
+    """The group coordinator, its offsets store and the producer-id allocator, as a child
+    of the broker core: it stops before the core closes the log directory and stops its
+    pools, so the coordinator's last journal writes (the Stable generations that let
+    groups survive the restart) still have the write pool."""
+
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        offsets: OffsetStore,
+        producer_ids: ProducerIdAllocator,
+    ) -> None:
+        self._coordinator = coordinator
+        self._offsets = offsets
+        self._producer_ids = producer_ids
+
+    def stopService(self) -> Deferred[None]:
+        super().stopService()
+        return Deferred.fromCoroutine(self._stop())
+
+    async def _stop(self) -> None:
+        await self._coordinator.stop()
+        self._offsets.close()
+        self._producer_ids.close()
+
+
 def _add_kafka(
-    top: service.MultiService, broker: Any, reactor: Any, options: Options, data_dir: str
+    top: service.MultiService, broker: Broker, reactor: Any, options: Options, data_dir: str
 ) -> None:
     from brokerd.kafka.groups import GroupCoordinator
     from brokerd.kafka.protocol import KafkaFactory
@@ -231,14 +279,7 @@ def _add_kafka(
     broker.set_producer_id_source(producer_ids.next_id)
     coordinator = GroupCoordinator(clock=reactor, offsets=offsets, run_blocking=broker.run_write)
 
-    async def stop_groups() -> None:
-        # Before the broker stops its pools: the coordinator's last journal writes (the
-        # Stable generations that let groups survive the restart) need the write pool.
-        await coordinator.stop()
-        offsets.close()
-        producer_ids.close()
-
-    broker.add_shutdown_hook(lambda: Deferred.fromCoroutine(stop_groups()))
+    _GroupState(coordinator, offsets, producer_ids).setServiceParent(broker)
     factory = KafkaFactory(
         broker,
         coordinator,

@@ -1,16 +1,21 @@
 """The broker core with a fake log and hand-driven pools: group commit, fsync modes,
-idempotent producers and long-poll waiters, all on a fake clock."""
+idempotent producers, long-poll waiters and the shutdown order of its service tree, all
+on a fake clock."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from twisted.application import service
 from twisted.internet import defer
 from twisted.internet.task import Clock
+from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.broker import Broker, FsyncPolicy
+from brokerd.core import Broker, FsyncPolicy
+from brokerd.core.appends import ValuesAppend
+from brokerd.core.writer import write_job
 from brokerd.errors import (
     OffsetOutOfRange,
     OutOfOrderSequence,
@@ -326,3 +331,90 @@ class LongPollTests(SynchronousTestCase):
     def test_fetch_out_of_range(self) -> None:
         broker, _, _ = make()
         self.failureResultOf(broker.fetch_records("t", 0, 5, 100), OffsetOutOfRange)
+
+
+class _StopRecorder(service.Service):
+    """A child the application adds to the broker (as tap adds the group state)."""
+
+    def __init__(self, record: Callable[[], None], *, fail: bool = False) -> None:
+        self.record = record
+        self.fail = fail
+        self.stopping: defer.Deferred[None] = defer.Deferred()
+
+    def stopService(self) -> defer.Deferred[None]:
+        service.Service.stopService(self)
+        self.record()
+        if self.fail:
+            raise RuntimeError("child failed to stop")
+        return self.stopping
+
+
+class ServiceTreeTests(SynchronousTestCase):
+    def test_added_children_stop_after_queued_appends_and_before_the_logs_close(self) -> None:
+        runner = HeldRunner()
+        broker, logdir, _ = make(writes=runner)
+        seen: list[tuple[int, bool]] = []
+        child = _StopRecorder(lambda: seen.append((len(runner.jobs), logdir.closed)))
+        child.setServiceParent(broker)
+        appended = broker.produce_values("t", 0, [b"a"])
+        stopped = broker.stopService()
+        self.assertEqual(seen, [])  # the queued append first
+        runner.run_one()
+        self.successResultOf(appended)
+        self.assertEqual(seen, [(0, False)])  # then the child, alone, logs still open
+        self.assertEqual(runner.jobs, [])  # nothing else starts until it has stopped
+        child.stopping.callback(None)
+        runner.run_one()  # producer-state snapshots
+        runner.run_one()  # logdir.close
+        self.successResultOf(stopped)
+        self.assertTrue(logdir.closed)
+        self.assertFalse(broker.pools.running)
+
+    def test_a_child_that_fails_to_stop_does_not_keep_the_logs_open(self) -> None:
+        broker, logdir, _ = make()
+        _StopRecorder(lambda: None, fail=True).setServiceParent(broker)
+        self.successResultOf(broker.stopService())
+        self.assertTrue(logdir.closed)
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+
+
+class WriteJobTests(SynchronousTestCase):
+    def test_retention_failure_is_reported_apart_and_fails_no_append(self) -> None:
+        log = FakeLog()
+
+        def broken(now: float) -> int:
+            raise OSError("disk gone")
+
+        log.enforce_retention = broken  # type: ignore[method-assign]
+        result = write_job(
+            log,  # type: ignore[arg-type]
+            [ValuesAppend((b"a",)), ValuesAppend((b"b", b"c"))],
+            sync=True,
+            retention=True,
+            wall_clock=lambda: 1.0,
+        )
+        self.assertEqual(result.outcomes, (AppendInfo(0, 0, 0), AppendInfo(1, 2, 0)))
+        assert result.retention_failure is not None
+        self.assertTrue(result.retention_failure.check(OSError))
+        self.assertEqual(log.high_watermark, 3)
+
+    def test_sync_failure_fails_every_append_and_publishes_nothing(self) -> None:
+        log = FakeLog()
+
+        def broken() -> None:
+            raise OSError("fsync failed")
+
+        log.flush = broken  # type: ignore[method-assign]
+        result = write_job(
+            log,  # type: ignore[arg-type]
+            [ValuesAppend((b"a",)), ValuesAppend((b"b",))],
+            sync=True,
+            retention=True,
+            wall_clock=lambda: 1.0,
+        )
+        self.assertEqual(len(result.outcomes), 2)
+        for outcome in result.outcomes:
+            assert isinstance(outcome, Failure)
+            self.assertTrue(outcome.check(OSError))
+        self.assertIsNone(result.retention_failure)
+        self.assertEqual(log.high_watermark, 0)

@@ -1,12 +1,24 @@
-"""Producer-state snapshots and the batch-header replay the core restores them with."""
+"""The idempotent producers' state table, its snapshots, and the batch-header replay the
+core restores it with."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from brokerd.storage.batch import encode_batch, parse_batches
+import pytest
+
+from brokerd.errors import InvalidProducerEpoch, OutOfOrderSequence
+from brokerd.storage.batch import BatchHeader, encode_batch, parse_batches
 from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.producer_state import SNAPSHOT_NAME, read_snapshot, write_snapshot
+from brokerd.storage.producer_state import (
+    PRODUCER_BATCH_MEMORY,
+    SNAPSHOT_NAME,
+    ProducerStateTable,
+    load_table,
+    read_snapshot,
+    write_snapshot,
+)
+from brokerd.storage.types import AppendInfo
 
 
 def test_snapshot_round_trip_and_garbage(tmp_path: Path) -> None:
@@ -36,4 +48,114 @@ def test_batch_headers_from_an_offset_across_segments(tmp_path: Path) -> None:
     assert [h.base_sequence for h in headers] == list(range(99, 150, 3))
     assert len(log.batch_headers(0)) == 50
     assert log.batch_headers(150) == []
+    log.close()
+
+
+# -- the pure table ------------------------------------------------------------------
+
+
+def headers(pid: int, epoch: int, seq: int, n: int = 2, base: int = 0) -> list[BatchHeader]:
+    data = encode_batch(
+        [b"v"] * n,
+        timestamp_ms=1,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        base_offset=base,
+    )
+    return parse_batches(data, max_batch_bytes=1 << 20)
+
+
+def test_table_accepts_unknown_producers_from_any_sequence() -> None:
+    table = ProducerStateTable()
+    assert not table
+    assert table.check(headers(7, 0, 42)) is None
+    table.remember(headers(7, 0, 42))
+    assert table
+
+
+def test_table_finds_the_twin_of_a_retry_and_refuses_gaps() -> None:
+    table = ProducerStateTable()
+    first = table.remember(headers(7, 0, 0))
+    assert (first.first_seq, first.last_seq, first.result) == (0, 1, None)
+    assert table.check(headers(7, 0, 0)) is first
+    assert table.check(headers(7, 0, 2)) is None  # the next one
+    with pytest.raises(OutOfOrderSequence):
+        table.check(headers(7, 0, 5))
+
+
+def test_table_epochs() -> None:
+    table = ProducerStateTable()
+    table.remember(headers(7, 1, 0))
+    with pytest.raises(InvalidProducerEpoch):
+        table.check(headers(7, 0, 2))
+    with pytest.raises(OutOfOrderSequence):
+        table.check(headers(7, 2, 4))  # a new epoch starts at 0
+    assert table.check(headers(7, 2, 0)) is None
+    table.remember(headers(7, 2, 0))
+    assert table.snapshot() == {7: {"epoch": 2, "batches": []}}  # in flight: not snapshotted
+
+
+def test_table_forgets_a_failed_batch_so_its_retry_is_appended() -> None:
+    table = ProducerStateTable()
+    done = table.remember(headers(7, 0, 0))
+    done.result = AppendInfo(0, 1, 0)
+    failed = table.remember(headers(7, 0, 2))
+    table.forget(failed)
+    assert table.check(headers(7, 0, 2)) is None
+    table.forget(failed)  # twice is harmless
+    assert table.check(headers(7, 0, 0)) is done
+
+
+def test_table_remembers_the_last_few_batches_only() -> None:
+    table = ProducerStateTable(batch_memory=PRODUCER_BATCH_MEMORY)
+    for i in range(PRODUCER_BATCH_MEMORY + 1):
+        table.remember(headers(7, 0, 2 * i)).result = AppendInfo(2 * i, 2 * i + 1, 0)
+    with pytest.raises(OutOfOrderSequence):
+        table.check(headers(7, 0, 0))  # the oldest was pushed out
+    assert table.check(headers(7, 0, 2)) is not None
+
+
+def test_table_replay_skips_plain_batches_and_known_ones() -> None:
+    table = ProducerStateTable()
+    plain = parse_batches(encode_batch([b"x"], timestamp_ms=1), max_batch_bytes=1 << 20)
+    replayed = headers(7, 0, 0, base=10) + plain + headers(7, 0, 0, base=10)
+    table.replay(replayed, log_start_offset=3)
+    assert table.snapshot() == {7: {"epoch": 0, "batches": [[0, 1, 10, 11]]}}
+    twin = table.check(headers(7, 0, 0))
+    assert twin is not None and twin.result == AppendInfo(10, 11, 3)
+
+
+def test_table_snapshot_round_trip_through_the_file(tmp_path: Path) -> None:
+    table = ProducerStateTable()
+    table.replay(headers(7, 0, 0, base=0) + headers(8, 3, 5, base=2), log_start_offset=0)
+    table.replay(headers(7, 0, 2, base=4), log_start_offset=0)
+    write_snapshot(str(tmp_path), 6, table.snapshot())
+    snapshot = read_snapshot(str(tmp_path))
+    assert snapshot is not None
+    end, producers = snapshot
+    assert end == 6
+    restored = ProducerStateTable()
+    restored.restore(producers, log_start_offset=0, log_end_offset=6)
+    assert restored.snapshot() == table.snapshot()
+    # A log cut below what the snapshot saw (a crash) drops the batches beyond its end.
+    cut = ProducerStateTable()
+    cut.restore(producers, log_start_offset=0, log_end_offset=4)
+    assert cut.snapshot()[7]["batches"] == [[0, 1, 0, 1]]
+
+
+def test_load_table_replays_the_log_after_the_snapshot(tmp_path: Path) -> None:
+    log = PartitionLog.open(str(tmp_path / "t-0"), LogConfig(), recovery_point=None)
+    for seq in (0, 2, 4):
+        data = encode_batch(
+            [b"a", b"b"], timestamp_ms=1, producer_id=7, producer_epoch=0, base_sequence=seq
+        )
+        log.append(data, parse_batches(data, max_batch_bytes=1 << 20))
+    log.publish()
+    write_snapshot(log.path, 2, {7: {"epoch": 0, "batches": [[0, 1, 0, 1]]}})
+    table = ProducerStateTable()
+    load_table(log, table)
+    assert table.snapshot() == {
+        7: {"epoch": 0, "batches": [[0, 1, 0, 1], [2, 3, 2, 3], [4, 5, 4, 5]]}
+    }
     log.close()

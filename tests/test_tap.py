@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from twisted.python import usage
 
-from brokerd.broker import FsyncPolicy
+from brokerd.core import FsyncPolicy
 from brokerd.tap import DEFAULT_KAFKA, DEFAULT_NATIVE, Options
 
 from tests.brokerproc import REPO, TWISTD, env

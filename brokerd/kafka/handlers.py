@@ -19,7 +19,7 @@ request at a time. The core and coordinator are duck-typed by :class:`KafkaCore`
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -27,6 +27,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.errors import TooManyWaiters
 from brokerd.kafka import apis
 from brokerd.kafka.admin_handlers import DEFAULT_PARTITIONS, AdminHandlers
@@ -73,7 +74,7 @@ _I32 = struct.Struct(">i")
 # -- what the handlers call ----------------------------------------------------------
 
 class KafkaCore(Protocol):
-    """The part of :class:`brokerd.broker.Broker` the Kafka listener uses (reactor
+    """The part of :class:`brokerd.core.Broker` the Kafka listener uses (reactor
     thread; failures carry ``brokerd.errors`` exceptions)."""
 
     @property
@@ -335,49 +336,50 @@ class KafkaHandlers:
     async def _fetch(self, conn: Connection, req: Request) -> Any:
         body: apis.FetchRequest = req.body
         wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
-        results = await self._read_partitions(body, wanted)
-        have = sum(len(r.records or b"") for r in results)
-        failed = any(r.error_code for r in results)
-        # Kafka answers at once on any error, or when MinBytes is already there;
-        # otherwise it parks the request until enough arrives or MaxWaitMs passes. The
-        # core wakes a parked fetch early when an append landed after the read (the high
-        # watermarks in ``seen``); the loop then reads again and, still short of
-        # MinBytes, parks again within the original deadline.
-        deadline = self._clock.seconds() + body.max_wait_ms / 1000.0
-        while wanted and not failed and have < body.min_bytes and not conn.closed:
-            remaining_ms = int((deadline - self._clock.seconds()) * 1000)
-            if remaining_ms <= 0:
-                break
-            positions = [(topic, p.partition, p.fetch_offset) for topic, p in wanted]
+        positions = [(topic, p.partition, p.fetch_offset) for topic, p in wanted]
+
+        def read() -> Coroutine[Any, Any, list[apis.FetchPartitionResponse]]:
+            return self._read_partitions(body, wanted)
+
+        def short_of(results: list[apis.FetchPartitionResponse]) -> Shortfall | None:
+            # Kafka answers at once on any error, or when MinBytes is already there.
+            if not wanted or conn.closed or any(r.error_code for r in results):
+                return None
+            have = sum(len(r.records or b"") for r in results)
             seen = {
                 (topic, p.partition): r.high_watermark
                 for (topic, p), r in zip(wanted, results, strict=True)
             }
-            last_round = False
-            try:
-                await conn.track(
-                    self._core.wait_for_data(
-                        positions,
-                        min_bytes=body.min_bytes,
-                        max_wait_ms=remaining_ms,
-                        already=have,
-                        seen=seen,
-                    )
+            return Shortfall(have, body.min_bytes, seen)
+
+        async def park(short: Shortfall, left_ms: int) -> bool:
+            await conn.track(
+                self._core.wait_for_data(
+                    positions,
+                    min_bytes=short.want,
+                    max_wait_ms=left_ms,
+                    already=short.have,
+                    seen=dict(short.seen),
                 )
-            except defer.CancelledError:
-                return NO_RESPONSE  # the connection went away; nobody to answer
-            except TooManyWaiters:
-                last_round = True  # answer now with what there is: stay responsive
-            except Exception as e:
-                self._unexpected("fetch wait", e)
-                last_round = True
-            if conn.closed:
-                return NO_RESPONSE
-            results = await self._read_partitions(body, wanted)
-            have = sum(len(r.records or b"") for r in results)
-            failed = any(r.error_code for r in results)
-            if last_round:
-                break
+            )
+            return not conn.closed
+
+        # Otherwise the request parks until enough arrives or MaxWaitMs passes; the core
+        # wakes it early when an append landed after the read (the high watermarks in
+        # ``seen``), and the loop reads again within the original deadline.
+        try:
+            results = await long_poll(
+                read, short_of, park, clock=self._clock, max_wait_ms=body.max_wait_ms
+            )
+        except defer.CancelledError:
+            return NO_RESPONSE  # the connection went away; nobody to answer
+        except TooManyWaiters:
+            results = await read()  # answer now with what there is: stay responsive
+        except Exception as e:
+            self._unexpected("fetch wait", e)
+            results = await read()
+        if conn.closed:
+            return NO_RESPONSE
         read_committed = body.isolation_level == 1
         out: list[apis.FetchTopicResponse] = []
         i = 0

@@ -876,3 +876,25 @@ def _parse_headers(
             pos += vlen
         headers.append((hkey, hvalue))
     return tuple(headers), pos
+
+
+# --- sizes --------------------------------------------------------------------------------
+
+
+def stored_size(values: Sequence[bytes | None]) -> int:
+    """Bytes of the uncompressed batch :func:`encode_batch` builds for ``values`` (no
+    keys), without building it: what a native produce of ``values`` occupies in the log,
+    and so what a Kafka reader's ``MinBytes`` counts for it."""
+    total = BATCH_HEADER_SIZE
+    small = _SMALL
+    for i, value in enumerate(values):
+        delta = len(_ZZ[i]) if i < small else len(_zigzag_bytes(i))
+        if value is None:
+            value_part = len(_ZZ_NULL)
+        else:
+            vlen = len(value)
+            value_part = (len(_ZZ[vlen]) if vlen < small else len(_zigzag_bytes(vlen))) + vlen
+        # Attributes and timestamp delta (2), offset delta, null key, value, no headers (1).
+        body_len = 2 + delta + len(_ZZ_NULL) + value_part + 1
+        total += len(_zz(body_len)) + body_len
+    return total

@@ -1,53 +1,232 @@
-"""Snapshots of idempotent producers' state, one file per partition directory.
+"""Idempotent producers' state of one partition, and its snapshot file.
 
 Kafka keeps, per partition, each producer id's epoch and its last few batches' sequence
 ranges, so that a batch retried after a lost answer is not appended twice; it snapshots
-that state to ``.snapshot`` files and replays the log from the snapshot on start-up.
-brokerd does the same with a small JSON file, ``producer-state.json``, written
-atomically (temporary file, fsync, rename) by the core at each recovery checkpoint and at
-shutdown; the core replays batch headers from the snapshot's ``end_offset`` on.
+that state to disk and replays the log from the snapshot on start-up. This module is that
+state for brokerd:
 
-This module only reads and writes the file; what the state means is the core's business.
-A missing, unreadable or malformed snapshot reads as ``None`` (the caller falls back to
-replaying more of the log), never as an error that stops the broker.
+- :class:`ProducerStateTable` is the table itself: :meth:`~ProducerStateTable.check` a
+  produce's producer id, epoch and sequence range against it, :meth:`~ProducerStateTable.
+  remember` a batch being appended, :meth:`~ProducerStateTable.forget` one whose append
+  failed, :meth:`~ProducerStateTable.replay` batch headers read back from the log, and
+  turn it into (:meth:`~ProducerStateTable.snapshot`) or rebuild it from
+  (:meth:`~ProducerStateTable.restore`) the snapshot file's content.
+- :func:`write_snapshot` / :func:`read_snapshot` store that content as a small JSON file,
+  ``producer-state.json``, in the partition's directory, replaced atomically.
+- :func:`load_table` rebuilds a partition's table at start-up: the snapshot, then the
+  batch headers appended after it.
+
+It is pure and blocking: no Twisted, no threads, no Deferreds. Who waits for a batch
+still being written (a retry racing its original) is the core's business. A missing,
+unreadable or malformed snapshot reads as ``None`` (the caller replays more of the log),
+never as an error that stops the broker.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol, TypedDict
 
-from brokerd.storage.segment import fsync_dir
+import attrs
+
+from brokerd.errors import InvalidProducerEpoch, OutOfOrderSequence
+from brokerd.storage.batch import BatchHeader
+from brokerd.storage.fileio import atomic_write
+from brokerd.storage.types import AppendInfo
 
 SNAPSHOT_NAME = "producer-state.json"
 #: Snapshots are small (a few batches per producer id); refuse to parse a larger file.
 MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
+#: How many recent batches per producer id are remembered to answer retried duplicates;
+#: Kafka keeps five because a producer has at most five batches in flight.
+PRODUCER_BATCH_MEMORY = 5
 _FORMAT = 1
 
 
-def write_snapshot(directory: str, end_offset: int, producers: dict[int, Any]) -> None:
-    """Atomically replace the directory's snapshot. ``producers`` maps a producer id to
-    ``{"epoch": e, "batches": [[first_seq, last_seq, base_offset, last_offset], ...]}``."""
-    path = os.path.join(directory, SNAPSHOT_NAME)
-    tmp = path + ".tmp"
+class SnapshotEntry(TypedDict):
+    """One producer id in the snapshot file: its epoch and its recent batches as
+    ``[first_seq, last_seq, base_offset, last_offset]``."""
+
+    epoch: int
+    batches: Sequence[Sequence[int]]
+
+
+@attrs.define(eq=False)
+class ProducerBatch:
+    """One remembered batch of an idempotent producer; ``result`` holds its offsets once
+    written (None while its append is in flight). Compared by identity."""
+
+    producer_id: int
+    epoch: int
+    first_seq: int
+    last_seq: int
+    result: AppendInfo | None = None
+
+
+@attrs.define
+class _Producer:
+    epoch: int
+    batches: deque[ProducerBatch]
+
+
+def _sequence_range(headers: Sequence[BatchHeader]) -> tuple[int, int]:
+    first, last = headers[0], headers[-1]
+    return first.base_sequence, last.base_sequence + last.last_offset_delta
+
+
+class ProducerStateTable:
+    """Each producer id's epoch and last few batches on one partition."""
+
+    def __init__(self, *, batch_memory: int = PRODUCER_BATCH_MEMORY) -> None:
+        self._memory = batch_memory
+        self._producers: dict[int, _Producer] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._producers)
+
+    def _new(self, producer_id: int, epoch: int) -> _Producer:
+        entry = self._producers[producer_id] = _Producer(epoch, deque(maxlen=self._memory))
+        return entry
+
+    def check(self, headers: Sequence[BatchHeader]) -> ProducerBatch | None:
+        """Kafka's idempotence rules for one produce of ``headers`` (one producer's
+        batches): the stored twin of a retry, or None for a batch to append. Raises
+        :class:`InvalidProducerEpoch` or :class:`OutOfOrderSequence`."""
+        pid, epoch = headers[0].producer_id, headers[0].producer_epoch
+        first_seq, last_seq = _sequence_range(headers)
+        state = self._producers.get(pid)
+        if state is None:
+            # Unknown producer (new, or its state was lost in a restart): accept from
+            # any sequence, as Kafka does once a producer's history has been deleted.
+            return None
+        if epoch < state.epoch:
+            raise InvalidProducerEpoch(f"producer {pid} epoch {epoch} < {state.epoch}")
+        if epoch > state.epoch:
+            if first_seq != 0:
+                raise OutOfOrderSequence(
+                    f"producer {pid} new epoch {epoch} must start at sequence 0"
+                )
+            return None
+        for batch in state.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        expected = state.batches[-1].last_seq + 1 if state.batches else 0
+        if first_seq != expected:
+            raise OutOfOrderSequence(
+                f"producer {pid}: expected sequence {expected}, got {first_seq}"
+            )
+        return None
+
+    def remember(self, headers: Sequence[BatchHeader]) -> ProducerBatch:
+        """Record a batch about to be appended; a newer epoch replaces the old history."""
+        pid, epoch = headers[0].producer_id, headers[0].producer_epoch
+        state = self._producers.get(pid)
+        if state is None or epoch > state.epoch:
+            state = self._new(pid, epoch)
+        first_seq, last_seq = _sequence_range(headers)
+        batch = ProducerBatch(pid, epoch, first_seq, last_seq)
+        state.batches.append(batch)
+        return batch
+
+    def forget(self, batch: ProducerBatch) -> None:
+        """Drop a batch whose append failed, so that its retry is appended."""
+        state = self._producers.get(batch.producer_id)
+        if state is not None and batch in state.batches:
+            state.batches.remove(batch)
+
+    def replay(self, headers: Iterable[BatchHeader], *, log_start_offset: int) -> None:
+        """Remember batches read back from the log (already written: offsets known),
+        skipping those of non-idempotent producers and those already remembered."""
+        for header in headers:
+            if header.producer_id < 0:
+                continue
+            known = self._producers.get(header.producer_id)
+            last_seq = header.base_sequence + header.last_offset_delta
+            if known is not None and any(
+                b.first_seq == header.base_sequence and b.last_seq == last_seq
+                for b in known.batches
+            ):
+                continue
+            batch = self.remember([header])
+            batch.result = AppendInfo(header.base_offset, header.last_offset, log_start_offset)
+
+    def snapshot(self) -> dict[int, SnapshotEntry]:
+        """The table in the snapshot file's form; batches still in flight are left out."""
+        return {
+            pid: {
+                "epoch": state.epoch,
+                "batches": [
+                    [b.first_seq, b.last_seq, b.result.base_offset, b.result.last_offset]
+                    for b in state.batches
+                    if b.result is not None
+                ],
+            }
+            for pid, state in self._producers.items()
+        }
+
+    def restore(
+        self,
+        producers: Mapping[int, SnapshotEntry],
+        *,
+        log_start_offset: int,
+        log_end_offset: int,
+    ) -> None:
+        """Load a snapshot's producers, keeping only batches the log still holds (a crash
+        may have cut the log below what the snapshot saw)."""
+        for pid, entry in producers.items():
+            state = self._new(pid, entry["epoch"])
+            for first_seq, last_seq, base, last in entry["batches"]:
+                if log_start_offset <= base and last < log_end_offset:
+                    batch = ProducerBatch(pid, entry["epoch"], first_seq, last_seq)
+                    batch.result = AppendInfo(base, last, log_start_offset)
+                    state.batches.append(batch)
+
+
+class ReplaySource(Protocol):
+    """What :func:`load_table` reads of a partition log."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def segment_bases(self) -> tuple[int, ...]: ...
+    def batch_headers(self, from_offset: int) -> list[BatchHeader]: ...
+
+
+def load_table(log: ReplaySource, table: ProducerStateTable) -> None:
+    """Fill ``table`` with a partition's producer state at start-up: its snapshot, then
+    the batch headers appended after it. Without a snapshot only the active segment is
+    replayed, so older history is forgotten (a producer unknown to the broker is
+    accepted from any sequence). Raises what reading the log raises, leaving in
+    ``table`` what was loaded until then."""
+    start = log.segment_bases[-1]
+    snapshot = read_snapshot(log.path)
+    if snapshot is not None:
+        end, producers = snapshot
+        table.restore(
+            producers, log_start_offset=log.log_start_offset, log_end_offset=log.log_end_offset
+        )
+        start = min(end, log.log_end_offset)
+    table.replay(log.batch_headers(start), log_start_offset=log.log_start_offset)
+
+
+def write_snapshot(directory: str, end_offset: int, producers: Mapping[int, SnapshotEntry]) -> None:
+    """Atomically replace the directory's snapshot of the state covering the log below
+    ``end_offset``."""
     data = json.dumps(
         {"format": _FORMAT, "end_offset": end_offset, "producers": producers},
         separators=(",", ":"),
     ).encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(directory)
+    atomic_write(os.path.join(directory, SNAPSHOT_NAME), data)
 
 
-def read_snapshot(directory: str) -> tuple[int, dict[int, Any]] | None:
+def read_snapshot(directory: str) -> tuple[int, dict[int, SnapshotEntry]] | None:
     """``(end_offset, producers)`` from the directory's snapshot, or None if there is
     no usable one."""
     path = os.path.join(directory, SNAPSHOT_NAME)
@@ -58,13 +237,14 @@ def read_snapshot(directory: str) -> tuple[int, dict[int, Any]] | None:
             doc = json.loads(f.read())
         if doc.get("format") != _FORMAT or not isinstance(doc.get("end_offset"), int):
             return None
-        producers: dict[int, Any] = {}
+        producers: dict[int, SnapshotEntry] = {}
         for pid, entry in doc["producers"].items():
             epoch = entry["epoch"]
             batches = [tuple(int(x) for x in b) for b in entry["batches"]]
             if not isinstance(epoch, int) or any(len(b) != 4 for b in batches):
                 return None
             producers[int(pid)] = {"epoch": epoch, "batches": batches}
-        return doc["end_offset"], producers
+        end_offset: int = doc["end_offset"]
+        return end_offset, producers
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

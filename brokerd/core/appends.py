@@ -1,0 +1,58 @@
+"""What one produce request asks the log to append: client batches or plain values.
+
+:data:`Append` is a union of two frozen classes, one per protocol: a Kafka produce
+brings validated RecordBatches (:class:`BatchesAppend`), a native produce brings values
+for the broker to encode (:class:`ValuesAppend`). Each also says how much it adds toward
+a long-poll's ``min_bytes`` in either measure. No I/O and no Twisted here.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from brokerd.storage.batch import BatchHeader, stored_size
+
+#: Wake-up amount for an append whose value bytes are unknown without decompressing:
+#: more than anyone waits for, so the waiter wakes and its reader measures.
+UNKNOWN_BYTES = 1 << 62
+
+
+@attrs.frozen
+class ValuesAppend:
+    """Values the broker encodes as one uncompressed batch (the native produce)."""
+
+    values: tuple[bytes | None, ...]
+
+    def value_bytes(self) -> int:
+        return sum(len(v) for v in self.values if v is not None)
+
+    def stored_bytes(self) -> int:
+        return stored_size(self.values)
+
+
+@attrs.frozen
+class BatchesAppend:
+    """Client RecordBatches stored as they are (the Kafka produce), with their parsed
+    headers."""
+
+    data: bytes
+    headers: tuple[BatchHeader, ...]
+
+    def value_bytes(self) -> int:
+        """An upper bound of the value bytes, or :data:`UNKNOWN_BYTES` if compressed."""
+        if any(h.compression for h in self.headers):
+            return UNKNOWN_BYTES
+        return len(self.data)
+
+    def stored_bytes(self) -> int:
+        return len(self.data)
+
+
+Append = ValuesAppend | BatchesAppend
+
+
+def wake_bytes(append: Append, *, values: bool) -> int:
+    """What an append adds toward a waiter's ``min_bytes``: value bytes (a native
+    reader) or stored bytes (Kafka's ``MinBytes``). Exact, or else more: a native reader
+    re-checks after waking, so it must never sleep through enough data."""
+    return append.value_bytes() if values else append.stored_bytes()

@@ -1,0 +1,371 @@
+# -*- test-case-name: tests.test_broker -*-
+"""The broker core's façade: what both protocols call, wired from small parts.
+
+:class:`Broker` is a service whose children stop one at a time in reverse order of
+addition (:class:`~brokerd.core.services.SequentialMultiService`): first the worker
+pools (:mod:`brokerd.core.pools`) and the log directory's service
+(:class:`~brokerd.core.services.LogDirectoryService`), then whatever the application
+adds (the group coordinator's service). At stop it refuses new appends, stops its
+timers, answers parked long polls, lets queued appends finish, and only then stops its
+children: the application's, the log directory (last snapshots, sync, checkpoint,
+clean-shutdown marker), the pools.
+
+The parts it wires: :class:`~brokerd.core.topics.TopicRegistry` (open partitions,
+auto-create), :class:`~brokerd.core.writer.PartitionWriter` per partition (group
+commit), :class:`~brokerd.core.producers.ProducerGuard` per partition (idempotence),
+:class:`~brokerd.core.waiters.WaiterRegistry` (long polls) and
+:class:`~brokerd.core.timers.PeriodicTasks`. Every public method runs in the reactor
+thread and returns a Deferred (or a plain value when no I/O is involved); errors arrive
+as failures carrying :mod:`brokerd.errors` exceptions. It parses no wire format and
+never touches a transport. The ``--fsync`` modes are described in
+``docs/operations.md`` ("Durability").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar
+
+from twisted.application import service
+from twisted.internet import defer
+
+from brokerd.core.appends import BatchesAppend, ValuesAppend
+from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
+from brokerd.core.policy import FsyncPolicy
+from brokerd.core.pools import WorkerPools
+from brokerd.core.producers import ProducerGuard
+from brokerd.core.services import LogDirectoryService, SequentialMultiService
+from brokerd.core.timers import CHECKPOINT_SECONDS, RETENTION_CHECK_SECONDS, PeriodicTasks
+from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
+from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
+from brokerd.core.writer import PartitionWriter
+from brokerd.errors import BrokerError, OffsetOutOfRange, ShuttingDown
+from brokerd.storage.batch import BatchHeader, parse_batches
+from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
+
+P = ParamSpec("P")
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Largest single batch accepted from a Kafka producer (Kafka's max.message.bytes + 12).
+DEFAULT_MAX_BATCH_BYTES = 1024 * 1024 + 12
+
+
+class Broker(SequentialMultiService):
+    """The core both protocols call.
+
+    :param logdir: an open :class:`brokerd.storage.logdir.LogDirectory`.
+    :param reactor: time, timers, and ``callFromThread`` for the pools.
+    :param run_read: optional runner ``f(*a) -> Deferred`` replacing the read pool (tests).
+    :param run_write: optional runner replacing the write pool (tests).
+    """
+
+    def __init__(
+        self,
+        logdir: LogStore,
+        *,
+        reactor: CoreReactor,
+        fsync: FsyncPolicy | None = None,
+        read_threads: int = 4,
+        write_threads: int = 2,
+        run_read: Runner | None = None,
+        run_write: Runner | None = None,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        max_waiters: int = MAX_WAITERS,
+        retention_check_seconds: float = RETENTION_CHECK_SECONDS,
+        checkpoint_seconds: float = CHECKPOINT_SECONDS,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.logdir = logdir
+        self._clock = reactor
+        self.fsync = fsync or FsyncPolicy("always")
+        self.max_batch_bytes = max_batch_bytes
+        self._wall_clock = wall_clock
+        self._retention_seconds = retention_check_seconds
+        self._checkpoint_seconds = checkpoint_seconds
+        self._stopping = False
+        self._next_producer_id: Callable[[], int] | None = None
+        self.pools = WorkerPools(
+            reactor,
+            read_threads=read_threads,
+            write_threads=write_threads,
+            run_read=run_read,
+            run_write=run_write,
+        )
+        self._run_read = self.pools.run_read
+        self._run_write = self.pools.run_write
+        self.waiters = WaiterRegistry(reactor, self._high_watermark, max_waiters=max_waiters)
+        self.partitions = TopicRegistry(
+            logdir,
+            run_write=self._run_write,
+            make_partition=self._make_partition,
+            forget=self.waiters.wake,
+        )
+        self.storage = LogDirectoryService(logdir, self.partitions, run_write=self._run_write)
+        self._timers = PeriodicTasks(reactor)
+        # Added first, stopped last: the pools, then the log directory.
+        self.pools.setServiceParent(self)  # type: ignore[no-untyped-call]
+        self.storage.setServiceParent(self)  # type: ignore[no-untyped-call]
+
+    def _make_partition(self, topic: str, index: int, log: PartitionStore) -> Partition:
+        key = (topic, index)
+        writer = PartitionWriter(
+            log,
+            run_write=self._run_write,
+            sync_every_append=self.fsync.sync_every_append,
+            wall_clock=self._wall_clock,
+            on_appended=lambda appended: self.waiters.notify(key, appended),
+            on_idle=lambda: self.partitions.writer_idle(),
+        )
+        return Partition(topic, index, log, writer, ProducerGuard(log.path))
+
+    def _high_watermark(self, key: PartitionKey) -> int | None:
+        part = self.partitions.get(key)
+        return None if part is None else part.log.high_watermark
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def run_write(
+        self, f: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> defer.Deferred[T]:
+        """Run a blocking call in the write pool (the group coordinator's offset commits)."""
+        return self._run_write(f, *args, **kwargs)
+
+    def set_producer_id_source(self, allocate: Callable[[], int]) -> None:
+        """Give the core a blocking allocator of never-reused producer ids."""
+        self._next_producer_id = allocate
+
+    def startService(self) -> None:
+        super().startService()  # type: ignore[no-untyped-call]
+        self._timers.every(self._retention_seconds, self._request_retention)
+        self._timers.every(self._checkpoint_seconds, self.storage.checkpoint)
+        if self.fsync.mode == "interval":
+            self._timers.every(self.fsync.interval_ms / 1000.0, self._request_flushes)
+
+    def stopService(self) -> defer.Deferred[None]:
+        """Refuse new appends, answer parked fetches, finish queued appends, then stop
+        the children one by one (last added first): see the module docstring."""
+        service.Service.stopService(self)  # type: ignore[no-untyped-call]
+        self._stopping = True
+        self._timers.stop()
+        self.waiters.close()
+        return defer.Deferred.fromCoroutine(self._shutdown())
+
+    async def _shutdown(self) -> None:
+        await self.partitions.drained()
+        await self.stop_children()
+
+    def _request_flushes(self) -> None:
+        for part in self.partitions:
+            part.writer.flush_if_dirty()
+
+    def _request_retention(self) -> None:
+        for topic, info in self.topics().items():
+            for index in range(info.partitions):
+                d = self.partitions.open(topic, index, create=False)
+                d.addCallback(lambda part: part.writer.request_retention())
+                d.addErrback(lambda _: None)
+
+    # -- topics ------------------------------------------------------------------------
+
+    @property
+    def auto_create_topics(self) -> bool:
+        return self.partitions.auto_create
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return self.partitions.topics()
+
+    def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
+        return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))
+
+    def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]:
+        if self._stopping:
+            return defer.fail(ShuttingDown("broker is shutting down"))
+        return self.partitions.create_topic(name, partitions)
+
+    def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
+        """The topic's info, auto-creating it when the broker allows that."""
+        return self.partitions.ensure_topic(name)
+
+    def delete_topic(self, name: str) -> defer.Deferred[None]:
+        return self.partitions.delete_topic(name)
+
+    # -- produce -----------------------------------------------------------------------
+
+    def produce_values(
+        self, topic: str, partition: int, values: Sequence[bytes | None]
+    ) -> defer.Deferred[AppendInfo]:
+        """Append ``values`` as one uncompressed batch (the native protocol's produce)."""
+        if self._stopping:
+            return defer.fail(ShuttingDown("broker is shutting down"))
+        append = ValuesAppend(tuple(values))
+        d = self.partitions.open(topic, partition, create=True)
+        return d.addCallback(lambda part: part.writer.submit(append))
+
+    def produce_batches(
+        self, topic: str, partition: int, data: bytes, *, acks: int = -1
+    ) -> defer.Deferred[AppendInfo]:
+        """Append client RecordBatches as they are, after validating them.
+
+        Fires after the durability point of the fsync mode (``acks`` does not weaken it:
+        with ``--fsync always`` acks=1 is also answered after the sync). A retried batch
+        of an idempotent producer fires with the offsets of the copy already stored.
+        """
+        if self._stopping:
+            return defer.fail(ShuttingDown("broker is shutting down"))
+        try:
+            headers = parse_batches(data, max_batch_bytes=self.max_batch_bytes)
+        except BrokerError:
+            return defer.fail()
+        d = self.partitions.open(topic, partition, create=True)
+        return d.addCallback(self._enqueue_batches, data, headers)
+
+    def _enqueue_batches(
+        self, part: Partition, data: bytes, headers: list[BatchHeader]
+    ) -> defer.Deferred[AppendInfo]:
+        append = BatchesAppend(data, tuple(headers))
+        if headers[0].producer_id < 0:
+            return part.writer.submit(append)
+        try:
+            admitted = part.producers.admit(headers)
+        except BrokerError:
+            return defer.fail()
+        if isinstance(admitted, defer.Deferred):
+            return admitted  # a retry: the stored copy's offsets, now or once written
+        return part.producers.track(admitted, part.writer.submit(append))
+
+    # -- reads -------------------------------------------------------------------------
+
+    def _readable(self, topic: str, partition: int) -> defer.Deferred[Partition]:
+        return self.partitions.open(topic, partition, create=False)
+
+    def _read_from(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        at_end: Callable[[int, int], R],
+        read: Callable[[PartitionStore], defer.Deferred[R]],
+    ) -> defer.Deferred[R]:
+        """``read`` the partition's log from ``offset`` in the read pool, after checking
+        the offset is in range; ``at_end(high_watermark, log_start)`` at the end."""
+
+        def check(part: Partition) -> R | defer.Deferred[R]:
+            log = part.log
+            hw, start = log.high_watermark, log.log_start_offset
+            if offset == hw:
+                # The common long-poll case: nothing new, no thread hop needed.
+                return at_end(hw, start)
+            if offset > hw or offset < start:
+                raise OffsetOutOfRange(offset, start, hw)
+            return read(log)
+
+        return self._readable(topic, partition).addCallback(check)
+
+    def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int
+    ) -> defer.Deferred[ReadResult]:
+        """Raw log bytes from the batch holding ``offset`` (Kafka Fetch)."""
+        return self._read_from(
+            topic,
+            partition,
+            offset,
+            lambda hw, start: ReadResult(b"", hw, start),
+            lambda log: self._run_read(log.read, offset, max_bytes),
+        )
+
+    def fetch_records(
+        self, topic: str, partition: int, offset: int, max_value_bytes: int
+    ) -> defer.Deferred[RecordsResult]:
+        """Decoded records from ``offset`` (the native fetch)."""
+        return self._read_from(
+            topic,
+            partition,
+            offset,
+            lambda hw, start: RecordsResult((), hw, start),
+            lambda log: self._run_read(log.read_records, offset, max_value_bytes),
+        )
+
+    def list_offsets(self, topic: str, partition: int) -> defer.Deferred[tuple[int, int]]:
+        """``(log_start_offset, high_watermark)`` of a partition."""
+        return self._readable(topic, partition).addCallback(
+            lambda part: (part.log.log_start_offset, part.log.high_watermark)
+        )
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        return self._readable(topic, partition).addCallback(
+            lambda part: self._run_read(part.log.offset_for_timestamp, timestamp_ms)
+        )
+
+    def init_producer_id(self) -> defer.Deferred[int]:
+        if self._next_producer_id is None:
+            return defer.fail(BrokerError("producer ids are not available"))
+        return self._run_write(self._next_producer_id)
+
+    # -- long poll ---------------------------------------------------------------------
+
+    @property
+    def max_waiters(self) -> int:
+        return self.waiters.max_waiters
+
+    @max_waiters.setter
+    def max_waiters(self, value: int) -> None:
+        self.waiters.max_waiters = value
+
+    @property
+    def waiter_count(self) -> int:
+        return self.waiters.count
+
+    def wait_for_data(
+        self,
+        positions: Sequence[tuple[str, int, int]],
+        *,
+        min_bytes: int,
+        max_wait_ms: int,
+        already: int = 0,
+        seen: dict[tuple[str, int], int] | None = None,
+    ) -> defer.Deferred[None]:
+        """Park a Kafka Fetch: fire once ``min_bytes`` (counting ``already``) are
+        appended past ``positions`` or ``max_wait_ms`` passes, whichever is first; at
+        once if a ``seen`` high watermark moved. Cancelling it removes every trace.
+
+        Bytes are stored batch bytes, as Kafka counts ``MinBytes``. The Kafka handlers
+        call this as the park step of :func:`brokerd.core.waiters.long_poll`.
+        """
+        keys = [(t, p) for t, p, _ in positions]
+        return self.waiters.park(keys, min_bytes - already, max_wait_ms, seen=seen)
+
+    def wait_records(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_value_bytes: int,
+        min_bytes: int,
+        max_wait_ms: int,
+    ) -> defer.Deferred[RecordsResult]:
+        """A native long-poll fetch: read; while short of ``min_bytes`` of values and
+        within ``max_wait_ms``, park until an append may have brought enough, and read
+        again. Every wake-up is re-checked against what a read finds, so the answer has
+        ``min_bytes`` of values unless the wait ran out (or the broker is stopping)."""
+        key = (topic, partition)
+
+        def read() -> defer.Deferred[RecordsResult]:
+            return self.fetch_records(topic, partition, offset, max_value_bytes)
+
+        def short_of(result: RecordsResult) -> Shortfall | None:
+            if self.waiters.closed:
+                return None
+            have = sum(len(r.value or b"") for r in result.records)
+            # As Kafka: min_bytes 0 answers at once, even with nothing to send.
+            return Shortfall(have, min_bytes, {key: result.high_watermark})
+
+        def park(short: Shortfall, left_ms: int) -> defer.Deferred[bool]:
+            return self.waiters.park_for(short, left_ms, values=True)
+
+        return long_poll(read, short_of, park, clock=self._clock, max_wait_ms=max_wait_ms)

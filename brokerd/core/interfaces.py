@@ -1,0 +1,107 @@
+"""Typed views of what the core uses from the storage layer and from the reactor.
+
+Twisted declares the reactor through zope interfaces, whose methods lack ``self`` and so
+cannot be called through the interface type under mypy; storage is duck-typed so that
+tests may pass fakes. These ``typing.Protocol`` classes state exactly the attributes and
+methods the core calls: :class:`~brokerd.storage.logdir.LogDirectory` and
+:class:`~brokerd.storage.log.PartitionLog` satisfy :class:`LogStore` and
+:class:`PartitionStore`; a reactor or a ``task.Clock`` satisfies :class:`Clock`.
+
+Only declarations here, no behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import ParamSpec, Protocol, TypeVar
+
+from twisted.internet.defer import Deferred
+
+from brokerd.storage.batch import BatchHeader
+from brokerd.storage.producer_state import ReplaySource
+from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
+
+P = ParamSpec("P")
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class DelayedCall(Protocol):
+    """``IDelayedCall``, the part the core uses."""
+
+    def active(self) -> bool: ...
+    def cancel(self) -> None: ...
+
+
+class Seconds(Protocol):
+    """Something that tells the time the way ``IReactorTime.seconds`` does."""
+
+    def seconds(self) -> float: ...
+
+
+class Clock(Seconds, Protocol):
+    """``IReactorTime``: the time, and timers."""
+
+    def callLater(
+        self, delay: float, callable: Callable[..., object], *args: object, **kw: object
+    ) -> DelayedCall: ...
+
+
+class ThreadReactor(Protocol):
+    """``IReactorFromThreads``: what a pool's worker uses to hand a result back."""
+
+    def callFromThread(
+        self, callable: Callable[..., object], *args: object, **kw: object
+    ) -> None: ...
+
+
+class Runner(Protocol):
+    """Runs a blocking call off the reactor thread: ``run(f, *args) -> Deferred``."""
+
+    def __call__(
+        self, f: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> Deferred[T]: ...
+
+
+class PartitionStore(ReplaySource, Protocol):
+    """One partition's log (:class:`brokerd.storage.log.PartitionLog`): what the
+    producer-state replay reads of it, and more.
+
+    Writer methods run in the write pool, one job per partition at a time; readers in
+    the read pool; the offsets are read in the reactor thread.
+    """
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    def append(self, data: bytes, headers: list[BatchHeader]) -> AppendInfo: ...
+    def append_values(
+        self, values: Sequence[bytes | None], *, timestamp_ms: int
+    ) -> AppendInfo: ...
+    def flush(self) -> None: ...
+    def publish(self) -> int: ...
+    def enforce_retention(self, now: float | None = None) -> int: ...
+    def read(self, offset: int, max_bytes: int) -> ReadResult: ...
+    def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult: ...
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None: ...
+
+
+class LogStore(Protocol):
+    """The data directory (:class:`brokerd.storage.logdir.LogDirectory`); its blocking
+    methods run in the write pool."""
+
+    @property
+    def auto_create(self) -> bool: ...
+
+    def topics(self) -> dict[str, TopicInfo]: ...
+    def get(self, topic: str, partition: int, *, create: bool = False) -> PartitionStore: ...
+    def logs(self) -> Mapping[tuple[str, int], PartitionStore]: ...
+    def create_topic(self, name: str, partitions: int) -> object: ...
+    def delete_topic(self, name: str) -> None: ...
+    def checkpoint(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class CoreReactor(Clock, ThreadReactor, Protocol):
+    """What the core needs of the reactor: time, timers and handing results back from
+    its pools' threads."""

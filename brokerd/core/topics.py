@@ -1,0 +1,174 @@
+# -*- test-case-name: tests.test_broker -*-
+"""The partitions the core has open, and topics: create, auto-create, delete.
+
+A :class:`Partition` is the reactor-side state of one open partition log: its writer
+(group commit) and its producer guard (idempotence). :class:`TopicRegistry` opens
+partitions on first use and keeps them; when a produce names a topic that does not
+exist and the broker auto-creates topics, the creation runs in the write pool once, and
+requests that arrive meanwhile wait in a list and continue in arrival order, so
+pipelined appends to a new topic keep their order (and an idempotent producer's
+sequence stays in order).
+
+Blocking directory calls go through the injected write-pool runner; topic metadata is
+read from the directory in the reactor thread. It does not append or read records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import attrs
+from twisted.internet import defer
+from twisted.python.failure import Failure
+
+from brokerd.core.interfaces import LogStore, PartitionStore, Runner
+from brokerd.core.producers import ProducerGuard
+from brokerd.core.writer import PartitionWriter
+from brokerd.errors import BrokerError, UnknownTopicOrPartition
+from brokerd.storage.types import TopicInfo
+
+PartitionKey = tuple[str, int]
+
+
+@attrs.define(eq=False)
+class Partition:
+    """Reactor-side state of one open partition."""
+
+    topic: str
+    index: int
+    log: PartitionStore
+    writer: PartitionWriter
+    producers: ProducerGuard
+
+    @property
+    def key(self) -> PartitionKey:
+        return (self.topic, self.index)
+
+
+#: Builds the state of a partition whose log was just opened.
+PartitionFactory = Callable[[str, int, PartitionStore], Partition]
+
+
+class TopicRegistry:
+    """Open partitions by ``(topic, index)``, and the topic operations (reactor thread).
+
+    :param forget: called with each partition of a topic being deleted, once it is
+        dropped from the registry (to answer the fetches waiting on it).
+    """
+
+    def __init__(
+        self,
+        logdir: LogStore,
+        *,
+        run_write: Runner,
+        make_partition: PartitionFactory,
+        forget: Callable[[PartitionKey], None],
+    ) -> None:
+        self.logdir = logdir
+        self._run_write = run_write
+        self._make_partition = make_partition
+        self._forget = forget
+        self._partitions: dict[PartitionKey, Partition] = {}
+        self._creating: dict[PartitionKey, list[defer.Deferred[Partition]]] = {}
+        self._idle: defer.Deferred[None] | None = None
+
+    def __iter__(self) -> Iterator[Partition]:
+        return iter(list(self._partitions.values()))
+
+    def get(self, key: PartitionKey) -> Partition | None:
+        return self._partitions.get(key)
+
+    @property
+    def auto_create(self) -> bool:
+        return bool(self.logdir.auto_create)
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return self.logdir.topics()
+
+    def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]:
+        d: defer.Deferred[object] = self._run_write(self.logdir.create_topic, name, partitions)
+        return d.addCallback(lambda _: None)
+
+    def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
+        """The topic's info, auto-creating it when the broker allows that."""
+        info = self.topics().get(name)
+        if info is not None:
+            return defer.succeed(info)
+        if not self.auto_create:
+            return defer.fail(UnknownTopicOrPartition(f"unknown topic {name!r}"))
+        d = self._run_write(self.logdir.get, name, 0, create=True)
+        return d.addCallback(lambda _: self.topics()[name])
+
+    def delete_topic(self, name: str) -> defer.Deferred[None]:
+        """Delete a topic with no append in flight, answering fetches parked on it."""
+        keys = [k for k in self._partitions if k[0] == name]
+        if any(not self._partitions[k].writer.idle for k in keys):
+            return defer.fail(BrokerError(f"topic {name!r} has appends in flight"))
+        for key in keys:
+            del self._partitions[key]
+            self._forget(key)
+        d: defer.Deferred[None] = self._run_write(self.logdir.delete_topic, name)
+        return d
+
+    def open(self, topic: str, index: int, *, create: bool) -> defer.Deferred[Partition]:
+        """The partition's state, opening its log (and auto-creating its topic when
+        ``create`` and the broker allows it) if needed."""
+        part = self._partitions.get((topic, index))
+        if part is not None:
+            return defer.succeed(part)
+        try:
+            log = self.logdir.get(topic, index, create=False)
+        except UnknownTopicOrPartition:
+            if not (create and self.auto_create) or topic in self.topics():
+                return defer.fail()
+            return self._create_then_adopt(topic, index)
+        except BrokerError:
+            return defer.fail()
+        return defer.succeed(self.adopt(topic, index, log))
+
+    def _create_then_adopt(self, topic: str, index: int) -> defer.Deferred[Partition]:
+        key = (topic, index)
+        d: defer.Deferred[Partition] = defer.Deferred()
+        waiting = self._creating.get(key)
+        if waiting is not None:
+            waiting.append(d)
+            return d
+        waiting = self._creating[key] = [d]
+
+        def done(outcome: PartitionStore | Failure) -> None:
+            del self._creating[key]
+            for w in waiting:
+                if isinstance(outcome, Failure):
+                    w.errback(outcome)
+                else:
+                    w.callback(self.adopt(topic, index, outcome))
+
+        self._run_write(self.logdir.get, topic, index, create=True).addBoth(done)
+        return d
+
+    def adopt(self, topic: str, index: int, log: PartitionStore) -> Partition:
+        """Register an open log (once; later calls return the same state)."""
+        part = self._partitions.get((topic, index))
+        if part is None:
+            part = self._partitions[(topic, index)] = self._make_partition(topic, index, log)
+        return part
+
+    # -- draining at shutdown ----------------------------------------------------------
+
+    @property
+    def idle(self) -> bool:
+        return all(p.writer.idle for p in self._partitions.values())
+
+    def drained(self) -> defer.Deferred[None]:
+        """Fires once no partition has a write job running or queued."""
+        if self.idle:
+            return defer.succeed(None)
+        if self._idle is None:
+            self._idle = defer.Deferred()
+        return self._idle
+
+    def writer_idle(self) -> None:
+        """A writer found nothing to do: maybe every one is idle now."""
+        if self._idle is not None and self.idle:
+            idle, self._idle = self._idle, None
+            idle.callback(None)

@@ -1,0 +1,241 @@
+# -*- test-case-name: tests.test_longpoll -*-
+"""Long polls: parked fetches, woken when appends may have brought what they wait for.
+
+:func:`long_poll` is the one loop both protocols run (the native LongPollFetch through
+``Broker.wait_records``, Kafka's Fetch with ``MinBytes`` in its handlers): read; if the
+read is short, park until an append may have brought enough or the deadline passes; read
+again; repeat within the one deadline. It keeps these rules:
+
+- A park is given the high watermarks its read saw (``Shortfall.seen``). If one has moved
+  by the time it parks, an append landed between the read and now whose notification
+  may have gone by, so the park fires at once and the loop reads again.
+- An append below a seen high watermark was already in what the read counted, so its
+  late notification does not count again.
+- A park refused by the waiter limit (:class:`~brokerd.errors.TooManyWaiters`) fails the
+  poll on its first park; on a later one the poll answers with what it has (it waited).
+- A park answered by shutdown ends the poll with its last read: the log may be closing.
+- Cancelling the poll cancels its park, which removes the waiter and its timer.
+
+:class:`WaiterRegistry` holds the parked waiters per partition and counts appends toward
+them. It reads no log and knows no protocol; the reads are the caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
+
+import attrs
+from twisted.internet import defer
+
+from brokerd.core.appends import Append, wake_bytes
+from brokerd.core.interfaces import Clock, DelayedCall, Seconds
+from brokerd.errors import TooManyWaiters
+from brokerd.storage.types import AppendInfo
+
+R = TypeVar("R")
+
+#: Total parked long-poll fetches across all connections; beyond it a fetch is refused
+#: with TooManyWaiters rather than queued, so memory stays bounded.
+MAX_WAITERS = 10_000
+#: Longest wait a client may ask for; Kafka clients send 500 ms, brokerctl a few seconds.
+MAX_WAIT_MS = 300_000
+
+PartitionKey = tuple[str, int]
+
+
+@attrs.frozen
+class Shortfall:
+    """What a long poll's last read lacks: ``want`` bytes, of which it has ``have``, on
+    the partitions of ``seen`` (each with the high watermark the read saw)."""
+
+    have: int
+    want: int
+    seen: Mapping[PartitionKey, int]
+
+    @property
+    def needed(self) -> int:
+        return self.want - self.have
+
+
+#: ``park(shortfall, ms_left)``: fires True when worth reading again, False when the poll
+#: should answer with what it has (shutdown); fails with TooManyWaiters when refused.
+Park = Callable[[Shortfall, int], Awaitable[bool]]
+
+
+def long_poll(
+    read: Callable[[], Awaitable[R]],
+    short_of: Callable[[R], Shortfall | None],
+    park: Park,
+    *,
+    clock: Seconds,
+    max_wait_ms: int,
+) -> defer.Deferred[R]:
+    """Read until ``short_of(result)`` is None (enough, or nothing to wait for) or
+    ``max_wait_ms`` (at most :data:`MAX_WAIT_MS`) has passed, parking in between. See
+    the module docstring for the rules it keeps."""
+    deadline = clock.seconds() + min(max_wait_ms, MAX_WAIT_MS) / 1000.0
+
+    async def run() -> R:
+        first = True
+        while True:
+            result = await read()
+            short = short_of(result)
+            # Rounded down: a timer that fired at the deadline leaves nothing to wait.
+            left_ms = int((deadline - clock.seconds()) * 1000)
+            if short is None or short.needed <= 0 or left_ms <= 0:
+                return result
+            try:
+                again = await park(short, left_ms)
+            except TooManyWaiters:
+                if first:
+                    raise
+                return result  # it did wait; answer with what there is
+            if not again:
+                return result
+            first = False
+
+    return defer.Deferred.fromCoroutine(run())
+
+
+@attrs.define(eq=False)
+class _Waiter:
+    """A parked long poll: fires when ``needed`` more bytes arrive on its partitions.
+
+    ``values``: count value bytes (what a native reader counts) instead of stored batch
+    bytes (Kafka's ``MinBytes``). ``seen``: per partition, the high watermark the
+    caller's read saw; appends below it are already in what the caller counted.
+    """
+
+    partitions: frozenset[PartitionKey]
+    needed: int
+    deferred: defer.Deferred[None]
+    values: bool
+    seen: Mapping[PartitionKey, int] | None
+    timer: DelayedCall | None = None
+
+
+class WaiterRegistry:
+    """Parked long polls by partition, with a global limit (reactor thread).
+
+    :param high_watermark: the current high watermark of a partition, or None if the
+        core has not opened it (nothing can have moved there).
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        high_watermark: Callable[[PartitionKey], int | None],
+        *,
+        max_waiters: int = MAX_WAITERS,
+    ) -> None:
+        self._clock = clock
+        self._high_watermark = high_watermark
+        self.max_waiters = max_waiters
+        self._waiters: dict[PartitionKey, set[_Waiter]] = {}
+        self._count = 0
+        #: Set at shutdown: parks answer at once and polls stop reading.
+        self.closed = False
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def park(
+        self,
+        keys: Iterable[PartitionKey],
+        needed: int,
+        max_wait_ms: int,
+        *,
+        values: bool = False,
+        seen: Mapping[PartitionKey, int] | None = None,
+    ) -> defer.Deferred[None]:
+        """Fire once ``needed`` bytes are appended to any of ``keys`` or ``max_wait_ms``
+        passes; at once if an append moved a ``seen`` high watermark. Cancelling it
+        removes the waiter and its timer. Fails with TooManyWaiters beyond the limit."""
+        partitions = frozenset(keys)
+        if needed <= 0 or max_wait_ms <= 0 or not partitions or self.closed:
+            return defer.succeed(None)
+        if seen is not None:
+            for key, high in seen.items():
+                now = self._high_watermark(key)
+                if now is not None and now != high:
+                    # An append became readable after the caller's read and before now;
+                    # its notification may already have gone by (lost wake-up), so let
+                    # the caller read again instead of waiting for bytes already there.
+                    return defer.succeed(None)
+        if self._count >= self.max_waiters:
+            return defer.fail(TooManyWaiters(f"{self._count} fetches already wait"))
+        waiter = _Waiter(
+            partitions,
+            needed,
+            defer.Deferred(lambda _: self._drop(waiter)),
+            values=values,
+            seen=seen,
+        )
+        waiter.timer = self._clock.callLater(
+            min(max_wait_ms, MAX_WAIT_MS) / 1000.0, self._fire, waiter
+        )
+        for key in partitions:
+            self._waiters.setdefault(key, set()).add(waiter)
+        self._count += 1
+        return waiter.deferred
+
+    def park_for(self, short: Shortfall, max_wait_ms: int, *, values: bool) -> defer.Deferred[bool]:
+        """:data:`Park` for :func:`long_poll`: read again unless shutdown answered."""
+        d = self.park(short.seen, short.needed, max_wait_ms, values=values, seen=short.seen)
+        return d.addCallback(lambda _: not self.closed)
+
+    def notify(self, key: PartitionKey, appended: Sequence[tuple[Append, AppendInfo]]) -> None:
+        """Count appends that landed on ``key`` toward its waiters; wake those satisfied."""
+        waiters = self._waiters.get(key)
+        if not waiters:
+            return  # the usual case: sizes are only worked out for someone waiting
+        # Each append's size in each measure, worked out once however many wait.
+        sizes: dict[bool, list[int]] = {}
+        for waiter in list(waiters):
+            measured = sizes.get(waiter.values)
+            if measured is None:
+                measured = sizes[waiter.values] = [
+                    wake_bytes(append, values=waiter.values) for append, _ in appended
+                ]
+            low = waiter.seen.get(key) if waiter.seen is not None else None
+            waiter.needed -= sum(
+                size
+                for size, (_, info) in zip(measured, appended, strict=True)
+                if low is None or info.base_offset >= low
+            )
+            if waiter.needed <= 0:
+                self._fire(waiter)
+
+    def wake(self, key: PartitionKey) -> None:
+        """Answer every waiter on ``key`` now (its topic is being deleted)."""
+        for waiter in list(self._waiters.get(key, ())):
+            self._fire(waiter)
+
+    def close(self) -> None:
+        """Shutdown: answer every parked poll; later parks answer at once."""
+        self.closed = True
+        for waiters in list(self._waiters.values()):
+            for waiter in list(waiters):
+                self._fire(waiter)
+
+    def _drop(self, waiter: _Waiter) -> None:
+        if waiter.timer is not None and waiter.timer.active():
+            waiter.timer.cancel()
+        waiter.timer = None
+        removed = False
+        for key in waiter.partitions:
+            bucket = self._waiters.get(key)
+            if bucket is not None and waiter in bucket:
+                bucket.discard(waiter)
+                removed = True
+                if not bucket:
+                    del self._waiters[key]
+        if removed:
+            self._count -= 1
+
+    def _fire(self, waiter: _Waiter) -> None:
+        self._drop(waiter)
+        if not waiter.deferred.called:
+            waiter.deferred.callback(None)

@@ -1,0 +1,190 @@
+# -*- test-case-name: tests.test_broker -*-
+"""Group commit for one partition: a queue of appends and at most one write job.
+
+A :class:`PartitionWriter` takes appends in the reactor thread. While no job runs, the
+next one starts at once in the write pool (:func:`write_job`): append each request, sync
+once when the fsync mode or a flush request wants it, publish, and enforce retention when
+asked. Appends that arrive while a job runs wait in the queue and form the next job, so
+a busy partition costs one sync per group, not per request.
+
+The job answers with a :class:`JobResult`: each append's offsets or failure, in order,
+and separately a retention failure (retention is retried at the next pass; the appends
+stand). The writer fires each append's Deferred in order, then tells its owner which
+appends landed (to wake long polls). It knows nothing of producers, topics or waiters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+from twisted.internet import defer
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from brokerd.core.appends import Append, ValuesAppend
+from brokerd.core.interfaces import PartitionStore, Runner
+from brokerd.storage.types import AppendInfo
+
+
+@attrs.frozen
+class JobResult:
+    """What one write job did: per append, in order, its offsets or the failure that
+    refused it; and a retention failure, which fails no append."""
+
+    outcomes: tuple[AppendInfo | Failure, ...]
+    retention_failure: Failure | None = None
+
+
+def _current_failure() -> Failure:
+    """The exception being handled, as a Failure (Failure() is untyped in Twisted)."""
+    return Failure()  # type: ignore[no-untyped-call]
+
+
+def write_job(
+    log: PartitionStore,
+    appends: Sequence[Append],
+    *,
+    sync: bool,
+    retention: bool,
+    wall_clock: Callable[[], float],
+) -> JobResult:
+    """Runs in the write pool: append each request, sync once, publish, then retention.
+
+    A failed sync fails every append of the job and publishes nothing: those bytes were
+    never promised durable, so no reader may see them.
+    """
+    outcomes: list[AppendInfo | Failure] = []
+    for append in appends:
+        try:
+            if isinstance(append, ValuesAppend):
+                info = log.append_values(append.values, timestamp_ms=int(wall_clock() * 1000))
+            else:
+                info = log.append(append.data, list(append.headers))
+            outcomes.append(info)
+        except Exception:
+            outcomes.append(_current_failure())
+    if sync:
+        try:
+            log.flush()
+        except Exception:
+            failure = _current_failure()
+            return JobResult(tuple(failure if isinstance(r, AppendInfo) else r for r in outcomes))
+    log.publish()
+    retention_failure = None
+    if retention:
+        try:
+            log.enforce_retention(wall_clock())
+        except Exception:
+            retention_failure = _current_failure()
+    return JobResult(tuple(outcomes), retention_failure)
+
+
+@attrs.define(eq=False)
+class _Queued:
+    append: Append
+    deferred: defer.Deferred[AppendInfo]
+
+
+class PartitionWriter:
+    """One partition's append queue and write jobs (reactor thread).
+
+    :param on_appended: called after each job with the appends that landed, in order.
+    :param on_idle: called whenever the writer finds nothing left to do.
+    """
+
+    _log = Logger()
+
+    def __init__(
+        self,
+        log: PartitionStore,
+        *,
+        run_write: Runner,
+        sync_every_append: bool,
+        wall_clock: Callable[[], float],
+        on_appended: Callable[[Sequence[tuple[Append, AppendInfo]]], None],
+        on_idle: Callable[[], None],
+    ) -> None:
+        self.log = log
+        self._run_write = run_write
+        self._sync_every_append = sync_every_append
+        self._wall_clock = wall_clock
+        self._on_appended = on_appended
+        self._on_idle = on_idle
+        self._pending: list[_Queued] = []
+        self._busy = False
+        self._flush_requested = False
+        self._retention_requested = False
+        #: Appended since the last sync (interval mode syncs only dirty partitions).
+        self.dirty = False
+        #: End of the appends whose results the reactor has seen: a producer-state
+        #: snapshot taken now covers exactly the log below it.
+        self.acked_end = log.log_end_offset
+
+    @property
+    def idle(self) -> bool:
+        """No job running and none queued."""
+        return not (self._busy or self._pending)
+
+    def submit(self, append: Append) -> defer.Deferred[AppendInfo]:
+        """Queue ``append``; fires with its offsets after the job that wrote it."""
+        queued = _Queued(append, defer.Deferred())
+        self._pending.append(queued)
+        self._kick()
+        return queued.deferred
+
+    def flush_if_dirty(self) -> None:
+        if self.dirty:
+            self._flush_requested = True
+            self.dirty = False
+            self._kick()
+
+    def request_retention(self) -> None:
+        self._retention_requested = True
+        self._kick()
+
+    def _kick(self) -> None:
+        """Start the next write job unless one is running (group commit)."""
+        if self._busy:
+            return
+        if not (self._pending or self._flush_requested or self._retention_requested):
+            self._on_idle()
+            return
+        queued, self._pending = self._pending, []
+        sync = self._flush_requested or (self._sync_every_append and bool(queued))
+        retention = self._retention_requested
+        self._flush_requested = self._retention_requested = False
+        self._busy = True
+        d = self._run_write(
+            write_job,
+            self.log,
+            [q.append for q in queued],
+            sync=sync,
+            retention=retention,
+            wall_clock=self._wall_clock,
+        )
+        d.addBoth(self._job_done, queued, sync)
+
+    def _job_done(self, outcome: JobResult | Failure, queued: list[_Queued], synced: bool) -> None:
+        self._busy = False
+        if isinstance(outcome, Failure):
+            outcomes: Sequence[AppendInfo | Failure] = [outcome] * len(queued)
+        else:
+            outcomes = outcome.outcomes
+            if outcome.retention_failure is not None:
+                self._log.failure("retention failed", outcome.retention_failure)
+        if synced:
+            self.dirty = False
+        appended: list[tuple[Append, AppendInfo]] = []
+        for item, result in zip(queued, outcomes, strict=True):
+            if isinstance(result, AppendInfo):
+                appended.append((item.append, result))
+                self.acked_end = max(self.acked_end, result.last_offset + 1)
+                item.deferred.callback(result)
+            else:
+                item.deferred.errback(result)
+        if appended:
+            if not synced:
+                self.dirty = True
+            self._on_appended(appended)
+        self._kick()
