@@ -42,7 +42,7 @@ def batch(size: int = 100, *, codec_id: int = 0, base_offset: int = 0) -> bytes:
 
 
 class FakeCore:
-    """An in-memory stand-in for brokerd.broker.Broker. Each partition is a list of
+    """An in-memory stand-in for brokerd.core.Broker. Each partition is a list of
     ``(first_offset, batch bytes)``; one "record" per batch keeps offsets simple."""
 
     def __init__(self) -> None:

@@ -23,7 +23,7 @@ from twisted.internet.interfaces import IListeningPort
 from twisted.internet.protocol import Protocol, connectionDone
 from twisted.python.failure import Failure
 
-from brokerd.broker import Broker, FsyncPolicy
+from brokerd.core import Broker, FsyncPolicy
 from brokerd.native import codec
 from brokerd.native.codec import RequestType
 from brokerd.native.protocol import NativeFactory, NativeProtocol

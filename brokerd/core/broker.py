@@ -77,7 +77,7 @@ class Broker(SequentialMultiService):
         checkpoint_seconds: float = CHECKPOINT_SECONDS,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
+        super().__init__()
         self.logdir = logdir
         self._clock = reactor
         self.fsync = fsync or FsyncPolicy("always")
@@ -106,8 +106,8 @@ class Broker(SequentialMultiService):
         self.storage = LogDirectoryService(logdir, self.partitions, run_write=self._run_write)
         self._timers = PeriodicTasks(reactor)
         # Added first, stopped last: the pools, then the log directory.
-        self.pools.setServiceParent(self)  # type: ignore[no-untyped-call]
-        self.storage.setServiceParent(self)  # type: ignore[no-untyped-call]
+        self.pools.setServiceParent(self)
+        self.storage.setServiceParent(self)
 
     def _make_partition(self, topic: str, index: int, log: PartitionStore) -> Partition:
         key = (topic, index)
@@ -138,7 +138,7 @@ class Broker(SequentialMultiService):
         self._next_producer_id = allocate
 
     def startService(self) -> None:
-        super().startService()  # type: ignore[no-untyped-call]
+        super().startService()
         self._timers.every(self._retention_seconds, self._request_retention)
         self._timers.every(self._checkpoint_seconds, self.storage.checkpoint)
         if self.fsync.mode == "interval":
@@ -147,7 +147,7 @@ class Broker(SequentialMultiService):
     def stopService(self) -> defer.Deferred[None]:
         """Refuse new appends, answer parked fetches, finish queued appends, then stop
         the children one by one (last added first): see the module docstring."""
-        service.Service.stopService(self)  # type: ignore[no-untyped-call]
+        service.Service.stopService(self)
         self._stopping = True
         self._timers.stop()
         self.waiters.close()

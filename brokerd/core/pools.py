@@ -67,11 +67,11 @@ class WorkerPools(service.Service):
         return _PoolRunner(reactor, pool)
 
     def startService(self) -> None:
-        service.Service.startService(self)  # type: ignore[no-untyped-call]
+        service.Service.startService(self)
         for pool in self._pools:
             pool.start()
 
     def stopService(self) -> None:
-        service.Service.stopService(self)  # type: ignore[no-untyped-call]
+        service.Service.stopService(self)
         for pool in self._pools:
             pool.stop()

@@ -33,7 +33,7 @@ class SequentialMultiService(service.MultiService):
     _log = Logger()
 
     def stopService(self) -> defer.Deferred[None]:
-        service.Service.stopService(self)  # type: ignore[no-untyped-call]
+        service.Service.stopService(self)
         return defer.Deferred.fromCoroutine(self.stop_children())
 
     async def stop_children(self) -> None:
@@ -56,7 +56,7 @@ class LogDirectoryService(service.Service):
         self._run_write = run_write
 
     def startService(self) -> None:
-        service.Service.startService(self)  # type: ignore[no-untyped-call]
+        service.Service.startService(self)
         for (topic, index), log in self._logdir.logs().items():
             part = self._registry.adopt(topic, index, log)
             try:
@@ -86,7 +86,7 @@ class LogDirectoryService(service.Service):
         return d
 
     def stopService(self) -> defer.Deferred[None]:
-        service.Service.stopService(self)  # type: ignore[no-untyped-call]
+        service.Service.stopService(self)
         return defer.Deferred.fromCoroutine(self._close())
 
     async def _close(self) -> None:

@@ -38,7 +38,7 @@ class JobResult:
 
 def _current_failure() -> Failure:
     """The exception being handled, as a Failure (Failure() is untyped in Twisted)."""
-    return Failure()  # type: ignore[no-untyped-call]
+    return Failure()
 
 
 def write_job(
