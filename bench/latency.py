@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
-from brokerproc import BrokerProcess  # noqa: E402
+from tests.brokerproc import BrokerProcess  # noqa: E402
 
 STAMP = struct.Struct(">d")
 PAD = b"p" * 92  # 8-byte timestamp + 92 = 100-byte values

@@ -24,11 +24,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
 from brokerd.native import codec  # noqa: E402
 
-from brokerproc import BrokerProcess, free_port, wait_for_port  # noqa: E402
+from tests.brokerproc import BrokerProcess, free_port, wait_for_port  # noqa: E402
 
 VALUE = b"x" * 100
 Row = tuple[str, str, str]
