@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from brokerd.native import codec  # noqa: E402
+from brokerd.native import client_codec, messages  # noqa: E402
 
 from tests.brokerproc import BrokerProcess, free_port, wait_for_port  # noqa: E402
 
@@ -50,15 +50,15 @@ def brokerd(*args: str, kafka: bool = True) -> Iterator[BrokerProcess]:
 
 def native_produce(proc: BrokerProcess, topic: str, records: int, batch: int, depth: int) -> float:
     """Seconds to produce ``records`` in requests of ``batch`` values, ``depth`` in flight."""
-    frame = codec.encode_produce(topic, 0, [VALUE] * batch)
+    frame = client_codec.encode_produce(topic, 0, [VALUE] * batch)
     requests = records // batch
     with proc.client(timeout=60) as client:
         start = time.perf_counter()
         sent = 0
         while sent < requests:
             n = min(depth, requests - sent)
-            for r in client.call_many([(codec.RequestType.PRODUCE, frame)] * n):
-                assert isinstance(r, codec.ProduceResponse), r
+            for r in client.call_many([(messages.RequestType.PRODUCE, frame)] * n):
+                assert isinstance(r, messages.ProduceResponse), r
             sent += n
         return time.perf_counter() - start
 

@@ -1,6 +1,6 @@
 """Errors shared by the storage layer, the broker core and both protocols.
 
-Each protocol maps these to its own wire codes (``brokerd.native.codec.ErrorCode``
+Each protocol maps these to its own wire codes (``brokerd.native.messages.ErrorCode``
 and Kafka's error codes in ``brokerd.kafka``). Pure Python: no Twisted, no I/O.
 """
 

@@ -24,17 +24,17 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from brokerd.native import codec as native_codec
+from brokerd.native import messages, server_codec
 
 _I32 = struct.Struct(">i")
 KAFKA_FETCH = 1
 NATIVE_TYPES = {
-    native_codec.ProduceRequest: 1,
-    native_codec.FetchRequest: 2,
-    native_codec.CreateTopicRequest: 3,
-    native_codec.ListOffsetsRequest: 4,
-    native_codec.ListTopicsRequest: 5,
-    native_codec.LongPollFetchRequest: 6,
+    messages.ProduceRequest: 1,
+    messages.FetchRequest: 2,
+    messages.CreateTopicRequest: 3,
+    messages.ListOffsetsRequest: 4,
+    messages.ListTopicsRequest: 5,
+    messages.LongPollFetchRequest: 6,
 }
 
 
@@ -142,11 +142,11 @@ class CountingProxy:
 
     def _requests(self, src: socket.socket, dst: socket.socket) -> None:
         kafka = _KafkaFrames()
-        native = native_codec.RequestDecoder(max_produce_bytes=1 << 30)
+        native = server_codec.RequestDecoder(max_produce_bytes=1 << 30)
         self._pipe(src, dst, lambda data: self._count(data, kafka, native))
 
     def _count(
-        self, data: bytes, kafka: _KafkaFrames, native: native_codec.RequestDecoder
+        self, data: bytes, kafka: _KafkaFrames, native: server_codec.RequestDecoder
     ) -> bytes:
         if self.kind == "kafka":
             for frame in kafka.feed(data):
@@ -166,8 +166,7 @@ class CountingProxy:
         old = b"127.0.0.1" + _I32.pack(self.target_port)
         new = b"127.0.0.1" + _I32.pack(self.port)
         # Whole frames only, so the pattern is never split across reads.
-        self._pipe(src, dst, lambda data: b"".join(f.replace(old, new)
-                                                    for f in frames.feed(data)))
+        self._pipe(src, dst, lambda data: b"".join(f.replace(old, new) for f in frames.feed(data)))
 
     def _pipe(
         self, src: socket.socket, dst: socket.socket, transform: Callable[[bytes], bytes]

@@ -37,8 +37,8 @@ from brokerd.kafka import apis
 from brokerd.kafka import codec as kcodec
 from brokerd.kafka.codec import ApiKey, RequestHeader
 from brokerd.kafka.protocol import KafkaFactory, KafkaProtocol
-from brokerd.native import codec
-from brokerd.native.codec import ErrorCode, RequestType
+from brokerd.native import client_codec, messages
+from brokerd.native.messages import ErrorCode, RequestType
 from brokerd.native.protocol import NativeFactory, NativeProtocol
 from brokerd.storage.batch import (
     Compression,
@@ -132,8 +132,9 @@ class Harness:
 
     def timers(self) -> list[Any]:
         """Pending timers other than native idle timers."""
-        return [c for c in self.clock.getDelayedCalls() if c.getTime() - self.clock.seconds()
-                != IDLE]
+        return [
+            c for c in self.clock.getDelayedCalls() if c.getTime() - self.clock.seconds() != IDLE
+        ]
 
     def close(self) -> None:
         for conn in self.connections:
@@ -146,20 +147,29 @@ class NativeConn:
         self.proto = proto
         self.transport = StringTransport()
         proto.makeConnection(self.transport)
-        self.decoder = codec.ResponseDecoder()
+        self.decoder = client_codec.ResponseDecoder()
         self.lost = False
 
     def send(self, request_type: RequestType, frame: bytes) -> None:
         self.decoder.expect(request_type)
         self.proto.dataReceived(frame)
 
-    def poll(self, topic: str, partition: int, offset: int, *, wait_ms: int,
-             min_bytes: int = 1) -> None:
-        self.send(RequestType.LONG_POLL_FETCH, codec.encode_long_poll_fetch(
-            topic, partition, offset, max_wait_ms=wait_ms, min_bytes=min_bytes,
-            max_bytes=1 << 20))
+    def poll(
+        self, topic: str, partition: int, offset: int, *, wait_ms: int, min_bytes: int = 1
+    ) -> None:
+        self.send(
+            RequestType.LONG_POLL_FETCH,
+            client_codec.encode_long_poll_fetch(
+                topic,
+                partition,
+                offset,
+                max_wait_ms=wait_ms,
+                min_bytes=min_bytes,
+                max_bytes=1 << 20,
+            ),
+        )
 
-    def responses(self) -> list[codec.Response]:
+    def responses(self) -> list[messages.Response]:
         out = self.decoder.feed(self.transport.value())
         self.transport.clear()
         return out
@@ -182,19 +192,30 @@ class KafkaConn:
     def send(self, key: ApiKey, version: int, body: Any) -> None:
         self.correlation += 1
         self.sent[self.correlation] = (key, version)
-        self.proto.dataReceived(apis.encode_request(
-            RequestHeader(int(key), version, self.correlation, "test"), body))
+        self.proto.dataReceived(
+            apis.encode_request(RequestHeader(int(key), version, self.correlation, "test"), body)
+        )
 
-    def fetch(self, parts: list[tuple[str, int, int]], *, wait_ms: int,
-              min_bytes: int = 1) -> None:
+    def fetch(self, parts: list[tuple[str, int, int]], *, wait_ms: int, min_bytes: int = 1) -> None:
         topics: dict[str, list[apis.FetchPartition]] = {}
         for topic, partition, offset in parts:
-            topics.setdefault(topic, []).append(apis.FetchPartition(
-                partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20))
-        self.send(ApiKey.FETCH, 11, apis.FetchRequest(
-            max_wait_ms=wait_ms, min_bytes=min_bytes, max_bytes=1 << 20,
-            topics=tuple(apis.FetchTopic(topic=t, partitions=tuple(ps))
-                         for t, ps in topics.items())))
+            topics.setdefault(topic, []).append(
+                apis.FetchPartition(
+                    partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20
+                )
+            )
+        self.send(
+            ApiKey.FETCH,
+            11,
+            apis.FetchRequest(
+                max_wait_ms=wait_ms,
+                min_bytes=min_bytes,
+                max_bytes=1 << 20,
+                topics=tuple(
+                    apis.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()
+                ),
+            ),
+        )
 
     def responses(self) -> list[Any]:
         frames = kcodec.FrameDecoder(1 << 30).feed(self.transport.value())
@@ -222,8 +243,8 @@ def values_in(part: apis.FetchPartitionResponse) -> list[bytes | None]:
     return out
 
 
-def polled(response: codec.Response) -> list[tuple[int, bytes | None]]:
-    assert isinstance(response, codec.LongPollFetchResponse), response
+def polled(response: messages.Response) -> list[tuple[int, bytes | None]]:
+    assert isinstance(response, messages.LongPollFetchResponse), response
     return [(r.offset, r.value) for r in response.records]
 
 
@@ -253,7 +274,7 @@ class NativeLongPollTests(_HarnessCase):
         h.clock.advance(0.001)
         [response] = c.responses()
         assert polled(response) == []
-        assert isinstance(response, codec.LongPollFetchResponse) and response.high_watermark == 0
+        assert isinstance(response, messages.LongPollFetchResponse) and response.high_watermark == 0
         assert h.timers() == [] and h.broker.waiter_count == 0
 
     def test_native_append_before_timeout_answers_at_once(self) -> None:
@@ -262,8 +283,8 @@ class NativeLongPollTests(_HarnessCase):
         consumer.poll("t", 0, 0, wait_ms=5000)
         h.clock.advance(1)
         assert consumer.responses() == []
-        producer.send(RequestType.PRODUCE, codec.encode_produce("t", 0, [b"hello"]))
-        assert [type(r) for r in producer.responses()] == [codec.ProduceResponse]
+        producer.send(RequestType.PRODUCE, client_codec.encode_produce("t", 0, [b"hello"]))
+        assert [type(r) for r in producer.responses()] == [messages.ProduceResponse]
         assert [polled(r) for r in consumer.responses()] == [[(0, b"hello")]]
         assert h.timers() == [] and h.broker.waiter_count == 0
 
@@ -280,18 +301,21 @@ class NativeLongPollTests(_HarnessCase):
         h = self.h
         parked, other = h.native(), h.native()
         parked.poll("t", 0, 0, wait_ms=60_000)
-        parked.send(RequestType.LIST_TOPICS, codec.encode_list_topics())  # queued behind it
-        other.send(RequestType.LIST_TOPICS, codec.encode_list_topics())
-        other.send(RequestType.LIST_OFFSETS, codec.encode_list_offsets("t", 0))
-        other.send(RequestType.FETCH, codec.encode_fetch("t", 0, 0))
+        parked.send(RequestType.LIST_TOPICS, client_codec.encode_list_topics())  # queued behind it
+        other.send(RequestType.LIST_TOPICS, client_codec.encode_list_topics())
+        other.send(RequestType.LIST_OFFSETS, client_codec.encode_list_offsets("t", 0))
+        other.send(RequestType.FETCH, client_codec.encode_fetch("t", 0, 0))
         assert [type(r) for r in other.responses()] == [
-            codec.ListTopicsResponse, codec.ListOffsetsResponse, codec.FetchResponse]
+            messages.ListTopicsResponse,
+            messages.ListOffsetsResponse,
+            messages.FetchResponse,
+        ]
         assert parked.responses() == []  # in order: the list waits for the poll
-        other.send(RequestType.PRODUCE, codec.encode_produce("t", 0, [b"x"]))
-        assert [type(r) for r in other.responses()] == [codec.ProduceResponse]
+        other.send(RequestType.PRODUCE, client_codec.encode_produce("t", 0, [b"x"]))
+        assert [type(r) for r in other.responses()] == [messages.ProduceResponse]
         first, second = parked.responses()
         assert polled(first) == [(0, b"x")]
-        assert isinstance(second, codec.ListTopicsResponse)
+        assert isinstance(second, messages.ListTopicsResponse)
 
     def test_native_one_parked_fetch_per_connection(self) -> None:
         h = self.h
@@ -314,11 +338,11 @@ class NativeLongPollTests(_HarnessCase):
             first.poll("t", 0, 0, wait_ms=60_000)
             second.poll("t", 0, 0, wait_ms=60_000)
             [refused] = second.responses()
-            assert isinstance(refused, codec.ErrorResponse)
+            assert isinstance(refused, messages.ErrorResponse)
             assert refused.code == ErrorCode.TOO_MANY_WAITERS
             # The refusal harms only that request: the connection serves the next one.
-            second.send(RequestType.LIST_OFFSETS, codec.encode_list_offsets("t", 0))
-            assert [type(r) for r in second.responses()] == [codec.ListOffsetsResponse]
+            second.send(RequestType.LIST_OFFSETS, client_codec.encode_list_offsets("t", 0))
+            assert [type(r) for r in second.responses()] == [messages.ListOffsetsResponse]
             first.lose()  # frees the slot
             second.poll("t", 0, 0, wait_ms=60_000)
             assert second.responses() == [] and h.broker.waiter_count == 1
@@ -383,8 +407,11 @@ class KafkaFetchTests(_HarnessCase):
         assert c.responses() == [] and h.broker.waiter_count == 1
         h.produce("u", 2, b"only here")
         [response] = c.responses()
-        got = {(t.topic, p.partition_index): values_in(p)
-               for t in response.responses for p in t.partitions}
+        got = {
+            (t.topic, p.partition_index): values_in(p)
+            for t in response.responses
+            for p in t.partitions
+        }
         assert got == {("t", 0): [], ("u", 0): [], ("u", 1): [], ("u", 2): [b"only here"]}
         assert h.clock.getDelayedCalls() == [] and h.broker.waiter_count == 0
 
@@ -456,6 +483,7 @@ class KafkaFetchTests(_HarnessCase):
         finally:
             h.close()
 
+
 # -- the read/append race --------------------------------------------------------------
 
 
@@ -494,7 +522,10 @@ class ReadAppendRaceTests(_HarnessCase):
             h.reads.deliver()
         [response] = c.responses()
         assert values_in(response.responses[0].partitions[0]) == [
-            b"a" * 100, b"b" * 100, b"c" * 100]
+            b"a" * 100,
+            b"b" * 100,
+            b"c" * 100,
+        ]
         assert h.timers() == [] and h.broker.waiter_count == 0
 
     def test_append_already_read_is_not_counted_twice(self) -> None:
@@ -511,6 +542,7 @@ class ReadAppendRaceTests(_HarnessCase):
         h.writes.hold = False
         h.produce("t", 0, b"efgh")
         assert [polled(r) for r in c.responses()] == [[(0, b"abcd"), (1, b"efgh")]]
+
 
 # -- measuring min_bytes ---------------------------------------------------------------
 
@@ -535,7 +567,8 @@ class MinBytesMeasureTests(_HarnessCase):
         h.clock.advance(1)
         h.broker.produce_batches("t", 0, encode_batch([b"a" * 10], timestamp_ms=0))
         h.broker.produce_batches(
-            "t", 0, encode_batch([b"b" * 10], timestamp_ms=0, compression=Compression.GZIP))
+            "t", 0, encode_batch([b"b" * 10], timestamp_ms=0, compression=Compression.GZIP)
+        )
         assert c.responses() == [] and h.broker.waiter_count == 1  # 20 bytes of values
         h.clock.advance(8.999)
         assert c.responses() == []
@@ -548,8 +581,10 @@ class MinBytesMeasureTests(_HarnessCase):
         c = h.native()
         c.poll("t", 0, 0, wait_ms=10_000, min_bytes=1000)
         h.broker.produce_batches(
-            "t", 0, encode_batch([b"z" * 2000], timestamp_ms=0, compression=Compression.GZIP))
+            "t", 0, encode_batch([b"z" * 2000], timestamp_ms=0, compression=Compression.GZIP)
+        )
         assert [polled(r) for r in c.responses()] == [[(0, b"z" * 2000)]]
+
 
 # -- the primitive on its own: WaiterRegistry and long_poll ----------------------------
 
@@ -719,9 +754,10 @@ def test_follow_retries_transient_errors_from_the_same_offset(
     from brokerd import cli
     from brokerd.client import NativeError
 
-    def answer(*records: tuple[int, bytes]) -> codec.LongPollFetchResponse:
-        return codec.LongPollFetchResponse(
-            records[-1][0] + 1, tuple(codec.FetchedRecord(o, v) for o, v in records))
+    def answer(*records: tuple[int, bytes]) -> messages.LongPollFetchResponse:
+        return messages.LongPollFetchResponse(
+            records[-1][0] + 1, tuple(messages.FetchedRecord(o, v) for o, v in records)
+        )
 
     ScriptedClient.steps = [
         answer((0, b"a"), (1, b"")),  # a null value arrives as b""

@@ -24,8 +24,8 @@ from twisted.internet.protocol import Protocol, connectionDone
 from twisted.python.failure import Failure
 
 from brokerd.core import Broker, FsyncPolicy
-from brokerd.native import codec
-from brokerd.native.codec import RequestType
+from brokerd.native import client_codec, messages
+from brokerd.native.messages import RequestType
 from brokerd.native.protocol import NativeFactory, NativeProtocol
 from brokerd.storage.logdir import LogDirectory
 
@@ -91,14 +91,14 @@ class Client(Protocol):
     """A pipelining native client: each request's Deferred fires with its response."""
 
     def __init__(self) -> None:
-        self._decoder = codec.ResponseDecoder()
-        self._waiting: deque[defer.Deferred[codec.Response]] = deque()
+        self._decoder = client_codec.ResponseDecoder()
+        self._waiting: deque[defer.Deferred[messages.Response]] = deque()
         self.received_bytes = 0
         self.lost: defer.Deferred[None] = defer.Deferred()
 
-    def request(self, request_type: RequestType, frame: bytes) -> defer.Deferred[codec.Response]:
+    def request(self, request_type: RequestType, frame: bytes) -> defer.Deferred[messages.Response]:
         self._decoder.expect(request_type)
-        d: defer.Deferred[codec.Response] = defer.Deferred()
+        d: defer.Deferred[messages.Response] = defer.Deferred()
         self._waiting.append(d)
         assert self.transport is not None
         self.transport.write(frame)
@@ -148,19 +148,23 @@ async def sleep(seconds: float) -> None:
 @pytest_twisted.ensureDeferred
 async def test_produce_and_fetch_across_connections(server: Server) -> None:
     writer, reader = await connect(server), await connect(server)
-    created = await writer.request(RequestType.CREATE_TOPIC, codec.encode_create_topic("t", 2))
-    assert created == codec.CreateTopicResponse()
-    first = await writer.request(
-        RequestType.PRODUCE, codec.encode_produce("t", 1, [b"a", b"b", b"c"])
+    created = await writer.request(
+        RequestType.CREATE_TOPIC, client_codec.encode_create_topic("t", 2)
     )
-    second = await writer.request(RequestType.PRODUCE, codec.encode_produce("t", 1, [b"d"]))
-    assert (first, second) == (codec.ProduceResponse(0), codec.ProduceResponse(3))
-    fetched = await reader.request(RequestType.FETCH, codec.encode_fetch("t", 1, 1))
-    assert fetched == codec.FetchResponse((b"b", b"c", b"d"))
-    offsets = await reader.request(RequestType.LIST_OFFSETS, codec.encode_list_offsets("t", 1))
-    assert offsets == codec.ListOffsetsResponse(0, 4)
-    empty = await reader.request(RequestType.FETCH, codec.encode_fetch("t", 0, 0))
-    assert empty == codec.FetchResponse(())
+    assert created == messages.CreateTopicResponse()
+    first = await writer.request(
+        RequestType.PRODUCE, client_codec.encode_produce("t", 1, [b"a", b"b", b"c"])
+    )
+    second = await writer.request(RequestType.PRODUCE, client_codec.encode_produce("t", 1, [b"d"]))
+    assert (first, second) == (messages.ProduceResponse(0), messages.ProduceResponse(3))
+    fetched = await reader.request(RequestType.FETCH, client_codec.encode_fetch("t", 1, 1))
+    assert fetched == messages.FetchResponse((b"b", b"c", b"d"))
+    offsets = await reader.request(
+        RequestType.LIST_OFFSETS, client_codec.encode_list_offsets("t", 1)
+    )
+    assert offsets == messages.ListOffsetsResponse(0, 4)
+    empty = await reader.request(RequestType.FETCH, client_codec.encode_fetch("t", 0, 0))
+    assert empty == messages.FetchResponse(())
     # The appends are on disk under the topic's directory.
     assert any(p.stat().st_size > 0 for p in (server.data_dir / "t-1").glob("*.log"))
 
@@ -170,17 +174,17 @@ async def test_parked_long_poll_is_woken_by_an_append_on_another_connection(
     server: Server,
 ) -> None:
     writer, reader = await connect(server), await connect(server)
-    await writer.request(RequestType.CREATE_TOPIC, codec.encode_create_topic("lp", 1))
+    await writer.request(RequestType.CREATE_TOPIC, client_codec.encode_create_topic("lp", 1))
     parked = reader.request(
         RequestType.LONG_POLL_FETCH,
-        codec.encode_long_poll_fetch("lp", 0, 0, max_wait_ms=30_000),
+        client_codec.encode_long_poll_fetch("lp", 0, 0, max_wait_ms=30_000),
     )
     await sleep(0.2)
     assert not parked.called, "answered with nothing to read"
     started = reactor.seconds()  # type: ignore[attr-defined]
-    await writer.request(RequestType.PRODUCE, codec.encode_produce("lp", 0, [b"wake"]))
+    await writer.request(RequestType.PRODUCE, client_codec.encode_produce("lp", 0, [b"wake"]))
     woken = await parked
-    assert woken == codec.LongPollFetchResponse(1, (codec.FetchedRecord(0, b"wake"),))
+    assert woken == messages.LongPollFetchResponse(1, (messages.FetchedRecord(0, b"wake"),))
     assert reactor.seconds() - started < 5  # type: ignore[attr-defined]  # not the 30 s timeout
 
 
@@ -189,13 +193,13 @@ async def test_a_client_that_stops_reading_stops_the_server_taking_requests(
     server: Server,
 ) -> None:
     writer, slow = await connect(server), await connect(server)
-    await writer.request(RequestType.CREATE_TOPIC, codec.encode_create_topic("big", 1))
+    await writer.request(RequestType.CREATE_TOPIC, client_codec.encode_create_topic("big", 1))
     values = [bytes([65 + i]) * BIG_VALUE for i in range(3)]
-    await writer.request(RequestType.PRODUCE, codec.encode_produce("big", 0, values))
+    await writer.request(RequestType.PRODUCE, client_codec.encode_produce("big", 0, values))
 
     slow.stop_reading()
     answers = [
-        slow.request(RequestType.FETCH, codec.encode_fetch("big", 0, 0))
+        slow.request(RequestType.FETCH, client_codec.encode_fetch("big", 0, 0))
         for _ in range(PIPELINED_FETCHES)
     ]
     # Let the server run until it stops taking fetches: the kernel buffers fill, the
@@ -210,4 +214,4 @@ async def test_a_client_that_stops_reading_stops_the_server_taking_requests(
     slow.resume_reading()
     responses = await defer.gatherResults(answers)
     assert len(server.fetches) == PIPELINED_FETCHES
-    assert all(r == codec.FetchResponse(tuple(values)) for r in responses)
+    assert all(r == messages.FetchResponse(tuple(values)) for r in responses)

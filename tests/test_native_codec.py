@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from brokerd import errors
 from brokerd.native import client_codec as client
-from brokerd.native import codec, wire
 from brokerd.native import messages as msg
 from brokerd.native import server_codec as server
+from brokerd.native import wire
 from brokerd.native.client_codec import ResponseDecoder
 from brokerd.native.messages import (
     CreateTopicRequest,
@@ -556,11 +556,3 @@ def test_every_request_type_has_one_layout_matching_its_message() -> None:
         if layout.has_records:
             expected = expected - {"count"} | {"values"}
         assert attributes == expected, request_type
-
-
-def test_old_codec_module_still_exports_every_name() -> None:
-    for name in codec.__all__:
-        assert getattr(codec, name) is not None
-    assert codec.RequestDecoder is server.RequestDecoder
-    assert codec.encode_request is client.encode_request
-    assert codec.ErrorCode is msg.ErrorCode

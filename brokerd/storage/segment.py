@@ -46,7 +46,6 @@ __all__ = [
     "Recovered",
     "Segment",
     # Re-exported for brokerd.storage.producer_state, which imports it from here.
-    "fsync_dir",
     "segment_file_name",
 ]
 
