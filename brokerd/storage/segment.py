@@ -45,7 +45,6 @@ __all__ = [
     "BatchInfo",
     "Recovered",
     "Segment",
-    # Re-exported for brokerd.storage.producer_state, which imports it from here.
     "segment_file_name",
 ]
 
