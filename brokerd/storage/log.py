@@ -53,6 +53,8 @@ log = logging.getLogger("brokerd.storage")
 INT32_MAX = 2**31 - 1
 DEFAULT_SEGMENT_BYTES = 1024**3
 DEFAULT_INDEX_INTERVAL = 4096
+#: The values ``cleanup.policy`` may combine.
+CLEANUP_POLICIES = frozenset({"delete", "compact"})
 
 
 def _positive(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -65,6 +67,23 @@ def _optional_nonneg(
 ) -> None:
     if value is not None and value < 0:
         raise ValueError(f"{attribute.name} must be None or >= 0, got {value}")
+
+
+def _nonneg(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 0:
+        raise ValueError(f"{attribute.name} must be >= 0, got {value}")
+
+
+def _ratio_ok(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{attribute.name} must be in 0..1, got {value}")
+
+
+def _cleanup_policy_ok(
+    _inst: object, attribute: attrs.Attribute[frozenset[str]], value: frozenset[str]
+) -> None:
+    if not value or not value <= CLEANUP_POLICIES:
+        raise ValueError(f"cleanup_policy must be a non-empty subset of {sorted(CLEANUP_POLICIES)}")
 
 
 def _segment_bytes_ok(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -89,6 +108,25 @@ class LogConfig:
     index_interval_bytes: int = attrs.field(default=DEFAULT_INDEX_INTERVAL, validator=_positive)
     retention_bytes: int | None = attrs.field(default=None, validator=_optional_nonneg)
     retention_ms: int | None = attrs.field(default=None, validator=_optional_nonneg)
+    #: ``cleanup.policy``: "delete" (retention deletes old segments), "compact" (the
+    #: cleaner keeps the latest record per key), or both.
+    cleanup_policy: frozenset[str] = attrs.field(
+        default=frozenset({"delete"}), converter=frozenset, validator=_cleanup_policy_ok
+    )
+    #: Compaction settings (Kafka's ``min.cleanable.dirty.ratio``,
+    #: ``min.compaction.lag.ms``, ``max.compaction.lag.ms``, ``delete.retention.ms``).
+    min_cleanable_dirty_ratio: float = attrs.field(default=0.5, validator=_ratio_ok)
+    min_compaction_lag_ms: int = attrs.field(default=0, validator=_nonneg)
+    max_compaction_lag_ms: int | None = attrs.field(default=None, validator=_optional_nonneg)
+    delete_retention_ms: int = attrs.field(default=86_400_000, validator=_nonneg)
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
 
 
 class PartitionLog:
