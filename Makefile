@@ -56,7 +56,7 @@ check-plugin: install
 	$(BIN)/python -m build --wheel --outdir dist . >/dev/null
 	$(PYTHON) -m venv build/plugin-venv
 	build/plugin-venv/bin/pip install -q dist/*.whl
-	cd / && $(CURDIR)/build/plugin-venv/bin/twistd --help | grep -Eq '^ +broker +'
+	cd / && $(CURDIR)/build/plugin-venv/bin/twistd --help | grep -E '^ +broker +' >/dev/null
 	@echo "plugin found in the installed wheel"
 
 verify-units: install
