@@ -327,7 +327,7 @@ class KafkaHandlers:
             index=part.index,
             error_code=0,
             base_offset=info.base_offset,
-            log_append_time_ms=-1,  # CreateTime: clients keep their own timestamps
+            log_append_time_ms=info.log_append_time,  # -1 unless a LogAppendTime topic
             log_start_offset=info.log_start_offset,
         )
 
