@@ -31,8 +31,10 @@ __all__ = [
     "BROKER_NAMES",
     "LONG_MAX",
     "TOPIC_CONFIGS",
+    "AlterOp",
     "ConfigDef",
     "ConfigType",
+    "apply_incremental",
     "broker_values",
     "kafka_default",
     "to_log_config",
@@ -308,3 +310,54 @@ def broker_values(config: LogConfig) -> dict[str, str]:
         "delete.retention.ms": str(config.delete_retention_ms),
         "message.timestamp.type": config.message_timestamp_type,
     }
+
+
+# -- IncrementalAlterConfigs ---------------------------------------------------------
+
+
+class AlterOp(enum.IntEnum):
+    """IncrementalAlterConfigs operations, with Kafka's numbers."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+def apply_incremental(
+    current: Mapping[str, str],
+    defaults: Mapping[str, str],
+    ops: Iterable[tuple[str, AlterOp, str | None]],
+) -> dict[str, str]:
+    """The overrides after applying ``ops`` to ``current`` (Kafka's semantics).
+
+    SET replaces a value; DELETE drops the override (back to the broker default);
+    APPEND and SUBTRACT, for list configs only, add the missing items of a
+    comma-separated value to the current list (the override, else the broker default
+    in ``defaults``) or remove them from it. Raises :class:`InvalidConfig` naming the key.
+    """
+    out = dict(current)
+    for name, op, value in ops:
+        definition = TOPIC_CONFIGS.get(name)
+        if definition is None:
+            raise InvalidConfig(f"Unknown topic config name: {name}")
+        if op is AlterOp.DELETE:
+            out.pop(name, None)
+            continue
+        if value is None:
+            raise InvalidConfig(f"Null value not supported for topic configs: {name}")
+        if op is AlterOp.SET:
+            out[name] = validate(name, value)
+            continue
+        if definition.type is not ConfigType.LIST:
+            verb = "append" if op is AlterOp.APPEND else "subtract"
+            raise InvalidConfig(f"Config value {verb} is not allowed for config key: {name}")
+        base = out.get(name, defaults.get(name, definition.default))
+        items = [v.strip() for v in base.split(",") if v.strip()]
+        given = [v.strip() for v in value.split(",") if v.strip()]
+        if op is AlterOp.APPEND:
+            items += [v for v in given if v not in items]
+        else:
+            items = [v for v in items if v not in given]
+        out[name] = validate(name, ",".join(items))
+    return out
