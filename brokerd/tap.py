@@ -136,6 +136,13 @@ class Options(usage.Options):
             "86400000",
             "Default delete.retention.ms: how long tombstones stay in compacted topics.",
         ],
+        [
+            "log-retention-check-interval-ms",
+            None,
+            300_000,
+            "How often retention looks for segments to delete.",
+            int,
+        ],
         ["default-partitions", None, 1, "Partitions of an auto-created topic.", int],
         ["max-produce-bytes", None, MEBIBYTE, "Largest native produce payload.", int],
         ["max-fetch-bytes", None, MEBIBYTE, "Cap of a native fetch response's values.", int],
@@ -161,6 +168,7 @@ class Options(usage.Options):
             "max-request-bytes",
             "read-threads",
             "write-threads",
+            "log-retention-check-interval-ms",
         )
         for name in positive:
             if self[name] <= 0:
@@ -287,6 +295,7 @@ def makeService(options: Options) -> service.MultiService:
         fsync=options["fsync-policy"],
         read_threads=options["read-threads"],
         write_threads=options["write-threads"],
+        retention_check_seconds=options["log-retention-check-interval-ms"] / 1000.0,
     )
     broker.setServiceParent(top)
 
