@@ -139,6 +139,22 @@ def _registry_configs(name: str, entry: Mapping[str, object], version: int) -> d
         raise ValueError(f"topic {name!r}: {exc}") from exc
 
 
+def _parse_registry(raw: bytes) -> dict[str, TopicInfo]:
+    """The topics of a registry file (either version); raises on anything invalid."""
+    doc = json.loads(raw)
+    version = doc.get("version")
+    if version not in (_REGISTRY_VERSION, _OLD_REGISTRY_VERSION):
+        raise ValueError(f"unknown version {version!r}")
+    topics: dict[str, TopicInfo] = {}
+    for name, entry in doc["topics"].items():
+        validate_topic_name(name)
+        partitions = entry["partitions"]
+        if not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS:
+            raise ValueError(f"topic {name!r}: partitions {partitions!r}")
+        topics[name] = TopicInfo(name, partitions, _registry_configs(name, entry, version))
+    return topics
+
+
 class LogDirectory:
     """The data directory. Open with :meth:`open`."""
 
@@ -255,21 +271,9 @@ class LogDirectory:
         if raw is None:
             return None
         try:
-            doc = json.loads(raw)
-            version = doc.get("version")
-            if version not in (_REGISTRY_VERSION, _OLD_REGISTRY_VERSION):
-                raise ValueError(f"unknown version {version!r}")
-            topics: dict[str, TopicInfo] = {}
-            for name, entry in doc["topics"].items():
-                validate_topic_name(name)
-                partitions = entry["partitions"]
-                if not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS:
-                    raise ValueError(f"topic {name!r}: partitions {partitions!r}")
-                configs = _registry_configs(name, entry, version)
-                topics[name] = TopicInfo(name, partitions, configs)
+            return _parse_registry(raw)
         except Exception as exc:
             raise StorageError(f"corrupt topic registry {path}: {exc}") from exc
-        return topics
 
     def _discover(self) -> dict[str, TopicInfo]:
         """Rebuild the registry from partition directories (when topics.json is missing)."""
@@ -344,12 +348,9 @@ class LogDirectory:
         validate_only: bool = False,
     ) -> TopicInfo:
         """Create a topic with ``partitions`` partitions (1..10000) and the config
-        overrides ``configs`` (Kafka names and value syntax).
-
-        With ``validate_only`` everything is checked and nothing is created. Raises
-        :class:`InvalidTopic`, :class:`TopicAlreadyExists`, :class:`InvalidPartitions`
-        or :class:`InvalidConfig` (naming the key).
-        """
+        overrides ``configs`` (Kafka names and value syntax); with ``validate_only``
+        check everything and create nothing. Raises :class:`InvalidTopic`,
+        :class:`TopicAlreadyExists`, :class:`InvalidPartitions` or :class:`InvalidConfig`."""
         validate_topic_name(name)
         if isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
             raise InvalidPartitions(f"partition count {partitions} outside 1..{MAX_PARTITIONS}")
@@ -370,14 +371,11 @@ class LogDirectory:
         *,
         validate_only: bool = False,
     ) -> TopicInfo:
-        """Replace the config overrides of topic ``name`` by ``update(current overrides)``
-        (AlterConfigs passes the new set; IncrementalAlterConfigs edits the current one).
-
-        ``update`` runs under the registry lock, so concurrent alterations never lose
-        each other's changes. The registry is written first (atomically), then the open
-        partition logs take the new config; with ``validate_only`` nothing changes.
-        Raises :class:`UnknownTopicOrPartition` or :class:`InvalidConfig`.
-        """
+        """Replace topic ``name``'s config overrides by ``update(current overrides)``,
+        run under the registry lock so concurrent alterations never lose each other's
+        changes. The registry is written (atomically), then the open partition logs take
+        the new config; with ``validate_only`` nothing changes. Raises
+        :class:`UnknownTopicOrPartition` or :class:`InvalidConfig`."""
         validate_topic_name(name)
         with self._lock:
             self._check_open()
@@ -395,10 +393,8 @@ class LogDirectory:
             except BaseException:
                 self._topics[name] = old
                 raise
-            for partition in range(info.partitions):
-                plog = self._logs.get((name, partition))
-                if plog is not None:
-                    plog.reconfigure(config)
+            for plog in filter(None, (self._logs.get((name, p)) for p in range(info.partitions))):
+                plog.reconfigure(config)
         log.info("topic %s configs: %s", name, overrides or "broker defaults")
         return info
 
