@@ -69,3 +69,8 @@ class OutOfOrderSequence(BrokerError):
 
 class InvalidProducerEpoch(BrokerError):
     """An idempotent producer's epoch is older than the one stored."""
+
+
+class InvalidConfig(BrokerError):
+    """A topic config name brokerd does not know, or a value Kafka's rules refuse (the
+    message names the key)."""

@@ -53,6 +53,17 @@ DEFAULT_KAFKA = "tcp:9092:interface=127.0.0.1"
 DEFAULT_SEGMENT_BYTES = 1024**3
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 MEBIBYTE = 1024 * 1024
+#: Flags that set a broker-wide default of a topic config (Kafka's broker config names),
+#: with the topic config each one is the default of.
+TOPIC_DEFAULT_FLAGS = {
+    "log-cleanup-policy": "cleanup.policy",
+    "message-max-bytes": "max.message.bytes",
+    "log-message-timestamp-type": "message.timestamp.type",
+    "log-cleaner-min-cleanable-ratio": "min.cleanable.dirty.ratio",
+    "log-cleaner-min-compaction-lag-ms": "min.compaction.lag.ms",
+    "log-cleaner-max-compaction-lag-ms": "max.compaction.lag.ms",
+    "log-cleaner-delete-retention-ms": "delete.retention.ms",
+}
 
 
 def _size(text: str) -> int:
@@ -83,6 +94,55 @@ class Options(usage.Options):
         ["segment-ms", None, 0, "Also roll a non-empty segment this old (0: never).", int],
         ["retention-bytes", None, -1, "Default per-partition size limit (-1: none).", int],
         ["retention-ms", None, DEFAULT_RETENTION_MS, "Default age limit (-1: none).", int],
+        [
+            "log-cleanup-policy",
+            None,
+            "delete",
+            "Default cleanup.policy: delete, compact or compact,delete.",
+        ],
+        [
+            "message-max-bytes",
+            None,
+            "1048588",
+            "Default max.message.bytes: largest record batch a producer may append.",
+        ],
+        [
+            "log-message-timestamp-type",
+            None,
+            "CreateTime",
+            "Default message.timestamp.type: CreateTime or LogAppendTime.",
+        ],
+        [
+            "log-cleaner-min-cleanable-ratio",
+            None,
+            "0.5",
+            "Default min.cleanable.dirty.ratio.",
+        ],
+        [
+            "log-cleaner-min-compaction-lag-ms",
+            None,
+            "0",
+            "Default min.compaction.lag.ms.",
+        ],
+        [
+            "log-cleaner-max-compaction-lag-ms",
+            None,
+            "9223372036854775807",
+            "Default max.compaction.lag.ms.",
+        ],
+        [
+            "log-cleaner-delete-retention-ms",
+            None,
+            "86400000",
+            "Default delete.retention.ms: how long tombstones stay in compacted topics.",
+        ],
+        [
+            "log-retention-check-interval-ms",
+            None,
+            300_000,
+            "How often retention looks for segments to delete.",
+            int,
+        ],
         ["default-partitions", None, 1, "Partitions of an auto-created topic.", int],
         ["max-produce-bytes", None, MEBIBYTE, "Largest native produce payload.", int],
         ["max-fetch-bytes", None, MEBIBYTE, "Cap of a native fetch response's values.", int],
@@ -108,6 +168,7 @@ class Options(usage.Options):
             "max-request-bytes",
             "read-threads",
             "write-threads",
+            "log-retention-check-interval-ms",
         )
         for name in positive:
             if self[name] <= 0:
@@ -121,6 +182,15 @@ class Options(usage.Options):
                 raise usage.UsageError(f"--{name} must be positive or -1")
         if self["segment-ms"] < 0:
             raise usage.UsageError("--segment-ms must be 0 or positive")
+        from brokerd.errors import InvalidConfig
+        from brokerd.storage.topic_config import validate_overrides
+
+        try:
+            self["topic-defaults"] = validate_overrides(
+                (topic_name, self[flag]) for flag, topic_name in TOPIC_DEFAULT_FLAGS.items()
+            )
+        except InvalidConfig as e:
+            raise usage.UsageError(str(e)) from None
 
 
 @implementer(IStreamServerEndpoint)
@@ -189,15 +259,19 @@ def makeService(options: Options) -> service.MultiService:
     from brokerd.sdnotify import ReadyNotifier
     from brokerd.storage.log import LogConfig
     from brokerd.storage.logdir import LogDirectory
+    from brokerd.storage.topic_config import to_log_config
 
     def limit(value: int) -> int | None:
         return None if value < 0 else value
 
-    config = LogConfig(
-        segment_bytes=options["segment-bytes"],
-        segment_ms=options["segment-ms"] or None,
-        retention_bytes=limit(options["retention-bytes"]),
-        retention_ms=limit(options["retention-ms"]),
+    config = to_log_config(
+        LogConfig(
+            segment_bytes=options["segment-bytes"],
+            segment_ms=options["segment-ms"] or None,
+            retention_bytes=limit(options["retention-bytes"]),
+            retention_ms=limit(options["retention-ms"]),
+        ),
+        options["topic-defaults"],
     )
     data_dir = os.path.abspath(options["data-dir"])
     _route_storage_logging()
@@ -221,6 +295,7 @@ def makeService(options: Options) -> service.MultiService:
         fsync=options["fsync-policy"],
         read_threads=options["read-threads"],
         write_threads=options["write-threads"],
+        retention_check_seconds=options["log-retention-check-interval-ms"] / 1000.0,
     )
     broker.setServiceParent(top)
 

@@ -24,6 +24,7 @@ from brokerd.errors import (
     UnknownTopicOrPartition,
 )
 from brokerd.storage.batch import encode_batch
+from brokerd.storage.log import LogConfig
 from brokerd.storage.types import AppendInfo, Record, RecordsResult, TopicInfo
 
 
@@ -38,6 +39,7 @@ class FakeLog:
         self.values: list[bytes] = []
         self.calls: list[str] = []
         self.path = "/nonexistent/brokerd-fake-log"
+        self.config = LogConfig()
 
     def append_values(self, values: list[bytes], *, timestamp_ms: int) -> AppendInfo:
         self.calls.append("append")

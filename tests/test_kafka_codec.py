@@ -257,6 +257,7 @@ def test_advertised_ranges_are_the_notes() -> None:
         0: (0, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 8: (2, 7), 9: (1, 5), 10: (0, 2),
         11: (0, 5), 12: (0, 3), 13: (0, 2), 14: (0, 3), 18: (0, 2), 19: (2, 4),
         20: (1, 3), 22: (0, 1),
+        32: (0, 3), 33: (0, 1), 44: (0, 0),  # the config APIs
     }
 
 
@@ -664,3 +665,60 @@ def test_messages_are_frozen() -> None:
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         resp.error_code = 1  # type: ignore[misc]
     assert apis.ProduceTopicData(name="t", partition_data=[]).partition_data == ()  # type: ignore[arg-type]
+
+
+# -- the config APIs: DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44)
+
+
+def test_describe_configs_request_by_version() -> None:
+    resource = i8(2) + s("t") + i32(-1)  # a topic, every key (null array)
+    assert decode(ApiKey.DESCRIBE_CONFIGS, 0, arr(resource)) == apis.DescribeConfigsRequest(
+        resources=(apis.DescribeConfigsResource(resource_type=2, resource_name="t"),)
+    )
+    body = decode(
+        ApiKey.DESCRIBE_CONFIGS, 3, arr(i8(4) + s("0") + arr(s("a"), s("b"))) + b"\x01\x01"
+    )
+    assert body.include_synonyms and body.include_documentation
+    assert body.resources[0].configuration_keys == ("a", "b")
+
+
+def test_describe_configs_response_v0_has_is_default_and_v1_the_source() -> None:
+    entry = apis.DescribeConfigsResourceResult(
+        name="retention.ms", value="1000", read_only=False, is_default=False,
+        config_source=1, is_sensitive=False,
+        synonyms=(apis.DescribeConfigsSynonym(name="retention.ms", value="1000", source=1),),
+        config_type=5, documentation=None,
+    )
+    result = apis.DescribeConfigsResult(resource_type=2, resource_name="t", configs=(entry,))
+    body = apis.DescribeConfigsResponse(results=(result,))
+    head = i32(0) + i32(1) + i16(0) + s(None) + i8(2) + s("t") + i32(1)
+    name_value = s("retention.ms") + s("1000") + b"\x00"
+    assert encoded(0, body) == head + name_value + b"\x00" + b"\x00"
+    synonyms = arr(s("retention.ms") + s("1000") + i8(1))
+    assert encoded(1, body) == head + name_value + i8(1) + b"\x00" + synonyms
+    assert encoded(3, body) == head + name_value + i8(1) + b"\x00" + synonyms + i8(5) + s(None)
+
+
+def test_alter_configs_and_incremental_bytes() -> None:
+    body = decode(
+        ApiKey.ALTER_CONFIGS, 1, arr(i8(2) + s("t") + arr(s("retention.ms") + s(None))) + b"\x01"
+    )
+    assert body == apis.AlterConfigsRequest(
+        resources=(apis.AlterConfigsResource(resource_type=2, resource_name="t", configs=(
+            apis.AlterableConfig(name="retention.ms", value=None),)),),
+        validate_only=True,
+    )
+    body = decode(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS, 0,
+        arr(i8(2) + s("t") + arr(s("cleanup.policy") + i8(2) + s("compact"))) + b"\x00",
+    )
+    assert body.resources[0].configs == (
+        apis.IncrementalAlterableConfig(name="cleanup.policy", config_operation=2, value="compact"),
+    )
+    response = apis.AlterConfigsResponse(responses=(apis.AlterConfigsResourceResponse(
+        error_code=40, error_message="bad", resource_type=2, resource_name="t"),))
+    assert encoded(0, response) == i32(0) + arr(i16(40) + s("bad") + i8(2) + s("t"))
+
+
+def test_invalid_config_maps_to_error_40() -> None:
+    assert error_code_for(errors.InvalidConfig("x")) is ErrorCode.INVALID_CONFIG

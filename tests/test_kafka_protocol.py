@@ -5,7 +5,7 @@ fake group coordinator, ``StringTransport`` and ``task.Clock`` (no reactor, no s
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -26,6 +26,8 @@ from brokerd.kafka.protocol import (
     KafkaFactory,
     KafkaProtocol,
 )
+from brokerd.storage.log import LogConfig
+from brokerd.storage.topic_config import broker_values, validate_overrides
 from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
 
 
@@ -79,12 +81,47 @@ class FakeCore:
             self.add_topic(name)
         return defer.succeed(self._topics[name])
 
-    def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[None]:
+        try:
+            overrides = validate_overrides((configs or {}).items())
+        except errors.InvalidConfig:
+            return defer.fail()
         if name in self._topics:
             return defer.fail(errors.TopicAlreadyExists(f"topic {name!r} exists"))
+        if validate_only:
+            return defer.succeed(None)
         self.add_topic(name, partitions)
+        self._topics[name] = TopicInfo(name, partitions, overrides)
         self.created.append((name, partitions))
         return defer.succeed(None)
+
+    def topic_config_defaults(self) -> dict[str, str]:
+        return broker_values(LogConfig(segment_ms=None))
+
+    def alter_topic_configs(
+        self,
+        name: str,
+        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[TopicInfo]:
+        info = self._topics.get(name)
+        if info is None:
+            return defer.fail(errors.UnknownTopicOrPartition(name))
+        try:
+            new = TopicInfo(name, info.partitions, validate_overrides(update(info.configs).items()))
+        except errors.InvalidConfig:
+            return defer.fail()
+        if not validate_only:
+            self._topics[name] = new
+        return defer.succeed(new)
 
     def delete_topic(self, name: str) -> defer.Deferred[None]:
         self._topics.pop(name)
@@ -916,7 +953,7 @@ class AdminTests(KafkaTestCase):
             apis.CreatableTopic(name="bad name", num_partitions=1, replication_factor=1),
             apis.CreatableTopic(name="d", num_partitions=0, replication_factor=1),
             apis.CreatableTopic(name="e", num_partitions=1, replication_factor=1, configs=(
-                apis.CreatableTopicConfig(name="retention.ms", value="1"),)),
+                apis.CreatableTopicConfig(name="retention.ms", value="soon"),)),
             apis.CreatableTopic(name="f", assignments=(
                 apis.CreatableReplicaAssignment(partition_index=0, broker_ids=(0,)),
                 apis.CreatableReplicaAssignment(partition_index=1, broker_ids=(0,)))),

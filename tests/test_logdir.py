@@ -49,16 +49,17 @@ def snapshot(root: Path) -> set[str]:
 def test_registry_persists_across_reopen(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
     ld.create_topic("events", 3)
-    ld.create_topic("small", 1, retention_bytes=5000, retention_ms=60_000)
-    ld.create_topic("forever", 1, retention_bytes=-1, retention_ms=-1)
+    ld.create_topic("small", 1, {"retention.bytes": "5000", "retention.ms": "60000"})
+    ld.create_topic("forever", 1, {"retention.bytes": "-1", "retention.ms": "-1"})
     ld.get("events", 2).append_values([b"kept"], timestamp_ms=1)
     ld.close()
     ld = open_dir(tmp_path)
     topics = ld.topics()
     assert {n: t.partitions for n, t in topics.items()} == {"events": 3, "small": 1, "forever": 1}
-    assert (topics["small"].retention_bytes, topics["small"].retention_ms) == (5000, 60_000)
-    assert topics["forever"].retention_bytes is None and topics["forever"].retention_ms is None
+    assert topics["small"].configs == {"retention.bytes": "5000", "retention.ms": "60000"}
+    assert topics["forever"].configs == {"retention.bytes": "-1", "retention.ms": "-1"}
     assert ld.get("small", 0).config.retention_bytes == 5000
+    assert ld.get("forever", 0).config.retention_ms is None
     assert ld.get("small", 0).config.segment_bytes == 1000
     plog = ld.get("events", 2)
     assert [r.value for r in plog.read_records(0, 100).records] == [b"kept"]
@@ -352,7 +353,7 @@ def test_concurrent_auto_create(tmp_path: Path) -> None:
 
 def test_retention_over_all_partitions(tmp_path: Path) -> None:
     ld = LogDirectory.open(str(tmp_path), LogConfig(segment_bytes=200))
-    ld.create_topic("short", 2, retention_bytes=300)
+    ld.create_topic("short", 2, {"retention.bytes": "300"})
     ld.create_topic("long", 1)
     for topic, partition in (("short", 0), ("short", 1), ("long", 0)):
         plog = ld.get(topic, partition)

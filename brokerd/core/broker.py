@@ -24,7 +24,7 @@ never touches a transport. The ``--fsync`` modes are described in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import ParamSpec, TypeVar
 
 from twisted.application import service
@@ -40,17 +40,14 @@ from brokerd.core.timers import CHECKPOINT_SECONDS, RETENTION_CHECK_SECONDS, Per
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
 from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
 from brokerd.core.writer import PartitionWriter
-from brokerd.errors import BrokerError, OffsetOutOfRange, ShuttingDown
+from brokerd.errors import BrokerError, OffsetOutOfRange, RecordTooLarge, ShuttingDown
 from brokerd.storage.batch import BatchHeader, parse_batches
+from brokerd.storage.topic_config import broker_values
 from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
 
 P = ParamSpec("P")
 T = TypeVar("T")
 R = TypeVar("R")
-
-#: Largest single batch accepted from a Kafka producer (Kafka's max.message.bytes + 12).
-DEFAULT_MAX_BATCH_BYTES = 1024 * 1024 + 12
-
 
 class Broker(SequentialMultiService):
     """The core both protocols call.
@@ -71,7 +68,6 @@ class Broker(SequentialMultiService):
         write_threads: int = 2,
         run_read: Runner | None = None,
         run_write: Runner | None = None,
-        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         max_waiters: int = MAX_WAITERS,
         retention_check_seconds: float = RETENTION_CHECK_SECONDS,
         checkpoint_seconds: float = CHECKPOINT_SECONDS,
@@ -81,7 +77,6 @@ class Broker(SequentialMultiService):
         self.logdir = logdir
         self._clock = reactor
         self.fsync = fsync or FsyncPolicy("always")
-        self.max_batch_bytes = max_batch_bytes
         self._wall_clock = wall_clock
         self._retention_seconds = retention_check_seconds
         self._checkpoint_seconds = checkpoint_seconds
@@ -180,10 +175,22 @@ class Broker(SequentialMultiService):
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
         return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))
 
-    def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[None]:
+        """Create a topic with config overrides (Kafka names and value syntax); with
+        ``validate_only`` check everything and create nothing. Fails with
+        ``InvalidConfig`` naming the key for a config Kafka's rules refuse."""
         if self._stopping:
             return defer.fail(ShuttingDown("broker is shutting down"))
-        return self.partitions.create_topic(name, partitions)
+        return self.partitions.create_topic(
+            name, partitions, configs, validate_only=validate_only
+        )
 
     def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
         """The topic's info, auto-creating it when the broker allows that."""
@@ -191,6 +198,29 @@ class Broker(SequentialMultiService):
 
     def delete_topic(self, name: str) -> defer.Deferred[None]:
         return self.partitions.delete_topic(name)
+
+    # -- topic configs -----------------------------------------------------------------
+
+    def topic_config_defaults(self) -> dict[str, str]:
+        """The broker-wide default of every topic config (from the command line), as
+        config strings by topic config name."""
+        return broker_values(self.logdir.default_config)
+
+    def alter_topic_configs(
+        self,
+        name: str,
+        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[TopicInfo]:
+        """Replace topic ``name``'s config overrides by ``update(current overrides)``,
+        durably, and apply them to its open partitions (see
+        ``LogDirectory.alter_topic_configs``)."""
+        if self._stopping:
+            return defer.fail(ShuttingDown("broker is shutting down"))
+        return self._run_write(
+            self.logdir.alter_topic_configs, name, update, validate_only=validate_only
+        )
 
     # -- produce -----------------------------------------------------------------------
 
@@ -216,7 +246,9 @@ class Broker(SequentialMultiService):
         if self._stopping:
             return defer.fail(ShuttingDown("broker is shutting down"))
         try:
-            headers = parse_batches(data, max_batch_bytes=self.max_batch_bytes)
+            # The size limit is the topic's max.message.bytes, checked once the
+            # partition is open; the payload itself is bounded by the request frame.
+            headers = parse_batches(data, max_batch_bytes=len(data))
         except BrokerError:
             return defer.fail()
         d = self.partitions.open(topic, partition, create=True)
@@ -225,6 +257,17 @@ class Broker(SequentialMultiService):
     def _enqueue_batches(
         self, part: Partition, data: bytes, headers: list[BatchHeader]
     ) -> defer.Deferred[AppendInfo]:
+        limit = part.log.config.max_message_bytes
+        for header in headers:
+            if header.size > limit:
+                # Kafka's wording (RecordTooLargeException).
+                return defer.fail(
+                    RecordTooLarge(
+                        f"The record batch size in the append to {part.topic}-{part.index} "
+                        f"is {header.size} bytes which exceeds the maximum configured value "
+                        f"of {limit}."
+                    )
+                )
         append = BatchesAppend(data, tuple(headers))
         if headers[0].producer_id < 0:
             return part.writer.submit(append)

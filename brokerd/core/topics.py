@@ -15,7 +15,7 @@ read from the directory in the reactor thread. It does not append or read record
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 from twisted.internet import defer
@@ -85,8 +85,17 @@ class TopicRegistry:
     def topics(self) -> dict[str, TopicInfo]:
         return self.logdir.topics()
 
-    def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]:
-        d: defer.Deferred[object] = self._run_write(self.logdir.create_topic, name, partitions)
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[None]:
+        d = self._run_write(
+            self.logdir.create_topic, name, partitions, configs, validate_only=validate_only
+        )
         return d.addCallback(lambda _: None)
 
     def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:

@@ -22,8 +22,9 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from brokerd.core.appends import Append, ValuesAppend
+from brokerd.core.appends import Append, BatchesAppend, ValuesAppend
 from brokerd.core.interfaces import PartitionStore, Runner
+from brokerd.storage.append_time import stamp_log_append_time
 from brokerd.storage.types import AppendInfo
 
 
@@ -39,6 +40,18 @@ class JobResult:
 def _current_failure() -> Failure:
     """The exception being handled, as a Failure (Failure() is untyped in Twisted)."""
     return Failure()
+
+
+def _append_batches(
+    log: PartitionStore, append: BatchesAppend, wall_clock: Callable[[], float]
+) -> AppendInfo:
+    """Append client batches; on a LogAppendTime topic stamp them with the append time
+    first (header and CRC only), and report that time as Kafka's Produce answer does."""
+    if log.config.message_timestamp_type != "LogAppendTime":
+        return log.append(append.data, list(append.headers))
+    now_ms = int(wall_clock() * 1000)
+    data, headers = stamp_log_append_time(append.data, append.headers, now_ms)
+    return attrs.evolve(log.append(data, headers), log_append_time=now_ms)
 
 
 def write_job(
@@ -60,7 +73,7 @@ def write_job(
             if isinstance(append, ValuesAppend):
                 info = log.append_values(append.values, timestamp_ms=int(wall_clock() * 1000))
             else:
-                info = log.append(append.data, list(append.headers))
+                info = _append_batches(log, append, wall_clock)
             outcomes.append(info)
         except Exception:
             outcomes.append(_current_failure())

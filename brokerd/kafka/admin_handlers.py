@@ -164,9 +164,9 @@ class AdminHandlers:
             validate_topic_name(t.name)
         except InvalidTopic as e:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)
-        if t.configs:
-            names = ", ".join(sorted(c.name for c in t.configs))
-            return ErrorCode.INVALID_CONFIG, f"topic configs are not supported ({names})"
+        names = [c.name for c in t.configs]
+        if len(set(names)) != len(names):
+            return ErrorCode.INVALID_REQUEST, "a topic config is given more than once"
         node = self._id.node_id
         if t.assignments:
             if t.num_partitions != -1 or t.replication_factor != -1:
@@ -194,12 +194,15 @@ class AdminHandlers:
                 return ErrorCode.INVALID_PARTITIONS, (
                     f"number of partitions must be positive, not {t.num_partitions}"
                 )
-        if validate_only:
-            if t.name in self._core.topics():
-                return ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists"
-            return ErrorCode.NONE, ""
         try:
-            await self._core.create_topic(t.name, partitions)
+            # The core validates the configs (INVALID_CONFIG naming the key) and, with
+            # validate_only, everything else too, creating nothing.
+            await self._core.create_topic(
+                t.name,
+                partitions,
+                {c.name: c.value for c in t.configs},
+                validate_only=validate_only,
+            )
         except Exception as e:
             return self._unexpected("create topic", e), message(e)
         return ErrorCode.NONE, ""

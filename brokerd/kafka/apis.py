@@ -68,6 +68,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CREATE_TOPICS: (2, 4),
     ApiKey.DELETE_TOPICS: (1, 3),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
+    ApiKey.DESCRIBE_CONFIGS: (0, 3),
+    ApiKey.ALTER_CONFIGS: (0, 1),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
 }
 
 #: Highest ApiVersions version answered in the v0 fallback's single entry.
@@ -947,6 +950,189 @@ class InitProducerIdResponse:
     )
 
 
+# -- DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) ----------
+
+
+@attrs.frozen(kw_only=True)
+class DescribeConfigsResource:
+    resource_type: int
+    resource_name: str
+    #: None = every config of the resource.
+    configuration_keys: tuple[str, ...] | None = _arr(None)
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("resource_type", INT8),
+        Field("resource_name", STRING),
+        Field("configuration_keys", Array(STRING), nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeConfigsRequest:
+    resources: tuple[DescribeConfigsResource, ...] = _arr()
+    include_synonyms: bool = False
+    include_documentation: bool = False
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("resources", Array(Struct(DescribeConfigsResource))),
+        Field("include_synonyms", BOOL, 1),
+        Field("include_documentation", BOOL, 3),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeConfigsSynonym:
+    name: str
+    value: str | None = None
+    source: int
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("value", STRING, nullable_from=0),
+        Field("source", INT8),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeConfigsResourceResult:
+    name: str
+    value: str | None = None
+    read_only: bool = False
+    #: v0 only (v1+ carry ``config_source`` instead).
+    is_default: bool = False
+    config_source: int = -1
+    is_sensitive: bool = False
+    synonyms: tuple[DescribeConfigsSynonym, ...] = _arr()
+    config_type: int = 0
+    documentation: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("value", STRING, nullable_from=0),
+        Field("read_only", BOOL),
+        Field("is_default", BOOL, 0, 0),
+        Field("config_source", INT8, 1),
+        Field("is_sensitive", BOOL),
+        Field("synonyms", Array(Struct(DescribeConfigsSynonym)), 1),
+        Field("config_type", INT8, 3),
+        Field("documentation", STRING, 3, nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeConfigsResult:
+    error_code: int = 0
+    error_message: str | None = None
+    resource_type: int
+    resource_name: str
+    configs: tuple[DescribeConfigsResourceResult, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("error_code", INT16),
+        Field("error_message", STRING, nullable_from=0),
+        Field("resource_type", INT8),
+        Field("resource_name", STRING),
+        Field("configs", Array(Struct(DescribeConfigsResourceResult))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeConfigsResponse:
+    throttle_time_ms: int = 0
+    results: tuple[DescribeConfigsResult, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("results", Array(Struct(DescribeConfigsResult))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterableConfig:
+    name: str
+    value: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("value", STRING, nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterConfigsResource:
+    resource_type: int
+    resource_name: str
+    configs: tuple[AlterableConfig, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("resource_type", INT8),
+        Field("resource_name", STRING),
+        Field("configs", Array(Struct(AlterableConfig))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterConfigsRequest:
+    resources: tuple[AlterConfigsResource, ...] = _arr()
+    validate_only: bool = False
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("resources", Array(Struct(AlterConfigsResource))),
+        Field("validate_only", BOOL),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterConfigsResourceResponse:
+    error_code: int = 0
+    error_message: str | None = None
+    resource_type: int
+    resource_name: str
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("error_code", INT16),
+        Field("error_message", STRING, nullable_from=0),
+        Field("resource_type", INT8),
+        Field("resource_name", STRING),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AlterConfigsResponse:
+    """The answer to AlterConfigs and to IncrementalAlterConfigs (same layout)."""
+
+    throttle_time_ms: int = 0
+    responses: tuple[AlterConfigsResourceResponse, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("responses", Array(Struct(AlterConfigsResourceResponse))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class IncrementalAlterableConfig:
+    name: str
+    config_operation: int
+    value: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("config_operation", INT8),
+        Field("value", STRING, nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class IncrementalAlterConfigsResource:
+    resource_type: int
+    resource_name: str
+    configs: tuple[IncrementalAlterableConfig, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("resource_type", INT8),
+        Field("resource_name", STRING),
+        Field("configs", Array(Struct(IncrementalAlterableConfig))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class IncrementalAlterConfigsRequest:
+    resources: tuple[IncrementalAlterConfigsResource, ...] = _arr()
+    validate_only: bool = False
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("resources", Array(Struct(IncrementalAlterConfigsResource))),
+        Field("validate_only", BOOL),
+    )
+
+
 # -- registry ------------------------------------------------------------------------
 
 #: Request body class of each API.
@@ -966,6 +1152,9 @@ REQUEST_TYPES: dict[ApiKey, type[Any]] = {
     ApiKey.CREATE_TOPICS: CreateTopicsRequest,
     ApiKey.DELETE_TOPICS: DeleteTopicsRequest,
     ApiKey.INIT_PRODUCER_ID: InitProducerIdRequest,
+    ApiKey.DESCRIBE_CONFIGS: DescribeConfigsRequest,
+    ApiKey.ALTER_CONFIGS: AlterConfigsRequest,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: IncrementalAlterConfigsRequest,
 }
 
 #: Response body class of each API.
@@ -985,6 +1174,9 @@ RESPONSE_TYPES: dict[ApiKey, type[Any]] = {
     ApiKey.CREATE_TOPICS: CreateTopicsResponse,
     ApiKey.DELETE_TOPICS: DeleteTopicsResponse,
     ApiKey.INIT_PRODUCER_ID: InitProducerIdResponse,
+    ApiKey.DESCRIBE_CONFIGS: DescribeConfigsResponse,
+    ApiKey.ALTER_CONFIGS: AlterConfigsResponse,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: AlterConfigsResponse,
 }
 
 _KEY_OF_RESPONSE: dict[type[Any], ApiKey] = {cls: key for key, cls in RESPONSE_TYPES.items()}

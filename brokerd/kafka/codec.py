@@ -62,6 +62,9 @@ class ApiKey(enum.IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    INCREMENTAL_ALTER_CONFIGS = 44
 
 
 # -- errors --------------------------------------------------------------------------

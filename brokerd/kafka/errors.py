@@ -67,6 +67,7 @@ _MAPPING: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (errors.TopicAlreadyExists, ErrorCode.TOPIC_ALREADY_EXISTS),
     (errors.InvalidPartitions, ErrorCode.INVALID_PARTITIONS),
     (errors.RecordTooLarge, ErrorCode.MESSAGE_TOO_LARGE),
+    (errors.InvalidConfig, ErrorCode.INVALID_CONFIG),
     (errors.StorageError, ErrorCode.KAFKA_STORAGE_ERROR),
     # Retriable, and makes every client refresh metadata and retry: what a client of a
     # broker that is going away should do (it will reconnect after the restart).

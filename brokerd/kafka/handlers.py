@@ -19,7 +19,7 @@ request at a time. The core and coordinator are duck-typed by :class:`KafkaCore`
 from __future__ import annotations
 
 import struct
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -33,6 +33,7 @@ from brokerd.kafka import apis
 from brokerd.kafka.admin_handlers import DEFAULT_PARTITIONS, AdminHandlers
 from brokerd.kafka.apis import Request
 from brokerd.kafka.codec import ApiKey
+from brokerd.kafka.config_handlers import ConfigHandlers
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.group_handlers import (
     GroupCoordinatorLike,
@@ -84,7 +85,24 @@ class KafkaCore(Protocol):
 
     def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]: ...
 
-    def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]: ...
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[None]: ...
+
+    def topic_config_defaults(self) -> Mapping[str, str]: ...
+
+    def alter_topic_configs(
+        self,
+        name: str,
+        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[TopicInfo]: ...
 
     def delete_topic(self, name: str) -> defer.Deferred[None]: ...
 
@@ -194,6 +212,7 @@ class KafkaHandlers:
         self._clock = clock
         admin = AdminHandlers(core, identity, default_partitions=default_partitions)
         groups = GroupHandlers(core, coordinator, identity)
+        configs = ConfigHandlers(core, identity, default_partitions=default_partitions)
         self._handlers: dict[ApiKey, Handler] = {
             ApiKey.API_VERSIONS: admin.api_versions,
             ApiKey.METADATA: admin.metadata,
@@ -210,6 +229,9 @@ class KafkaHandlers:
             ApiKey.CREATE_TOPICS: admin.create_topics,
             ApiKey.DELETE_TOPICS: admin.delete_topics,
             ApiKey.INIT_PRODUCER_ID: admin.init_producer_id,
+            ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
+            ApiKey.ALTER_CONFIGS: configs.alter_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
         }
 
     def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:
@@ -327,7 +349,7 @@ class KafkaHandlers:
             index=part.index,
             error_code=0,
             base_offset=info.base_offset,
-            log_append_time_ms=-1,  # CreateTime: clients keep their own timestamps
+            log_append_time_ms=info.log_append_time,  # -1 unless a LogAppendTime topic
             log_start_offset=info.log_start_offset,
         )
 

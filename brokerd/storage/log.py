@@ -37,7 +37,7 @@ from brokerd.storage.batch import BatchHeader, encode_batch, stamp_base_offset
 from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.reads import decode_from, find_timestamp, read_raw
 from brokerd.storage.recovery import RecoveryStats, open_segments
-from brokerd.storage.retention import segments_to_delete
+from brokerd.storage.retention import retention_limits, segments_to_delete
 from brokerd.storage.segment import BatchInfo, Segment
 from brokerd.storage.types import AppendInfo, ReadResult, Record, RecordsResult
 
@@ -55,6 +55,10 @@ DEFAULT_SEGMENT_BYTES = 1024**3
 DEFAULT_INDEX_INTERVAL = 4096
 #: The values ``cleanup.policy`` may combine.
 CLEANUP_POLICIES = frozenset({"delete", "compact"})
+#: Kafka's ``max.message.bytes`` default: 1 MiB plus a batch's 12-byte log overhead.
+DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12
+#: The values of ``message.timestamp.type``.
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
 
 def _positive(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -119,6 +123,14 @@ class LogConfig:
     min_compaction_lag_ms: int = attrs.field(default=0, validator=_nonneg)
     max_compaction_lag_ms: int | None = attrs.field(default=None, validator=_optional_nonneg)
     delete_retention_ms: int = attrs.field(default=86_400_000, validator=_nonneg)
+    #: ``max.message.bytes``: the largest batch (its stored size, header included) a
+    #: producer may append to this topic; Kafka's default.
+    max_message_bytes: int = attrs.field(default=DEFAULT_MAX_MESSAGE_BYTES, validator=_nonneg)
+    #: ``message.timestamp.type``: "CreateTime" (the producer's) or "LogAppendTime"
+    #: (the broker stamps each batch when it appends it).
+    message_timestamp_type: str = attrs.field(
+        default="CreateTime", validator=attrs.validators.in_(TIMESTAMP_TYPES)
+    )
 
     @property
     def compact(self) -> bool:
@@ -468,7 +480,8 @@ class PartitionLog:
         deleted.
         """
         cfg = self.config
-        if cfg.retention_bytes is None and cfg.retention_ms is None:
+        retention_bytes, retention_ms = retention_limits(cfg)
+        if retention_bytes is None and retention_ms is None:
             return 0
         now_ms = (self._clock() if now is None else now) * 1000.0
         with self._seg_lock:
@@ -476,7 +489,7 @@ class PartitionLog:
                 return 0
             segments = self._segments
             count = segments_to_delete(
-                segments, self._visible[0], cfg.retention_bytes, cfg.retention_ms, now_ms
+                segments, self._visible[0], retention_bytes, retention_ms, now_ms
             )
             if not count:
                 return 0
@@ -490,6 +503,18 @@ class PartitionLog:
         except OSError as exc:
             log.warning("cannot fsync %s after retention: %s", self.path, exc)
         return len(doomed)
+
+    # --- configuration ----------------------------------------------------------------
+
+    def reconfigure(self, config: LogConfig) -> None:
+        """Apply a new config from now on (a topic's configs were altered).
+
+        Taken under the write lock so that an append in progress decides its roll with
+        one config; later rolls, retention passes and appends see the new one. The index
+        interval of existing segments is not changed.
+        """
+        with self._write_lock:
+            self.config = config
 
     # --- shutdown -------------------------------------------------------------------------
 

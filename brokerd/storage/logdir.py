@@ -3,7 +3,7 @@
 Layout::
 
     <data-dir>/topics.json                          topic registry (partition counts,
-                                                    per-topic retention overrides)
+                                                    per-topic config overrides)
     <data-dir>/recovery-point-offset-checkpoint     Kafka's format: "0", count, then
                                                     "topic partition offset" lines
     <data-dir>/.clean_shutdown                      present only after a clean close
@@ -15,6 +15,8 @@ and deletes topics (auto-creating on first produce when allowed); opens every pa
 start, recovering each from its checkpointed recovery point unless the previous shutdown
 was clean; writes checkpoints and the registry atomically (temp file, fsync, rename,
 directory fsync); on close flushes everything, checkpoints and writes the marker.
+Topic config overrides (``topic_config.py`` validates them) are stored with each topic
+and applied to its open partition logs when they change.
 
 What it does not do: decide when to checkpoint or run retention (the broker core's
 timers call :meth:`checkpoint` and :meth:`enforce_retention`), or anything with Twisted.
@@ -37,11 +39,12 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import attrs
 
 from brokerd.errors import (
+    InvalidConfig,
     InvalidPartitions,
     StorageError,
     TopicAlreadyExists,
@@ -50,6 +53,7 @@ from brokerd.errors import (
 from brokerd.names import validate_topic_name
 from brokerd.storage.fileio import DIR_MODE, FILE_MODE, atomic_write, fsync_dir, read_file
 from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.topic_config import to_log_config, validate_overrides
 from brokerd.storage.types import TopicInfo
 
 __all__ = [
@@ -70,7 +74,10 @@ CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 LOCK_FILE = ".lock"
 #: Partitions per topic accepted by create (auto-create uses the default count).
 MAX_PARTITIONS = 10000
-_REGISTRY_VERSION = 1
+#: Version 2 stores each topic's config overrides; version 1 (retention_bytes and
+#: retention_ms only) is still read.
+_REGISTRY_VERSION = 2
+_OLD_REGISTRY_VERSION = 1
 _CHECKPOINT_VERSION = 0
 _PARTITION_DIR_RE = re.compile(r"(.+)-(\d+)\Z")
 
@@ -109,9 +116,43 @@ def _read_small(path: str) -> bytes | None:
         raise StorageError(f"cannot read {path}: {exc}") from exc
 
 
-def _retention_value(value: int | None) -> int | None:
-    # Kafka spells "no limit" as -1.
-    return None if value is None or value < 0 else int(value)
+def _registry_configs(name: str, entry: Mapping[str, object], version: int) -> dict[str, str]:
+    """A registry entry's config overrides, validated (version 1 kept two fields)."""
+    if version == _OLD_REGISTRY_VERSION:
+        configs: dict[str, str] = {}
+        for field in ("retention_bytes", "retention_ms"):
+            key = field.replace("_", ".")
+            value = entry.get(field)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ValueError(f"topic {name!r}: {field} {value!r}")
+            if value is not None and value >= 0:
+                configs[key] = str(value)
+        return configs
+    raw = entry.get("configs", {})
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise ValueError(f"topic {name!r}: configs {raw!r}")
+    try:
+        return validate_overrides(raw.items())
+    except InvalidConfig as exc:
+        raise ValueError(f"topic {name!r}: {exc}") from exc
+
+
+def _parse_registry(raw: bytes) -> dict[str, TopicInfo]:
+    """The topics of a registry file (either version); raises on anything invalid."""
+    doc = json.loads(raw)
+    version = doc.get("version")
+    if version not in (_REGISTRY_VERSION, _OLD_REGISTRY_VERSION):
+        raise ValueError(f"unknown version {version!r}")
+    topics: dict[str, TopicInfo] = {}
+    for name, entry in doc["topics"].items():
+        validate_topic_name(name)
+        partitions = entry["partitions"]
+        if not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS:
+            raise ValueError(f"topic {name!r}: partitions {partitions!r}")
+        topics[name] = TopicInfo(name, partitions, _registry_configs(name, entry, version))
+    return topics
 
 
 class LogDirectory:
@@ -230,25 +271,9 @@ class LogDirectory:
         if raw is None:
             return None
         try:
-            doc = json.loads(raw)
-            if doc.get("version") != _REGISTRY_VERSION:
-                raise ValueError(f"unknown version {doc.get('version')!r}")
-            topics: dict[str, TopicInfo] = {}
-            for name, entry in doc["topics"].items():
-                validate_topic_name(name)
-                partitions = entry["partitions"]
-                if not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS:
-                    raise ValueError(f"topic {name!r}: partitions {partitions!r}")
-                retention = []
-                for field in ("retention_bytes", "retention_ms"):
-                    value = entry.get(field)
-                    if value is not None and not isinstance(value, int):
-                        raise ValueError(f"topic {name!r}: {field} {value!r}")
-                    retention.append(_retention_value(value))
-                topics[name] = TopicInfo(name, partitions, retention[0], retention[1])
+            return _parse_registry(raw)
         except Exception as exc:
             raise StorageError(f"corrupt topic registry {path}: {exc}") from exc
-        return topics
 
     def _discover(self) -> dict[str, TopicInfo]:
         """Rebuild the registry from partition directories (when topics.json is missing)."""
@@ -269,11 +294,7 @@ class LogDirectory:
         doc = {
             "version": _REGISTRY_VERSION,
             "topics": {
-                name: {
-                    "partitions": info.partitions,
-                    "retention_bytes": info.retention_bytes,
-                    "retention_ms": info.retention_ms,
-                }
+                name: {"partitions": info.partitions, "configs": dict(info.configs)}
                 for name, info in sorted(self._topics.items())
             },
         }
@@ -311,13 +332,8 @@ class LogDirectory:
     # --- topics ---------------------------------------------------------------------------
 
     def config_for(self, info: TopicInfo) -> LogConfig:
-        """The default config with the topic's retention overrides applied."""
-        config = self.default_config
-        if info.retention_bytes is not None:
-            config = attrs.evolve(config, retention_bytes=info.retention_bytes)
-        if info.retention_ms is not None:
-            config = attrs.evolve(config, retention_ms=info.retention_ms)
-        return config
+        """The default config with the topic's config overrides applied."""
+        return to_log_config(self.default_config, info.configs)
 
     def topics(self) -> dict[str, TopicInfo]:
         with self._lock:
@@ -327,29 +343,60 @@ class LogDirectory:
         self,
         name: str,
         partitions: int,
-        retention_bytes: int | None = None,
-        retention_ms: int | None = None,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
     ) -> TopicInfo:
-        """Create a topic with ``partitions`` partitions (1..10000).
-
-        Raises :class:`InvalidTopic`, :class:`TopicAlreadyExists` or
-        :class:`InvalidPartitions`. Negative retention values mean "no limit" (Kafka's -1).
-        """
+        """Create a topic with ``partitions`` partitions (1..10000) and the config
+        overrides ``configs`` (Kafka names and value syntax); with ``validate_only``
+        check everything and create nothing. Raises :class:`InvalidTopic`,
+        :class:`TopicAlreadyExists`, :class:`InvalidPartitions` or :class:`InvalidConfig`."""
         validate_topic_name(name)
         if isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
             raise InvalidPartitions(f"partition count {partitions} outside 1..{MAX_PARTITIONS}")
+        info = TopicInfo(name, partitions, validate_overrides((configs or {}).items()))
+        self.config_for(info)  # combinations LogConfig refuses fail before any file exists
         with self._lock:
             self._check_open()
             if name in self._topics:
                 raise TopicAlreadyExists(f"topic {name!r} already exists")
-            return self._create_locked(
-                TopicInfo(
-                    name,
-                    partitions,
-                    _retention_value(retention_bytes),
-                    _retention_value(retention_ms),
-                )
-            )
+            if validate_only:
+                return info
+            return self._create_locked(info)
+
+    def alter_topic_configs(
+        self,
+        name: str,
+        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
+        *,
+        validate_only: bool = False,
+    ) -> TopicInfo:
+        """Replace topic ``name``'s config overrides by ``update(current overrides)``,
+        run under the registry lock so concurrent alterations never lose each other's
+        changes. The registry is written (atomically), then the open partition logs take
+        the new config; with ``validate_only`` nothing changes. Raises
+        :class:`UnknownTopicOrPartition` or :class:`InvalidConfig`."""
+        validate_topic_name(name)
+        with self._lock:
+            self._check_open()
+            old = self._topics.get(name)
+            if old is None:
+                raise UnknownTopicOrPartition(f"unknown topic {name!r}")
+            overrides = validate_overrides(update(old.configs).items())
+            info = attrs.evolve(old, configs=overrides)
+            config = self.config_for(info)
+            if validate_only or dict(old.configs) == overrides:
+                return info
+            self._topics[name] = info
+            try:
+                self._write_registry()
+            except BaseException:
+                self._topics[name] = old
+                raise
+            for plog in filter(None, (self._logs.get((name, p)) for p in range(info.partitions))):
+                plog.reconfigure(config)
+        log.info("topic %s configs: %s", name, overrides or "broker defaults")
+        return info
 
     def _create_locked(self, info: TopicInfo) -> TopicInfo:
         config = self.config_for(info)

@@ -5,7 +5,9 @@ Retention deletes whole segments, oldest first, while the partition stays over
 mtime if no record carries a timestamp) is older than ``retention_ms``. It never deletes
 the active (last) segment, nor a segment whose successor starts above the high watermark:
 data readers cannot see yet stays. Only a prefix of the log goes, so the log start offset
-simply moves to the first remaining segment.
+simply moves to the first remaining segment. As in Kafka, time and size retention apply
+only to topics whose ``cleanup.policy`` includes ``delete`` (:func:`retention_limits`):
+a compact-only topic keeps its old segments for the cleaner.
 
 What this module does not do: delete files, move the log start offset or lock anything
 (``PartitionLog.enforce_retention`` does), or decide when retention runs (the broker core's
@@ -15,10 +17,31 @@ timer). No Twisted.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from typing import Protocol
 
 from brokerd.storage.segment import Segment
 
-__all__ = ["segments_to_delete"]
+__all__ = ["retention_limits", "segments_to_delete"]
+
+
+class _Limits(Protocol):
+    """The part of ``LogConfig`` retention reads."""
+
+    @property
+    def cleanup_policy(self) -> AbstractSet[str]: ...
+    @property
+    def retention_bytes(self) -> int | None: ...
+    @property
+    def retention_ms(self) -> int | None: ...
+
+
+def retention_limits(config: _Limits) -> tuple[int | None, int | None]:
+    """``(retention_bytes, retention_ms)`` that apply under the config's cleanup policy:
+    both None (no deletion by retention) unless the policy includes ``delete``."""
+    if "delete" not in config.cleanup_policy:
+        return None, None
+    return config.retention_bytes, config.retention_ms
 
 
 def segments_to_delete(

@@ -5,6 +5,9 @@ Plain attrs frozen classes; no behaviour, no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 import attrs
 
 
@@ -26,6 +29,8 @@ class AppendInfo:
     base_offset: int
     last_offset: int
     log_start_offset: int
+    #: The time a LogAppendTime topic stamped the batches with (ms), else -1.
+    log_append_time: int = -1
 
 
 @attrs.frozen
@@ -41,14 +46,24 @@ class ReadResult:
     log_start_offset: int
 
 
+def _frozen_configs(configs: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(sorted(configs.items())))
+
+
 @attrs.frozen
 class TopicInfo:
-    """A topic as the registry knows it."""
+    """A topic as the registry knows it.
+
+    ``configs`` holds the topic's config *overrides* only, by Kafka name, as Kafka spells
+    the values (``brokerd.storage.topic_config``); every other config takes the broker's
+    default.
+    """
 
     name: str
     partitions: int
-    retention_bytes: int | None = None
-    retention_ms: int | None = None
+    configs: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_frozen_configs, hash=False
+    )
 
 
 @attrs.frozen
