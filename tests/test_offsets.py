@@ -18,7 +18,7 @@ from brokerd.storage.offsets import (
     StoredGroup,
     StoredMember,
 )
-from brokerd.storage.offsets_journal import Committed, encode_commit
+from brokerd.storage.offsets_journal import MAGIC, Committed, encode_commit
 
 
 def _journal(tmp_path: Path) -> str:
@@ -382,7 +382,7 @@ def test_journal_of_the_previous_format_is_read_and_upgraded(tmp_path: Path) -> 
     Path(path).write_bytes(b"BKOFFS01" + commit + b"\x00\x00")  # plus a torn tail
     store = OffsetStore.open(path)
     assert store.fetch("g", "t", 0) == (42, 3, "old")
-    assert Path(path).read_bytes()[:8] == b"BKOFFS02"
+    assert Path(path).read_bytes()[:8] == MAGIC
     store.store_group("g", _group(1))
     store.close()
     again = OffsetStore.open(path)

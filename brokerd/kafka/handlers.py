@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import attrs
 from twisted.internet import defer
@@ -34,6 +34,7 @@ from brokerd.kafka.admin_handlers import DEFAULT_PARTITIONS, AdminHandlers
 from brokerd.kafka.apis import Request
 from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.group_admin_handlers import GroupAdminHandlers, HasGroupAdmin
 from brokerd.kafka.group_handlers import (
     GroupCoordinatorLike,
     GroupHandlers,
@@ -194,6 +195,7 @@ class KafkaHandlers:
         self._clock = clock
         admin = AdminHandlers(core, identity, default_partitions=default_partitions)
         groups = GroupHandlers(core, coordinator, identity)
+        group_admin = GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator))
         self._handlers: dict[ApiKey, Handler] = {
             ApiKey.API_VERSIONS: admin.api_versions,
             ApiKey.METADATA: admin.metadata,
@@ -210,6 +212,11 @@ class KafkaHandlers:
             ApiKey.CREATE_TOPICS: admin.create_topics,
             ApiKey.DELETE_TOPICS: admin.delete_topics,
             ApiKey.INIT_PRODUCER_ID: admin.init_producer_id,
+            # Group admin APIs.
+            ApiKey.LIST_GROUPS: group_admin.list_groups,
+            ApiKey.DESCRIBE_GROUPS: group_admin.describe_groups,
+            ApiKey.DELETE_GROUPS: group_admin.delete_groups,
+            ApiKey.OFFSET_DELETE: group_admin.offset_delete,
         }
 
     def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:
