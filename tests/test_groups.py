@@ -259,8 +259,12 @@ class JoinSyncTests(_Base):
             self.result(self.coord.sync("g", gen + 1, a, [(a, b"all")])).assignment, b"all"
         )
         self.assertEqual(self.coord.leave("g", a), 0)
-        self.assertIsNone(self.coord.group_state("g"))  # empty, forgotten
+        # Empty, but kept with its generation (which counts the Empty one too, as Kafka's).
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
         self.assertEqual(self.clock.getDelayedCalls(), [])
+        d = self.join()
+        self.clock.advance(DELAY_MS / 1000)
+        self.assertEqual(self.result(d).generation_id, gen + 3)
 
     def test_leader_leaving_releases_held_follower_sync(self) -> None:
         a, b, _gen = self.stable_pair()
@@ -289,7 +293,7 @@ class JoinSyncTests(_Base):
         a = self.stable_single().member_id
         self.clock.advance(SESSION_MS / 1000)
         self.assertEqual(self.coord.heartbeat("g", 1, a), 25)
-        self.assertIsNone(self.coord.group_state("g"))
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
         self.assertEqual(self.clock.getDelayedCalls(), [])
 
     def test_rebalance_timeout_drops_stragglers(self) -> None:
@@ -638,19 +642,24 @@ class RestoreTests(_Base):
         self.stable_pair()
         self.restart()
         self.clock.advance(SESSION_MS / 1000)
-        self.assertIsNone(self.coord.group_state("g"))
-        self.assertEqual(self.store.groups_metadata(), {})
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
+        stored = self.store.groups_metadata()["g"]
+        self.assertEqual((stored.members, stored.protocol_type), ((), "consumer"))
         self.restart()
-        self.assertIsNone(self.coord.group_state("g"))
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
 
-    def test_group_that_went_empty_is_not_restored(self) -> None:
+    def test_group_that_went_empty_is_restored_empty_with_its_generation(self) -> None:
         a = self.stable_single().member_id
-        self.assertIn("g", self.store.groups_metadata())
+        self.assertEqual(self.store.groups_metadata()["g"].generation, 1)
         self.assertEqual(self.coord.leave("g", a), 0)
-        self.assertEqual(self.store.groups_metadata(), {})
+        self.assertEqual(self.store.groups_metadata()["g"].generation, 2)
         self.restart()
-        self.assertIsNone(self.coord.group_state("g"))
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
+        self.assertEqual(self.coord.list_groups(), [("g", "consumer")])
         self.assertEqual(self.result(self.join(a)).error_code, 25)
+        d = self.join()
+        self.clock.advance(DELAY_MS / 1000)
+        self.assertEqual(self.result(d).generation_id, 3)
 
     def test_restart_mid_rebalance_restores_the_last_stable_generation(self) -> None:
         a, b, gen = self.stable_pair()
@@ -702,8 +711,11 @@ def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]])
     commits: list[Any] = []
 
     class _FakeStore:
-        def commit_many(self, batch: Any, *, groups: Any = ()) -> None:
-            commits.append(batch)
+        def write_batch(self, ops: Any) -> None:
+            commits.append(ops)
+
+        def groups(self) -> list[str]:
+            return []
 
         def groups_metadata(self) -> dict[str, Any]:
             return {}
@@ -787,7 +799,13 @@ def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]])
             clock.advance(n * 1.5)
         group = coord._groups.get("g")
         if group is not None:
-            assert group.members or group.pending or group.state is not GroupState.EMPTY
+            # An Empty group is kept only with a member id outstanding or a generation.
+            assert (
+                group.members
+                or group.pending
+                or group.generation > 0
+                or group.state is not GroupState.EMPTY
+            )
             if group.state is GroupState.PREPARING_REBALANCE:
                 assert group.rebalance_timer is not None and group.rebalance_timer.active()
             if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
