@@ -3,12 +3,14 @@
 - :func:`check_offsets` is the one place where an OffsetCommit's partitions are judged
   (topic name, number ranges, metadata length) and given Kafka error codes; only what it
   accepts reaches the store.
+- :func:`fetch_rows` answers an OffsetFetch from the store's memory.
 - :func:`stored_group` / :func:`restored_group` map a group to the
   :class:`~brokerd.storage.offsets.StoredGroup` record the journal keeps of its last
-  Stable generation, and back.
-- :class:`CommitQueue` is the ordered write queue: commits and membership records queue
-  in the reactor and are written one batch at a time, each batch in one store call (one
-  journal write and one fsync: group commit), so they reach the journal in arrival order.
+  Stable generation (or of an Empty group: protocol type and generation), and back.
+- :class:`CommitQueue` is the ordered write queue: commits, membership records and group
+  or offset deletions queue in the reactor and are written one batch at a time, each
+  batch in one store call (one journal write and one fsync: group commit), so they reach
+  the journal in arrival order.
 
 What this module does not do: group-membership rules (whether a member may commit is the
 coordinator's call), reading offsets back, or any blocking I/O in the reactor thread (the
@@ -87,6 +89,33 @@ def check_offsets(offsets: list[OffsetEntry]) -> tuple[CommitResults, list[Offse
         if code is ErrorCode.NONE:
             accepted.append(entry)
     return results, accepted
+
+
+def fetch_rows(
+    offsets: OffsetStore, group_id: str, partitions: list[tuple[str, int]] | None, code: ErrorCode
+) -> list[tuple[str, int, int, int, str, int]]:
+    """An OffsetFetch answered from the store's memory: ``(topic, partition, offset,
+    leader_epoch, metadata, error_code)`` per partition, ``-1, -1, ""`` where nothing is
+    committed, ``code`` on every row when it is an error (then nothing is read)."""
+    if partitions is None:
+        if code is not ErrorCode.NONE:
+            return []
+        committed = offsets.committed(group_id)
+        return [
+            (topic, partition, offset, epoch, metadata or "", 0)
+            for (topic, partition), (offset, epoch, metadata) in sorted(committed.items())
+        ]
+    out: list[tuple[str, int, int, int, str, int]] = []
+    for topic, partition in partitions:
+        found = None
+        if code is ErrorCode.NONE:
+            found = offsets.fetch(group_id, topic, partition)
+        if found is None:
+            out.append((topic, partition, -1, -1, "", int(code)))
+        else:
+            offset, epoch, metadata = found
+            out.append((topic, partition, offset, epoch, metadata or "", 0))
+    return out
 
 
 # -- persistence mapping -------------------------------------------------------------------
@@ -297,6 +326,7 @@ __all__ = [
     "CommitResults",
     "OffsetEntry",
     "check_offsets",
+    "fetch_rows",
     "offset_entry_error",
     "restored_group",
     "stored_group",

@@ -68,6 +68,7 @@ from brokerd.kafka.group_store import (
     CommitResults,
     OffsetEntry,
     check_offsets,
+    fetch_rows,
     restored_group,
     stored_group,
 )
@@ -461,25 +462,7 @@ class GroupCoordinator:
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE
         elif _group_id_too_long(group_id):
             code = ErrorCode.INVALID_GROUP_ID
-        if partitions is None:
-            if code is not ErrorCode.NONE:
-                return []
-            committed = self._offsets.committed(group_id)
-            return [
-                (topic, partition, offset, epoch, metadata or "", 0)
-                for (topic, partition), (offset, epoch, metadata) in sorted(committed.items())
-            ]
-        out: list[tuple[str, int, int, int, str, int]] = []
-        for topic, partition in partitions:
-            found = None
-            if code is ErrorCode.NONE:
-                found = self._offsets.fetch(group_id, topic, partition)
-            if found is None:
-                out.append((topic, partition, -1, -1, "", int(code)))
-            else:
-                offset, epoch, metadata = found
-                out.append((topic, partition, offset, epoch, metadata or "", 0))
-        return out
+        return fetch_rows(self._offsets, group_id, partitions, code)
 
     # -- shutdown -----------------------------------------------------------------------
 

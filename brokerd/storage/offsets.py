@@ -46,10 +46,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-import attrs
-
 from brokerd.errors import StorageError
-from brokerd.names import MAX_GROUP_ID_LENGTH, MAX_TOPIC_LENGTH
+from brokerd.names import MAX_TOPIC_LENGTH
 from brokerd.storage.fileio import (
     FILE_MODE,
     TEMP_SUFFIX,
@@ -63,39 +61,23 @@ from brokerd.storage.offsets_journal import (
     MAGIC,
     MAX_METADATA_LENGTH,
     OLD_MAGICS,
+    CommitOp,
     Committed,
     Decoded,
     GroupDeletion,
     GroupUpdate,
+    JournalOp,
     OffsetDeletion,
     OffsetEntry,
     StoredGroup,
     StoredMember,
-    check_entry,
-    check_group,
-    encode_commit,
-    encode_delete_group,
-    encode_delete_offsets,
     encode_delete_topic,
-    encode_group,
     encode_journal,
+    encode_ops,
     encode_text,
     iter_records,
     live_size,
 )
-
-
-@attrs.frozen
-class CommitOp:
-    """One OffsetCommit's accepted entries, for :meth:`OffsetStore.write_batch`."""
-
-    group_id: str
-    entries: tuple[OffsetEntry, ...]
-
-
-#: What :meth:`OffsetStore.write_batch` writes, in order: a commit, a membership record
-#: (value None: tombstone), a group deletion, an offset deletion.
-JournalOp = CommitOp | GroupUpdate | GroupDeletion | OffsetDeletion
 
 __all__ = [
     "COMPACT_MIN_BYTES",
@@ -389,31 +371,7 @@ class OffsetStore:
         Same errors as :meth:`commit`; on an error none of them is applied. A tombstone
         for a group with no stored membership writes nothing.
         """
-        now_ms = int(self._clock() * 1000)
-        encoded: list[tuple[bytes, Decoded]] = []
-        for op in ops:
-            raw_group = encode_text(op.group_id)
-            if len(raw_group) > MAX_GROUP_ID_LENGTH:
-                raise ValueError(f"group id longer than {MAX_GROUP_ID_LENGTH} bytes")
-            if isinstance(op, CommitOp):
-                if op.entries:
-                    encoded.append(self._encode_commit(raw_group, op, now_ms))
-            elif isinstance(op, GroupUpdate):
-                if op.value is not None:
-                    check_group(op.value)
-                encoded.append((encode_group(raw_group, op.value), op))
-            elif isinstance(op, GroupDeletion):
-                encoded.append((encode_delete_group(raw_group), op))
-            else:
-                rows = []
-                for topic, partition in op.partitions:
-                    raw_topic = encode_text(topic)
-                    if not raw_topic or len(raw_topic) > MAX_TOPIC_LENGTH:
-                        raise ValueError(f"topic must be 1-{MAX_TOPIC_LENGTH} bytes")
-                    if not 0 <= partition < 2**31:
-                        raise ValueError(f"partition {partition} out of range")
-                    rows.append((raw_topic, partition))
-                encoded.append((encode_delete_offsets(raw_group, rows), op))
+        encoded = encode_ops(ops, int(self._clock() * 1000))
         with self._write_lock:
             # Decided under the write lock: only writers change which groups are stored.
             with self._lock:
@@ -440,17 +398,6 @@ class OffsetStore:
                     self._apply(update, size)
             if self._size >= self._compact_at:
                 self._maybe_compact()
-
-    @staticmethod
-    def _encode_commit(group: bytes, op: CommitOp, now_ms: int) -> tuple[bytes, Decoded]:
-        rows: list[tuple[bytes, int, Committed]] = []
-        values: list[tuple[str, int, Committed]] = []
-        for topic, partition, offset, leader_epoch, metadata in op.entries:
-            check_entry(topic, partition, offset, leader_epoch, metadata)
-            value = Committed(offset, leader_epoch, metadata, now_ms)
-            rows.append((encode_text(topic), partition, value))
-            values.append((topic, partition, value))
-        return encode_commit(group, rows), (op.group_id, values)
 
     def delete_topic(self, topic: str) -> None:
         """Durably forget every group's offsets for ``topic`` (the topic was deleted).

@@ -45,7 +45,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
-from brokerd.names import MAX_TOPIC_LENGTH
+from brokerd.names import MAX_GROUP_ID_LENGTH, MAX_TOPIC_LENGTH
 
 __all__ = [
     "MAGIC",
@@ -53,10 +53,12 @@ __all__ = [
     "MAX_RECORD_BYTES",
     "OLD_MAGIC",
     "OLD_MAGICS",
+    "CommitOp",
     "Committed",
     "Decoded",
     "GroupDeletion",
     "GroupUpdate",
+    "JournalOp",
     "OffsetDeletion",
     "OffsetEntry",
     "StoredGroup",
@@ -70,6 +72,7 @@ __all__ = [
     "encode_delete_topic",
     "encode_group",
     "encode_journal",
+    "encode_ops",
     "encode_text",
     "iter_records",
     "live_size",
@@ -452,6 +455,58 @@ def check_group(value: StoredGroup) -> None:
     # MAX_RECORD_BYTES bounds the record as a whole.
     if len(encode_group(b"", value)) > MAX_RECORD_BYTES:
         raise ValueError("group metadata too large")
+
+
+@attrs.frozen
+class CommitOp:
+    """One OffsetCommit's accepted entries, as ``OffsetStore.write_batch`` takes them."""
+
+    group_id: str
+    entries: tuple[OffsetEntry, ...]
+
+
+#: What ``OffsetStore.write_batch`` writes, in order: a commit, a membership record (value
+#: None: tombstone), a group deletion, an offset deletion.
+JournalOp = CommitOp | GroupUpdate | GroupDeletion | OffsetDeletion
+
+
+def encode_ops(ops: Sequence[JournalOp], now_ms: int) -> list[tuple[bytes, Decoded]]:
+    """Each op's framed record with what replaying it means (commits stamped ``now_ms``;
+    an empty commit has none). Raises ValueError, before anything is encoded for
+    writing, if any op breaks a limit or its wire range."""
+    out: list[tuple[bytes, Decoded]] = []
+    for op in ops:
+        group = encode_text(op.group_id)
+        if len(group) > MAX_GROUP_ID_LENGTH:
+            raise ValueError(f"group id longer than {MAX_GROUP_ID_LENGTH} bytes")
+        if isinstance(op, CommitOp):
+            if not op.entries:
+                continue
+            rows: list[tuple[bytes, int, Committed]] = []
+            values: list[tuple[str, int, Committed]] = []
+            for topic, partition, offset, leader_epoch, metadata in op.entries:
+                check_entry(topic, partition, offset, leader_epoch, metadata)
+                value = Committed(offset, leader_epoch, metadata, now_ms)
+                rows.append((encode_text(topic), partition, value))
+                values.append((topic, partition, value))
+            out.append((encode_commit(group, rows), (op.group_id, values)))
+        elif isinstance(op, GroupUpdate):
+            if op.value is not None:
+                check_group(op.value)
+            out.append((encode_group(group, op.value), op))
+        elif isinstance(op, GroupDeletion):
+            out.append((encode_delete_group(group), op))
+        else:
+            parts: list[tuple[bytes, int]] = []
+            for topic, partition in op.partitions:
+                raw = encode_text(topic)
+                if not raw or len(raw) > MAX_TOPIC_LENGTH:
+                    raise ValueError(f"topic must be 1-{MAX_TOPIC_LENGTH} bytes")
+                if not 0 <= partition <= _INT32_MAX:
+                    raise ValueError(f"partition {partition} out of range")
+                parts.append((raw, partition))
+            out.append((encode_delete_offsets(group, parts), op))
+    return out
 
 
 def check_entry(
