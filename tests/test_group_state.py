@@ -32,7 +32,14 @@ from brokerd.kafka.group_state import (
     SyncResult,
 )
 from brokerd.kafka.groups import GroupCoordinator
-from brokerd.storage.offsets import OffsetStore, StoredGroup
+from brokerd.storage.offsets import (
+    CommitOp,
+    GroupDeletion,
+    GroupUpdate,
+    OffsetDeletion,
+    OffsetStore,
+    StoredGroup,
+)
 
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000
@@ -60,24 +67,37 @@ class _MemoryStore:
 
     def __init__(self) -> None:
         self.offsets: dict[str, dict[tuple[str, int], tuple[int, int, str | None]]] = {}
-        self.groups: dict[str, StoredGroup] = {}
+        self.stored: dict[str, StoredGroup] = {}
 
-    def commit_many(self, commits: Any, *, groups: Any = ()) -> None:
-        for group_id, entries in commits:
-            for topic, partition, offset, epoch, metadata in entries:
-                self.offsets.setdefault(group_id, {})[(topic, partition)] = (
-                    offset,
-                    epoch,
-                    metadata,
-                )
-        for group_id, stored in groups:
-            if stored is None:
-                self.groups.pop(group_id, None)
+    def write_batch(self, ops: Any) -> None:
+        for op in ops:
+            if isinstance(op, CommitOp):
+                for topic, partition, offset, epoch, metadata in op.entries:
+                    self.offsets.setdefault(op.group_id, {})[(topic, partition)] = (
+                        offset,
+                        epoch,
+                        metadata,
+                    )
+            elif isinstance(op, GroupUpdate):
+                if op.value is None:
+                    self.stored.pop(op.group_id, None)
+                else:
+                    self.stored[op.group_id] = op.value
+            elif isinstance(op, GroupDeletion):
+                self.stored.pop(op.group_id, None)
+                self.offsets.pop(op.group_id, None)
             else:
-                self.groups[group_id] = stored
+                assert isinstance(op, OffsetDeletion)
+                for key in op.partitions:
+                    self.offsets.get(op.group_id, {}).pop(key, None)
+                if not self.offsets.get(op.group_id, True):
+                    del self.offsets[op.group_id]
+
+    def groups(self) -> list[str]:
+        return sorted(self.offsets)
 
     def groups_metadata(self) -> dict[str, StoredGroup]:
-        return dict(self.groups)
+        return dict(self.stored)
 
     def fetch(self, group_id: str, topic: str, partition: int) -> Any:
         return self.offsets.get(group_id, {}).get((topic, partition))
@@ -154,7 +174,12 @@ class _Harness:
         return d
 
     def join(
-        self, member_id: str = "", *, require_known: bool = False, client: str = "c"
+        self,
+        member_id: str = "",
+        *,
+        require_known: bool = False,
+        client: str = "c",
+        instance: str | None = None,
     ) -> Deferred[JoinResult]:
         d = self.coord.join(
             "g",
@@ -165,7 +190,7 @@ class _Harness:
             rebalance_timeout_ms=REBALANCE_MS,
             protocol_type="consumer",
             protocols=list(RANGE),
-            group_instance_id=None,
+            group_instance_id=instance,
             require_known_member_id=require_known,
         )
         return self.track(d)
@@ -197,8 +222,8 @@ class _Harness:
 
     # -- driving a group into each state ----------------------------------------------------
 
-    def stable_single(self) -> _Scene:
-        d = self.join()
+    def stable_single(self, instance: str | None = None) -> _Scene:
+        d = self.join(instance=instance)
         self.clock.advance(DELAY_MS / 1000)
         a = self.result(d).member_id
         assert self.result(self.sync(1, a, True)).error_code == 0
@@ -226,6 +251,8 @@ class _Harness:
             return _Scene(self.members()[0], "nobody", 0)
         if name == "stable_single":
             return self.stable_single()
+        if name == "stable_static":
+            return self.stable_single(instance=STATIC_INSTANCE)
         scene = self.stable_pair()
         if name == "preparing":
             self.join(client="c")
@@ -276,6 +303,14 @@ class _Harness:
         elif name == "initial_delay_expiry":
             self.clock.advance(DELAY_MS / 1000)
             return None
+        elif name == "join_static":  # the static member's process restarted
+            answer = self.join(client="static", instance=STATIC_INSTANCE)
+        elif name == "describe":
+            return self.coord.admin.describe(["g"])[0].error_code
+        elif name == "delete_group":
+            answer = self.track(self.coord.admin.delete_groups(["g"]))
+        elif name == "offset_delete":
+            answer = self.track(self.coord.admin.delete_offsets("g", [("t", 0)]))
         elif name == "commit_good":
             # A member commits with its generation; without members, outside the protocol.
             member, generation = (a, gen) if a != "nobody" else ("", -1)
@@ -294,6 +329,10 @@ class _Harness:
         if not answer.called:
             return HELD
         got = self.result(answer)
+        if isinstance(got, list):  # DeleteGroups: [(group, code)]
+            return cast(int, got[0][1])
+        if isinstance(got, tuple):  # OffsetDelete: (group code, {partition: code})
+            return cast(int, got[0] or got[1][("t", 0)])
         return got[("t", 0)] if isinstance(got, dict) else got.error_code
 
     # -- invariants -----------------------------------------------------------------------
@@ -303,7 +342,8 @@ class _Harness:
         for group in self.coord._groups.values():
             assert group.state is not DEAD
             if group.state is E:
-                assert not group.members and group.pending, "an idle Empty group is kept"
+                assert not group.members
+                assert group.pending or group.generation > 0, "an idle new group is kept"
             if group.state is PR:
                 assert group.rebalance_timer is not None and group.rebalance_timer.active()
                 timers += 1
@@ -348,6 +388,7 @@ SCENES = [
     "completing",
     "stable",
     "stable_single",
+    "stable_static",
     "dead",
 ]
 INPUTS = [
@@ -366,61 +407,89 @@ INPUTS = [
     "commit_good",
     "commit_bad_generation",
     "fetch_offsets",
+    "join_static",
+    "describe",
+    "delete_group",
+    "offset_delete",
 ]
+
+#: The group.instance.id of the static member of the "stable_static" scene and of the
+#: "join_static" input (in other scenes a new static member).
+STATIC_INSTANCE = "static-1"
 
 _ = None  # the input has no answer of its own (time passes)
 
 #: (answer code, state after) per scene, in INPUTS order. Codes are Kafka's:
 #: 0 NONE, 15 COORDINATOR_NOT_AVAILABLE, 22 ILLEGAL_GENERATION, 25 UNKNOWN_MEMBER_ID,
-#: 27 REBALANCE_IN_PROGRESS. A state of None: the coordinator holds nothing for the group.
+#: 27 REBALANCE_IN_PROGRESS, 68 NON_EMPTY_GROUP, 69 GROUP_ID_NOT_FOUND,
+#: 86 GROUP_SUBSCRIBED_TO_TOPIC (the test's member metadata is not a consumer
+#: subscription, so every topic counts as subscribed, as in Kafka). A state of None: the
+#: coordinator holds nothing for the group; E after a member left: the group keeps its
+#: generation.
 EXPECTED: dict[str, list[tuple[Code | None, GroupState | None]]] = {
     "absent": [
         (HELD, PR), (25, None), (25, None), (25, None),
         (25, None), (25, None), (25, None), (25, None), (25, None),
         (_, None), (_, None), (_, None),
         (0, None), (25, None), (0, None),
+        (HELD, PR), (0, None), (69, None), (69, None),
     ],
     "empty": [  # only a member id handed out with MEMBER_ID_REQUIRED
         (HELD, PR), (25, E), (25, E), (25, E),
         (25, E), (25, E), (25, E), (25, E), (25, E),
         (_, None), (_, None), (_, E),  # the id expires with the session timeout
         (0, E), (25, E), (0, E),
+        (HELD, PR), (0, E), (0, None), (0, E),
     ],
     "preparing_initial": [  # the first member waits out the initial delay
         (HELD, PR), (HELD, PR), (25, PR), (25, PR),
-        (27, PR), (25, PR), (22, PR), (27, PR), (0, None),
+        (27, PR), (25, PR), (22, PR), (27, PR), (0, E),
         (_, CR), (_, CR), (_, CR),
         (0, PR), (22, PR), (0, PR),
+        (HELD, PR), (0, PR), (68, PR), (86, PR),
     ],
     "preparing": [  # Stable pair; a third member joined, the two have not re-joined
         (HELD, PR), (HELD, PR), (HELD, PR), (25, PR),
         (27, PR), (27, PR), (22, PR), (27, PR), (0, PR),
         (_, CR), (_, CR), (_, PR),  # both old members dropped; the newcomer goes on
         (0, PR), (22, PR), (0, PR),
+        (HELD, PR), (0, PR), (68, PR), (86, PR),
     ],
     "completing": [  # joined generation 3, nobody synced yet
         (HELD, PR), (0, CR), (0, CR), (25, CR),
         (0, ST), (HELD, CR), (22, CR), (0, CR), (0, PR),
-        (_, None), (_, None), (_, CR),  # nobody synced within the rebalance timeout
+        (_, E), (_, E), (_, CR),  # nobody synced within the rebalance timeout
         (27, CR), (22, CR), (0, CR),
+        (HELD, PR), (0, CR), (68, CR), (86, CR),
     ],
     "stable": [
         (HELD, PR), (HELD, PR), (0, ST), (25, ST),
         (0, ST), (0, ST), (22, ST), (0, ST), (0, PR),
-        (_, None), (_, ST), (_, ST),
+        (_, E), (_, ST), (_, ST),
         (0, ST), (22, ST), (0, ST),
+        (HELD, PR), (0, ST), (68, ST), (86, ST),
     ],
     "stable_single": [  # the lone leader re-joining completes the round at once
         (HELD, PR), (0, CR), (25, ST), (25, ST),
-        (0, ST), (25, ST), (22, ST), (0, ST), (0, None),
-        (_, None), (_, ST), (_, ST),
+        (0, ST), (25, ST), (22, ST), (0, ST), (0, E),
+        (_, E), (_, ST), (_, ST),
         (0, ST), (22, ST), (0, ST),
+        (HELD, PR), (0, ST), (68, ST), (86, ST),
+    ],
+    "stable_static": [  # as stable_single, but its member is static: a restarted
+        # static member takes its place back without a rebalance
+        (HELD, PR), (0, CR), (25, ST), (25, ST),
+        (0, ST), (25, ST), (22, ST), (0, ST), (0, E),
+        (_, E), (_, ST), (_, ST),
+        (0, ST), (22, ST), (0, ST),
+        (0, ST), (0, ST), (68, ST), (86, ST),
     ],
     "dead": [
         (15, DEAD), (15, DEAD), (15, DEAD), (15, DEAD),
         (15, DEAD), (15, DEAD), (15, DEAD), (15, DEAD), (15, DEAD),
         (_, DEAD), (_, DEAD), (_, DEAD),
         (15, DEAD), (15, DEAD), (15, DEAD),
+        (15, DEAD), (15, DEAD), (15, DEAD), (15, DEAD),
     ],
 }  # fmt: skip
 

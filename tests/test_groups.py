@@ -7,6 +7,7 @@ a synchronous fake (or hands back Deferreds the test fires itself).
 from __future__ import annotations
 
 import os
+import struct
 import tempfile
 from typing import Any, TypeVar
 
@@ -18,6 +19,7 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.errors import StorageError
+from brokerd.kafka.group_admin import subscribed_topics
 from brokerd.kafka.groups import (
     GroupCoordinator,
     GroupState,
@@ -259,8 +261,12 @@ class JoinSyncTests(_Base):
             self.result(self.coord.sync("g", gen + 1, a, [(a, b"all")])).assignment, b"all"
         )
         self.assertEqual(self.coord.leave("g", a), 0)
-        self.assertIsNone(self.coord.group_state("g"))  # empty, forgotten
+        # Empty, but kept with its generation (which counts the Empty one too, as Kafka's).
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
         self.assertEqual(self.clock.getDelayedCalls(), [])
+        d = self.join()
+        self.clock.advance(DELAY_MS / 1000)
+        self.assertEqual(self.result(d).generation_id, gen + 3)
 
     def test_leader_leaving_releases_held_follower_sync(self) -> None:
         a, b, _gen = self.stable_pair()
@@ -289,7 +295,7 @@ class JoinSyncTests(_Base):
         a = self.stable_single().member_id
         self.clock.advance(SESSION_MS / 1000)
         self.assertEqual(self.coord.heartbeat("g", 1, a), 25)
-        self.assertIsNone(self.coord.group_state("g"))
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
         self.assertEqual(self.clock.getDelayedCalls(), [])
 
     def test_rebalance_timeout_drops_stragglers(self) -> None:
@@ -563,6 +569,223 @@ class MoreMembershipTests(_Base):
         self.assertEqual(self.result(self.join(b)).leader_id, b)
 
 
+def _subscription(*topics: str) -> bytes:
+    """A consumer-protocol subscription (version 0) of ``topics``, null user data."""
+    out = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    return out + struct.pack(">i", -1)
+
+
+class StaticMembershipTests(_Base):
+    """KIP-345: a restarted static member takes its place back without a rebalance."""
+
+    def static_pair(self) -> tuple[str, str, int]:
+        """Stable generation 1 with static leader A ("host-a") and static B ("host-b")."""
+        d_a = self.join(instance_id="host-a")
+        d_b = self.join(instance_id="host-b", client_id="b")
+        for _ in range(2):  # B's arrival extended the initial delay once
+            self.clock.advance(DELAY_MS / 1000)
+        a, b = self.result(d_a).member_id, self.result(d_b).member_id
+        d_sync_b = self.coord.sync("g", 1, b, [])
+        self.result(self.coord.sync("g", 1, a, [(a, b"A"), (b, b"B")]))
+        self.assertEqual(self.result(d_sync_b).assignment, b"B")
+        return a, b, 1
+
+    def test_follower_restart_keeps_assignment_without_rebalance(self) -> None:
+        a, b, gen = self.static_pair()
+        again = self.result(self.join(instance_id="host-b", client_id="b"))
+        self.assertEqual(again.error_code, 0)
+        self.assertNotEqual(again.member_id, b)
+        self.assertEqual((again.generation_id, again.leader_id, again.members), (gen, a, []))
+        self.assertEqual(self.coord.group_state("g"), GroupState.STABLE)
+        self.assertEqual(self.coord.heartbeat("g", gen, a), 0)  # A sees no rebalance
+        synced = self.result(self.coord.sync("g", gen, again.member_id, []))
+        self.assertEqual(synced, SyncResult(0, b"B"))
+        # The old incarnation is fenced wherever it names its instance.
+        self.assertEqual(self.coord.heartbeat("g", gen, b, group_instance_id="host-b"), 82)
+        self.assertEqual(
+            self.result(self.coord.sync("g", gen, b, [], group_instance_id="host-b")).error_code,
+            82,
+        )
+        got = self.result(
+            self.coord.commit_offsets(
+                "g", gen, b, [("t", 0, 1, 0, None)], group_instance_id="host-b"
+            )
+        )
+        self.assertEqual(got, {("t", 0): 82})
+        self.assertEqual(self.result(self.join(b, instance_id="host-b")).error_code, 82)
+        self.assertEqual(self.coord.heartbeat("g", gen, b), 25)  # no instance id: unknown
+        # The replacement is what a restart restores.
+        stored = self.store.groups_metadata()["g"]
+        self.assertIn(again.member_id, [m.member_id for m in stored.members])
+
+    def test_leader_restart_is_told_the_old_leader_id(self) -> None:
+        a, b, gen = self.static_pair()
+        again = self.result(self.join(instance_id="host-a"))
+        # As Kafka: the answer names the previous leader id, so the restarted leader does
+        # not compute an assignment that a Stable group would never hand out.
+        self.assertEqual((again.generation_id, again.leader_id, again.members), (gen, a, []))
+        self.assertEqual(self.coord.heartbeat("g", gen, b), 0)
+        self.assertEqual(
+            self.result(self.coord.sync("g", gen, again.member_id, [])), SyncResult(0, b"A")
+        )
+        described = self.coord.admin.describe(["g"])[0]
+        self.assertEqual(
+            sorted(m.member_id for m in described.members), sorted([again.member_id, b])
+        )
+
+    def test_changed_protocols_rebalance(self) -> None:
+        _a, _b, _gen = self.static_pair()
+        d = self.join(instance_id="host-b", protocols=[ROUNDROBIN, RANGE])
+        self.assertNoResult(d)
+        self.assertEqual(self.coord.group_state("g"), GroupState.PREPARING_REBALANCE)
+
+    def test_restart_during_completing_rebalance_rebalances(self) -> None:
+        a, b, gen = self.static_pair()
+        d_a = self.join(a)  # the leader re-joins: generation 2 is being completed
+        self.result(self.join(b, instance_id="host-b"))
+        self.assertEqual(self.result(d_a).generation_id, gen + 1)
+        d = self.join(instance_id="host-b")
+        self.assertNoResult(d)
+        self.assertEqual(self.coord.group_state("g"), GroupState.PREPARING_REBALANCE)
+
+    def test_held_join_of_the_old_incarnation_is_fenced(self) -> None:
+        _a, b, _gen = self.static_pair()
+        self.join(client_id="c")  # a new member: everybody must re-join
+        held = self.join(b, instance_id="host-b")
+        self.assertNoResult(held)
+        d = self.join(instance_id="host-b")
+        self.assertEqual(self.result(held).error_code, 82)
+        self.assertNoResult(d)  # joins the round in the old incarnation's place
+
+    def test_session_timeout_still_removes_a_static_member(self) -> None:
+        a, b, gen = self.static_pair()
+        for _ in range(SESSION_MS // 2000):
+            self.clock.advance(2)
+            self.coord.heartbeat("g", gen, a)
+        self.assertEqual(self.coord.group_state("g"), GroupState.PREPARING_REBALANCE)
+        self.assertEqual(self.coord.heartbeat("g", gen, b, group_instance_id="host-b"), 25)
+
+
+class GroupAdminTests(_Base):
+    """ListGroups, DescribeGroups, DeleteGroups and OffsetDelete."""
+
+    def test_list_includes_empty_and_offsets_only_groups(self) -> None:
+        self.assertEqual(self.coord.admin.list_groups(), (0, []))
+        self.stable_single()
+        self.result(self.coord.commit_offsets("simple", -1, "", [("t", 0, 3, 0, None)]))
+        self.assertEqual(
+            self.coord.admin.list_groups(), (0, [("g", "consumer"), ("simple", "")])
+        )
+
+    def test_describe(self) -> None:
+        d = self.join(protocols=[("range", _subscription("t"))], instance_id="i")
+        self.assertEqual(self.coord.admin.describe(["g"])[0].state, "PreparingRebalance")
+        self.assertEqual(self.coord.admin.describe(["g"])[0].members[0].metadata, b"")
+        self.clock.advance(DELAY_MS / 1000)
+        a = self.result(d).member_id
+        self.result(self.coord.sync("g", 1, a, [(a, b"assigned")]))
+        got = self.coord.admin.describe(["g", "nope", "x" * 300])
+        self.assertEqual(
+            (got[0].error_code, got[0].state, got[0].protocol_type, got[0].protocol),
+            (0, "Stable", "consumer", "range"),
+        )
+        m = got[0].members[0]
+        self.assertEqual(
+            (m.member_id, m.group_instance_id, m.client_id, m.client_host),
+            (a, "i", "client", "/127.0.0.1"),
+        )
+        self.assertEqual((m.metadata, m.assignment), (_subscription("t"), b"assigned"))
+        self.assertEqual((got[1].error_code, got[1].state, got[1].members), (0, "Dead", ()))
+        self.assertEqual(got[2].error_code, 24)
+
+    def test_delete_groups(self) -> None:
+        a = self.stable_single().member_id
+        self.result(self.coord.commit_offsets("g", 1, a, [("t", 0, 3, 0, None)]))
+        self.result(self.coord.commit_offsets("simple", -1, "", [("t", 0, 3, 0, None)]))
+        self.assertEqual(
+            self.result(self.coord.admin.delete_groups(["g", "nope", "simple"])),
+            [("g", 68), ("nope", 69), ("simple", 0)],
+        )
+        self.assertIsNone(self.store.fetch("simple", "t", 0))
+        self.assertEqual(self.coord.leave("g", a), 0)
+        self.assertEqual(self.result(self.coord.admin.delete_groups(["g"])), [("g", 0)])
+        self.assertIsNone(self.coord.group_state("g"))
+        self.assertEqual(self.store.committed("g"), {})
+        self.assertNotIn("g", self.store.groups_metadata())
+        # Deleted for good, across a restart too: the next group starts afresh.
+        self.coord.stop()
+        self.coord = self.make_coordinator()
+        self.assertEqual(self.coord.admin.list_groups(), (0, []))
+        d = self.join()
+        self.clock.advance(DELAY_MS / 1000)
+        self.assertEqual(self.result(d).generation_id, 1)
+
+    def test_delete_waits_for_the_journal(self) -> None:
+        held: list[tuple[Any, tuple[Any, ...], Deferred[Any]]] = []
+
+        def run(f: Any, *args: Any) -> Deferred[Any]:
+            d: Deferred[Any] = Deferred()
+            held.append((f, args, d))
+            return d
+
+        def finish() -> None:
+            while held:
+                f, args, d = held.pop(0)
+                d.callback(f(*args))
+
+        self.coord = self.make_coordinator(run_blocking=run)
+        self.coord.commit_offsets("simple", -1, "", [("t", 0, 3, 0, None)])
+        finish()
+        self.coord.commit_offsets("simple", -1, "", [("t", 2, 5, 0, None)])
+        deleted = self.coord.admin.delete_groups(["simple"])
+        late = self.coord.commit_offsets("simple", -1, "", [("t", 1, 4, 0, None)])
+        self.assertNoResult(deleted)
+        finish()
+        self.assertEqual(self.result(deleted), [("simple", 0)])
+        self.assertEqual(self.result(late), {("t", 1): 0})
+        # The commit queued before the deletion is gone, the one after it survives.
+        self.assertEqual(self.store.committed("simple"), {("t", 1): (4, 0, None)})
+
+    def test_offset_delete(self) -> None:
+        d = self.join(protocols=[("range", _subscription("t"))])
+        self.clock.advance(DELAY_MS / 1000)
+        a = self.result(d).member_id
+        self.result(self.coord.sync("g", 1, a, []))
+        entries = [("t", 0, 3, 0, None), ("u", 0, 4, 0, None)]
+        self.result(self.coord.commit_offsets("g", 1, a, entries))
+        got = self.result(self.coord.admin.delete_offsets("g", [("t", 0), ("u", 0)]))
+        self.assertEqual(got, (0, {("t", 0): 86, ("u", 0): 0}))
+        self.assertEqual(self.store.committed("g"), {("t", 0): (3, 0, None)})
+        self.assertEqual(self.coord.leave("g", a), 0)
+        got = self.result(self.coord.admin.delete_offsets("g", [("t", 0)]))
+        self.assertEqual(got, (0, {("t", 0): 0}))
+        self.assertEqual(self.store.committed("g"), {})
+        self.assertEqual(self.result(self.coord.admin.delete_offsets("nope", [])), (69, {}))
+
+    def test_offset_delete_of_a_non_consumer_group_with_members(self) -> None:
+        self.join(protocol_type="connect")
+        self.assertEqual(self.result(self.coord.admin.delete_offsets("g", [("t", 0)])), (68, {}))
+
+    def test_stopped_coordinator_refuses(self) -> None:
+        self.coord.stop()
+        self.assertEqual(self.coord.admin.list_groups(), (15, []))
+        self.assertEqual(self.coord.admin.describe(["g"])[0].error_code, 15)
+        self.assertEqual(self.result(self.coord.admin.delete_groups(["g"])), [("g", 15)])
+        self.assertEqual(self.result(self.coord.admin.delete_offsets("g", [])), (15, {}))
+
+
+def test_subscribed_topics_parses_only_what_fits() -> None:
+    assert subscribed_topics(_subscription("a", "b")) == frozenset({"a", "b"})
+    assert subscribed_topics(_subscription()) == frozenset()
+    assert subscribed_topics(b"") is None
+    assert subscribed_topics(struct.pack(">hi", 0, 2**31 - 1)) is None  # count lies
+    assert subscribed_topics(struct.pack(">hih", 0, 1, 5) + b"ab") is None  # short topic
+    assert subscribed_topics(struct.pack(">hi", 0, -1)) is None
+    assert subscribed_topics(struct.pack(">hih", 0, 1, 1) + b"\xff") is None
+
+
 class RestoreTests(_Base):
     """Membership survives a coordinator restart on the same store (a broker restart)."""
 
@@ -638,19 +861,24 @@ class RestoreTests(_Base):
         self.stable_pair()
         self.restart()
         self.clock.advance(SESSION_MS / 1000)
-        self.assertIsNone(self.coord.group_state("g"))
-        self.assertEqual(self.store.groups_metadata(), {})
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
+        stored = self.store.groups_metadata()["g"]
+        self.assertEqual((stored.members, stored.protocol_type), ((), "consumer"))
         self.restart()
-        self.assertIsNone(self.coord.group_state("g"))
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
 
-    def test_group_that_went_empty_is_not_restored(self) -> None:
+    def test_group_that_went_empty_is_restored_empty_with_its_generation(self) -> None:
         a = self.stable_single().member_id
-        self.assertIn("g", self.store.groups_metadata())
+        self.assertEqual(self.store.groups_metadata()["g"].generation, 1)
         self.assertEqual(self.coord.leave("g", a), 0)
-        self.assertEqual(self.store.groups_metadata(), {})
+        self.assertEqual(self.store.groups_metadata()["g"].generation, 2)
         self.restart()
-        self.assertIsNone(self.coord.group_state("g"))
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
+        self.assertEqual(self.coord.list_groups(), [("g", "consumer")])
         self.assertEqual(self.result(self.join(a)).error_code, 25)
+        d = self.join()
+        self.clock.advance(DELAY_MS / 1000)
+        self.assertEqual(self.result(d).generation_id, 3)
 
     def test_restart_mid_rebalance_restores_the_last_stable_generation(self) -> None:
         a, b, gen = self.stable_pair()
@@ -702,8 +930,11 @@ def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]])
     commits: list[Any] = []
 
     class _FakeStore:
-        def commit_many(self, batch: Any, *, groups: Any = ()) -> None:
-            commits.append(batch)
+        def write_batch(self, ops: Any) -> None:
+            commits.append(ops)
+
+        def groups(self) -> list[str]:
+            return []
 
         def groups_metadata(self) -> dict[str, Any]:
             return {}
@@ -787,7 +1018,13 @@ def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]])
             clock.advance(n * 1.5)
         group = coord._groups.get("g")
         if group is not None:
-            assert group.members or group.pending or group.state is not GroupState.EMPTY
+            # An Empty group is kept only with a member id outstanding or a generation.
+            assert (
+                group.members
+                or group.pending
+                or group.generation > 0
+                or group.state is not GroupState.EMPTY
+            )
             if group.state is GroupState.PREPARING_REBALANCE:
                 assert group.rebalance_timer is not None and group.rebalance_timer.active()
             if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):

@@ -258,6 +258,7 @@ def test_advertised_ranges_are_the_notes() -> None:
         11: (0, 5), 12: (0, 3), 13: (0, 2), 14: (0, 3), 18: (0, 2), 19: (2, 4),
         20: (1, 3), 22: (0, 1),
         32: (0, 3), 33: (0, 1), 44: (0, 0),  # the config APIs
+        15: (0, 4), 16: (0, 2), 42: (0, 1), 47: (0, 0),  # group admin APIs
     }
 
 
@@ -568,6 +569,65 @@ def test_init_producer_id() -> None:
     assert decode(ApiKey.INIT_PRODUCER_ID, 1, s("tx") + i32(1)).transactional_id == "tx"
     resp = apis.InitProducerIdResponse(error_code=0, producer_id=5, producer_epoch=0)
     assert encoded(0, resp) == i32(0) + i16(0) + i64(5) + i16(0)
+
+
+# -- group admin APIs: ListGroups, DescribeGroups, DeleteGroups, OffsetDelete ----------
+
+
+def test_list_groups() -> None:
+    assert decode(ApiKey.LIST_GROUPS, 2, b"") == apis.ListGroupsRequest()
+    resp = apis.ListGroupsResponse(
+        groups=(apis.ListedGroup(group_id="g", protocol_type="consumer"),)
+    )
+    assert encoded(0, resp) == i16(0) + arr(s("g") + s("consumer"))
+    assert encoded(1, resp) == i32(0) + i16(0) + arr(s("g") + s("consumer"))
+
+
+def test_describe_groups() -> None:
+    assert decode(ApiKey.DESCRIBE_GROUPS, 0, arr(s("g"))).groups == ("g",)
+    r3 = decode(ApiKey.DESCRIBE_GROUPS, 3, arr(s("a"), s("b")) + i8(1))
+    assert r3 == apis.DescribeGroupsRequest(groups=("a", "b"), include_authorized_operations=True)
+    member = apis.DescribedGroupMember(
+        member_id="m", group_instance_id="i", client_id="c", client_host="/h",
+        member_metadata=b"md", member_assignment=b"as",
+    )
+    group = apis.DescribedGroup(
+        group_id="g", group_state="Stable", protocol_type="consumer", protocol_data="range",
+        members=(member,),
+    )
+    resp = apis.DescribeGroupsResponse(groups=(group,))
+    head = i16(0) + s("g") + s("Stable") + s("consumer") + s("range")
+    m0 = s("m") + s("c") + s("/h") + b(b"md") + b(b"as")
+    assert encoded(0, resp) == arr(head + arr(m0))
+    m4 = s("m") + s("i") + s("c") + s("/h") + b(b"md") + b(b"as")
+    assert encoded(4, resp) == i32(0) + arr(head + arr(m4) + i32(-(2**31)))
+
+
+def test_delete_groups() -> None:
+    assert decode(ApiKey.DELETE_GROUPS, 1, arr(s("a"), s("b"))) == apis.DeleteGroupsRequest(
+        groups_names=("a", "b")
+    )
+    resp = apis.DeleteGroupsResponse(
+        results=(apis.DeletableGroupResult(group_id="a", error_code=68),)
+    )
+    assert encoded(0, resp) == i32(0) + arr(s("a") + i16(68))
+
+
+def test_offset_delete() -> None:
+    body = s("g") + arr(s("t") + arr(i32(0), i32(2)))
+    assert decode(ApiKey.OFFSET_DELETE, 0, body) == apis.OffsetDeleteRequest(
+        group_id="g", topics=(apis.OffsetDeleteRequestTopic(name="t", partitions=(0, 2)),)
+    )
+    resp = apis.OffsetDeleteResponse(
+        topics=(
+            apis.OffsetDeleteResponseTopic(
+                name="t",
+                partitions=(apis.OffsetDeleteResponsePartition(partition_index=0, error_code=86),),
+            ),
+        )
+    )
+    assert encoded(0, resp) == i16(0) + i32(0) + arr(s("t") + arr(i32(0) + i16(86)))
+    assert encoded(0, apis.OffsetDeleteResponse(error_code=69)) == i16(69) + i32(0) + arr()
 
 
 def test_encoding_a_null_where_forbidden_is_a_bug() -> None:

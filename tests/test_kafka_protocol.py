@@ -243,12 +243,15 @@ class FakeCoordinator:
 
     def sync(
         self, group_id: str, generation_id: int, member_id: str,
-        assignments: list[tuple[str, bytes]],
+        assignments: list[tuple[str, bytes]], *, group_instance_id: str | None = None,
     ) -> defer.Deferred[Any]:
         self.syncs.append((group_id, generation_id, member_id, assignments))
         return defer.succeed(SyncResult(0, dict(assignments).get(member_id, b"")))
 
-    def heartbeat(self, group_id: str, generation_id: int, member_id: str) -> int:
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str,
+        *, group_instance_id: str | None = None,
+    ) -> int:
         self.heartbeats.append((group_id, generation_id, member_id))
         return ErrorCode.REBALANCE_IN_PROGRESS if generation_id == 99 else 0
 
@@ -258,6 +261,7 @@ class FakeCoordinator:
     def commit_offsets(
         self, group_id: str, generation_id: int, member_id: str,
         offsets: list[tuple[str, int, int, int, str | None]],
+        *, group_instance_id: str | None = None,
     ) -> defer.Deferred[Any]:
         self.commits.append((group_id, generation_id, member_id, offsets))
         for t, p, o, e, m in offsets:
@@ -560,7 +564,7 @@ class ConnectionTests(KafkaTestCase):
         self.assertTrue(self.tr.disconnected)
 
     def test_handler_bug_closes_the_connection(self) -> None:
-        def broken(*args: object) -> int:
+        def broken(*args: object, **kw: object) -> int:
             raise RuntimeError("bug")
 
         self.groups.heartbeat = broken  # type: ignore[method-assign]

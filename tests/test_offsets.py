@@ -14,11 +14,23 @@ from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage import offsets as offsets_mod
 from brokerd.storage.offsets import (
     OFFSETS_FILE_NAME,
+    CommitOp,
+    GroupDeletion,
+    GroupUpdate,
+    OffsetDeletion,
     OffsetStore,
     StoredGroup,
     StoredMember,
 )
-from brokerd.storage.offsets_journal import Committed, encode_commit
+from brokerd.storage.offsets_journal import (
+    MAGIC,
+    Committed,
+    decode_body,
+    encode_commit,
+    encode_delete_group,
+    encode_delete_offsets,
+    encode_group,
+)
 
 
 def _journal(tmp_path: Path) -> str:
@@ -382,7 +394,7 @@ def test_journal_of_the_previous_format_is_read_and_upgraded(tmp_path: Path) -> 
     Path(path).write_bytes(b"BKOFFS01" + commit + b"\x00\x00")  # plus a torn tail
     store = OffsetStore.open(path)
     assert store.fetch("g", "t", 0) == (42, 3, "old")
-    assert Path(path).read_bytes()[:8] == b"BKOFFS02"
+    assert Path(path).read_bytes()[:8] == MAGIC
     store.store_group("g", _group(1))
     store.close()
     again = OffsetStore.open(path)
@@ -451,3 +463,125 @@ def test_compaction_failing_at_the_rename_refuses_further_writes(
     assert store.fetch("g", "t", 0) == (last, 0, None)
     store.close()
     assert OffsetStore.open(path).fetch("g", "t", 0) == (last, 0, None)
+
+
+# -- group and offset deletions (DeleteGroups, OffsetDelete), Empty-group records ------
+
+
+def test_group_and_offset_deletions_are_durable_and_ordered(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    store.commit("g", [("t", 0, 1, 0, None), ("t", 1, 2, 0, None), ("u", 0, 3, 0, None)])
+    store.store_group("g", _group(3))
+    store.commit("h", [("t", 0, 9, 0, None)])
+    store.write_batch([OffsetDeletion("g", (("t", 1), ("nope", 5)))])
+    assert store.committed("g") == {("t", 0): (1, 0, None), ("u", 0): (3, 0, None)}
+    # In one batch: a commit before the deletion goes with it, one after it survives.
+    store.write_batch(
+        [
+            CommitOp("h", (("t", 1, 4, 0, None),)),
+            GroupDeletion("h"),
+            CommitOp("h", (("t", 2, 5, 0, None),)),
+            GroupDeletion("g"),
+        ]
+    )
+    assert store.committed("h") == {("t", 2): (5, 0, None)}
+    assert store.committed("g") == {}
+    assert store.groups_metadata() == {}
+    store.close()
+    again = OffsetStore.open(path)
+    assert again.truncated_bytes == 0
+    assert again.committed("h") == {("t", 2): (5, 0, None)}
+    assert again.groups() == ["h"]
+    assert again.groups_metadata() == {}
+    again.close()
+
+
+def test_empty_group_record_keeps_its_generation(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    empty = StoredGroup(protocol_type="consumer", generation=8, protocol_name="", leader_id="",
+                        members=())
+    store.write_batch([GroupUpdate("g", empty)])
+    store.close()
+    again = OffsetStore.open(path, compact_min_bytes=1, compact_ratio=1)  # compacts at open
+    assert again.groups_metadata() == {"g": empty}
+    again.close()
+
+
+def test_compaction_after_deletions(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path, compact_min_bytes=4096, compact_ratio=4)
+    for i in range(150):
+        store.commit("g", [("t", 0, i, 0, None), ("t", 1, i, 0, None)])
+        store.commit("gone", [("t", 0, i, 0, None)])
+    store.write_batch([GroupDeletion("gone"), OffsetDeletion("g", (("t", 1),))])
+    for i in range(100):
+        store.commit("g", [("t", 0, i, 0, None)])
+    assert store.compactions > 0
+    store.close()
+    again = OffsetStore.open(path)
+    assert again.groups() == ["g"]
+    assert again.committed("g") == {("t", 0): (99, 0, None)}
+    again.close()
+
+
+def test_deletion_limits_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    size = os.path.getsize(path)
+    for bad in (
+        OffsetDeletion("g", (("", 0),)),
+        OffsetDeletion("g", (("t", -1),)),
+        GroupDeletion("x" * (MAX_GROUP_ID_LENGTH + 1)),
+    ):
+        with pytest.raises(ValueError):
+            store.write_batch([CommitOp("g", (("t", 0, 1, 0, None),)), bad])
+    assert os.path.getsize(path) == size
+    assert store.committed("g") == {}
+    store.close()
+
+
+def test_torn_deletion_record_is_truncated(tmp_path: Path) -> None:
+    path = _journal(tmp_path)
+    store = OffsetStore.open(path)
+    store.commit("g", [("t", 0, 1, 0, None)])
+    good_size = os.path.getsize(path)
+    store.write_batch([OffsetDeletion("g", (("t", 0),))])
+    store.close()
+    os.truncate(path, os.path.getsize(path) - 3)
+    again = OffsetStore.open(path)
+    assert again.truncated_bytes > 0
+    assert os.path.getsize(path) == good_size
+    assert again.fetch("g", "t", 0) == (1, 0, None)
+    again.close()
+
+
+def test_deletion_record_codec() -> None:
+    body = encode_delete_offsets(b"g", [(b"t", 0), (b"\xc3\xbc", 7)])[8:]
+    assert decode_body(body) == OffsetDeletion("g", (("t", 0), ("\u00fc", 7)))
+    assert decode_body(encode_delete_group(b"g")[8:]) == GroupDeletion("g")
+    for bad in (body[:-1], body + b"x", encode_delete_group(b"g")[8:] + b"x"):
+        with pytest.raises(ValueError):
+            decode_body(bad)
+    # A count larger than the record can hold is refused, not allocated.
+    lying = b"\x06\x00\x01g\xff\xff\xff\xff"
+    with pytest.raises(ValueError):
+        decode_body(lying)
+
+
+def test_journal_of_format_02_is_read_and_upgraded(tmp_path: Path) -> None:
+    """A BKOFFS02 journal (with group records) keeps everything and is rewritten as the
+    current format, so a brokerd without deletion records refuses it outright."""
+    path = _journal(tmp_path)
+    commit = encode_commit(b"g", [(b"t", 0, Committed(42, 3, "old", 1700000000000))])
+    Path(path).write_bytes(b"BKOFFS02" + commit + encode_group(b"g", _group(5)))
+    store = OffsetStore.open(path)
+    assert Path(path).read_bytes()[:8] == MAGIC == b"BKOFFS03"
+    assert store.fetch("g", "t", 0) == (42, 3, "old")
+    assert store.groups_metadata() == {"g": _group(5)}
+    store.write_batch([GroupDeletion("g")])
+    store.close()
+    again = OffsetStore.open(path)
+    assert again.groups() == [] and again.groups_metadata() == {}
+    again.close()

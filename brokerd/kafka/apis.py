@@ -71,6 +71,11 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
+    # Group admin APIs (the last non-flexible versions).
+    ApiKey.LIST_GROUPS: (0, 2),
+    ApiKey.DESCRIBE_GROUPS: (0, 4),
+    ApiKey.DELETE_GROUPS: (0, 1),
+    ApiKey.OFFSET_DELETE: (0, 0),
 }
 
 #: Highest ApiVersions version answered in the v0 fallback's single entry.
@@ -950,6 +955,174 @@ class InitProducerIdResponse:
     )
 
 
+# -- Group admin: ListGroups (16), DescribeGroups (15), DeleteGroups (42),
+# -- OffsetDelete (47) ----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ListGroupsRequest:
+    FIELDS: ClassVar[tuple[Field, ...]] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str = ""
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("group_id", STRING),
+        Field("protocol_type", STRING),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ListGroupsResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    groups: tuple[ListedGroup, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 1),
+        Field("error_code", INT16),
+        Field("groups", Array(Struct(ListedGroup))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeGroupsRequest:
+    groups: tuple[str, ...] = _arr()
+    include_authorized_operations: bool = False
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("groups", Array(STRING)),
+        Field("include_authorized_operations", BOOL, 3),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribedGroupMember:
+    member_id: str
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    member_metadata: bytes = b""
+    member_assignment: bytes = b""
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("member_id", STRING),
+        Field("group_instance_id", STRING, 4, nullable_from=4),
+        Field("client_id", STRING),
+        Field("client_host", STRING),
+        Field("member_metadata", BYTES),
+        Field("member_assignment", BYTES),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribedGroup:
+    error_code: int = 0
+    group_id: str
+    group_state: str = ""
+    protocol_type: str = ""
+    protocol_data: str = ""
+    members: tuple[DescribedGroupMember, ...] = _arr()
+    authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("error_code", INT16),
+        Field("group_id", STRING),
+        Field("group_state", STRING),
+        Field("protocol_type", STRING),
+        Field("protocol_data", STRING),
+        Field("members", Array(Struct(DescribedGroupMember))),
+        Field("authorized_operations", INT32, 3),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeGroupsResponse:
+    throttle_time_ms: int = 0
+    groups: tuple[DescribedGroup, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32, 1),
+        Field("groups", Array(Struct(DescribedGroup))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeleteGroupsRequest:
+    groups_names: tuple[str, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (Field("groups_names", Array(STRING)),)
+
+
+@attrs.frozen(kw_only=True)
+class DeletableGroupResult:
+    group_id: str
+    error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("group_id", STRING),
+        Field("error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeleteGroupsResponse:
+    throttle_time_ms: int = 0
+    results: tuple[DeletableGroupResult, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("results", Array(Struct(DeletableGroupResult))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetDeleteRequestTopic:
+    name: str
+    partitions: tuple[int, ...] = _arr()
+    # Kafka's schema nests {PartitionIndex}; one int32 per element is the same bytes.
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(INT32)),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetDeleteRequest:
+    group_id: str
+    topics: tuple[OffsetDeleteRequestTopic, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("group_id", STRING),
+        Field("topics", Array(Struct(OffsetDeleteRequestTopic))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetDeleteResponsePartition:
+    partition_index: int
+    error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetDeleteResponseTopic:
+    name: str
+    partitions: tuple[OffsetDeleteResponsePartition, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(OffsetDeleteResponsePartition))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetDeleteResponse:
+    error_code: int = 0
+    throttle_time_ms: int = 0
+    topics: tuple[OffsetDeleteResponseTopic, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("error_code", INT16),
+        Field("throttle_time_ms", INT32),
+        Field("topics", Array(Struct(OffsetDeleteResponseTopic))),
+    )
+
+
 # -- DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) ----------
 
 
@@ -1155,6 +1328,10 @@ REQUEST_TYPES: dict[ApiKey, type[Any]] = {
     ApiKey.DESCRIBE_CONFIGS: DescribeConfigsRequest,
     ApiKey.ALTER_CONFIGS: AlterConfigsRequest,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: IncrementalAlterConfigsRequest,
+    ApiKey.LIST_GROUPS: ListGroupsRequest,
+    ApiKey.DESCRIBE_GROUPS: DescribeGroupsRequest,
+    ApiKey.DELETE_GROUPS: DeleteGroupsRequest,
+    ApiKey.OFFSET_DELETE: OffsetDeleteRequest,
 }
 
 #: Response body class of each API.
@@ -1177,6 +1354,10 @@ RESPONSE_TYPES: dict[ApiKey, type[Any]] = {
     ApiKey.DESCRIBE_CONFIGS: DescribeConfigsResponse,
     ApiKey.ALTER_CONFIGS: AlterConfigsResponse,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: AlterConfigsResponse,
+    ApiKey.LIST_GROUPS: ListGroupsResponse,
+    ApiKey.DESCRIBE_GROUPS: DescribeGroupsResponse,
+    ApiKey.DELETE_GROUPS: DeleteGroupsResponse,
+    ApiKey.OFFSET_DELETE: OffsetDeleteResponse,
 }
 
 _KEY_OF_RESPONSE: dict[type[Any], ApiKey] = {cls: key for key, cls in RESPONSE_TYPES.items()}

@@ -65,6 +65,11 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     INCREMENTAL_ALTER_CONFIGS = 44
+    # Group admin APIs.
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
 
 
 # -- errors --------------------------------------------------------------------------

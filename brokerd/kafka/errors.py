@@ -55,6 +55,10 @@ class ErrorCode(enum.IntEnum):
     MEMBER_ID_REQUIRED = 79
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    # Group admin APIs.
+    NON_EMPTY_GROUP = 68
+    GROUP_ID_NOT_FOUND = 69
+    GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
 
 

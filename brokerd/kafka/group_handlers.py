@@ -94,9 +94,19 @@ class GroupCoordinatorLike(Protocol):
         member_id: str,
         assignments: list[tuple[str, bytes]],
         /,
+        *,
+        group_instance_id: str | None = None,
     ) -> defer.Deferred[Any]: ...
 
-    def heartbeat(self, group_id: str, generation_id: int, member_id: str, /) -> int: ...
+    def heartbeat(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        /,
+        *,
+        group_instance_id: str | None = None,
+    ) -> int: ...
 
     def leave(self, group_id: str, member_id: str, /) -> int: ...
 
@@ -107,6 +117,8 @@ class GroupCoordinatorLike(Protocol):
         member_id: str,
         offsets: list[tuple[str, int, int, int, str | None]],
         /,
+        *,
+        group_instance_id: str | None = None,
     ) -> defer.Deferred[Any]: ...
 
     def fetch_offsets(
@@ -193,6 +205,7 @@ class GroupHandlers:
             body.generation_id,
             body.member_id,
             [(a.member_id, a.assignment) for a in body.assignments],
+            group_instance_id=body.group_instance_id,
         ))
         try:
             result: SyncResultLike = await syncing
@@ -204,7 +217,10 @@ class GroupHandlers:
 
     async def heartbeat(self, conn: Connection, req: Request) -> Any:
         body: apis.HeartbeatRequest = req.body
-        code = self._groups.heartbeat(body.group_id, body.generation_id, body.member_id)
+        code = self._groups.heartbeat(
+            body.group_id, body.generation_id, body.member_id,
+            group_instance_id=body.group_instance_id,
+        )
         return apis.HeartbeatResponse(error_code=code)
 
     async def leave_group(self, conn: Connection, req: Request) -> Any:
@@ -232,7 +248,8 @@ class GroupHandlers:
         if offsets:
             try:
                 stored: Mapping[tuple[str, int], int] = await self._groups.commit_offsets(
-                    body.group_id, body.generation_id, body.member_id, offsets
+                    body.group_id, body.generation_id, body.member_id, offsets,
+                    group_instance_id=body.group_instance_id,
                 )
             except Exception as e:
                 code = self._unexpected("offset commit", e)

@@ -14,8 +14,9 @@ syncing, heartbeating, leaving and timing out:
   are answered; the next generation starts.
 - CompletingRebalance -> Stable when the leader's SyncGroup brings the assignment; held
   SyncGroups are answered and the generation is queued for the journal.
-- any -> Empty when the last member is gone (a tombstone is queued); an Empty group with
-  no outstanding member id is forgotten.
+- any -> Empty when the last member is gone: the generation still counts up and an
+  Empty-group record (protocol type and generation) is queued, as Kafka does; a group
+  that never had a generation is forgotten once no member id is outstanding.
 
 Answers are queued in an :class:`Outbox` and fired only once the state change that
 produced them is complete, so a callback that calls back into the coordinator sees a
@@ -343,6 +344,18 @@ class Rebalancer:
 
     # -- departures -----------------------------------------------------------------------
 
+    def fence(self, member: Member) -> None:
+        """Answer a static member's parked requests with FENCED_INSTANCE_ID: they were
+        made by the incarnation that a re-join is replacing (it stays in the group)."""
+        if member.join_waiter is not None:
+            waiter, member.join_waiter = member.join_waiter, None
+            self._outbox.deliver(
+                waiter, join_error(ErrorCode.FENCED_INSTANCE_ID, member.member_id)
+            )
+        if member.sync_waiter is not None:
+            sync_waiter, member.sync_waiter = member.sync_waiter, None
+            self._outbox.deliver(sync_waiter, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+
     def drop_member(self, group: GroupMetadata, member: Member, code: ErrorCode) -> None:
         """Remove ``member`` and answer whatever it has parked; no state transition."""
         if member.join_waiter is not None:
@@ -374,15 +387,20 @@ class Rebalancer:
 
     def _go_empty(self, group: GroupMetadata) -> None:
         group.become_empty()
-        self._log.info("group {group!r} is empty", group=group.group_id)
-        # Nobody to restore after a restart (the store skips it if nothing was stored).
-        self._writes.store_group(group.group_id, None)
+        self._log.info(
+            "group {group!r} is empty (generation {generation})",
+            group=group.group_id,
+            generation=group.generation,
+        )
+        # No member to restore after a restart, but the generation and protocol type are
+        # kept, so the next generation continues from this one (as in Kafka).
+        self._writes.store_group(group.group_id, stored_group(group))
         self.forget_if_disposable(group)
 
     def forget_if_disposable(self, group: GroupMetadata) -> None:
-        # An Empty group has nothing worth keeping (its stored membership is tombstoned), so
-        # with no outstanding member ids it is dropped: memory then scales with live
-        # members, not with every id ever used. Its committed offsets live on in the store.
+        # A group that never reached a generation (only member ids handed out with
+        # MEMBER_ID_REQUIRED that expired or left) has nothing worth keeping, so it is
+        # dropped: a client looping on JoinGroup cannot grow the map this way.
         if group.disposable() and self._groups.get(group.group_id) is group:
             del self._groups[group.group_id]
 

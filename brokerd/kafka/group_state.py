@@ -194,11 +194,38 @@ class GroupMetadata:
     # -- membership -----------------------------------------------------------------------
 
     def add_member(self, member: Member, protocol_type: str) -> None:
+        if not self.members:
+            # Kafka: an Empty group takes the protocol type of whoever joins it first.
+            self.protocol_type = protocol_type
         self.members[member.member_id] = member
         if member.group_instance_id is not None:
             self.instance_ids[member.group_instance_id] = member.member_id
-        if self.protocol_type is None:
-            self.protocol_type = protocol_type
+
+    def replace_member_id(self, member: Member, new_id: str) -> str:
+        """Give ``member`` (a static member re-joining) ``new_id`` everywhere its old id
+        was referenced, keeping its place, assignment and leadership; returns the old id."""
+        old_id = member.member_id
+        self.members = {
+            (new_id if mid == old_id else mid): m for mid, m in self.members.items()
+        }
+        member.member_id = new_id
+        if member.group_instance_id is not None:
+            self.instance_ids[member.group_instance_id] = new_id
+        self.join_order = [new_id if mid == old_id else mid for mid in self.join_order]
+        if old_id in self.pending_sync:
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new_id)
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        return old_id
+
+    def fenced(self, group_instance_id: str | None, member_id: str) -> bool:
+        """Kafka's ``isStaticMemberFenced``: the instance id belongs to another member id
+        (the caller is an old incarnation of a static member that was replaced)."""
+        if group_instance_id is None:
+            return False
+        current = self.instance_ids.get(group_instance_id)
+        return current is not None and current != member_id
 
     def remove_member(self, member: Member) -> None:
         """Forget ``member`` everywhere it is referenced (its requests are the caller's)."""
@@ -241,8 +268,14 @@ class GroupMetadata:
         self.pending.clear()
 
     def disposable(self) -> bool:
-        """Empty with no member and no outstanding member id: nothing worth keeping."""
-        return self._state is GroupState.EMPTY and not self.members and not self.pending
+        """Empty with no member, no outstanding member id and no generation yet (one that
+        had a generation is kept, so the next one continues from it, as in Kafka)."""
+        return (
+            self._state is GroupState.EMPTY
+            and not self.members
+            and not self.pending
+            and self.generation == 0
+        )
 
     def max_rebalance_timeout_ms(self) -> int:
         return max(m.rebalance_timeout_ms for m in self.members.values())
@@ -313,8 +346,12 @@ class GroupMetadata:
         )
 
     def become_empty(self) -> None:
+        """The last member is gone. As Kafka's ``initNextGeneration`` with no members: the
+        generation still counts up, the protocol and leader are cleared and the protocol
+        type is kept (ListGroups and DescribeGroups show it)."""
         self.transition_to(GroupState.EMPTY)
-        self.protocol_type = self.protocol_name = self.leader_id = None
+        self.generation += 1
+        self.protocol_name = self.leader_id = None
 
 
 __all__ = [

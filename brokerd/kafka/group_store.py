@@ -3,12 +3,14 @@
 - :func:`check_offsets` is the one place where an OffsetCommit's partitions are judged
   (topic name, number ranges, metadata length) and given Kafka error codes; only what it
   accepts reaches the store.
+- :func:`fetch_rows` answers an OffsetFetch from the store's memory.
 - :func:`stored_group` / :func:`restored_group` map a group to the
   :class:`~brokerd.storage.offsets.StoredGroup` record the journal keeps of its last
-  Stable generation, and back.
-- :class:`CommitQueue` is the ordered write queue: commits and membership records queue
-  in the reactor and are written one batch at a time, each batch in one store call (one
-  journal write and one fsync: group commit), so they reach the journal in arrival order.
+  Stable generation (or of an Empty group: protocol type and generation), and back.
+- :class:`CommitQueue` is the ordered write queue: commits, membership records and group
+  or offset deletions queue in the reactor and are written one batch at a time, each
+  batch in one store call (one journal write and one fsync: group commit), so they reach
+  the journal in arrival order.
 
 What this module does not do: group-membership rules (whether a member may commit is the
 coordinator's call), reading offsets back, or any blocking I/O in the reactor thread (the
@@ -29,7 +31,17 @@ from brokerd.errors import InvalidTopic
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.group_state import GroupMetadata, GroupState, Member
 from brokerd.names import validate_topic_name
-from brokerd.storage.offsets import MAX_METADATA_LENGTH, OffsetStore, StoredGroup, StoredMember
+from brokerd.storage.offsets import (
+    MAX_METADATA_LENGTH,
+    CommitOp,
+    GroupDeletion,
+    GroupUpdate,
+    JournalOp,
+    OffsetDeletion,
+    OffsetStore,
+    StoredGroup,
+    StoredMember,
+)
 
 OffsetEntry = tuple[str, int, int, int, str | None]
 """``(topic, partition, offset, leader_epoch, metadata)`` of one OffsetCommit partition."""
@@ -79,11 +91,39 @@ def check_offsets(offsets: list[OffsetEntry]) -> tuple[CommitResults, list[Offse
     return results, accepted
 
 
+def fetch_rows(
+    offsets: OffsetStore, group_id: str, partitions: list[tuple[str, int]] | None, code: ErrorCode
+) -> list[tuple[str, int, int, int, str, int]]:
+    """An OffsetFetch answered from the store's memory: ``(topic, partition, offset,
+    leader_epoch, metadata, error_code)`` per partition, ``-1, -1, ""`` where nothing is
+    committed, ``code`` on every row when it is an error (then nothing is read)."""
+    if partitions is None:
+        if code is not ErrorCode.NONE:
+            return []
+        committed = offsets.committed(group_id)
+        return [
+            (topic, partition, offset, epoch, metadata or "", 0)
+            for (topic, partition), (offset, epoch, metadata) in sorted(committed.items())
+        ]
+    out: list[tuple[str, int, int, int, str, int]] = []
+    for topic, partition in partitions:
+        found = None
+        if code is ErrorCode.NONE:
+            found = offsets.fetch(group_id, topic, partition)
+        if found is None:
+            out.append((topic, partition, -1, -1, "", int(code)))
+        else:
+            offset, epoch, metadata = found
+            out.append((topic, partition, offset, epoch, metadata or "", 0))
+    return out
+
+
 # -- persistence mapping -------------------------------------------------------------------
 
 
 def stored_group(group: GroupMetadata) -> StoredGroup:
-    """The journal record of ``group``'s current (Stable) generation."""
+    """The journal record of ``group``'s current (Stable) generation, or of an Empty
+    group (no members: its protocol type and generation only)."""
     protocol = group.protocol_name or ""
     return StoredGroup(
         protocol_type=group.protocol_type or "",
@@ -106,11 +146,15 @@ def stored_group(group: GroupMetadata) -> StoredGroup:
     )
 
 
-def restored_group(group_id: str, stored: StoredGroup) -> GroupMetadata | None:
-    """``stored`` rebuilt as a Stable group (no timers armed), or None if it has no
-    members."""
+def restored_group(group_id: str, stored: StoredGroup) -> GroupMetadata:
+    """``stored`` rebuilt as a Stable group (no timers armed), or as an Empty group with
+    its generation and protocol type if it has no members."""
     if not stored.members:
-        return None
+        return GroupMetadata(
+            group_id,
+            generation=stored.generation,
+            protocol_type=stored.protocol_type or None,
+        )
     group = GroupMetadata(
         group_id,
         state=GroupState.STABLE,
@@ -149,8 +193,21 @@ class _PendingCommit:
     waiter: Deferred[CommitResults]
 
 
+@attrs.define(eq=False)
+class _PendingDeletion:
+    """A DeleteGroups or OffsetDelete record; ``waiter`` fires with an error code."""
+
+    op: GroupDeletion | OffsetDeletion
+    waiter: Deferred[int]
+
+
+_Queued = _PendingCommit | _PendingDeletion | GroupUpdate
+
+
 class CommitQueue:
-    """Ordered, batched writes of commits and group records to an :class:`OffsetStore`.
+    """Ordered, batched writes of commits, group records and deletions to an
+    :class:`OffsetStore`: everything queued while a write runs goes, in arrival order,
+    into the next one (one journal write and one fsync).
 
     :param offsets: the store (already open).
     :param run_blocking: ``run_blocking(f, *args) -> Deferred`` runs ``f`` off the reactor.
@@ -161,9 +218,7 @@ class CommitQueue:
     def __init__(self, *, offsets: OffsetStore, run_blocking: Callable[..., Deferred[Any]]) -> None:
         self._offsets = offsets
         self._run_blocking = run_blocking
-        self._commits: list[_PendingCommit] = []
-        #: Membership records (None: tombstone) waiting to be written with the next batch.
-        self._group_writes: list[tuple[str, StoredGroup | None]] = []
+        self._queue: list[_Queued] = []
         self._in_flight = False
         #: Fired once no journal write is queued or running (see :meth:`drained`).
         self._drained: list[Deferred[None]] = []
@@ -174,7 +229,7 @@ class CommitQueue:
         """Queue accepted ``entries``; fires with ``results`` once they are durable (with
         UNKNOWN_SERVER_ERROR for ``entries`` if the write failed)."""
         d: Deferred[CommitResults] = Deferred()
-        self._commits.append(_PendingCommit(group_id, entries, results, d))
+        self._queue.append(_PendingCommit(group_id, entries, results, d))
         self._start()
         return d
 
@@ -182,21 +237,40 @@ class CommitQueue:
         """Queue ``group_id``'s membership record (None: tombstone). Queued before the
         members of that generation are answered, so it is written ahead of every commit
         they make with it."""
-        # Only the latest record per group matters; earlier queued ones are superseded.
-        self._group_writes = [w for w in self._group_writes if w[0] != group_id]
-        self._group_writes.append((group_id, stored))
+        # Only the latest record per group matters; an earlier queued one is superseded
+        # (even across a queued deletion of the group: the deletion erases it anyway).
+        self._queue = [
+            q for q in self._queue if not (isinstance(q, GroupUpdate) and q.group_id == group_id)
+        ]
+        self._queue.append(GroupUpdate(group_id, stored))
         self._start()
 
-    def refuse_queued(self, code: ErrorCode) -> list[tuple[Deferred[CommitResults], CommitResults]]:
-        """Take every commit not yet being written out of the queue; return the answers
-        (``code`` for their entries) for the caller to deliver. Group records stay."""
-        queued, self._commits = self._commits, []
-        answers = []
-        for commit in queued:
-            answer = dict(commit.results)
-            for topic, partition, *_ in commit.entries:
-                answer[(topic, partition)] = int(code)
-            answers.append((commit.waiter, answer))
+    def delete(self, op: GroupDeletion | OffsetDeletion) -> Deferred[int]:
+        """Queue a group or offset deletion; fires with 0 once it is durable (and
+        applied), or with UNKNOWN_SERVER_ERROR if the write failed. Commits queued
+        before it are deleted with it; commits queued after it survive."""
+        d: Deferred[int] = Deferred()
+        self._queue.append(_PendingDeletion(op, d))
+        self._start()
+        return d
+
+    def refuse_queued(self, code: ErrorCode) -> list[tuple[Deferred[Any], object]]:
+        """Take every commit and deletion not yet being written out of the queue; return
+        the answers (``code`` for their entries) for the caller to deliver. Group records
+        stay."""
+        answers: list[tuple[Deferred[Any], object]] = []
+        kept: list[_Queued] = []
+        for item in self._queue:
+            if isinstance(item, _PendingCommit):
+                answer = dict(item.results)
+                for topic, partition, *_ in item.entries:
+                    answer[(topic, partition)] = int(code)
+                answers.append((item.waiter, answer))
+            elif isinstance(item, _PendingDeletion):
+                answers.append((item.waiter, int(code)))
+            else:
+                kept.append(item)
+        self._queue = kept
         return answers
 
     def drained(self) -> Deferred[None]:
@@ -209,38 +283,41 @@ class CommitQueue:
     def _start(self) -> None:
         if self._in_flight:
             return
-        if not (self._commits or self._group_writes):
+        if not self._queue:
             drained, self._drained = self._drained, []
             for d in drained:
                 d.callback(None)
             return
-        batch, self._commits = self._commits, []
-        groups, self._group_writes = self._group_writes, []
+        batch, self._queue = self._queue, []
+        ops: list[JournalOp] = []
+        for item in batch:
+            if isinstance(item, _PendingCommit):
+                ops.append(CommitOp(item.group_id, tuple(item.entries)))
+            elif isinstance(item, _PendingDeletion):
+                ops.append(item.op)
+            else:
+                ops.append(item)
         self._in_flight = True
-        d = self._run_blocking(self._write_batch, [(c.group_id, c.entries) for c in batch], groups)
+        d = self._run_blocking(self._offsets.write_batch, ops)
         d.addBoth(self._done, batch)
 
-    def _write_batch(
-        self,
-        commits: list[tuple[str, list[OffsetEntry]]],
-        groups: list[tuple[str, StoredGroup | None]],
-    ) -> None:
-        # Worker thread: touches only the store.
-        self._offsets.commit_many(commits, groups=groups)
-
-    def _done(self, result: object, batch: list[_PendingCommit]) -> None:
+    def _done(self, result: object, batch: list[_Queued]) -> None:
         self._in_flight = False
         failed = isinstance(result, Failure)
         if isinstance(result, Failure):
             # Group records lost this way only cost a rebalance after a restart.
             self._log.failure("writing consumer offsets / group metadata failed", result)
-        for commit in batch:
-            answer = dict(commit.results)
-            if failed:
-                for topic, partition, *_ in commit.entries:
-                    answer[(topic, partition)] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
-            if not commit.waiter.called:
-                commit.waiter.callback(answer)
+        for item in batch:
+            if isinstance(item, _PendingCommit):
+                answer = dict(item.results)
+                if failed:
+                    for topic, partition, *_ in item.entries:
+                        answer[(topic, partition)] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+                if not item.waiter.called:
+                    item.waiter.callback(answer)
+            elif isinstance(item, _PendingDeletion) and not item.waiter.called:
+                code = ErrorCode.UNKNOWN_SERVER_ERROR if failed else ErrorCode.NONE
+                item.waiter.callback(int(code))
         self._start()
 
 
@@ -249,6 +326,7 @@ __all__ = [
     "CommitResults",
     "OffsetEntry",
     "check_offsets",
+    "fetch_rows",
     "offset_entry_error",
     "restored_group",
     "stored_group",

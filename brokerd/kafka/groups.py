@@ -26,11 +26,18 @@ OffsetCommit succeed) and members that never come back time out and trigger a re
 A restart mid-rebalance restores the last Stable generation; members of the newer one
 then get ILLEGAL_GENERATION and re-join.
 
+Static membership (KIP-345) as in Kafka's classic coordinator: a member joining with a
+known ``group_instance_id`` and an empty member id takes over the old member's place
+under a new member id (the old id is then FENCED_INSTANCE_ID); if the group is Stable
+and the member's protocols are unchanged, it gets the current generation and, at
+SyncGroup, its old assignment, with no rebalance. An Empty group keeps its generation
+(the next one continues from it, across restarts too). The admin APIs (ListGroups,
+DescribeGroups, DeleteGroups, OffsetDelete) are :attr:`GroupCoordinator.admin`
+(:mod:`brokerd.kafka.group_admin`).
+
 What this module does not do: no sockets or wire encoding (``brokerd.kafka.handlers``
-maps requests to these calls), no incremental
-cooperative rebalancing on the broker side (clients do it within the classic protocol),
-and only a simplified static membership: a known ``group_instance_id`` joining with an
-empty member id replaces (fences) the old member and triggers a rebalance.
+maps requests to these calls), no incremental cooperative rebalancing on the broker side
+(clients do it within the classic protocol), no LeaveGroup by instance id (v3+).
 """
 
 from __future__ import annotations
@@ -39,12 +46,14 @@ import uuid
 from collections.abc import Callable
 from typing import Any, cast
 
+import attrs
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.group_admin import GroupAdmin
 from brokerd.kafka.group_rebalance import Outbox, Rebalancer
 from brokerd.kafka.group_state import (
     GroupMetadata,
@@ -59,7 +68,9 @@ from brokerd.kafka.group_store import (
     CommitResults,
     OffsetEntry,
     check_offsets,
+    fetch_rows,
     restored_group,
+    stored_group,
 )
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage.offsets import OffsetStore
@@ -123,14 +134,20 @@ class GroupCoordinator:
             outbox=self._outbox,
             initial_rebalance_delay_ms=initial_rebalance_delay_ms,
         )
+        #: ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
+        self.admin = GroupAdmin(
+            groups=self._groups, offsets=offsets, writes=self._writes, stopped=self._is_stopped
+        )
         self._restore()
 
+    def _is_stopped(self) -> bool:
+        return self._stopped
+
     def _restore(self) -> None:
-        """Rebuild every group the store holds as Stable, as of its last stored generation."""
+        """Rebuild every group the store holds as of its last stored generation: Stable,
+        or Empty (keeping its generation) if it had no members."""
         for group_id, stored in sorted(self._offsets.groups_metadata().items()):
             group = restored_group(group_id, stored)
-            if group is None:
-                continue
             self._groups[group_id] = group
             # A fresh session each: the clients had no way to heartbeat while we were down.
             for member in group.members.values():
@@ -152,12 +169,8 @@ class GroupCoordinator:
         return None if group is None else group.state
 
     def list_groups(self) -> list[tuple[str, str]]:
-        """``(group_id, protocol_type)`` of every group with members (ListGroups)."""
-        return [
-            (g.group_id, g.protocol_type or "")
-            for g in self._groups.values()
-            if g.protocol_type is not None
-        ]
+        """``(group_id, protocol_type)`` of every group (ListGroups)."""
+        return self.admin.list_groups()[1]
 
     # -- JoinGroup ----------------------------------------------------------------------
 
@@ -223,6 +236,9 @@ class GroupCoordinator:
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         group = self._groups.get(group_id)
         member = None if group is None else group.members.get(member_id)
+        if member_id and group is not None and group.fenced(instance_id, member_id):
+            # Kafka: an id other than the instance's current one is an old incarnation.
+            return fail(ErrorCode.FENCED_INSTANCE_ID)
         if member_id and member is None and (group is None or member_id not in group.pending):
             return fail(ErrorCode.UNKNOWN_MEMBER_ID)
         # A static member re-joining with an empty member id replaces its old incarnation.
@@ -238,13 +254,11 @@ class GroupCoordinator:
             assert group is not None
             if instance_id is not None and member.group_instance_id != instance_id:
                 return fail(ErrorCode.FENCED_INSTANCE_ID)
-            changed = member.protocols != candidate.protocols
-            member.client_id = candidate.client_id
-            member.client_host = candidate.client_host
-            member.session_timeout_ms = candidate.session_timeout_ms
-            member.rebalance_timeout_ms = candidate.rebalance_timeout_ms
-            member.protocols = candidate.protocols
+            changed = _update_member(member, candidate)
             return self._rebalancer.rejoin(group, member, changed)
+        if replaced is not None:
+            assert group is not None
+            return self._replace_static(group, replaced, candidate)
 
         size = 0 if group is None else group.size()
         if replaced is None and not member_id and size >= self._max_group_size:
@@ -264,20 +278,41 @@ class GroupCoordinator:
         else:
             group.take_pending(member_id)
 
-        if replaced is not None:
-            self._log.info(
-                "group {group!r}: static member {instance!r} re-joined, fencing {old!r}",
-                group=group.group_id,
-                instance=instance_id,
-                old=replaced.member_id,
-            )
-            self._rebalancer.drop_member(group, replaced, ErrorCode.FENCED_INSTANCE_ID)
         return self._rebalancer.admit(group, candidate, protocol_type)
+
+    def _replace_static(
+        self, group: GroupMetadata, member: Member, candidate: Member
+    ) -> Deferred[JoinResult]:
+        """Kafka's ``updateStaticMemberAndRebalance``: a static member re-joined with an
+        empty member id; it takes over its old incarnation's place under a new id."""
+        old_leader = group.leader_id
+        self._rebalancer.fence(member)
+        old_id = group.replace_member_id(member, _new_member_id(candidate.group_instance_id or ""))
+        changed = _update_member(member, candidate)
+        self._log.info(
+            "group {group!r}: static member {instance!r} re-joined as {new!r}, fencing {old!r}",
+            group=group.group_id,
+            instance=member.group_instance_id,
+            new=member.member_id,
+            old=old_id,
+        )
+        if group.state is GroupState.STABLE and not changed:
+            # No rebalance: the member gets this generation, and at SyncGroup its old
+            # assignment. The leader id answered is the one before the replacement (as
+            # Kafka does), so a re-joining leader does not compute a new assignment that
+            # a Stable group would never hand out.
+            self._rebalancer.arm_session(group, member)
+            self._writes.store_group(group.group_id, stored_group(group))
+            result = group.join_result(member)
+            return defer.succeed(attrs.evolve(result, leader_id=old_leader or "", members=[]))
+        # CompletingRebalance (the leader may be assigning the old id), changed protocols,
+        # or a rebalance already being prepared: the member joins the round.
+        return self._rebalancer.rejoin(group, member, True)
 
     # -- SyncGroup, Heartbeat, LeaveGroup -----------------------------------------------
 
     def _member_for(
-        self, group_id: str, generation_id: int, member_id: str
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
     ) -> tuple[GroupMetadata, Member] | ErrorCode:
         """The common checks of SyncGroup and Heartbeat."""
         if self._stopped:
@@ -285,6 +320,8 @@ class GroupCoordinator:
         if not group_id or _group_id_too_long(group_id):
             return ErrorCode.INVALID_GROUP_ID
         group = self._groups.get(group_id)
+        if group is not None and group.fenced(instance_id, member_id):
+            return ErrorCode.FENCED_INSTANCE_ID
         member = None if group is None else group.members.get(member_id)
         if group is None or member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -298,10 +335,12 @@ class GroupCoordinator:
         generation_id: int,
         member_id: str,
         assignments: list[tuple[str, bytes]],
+        *,
+        group_instance_id: str | None = None,
     ) -> Deferred[SyncResult]:
         """Handle a SyncGroup. A follower's answer is held until the leader's SyncGroup
         (carrying every member's assignment) arrives. Cancelling is harmless."""
-        found = self._member_for(group_id, generation_id, member_id)
+        found = self._member_for(group_id, generation_id, member_id, group_instance_id)
         if isinstance(found, ErrorCode):
             return defer.succeed(SyncResult(found))
         group, member = found
@@ -313,10 +352,17 @@ class GroupCoordinator:
             self._outbox.flush()
         return d
 
-    def heartbeat(self, group_id: str, generation_id: int, member_id: str) -> int:
+    def heartbeat(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        *,
+        group_instance_id: str | None = None,
+    ) -> int:
         """Handle a Heartbeat: 0, or 27 while a rebalance is being prepared (that is how
-        members learn they must re-join), or 22/25/24/15."""
-        found = self._member_for(group_id, generation_id, member_id)
+        members learn they must re-join), or 22/25/24/15/82."""
+        found = self._member_for(group_id, generation_id, member_id, group_instance_id)
         if isinstance(found, ErrorCode):
             return int(found)
         group, member = found
@@ -354,6 +400,8 @@ class GroupCoordinator:
         generation_id: int,
         member_id: str,
         offsets: list[OffsetEntry],
+        *,
+        group_instance_id: str | None = None,
     ) -> Deferred[CommitResults]:
         """Handle an OffsetCommit. Fires, with an error code per ``(topic, partition)``,
         only after the accepted offsets are fsync'd; they are then visible to
@@ -366,7 +414,7 @@ class GroupCoordinator:
         a key in the journal). Partitions are then judged one by one
         (:func:`~brokerd.kafka.group_store.check_offsets`).
         """
-        code = self._check_commit(group_id, generation_id, member_id)
+        code = self._check_commit(group_id, generation_id, member_id, group_instance_id)
         if code is not ErrorCode.NONE:
             return defer.succeed(
                 {(topic, partition): int(code) for topic, partition, *_ in offsets}
@@ -376,12 +424,16 @@ class GroupCoordinator:
             return defer.succeed(results)
         return self._writes.commit(group_id, accepted, results)
 
-    def _check_commit(self, group_id: str, generation_id: int, member_id: str) -> ErrorCode:
+    def _check_commit(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> ErrorCode:
         if self._stopped:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if _group_id_too_long(group_id):
             return ErrorCode.INVALID_GROUP_ID
         group = self._groups.get(group_id)
+        if group is not None and group.fenced(instance_id, member_id):
+            return ErrorCode.FENCED_INSTANCE_ID
         if group is None or not group.members:
             # Nobody is a member: only a commit from outside the group protocol (generation
             # -1) makes sense; a member of a generation that no longer exists must re-join.
@@ -410,25 +462,7 @@ class GroupCoordinator:
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE
         elif _group_id_too_long(group_id):
             code = ErrorCode.INVALID_GROUP_ID
-        if partitions is None:
-            if code is not ErrorCode.NONE:
-                return []
-            committed = self._offsets.committed(group_id)
-            return [
-                (topic, partition, offset, epoch, metadata or "", 0)
-                for (topic, partition), (offset, epoch, metadata) in sorted(committed.items())
-            ]
-        out: list[tuple[str, int, int, int, str, int]] = []
-        for topic, partition in partitions:
-            found = None
-            if code is ErrorCode.NONE:
-                found = self._offsets.fetch(group_id, topic, partition)
-            if found is None:
-                out.append((topic, partition, -1, -1, "", int(code)))
-            else:
-                offset, epoch, metadata = found
-                out.append((topic, partition, offset, epoch, metadata or "", 0))
-        return out
+        return fetch_rows(self._offsets, group_id, partitions, code)
 
     # -- shutdown -----------------------------------------------------------------------
 
@@ -453,6 +487,17 @@ class GroupCoordinator:
 
 def _new_member_id(prefix: str) -> str:
     return f"{prefix[:MAX_CLIENT_ID_IN_MEMBER_ID]}-{uuid.uuid4()}"
+
+
+def _update_member(member: Member, candidate: Member) -> bool:
+    """Take a re-join's fields; True if the member's protocols changed."""
+    changed = member.protocols != candidate.protocols
+    member.client_id = candidate.client_id
+    member.client_host = candidate.client_host
+    member.session_timeout_ms = candidate.session_timeout_ms
+    member.rebalance_timeout_ms = candidate.rebalance_timeout_ms
+    member.protocols = candidate.protocols
+    return changed
 
 
 __all__ = [

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import attrs
 from twisted.internet import defer
@@ -35,6 +35,7 @@ from brokerd.kafka.apis import Request
 from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.config_handlers import ConfigHandlers
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.group_admin_handlers import GroupAdminHandlers, HasGroupAdmin
 from brokerd.kafka.group_handlers import (
     GroupCoordinatorLike,
     GroupHandlers,
@@ -213,6 +214,7 @@ class KafkaHandlers:
         admin = AdminHandlers(core, identity, default_partitions=default_partitions)
         groups = GroupHandlers(core, coordinator, identity)
         configs = ConfigHandlers(core, identity, default_partitions=default_partitions)
+        group_admin = GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator))
         self._handlers: dict[ApiKey, Handler] = {
             ApiKey.API_VERSIONS: admin.api_versions,
             ApiKey.METADATA: admin.metadata,
@@ -232,6 +234,11 @@ class KafkaHandlers:
             ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
             ApiKey.ALTER_CONFIGS: configs.alter_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+            # Group admin APIs.
+            ApiKey.LIST_GROUPS: group_admin.list_groups,
+            ApiKey.DESCRIBE_GROUPS: group_admin.describe_groups,
+            ApiKey.DELETE_GROUPS: group_admin.delete_groups,
+            ApiKey.OFFSET_DELETE: group_admin.offset_delete,
         }
 
     def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:

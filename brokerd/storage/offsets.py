@@ -18,12 +18,15 @@ file names: they only ever appear inside journal records, capped at
 
 The same journal also holds each consumer group's membership as of its last Stable
 generation (:class:`StoredGroup`, Kafka keeps it in ``__consumer_offsets`` too), or a
-tombstone once the group went Empty, so the coordinator can restore live groups after a
-restart. Compaction keeps only the latest record per group and drops tombstoned groups.
+record with no members once the group went Empty (so its generation keeps counting), so
+the coordinator can restore groups after a restart. Compaction keeps only the latest
+record per group and drops tombstoned groups. DeleteGroups and OffsetDelete write
+deletion records (:meth:`OffsetStore.write_batch`), fsync'd like commits.
 
-Format history: ``BKOFFS01`` journals (commits and topic deletions only) are still read;
-opening one rewrites it at once as ``BKOFFS02``, so a brokerd that predates group records
-refuses the file outright instead of truncating everything after the first group record
+Format history: ``BKOFFS01`` journals (commits and topic deletions only) and ``BKOFFS02``
+journals (plus group records) are still read; opening one rewrites it at once as
+``BKOFFS03`` (plus group and offset deletions), so a brokerd that predates a record kind
+refuses the file outright instead of truncating everything after the first such record
 as a torn tail.
 
 What this module does not do: no Twisted, no threads of its own, no group state machine
@@ -44,7 +47,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from brokerd.errors import StorageError
-from brokerd.names import MAX_GROUP_ID_LENGTH, MAX_TOPIC_LENGTH
+from brokerd.names import MAX_TOPIC_LENGTH
 from brokerd.storage.fileio import (
     FILE_MODE,
     TEMP_SUFFIX,
@@ -57,19 +60,20 @@ from brokerd.storage.fileio import (
 from brokerd.storage.offsets_journal import (
     MAGIC,
     MAX_METADATA_LENGTH,
-    OLD_MAGIC,
+    OLD_MAGICS,
+    CommitOp,
     Committed,
     Decoded,
+    GroupDeletion,
     GroupUpdate,
+    JournalOp,
+    OffsetDeletion,
     OffsetEntry,
     StoredGroup,
     StoredMember,
-    check_entry,
-    check_group,
-    encode_commit,
     encode_delete_topic,
-    encode_group,
     encode_journal,
+    encode_ops,
     encode_text,
     iter_records,
     live_size,
@@ -81,7 +85,12 @@ __all__ = [
     # Re-exported: brokerd.kafka.groups imports these three from here.
     "MAX_METADATA_LENGTH",
     "OFFSETS_FILE_NAME",
+    "CommitOp",
     "Committed",
+    "GroupDeletion",
+    "GroupUpdate",
+    "JournalOp",
+    "OffsetDeletion",
     "OffsetEntry",
     "OffsetStore",
     "StoredGroup",
@@ -218,7 +227,7 @@ class OffsetStore:
             chunks.append(chunk)
         data = b"".join(chunks)
         if len(data) < len(MAGIC):
-            if not (MAGIC.startswith(data) or OLD_MAGIC.startswith(data)):
+            if not any(m.startswith(data) for m in (MAGIC, *OLD_MAGICS)):
                 raise StorageError(f"{self.path} is not a brokerd offsets journal")
             # Torn while being created: nothing was ever committed to it.
             os.ftruncate(self._fd, 0)
@@ -228,9 +237,9 @@ class OffsetStore:
             self._size = len(MAGIC)
             return
         magic = data[: len(MAGIC)]
-        if magic not in (MAGIC, OLD_MAGIC):
+        if magic != MAGIC and magic not in OLD_MAGICS:
             raise StorageError(f"{self.path} is not a brokerd offsets journal")
-        self._old_format = magic == OLD_MAGIC
+        self._old_format = magic in OLD_MAGICS
         pos = len(MAGIC)
         for decoded, end in iter_records(data, pos):
             self._apply(decoded, end - pos)
@@ -249,6 +258,19 @@ class OffsetStore:
 
         :param size: the record's framed size (group records only).
         """
+        if isinstance(decoded, GroupDeletion):
+            self._groups.pop(decoded.group_id, None)
+            self._members.pop(decoded.group_id, None)
+            self._member_bytes.pop(decoded.group_id, None)
+            return
+        if isinstance(decoded, OffsetDeletion):
+            offsets = self._groups.get(decoded.group_id)
+            if offsets is not None:
+                for key in decoded.partitions:
+                    offsets.pop(key, None)
+                if not offsets:
+                    del self._groups[decoded.group_id]
+            return
         if isinstance(decoded, GroupUpdate):
             if decoded.value is None:
                 self._members.pop(decoded.group_id, None)
@@ -295,7 +317,8 @@ class OffsetStore:
             return sorted(self._groups)
 
     def groups_metadata(self) -> dict[str, StoredGroup]:
-        """The latest stored membership of every group that was not tombstoned."""
+        """The latest stored membership of every group that was not tombstoned or deleted
+        (an Empty group's record has no members but keeps its generation)."""
         with self._lock:
             return dict(self._members)
 
@@ -337,48 +360,39 @@ class OffsetStore:
         the given order. Same errors as :meth:`commit`; on an error none of them is applied.
         A tombstone for a group with no stored membership writes nothing.
         """
-        now_ms = int(self._clock() * 1000)
-        encoded: list[bytes] = []
-        updates: list[tuple[Decoded, int]] = []
-        for group_id, entries in commits:
-            group = encode_text(group_id)
-            if len(group) > MAX_GROUP_ID_LENGTH:
-                raise ValueError(f"group id longer than {MAX_GROUP_ID_LENGTH} bytes")
-            if not entries:
-                continue
-            rows: list[tuple[bytes, int, Committed]] = []
-            values: list[tuple[str, int, Committed]] = []
-            for topic, partition, offset, leader_epoch, metadata in entries:
-                check_entry(topic, partition, offset, leader_epoch, metadata)
-                value = Committed(offset, leader_epoch, metadata, now_ms)
-                rows.append((encode_text(topic), partition, value))
-                values.append((topic, partition, value))
-            encoded.append(encode_commit(group, rows))
-            updates.append(((group_id, values), 0))
-        group_records: list[tuple[bytes, GroupUpdate]] = []
-        for group_id, meta in groups:
-            raw = encode_text(group_id)
-            if len(raw) > MAX_GROUP_ID_LENGTH:
-                raise ValueError(f"group id longer than {MAX_GROUP_ID_LENGTH} bytes")
-            if meta is not None:
-                check_group(meta)
-            group_records.append((encode_group(raw, meta), GroupUpdate(group_id, meta)))
+        ops: list[JournalOp] = [CommitOp(g, tuple(entries)) for g, entries in commits]
+        ops += [GroupUpdate(g, value) for g, value in groups]
+        self.write_batch(ops)
+
+    def write_batch(self, ops: Sequence[JournalOp]) -> None:
+        """Write ``ops`` (commits, membership records, group and offset deletions) in
+        this order, in one write and one fsync; then they are visible, in order.
+
+        Same errors as :meth:`commit`; on an error none of them is applied. A tombstone
+        for a group with no stored membership writes nothing.
+        """
+        encoded = encode_ops(ops, int(self._clock() * 1000))
         with self._write_lock:
             # Decided under the write lock: only writers change which groups are stored.
             with self._lock:
                 stored = set(self._members)
-            for record, change in group_records:
-                if change.value is None and change.group_id not in stored:
-                    continue
-                if change.value is None:
+            records: list[bytes] = []
+            updates: list[tuple[Decoded, int]] = []
+            for record, change in encoded:
+                if isinstance(change, GroupUpdate):
+                    if change.value is None and change.group_id not in stored:
+                        continue
+                    if change.value is None:
+                        stored.discard(change.group_id)
+                    else:
+                        stored.add(change.group_id)
+                elif isinstance(change, GroupDeletion):
                     stored.discard(change.group_id)
-                else:
-                    stored.add(change.group_id)
-                encoded.append(record)
+                records.append(record)
                 updates.append((change, len(record)))
-            if not encoded:
+            if not records:
                 return
-            self._append(b"".join(encoded))
+            self._append(b"".join(records))
             with self._lock:
                 for update, size in updates:
                     self._apply(update, size)

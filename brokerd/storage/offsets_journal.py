@@ -13,13 +13,22 @@ Record bodies, by their first byte:
   nstr group_instance_id, str client_id, str client_host, i32 session_timeout_ms,
   i32 rebalance_timeout_ms, bytes metadata, bytes assignment``;
 - 4, group tombstone: ``u16 group_len, group``;
+- 5, group deletion (DeleteGroups): ``u16 group_len, group``: forget the group's
+  membership record and every committed offset of it;
+- 6, offset deletion (OffsetDelete): ``u16 group_len, group, u32 count``, then ``count``
+  times ``u16 topic_len, topic, i32 partition``;
 
 where ``str`` is ``u32 length`` + UTF-8, ``nstr`` is ``i32 length`` (-1 = null) + UTF-8,
 and ``bytes`` is ``u32 length`` + raw bytes. Text is encoded with ``surrogatepass`` so
 that any ``str`` the wire decoders produced round-trips.
 
-``BKOFFS01`` journals (commit and topic-deletion records only) are still read; the store
-rewrites them as ``BKOFFS02`` at once.
+A group record with no members keeps an Empty group's protocol type and generation, so
+the generation keeps counting across a restart, as Kafka's does.
+
+Format history: ``BKOFFS01`` (commit and topic-deletion records), ``BKOFFS02`` (plus kinds
+3 and 4) are still read; the store rewrites them as ``BKOFFS03`` (plus kinds 5 and 6) at
+once, so an older brokerd refuses the file instead of truncating it at the first record
+kind it does not know.
 
 What this module does: the value types stored, the encoders, a bounds-checked decoder that
 refuses anything malformed, a scan of a journal's bytes that stops at the first torn or
@@ -36,16 +45,21 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
-from brokerd.names import MAX_TOPIC_LENGTH
+from brokerd.names import MAX_GROUP_ID_LENGTH, MAX_TOPIC_LENGTH
 
 __all__ = [
     "MAGIC",
     "MAX_METADATA_LENGTH",
     "MAX_RECORD_BYTES",
     "OLD_MAGIC",
+    "OLD_MAGICS",
+    "CommitOp",
     "Committed",
     "Decoded",
+    "GroupDeletion",
     "GroupUpdate",
+    "JournalOp",
+    "OffsetDeletion",
     "OffsetEntry",
     "StoredGroup",
     "StoredMember",
@@ -53,18 +67,24 @@ __all__ = [
     "check_group",
     "decode_body",
     "encode_commit",
+    "encode_delete_group",
+    "encode_delete_offsets",
     "encode_delete_topic",
     "encode_group",
     "encode_journal",
+    "encode_ops",
     "encode_text",
     "iter_records",
     "live_size",
 ]
 
 #: Magic of the current format.
-MAGIC = b"BKOFFS02"
+MAGIC = b"BKOFFS03"
 #: Journals written before group records existed; read, then rewritten as MAGIC.
 OLD_MAGIC = b"BKOFFS01"
+#: Every older format still read (then rewritten as MAGIC): before group records, and
+#: before group and offset deletions.
+OLD_MAGICS = (OLD_MAGIC, b"BKOFFS02")
 
 #: Kafka's ``offset.metadata.max.bytes``: longer commit metadata is refused
 #: (OFFSET_METADATA_TOO_LARGE) by the coordinator before it reaches the store.
@@ -79,6 +99,8 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 _RECORD_HEADER = struct.Struct(">II")
 _COMMIT, _DELETE_TOPIC, _GROUP, _GROUP_TOMBSTONE = 1, 2, 3, 4
+_DELETE_GROUP, _DELETE_OFFSETS = 5, 6
+_PARTITION = struct.Struct(">i")
 _U8 = struct.Struct(">B")
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
@@ -165,6 +187,17 @@ def encode_delete_topic(topic: bytes) -> bytes:
     return _frame(_U8.pack(_DELETE_TOPIC) + _U16.pack(len(topic)) + topic)
 
 
+def encode_delete_group(group: bytes) -> bytes:
+    return _frame(_U8.pack(_DELETE_GROUP) + _U16.pack(len(group)) + group)
+
+
+def encode_delete_offsets(group: bytes, partitions: Sequence[tuple[bytes, int]]) -> bytes:
+    parts = [_U8.pack(_DELETE_OFFSETS), _U16.pack(len(group)), group, _U32.pack(len(partitions))]
+    for topic, partition in partitions:
+        parts += [_U16.pack(len(topic)), topic, _PARTITION.pack(partition)]
+    return _frame(b"".join(parts))
+
+
 def _blob(data: bytes) -> bytes:
     return _U32.pack(len(data)) + data
 
@@ -234,7 +267,47 @@ class GroupUpdate:
     value: StoredGroup | None
 
 
-Decoded = tuple[str, list[tuple[str, int, Committed]]] | tuple[None, str] | GroupUpdate
+@attrs.frozen
+class GroupDeletion:
+    """A decoded group deletion: forget the group's membership and offsets."""
+
+    group_id: str
+
+
+@attrs.frozen
+class OffsetDeletion:
+    """A decoded offset deletion: forget these ``(topic, partition)`` of one group."""
+
+    group_id: str
+    partitions: tuple[tuple[str, int], ...]
+
+
+Decoded = (
+    tuple[str, list[tuple[str, int, Committed]]]
+    | tuple[None, str]
+    | GroupUpdate
+    | GroupDeletion
+    | OffsetDeletion
+)
+
+
+def _decode_deletion(reader: _Reader, kind: int) -> GroupDeletion | OffsetDeletion:
+    (group_len,) = reader.unpack(_U16)
+    group = _dec(reader.take(group_len))
+    if kind == _DELETE_GROUP:
+        if not reader.done():
+            raise ValueError("trailing bytes")
+        return GroupDeletion(group)
+    (count,) = reader.unpack(_U32)
+    partitions: list[tuple[str, int]] = []
+    for _ in range(count):  # each entry takes at least 6 bytes: take() bounds the loop
+        (topic_len,) = reader.unpack(_U16)
+        topic = _dec(reader.take(topic_len))
+        (partition,) = reader.unpack(_PARTITION)
+        partitions.append((topic, partition))
+    if not reader.done():
+        raise ValueError("trailing bytes")
+    return OffsetDeletion(group, tuple(partitions))
 
 
 def _decode_group(reader: _Reader, tombstone: bool) -> GroupUpdate:
@@ -280,12 +353,15 @@ def _decode_group(reader: _Reader, tombstone: bool) -> GroupUpdate:
 
 def decode_body(body: bytes) -> Decoded:
     """Decode a record body: ``(group, entries)`` for a commit, ``(None, topic)`` for a
-    topic deletion, a :class:`GroupUpdate` for a group record or tombstone. Raises
+    topic deletion, a :class:`GroupUpdate` for a group record or tombstone, a
+    :class:`GroupDeletion` or an :class:`OffsetDeletion`. Raises
     ValueError (or UnicodeDecodeError) on a malformed body."""
     reader = _Reader(body)
     (kind,) = reader.unpack(_U8)
     if kind in (_GROUP, _GROUP_TOMBSTONE):
         return _decode_group(reader, kind == _GROUP_TOMBSTONE)
+    if kind in (_DELETE_GROUP, _DELETE_OFFSETS):
+        return _decode_deletion(reader, kind)
     if kind == _DELETE_TOPIC:
         (topic_len,) = reader.unpack(_U16)
         topic = _dec(reader.take(topic_len))
@@ -379,6 +455,58 @@ def check_group(value: StoredGroup) -> None:
     # MAX_RECORD_BYTES bounds the record as a whole.
     if len(encode_group(b"", value)) > MAX_RECORD_BYTES:
         raise ValueError("group metadata too large")
+
+
+@attrs.frozen
+class CommitOp:
+    """One OffsetCommit's accepted entries, as ``OffsetStore.write_batch`` takes them."""
+
+    group_id: str
+    entries: tuple[OffsetEntry, ...]
+
+
+#: What ``OffsetStore.write_batch`` writes, in order: a commit, a membership record (value
+#: None: tombstone), a group deletion, an offset deletion.
+JournalOp = CommitOp | GroupUpdate | GroupDeletion | OffsetDeletion
+
+
+def encode_ops(ops: Sequence[JournalOp], now_ms: int) -> list[tuple[bytes, Decoded]]:
+    """Each op's framed record with what replaying it means (commits stamped ``now_ms``;
+    an empty commit has none). Raises ValueError, before anything is encoded for
+    writing, if any op breaks a limit or its wire range."""
+    out: list[tuple[bytes, Decoded]] = []
+    for op in ops:
+        group = encode_text(op.group_id)
+        if len(group) > MAX_GROUP_ID_LENGTH:
+            raise ValueError(f"group id longer than {MAX_GROUP_ID_LENGTH} bytes")
+        if isinstance(op, CommitOp):
+            if not op.entries:
+                continue
+            rows: list[tuple[bytes, int, Committed]] = []
+            values: list[tuple[str, int, Committed]] = []
+            for topic, partition, offset, leader_epoch, metadata in op.entries:
+                check_entry(topic, partition, offset, leader_epoch, metadata)
+                value = Committed(offset, leader_epoch, metadata, now_ms)
+                rows.append((encode_text(topic), partition, value))
+                values.append((topic, partition, value))
+            out.append((encode_commit(group, rows), (op.group_id, values)))
+        elif isinstance(op, GroupUpdate):
+            if op.value is not None:
+                check_group(op.value)
+            out.append((encode_group(group, op.value), op))
+        elif isinstance(op, GroupDeletion):
+            out.append((encode_delete_group(group), op))
+        else:
+            parts: list[tuple[bytes, int]] = []
+            for topic, partition in op.partitions:
+                raw = encode_text(topic)
+                if not raw or len(raw) > MAX_TOPIC_LENGTH:
+                    raise ValueError(f"topic must be 1-{MAX_TOPIC_LENGTH} bytes")
+                if not 0 <= partition <= _INT32_MAX:
+                    raise ValueError(f"partition {partition} out of range")
+                parts.append((raw, partition))
+            out.append((encode_delete_offsets(group, parts), op))
+    return out
 
 
 def check_entry(
