@@ -69,3 +69,8 @@ class OutOfOrderSequence(BrokerError):
 
 class InvalidProducerEpoch(BrokerError):
     """An idempotent producer's epoch is older than the one stored."""
+
+
+class PolicyViolation(BrokerError):
+    """A request the topic's configuration forbids (DeleteRecords on a topic whose
+    ``cleanup.policy`` does not include ``delete``)."""
