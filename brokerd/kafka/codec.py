@@ -61,7 +61,10 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    DESCRIBE_LOG_DIRS = 35
+    CREATE_PARTITIONS = 37
 
 
 # -- errors --------------------------------------------------------------------------
