@@ -31,6 +31,7 @@ from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.errors import TooManyWaiters
 from brokerd.kafka import apis
 from brokerd.kafka.admin_handlers import DEFAULT_PARTITIONS, AdminHandlers
+from brokerd.kafka.admin_partition_handlers import PartitionAdminCore, PartitionAdminHandlers
 from brokerd.kafka.apis import Request
 from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.errors import ErrorCode
@@ -73,7 +74,7 @@ _I32 = struct.Struct(">i")
 
 # -- what the handlers call ----------------------------------------------------------
 
-class KafkaCore(Protocol):
+class KafkaCore(PartitionAdminCore, Protocol):
     """The part of :class:`brokerd.core.Broker` the Kafka listener uses (reactor
     thread; failures carry ``brokerd.errors`` exceptions)."""
 
@@ -194,6 +195,7 @@ class KafkaHandlers:
         self._clock = clock
         admin = AdminHandlers(core, identity, default_partitions=default_partitions)
         groups = GroupHandlers(core, coordinator, identity)
+        partition_admin = PartitionAdminHandlers(core, identity, clock=clock)
         self._handlers: dict[ApiKey, Handler] = {
             ApiKey.API_VERSIONS: admin.api_versions,
             ApiKey.METADATA: admin.metadata,
@@ -210,6 +212,9 @@ class KafkaHandlers:
             ApiKey.CREATE_TOPICS: admin.create_topics,
             ApiKey.DELETE_TOPICS: admin.delete_topics,
             ApiKey.INIT_PRODUCER_ID: admin.init_producer_id,
+            ApiKey.CREATE_PARTITIONS: partition_admin.create_partitions,
+            ApiKey.DELETE_RECORDS: partition_admin.delete_records,
+            ApiKey.DESCRIBE_LOG_DIRS: partition_admin.describe_log_dirs,
         }
 
     def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:

@@ -5,6 +5,8 @@ Plain attrs frozen classes; no behaviour, no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 
@@ -58,3 +60,12 @@ class RecordsResult:
     records: tuple[Record, ...]
     high_watermark: int
     log_start_offset: int
+
+
+@attrs.frozen
+class LogDirUsage:
+    """A data directory for DescribeLogDirs: its absolute path and each partition's bytes
+    on disk, by ``(topic, partition)``."""
+
+    path: str
+    partition_sizes: Mapping[tuple[str, int], int]
