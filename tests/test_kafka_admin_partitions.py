@@ -74,7 +74,9 @@ def test_confluent_group_picks_up_new_partitions(confluent: Confluent) -> None:
     assert got == [(1, 0, b"on-the-new-partition")]
 
 
-def test_confluent_delete_records_survives_kill(confluent: Confluent, broker: BrokerProcess) -> None:
+def test_confluent_delete_records_survives_kill(
+    confluent: Confluent, broker: BrokerProcess
+) -> None:
     ck = confluent.ck
     confluent.create_topic("cf-trim", 2)
     values = small_values("trim", 10)
@@ -82,6 +84,7 @@ def test_confluent_delete_records_survives_kill(confluent: Confluent, broker: Br
     admin = confluent._admin()
     futures = admin.delete_records([ck.TopicPartition("cf-trim", 0, 4)])
     [(tp, future)] = futures.items()
+    assert tp.partition == 0
     assert future.result(WAIT).low_watermark == 4
     assert confluent.read("cf-trim", 0, None) == [(0, i, values[i]) for i in range(4, 10)]
     # Beyond the high watermark: OFFSET_OUT_OF_RANGE.
