@@ -74,3 +74,6 @@ class InvalidProducerEpoch(BrokerError):
 class InvalidConfig(BrokerError):
     """A topic config name brokerd does not know, or a value Kafka's rules refuse (the
     message names the key)."""
+class PolicyViolation(BrokerError):
+    """A request the topic's configuration forbids (DeleteRecords on a topic whose
+    ``cleanup.policy`` does not include ``delete``)."""

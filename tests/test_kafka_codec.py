@@ -259,6 +259,7 @@ def test_advertised_ranges_are_the_notes() -> None:
         20: (1, 3), 22: (0, 1),
         32: (0, 3), 33: (0, 1), 44: (0, 0),  # the config APIs
         15: (0, 4), 16: (0, 2), 42: (0, 1), 47: (0, 0),  # group admin APIs
+        21: (0, 1), 35: (0, 1), 37: (0, 1),
     }
 
 
@@ -782,3 +783,76 @@ def test_alter_configs_and_incremental_bytes() -> None:
 
 def test_invalid_config_maps_to_error_40() -> None:
     assert error_code_for(errors.InvalidConfig("x")) is ErrorCode.INVALID_CONFIG
+# -- CreatePartitions / DeleteRecords / DescribeLogDirs ------------------------------
+
+
+def test_create_partitions() -> None:
+    body = (arr(s("t") + i32(4) + NULL_ARRAY,
+                s("u") + i32(3) + arr(arr(i32(0)), arr(i32(0))))
+            + i32(5000) + i8(1))
+    for version in (0, 1):
+        req = decode(ApiKey.CREATE_PARTITIONS, version, body)
+        assert req == apis.CreatePartitionsRequest(
+            topics=(
+                apis.CreatePartitionsTopic(name="t", count=4, assignments=None),
+                apis.CreatePartitionsTopic(name="u", count=3, assignments=(
+                    apis.CreatePartitionsAssignment(broker_ids=(0,)),
+                    apis.CreatePartitionsAssignment(broker_ids=(0,)),
+                )),
+            ),
+            timeout_ms=5000, validate_only=True,
+        )
+        resp = apis.CreatePartitionsResponse(results=(
+            apis.CreatePartitionsTopicResult(name="t"),
+            apis.CreatePartitionsTopicResult(name="u", error_code=37, error_message="no"),
+        ))
+        assert encoded(version, resp) == i32(0) + arr(
+            s("t") + i16(0) + s(None), s("u") + i16(37) + s("no"))
+
+
+def test_delete_records() -> None:
+    body = arr(s("t") + arr(i32(0) + i64(10), i32(1) + i64(-1))) + i32(3000)
+    for version in (0, 1):
+        req = decode(ApiKey.DELETE_RECORDS, version, body)
+        assert req == apis.DeleteRecordsRequest(
+            topics=(apis.DeleteRecordsTopic(name="t", partitions=(
+                apis.DeleteRecordsPartition(partition_index=0, offset=10),
+                apis.DeleteRecordsPartition(partition_index=1, offset=-1),
+            )),),
+            timeout_ms=3000,
+        )
+        resp = apis.DeleteRecordsResponse(topics=(apis.DeleteRecordsTopicResult(
+            name="t", partitions=(
+                apis.DeleteRecordsPartitionResult(partition_index=0, low_watermark=10),
+                apis.DeleteRecordsPartitionResult(partition_index=1, error_code=1),
+            )),))
+        assert encoded(version, resp) == i32(0) + arr(s("t") + arr(
+            i32(0) + i64(10) + i16(0), i32(1) + i64(-1) + i16(1)))
+
+
+def test_describe_log_dirs() -> None:
+    for version in (0, 1):
+        assert decode(ApiKey.DESCRIBE_LOG_DIRS, version, NULL_ARRAY) == (
+            apis.DescribeLogDirsRequest(topics=None))
+        req = decode(ApiKey.DESCRIBE_LOG_DIRS, version, arr(s("t") + arr(i32(0), i32(2))))
+        assert req.topics == (apis.DescribableLogDirTopic(topic="t", partitions=(0, 2)),)
+        resp = apis.DescribeLogDirsResponse(results=(apis.DescribeLogDirsResult(
+            log_dir="/data", topics=(apis.DescribeLogDirsTopic(name="t", partitions=(
+                apis.DescribeLogDirsPartition(partition_index=0, partition_size=123),
+            )),),
+        ),))
+        assert encoded(version, resp) == i32(0) + arr(
+            i16(0) + s("/data") + arr(s("t") + arr(i32(0) + i64(123) + i64(0) + i8(0))))
+
+
+@pytest.mark.parametrize(
+    ("key", "version"),
+    [(ApiKey.CREATE_PARTITIONS, 2), (ApiKey.DELETE_RECORDS, 2), (ApiKey.DESCRIBE_LOG_DIRS, 2)],
+)
+def test_flexible_partition_admin_versions_refused(key: ApiKey, version: int) -> None:
+    with pytest.raises(apis.UnsupportedVersion):
+        apis.decode_request(request(key, version, b""))
+
+
+def test_policy_violation_code() -> None:
+    assert error_code_for(errors.PolicyViolation("compact")) == ErrorCode.POLICY_VIOLATION == 44

@@ -23,6 +23,7 @@ never touches a transport. The ``--fsync`` modes are described in
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import ParamSpec, TypeVar
@@ -43,7 +44,7 @@ from brokerd.core.writer import PartitionWriter
 from brokerd.errors import BrokerError, OffsetOutOfRange, RecordTooLarge, ShuttingDown
 from brokerd.storage.batch import BatchHeader, parse_batches
 from brokerd.storage.topic_config import broker_values
-from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
+from brokerd.storage.types import AppendInfo, LogDirUsage, ReadResult, RecordsResult, TopicInfo
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -220,6 +221,35 @@ class Broker(SequentialMultiService):
             return defer.fail(ShuttingDown("broker is shutting down"))
         return self._run_write(
             self.logdir.alter_topic_configs, name, update, validate_only=validate_only
+        )
+
+    # -- partitions and log start offsets (CreatePartitions, DeleteRecords, DescribeLogDirs)
+
+    def create_partitions(self, topic: str, new_total: int) -> defer.Deferred[TopicInfo]:
+        """Grow ``topic`` to ``new_total`` partitions (empty, durable when this fires)."""
+        if self._stopping:
+            return defer.fail(ShuttingDown("broker is shutting down"))
+        return self.partitions.create_partitions(topic, new_total)
+
+    def delete_records(
+        self, topic: str, partition: int, before_offset: int
+    ) -> defer.Deferred[int]:
+        """Move the partition's log start offset up to ``before_offset`` (-1: the high
+        watermark); fires with the log start offset once it is durable."""
+        if self._stopping:
+            return defer.fail(ShuttingDown("broker is shutting down"))
+        return self._readable(topic, partition).addCallback(
+            lambda _part: self._run_write(
+                self.logdir.delete_records, topic, partition, before_offset
+            )
+        )
+
+    def describe_log_dirs(self) -> LogDirUsage:
+        """The data directory's absolute path and every open partition's size on disk."""
+        logs = self.logdir.logs()
+        return LogDirUsage(
+            os.path.abspath(self.logdir.path),
+            {key: log.size_bytes for key, log in logs.items()},
         )
 
     # -- produce -----------------------------------------------------------------------

@@ -98,6 +98,11 @@ class TopicRegistry:
         )
         return d.addCallback(lambda _: None)
 
+    def create_partitions(self, name: str, total: int) -> defer.Deferred[TopicInfo]:
+        """Grow a topic to ``total`` partitions; the new ones open on first use."""
+        d: defer.Deferred[TopicInfo] = self._run_write(self.logdir.create_partitions, name, total)
+        return d
+
     def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
         """The topic's info, auto-creating it when the broker allows that."""
         info = self.topics().get(name)

@@ -76,6 +76,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 4),
     ApiKey.DELETE_GROUPS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DELETE_RECORDS: (0, 1),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 1),
+    ApiKey.CREATE_PARTITIONS: (0, 1),
 }
 
 #: Highest ApiVersions version answered in the v0 fallback's single entry.
@@ -1306,6 +1309,198 @@ class IncrementalAlterConfigsRequest:
     )
 
 
+# -- DeleteRecords (21) --------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class DeleteRecordsPartition:
+    partition_index: int
+    #: Delete every record below this offset; -1 = up to the high watermark.
+    offset: int
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("offset", INT64),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeleteRecordsTopic:
+    name: str
+    partitions: tuple[DeleteRecordsPartition, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(DeleteRecordsPartition))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeleteRecordsRequest:
+    topics: tuple[DeleteRecordsTopic, ...] = _arr()
+    timeout_ms: int = 60_000
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("topics", Array(Struct(DeleteRecordsTopic))),
+        Field("timeout_ms", INT32),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeleteRecordsPartitionResult:
+    partition_index: int
+    #: The log start offset afterwards; -1 with an error.
+    low_watermark: int = -1
+    error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("low_watermark", INT64),
+        Field("error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeleteRecordsTopicResult:
+    name: str
+    partitions: tuple[DeleteRecordsPartitionResult, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(DeleteRecordsPartitionResult))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DeleteRecordsResponse:
+    throttle_time_ms: int = 0
+    topics: tuple[DeleteRecordsTopicResult, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("topics", Array(Struct(DeleteRecordsTopicResult))),
+    )
+
+
+# -- DescribeLogDirs (35) ------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class DescribableLogDirTopic:
+    topic: str
+    partitions: tuple[int, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("topic", STRING),
+        Field("partitions", Array(INT32)),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeLogDirsRequest:
+    #: None = every topic.
+    topics: tuple[DescribableLogDirTopic, ...] | None = _arr(None)
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("topics", Array(Struct(DescribableLogDirTopic)), nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeLogDirsPartition:
+    partition_index: int
+    partition_size: int = 0
+    offset_lag: int = 0
+    is_future_key: bool = False
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("partition_size", INT64),
+        Field("offset_lag", INT64),
+        Field("is_future_key", BOOL),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeLogDirsTopic:
+    name: str
+    partitions: tuple[DescribeLogDirsPartition, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(DescribeLogDirsPartition))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeLogDirsResult:
+    error_code: int = 0
+    log_dir: str = ""
+    topics: tuple[DescribeLogDirsTopic, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("error_code", INT16),
+        Field("log_dir", STRING),
+        Field("topics", Array(Struct(DescribeLogDirsTopic))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeLogDirsResponse:
+    throttle_time_ms: int = 0
+    results: tuple[DescribeLogDirsResult, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("results", Array(Struct(DescribeLogDirsResult))),
+    )
+
+
+# -- CreatePartitions (37) -----------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class CreatePartitionsAssignment:
+    broker_ids: tuple[int, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (Field("broker_ids", Array(INT32)),)
+
+
+@attrs.frozen(kw_only=True)
+class CreatePartitionsTopic:
+    name: str
+    #: The new total partition count.
+    count: int
+    #: One entry per new partition, or None to let the broker place them.
+    assignments: tuple[CreatePartitionsAssignment, ...] | None = _arr(None)
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("count", INT32),
+        Field("assignments", Array(Struct(CreatePartitionsAssignment)), nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CreatePartitionsRequest:
+    topics: tuple[CreatePartitionsTopic, ...] = _arr()
+    timeout_ms: int = 60_000
+    validate_only: bool = False
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("topics", Array(Struct(CreatePartitionsTopic))),
+        Field("timeout_ms", INT32),
+        Field("validate_only", BOOL),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CreatePartitionsTopicResult:
+    name: str
+    error_code: int = 0
+    error_message: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("error_code", INT16),
+        Field("error_message", STRING, nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CreatePartitionsResponse:
+    throttle_time_ms: int = 0
+    results: tuple[CreatePartitionsTopicResult, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("results", Array(Struct(CreatePartitionsTopicResult))),
+    )
+
+
 # -- registry ------------------------------------------------------------------------
 
 #: Request body class of each API.
@@ -1332,6 +1527,9 @@ REQUEST_TYPES: dict[ApiKey, type[Any]] = {
     ApiKey.DESCRIBE_GROUPS: DescribeGroupsRequest,
     ApiKey.DELETE_GROUPS: DeleteGroupsRequest,
     ApiKey.OFFSET_DELETE: OffsetDeleteRequest,
+    ApiKey.DELETE_RECORDS: DeleteRecordsRequest,
+    ApiKey.DESCRIBE_LOG_DIRS: DescribeLogDirsRequest,
+    ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,
 }
 
 #: Response body class of each API.
@@ -1358,6 +1556,9 @@ RESPONSE_TYPES: dict[ApiKey, type[Any]] = {
     ApiKey.DESCRIBE_GROUPS: DescribeGroupsResponse,
     ApiKey.DELETE_GROUPS: DeleteGroupsResponse,
     ApiKey.OFFSET_DELETE: OffsetDeleteResponse,
+    ApiKey.DELETE_RECORDS: DeleteRecordsResponse,
+    ApiKey.DESCRIBE_LOG_DIRS: DescribeLogDirsResponse,
+    ApiKey.CREATE_PARTITIONS: CreatePartitionsResponse,
 }
 
 _KEY_OF_RESPONSE: dict[type[Any], ApiKey] = {cls: key for key, cls in RESPONSE_TYPES.items()}

@@ -61,6 +61,7 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
@@ -70,6 +71,8 @@ class ApiKey(enum.IntEnum):
     LIST_GROUPS = 16
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
+    DESCRIBE_LOG_DIRS = 35
+    CREATE_PARTITIONS = 37
 
 
 # -- errors --------------------------------------------------------------------------

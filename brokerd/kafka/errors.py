@@ -46,6 +46,7 @@ class ErrorCode(enum.IntEnum):
     INVALID_REPLICA_ASSIGNMENT = 39
     INVALID_CONFIG = 40
     INVALID_REQUEST = 42
+    POLICY_VIOLATION = 44
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     DUPLICATE_SEQUENCE_NUMBER = 46
     INVALID_PRODUCER_EPOCH = 47
@@ -70,6 +71,7 @@ _MAPPING: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (errors.InvalidTopic, ErrorCode.INVALID_TOPIC_EXCEPTION),
     (errors.TopicAlreadyExists, ErrorCode.TOPIC_ALREADY_EXISTS),
     (errors.InvalidPartitions, ErrorCode.INVALID_PARTITIONS),
+    (errors.PolicyViolation, ErrorCode.POLICY_VIOLATION),
     (errors.RecordTooLarge, ErrorCode.MESSAGE_TOO_LARGE),
     (errors.InvalidConfig, ErrorCode.INVALID_CONFIG),
     (errors.StorageError, ErrorCode.KAFKA_STORAGE_ERROR),

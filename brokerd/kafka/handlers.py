@@ -31,6 +31,7 @@ from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.errors import TooManyWaiters
 from brokerd.kafka import apis
 from brokerd.kafka.admin_handlers import DEFAULT_PARTITIONS, AdminHandlers
+from brokerd.kafka.admin_partition_handlers import PartitionAdminCore, PartitionAdminHandlers
 from brokerd.kafka.apis import Request
 from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.config_handlers import ConfigHandlers
@@ -75,7 +76,7 @@ _I32 = struct.Struct(">i")
 
 # -- what the handlers call ----------------------------------------------------------
 
-class KafkaCore(Protocol):
+class KafkaCore(PartitionAdminCore, Protocol):
     """The part of :class:`brokerd.core.Broker` the Kafka listener uses (reactor
     thread; failures carry ``brokerd.errors`` exceptions)."""
 
@@ -215,6 +216,7 @@ class KafkaHandlers:
         groups = GroupHandlers(core, coordinator, identity)
         configs = ConfigHandlers(core, identity, default_partitions=default_partitions)
         group_admin = GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator))
+        partition_admin = PartitionAdminHandlers(core, identity, clock=clock)
         self._handlers: dict[ApiKey, Handler] = {
             ApiKey.API_VERSIONS: admin.api_versions,
             ApiKey.METADATA: admin.metadata,
@@ -239,6 +241,9 @@ class KafkaHandlers:
             ApiKey.DESCRIBE_GROUPS: group_admin.describe_groups,
             ApiKey.DELETE_GROUPS: group_admin.delete_groups,
             ApiKey.OFFSET_DELETE: group_admin.offset_delete,
+            ApiKey.CREATE_PARTITIONS: partition_admin.create_partitions,
+            ApiKey.DELETE_RECORDS: partition_admin.delete_records,
+            ApiKey.DESCRIBE_LOG_DIRS: partition_admin.describe_log_dirs,
         }
 
     def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:

@@ -3,8 +3,9 @@
 What it does: opens and recovers a partition directory, assigns contiguous offsets to
 appended batches, rolls segments by size and age, flushes (fdatasync) and tracks the
 recovery point, publishes a high watermark to readers, serves raw reads (Kafka fetch) and
-decoded reads (native fetch) in O(log n), answers offset-for-timestamp lookups, and
-deletes whole old segments for retention.
+decoded reads (native fetch) in O(log n), answers offset-for-timestamp lookups,
+deletes whole old segments for retention; moving the log start offset for DeleteRecords
+is :class:`~brokerd.storage.log_start.LogStartMixin`'s.
 
 What it does not do: topic bookkeeping, checkpoint files or the clean-shutdown marker
 (``logdir.py``), group commit or scheduling (the broker core decides when to flush and
@@ -35,6 +36,7 @@ import attrs
 from brokerd.errors import OffsetOutOfRange, RecordTooLarge, StorageError, UnknownTopicOrPartition
 from brokerd.storage.batch import BatchHeader, encode_batch, stamp_base_offset
 from brokerd.storage.fileio import fsync_dir
+from brokerd.storage.log_start import LogStartMixin
 from brokerd.storage.reads import decode_from, find_timestamp, read_raw
 from brokerd.storage.recovery import RecoveryStats, open_segments
 from brokerd.storage.retention import retention_limits, segments_to_delete
@@ -141,7 +143,7 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
 
-class PartitionLog:
+class PartitionLog(LogStartMixin):
     """One partition's log. Open with :meth:`open`; see the module docstring for threads."""
 
     def __init__(
@@ -466,7 +468,8 @@ class PartitionLog:
             finally:
                 segment.unpin()
             if found is not None:
-                return found
+                # Below a start moved by DeleteRecords: the first offset still readable.
+                return (max(found[0], self.log_start_offset), found[1])
         return None
 
     # --- retention ----------------------------------------------------------------------
@@ -494,7 +497,8 @@ class PartitionLog:
             if not count:
                 return 0
             doomed, remaining = segments[:count], segments[count:]
-            self.log_start_offset = remaining[0].base_offset
+            # DeleteRecords may have moved the start inside the first remaining segment.
+            self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
             self._set_segments(remaining)
         for segment in doomed:
             segment.delete()

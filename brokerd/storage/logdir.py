@@ -6,6 +6,8 @@ Layout::
                                                     per-topic config overrides)
     <data-dir>/recovery-point-offset-checkpoint     Kafka's format: "0", count, then
                                                     "topic partition offset" lines
+    <data-dir>/log-start-offset-checkpoint          log start offsets moved by
+                                                    DeleteRecords (same format)
     <data-dir>/.clean_shutdown                      present only after a clean close
     <data-dir>/.lock                                flock'd while a broker owns the dir
     <data-dir>/<topic>-<partition>/                 one PartitionLog each
@@ -53,6 +55,7 @@ from brokerd.errors import (
 from brokerd.names import validate_topic_name
 from brokerd.storage.fileio import DIR_MODE, FILE_MODE, atomic_write, fsync_dir, read_file
 from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.logdir_partitions import PartitionAdminMixin
 from brokerd.storage.topic_config import to_log_config, validate_overrides
 from brokerd.storage.types import TopicInfo
 
@@ -155,7 +158,7 @@ def _parse_registry(raw: bytes) -> dict[str, TopicInfo]:
     return topics
 
 
-class LogDirectory:
+class LogDirectory(PartitionAdminMixin):
     """The data directory. Open with :meth:`open`."""
 
     def __init__(
@@ -264,6 +267,7 @@ class LogDirectory:
                 except StorageError as exc:
                     log.error("partition %s-%d offline: %s", name, partition, exc)
                     self.offline[key] = str(exc)
+        self._restore_log_starts()
 
     def _read_registry(self) -> dict[str, TopicInfo] | None:
         path = os.path.join(self.path, REGISTRY_FILE)
@@ -449,6 +453,8 @@ class LogDirectory:
             for p in range(info.partitions):
                 self.offline.pop((name, p), None)
             try:
+                # First, so that a topic created later under this name starts at 0.
+                self._write_log_starts()
                 self._write_registry()
             finally:
                 for plog in logs:

@@ -73,3 +73,12 @@ class RecordsResult:
     records: tuple[Record, ...]
     high_watermark: int
     log_start_offset: int
+
+
+@attrs.frozen
+class LogDirUsage:
+    """A data directory for DescribeLogDirs: its absolute path and each partition's bytes
+    on disk, by ``(topic, partition)``."""
+
+    path: str
+    partition_sizes: Mapping[tuple[str, int], int]
