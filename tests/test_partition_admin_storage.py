@@ -20,10 +20,10 @@ from brokerd.errors import (
 )
 from brokerd.storage.log import LogConfig, PartitionLog
 from brokerd.storage.logdir import REGISTRY_FILE, LogDirectory
-from brokerd.storage.start_offsets import (
+from brokerd.storage.offset_checkpoints import (
     LOG_START_CHECKPOINT_FILE,
-    encode_start_offsets,
-    parse_start_offsets,
+    encode_checkpoint,
+    parse_checkpoint,
 )
 
 
@@ -142,7 +142,7 @@ def test_delete_records_moves_start_and_deletes_whole_segments(tmp_path: Path) -
     assert first_offset(plog, target) == target
     # Kafka's raw read may start at the batch holding the offset; each batch is one record.
     assert plog.read(target, 10**6).log_start_offset == target
-    entries = parse_start_offsets((tmp_path / LOG_START_CHECKPOINT_FILE).read_bytes())
+    entries = parse_checkpoint((tmp_path / LOG_START_CHECKPOINT_FILE).read_bytes())
     assert entries == {("d", 0): target}
     ld.close()
 
@@ -264,7 +264,7 @@ def test_start_past_the_log_end_restarts_empty(tmp_path: Path) -> None:
     """A crash lost records the checkpoint points into: Kafka restarts the log there."""
     ld, _plog = make_log(tmp_path, 10)
     ld.close()
-    (tmp_path / LOG_START_CHECKPOINT_FILE).write_bytes(encode_start_offsets([("d", 0, 25)]))
+    (tmp_path / LOG_START_CHECKPOINT_FILE).write_bytes(encode_checkpoint([("d", 0, 25)]))
     ld = open_dir(tmp_path)
     plog = ld.get("d", 0)
     assert (plog.log_start_offset, plog.log_end_offset, plog.high_watermark) == (25, 25, 25)
@@ -307,9 +307,9 @@ def test_offset_for_timestamp_not_below_start(tmp_path: Path) -> None:
 
 
 def test_checkpoint_format_round_trip() -> None:
-    data = encode_start_offsets([("b", 1, 9), ("a-x", 0, 100)])
+    data = encode_checkpoint([("b", 1, 9), ("a-x", 0, 100)])
     assert data == b"0\n2\na-x 0 100\nb 1 9\n"
-    assert parse_start_offsets(data) == {("a-x", 0): 100, ("b", 1): 9}
+    assert parse_checkpoint(data) == {("a-x", 0): 100, ("b", 1): 9}
     for bad in (b"", b"1\n0\n", b"0\n1\n", b"0\n1\n../x 0 1\n", b"0\n1\na 0 -1\n"):
         with pytest.raises(ValueError):
-            parse_start_offsets(bad)
+            parse_checkpoint(bad)

@@ -9,7 +9,7 @@ checkpoint points into (the start is past the log end), it restarts the log empt
 that offset, as Kafka does.
 
 What it does not do: write or read the ``log-start-offset-checkpoint`` file (the log
-directory does, through ``persist`` and :mod:`brokerd.storage.start_offsets`), check the
+directory does, through ``persist`` and :mod:`brokerd.storage.offset_checkpoints`), check the
 topic's cleanup policy, or anything with Twisted.
 
 Threads: :meth:`LogStartMixin.delete_records_before` may run in any write-pool thread

@@ -56,6 +56,7 @@ from brokerd.names import validate_topic_name
 from brokerd.storage.fileio import DIR_MODE, FILE_MODE, atomic_write, fsync_dir, read_file
 from brokerd.storage.log import LogConfig, PartitionLog
 from brokerd.storage.logdir_partitions import PartitionAdminMixin
+from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.topic_config import to_log_config, validate_overrides
 from brokerd.storage.types import TopicInfo
 
@@ -81,7 +82,6 @@ MAX_PARTITIONS = 10000
 #: retention_ms only) is still read.
 _REGISTRY_VERSION = 2
 _OLD_REGISTRY_VERSION = 1
-_CHECKPOINT_VERSION = 0
 _PARTITION_DIR_RE = re.compile(r"(.+)-(\d+)\Z")
 
 
@@ -314,24 +314,11 @@ class LogDirectory(PartitionAdminMixin):
             return {}
         if raw is None:
             return {}
-        points: dict[tuple[str, int], int] = {}
         try:
-            lines = raw.decode("ascii").splitlines()
-            if int(lines[0]) != _CHECKPOINT_VERSION:
-                raise ValueError(f"version {lines[0]!r}")
-            count = int(lines[1])
-            if count != len(lines) - 2:
-                raise ValueError(f"{count} entries declared, {len(lines) - 2} present")
-            for line in lines[2:]:
-                topic, partition, offset = line.split(" ")
-                validate_topic_name(topic)
-                if int(partition) < 0 or int(offset) < 0:
-                    raise ValueError(f"negative value in {line!r}")
-                points[(topic, int(partition))] = int(offset)
+            return parse_checkpoint(raw)
         except Exception as exc:
             log.warning("%s unreadable (%s): recovering every partition fully", path, exc)
             return {}
-        return points
 
     # --- topics ---------------------------------------------------------------------------
 
@@ -520,9 +507,7 @@ class LogDirectory(PartitionAdminMixin):
         """Write every partition's recovery point (atomically, Kafka's file format)."""
         with self._lock:
             points = sorted((t, p, plog.recovery_point) for (t, p), plog in self._logs.items())
-        lines = [str(_CHECKPOINT_VERSION), str(len(points))]
-        lines.extend(f"{t} {p} {offset}" for t, p, offset in points)
-        data = ("\n".join(lines) + "\n").encode("ascii")
+        data = encode_checkpoint(points)
         with self._checkpoint_lock:
             _atomic_write(self.path, CHECKPOINT_FILE, data)
 

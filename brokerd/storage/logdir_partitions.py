@@ -33,7 +33,7 @@ from brokerd.errors import InvalidPartitions, PolicyViolation, StorageError, Unk
 from brokerd.names import validate_topic_name
 from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.start_offsets import read_start_offsets, write_start_offsets
+from brokerd.storage.offset_checkpoints import read_start_offsets, write_start_offsets
 from brokerd.storage.types import TopicInfo
 
 __all__ = ["DELETE_TO_HIGH_WATERMARK", "PartitionAdminMixin"]

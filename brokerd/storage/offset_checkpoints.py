@@ -1,18 +1,21 @@
-"""The ``log-start-offset-checkpoint`` file: log start offsets moved by DeleteRecords.
+"""Kafka's offset checkpoint files: ``recovery-point-offset-checkpoint`` (what is flushed)
+and ``log-start-offset-checkpoint`` (log start offsets moved by DeleteRecords).
 
-Kafka's format (the same as ``recovery-point-offset-checkpoint``)::
+Both have one format::
 
     0                        version
     2                        number of entries
-    orders 0 1500            topic, partition, log start offset
+    orders 0 1500            topic, partition, offset
     orders 3 42
 
-As Kafka does, only partitions whose log start offset lies inside their first segment
-are listed: elsewhere the first segment's base offset already is the log start offset.
+:func:`encode_checkpoint` and :func:`parse_checkpoint` are that format; the rest of this
+module is the log-start file. As Kafka does, only partitions whose log start offset lies
+inside their first segment are listed: elsewhere the first segment's base offset already
+is the log start offset.
 The file is replaced atomically (``fileio.atomic_write``) before a DeleteRecords is
 answered, so a moved start offset survives a restart and a crash.
 
-What this module does not do: decide when the file is written or apply what it reads
+What this module does not do: decide when the files are written or apply what they hold
 (``logdir.py`` and ``PartitionLog.restore_log_start`` do). A file that does not parse
 raises :class:`StorageError`: ignoring it would bring deleted records back.
 """
@@ -28,8 +31,8 @@ from brokerd.storage.fileio import atomic_write, read_file
 
 __all__ = [
     "LOG_START_CHECKPOINT_FILE",
-    "encode_start_offsets",
-    "parse_start_offsets",
+    "encode_checkpoint",
+    "parse_checkpoint",
     "read_start_offsets",
     "write_start_offsets",
 ]
@@ -37,18 +40,19 @@ __all__ = [
 LOG_START_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 _VERSION = 0
 
-StartOffsets = dict[tuple[str, int], int]
+#: Offsets by (topic, partition).
+Checkpoint = dict[tuple[str, int], int]
 
 
-def encode_start_offsets(entries: Iterable[tuple[str, int, int]]) -> bytes:
-    """The file's bytes for ``(topic, partition, log_start_offset)`` entries."""
+def encode_checkpoint(entries: Iterable[tuple[str, int, int]]) -> bytes:
+    """A checkpoint file's bytes for ``(topic, partition, offset)`` entries."""
     rows = sorted(entries)
     lines = [str(_VERSION), str(len(rows))]
     lines.extend(f"{topic} {partition} {offset}" for topic, partition, offset in rows)
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
-def parse_start_offsets(raw: bytes) -> StartOffsets:
+def parse_checkpoint(raw: bytes) -> Checkpoint:
     """The entries of a checkpoint file. Raises :class:`ValueError` when it is not one."""
     try:
         return _parse(raw)
@@ -56,14 +60,14 @@ def parse_start_offsets(raw: bytes) -> StartOffsets:
         raise ValueError(str(exc)) from exc
 
 
-def _parse(raw: bytes) -> StartOffsets:
+def _parse(raw: bytes) -> Checkpoint:
     lines = raw.decode("ascii").splitlines()
     if len(lines) < 2 or int(lines[0]) != _VERSION:
         raise ValueError(f"unknown version {lines[0] if lines else ''!r}")
     count = int(lines[1])
     if count != len(lines) - 2:
         raise ValueError(f"{count} entries declared, {len(lines) - 2} present")
-    offsets: StartOffsets = {}
+    offsets: Checkpoint = {}
     for line in lines[2:]:
         topic, partition, offset = line.split(" ")
         validate_topic_name(topic)
@@ -73,7 +77,7 @@ def _parse(raw: bytes) -> StartOffsets:
     return offsets
 
 
-def read_start_offsets(directory: str) -> StartOffsets:
+def read_start_offsets(directory: str) -> Checkpoint:
     """The checkpoint in ``directory``; empty when there is none."""
     path = os.path.join(directory, LOG_START_CHECKPOINT_FILE)
     try:
@@ -83,7 +87,7 @@ def read_start_offsets(directory: str) -> StartOffsets:
     if raw is None:
         return {}
     try:
-        return parse_start_offsets(raw)
+        return parse_checkpoint(raw)
     except Exception as exc:
         raise StorageError(
             f"corrupt {path} ({exc}); records deleted by DeleteRecords would come back, "
@@ -95,6 +99,6 @@ def write_start_offsets(directory: str, entries: Iterable[tuple[str, int, int]])
     """Replace the checkpoint in ``directory`` durably (old or new after a crash)."""
     path = os.path.join(directory, LOG_START_CHECKPOINT_FILE)
     try:
-        atomic_write(path, encode_start_offsets(entries))
+        atomic_write(path, encode_checkpoint(entries))
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc}") from exc
