@@ -135,12 +135,10 @@ def produce_keyed(
         if err is not None:
             failures.append(err)
 
-    count = 0
-    for key, value in records:
+    for count, (key, value) in enumerate(records, 1):
         producer.produce(topic, value=value, key=key, partition=partition, on_delivery=delivered)
-        count += 1
         if count % 500 == 0:
-            producer.poll(0)
+            producer.poll(0)  # serve delivery reports before the local queue fills
     assert producer.flush(WAIT) == 0, "records still unsent"
     assert not failures, failures
 
@@ -249,3 +247,35 @@ def iter_keyed(prefix: str, keys: int, rounds: int) -> Iterator[KeyValue]:
     for r in range(rounds):
         for k in range(keys):
             yield f"{prefix}-{k:03d}".encode(), f"{prefix}-{k:03d}-v{r:03d}".encode()
+
+
+def group_with_commits(
+    broker: BrokerProcess, group: str, topic: str, offsets: dict[int, int]
+) -> None:
+    """Leave ``group`` Empty (protocol type "consumer") with ``offsets`` committed on
+    ``topic``: a confluent-kafka member subscribes, waits for its assignment, commits and
+    closes (LeaveGroup)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.kafka_bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + WAIT
+        while not consumer.assignment():
+            assert time.monotonic() < deadline, f"{group} got no assignment"
+            consumer.poll(0.1)
+        consumer.commit(
+            offsets=[TopicPartition(topic, p, o) for p, o in sorted(offsets.items())],
+            asynchronous=False,
+        )
+    finally:
+        consumer.close()
