@@ -279,3 +279,16 @@ def group_with_commits(
         )
     finally:
         consumer.close()
+
+
+def advertised_api_keys(broker: BrokerProcess) -> set[int]:
+    """The API keys the broker's ApiVersions (v2) advertises."""
+    from brokerd.kafka import apis
+    from brokerd.kafka.codec import ApiKey
+
+    from tests.kafka_helpers import RawKafka
+
+    with RawKafka(broker) as conn:
+        response = conn.call(ApiKey.API_VERSIONS, 2, apis.ApiVersionsRequest())
+    assert response.error_code == 0, response
+    return {r.api_key for r in response.api_keys}
