@@ -60,18 +60,13 @@ def _confluent_produce(
 ) -> None:
     ck = pytest.importorskip("confluent_kafka")
     producer = ck.Producer(
-        {"bootstrap.servers": broker.kafka_bootstrap, "compression.type": codec, "linger.ms": 20}
+        {"bootstrap.servers": broker.kafka_bootstrap, "compression.type": codec,
+         "linger.ms": 20}
     )
     failed: list[Any] = []
     for v in values:
-        producer.produce(
-            topic,
-            v,
-            key=b"key",
-            headers=[("h", b"1")],
-            partition=0,
-            on_delivery=lambda err, _m: err and failed.append(err),
-        )
+        producer.produce(topic, v, key=b"key", headers=[("h", b"1")], partition=0,
+                         on_delivery=lambda err, _m: err and failed.append(err))
     assert producer.flush(WAIT) == 0
     assert failed == []
 
@@ -79,15 +74,9 @@ def _confluent_produce(
 def _confluent_consume(broker: BrokerProcess, topic: str) -> Records:
     ck = pytest.importorskip("confluent_kafka")
     # The end is reported after an empty fetch, held for fetch.wait.max.ms: keep it short.
-    c = ck.Consumer(
-        {
-            "bootstrap.servers": broker.kafka_bootstrap,
-            "group.id": "cross",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 100,
-        }
-    )
+    c = ck.Consumer({"bootstrap.servers": broker.kafka_bootstrap, "group.id": "cross",
+                     "enable.auto.commit": False, "enable.partition.eof": True,
+                     "fetch.wait.max.ms": 100})
     try:
         c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
         out: Records = []
@@ -119,9 +108,8 @@ def _kafka_python_produce(
         linger_ms=20,
     )
     try:
-        futures = [
-            producer.send(topic, v, key=b"key", headers=[("h", b"1")], partition=0) for v in values
-        ]
+        futures = [producer.send(topic, v, key=b"key", headers=[("h", b"1")], partition=0)
+                   for v in values]
         for f in futures:
             f.get(WAIT)
     finally:
@@ -162,10 +150,8 @@ def _aiokafka_produce(
         )
         await producer.start()
         try:
-            futures = [
-                await producer.send(topic, v, key=b"key", headers=[("h", b"1")], partition=0)
-                for v in values
-            ]
+            futures = [await producer.send(topic, v, key=b"key", headers=[("h", b"1")],
+                                           partition=0) for v in values]
             for f in futures:
                 await asyncio.wait_for(f, WAIT)
         finally:

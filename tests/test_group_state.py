@@ -283,7 +283,9 @@ class _Harness:
                 self.coord.commit_offsets("g", generation, member, [("t", 0, 5, 0, None)])
             )
         elif name == "commit_bad_generation":
-            answer = self.track(self.coord.commit_offsets("g", gen + 1, a, [("t", 0, 5, 0, None)]))
+            answer = self.track(
+                self.coord.commit_offsets("g", gen + 1, a, [("t", 0, 5, 0, None)])
+            )
         else:
             assert name == "fetch_offsets", name
             return self.coord.fetch_offsets("g", [("t", 0)])[0][5]

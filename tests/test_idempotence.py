@@ -156,20 +156,10 @@ def test_pipelined_batches_and_retries(kbroker: BrokerProcess) -> None:
         for records in (b0, b1, b0, b1, gap, b2):
             conn.send(ApiKey.PRODUCE, PRODUCE_VERSION, _produce_request(topic, records))
         fetch = apis.FetchRequest(
-            max_wait_ms=0,
-            min_bytes=0,
-            max_bytes=1 << 20,
-            isolation_level=0,
-            topics=(
-                apis.FetchTopic(
-                    topic=topic,
-                    partitions=(
-                        apis.FetchPartition(
-                            partition=0, fetch_offset=0, partition_max_bytes=1 << 20
-                        ),
-                    ),
-                ),
-            ),
+            max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+            topics=(apis.FetchTopic(topic=topic, partitions=(
+                apis.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),
+            )),),
         )
         conn.send(ApiKey.FETCH, 11, fetch)
         answers = [_answer(conn.receive()) for _ in range(6)]
@@ -318,14 +308,15 @@ def _confluent_idempotent(bootstrap: str, topic: str, values: list[bytes]) -> li
     producer = ck.Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     reports: list[Any] = []
     for v in values:
-        producer.produce(
-            topic, v, partition=0, on_delivery=lambda e, m: reports.append(e or m.offset())
-        )
+        producer.produce(topic, v, partition=0,
+                         on_delivery=lambda e, m: reports.append(e or m.offset()))
     assert producer.flush(WAIT) == 0
     return reports
 
 
-def _kafka_python_idempotent(bootstrap: str, topic: str, values: list[bytes]) -> list[int] | None:
+def _kafka_python_idempotent(
+    bootstrap: str, topic: str, values: list[bytes]
+) -> list[int] | None:
     kafka = pytest.importorskip("kafka")
     producer = kafka.KafkaProducer(bootstrap_servers=bootstrap)  # idempotent by default
     try:
@@ -339,7 +330,9 @@ def _aiokafka_idempotent(bootstrap: str, topic: str, values: list[bytes]) -> lis
     aiokafka = pytest.importorskip("aiokafka")
 
     async def main() -> list[int]:
-        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=bootstrap, enable_idempotence=True
+        )
         await producer.start()
         try:
             futures = [await producer.send(topic, v, partition=0) for v in values]

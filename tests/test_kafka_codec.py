@@ -63,9 +63,8 @@ def arr(*items: bytes) -> bytes:
 NULL_ARRAY = i32(-1)
 
 
-def request(
-    key: int, version: int, body: bytes, correlation: int = 7, client_id: str | None = "cli"
-) -> bytes:
+def request(key: int, version: int, body: bytes, correlation: int = 7,
+            client_id: str | None = "cli") -> bytes:
     """A request frame payload (without the size prefix): header v1 + body."""
     return i16(key) + i16(version) + i32(correlation) + s(client_id) + body
 
@@ -211,15 +210,8 @@ def test_unknown_api_key() -> None:
 
 @pytest.mark.parametrize(
     ("key", "version"),
-    [
-        (ApiKey.FETCH, 3),
-        (ApiKey.FETCH, 12),
-        (ApiKey.METADATA, 9),
-        (ApiKey.PRODUCE, 9),
-        (ApiKey.LIST_OFFSETS, 0),
-        (ApiKey.OFFSET_COMMIT, 8),
-        (ApiKey.API_VERSIONS, 3),
-    ],
+    [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.METADATA, 9), (ApiKey.PRODUCE, 9),
+     (ApiKey.LIST_OFFSETS, 0), (ApiKey.OFFSET_COMMIT, 8), (ApiKey.API_VERSIONS, 3)],
 )
 def test_unsupported_versions(key: ApiKey, version: int) -> None:
     with pytest.raises(apis.UnsupportedVersion) as info:
@@ -234,20 +226,17 @@ def test_unsupported_versions(key: ApiKey, version: int) -> None:
 def test_api_versions_v3_fallback_bytes_exactly() -> None:
     # librdkafka's first request: ApiVersions v3, header v2 (client id + tagged fields),
     # compact body with client software name and version. Only 8 bytes are looked at.
-    flexible = (
-        i16(18) + i16(3) + i32(0x01020304) + s("rdkafka") + b"\x00" + b"\x0alibrdkafka\x062.0.2\x00"
-    )
+    flexible = (i16(18) + i16(3) + i32(0x01020304) + s("rdkafka") + b"\x00"
+                + b"\x0alibrdkafka\x062.0.2\x00")
     with pytest.raises(apis.UnsupportedVersion) as info:
         apis.decode_request(flexible)
     reply = apis.api_versions_fallback(info.value.correlation_id)
     assert reply == (
-        i32(16)  # size
-        + i32(0x01020304)  # correlation id, response header v0
-        + i16(35)  # UNSUPPORTED_VERSION
-        + i32(1)  # one entry
-        + i16(18)
-        + i16(0)
-        + i16(2)  # ApiVersions 0-2; no throttle time, no tags
+        i32(16)                      # size
+        + i32(0x01020304)            # correlation id, response header v0
+        + i16(35)                    # UNSUPPORTED_VERSION
+        + i32(1)                     # one entry
+        + i16(18) + i16(0) + i16(2)  # ApiVersions 0-2; no throttle time, no tags
     )
 
 
@@ -265,21 +254,9 @@ def test_advertised_ranges_are_the_notes() -> None:
     body = apis.api_versions_response(2)
     got = {r.api_key: (r.min_version, r.max_version) for r in body.api_keys}
     assert got == {
-        0: (0, 8),
-        1: (4, 11),
-        2: (1, 5),
-        3: (0, 8),
-        8: (2, 7),
-        9: (1, 5),
-        10: (0, 2),
-        11: (0, 5),
-        12: (0, 3),
-        13: (0, 2),
-        14: (0, 3),
-        18: (0, 2),
-        19: (2, 4),
-        20: (1, 3),
-        22: (0, 1),
+        0: (0, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 8: (2, 7), 9: (1, 5), 10: (0, 2),
+        11: (0, 5), 12: (0, 3), 13: (0, 2), 14: (0, 3), 18: (0, 2), 19: (2, 4),
+        20: (1, 3), 22: (0, 1),
     }
 
 
@@ -287,15 +264,16 @@ def test_advertised_ranges_are_the_notes() -> None:
 
 
 def test_metadata_requests() -> None:
-    assert decode(ApiKey.METADATA, 0, arr(s("a"))).topics == (apis.MetadataRequestTopic(name="a"),)
+    assert decode(ApiKey.METADATA, 0, arr(s("a"))).topics == (
+        apis.MetadataRequestTopic(name="a"),
+    )
     assert decode(ApiKey.METADATA, 1, NULL_ARRAY).topics is None
     r4 = decode(ApiKey.METADATA, 4, arr(s("a"), s("b")) + i8(0))
     assert [t.name for t in r4.topics] == ["a", "b"]
     assert r4.allow_auto_topic_creation is False
     r8 = decode(ApiKey.METADATA, 8, NULL_ARRAY + i8(1) + i8(1) + i8(0))
     assert r8 == apis.MetadataRequest(
-        topics=None,
-        allow_auto_topic_creation=True,
+        topics=None, allow_auto_topic_creation=True,
         include_cluster_authorized_operations=True,
         include_topic_authorized_operations=False,
     )
@@ -308,15 +286,11 @@ def _metadata_response() -> apis.MetadataResponse:
         controller_id=0,
         topics=(
             apis.MetadataTopic(
-                error_code=0,
-                name="t",
+                error_code=0, name="t",
                 partitions=(
                     apis.MetadataPartition(
-                        partition_index=0,
-                        leader_id=0,
-                        leader_epoch=0,
-                        replica_nodes=(0,),
-                        isr_nodes=(0,),
+                        partition_index=0, leader_id=0, leader_epoch=0,
+                        replica_nodes=(0,), isr_nodes=(0,),
                     ),
                 ),
             ),
@@ -333,26 +307,16 @@ def test_metadata_response_v0() -> None:
 
 def test_metadata_response_v8() -> None:
     assert encoded(8, _metadata_response()) == (
-        i32(0)  # throttle
-        + arr(i32(0) + s("h") + i32(9092) + s(None))  # broker + null rack
-        + s("c")
-        + i32(0)  # cluster id, controller
+        i32(0)                                               # throttle
+        + arr(i32(0) + s("h") + i32(9092) + s(None))         # broker + null rack
+        + s("c") + i32(0)                                    # cluster id, controller
         + arr(
-            i16(0)
-            + s("t")
-            + i8(0)  # error, name, is_internal
-            + arr(
-                i16(0)
-                + i32(0)
-                + i32(0)
-                + i32(0)  # ..., leader epoch
-                + arr(i32(0))
-                + arr(i32(0))
-                + arr()
-            )  # replicas, isr, offline
-            + i32(-(2**31))  # topic authorized ops
+            i16(0) + s("t") + i8(0)                          # error, name, is_internal
+            + arr(i16(0) + i32(0) + i32(0) + i32(0)          # ..., leader epoch
+                  + arr(i32(0)) + arr(i32(0)) + arr())       # replicas, isr, offline
+            + i32(-(2**31))                                  # topic authorized ops
         )
-        + i32(-(2**31))  # cluster authorized ops
+        + i32(-(2**31))                                      # cluster authorized ops
     )
 
 
@@ -364,15 +328,11 @@ def test_produce_request_v3_and_v8() -> None:
     for version in (3, 8):
         req = decode(ApiKey.PRODUCE, version, body)
         assert req == apis.ProduceRequest(
-            transactional_id=None,
-            acks=-1,
-            timeout_ms=30000,
-            topic_data=(
-                apis.ProduceTopicData(
-                    name="t",
-                    partition_data=(apis.ProducePartitionData(index=1, records=b"BATCH"),),
-                ),
-            ),
+            transactional_id=None, acks=-1, timeout_ms=30000,
+            topic_data=(apis.ProduceTopicData(
+                name="t",
+                partition_data=(apis.ProducePartitionData(index=1, records=b"BATCH"),),
+            ),),
         )
 
 
@@ -383,22 +343,12 @@ def test_produce_request_v0_has_no_transactional_id() -> None:
 
 
 def _produce_response() -> apis.ProduceResponse:
-    return apis.ProduceResponse(
-        responses=(
-            apis.ProduceTopicResponse(
-                name="t",
-                partition_responses=(
-                    apis.ProducePartitionResponse(
-                        index=0,
-                        error_code=0,
-                        base_offset=42,
-                        log_append_time_ms=-1,
-                        log_start_offset=3,
-                    ),
-                ),
-            ),
-        )
-    )
+    return apis.ProduceResponse(responses=(apis.ProduceTopicResponse(
+        name="t",
+        partition_responses=(apis.ProducePartitionResponse(
+            index=0, error_code=0, base_offset=42, log_append_time_ms=-1, log_start_offset=3,
+        ),),
+    ),))
 
 
 def test_produce_response_versions() -> None:
@@ -406,7 +356,8 @@ def test_produce_response_versions() -> None:
     assert encoded(0, resp) == arr(s("t") + arr(i32(0) + i16(0) + i64(42)))
     assert encoded(3, resp) == arr(s("t") + arr(i32(0) + i16(0) + i64(42) + i64(-1))) + i32(0)
     assert encoded(8, resp) == (
-        arr(s("t") + arr(i32(0) + i16(0) + i64(42) + i64(-1) + i64(3) + arr() + s(None))) + i32(0)
+        arr(s("t") + arr(i32(0) + i16(0) + i64(42) + i64(-1) + i64(3) + arr() + s(None)))
+        + i32(0)
     )
 
 
@@ -414,79 +365,37 @@ def test_produce_response_versions() -> None:
 
 
 def test_fetch_request_v4() -> None:
-    body = (
-        i32(-1)
-        + i32(500)
-        + i32(1)
-        + i32(52428800)
-        + i8(1)
-        + arr(s("t") + arr(i32(0) + i64(10) + i32(1048576)))
-    )
+    body = (i32(-1) + i32(500) + i32(1) + i32(52428800) + i8(1)
+            + arr(s("t") + arr(i32(0) + i64(10) + i32(1048576))))
     req = decode(ApiKey.FETCH, 4, body)
     assert req == apis.FetchRequest(
-        replica_id=-1,
-        max_wait_ms=500,
-        min_bytes=1,
-        max_bytes=52428800,
-        isolation_level=1,
-        topics=(
-            apis.FetchTopic(
-                topic="t",
-                partitions=(
-                    apis.FetchPartition(partition=0, fetch_offset=10, partition_max_bytes=1048576),
-                ),
-            ),
-        ),
+        replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=52428800, isolation_level=1,
+        topics=(apis.FetchTopic(topic="t", partitions=(apis.FetchPartition(
+            partition=0, fetch_offset=10, partition_max_bytes=1048576),)),),
     )
 
 
 def test_fetch_request_v11() -> None:
-    body = (
-        i32(-1)
-        + i32(500)
-        + i32(1)
-        + i32(1000)
-        + i8(0)
-        + i32(0)
-        + i32(-1)
-        + arr(s("t") + arr(i32(2) + i32(5) + i64(10) + i64(-1) + i32(99)))
-        + arr(s("old") + arr(i32(1)))
-        + s("rack")
-    )
+    body = (i32(-1) + i32(500) + i32(1) + i32(1000) + i8(0) + i32(0) + i32(-1)
+            + arr(s("t") + arr(i32(2) + i32(5) + i64(10) + i64(-1) + i32(99)))
+            + arr(s("old") + arr(i32(1))) + s("rack"))
     req = decode(ApiKey.FETCH, 11, body)
     p = req.topics[0].partitions[0]
-    assert (
-        p.partition,
-        p.current_leader_epoch,
-        p.fetch_offset,
-        p.log_start_offset,
-        p.partition_max_bytes,
-    ) == (2, 5, 10, -1, 99)
+    assert (p.partition, p.current_leader_epoch, p.fetch_offset, p.log_start_offset,
+            p.partition_max_bytes) == (2, 5, 10, -1, 99)
     assert req.session_epoch == -1
     assert req.forgotten_topics_data == (apis.ForgottenTopic(topic="old", partitions=(1,)),)
     assert req.rack_id == "rack"
 
 
 def _fetch_response(aborted: tuple[apis.AbortedTransaction, ...] | None) -> apis.FetchResponse:
-    return apis.FetchResponse(
-        responses=(
-            apis.FetchTopicResponse(
-                topic="t",
-                partitions=(
-                    apis.FetchPartitionResponse(
-                        partition_index=0,
-                        error_code=0,
-                        high_watermark=5,
-                        last_stable_offset=5,
-                        log_start_offset=1,
-                        aborted_transactions=aborted,
-                        preferred_read_replica=-1,
-                        records=b"RAW",
-                    ),
-                ),
-            ),
-        )
-    )
+    return apis.FetchResponse(responses=(apis.FetchTopicResponse(topic="t", partitions=(
+        apis.FetchPartitionResponse(
+            partition_index=0, error_code=0, high_watermark=5, last_stable_offset=5,
+            log_start_offset=1, aborted_transactions=aborted, preferred_read_replica=-1,
+            records=b"RAW",
+        ),
+    )),))
 
 
 def test_fetch_response_v4_and_v11() -> None:
@@ -494,12 +403,9 @@ def test_fetch_response_v4_and_v11() -> None:
         i32(0) + arr(s("t") + arr(i32(0) + i16(0) + i64(5) + i64(5) + NULL_ARRAY + b(b"RAW")))
     )
     assert encoded(11, _fetch_response(())) == (
-        i32(0)
-        + i16(0)
-        + i32(0)
-        + arr(
-            s("t") + arr(i32(0) + i16(0) + i64(5) + i64(5) + i64(1) + arr() + i32(-1) + b(b"RAW"))
-        )
+        i32(0) + i16(0) + i32(0)
+        + arr(s("t") + arr(i32(0) + i16(0) + i64(5) + i64(5) + i64(1) + arr() + i32(-1)
+                           + b(b"RAW")))
     )
 
 
@@ -508,33 +414,22 @@ def test_fetch_response_v4_and_v11() -> None:
 
 def test_list_offsets_requests() -> None:
     r1 = decode(ApiKey.LIST_OFFSETS, 1, i32(-1) + arr(s("t") + arr(i32(0) + i64(-2))))
-    assert r1.topics[0].partitions[0] == apis.ListOffsetsPartition(partition_index=0, timestamp=-2)
-    r5 = decode(
-        ApiKey.LIST_OFFSETS, 5, i32(-1) + i8(1) + arr(s("t") + arr(i32(0) + i32(3) + i64(-1)))
-    )
+    assert r1.topics[0].partitions[0] == apis.ListOffsetsPartition(
+        partition_index=0, timestamp=-2)
+    r5 = decode(ApiKey.LIST_OFFSETS, 5,
+                i32(-1) + i8(1) + arr(s("t") + arr(i32(0) + i32(3) + i64(-1))))
     assert r5.isolation_level == 1
     assert r5.topics[0].partitions[0] == apis.ListOffsetsPartition(
-        partition_index=0, current_leader_epoch=3, timestamp=-1
-    )
+        partition_index=0, current_leader_epoch=3, timestamp=-1)
 
 
 def test_list_offsets_responses() -> None:
-    resp = apis.ListOffsetsResponse(
-        topics=(
-            apis.ListOffsetsTopicResponse(
-                name="t",
-                partitions=(
-                    apis.ListOffsetsPartitionResponse(
-                        partition_index=0, timestamp=-1, offset=9, leader_epoch=0
-                    ),
-                ),
-            ),
-        )
-    )
+    resp = apis.ListOffsetsResponse(topics=(apis.ListOffsetsTopicResponse(name="t", partitions=(
+        apis.ListOffsetsPartitionResponse(partition_index=0, timestamp=-1, offset=9,
+                                          leader_epoch=0),)),))
     assert encoded(1, resp) == arr(s("t") + arr(i32(0) + i16(0) + i64(-1) + i64(9)))
     assert encoded(4, resp) == i32(0) + arr(
-        s("t") + arr(i32(0) + i16(0) + i64(-1) + i64(9) + i32(0))
-    )
+        s("t") + arr(i32(0) + i16(0) + i64(-1) + i64(9) + i32(0)))
 
 
 # -- FindCoordinator -----------------------------------------------------------------
@@ -555,36 +450,26 @@ def test_join_group_requests() -> None:
     protocols = arr(s("range") + b(b"META"))
     r0 = decode(ApiKey.JOIN_GROUP, 0, s("g") + i32(10000) + s("") + s("consumer") + protocols)
     assert r0 == apis.JoinGroupRequest(
-        group_id="g",
-        session_timeout_ms=10000,
-        rebalance_timeout_ms=-1,
-        member_id="",
+        group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=-1, member_id="",
         protocol_type="consumer",
         protocols=(apis.JoinGroupProtocol(name="range", metadata=b"META"),),
     )
-    r5 = decode(
-        ApiKey.JOIN_GROUP,
-        5,
-        s("g") + i32(10000) + i32(300000) + s("m") + s("inst") + s("consumer") + protocols,
-    )
-    assert (r5.rebalance_timeout_ms, r5.member_id, r5.group_instance_id) == (300000, "m", "inst")
+    r5 = decode(ApiKey.JOIN_GROUP, 5,
+                s("g") + i32(10000) + i32(300000) + s("m") + s("inst") + s("consumer")
+                + protocols)
+    assert (r5.rebalance_timeout_ms, r5.member_id, r5.group_instance_id) == (
+        300000, "m", "inst")
 
 
 def test_join_group_responses() -> None:
     resp = apis.JoinGroupResponse(
-        error_code=0,
-        generation_id=1,
-        protocol_name="range",
-        leader="m",
-        member_id="m",
+        error_code=0, generation_id=1, protocol_name="range", leader="m", member_id="m",
         members=(apis.JoinGroupMember(member_id="m", group_instance_id=None, metadata=b"X"),),
     )
-    assert encoded(0, resp) == (
-        i16(0) + i32(1) + s("range") + s("m") + s("m") + arr(s("m") + b(b"X"))
-    )
-    assert encoded(5, resp) == (
-        i32(0) + i16(0) + i32(1) + s("range") + s("m") + s("m") + arr(s("m") + s(None) + b(b"X"))
-    )
+    assert encoded(0, resp) == (i16(0) + i32(1) + s("range") + s("m") + s("m")
+                                + arr(s("m") + b(b"X")))
+    assert encoded(5, resp) == (i32(0) + i16(0) + i32(1) + s("range") + s("m") + s("m")
+                                + arr(s("m") + s(None) + b(b"X")))
 
 
 def test_sync_group() -> None:
@@ -599,14 +484,12 @@ def test_sync_group() -> None:
 
 def test_heartbeat_and_leave_group() -> None:
     assert decode(ApiKey.HEARTBEAT, 0, s("g") + i32(3) + s("m")) == apis.HeartbeatRequest(
-        group_id="g", generation_id=3, member_id="m"
-    )
+        group_id="g", generation_id=3, member_id="m")
     assert decode(ApiKey.HEARTBEAT, 3, s("g") + i32(3) + s("m") + s("i")).group_instance_id == "i"
     assert encoded(0, apis.HeartbeatResponse(error_code=27)) == i16(27)
     assert encoded(1, apis.HeartbeatResponse(error_code=27)) == i32(0) + i16(27)
     assert decode(ApiKey.LEAVE_GROUP, 2, s("g") + s("m")) == apis.LeaveGroupRequest(
-        group_id="g", member_id="m"
-    )
+        group_id="g", member_id="m")
     assert encoded(0, apis.LeaveGroupResponse()) == i16(0)
     assert encoded(2, apis.LeaveGroupResponse()) == i32(0) + i16(0)
 
@@ -615,33 +498,22 @@ def test_heartbeat_and_leave_group() -> None:
 
 
 def test_offset_commit_requests() -> None:
-    r2 = decode(
-        ApiKey.OFFSET_COMMIT,
-        2,
-        s("g") + i32(1) + s("m") + i64(-1) + arr(s("t") + arr(i32(0) + i64(5) + s(None))),
-    )
+    r2 = decode(ApiKey.OFFSET_COMMIT, 2, s("g") + i32(1) + s("m") + i64(-1)
+                + arr(s("t") + arr(i32(0) + i64(5) + s(None))))
     assert r2.retention_time_ms == -1
     assert r2.topics[0].partitions[0] == apis.OffsetCommitPartition(
-        partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata=None
-    )
-    r7 = decode(
-        ApiKey.OFFSET_COMMIT,
-        7,
-        s("g") + i32(1) + s("m") + s(None) + arr(s("t") + arr(i32(0) + i64(5) + i32(0) + s("md"))),
-    )
+        partition_index=0, committed_offset=5, committed_leader_epoch=-1,
+        committed_metadata=None)
+    r7 = decode(ApiKey.OFFSET_COMMIT, 7, s("g") + i32(1) + s("m") + s(None)
+                + arr(s("t") + arr(i32(0) + i64(5) + i32(0) + s("md"))))
     assert r7.topics[0].partitions[0].committed_leader_epoch == 0
     assert r7.topics[0].partitions[0].committed_metadata == "md"
 
 
 def test_offset_commit_responses() -> None:
-    resp = apis.OffsetCommitResponse(
-        topics=(
-            apis.OffsetCommitTopicResponse(
-                name="t",
-                partitions=(apis.OffsetCommitPartitionResponse(partition_index=0, error_code=22),),
-            ),
-        )
-    )
+    resp = apis.OffsetCommitResponse(topics=(apis.OffsetCommitTopicResponse(
+        name="t", partitions=(apis.OffsetCommitPartitionResponse(partition_index=0,
+                                                                 error_code=22),)),))
     assert encoded(2, resp) == arr(s("t") + arr(i32(0) + i16(22)))
     assert encoded(3, resp) == i32(0) + arr(s("t") + arr(i32(0) + i16(22)))
 
@@ -652,56 +524,33 @@ def test_offset_fetch() -> None:
     assert decode(ApiKey.OFFSET_FETCH, 2, s("g") + NULL_ARRAY).topics is None
     with pytest.raises(codec.MalformedRequest):
         decode(ApiKey.OFFSET_FETCH, 1, s("g") + NULL_ARRAY)
-    resp = apis.OffsetFetchResponse(
-        topics=(
-            apis.OffsetFetchTopicResponse(
-                name="t",
-                partitions=(
-                    apis.OffsetFetchPartitionResponse(
-                        partition_index=0,
-                        committed_offset=-1,
-                        committed_leader_epoch=-1,
-                        metadata="",
-                        error_code=0,
-                    ),
-                ),
-            ),
-        )
-    )
+    resp = apis.OffsetFetchResponse(topics=(apis.OffsetFetchTopicResponse(name="t", partitions=(
+        apis.OffsetFetchPartitionResponse(partition_index=0, committed_offset=-1,
+                                          committed_leader_epoch=-1, metadata="",
+                                          error_code=0),)),))
     part1 = i32(0) + i64(-1) + s("") + i16(0)
     assert encoded(1, resp) == arr(s("t") + arr(part1))
     assert encoded(2, resp) == arr(s("t") + arr(part1)) + i16(0)
     assert encoded(5, resp) == (
-        i32(0) + arr(s("t") + arr(i32(0) + i64(-1) + i32(-1) + s("") + i16(0))) + i16(0)
-    )
+        i32(0) + arr(s("t") + arr(i32(0) + i64(-1) + i32(-1) + s("") + i16(0))) + i16(0))
 
 
 # -- CreateTopics / DeleteTopics / InitProducerId ------------------------------------
 
 
 def test_create_topics() -> None:
-    body = (
-        arr(
-            s("t") + i32(3) + i16(1) + arr() + arr(s("retention.ms") + s("1000")),
-            s("u") + i32(-1) + i16(-1) + arr(i32(0) + arr(i32(0))) + arr(),
-        )
-        + i32(5000)
-        + i8(1)
-    )
+    body = (arr(s("t") + i32(3) + i16(1) + arr() + arr(s("retention.ms") + s("1000")),
+                s("u") + i32(-1) + i16(-1) + arr(i32(0) + arr(i32(0))) + arr())
+            + i32(5000) + i8(1))
     req = decode(ApiKey.CREATE_TOPICS, 4, body)
     assert req.timeout_ms == 5000 and req.validate_only is True
     assert req.topics[0] == apis.CreatableTopic(
-        name="t",
-        num_partitions=3,
-        replication_factor=1,
-        configs=(apis.CreatableTopicConfig(name="retention.ms", value="1000"),),
-    )
+        name="t", num_partitions=3, replication_factor=1,
+        configs=(apis.CreatableTopicConfig(name="retention.ms", value="1000"),))
     assert req.topics[1].assignments == (
-        apis.CreatableReplicaAssignment(partition_index=0, broker_ids=(0,)),
-    )
-    resp = apis.CreateTopicsResponse(
-        topics=(apis.CreatableTopicResult(name="t", error_code=36, error_message="exists"),)
-    )
+        apis.CreatableReplicaAssignment(partition_index=0, broker_ids=(0,)),)
+    resp = apis.CreateTopicsResponse(topics=(
+        apis.CreatableTopicResult(name="t", error_code=36, error_message="exists"),))
     assert encoded(2, resp) == i32(0) + arr(s("t") + i16(36) + s("exists"))
 
 
@@ -714,8 +563,7 @@ def test_delete_topics() -> None:
 
 def test_init_producer_id() -> None:
     assert decode(ApiKey.INIT_PRODUCER_ID, 0, s(None) + i32(60000)) == (
-        apis.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
-    )
+        apis.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
     assert decode(ApiKey.INIT_PRODUCER_ID, 1, s("tx") + i32(1)).transactional_id == "tx"
     resp = apis.InitProducerIdResponse(error_code=0, producer_id=5, producer_epoch=0)
     assert encoded(0, resp) == i32(0) + i16(0) + i64(5) + i16(0)
@@ -753,10 +601,7 @@ def test_error_mapping(exc: Exception, code: ErrorCode) -> None:
 # -- hypothesis round trips over every message and version ---------------------------
 
 _INT_RANGES = {
-    id(codec.INT8): 7,
-    id(codec.INT16): 15,
-    id(codec.INT32): 31,
-    id(codec.INT64): 63,
+    id(codec.INT8): 7, id(codec.INT16): 15, id(codec.INT32): 31, id(codec.INT64): 63,
 }
 
 

@@ -205,10 +205,7 @@ class FakeCoordinator:
         return d
 
     def sync(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
+        self, group_id: str, generation_id: int, member_id: str,
         assignments: list[tuple[str, bytes]],
     ) -> defer.Deferred[Any]:
         self.syncs.append((group_id, generation_id, member_id, assignments))
@@ -222,10 +219,7 @@ class FakeCoordinator:
         return ErrorCode.UNKNOWN_MEMBER_ID if member_id == "nobody" else 0
 
     def commit_offsets(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
+        self, group_id: str, generation_id: int, member_id: str,
         offsets: list[tuple[str, int, int, int, str | None]],
     ) -> defer.Deferred[Any]:
         self.commits.append((group_id, generation_id, member_id, offsets))
@@ -256,12 +250,8 @@ class KafkaTestCase(SynchronousTestCase):
         self.groups = FakeCoordinator()
         self.clock = task.Clock()
         self.factory = KafkaFactory(
-            self.core,
-            self.groups,
-            clock=self.clock,  # type: ignore[arg-type]
-            advertised_host="broker.example",
-            advertised_port=19092,
-            max_frame_bytes=4096,
+            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            advertised_host="broker.example", advertised_port=19092, max_frame_bytes=4096,
         )
         self.proto, self.tr = self.connect()
         self._correlation = 0
@@ -302,56 +292,28 @@ class KafkaTestCase(SynchronousTestCase):
         return got[0][1]
 
     def produce(
-        self,
-        topic: str,
-        partition: int,
-        data: bytes | None,
-        *,
-        acks: int = 1,
-        version: int = 8,
-        transactional_id: str | None = None,
-        timeout_ms: int = 30000,
+        self, topic: str, partition: int, data: bytes | None, *, acks: int = 1,
+        version: int = 8, transactional_id: str | None = None, timeout_ms: int = 30000,
     ) -> int:
-        return self.send(
-            ApiKey.PRODUCE,
-            version,
-            apis.ProduceRequest(
-                transactional_id=transactional_id,
-                acks=acks,
-                timeout_ms=timeout_ms,
-                topic_data=(
-                    apis.ProduceTopicData(
-                        name=topic,
-                        partition_data=(apis.ProducePartitionData(index=partition, records=data),),
-                    ),
-                ),
-            ),
-        )
+        return self.send(ApiKey.PRODUCE, version, apis.ProduceRequest(
+            transactional_id=transactional_id, acks=acks, timeout_ms=timeout_ms,
+            topic_data=(apis.ProduceTopicData(name=topic, partition_data=(
+                apis.ProducePartitionData(index=partition, records=data),)),),
+        ))
 
     def fetch_request(
-        self,
-        parts: list[tuple[str, int, int, int]],
-        *,
-        max_wait: int = 0,
-        min_bytes: int = 1,
-        max_bytes: int = 1 << 20,
-        isolation: int = 0,
+        self, parts: list[tuple[str, int, int, int]], *, max_wait: int = 0, min_bytes: int = 1,
+        max_bytes: int = 1 << 20, isolation: int = 0,
     ) -> apis.FetchRequest:
         topics: dict[str, list[apis.FetchPartition]] = {}
         for topic, partition, offset, pmax in parts:
-            topics.setdefault(topic, []).append(
-                apis.FetchPartition(
-                    partition=partition, fetch_offset=offset, partition_max_bytes=pmax
-                )
-            )
+            topics.setdefault(topic, []).append(apis.FetchPartition(
+                partition=partition, fetch_offset=offset, partition_max_bytes=pmax))
         return apis.FetchRequest(
-            max_wait_ms=max_wait,
-            min_bytes=min_bytes,
-            max_bytes=max_bytes,
+            max_wait_ms=max_wait, min_bytes=min_bytes, max_bytes=max_bytes,
             isolation_level=isolation,
-            topics=tuple(
-                apis.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()
-            ),
+            topics=tuple(apis.FetchTopic(topic=t, partitions=tuple(ps))
+                         for t, ps in topics.items()),
         )
 
 
@@ -367,9 +329,8 @@ class ConnectionTests(KafkaTestCase):
         self.assertEqual(got, {int(k): v for k, v in apis.SUPPORTED_VERSIONS.items()})
 
     def test_api_versions_v3_gets_the_v0_fallback_and_stays_open(self) -> None:
-        flexible = (
-            struct.pack(">hhi", 18, 3, 77) + b"\x00\x07rdkafka\x00" + b"\x0alibrdkafka\x062.0.2\x00"
-        )
+        flexible = (struct.pack(">hhi", 18, 3, 77) + b"\x00\x07rdkafka\x00"
+                    + b"\x0alibrdkafka\x062.0.2\x00")
         self.proto.dataReceived(codec.frame(flexible))
         self.assertEqual(
             self.tr.value(),
@@ -423,31 +384,21 @@ class ConnectionTests(KafkaTestCase):
         self.assertEqual(self.factory.connections.refused, 1)
 
     def test_one_request_in_flight(self) -> None:
-        self.send(
-            ApiKey.JOIN_GROUP,
-            5,
-            apis.JoinGroupRequest(
-                group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"
-            ),
-        )
-        self.send(
-            ApiKey.HEARTBEAT, 3, apis.HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
-        )
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
+        self.send(ApiKey.HEARTBEAT, 3, apis.HeartbeatRequest(
+            group_id="g", generation_id=1, member_id="m"))
         self.assertEqual(self.groups.heartbeats, [])  # not even dispatched yet
         self.groups.joins[0][2].callback(JoinResult(0, 1, "range", "m", "m", []))
         got = self.responses()
-        self.assertEqual(
-            [type(b).__name__ for _, b in got], ["JoinGroupResponse", "HeartbeatResponse"]
-        )
+        self.assertEqual([type(b).__name__ for _, b in got],
+                         ["JoinGroupResponse", "HeartbeatResponse"])
         self.assertEqual(self.groups.heartbeats, [("g", 1, "m")])
 
     def test_pipelined_requests_in_one_chunk(self) -> None:
         data = b"".join(
-            self.frame(
-                ApiKey.HEARTBEAT,
-                0,
-                apis.HeartbeatRequest(group_id="g", generation_id=i, member_id="m"),
-            )
+            self.frame(ApiKey.HEARTBEAT, 0, apis.HeartbeatRequest(
+                group_id="g", generation_id=i, member_id="m"))
             for i in range(200)
         )
         self.proto.dataReceived(data)
@@ -496,13 +447,8 @@ class ConnectionTests(KafkaTestCase):
         self.assertEqual(self.one().error_code, 0)
 
     def test_reading_pauses_once_enough_is_pipelined_behind_a_busy_request(self) -> None:
-        self.send(
-            ApiKey.JOIN_GROUP,
-            5,
-            apis.JoinGroupRequest(
-                group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"
-            ),
-        )
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
         self.assertEqual(self.tr.producerState, "producing")  # still reads (disconnects)
         body = apis.HeartbeatRequest(group_id="g" * 1000, generation_id=1, member_id="m")
         sent = 0
@@ -516,13 +462,8 @@ class ConnectionTests(KafkaTestCase):
         self.assertEqual(len(self.responses()), 1 + len(self.groups.heartbeats))
 
     def test_held_join_is_cancelled_on_disconnect(self) -> None:
-        self.send(
-            ApiKey.JOIN_GROUP,
-            5,
-            apis.JoinGroupRequest(
-                group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"
-            ),
-        )
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
         self.proto.connectionLost(Failure(ConnectionError("gone")))
         self.assertEqual(self.groups.join_cancels, 1)
         self.assertEqual(self.tr.value(), b"")
@@ -530,59 +471,24 @@ class ConnectionTests(KafkaTestCase):
     def test_requests_received_before_a_disconnect_are_still_carried_out(self) -> None:
         self.core.add_topic("t")
         self.core.hold_produce = True
-        data = b"".join(
-            [
-                self.frame(
-                    ApiKey.PRODUCE,
-                    7,
-                    apis.ProduceRequest(
-                        acks=acks,
-                        timeout_ms=1000,
-                        topic_data=(
-                            apis.ProduceTopicData(
-                                name="t",
-                                partition_data=(
-                                    apis.ProducePartitionData(index=0, records=batch()),
-                                ),
-                            ),
-                        ),
-                    ),
-                )
-                for acks in (1, 0)
-            ]
-            + [
-                self.frame(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 100)])),
-                self.frame(
-                    ApiKey.JOIN_GROUP,
-                    5,
-                    apis.JoinGroupRequest(
-                        group_id="g",
-                        session_timeout_ms=10000,
-                        member_id="",
-                        protocol_type="consumer",
-                    ),
-                ),
-                self.frame(
-                    ApiKey.LEAVE_GROUP, 1, apis.LeaveGroupRequest(group_id="g", member_id="m")
-                ),
-                self.frame(
-                    ApiKey.PRODUCE,
-                    7,
-                    apis.ProduceRequest(
-                        acks=0,
-                        timeout_ms=1000,
-                        topic_data=(
-                            apis.ProduceTopicData(
-                                name="t",
-                                partition_data=(
-                                    apis.ProducePartitionData(index=0, records=batch()),
-                                ),
-                            ),
-                        ),
-                    ),
-                ),
-            ]
-        )
+        data = b"".join([
+            self.frame(ApiKey.PRODUCE, 7, apis.ProduceRequest(
+                acks=acks, timeout_ms=1000, topic_data=(apis.ProduceTopicData(
+                    name="t", partition_data=(apis.ProducePartitionData(
+                        index=0, records=batch()),)),)))
+            for acks in (1, 0)
+        ] + [
+            self.frame(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 100)])),
+            self.frame(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+                group_id="g", session_timeout_ms=10000, member_id="",
+                protocol_type="consumer")),
+            self.frame(ApiKey.LEAVE_GROUP, 1, apis.LeaveGroupRequest(group_id="g",
+                                                                    member_id="m")),
+            self.frame(ApiKey.PRODUCE, 7, apis.ProduceRequest(
+                acks=0, timeout_ms=1000, topic_data=(apis.ProduceTopicData(
+                    name="t", partition_data=(apis.ProducePartitionData(
+                        index=0, records=batch()),)),))),
+        ])
         self.proto.dataReceived(data)
         self.proto.connectionLost(Failure(ConnectionError("client closed")))
         # The two leading produces run together (pipelined); the rest waits for them.
@@ -606,13 +512,8 @@ class ConnectionTests(KafkaTestCase):
         self.assertTrue(self.tr.disconnecting)
 
     def test_parked_request_is_not_idle(self) -> None:
-        self.send(
-            ApiKey.JOIN_GROUP,
-            5,
-            apis.JoinGroupRequest(
-                group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"
-            ),
-        )
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
         self.clock.advance(1000)
         self.assertFalse(self.tr.disconnecting)
 
@@ -626,39 +527,25 @@ class ConnectionTests(KafkaTestCase):
             raise RuntimeError("bug")
 
         self.groups.heartbeat = broken  # type: ignore[method-assign]
-        self.send(
-            ApiKey.HEARTBEAT, 0, apis.HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
-        )
+        self.send(ApiKey.HEARTBEAT, 0, apis.HeartbeatRequest(
+            group_id="g", generation_id=1, member_id="m"))
         self.assertEqual(self.tr.value(), b"")
         self.assertTrue(self.tr.disconnected)
         self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
 
     def test_response_that_cannot_be_encoded_closes_the_connection(self) -> None:
-        self.send(
-            ApiKey.JOIN_GROUP,
-            5,
-            apis.JoinGroupRequest(
-                group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"
-            ),
-        )
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
         self.groups.joins[0][2].callback(JoinResult(0, 1, "range", None, "m", []))  # type: ignore[arg-type]
         self.assertEqual(self.tr.value(), b"")
         self.assertTrue(self.tr.disconnected)
         self.assertEqual(len(self.flushLoggedErrors(ValueError)), 1)
 
     def test_client_host_reaches_the_coordinator(self) -> None:
-        self.send(
-            ApiKey.JOIN_GROUP,
-            3,
-            apis.JoinGroupRequest(
-                group_id="g",
-                session_timeout_ms=10000,
-                rebalance_timeout_ms=60000,
-                member_id="",
-                protocol_type="consumer",
-                protocols=(apis.JoinGroupProtocol(name="range", metadata=b"M"),),
-            ),
-        )
+        self.send(ApiKey.JOIN_GROUP, 3, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=60000,
+            member_id="", protocol_type="consumer",
+            protocols=(apis.JoinGroupProtocol(name="range", metadata=b"M"),)))
         (args, kw, _) = self.groups.joins[0]
         self.assertEqual(args, ("g", ""))
         self.assertEqual(kw["client_host"], "/10.1.2.3")
@@ -679,17 +566,14 @@ class MetadataTests(KafkaTestCase):
         self.factory.advertised_port = 45678
         self.send(ApiKey.METADATA, 8, apis.MetadataRequest(topics=None))
         resp = self.one()
-        self.assertEqual(
-            resp.brokers, (apis.MetadataBroker(node_id=0, host="10.0.0.9", port=45678, rack=None),)
-        )
+        self.assertEqual(resp.brokers, (apis.MetadataBroker(
+            node_id=0, host="10.0.0.9", port=45678, rack=None),))
         self.assertEqual(resp.controller_id, 0)
         self.assertIsNotNone(resp.cluster_id)
         self.assertEqual([t.name for t in resp.topics], ["a", "b"])
         p1 = resp.topics[1].partitions[1]
-        self.assertEqual(
-            (p1.partition_index, p1.leader_id, p1.leader_epoch, p1.replica_nodes, p1.isr_nodes),
-            (1, 0, 0, (0,), (0,)),
-        )
+        self.assertEqual((p1.partition_index, p1.leader_id, p1.leader_epoch, p1.replica_nodes,
+                          p1.isr_nodes), (1, 0, 0, (0,), (0,)))
 
     def test_v0_empty_list_means_all_but_v1_means_none(self) -> None:
         self.core.add_topic("a")
@@ -699,52 +583,35 @@ class MetadataTests(KafkaTestCase):
         self.assertEqual(self.one().topics, ())
 
     def test_auto_create(self) -> None:
-        self.send(
-            ApiKey.METADATA,
-            8,
-            apis.MetadataRequest(
-                topics=(apis.MetadataRequestTopic(name="new"),), allow_auto_topic_creation=True
-            ),
-        )
+        self.send(ApiKey.METADATA, 8, apis.MetadataRequest(
+            topics=(apis.MetadataRequestTopic(name="new"),), allow_auto_topic_creation=True))
         topic = self.one().topics[0]
         self.assertEqual((topic.error_code, topic.name, len(topic.partitions)), (0, "new", 1))
         self.assertIn("new", self.core.topics())
 
     def test_no_auto_create_when_the_client_says_no(self) -> None:
-        self.send(
-            ApiKey.METADATA,
-            4,
-            apis.MetadataRequest(
-                topics=(apis.MetadataRequestTopic(name="new"),), allow_auto_topic_creation=False
-            ),
-        )
+        self.send(ApiKey.METADATA, 4, apis.MetadataRequest(
+            topics=(apis.MetadataRequestTopic(name="new"),), allow_auto_topic_creation=False))
         self.assertEqual(self.one().topics[0].error_code, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         self.assertNotIn("new", self.core.topics())
 
     def test_no_auto_create_when_the_broker_says_no(self) -> None:
         self.core.auto_create_topics = False
-        self.send(
-            ApiKey.METADATA,
-            1,
-            apis.MetadataRequest(topics=(apis.MetadataRequestTopic(name="new"),)),
-        )
+        self.send(ApiKey.METADATA, 1, apis.MetadataRequest(
+            topics=(apis.MetadataRequestTopic(name="new"),)))
         self.assertEqual(self.one().topics[0].error_code, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
     def test_invalid_topic_name(self) -> None:
-        self.send(
-            ApiKey.METADATA,
-            5,
-            apis.MetadataRequest(topics=(apis.MetadataRequestTopic(name="bad/name"),)),
-        )
+        self.send(ApiKey.METADATA, 5, apis.MetadataRequest(
+            topics=(apis.MetadataRequestTopic(name="bad/name"),)))
         self.assertEqual(self.one().topics[0].error_code, ErrorCode.INVALID_TOPIC_EXCEPTION)
 
     def test_find_coordinator_is_this_broker(self) -> None:
         self.factory.advertised_port = 1234
         self.send(ApiKey.FIND_COORDINATOR, 2, apis.FindCoordinatorRequest(key="g", key_type=0))
         resp = self.one()
-        self.assertEqual(
-            (resp.error_code, resp.node_id, resp.host, resp.port), (0, 0, "broker.example", 1234)
-        )
+        self.assertEqual((resp.error_code, resp.node_id, resp.host, resp.port),
+                         (0, 0, "broker.example", 1234))
 
 
 # -- Produce -------------------------------------------------------------------------
@@ -794,9 +661,8 @@ class ProduceTests(KafkaTestCase):
 
     def test_transactional_produce_refused(self) -> None:
         self.produce("t", 0, batch(), transactional_id="tx")
-        self.assertEqual(
-            self.partition().error_code, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        )
+        self.assertEqual(self.partition().error_code,
+                         ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 
     def test_old_message_format_versions_refused(self) -> None:
         self.produce("t", 0, batch(), version=2)
@@ -810,10 +676,8 @@ class ProduceTests(KafkaTestCase):
         self.core.produce_error = errors.CorruptBatch("bad CRC")
         self.produce("t", 0, batch())
         part = self.partition()
-        self.assertEqual(
-            (part.error_code, part.base_offset, part.error_message),
-            (ErrorCode.CORRUPT_MESSAGE, -1, "bad CRC"),
-        )
+        self.assertEqual((part.error_code, part.base_offset, part.error_message),
+                         (ErrorCode.CORRUPT_MESSAGE, -1, "bad CRC"))
         self.core.produce_error = errors.OutOfOrderSequence("gap")
         self.produce("t", 0, batch())
         self.assertEqual(self.partition().error_code, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
@@ -840,32 +704,18 @@ class ProduceTests(KafkaTestCase):
 
     def test_many_partitions_in_one_request(self) -> None:
         self.core.add_topic("u", 1)
-        self.send(
-            ApiKey.PRODUCE,
-            8,
-            apis.ProduceRequest(
-                acks=1,
-                timeout_ms=100,
-                topic_data=(
-                    apis.ProduceTopicData(
-                        name="t",
-                        partition_data=(
-                            apis.ProducePartitionData(index=0, records=batch()),
-                            apis.ProducePartitionData(index=1, records=batch()),
-                        ),
-                    ),
-                    apis.ProduceTopicData(
-                        name="u",
-                        partition_data=(apis.ProducePartitionData(index=0, records=batch()),),
-                    ),
-                ),
-            ),
-        )
+        self.send(ApiKey.PRODUCE, 8, apis.ProduceRequest(acks=1, timeout_ms=100, topic_data=(
+            apis.ProduceTopicData(name="t", partition_data=(
+                apis.ProducePartitionData(index=0, records=batch()),
+                apis.ProducePartitionData(index=1, records=batch()),
+            )),
+            apis.ProduceTopicData(name="u", partition_data=(
+                apis.ProducePartitionData(index=0, records=batch()),
+            )),
+        )))
         resp = self.one()
-        self.assertEqual(
-            [(t.name, [p.index for p in t.partition_responses]) for t in resp.responses],
-            [("t", [0, 1]), ("u", [0])],
-        )
+        self.assertEqual([(t.name, [p.index for p in t.partition_responses])
+                          for t in resp.responses], [("t", [0, 1]), ("u", [0])])
 
     def test_batch_codecs_reads_each_header(self) -> None:
         data = batch(80, codec_id=1) + batch(100, codec_id=4) + b"\x00" * 5
@@ -885,16 +735,9 @@ class FetchTests(KafkaTestCase):
         self.core.log_start[("t", 0)] = 0
         self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 1, 1000)]))
         part = self.one().responses[0].partitions[0]
-        self.assertEqual(
-            (
-                part.error_code,
-                part.high_watermark,
-                part.last_stable_offset,
-                part.log_start_offset,
-                part.preferred_read_replica,
-            ),
-            (0, 2, 2, 0, -1),
-        )
+        self.assertEqual((part.error_code, part.high_watermark, part.last_stable_offset,
+                          part.log_start_offset, part.preferred_read_replica),
+                         (0, 2, 2, 0, -1))
         self.assertEqual(part.records, batch(100))
         self.assertIsNone(part.aborted_transactions)
 
@@ -905,28 +748,24 @@ class FetchTests(KafkaTestCase):
     def test_offset_out_of_range_answers_at_once(self) -> None:
         self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 5, 1000)], max_wait=500))
         part = self.one().responses[0].partitions[0]
-        self.assertEqual(
-            (part.error_code, part.high_watermark, part.records),
-            (ErrorCode.OFFSET_OUT_OF_RANGE, -1, b""),
-        )
+        self.assertEqual((part.error_code, part.high_watermark, part.records),
+                         (ErrorCode.OFFSET_OUT_OF_RANGE, -1, b""))
         self.assertEqual(self.core.waits, [])
 
     def test_unknown_topic(self) -> None:
         self.send(ApiKey.FETCH, 4, self.fetch_request([("nope", 0, 0, 1000)]))
-        self.assertEqual(
-            self.one().responses[0].partitions[0].error_code, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        )
+        self.assertEqual(self.one().responses[0].partitions[0].error_code,
+                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
     def test_max_bytes_first_partition_whole_batch_then_partial_then_offsets_only(self) -> None:
         self.core.logs[("t", 0)] = [batch(300)]
         self.core.logs[("t", 1)] = [batch(300)]
         self.core.logs[("t", 2)] = [batch(300)]
         req = self.fetch_request(
-            [("t", 0, 0, 100), ("t", 1, 0, 1000), ("t", 2, 0, 1000)], max_bytes=400
-        )
+            [("t", 0, 0, 100), ("t", 1, 0, 1000), ("t", 2, 0, 1000)], max_bytes=400)
         self.send(ApiKey.FETCH, 11, req)
         p0, p1, p2 = self.one().responses[0].partitions
-        self.assertEqual(p0.records, batch(300))  # beyond both limits: one whole batch
+        self.assertEqual(p0.records, batch(300))       # beyond both limits: one whole batch
         self.assertEqual(p1.records, batch(300)[:100])  # cut at the response limit
         self.assertEqual((p2.records, p2.high_watermark, p2.error_code), (b"", 1, 0))
 
@@ -936,7 +775,8 @@ class FetchTests(KafkaTestCase):
         self.assertEqual(len(self.one().responses[0].partitions[0].records), 250)
 
     def test_long_poll_waits_across_all_partitions(self) -> None:
-        req = self.fetch_request([("t", 0, 0, 1000), ("t", 1, 0, 1000)], max_wait=500, min_bytes=10)
+        req = self.fetch_request([("t", 0, 0, 1000), ("t", 1, 0, 1000)], max_wait=500,
+                                 min_bytes=10)
         self.send(ApiKey.FETCH, 11, req)
         self.assertEqual(self.tr.value(), b"")
         self.assertEqual(self.core.waits, [([("t", 0, 0), ("t", 1, 0)], 10, 500, 0)])
@@ -947,9 +787,8 @@ class FetchTests(KafkaTestCase):
 
     def test_long_poll_counts_bytes_already_there(self) -> None:
         self.core.logs[("t", 0)] = [batch(100)]
-        self.send(
-            ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], max_wait=500, min_bytes=1000)
-        )
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], max_wait=500,
+                                                       min_bytes=1000))
         self.assertEqual(self.core.waits[0][3], 100)
 
     def test_enough_data_answers_without_waiting(self) -> None:
@@ -980,28 +819,18 @@ class ListOffsetsTests(KafkaTestCase):
         self.core.add_topic("t")
         self.core.logs[("t", 0)] = [batch()] * 7
         self.core.log_start[("t", 0)] = 2
-        parts = tuple(
-            apis.ListOffsetsPartition(partition_index=0, timestamp=ts)
-            for ts in (-2, -1, 1000, 99999)
-        )
-        self.send(
-            ApiKey.LIST_OFFSETS,
-            5,
-            apis.ListOffsetsRequest(
-                topics=(
-                    apis.ListOffsetsTopic(name="t", partitions=parts),
-                    apis.ListOffsetsTopic(name="nope", partitions=parts[:1]),
-                )
-            ),
-        )
+        parts = tuple(apis.ListOffsetsPartition(partition_index=0, timestamp=ts)
+                      for ts in (-2, -1, 1000, 99999))
+        self.send(ApiKey.LIST_OFFSETS, 5, apis.ListOffsetsRequest(
+            topics=(apis.ListOffsetsTopic(name="t", partitions=parts),
+                    apis.ListOffsetsTopic(name="nope", partitions=parts[:1]))))
         resp = self.one()
-        got = [
-            (p.error_code, p.offset, p.timestamp, p.leader_epoch) for p in resp.topics[0].partitions
-        ]
-        self.assertEqual(got, [(0, 2, -1, 0), (0, 7, -1, 0), (0, 3, 1234, 0), (0, -1, -1, 0)])
-        self.assertEqual(
-            resp.topics[1].partitions[0].error_code, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        )
+        got = [(p.error_code, p.offset, p.timestamp, p.leader_epoch)
+               for p in resp.topics[0].partitions]
+        self.assertEqual(got, [(0, 2, -1, 0), (0, 7, -1, 0), (0, 3, 1234, 0),
+                               (0, -1, -1, 0)])
+        self.assertEqual(resp.topics[1].partitions[0].error_code,
+                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 # -- groups --------------------------------------------------------------------------
@@ -1009,117 +838,63 @@ class ListOffsetsTests(KafkaTestCase):
 
 class GroupTests(KafkaTestCase):
     def test_join_v5_requires_known_member_id_and_passes_members(self) -> None:
-        self.send(
-            ApiKey.JOIN_GROUP,
-            5,
-            apis.JoinGroupRequest(
-                group_id="g",
-                session_timeout_ms=10000,
-                rebalance_timeout_ms=-1,
-                member_id="",
-                group_instance_id="inst",
-                protocol_type="consumer",
-            ),
-        )
+        self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=-1, member_id="",
+            group_instance_id="inst", protocol_type="consumer"))
         (_, kw, d) = self.groups.joins[0]
         self.assertTrue(kw["require_known_member_id"])
         self.assertEqual(kw["group_instance_id"], "inst")
         d.callback(JoinResult(0, 3, "range", "m1", "m1", [("m1", "inst", b"meta")]))
         resp = self.one()
         self.assertEqual((resp.generation_id, resp.leader, resp.member_id), (3, "m1", "m1"))
-        self.assertEqual(
-            resp.members,
-            (apis.JoinGroupMember(member_id="m1", group_instance_id="inst", metadata=b"meta"),),
-        )
+        self.assertEqual(resp.members, (apis.JoinGroupMember(
+            member_id="m1", group_instance_id="inst", metadata=b"meta"),))
 
     def test_join_v0_uses_session_timeout_for_rebalance(self) -> None:
-        self.send(
-            ApiKey.JOIN_GROUP,
-            0,
-            apis.JoinGroupRequest(
-                group_id="g", session_timeout_ms=7000, member_id="", protocol_type="consumer"
-            ),
-        )
+        self.send(ApiKey.JOIN_GROUP, 0, apis.JoinGroupRequest(
+            group_id="g", session_timeout_ms=7000, member_id="", protocol_type="consumer"))
         self.assertEqual(self.groups.joins[0][1]["rebalance_timeout_ms"], 7000)
 
     def test_sync_heartbeat_leave(self) -> None:
-        self.send(
-            ApiKey.SYNC_GROUP,
-            3,
-            apis.SyncGroupRequest(
-                group_id="g",
-                generation_id=1,
-                member_id="m",
-                assignments=(apis.SyncGroupAssignment(member_id="m", assignment=b"A"),),
-            ),
-        )
+        self.send(ApiKey.SYNC_GROUP, 3, apis.SyncGroupRequest(
+            group_id="g", generation_id=1, member_id="m",
+            assignments=(apis.SyncGroupAssignment(member_id="m", assignment=b"A"),)))
         self.assertEqual(self.one().assignment, b"A")
-        self.send(
-            ApiKey.HEARTBEAT,
-            1,
-            apis.HeartbeatRequest(group_id="g", generation_id=99, member_id="m"),
-        )
+        self.send(ApiKey.HEARTBEAT, 1, apis.HeartbeatRequest(
+            group_id="g", generation_id=99, member_id="m"))
         self.assertEqual(self.one().error_code, ErrorCode.REBALANCE_IN_PROGRESS)
         self.send(ApiKey.LEAVE_GROUP, 1, apis.LeaveGroupRequest(group_id="g", member_id="nobody"))
         self.assertEqual(self.one().error_code, ErrorCode.UNKNOWN_MEMBER_ID)
 
     def test_offset_commit_and_fetch(self) -> None:
         self.core.add_topic("t", 2)
-        self.send(
-            ApiKey.OFFSET_COMMIT,
-            7,
-            apis.OffsetCommitRequest(
-                group_id="g",
-                generation_id=1,
-                member_id="m",
-                topics=(
-                    apis.OffsetCommitTopic(
-                        name="t",
-                        partitions=(
-                            apis.OffsetCommitPartition(
-                                partition_index=0,
-                                committed_offset=5,
-                                committed_leader_epoch=0,
-                                committed_metadata="md",
-                            ),
-                            apis.OffsetCommitPartition(partition_index=9, committed_offset=1),
-                        ),
-                    ),
-                    apis.OffsetCommitTopic(
-                        name="nope",
-                        partitions=(
-                            apis.OffsetCommitPartition(partition_index=0, committed_offset=1),
-                        ),
-                    ),
-                ),
-            ),
-        )
+        self.send(ApiKey.OFFSET_COMMIT, 7, apis.OffsetCommitRequest(
+            group_id="g", generation_id=1, member_id="m", topics=(
+                apis.OffsetCommitTopic(name="t", partitions=(
+                    apis.OffsetCommitPartition(partition_index=0, committed_offset=5,
+                                               committed_leader_epoch=0,
+                                               committed_metadata="md"),
+                    apis.OffsetCommitPartition(partition_index=9, committed_offset=1),
+                )),
+                apis.OffsetCommitTopic(name="nope", partitions=(
+                    apis.OffsetCommitPartition(partition_index=0, committed_offset=1),)),
+            )))
         resp = self.one()
         self.assertEqual(
             [[p.error_code for p in t.partitions] for t in resp.topics],
             [[0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION], [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]],
         )
-        self.assertEqual(self.groups.commits, [("g", 1, "m", [("t", 0, 5, 0, "md")])])
-        self.send(
-            ApiKey.OFFSET_FETCH,
-            5,
-            apis.OffsetFetchRequest(
-                group_id="g", topics=(apis.OffsetFetchTopic(name="t", partition_indexes=(0, 1)),)
-            ),
-        )
+        self.assertEqual(self.groups.commits,
+                         [("g", 1, "m", [("t", 0, 5, 0, "md")])])
+        self.send(ApiKey.OFFSET_FETCH, 5, apis.OffsetFetchRequest(group_id="g", topics=(
+            apis.OffsetFetchTopic(name="t", partition_indexes=(0, 1)),)))
         parts = self.one().topics[0].partitions
-        self.assertEqual(
-            [
-                (p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata)
-                for p in parts
-            ],
-            [(0, 5, 0, "md"), (1, -1, -1, "")],
-        )
+        self.assertEqual([(p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                           p.metadata) for p in parts], [(0, 5, 0, "md"), (1, -1, -1, "")])
         self.send(ApiKey.OFFSET_FETCH, 2, apis.OffsetFetchRequest(group_id="g", topics=None))
         resp = self.one()
-        self.assertEqual(
-            [(t.name, [p.partition_index for p in t.partitions]) for t in resp.topics], [("t", [0])]
-        )
+        self.assertEqual([(t.name, [p.partition_index for p in t.partitions])
+                          for t in resp.topics], [("t", [0])])
 
 
 # -- admin ---------------------------------------------------------------------------
@@ -1127,11 +902,8 @@ class GroupTests(KafkaTestCase):
 
 class AdminTests(KafkaTestCase):
     def create(self, *topics: apis.CreatableTopic, validate_only: bool = False) -> list[Any]:
-        self.send(
-            ApiKey.CREATE_TOPICS,
-            4,
-            apis.CreateTopicsRequest(topics=topics, validate_only=validate_only),
-        )
+        self.send(ApiKey.CREATE_TOPICS, 4, apis.CreateTopicsRequest(
+            topics=topics, validate_only=validate_only))
         return [(r.name, r.error_code) for r in self.one().topics]
 
     def test_create_topics(self) -> None:
@@ -1143,38 +915,21 @@ class AdminTests(KafkaTestCase):
             apis.CreatableTopic(name="c", num_partitions=1, replication_factor=3),
             apis.CreatableTopic(name="bad name", num_partitions=1, replication_factor=1),
             apis.CreatableTopic(name="d", num_partitions=0, replication_factor=1),
-            apis.CreatableTopic(
-                name="e",
-                num_partitions=1,
-                replication_factor=1,
-                configs=(apis.CreatableTopicConfig(name="retention.ms", value="1"),),
-            ),
-            apis.CreatableTopic(
-                name="f",
-                assignments=(
-                    apis.CreatableReplicaAssignment(partition_index=0, broker_ids=(0,)),
-                    apis.CreatableReplicaAssignment(partition_index=1, broker_ids=(0,)),
-                ),
-            ),
-            apis.CreatableTopic(
-                name="g",
-                assignments=(apis.CreatableReplicaAssignment(partition_index=0, broker_ids=(5,)),),
-            ),
+            apis.CreatableTopic(name="e", num_partitions=1, replication_factor=1, configs=(
+                apis.CreatableTopicConfig(name="retention.ms", value="1"),)),
+            apis.CreatableTopic(name="f", assignments=(
+                apis.CreatableReplicaAssignment(partition_index=0, broker_ids=(0,)),
+                apis.CreatableReplicaAssignment(partition_index=1, broker_ids=(0,)))),
+            apis.CreatableTopic(name="g", assignments=(
+                apis.CreatableReplicaAssignment(partition_index=0, broker_ids=(5,)),)),
         )
-        self.assertEqual(
-            got,
-            [
-                ("a", 0),
-                ("b", 0),
-                ("exists", ErrorCode.TOPIC_ALREADY_EXISTS),
-                ("c", ErrorCode.INVALID_REPLICATION_FACTOR),
-                ("bad name", ErrorCode.INVALID_TOPIC_EXCEPTION),
-                ("d", ErrorCode.INVALID_PARTITIONS),
-                ("e", ErrorCode.INVALID_CONFIG),
-                ("f", 0),
-                ("g", ErrorCode.INVALID_REPLICA_ASSIGNMENT),
-            ],
-        )
+        self.assertEqual(got, [
+            ("a", 0), ("b", 0), ("exists", ErrorCode.TOPIC_ALREADY_EXISTS),
+            ("c", ErrorCode.INVALID_REPLICATION_FACTOR),
+            ("bad name", ErrorCode.INVALID_TOPIC_EXCEPTION),
+            ("d", ErrorCode.INVALID_PARTITIONS), ("e", ErrorCode.INVALID_CONFIG), ("f", 0),
+            ("g", ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+        ])
         self.assertEqual(self.core.created, [("a", 3), ("b", 1), ("f", 2)])
 
     def test_duplicate_names_and_validate_only(self) -> None:
@@ -1184,18 +939,15 @@ class AdminTests(KafkaTestCase):
             apis.CreatableTopic(name="y", num_partitions=1, replication_factor=1),
             validate_only=True,
         )
-        self.assertEqual(
-            got, [("x", ErrorCode.INVALID_REQUEST), ("x", ErrorCode.INVALID_REQUEST), ("y", 0)]
-        )
+        self.assertEqual(got, [("x", ErrorCode.INVALID_REQUEST),
+                               ("x", ErrorCode.INVALID_REQUEST), ("y", 0)])
         self.assertEqual(self.core.created, [])
 
     def test_delete_topics(self) -> None:
         self.core.add_topic("a")
         self.send(ApiKey.DELETE_TOPICS, 3, apis.DeleteTopicsRequest(topic_names=("a", "b")))
-        self.assertEqual(
-            [(r.name, r.error_code) for r in self.one().responses],
-            [("a", 0), ("b", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)],
-        )
+        self.assertEqual([(r.name, r.error_code) for r in self.one().responses],
+                         [("a", 0), ("b", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])
         self.assertEqual(self.core.deleted, ["a"])
 
     def test_init_producer_id(self) -> None:
@@ -1204,7 +956,5 @@ class AdminTests(KafkaTestCase):
         self.assertEqual((resp.error_code, resp.producer_id, resp.producer_epoch), (0, 1001, 0))
         self.send(ApiKey.INIT_PRODUCER_ID, 0, apis.InitProducerIdRequest(transactional_id="tx"))
         resp = self.one()
-        self.assertEqual(
-            (resp.error_code, resp.producer_id),
-            (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1),
-        )
+        self.assertEqual((resp.error_code, resp.producer_id),
+                         (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1))

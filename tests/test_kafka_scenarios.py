@@ -169,7 +169,9 @@ class _Topic:
 
 
 @every_client
-def test_group_split_leave_commit_restart_resume(client: type[Driver], make_broker: object) -> None:
+def test_group_split_leave_commit_restart_resume(
+    client: type[Driver], make_broker: object
+) -> None:
     """Two members split a 4-partition topic and each reads exactly its share; one
     leaves and the other takes its partitions over from the leaver's commits; after a
     clean restart a new member starts exactly at the committed offsets; it then stays up

@@ -76,12 +76,8 @@ def test_kafka_python_produce_consume_commit(broker: BrokerProcess) -> None:
 
     def consume() -> list[bytes]:
         consumer = kafka.KafkaConsumer(
-            "smoke",
-            bootstrap_servers=bootstrap,
-            group_id="smoke-group",
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            consumer_timeout_ms=3000,
+            "smoke", bootstrap_servers=bootstrap, group_id="smoke-group",
+            auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=3000,
         )
         try:
             values = [r.value for r in consumer]

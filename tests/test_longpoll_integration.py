@@ -156,39 +156,16 @@ class Brokerctl(SubprocessConsumer):
 
     def command(self) -> list[str]:
         # Its wait is fixed (FOLLOW_WAIT_MS); self.wait_ms is not passed.
-        return [
-            str(BROKERCTL),
-            "--bootstrap",
-            self.address,
-            "consume",
-            self.topic,
-            "--from",
-            str(self.offset),
-            "--follow",
-        ]
+        return [str(BROKERCTL), "--bootstrap", self.address, "consume", self.topic,
+                "--from", str(self.offset), "--follow"]
 
 
 class Kcat(SubprocessConsumer):
     def command(self) -> list[str]:
         assert KCAT is not None
-        return [
-            KCAT,
-            "-C",
-            "-b",
-            self.address,
-            "-t",
-            self.topic,
-            "-p",
-            "0",
-            "-o",
-            str(self.offset),
-            "-u",
-            "-q",
-            "-f",
-            "%s\\n",
-            "-X",
-            f"fetch.wait.max.ms={self.wait_ms}",
-        ]
+        return [KCAT, "-C", "-b", self.address, "-t", self.topic, "-p", "0",
+                "-o", str(self.offset), "-u", "-q", "-f", "%s\\n",
+                "-X", f"fetch.wait.max.ms={self.wait_ms}"]
 
 
 class Confluent(Consumer):
@@ -196,14 +173,12 @@ class Confluent(Consumer):
         from confluent_kafka import Consumer as CKConsumer
         from confluent_kafka import TopicPartition
 
-        consumer = CKConsumer(
-            {
-                "bootstrap.servers": self.address,
-                "group.id": f"longpoll-{self.topic}",
-                "enable.auto.commit": False,
-                "fetch.wait.max.ms": self.wait_ms,
-            }
-        )
+        consumer = CKConsumer({
+            "bootstrap.servers": self.address,
+            "group.id": f"longpoll-{self.topic}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": self.wait_ms,
+        })
         try:
             consumer.assign([TopicPartition(self.topic, 0, self.offset)])
             while not self.stopping.is_set():
@@ -219,9 +194,7 @@ class KafkaPython(Consumer):
         import kafka
 
         consumer = kafka.KafkaConsumer(
-            bootstrap_servers=self.address,
-            group_id=None,
-            enable_auto_commit=False,
+            bootstrap_servers=self.address, group_id=None, enable_auto_commit=False,
             fetch_max_wait_ms=self.wait_ms,
         )
         try:
@@ -244,9 +217,7 @@ class AioKafka(Consumer):
         import aiokafka
 
         consumer = aiokafka.AIOKafkaConsumer(
-            bootstrap_servers=self.address,
-            group_id=None,
-            enable_auto_commit=False,
+            bootstrap_servers=self.address, group_id=None, enable_auto_commit=False,
             fetch_max_wait_ms=self.wait_ms,
         )
         await consumer.start()
@@ -427,7 +398,6 @@ def test_consume_follow_prints_as_records_arrive_across_restart_and_crash(
     broker = BrokerProcess(tmp_path / "data").start()
     proc: subprocess.Popen[bytes] | None = None
     try:
-
         def produce(*values: bytes) -> None:
             with broker.client() as c:
                 c.produce("follow", 0, list(values))
@@ -436,17 +406,9 @@ def test_consume_follow_prints_as_records_arrive_across_restart_and_crash(
             c.create_topic("follow", 1)
         produce(b"a0", b"a1", b"a2")
         proc = subprocess.Popen(
-            [
-                str(BROKERCTL),
-                "--bootstrap",
-                broker.native_bootstrap,
-                "consume",
-                "follow",
-                "--follow",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env(),
+            [str(BROKERCTL), "--bootstrap", broker.native_bootstrap, "consume", "follow",
+             "--follow"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
         )
         out = LineReader(proc)
         assert out.take(3, 10) == [b"a0", b"a1", b"a2"]
