@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-long trial lint bench bench-deps latency check-plugin verify-units clean
+.PHONY: install node-deps run test test-long trial lint bench bench-deps latency check-plugin verify-units clean
 
 install: $(STAMP)
 
@@ -20,13 +20,27 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c 'from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))'
 	touch $(STAMP)
 
+# kafkajs for tests/test_kafkajs.py, exactly as tests/node/package-lock.json pins it. Without
+# npm the kafkajs tests skip (saying so); nothing else needs node.
+NODE_DIR := tests/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
+
+node-deps: $(NODE_STAMP)
+
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed-stamp; \
+	else \
+	  echo "npm not found: the kafkajs tests will be skipped"; \
+	fi
+
 run: install
 	$(BIN)/twistd --nodaemon --pidfile= broker --data-dir $(DATA)
 
-test: install
+test: install node-deps
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test-long: install
+test-long: install node-deps
 	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)
 
 # The SynchronousTestCase classes under Twisted's own runner: `tests` is a package, so trial
@@ -67,4 +81,4 @@ verify-units: install
 	  test -z "$$out" || { echo "$$out"; exit 1; }
 
 clean:
-	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis $(NODE_DIR)/node_modules
