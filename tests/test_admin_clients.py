@@ -247,7 +247,9 @@ def test_confluent_list_and_describe_consumer_groups(broker: BrokerProcess, ck: 
     listed = ck.result(ck.client.list_consumer_groups())
     assert not listed.errors
     (ours,) = [g for g in listed.valid if g.group_id == "ck-group"]
-    assert ours.state == ConsumerGroupState.EMPTY
+    # librdkafka learns a group's state from ListGroups v4+ (a flexible version brokerd
+    # does not speak); over v0-2 it reports UNKNOWN, and DescribeGroups gives the state.
+    assert ours.state in (ConsumerGroupState.EMPTY, ConsumerGroupState.UNKNOWN)
     assert not ours.is_simple_consumer_group
 
     described = ck.result(ck.client.describe_consumer_groups(["ck-group"])["ck-group"])
@@ -522,8 +524,11 @@ def test_aiokafka_create_partitions(broker: BrokerProcess) -> None:
     async def shrink(client: Any) -> Any:
         return await client.create_partitions({"aio-grow": NewPartitions(2)})
 
-    (result,) = aio(broker, shrink).to_object()["topic_errors"]
-    assert result["error_code"] == INVALID_PARTITIONS
+    from aiokafka.errors import InvalidPartitionsError
+
+    # aiokafka raises the error of a failed topic instead of returning it.
+    with pytest.raises(InvalidPartitionsError):
+        aio(broker, shrink)
 
 
 def test_aiokafka_delete_records(broker: BrokerProcess) -> None:
