@@ -40,8 +40,9 @@ from brokerd.core.timers import CHECKPOINT_SECONDS, RETENTION_CHECK_SECONDS, Per
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
 from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
 from brokerd.core.writer import PartitionWriter
-from brokerd.errors import BrokerError, OffsetOutOfRange, ShuttingDown
+from brokerd.errors import BrokerError, InvalidRecord, OffsetOutOfRange, ShuttingDown
 from brokerd.storage.batch import BatchHeader, parse_batches
+from brokerd.storage.compacted import keyless_message, refuse_keyless
 from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
 
 P = ParamSpec("P")
@@ -202,7 +203,7 @@ class Broker(SequentialMultiService):
             return defer.fail(ShuttingDown("broker is shutting down"))
         append = ValuesAppend(tuple(values))
         d = self.partitions.open(topic, partition, create=True)
-        return d.addCallback(lambda part: part.writer.submit(append))
+        return d.addCallback(self._submit_values, append)
 
     def produce_batches(
         self, topic: str, partition: int, data: bytes, *, acks: int = -1
@@ -222,9 +223,28 @@ class Broker(SequentialMultiService):
         d = self.partitions.open(topic, partition, create=True)
         return d.addCallback(self._enqueue_batches, data, headers)
 
+    # -- compacted topics (docs/compaction.md): every record needs a key ----------------
+
+    @staticmethod
+    def _compacted(part: Partition) -> bool:
+        config = getattr(part.log, "config", None)
+        return bool(getattr(config, "compact", False))
+
+    def _submit_values(self, part: Partition, append: ValuesAppend) -> defer.Deferred[AppendInfo]:
+        if self._compacted(part):
+            # Native produce carries values only: never accepted by a compacted topic.
+            message = keyless_message(part.topic, part.index)
+            return defer.fail(InvalidRecord(message))
+        return part.writer.submit(append)
+
     def _enqueue_batches(
         self, part: Partition, data: bytes, headers: list[BatchHeader]
     ) -> defer.Deferred[AppendInfo]:
+        if self._compacted(part):
+            try:
+                refuse_keyless(data, headers, part.topic, part.index)
+            except BrokerError:
+                return defer.fail()
         append = BatchesAppend(data, tuple(headers))
         if headers[0].producer_id < 0:
             return part.writer.submit(append)

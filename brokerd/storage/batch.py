@@ -44,6 +44,7 @@ __all__ = [
     "RunResult",
     "ScanResult",
     "check_header",
+    "compress_records",
     "decode_records",
     "decode_records_sized",
     "decode_run",
@@ -378,6 +379,12 @@ def _compress(codec: Compression, raw: bytes) -> bytes:
     if codec == Compression.ZSTD:
         return bytes(cramjam.zstd.compress(raw))
     raise ValueError(f"unknown compression {codec!r}")
+
+
+def compress_records(codec: Compression, raw: bytes) -> bytes:
+    """The records section ``raw`` compressed with ``codec`` as :func:`encode_batch` does
+    it (the log cleaner rebuilds compacted batches with their original codec)."""
+    return _compress(codec, raw)
 
 
 def encode_batch(

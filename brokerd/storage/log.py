@@ -322,6 +322,11 @@ class PartitionLog:
         return sum(s.size for s in self._segments)
 
     @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The current segments, oldest first (the last one is active)."""
+        return self._segview[0]
+
+    @property
     def segment_bases(self) -> tuple[int, ...]:
         return self._segview[1]
 
