@@ -56,6 +56,7 @@ from brokerd.storage.batch import (
     Compression,
     compress_records,
     decode_records,
+    read_header,
     scan_batches,
 )
 from brokerd.storage.fileio import FILE_MODE, atomic_write, datasync, read_file, write_all
@@ -204,6 +205,20 @@ def first_dirty_for(log: PartitionLog, checkpoint: int | None) -> int:
     return checkpoint
 
 
+def _first_timestamp(segment: Segment) -> float:
+    """The max timestamp of the segment's first batch (Kafka's measure of a dirty
+    segment's age for ``max.compaction.lag.ms``), -1 if unknown."""
+    if not segment.size or not segment.pin():
+        return -1.0
+    try:
+        head = segment.pread(0, BATCH_HEADER_SIZE)
+    except StorageError:
+        return -1.0
+    finally:
+        segment.unpin()
+    return float(read_header(head).max_timestamp) if len(head) == BATCH_HEADER_SIZE else -1.0
+
+
 def cleanable_state(log: PartitionLog, checkpoint: int | None, now_ms: float) -> Cleanable:
     """The sealed, flushed segments a pass may rewrite, and how dirty they are."""
     end = log.cleanable_end
@@ -221,7 +236,7 @@ def cleanable_state(log: PartitionLog, checkpoint: int | None, now_ms: float) ->
             clean += segment.size
         else:
             if not dirty:
-                oldest = segment.first_append_ms if segment.first_append_ms is not None else -1.0
+                oldest = _first_timestamp(segment)
             dirty += segment.size
     return Cleanable(tuple(chosen), first_dirty, clean, dirty, oldest)
 
