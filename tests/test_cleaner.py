@@ -23,6 +23,7 @@ from brokerd.storage.compacted import refuse_keyless
 from brokerd.storage.keymap import ENTRY_BYTES, OffsetMap
 from brokerd.storage.log import PartitionLog
 from brokerd.storage.producer_state import ProducerStateTable
+
 from tests.compaction_helpers import (
     T0,
     compact_config,
@@ -38,13 +39,17 @@ from tests.compaction_helpers import (
 BIG_MAP = OffsetMap(1 << 20)
 
 
-def clean(log: PartitionLog, checkpoint: int | None = None, now: float = T0, **kw: Any) -> CleanResult:
+def clean(
+    log: PartitionLog, checkpoint: int | None = None, now: float = T0, **kw: Any
+) -> CleanResult:
     result = clean_log(log, checkpoint, now_ms=now, key_map=kw.pop("key_map", BIG_MAP), **kw)
     assert result is not None
     return result
 
 
-def check_compacted(log: PartitionLog, end: int, expected: dict[bytes, tuple[int, bytes | None]]) -> None:
+def check_compacted(
+    log: PartitionLog, end: int, expected: dict[bytes, tuple[int, bytes | None]]
+) -> None:
     records = read_all(log)
     offsets = [r.offset for r in records]
     assert offsets == sorted(set(offsets)), "offsets increase"
@@ -142,7 +147,7 @@ def test_dirty_ratio_and_max_lag_scheduling(tmp_path: Path) -> None:
 
 
 class _NoReactor:
-    def callFromThread(self, f: Any, *a: Any, **kw: Any) -> None:  # noqa: N802
+    def callFromThread(self, f: Any, *a: Any, **kw: Any) -> None:
         f(*a, **kw)
 
 
@@ -166,7 +171,9 @@ def test_service_picks_due_partitions_and_checkpoints(tmp_path: Path) -> None:
         write_overwrites(log, keys=10, rounds=20)
         roll(log)
     service = CleanerService(
-        logdir, CleanerSettings(dedupe_buffer_bytes=1 << 20), reactor=_NoReactor(),
+        logdir,
+        CleanerSettings(dedupe_buffer_bytes=1 << 20),
+        reactor=_NoReactor(),
         wall_clock=lambda: now[0],
     )
     assert service.clean_one()
@@ -183,7 +190,9 @@ def test_compressed_batches_keep_their_codec(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     expected: dict[bytes, bytes | None] = {}
     codec_at: dict[int, Compression] = {}
-    for r, codec in enumerate([Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD] * 5):
+    for r, codec in enumerate(
+        [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD] * 5
+    ):
         pairs: list[tuple[bytes | None, bytes | None]] = [
             (b"k%d" % k, b"value-%d-%d" % (k, r) * 5) for k in range(8) if (k + r) % 3
         ]
