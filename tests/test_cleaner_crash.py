@@ -34,6 +34,7 @@ from tests.compaction_helpers import (
     write_overwrites,
 )
 
+Base = tuple[Path, dict[bytes, bytes], int, list[Record]]
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -108,9 +109,7 @@ def test_kill_at_every_step(
 
 
 @pytest.mark.slow
-def test_kill_at_random_moments(
-    base: tuple[Path, dict[bytes, bytes], int, list[Record]], tmp_path: Path
-) -> None:
+def test_kill_at_random_moments(base: Base, tmp_path: Path) -> None:
     path, state, end, tail = base
     rng = random.Random(8)
     for i in range(25):
