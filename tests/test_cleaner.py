@@ -336,3 +336,43 @@ def test_keyless_records_are_refused() -> None:
         with pytest.raises(InvalidRecord, match="Compacted topic cannot accept") as info:
             refuse_keyless(bad, parse_batches(bad, max_batch_bytes=1 << 20), "t", 0)
         assert info.value.record_index == 1
+
+
+def test_kafka_answer_to_a_keyless_record() -> None:
+    from brokerd.kafka.compaction import invalid_record_response
+    from brokerd.kafka.errors import ErrorCode
+
+    exc = InvalidRecord("Compacted topic cannot accept message without key", 3)
+    old = invalid_record_response(0, 7, exc)
+    assert old.error_code == ErrorCode.CORRUPT_MESSAGE and not old.record_errors
+    new = invalid_record_response(0, 8, exc)
+    assert new.error_code == ErrorCode.INVALID_RECORD == 87
+    assert new.record_errors[0].batch_index == 3 and new.error_message == str(exc)
+
+
+def test_broker_refuses_keyless_produce_to_compacted_topic(tmp_path: Path) -> None:
+    from twisted.internet import defer
+    from twisted.internet.task import Clock
+
+    from brokerd.core import Broker
+    from brokerd.storage.logdir import LogDirectory
+
+    def run(f: Any, *a: Any, **kw: Any) -> defer.Deferred[Any]:
+        return defer.maybeDeferred(f, *a, **kw)
+
+    logdir = LogDirectory.open(str(tmp_path), compact_config())
+    broker = Broker(
+        logdir, reactor=Clock(), run_read=run, run_write=run,  # type: ignore[arg-type]
+        retention_check_seconds=0, checkpoint_seconds=0,
+    )
+    broker.startService()
+    failures: list[Any] = []
+    broker.produce_values("c", 0, [b"v"]).addErrback(failures.append)
+    keyless = encode_batch([b"v"], timestamp_ms=1)
+    broker.produce_batches("c", 0, keyless).addErrback(failures.append)
+    assert [f.check(InvalidRecord) for f in failures] == [InvalidRecord, InvalidRecord]
+    keyed = encode_batch([b"v"], keys=[b"k"], timestamp_ms=1)
+    done: list[Any] = []
+    broker.produce_batches("c", 0, keyed).addCallback(done.append)
+    assert done and done[0].base_offset == 0
+    broker.stopService()
