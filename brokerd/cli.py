@@ -182,15 +182,18 @@ def _consume(host: str, port: int, args: argparse.Namespace, out: BinaryIO) -> i
                 if response.records:
                     offset = response.records[-1].offset + 1
             else:
-                values = client.fetch(topic, partition, offset)
-                if not values:
+                # Type 6 without waiting, not type 2: its records carry their offsets,
+                # and a compacted topic has gaps (docs/protocol.md).
+                response = client.poll(topic, partition, offset, max_wait_ms=0)
+                if not response.records:
                     break
-                offset += len(values)
+                values = [r.value for r in response.records]
+                offset = response.records[-1].offset + 1
             if remaining is not None:
                 values = values[:remaining]
                 remaining -= len(values)
             for value in values:
-                out.write(value + b"\n")
+                out.write((value or b"") + b"\n")  # a tombstone (null) prints empty
             out.flush()
     finally:
         client.close()

@@ -41,6 +41,15 @@ class CorruptBatch(BrokerError):
     """Bytes that are not a valid RecordBatch v2 (length, magic, CRC or counts)."""
 
 
+class InvalidRecord(CorruptBatch):
+    """A valid batch holding a record the partition refuses: a record without a key in
+    a compacted topic. ``record_index`` is that record's index in its batch."""
+
+    def __init__(self, message: str, record_index: int = 0) -> None:
+        super().__init__(message)
+        self.record_index = record_index
+
+
 class RecordTooLarge(BrokerError):
     """A produce payload or a single batch above the configured limit."""
 

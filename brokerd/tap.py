@@ -150,6 +150,11 @@ class Options(usage.Options):
         ["max-connections", None, 1024, "Open connections per listener (0: no limit).", int],
         ["read-threads", None, 4, "Threads reading logs.", int],
         ["write-threads", None, 2, "Threads appending and syncing logs.", int],
+        # Log compaction (docs/compaction.md).
+        ["cleaner-threads", None, 1, "Log cleaner threads (0: no compaction).", int],
+        ["cleaner-io-mb-per-sec", None, 0.0, "Cleaner I/O limit, MiB/s (0: none).", float],
+        ["cleaner-dedupe-buffer-mb", None, 128, "Cleaner key-map memory, MiB.", int],
+        ["cleaner-backoff-ms", None, 15000, "Cleaner sleep when nothing is due.", int],
     ]
     optFlags = [
         ["no-auto-create", None, "Refuse produce/metadata for unknown topics."],
@@ -191,6 +196,11 @@ class Options(usage.Options):
             )
         except InvalidConfig as e:
             raise usage.UsageError(str(e)) from None
+        for name in ("cleaner-threads", "cleaner-io-mb-per-sec", "cleaner-backoff-ms"):
+            if self[name] < 0:
+                raise usage.UsageError(f"--{name} must be 0 or positive")
+        if self["cleaner-dedupe-buffer-mb"] < 1:
+            raise usage.UsageError("--cleaner-dedupe-buffer-mb must be at least 1")
 
 
 @implementer(IStreamServerEndpoint)
@@ -250,6 +260,25 @@ def _route_storage_logging() -> None:
     logger.propagate = False
 
 
+def _add_cleaner(
+    broker: service.MultiService, logdir: Any, reactor: Any, options: Options
+) -> None:
+    """The log cleaner, a child of the broker added after its log directory, so that it
+    stops (abandoning a pass) before the logs close."""
+    from brokerd.core.cleaner import CleanerService, CleanerSettings
+
+    if not options["cleaner-threads"]:
+        return
+    rate = options["cleaner-io-mb-per-sec"]
+    settings = CleanerSettings(
+        threads=options["cleaner-threads"],
+        io_bytes_per_second=rate * MEBIBYTE if rate > 0 else None,
+        dedupe_buffer_bytes=options["cleaner-dedupe-buffer-mb"] * MEBIBYTE,
+        backoff_seconds=options["cleaner-backoff-ms"] / 1000.0,
+    )
+    CleanerService(logdir, settings, reactor=reactor).setServiceParent(broker)
+
+
 def makeService(options: Options) -> service.MultiService:
     """Build the service tree: broker core, then listeners, then the readiness notice."""
     from twisted.internet import reactor
@@ -298,6 +327,7 @@ def makeService(options: Options) -> service.MultiService:
         retention_check_seconds=options["log-retention-check-interval-ms"] / 1000.0,
     )
     broker.setServiceParent(top)
+    _add_cleaner(broker, logdir, reactor, options)
 
     native = NativeFactory(
         broker,

@@ -2,8 +2,7 @@
 compaction end to end).
 
 The one place that says which broker options make retention and the log cleaner act
-within seconds (:data:`FAST_CLEANUP_OPTIONS`, filtered by what ``twistd broker --help``
-offers, so the tests run against a broker with or without each option), topic configs
+within seconds (:data:`FAST_CLEANUP_OPTIONS`), topic configs
 that make a compacted topic cleanable at once, a confluent-kafka producer of keyed records
 and tombstones, and a reader that returns every stored ``(offset, key, value)`` of a
 partition from its log start. Everything talks to a real ``twistd broker``
@@ -12,8 +11,6 @@ partition from its log start. Everything talks to a real ``twistd broker``
 
 from __future__ import annotations
 
-import functools
-import subprocess
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -21,24 +18,17 @@ from typing import Any
 
 import pytest
 
-from tests.brokerproc import TWISTD, BrokerProcess, env
+from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import WAIT
 
 #: Broker options (flag, value) that make time-based log maintenance happen within seconds
 #: instead of minutes: tiny default retention, segments that roll after half a second, and
-#: frequent retention and cleaner passes. An option the broker does not list in
-#: ``twistd broker --help`` is left out (see :func:`fast_cleanup_args`), so the names of
-#: options a broker version has not got yet can stand here already.
+#: frequent retention passes (default every 300 s) and cleaner passes (default 15 s).
 FAST_CLEANUP_OPTIONS: tuple[tuple[str, str], ...] = (
     ("--retention-ms", "2000"),
     ("--segment-ms", "500"),
-    # How often retention runs (default every 300 s).
-    ("--retention-check-ms", "500"),
     ("--log-retention-check-interval-ms", "500"),
-    # How often the log cleaner looks for work (Kafka's log.cleaner.backoff.ms, 15 s).
-    ("--log-cleaner-backoff-ms", "200"),
     ("--cleaner-backoff-ms", "200"),
-    ("--cleaner-interval-ms", "200"),
 )
 
 #: Topic configs that make every closed segment of a compacted topic cleanable at once.
@@ -51,29 +41,9 @@ FAST_COMPACT_CONFIGS: dict[str, str] = {
 }
 
 
-@functools.cache
-def broker_options() -> frozenset[str]:
-    """The long options ``twistd broker --help`` lists."""
-    done = subprocess.run(
-        [str(TWISTD), "broker", "--help"],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=WAIT,
-        check=True,
-    )
-    options = set()
-    for line in done.stdout.splitlines():
-        for word in line.split():
-            if word.startswith("--"):
-                options.add(word.split("=", 1)[0])
-    return frozenset(options)
-
-
 def fast_cleanup_args() -> tuple[str, ...]:
-    """:data:`FAST_CLEANUP_OPTIONS` that this broker has, as command-line arguments."""
-    have = broker_options()
-    return tuple(f"{flag}={value}" for flag, value in FAST_CLEANUP_OPTIONS if flag in have)
+    """:data:`FAST_CLEANUP_OPTIONS` as command-line arguments."""
+    return tuple(f"{flag}={value}" for flag, value in FAST_CLEANUP_OPTIONS)
 
 
 def fast_broker(data_dir: Path, *extra: str) -> BrokerProcess:

@@ -335,7 +335,10 @@ def test_corrupt_compressed_payload() -> None:
 def test_scan_batches_reports_stop_reason() -> None:
     a = encode_batch([b"1"], timestamp_ms=1, base_offset=0)
     b = encode_batch([b"2", b"3"], timestamp_ms=1, base_offset=1)
-    c = encode_batch([b"4"], timestamp_ms=1, base_offset=5)  # a gap
+    c = encode_batch([b"4"], timestamp_ms=1, base_offset=2)  # goes back: damage
+    # A gap (a compacted log) is not damage; offsets going back are.
+    gap = encode_batch([b"4"], timestamp_ms=1, base_offset=5)
+    assert len(scan_batches(a + b + gap, expected_offset=0).batches) == 3
     result = scan_batches(a + b + c, expected_offset=0)
     assert [p for p, _ in result.batches] == [0, len(a)]
     assert result.end == len(a) + len(b)

@@ -41,8 +41,13 @@ from brokerd.core.timers import CHECKPOINT_SECONDS, RETENTION_CHECK_SECONDS, Per
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
 from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
 from brokerd.core.writer import PartitionWriter
-from brokerd.errors import BrokerError, OffsetOutOfRange, RecordTooLarge, ShuttingDown
+from brokerd.errors import (
+    BrokerError,
+    OffsetOutOfRange,
+    ShuttingDown,
+)
 from brokerd.storage.batch import BatchHeader, parse_batches
+from brokerd.storage.produce_checks import check_batches, check_values
 from brokerd.storage.topic_config import broker_values
 from brokerd.storage.types import AppendInfo, LogDirUsage, ReadResult, RecordsResult, TopicInfo
 
@@ -262,7 +267,7 @@ class Broker(SequentialMultiService):
             return defer.fail(ShuttingDown("broker is shutting down"))
         append = ValuesAppend(tuple(values))
         d = self.partitions.open(topic, partition, create=True)
-        return d.addCallback(lambda part: part.writer.submit(append))
+        return d.addCallback(self._submit_values, append)
 
     def produce_batches(
         self, topic: str, partition: int, data: bytes, *, acks: int = -1
@@ -284,20 +289,20 @@ class Broker(SequentialMultiService):
         d = self.partitions.open(topic, partition, create=True)
         return d.addCallback(self._enqueue_batches, data, headers)
 
+    def _submit_values(self, part: Partition, append: ValuesAppend) -> defer.Deferred[AppendInfo]:
+        try:
+            check_values(part.log.config, part.topic, part.index)
+        except BrokerError:
+            return defer.fail()
+        return part.writer.submit(append)
+
     def _enqueue_batches(
         self, part: Partition, data: bytes, headers: list[BatchHeader]
     ) -> defer.Deferred[AppendInfo]:
-        limit = part.log.config.max_message_bytes
-        for header in headers:
-            if header.size > limit:
-                # Kafka's wording (RecordTooLargeException).
-                return defer.fail(
-                    RecordTooLarge(
-                        f"The record batch size in the append to {part.topic}-{part.index} "
-                        f"is {header.size} bytes which exceeds the maximum configured value "
-                        f"of {limit}."
-                    )
-                )
+        try:
+            check_batches(part.log.config, data, headers, part.topic, part.index)
+        except BrokerError:
+            return defer.fail()
         append = BatchesAppend(data, tuple(headers))
         if headers[0].producer_id < 0:
             return part.writer.submit(append)

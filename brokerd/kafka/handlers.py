@@ -28,12 +28,13 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.core.waiters import Shortfall, long_poll
-from brokerd.errors import TooManyWaiters
+from brokerd.errors import InvalidRecord, TooManyWaiters
 from brokerd.kafka import apis
 from brokerd.kafka.admin_handlers import DEFAULT_PARTITIONS, AdminHandlers
 from brokerd.kafka.admin_partition_handlers import PartitionAdminCore, PartitionAdminHandlers
 from brokerd.kafka.apis import Request
 from brokerd.kafka.codec import ApiKey
+from brokerd.kafka.compaction import invalid_record_response
 from brokerd.kafka.config_handlers import ConfigHandlers
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.group_admin_handlers import GroupAdminHandlers, HasGroupAdmin
@@ -355,6 +356,8 @@ class KafkaHandlers:
             info = await d
         except _Timeout as e:
             return refuse(ErrorCode.REQUEST_TIMED_OUT, str(e))
+        except InvalidRecord as e:  # keyless record, compacted topic (docs/compaction.md)
+            return invalid_record_response(part.index, version, e)
         except Exception as e:
             return refuse(self._unexpected("produce", e), _message(e))
         return apis.ProducePartitionResponse(

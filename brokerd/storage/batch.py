@@ -44,6 +44,7 @@ __all__ = [
     "RunResult",
     "ScanResult",
     "check_header",
+    "compress_records",
     "decode_records",
     "decode_records_sized",
     "decode_run",
@@ -69,6 +70,7 @@ CRC_START = 21
 MIN_RECORD_SIZE = 7
 #: Largest int32, the bound of every 32-bit length and count in the format.
 INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
@@ -164,13 +166,24 @@ def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     return BatchHeader(*_HEADER.unpack_from(buf, pos))
 
 
-def check_header(header: BatchHeader) -> str | None:
-    """The reason ``header`` cannot start a valid batch, or None. No CRC, no bounds."""
+def check_header(header: BatchHeader, *, stored: bool = False) -> str | None:
+    """The reason ``header`` cannot start a valid batch, or None. No CRC, no bounds.
+
+    ``stored``: a batch read back from the log, where the cleaner may have removed records
+    (log compaction keeps ``last_offset_delta``, so ``records_count`` may be smaller than
+    ``last_offset_delta + 1``, never larger). A produced batch must be complete.
+    """
     if header.batch_length < MIN_BATCH_LENGTH:
         return f"batch_length {header.batch_length} below the minimum {MIN_BATCH_LENGTH}"
     if header.magic != MAGIC:
         return f"magic {header.magic}, only magic {MAGIC} (RecordBatch v2) is supported"
-    if header.records_count < 1 or header.records_count != header.last_offset_delta + 1:
+    if stored:
+        if not 1 <= header.records_count <= header.last_offset_delta + 1:
+            return (
+                f"records_count {header.records_count} does not fit "
+                f"last_offset_delta {header.last_offset_delta} + 1"
+            )
+    elif header.records_count < 1 or header.records_count != header.last_offset_delta + 1:
         return (
             f"records_count {header.records_count} does not match "
             f"last_offset_delta {header.last_offset_delta} + 1"
@@ -255,8 +268,9 @@ def scan_batches(
 ) -> ScanResult:
     """Walk stored batches in ``buf[start:end]``, stopping at the first invalid one.
 
-    With ``expected_offset`` set, each batch must start exactly there (offsets are
-    contiguous), and the next expected offset is returned in ``next_offset``.
+    With ``expected_offset`` set, the bytes are stored log bytes: each batch must start at
+    or after it (offsets increase; a compacted log has gaps, see docs/compaction.md), and
+    the next expected offset is returned in ``next_offset``.
     """
     stop = len(buf) if end is None else end
     pos = start
@@ -264,9 +278,9 @@ def scan_batches(
     expected = expected_offset
     while stop - pos >= BATCH_HEADER_SIZE:
         header = read_header(buf, pos)
-        reason = check_header(header)
-        if reason is None and expected is not None and header.base_offset != expected:
-            reason = f"base offset {header.base_offset}, expected {expected}"
+        reason = check_header(header, stored=expected is not None)
+        if reason is None and expected is not None and header.base_offset < expected:
+            reason = f"base offset {header.base_offset}, expected {expected} or more"
         if reason is not None:
             return ScanResult(found, pos, expected, reason, None)
         if header.size > stop - pos:
@@ -365,6 +379,12 @@ def _compress(codec: Compression, raw: bytes) -> bytes:
     if codec == Compression.ZSTD:
         return bytes(cramjam.zstd.compress(raw))
     raise ValueError(f"unknown compression {codec!r}")
+
+
+def compress_records(codec: Compression, raw: bytes) -> bytes:
+    """The records section ``raw`` compressed with ``codec`` as :func:`encode_batch` does
+    it (the log cleaner rebuilds compacted batches with their original codec)."""
+    return _compress(codec, raw)
 
 
 def encode_batch(
@@ -531,7 +551,8 @@ def decode_records_sized(batch: Buffer, *, max_uncompressed: int) -> tuple[list[
     if len(view) < BATCH_HEADER_SIZE:
         raise CorruptBatch(f"truncated batch: {len(view)} bytes")
     header = read_header(view)
-    reason = check_header(header)
+    # A stored batch may be compacted (fewer records than its offset range).
+    reason = check_header(header, stored=True)
     if reason is not None:
         raise CorruptBatch(reason)
     if header.size > len(view):
@@ -554,21 +575,25 @@ def decode_records_sized(batch: Buffer, *, max_uncompressed: int) -> tuple[list[
     return records, value_bytes
 
 
-def _header_reason(buf: Buffer, pos: int) -> str:
+def _header_reason(buf: Buffer, pos: int, *, stored: bool = False) -> str:
     """The reason the header at ``pos`` was refused (the slow path of the lean loops)."""
-    return check_header(read_header(buf, pos)) or "invalid header"
+    return check_header(read_header(buf, pos), stored=stored) or "invalid header"
 
 
 def verify_run(
-    buf: bytes, start: int, end: int, expected_offset: int
+    buf: bytes, start: int, end: int, expected_offset: int, end_offset: int | None = None
 ) -> tuple[int, int, str | None]:
-    """Check the stored batches in ``buf[start:end]``: header, CRC and contiguous offsets
-    from ``expected_offset``. The read path's guard against serving damage.
+    """Check the stored batches in ``buf[start:end]``: header, CRC and offsets increasing
+    from ``expected_offset`` (gaps allowed: compaction). The read path's guard against
+    serving damage.
 
     Returns ``(valid_end, next_offset, reason)``: ``valid_end`` is the end of the last good
     complete batch; ``reason`` says why the bytes there are not a valid batch, or is None
-    when only the buffer's end (a partial batch) stopped the walk.
+    when only the buffer's end (a partial batch) stopped the walk. With ``end_offset`` (the
+    segment's end), a batch reaching it is damage: with gaps allowed, that bound is what
+    catches a base offset damaged upward.
     """
+    limit = INT64_MAX if end_offset is None else end_offset
     unpack = _HEADER.unpack_from
     view = memoryview(buf)
     crc = crc32c.crc32c
@@ -580,22 +605,22 @@ def verify_run(
             length < MIN_BATCH_LENGTH
             or magic != MAGIC
             or count < 1
-            or count != lod + 1
+            or count > lod + 1
             or (
                 not attributes & _COMPRESSION_MASK
                 and count * MIN_RECORD_SIZE > length - MIN_BATCH_LENGTH
             )
         ):
-            return pos, expected, _header_reason(buf, pos)
-        if base != expected:
-            return pos, expected, f"base offset {base}, expected {expected}"
+            return pos, expected, _header_reason(buf, pos, stored=True)
+        if base < expected or base + lod >= limit:
+            return pos, expected, f"base offset {base}, expected {expected}..{limit - 1}"
         size = length + LOG_OVERHEAD
         if size > end - pos:
             break
         if crc(view[pos + CRC_START : pos + size]) != stored_crc:
             return pos, expected, f"batch at offset {base}: CRC-32C mismatch"
         pos += size
-        expected = base + count
+        expected = base + lod + 1
     return pos, expected, None
 
 
@@ -629,15 +654,18 @@ def decode_run(
     total: int,
     out: list[Record],
     max_uncompressed: int,
+    end_offset: int | None = None,
 ) -> RunResult:
     """Decode the stored batches in ``buf[start:end]`` into ``out`` (the native fetch path).
 
-    Each batch is checked (header, CRC, offsets contiguous from ``expected_offset``);
+    Each batch is checked (header, CRC, offsets increasing from ``expected_offset``);
     records before ``min_offset`` are skipped; values are counted into ``total`` and
     decoding stops once adding a record would pass ``max_value_bytes`` (but ``out`` always
     gets at least one record). Uncompressed records are parsed in place: no copy of the
-    batch, and no per-batch objects besides the records.
+    batch, and no per-batch objects besides the records. ``end_offset`` bounds the
+    offsets as in :func:`verify_run`.
     """
+    limit = INT64_MAX if end_offset is None else end_offset
     unpack = _HEADER.unpack_from
     view = memoryview(buf)
     crc = crc32c.crc32c
@@ -652,14 +680,14 @@ def decode_run(
             length < MIN_BATCH_LENGTH
             or magic != MAGIC
             or count < 1
-            or count != lod + 1
+            or count > lod + 1
             or (not codec and count * MIN_RECORD_SIZE > length - MIN_BATCH_LENGTH)
         ):
-            return RunResult("damage", pos, expected, total, 0, _header_reason(buf, pos))
-        if base != expected:
-            return RunResult(
-                "damage", pos, expected, total, 0, f"base offset {base}, expected {expected}"
-            )
+            reason = _header_reason(buf, pos, stored=True)
+            return RunResult("damage", pos, expected, total, 0, reason)
+        if base < expected or base + lod >= limit:
+            reason = f"base offset {base}, expected {expected}..{limit - 1}"
+            return RunResult("damage", pos, expected, total, 0, reason)
         size = length + LOG_OVERHEAD
         if size > end - pos:
             return RunResult("end", pos, expected, total, size, None)
@@ -678,18 +706,28 @@ def decode_run(
                         codec, view[pos + BATCH_HEADER_SIZE : pos + size], max_uncompressed
                     )
                     parse_from = (raw, 0, len(raw))
-                # Only the records this fetch returns become objects: earlier ones are
-                # skipped by length, and parsing stops once the value budget is spent.
-                records, value_bytes, complete = _parse_records(
-                    *parse_from,
-                    count,
-                    base,
-                    base_ts,
-                    fixed_ts,
-                    min_offset=min_offset,
-                    budget=max_value_bytes - total,
-                    need_one=not out,
-                )
+                if count == lod + 1:
+                    # Only the records this fetch returns become objects: earlier ones
+                    # are skipped by length, and parsing stops once the budget is spent.
+                    records, value_bytes, complete = _parse_records(
+                        *parse_from,
+                        count,
+                        base,
+                        base_ts,
+                        fixed_ts,
+                        min_offset=min_offset,
+                        budget=max_value_bytes - total,
+                        need_one=not out,
+                    )
+                else:
+                    # A compacted batch: offsets have gaps, so skipping by position is
+                    # not possible; parse it whole and cut by offset and budget.
+                    records, value_bytes, complete = _cut(
+                        _parse_records(*parse_from, count, base, base_ts, fixed_ts)[0],
+                        min_offset,
+                        max_value_bytes - total,
+                        need_one=not out,
+                    )
             except CorruptBatch as exc:
                 return RunResult("damage", pos, expected, total, 0, str(exc))
             out.extend(records)
@@ -697,8 +735,26 @@ def decode_run(
             if not complete:
                 return RunResult("full", pos, expected, total, 0, None)
         pos += size
-        expected = base + count
+        expected = base + lod + 1
     return RunResult("end", pos, expected, total, 0, None)
+
+
+def _cut(
+    records: list[Record], min_offset: int, budget: int, *, need_one: bool
+) -> tuple[list[Record], int, bool]:
+    """The records at or after ``min_offset`` whose values fit ``budget`` (at least one
+    if ``need_one``), their value bytes, and whether none had to be left out."""
+    out: list[Record] = []
+    value_bytes = 0
+    for record in records:
+        if record.offset < min_offset:
+            continue
+        size = 0 if record.value is None else len(record.value)
+        if value_bytes + size > budget and (out or not need_one):
+            return out, value_bytes, False
+        out.append(record)
+        value_bytes += size
+    return out, value_bytes, True
 
 
 #: Zig-zag decoding of every one-byte varint, the common case for every record field.
@@ -763,8 +819,9 @@ def _parse_records(
             if length < MIN_RECORD_SIZE - 1 or body_end > n:
                 raise CorruptBatch(f"record length {length} out of bounds")
             if skip:
-                # Offsets in a stored batch are its base plus 0..count-1 (nothing here
-                # compacts), so the first record wanted is known without parsing.
+                # Offsets in a complete batch are its base plus 0..count-1 (the caller
+                # passes no min_offset for a compacted one), so the first record wanted
+                # is known without parsing.
                 skip -= 1
                 pos = body_end
                 continue

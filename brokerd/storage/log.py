@@ -16,6 +16,9 @@ choice of segments retention deletes (``retention.py``) live in their own module
 class holds the segments, the offsets and the locks. Every read checks the CRC of the
 batches it returns, so a corrupt batch is never served.
 
+Log compaction (``cleaner.py`` decides what to keep) swaps a sealed segment for its
+cleaned copy with :meth:`replace_segment`; offsets are kept, so a compacted log has gaps.
+
 Threads: the writer methods (``append*``, ``flush``, ``publish``, ``close``) take a
 per-partition lock, so there is one writer at a time. Readers take no log lock: they read
 an immutable snapshot of the segment list and the published ``(high watermark, segment,
@@ -26,6 +29,7 @@ them.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import threading
 import time
@@ -37,11 +41,11 @@ from brokerd.errors import OffsetOutOfRange, RecordTooLarge, StorageError, Unkno
 from brokerd.storage.batch import BatchHeader, encode_batch, stamp_base_offset
 from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.log_start import LogStartMixin
-from brokerd.storage.reads import decode_from, find_timestamp, read_raw
-from brokerd.storage.recovery import RecoveryStats, open_segments
+from brokerd.storage.reads import find_timestamp, headers_from, read_raw, records_from
+from brokerd.storage.recovery import RecoveryStats, install_cleaned, open_segments
 from brokerd.storage.retention import retention_limits, segments_to_delete
 from brokerd.storage.segment import BatchInfo, Segment
-from brokerd.storage.types import AppendInfo, ReadResult, Record, RecordsResult
+from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult
 
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",
@@ -154,6 +158,9 @@ class PartitionLog(LogStartMixin):
         self._clock = clock
         self._write_lock = threading.Lock()
         self._seg_lock = threading.Lock()
+        # Held while segments are deleted or swapped for cleaned copies (retention, the
+        # cleaner, close): never by appends or reads.
+        self._swap_lock = threading.Lock()
         self._segments: tuple[Segment, ...] = ()
         self._bases: tuple[int, ...] = ()
         self._set_segments(segments)
@@ -329,6 +336,11 @@ class PartitionLog(LogStartMixin):
         return sum(s.size for s in self._segments)
 
     @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The current segments, oldest first (the last one is active)."""
+        return self._segview[0]
+
+    @property
     def segment_bases(self) -> tuple[int, ...]:
         return self._segview[1]
 
@@ -389,25 +401,8 @@ class PartitionLog(LogStartMixin):
         hw, vbase, vpos, _start, segments, i = self._locate(
             min(max(from_offset, self.log_start_offset), self.high_watermark)
         )
-        out: list[BatchHeader] = []
         offset = max(from_offset, self.log_start_offset)
-        while i < len(segments) and offset < hw:
-            segment = segments[i]
-            if segment.base_offset > vbase:
-                break
-            limit = vpos if segment.base_offset == vbase else segment.size
-            if not segment.pin():
-                raise self._out_of_range(offset, hw)
-            try:
-                found = segment.find_batch(offset, limit)
-                if found is not None:
-                    for _pos, header in segment.headers_from(found[0], limit):
-                        out.append(header)
-                        offset = header.last_offset + 1
-            finally:
-                segment.unpin()
-            i += 1
-        return out
+        return headers_from(segments, i, vbase, vpos, hw, offset, self._out_of_range)
 
     def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult:
         """Decoded records from exactly ``offset`` (native fetch).
@@ -417,37 +412,11 @@ class PartitionLog(LogStartMixin):
         watermark. Null values stay None.
         """
         hw, vbase, vpos, start, segments, i = self._locate(offset)
-        out: list[Record] = []
         if offset == hw:
             return RecordsResult((), hw, start)
-        total = 0
-        first_segment = True
-        while i < len(segments):
-            segment = segments[i]
-            if segment.base_offset > vbase:
-                break
-            limit = vpos if segment.base_offset == vbase else segment.size
-            if not segment.pin():
-                if out:
-                    break
-                raise self._out_of_range(offset, hw)
-            try:
-                pos, expected = 0, segment.base_offset
-                if first_segment:
-                    found = segment.find_batch(offset, limit)
-                    if found is None:
-                        pos = limit
-                    else:
-                        pos, expected = found[0], found[1].base_offset
-                first_segment = False
-                full, total = decode_from(
-                    segment, pos, expected, limit, offset, max_value_bytes, out, total
-                )
-            finally:
-                segment.unpin()
-            if full:
-                break
-            i += 1
+        out = records_from(
+            segments, i, vbase, vpos, hw, offset, max_value_bytes, self._out_of_range
+        )
         return RecordsResult(tuple(out), hw, start)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
@@ -487,38 +456,69 @@ class PartitionLog(LogStartMixin):
         if retention_bytes is None and retention_ms is None:
             return 0
         now_ms = (self._clock() if now is None else now) * 1000.0
-        with self._seg_lock:
-            if self._closed:
-                return 0
-            segments = self._segments
-            count = segments_to_delete(
-                segments, self._visible[0], retention_bytes, retention_ms, now_ms
-            )
-            if not count:
-                return 0
-            doomed, remaining = segments[:count], segments[count:]
-            # DeleteRecords may have moved the start inside the first remaining segment.
-            self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
-            self._set_segments(remaining)
-        for segment in doomed:
-            segment.delete()
+        with self._swap_lock:
+            with self._seg_lock:
+                if self._closed:
+                    return 0
+                segments = self._segments
+                count = segments_to_delete(
+                    segments, self._visible[0], retention_bytes, retention_ms, now_ms
+                )
+                if not count:
+                    return 0
+                doomed, remaining = segments[:count], segments[count:]
+                # DeleteRecords may have moved the start inside the first remaining segment.
+                self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
+                self._set_segments(remaining)
+            for segment in doomed:
+                segment.delete()
         try:
             fsync_dir(self.path)
         except OSError as exc:
             log.warning("cannot fsync %s after retention: %s", self.path, exc)
         return len(doomed)
 
-    # --- configuration ----------------------------------------------------------------
-
     def reconfigure(self, config: LogConfig) -> None:
-        """Apply a new config from now on (a topic's configs were altered).
-
-        Taken under the write lock so that an append in progress decides its roll with
-        one config; later rolls, retention passes and appends see the new one. The index
-        interval of existing segments is not changed.
-        """
+        """Apply a new config from now on (a topic's configs were altered). Under the
+        write lock, so an append in progress decides its roll with one config; later
+        rolls, retention passes and appends see the new one. The index interval of
+        existing segments is not changed."""
         with self._write_lock:
             self.config = config
+
+    # --- compaction (the cleaner's side, docs/compaction.md) -----------------------------
+
+    @property
+    def cleanable_end(self) -> int:
+        """Offsets below this are published and flushed: the cleaner may rewrite them."""
+        return min(self._visible[0], self.recovery_point)
+
+    def replace_segment(
+        self, old: Segment, cleaned: str | None, hook: Callable[[str], None] | None = None
+    ) -> bool:
+        """Swap the fsynced cleaned copy ``cleaned`` in for the sealed segment ``old``, or
+        with None delete ``old`` (every record in it was removed; never the first
+        segment, which holds the log start). False, changing nothing, if ``old`` is no
+        longer a sealed segment of this log (retention deleted it, the log closed)."""
+        with self._swap_lock:
+            if self._closed or not any(s is old for s in self._segments[:-1]):
+                return False
+            if cleaned is None and old is self._segments[0]:
+                raise ValueError("the first segment is replaced, never deleted")
+            new = None
+            if cleaned is not None:
+                interval = self.config.index_interval_bytes
+                new = install_cleaned(self.path, old, cleaned, interval, hook)
+            with self._seg_lock:
+                kept = (new if s is old else s for s in self._segments)
+                self._set_segments([s for s in kept if s is not None])
+            if new is None:
+                old.delete()
+                with contextlib.suppress(OSError):
+                    fsync_dir(self.path)
+            else:
+                old.close()
+            return True
 
     # --- shutdown -------------------------------------------------------------------------
 
@@ -537,9 +537,10 @@ class PartitionLog(LogStartMixin):
                     self._segments[-1].persist_indexes(sync=True)
                 except StorageError as exc:
                     error = exc
-            self._closed = True
-            with self._seg_lock:
-                for segment in self._segments:
-                    segment.close()
+            with self._swap_lock:
+                self._closed = True
+                with self._seg_lock:
+                    for segment in self._segments:
+                        segment.close()
         if error is not None:
             raise error

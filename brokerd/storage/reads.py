@@ -14,6 +14,7 @@ pin segments (the caller does all three), and nothing with Twisted.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 
 from brokerd.errors import CorruptBatch, StorageError
 from brokerd.storage.batch import (
@@ -26,13 +27,18 @@ from brokerd.storage.batch import (
 from brokerd.storage.segment import Segment
 from brokerd.storage.types import Record
 
+#: Builds the error for an offset the log no longer holds (``PartitionLog._out_of_range``).
+OutOfRange = Callable[[int, int], Exception]
+
 __all__ = [
     "MAX_DECODED_BATCH_BYTES",
     "MAX_STORED_BATCH_BYTES",
     "READ_CHUNK",
     "decode_from",
     "find_timestamp",
+    "headers_from",
     "read_raw",
+    "records_from",
 ]
 
 log = logging.getLogger("brokerd.storage")
@@ -58,7 +64,9 @@ def read_raw(segment: Segment, pos: int, header: BatchHeader, limit: int, max_by
         )
     size = min(limit - pos, max(first, max_bytes))
     data = segment.pread(pos, size)
-    valid_end, _, reason = verify_run(data, 0, len(data), header.base_offset)
+    valid_end, _, reason = verify_run(
+        data, 0, len(data), header.base_offset, segment.next_offset
+    )
     if valid_end == 0:
         raise StorageError(
             f"{segment.log_path}: batch at offset {header.base_offset} (byte {pos}) "
@@ -97,6 +105,7 @@ def decode_from(
             total=total,
             out=out,
             max_uncompressed=MAX_DECODED_BATCH_BYTES,
+            end_offset=segment.next_offset,
         )
 
     while pos < limit:
@@ -152,3 +161,79 @@ def find_timestamp(
         if record.timestamp >= timestamp and record.offset < high_watermark:
             return record.offset, record.timestamp
     return header.base_offset, header.max_timestamp
+
+
+def records_from(
+    segments: Sequence[Segment],
+    i: int,
+    vbase: int,
+    vpos: int,
+    high_watermark: int,
+    offset: int,
+    max_value_bytes: int,
+    out_of_range: OutOfRange,
+) -> list[Record]:
+    """The records of a native fetch from ``offset`` (in ``segments[i]``) on, across
+    segments, never past the published end (the segment at ``vbase``, byte ``vpos``).
+    A compacted log has gaps: the first record may be past ``offset``."""
+    out: list[Record] = []
+    total = 0
+    first_segment = True
+    while i < len(segments):
+        segment = segments[i]
+        if segment.base_offset > vbase:
+            break
+        limit = vpos if segment.base_offset == vbase else segment.size
+        if not segment.pin():
+            if out:
+                break
+            raise out_of_range(offset, high_watermark)
+        try:
+            pos, expected = 0, segment.base_offset
+            if first_segment:
+                found = segment.find_batch(offset, limit)
+                if found is None:
+                    pos = limit
+                else:
+                    pos, expected = found[0], found[1].base_offset
+            first_segment = False
+            full, total = decode_from(
+                segment, pos, expected, limit, offset, max_value_bytes, out, total
+            )
+        finally:
+            segment.unpin()
+        if full:
+            break
+        i += 1
+    return out
+
+
+def headers_from(
+    segments: Sequence[Segment],
+    i: int,
+    vbase: int,
+    vpos: int,
+    high_watermark: int,
+    offset: int,
+    out_of_range: OutOfRange,
+) -> list[BatchHeader]:
+    """Headers of the published batches from the one holding ``offset`` (in
+    ``segments[i]``) on: header reads only (producer-state replay)."""
+    out: list[BatchHeader] = []
+    while i < len(segments) and offset < high_watermark:
+        segment = segments[i]
+        if segment.base_offset > vbase:
+            break
+        limit = vpos if segment.base_offset == vbase else segment.size
+        if not segment.pin():
+            raise out_of_range(offset, high_watermark)
+        try:
+            found = segment.find_batch(offset, limit)
+            if found is not None:
+                for _pos, header in segment.headers_from(found[0], limit):
+                    out.append(header)
+                    offset = header.last_offset + 1
+        finally:
+            segment.unpin()
+        i += 1
+    return out

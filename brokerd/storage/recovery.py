@@ -15,7 +15,15 @@ Recovery policy (the operator's summary is in ``docs/operations.md``, "Recovery"
   segment and byte, rather than silently dropping the good segments after them.
 
 Leftovers of interrupted operations (temporary files with Kafka's suffixes, index files
-whose log is gone) are removed before anything is opened.
+whose log is gone) are removed before anything is opened, with one exception: a
+``<base>.log.swap`` is a cleaned segment the log cleaner had committed to (written,
+fsynced and renamed to ``.swap``, see ``docs/compaction.md``), so its swap is completed:
+it replaces ``<base>.log`` and that segment's indexes are rebuilt. A ``.log.cleaned`` file
+(a cleaning pass that had not committed) is simply removed: the original segment is
+still there.
+
+A compacted log has offset gaps, between batches and between segments (the cleaner keeps
+offsets); so a segment may start after the previous one's end, never before it.
 
 What this module does not do: validate single batches or rebuild indexes (``segment.py``
 and ``batch.py`` do), or hold the segments afterwards (``log.py``).
@@ -24,21 +32,40 @@ and ``batch.py`` do), or hold the segments afterwards (``log.py``).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import os
 import re
+from collections.abc import Callable
 
 import attrs
 
 from brokerd.errors import StorageError
 from brokerd.storage.fileio import DIR_MODE, fsync_dir
-from brokerd.storage.segment import SEGMENT_FILE_RE, Segment
+from brokerd.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SEGMENT_FILE_RE,
+    TIMEINDEX_SUFFIX,
+    Segment,
+    segment_file_name,
+)
 
-__all__ = ["RecoveryStats", "open_segments", "recover_segments"]
+__all__ = [
+    "SWAP_SUFFIX",
+    "RecoveryStats",
+    "complete_swap",
+    "install_cleaned",
+    "open_segments",
+    "recover_segments",
+]
 
 log = logging.getLogger("brokerd.storage")
 
 _TEMP_RE = re.compile(r"\d{20}\.(log|index|timeindex)\.(tmp|deleted|cleaned|swap)\Z")
+#: A cleaned segment committed by the log cleaner, to be swapped in.
+SWAP_SUFFIX = ".swap"
+_LOG_SWAP_RE = re.compile(r"(\d{20})\.log\.swap\Z")
 
 
 @attrs.frozen
@@ -72,6 +99,7 @@ def open_segments(
         names = os.listdir(path)
     except OSError as exc:
         raise StorageError(f"cannot open partition directory {path}: {exc}") from exc
+    names = _complete_swaps(path, names)
     bases: set[int] = set()
     side_files: list[tuple[int, str]] = []
     leftovers: list[str] = []
@@ -109,6 +137,69 @@ def open_segments(
     return segments, stats
 
 
+def complete_swap(path: str, base: int) -> None:
+    """Make the committed cleaned segment ``<base>.log.swap`` the segment ``<base>``: drop
+    the old segment's indexes (they describe the old file), then rename over its log.
+    Idempotent, so a crash anywhere in it is finished by the next open. The caller
+    fsyncs the directory. Raises :class:`OSError`."""
+    log_name = segment_file_name(base, LOG_SUFFIX)
+    for suffix in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(path, segment_file_name(base, suffix)))
+    os.replace(os.path.join(path, log_name + SWAP_SUFFIX), os.path.join(path, log_name))
+
+
+def install_cleaned(
+    path: str,
+    old: Segment,
+    cleaned: str,
+    index_interval: int,
+    hook: Callable[[str], None] | None = None,
+) -> Segment:
+    """Swap the fsynced cleaned copy ``cleaned`` of segment ``old`` in (the caller holds
+    the log's swap lock): rename it to ``<base>.log.swap`` and fsync the directory (the
+    commit point: from here a crash is finished by :func:`complete_swap` at the next
+    open), then complete the swap and open the new segment, rebuilding its indexes.
+    ``old`` keeps its open file, so readers holding it finish on the old bytes.
+    ``hook`` is called with the name of each step done (crash tests stop there).
+    Raises :class:`StorageError`."""
+    base = old.base_offset
+    swap = os.path.join(path, segment_file_name(base, LOG_SUFFIX) + SWAP_SUFFIX)
+    step = hook or (lambda _name: None)
+    try:
+        os.replace(cleaned, swap)
+        fsync_dir(path)
+        step("swap-committed")
+        complete_swap(path, base)
+        fsync_dir(path)
+        step("swap-renamed")
+    except OSError as exc:
+        raise StorageError(f"cannot swap cleaned segment {swap} in: {exc}") from exc
+    new = Segment.open(path, base, index_interval)
+    try:
+        new.recover()
+    except BaseException:
+        new.close()
+        raise
+    step("swap-indexed")
+    return new
+
+
+def _complete_swaps(path: str, names: list[str]) -> list[str]:
+    """Finish every swap a crash interrupted; returns the directory's names after it."""
+    swaps = [int(m.group(1)) for m in map(_LOG_SWAP_RE.match, names) if m is not None]
+    if not swaps:
+        return names
+    try:
+        for base in swaps:
+            log.warning("%s: completing the swap of cleaned segment %d", path, base)
+            complete_swap(path, base)
+        fsync_dir(path)
+        return os.listdir(path)
+    except OSError as exc:
+        raise StorageError(f"cannot complete a cleaned segment's swap in {path}: {exc}") from exc
+
+
 def recover_segments(
     path: str, segments: list[Segment], recovery_point: int | None
 ) -> RecoveryStats:
@@ -134,10 +225,10 @@ def recover_segments(
             prev_end = segment.next_offset
             i += 1
             continue
-        if not trusted and prev_end is not None and segment.base_offset != prev_end:
+        if not trusted and prev_end is not None and segment.base_offset < prev_end:
             problem = problem or (
-                f"{segment.log_path}: starts at offset {segment.base_offset}, the previous "
-                f"segment ends at {prev_end}"
+                f"{segment.log_path}: starts at offset {segment.base_offset}, before the "
+                f"previous segment's end {prev_end}"
             )
             cut_from = i
         else:

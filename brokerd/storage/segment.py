@@ -363,9 +363,10 @@ class Segment:
         self, pos: int, limit: int, expected: int | None = None
     ) -> Iterator[tuple[int, BatchHeader]]:
         """Yield ``(position, header)`` of the batches from ``pos`` (a batch start) to
-        ``limit`` (a batch end). With ``expected``, the batch at ``pos`` must start at that
-        offset and each next batch right after the previous one (the base offset is not
-        under the CRC, so this is what catches a damaged one).
+        ``limit`` (a batch end). With ``expected``, the batch at ``pos`` must start at or
+        after that offset and each next batch after the previous one (the base offset is
+        not under the CRC, so this is what catches a damaged one; a compacted segment has
+        gaps between batches, so "after", not "right after").
 
         Raises :class:`StorageError` if a header is invalid, offsets are not contiguous or
         a batch runs past ``limit``: there is damage the lookup must not silently skip.
@@ -379,11 +380,11 @@ class Segment:
                 if len(buf) < BATCH_HEADER_SIZE:
                     raise StorageError(f"{self.log_path}: incomplete batch header at byte {pos}")
             header = read_header(buf, pos - buf_start)
-            reason = check_header(header)
+            reason = check_header(header, stored=True)
             if reason is None and pos + header.size > limit:
                 reason = f"batch of {header.size} bytes runs past byte {limit}"
-            if reason is None and expected is not None and header.base_offset != expected:
-                reason = f"base offset {header.base_offset}, expected {expected}"
+            if reason is None and expected is not None and header.base_offset < expected:
+                reason = f"base offset {header.base_offset}, expected {expected} or more"
             if reason is not None:
                 raise StorageError(f"{self.log_path}: damaged batch at byte {pos}: {reason}")
             yield pos, header
