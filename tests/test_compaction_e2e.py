@@ -64,7 +64,9 @@ def close_dirty_segments(broker: BrokerProcess, topic: str, produced: list[KeyVa
     rolls the segment, so everything produced before is in closed, cleanable segments
     (Kafka never cleans the active segment)."""
     time.sleep(float(FAST_COMPACT_CONFIGS["segment.ms"]) / 1000 + 0.3)
-    marker = (b"zz-marker", f"after-{len(produced)}".encode())
+    # A key of its own each time: the active segment is never cleaned, so a key written
+    # again there would rightly keep its older record in the cleaned segments too.
+    marker = (f"zz-marker-{len(produced)}".encode(), b"roll")
     produce_keyed(broker, topic, [marker])
     produced.append(marker)
 
