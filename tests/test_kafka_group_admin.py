@@ -21,6 +21,7 @@ from tests.kafka_helpers import (
     WAIT,
     Poller,
     RawKafka,
+    close_consumer,
     module_broker,
     wait_until,
 )
@@ -179,7 +180,7 @@ def test_confluent_alter_and_list_offsets(kbroker: BrokerProcess) -> None:
         committed = consumer.committed([TopicPartition(topic, 0)], timeout=WAIT)
         assert committed[0].offset == 5
     finally:
-        consumer.close()
+        close_consumer(consumer)
 
 
 # -- kafka-python KafkaAdminClient ------------------------------------------------------
