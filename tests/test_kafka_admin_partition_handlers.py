@@ -62,7 +62,9 @@ class RealBrokerCase(KafkaTestCase):
 
     def produce_values(self, topic: str, partition: int, count: int) -> None:
         for i in range(count):
-            self.produce(topic, partition, encode_batch([b"v%d" % i], timestamp_ms=1000 + i))
+            # Keyed, so that a compacted topic accepts them too.
+            batch = encode_batch([b"v%d" % i], timestamp_ms=1000 + i, keys=[b"k%d" % i])
+            self.produce(topic, partition, batch)
             self.assertEqual(self.one().responses[0].partition_responses[0].error_code, 0)
 
     def grow(self, *topics: apis.CreatePartitionsTopic, validate_only: bool = False,
