@@ -3,9 +3,11 @@
 
 Each message is an attrs frozen class whose ``FIELDS`` describe its wire layout per
 version, transcribed from Kafka's JSON message schemas
-(``clients/src/main/resources/common/message/*.json``) for the non-flexible versions
-only. Fields absent at a version take the class default when decoded and are skipped
-when encoded. :data:`SUPPORTED_VERSIONS` is exactly what ApiVersions advertises.
+(``clients/src/main/resources/common/message/*.json``). A class whose advertised range
+reaches Kafka's ``flexibleVersions`` sets ``FLEXIBLE_FROM`` (the codec then uses the
+compact encodings and tagged fields from that version on); the others have none. Fields
+absent at a version take the class default when decoded and are skipped when encoded.
+:data:`SUPPORTED_VERSIONS` is exactly what ApiVersions advertises.
 
 :func:`decode_request` turns a whole request frame into a :class:`Request`;
 :func:`encode_response` turns a response message into a whole frame.
@@ -39,8 +41,10 @@ from brokerd.kafka.codec import (
     encode_request_header,
     encode_struct,
     frame,
+    is_flexible,
     peek_header,
     read_request_header,
+    read_response_header,
     read_struct,
     response_frame,
 )
@@ -48,8 +52,9 @@ from brokerd.kafka.codec import (
 #: Authorized-operations fields: "not provided" (Kafka's Integer.MIN_VALUE default).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
-#: Advertised (and accepted) version ranges: the last non-flexible version of each API
-#: is the upper bound, the lower bounds follow what old librdkafka probes for
+#: Advertised (and accepted) version ranges: mostly the last non-flexible version of each
+#: API is the upper bound (ListGroups goes to its flexible v4, whose group states
+#: librdkafka needs); the lower bounds follow what old librdkafka probes for
 #: (see ``docs/kafka.md``). Produce starts at 0 only so that librdkafka < 2.11.1
 #: enables compression; versions 0-2 are answered UNSUPPORTED_VERSION per partition.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -72,7 +77,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
     # Group admin APIs (the last non-flexible versions).
-    ApiKey.LIST_GROUPS: (0, 2),
+    ApiKey.LIST_GROUPS: (0, 4),
     ApiKey.DESCRIBE_GROUPS: (0, 4),
     ApiKey.DELETE_GROUPS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
@@ -964,16 +969,21 @@ class InitProducerIdResponse:
 
 @attrs.frozen(kw_only=True)
 class ListGroupsRequest:
-    FIELDS: ClassVar[tuple[Field, ...]] = ()
+    #: v4+: list only groups in these states (case-insensitive); empty = every group.
+    states_filter: tuple[str, ...] = _arr()
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+    FIELDS: ClassVar[tuple[Field, ...]] = (Field("states_filter", Array(STRING), 4),)
 
 
 @attrs.frozen(kw_only=True)
 class ListedGroup:
     group_id: str
     protocol_type: str = ""
+    group_state: str = ""  # v4+
     FIELDS: ClassVar[tuple[Field, ...]] = (
         Field("group_id", STRING),
         Field("protocol_type", STRING),
+        Field("group_state", STRING, 4),
     )
 
 
@@ -982,6 +992,7 @@ class ListGroupsResponse:
     throttle_time_ms: int = 0
     error_code: int = 0
     groups: tuple[ListedGroup, ...] = _arr()
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
     FIELDS: ClassVar[tuple[Field, ...]] = (
         Field("throttle_time_ms", INT32, 1),
         Field("error_code", INT16),
@@ -1605,6 +1616,20 @@ class Request:
         return self.header.api_version
 
 
+def request_header_flexible(api_key: ApiKey, api_version: int) -> bool:
+    """Whether the request uses header v2 (every flexible request version does)."""
+    return is_flexible(REQUEST_TYPES[api_key], api_version)
+
+
+def response_header_flexible(api_key: ApiKey, api_version: int) -> bool:
+    """Whether the response uses header v1: flexible response versions do, except
+    ApiVersions, whose response header is always v0 (a client that does not yet know the
+    broker's versions must be able to read it)."""
+    if api_key is ApiKey.API_VERSIONS:
+        return False
+    return is_flexible(RESPONSE_TYPES[api_key], api_version)
+
+
 def is_supported(api_key: int, api_version: int) -> bool:
     try:
         lo, hi = SUPPORTED_VERSIONS[ApiKey(api_key)]
@@ -1630,18 +1655,22 @@ def decode_request(payload: bytes) -> Request:
         # Checked before reading further: an ApiVersions v3+ header is flexible (it
         # carries tagged fields) and must not be parsed as header v1.
         raise UnsupportedVersion(api, version, correlation)
-    header, start = read_request_header(payload)
-    r = Reader(payload, start)
+    flexible = request_header_flexible(api, version)
+    header, start = read_request_header(payload, flexible)
+    r = Reader(payload, start, flexible=flexible)
     body = read_struct(REQUEST_TYPES[api], r, version)
     r.expect_end()
     return Request(header, body)
 
 
 def encode_response(correlation_id: int, api_version: int, body: Any) -> bytes:
-    """A whole response frame (size, header v0, body) for ``body`` at ``api_version``."""
-    if type(body) not in _KEY_OF_RESPONSE:
+    """A whole response frame (size, header v0 or v1, body) for ``body`` at
+    ``api_version``."""
+    key = _KEY_OF_RESPONSE.get(type(body))
+    if key is None:
         raise TypeError(f"{type(body).__name__} is not a response message")
-    return response_frame(correlation_id, encode_struct(body, api_version))
+    flexible_header = response_header_flexible(key, api_version)
+    return response_frame(correlation_id, encode_struct(body, api_version), flexible_header)
 
 
 def api_versions_response(api_version: int) -> ApiVersionsResponse:
@@ -1675,14 +1704,20 @@ def api_versions_fallback(correlation_id: int) -> bytes:
 
 def encode_request(header: RequestHeader, body: Any) -> bytes:
     """A whole request frame; the inverse of :func:`decode_request` (tests, tools)."""
-    return frame(encode_request_header(header) + encode_struct(body, header.api_version))
+    flexible = request_header_flexible(ApiKey(header.api_key), header.api_version)
+    return frame(
+        encode_request_header(header, flexible) + encode_struct(body, header.api_version)
+    )
 
 
 def decode_response(api_key: ApiKey, api_version: int, payload: bytes) -> tuple[int, Any]:
     """``(correlation_id, body)`` from a response frame payload (tests, tools)."""
-    r = Reader(payload)
-    correlation = r.int32()
-    body = read_struct(RESPONSE_TYPES[api_key], r, api_version)
+    correlation, start = read_response_header(
+        payload, response_header_flexible(api_key, api_version)
+    )
+    cls = RESPONSE_TYPES[api_key]
+    r = Reader(payload, start, flexible=is_flexible(cls, api_version))
+    body = read_struct(cls, r, api_version)
     r.expect_end()
     return correlation, body
 

@@ -15,10 +15,18 @@ What it does:
   be nullable from some version on). :func:`read_struct` / :func:`write_struct` turn
   bytes into attrs instances and back. The message classes themselves live in
   :mod:`brokerd.kafka.apis`.
-* Request header v1 (the header of every non-flexible request) and response header v0.
+* Flexible versions (KIP-482): a message class's ``FLEXIBLE_FROM`` names its first
+  flexible version. A :class:`Reader` / :class:`Writer` built with ``flexible=True``
+  reads and writes strings, bytes and arrays in their compact forms (unsigned varint
+  length or count + 1, 0 = null) and a tagged-fields section at the end of every
+  struct. Tagged fields are read and skipped (none is modelled) and written empty;
+  their count, every tag's size and every compact length are checked against the bytes
+  that remain before anything is sliced.
+* Request header v1 (non-flexible requests) and v2 (v1 + tagged fields), response
+  header v0 and v1 (correlation id + tagged fields).
 
-What it does not do: no flexible ("compact") encodings or tagged fields (brokerd
-advertises only non-flexible versions; see ``docs/kafka.md``), no I/O, no Twisted.
+What it does not do: no I/O, no Twisted; which header version an API uses is decided by
+:mod:`brokerd.kafka.apis` (ApiVersions answers header v0 whatever its version).
 """
 
 from __future__ import annotations
@@ -42,6 +50,12 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _HEADER = struct.Struct(">hhi")
+#: An unsigned varint of a 32-bit value takes at most this many bytes (Kafka's limit).
+MAX_UVARINT_BYTES = 5
+#: Longest string in bytes, compact or not (Kafka's generated code refuses longer).
+MAX_STRING_BYTES = 0x7FFF
+#: Smallest encoding of one tagged field: a one-byte tag and a one-byte size of 0.
+MIN_TAGGED_FIELD_BYTES = 2
 
 
 class ApiKey(enum.IntEnum):
@@ -160,11 +174,13 @@ class Reader:
     :attr:`remaining` before allocating; any shortfall raises :class:`MalformedRequest`.
     """
 
-    __slots__ = ("_data", "_pos")
+    __slots__ = ("_data", "_pos", "flexible")
 
-    def __init__(self, data: bytes, pos: int = 0) -> None:
+    def __init__(self, data: bytes, pos: int = 0, *, flexible: bool = False) -> None:
         self._data = data
         self._pos = pos
+        #: Whether the body being read is a flexible version (compact encodings).
+        self.flexible = flexible
 
     @property
     def pos(self) -> int:
@@ -202,16 +218,79 @@ class Reader:
         pos = self._take(n)
         return self._data[pos : pos + n]
 
+    def skip(self, n: int) -> None:
+        self._take(n)
+
+    def uvarint(self) -> int:
+        """An unsigned varint of at most 32 bits (at most five bytes)."""
+        value = 0
+        for i in range(MAX_UVARINT_BYTES):
+            byte = self._data[self._take(1)]
+            value |= (byte & 0x7F) << (7 * i)
+            if not byte & 0x80:
+                if value > 0xFFFFFFFF:
+                    break
+                return value
+        raise MalformedRequest(f"varint longer than 32 bits before position {self._pos}")
+
+    def _compact_length(self) -> int | None:
+        """A compact length or count: the varint minus one; None for 0 (null)."""
+        n = self.uvarint()
+        return None if n == 0 else n - 1
+
+    def _utf8(self, n: int) -> str:
+        if n > MAX_STRING_BYTES:
+            raise MalformedRequest(f"string of {n} bytes is longer than {MAX_STRING_BYTES}")
+        try:
+            return self.raw(n).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise MalformedRequest(f"string is not UTF-8: {e}") from None
+
     def nullable_string(self) -> str | None:
         n = self.int16()
         if n == -1:
             return None
         if n < 0:
             raise MalformedRequest(f"invalid string length {n}")
-        try:
-            return self.raw(n).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise MalformedRequest(f"string is not UTF-8: {e}") from None
+        return self._utf8(n)
+
+    def compact_nullable_string(self) -> str | None:
+        n = self._compact_length()
+        return None if n is None else self._utf8(n)
+
+    def compact_nullable_bytes(self) -> bytes | None:
+        n = self._compact_length()
+        return None if n is None else self.raw(n)
+
+    def compact_array_count(self, min_item_size: int) -> int | None:
+        """A compact array count (None for null) that fits in the remaining bytes."""
+        n = self._compact_length()
+        if n is not None:
+            self._check_fits(n, min_item_size, "array")
+        return n
+
+    def skip_tagged_fields(self) -> None:
+        """Read a tagged-fields section and skip every field in it.
+
+        brokerd models no tagged field, so known and unknown tags alike are skipped (as
+        Kafka skips tags it does not know). The count is checked against the remaining
+        bytes before the loop, each size before it is skipped; tags must ascend.
+        """
+        count = self.uvarint()
+        self._check_fits(count, MIN_TAGGED_FIELD_BYTES, "tagged-fields section")
+        last = -1
+        for _ in range(count):
+            tag = self.uvarint()
+            if tag <= last:
+                raise MalformedRequest(f"tag {tag} is out of order (after {last})")
+            last = tag
+            self.skip(self.uvarint())
+
+    def _check_fits(self, n: int, min_item_size: int, what: str) -> None:
+        if n * max(min_item_size, 1) > self.remaining:
+            raise MalformedRequest(
+                f"{what} of {n} items cannot fit in the {self.remaining} remaining bytes"
+            )
 
     def nullable_bytes(self) -> bytes | None:
         n = self.int32()
@@ -228,10 +307,7 @@ class Reader:
             return None
         if n < 0:
             raise MalformedRequest(f"invalid array count {n}")
-        if n * max(min_item_size, 1) > self.remaining:
-            raise MalformedRequest(
-                f"array of {n} items cannot fit in the {self.remaining} remaining bytes"
-            )
+        self._check_fits(n, min_item_size, "array")
         return n
 
     def expect_end(self) -> None:
@@ -242,10 +318,12 @@ class Reader:
 class Writer:
     """Accumulates encoded parts; :meth:`getvalue` joins them once."""
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_parts", "flexible")
 
-    def __init__(self) -> None:
+    def __init__(self, *, flexible: bool = False) -> None:
         self._parts: list[bytes] = []
+        #: Whether the body being written is a flexible version (compact encodings).
+        self.flexible = flexible
 
     def int8(self, v: int) -> None:
         self._parts.append(_I8.pack(v))
@@ -265,15 +343,46 @@ class Writer:
     def raw(self, data: bytes) -> None:
         self._parts.append(data)
 
+    def uvarint(self, v: int) -> None:
+        if not 0 <= v <= 0xFFFFFFFF:
+            raise ValueError(f"{v} does not fit an unsigned 32-bit varint")
+        out = bytearray()
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+        self._parts.append(bytes(out))
+
+    @staticmethod
+    def _utf8(v: str) -> bytes:
+        data = v.encode("utf-8")
+        if len(data) > MAX_STRING_BYTES:
+            raise ValueError(f"string of {len(data)} bytes is too long for the protocol")
+        return data
+
     def nullable_string(self, v: str | None) -> None:
         if v is None:
             self.int16(-1)
             return
-        data = v.encode("utf-8")
-        if len(data) > 0x7FFF:
-            raise ValueError(f"string of {len(data)} bytes is too long for the protocol")
+        data = self._utf8(v)
         self.int16(len(data))
         self._parts.append(data)
+
+    def compact_nullable_string(self, v: str | None) -> None:
+        self.compact_nullable_bytes(None if v is None else self._utf8(v))
+
+    def compact_nullable_bytes(self, v: bytes | None) -> None:
+        if v is None:
+            self.uvarint(0)
+            return
+        self.uvarint(len(v) + 1)
+        self._parts.append(bytes(v))
+
+    def compact_array_count(self, n: int | None) -> None:
+        self.uvarint(0 if n is None else n + 1)
+
+    def empty_tagged_fields(self) -> None:
+        self._parts.append(b"\x00")
 
     def nullable_bytes(self, v: bytes | None) -> None:
         if v is None:
@@ -296,7 +405,7 @@ class WireType(Protocol):
 
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None: ...
 
-    def min_size(self, version: int) -> int: ...
+    def min_size(self, version: int, flexible: bool = False) -> int: ...
 
 
 def _null_check(value: object, nullable: bool, what: str) -> None:
@@ -328,7 +437,7 @@ class _Int:
         else:
             w.int64(value)
 
-    def min_size(self, version: int) -> int:
+    def min_size(self, version: int, flexible: bool = False) -> int:
         return self._size
 
     def __repr__(self) -> str:
@@ -342,38 +451,44 @@ class _Bool:
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
         w.boolean(bool(value))
 
-    def min_size(self, version: int) -> int:
+    def min_size(self, version: int, flexible: bool = False) -> int:
         return 1
 
 
 class _String:
     def read(self, r: Reader, version: int, nullable: bool) -> str | None:
-        v = r.nullable_string()
+        v = r.compact_nullable_string() if r.flexible else r.nullable_string()
         if v is None and not nullable:
             raise MalformedRequest("null string where the schema forbids it")
         return v
 
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
         _null_check(value, nullable, "string")
-        w.nullable_string(value)
+        if w.flexible:
+            w.compact_nullable_string(value)
+        else:
+            w.nullable_string(value)
 
-    def min_size(self, version: int) -> int:
-        return 2
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 1 if flexible else 2
 
 
 class _Bytes:
     def read(self, r: Reader, version: int, nullable: bool) -> bytes | None:
-        v = r.nullable_bytes()
+        v = r.compact_nullable_bytes() if r.flexible else r.nullable_bytes()
         if v is None and not nullable:
             raise MalformedRequest("null bytes where the schema forbids it")
         return v
 
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
         _null_check(value, nullable, "bytes")
-        w.nullable_bytes(value)
+        if w.flexible:
+            w.compact_nullable_bytes(value)
+        else:
+            w.nullable_bytes(value)
 
-    def min_size(self, version: int) -> int:
-        return 4
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 1 if flexible else 4
 
 
 INT8: WireType = _Int(1, "INT8")
@@ -381,20 +496,23 @@ INT16: WireType = _Int(2, "INT16")
 INT32: WireType = _Int(4, "INT32")
 INT64: WireType = _Int(8, "INT64")
 BOOL: WireType = _Bool()
-#: ``int16`` length + UTF-8; nullability comes from the field.
+#: ``int16`` length + UTF-8 (compact in flexible versions); nullability from the field.
 STRING: WireType = _String()
-#: ``int32`` length + bytes (also the ``records`` type); nullability from the field.
+#: ``int32`` length + bytes (compact in flexible versions; also the ``records`` type);
+#: nullability from the field.
 BYTES: WireType = _Bytes()
 
 
 class Array:
-    """``int32`` count + items (-1 = null where the field allows it); read as a tuple."""
+    """``int32`` count + items (-1 = null where the field allows it); read as a tuple.
+    In flexible versions a compact array (varint count + 1, 0 = null)."""
 
     def __init__(self, item: WireType) -> None:
         self.item = item
 
     def read(self, r: Reader, version: int, nullable: bool) -> tuple[Any, ...] | None:
-        n = r.array_count(self.item.min_size(version))
+        item_size = self.item.min_size(version, r.flexible)
+        n = r.compact_array_count(item_size) if r.flexible else r.array_count(item_size)
         if n is None:
             if not nullable:
                 raise MalformedRequest("null array where the schema forbids it")
@@ -403,20 +521,27 @@ class Array:
 
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
         _null_check(value, nullable, "array")
-        if value is None:
+        items: Sequence[Any] | None = value
+        if w.flexible:
+            w.compact_array_count(None if items is None else len(items))
+        elif items is None:
             w.int32(-1)
-            return
-        items: Sequence[Any] = value
-        w.int32(len(items))
-        for item in items:
+        else:
+            w.int32(len(items))
+        for item in items or ():
             self.item.write(w, item, version, False)
 
-    def min_size(self, version: int) -> int:
-        return 4
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 1 if flexible else 4
 
 
 class Message(Protocol):
-    """An attrs class carrying its wire layout in ``FIELDS``."""
+    """An attrs class carrying its wire layout in ``FIELDS``.
+
+    A top-level message may also set ``FLEXIBLE_FROM: ClassVar[int | None]``, its first
+    flexible version (absent or None: never flexible). Nested structs take the mode of
+    the message that contains them.
+    """
 
     FIELDS: ClassVar[tuple[Field, ...]]
 
@@ -433,8 +558,11 @@ class Struct:
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
         write_struct(w, value, version)
 
-    def min_size(self, version: int) -> int:
-        return sum(f.type.min_size(version) for f in _fields(self.cls) if f.present(version))
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        fields = sum(
+            f.type.min_size(version, flexible) for f in _fields(self.cls) if f.present(version)
+        )
+        return fields + 1 if flexible else fields  # + the empty tagged-fields count
 
 
 @attrs.frozen
@@ -464,32 +592,45 @@ def _fields(cls: type[Any]) -> tuple[Field, ...]:
     return fields
 
 
+def is_flexible(cls: type[Any], version: int) -> bool:
+    """Whether message class ``cls`` uses the flexible encodings at ``version``."""
+    start: int | None = getattr(cls, "FLEXIBLE_FROM", None)
+    return start is not None and version >= start
+
+
 def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
-    """Read an instance of ``cls`` at ``version``; absent fields take their defaults."""
+    """Read an instance of ``cls`` at ``version``; absent fields take their defaults.
+    In a flexible reader the struct's tagged fields are read and skipped."""
     kwargs = {
         f.name: f.type.read(r, version, f.nullable(version))
         for f in _fields(cls)
         if f.present(version)
     }
+    if r.flexible:
+        r.skip_tagged_fields()
     return cls(**kwargs)
 
 
 def write_struct(w: Writer, obj: Any, version: int) -> None:
-    """Write the fields of ``obj`` that exist at ``version``, in schema order."""
+    """Write the fields of ``obj`` that exist at ``version``, in schema order (and an
+    empty tagged-fields section in a flexible writer)."""
     for f in _fields(type(obj)):
         if f.present(version):
             f.type.write(w, getattr(obj, f.name), version, f.nullable(version))
+    if w.flexible:
+        w.empty_tagged_fields()
 
 
 def encode_struct(obj: Any, version: int) -> bytes:
-    w = Writer()
+    """Encode a whole body; flexible or not as ``type(obj).FLEXIBLE_FROM`` says."""
+    w = Writer(flexible=is_flexible(type(obj), version))
     write_struct(w, obj, version)
     return w.getvalue()
 
 
 def decode_struct(cls: type[Any], data: bytes, version: int) -> Any:
     """Decode a whole body; trailing bytes are an error (they mean a wrong layout)."""
-    r = Reader(data)
+    r = Reader(data, flexible=is_flexible(cls, version))
     obj = read_struct(cls, r, version)
     r.expect_end()
     return obj
@@ -500,7 +641,8 @@ def decode_struct(cls: type[Any], data: bytes, version: int) -> Any:
 
 @attrs.frozen
 class RequestHeader:
-    """Request header v1: the header of every non-flexible request."""
+    """Request header v1 (non-flexible requests) or v2 (flexible ones: the same fields,
+    then tagged fields, which are skipped; ``client_id`` stays a non-compact string)."""
 
     api_key: int
     api_version: int
@@ -521,26 +663,44 @@ def peek_header(payload: bytes) -> tuple[int, int, int]:
     return int(key), int(version), int(correlation)
 
 
-def read_request_header(payload: bytes) -> tuple[RequestHeader, int]:
-    """Parse request header v1; return it and the offset where the body starts."""
+def read_request_header(payload: bytes, flexible: bool = False) -> tuple[RequestHeader, int]:
+    """Parse request header v1 (v2 if ``flexible``); return it and the offset where the
+    body starts."""
     key, version, correlation = peek_header(payload)
     r = Reader(payload, REQUEST_HEADER_FIXED)
     client_id = r.nullable_string()
+    if flexible:
+        r.skip_tagged_fields()
     return RequestHeader(key, version, correlation, client_id), r.pos
 
 
-def encode_request_header(header: RequestHeader) -> bytes:
+def encode_request_header(header: RequestHeader, flexible: bool = False) -> bytes:
+    """Request header v1, or v2 (with an empty tagged-fields section) if ``flexible``."""
     w = Writer()
     w.int16(header.api_key)
     w.int16(header.api_version)
     w.int32(header.correlation_id)
     w.nullable_string(header.client_id)
+    if flexible:
+        w.empty_tagged_fields()
     return w.getvalue()
 
 
-def response_frame(correlation_id: int, body: bytes) -> bytes:
-    """A complete response frame: size, response header v0 (correlation id), body."""
-    return _I32.pack(len(body) + 4) + _I32.pack(correlation_id) + body
+def response_frame(correlation_id: int, body: bytes, flexible_header: bool = False) -> bytes:
+    """A complete response frame: size, response header v0 (correlation id) or, if
+    ``flexible_header``, v1 (correlation id + an empty tagged-fields section), body."""
+    header = _I32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+    return _I32.pack(len(body) + len(header)) + header + body
+
+
+def read_response_header(payload: bytes, flexible_header: bool = False) -> tuple[int, int]:
+    """``(correlation_id, body offset)`` of response header v0, or v1 if
+    ``flexible_header`` (its tagged fields are skipped)."""
+    r = Reader(payload)
+    correlation = r.int32()
+    if flexible_header:
+        r.skip_tagged_fields()
+    return correlation, r.pos
 
 
 def iter_fields(cls: type[Any], version: int) -> Iterable[Field]:

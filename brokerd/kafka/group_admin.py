@@ -20,7 +20,7 @@ topic existence checks (the handler's), the join/sync protocol, or any blocking 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import attrs
 from twisted.internet import defer
@@ -127,12 +127,29 @@ class GroupAdmin:
     def list_groups(self) -> tuple[int, list[tuple[str, str]]]:
         """``(error_code, [(group_id, protocol_type)])``: every group the coordinator
         holds, in any state, and every group that only has committed offsets."""
+        code, groups = self.list_groups_with_states()
+        return code, [(group_id, protocol) for group_id, protocol, _ in groups]
+
+    def list_groups_with_states(
+        self, states_filter: Collection[str] = ()
+    ) -> tuple[int, list[tuple[str, str, str]]]:
+        """``(error_code, [(group_id, protocol_type, state)])`` (ListGroups v4). A group
+        with only committed offsets is Empty. ``states_filter`` (state names, compared
+        case-insensitively as Kafka does; a name that is no state matches nothing)
+        keeps only groups in those states; empty keeps every group."""
         if self._stopped():
             return int(ErrorCode.COORDINATOR_NOT_AVAILABLE), []
-        listed = {g.group_id: g.protocol_type or "" for g in self._groups.values()}
+        listed = {
+            g.group_id: (g.protocol_type or "", g.state.value) for g in self._groups.values()
+        }
         for group_id in self._offsets.groups():
-            listed.setdefault(group_id, "")
-        return int(ErrorCode.NONE), sorted(listed.items())
+            listed.setdefault(group_id, ("", GroupState.EMPTY.value))
+        wanted = {s.lower() for s in states_filter}
+        return int(ErrorCode.NONE), [
+            (group_id, protocol, state)
+            for group_id, (protocol, state) in sorted(listed.items())
+            if not wanted or state.lower() in wanted
+        ]
 
     # -- DescribeGroups -----------------------------------------------------------------
 

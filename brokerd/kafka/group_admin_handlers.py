@@ -13,7 +13,7 @@ It does not parse or build bytes, keep group state, or dispatch:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer
@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 class GroupAdminLike(Protocol):
     """:class:`~brokerd.kafka.group_admin.GroupAdmin` as the handlers use it."""
 
-    def list_groups(self) -> tuple[int, list[tuple[str, str]]]: ...
+    def list_groups_with_states(
+        self, states_filter: Collection[str] = (), /
+    ) -> tuple[int, list[tuple[str, str, str]]]: ...
 
     def describe(self, group_ids: list[str], /) -> Sequence[GroupDescription]: ...
 
@@ -61,11 +63,15 @@ class GroupAdminHandlers:
         self._coordinator = coordinator
 
     async def list_groups(self, conn: Connection, req: Request) -> Any:
-        code, groups = self._coordinator.admin.list_groups()
+        body: apis.ListGroupsRequest = req.body
+        # states_filter is empty before v4 (the field's default), so every group is listed;
+        # group_state is only on the wire from v4.
+        code, groups = self._coordinator.admin.list_groups_with_states(body.states_filter)
         return apis.ListGroupsResponse(
             error_code=code,
             groups=tuple(
-                apis.ListedGroup(group_id=g, protocol_type=t) for g, t in groups
+                apis.ListedGroup(group_id=g, protocol_type=t, group_state=s)
+                for g, t, s in groups
             ),
         )
 
