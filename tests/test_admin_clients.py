@@ -247,10 +247,15 @@ def test_confluent_list_and_describe_consumer_groups(broker: BrokerProcess, ck: 
     listed = ck.result(ck.client.list_consumer_groups())
     assert not listed.errors
     (ours,) = [g for g in listed.valid if g.group_id == "ck-group"]
-    # librdkafka learns a group's state from ListGroups v4+ (a flexible version brokerd
-    # does not speak); over v0-2 it reports UNKNOWN, and DescribeGroups gives the state.
-    assert ours.state in (ConsumerGroupState.EMPTY, ConsumerGroupState.UNKNOWN)
+    # librdkafka learns a group's state from ListGroups v4+ (flexible): the group has
+    # only committed offsets, so it is Empty.
+    assert ours.state == ConsumerGroupState.EMPTY
     assert not ours.is_simple_consumer_group
+    # The states filter (ListGroups v4 states_filter) is applied by the broker.
+    empty = ck.result(ck.client.list_consumer_groups(states={ConsumerGroupState.EMPTY}))
+    assert "ck-group" in [g.group_id for g in empty.valid]
+    stable = ck.result(ck.client.list_consumer_groups(states={ConsumerGroupState.STABLE}))
+    assert "ck-group" not in [g.group_id for g in stable.valid]
 
     described = ck.result(ck.client.describe_consumer_groups(["ck-group"])["ck-group"])
     assert described.group_id == "ck-group"

@@ -679,6 +679,17 @@ class GroupAdminTests(_Base):
             self.coord.admin.list_groups(), (0, [("g", "consumer"), ("simple", "")])
         )
 
+    def test_list_with_states_and_states_filter(self) -> None:
+        self.stable_single()
+        self.result(self.coord.commit_offsets("simple", -1, "", [("t", 0, 3, 0, None)]))
+        admin = self.coord.admin
+        both = [("g", "consumer", "Stable"), ("simple", "", "Empty")]
+        self.assertEqual(admin.list_groups_with_states(), (0, both))
+        # Case-insensitive, as Kafka; a name that is no state matches nothing.
+        self.assertEqual(admin.list_groups_with_states(["stable"]), (0, both[:1]))
+        self.assertEqual(admin.list_groups_with_states(["EMPTY", "Dead"]), (0, both[1:]))
+        self.assertEqual(admin.list_groups_with_states(["NoSuchState"]), (0, []))
+
     def test_describe(self) -> None:
         d = self.join(protocols=[("range", _subscription("t"))], instance_id="i")
         self.assertEqual(self.coord.admin.describe(["g"])[0].state, "PreparingRebalance")

@@ -856,3 +856,195 @@ def test_flexible_partition_admin_versions_refused(key: ApiKey, version: int) ->
 
 def test_policy_violation_code() -> None:
     assert error_code_for(errors.PolicyViolation("compact")) == ErrorCode.POLICY_VIOLATION == 44
+
+
+# -- flexible versions: compact encodings, tagged fields, headers v2 / v1 --------------
+
+
+def uv(n: int) -> bytes:
+    """An unsigned varint (written out by hand so the codec is not its own oracle)."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def cs(v: str | None) -> bytes:
+    return b"\x00" if v is None else uv(len(v.encode()) + 1) + v.encode()
+
+
+def cb(v: bytes | None) -> bytes:
+    return b"\x00" if v is None else uv(len(v) + 1) + v
+
+
+def carr(*items: bytes) -> bytes:
+    return uv(len(items) + 1) + b"".join(items)
+
+
+NO_TAGS = b"\x00"
+
+
+@attrs.frozen(kw_only=True)
+class _FlexItem:
+    name: str = ""
+    FIELDS = (codec.Field("name", codec.STRING),)
+
+
+@attrs.frozen(kw_only=True)
+class _FlexMessage:
+    """A test-only message, flexible from v1: every kind of compact field and null."""
+
+    id: int = 0
+    label: str | None = ""
+    data: bytes | None = b""
+    items: tuple[_FlexItem, ...] | None = ()
+    FLEXIBLE_FROM = 1
+    FIELDS = (
+        codec.Field("id", codec.INT32),
+        codec.Field("label", codec.STRING, nullable_from=0),
+        codec.Field("data", codec.BYTES, nullable_from=0),
+        codec.Field("items", codec.Array(codec.Struct(_FlexItem)), nullable_from=0),
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "wire"),
+    [(0, b"\x00"), (1, b"\x01"), (127, b"\x7f"), (128, b"\x80\x01"), (300, b"\xac\x02"),
+     (0xFFFFFFFF, b"\xff\xff\xff\xff\x0f")],
+)
+def test_uvarint(value: int, wire: bytes) -> None:
+    w = codec.Writer()
+    w.uvarint(value)
+    assert w.getvalue() == wire == uv(value)
+    r = codec.Reader(wire)
+    assert r.uvarint() == value
+    r.expect_end()
+
+
+@pytest.mark.parametrize(
+    "wire", [b"\xff\xff\xff\xff\x1f", b"\x80\x80\x80\x80\x80\x01", b"\x80", b""]
+)
+def test_uvarint_over_32_bits_or_truncated_refused(wire: bytes) -> None:
+    with pytest.raises(codec.MalformedRequest):
+        codec.Reader(wire).uvarint()
+
+
+def test_flexible_body_layout_and_nulls() -> None:
+    msg = _FlexMessage(id=5, label="ab", data=b"\x01", items=(_FlexItem(name="x"),))
+    item = cs("x") + NO_TAGS
+    flexible = i32(5) + cs("ab") + cb(b"\x01") + carr(item) + NO_TAGS
+    assert codec.encode_struct(msg, 1) == flexible
+    assert codec.decode_struct(_FlexMessage, flexible, 1) == msg
+    # v0 of the same class is not flexible: the classic encodings, byte for byte.
+    classic = i32(5) + s("ab") + b(b"\x01") + arr(s("x"))
+    assert codec.encode_struct(msg, 0) == classic
+    nulls = _FlexMessage(id=1, label=None, data=None, items=None)
+    assert codec.encode_struct(nulls, 1) == i32(1) + b"\x00\x00\x00" + NO_TAGS
+    assert codec.decode_struct(_FlexMessage, i32(1) + b"\x00\x00\x00" + NO_TAGS, 1) == nulls
+    empty = _FlexMessage(id=1, label="", data=b"", items=())
+    assert codec.encode_struct(empty, 1) == i32(1) + b"\x01\x01\x01" + NO_TAGS
+
+
+def test_flexible_null_where_not_nullable_refused() -> None:
+    # _FlexItem.name is not nullable: a compact null (0) is an error.
+    with pytest.raises(codec.MalformedRequest, match="null string"):
+        codec.decode_struct(_FlexMessage, i32(1) + cs("") + cb(b"") + carr(b"\x00" + NO_TAGS)
+                            + NO_TAGS, 1)
+
+
+def test_tagged_fields_are_skipped_at_every_level() -> None:
+    # Tag 0 (2 bytes) and tag 7 (0 bytes) on the item, tag 3 (3 bytes) on the message:
+    # none is modelled, known or not, so all are skipped.
+    item = cs("x") + uv(2) + uv(0) + uv(2) + b"zz" + uv(7) + uv(0)
+    body = i32(9) + cs("l") + cb(b"") + carr(item) + uv(1) + uv(3) + uv(3) + b"abc"
+    assert codec.decode_struct(_FlexMessage, body, 1) == _FlexMessage(
+        id=9, label="l", data=b"", items=(_FlexItem(name="x"),)
+    )
+
+
+def test_tags_out_of_order_refused() -> None:
+    tags = uv(2) + uv(4) + uv(0) + uv(4) + uv(0)
+    with pytest.raises(codec.MalformedRequest, match="out of order"):
+        codec.Reader(tags).skip_tagged_fields()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a tagged-fields count of 2**32-1 in a few bytes
+        i32(1) + cs("") + cb(b"") + carr() + uv(0xFFFFFFFF) + b"\x00" * 8,
+        # one tagged field claiming 2**32-2 bytes
+        i32(1) + cs("") + cb(b"") + carr() + uv(1) + uv(0) + uv(0xFFFFFFFE) + b"\x00" * 8,
+        # a compact array of 2**32-2 items
+        i32(1) + cs("") + cb(b"") + uv(0xFFFFFFFF) + b"\x00" * 8,
+        # compact bytes of 2**32-2 bytes, and a string longer than Kafka allows
+        i32(1) + cs("") + uv(0xFFFFFFFF) + b"\x00" * 8,
+        i32(1) + uv(0x10000) + b"\x00" * 8,
+    ],
+)
+def test_huge_flexible_lengths_refused_without_allocating(body: bytes) -> None:
+    tracemalloc.start()
+    try:
+        with pytest.raises(codec.MalformedRequest):
+            codec.decode_struct(_FlexMessage, body, 1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024
+
+
+def test_flexible_array_count_uses_flexible_item_sizes() -> None:
+    # Three items of two bytes each (an empty compact string and no tags) in six bytes:
+    # the classic minimum (2 per string) would wrongly call this too short.
+    body = i32(1) + cs("") + cb(b"") + carr(*[cs("") + NO_TAGS] * 3) + NO_TAGS
+    assert len(codec.decode_struct(_FlexMessage, body, 1).items) == 3
+    with pytest.raises(codec.MalformedRequest, match="cannot fit"):
+        codec.decode_struct(_FlexMessage, i32(1) + cs("") + cb(b"") + uv(5) + b"\x01\x00", 1)
+
+
+@settings(max_examples=50, deadline=None, database=None)
+@given(body=_struct_strategy(_FlexMessage, 1))
+def test_flexible_round_trip(body: _FlexMessage) -> None:
+    assert codec.decode_struct(_FlexMessage, codec.encode_struct(body, 1), 1) == body
+
+
+def test_request_header_v2_for_flexible_versions() -> None:
+    header = RequestHeader(int(ApiKey.LIST_GROUPS), 3, 7, "cli")
+    # Header v2: client_id stays an int16-length string, then tagged fields.
+    wire = i16(16) + i16(3) + i32(7) + s("cli") + NO_TAGS + NO_TAGS
+    assert apis.encode_request(header, apis.ListGroupsRequest()) == i32(len(wire)) + wire
+    # A header tagged field (tag 0, 2 bytes) is skipped.
+    tagged = i16(16) + i16(3) + i32(7) + s("cli") + uv(1) + uv(0) + uv(2) + b"xx" + NO_TAGS
+    assert apis.decode_request(tagged) == apis.Request(header, apis.ListGroupsRequest())
+    # Non-flexible versions keep header v1: no tag byte.
+    assert apis.decode_request(request(ApiKey.LIST_GROUPS, 2, b"")).body == (
+        apis.ListGroupsRequest()
+    )
+
+
+def test_response_header_v1_for_flexible_versions_but_not_api_versions() -> None:
+    out = apis.encode_response(7, 3, apis.ListGroupsResponse())
+    assert out == i32(4 + 1 + 4 + 2 + 1 + 1) + i32(7) + NO_TAGS + i32(0) + i16(0) + carr() + NO_TAGS
+    assert apis.decode_response(ApiKey.LIST_GROUPS, 3, out[4:]) == (7, apis.ListGroupsResponse())
+    assert apis.response_header_flexible(ApiKey.LIST_GROUPS, 3)
+    assert not apis.response_header_flexible(ApiKey.LIST_GROUPS, 2)
+    # Kafka's rule: ApiVersions answers response header v0 whatever the version.
+    assert not apis.response_header_flexible(ApiKey.API_VERSIONS, 3)
+
+
+def test_list_groups_v3_v4_layouts() -> None:
+    v3 = i16(16) + i16(3) + i32(7) + s("cli") + NO_TAGS + NO_TAGS
+    assert apis.decode_request(v3).body == apis.ListGroupsRequest()
+    v4 = i16(16) + i16(4) + i32(7) + s("cli") + NO_TAGS + carr(cs("Stable"), cs("Empty")) + NO_TAGS
+    assert apis.decode_request(v4).body == apis.ListGroupsRequest(states_filter=("Stable", "Empty"))
+    resp = apis.ListGroupsResponse(
+        groups=(apis.ListedGroup(group_id="g", protocol_type="consumer", group_state="Stable"),)
+    )
+    group = cs("g") + cs("consumer")
+    assert encoded(2, resp) == i32(0) + i16(0) + arr(s("g") + s("consumer"))
+    assert encoded(3, resp) == NO_TAGS + i32(0) + i16(0) + carr(group + NO_TAGS) + NO_TAGS
+    assert encoded(4, resp) == (
+        NO_TAGS + i32(0) + i16(0) + carr(group + cs("Stable") + NO_TAGS) + NO_TAGS
+    )
