@@ -403,6 +403,9 @@ def test_kafka_python_list_and_describe_groups(broker: BrokerProcess, kp: Any) -
     group_with_commits(broker, "kp-group", "kp-groups", {0: 0})
     listed = {g["group_id"]: g for g in kp.list_groups()}
     assert listed["kp-group"]["protocol_type"] == "consumer"
+    # kafka-python 3 picks ListGroups v4 (flexible), which carries each group's state.
+    assert listed["kp-group"]["group_state"] == "Empty"
+    assert "kp-group" not in [g["group_id"] for g in kp.list_groups(states_filter=["Stable"])]
     described = kp.describe_groups(["kp-group"])["kp-group"]
     assert described["error"] is None
     assert described["group_state"] == "Empty"

@@ -76,7 +76,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
-    # Group admin APIs (the last non-flexible versions).
+    # Group admin APIs (the last non-flexible versions; ListGroups to its flexible v4).
     ApiKey.LIST_GROUPS: (0, 4),
     ApiKey.DESCRIBE_GROUPS: (0, 4),
     ApiKey.DELETE_GROUPS: (0, 1),
