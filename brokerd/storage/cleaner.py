@@ -447,11 +447,13 @@ class _Pass:
                 return
             self._check_stop()
             self.result.bytes_written += written
-            if written == 0 and not first:
+            # replace_segment refuses to delete a segment that is gone, or that became
+            # the first (DeleteRecords or retention deleted those before it during the
+            # pass): that one is kept, empty, below.
+            if written == 0 and not first and self.log.replace_segment(segment, None):
                 os.unlink(cleaned)
-                if self.log.replace_segment(segment, None):
-                    self.result.segments_deleted += 1
-                    self.hook("segment-deleted")
+                self.result.segments_deleted += 1
+                self.hook("segment-deleted")
                 return
             if self.log.replace_segment(segment, cleaned, self.hook):
                 self.result.segments_rewritten += 1

@@ -1,0 +1,123 @@
+"""Where the log cleaner meets DeleteRecords, retention and topic deletion (real files)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from brokerd.core.cleaner import CleanerService, CleanerSettings
+from brokerd.storage.cleaner import clean_log
+from brokerd.storage.keymap import OffsetMap
+from brokerd.storage.logdir import LogDirectory
+
+from tests.compaction_helpers import T0, compact_config, latest, open_log, put, read_all, roll
+
+BOTH = {"compact", "delete"}
+
+
+def test_segment_emptied_after_delete_records_made_it_first(tmp_path: Path) -> None:
+    """DeleteRecords (or retention) removes the first segment while a pass runs: the
+    next segment, every record of which the pass removes, is now the first one. The pass
+    keeps it (empty) instead of failing with an error that killed the cleaner thread."""
+    log = open_log(tmp_path, compact_config(cleanup_policy=BOTH))
+    put(log, [(b"a", b"1")])
+    roll(log)
+    put(log, [(b"a", b"2")])
+    roll(log)
+    put(log, [(b"a", b"3")])
+    roll(log)
+    s1 = log.segments[1]
+    written: list[str] = []
+
+    def hook(step: str) -> None:
+        if step == "segment-written":
+            written.append(step)
+            if len(written) == 2:  # s1 written, not yet swapped
+                log.delete_records_before(s1.base_offset)
+
+    result = clean_log(log, None, now_ms=T0, key_map=OffsetMap(1 << 16), hook=hook)
+    assert result is not None and result.segments_deleted == 0
+    assert log.segments[0].base_offset == s1.base_offset == log.log_start_offset
+    assert log.segments[0].size == 0
+    assert latest(read_all(log))[b"a"] == b"3"
+    log.close()
+    again = open_log(tmp_path, compact_config(cleanup_policy=BOTH))
+    assert latest(read_all(again))[b"a"] == b"3"
+    again.close()
+
+
+def test_delete_records_waits_for_a_swap_in_progress(tmp_path: Path) -> None:
+    """DeleteRecords deleting the segment the cleaner is swapping: it waits for the swap
+    (as retention does), so no orphan segment file is left and no segment leaks."""
+    log = open_log(tmp_path, compact_config(cleanup_policy=BOTH))
+    for i in range(3):
+        put(log, [(b"a", b"%d" % i), (b"b", b"%d" % i)])
+    roll(log)
+    put(log, [(b"a", b"last")])
+    roll(log)
+    s1 = log.segments[1]
+    deleter: list[threading.Thread] = []
+
+    def hook(step: str) -> None:
+        if step == "swap-committed" and not deleter:
+            thread = threading.Thread(target=log.delete_records_before, args=(s1.base_offset,))
+            deleter.append(thread)
+            thread.start()
+            thread.join(0.3)
+
+    clean_log(log, None, now_ms=T0, key_map=OffsetMap(1 << 16), hook=hook)
+    deleter[0].join(5)
+    assert not deleter[0].is_alive()
+    on_disk = sorted(int(n[:-4]) for n in os.listdir(tmp_path) if n.endswith(".log"))
+    assert on_disk == [s.base_offset for s in log.segments]
+    assert log.log_start_offset == s1.base_offset == log.segments[0].base_offset
+    log.close()
+
+
+class _NoReactor:
+    def callFromThread(self, f: Any, *a: Any, **kw: Any) -> None:
+        f(*a, **kw)
+
+
+COMPACT = {
+    "cleanup.policy": "compact",
+    "segment.bytes": "4096",
+    "min.cleanable.dirty.ratio": "0.01",
+}
+
+
+def _fill(logdir: LogDirectory, keys: list[bytes], rounds: int) -> None:
+    log = logdir.get("t", 0)
+    for r in range(rounds):
+        for key in keys:
+            put(log, [(key, b"v%d" % r)])
+    roll(log)
+
+
+def test_checkpoint_of_a_deleted_topic_is_not_applied_to_its_successor(tmp_path: Path) -> None:
+    """A topic deleted and created again under its name starts with no cleaner
+    checkpoint: its first pass compacts it from offset 0."""
+    logdir = LogDirectory.open(str(tmp_path / "data"))
+    logdir.create_topic("t", 1, COMPACT)
+    service = CleanerService(
+        logdir,
+        CleanerSettings(dedupe_buffer_bytes=1 << 20),
+        reactor=_NoReactor(),
+        wall_clock=lambda: T0 / 1000.0,
+    )
+    _fill(logdir, [b"k%d" % i for i in range(10)], rounds=30)
+    assert service.clean_one()
+    old_end = logdir.get("t", 0).log_end_offset
+    logdir.delete_topic("t")
+    logdir.create_topic("t", 1, COMPACT)
+    # Keys only below the old checkpoint, then others after it.
+    _fill(logdir, [b"old%d" % i for i in range(5)], rounds=old_end // 5 - 10)
+    _fill(logdir, [b"new%d" % i for i in range(5)], rounds=30)
+    assert service.clean_one()
+    log = logdir.get("t", 0)
+    records = [r for r in read_all(log) if r.key != b"filler"]
+    old_keys = [r.key for r in records if r.key is not None and r.key.startswith(b"old")]
+    assert len(old_keys) == 5, "one record per key"
+    logdir.close()
