@@ -121,3 +121,23 @@ def test_checkpoint_of_a_deleted_topic_is_not_applied_to_its_successor(tmp_path:
     old_keys = [r.key for r in records if r.key is not None and r.key.startswith(b"old")]
     assert len(old_keys) == 5, "one record per key"
     logdir.close()
+
+
+def test_emptied_first_segment_does_not_hold_back_time_retention(tmp_path: Path) -> None:
+    """``compact,delete``: the pass empties the first segment (kept, for the log start).
+    Having no record, its age for retention.ms is its file's mtime, which the swap must
+    not reset to now, or retention keeps every old segment after it for another
+    retention.ms (Kafka gives a cleaned segment its original's modification time)."""
+    config = compact_config(cleanup_policy=BOTH, retention_ms=1000)
+    log = open_log(tmp_path, config)
+    put(log, [(b"a", b"1")])
+    roll(log)
+    put(log, [(b"a", b"2")])
+    roll(log)
+    for segment in log.segments[:-1]:
+        os.utime(segment.log_path, (T0 / 1000.0, T0 / 1000.0))
+    clean_log(log, None, now_ms=T0, key_map=OffsetMap(1 << 16))
+    assert log.segments[0].size == 0
+    before = len(log.segments)
+    assert log.enforce_retention(now=T0 / 1000.0 + 60) == before - 1
+    log.close()

@@ -488,6 +488,11 @@ class _Pass:
                     write_all(fd, out)
                     written += len(out)
                     self.throttle.account(len(out))
+                # The original's modification time, as Kafka does: it is the segment's
+                # age for retention.ms when no record is left to give one (the first
+                # segment is kept, empty), and must not restart at the swap.
+                st = os.stat(segment.log_path)
+                os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
                 datasync(fd)
             finally:
                 os.close(fd)
