@@ -141,3 +141,22 @@ def test_emptied_first_segment_does_not_hold_back_time_retention(tmp_path: Path)
     before = len(log.segments)
     assert log.enforce_retention(now=T0 / 1000.0 + 60) == before - 1
     log.close()
+
+
+def test_topic_deleted_during_a_pass_is_not_an_error(tmp_path: Path) -> None:
+    """DeleteTopics removes the partition directory under a running pass: the pass
+    stops (None, as when the broker stops) instead of failing with an I/O error, and
+    leaves no file behind."""
+    data = tmp_path / "data"
+    logdir = LogDirectory.open(str(data))
+    logdir.create_topic("t", 1, COMPACT)
+    _fill(logdir, [b"k%d" % i for i in range(10)], rounds=30)
+    log = logdir.get("t", 0)
+
+    def hook(step: str) -> None:
+        if step == "segment-written" and "t" in logdir.topics():
+            logdir.delete_topic("t")
+
+    assert clean_log(log, None, now_ms=T0, key_map=OffsetMap(1 << 16), hook=hook) is None
+    assert not (data / "t-0").exists()
+    logdir.close()

@@ -543,6 +543,8 @@ def clean_log(
     except Stopped:
         return None
     except OSError as exc:
+        if not os.path.isdir(log.path):
+            return None  # its topic was deleted (files and all) during the pass
         raise StorageError(f"cleaning {log.path} failed: {exc}") from exc
     finally:
         key_map.clear()

@@ -499,9 +499,8 @@ class PartitionLog(LogStartMixin):
         """Swap the fsynced cleaned copy ``cleaned`` in for the sealed segment ``old``, or
         with None delete ``old`` (every record in it was removed; never the first
         segment, which holds the log start). False, changing nothing, if ``old`` is no
-        longer a sealed segment of this log (retention deleted it, the log closed), or
-        if it is to be deleted but is the first segment (it may have become the first
-        since the pass began: DeleteRecords and retention delete segments meanwhile)."""
+        longer a sealed segment of this log (retention deleted it, the log closed) or if
+        deleting it but it became the first (DeleteRecords or retention ran meanwhile)."""
         with self._swap_lock:
             if self._closed or not any(s is old for s in self._segments[:-1]):
                 return False
