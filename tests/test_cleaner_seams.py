@@ -160,3 +160,30 @@ def test_topic_deleted_during_a_pass_is_not_an_error(tmp_path: Path) -> None:
     assert clean_log(log, None, now_ms=T0, key_map=OffsetMap(1 << 16), hook=hook) is None
     assert not (data / "t-0").exists()
     logdir.close()
+
+
+def test_created_partitions_take_the_topic_configs_and_are_cleaned(tmp_path: Path) -> None:
+    """CreatePartitions on a topic with overrides (regression): the new partitions get
+    the topic's config, including one altered since its creation, and the cleaner
+    service compacts them."""
+    logdir = LogDirectory.open(str(tmp_path / "data"))
+    logdir.create_topic("t", 1, {"cleanup.policy": "delete"})
+    logdir.alter_topic_configs("t", lambda _current: COMPACT)
+    logdir.create_partitions("t", 2)
+    new = logdir.get("t", 1)
+    assert new.config == logdir.get("t", 0).config and new.config.compact
+    service = CleanerService(
+        logdir,
+        CleanerSettings(dedupe_buffer_bytes=1 << 20),
+        reactor=_NoReactor(),
+        wall_clock=lambda: T0 / 1000.0,
+    )
+    for r in range(30):
+        for k in range(10):
+            put(new, [(b"k%d" % k, b"v%d" % r)])
+    roll(new)
+    assert service.clean_one()
+    assert service.records_removed > 0
+    keys = [r.key for r in read_all(new) if r.key != b"filler"]
+    assert sorted(keys) == sorted(b"k%d" % k for k in range(10))
+    logdir.close()
