@@ -9,7 +9,12 @@ data directory), and sleep ``backoff_seconds`` when nothing is due. Two threads 
 clean the same partition.
 
 Appends are never blocked by a pass: a cleaned segment is swapped in under the log's
-swap lock, which only retention and close take (``PartitionLog.replace_segment``).
+swap lock, which only retention, DeleteRecords and close take
+(``PartitionLog.replace_segment``).
+
+A checkpoint belongs to the partition log it was taken on: a topic deleted and created
+again under its name gets a new log, which is cleaned from its start (and the stale entry
+is not written again), as Kafka drops a deleted partition's cleaner checkpoint.
 
 At stop the threads are told to stop (a pass stops between batches and removes its
 ``.cleaned`` file; swaps already done are complete and valid) and the service's stop
@@ -100,6 +105,9 @@ class CleanerService(service.Service):
         self._lock = threading.Lock()
         self._busy: set[tuple[str, int]] = set()
         self._checkpoints = read_checkpoint(logdir.path)
+        # Which log each checkpoint was taken on (the ones read: the logs open now).
+        live = logdir.logs()
+        self._owners = {k: live[k] for k in self._checkpoints if k in live}
         self._threads: list[threading.Thread] = []
         self._stopped: defer.Deferred[None] | None = None
         self._running_threads = 0
@@ -166,7 +174,7 @@ class CleanerService(service.Service):
         for key, log in self._logdir.logs().items():
             if not log.config.compact or log.failed or key in self._busy:
                 continue
-            state = cleanable_state(log, self._checkpoints.get(key), now_ms)
+            state = cleanable_state(log, self._checkpoint(key, log), now_ms)
             if state.due(log, now_ms) and (best is None or state.dirty_ratio > best[0]):
                 best = (state.dirty_ratio, key, log)
         return None if best is None else (best[1], best[2])
@@ -186,7 +194,7 @@ class CleanerService(service.Service):
         try:
             result = clean_log(
                 log,
-                self._checkpoints.get(key),
+                self._checkpoint(key, log),
                 now_ms=now_ms,
                 key_map=key_map,
                 throttle=throttle,
@@ -199,7 +207,7 @@ class CleanerService(service.Service):
                 self.records_removed += result.records_removed
                 self.bytes_read += result.bytes_read
                 self.bytes_written += result.bytes_written
-                self._save_checkpoint(key, result.end)
+                self._save_checkpoint(key, log, result.end)
                 _log.info(
                     "cleaned %s-%d up to offset %d: %d of %d records removed",
                     key[0],
@@ -218,10 +226,20 @@ class CleanerService(service.Service):
             with self._lock:
                 self._busy.discard(key)
 
-    def _save_checkpoint(self, key: tuple[str, int], end: int) -> None:
+    def _checkpoint(self, key: tuple[str, int], log: PartitionLog) -> int | None:
+        """``key``'s checkpoint if it was taken on ``log`` (not on a deleted namesake)."""
+        return self._checkpoints.get(key) if self._owners.get(key) is log else None
+
+    def _save_checkpoint(self, key: tuple[str, int], log: PartitionLog, end: int) -> None:
         with self._lock:
             self._checkpoints[key] = end
+            self._owners[key] = log
             live = self._logdir.logs()
-            points = {k: v for k, v in self._checkpoints.items() if k in live}
+            points = {
+                k: v
+                for k, v in self._checkpoints.items()
+                if k in live and self._owners.get(k) is live[k]
+            }
+            self._owners = {k: self._owners[k] for k in points}
             self._checkpoints = points
             write_checkpoint(self._logdir.path, points)

@@ -447,11 +447,13 @@ class _Pass:
                 return
             self._check_stop()
             self.result.bytes_written += written
-            if written == 0 and not first:
+            # replace_segment refuses to delete a segment that is gone, or that became
+            # the first (DeleteRecords or retention deleted those before it during the
+            # pass): that one is kept, empty, below.
+            if written == 0 and not first and self.log.replace_segment(segment, None):
                 os.unlink(cleaned)
-                if self.log.replace_segment(segment, None):
-                    self.result.segments_deleted += 1
-                    self.hook("segment-deleted")
+                self.result.segments_deleted += 1
+                self.hook("segment-deleted")
                 return
             if self.log.replace_segment(segment, cleaned, self.hook):
                 self.result.segments_rewritten += 1
@@ -486,6 +488,11 @@ class _Pass:
                     write_all(fd, out)
                     written += len(out)
                     self.throttle.account(len(out))
+                # The original's modification time, as Kafka does: it is the segment's
+                # age for retention.ms when no record is left to give one (the first
+                # segment is kept, empty), and must not restart at the swap.
+                st = os.stat(segment.log_path)
+                os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
                 datasync(fd)
             finally:
                 os.close(fd)
@@ -536,6 +543,8 @@ def clean_log(
     except Stopped:
         return None
     except OSError as exc:
+        if not os.path.isdir(log.path):
+            return None  # its topic was deleted (files and all) during the pass
         raise StorageError(f"cleaning {log.path} failed: {exc}") from exc
     finally:
         key_map.clear()

@@ -499,12 +499,13 @@ class PartitionLog(LogStartMixin):
         """Swap the fsynced cleaned copy ``cleaned`` in for the sealed segment ``old``, or
         with None delete ``old`` (every record in it was removed; never the first
         segment, which holds the log start). False, changing nothing, if ``old`` is no
-        longer a sealed segment of this log (retention deleted it, the log closed)."""
+        longer a sealed segment of this log (retention deleted it, the log closed) or if
+        deleting it but it became the first (DeleteRecords or retention ran meanwhile)."""
         with self._swap_lock:
             if self._closed or not any(s is old for s in self._segments[:-1]):
                 return False
             if cleaned is None and old is self._segments[0]:
-                raise ValueError("the first segment is replaced, never deleted")
+                return False
             new = None
             if cleaned is not None:
                 interval = self.config.index_interval_bytes

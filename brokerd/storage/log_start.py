@@ -14,7 +14,7 @@ topic's cleanup policy, or anything with Twisted.
 
 Threads: :meth:`LogStartMixin.delete_records_before` may run in any write-pool thread
 beside the partition's writer and readers: it changes the segment list under the
-segment lock, as retention does, and readers pinning a deleted segment finish their read.
+swap and segment locks, as retention does, and readers pinning a deleted segment finish their read.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class _LogState(Protocol):
     _closed: bool
     _write_lock: threading.Lock
     _seg_lock: threading.Lock
+    _swap_lock: threading.Lock
     _segments: tuple[Segment, ...]
     _visible: tuple[int, int, int]
     _dirty: dict[int, Segment]
@@ -120,21 +121,24 @@ class LogStartMixin:
 
 
 def _delete_below_start(plog: _LogState) -> int:
-    """Delete the whole segments that end at or below the log start offset."""
-    with plog._seg_lock:
-        if plog._closed:
-            return 0
-        segments = plog._segments
-        start = plog.log_start_offset
-        count = 0
-        while count < len(segments) - 1 and segments[count + 1].base_offset <= start:
-            count += 1
-        if not count:
-            return 0
-        doomed = segments[:count]
-        plog._set_segments(segments[count:])
-    for segment in doomed:
-        segment.delete()
+    """Delete the whole segments that end at or below the log start offset. Under the
+    swap lock, as retention: a segment the cleaner is swapping is deleted after the swap
+    (never while its cleaned copy is being renamed over its file)."""
+    with plog._swap_lock:
+        with plog._seg_lock:
+            if plog._closed:
+                return 0
+            segments = plog._segments
+            start = plog.log_start_offset
+            count = 0
+            while count < len(segments) - 1 and segments[count + 1].base_offset <= start:
+                count += 1
+            if not count:
+                return 0
+            doomed = segments[:count]
+            plog._set_segments(segments[count:])
+        for segment in doomed:
+            segment.delete()
     _sync_dir(plog.path, "deleting records")
     return count
 
