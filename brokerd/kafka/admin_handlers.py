@@ -27,6 +27,7 @@ from brokerd.kafka.handler_base import (
     BrokerIdentity,
     Connection,
     message,
+    repeated,
     unexpected_code,
 )
 from brokerd.names import validate_topic_name
@@ -141,12 +142,10 @@ class AdminHandlers:
 
     async def create_topics(self, conn: Connection, req: Request) -> Any:
         body: apis.CreateTopicsRequest = req.body
-        counts: dict[str, int] = {}
-        for t in body.topics:
-            counts[t.name] = counts.get(t.name, 0) + 1
+        twice = repeated(t.name for t in body.topics)
         results = []
         for t in body.topics:
-            if counts[t.name] > 1:
+            if t.name in twice:
                 code, text = ErrorCode.INVALID_REQUEST, "topic named more than once"
             else:
                 code, text = await self._create_one(t, body.validate_only)

@@ -37,6 +37,7 @@ from brokerd.kafka.handler_base import (
     Connection,
     gather,
     message,
+    repeated,
     unexpected_code,
 )
 from brokerd.storage.logdir import MAX_PARTITIONS
@@ -121,12 +122,10 @@ class PartitionAdminHandlers:
 
     async def create_partitions(self, conn: Connection, req: Request) -> Any:
         body: apis.CreatePartitionsRequest = req.body
-        counts: dict[str, int] = {}
-        for t in body.topics:
-            counts[t.name] = counts.get(t.name, 0) + 1
+        twice = repeated(t.name for t in body.topics)
         results = []
         for t in body.topics:
-            if counts[t.name] > 1:
+            if t.name in twice:
                 code, text = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
             else:
                 code, text = await self._grow(t, body.validate_only, body.timeout_ms)

@@ -15,7 +15,7 @@ the data path), :mod:`brokerd.kafka.admin_handlers` and
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from twisted.internet import defer
@@ -117,6 +117,16 @@ def gather(coros: Sequence[Coroutine[Any, Any, T]]) -> defer.Deferred[list[T]]:
     ds = [defer.Deferred.fromCoroutine(c) for c in coros]
     d: defer.Deferred[list[T]] = defer.gatherResults(ds, consumeErrors=True)
     return d
+
+
+def repeated(names: Iterable[str]) -> set[str]:
+    """The names that occur more than once: Kafka refuses every entry of a topic named
+    twice in one admin request (INVALID_REQUEST), not only the second."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in names:
+        (twice if name in seen else seen).add(name)
+    return twice
 
 
 def message(exc: BaseException) -> str:
