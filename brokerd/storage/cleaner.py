@@ -48,7 +48,6 @@ import attrs
 import crc32c
 
 from brokerd.errors import CorruptBatch, StorageError
-from brokerd.names import validate_topic_name
 from brokerd.storage.batch import (
     BATCH_HEADER_SIZE,
     CRC_START,
@@ -62,6 +61,7 @@ from brokerd.storage.batch import (
 from brokerd.storage.fileio import FILE_MODE, atomic_write, datasync, read_file, write_all
 from brokerd.storage.keymap import OffsetMap, key_digest
 from brokerd.storage.log import PartitionLog
+from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.reads import MAX_DECODED_BATCH_BYTES, MAX_STORED_BATCH_BYTES
 from brokerd.storage.segment import LOG_SUFFIX, Segment, segment_file_name
 from brokerd.storage.types import Record
@@ -80,7 +80,6 @@ __all__ = [
 
 CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 CLEANED_SUFFIX = ".cleaned"
-_CHECKPOINT_VERSION = 0
 #: Bytes read at a time when a pass walks a segment.
 READ_CHUNK = 1024 * 1024
 
@@ -141,28 +140,16 @@ def read_checkpoint(directory: str) -> dict[tuple[str, int], int]:
         raw = read_file(path)
         if raw is None:
             return {}
-        lines = raw.decode("ascii").splitlines()
-        if int(lines[0]) != _CHECKPOINT_VERSION or int(lines[1]) != len(lines) - 2:
-            raise ValueError("bad header")
-        points: dict[tuple[str, int], int] = {}
-        for line in lines[2:]:
-            topic, partition, offset = line.split(" ")
-            validate_topic_name(topic)
-            if int(partition) < 0 or int(offset) < 0:
-                raise ValueError(f"negative value in {line!r}")
-            points[(topic, int(partition))] = int(offset)
-        return points
+        return parse_checkpoint(raw)
     except Exception:
         return {}
 
 
 def write_checkpoint(directory: str, points: dict[tuple[str, int], int]) -> None:
     """Atomically replace the cleaner checkpoint. Raises :class:`StorageError`."""
-    lines = [str(_CHECKPOINT_VERSION), str(len(points))]
-    lines.extend(f"{t} {p} {o}" for (t, p), o in sorted(points.items()))
     path = os.path.join(directory, CHECKPOINT_FILE)
     try:
-        atomic_write(path, ("\n".join(lines) + "\n").encode("ascii"))
+        atomic_write(path, encode_checkpoint((t, p, o) for (t, p), o in points.items()))
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc}") from exc
 

@@ -1,7 +1,9 @@
-"""Kafka's offset checkpoint files: ``recovery-point-offset-checkpoint`` (what is flushed)
-and ``log-start-offset-checkpoint`` (log start offsets moved by DeleteRecords).
+"""Kafka's offset checkpoint files: ``recovery-point-offset-checkpoint`` (what is flushed),
+``cleaner-offset-checkpoint`` (where each compacted partition is dirty from, written by
+:mod:`brokerd.storage.cleaner`) and ``log-start-offset-checkpoint`` (log start offsets
+moved by DeleteRecords).
 
-Both have one format::
+All three have one format::
 
     0                        version
     2                        number of entries
