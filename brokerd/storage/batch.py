@@ -51,6 +51,7 @@ __all__ = [
     "encode_batch",
     "parse_batches",
     "read_header",
+    "rebuild_batch",
     "scan_batches",
     "stamp_base_offset",
     "verify_run",
@@ -419,12 +420,57 @@ def encode_batch(
         base_sequence,
         count,
     )
+    return _assemble(base_offset, 0, tail, payload)
+
+
+def _assemble(base_offset: int, leader_epoch: int, tail: bytes, payload: bytes) -> bytes:
+    """A whole batch from its header tail (attributes .. record count) and records: the
+    length, magic and CRC-32C (over tail and payload) are worked out here."""
     crc = crc32c.crc32c(payload, crc32c.crc32c(tail))
     batch_length = BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload)
     if batch_length > INT32_MAX:
         raise RecordTooLarge(f"batch of {batch_length} bytes does not fit the format")
-    head = struct.pack(">qiibI", base_offset, batch_length, 0, MAGIC, crc)
+    head = struct.pack(">qiibI", base_offset, batch_length, leader_epoch, MAGIC, crc)
     return b"".join((head, tail, payload))
+
+
+def _bytes_field(data: bytes | None) -> bytes:
+    return _ZZ_NULL if data is None else _zz(len(data)) + data
+
+
+def _encode_record(record: Record, base_offset: int, base_ts: int) -> bytes:
+    body = b"".join(
+        (
+            b"\x00",  # attributes (unused)
+            _zz(record.timestamp - base_ts),
+            _zz(record.offset - base_offset),
+            _bytes_field(record.key),
+            _bytes_field(record.value),
+            _zz(len(record.headers)),
+            *(_bytes_field(k.encode()) + _bytes_field(v) for k, v in record.headers),
+        )
+    )
+    return _zz(len(body)) + body
+
+
+def rebuild_batch(header: BatchHeader, kept: Sequence[Record]) -> bytes:
+    """``header``'s batch holding only ``kept`` (a non-empty subset of its records), as
+    the log cleaner writes it: same base offset, ``last_offset_delta``, timestamps,
+    producer fields and codec; new record count and CRC."""
+    raw = b"".join(_encode_record(r, header.base_offset, header.base_timestamp) for r in kept)
+    codec = header.compression
+    payload = raw if codec == Compression.NONE else compress_records(Compression(codec), raw)
+    tail = _HEADER_TAIL.pack(
+        header.attributes,
+        header.last_offset_delta,
+        header.base_timestamp,
+        header.max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        len(kept),
+    )
+    return _assemble(header.base_offset, header.partition_leader_epoch, tail, payload)
 
 
 # --- decoding -----------------------------------------------------------------------------

@@ -40,22 +40,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import struct
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 
 import attrs
-import crc32c
 
 from brokerd.errors import CorruptBatch, StorageError
 from brokerd.storage.batch import (
     BATCH_HEADER_SIZE,
-    CRC_START,
     BatchHeader,
-    Compression,
-    compress_records,
     decode_records,
     read_header,
+    rebuild_batch,
     scan_batches,
 )
 from brokerd.storage.fileio import FILE_MODE, atomic_write, datasync, read_file, write_all
@@ -283,65 +279,6 @@ def _records(header: BatchHeader, data: bytes) -> list[Record]:
         return decode_records(data, max_uncompressed=MAX_DECODED_BATCH_BYTES)
     except CorruptBatch as exc:
         raise StorageError(f"batch at offset {header.base_offset}: {exc}") from exc
-
-
-def _varint(value: int) -> bytes:
-    """Zig-zag varint (RecordBatch v2 record fields)."""
-    u = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
-def _bytes_field(data: bytes | None) -> bytes:
-    return _varint(-1) if data is None else _varint(len(data)) + data
-
-
-def _encode_record(record: Record, base_offset: int, base_ts: int) -> bytes:
-    body = b"".join(
-        (
-            b"\x00",  # attributes (unused)
-            _varint(record.timestamp - base_ts),
-            _varint(record.offset - base_offset),
-            _bytes_field(record.key),
-            _bytes_field(record.value),
-            _varint(len(record.headers)),
-            *(_bytes_field(k.encode()) + _bytes_field(v) for k, v in record.headers),
-        )
-    )
-    return _varint(len(body)) + body
-
-
-_TAIL = struct.Struct(">hiqqqhii")
-_HEAD = struct.Struct(">qiibI")
-
-
-def rebuild_batch(header: BatchHeader, kept: Sequence[Record]) -> bytes:
-    """``header``'s batch holding only ``kept`` (a non-empty subset of its records):
-    same base offset, ``last_offset_delta``, timestamps, producer fields and codec; new
-    record count and CRC."""
-    raw = b"".join(_encode_record(r, header.base_offset, header.base_timestamp) for r in kept)
-    codec = header.compression
-    payload = raw if codec == Compression.NONE else compress_records(Compression(codec), raw)
-    tail = _TAIL.pack(
-        header.attributes,
-        header.last_offset_delta,
-        header.base_timestamp,
-        header.max_timestamp,
-        header.producer_id,
-        header.producer_epoch,
-        header.base_sequence,
-        len(kept),
-    )
-    crc = crc32c.crc32c(payload, crc32c.crc32c(tail))
-    length = BATCH_HEADER_SIZE - 12 + len(payload)
-    head = _HEAD.pack(header.base_offset, length, header.partition_leader_epoch, 2, crc)
-    out = head + tail + payload
-    assert len(head) + len(tail) == BATCH_HEADER_SIZE and CRC_START == 21
-    return out
 
 
 class _Pass:
