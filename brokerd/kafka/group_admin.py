@@ -19,13 +19,13 @@ topic existence checks (the handler's), the join/sync protocol, or any blocking 
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Collection, Mapping
 
 import attrs
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
 
+from brokerd.kafka.codec import CodecError, Reader
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.group_state import GroupMetadata, GroupState
 from brokerd.kafka.group_store import CommitQueue
@@ -35,8 +35,8 @@ from brokerd.storage.offsets import GroupDeletion, OffsetDeletion, OffsetStore
 #: The protocol type of Kafka's consumer clients; only their member metadata is parsed.
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
+#: Bytes of a string's length prefix: the least a subscribed topic can take.
+_I16_SIZE = 2
 
 
 @attrs.frozen
@@ -66,27 +66,24 @@ class GroupDescription:
 def subscribed_topics(metadata: bytes) -> frozenset[str] | None:
     """The topics of a consumer-protocol subscription (``i16 version, i32 count, count x
     (i16 length, UTF-8)``, then fields this does not need), or None if it does not parse
-    (the caller then takes every topic as subscribed, as Kafka does)."""
+    (the caller then takes every topic as subscribed, as Kafka does). The codec's
+    :class:`Reader` checks every count and length against the bytes left."""
+    r = Reader(metadata)
     try:
-        if len(metadata) < _I16.size + _I32.size:
+        if r.int16() < 0:
             return None
-        (version,) = _I16.unpack_from(metadata, 0)
-        (count,) = _I32.unpack_from(metadata, _I16.size)
-        pos = _I16.size + _I32.size
-        # Each topic takes at least its 2-byte length: a larger count is a lie.
-        if version < 0 or count < 0 or count > (len(metadata) - pos) // _I16.size:
+        count = r.array_count(_I16_SIZE)
+        if count is None:
             return None
         topics: set[str] = set()
         for _ in range(count):
-            (length,) = _I16.unpack_from(metadata, pos)
-            pos += _I16.size
-            if length < 0 or pos + length > len(metadata):
+            topic = r.nullable_string()
+            if topic is None:
                 return None
-            topics.add(metadata[pos : pos + length].decode("utf-8"))
-            pos += length
-        return frozenset(topics)
-    except (struct.error, UnicodeDecodeError):
+            topics.add(topic)
+    except CodecError:
         return None
+    return frozenset(topics)
 
 
 def _group_id_error(group_id: str) -> ErrorCode:
