@@ -80,9 +80,17 @@ class InvalidProducerEpoch(BrokerError):
     """An idempotent producer's epoch is older than the one stored."""
 
 
+class InvalidTxnState(BrokerError):
+    """A transactional write the transaction coordinator does not expect: the producer
+    has no ongoing transaction holding that partition (it was never added, or the
+    transaction already ended), or a client sent a control batch."""
+
+
 class InvalidConfig(BrokerError):
     """A topic config name brokerd does not know, or a value Kafka's rules refuse (the
     message names the key)."""
+
+
 class PolicyViolation(BrokerError):
     """A request the topic's configuration forbids (DeleteRecords on a topic whose
     ``cleanup.policy`` does not include ``delete``)."""

@@ -50,6 +50,11 @@ class ErrorCode(enum.IntEnum):
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     DUPLICATE_SEQUENCE_NUMBER = 46
     INVALID_PRODUCER_EPOCH = 47
+    INVALID_TXN_STATE = 48
+    INVALID_PRODUCER_ID_MAPPING = 49
+    INVALID_TRANSACTION_TIMEOUT = 50
+    CONCURRENT_TRANSACTIONS = 51
+    TRANSACTION_COORDINATOR_FENCED = 52
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
     KAFKA_STORAGE_ERROR = 56
     UNSUPPORTED_COMPRESSION_TYPE = 76
@@ -61,6 +66,9 @@ class ErrorCode(enum.IntEnum):
     GROUP_ID_NOT_FOUND = 69
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
+    # Transactions.
+    PRODUCER_FENCED = 90
+    TRANSACTIONAL_ID_NOT_FOUND = 105
 
 
 #: Most specific class first: the first ``isinstance`` match wins.
@@ -81,6 +89,7 @@ _MAPPING: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (errors.DuplicateSequence, ErrorCode.DUPLICATE_SEQUENCE_NUMBER),
     (errors.OutOfOrderSequence, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
     (errors.InvalidProducerEpoch, ErrorCode.INVALID_PRODUCER_EPOCH),
+    (errors.InvalidTxnState, ErrorCode.INVALID_TXN_STATE),
 )
 
 
