@@ -531,16 +531,7 @@ class KafkaHandlers:
             high_watermark=result.high_watermark,
             last_stable_offset=result.last_stable_offset,
             log_start_offset=result.log_start_offset,
-            # Kafka sends the list to read_committed consumers only (null otherwise);
-            # they skip those producers' records from first_offset to the ABORT marker.
-            aborted_transactions=(
-                tuple(
-                    apis.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-                    for a in result.aborted
-                )
-                if read_committed
-                else None
-            ),
+            aborted_transactions=_aborted(result) if read_committed else None,
             preferred_read_replica=-1,
             records=result.data,
         )
@@ -611,6 +602,15 @@ class KafkaHandlers:
 def _fetch_error(partition: int, code: int) -> apis.FetchPartitionResponse:
     return apis.FetchPartitionResponse(
         partition_index=partition, error_code=code, records=b""
+    )
+
+
+def _aborted(result: ReadResult) -> tuple[apis.AbortedTransaction, ...]:
+    """Kafka sends this list to read_committed consumers only (null to the others); they
+    skip each listed producer's records from its first offset to its ABORT marker."""
+    return tuple(
+        apis.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+        for a in result.aborted
     )
 
 
