@@ -710,6 +710,12 @@ class MetadataTests(KafkaTestCase):
         resp = self.one()
         self.assertEqual((resp.error_code, resp.node_id, resp.host, resp.port),
                          (0, 0, "broker.example", 1234))
+        # Key type 1: a transactional id; this node is its coordinator too.
+        self.send(ApiKey.FIND_COORDINATOR, 1, apis.FindCoordinatorRequest(key="tx", key_type=1))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.node_id, resp.port), (0, 0, 1234))
+        self.send(ApiKey.FIND_COORDINATOR, 2, apis.FindCoordinatorRequest(key="x", key_type=2))
+        self.assertEqual(self.one().error_code, ErrorCode.INVALID_REQUEST)
 
 
 # -- Produce -------------------------------------------------------------------------
