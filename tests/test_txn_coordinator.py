@@ -5,6 +5,8 @@ allocator, and a fake core (markers are recorded; a failing or slow disk is simu
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -103,8 +105,14 @@ class FailingGroups:
 
 
 class CoordinatorTestCase(SynchronousTestCase):
+    def temp_path(self) -> str:
+        """A fresh path in a private temporary directory removed after the test."""
+        base = tempfile.mkdtemp(prefix="brokerd-txn-")
+        self.addCleanup(shutil.rmtree, base, True)
+        return os.path.join(base, "d")
+
     def setUp(self) -> None:
-        self.dir = self.mktemp()
+        self.dir = self.temp_path()
         os.makedirs(self.dir)
         self.clock = task.Clock()
         self.core = FakeCore()
@@ -155,7 +163,7 @@ class CoordinatorTestCase(SynchronousTestCase):
     def mktemp_copy(self) -> str:
         """A copy of the journal file, read as a restart would read it."""
         src = os.path.join(self.dir, "transactions.log")
-        dst = self.mktemp()
+        dst = self.temp_path()
         with open(src, "rb") as f, open(dst, "wb") as g:
             g.write(f.read())
         return dst

@@ -4,7 +4,9 @@ tail, CRC damage, compaction, refusal of values and lengths the format cannot ca
 from __future__ import annotations
 
 import os
+import shutil
 import struct
+import tempfile
 import zlib
 
 import attrs
@@ -46,8 +48,14 @@ def txn(tid: str = "t", state: str = "Ongoing", epoch: int = 0, **kw: object) ->
 
 
 class TxnLogTests(SynchronousTestCase):
+    def temp_path(self) -> str:
+        """A fresh path in a private temporary directory removed after the test."""
+        base = tempfile.mkdtemp(prefix="brokerd-txn-")
+        self.addCleanup(shutil.rmtree, base, True)
+        return os.path.join(base, "d")
+
     def setUp(self) -> None:
-        self.dir = self.mktemp()
+        self.dir = self.temp_path()
         os.makedirs(self.dir)
         self.path = os.path.join(self.dir, TXN_LOG_FILE_NAME)
 
