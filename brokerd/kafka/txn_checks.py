@@ -29,6 +29,7 @@ __all__ = [
     "end_txn_error",
     "group_id_error",
     "partition_error",
+    "too_many_offsets",
     "transactional_id_error",
 ]
 
