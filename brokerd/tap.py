@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from twisted.application import service
 from twisted.application.internet import StreamServerEndpointService
@@ -412,24 +412,19 @@ def _add_transactions(
     data_dir: str,
     groups: GroupCoordinator,
     producer_ids: ProducerIdAllocator,
-) -> TransactionCoordinator | None:
+) -> TransactionCoordinator:
     """The transaction coordinator (``transactions.log`` in the data directory), wired to
     the core's marker writes and produce verifier."""
     from brokerd.kafka.transactions import TransactionCoordinator
-    from brokerd.kafka.txn_deps import TxnCore
     from brokerd.storage.txn_log import TXN_LOG_FILE_NAME, TxnLog
 
-    if not hasattr(broker, "write_txn_markers"):
-        # A core without the transaction façade (write_txn_markers, set_txn_verifier):
-        # no coordinator, and the transactional APIs stay unavailable.
-        return None
     txn_log = TxnLog.open(os.path.join(data_dir, TXN_LOG_FILE_NAME))
     coordinator = TransactionCoordinator(
         clock=reactor,
         log=txn_log,
         run_blocking=broker.run_write,
         allocate_producer_id=producer_ids.next_id,
-        core=cast("TxnCore", broker),
+        core=broker,
         groups=groups,
         max_timeout_ms=options["transaction-max-timeout-ms"],
     )
@@ -462,9 +457,8 @@ def _add_kafka(
         max_frame_bytes=options["max-request-bytes"],
         default_partitions=options["default-partitions"],
         max_connections=options["max-connections"] or None,
-        # transactions=transactions,  (once KafkaFactory takes the transaction coordinator)
+        transactions=transactions,
     )
-    del transactions
 
     def on_listen(address: Any) -> None:
         host = options["advertised-host"]
