@@ -256,3 +256,33 @@ class BrokerTxnTests(SynchronousTestCase):
         result = self.ok(self.broker.fetch("t", 0, 0, 1 << 20, read_committed=True))
         self.assertEqual(result.aborted, (AbortedTxn(5, 0),))
         self.assertEqual(result.last_stable_offset, 4)
+
+
+class MarkerDurabilityTests(BrokerTxnTests):
+    """With ``--fsync interval`` a marker is still on disk when write_txn_markers fires:
+    the coordinator then logs the transaction complete (fsynced), and a marker lost in
+    a power failure after that would leave the transaction open on the partition for
+    ever, holding its LSO back."""
+
+    def start(self) -> None:
+        self.logdir = LogDirectory.open(str(self.path), default_partitions=1)
+        self.broker = Broker(
+            self.logdir,
+            reactor=self.clock,
+            fsync=FsyncPolicy("interval", 60_000),
+            run_read=run_now,
+            run_write=run_now,
+            retention_check_seconds=0,
+            checkpoint_seconds=0,
+        )
+        self.broker.startService()
+        self.verifier = Verifier()
+        self.broker.set_txn_verifier(self.verifier)
+
+    def test_marker_is_synced_before_it_is_reported_written(self) -> None:
+        self.begin(5)
+        self.produce(txn(5, 0, b"x"))
+        log = self.logdir.logs()[("t", 0)]
+        self.assertEqual(log.recovery_point, 0)  # interval mode: the data is not synced yet
+        self.markers(5, commit=True)
+        self.assertEqual(log.recovery_point, 2)  # the data and its marker

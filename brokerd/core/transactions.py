@@ -4,8 +4,8 @@
 :class:`BrokerTransactions` is a mixin of :class:`~brokerd.core.broker.Broker`:
 
 - :meth:`~BrokerTransactions.write_txn_markers` appends a COMMIT or ABORT marker to each
-  partition through its writer (ordered with the partition's other appends, durable per
-  the fsync mode like a produce). Submitting a marker fences the producer on that
+  partition through its writer (ordered with the partition's other appends, and fsynced
+  whatever the fsync mode: see ``writer.py``). Submitting a marker fences the producer on that
   partition (its epoch becomes at least the marker's), so a zombie's later produce is
   refused. A marker wakes every fetch parked on its partition
   (:class:`~brokerd.core.appends.MarkerAppend`).
