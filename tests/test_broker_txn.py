@@ -211,11 +211,20 @@ class BrokerTxnTests(SynchronousTestCase):
             offsets = self.ok(self.broker.offsets("u", partition))
             self.assertEqual(offsets, PartitionOffsets(0, 2, 2))
 
-    def test_marker_to_missing_partition_of_existing_topic_fails(self) -> None:
+    def test_marker_to_a_partition_that_no_longer_exists_is_skipped(self) -> None:
+        # The topic was deleted and created again with fewer partitions while the
+        # transaction ran: failing would leave the coordinator retrying for ever (its
+        # transactional id stuck in PrepareCommit), and there is nothing to end there.
         self.ok(self.broker.create_topic("u", 1))
-        d = self.broker.write_txn_markers([("u", 0), ("u", 3)], 5, 0, commit=True)
-        failure = self.failureResultOf(d)
-        self.assertIsInstance(failure.value, BrokerError)
+        self.markers(5, commit=True, parts=[("u", 0), ("u", 3)])
+        self.assertEqual(self.ok(self.broker.offsets("u", 0)).high_watermark, 1)
+
+    def test_other_marker_failures_errback_after_every_partition_was_tried(self) -> None:
+        self.ok(self.broker.create_topic("u", 2))
+        self.ok(self.broker.produce_batches("u", 1, txn(-1, 0, b"x", transactional=False)))
+        self.logdir.logs()[("u", 1)].close()
+        d = self.broker.write_txn_markers([("u", 0), ("u", 1)], 5, 0, commit=True)
+        self.assertIsInstance(self.failureResultOf(d).value, BrokerError)
         # The good partition got its marker all the same.
         self.assertEqual(self.ok(self.broker.offsets("u", 0)).high_watermark, 1)
 
