@@ -159,3 +159,30 @@ def test_load_table_replays_the_log_after_the_snapshot(tmp_path: Path) -> None:
         7: {"epoch": 0, "batches": [[0, 1, 0, 1], [2, 3, 2, 3], [4, 5, 4, 5]]}
     }
     log.close()
+
+
+def test_a_transaction_marker_closes_its_batches_so_reused_sequences_are_refused(
+    tmp_path: Path,
+) -> None:
+    # A transaction's batch (sequences 0-1) is stored, then the transaction ends (a
+    # marker). The same sequences with the same epoch are then a new batch, never a
+    # retry: answering it as a duplicate would drop it silently from the next
+    # transaction, which could then commit without it.
+    table = ProducerStateTable()
+    table.remember(headers(7, 4, 0)).result = AppendInfo(10, 11, 0)
+    table.fence(7, 4)
+    with pytest.raises(OutOfOrderSequence, match="ended"):
+        table.check(headers(7, 4, 0))
+    assert table.check(headers(7, 4, 2)) is None  # the producer's next sequence
+    table.remember(headers(7, 4, 2)).result = AppendInfo(13, 14, 0)
+    assert table.check(headers(7, 4, 2)) is not None  # an open batch's retry: its twin
+
+    # The flag survives a snapshot and a restart.
+    write_snapshot(str(tmp_path), 15, table.snapshot())
+    snapshot = read_snapshot(str(tmp_path))
+    assert snapshot is not None
+    restored = ProducerStateTable()
+    restored.restore(snapshot[1], log_start_offset=0, log_end_offset=15)
+    with pytest.raises(OutOfOrderSequence, match="ended"):
+        restored.check(headers(7, 4, 0))
+    assert restored.check(headers(7, 4, 2)) is not None

@@ -31,7 +31,7 @@ import json
 import os
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 import attrs
 
@@ -51,11 +51,13 @@ _FORMATS = (1, 2)
 
 
 class SnapshotEntry(TypedDict):
-    """One producer id in the snapshot file: its epoch and its recent batches as
-    ``[first_seq, last_seq, base_offset, last_offset]``."""
+    """One producer id in the snapshot file: its epoch, its recent batches as
+    ``[first_seq, last_seq, base_offset, last_offset]``, and how many of the first of
+    them belong to transactions that have ended (``closed``, absent meaning 0)."""
 
     epoch: int
     batches: Sequence[Sequence[int]]
+    closed: NotRequired[int]
 
 
 @attrs.define(eq=False)
@@ -68,6 +70,9 @@ class ProducerBatch:
     first_seq: int
     last_seq: int
     result: AppendInfo | None = None
+    #: A transaction marker of this producer followed the batch: its transaction has
+    #: ended, so the same sequence range again is not a retry of it.
+    closed: bool = False
 
 
 @attrs.define
@@ -119,6 +124,15 @@ class ProducerStateTable:
             return None
         for batch in state.batches:
             if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                if batch.closed:
+                    # A client never retries a batch of a transaction it has ended; this
+                    # is a new batch reusing sequences without an epoch bump. Answering
+                    # it as a duplicate would drop it silently from a transaction that
+                    # may then commit; an error makes the client abort instead.
+                    raise OutOfOrderSequence(
+                        f"producer {pid}: sequences {first_seq}..{last_seq} belong to a "
+                        "transaction that has ended"
+                    )
                 return batch
         if state.open_sequence and not state.batches:
             return None
@@ -149,6 +163,9 @@ class ProducerStateTable:
             self._new(producer_id, epoch).open_sequence = True
         elif epoch > state.epoch:
             self._new(producer_id, epoch)
+        else:
+            for batch in state.batches:
+                batch.closed = True
 
     def forget(self, batch: ProducerBatch) -> None:
         """Drop a batch whose append failed, so that its retry is appended."""
@@ -177,17 +194,23 @@ class ProducerStateTable:
 
     def snapshot(self) -> dict[int, SnapshotEntry]:
         """The table in the snapshot file's form; batches still in flight are left out."""
-        return {
-            pid: {
+        out: dict[int, SnapshotEntry] = {}
+        for pid, state in self._producers.items():
+            written = [b for b in state.batches if b.result is not None]
+            entry: SnapshotEntry = {
                 "epoch": state.epoch,
                 "batches": [
                     [b.first_seq, b.last_seq, b.result.base_offset, b.result.last_offset]
-                    for b in state.batches
+                    for b in written
                     if b.result is not None
                 ],
             }
-            for pid, state in self._producers.items()
-        }
+            # Closed batches are a prefix: a marker closes every batch remembered so far.
+            closed = sum(1 for b in written if b.closed)
+            if closed:
+                entry["closed"] = closed
+            out[pid] = entry
+        return out
 
     def restore(
         self,
@@ -200,10 +223,12 @@ class ProducerStateTable:
         may have cut the log below what the snapshot saw)."""
         for pid, entry in producers.items():
             state = self._new(pid, entry["epoch"])
-            for first_seq, last_seq, base, last in entry["batches"]:
+            closed = entry.get("closed", 0)
+            for i, (first_seq, last_seq, base, last) in enumerate(entry["batches"]):
                 if log_start_offset <= base and last < log_end_offset:
                     batch = ProducerBatch(pid, entry["epoch"], first_seq, last_seq)
                     batch.result = AppendInfo(base, last, log_start_offset)
+                    batch.closed = i < closed
                     state.batches.append(batch)
             # No batch left to continue from (a producer known from a transaction marker
             # only, or whose batches the log no longer holds): any sequence is accepted
@@ -316,7 +341,12 @@ def read_snapshot(directory: str) -> tuple[int, dict[int, SnapshotEntry]] | None
             batches = [tuple(int(x) for x in b) for b in entry["batches"]]
             if not isinstance(epoch, int) or any(len(b) != 4 for b in batches):
                 return None
+            closed = entry.get("closed", 0)
+            if not isinstance(closed, int) or not 0 <= closed <= len(batches):
+                return None
             producers[int(pid)] = {"epoch": epoch, "batches": batches}
+            if closed:
+                producers[int(pid)]["closed"] = closed
         end_offset: int = doc["end_offset"]
         return end_offset, producers
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
