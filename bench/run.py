@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -186,17 +187,17 @@ def bench_kafka(records: int, rows: list[Row]) -> None:
             rows.append(("kcat consume from brokerd", f"{n:,} records", rate(n, seconds)))
 
 
-def _produce_all(producer: object, topic: str, count: int) -> None:
+def _produce_all(producer: Any, topic: str, count: int) -> None:
     """Queue ``count`` records, serving delivery reports whenever the local queue is full."""
     for i in range(count):
         while True:
             try:
-                producer.produce(topic, VALUE)  # type: ignore[attr-defined]
+                producer.produce(topic, VALUE)
                 break
             except BufferError:
-                producer.poll(0.01)  # type: ignore[attr-defined]
+                producer.poll(0.01)
         if i % 10000 == 0:
-            producer.poll(0)  # type: ignore[attr-defined]
+            producer.poll(0)
 
 
 def bench_transactions(records: int, rows: list[Row]) -> None:
