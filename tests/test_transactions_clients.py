@@ -377,9 +377,13 @@ async def _aiokafka_scenario(bootstrap: str, topic: str, source: str, group: str
                 raise Rollback
 
         async with producer.transaction():
-            for partition, value in spread("aio-c3", 4, 2):
+            # Queued, not awaited one by one: the commit waits for them to be delivered.
+            sent = [
                 await producer.send(topic, value, partition=partition)
+                for partition, value in spread("aio-c3", 4, 2)
+            ]
             await producer.send_offsets_to_transaction({TopicPartition(source, 0): 8}, group)
+        assert all(future.done() for future in sent)
     finally:
         await producer.stop()
 
