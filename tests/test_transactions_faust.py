@@ -6,6 +6,11 @@ offsets. The worker is killed with SIGKILL while records are flowing and started
 the verdict is read with a read_committed consumer: every input has exactly one output,
 nothing is missing, nothing is doubled. (A read_uncommitted reader may see the outputs of
 the killed worker's unfinished transaction as well: that is what transactions hide.)
+
+The inputs are keyed: Faust sends an agent's output inside the transaction of the
+source partition only when it can tell the output's partition from its key (an unkeyed
+output goes out through the plain producer, outside any transaction). The test also
+checks, from the log files, that the outputs really were written transactionally.
 """
 
 from __future__ import annotations
@@ -24,12 +29,17 @@ import pytest
 
 from tests.brokerproc import REPO, BrokerProcess, free_port
 from tests.control_plane_helpers import create_topic
-from tests.kafka_helpers import WAIT
+from tests.kafka_helpers import WAIT, stored_batches
 from tests.txn_helpers import conf, confluent, produce_values, read_values
 
 pytestmark = pytest.mark.clients
 
 APP = REPO / "tests" / "apps" / "faust_eos.py"
+#: RecordBatch attributes bits: part of a transaction; a control batch (marker).
+TRANSACTIONAL, CONTROL = 0x10, 0x20
+#: Time the app spends per record: 400 records take it seconds, so the kill lands while
+#: a transaction is open.
+DELAY_MS = 5
 #: A worker's start (group join, topic checks) plus its catching up.
 PROCESS_WAIT = 90.0
 
@@ -51,6 +61,7 @@ class EosWorker:
             FAUST_APP_ID="brokerd-eos",
             FAUST_WEB_PORT=str(free_port()),
             FAUST_DATADIR=str(self.workdir / "faust-data"),
+            FAUST_EOS_DELAY_MS=str(DELAY_MS),
             PYTHONUNBUFFERED="1",
         )
         self.starts += 1
@@ -137,16 +148,17 @@ def test_faust_exactly_once_survives_a_killed_worker(
     create_topic(broker, "eos-in", 1)
     create_topic(broker, "eos-out", 1)
     producer = confluent().Producer(conf(broker, acks="all", **{"linger.ms": 5}))
-    produce_values(producer, "eos-in", inputs(0, 100))
+    produce_values(producer, "eos-in", inputs(0, 100), keyed=True)
     worker.start()
     wait_outputs(broker, worker, 100, "first inputs copied")
 
     # Records are flowing (Faust commits every 50 records or 0.5 s) when the worker dies.
-    produce_values(producer, "eos-in", inputs(100, 400), flush=False)
+    produce_values(producer, "eos-in", inputs(100, 400), flush=False, keyed=True)
     producer.flush(WAIT)
     wait_outputs(broker, worker, 150, "copying the second lot")
+    time.sleep(0.3)  # into the next transaction
     worker.kill()
-    produce_values(producer, "eos-in", inputs(500, 100))
+    produce_values(producer, "eos-in", inputs(500, 100), keyed=True)
     worker.start()
     got = wait_outputs(broker, worker, 600, "every input copied after the restart")
 
@@ -159,4 +171,13 @@ def test_faust_exactly_once_survives_a_killed_worker(
     assert not doubled, f"{len(doubled)} outputs committed twice, e.g. {doubled[:5]}"
     assert sorted(counts) == sorted(b"out:" + v for _, v in inputs(0, 600))
     everything = read_values(broker, "eos-out", [0], committed=False)
-    print(f"faust eos: 600 inputs, 600 committed outputs, {len(everything)} stored in all")
+    batches = stored_batches(broker, "eos-out", 0)
+    markers = [h for h in batches if h.attributes & CONTROL]
+    plain = [h for h in batches if not h.attributes & TRANSACTIONAL]
+    assert not plain, f"outputs written outside a transaction: {plain[:3]}"
+    assert markers, "no transaction markers in the output partition"
+    assert len(everything) >= 600
+    print(
+        f"faust eos: 600 inputs, 600 committed outputs, {len(everything)} stored in all "
+        f"({len(everything) - 600} in aborted transactions), {len(markers)} markers"
+    )

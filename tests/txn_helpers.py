@@ -55,10 +55,16 @@ def txn_producer(broker: BrokerProcess, transactional_id: str, **extra: Any) -> 
 
 
 def produce_values(
-    producer: Any, topic: str, values: Iterable[tuple[int, bytes]], *, flush: bool = True
+    producer: Any,
+    topic: str,
+    values: Iterable[tuple[int, bytes]],
+    *,
+    flush: bool = True,
+    keyed: bool = False,
 ) -> None:
-    """Produce ``(partition, value)`` pairs; with ``flush``, wait until every one is
-    acknowledged (inside a transaction that makes them stored but not yet committed)."""
+    """Produce ``(partition, value)`` pairs (``keyed``: with the value as the key too);
+    with ``flush``, wait until every one is acknowledged (inside a transaction that makes
+    them stored but not yet committed)."""
     failures: list[Any] = []
 
     def delivered(err: Any, _msg: Any) -> None:
@@ -66,7 +72,8 @@ def produce_values(
             failures.append(err)
 
     for partition, value in values:
-        producer.produce(topic, value=value, partition=partition, on_delivery=delivered)
+        key = value if keyed else None
+        producer.produce(topic, value=value, key=key, partition=partition, on_delivery=delivered)
     if flush:
         assert producer.flush(WAIT) == 0, "records still unsent"
         assert not failures, failures
