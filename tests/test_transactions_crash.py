@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -51,10 +52,11 @@ class Txn:
     steps: set[str] = attrs.field(factory=set)
 
 
-def parse_log(path: Path) -> tuple[dict[int, Txn], int]:
-    """The driver's transactions by number, and how many ``done`` lines it wrote."""
+def parse_log(path: Path) -> tuple[dict[int, Txn], int, int]:
+    """The driver's transactions by number, and how many ``done`` and ``hung`` lines it
+    wrote."""
     txns: dict[int, Txn] = {}
-    done = 0
+    done = hung = 0
     for line in path.read_text().splitlines():
         words = line.split()
         if not words:
@@ -65,7 +67,9 @@ def parse_log(path: Path) -> tuple[dict[int, Txn], int]:
             txns[int(words[1])].steps.add(words[0])
         elif words[0] == "done":
             done += 1
-    return txns, done
+        elif words[0] == "hung":
+            hung += 1
+    return txns, done, hung
 
 
 class Driver:
@@ -105,13 +109,21 @@ class Driver:
         """Transactions that reached commit or abort (either way) so far."""
         if not self.log.exists():
             return 0
-        txns, _ = parse_log(self.log)
+        txns, _, _ = parse_log(self.log)
         return sum(1 for t in txns.values() if t.steps & {"committed", "aborted"})
+
+    def dump_stacks(self) -> None:
+        """Have a running driver write its threads' stacks to its stderr."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.5)
 
     def log_tail(self, lines: int = 30) -> str:
         text = self.log.read_text() if self.log.exists() else ""
         err = self.stderr.read_text(errors="replace") if self.stderr.exists() else ""
-        return "\n".join(text.splitlines()[-lines:]) + "\n--- stderr:\n" + err[-3000:]
+        # librdkafka's connection chatter (the broker was down) drowns the rest.
+        err = "\n".join(line for line in err.splitlines() if "|FAIL|" not in line)
+        return "\n".join(text.splitlines()[-lines:]) + "\n--- stderr:\n" + err[-4000:]
 
 
 @attrs.frozen
@@ -123,12 +135,13 @@ class Figures:
     in_doubt_present: int
     in_doubt_absent: int
     never_committed: int
+    client_hangs: int
     output_records: int
     violations: tuple[str, ...]
 
 
 def verify(broker: BrokerProcess, log: Path, inputs: int, cycles: int, starts: int) -> Figures:
-    txns, _ = parse_log(log)
+    txns, _, hung = parse_log(log)
     records = read_topic(broker, SINK, list(range(SINK_PARTITIONS)), committed=True)
     violations: list[str] = []
     seen: dict[int, collections.Counter[tuple[int, int]]] = collections.defaultdict(
@@ -184,6 +197,7 @@ def verify(broker: BrokerProcess, log: Path, inputs: int, cycles: int, starts: i
         in_doubt_present=sum(1 for n in in_doubt if n in seen),
         in_doubt_absent=sum(1 for n in in_doubt if n not in seen),
         never_committed=sum(1 for t in txns.values() if not t.steps & {"committing", "aborted"}),
+        client_hangs=hung,
         output_records=len(records),
         violations=tuple(violations),
     )
@@ -198,6 +212,7 @@ def wait_progress(driver: Driver, since: int, what: str) -> None:
             return  # done: every input was processed
         driver.ensure_running()
         if time.monotonic() > deadline:
+            driver.dump_stacks()
             raise AssertionError(
                 f"{what}: no progress in {PROGRESS_WAIT:.0f}s\n{driver.log_tail()}"
             )

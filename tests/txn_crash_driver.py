@@ -15,6 +15,7 @@ test knows which transactions were committed (``committed n``: commit returned),
     begin <n> <first input offset> <last input offset>
     committing <n> | committed <n> | aborting <n> | aborted <n>
     error <n> <message>          (the process then exits 3; the test starts it again)
+    hung <call>                  (a call outlived its timeout: exit 4, see WATCHDOG_SECONDS)
     done <next input offset>     (every input consumed; exit 0)
 
 Transaction numbers keep growing across restarts (the next is one more than the log's
@@ -26,17 +27,29 @@ left open. Only the standard library and confluent-kafka are imported.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import random
+import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+T = TypeVar("T")
+
 #: Seconds for each transactional call; a broker that is down makes it fail, and the test
 #: starts the driver again.
-CALL_TIMEOUT = 15.0
+CALL_TIMEOUT = 10.0
+#: librdkafka 2.16 does not enforce the timeout of send_offsets_to_transaction when the
+#: group coordinator's connection went down (librdkafka issues 5456 and 5511: the request
+#: waits for a broker state change that may never come). A call still running this much
+#: later ends the process (``hung`` in the log), as a supervisor would restart a stuck
+#: application.
+WATCHDOG_SECONDS = CALL_TIMEOUT + 3
 #: Short, so a transaction its killed driver left open is aborted by the broker even if no
 #: successor shows up.
 TXN_TIMEOUT_MS = 10_000
@@ -48,6 +61,28 @@ def last_txn_number(log: Path) -> int:
     lines = log.read_text().splitlines()
     numbers = [int(line.split()[1]) for line in lines if line.startswith("begin ")]
     return max(numbers, default=0)
+
+
+class Watchdog:
+    """Ends the process if a transactional call outlives :data:`WATCHDOG_SECONDS`."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._timer: threading.Timer | None = None
+
+    def _fire(self, what: str) -> None:
+        self._out.write(f"hung {what}\n")
+        self._out.flush()
+        os._exit(4)
+
+    def __call__(self, what: str, call: Callable[..., T], *args: Any) -> T:
+        self._timer = threading.Timer(WATCHDOG_SECONDS, self._fire, (what,))
+        self._timer.daemon = True
+        self._timer.start()
+        try:
+            return call(*args)
+        finally:
+            self._timer.cancel()
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -72,8 +107,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         }
     )
     n = last_txn_number(Path(args.log))
+    guarded = Watchdog(out)
     try:
-        producer.init_transactions(CALL_TIMEOUT)
+        guarded("init", producer.init_transactions, CALL_TIMEOUT)
         consumer.assign([TopicPartition(args.source, 0)])
         while True:
             want = rng.randint(1, args.max_inputs)
@@ -92,19 +128,21 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                 for p in range(args.partitions):
                     value = f"t{n}:in{message.offset()}:p{p}".encode()
                     producer.produce(args.sink, value=value, partition=p)
-            producer.send_offsets_to_transaction(
+            guarded(
+                f"send_offsets {n}",
+                producer.send_offsets_to_transaction,
                 [TopicPartition(args.source, 0, last + 1)],
                 consumer.consumer_group_metadata(),
                 CALL_TIMEOUT,
             )
             if rng.random() < args.abort_ratio:
                 out.write(f"aborting {n}\n")
-                producer.abort_transaction(CALL_TIMEOUT)
+                guarded(f"abort {n}", producer.abort_transaction, CALL_TIMEOUT)
                 out.write(f"aborted {n}\n")
                 consumer.seek(TopicPartition(args.source, 0, first))
             else:
                 out.write(f"committing {n}\n")
-                producer.commit_transaction(CALL_TIMEOUT)
+                guarded(f"commit {n}", producer.commit_transaction, CALL_TIMEOUT)
                 out.write(f"committed {n}\n")
     except KafkaException as e:
         err: Any = e.args[0] if e.args else e
@@ -126,6 +164,8 @@ def main() -> int:
     parser.add_argument("--max-inputs", type=int, default=4)
     parser.add_argument("--abort-ratio", type=float, default=0.25)
     args = parser.parse_args()
+    # The test asks for the stacks (to stderr) of a driver that stopped making progress.
+    faulthandler.register(signal.SIGUSR1)
     with open(args.log, "a", buffering=1) as out:  # line-buffered: each line is written
         return run(args, out)
 
