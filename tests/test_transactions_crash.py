@@ -234,8 +234,8 @@ def crash_loop(tmp_path: Path, *, cycles: int, inputs: int, seed: int) -> Figure
             wait_progress(driver, driver.ended(), f"cycle {cycle} start")
             time.sleep(rng.uniform(0.05, 1.0))
             broker.kill()
-            if rng.random() < 0.3:
-                driver.kill()
+            if cycle % 3 == 1 or rng.random() < 0.2:
+                driver.kill()  # in the middle of whatever it was doing too
             time.sleep(rng.uniform(0.0, 0.3))
             broker.start()
             driver.ensure_running()
