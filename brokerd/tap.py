@@ -11,7 +11,8 @@ time, the last added first, each after the previous one finished)::
     ├── broker core (brokerd.core.Broker)
     │   ├── worker pools            stopped last
     │   ├── log directory           last snapshots, sync, checkpoint, clean marker
-    │   └── Kafka group state       coordinator's last journal writes, offsets store
+    │   ├── Kafka group state       coordinator's last journal writes, offsets store
+    │   └── transaction coordinator its operations in progress, then transactions.log
     ├── native listener
     ├── Kafka listener              (unless --kafka none)
     └── readiness notifier          STOPPING=1 first
@@ -42,8 +43,10 @@ from brokerd.core.services import SequentialMultiService
 if TYPE_CHECKING:
     from brokerd.core import Broker
     from brokerd.kafka.groups import GroupCoordinator
+    from brokerd.kafka.transactions import TransactionCoordinator
     from brokerd.storage.offsets import OffsetStore
     from brokerd.storage.producer_ids import ProducerIdAllocator
+    from brokerd.storage.txn_log import TxnLog
 
 _log = Logger()
 
@@ -147,6 +150,13 @@ class Options(usage.Options):
         ["max-produce-bytes", None, MEBIBYTE, "Largest native produce payload.", int],
         ["max-fetch-bytes", None, MEBIBYTE, "Cap of a native fetch response's values.", int],
         ["max-request-bytes", None, 8 * MEBIBYTE, "Largest Kafka request frame.", int],
+        [
+            "transaction-max-timeout-ms",
+            None,
+            900_000,
+            "Longest transaction timeout a producer may ask for.",
+            int,
+        ],
         ["max-connections", None, 1024, "Open connections per listener (0: no limit).", int],
         ["read-threads", None, 4, "Threads reading logs.", int],
         ["write-threads", None, 2, "Threads appending and syncing logs.", int],
@@ -174,6 +184,7 @@ class Options(usage.Options):
             "read-threads",
             "write-threads",
             "log-retention-check-interval-ms",
+            "transaction-max-timeout-ms",
         )
         for name in positive:
             if self[name] <= 0:
@@ -371,6 +382,56 @@ class _GroupState(service.Service):
         self._producer_ids.close()
 
 
+class _TxnState(service.Service):
+    """The transaction coordinator and its log, as a child of the broker core added after
+    the group state: it stops first (its completions still hand offsets to the group
+    coordinator and write markers through the core), and its log is closed only once no
+    operation is in progress."""
+
+    def __init__(self, coordinator: TransactionCoordinator, txn_log: TxnLog) -> None:
+        self._coordinator = coordinator
+        self._txn_log = txn_log
+
+    def startService(self) -> None:
+        super().startService()
+        self._coordinator.startService()
+
+    def stopService(self) -> Deferred[None]:
+        super().stopService()
+        return Deferred.fromCoroutine(self._stop())
+
+    async def _stop(self) -> None:
+        await self._coordinator.stopService()
+        self._txn_log.close()
+
+
+def _add_transactions(
+    broker: Broker,
+    reactor: Any,
+    options: Options,
+    data_dir: str,
+    groups: GroupCoordinator,
+    producer_ids: ProducerIdAllocator,
+) -> TransactionCoordinator:
+    """The transaction coordinator (``transactions.log`` in the data directory), wired to
+    the core's marker writes and produce verifier."""
+    from brokerd.kafka.transactions import TransactionCoordinator
+    from brokerd.storage.txn_log import TXN_LOG_FILE_NAME, TxnLog
+
+    txn_log = TxnLog.open(os.path.join(data_dir, TXN_LOG_FILE_NAME))
+    coordinator = TransactionCoordinator(
+        clock=reactor,
+        log=txn_log,
+        run_blocking=broker.run_write,
+        allocate_producer_id=producer_ids.next_id,
+        core=broker,
+        groups=groups,
+        max_timeout_ms=options["transaction-max-timeout-ms"],
+    )
+    _TxnState(coordinator, txn_log).setServiceParent(broker)
+    return coordinator
+
+
 def _add_kafka(
     top: service.MultiService, broker: Broker, reactor: Any, options: Options, data_dir: str
 ) -> None:
@@ -385,6 +446,8 @@ def _add_kafka(
     coordinator = GroupCoordinator(clock=reactor, offsets=offsets, run_blocking=broker.run_write)
 
     _GroupState(coordinator, offsets, producer_ids).setServiceParent(broker)
+    # Added after the group state, so it stops before it (children stop last added first).
+    transactions = _add_transactions(broker, reactor, options, data_dir, coordinator, producer_ids)
     factory = KafkaFactory(
         broker,
         coordinator,
@@ -394,6 +457,7 @@ def _add_kafka(
         max_frame_bytes=options["max-request-bytes"],
         default_partitions=options["default-partitions"],
         max_connections=options["max-connections"] or None,
+        transactions=transactions,
     )
 
     def on_listen(address: Any) -> None:

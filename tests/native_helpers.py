@@ -160,7 +160,9 @@ class FakeCore:
     def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]:
         return self._call("create_topic", name, partitions)
 
-    def list_offsets(self, topic: str, partition: int) -> defer.Deferred[tuple[int, int]]:
+    def list_offsets(
+        self, topic: str, partition: int, *, read_committed: bool = False
+    ) -> defer.Deferred[tuple[int, int]]:
         return self._call("list_offsets", topic, partition)
 
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]:

@@ -75,6 +75,13 @@ class FakeLog:
         self.calls.append("retention")
         return 0
 
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark  # no transactions in this fake
+
+    def txn_snapshot(self) -> tuple[int, dict[int, int]]:
+        return self.log_end_offset, {}
+
 
 class FakeLogDir:
     auto_create = True

@@ -7,10 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from brokerd.core.cleaner import CleanerService, CleanerSettings
-from brokerd.errors import OutOfOrderSequence
 from brokerd.storage.batch import encode_batch, parse_batches
 from brokerd.storage.cleaner import clean_log
 from brokerd.storage.keymap import OffsetMap
@@ -194,17 +191,11 @@ def test_created_partitions_take_the_topic_configs_and_are_cleaned(tmp_path: Pat
     logdir.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OutOfOrderSequence,
-    reason="known gap: the cleaner may remove an idempotent producer's last batches "
-    "after its state snapshot; after a crash the state is behind (Kafka keeps each "
-    "producer's last batch)",
-)
 def test_producer_state_after_a_crash_over_a_cleaned_segment(tmp_path: Path) -> None:
-    """A producer's batches written after the last producer-state snapshot, all of them
-    superseded and cleaned away before a crash: at the restart the snapshot plus the
-    replay say it is at an older sequence, and its next batch is refused."""
+    """A producer's batches written after the last producer-state snapshot, all of their
+    records superseded before a crash: the cleaner keeps the producer's last batch (one
+    record of it), so the snapshot plus the replay know its sequence at the restart and
+    its next batch is accepted."""
     log = open_log(tmp_path)
     put(log, [(b"a", b"1")], producer=(7, 0, 0))
     table = ProducerStateTable()
@@ -219,5 +210,6 @@ def test_producer_state_after_a_crash_over_a_cleaned_segment(tmp_path: Path) -> 
     data = encode_batch(
         [b"3"], keys=[b"c"], timestamp_ms=T0, producer_id=7, producer_epoch=0, base_sequence=2
     )
-    restarted.check(parse_batches(data, max_batch_bytes=1 << 20))
+    assert restarted.check(parse_batches(data, max_batch_bytes=1 << 20)) is None
+    assert restarted.snapshot()[7]["batches"][-1][:2] == [1, 1]
     log.close()

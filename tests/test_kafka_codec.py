@@ -256,7 +256,8 @@ def test_advertised_ranges_are_the_notes() -> None:
     assert got == {
         0: (0, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 8: (2, 7), 9: (1, 5), 10: (0, 2),
         11: (0, 5), 12: (0, 3), 13: (0, 2), 14: (0, 3), 18: (0, 2), 19: (2, 4),
-        20: (1, 3), 22: (0, 1),
+        20: (1, 3), 22: (0, 4),
+        24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 65: (0, 0), 66: (0, 0),  # transactions
         32: (0, 3), 33: (0, 1), 44: (0, 0),  # the config APIs
         15: (0, 4), 16: (0, 4), 42: (0, 1), 47: (0, 0),  # group admin APIs
         21: (0, 1), 35: (0, 1), 37: (0, 1),
@@ -570,6 +571,15 @@ def test_init_producer_id() -> None:
     assert decode(ApiKey.INIT_PRODUCER_ID, 1, s("tx") + i32(1)).transactional_id == "tx"
     resp = apis.InitProducerIdResponse(error_code=0, producer_id=5, producer_epoch=0)
     assert encoded(0, resp) == i32(0) + i16(0) + i64(5) + i16(0)
+    # v2+ flexible, v3+ carries the current producer id and epoch.
+    v2 = i16(22) + i16(2) + i32(7) + s("cli") + NO_TAGS + cs(None) + i32(100) + NO_TAGS
+    assert apis.decode_request(v2).body == apis.InitProducerIdRequest(
+        transactional_id=None, transaction_timeout_ms=100)
+    v3 = (i16(22) + i16(3) + i32(7) + s("cli") + NO_TAGS + cs("tx") + i32(100) + i64(9)
+          + i16(2) + NO_TAGS)
+    assert apis.decode_request(v3).body == apis.InitProducerIdRequest(
+        transactional_id="tx", transaction_timeout_ms=100, producer_id=9, producer_epoch=2)
+    assert encoded(4, resp) == NO_TAGS + i32(0) + i16(0) + i64(5) + i16(0) + NO_TAGS
 
 
 # -- group admin APIs: ListGroups, DescribeGroups, DeleteGroups, OffsetDelete ----------

@@ -28,7 +28,7 @@ from brokerd.kafka.protocol import (
 )
 from brokerd.storage.log import LogConfig
 from brokerd.storage.topic_config import broker_values, validate_overrides
-from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
+from brokerd.storage.types import AppendInfo, TopicInfo
 
 
 def batch(size: int = 100, *, codec_id: int = 0, base_offset: int = 0) -> bytes:
@@ -41,6 +41,34 @@ def batch(size: int = 100, *, codec_id: int = 0, base_offset: int = 0) -> bytes:
 
 
 # -- fakes ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class FakeAbortedTxn:
+    """Shaped like brokerd.storage.types.AbortedTxn."""
+
+    producer_id: int
+    first_offset: int
+
+
+@attrs.frozen
+class FakeReadResult:
+    """Shaped like brokerd.storage.types.ReadResult (with the transaction fields)."""
+
+    data: bytes
+    high_watermark: int
+    log_start_offset: int
+    last_stable_offset: int
+    aborted: tuple[FakeAbortedTxn, ...] = ()
+
+
+@attrs.frozen
+class FakePartitionOffsets:
+    """Shaped like brokerd.storage.types.PartitionOffsets."""
+
+    log_start_offset: int
+    high_watermark: int
+    last_stable_offset: int
 
 
 class FakeCore:
@@ -60,7 +88,12 @@ class FakeCore:
         self.wait_deferreds: list[defer.Deferred[None]] = []
         self.cancelled_waits = 0
         self.wait_error: Exception | None = None
-        self.fetch_calls: list[tuple[str, int, int, int]] = []
+        self.fetch_calls: list[tuple[str, int, int, int, bool]] = []
+        #: Last stable offset per partition (absent: the high watermark).
+        self.lso: dict[tuple[str, int], int] = {}
+        #: Aborted transactions per partition: (producer id, first offset, marker offset).
+        self.aborted: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+        self.list_offsets_calls: list[tuple[str, int, bool]] = []
         self.created: list[tuple[str, int]] = []
         self.deleted: list[str] = []
         self.next_producer_id = 1000
@@ -153,10 +186,14 @@ class FakeCore:
             return d
         return defer.succeed(info)
 
+    def _lso(self, topic: str, partition: int) -> int:
+        return self.lso.get((topic, partition), len(self.logs[(topic, partition)]))
+
     def fetch(
-        self, topic: str, partition: int, offset: int, max_bytes: int
-    ) -> defer.Deferred[ReadResult]:
-        self.fetch_calls.append((topic, partition, offset, max_bytes))
+        self, topic: str, partition: int, offset: int, max_bytes: int,
+        *, read_committed: bool = False,
+    ) -> defer.Deferred[FakeReadResult]:
+        self.fetch_calls.append((topic, partition, offset, max_bytes, read_committed))
         try:
             log = self._log(topic, partition)
         except errors.BrokerError:
@@ -164,11 +201,27 @@ class FakeCore:
         start = self.log_start[(topic, partition)]
         if not start <= offset <= len(log):
             return defer.fail(errors.OffsetOutOfRange(offset, start, len(log)))
+        lso = self._lso(topic, partition)
+        readable = log[offset:lso] if read_committed else log[offset:]
         # At least one whole batch, then cut at max_bytes (maybe mid-batch), like Kafka.
-        data = b"".join(log[offset:])
-        if log[offset:]:
-            data = data[: max(max_bytes, len(log[offset]))]
-        return defer.succeed(ReadResult(data, len(log), start))
+        data = b"".join(readable)
+        if readable:
+            data = data[: max(max_bytes, len(readable[0]))]
+        end = offset + len(readable)
+        aborted = tuple(
+            FakeAbortedTxn(pid, first)
+            for pid, first, marker in self.aborted.get((topic, partition), ())
+            if read_committed and marker >= offset and first < end
+        )
+        return defer.succeed(FakeReadResult(data, len(log), start, lso, aborted))
+
+    def offsets(self, topic: str, partition: int) -> defer.Deferred[FakePartitionOffsets]:
+        try:
+            log = self._log(topic, partition)
+        except errors.BrokerError:
+            return defer.fail()
+        return defer.succeed(FakePartitionOffsets(
+            self.log_start[(topic, partition)], len(log), self._lso(topic, partition)))
 
     def wait_for_data(
         self,
@@ -190,12 +243,16 @@ class FakeCore:
         self.wait_deferreds.append(d)
         return d
 
-    def list_offsets(self, topic: str, partition: int) -> defer.Deferred[tuple[int, int]]:
+    def list_offsets(
+        self, topic: str, partition: int, *, read_committed: bool = False
+    ) -> defer.Deferred[tuple[int, int]]:
+        self.list_offsets_calls.append((topic, partition, read_committed))
         try:
             log = self._log(topic, partition)
         except errors.BrokerError:
             return defer.fail()
-        return defer.succeed((self.log_start[(topic, partition)], len(log)))
+        latest = self._lso(topic, partition) if read_committed else len(log)
+        return defer.succeed((self.log_start[(topic, partition)], latest))
 
     def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_ms: int
@@ -653,6 +710,12 @@ class MetadataTests(KafkaTestCase):
         resp = self.one()
         self.assertEqual((resp.error_code, resp.node_id, resp.host, resp.port),
                          (0, 0, "broker.example", 1234))
+        # Key type 1: a transactional id; this node is its coordinator too.
+        self.send(ApiKey.FIND_COORDINATOR, 1, apis.FindCoordinatorRequest(key="tx", key_type=1))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.node_id, resp.port), (0, 0, 1234))
+        self.send(ApiKey.FIND_COORDINATOR, 2, apis.FindCoordinatorRequest(key="x", key_type=2))
+        self.assertEqual(self.one().error_code, ErrorCode.INVALID_REQUEST)
 
 
 # -- Produce -------------------------------------------------------------------------
@@ -700,10 +763,23 @@ class ProduceTests(KafkaTestCase):
         self.produce("t", 0, batch(codec_id=4), version=7)
         self.assertEqual(self.partition().error_code, 0)
 
-    def test_transactional_produce_refused(self) -> None:
+    def test_transactional_produce_goes_to_the_core(self) -> None:
         self.produce("t", 0, batch(), transactional_id="tx")
-        self.assertEqual(self.partition().error_code,
-                         ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        self.assertEqual(self.partition().error_code, 0)
+        self.assertEqual(self.core.produce_calls, [("t", 0, batch(), 1)])
+
+    def test_transactional_produce_refused_by_the_core(self) -> None:
+        # The core's verifier: no ongoing transaction with this partition, or fenced.
+        for exc, code in [
+            (errors.InvalidTxnState("partition not in the transaction"),
+             ErrorCode.INVALID_TXN_STATE),
+            (errors.InvalidProducerEpoch("epoch 1 is older than 2"),
+             ErrorCode.INVALID_PRODUCER_EPOCH),
+        ]:
+            self.core.produce_error = exc
+            self.produce("t", 0, batch(), transactional_id="tx")
+            part = self.partition()
+            self.assertEqual((part.error_code, part.error_message), (code, str(exc)))
 
     def test_old_message_format_versions_refused(self) -> None:
         self.produce("t", 0, batch(), version=2)
@@ -785,6 +861,74 @@ class FetchTests(KafkaTestCase):
     def test_read_committed_gets_an_empty_aborted_list(self) -> None:
         self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], isolation=1))
         self.assertEqual(self.one().responses[0].partitions[0].aborted_transactions, ())
+
+    def test_isolation_level_reaches_the_core(self) -> None:
+        self.core.logs[("t", 0)] = [batch(100)]
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], isolation=1))
+        self.one()
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], isolation=0))
+        self.one()
+        self.assertEqual([c[4] for c in self.core.fetch_calls], [True, False])
+
+    def test_read_committed_stops_at_the_lso_and_gets_the_aborted_list(self) -> None:
+        # Offsets 0-3; a transaction of producer 7 aborted at 2 (first offset 1), and
+        # an ongoing one from offset 3 holds the LSO there.
+        self.core.logs[("t", 0)] = [batch(100, base_offset=i) for i in range(4)]
+        self.core.lso[("t", 0)] = 3
+        self.core.aborted[("t", 0)] = [(7, 1, 2)]
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], isolation=1))
+        part = self.one().responses[0].partitions[0]
+        self.assertEqual((part.high_watermark, part.last_stable_offset), (4, 3))
+        self.assertEqual(part.records, b"".join(batch(100, base_offset=i) for i in range(3)))
+        self.assertEqual(part.aborted_transactions,
+                         (apis.AbortedTransaction(producer_id=7, first_offset=1),))
+        # read_uncommitted: everything to the HW, the same LSO, and no aborted list.
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], isolation=0))
+        part = self.one().responses[0].partitions[0]
+        self.assertEqual((part.high_watermark, part.last_stable_offset), (4, 3))
+        self.assertEqual(len(part.records), 400)
+        self.assertIsNone(part.aborted_transactions)
+
+    def test_read_committed_between_lso_and_hw_is_empty_not_out_of_range(self) -> None:
+        self.core.logs[("t", 0)] = [batch(100)] * 3
+        self.core.lso[("t", 0)] = 1
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 2, 1000)], isolation=1))
+        part = self.one().responses[0].partitions[0]
+        self.assertEqual((part.error_code, part.records, part.last_stable_offset,
+                          part.aborted_transactions), (0, b"", 1, ()))
+
+    def test_read_committed_long_poll_counts_only_stable_bytes(self) -> None:
+        # 300 bytes in the log but only 100 below the LSO: MinBytes 200 is not met.
+        self.core.logs[("t", 0)] = [batch(100)] * 3
+        self.core.lso[("t", 0)] = 1
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], isolation=1,
+                                                       max_wait=500, min_bytes=200))
+        self.assertEqual(self.tr.value(), b"")
+        self.assertEqual(self.core.waits[0][3], 100)
+        # The transaction commits (the LSO reaches the HW) and the wait wakes.
+        del self.core.lso[("t", 0)]
+        self.core.wait_deferreds[0].callback(None)
+        part = self.one().responses[0].partitions[0]
+        self.assertEqual((len(part.records), part.last_stable_offset), (300, 3))
+
+    def test_offsets_only_partitions_report_the_lso(self) -> None:
+        self.core.logs[("t", 0)] = [batch(300)]
+        self.core.logs[("t", 1)] = [batch(100)] * 4
+        self.core.lso[("t", 1)] = 2
+        req = self.fetch_request([("t", 0, 0, 1000), ("t", 1, 0, 1000)], max_bytes=300,
+                                 isolation=1)
+        self.send(ApiKey.FETCH, 11, req)
+        p0, p1 = self.one().responses[0].partitions
+        self.assertEqual(len(p0.records), 300)
+        self.assertEqual((p1.records, p1.high_watermark, p1.last_stable_offset,
+                          p1.log_start_offset, p1.aborted_transactions), (b"", 4, 2, 0, ()))
+
+    def test_offsets_only_partition_out_of_range(self) -> None:
+        self.core.logs[("t", 0)] = [batch(300)]
+        req = self.fetch_request([("t", 0, 0, 1000), ("t", 1, 9, 1000)], max_bytes=300)
+        self.send(ApiKey.FETCH, 11, req)
+        p1 = self.one().responses[0].partitions[1]
+        self.assertEqual(p1.error_code, ErrorCode.OFFSET_OUT_OF_RANGE)
 
     def test_offset_out_of_range_answers_at_once(self) -> None:
         self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 5, 1000)], max_wait=500))
@@ -872,6 +1016,23 @@ class ListOffsetsTests(KafkaTestCase):
                                (0, -1, -1, 0)])
         self.assertEqual(resp.topics[1].partitions[0].error_code,
                          ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    def test_latest_is_the_lso_for_read_committed(self) -> None:
+        self.core.add_topic("t")
+        self.core.logs[("t", 0)] = [batch()] * 7
+        self.core.lso[("t", 0)] = 4
+        latest = (apis.ListOffsetsPartition(partition_index=0, timestamp=-1),)
+        request = apis.ListOffsetsRequest(
+            topics=(apis.ListOffsetsTopic(name="t", partitions=latest),))
+        got = []
+        for version, isolation in [(5, 1), (5, 0), (2, 1), (1, 1)]:
+            self.send(ApiKey.LIST_OFFSETS, version,
+                      attrs.evolve(request, isolation_level=isolation))
+            got.append(self.one().topics[0].partitions[0].offset)
+        # v1 has no isolation level on the wire: read_uncommitted.
+        self.assertEqual(got, [4, 7, 4, 7])
+        self.assertEqual([c[2] for c in self.core.list_offsets_calls],
+                         [True, False, True, False])
 
 
 # -- groups --------------------------------------------------------------------------
@@ -995,7 +1156,21 @@ class AdminTests(KafkaTestCase):
         self.send(ApiKey.INIT_PRODUCER_ID, 1, apis.InitProducerIdRequest(transactional_id=None))
         resp = self.one()
         self.assertEqual((resp.error_code, resp.producer_id, resp.producer_epoch), (0, 1001, 0))
-        self.send(ApiKey.INIT_PRODUCER_ID, 0, apis.InitProducerIdRequest(transactional_id="tx"))
-        resp = self.one()
-        self.assertEqual((resp.error_code, resp.producer_id),
-                         (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1))
+        # Without a transaction coordinator a transactional id gets a fatal error.
+        for version in range(5):
+            self.send(ApiKey.INIT_PRODUCER_ID, version,
+                      apis.InitProducerIdRequest(transactional_id="tx"))
+            resp = self.one()
+            self.assertEqual((resp.error_code, resp.producer_id),
+                             (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1))
+
+    def test_idempotent_init_producer_id_every_version_gets_a_new_id(self) -> None:
+        # v3+ may name the current id and epoch (KIP-360): an idempotent producer still
+        # gets a fresh id, epoch 0.
+        got = []
+        for version in range(5):
+            self.send(ApiKey.INIT_PRODUCER_ID, version, apis.InitProducerIdRequest(
+                transactional_id=None, producer_id=1001, producer_epoch=3))
+            resp = self.one()
+            got.append((resp.error_code, resp.producer_id, resp.producer_epoch))
+        self.assertEqual(got, [(0, 1001 + i, 0) for i in range(5)])

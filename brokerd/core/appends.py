@@ -1,9 +1,10 @@
-"""What one produce request asks the log to append: client batches or plain values.
+"""What one request asks the log to append: client batches, plain values or a marker.
 
-:data:`Append` is a union of two frozen classes, one per protocol: a Kafka produce
-brings validated RecordBatches (:class:`BatchesAppend`), a native produce brings values
-for the broker to encode (:class:`ValuesAppend`). Each also says how much it adds toward
-a long-poll's ``min_bytes`` in either measure. No I/O and no Twisted here.
+:data:`Append` is a union of three frozen classes: a Kafka produce brings validated
+RecordBatches (:class:`BatchesAppend`), a native produce brings values for the broker to
+encode (:class:`ValuesAppend`), the transaction coordinator ends a transaction with a
+marker (:class:`MarkerAppend`). Each also says how much it adds toward a long-poll's
+``min_bytes`` in either measure. No I/O and no Twisted here.
 """
 
 from __future__ import annotations
@@ -48,7 +49,26 @@ class BatchesAppend:
         return len(self.data)
 
 
-Append = ValuesAppend | BatchesAppend
+@attrs.frozen
+class MarkerAppend:
+    """A transaction marker (COMMIT or ABORT) for one producer on one partition.
+
+    Its sizes are :data:`UNKNOWN_BYTES`: a commit may make many bytes stable at once, so
+    a marker wakes every parked fetch of its partition, which then reads again."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int = 0
+
+    def value_bytes(self) -> int:
+        return UNKNOWN_BYTES
+
+    def stored_bytes(self) -> int:
+        return UNKNOWN_BYTES
+
+
+Append = ValuesAppend | BatchesAppend | MarkerAppend
 
 
 def wake_bytes(append: Append, *, values: bool) -> int:

@@ -36,26 +36,24 @@ from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runne
 from brokerd.core.policy import FsyncPolicy
 from brokerd.core.pools import WorkerPools
 from brokerd.core.producers import ProducerGuard
+from brokerd.core.reads import BrokerReads
 from brokerd.core.services import LogDirectoryService, SequentialMultiService
 from brokerd.core.timers import CHECKPOINT_SECONDS, RETENTION_CHECK_SECONDS, PeriodicTasks
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
+from brokerd.core.transactions import BrokerTransactions
 from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
 from brokerd.core.writer import PartitionWriter
-from brokerd.errors import (
-    BrokerError,
-    OffsetOutOfRange,
-    ShuttingDown,
-)
+from brokerd.errors import BrokerError, ShuttingDown
 from brokerd.storage.batch import BatchHeader, parse_batches
 from brokerd.storage.produce_checks import check_batches, check_values
 from brokerd.storage.topic_config import broker_values
-from brokerd.storage.types import AppendInfo, LogDirUsage, ReadResult, RecordsResult, TopicInfo
+from brokerd.storage.types import AppendInfo, LogDirUsage, RecordsResult, TopicInfo
 
 P = ParamSpec("P")
 T = TypeVar("T")
 R = TypeVar("R")
 
-class Broker(SequentialMultiService):
+class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
     """The core both protocols call.
 
     :param logdir: an open :class:`brokerd.storage.logdir.LogDirectory`.
@@ -88,6 +86,7 @@ class Broker(SequentialMultiService):
         self._checkpoint_seconds = checkpoint_seconds
         self._stopping = False
         self._next_producer_id: Callable[[], int] | None = None
+        self._txn_verifier = None
         self.pools = WorkerPools(
             reactor,
             read_threads=read_threads,
@@ -120,7 +119,8 @@ class Broker(SequentialMultiService):
             on_appended=lambda appended: self.waiters.notify(key, appended),
             on_idle=lambda: self.partitions.writer_idle(),
         )
-        return Partition(topic, index, log, writer, ProducerGuard(log.path))
+        guard = ProducerGuard(log.path, txn_state=log.txn_snapshot)
+        return Partition(topic, index, log, writer, guard)
 
     def _high_watermark(self, key: PartitionKey) -> int | None:
         part = self.partitions.get(key)
@@ -307,6 +307,8 @@ class Broker(SequentialMultiService):
         if headers[0].producer_id < 0:
             return part.writer.submit(append)
         try:
+            if any(h.is_transactional for h in headers):
+                self.admit_transactional(part, headers)
             admitted = part.producers.admit(headers)
         except BrokerError:
             return defer.fail()
@@ -314,70 +316,7 @@ class Broker(SequentialMultiService):
             return admitted  # a retry: the stored copy's offsets, now or once written
         return part.producers.track(admitted, part.writer.submit(append))
 
-    # -- reads -------------------------------------------------------------------------
-
-    def _readable(self, topic: str, partition: int) -> defer.Deferred[Partition]:
-        return self.partitions.open(topic, partition, create=False)
-
-    def _read_from(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        at_end: Callable[[int, int], R],
-        read: Callable[[PartitionStore], defer.Deferred[R]],
-    ) -> defer.Deferred[R]:
-        """``read`` the partition's log from ``offset`` in the read pool, after checking
-        the offset is in range; ``at_end(high_watermark, log_start)`` at the end."""
-
-        def check(part: Partition) -> R | defer.Deferred[R]:
-            log = part.log
-            hw, start = log.high_watermark, log.log_start_offset
-            if offset == hw:
-                # The common long-poll case: nothing new, no thread hop needed.
-                return at_end(hw, start)
-            if offset > hw or offset < start:
-                raise OffsetOutOfRange(offset, start, hw)
-            return read(log)
-
-        return self._readable(topic, partition).addCallback(check)
-
-    def fetch(
-        self, topic: str, partition: int, offset: int, max_bytes: int
-    ) -> defer.Deferred[ReadResult]:
-        """Raw log bytes from the batch holding ``offset`` (Kafka Fetch)."""
-        return self._read_from(
-            topic,
-            partition,
-            offset,
-            lambda hw, start: ReadResult(b"", hw, start),
-            lambda log: self._run_read(log.read, offset, max_bytes),
-        )
-
-    def fetch_records(
-        self, topic: str, partition: int, offset: int, max_value_bytes: int
-    ) -> defer.Deferred[RecordsResult]:
-        """Decoded records from ``offset`` (the native fetch)."""
-        return self._read_from(
-            topic,
-            partition,
-            offset,
-            lambda hw, start: RecordsResult((), hw, start),
-            lambda log: self._run_read(log.read_records, offset, max_value_bytes),
-        )
-
-    def list_offsets(self, topic: str, partition: int) -> defer.Deferred[tuple[int, int]]:
-        """``(log_start_offset, high_watermark)`` of a partition."""
-        return self._readable(topic, partition).addCallback(
-            lambda part: (part.log.log_start_offset, part.log.high_watermark)
-        )
-
-    def offset_for_timestamp(
-        self, topic: str, partition: int, timestamp_ms: int
-    ) -> defer.Deferred[tuple[int, int] | None]:
-        return self._readable(topic, partition).addCallback(
-            lambda part: self._run_read(part.log.offset_for_timestamp, timestamp_ms)
-        )
+    # -- producer ids ------------------------------------------------------------------
 
     def init_producer_id(self) -> defer.Deferred[int]:
         if self._next_producer_id is None:

@@ -14,13 +14,14 @@ and the outcome of the append.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.core.interfaces import Runner
+from brokerd.errors import BrokerError
 from brokerd.storage.batch import BatchHeader
 from brokerd.storage.producer_state import (
     ProducerBatch,
@@ -37,10 +38,19 @@ class ProducerGuard:
     """One partition's producer table plus the retries waiting on an in-flight batch.
 
     :param path: the partition's directory, where its snapshot is written.
+    :param txn_state: the log's ``(log end, ongoing transactions)``, blocking (called in
+        the write pool when a snapshot is written; see ``PartitionLog.txn_snapshot``).
     """
 
-    def __init__(self, path: str, table: ProducerStateTable | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        table: ProducerStateTable | None = None,
+        *,
+        txn_state: Callable[[], tuple[int, dict[int, int]]] | None = None,
+    ) -> None:
         self.path = path
+        self.txn_state = txn_state
         self.table = table if table is not None else ProducerStateTable()
         self._waiting: dict[ProducerBatch, list[defer.Deferred[AppendInfo]]] = {}
         #: ``acked_end`` of the last snapshot written; equal means nothing new to write.
@@ -99,9 +109,12 @@ def write_snapshots(
         problems: list[str | None] = []
         for guard, end, producers in jobs:
             try:
-                write_snapshot(guard.path, end, producers)
+                # Taken here, under the log's write lock: the ongoing transactions of the
+                # log below the end offset it is paired with.
+                txns = guard.txn_state() if guard.txn_state is not None else None
+                write_snapshot(guard.path, end, producers, txns)
                 problems.append(None)
-            except OSError as e:
+            except (OSError, BrokerError) as e:
                 problems.append(f"{guard.path}: {e}")
         return problems
 

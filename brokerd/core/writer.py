@@ -22,7 +22,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from brokerd.core.appends import Append, BatchesAppend, ValuesAppend
+from brokerd.core.appends import Append, BatchesAppend, MarkerAppend, ValuesAppend
 from brokerd.core.interfaces import PartitionStore, Runner
 from brokerd.storage.append_time import stamp_log_append_time
 from brokerd.storage.types import AppendInfo
@@ -72,6 +72,14 @@ def write_job(
         try:
             if isinstance(append, ValuesAppend):
                 info = log.append_values(append.values, timestamp_ms=int(wall_clock() * 1000))
+            elif isinstance(append, MarkerAppend):
+                info = log.append_marker(
+                    append.producer_id,
+                    append.producer_epoch,
+                    commit=append.commit,
+                    coordinator_epoch=append.coordinator_epoch,
+                    timestamp_ms=int(wall_clock() * 1000),
+                )
             else:
                 info = _append_batches(log, append, wall_clock)
             outcomes.append(info)

@@ -5,7 +5,9 @@ DeleteTopics and InitProducerId.
 Each handler turns a decoded request body (:mod:`brokerd.kafka.apis`) into a response
 message, calling the broker core for topics and producer ids. brokerd is a single node:
 every partition's leader, replica and in-sync replica is this node, and CreateTopics
-accepts replication factor 1 (or -1) only.
+accepts replication factor 1 (or -1) only. InitProducerId allocates a fresh producer id
+for an idempotent producer here and hands a transactional one (a transactional id is
+set) to :class:`~brokerd.kafka.txn_handlers.TxnHandlers`.
 
 It does not parse or build bytes and does not dispatch: :class:`~brokerd.kafka.handlers.
 KafkaHandlers` routes requests here.
@@ -30,6 +32,7 @@ from brokerd.kafka.handler_base import (
     repeated,
     unexpected_code,
 )
+from brokerd.kafka.txn_handlers import TxnHandlers
 from brokerd.names import validate_topic_name
 from brokerd.storage.types import TopicInfo
 
@@ -47,6 +50,8 @@ class AdminHandlers:
     :param core: the broker core (:class:`~brokerd.kafka.handlers.KafkaCore`).
     :param identity: node id, advertised host/port and cluster id (read live).
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
+    :param transactional: answers InitProducerId with a transactional id (default: as a
+        broker without a transaction coordinator does).
     """
 
     _log = Logger()
@@ -57,10 +62,12 @@ class AdminHandlers:
         identity: BrokerIdentity,
         *,
         default_partitions: int = DEFAULT_PARTITIONS,
+        transactional: TxnHandlers | None = None,
     ) -> None:
         self._core = core
         self._id = identity
         self._default_partitions = default_partitions
+        self._txn = transactional if transactional is not None else TxnHandlers(core, None)
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
@@ -224,11 +231,9 @@ class AdminHandlers:
     async def init_producer_id(self, conn: Connection, req: Request) -> Any:
         body: apis.InitProducerIdRequest = req.body
         if body.transactional_id is not None:
-            # Transactions are out of scope. A fatal (non-retriable) error, so the
-            # client fails fast instead of retrying a coordinator error forever.
-            return apis.InitProducerIdResponse(
-                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            )
+            return await self._txn.init_producer_id(req.api_version, body)
+        # An idempotent producer always gets a new id, epoch 0, even when v3+ names its
+        # current one (as Kafka does: its sequence numbers start over with the new id).
         try:
             producer_id = await self._core.init_producer_id()
         except Exception as e:

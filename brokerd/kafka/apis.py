@@ -54,7 +54,8 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 #: Advertised (and accepted) version ranges: mostly the last non-flexible version of each
 #: API is the upper bound (ListGroups goes to its flexible v4, whose group states
-#: librdkafka needs); the lower bounds follow what old librdkafka probes for
+#: librdkafka needs; the transactional APIs and InitProducerId to the flexible
+#: versions the transactional clients send); the lower bounds follow what old librdkafka probes for
 #: (see ``docs/kafka.md``). Produce starts at 0 only so that librdkafka < 2.11.1
 #: enables compression; versions 0-2 are answered UNSUPPORTED_VERSION per partition.
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -72,7 +73,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 2),
     ApiKey.CREATE_TOPICS: (2, 4),
     ApiKey.DELETE_TOPICS: (1, 3),
-    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
@@ -84,6 +85,14 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_RECORDS: (0, 1),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),
+    # Transactions: the client versions (AddPartitionsToTxn v4+ is Kafka's
+    # broker-to-broker batched form).
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 0),
 }
 
 #: Highest ApiVersions version answered in the v0 fallback's single entry.
@@ -943,9 +952,15 @@ class DeleteTopicsResponse:
 class InitProducerIdRequest:
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60_000
+    #: v3+ (KIP-360): the producer's current id and epoch, -1 when it has none.
+    producer_id: int = -1
+    producer_epoch: int = -1
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
     FIELDS: ClassVar[tuple[Field, ...]] = (
         Field("transactional_id", STRING, nullable_from=0),
         Field("transaction_timeout_ms", INT32),
+        Field("producer_id", INT64, 3),
+        Field("producer_epoch", INT16, 3),
     )
 
 
@@ -955,11 +970,298 @@ class InitProducerIdResponse:
     error_code: int = 0
     producer_id: int = -1
     producer_epoch: int = -1
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
     FIELDS: ClassVar[tuple[Field, ...]] = (
         Field("throttle_time_ms", INT32),
         Field("error_code", INT16),
         Field("producer_id", INT64),
         Field("producer_epoch", INT16),
+    )
+
+
+# -- Transactions: AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26),
+# -- TxnOffsetCommit (28), DescribeTransactions (65), ListTransactions (66) -----------
+
+
+@attrs.frozen(kw_only=True)
+class AddPartitionsToTxnTopic:
+    name: str
+    partitions: tuple[int, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(INT32)),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AddPartitionsToTxnRequest:
+    """Versions 0-3, the client form (Kafka's ``V3AndBelow*`` fields); v4+ batches
+    several transactions for broker-to-broker verification and is not advertised."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[AddPartitionsToTxnTopic, ...] = _arr()
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("transactional_id", STRING),
+        Field("producer_id", INT64),
+        Field("producer_epoch", INT16),
+        Field("topics", Array(Struct(AddPartitionsToTxnTopic))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AddPartitionsToTxnPartitionResult:
+    partition_index: int
+    partition_error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("partition_error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AddPartitionsToTxnTopicResult:
+    name: str
+    results_by_partition: tuple[AddPartitionsToTxnPartitionResult, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("results_by_partition", Array(Struct(AddPartitionsToTxnPartitionResult))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AddPartitionsToTxnResponse:
+    throttle_time_ms: int = 0
+    results_by_topic: tuple[AddPartitionsToTxnTopicResult, ...] = _arr()
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("results_by_topic", Array(Struct(AddPartitionsToTxnTopicResult))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AddOffsetsToTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("transactional_id", STRING),
+        Field("producer_id", INT64),
+        Field("producer_epoch", INT16),
+        Field("group_id", STRING),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class AddOffsetsToTxnResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class EndTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("transactional_id", STRING),
+        Field("producer_id", INT64),
+        Field("producer_epoch", INT16),
+        Field("committed", BOOL),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class EndTxnResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class TxnOffsetCommitRequestPartition:
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int = -1
+    committed_metadata: str | None = None
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("committed_offset", INT64),
+        Field("committed_leader_epoch", INT32, 2),
+        Field("committed_metadata", STRING, nullable_from=0),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class TxnOffsetCommitRequestTopic:
+    name: str
+    partitions: tuple[TxnOffsetCommitRequestPartition, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(TxnOffsetCommitRequestPartition))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class TxnOffsetCommitRequest:
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    #: v3+ (KIP-447): the consumer's group generation, member and instance id.
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    topics: tuple[TxnOffsetCommitRequestTopic, ...] = _arr()
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("transactional_id", STRING),
+        Field("group_id", STRING),
+        Field("producer_id", INT64),
+        Field("producer_epoch", INT16),
+        Field("generation_id", INT32, 3),
+        Field("member_id", STRING, 3),
+        Field("group_instance_id", STRING, 3, nullable_from=3),
+        Field("topics", Array(Struct(TxnOffsetCommitRequestTopic))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class TxnOffsetCommitResponsePartition:
+    partition_index: int
+    error_code: int = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("partition_index", INT32),
+        Field("error_code", INT16),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class TxnOffsetCommitResponseTopic:
+    name: str
+    partitions: tuple[TxnOffsetCommitResponsePartition, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partitions", Array(Struct(TxnOffsetCommitResponsePartition))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class TxnOffsetCommitResponse:
+    throttle_time_ms: int = 0
+    topics: tuple[TxnOffsetCommitResponseTopic, ...] = _arr()
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("topics", Array(Struct(TxnOffsetCommitResponseTopic))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeTransactionsRequest:
+    transactional_ids: tuple[str, ...] = _arr()
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (Field("transactional_ids", Array(STRING)),)
+
+
+@attrs.frozen(kw_only=True)
+class DescribeTransactionsTopicData:
+    name: str
+    partition_indexes: tuple[int, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("partition_indexes", Array(INT32)),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeTransactionsState:
+    error_code: int = 0
+    transactional_id: str
+    transaction_state: str = ""
+    transaction_timeout_ms: int = 0
+    transaction_start_time_ms: int = -1
+    producer_id: int = -1
+    #: An ``int32`` on the wire here (an ``int16`` everywhere else), as Kafka's schema has.
+    producer_epoch: int = -1
+    topic_partitions: tuple[DescribeTransactionsTopicData, ...] = _arr()
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("error_code", INT16),
+        Field("transactional_id", STRING),
+        Field("transaction_state", STRING),
+        Field("transaction_timeout_ms", INT32),
+        Field("transaction_start_time_ms", INT64),
+        Field("producer_id", INT64),
+        Field("producer_epoch", INT32),
+        Field("topic_partitions", Array(Struct(DescribeTransactionsTopicData))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DescribeTransactionsResponse:
+    throttle_time_ms: int = 0
+    transaction_states: tuple[DescribeTransactionsState, ...] = _arr()
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("transaction_states", Array(Struct(DescribeTransactionsState))),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ListTransactionsRequest:
+    #: Empty = every state; names compared exactly (Kafka's state names).
+    state_filters: tuple[str, ...] = _arr()
+    #: Empty = every producer id.
+    producer_id_filters: tuple[int, ...] = _arr()
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("state_filters", Array(STRING)),
+        Field("producer_id_filters", Array(INT64)),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ListTransactionsState:
+    transactional_id: str
+    producer_id: int
+    transaction_state: str
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("transactional_id", STRING),
+        Field("producer_id", INT64),
+        Field("transaction_state", STRING),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ListTransactionsResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    #: States named in the request's filter that brokerd does not know (Kafka's field).
+    unknown_state_filters: tuple[str, ...] = _arr()
+    transaction_states: tuple[ListTransactionsState, ...] = _arr()
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("throttle_time_ms", INT32),
+        Field("error_code", INT16),
+        Field("unknown_state_filters", Array(STRING)),
+        Field("transaction_states", Array(Struct(ListTransactionsState))),
     )
 
 
@@ -1541,6 +1843,12 @@ REQUEST_TYPES: dict[ApiKey, type[Any]] = {
     ApiKey.DELETE_RECORDS: DeleteRecordsRequest,
     ApiKey.DESCRIBE_LOG_DIRS: DescribeLogDirsRequest,
     ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,
+    ApiKey.ADD_PARTITIONS_TO_TXN: AddPartitionsToTxnRequest,
+    ApiKey.ADD_OFFSETS_TO_TXN: AddOffsetsToTxnRequest,
+    ApiKey.END_TXN: EndTxnRequest,
+    ApiKey.TXN_OFFSET_COMMIT: TxnOffsetCommitRequest,
+    ApiKey.DESCRIBE_TRANSACTIONS: DescribeTransactionsRequest,
+    ApiKey.LIST_TRANSACTIONS: ListTransactionsRequest,
 }
 
 #: Response body class of each API.
@@ -1570,6 +1878,12 @@ RESPONSE_TYPES: dict[ApiKey, type[Any]] = {
     ApiKey.DELETE_RECORDS: DeleteRecordsResponse,
     ApiKey.DESCRIBE_LOG_DIRS: DescribeLogDirsResponse,
     ApiKey.CREATE_PARTITIONS: CreatePartitionsResponse,
+    ApiKey.ADD_PARTITIONS_TO_TXN: AddPartitionsToTxnResponse,
+    ApiKey.ADD_OFFSETS_TO_TXN: AddOffsetsToTxnResponse,
+    ApiKey.END_TXN: EndTxnResponse,
+    ApiKey.TXN_OFFSET_COMMIT: TxnOffsetCommitResponse,
+    ApiKey.DESCRIBE_TRANSACTIONS: DescribeTransactionsResponse,
+    ApiKey.LIST_TRANSACTIONS: ListTransactionsResponse,
 }
 
 _KEY_OF_RESPONSE: dict[type[Any], ApiKey] = {cls: key for key, cls in RESPONSE_TYPES.items()}

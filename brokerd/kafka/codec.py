@@ -87,6 +87,13 @@ class ApiKey(enum.IntEnum):
     OFFSET_DELETE = 47
     DESCRIBE_LOG_DIRS = 35
     CREATE_PARTITIONS = 37
+    # Transactions.
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 # -- errors --------------------------------------------------------------------------

@@ -155,8 +155,8 @@ class GroupHandlers:
                 error_message=f"unknown coordinator key type {body.key_type}",
                 node_id=-1, host="", port=-1,
             )
-        # Groups and (key type 1) transactional ids: this node. A transactional client
-        # then gets InitProducerId's fatal error, which says why.
+        # Groups and (key type 1) transactional ids: this node coordinates both (the
+        # transaction APIs are answered by brokerd.kafka.txn_handlers).
         return apis.FindCoordinatorResponse(
             error_code=0, error_message=None,
             node_id=ident.node_id, host=ident.advertised_host, port=ident.advertised_port,

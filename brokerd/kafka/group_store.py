@@ -118,6 +118,47 @@ def fetch_rows(
     return out
 
 
+def commit_member_error(
+    group: GroupMetadata | None, generation_id: int, member_id: str, instance_id: str | None
+) -> ErrorCode:
+    """OffsetCommit's group rules (the caller has checked the coordinator and group id)."""
+    if group is not None and group.fenced(instance_id, member_id):
+        return ErrorCode.FENCED_INSTANCE_ID
+    if group is None or not group.members:
+        # Nobody is a member: only a commit from outside the group protocol (generation
+        # -1) makes sense; a member of a generation that no longer exists must re-join.
+        return ErrorCode.NONE if generation_id < 0 else ErrorCode.UNKNOWN_MEMBER_ID
+    member = group.members.get(member_id)
+    if generation_id < 0 or member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if generation_id != group.generation:
+        return ErrorCode.ILLEGAL_GENERATION
+    if group.state is GroupState.COMPLETING_REBALANCE:
+        return ErrorCode.REBALANCE_IN_PROGRESS
+    # Stable, or PreparingRebalance: Kafka stores the commit; refusing it would make
+    # clients re-deliver what they already processed.
+    return ErrorCode.NONE
+
+
+def txn_member_error(
+    group: GroupMetadata | None, generation_id: int, member_id: str, instance_id: str | None
+) -> ErrorCode:
+    """TxnOffsetCommit's group rules (KIP-447, as Kafka's ``doTxnCommitOffsets``): a
+    producer outside the group protocol (generation -1, no member id) always passes; a
+    static member's old incarnation is fenced; a member id the group does not know is
+    refused; a generation given (>= 0) must be the group's current one (0 for a group
+    that does not exist yet). Unlike OffsetCommit, a rebalance in progress is no reason
+    to refuse: the offsets are stored only when the transaction commits."""
+    if group is not None and group.fenced(instance_id, member_id):
+        return ErrorCode.FENCED_INSTANCE_ID
+    if member_id and (group is None or member_id not in group.members):
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    current = 0 if group is None else group.generation
+    if generation_id >= 0 and generation_id != current:
+        return ErrorCode.ILLEGAL_GENERATION
+    return ErrorCode.NONE
+
+
 # -- persistence mapping -------------------------------------------------------------------
 
 
@@ -326,8 +367,10 @@ __all__ = [
     "CommitResults",
     "OffsetEntry",
     "check_offsets",
+    "commit_member_error",
     "fetch_rows",
     "offset_entry_error",
     "restored_group",
     "stored_group",
+    "txn_member_error",
 ]

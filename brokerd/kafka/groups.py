@@ -68,9 +68,11 @@ from brokerd.kafka.group_store import (
     CommitResults,
     OffsetEntry,
     check_offsets,
+    commit_member_error,
     fetch_rows,
     restored_group,
     stored_group,
+    txn_member_error,
 )
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage.offsets import OffsetStore
@@ -415,40 +417,50 @@ class GroupCoordinator:
         (:func:`~brokerd.kafka.group_store.check_offsets`).
         """
         code = self._check_commit(group_id, generation_id, member_id, group_instance_id)
+        return self._store_offsets(group_id, offsets, code)
+
+    def commit_txn_offsets(
+        self, group_id: str, offsets: list[OffsetEntry]
+    ) -> Deferred[CommitResults]:
+        """A committed transaction's offsets: :meth:`commit_offsets` without group rules
+        (TxnOffsetCommit checked them), through the same durable write queue."""
+        return self._store_offsets(group_id, offsets, self._precheck(group_id))
+
+    def check_txn_member(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode:
+        """TxnOffsetCommit's group check (:func:`~brokerd.kafka.group_store.txn_member_error`)."""
+        code = self._precheck(group_id)
+        group = self._groups.get(group_id)
+        return code or txn_member_error(group, generation_id, member_id, group_instance_id)
+
+    def _store_offsets(
+        self, group_id: str, offsets: list[OffsetEntry], code: ErrorCode
+    ) -> Deferred[CommitResults]:
         if code is not ErrorCode.NONE:
-            return defer.succeed(
-                {(topic, partition): int(code) for topic, partition, *_ in offsets}
-            )
+            return defer.succeed({(t, p): int(code) for t, p, *_ in offsets})
         results, accepted = check_offsets(offsets)
         if not accepted:
             return defer.succeed(results)
         return self._writes.commit(group_id, accepted, results)
 
-    def _check_commit(
-        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
-    ) -> ErrorCode:
+    def _precheck(self, group_id: str) -> ErrorCode:
         if self._stopped:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if _group_id_too_long(group_id):
             return ErrorCode.INVALID_GROUP_ID
-        group = self._groups.get(group_id)
-        if group is not None and group.fenced(instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if group is None or not group.members:
-            # Nobody is a member: only a commit from outside the group protocol (generation
-            # -1) makes sense; a member of a generation that no longer exists must re-join.
-            return ErrorCode.NONE if generation_id < 0 else ErrorCode.UNKNOWN_MEMBER_ID
-        member = group.members.get(member_id)
-        if generation_id < 0 or member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation:
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        # Stable, or PreparingRebalance: Kafka stores the commit; refusing it would make
-        # clients re-deliver what they already processed.
-        self._rebalancer.arm_session(group, member)
         return ErrorCode.NONE
+
+    def _check_commit(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> ErrorCode:
+        group = self._groups.get(group_id)
+        code = self._precheck(group_id) or commit_member_error(
+            group, generation_id, member_id, instance_id
+        )
+        if code is ErrorCode.NONE and group is not None and member_id in group.members:
+            self._rebalancer.arm_session(group, group.members[member_id])
+        return code
 
     def fetch_offsets(
         self, group_id: str, partitions: list[tuple[str, int]] | None
@@ -457,12 +469,7 @@ class GroupCoordinator:
         ``(topic, partition, offset, leader_epoch, metadata, error_code)`` per partition,
         with ``-1, -1, ""`` and error 0 where nothing is committed (the client then applies
         auto.offset.reset). ``partitions=None`` means every committed partition."""
-        code = ErrorCode.NONE
-        if self._stopped:
-            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        elif _group_id_too_long(group_id):
-            code = ErrorCode.INVALID_GROUP_ID
-        return fetch_rows(self._offsets, group_id, partitions, code)
+        return fetch_rows(self._offsets, group_id, partitions, self._precheck(group_id))
 
     # -- shutdown -----------------------------------------------------------------------
 

@@ -4,7 +4,11 @@
 :class:`KafkaHandlers` routes each decoded request (:mod:`brokerd.kafka.apis`) to its
 API's handler and answers the data-path APIs itself; administration APIs are in
 :mod:`brokerd.kafka.admin_handlers`, consumer-group APIs in
-:mod:`brokerd.kafka.group_handlers`. A handler returns a response message, a
+:mod:`brokerd.kafka.group_handlers`, transaction APIs in
+:mod:`brokerd.kafka.txn_handlers`. The data path knows two isolation levels:
+read_uncommitted reads up to the high watermark; read_committed reads up to the last
+stable offset and gets the aborted transactions of the data returned (the core
+computes both; see ``docs/kafka.md``). A handler returns a response message, a
 :data:`NO_RESPONSE` (acks=0 Produce) or :data:`CLOSE_CONNECTION` (acks=0 Produce that
 failed: Kafka closes the connection, since it cannot answer). Errors from the core arrive
 as ``brokerd.errors`` exceptions and become per-partition or per-topic Kafka error codes
@@ -12,15 +16,16 @@ as ``brokerd.errors`` exceptions and become per-partition or per-topic Kafka err
 
 It does not parse or build bytes, touch transports, or decide request order: the
 protocol (:mod:`brokerd.kafka.protocol`) calls :meth:`KafkaHandlers.handle` for one
-request at a time. The core and coordinator are duck-typed by :class:`KafkaCore` and
-:class:`~brokerd.kafka.group_handlers.GroupCoordinatorLike` so tests can pass fakes.
+request at a time. The core and coordinators are duck-typed by :class:`KafkaCore`,
+:class:`~brokerd.kafka.group_handlers.GroupCoordinatorLike` and
+:class:`~brokerd.kafka.txn_types.TransactionCoordinatorLike` so tests can pass fakes.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import attrs
 from twisted.internet import defer
@@ -55,7 +60,12 @@ from brokerd.kafka.handler_base import (
 )
 from brokerd.kafka.handler_base import gather as _gather
 from brokerd.kafka.handler_base import message as _message
+from brokerd.kafka.txn_handlers import TxnHandlers
+from brokerd.kafka.txn_types import TransactionCoordinatorLike
 from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
+
+if TYPE_CHECKING:
+    from brokerd.storage.types import PartitionOffsets
 
 T = TypeVar("T")
 
@@ -66,6 +76,8 @@ EARLIEST_TIMESTAMP = -2
 ZSTD_CODEC = 4
 #: First Produce version allowed to carry zstd batches (KIP-110); Kafka refuses older.
 ZSTD_MIN_PRODUCE_VERSION = 7
+#: Fetch/ListOffsets isolation level of a transactional consumer (read_committed).
+READ_COMMITTED = 1
 #: First Produce version that carries RecordBatch v2; 0-2 are only advertised so that
 #: librdkafka older than 2.11.1 enables compression (it probes Produce v0 for that), and
 #: are refused, as Kafka 4 does.
@@ -114,8 +126,16 @@ class KafkaCore(PartitionAdminCore, Protocol):
     ) -> defer.Deferred[AppendInfo]: ...
 
     def fetch(
-        self, topic: str, partition: int, offset: int, max_bytes: int
-    ) -> defer.Deferred[ReadResult]: ...
+        self, topic: str, partition: int, offset: int, max_bytes: int,
+        *, read_committed: bool = False,
+    ) -> defer.Deferred[ReadResult]:
+        """From the batch holding ``offset``; with ``read_committed``, never past the
+        last stable offset, and ``aborted`` lists the aborted transactions of the data."""
+        ...
+
+    def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
+        """Log start, high watermark and last stable offset (no I/O)."""
+        ...
 
     def wait_for_data(
         self,
@@ -127,15 +147,18 @@ class KafkaCore(PartitionAdminCore, Protocol):
         seen: dict[tuple[str, int], int] | None = None,
     ) -> defer.Deferred[None]: ...
 
-    def list_offsets(self, topic: str, partition: int) -> defer.Deferred[tuple[int, int]]: ...
+    def list_offsets(
+        self, topic: str, partition: int, *, read_committed: bool = False
+    ) -> defer.Deferred[tuple[int, int]]:
+        """``(log start, high watermark)``, or the last stable offset for the latter
+        with ``read_committed``."""
+        ...
 
     def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_ms: int
     ) -> defer.Deferred[tuple[int, int] | None]: ...
 
     def init_producer_id(self) -> defer.Deferred[int]: ...
-
-
 
 
 class _Timeout(Exception):
@@ -198,6 +221,8 @@ class KafkaHandlers:
     :param identity: node id, advertised host/port and cluster id (read live).
     :param clock: for the acks=all produce timeout and the long-poll deadline.
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
+    :param transactions: the transaction coordinator; None = transactions disabled
+        (see :mod:`brokerd.kafka.txn_handlers` for what is answered then).
     """
 
     _log = Logger()
@@ -210,10 +235,14 @@ class KafkaHandlers:
         *,
         clock: Clock,
         default_partitions: int = DEFAULT_PARTITIONS,
+        transactions: TransactionCoordinatorLike | None = None,
     ) -> None:
         self._core = core
         self._clock = clock
-        admin = AdminHandlers(core, identity, default_partitions=default_partitions)
+        txn = TxnHandlers(core, transactions)
+        admin = AdminHandlers(
+            core, identity, default_partitions=default_partitions, transactional=txn
+        )
         groups = GroupHandlers(core, coordinator, identity)
         configs = ConfigHandlers(core, identity, default_partitions=default_partitions)
         group_admin = GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator))
@@ -245,6 +274,12 @@ class KafkaHandlers:
             ApiKey.CREATE_PARTITIONS: partition_admin.create_partitions,
             ApiKey.DELETE_RECORDS: partition_admin.delete_records,
             ApiKey.DESCRIBE_LOG_DIRS: partition_admin.describe_log_dirs,
+            ApiKey.ADD_PARTITIONS_TO_TXN: txn.add_partitions_to_txn,
+            ApiKey.ADD_OFFSETS_TO_TXN: txn.add_offsets_to_txn,
+            ApiKey.END_TXN: txn.end_txn,
+            ApiKey.TXN_OFFSET_COMMIT: txn.txn_offset_commit,
+            ApiKey.DESCRIBE_TRANSACTIONS: txn.describe_transactions,
+            ApiKey.LIST_TRANSACTIONS: txn.list_transactions,
         }
 
     def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:
@@ -271,12 +306,11 @@ class KafkaHandlers:
         version = req.api_version
         acks = body.acks
         refusal: tuple[ErrorCode, str] | None = None
+        # A transactional produce (transactional_id set) is admitted like any other: the
+        # core checks its batches against the transaction coordinator's verifier.
         if version < MIN_IMPLEMENTED_PRODUCE_VERSION:
             refusal = (ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 (message format 0/1) is "
                        "not supported; use v3+")
-        elif body.transactional_id is not None:
-            refusal = (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                       "transactions are not supported by brokerd")
         elif acks not in (-1, 0, 1):
             refusal = (ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be -1, 0 or 1, not {acks}")
         if refusal is not None:
@@ -375,13 +409,18 @@ class KafkaHandlers:
         wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
         positions = [(topic, p.partition, p.fetch_offset) for topic, p in wanted]
 
+        read_committed = body.isolation_level == READ_COMMITTED
+
         def read() -> Coroutine[Any, Any, list[apis.FetchPartitionResponse]]:
-            return self._read_partitions(body, wanted)
+            return self._read_partitions(body, wanted, read_committed)
 
         def short_of(results: list[apis.FetchPartitionResponse]) -> Shortfall | None:
             # Kafka answers at once on any error, or when MinBytes is already there.
             if not wanted or conn.closed or any(r.error_code for r in results):
                 return None
+            # The bytes actually returned: for read_committed, cut at the last stable
+            # offset, so uncommitted data never satisfies MinBytes. A commit marker
+            # moves the high watermark, which is what wakes the wait to read again.
             have = sum(len(r.records or b"") for r in results)
             seen = {
                 (topic, p.partition): r.high_watermark
@@ -417,7 +456,6 @@ class KafkaHandlers:
             results = await read()
         if conn.closed:
             return NO_RESPONSE
-        read_committed = body.isolation_level == 1
         out: list[apis.FetchTopicResponse] = []
         i = 0
         for t in body.topics:
@@ -431,7 +469,10 @@ class KafkaHandlers:
         return apis.FetchResponse(error_code=0, session_id=0, responses=tuple(out))
 
     async def _read_partitions(
-        self, body: apis.FetchRequest, wanted: list[tuple[str, apis.FetchPartition]]
+        self,
+        body: apis.FetchRequest,
+        wanted: list[tuple[str, apis.FetchPartition]],
+        read_committed: bool,
     ) -> list[apis.FetchPartitionResponse]:
         """Read every wanted partition within the byte limits, in request order.
 
@@ -456,7 +497,9 @@ class KafkaHandlers:
                 window.append((i, limit))
                 planned += limit
                 i += 1
-            reads = await _gather([self._read_one(*wanted[j], limit) for j, limit in window])
+            reads = await _gather(
+                [self._read_one(*wanted[j], limit, read_committed) for j, limit in window]
+            )
             for (j, _limit), result in zip(window, reads, strict=True):
                 data = result.records or b""
                 if got_any and len(data) > budget:
@@ -474,21 +517,21 @@ class KafkaHandlers:
         return [r for r in out if r is not None]
 
     async def _read_one(
-        self, topic: str, p: apis.FetchPartition, max_bytes: int
+        self, topic: str, p: apis.FetchPartition, max_bytes: int, read_committed: bool
     ) -> apis.FetchPartitionResponse:
         try:
-            result = await self._core.fetch(topic, p.partition, p.fetch_offset, max_bytes)
+            result = await self._core.fetch(
+                topic, p.partition, p.fetch_offset, max_bytes, read_committed=read_committed
+            )
         except Exception as e:
             return _fetch_error(p.partition, self._unexpected("fetch", e))
         return apis.FetchPartitionResponse(
             partition_index=p.partition,
             error_code=0,
             high_watermark=result.high_watermark,
-            # No transactions: everything below the high watermark is stable. Never
-            # report less, or read_committed consumers (librdkafka's default) stall.
-            last_stable_offset=result.high_watermark,
+            last_stable_offset=result.last_stable_offset,
             log_start_offset=result.log_start_offset,
-            aborted_transactions=None,
+            aborted_transactions=_aborted(result) if read_committed else None,
             preferred_read_replica=-1,
             records=result.data,
         )
@@ -497,16 +540,18 @@ class KafkaHandlers:
         self, topic: str, p: apis.FetchPartition
     ) -> apis.FetchPartitionResponse:
         try:
-            start, high = await self._core.list_offsets(topic, p.partition)
+            at = await self._core.offsets(topic, p.partition)
         except Exception as e:
             return _fetch_error(p.partition, self._unexpected("fetch", e))
-        if not start <= p.fetch_offset <= high:
+        # Valid up to the high watermark whatever the isolation level: an offset in
+        # [LSO, HW] just has nothing committed to read yet.
+        if not at.log_start_offset <= p.fetch_offset <= at.high_watermark:
             return _fetch_error(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE)
         return apis.FetchPartitionResponse(
             partition_index=p.partition,
-            high_watermark=high,
-            last_stable_offset=high,
-            log_start_offset=start,
+            high_watermark=at.high_watermark,
+            last_stable_offset=at.last_stable_offset,
+            log_start_offset=at.log_start_offset,
             records=b"",
         )
 
@@ -514,19 +559,26 @@ class KafkaHandlers:
 
     async def _list_offsets(self, conn: Connection, req: Request) -> Any:
         body: apis.ListOffsetsRequest = req.body
+        # v0-1 have no isolation level (it decodes as 0, read_uncommitted).
+        read_committed = body.isolation_level == READ_COMMITTED
         topics = []
         for t in body.topics:
-            parts = await _gather([self._list_one(t.name, p) for p in t.partitions])
+            parts = await _gather(
+                [self._list_one(t.name, p, read_committed) for p in t.partitions]
+            )
             topics.append(apis.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
         return apis.ListOffsetsResponse(topics=tuple(topics))
 
     async def _list_one(
-        self, topic: str, p: apis.ListOffsetsPartition
+        self, topic: str, p: apis.ListOffsetsPartition, read_committed: bool
     ) -> apis.ListOffsetsPartitionResponse:
         try:
             if p.timestamp in (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP):
-                start, high = await self._core.list_offsets(topic, p.partition_index)
-                offset = high if p.timestamp == LATEST_TIMESTAMP else start
+                # Latest is the last stable offset for read_committed, else the HW.
+                start, latest = await self._core.list_offsets(
+                    topic, p.partition_index, read_committed=read_committed
+                )
+                offset = latest if p.timestamp == LATEST_TIMESTAMP else start
                 timestamp = -1
             else:
                 found = await self._core.offset_for_timestamp(
@@ -550,6 +602,15 @@ class KafkaHandlers:
 def _fetch_error(partition: int, code: int) -> apis.FetchPartitionResponse:
     return apis.FetchPartitionResponse(
         partition_index=partition, error_code=code, records=b""
+    )
+
+
+def _aborted(result: ReadResult) -> tuple[apis.AbortedTransaction, ...]:
+    """Kafka sends this list to read_committed consumers only (null to the others); they
+    skip each listed producer's records from its first offset to its ABORT marker."""
+    return tuple(
+        apis.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+        for a in result.aborted
     )
 
 

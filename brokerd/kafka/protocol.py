@@ -50,6 +50,7 @@ from brokerd.kafka.handlers import (
     KafkaHandlers,
     Outcome,
 )
+from brokerd.kafka.txn_types import TransactionCoordinatorLike
 
 #: Cluster id reported in Metadata v2+: any stable string; clients only compare it.
 DEFAULT_CLUSTER_ID = "brokerd-single-node"
@@ -224,6 +225,9 @@ class KafkaFactory(Factory):
     :param frame_timeout: seconds a started frame may take to arrive; None = forever.
     :param default_partitions: partitions of a CreateTopics topic with num_partitions -1
         (pass the broker's ``--default-partitions``).
+    :param transactions: the transaction coordinator
+        (:class:`~brokerd.kafka.txn_types.TransactionCoordinatorLike`); None disables
+        transactions (transactional requests get a fatal error, see ``docs/kafka.md``).
     """
 
     def __init__(
@@ -241,12 +245,14 @@ class KafkaFactory(Factory):
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         default_partitions: int = DEFAULT_PARTITIONS,
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
+        transactions: TransactionCoordinatorLike | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
         self.connections = ConnectionLimit(max_connections, "kafka listener")
         self.core = core
         self.coordinator = coordinator
+        self.transactions = transactions
         self.clock = clock
         self.advertised_host = advertised_host
         self.advertised_port = advertised_port
@@ -257,7 +263,7 @@ class KafkaFactory(Factory):
         self.frame_timeout = frame_timeout
         self.handlers = KafkaHandlers(
             core, coordinator, self, clock=cast(Clock, clock),
-            default_partitions=default_partitions,
+            default_partitions=default_partitions, transactions=transactions,
         )
 
     def buildProtocol(self, addr: IAddress | None) -> KafkaProtocol | None:

@@ -103,7 +103,9 @@ class NativeCore(TypingProtocol):
 
     def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]: ...
 
-    def list_offsets(self, topic: str, partition: int) -> defer.Deferred[tuple[int, int]]: ...
+    def list_offsets(
+        self, topic: str, partition: int, *, read_committed: bool = False
+    ) -> defer.Deferred[tuple[int, int]]: ...
 
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]: ...
 
@@ -229,8 +231,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
                     request.topic, request.partitions
                 )
             case ListOffsetsRequest():
+                # The native fetch reads committed data only: "latest" is the LSO.
                 return RequestType.LIST_OFFSETS, lambda: core.list_offsets(
-                    request.topic, request.partition
+                    request.topic, request.partition, read_committed=True
                 )
             case ListTopicsRequest():
                 return RequestType.LIST_TOPICS, core.list_topics

@@ -25,12 +25,13 @@ import enum
 import struct
 import zlib
 from collections.abc import Sequence
+from typing import Protocol
 
 import attrs
 import cramjam
 import crc32c
 
-from brokerd.errors import CorruptBatch, RecordTooLarge
+from brokerd.errors import CorruptBatch, InvalidRecord, RecordTooLarge
 from brokerd.storage.types import Record
 
 __all__ = [
@@ -207,7 +208,8 @@ def parse_batches(data: Buffer, *, max_batch_bytes: int) -> list[BatchHeader]:
 
     Raises :class:`CorruptBatch` naming the first problem, or :class:`RecordTooLarge` if
     one batch is larger than ``max_batch_bytes``. Client batches may not be control
-    batches. Records are not decoded (the batch is stored as it arrived).
+    batches (nor transactional ones without a producer id): :class:`InvalidRecord`.
+    Records are not decoded (the batch is stored as it arrived).
     """
     total = len(data)
     if total == 0:
@@ -233,7 +235,11 @@ def parse_batches(data: Buffer, *, max_batch_bytes: int) -> list[BatchHeader]:
                 f"truncated batch at byte {pos}: declares {header.size} bytes, {left} present"
             )
         if header.is_control:
-            raise CorruptBatch(f"batch at byte {pos}: clients may not send control batches")
+            raise InvalidRecord(f"batch at byte {pos}: clients may not send control batches")
+        if header.is_transactional and header.producer_id < 0:
+            raise InvalidRecord(
+                f"batch at byte {pos}: a transactional batch needs a producer id"
+            )
         if not _crc_ok(data, pos, header):
             raise CorruptBatch(f"batch at byte {pos}: CRC-32C mismatch")
         headers.append(header)
@@ -398,11 +404,14 @@ def encode_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     base_offset: int = 0,
+    transactional: bool = False,
+    control: bool = False,
 ) -> bytes:
     """Build one RecordBatch v2 holding ``values`` (all with ``timestamp_ms``).
 
     ``base_offset`` may be given directly (it is not under the CRC), which saves the
-    broker a copy when it encodes native produces.
+    broker a copy when it encodes native produces. ``transactional`` and ``control`` set
+    those attribute bits (a transactional producer's batch, a transaction marker).
     """
     count = len(values)
     if count == 0:
@@ -410,8 +419,13 @@ def encode_batch(
     if keys is not None and len(keys) != count:
         raise ValueError("keys and values differ in length")
     payload = _compress(compression, _encode_records(values, keys))
+    attributes = (
+        int(compression)
+        | (_TRANSACTIONAL_MASK if transactional else 0)
+        | (_CONTROL_MASK if control else 0)
+    )
     tail = _HEADER_TAIL.pack(
-        int(compression),
+        attributes,
         count - 1,
         timestamp_ms,
         timestamp_ms,
@@ -670,6 +684,14 @@ def verify_run(
     return pos, expected, None
 
 
+class SkipBatches(Protocol):
+    """A committed-only read's filter (``storage.log_txn.CommittedFilter``)."""
+
+    @property
+    def stop(self) -> int: ...
+    def skips(self, control: bool, producer_id: int, base_offset: int) -> bool: ...
+
+
 class RunResult:
     """Where :func:`decode_run` stopped: ``pos`` and ``next_offset`` of the first batch not
     consumed, the value bytes ``total`` so far, and why (``status``): ``"end"`` (buffer
@@ -701,6 +723,7 @@ def decode_run(
     out: list[Record],
     max_uncompressed: int,
     end_offset: int | None = None,
+    committed: SkipBatches | None = None,
 ) -> RunResult:
     """Decode the stored batches in ``buf[start:end]`` into ``out`` (the native fetch path).
 
@@ -709,7 +732,9 @@ def decode_run(
     decoding stops once adding a record would pass ``max_value_bytes`` (but ``out`` always
     gets at least one record). Uncompressed records are parsed in place: no copy of the
     batch, and no per-batch objects besides the records. ``end_offset`` bounds the
-    offsets as in :func:`verify_run`.
+    offsets as in :func:`verify_run`. ``committed`` makes it a committed-only read: it
+    stops (status ``"full"``) at a batch at or past ``committed.stop`` and skips the
+    transactional batches ``committed.skips`` names (checked on headers only).
     """
     limit = INT64_MAX if end_offset is None else end_offset
     unpack = _HEADER.unpack_from
@@ -718,7 +743,7 @@ def decode_run(
     pos = start
     expected = expected_offset
     while end - pos >= BATCH_HEADER_SIZE:
-        base, length, _, magic, stored_crc, attributes, lod, base_ts, max_ts, _, _, _, count = (
+        base, length, _, magic, stored_crc, attributes, lod, base_ts, max_ts, pid, _, _, count = (
             unpack(buf, pos)
         )
         codec = attributes & _COMPRESSION_MASK
@@ -741,6 +766,15 @@ def decode_run(
             return RunResult(
                 "damage", pos, expected, total, 0, f"batch at offset {base}: CRC-32C mismatch"
             )
+        if committed is not None:
+            if base >= committed.stop:
+                return RunResult("full", pos, expected, total, 0, None)
+            if attributes & _TRANSACTIONAL_MASK and committed.skips(
+                bool(attributes & _CONTROL_MASK), pid, base
+            ):
+                pos += size
+                expected = base + lod + 1
+                continue
         if base + lod >= min_offset:
             fixed_ts = max_ts if attributes & _TIMESTAMP_TYPE_MASK else None
             parse_from: tuple[Buffer, int, int]

@@ -13,11 +13,19 @@ A pass over a partition whose config has ``compact`` (docs/compaction.md has the
    only if it is the latest of its key; records without a key are dropped (a compacted
    topic cannot hold them: Kafka's cleaner drops them too); a tombstone (null value)
    that was already in the cleaned part before this pass and whose timestamp is older
-   than ``delete_retention_ms`` goes too. Control batches are kept as they are.
+   than ``delete_retention_ms`` goes too. Control batches (transaction markers) are kept
+   as they are (Kafka drops them after ``delete.retention.ms``; brokerd keeps them).
+   Records of aborted transactions (the segments' ``.txnindex`` entries name them) are
+   dropped and never enter the key map, so they can never shadow a committed value.
+   The cleanable part ends at the last stable offset: an open transaction's records may
+   still be aborted.
    Offsets are kept: a batch keeps its base offset and ``last_offset_delta`` (so its
    offset range is unchanged) with only its surviving records, its CRC recomputed, and
-   compressed with its original codec. A batch with no survivor is left out; a segment
-   with none is deleted, except the first (kept empty: the log start does not move).
+   compressed with its original codec. A batch with no survivor is left out, except an
+   idempotent producer's last batch in the log, which keeps its last record (Kafka keeps
+   the batch's header): the producer's sequence must survive for the replay of producer
+   state after a restart. A segment with no batch left is deleted, except the first
+   (kept empty: the log start does not move).
 4. Crash safety: each rewritten segment is written to ``<base>.log.cleaned``, fsynced,
    then swapped in by :meth:`PartitionLog.replace_segment` (rename to ``.swap``, the
    commit point, then over the ``.log``; a crash is finished or rolled back at the next
@@ -80,6 +88,8 @@ CLEANED_SUFFIX = ".cleaned"
 READ_CHUNK = 1024 * 1024
 
 Hook = Callable[[str], None]
+#: An offset past any log's end.
+_NO_LIMIT = 2**63 - 1
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -303,6 +313,20 @@ class _Pass:
         self.should_stop = should_stop
         self.hook = hook
         self.result = CleanResult(end=state.first_dirty)
+        #: Producer id -> base offset of its last data batch in the log (filled before
+        #: the segments are rewritten).
+        self.last_batches: dict[int, int] = {}
+        # Every aborted transaction the log knows (None: it never held transactions).
+        self.aborted = log.committed_filter(log.log_start_offset, _NO_LIMIT)
+
+    def _aborted(self, header: BatchHeader) -> bool:
+        """A data batch of an aborted transaction (its records are dropped)."""
+        return (
+            self.aborted is not None
+            and header.is_transactional
+            and not header.is_control
+            and self.aborted.skips(False, header.producer_id, header.base_offset)
+        )
 
     def _check_stop(self) -> None:
         if self.should_stop():
@@ -319,7 +343,11 @@ class _Pass:
             try:
                 for header, data in self._read(segment):
                     self._check_stop()
-                    if header.is_control or header.last_offset < first_dirty:
+                    if (
+                        header.is_control
+                        or header.last_offset < first_dirty
+                        or self._aborted(header)
+                    ):
                         end = max(end, header.last_offset + 1)
                         continue
                     for record in _records(header, data):
@@ -401,7 +429,14 @@ class _Pass:
                     out = data
                     if not header.is_control:
                         records = _records(header, data)
-                        kept = [r for r in records if self._keep(r)]
+                        aborted = self._aborted(header)
+                        kept = [] if aborted else [r for r in records if self._keep(r)]
+                        if not kept and self.last_batches.get(header.producer_id) == (
+                            header.base_offset
+                        ):
+                            # A producer's last batch keeps its last record, so that its
+                            # sequence survives for the producer-state replay.
+                            kept = records[-1:]
                         self.result.records_read += len(records)
                         self.result.records_kept += len(kept)
                         removed += len(records) - len(kept)
@@ -423,6 +458,15 @@ class _Pass:
         finally:
             segment.unpin()
         return written, removed
+
+
+def _last_batches(log: PartitionLog, start: int) -> dict[int, int]:
+    """Each producer's last data batch from ``start`` on (header reads only)."""
+    last: dict[int, int] = {}
+    for header in log.batch_headers(start):
+        if header.producer_id >= 0 and not header.is_control:
+            last[header.producer_id] = header.base_offset
+    return last
 
 
 def clean_log(
@@ -455,6 +499,7 @@ def clean_log(
     )
     try:
         end = step.build_map()
+        step.last_batches = _last_batches(log, state.segments[0].base_offset)
         if end <= state.first_dirty:
             raise StorageError(
                 f"{log.path}: the cleaner's key map ({key_map.capacity} keys) is too small "

@@ -29,7 +29,6 @@ them.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import logging
 import threading
 import time
@@ -39,13 +38,20 @@ import attrs
 
 from brokerd.errors import OffsetOutOfRange, RecordTooLarge, StorageError, UnknownTopicOrPartition
 from brokerd.storage.batch import BatchHeader, encode_batch, stamp_base_offset
-from brokerd.storage.fileio import fsync_dir
+from brokerd.storage.log_maintenance import LogMaintenanceMixin
 from brokerd.storage.log_start import LogStartMixin
-from brokerd.storage.reads import find_timestamp, headers_from, read_raw, records_from
-from brokerd.storage.recovery import RecoveryStats, install_cleaned, open_segments
-from brokerd.storage.retention import retention_limits, segments_to_delete
+from brokerd.storage.log_txn import TxnLogMixin
+from brokerd.storage.reads import (
+    batches_end,
+    cut_at_offset,
+    find_timestamp,
+    headers_from,
+    read_raw,
+    records_from,
+)
+from brokerd.storage.recovery import RecoveryStats, open_segments
 from brokerd.storage.segment import BatchInfo, Segment
-from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult
+from brokerd.storage.types import AbortedTxn, AppendInfo, ReadResult, RecordsResult
 
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",
@@ -147,7 +153,7 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
 
-class PartitionLog(LogStartMixin):
+class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
     """One partition's log. Open with :meth:`open`; see the module docstring for threads."""
 
     def __init__(
@@ -170,11 +176,14 @@ class PartitionLog(LogStartMixin):
         self.log_end_offset: int = active.next_offset
         #: Everything below this offset is on stable storage.
         self.recovery_point: int = active.next_offset
-        self._visible: tuple[int, int, int] = (active.next_offset, active.base_offset, active.size)
+        # Published together: (high watermark, active segment's base, its size, LSO).
+        end = active.next_offset
+        self._visible: tuple[int, int, int, int] = (end, active.base_offset, active.size, end)
         self._dirty: dict[int, Segment] = {}
         self._failure: str | None = None
         self._closed = False
         self.recovery = RecoveryStats(clean=True)
+        self._init_txns(segments)
 
     # --- opening and recovery ---------------------------------------------------------------
 
@@ -195,6 +204,11 @@ class PartitionLog(LogStartMixin):
         segments, stats = open_segments(path, config.index_interval_bytes, recovery_point)
         plog = cls(path, config, clock, segments)
         plog.recovery = stats
+        try:
+            plog._recover_txns()
+        except BaseException:
+            plog.close()
+            raise
         return plog
 
     # --- writer methods ---------------------------------------------------------------------
@@ -244,9 +258,18 @@ class PartitionLog(LogStartMixin):
             self._set_segments((*self._segments, new))
         return new
 
-    def _write(self, data: bytes | bytearray, batches: list[BatchInfo], count: int) -> AppendInfo:
+    def _write(
+        self,
+        data: bytes | bytearray,
+        batches: list[BatchInfo],
+        count: int,
+        *,
+        transactional: bool = False,
+    ) -> AppendInfo:
         base = self.log_end_offset
         segment = self._maybe_roll(len(data), base + count - 1)
+        if transactional:
+            self._ensure_txn_file(segment)
         segment.append(data, batches)
         if segment.first_append_ms is None:
             segment.first_append_ms = self._clock() * 1000.0
@@ -275,14 +298,20 @@ class PartitionLog(LogStartMixin):
             offset = self.log_end_offset
             pos = 0
             batches: list[BatchInfo] = []
+            begun: list[tuple[int, int]] = []
             for header in headers:
                 stamp_base_offset(buf, pos, offset)
                 batches.append(
                     (offset, offset + header.last_offset_delta, header.max_timestamp, header.size)
                 )
+                if header.is_transactional:
+                    begun.append((header.producer_id, offset))
                 offset += header.records_count
                 pos += header.size
-            return self._write(buf, batches, offset - self.log_end_offset)
+            count = offset - self.log_end_offset
+            info = self._write(buf, batches, count, transactional=bool(begun))
+            self._begin_txns(begun)
+            return info
 
     def append_values(self, values: Sequence[bytes | None], *, timestamp_ms: int) -> AppendInfo:
         """Append one uncompressed batch holding ``values`` (the native produce path)."""
@@ -323,8 +352,9 @@ class PartitionLog(LogStartMixin):
         """Make everything appended so far visible to readers; returns the high watermark."""
         with self._write_lock:
             active = self._segments[-1]
-            self._visible = (self.log_end_offset, active.base_offset, active.size)
-            return self.log_end_offset
+            end = self.log_end_offset
+            self._visible = (end, active.base_offset, active.size, self._txns.stable_end(end))
+            return end
 
     @property
     def high_watermark(self) -> int:
@@ -351,8 +381,9 @@ class PartitionLog(LogStartMixin):
             return UnknownTopicOrPartition(f"partition log {self.path} is closed")
         return OffsetOutOfRange(offset, self.log_start_offset, high_watermark)
 
-    def _locate(self, offset: int) -> tuple[int, int, int, int, tuple[Segment, ...], int]:
-        """Validate ``offset`` against the published state; find its segment index."""
+    def _locate(self, offset: int) -> tuple[int, int, int, int, tuple[Segment, ...], int, int]:
+        """Validate ``offset`` against the published state; find its segment index.
+        Returns ``(hw, active base, active size, log start, segments, index, LSO)``."""
         visible = self._visible
         segments, bases = self._segview
         start = self.log_start_offset
@@ -362,9 +393,9 @@ class PartitionLog(LogStartMixin):
         i = bisect.bisect_right(bases, offset) - 1
         if i < 0:
             raise self._out_of_range(offset, hw)
-        return hw, visible[1], visible[2], start, segments, i
+        return hw, visible[1], visible[2], start, segments, i, max(visible[3], start)
 
-    def read(self, offset: int, max_bytes: int) -> ReadResult:
+    def read(self, offset: int, max_bytes: int, *, read_committed: bool = False) -> ReadResult:
         """Raw log bytes for a Kafka fetch, from the start of the batch holding ``offset``.
 
         At least one whole batch when one exists past ``offset`` (even if larger than
@@ -372,10 +403,33 @@ class PartitionLog(LogStartMixin):
         past the high watermark; may stop at a segment end. ``offset`` equal to the high
         watermark gives empty data; outside [log start, high watermark] raises
         :class:`OffsetOutOfRange`. Damage raises :class:`StorageError`.
+
+        ``read_committed``: never a batch at or past the LSO (an offset in [LSO, high
+        watermark] gives empty data), with the aborted transactions overlapping the data.
         """
-        hw, vbase, vpos, start, segments, i = self._locate(offset)
-        if offset == hw:
-            return ReadResult(b"", hw, start)
+        hw, vbase, vpos, start, segments, i, lso = self._locate(offset)
+        end = lso if read_committed else hw
+        data = b""
+        if offset < end:
+            data = self._read_raw(offset, max_bytes, (hw, vbase, vpos), segments, i)
+        if not read_committed:
+            return ReadResult(data, hw, start, lso)
+        if lso < hw:
+            data = cut_at_offset(data, lso)
+        aborted: tuple[AbortedTxn, ...] = ()
+        if data and self._any_aborted:
+            aborted = self.aborted_txns(offset, batches_end(data, lso))
+        return ReadResult(data, hw, start, lso, aborted)
+
+    def _read_raw(
+        self,
+        offset: int,
+        max_bytes: int,
+        visible: tuple[int, int, int],
+        segments: tuple[Segment, ...],
+        i: int,
+    ) -> bytes:
+        hw, vbase, vpos = visible
         while i < len(segments):
             segment = segments[i]
             if segment.base_offset > vbase:
@@ -386,43 +440,51 @@ class PartitionLog(LogStartMixin):
             try:
                 found = segment.find_batch(offset, limit)
                 if found is not None:
-                    data = read_raw(segment, found[0], found[1], limit, max_bytes)
-                    return ReadResult(data, hw, start)
+                    return read_raw(segment, found[0], found[1], limit, max_bytes)
             finally:
                 segment.unpin()
             i += 1
-        return ReadResult(b"", hw, start)
+        return b""
 
     def batch_headers(self, from_offset: int) -> list[BatchHeader]:
         """Headers of every visible batch from the one holding ``from_offset`` on (header
         reads only, no payload). The core rebuilds idempotent producers' state from the
         log's tail with it. Offsets below the log start begin at the log start.
         """
-        hw, vbase, vpos, _start, segments, i = self._locate(
+        hw, vbase, vpos, _start, segments, i, _lso = self._locate(
             min(max(from_offset, self.log_start_offset), self.high_watermark)
         )
         offset = max(from_offset, self.log_start_offset)
         return headers_from(segments, i, vbase, vpos, hw, offset, self._out_of_range)
 
     def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult:
-        """Decoded records from exactly ``offset`` (native fetch).
+        """Decoded committed records from exactly ``offset`` (native fetch).
 
         Values total at most ``max_value_bytes``, but at least one record is returned if
-        any exists past ``offset``; continues across segments; stops at the high
-        watermark. Null values stay None.
+        any exists past ``offset``; continues across segments; stops at the LSO (the high
+        watermark without open transactions). Control records and aborted transactions'
+        records are skipped (their offsets are gaps). Null values stay None.
         """
-        hw, vbase, vpos, start, segments, i = self._locate(offset)
-        if offset == hw:
+        hw, vbase, vpos, start, segments, i, lso = self._locate(offset)
+        if offset >= lso:
             return RecordsResult((), hw, start)
         out = records_from(
-            segments, i, vbase, vpos, hw, offset, max_value_bytes, self._out_of_range
+            segments,
+            i,
+            vbase,
+            vpos,
+            hw,
+            offset,
+            max_value_bytes,
+            self._out_of_range,
+            self.committed_filter(offset, lso),
         )
         return RecordsResult(tuple(out), hw, start)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """The first offset whose record timestamp is >= ``timestamp``, with that
         timestamp; None if no visible record is that new (ListOffsets by time)."""
-        hw, vbase, vpos = self._visible
+        hw, vbase, vpos, _lso = self._visible
         segments = self._segview[0]
         for segment in segments:
             if segment.base_offset > vbase:
@@ -441,43 +503,6 @@ class PartitionLog(LogStartMixin):
                 return (max(found[0], self.log_start_offset), found[1])
         return None
 
-    # --- retention ----------------------------------------------------------------------
-
-    def enforce_retention(self, now: float | None = None) -> int:
-        """Delete whole old segments by ``retention_bytes`` and ``retention_ms``.
-
-        ``now`` is in seconds (the injected clock when None). Never deletes the active
-        segment or unpublished data; only a prefix of the log goes, and the log start
-        offset moves to the first remaining segment. Returns the number of segments
-        deleted.
-        """
-        cfg = self.config
-        retention_bytes, retention_ms = retention_limits(cfg)
-        if retention_bytes is None and retention_ms is None:
-            return 0
-        now_ms = (self._clock() if now is None else now) * 1000.0
-        with self._swap_lock:
-            with self._seg_lock:
-                if self._closed:
-                    return 0
-                segments = self._segments
-                count = segments_to_delete(
-                    segments, self._visible[0], retention_bytes, retention_ms, now_ms
-                )
-                if not count:
-                    return 0
-                doomed, remaining = segments[:count], segments[count:]
-                # DeleteRecords may have moved the start inside the first remaining segment.
-                self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
-                self._set_segments(remaining)
-            for segment in doomed:
-                segment.delete()
-        try:
-            fsync_dir(self.path)
-        except OSError as exc:
-            log.warning("cannot fsync %s after retention: %s", self.path, exc)
-        return len(doomed)
-
     def reconfigure(self, config: LogConfig) -> None:
         """Apply a new config from now on (a topic's configs were altered). Under the
         write lock, so an append in progress decides its roll with one config; later
@@ -485,41 +510,6 @@ class PartitionLog(LogStartMixin):
         existing segments is not changed."""
         with self._write_lock:
             self.config = config
-
-    # --- compaction (the cleaner's side, docs/compaction.md) -----------------------------
-
-    @property
-    def cleanable_end(self) -> int:
-        """Offsets below this are published and flushed: the cleaner may rewrite them."""
-        return min(self._visible[0], self.recovery_point)
-
-    def replace_segment(
-        self, old: Segment, cleaned: str | None, hook: Callable[[str], None] | None = None
-    ) -> bool:
-        """Swap the fsynced cleaned copy ``cleaned`` in for the sealed segment ``old``, or
-        with None delete ``old`` (every record in it was removed; never the first
-        segment, which holds the log start). False, changing nothing, if ``old`` is no
-        longer a sealed segment of this log (retention deleted it, the log closed) or if
-        deleting it but it became the first (DeleteRecords or retention ran meanwhile)."""
-        with self._swap_lock:
-            if self._closed or not any(s is old for s in self._segments[:-1]):
-                return False
-            if cleaned is None and old is self._segments[0]:
-                return False
-            new = None
-            if cleaned is not None:
-                interval = self.config.index_interval_bytes
-                new = install_cleaned(self.path, old, cleaned, interval, hook)
-            with self._seg_lock:
-                kept = (new if s is old else s for s in self._segments)
-                self._set_segments([s for s in kept if s is not None])
-            if new is None:
-                old.delete()
-                with contextlib.suppress(OSError):
-                    fsync_dir(self.path)
-            else:
-                old.close()
-            return True
 
     # --- shutdown -------------------------------------------------------------------------
 

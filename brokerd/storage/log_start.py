@@ -49,7 +49,7 @@ class _LogState(Protocol):
     _seg_lock: threading.Lock
     _swap_lock: threading.Lock
     _segments: tuple[Segment, ...]
-    _visible: tuple[int, int, int]
+    _visible: tuple[int, int, int, int]
     _dirty: dict[int, Segment]
 
     def _set_segments(self, segments: Sequence[Segment]) -> None: ...
@@ -113,7 +113,7 @@ class LogStartMixin:
             doomed = self._segments
             self._set_segments([fresh])
             self.log_start_offset = self.log_end_offset = self.recovery_point = offset
-            self._visible = (offset, offset, 0)
+            self._visible = (offset, offset, 0, offset)
             self._dirty.clear()
         for segment in doomed:
             segment.delete()

@@ -12,7 +12,10 @@ state for brokerd:
   turn it into (:meth:`~ProducerStateTable.snapshot`) or rebuild it from
   (:meth:`~ProducerStateTable.restore`) the snapshot file's content.
 - :func:`write_snapshot` / :func:`read_snapshot` store that content as a small JSON file,
-  ``producer-state.json``, in the partition's directory, replaced atomically.
+  ``producer-state.json``, in the partition's directory, replaced atomically. Format 2
+  also stores the partition's ongoing transactions (producer id -> first offset) as of
+  the log end ``txn_end`` when it was taken (:func:`read_txn_snapshot`; the log reads
+  that part at open, ``log_txn.py``); format 1 (no transactions) is still read.
 - :func:`load_table` rebuilds a partition's table at start-up: the snapshot, then the
   batch headers appended after it.
 
@@ -28,7 +31,7 @@ import json
 import os
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 import attrs
 
@@ -43,7 +46,8 @@ MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
 #: How many recent batches per producer id are remembered to answer retried duplicates;
 #: Kafka keeps five because a producer has at most five batches in flight.
 PRODUCER_BATCH_MEMORY = 5
-_FORMAT = 1
+_FORMAT = 2
+_FORMATS = (1, 2)
 
 
 class SnapshotEntry(TypedDict):
@@ -70,6 +74,9 @@ class ProducerBatch:
 class _Producer:
     epoch: int
     batches: deque[ProducerBatch]
+    #: Known only from a transaction marker (no batch of it was seen): any sequence is
+    #: accepted next, as for an unknown producer.
+    open_sequence: bool = False
 
 
 def _sequence_range(headers: Sequence[BatchHeader]) -> tuple[int, int]:
@@ -113,6 +120,8 @@ class ProducerStateTable:
         for batch in state.batches:
             if batch.first_seq == first_seq and batch.last_seq == last_seq:
                 return batch
+        if state.open_sequence and not state.batches:
+            return None
         expected = state.batches[-1].last_seq + 1 if state.batches else 0
         if first_seq != expected:
             raise OutOfOrderSequence(
@@ -131,6 +140,16 @@ class ProducerStateTable:
         state.batches.append(batch)
         return batch
 
+    def fence(self, producer_id: int, epoch: int) -> None:
+        """A transaction marker of ``producer_id`` with ``epoch``: the producer's epoch
+        becomes at least ``epoch`` (an older one is then refused). A newer epoch drops the
+        remembered batches (the producer restarts at sequence 0 in it)."""
+        state = self._producers.get(producer_id)
+        if state is None:
+            self._new(producer_id, epoch).open_sequence = True
+        elif epoch > state.epoch:
+            self._new(producer_id, epoch)
+
     def forget(self, batch: ProducerBatch) -> None:
         """Drop a batch whose append failed, so that its retry is appended."""
         state = self._producers.get(batch.producer_id)
@@ -142,6 +161,9 @@ class ProducerStateTable:
         skipping those of non-idempotent producers and those already remembered."""
         for header in headers:
             if header.producer_id < 0:
+                continue
+            if header.is_control:
+                self.fence(header.producer_id, header.producer_epoch)
                 continue
             known = self._producers.get(header.producer_id)
             last_seq = header.base_sequence + header.last_offset_delta
@@ -216,26 +238,73 @@ def load_table(log: ReplaySource, table: ProducerStateTable) -> None:
     table.replay(log.batch_headers(start), log_start_offset=log.log_start_offset)
 
 
-def write_snapshot(directory: str, end_offset: int, producers: Mapping[int, SnapshotEntry]) -> None:
+def write_snapshot(
+    directory: str,
+    end_offset: int,
+    producers: Mapping[int, SnapshotEntry],
+    txns: tuple[int, Mapping[int, int]] | None = None,
+) -> None:
     """Atomically replace the directory's snapshot of the state covering the log below
-    ``end_offset``."""
+    ``end_offset``; ``txns`` is ``(txn_end, ongoing)``, the ongoing transactions of the
+    log below ``txn_end`` (None: none, as of ``end_offset``)."""
+    txn_end, ongoing = txns if txns is not None else (end_offset, {})
     data = json.dumps(
-        {"format": _FORMAT, "end_offset": end_offset, "producers": producers},
+        {
+            "format": _FORMAT,
+            "end_offset": end_offset,
+            "producers": producers,
+            "txn_end": txn_end,
+            "ongoing": {str(pid): first for pid, first in ongoing.items()},
+        },
         separators=(",", ":"),
     ).encode()
     atomic_write(os.path.join(directory, SNAPSHOT_NAME), data)
 
 
-def read_snapshot(directory: str) -> tuple[int, dict[int, SnapshotEntry]] | None:
-    """``(end_offset, producers)`` from the directory's snapshot, or None if there is
-    no usable one."""
+def _read_doc(directory: str) -> dict[str, Any] | None:
+    """The snapshot's JSON document (its values are checked by the callers)."""
     path = os.path.join(directory, SNAPSHOT_NAME)
     try:
         if os.path.getsize(path) > MAX_SNAPSHOT_BYTES:
             return None
         with open(path, "rb") as f:
             doc = json.loads(f.read())
-        if doc.get("format") != _FORMAT or not isinstance(doc.get("end_offset"), int):
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") not in _FORMATS:
+        return None
+    return doc
+
+
+def read_txn_snapshot(directory: str) -> tuple[int, dict[int, int]] | None:
+    """``(txn_end, ongoing transactions)`` from the directory's snapshot, or None if
+    there is no usable format-2 snapshot."""
+    doc = _read_doc(directory)
+    if doc is None or doc.get("format") != 2:
+        return None
+    try:
+        txn_end = doc["txn_end"]
+        raw = doc["ongoing"]
+        if not isinstance(txn_end, int) or not isinstance(raw, dict):
+            return None
+        ongoing = {int(pid): int(first) for pid, first in raw.items()}
+        if any(pid < 0 or first < 0 for pid, first in ongoing.items()):
+            return None
+        return txn_end, ongoing
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def read_snapshot(directory: str) -> tuple[int, dict[int, SnapshotEntry]] | None:
+    """``(end_offset, producers)`` from the directory's snapshot, or None if there is
+    no usable one."""
+    doc = _read_doc(directory)
+    if doc is None:
+        return None
+    try:
+        if not isinstance(doc.get("end_offset"), int) or not isinstance(
+            doc.get("producers"), dict
+        ):
             return None
         producers: dict[int, SnapshotEntry] = {}
         for pid, entry in doc["producers"].items():

@@ -7,6 +7,10 @@ corrupt batch is never served: damage at the start of a read raises
 :class:`StorageError` naming the segment file and byte; damage after some good batches
 ends the read there (and is logged), so the next read reports it.
 
+For transactions: :func:`cut_at_offset` and :func:`batches_end` bound a read_committed
+Kafka fetch's bytes by the LSO (batch headers only), and a committed-only decoding read
+takes a :class:`~brokerd.storage.log_txn.CommittedFilter` (the native fetch).
+
 What it does not do: choose the segment, check offsets against the high watermark, or
 pin segments (the caller does all three), and nothing with Twisted.
 """
@@ -14,12 +18,16 @@ pin segments (the caller does all three), and nothing with Twisted.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Sequence
 
 from brokerd.errors import CorruptBatch, StorageError
 from brokerd.storage.batch import (
+    BATCH_HEADER_SIZE,
+    LOG_OVERHEAD,
     BatchHeader,
     RunResult,
+    SkipBatches,
     decode_records,
     decode_run,
     verify_run,
@@ -34,6 +42,8 @@ __all__ = [
     "MAX_DECODED_BATCH_BYTES",
     "MAX_STORED_BATCH_BYTES",
     "READ_CHUNK",
+    "batches_end",
+    "cut_at_offset",
     "decode_from",
     "find_timestamp",
     "headers_from",
@@ -51,6 +61,33 @@ MAX_STORED_BATCH_BYTES = 64 * 1024 * 1024
 MAX_DECODED_BATCH_BYTES = 64 * 1024 * 1024
 #: Bytes read at a time by :meth:`~brokerd.storage.log.PartitionLog.read_records`.
 READ_CHUNK = 256 * 1024
+
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+_LAST_DELTA_AT = 23
+
+
+def cut_at_offset(data: bytes, stop: int) -> bytes:
+    """``data`` (stored batches, the last maybe partial) up to the first batch whose base
+    offset is at or past ``stop``."""
+    pos = 0
+    while len(data) - pos >= LOG_OVERHEAD:
+        base, length = _BASE_AND_LENGTH.unpack_from(data, pos)
+        if base >= stop:
+            return data[:pos]
+        pos += LOG_OVERHEAD + length
+    return data
+
+
+def batches_end(data: bytes, default: int) -> int:
+    """The offset after the last batch whose header is in ``data``; ``default`` if none."""
+    pos = 0
+    end = default
+    while len(data) - pos >= BATCH_HEADER_SIZE:
+        base, length = _BASE_AND_LENGTH.unpack_from(data, pos)
+        end = base + _LAST_DELTA.unpack_from(data, pos + _LAST_DELTA_AT)[0] + 1
+        pos += LOG_OVERHEAD + length
+    return end
 
 
 def read_raw(segment: Segment, pos: int, header: BatchHeader, limit: int, max_bytes: int) -> bytes:
@@ -88,6 +125,7 @@ def decode_from(
     max_value_bytes: int,
     out: list[Record],
     total: int,
+    committed: SkipBatches | None = None,
 ) -> tuple[bool, int]:
     """Decode batches from ``pos`` (the batch starting at offset ``expected``) to
     ``limit`` into ``out``, skipping records below ``offset``; ``total`` is the value
@@ -106,6 +144,7 @@ def decode_from(
             out=out,
             max_uncompressed=MAX_DECODED_BATCH_BYTES,
             end_offset=segment.next_offset,
+            committed=committed,
         )
 
     while pos < limit:
@@ -172,10 +211,12 @@ def records_from(
     offset: int,
     max_value_bytes: int,
     out_of_range: OutOfRange,
+    committed: SkipBatches | None = None,
 ) -> list[Record]:
     """The records of a native fetch from ``offset`` (in ``segments[i]``) on, across
     segments, never past the published end (the segment at ``vbase``, byte ``vpos``).
-    A compacted log has gaps: the first record may be past ``offset``."""
+    A compacted log has gaps: the first record may be past ``offset``. With
+    ``committed``, only committed records, up to its ``stop``."""
     out: list[Record] = []
     total = 0
     first_segment = True
@@ -198,7 +239,7 @@ def records_from(
                     pos, expected = found[0], found[1].base_offset
             first_segment = False
             full, total = decode_from(
-                segment, pos, expected, limit, offset, max_value_bytes, out, total
+                segment, pos, expected, limit, offset, max_value_bytes, out, total, committed
             )
         finally:
             segment.unpin()

@@ -62,7 +62,7 @@ __all__ = [
 
 log = logging.getLogger("brokerd.storage")
 
-_TEMP_RE = re.compile(r"\d{20}\.(log|index|timeindex)\.(tmp|deleted|cleaned|swap)\Z")
+_TEMP_RE = re.compile(r"\d{20}\.(log|index|timeindex|txnindex)\.(tmp|deleted|cleaned|swap)\Z")
 #: A cleaned segment committed by the log cleaner, to be swapped in.
 SWAP_SUFFIX = ".swap"
 _LOG_SWAP_RE = re.compile(r"(\d{20})\.log\.swap\Z")

@@ -1,4 +1,5 @@
-"""One log segment: a ``<20-digit base offset>.log`` file plus its ``.index``/``.timeindex``.
+"""One log segment: a ``<20-digit base offset>.log`` file plus its ``.index``/``.timeindex``
+and, once it holds transactional batches, its ``.txnindex`` (``txn_index.py``).
 
 What it does: appends already-stamped batches with ``os.pwrite`` on a raw fd (looping on
 short writes, truncating back to the last good byte on an error), keeps the sparse indexes
@@ -36,12 +37,14 @@ from brokerd.storage.batch import (
 )
 from brokerd.storage.fileio import FILE_MODE, datasync, fsync_dir, pwrite_all
 from brokerd.storage.index import OffsetIndex, TimeIndex
+from brokerd.storage.txn_index import TxnIndex
 
 __all__ = [
     "INDEX_SUFFIX",
     "LOG_SUFFIX",
     "SEGMENT_FILE_RE",
     "TIMEINDEX_SUFFIX",
+    "TXNINDEX_SUFFIX",
     "BatchInfo",
     "Recovered",
     "Segment",
@@ -51,8 +54,9 @@ __all__ = [
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIMEINDEX_SUFFIX = ".timeindex"
+TXNINDEX_SUFFIX = ".txnindex"
 #: A segment's files: the base offset in 20 digits, then one of the suffixes above.
-SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex)\Z")
+SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex|txnindex)\Z")
 #: Bytes read at a time when walking batch headers: about two index intervals, so a lookup
 #: usually costs one pread.
 SCAN_CHUNK = 8 * 1024
@@ -94,6 +98,9 @@ class Segment:
         )
         self.timeindex = TimeIndex(
             os.path.join(directory, segment_file_name(base_offset, TIMEINDEX_SUFFIX))
+        )
+        self.txnindex = TxnIndex(
+            os.path.join(directory, segment_file_name(base_offset, TXNINDEX_SUFFIX))
         )
         self.index_interval = index_interval
         self._fd = fd
@@ -174,6 +181,7 @@ class Segment:
             return False
         self.next_offset = expected
         self.max_timestamp = max_ts
+        self.txnindex.load(self.base_offset, self.next_offset)
         # Bytes since the last entry decide when the next append adds one.
         self._since_index = self.size - pos if count else self.size
         if self.size and self.first_append_ms is None:
@@ -225,7 +233,7 @@ class Segment:
                 if pos + pending.size > file_size:
                     reason = f"incomplete batch at byte {pos}"
                     break
-                if not self._crc_streamed(pos, pending):
+                if not _crc_streamed(self, pos, pending):
                     reason = f"CRC-32C mismatch at byte {pos}"
                     break
                 self._index_batch(pos, pending.base_offset, pending.max_timestamp, pending.size)
@@ -240,6 +248,7 @@ class Segment:
             self.next_offset = expected
             self.index.rewrite()
             self.timeindex.rewrite()
+            self.txnindex.load(self.base_offset, self.next_offset)
             return Recovered(batches, 0, reason)
         truncated = file_size - pos
         if truncated:
@@ -252,23 +261,12 @@ class Segment:
         self.next_offset = expected
         self.index.rewrite()
         self.timeindex.rewrite()
+        # Entries whose marker the truncation cut off go (the replay rebuilds the rest).
+        self.txnindex.load(self.base_offset, self.next_offset)
         self.first_append_ms = None
         if self.size:
             self._init_first_append()
         return Recovered(batches, truncated, reason)
-
-    def _crc_streamed(self, pos: int, header: BatchHeader) -> bool:
-        """Check the CRC of a batch too large for one read, without holding it whole."""
-        crc = 0
-        at = pos + CRC_START
-        end = pos + header.size
-        while at < end:
-            chunk = self.pread(at, min(RECOVERY_CHUNK, end - at))
-            if not chunk:
-                return False
-            crc = crc32c.crc32c(chunk, crc)
-            at += len(chunk)
-        return int(crc) == header.crc
 
     # --- writing (one writer at a time) ---------------------------------------------------
 
@@ -312,7 +310,9 @@ class Segment:
         self.next_offset = last + 1
 
     def sync(self) -> None:
-        """fdatasync the log file. OSError propagates: the caller decides it is fatal."""
+        """fdatasync the log file and the aborted-transaction index. OSError propagates:
+        the caller decides it is fatal."""
+        self.txnindex.sync()
         datasync(self._fd)
 
     def seal(self) -> None:
@@ -465,7 +465,7 @@ class Segment:
     def delete(self) -> None:
         """Unlink the files (readers holding a pin keep reading) and close."""
         self.close()
-        for path in (self.log_path, self.index.path, self.timeindex.path):
+        for path in (self.log_path, self.index.path, self.timeindex.path, self.txnindex.path):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 
@@ -475,3 +475,18 @@ class Segment:
             os.close(fd)
         self.index.close()
         self.timeindex.close()
+        self.txnindex.close()
+
+
+def _crc_streamed(segment: Segment, pos: int, header: BatchHeader) -> bool:
+    """Check the CRC of a batch too large for one read, without holding it whole."""
+    crc = 0
+    at = pos + CRC_START
+    end = pos + header.size
+    while at < end:
+        chunk = segment.pread(at, min(RECOVERY_CHUNK, end - at))
+        if not chunk:
+            return False
+        crc = crc32c.crc32c(chunk, crc)
+        at += len(chunk)
+    return int(crc) == header.crc

@@ -44,6 +44,32 @@ class ReadResult:
     data: bytes
     high_watermark: int
     log_start_offset: int
+    #: The last stable offset (docs/architecture.md, "Transactions"); the high watermark
+    #: of a partition with no ongoing transaction, and the default.
+    last_stable_offset: int = attrs.field(
+        default=attrs.Factory(lambda self: self.high_watermark, takes_self=True)
+    )
+    #: A read_committed read's aborted transactions overlapping ``data`` (Kafka's Fetch
+    #: ``aborted_transactions``); empty for other reads.
+    aborted: tuple[AbortedTxn, ...] = ()
+
+
+@attrs.frozen
+class AbortedTxn:
+    """An aborted transaction a read_committed fetch reports: the client drops the
+    records of ``producer_id`` from ``first_offset`` until that producer's ABORT marker."""
+
+    producer_id: int
+    first_offset: int
+
+
+@attrs.frozen
+class PartitionOffsets:
+    """A partition's offsets as readers see them (published state, no I/O)."""
+
+    log_start_offset: int
+    high_watermark: int
+    last_stable_offset: int
 
 
 def _frozen_configs(configs: Mapping[str, str]) -> Mapping[str, str]:

@@ -1,0 +1,127 @@
+# -*- test-case-name: tests.test_broker -*-
+"""The broker core's reads: Kafka fetch, native fetch, offsets (part of ``Broker``).
+
+:class:`BrokerReads` is a mixin of :class:`~brokerd.core.broker.Broker` (one concern
+per module). Each read checks the offset against the partition's published state in the
+reactor thread, answers the common "nothing new" case without a thread hop, and runs the
+read itself in the read pool.
+
+Transactions (docs/architecture.md, "Transactions"): a read_committed Kafka fetch never
+returns a batch at or past the last stable offset (LSO) and carries the aborted
+transactions overlapping its data; an offset in [LSO, high watermark] answers empty. The
+native fetch is always committed-only (``PartitionLog.read_records``). What it does not
+do: parse a wire format or park (``waiters.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from twisted.internet import defer
+
+from brokerd.core.interfaces import PartitionStore, Runner
+from brokerd.core.topics import Partition, TopicRegistry
+from brokerd.errors import OffsetOutOfRange
+from brokerd.storage.types import PartitionOffsets, ReadResult, RecordsResult
+
+R = TypeVar("R")
+
+
+class BrokerReads:
+    """Fetches and offsets (see the module docstring)."""
+
+    partitions: TopicRegistry
+    _run_read: Runner
+
+    def _readable(self, topic: str, partition: int) -> defer.Deferred[Partition]:
+        return self.partitions.open(topic, partition, create=False)
+
+    def _read_from(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        at_end: Callable[[int, int, int], R],
+        read: Callable[[PartitionStore], defer.Deferred[R]],
+        *,
+        committed: bool,
+    ) -> defer.Deferred[R]:
+        """``read`` the partition's log from ``offset`` in the read pool, after checking
+        the offset is in range; ``at_end(high_watermark, log_start, lso)`` when there is
+        nothing to read (at the high watermark, or for ``committed`` at or past the
+        LSO)."""
+
+        def check(part: Partition) -> R | defer.Deferred[R]:
+            log = part.log
+            hw, start = log.high_watermark, log.log_start_offset
+            if offset > hw or offset < start:
+                raise OffsetOutOfRange(offset, start, hw)
+            lso = log.last_stable_offset
+            if offset == hw or (committed and offset >= lso):
+                # The common long-poll case: nothing new, no thread hop needed.
+                return at_end(hw, start, lso)
+            return read(log)
+
+        return self._readable(topic, partition).addCallback(check)
+
+    def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        read_committed: bool = False,
+    ) -> defer.Deferred[ReadResult]:
+        """Raw log bytes from the batch holding ``offset`` (Kafka Fetch); with
+        ``read_committed`` only below the LSO, with the aborted transactions."""
+        return self._read_from(
+            topic,
+            partition,
+            offset,
+            lambda hw, start, lso: ReadResult(b"", hw, start, lso),
+            lambda log: self._run_read(log.read, offset, max_bytes, read_committed=read_committed),
+            committed=read_committed,
+        )
+
+    def fetch_records(
+        self, topic: str, partition: int, offset: int, max_value_bytes: int
+    ) -> defer.Deferred[RecordsResult]:
+        """Decoded committed records from ``offset`` (the native fetch)."""
+        return self._read_from(
+            topic,
+            partition,
+            offset,
+            lambda hw, start, _lso: RecordsResult((), hw, start),
+            lambda log: self._run_read(log.read_records, offset, max_value_bytes),
+            committed=True,
+        )
+
+    def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
+        """A partition's log start offset, high watermark and LSO (no I/O)."""
+        return self._readable(topic, partition).addCallback(
+            lambda part: PartitionOffsets(
+                part.log.log_start_offset, part.log.high_watermark, part.log.last_stable_offset
+            )
+        )
+
+    def list_offsets(
+        self, topic: str, partition: int, *, read_committed: bool = False
+    ) -> defer.Deferred[tuple[int, int]]:
+        """``(log_start_offset, latest)``: latest is the high watermark, or with
+        ``read_committed`` the LSO (Kafka's ListOffsets by isolation level)."""
+
+        def answer(part: Partition) -> tuple[int, int]:
+            log = part.log
+            latest = log.last_stable_offset if read_committed else log.high_watermark
+            return log.log_start_offset, latest
+
+        return self._readable(topic, partition).addCallback(answer)
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        return self._readable(topic, partition).addCallback(
+            lambda part: self._run_read(part.log.offset_for_timestamp, timestamp_ms)
+        )

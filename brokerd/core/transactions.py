@@ -1,0 +1,110 @@
+# -*- test-case-name: tests.test_broker_txn -*-
+"""The broker core's side of transactions (part of ``Broker``): markers and admission.
+
+:class:`BrokerTransactions` is a mixin of :class:`~brokerd.core.broker.Broker`:
+
+- :meth:`~BrokerTransactions.write_txn_markers` appends a COMMIT or ABORT marker to each
+  partition through its writer (ordered with the partition's other appends, durable per
+  the fsync mode like a produce). Submitting a marker fences the producer on that
+  partition (its epoch becomes at least the marker's), so a zombie's later produce is
+  refused. A marker wakes every fetch parked on its partition
+  (:class:`~brokerd.core.appends.MarkerAppend`).
+- :meth:`~BrokerTransactions.admit_transactional` is the check of a transactional
+  produce before the idempotence rules: every batch transactional, and the transaction
+  coordinator's verifier (:meth:`~BrokerTransactions.set_txn_verifier`) confirms the
+  producer has an ongoing transaction holding the partition (without a verifier
+  transactional batches are refused), so no transaction "hangs" holding the LSO back.
+
+What it does not do: the transaction state machine (the coordinator), reads
+(``reads.py``), anything on the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from twisted.internet import defer
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from brokerd.core.appends import MarkerAppend
+from brokerd.core.topics import Partition, TopicRegistry
+from brokerd.errors import InvalidRecord, InvalidTxnState, ShuttingDown, UnknownTopicOrPartition
+from brokerd.storage.batch import BatchHeader
+from brokerd.storage.types import AppendInfo
+
+#: ``verify(topic, partition, producer_id, producer_epoch)``: returns if the producer's
+#: ongoing transaction holds the partition; raises InvalidTxnState or
+#: InvalidProducerEpoch otherwise.
+TxnVerifier = Callable[[str, int, int, int], None]
+
+_log = Logger()
+
+
+class BrokerTransactions:
+    """Markers and transactional admission (see the module docstring)."""
+
+    partitions: TopicRegistry
+    _stopping: bool
+    _txn_verifier: TxnVerifier | None = None
+
+    def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
+        """Install (or with None remove) the transaction coordinator's check of
+        transactional produces; it is called in the reactor thread."""
+        self._txn_verifier = verify
+
+    def admit_transactional(self, part: Partition, headers: Sequence[BatchHeader]) -> None:
+        """Raise unless a produce of transactional ``headers`` may be appended to
+        ``part`` (the caller then applies the idempotence rules)."""
+        if not all(h.is_transactional for h in headers):
+            raise InvalidRecord("a produce mixes transactional and other batches")
+        verify = self._txn_verifier
+        if verify is None:
+            raise InvalidTxnState("this broker takes no transactional writes")
+        first = headers[0]
+        verify(part.topic, part.index, first.producer_id, first.producer_epoch)
+
+    def write_txn_markers(
+        self,
+        partitions: Sequence[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int = 0,
+    ) -> defer.Deferred[None]:
+        """Append one marker per partition; fires when all are written. Partitions of
+        topics that no longer exist are skipped; any other failure errbacks (after every
+        partition was tried: the coordinator retries, and a repeated marker is
+        harmless)."""
+        if self._stopping:
+            return defer.fail(ShuttingDown("broker is shutting down"))
+        marker = MarkerAppend(producer_id, producer_epoch, commit, coordinator_epoch)
+
+        def submit(part: Partition) -> defer.Deferred[AppendInfo]:
+            part.producers.table.fence(producer_id, producer_epoch)
+            return part.writer.submit(marker)
+
+        def gone(failure: Failure, topic: str, index: int) -> None:
+            if failure.check(UnknownTopicOrPartition) and topic not in self.partitions.topics():
+                _log.info(
+                    "transaction marker for deleted topic {topic}-{index} skipped",
+                    topic=topic,
+                    index=index,
+                )
+                return None
+            failure.raiseException()
+
+        ds: list[defer.Deferred[None]] = []
+        for topic, index in partitions:
+            d = self.partitions.open(topic, index, create=False).addCallback(submit)
+            ds.append(d.addCallbacks(lambda _info: None, gone, errbackArgs=(topic, index)))
+
+        def settled(results: list[tuple[bool, None]]) -> None:
+            for ok, value in results:
+                if not ok:
+                    assert isinstance(value, Failure)
+                    value.raiseException()
+
+        done: defer.Deferred[None] = defer.DeferredList(ds, consumeErrors=True).addCallback(settled)
+        return done

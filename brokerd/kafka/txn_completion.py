@@ -1,0 +1,109 @@
+"""Completing a decided transaction: markers, then (on commit) offsets, then the Complete*
+record.
+
+A transaction in PrepareCommit or PrepareAbort has its decision durably logged. To
+complete it, :class:`TxnCompleter` (1) asks the core to append a COMMIT or ABORT marker,
+with the transaction's producer id and epoch, to every partition of the transaction;
+(2) on commit, hands the offsets of every group added with AddOffsetsToTxn to the group
+coordinator, which stores them durably (OffsetFetch sees them from then on); (3) logs
+CompleteCommit or CompleteAbort. Each step runs only after the previous one succeeded.
+Any failure stops there and leaves the Prepare* state in place: the coordinator retries
+the whole completion later (on its timer and after a restart), which is safe because a
+repeated marker only ends an already ended transaction and a repeated offset commit
+stores the same values.
+
+What this module does not do: validate requests, choose when to complete, or retry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+
+from brokerd.kafka.txn_deps import OffsetEntry, TxnCore, TxnGroups
+from brokerd.kafka.txn_state import TxnMetadata, TxnState
+from brokerd.kafka.txn_table import TxnTable
+
+__all__ = ["TxnCompleter"]
+
+
+class TxnCompleter:
+    """Runs the completion of Prepare* transactions. Reactor thread only.
+
+    :param now_ms: wall-clock milliseconds (for the Complete* record).
+    """
+
+    _log = Logger()
+
+    def __init__(
+        self, *, table: TxnTable, core: TxnCore, groups: TxnGroups, now_ms: Callable[[], int]
+    ) -> None:
+        self._table = table
+        self._core = core
+        self._groups = groups
+        self._now_ms = now_ms
+
+    def complete(self, meta: TxnMetadata) -> Deferred[bool]:
+        """Complete ``meta`` (PrepareCommit or PrepareAbort, already durable). Fires with
+        True once CompleteCommit/CompleteAbort is durable, False if a step failed (logged;
+        the state stays Prepare*). Never errbacks."""
+        return Deferred.fromCoroutine(self._complete(meta))
+
+    async def _complete(self, meta: TxnMetadata) -> bool:
+        commit = meta.state is TxnState.PREPARE_COMMIT
+        tid = meta.transactional_id
+        if meta.partitions:
+            try:
+                await self._core.write_txn_markers(
+                    sorted(meta.partitions), meta.producer_id, meta.producer_epoch, commit=commit
+                )
+            except Exception as exc:
+                self._log.warn(
+                    "transaction {tid!r}: writing {kind} markers failed ({exc}); will retry",
+                    tid=tid,
+                    kind="COMMIT" if commit else "ABORT",
+                    exc=exc,
+                )
+                return False
+        if commit and not await self._hand_over_offsets(meta):
+            return False
+        try:
+            await self._table.persist(meta.complete(self._now_ms()))
+        except Exception as exc:
+            self._log.warn(
+                "transaction {tid!r}: logging its completion failed ({exc}); will retry",
+                tid=tid,
+                exc=exc,
+            )
+            return False
+        self._log.debug("transaction {tid!r} completed", tid=tid)
+        return True
+
+    async def _hand_over_offsets(self, meta: TxnMetadata) -> bool:
+        for group_id, offsets in sorted(meta.offsets.items()):
+            if not offsets:
+                continue
+            entries: list[OffsetEntry] = [
+                (topic, partition, o.offset, o.leader_epoch, o.metadata)
+                for (topic, partition), o in sorted(offsets.items())
+            ]
+            try:
+                results = await self._groups.commit_txn_offsets(group_id, entries)
+            except Exception as exc:
+                why: object = exc
+            else:
+                failed = {key: code for key, code in results.items() if code != 0}
+                if not failed:
+                    continue
+                why = failed
+            self._log.warn(
+                "transaction {tid!r}: storing offsets of group {group!r} failed ({why});"
+                " will retry",
+                tid=meta.transactional_id,
+                group=group_id,
+                why=why,
+            )
+            return False
+        return True

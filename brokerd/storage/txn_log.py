@@ -1,0 +1,500 @@
+"""Durable journal of the transaction coordinator's state: one record per change.
+
+File ``<data-dir>/transactions.log``: an 8-byte magic (``BKTXNL01``), then records, each
+``u32 body_length, u32 crc32(body), body`` (big-endian; CRC-32 as :func:`zlib.crc32`).
+A record holds one transactional id's *whole* state, so the last record of an id wins
+and replay needs no earlier one. Bodies, by their first byte:
+
+- 1, state: ``u16 id_len, id, i64 producer_id, i16 producer_epoch, i64 last_producer_id,
+  i16 last_producer_epoch, i32 timeout_ms, u8 state, i64 start_time_ms,
+  i64 last_update_ms, u32 partition_count``, then per partition ``u16 topic_len, topic,
+  i32 partition``, then ``u32 group_count`` and per group ``u16 group_len, group,
+  u32 count`` and per offset ``u16 topic_len, topic, i32 partition, i64 offset,
+  i32 leader_epoch, i32 metadata_len (-1 = null), metadata``;
+- 2, tombstone: ``u16 id_len, id``: the id is forgotten.
+
+``state`` indexes :data:`STORED_STATES`. Text is UTF-8 with ``surrogatepass``.
+
+:class:`TxnLog` replays the file on open, truncates a torn or corrupt tail (a write that
+never completed was never acknowledged), appends each change with one write and an
+fsync before returning, and compacts the file (every live id's latest record written to
+a temporary file, fsync, rename, directory fsync) once it is mostly superseded records.
+
+What this module does not do: no Twisted, no threads (every write blocks: callers on the
+reactor run it in a worker thread), no state-machine rules (``brokerd.kafka.txn_state``
+checks transitions; this module stores whatever state name it is given from
+:data:`STORED_STATES`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+
+import attrs
+
+from brokerd.errors import StorageError
+from brokerd.storage.fileio import (
+    FILE_MODE,
+    TEMP_SUFFIX,
+    datasync,
+    fsync_dir,
+    replace_durably,
+    write_all,
+    write_temp,
+)
+
+__all__ = [
+    "COMPACT_MIN_BYTES",
+    "COMPACT_RATIO",
+    "MAGIC",
+    "MAX_RECORD_BYTES",
+    "MAX_TRANSACTIONAL_ID_BYTES",
+    "STORED_STATES",
+    "TXN_LOG_FILE_NAME",
+    "StoredOffset",
+    "StoredTxn",
+    "TxnLog",
+    "decode_body",
+    "encode_state",
+    "encode_tombstone",
+    "iter_records",
+]
+
+TXN_LOG_FILE_NAME = "transactions.log"
+MAGIC = b"BKTXNL01"
+#: A record claiming more than this is a torn or overwritten header, not a record.
+MAX_RECORD_BYTES = 64 << 20
+#: Kafka's strings are int16-length-prefixed: no transactional id is longer.
+MAX_TRANSACTIONAL_ID_BYTES = 32767
+#: Compact when the file is at least this big and this many times the live records.
+COMPACT_MIN_BYTES = 1 << 20
+COMPACT_RATIO = 4
+#: The state names a record may hold, by their code on disk.
+STORED_STATES = (
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+)
+
+_HEADER = struct.Struct(">II")
+_STATE, _TOMBSTONE = 1, 2
+_U8 = struct.Struct(">B")
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")
+_FIXED = struct.Struct(">qhqhiBqq")
+_OFFSET = struct.Struct(">iqii")  # partition, offset, leader epoch, metadata length
+_MIN_PARTITION = _U16.size + _I32.size
+_MIN_GROUP = _U16.size + _U32.size
+_MIN_OFFSET = _U16.size + _OFFSET.size
+_INT16 = (-(2**15), 2**15 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+@attrs.frozen
+class StoredOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+@attrs.frozen
+class StoredTxn:
+    """One transactional id's whole state as a record holds it."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    last_producer_id: int
+    last_producer_epoch: int
+    timeout_ms: int
+    state: str
+    partitions: tuple[tuple[str, int], ...] = ()
+    offsets: tuple[tuple[str, tuple[StoredOffset, ...]], ...] = ()
+    start_time_ms: int = -1
+    last_update_ms: int = -1
+
+
+def _enc(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _short_text(text: str, what: str, limit: int = 2**16 - 1) -> bytes:
+    raw = _enc(text)
+    if len(raw) > limit:
+        raise ValueError(f"{what} longer than {limit} bytes")
+    return _U16.pack(len(raw)) + raw
+
+
+def _frame(body: bytes) -> bytes:
+    if len(body) > MAX_RECORD_BYTES:
+        raise ValueError(f"transaction record larger than {MAX_RECORD_BYTES} bytes")
+    return _HEADER.pack(len(body), zlib.crc32(body)) + body
+
+
+def _check_range(value: int, bounds: tuple[int, int], what: str) -> None:
+    if not bounds[0] <= value <= bounds[1]:
+        raise ValueError(f"{what} {value} out of range")
+
+
+def encode_state(txn: StoredTxn) -> bytes:
+    """The framed record of ``txn``. Raises ValueError, writing nothing, if a field is
+    outside what the format carries."""
+    if txn.state not in STORED_STATES:
+        raise ValueError(f"state {txn.state!r} is not stored")
+    for value, bounds, what in (
+        (txn.producer_id, _INT64, "producer id"),
+        (txn.last_producer_id, _INT64, "last producer id"),
+        (txn.producer_epoch, _INT16, "producer epoch"),
+        (txn.last_producer_epoch, _INT16, "last producer epoch"),
+        (txn.timeout_ms, _INT32, "timeout"),
+        (txn.start_time_ms, _INT64, "start time"),
+        (txn.last_update_ms, _INT64, "update time"),
+    ):
+        _check_range(value, bounds, what)
+    parts = [
+        _U8.pack(_STATE),
+        _short_text(txn.transactional_id, "transactional id", MAX_TRANSACTIONAL_ID_BYTES),
+        _FIXED.pack(
+            txn.producer_id,
+            txn.producer_epoch,
+            txn.last_producer_id,
+            txn.last_producer_epoch,
+            txn.timeout_ms,
+            STORED_STATES.index(txn.state),
+            txn.start_time_ms,
+            txn.last_update_ms,
+        ),
+        _U32.pack(len(txn.partitions)),
+    ]
+    for topic, partition in txn.partitions:
+        _check_range(partition, _INT32, "partition")
+        parts += [_short_text(topic, "topic"), _I32.pack(partition)]
+    parts.append(_U32.pack(len(txn.offsets)))
+    for group, entries in txn.offsets:
+        parts += [_short_text(group, "group id"), _U32.pack(len(entries))]
+        for o in entries:
+            _check_range(o.partition, _INT32, "partition")
+            _check_range(o.offset, _INT64, "offset")
+            _check_range(o.leader_epoch, _INT32, "leader epoch")
+            meta = None if o.metadata is None else _enc(o.metadata)
+            if meta is not None and len(meta) > _INT32[1]:
+                raise ValueError("offset metadata too long")
+            parts.append(_short_text(o.topic, "topic"))
+            parts.append(
+                _OFFSET.pack(
+                    o.partition, o.offset, o.leader_epoch, -1 if meta is None else len(meta)
+                )
+            )
+            if meta is not None:
+                parts.append(meta)
+    return _frame(b"".join(parts))
+
+
+def encode_tombstone(transactional_id: str) -> bytes:
+    return _frame(
+        _U8.pack(_TOMBSTONE)
+        + _short_text(transactional_id, "transactional id", MAX_TRANSACTIONAL_ID_BYTES)
+    )
+
+
+class _Reader:
+    """Bounds-checked cursor over one record body; any overrun raises ValueError."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._pos = 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self._pos + n > len(self._data):
+            raise ValueError("record body overrun")
+        chunk = self._data[self._pos : self._pos + n]
+        self._pos += n
+        return chunk
+
+    def unpack(self, fmt: struct.Struct) -> tuple[int, ...]:
+        return fmt.unpack(self.take(fmt.size))
+
+    def text(self) -> str:
+        (length,) = self.unpack(_U16)
+        return self.take(length).decode("utf-8", "surrogatepass")
+
+    def count(self, min_item_bytes: int) -> int:
+        """An element count, refused before any loop if the rest cannot hold it."""
+        (n,) = self.unpack(_U32)
+        if n * min_item_bytes > len(self._data) - self._pos:
+            raise ValueError(f"count {n} exceeds the record")
+        return int(n)
+
+    def done(self) -> bool:
+        return self._pos == len(self._data)
+
+
+def decode_body(body: bytes) -> StoredTxn | str:
+    """A state record's :class:`StoredTxn`, or a tombstone's transactional id. Raises
+    ValueError (or UnicodeDecodeError) on a malformed body."""
+    reader = _Reader(body)
+    (kind,) = reader.unpack(_U8)
+    tid = reader.text()
+    if kind == _TOMBSTONE:
+        if not reader.done():
+            raise ValueError("trailing bytes")
+        return tid
+    if kind != _STATE:
+        raise ValueError(f"unknown record kind {kind}")
+    pid, epoch, last_pid, last_epoch, timeout, state, start, update = reader.unpack(_FIXED)
+    if state >= len(STORED_STATES):
+        raise ValueError(f"unknown state code {state}")
+    partitions = []
+    for _ in range(reader.count(_MIN_PARTITION)):
+        topic = reader.text()
+        (partition,) = reader.unpack(_I32)
+        partitions.append((topic, partition))
+    groups = []
+    for _ in range(reader.count(_MIN_GROUP)):
+        group = reader.text()
+        entries = []
+        for _ in range(reader.count(_MIN_OFFSET)):
+            topic = reader.text()
+            partition, offset, leader_epoch, meta_len = reader.unpack(_OFFSET)
+            meta = None if meta_len < 0 else reader.take(meta_len).decode("utf-8", "surrogatepass")
+            entries.append(StoredOffset(topic, partition, offset, leader_epoch, meta))
+        groups.append((group, tuple(entries)))
+    if not reader.done():
+        raise ValueError("trailing bytes")
+    return StoredTxn(
+        tid, pid, epoch, last_pid, last_epoch, timeout, STORED_STATES[state],
+        tuple(partitions), tuple(groups), start, update,
+    )  # fmt: skip
+
+
+def iter_records(data: bytes, pos: int) -> Iterator[tuple[StoredTxn | str, int, int]]:
+    """Decode the records of ``data`` from ``pos``: ``(record, start, end)`` each. Stops
+    at the first record that is incomplete, claims more than :data:`MAX_RECORD_BYTES`
+    (checked before anything is sliced), fails its CRC or does not decode."""
+    while pos + _HEADER.size <= len(data):
+        length, crc = _HEADER.unpack_from(data, pos)
+        end = pos + _HEADER.size + length
+        if length > MAX_RECORD_BYTES or end > len(data):
+            return
+        body = data[pos + _HEADER.size : end]
+        if zlib.crc32(body) != crc:
+            return
+        try:
+            decoded = decode_body(body)
+        except (ValueError, struct.error):
+            return
+        yield decoded, pos, end
+        pos = end
+
+
+class TxnLog:
+    """The transaction state journal plus the latest state of every live id in memory.
+
+    Create with :meth:`open`. Thread-safe: one lock serialises writes and compaction;
+    :meth:`transactions` may be called from any thread.
+    """
+
+    def __init__(self, path: str, fd: int, *, compact_min_bytes: int, compact_ratio: int) -> None:
+        # Use open(); the constructor only stores what open() prepared.
+        self.path = path
+        self._fd = fd
+        self._compact_min_bytes = compact_min_bytes
+        self._compact_ratio = compact_ratio
+        self._txns: dict[str, StoredTxn] = {}
+        #: Framed size of each live id's latest record (the compaction estimate).
+        self._sizes: dict[str, int] = {}
+        self._size = 0
+        self._lock = threading.Lock()
+        self._failed: BaseException | None = None
+        self._closed = False
+        #: Bytes of torn or corrupt tail dropped by the open (0 for a clean file).
+        self.truncated_bytes = 0
+        #: Compactions since open (including one at open).
+        self.compactions = 0
+        #: The last compaction failure, if any (not fatal: the old file stays in use).
+        self.last_compaction_error: BaseException | None = None
+
+    @classmethod
+    def open(
+        cls,
+        path: str,
+        *,
+        compact_min_bytes: int = COMPACT_MIN_BYTES,
+        compact_ratio: int = COMPACT_RATIO,
+    ) -> TxnLog:
+        """Open (creating if needed) the journal at ``path`` (or :data:`TXN_LOG_FILE_NAME`
+        in the directory ``path``) and replay it.
+
+        :raises StorageError: the file is not a transaction journal, or I/O failed.
+        """
+        if os.path.isdir(path):
+            path = os.path.join(path, TXN_LOG_FILE_NAME)
+        path = os.path.abspath(path)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path + TEMP_SUFFIX)  # a compaction that crashed before its rename
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
+                created = True
+            except FileExistsError:
+                fd = os.open(path, flags)
+                created = False
+        except OSError as exc:
+            raise StorageError(f"cannot open transaction log {path}: {exc}") from exc
+        log = cls(path, fd, compact_min_bytes=compact_min_bytes, compact_ratio=compact_ratio)
+        try:
+            if created:
+                write_all(fd, MAGIC)
+                os.fsync(fd)
+                fsync_dir(os.path.dirname(path))
+                log._size = len(MAGIC)
+            else:
+                log._replay()
+            if log._size >= log._compact_threshold():
+                log._compact()
+                if log._failed is not None:
+                    raise log._failed
+        except OSError as exc:
+            os.close(fd)
+            raise StorageError(f"cannot recover transaction log {path}: {exc}") from exc
+        except BaseException:
+            os.close(fd)
+            raise
+        return log
+
+    def _replay(self) -> None:
+        chunks: list[bytes] = []
+        os.lseek(self._fd, 0, os.SEEK_SET)
+        while chunk := os.read(self._fd, 1 << 20):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        if len(data) < len(MAGIC):
+            if not MAGIC.startswith(data):
+                raise StorageError(f"{self.path} is not a brokerd transaction log")
+            # Torn while being created: nothing was ever acknowledged from it.
+            os.ftruncate(self._fd, 0)
+            write_all(self._fd, MAGIC)
+            os.fsync(self._fd)
+            self.truncated_bytes = len(data)
+            self._size = len(MAGIC)
+            return
+        if data[: len(MAGIC)] != MAGIC:
+            raise StorageError(f"{self.path} is not a brokerd transaction log")
+        pos = len(MAGIC)
+        for record, start, end in iter_records(data, pos):
+            self._apply(record, end - start)
+            pos = end
+        if pos != len(data):
+            # Cut the unfinished write off for good, so new records never follow garbage.
+            self.truncated_bytes = len(data) - pos
+            os.ftruncate(self._fd, pos)
+            os.fsync(self._fd)
+        self._size = pos
+
+    def _apply(self, record: StoredTxn | str, size: int) -> None:
+        if isinstance(record, str):
+            self._txns.pop(record, None)
+            self._sizes.pop(record, None)
+        else:
+            self._txns[record.transactional_id] = record
+            self._sizes[record.transactional_id] = size
+
+    # -- reads --------------------------------------------------------------------------
+
+    def transactions(self) -> dict[str, StoredTxn]:
+        """The latest stored state of every live transactional id."""
+        with self._lock:
+            return dict(self._txns)
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    # -- writes (blocking) --------------------------------------------------------------
+
+    def write(self, put: Sequence[StoredTxn] = (), delete: Sequence[str] = ()) -> None:
+        """Durably record new states (``put``) and forget ids (``delete``): one write and
+        one fsync; the changes are visible once it returns.
+
+        :raises ValueError: a value the format cannot carry (nothing is written).
+        :raises StorageError: the write or fsync failed; every later write is refused
+            (after a failed fsync the kernel may have dropped the data).
+        """
+        records: list[tuple[StoredTxn | str, bytes]] = [(t, encode_state(t)) for t in put]
+        records += [(tid, encode_tombstone(tid)) for tid in delete]
+        if not records:
+            return
+        with self._lock:
+            self._append(b"".join(raw for _, raw in records))
+            for record, raw in records:
+                self._apply(record, len(raw))
+            if self._size >= self._compact_threshold():
+                self._compact()
+
+    def close(self) -> None:
+        """Close the file; every write that returned is already durable."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                os.close(self._fd)
+
+    def _append(self, data: bytes) -> None:
+        if self._closed:
+            raise StorageError(f"transaction log {self.path} is closed")
+        if self._failed is not None:
+            raise StorageError(f"transaction log {self.path} failed earlier: {self._failed}")
+        try:
+            write_all(self._fd, data)
+            datasync(self._fd)
+        except OSError as exc:
+            self._failed = exc
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+            raise StorageError(f"write to transaction log {self.path} failed: {exc}") from exc
+        self._size += len(data)
+
+    # -- compaction ---------------------------------------------------------------------
+
+    def _compact_threshold(self) -> int:
+        live = len(MAGIC) + sum(self._sizes.values())
+        return max(self._compact_min_bytes, self._compact_ratio * live)
+
+    def _compact(self) -> None:
+        """Rewrite the file as the latest record of each live id (caller holds the lock).
+        A failure before the rename keeps the old file in use; after it, the log refuses
+        writes (which file a crash would leave is then unknown)."""
+        data = MAGIC + b"".join(encode_state(t) for _, t in sorted(self._txns.items()))
+        try:
+            temp = write_temp(self.path, data)
+            new_fd = os.open(temp, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path + TEMP_SUFFIX)
+            self.last_compaction_error = exc
+            # Try again only once the file has grown by the ratio again.
+            self._compact_min_bytes = max(self._compact_min_bytes, self._size * self._compact_ratio)
+            return
+        try:
+            replace_durably(temp, self.path)
+        except OSError as exc:
+            os.close(new_fd)
+            self._failed = self.last_compaction_error = exc
+            return
+        os.close(self._fd)
+        self._fd = new_fd
+        self._size = len(data)
+        self.compactions += 1
+        self.last_compaction_error = None

@@ -1,0 +1,258 @@
+"""The broker core's side of transactions, over a real log directory with synchronous
+pools and a fake clock: transactional produce admission (verifier, then idempotence),
+markers through the partition writer (fencing, waking parked fetches), read_committed
+fetch and ListOffsets, offsets(), committed-only native fetch, and restart."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from twisted.internet import defer, task
+from twisted.python.failure import Failure
+from twisted.trial.unittest import SynchronousTestCase
+
+from brokerd.core import Broker, FsyncPolicy
+from brokerd.errors import (
+    BrokerError,
+    InvalidProducerEpoch,
+    InvalidRecord,
+    InvalidTxnState,
+    OffsetOutOfRange,
+    OutOfOrderSequence,
+)
+from brokerd.storage.batch import encode_batch, read_header
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.types import AbortedTxn, PartitionOffsets, ReadResult, RecordsResult
+
+T = TypeVar("T")
+T0 = 1_700_000_000_000
+
+
+def run_now(f: Callable[..., Any], *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
+    return defer.maybeDeferred(f, *args, **kwargs)
+
+
+def txn(pid: int, seq: int, *values: bytes, epoch: int = 0, transactional: bool = True) -> bytes:
+    return encode_batch(
+        list(values),
+        timestamp_ms=T0,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        transactional=transactional,
+    )
+
+
+def batch_offsets(data: bytes) -> list[int]:
+    out, pos = [], 0
+    while len(data) - pos >= 61:
+        header = read_header(data, pos)
+        out.append(header.base_offset)
+        pos += header.size
+    return out
+
+
+class Verifier:
+    """The coordinator's check, as a table of (topic, partition, pid) -> current epoch."""
+
+    def __init__(self) -> None:
+        self.open: dict[tuple[str, int, int], int] = {}
+        self.calls: list[tuple[str, int, int, int]] = []
+
+    def __call__(self, topic: str, partition: int, pid: int, epoch: int) -> None:
+        self.calls.append((topic, partition, pid, epoch))
+        current = self.open.get((topic, partition, pid))
+        if current is None:
+            raise InvalidTxnState(f"producer {pid} has no transaction on {topic}-{partition}")
+        if epoch < current:
+            raise InvalidProducerEpoch(f"epoch {epoch} < {current}")
+
+
+class BrokerTxnTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        # trial's mktemp() would create directories under the current directory.
+        tmp = tempfile.TemporaryDirectory(prefix="brokerd-txn-")
+        self.addCleanup(tmp.cleanup)
+        self.path = Path(tmp.name) / "data"
+        self.clock = task.Clock()
+        self.start()
+
+    def start(self) -> None:
+        self.logdir = LogDirectory.open(str(self.path), default_partitions=1)
+        self.broker = Broker(
+            self.logdir,
+            reactor=self.clock,
+            fsync=FsyncPolicy("always"),
+            run_read=run_now,
+            run_write=run_now,
+            retention_check_seconds=0,
+            checkpoint_seconds=0,
+        )
+        self.broker.startService()
+        self.verifier = Verifier()
+        self.broker.set_txn_verifier(self.verifier)
+
+    def stop(self) -> None:
+        self.successResultOf(self.broker.stopService())
+
+    def tearDown(self) -> None:
+        if self.broker.running:
+            self.stop()
+
+    def ok(self, d: defer.Deferred[T]) -> T:
+        return self.successResultOf(d)
+
+    def fails(self, d: defer.Deferred[Any], kind: type[BaseException]) -> Failure:
+        failure = self.failureResultOf(d)
+        self.assertIsInstance(failure.value, kind)
+        return failure
+
+    def begin(self, pid: int, topic: str = "t", partition: int = 0, epoch: int = 0) -> None:
+        self.verifier.open[(topic, partition, pid)] = epoch
+
+    def produce(self, data: bytes, topic: str = "t", partition: int = 0) -> int:
+        return self.ok(self.broker.produce_batches(topic, partition, data)).base_offset
+
+    def markers(self, pid: int, *, commit: bool, epoch: int = 0, parts: Any = None) -> None:
+        self.ok(
+            self.broker.write_txn_markers(
+                parts or [("t", 0)], pid, epoch, commit=commit, coordinator_epoch=1
+            )
+        )
+
+    # --- admission ----------------------------------------------------------------------
+
+    def test_transactional_produce_goes_through_the_verifier(self) -> None:
+        self.ok(self.broker.create_topic("t", 1))
+        self.fails(self.broker.produce_batches("t", 0, txn(5, 0, b"a")), InvalidTxnState)
+        self.begin(5)
+        self.assertEqual(self.produce(txn(5, 0, b"a")), 0)
+        self.assertEqual(self.verifier.calls[-1], ("t", 0, 5, 0))
+        # Then the idempotence rules as usual.
+        self.fails(self.broker.produce_batches("t", 0, txn(5, 7, b"b")), OutOfOrderSequence)
+        self.assertEqual(self.produce(txn(5, 0, b"a")), 0)  # a retry: the stored copy
+        self.begin(5, epoch=2)
+        self.fails(self.broker.produce_batches("t", 0, txn(5, 1, b"c")), InvalidProducerEpoch)
+
+    def test_no_verifier_refuses_transactional_batches(self) -> None:
+        self.broker.set_txn_verifier(None)
+        self.fails(self.broker.produce_batches("t", 0, txn(5, 0, b"a")), InvalidTxnState)
+        # Idempotent, non-transactional produce is unaffected.
+        self.assertEqual(self.produce(txn(5, 0, b"a", transactional=False)), 0)
+
+    def test_mixed_and_control_batches_are_refused(self) -> None:
+        self.begin(5)
+        mixed = txn(5, 0, b"a") + txn(5, 1, b"b", transactional=False)
+        self.fails(self.broker.produce_batches("t", 0, mixed), InvalidRecord)
+        from brokerd.storage.control import encode_marker
+
+        control = encode_marker(5, 0, commit=True, coordinator_epoch=0, timestamp_ms=T0)
+        self.fails(self.broker.produce_batches("t", 0, control), InvalidRecord)
+
+    # --- markers, LSO, reads ------------------------------------------------------------
+
+    def test_commit_makes_data_readable_committed(self) -> None:
+        self.begin(5)
+        self.produce(txn(5, 0, b"a", b"b"))
+        self.produce(encode_batch([b"plain"], timestamp_ms=T0))
+        self.assertEqual(self.ok(self.broker.offsets("t", 0)), PartitionOffsets(0, 3, 0))
+        self.assertEqual(self.ok(self.broker.list_offsets("t", 0)), (0, 3))
+        self.assertEqual(self.ok(self.broker.list_offsets("t", 0, read_committed=True)), (0, 0))
+        committed = self.ok(self.broker.fetch("t", 0, 0, 1 << 20, read_committed=True))
+        self.assertEqual((committed.data, committed.last_stable_offset), (b"", 0))
+        self.assertEqual(committed.high_watermark, 3)
+        uncommitted = self.ok(self.broker.fetch("t", 0, 0, 1 << 20))
+        self.assertEqual(batch_offsets(uncommitted.data), [0, 2])
+        self.assertEqual(uncommitted.last_stable_offset, 0)
+        # Offsets in [LSO, HW] are valid for read_committed; past HW is out of range.
+        self.ok(self.broker.fetch("t", 0, 2, 1 << 20, read_committed=True))
+        self.fails(self.broker.fetch("t", 0, 4, 1 << 20, read_committed=True), OffsetOutOfRange)
+        # The native fetch sees nothing yet.
+        self.assertEqual(self.ok(self.broker.fetch_records("t", 0, 0, 1 << 20)).records, ())
+        self.markers(5, commit=True)
+        self.assertEqual(self.ok(self.broker.offsets("t", 0)), PartitionOffsets(0, 4, 4))
+        committed = self.ok(self.broker.fetch("t", 0, 0, 1 << 20, read_committed=True))
+        self.assertEqual(batch_offsets(committed.data), [0, 2, 3])
+        self.assertEqual(committed.aborted, ())
+        records = self.ok(self.broker.fetch_records("t", 0, 0, 1 << 20)).records
+        self.assertEqual(
+            [(r.offset, r.value) for r in records], [(0, b"a"), (1, b"b"), (2, b"plain")]
+        )
+
+    def test_abort_lists_the_transaction_and_native_skips_it(self) -> None:
+        self.begin(5)
+        self.produce(txn(5, 0, b"x"))
+        self.produce(encode_batch([b"kept"], timestamp_ms=T0))
+        self.markers(5, commit=False)
+        result: ReadResult = self.ok(self.broker.fetch("t", 0, 0, 1 << 20, read_committed=True))
+        self.assertEqual(result.aborted, (AbortedTxn(5, 0),))
+        self.assertEqual(self.ok(self.broker.fetch("t", 0, 0, 1 << 20)).aborted, ())
+        records: RecordsResult = self.ok(self.broker.fetch_records("t", 0, 0, 1 << 20))
+        self.assertEqual([r.value for r in records.records], [b"kept"])
+
+    def test_marker_fences_the_old_epoch(self) -> None:
+        self.begin(5)
+        self.produce(txn(5, 0, b"x"))
+        self.markers(5, commit=False, epoch=1)  # the coordinator fenced a zombie
+        self.fails(self.broker.produce_batches("t", 0, txn(5, 1, b"late")), InvalidProducerEpoch)
+        self.begin(5, epoch=1)
+        self.assertEqual(self.produce(txn(5, 0, b"new", epoch=1)), 2)
+
+    def test_markers_to_several_partitions_and_deleted_topics(self) -> None:
+        self.ok(self.broker.create_topic("u", 2))
+        for partition in (0, 1):
+            self.begin(5, "u", partition)
+            self.produce(txn(5, partition, b"v"), "u", partition)
+        self.markers(5, commit=True, parts=[("u", 0), ("u", 1), ("gone", 0)])
+        for partition in (0, 1):
+            offsets = self.ok(self.broker.offsets("u", partition))
+            self.assertEqual(offsets, PartitionOffsets(0, 2, 2))
+
+    def test_marker_to_missing_partition_of_existing_topic_fails(self) -> None:
+        self.ok(self.broker.create_topic("u", 1))
+        d = self.broker.write_txn_markers([("u", 0), ("u", 3)], 5, 0, commit=True)
+        failure = self.failureResultOf(d)
+        self.assertIsInstance(failure.value, BrokerError)
+        # The good partition got its marker all the same.
+        self.assertEqual(self.ok(self.broker.offsets("u", 0)).high_watermark, 1)
+
+    def test_marker_wakes_parked_fetches(self) -> None:
+        self.begin(5)
+        self.produce(txn(5, 0, b"x" * 10))
+        hw = self.ok(self.broker.offsets("t", 0)).high_watermark
+        woke = self.broker.wait_for_data(
+            [("t", 0, 0)], min_bytes=1 << 20, max_wait_ms=10_000, seen={("t", 0): hw}
+        )
+        self.assertNoResult(woke)
+        self.markers(5, commit=True)
+        self.ok(woke)
+        # The native long poll on committed data answers once the commit lands.
+        poll = self.broker.wait_records(
+            "t", 0, 2, max_value_bytes=1 << 20, min_bytes=1, max_wait_ms=10_000
+        )
+        self.assertNoResult(poll)
+        self.begin(6)
+        self.produce(txn(6, 0, b"y"))
+        self.assertNoResult(poll)  # not committed yet: read again, nothing, park again
+        self.markers(6, commit=True)
+        records = self.ok(poll).records
+        self.assertEqual([r.value for r in records], [b"y"])
+
+    def test_restart_keeps_open_transactions_and_producer_fencing(self) -> None:
+        self.begin(5)
+        self.produce(txn(5, 0, b"a"))
+        self.markers(5, commit=False, epoch=1)
+        self.begin(6)
+        self.produce(txn(6, 0, b"b"))
+        self.stop()
+        self.start()
+        self.assertEqual(self.ok(self.broker.offsets("t", 0)), PartitionOffsets(0, 3, 2))
+        self.begin(5)
+        self.fails(self.broker.produce_batches("t", 0, txn(5, 1, b"z")), InvalidProducerEpoch)
+        self.markers(6, commit=True)
+        result = self.ok(self.broker.fetch("t", 0, 0, 1 << 20, read_committed=True))
+        self.assertEqual(result.aborted, (AbortedTxn(5, 0),))
+        self.assertEqual(result.last_stable_offset, 4)

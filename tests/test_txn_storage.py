@@ -1,0 +1,580 @@
+"""Transactions in the storage layer: markers, the ongoing-transaction tracker and the
+LSO, the aborted-transaction index, read_committed and committed-only reads, recovery
+after a crash, and the cleaner with aborted transactions. Real files throughout."""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brokerd.errors import CorruptBatch, InvalidRecord
+from brokerd.storage.batch import decode_records, encode_batch, parse_batches, read_header
+from brokerd.storage.cleaner import clean_log
+from brokerd.storage.control import ControlType, encode_marker, parse_marker
+from brokerd.storage.keymap import OffsetMap
+from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.producer_state import (
+    SNAPSHOT_NAME,
+    ProducerStateTable,
+    read_snapshot,
+    read_txn_snapshot,
+    write_snapshot,
+)
+from brokerd.storage.transactions import AbortedEntry, TxnTracker
+from brokerd.storage.txn_index import TXN_ENTRY_SIZE, TxnIndex
+from brokerd.storage.types import AbortedTxn, Record
+
+from tests.compaction_helpers import T0, compact_config
+
+BIG = 1 << 20
+
+
+def open_log(path: Path, point: int | None = None, **config: Any) -> PartitionLog:
+    return PartitionLog.open(str(path), LogConfig(**config), recovery_point=point)
+
+
+def txn_batch(
+    plog: PartitionLog,
+    pid: int,
+    values: list[bytes],
+    *,
+    epoch: int = 0,
+    seq: int = 0,
+    keys: list[bytes | None] | None = None,
+    publish: bool = True,
+) -> int:
+    """Append one transactional batch of ``pid``; its base offset."""
+    data = encode_batch(
+        values,
+        keys=keys,
+        timestamp_ms=T0,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        transactional=True,
+    )
+    info = plog.append(data, parse_batches(data, max_batch_bytes=BIG))
+    if publish:
+        plog.publish()
+    return info.base_offset
+
+
+def plain(plog: PartitionLog, values: list[bytes], keys: list[bytes | None] | None = None) -> int:
+    data = encode_batch(values, keys=keys, timestamp_ms=T0)
+    info = plog.append(data, parse_batches(data, max_batch_bytes=BIG))
+    plog.publish()
+    return info.base_offset
+
+
+def marker(plog: PartitionLog, pid: int, *, commit: bool, epoch: int = 0) -> int:
+    info = plog.append_marker(pid, epoch, commit=commit, coordinator_epoch=3, timestamp_ms=T0)
+    plog.publish()
+    return info.base_offset
+
+
+def committed_values(plog: PartitionLog, offset: int | None = None) -> list[bytes | None]:
+    out: list[Record] = []
+    at = plog.log_start_offset if offset is None else offset
+    while at < plog.last_stable_offset:
+        records = plog.read_records(at, BIG).records
+        if not records:
+            break
+        out.extend(records)
+        at = records[-1].offset + 1
+    return [r.value for r in out]
+
+
+def batch_offsets(data: bytes) -> list[int]:
+    out = []
+    pos = 0
+    while len(data) - pos >= 61:
+        header = read_header(data, pos)
+        out.append(header.base_offset)
+        pos += header.size
+    return out
+
+
+# --- control batches ------------------------------------------------------------------
+
+
+def test_marker_round_trip_and_header_bits() -> None:
+    data = encode_marker(7, 2, commit=True, coordinator_epoch=9, timestamp_ms=T0, base_offset=5)
+    header = read_header(data)
+    assert header.is_control and header.is_transactional
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (7, 2, -1)
+    assert header.base_offset == 5 and header.records_count == 1
+    m = parse_marker(data)
+    assert (m.producer_id, m.producer_epoch, m.commit, m.coordinator_epoch) == (7, 2, True, 9)
+    (record,) = decode_records(data, max_uncompressed=BIG)
+    assert record.key == struct.pack(">hh", 0, ControlType.COMMIT)
+    assert record.value == struct.pack(">hi", 0, 9)
+    assert not parse_marker(
+        encode_marker(7, 2, commit=False, coordinator_epoch=0, timestamp_ms=0)
+    ).commit
+
+
+def test_parse_marker_refuses_what_is_not_one() -> None:
+    with pytest.raises(CorruptBatch, match="not a control batch"):
+        parse_marker(encode_batch([b"x"], timestamp_ms=0))
+    bad_key = encode_batch(
+        [b"v"], keys=[struct.pack(">hh", 0, 9)], timestamp_ms=0, control=True, transactional=True
+    )
+    with pytest.raises(CorruptBatch, match="type 9"):
+        parse_marker(bad_key)
+    with pytest.raises(CorruptBatch, match="truncated"):
+        parse_marker(b"\x00" * 10)
+    with pytest.raises(ValueError):
+        encode_marker(-1, 0, commit=True, coordinator_epoch=0, timestamp_ms=0)
+
+
+def test_clients_may_not_send_control_or_pidless_transactional_batches() -> None:
+    control = encode_marker(1, 0, commit=True, coordinator_epoch=0, timestamp_ms=0)
+    with pytest.raises(InvalidRecord, match="control batches"):
+        parse_batches(control, max_batch_bytes=BIG)
+    pidless = encode_batch([b"v"], timestamp_ms=0, transactional=True)
+    with pytest.raises(InvalidRecord, match="producer id"):
+        parse_batches(pidless, max_batch_bytes=BIG)
+
+
+# --- the tracker (pure) -------------------------------------------------------------------
+
+
+def test_tracker_lso_and_aborted_entries() -> None:
+    t = TxnTracker()
+    assert t.stable_end(10) == 10 and not t
+    t.begin(1, 10)
+    t.begin(1, 15)  # already ongoing: first offset stays
+    t.begin(2, 12)
+    assert t.first_unstable() == 10 and t.stable_end(20) == 10
+    assert t.stable_end(8) == 8  # never past the data end
+    assert t.end(1, 20, commit=True) is None
+    assert t.stable_end(21) == 12
+    assert t.end(2, 22, commit=False) == AbortedEntry(2, 12, 22, 23)
+    assert t.end(3, 23, commit=False) is None  # no ongoing transaction: nothing recorded
+    assert t.stable_end(24) == 24
+
+
+def test_tracker_aborted_entry_lso_is_that_of_the_marker_time() -> None:
+    t = TxnTracker({1: 5, 2: 3})
+    entry = t.end(1, 9, commit=False)
+    assert entry == AbortedEntry(1, 5, 9, 3)  # producer 2 still holds the LSO at 3
+    t.forget_below(4)
+    assert t.ongoing == {2: 4}
+    t.restore([(8, 1)])
+    assert t.ongoing == {8: 1}
+
+
+def test_tracker_observe_ignores_non_transactional_batches() -> None:
+    t = TxnTracker()
+    header = read_header(encode_batch([b"x"], timestamp_ms=0, producer_id=4, base_offset=3))
+    assert t.observe(header) is None and not t
+    txn = read_header(
+        encode_batch([b"x"], timestamp_ms=0, producer_id=4, transactional=True, base_offset=3)
+    )
+    t.observe(txn)
+    assert t.ongoing == {4: 3}
+    abort = read_header(
+        encode_marker(4, 0, commit=False, coordinator_epoch=0, timestamp_ms=0, base_offset=6)
+    )
+    assert t.observe(abort, commit=False) == AbortedEntry(4, 3, 6, 7)
+
+
+# --- the .txnindex file -------------------------------------------------------------------
+
+
+def test_txnindex_round_trip_and_collect(tmp_path: Path) -> None:
+    path = str(tmp_path / "00000000000000000000.txnindex")
+    index = TxnIndex(path)
+    assert index.load(0, 100) == 0 and not index.exists
+    entries = [AbortedEntry(1, 2, 5, 2), AbortedEntry(2, 3, 9, 3), AbortedEntry(1, 10, 12, 10)]
+    for e in entries:
+        index.append(e)
+    index.sync()
+    with pytest.raises(ValueError):
+        index.append(AbortedEntry(3, 1, 12, 1))
+    assert os.path.getsize(path) == 3 * TXN_ENTRY_SIZE
+    index.close()
+    again = TxnIndex(path)
+    assert again.load(0, 100) == 0
+    assert again.entries == entries and again.exists
+    out: list[AbortedEntry] = []
+    again.collect(6, 11, out)
+    assert out == entries[1:]
+    out = []
+    again.collect(6, 10, out)  # the third begins at 10: not below the upper bound
+    assert out == [entries[1]]
+    assert again.has_marker(9) and not again.has_marker(8)
+    again.delete()
+    assert not os.path.exists(path)
+
+
+def test_txnindex_damage_is_cut(tmp_path: Path) -> None:
+    path = str(tmp_path / "00000000000000000000.txnindex")
+    index = TxnIndex(path)
+    for e in [AbortedEntry(1, 2, 5, 2), AbortedEntry(2, 3, 9, 3), AbortedEntry(1, 10, 12, 10)]:
+        index.append(e)
+    index.close()
+    with open(path, "ab") as f:
+        f.write(b"\x00" * 7)  # a torn entry
+    again = TxnIndex(path)
+    assert again.load(0, 100) == 0
+    assert len(again) == 3 and os.path.getsize(path) == 3 * TXN_ENTRY_SIZE
+    # A marker past the recovered end, and everything after it, goes.
+    assert again.load(0, 9) == 2
+    assert len(again) == 1 and os.path.getsize(path) == TXN_ENTRY_SIZE
+    # A bad version stops the read there.
+    with open(path, "r+b") as f:
+        f.write(b"\x00\x07")
+    assert again.load(0, 100) == 1 and len(again) == 0
+    # Out of order or first > last: damage too.
+    index = TxnIndex(path)
+    index.load(0, 100)
+    index.append(AbortedEntry(1, 2, 5, 2))
+    index.close()
+    with open(path, "ab") as f:
+        f.write(struct.pack(">hqqqq", 0, 1, 9, 4, 0))
+    assert again.load(0, 100) == 1 and len(again) == 1
+    again.close()
+
+
+# --- the log: LSO, markers, reads ------------------------------------------------------
+
+
+def test_lso_held_by_ongoing_transaction_and_released_by_markers(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    plain(plog, [b"a", b"b"])
+    assert plog.last_stable_offset == plog.high_watermark == 2
+    first = txn_batch(plog, 1, [b"t1", b"t2"])
+    plain(plog, [b"c"])  # non-transactional data never holds the LSO
+    assert (plog.high_watermark, plog.last_stable_offset) == (5, first)
+    txn_batch(plog, 2, [b"u1"], publish=False)
+    assert plog.last_stable_offset == 2  # unpublished: nothing changes for readers
+    plog.publish()
+    m = marker(plog, 1, commit=True)
+    assert plog.last_stable_offset == 5  # producer 2 still open at 5
+    marker(plog, 2, commit=False)
+    assert plog.last_stable_offset == plog.high_watermark == m + 2
+    assert plog.segments[-1].txnindex.entries == [AbortedEntry(2, 5, m + 1, m + 2)]
+
+
+def test_marker_written_but_unpublished_keeps_the_old_lso(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    txn_batch(plog, 1, [b"t"])
+    plog.append_marker(1, 0, commit=True, coordinator_epoch=0, timestamp_ms=T0)
+    # Readers see the published pair only: data at 0 still unstable.
+    assert (plog.high_watermark, plog.last_stable_offset) == (1, 0)
+    assert plog.read(0, BIG, read_committed=True).data == b""
+    plog.publish()
+    assert plog.last_stable_offset == 2
+
+
+def test_read_committed_cuts_at_lso_and_lists_aborted(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    plain(plog, [b"a"])  # 0
+    txn_batch(plog, 1, [b"x1", b"x2"])  # 1-2 aborted
+    m1 = marker(plog, 1, commit=False)  # 3
+    txn_batch(plog, 2, [b"y"])  # 4 committed
+    marker(plog, 2, commit=True)  # 5
+    open_first = txn_batch(plog, 3, [b"z"])  # 6 open
+    plain(plog, [b"after"])  # 7
+    hw = plog.high_watermark
+    uncommitted = plog.read(0, BIG)
+    assert batch_offsets(uncommitted.data) == [0, 1, 3, 4, 5, 6, 7]
+    assert uncommitted.last_stable_offset == open_first and uncommitted.aborted == ()
+    committed = plog.read(0, BIG, read_committed=True)
+    assert batch_offsets(committed.data) == [0, 1, 3, 4, 5]
+    assert committed.last_stable_offset == open_first and committed.high_watermark == hw
+    assert committed.aborted == (AbortedTxn(1, 1),)
+    # From past the abort marker: not listed any more.
+    assert plog.read(4, BIG, read_committed=True).aborted == ()
+    assert plog.read(3, BIG, read_committed=True).aborted == (AbortedTxn(1, 1),)
+    # [LSO, HW] is valid and empty; the uncommitted read of it is not.
+    for offset in (open_first, hw):
+        empty = plog.read(offset, BIG, read_committed=True)
+        assert empty.data == b"" and empty.aborted == ()
+    assert plog.read(open_first, BIG).data != b""
+    assert m1 == 3
+
+
+def test_aborted_list_only_for_data_returned(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=200)
+    plain(plog, [b"p" * 150])  # 0: one batch per segment from here
+    txn_batch(plog, 1, [b"x" * 150])  # 1
+    marker(plog, 1, commit=False)  # 2
+    txn_batch(plog, 2, [b"y" * 150])  # 3
+    marker(plog, 2, commit=False)  # 4
+    assert len(plog.segments) > 2
+    first = plog.read(0, 1, read_committed=True)  # one batch: offset 0 only
+    assert batch_offsets(first.data) == [0] and first.aborted == ()
+    second = plog.read(1, 1, read_committed=True)
+    assert batch_offsets(second.data) == [1] and second.aborted == (AbortedTxn(1, 1),)
+    everything = [plog.read(o, BIG, read_committed=True).aborted for o in (3, 4)]
+    assert everything == [(AbortedTxn(2, 3),), (AbortedTxn(2, 3),)]
+
+
+def test_native_reads_are_committed_only(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    plain(plog, [b"a"])
+    txn_batch(plog, 1, [b"aborted1", b"aborted2"])
+    txn_batch(plog, 2, [b"committed"])
+    txn_batch(plog, 1, [b"aborted3"], seq=2)
+    marker(plog, 1, commit=False)
+    marker(plog, 2, commit=True)
+    plain(plog, [b"b"])
+    txn_batch(plog, 3, [b"open"])
+    plain(plog, [b"beyond-lso"])
+    assert committed_values(plog) == [b"a", b"committed", b"b"]
+    records = plog.read_records(0, BIG).records
+    assert [r.offset for r in records] == [0, 3, 7]
+    # At the LSO and in [LSO, HW]: nothing, no error.
+    assert plog.read_records(plog.last_stable_offset, BIG).records == ()
+    assert plog.read_records(plog.high_watermark - 1, BIG).records == ()
+    marker(plog, 3, commit=True)
+    assert committed_values(plog, 8) == [b"open", b"beyond-lso"]
+
+
+def test_marker_without_ongoing_transaction_is_appended_and_records_nothing(
+    tmp_path: Path,
+) -> None:
+    plog = open_log(tmp_path / "t-0")
+    m = marker(plog, 9, commit=False, epoch=4)
+    assert plog.high_watermark == m + 1 == plog.last_stable_offset
+    assert plog.segments[-1].txnindex.entries == []
+    assert plog.segments[-1].txnindex.exists
+
+
+def test_retention_deletes_txnindex_and_lso_clamps_to_log_start(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=200, retention_bytes=1)
+    txn_batch(plog, 1, [b"x" * 150])
+    marker(plog, 1, commit=False)
+    old = plog.segments[0]
+    txn_batch(plog, 2, [b"y" * 150])  # open, in a later segment
+    plain(plog, [b"z" * 150])
+    plog.flush()
+    assert os.path.exists(old.txnindex.path)
+    assert plog.enforce_retention() >= 1
+    assert not os.path.exists(old.txnindex.path)
+    assert plog.last_stable_offset >= plog.log_start_offset
+    plog.delete_records_before(plog.high_watermark)
+    assert plog.last_stable_offset == plog.log_start_offset == plog.high_watermark
+
+
+# --- recovery -----------------------------------------------------------------------------
+
+
+def _crash(plog: PartitionLog) -> None:
+    """Stop using the log without closing it cleanly (files stay as they are)."""
+    plog.flush()
+    for segment in plog.segments:
+        segment.close()
+
+
+def test_reopen_without_snapshot_rebuilds_ongoing_transactions(tmp_path: Path) -> None:
+    path = tmp_path / "t-0"
+    plog = open_log(path, segment_bytes=300)
+    first = txn_batch(plog, 1, [b"x" * 100])
+    for i in range(6):
+        plain(plog, [b"filler-%d" % i + b"." * 100])
+    txn_batch(plog, 2, [b"y"])
+    marker(plog, 2, commit=False)
+    assert len(plog.segments) > 2
+    _crash(plog)
+    assert not os.path.exists(path / SNAPSHOT_NAME)
+    again = open_log(path, point=0, segment_bytes=300)
+    # Producer 1's transaction began segments ago: still open, still holding the LSO.
+    assert again.last_stable_offset == first
+    assert again.read(0, BIG, read_committed=True).data == b""
+    marker(again, 1, commit=True)
+    assert again.last_stable_offset == again.high_watermark
+    again.close()
+
+
+def test_snapshot_older_than_the_data_is_completed_by_replay(tmp_path: Path) -> None:
+    path = tmp_path / "t-0"
+    plog = open_log(path)
+    txn_batch(plog, 1, [b"early"])
+    end, ongoing = plog.txn_snapshot()
+    write_snapshot(str(path), end, {}, (end, ongoing))
+    txn_batch(plog, 2, [b"later"])
+    marker(plog, 1, commit=False)
+    _crash(plog)
+    again = open_log(path, point=0)
+    assert again.last_stable_offset == 1  # producer 2's transaction, begun after the snapshot
+    assert again.segments[-1].txnindex.entries == [AbortedEntry(1, 0, 2, 1)]
+    again.close()
+
+
+def test_lost_txnindex_tail_is_rebuilt_by_replay(tmp_path: Path) -> None:
+    path = tmp_path / "t-0"
+    plog = open_log(path)
+    txn_batch(plog, 1, [b"a"])
+    marker(plog, 1, commit=False)
+    txn_batch(plog, 2, [b"b"])
+    marker(plog, 2, commit=False)
+    index_path = plog.segments[-1].txnindex.path
+    _crash(plog)
+    with open(index_path, "r+b") as f:
+        f.truncate(TXN_ENTRY_SIZE + 5)  # the second entry torn
+    again = open_log(path, point=0)
+    assert [e.producer_id for e in again.segments[-1].txnindex.entries] == [1, 2]
+    assert again.read(0, BIG, read_committed=True).aborted == (AbortedTxn(1, 0), AbortedTxn(2, 2))
+    again.close()
+
+
+def test_truncated_log_drops_entries_past_its_end(tmp_path: Path) -> None:
+    path = tmp_path / "t-0"
+    plog = open_log(path)
+    txn_batch(plog, 1, [b"a"])
+    marker(plog, 1, commit=False)
+    txn_batch(plog, 2, [b"b"])
+    m2 = marker(plog, 2, commit=False)
+    log_path = plog.segments[-1].log_path
+    size_before_m2 = plog.segments[-1].size - len(
+        encode_marker(2, 0, commit=False, coordinator_epoch=3, timestamp_ms=T0)
+    )
+    _crash(plog)
+    with open(log_path, "r+b") as f:
+        f.truncate(size_before_m2 + 10)  # the second marker torn by the crash
+    again = open_log(path, point=0)
+    assert again.high_watermark == m2
+    assert [e.producer_id for e in again.segments[-1].txnindex.entries] == [1]
+    assert again.last_stable_offset == 2  # producer 2's transaction is open again
+    again.close()
+
+
+def test_stale_snapshot_past_the_log_end_falls_back_to_full_replay(tmp_path: Path) -> None:
+    path = tmp_path / "t-0"
+    plog = open_log(path)
+    txn_batch(plog, 1, [b"a"])
+    plain(plog, [b"b"])
+    _crash(plog)
+    # A snapshot claiming a longer log with no transactions (its data was lost).
+    write_snapshot(str(path), 50, {}, (50, {}))
+    again = open_log(path, point=0)
+    assert again.last_stable_offset == 0
+    again.close()
+
+
+def test_clean_close_snapshot_restores_without_replay(tmp_path: Path) -> None:
+    path = tmp_path / "t-0"
+    plog = open_log(path)
+    txn_batch(plog, 1, [b"a"])
+    txn_batch(plog, 2, [b"b"])
+    marker(plog, 2, commit=True)
+    end, ongoing = plog.txn_snapshot()
+    assert (end, ongoing) == (3, {1: 0})
+    plog.close()
+    write_snapshot(str(path), end, {}, (end, ongoing))
+    again = open_log(path)
+    assert again.last_stable_offset == 0
+    again.close()
+
+
+def test_snapshot_format_1_still_read(tmp_path: Path) -> None:
+    (tmp_path / SNAPSHOT_NAME).write_text(
+        '{"format":1,"end_offset":4,"producers":{"7":{"epoch":2,"batches":[[0,1,2,3]]}}}'
+    )
+    assert read_snapshot(str(tmp_path)) == (4, {7: {"epoch": 2, "batches": [(0, 1, 2, 3)]}})
+    assert read_txn_snapshot(str(tmp_path)) is None
+    write_snapshot(str(tmp_path), 9, {}, (11, {5: 3}))
+    assert read_txn_snapshot(str(tmp_path)) == (11, {5: 3})
+    assert read_snapshot(str(tmp_path)) == (9, {})
+    (tmp_path / SNAPSHOT_NAME).write_text(
+        '{"format":2,"end_offset":1,"producers":{},"txn_end":"x"}'
+    )
+    assert read_txn_snapshot(str(tmp_path)) is None
+
+
+# --- producer state and markers --------------------------------------------------------------
+
+
+def test_marker_fences_older_epochs_and_replay_skips_markers(tmp_path: Path) -> None:
+    table = ProducerStateTable()
+    plog = open_log(tmp_path / "t-0")
+    data = encode_batch(
+        [b"v"],
+        timestamp_ms=T0,
+        producer_id=5,
+        producer_epoch=1,
+        base_sequence=0,
+        transactional=True,
+    )
+    headers = parse_batches(data, max_batch_bytes=BIG)
+    table.remember(headers)
+    plog.append(data, headers)
+    marker(plog, 5, commit=False, epoch=2)
+    table.fence(5, 2)
+    from brokerd.errors import InvalidProducerEpoch
+
+    with pytest.raises(InvalidProducerEpoch):
+        table.check(headers)
+    # Replayed from the log: the marker fences, it is not remembered as a batch.
+    replayed = ProducerStateTable()
+    replayed.replay(plog.batch_headers(0), log_start_offset=0)
+    with pytest.raises(InvalidProducerEpoch):
+        replayed.check(headers)
+    fresh = encode_batch(
+        [b"w"],
+        timestamp_ms=T0,
+        producer_id=5,
+        producer_epoch=2,
+        base_sequence=0,
+        transactional=True,
+    )
+    assert replayed.check(parse_batches(fresh, max_batch_bytes=BIG)) is None
+
+
+def test_marker_only_producer_accepts_any_sequence() -> None:
+    table = ProducerStateTable()
+    table.fence(8, 3)
+    data = encode_batch([b"v"], timestamp_ms=0, producer_id=8, producer_epoch=3, base_sequence=41)
+    assert table.check(parse_batches(data, max_batch_bytes=BIG)) is None
+
+
+# --- the cleaner --------------------------------------------------------------------------
+
+
+def test_cleaner_drops_aborted_records_keeps_markers_and_stops_at_lso(tmp_path: Path) -> None:
+    config = compact_config()
+    plog = PartitionLog.open(str(tmp_path / "c-0"), config, recovery_point=None)
+    plain(plog, [b"v1"], keys=[b"k"])  # 0
+    txn_batch(plog, 1, [b"aborted"], keys=[b"k"])  # 1: must never shadow v1
+    m1 = marker(plog, 1, commit=False)  # 2
+    txn_batch(plog, 2, [b"committed"], keys=[b"j"])  # 3
+    marker(plog, 2, commit=True)  # 4
+    # Producer 1's later batch, so that the aborted one is not its last (the cleaner
+    # keeps a record of each producer's last batch for its sequence).
+    txn_batch(plog, 1, [b"again"], keys=[b"i"], seq=1)  # 5
+    marker(plog, 1, commit=True)  # 6
+    for i in range(60):
+        plain(plog, [b"f" * 40], keys=[b"filler-%d" % i])
+    open_first = txn_batch(plog, 3, [b"open"], keys=[b"j"])  # past the LSO
+    for i in range(60):
+        plain(plog, [b"g" * 40], keys=[b"filler-%d" % i])
+    plog.flush()
+    assert plog.cleanable_end == open_first
+    result = clean_log(plog, None, now_ms=T0, key_map=OffsetMap(1 << 16))
+    assert result is not None and result.end <= open_first
+    offsets: list[int] = []
+    at = 0
+    while at < plog.high_watermark:
+        got = batch_offsets(plog.read(at, BIG).data)
+        offsets += got
+        at = read_header(plog.read(got[-1], 61).data).last_offset + 1
+    assert 1 not in offsets  # the aborted batch is gone
+    assert m1 in offsets and 4 in offsets  # markers kept
+    assert 0 in offsets and 3 in offsets and open_first in offsets
+    assert any(o > open_first for o in offsets)
+    # The txnindex entry survived the swap.
+    seg = plog.segments[0]
+    assert seg.txnindex.entries == [AbortedEntry(1, 1, 2, 3)]
+    assert committed_values(plog)[:3] == [b"v1", b"committed", b"again"]
+    plog.close()
+    again = PartitionLog.open(str(tmp_path / "c-0"), config, recovery_point=None)
+    assert again.segments[0].txnindex.entries == [AbortedEntry(1, 1, 2, 3)]
+    assert again.last_stable_offset == open_first
+    again.close()

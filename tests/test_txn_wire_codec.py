@@ -1,0 +1,268 @@
+"""Byte-level tests of the transaction APIs' schemas (brokerd.kafka.apis), every
+advertised version: frames are written out by hand from Kafka's JSON message schemas
+(``AddPartitionsToTxnRequest.json`` etc.), so the codec is not its own oracle. The
+hypothesis round trips of tests/test_kafka_codec.py cover these classes too.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from typing import Any
+
+import pytest
+
+from brokerd.kafka import apis, codec
+from brokerd.kafka.codec import ApiKey, RequestHeader
+
+from tests.test_kafka_codec import (
+    NO_TAGS,
+    arr,
+    carr,
+    cs,
+    i8,
+    i16,
+    i32,
+    i64,
+    s,
+    uv,
+)
+
+
+def req(key: ApiKey, version: int, body: bytes, *, flexible: bool) -> bytes:
+    """A request payload: header v1, or v2 (+ tagged fields) for flexible versions."""
+    return i16(key) + i16(version) + i32(7) + s("cli") + (NO_TAGS if flexible else b"") + body
+
+
+def decode(key: ApiKey, version: int, body: bytes, *, flexible: bool) -> Any:
+    request = apis.decode_request(req(key, version, body, flexible=flexible))
+    assert request.header == RequestHeader(int(key), version, 7, "cli")
+    return request.body
+
+
+def response(version: int, body: Any, *, flexible: bool) -> bytes:
+    """The encoded response minus the size and correlation id (and header tags)."""
+    out = apis.encode_response(7, version, body)
+    assert out[4:8] == i32(7)
+    start = 9 if flexible else 8
+    if flexible:
+        assert out[8:9] == NO_TAGS
+    return out[start:]
+
+
+def b1(v: bool) -> bytes:
+    return i8(1 if v else 0)
+
+
+# -- AddPartitionsToTxn (24) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_add_partitions_to_txn(version: int) -> None:
+    flexible = version >= 3
+    if flexible:
+        body = (cs("tx") + i64(5) + i16(1)
+                + carr(cs("t") + carr(i32(0), i32(2)) + NO_TAGS) + NO_TAGS)
+    else:
+        body = s("tx") + i64(5) + i16(1) + arr(s("t") + arr(i32(0), i32(2)))
+    assert decode(ApiKey.ADD_PARTITIONS_TO_TXN, version, body, flexible=flexible) == (
+        apis.AddPartitionsToTxnRequest(
+            transactional_id="tx", producer_id=5, producer_epoch=1,
+            topics=(apis.AddPartitionsToTxnTopic(name="t", partitions=(0, 2)),)))
+    resp = apis.AddPartitionsToTxnResponse(results_by_topic=(
+        apis.AddPartitionsToTxnTopicResult(name="t", results_by_partition=(
+            apis.AddPartitionsToTxnPartitionResult(partition_index=0, partition_error_code=55),
+        )),))
+    if flexible:
+        want = i32(0) + carr(cs("t") + carr(i32(0) + i16(55) + NO_TAGS) + NO_TAGS) + NO_TAGS
+    else:
+        want = i32(0) + arr(s("t") + arr(i32(0) + i16(55)))
+    assert response(version, resp, flexible=flexible) == want
+
+
+def test_add_partitions_to_txn_v4_batched_form_is_not_accepted() -> None:
+    with pytest.raises(apis.UnsupportedVersion):
+        apis.decode_request(req(ApiKey.ADD_PARTITIONS_TO_TXN, 4, b"", flexible=True))
+
+
+# -- AddOffsetsToTxn (25) and EndTxn (26) -----------------------------------------------
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_add_offsets_to_txn(version: int) -> None:
+    flexible = version >= 3
+    if flexible:
+        body = cs("tx") + i64(5) + i16(1) + cs("g") + NO_TAGS
+    else:
+        body = s("tx") + i64(5) + i16(1) + s("g")
+    assert decode(ApiKey.ADD_OFFSETS_TO_TXN, version, body, flexible=flexible) == (
+        apis.AddOffsetsToTxnRequest(transactional_id="tx", producer_id=5, producer_epoch=1,
+                                    group_id="g"))
+    resp = apis.AddOffsetsToTxnResponse(error_code=90)
+    want = i32(0) + i16(90) + (NO_TAGS if flexible else b"")
+    assert response(version, resp, flexible=flexible) == want
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_end_txn(version: int) -> None:
+    flexible = version >= 3
+    for committed in (True, False):
+        if flexible:
+            body = cs("tx") + i64(5) + i16(1) + b1(committed) + NO_TAGS
+        else:
+            body = s("tx") + i64(5) + i16(1) + b1(committed)
+        assert decode(ApiKey.END_TXN, version, body, flexible=flexible) == apis.EndTxnRequest(
+            transactional_id="tx", producer_id=5, producer_epoch=1, committed=committed)
+    want = i32(0) + i16(48) + (NO_TAGS if flexible else b"")
+    assert response(version, apis.EndTxnResponse(error_code=48), flexible=flexible) == want
+
+
+# -- TxnOffsetCommit (28) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_txn_offset_commit(version: int) -> None:
+    flexible = version >= 3
+    epoch = i32(4) if version >= 2 else b""
+    if flexible:
+        part = i32(1) + i64(100) + epoch + cs("md") + NO_TAGS
+        body = (cs("tx") + cs("g") + i64(5) + i16(1) + i32(3) + cs("m") + cs("inst")
+                + carr(cs("t") + carr(part) + NO_TAGS) + NO_TAGS)
+    else:
+        part = i32(1) + i64(100) + epoch + s("md")
+        body = s("tx") + s("g") + i64(5) + i16(1) + arr(s("t") + arr(part))
+    got = decode(ApiKey.TXN_OFFSET_COMMIT, version, body, flexible=flexible)
+    assert got == apis.TxnOffsetCommitRequest(
+        transactional_id="tx", group_id="g", producer_id=5, producer_epoch=1,
+        generation_id=3 if flexible else -1, member_id="m" if flexible else "",
+        group_instance_id="inst" if flexible else None,
+        topics=(apis.TxnOffsetCommitRequestTopic(name="t", partitions=(
+            apis.TxnOffsetCommitRequestPartition(
+                partition_index=1, committed_offset=100,
+                committed_leader_epoch=4 if version >= 2 else -1, committed_metadata="md"),
+        )),))
+    resp = apis.TxnOffsetCommitResponse(topics=(apis.TxnOffsetCommitResponseTopic(
+        name="t", partitions=(apis.TxnOffsetCommitResponsePartition(
+            partition_index=1, error_code=22),)),))
+    if flexible:
+        want = i32(0) + carr(cs("t") + carr(i32(1) + i16(22) + NO_TAGS) + NO_TAGS) + NO_TAGS
+    else:
+        want = i32(0) + arr(s("t") + arr(i32(1) + i16(22)))
+    assert response(version, resp, flexible=flexible) == want
+
+
+def test_txn_offset_commit_v3_null_instance_and_metadata() -> None:
+    part = i32(0) + i64(1) + i32(-1) + b"\x00" + NO_TAGS
+    body = (cs("tx") + cs("g") + i64(5) + i16(1) + i32(-1) + cs("") + b"\x00"
+            + carr(cs("t") + carr(part) + NO_TAGS) + NO_TAGS)
+    got = decode(ApiKey.TXN_OFFSET_COMMIT, 3, body, flexible=True)
+    assert got.group_instance_id is None
+    assert got.topics[0].partitions[0].committed_metadata is None
+
+
+# -- DescribeTransactions (65) and ListTransactions (66) ---------------------------------
+
+
+def test_describe_transactions() -> None:
+    body = carr(cs("a"), cs("b")) + NO_TAGS
+    assert decode(ApiKey.DESCRIBE_TRANSACTIONS, 0, body, flexible=True) == (
+        apis.DescribeTransactionsRequest(transactional_ids=("a", "b")))
+    resp = apis.DescribeTransactionsResponse(transaction_states=(
+        apis.DescribeTransactionsState(
+            error_code=0, transactional_id="a", transaction_state="Ongoing",
+            transaction_timeout_ms=60000, transaction_start_time_ms=1234, producer_id=5,
+            producer_epoch=1, topic_partitions=(
+                apis.DescribeTransactionsTopicData(name="t", partition_indexes=(0, 1)),)),
+    ))
+    state = (i16(0) + cs("a") + cs("Ongoing") + i32(60000) + i64(1234) + i64(5)
+             + i32(1)  # the epoch is an int32 in this schema
+             + carr(cs("t") + carr(i32(0), i32(1)) + NO_TAGS) + NO_TAGS)
+    assert response(0, resp, flexible=True) == i32(0) + carr(state) + NO_TAGS
+
+
+def test_list_transactions() -> None:
+    body = carr(cs("Ongoing")) + carr(i64(5), i64(6)) + NO_TAGS
+    assert decode(ApiKey.LIST_TRANSACTIONS, 0, body, flexible=True) == (
+        apis.ListTransactionsRequest(state_filters=("Ongoing",), producer_id_filters=(5, 6)))
+    resp = apis.ListTransactionsResponse(
+        unknown_state_filters=("Bogus",),
+        transaction_states=(apis.ListTransactionsState(
+            transactional_id="a", producer_id=5, transaction_state="Ongoing"),))
+    want = (i32(0) + i16(0) + carr(cs("Bogus"))
+            + carr(cs("a") + i64(5) + cs("Ongoing") + NO_TAGS) + NO_TAGS)
+    assert response(0, resp, flexible=True) == want
+
+
+@pytest.mark.parametrize("key", [ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS])
+def test_transaction_admin_v1_not_accepted(key: ApiKey) -> None:
+    with pytest.raises(apis.UnsupportedVersion):
+        apis.decode_request(req(key, 1, b"", flexible=True))
+
+
+# -- InitProducerId (22), every version ---------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_init_producer_id_every_version(version: int) -> None:
+    flexible = version >= 2
+    ids = i64(9) + i16(3) if version >= 3 else b""
+    body = cs("tx") + i32(100) + ids + NO_TAGS if flexible else s("tx") + i32(100)
+    got = decode(ApiKey.INIT_PRODUCER_ID, version, body, flexible=flexible)
+    assert got == apis.InitProducerIdRequest(
+        transactional_id="tx", transaction_timeout_ms=100,
+        producer_id=9 if version >= 3 else -1, producer_epoch=3 if version >= 3 else -1)
+    resp = apis.InitProducerIdResponse(error_code=0, producer_id=9, producer_epoch=4)
+    want = i32(0) + i16(0) + i64(9) + i16(4) + (NO_TAGS if flexible else b"")
+    assert response(version, resp, flexible=flexible) == want
+
+
+# -- bounds: hostile counts cost nothing ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "version", "body", "flexible"),
+    [
+        # AddPartitionsToTxn v2: 2**31-1 topics, then v3 as a compact count.
+        (ApiKey.ADD_PARTITIONS_TO_TXN, 2, s("tx") + i64(1) + i16(0) + i32(0x7FFFFFFF), False),
+        (ApiKey.ADD_PARTITIONS_TO_TXN, 3,
+         cs("tx") + i64(1) + i16(0) + uv(0xFFFFFFFF) + b"\x00" * 8, True),
+        # ... a topic claiming 2**31-1 partitions.
+        (ApiKey.ADD_PARTITIONS_TO_TXN, 1,
+         s("tx") + i64(1) + i16(0) + i32(1) + s("t") + i32(0x7FFFFFFF), False),
+        # TxnOffsetCommit: topics, then partitions.
+        (ApiKey.TXN_OFFSET_COMMIT, 2,
+         s("tx") + s("g") + i64(1) + i16(0) + i32(0x7FFFFFFF), False),
+        (ApiKey.TXN_OFFSET_COMMIT, 3, cs("tx") + cs("g") + i64(1) + i16(0) + i32(-1) + cs("")
+         + b"\x00" + uv(2) + cs("t") + uv(0xFFFFFFFF) + b"\x00" * 8, True),
+        # ListTransactions: 2**32-2 producer ids; DescribeTransactions: as many ids.
+        (ApiKey.LIST_TRANSACTIONS, 0, carr() + uv(0xFFFFFFFF) + b"\x00" * 8, True),
+        (ApiKey.DESCRIBE_TRANSACTIONS, 0, uv(0xFFFFFFFF) + b"\x00" * 8, True),
+        # A transactional id longer than the frame.
+        (ApiKey.END_TXN, 3, uv(0x7000) + b"x" * 10, True),
+    ],
+)
+def test_huge_counts_refused_without_allocating(
+    key: ApiKey, version: int, body: bytes, flexible: bool
+) -> None:
+    payload = req(key, version, body, flexible=flexible)
+    tracemalloc.start()
+    try:
+        with pytest.raises(codec.MalformedRequest):
+            apis.decode_request(payload)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024
+
+
+def test_truncated_and_trailing_bodies_refused() -> None:
+    whole = cs("tx") + i64(5) + i16(1) + b1(True) + NO_TAGS
+    with pytest.raises(codec.MalformedRequest):
+        apis.decode_request(req(ApiKey.END_TXN, 3, whole[:-2], flexible=True))
+    with pytest.raises(codec.MalformedRequest):
+        apis.decode_request(req(ApiKey.END_TXN, 3, whole + b"\x00", flexible=True))
+
+
+def test_null_transactional_id_refused_where_the_schema_forbids_it() -> None:
+    body = b"\x00" + i64(5) + i16(1) + b1(True) + NO_TAGS
+    with pytest.raises(codec.MalformedRequest, match="null string"):
+        apis.decode_request(req(ApiKey.END_TXN, 3, body, flexible=True))

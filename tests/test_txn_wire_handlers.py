@@ -1,0 +1,491 @@
+"""Tests for the Kafka transaction handlers (brokerd.kafka.txn_handlers) through the
+listener: requests are encoded with the codec, fed to a KafkaProtocol over a
+StringTransport, and the responses decoded. The transaction coordinator is a fake that
+records its calls and answers what each test sets (the real one is tested on its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from twisted.internet import defer
+
+from brokerd.kafka import apis
+from brokerd.kafka.codec import ApiKey
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.protocol import KafkaFactory
+from brokerd.kafka.txn_handlers import code_for_version
+from brokerd.kafka.txn_types import (
+    InitProducerIdResult,
+    TopicPartition,
+    TxnDescription,
+    TxnListing,
+    TxnOffset,
+)
+
+from tests.test_kafka_protocol import KafkaTestCase
+
+
+class FakeTransactions:
+    """Records every call; answers with the codes a test puts in its attributes."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.init_result = InitProducerIdResult(ErrorCode.NONE, 4000, 2)
+        self.partition_codes: dict[TopicPartition, ErrorCode] = {}
+        self.code = ErrorCode.NONE
+        self.offset_codes: dict[TopicPartition, ErrorCode] = {}
+        self.fail: Exception | None = None
+        self.hold: defer.Deferred[Any] | None = None
+        self.descriptions: dict[str, TxnDescription] = {}
+        self.listings: list[TxnListing] = []
+
+    def _answer(self, value: Any) -> defer.Deferred[Any]:
+        if self.fail is not None:
+            return defer.fail(self.fail)
+        if self.hold is not None:
+            self.hold.addCallback(lambda _: value)
+            return self.hold
+        return defer.succeed(value)
+
+    def init_producer_id(
+        self, transactional_id: str, transaction_timeout_ms: int,
+        producer_id: int = -1, producer_epoch: int = -1,
+    ) -> defer.Deferred[InitProducerIdResult]:
+        self.calls.append(("init", transactional_id, transaction_timeout_ms, producer_id,
+                           producer_epoch))
+        return self._answer(self.init_result)
+
+    def add_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> defer.Deferred[dict[TopicPartition, ErrorCode]]:
+        self.calls.append(("add_partitions", transactional_id, producer_id, producer_epoch,
+                           list(partitions)))
+        return self._answer({tp: self.partition_codes.get(tp, ErrorCode.NONE)
+                             for tp in partitions})
+
+    def add_offsets(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> defer.Deferred[ErrorCode]:
+        self.calls.append(("add_offsets", transactional_id, producer_id, producer_epoch,
+                           group_id))
+        return self._answer(self.code)
+
+    def end_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> defer.Deferred[ErrorCode]:
+        self.calls.append(("end_txn", transactional_id, producer_id, producer_epoch, commit))
+        return self._answer(self.code)
+
+    def txn_offset_commit(
+        self, transactional_id: str, group_id: str, producer_id: int, producer_epoch: int,
+        offsets: Mapping[TopicPartition, TxnOffset], *, generation_id: int = -1,
+        member_id: str = "", group_instance_id: str | None = None,
+    ) -> defer.Deferred[dict[TopicPartition, ErrorCode]]:
+        self.calls.append(("txn_offset_commit", transactional_id, group_id, producer_id,
+                           producer_epoch, dict(offsets), generation_id, member_id,
+                           group_instance_id))
+        return self._answer({tp: self.offset_codes.get(tp, ErrorCode.NONE) for tp in offsets})
+
+    def describe(self, transactional_ids: Sequence[str]) -> list[TxnDescription]:
+        self.calls.append(("describe", list(transactional_ids)))
+        if self.fail is not None:
+            raise self.fail
+        return [self.descriptions.get(t, TxnDescription(t, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND))
+                for t in transactional_ids]
+
+    def list_transactions(
+        self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
+    ) -> list[TxnListing]:
+        self.calls.append(("list", list(state_filters), list(producer_id_filters)))
+        if self.fail is not None:
+            raise self.fail
+        return [t for t in self.listings
+                if (not state_filters or t.state in state_filters)
+                and (not producer_id_filters or t.producer_id in producer_id_filters)]
+
+
+class TxnTestCase(KafkaTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.txn = FakeTransactions()
+        self.factory = KafkaFactory(
+            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            advertised_host="broker.example", advertised_port=19092,
+            transactions=self.txn,
+        )
+        self.proto, self.tr = self.connect()
+        self.core.add_topic("t", 2)
+        self.core.add_topic("u", 1)
+
+    def add_partitions(self, version: int, *topics: tuple[str, tuple[int, ...]],
+                       tid: str = "tx") -> list[tuple[str, list[tuple[int, int]]]]:
+        self.send(ApiKey.ADD_PARTITIONS_TO_TXN, version, apis.AddPartitionsToTxnRequest(
+            transactional_id=tid, producer_id=4000, producer_epoch=2,
+            topics=tuple(apis.AddPartitionsToTxnTopic(name=n, partitions=ps)
+                         for n, ps in topics)))
+        return [(r.name, [(p.partition_index, p.partition_error_code)
+                          for p in r.results_by_partition])
+                for r in self.one().results_by_topic]
+
+
+# -- InitProducerId ------------------------------------------------------------------
+
+
+class InitProducerIdTests(TxnTestCase):
+    def test_transactional_id_goes_to_the_coordinator_with_its_timeout(self) -> None:
+        self.send(ApiKey.INIT_PRODUCER_ID, 1, apis.InitProducerIdRequest(
+            transactional_id="tx", transaction_timeout_ms=12345))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.producer_id, resp.producer_epoch),
+                         (0, 4000, 2))
+        self.assertEqual(self.txn.calls, [("init", "tx", 12345, -1, -1)])
+
+    def test_v3_passes_the_current_id_and_epoch(self) -> None:
+        self.send(ApiKey.INIT_PRODUCER_ID, 3, apis.InitProducerIdRequest(
+            transactional_id="tx", transaction_timeout_ms=60000, producer_id=4000,
+            producer_epoch=1))
+        self.assertEqual(self.one().error_code, 0)
+        # v2 has no such fields on the wire: the coordinator sees -1.
+        self.send(ApiKey.INIT_PRODUCER_ID, 2, apis.InitProducerIdRequest(
+            transactional_id="tx", transaction_timeout_ms=60000, producer_id=4000,
+            producer_epoch=1))
+        self.one()
+        self.assertEqual([c[3:] for c in self.txn.calls], [(4000, 1), (-1, -1)])
+
+    def test_idempotent_producer_never_reaches_the_coordinator(self) -> None:
+        self.send(ApiKey.INIT_PRODUCER_ID, 4, apis.InitProducerIdRequest(
+            transactional_id=None, producer_id=77, producer_epoch=5))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.producer_id, resp.producer_epoch),
+                         (0, 1001, 0))
+        self.assertEqual(self.txn.calls, [])
+
+    def test_producer_fenced_per_version(self) -> None:
+        self.txn.init_result = InitProducerIdResult(ErrorCode.PRODUCER_FENCED)
+        got = []
+        for version in range(5):
+            self.send(ApiKey.INIT_PRODUCER_ID, version,
+                      apis.InitProducerIdRequest(transactional_id="tx"))
+            resp = self.one()
+            got.append((resp.error_code, resp.producer_id, resp.producer_epoch))
+        epoch = (ErrorCode.INVALID_PRODUCER_EPOCH, -1, -1)
+        self.assertEqual(got, [epoch] * 4 + [(ErrorCode.PRODUCER_FENCED, -1, -1)])
+
+    def test_other_errors_pass_through_without_an_id(self) -> None:
+        for code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.INVALID_TRANSACTION_TIMEOUT):
+            self.txn.init_result = InitProducerIdResult(code, 5, 5)
+            self.send(ApiKey.INIT_PRODUCER_ID, 4,
+                      apis.InitProducerIdRequest(transactional_id="tx"))
+            resp = self.one()
+            self.assertEqual((resp.error_code, resp.producer_id, resp.producer_epoch),
+                             (code, -1, -1))
+
+    def test_empty_transactional_id_is_an_invalid_request(self) -> None:
+        self.send(ApiKey.INIT_PRODUCER_ID, 4, apis.InitProducerIdRequest(transactional_id=""))
+        self.assertEqual(self.one().error_code, ErrorCode.INVALID_REQUEST)
+        self.assertEqual(self.txn.calls, [])
+
+    def test_coordinator_failure_is_logged_and_answered(self) -> None:
+        self.txn.fail = RuntimeError("bug")
+        self.send(ApiKey.INIT_PRODUCER_ID, 4, apis.InitProducerIdRequest(transactional_id="tx"))
+        self.assertEqual(self.one().error_code, ErrorCode.UNKNOWN_SERVER_ERROR)
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+
+    def test_answer_waits_for_the_coordinator(self) -> None:
+        self.txn.hold = defer.Deferred()
+        self.send(ApiKey.INIT_PRODUCER_ID, 4, apis.InitProducerIdRequest(transactional_id="tx"))
+        self.assertEqual(self.tr.value(), b"")
+        self.txn.hold.callback(None)
+        self.assertEqual(self.one().producer_id, 4000)
+
+
+# -- AddPartitionsToTxn ---------------------------------------------------------------
+
+
+class AddPartitionsTests(TxnTestCase):
+    def test_adds_every_partition_in_one_call(self) -> None:
+        got = self.add_partitions(3, ("t", (0, 1)), ("u", (0,)))
+        self.assertEqual(got, [("t", [(0, 0), (1, 0)]), ("u", [(0, 0)])])
+        self.assertEqual(self.txn.calls,
+                         [("add_partitions", "tx", 4000, 2, [("t", 0), ("t", 1), ("u", 0)])])
+
+    def test_unknown_partition_fails_the_request_and_the_rest_is_not_attempted(self) -> None:
+        got = self.add_partitions(3, ("t", (0, 5)), ("nope", (0,)), ("u", (0,)))
+        not_attempted = ErrorCode.OPERATION_NOT_ATTEMPTED
+        unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        self.assertEqual(got, [("t", [(0, not_attempted), (5, unknown)]),
+                               ("nope", [(0, unknown)]), ("u", [(0, not_attempted)])])
+        self.assertEqual(self.txn.calls, [])
+
+    def test_one_coordinator_error_makes_the_others_not_attempted(self) -> None:
+        self.txn.partition_codes = {("t", 1): ErrorCode.CONCURRENT_TRANSACTIONS}
+        got = self.add_partitions(2, ("t", (0, 1)))
+        self.assertEqual(got, [("t", [(0, ErrorCode.OPERATION_NOT_ATTEMPTED),
+                                      (1, ErrorCode.CONCURRENT_TRANSACTIONS)])])
+
+    def test_producer_fenced_per_version(self) -> None:
+        self.txn.partition_codes = {("t", 0): ErrorCode.PRODUCER_FENCED}
+        got = [self.add_partitions(v, ("t", (0,)))[0][1][0][1] for v in range(4)]
+        self.assertEqual(got, [ErrorCode.INVALID_PRODUCER_EPOCH] * 2
+                         + [ErrorCode.PRODUCER_FENCED] * 2)
+
+    def test_repeated_partitions_are_answered_once(self) -> None:
+        got = self.add_partitions(0, ("t", (1, 1, 0)), ("t", (1,)))
+        self.assertEqual(got, [("t", [(1, 0), (0, 0)])])
+        self.assertEqual(self.txn.calls[0][4], [("t", 1), ("t", 0)])
+
+    def test_empty_request(self) -> None:
+        self.assertEqual(self.add_partitions(3), [])
+        self.assertEqual(self.txn.calls, [])
+
+    def test_empty_transactional_id(self) -> None:
+        got = self.add_partitions(3, ("t", (0,)), tid="")
+        self.assertEqual(got, [("t", [(0, ErrorCode.INVALID_REQUEST)])])
+
+    def test_coordinator_failure(self) -> None:
+        self.txn.fail = RuntimeError("bug")
+        got = self.add_partitions(3, ("t", (0, 1)))
+        self.assertEqual(got, [("t", [(0, ErrorCode.UNKNOWN_SERVER_ERROR),
+                                      (1, ErrorCode.UNKNOWN_SERVER_ERROR)])])
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+
+
+# -- AddOffsetsToTxn and EndTxn --------------------------------------------------------
+
+
+class AddOffsetsAndEndTxnTests(TxnTestCase):
+    def add_offsets(self, version: int, tid: str = "tx") -> int:
+        self.send(ApiKey.ADD_OFFSETS_TO_TXN, version, apis.AddOffsetsToTxnRequest(
+            transactional_id=tid, producer_id=4000, producer_epoch=2, group_id="g"))
+        return int(self.one().error_code)
+
+    def end(self, version: int, commit: bool = True, tid: str = "tx") -> int:
+        self.send(ApiKey.END_TXN, version, apis.EndTxnRequest(
+            transactional_id=tid, producer_id=4000, producer_epoch=2, committed=commit))
+        return int(self.one().error_code)
+
+    def test_calls_reach_the_coordinator(self) -> None:
+        self.assertEqual(self.add_offsets(3), 0)
+        self.assertEqual(self.end(3, commit=True), 0)
+        self.assertEqual(self.end(0, commit=False), 0)
+        self.assertEqual(self.txn.calls, [
+            ("add_offsets", "tx", 4000, 2, "g"),
+            ("end_txn", "tx", 4000, 2, True),
+            ("end_txn", "tx", 4000, 2, False),
+        ])
+
+    def test_producer_fenced_per_version(self) -> None:
+        self.txn.code = ErrorCode.PRODUCER_FENCED
+        expected = [ErrorCode.INVALID_PRODUCER_EPOCH] * 2 + [ErrorCode.PRODUCER_FENCED] * 2
+        self.assertEqual([self.add_offsets(v) for v in range(4)], expected)
+        self.assertEqual([self.end(v) for v in range(4)], expected)
+
+    def test_other_codes_pass_through(self) -> None:
+        self.txn.code = ErrorCode.INVALID_TXN_STATE
+        self.assertEqual((self.add_offsets(0), self.end(0)),
+                         (ErrorCode.INVALID_TXN_STATE, ErrorCode.INVALID_TXN_STATE))
+
+    def test_end_txn_answers_when_the_coordinator_is_done(self) -> None:
+        self.txn.hold = defer.Deferred()
+        self.send(ApiKey.END_TXN, 3, apis.EndTxnRequest(
+            transactional_id="tx", producer_id=4000, producer_epoch=2, committed=True))
+        self.assertEqual(self.tr.value(), b"")
+        self.txn.hold.callback(None)
+        self.assertEqual(self.one().error_code, 0)
+
+    def test_empty_transactional_id(self) -> None:
+        self.assertEqual((self.add_offsets(3, tid=""), self.end(3, tid="")),
+                         (ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST))
+        self.assertEqual(self.txn.calls, [])
+
+    def test_coordinator_failure(self) -> None:
+        self.txn.fail = RuntimeError("bug")
+        self.assertEqual((self.add_offsets(3), self.end(3)),
+                         (ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.UNKNOWN_SERVER_ERROR))
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 2)
+
+
+# -- TxnOffsetCommit ------------------------------------------------------------------
+
+
+class TxnOffsetCommitTests(TxnTestCase):
+    def commit(self, version: int, *topics: tuple[str, tuple[tuple[int, int], ...]],
+               **kw: Any) -> list[tuple[str, list[tuple[int, int]]]]:
+        self.send(ApiKey.TXN_OFFSET_COMMIT, version, apis.TxnOffsetCommitRequest(
+            transactional_id="tx", group_id="g", producer_id=4000, producer_epoch=2,
+            topics=tuple(apis.TxnOffsetCommitRequestTopic(name=n, partitions=tuple(
+                apis.TxnOffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=o, committed_leader_epoch=0,
+                    committed_metadata=f"m{o}")
+                for p, o in ps)) for n, ps in topics), **kw))
+        return [(t.name, [(p.partition_index, p.error_code) for p in t.partitions])
+                for t in self.one().topics]
+
+    def test_v3_passes_offsets_and_the_group_member(self) -> None:
+        got = self.commit(3, ("t", ((0, 10), (1, 11))), generation_id=5, member_id="m1",
+                          group_instance_id="i1")
+        self.assertEqual(got, [("t", [(0, 0), (1, 0)])])
+        self.assertEqual(self.txn.calls, [(
+            "txn_offset_commit", "tx", "g", 4000, 2,
+            {("t", 0): TxnOffset(10, 0, "m10"), ("t", 1): TxnOffset(11, 0, "m11")},
+            5, "m1", "i1",
+        )])
+
+    def test_v0_has_no_leader_epoch_or_member(self) -> None:
+        self.commit(0, ("t", ((0, 10),)), generation_id=5, member_id="m1")
+        (call,) = self.txn.calls
+        self.assertEqual(call[5:], ({("t", 0): TxnOffset(10, -1, "m10")}, -1, "", None))
+
+    def test_unknown_partitions_are_refused_the_rest_committed(self) -> None:
+        got = self.commit(3, ("t", ((0, 1), (7, 1))), ("nope", ((0, 1),)))
+        unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        self.assertEqual(got, [("t", [(0, 0), (7, unknown)]), ("nope", [(0, unknown)])])
+        self.assertEqual(list(self.txn.calls[0][5]), [("t", 0)])
+
+    def test_nothing_known_does_not_call_the_coordinator(self) -> None:
+        self.commit(3, ("nope", ((0, 1),)))
+        self.assertEqual(self.txn.calls, [])
+
+    def test_per_partition_codes_and_version_mapping(self) -> None:
+        self.txn.offset_codes = {("t", 0): ErrorCode.PRODUCER_FENCED,
+                                 ("t", 1): ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+        got = [self.commit(v, ("t", ((0, 1), (1, 1))))[0][1] for v in range(4)]
+        old = [(0, ErrorCode.INVALID_PRODUCER_EPOCH), (1, ErrorCode.COORDINATOR_NOT_AVAILABLE)]
+        new = [(0, ErrorCode.INVALID_PRODUCER_EPOCH), (1, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)]
+        self.assertEqual(got, [old, old, new, new])
+
+    def test_group_errors_pass_through(self) -> None:
+        self.txn.offset_codes = {("t", 0): ErrorCode.ILLEGAL_GENERATION}
+        got = self.commit(3, ("t", ((0, 1),)), generation_id=1, member_id="m")
+        self.assertEqual(got, [("t", [(0, ErrorCode.ILLEGAL_GENERATION)])])
+
+    def test_repeated_partition_last_offset_wins_answered_once(self) -> None:
+        got = self.commit(3, ("t", ((0, 1), (0, 2))))
+        self.assertEqual(got, [("t", [(0, 0)])])
+        self.assertEqual(self.txn.calls[0][5], {("t", 0): TxnOffset(2, 0, "m2")})
+
+    def test_coordinator_failure(self) -> None:
+        self.txn.fail = RuntimeError("bug")
+        got = self.commit(3, ("t", ((0, 1),)))
+        self.assertEqual(got, [("t", [(0, ErrorCode.UNKNOWN_SERVER_ERROR)])])
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+
+
+# -- DescribeTransactions and ListTransactions -------------------------------------------
+
+
+class DescribeAndListTests(TxnTestCase):
+    def test_describe(self) -> None:
+        self.txn.descriptions["tx"] = TxnDescription(
+            "tx", ErrorCode.NONE, state="Ongoing", producer_id=4000, producer_epoch=2,
+            timeout_ms=60000, start_time_ms=1234,
+            partitions=(("t", 1), ("u", 0), ("t", 0)),
+        )
+        self.send(ApiKey.DESCRIBE_TRANSACTIONS, 0, apis.DescribeTransactionsRequest(
+            transactional_ids=("tx", "other")))
+        found, missing = self.one().transaction_states
+        self.assertEqual(found, apis.DescribeTransactionsState(
+            error_code=0, transactional_id="tx", transaction_state="Ongoing",
+            transaction_timeout_ms=60000, transaction_start_time_ms=1234, producer_id=4000,
+            producer_epoch=2, topic_partitions=(
+                apis.DescribeTransactionsTopicData(name="t", partition_indexes=(1, 0)),
+                apis.DescribeTransactionsTopicData(name="u", partition_indexes=(0,)),
+            )))
+        self.assertEqual((missing.transactional_id, missing.error_code),
+                         ("other", ErrorCode.TRANSACTIONAL_ID_NOT_FOUND))
+
+    def test_list_with_filters_and_unknown_states(self) -> None:
+        self.txn.listings = [TxnListing("a", 1, "Ongoing"), TxnListing("b", 2, "Empty")]
+        self.send(ApiKey.LIST_TRANSACTIONS, 0, apis.ListTransactionsRequest())
+        self.assertEqual([t.transactional_id for t in self.one().transaction_states],
+                         ["a", "b"])
+        self.send(ApiKey.LIST_TRANSACTIONS, 0, apis.ListTransactionsRequest(
+            state_filters=("Ongoing", "Bogus"), producer_id_filters=(1, 2)))
+        resp = self.one()
+        self.assertEqual(resp.unknown_state_filters, ("Bogus",))
+        self.assertEqual(resp.transaction_states, (apis.ListTransactionsState(
+            transactional_id="a", producer_id=1, transaction_state="Ongoing"),))
+        self.assertEqual(self.txn.calls[-1], ("list", ["Ongoing", "Bogus"], [1, 2]))
+
+    def test_failures(self) -> None:
+        self.txn.fail = RuntimeError("bug")
+        self.send(ApiKey.LIST_TRANSACTIONS, 0, apis.ListTransactionsRequest())
+        self.assertEqual(self.one().error_code, ErrorCode.UNKNOWN_SERVER_ERROR)
+        self.send(ApiKey.DESCRIBE_TRANSACTIONS, 0,
+                  apis.DescribeTransactionsRequest(transactional_ids=("x",)))
+        self.assertEqual(self.one().transaction_states[0].error_code,
+                         ErrorCode.UNKNOWN_SERVER_ERROR)
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 2)
+
+
+# -- without a transaction coordinator ---------------------------------------------------
+
+
+class NoCoordinatorTests(KafkaTestCase):
+    """The default factory (no ``transactions``): transactions are disabled."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.core.add_topic("t", 1)
+
+    def test_every_transactional_api_answers_a_fatal_error(self) -> None:
+        refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        self.send(ApiKey.ADD_PARTITIONS_TO_TXN, 3, apis.AddPartitionsToTxnRequest(
+            transactional_id="tx", producer_id=1, producer_epoch=0,
+            topics=(apis.AddPartitionsToTxnTopic(name="t", partitions=(0,)),)))
+        part = self.one().results_by_topic[0].results_by_partition[0]
+        self.assertEqual(part.partition_error_code, refused)
+        self.send(ApiKey.ADD_OFFSETS_TO_TXN, 3, apis.AddOffsetsToTxnRequest(
+            transactional_id="tx", producer_id=1, producer_epoch=0, group_id="g"))
+        self.assertEqual(self.one().error_code, refused)
+        self.send(ApiKey.END_TXN, 3, apis.EndTxnRequest(
+            transactional_id="tx", producer_id=1, producer_epoch=0, committed=True))
+        self.assertEqual(self.one().error_code, refused)
+        self.send(ApiKey.TXN_OFFSET_COMMIT, 3, apis.TxnOffsetCommitRequest(
+            transactional_id="tx", group_id="g", producer_id=1, producer_epoch=0,
+            topics=(apis.TxnOffsetCommitRequestTopic(name="nope", partitions=(
+                apis.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1),
+            )),)))
+        self.assertEqual(self.one().topics[0].partitions[0].error_code, refused)
+
+    def test_describe_and_list_find_nothing(self) -> None:
+        self.send(ApiKey.DESCRIBE_TRANSACTIONS, 0,
+                  apis.DescribeTransactionsRequest(transactional_ids=("tx",)))
+        self.assertEqual(self.one().transaction_states[0].error_code,
+                         ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+        self.send(ApiKey.LIST_TRANSACTIONS, 0, apis.ListTransactionsRequest(
+            state_filters=("Nope",)))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.transaction_states,
+                          resp.unknown_state_filters), (0, (), ("Nope",)))
+
+
+# -- the version table itself -----------------------------------------------------------
+
+
+class VersionMappingTests(KafkaTestCase):
+    def test_api_versions_advertises_the_transaction_apis(self) -> None:
+        self.send(ApiKey.API_VERSIONS, 2, apis.ApiVersionsRequest())
+        got = {r.api_key: (r.min_version, r.max_version) for r in self.one().api_keys}
+        self.assertEqual(
+            {k: got[k] for k in (22, 24, 25, 26, 28, 65, 66)},
+            {22: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 65: (0, 0),
+             66: (0, 0)},
+        )
+        self.assertNotIn(27, got)  # WriteTxnMarkers: broker to broker only
+
+    def test_code_for_version(self) -> None:
+        fenced, epoch = ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH
+        table = {
+            ApiKey.INIT_PRODUCER_ID: 4, ApiKey.ADD_PARTITIONS_TO_TXN: 2,
+            ApiKey.ADD_OFFSETS_TO_TXN: 2, ApiKey.END_TXN: 2, ApiKey.TXN_OFFSET_COMMIT: 99,
+        }
+        for api, first in table.items():
+            for version in range(5):
+                want = fenced if version >= first else epoch
+                self.assertEqual(code_for_version(api, version, fenced), want, (api, version))
+                self.assertEqual(code_for_version(api, version, ErrorCode.INVALID_TXN_STATE),
+                                 ErrorCode.INVALID_TXN_STATE)
