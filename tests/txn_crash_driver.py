@@ -115,7 +115,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             want = rng.randint(1, args.max_inputs)
             batch = [m for m in consumer.consume(want, timeout=0.5) if m.error() is None]
             if not batch:
-                (position,) = consumer.position([TopicPartition(args.source, 0)])
+                tp = [TopicPartition(args.source, 0)]
+                (position,) = consumer.position(tp)
+                if position.offset < 0:
+                    # Nothing consumed since the start: the position is unset, and the
+                    # group's committed offset is where this process stands.
+                    (position,) = guarded("committed", consumer.committed, tp, CALL_TIMEOUT)
                 if position.offset >= args.inputs:
                     out.write(f"done {position.offset}\n")
                     return 0
