@@ -270,6 +270,31 @@ def test_open_transaction_holds_read_committed_consumers_at_the_lso(
     assert latest_offsets(broker, topic, 0) == (10, 10)
 
 
+def test_interleaved_transactions_of_two_producers(broker: BrokerProcess) -> None:
+    """Batches of an aborted and a committed transaction alternate in one partition: the
+    read_committed reader must drop exactly the aborted producer's records (the fetch's
+    aborted-transactions list names that producer from its first offset on)."""
+    topic = "txn-cf-interleaved"
+    create_topic(broker, topic, 1)
+    doomed, kept = txn_producer(broker, "cf-doomed"), txn_producer(broker, "cf-kept")
+    doomed.begin_transaction()
+    kept.begin_transaction()
+    for round_ in range(4):
+        produce_values(doomed, topic, spread(f"doomed{round_}", 3, 1))
+        produce_values(kept, topic, spread(f"kept{round_}", 2, 1))
+    plain = plain_producer(broker)
+    produce_values(plain, topic, [(0, b"plain-middle")])
+    doomed.abort_transaction(WAIT)
+    produce_values(kept, topic, [(0, b"kept-last")])
+    kept.commit_transaction(WAIT)
+
+    want = [v for r in range(4) for _, v in spread(f"kept{r}", 2, 1)]
+    want += [b"plain-middle", b"kept-last"]
+    assert read_values(broker, topic, [0], committed=True) == sorted(want)
+    assert len(read_values(broker, topic, [0], committed=False)) == len(want) + 12
+    assert kp_read_committed(broker, topic, [0]) == sorted(want)
+
+
 # -- kafka-python ----------------------------------------------------------------------
 
 
