@@ -211,11 +211,20 @@ class BrokerTxnTests(SynchronousTestCase):
             offsets = self.ok(self.broker.offsets("u", partition))
             self.assertEqual(offsets, PartitionOffsets(0, 2, 2))
 
-    def test_marker_to_missing_partition_of_existing_topic_fails(self) -> None:
+    def test_marker_to_a_partition_that_no_longer_exists_is_skipped(self) -> None:
+        # The topic was deleted and created again with fewer partitions while the
+        # transaction ran: failing would leave the coordinator retrying for ever (its
+        # transactional id stuck in PrepareCommit), and there is nothing to end there.
         self.ok(self.broker.create_topic("u", 1))
-        d = self.broker.write_txn_markers([("u", 0), ("u", 3)], 5, 0, commit=True)
-        failure = self.failureResultOf(d)
-        self.assertIsInstance(failure.value, BrokerError)
+        self.markers(5, commit=True, parts=[("u", 0), ("u", 3)])
+        self.assertEqual(self.ok(self.broker.offsets("u", 0)).high_watermark, 1)
+
+    def test_other_marker_failures_errback_after_every_partition_was_tried(self) -> None:
+        self.ok(self.broker.create_topic("u", 2))
+        self.ok(self.broker.produce_batches("u", 1, txn(-1, 0, b"x", transactional=False)))
+        self.logdir.logs()[("u", 1)].close()
+        d = self.broker.write_txn_markers([("u", 0), ("u", 1)], 5, 0, commit=True)
+        self.assertIsInstance(self.failureResultOf(d).value, BrokerError)
         # The good partition got its marker all the same.
         self.assertEqual(self.ok(self.broker.offsets("u", 0)).high_watermark, 1)
 
@@ -256,3 +265,33 @@ class BrokerTxnTests(SynchronousTestCase):
         result = self.ok(self.broker.fetch("t", 0, 0, 1 << 20, read_committed=True))
         self.assertEqual(result.aborted, (AbortedTxn(5, 0),))
         self.assertEqual(result.last_stable_offset, 4)
+
+
+class MarkerDurabilityTests(BrokerTxnTests):
+    """With ``--fsync interval`` a marker is still on disk when write_txn_markers fires:
+    the coordinator then logs the transaction complete (fsynced), and a marker lost in
+    a power failure after that would leave the transaction open on the partition for
+    ever, holding its LSO back."""
+
+    def start(self) -> None:
+        self.logdir = LogDirectory.open(str(self.path), default_partitions=1)
+        self.broker = Broker(
+            self.logdir,
+            reactor=self.clock,
+            fsync=FsyncPolicy("interval", 60_000),
+            run_read=run_now,
+            run_write=run_now,
+            retention_check_seconds=0,
+            checkpoint_seconds=0,
+        )
+        self.broker.startService()
+        self.verifier = Verifier()
+        self.broker.set_txn_verifier(self.verifier)
+
+    def test_marker_is_synced_before_it_is_reported_written(self) -> None:
+        self.begin(5)
+        self.produce(txn(5, 0, b"x"))
+        log = self.logdir.logs()[("t", 0)]
+        self.assertEqual(log.recovery_point, 0)  # interval mode: the data is not synced yet
+        self.markers(5, commit=True)
+        self.assertEqual(log.recovery_point, 2)  # the data and its marker

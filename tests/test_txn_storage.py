@@ -578,3 +578,25 @@ def test_cleaner_drops_aborted_records_keeps_markers_and_stops_at_lso(tmp_path: 
     assert again.segments[0].txnindex.entries == [AbortedEntry(1, 1, 2, 3)]
     assert again.last_stable_offset == open_first
     again.close()
+
+
+def test_marker_only_producer_still_accepts_any_sequence_after_a_snapshot(
+    tmp_path: Path,
+) -> None:
+    # Known from a marker only (its batches are in a segment the start-up replay did not
+    # read): a snapshot then a restart must not turn it into a producer that must start
+    # at sequence 0, or its next batch would be refused as out of order.
+    table = ProducerStateTable()
+    table.fence(8, 3)
+    write_snapshot(str(tmp_path), 10, table.snapshot())
+    snap = read_snapshot(str(tmp_path))
+    assert snap is not None
+    restored = ProducerStateTable()
+    restored.restore(snap[1], log_start_offset=0, log_end_offset=10)
+    data = encode_batch([b"v"], timestamp_ms=0, producer_id=8, producer_epoch=3, base_sequence=41)
+    assert restored.check(parse_batches(data, max_batch_bytes=BIG)) is None
+    old = encode_batch([b"v"], timestamp_ms=0, producer_id=8, producer_epoch=2, base_sequence=0)
+    from brokerd.errors import InvalidProducerEpoch
+
+    with pytest.raises(InvalidProducerEpoch):
+        restored.check(parse_batches(old, max_batch_bytes=BIG))

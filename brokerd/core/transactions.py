@@ -4,8 +4,8 @@
 :class:`BrokerTransactions` is a mixin of :class:`~brokerd.core.broker.Broker`:
 
 - :meth:`~BrokerTransactions.write_txn_markers` appends a COMMIT or ABORT marker to each
-  partition through its writer (ordered with the partition's other appends, durable per
-  the fsync mode like a produce). Submitting a marker fences the producer on that
+  partition through its writer (ordered with the partition's other appends, and fsynced
+  whatever the fsync mode: see ``writer.py``). Submitting a marker fences the producer on that
   partition (its epoch becomes at least the marker's), so a zombie's later produce is
   refused. A marker wakes every fetch parked on its partition
   (:class:`~brokerd.core.appends.MarkerAppend`).
@@ -73,8 +73,8 @@ class BrokerTransactions:
         commit: bool,
         coordinator_epoch: int = 0,
     ) -> defer.Deferred[None]:
-        """Append one marker per partition; fires when all are written. Partitions of
-        topics that no longer exist are skipped; any other failure errbacks (after every
+        """Append one marker per partition; fires when all are written. Partitions that
+        no longer exist are skipped; any other failure errbacks (after every
         partition was tried: the coordinator retries, and a repeated marker is
         harmless)."""
         if self._stopping:
@@ -86,9 +86,15 @@ class BrokerTransactions:
             return part.writer.submit(marker)
 
         def gone(failure: Failure, topic: str, index: int) -> None:
-            if failure.check(UnknownTopicOrPartition) and topic not in self.partitions.topics():
+            # The topic was deleted, or deleted and created again with fewer partitions:
+            # nothing is left to end there, and failing would have the coordinator retry
+            # for ever.
+            info = self.partitions.topics().get(topic)
+            if failure.check(UnknownTopicOrPartition) and (
+                info is None or not 0 <= index < info.partitions
+            ):
                 _log.info(
-                    "transaction marker for deleted topic {topic}-{index} skipped",
+                    "transaction marker for deleted partition {topic}-{index} skipped",
                     topic=topic,
                     index=index,
                 )

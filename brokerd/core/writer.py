@@ -3,9 +3,9 @@
 
 A :class:`PartitionWriter` takes appends in the reactor thread. While no job runs, the
 next one starts at once in the write pool (:func:`write_job`): append each request, sync
-once when the fsync mode or a flush request wants it, publish, and enforce retention when
-asked. Appends that arrive while a job runs wait in the queue and form the next job, so
-a busy partition costs one sync per group, not per request.
+once when the fsync mode, a flush request or a transaction marker wants it, publish, and
+enforce retention when asked. Appends that arrive while a job runs wait in the queue and
+form the next job, so a busy partition costs one sync per group, not per request.
 
 The job answers with a :class:`JobResult`: each append's offsets or failure, in order,
 and separately a retention failure (retention is retried at the next pass; the appends
@@ -172,7 +172,14 @@ class PartitionWriter:
             self._on_idle()
             return
         queued, self._pending = self._pending, []
-        sync = self._flush_requested or (self._sync_every_append and bool(queued))
+        # A transaction marker is synced whatever the fsync mode: the coordinator logs
+        # the transaction complete (fsynced) once its markers are written, and a marker
+        # lost after that would leave the transaction open on this partition for ever.
+        sync = (
+            self._flush_requested
+            or (self._sync_every_append and bool(queued))
+            or any(isinstance(q.append, MarkerAppend) for q in queued)
+        )
         retention = self._retention_requested
         self._flush_requested = self._retention_requested = False
         self._busy = True

@@ -4,8 +4,8 @@ Typed as Protocols so that the coordinator is tested with small fakes and so tha
 two façades it relies on are stated in one place:
 
 - :class:`TxnCore`: ``write_txn_markers`` appends one COMMIT or ABORT control batch to
-  each partition of a transaction (fires when all are written, durable per the fsync
-  mode; a repeated marker is harmless), and ``set_txn_verifier`` installs the check the
+  each partition of a transaction (fires when all are written and fsynced; a repeated
+  marker is harmless), and ``set_txn_verifier`` installs the check the
   core runs before admitting a transactional produce (:class:`brokerd.core.Broker`
   implements both).
 - :class:`TxnGroups`: ``commit_txn_offsets`` stores a committed transaction's offsets

@@ -205,6 +205,10 @@ class ProducerStateTable:
                     batch = ProducerBatch(pid, entry["epoch"], first_seq, last_seq)
                     batch.result = AppendInfo(base, last, log_start_offset)
                     state.batches.append(batch)
+            # No batch left to continue from (a producer known from a transaction marker
+            # only, or whose batches the log no longer holds): any sequence is accepted
+            # next, as for an unknown producer, while the epoch still fences.
+            state.open_sequence = not state.batches
 
 
 class ReplaySource(Protocol):
