@@ -2,7 +2,7 @@
 log cleaner runs every few hundred milliseconds.
 
 An aborted transaction wrote newer values for keys a committed transaction wrote first
-(``k*``); another transaction, open for a while, wrote other keys (``h*``).
+(``k*``); another transaction, open for a while, wrote other keys (``h*``) twice.
 After cleaning, the aborted values must be gone from the log altogether (a read_uncommitted
 reader would otherwise see them as the keys' latest values, shadowing the committed ones)
 and every key keeps its committed value; the markers stay, and read_committed readers see
@@ -92,11 +92,16 @@ def test_cleaner_drops_aborted_records_and_keeps_committed_values(fast: BrokerPr
     # An open transaction after them holds the LSO: nothing at or past it is cleaned.
     holder = txn_producer(fast, "compaction-holder")
     holder.begin_transaction()
-    produce_keyed(holder, topic, "open", prefix="h")
-    time.sleep(float(FAST_COMPACT_CONFIGS["segment.ms"]) / 1000 + 1.0)
+    produce_keyed(holder, topic, "open-a", prefix="h")
+    # The next write rolls the segment: the first values of h* are then in a closed
+    # segment, past the LSO, which the cleaner runs every 200 ms must leave alone.
+    time.sleep(float(FAST_COMPACT_CONFIGS["segment.ms"]) / 1000 + 0.3)
+    produce_keyed(holder, topic, "open-b", prefix="h")
+    time.sleep(1.0)
     before = latest(fast, topic, committed=False)
-    assert len(before) == 2 * KEYS
-    assert all(len(before[f"k{k}".encode()]) == 2 for k in range(KEYS)), before
+    for k in range(KEYS):
+        assert before[f"h{k}".encode()] == [f"open-a-{k}".encode(), f"open-b-{k}".encode()]
+        assert before[f"k{k}".encode()][0] == f"committed-{k}".encode(), before
     holder.commit_transaction(WAIT)
 
     # Roll the segment (segment.ms has passed) so that everything above is cleanable.
@@ -107,7 +112,7 @@ def test_cleaner_drops_aborted_records_and_keeps_committed_values(fast: BrokerPr
     closer.commit_transaction(WAIT)
 
     want = {f"k{k}".encode(): [f"committed-{k}".encode()] for k in range(KEYS)}
-    want |= {f"h{k}".encode(): [f"open-{k}".encode()] for k in range(KEYS)}
+    want |= {f"h{k}".encode(): [f"open-b-{k}".encode()] for k in range(KEYS)}
     want[b"zz-roll"] = [b"roll"]
     deadline = time.monotonic() + WAIT
 
