@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -184,6 +185,87 @@ def bench_kafka(records: int, rows: list[Row]) -> None:
             n = out.count(b"\n")
             seconds = time.perf_counter() - start
             rows.append(("kcat consume from brokerd", f"{n:,} records", rate(n, seconds)))
+
+
+def _produce_all(producer: Any, topic: str, count: int) -> None:
+    """Queue ``count`` records, serving delivery reports whenever the local queue is full."""
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, VALUE)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if i % 10000 == 0:
+            producer.poll(0)
+
+
+def bench_transactions(records: int, rows: list[Row]) -> None:
+    """confluent-kafka's idempotent producer beside its transactional one (transactions of
+    10,000 and of 100 records, each committed before the next begins), acks=all and
+    fsync always; then a read_committed consumer reading the transactional topic back."""
+    try:
+        from confluent_kafka import Consumer, Producer, TopicPartition
+    except ImportError:
+        rows.append(("confluent-kafka transactions", "not installed", "skipped"))
+        return
+    with brokerd() as proc:
+        base = {
+            "bootstrap.servers": proc.kafka_bootstrap,
+            "linger.ms": 5,
+            "queue.buffering.max.messages": 2_000_000,
+        }
+        producer = Producer({**base, "enable.idempotence": True})
+        start = time.perf_counter()
+        _produce_all(producer, "idem", records)
+        assert producer.flush(120) == 0
+        rows.append(
+            (
+                "confluent-kafka idempotent produce, acks=all",
+                f"{records:,} recs",
+                rate(records, time.perf_counter() - start),
+            )
+        )
+        del producer
+        # Transactions of 100 cost a commit round (markers, fsyncs) per 100 records:
+        # fewer records keep the row's time in line with the others.
+        for size, count in ((10_000, records), (100, max(100, records // 10))):
+            producer = Producer({**base, "transactional.id": f"bench-{size}"})
+            producer.init_transactions(30)
+            topic = f"txn{size}"
+            start = time.perf_counter()
+            for _ in range(count // size):
+                producer.begin_transaction()
+                _produce_all(producer, topic, size)
+                producer.commit_transaction(120)
+            seconds = time.perf_counter() - start
+            txns = count // size
+            rows.append(
+                (
+                    f"confluent-kafka transactional produce, {size:,} recs/txn",
+                    f"{txns:,} txns, {txns / seconds:,.0f} txn/s",
+                    rate(count - count % size, seconds),
+                )
+            )
+            del producer
+        consumer = Consumer(
+            {
+                "bootstrap.servers": proc.kafka_bootstrap,
+                "group.id": "bench-txn",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            }
+        )
+        consumer.assign([TopicPartition("txn10000", 0, 0)])
+        got, start = 0, time.perf_counter()
+        deadline = start + 300
+        while got < records and time.perf_counter() < deadline:
+            got += sum(1 for m in consumer.consume(10000, 1.0) if m.error() is None)
+        seconds = time.perf_counter() - start
+        consumer.close()
+        rows.append(
+            ("confluent-kafka consume, read_committed", f"{got:,} records", rate(got, seconds))
+        )
 
 
 def bench_redis(records: int, rows: list[Row]) -> None:
@@ -366,7 +448,10 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000, help="records per produce test")
     parser.add_argument("--kafka-records", type=int, default=1_000_000)
     parser.add_argument(
-        "--skip", action="append", default=[], help="native, lookup, cleaner, kafka, redis or nats"
+        "--skip",
+        action="append",
+        default=[],
+        help="native, lookup, cleaner, kafka, txn, redis or nats",
     )
     args = parser.parse_args()
     rows: list[Row] = []
@@ -375,6 +460,7 @@ def main() -> None:
         ("lookup", lambda: bench_lookup(rows)),
         ("cleaner", lambda: bench_cleaner(rows)),
         ("kafka", lambda: bench_kafka(args.kafka_records, rows)),
+        ("txn", lambda: bench_transactions(args.records, rows)),
         ("redis", lambda: bench_redis(args.records, rows)),
         ("nats", lambda: bench_nats(args.records, rows)),
     ]
