@@ -26,7 +26,7 @@ T, G, C, X = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
               ResourceType.TRANSACTIONAL_ID)
 LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
 ALLOW, DENY = Permission.ALLOW, Permission.DENY
-O = Operation
+OP = Operation
 
 
 def acl(
@@ -38,58 +38,58 @@ def acl(
 
 # (acls, principal, host, operation, resource type, name, expected)
 CASES: list[tuple[str, list[AclBinding], str, str, Operation, ResourceType, str, bool]] = [
-    ("no acl: denied", [], "User:alice", "h", O.READ, T, "t", False),
-    ("literal allow", [acl(T, "t", O.READ)], "User:alice", "h", O.READ, T, "t", True),
-    ("other topic", [acl(T, "t", O.READ)], "User:alice", "h", O.READ, T, "u", False),
-    ("other principal", [acl(T, "t", O.READ)], "User:bob", "h", O.READ, T, "t", False),
-    ("other operation", [acl(T, "t", O.READ)], "User:alice", "h", O.WRITE, T, "t", False),
-    ("other resource type", [acl(T, "t", O.READ)], "User:alice", "h", O.READ, G, "t", False),
-    ("wildcard resource", [acl(T, "*", O.READ)], "User:alice", "h", O.READ, T, "any", True),
-    ("wildcard principal", [acl(T, "t", O.READ, principal="User:*")],
-     "User:bob", "h", O.READ, T, "t", True),
-    ("host match", [acl(T, "t", O.READ, host="10.0.0.1")],
-     "User:alice", "10.0.0.1", O.READ, T, "t", True),
-    ("host mismatch", [acl(T, "t", O.READ, host="10.0.0.1")],
-     "User:alice", "10.0.0.2", O.READ, T, "t", False),
-    ("prefix", [acl(T, "app-", O.WRITE, pattern=PRE)],
-     "User:alice", "h", O.WRITE, T, "app-orders", True),
-    ("prefix mismatch", [acl(T, "app-", O.WRITE, pattern=PRE)],
-     "User:alice", "h", O.WRITE, T, "ap", False),
-    ("prefixed * is not a wildcard", [acl(T, "*", O.WRITE, pattern=PRE)],
-     "User:alice", "h", O.WRITE, T, "x", False),
-    ("ALL grants any", [acl(T, "t", O.ALL)], "User:alice", "h", O.DELETE, T, "t", True),
-    ("READ implies DESCRIBE", [acl(T, "t", O.READ)], "User:alice", "h", O.DESCRIBE, T, "t",
+    ("no acl: denied", [], "User:alice", "h", OP.READ, T, "t", False),
+    ("literal allow", [acl(T, "t", OP.READ)], "User:alice", "h", OP.READ, T, "t", True),
+    ("other topic", [acl(T, "t", OP.READ)], "User:alice", "h", OP.READ, T, "u", False),
+    ("other principal", [acl(T, "t", OP.READ)], "User:bob", "h", OP.READ, T, "t", False),
+    ("other operation", [acl(T, "t", OP.READ)], "User:alice", "h", OP.WRITE, T, "t", False),
+    ("other resource type", [acl(T, "t", OP.READ)], "User:alice", "h", OP.READ, G, "t", False),
+    ("wildcard resource", [acl(T, "*", OP.READ)], "User:alice", "h", OP.READ, T, "any", True),
+    ("wildcard principal", [acl(T, "t", OP.READ, principal="User:*")],
+     "User:bob", "h", OP.READ, T, "t", True),
+    ("host match", [acl(T, "t", OP.READ, host="10.0.0.1")],
+     "User:alice", "10.0.0.1", OP.READ, T, "t", True),
+    ("host mismatch", [acl(T, "t", OP.READ, host="10.0.0.1")],
+     "User:alice", "10.0.0.2", OP.READ, T, "t", False),
+    ("prefix", [acl(T, "app-", OP.WRITE, pattern=PRE)],
+     "User:alice", "h", OP.WRITE, T, "app-orders", True),
+    ("prefix mismatch", [acl(T, "app-", OP.WRITE, pattern=PRE)],
+     "User:alice", "h", OP.WRITE, T, "ap", False),
+    ("prefixed * is not a wildcard", [acl(T, "*", OP.WRITE, pattern=PRE)],
+     "User:alice", "h", OP.WRITE, T, "x", False),
+    ("ALL grants any", [acl(T, "t", OP.ALL)], "User:alice", "h", OP.DELETE, T, "t", True),
+    ("READ implies DESCRIBE", [acl(T, "t", OP.READ)], "User:alice", "h", OP.DESCRIBE, T, "t",
      True),
-    ("WRITE implies DESCRIBE", [acl(T, "t", O.WRITE)], "User:alice", "h", O.DESCRIBE, T, "t",
+    ("WRITE implies DESCRIBE", [acl(T, "t", OP.WRITE)], "User:alice", "h", OP.DESCRIBE, T, "t",
      True),
-    ("DELETE implies DESCRIBE", [acl(T, "t", O.DELETE)], "User:alice", "h", O.DESCRIBE, T, "t",
+    ("DELETE implies DESCRIBE", [acl(T, "t", OP.DELETE)], "User:alice", "h", OP.DESCRIBE, T, "t",
      True),
-    ("ALTER implies DESCRIBE", [acl(T, "t", O.ALTER)], "User:alice", "h", O.DESCRIBE, T, "t",
+    ("ALTER implies DESCRIBE", [acl(T, "t", OP.ALTER)], "User:alice", "h", OP.DESCRIBE, T, "t",
      True),
-    ("CREATE does not imply DESCRIBE", [acl(T, "t", O.CREATE)],
-     "User:alice", "h", O.DESCRIBE, T, "t", False),
-    ("DESCRIBE does not imply READ", [acl(T, "t", O.DESCRIBE)],
-     "User:alice", "h", O.READ, T, "t", False),
-    ("ALTER_CONFIGS implies DESCRIBE_CONFIGS", [acl(T, "t", O.ALTER_CONFIGS)],
-     "User:alice", "h", O.DESCRIBE_CONFIGS, T, "t", True),
-    ("deny wins", [acl(T, "t", O.READ), acl(T, "t", O.READ, DENY)],
-     "User:alice", "h", O.READ, T, "t", False),
-    ("deny by wildcard principal wins", [acl(T, "t", O.READ),
-                                         acl(T, "*", O.READ, DENY, principal="User:*")],
-     "User:alice", "h", O.READ, T, "t", False),
-    ("deny ALL wins", [acl(T, "t", O.READ), acl(T, "t", O.ALL, DENY, pattern=PRE)],
-     "User:alice", "h", O.READ, T, "t", False),
-    ("deny prefix wins over literal allow", [acl(T, "app-x", O.READ),
-                                             acl(T, "app-", O.READ, DENY, pattern=PRE)],
-     "User:alice", "h", O.READ, T, "app-x", False),
-    ("deny READ leaves DESCRIBE", [acl(T, "t", O.READ), acl(T, "t", O.READ, DENY)],
-     "User:alice", "h", O.DESCRIBE, T, "t", True),
-    ("deny of another host", [acl(T, "t", O.READ), acl(T, "t", O.READ, DENY, host="1.2.3.4")],
-     "User:alice", "h", O.READ, T, "t", True),
-    ("cluster", [acl(C, "kafka-cluster", O.ALTER)],
-     "User:alice", "h", O.ALTER, C, "kafka-cluster", True),
-    ("transactional id", [acl(X, "tx-", O.WRITE, pattern=PRE)],
-     "User:alice", "h", O.WRITE, X, "tx-1", True),
+    ("CREATE does not imply DESCRIBE", [acl(T, "t", OP.CREATE)],
+     "User:alice", "h", OP.DESCRIBE, T, "t", False),
+    ("DESCRIBE does not imply READ", [acl(T, "t", OP.DESCRIBE)],
+     "User:alice", "h", OP.READ, T, "t", False),
+    ("ALTER_CONFIGS implies DESCRIBE_CONFIGS", [acl(T, "t", OP.ALTER_CONFIGS)],
+     "User:alice", "h", OP.DESCRIBE_CONFIGS, T, "t", True),
+    ("deny wins", [acl(T, "t", OP.READ), acl(T, "t", OP.READ, DENY)],
+     "User:alice", "h", OP.READ, T, "t", False),
+    ("deny by wildcard principal wins", [acl(T, "t", OP.READ),
+                                         acl(T, "*", OP.READ, DENY, principal="User:*")],
+     "User:alice", "h", OP.READ, T, "t", False),
+    ("deny ALL wins", [acl(T, "t", OP.READ), acl(T, "t", OP.ALL, DENY, pattern=PRE)],
+     "User:alice", "h", OP.READ, T, "t", False),
+    ("deny prefix wins over literal allow", [acl(T, "app-x", OP.READ),
+                                             acl(T, "app-", OP.READ, DENY, pattern=PRE)],
+     "User:alice", "h", OP.READ, T, "app-x", False),
+    ("deny READ leaves DESCRIBE", [acl(T, "t", OP.READ), acl(T, "t", OP.READ, DENY)],
+     "User:alice", "h", OP.DESCRIBE, T, "t", True),
+    ("deny of another host", [acl(T, "t", OP.READ), acl(T, "t", OP.READ, DENY, host="1.2.3.4")],
+     "User:alice", "h", OP.READ, T, "t", True),
+    ("cluster", [acl(C, "kafka-cluster", OP.ALTER)],
+     "User:alice", "h", OP.ALTER, C, "kafka-cluster", True),
+    ("transactional id", [acl(X, "tx-", OP.WRITE, pattern=PRE)],
+     "User:alice", "h", OP.WRITE, X, "tx-1", True),
 ]
 
 
@@ -105,27 +105,27 @@ def test_authorize(
 
 
 def test_super_user_bypasses_deny() -> None:
-    auth = AclAuthorizer([acl(T, "*", O.ALL, DENY, principal="User:*")], ["User:root"])
-    assert auth.authorize("User:root", "h", O.DELETE, T, "t")
-    assert not auth.authorize("User:alice", "h", O.DESCRIBE, T, "t")
+    auth = AclAuthorizer([acl(T, "*", OP.ALL, DENY, principal="User:*")], ["User:root"])
+    assert auth.authorize("User:root", "h", OP.DELETE, T, "t")
+    assert not auth.authorize("User:alice", "h", OP.DESCRIBE, T, "t")
 
 
 def test_replace_takes_effect() -> None:
     auth = AclAuthorizer()
-    assert not auth.authorize("User:alice", "h", O.READ, T, "t")
-    auth.replace([acl(T, "t", O.READ)])
-    assert auth.authorize("User:alice", "h", O.READ, T, "t")
+    assert not auth.authorize("User:alice", "h", OP.READ, T, "t")
+    auth.replace([acl(T, "t", OP.READ)])
+    assert auth.authorize("User:alice", "h", OP.READ, T, "t")
     auth.replace([])
-    assert not auth.authorize("User:alice", "h", O.READ, T, "t")
+    assert not auth.authorize("User:alice", "h", OP.READ, T, "t")
 
 
 def test_authorize_any() -> None:
-    auth = AclAuthorizer([acl(T, "orders", O.WRITE)])
-    assert auth.authorize_any("User:alice", "h", O.WRITE, T)
-    assert not auth.authorize_any("User:bob", "h", O.WRITE, T)
-    assert not auth.authorize_any("User:alice", "h", O.WRITE, G)
-    denied = AclAuthorizer([acl(T, "orders", O.WRITE), acl(T, "*", O.WRITE, DENY)])
-    assert not denied.authorize_any("User:alice", "h", O.WRITE, T)
+    auth = AclAuthorizer([acl(T, "orders", OP.WRITE)])
+    assert auth.authorize_any("User:alice", "h", OP.WRITE, T)
+    assert not auth.authorize_any("User:bob", "h", OP.WRITE, T)
+    assert not auth.authorize_any("User:alice", "h", OP.WRITE, G)
+    denied = AclAuthorizer([acl(T, "orders", OP.WRITE), acl(T, "*", OP.WRITE, DENY)])
+    assert not denied.authorize_any("User:alice", "h", OP.WRITE, T)
 
 
 @pytest.mark.parametrize(
@@ -136,8 +136,8 @@ def test_authorize_any() -> None:
         ((2, "t", 2, "User:a", "*", 3, 3), "MATCH"),
         ((2, "t", 3, "User:a", "*", 1, 3), "ANY"),
         ((2, "t", 3, "User:a", "*", 3, 1), "ANY"),
-        ((2, "t", 3, "alice", "*", 3, 3), "User:<name>"),
-        ((2, "t", 3, "Group:x", "*", 3, 3), "User:<name>"),
+        ((2, "t", 3, "alice", "*", 3, 3), r"User:<name>"),
+        ((2, "t", 3, "Group:x", "*", 3, 3), r"User:<name>"),
         ((2, "", 3, "User:a", "*", 3, 3), "resource name"),
         ((2, "t", 3, "User:a", "", 3, 3), "host"),
         ((4, "other", 3, "User:a", "*", 3, 3), "kafka-cluster"),
@@ -150,11 +150,11 @@ def test_invalid_bindings(args: tuple[int, str, int, str, str, int, int], why: s
 
 
 STORED = [
-    acl(T, "orders", O.READ),
-    acl(T, "orders", O.WRITE, principal="User:bob"),
-    acl(T, "app-", O.ALL, DENY, pattern=PRE),
-    acl(G, "g1", O.READ, host="10.0.0.1"),
-    acl(C, "kafka-cluster", O.ALTER),
+    acl(T, "orders", OP.READ),
+    acl(T, "orders", OP.WRITE, principal="User:bob"),
+    acl(T, "app-", OP.ALL, DENY, pattern=PRE),
+    acl(G, "g1", OP.READ, host="10.0.0.1"),
+    acl(C, "kafka-cluster", OP.ALTER),
 ]
 
 
@@ -170,7 +170,7 @@ STORED = [
         (AclFilter(resource_name="app-1", pattern_type=LIT), []),
         (AclFilter(principal="User:bob"), [STORED[1]]),
         (AclFilter(host="10.0.0.1"), [STORED[3]]),
-        (AclFilter(operation=O.READ), [STORED[0], STORED[3]]),
+        (AclFilter(operation=OP.READ), [STORED[0], STORED[3]]),
         (AclFilter(permission=DENY), [STORED[2]]),
     ],
 )
@@ -179,7 +179,7 @@ def test_filters(flt: AclFilter, expected: list[AclBinding]) -> None:
 
 
 def test_match_filter_includes_wildcard_literal() -> None:
-    star = acl(T, "*", O.READ)
+    star = acl(T, "*", OP.READ)
     assert AclFilter(resource_name="x", pattern_type=PatternType.MATCH).matches(star)
     assert not AclFilter(resource_name="x", pattern_type=PatternType.ANY).matches(star)
 
@@ -229,7 +229,7 @@ def test_store_round_trip(tmp_path: Path) -> None:
 def test_store_refuses_bad_files(tmp_path: Path, content: bytes) -> None:
     store = AclStore.in_directory(str(tmp_path))
     Path(store.path).write_bytes(content)
-    with pytest.raises(AclFileError, match="acls.json"):
+    with pytest.raises(AclFileError, match=r"acls\.json"):
         store.load()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -25,9 +26,10 @@ from brokerd.security.acl import (
     make_binding,
 )
 from brokerd.security.acl_store import AclStore
+
 from tests.test_kafka_protocol import KafkaTestCase, batch
 
-O = Operation
+OP = Operation
 TAF = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
@@ -94,7 +96,7 @@ class AclApiTests(AclTestCase):
                 creation(3, "g", 3, 2),
             )))
             self.assertEqual([r.error_code for r in self.one().results], [0, 0, 0])
-            stored = json.loads(open(self.store.path).read())["acls"]
+            stored = json.loads(Path(self.store.path).read_text())["acls"]
             self.assertEqual(len(stored), 3)
             self.assertEqual(len(self.store.load()), 3)
 
@@ -181,11 +183,11 @@ class AclApiTests(AclTestCase):
         self.assertEqual(self.one().filter_results[0].error_code,
                          ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         # DESCRIBE on the cluster is enough to list, ALTER to change.
-        self.grant(ResourceType.CLUSTER, "kafka-cluster", O.DESCRIBE)
+        self.grant(ResourceType.CLUSTER, "kafka-cluster", OP.DESCRIBE)
         self.send(ApiKey.DESCRIBE_ACLS, 1, acl_apis.DescribeAclsRequest(
             resource_type_filter=1, pattern_type_filter=1, operation=1, permission_type=1))
         self.assertEqual(len(self.one().resources), 1)
-        self.grant(ResourceType.CLUSTER, "kafka-cluster", O.ALTER)
+        self.grant(ResourceType.CLUSTER, "kafka-cluster", OP.ALTER)
         self.send(ApiKey.CREATE_ACLS, 1, acl_apis.CreateAclsRequest(creations=(
             creation(2, "t", 3),)))
         self.assertEqual(self.one().results[0].error_code, 0)
@@ -214,7 +216,7 @@ class DataPathTests(AclTestCase):
     def test_produce_allowed_and_denied(self) -> None:
         self.core.add_topic("ok")
         self.core.add_topic("secret")
-        self.grant(ResourceType.TOPIC, "ok", O.WRITE)
+        self.grant(ResourceType.TOPIC, "ok", OP.WRITE)
         self.send(ApiKey.PRODUCE, 8, apis.ProduceRequest(acks=1, timeout_ms=1000, topic_data=(
             apis.ProduceTopicData(name="ok", partition_data=(
                 apis.ProducePartitionData(index=0, records=batch()),)),
@@ -229,11 +231,11 @@ class DataPathTests(AclTestCase):
         self.assertNotIn("missing", self.core.topics())
 
     def test_produce_to_unknown_topic_needs_create(self) -> None:
-        self.grant(ResourceType.TOPIC, "new", O.WRITE)
+        self.grant(ResourceType.TOPIC, "new", OP.WRITE)
         self.produce("new", 0, batch())
         self.assertEqual(self.one().responses[0].partition_responses[0].error_code, TAF)
         self.assertEqual(self.core.produce_calls, [])
-        self.grant(ResourceType.CLUSTER, "kafka-cluster", O.CREATE)
+        self.grant(ResourceType.CLUSTER, "kafka-cluster", OP.CREATE)
         self.produce("new", 0, batch())
         self.one()  # the fake core does not auto-create on produce: the real one does
         self.assertEqual([c[0] for c in self.core.produce_calls], ["new"])
@@ -246,7 +248,7 @@ class DataPathTests(AclTestCase):
 
     def test_transactional_produce_needs_the_transactional_id(self) -> None:
         self.core.add_topic("ok")
-        self.grant(ResourceType.TOPIC, "ok", O.WRITE)
+        self.grant(ResourceType.TOPIC, "ok", OP.WRITE)
         self.produce("ok", 0, batch(), transactional_id="tx")
         self.assertEqual(self.one().responses[0].partition_responses[0].error_code,
                          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -255,7 +257,7 @@ class DataPathTests(AclTestCase):
     def test_fetch_denied_partition(self) -> None:
         self.core.add_topic("ok")
         self.core.add_topic("secret")
-        self.grant(ResourceType.TOPIC, "ok", O.READ)
+        self.grant(ResourceType.TOPIC, "ok", OP.READ)
         self.send(ApiKey.FETCH, 11, self.fetch_request(
             [("ok", 0, 0, 1000), ("secret", 0, 0, 1000)]))
         codes = {t.topic: t.partitions[0].error_code for t in self.one().responses}
@@ -272,8 +274,8 @@ class DataPathTests(AclTestCase):
     def test_metadata_hides_and_does_not_reveal(self) -> None:
         for name in ("visible", "hidden", "written"):
             self.core.add_topic(name)
-        self.grant(ResourceType.TOPIC, "visible", O.DESCRIBE)
-        self.grant(ResourceType.TOPIC, "written", O.WRITE)
+        self.grant(ResourceType.TOPIC, "visible", OP.DESCRIBE)
+        self.grant(ResourceType.TOPIC, "written", OP.WRITE)
         self.send(ApiKey.METADATA, 8, apis.MetadataRequest(topics=None))
         self.assertEqual(sorted(t.name for t in self.one().topics), ["visible", "written"])
         self.send(ApiKey.METADATA, 8, apis.MetadataRequest(topics=(
@@ -286,12 +288,12 @@ class DataPathTests(AclTestCase):
         self.assertNotIn("no-such-topic", self.core.topics())
 
     def test_metadata_auto_create_needs_create(self) -> None:
-        self.grant(ResourceType.TOPIC, "new-", O.DESCRIBE, pattern=PatternType.PREFIXED)
+        self.grant(ResourceType.TOPIC, "new-", OP.DESCRIBE, pattern=PatternType.PREFIXED)
         self.send(ApiKey.METADATA, 8, apis.MetadataRequest(topics=(
             apis.MetadataRequestTopic(name="new-1"),)))
         self.assertEqual(self.one().topics[0].error_code, TAF)
         self.assertNotIn("new-1", self.core.topics())
-        self.grant(ResourceType.TOPIC, "new-", O.CREATE, pattern=PatternType.PREFIXED)
+        self.grant(ResourceType.TOPIC, "new-", OP.CREATE, pattern=PatternType.PREFIXED)
         self.send(ApiKey.METADATA, 8, apis.MetadataRequest(topics=(
             apis.MetadataRequestTopic(name="new-1"),)))
         self.assertEqual(self.one().topics[0].error_code, 0)
@@ -306,7 +308,7 @@ class DataPathTests(AclTestCase):
 
 class AdminAndGroupTests(AclTestCase):
     def test_create_and_delete_topics(self) -> None:
-        self.grant(ResourceType.TOPIC, "mine-", O.CREATE, pattern=PatternType.PREFIXED)
+        self.grant(ResourceType.TOPIC, "mine-", OP.CREATE, pattern=PatternType.PREFIXED)
         self.send(ApiKey.CREATE_TOPICS, 4, apis.CreateTopicsRequest(topics=(
             apis.CreatableTopic(name="mine-1", num_partitions=1),
             apis.CreatableTopic(name="other", num_partitions=1),
@@ -315,13 +317,13 @@ class AdminAndGroupTests(AclTestCase):
         self.assertEqual(codes, {"mine-1": 0, "other": TAF})
         self.send(ApiKey.DELETE_TOPICS, 3, apis.DeleteTopicsRequest(topic_names=("mine-1",)))
         self.assertEqual(self.one().responses[0].error_code, TAF)
-        self.grant(ResourceType.TOPIC, "mine-1", O.DELETE)
+        self.grant(ResourceType.TOPIC, "mine-1", OP.DELETE)
         self.send(ApiKey.DELETE_TOPICS, 3, apis.DeleteTopicsRequest(topic_names=("mine-1",)))
         self.assertEqual(self.one().responses[0].error_code, 0)
 
     def test_describe_configs(self) -> None:
         self.core.add_topic("t")
-        self.grant(ResourceType.TOPIC, "t", O.ALTER_CONFIGS)
+        self.grant(ResourceType.TOPIC, "t", OP.ALTER_CONFIGS)
         self.send(ApiKey.DESCRIBE_CONFIGS, 1, apis.DescribeConfigsRequest(resources=(
             apis.DescribeConfigsResource(resource_type=2, resource_name="t"),
             apis.DescribeConfigsResource(resource_type=4, resource_name="0"),
@@ -336,7 +338,7 @@ class AdminAndGroupTests(AclTestCase):
         self.assertEqual(self.groups.joins, [])
         self.send(ApiKey.FIND_COORDINATOR, 2, apis.FindCoordinatorRequest(key="g"))
         self.assertEqual(self.one().error_code, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        self.grant(ResourceType.GROUP, "g", O.READ)
+        self.grant(ResourceType.GROUP, "g", OP.READ)
         self.send(ApiKey.FIND_COORDINATOR, 2, apis.FindCoordinatorRequest(key="g"))
         self.assertEqual(self.one().error_code, 0)
         self.send(ApiKey.FIND_COORDINATOR, 2, apis.FindCoordinatorRequest(key="tx", key_type=1))
@@ -350,7 +352,7 @@ class AdminAndGroupTests(AclTestCase):
         self.send(ApiKey.OFFSET_COMMIT, 7, req)
         self.assertEqual(self.one().topics[0].partitions[0].error_code,
                          ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        self.grant(ResourceType.GROUP, "g", O.READ)
+        self.grant(ResourceType.GROUP, "g", OP.READ)
         self.send(ApiKey.OFFSET_COMMIT, 7, req)
         self.assertEqual(self.one().topics[0].partitions[0].error_code, TAF)
         self.assertEqual(self.groups.commits, [])
@@ -361,7 +363,7 @@ class AdminAndGroupTests(AclTestCase):
         self.assertEqual(self.one().error_code, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         self.send(ApiKey.INIT_PRODUCER_ID, 4, apis.InitProducerIdRequest())
         self.assertEqual(self.one().error_code, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        self.grant(ResourceType.TOPIC, "some", O.WRITE)
+        self.grant(ResourceType.TOPIC, "some", OP.WRITE)
         self.send(ApiKey.INIT_PRODUCER_ID, 4, apis.InitProducerIdRequest())
         self.assertEqual(self.one().error_code, 0)
 
@@ -371,8 +373,8 @@ class AdminAndGroupTests(AclTestCase):
         self.assertEqual(self.one().error_code, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         self.core.add_topic("ok")
         self.core.add_topic("secret")
-        self.grant(ResourceType.TRANSACTIONAL_ID, "tx", O.WRITE)
-        self.grant(ResourceType.TOPIC, "ok", O.WRITE)
+        self.grant(ResourceType.TRANSACTIONAL_ID, "tx", OP.WRITE)
+        self.grant(ResourceType.TOPIC, "ok", OP.WRITE)
         self.send(ApiKey.ADD_PARTITIONS_TO_TXN, 3, apis.AddPartitionsToTxnRequest(
             transactional_id="tx", producer_id=1, producer_epoch=0, topics=(
                 apis.AddPartitionsToTxnTopic(name="ok", partitions=(0,)),
