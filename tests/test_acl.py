@@ -238,3 +238,24 @@ def test_store_count_bound() -> None:
     too_many = json.dumps({"version": 1, "acls": [item] * (MAX_ACLS + 1)}).encode()
     with pytest.raises(InvalidAcl, match="more than"):
         decode(too_many)
+
+
+# -- options -----------------------------------------------------------------------
+
+
+def test_tap_options() -> None:
+    from twisted.python import usage
+
+    from brokerd.tap import Options
+
+    opts = Options()
+    opts.parseOptions(["--authorizer", "acl", "--super-users", "User:admin, User:ops"])
+    assert opts["authorizer"] == "acl"
+    assert opts["super-users"] == frozenset({"User:admin", "User:ops"})
+    default = Options()
+    default.parseOptions([])
+    assert default["authorizer"] == "none"
+    assert default["super-users"] == frozenset()
+    for bad in (["--authorizer", "simple"], ["--super-users", "admin"]):
+        with pytest.raises(usage.UsageError):
+            Options().parseOptions(bad)
