@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +58,8 @@ class AclTestCase(KafkaTestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        data_dir = self.mktemp()
-        os.makedirs(data_dir)
+        data_dir = tempfile.mkdtemp(prefix="brokerd-acl-")
+        self.addCleanup(shutil.rmtree, data_dir, True)
         self.store = AclStore.in_directory(data_dir)
         self.authorizer = AclAuthorizer([], ["User:root"])
         self.store_fails = False
