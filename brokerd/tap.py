@@ -165,6 +165,9 @@ class Options(usage.Options):
         ["cleaner-io-mb-per-sec", None, 0.0, "Cleaner I/O limit, MiB/s (0: none).", float],
         ["cleaner-dedupe-buffer-mb", None, 128, "Cleaner key-map memory, MiB.", int],
         ["cleaner-backoff-ms", None, 15000, "Cleaner sleep when nothing is due.", int],
+        # Authorization (docs/security.md).
+        ["authorizer", None, "none", "none (allow everything) or acl (Kafka's ACLs)."],
+        ["super-users", None, "", "Principals allowed everything: User:a,User:b."],
     ]
     optFlags = [
         ["no-auto-create", None, "Refuse produce/metadata for unknown topics."],
@@ -212,6 +215,18 @@ class Options(usage.Options):
                 raise usage.UsageError(f"--{name} must be 0 or positive")
         if self["cleaner-dedupe-buffer-mb"] < 1:
             raise usage.UsageError("--cleaner-dedupe-buffer-mb must be at least 1")
+        self._authorization_options()
+
+    def _authorization_options(self) -> None:
+        from brokerd.security.acl import valid_principal
+
+        if self["authorizer"] not in ("none", "acl"):
+            raise usage.UsageError("--authorizer must be none or acl")
+        users = [u.strip() for u in self["super-users"].split(",") if u.strip()]
+        for user in users:
+            if not valid_principal(user):
+                raise usage.UsageError(f"--super-users: {user!r} is not User:<name>")
+        self["super-users"] = frozenset(users)
 
 
 @implementer(IStreamServerEndpoint)
@@ -432,6 +447,28 @@ def _add_transactions(
     return coordinator
 
 
+def _authorization(broker: Broker, options: Options, data_dir: str) -> dict[str, Any]:
+    """The Kafka listener's authorizer and ACL handlers (``acls.json`` loaded now; a file
+    that cannot be read stops the start: running without its DENYs would grant too
+    much)."""
+    from brokerd.kafka.acl_handlers import AclHandlers
+    from brokerd.security.acl import AclAuthorizer
+    from brokerd.security.acl_store import AclStore
+
+    if options["authorizer"] != "acl":
+        return {"authorizer": None, "acls": AclHandlers(None, None)}
+    store = AclStore.in_directory(data_dir)
+    authorizer = AclAuthorizer(store.load(), options["super-users"])
+    _log.info(
+        "authorizer acl: {count} ACL(s), super users {users}",
+        count=len(authorizer.acls), users=sorted(authorizer.super_users) or "none",
+    )
+    return {
+        "authorizer": authorizer,
+        "acls": AclHandlers(authorizer, store, run_blocking=broker.run_write),
+    }
+
+
 def _add_kafka(
     top: service.MultiService, broker: Broker, reactor: Any, options: Options, data_dir: str
 ) -> None:
@@ -458,6 +495,7 @@ def _add_kafka(
         default_partitions=options["default-partitions"],
         max_connections=options["max-connections"] or None,
         transactions=transactions,
+        **_authorization(broker, options, data_dir),
     )
 
     def on_listen(address: Any) -> None:

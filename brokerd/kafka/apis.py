@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from brokerd.kafka import acl_apis
 from brokerd.kafka.codec import (
     BOOL,
     BYTES,
@@ -93,6 +94,10 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.TXN_OFFSET_COMMIT: (0, 3),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 0),
+    # ACLs (brokerd/kafka/acl_apis.py).
+    ApiKey.DESCRIBE_ACLS: (0, 3),
+    ApiKey.CREATE_ACLS: (0, 3),
+    ApiKey.DELETE_ACLS: (0, 3),
 }
 
 #: Highest ApiVersions version answered in the v0 fallback's single entry.
@@ -1849,6 +1854,10 @@ REQUEST_TYPES: dict[ApiKey, type[Any]] = {
     ApiKey.TXN_OFFSET_COMMIT: TxnOffsetCommitRequest,
     ApiKey.DESCRIBE_TRANSACTIONS: DescribeTransactionsRequest,
     ApiKey.LIST_TRANSACTIONS: ListTransactionsRequest,
+    # ACLs.
+    ApiKey.DESCRIBE_ACLS: acl_apis.DescribeAclsRequest,
+    ApiKey.CREATE_ACLS: acl_apis.CreateAclsRequest,
+    ApiKey.DELETE_ACLS: acl_apis.DeleteAclsRequest,
 }
 
 #: Response body class of each API.
@@ -1884,6 +1893,10 @@ RESPONSE_TYPES: dict[ApiKey, type[Any]] = {
     ApiKey.TXN_OFFSET_COMMIT: TxnOffsetCommitResponse,
     ApiKey.DESCRIBE_TRANSACTIONS: DescribeTransactionsResponse,
     ApiKey.LIST_TRANSACTIONS: ListTransactionsResponse,
+    # ACLs.
+    ApiKey.DESCRIBE_ACLS: acl_apis.DescribeAclsResponse,
+    ApiKey.CREATE_ACLS: acl_apis.CreateAclsResponse,
+    ApiKey.DELETE_ACLS: acl_apis.DeleteAclsResponse,
 }
 
 _KEY_OF_RESPONSE: dict[type[Any], ApiKey] = {cls: key for key, cls in RESPONSE_TYPES.items()}

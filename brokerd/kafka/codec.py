@@ -94,6 +94,10 @@ class ApiKey(enum.IntEnum):
     TXN_OFFSET_COMMIT = 28
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    # ACLs.
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
 
 
 # -- errors --------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd.connection import ConnectionState
 from brokerd.kafka.apis import Request
 from brokerd.kafka.errors import ErrorCode, error_code_for
 
@@ -79,9 +80,14 @@ class Connection:
     """Per-connection state the handlers need: the peer, and the waits to cancel when
     the connection goes away (a parked long-poll fetch must not outlive it)."""
 
-    def __init__(self, client_host: str) -> None:
+    def __init__(self, client_host: str, state: ConnectionState | None = None) -> None:
         #: Kafka's form, ``/127.0.0.1`` (JoinGroup passes it to the coordinator).
         self.client_host = client_host
+        #: The protocol's connection state (peer host; the principal once TLS or SASL
+        #: set it), read by the authorization checks.
+        self.state = (
+            state if state is not None else ConnectionState(peer_host=client_host.lstrip("/"))
+        )
         self.closed = False
         self._waits: set[defer.Deferred[Any]] = set()
 

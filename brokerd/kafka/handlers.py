@@ -34,7 +34,8 @@ from twisted.python.failure import Failure
 
 from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.errors import InvalidRecord, TooManyWaiters
-from brokerd.kafka import apis
+from brokerd.kafka import apis, authorize
+from brokerd.kafka.acl_handlers import AclHandlers
 from brokerd.kafka.admin_handlers import DEFAULT_PARTITIONS, AdminHandlers
 from brokerd.kafka.admin_partition_handlers import PartitionAdminCore, PartitionAdminHandlers
 from brokerd.kafka.apis import Request
@@ -62,6 +63,7 @@ from brokerd.kafka.handler_base import gather as _gather
 from brokerd.kafka.handler_base import message as _message
 from brokerd.kafka.txn_handlers import TxnHandlers
 from brokerd.kafka.txn_types import TransactionCoordinatorLike
+from brokerd.security.acl import AclAuthorizer
 from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
 
 if TYPE_CHECKING:
@@ -223,6 +225,8 @@ class KafkaHandlers:
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
     :param transactions: the transaction coordinator; None = transactions disabled
         (see :mod:`brokerd.kafka.txn_handlers` for what is answered then).
+    :param authorizer: checks every request (:mod:`brokerd.kafka.authorize`); None =
+        everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
     """
 
     _log = Logger()
@@ -236,6 +240,8 @@ class KafkaHandlers:
         clock: Clock,
         default_partitions: int = DEFAULT_PARTITIONS,
         transactions: TransactionCoordinatorLike | None = None,
+        authorizer: AclAuthorizer | None = None,
+        acls: AclHandlers | None = None,
     ) -> None:
         self._core = core
         self._clock = clock
@@ -281,6 +287,11 @@ class KafkaHandlers:
             ApiKey.DESCRIBE_TRANSACTIONS: txn.describe_transactions,
             ApiKey.LIST_TRANSACTIONS: txn.list_transactions,
         }
+        acl = acls if acls is not None else AclHandlers(None, None)
+        self._handlers[ApiKey.CREATE_ACLS] = acl.create_acls
+        self._handlers[ApiKey.DESCRIBE_ACLS] = acl.describe_acls
+        self._handlers[ApiKey.DELETE_ACLS] = acl.delete_acls
+        self._handlers = authorize.guard(self._handlers, authorizer, core)
 
     def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:
         """Answer ``request``: fires with a response message or an :class:`Outcome`.

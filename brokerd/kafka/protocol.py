@@ -40,6 +40,7 @@ from twisted.python.failure import Failure
 from brokerd.connection import RequestConnection
 from brokerd.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.kafka import apis, codec
+from brokerd.kafka.acl_handlers import AclHandlers
 from brokerd.kafka.codec import ApiKey, CodecError, FrameError
 from brokerd.kafka.handlers import (
     DEFAULT_PARTITIONS,
@@ -51,6 +52,7 @@ from brokerd.kafka.handlers import (
     Outcome,
 )
 from brokerd.kafka.txn_types import TransactionCoordinatorLike
+from brokerd.security.acl import AclAuthorizer
 
 #: Cluster id reported in Metadata v2+: any stable string; clients only compare it.
 DEFAULT_CLUSTER_ID = "brokerd-single-node"
@@ -96,7 +98,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
 
     def connectionMade(self) -> None:
         super().connectionMade()
-        self._conn = Connection("/" + self.state.peer_host)
+        self._conn = Connection("/" + self.state.peer_host, self.state)
 
     # ----------------------------------------------------------------- decoding
 
@@ -228,6 +230,8 @@ class KafkaFactory(Factory):
     :param transactions: the transaction coordinator
         (:class:`~brokerd.kafka.txn_types.TransactionCoordinatorLike`); None disables
         transactions (transactional requests get a fatal error, see ``docs/kafka.md``).
+    :param authorizer: ACL checks of every request; None allows everything.
+    :param acls: the CreateAcls/DescribeAcls/DeleteAcls handlers (default: disabled).
     """
 
     def __init__(
@@ -246,6 +250,8 @@ class KafkaFactory(Factory):
         default_partitions: int = DEFAULT_PARTITIONS,
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
         transactions: TransactionCoordinatorLike | None = None,
+        authorizer: AclAuthorizer | None = None,
+        acls: AclHandlers | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -264,6 +270,7 @@ class KafkaFactory(Factory):
         self.handlers = KafkaHandlers(
             core, coordinator, self, clock=cast(Clock, clock),
             default_partitions=default_partitions, transactions=transactions,
+            authorizer=authorizer, acls=acls,
         )
 
     def buildProtocol(self, addr: IAddress | None) -> KafkaProtocol | None:

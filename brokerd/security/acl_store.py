@@ -1,0 +1,130 @@
+"""The durable ACL set: ``acls.json`` in the data directory.
+
+The file holds every binding as a JSON object of names (``{"version": 1, "acls":
+[{"resource_type": "TOPIC", ...}]}``) so an operator can read it; it is replaced as a
+whole with :func:`brokerd.storage.fileio.atomic_write` (after a crash it holds the old
+set or the new one, never a mix). Loading checks the size and count before parsing
+everything and refuses a file it cannot fully understand: an authorizer silently
+missing a DENY would grant too much.
+
+Blocking (file I/O): the caller runs :meth:`AclStore.save` in a thread. No Twisted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+
+from brokerd.security.acl import (
+    AclBinding,
+    InvalidAcl,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+    make_binding,
+    sorted_acls,
+)
+from brokerd.storage.fileio import atomic_write
+
+ACL_FILE_NAME = "acls.json"
+FORMAT_VERSION = 1
+#: Most bindings kept; CreateAcls beyond it is refused.
+MAX_ACLS = 100_000
+#: Largest file read (an average binding takes about 200 bytes).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+_FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host",
+           "operation", "permission")
+
+
+class AclFileError(ValueError):
+    """An ``acls.json`` that cannot be loaded (its path and what is wrong)."""
+
+
+def _to_json(b: AclBinding) -> dict[str, str]:
+    return {
+        "resource_type": b.resource_type.name,
+        "resource_name": b.resource_name,
+        "pattern_type": b.pattern_type.name,
+        "principal": b.principal,
+        "host": b.host,
+        "operation": b.operation.name,
+        "permission": b.permission.name,
+    }
+
+
+def _from_json(item: object) -> AclBinding:
+    if not isinstance(item, dict) or set(item) != set(_FIELDS):
+        raise InvalidAcl(f"an ACL must be an object with exactly the keys {_FIELDS}")
+    values = [item[k] for k in _FIELDS]
+    if not all(isinstance(v, str) for v in values):
+        raise InvalidAcl("every ACL field must be a string")
+    try:
+        return make_binding(
+            ResourceType[item["resource_type"]],
+            item["resource_name"],
+            PatternType[item["pattern_type"]],
+            item["principal"],
+            item["host"],
+            Operation[item["operation"]],
+            Permission[item["permission"]],
+        )
+    except KeyError as e:
+        raise InvalidAcl(f"unknown name {e}") from None
+
+
+def encode(acls: Iterable[AclBinding]) -> bytes:
+    doc = {"version": FORMAT_VERSION, "acls": [_to_json(b) for b in sorted_acls(acls)]}
+    return (json.dumps(doc, indent=1) + "\n").encode()
+
+
+def decode(data: bytes) -> list[AclBinding]:
+    """The bindings of a file's contents.
+
+    :raises InvalidAcl: anything that is not a version-1 document of valid bindings.
+    """
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidAcl(f"larger than {MAX_FILE_BYTES} bytes")
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InvalidAcl(f"not JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION:
+        raise InvalidAcl(f"not a version {FORMAT_VERSION} ACL document")
+    items = doc.get("acls")
+    if not isinstance(items, list):
+        raise InvalidAcl('"acls" must be a list')
+    if len(items) > MAX_ACLS:
+        raise InvalidAcl(f"more than {MAX_ACLS} ACLs")
+    return [_from_json(item) for item in items]
+
+
+class AclStore:
+    """``acls.json`` at ``path``: :meth:`load` once at start, :meth:`save` per change."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @classmethod
+    def in_directory(cls, data_dir: str) -> AclStore:
+        return cls(os.path.join(data_dir, ACL_FILE_NAME))
+
+    def load(self) -> list[AclBinding]:
+        """The stored bindings; none when the file does not exist.
+
+        :raises AclFileError: a file that is too large or not a valid ACL document.
+        """
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
+        except FileNotFoundError:
+            return []
+        try:
+            return decode(data)
+        except InvalidAcl as e:
+            raise AclFileError(f"{self.path}: {e}") from None
+
+    def save(self, acls: Iterable[AclBinding]) -> None:
+        atomic_write(self.path, encode(acls))
