@@ -27,8 +27,14 @@ import attrs
 from cryptography import x509
 from OpenSSL import SSL
 from twisted.internet import endpoints
-from twisted.internet.interfaces import IAddress, IProtocolFactory, IStreamServerEndpoint
+from twisted.internet.interfaces import (
+    IAddress,
+    IOpenSSLContextFactory,
+    IProtocolFactory,
+    IStreamServerEndpoint,
+)
 from twisted.protocols.tls import TLSMemoryBIOFactory, TLSMemoryBIOProtocol
+from zope.interface import implementer
 
 #: Twisted's parser of endpoint strings (unannotated there).
 _server_from_string: Callable[[Any, str], Any] = endpoints.serverFromString
@@ -124,6 +130,7 @@ def is_tls_description(description: str) -> bool:
     return description.split(":", 1)[0] == "ssl"
 
 
+@implementer(IOpenSSLContextFactory)
 class _VerifyingContextFactory:
     """An old-style context factory (``getContext``) adding client verification to the
     context of the one Twisted's ``ssl:`` parser built."""
