@@ -21,11 +21,11 @@ import pytest
 from brokerd.kafka import apis
 from brokerd.kafka.codec import ApiKey, RequestHeader
 
-from tests.brokerproc import BROKERCTL, TWISTD, env
+from tests.brokerproc import BROKERCTL, TWISTD, BrokerProcess, env
 from tests.control_plane_helpers import confluent
 from tests.kafka_helpers import WAIT, kcat_consume, kcat_produce, kcat_run, need_kcat
 from tests.test_kafkajs import need_kafkajs, run_script
-from tests.tls_helpers import Pki, TlsBroker, make_pki
+from tests.tls_helpers import Pki, TlsBroker, make_pki, ssl_description
 
 #: The exit status of brokerctl when the broker cannot be reached (TLS failures too).
 EXIT_UNREACHABLE = 3
@@ -299,3 +299,30 @@ def test_listeners_log_their_tls_port(broker: TlsBroker) -> None:
     # The Kafka listener's bound port is reported (and advertised) as for tcp:.
     log = broker.log()
     assert f"advertised as 127.0.0.1:{broker.kafka_port}" in log, log[-2000:]
+
+
+def test_a_plaintext_listener_beside_client_auth_is_warned_about(
+    tmp_path: Path, pki: Pki
+) -> None:
+    proc = BrokerProcess(tmp_path / "data")
+    assert proc.kafka_port is not None
+    proc.args = (
+        f"--kafka={ssl_description(proc.kafka_port, pki)}",
+        "--ssl-client-auth=required",
+        f"--ssl-client-ca={pki.ca}",
+    )
+    proc.start()
+    try:
+        # The plaintext native listener serves; the Kafka one wants a certificate.
+        with proc.client() as client:
+            client.create_topic("mixed")
+        log = proc.log()
+        assert f"Listener tcp:{proc.native_port}:interface=127.0.0.1 is plaintext" in log, log
+        done = subprocess.run(
+            [need_kcat(), "-b", proc.kafka_bootstrap, "-L", "-m", "3",
+             "-X", "security.protocol=ssl", "-X", f"ssl.ca.location={pki.ca}"],
+            capture_output=True, timeout=WAIT, check=False,
+        )
+        assert done.returncode != 0, done
+    finally:
+        proc.kill()
