@@ -10,8 +10,10 @@ for each module by :func:`tests.tls_helpers.make_pki`.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,8 +49,8 @@ class StateEcho(RequestConnection[bytes, bytes]):
 
     protocolName = "state-echo"
 
-    def __init__(self) -> None:
-        super().__init__(clock=reactor, idle_timeout=None, frame_timeout=None)
+    def __init__(self, idle_timeout: float | None = None) -> None:
+        super().__init__(clock=reactor, idle_timeout=idle_timeout, frame_timeout=None)
         self._buffer = b""
 
     def requestDataReceived(self, data: bytes) -> None:
@@ -79,12 +81,13 @@ class EchoFactory(Factory):
     def __init__(self) -> None:
         self.refuse = False
         self.built = 0
+        self.idle_timeout: float | None = None
 
     def buildProtocol(self, addr: IAddress) -> StateEcho | None:  # type: ignore[override]
         if self.refuse:
             return None
         self.built += 1
-        return StateEcho()
+        return StateEcho(self.idle_timeout)
 
 
 @attrs.define
@@ -252,6 +255,27 @@ async def test_a_plaintext_client_is_closed_and_nothing_breaks(
     assert await ask_in_thread(listener.address, client_context(pki)) == (
         f"{ANONYMOUS} tls=True"
     )
+
+
+def silent_client(address: tuple[str, int]) -> float:
+    """Connect, send nothing, and return how long until the server closed."""
+    start = time.monotonic()
+    with (
+        socket.create_connection(address, timeout=TIMEOUT) as sock,
+        contextlib.suppress(ConnectionResetError),
+    ):
+        assert sock.recv(4096) == b""
+    return time.monotonic() - start
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_client_that_never_handshakes_is_closed_when_idle(
+    pki: Pki, listeners: list[Listener]
+) -> None:
+    listener = await tls_listener(listeners, pki, ClientAuth.REQUIRED)
+    listener.factory.idle_timeout = 0.3
+    waited: float = await threads.deferToThread(silent_client, listener.address)
+    assert waited < TIMEOUT / 2
 
 
 @pytest_twisted.ensureDeferred

@@ -146,6 +146,7 @@ def kcat_tls(broker: TlsBroker, cert: bool = False) -> tuple[str, ...]:
     return tuple(args)
 
 
+@pytest.mark.clients
 def test_kcat_over_tls(broker: TlsBroker) -> None:
     need_kcat()
     values = [b"k1", b"k2", b"k3"]
@@ -194,12 +195,14 @@ def confluent_round_trip(broker: TlsBroker, topic: str, **extra: str) -> list[by
     return got
 
 
+@pytest.mark.clients
 def test_confluent_kafka_over_tls(broker: TlsBroker) -> None:
     # librdkafka verifies the broker's name (ssl.endpoint.identification.algorithm is
     # https by default): the advertised 127.0.0.1 is in the certificate.
     confluent_round_trip(broker, "ck-tls")
 
 
+@pytest.mark.clients
 def test_kafkajs_over_tls(broker: TlsBroker) -> None:
     need_kafkajs()
     result = run_script("tls.js", broker.kafka_bootstrap, str(broker.pki.ca), "js-tls", "3")
@@ -207,6 +210,7 @@ def test_kafkajs_over_tls(broker: TlsBroker) -> None:
     assert result["consumed"] == [[i, f"tls-{i}"] for i in range(3)]
 
 
+@pytest.mark.clients
 def test_plaintext_kafka_client_to_the_tls_port(broker: TlsBroker) -> None:
     """An ApiVersions request in plaintext gets no answer and the connection closes; the
     listener keeps serving TLS clients."""
@@ -247,6 +251,7 @@ def test_required_client_certificate_native(mtls_broker: TlsBroker) -> None:
     no_errors_logged(mtls_broker)
 
 
+@pytest.mark.clients
 def test_required_client_certificate_kafka(mtls_broker: TlsBroker) -> None:
     need_kcat()
     # No certificate: kcat cannot get metadata.
@@ -269,6 +274,7 @@ def test_required_client_certificate_kafka(mtls_broker: TlsBroker) -> None:
     no_errors_logged(mtls_broker)
 
 
+@pytest.mark.clients
 def test_kafkajs_with_a_client_certificate(mtls_broker: TlsBroker) -> None:
     need_kafkajs()
     pki = mtls_broker.pki
@@ -301,6 +307,7 @@ def test_listeners_log_their_tls_port(broker: TlsBroker) -> None:
     assert f"advertised as 127.0.0.1:{broker.kafka_port}" in log, log[-2000:]
 
 
+@pytest.mark.clients
 def test_a_plaintext_listener_beside_client_auth_is_warned_about(
     tmp_path: Path, pki: Pki
 ) -> None:
