@@ -2,11 +2,15 @@
 
 Commands (see ``brokerctl --help``)::
 
-    brokerctl [--bootstrap HOST:PORT] topics create NAME [--partitions N]
+    brokerctl [--bootstrap HOST:PORT] [TLS options] topics create NAME [--partitions N]
     brokerctl topics list
     brokerctl produce TOPIC [--partition P]          one record per stdin line
     brokerctl consume TOPIC [--partition P] [--from OFFSET|earliest|latest]
                             [--count N] [--follow]   one value per stdout line
+
+TLS options: ``--tls`` (verify the broker against the system's CAs, or ``--cafile FILE``),
+``--certfile FILE``/``--keyfile FILE`` (a client certificate), ``--tls-server-name NAME``
+(the name the broker's certificate must carry, default the bootstrap host).
 
 Exit status: 0 success, 1 the broker answered an error, 2 bad usage, 3 the broker could
 not be reached or dropped the connection.
@@ -15,12 +19,15 @@ not be reached or dropped the connection.
 from __future__ import annotations
 
 import argparse
+import ssl
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
-from brokerd.client import NativeClient, NativeError
+import attrs
+
+from brokerd.client import NativeClient, NativeError, tls_context
 from brokerd.native.messages import ErrorCode
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:7070"
@@ -56,6 +63,51 @@ def _start(text: str) -> str | int:
     raise argparse.ArgumentTypeError(f"expected an offset, 'earliest' or 'latest', not {text!r}")
 
 
+@attrs.frozen
+class Target:
+    """Where and how to connect: the broker's address and the TLS settings."""
+
+    host: str
+    port: int
+    tls: ssl.SSLContext | None = None
+    server_hostname: str | None = None
+
+    def connect(self) -> NativeClient:
+        return NativeClient(
+            self.host, self.port, tls=self.tls, server_hostname=self.server_hostname
+        )
+
+
+def _add_tls_arguments(parser: argparse.ArgumentParser) -> None:
+    tls = parser.add_argument_group("TLS (a broker --native ssl: listener)")
+    tls.add_argument("--tls", action="store_true", help="connect with TLS")
+    tls.add_argument("--cafile", help="PEM CAs to verify the broker with (default: the system's)")
+    tls.add_argument("--certfile", help="PEM client certificate (with its key, or see --keyfile)")
+    tls.add_argument("--keyfile", help="PEM private key of --certfile")
+    tls.add_argument(
+        "--tls-server-name",
+        help="name the broker's certificate must carry (default: the bootstrap host)",
+    )
+
+
+def _target(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Target:
+    host, port = args.bootstrap
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ("cafile", "certfile", "keyfile", "tls_server_name")
+        if getattr(args, name) is not None
+    ]
+    if not args.tls:
+        if given:
+            parser.error(f"{', '.join(given)} needs --tls")
+        return Target(host, port)
+    try:
+        context = tls_context(args.cafile, args.certfile, args.keyfile)
+    except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+        parser.error(f"TLS settings: {e}")
+    return Target(host, port, context, args.tls_server_name)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="brokerctl", description="Talk to a brokerd broker.")
     parser.add_argument(
@@ -64,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
         default=_address(DEFAULT_BOOTSTRAP),
         help=f"native listener (default {DEFAULT_BOOTSTRAP})",
     )
+    _add_tls_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
     topics = sub.add_parser("topics", help="create or list topics")
@@ -95,11 +148,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    host, port = args.bootstrap
+    parser = _parser()
+    args = parser.parse_args(argv)
+    target = _target(parser, args)
+    host, port = target.host, target.port
     try:
         if args.command == "topics":
-            with NativeClient(host, port) as client:
+            with target.connect() as client:
                 if args.topics_command == "create":
                     client.create_topic(args.name, args.partitions)
                     print(f"created topic {args.name} with {args.partitions} partition(s)")
@@ -108,11 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         print(f"{entry.name}\t{entry.partitions}")
             return 0
         if args.command == "produce":
-            return _produce(host, port, args.topic, args.partition, sys.stdin.buffer)
-        return _consume(host, port, args, sys.stdout.buffer)
+            return _produce(target, args.topic, args.partition, sys.stdin.buffer)
+        return _consume(target, args, sys.stdout.buffer)
     except NativeError as e:
         print(f"brokerctl: error: {e}", file=sys.stderr)
         return EXIT_ERROR
+    except ssl.SSLError as e:
+        print(f"brokerctl: TLS with the broker at {host}:{port} failed: {e}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except OSError as e:
         print(f"brokerctl: cannot reach the broker at {host}:{port}: {e}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -134,10 +192,10 @@ def _batches(stream: BinaryIO) -> Iterator[list[bytes]]:
         yield batch
 
 
-def _produce(host: str, port: int, topic: str, partition: int, stream: BinaryIO) -> int:
+def _produce(target: Target, topic: str, partition: int, stream: BinaryIO) -> int:
     total = 0
     first: int | None = None
-    with NativeClient(host, port) as client:
+    with target.connect() as client:
         for batch in _batches(stream):
             base = client.produce(topic, partition, batch)
             first = base if first is None else first
@@ -153,10 +211,10 @@ def _produce(host: str, port: int, topic: str, partition: int, stream: BinaryIO)
     return 0
 
 
-def _consume(host: str, port: int, args: argparse.Namespace, out: BinaryIO) -> int:
+def _consume(target: Target, args: argparse.Namespace, out: BinaryIO) -> int:
     topic, partition = args.topic, args.partition
     remaining = args.count
-    client = NativeClient(host, port)
+    client = target.connect()
     try:
         start, end = client.list_offsets(topic, partition)
         offset = {"earliest": start, "latest": end}.get(args.start, args.start)
@@ -172,11 +230,11 @@ def _consume(host: str, port: int, args: argparse.Namespace, out: BinaryIO) -> i
                     # back off (no tight retry loop) and carry on from the same offset.
                     client.close()
                     time.sleep(RECONNECT_SECONDS)
-                    client = _reconnect(host, port)
+                    client = _reconnect(target)
                     continue
                 except OSError:  # includes ConnectionError and TimeoutError
                     client.close()
-                    client = _reconnect(host, port)
+                    client = _reconnect(target)
                     continue
                 values = [r.value for r in response.records]
                 if response.records:
@@ -200,11 +258,14 @@ def _consume(host: str, port: int, args: argparse.Namespace, out: BinaryIO) -> i
     return 0
 
 
-def _reconnect(host: str, port: int) -> NativeClient:
-    """Wait for the broker to come back (``consume --follow`` survives restarts)."""
+def _reconnect(target: Target) -> NativeClient:
+    """Wait for the broker to come back (``consume --follow`` survives restarts). A TLS
+    failure is not waited out: the settings will not get better."""
     while True:
         try:
-            return NativeClient(host, port)
+            return target.connect()
+        except ssl.SSLError:
+            raise
         except OSError:
             time.sleep(RECONNECT_SECONDS)
 

@@ -1,14 +1,15 @@
 """A small blocking client of the native protocol, for ``brokerctl``, tests and benchmarks.
 
 It uses the request encoders and the incremental response decoder of
-:mod:`brokerd.native.client_codec` over a plain socket: one connection, requests answered in
-order, optional pipelining. It is not thread-safe and does not reconnect by itself (the
-caller decides; ``brokerctl consume --follow`` does).
+:mod:`brokerd.native.client_codec` over a socket, plain or TLS (:func:`tls_context`): one
+connection, requests answered in order, optional pipelining. It is not thread-safe and
+does not reconnect by itself (the caller decides; ``brokerctl consume --follow`` does).
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import Sequence
 
 from brokerd.native import messages as m
@@ -41,13 +42,47 @@ class NativeError(Exception):
         self.message = message
 
 
-class NativeClient:
-    """One connection to a broker's native listener."""
+def tls_context(
+    cafile: str | None = None, certfile: str | None = None, keyfile: str | None = None
+) -> ssl.SSLContext:
+    """A client TLS context that verifies the broker's certificate and host name: against
+    ``cafile`` (PEM), or the system's CAs without one; with a client certificate when
+    ``certfile`` is given (``keyfile`` defaults to the same file)."""
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=cafile)
+    if certfile is not None:
+        context.load_cert_chain(certfile, keyfile)
+    elif keyfile is not None:
+        raise ValueError("a key file without a certificate file")
+    return context
 
-    def __init__(self, host: str, port: int, *, timeout: float = 10.0) -> None:
+
+class NativeClient:
+    """One connection to a broker's native listener.
+
+    With ``tls``, the connection is TLS and the broker's certificate must name
+    ``server_hostname`` (default: ``host``, an IP address is matched against the
+    certificate's IP addresses).
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        timeout: float = 10.0,
+        tls: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+    ) -> None:
         self.timeout = timeout
-        self._sock = socket.create_connection((host, port), timeout=timeout)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock = socket.create_connection((host, port), timeout=timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if tls is not None:
+                sock = tls.wrap_socket(sock, server_hostname=server_hostname or host)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
         self._decoder = ResponseDecoder()
 
     def close(self) -> None:

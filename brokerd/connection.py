@@ -18,6 +18,8 @@ the protocol spoken over it.
   read), both on an injected clock.
 * Closing (graceful or abort), the connection-limit release, TCP_NODELAY, and one place
   that sees a connection's first bytes (:meth:`RequestConnection.firstDataReceived`).
+* The TLS facts of a connection: whether it is encrypted, and the principal of a verified
+  client certificate, both set when the handshake completes (before any request arrives).
 
 What it does not do: parse or build bytes, decide what a request means, or how many may
 run at once. A protocol subclasses :class:`RequestConnection` and supplies its decoder
@@ -34,13 +36,14 @@ from typing import Generic, TypeVar, cast
 
 import attrs
 from twisted.internet import defer
-from twisted.internet.interfaces import IPushProducer, IReactorTime
+from twisted.internet.interfaces import IHandshakeListener, IPushProducer, IReactorTime
 from twisted.internet.protocol import Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from brokerd.connlimit import ConnectionLimit
+from brokerd.tls import ANONYMOUS, peer_principal
 from brokerd.transport_types import DelayedCall, TimerClock, Transport, disable_nagle
 
 __all__ = ["ConnectionState", "InFlight", "RequestConnection"]
@@ -62,17 +65,20 @@ class InFlight(Generic[RequestT, AnswerT]):
 
 @attrs.define
 class ConnectionState:
-    """Facts about one connection, set when it is made.
-
-    Per-connection security state (a TLS peer identity, a SASL principal) belongs in a
-    subclass of this, built by :meth:`RequestConnection.makeState`.
-    """
+    """Facts about one connection, set when it is made (protocol-specific state belongs
+    in a subclass, built by :meth:`RequestConnection.makeState`)."""
 
     #: The peer's address without port (``""`` when the transport has none, e.g. UNIX).
     peer_host: str = ""
+    #: Who the client is, in Kafka's form ``User:<name>``: from a verified TLS client
+    #: certificate (``User:`` and its subject in RFC 2253 form), replaced by a SASL
+    #: authentication; ``User:ANONYMOUS`` until then.
+    principal: str = ANONYMOUS
+    #: The connection is TLS and its handshake is complete.
+    tls: bool = False
 
 
-@implementer(IPushProducer)
+@implementer(IPushProducer, IHandshakeListener)
 class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     """One client connection of a request/response protocol.
 
@@ -244,6 +250,15 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
 
     def stopProducing(self) -> None:
         pass  # the transport is going away; connectionLost does the cleanup
+
+    # ----------------------------------------------------------------- IHandshakeListener
+
+    def handshakeCompleted(self) -> None:
+        """A TLS listener's handshake is complete (called before the first data): the
+        client certificate, verified by then if the listener asked for one, names the
+        principal."""
+        self.state.tls = True
+        self.state.principal = peer_principal(self.transport)
 
     # ----------------------------------------------------------------- output
 

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.application import service
 from twisted.application.internet import StreamServerEndpointService
-from twisted.internet import endpoints
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IStreamServerEndpoint
 from twisted.internet.protocol import Factory
@@ -39,6 +38,7 @@ from zope.interface import implementer
 
 from brokerd.core import FsyncPolicy
 from brokerd.core.services import SequentialMultiService
+from brokerd.tls import ClientVerification, is_tls_description, listener_endpoint
 
 if TYPE_CHECKING:
     from brokerd.core import Broker
@@ -168,6 +168,14 @@ class Options(usage.Options):
         # Authorization (docs/security.md).
         ["authorizer", None, "none", "none (allow everything) or acl (Kafka's ACLs)."],
         ["super-users", None, "", "Principals allowed everything: User:a,User:b."],
+        # TLS (the TLS section of docs/operations.md).
+        [
+            "ssl-client-auth",
+            None,
+            "none",
+            "Client certificates on ssl: listeners: none, requested or required.",
+        ],
+        ["ssl-client-ca", None, None, "PEM bundle of the CAs that issue client certificates."],
     ]
     optFlags = [
         ["no-auto-create", None, "Refuse produce/metadata for unknown topics."],
@@ -215,6 +223,7 @@ class Options(usage.Options):
                 raise usage.UsageError(f"--{name} must be 0 or positive")
         if self["cleaner-dedupe-buffer-mb"] < 1:
             raise usage.UsageError("--cleaner-dedupe-buffer-mb must be at least 1")
+        self["client-verification"] = _client_verification(self)
         self._authorization_options()
 
     def _authorization_options(self) -> None:
@@ -227,6 +236,24 @@ class Options(usage.Options):
             if not valid_principal(user):
                 raise usage.UsageError(f"--super-users: {user!r} is not User:<name>")
         self["super-users"] = frozenset(users)
+
+
+def _client_verification(options: Options) -> ClientVerification | None:
+    """``--ssl-client-auth`` and ``--ssl-client-ca``, checked against the listeners:
+    client certificates need at least one ``ssl:`` listener (a plaintext listener beside
+    it is allowed, and warned about at start)."""
+    try:
+        verification = ClientVerification.load(options["ssl-client-auth"], options["ssl-client-ca"])
+    except ValueError as e:
+        raise usage.UsageError(str(e)) from None
+    if verification is not None and not any(
+        is_tls_description(options[name]) for name in ("native", "kafka")
+    ):
+        raise usage.UsageError(
+            f"--ssl-client-auth {verification.mode.value} needs an ssl: listener "
+            f"(--native {options['native']}, --kafka {options['kafka']})"
+        )
+    return verification
 
 
 @implementer(IStreamServerEndpoint)
@@ -249,9 +276,21 @@ class _PortReportingEndpoint:
 
 
 def _listener(
-    reactor: Any, description: str, factory: Factory, on_listen: Any = None
+    reactor: Any,
+    description: str,
+    factory: Factory,
+    options: Options,
+    on_listen: Any = None,
 ) -> service.Service:
-    endpoint = endpoints.serverFromString(reactor, description)
+    verification: ClientVerification | None = options["client-verification"]
+    if not is_tls_description(description):
+        if verification is not None:
+            _log.warn(
+                "Listener {description} is plaintext: no client certificates on it",
+                description=description,
+            )
+        verification = None
+    endpoint: Any = listener_endpoint(reactor, description, verification)
     if on_listen is not None:
         endpoint = _PortReportingEndpoint(endpoint, on_listen)
     svc = StreamServerEndpointService(endpoint, factory)
@@ -362,7 +401,7 @@ def makeService(options: Options) -> service.MultiService:
         max_fetch_bytes=options["max-fetch-bytes"],
         max_connections=options["max-connections"] or None,
     )
-    _listener(reactor, options["native"], native).setServiceParent(top)
+    _listener(reactor, options["native"], native, options).setServiceParent(top)
 
     if options["kafka"].lower() != "none":
         _add_kafka(top, broker, reactor, options, data_dir)
@@ -512,4 +551,4 @@ def _add_kafka(
             port=factory.advertised_port,
         )
 
-    _listener(reactor, options["kafka"], factory, on_listen).setServiceParent(top)
+    _listener(reactor, options["kafka"], factory, options, on_listen).setServiceParent(top)
