@@ -7,6 +7,7 @@ Commands (see ``brokerctl --help``)::
     brokerctl produce TOPIC [--partition P]          one record per stdin line
     brokerctl consume TOPIC [--partition P] [--from OFFSET|earliest|latest]
                             [--count N] [--follow]   one value per stdout line
+    brokerctl users add|delete|list ...               see brokerd.cli_users
 
 TLS options: ``--tls`` (verify the broker against the system's CAs, or ``--cafile FILE``),
 ``--certfile FILE``/``--keyfile FILE`` (a client certificate), ``--tls-server-name NAME``
@@ -27,6 +28,7 @@ from typing import BinaryIO
 
 import attrs
 
+from brokerd.cli_users import add_users_parser, run_users
 from brokerd.client import NativeClient, NativeError, tls_context
 from brokerd.native.messages import ErrorCode
 
@@ -144,12 +146,15 @@ def _parser() -> argparse.ArgumentParser:
     consume.add_argument(
         "--follow", action="store_true", help="keep waiting for new records until interrupted"
     )
+    add_users_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "users":
+        return run_users(args)
     target = _target(parser, args)
     host, port = target.host, target.port
     try:

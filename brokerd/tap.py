@@ -43,6 +43,7 @@ from brokerd.tls import ClientVerification, is_tls_description, listener_endpoin
 if TYPE_CHECKING:
     from brokerd.core import Broker
     from brokerd.kafka.groups import GroupCoordinator
+    from brokerd.kafka.sasl import SaslConfig
     from brokerd.kafka.transactions import TransactionCoordinator
     from brokerd.storage.offsets import OffsetStore
     from brokerd.storage.producer_ids import ProducerIdAllocator
@@ -176,6 +177,20 @@ class Options(usage.Options):
             "Client certificates on ssl: listeners: none, requested or required.",
         ],
         ["ssl-client-ca", None, None, "PEM bundle of the CAs that issue client certificates."],
+        # SASL on the Kafka listener (docs/operations.md, "SASL").
+        [
+            "sasl",
+            None,
+            None,
+            "SASL mechanisms required on the Kafka listener: a comma list of "
+            "SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (default: no authentication).",
+        ],
+        [
+            "credentials",
+            None,
+            None,
+            "JSON file of SCRAM credentials (brokerctl users); needed by --sasl.",
+        ],
     ]
     optFlags = [
         ["no-auto-create", None, "Refuse produce/metadata for unknown topics."],
@@ -224,6 +239,7 @@ class Options(usage.Options):
         if self["cleaner-dedupe-buffer-mb"] < 1:
             raise usage.UsageError("--cleaner-dedupe-buffer-mb must be at least 1")
         self["client-verification"] = _client_verification(self)
+        _sasl_options(self)
         self._authorization_options()
 
     def _authorization_options(self) -> None:
@@ -254,6 +270,31 @@ def _client_verification(options: Options) -> ClientVerification | None:
             f"(--native {options['native']}, --kafka {options['kafka']})"
         )
     return verification
+
+
+def _sasl_options(options: Options) -> None:
+    """Check ``--sasl`` and ``--credentials`` and load the credentials file now, so a
+    typo or a bad file stops the start with a clear message."""
+    from brokerd.kafka.sasl import parse_mechanisms
+    from brokerd.security.credentials import CredentialsError, CredentialStore
+
+    options["sasl-mechanisms"] = None
+    options["credential-store"] = None
+    if options["sasl"] is not None:
+        try:
+            options["sasl-mechanisms"] = parse_mechanisms(options["sasl"])
+        except ValueError as e:
+            raise usage.UsageError(f"--sasl: {e}") from None
+        if options["credentials"] is None:
+            raise usage.UsageError("--sasl needs --credentials FILE (see brokerctl users)")
+    if options["credentials"] is not None:
+        try:
+            options["credential-store"] = CredentialStore.open(
+                options["credentials"],
+                on_error=lambda message: _log.error("{message}", message=message),
+            )
+        except CredentialsError as e:
+            raise usage.UsageError(f"--credentials: {e}") from None
 
 
 @implementer(IStreamServerEndpoint)
@@ -506,6 +547,14 @@ def _authorization(broker: Broker, options: Options, data_dir: str) -> dict[str,
         "authorizer": authorizer,
         "acls": AclHandlers(authorizer, store, run_blocking=broker.run_write),
     }
+def _sasl_config(reactor: Any, options: Options) -> SaslConfig | None:
+    from brokerd.kafka.sasl import FailureLimiter, SaslConfig
+
+    mechanisms = options["sasl-mechanisms"]
+    if mechanisms is None:
+        return None
+    _log.info("Kafka listener requires SASL: {mechanisms}", mechanisms=", ".join(mechanisms))
+    return SaslConfig(mechanisms, options["credential-store"], FailureLimiter(reactor.seconds))
 
 
 def _add_kafka(
@@ -535,6 +584,8 @@ def _add_kafka(
         max_connections=options["max-connections"] or None,
         transactions=transactions,
         **_authorization(broker, options, data_dir),
+        sasl=_sasl_config(reactor, options),
+        credentials=options["credential-store"],
     )
 
     def on_listen(address: Any) -> None:

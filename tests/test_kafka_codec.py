@@ -204,7 +204,7 @@ def test_short_header_rejected() -> None:
 
 def test_unknown_api_key() -> None:
     with pytest.raises(apis.UnknownApiKey) as info:
-        apis.decode_request(request(17, 0, b""))  # SaslHandshake: not implemented
+        apis.decode_request(request(4, 0, b""))  # LeaderAndIsr: inter-broker, not implemented
     assert info.value.correlation_id == 7
 
 
@@ -262,6 +262,7 @@ def test_advertised_ranges_are_the_notes() -> None:
         15: (0, 4), 16: (0, 4), 42: (0, 1), 47: (0, 0),  # group admin APIs
         21: (0, 1), 35: (0, 1), 37: (0, 1),
         29: (0, 3), 30: (0, 3), 31: (0, 3),  # ACLs
+        17: (0, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0),  # SASL and SCRAM credentials
     }
 
 

@@ -504,7 +504,7 @@ class ConnectionTests(KafkaTestCase):
         self.assertEqual([c for c, _ in got], list(range(1, 201)))
 
     def test_unknown_api_key_closes_the_connection(self) -> None:
-        payload = struct.pack(">hhi", 17, 1, 5) + b"\x00\x01x"  # SaslHandshake
+        payload = struct.pack(">hhi", 4, 1, 5) + b"\x00\x01x"  # LeaderAndIsr (inter-broker)
         self.proto.dataReceived(codec.frame(payload))
         self.assertEqual(self.tr.value(), b"")
         self.assertTrue(self.tr.disconnecting)

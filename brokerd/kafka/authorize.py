@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from brokerd.kafka import acl_apis, apis
+from brokerd.kafka import acl_apis, apis, sasl_apis
 from brokerd.kafka.apis import Request
 from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.errors import ErrorCode
@@ -602,6 +602,31 @@ def delete_acls(access: Access, req: Request) -> Gate:
     )))
 
 
+# -- SCRAM credential administration ---------------------------------------------------
+
+
+def describe_user_scram_credentials(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.DESCRIBE):
+        return Gate(req)
+    return _answer(req, sasl_apis.DescribeUserScramCredentialsResponse(
+        error_code=CLUSTER_DENIED, error_message=_DENIED_TEXT
+    ))
+
+
+def alter_user_scram_credentials(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.ALTER):
+        return Gate(req)
+    users = dict.fromkeys(
+        [d.name for d in req.body.deletions] + [u.name for u in req.body.upsertions]
+    )
+    return _answer(req, sasl_apis.AlterUserScramCredentialsResponse(results=tuple(
+        sasl_apis.AlterUserScramCredentialsResult(
+            user=user, error_code=CLUSTER_DENIED, error_message=_DENIED_TEXT
+        )
+        for user in users
+    )))
+
+
 #: The check of each API.
 RULES: dict[ApiKey, Rule] = {
     ApiKey.PRODUCE: produce,
@@ -637,6 +662,8 @@ RULES: dict[ApiKey, Rule] = {
     ApiKey.CREATE_ACLS: create_acls,
     ApiKey.DESCRIBE_ACLS: describe_acls,
     ApiKey.DELETE_ACLS: delete_acls,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
 }
 
 #: APIs every connection may use (a client learns the versions before anything else).

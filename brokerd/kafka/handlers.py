@@ -61,6 +61,7 @@ from brokerd.kafka.handler_base import (
 )
 from brokerd.kafka.handler_base import gather as _gather
 from brokerd.kafka.handler_base import message as _message
+from brokerd.kafka.sasl_handlers import ScramAdminHandlers, ScramStore
 from brokerd.kafka.txn_handlers import TxnHandlers
 from brokerd.kafka.txn_types import TransactionCoordinatorLike
 from brokerd.security.acl import AclAuthorizer
@@ -227,6 +228,9 @@ class KafkaHandlers:
         (see :mod:`brokerd.kafka.txn_handlers` for what is answered then).
     :param authorizer: checks every request (:mod:`brokerd.kafka.authorize`); None =
         everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
+    :param credentials: the SCRAM credentials store of the credential admin APIs; None
+        = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and
+        SaslAuthenticate are answered by the protocol (they change connection state).
     """
 
     _log = Logger()
@@ -242,6 +246,7 @@ class KafkaHandlers:
         transactions: TransactionCoordinatorLike | None = None,
         authorizer: AclAuthorizer | None = None,
         acls: AclHandlers | None = None,
+        credentials: ScramStore | None = None,
     ) -> None:
         self._core = core
         self._clock = clock
@@ -253,6 +258,7 @@ class KafkaHandlers:
         configs = ConfigHandlers(core, identity, default_partitions=default_partitions)
         group_admin = GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator))
         partition_admin = PartitionAdminHandlers(core, identity, clock=clock)
+        scram_admin = ScramAdminHandlers(credentials)
         self._handlers: dict[ApiKey, Handler] = {
             ApiKey.API_VERSIONS: admin.api_versions,
             ApiKey.METADATA: admin.metadata,
@@ -286,6 +292,8 @@ class KafkaHandlers:
             ApiKey.TXN_OFFSET_COMMIT: txn.txn_offset_commit,
             ApiKey.DESCRIBE_TRANSACTIONS: txn.describe_transactions,
             ApiKey.LIST_TRANSACTIONS: txn.list_transactions,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_admin.describe,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_admin.alter,
         }
         acl = acls if acls is not None else AclHandlers(None, None)
         self._handlers[ApiKey.CREATE_ACLS] = acl.create_acls

@@ -21,7 +21,13 @@ in request order. Its own policies:
 * an unknown API key, an unsupported version (other than ApiVersions, which gets the
   version-0 fallback), a malformed request, or a bad frame size closes the connection,
   as Kafka does, with a log line saying why;
-* the idle timeout is Kafka's ``connections.max.idle.ms``.
+* the idle timeout is Kafka's ``connections.max.idle.ms``;
+* with SASL enabled (the factory's ``sasl``), a connection may send only ApiVersions,
+  SaslHandshake and SaslAuthenticate until it has authenticated; anything else closes
+  it, as does a failed authentication (after its answer). After a SaslHandshake v0 the
+  client's next frames are raw SASL tokens, answered with raw size-prefixed tokens
+  (Kafka's original framing); a failure then closes without an answer. On success
+  ``state.principal`` becomes ``"User:<name>"``.
 
 What it does not do: parse or build bytes (the codecs do), know what any API means (the
 handlers do), touch files or threads, or use the global reactor (the clock is injected).
@@ -51,8 +57,18 @@ from brokerd.kafka.handlers import (
     KafkaHandlers,
     Outcome,
 )
+from brokerd.kafka.sasl import SaslConfig, SaslFailed, SaslSession
+from brokerd.kafka.sasl_handlers import SASL_API_KEYS, ScramStore, answer_sasl
 from brokerd.kafka.txn_types import TransactionCoordinatorLike
 from brokerd.security.acl import AclAuthorizer
+
+#: Seconds between answering a failed authentication and closing the connection (Kafka's
+#: ``connection.failed.authentication.delay.ms``): a client that handles the close
+#: before reading what arrived (kafka-python does) still learns why, and retrying
+#: clients are slowed down. Nothing more is read or served meanwhile.
+FAILED_AUTHENTICATION_CLOSE_DELAY = 0.1
+#: What a connection may send before it has authenticated on a SASL listener.
+_BEFORE_AUTHENTICATION = SASL_API_KEYS | {ApiKey.API_VERSIONS}
 
 #: Cluster id reported in Metadata v2+: any stable string; clients only compare it.
 DEFAULT_CLUSTER_ID = "brokerd-single-node"
@@ -95,6 +111,9 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         self._pending: deque[bytes] = deque()
         self._pending_bytes = 0
         self._conn = Connection("")
+        self._sasl: SaslSession | None = None
+        self._close_after_answer = False
+        self._auth_failed = False  # answered a failed authentication: close soon
 
     def connectionMade(self) -> None:
         super().connectionMade()
@@ -103,6 +122,15 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
     # ----------------------------------------------------------------- decoding
 
     def requestDataReceived(self, data: bytes) -> None:
+        if self._auth_failed:
+            return  # about to close: nothing more is served
+        if self._sasl is None and self._factory.sasl is not None:
+            # Made with the first bytes, not in connectionMade: a TLS handshake
+            # completes (setting ``state.tls``) only after connectionMade, and the
+            # session offers PLAIN only on an encrypted connection.
+            self._sasl = SaslSession(
+                self._factory.sasl, tls=self.state.tls, peer=self.state.peer_host
+            )
         try:
             frames = self._decoder.feed(data)
         except FrameError as e:
@@ -115,12 +143,25 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             self._pending_bytes += len(f)
 
     def nextRequest(self) -> apis.Request | None:
-        while not self.closing and not self.blocked and self._may_dispatch():
+        while (
+            not self.closing and not self.blocked and not self._auth_failed
+            and self._may_dispatch()
+        ):
             payload = self._pending.popleft()
             self._pending_bytes -= len(payload)
+            if self._sasl is not None and self._sasl.raw_tokens and self._sasl.awaiting_tokens:
+                self._raw_token(self._sasl, payload)
+                continue
             request = self._decode(payload)
             if request is None:
                 continue  # answered or refused already
+            if (
+                self._sasl is not None
+                and not self._sasl.authenticated
+                and request.api_key not in _BEFORE_AUTHENTICATION
+            ):
+                self._refuse(f"{request.api_key.name} before SASL authentication")
+                continue
             if not self.isConnected and request.api_key is ApiKey.FETCH:
                 continue  # the client is gone and a fetch changes nothing
             return request
@@ -150,6 +191,39 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         except CodecError as e:
             self._refuse(str(e))
         return None
+
+    def _raw_token(self, session: SaslSession, token: bytes) -> None:
+        """A raw SASL token (after SaslHandshake v0): answer with a raw token frame."""
+        try:
+            answer = session.token(token)
+        except SaslFailed as e:
+            if e.log is not None:
+                self._sasl_failed(e.log)
+            self._refuse_quietly()
+            return
+        self.write(codec.frame(answer))
+        self._authenticated(session)
+
+    def _authenticated(self, session: SaslSession) -> None:
+        if session.principal is not None and self.state.principal != session.principal:
+            self.state.principal = session.principal
+            self._log.info("kafka: {peer} authenticated as {principal} ({mechanism})",
+                           peer=self._conn.client_host, principal=session.principal,
+                           mechanism=session.mechanism)
+
+    def _sasl_failed(self, why: str) -> None:
+        self._log.warn("kafka: SASL authentication from {peer} failed: {why}",
+                       peer=self._conn.client_host, why=why)
+
+    def _close_after_failure(self) -> None:
+        # Logged already (or deliberately not: a client retrying while its address is
+        # refused would fill the log).
+        self._auth_failed = True
+        self._clock.callLater(FAILED_AUTHENTICATION_CLOSE_DELAY, self._refuse_quietly)
+
+    def _refuse_quietly(self) -> None:
+        self.close()
+        self._closing = True
 
     def _refuse(self, why: str) -> None:
         self._log.info("kafka: closing connection from {peer}: {why}",
@@ -182,6 +256,17 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
     # ----------------------------------------------------------------- dispatch
 
     def handleRequest(self, request: apis.Request) -> defer.Deferred[object]:
+        if request.api_key in SASL_API_KEYS:
+            # Answered here, synchronously: they change this connection's state, and the
+            # next frame must be read in the state they leave.
+            answer = answer_sasl(self._sasl, request)
+            if answer.failure is not None:
+                self._sasl_failed(answer.failure)
+            if answer.close:
+                self._close_after_answer = True
+            elif self._sasl is not None:
+                self._authenticated(self._sasl)
+            return defer.succeed(answer.response)
         return self._handlers.handle(self._conn, request)
 
     def deliverAnswer(self, request: apis.Request, answer: object) -> bool:
@@ -192,6 +277,9 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             return False
         self.write(apis.encode_response(
             request.header.correlation_id, request.api_version, answer))
+        if self._close_after_answer:
+            self._close_after_failure()
+            return False
         return True
 
     def requestFailed(self, failure: Failure, request: apis.Request) -> None:
@@ -232,6 +320,10 @@ class KafkaFactory(Factory):
         transactions (transactional requests get a fatal error, see ``docs/kafka.md``).
     :param authorizer: ACL checks of every request; None allows everything.
     :param acls: the CreateAcls/DescribeAcls/DeleteAcls handlers (default: disabled).
+    :param sasl: the SASL mechanisms, credentials and failure limiter; None = no
+        authentication (every connection is ``User:ANONYMOUS``).
+    :param credentials: the store DescribeUserScramCredentials and
+        AlterUserScramCredentials read and write; None = they answer SECURITY_DISABLED.
     """
 
     def __init__(
@@ -252,6 +344,8 @@ class KafkaFactory(Factory):
         transactions: TransactionCoordinatorLike | None = None,
         authorizer: AclAuthorizer | None = None,
         acls: AclHandlers | None = None,
+        sasl: SaslConfig | None = None,
+        credentials: ScramStore | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -259,6 +353,7 @@ class KafkaFactory(Factory):
         self.core = core
         self.coordinator = coordinator
         self.transactions = transactions
+        self.sasl = sasl
         self.clock = clock
         self.advertised_host = advertised_host
         self.advertised_port = advertised_port
@@ -271,6 +366,7 @@ class KafkaFactory(Factory):
             core, coordinator, self, clock=cast(Clock, clock),
             default_partitions=default_partitions, transactions=transactions,
             authorizer=authorizer, acls=acls,
+            credentials=credentials,
         )
 
     def buildProtocol(self, addr: IAddress | None) -> KafkaProtocol | None:
@@ -283,6 +379,7 @@ __all__ = [
     "DEFAULT_CLUSTER_ID",
     "DEFAULT_FRAME_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
+    "FAILED_AUTHENTICATION_CLOSE_DELAY",
     "MAX_PIPELINED_PRODUCES",
     "PIPELINE_READ_BYTES",
     "KafkaFactory",
