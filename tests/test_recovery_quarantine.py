@@ -143,3 +143,22 @@ def test_quarantine_without_a_later_valid_batch_cuts(tmp_path: Path) -> None:
         assert plog.read_records(994, 10).records[-1].offset == 994
     finally:
         plog.close()
+
+
+def test_fresh_data_directory_is_not_an_unclean_shutdown(tmp_path: Path) -> None:
+    from brokerd.storage.logdir import LogDirectory
+
+    fresh = LogDirectory.open(str(tmp_path / "new"))
+    try:
+        assert fresh.was_clean
+        fresh.create_topic("t", 1)
+        fresh.get("t", 0).append_values([b"x"], timestamp_ms=1)
+    finally:
+        fresh.close()
+    # A crash (no marker) in a used directory is still an unclean shutdown.
+    (tmp_path / "new" / ".clean_shutdown").unlink()
+    again = LogDirectory.open(str(tmp_path / "new"))
+    try:
+        assert not again.was_clean
+    finally:
+        again.close()

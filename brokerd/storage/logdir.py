@@ -112,6 +112,17 @@ def _atomic_write(directory: str, name: str, data: bytes) -> None:
         raise StorageError(f"cannot write {final}: {exc}") from exc
 
 
+def _is_fresh(path: str) -> bool:
+    """True if ``path`` holds no registry, no checkpoint and no partition directory."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.name in (REGISTRY_FILE, CHECKPOINT_FILE):
+                return False
+            if parse_partition_dir(entry.name) is not None:
+                return False
+    return True
+
+
 def _read_small(path: str) -> bytes | None:
     try:
         return read_file(path)
@@ -224,7 +235,11 @@ class LogDirectory(PartitionAdminMixin):
             raise StorageError(f"data directory {path} is in use by another broker") from exc
         try:
             marker = os.path.join(path, CLEAN_SHUTDOWN_FILE)
-            was_clean = os.path.isfile(marker) and not os.path.islink(marker)
+            # A directory with nothing of ours in it (new) had no shutdown at all, so it
+            # is not an unclean one.
+            was_clean = (
+                os.path.isfile(marker) and not os.path.islink(marker)
+            ) or _is_fresh(path)
             if os.path.lexists(marker):
                 # Gone before any write: a crash from now on must trigger recovery.
                 os.unlink(marker)
