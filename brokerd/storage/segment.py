@@ -17,6 +17,7 @@ offsets, or decode records. No Twisted.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import struct
@@ -61,6 +62,8 @@ SCAN_CHUNK = 8 * 1024
 _OPEN_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
 
 _Buffer = bytes | bytearray | memoryview
+
+log = logging.getLogger("brokerd.storage")
 
 #: Per appended batch: (base offset, last offset, max timestamp, size in bytes).
 BatchInfo = tuple[int, int, int, int]
@@ -223,8 +226,7 @@ class Segment:
         if not truncate:
             self.size = file_size
             self.next_offset = expected
-            self.index.rewrite()
-            self.timeindex.rewrite()
+            self._rewrite_indexes()
             self.txnindex.load(self.base_offset, self.next_offset)
             return Recovered(found.batches, 0, reason, len(found.damaged))
         truncated = file_size - pos
@@ -236,14 +238,23 @@ class Segment:
                 raise StorageError(f"cannot truncate {self.log_path}: {exc}") from exc
         self.size = pos
         self.next_offset = expected
-        self.index.rewrite()
-        self.timeindex.rewrite()
+        self._rewrite_indexes()
         # Entries whose marker the truncation cut off go (the replay rebuilds the rest).
         self.txnindex.load(self.base_offset, self.next_offset)
         self.first_append_ms = None
         if self.size:
             self._init_first_append()
         return Recovered(found.batches, truncated, reason, len(found.damaged))
+
+    def _rewrite_indexes(self) -> None:
+        """Persist the rebuilt indexes. If the disk refuses (full), they are served from
+        memory: the log's bytes are intact, so reads must not fail for want of an index
+        file; the file is written again when the segment is sealed or the log closed."""
+        try:
+            self.index.rewrite()
+            self.timeindex.rewrite()
+        except StorageError as exc:
+            log.warning("%s: indexes kept in memory only: %s", self.log_path, exc)
 
     def damage_at(self, offset: int) -> Damage | None:
         """The quarantined region holding ``offset``, if any."""
