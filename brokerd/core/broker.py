@@ -151,7 +151,10 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         super().startService()
         self._timers.every(self._retention_seconds, self._request_retention)
         self._timers.every(self._checkpoint_seconds, self.storage.checkpoint)
-        self._timers.every(OFFLINE_CHECK_SECONDS, self._retry_offline)
+        if getattr(self.logdir, "offline", None):
+            # Partitions go offline only when the directory is opened: poll while any
+            # are (an idle timer otherwise).
+            self._timers.every(OFFLINE_CHECK_SECONDS, self._retry_offline)
         if self.fsync.mode == "interval":
             self._timers.every(self.fsync.interval_ms / 1000.0, self._request_flushes)
 
