@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: install node-deps run test test-long trial lint bench bench-deps latency check-plugin verify-units clean
+.PHONY: install node-deps run test test-long soak scoreboard trial lint bench bench-deps latency check-plugin verify-units clean
 
 install: $(STAMP)
 
@@ -42,6 +42,16 @@ test: install node-deps
 
 test-long: install node-deps
 	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)
+
+# Reliability: `soak` is a long native kill -9 crash loop (SOAK_CYCLES, default 120; not
+# part of `make test`); `scoreboard` runs every fault-injection test and prints the table
+# of docs/reliability.md.
+SOAK_CYCLES ?= 120
+soak: install
+	$(BIN)/python tools/scoreboard.py --soak $(SOAK_CYCLES)
+
+scoreboard: install node-deps
+	$(BIN)/python tools/scoreboard.py
 
 # The SynchronousTestCase classes under Twisted's own runner: `tests` is a package, so trial
 # imports every module (pytest-style functions are not trial tests and are not collected).

@@ -59,6 +59,13 @@ class StorageError(BrokerError):
     because after a failed fsync the kernel may have dropped the dirty pages."""
 
 
+class CorruptStoredBatch(StorageError):
+    """A stored batch failed validation when read back (CRC, length, magic or offsets):
+    the disk returned damaged bytes. Not an I/O failure: the partition stays writable and
+    the rest of its log is served; only reads reaching the damage fail. Kafka answers
+    CORRUPT_MESSAGE, the native protocol CORRUPT_RECORD."""
+
+
 class ShuttingDown(BrokerError):
     """The broker is stopping and takes no new work."""
 

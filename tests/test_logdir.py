@@ -174,7 +174,7 @@ def test_delete_topic(tmp_path: Path) -> None:
 
 def test_clean_marker_and_checkpoint(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
-    assert not ld.was_clean
+    assert ld.was_clean  # a new directory had no shutdown, so not an unclean one
     plog = ld.get("t", 0, create=True)
     for i in range(50):
         plog.append_values([b"%d" % i * 30], timestamp_ms=i)

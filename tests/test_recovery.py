@@ -415,7 +415,13 @@ def run_case(template: Path, work: Path, expected: dict[int, bytes], seed: int) 
             or kind in ("truncate", "garbage")
             or (mode == "checkpoint" and bad is not None and layout[bad][0] == active)
         )
-        if validated:
+        quarantinable = mode == "checkpoint" and kind == "bitflip"
+        if validated and quarantinable and plog.high_watermark != cut:
+            # Damage below the recovery point with valid batches after it: quarantined,
+            # and the acknowledged batches after it are kept (resync.py).
+            assert plog.high_watermark == len(expected), where
+            assert plog.recovery.regions_quarantined >= 1, where
+        elif validated:
             # None after the cut, and nothing lost before it.
             assert plog.high_watermark == cut, where
             assert plog.recovery.first_problem is not None or bad is None or cut == len(expected)

@@ -30,6 +30,7 @@ from typing import ParamSpec, TypeVar
 
 from twisted.application import service
 from twisted.internet import defer
+from twisted.logger import Logger
 
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
@@ -38,7 +39,12 @@ from brokerd.core.pools import WorkerPools
 from brokerd.core.producers import ProducerGuard
 from brokerd.core.reads import BrokerReads
 from brokerd.core.services import LogDirectoryService, SequentialMultiService
-from brokerd.core.timers import CHECKPOINT_SECONDS, RETENTION_CHECK_SECONDS, PeriodicTasks
+from brokerd.core.timers import (
+    CHECKPOINT_SECONDS,
+    OFFLINE_CHECK_SECONDS,
+    RETENTION_CHECK_SECONDS,
+    PeriodicTasks,
+)
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
 from brokerd.core.transactions import BrokerTransactions
 from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
@@ -52,6 +58,9 @@ from brokerd.storage.types import AppendInfo, LogDirUsage, RecordsResult, TopicI
 P = ParamSpec("P")
 T = TypeVar("T")
 R = TypeVar("R")
+
+_log = Logger()
+
 
 class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
     """The core both protocols call.
@@ -142,6 +151,10 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         super().startService()
         self._timers.every(self._retention_seconds, self._request_retention)
         self._timers.every(self._checkpoint_seconds, self.storage.checkpoint)
+        if getattr(self.logdir, "offline", None):
+            # Partitions go offline only when the directory is opened: poll while any
+            # are (an idle timer otherwise).
+            self._timers.every(OFFLINE_CHECK_SECONDS, self._retry_offline)
         if self.fsync.mode == "interval":
             self._timers.every(self.fsync.interval_ms / 1000.0, self._request_flushes)
 
@@ -157,6 +170,11 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
     async def _shutdown(self) -> None:
         await self.partitions.drained()
         await self.stop_children()
+
+    def _retry_offline(self) -> None:
+        # Each partition has its own backoff (logdir_offline.py); this only polls.
+        d = self._run_write(self.logdir.retry_offline)
+        d.addErrback(lambda f: _log.failure("offline partition retry failed", f))
 
     def _request_flushes(self) -> None:
         for part in self.partitions:

@@ -1,4 +1,5 @@
-"""The core's periodic tasks: interval fsync, retention passes, recovery checkpoints.
+"""The core's periodic tasks: interval fsync, retention passes, recovery checkpoints,
+offline-partition retries.
 
 :class:`PeriodicTasks` runs callables every so many seconds on the injected clock, logs
 (and stops) a task that fails, and stops them all at once at shutdown. A period of zero
@@ -21,6 +22,9 @@ from brokerd.core.interfaces import Clock
 #: Default seconds between retention passes and between recovery-point checkpoints.
 RETENTION_CHECK_SECONDS = 300.0
 CHECKPOINT_SECONDS = 60.0
+#: Seconds between polls for offline partitions due for a retry (each has its own
+#: backoff, see brokerd/storage/logdir_offline.py).
+OFFLINE_CHECK_SECONDS = 5.0
 
 
 class PeriodicTasks:

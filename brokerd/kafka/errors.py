@@ -89,6 +89,9 @@ _MAPPING: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (errors.PolicyViolation, ErrorCode.POLICY_VIOLATION),
     (errors.RecordTooLarge, ErrorCode.MESSAGE_TOO_LARGE),
     (errors.InvalidConfig, ErrorCode.INVALID_CONFIG),
+    # Before StorageError: a batch failing its CRC on read is what Kafka reports as
+    # CORRUPT_MESSAGE, which clients surface to the application instead of retrying.
+    (errors.CorruptStoredBatch, ErrorCode.CORRUPT_MESSAGE),
     (errors.StorageError, ErrorCode.KAFKA_STORAGE_ERROR),
     # Retriable, and makes every client refresh metadata and retry: what a client of a
     # broker that is going away should do (it will reconnect after the restart).

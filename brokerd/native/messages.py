@@ -118,6 +118,8 @@ _ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     errors.CorruptBatch: ErrorCode.CORRUPT_RECORD,
     errors.RecordTooLarge: ErrorCode.REQUEST_TOO_LARGE,
     errors.StorageError: ErrorCode.STORAGE_ERROR,
+    # A stored batch that fails validation is damage, not an I/O failure.
+    errors.CorruptStoredBatch: ErrorCode.CORRUPT_RECORD,
     errors.ShuttingDown: ErrorCode.SHUTTING_DOWN,
     errors.TooManyWaiters: ErrorCode.TOO_MANY_WAITERS,
     # The native produce is not idempotent, so these cannot arise from a native request;

@@ -52,6 +52,7 @@ from brokerd.storage.reads import (
 from brokerd.storage.recovery import RecoveryStats, open_segments
 from brokerd.storage.segment import BatchInfo, Segment
 from brokerd.storage.types import AbortedTxn, AppendInfo, ReadResult, RecordsResult
+from brokerd.storage.write_errors import WriteErrorLog
 
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",
@@ -183,6 +184,7 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
         self._failure: str | None = None
         self._closed = False
         self.recovery = RecoveryStats(clean=True)
+        self._write_errors = WriteErrorLog(path, clock)
         self._init_txns(segments)
 
     # --- opening and recovery ---------------------------------------------------------------
@@ -270,7 +272,13 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
         segment = self._maybe_roll(len(data), base + count - 1)
         if transactional:
             self._ensure_txn_file(segment)
-        segment.append(data, batches)
+        try:
+            segment.append(data, batches)
+        except StorageError as exc:
+            # The segment cut itself back: later appends are tried again (a full disk
+            # may get space back), but the error is logged at a bounded rate.
+            self._write_errors.report(exc)
+            raise
         if segment.first_append_ms is None:
             segment.first_append_ms = self._clock() * 1000.0
         self._dirty[segment.base_offset] = segment

@@ -55,6 +55,7 @@ from brokerd.errors import (
 from brokerd.names import validate_topic_name
 from brokerd.storage.fileio import DIR_MODE, FILE_MODE, atomic_write, fsync_dir, read_file
 from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.logdir_offline import OfflineRetryMixin
 from brokerd.storage.logdir_partitions import PartitionAdminMixin
 from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.topic_config import to_log_config, validate_overrides
@@ -112,6 +113,17 @@ def _atomic_write(directory: str, name: str, data: bytes) -> None:
         raise StorageError(f"cannot write {final}: {exc}") from exc
 
 
+def _is_fresh(path: str) -> bool:
+    """True if ``path`` holds no registry, no checkpoint and no partition directory."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.name in (REGISTRY_FILE, CHECKPOINT_FILE):
+                return False
+            if parse_partition_dir(entry.name) is not None:
+                return False
+    return True
+
+
 def _read_small(path: str) -> bytes | None:
     try:
         return read_file(path)
@@ -158,7 +170,7 @@ def _parse_registry(raw: bytes) -> dict[str, TopicInfo]:
     return topics
 
 
-class LogDirectory(PartitionAdminMixin):
+class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
     """The data directory. Open with :meth:`open`."""
 
     def __init__(
@@ -186,6 +198,9 @@ class LogDirectory(PartitionAdminMixin):
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         #: Partitions that could not be opened, with the reason.
         self.offline: dict[tuple[str, int], str] = {}
+        # Their recovery points (kept in the checkpoint) and (next retry, delay).
+        self._offline_points: dict[tuple[str, int], int | None] = {}
+        self._offline_retry: dict[tuple[str, int], tuple[float, float]] = {}
         self._closed = False
 
     # --- opening --------------------------------------------------------------------------
@@ -224,7 +239,11 @@ class LogDirectory(PartitionAdminMixin):
             raise StorageError(f"data directory {path} is in use by another broker") from exc
         try:
             marker = os.path.join(path, CLEAN_SHUTDOWN_FILE)
-            was_clean = os.path.isfile(marker) and not os.path.islink(marker)
+            # A directory with nothing of ours in it (new) had no shutdown at all, so it
+            # is not an unclean one.
+            was_clean = (
+                os.path.isfile(marker) and not os.path.islink(marker)
+            ) or _is_fresh(path)
             if os.path.lexists(marker):
                 # Gone before any write: a crash from now on must trigger recovery.
                 os.unlink(marker)
@@ -266,7 +285,7 @@ class LogDirectory(PartitionAdminMixin):
                     )
                 except StorageError as exc:
                     log.error("partition %s-%d offline: %s", name, partition, exc)
-                    self.offline[key] = str(exc)
+                    self._went_offline(key, str(exc), point)
         self._restore_log_starts()
 
     def _read_registry(self) -> dict[str, TopicInfo] | None:
@@ -438,25 +457,42 @@ class LogDirectory(PartitionAdminMixin):
             del self._topics[name]
             logs = [self._logs.pop((name, p), None) for p in range(info.partitions)]
             for p in range(info.partitions):
-                self.offline.pop((name, p), None)
+                self._forget_offline((name, p))
+            # Whatever state the partitions are in (failed, offline): closing is best
+            # effort, the data goes anyway.
+            for plog in logs:
+                if plog is not None:
+                    with contextlib.suppress(Exception):
+                        plog.close()
             try:
                 # First, so that a topic created later under this name starts at 0.
                 self._write_log_starts()
                 self._write_registry()
-            finally:
-                for plog in logs:
-                    if plog is not None:
-                        with contextlib.suppress(Exception):
-                            plog.close()
-            for p in range(info.partitions):
-                path = os.path.join(self.path, partition_dir_name(name, p))
-                if os.path.islink(path):
-                    os.unlink(path)
-                else:
-                    shutil.rmtree(path, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                fsync_dir(self.path)
+            except StorageError as exc:
+                # A full disk: removing the topic's data frees space for the registry.
+                # A crash before the retry leaves the topic registered with no data (it
+                # reopens empty), never data without a topic.
+                log.warning("deleting %s: %s; removing its data first, then retrying", name, exc)
+                self._remove_partition_dirs(name, info.partitions)
+                try:
+                    self._write_log_starts()
+                    self._write_registry()
+                except StorageError:
+                    self._topics[name] = info
+                    raise
+            self._remove_partition_dirs(name, info.partitions)
         log.info("deleted topic %s", name)
+
+    def _remove_partition_dirs(self, name: str, partitions: int) -> None:
+        for p in range(partitions):
+            path = os.path.join(self.path, partition_dir_name(name, p))
+            if os.path.islink(path):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            fsync_dir(self.path)
 
     def get(self, topic: str, partition: int, *, create: bool = False) -> PartitionLog:
         """The log of ``topic``/``partition``.
@@ -506,7 +542,12 @@ class LogDirectory(PartitionAdminMixin):
     def checkpoint(self) -> None:
         """Write every partition's recovery point (atomically, Kafka's file format)."""
         with self._lock:
-            points = sorted((t, p, plog.recovery_point) for (t, p), plog in self._logs.items())
+            found = {key: plog.recovery_point for key, plog in self._logs.items()}
+            # An offline partition keeps the point it had, not a full rescan next time.
+            for key, point in self._offline_points.items():
+                if point is not None:
+                    found.setdefault(key, point)
+            points = sorted((t, p, point) for (t, p), point in found.items())
         data = encode_checkpoint(points)
         with self._checkpoint_lock:
             _atomic_write(self.path, CHECKPOINT_FILE, data)

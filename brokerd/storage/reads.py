@@ -4,7 +4,7 @@ What it does: raw reads for a Kafka fetch (:func:`read_raw`), record decoding fo
 native fetch (:func:`decode_from`) and the record-level part of an offset-for-timestamp
 lookup (:func:`find_timestamp`). Every read checks the CRC of the batches it returns, so a
 corrupt batch is never served: damage at the start of a read raises
-:class:`StorageError` naming the segment file and byte; damage after some good batches
+:class:`CorruptStoredBatch` naming the segment file and byte; damage after some good batches
 ends the read there (and is logged), so the next read reports it.
 
 For transactions: :func:`cut_at_offset` and :func:`batches_end` bound a read_committed
@@ -21,7 +21,7 @@ import logging
 import struct
 from collections.abc import Callable, Sequence
 
-from brokerd.errors import CorruptBatch, StorageError
+from brokerd.errors import CorruptBatch, CorruptStoredBatch, StorageError
 from brokerd.storage.batch import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
@@ -96,7 +96,7 @@ def read_raw(segment: Segment, pos: int, header: BatchHeader, limit: int, max_by
     ``pos`` raises :class:`StorageError`; damage further on ends the data before it."""
     first = header.size
     if first > MAX_STORED_BATCH_BYTES:
-        raise StorageError(
+        raise CorruptStoredBatch(
             f"{segment.log_path}: batch at byte {pos} claims {first} bytes; treating it as damage"
         )
     size = min(limit - pos, max(first, max_bytes))
@@ -105,7 +105,7 @@ def read_raw(segment: Segment, pos: int, header: BatchHeader, limit: int, max_by
         data, 0, len(data), header.base_offset, segment.next_offset
     )
     if valid_end == 0:
-        raise StorageError(
+        raise CorruptStoredBatch(
             f"{segment.log_path}: batch at offset {header.base_offset} (byte {pos}) "
             f"fails validation: {reason or 'truncated'}"
         )
@@ -178,7 +178,7 @@ def _damage(segment: Segment, pos: int, reason: str, out: list[Record]) -> None:
     message = f"{segment.log_path}: damaged batch at byte {pos}: {reason}"
     log.error("%s", message)
     if not out:
-        raise StorageError(message)
+        raise CorruptStoredBatch(message)
 
 
 def find_timestamp(

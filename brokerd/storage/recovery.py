@@ -7,8 +7,14 @@ Recovery policy (the operator's summary is in ``docs/operations.md``, "Recovery"
   A missing or insane index, or a tail that does not end on a batch boundary, makes that
   segment fall back to full validation.
 - Otherwise every batch from the segment holding ``recovery_point`` onward is validated
-  (length, magic, CRC-32C, offsets contiguous); the log is cut at the first invalid byte,
-  later segments are deleted (Kafka's rule: a torn tail is expected after a crash).
+  (length, magic, CRC-32C, offsets increasing). Past the recovery point the log is cut at
+  the first invalid byte and later segments are deleted (Kafka's rule: a torn tail is
+  expected after a crash). Below it (in the segment holding the recovery point) the
+  bytes were fsynced and acknowledged, so damage there is rot, not a torn write: it is
+  quarantined (``resync.py``: logged with file and byte, stepped over to the next valid
+  batch, reads of it fail) and the acknowledged batches after it are kept. Damage below
+  the recovery point with no valid batch after it is cut like a torn tail (nothing
+  valid would be kept by not cutting).
 - Segments before the recovery point were flushed; they are not rescanned. If damage is
   found in one of them (its index had to be rebuilt), nothing is deleted: the damaged
   batches stay on disk and reads reaching them fail with :class:`StorageError` naming the
@@ -66,6 +72,8 @@ _TEMP_RE = re.compile(r"\d{20}\.(log|index|timeindex|txnindex)\.(tmp|deleted|cle
 #: A cleaned segment committed by the log cleaner, to be swapped in.
 SWAP_SUFFIX = ".swap"
 _LOG_SWAP_RE = re.compile(r"(\d{20})\.log\.swap\Z")
+#: ``quarantine_below`` for a segment wholly below the recovery point.
+_FLUSHED_ALL = 2**63
 
 
 @attrs.frozen
@@ -83,6 +91,8 @@ class RecoveryStats:
     indexes_rebuilt: int = 0
     #: Flushed segments found damaged (kept; reads of the damage fail).
     segments_damaged: int = 0
+    #: Damaged regions below the recovery point stepped over and kept (``resync.py``).
+    regions_quarantined: int = 0
     #: The first problem met, for the operator's log.
     first_problem: str | None = None
 
@@ -213,7 +223,7 @@ def recover_segments(
         # The segment holding the recovery point, and always the active one.
         first_validated = max(0, min(n - 1, bisect.bisect_right(bases, recovery_point) - 1))
     validated: list[Segment] = []
-    batches = truncated = deleted = rebuilt = damaged = 0
+    batches = truncated = deleted = rebuilt = damaged = quarantined = 0
     problem: str | None = None
     prev_end: int | None = None
     i = 0
@@ -236,9 +246,21 @@ def recover_segments(
                 rebuilt += 1
             # A flushed, sealed segment keeps its bytes even if damaged.
             keep_damage = trusted and not last
-            outcome = segment.recover(truncate=not keep_damage)
+            # Below the recovery point the bytes were fsynced and acknowledged: damage
+            # there is quarantined, not truncated (resync.py).
+            outcome = segment.recover(
+                truncate=not keep_damage,
+                quarantine_below=_FLUSHED_ALL if trusted else (recovery_point or 0),
+            )
             validated.append(segment)
             batches += outcome.batches
+            quarantined += outcome.quarantined
+            if outcome.quarantined:
+                damaged += 1
+                problem = problem or (
+                    f"{segment.log_path}: damaged region at byte {segment.damaged[0].start} "
+                    f"quarantined ({segment.damaged[0].reason})"
+                )
             if outcome.reason is not None:
                 problem = problem or f"{segment.log_path}: {outcome.reason}"
             if outcome.reason is not None and keep_damage:
@@ -288,5 +310,6 @@ def recover_segments(
         segments_deleted=deleted,
         indexes_rebuilt=rebuilt,
         segments_damaged=damaged,
+        regions_quarantined=quarantined,
         first_problem=problem,
     )

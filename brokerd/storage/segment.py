@@ -17,6 +17,7 @@ offsets, or decode records. No Twisted.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import struct
@@ -24,19 +25,16 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
-import crc32c
-
-from brokerd.errors import StorageError
+from brokerd.errors import CorruptStoredBatch, StorageError
 from brokerd.storage.batch import (
     BATCH_HEADER_SIZE,
-    CRC_START,
     BatchHeader,
     check_header,
     read_header,
-    scan_batches,
 )
 from brokerd.storage.fileio import FILE_MODE, datasync, fsync_dir, pwrite_all
 from brokerd.storage.index import OffsetIndex, TimeIndex
+from brokerd.storage.resync import Damage, validate
 from brokerd.storage.txn_index import TxnIndex
 
 __all__ = [
@@ -60,12 +58,12 @@ SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex|txnindex)\Z")
 #: Bytes read at a time when walking batch headers: about two index intervals, so a lookup
 #: usually costs one pread.
 SCAN_CHUNK = 8 * 1024
-#: Bytes read at a time when validating a whole segment during recovery.
-RECOVERY_CHUNK = 1024 * 1024
 
 _OPEN_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
 
 _Buffer = bytes | bytearray | memoryview
+
+log = logging.getLogger("brokerd.storage")
 
 #: Per appended batch: (base offset, last offset, max timestamp, size in bytes).
 BatchInfo = tuple[int, int, int, int]
@@ -78,12 +76,16 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
 class Recovered:
     """What :meth:`Segment.recover` found: batches validated, bytes cut, and why."""
 
-    __slots__ = ("batches", "reason", "truncated")
+    __slots__ = ("batches", "quarantined", "reason", "truncated")
 
-    def __init__(self, batches: int, truncated: int, reason: str | None) -> None:
+    def __init__(
+        self, batches: int, truncated: int, reason: str | None, quarantined: int = 0
+    ) -> None:
         self.batches = batches
         self.truncated = truncated
         self.reason = reason
+        #: Damaged regions below the recovery point kept (see ``resync.py``).
+        self.quarantined = quarantined
 
 
 class Segment:
@@ -113,6 +115,8 @@ class Segment:
         #: Milliseconds when the segment got its first batch (for segment_ms rolling).
         self.first_append_ms: float | None = None
         self._since_index = 0
+        #: Damaged regions recovery stepped over (quarantined; reads of them fail).
+        self.damaged: tuple[Damage, ...] = ()
         self._lock = threading.Lock()
         self._refs = 0
         self._closed = False
@@ -196,13 +200,16 @@ class Segment:
         if first is not None and first.max_timestamp >= 0:
             self.first_append_ms = float(first.max_timestamp)
 
-    def recover(self, *, truncate: bool = True) -> Recovered:
-        """Validate every batch (header, CRC, contiguous offsets from the base), rebuild
+    def recover(self, *, truncate: bool = True, quarantine_below: int = -1) -> Recovered:
+        """Validate every batch (header, CRC, offsets increasing from the base), rebuild
         both indexes, and truncate the file at the first invalid or incomplete batch.
 
-        With ``truncate`` False the damaged bytes stay (a flushed segment whose damage
-        must be reported, not hidden): the indexes cover the valid prefix and ``size``
-        stays the file size, so reads reaching the damage fail loudly.
+        Damage at an offset below ``quarantine_below`` (flushed, acknowledged data) is
+        stepped over when a valid batch follows it (``resync.py``): the region is kept in
+        :attr:`damaged`, and reads reaching it fail. With ``truncate`` False nothing is
+        cut at all (a flushed segment whose damage must be reported, not hidden): the
+        indexes cover the valid batches and ``size`` stays the file size, so reads
+        reaching the damage fail loudly.
         Raises :class:`StorageError` only if the file cannot be read or truncated.
         """
         self.index.clear()
@@ -213,43 +220,15 @@ class Segment:
             file_size = os.fstat(self._fd).st_size
         except OSError as exc:
             raise StorageError(f"cannot stat {self.log_path}: {exc}") from exc
-        pos = 0
-        expected = self.base_offset
-        batches = 0
-        reason: str | None = None
-        while pos < file_size:
-            chunk = self.pread(pos, min(RECOVERY_CHUNK, file_size - pos))
-            result = scan_batches(chunk, expected_offset=expected)
-            for bpos, header in result.batches:
-                self._index_batch(pos + bpos, header.base_offset, header.max_timestamp, header.size)
-            batches += len(result.batches)
-            pos += result.end
-            expected = result.next_offset if result.next_offset is not None else expected
-            if result.reason is not None:
-                reason = f"{result.reason} at byte {pos}"
-                break
-            pending = result.pending
-            if pending is not None:
-                if pos + pending.size > file_size:
-                    reason = f"incomplete batch at byte {pos}"
-                    break
-                if not _crc_streamed(self, pos, pending):
-                    reason = f"CRC-32C mismatch at byte {pos}"
-                    break
-                self._index_batch(pos, pending.base_offset, pending.max_timestamp, pending.size)
-                batches += 1
-                pos += pending.size
-                expected = pending.last_offset + 1
-            elif not result.batches:
-                reason = f"incomplete batch header at byte {pos}"
-                break
+        found = validate(self, file_size, quarantine_below)
+        self.damaged = tuple(found.damaged)
+        pos, expected, reason = found.end, found.next_offset, found.reason
         if not truncate:
             self.size = file_size
             self.next_offset = expected
-            self.index.rewrite()
-            self.timeindex.rewrite()
+            self._rewrite_indexes()
             self.txnindex.load(self.base_offset, self.next_offset)
-            return Recovered(batches, 0, reason)
+            return Recovered(found.batches, 0, reason, len(found.damaged))
         truncated = file_size - pos
         if truncated:
             try:
@@ -259,18 +238,39 @@ class Segment:
                 raise StorageError(f"cannot truncate {self.log_path}: {exc}") from exc
         self.size = pos
         self.next_offset = expected
-        self.index.rewrite()
-        self.timeindex.rewrite()
+        self._rewrite_indexes()
         # Entries whose marker the truncation cut off go (the replay rebuilds the rest).
         self.txnindex.load(self.base_offset, self.next_offset)
         self.first_append_ms = None
         if self.size:
             self._init_first_append()
-        return Recovered(batches, truncated, reason)
+        return Recovered(found.batches, truncated, reason, len(found.damaged))
+
+    def _rewrite_indexes(self) -> None:
+        """Persist the rebuilt indexes. If the disk refuses (full), they are served from
+        memory: the log's bytes are intact, so reads must not fail for want of an index
+        file; the file is written again when the segment is sealed or the log closed."""
+        try:
+            self.index.rewrite()
+            self.timeindex.rewrite()
+        except StorageError as exc:
+            log.warning("%s: indexes kept in memory only: %s", self.log_path, exc)
+
+    def damage_at(self, offset: int) -> Damage | None:
+        """The quarantined region holding ``offset``, if any."""
+        for damage in self.damaged:
+            if damage.first_offset <= offset < damage.next_offset:
+                return damage
+        return None
 
     # --- writing (one writer at a time) ---------------------------------------------------
 
-    def _index_batch(self, pos: int, base_offset: int, max_timestamp: int, size: int) -> None:
+    def force_index_entry(self) -> None:
+        """Make the next indexed batch get an index entry (recovery, after a damaged
+        region: lookups past it must start after it)."""
+        self._since_index = self.index_interval + 1
+
+    def index_batch(self, pos: int, base_offset: int, max_timestamp: int, size: int) -> None:
         if self._since_index > self.index_interval:
             rel = base_offset - self.base_offset
             # Offset entry before time entry: a reader seeing time entry i finds offset
@@ -303,7 +303,7 @@ class Segment:
         pos = start
         last = self.next_offset - 1
         for base_offset, last_offset, max_timestamp, size in batches:
-            self._index_batch(pos, base_offset, max_timestamp, size)
+            self.index_batch(pos, base_offset, max_timestamp, size)
             pos += size
             last = last_offset
         self.size = pos
@@ -373,12 +373,20 @@ class Segment:
         """
         buf = b""
         buf_start = pos
+        skips = {d.start: d for d in self.damaged}
         while pos < limit:
+            skip = skips.get(pos)
+            if skip is not None:
+                # Quarantined at recovery: the batches after it are valid.
+                pos, expected = skip.end, skip.next_offset
+                continue
             if pos + BATCH_HEADER_SIZE > buf_start + len(buf):
                 buf_start = pos
                 buf = self.pread(pos, min(SCAN_CHUNK, limit - pos))
                 if len(buf) < BATCH_HEADER_SIZE:
-                    raise StorageError(f"{self.log_path}: incomplete batch header at byte {pos}")
+                    raise CorruptStoredBatch(
+                        f"{self.log_path}: incomplete batch header at byte {pos}"
+                    )
             header = read_header(buf, pos - buf_start)
             reason = check_header(header, stored=True)
             if reason is None and pos + header.size > limit:
@@ -386,7 +394,9 @@ class Segment:
             if reason is None and expected is not None and header.base_offset < expected:
                 reason = f"base offset {header.base_offset}, expected {expected} or more"
             if reason is not None:
-                raise StorageError(f"{self.log_path}: damaged batch at byte {pos}: {reason}")
+                raise CorruptStoredBatch(
+                    f"{self.log_path}: damaged batch at byte {pos}: {reason}"
+                )
             yield pos, header
             pos += header.size
             expected = header.last_offset + 1
@@ -401,8 +411,16 @@ class Segment:
         """The first batch before ``limit`` whose last offset is >= ``offset``, or None.
 
         If the scan from the index entry meets damage, it is retried from the segment
-        start: a damaged index entry costs time, not availability.
+        start: a damaged index entry costs time, not availability. An offset in a
+        quarantined region raises :class:`CorruptStoredBatch` naming file and bytes.
         """
+        damage = self.damage_at(offset)
+        if damage is not None:
+            raise CorruptStoredBatch(
+                f"{self.log_path}: offsets {damage.first_offset}..{damage.next_offset - 1} "
+                f"are in a damaged region (bytes {damage.start}..{damage.end}, "
+                f"{damage.reason}), quarantined at recovery"
+            )
         pos, base = self._start(self.index.lookup(offset - self.base_offset), limit)
         try:
             return self._find_batch_from(offset, pos, base, limit)
@@ -477,16 +495,3 @@ class Segment:
         self.timeindex.close()
         self.txnindex.close()
 
-
-def _crc_streamed(segment: Segment, pos: int, header: BatchHeader) -> bool:
-    """Check the CRC of a batch too large for one read, without holding it whole."""
-    crc = 0
-    at = pos + CRC_START
-    end = pos + header.size
-    while at < end:
-        chunk = segment.pread(at, min(RECOVERY_CHUNK, end - at))
-        if not chunk:
-            return False
-        crc = crc32c.crc32c(chunk, crc)
-        at += len(chunk)
-    return int(crc) == header.crc

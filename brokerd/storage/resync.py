@@ -1,0 +1,204 @@
+"""Validating one segment's batches during recovery, and stepping over damage that lies
+below the recovery point instead of truncating at it.
+
+The rule (the operator's summary is in ``docs/operations.md``, "Recovery"): bytes past the
+recovery point may be a torn tail of a crash, so the first invalid batch there ends the
+log (Kafka's rule). Bytes below it were fsynced and acknowledged: damage there is rot,
+not a torn write, and truncating would throw away every acknowledged batch after it. So
+the damaged bytes are *quarantined*: recovery looks for the next valid batch, records the
+damaged region (:class:`Damage`, file bytes and offsets), logs it with the file and byte,
+and goes on validating after it. Reads that reach the region fail with
+:class:`~brokerd.errors.CorruptStoredBatch`; everything around it is served.
+
+How the next valid batch is found (:func:`resync`): the damaged batch's own length field
+is tried first (payload or CRC damage leaves it intact), but it is not under the CRC, so
+the batch it points at is accepted only if that batch validates completely: sane header,
+magic 2, base offset not below the expected one, CRC-32C of its whole body. Failing that
+(a damaged length field), every later byte position whose magic byte is 2 is tried with
+the same full validation. The offset index is not used: after an unclean shutdown it may
+be stale, and a CRC-valid batch is the stronger proof. A record value that itself holds
+a valid encoded batch could in principle be mistaken for a batch boundary by the byte
+scan; the base-offset check makes that need offsets that also fit, which real data does
+not produce by accident.
+
+What this module does not do: decide which segments are validated (``recovery.py``),
+rebuild or persist indexes (``Segment`` does, fed through :meth:`Segment.index_batch`),
+or truncate files. No Twisted.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import attrs
+import crc32c
+
+from brokerd.storage.batch import (
+    BATCH_HEADER_SIZE,
+    CRC_START,
+    MAGIC,
+    BatchHeader,
+    check_header,
+    read_header,
+    scan_batches,
+)
+
+if TYPE_CHECKING:
+    from brokerd.storage.segment import Segment
+
+__all__ = ["RECOVERY_CHUNK", "RESYNC_CHUNK", "Damage", "Validation", "resync", "validate"]
+
+log = logging.getLogger("brokerd.storage")
+
+#: Bytes read at a time when validating a whole segment during recovery.
+RECOVERY_CHUNK = 1024 * 1024
+#: Bytes read at a time by the byte scan looking for the next valid batch after damage.
+RESYNC_CHUNK = 64 * 1024
+#: Where the magic byte sits in a batch header.
+_MAGIC_AT = 16
+
+
+@attrs.frozen
+class Damage:
+    """A quarantined region of a segment: bytes ``[start, end)`` of the log file, holding
+    offsets ``[first_offset, next_offset)`` (what exactly they held is unknowable)."""
+
+    start: int
+    end: int
+    first_offset: int
+    next_offset: int
+    reason: str
+
+
+@attrs.define
+class Validation:
+    """What :func:`validate` found: the valid end (byte and next offset), the batches
+    indexed, the reason validation stopped (None: the whole file is valid) and the
+    quarantined regions it stepped over."""
+
+    end: int
+    next_offset: int
+    batches: int = 0
+    reason: str | None = None
+    damaged: list[Damage] = attrs.field(factory=list)
+
+
+def validate(segment: Segment, file_size: int, quarantine_below: int) -> Validation:
+    """Validate ``segment`` from its first byte, indexing each valid batch. Damage at an
+    offset below ``quarantine_below`` is stepped over when a valid batch follows it;
+    otherwise validation stops at the damage (the caller truncates or keeps it)."""
+    out = Validation(0, segment.base_offset)
+    while out.end < file_size:
+        _scan(segment, file_size, out)
+        if out.reason is None:
+            break
+        if out.next_offset >= quarantine_below:
+            break
+        found = resync(segment, out.end, file_size, out.next_offset)
+        if found is None:
+            break
+        at, header = found
+        damage = Damage(out.end, at, out.next_offset, header.base_offset, out.reason)
+        log.error(
+            "%s: damaged batch below the recovery point quarantined: bytes %d..%d, offsets "
+            "%d..%d (%s); reads of those offsets fail, the rest of the log is kept",
+            segment.log_path,
+            damage.start,
+            damage.end,
+            damage.first_offset,
+            damage.next_offset - 1,
+            damage.reason,
+        )
+        out.damaged.append(damage)
+        out.end, out.next_offset, out.reason = at, header.base_offset, None
+        # An index entry right after the damage, so lookups past it never scan into it.
+        segment.force_index_entry()
+    return out
+
+
+def _scan(segment: Segment, file_size: int, out: Validation) -> None:
+    """Validate from ``out.end`` to the end of the file or the first invalid batch."""
+    pos, expected = out.end, out.next_offset
+    reason: str | None = None
+    while pos < file_size:
+        chunk = segment.pread(pos, min(RECOVERY_CHUNK, file_size - pos))
+        result = scan_batches(chunk, expected_offset=expected)
+        for bpos, header in result.batches:
+            segment.index_batch(pos + bpos, header.base_offset, header.max_timestamp, header.size)
+        out.batches += len(result.batches)
+        pos += result.end
+        expected = result.next_offset if result.next_offset is not None else expected
+        if result.reason is not None:
+            reason = f"{result.reason} at byte {pos}"
+            break
+        pending = result.pending
+        if pending is not None:
+            if pos + pending.size > file_size:
+                reason = f"incomplete batch at byte {pos}"
+                break
+            if not crc_streamed(segment, pos, pending):
+                reason = f"CRC-32C mismatch at byte {pos}"
+                break
+            segment.index_batch(pos, pending.base_offset, pending.max_timestamp, pending.size)
+            out.batches += 1
+            pos += pending.size
+            expected = pending.last_offset + 1
+        elif not result.batches:
+            reason = f"incomplete batch header at byte {pos}"
+            break
+    out.end, out.next_offset, out.reason = pos, expected, reason
+
+
+def resync(
+    segment: Segment, pos: int, file_size: int, expected: int
+) -> tuple[int, BatchHeader] | None:
+    """The first fully valid batch after the damage at byte ``pos`` (see the module
+    docstring), as ``(position, header)``; None if there is none."""
+    head = segment.pread(pos, BATCH_HEADER_SIZE)
+    if len(head) == BATCH_HEADER_SIZE:
+        claimed = read_header(head)
+        at = pos + claimed.size
+        if claimed.batch_length > 0 and at < file_size:
+            header = _valid_at(segment, at, file_size, expected)
+            if header is not None:
+                return at, header
+    start = pos + 1
+    while start + BATCH_HEADER_SIZE <= file_size:
+        chunk = segment.pread(start, min(RESYNC_CHUNK + BATCH_HEADER_SIZE, file_size - start))
+        last = len(chunk) - BATCH_HEADER_SIZE
+        i = chunk.find(MAGIC, _MAGIC_AT)
+        while 0 <= i - _MAGIC_AT <= last:
+            at = start + i - _MAGIC_AT
+            header = _valid_at(segment, at, file_size, expected)
+            if header is not None:
+                return at, header
+            i = chunk.find(MAGIC, i + 1)
+        start += max(1, last + 1)
+    return None
+
+
+def _valid_at(segment: Segment, at: int, file_size: int, expected: int) -> BatchHeader | None:
+    head = segment.pread(at, BATCH_HEADER_SIZE)
+    if len(head) < BATCH_HEADER_SIZE:
+        return None
+    header = read_header(head)
+    if check_header(header, stored=True) is not None:
+        return None
+    if header.base_offset < expected or at + header.size > file_size:
+        return None
+    return header if crc_streamed(segment, at, header) else None
+
+
+def crc_streamed(segment: Segment, pos: int, header: BatchHeader) -> bool:
+    """Check the CRC of the batch at ``pos`` without holding a large one whole."""
+    crc = 0
+    at = pos + CRC_START
+    end = pos + header.size
+    while at < end:
+        chunk = segment.pread(at, min(RECOVERY_CHUNK, end - at))
+        if not chunk:
+            return False
+        crc = crc32c.crc32c(chunk, crc)
+        at += len(chunk)
+    return int(crc) == header.crc

@@ -1,0 +1,150 @@
+"""A full disk and a partition that cannot be opened: recovery keeps intact data
+readable when an index cannot be written, offline partitions come back on their own,
+topics can be deleted whatever state their partitions are in, and append errors are
+logged at a bounded rate. The full disk is a real 2 MiB tmpfs (skipped when mount is not
+permitted); the transient open failure is an injected failing disk."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from brokerd.errors import StorageError
+from brokerd.storage import logdir_offline
+from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.write_errors import WRITE_ERROR_LOG_SECONDS
+
+CONFIG = LogConfig(index_interval_bytes=256)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def crash(directory: LogDirectory) -> None:
+    """What kill -9 leaves: no flush of indexes, no marker, the lock released."""
+    for plog in directory.logs().values():
+        for segment in plog.segments:
+            segment.close()
+    os.close(directory._lock_fd)
+
+
+def fill(disk: Path) -> None:
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(fd, b"\0" * 4096)
+        with contextlib.suppress(OSError):
+            while True:
+                os.write(fd, b"\0")
+    finally:
+        os.close(fd)
+
+
+def test_disk_full_after_crash(tiny_disk: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = tiny_disk / "data"
+    directory = LogDirectory.open(str(data), CONFIG)
+    directory.create_topic("t", 1)
+    plog = directory.get("t", 0)
+    for i in range(100):
+        plog.append_values([b"v%04d" % i + b"x" * 500], timestamp_ms=i)
+    plog.flush()
+    plog.publish()
+    crash(directory)
+    fill(tiny_disk)
+
+    directory = LogDirectory.open(str(data), CONFIG)
+    try:
+        assert directory.offline == {}
+        plog = directory.get("t", 0)
+        assert plog.high_watermark == 100
+        values = [r.value for r in plog.read_records(0, 10**6).records]
+        assert values == [b"v%04d" % i + b"x" * 500 for i in range(100)]
+        assert "indexes kept in memory" in caplog.text
+        # Appends fail (ENOSPC), logged once per partition per window, with a count.
+        caplog.clear()
+        for _ in range(5):
+            with pytest.raises(StorageError, match="No space left"):
+                plog.append_values([b"y" * 100_000], timestamp_ms=1)
+        lines = [r for r in caplog.records if "append failed" in r.getMessage()]
+        assert len(lines) == 1
+        # Deleting the topic works on a full disk.
+        directory.delete_topic("t")
+        assert "t" not in directory.topics()
+        assert not (data / "t-0").exists()
+    finally:
+        directory.close()
+
+
+def test_write_error_log_reports_suppressed_count(caplog: pytest.LogCaptureFixture) -> None:
+    from brokerd.storage.write_errors import WriteErrorLog
+
+    now = [0.0]
+    errors = WriteErrorLog("t-0", lambda: now[0])
+    for _ in range(4):
+        errors.report(OSError(28, "No space left on device"))
+    now[0] += WRITE_ERROR_LOG_SECONDS
+    errors.report(OSError(28, "No space left on device"))
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2
+    assert "3 more failed appends not logged" in messages[1]
+
+
+def test_offline_partition_comes_back_with_backoff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    directory = LogDirectory.open(str(tmp_path), CONFIG, clock=lambda: now[0])
+    directory.create_topic("t", 2)
+    directory.get("t", 1).append_values([b"kept"], timestamp_ms=1)
+    directory.close()
+
+    real_open = PartitionLog.open
+    failing = [True]
+
+    def flaky_open(path: str, config: LogConfig, **kw: object) -> PartitionLog:
+        if failing[0] and path.endswith("t-1"):
+            raise StorageError(f"cannot write index {path}/x.index: [Errno 28] No space")
+        return real_open(path, config, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PartitionLog, "open", flaky_open)
+    directory = LogDirectory.open(str(tmp_path), CONFIG, clock=lambda: now[0])
+    try:
+        assert ("t", 1) in directory.offline
+        with pytest.raises(StorageError, match="offline"):
+            directory.get("t", 1)
+        first = logdir_offline.OFFLINE_RETRY_FIRST_SECONDS
+        assert directory.retry_offline(now[0] + first / 2) == 0  # not due yet
+        assert directory.retry_offline(now[0] + first) == 0  # due, still failing
+        assert directory.retry_offline(now[0] + first + first) == 0  # backoff doubled
+        failing[0] = False
+        assert directory.retry_offline(now[0] + 3 * first) == 1
+        assert directory.offline == {}
+        assert directory.get("t", 1).read_records(0, 100).records[0].value == b"kept"
+        # An offline partition's topic can be deleted.
+        failing[0] = True
+        directory.close()
+        directory = LogDirectory.open(str(tmp_path), CONFIG, clock=lambda: now[0])
+        assert ("t", 1) in directory.offline
+        directory.delete_topic("t")
+        assert directory.offline == {} and "t" not in directory.topics()
+    finally:
+        directory.close()

@@ -1,0 +1,148 @@
+"""The reliability scoreboard: runs the project's fault-injection tests and prints a
+Markdown table (area, test, size, result, seconds), the one in docs/reliability.md.
+
+    .venv/bin/python tools/scoreboard.py            # short versions (minutes)
+    .venv/bin/python tools/scoreboard.py --long     # adds the slow variants (-m slow)
+    .venv/bin/python tools/scoreboard.py --soak 120 # only a native kill -9 crash loop
+
+Each row is a pytest selection run in its own process, so one failure does not hide the
+others. What it does not do: install anything (``make install`` first) or decide what a
+test checks (each test's docstring says).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: (area, pytest selection, size as run, extra pytest args)
+ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
+    (
+        "crash loop, native (kill -9 under load)",
+        "tests/test_crash.py",
+        "4 cycles + garbage tail",
+        (),
+    ),
+    (
+        "crash loop, Kafka (kill -9, kafka-python group)",
+        "tests/test_kafka_scenarios.py::test_group_split_leave_commit_restart_resume",
+        "1 crash",
+        (),
+    ),
+    (
+        "crash, Kafka DeleteRecords survives kill -9",
+        "tests/test_kafka_admin_partitions.py::test_confluent_delete_records_survives_kill",
+        "1 crash",
+        (),
+    ),
+    (
+        "crash, compaction (kill -9 mid-clean)",
+        "tests/test_compaction_e2e.py tests/test_cleaner_crash.py",
+        "all steps",
+        (),
+    ),
+    ("transactions crash", "tests/test_transactions_crash.py", "as written", ()),
+    (
+        "corruption matrix (seeded: flips, torn, garbage, zeroed 4k, indexes)",
+        "tests/test_recovery.py",
+        "60 cases + named",
+        (),
+    ),
+    (
+        "damage below the recovery point (payload, CRC, length -/+, magic, zeroed)",
+        "tests/test_recovery_quarantine.py",
+        "6 shapes x 2 points",
+        (),
+    ),
+    (
+        "bit rot on a live broker (native 13, librdkafka CORRUPT_MESSAGE)",
+        "tests/test_faults_corrupt.py",
+        "1,001 records",
+        (),
+    ),
+    (
+        "disk full (2 MiB tmpfs) + offline retry + rate-limited ENOSPC log",
+        "tests/test_faults_disk.py",
+        "tmpfs 2 MiB",
+        (),
+    ),
+    (
+        "fsync EIO (injected through a test double of the sync call)",
+        "tests/test_log.py::test_fsync_error_fails_partition",
+        "1 partition",
+        (),
+    ),
+    ("mutated frames / batches (hypothesis fuzz)", "tests/test_fuzz.py", "short profile", ()),
+    (
+        "connection limits",
+        "tests/test_connection.py tests/test_tap.py",
+        "-k limit",
+        ("-k", "limit"),
+    ),
+    (
+        "slow and non-reading clients, idle close",
+        "tests/test_loopback.py tests/test_native_protocol.py tests/test_kafka_protocol.py",
+        "-k 'reading or idle'",
+        ("-k", "reading or idle"),
+    ),
+]
+
+_COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")
+
+
+def run(selection: str, extra: tuple[str, ...], long: bool) -> tuple[str, float]:
+    paths = selection.split()
+    if not all((REPO / p.split("::")[0]).exists() for p in paths):
+        return "not present on this branch", 0.0
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *paths, *extra]
+    if long:
+        args += ["-m", "slow or not slow"]
+    start = time.monotonic()
+    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True)
+    took = time.monotonic() - start
+    tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-200:]
+    counts = {kind: int(n) for n, kind in _COUNTS.findall(tail)}
+    parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "skipped") if counts.get(k)]
+    verdict = "PASS" if done.returncode == 0 else "FAIL"
+    return f"{verdict} ({', '.join(parts) or tail})", took
+
+
+def soak(cycles: int, seed: int) -> int:
+    sys.path.insert(0, str(REPO))
+    from tests.test_crash import crash_loop
+
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.monotonic()
+        crash_loop(Path(tmp), cycles=cycles, seed=seed)
+        took = time.monotonic() - start
+    print(f"| native crash loop soak | {cycles} kill -9 cycles | PASS | {took:.0f} |")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--long", action="store_true", help="include the slow variants")
+    parser.add_argument("--soak", type=int, default=0, help="only a crash loop of N cycles")
+    parser.add_argument("--seed", type=int, default=3)
+    opts = parser.parse_args()
+    if opts.soak:
+        return soak(opts.soak, opts.seed)
+    print("| area | tests | size | result | seconds |")
+    print("|---|---|---|---|---:|")
+    failed = False
+    for area, selection, size, extra in ROWS:
+        result, took = run(selection, extra, opts.long)
+        failed |= result.startswith("FAIL")
+        print(f"| {area} | `{selection}` | {size} | {result} | {took:.1f} |", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
