@@ -59,7 +59,7 @@ trial: install
 	$(BIN)/trial --temp-directory=build/_trial_temp tests
 
 lint: install
-	$(BIN)/ruff check brokerd tests bench twisted
+	$(BIN)/ruff check brokerd tests bench twisted tools
 	$(BIN)/mypy
 
 bench: install
