@@ -93,6 +93,11 @@ class InvalidTxnState(BrokerError):
     transaction already ended), or a client sent a control batch."""
 
 
+class AuthorizationFailed(BrokerError):
+    """The connection's principal may not do this to the topic (ACLs, ``docs/security.md``).
+    Said the same way whether the topic exists or not."""
+
+
 class InvalidConfig(BrokerError):
     """A topic config name brokerd does not know, or a value Kafka's rules refuse (the
     message names the key)."""

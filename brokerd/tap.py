@@ -435,17 +435,19 @@ def makeService(options: Options) -> service.MultiService:
     broker.setServiceParent(top)
     _add_cleaner(broker, logdir, reactor, options)
 
+    authorization = _authorization(broker, options, data_dir)
     native = NativeFactory(
         broker,
         clock=reactor,
         max_produce_bytes=options["max-produce-bytes"],
         max_fetch_bytes=options["max-fetch-bytes"],
         max_connections=options["max-connections"] or None,
+        authorizer=authorization["authorizer"],
     )
     _listener(reactor, options["native"], native, options).setServiceParent(top)
 
     if options["kafka"].lower() != "none":
-        _add_kafka(top, broker, reactor, options, data_dir)
+        _add_kafka(top, broker, reactor, options, data_dir, authorization)
 
     ReadyNotifier(reactor).setServiceParent(top)
     return top
@@ -528,7 +530,7 @@ def _add_transactions(
 
 
 def _authorization(broker: Broker, options: Options, data_dir: str) -> dict[str, Any]:
-    """The Kafka listener's authorizer and ACL handlers (``acls.json`` loaded now; a file
+    """The listeners' authorizer and the ACL handlers (``acls.json`` loaded now; a file
     that cannot be read stops the start: running without its DENYs would grant too
     much)."""
     from brokerd.kafka.acl_handlers import AclHandlers
@@ -558,7 +560,12 @@ def _sasl_config(reactor: Any, options: Options) -> SaslConfig | None:
 
 
 def _add_kafka(
-    top: service.MultiService, broker: Broker, reactor: Any, options: Options, data_dir: str
+    top: service.MultiService,
+    broker: Broker,
+    reactor: Any,
+    options: Options,
+    data_dir: str,
+    authorization: dict[str, Any],
 ) -> None:
     from brokerd.kafka.groups import GroupCoordinator
     from brokerd.kafka.protocol import KafkaFactory
@@ -583,7 +590,7 @@ def _add_kafka(
         default_partitions=options["default-partitions"],
         max_connections=options["max-connections"] or None,
         transactions=transactions,
-        **_authorization(broker, options, data_dir),
+        **authorization,
         sasl=_sasl_config(reactor, options),
         credentials=options["credential-store"],
     )

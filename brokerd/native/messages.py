@@ -105,12 +105,14 @@ class ErrorCode(enum.IntEnum):
     SHUTTING_DOWN = 11
     INTERNAL_ERROR = 12
     CORRUPT_RECORD = 13
+    TOPIC_AUTHORIZATION_FAILED = 14
 
 
 #: The one table from shared broker errors to wire codes. Lookup walks the exception's
 #: MRO, so a subclass added later inherits its parent's code.
 _ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     errors.InvalidTopic: ErrorCode.INVALID_TOPIC,
+    errors.AuthorizationFailed: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
     errors.UnknownTopicOrPartition: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     errors.TopicAlreadyExists: ErrorCode.TOPIC_ALREADY_EXISTS,
     errors.InvalidPartitions: ErrorCode.INVALID_PARTITIONS,

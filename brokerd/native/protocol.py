@@ -18,7 +18,7 @@ core does), or use the global reactor (the clock is injected).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol as TypingProtocol
 from typing import cast
 
@@ -30,6 +30,7 @@ from twisted.python.failure import Failure
 from brokerd.connection import RequestConnection
 from brokerd.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.native import server_codec
+from brokerd.native.authorize import NativeAccess
 from brokerd.native.messages import (
     DEFAULT_MAX_FETCH_BYTES,
     DEFAULT_MAX_PRODUCE_BYTES,
@@ -46,6 +47,7 @@ from brokerd.native.messages import (
     error_code_for,
 )
 from brokerd.native.server_codec import RequestDecoder
+from brokerd.security.acl import AclAuthorizer
 from brokerd.storage.types import AppendInfo, RecordsResult, TopicInfo
 
 __all__ = [
@@ -109,6 +111,8 @@ class NativeCore(TypingProtocol):
 
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]: ...
 
+    def topics(self) -> Mapping[str, TopicInfo]: ...
+
 
 class NativeProtocol(RequestConnection[Request, bytes | None]):
     """One client connection of the native protocol.
@@ -131,6 +135,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         connection_limit: ConnectionLimit | None = None,
+        authorizer: AclAuthorizer | None = None,
     ) -> None:
         super().__init__(
             clock=clock,
@@ -139,6 +144,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             connection_limit=connection_limit,
         )
         self._core = core
+        self._authorizer = authorizer
         self._max_fetch_bytes = max_fetch_bytes
         self._decoder = RequestDecoder(max_produce_bytes=max_produce_bytes)
         self._max_unread = max_produce_bytes + MAX_UNREAD_SLACK_BYTES
@@ -205,10 +211,34 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
 
     def handleRequest(self, request: Request) -> defer.Deferred[bytes | None]:
         request_type, call = self._plan(request)
+        if self._authorizer is not None:
+            call = self._authorized(request, call)
         d: defer.Deferred[object] = defer.maybeDeferred(call)
         return d.addCallback(self._encode, request).addErrback(
             self._encode_failure, request_type
         )
+
+    def _authorized(
+        self, request: Request, call: Callable[[], object]
+    ) -> Callable[[], object]:
+        """``call`` behind the ACL check of ``request`` (the principal is read now: the
+        TLS handshake sets it before the first request)."""
+        assert self._authorizer is not None
+        access = NativeAccess(
+            self._authorizer,
+            self.state.principal,
+            self.state.peer_host,
+            lambda: self._core.topics(),
+        )
+
+        def checked() -> object:
+            access.check(request)
+            if isinstance(request, ListTopicsRequest):
+                listed = cast(defer.Deferred[list[TopicInfo]], call())
+                return listed.addCallback(access.visible)
+            return call()
+
+        return checked
 
     def deliverAnswer(self, request: Request, answer: bytes | None) -> bool:
         if answer is not None:
@@ -306,8 +336,11 @@ class NativeFactory(Factory):
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
+        authorizer: AclAuthorizer | None = None,
     ) -> None:
         self.broker = broker
+        #: ACL checks of every request (``docs/security.md``); None allows everything.
+        self.authorizer = authorizer
         self.connections = ConnectionLimit(max_connections, "native listener")
         self.clock = clock
         self.max_produce_bytes = max_produce_bytes
@@ -326,6 +359,7 @@ class NativeFactory(Factory):
             idle_timeout=self.idle_timeout,
             frame_timeout=self.frame_timeout,
             connection_limit=self.connections,
+            authorizer=self.authorizer,
         )
         proto.factory = self
         return proto
