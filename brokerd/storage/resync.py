@@ -37,6 +37,7 @@ import crc32c
 from brokerd.storage.batch import (
     BATCH_HEADER_SIZE,
     CRC_START,
+    INT32_MAX,
     MAGIC,
     BatchHeader,
     check_header,
@@ -125,8 +126,16 @@ def _scan(segment: Segment, file_size: int, out: Validation) -> None:
         chunk = segment.pread(pos, min(RECOVERY_CHUNK, file_size - pos))
         result = scan_batches(chunk, expected_offset=expected)
         for bpos, header in result.batches:
+            if not _in_segment_range(segment, header):
+                reason = f"base offset {header.base_offset} out of the segment's range"
+                pos += bpos
+                break
             segment.index_batch(pos + bpos, header.base_offset, header.max_timestamp, header.size)
-        out.batches += len(result.batches)
+            out.batches += 1
+            expected = header.last_offset + 1
+        if reason is not None:
+            reason = f"{reason} at byte {pos}"
+            break
         pos += result.end
         expected = result.next_offset if result.next_offset is not None else expected
         if result.reason is not None:
@@ -136,6 +145,11 @@ def _scan(segment: Segment, file_size: int, out: Validation) -> None:
         if pending is not None:
             if pos + pending.size > file_size:
                 reason = f"incomplete batch at byte {pos}"
+                break
+            if not _in_segment_range(segment, pending):
+                reason = (
+                    f"base offset {pending.base_offset} out of the segment's range at byte {pos}"
+                )
                 break
             if not crc_streamed(segment, pos, pending):
                 reason = f"CRC-32C mismatch at byte {pos}"
@@ -187,7 +201,16 @@ def _valid_at(segment: Segment, at: int, file_size: int, expected: int) -> Batch
         return None
     if header.base_offset < expected or at + header.size > file_size:
         return None
+    if not _in_segment_range(segment, header):
+        return None
     return header if crc_streamed(segment, at, header) else None
+
+
+def _in_segment_range(segment: Segment, header: BatchHeader) -> bool:
+    """A segment's offsets are its base plus an int32 (the log rolls before that, and
+    the offset index stores them so): a batch beyond is a damaged base offset (not
+    under the CRC), never data of this segment."""
+    return header.last_offset - segment.base_offset <= INT32_MAX
 
 
 def crc_streamed(segment: Segment, pos: int, header: BatchHeader) -> bool:
