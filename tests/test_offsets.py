@@ -11,6 +11,7 @@ import pytest
 
 from brokerd.errors import StorageError
 from brokerd.names import MAX_GROUP_ID_LENGTH
+from brokerd.storage import fileio
 from brokerd.storage import offsets as offsets_mod
 from brokerd.storage.offsets import (
     OFFSETS_FILE_NAME,
@@ -236,7 +237,7 @@ def test_failed_sync_refuses_further_writes(
     def broken(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(offsets_mod, "datasync", broken)
+    monkeypatch.setattr(fileio, "datasync", broken)  # under append_synced
     with pytest.raises(StorageError):
         store.commit("g", [("t", 0, 2, 0, None)])
     monkeypatch.undo()

@@ -95,6 +95,21 @@ def datasync(fd: int) -> None:
         os.fsync(fd)
 
 
+def append_synced(fd: int, data: _Buffer, size: int) -> None:
+    """Append ``data`` to a journal whose intact part is ``size`` bytes, and fdatasync.
+
+    On failure the partial write is cut off again (best effort: replay would drop it
+    anyway) and the OSError propagates; the caller must then refuse further appends, as
+    the kernel may have dropped dirty pages after a failed sync."""
+    try:
+        write_all(fd, data)
+        datasync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
+
+
 def fsync_dir(path: str) -> None:
     """fsync a directory so that a file created, renamed or removed in it stays so."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

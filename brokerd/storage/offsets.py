@@ -51,7 +51,7 @@ from brokerd.names import MAX_TOPIC_LENGTH
 from brokerd.storage.fileio import (
     FILE_MODE,
     TEMP_SUFFIX,
-    datasync,
+    append_synced,
     fsync_dir,
     replace_durably,
     write_all,
@@ -431,14 +431,9 @@ class OffsetStore:
         if self._failed is not None:
             raise StorageError(f"offsets store {self.path} failed earlier: {self._failed}")
         try:
-            write_all(self._fd, data)
-            datasync(self._fd)
+            append_synced(self._fd, data, self._size)
         except OSError as exc:
             self._failed = exc
-            # Best effort: cut a partial record off so that nothing follows garbage. Replay
-            # would drop it anyway, and no further append is allowed after this.
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, self._size)
             raise StorageError(f"write to offsets journal {self.path} failed: {exc}") from exc
         self._size += len(data)
 

@@ -40,12 +40,12 @@ cannot carry. What it does not do: any I/O, locking, or deciding when to compact
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
 from brokerd.names import MAX_GROUP_ID_LENGTH, MAX_TOPIC_LENGTH
+from brokerd.storage.journal_records import RECORD_HEADER, BodyReader, frame, iter_frames
 
 __all__ = [
     "MAGIC",
@@ -97,7 +97,6 @@ MAX_RECORD_BYTES = 64 << 20
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
-_RECORD_HEADER = struct.Struct(">II")
 _COMMIT, _DELETE_TOPIC, _GROUP, _GROUP_TOMBSTONE = 1, 2, 3, 4
 _DELETE_GROUP, _DELETE_OFFSETS = 5, 6
 _PARTITION = struct.Struct(">i")
@@ -160,7 +159,8 @@ def _dec(data: bytes) -> str:
 
 
 def _frame(body: bytes) -> bytes:
-    return _RECORD_HEADER.pack(len(body), zlib.crc32(body)) + body
+    # Encoders check the record size themselves (check_group, the range checks).
+    return frame(body, len(body), "offsets")
 
 
 def encode_commit(group: bytes, entries: Sequence[tuple[bytes, int, Committed]]) -> bytes:
@@ -231,26 +231,7 @@ def encode_group(group: bytes, value: StoredGroup | None) -> bytes:
     return _frame(b"".join(parts))
 
 
-class _Reader:
-    """Bounds-checked cursor over one record body; any overrun raises ValueError."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._pos = 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self._pos + n > len(self._data):
-            raise ValueError("record body overrun")
-        chunk = self._data[self._pos : self._pos + n]
-        self._pos += n
-        return chunk
-
-    def unpack(self, fmt: struct.Struct) -> tuple[int, ...]:
-        return fmt.unpack(self.take(fmt.size))
-
-    def done(self) -> bool:
-        return self._pos == len(self._data)
-
+class _Reader(BodyReader):
     def blob(self) -> bytes:
         (length,) = self.unpack(_U32)
         return self.take(length)
@@ -398,7 +379,7 @@ def live_size(
     records of the given framed sizes: what compaction would write."""
     total = len(MAGIC)
     for group, entries in offsets.items():
-        total += _RECORD_HEADER.size + _U8.size + _U16.size + len(encode_text(group))
+        total += RECORD_HEADER.size + _U8.size + _U16.size + len(encode_text(group))
         total += _U32.size
         total += sum(_entry_size(t, v) for (t, _), v in entries.items())
     return total + sum(member_bytes.values())
@@ -426,20 +407,12 @@ def iter_records(data: bytes, pos: int) -> Iterator[tuple[Decoded, int]]:
     after it. Stops silently at the first record that is incomplete, claims more than
     :data:`MAX_RECORD_BYTES`, fails its CRC or does not decode: everything from there on
     is a write that never completed."""
-    while pos + _RECORD_HEADER.size <= len(data):
-        length, crc = _RECORD_HEADER.unpack_from(data, pos)
-        end = pos + _RECORD_HEADER.size + length
-        if length > MAX_RECORD_BYTES or end > len(data):
-            return
-        body = data[pos + _RECORD_HEADER.size : end]
-        if zlib.crc32(body) != crc:
-            return
+    for body, _start, end in iter_frames(data, pos, MAX_RECORD_BYTES):
         try:
             decoded = decode_body(body)
         except (ValueError, struct.error):
             return
         yield decoded, end
-        pos = end
 
 
 def check_group(value: StoredGroup) -> None:

@@ -32,7 +32,6 @@ import contextlib
 import os
 import struct
 import threading
-import zlib
 from collections.abc import Iterator, Sequence
 
 import attrs
@@ -41,12 +40,13 @@ from brokerd.errors import StorageError
 from brokerd.storage.fileio import (
     FILE_MODE,
     TEMP_SUFFIX,
-    datasync,
+    append_synced,
     fsync_dir,
     replace_durably,
     write_all,
     write_temp,
 )
+from brokerd.storage.journal_records import BodyReader, frame, iter_frames
 
 __all__ = [
     "COMPACT_MIN_BYTES",
@@ -84,7 +84,6 @@ STORED_STATES = (
     "CompleteAbort",
 )
 
-_HEADER = struct.Struct(">II")
 _STATE, _TOMBSTONE = 1, 2
 _U8 = struct.Struct(">B")
 _U16 = struct.Struct(">H")
@@ -138,9 +137,7 @@ def _short_text(text: str, what: str, limit: int = 2**16 - 1) -> bytes:
 
 
 def _frame(body: bytes) -> bytes:
-    if len(body) > MAX_RECORD_BYTES:
-        raise ValueError(f"transaction record larger than {MAX_RECORD_BYTES} bytes")
-    return _HEADER.pack(len(body), zlib.crc32(body)) + body
+    return frame(body, MAX_RECORD_BYTES, "transaction")
 
 
 def _check_range(value: int, bounds: tuple[int, int], what: str) -> None:
@@ -209,36 +206,10 @@ def encode_tombstone(transactional_id: str) -> bytes:
     )
 
 
-class _Reader:
-    """Bounds-checked cursor over one record body; any overrun raises ValueError."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._pos = 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self._pos + n > len(self._data):
-            raise ValueError("record body overrun")
-        chunk = self._data[self._pos : self._pos + n]
-        self._pos += n
-        return chunk
-
-    def unpack(self, fmt: struct.Struct) -> tuple[int, ...]:
-        return fmt.unpack(self.take(fmt.size))
-
+class _Reader(BodyReader):
     def text(self) -> str:
         (length,) = self.unpack(_U16)
         return self.take(length).decode("utf-8", "surrogatepass")
-
-    def count(self, min_item_bytes: int) -> int:
-        """An element count, refused before any loop if the rest cannot hold it."""
-        (n,) = self.unpack(_U32)
-        if n * min_item_bytes > len(self._data) - self._pos:
-            raise ValueError(f"count {n} exceeds the record")
-        return int(n)
-
-    def done(self) -> bool:
-        return self._pos == len(self._data)
 
 
 def decode_body(body: bytes) -> StoredTxn | str:
@@ -283,20 +254,12 @@ def iter_records(data: bytes, pos: int) -> Iterator[tuple[StoredTxn | str, int, 
     """Decode the records of ``data`` from ``pos``: ``(record, start, end)`` each. Stops
     at the first record that is incomplete, claims more than :data:`MAX_RECORD_BYTES`
     (checked before anything is sliced), fails its CRC or does not decode."""
-    while pos + _HEADER.size <= len(data):
-        length, crc = _HEADER.unpack_from(data, pos)
-        end = pos + _HEADER.size + length
-        if length > MAX_RECORD_BYTES or end > len(data):
-            return
-        body = data[pos + _HEADER.size : end]
-        if zlib.crc32(body) != crc:
-            return
+    for body, start, end in iter_frames(data, pos, MAX_RECORD_BYTES):
         try:
             decoded = decode_body(body)
         except (ValueError, struct.error):
             return
-        yield decoded, pos, end
-        pos = end
+        yield decoded, start, end
 
 
 class TxnLog:
@@ -457,12 +420,9 @@ class TxnLog:
         if self._failed is not None:
             raise StorageError(f"transaction log {self.path} failed earlier: {self._failed}")
         try:
-            write_all(self._fd, data)
-            datasync(self._fd)
+            append_synced(self._fd, data, self._size)
         except OSError as exc:
             self._failed = exc
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, self._size)
             raise StorageError(f"write to transaction log {self.path} failed: {exc}") from exc
         self._size += len(data)
 
