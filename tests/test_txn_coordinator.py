@@ -501,8 +501,29 @@ class FailureTests(CoordinatorTestCase):
         self.clock.advance(1)
         self.assertEqual(self.state(), "CompleteCommit")
         self.assertEqual(self.committed(), {("in", 0): (9, -1, None)})
-        # The marker was written twice: harmless, the second ends nothing.
-        self.assertEqual(len(self.core.markers), 2)
+        # The retry skipped the markers, already written for this decision.
+        self.assertEqual(len(self.core.markers), 1)
+
+    def test_a_completion_retry_does_not_hand_the_offsets_over_again(self) -> None:
+        # Markers and offsets succeed, logging CompleteCommit fails; meanwhile the group
+        # commits a newer offset. The retry must not put the transaction's older one back.
+        r = self.begin(P0)
+        self.add_offsets(r)
+        self.commit_offsets(r, {("in", 0): TxnOffset(9)})
+        self.core.hold = True
+        ending = self.coordinator.end_txn(TID, r.producer_id, r.producer_epoch, True)
+        self.log_fails = True
+        self.core.release()
+        self.assertEqual(result(ending), C.CONCURRENT_TRANSACTIONS)
+        self.assertEqual(self.committed(), {("in", 0): (9, -1, None)})
+        newer = self.group_coordinator.commit_txn_offsets("g", [("in", 0, 12, -1, None)])
+        self.assertEqual(result(newer), {("in", 0): 0})
+        self.log_fails = False
+        self.core.hold = False
+        self.clock.advance(1)
+        self.assertEqual(self.state(), "CompleteCommit")
+        self.assertEqual(self.committed(), {("in", 0): (12, -1, None)})
+        self.assertEqual(len(self.core.markers), 1)
 
     def test_prepare_write_failure_leaves_the_transaction_ongoing(self) -> None:
         r = self.begin(P0)

@@ -8,7 +8,10 @@ with the transaction's producer id and epoch, to every partition of the transact
 coordinator, which stores them durably (OffsetFetch sees them from then on); (3) logs
 CompleteCommit or CompleteAbort. Each step runs only after the previous one succeeded.
 Any failure stops there and leaves the Prepare* state in place: the coordinator retries
-the whole completion later (on its timer and after a restart), which is safe because a
+the completion later (on its timer and after a restart). A retry skips the steps that
+already succeeded for that decision (remembered in memory): the markers, and each group's
+offsets, so that offsets another transaction committed since are not overwritten by a
+retry of this one. After a restart everything is redone once, which is safe because a
 repeated marker only ends an already ended transaction and a repeated offset commit
 stores the same values.
 
@@ -44,6 +47,8 @@ class TxnCompleter:
         self._core = core
         self._groups = groups
         self._now_ms = now_ms
+        #: Steps already done per decision being completed: "markers", or a group id.
+        self._done: dict[tuple[str, int, int, TxnState], set[str]] = {}
 
     def complete(self, meta: TxnMetadata) -> Deferred[bool]:
         """Complete ``meta`` (PrepareCommit or PrepareAbort, already durable). Fires with
@@ -54,7 +59,9 @@ class TxnCompleter:
     async def _complete(self, meta: TxnMetadata) -> bool:
         commit = meta.state is TxnState.PREPARE_COMMIT
         tid = meta.transactional_id
-        if meta.partitions:
+        key = (tid, meta.producer_id, meta.producer_epoch, meta.state)
+        done = self._done.setdefault(key, set())
+        if meta.partitions and "markers" not in done:
             try:
                 await self._core.write_txn_markers(
                     sorted(meta.partitions), meta.producer_id, meta.producer_epoch, commit=commit
@@ -67,7 +74,8 @@ class TxnCompleter:
                     exc=exc,
                 )
                 return False
-        if commit and not await self._hand_over_offsets(meta):
+            done.add("markers")
+        if commit and not await self._hand_over_offsets(meta, done):
             return False
         try:
             await self._table.persist(meta.complete(self._now_ms()))
@@ -78,12 +86,13 @@ class TxnCompleter:
                 exc=exc,
             )
             return False
+        self._done.pop(key, None)
         self._log.debug("transaction {tid!r} completed", tid=tid)
         return True
 
-    async def _hand_over_offsets(self, meta: TxnMetadata) -> bool:
+    async def _hand_over_offsets(self, meta: TxnMetadata, done: set[str]) -> bool:
         for group_id, offsets in sorted(meta.offsets.items()):
-            if not offsets:
+            if not offsets or group_id in done:
                 continue
             entries: list[OffsetEntry] = [
                 (topic, partition, o.offset, o.leader_epoch, o.metadata)
@@ -96,6 +105,7 @@ class TxnCompleter:
             else:
                 failed = {key: code for key, code in results.items() if code != 0}
                 if not failed:
+                    done.add(group_id)
                     continue
                 why = failed
             self._log.warn(
