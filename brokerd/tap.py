@@ -78,6 +78,7 @@ class Options(usage.Options):
     """Options of ``twistd broker``; every size is in bytes and every time in ms."""
 
     optParameters = [
+        ["config", None, None, "TOML file of these options (docs/operations.md, Config file)."],
         ["data-dir", "d", "./data", "Directory holding the partition logs."],
         ["native", None, DEFAULT_NATIVE, "Endpoint of the native protocol listener."],
         ["kafka", None, DEFAULT_KAFKA, "Endpoint of the Kafka listener, or 'none'."],
@@ -195,6 +196,15 @@ class Options(usage.Options):
     optFlags = [
         ["no-auto-create", None, "Refuse produce/metadata for unknown topics."],
     ]
+
+    def parseOptions(self, options: list[str] | None = None) -> None:
+        """Load ``--config FILE`` (if any) over the defaults first, so that the command
+        line, parsed next, overrides the file."""
+        from brokerd.config_file_options import parse_with_config
+
+        parse_with_config(
+            self, super().parseOptions, options, aliases=TOPIC_DEFAULT_FLAGS
+        )
 
     def postOptions(self) -> None:
         try:
