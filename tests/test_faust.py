@@ -16,10 +16,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -28,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.brokerproc import REPO, BrokerProcess, free_port
+from tests.brokerproc import REPO, BrokerProcess
 from tests.control_plane_helpers import (
     KeyValue,
     confluent,
@@ -37,6 +35,7 @@ from tests.control_plane_helpers import (
     latest_per_key,
     produce_keyed,
 )
+from tests.faust_process import FaustProcess
 from tests.kafka_helpers import WAIT, crash_and_restart
 
 pytestmark = pytest.mark.clients
@@ -48,47 +47,15 @@ START_WAIT = 60.0
 PAST_RETENTION = 3.0
 
 
-class FaustWorker:
+class FaustWorker(FaustProcess):
     """``faust_table.py worker`` as a child process, logging to a file."""
 
     def __init__(self, broker: BrokerProcess, workdir: Path, app_id: str) -> None:
-        self.broker = broker
-        self.workdir = workdir
-        self.app_id = app_id
-        self.web_port = free_port()
-        self.log_path = workdir / "faust-worker.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.starts = 0
+        super().__init__(APP, broker, workdir, app_id, log_name="faust-worker.log")
 
     def start(self) -> FaustWorker:
-        assert self.proc is None or self.proc.poll() is not None
-        environ = dict(os.environ)
-        environ.update(
-            FAUST_BROKER=self.broker.kafka_bootstrap,
-            FAUST_APP_ID=self.app_id,
-            FAUST_WEB_PORT=str(self.web_port),
-            FAUST_DATADIR=str(self.workdir / "faust-data"),
-            PYTHONUNBUFFERED="1",
-        )
-        self.starts += 1
-        with self.log_path.open("ab") as log:
-            log.write(f"\n===== start {self.starts} =====\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                [sys.executable, str(APP), "worker", "--loglevel", "info"],
-                cwd=self.workdir,
-                env=environ,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        super().start()
         return self
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
 
     def table(self) -> dict[str, str] | None:
         """The table as the worker's web view shows it; None while it is not serving."""
@@ -137,10 +104,6 @@ class FaustWorker:
                 self.kill()
                 raise AssertionError(f"Faust ignored SIGTERM; log:\n{self.log_tail()}") from None
 
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture

@@ -18,9 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import importlib.util
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +27,7 @@ import pytest
 
 from tests.brokerproc import REPO, BrokerProcess, free_port
 from tests.control_plane_helpers import create_topic
+from tests.faust_process import FaustProcess
 from tests.kafka_helpers import WAIT, stored_batches
 from tests.txn_helpers import conf, confluent, produce_values, read_values
 
@@ -44,53 +43,22 @@ DELAY_MS = 5
 PROCESS_WAIT = 90.0
 
 
-class EosWorker:
+class EosWorker(FaustProcess):
     """``faust_eos.py worker`` as a child process, logging to a file."""
 
     def __init__(self, broker: BrokerProcess, workdir: Path) -> None:
-        self.broker = broker
-        self.workdir = workdir
-        self.log_path = workdir / "faust-eos.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.starts = 0
+        super().__init__(
+            APP, broker, workdir, "brokerd-eos", log_name="faust-eos.log",
+            env={"FAUST_EOS_DELAY_MS": str(DELAY_MS)},
+        )
 
     def start(self) -> EosWorker:
-        environ = dict(os.environ)
-        environ.update(
-            FAUST_BROKER=self.broker.kafka_bootstrap,
-            FAUST_APP_ID="brokerd-eos",
-            FAUST_WEB_PORT=str(free_port()),
-            FAUST_DATADIR=str(self.workdir / "faust-data"),
-            FAUST_EOS_DELAY_MS=str(DELAY_MS),
-            PYTHONUNBUFFERED="1",
-        )
-        self.starts += 1
-        with self.log_path.open("ab") as log:
-            log.write(f"\n===== start {self.starts} =====\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                [sys.executable, str(APP), "worker", "--loglevel", "info"],
-                cwd=self.workdir,
-                env=environ,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        self.web_port = free_port()  # each start serves on a port of its own
+        super().start()
         return self
 
     def log_tail(self, lines: int = 60) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def kill(self) -> None:
-        if self.alive():
-            assert self.proc is not None
-            self.proc.kill()
-            self.proc.wait()
+        return super().log_tail(lines)
 
     def stop(self) -> None:
         if self.alive():
