@@ -12,7 +12,6 @@ import pytest
 from brokerd.errors import StorageError
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage import fileio
-from brokerd.storage import offsets as offsets_mod
 from brokerd.storage.offsets import (
     OFFSETS_FILE_NAME,
     CommitOp,
@@ -427,7 +426,7 @@ def test_compaction_failing_before_the_rename_is_only_remembered(
     def full_disk(target: str, data: bytes) -> str:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(offsets_mod, "write_temp", full_disk)
+    monkeypatch.setattr(fileio, "write_temp", full_disk)  # under rewrite_for_append
     for i in range(5):
         store.commit("g", [("t", 0, i, 0, None)])
     assert isinstance(store.last_compaction_error, OSError)
@@ -451,7 +450,7 @@ def test_compaction_failing_at_the_rename_refuses_further_writes(
         os.replace(temp, target)
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(offsets_mod, "replace_durably", failing_dir_fsync)
+    monkeypatch.setattr(fileio, "replace_durably", failing_dir_fsync)
     last = 1
     while store.last_compaction_error is None:
         last += 1

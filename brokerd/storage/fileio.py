@@ -146,6 +146,39 @@ def replace_durably(temp: str, path: str) -> None:
     fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
+class ReplaceFailed(Exception):
+    """The rename of a complete rewritten copy, or the directory fsync after it, failed:
+    which of the two files a crash would leave behind is unknown. ``cause`` is the
+    OSError."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def rewrite_for_append(path: str, data: bytes) -> int:
+    """Durably replace the journal at ``path`` by a copy holding ``data`` (a compaction)
+    and return a descriptor of the new file open for appending: opened before the
+    rename, so it follows the new inode.
+
+    An OSError means nothing changed: the old file is intact and still the journal, and
+    no temporary file is left. :class:`ReplaceFailed` means the copy was complete but its
+    rename or the directory sync failed; the caller must then refuse further appends."""
+    temp = write_temp(path, data)
+    try:
+        fd = os.open(temp, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    try:
+        replace_durably(temp, path)
+    except OSError as exc:
+        os.close(fd)
+        raise ReplaceFailed(exc) from exc
+    return fd
+
+
 def atomic_write(path: str, data: bytes, *, mode: int = FILE_MODE) -> None:
     """Replace ``path`` by ``data``: after a crash it holds the old content or the new."""
     replace_durably(write_temp(path, data, mode=mode), path)

@@ -51,11 +51,11 @@ from brokerd.names import MAX_TOPIC_LENGTH
 from brokerd.storage.fileio import (
     FILE_MODE,
     TEMP_SUFFIX,
+    ReplaceFailed,
     append_synced,
     fsync_dir,
-    replace_durably,
+    rewrite_for_append,
     write_all,
-    write_temp,
 )
 from brokerd.storage.offsets_journal import (
     MAGIC,
@@ -464,26 +464,14 @@ class OffsetStore:
             members = dict(self._members)
         data = encode_journal(snapshot, members)
         try:
-            temp = write_temp(self.path, data)
+            new_fd = rewrite_for_append(self.path, data)
+        except ReplaceFailed as exc:
+            # We cannot tell which file a crash would leave behind, so appending to either
+            # could lose acknowledged commits.
+            self._failed = self.last_compaction_error = exc.cause
+            return
         except OSError as exc:
             self._compaction_failed(exc, force=force)
-            return
-        try:
-            # Opened before the rename, so the handle follows the new file's inode.
-            new_fd = os.open(temp, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            self._compaction_failed(exc, force=force)
-            return
-        try:
-            replace_durably(temp, self.path)
-        except OSError as exc:
-            os.close(new_fd)
-            # After a failed rename or directory fsync we cannot tell which file a crash
-            # would leave behind, so appending to either could lose acknowledged commits.
-            self._failed = exc
-            self.last_compaction_error = exc
             return
         os.close(self._fd)
         self._fd = new_fd

@@ -40,11 +40,11 @@ from brokerd.errors import StorageError
 from brokerd.storage.fileio import (
     FILE_MODE,
     TEMP_SUFFIX,
+    ReplaceFailed,
     append_synced,
     fsync_dir,
-    replace_durably,
+    rewrite_for_append,
     write_all,
-    write_temp,
 )
 from brokerd.storage.journal_records import BodyReader, frame, iter_frames
 
@@ -438,20 +438,14 @@ class TxnLog:
         writes (which file a crash would leave is then unknown)."""
         data = MAGIC + b"".join(encode_state(t) for _, t in sorted(self._txns.items()))
         try:
-            temp = write_temp(self.path, data)
-            new_fd = os.open(temp, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
+            new_fd = rewrite_for_append(self.path, data)
+        except ReplaceFailed as exc:
+            self._failed = self.last_compaction_error = exc.cause
+            return
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(self.path + TEMP_SUFFIX)
             self.last_compaction_error = exc
             # Try again only once the file has grown by the ratio again.
             self._compact_min_bytes = max(self._compact_min_bytes, self._size * self._compact_ratio)
-            return
-        try:
-            replace_durably(temp, self.path)
-        except OSError as exc:
-            os.close(new_fd)
-            self._failed = self.last_compaction_error = exc
             return
         os.close(self._fd)
         self._fd = new_fd
