@@ -27,6 +27,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from twisted.application import service
 from twisted.application.internet import StreamServerEndpointService
 from twisted.internet.defer import Deferred
@@ -399,6 +400,7 @@ def makeService(options: Options) -> service.MultiService:
     """Build the service tree: broker core, then listeners, then the readiness notice."""
     from twisted.internet import reactor
 
+    from brokerd.admin.inspect import Inspector
     from brokerd.core import Broker
     from brokerd.native.protocol import NativeFactory
     from brokerd.sdnotify import ReadyNotifier
@@ -446,6 +448,13 @@ def makeService(options: Options) -> service.MultiService:
     _add_cleaner(broker, logdir, reactor, options)
 
     authorization = _authorization(broker, options, data_dir)
+    kafka_on = options["kafka"].lower() != "none"
+    groups = _add_group_state(broker, reactor, options, data_dir) if kafka_on else None
+    inspector = Inspector(  # noqa: F841 (the HTTP site and the native admin handlers use it)
+        broker,
+        groups.coordinator.admin if groups is not None else None,
+        groups.offsets if groups is not None else None,
+    )
     native = NativeFactory(
         broker,
         clock=reactor,
@@ -456,8 +465,8 @@ def makeService(options: Options) -> service.MultiService:
     )
     _listener(reactor, options["native"], native, options).setServiceParent(top)
 
-    if options["kafka"].lower() != "none":
-        _add_kafka(top, broker, reactor, options, data_dir, authorization)
+    if groups is not None:
+        _add_kafka(top, broker, reactor, options, groups, authorization)
 
     ReadyNotifier(reactor).setServiceParent(top)
     return top
@@ -569,16 +578,22 @@ def _sasl_config(reactor: Any, options: Options) -> SaslConfig | None:
     return SaslConfig(mechanisms, options["credential-store"], FailureLimiter(reactor.seconds))
 
 
-def _add_kafka(
-    top: service.MultiService,
-    broker: Broker,
-    reactor: Any,
-    options: Options,
-    data_dir: str,
-    authorization: dict[str, Any],
-) -> None:
+@attrs.frozen
+class _KafkaState:
+    """The Kafka side's durable state: the group coordinator with its offsets store, and
+    the transaction coordinator."""
+
+    coordinator: GroupCoordinator
+    offsets: OffsetStore
+    transactions: TransactionCoordinator
+
+
+def _add_group_state(
+    broker: Broker, reactor: Any, options: Options, data_dir: str
+) -> _KafkaState:
+    """The group and transaction coordinators, children of the broker core (created
+    before the listeners: the admin views and commands of both protocols read them)."""
     from brokerd.kafka.groups import GroupCoordinator
-    from brokerd.kafka.protocol import KafkaFactory
     from brokerd.storage.offsets import OffsetStore
     from brokerd.storage.producer_ids import ProducerIdAllocator
 
@@ -590,16 +605,29 @@ def _add_kafka(
     _GroupState(coordinator, offsets, producer_ids).setServiceParent(broker)
     # Added after the group state, so it stops before it (children stop last added first).
     transactions = _add_transactions(broker, reactor, options, data_dir, coordinator, producer_ids)
+    return _KafkaState(coordinator, offsets, transactions)
+
+
+def _add_kafka(
+    top: service.MultiService,
+    broker: Broker,
+    reactor: Any,
+    options: Options,
+    state: _KafkaState,
+    authorization: dict[str, Any],
+) -> None:
+    from brokerd.kafka.protocol import KafkaFactory
+
     factory = KafkaFactory(
         broker,
-        coordinator,
+        state.coordinator,
         clock=reactor,
         advertised_host=options["advertised-host"] or "127.0.0.1",
         advertised_port=0,
         max_frame_bytes=options["max-request-bytes"],
         default_partitions=options["default-partitions"],
         max_connections=options["max-connections"] or None,
-        transactions=transactions,
+        transactions=state.transactions,
         **authorization,
         sasl=_sasl_config(reactor, options),
         credentials=options["credential-store"],

@@ -1,0 +1,140 @@
+"""What an operator sees of the broker: immutable snapshots of topics, partitions and
+consumer groups, shared by the admin commands, the web console and the metrics.
+
+Data only: these classes are built by :class:`brokerd.admin.inspect.Inspector` and
+rendered elsewhere (tables and JSON in ``brokerd.cli_admin``, HTML in ``brokerd.web``,
+Prometheus series in ``brokerd.metrics``). :func:`to_json` turns any of them into plain
+JSON-ready values, so every output form shows the same fields under the same names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+import attrs
+
+
+def _frozen_mapping(value: Mapping[str, str]) -> Mapping[str, str]:
+    return dict(sorted(value.items()))
+
+
+@attrs.frozen
+class PartitionView:
+    """One partition: its offsets, size on disk and whether it is offline.
+
+    ``records`` counts offsets between the log start and the high watermark (compaction
+    and control records leave gaps, so it is an upper bound of the records kept).
+    """
+
+    topic: str
+    partition: int
+    log_start_offset: int
+    high_watermark: int
+    last_stable_offset: int
+    size_bytes: int
+    segments: int
+    #: Why the partition is offline (its log could not be opened), or None.
+    offline: str | None = None
+
+    @property
+    def records(self) -> int:
+        return max(0, self.high_watermark - self.log_start_offset)
+
+
+@attrs.frozen
+class TopicView:
+    """One topic, with every partition and its effective configs (the topic's
+    overrides on top of the broker's defaults); ``overrides`` names the keys the topic
+    sets itself."""
+
+    name: str
+    partitions: tuple[PartitionView, ...]
+    configs: Mapping[str, str] = attrs.field(converter=_frozen_mapping, hash=False)
+    overrides: frozenset[str] = frozenset()
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(p.size_bytes for p in self.partitions)
+
+    @property
+    def end_offsets(self) -> int:
+        """The sum of the partitions' high watermarks: what a rate is derived from."""
+        return sum(p.high_watermark for p in self.partitions)
+
+    @property
+    def records(self) -> int:
+        return sum(p.records for p in self.partitions)
+
+
+@attrs.frozen
+class MemberView:
+    """One member of a group and the partitions assigned to it (empty unless the group is
+    Stable and uses the consumer protocol)."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    group_instance_id: str | None = None
+    assignment: tuple[tuple[str, int], ...] = ()
+
+
+@attrs.frozen
+class GroupOffsetView:
+    """A committed offset and the lag behind the partition's end.
+
+    ``lag`` is ``high_watermark - committed_offset`` (never negative), or None when the
+    partition does not exist (any more) on this broker.
+    """
+
+    topic: str
+    partition: int
+    committed_offset: int
+    high_watermark: int | None
+    lag: int | None
+    metadata: str | None = None
+
+
+@attrs.frozen
+class GroupView:
+    """One consumer group: state, members, committed offsets and lag."""
+
+    group_id: str
+    state: str
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[MemberView, ...] = ()
+    offsets: tuple[GroupOffsetView, ...] = ()
+
+    @property
+    def total_lag(self) -> int:
+        return sum(o.lag for o in self.offsets if o.lag is not None)
+
+
+def to_json(value: object) -> Any:
+    """``value`` (a view, or lists/mappings of them) as JSON-ready dicts, lists and
+    scalars; derived figures (``records``, ``size_bytes``, ``total_lag``) included."""
+    if attrs.has(type(value)):
+        fields = attrs.fields(cast("type[attrs.AttrsInstance]", type(value)))
+        out = {f.name: to_json(getattr(value, f.name)) for f in fields}
+        for name in ("records", "size_bytes", "end_offsets", "total_lag"):
+            if hasattr(value, name) and name not in out:
+                out[name] = getattr(value, name)
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, frozenset | set):
+        return sorted(to_json(v) for v in value)
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    return value
+
+
+__all__ = [
+    "GroupOffsetView",
+    "GroupView",
+    "MemberView",
+    "PartitionView",
+    "TopicView",
+    "to_json",
+]
