@@ -54,6 +54,7 @@ _log = Logger()
 
 DEFAULT_NATIVE = "tcp:7070:interface=127.0.0.1"
 DEFAULT_KAFKA = "tcp:9092:interface=127.0.0.1"
+DEFAULT_HTTP = "tcp:8070:interface=127.0.0.1"
 #: Kafka's defaults: 1 GiB segments, 7 days of retention, no size limit.
 DEFAULT_SEGMENT_BYTES = 1024**3
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -83,6 +84,12 @@ class Options(usage.Options):
         ["data-dir", "d", "./data", "Directory holding the partition logs."],
         ["native", None, DEFAULT_NATIVE, "Endpoint of the native protocol listener."],
         ["kafka", None, DEFAULT_KAFKA, "Endpoint of the Kafka listener, or 'none'."],
+        [
+            "http",
+            None,
+            DEFAULT_HTTP,
+            "Endpoint of the metrics, health checks and web console, or 'none'.",
+        ],
         [
             "advertised-host",
             None,
@@ -330,7 +337,7 @@ class _PortReportingEndpoint:
 def _listener(
     reactor: Any,
     description: str,
-    factory: Factory,
+    factory: Factory[Any],
     options: Options,
     on_listen: Any = None,
 ) -> service.Service:
@@ -450,7 +457,7 @@ def makeService(options: Options) -> service.MultiService:
     authorization = _authorization(broker, options, data_dir)
     kafka_on = options["kafka"].lower() != "none"
     groups = _add_group_state(broker, reactor, options, data_dir) if kafka_on else None
-    inspector = Inspector(  # noqa: F841 (the HTTP site and the native admin handlers use it)
+    inspector = Inspector(
         broker,
         groups.coordinator.admin if groups is not None else None,
         groups.offsets if groups is not None else None,
@@ -467,9 +474,37 @@ def makeService(options: Options) -> service.MultiService:
 
     if groups is not None:
         _add_kafka(top, broker, reactor, options, groups, authorization)
+    if options["http"].lower() != "none":
+        _add_http(top, reactor, options, inspector)
 
     ReadyNotifier(reactor).setServiceParent(top)
     return top
+
+
+#: Options never shown on the console's broker page.
+_PRIVATE_OPTIONS = frozenset({"credential-store", "client-verification", "topic-defaults"})
+
+
+def broker_settings(options: Options) -> dict[str, str]:
+    """The effective options as text, for operators to read (objects built from the
+    options are left out; file names are shown, never file contents)."""
+    return {
+        name: str(value)
+        for name, value in sorted(options.items())
+        if name not in _PRIVATE_OPTIONS and value is not None
+    }
+
+
+def _add_http(top: service.MultiService, reactor: Any, options: Options, inspector: Any) -> None:
+    """The HTTP endpoint: console, metrics and health checks (``brokerd.web``)."""
+    from brokerd.web.site import make_site
+
+    site = make_site(inspector, clock=reactor, settings=broker_settings(options))
+
+    def on_listen(address: Any) -> None:
+        _log.info("HTTP endpoint (metrics, health, console) on {address}", address=address)
+
+    _listener(reactor, options["http"], site, options, on_listen).setServiceParent(top)
 
 
 class _GroupState(service.Service):

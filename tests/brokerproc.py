@@ -61,6 +61,7 @@ class BrokerProcess:
         self.data_dir = Path(data_dir)
         self.native_port = free_port()
         self.kafka_port = free_port() if kafka else None
+        self.http_port = free_port()
         self.args = args
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-twistd.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -84,6 +85,7 @@ class BrokerProcess:
             f"--data-dir={self.data_dir}",
             f"--native=tcp:{self.native_port}:interface=127.0.0.1",
             f"--kafka={kafka}",
+            f"--http=tcp:{self.http_port}:interface=127.0.0.1",
             *self.args,
         ]
 
