@@ -497,9 +497,12 @@ def broker_settings(options: Options) -> dict[str, str]:
 
 def _add_http(top: service.MultiService, reactor: Any, options: Options, inspector: Any) -> None:
     """The HTTP endpoint: console, metrics and health checks (``brokerd.web``)."""
+    from brokerd.web.console import ConsoleSampler
     from brokerd.web.site import make_site
 
-    site = make_site(inspector, clock=reactor, settings=broker_settings(options))
+    sampler = ConsoleSampler(inspector, clock=reactor)
+    sampler.setServiceParent(top)
+    site = make_site(inspector, clock=reactor, settings=broker_settings(options), sampler=sampler)
 
     def on_listen(address: Any) -> None:
         _log.info("HTTP endpoint (metrics, health, console) on {address}", address=address)

@@ -14,7 +14,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import Site
 
 from brokerd.admin.inspect import Inspector
-from brokerd.web.console import make_console
+from brokerd.web.console import ConsoleSampler, make_console
 
 
 def make_site(
@@ -22,10 +22,11 @@ def make_site(
     *,
     clock: IReactorTime,
     settings: Mapping[str, str],
+    sampler: ConsoleSampler | None = None,
 ) -> Site:
     """The HTTP site: the console at ``/`` (``settings`` are the broker's effective
-    options, shown on its broker page)."""
-    root: Resource = make_console(inspector, clock=clock, settings=settings)
+    options, shown on its broker page; ``sampler`` its history)."""
+    root: Resource = make_console(inspector, clock=clock, settings=settings, sampler=sampler)
     site = Site(root)
     # Access logs would flood the broker's log with every console refresh and scrape.
     site.noisy = False
