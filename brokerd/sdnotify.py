@@ -1,23 +1,50 @@
-"""systemd readiness notification (``Type=notify``) without a dependency.
+"""systemd service notifications (``Type=notify``) without a dependency.
 
-One datagram to ``$NOTIFY_SOCKET``; a no-op when not started by systemd. A leading ``@``
-names a Linux abstract socket.
+What it does: sends ``READY=1`` once every listener has bound and the reactor runs,
+``STOPPING=1`` as the first step of a shutdown, ``STATUS=`` lines an operator sees in
+``systemctl status``, and (for a start-up step that blocks before the reactor runs, such as
+recovering logs after a crash) ``EXTEND_TIMEOUT_USEC=`` keep-alives from a helper thread so
+that ``TimeoutStartSec=`` measures lack of progress rather than the size of the data.
+
+What it does not do: the watchdog protocol, file-descriptor stores, or anything when
+``$NOTIFY_SOCKET`` is unset (every call is then a no-op). A leading ``@`` in the socket
+address names a Linux abstract socket. A send never blocks the caller: a full socket
+buffer is logged and the notification dropped.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Protocol
 
 from twisted.application import service
+from twisted.internet.defer import Deferred, DeferredList
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 _log = Logger()
 
+#: The status line while serving, and while shutting down.
+STATUS_SERVING = "serving"
+STATUS_STOPPING = "shutting down: listeners closed, finishing queued appends, syncing logs"
+#: How often a blocking start-up step tells systemd it is still making progress, and how
+#: much more time each keep-alive asks for (twice the interval: one late beat is no harm).
+EXTEND_INTERVAL_SECONDS = 10.0
+EXTEND_BY_SECONDS = 2 * EXTEND_INTERVAL_SECONDS
+
+
+class _RunningReactor(Protocol):
+    def callWhenRunning(self, f: Callable[[], object]) -> object: ...
+
 
 def sd_notify(state: str, environ: Mapping[str, str] = os.environ) -> bool:
-    """Send ``state`` (e.g. ``READY=1``) to systemd; return whether it was sent."""
+    """Send ``state`` (one or more ``KEY=value`` lines, e.g. ``READY=1``) to systemd;
+    return whether it was sent."""
     addr = environ.get("NOTIFY_SOCKET")
     if not addr:
         return False
@@ -25,6 +52,8 @@ def sd_notify(state: str, environ: Mapping[str, str] = os.environ) -> bool:
         addr = "\0" + addr[1:]
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as s:
+            # Never stall the reactor on a busy service manager.
+            s.setblocking(False)
             s.connect(addr)
             s.sendall(state.encode())
     except OSError as e:
@@ -33,21 +62,99 @@ def sd_notify(state: str, environ: Mapping[str, str] = os.environ) -> bool:
     return True
 
 
+@contextmanager
+def extending_start_timeout(
+    what: str,
+    *,
+    environ: Mapping[str, str] = os.environ,
+    interval: float = EXTEND_INTERVAL_SECONDS,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> Iterator[None]:
+    """While the block runs (it may block the only thread that would otherwise talk to
+    systemd), send ``STATUS=<what>`` at once and then, every ``interval`` seconds,
+    ``EXTEND_TIMEOUT_USEC`` (twice the interval) with ``STATUS=<what> (N s)``.
+
+    Without ``$NOTIFY_SOCKET`` no thread is started."""
+    if not environ.get("NOTIFY_SOCKET"):
+        yield
+        return
+    started = monotonic()
+    sd_notify(f"STATUS={what}", environ)
+    done = threading.Event()
+    extend_usec = int(2 * interval * 1_000_000)
+
+    def beat() -> None:
+        while not done.wait(interval):
+            elapsed = int(monotonic() - started)
+            sd_notify(f"EXTEND_TIMEOUT_USEC={extend_usec}\nSTATUS={what} ({elapsed} s)", environ)
+
+    thread = threading.Thread(target=beat, name="sd-notify-extend", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def _listening(siblings: list[service.IService]) -> list[Deferred[object]]:
+    """A pass-through Deferred per listener among ``siblings``: it fires once that
+    listener has bound (its own Deferred keeps its result, which its stop needs)."""
+    waits: list[Deferred[object]] = []
+    for sibling in siblings:
+        # StreamServerEndpointService keeps the pending listen() here; most endpoints
+        # (tcp, ssl, unix, systemd) have fired it by the time startService returns.
+        port_d = getattr(sibling, "_waitingForPort", None)
+        if not isinstance(port_d, Deferred):
+            continue
+        mine: Deferred[object] = Deferred()
+
+        def relay(result: object, mine: Deferred[object] = mine) -> object:
+            if isinstance(result, Failure):
+                mine.errback(result)
+            else:
+                mine.callback(None)
+            return result
+
+        port_d.addBoth(relay)
+        waits.append(mine)
+    return waits
+
+
 class ReadyNotifier(service.Service):
-    """Says READY=1 once the reactor runs, after every listener before it has bound.
+    """Says ``READY=1`` once the reactor runs and every listener added to the same parent
+    before it has bound; says ``STOPPING=1`` when stopped (add it last, so that it is the
+    first child to stop).
 
     Waiting for ``callWhenRunning`` matters: READY sent earlier lets systemd deliver a
     SIGTERM before twistd has installed its signal handlers, which kills the process
-    without a clean shutdown.
+    without a clean shutdown. A listener that fails to bind means no READY at all (the
+    start is failing; systemd reports the exit, not a half-started service).
     """
 
-    def __init__(self, reactor: object) -> None:
-        self._reactor = reactor
+    def __init__(self, reactor: object, *, environ: Mapping[str, str] = os.environ) -> None:
+        self._reactor: _RunningReactor = reactor  # type: ignore[assignment]
+        self._environ = environ
+        self.ready_sent = False
 
     def startService(self) -> None:
         super().startService()
-        self._reactor.callWhenRunning(sd_notify, "READY=1")  # type: ignore[attr-defined]
+        siblings = list(self.parent) if self.parent is not None else []
+        before = siblings[: siblings.index(self)] if self in siblings else siblings
+        waits = _listening(before)
+        running: Deferred[object] = Deferred()
+        self._reactor.callWhenRunning(lambda: running.callback(None))
+        everything = DeferredList([running, *waits], fireOnOneErrback=True, consumeErrors=True)
+        everything.addCallbacks(self._ready, self._not_ready)
+
+    def _ready(self, _: object) -> None:
+        if not self.running:
+            return
+        self.ready_sent = sd_notify(f"READY=1\nSTATUS={STATUS_SERVING}", self._environ)
+
+    def _not_ready(self, failure: Failure) -> None:
+        _log.error("not telling systemd READY: a listener failed: {f}", f=failure.value)
 
     def stopService(self) -> None:
         super().stopService()
-        sd_notify("STOPPING=1")
+        sd_notify(f"STOPPING=1\nSTATUS={STATUS_STOPPING}", self._environ)
