@@ -98,8 +98,9 @@ def extending_start_timeout(
 
 
 def _listening(siblings: list[service.IService]) -> list[Deferred[object]]:
-    """A pass-through Deferred per listener among ``siblings``: it fires once that
-    listener has bound (its own Deferred keeps its result, which its stop needs)."""
+    """A Deferred per listener among ``siblings``: it fires once that listener has
+    bound, and fails if it did not (the listener's own Deferred keeps its result, which
+    its stop needs)."""
     waits: list[Deferred[object]] = []
     for sibling in siblings:
         # StreamServerEndpointService keeps the pending listen() here; most endpoints
@@ -109,9 +110,15 @@ def _listening(siblings: list[service.IService]) -> list[Deferred[object]]:
             continue
         mine: Deferred[object] = Deferred()
 
-        def relay(result: object, mine: Deferred[object] = mine) -> object:
+        def relay(
+            result: object, mine: Deferred[object] = mine, what: object = sibling
+        ) -> object:
+            # The service's own errback (added before this) logs a bind failure and
+            # leaves None: only a port means bound.
             if isinstance(result, Failure):
                 mine.errback(result)
+            elif result is None:
+                mine.errback(RuntimeError(f"{what!r} did not bind"))
             else:
                 mine.callback(None)
             return result
