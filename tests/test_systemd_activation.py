@@ -7,7 +7,8 @@ from the main process only once both inherited listeners and the HTTP endpoint a
 native and Kafka clients produce and consume through the inherited sockets; SIGTERM while
 native and Kafka producers (acks=all) are running gives STOPPING=1 at once, a clean exit
 within 10 s with the clean-shutdown marker, and, after the next activation, every
-acknowledged record at its acknowledged offset.
+acknowledged record at its acknowledged offset; after a SIGKILL, READY=1 comes only once
+the logs are recovered.
 """
 
 from __future__ import annotations
@@ -341,3 +342,31 @@ def test_sigterm_at_once_after_ready_is_clean(
     assert exited - sent_at < STOP_BUDGET
     assert (activated.data_dir / ".clean_shutdown").exists()
     assert activated.notify.wait_for("STOPPING", timeout=0).pid == activated.pid
+
+
+def test_after_a_crash_ready_comes_once_recovery_is_done(activated: ActivatedBroker) -> None:
+    """SIGKILL under load (what TimeoutStopSec= running out does), then the next
+    activation: the broker recovers its logs before READY=1, and every acknowledged
+    record is there."""
+    activated.start()
+    ready_and_serving(activated)
+    producer = NativeProducer(activated.native_port, "crash-native", 0)
+    producer.start()
+    try:
+        wait_until(lambda: len(producer.acked) >= 500, "acknowledged native records")
+        activated.kill()
+    finally:
+        producer.halt.set()
+        producer.join(WAIT)
+    assert not (activated.data_dir / ".clean_shutdown").exists()
+
+    activated.notify.clear()
+    activated.start()
+    activated.notify.wait_for("READY")
+    # The journal logger flushes every line: recovery was logged before READY=1.
+    assert "previous shutdown was not clean (logs recovered)" in activated.log()
+    ready_and_serving(activated)
+    with NativeClient("127.0.0.1", activated.native_port) as client:
+        stored = fetch_all(client, "crash-native", 0)
+    for offset, value in producer.acked:
+        assert stored.get(offset) == value, offset
