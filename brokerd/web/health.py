@@ -26,12 +26,17 @@ class OfflineSource(Protocol):
     def offline_partitions(self) -> dict[tuple[str, int], str]: ...
 
 
+class TransactionListing(Protocol):
+    @property
+    def transactional_id(self) -> str: ...
+
+
 class PreparedTransactions(Protocol):
     """What the start-up completion check reads of the transaction coordinator."""
 
     def list_transactions(
         self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
-    ) -> Sequence[object]: ...
+    ) -> Sequence[TransactionListing]: ...
 
 
 #: The transaction states a start-up completion finishes (a decision logged, markers not).
@@ -83,7 +88,7 @@ def startup_completions(coordinator: PreparedTransactions) -> Callable[[], list[
     coordinator was loaded are all completed. Call before the coordinator starts: the
     ids prepared now are those start-up must complete (later ones are normal traffic)."""
     pending = {
-        str(t.transactional_id)
+        t.transactional_id
         for t in coordinator.list_transactions(PREPARED_STATES, [])
     }
 
@@ -91,7 +96,7 @@ def startup_completions(coordinator: PreparedTransactions) -> Callable[[], list[
         if not pending:
             return []
         still = {
-            str(t.transactional_id)
+            t.transactional_id
             for t in coordinator.list_transactions(PREPARED_STATES, [])
         }
         pending.intersection_update(still)
