@@ -56,6 +56,7 @@ def _error_name(enum_type: type[enum.IntEnum], code: int) -> str:
 
 # Per response class: whether it has an error_code field, and its other fields.
 _plans: dict[type, tuple[bool, tuple[str, ...]]] = {}
+_ERROR_FIELD = "error_code"
 
 
 def _plan(cls: type) -> tuple[bool, tuple[str, ...]]:
@@ -69,7 +70,7 @@ def _plan(cls: type) -> tuple[bool, tuple[str, ...]]:
 def _collect_codes(value: object, codes: set[int]) -> None:
     has_error, others = _plan(type(value))
     if has_error:
-        code = value.error_code
+        code = getattr(value, _ERROR_FIELD)
         if code:
             codes.add(code)
     for name in others:
