@@ -87,6 +87,9 @@ class AnswersTest(SynchronousTestCase):
         self.assertEqual(api_name(apis.ApiKey.PRODUCE), "Produce")
         self.assertEqual(api_name(apis.ApiKey.API_VERSIONS), "ApiVersions")
         self.assertEqual(api_name(RequestType.LONG_POLL_FETCH), "LongPollFetch")
+        # Equal values of the two protocols' enums are different APIs.
+        self.assertEqual(api_name(apis.ApiKey(int(RequestType.FETCH))), "ListOffsets")
+        self.assertEqual(api_name(RequestType.FETCH), "Fetch")
 
     def test_kafka_errors_found_at_every_level_once(self) -> None:
         answer = apis.ProduceResponse(
@@ -172,7 +175,8 @@ class RequestMetricsTest(SynchronousTestCase):
         self.inspector.group_views = [
             GroupView("g", "Stable", "consumer", "range",
                       (MemberView("m1", "c", "h"), MemberView("m2", "c", "h")),
-                      (GroupOffsetView("t", 0, 9, 12, 3), GroupOffsetView("gone", 0, 1, None, None))),
+                      (GroupOffsetView("t", 0, 9, 12, 3),
+                       GroupOffsetView("gone", 0, 1, None, None))),
         ]
         self.metrics.writes.records_in("t", 7, 700)
         self.metrics.listener("kafka").records_out("t", 2, 200)
@@ -183,8 +187,9 @@ class RequestMetricsTest(SynchronousTestCase):
         self.assertEqual(got[("brokerd_partition_log_start_offset", p0)], 5)
         self.assertEqual(got[("brokerd_partition_log_end_offset", p0)], 12)
         self.assertEqual(got[("brokerd_partition_last_stable_offset", p0)], 10)
-        self.assertEqual(got[("brokerd_partition_offline", (("partition", "1"), ("topic", "t")))], 1)
-        self.assertNotIn(("brokerd_partition_log_size_bytes", (("partition", "1"), ("topic", "t"))), got)
+        p1 = (("partition", "1"), ("topic", "t"))
+        self.assertEqual(got[("brokerd_partition_offline", p1)], 1)
+        self.assertNotIn(("brokerd_partition_log_size_bytes", p1), got)
         self.assertEqual(got[("brokerd_offline_partitions", ())], 1)
         self.assertEqual(got[("brokerd_topic_partitions", (("topic", "t"),))], 2)
         self.assertEqual(got[("brokerd_group_members", (("group", "g"),))], 2)
@@ -202,7 +207,9 @@ class RequestMetricsTest(SynchronousTestCase):
         self.inspector.topic_views = []
         self.inspector.group_views = []
         got = samples(self.metrics.registry)
-        self.assertFalse([key for key in got if ("topic", "t") in key[1] or ("group", "g") in key[1]])
+        self.assertFalse(
+            [key for key in got if ("topic", "t") in key[1] or ("group", "g") in key[1]]
+        )
         self.assertEqual(got[("brokerd_topics", ())], 0)
 
     def test_process_collectors_on_their_own_registry(self) -> None:

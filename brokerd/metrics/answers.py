@@ -36,14 +36,16 @@ _BATCH_HEAD = struct.Struct(">qiibIhi")
 _LOG_OVERHEAD = 12
 _CONTROL_MASK = 0x20
 
-_api_names: dict[enum.IntEnum, str] = {}
+# Keyed by (enum class, value): members of two IntEnums with equal values compare equal.
+_api_names: dict[tuple[type, int], str] = {}
 
 
 def api_name(key: enum.IntEnum) -> str:
     """``PRODUCE`` -> ``Produce``, ``API_VERSIONS`` -> ``ApiVersions`` (Kafka's names)."""
-    name = _api_names.get(key)
+    cache_key = (type(key), int(key))
+    name = _api_names.get(cache_key)
     if name is None:
-        name = _api_names[key] = "".join(w.capitalize() for w in key.name.split("_"))
+        name = _api_names[cache_key] = "".join(w.capitalize() for w in key.name.split("_"))
     return name
 
 
