@@ -15,6 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from brokerd.client import NativeError
+
 from tests.brokerproc import BrokerProcess
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
