@@ -43,6 +43,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from brokerd.connlimit import ConnectionLimit
+from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
 from brokerd.tls import ANONYMOUS, peer_principal
 from brokerd.transport_types import DelayedCall, TimerClock, Transport, disable_nagle
 
@@ -91,6 +92,8 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
 
     _log = Logger()
     protocolName = "connection"
+    #: Where connections and requests are counted (the factory sets its listener's).
+    metrics: RequestObserver = NULL_REQUESTS
 
     def __init__(
         self,
@@ -209,6 +212,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     def connectionMade(self) -> None:
         self._connected = True
         disable_nagle(self.transport)
+        self.metrics.connection_opened()
         self.state = self.makeState(str(getattr(self._t.getPeer(), "host", "")))
         # The transport tells us when its send buffer is full; we then stop taking
         # requests, so a client that does not read cannot make us buffer without end.
@@ -227,6 +231,8 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._pump()
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
+        if self._connected:
+            self.metrics.connection_closed()
         if self._connected and self._connection_limit is not None:
             self._connection_limit.release()
         self._connected = False

@@ -43,12 +43,15 @@ from brokerd.tls import ClientVerification, is_tls_description, listener_endpoin
 
 if TYPE_CHECKING:
     from brokerd.core import Broker
+    from brokerd.core.cleaner import CleanerService
     from brokerd.kafka.groups import GroupCoordinator
     from brokerd.kafka.sasl import SaslConfig
     from brokerd.kafka.transactions import TransactionCoordinator
+    from brokerd.metrics.registry import BrokerMetrics
     from brokerd.storage.offsets import OffsetStore
     from brokerd.storage.producer_ids import ProducerIdAllocator
     from brokerd.storage.txn_log import TxnLog
+    from brokerd.web.health import Readiness
 
 _log = Logger()
 
@@ -386,13 +389,13 @@ def _route_storage_logging() -> None:
 
 def _add_cleaner(
     broker: service.MultiService, logdir: Any, reactor: Any, options: Options
-) -> None:
+) -> CleanerService | None:
     """The log cleaner, a child of the broker added after its log directory, so that it
     stops (abandoning a pass) before the logs close."""
     from brokerd.core.cleaner import CleanerService, CleanerSettings
 
     if not options["cleaner-threads"]:
-        return
+        return None
     rate = options["cleaner-io-mb-per-sec"]
     settings = CleanerSettings(
         threads=options["cleaner-threads"],
@@ -400,7 +403,9 @@ def _add_cleaner(
         dedupe_buffer_bytes=options["cleaner-dedupe-buffer-mb"] * MEBIBYTE,
         backoff_seconds=options["cleaner-backoff-ms"] / 1000.0,
     )
-    CleanerService(logdir, settings, reactor=reactor).setServiceParent(broker)
+    cleaner = CleanerService(logdir, settings, reactor=reactor)
+    cleaner.setServiceParent(broker)
+    return cleaner
 
 
 def makeService(options: Options) -> service.MultiService:
@@ -452,7 +457,7 @@ def makeService(options: Options) -> service.MultiService:
         retention_check_seconds=options["log-retention-check-interval-ms"] / 1000.0,
     )
     broker.setServiceParent(top)
-    _add_cleaner(broker, logdir, reactor, options)
+    cleaner = _add_cleaner(broker, logdir, reactor, options)
 
     authorization = _authorization(broker, options, data_dir)
     kafka_on = options["kafka"].lower() != "none"
@@ -462,6 +467,9 @@ def makeService(options: Options) -> service.MultiService:
         groups.coordinator.admin if groups is not None else None,
         groups.offsets if groups is not None else None,
     )
+    http_on = options["http"].lower() != "none"
+    metrics = _metrics(broker, inspector, cleaner, groups) if http_on else None
+    readiness = _readiness(inspector, groups)
     native = NativeFactory(
         broker,
         clock=reactor,
@@ -470,12 +478,15 @@ def makeService(options: Options) -> service.MultiService:
         max_connections=options["max-connections"] or None,
         authorizer=authorization["authorizer"],
     )
-    _listener(reactor, options["native"], native, options).setServiceParent(top)
+    if metrics is not None:
+        native.metrics = metrics.listener("native")
+    bound = readiness.wait_for("native listener", "not bound yet")
+    _listener(reactor, options["native"], native, options, bound).setServiceParent(top)
 
     if groups is not None:
-        _add_kafka(top, broker, reactor, options, groups, authorization)
-    if options["http"].lower() != "none":
-        _add_http(top, reactor, options, inspector)
+        _add_kafka(top, broker, reactor, options, groups, authorization, metrics, readiness)
+    if metrics is not None:
+        _add_http(top, reactor, options, inspector, metrics, readiness)
 
     ReadyNotifier(reactor).setServiceParent(top)
     return top
@@ -495,16 +506,60 @@ def broker_settings(options: Options) -> dict[str, str]:
     }
 
 
-def _add_http(top: service.MultiService, reactor: Any, options: Options, inspector: Any) -> None:
+def _metrics(
+    broker: Broker, inspector: Any, cleaner: CleanerService | None, groups: _KafkaState | None
+) -> BrokerMetrics:
+    """The broker's metrics registry (``brokerd.metrics``), its write observer installed
+    in the core before any partition opens."""
+    from brokerd.metrics.registry import BrokerMetrics
+
+    metrics = BrokerMetrics(inspector)
+    broker.writes = metrics.writes
+    if cleaner is not None:
+        metrics.add_cleaner(cleaner)
+    if groups is not None:
+        metrics.add_transactions(groups.transactions)
+    return metrics
+
+
+def _readiness(inspector: Any, groups: _KafkaState | None) -> Readiness:
+    """What ``/readyz`` waits for: the listeners (each marks itself bound), no offline
+    partition, and the transaction coordinator's start-up completions (built now, before
+    the coordinator starts, so the prepared transactions it must complete are known)."""
+    from brokerd.web.health import Readiness, startup_completions
+
+    readiness = Readiness(inspector)
+    if groups is not None:
+        readiness.add_check(startup_completions(groups.transactions))
+    return readiness
+
+
+def _add_http(
+    top: service.MultiService,
+    reactor: Any,
+    options: Options,
+    inspector: Any,
+    metrics: BrokerMetrics,
+    readiness: Readiness,
+) -> None:
     """The HTTP endpoint: console, metrics and health checks (``brokerd.web``)."""
     from brokerd.web.console import ConsoleSampler
     from brokerd.web.site import make_site
 
     sampler = ConsoleSampler(inspector, clock=reactor)
     sampler.setServiceParent(top)
-    site = make_site(inspector, clock=reactor, settings=broker_settings(options), sampler=sampler)
+    site = make_site(
+        inspector,
+        clock=reactor,
+        settings=broker_settings(options),
+        sampler=sampler,
+        registry=metrics.registry,
+        readiness=readiness,
+    )
+    bound = readiness.wait_for("http listener", "not bound yet")
 
     def on_listen(address: Any) -> None:
+        bound()
         _log.info("HTTP endpoint (metrics, health, console) on {address}", address=address)
 
     _listener(reactor, options["http"], site, options, on_listen).setServiceParent(top)
@@ -653,8 +708,11 @@ def _add_kafka(
     options: Options,
     state: _KafkaState,
     authorization: dict[str, Any],
+    metrics: BrokerMetrics | None,
+    readiness: Readiness,
 ) -> None:
     from brokerd.kafka.protocol import KafkaFactory
+    from brokerd.metrics.hooks import NULL_REQUESTS
 
     factory = KafkaFactory(
         broker,
@@ -669,9 +727,12 @@ def _add_kafka(
         **authorization,
         sasl=_sasl_config(reactor, options),
         credentials=options["credential-store"],
+        metrics=metrics.listener("kafka") if metrics is not None else NULL_REQUESTS,
     )
+    listening = readiness.wait_for("kafka listener", "not bound yet")
 
     def on_listen(address: Any) -> None:
+        listening()
         host = options["advertised-host"]
         if host is None:
             bound = getattr(address, "host", "127.0.0.1")

@@ -48,8 +48,10 @@ from brokerd.core.timers import (
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
 from brokerd.core.transactions import BrokerTransactions
 from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
+from brokerd.core.write_stats import WriteStats
 from brokerd.core.writer import PartitionWriter
 from brokerd.errors import BrokerError, ShuttingDown
+from brokerd.metrics.hooks import NULL_WRITES, WriteObserver
 from brokerd.storage.batch import BatchHeader, parse_batches
 from brokerd.storage.produce_checks import check_batches, check_values
 from brokerd.storage.topic_config import broker_values
@@ -70,6 +72,9 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
     :param run_read: optional runner ``f(*a) -> Deferred`` replacing the read pool (tests).
     :param run_write: optional runner replacing the write pool (tests).
     """
+
+    #: Where appends, fsyncs and durability latency are counted (set before start).
+    writes: WriteObserver = NULL_WRITES
 
     def __init__(
         self,
@@ -127,6 +132,7 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
             wall_clock=self._wall_clock,
             on_appended=lambda appended: self.waiters.notify(key, appended),
             on_idle=lambda: self.partitions.writer_idle(),
+            stats=WriteStats(topic, self.writes),
         )
         guard = ProducerGuard(log.path, txn_state=log.txn_snapshot)
         return Partition(topic, index, log, writer, guard)

@@ -119,6 +119,8 @@ class CleanerService(service.Service):
         self.bytes_written = 0
         self.errors = 0
         self.last_error: str | None = None
+        #: Wall-clock time the last pass completed (None: none yet).
+        self.last_pass_time: float | None = None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -202,6 +204,7 @@ class CleanerService(service.Service):
             )
             if result is not None:
                 self.passes += 1
+                self.last_pass_time = self._wall_clock()
                 self.records_read += result.records_read
                 self.records_kept += result.records_kept
                 self.records_removed += result.records_removed

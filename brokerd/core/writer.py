@@ -15,6 +15,7 @@ appends landed (to wake long polls). It knows nothing of producers, topics or wa
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -24,6 +25,7 @@ from twisted.python.failure import Failure
 
 from brokerd.core.appends import Append, BatchesAppend, MarkerAppend, ValuesAppend
 from brokerd.core.interfaces import PartitionStore, Runner
+from brokerd.core.write_stats import WriteStats
 from brokerd.storage.append_time import stamp_log_append_time
 from brokerd.storage.types import AppendInfo
 
@@ -35,6 +37,8 @@ class JobResult:
 
     outcomes: tuple[AppendInfo | Failure, ...]
     retention_failure: Failure | None = None
+    #: How long the job's fsync took (None: no successful sync).
+    sync_seconds: float | None = None
 
 
 def _current_failure() -> Failure:
@@ -85,9 +89,12 @@ def write_job(
             outcomes.append(info)
         except Exception:
             outcomes.append(_current_failure())
+    sync_seconds = None
     if sync:
+        began = time.monotonic()
         try:
             log.flush()
+            sync_seconds = time.monotonic() - began
         except Exception:
             failure = _current_failure()
             return JobResult(tuple(failure if isinstance(r, AppendInfo) else r for r in outcomes))
@@ -98,13 +105,14 @@ def write_job(
             log.enforce_retention(wall_clock())
         except Exception:
             retention_failure = _current_failure()
-    return JobResult(tuple(outcomes), retention_failure)
+    return JobResult(tuple(outcomes), retention_failure, sync_seconds)
 
 
 @attrs.define(eq=False)
 class _Queued:
     append: Append
     deferred: defer.Deferred[AppendInfo]
+    queued_at: float = 0.0
 
 
 class PartitionWriter:
@@ -125,8 +133,10 @@ class PartitionWriter:
         wall_clock: Callable[[], float],
         on_appended: Callable[[Sequence[tuple[Append, AppendInfo]]], None],
         on_idle: Callable[[], None],
+        stats: WriteStats | None = None,
     ) -> None:
         self.log = log
+        self._stats = stats if stats is not None else WriteStats("")
         self._run_write = run_write
         self._sync_every_append = sync_every_append
         self._wall_clock = wall_clock
@@ -149,7 +159,7 @@ class PartitionWriter:
 
     def submit(self, append: Append) -> defer.Deferred[AppendInfo]:
         """Queue ``append``; fires with its offsets after the job that wrote it."""
-        queued = _Queued(append, defer.Deferred())
+        queued = _Queued(append, defer.Deferred(), self._stats.now())
         self._pending.append(queued)
         self._kick()
         return queued.deferred
@@ -195,9 +205,11 @@ class PartitionWriter:
 
     def _job_done(self, outcome: JobResult | Failure, queued: list[_Queued], synced: bool) -> None:
         self._busy = False
+        sync_seconds = None
         if isinstance(outcome, Failure):
             outcomes: Sequence[AppendInfo | Failure] = [outcome] * len(queued)
         else:
+            sync_seconds = outcome.sync_seconds
             outcomes = outcome.outcomes
             if outcome.retention_failure is not None:
                 self._log.failure("retention failed", outcome.retention_failure)
@@ -211,6 +223,11 @@ class PartitionWriter:
                 item.deferred.callback(result)
             else:
                 item.deferred.errback(result)
+        self._stats.job_done(
+            [(q.append, r, q.queued_at) for q, r in zip(queued, outcomes, strict=True)
+             if isinstance(r, AppendInfo)],
+            synced=synced and sync_seconds is not None, sync_seconds=sync_seconds,
+        )
         if appended:
             if not synced:
                 self.dirty = True

@@ -60,6 +60,8 @@ from brokerd.kafka.handlers import (
 from brokerd.kafka.sasl import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.sasl_handlers import SASL_API_KEYS, ScramStore, answer_sasl
 from brokerd.kafka.txn_types import TransactionCoordinatorLike
+from brokerd.metrics.answers import observe_kafka
+from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
 
 #: Seconds between answering a failed authentication and closing the connection (Kafka's
@@ -106,6 +108,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             connection_limit=factory.connections,
         )
         self._factory = factory
+        self.metrics = factory.metrics
         self._handlers = factory.handlers
         self._decoder = codec.FrameDecoder(factory.max_frame_bytes)
         self._pending: deque[bytes] = deque()
@@ -256,6 +259,10 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
     # ----------------------------------------------------------------- dispatch
 
     def handleRequest(self, request: apis.Request) -> defer.Deferred[object]:
+        started = self.metrics.now()
+        return observe_kafka(self.metrics, request, started, self._dispatch(request))
+
+    def _dispatch(self, request: apis.Request) -> defer.Deferred[object]:
         if request.api_key in SASL_API_KEYS:
             # Answered here, synchronously: they change this connection's state, and the
             # next frame must be read in the state they leave.
@@ -324,6 +331,7 @@ class KafkaFactory(Factory):
         authentication (every connection is ``User:ANONYMOUS``).
     :param credentials: the store DescribeUserScramCredentials and
         AlterUserScramCredentials read and write; None = they answer SECURITY_DISABLED.
+    :param metrics: where connections and requests are counted (``brokerd.metrics``).
     """
 
     def __init__(
@@ -346,10 +354,12 @@ class KafkaFactory(Factory):
         acls: AclHandlers | None = None,
         sasl: SaslConfig | None = None,
         credentials: ScramStore | None = None,
+        metrics: RequestObserver = NULL_REQUESTS,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
         self.connections = ConnectionLimit(max_connections, "kafka listener")
+        self.metrics = metrics
         self.core = core
         self.coordinator = coordinator
         self.transactions = transactions

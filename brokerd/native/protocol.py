@@ -29,6 +29,8 @@ from twisted.python.failure import Failure
 
 from brokerd.connection import RequestConnection
 from brokerd.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
+from brokerd.metrics.answers import observe_native, observe_refusal
+from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
 from brokerd.native import server_codec
 from brokerd.native.authorize import NativeAccess
 from brokerd.native.messages import (
@@ -201,6 +203,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         super().requestsAbandoned()
 
     def _refuse(self, error: RequestError) -> None:
+        observe_refusal(self.metrics, error.request_type, error.code)
         self.write(server_codec.encode_error_response(error.request_type, error.code,
                                                       error.message))
         if error.fatal:
@@ -213,7 +216,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         request_type, call = self._plan(request)
         if self._authorizer is not None:
             call = self._authorized(request, call)
+        started = self.metrics.now()
         d: defer.Deferred[object] = defer.maybeDeferred(call)
+        d = observe_native(self.metrics, request_type, getattr(request, "topic", None), started, d)
         return d.addCallback(self._encode, request).addErrback(
             self._encode_failure, request_type
         )
@@ -326,6 +331,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
 class NativeFactory(Factory):
     """Builds :class:`NativeProtocol` instances sharing one core and one set of limits."""
 
+    #: Where its connections and requests are counted (``brokerd.metrics``).
+    metrics: RequestObserver = NULL_REQUESTS
+
     def __init__(
         self,
         broker: NativeCore,
@@ -362,4 +370,5 @@ class NativeFactory(Factory):
             authorizer=self.authorizer,
         )
         proto.factory = self
+        proto.metrics = self.metrics
         return proto

@@ -1,0 +1,170 @@
+"""Series computed at scrape time from the broker's state: partitions, consumer groups,
+the log cleaner, the transaction coordinator, and the per-topic traffic counters.
+
+Every figure is read when Prometheus scrapes (on the reactor thread, through the
+:class:`~brokerd.admin.inspect.Inspector`'s memory-only snapshots), so the label sets are
+exactly the topics, partitions and groups that exist at that moment: a deleted topic's
+or group's series disappear with it, and no request ever creates a label.
+
+What it does not do: count events (:mod:`brokerd.metrics.live` and
+:mod:`brokerd.metrics.traffic` do) or touch the disk.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from brokerd.admin.inspect import Inspector
+from brokerd.kafka.txn_state import TxnState
+from brokerd.metrics.traffic import TopicTraffic
+
+
+class CleanerCounters(Protocol):
+    """What the cleaner collector reads (:class:`brokerd.core.cleaner.CleanerService`)."""
+
+    passes: int
+    bytes_read: int
+    bytes_written: int
+    records_removed: int
+    errors: int
+    last_pass_time: float | None
+
+
+class TxnListing(Protocol):
+    @property
+    def state(self) -> str: ...
+
+
+class TransactionsView(Protocol):
+    """What the transaction collector reads (the transaction coordinator)."""
+
+    def list_transactions(
+        self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
+    ) -> Sequence[TxnListing]: ...
+
+
+def _gauge(name: str, documentation: str, labels: Sequence[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, labels=list(labels))
+
+
+class InspectorCollector:
+    """Partitions, topics, groups and per-topic traffic, from the inspector."""
+
+    def __init__(self, inspector: Inspector, traffic: TopicTraffic) -> None:
+        self._inspector = inspector
+        self._traffic = traffic
+
+    def collect(self) -> Iterator[Metric]:
+        topics = self._inspector.topics()
+        labels = ("topic", "partition")
+        size = _gauge("brokerd_partition_log_size_bytes", "Bytes of the partition's segments.",
+                      labels)
+        segments = _gauge("brokerd_partition_segments", "Segments of the partition's log.",
+                          labels)
+        start = _gauge("brokerd_partition_log_start_offset",
+                       "First offset readers may fetch.", labels)
+        end = _gauge("brokerd_partition_log_end_offset",
+                     "High watermark: the offset the next visible record gets.", labels)
+        stable = _gauge("brokerd_partition_last_stable_offset",
+                        "Last stable offset (read_committed readers stop below it).", labels)
+        offline = _gauge("brokerd_partition_offline",
+                         "1 while the partition's log could not be opened.", labels)
+        offline_count = 0
+        for topic in topics:
+            for p in topic.partitions:
+                key = [topic.name, str(p.partition)]
+                offline.add_metric(key, 1 if p.offline is not None else 0)
+                if p.offline is not None:
+                    offline_count += 1
+                    continue
+                size.add_metric(key, p.size_bytes)
+                segments.add_metric(key, p.segments)
+                start.add_metric(key, p.log_start_offset)
+                end.add_metric(key, p.high_watermark)
+                stable.add_metric(key, p.last_stable_offset)
+        yield from (size, segments, start, end, stable, offline)
+        yield GaugeMetricFamily("brokerd_offline_partitions",
+                                "Partitions whose log could not be opened.",
+                                value=offline_count)
+        yield GaugeMetricFamily("brokerd_topics", "Topics.", value=len(topics))
+        partitions = _gauge("brokerd_topic_partitions", "Partitions of the topic.", ["topic"])
+        for topic in topics:
+            partitions.add_metric([topic.name], len(topic.partitions))
+        yield partitions
+        yield from self._traffic.collect({t.name for t in topics})
+        yield from self._groups()
+
+    def _groups(self) -> Iterator[Metric]:
+        lag = _gauge("brokerd_group_lag",
+                     "Committed offset's distance to the high watermark.",
+                     ["group", "topic", "partition"])
+        committed = _gauge("brokerd_group_committed_offset", "The group's committed offset.",
+                           ["group", "topic", "partition"])
+        members = _gauge("brokerd_group_members", "Members of the group.", ["group"])
+        total = _gauge("brokerd_group_lag_total", "The group's lag over every partition.",
+                       ["group"])
+        for group in self._inspector.groups():
+            members.add_metric([group.group_id], len(group.members))
+            total.add_metric([group.group_id], group.total_lag)
+            for o in group.offsets:
+                key = [group.group_id, o.topic, str(o.partition)]
+                committed.add_metric(key, o.committed_offset)
+                if o.lag is not None:
+                    lag.add_metric(key, o.lag)
+        yield from (lag, committed, members, total)
+
+
+class CleanerCollector:
+    """The log cleaner's counters (updated by its threads; read as they are)."""
+
+    def __init__(self, cleaner: CleanerCounters) -> None:
+        self._cleaner = cleaner
+
+    def collect(self) -> Iterator[Metric]:
+        c = self._cleaner
+        for name, documentation, value in (
+            ("brokerd_cleaner_passes", "Compaction passes completed.", c.passes),
+            ("brokerd_cleaner_bytes_read", "Bytes the cleaner read.", c.bytes_read),
+            ("brokerd_cleaner_bytes_written", "Bytes the cleaner wrote (cleaned segments).",
+             c.bytes_written),
+            ("brokerd_cleaner_records_removed", "Records compaction removed.",
+             c.records_removed),
+            ("brokerd_cleaner_errors", "Passes that failed.", c.errors),
+        ):
+            yield CounterMetricFamily(name, documentation, value=value)
+        last = c.last_pass_time
+        yield GaugeMetricFamily(
+            "brokerd_cleaner_last_pass_timestamp_seconds",
+            "When the last pass completed (Unix time; 0: none yet).",
+            value=last if last is not None else 0,
+        )
+
+
+class TransactionsCollector:
+    """Transactional ids by state (``Ongoing``, ``CompleteCommit`` ...)."""
+
+    def __init__(self, coordinator: TransactionsView) -> None:
+        self._coordinator = coordinator
+
+    def collect(self) -> Iterator[Metric]:
+        by_state = Counter(t.state for t in self._coordinator.list_transactions([], []))
+        family = _gauge(
+            "brokerd_transactional_ids",
+            "Transactional ids by the state of their latest transaction.", ["state"],
+        )
+        for state in TxnState:
+            family.add_metric([state.value], by_state.get(state.value, 0))
+        yield family
+
+
+__all__ = [
+    "CleanerCollector",
+    "CleanerCounters",
+    "InspectorCollector",
+    "TransactionsCollector",
+    "TransactionsView",
+]

@@ -1,0 +1,55 @@
+"""One broker's metrics: :class:`BrokerMetrics` builds its own
+:class:`~prometheus_client.CollectorRegistry` (never the global one, so two brokers in a
+process, as in tests, do not share series) with the process and platform collectors,
+the live request/write series and the scrape-time collectors.
+
+What it does not do: serve HTTP (:mod:`brokerd.web.metrics_resource`) or decide which
+parts of the broker exist (the service tree passes them in).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
+
+from brokerd.admin.inspect import Inspector
+from brokerd.metrics.collectors import (
+    CleanerCollector,
+    CleanerCounters,
+    InspectorCollector,
+    TransactionsCollector,
+    TransactionsView,
+)
+from brokerd.metrics.live import ListenerMetrics, RequestMetrics, WriteMetrics
+from brokerd.metrics.traffic import TopicTraffic
+
+
+class BrokerMetrics:
+    """Every series of one broker.
+
+    ``registry`` is what ``/metrics`` serves; :meth:`listener` and :attr:`writes` are the
+    observers the listeners and the core call; :meth:`add_cleaner` and
+    :meth:`add_transactions` add the optional parts' collectors.
+    """
+
+    def __init__(self, inspector: Inspector, *, process: bool = True) -> None:
+        self.registry = CollectorRegistry()
+        if process:
+            ProcessCollector(registry=self.registry)
+            PlatformCollector(registry=self.registry)
+        self.traffic = TopicTraffic()
+        self._requests = RequestMetrics(self.registry, self.traffic)
+        self.writes = WriteMetrics(self.registry, self.traffic)
+        self.registry.register(InspectorCollector(inspector, self.traffic))
+
+    def listener(self, protocol: str) -> ListenerMetrics:
+        """The observer of the ``protocol`` (``"native"``/``"kafka"``) listener."""
+        return self._requests.listener(protocol)
+
+    def add_cleaner(self, cleaner: CleanerCounters) -> None:
+        self.registry.register(CleanerCollector(cleaner))
+
+    def add_transactions(self, coordinator: TransactionsView) -> None:
+        self.registry.register(TransactionsCollector(coordinator))
+
+
+__all__ = ["BrokerMetrics"]

@@ -1,0 +1,150 @@
+"""``/healthz`` and ``/readyz``: is the process serving, and is the broker ready.
+
+``/healthz`` answers 200 ``ok`` whenever the HTTP endpoint answers at all (the reactor
+runs). ``/readyz`` answers 200 ``ready`` only when :class:`Readiness` finds nothing
+missing: every listener has bound, start-up recovery is done (the log directory is open,
+and the transaction coordinator has completed the transactions the log left prepared) and
+no partition is offline; otherwise 503 with one plain-text line per reason. Both are
+``text/plain`` and never cached.
+
+What it does not do: decide readiness itself (the service tree tells :class:`Readiness`
+what to wait for), or probe the listeners over the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
+
+from twisted.web.resource import Resource
+from twisted.web.server import Request
+
+
+class OfflineSource(Protocol):
+    """Where offline partitions are read (an :class:`~brokerd.admin.inspect.Inspector`)."""
+
+    def offline_partitions(self) -> dict[tuple[str, int], str]: ...
+
+
+class TransactionListing(Protocol):
+    @property
+    def transactional_id(self) -> str: ...
+
+
+class PreparedTransactions(Protocol):
+    """What the start-up completion check reads of the transaction coordinator."""
+
+    def list_transactions(
+        self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
+    ) -> Sequence[TransactionListing]: ...
+
+
+#: The transaction states a start-up completion finishes (a decision logged, markers not).
+PREPARED_STATES = ("PrepareCommit", "PrepareAbort")
+#: Offline partitions named in a /readyz answer; the rest are counted.
+MAX_LISTED_PARTITIONS = 20
+
+
+class Readiness:
+    """What the broker still waits for before it is ready. Reactor thread only.
+
+    :param offline: the offline partitions' source; any offline partition makes the
+        broker not ready.
+    """
+
+    def __init__(self, offline: OfflineSource) -> None:
+        self._offline = offline
+        self._waiting: dict[str, str] = {}
+        self._checks: list[Callable[[], Iterable[str]]] = []
+
+    def wait_for(self, name: str, reason: str) -> Callable[[], None]:
+        """Not ready until the returned callable is called (``reason`` says why)."""
+        self._waiting[name] = reason
+
+        def done(*_: object) -> None:
+            self._waiting.pop(name, None)
+
+        return done
+
+    def add_check(self, check: Callable[[], Iterable[str]]) -> None:
+        """``check()`` lists what is not ready (nothing when ready); run at every probe."""
+        self._checks.append(check)
+
+    def problems(self) -> list[str]:
+        """What is not ready, one line each; empty when ready."""
+        lines = [f"{name}: {reason}" for name, reason in sorted(self._waiting.items())]
+        for check in self._checks:
+            lines.extend(check())
+        offline = self._offline.offline_partitions()
+        for (topic, partition), why in sorted(offline.items())[:MAX_LISTED_PARTITIONS]:
+            lines.append(f"partition {topic}-{partition} offline: {why}")
+        if len(offline) > MAX_LISTED_PARTITIONS:
+            lines.append(f"... {len(offline) - MAX_LISTED_PARTITIONS} more offline partitions")
+        return lines
+
+
+def startup_completions(coordinator: PreparedTransactions) -> Callable[[], list[str]]:
+    """A readiness check: the transactions prepared (decided, not completed) when the
+    coordinator was loaded are all completed. Call before the coordinator starts: the
+    ids prepared now are those start-up must complete (later ones are normal traffic)."""
+    pending = {
+        t.transactional_id
+        for t in coordinator.list_transactions(PREPARED_STATES, [])
+    }
+
+    def check() -> list[str]:
+        if not pending:
+            return []
+        still = {
+            t.transactional_id
+            for t in coordinator.list_transactions(PREPARED_STATES, [])
+        }
+        pending.intersection_update(still)
+        if not pending:
+            return []
+        return [f"transaction coordinator: completing {len(pending)} prepared transaction(s)"]
+
+    return check
+
+
+def _plain(request: Request, status: int, body: str) -> bytes:
+    request.setResponseCode(status)
+    request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+    request.setHeader(b"cache-control", b"no-store")
+    return body.encode()
+
+
+class HealthResource(Resource):
+    """``/healthz``: 200 ``ok`` while the process serves."""
+
+    isLeaf = True
+
+    def render_GET(self, request: Request) -> bytes:
+        return _plain(request, 200, "ok\n")
+
+
+class ReadyResource(Resource):
+    """``/readyz``: 200 ``ready``, or 503 with what is not ready."""
+
+    isLeaf = True
+
+    def __init__(self, readiness: Readiness) -> None:
+        super().__init__()
+        self._readiness = readiness
+
+    def render_GET(self, request: Request) -> bytes:
+        problems = self._readiness.problems()
+        if problems:
+            return _plain(request, 503, "not ready\n" + "".join(f"{p}\n" for p in problems))
+        return _plain(request, 200, "ready\n")
+
+
+__all__ = [
+    "MAX_LISTED_PARTITIONS",
+    "PREPARED_STATES",
+    "HealthResource",
+    "OfflineSource",
+    "Readiness",
+    "ReadyResource",
+    "startup_completions",
+]
