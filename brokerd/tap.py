@@ -415,7 +415,7 @@ def makeService(options: Options) -> service.MultiService:
     from brokerd.admin.inspect import Inspector
     from brokerd.core import Broker
     from brokerd.native.protocol import NativeFactory
-    from brokerd.sdnotify import ReadyNotifier
+    from brokerd.sdnotify import ReadyNotifier, extending_start_timeout
     from brokerd.storage.log import LogConfig
     from brokerd.storage.logdir import LogDirectory
     from brokerd.storage.topic_config import to_log_config
@@ -434,12 +434,14 @@ def makeService(options: Options) -> service.MultiService:
     )
     data_dir = os.path.abspath(options["data-dir"])
     _route_storage_logging()
-    logdir = LogDirectory.open(
-        data_dir,
-        config,
-        auto_create=not options["no-auto-create"],
-        default_partitions=options["default-partitions"],
-    )
+    # A long recovery must not trip systemd's start timeout: keep extending it.
+    with extending_start_timeout(f"opening and recovering {data_dir}"):
+        logdir = LogDirectory.open(
+            data_dir,
+            config,
+            auto_create=not options["no-auto-create"],
+            default_partitions=options["default-partitions"],
+        )
     _log.info(
         "data directory {path}: {topics} topic(s); previous shutdown was {how}; fsync {fsync}",
         path=data_dir,
