@@ -165,7 +165,8 @@ class TopicOperationsTests(AdminCase):
                 self.ops.alter_topic_configs("t", set_configs, delete))
             self.assertIsInstance(failure.value, InvalidConfig)
         self.assertEqual(dict(self.logdir.topics()["t"].configs), {})
-        failure = self.failureResultOf(self.ops.alter_topic_configs("nosuch", {"retention.ms": "1"}))
+        failure = self.failureResultOf(
+            self.ops.alter_topic_configs("nosuch", {"retention.ms": "1"}))
         self.assertIsInstance(failure.value, UnknownTopicOrPartition)
 
     def test_config_update_keeps_other_overrides(self) -> None:

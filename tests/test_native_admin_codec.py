@@ -161,7 +161,8 @@ def test_body_length_of_four_gigabytes_costs_nothing() -> None:
         (RequestType.ALTER_TOPIC_CONFIGS, s("t") + struct.pack(">I", 1) + s("a") + b"\x01" + s("v"),
          ErrorCode.MALFORMED_REQUEST),
         # Partition totals outside 1..MAX_PARTITIONS.
-        (RequestType.CREATE_PARTITIONS, s("t") + struct.pack(">I", 0), ErrorCode.INVALID_PARTITIONS),
+        (RequestType.CREATE_PARTITIONS, s("t") + struct.pack(">I", 0),
+         ErrorCode.INVALID_PARTITIONS),
         (RequestType.CREATE_PARTITIONS, s("t") + struct.pack(">I", 10_001),
          ErrorCode.INVALID_PARTITIONS),
         # Reset: unknown mode, unknown flags, a value above i64, a partition count
