@@ -150,6 +150,8 @@ def render_group(group: JsonObject) -> list[str]:
         ]
         lines += render_table(["MEMBER", "CLIENT-ID", "HOST", "INSTANCE", "ASSIGNMENT"], rows)
         lines.append("")
+    else:
+        lines.append("no members")
     if offsets:
         rows = [
             [o.get("topic"), o.get("partition"), o.get("committed_offset"),

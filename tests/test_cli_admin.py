@@ -155,6 +155,7 @@ def test_groups_reset_list_describe_delete(broker: BrokerProcess, ctl: Ctl) -> N
     code, out, _ = ctl("groups", "describe", "cli-group")
     assert code == 0
     assert out.splitlines()[0] == "group cli-group: Empty, 0 member(s), total lag 2"
+    assert "no members" in out
     assert ["cli-g", "0", "3", "5", "2"] in [line.split() for line in out.splitlines()]
     doc = ctl.json("groups", "describe", "cli-group")
     assert (doc["state"], doc["total_lag"], doc["members"]) == ("Empty", 2, [])
