@@ -7,6 +7,8 @@ Commands (see ``brokerctl --help``)::
     brokerctl produce TOPIC [--partition P]          one record per stdin line
     brokerctl consume TOPIC [--partition P] [--from OFFSET|earliest|latest]
                             [--count N] [--follow]   one value per stdout line
+    brokerctl topics describe|alter|delete|add-partitions ...   see brokerd.cli_admin
+    brokerctl groups list|describe|reset-offsets|delete ...     see brokerd.cli_admin
     brokerctl users add|delete|list ...               see brokerd.cli_users
 
 TLS options: ``--tls`` (verify the broker against the system's CAs, or ``--cafile FILE``),
@@ -28,6 +30,13 @@ from typing import BinaryIO
 
 import attrs
 
+from brokerd.cli_admin import (
+    TOPIC_ADMIN_COMMANDS,
+    add_groups_parser,
+    add_topic_admin_parsers,
+    run_groups,
+    run_topic_admin,
+)
 from brokerd.cli_users import add_users_parser, run_users
 from brokerd.client import NativeClient, NativeError, tls_context
 from brokerd.native.messages import ErrorCode
@@ -121,12 +130,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_tls_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    topics = sub.add_parser("topics", help="create or list topics")
+    topics = sub.add_parser("topics", help="create, list, describe, alter or delete topics")
     topic_cmds = topics.add_subparsers(dest="topics_command", required=True)
     create = topic_cmds.add_parser("create", help="create a topic")
     create.add_argument("name")
     create.add_argument("--partitions", type=int, default=1)
     topic_cmds.add_parser("list", help="list topics and partition counts")
+    add_topic_admin_parsers(topic_cmds)
 
     produce = sub.add_parser("produce", help="append one record per stdin line")
     produce.add_argument("topic")
@@ -146,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     consume.add_argument(
         "--follow", action="store_true", help="keep waiting for new records until interrupted"
     )
+    add_groups_parser(sub)
     add_users_parser(sub)
     return parser
 
@@ -158,8 +169,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     target = _target(parser, args)
     host, port = target.host, target.port
     try:
+        if args.command == "groups":
+            with target.connect() as client:
+                return run_groups(client, args, sys.stdout)
         if args.command == "topics":
             with target.connect() as client:
+                if args.topics_command in TOPIC_ADMIN_COMMANDS:
+                    return run_topic_admin(client, args, sys.stdout)
                 if args.topics_command == "create":
                     client.create_topic(args.name, args.partitions)
                     print(f"created topic {args.name} with {args.partitions} partition(s)")

@@ -2,17 +2,34 @@
 
 It uses the request encoders and the incremental response decoder of
 :mod:`brokerd.native.client_codec` over a socket, plain or TLS (:func:`tls_context`): one
-connection, requests answered in order, optional pipelining. It is not thread-safe and
-does not reconnect by itself (the caller decides; ``brokerctl consume --follow`` does).
+connection, requests answered in order, optional pipelining. The admin requests
+(``docs/admin.md``) answer with the JSON form of the broker's views, as plain dicts. It
+is not thread-safe and does not reconnect by itself (the caller decides; ``brokerctl
+consume --follow`` does).
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from brokerd.native import messages as m
+from brokerd.native.admin_messages import (
+    AdminRequest,
+    AdminResponse,
+    AlterTopicConfigsRequest,
+    CreatePartitionsRequest,
+    DeleteGroupRequest,
+    DeleteTopicRequest,
+    DescribeGroupRequest,
+    DescribeTopicRequest,
+    JsonValue,
+    ListGroupsRequest,
+    ResetMode,
+    ResetOffsetsRequest,
+)
+from brokerd.native.admin_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
 from brokerd.native.client_codec import (
     ResponseDecoder,
     encode_create_topic,
@@ -21,8 +38,12 @@ from brokerd.native.client_codec import (
     encode_list_topics,
     encode_long_poll_fetch,
     encode_produce,
+    encode_request,
 )
 from brokerd.native.messages import RequestType
+
+#: A JSON object of an admin answer (a view's ``to_json`` form).
+JsonObject = dict[str, JsonValue]
 
 #: Read size for responses; fetch responses reach 1 MiB and more.
 _RECV_BYTES = 256 * 1024
@@ -168,3 +189,67 @@ class NativeClient:
         response = self._call(RequestType.LIST_TOPICS, encode_list_topics())
         assert isinstance(response, m.ListTopicsResponse)
         return list(response.topics)
+
+    # -- admin requests (types 7 to 14) --------------------------------------------------
+
+    def _admin(self, request: AdminRequest) -> JsonValue:
+        response = self._call(ADMIN_TYPE_OF_CLASS[type(request)], encode_request(request))
+        assert isinstance(response, AdminResponse)
+        return response.document
+
+    def _admin_object(self, request: AdminRequest) -> JsonObject:
+        document = self._admin(request)
+        if not isinstance(document, dict):
+            raise m.MalformedResponse(f"expected a JSON object, not {type(document).__name__}")
+        return document
+
+    def _admin_list(self, request: AdminRequest) -> list[JsonObject]:
+        document = self._admin(request)
+        if not isinstance(document, list) or not all(isinstance(d, dict) for d in document):
+            raise m.MalformedResponse("expected a JSON list of objects")
+        return [d for d in document if isinstance(d, dict)]
+
+    def describe_topic(self, topic: str) -> JsonObject:
+        """The topic's view: partitions with offsets and sizes, effective configs."""
+        return self._admin_object(DescribeTopicRequest(topic))
+
+    def alter_topic_configs(
+        self, topic: str, set_configs: Mapping[str, str], delete: Sequence[str] = ()
+    ) -> JsonObject:
+        """Set and delete config overrides; the topic's view afterwards."""
+        request = AlterTopicConfigsRequest(topic, tuple(set_configs.items()), tuple(delete))
+        return self._admin_object(request)
+
+    def delete_topic(self, topic: str) -> None:
+        self._admin(DeleteTopicRequest(topic))
+
+    def create_partitions(self, topic: str, total: int) -> JsonObject:
+        """Grow the topic to ``total`` partitions; its view afterwards."""
+        return self._admin_object(CreatePartitionsRequest(topic, total))
+
+    def list_groups(self) -> list[JsonObject]:
+        """One summary per consumer group (``docs/protocol.md``, ListGroups)."""
+        return self._admin_list(ListGroupsRequest())
+
+    def describe_group(self, group_id: str) -> JsonObject:
+        """The group's view: members, assignments, committed offsets, lag."""
+        return self._admin_object(DescribeGroupRequest(group_id))
+
+    def reset_offsets(
+        self,
+        group_id: str,
+        topic: str,
+        mode: ResetMode,
+        value: int = 0,
+        *,
+        partitions: Sequence[int] = (),
+        dry_run: bool = False,
+    ) -> list[JsonObject]:
+        """Reset an inactive group's offsets of ``topic``; one row per partition."""
+        request = ResetOffsetsRequest(
+            group_id, topic, mode, value, tuple(partitions), dry_run
+        )
+        return self._admin_list(request)
+
+    def delete_group(self, group_id: str) -> None:
+        self._admin(DeleteGroupRequest(group_id))

@@ -413,6 +413,7 @@ def makeService(options: Options) -> service.MultiService:
     from twisted.internet import reactor
 
     from brokerd.admin.inspect import Inspector
+    from brokerd.admin.operations import AdminOps
     from brokerd.core import Broker
     from brokerd.native.protocol import NativeFactory
     from brokerd.sdnotify import ReadyNotifier, extending_start_timeout
@@ -479,6 +480,7 @@ def makeService(options: Options) -> service.MultiService:
         max_fetch_bytes=options["max-fetch-bytes"],
         max_connections=options["max-connections"] or None,
         authorizer=authorization["authorizer"],
+        admin=AdminOps(broker, inspector, groups.coordinator if groups is not None else None),
     )
     if metrics is not None:
         native.metrics = metrics.listener("native")

@@ -301,7 +301,7 @@ class LimitTests(ProtocolTestCase):
         self.assertEqual(self.take(), b"")
 
     def test_unknown_type_after_a_request_in_flight_waits_its_turn(self) -> None:
-        self.send(list_topics_frame() + b"\x00\x07")
+        self.send(list_topics_frame() + b"\x00\x63")
         self.assertFalse(self.transport.disconnecting)
         self.core.calls[0].deferred.callback([])
         out = self.take()

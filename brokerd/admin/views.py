@@ -111,6 +111,21 @@ class GroupView:
         return sum(o.lag for o in self.offsets if o.lag is not None)
 
 
+@attrs.frozen
+class OffsetResetView:
+    """One partition of a group's offset reset: the offset committed before (None when
+    there was none) and the one the reset commits, within the partition's log start
+    offset and high watermark at the time."""
+
+    group_id: str
+    topic: str
+    partition: int
+    previous_offset: int | None
+    new_offset: int
+    log_start_offset: int
+    high_watermark: int
+
+
 def to_json(value: object) -> Any:
     """``value`` (a view, or lists/mappings of them) as JSON-ready dicts, lists and
     scalars; derived figures (``records``, ``size_bytes``, ``total_lag``) included."""
@@ -134,6 +149,7 @@ __all__ = [
     "GroupOffsetView",
     "GroupView",
     "MemberView",
+    "OffsetResetView",
     "PartitionView",
     "TopicView",
     "to_json",

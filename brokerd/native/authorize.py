@@ -1,13 +1,19 @@
 # -*- test-case-name: tests.test_native_authorize -*-
 """ACL checks of native requests, with the connection's TLS client-certificate principal.
 
-The native protocol has topics only, so its checks are the topic part of Kafka's
-(``docs/security.md``): Produce needs WRITE on the topic (and CREATE on the topic or the
-cluster when the produce would auto-create it), Fetch and LongPollFetch READ, ListOffsets
-DESCRIBE, CreateTopic CREATE (topic or cluster), and ListTopics lists only the topics the
-principal may DESCRIBE. A refusal is :class:`~brokerd.errors.AuthorizationFailed`
-(native ``TOPIC_AUTHORIZATION_FAILED``) whether the topic exists or not, so a client
-learns nothing about topics it may not describe.
+The checks are Kafka's for the same operations (``docs/security.md``): Produce needs
+WRITE on the topic (and CREATE on the topic or the cluster when the produce would
+auto-create it), Fetch and LongPollFetch READ, ListOffsets DESCRIBE, CreateTopic CREATE
+(topic or cluster), and ListTopics lists only the topics the principal may DESCRIBE.
+The admin requests: DescribeTopic needs DESCRIBE on the topic, AlterTopicConfigs
+ALTER_CONFIGS, DeleteTopic DELETE, CreatePartitions ALTER; DescribeGroup needs DESCRIBE
+on the group, DeleteGroup DELETE, ResetOffsets READ on the group and READ on the topic
+(Kafka's OffsetCommit rule), and ListGroups lists only the groups the principal may
+DESCRIBE. A topic refusal is :class:`~brokerd.errors.AuthorizationFailed` (native
+``TOPIC_AUTHORIZATION_FAILED``), a group refusal
+:class:`~brokerd.admin.errors.GroupAuthorizationFailed` (``GROUP_AUTHORIZATION_FAILED``),
+said the same way whether the topic or group exists or not, so a client learns nothing
+about what it may not describe.
 
 Without a client certificate a native connection is ``User:ANONYMOUS``. Pure: no
 Twisted, no I/O.
@@ -19,7 +25,19 @@ from collections.abc import Callable, Container, Sequence
 
 import attrs
 
+from brokerd.admin.errors import GroupAuthorizationFailed
+from brokerd.admin.views import GroupView
 from brokerd.errors import AuthorizationFailed
+from brokerd.native.admin_messages import (
+    AlterTopicConfigsRequest,
+    CreatePartitionsRequest,
+    DeleteGroupRequest,
+    DeleteTopicRequest,
+    DescribeGroupRequest,
+    DescribeTopicRequest,
+    ListGroupsRequest,
+    ResetOffsetsRequest,
+)
 from brokerd.native.messages import (
     CreateTopicRequest,
     FetchRequest,
@@ -49,6 +67,13 @@ class NativeAccess:
     def _topic(self, op: Operation, name: str) -> bool:
         return self._allows(op, ResourceType.TOPIC, name)
 
+    def _group(self, op: Operation, group_id: str) -> bool:
+        return self._allows(op, ResourceType.GROUP, group_id)
+
+    def _check_group(self, op: Operation, group_id: str) -> None:
+        if not self._group(op, group_id):
+            raise GroupAuthorizationFailed(f"{self.principal} is not authorized for this group")
+
     def _may_create(self, name: str) -> bool:
         return self._allows(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) or self._topic(
             Operation.CREATE, name
@@ -56,7 +81,8 @@ class NativeAccess:
 
     def check(self, request: Request) -> None:
         """Raise :class:`AuthorizationFailed` unless ``request`` is allowed (ListTopics
-        always is: its answer is filtered by :meth:`visible`)."""
+        and ListGroups always are: their answers are filtered by :meth:`visible` and
+        :meth:`visible_groups`)."""
         match request:
             case ProduceRequest():
                 allowed = self._topic(Operation.WRITE, request.topic) and (
@@ -68,8 +94,25 @@ class NativeAccess:
                 allowed = self._topic(Operation.DESCRIBE, request.topic)
             case CreateTopicRequest():
                 allowed = self._may_create(request.topic)
-            case ListTopicsRequest():
+            case ListTopicsRequest() | ListGroupsRequest():
                 allowed = True
+            case DescribeTopicRequest():
+                allowed = self._topic(Operation.DESCRIBE, request.topic)
+            case AlterTopicConfigsRequest():
+                allowed = self._topic(Operation.ALTER_CONFIGS, request.topic)
+            case DeleteTopicRequest():
+                allowed = self._topic(Operation.DELETE, request.topic)
+            case CreatePartitionsRequest():
+                allowed = self._topic(Operation.ALTER, request.topic)
+            case DescribeGroupRequest():
+                self._check_group(Operation.DESCRIBE, request.group_id)
+                allowed = True
+            case DeleteGroupRequest():
+                self._check_group(Operation.DELETE, request.group_id)
+                allowed = True
+            case ResetOffsetsRequest():
+                self._check_group(Operation.READ, request.group_id)
+                allowed = self._topic(Operation.READ, request.topic)
             case _:
                 allowed = False
         if not allowed:
@@ -78,3 +121,7 @@ class NativeAccess:
     def visible(self, topics: Sequence[TopicInfo]) -> list[TopicInfo]:
         """The topics of a ListTopics answer the principal may DESCRIBE."""
         return [t for t in topics if self._topic(Operation.DESCRIBE, t.name)]
+
+    def visible_groups(self, groups: Sequence[GroupView]) -> list[GroupView]:
+        """The groups of a ListGroups answer the principal may DESCRIBE."""
+        return [g for g in groups if self._group(Operation.DESCRIBE, g.group_id)]

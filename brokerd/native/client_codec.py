@@ -1,8 +1,9 @@
 """The client half of the native codec: requests out, responses in (sans-IO).
 
 What this module does: builds request frames from messages by walking the request
-layout table (``brokerd.native.wire``): :func:`encode_request` for any message, and one
-``encode_<type>`` shortcut per request type; and decodes the server's answers:
+layout table (``brokerd.native.wire``; the admin types' bodies are
+``brokerd.native.admin_wire``'s): :func:`encode_request` for any message, and one
+``encode_<type>`` shortcut per request type 1 to 6; and decodes the server's answers:
 :class:`ResponseDecoder` for pipelined responses arriving in chunks,
 :func:`decode_response` for one complete response. Used by ``brokerd.client`` (and so
 ``brokerctl``), tests and benchmarks.
@@ -18,7 +19,9 @@ from collections import deque
 from collections.abc import Sequence
 from typing import cast
 
+from brokerd.native import admin_wire
 from brokerd.native.messages import (
+    ADMIN_REQUEST_TYPES,
     DEFAULT_MAX_FETCH_BYTES,
     FETCH_ERROR_MARKER,
     CreateTopicRequest,
@@ -75,6 +78,8 @@ __all__ = [
 def encode_request(request: Request) -> bytes:
     """Encode any request message (the inverse of the server's ``RequestDecoder``).
     Raises ``ValueError`` for values that do not fit the wire format."""
+    if type(request) in admin_wire.TYPE_OF_CLASS:
+        return admin_wire.encode_request(request)  # type: ignore[arg-type]
     layout = LAYOUT_OF_CLASS.get(type(request))
     if layout is None:
         raise TypeError(f"not a native request: {request!r}")
@@ -214,6 +219,8 @@ class ResponseDecoder:
         (code,) = U16.unpack_from(buf)
         if code != 0:
             return self._error(request_type, 0)
+        if request_type in ADMIN_REQUEST_TYPES:
+            return admin_wire.decode_answer(request_type, buf)
         if request_type == RequestType.PRODUCE:
             if len(buf) < OK_U64.size:
                 return None

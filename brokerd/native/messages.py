@@ -18,9 +18,12 @@ import enum
 import attrs
 
 from brokerd import errors
+from brokerd.admin import errors as admin_errors
 from brokerd.names import MAX_TOPIC_LENGTH
+from brokerd.native.admin_messages import AdminRequest, AdminResponse
 
 __all__ = [
+    "ADMIN_REQUEST_TYPES",
     "DEFAULT_MAX_FETCH_BYTES",
     "DEFAULT_MAX_PRODUCE_BYTES",
     "FETCH_ERROR_MARKER",
@@ -86,6 +89,20 @@ class RequestType(enum.IntEnum):
     LIST_OFFSETS = 4
     LIST_TOPICS = 5
     LONG_POLL_FETCH = 6
+    # The admin requests (brokerd.native.admin_messages, docs/protocol.md section 2.8).
+    DESCRIBE_TOPIC = 7
+    ALTER_TOPIC_CONFIGS = 8
+    DELETE_TOPIC = 9
+    CREATE_PARTITIONS = 10
+    LIST_GROUPS = 11
+    DESCRIBE_GROUP = 12
+    RESET_OFFSETS = 13
+    DELETE_GROUP = 14
+
+
+#: The request types whose frame is ``u16 type, u32 body_len, body`` and whose success
+#: answer is ``u16 error = 0`` followed, for most, by a JSON document.
+ADMIN_REQUEST_TYPES = frozenset(range(RequestType.DESCRIBE_TOPIC, RequestType.DELETE_GROUP + 1))
 
 
 class ErrorCode(enum.IntEnum):
@@ -106,6 +123,14 @@ class ErrorCode(enum.IntEnum):
     INTERNAL_ERROR = 12
     CORRUPT_RECORD = 13
     TOPIC_AUTHORIZATION_FAILED = 14
+    INVALID_CONFIG = 15
+    GROUPS_UNAVAILABLE = 16
+    INVALID_GROUP_ID = 17
+    GROUP_ID_NOT_FOUND = 18
+    NON_EMPTY_GROUP = 19
+    GROUP_AUTHORIZATION_FAILED = 20
+    UNSUPPORTED_REQUEST = 21
+    RESPONSE_TOO_LARGE = 22
 
 
 #: The one table from shared broker errors to wire codes. Lookup walks the exception's
@@ -113,6 +138,13 @@ class ErrorCode(enum.IntEnum):
 _ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     errors.InvalidTopic: ErrorCode.INVALID_TOPIC,
     errors.AuthorizationFailed: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    admin_errors.GroupAuthorizationFailed: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    errors.InvalidConfig: ErrorCode.INVALID_CONFIG,
+    admin_errors.GroupsUnavailable: ErrorCode.GROUPS_UNAVAILABLE,
+    admin_errors.InvalidGroupId: ErrorCode.INVALID_GROUP_ID,
+    admin_errors.GroupNotFound: ErrorCode.GROUP_ID_NOT_FOUND,
+    admin_errors.GroupNotEmpty: ErrorCode.NON_EMPTY_GROUP,
+    admin_errors.AdminUnavailable: ErrorCode.UNSUPPORTED_REQUEST,
     errors.UnknownTopicOrPartition: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     errors.TopicAlreadyExists: ErrorCode.TOPIC_ALREADY_EXISTS,
     errors.InvalidPartitions: ErrorCode.INVALID_PARTITIONS,
@@ -211,6 +243,7 @@ Request = (
     | ListOffsetsRequest
     | ListTopicsRequest
     | LongPollFetchRequest
+    | AdminRequest
 )
 
 
@@ -308,6 +341,7 @@ Response = (
     | ListOffsetsResponse
     | ListTopicsResponse
     | LongPollFetchResponse
+    | AdminResponse
     | ErrorResponse
 )
 

@@ -11,6 +11,8 @@ refusals the decoder reports are answered in their turn, and an unknown request 
 answered and then closes the connection; a parked long poll keeps reading a little, so a
 client closing meanwhile is noticed; undecoded input beyond a bound aborts a client that
 ignores flow control; whatever is in flight is cancelled when the connection goes away.
+The admin requests (types 7 to 14) go to :mod:`brokerd.native.admin_handlers` and
+:class:`~brokerd.admin.operations.AdminOps`, in the same one-at-a-time order.
 
 What it does not do: parse or build bytes (the codec does), touch files or threads (the
 core does), or use the global reactor (the clock is injected).
@@ -27,11 +29,18 @@ from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.python.failure import Failure
 
+from brokerd.admin.errors import AdminUnavailable
+from brokerd.admin.operations import AdminOps
+from brokerd.admin.views import GroupView
 from brokerd.connection import RequestConnection
 from brokerd.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.metrics.answers import observe_native, observe_refusal
 from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
-from brokerd.native import server_codec
+from brokerd.native import admin_wire, server_codec
+from brokerd.native.admin_handlers import AdminResult, admin_call, admin_document
+from brokerd.native.admin_messages import ListGroupsRequest
+from brokerd.native.admin_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
+from brokerd.native.admin_wire import AdminWireError
 from brokerd.native.authorize import NativeAccess
 from brokerd.native.messages import (
     DEFAULT_MAX_FETCH_BYTES,
@@ -138,6 +147,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         connection_limit: ConnectionLimit | None = None,
         authorizer: AclAuthorizer | None = None,
+        admin: AdminOps | None = None,
     ) -> None:
         super().__init__(
             clock=clock,
@@ -147,6 +157,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         )
         self._core = core
         self._authorizer = authorizer
+        self._admin = admin
         self._max_fetch_bytes = max_fetch_bytes
         self._decoder = RequestDecoder(max_produce_bytes=max_produce_bytes)
         self._max_unread = max_produce_bytes + MAX_UNREAD_SLACK_BYTES
@@ -241,6 +252,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             if isinstance(request, ListTopicsRequest):
                 listed = cast(defer.Deferred[list[TopicInfo]], call())
                 return listed.addCallback(access.visible)
+            if isinstance(request, ListGroupsRequest):
+                groups = cast(defer.Deferred[list[GroupView]], call())
+                return groups.addCallback(access.visible_groups)
             return call()
 
         return checked
@@ -252,6 +266,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
 
     def _plan(self, request: Request) -> tuple[RequestType, Callable[[], object]]:
         core = self._core
+        admin_type = ADMIN_TYPE_OF_CLASS.get(type(request))
+        if admin_type is not None:
+            return admin_type, lambda: self._admin_call(request)
         match request:
             case ProduceRequest():
                 return RequestType.PRODUCE, lambda: core.produce_values(
@@ -283,8 +300,16 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
                 )
         raise TypeError(f"not a native request: {request!r}")
 
+    def _admin_call(self, request: Request) -> defer.Deferred[AdminResult]:
+        if self._admin is None:
+            raise AdminUnavailable("this listener does not serve admin requests")
+        return admin_call(self._admin, request)  # type: ignore[arg-type]
+
     def _encode(self, result: object, request: Request) -> bytes:
         """Turn the core's answer into response bytes."""
+        if type(request) in ADMIN_TYPE_OF_CLASS:
+            document = admin_document(request, cast(AdminResult, result))  # type: ignore[arg-type]
+            return admin_wire.encode_answer(ADMIN_TYPE_OF_CLASS[type(request)], document)
         match request:
             case ProduceRequest():
                 return server_codec.encode_produce_response(cast(AppendInfo, result).base_offset)
@@ -312,6 +337,8 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         if not self.isConnected:
             return None  # cancelled by connectionLost, or simply too late: nobody to tell
         exc = failure.value
+        if isinstance(exc, AdminWireError):  # an answer too large to send
+            return server_codec.encode_error_response(request_type, exc.code, str(exc))
         code = error_code_for(exc) if exc is not None else None
         if code is None or code is ErrorCode.INTERNAL_ERROR:
             # A bug or an unexpected failure: log it for the operator. Only our own
@@ -345,8 +372,12 @@ class NativeFactory(Factory):
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
         authorizer: AclAuthorizer | None = None,
+        admin: AdminOps | None = None,
     ) -> None:
         self.broker = broker
+        #: The admin operations (request types 7 to 14); None answers them
+        #: UNSUPPORTED_REQUEST.
+        self.admin = admin
         #: ACL checks of every request (``docs/security.md``); None allows everything.
         self.authorizer = authorizer
         self.connections = ConnectionLimit(max_connections, "native listener")
@@ -368,6 +399,7 @@ class NativeFactory(Factory):
             frame_timeout=self.frame_timeout,
             connection_limit=self.connections,
             authorizer=self.authorizer,
+            admin=self.admin,
         )
         proto.factory = self
         proto.metrics = self.metrics

@@ -23,7 +23,10 @@ from collections.abc import Iterable, Sequence
 
 from brokerd import errors
 from brokerd.names import MAX_TOPIC_LENGTH, validate_topic_name
+from brokerd.native import admin_wire
+from brokerd.native.admin_messages import MAX_ADMIN_REQUEST_BYTES
 from brokerd.native.messages import (
+    ADMIN_REQUEST_TYPES,
     DEFAULT_MAX_PRODUCE_BYTES,
     FETCH_ERROR_MARKER,
     MAX_ERROR_MESSAGE_BYTES,
@@ -149,6 +152,9 @@ class _State(enum.Enum):
     SKIP_TOPIC = enum.auto()  # discarding an over-long topic
     FIXED = enum.auto()  # the fixed-size fields after the topic
     RECORDS = enum.auto()  # produce records (kept, or discarded once the frame is refused)
+    ADMIN_LEN = enum.auto()  # an admin request's u32 body length
+    ADMIN_BODY = enum.auto()  # its body, buffered whole once its length was accepted
+    SKIP_BODY = enum.auto()  # discarding a refused (over-long) admin body
     CLOSED = enum.auto()  # frame boundary lost: nothing more is decoded
 
 
@@ -179,6 +185,7 @@ class RequestDecoder:
         self._layout: RequestLayout | None = None  # of the frame being decoded
         self._topic = ""
         self._topic_len = 0
+        self._body_len = 0  # an admin request's accepted body length
         self._skip = 0  # bytes still to discard (an over-long topic, or one refused value)
         self._error: RequestError | None = None  # first fault found in this frame
         self._partition = 0
@@ -272,6 +279,18 @@ class RequestDecoder:
             if not self._read_records():
                 return False
             self._end_frame(ProduceRequest(self._topic, self._partition, tuple(self._values)))
+        elif state is _State.ADMIN_LEN:
+            if len(buf) < admin_wire.BODY_LENGTH.size:
+                return False
+            self._read_admin_length()
+        elif state is _State.ADMIN_BODY:
+            if len(buf) < self._body_len:
+                return False
+            self._read_admin_body()
+        elif state is _State.SKIP_BODY:
+            if not self._discard():
+                return False
+            self._end_frame(None)
         else:  # CLOSED
             return False
         return True
@@ -299,7 +318,9 @@ class RequestDecoder:
         del self._buf[:2]
         self._type = request_type
         layout = REQUEST_LAYOUTS.get(request_type)
-        if layout is not None:
+        if request_type in ADMIN_REQUEST_TYPES:
+            self._state = _State.ADMIN_LEN
+        elif layout is not None:
             self._layout = layout
             self._state = _State.TOPIC_LEN if layout.has_topic else _State.FIXED
         else:
@@ -312,6 +333,33 @@ class RequestDecoder:
                 f"unknown request type {request_type}; closing the connection",
                 fatal=True,
             )
+
+    def _read_admin_length(self) -> None:
+        (length,) = admin_wire.BODY_LENGTH.unpack_from(self._buf)
+        del self._buf[: admin_wire.BODY_LENGTH.size]
+        if length > MAX_ADMIN_REQUEST_BYTES:
+            # The frame says where it ends, so refusing it costs only the skipping.
+            self._fail(
+                ErrorCode.REQUEST_TOO_LARGE,
+                f"admin request body of {length} bytes exceeds {MAX_ADMIN_REQUEST_BYTES}",
+            )
+            self._skip = length
+            self._state = _State.SKIP_BODY
+        else:
+            self._body_len = length
+            self._state = _State.ADMIN_BODY
+
+    def _read_admin_body(self) -> None:
+        length = self._body_len
+        body = bytes(self._buf[:length])
+        del self._buf[:length]
+        try:
+            request = admin_wire.parse_body(self._type, body)
+        except admin_wire.AdminWireError as exc:
+            self._fail(exc.code, str(exc))
+            self._end_frame(None)
+            return
+        self._end_frame(request)
 
     def _read_topic_len(self) -> None:
         (length,) = U16.unpack_from(self._buf)
