@@ -35,6 +35,7 @@ Render = Callable[[pages.Moment], tuple[int, str, str]]
 
 OK = 200
 NOT_FOUND = 404
+METHOD_NOT_ALLOWED = 405
 
 
 class _Console:
@@ -73,7 +74,21 @@ class _Console:
         return lambda moment: (NOT_FOUND, "Not found", pages.not_found(what, name))
 
 
-class _Page(Resource):
+class _ReadOnly(Resource):
+    """Answers GET and HEAD; any other method is refused with 405 (nothing here
+    changes the broker)."""
+
+    def render(self, request: Request) -> bytes:
+        if request.method in (b"GET", b"HEAD"):
+            result: bytes = super().render(request)
+            return result
+        request.setResponseCode(METHOD_NOT_ALLOWED)
+        request.setHeader(b"allow", b"GET, HEAD")
+        request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+        return b"The console is read-only: GET and HEAD only.\n"
+
+
+class _Page(_ReadOnly):
     """One rendered page (a leaf: nothing below it)."""
 
     isLeaf = True
@@ -105,7 +120,7 @@ def _decoded(segment: bytes) -> str | None:
         return None
 
 
-class _Topics(Resource):
+class _Topics(_ReadOnly):
     """``/topics/<name>``; ``/topics`` itself sends the browser to the overview's list."""
 
     def __init__(self, console: _Console) -> None:
@@ -138,7 +153,7 @@ class _Topics(Resource):
         return render
 
 
-class _Groups(Resource):
+class _Groups(_ReadOnly):
     """``/groups/<id>``; ``/groups`` itself sends the browser to the overview's list."""
 
     def __init__(self, console: _Console) -> None:
@@ -166,7 +181,7 @@ class _Groups(Resource):
         return _Page(self._console, render)
 
 
-class _Root(Resource):
+class _Root(_ReadOnly):
     """``/``: the overview. The site adds ``/metrics`` and the health checks as children
     (``putChild``), which take precedence over :meth:`getChild`."""
 
