@@ -22,6 +22,7 @@ import attrs
 from twisted.application import service
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
 
 from brokerd.admin.views import GroupView, TopicView
 from brokerd.core.interfaces import Seconds
@@ -33,6 +34,8 @@ HISTORY_SAMPLES = 120
 #: The rates shown as "now" are averaged over this much of the latest history, so one
 #: late sample does not make the figure jump.
 RATE_WINDOW_SECONDS = 60.0
+
+_log = Logger()
 
 
 class ConsoleSource(Protocol):
@@ -109,7 +112,12 @@ class ConsoleSampler(service.Service):
         self.samples: deque[Sample] = deque(maxlen=HISTORY_SAMPLES)
 
     def sample(self) -> None:
-        self.samples.append(take_sample(self._inspector, self._clock.seconds()))
+        # A failure is logged and the loop goes on: a LoopingCall whose call raises
+        # stops for good, and the console would silently lose its history.
+        try:
+            self.samples.append(take_sample(self._inspector, self._clock.seconds()))
+        except Exception:
+            _log.failure("console history sample failed")
 
     def startService(self) -> None:
         super().startService()
