@@ -159,7 +159,7 @@ class PagesTests(ConsoleTestCase):
         self.assertIn('<td class="num">29.3 KiB</td>', body)
         self.assertIn('<td class="num">6</td>', body)
         self.assertIn("<dt>uptime</dt><dd>1h 2m</dd>", body)
-        self.assertIn("<td>fsync</td><td><code>always</code></td>", body)
+        self.assertIn("<div><dt>fsync</dt><dd><code>always</code></dd></div>", body)
         self.assertIn("none offline", body)
         self.assertIn("<script>" + SCRIPT + "</script>", body)
 
@@ -309,6 +309,10 @@ class EscapingTests(ConsoleTestCase):
             self.assertIn(EVIL, title.text)
 
 
+def chart_legend(page: str) -> str:
+    return re.findall(r'<ul class="legend">.*?</ul>', page)[0]
+
+
 class RateTests(ConsoleTestCase):
     def test_produce_and_consume_rates_from_samples(self) -> None:
         self.sampler.startService()  # samples now
@@ -346,8 +350,24 @@ class RateTests(ConsoleTestCase):
         self.assertIn("<dt>consume rate</dt><dd>9.7/s</dd>", group_page)
         chart = re.findall(r'<svg class="chart".*?</svg>', group_page)[0]
         lines = ET.fromstring(chart).findall(f"{SVG}polyline")
-        self.assertEqual(len(lines), 2)  # total and the one topic
+        self.assertEqual(len(lines), 1)  # the one topic's line is the total
         self.assertEqual(len(lines[0].attrib["points"].split()), 5)
+        self.assertIn(
+            "<li>" + '<span class="swatch" style="background:#0072b2"></span>orders',
+            chart_legend(group_page),
+        )
+        # A second topic: a line each, and the total.
+        self.source.group_views["billing"] = attrs.evolve(
+            self.source.group_views["billing"],
+            offsets=(
+                *self.source.group_views["billing"].offsets,
+                GroupOffsetView("other", 0, 0, 7, 7),
+            ),
+        )
+        self.sampler.sample()
+        chart = re.findall(r'<svg class="chart".*?</svg>', self.page("/groups/billing"))[0]
+        titles = [t.text for t in ET.fromstring(chart).iter(f"{SVG}title")]
+        self.assertEqual(titles[1:], ["total", "orders", "other"])
 
     def test_rate_needs_two_samples_and_ignores_decreases(self) -> None:
         one = (Sample(0.0, {"t": 5}),)

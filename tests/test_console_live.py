@@ -131,7 +131,7 @@ def test_overview_shows_topics_and_the_group(broker: BrokerProcess, group_member
     assert group_row, body
     assert "<td>Stable</td>" in group_row.group(0)
     assert re.findall(r'<td class="num">([^<]*)</td>', group_row.group(0))[:2] == ["1", str(LAG)]
-    assert f"<td>kafka</td><td><code>tcp:{broker.kafka_port}:interface=127.0.0.1</code>" in body
+    assert f"<dt>kafka</dt><dd><code>tcp:{broker.kafka_port}:interface=127.0.0.1</code>" in body
 
 
 def test_topic_page_has_real_offsets(broker: BrokerProcess, group_member: Member) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from html import escape
 from urllib.parse import quote
 
@@ -45,6 +45,10 @@ tr.offline td{background:#ffebe9}
 .tag{font-size:.75em;background:#ddf4ff;color:#0969da;border-radius:1em;padding:0 .5em}
 dl.facts{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}
 dl.facts dt{color:#57606a}dl.facts dd{margin:0}
+dl.settings{columns:3 24em;column-gap:2em;margin:0;font-size:.9em}
+dl.settings div{break-inside:avoid;display:flex;justify-content:space-between;gap:1em;
+border-bottom:1px solid #eaeef2;padding:.15em 0}
+dl.settings dt{color:#57606a}dl.settings dd{margin:0;overflow-wrap:anywhere;text-align:right}
 figure.chart{margin:.5em 0}ul.legend{list-style:none;padding:0;margin:.2em 0;display:flex;
 gap:1em;flex-wrap:wrap;font-size:.85em}
 .swatch{display:inline-block;width:.8em;height:.8em;margin-right:.3em;border-radius:2px}
@@ -116,15 +120,17 @@ def raw_cell(html: str, *, num: bool = False) -> str:
     return f'<td class="num">{html}</td>' if num else f"<td>{html}</td>"
 
 
-def table(headers: Sequence[str], rows: Iterable[str], *, empty: str, nums: int = 0) -> str:
+def table(
+    headers: Sequence[str], rows: Iterable[str], *, empty: str, numeric: Collection[int] = ()
+) -> str:
     """A table of ``rows`` (each a ``<tr>``), or the ``empty`` sentence when there are
-    none. The last ``nums`` headers are right-aligned like their figures."""
+    none. The headers of the ``numeric`` columns (indexes) are right-aligned like their
+    figures."""
     body = "".join(rows)
     if not body:
         return f'<p class="muted">{escape(empty)}</p>'
-    first = len(headers) - nums
     head = "".join(
-        f'<th class="num">{escape(h)}</th>' if i >= first else f"<th>{escape(h)}</th>"
+        f'<th class="num">{escape(h)}</th>' if i in numeric else f"<th>{escape(h)}</th>"
         for i, h in enumerate(headers)
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

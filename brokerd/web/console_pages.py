@@ -108,14 +108,14 @@ def overview(
         ("topic", "partitions", "records", "size", "produce rate", "last 10 min"),
         topic_rows,
         empty="No topics yet.",
-        nums=4,
+        numeric=(1, 2, 3, 4),
     )
     if source.has_groups:
         groups_html = table(
             ("group", "state", "members", "lag", "consume rate", "lag, last 10 min"),
             (_group_row(g, moment) for g in source.groups()),
             empty="No consumer groups yet.",
-            nums=3,
+            numeric=(2, 3, 4),
         )
     else:
         groups_html = (
@@ -139,8 +139,8 @@ def overview(
             ("partitions", count(sum(len(t.partitions) for t in topics)) + f" ({health})"),
         ]
     )
-    settings_rows = (
-        "<tr>" + cell(k) + f"<td><code>{escape(v)}</code></td></tr>"
+    settings_html = "".join(
+        f"<div><dt>{escape(k)}</dt><dd><code>{escape(v)}</code></dd></div>"
         for k, v in sorted(settings.items())
     )
     return (
@@ -150,12 +150,12 @@ def overview(
         + f'<section id="broker"><h2>Broker</h2>{broker}'
         + (
             "<h2>Offline partitions</h2>"
-            + table(("topic", "partition", "reason"), offline_rows, empty="", nums=0)
+            + table(("topic", "partition", "reason"), offline_rows, empty="", numeric=(1,))
             if offline
             else ""
         )
         + "<h2>Settings</h2>"
-        + table(("option", "value"), settings_rows, empty="No settings.")
+        + (f'<dl class="settings">{settings_html}</dl>' if settings else "")
         + "</section>"
     )
 
@@ -205,7 +205,7 @@ def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) ->
          "segments"),
         (_partition_row(p) for p in topic.partitions),
         empty="No partitions.",
-        nums=7,
+        numeric=range(7),
     )
     config_rows = (
         "<tr>"
@@ -231,7 +231,7 @@ def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) ->
         ("group", "state", "partitions committed", "lag"),
         readers,
         empty="No consumer group has committed offsets of this topic.",
-        nums=2,
+        numeric=(2, 3),
     )
     return (
         stamp(moment.render, moment.now)
@@ -271,11 +271,14 @@ def group_page(group: GroupView, moment: Moment) -> str:
         ]
     )
     topics = sorted({o.topic for o in group.offsets})
-    series = [("total", history.value_series(moment.samples, history.group_lag(group.group_id)))]
-    series += [
+    series = [
         (t, history.value_series(moment.samples, history.group_topic_lag(group.group_id, t)))
         for t in topics
     ]
+    if len(topics) != 1:
+        # With one topic its line is the total: drawn once.
+        total = history.value_series(moment.samples, history.group_lag(group.group_id))
+        series.insert(0, ("total", total))
     chart = line_chart(series, now=moment.now, title=f"lag of {group.group_id}, records")
     members = table(
         ("member", "client id", "host", "instance id", "assigned partitions"),
@@ -297,6 +300,7 @@ def group_page(group: GroupView, moment: Moment) -> str:
             for o in group.offsets
         ),
         empty="No committed offsets.",
+        numeric=(1, 2, 3, 4),
     )
     return (
         stamp(moment.render, moment.now)

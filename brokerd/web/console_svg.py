@@ -154,7 +154,10 @@ def line_chart(
         colour = PALETTE[index % len(PALETTE)]
         if len(pts) == 1:
             t, v = pts[0]
-            parts.append(f'<circle cx="{x(t)}" cy="{y(v)}" r="3" fill="{colour}"/>')
+            parts.append(
+                f'<circle cx="{x(t)}" cy="{y(v)}" r="3" fill="{colour}">'
+                f"<title>{escape(name)}</title></circle>"
+            )
         else:
             coords = " ".join(f"{x(t)},{y(v)}" for t, v in pts)
             parts.append(
