@@ -45,8 +45,12 @@ class FakeSource:
     group_views: dict[str, GroupView] = attrs.Factory(dict)
     offline: dict[tuple[str, int], str] = attrs.Factory(dict)
     has_groups: bool = True
+    #: Makes :meth:`topics` raise, as a bug in the inspector would.
+    broken: bool = False
 
     def topics(self) -> list[TopicView]:
+        if self.broken:
+            raise RuntimeError("inspector broke")
         return [self.topic_views[n] for n in sorted(self.topic_views)]
 
     def topic(self, name: str) -> TopicView | None:
@@ -388,6 +392,16 @@ class RateTests(ConsoleTestCase):
         old = [Sample(float(t), {"t": 0}) for t in range(0, 300, 5)]
         recent = [Sample(300.0 + t, {"t": 10 * t}) for t in range(0, 65, 5)]
         self.assertAlmostEqual(history.rate(old + recent, history.topic_end("t")) or 0, 600 / 60)
+
+    def test_a_failed_sample_is_logged_and_sampling_goes_on(self) -> None:
+        self.source.broken = True
+        self.sampler.startService()
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+        self.assertEqual(len(self.sampler.samples), 0)
+        self.source.broken = False
+        self.clock.advance(SAMPLE_SECONDS)
+        self.assertEqual(len(self.sampler.samples), 1)
+        self.sampler.stopService()
 
     def test_history_is_bounded(self) -> None:
         self.sampler.startService()

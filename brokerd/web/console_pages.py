@@ -201,8 +201,15 @@ def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) ->
         title=f"produce rate of {topic.name}, records per second",
     )
     partitions = table(
-        ("partition", "log start", "end (high watermark)", "last stable", "records", "size",
-         "segments"),
+        (
+            "partition",
+            "log start",
+            "end (high watermark)",
+            "last stable",
+            "records",
+            "size",
+            "segments",
+        ),
         (_partition_row(p) for p in topic.partitions),
         empty="No partitions.",
         numeric=range(7),
@@ -215,17 +222,19 @@ def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) ->
         + "</tr>"
         for key, value in sorted(topic.configs.items())
     )
-    configs = table(
-        ("config", "effective value", ""), config_rows, empty="No configs."
-    )
+    configs = table(("config", "effective value", ""), config_rows, empty="No configs.")
     readers: list[str] = []
     for group in groups:
         mine = [o for o in group.offsets if o.topic == topic.name]
         if mine:
             lag = sum(o.lag for o in mine if o.lag is not None)
             readers.append(
-                "<tr>" + raw_cell(group_link(group.group_id)) + cell(group.state)
-                + cell(count(len(mine)), num=True) + cell(count(lag), num=True) + "</tr>"
+                "<tr>"
+                + raw_cell(group_link(group.group_id))
+                + cell(group.state)
+                + cell(count(len(mine)), num=True)
+                + cell(count(lag), num=True)
+                + "</tr>"
             )
     groups_html = table(
         ("group", "state", "partitions committed", "lag"),
@@ -283,8 +292,13 @@ def group_page(group: GroupView, moment: Moment) -> str:
     members = table(
         ("member", "client id", "host", "instance id", "assigned partitions"),
         (
-            "<tr>" + cell(m.member_id) + cell(m.client_id) + cell(m.client_host)
-            + cell(m.group_instance_id or "") + raw_cell(_assignment(m.assignment)) + "</tr>"
+            "<tr>"
+            + cell(m.member_id)
+            + cell(m.client_id)
+            + cell(m.client_host)
+            + cell(m.group_instance_id or "")
+            + raw_cell(_assignment(m.assignment))
+            + "</tr>"
             for m in group.members
         ),
         empty="No members.",
@@ -292,11 +306,14 @@ def group_page(group: GroupView, moment: Moment) -> str:
     offsets = table(
         ("topic", "partition", "committed", "end", "lag", "metadata"),
         (
-            "<tr>" + raw_cell(topic_link(o.topic)) + cell(str(o.partition), num=True)
+            "<tr>"
+            + raw_cell(topic_link(o.topic))
+            + cell(str(o.partition), num=True)
             + cell(count(o.committed_offset), num=True)
             + cell("-" if o.high_watermark is None else count(o.high_watermark), num=True)
             + cell("-" if o.lag is None else count(o.lag), num=True)
-            + cell(o.metadata or "") + "</tr>"
+            + cell(o.metadata or "")
+            + "</tr>"
             for o in group.offsets
         ),
         empty="No committed offsets.",
