@@ -29,7 +29,7 @@ from brokerd.web.console_history import (
     Sample,
 )
 from brokerd.web.console_html import SCRIPT, duration, per_second, size
-from brokerd.web.console_svg import MAX_CHART_SERIES, line_chart, nice_ceiling, sparkline
+from brokerd.web.console_svg import MAX_CHART_SERIES, bar, line_chart, nice_ceiling, sparkline
 
 SVG = "{http://www.w3.org/2000/svg}"
 COMPACT = {"cleanup.policy": "compact"}
@@ -220,6 +220,9 @@ class PagesTests(ConsoleTestCase):
         self.assertNotIn("<html", fragment)
         self.assertNotIn("<script", fragment)
         self.assertEqual(int(re.findall(r'data-render="(\d+)"', fragment)[0]), first + 1)
+        self.page("/favicon.ico", 404)
+        again = self.page("/?fragment=1")
+        self.assertEqual(int(re.findall(r'data-render="(\d+)"', again)[0]), first + 2)
         self.assertIn("orders", fragment)
         self.assertIn("<h1>Topic orders</h1>", self.page("/topics/orders?fragment=1"))
 
@@ -237,6 +240,11 @@ class PagesTests(ConsoleTestCase):
             for path in ("/", "/topics/orders", "/groups/billing"):
                 status, _, _ = get(self.root, path, method)
                 self.assertEqual(status, 405, (method, path))
+
+    def test_head(self) -> None:
+        status, headers, body = get(self.root, "/groups/billing", "HEAD")
+        self.assertEqual((status, body), (200, ""))
+        self.assertTrue(headers["content-type"].startswith("text/html"))
 
     def test_list_paths_redirect_to_the_overview(self) -> None:
         for path, target in (("/topics", "/#topics"), ("/groups/", "/#groups")):
@@ -306,11 +314,16 @@ class EscapingTests(ConsoleTestCase):
 
     def test_svg_labels_escaped_and_parse(self) -> None:
         body = self.page(f"/groups/{'%3Cscript%3Ealert%28%22x%22%29%3C%2Fscript%3E%26'}")
+        titles = []
         for svg in re.findall(r"<svg .*?</svg>", body):
-            root = ET.fromstring(svg)
-            title = root.find(f"{SVG}title")
+            title = ET.fromstring(svg).find(f"{SVG}title")
             assert title is not None and title.text is not None
-            self.assertIn(EVIL, title.text)
+            titles.append(title.text)
+        # The lag chart names the group; the partition's bar its topic and partition.
+        self.assertEqual(titles, [f"lag of {EVIL}, records", "lag of orders 0"])
+        overview = self.page("/")
+        spark = re.findall(r"<svg .*?</svg>", overview.split('id="groups"')[1])[0]
+        self.assertEqual(ET.fromstring(spark).attrib["aria-label"], f"lag of {EVIL}")
 
 
 def chart_legend(page: str) -> str:
@@ -450,6 +463,15 @@ class SvgTests(SynchronousTestCase):
         html = line_chart(series, now=10.0, title="many")
         self.assertEqual(html.count("<polyline"), MAX_CHART_SERIES)
         self.assertIn("<li>3 more not shown</li>", html)
+
+    def test_bar_is_the_share_of_the_largest(self) -> None:
+        widths = []
+        for value in (0, 3, 6, 9):
+            rects = ET.fromstring(bar(value, 6, label="lag")).findall(f"{SVG}rect")
+            widths.append((rects[0].attrib["width"], rects[1].attrib["width"]))
+        self.assertEqual(widths, [("160", "0"), ("160", "80"), ("160", "160"), ("160", "160")])
+        nothing = ET.fromstring(bar(0, 0, label="lag")).findall(f"{SVG}rect")
+        self.assertEqual(nothing[1].attrib["width"], "0")
 
     def test_nice_ceiling(self) -> None:
         cases = {0: 1, 0.3: 0.5, 1: 1, 1.2: 2, 3: 5, 7: 10, 20: 20, 21: 50, 999: 1000}

@@ -57,12 +57,14 @@ class _Console:
         self.renders = 0
 
     def moment(self) -> pages.Moment:
-        self.renders += 1
         samples = tuple(self.sampler.samples) if self.sampler is not None else ()
-        return pages.Moment(self.clock.seconds(), self.renders, samples)
+        return pages.Moment(self.clock.seconds(), self.renders + 1, samples)
 
     def respond(self, request: Request, render: Render) -> bytes:
         status, title, body = render(self.moment())
+        if status == OK:
+            # Only pages count: a 404 (a browser asking for /favicon.ico) is no render.
+            self.renders += 1
         request.setResponseCode(status)
         for name, value in HEADERS.items():
             request.setHeader(name, value)

@@ -30,7 +30,7 @@ from brokerd.web.console_html import (
     table,
     topic_link,
 )
-from brokerd.web.console_svg import line_chart, sparkline
+from brokerd.web.console_svg import bar, line_chart, sparkline
 
 
 @attrs.frozen
@@ -303,8 +303,9 @@ def group_page(group: GroupView, moment: Moment) -> str:
         ),
         empty="No members.",
     )
+    most = max((o.lag or 0 for o in group.offsets), default=0)
     offsets = table(
-        ("topic", "partition", "committed", "end", "lag", "metadata"),
+        ("topic", "partition", "committed", "end", "lag", "", "metadata"),
         (
             "<tr>"
             + raw_cell(topic_link(o.topic))
@@ -312,6 +313,7 @@ def group_page(group: GroupView, moment: Moment) -> str:
             + cell(count(o.committed_offset), num=True)
             + cell("-" if o.high_watermark is None else count(o.high_watermark), num=True)
             + cell("-" if o.lag is None else count(o.lag), num=True)
+            + raw_cell(bar(o.lag or 0, most, label=f"lag of {o.topic} {o.partition}"))
             + cell(o.metadata or "")
             + "</tr>"
             for o in group.offsets

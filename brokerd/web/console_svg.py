@@ -16,6 +16,9 @@ from html import escape
 #: Sparkline size in CSS pixels.
 SPARK_WIDTH = 120
 SPARK_HEIGHT = 28
+#: Bar size (a partition's lag beside its figure).
+BAR_WIDTH = 160
+BAR_HEIGHT = 12
 #: Line chart size and the room its axis labels take.
 CHART_WIDTH = 640
 CHART_HEIGHT = 220
@@ -92,6 +95,20 @@ def sparkline(points: Sequence[Point], *, label: str) -> str:
     return (
         head + f'<polyline fill="none" stroke="{PALETTE[0]}" stroke-width="1.5" '
         f'points="{coords}"/></svg>'
+    )
+
+
+def bar(value: float, maximum: float, *, label: str) -> str:
+    """A horizontal bar of ``value`` out of ``maximum`` (the largest in its table), so
+    rows compare at a glance; ``label`` names it."""
+    width, height = BAR_WIDTH, BAR_HEIGHT
+    filled = 0.0 if maximum <= 0 else max(0.0, min(1.0, value / maximum)) * width
+    return (
+        f'<svg class="bar" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(label)}"><title>{escape(label)}</title>'
+        f'<rect width="{width}" height="{height}" fill="#eaeef2"/>'
+        f'<rect width="{_fmt(filled)}" height="{height}" fill="{PALETTE[1]}"/></svg>'
     )
 
 
@@ -177,4 +194,4 @@ def line_chart(
     return f'<figure class="chart">{"".join(parts)}<ul class="legend">{legend}</ul></figure>'
 
 
-__all__ = ["MAX_CHART_SERIES", "PALETTE", "line_chart", "nice_ceiling", "sparkline"]
+__all__ = ["MAX_CHART_SERIES", "PALETTE", "bar", "line_chart", "nice_ceiling", "sparkline"]
