@@ -56,16 +56,22 @@ svg text{fill:#57606a;font-family:inherit}
 """
 
 #: Swaps in a fresh body every few seconds; marks the body with how many refreshes
-#: succeeded (``data-refreshes``) and says in the header whether the page is live.
+#: succeeded (``data-refreshes``) and says in the header whether the page is live. It
+#: skips a beat while the tab is hidden or while the previous request is still out, so
+#: forgotten tabs and a slow broker do not pile up requests.
 SCRIPT = (
     "(function(){var main=document.getElementById('live'),"
-    "status=document.getElementById('status');if(!main||!window.fetch)return;var n=0;"
-    "function tick(){var u=new URL(location.href);u.searchParams.set('fragment','1');"
+    "status=document.getElementById('status');if(!main||!window.fetch)return;"
+    "var n=0,busy=false;"
+    "function done(){busy=false;}"
+    "function tick(){if(busy||document.hidden)return;busy=true;"
+    "var u=new URL(location.href);u.searchParams.set('fragment','1');"
     "fetch(u,{cache:'no-store'}).then(function(r){if(!r.ok)throw new Error('HTTP '+r.status);"
     "return r.text();}).then(function(t){main.innerHTML=t;n+=1;"
     "document.body.setAttribute('data-refreshes',String(n));"
     "status.textContent='live, updated '+new Date().toLocaleTimeString();})"
-    ".catch(function(e){status.textContent='not updating ('+e.message+')';});}"
+    ".catch(function(e){status.textContent='not updating ('+e.message+')';})"
+    ".then(done,done);}"
     f"setInterval(tick,{REFRESH_SECONDS * 1000});}})();"
 )
 _SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
