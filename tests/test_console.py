@@ -265,7 +265,7 @@ class NotFoundTests(ConsoleTestCase):
             ("/topics/nosuch", "no topic <code>nosuch</code>"),
             ("/groups/nosuch", "no consumer group <code>nosuch</code>"),
             ("/nosuch", "no page <code>/nosuch</code>"),
-            ("/topics/orders/extra", "no page"),
+            ("/topics/orders/extra?x=1", "no page <code>/topics/orders/extra</code>"),
             ("/groups/billing/x/y", "no page"),
             ("/groups/%FF%FE", "no consumer group"),
         ):

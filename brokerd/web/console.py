@@ -103,7 +103,7 @@ class _Page(_ReadOnly):
     def render_GET(self, request: Request) -> bytes:
         # A page has no children; a longer path is a page that does not exist.
         if request.postpath not in ([], [b""]):
-            render = self._console.not_found("page", request.uri.decode("utf-8", "replace"))
+            render = self._console.not_found("page", request.path.decode("utf-8", "replace"))
             return self._console.respond(request, render)
         return self._console.respond(request, self._render)
 
