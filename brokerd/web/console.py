@@ -1,109 +1,233 @@
-"""The web console: read-only, server-rendered HTML pages of topics and consumer groups.
+"""The web console: read-only, server-rendered HTML pages of topics, consumer groups and
+the broker, refreshing live in the browser.
 
-A first version: one page listing topics and groups. (Being extended with per-topic and
-per-group pages, rates, lag charts and live refresh.)
+This module is the HTTP layer: which URL shows which page, status codes and headers.
+``/`` is the overview, ``/topics/<name>`` one topic, ``/groups/<id>`` one group (names
+URL-quoted); anything else, or a topic or group that does not exist, is a 404 page.
+``?fragment=1`` answers the page's body alone (what the refresh script swaps in). Only GET
+and HEAD are served: nothing here changes the broker. The root resource is not a leaf, so
+the site adds ``/metrics`` and the health checks beside the pages. Page bodies are built by
+:mod:`brokerd.web.console_pages`; the history behind rates and charts by
+:class:`ConsoleSampler` (:mod:`brokerd.web.console_history`).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Mapping
-from html import escape
+from collections.abc import Callable, Mapping
 from typing import cast
 
-from twisted.application import service
 from twisted.internet.interfaces import IReactorTime
-from twisted.internet.task import LoopingCall
 from twisted.web.resource import Resource
 from twisted.web.server import Request
 
-from brokerd.admin.inspect import Inspector
 from brokerd.core.interfaces import Seconds
+from brokerd.web import console_pages as pages
+from brokerd.web.console_history import (
+    HISTORY_SAMPLES,
+    SAMPLE_SECONDS,
+    ConsoleSampler,
+    ConsoleSource,
+)
+from brokerd.web.console_html import FRAGMENT_ARG, HEADERS, document
 
-#: Seconds between two samples of the console's history, and how many are kept.
-SAMPLE_SECONDS = 5.0
-HISTORY_SAMPLES = 120
+#: A page: ``(HTTP status, title, body markup)`` rendered at a moment.
+Render = Callable[[pages.Moment], tuple[int, str, str]]
 
-
-class ConsoleSampler(service.Service):
-    """Samples every topic's end offsets and every group's lag at a fixed interval while
-    the HTTP endpoint runs, so the console can show rates and lag over the last minutes.
-    Keeps :data:`HISTORY_SAMPLES` samples; memory only."""
-
-    def __init__(self, inspector: Inspector, *, clock: IReactorTime) -> None:
-        self._inspector = inspector
-        self._loop = LoopingCall(self.sample)
-        self._loop.clock = clock
-        self._clock: Seconds = cast(Seconds, clock)
-        #: ``(time, {topic: sum of end offsets}, {group: total lag})``, oldest first.
-        self.samples: deque[tuple[float, dict[str, int], dict[str, int]]] = deque(
-            maxlen=HISTORY_SAMPLES
-        )
-
-    def sample(self) -> None:
-        self.samples.append(
-            (
-                self._clock.seconds(),
-                {t.name: t.end_offsets for t in self._inspector.topics()},
-                {g.group_id: g.total_lag for g in self._inspector.groups()},
-            )
-        )
-
-    def startService(self) -> None:
-        super().startService()
-        self._loop.start(SAMPLE_SECONDS, now=True)
-
-    def stopService(self) -> None:
-        super().stopService()
-        if self._loop.running:
-            self._loop.stop()
+OK = 200
+NOT_FOUND = 404
+METHOD_NOT_ALLOWED = 405
 
 
-class _Overview(Resource):
-    """``/``; the site adds ``/metrics`` and the health checks as its children."""
+class _Console:
+    """What every page needs: the source, the clock, the history, and the render
+    counter."""
 
-    def __init__(self, inspector: Inspector, settings: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        source: ConsoleSource,
+        clock: Seconds,
+        settings: Mapping[str, str],
+        sampler: ConsoleSampler | None,
+    ) -> None:
+        self.source = source
+        self.clock = clock
+        self.settings = dict(settings)
+        self.sampler = sampler
+        self.started = clock.seconds()
+        self.renders = 0
+
+    def moment(self) -> pages.Moment:
+        samples = tuple(self.sampler.samples) if self.sampler is not None else ()
+        return pages.Moment(self.clock.seconds(), self.renders + 1, samples)
+
+    def respond(self, request: Request, render: Render) -> bytes:
+        status, title, body = render(self.moment())
+        if status == OK:
+            # Only pages count: a 404 (a browser asking for /favicon.ico) is no render.
+            self.renders += 1
+        request.setResponseCode(status)
+        for name, value in HEADERS.items():
+            request.setHeader(name, value)
+        if FRAGMENT_ARG in request.args:
+            return body.encode()
+        return document(title, body).encode()
+
+    def not_found(self, what: str, name: str) -> Render:
+        return lambda moment: (NOT_FOUND, "Not found", pages.not_found(what, name))
+
+
+class _ReadOnly(Resource):
+    """Answers GET and HEAD; any other method is refused with 405 (nothing here
+    changes the broker)."""
+
+    def render(self, request: Request) -> bytes:
+        if request.method in (b"GET", b"HEAD"):
+            result: bytes = super().render(request)
+            return result
+        request.setResponseCode(METHOD_NOT_ALLOWED)
+        request.setHeader(b"allow", b"GET, HEAD")
+        request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+        return b"The console is read-only: GET and HEAD only.\n"
+
+
+class _Page(_ReadOnly):
+    """One rendered page (a leaf: nothing below it)."""
+
+    isLeaf = True
+
+    def __init__(self, console: _Console, render: Render) -> None:
         super().__init__()
-        self._inspector = inspector
-        self._settings = settings
+        self._console = console
+        self._render = render
+
+    def render_GET(self, request: Request) -> bytes:
+        # A page has no children; a longer path is a page that does not exist.
+        if request.postpath not in ([], [b""]):
+            render = self._console.not_found("page", request.path.decode("utf-8", "replace"))
+            return self._console.respond(request, render)
+        return self._console.respond(request, self._render)
+
+
+def _see_other(request: Request, location: bytes) -> bytes:
+    request.setResponseCode(303)
+    request.setHeader(b"location", location)
+    request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+    return b"See " + location + b"\n"
+
+
+def _decoded(segment: bytes) -> str | None:
+    try:
+        return segment.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+class _Topics(_ReadOnly):
+    """``/topics/<name>``; ``/topics`` itself sends the browser to the overview's list."""
+
+    def __init__(self, console: _Console) -> None:
+        super().__init__()
+        self._console = console
+
+    def render_GET(self, request: Request) -> bytes:
+        return _see_other(request, b"/#topics")
 
     def getChild(self, path: bytes, request: Request) -> Resource:
         if path == b"":
             return self
-        return super().getChild(path, request)
+        name = _decoded(path)
+        topic = None if name is None else self._console.source.topic(name)
+        if topic is None:
+            shown = path.decode("utf-8", "replace")
+            return _Page(self._console, self._console.not_found("topic", shown))
+        return _Page(self._console, self._topic(topic.name))
+
+    def _topic(self, name: str) -> Render:
+        source = self._console.source
+
+        def render(moment: pages.Moment) -> tuple[int, str, str]:
+            # Looked up again at render time: the topic may be gone by the next refresh.
+            topic = source.topic(name)
+            if topic is None:
+                return NOT_FOUND, "Not found", pages.not_found("topic", name)
+            return OK, f"Topic {name}", pages.topic_page(topic, source.groups(), moment)
+
+        return render
+
+
+class _Groups(_ReadOnly):
+    """``/groups/<id>``; ``/groups`` itself sends the browser to the overview's list."""
+
+    def __init__(self, console: _Console) -> None:
+        super().__init__()
+        self._console = console
 
     def render_GET(self, request: Request) -> bytes:
-        rows = "".join(
-            f"<tr><td>{escape(t.name)}</td><td>{len(t.partitions)}</td>"
-            f"<td>{t.records}</td><td>{t.size_bytes}</td></tr>"
-            for t in self._inspector.topics()
-        )
-        groups = "".join(
-            f"<tr><td>{escape(g.group_id)}</td><td>{escape(g.state)}</td>"
-            f"<td>{len(g.members)}</td><td>{g.total_lag}</td></tr>"
-            for g in self._inspector.groups()
-        )
-        request.setHeader(b"content-type", b"text/html; charset=utf-8")
-        return (
-            "<!doctype html><html><head><title>brokerd</title></head><body>"
-            "<h1>brokerd</h1><h2>Topics</h2><table><tr><th>topic</th><th>partitions</th>"
-            f"<th>records</th><th>bytes</th></tr>{rows}</table>"
-            "<h2>Consumer groups</h2><table><tr><th>group</th><th>state</th>"
-            f"<th>members</th><th>lag</th></tr>{groups}</table></body></html>"
-        ).encode()
+        return _see_other(request, b"/#groups")
+
+    def getChild(self, path: bytes, request: Request) -> Resource:
+        if path == b"":
+            return self
+        group_id = _decoded(path)
+        source = self._console.source
+        if group_id is None or source.group(group_id) is None:
+            shown = path.decode("utf-8", "replace")
+            return _Page(self._console, self._console.not_found("consumer group", shown))
+
+        def render(moment: pages.Moment) -> tuple[int, str, str]:
+            group = source.group(group_id)
+            if group is None:
+                return NOT_FOUND, "Not found", pages.not_found("consumer group", group_id)
+            return OK, f"Group {group_id}", pages.group_page(group, moment)
+
+        return _Page(self._console, render)
+
+
+class _Root(_ReadOnly):
+    """``/``: the overview. The site adds ``/metrics`` and the health checks as children
+    (``putChild``), which take precedence over :meth:`getChild`."""
+
+    def __init__(self, console: _Console) -> None:
+        super().__init__()
+        self._console = console
+        self._topics = _Topics(console)
+        self._groups = _Groups(console)
+
+    def getChild(self, path: bytes, request: Request) -> Resource:
+        if path == b"":
+            return self
+        if path == b"topics":
+            return self._topics
+        if path == b"groups":
+            return self._groups
+        shown = path.decode("utf-8", "replace")
+        return _Page(self._console, self._console.not_found("page", "/" + shown))
+
+    def render_GET(self, request: Request) -> bytes:
+        console = self._console
+
+        def render(moment: pages.Moment) -> tuple[int, str, str]:
+            body = pages.overview(
+                console.source, moment, settings=console.settings, started=console.started
+            )
+            return OK, "Overview", body
+
+        return console.respond(request, render)
 
 
 def make_console(
-    inspector: Inspector,
+    inspector: ConsoleSource,
     *,
     clock: IReactorTime,
     settings: Mapping[str, str],
     sampler: ConsoleSampler | None = None,
 ) -> Resource:
-    """The console's root resource (``sampler``: the history its rates and charts come
-    from; None shows current figures only)."""
-    del clock, sampler
-    return _Overview(inspector, settings)
+    """The console's root resource. ``inspector``: where the figures come from
+    (:class:`brokerd.admin.inspect.Inspector`); ``clock``: the time shown and uptime's
+    origin (the moment this is called); ``settings``: the broker's effective options,
+    shown on the overview; ``sampler``: the history its rates and charts come from (None
+    shows current figures only)."""
+    return _Root(_Console(inspector, cast(Seconds, clock), settings, sampler))
 
 
-__all__ = ["ConsoleSampler", "make_console"]
+__all__ = ["HISTORY_SAMPLES", "SAMPLE_SECONDS", "ConsoleSampler", "make_console"]

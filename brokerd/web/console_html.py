@@ -1,0 +1,210 @@
+"""The console's page shell and HTML helpers: the document around a page body (inline CSS,
+the small live-refresh script and the headers that go with it), escaped table cells,
+links to topics and groups, and number formats.
+
+The refresh script fetches the page's body again every :data:`REFRESH_SECONDS` (the same
+URL with ``?fragment=1``) and swaps it in; without JavaScript the page is complete and a
+``<noscript>`` refresh reloads it. No external assets: the Content-Security-Policy allows
+nothing but this page's own style, its one script (by hash) and requests to its own
+origin. What this module does not do: know about topics or groups (see
+:mod:`brokerd.web.console_pages`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+from collections.abc import Collection, Iterable, Sequence
+from html import escape
+from urllib.parse import quote
+
+#: Seconds between two live refreshes (the sampler's interval: faster shows nothing new).
+REFRESH_SECONDS = 5
+#: The query argument that asks for the page body alone (the refresh script's request).
+FRAGMENT_ARG = b"fragment"
+
+CSS = """
+body{font:14px/1.4 system-ui,-apple-system,"DejaVu Sans",sans-serif;margin:0;color:#1b1f23;
+background:#f6f8fa}
+header{display:flex;gap:1.5em;align-items:baseline;padding:.6em 1.2em;background:#24292f;
+color:#fff}
+header a{color:#fff;text-decoration:none}header .brand{font-weight:700;font-size:1.2em}
+header #status{margin-left:auto;font-size:.85em;color:#c9d1d9}
+main{padding:.5em 1.2em 2em}
+section{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:.2em 1em 1em;
+margin:1em 0}
+h1{font-size:1.4em;margin:.6em 0 .2em}h2{font-size:1.1em;margin:.8em 0 .4em}
+table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:.25em .6em;border-bottom:1px solid #eaeef2;vertical-align:middle}
+th{font-weight:600;color:#57606a;font-size:.9em}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.offline td{background:#ffebe9}
+.muted{color:#57606a}.stamp{color:#57606a;font-size:.85em;margin:.4em 0}
+.bad{color:#cf222e;font-weight:600}.good{color:#1a7f37}
+.tag{font-size:.75em;background:#ddf4ff;color:#0969da;border-radius:1em;padding:0 .5em}
+dl.facts{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}
+dl.facts dt{color:#57606a}dl.facts dd{margin:0}
+dl.settings{columns:3 24em;column-gap:2em;margin:0;font-size:.9em}
+dl.settings div{break-inside:avoid;display:flex;justify-content:space-between;gap:1em;
+border-bottom:1px solid #eaeef2;padding:.15em 0}
+dl.settings dt{color:#57606a}dl.settings dd{margin:0;overflow-wrap:anywhere;text-align:right}
+figure.chart{margin:.5em 0}ul.legend{list-style:none;padding:0;margin:.2em 0;display:flex;
+gap:1em;flex-wrap:wrap;font-size:.85em}
+.swatch{display:inline-block;width:.8em;height:.8em;margin-right:.3em;border-radius:2px}
+svg text{fill:#57606a;font-family:inherit}
+"""
+
+#: Swaps in a fresh body every few seconds; marks the body with how many refreshes
+#: succeeded (``data-refreshes``) and says in the header whether the page is live. It
+#: skips a beat while the tab is hidden or while the previous request is still out, so
+#: forgotten tabs and a slow broker do not pile up requests.
+SCRIPT = (
+    "(function(){var main=document.getElementById('live'),"
+    "status=document.getElementById('status');if(!main||!window.fetch)return;"
+    "var n=0,busy=false;"
+    "function done(){busy=false;}"
+    "function tick(){if(busy||document.hidden)return;busy=true;"
+    "var u=new URL(location.href);u.searchParams.set('fragment','1');"
+    "fetch(u,{cache:'no-store'}).then(function(r){if(!r.ok)throw new Error('HTTP '+r.status);"
+    "return r.text();}).then(function(t){main.innerHTML=t;n+=1;"
+    "document.body.setAttribute('data-refreshes',String(n));"
+    "status.textContent='live, updated '+new Date().toLocaleTimeString();})"
+    ".catch(function(e){status.textContent='not updating ('+e.message+')';})"
+    ".then(done,done);}"
+    f"setInterval(tick,{REFRESH_SECONDS * 1000});}})();"
+)
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+
+#: Response headers of every console page.
+HEADERS: dict[bytes, bytes] = {
+    b"content-type": b"text/html; charset=utf-8",
+    b"cache-control": b"no-store",
+    b"x-content-type-options": b"nosniff",
+    b"referrer-policy": b"no-referrer",
+    b"content-security-policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{_SCRIPT_HASH}'; connect-src 'self'; img-src 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    ).encode(),
+}
+
+
+def document(title: str, body: str) -> str:
+    """The whole page around ``body`` (already HTML)."""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)} - brokerd</title>"
+        f'<noscript><meta http-equiv="refresh" content="{REFRESH_SECONDS * 2}"></noscript>'
+        f"<style>{CSS}</style></head>"
+        '<body data-refreshes="0"><header><a class="brand" href="/">brokerd</a>'
+        '<nav><a href="/#topics">Topics</a> &middot; <a href="/#groups">Groups</a> '
+        '&middot; <a href="/#broker">Broker</a></nav>'
+        f'<span id="status">refreshes every {REFRESH_SECONDS} s</span></header>'
+        f'<main id="live">{body}</main><script>{SCRIPT}</script></body></html>'
+    )
+
+
+def stamp(render: int, now: float) -> str:
+    """The line at the top of every body: when it was rendered, and a counter that tells
+    a fresh body from an old one."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now))
+    return f'<p class="stamp" id="snapshot" data-render="{render}">as of {when}</p>'
+
+
+# -- cells -----------------------------------------------------------------------------
+
+
+def cell(text: str, *, num: bool = False) -> str:
+    """A table cell of plain text (escaped)."""
+    return f'<td class="num">{escape(text)}</td>' if num else f"<td>{escape(text)}</td>"
+
+
+def raw_cell(html: str, *, num: bool = False) -> str:
+    """A table cell of markup built by this package (already escaped)."""
+    return f'<td class="num">{html}</td>' if num else f"<td>{html}</td>"
+
+
+def table(
+    headers: Sequence[str], rows: Iterable[str], *, empty: str, numeric: Collection[int] = ()
+) -> str:
+    """A table of ``rows`` (each a ``<tr>``), or the ``empty`` sentence when there are
+    none. The headers of the ``numeric`` columns (indexes) are right-aligned like their
+    figures."""
+    body = "".join(rows)
+    if not body:
+        return f'<p class="muted">{escape(empty)}</p>'
+    head = "".join(
+        f'<th class="num">{escape(h)}</th>' if i in numeric else f"<th>{escape(h)}</th>"
+        for i, h in enumerate(headers)
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def topic_link(name: str) -> str:
+    return f'<a href="/topics/{quote(name, safe="")}">{escape(name)}</a>'
+
+
+def group_link(group_id: str) -> str:
+    return f'<a href="/groups/{quote(group_id, safe="")}">{escape(group_id)}</a>'
+
+
+# -- figures ---------------------------------------------------------------------------
+
+
+def count(value: int) -> str:
+    return f"{value:,}"
+
+
+def size(value: int) -> str:
+    """Bytes in binary units: 512 B, 1.5 KiB, 20.0 MiB."""
+    amount = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(amount) < 1024 or unit == "TiB":
+            return f"{value} B" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    raise AssertionError("unreachable")
+
+
+def per_second(value: float | None) -> str:
+    """A rate, or a dash while the history is too short for one."""
+    if value is None:
+        return "\u2013"
+    if value >= 100:
+        return f"{value:,.0f}/s"
+    return f"{value:.1f}/s"
+
+
+def duration(seconds: float) -> str:
+    """3d 4h, 2h 5m, 4m 10s, 12s."""
+    whole = max(0, int(seconds))
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"
+
+
+__all__ = [
+    "FRAGMENT_ARG",
+    "HEADERS",
+    "REFRESH_SECONDS",
+    "SCRIPT",
+    "cell",
+    "count",
+    "document",
+    "duration",
+    "group_link",
+    "per_second",
+    "raw_cell",
+    "size",
+    "stamp",
+    "table",
+    "topic_link",
+]

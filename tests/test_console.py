@@ -1,0 +1,495 @@
+"""The web console rendered through Twisted's real HTTP stack (a ``Site`` on a
+``StringTransport``) with a fake source of views and a ``task.Clock``: escaping of every
+client-supplied text, 404s, quoting in URLs, the fragment the refresh script fetches,
+headers, rates from the sampler's history and the SVG charts' shape."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+
+import attrs
+from twisted.internet.address import IPv4Address
+from twisted.internet.task import Clock
+from twisted.internet.testing import StringTransport
+from twisted.trial.unittest import SynchronousTestCase
+from twisted.web.resource import Resource
+from twisted.web.server import Request, Site
+
+from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
+from brokerd.web import console_history as history
+from brokerd.web.console import make_console
+from brokerd.web.console_history import (
+    HISTORY_SAMPLES,
+    SAMPLE_SECONDS,
+    ConsoleSampler,
+    Sample,
+)
+from brokerd.web.console_html import SCRIPT, duration, per_second, size
+from brokerd.web.console_svg import MAX_CHART_SERIES, bar, line_chart, nice_ceiling, sparkline
+
+SVG = "{http://www.w3.org/2000/svg}"
+COMPACT = {"cleanup.policy": "compact"}
+EVIL = '<script>alert("x")</script>&'
+EVIL_ESCAPED = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;"
+
+
+@attrs.define
+class FakeSource:
+    """Views as the Inspector would build them; mutable so a test can move them."""
+
+    topic_views: dict[str, TopicView] = attrs.Factory(dict)
+    group_views: dict[str, GroupView] = attrs.Factory(dict)
+    offline: dict[tuple[str, int], str] = attrs.Factory(dict)
+    has_groups: bool = True
+    #: Makes :meth:`topics` raise, as a bug in the inspector would.
+    broken: bool = False
+
+    def topics(self) -> list[TopicView]:
+        if self.broken:
+            raise RuntimeError("inspector broke")
+        return [self.topic_views[n] for n in sorted(self.topic_views)]
+
+    def topic(self, name: str) -> TopicView | None:
+        return self.topic_views.get(name)
+
+    def offline_partitions(self) -> dict[tuple[str, int], str]:
+        return dict(self.offline)
+
+    def groups(self) -> list[GroupView]:
+        return [self.group_views[g] for g in sorted(self.group_views)] if self.has_groups else []
+
+    def group(self, group_id: str) -> GroupView | None:
+        return self.group_views.get(group_id) if self.has_groups else None
+
+
+def topic(name: str, ends: tuple[int, ...], **configs: str) -> TopicView:
+    parts = tuple(
+        PartitionView(name, i, 2, end, end - 1, 1000 * end, 1 + i) for i, end in enumerate(ends)
+    )
+    return TopicView(name, parts, {"retention.ms": "604800000", **configs}, frozenset(configs))
+
+
+def group(group_id: str, offsets: Mapping[tuple[str, int], tuple[int, int]]) -> GroupView:
+    """A Stable group with one member; ``offsets``: (topic, partition) -> (committed, end)."""
+    rows = tuple(
+        GroupOffsetView(t, p, c, e, max(0, e - c), None) for (t, p), (c, e) in offsets.items()
+    )
+    member = MemberView("member-1", "client-1", "/127.0.0.1", None, tuple(sorted(offsets)))
+    return GroupView(group_id, "Stable", "consumer", "range", (member,), rows)
+
+
+def get(root: Resource, path: str, method: str = "GET") -> tuple[int, dict[str, str], str]:
+    """One request through a real ``Site``: status, headers (lower-case names), body."""
+    site = Site(root)
+    protocol = site.buildProtocol(IPv4Address("TCP", "127.0.0.1", 1234))
+    assert protocol is not None
+    transport = StringTransport()
+    protocol.makeConnection(transport)
+    protocol.dataReceived(
+        f"{method} {path} HTTP/1.1\r\nHost: console\r\nConnection: close\r\n\r\n".encode()
+    )
+    raw = transport.value().decode("utf-8")
+    head, _, body = raw.partition("\r\n\r\n")
+    status_line, *header_lines = head.split("\r\n")
+    headers = {}
+    for line in header_lines:
+        name, _, value = line.partition(": ")
+        headers[name.lower()] = value
+    if headers.get("transfer-encoding") == "chunked":
+        body = _unchunk(body)
+    return int(status_line.split()[1]), headers, body
+
+
+def _unchunk(data: str) -> str:
+    out = []
+    while data:
+        size_text, _, rest = data.partition("\r\n")
+        length = int(size_text, 16)
+        if length == 0:
+            break
+        out.append(rest[:length])
+        data = rest[length + 2 :]
+    return "".join(out)
+
+
+class Text(Resource):
+    """What the site adds beside the console (``/metrics``)."""
+
+    isLeaf = True
+
+    def __init__(self, text: bytes) -> None:
+        super().__init__()
+        self._text = text
+
+    def render_GET(self, request: Request) -> bytes:
+        return self._text
+
+
+class ConsoleTestCase(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.clock.advance(1_000_000)
+        self.source = FakeSource()
+        self.source.topic_views["orders"] = topic(
+            "orders", (10, 20), **{"cleanup.policy": "compact"}
+        )
+        self.source.group_views["billing"] = group(
+            "billing", {("orders", 0): (4, 10), ("orders", 1): (20, 20)}
+        )
+        self.sampler = ConsoleSampler(self.source, clock=self.clock)
+        self.root = make_console(
+            self.source, clock=self.clock, settings={"fsync": "always"}, sampler=self.sampler
+        )
+
+    def page(self, path: str, status: int = 200) -> str:
+        code, headers, body = get(self.root, path)
+        self.assertEqual(code, status, body[:500])
+        self.assertTrue(headers["content-type"].startswith("text/html"))
+        return body
+
+
+class PagesTests(ConsoleTestCase):
+    def test_overview_lists_topics_groups_and_broker(self) -> None:
+        self.clock.advance(3725)
+        body = self.page("/")
+        self.assertIn('<a href="/topics/orders">orders</a>', body)
+        self.assertIn('<a href="/groups/billing">billing</a>', body)
+        # records: (10 - 2) + (20 - 2); size 30,000 B; lag 6.
+        self.assertIn('<td class="num">26</td>', body)
+        self.assertIn('<td class="num">29.3 KiB</td>', body)
+        self.assertIn('<td class="num">6</td>', body)
+        self.assertIn("<dt>uptime</dt><dd>1h 2m</dd>", body)
+        self.assertIn("<div><dt>fsync</dt><dd><code>always</code></dd></div>", body)
+        self.assertIn("none offline", body)
+        self.assertIn("<script>" + SCRIPT + "</script>", body)
+
+    def test_topic_page_partitions_and_marked_overrides(self) -> None:
+        body = self.page("/topics/orders")
+        self.assertIn("<h1>Topic orders</h1>", body)
+        # Partition 1: log start 2, end 20, LSO 19, 18 records, 20,000 B, 2 segments.
+        row = (
+            '<tr><td class="num">1</td><td class="num">2</td><td class="num">20</td>'
+            '<td class="num">19</td><td class="num">18</td><td class="num">19.5 KiB</td>'
+            '<td class="num">2</td></tr>'
+        )
+        self.assertIn(row, body)
+        self.assertRegex(
+            body, r"<td>cleanup\.policy</td><td><code>compact</code></td><td><span class=\"tag\">"
+        )
+        self.assertRegex(body, r"<td>retention\.ms</td><td><code>604800000</code></td><td></td>")
+        self.assertIn('<a href="/groups/billing">billing</a>', body)
+
+    def test_group_page_members_offsets_and_lag_chart(self) -> None:
+        body = self.page("/groups/billing")
+        self.assertIn("<h1>Consumer group billing</h1>", body)
+        self.assertIn("<td>client-1</td><td>/127.0.0.1</td>", body)
+        self.assertIn('<a href="/topics/orders">orders</a> [0, 1]', body)
+        self.assertIn(
+            '<td class="num">0</td><td class="num">4</td><td class="num">10</td>'
+            '<td class="num">6</td>',
+            body,
+        )
+        self.assertIn('<svg class="chart"', body)
+        self.assertIn("<li>no samples yet</li>", body)
+
+    def test_offline_partition_shown(self) -> None:
+        self.source.topic_views["broken"] = TopicView(
+            "broken", (PartitionView("broken", 0, 0, 0, 0, 0, 0, "bad <segment>"),), {}
+        )
+        self.source.offline[("broken", 0)] = "bad <segment>"
+        overview = self.page("/")
+        self.assertIn('<span class="bad">1 offline</span>', overview)
+        self.assertIn("<td>bad &lt;segment&gt;</td>", overview)
+        self.assertIn('<tr class="offline">', overview)
+        self.assertIn("offline: bad &lt;segment&gt;", self.page("/topics/broken"))
+
+    def test_no_kafka_listener_no_groups(self) -> None:
+        self.source.has_groups = False
+        self.assertIn("The Kafka listener is off", self.page("/"))
+        self.page("/groups/billing", 404)
+
+    def test_fragment_is_the_body_with_a_newer_render_counter(self) -> None:
+        full = self.page("/")
+        first = int(re.findall(r'data-render="(\d+)"', full)[0])
+        fragment = self.page("/?fragment=1")
+        self.assertTrue(fragment.startswith('<p class="stamp" id="snapshot"'))
+        self.assertNotIn("<html", fragment)
+        self.assertNotIn("<script", fragment)
+        self.assertEqual(int(re.findall(r'data-render="(\d+)"', fragment)[0]), first + 1)
+        self.page("/favicon.ico", 404)
+        again = self.page("/?fragment=1")
+        self.assertEqual(int(re.findall(r'data-render="(\d+)"', again)[0]), first + 2)
+        self.assertIn("orders", fragment)
+        self.assertIn("<h1>Topic orders</h1>", self.page("/topics/orders?fragment=1"))
+
+    def test_headers_and_script_hash(self) -> None:
+        _, headers, _ = get(self.root, "/")
+        digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+        csp = headers["content-security-policy"]
+        self.assertIn(f"script-src 'sha256-{digest}'", csp)
+        self.assertIn("default-src 'none'", csp)
+        self.assertEqual(headers["cache-control"], "no-store")
+        self.assertEqual(headers["x-content-type-options"], "nosniff")
+
+    def test_read_only(self) -> None:
+        for method in ("POST", "PUT", "DELETE"):
+            for path in ("/", "/topics/orders", "/groups/billing"):
+                status, _, _ = get(self.root, path, method)
+                self.assertEqual(status, 405, (method, path))
+
+    def test_head(self) -> None:
+        status, headers, body = get(self.root, "/groups/billing", "HEAD")
+        self.assertEqual((status, body), (200, ""))
+        self.assertTrue(headers["content-type"].startswith("text/html"))
+
+    def test_list_paths_redirect_to_the_overview(self) -> None:
+        for path, target in (("/topics", "/#topics"), ("/groups/", "/#groups")):
+            status, headers, _ = get(self.root, path)
+            self.assertEqual((status, headers["location"]), (303, target))
+
+    def test_root_accepts_children_from_the_site(self) -> None:
+        self.root.putChild(b"metrics", Text(b"brokerd_up 1\n"))
+        status, _, body = get(self.root, "/metrics")
+        self.assertEqual((status, body), (200, "brokerd_up 1\n"))
+        self.page("/")
+        self.page("/topics/orders")
+
+
+class NotFoundTests(ConsoleTestCase):
+    def test_unknown_topic_group_and_page(self) -> None:
+        for path, words in (
+            ("/topics/nosuch", "no topic <code>nosuch</code>"),
+            ("/groups/nosuch", "no consumer group <code>nosuch</code>"),
+            ("/nosuch", "no page <code>/nosuch</code>"),
+            ("/topics/orders/extra?x=1", "no page <code>/topics/orders/extra</code>"),
+            ("/groups/billing/x/y", "no page"),
+            ("/groups/%FF%FE", "no consumer group"),
+        ):
+            body = self.page(path, 404)
+            self.assertIn("<title>Not found - brokerd</title>", body)
+            self.assertIn(words, body)
+
+    def test_not_found_escapes_the_name(self) -> None:
+        body = self.page("/groups/%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E", 404)
+        self.assertIn("&lt;img src=x onerror=alert(1)&gt;", body)
+        self.assertNotIn("<img", body)
+
+    def test_topic_deleted_between_refreshes(self) -> None:
+        self.page("/topics/orders?fragment=1")
+        del self.source.topic_views["orders"]
+        self.assertIn("no topic", self.page("/topics/orders?fragment=1", 404))
+
+
+class EscapingTests(ConsoleTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        evil_member = MemberView(EVIL, EVIL, EVIL, EVIL, (("orders", 0),))
+        offsets = (GroupOffsetView("orders", 0, 1, 10, 9, EVIL),)
+        self.source.group_views[EVIL] = GroupView(EVIL, EVIL, EVIL, EVIL, (evil_member,), offsets)
+        self.source.topic_views["orders"] = topic("orders", (10,), **{"x.evil": EVIL})
+        self.source.offline[("orders", 7)] = EVIL
+        self.sampler.sample()
+        self.clock.advance(SAMPLE_SECONDS)
+        self.sampler.sample()
+
+    def assertClean(self, body: str) -> None:
+        self.assertNotIn("<script>alert", body)
+        self.assertEqual(body.count("<script"), body.count("<script>(function()"))
+        self.assertIn(EVIL_ESCAPED, body)
+
+    def test_every_page_escapes_client_text(self) -> None:
+        quoted = "%3Cscript%3Ealert%28%22x%22%29%3C%2Fscript%3E%26"
+        for path in ("/", "/topics/orders", f"/groups/{quoted}", f"/groups/{quoted}?fragment=1"):
+            self.assertClean(self.page(path))
+
+    def test_links_quote_group_ids(self) -> None:
+        self.source.group_views["a/b c?d#e"] = group("a/b c?d#e", {("orders", 0): (1, 10)})
+        body = self.page("/")
+        self.assertIn('<a href="/groups/a%2Fb%20c%3Fd%23e">a/b c?d#e</a>', body)
+        self.assertIn("<h1>Consumer group a/b c?d#e</h1>", self.page("/groups/a%2Fb%20c%3Fd%23e"))
+
+    def test_svg_labels_escaped_and_parse(self) -> None:
+        body = self.page(f"/groups/{'%3Cscript%3Ealert%28%22x%22%29%3C%2Fscript%3E%26'}")
+        titles = []
+        for svg in re.findall(r"<svg .*?</svg>", body):
+            title = ET.fromstring(svg).find(f"{SVG}title")
+            assert title is not None and title.text is not None
+            titles.append(title.text)
+        # The lag chart names the group; the partition's bar its topic and partition.
+        self.assertEqual(titles, [f"lag of {EVIL}, records", "lag of orders 0"])
+        overview = self.page("/")
+        spark = re.findall(r"<svg .*?</svg>", overview.split('id="groups"')[1])[0]
+        self.assertEqual(ET.fromstring(spark).attrib["aria-label"], f"lag of {EVIL}")
+
+
+def chart_legend(page: str) -> str:
+    return re.findall(r'<ul class="legend">.*?</ul>', page)[0]
+
+
+class RateTests(ConsoleTestCase):
+    def test_produce_and_consume_rates_from_samples(self) -> None:
+        self.sampler.startService()  # samples now
+        for _ in range(3):
+            self.clock.advance(SAMPLE_SECONDS)
+            # 100 records per 5 s into orders; the group commits 50 per 5 s.
+            t = self.source.topic_views["orders"]
+            self.source.topic_views["orders"] = topic(
+                "orders",
+                tuple(p.high_watermark + 50 for p in t.partitions),
+                **{"cleanup.policy": "compact"},
+            )
+            g = self.source.group_views["billing"]
+            self.source.group_views["billing"] = group(
+                "billing",
+                {
+                    (o.topic, o.partition): (o.committed_offset + 25, (o.high_watermark or 0) + 50)
+                    for o in g.offsets
+                },
+            )
+        self.clock.advance(0.5)  # the samples were taken before the last change
+        self.sampler.sample()
+        self.assertEqual(len(self.sampler.samples), 5)
+        self.sampler.stopService()
+        samples = tuple(self.sampler.samples)
+        self.assertAlmostEqual(history.rate(samples, history.topic_end("orders")) or 0, 300 / 15.5)
+        self.assertAlmostEqual(
+            history.rate(samples, history.group_committed("billing")) or 0, 150 / 15.5
+        )
+        overview = self.page("/")
+        self.assertIn('<td class="num">19.4/s</td>', overview)
+        self.assertIn('<td class="num">9.7/s</td>', overview)
+        self.assertIn("<dt>produce rate</dt><dd>19.4/s</dd>", self.page("/topics/orders"))
+        group_page = self.page("/groups/billing")
+        self.assertIn("<dt>consume rate</dt><dd>9.7/s</dd>", group_page)
+        chart = re.findall(r'<svg class="chart".*?</svg>', group_page)[0]
+        lines = ET.fromstring(chart).findall(f"{SVG}polyline")
+        self.assertEqual(len(lines), 1)  # the one topic's line is the total
+        self.assertEqual(len(lines[0].attrib["points"].split()), 5)
+        self.assertIn(
+            "<li>" + '<span class="swatch" style="background:#0072b2"></span>orders',
+            chart_legend(group_page),
+        )
+        # A second topic: a line each, and the total.
+        self.source.group_views["billing"] = attrs.evolve(
+            self.source.group_views["billing"],
+            offsets=(
+                *self.source.group_views["billing"].offsets,
+                GroupOffsetView("other", 0, 0, 7, 7),
+            ),
+        )
+        self.sampler.sample()
+        chart = re.findall(r'<svg class="chart".*?</svg>', self.page("/groups/billing"))[0]
+        titles = [t.text for t in ET.fromstring(chart).iter(f"{SVG}title")]
+        self.assertEqual(titles[1:], ["total", "orders", "other"])
+
+    def test_rate_needs_two_samples_and_ignores_decreases(self) -> None:
+        one = (Sample(0.0, {"t": 5}),)
+        self.assertIsNone(history.rate(one, history.topic_end("t")))
+        self.assertEqual(per_second(None), "\u2013")
+        self.assertIn('<td class="num">\u2013</td>', self.page("/"))
+        # Recreated topic: 100 -> 10 counts as nothing, then +20 in 5 s.
+        samples = (Sample(0.0, {"t": 100}), Sample(5.0, {"t": 10}), Sample(10.0, {"t": 30}))
+        self.assertEqual(history.rate(samples, history.topic_end("t")), 2.0)
+        self.assertEqual(
+            history.rate_series(samples, history.topic_end("t")), [(5.0, 0.0), (10.0, 4.0)]
+        )
+        # A topic that appears later: only the samples that know it count.
+        late = (Sample(0.0, {}), Sample(5.0, {"t": 0}), Sample(10.0, {"t": 10}))
+        self.assertEqual(history.rate(late, history.topic_end("t")), 2.0)
+
+    def test_rate_window_is_the_last_minute(self) -> None:
+        old = [Sample(float(t), {"t": 0}) for t in range(0, 300, 5)]
+        recent = [Sample(300.0 + t, {"t": 10 * t}) for t in range(0, 65, 5)]
+        self.assertAlmostEqual(history.rate(old + recent, history.topic_end("t")) or 0, 600 / 60)
+
+    def test_a_failed_sample_is_logged_and_sampling_goes_on(self) -> None:
+        self.source.broken = True
+        self.sampler.startService()
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+        self.assertEqual(len(self.sampler.samples), 0)
+        self.source.broken = False
+        self.clock.advance(SAMPLE_SECONDS)
+        self.assertEqual(len(self.sampler.samples), 1)
+        self.sampler.stopService()
+
+    def test_history_is_bounded(self) -> None:
+        self.sampler.startService()
+        self.clock.pump([SAMPLE_SECONDS] * (HISTORY_SAMPLES + 30))
+        self.assertEqual(len(self.sampler.samples), HISTORY_SAMPLES)
+        self.sampler.stopService()
+        taken = len(self.clock.getDelayedCalls())
+        self.assertEqual(taken, 0)
+
+
+class SvgTests(SynchronousTestCase):
+    def test_sparkline_scales_to_its_box(self) -> None:
+        svg = ET.fromstring(sparkline([(0, 0.0), (5, 10.0), (10, 5.0)], label="a <b>"))
+        self.assertEqual(svg.attrib["viewBox"], "0 0 120 28")
+        self.assertEqual(svg.attrib["aria-label"], "a <b>")
+        line = svg.find(f"{SVG}polyline")
+        assert line is not None
+        points = [tuple(map(float, p.split(","))) for p in line.attrib["points"].split()]
+        self.assertEqual(points, [(1.0, 27.0), (60.0, 1.0), (119.0, 14.0)])
+
+    def test_sparkline_without_history_is_an_empty_box(self) -> None:
+        for points in ([], [(0.0, 3.0)]):
+            svg = ET.fromstring(sparkline(points, label="x"))
+            self.assertIsNone(svg.find(f"{SVG}polyline"))
+            self.assertEqual(svg.attrib["width"], "120")
+        flat = ET.fromstring(sparkline([(0, 0.0), (5, 0.0)], label="x")).find(f"{SVG}polyline")
+        assert flat is not None
+        self.assertEqual(flat.attrib["points"], "1,27 119,27")
+
+    def test_line_chart_axes_series_and_legend(self) -> None:
+        series = [("total", [(100.0, 0.0), (160.0, 80.0)]), ("one", [(160.0, 5.0)])]
+        html = line_chart(series, now=160.0, title="lag <x>")
+        svg = ET.fromstring(re.findall(r"<svg .*?</svg>", html)[0])
+        self.assertEqual(svg.attrib["aria-label"], "lag <x>")
+        labels = [t.text for t in svg.findall(f"{SVG}text")]
+        self.assertEqual(labels, ["0", "50", "100", "-60s", "-30s", "now"])
+        (line,) = svg.findall(f"{SVG}polyline")
+        points = [tuple(map(float, p.split(","))) for p in line.attrib["points"].split()]
+        # x from 64 (60 s ago) to 628 (now); y from 192 (0) up by 80/100 of 180.
+        self.assertEqual(points, [(64.0, 192.0), (628.0, 48.0)])
+        self.assertEqual(len(svg.findall(f"{SVG}circle")), 1)
+        self.assertEqual(html.count("<li>"), 2)
+
+    def test_line_chart_caps_its_series(self) -> None:
+        series = [(f"s{i}", [(0.0, float(i)), (10.0, 1.0)]) for i in range(MAX_CHART_SERIES + 3)]
+        html = line_chart(series, now=10.0, title="many")
+        self.assertEqual(html.count("<polyline"), MAX_CHART_SERIES)
+        self.assertIn("<li>3 more not shown</li>", html)
+
+    def test_bar_is_the_share_of_the_largest(self) -> None:
+        widths = []
+        for value in (0, 3, 6, 9):
+            rects = ET.fromstring(bar(value, 6, label="lag")).findall(f"{SVG}rect")
+            widths.append((rects[0].attrib["width"], rects[1].attrib["width"]))
+        self.assertEqual(widths, [("160", "0"), ("160", "80"), ("160", "160"), ("160", "160")])
+        nothing = ET.fromstring(bar(0, 0, label="lag")).findall(f"{SVG}rect")
+        self.assertEqual(nothing[1].attrib["width"], "0")
+
+    def test_nice_ceiling(self) -> None:
+        cases = {0: 1, 0.3: 0.5, 1: 1, 1.2: 2, 3: 5, 7: 10, 20: 20, 21: 50, 999: 1000}
+        for value, expected in cases.items():
+            self.assertAlmostEqual(nice_ceiling(value), expected)
+
+
+class FormatTests(SynchronousTestCase):
+    def test_formats(self) -> None:
+        self.assertEqual(
+            [size(0), size(1023), size(1536), size(5 * 2**30)],
+            ["0 B", "1023 B", "1.5 KiB", "5.0 GiB"],
+        )
+        self.assertEqual(
+            [per_second(0.04), per_second(12.345), per_second(12345.6)],
+            ["0.0/s", "12.3/s", "12,346/s"],
+        )
+        self.assertEqual(
+            [duration(12), duration(250), duration(7500), duration(90000)],
+            ["12s", "4m 10s", "2h 5m", "1d 1h"],
+        )
