@@ -497,14 +497,26 @@ def makeService(options: Options) -> service.MultiService:
 
 
 #: Options never shown on the console's broker page.
-_PRIVATE_OPTIONS = frozenset({"credential-store", "client-verification", "topic-defaults"})
+#: (Objects built from other options; the options they come from are shown.)
+_PRIVATE_OPTIONS = frozenset(
+    {"credential-store", "client-verification", "topic-defaults", "fsync-policy"}
+)
+
+
+def _setting_text(value: object, *, flag: bool) -> str:
+    if flag:
+        return "true" if value else "false"
+    if isinstance(value, set | frozenset | list | tuple):
+        return ",".join(sorted(str(v) for v in value)) or "(none)"
+    return str(value)
 
 
 def broker_settings(options: Options) -> dict[str, str]:
     """The effective options as text, for operators to read (objects built from the
     options are left out; file names are shown, never file contents)."""
+    flags = {flag[0] for flag in Options.optFlags}
     return {
-        name: str(value)
+        name: _setting_text(value, flag=name in flags)
         for name, value in sorted(options.items())
         if name not in _PRIVATE_OPTIONS and value is not None
     }

@@ -12,7 +12,7 @@ import pytest
 from twisted.python import usage
 
 from brokerd.core import FsyncPolicy
-from brokerd.tap import DEFAULT_KAFKA, DEFAULT_NATIVE, Options
+from brokerd.tap import DEFAULT_KAFKA, DEFAULT_NATIVE, Options, broker_settings
 
 from tests.brokerproc import REPO, TWISTD, env
 
@@ -120,3 +120,16 @@ def test_connection_cap_refuses_beyond_the_limit(make_broker: object) -> None:
         assert client.list_topics() == []
         client.close()
     assert "refusing new ones" in proc.log()
+
+
+def test_broker_settings_are_readable_text_without_built_objects() -> None:
+    settings = broker_settings(
+        parse("--super-users", "User:bob,User:alice", "--authorizer", "acl", "--no-auto-create")
+    )
+    assert settings["super-users"] == "User:alice,User:bob"
+    assert settings["no-auto-create"] == "true"
+    assert settings["fsync"] == "always"
+    assert settings["http"] == "tcp:8070:interface=127.0.0.1"
+    for built in ("credential-store", "client-verification", "topic-defaults", "fsync-policy"):
+        assert built not in settings
+    assert broker_settings(parse())["super-users"] == "(none)"
