@@ -137,7 +137,9 @@ class Brokers:
 
     def _start(self, args: tuple[str, ...]) -> BrokerProcess:
         self._count += 1
-        return BrokerProcess(self.root / f"broker{self._count}" / "data", args=args).start()
+        home = self.root / f"broker{self._count}"
+        home.mkdir(parents=True, exist_ok=True)
+        return BrokerProcess(home / "data", args=args).start()
 
     def close(self) -> None:
         for proc in self._shared.values():
