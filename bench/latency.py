@@ -2,8 +2,8 @@
 
 ``make latency`` (or ``python bench/latency.py --rate 1000 --seconds 30``) starts a
 broker with default settings (``--fsync always``), runs a producer at the given rate and a
-long-polling consumer, and prints p50/p99/max for the native protocol and for
-confluent-kafka. Each value carries the producer's ``time.perf_counter()`` at the produce
+long-polling consumer, and prints p50/p99/p99.9/max for the native protocol and for
+confluent-kafka. ``make bench`` calls ``measure`` for its latency rows. Each value carries the producer's ``time.perf_counter()`` at the produce
 call; producer and consumer run in one process, so the clocks agree.
 
 Beside produce-to-receipt it prints produce-to-acknowledgement (the produce call's return
@@ -25,6 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.common import Latency, Results  # noqa: E402
+from bench.common import percentiles as latency_of  # noqa: E402
 from tests.brokerproc import BrokerProcess  # noqa: E402
 
 STAMP = struct.Struct(">d")
@@ -34,13 +36,10 @@ PAD = b"p" * 92  # 8-byte timestamp + 92 = 100-byte values
 def percentiles(samples: list[float]) -> str:
     if not samples:
         return "no samples"
-    s = sorted(samples)
-
-    def pick(q: float) -> float:
-        return s[min(len(s) - 1, int(q * len(s)))] * 1000
-
+    lat = latency_of("", "", samples)
     return (
-        f"n={len(s):,}  p50 {pick(0.50):.2f} ms  p99 {pick(0.99):.2f} ms  max {s[-1] * 1000:.2f} ms"
+        f"n={lat.n:,}  p50 {lat.p50:.2f} ms  p99 {lat.p99:.2f} ms  p99.9 {lat.p999:.2f} ms"
+        f"  max {lat.max:.2f} ms"
     )
 
 
@@ -129,6 +128,8 @@ def kafka(proc: BrokerProcess, rate: int, seconds: float) -> tuple[list[float], 
     ready.wait(10)
     time.sleep(1.0)
     producer = Producer({"bootstrap.servers": proc.kafka_bootstrap, "acks": "all", "linger.ms": 0})
+    # Connected, with the topic's metadata, before the clock starts.
+    producer.list_topics("klat", timeout=10)
     start = time.perf_counter()
     for at in paced(rate, seconds):
         delay = start + at - time.perf_counter()
@@ -140,6 +141,27 @@ def kafka(proc: BrokerProcess, rate: int, seconds: float) -> tuple[list[float], 
     reader.join(30)
     stop.set()
     return latencies, acks
+
+
+def measure(results: Results, proc: BrokerProcess, rate: int, seconds: float) -> None:
+    """The four latency rows of ``make bench`` (``proc`` runs with ``--fsync always``)."""
+    durability = "fsync always"
+    how = f"{rate:,} rec/s for {seconds:g} s"
+    received, acked = native(proc, rate, seconds)
+    rows: list[Latency] = [
+        latency_of(f"native: produce to long-poll receipt, {how}", durability, received),
+        latency_of(f"native: produce to acknowledgement, {how}", durability, acked),
+    ]
+    received, acked = kafka(proc, rate, seconds)
+    rows += [
+        latency_of(f"confluent-kafka: produce to consumer receipt, {how}", durability, received),
+        latency_of(f"confluent-kafka: produce to delivery report, {how}", durability, acked),
+    ]
+    expected = int(rate * seconds)
+    for row in rows:
+        if row.n < expected:
+            raise RuntimeError(f"{row.what}: {row.n} of {expected} records measured")
+    results.latencies.extend(rows)
 
 
 def main() -> None:
