@@ -39,11 +39,13 @@ KCAT_PRODUCE = "kcat -P produce from a file, acks=all"
 KCAT_CONSUME = "kcat -C -e -q consume"
 
 
-def check_end(proc: BrokerProcess, topic: str, expected: int) -> None:
+def check_end(proc: BrokerProcess, topic: str, expected: int, *, partition: int = 0) -> None:
     with proc.client() as client:
-        _, end = client.list_offsets(topic, 0)
+        _, end = client.list_offsets(topic, partition)
     if end != expected:
-        raise RuntimeError(f"{topic}: end offset {end} after producing {expected} records")
+        raise RuntimeError(
+            f"{topic}/{partition}: end offset {end} after producing {expected} records"
+        )
 
 
 def native_produce(proc: BrokerProcess, topic: str, records: int, size: int) -> float:
