@@ -24,6 +24,7 @@ from bench.common import (
     value,
 )
 from brokerd.native import client_codec, messages
+
 from tests.brokerproc import BrokerProcess
 
 FSYNC_MODES = ("always", "never")

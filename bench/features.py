@@ -14,6 +14,7 @@ import time
 
 from bench.brokerd_runs import QUEUE_MESSAGES, check_end, produce_all
 from bench.common import TOOL_TIMEOUT, Results, Row, scratch, value
+
 from tests.brokerproc import BrokerProcess
 
 SECTION = "features"

@@ -3,8 +3,9 @@
 ``make latency`` (or ``python bench/latency.py --rate 1000 --seconds 30``) starts a
 broker with default settings (``--fsync always``), runs a producer at the given rate and a
 long-polling consumer, and prints p50/p99/p99.9/max for the native protocol and for
-confluent-kafka. ``make bench`` calls ``measure`` for its latency rows. Each value carries the producer's ``time.perf_counter()`` at the produce
-call; producer and consumer run in one process, so the clocks agree.
+confluent-kafka (``make bench`` calls ``measure`` for its latency rows). Each value
+carries the producer's ``time.perf_counter()`` at the produce call; producer and consumer
+run in one process, so the clocks agree.
 
 Beside produce-to-receipt it prints produce-to-acknowledgement (the produce call's return
 for native, the delivery report for confluent-kafka): the difference between the two is
@@ -27,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.common import Latency, Results  # noqa: E402
 from bench.common import percentiles as latency_of  # noqa: E402
+
 from tests.brokerproc import BrokerProcess  # noqa: E402
 
 STAMP = struct.Struct(">d")

@@ -13,12 +13,14 @@ import asyncio
 import csv
 import io
 import json
+import re
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from bench.common import MB, TOOL_TIMEOUT, Results, Row, scratch, tool, value
+
 from tests.brokerproc import free_port, wait_for_port
 
 SERVER_START_SECONDS = 10.0
@@ -179,6 +181,11 @@ async def _nats(port: int, records: int, payload: bytes) -> tuple[float, float]:
     return produced, consumed
 
 
+# The first version-looking number of a ``--version`` banner ("v=7.0.15", "v2.9.10", ...).
+_VERSION = re.compile(r"(?:Version |v=|v|iperf |benchmark )(\d+\.\d+(?:\.\d+)?)")
+_LIBRDKAFKA = re.compile(r"librdkafka (\d+\.\d+(?:\.\d+)?)")
+
+
 def versions() -> dict[str, str]:
     """Versions of the peer programs and clients (absent ones are left out)."""
     found: dict[str, str] = {}
@@ -196,10 +203,12 @@ def versions() -> dict[str, str]:
             out = subprocess.run([binary, *args], capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             continue
-        lines = [x.strip() for x in (out.stdout or out.stderr).strip().splitlines()]
-        # kcat prints a banner first and "Version ..." further down.
-        chosen = next((x for x in lines if x.startswith("Version ")), lines[0] if lines else "")
-        if chosen:
-            found[name] = chosen[:80]
+        text = out.stdout or out.stderr
+        number = _VERSION.search(text)
+        if number is not None:
+            found[name] = number.group(1)
+            linked = _LIBRDKAFKA.search(text)
+            if linked is not None:
+                found[name] += f" (librdkafka {linked.group(1)})"
     return found
 

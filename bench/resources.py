@@ -18,7 +18,6 @@ import subprocess
 import time
 
 from bench.common import (
-    MB,
     Brokers,
     Curve,
     Results,
@@ -31,6 +30,7 @@ from bench.common import (
     value,
 )
 from brokerd.native import client_codec, messages
+
 from tests.brokerproc import BrokerProcess
 
 SECTION = "resources"

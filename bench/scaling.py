@@ -21,6 +21,7 @@ from bench.brokerd_runs import check_end, native_produce
 from bench.common import Curve, Results, Row, percentiles, value
 from brokerd.client import NativeClient
 from brokerd.native import client_codec, messages
+
 from tests.brokerproc import BrokerProcess
 
 SECTION = "scaling"
