@@ -25,7 +25,7 @@ DURABILITY = "fsync always"
 
 def compaction_produce(results: Results, proc: BrokerProcess, records: int) -> None:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": proc.kafka_bootstrap})
     topics = {"keyed-plain": {}, "keyed-compact": {"cleanup.policy": "compact"}}
@@ -119,7 +119,8 @@ def cleaner(results: Results, records: int, keys: int = KEYS) -> None:
     from brokerd.storage.keymap import OffsetMap
     from brokerd.storage.log import LogConfig, PartitionLog
 
-    config = LogConfig(cleanup_policy={"compact"}, segment_bytes=1 << 20)
+    # attrs types the field by its converter, the generic frozenset: mypy cannot bind it.
+    config = LogConfig(cleanup_policy={"compact"}, segment_bytes=1 << 20)  # type: ignore[arg-type]
 
     def batch(start: int) -> tuple[bytes, list[BatchHeader]]:
         ks = [b"key-%d" % ((start + i) % keys) for i in range(100)]

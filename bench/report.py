@@ -6,6 +6,7 @@ row without a figure is printed with the reason it has none.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench.common import Latency, Results, Row
@@ -98,7 +99,7 @@ def ratios(results: Results) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         cells = [c.replace("|", "\\|") for c in row]

@@ -41,6 +41,8 @@ from bench import (  # noqa: E402
 from bench.common import SIZES, Brokers, Results, scratch  # noqa: E402
 from bench.progress import Progress, Step  # noqa: E402
 
+from tests.brokerproc import BrokerProcess  # noqa: E402
+
 TIME_LIMIT = 15 * 60.0
 # Kept for stopping the shared brokers, drawing and writing once the steps are done.
 REPORT_RESERVE = 30.0
@@ -117,10 +119,10 @@ QUICK = Sizes(
 
 
 def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path) -> list[Step]:
-    def fsync_brokers() -> dict[str, object]:
+    def fsync_brokers() -> dict[str, BrokerProcess]:
         return {m: brokers.shared(f"--fsync={m}") for m in brokerd_runs.FSYNC_MODES}
 
-    def always() -> object:
+    def always() -> BrokerProcess:
         return brokers.shared("--fsync=always")
 
     table: list[tuple[str, Callable[[], None]]] = [
@@ -131,13 +133,13 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path) -> list[
         *(
             (f"brokerd {size} B",
              (lambda size=size: brokerd_runs.throughput(
-                 results, fsync_brokers(), size, sizes.records[size])))  # type: ignore[misc]
+                 results, fsync_brokers(), size, sizes.records[size])))
             for size in SIZES
         ),
-        ("latency", lambda: latency.measure(results, always(), LATENCY_RATE,  # type: ignore[arg-type]
+        ("latency", lambda: latency.measure(results, always(), LATENCY_RATE,
                                             sizes.latency_seconds)),
-        ("compaction, transactions", lambda: _features(sizes, results, always())),  # type: ignore[arg-type]
-        ("scaling curves", lambda: scaling.curves(results, fsync_brokers(),  # type: ignore[arg-type]
+        ("compaction, transactions", lambda: _features(sizes, results, always())),
+        ("scaling curves", lambda: scaling.curves(results, fsync_brokers(),
                                                   sizes.scaling_records)),
         ("random-offset fetch", lambda: scaling.random_fetch(
             results, brokers.shared("--fsync=never"), small=sizes.random_small,
@@ -152,9 +154,9 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path) -> list[
     return [Step(name, sizes.expected[name], run) for name, run in table]
 
 
-def _features(sizes: Sizes, results: Results, proc: object) -> None:
-    features.compaction_produce(results, proc, sizes.features_records)  # type: ignore[arg-type]
-    features.transactions(results, proc, sizes.features_records)  # type: ignore[arg-type]
+def _features(sizes: Sizes, results: Results, proc: BrokerProcess) -> None:
+    features.compaction_produce(results, proc, sizes.features_records)
+    features.transactions(results, proc, sizes.features_records)
     features.cleaner(results, sizes.cleaner_records)
 
 

@@ -76,14 +76,14 @@ def producers_rate(proc: BrokerProcess, producers: int, records: int, tag: str) 
             if not pipe.poll(START_TIMEOUT) or pipe.recv() != "ready":
                 raise RuntimeError("a producer process did not connect")
         go.set()
-        spans = []
+        spans: list[tuple[float, float]] = []
         for _, pipe in children:
             if not pipe.poll(600):
                 raise RuntimeError("a producer process did not finish")
             answer = pipe.recv()
             if not isinstance(answer, tuple):
                 raise RuntimeError(str(answer))
-            spans.append(answer)
+            spans.append((float(answer[0]), float(answer[1])))
     finally:
         for child, _ in children:
             child.join(5)
