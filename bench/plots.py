@@ -1,23 +1,33 @@
 """The report's charts: PNG files drawn with matplotlib (Agg backend, no display).
 
 One file per curve of the run, named after it, plus one bar chart per throughput
-section. Draws only what the results hold; a curve with no points gets no file.
+section. Draws only what the results hold; a curve with no points gets no file. Without
+matplotlib (``make bench-deps`` installs it) nothing is drawn and ``draw`` says so.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter
+from typing import TYPE_CHECKING
 
 from bench.common import Curve, Results, Row
 
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+except ImportError:
+    if TYPE_CHECKING:
+        raise
+    HAVE_MATPLOTLIB = False
+else:
+    HAVE_MATPLOTLIB = True
+    THOUSANDS = FuncFormatter(lambda v, _pos: f"{v:,.0f}")
+
 DPI = 100
-THOUSANDS = FuncFormatter(lambda v, _pos: f"{v:,.0f}")
+MISSING = "charts not drawn: matplotlib is not installed (make bench-deps)"
 RESTART_LABELS = ("start after\nkill -9", "clean\nshutdown", "start after\nclean shutdown")
 
 
@@ -85,8 +95,10 @@ def _throughput(section: str, rows: list[Row], path: Path) -> None:
 
 def draw(results: Results, directory: Path) -> list[Path]:
     """Write every chart into ``directory``; the paths written, in report order."""
-    directory.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    if not HAVE_MATPLOTLIB:
+        return written
+    directory.mkdir(parents=True, exist_ok=True)
     for section in sorted({r.section for r in results.rows if r.section.startswith("throughput")},
                           key=lambda s: int(s.split()[1])):
         path = directory / f"throughput-{section.split()[1]}.png"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bench.common import Latency, Results, Row
 from bench.peers import NATS_CLIENT_BOUND, XADD_WHAT, XRANGE_WHAT
+from bench.plots import MISSING
 from bench.scaling import SECTION as SCALING
 
 NOT_MEASURED = "not measured"
@@ -155,6 +156,7 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
         "log once a second, without persistence never; JetStream runs with its defaults "
         "(file storage).",
         "",
+        *([] if plots else [f"({MISSING}.)", ""]),
         "## Machine",
         "",
         *_table(("fact", "value"), [(k, v) for k, v in f.items()]),
@@ -169,7 +171,10 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
         if not rows:
             continue
         throughput = section.startswith("throughput")
-        title = SECTION_TITLES.get(section, f"Throughput, {_size_text(section)} values")
+        if section in SECTION_TITLES:
+            title = SECTION_TITLES[section]
+        else:
+            title = f"Throughput, {_size_text(section)} values"
         lines += [f"## {title}", ""]
         head = THROUGHPUT_HEAD if throughput else OTHER_HEAD
         lines += _table(head, [_row_cells(r, throughput) for r in rows])
