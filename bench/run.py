@@ -1,15 +1,16 @@
 """``make bench``: brokerd beside its peers' own tools, in one run, written up as
 ``docs/benchmarks.md`` with charts in ``docs/bench/``.
 
-Steps: machine facts, a disk probe, iperf3 (the loopback ceiling), brokerd's throughput
-at 100 B and 1,000 B through the native client, confluent-kafka and kcat (``--fsync
-always`` and ``never``), end-to-end latency at 1,000 records/s, compaction and
-transactions, scaling curves (producers, partitions, random-offset fetch), memory and
-restart time, Redis Streams via redis-benchmark and NATS JetStream via nats-py. One
-progress line per step; the whole run is bounded (``--time-limit``, 15 minutes by
-default). ``--quick`` runs every step at small sizes (under two minutes) for the smoke
-test. Everything runs on 127.0.0.1 in scratch directories; every server is started here
-and stopped by its own PID. The modules beside this one hold the steps.
+Steps: machine facts, a disk probe, iperf3 (the loopback ceiling), Redis Streams via
+redis-benchmark and NATS JetStream via nats-py, brokerd's throughput at 100 B and 1,000 B
+through the native client, confluent-kafka and kcat (``--fsync always`` and ``never``),
+end-to-end latency at 1,000 records/s, compaction and transactions, scaling curves
+(producers, partitions, random-offset fetch), memory and restart time (last: the longest,
+and the first the time bound would cut). One progress line per step; the whole run is
+bounded (``--time-limit``, 15 minutes by default). ``--quick`` runs every step at small
+sizes (under two minutes) for the smoke test. Everything runs on 127.0.0.1 in scratch
+directories; every server is started here and stopped by its own PID. The modules beside
+this one hold the steps.
 """
 
 from __future__ import annotations
@@ -130,6 +131,9 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path) -> list[
         ("disk", lambda: disk.probe(root, results, mebibytes=sizes.disk_mib,
                                     small_syncs=sizes.small_syncs)),
         ("iperf3", lambda: peers.iperf3(results, sizes.iperf_seconds)),
+        ("redis", lambda: peers.redis(results, records=sizes.redis,
+                                      xrange_requests=sizes.xrange_requests)),
+        ("nats", lambda: peers.nats(results, records=sizes.nats)),
         *(
             (f"brokerd {size} B",
              (lambda size=size: brokerd_runs.throughput(
@@ -147,9 +151,6 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path) -> list[
         ("rss", lambda: resources.rss(results, brokers, list(sizes.rss_levels))),
         ("restart", lambda: resources.restart(results, brokers, sizes.restart_partitions,
                                               sizes.restart_bytes)),
-        ("redis", lambda: peers.redis(results, records=sizes.redis,
-                                      xrange_requests=sizes.xrange_requests)),
-        ("nats", lambda: peers.nats(results, records=sizes.nats)),
     ]
     return [Step(name, sizes.expected[name], run) for name, run in table]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import peers
 from bench.common import Latency, Results, Row
 from bench.progress import Progress, Step
 from bench.report import NOT_MEASURED, markdown, ratios
@@ -126,6 +127,18 @@ def test_report_marks_unmeasured_rows_escapes_cells_and_computes_ratios(
     assert pair[0].startswith("100 B: kcat -P")
 
 
+def test_missing_peers_give_rows_that_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A program that is not installed cannot be made real here: the lookup is faked.
+    monkeypatch.setattr(peers, "tool", lambda name: None)
+    results = Results()
+    peers.iperf3(results, 1)
+    peers.redis(results, records={100: 10, 1000: 10}, xrange_requests=1)
+    peers.nats(results, records={100: 10, 1000: 10})
+    assert len(results.rows) == 1 + 8 + 4
+    assert all(r.value is None and "missing" in r.note for r in results.rows)
+    assert {r.system for r in results.rows} == {"iperf3", "Redis", "NATS"}
+
+
 def _tables(text: str) -> dict[str, list[list[str]]]:
     """Section title -> the body rows (cells) of every table in it (headers left out)."""
     tables: dict[str, list[list[str]]] = {}
@@ -226,6 +239,8 @@ def test_quick_run_reports_every_row(tmp_path: Path) -> None:
         assert len(found) == 1, (section, system, what, durability, tables.get(section))
         row = found[0]
         missing = [p for p in PEER_PROGRAMS.get(system, ()) if not _installed(p)]
+        if system == "NATS" and importlib.util.find_spec("nats") is None:
+            missing.append("nats-py")
         if missing:
             assert row[3] == NOT_MEASURED and "missing" in row[-1], row
         else:
