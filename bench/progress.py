@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TextIO
 
-# The pace of the steps finished so far predicts the rest, within these bounds (one odd
-# step must not turn the estimate into nonsense).
+# The pace of the steps finished so far predicts the rest, within these bounds; the
+# expected durations count as PRIOR_SECONDS of evidence, so that a first short step does
+# not turn the estimate into nonsense.
 MIN_PACE = 0.5
 MAX_PACE = 4.0
+PRIOR_SECONDS = 30.0
 
 
 class TimeBound(Exception):
@@ -68,9 +70,8 @@ class Progress:
 
     def estimate_total(self, index: int) -> float:
         """Estimated length of the whole run once steps ``[0, index)`` are finished."""
-        pace = 1.0
-        if self.done_expected > 0:
-            pace = min(MAX_PACE, max(MIN_PACE, self.done_actual / self.done_expected))
+        pace = (self.done_actual + PRIOR_SECONDS) / (self.done_expected + PRIOR_SECONDS)
+        pace = min(MAX_PACE, max(MIN_PACE, pace))
         rest = sum(s.expected_seconds for s in self.steps[index:]) * pace
         return min(self.limit, (self.now() - self.start) + rest)
 

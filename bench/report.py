@@ -167,7 +167,9 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
                     key=lambda s: int(s.split()[1]))
     order += ["features", SCALING, "resources"]
     for section in order:
-        rows = [r for r in results.rows if r.section == section]
+        # brokerd's rows first, then the peers', each in run order.
+        rows = sorted((r for r in results.rows if r.section == section),
+                      key=lambda r: r.system != "brokerd")
         if not rows:
             continue
         throughput = section.startswith("throughput")

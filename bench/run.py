@@ -16,6 +16,7 @@ this one hold the steps.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import traceback
@@ -152,7 +153,18 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path) -> list[
         ("restart", lambda: resources.restart(results, brokers, sizes.restart_partitions,
                                               sizes.restart_bytes)),
     ]
-    return [Step(name, sizes.expected[name], run) for name, run in table]
+    return [Step(name, sizes.expected[name], _settled(run)) for name, run in table]
+
+
+def _settled(run: Callable[[], None]) -> Callable[[], None]:
+    """``run`` after the page cache is written back: one step's gigabytes of dirty data
+    would otherwise be flushed during the next one and inflate its fsync latencies."""
+
+    def step() -> None:
+        os.sync()
+        run()
+
+    return step
 
 
 def _features(sizes: Sizes, results: Results, proc: BrokerProcess) -> None:

@@ -54,8 +54,9 @@ def test_progress_prints_a_line_per_step_and_estimates_from_the_pace() -> None:
     lines = out.getvalue().splitlines()
     assert len(lines) == 3
     assert lines[0].startswith("[ 1/3] step20")
-    # The first step took twice its 10 s estimate: the two left are estimated at 20 s each.
-    assert "elapsed 0:20, run ~1:00, ~0:40 left" in lines[0]
+    # The first step took twice its 10 s estimate; with the estimates' 30 s of prior
+    # weight, the pace is (20 + 30) / (10 + 30): the two left take 12.5 s each.
+    assert "elapsed 0:20, run ~0:45, ~0:25 left" in lines[0]
     assert "elapsed 1:00, run ~1:00, ~0:00 left" in lines[2]
     assert progress.record == [("step20", 20.0, "ok")] * 3
 
