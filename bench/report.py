@@ -132,6 +132,37 @@ SECTION_TITLES = {
 }
 
 
+SECTION_METHODS = {
+    "features": (
+        "confluent-kafka, 100-byte values, one partition each. Keyed rows use 1,000 distinct "
+        "keys; the compacted topic is created with `cleanup.policy=compact` (the cleaner runs "
+        "beside). Transactions are committed one after another. The cleaner rows run the "
+        "storage engine in-process: one pass over the partition while a writer appends and "
+        "flushes (fsync) every 100 records."
+    ),
+    SCALING: (
+        "Producers are separate processes, each with its own native connection and "
+        "partition and one request of 100 records in flight: the curve shows how group "
+        "commit (one fsync for the requests that arrived meanwhile) lets more producers "
+        "share a sync. The partition curve is one connection keeping 16 such requests in "
+        "flight, spread round-robin over the partitions. The random-offset rows are "
+        "one-record native fetches, one at a time, at seeded random offsets; their ratio "
+        "shows what the offset lookup (index bisect, then a scan of batch headers) costs as "
+        "a partition grows a thousandfold."
+    ),
+    "resources": (
+        "RSS is the twistd process's VmRSS, a second after each change. 10,000 partitions "
+        "need three descriptors each (a segment's log, index and time index): where the "
+        "descriptor limit cannot be raised that far, those rows say so. Restart times run "
+        "from starting twistd until both listeners answer a request (native ListTopics and "
+        "Kafka ApiVersions); the first follows a `kill -9` right after the data was written "
+        "with `--fsync never` (recovery checks everything past the recovery point), the "
+        "clean stop syncs a tenth more written after that start, and every record must "
+        "still be there afterwards."
+    ),
+}
+
+
 def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
              seconds: float) -> str:
     rel = {p.stem: os.path.relpath(p, report.parent) for p in plots}
@@ -181,6 +212,8 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
         head = THROUGHPUT_HEAD if throughput else OTHER_HEAD
         lines += _table(head, [_row_cells(r, throughput) for r in rows])
         lines.append("")
+        if section in SECTION_METHODS:
+            lines += [SECTION_METHODS[section], ""]
         if throughput:
             stem = f"throughput-{section.split()[1]}"
             if stem in rel:
