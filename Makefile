@@ -62,10 +62,11 @@ lint: install
 	$(BIN)/ruff check brokerd tests bench twisted tools
 	$(BIN)/mypy
 
-# `make bench` measures brokerd beside its peers (docs/benchmarks.md is written by the run;
-# BENCH_ARGS=--quick for the two-minute smoke version). `bench-deps` installs what it needs:
+# `make bench` measures brokerd beside its peers (docs/benchmarks.md and docs/bench/ are
+# written by the run); `bench-quick` is the two-minute smoke version, written to
+# build/bench-quick/. `bench-deps` installs what they need:
 # Python packages into the venv (not project dependencies), Debian peers only when a command
-# is missing (apt needs root; without it the missing peers' rows say "skipped").
+# is missing (apt needs root; without it the missing peers' rows say "not measured").
 BENCH_ARGS ?=
 BENCH_PY := matplotlib redis hiredis nats-py py-spy
 BENCH_STAMP := $(VENV)/.bench-stamp

@@ -184,12 +184,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
-    parser.add_argument("--report", type=Path, default=REPO / "docs" / "benchmarks.md")
-    parser.add_argument("--plots", type=Path, default=REPO / "docs" / "bench")
+    parser.add_argument("--report", type=Path, default=None,
+                        help="default docs/benchmarks.md (--quick: build/bench-quick/)")
+    parser.add_argument("--plots", type=Path, default=None,
+                        help="default docs/bench (--quick: build/bench-quick/bench)")
     parser.add_argument("--time-limit", type=float, default=TIME_LIMIT, help="seconds")
     parser.add_argument("--skip", action="append", default=[], help="a step's name")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    # A quick run's figures mean little: by default they never replace the real report.
+    home = REPO / "build" / "bench-quick" if args.quick else REPO / "docs"
+    args.report = args.report or home / "benchmarks.md"
+    args.plots = args.plots or home / "bench"
     results = Results()
     began = time.monotonic()
     print(f"brokerd bench{' --quick' if args.quick else ''}: report {args.report}, "
