@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: install node-deps run test test-long soak scoreboard trial lint bench bench-deps latency check-plugin verify-units clean
+.PHONY: install node-deps run test test-long soak scoreboard trial lint bench bench-quick bench-deps latency check-plugin verify-units clean
 
 install: $(STAMP)
 
@@ -62,13 +62,37 @@ lint: install
 	$(BIN)/ruff check brokerd tests bench twisted tools
 	$(BIN)/mypy
 
-bench: install
-	$(BIN)/python bench/run.py
+# `make bench` measures brokerd beside its peers (docs/benchmarks.md and docs/bench/ are
+# written by the run); `bench-quick` is the two-minute smoke version, written to
+# build/bench-quick/. `bench-deps` installs what they need:
+# Python packages into the venv (not project dependencies), Debian peers only when a command
+# is missing (apt needs root; without it the missing peers' rows say "not measured").
+BENCH_ARGS ?=
+BENCH_PY := matplotlib redis hiredis nats-py py-spy
+BENCH_STAMP := $(VENV)/.bench-stamp
+BENCH_DEBS := redis-server:redis-server redis-benchmark:redis-tools iperf3:iperf3 nats-server:nats-server kcat:kcat
 
-# Peers measured beside brokerd by `make bench` (skipped when missing). Needs root for apt.
-bench-deps: install
-	apt-get install -y -qq redis-server nats-server
-	$(BIN)/pip install -q redis hiredis nats-py
+bench: bench-deps
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+bench-quick: bench-deps
+	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
+
+bench-deps: install $(BENCH_STAMP)
+	@missing=""; for pair in $(BENCH_DEBS); do \
+	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "bench-deps: not root, cannot apt-get install$$missing (their rows will be skipped)"; \
+	  fi; \
+	fi
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install -q $(BENCH_PY)
+	touch $(BENCH_STAMP)
 
 latency: install
 	$(BIN)/python bench/latency.py

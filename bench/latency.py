@@ -2,9 +2,10 @@
 
 ``make latency`` (or ``python bench/latency.py --rate 1000 --seconds 30``) starts a
 broker with default settings (``--fsync always``), runs a producer at the given rate and a
-long-polling consumer, and prints p50/p99/max for the native protocol and for
-confluent-kafka. Each value carries the producer's ``time.perf_counter()`` at the produce
-call; producer and consumer run in one process, so the clocks agree.
+long-polling consumer, and prints p50/p99/p99.9/max for the native protocol and for
+confluent-kafka (``make bench`` calls ``measure`` for its latency rows). Each value
+carries the producer's ``time.perf_counter()`` at the produce call; producer and consumer
+run in one process, so the clocks agree.
 
 Beside produce-to-receipt it prints produce-to-acknowledgement (the produce call's return
 for native, the delivery report for confluent-kafka): the difference between the two is
@@ -25,6 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.common import Latency, Results  # noqa: E402
+from bench.common import percentiles as latency_of  # noqa: E402
+
 from tests.brokerproc import BrokerProcess  # noqa: E402
 
 STAMP = struct.Struct(">d")
@@ -34,13 +38,10 @@ PAD = b"p" * 92  # 8-byte timestamp + 92 = 100-byte values
 def percentiles(samples: list[float]) -> str:
     if not samples:
         return "no samples"
-    s = sorted(samples)
-
-    def pick(q: float) -> float:
-        return s[min(len(s) - 1, int(q * len(s)))] * 1000
-
+    lat = latency_of("", "", samples)
     return (
-        f"n={len(s):,}  p50 {pick(0.50):.2f} ms  p99 {pick(0.99):.2f} ms  max {s[-1] * 1000:.2f} ms"
+        f"n={lat.n:,}  p50 {lat.p50:.2f} ms  p99 {lat.p99:.2f} ms  p99.9 {lat.p999:.2f} ms"
+        f"  max {lat.max:.2f} ms"
     )
 
 
@@ -49,8 +50,12 @@ def paced(rate: int, seconds: float) -> list[float]:
     return [i / rate for i in range(int(rate * seconds))]
 
 
-def native(proc: BrokerProcess, rate: int, seconds: float) -> tuple[list[float], list[float]]:
-    """Produce-to-receipt and produce-to-acknowledgement latencies."""
+def native(
+    proc: BrokerProcess, rate: int, seconds: float, spans: list[float] | None = None
+) -> tuple[list[float], list[float]]:
+    """Produce-to-receipt and produce-to-acknowledgement latencies; the seconds the sending
+    took are appended to ``spans`` (one produce is in flight at a time: when an
+    acknowledgement takes longer than the interval, the rate falls below ``rate``)."""
     latencies: list[float] = []
     acks: list[float] = []
     total = int(rate * seconds)
@@ -82,12 +87,17 @@ def native(proc: BrokerProcess, rate: int, seconds: float) -> tuple[list[float],
             sent = time.perf_counter()
             client.produce("lat", 0, [STAMP.pack(sent) + PAD])
             acks.append(time.perf_counter() - sent)
+        if spans is not None:
+            spans.append(time.perf_counter() - start)
     done.wait(30)
     return latencies, acks
 
 
-def kafka(proc: BrokerProcess, rate: int, seconds: float) -> tuple[list[float], list[float]]:
-    """Produce-to-receipt and produce-to-delivery-report latencies."""
+def kafka(
+    proc: BrokerProcess, rate: int, seconds: float, spans: list[float] | None = None
+) -> tuple[list[float], list[float]]:
+    """Produce-to-receipt and produce-to-delivery-report latencies; the seconds the sending
+    took are appended to ``spans``."""
     from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
     latencies: list[float] = []
@@ -129,6 +139,8 @@ def kafka(proc: BrokerProcess, rate: int, seconds: float) -> tuple[list[float], 
     ready.wait(10)
     time.sleep(1.0)
     producer = Producer({"bootstrap.servers": proc.kafka_bootstrap, "acks": "all", "linger.ms": 0})
+    # Connected, with the topic's metadata, before the clock starts.
+    producer.list_topics("klat", timeout=10)
     start = time.perf_counter()
     for at in paced(rate, seconds):
         delay = start + at - time.perf_counter()
@@ -136,10 +148,37 @@ def kafka(proc: BrokerProcess, rate: int, seconds: float) -> tuple[list[float], 
             time.sleep(delay)
         producer.produce("klat", STAMP.pack(time.perf_counter()) + PAD, on_delivery=delivered)
         producer.poll(0)
+    if spans is not None:
+        spans.append(time.perf_counter() - start)
     producer.flush(30)
     reader.join(30)
     stop.set()
     return latencies, acks
+
+
+def measure(results: Results, proc: BrokerProcess, rate: int, seconds: float) -> None:
+    """The four latency rows of ``make bench`` (``proc`` runs with ``--fsync always``)."""
+    durability = "fsync always"
+    total = int(rate * seconds)
+    spans: list[float] = []
+    received, acked = native(proc, rate, seconds, spans)
+    # The native producer waits for each acknowledgement: say so when it fell behind.
+    how = f"{rate:,} rec/s for {seconds:g} s (sent at {total / spans[-1]:,.0f} rec/s)"
+    rows: list[Latency] = [
+        latency_of(f"native: produce to long-poll receipt, {how}", durability, received),
+        latency_of(f"native: produce to acknowledgement, {how}", durability, acked),
+    ]
+    received, acked = kafka(proc, rate, seconds, spans)
+    how = f"{rate:,} rec/s for {seconds:g} s (sent at {total / spans[-1]:,.0f} rec/s)"
+    rows += [
+        latency_of(f"confluent-kafka: produce to consumer receipt, {how}", durability, received),
+        latency_of(f"confluent-kafka: produce to delivery report, {how}", durability, acked),
+    ]
+    expected = int(rate * seconds)
+    for row in rows:
+        if row.n < expected:
+            raise RuntimeError(f"{row.what}: {row.n} of {expected} records measured")
+    results.latencies.extend(rows)
 
 
 def main() -> None:

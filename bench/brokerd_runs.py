@@ -1,0 +1,197 @@
+"""brokerd's throughput rows: produce and consume through the native client,
+confluent-kafka and kcat, at each record size, with ``--fsync always`` and ``--fsync never``.
+
+Every produce row is checked afterwards: the partition's end offset must equal the number
+of records sent, or the row fails instead of reporting a figure. Consume rows read what
+the ``--fsync always`` broker's produce rows wrote (the page cache holds it: these rows
+measure the broker and client, not the disk).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from typing import Any
+
+from bench.common import (
+    NATIVE_BATCH,
+    NATIVE_DEPTH,
+    TOOL_TIMEOUT,
+    Results,
+    Row,
+    scratch,
+    tool,
+    value,
+)
+from brokerd.native import client_codec, messages
+
+from tests.brokerproc import BrokerProcess
+
+FSYNC_MODES = ("always", "never")
+CONSUME_DEADLINE = 300.0
+# librdkafka's local queue; records beyond it wait in produce() (BufferError) for reports.
+QUEUE_MESSAGES = 2_000_000
+
+NATIVE_PRODUCE = f"native produce, {NATIVE_BATCH:,} values/request, {NATIVE_DEPTH} in flight"
+NATIVE_CONSUME = "native consume (type-2 fetch, 1 MiB responses)"
+CK_PRODUCE = "confluent-kafka produce, acks=all, linger.ms=5"
+CK_CONSUME = "confluent-kafka consume (assigned partition, from offset 0)"
+KCAT_PRODUCE = "kcat -P produce from a file, acks=all"
+KCAT_CONSUME = "kcat -C -e -q consume"
+
+
+def check_end(proc: BrokerProcess, topic: str, expected: int, *, partition: int = 0) -> None:
+    with proc.client() as client:
+        _, end = client.list_offsets(topic, partition)
+    if end != expected:
+        raise RuntimeError(
+            f"{topic}/{partition}: end offset {end} after producing {expected} records"
+        )
+
+
+def native_produce(proc: BrokerProcess, topic: str, records: int, size: int) -> float:
+    """Records/s producing ``records`` values of ``size`` bytes, pipelined requests."""
+    frame = client_codec.encode_produce(topic, 0, [value(size)] * NATIVE_BATCH)
+    requests = records // NATIVE_BATCH
+    with proc.client(timeout=60) as client:
+        start = time.perf_counter()
+        sent = 0
+        while sent < requests:
+            n = min(NATIVE_DEPTH, requests - sent)
+            for r in client.call_many([(messages.RequestType.PRODUCE, frame)] * n):
+                if not isinstance(r, messages.ProduceResponse):
+                    raise RuntimeError(f"native produce answered {r!r}")
+            sent += n
+        seconds = time.perf_counter() - start
+    check_end(proc, topic, requests * NATIVE_BATCH)
+    return requests * NATIVE_BATCH / seconds
+
+
+def native_consume(proc: BrokerProcess, topic: str, records: int) -> float:
+    with proc.client(timeout=60) as client:
+        start = time.perf_counter()
+        offset = 0
+        while offset < records:
+            values = client.fetch(topic, 0, offset)
+            if not values:
+                break
+            offset += len(values)
+        seconds = time.perf_counter() - start
+    if offset != records:
+        raise RuntimeError(f"native consume read {offset} of {records} records")
+    return records / seconds
+
+
+def produce_all(producer: Any, topic: str, payload: bytes, count: int, **kw: Any) -> None:
+    """Queue ``count`` records, serving delivery reports whenever the local queue is full."""
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, payload, **kw)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if i % 10000 == 0:
+            producer.poll(0)
+
+
+def ck_produce(proc: BrokerProcess, topic: str, records: int, size: int) -> float:
+    from confluent_kafka import Producer
+
+    producer = Producer({
+        "bootstrap.servers": proc.kafka_bootstrap,
+        "acks": "all",
+        "linger.ms": 5,
+        "queue.buffering.max.messages": QUEUE_MESSAGES,
+    })
+    start = time.perf_counter()
+    produce_all(producer, topic, value(size), records)
+    if producer.flush(TOOL_TIMEOUT) != 0:
+        raise RuntimeError("confluent-kafka: records still undelivered after flush")
+    seconds = time.perf_counter() - start
+    check_end(proc, topic, records)
+    return records / seconds
+
+
+def ck_consume(proc: BrokerProcess, topic: str, records: int) -> float:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({
+        "bootstrap.servers": proc.kafka_bootstrap,
+        "group.id": f"bench-{topic}",
+        "enable.auto.commit": False,
+    })
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        got = 0
+        start = time.perf_counter()
+        deadline = start + CONSUME_DEADLINE
+        while got < records and time.perf_counter() < deadline:
+            got += sum(1 for m in consumer.consume(10000, 1.0) if m.error() is None)
+        seconds = time.perf_counter() - start
+    finally:
+        consumer.close()
+    if got != records:
+        raise RuntimeError(f"confluent-kafka consumed {got} of {records} records")
+    return records / seconds
+
+
+def kcat_produce(proc: BrokerProcess, topic: str, records: int, size: int) -> float:
+    kcat = tool("kcat")
+    assert kcat is not None
+    with scratch("bench-kcat-") as tmp:
+        path = tmp / "values.txt"
+        path.write_bytes((value(size) + b"\n") * records)
+        command = [kcat, "-P", "-b", proc.kafka_bootstrap, "-t", topic, "-p", "0",
+                   "-X", "acks=all", "-l", str(path)]
+        start = time.perf_counter()
+        subprocess.run(command, capture_output=True, timeout=TOOL_TIMEOUT, check=True)
+        seconds = time.perf_counter() - start
+    check_end(proc, topic, records)
+    return records / seconds
+
+
+def kcat_consume(proc: BrokerProcess, topic: str, records: int) -> float:
+    kcat = tool("kcat")
+    assert kcat is not None
+    command = [kcat, "-C", "-b", proc.kafka_bootstrap, "-t", topic, "-p", "0",
+               "-o", "beginning", "-e", "-q", "-f", "\\n"]
+    start = time.perf_counter()
+    out = subprocess.run(command, capture_output=True, timeout=TOOL_TIMEOUT, check=True).stdout
+    seconds = time.perf_counter() - start
+    got = out.count(b"\n")
+    if got != records:
+        raise RuntimeError(f"kcat consumed {got} of {records} records")
+    return records / seconds
+
+
+def throughput(results: Results, brokers: dict[str, BrokerProcess], size: int,
+               records: int) -> None:
+    """Every brokerd throughput row for ``size``-byte records (``brokers`` by fsync mode)."""
+    section = f"throughput {size} B"
+    have_ck = _has_confluent()
+    have_kcat = tool("kcat") is not None
+    note = f"{records:,} records"
+    clients = (
+        ("native", NATIVE_PRODUCE, NATIVE_CONSUME, native_produce, native_consume, ""),
+        ("ck", CK_PRODUCE, CK_CONSUME, ck_produce, ck_consume,
+         "" if have_ck else "confluent-kafka missing"),
+        ("kcat", KCAT_PRODUCE, KCAT_CONSUME, kcat_produce, kcat_consume,
+         "" if have_kcat else "kcat missing"),
+    )
+    for name, produce_what, consume_what, produce, consume, missing in clients:
+        for mode in FSYNC_MODES:
+            figure = None if missing else produce(brokers[mode], f"{name}-{size}", records, size)
+            results.add(Row(section, "brokerd", produce_what, f"fsync {mode}", figure, "rec/s",
+                            missing or note, size))
+        figure = None if missing else consume(brokers["always"], f"{name}-{size}", records)
+        results.add(Row(section, "brokerd", consume_what, "read (page cache)", figure, "rec/s",
+                        missing or note, size))
+
+
+def _has_confluent() -> bool:
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -1,0 +1,287 @@
+"""The run's report: ``docs/benchmarks.md`` (Markdown tables, the charts, machine facts)
+and the summary printed on the terminal. Formatting only: it measures nothing, and a
+row without a figure is printed with the reason it has none.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.common import Latency, Results, Row
+from bench.peers import NATS_CLIENT_BOUND, XADD_WHAT, XRANGE_WHAT
+from bench.plots import MISSING
+from bench.scaling import SECTION as SCALING
+
+NOT_MEASURED = "not measured"
+THROUGHPUT_HEAD = ("system", "what", "durability", "records/s", "MB/s", "note")
+OTHER_HEAD = ("system", "what", "durability", "figure", "note")
+LATENCY_HEAD = ("what", "durability", "n", "p50 ms", "p99 ms", "p99.9 ms", "max ms")
+
+
+def figure(row: Row) -> str:
+    if row.value is None:
+        return NOT_MEASURED
+    if row.unit == "rec/s":
+        return f"{row.value:,.0f} rec/s"
+    if row.unit == "x":
+        return f"{row.value:,.2f}x"
+    if row.unit == "s":
+        return f"{row.value:,.2f} s"
+    return f"{row.value:,.1f} {row.unit}"
+
+
+def _find(results: Results, section: str, system: str, what: str,
+          durability: str) -> Row | None:
+    for row in results.rows:
+        if (row.section, row.system, row.durability) == (section, system, durability) and (
+            row.what.startswith(what)
+        ):
+            return row
+    return None
+
+
+# (brokerd row, peer row, why the pair is compared): (what-prefix, durability) each.
+RATIO_PAIRS = (
+    (("kcat -P", "fsync always"), ("Redis", XADD_WHAT, "AOF everysec"),
+     "produce, both durable on disk (brokerd before the ack; Redis within a second)"),
+    (("native produce", "fsync always"), ("Redis", XADD_WHAT, "AOF everysec"),
+     "produce, brokerd's own client"),
+    (("kcat -P", "fsync never"), ("Redis", XADD_WHAT, "no persistence"),
+     "produce, neither syncs"),
+    (("kcat -C", "read (page cache)"), ("Redis", XRANGE_WHAT, "no persistence"),
+     "consume / read back, C clients (Redis re-reads the same first 1,000 entries)"),
+    (("confluent-kafka produce", "fsync always"),
+     ("NATS", "JetStream publish_async", "JetStream defaults (file)"),
+     f"produce through Python clients (NATS: {NATS_CLIENT_BOUND})"),
+    (("confluent-kafka consume", "read (page cache)"),
+     ("NATS", "JetStream pull", "JetStream defaults (file)"),
+     f"consume through Python clients (NATS: {NATS_CLIENT_BOUND})"),
+)
+
+
+def ratios(results: Results) -> list[tuple[str, str, str, str]]:
+    """(brokerd row, peer row, ratio text, why) for each pair and record size."""
+    out: list[tuple[str, str, str, str]] = []
+    sections = sorted({r.section for r in results.rows if r.section.startswith("throughput")})
+    for section in sections:
+        for (b_what, b_dur), (p_sys, p_what, p_dur), why in RATIO_PAIRS:
+            ours = _find(results, section, "brokerd", b_what, b_dur)
+            theirs = _find(results, section, p_sys, p_what, p_dur)
+            if ours is None or theirs is None:
+                continue
+            text = NOT_MEASURED
+            if ours.value is not None and theirs.value:
+                text = f"{ours.value / theirs.value:,.2f}"
+            size = _size_text(section)
+            out.append((f"{size}: {ours.what} [{b_dur}]",
+                        f"{p_sys} {theirs.what} [{p_dur}]", text, why))
+    # The ceilings: the fastest brokerd produce in bytes/s against loopback TCP and the disk.
+    produce = [r for r in results.rows if r.system == "brokerd" and "produce" in r.what
+               and r.section.startswith("throughput") and r.mb_per_s is not None]
+    for durability, ceiling_system, ceiling_durability in (
+        ("fsync never", "iperf3", "memory only"),
+        ("fsync always", "disk", "fdatasync each MiB"),
+    ):
+        best = max((r for r in produce if r.durability == durability),
+                   key=lambda r: r.mb_per_s or 0.0, default=None)
+        ceiling = next((r for r in results.rows if r.system == ceiling_system
+                        and r.durability == ceiling_durability), None)
+        if best is None or ceiling is None:
+            continue
+        text = NOT_MEASURED
+        if best.mb_per_s is not None and ceiling.value:
+            text = f"{best.mb_per_s / ceiling.value:,.3f}"
+        out.append((f"fastest produce in MB/s: {_size_text(best.section)}, {best.what} "
+                    f"[{durability}]",
+                    f"{ceiling.what} [{ceiling_durability}]", text,
+                    "share of the ceiling used (values only, no framing)"))
+    return out
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        cells = [c.replace("|", "\\|") for c in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _row_cells(row: Row, throughput: bool) -> tuple[str, ...]:
+    note = row.note if row.value is not None else f"**not measured: {row.note}**"
+    if throughput:
+        value = NOT_MEASURED if row.value is None else f"{row.value:,.0f}"
+        mbps = "" if row.mb_per_s is None else f"{row.mb_per_s:,.1f}"
+        return (row.system, row.what, row.durability, value, mbps, note)
+    return (row.system, row.what, row.durability, figure(row), note)
+
+
+def _latency_cells(lat: Latency) -> tuple[str, ...]:
+    if lat.n == 0:
+        return (lat.what, lat.durability, "0", NOT_MEASURED, "", "", "")
+    return (lat.what, lat.durability, f"{lat.n:,}", f"{lat.p50:.2f}", f"{lat.p99:.2f}",
+            f"{lat.p999:.2f}", f"{lat.max:.2f}")
+
+
+SECTION_TITLES = {
+    "ceilings": "Ceilings: loopback TCP and the disk",
+    "features": "Compaction and transactions beside plain produce",
+    SCALING: "Scaling",
+    "resources": "Resources: memory and restart time",
+}
+
+
+SECTION_METHODS = {
+    "features": (
+        "confluent-kafka, 100-byte values, one partition each. Keyed rows use 1,000 distinct "
+        "keys; the compacted topic is created with `cleanup.policy=compact` (the cleaner runs "
+        "beside). Transactions are committed one after another. The cleaner rows run the "
+        "storage engine in-process: one pass over the partition while a writer appends and "
+        "flushes (fsync) every 100 records."
+    ),
+    SCALING: (
+        "Producers are separate processes, each with its own native connection and "
+        "partition and one request of 100 records in flight: the curve shows how group "
+        "commit (one fsync for the requests that arrived meanwhile) lets more producers "
+        "share a sync. The partition curve is one connection keeping 16 such requests in "
+        "flight, spread round-robin over the partitions. The random-offset rows are "
+        "one-record native fetches, one at a time, at seeded random offsets; their ratio "
+        "shows what the offset lookup (index bisect, then a scan of batch headers) costs as "
+        "a partition grows a thousandfold."
+    ),
+    "resources": (
+        "RSS is the twistd process's VmRSS, a second after each change. 10,000 partitions "
+        "need three descriptors each (a segment's log, index and time index): where the "
+        "descriptor limit cannot be raised that far, those rows say so. Restart times run "
+        "from starting twistd until both listeners answer a request (native ListTopics and "
+        "Kafka ApiVersions); the first follows a `kill -9` right after the data was written "
+        "with `--fsync never` (recovery checks everything past the recovery point), the "
+        "clean stop syncs a tenth more written after that start, and every record must "
+        "still be there afterwards."
+    ),
+}
+
+
+def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
+             seconds: float) -> str:
+    rel = {p.stem: os.path.relpath(p, report.parent) for p in plots}
+    f = results.facts
+    lines = [
+        "# brokerd benchmarks",
+        "",
+        f"Written by `make bench` (`bench/run.py{' --quick' if quick else ''}`) on "
+        f"{f.get('date', '?')} in {seconds / 60:.1f} minutes. Do not edit by hand: run it "
+        "again.",
+        "",
+        "Everything runs on one machine over 127.0.0.1: clients, brokerd and its peers "
+        "share the same cores, so every figure is \"client + server on this box\". "
+        + ("This was a `--quick` run: tiny sizes, for the smoke test; its figures mean "
+           "little." if quick else
+           "The machine may have been shared with other work during the run: treat the "
+           "figures as noisy (a few tens of percent) and compare rows of the same run."),
+        "",
+        "Durability is stated on every row: brokerd `--fsync always` answers a produce "
+        "after its bytes are fsynced, `--fsync never` leaves syncing to the OS (see "
+        "`docs/operations.md`); Redis with `appendonly yes appendfsync everysec` syncs its "
+        "log once a second, without persistence never; JetStream runs with its defaults "
+        "(file storage).",
+        "",
+        *([] if plots else [f"({MISSING}.)", ""]),
+        "## Machine",
+        "",
+        *_table(("fact", "value"), [(k, v) for k, v in f.items()]),
+        "",
+    ]
+    order = ["ceilings"]
+    order += sorted({r.section for r in results.rows if r.section.startswith("throughput")},
+                    key=lambda s: int(s.split()[1]))
+    order += ["features", SCALING, "resources"]
+    for section in order:
+        # brokerd's rows first, then the peers', each in run order.
+        rows = sorted((r for r in results.rows if r.section == section),
+                      key=lambda r: r.system != "brokerd")
+        if not rows:
+            continue
+        throughput = section.startswith("throughput")
+        if section in SECTION_TITLES:
+            title = SECTION_TITLES[section]
+        else:
+            title = f"Throughput, {_size_text(section)} values"
+        lines += [f"## {title}", ""]
+        head = THROUGHPUT_HEAD if throughput else OTHER_HEAD
+        lines += _table(head, [_row_cells(r, throughput) for r in rows])
+        lines.append("")
+        if section in SECTION_METHODS:
+            lines += [SECTION_METHODS[section], ""]
+        if throughput:
+            stem = f"throughput-{section.split()[1]}"
+            if stem in rel:
+                lines += [f"![{title}]({rel[stem]})", ""]
+            lines += _method_throughput()
+        if section == "ceilings":
+            lats = [x for x in results.latencies if x.what.startswith("disk")]
+            lines += [*_table(LATENCY_HEAD, [_latency_cells(x) for x in lats]), ""]
+        if section == SCALING:
+            for stem in ("producers", "partitions", "random-fetch"):
+                if stem in rel:
+                    lines += [f"![{stem}]({rel[stem]})", ""]
+            lats = [x for x in results.latencies if x.what.startswith("native one-record")]
+            lines += [*_table(LATENCY_HEAD, [_latency_cells(x) for x in lats]), ""]
+        if section == "resources":
+            for stem in ("rss", "restart"):
+                if stem in rel:
+                    lines += [f"![{stem}]({rel[stem]})", ""]
+    lines += ["## brokerd / peer ratios", "",
+              "Above 1: brokerd is faster. Pairs compare rows of the same record size and a "
+              "comparable durability.", ""]
+    lines += [*_table(("brokerd", "peer", "ratio", "why this pair"), ratios(results)), ""]
+    lines += ["## End-to-end latency at a fixed rate", "",
+              "A producer sends at a steady 1,000 records/s while a consumer long-polls; each "
+              "value carries the send time (one process, one clock). Produce to receipt "
+              "includes the fsync (`--fsync always`) and the consumer's fetch.", ""]
+    e2e = [x for x in results.latencies if ":" in x.what and not x.what.startswith("disk")]
+    lines += [*_table(LATENCY_HEAD, [_latency_cells(x) for x in e2e]), ""]
+    lines += ["## Steps of this run", ""]
+    steps = [(name, f"{s:.1f}", status) for name, s, status in results.steps]
+    lines += [*_table(("step", "seconds", "status"), steps), ""]
+    return "\n".join(lines)
+
+
+def _size_text(section: str) -> str:
+    """``throughput 1000 B`` -> ``1,000 B``."""
+    return f"{int(section.split()[1]):,} B"
+
+
+def _method_throughput() -> list[str]:
+    return [
+        "Each brokerd produce row writes to one partition and is checked afterwards (the "
+        "partition's end offset must equal the records sent). kcat reads its values from a "
+        "file (`kcat -P -l`), its time includes its start-up; `kcat -C -e -q` reads from "
+        "offset 0 to the end. redis-benchmark's XRANGE rows repeat the same call "
+        "(`XRANGE s - + COUNT 1000`, the stream's first 1,000 entries), so they read hot "
+        "memory; brokerd's consume rows read the whole partition once.",
+        "",
+    ]
+
+
+def write(results: Results, plots: list[Path], report: Path, *, quick: bool,
+          seconds: float) -> None:
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(markdown(results, plots, report, quick=quick, seconds=seconds) + "\n")
+
+
+def terminal(results: Results) -> str:
+    width = max((len(f"1,000 B {r.system}: {r.what}") for r in results.rows), default=10)
+    out = []
+    for r in results.rows:
+        label = f"{r.system}: {r.what}"
+        if r.section.startswith("throughput"):
+            label = f"{_size_text(r.section)} {label}"
+        out.append(f"{label:<{width}}  {r.durability:<26} {figure(r):>18}"
+                   + (f"  ({r.note})" if r.value is None else ""))
+    for x in results.latencies:
+        out.append(f"{x.what:<{width}}  {x.durability:<26} "
+                   + (NOT_MEASURED if x.n == 0 else
+                      f"p50 {x.p50:.2f} ms  p99 {x.p99:.2f} ms  p99.9 {x.p999:.2f} ms"))
+    return "\n".join(out)
