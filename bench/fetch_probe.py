@@ -1,0 +1,194 @@
+"""Time kcat reading one partition from a local brokerd: the Kafka fetch path's probe.
+
+For each case (by default 1,000,000 x 100 B and 300,000 x 1,000 B records), a broker of
+this checkout is started on a fresh data directory, the records are produced to
+partition 0 of a one-partition topic with confluent-kafka, and then
+
+    kcat -C -b HOST:PORT -t TOPIC -p 0 -o beginning -e -q -f ''
+
+is timed ``--repeat`` times (kcat decodes every record and prints nothing). The report
+gives the best run, the spread (worst - best) and MB/s of record values. With
+``--verify`` one more kcat run prints every offset and the count and last offset are
+checked. With ``--profile DIR``, ``py-spy record`` samples the broker during one more
+kcat run and writes the raw collapsed stacks plus a top-of-profile summary there
+(py-spy must be installed in the venv: ``.venv/bin/pip install py-spy``).
+
+Every process it starts is stopped by its own PID. It prints one line per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.brokerproc import BrokerProcess  # noqa: E402
+
+#: (records, value bytes) of the default cases.
+DEFAULT_CASES = ((1_000_000, 100), (300_000, 1_000))
+TOPIC = "fetchprobe"
+#: Seconds one kcat run may take before the probe gives up on it.
+KCAT_TIMEOUT = 600.0
+
+
+def log(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def produce(bootstrap: str, records: int, size: int) -> float:
+    """Produce ``records`` values of ``size`` bytes to partition 0; returns seconds."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, 1, 1)]).values():
+        future.result(30)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "compression.type": "none",
+            "acks": "all",
+        }
+    )
+    value = b"v" * size
+    start = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(TOPIC, value, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    left = producer.flush(120)
+    if left:
+        raise RuntimeError(f"{left} records not delivered")
+    return time.perf_counter() - start
+
+
+def kcat(bootstrap: str, fmt: str = "") -> tuple[float, bytes]:
+    command = [
+        "kcat", "-C", "-b", bootstrap, "-t", TOPIC, "-p", "0",
+        "-o", "beginning", "-e", "-q", "-f", fmt,
+    ]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, timeout=KCAT_TIMEOUT, check=True)
+    return time.perf_counter() - start, done.stdout
+
+
+def verify(bootstrap: str, records: int) -> None:
+    _, out = kcat(bootstrap, "%o\n")
+    offsets = out.split()
+    if len(offsets) != records or int(offsets[-1]) != records - 1:
+        raise RuntimeError(
+            f"kcat read {len(offsets)} records (last {offsets[-1:]}); expected {records}"
+        )
+    log(f"  verified: {records} records, offsets 0..{records - 1}")
+
+
+def profile(proc: BrokerProcess, bootstrap: str, out_dir: Path, label: str) -> None:
+    py_spy = Path(sys.executable).with_name("py-spy")
+    if not py_spy.exists():
+        log("  py-spy is not installed in the venv; no profile")
+        return
+    assert proc.proc is not None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    raw = out_dir / f"{label}.collapsed"
+    spy = subprocess.Popen(
+        [str(py_spy), "record", "--pid", str(proc.proc.pid), "--rate", "250",
+         "--format", "raw", "--output", str(raw), "--nonblocking", "--threads"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(1.0)  # py-spy attaches
+        kcat(bootstrap)
+    finally:
+        spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        spy.wait(30)
+    if raw.exists():
+        summary = out_dir / f"{label}.top.txt"
+        summary.write_text(summarize(raw))
+        log(f"  profile: {raw} and {summary}")
+
+
+def summarize(raw: Path, top: int = 25) -> str:
+    """Self time per function (the leaf frame of each sample), most first."""
+    leaf: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        total += n
+        leaf[stack.split(";")[-1]] += n
+    lines = [f"{total} samples; self time by function"]
+    for name, n in leaf.most_common(top):
+        lines.append(f"{100.0 * n / max(total, 1):5.1f}%  {name}")
+    return "\n".join(lines) + "\n"
+
+
+def run_case(args: argparse.Namespace, records: int, size: int) -> str:
+    with tempfile.TemporaryDirectory(prefix="brokerd-fetchprobe-") as tmp:
+        proc = BrokerProcess(Path(tmp) / "data", args=tuple(args.broker_arg)).start()
+        try:
+            bootstrap = proc.kafka_bootstrap
+            seconds = produce(bootstrap, records, size)
+            log(f"{records:,} x {size} B: produced in {seconds:.1f}s")
+            times = []
+            for i in range(args.repeat):
+                t, _ = kcat(bootstrap)
+                times.append(t)
+                log(f"  kcat run {i + 1}: {t:.2f}s")
+            if args.verify:
+                verify(bootstrap, records)
+            if args.profile:
+                profile(proc, bootstrap, Path(args.profile), f"{records}x{size}")
+        finally:
+            proc.stop()
+    best, worst = min(times), max(times)
+    mb = records * size / 1e6
+    return (
+        f"| {records:,} x {size} B | {best:.2f} s | {worst - best:.2f} s | "
+        f"{records / best:,.0f} rec/s | {mb / best:,.1f} MB/s |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", action="append", default=[], metavar="RECORDSxBYTES",
+                        help="e.g. 1000000x100 (repeatable; default: the two standard cases)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--verify", action="store_true", help="check every offset arrived")
+    parser.add_argument("--profile", metavar="DIR", help="py-spy the broker into DIR")
+    parser.add_argument("--broker-arg", action="append", default=[],
+                        help="extra twistd broker option (repeatable)")
+    args = parser.parse_args(argv)
+    if shutil.which("kcat") is None:
+        print("fetch_probe: kcat is not installed (Debian package kcat)", file=sys.stderr)
+        return 2
+    cases = [tuple(int(x) for x in c.split("x")) for c in args.case] or list(DEFAULT_CASES)
+    rows = [run_case(args, records, size) for records, size in cases]
+    print()
+    print("| records | best of %d | spread | records/s | value MB/s |" % args.repeat)
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
