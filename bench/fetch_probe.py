@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [tuple(int(x) for x in c.split("x")) for c in args.case] or list(DEFAULT_CASES)
     rows = [run_case(args, records, size) for records, size in cases]
     print()
-    print("| records | best of %d | spread | records/s | value MB/s |" % args.repeat)
+    print(f"| records | best of {args.repeat} | spread | records/s | value MB/s |")
     print("|---|---|---|---|---|")
     for row in rows:
         print(row)

@@ -24,7 +24,7 @@ request at a time. The core and coordinators are duck-typed by :class:`KafkaCore
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import attrs
@@ -62,9 +62,12 @@ from brokerd.kafka.handler_base import (
 from brokerd.kafka.handler_base import gather as _gather
 from brokerd.kafka.handler_base import message as _message
 from brokerd.kafka.sasl_handlers import ScramAdminHandlers, ScramStore
+from brokerd.kafka.spliced import StoredRecords, cut_records, records_size, release_records
 from brokerd.kafka.txn_handlers import TxnHandlers
 from brokerd.kafka.txn_types import TransactionCoordinatorLike
 from brokerd.security.acl import AclAuthorizer
+from brokerd.sendfile import RegionLedger
+from brokerd.storage.stored import StoredRead
 from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
 
 if TYPE_CHECKING:
@@ -85,6 +88,10 @@ READ_COMMITTED = 1
 #: librdkafka older than 2.11.1 enables compression (it probes Produce v0 for that), and
 #: are refused, as Kafka 4 does.
 MIN_IMPLEMENTED_PRODUCE_VERSION = 3
+
+#: Records read into memory at least this long are written as a part of their own
+#: (``transport.writeSequence``), not joined into the frame.
+_OWN_PART_RECORDS = 16 * 1024
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -162,6 +169,17 @@ class KafkaCore(PartitionAdminCore, Protocol):
     ) -> defer.Deferred[tuple[int, int] | None]: ...
 
     def init_producer_id(self) -> defer.Deferred[int]: ...
+
+
+class StoredFetchCore(Protocol):
+    """The core's zero-copy fetch (``Broker.fetch_stored``): :meth:`KafkaCore.fetch`
+    with bytes checked before handed out by reference, as a file region the caller must
+    release."""
+
+    def fetch_stored(
+        self, topic: str, partition: int, offset: int, max_bytes: int,
+        *, read_committed: bool = False,
+    ) -> defer.Deferred[StoredRead]: ...
 
 
 class _Timeout(Exception):
@@ -250,6 +268,10 @@ class KafkaHandlers:
     ) -> None:
         self._core = core
         self._clock = clock
+        # The zero-copy read (brokerd.core.Broker has it; a test's fake core may not).
+        self._stored: StoredFetchCore | None = (
+            cast(StoredFetchCore, core) if hasattr(core, "fetch_stored") else None
+        )
         txn = TxnHandlers(core, transactions)
         admin = AdminHandlers(
             core, identity, default_partitions=default_partitions, transactional=txn
@@ -429,9 +451,22 @@ class KafkaHandlers:
         positions = [(topic, p.partition, p.fetch_offset) for topic, p in wanted]
 
         read_committed = body.isolation_level == READ_COMMITTED
+        # On a plain socket, records already checked are sent from the segment files by
+        # os.sendfile (docs/performance.md); their regions are tracked per connection.
+        ledger = conn.state.regions if self._stored is not None else None
+        last: list[list[apis.FetchPartitionResponse]] = []
 
-        def read() -> Coroutine[Any, Any, list[apis.FetchPartitionResponse]]:
-            return self._read_partitions(body, wanted, read_committed)
+        def drop_last() -> None:
+            for results in last:
+                for r in results:
+                    release_records(r.records)
+            last.clear()
+
+        async def read() -> list[apis.FetchPartitionResponse]:
+            drop_last()  # a read that fell short is replaced by this one
+            results = await self._read_partitions(body, wanted, read_committed, ledger)
+            last.append(results)
+            return results
 
         def short_of(results: list[apis.FetchPartitionResponse]) -> Shortfall | None:
             # Kafka answers at once on any error, or when MinBytes is already there.
@@ -440,7 +475,7 @@ class KafkaHandlers:
             # The bytes actually returned: for read_committed, cut at the last stable
             # offset, so uncommitted data never satisfies MinBytes. A commit marker
             # moves the high watermark, which is what wakes the wait to read again.
-            have = sum(len(r.records or b"") for r in results)
+            have = sum(records_size(r.records) for r in results)
             seen = {
                 (topic, p.partition): r.high_watermark
                 for (topic, p), r in zip(wanted, results, strict=True)
@@ -467,6 +502,7 @@ class KafkaHandlers:
                 read, short_of, park, clock=self._clock, max_wait_ms=body.max_wait_ms
             )
         except defer.CancelledError:
+            drop_last()
             return NO_RESPONSE  # the connection went away; nobody to answer
         except TooManyWaiters:
             results = await read()  # answer now with what there is: stay responsive
@@ -474,6 +510,7 @@ class KafkaHandlers:
             self._unexpected("fetch wait", e)
             results = await read()
         if conn.closed:
+            drop_last()
             return NO_RESPONSE
         out: list[apis.FetchTopicResponse] = []
         i = 0
@@ -492,6 +529,7 @@ class KafkaHandlers:
         body: apis.FetchRequest,
         wanted: list[tuple[str, apis.FetchPartition]],
         read_committed: bool,
+        ledger: RegionLedger | None = None,
     ) -> list[apis.FetchPartitionResponse]:
         """Read every wanted partition within the byte limits, in request order.
 
@@ -501,6 +539,10 @@ class KafkaHandlers:
         for clients). Reads run concurrently in windows whose partition limits fit in
         the remaining budget, so at most about ``max_bytes`` is read at a time. Once the
         budget is spent, the remaining partitions report offsets only.
+
+        With a ``ledger`` (a plain socket connection) records come as
+        :class:`~brokerd.kafka.spliced.StoredRecords`: file regions held in the ledger
+        (sent by ``os.sendfile``) or bytes sent as their own part.
         """
         budget = max(body.max_bytes, 0)
         out: list[apis.FetchPartitionResponse | None] = [None] * len(wanted)
@@ -517,16 +559,21 @@ class KafkaHandlers:
                 planned += limit
                 i += 1
             reads = await _gather(
-                [self._read_one(*wanted[j], limit, read_committed) for j, limit in window]
+                [
+                    self._read_one(*wanted[j], limit, read_committed, ledger)
+                    for j, limit in window
+                ]
             )
             for (j, _limit), result in zip(window, reads, strict=True):
                 data = result.records or b""
-                if got_any and len(data) > budget:
-                    data = data[: max(budget, 0)]
+                size = records_size(data)
+                if got_any and size > budget:
+                    data = cut_records(data, max(budget, 0))
+                    size = records_size(data)
                     result = _with_records(result, data)
-                if data:
+                if size:
                     got_any = True
-                budget -= len(data)
+                budget -= size
                 out[j] = result
         rest = [j for j in range(len(wanted)) if out[j] is None]
         if rest:
@@ -536,8 +583,17 @@ class KafkaHandlers:
         return [r for r in out if r is not None]
 
     async def _read_one(
-        self, topic: str, p: apis.FetchPartition, max_bytes: int, read_committed: bool
+        self,
+        topic: str,
+        p: apis.FetchPartition,
+        max_bytes: int,
+        read_committed: bool,
+        ledger: RegionLedger | None = None,
     ) -> apis.FetchPartitionResponse:
+        if ledger is not None and self._stored is not None:
+            return await self._read_stored(
+                self._stored, topic, p, max_bytes, read_committed, ledger
+            )
         try:
             result = await self._core.fetch(
                 topic, p.partition, p.fetch_offset, max_bytes, read_committed=read_committed
@@ -553,6 +609,39 @@ class KafkaHandlers:
             aborted_transactions=_aborted(result) if read_committed else None,
             preferred_read_replica=-1,
             records=result.data,
+        )
+
+    async def _read_stored(
+        self,
+        core: StoredFetchCore,
+        topic: str,
+        p: apis.FetchPartition,
+        max_bytes: int,
+        read_committed: bool,
+        ledger: RegionLedger,
+    ) -> apis.FetchPartitionResponse:
+        """:meth:`_read_one` on a plain socket: the same answer, its records as
+        :class:`~brokerd.kafka.spliced.StoredRecords` (a held file region, or bytes)."""
+        try:
+            result = await core.fetch_stored(
+                topic, p.partition, p.fetch_offset, max_bytes, read_committed=read_committed
+            )
+        except Exception as e:
+            return _fetch_error(p.partition, self._unexpected("fetch", e))
+        records: bytes = result.data
+        if result.span is not None:
+            records = StoredRecords(ledger.hold(result.span))
+        elif len(records) >= _OWN_PART_RECORDS:
+            records = StoredRecords(records)
+        return apis.FetchPartitionResponse(
+            partition_index=p.partition,
+            error_code=0,
+            high_watermark=result.high_watermark,
+            last_stable_offset=result.last_stable_offset,
+            log_start_offset=result.log_start_offset,
+            aborted_transactions=_aborted(result) if read_committed else None,
+            preferred_read_replica=-1,
+            records=records,
         )
 
     async def _offsets_only(
@@ -624,7 +713,7 @@ def _fetch_error(partition: int, code: int) -> apis.FetchPartitionResponse:
     )
 
 
-def _aborted(result: ReadResult) -> tuple[apis.AbortedTransaction, ...]:
+def _aborted(result: ReadResult | StoredRead) -> tuple[apis.AbortedTransaction, ...]:
     """Kafka sends this list to read_committed consumers only (null to the others); they
     skip each listed producer's records from its first offset to its ABORT marker."""
     return tuple(

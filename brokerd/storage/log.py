@@ -13,8 +13,10 @@ publish), and nothing with Twisted.
 
 Recovery on open (``recovery.py``), the per-segment read paths (``reads.py``) and the
 choice of segments retention deletes (``retention.py``) live in their own modules; this
-class holds the segments, the offsets and the locks. Every read checks the CRC of the
-batches it returns, so a corrupt batch is never served.
+class holds the segments, the offsets and the locks. No batch is served unchecked: a read
+checks the CRC of the batches it returns, except bytes checked before (appended here after
+their check, or checked by an earlier read; remembered in ``verified``), which a Kafka
+fetch gets by reference for ``os.sendfile`` (:meth:`read_stored`, docs/performance.md).
 
 Log compaction (``cleaner.py`` decides what to keep) swaps a sealed segment for its
 cleaned copy with :meth:`replace_segment`; offsets are kept, so a compacted log has gaps.
@@ -48,9 +50,11 @@ from brokerd.storage.reads import (
     headers_from,
     read_raw,
     records_from,
+    stored_from,
 )
 from brokerd.storage.recovery import RecoveryStats, open_segments
 from brokerd.storage.segment import BatchInfo, Segment
+from brokerd.storage.stored import StoredRead, VerifiedRanges
 from brokerd.storage.types import AbortedTxn, AppendInfo, ReadResult, RecordsResult
 from brokerd.storage.write_errors import WriteErrorLog
 
@@ -185,6 +189,8 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
         self._closed = False
         self.recovery = RecoveryStats(clean=True)
         self._write_errors = WriteErrorLog(path, clock)
+        #: Byte ranges whose batches passed their check: what a fetch may send unread.
+        self.verified = VerifiedRanges()
         self._init_txns(segments)
 
     # --- opening and recovery ---------------------------------------------------------------
@@ -272,6 +278,7 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
         segment = self._maybe_roll(len(data), base + count - 1)
         if transactional:
             self._ensure_txn_file(segment)
+        start = segment.size
         try:
             segment.append(data, batches)
         except StorageError as exc:
@@ -281,6 +288,10 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
             raise
         if segment.first_append_ms is None:
             segment.first_append_ms = self._clock() * 1000.0
+        # Every writer checked or built these batches (client batches pass
+        # parse_batches' CRC check before they are queued; markers and native batches
+        # are encoded here): a fetch may send them without reading them again.
+        self.verified.mark(segment, start, start + len(data))
         self._dirty[segment.base_offset] = segment
         self.log_end_offset = base + count
         return AppendInfo(base, base + count - 1, self.log_start_offset)
@@ -428,6 +439,33 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
         if data and self._any_aborted:
             aborted = self.aborted_txns(offset, batches_end(data, lso))
         return ReadResult(data, hw, start, lso, aborted)
+
+    def read_stored(
+        self, offset: int, max_bytes: int, *, read_committed: bool = False
+    ) -> StoredRead:
+        """:meth:`read`'s answer with the bytes by reference where they were checked
+        before (a :class:`~brokerd.storage.stored.StoredSpan` holding its segment's pin:
+        the caller releases it), else read and checked now (and remembered as checked).
+
+        A read_committed read of a partition with an open or aborted transaction cuts
+        or annotates its data by batch headers: it is served by :meth:`read` (bytes).
+        """
+        hw, vbase, vpos, start, segments, i, lso = self._locate(offset)
+        if read_committed and (lso < hw or self._any_aborted):
+            r = self.read(offset, max_bytes, read_committed=True)
+            return StoredRead(
+                r.data, None, r.high_watermark, r.log_start_offset, r.last_stable_offset,
+                r.aborted,
+            )
+        if offset >= (lso if read_committed else hw):
+            return StoredRead(b"", None, hw, start, lso)
+        found = stored_from(
+            segments, i, vbase, vpos, offset, max_bytes, self.verified,
+            lambda: self._out_of_range(offset, hw),
+        )
+        if isinstance(found, bytes):
+            return StoredRead(found, None, hw, start, lso)
+        return StoredRead(b"", found, hw, start, lso)
 
     def _read_raw(
         self,
