@@ -565,7 +565,7 @@ class KafkaHandlers:
                 ]
             )
             for (j, _limit), result in zip(window, reads, strict=True):
-                data = result.records or b""
+                data = result.records if result.records is not None else b""
                 size = records_size(data)
                 if got_any and size > budget:
                     data = cut_records(data, max(budget, 0))

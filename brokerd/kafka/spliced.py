@@ -58,8 +58,8 @@ Part = bytes | FileRegion
 
 class StoredRecords(bytes):
     """A ``records`` field value sent without joining it into the frame: ``payload`` is
-    the records' bytes or the file region holding them. Its own ``bytes`` value is empty:
-    use :func:`records_size`."""
+    the records' bytes or the file region holding them. Its own ``bytes`` value is empty
+    (``len()`` and truth follow the records; slicing does not: use :func:`cut_records`)."""
 
     payload: Part
 
@@ -72,6 +72,14 @@ class StoredRecords(bytes):
     def size(self) -> int:
         payload = self.payload
         return len(payload) if isinstance(payload, bytes) else payload.length
+
+    # Truth and len() follow the records, not the empty bytes value, so that
+    # ``records or b""`` and ``len(records)`` keep their meaning.
+    def __bool__(self) -> bool:
+        return self.size > 0
+
+    def __len__(self) -> int:
+        return self.size
 
     def __repr__(self) -> str:
         return f"StoredRecords({self.payload!r})"
