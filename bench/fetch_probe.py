@@ -11,8 +11,9 @@ gives the best run, the spread (worst - best), MB/s of record values, and the CP
 the broker process spent serving each run (least, and its spread): kcat itself, which
 decodes every record, shares the machine and often bounds the wall time. With
 ``--verify`` one more kcat run prints every offset and the count and last offset are
-checked. With ``--profile DIR``, ``py-spy record`` samples the broker during one more
-kcat run and writes the raw collapsed stacks plus a top-of-profile summary there
+checked. With ``--profile DIR``, ``py-spy record --gil`` samples the broker's Python
+work during three more kcat runs and writes the raw collapsed stacks plus a summary (self
+time per function, and time under each of the fetch path's stages) there
 (py-spy must be installed in the venv: ``.venv/bin/pip install py-spy``).
 
 Every process it starts is stopped by its own PID. It prints one line per step.
@@ -39,6 +40,9 @@ from tests.brokerproc import BrokerProcess  # noqa: E402
 #: (records, value bytes) of the default cases.
 DEFAULT_CASES = ((1_000_000, 100), (300_000, 1_000))
 TOPIC = "fetchprobe"
+#: py-spy samples per second, and kcat runs sampled, for ``--profile``.
+PROFILE_RATE = 1000
+PROFILE_RUNS = 3
 #: Seconds one kcat run may take before the probe gives up on it.
 KCAT_TIMEOUT = 600.0
 
@@ -117,13 +121,16 @@ def profile(proc: BrokerProcess, bootstrap: str, out_dir: Path, label: str) -> N
     out_dir.mkdir(parents=True, exist_ok=True)
     raw = out_dir / f"{label}.collapsed"
     spy = subprocess.Popen(
-        [str(py_spy), "record", "--pid", str(proc.proc.pid), "--rate", "250",
-         "--format", "raw", "--output", str(raw), "--nonblocking", "--threads"],
+        # --gil: only the thread holding the GIL, i.e. Python work, not waits (epoll,
+        # the read pool's idle workers, sendfile and pread release the GIL).
+        [str(py_spy), "record", "--pid", str(proc.proc.pid), "--rate", str(PROFILE_RATE),
+         "--format", "raw", "--output", str(raw), "--nonblocking", "--gil"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         time.sleep(1.0)  # py-spy attaches
-        kcat(bootstrap)
+        for _ in range(PROFILE_RUNS):
+            kcat(bootstrap)
     finally:
         spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
         spy.wait(30)
@@ -133,9 +140,24 @@ def profile(proc: BrokerProcess, bootstrap: str, out_dir: Path, label: str) -> N
         log(f"  profile: {raw} and {summary}")
 
 
-def summarize(raw: Path, top: int = 25) -> str:
-    """Self time per function (the leaf frame of each sample), most first."""
+#: Stages of the fetch path: time under any frame whose name contains the key.
+STAGES = {
+    "decode request": "KafkaProtocol.nextRequest",
+    "handler (fetch, long poll)": "KafkaHandlers._fetch",
+    "read in the pool (index, pread, CRC)": "PartitionLog.read",
+    "CRC check": "verify_run",
+    "encode response": "encode_response",
+    "send (transport write / sendfile)": "RequestConnection.write",
+    "sendfile producer": "SpliceSender.resumeProducing",
+    "Twisted socket write": "FileDescriptor.doWrite",
+}
+
+
+def summarize(raw: Path, top: int = 20) -> str:
+    """Self time per function (the leaf frame of each sample), most first; then the
+    share of samples under each of :data:`STAGES`."""
     leaf: collections.Counter[str] = collections.Counter()
+    under: collections.Counter[str] = collections.Counter()
     total = 0
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
@@ -143,10 +165,17 @@ def summarize(raw: Path, top: int = 25) -> str:
             continue
         n = int(count)
         total += n
-        leaf[stack.split(";")[-1]] += n
-    lines = [f"{total} samples; self time by function"]
-    for name, n in leaf.most_common(top):
-        lines.append(f"{100.0 * n / max(total, 1):5.1f}%  {name}")
+        frames = stack.split(";")
+        leaf[frames[-1]] += n
+        for stage, key in STAGES.items():
+            if any(key in frame for frame in frames):
+                under[stage] += n
+    share = lambda n: f"{100.0 * n / max(total, 1):5.1f}%"  # noqa: E731
+    lines = [f"{total} samples (1 ms each, GIL held); self time by function"]
+    lines += [f"{share(n)}  {name}" for name, n in leaf.most_common(top)]
+    lines.append("")
+    lines.append("time under each stage of the fetch path")
+    lines += [f"{share(under[stage])}  {stage}" for stage in STAGES]
     return "\n".join(lines) + "\n"
 
 
