@@ -14,8 +14,8 @@ What it does:
   records) and regions with ``os.sendfile``, at most :data:`SPLICE_TURN_BYTES` per call.
   A short send or ``EAGAIN`` asks the transport for a writability callback
   (``startWriting``): nothing is buffered in user space, so a slow reader costs a file
-  position, not memory. The first call only queues the frame's leading bytes behind
-  whatever the transport still holds, so responses stay in order.
+  position, not memory. The first call (from ``registerProducer``) only asks for a
+  write turn, so whatever the transport still holds goes first: responses stay in order.
 * :class:`RegionLedger` holds, per connection, every file region handed to an answer
   and not yet sent, so that the segment pins are given back when the connection goes
   away with answers undelivered.
@@ -161,20 +161,11 @@ class SpliceSender:
         if self._finished:
             return
         if not self._primed:
+            # Called from registerProducer: earlier answers may still sit in the
+            # transport's buffer. Ask for a write turn; the transport sends what it
+            # holds and calls again once its buffer is empty.
             self._primed = True
-            # Earlier answers may still sit in the transport's buffer: the leading
-            # bytes queue behind them, and the transport calls again once all is sent.
-            lead: list[bytes] = []
-            while self._parts:
-                head = self._parts[0]
-                if not isinstance(head, bytes):
-                    break
-                lead.append(head)
-                self._parts.popleft()
-            if lead:
-                self._t.writeSequence(lead)
-            else:
-                self._t.startWriting()
+            self._t.startWriting()
             return
         try:
             self._send()
