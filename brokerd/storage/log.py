@@ -16,7 +16,8 @@ choice of segments retention deletes (``retention.py``) live in their own module
 class holds the segments, the offsets and the locks. No batch is served unchecked: a read
 checks the CRC of the batches it returns, except bytes checked before (appended here after
 their check, or checked by an earlier read; remembered in ``verified``), which a Kafka
-fetch gets by reference for ``os.sendfile`` (:meth:`read_stored`, docs/performance.md).
+fetch gets by reference for ``os.sendfile`` (``read_stored``, ``log_stored.py``,
+docs/performance.md).
 
 Log compaction (``cleaner.py`` decides what to keep) swaps a sealed segment for its
 cleaned copy with :meth:`replace_segment`; offsets are kept, so a compacted log has gaps.
@@ -42,6 +43,7 @@ from brokerd.errors import OffsetOutOfRange, RecordTooLarge, StorageError, Unkno
 from brokerd.storage.batch import BatchHeader, encode_batch, stamp_base_offset
 from brokerd.storage.log_maintenance import LogMaintenanceMixin
 from brokerd.storage.log_start import LogStartMixin
+from brokerd.storage.log_stored import StoredReadMixin
 from brokerd.storage.log_txn import TxnLogMixin
 from brokerd.storage.reads import (
     batches_end,
@@ -50,11 +52,10 @@ from brokerd.storage.reads import (
     headers_from,
     read_raw,
     records_from,
-    stored_from,
 )
 from brokerd.storage.recovery import RecoveryStats, open_segments
 from brokerd.storage.segment import BatchInfo, Segment
-from brokerd.storage.stored import StoredRead, VerifiedRanges
+from brokerd.storage.stored import VerifiedRanges
 from brokerd.storage.types import AbortedTxn, AppendInfo, ReadResult, RecordsResult
 from brokerd.storage.write_errors import WriteErrorLog
 
@@ -158,7 +159,7 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
 
-class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
+class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMixin):
     """One partition's log. Open with :meth:`open`; see the module docstring for threads."""
 
     def __init__(
@@ -439,33 +440,6 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
         if data and self._any_aborted:
             aborted = self.aborted_txns(offset, batches_end(data, lso))
         return ReadResult(data, hw, start, lso, aborted)
-
-    def read_stored(
-        self, offset: int, max_bytes: int, *, read_committed: bool = False
-    ) -> StoredRead:
-        """:meth:`read`'s answer with the bytes by reference where they were checked
-        before (a :class:`~brokerd.storage.stored.StoredSpan` holding its segment's pin:
-        the caller releases it), else read and checked now (and remembered as checked).
-
-        A read_committed read of a partition with an open or aborted transaction cuts
-        or annotates its data by batch headers: it is served by :meth:`read` (bytes).
-        """
-        hw, vbase, vpos, start, segments, i, lso = self._locate(offset)
-        if read_committed and (lso < hw or self._any_aborted):
-            r = self.read(offset, max_bytes, read_committed=True)
-            return StoredRead(
-                r.data, None, r.high_watermark, r.log_start_offset, r.last_stable_offset,
-                r.aborted,
-            )
-        if offset >= (lso if read_committed else hw):
-            return StoredRead(b"", None, hw, start, lso)
-        found = stored_from(
-            segments, i, vbase, vpos, offset, max_bytes, self.verified,
-            lambda: self._out_of_range(offset, hw),
-        )
-        if isinstance(found, bytes):
-            return StoredRead(found, None, hw, start, lso)
-        return StoredRead(b"", found, hw, start, lso)
 
     def _read_raw(
         self,
