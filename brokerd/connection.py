@@ -20,6 +20,13 @@ the protocol spoken over it.
   that sees a connection's first bytes (:meth:`RequestConnection.firstDataReceived`).
 * The TLS facts of a connection: whether it is encrypted, and the principal of a verified
   client certificate, both set when the handshake completes (before any request arrives).
+* Spliced answers (a Kafka Fetch response whose records are file regions of the log,
+  ``brokerd.kafka.spliced``): sent by ``os.sendfile`` through a
+  :class:`~brokerd.sendfile.SpliceSender` on plain socket transports, which stands in for
+  the connection as the transport's producer until the frame is sent; answers written
+  meanwhile wait their turn, and no request is taken (flow control as when the send
+  buffer is full). The connection's :class:`~brokerd.sendfile.RegionLedger` gives back
+  the regions of answers that are never sent.
 
 What it does not do: parse or build bytes, decide what a request means, or how many may
 run at once. A protocol subclasses :class:`RequestConnection` and supplies its decoder
@@ -43,7 +50,15 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from brokerd.connlimit import ConnectionLimit
+from brokerd.kafka.spliced import SplicedFrame
 from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
+from brokerd.sendfile import (
+    RegionLedger,
+    SpliceSender,
+    SpliceTransport,
+    can_splice,
+    materialize,
+)
 from brokerd.tls import ANONYMOUS, peer_principal
 from brokerd.transport_types import DelayedCall, TimerClock, Transport, disable_nagle
 
@@ -77,6 +92,9 @@ class ConnectionState:
     principal: str = ANONYMOUS
     #: The connection is TLS and its handshake is complete.
     tls: bool = False
+    #: The file regions this connection's answers hold; None when its transport cannot
+    #: send file regions (TLS, or not a socket): then answers carry bytes only.
+    regions: RegionLedger | None = None
 
 
 @implementer(IPushProducer, IHandshakeListener)
@@ -120,6 +138,8 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._seen_data = False
         self._idle_call: DelayedCall | None = None
         self._frame_call: DelayedCall | None = None
+        self._splicing: SpliceSender | None = None  # a spliced frame being sent
+        self._queued_out: deque[bytes] = deque()  # answers written meanwhile
 
     # ----------------------------------------------------------------- hooks
 
@@ -214,6 +234,8 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         disable_nagle(self.transport)
         self.metrics.connection_opened()
         self.state = self.makeState(str(getattr(self._t.getPeer(), "host", "")))
+        if can_splice(self.transport):
+            self.state.regions = RegionLedger()
         # The transport tells us when its send buffer is full; we then stop taking
         # requests, so a client that does not read cannot make us buffer without end.
         self._t.registerProducer(self, True)
@@ -241,6 +263,10 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             if call is not None and call.active():
                 call.cancel()
         self._idle_call = self._frame_call = None
+        self._splicing = None
+        self._queued_out.clear()
+        if self.state.regions is not None:
+            self.state.regions.release_all()
         self.requestsAbandoned()
 
     # ----------------------------------------------------------------- IPushProducer
@@ -265,15 +291,63 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         principal."""
         self.state.tls = True
         self.state.principal = peer_principal(self.transport)
+        if self.state.regions is not None:
+            # Record bytes must pass through the TLS layer: no file regions.
+            self.state.regions.release_all()
+            self.state.regions = None
 
     # ----------------------------------------------------------------- output
 
     def write(self, data: bytes) -> None:
-        """The one place that writes to the transport (always in the reactor thread)."""
+        """The one place that writes to the transport (always in the reactor thread).
+        ``data`` may be a :class:`~brokerd.kafka.spliced.SplicedFrame`."""
         if not self._connected:
             return
         self._touch()
-        self._t.write(data)
+        if self._splicing is not None:
+            self._queued_out.append(data)  # behind the frame being sent
+            return
+        if isinstance(data, SplicedFrame):
+            self._write_spliced(data)
+        else:
+            self._t.write(data)
+
+    def _write_spliced(self, frame: SplicedFrame) -> None:
+        """Send a spliced frame: in-memory parts without joining them, file regions by
+        ``os.sendfile`` where the transport allows (else read, which blocks)."""
+        t = cast(SpliceTransport, self.transport)
+        ledger = self.state.regions
+        if not frame.regions:
+            t.writeSequence([p for p in frame.parts if isinstance(p, bytes)])
+            return
+        if ledger is None:
+            t.writeSequence(materialize(frame.parts))
+            return
+        # The sender is the transport's producer until the frame is sent: take no
+        # requests meanwhile (the same rule as a full send buffer).
+        self._splicing = SpliceSender(t, frame.parts, ledger, self._splice_done)
+        self._write_blocked = True
+        self._update_reading()
+        t.unregisterProducer()
+        self._splicing.start()
+
+    def _splice_done(self, failure: BaseException | None) -> None:
+        self._splicing = None
+        if not self._connected:
+            return
+        if failure is not None:
+            self._log.info("{name}: sending a response to {peer} failed: {why}",
+                           name=self.protocolName, peer=self.state.peer_host,
+                           why=failure)
+            self._queued_out.clear()
+            self.close(abort=True)
+            return
+        self._t.registerProducer(self, True)
+        self._write_blocked = False
+        while self._queued_out and self._splicing is None:
+            self.write(self._queued_out.popleft())
+        if self._splicing is None:
+            self._pump()
 
     def close(self, *, abort: bool = False) -> None:
         """Take nothing more and close: gracefully (written data is sent first), or at

@@ -16,13 +16,11 @@ from brokerd.core.appends import MarkerAppend, ValuesAppend
 from brokerd.core.write_stats import MAX_UNSYNCED_SAMPLES, WriteStats
 from brokerd.kafka import apis
 from brokerd.kafka.errors import ErrorCode
-from brokerd.metrics.answers import api_name, batch_records, kafka_errors
+from brokerd.metrics.answers import api_name, kafka_errors
 from brokerd.metrics.collectors import CleanerCollector
 from brokerd.metrics.registry import BrokerMetrics
 from brokerd.metrics.traffic import TopicTraffic
 from brokerd.native.messages import RequestType
-from brokerd.storage.batch import encode_batch
-from brokerd.storage.control import encode_marker
 from brokerd.storage.types import AppendInfo
 from brokerd.web.metrics_resource import MetricsResource
 
@@ -123,17 +121,6 @@ class AnswersTest(SynchronousTestCase):
         self.assertEqual(kafka_errors(apis.FetchResponse()), [])
         self.assertEqual(kafka_errors(object()), [])
 
-    def test_batch_records_skips_control_batches_and_stops_at_a_partial_header(self) -> None:
-        data = encode_batch([b"a", b"b", b"c"], timestamp_ms=0)
-        data += encode_marker(7, 0, commit=True, coordinator_epoch=0, timestamp_ms=0)
-        data += encode_batch([b"d"], timestamp_ms=0)
-        self.assertEqual(batch_records(data), 4)
-        self.assertEqual(batch_records(data + b"\x00" * 20), 4)
-        self.assertEqual(batch_records(b""), 0)
-        self.assertEqual(batch_records(b"\x00" * 61), 0)  # a zero length ends the walk
-
-
-class RequestMetricsTest(SynchronousTestCase):
     def setUp(self) -> None:
         self.inspector = FakeInspector()
         self.metrics = BrokerMetrics(cast(Inspector, self.inspector), process=False)

@@ -6,6 +6,10 @@ per module). Each read checks the offset against the partition's published state
 reactor thread, answers the common "nothing new" case without a thread hop, and runs the
 read itself in the read pool.
 
+A Kafka fetch on a plain TCP connection uses :meth:`BrokerReads.fetch_stored`: the same
+read, with bytes checked before handed out by reference so the listener can send them
+with ``os.sendfile`` (docs/performance.md).
+
 Transactions (docs/architecture.md, "Transactions"): a read_committed Kafka fetch never
 returns a batch at or past the last stable offset (LSO) and carries the aborted
 transactions overlapping its data; an offset in [LSO, high watermark] answers empty. The
@@ -16,16 +20,25 @@ do: parse a wire format or park (``waiters.py``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar, cast
 
 from twisted.internet import defer
 
 from brokerd.core.interfaces import PartitionStore, Runner
 from brokerd.core.topics import Partition, TopicRegistry
 from brokerd.errors import OffsetOutOfRange
+from brokerd.storage.stored import StoredRead
 from brokerd.storage.types import PartitionOffsets, ReadResult, RecordsResult
 
 R = TypeVar("R")
+
+
+class _StoredReader(Protocol):
+    """``PartitionLog.read_stored``: the zero-copy Kafka read (not every store has it)."""
+
+    def read_stored(
+        self, offset: int, max_bytes: int, *, read_committed: bool = False
+    ) -> StoredRead: ...
 
 
 class BrokerReads:
@@ -82,6 +95,32 @@ class BrokerReads:
             offset,
             lambda hw, start, lso: ReadResult(b"", hw, start, lso),
             lambda log: self._run_read(log.read, offset, max_bytes, read_committed=read_committed),
+            committed=read_committed,
+        )
+
+    def fetch_stored(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        read_committed: bool = False,
+    ) -> defer.Deferred[StoredRead]:
+        """:meth:`fetch`, with bytes checked before handed out by reference (a
+        :class:`~brokerd.storage.stored.StoredSpan` the caller must release) for
+        ``os.sendfile``; see ``PartitionLog.read_stored``."""
+        return self._read_from(
+            topic,
+            partition,
+            offset,
+            lambda hw, start, lso: StoredRead(b"", None, hw, start, lso),
+            lambda log: self._run_read(
+                cast(_StoredReader, log).read_stored,
+                offset,
+                max_bytes,
+                read_committed=read_committed,
+            ),
             committed=read_committed,
         )
 

@@ -24,6 +24,9 @@ What it does:
   that remain before anything is sliced.
 * Request header v1 (non-flexible requests) and v2 (v1 + tagged fields), response
   header v0 and v1 (correlation id + tagged fields).
+* A bytes field holding a :class:`~brokerd.kafka.spliced.StoredRecords` (a Fetch
+  response's records) is not joined into the encoding: :meth:`Writer.getvalue` and
+  :func:`response_frame` return a :class:`~brokerd.kafka.spliced.SplicedFrame` of parts.
 
 What it does not do: no I/O, no Twisted; which header version an API uses is decided by
 :mod:`brokerd.kafka.apis` (ApiVersions answers header v0 whatever its version).
@@ -37,6 +40,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Protocol
 
 import attrs
+
+from brokerd.kafka.spliced import SplicedFrame, StoredRecords
 
 #: Default largest request frame. Kafka's ``socket.request.max.bytes`` is 100 MiB, far
 #: too much to hold per connection in Python; 8 MiB leaves room for a 1 MiB batch per
@@ -332,12 +337,19 @@ class Reader:
 
 
 class Writer:
-    """Accumulates encoded parts; :meth:`getvalue` joins them once."""
+    """Accumulates encoded parts; :meth:`getvalue` joins them once.
 
-    __slots__ = ("_parts", "flexible")
+    A :class:`~brokerd.kafka.spliced.StoredRecords` value of a bytes field is kept as a
+    part of its own, not joined: :meth:`getvalue` then returns a
+    :class:`~brokerd.kafka.spliced.SplicedFrame` (a Fetch response's records, sent
+    without being copied into the frame).
+    """
+
+    __slots__ = ("_parts", "_spliced", "flexible")
 
     def __init__(self, *, flexible: bool = False) -> None:
         self._parts: list[bytes] = []
+        self._spliced = False
         #: Whether the body being written is a flexible version (compact encodings).
         self.flexible = flexible
 
@@ -391,8 +403,16 @@ class Writer:
         if v is None:
             self.uvarint(0)
             return
+        if isinstance(v, StoredRecords):
+            self.uvarint(v.size + 1)
+            self._append_stored(v)
+            return
         self.uvarint(len(v) + 1)
         self._parts.append(bytes(v))
+
+    def _append_stored(self, v: StoredRecords) -> None:
+        self._parts.append(v)
+        self._spliced = True
 
     def compact_array_count(self, n: int | None) -> None:
         self.uvarint(0 if n is None else n + 1)
@@ -404,10 +424,18 @@ class Writer:
         if v is None:
             self.int32(-1)
             return
+        if isinstance(v, StoredRecords):
+            self.int32(v.size)
+            self._append_stored(v)
+            return
         self.int32(len(v))
         self._parts.append(bytes(v))
 
     def getvalue(self) -> bytes:
+        """The encoding: ``bytes``, or a :class:`~brokerd.kafka.spliced.SplicedFrame`
+        when a :class:`~brokerd.kafka.spliced.StoredRecords` was written."""
+        if self._spliced:
+            return SplicedFrame(self._parts)
         return b"".join(self._parts)
 
 
@@ -704,8 +732,12 @@ def encode_request_header(header: RequestHeader, flexible: bool = False) -> byte
 
 def response_frame(correlation_id: int, body: bytes, flexible_header: bool = False) -> bytes:
     """A complete response frame: size, response header v0 (correlation id) or, if
-    ``flexible_header``, v1 (correlation id + an empty tagged-fields section), body."""
+    ``flexible_header``, v1 (correlation id + an empty tagged-fields section), body.
+    A :class:`~brokerd.kafka.spliced.SplicedFrame` body gives a spliced frame: the
+    stored records stay parts of their own (``RequestConnection.write`` sends them)."""
     header = _I32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+    if isinstance(body, SplicedFrame):
+        return SplicedFrame((_I32.pack(body.size + len(header)) + header, *body.parts))
     return _I32.pack(len(body) + len(header)) + header + body
 
 

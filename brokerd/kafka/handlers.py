@@ -1,8 +1,9 @@
 # -*- test-case-name: tests.test_kafka_protocol -*-
-"""Kafka request dispatch, and the data path: Produce, Fetch and ListOffsets.
+"""Kafka request dispatch, and the data path: Produce and ListOffsets (Fetch in
+:mod:`brokerd.kafka.fetch_handler`).
 
 :class:`KafkaHandlers` routes each decoded request (:mod:`brokerd.kafka.apis`) to its
-API's handler and answers the data-path APIs itself; administration APIs are in
+API's handler and answers Produce and ListOffsets itself; administration APIs are in
 :mod:`brokerd.kafka.admin_handlers`, consumer-group APIs in
 :mod:`brokerd.kafka.group_handlers`, transaction APIs in
 :mod:`brokerd.kafka.txn_handlers`. The data path knows two isolation levels:
@@ -24,16 +25,14 @@ request at a time. The core and coordinators are duck-typed by :class:`KafkaCore
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-import attrs
 from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from brokerd.core.waiters import Shortfall, long_poll
-from brokerd.errors import InvalidRecord, TooManyWaiters
+from brokerd.errors import InvalidRecord
 from brokerd.kafka import apis, authorize
 from brokerd.kafka.acl_handlers import AclHandlers
 from brokerd.kafka.admin_handlers import DEFAULT_PARTITIONS, AdminHandlers
@@ -43,6 +42,7 @@ from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.compaction import invalid_record_response
 from brokerd.kafka.config_handlers import ConfigHandlers
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.fetch_handler import READ_COMMITTED, FetchHandler
 from brokerd.kafka.group_admin_handlers import GroupAdminHandlers, HasGroupAdmin
 from brokerd.kafka.group_handlers import (
     GroupCoordinatorLike,
@@ -79,8 +79,6 @@ EARLIEST_TIMESTAMP = -2
 ZSTD_CODEC = 4
 #: First Produce version allowed to carry zstd batches (KIP-110); Kafka refuses older.
 ZSTD_MIN_PRODUCE_VERSION = 7
-#: Fetch/ListOffsets isolation level of a transactional consumer (read_committed).
-READ_COMMITTED = 1
 #: First Produce version that carries RecordBatch v2; 0-2 are only advertised so that
 #: librdkafka older than 2.11.1 enables compression (it probes Produce v0 for that), and
 #: are refused, as Kafka 4 does.
@@ -162,6 +160,7 @@ class KafkaCore(PartitionAdminCore, Protocol):
     ) -> defer.Deferred[tuple[int, int] | None]: ...
 
     def init_producer_id(self) -> defer.Deferred[int]: ...
+
 
 
 class _Timeout(Exception):
@@ -263,7 +262,7 @@ class KafkaHandlers:
             ApiKey.API_VERSIONS: admin.api_versions,
             ApiKey.METADATA: admin.metadata,
             ApiKey.PRODUCE: self._produce,
-            ApiKey.FETCH: self._fetch,
+            ApiKey.FETCH: FetchHandler(core, clock=clock).fetch,
             ApiKey.LIST_OFFSETS: self._list_offsets,
             ApiKey.FIND_COORDINATOR: groups.find_coordinator,
             ApiKey.JOIN_GROUP: groups.join_group,
@@ -421,159 +420,6 @@ class KafkaHandlers:
             log_start_offset=info.log_start_offset,
         )
 
-    # -- Fetch -----------------------------------------------------------------------
-
-    async def _fetch(self, conn: Connection, req: Request) -> Any:
-        body: apis.FetchRequest = req.body
-        wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
-        positions = [(topic, p.partition, p.fetch_offset) for topic, p in wanted]
-
-        read_committed = body.isolation_level == READ_COMMITTED
-
-        def read() -> Coroutine[Any, Any, list[apis.FetchPartitionResponse]]:
-            return self._read_partitions(body, wanted, read_committed)
-
-        def short_of(results: list[apis.FetchPartitionResponse]) -> Shortfall | None:
-            # Kafka answers at once on any error, or when MinBytes is already there.
-            if not wanted or conn.closed or any(r.error_code for r in results):
-                return None
-            # The bytes actually returned: for read_committed, cut at the last stable
-            # offset, so uncommitted data never satisfies MinBytes. A commit marker
-            # moves the high watermark, which is what wakes the wait to read again.
-            have = sum(len(r.records or b"") for r in results)
-            seen = {
-                (topic, p.partition): r.high_watermark
-                for (topic, p), r in zip(wanted, results, strict=True)
-            }
-            return Shortfall(have, body.min_bytes, seen)
-
-        async def park(short: Shortfall, left_ms: int) -> bool:
-            await conn.track(
-                self._core.wait_for_data(
-                    positions,
-                    min_bytes=short.want,
-                    max_wait_ms=left_ms,
-                    already=short.have,
-                    seen=dict(short.seen),
-                )
-            )
-            return not conn.closed
-
-        # Otherwise the request parks until enough arrives or MaxWaitMs passes; the core
-        # wakes it early when an append landed after the read (the high watermarks in
-        # ``seen``), and the loop reads again within the original deadline.
-        try:
-            results = await long_poll(
-                read, short_of, park, clock=self._clock, max_wait_ms=body.max_wait_ms
-            )
-        except defer.CancelledError:
-            return NO_RESPONSE  # the connection went away; nobody to answer
-        except TooManyWaiters:
-            results = await read()  # answer now with what there is: stay responsive
-        except Exception as e:
-            self._unexpected("fetch wait", e)
-            results = await read()
-        if conn.closed:
-            return NO_RESPONSE
-        out: list[apis.FetchTopicResponse] = []
-        i = 0
-        for t in body.topics:
-            n = len(t.partitions)
-            parts = results[i : i + n]
-            i += n
-            if read_committed:
-                # Kafka sends an (empty) aborted list only to read_committed consumers.
-                parts = [_with_aborted(r) for r in parts]
-            out.append(apis.FetchTopicResponse(topic=t.topic, partitions=tuple(parts)))
-        return apis.FetchResponse(error_code=0, session_id=0, responses=tuple(out))
-
-    async def _read_partitions(
-        self,
-        body: apis.FetchRequest,
-        wanted: list[tuple[str, apis.FetchPartition]],
-        read_committed: bool,
-    ) -> list[apis.FetchPartitionResponse]:
-        """Read every wanted partition within the byte limits, in request order.
-
-        The first partition that has data gets at least one whole batch whatever the
-        limits (Kafka's KIP-74 rule, so a consumer always progresses); after it, data is
-        cut at the response's remaining ``max_bytes`` (a partial trailing batch is fine
-        for clients). Reads run concurrently in windows whose partition limits fit in
-        the remaining budget, so at most about ``max_bytes`` is read at a time. Once the
-        budget is spent, the remaining partitions report offsets only.
-        """
-        budget = max(body.max_bytes, 0)
-        out: list[apis.FetchPartitionResponse | None] = [None] * len(wanted)
-        got_any = False
-        i = 0
-        while i < len(wanted) and (budget > 0 or not got_any):
-            window: list[tuple[int, int]] = []
-            planned = 0
-            while i < len(wanted):
-                limit = max(min(wanted[i][1].partition_max_bytes, budget), 1)
-                if window and planned + limit > budget:
-                    break
-                window.append((i, limit))
-                planned += limit
-                i += 1
-            reads = await _gather(
-                [self._read_one(*wanted[j], limit, read_committed) for j, limit in window]
-            )
-            for (j, _limit), result in zip(window, reads, strict=True):
-                data = result.records or b""
-                if got_any and len(data) > budget:
-                    data = data[: max(budget, 0)]
-                    result = _with_records(result, data)
-                if data:
-                    got_any = True
-                budget -= len(data)
-                out[j] = result
-        rest = [j for j in range(len(wanted)) if out[j] is None]
-        if rest:
-            heads = await _gather([self._offsets_only(*wanted[j]) for j in rest])
-            for j, head in zip(rest, heads, strict=True):
-                out[j] = head
-        return [r for r in out if r is not None]
-
-    async def _read_one(
-        self, topic: str, p: apis.FetchPartition, max_bytes: int, read_committed: bool
-    ) -> apis.FetchPartitionResponse:
-        try:
-            result = await self._core.fetch(
-                topic, p.partition, p.fetch_offset, max_bytes, read_committed=read_committed
-            )
-        except Exception as e:
-            return _fetch_error(p.partition, self._unexpected("fetch", e))
-        return apis.FetchPartitionResponse(
-            partition_index=p.partition,
-            error_code=0,
-            high_watermark=result.high_watermark,
-            last_stable_offset=result.last_stable_offset,
-            log_start_offset=result.log_start_offset,
-            aborted_transactions=_aborted(result) if read_committed else None,
-            preferred_read_replica=-1,
-            records=result.data,
-        )
-
-    async def _offsets_only(
-        self, topic: str, p: apis.FetchPartition
-    ) -> apis.FetchPartitionResponse:
-        try:
-            at = await self._core.offsets(topic, p.partition)
-        except Exception as e:
-            return _fetch_error(p.partition, self._unexpected("fetch", e))
-        # Valid up to the high watermark whatever the isolation level: an offset in
-        # [LSO, HW] just has nothing committed to read yet.
-        if not at.log_start_offset <= p.fetch_offset <= at.high_watermark:
-            return _fetch_error(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE)
-        return apis.FetchPartitionResponse(
-            partition_index=p.partition,
-            high_watermark=at.high_watermark,
-            last_stable_offset=at.last_stable_offset,
-            log_start_offset=at.log_start_offset,
-            records=b"",
-        )
-
     # -- ListOffsets -----------------------------------------------------------------
 
     async def _list_offsets(self, conn: Connection, req: Request) -> Any:
@@ -617,30 +463,6 @@ class KafkaHandlers:
             leader_epoch=LEADER_EPOCH,
         )
 
-
-def _fetch_error(partition: int, code: int) -> apis.FetchPartitionResponse:
-    return apis.FetchPartitionResponse(
-        partition_index=partition, error_code=code, records=b""
-    )
-
-
-def _aborted(result: ReadResult) -> tuple[apis.AbortedTransaction, ...]:
-    """Kafka sends this list to read_committed consumers only (null to the others); they
-    skip each listed producer's records from its first offset to its ABORT marker."""
-    return tuple(
-        apis.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-        for a in result.aborted
-    )
-
-
-def _with_records(r: apis.FetchPartitionResponse, data: bytes) -> apis.FetchPartitionResponse:
-    return attrs.evolve(r, records=data)
-
-
-def _with_aborted(r: apis.FetchPartitionResponse) -> apis.FetchPartitionResponse:
-    if r.aborted_transactions is not None:
-        return r
-    return attrs.evolve(r, aborted_transactions=())
 
 
 __all__ = [

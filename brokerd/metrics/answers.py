@@ -1,13 +1,13 @@
 """What a request's answer tells the metrics: its API's name, the errors it carries and,
-for a fetch, how many records and bytes of which topic it sends.
+for a fetch, what it sends of which topic.
 
 Both protocols call :func:`observe_kafka` / :func:`observe_native` on the Deferred of a
 request's answer; the answer passes through unchanged (a failure too: a failed Deferred
 is a bug the protocol handles, and is not counted here). Kafka answers carry their
 errors as ``error_code`` fields anywhere in the response (top level, per topic, per
 partition), found by a walk over the response's attrs classes; native requests fail
-with brokerd's errors, mapped to the native codes. Fetched records are counted per
-batch header (``lastOffsetDelta + 1`` of each data batch), never per record.
+with brokerd's errors, mapped to the native codes. A Kafka fetch adds its record bytes
+(most are sent from the file and never read); a native fetch its records and value bytes.
 
 What it does not do: change an answer, or keep any state.
 """
@@ -15,7 +15,6 @@ What it does not do: change an answer, or keep any state.
 from __future__ import annotations
 
 import enum
-import struct
 from typing import TypeVar
 
 import attrs
@@ -24,17 +23,13 @@ from twisted.python.failure import Failure
 
 from brokerd.kafka import apis
 from brokerd.kafka.errors import ErrorCode as KafkaError
+from brokerd.kafka.spliced import records_size
 from brokerd.metrics.hooks import RequestObserver
 from brokerd.native.messages import ErrorCode as NativeError
 from brokerd.native.messages import RequestType, error_code_for
 from brokerd.storage.types import RecordsResult
 
 T = TypeVar("T")
-
-# RecordBatch v2: batchLength at byte 8, attributes at 21, lastOffsetDelta at 23.
-_BATCH_HEAD = struct.Struct(">qiibIhi")
-_LOG_OVERHEAD = 12
-_CONTROL_MASK = 0x20
 
 # Keyed by (enum class, value): members of two IntEnums with equal values compare equal.
 _api_names: dict[tuple[type, int], str] = {}
@@ -94,28 +89,15 @@ def kafka_errors(answer: object) -> list[str]:
     return sorted(_error_name(KafkaError, c) for c in codes)
 
 
-def batch_records(data: bytes) -> int:
-    """Records in the data batches of ``data`` (whole batches; a partial one at the end,
-    which a fetch may send, is counted if its header is there)."""
-    records = 0
-    pos = 0
-    end = len(data)
-    while pos + _BATCH_HEAD.size <= end:
-        _, length, _, _, _, attributes, last_delta = _BATCH_HEAD.unpack_from(data, pos)
-        if length <= 0:
-            break
-        if not attributes & _CONTROL_MASK:
-            records += last_delta + 1
-        pos += _LOG_OVERHEAD + length
-    return records
-
-
 def _kafka_fetch_out(observer: RequestObserver, answer: apis.FetchResponse) -> None:
+    # Bytes only: most Kafka fetches send stored batches from the file by sendfile
+    # (brokerd.kafka.spliced), never looked at in memory; counting their records would
+    # mean reading every batch header again. Kafka's brokers count bytes out only too.
     for topic in answer.responses:
         for part in topic.partitions:
-            data = part.records
-            if data:
-                observer.records_out(topic.topic, batch_records(data), len(data))
+            size = records_size(part.records)
+            if size:
+                observer.records_out(topic.topic, 0, size)
 
 
 def observe_kafka(
@@ -181,7 +163,6 @@ def observe_refusal(observer: RequestObserver, request_type: int, error: NativeE
 
 __all__ = [
     "api_name",
-    "batch_records",
     "kafka_errors",
     "native_api_name",
     "native_error",

@@ -13,8 +13,11 @@ publish), and nothing with Twisted.
 
 Recovery on open (``recovery.py``), the per-segment read paths (``reads.py``) and the
 choice of segments retention deletes (``retention.py``) live in their own modules; this
-class holds the segments, the offsets and the locks. Every read checks the CRC of the
-batches it returns, so a corrupt batch is never served.
+class holds the segments, the offsets and the locks. No batch is served unchecked: a read
+checks the CRC of the batches it returns, except bytes checked before (appended here after
+their check, or checked by an earlier read; remembered in ``verified``), which a Kafka
+fetch gets by reference for ``os.sendfile`` (``read_stored``, ``log_stored.py``,
+docs/performance.md).
 
 Log compaction (``cleaner.py`` decides what to keep) swaps a sealed segment for its
 cleaned copy with :meth:`replace_segment`; offsets are kept, so a compacted log has gaps.
@@ -40,6 +43,7 @@ from brokerd.errors import OffsetOutOfRange, RecordTooLarge, StorageError, Unkno
 from brokerd.storage.batch import BatchHeader, encode_batch, stamp_base_offset
 from brokerd.storage.log_maintenance import LogMaintenanceMixin
 from brokerd.storage.log_start import LogStartMixin
+from brokerd.storage.log_stored import StoredReadMixin
 from brokerd.storage.log_txn import TxnLogMixin
 from brokerd.storage.reads import (
     batches_end,
@@ -51,6 +55,7 @@ from brokerd.storage.reads import (
 )
 from brokerd.storage.recovery import RecoveryStats, open_segments
 from brokerd.storage.segment import BatchInfo, Segment
+from brokerd.storage.stored import VerifiedRanges
 from brokerd.storage.types import AbortedTxn, AppendInfo, ReadResult, RecordsResult
 from brokerd.storage.write_errors import WriteErrorLog
 
@@ -154,7 +159,7 @@ class LogConfig:
         return "delete" in self.cleanup_policy
 
 
-class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
+class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMixin):
     """One partition's log. Open with :meth:`open`; see the module docstring for threads."""
 
     def __init__(
@@ -185,6 +190,8 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
         self._closed = False
         self.recovery = RecoveryStats(clean=True)
         self._write_errors = WriteErrorLog(path, clock)
+        #: Byte ranges whose batches passed their check: what a fetch may send unread.
+        self.verified = VerifiedRanges()
         self._init_txns(segments)
 
     # --- opening and recovery ---------------------------------------------------------------
@@ -272,6 +279,7 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
         segment = self._maybe_roll(len(data), base + count - 1)
         if transactional:
             self._ensure_txn_file(segment)
+        start = segment.size
         try:
             segment.append(data, batches)
         except StorageError as exc:
@@ -281,6 +289,10 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin):
             raise
         if segment.first_append_ms is None:
             segment.first_append_ms = self._clock() * 1000.0
+        # Every writer checked or built these batches (client batches pass
+        # parse_batches' CRC check before they are queued; markers and native batches
+        # are encoded here): a fetch may send them without reading them again.
+        self.verified.mark(segment, start, start + len(data))
         self._dirty[segment.base_offset] = segment
         self.log_end_offset = base + count
         return AppendInfo(base, base + count - 1, self.log_start_offset)

@@ -1,9 +1,11 @@
 """Reading batches out of one segment for :class:`~brokerd.storage.log.PartitionLog`.
 
-What it does: raw reads for a Kafka fetch (:func:`read_raw`), record decoding for a
+What it does: raw reads for a Kafka fetch (:func:`read_raw`, and :func:`stored_from`, which
+hands out already-checked bytes by reference for ``os.sendfile``), record decoding for a
 native fetch (:func:`decode_from`) and the record-level part of an offset-for-timestamp
-lookup (:func:`find_timestamp`). Every read checks the CRC of the batches it returns, so a
-corrupt batch is never served: damage at the start of a read raises
+lookup (:func:`find_timestamp`). No batch is served unchecked: a read checks the CRC of the
+batches it returns unless a :class:`~brokerd.storage.stored.VerifiedRanges` says they were
+checked already (at append, or by an earlier read); damage at the start of a read raises
 :class:`CorruptStoredBatch` naming the segment file and byte; damage after some good batches
 ends the read there (and is logged), so the next read reports it.
 
@@ -33,6 +35,7 @@ from brokerd.storage.batch import (
     verify_run,
 )
 from brokerd.storage.segment import Segment
+from brokerd.storage.stored import StoredSpan, VerifiedRanges
 from brokerd.storage.types import Record
 
 #: Builds the error for an offset the log no longer holds (``PartitionLog._out_of_range``).
@@ -47,8 +50,11 @@ __all__ = [
     "decode_from",
     "find_timestamp",
     "headers_from",
+    "raw_size",
+    "read_checked",
     "read_raw",
     "records_from",
+    "stored_from",
 ]
 
 log = logging.getLogger("brokerd.storage")
@@ -90,17 +96,24 @@ def batches_end(data: bytes, default: int) -> int:
     return end
 
 
-def read_raw(segment: Segment, pos: int, header: BatchHeader, limit: int, max_bytes: int) -> bytes:
-    """Bytes from the batch at ``pos`` (``header`` is its header) up to ``limit``: that
-    whole batch at least, else at most ``max_bytes`` (the last batch may be cut). Damage at
-    ``pos`` raises :class:`StorageError`; damage further on ends the data before it."""
+def raw_size(segment: Segment, pos: int, header: BatchHeader, limit: int, max_bytes: int) -> int:
+    """Bytes a raw read from the batch at ``pos`` returns at most: that whole batch at
+    least, else ``max_bytes``, never past ``limit``. A first batch too large to be real
+    raises :class:`CorruptStoredBatch`."""
     first = header.size
     if first > MAX_STORED_BATCH_BYTES:
         raise CorruptStoredBatch(
             f"{segment.log_path}: batch at byte {pos} claims {first} bytes; treating it as damage"
         )
-    size = min(limit - pos, max(first, max_bytes))
-    data = segment.pread(pos, size)
+    return min(limit - pos, max(first, max_bytes))
+
+
+def read_checked(
+    segment: Segment, pos: int, header: BatchHeader, limit: int, max_bytes: int
+) -> tuple[bytes, int]:
+    """:func:`read_raw`'s bytes, and how many of them are whole batches that passed the
+    check (the rest, if any, is a trailing batch cut by ``max_bytes``)."""
+    data = segment.pread(pos, raw_size(segment, pos, header, limit, max_bytes))
     valid_end, _, reason = verify_run(
         data, 0, len(data), header.base_offset, segment.next_offset
     )
@@ -112,8 +125,57 @@ def read_raw(segment: Segment, pos: int, header: BatchHeader, limit: int, max_by
     if reason is not None:
         # Serve the good batches before the damage; the next fetch reports it.
         log.error("%s: damaged batch at byte %d: %s", segment.log_path, pos + valid_end, reason)
-        return data[:valid_end]
-    return data
+        return data[:valid_end], valid_end
+    return data, valid_end
+
+
+def read_raw(segment: Segment, pos: int, header: BatchHeader, limit: int, max_bytes: int) -> bytes:
+    """Bytes from the batch at ``pos`` (``header`` is its header) up to ``limit``: that
+    whole batch at least, else at most ``max_bytes`` (the last batch may be cut). Damage at
+    ``pos`` raises :class:`StorageError`; damage further on ends the data before it."""
+    return read_checked(segment, pos, header, limit, max_bytes)[0]
+
+
+def stored_from(
+    segments: Sequence[Segment],
+    i: int,
+    vbase: int,
+    vpos: int,
+    offset: int,
+    max_bytes: int,
+    verified: VerifiedRanges,
+    out_of_range: Callable[[], Exception],
+) -> bytes | StoredSpan:
+    """A Kafka fetch's raw read from ``offset`` (in ``segments[i]``), never past the
+    published end (the segment at ``vbase``, byte ``vpos``): the bytes :func:`read_raw`
+    would return, as a :class:`StoredSpan` (holding the segment's pin) when every one of
+    them lies in a range ``verified`` knows was checked; otherwise read and checked now,
+    and the checked batches marked in ``verified`` so the next read of them is a span.
+    ``b""`` when no batch holds ``offset`` or a later one."""
+    while i < len(segments):
+        segment = segments[i]
+        if segment.base_offset > vbase:
+            break
+        limit = vpos if segment.base_offset == vbase else segment.size
+        if not segment.pin():
+            raise out_of_range()
+        handed_out = False
+        try:
+            found = segment.find_batch(offset, limit)
+            if found is not None:
+                pos, header = found
+                size = raw_size(segment, pos, header, limit, max_bytes)
+                if verified.covers(segment, pos, pos + size):
+                    handed_out = True
+                    return StoredSpan(segment, pos, size)
+                data, good = read_checked(segment, pos, header, limit, max_bytes)
+                verified.mark(segment, pos, pos + good)
+                return data
+        finally:
+            if not handed_out:
+                segment.unpin()
+        i += 1
+    return b""
 
 
 def decode_from(

@@ -1,0 +1,216 @@
+"""The zero-copy read (``PartitionLog.read_stored``): the same bytes as ``read``, by
+reference only where they were checked, pins given back, damage never handed out."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brokerd.errors import CorruptStoredBatch, OffsetOutOfRange
+from brokerd.storage.batch import Compression, encode_batch, parse_batches
+from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.segment import Segment
+from brokerd.storage.stored import StoredRead, StoredSpan, VerifiedRanges
+
+BIG = 1 << 20
+
+
+def open_log(path: Path, **config: Any) -> PartitionLog:
+    return PartitionLog.open(str(path), LogConfig(**config), recovery_point=None, clock=time.time)
+
+
+def fill(plog: PartitionLog, batches: int, *, seed: int = 7) -> None:
+    """Client-style batches (some compressed) through ``append``, like a Kafka produce."""
+    rng = random.Random(seed)
+    for i in range(batches):
+        values: list[bytes | None] = [
+            b"r%d-%d-" % (i, j) + bytes([97 + j]) * rng.randrange(200)
+            for j in range(rng.randint(1, 6))
+        ]
+        data = encode_batch(
+            values,
+            timestamp_ms=1000 + i,
+            compression=Compression.GZIP if i % 3 == 0 else Compression.NONE,
+        )
+        plog.append(data, parse_batches(data, max_batch_bytes=BIG))
+    plog.flush()
+    plog.publish()
+
+
+def content(read: StoredRead) -> bytes:
+    """What a fetch sends for ``read`` (the span's bytes read back), releasing it."""
+    if read.span is None:
+        return read.data
+    try:
+        return read.span.read()
+    finally:
+        read.span.release()
+
+
+def pins(plog: PartitionLog) -> list[int]:
+    return [s._refs for s in plog.segments]
+
+
+def test_stored_reads_are_spans_with_the_bytes_of_read_everywhere(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=4096, index_interval_bytes=256)
+    try:
+        fill(plog, 120)
+        assert len(plog.segments) > 3
+        hw = plog.high_watermark
+        for offset in range(0, hw + 1):
+            for max_bytes in (1, 300, 5000, BIG):
+                got = plog.read_stored(offset, max_bytes)
+                want = plog.read(offset, max_bytes)
+                assert (got.high_watermark, got.log_start_offset, got.last_stable_offset) == (
+                    want.high_watermark, want.log_start_offset, want.last_stable_offset
+                )
+                if want.data:
+                    # Everything was appended here: checked at append, so by reference.
+                    assert got.span is not None and got.data == b""
+                assert content(got) == want.data, (offset, max_bytes)
+        assert pins(plog) == [0] * len(plog.segments)
+        with pytest.raises(OffsetOutOfRange):
+            plog.read_stored(hw + 1, BIG)
+    finally:
+        plog.close()
+
+
+def test_after_a_restart_bytes_are_checked_once_then_sent_by_reference(tmp_path: Path) -> None:
+    path = tmp_path / "t-0"
+    plog = open_log(path, segment_bytes=1 << 20)
+    fill(plog, 40)
+    plog.close()
+    plog = open_log(path, segment_bytes=1 << 20)
+    try:
+        first = plog.read_stored(0, BIG)
+        assert first.span is None and first.data == plog.read(0, BIG).data
+        again = plog.read_stored(0, BIG)
+        assert again.span is not None
+        assert content(again) == first.data
+        # A read that starts inside the checked range is covered too.
+        mid = plog.read_stored(17, 1000)
+        assert mid.span is not None and content(mid) == plog.read(17, 1000).data
+    finally:
+        plog.close()
+
+
+def test_damage_on_disk_is_never_handed_out(tmp_path: Path) -> None:
+    path = tmp_path / "t-0"
+    plog = open_log(path)
+    fill(plog, 10)
+    plog.close()
+    # A flipped byte inside the first batch's records (under its CRC), after a clean
+    # shutdown: the reopened log trusts the file until a read checks it.
+    log_file = next(path.glob("*.log"))
+    with open(log_file, "r+b") as f:
+        f.seek(70)
+        byte = f.read(1)
+        f.seek(70)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    plog = open_log(path)
+    try:
+        for _ in range(2):  # not cached as checked by the failed read either
+            with pytest.raises(CorruptStoredBatch):
+                plog.read_stored(0, BIG)
+        assert pins(plog) == [0]
+        # The batches after the damaged one are still served, by value first.
+        later = plog.read_stored(plog.high_watermark - 1, BIG)
+        assert later.span is None and later.data
+    finally:
+        plog.close()
+
+
+def test_read_committed_with_an_open_transaction_is_served_by_value(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0")
+    try:
+        fill(plog, 3)
+        data = encode_batch([b"txn"], timestamp_ms=5, producer_id=9, producer_epoch=0,
+                            base_sequence=0, transactional=True)
+        plog.append(data, parse_batches(data, max_batch_bytes=BIG))
+        plog.flush()
+        plog.publish()
+        lso = plog.last_stable_offset
+        assert lso < plog.high_watermark
+        got = plog.read_stored(0, BIG, read_committed=True)
+        assert got.span is None
+        assert got.data == plog.read(0, BIG, read_committed=True).data
+        at_lso = plog.read_stored(lso, BIG, read_committed=True)
+        assert at_lso.span is None and at_lso.data == b""
+        uncommitted = plog.read_stored(0, BIG)
+        assert uncommitted.span is not None
+        assert content(uncommitted) == plog.read(0, BIG).data
+    finally:
+        plog.close()
+
+
+def test_a_span_outlives_retention_deleting_its_segment(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=2048)
+    try:
+        fill(plog, 60)
+        first = plog.segments[0]
+        read = plog.read_stored(0, BIG)
+        span = read.span
+        assert span is not None
+        expected = plog.read(0, BIG).data
+        first.delete()  # what retention does to an old segment
+        assert not os.path.exists(first.log_path)
+        assert first._fd >= 0, "closed under a pinned reader"
+        fd = span.fileno()
+        assert os.pread(fd, span.length, span.position) == expected
+        span.release()
+        span.release()  # idempotent
+        assert first._fd == -1  # the last pin closed it
+    finally:
+        plog.close()
+
+
+def test_span_cut_and_use_after_release() -> None:
+    class FakeSegment:
+        log_path = "/nowhere/00000000000000000000.log"
+        _fd = 3
+        unpinned = 0
+
+        def unpin(self) -> None:
+            self.unpinned += 1
+
+    segment = FakeSegment()
+    span = StoredSpan(segment, 10, 100)  # type: ignore[arg-type]
+    span.truncate(40)
+    assert span.length == 40
+    with pytest.raises(ValueError):
+        span.truncate(41)
+    span.release()
+    span.release()
+    assert segment.unpinned == 1
+    with pytest.raises(Exception, match="after release"):
+        span.fileno()
+
+
+def test_verified_ranges_merge_and_stay_bounded(tmp_path: Path) -> None:
+    seg = Segment.create(str(tmp_path), 0, 4096)
+    try:
+        ranges = VerifiedRanges(max_ranges=4)
+        ranges.mark(seg, 0, 100)
+        ranges.mark(seg, 100, 250)  # touching: merged
+        assert ranges.ranges(seg) == ((0, 250),)
+        assert ranges.covers(seg, 10, 250) and not ranges.covers(seg, 10, 251)
+        ranges.mark(seg, 300, 400)
+        assert not ranges.covers(seg, 200, 350)  # the gap 250..300 is not checked
+        ranges.mark(seg, 240, 310)
+        assert ranges.ranges(seg) == ((0, 400),)
+        for start in range(1000, 6000, 1000):
+            ranges.mark(seg, start, start + 10)
+        assert len(ranges.ranges(seg)) <= 4
+        ranges.mark(seg, 5, 5)  # empty: nothing
+        other = Segment.create(str(tmp_path), 10_000, 4096)
+        try:
+            assert not ranges.covers(other, 0, 1)
+        finally:
+            other.close()
+    finally:
+        seg.close()

@@ -1,0 +1,327 @@
+"""SpliceSender over a real socketpair and real segment files: partial ``sendfile``,
+``EAGAIN`` (waiting for writability), order behind buffered bytes, failures, and the
+region ledger.
+
+The transport here is a small stand-in for ``twisted.internet.tcp.Connection``'s
+producer machinery (its buffer, ``startWriting``, and calling a pull producer when the
+buffer is empty) around a real non-blocking socket: the sends, ``sendfile`` calls and
+their short counts are the kernel's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from twisted.internet.testing import StringTransport
+
+from brokerd.kafka.spliced import FileRegion, Part, SplicedFrame, StoredRecords
+from brokerd.sendfile import RegionGone, RegionLedger, SpliceSender, can_splice, materialize
+from brokerd.storage.batch import encode_batch, parse_batches
+from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.stored import StoredSpan
+
+BIG = 1 << 20
+
+
+class SocketTransport:
+    """The producer/buffer behaviour of Twisted's FileDescriptor, on a real socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.socket = sock
+        self.buffer = bytearray()
+        self.producer: Any = None
+        self.streaming: bool | None = None
+        self.writing = False
+        self.most_buffered = 0
+
+    def write(self, data: bytes) -> None:
+        self.buffer += data
+        self.most_buffered = max(self.most_buffered, len(self.buffer))
+        self.writing = True
+
+    def writeSequence(self, data: Iterable[bytes]) -> None:
+        for chunk in data:
+            self.write(chunk)
+
+    def startWriting(self) -> None:
+        self.writing = True
+
+    def registerProducer(self, producer: Any, streaming: bool) -> None:
+        assert self.producer is None, "a producer is registered already"
+        self.producer, self.streaming = producer, streaming
+        if not streaming:
+            producer.resumeProducing()
+
+    def unregisterProducer(self) -> None:
+        self.producer = None
+
+    def do_write(self) -> None:
+        """What the reactor does when the socket is writable and writing was asked."""
+        if not self.writing:
+            return
+        if self.buffer:
+            try:
+                n = self.socket.send(self.buffer)
+            except BlockingIOError:
+                n = 0
+            del self.buffer[:n]
+            if self.buffer:
+                return
+        self.writing = False
+        if self.producer is not None and not self.streaming:
+            self.producer.resumeProducing()
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    a, b = socket.socketpair()
+    # Small kernel buffers: a few hundred KB cannot go in one sendfile call.
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 * 1024)
+    b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+    a.setblocking(False)
+    b.setblocking(False)
+    yield a, b
+    a.close()
+    b.close()
+
+
+@pytest.fixture
+def plog(tmp_path: Path) -> Iterator[PartitionLog]:
+    log = PartitionLog.open(
+        str(tmp_path / "t-0"), LogConfig(segment_bytes=256 * 1024), recovery_point=None
+    )
+    for i in range(120):
+        data = encode_batch([bytes([i % 251]) * 4000] * 2, timestamp_ms=i)
+        log.append(data, parse_batches(data, max_batch_bytes=BIG))
+    log.publish()
+    yield log
+    log.close()
+
+
+def spans(plog: PartitionLog, offsets: Iterable[int]) -> list[StoredSpan]:
+    out = []
+    for offset in offsets:
+        read = plog.read_stored(offset, 200_000)
+        assert read.span is not None
+        out.append(read.span)
+    return out
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.results: list[BaseException | None] = []
+
+    def __call__(self, failure: BaseException | None) -> None:
+        self.results.append(failure)
+
+
+def drive(
+    transport: SocketTransport,
+    peer: socket.socket,
+    done: Recorder,
+    *,
+    read_chunk: int = 8192,
+    limit: float = 20.0,
+) -> bytes:
+    """Run the 'reactor' until ``done`` fires, reading ``read_chunk`` bytes per turn."""
+    received = bytearray()
+    deadline = time.monotonic() + limit
+    while not done.results or transport.buffer:
+        assert time.monotonic() < deadline, "the send did not finish"
+        _, writable, _ = select.select([], [transport.socket], [], 0.01)
+        if writable:
+            transport.do_write()
+        with contextlib.suppress(BlockingIOError):
+            received += peer.recv(read_chunk)
+    while True:
+        try:
+            more = peer.recv(BIG)
+        except BlockingIOError:
+            break
+        if not more:
+            break
+        received += more
+    return bytes(received)
+
+
+@pytest.fixture
+def sendfile_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int | str]]:
+    """Observe (not replace) os.sendfile: (count asked, count sent or "EAGAIN")."""
+    calls: list[tuple[int, int | str]] = []
+    real = os.sendfile
+
+    def observed(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+        try:
+            n = real(out_fd, in_fd, offset, count)
+        except BlockingIOError:
+            calls.append((count, "EAGAIN"))
+            raise
+        calls.append((count, n))
+        return n
+
+    monkeypatch.setattr(os, "sendfile", observed)
+    return calls
+
+
+def test_a_frame_arrives_whole_through_short_sends_and_eagain(
+    pair: tuple[socket.socket, socket.socket],
+    plog: PartitionLog,
+    sendfile_calls: list[tuple[int, int | str]],
+) -> None:
+    sock, peer = pair
+    first, second = spans(plog, [0, 60])
+    expected = (
+        b"HEAD-0123"
+        + first.read()
+        + b"-between-" * 3
+        + second.read()
+        + b"END"
+    )
+    ledger = RegionLedger()
+    for region in (first, second):
+        ledger.hold(region)
+    transport = SocketTransport(sock)
+    done = Recorder()
+    sender = SpliceSender(
+        transport, [b"HEAD-0123", first, b"-between-" * 3, second, b"END"], ledger, done
+    )
+    sender.start()
+    got = drive(transport, peer, done, read_chunk=4096)
+    assert got == expected
+    assert done.results == [None]
+    assert transport.producer is None, "the sender did not unregister"
+    assert first.released and second.released and len(ledger) == 0
+    # The kernel took less than asked, and said EAGAIN while the reader lagged.
+    assert any(isinstance(n, int) and n < asked for asked, n in sendfile_calls)
+    assert any(n == "EAGAIN" for _, n in sendfile_calls)
+    # Record bytes never went through the transport's buffer.
+    assert transport.most_buffered < 1000
+    assert plog.segments[0]._refs == 0
+
+
+def test_the_frame_waits_behind_bytes_the_transport_still_holds(
+    pair: tuple[socket.socket, socket.socket], plog: PartitionLog
+) -> None:
+    sock, peer = pair
+    (region,) = spans(plog, [3])
+    transport = SocketTransport(sock)
+    earlier = b"earlier-answer" * 5000  # more than the socket takes at once
+    transport.write(earlier)
+    done = Recorder()
+    SpliceSender(transport, [b"H", region, b"T"], RegionLedger(), done).start()
+    data = region.read() if not region.released else None
+    got = drive(transport, peer, done)
+    assert data is not None
+    assert got == earlier + b"H" + data + b"T"
+
+
+def test_a_peer_that_goes_away_fails_the_send_and_releases_every_region(
+    pair: tuple[socket.socket, socket.socket], plog: PartitionLog
+) -> None:
+    sock, peer = pair
+    regions = spans(plog, [0, 30, 60])
+    ledger = RegionLedger()
+    for region in regions:
+        ledger.hold(region)
+    transport = SocketTransport(sock)
+    done = Recorder()
+    SpliceSender(transport, [b"H", *regions], ledger, done).start()
+    transport.do_write()
+    peer.close()
+    deadline = time.monotonic() + 10
+    while not done.results:
+        assert time.monotonic() < deadline
+        transport.do_write()
+        transport.writing = True  # keep polling: the reactor would report the error
+    assert isinstance(done.results[0], OSError)
+    assert all(r.released for r in regions) and len(ledger) == 0
+    assert transport.producer is None
+
+
+def test_a_released_region_is_not_sent(
+    pair: tuple[socket.socket, socket.socket], plog: PartitionLog
+) -> None:
+    sock, _peer = pair
+    (region,) = spans(plog, [0])
+    region.release()
+    transport = SocketTransport(sock)
+    done = Recorder()
+    SpliceSender(transport, [b"H", region], RegionLedger(), done).start()
+    transport.do_write()
+    assert len(done.results) == 1 and isinstance(done.results[0], RegionGone)
+
+
+def test_stop_producing_releases_what_was_not_sent(
+    pair: tuple[socket.socket, socket.socket], plog: PartitionLog
+) -> None:
+    sock, _peer = pair
+    regions = spans(plog, [0, 60])
+    transport = SocketTransport(sock)
+    done = Recorder()
+    sender = SpliceSender(transport, [b"H", *regions], RegionLedger(), done)
+    sender.start()
+    for _ in range(5):
+        transport.do_write()  # the peer reads nothing: the send stalls
+    assert not done.results
+    sender.stopProducing()  # the connection is lost
+    sender.resumeProducing()  # a late call does nothing
+    assert len(done.results) == 1 and isinstance(done.results[0], RegionGone)
+    assert all(r.released for r in regions)
+
+
+class FakeRegion:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.position = 0
+        self.length = len(data)
+        self.released = False
+
+    def fileno(self) -> int:
+        raise AssertionError("not sent by descriptor here")
+
+    def read(self) -> bytes:
+        return self.data[: self.length]
+
+    def truncate(self, length: int) -> None:
+        self.length = length
+
+    def release(self) -> None:
+        self.released = True
+
+
+def test_ledger_releases_what_answers_still_hold_when_the_connection_goes() -> None:
+    ledger = RegionLedger()
+    kept, sent = FakeRegion(b"a"), FakeRegion(b"b")
+    ledger.hold(kept)
+    ledger.hold(sent)
+    ledger.release(sent)
+    assert len(ledger) == 1
+    ledger.release_all()
+    assert kept.released
+    late = FakeRegion(b"c")
+    ledger.hold(late)  # an answer finished after the connection went away
+    assert late.released
+    many = RegionLedger()
+    regions = [FakeRegion(b"x") for _ in range(200)]
+    for region in regions:
+        many.hold(region)
+        region.release()  # released outside the ledger (a budget cut)
+    assert len(many._held) < 100, "released regions are not forgotten"
+
+
+def test_materialize_and_the_transports_that_may_splice() -> None:
+    parts: list[Part] = [b"ab", FakeRegion(b"cdef"), b"g"]
+    assert b"".join(materialize(parts)) == b"abcdefg"
+    assert not can_splice(StringTransport())
+    region: FileRegion = FakeRegion(b"0123456789" * 4000)
+    frame = SplicedFrame([b"x" * 10, StoredRecords(region), b"y"])
+    assert frame.size == 10 + 40_000 + 1
+    assert frame.regions == (region,)
