@@ -15,6 +15,8 @@ time, the last added first, each after the previous one finished)::
     │   └── transaction coordinator its operations in progress, then transactions.log
     ├── native listener
     ├── Kafka listener              (unless --kafka none)
+    ├── console sampler             (unless --http none)
+    ├── HTTP endpoint               metrics, health checks, console (unless --http none)
     └── readiness notifier          STOPPING=1 first
 
 So at SIGTERM the listeners stop accepting first; the broker then refuses new appends,
