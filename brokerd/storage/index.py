@@ -18,6 +18,10 @@ disk when asked. What it does not do: decide when to add entries, read the ``.lo
 trust its files after an unclean shutdown (the segment rebuilds them). Index files carry
 no checksum: they are derived data, always rebuildable from the log.
 
+Descriptors: a file is opened only to be read at load or written by :meth:`persist` /
+:meth:`rewrite`, and closed again before they return (they run when a segment is created,
+sealed, rebuilt or closed), so an index holds no descriptor between those.
+
 Threads: one writer appends while readers look up. The writer appends the position before
 the offset (and the offset before the timestamp), and readers bound their search by the
 length of the array appended last, so a reader never sees half an entry.
@@ -53,7 +57,6 @@ class _IndexFile:
     def __init__(self, path: str) -> None:
         self.path = path
         self._persisted = 0
-        self._fd: int | None = None
 
     def __len__(self) -> int:
         raise NotImplementedError
@@ -61,21 +64,29 @@ class _IndexFile:
     def _pack(self, start: int) -> bytes:
         raise NotImplementedError
 
-    def _open_fd(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(
-                self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
-            )
-        return self._fd
-
     def persist(self, *, sync: bool) -> None:
         """Write the entries not yet on disk (fsync them if ``sync``).
 
         Raises :class:`StorageError` on an I/O error.
         """
+        self._write(truncate=False, sync=sync)
+
+    def rewrite(self) -> None:
+        """Replace the file by the in-memory entries (after a rebuild) and fsync it."""
+        self._write(truncate=True, sync=True)
+
+    def _write(self, *, truncate: bool, sync: bool) -> None:
         try:
+            fd = os.open(
+                self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
+            )
+        except OSError as exc:
+            raise StorageError(f"cannot write index {self.path}: {exc}") from exc
+        try:
+            if truncate:
+                os.ftruncate(fd, 0)
+                self._persisted = 0
             count = len(self)
-            fd = self._open_fd()
             if count > self._persisted:
                 pwrite_all(fd, self._pack(self._persisted), self._persisted * self.entry_size)
                 self._persisted = count
@@ -83,21 +94,11 @@ class _IndexFile:
                 os.fsync(fd)
         except OSError as exc:
             raise StorageError(f"cannot write index {self.path}: {exc}") from exc
-
-    def rewrite(self) -> None:
-        """Replace the file by the in-memory entries (after a rebuild) and fsync it."""
-        try:
-            fd = self._open_fd()
-            os.ftruncate(fd, 0)
-        except OSError as exc:
-            raise StorageError(f"cannot rewrite index {self.path}: {exc}") from exc
-        self._persisted = 0
-        self.persist(sync=True)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
+        """Nothing is held open between writes (kept for the segment's teardown)."""
 
     def unlink(self) -> None:
         self.close()

@@ -10,6 +10,13 @@ recovery, and reference-counts readers so that retention can delete a segment wh
 read is in flight (the fd is closed only when the last reader is done, so a racing read
 never hits EBADF or, worse, a recycled fd number).
 
+Descriptors: the ``.log`` file is a :class:`~brokerd.storage.fd_cache.CachedFile`, opened
+on first use and closed again when the process's descriptor budget needs room and no one
+uses it (``fd_cache.py``). A pin holds the descriptor open until the matching unpin (so a
+pinned segment stays readable after retention unlinked it, and ``sendfile`` can use
+:meth:`Segment.pinned_fd`); every other use (an append, a sync, recovery) holds it for
+the call. The index files are opened only to be written (``index.py``).
+
 What it does not do: decide when to roll, flush or delete (``log.py`` does), assign
 offsets, or decode records. No Twisted.
 """
@@ -32,6 +39,7 @@ from brokerd.storage.batch import (
     check_header,
     read_header,
 )
+from brokerd.storage.fd_cache import CachedFile, FdCache, FileGone, default_cache
 from brokerd.storage.fileio import FILE_MODE, datasync, fsync_dir, pwrite_all
 from brokerd.storage.index import OffsetIndex, TimeIndex
 from brokerd.storage.resync import Damage, validate
@@ -91,7 +99,14 @@ class Recovered:
 class Segment:
     """A segment file and its indexes. Create with :meth:`create` or :meth:`open`."""
 
-    def __init__(self, directory: str, base_offset: int, fd: int, index_interval: int) -> None:
+    def __init__(
+        self,
+        directory: str,
+        base_offset: int,
+        file: CachedFile,
+        index_interval: int,
+        cache: FdCache,
+    ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.log_path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
@@ -102,10 +117,10 @@ class Segment:
             os.path.join(directory, segment_file_name(base_offset, TIMEINDEX_SUFFIX))
         )
         self.txnindex = TxnIndex(
-            os.path.join(directory, segment_file_name(base_offset, TXNINDEX_SUFFIX))
+            os.path.join(directory, segment_file_name(base_offset, TXNINDEX_SUFFIX)), cache
         )
         self.index_interval = index_interval
-        self._fd = fd
+        self._file = file
         #: Bytes of valid batches (the file may be longer only during a failed write).
         self.size = 0
         #: The offset after the segment's last batch (== base_offset while empty).
@@ -124,14 +139,18 @@ class Segment:
     # --- construction ------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: str, base_offset: int, index_interval: int) -> Segment:
+    def create(
+        cls, directory: str, base_offset: int, index_interval: int, cache: FdCache | None = None
+    ) -> Segment:
         """Create a new empty segment (all three files) and fsync the directory."""
+        cache = cache if cache is not None else default_cache()
         path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
         try:
             fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, FILE_MODE)
         except OSError as exc:
             raise StorageError(f"cannot create segment {path}: {exc}") from exc
-        segment = cls(directory, base_offset, fd, index_interval)
+        segment = cls(directory, base_offset, cache.adopt(path, _OPEN_FLAGS, fd), index_interval,
+                      cache)
         try:
             # Empty index files need no fsync of their own: the directory fsync makes
             # their names durable.
@@ -144,15 +163,27 @@ class Segment:
         return segment
 
     @classmethod
-    def open(cls, directory: str, base_offset: int, index_interval: int) -> Segment:
-        """Open an existing segment; its indexes are not loaded yet (see :meth:`load`)."""
+    def open(
+        cls, directory: str, base_offset: int, index_interval: int, cache: FdCache | None = None
+    ) -> Segment:
+        """Open an existing segment; its indexes are not loaded yet (see :meth:`load`).
+
+        The descriptor opened here is the cache's to close again when it needs room."""
+        cache = cache if cache is not None else default_cache()
         path = os.path.join(directory, segment_file_name(base_offset, LOG_SUFFIX))
+        file = cache.file(path, _OPEN_FLAGS)
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = file.acquire()
+        except StorageError as exc:
+            raise StorageError(f"cannot open segment {path}: {exc}") from exc
+        try:
             size = os.fstat(fd).st_size
         except OSError as exc:
+            file.close()
             raise StorageError(f"cannot open segment {path}: {exc}") from exc
-        segment = cls(directory, base_offset, fd, index_interval)
+        finally:
+            file.release()
+        segment = cls(directory, base_offset, file, index_interval, cache)
         segment.size = size
         return segment
 
@@ -216,8 +247,15 @@ class Segment:
         self.timeindex.clear()
         self._since_index = 0
         self.max_timestamp = -1
+        fd = self._file.acquire()
         try:
-            file_size = os.fstat(self._fd).st_size
+            return self._recover(fd, truncate, quarantine_below)
+        finally:
+            self._file.release()
+
+    def _recover(self, fd: int, truncate: bool, quarantine_below: int) -> Recovered:
+        try:
+            file_size = os.fstat(fd).st_size
         except OSError as exc:
             raise StorageError(f"cannot stat {self.log_path}: {exc}") from exc
         found = validate(self, file_size, quarantine_below)
@@ -232,8 +270,8 @@ class Segment:
         truncated = file_size - pos
         if truncated:
             try:
-                os.ftruncate(self._fd, pos)
-                os.fsync(self._fd)
+                os.ftruncate(fd, pos)
+                os.fsync(fd)
             except OSError as exc:
                 raise StorageError(f"cannot truncate {self.log_path}: {exc}") from exc
         self.size = pos
@@ -289,17 +327,20 @@ class Segment:
         :class:`StorageError` is raised; the segment is unchanged.
         """
         start = self.size
+        fd = self._file.acquire()
         try:
-            pwrite_all(self._fd, data, start)
+            pwrite_all(fd, data, start)
         except OSError as exc:
             try:
-                os.ftruncate(self._fd, start)
+                os.ftruncate(fd, start)
             except OSError as exc2:
                 raise StorageError(
                     f"write to {self.log_path} failed ({exc}) and truncating back "
                     f"failed too ({exc2})"
                 ) from exc
             raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
+        finally:
+            self._file.release()
         pos = start
         last = self.next_offset - 1
         for base_offset, last_offset, max_timestamp, size in batches:
@@ -313,7 +354,14 @@ class Segment:
         """fdatasync the log file and the aborted-transaction index. OSError propagates:
         the caller decides it is fatal."""
         self.txnindex.sync()
-        datasync(self._fd)
+        try:
+            fd = self._file.acquire()
+        except StorageError as exc:
+            raise OSError(f"cannot open {self.log_path} to sync it: {exc}") from exc
+        try:
+            datasync(fd)
+        finally:
+            self._file.release()
 
     def seal(self) -> None:
         """Persist and fsync both indexes (the segment will take no more appends)."""
@@ -327,30 +375,63 @@ class Segment:
     # --- reading (any thread) -------------------------------------------------------------
 
     def pin(self) -> bool:
-        """Take a reference for a read; False if the segment is closed or deleted."""
+        """Take a reference for a read; False if the segment is closed or deleted.
+
+        The pin holds the log file's descriptor open (opening it if the cache had closed
+        it) until :meth:`unpin`. Raises :class:`StorageError` if it cannot be opened for
+        another reason than the file being gone."""
         with self._lock:
             if self._closed:
                 return False
             self._refs += 1
-            return True
+        try:
+            self._file.acquire()
+        except FileGone:
+            self._unref()
+            return False
+        except BaseException:
+            self._unref()
+            raise
+        return True
 
     def unpin(self) -> None:
+        self._file.release()
+        self._unref()
+
+    def _unref(self) -> None:
         with self._lock:
             self._refs -= 1
             release = self._closed and self._refs == 0
         if release:
             self._release()
 
+    def pinned_fd(self) -> int:
+        """The log file's descriptor, for a caller holding a pin (valid until it unpins):
+        what ``sendfile`` reads from."""
+        return self._file.fd_in_use()
+
+    @property
+    def file_open(self) -> bool:
+        """Whether the log file has a descriptor open now."""
+        return self._file.is_open
+
+    @property
+    def _fd(self) -> int:
+        # Older tests check a pinned segment's descriptor stays open through this name;
+        # new code uses pinned_fd() or file_open.
+        return self._file._fd
+
     def pread(self, pos: int, size: int) -> bytes:
         """Read up to ``size`` bytes at ``pos`` (fewer only at the end of the file)."""
+        fd = self._file.acquire()
         try:
-            data = os.pread(self._fd, size, pos)
+            data = os.pread(fd, size, pos)
             if len(data) == size or not data:
                 return data
             parts = [data]
             got = len(data)
             while got < size:
-                more = os.pread(self._fd, size - got, pos + got)
+                more = os.pread(fd, size - got, pos + got)
                 if not more:
                     break
                 parts.append(more)
@@ -358,6 +439,8 @@ class Segment:
             return b"".join(parts)
         except OSError as exc:
             raise StorageError(f"cannot read {self.log_path}: {exc}") from exc
+        finally:
+            self._file.release()
 
     def headers_from(
         self, pos: int, limit: int, expected: int | None = None
@@ -488,9 +571,7 @@ class Segment:
                 os.unlink(path)
 
     def _release(self) -> None:
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            os.close(fd)
+        self._file.close()
         self.index.close()
         self.timeindex.close()
         self.txnindex.close()

@@ -61,10 +61,9 @@ class StoredSpan:
         """The segment file's descriptor, valid until :meth:`release`."""
         if self._released:
             raise StorageError(f"{self.path}: stored span used after release")
-        # Segment keeps its descriptor private; the pin this span holds is what keeps
-        # it open (Segment closes it only when the last pin is given back).
-        fd: int = self._segment._fd
-        return fd
+        # The pin this span holds keeps the descriptor open: neither the descriptor
+        # budget nor retention closes a pinned segment's file.
+        return self._segment.pinned_fd()
 
     def read(self) -> bytes:
         """The bytes themselves (for transports that cannot take a file descriptor)."""

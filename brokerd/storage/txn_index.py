@@ -15,6 +15,10 @@ entries must be sane and in order, with markers inside the segment's recovered r
 first entry that is not (a torn tail, or a marker the crash cut off the log) and all after
 it are dropped, and the file is cut there.
 
+The file's descriptor is a :class:`~brokerd.storage.fd_cache.CachedFile` of the
+segment's cache: held only while an entry is written or synced, and closed when the
+process's descriptor budget needs room.
+
 What it does not do: decide what is aborted (``transactions.py``) or read the log. No
 Twisted. Threads: one writer appends while readers collect; readers bound their walk by
 the length of the list appended last, so they never see half an entry.
@@ -29,6 +33,7 @@ import os
 import struct
 
 from brokerd.errors import StorageError
+from brokerd.storage.fd_cache import CachedFile, FdCache, default_cache
 from brokerd.storage.fileio import FILE_MODE, datasync, pwrite_all
 from brokerd.storage.transactions import AbortedEntry
 
@@ -48,13 +53,14 @@ _FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
 class TxnIndex:
     """A segment's aborted transactions, in memory and in its file."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, cache: FdCache | None = None) -> None:
         self.path = path
         self.entries: list[AbortedEntry] = []
         #: ``last_offset`` of each entry (bisected by :meth:`collect`); appended after
         #: ``entries``.
         self._lasts: list[int] = []
-        self._fd: int | None = None
+        self._cache = cache if cache is not None else default_cache()
+        self._file: CachedFile | None = None
         #: The file exists (the segment holds or held transactional batches).
         self.exists = False
         self._dirty = False
@@ -77,8 +83,16 @@ class TxnIndex:
             return 0
         except OSError as exc:
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
-        self._fd = fd
+        self._file = self._cache.adopt(self.path, _FLAGS, fd)
         self.exists = True
+        # The cache may have closed ``fd`` already to make room: use what acquire gives.
+        fd = self._file.acquire()
+        try:
+            return self._load(fd, base_offset, end_offset)
+        finally:
+            self._file.release()
+
+    def _load(self, fd: int, base_offset: int, end_offset: int) -> int:
         try:
             size = os.fstat(fd).st_size
             if size > MAX_TXN_INDEX_BYTES:
@@ -120,9 +134,10 @@ class TxnIndex:
         if self.exists:
             return
         try:
-            self._fd = os.open(self.path, _FLAGS | os.O_CREAT, FILE_MODE)
+            fd = os.open(self.path, _FLAGS | os.O_CREAT, FILE_MODE)
         except OSError as exc:
             raise StorageError(f"cannot create {self.path}: {exc}") from exc
+        self._file = self._cache.adopt(self.path, _FLAGS, fd)
         self.exists = True
 
     # --- writing (one writer) -------------------------------------------------------------
@@ -132,7 +147,7 @@ class TxnIndex:
         if self._lasts and entry.last_offset <= self._lasts[-1]:
             raise ValueError(f"{self.path}: entries must follow marker order")
         self.create()
-        assert self._fd is not None
+        assert self._file is not None
         data = _ENTRY.pack(
             _VERSION,
             entry.producer_id,
@@ -140,10 +155,13 @@ class TxnIndex:
             entry.last_offset,
             entry.last_stable_offset,
         )
+        fd = self._file.acquire()
         try:
-            pwrite_all(self._fd, data, len(self._lasts) * TXN_ENTRY_SIZE)
+            pwrite_all(fd, data, len(self._lasts) * TXN_ENTRY_SIZE)
         except OSError as exc:
             raise StorageError(f"write to {self.path} failed: {exc}") from exc
+        finally:
+            self._file.release()
         self.entries.append(entry)
         self._lasts.append(entry.last_offset)
         self._dirty = True
@@ -155,8 +173,15 @@ class TxnIndex:
     def sync(self) -> None:
         """fdatasync the file if entries were written since the last sync. OSError
         propagates (the caller decides it is fatal)."""
-        if self._dirty and self._fd is not None:
-            datasync(self._fd)
+        if self._dirty and self._file is not None:
+            try:
+                fd = self._file.acquire()
+            except StorageError as exc:
+                raise OSError(f"cannot open {self.path} to sync it: {exc}") from exc
+            try:
+                datasync(fd)
+            finally:
+                self._file.release()
             self._dirty = False
 
     # --- reading (any thread) -------------------------------------------------------------
@@ -175,10 +200,9 @@ class TxnIndex:
     # --- teardown -------------------------------------------------------------------------
 
     def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()
 
     def delete(self) -> None:
         self.close()
