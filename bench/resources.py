@@ -2,9 +2,13 @@
 connections, and the time a restart takes with a large log directory.
 
 RSS is read from /proc of the twistd process: empty, after creating the partitions, and
-after opening the idle native connections (each checked to be accepted). For 10,000
-connections the file-descriptor limit is raised in this process (the broker inherits it;
-``prlimit`` raises it on the broker too if it did not). Restart time is measured from the
+after opening the idle native connections (each checked to be accepted), with the
+descriptors the broker holds then. For 10,000 connections the file-descriptor limit is
+raised in this process as far as the hard limit allows (the broker inherits it;
+``prlimit`` raises it on the broker too if it did not). The broker keeps at most a
+budget of segment files open (``brokerd/storage/fd_cache.py``, sized from that limit), so
+a level needs about ``min(partitions, budget)`` descriptors for files plus one per
+connection. Restart time is measured from the
 start of ``twistd`` until both listeners answer a request (native ListTopics, Kafka
 ApiVersions): after a ``kill -9`` right after writing the data unsynced (``--fsync
 never``: recovery checks what lies past the recovery point), then, with a tenth more
@@ -34,6 +38,7 @@ from bench.common import (
     value,
 )
 from brokerd.native import client_codec, messages
+from brokerd.storage.fd_cache import DESCRIPTOR_RESERVE, default_budget
 
 from tests.brokerproc import BrokerProcess
 
@@ -44,10 +49,11 @@ RESTART_DEPTH = 8
 ANSWER_TIMEOUT = 600.0
 # Before the clean stop, this share of the data is written again (unsynced).
 REFILL_SHARE = 10
-# Descriptors a partition holds (its segment's log, index and time index), before the
-# first level measures it; and those beyond partitions and connections.
-FDS_PER_PARTITION = 3
-FD_SLACK = 4096
+# Descriptors a partition holds (its segment's log file, while the budget allows), before
+# the first level measures it; and those beyond segment files and connections (listeners,
+# journal, offsets, pools: the broker's own reserve).
+FDS_PER_PARTITION = 1
+FD_SLACK = DESCRIPTOR_RESERVE
 RSS_SETTLE_SECONDS = 1.0
 
 
@@ -109,6 +115,7 @@ def rss(results: Results, brokers: Brokers, levels: list[int]) -> None:
         if _broker_nofile(pid) < limit and prlimit is not None:
             subprocess.run([prlimit, f"--pid={pid}", f"--nofile={limit}:{limit}"], check=False)
         limit = _broker_nofile(pid)
+        budget = default_budget(limit)
         empty = _settled_rss(pid)
         results.add(Row(SECTION, "brokerd", "RSS, empty broker", "", empty, "MiB"))
         partitions = 0
@@ -116,15 +123,17 @@ def rss(results: Results, brokers: Brokers, levels: list[int]) -> None:
         try:
             for n in sorted(levels):
                 connections = f"RSS with {n:,} partitions + {n:,} idle connections"
-                needed = int(n * per_partition + n + FD_SLACK)
+                needed = int(min(n * per_partition, budget) + n + FD_SLACK)
                 if needed > limit:
                     why = (f"needs about {needed:,} descriptors ({per_partition:.1f} per "
-                           f"partition, 1 per connection); RLIMIT_NOFILE here is {limit:,} "
-                           "and could not be raised (that needs CAP_SYS_RESOURCE)")
+                           f"partition up to {budget:,} files, 1 per connection); "
+                           f"RLIMIT_NOFILE here is {limit:,} and could not be raised (that "
+                           "needs CAP_SYS_RESOURCE)")
                     for what in (f"RSS with {n:,} partitions", connections):
                         results.add(Row(SECTION, "brokerd", what, "", None, "MiB", why))
                     # The connections alone may still fit beside the partitions already made.
-                    if partitions and partitions * per_partition + n + FD_SLACK <= limit:
+                    held = min(partitions * per_partition, budget)
+                    if partitions and held + n + FD_SLACK <= limit:
                         base, added = _settled_rss(pid), n - len(sockets)
                         _connect(proc, sockets, n)
                         after = _settled_rss(pid)
@@ -138,13 +147,16 @@ def rss(results: Results, brokers: Brokers, levels: list[int]) -> None:
                 before = _open_fds(pid)
                 with proc.client(timeout=600) as client:
                     client.create_topic(f"rss-{n}", n - partitions)
-                per_partition = max(per_partition, (_open_fds(pid) - before) / (n - partitions))
+                fds = _open_fds(pid)
+                if fds - before < budget:
+                    per_partition = max(per_partition, (fds - before) / (n - partitions))
                 partitions = n
                 after_partitions = _settled_rss(pid)
                 curve.series.setdefault("partitions only", []).append((n, after_partitions))
                 results.add(Row(SECTION, "brokerd", f"RSS with {n:,} partitions", "",
                                 after_partitions, "MiB",
-                                f"{(after_partitions - empty) * 1024 / n:,.1f} KiB/partition"))
+                                f"{(after_partitions - empty) * 1024 / n:,.1f} KiB/partition, "
+                                f"{fds:,} descriptors open"))
                 _connect(proc, sockets, n)
                 after_connections = _settled_rss(pid)
                 curve.series.setdefault("+ the same number of idle connections", []).append(
@@ -152,7 +164,8 @@ def rss(results: Results, brokers: Brokers, levels: list[int]) -> None:
                 )
                 per = (after_connections - after_partitions) * 1024 / n
                 results.add(Row(SECTION, "brokerd", connections, "", after_connections, "MiB",
-                                f"{per:,.1f} KiB/connection"))
+                                f"{per:,.1f} KiB/connection, {_open_fds(pid):,} of "
+                                f"{limit:,} descriptors open"))
         finally:
             for sock in sockets:
                 sock.close()
