@@ -35,8 +35,11 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def _open(path: Path, recovery_point: int | None = None, **config: int) -> PartitionLog:
-    return PartitionLog.open(str(path), LogConfig(**config), recovery_point=recovery_point)
+def _open(
+    path: Path, recovery_point: int | None = None, *, segment_bytes: int = 1 << 20
+) -> PartitionLog:
+    config = LogConfig(segment_bytes=segment_bytes)
+    return PartitionLog.open(str(path), config, recovery_point=recovery_point)
 
 
 def _values(p: int, n: int) -> list[bytes]:
