@@ -128,10 +128,25 @@ class CachedFile:
         Raises :class:`FileGone` if the file was unlinked or replaced while closed, and
         :class:`StorageError` if it cannot be opened or was closed.
         """
-        return self._cache._acquire(self)
+        cache = self._cache
+        # The common case, an open file, inline: this runs for every read and append.
+        with cache._lock:
+            fd = self._fd
+            if fd >= 0 and not self._closed:
+                self._users += 1
+                cache._open.move_to_end(self)
+                return fd
+        return cache._acquire(self)
 
     def release(self) -> None:
-        self._cache._release(self)
+        cache = self._cache
+        with cache._lock:
+            if self._users > 1 or (
+                self._users == 1 and not self._closed and len(cache._open) <= cache._budget
+            ):
+                self._users -= 1
+                return
+        cache._release(self)
 
     def fd_in_use(self) -> int:
         """The descriptor of a file the caller holds acquired (no extra user counted)."""
