@@ -30,19 +30,18 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-from brokerd.errors import CorruptStoredBatch, StorageError
+from brokerd.errors import StorageError
 from brokerd.storage.batch import (
     BATCH_HEADER_SIZE,
-    BatchHeader,
-    check_header,
     read_header,
 )
 from brokerd.storage.fd_cache import CachedFile, FdCache, FileGone, default_cache
 from brokerd.storage.fileio import FILE_MODE, datasync, fsync_dir, pwrite_all
 from brokerd.storage.index import OffsetIndex, TimeIndex
 from brokerd.storage.resync import Damage, validate
+from brokerd.storage.segment_scan import SegmentScanMixin
 from brokerd.storage.txn_index import TxnIndex
 
 __all__ = [
@@ -63,9 +62,6 @@ TIMEINDEX_SUFFIX = ".timeindex"
 TXNINDEX_SUFFIX = ".txnindex"
 #: A segment's files: the base offset in 20 digits, then one of the suffixes above.
 SEGMENT_FILE_RE = re.compile(r"(\d{20})\.(log|index|timeindex|txnindex)\Z")
-#: Bytes read at a time when walking batch headers: about two index intervals, so a lookup
-#: usually costs one pread.
-SCAN_CHUNK = 8 * 1024
 
 _OPEN_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -96,8 +92,9 @@ class Recovered:
         self.quarantined = quarantined
 
 
-class Segment:
-    """A segment file and its indexes. Create with :meth:`create` or :meth:`open`."""
+class Segment(SegmentScanMixin):
+    """A segment file and its indexes (lookups: ``segment_scan.py``). Create with
+    :meth:`create` or :meth:`open`."""
 
     def __init__(
         self,
@@ -294,13 +291,6 @@ class Segment:
         except StorageError as exc:
             log.warning("%s: indexes kept in memory only: %s", self.log_path, exc)
 
-    def damage_at(self, offset: int) -> Damage | None:
-        """The quarantined region holding ``offset``, if any."""
-        for damage in self.damaged:
-            if damage.first_offset <= offset < damage.next_offset:
-                return damage
-        return None
-
     # --- writing (one writer at a time) ---------------------------------------------------
 
     def force_index_entry(self) -> None:
@@ -441,106 +431,6 @@ class Segment:
             raise StorageError(f"cannot read {self.log_path}: {exc}") from exc
         finally:
             self._file.release()
-
-    def headers_from(
-        self, pos: int, limit: int, expected: int | None = None
-    ) -> Iterator[tuple[int, BatchHeader]]:
-        """Yield ``(position, header)`` of the batches from ``pos`` (a batch start) to
-        ``limit`` (a batch end). With ``expected``, the batch at ``pos`` must start at or
-        after that offset and each next batch after the previous one (the base offset is
-        not under the CRC, so this is what catches a damaged one; a compacted segment has
-        gaps between batches, so "after", not "right after").
-
-        Raises :class:`StorageError` if a header is invalid, offsets are not contiguous or
-        a batch runs past ``limit``: there is damage the lookup must not silently skip.
-        """
-        buf = b""
-        buf_start = pos
-        skips = {d.start: d for d in self.damaged}
-        while pos < limit:
-            skip = skips.get(pos)
-            if skip is not None:
-                # Quarantined at recovery: the batches after it are valid.
-                pos, expected = skip.end, skip.next_offset
-                continue
-            if pos + BATCH_HEADER_SIZE > buf_start + len(buf):
-                buf_start = pos
-                buf = self.pread(pos, min(SCAN_CHUNK, limit - pos))
-                if len(buf) < BATCH_HEADER_SIZE:
-                    raise CorruptStoredBatch(
-                        f"{self.log_path}: incomplete batch header at byte {pos}"
-                    )
-            header = read_header(buf, pos - buf_start)
-            reason = check_header(header, stored=True)
-            if reason is None and pos + header.size > limit:
-                reason = f"batch of {header.size} bytes runs past byte {limit}"
-            if reason is None and expected is not None and header.base_offset < expected:
-                reason = f"base offset {header.base_offset}, expected {expected} or more"
-            if reason is not None:
-                raise CorruptStoredBatch(
-                    f"{self.log_path}: damaged batch at byte {pos}: {reason}"
-                )
-            yield pos, header
-            pos += header.size
-            expected = header.last_offset + 1
-
-    def _start(self, entry: tuple[int, int] | None, limit: int) -> tuple[int, int]:
-        """Scan start ``(position, base offset)`` for an index entry (segment start if none)."""
-        if entry is None or entry[1] >= limit:
-            return 0, self.base_offset
-        return entry[1], self.base_offset + entry[0]
-
-    def find_batch(self, offset: int, limit: int) -> tuple[int, BatchHeader] | None:
-        """The first batch before ``limit`` whose last offset is >= ``offset``, or None.
-
-        If the scan from the index entry meets damage, it is retried from the segment
-        start: a damaged index entry costs time, not availability. An offset in a
-        quarantined region raises :class:`CorruptStoredBatch` naming file and bytes.
-        """
-        damage = self.damage_at(offset)
-        if damage is not None:
-            raise CorruptStoredBatch(
-                f"{self.log_path}: offsets {damage.first_offset}..{damage.next_offset - 1} "
-                f"are in a damaged region (bytes {damage.start}..{damage.end}, "
-                f"{damage.reason}), quarantined at recovery"
-            )
-        pos, base = self._start(self.index.lookup(offset - self.base_offset), limit)
-        try:
-            return self._find_batch_from(offset, pos, base, limit)
-        except StorageError:
-            if pos == 0:
-                raise
-            return self._find_batch_from(offset, 0, self.base_offset, limit)
-
-    def _find_batch_from(
-        self, offset: int, pos: int, base: int, limit: int
-    ) -> tuple[int, BatchHeader] | None:
-        for hpos, header in self.headers_from(pos, limit, base):
-            if header.last_offset >= offset:
-                return hpos, header
-        return None
-
-    def find_timestamp(self, timestamp: int, limit: int) -> tuple[int, BatchHeader] | None:
-        """The first batch before ``limit`` whose max timestamp is >= ``timestamp``."""
-        i = self.timeindex.last_before(timestamp)
-        entry = self.index.entry(i) if i is not None else None
-        if entry is not None and entry[1] >= limit:
-            return None
-        pos, base = self._start(entry, limit)
-        try:
-            return self._find_timestamp_from(timestamp, pos, base, limit)
-        except StorageError:
-            if pos == 0:
-                raise
-            return self._find_timestamp_from(timestamp, 0, self.base_offset, limit)
-
-    def _find_timestamp_from(
-        self, timestamp: int, pos: int, base: int, limit: int
-    ) -> tuple[int, BatchHeader] | None:
-        for hpos, header in self.headers_from(pos, limit, base):
-            if header.max_timestamp >= timestamp:
-                return hpos, header
-        return None
 
     def newest_time_ms(self) -> float:
         """The segment's newest record time for retention (file mtime if none is known)."""
