@@ -258,9 +258,10 @@ def profile(proc: BrokerProcess, bootstrap: str, out_dir: Path, label: str) -> N
 #: Stages of the fetch path: time under any frame whose name contains the key.
 STAGES = {
     "decode request": "KafkaProtocol.nextRequest",
-    "handler (fetch, long poll)": "KafkaHandlers._fetch",
-    "read in the pool (index, pread, CRC)": "PartitionLog.read",
+    "handler (fetch, long poll)": "FetchHandler.fetch",
+    "read (index, pread, CRC), in the pool": "read_stored",
     "CRC check": "verify_run",
+    "read-pool threads (their side of the hop, and the read)": "_threadworker",
     "encode response": "encode_response",
     "send (transport write / sendfile)": "RequestConnection.write",
     "sendfile producer": "SpliceSender.resumeProducing",

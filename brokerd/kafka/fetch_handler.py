@@ -209,12 +209,17 @@ class FetchHandler:
                 window.append((i, limit))
                 planned += limit
                 i += 1
-            reads = await _gather(
-                [
-                    self._read_one(*wanted[j], limit, read_committed, ledger)
-                    for j, limit in window
-                ]
-            )
+            if len(window) == 1:
+                # The common one-partition fetch: no gathering machinery per request.
+                j, limit = window[0]
+                reads = [await self._read_one(*wanted[j], limit, read_committed, ledger)]
+            else:
+                reads = await _gather(
+                    [
+                        self._read_one(*wanted[j], limit, read_committed, ledger)
+                        for j, limit in window
+                    ]
+                )
             for (j, _limit), result in zip(window, reads, strict=True):
                 data = result.records if result.records is not None else b""
                 size = records_size(data)
