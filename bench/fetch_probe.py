@@ -13,10 +13,15 @@ decodes every record, shares the machine and often bounds the wall time. So each
 is also read ``--repeat`` times by a minimal Python client (:func:`raw_fetch`) that
 decodes only batch headers: there the broker's fetch path is the bound. With
 ``--verify`` one more kcat run prints every offset and the count and last offset are
-checked. With ``--profile DIR``, ``py-spy record --gil`` samples the broker's Python
-work during three more kcat runs and writes the raw collapsed stacks plus a summary (self
-time per function, and time under each of the fetch path's stages) there
-(py-spy must be installed in the venv: ``.venv/bin/pip install py-spy``).
+checked. With ``--redis``, redis-benchmark's ``XRANGE s - + COUNT 1000`` is run on a
+stream of the same value size in the same run (as ``make bench`` does: ``-c 50``, Redis
+without persistence, ``--repeat`` rounds), and the report gives kcat's ratio to it. Each
+kcat run's own CPU time (user + system) is recorded too: when it is far below the wall
+time, kcat is waiting, not decoding. With ``--profile DIR``, ``py-spy record --gil``
+samples the broker's Python work during three more kcat runs and writes the raw
+collapsed stacks plus a summary (self time per function, and time under each of the
+fetch path's stages) there (py-spy must be installed in the venv:
+``.venv/bin/pip install py-spy``).
 
 Every process it starts is stopped by its own PID. It prints one line per step.
 """
@@ -97,13 +102,63 @@ def cpu_seconds(pid: int) -> float:
 
 
 def kcat(bootstrap: str, fmt: str = "") -> tuple[float, bytes]:
+    seconds, out, _cpu = kcat_timed(bootstrap, fmt)
+    return seconds, out
+
+
+def kcat_timed(bootstrap: str, fmt: str = "") -> tuple[float, bytes, float]:
+    """One kcat read of the partition: wall seconds, its output, and the CPU seconds
+    (user + system) kcat itself used."""
     command = [
         "kcat", "-C", "-b", bootstrap, "-t", TOPIC, "-p", "0",
         "-o", "beginning", "-e", "-q", "-f", fmt,
     ]
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, timeout=KCAT_TIMEOUT, check=True)
-    return time.perf_counter() - start, done.stdout
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise RuntimeError(f"kcat failed with status {proc.returncode}")
+        out.seek(0)
+        return seconds, out.read(), usage.ru_utime + usage.ru_stime
+
+
+#: redis-benchmark's XRANGE as ``make bench`` runs it (bench/peers.py).
+XRANGE_COUNT = 1000
+XRANGE_CALLS = 2000
+XRANGE_ENTRIES = 20_000
+
+
+def redis_xrange(size: int, repeat: int) -> list[float]:
+    """Records/s of ``redis-benchmark -c 50 XRANGE s - + COUNT 1000`` on a stream of
+    ``size``-byte values (Redis without persistence), ``repeat`` rounds."""
+    from bench.peers import _redis_benchmark, _server
+
+    from tests.brokerproc import free_port
+
+    server, bench = shutil.which("redis-server"), shutil.which("redis-benchmark")
+    if server is None or bench is None:
+        raise RuntimeError("redis-server or redis-benchmark missing (make bench-deps)")
+    with tempfile.TemporaryDirectory(prefix="fetchprobe-redis-") as tmp:
+        port = free_port()
+        command = [server, "--bind", "127.0.0.1", "--port", str(port), "--dir", tmp,
+                   "--appendonly", "no", "--save", ""]
+        with _server(command, port):
+            _redis_benchmark(bench, port, ["-n", str(XRANGE_ENTRIES), "-c", "50", "-P", "100",
+                                           "XADD", "s", "*", "f", "v" * size])
+            return [
+                XRANGE_COUNT * _redis_benchmark(
+                    bench, port, ["-n", str(XRANGE_CALLS), "-c", "50",
+                                  "XRANGE", "s", "-", "+", "COUNT", str(XRANGE_COUNT)])
+                for _ in range(repeat)
+            ]
 
 
 def raw_fetch(bootstrap: str, records: int, partition_max_bytes: int = RAW_FETCH_BYTES) -> float:
@@ -203,9 +258,10 @@ def profile(proc: BrokerProcess, bootstrap: str, out_dir: Path, label: str) -> N
 #: Stages of the fetch path: time under any frame whose name contains the key.
 STAGES = {
     "decode request": "KafkaProtocol.nextRequest",
-    "handler (fetch, long poll)": "KafkaHandlers._fetch",
-    "read in the pool (index, pread, CRC)": "PartitionLog.read",
+    "handler (fetch, long poll)": "FetchHandler.fetch",
+    "read (index, pread, CRC), in the pool": "read_stored",
     "CRC check": "verify_run",
+    "read-pool threads (their side of the hop, and the read)": "_threadworker",
     "encode response": "encode_response",
     "send (transport write / sendfile)": "RequestConnection.write",
     "sendfile producer": "SpliceSender.resumeProducing",
@@ -248,14 +304,16 @@ def run_case(args: argparse.Namespace, records: int, size: int) -> str:
             log(f"{records:,} x {size} B: produced in {seconds:.1f}s")
             times: list[float] = []
             cpus: list[float] = []
+            kcat_cpus: list[float] = []
             assert proc.proc is not None
             for i in range(args.repeat):
                 before = cpu_seconds(proc.proc.pid)
-                t, _ = kcat(bootstrap)
+                t, _, own = kcat_timed(bootstrap)
                 cpu = cpu_seconds(proc.proc.pid) - before
                 times.append(t)
                 cpus.append(cpu)
-                log(f"  kcat run {i + 1}: {t:.2f}s (broker CPU {cpu:.2f}s)")
+                kcat_cpus.append(own)
+                log(f"  kcat run {i + 1}: {t:.2f}s (broker CPU {cpu:.2f}s, kcat CPU {own:.2f}s)")
             raws: list[float] = []
             for i in range(args.repeat):
                 before = cpu_seconds(proc.proc.pid)
@@ -269,13 +327,21 @@ def run_case(args: argparse.Namespace, records: int, size: int) -> str:
                 profile(proc, bootstrap, Path(args.profile), f"{records}x{size}")
         finally:
             proc.stop()
+    redis = ""
+    if args.redis:
+        rates = redis_xrange(size, args.repeat)
+        log(f"  redis XRANGE: {', '.join(f'{r:,.0f}' for r in rates)} rec/s")
+        redis = (f" {max(rates):,.0f} rec/s ({max(rates) - min(rates):,.0f}) | "
+                 f"{records / min(times) / max(rates):.2f} |")
     best, worst = min(times), max(times)
     mb = records * size / 1e6
     return (
         f"| {records:,} x {size} B | {best:.2f} s | {worst - best:.2f} s | "
         f"{records / best:,.0f} rec/s | {mb / best:,.1f} MB/s | "
         f"{min(cpus):.2f} s ({max(cpus) - min(cpus):.2f}) | "
+        f"{min(kcat_cpus):.2f} s ({max(kcat_cpus) - min(kcat_cpus):.2f}) | "
         f"{min(raws):.2f} s ({max(raws) - min(raws):.2f}), {mb / min(raws):,.0f} MB/s |"
+        + redis
     )
 
 
@@ -286,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--verify", action="store_true", help="check every offset arrived")
     parser.add_argument("--profile", metavar="DIR", help="py-spy the broker into DIR")
+    parser.add_argument("--redis", action="store_true",
+                        help="also time redis-benchmark XRANGE COUNT 1000 (the target's peer)")
     parser.add_argument("--broker-arg", action="append", default=[],
                         help="extra twistd broker option (repeatable)")
     args = parser.parse_args(argv)
@@ -295,9 +363,11 @@ def main(argv: list[str] | None = None) -> int:
     cases = [tuple(int(x) for x in c.split("x")) for c in args.case] or list(DEFAULT_CASES)
     rows = [run_case(args, records, size) for records, size in cases]
     print()
+    redis = " Redis XRANGE, best (spread) | kcat / Redis |" if args.redis else ""
     print(f"| records | kcat, best of {args.repeat} | spread | records/s | value MB/s "
-          "| broker CPU under kcat, least (spread) | raw client, best (spread), MB/s |")
-    print("|---|---|---|---|---|---|---|")
+          "| broker CPU under kcat, least (spread) | kcat's own CPU, least (spread) "
+          "| raw client, best (spread), MB/s |" + redis)
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if args.redis else ""))
     for row in rows:
         print(row)
     return 0

@@ -14,8 +14,9 @@ What it does:
   records) and regions with ``os.sendfile``, at most :data:`SPLICE_TURN_BYTES` per call.
   A short send or ``EAGAIN`` asks the transport for a writability callback
   (``startWriting``): nothing is buffered in user space, so a slow reader costs a file
-  position, not memory. The first call (from ``registerProducer``) only asks for a
-  write turn, so whatever the transport still holds goes first: responses stay in order.
+  position, not memory. When the transport still holds bytes, the first call (from
+  ``registerProducer``) only asks for a write turn, so they go first: responses stay
+  in order; when it holds none, the first call sends at once.
 * :class:`RegionLedger` holds, per connection, every file region handed to an answer
   and not yet sent, so that the segment pins are given back when the connection goes
   away with answers undelivered.
@@ -72,6 +73,19 @@ class SpliceTransport(Protocol):
     def startWriting(self) -> None: ...
     def registerProducer(self, producer: object, streaming: bool) -> None: ...
     def unregisterProducer(self) -> None: ...
+
+
+def _holds_nothing(transport: object) -> bool:
+    """Whether ``transport`` has no bytes waiting to be sent: the buffers of Twisted's
+    ``FileDescriptor`` (``dataBuffer`` from ``offset`` on, and the pending list whose
+    length is ``_tempDataLen``). False for a transport without them: then the sender
+    asks for a write turn first, which is always in order."""
+    try:
+        buffered = len(transport.dataBuffer) - transport.offset  # type: ignore[attr-defined]
+        pending = transport._tempDataLen  # type: ignore[attr-defined]
+    except AttributeError:
+        return False
+    return buffered <= 0 and not pending
 
 
 def can_splice(transport: object) -> bool:
@@ -161,12 +175,14 @@ class SpliceSender:
         if self._finished:
             return
         if not self._primed:
-            # Called from registerProducer: earlier answers may still sit in the
-            # transport's buffer. Ask for a write turn; the transport sends what it
-            # holds and calls again once its buffer is empty.
             self._primed = True
-            self._t.startWriting()
-            return
+            if not _holds_nothing(self._t):
+                # Called from registerProducer while earlier answers still sit in the
+                # transport's buffer: ask for a write turn; the transport sends what
+                # it holds and calls again once its buffer is empty.
+                self._t.startWriting()
+                return
+            # Nothing waits ahead of this frame: send now, saving a reactor turn.
         try:
             self._send()
         except (OSError, RegionGone) as exc:

@@ -223,6 +223,67 @@ def test_the_frame_waits_behind_bytes_the_transport_still_holds(
     assert got == earlier + b"H" + data + b"T"
 
 
+
+class TwistedShapedTransport(SocketTransport):
+    """:class:`SocketTransport` with the buffer attributes of Twisted's FileDescriptor
+    (``dataBuffer``, ``offset``, ``_tempDataLen``), by which the sender sees whether
+    anything waits ahead of its frame."""
+
+    offset = 0
+    _tempDataLen = 0
+
+    @property
+    def dataBuffer(self) -> bytes:
+        return bytes(self.buffer)
+
+
+def test_with_nothing_buffered_the_send_starts_at_once(
+    pair: tuple[socket.socket, socket.socket],
+    plog: PartitionLog,
+    sendfile_calls: list[tuple[int, int | str]],
+) -> None:
+    sock, peer = pair
+    (region,) = spans(plog, [3])
+    data = region.read()
+    transport = TwistedShapedTransport(sock)
+    done = Recorder()
+    SpliceSender(transport, [b"H", region, b"T"], RegionLedger(), done).start()
+    # Sent within start(), before any write turn of the "reactor".
+    assert sendfile_calls and isinstance(sendfile_calls[0][1], int)
+    assert peer.recv(1) == b"H"
+    got = b"H" + drive(transport, peer, done)
+    assert got == b"H" + data + b"T"
+    assert done.results == [None] and region.released
+
+
+def test_a_small_frame_finishes_within_start(
+    pair: tuple[socket.socket, socket.socket], plog: PartitionLog
+) -> None:
+    sock, peer = pair
+    read = plog.read_stored(0, 100)  # one batch: about 8 KB, within the socket buffer
+    assert read.span is not None
+    data = read.span.read()
+    transport = TwistedShapedTransport(sock)
+    done = Recorder()
+    SpliceSender(transport, [b"H", read.span], RegionLedger(), done).start()
+    assert done.results == [None], "not finished within start()"
+    assert transport.producer is None and not transport.writing
+    assert drive(transport, peer, done) == b"H" + data
+
+
+def test_a_twisted_shaped_transport_holding_bytes_still_sends_them_first(
+    pair: tuple[socket.socket, socket.socket], plog: PartitionLog
+) -> None:
+    sock, peer = pair
+    (region,) = spans(plog, [3])
+    data = region.read()
+    transport = TwistedShapedTransport(sock)
+    transport.write(b"earlier")
+    done = Recorder()
+    SpliceSender(transport, [b"H", region], RegionLedger(), done).start()
+    assert not done.results and transport.writing  # it asked for a write turn
+    assert drive(transport, peer, done) == b"earlier" + b"H" + data
+
 def test_a_peer_that_goes_away_fails_the_send_and_releases_every_region(
     pair: tuple[socket.socket, socket.socket], plog: PartitionLog
 ) -> None:

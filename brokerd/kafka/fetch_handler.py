@@ -32,6 +32,7 @@ from brokerd.errors import TooManyWaiters
 from brokerd.kafka import apis
 from brokerd.kafka.apis import Request
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.fetch_catchup import CatchUp
 from brokerd.kafka.handler_base import NO_RESPONSE, Clock, Connection, unexpected_code
 from brokerd.kafka.handler_base import gather as _gather
 from brokerd.kafka.spliced import StoredRecords, cut_records, records_size, release_records
@@ -79,6 +80,9 @@ class FetchHandler:
         self._stored: StoredFetchCore | None = (
             cast(StoredFetchCore, core) if hasattr(core, "fetch_stored") else None
         )
+        # Connections that are reading a backlog: their first empty fetch at the end of
+        # the log is answered at once (brokerd/kafka/fetch_catchup.py).
+        self._catch_up = CatchUp()
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
@@ -87,6 +91,7 @@ class FetchHandler:
         """The Fetch API's handler."""
         body: apis.FetchRequest = req.body
         wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
+        keys = [(topic, p.partition) for topic, p in wanted]
         positions = [(topic, p.partition, p.fetch_offset) for topic, p in wanted]
 
         read_committed = body.isolation_level == READ_COMMITTED
@@ -115,6 +120,8 @@ class FetchHandler:
             # offset, so uncommitted data never satisfies MinBytes. A commit marker
             # moves the high watermark, which is what wakes the wait to read again.
             have = sum(records_size(r.records) for r in results)
+            if have == 0 and self._catch_up.behind(conn, keys):
+                return None  # a backlog read to its end: say so now, not after MaxWaitMs
             seen = {
                 (topic, p.partition): r.high_watermark
                 for (topic, p), r in zip(wanted, results, strict=True)
@@ -151,6 +158,11 @@ class FetchHandler:
         if conn.closed:
             drop_last()
             return NO_RESPONSE
+        for (_topic, p), key, r in zip(wanted, keys, results, strict=True):
+            if not r.error_code:
+                self._catch_up.answered(
+                    conn, key, records_size(r.records), min(p.partition_max_bytes, body.max_bytes)
+                )
         out: list[apis.FetchTopicResponse] = []
         i = 0
         for t in body.topics:
@@ -197,12 +209,17 @@ class FetchHandler:
                 window.append((i, limit))
                 planned += limit
                 i += 1
-            reads = await _gather(
-                [
-                    self._read_one(*wanted[j], limit, read_committed, ledger)
-                    for j, limit in window
-                ]
-            )
+            if len(window) == 1:
+                # The common one-partition fetch: no gathering machinery per request.
+                j, limit = window[0]
+                reads = [await self._read_one(*wanted[j], limit, read_committed, ledger)]
+            else:
+                reads = await _gather(
+                    [
+                        self._read_one(*wanted[j], limit, read_committed, ledger)
+                        for j, limit in window
+                    ]
+                )
             for (j, _limit), result in zip(window, reads, strict=True):
                 data = result.records if result.records is not None else b""
                 size = records_size(data)
