@@ -85,14 +85,16 @@ class _IndexFile:
             raise StorageError(f"cannot write index {self.path}: {exc}") from exc
 
     def rewrite(self) -> None:
-        """Replace the file by the in-memory entries (after a rebuild) and fsync it."""
+        """Replace the file by the in-memory entries (after a rebuild), without fsync:
+        recovery rebuilds many indexes and makes them durable later, with the log bytes
+        they describe (:meth:`persist` with ``sync``)."""
         try:
             fd = self._open_fd()
             os.ftruncate(fd, 0)
         except OSError as exc:
             raise StorageError(f"cannot rewrite index {self.path}: {exc}") from exc
         self._persisted = 0
-        self.persist(sync=True)
+        self.persist(sync=False)
 
     def close(self) -> None:
         if self._fd is not None:

@@ -42,6 +42,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 import attrs
 
@@ -58,6 +59,7 @@ from brokerd.storage.log import LogConfig, PartitionLog
 from brokerd.storage.logdir_offline import OfflineRetryMixin
 from brokerd.storage.logdir_partitions import PartitionAdminMixin
 from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
+from brokerd.storage.recovery import sync_recovered
 from brokerd.storage.topic_config import to_log_config, validate_overrides
 from brokerd.storage.types import TopicInfo
 
@@ -79,6 +81,8 @@ CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 LOCK_FILE = ".lock"
 #: Partitions per topic accepted by create (auto-create uses the default count).
 MAX_PARTITIONS = 10000
+#: Threads opening (and after a crash validating) partitions at start.
+OPEN_THREADS = min(8, 2 * (os.cpu_count() or 1))
 #: Version 2 stores each topic's config overrides; version 1 (retention_bytes and
 #: retention_ms only) is still read.
 _REGISTRY_VERSION = 2
@@ -194,6 +198,10 @@ class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
         self._lock_fd = lock_fd
         self._lock = threading.RLock()
         self._checkpoint_lock = threading.Lock()
+        # Held while recovered segments are synced (at most one such pass at a time).
+        self._sync_lock = threading.Lock()
+        # Partitions whose recovered segments are synced (the log object that was).
+        self._recovery_synced: dict[tuple[str, int], PartitionLog] = {}
         self._topics: dict[str, TopicInfo] = {}
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         #: Partitions that could not be opened, with the reason.
@@ -271,22 +279,30 @@ class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
             self._write_registry()
         self._topics = topics
         points = {} if self.was_clean else self._read_checkpoint()
+        jobs: list[tuple[tuple[str, int], str, LogConfig, int | None]] = []
         for name, info in sorted(topics.items()):
             config = self.config_for(info)
             for partition in range(info.partitions):
                 key = (name, partition)
                 point = None if self.was_clean else points.get(key, 0)
+                path = os.path.join(self.path, partition_dir_name(name, partition))
+                jobs.append((key, path, config, point))
+        # Partitions are independent: opened by several threads, reading and checking
+        # CRCs (both release the GIL) of different partitions at once.
+        threads = min(OPEN_THREADS, len(jobs))
+        with ThreadPoolExecutor(max(1, threads), thread_name_prefix="brokerd-open") as pool:
+            opened = [(key, point, pool.submit(self._open_log, path, config, point))
+                      for key, path, config, point in jobs]
+            for key, point, future in opened:
                 try:
-                    self._logs[key] = PartitionLog.open(
-                        os.path.join(self.path, partition_dir_name(name, partition)),
-                        config,
-                        recovery_point=point,
-                        clock=self._clock,
-                    )
+                    self._logs[key] = future.result()
                 except StorageError as exc:
-                    log.error("partition %s-%d offline: %s", name, partition, exc)
+                    log.error("partition %s-%d offline: %s", key[0], key[1], exc)
                     self._went_offline(key, str(exc), point)
         self._restore_log_starts()
+
+    def _open_log(self, path: str, config: LogConfig, point: int | None) -> PartitionLog:
+        return PartitionLog.open(path, config, recovery_point=point, clock=self._clock)
 
     def _read_registry(self) -> dict[str, TopicInfo] | None:
         path = os.path.join(self.path, REGISTRY_FILE)
@@ -539,10 +555,56 @@ class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
                 deleted += plog.enforce_retention(now)
         return deleted
 
-    def checkpoint(self) -> None:
-        """Write every partition's recovery point (atomically, Kafka's file format)."""
+    def _unsynced(self, key: tuple[str, int], plog: PartitionLog) -> bool:
+        """True while ``plog`` holds segments recovery validated but did not sync."""
+        synced = self._recovery_synced.get(key) is plog
+        return plog.recovery.unsynced_from is not None and not synced
+
+    def _durable_point(self, key: tuple[str, int], plog: PartitionLog) -> int:
+        if self._unsynced(key, plog):
+            # Its recovered segments are not on stable storage yet: the point it was
+            # recovered from still holds.
+            return min(plog.recovery_point, plog.recovery.recovery_point or 0)
+        return plog.recovery_point
+
+    def unsynced_partitions(self) -> int:
+        """Partitions holding segments recovery validated and did not sync yet."""
         with self._lock:
-            found = {key: plog.recovery_point for key, plog in self._logs.items()}
+            return sum(self._unsynced(key, plog) for key, plog in self._logs.items())
+
+    def sync_recovered(self) -> bool:
+        """Sync what recovery validated and left unsynced (see ``recovery.py``), partition
+        by partition; afterwards checkpoints may record their recovery points. False if a
+        sync failed: that partition keeps its old recovery point (and the next shutdown
+        is not marked clean), so the next start validates it again."""
+        ok = True
+        with self._sync_lock:
+            with self._lock:
+                due = [(k, plog) for k, plog in self._logs.items() if self._unsynced(k, plog)]
+                # Deleted or reopened partitions' entries go.
+                self._recovery_synced = {
+                    k: p for k, p in self._recovery_synced.items() if self._logs.get(k) is p
+                }
+            for key, plog in due:
+                unsynced_from = plog.recovery.unsynced_from
+                assert unsynced_from is not None
+                try:
+                    sync_recovered(plog.segments, unsynced_from)
+                except OSError as exc:
+                    log.error("%s: syncing the recovered segments failed: %s", plog.path, exc)
+                    ok = False
+                    continue
+                with self._lock:
+                    if self._logs.get(key) is plog:
+                        self._recovery_synced[key] = plog
+        return ok
+
+    def checkpoint(self) -> None:
+        """Sync what recovery left unsynced (nothing, mostly), then write every
+        partition's recovery point (atomically, Kafka's file format)."""
+        self.sync_recovered()
+        with self._lock:
+            found = {key: self._durable_point(key, plog) for key, plog in self._logs.items()}
             # An offline partition keeps the point it had, not a full rescan next time.
             for key, point in self._offline_points.items():
                 if point is not None:
@@ -562,6 +624,8 @@ class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
             if self._closed:
                 return
             clean = not self.offline
+            if not self.sync_recovered():
+                clean = False
             for plog in self._logs.values():
                 try:
                     plog.flush()
