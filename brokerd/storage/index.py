@@ -85,16 +85,22 @@ class _IndexFile:
             raise StorageError(f"cannot write index {self.path}: {exc}") from exc
 
     def rewrite(self) -> None:
-        """Replace the file by the in-memory entries (after a rebuild), without fsync:
-        recovery rebuilds many indexes and makes them durable later, with the log bytes
-        they describe (:meth:`persist` with ``sync``)."""
+        """Make the file hold exactly the in-memory entries (after a rebuild), without
+        fsync: recovery rebuilds many indexes and makes them durable later, with the log
+        bytes they describe (:meth:`persist` with ``sync``). A file that already holds
+        them (the usual case after a kill -9: it was written as the log was) is not
+        written at all."""
+        data = self._pack(0)
         try:
             fd = self._open_fd()
-            os.ftruncate(fd, 0)
+            if os.fstat(fd).st_size != len(data) or os.pread(fd, len(data), 0) != data:
+                # Overwritten, then cut: truncating to zero first makes ext4 flush the
+                # file at once (its guard for rewrite-by-truncate), a wait per index.
+                pwrite_all(fd, data, 0)
+                os.ftruncate(fd, len(data))
         except OSError as exc:
             raise StorageError(f"cannot rewrite index {self.path}: {exc}") from exc
-        self._persisted = 0
-        self.persist(sync=False)
+        self._persisted = len(self)
 
     def close(self) -> None:
         if self._fd is not None:

@@ -198,8 +198,9 @@ class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
         self._lock_fd = lock_fd
         self._lock = threading.RLock()
         self._checkpoint_lock = threading.Lock()
-        # Held while recovered segments are synced (at most one such pass at a time).
-        self._sync_lock = threading.Lock()
+        # Held while recovered segments are synced (one such pass at a time) and by
+        # close; always taken before _lock, never while holding it.
+        self._sync_lock = threading.RLock()
         # Partitions whose recovered segments are synced (the log object that was).
         self._recovery_synced: dict[tuple[str, int], PartitionLog] = {}
         self._topics: dict[str, TopicInfo] = {}
@@ -572,37 +573,45 @@ class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
         with self._lock:
             return sum(self._unsynced(key, plog) for key, plog in self._logs.items())
 
-    def sync_recovered(self) -> bool:
+    def sync_recovered(self, *, wait: bool = True) -> bool:
         """Sync what recovery validated and left unsynced (see ``recovery.py``), partition
         by partition; afterwards checkpoints may record their recovery points. False if a
         sync failed: that partition keeps its old recovery point (and the next shutdown
-        is not marked clean), so the next start validates it again."""
+        is not marked clean), so the next start validates it again. Without ``wait``, a
+        pass already running in another thread is left to finish the work."""
+        if not self._sync_lock.acquire(blocking=wait):
+            return True
+        try:
+            return self._sync_recovered_locked()
+        finally:
+            self._sync_lock.release()
+
+    def _sync_recovered_locked(self) -> bool:
         ok = True
-        with self._sync_lock:
+        with self._lock:
+            due = [(k, plog) for k, plog in self._logs.items() if self._unsynced(k, plog)]
+            # Deleted or reopened partitions' entries go.
+            self._recovery_synced = {
+                k: p for k, p in self._recovery_synced.items() if self._logs.get(k) is p
+            }
+        for key, plog in due:
+            unsynced_from = plog.recovery.unsynced_from
+            assert unsynced_from is not None
+            try:
+                sync_recovered(plog.segments, unsynced_from)
+            except OSError as exc:
+                log.error("%s: syncing the recovered segments failed: %s", plog.path, exc)
+                ok = False
+                continue
             with self._lock:
-                due = [(k, plog) for k, plog in self._logs.items() if self._unsynced(k, plog)]
-                # Deleted or reopened partitions' entries go.
-                self._recovery_synced = {
-                    k: p for k, p in self._recovery_synced.items() if self._logs.get(k) is p
-                }
-            for key, plog in due:
-                unsynced_from = plog.recovery.unsynced_from
-                assert unsynced_from is not None
-                try:
-                    sync_recovered(plog.segments, unsynced_from)
-                except OSError as exc:
-                    log.error("%s: syncing the recovered segments failed: %s", plog.path, exc)
-                    ok = False
-                    continue
-                with self._lock:
-                    if self._logs.get(key) is plog:
-                        self._recovery_synced[key] = plog
+                if self._logs.get(key) is plog:
+                    self._recovery_synced[key] = plog
         return ok
 
     def checkpoint(self) -> None:
         """Sync what recovery left unsynced (nothing, mostly), then write every
         partition's recovery point (atomically, Kafka's file format)."""
-        self.sync_recovered()
+        self.sync_recovered(wait=False)
         with self._lock:
             found = {key: self._durable_point(key, plog) for key, plog in self._logs.items()}
             # An offline partition keeps the point it had, not a full rescan next time.
@@ -620,7 +629,7 @@ class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
         The marker is written only if every step succeeded and no partition is failed or
         offline; otherwise the next start recovers from the checkpoint.
         """
-        with self._lock:
+        with self._sync_lock, self._lock:
             if self._closed:
                 return
             clean = not self.offline
