@@ -123,7 +123,9 @@ def test_second_crash_before_the_sync_validates_again_and_keeps_everything(
     again.close()
 
 
-def test_close_syncs_recovered_segments_before_the_clean_marker(crashed: Path) -> None:
+def test_close_syncs_recovered_segments_before_the_clean_marker(
+    crashed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     directory = LogDirectory.open(str(crashed), CONFIG)
     synced: list[str] = []
     real = os.fdatasync
@@ -132,11 +134,9 @@ def test_close_syncs_recovered_segments_before_the_clean_marker(crashed: Path) -
         synced.append(os.readlink(f"/proc/self/fd/{fd}"))
         real(fd)
 
-    os.fdatasync = recording  # type: ignore[assignment]
-    try:
-        directory.close()
-    finally:
-        os.fdatasync = real  # type: ignore[assignment]
+    monkeypatch.setattr(os, "fdatasync", recording)
+    directory.close()
+    monkeypatch.undo()
     logs = {str(p) for p in crashed.glob("t-*/*.log")}
     assert logs <= set(synced)
     assert (crashed / CLEAN_SHUTDOWN_FILE).exists()
