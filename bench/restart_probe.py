@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from bench.common import stop_quietly
-from bench.resources import _fill, _start_timed, _stop_timed, _stored
+from bench.resources import _compiled, _fill, _start_timed, _stop_timed, _stored
 
 from tests.brokerproc import BrokerProcess
 
@@ -59,6 +59,7 @@ def _check(proc: BrokerProcess, state: dict[str, int]) -> None:
 
 def time_starts(home: Path, trials: int) -> None:
     state = json.loads((home / STATE_FILE).read_text())
+    _compiled()
     unclean: list[float] = []
     clean: list[float] = []
     proc = _proc(home)

@@ -81,8 +81,9 @@ CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 LOCK_FILE = ".lock"
 #: Partitions per topic accepted by create (auto-create uses the default count).
 MAX_PARTITIONS = 10000
-#: Threads opening (and after a crash validating) partitions at start.
-OPEN_THREADS = min(8, 2 * (os.cpu_count() or 1))
+#: Threads opening (and after a crash validating) partitions at start: one per core
+#: (measured on 2 cores: more threads only contend for the GIL).
+OPEN_THREADS = min(8, os.cpu_count() or 1)
 #: Version 2 stores each topic's config overrides; version 1 (retention_bytes and
 #: retention_ms only) is still read.
 _REGISTRY_VERSION = 2
