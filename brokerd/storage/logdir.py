@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -289,22 +290,32 @@ class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
                 point = None if self.was_clean else points.get(key, 0)
                 path = os.path.join(self.path, partition_dir_name(name, partition))
                 jobs.append((key, path, config, point))
-        # Partitions are independent: opened by several threads, reading and checking
-        # CRCs (both release the GIL) of different partitions at once.
-        threads = min(OPEN_THREADS, len(jobs))
-        with ThreadPoolExecutor(max(1, threads), thread_name_prefix="brokerd-open") as pool:
-            opened = [(key, point, pool.submit(self._open_log, path, config, point))
-                      for key, path, config, point in jobs]
-            for key, point, future in opened:
-                try:
-                    self._logs[key] = future.result()
-                except StorageError as exc:
-                    log.error("partition %s-%d offline: %s", key[0], key[1], exc)
-                    self._went_offline(key, str(exc), point)
+        # After a crash, partitions are validated by several threads: reading and CRC
+        # checks release the GIL. A clean start is Python work only: one thread.
+        threads = 1 if self.was_clean else min(OPEN_THREADS, len(jobs))
+        if threads <= 1:
+            for key, path, config, point in jobs:
+                job = functools.partial(self._open_log, path, config, point)
+                self._adopt_opened(key, point, job)
+        else:
+            with ThreadPoolExecutor(threads, thread_name_prefix="brokerd-open") as pool:
+                opened = [(key, point, pool.submit(self._open_log, path, config, point))
+                          for key, path, config, point in jobs]
+                for key, point, future in opened:
+                    self._adopt_opened(key, point, future.result)
         self._restore_log_starts()
 
     def _open_log(self, path: str, config: LogConfig, point: int | None) -> PartitionLog:
         return PartitionLog.open(path, config, recovery_point=point, clock=self._clock)
+
+    def _adopt_opened(
+        self, key: tuple[str, int], point: int | None, opened: Callable[[], PartitionLog]
+    ) -> None:
+        try:
+            self._logs[key] = opened()
+        except StorageError as exc:
+            log.error("partition %s-%d offline: %s", key[0], key[1], exc)
+            self._went_offline(key, str(exc), point)
 
     def _read_registry(self) -> dict[str, TopicInfo] | None:
         path = os.path.join(self.path, REGISTRY_FILE)

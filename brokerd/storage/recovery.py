@@ -119,8 +119,11 @@ def open_segments(
     if os.path.islink(path):
         raise StorageError(f"refusing symlinked partition directory {path}")
     try:
-        os.makedirs(path, mode=DIR_MODE, exist_ok=True)
-        names = os.listdir(path)
+        try:
+            names = os.listdir(path)
+        except FileNotFoundError:
+            os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+            names = os.listdir(path)
     except OSError as exc:
         raise StorageError(f"cannot open partition directory {path}: {exc}") from exc
     names = _complete_swaps(path, names)
