@@ -59,8 +59,8 @@ from brokerd.storage.fileio import DIR_MODE, FILE_MODE, atomic_write, fsync_dir,
 from brokerd.storage.log import LogConfig, PartitionLog
 from brokerd.storage.logdir_offline import OfflineRetryMixin
 from brokerd.storage.logdir_partitions import PartitionAdminMixin
+from brokerd.storage.logdir_recovered import RecoveredSyncMixin
 from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
-from brokerd.storage.recovery import sync_recovered
 from brokerd.storage.topic_config import to_log_config, validate_overrides
 from brokerd.storage.types import TopicInfo
 
@@ -176,7 +176,7 @@ def _parse_registry(raw: bytes) -> dict[str, TopicInfo]:
     return topics
 
 
-class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
+class LogDirectory(PartitionAdminMixin, OfflineRetryMixin, RecoveredSyncMixin):
     """The data directory. Open with :meth:`open`."""
 
     def __init__(
@@ -567,58 +567,6 @@ class LogDirectory(PartitionAdminMixin, OfflineRetryMixin):
             with contextlib.suppress(UnknownTopicOrPartition):
                 deleted += plog.enforce_retention(now)
         return deleted
-
-    def _unsynced(self, key: tuple[str, int], plog: PartitionLog) -> bool:
-        """True while ``plog`` holds segments recovery validated but did not sync."""
-        synced = self._recovery_synced.get(key) is plog
-        return plog.recovery.unsynced_from is not None and not synced
-
-    def _durable_point(self, key: tuple[str, int], plog: PartitionLog) -> int:
-        if self._unsynced(key, plog):
-            # Its recovered segments are not on stable storage yet: the point it was
-            # recovered from still holds.
-            return min(plog.recovery_point, plog.recovery.recovery_point or 0)
-        return plog.recovery_point
-
-    def unsynced_partitions(self) -> int:
-        """Partitions holding segments recovery validated and did not sync yet."""
-        with self._lock:
-            return sum(self._unsynced(key, plog) for key, plog in self._logs.items())
-
-    def sync_recovered(self, *, wait: bool = True) -> bool:
-        """Sync what recovery validated and left unsynced (see ``recovery.py``), partition
-        by partition; afterwards checkpoints may record their recovery points. False if a
-        sync failed: that partition keeps its old recovery point (and the next shutdown
-        is not marked clean), so the next start validates it again. Without ``wait``, a
-        pass already running in another thread is left to finish the work."""
-        if not self._sync_lock.acquire(blocking=wait):
-            return True
-        try:
-            return self._sync_recovered_locked()
-        finally:
-            self._sync_lock.release()
-
-    def _sync_recovered_locked(self) -> bool:
-        ok = True
-        with self._lock:
-            due = [(k, plog) for k, plog in self._logs.items() if self._unsynced(k, plog)]
-            # Deleted or reopened partitions' entries go.
-            self._recovery_synced = {
-                k: p for k, p in self._recovery_synced.items() if self._logs.get(k) is p
-            }
-        for key, plog in due:
-            unsynced_from = plog.recovery.unsynced_from
-            assert unsynced_from is not None
-            try:
-                sync_recovered(plog.segments, unsynced_from)
-            except OSError as exc:
-                log.error("%s: syncing the recovered segments failed: %s", plog.path, exc)
-                ok = False
-                continue
-            with self._lock:
-                if self._logs.get(key) is plog:
-                    self._recovery_synced[key] = plog
-        return ok
 
     def checkpoint(self) -> None:
         """Sync what recovery left unsynced (nothing, mostly), then write every
