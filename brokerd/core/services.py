@@ -8,13 +8,17 @@ offsets store) stops before the log directory closes, which happens before the w
 pools stop. A child whose stop fails is logged and the next one still stops.
 
 :class:`LogDirectoryService` is the log directory's life in the core: at start it
-restores every partition's idempotent-producer state (blocking, before serving); while
-running it writes recovery checkpoints and producer-state snapshots; at stop it writes
+restores every partition's idempotent-producer state (blocking, before serving) and,
+after a crash, has the segments recovery validated synced in the write pool (recovery
+leaves that to the background, see ``brokerd/storage/recovery.py``); while running it
+writes recovery checkpoints and producer-state snapshots; at stop it writes
 the last snapshots and closes the directory (sync, checkpoint, clean-shutdown marker)
 in the write pool.
 """
 
 from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
 
 from twisted.application import service
 from twisted.internet import defer
@@ -44,6 +48,15 @@ class SequentialMultiService(service.MultiService):
                 self._log.failure("stopping {service!r} failed", service=child)
 
 
+@runtime_checkable
+class RecoveredSync(Protocol):
+    """A log directory whose crash recovery leaves validated segments to sync later
+    (:meth:`brokerd.storage.logdir.LogDirectory.sync_recovered`)."""
+
+    def unsynced_partitions(self) -> int: ...
+    def sync_recovered(self) -> bool: ...
+
+
 class LogDirectoryService(service.Service):
     """Restores producer state at start; snapshots, checkpoints and closes the logs."""
 
@@ -57,6 +70,17 @@ class LogDirectoryService(service.Service):
 
     def startService(self) -> None:
         service.Service.startService(self)
+        self._restore_producers()
+        logdir = self._logdir
+        if isinstance(logdir, RecoveredSync) and logdir.unsynced_partitions():
+            # After a crash: recovery validated the logs without syncing them (the
+            # listeners start sooner); sync them now, in the background, and checkpoint
+            # the recovery points that then hold.
+            d: defer.Deferred[bool] = self._run_write(logdir.sync_recovered)
+            d.addCallback(lambda _: self.checkpoint())
+            d.addErrback(lambda f: self._log.failure("syncing recovered segments failed", f))
+
+    def _restore_producers(self) -> None:
         for (topic, index), log in self._logdir.logs().items():
             part = self._registry.adopt(topic, index, log)
             try:

@@ -69,23 +69,40 @@ class _IndexFile:
 
         Raises :class:`StorageError` on an I/O error.
         """
-        self._write(truncate=False, sync=sync)
+        self._write(sync=sync)
 
     def rewrite(self) -> None:
-        """Replace the file by the in-memory entries (after a rebuild) and fsync it."""
-        self._write(truncate=True, sync=True)
-
-    def _write(self, *, truncate: bool, sync: bool) -> None:
+        """Make the file hold exactly the in-memory entries (after a rebuild), without
+        fsync: recovery rebuilds many indexes and makes them durable later, with the log
+        bytes they describe (:meth:`persist` with ``sync``). A file that already holds
+        them (the usual case after a kill -9: it was written as the log was) is not
+        written at all."""
+        data = self._pack(0)
+        fd = self._open_fd("rewrite")
         try:
-            fd = os.open(
+            if os.fstat(fd).st_size != len(data) or os.pread(fd, len(data), 0) != data:
+                # Overwritten, then cut: truncating to zero first makes ext4 flush the
+                # file at once (its guard for rewrite-by-truncate), a wait per index.
+                pwrite_all(fd, data, 0)
+                os.ftruncate(fd, len(data))
+        except OSError as exc:
+            raise StorageError(f"cannot rewrite index {self.path}: {exc}") from exc
+        finally:
+            os.close(fd)
+        self._persisted = len(self)
+
+    def _open_fd(self, what: str) -> int:
+        # Opened per write and closed after: sealed segments' indexes hold no descriptor.
+        try:
+            return os.open(
                 self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
             )
         except OSError as exc:
-            raise StorageError(f"cannot write index {self.path}: {exc}") from exc
+            raise StorageError(f"cannot {what} index {self.path}: {exc}") from exc
+
+    def _write(self, *, sync: bool) -> None:
+        fd = self._open_fd("write")
         try:
-            if truncate:
-                os.ftruncate(fd, 0)
-                self._persisted = 0
             count = len(self)
             if count > self._persisted:
                 pwrite_all(fd, self._pack(self._persisted), self._persisted * self.entry_size)

@@ -15,6 +15,13 @@ Recovery policy (the operator's summary is in ``docs/operations.md``, "Recovery"
   batch, reads of it fail) and the acknowledged batches after it are kept. Damage below
   the recovery point with no valid batch after it is cut like a torn tail (nothing
   valid would be kept by not cutting).
+- Validated segments are not synced at recovery (Kafka's rule too: a kill -9 leaves the
+  bytes in the page cache, and syncing gigabytes would hold the start back): the
+  partition's durable point stays the checkpointed recovery point
+  (``RecoveryStats.unsynced_from``) until :func:`sync_recovered`, run in the background
+  once the broker serves, has synced them and their rebuilt indexes. A crash before
+  that validates them again. Torn-tail truncation and segment deletion are still synced
+  at once.
 - Segments before the recovery point were flushed; they are not rescanned. If damage is
   found in one of them (its index had to be rebuilt), nothing is deleted: the damaged
   batches stay on disk and reads reaching them fail with :class:`StorageError` naming the
@@ -42,7 +49,7 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -64,6 +71,7 @@ __all__ = [
     "install_cleaned",
     "open_segments",
     "recover_segments",
+    "sync_recovered",
 ]
 
 log = logging.getLogger("brokerd.storage")
@@ -95,6 +103,12 @@ class RecoveryStats:
     regions_quarantined: int = 0
     #: The first problem met, for the operator's log.
     first_problem: str | None = None
+    #: The recovery point validation started from (None after a clean shutdown).
+    recovery_point: int | None = None
+    #: Base offset of the first segment validated but not synced: from it on, the log's
+    #: bytes and indexes are durable only once :func:`sync_recovered` ran (None: nothing
+    #: left to sync). Until then ``recovery_point`` is still the partition's durable point.
+    unsynced_from: int | None = None
 
 
 def open_segments(
@@ -105,8 +119,11 @@ def open_segments(
     if os.path.islink(path):
         raise StorageError(f"refusing symlinked partition directory {path}")
     try:
-        os.makedirs(path, mode=DIR_MODE, exist_ok=True)
-        names = os.listdir(path)
+        try:
+            names = os.listdir(path)
+        except FileNotFoundError:
+            os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+            names = os.listdir(path)
     except OSError as exc:
         raise StorageError(f"cannot open partition directory {path}: {exc}") from exc
     names = _complete_swaps(path, names)
@@ -188,11 +205,37 @@ def install_cleaned(
     new = Segment.open(path, base, index_interval)
     try:
         new.recover()
+        new.persist_indexes(sync=True)
     except BaseException:
         new.close()
         raise
     step("swap-indexed")
     return new
+
+
+def _sync_indexes(segment: Segment) -> None:
+    try:
+        segment.persist_indexes(sync=True)
+    except StorageError as exc:
+        # A full disk: served from memory, written when the segment is sealed or closed.
+        log.warning("%s: rebuilt indexes kept in memory only: %s", segment.log_path, exc)
+
+
+def sync_recovered(segments: Sequence[Segment], unsynced_from: int) -> None:
+    """Make the segments recovery validated durable: fdatasync each log file from base
+    offset ``unsynced_from`` on and fsync its indexes. A segment deleted since (retention,
+    a cleaner swap) is skipped: its bytes no longer matter, or its replacement was synced
+    when installed. Raises :class:`OSError` (the caller decides whether it is fatal)."""
+    for segment in segments:
+        if segment.base_offset < unsynced_from or not segment.pin():
+            continue
+        try:
+            segment.sync()
+            segment.persist_indexes(sync=True)
+        except StorageError as exc:
+            raise OSError(f"{segment.log_path}: {exc}") from exc
+        finally:
+            segment.unpin()
 
 
 def _complete_swaps(path: str, names: list[str]) -> list[str]:
@@ -226,6 +269,7 @@ def recover_segments(
     batches = truncated = deleted = rebuilt = damaged = quarantined = 0
     problem: str | None = None
     prev_end: int | None = None
+    unsynced_from: int | None = None
     i = 0
     while i < len(segments):
         segment = segments[i]
@@ -244,6 +288,8 @@ def recover_segments(
         else:
             if trusted:
                 rebuilt += 1
+            elif unsynced_from is None:
+                unsynced_from = segment.base_offset
             # A flushed, sealed segment keeps its bytes even if damaged.
             keep_damage = trusted and not last
             # Below the recovery point the bytes were fsynced and acknowledged: damage
@@ -253,6 +299,10 @@ def recover_segments(
                 quarantine_below=_FLUSHED_ALL if trusted else (recovery_point or 0),
             )
             validated.append(segment)
+            if trusted:
+                # Rare (a damaged or missing index): made durable now, so that only the
+                # segments from the recovery point on are left to sync.
+                _sync_indexes(segment)
             batches += outcome.batches
             quarantined += outcome.quarantined
             if outcome.quarantined:
@@ -293,14 +343,17 @@ def recover_segments(
             deleted += 1
         del segments[cut_from:]
         break
+    # The validated segments are not synced here (Kafka does not either): a kill -9 leaves
+    # their bytes in the page cache, and forcing gigabytes to disk would hold the start
+    # back. The recovery point stays where it was until sync_recovered() (run in the
+    # background once serving) has synced them, so a second crash validates them again.
     try:
-        for segment in validated:
-            if segment in segments:
-                segment.sync()
         if deleted:
             fsync_dir(path)
     except OSError as exc:
         raise StorageError(f"cannot sync {path} after recovery: {exc}") from exc
+    if unsynced_from is not None and not any(s.base_offset >= unsynced_from for s in segments):
+        unsynced_from = None
     return RecoveryStats(
         clean=clean,
         segments=len(segments),
@@ -312,4 +365,6 @@ def recover_segments(
         segments_damaged=damaged,
         regions_quarantined=quarantined,
         first_problem=problem,
+        recovery_point=recovery_point,
+        unsynced_from=unsynced_from,
     )

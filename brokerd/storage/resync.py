@@ -29,11 +29,14 @@ or truncate files. No Twisted.
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from typing import TYPE_CHECKING
 
 import attrs
 import crc32c
 
+from brokerd.errors import StorageError
 from brokerd.storage.batch import (
     BATCH_HEADER_SIZE,
     CRC_START,
@@ -52,12 +55,17 @@ __all__ = ["RECOVERY_CHUNK", "RESYNC_CHUNK", "Damage", "Validation", "resync", "
 
 log = logging.getLogger("brokerd.storage")
 
-#: Bytes read at a time when validating a whole segment during recovery.
-RECOVERY_CHUNK = 1024 * 1024
+#: Bytes read at a time when validating a whole segment during recovery, into one buffer
+#: per thread: small enough that the CRC pass finds the bytes the read just copied still
+#: in the CPU cache (measured: 128 KiB reads check about 3x faster than 1 MiB ones).
+RECOVERY_CHUNK = 128 * 1024
 #: Bytes read at a time by the byte scan looking for the next valid batch after damage.
 RESYNC_CHUNK = 64 * 1024
 #: Where the magic byte sits in a batch header.
 _MAGIC_AT = 16
+# Each thread's read buffer (recovery validates partitions in several threads; the
+# buffers go with the threads).
+_buffers = threading.local()
 
 
 @attrs.frozen
@@ -88,10 +96,29 @@ class Validation:
 def validate(segment: Segment, file_size: int, quarantine_below: int) -> Validation:
     """Validate ``segment`` from its first byte, indexing each valid batch. Damage at an
     offset below ``quarantine_below`` is stepped over when a valid batch follows it;
-    otherwise validation stops at the damage (the caller truncates or keeps it)."""
+    otherwise validation stops at the damage (the caller truncates or keeps it).
+    Raises :class:`StorageError` if the file cannot be read."""
     out = Validation(0, segment.base_offset)
+    try:
+        # A descriptor of its own: reading into one reused buffer copies each byte once
+        # (no new bytes object per chunk) and does not depend on how the segment keeps
+        # its files open.
+        fd = os.open(segment.log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise StorageError(f"cannot read {segment.log_path}: {exc}") from exc
+    try:
+        reader = _Reader(fd, segment.log_path, file_size)
+        _validate(segment, reader, file_size, quarantine_below, out)
+    finally:
+        os.close(fd)
+    return out
+
+
+def _validate(
+    segment: Segment, reader: _Reader, file_size: int, quarantine_below: int, out: Validation
+) -> None:
     while out.end < file_size:
-        _scan(segment, file_size, out)
+        _scan(segment, reader, file_size, out)
         if out.reason is None:
             break
         if out.next_offset >= quarantine_below:
@@ -115,15 +142,52 @@ def validate(segment: Segment, file_size: int, quarantine_below: int) -> Validat
         out.end, out.next_offset, out.reason = at, header.base_offset, None
         # An index entry right after the damage, so lookups past it never scan into it.
         segment.force_index_entry()
-    return out
 
 
-def _scan(segment: Segment, file_size: int, out: Validation) -> None:
-    """Validate from ``out.end`` to the end of the file or the first invalid batch."""
+class _Reader:
+    """Reads a file's bytes into one buffer of at most :data:`RECOVERY_CHUNK` bytes, kept
+    per thread: a fresh buffer per segment would cost a page fault per 4 KiB of it."""
+
+    def __init__(self, fd: int, path: str, file_size: int) -> None:
+        self._fd = fd
+        self._path = path
+        want = min(RECOVERY_CHUNK, max(file_size, BATCH_HEADER_SIZE))
+        buf: bytearray | None = getattr(_buffers, "buf", None)
+        if buf is None or len(buf) < want:
+            buf = bytearray(want)
+            _buffers.buf = buf
+        self._buf = buf
+
+    @property
+    def capacity(self) -> int:
+        return len(self._buf)
+
+    def read(self, pos: int, size: int) -> memoryview:
+        """Up to ``size`` (at most :attr:`capacity`) bytes at ``pos``; fewer only at the end
+        of the file. The view is valid until the next call."""
+        view = memoryview(self._buf)
+        got = 0
+        try:
+            while got < size:
+                n = os.preadv(self._fd, [view[got:size]], pos + got)
+                if n <= 0:
+                    break
+                got += n
+        except OSError as exc:
+            raise StorageError(f"cannot read {self._path}: {exc}") from exc
+        return view[:got]
+
+
+def _scan(segment: Segment, reader: _Reader, file_size: int, out: Validation) -> None:
+    """Validate from ``out.end`` to the end of the file or the first invalid batch.
+
+    Every byte is read once: a batch that runs past the end of a read has the CRC of its
+    part in the buffer computed there, and the rest is read and added in the buffer's
+    chunks; the next read starts at the following batch."""
     pos, expected = out.end, out.next_offset
     reason: str | None = None
     while pos < file_size:
-        chunk = segment.pread(pos, min(RECOVERY_CHUNK, file_size - pos))
+        chunk = reader.read(pos, min(reader.capacity, file_size - pos))
         result = scan_batches(chunk, expected_offset=expected)
         for bpos, header in result.batches:
             if not _in_segment_range(segment, header):
@@ -151,7 +215,10 @@ def _scan(segment: Segment, file_size: int, out: Validation) -> None:
                     f"base offset {pending.base_offset} out of the segment's range at byte {pos}"
                 )
                 break
-            if not crc_streamed(segment, pos, pending):
+            # scan_batches reports a pending batch only with its whole header read.
+            head_crc = int(crc32c.crc32c(chunk[result.end + CRC_START :]))
+            crc = _crc_rest(reader, head_crc, pos + len(chunk) - result.end, pos + pending.size)
+            if crc != pending.crc:
                 reason = f"CRC-32C mismatch at byte {pos}"
                 break
             segment.index_batch(pos, pending.base_offset, pending.max_timestamp, pending.size)
@@ -162,6 +229,17 @@ def _scan(segment: Segment, file_size: int, out: Validation) -> None:
             reason = f"incomplete batch header at byte {pos}"
             break
     out.end, out.next_offset, out.reason = pos, expected, reason
+
+
+def _crc_rest(reader: _Reader, crc: int, at: int, end: int) -> int | None:
+    """``crc`` continued over the file's bytes ``[at, end)``; None if the file ends first."""
+    while at < end:
+        chunk = reader.read(at, min(reader.capacity, end - at))
+        if not chunk:
+            return None
+        crc = crc32c.crc32c(chunk, crc)
+        at += len(chunk)
+    return int(crc)
 
 
 def resync(
