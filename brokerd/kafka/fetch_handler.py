@@ -256,16 +256,7 @@ class FetchHandler:
             )
         except Exception as e:
             return _fetch_error(p.partition, self._unexpected("fetch", e))
-        return apis.FetchPartitionResponse(
-            partition_index=p.partition,
-            error_code=0,
-            high_watermark=result.high_watermark,
-            last_stable_offset=result.last_stable_offset,
-            log_start_offset=result.log_start_offset,
-            aborted_transactions=_aborted(result) if read_committed else None,
-            preferred_read_replica=-1,
-            records=result.data,
-        )
+        return _answer(p, result, result.data, read_committed)
 
     async def _read_stored(
         self,
@@ -289,16 +280,7 @@ class FetchHandler:
             records = StoredRecords(ledger.hold(result.span))
         elif len(records) >= _OWN_PART_RECORDS:
             records = StoredRecords(records)
-        return apis.FetchPartitionResponse(
-            partition_index=p.partition,
-            error_code=0,
-            high_watermark=result.high_watermark,
-            last_stable_offset=result.last_stable_offset,
-            log_start_offset=result.log_start_offset,
-            aborted_transactions=_aborted(result) if read_committed else None,
-            preferred_read_replica=-1,
-            records=records,
-        )
+        return _answer(p, result, records, read_committed)
 
     async def _offsets_only(
         self, topic: str, p: apis.FetchPartition
@@ -323,6 +305,22 @@ class FetchHandler:
 def _fetch_error(partition: int, code: int) -> apis.FetchPartitionResponse:
     return apis.FetchPartitionResponse(
         partition_index=partition, error_code=code, records=b""
+    )
+
+
+def _answer(
+    p: apis.FetchPartition, result: ReadResult | StoredRead, records: bytes, read_committed: bool
+) -> apis.FetchPartitionResponse:
+    """One partition's answer to a read (by value or by reference: ``records``)."""
+    return apis.FetchPartitionResponse(
+        partition_index=p.partition,
+        error_code=0,
+        high_watermark=result.high_watermark,
+        last_stable_offset=result.last_stable_offset,
+        log_start_offset=result.log_start_offset,
+        aborted_transactions=_aborted(result) if read_committed else None,
+        preferred_read_replica=-1,
+        records=records,
     )
 
 

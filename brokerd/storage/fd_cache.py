@@ -42,6 +42,7 @@ import threading
 from collections import OrderedDict
 
 from brokerd.errors import StorageError
+from brokerd.storage.fileio import datasync
 
 __all__ = [
     "DESCRIPTOR_RESERVE",
@@ -147,6 +148,18 @@ class CachedFile:
                 self._users -= 1
                 return
         cache._release(self)
+
+    def datasync(self) -> None:
+        """fdatasync the file, opening it if it is closed. Raises :class:`OSError` (an
+        open that fails included): the caller decides whether it is fatal."""
+        try:
+            fd = self.acquire()
+        except StorageError as exc:
+            raise OSError(f"cannot open {self.path} to sync it: {exc}") from exc
+        try:
+            datasync(fd)
+        finally:
+            self.release()
 
     def fd_in_use(self) -> int:
         """The descriptor of a file the caller holds acquired (no extra user counted)."""

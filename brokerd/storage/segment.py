@@ -38,7 +38,7 @@ from brokerd.storage.batch import (
     read_header,
 )
 from brokerd.storage.fd_cache import CachedFile, FdCache, FileGone, default_cache
-from brokerd.storage.fileio import FILE_MODE, datasync, fsync_dir, pwrite_all
+from brokerd.storage.fileio import FILE_MODE, fsync_dir, pwrite_all
 from brokerd.storage.index import OffsetIndex, TimeIndex
 from brokerd.storage.resync import Damage, validate
 from brokerd.storage.segment_scan import SegmentScanMixin
@@ -344,14 +344,7 @@ class Segment(SegmentScanMixin):
         """fdatasync the log file and the aborted-transaction index. OSError propagates:
         the caller decides it is fatal."""
         self.txnindex.sync()
-        try:
-            fd = self._file.acquire()
-        except StorageError as exc:
-            raise OSError(f"cannot open {self.log_path} to sync it: {exc}") from exc
-        try:
-            datasync(fd)
-        finally:
-            self._file.release()
+        self._file.datasync()
 
     def seal(self) -> None:
         """Persist and fsync both indexes (the segment will take no more appends)."""

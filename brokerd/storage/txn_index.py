@@ -174,14 +174,7 @@ class TxnIndex:
         """fdatasync the file if entries were written since the last sync. OSError
         propagates (the caller decides it is fatal)."""
         if self._dirty and self._file is not None:
-            try:
-                fd = self._file.acquire()
-            except StorageError as exc:
-                raise OSError(f"cannot open {self.path} to sync it: {exc}") from exc
-            try:
-                datasync(fd)
-            finally:
-                self._file.release()
+            self._file.datasync()
             self._dirty = False
 
     # --- reading (any thread) -------------------------------------------------------------
