@@ -113,24 +113,35 @@ def ck_produce(proc: BrokerProcess, topic: str, records: int, size: int) -> floa
     return records / seconds
 
 
+def consume_partition(
+    consumer: Any, topic: str, records: int, timeout: float
+) -> tuple[int, float]:
+    """Read partition 0 of ``topic`` from offset 0 with a confluent-kafka ``consumer``
+    until ``records`` arrived or ``timeout`` passed; ``(records read, seconds)``. Closes
+    the consumer."""
+    from confluent_kafka import TopicPartition
+
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        got = 0
+        start = time.perf_counter()
+        deadline = start + timeout
+        while got < records and time.perf_counter() < deadline:
+            got += sum(1 for m in consumer.consume(10000, 1.0) if m.error() is None)
+        return got, time.perf_counter() - start
+    finally:
+        consumer.close()
+
+
 def ck_consume(proc: BrokerProcess, topic: str, records: int) -> float:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer
 
     consumer = Consumer({
         "bootstrap.servers": proc.kafka_bootstrap,
         "group.id": f"bench-{topic}",
         "enable.auto.commit": False,
     })
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        got = 0
-        start = time.perf_counter()
-        deadline = start + CONSUME_DEADLINE
-        while got < records and time.perf_counter() < deadline:
-            got += sum(1 for m in consumer.consume(10000, 1.0) if m.error() is None)
-        seconds = time.perf_counter() - start
-    finally:
-        consumer.close()
+    got, seconds = consume_partition(consumer, topic, records, CONSUME_DEADLINE)
     if got != records:
         raise RuntimeError(f"confluent-kafka consumed {got} of {records} records")
     return records / seconds

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from bench.brokerd_runs import QUEUE_MESSAGES, check_end, produce_all
+from bench.brokerd_runs import QUEUE_MESSAGES, check_end, consume_partition, produce_all
 from bench.common import TOOL_TIMEOUT, Results, Row, scratch, value
 
 from tests.brokerproc import BrokerProcess
@@ -56,7 +56,7 @@ def compaction_produce(results: Results, proc: BrokerProcess, records: int) -> N
 
 
 def transactions(results: Results, proc: BrokerProcess, records: int) -> None:
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Consumer, Producer
 
     base = {
         "bootstrap.servers": proc.kafka_bootstrap,
@@ -97,15 +97,7 @@ def transactions(results: Results, proc: BrokerProcess, records: int) -> None:
         "isolation.level": "read_committed",
     })
     expected = max(10_000, records) // 10_000 * 10_000
-    try:
-        consumer.assign([TopicPartition("txn10000", 0, 0)])
-        got, start = 0, time.perf_counter()
-        deadline = start + TOOL_TIMEOUT
-        while got < expected and time.perf_counter() < deadline:
-            got += sum(1 for m in consumer.consume(10000, 1.0) if m.error() is None)
-        seconds = time.perf_counter() - start
-    finally:
-        consumer.close()
+    got, seconds = consume_partition(consumer, "txn10000", expected, TOOL_TIMEOUT)
     if got != expected:
         raise RuntimeError(f"read_committed consumer read {got} of {expected} records")
     results.add(Row(SECTION, "brokerd", "confluent-kafka consume, read_committed",
