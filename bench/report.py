@@ -238,8 +238,11 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
     lines += [*_table(("brokerd", "peer", "ratio", "why this pair"), ratios(results)), ""]
     lines += ["## End-to-end latency at a fixed rate", "",
               "A producer sends at a steady 1,000 records/s while a consumer long-polls; each "
-              "value carries the send time (one process, one clock). Produce to receipt "
-              "includes the fsync (`--fsync always`) and the consumer's fetch.", ""]
+              "value carries the send time. The consumer runs in a process of its own "
+              "(`time.perf_counter` is one monotonic clock for every process); "
+              "confluent-kafka's delivery reports are served by a thread blocked in "
+              "`poll`. Produce to receipt includes the fsync (`--fsync always`) and the "
+              "consumer's fetch.", ""]
     e2e = [x for x in results.latencies if ":" in x.what and not x.what.startswith("disk")]
     lines += [*_table(LATENCY_HEAD, [_latency_cells(x) for x in e2e]), ""]
     lines += ["## Steps of this run", ""]
