@@ -16,7 +16,6 @@ appends landed (to wake long polls). It knows nothing of producers, topics or wa
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -147,9 +146,6 @@ class PartitionWriter:
         self._busy = False
         self._flush_requested = False
         self._retention_requested = False
-        #: Finished jobs not yet answered, oldest first (see _job_done).
-        self._done: deque[tuple[JobResult | Failure, list[_Queued], bool]] = deque()
-        self._answering = False
         #: Appended since the last sync (interval mode syncs only dirty partitions).
         self.dirty = False
         #: End of the appends whose results the reactor has seen: a producer-state
@@ -159,7 +155,7 @@ class PartitionWriter:
     @property
     def idle(self) -> bool:
         """No job running and none queued."""
-        return not (self._busy or self._pending or self._done)
+        return not (self._busy or self._pending)
 
     def submit(self, append: Append) -> defer.Deferred[AppendInfo]:
         """Queue ``append``; fires with its offsets after the job that wrote it."""
@@ -209,26 +205,6 @@ class PartitionWriter:
 
     def _job_done(self, outcome: JobResult | Failure, queued: list[_Queued], synced: bool) -> None:
         self._busy = False
-        self._done.append((outcome, queued, synced))
-        if self._answering:
-            return  # the loop further up this stack answers it, after the earlier job
-        self._answering = True
-        try:
-            while self._done:
-                if self._pending and not self._busy:
-                    # Appends queued behind this job start their own now: answering this
-                    # job's requests (encoding, writing, waking long polls) then overlaps
-                    # the next append and sync instead of delaying them. This job's
-                    # appends are published already, and its answers still go first: a
-                    # job that completes meanwhile (a synchronous runner) waits in _done.
-                    self._kick()
-                self._answer(*self._done.popleft())
-        finally:
-            self._answering = False
-        self._kick()
-
-    def _answer(self, outcome: JobResult | Failure, queued: list[_Queued], synced: bool) -> None:
-        """Fire each append's Deferred in order, count the job, and wake long polls."""
         sync_seconds = None
         if isinstance(outcome, Failure):
             outcomes: Sequence[AppendInfo | Failure] = [outcome] * len(queued)
@@ -256,3 +232,4 @@ class PartitionWriter:
             if not synced:
                 self.dirty = True
             self._on_appended(appended)
+        self._kick()
