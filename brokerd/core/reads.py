@@ -4,7 +4,12 @@
 :class:`BrokerReads` is a mixin of :class:`~brokerd.core.broker.Broker` (one concern
 per module). Each read checks the offset against the partition's published state in the
 reactor thread, answers the common "nothing new" case without a thread hop, and runs the
-read itself in the read pool.
+read itself in the read pool, except a read the log answers from memory: a Kafka fetch
+of batches whose position the log remembers (just appended, or found ahead by an earlier
+read) and whose bytes were checked, and a native fetch of just-appended records
+(``read_stored_known`` and ``read_records_known``, ``storage/log_stored.py``): those are
+answered in the reactor thread, without the pool hop (docs/performance.md, "Reads
+without the pool hop").
 
 A Kafka fetch on a plain TCP connection uses :meth:`BrokerReads.fetch_stored`: the same
 read, with bytes checked before handed out by reference so the listener can send them
@@ -41,6 +46,20 @@ class _StoredReader(Protocol):
     ) -> StoredRead: ...
 
 
+class _KnownReader(Protocol):
+    """``PartitionLog``'s reads from memory (None: not known, read in the pool)."""
+
+    def read_stored_known(
+        self, offset: int, max_bytes: int, *, read_committed: bool = False
+    ) -> StoredRead | None: ...
+
+    def read_records_known(self, offset: int, max_value_bytes: int) -> RecordsResult | None: ...
+
+
+def _known(log: PartitionStore) -> _KnownReader | None:
+    return cast(_KnownReader, log) if hasattr(log, "read_stored_known") else None
+
+
 class BrokerReads:
     """Fetches and offsets (see the module docstring)."""
 
@@ -59,11 +78,13 @@ class BrokerReads:
         read: Callable[[PartitionStore], defer.Deferred[R]],
         *,
         committed: bool,
+        known: Callable[[_KnownReader], R | None] | None = None,
     ) -> defer.Deferred[R]:
         """``read`` the partition's log from ``offset`` in the read pool, after checking
         the offset is in range; ``at_end(high_watermark, log_start, lso)`` when there is
         nothing to read (at the high watermark, or for ``committed`` at or past the
-        LSO)."""
+        LSO); ``known(log)`` first, in this thread, when the log can answer from memory
+        (its None means it cannot)."""
 
         def check(part: Partition) -> R | defer.Deferred[R]:
             log = part.log
@@ -74,6 +95,12 @@ class BrokerReads:
             if offset == hw or (committed and offset >= lso):
                 # The common long-poll case: nothing new, no thread hop needed.
                 return at_end(hw, start, lso)
+            if known is not None:
+                reader = _known(log)
+                if reader is not None:
+                    answer = known(reader)
+                    if answer is not None:
+                        return answer
             return read(log)
 
         return self._readable(topic, partition).addCallback(check)
@@ -122,6 +149,9 @@ class BrokerReads:
                 read_committed=read_committed,
             ),
             committed=read_committed,
+            known=lambda log: log.read_stored_known(
+                offset, max_bytes, read_committed=read_committed
+            ),
         )
 
     def fetch_records(
@@ -135,6 +165,7 @@ class BrokerReads:
             lambda hw, start, _lso: RecordsResult((), hw, start),
             lambda log: self._run_read(log.read_records, offset, max_value_bytes),
             committed=True,
+            known=lambda log: log.read_records_known(offset, max_value_bytes),
         )
 
     def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
