@@ -23,6 +23,7 @@ from brokerd.storage.reads import LEARN_AHEAD_BATCHES
 from brokerd.storage.stored import StoredRead
 
 from tests.test_fetch_stored import BIG, content, fill, open_log, pins
+from tests.test_longpoll import _HarnessCase, polled
 
 
 def same(got: StoredRead | None, want: StoredRead) -> bytes:
@@ -260,3 +261,33 @@ def test_the_core_still_raises_out_of_range_from_memory_paths(broker: Any) -> No
         _result(b.fetch_records("t", 0, 5, BIG))
 
 
+
+
+class WokenLongPollTests(_HarnessCase):
+    """A parked native long poll woken by an append reads the new records from memory:
+    no read reaches the pool (which holds every job here, so one would show)."""
+
+    def test_a_woken_native_poll_is_answered_without_the_pool(self) -> None:
+        h = self.h
+        c = h.native()
+        h.reads.hold = True
+        c.poll("t", 0, 0, wait_ms=60_000)
+        assert c.responses() == [] and h.broker.waiter_count == 1
+        h.produce("t", 0, b"abcd")
+        assert [polled(r) for r in c.responses()] == [[(0, b"abcd")]]
+        c.poll("t", 0, 1, wait_ms=60_000)
+        h.produce("t", 0, b"efgh", b"ijkl")
+        assert [polled(r) for r in c.responses()] == [[(1, b"efgh"), (2, b"ijkl")]]
+        assert h.reads.held == [] and h.broker.waiter_count == 0
+
+    def test_a_poll_behind_the_remembered_tail_still_reads_in_the_pool(self) -> None:
+        h = self.h
+        h.produce("t", 0, b"old")
+        h.logdir.get("t", 0)._tail.forget()
+        h.produce("t", 0, b"new")
+        c = h.native()
+        h.reads.hold = True
+        c.poll("t", 0, 0, wait_ms=60_000)
+        assert len(h.reads.held) == 1 and c.responses() == []
+        h.reads.deliver()
+        assert [polled(r) for r in c.responses()] == [[(0, b"old"), (1, b"new")]]
