@@ -60,6 +60,30 @@ def _known(log: PartitionStore) -> _KnownReader | None:
     return cast(_KnownReader, log) if hasattr(log, "read_stored_known") else None
 
 
+def _answer_now(
+    log: PartitionStore,
+    offset: int,
+    at_end: Callable[[int, int, int], R],
+    *,
+    committed: bool,
+    known: Callable[[_KnownReader], R | None] | None,
+) -> R | None:
+    """The answer of a read from ``offset`` that needs no thread hop (see
+    ``BrokerReads._read_from``), or None; raises for an offset out of range."""
+    hw, start = log.high_watermark, log.log_start_offset
+    if offset > hw or offset < start:
+        raise OffsetOutOfRange(offset, start, hw)
+    lso = log.last_stable_offset
+    if offset == hw or (committed and offset >= lso):
+        # The common long-poll case: nothing new, no thread hop needed.
+        return at_end(hw, start, lso)
+    if known is not None:
+        reader = _known(log)
+        if reader is not None:
+            return known(reader)
+    return None
+
+
 class BrokerReads:
     """Fetches and offsets (see the module docstring)."""
 
@@ -87,23 +111,36 @@ class BrokerReads:
         (its None means it cannot)."""
 
         def check(part: Partition) -> R | defer.Deferred[R]:
-            log = part.log
-            hw, start = log.high_watermark, log.log_start_offset
-            if offset > hw or offset < start:
-                raise OffsetOutOfRange(offset, start, hw)
-            lso = log.last_stable_offset
-            if offset == hw or (committed and offset >= lso):
-                # The common long-poll case: nothing new, no thread hop needed.
-                return at_end(hw, start, lso)
-            if known is not None:
-                reader = _known(log)
-                if reader is not None:
-                    answer = known(reader)
-                    if answer is not None:
-                        return answer
-            return read(log)
+            answer = _answer_now(part.log, offset, at_end, committed=committed, known=known)
+            return read(part.log) if answer is None else answer
 
         return self._readable(topic, partition).addCallback(check)
+
+    def fetch_stored_now(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        read_committed: bool = False,
+    ) -> StoredRead | None:
+        """:meth:`fetch_stored`'s answer when it needs neither a file read nor a
+        Deferred: the partition is open and there is nothing to read, or the log knows
+        where the bytes lie (``read_stored_known``). None otherwise: then call
+        :meth:`fetch_stored`. Raises what :meth:`fetch_stored` would fail with."""
+        part = self.partitions.get((topic, partition))
+        if part is None:
+            return None
+        return _answer_now(
+            part.log,
+            offset,
+            lambda hw, start, lso: StoredRead(b"", None, hw, start, lso),
+            committed=read_committed,
+            known=lambda log: log.read_stored_known(
+                offset, max_bytes, read_committed=read_committed
+            ),
+        )
 
     def fetch(
         self,
