@@ -8,14 +8,17 @@ Layout::
                                                     "topic partition offset" lines
     <data-dir>/log-start-offset-checkpoint          log start offsets moved by
                                                     DeleteRecords (same format)
+    <data-dir>/producer-state-empty-checkpoint      written at a clean close, taken at
+                                                    the next start: partitions without
+                                                    producer state (producer_empty.py)
     <data-dir>/.clean_shutdown                      present only after a clean close
     <data-dir>/.lock                                flock'd while a broker owns the dir
     <data-dir>/<topic>-<partition>/                 one PartitionLog each
 
 What it does: validates every topic name before a path is built from it; creates, lists
-and deletes topics (auto-creating on first produce when allowed); opens every partition at
-start, recovering each from its checkpointed recovery point unless the previous shutdown
-was clean; writes checkpoints and the registry atomically (temp file, fsync, rename,
+and deletes topics (auto-creating on first produce when allowed; ``logdir_topics.py``);
+opens every partition at start, recovering each from its checkpointed recovery point
+unless the previous shutdown was clean; writes checkpoints and the registry atomically (temp file, fsync, rename,
 directory fsync); on close flushes everything, checkpoints and writes the marker.
 Topic config overrides (``topic_config.py`` validates them) are stored with each topic
 and applied to its open partition logs when they change.
