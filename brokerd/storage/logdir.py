@@ -19,7 +19,8 @@ What it does: validates every topic name before a path is built from it; creates
 and deletes topics (auto-creating on first produce when allowed; ``logdir_topics.py``);
 opens every partition at start, recovering each from its checkpointed recovery point
 unless the previous shutdown was clean; writes checkpoints and the registry atomically
-(temp file, fsync, rename, directory fsync); on close flushes everything, checkpoints and writes the marker.
+(temp file, fsync, rename, directory fsync); on close flushes everything, checkpoints
+and writes the marker.
 Topic config overrides (``topic_config.py`` validates them) are stored with each topic
 and applied to its open partition logs when they change.
 
