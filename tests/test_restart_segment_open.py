@@ -1,12 +1,15 @@
-"""A segment opened at start reads its first batch's timestamp (its age, for segment_ms
-rolling) only when asked, not at open; on real files."""
+"""What a segment opened at start leaves out: its first batch's timestamp (its age, for
+segment_ms rolling) is read only when asked, and its .txnindex only if the directory
+listing showed one; on real files."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from brokerd.storage.batch import encode_batch
+from brokerd.storage.batch import encode_batch, parse_batches
+from brokerd.storage.log import LogConfig, PartitionLog
 from brokerd.storage.segment import Segment
+from brokerd.storage.transactions import AbortedEntry
 
 BASE = 7
 
@@ -62,3 +65,36 @@ def test_an_empty_segment_has_no_age(tmp_path: Path) -> None:
         assert segment.first_append_ms is None
     finally:
         segment.close()
+
+
+def test_aborted_index_listed_at_open_is_loaded(tmp_path: Path) -> None:
+    """The listing decides whether the .txnindex is read: a segment with aborted
+    transactions still has them after a clean close and reopen, one without has none."""
+    big = 1 << 20
+
+    def open_log(name: str) -> PartitionLog:
+        return PartitionLog.open(str(tmp_path / name), LogConfig(), recovery_point=None)
+
+    with_txn, without = open_log("t-0"), open_log("t-1")
+    data = encode_batch(
+        [b"t1"], timestamp_ms=1000, producer_id=4, producer_epoch=0, base_sequence=0,
+        transactional=True,
+    )
+    with_txn.append(data, parse_batches(data, max_batch_bytes=big))
+    with_txn.append_marker(4, 0, commit=False, coordinator_epoch=1, timestamp_ms=1000)
+    plain = encode_batch([b"p"], timestamp_ms=1000)
+    without.append(plain, parse_batches(plain, max_batch_bytes=big))
+    expected = list(with_txn.segments[-1].txnindex.entries)
+    assert expected and isinstance(expected[0], AbortedEntry)
+    with_txn.close()
+    without.close()
+
+    again, plain_again = open_log("t-0"), open_log("t-1")
+    try:
+        assert again.segments[-1].txnindex_listed
+        assert again.segments[-1].txnindex.entries == expected
+        assert not plain_again.segments[-1].txnindex_listed
+        assert plain_again.segments[-1].txnindex.entries == []
+    finally:
+        again.close()
+        plain_again.close()

@@ -125,6 +125,9 @@ class Segment(SegmentScanMixin):
         #: Largest batch max_timestamp in the segment, -1 if none is known.
         self.max_timestamp = -1
         self._first_append_ms: float | None = None
+        #: False when the directory listing at open showed no ``.txnindex`` file for the
+        #: segment, so :meth:`load` need not try to open one.
+        self.txnindex_listed = True
         # True while the first batch's timestamp is still to be read (see first_append_ms).
         self._first_append_unread = False
         self._since_index = 0
@@ -214,7 +217,8 @@ class Segment(SegmentScanMixin):
             return False
         self.next_offset = expected
         self.max_timestamp = max_ts
-        self.txnindex.load(self.base_offset, self.next_offset)
+        if self.txnindex_listed:
+            self.txnindex.load(self.base_offset, self.next_offset)
         # Bytes since the last entry decide when the next append adds one.
         self._since_index = self.size - pos if count else self.size
         if self.size and self._first_append_ms is None:
