@@ -8,9 +8,12 @@ The ``twistd`` plugin pauses it before the broker's modules are imported; once t
 service tree has started (listeners bound), :func:`resume` moves everything allocated
 so far into the collector's permanent generation (``gc.freeze``: what start-up built
 lives as long as the process, and no later pass walks it again) and turns it back on.
-What this does not do: collect the few cycles start-up left (one-time and bounded; they
-are freed with the process), or touch the collector of a process that did not pause it
-(tests building the service tree directly, ``brokerctl``).
+What this does not do: collect the cycles start-up left. Measured: 10,428 objects, about
+2.3 MB, the same with 10, 1,000 or 3,000 partitions (attrs' discarded class builders and
+pre-slots classes, left by imports); collecting them at resume would cost a full pass
+over everything start-up built, longer than the pause saves. Nor does it touch the
+collector of a process that did not pause it (tests building the service tree
+directly, ``brokerctl``).
 """
 
 from __future__ import annotations
