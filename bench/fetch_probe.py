@@ -21,7 +21,12 @@ time, kcat is waiting, not decoding. With ``--profile DIR``, ``py-spy record --g
 samples the broker's Python work during three more kcat runs and writes the raw
 collapsed stacks plus a summary (self time per function, and time under each of the
 fetch path's stages) there (py-spy must be installed in the venv:
-``.venv/bin/pip install py-spy``).
+``.venv/bin/pip install py-spy``). With ``--against CHECKOUT`` (another brokerd checkout
+with its own ``.venv``, e.g. the main branch), the produced data directory is copied, a
+broker of that checkout serves the copy beside this one's (both restarted, one warm-up
+read each so every byte has been checked once), and ``--repeat`` kcat reads alternate
+between the two: a side-by-side comparison in the same minutes (median, range, broker
+CPU), which is what a shared machine needs.
 
 Every process it starts is stopped by its own PID. It prints one line per step.
 """
@@ -33,6 +38,7 @@ import collections
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -295,6 +301,66 @@ def summarize(raw: Path, top: int = 20) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _start_checkout(checkout: Path, data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A ``twistd broker`` of another checkout (its own venv) on ``data_dir``."""
+    from tests.brokerproc import free_port, wait_for_port
+
+    kafka, native, http = free_port(), free_port(), free_port()
+    environ = dict(os.environ)
+    environ["PYTHONPATH"] = str(checkout)
+    command = [
+        str(checkout / ".venv" / "bin" / "twistd"), "--nodaemon", "--pidfile=",
+        f"--logfile={data_dir}-twistd.log", "broker", f"--data-dir={data_dir}",
+        f"--native=tcp:{native}:interface=127.0.0.1",
+        f"--kafka=tcp:{kafka}:interface=127.0.0.1",
+        f"--http=tcp:{http}:interface=127.0.0.1",
+    ]
+    proc = subprocess.Popen(command, env=environ, cwd=data_dir.parent)
+    if not wait_for_port(kafka, time.monotonic() + 30) or proc.poll() is not None:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"the broker of {checkout} did not start")
+    return proc, f"127.0.0.1:{kafka}"
+
+
+def side_by_side(args: argparse.Namespace, proc: BrokerProcess, records: int, size: int) -> str:
+    """Alternate kcat reads between this checkout's broker and ``--against``'s, each on
+    a copy of the same data (see the module docstring); one summary line per broker."""
+    proc.stop()
+    copy = proc.data_dir.parent / "against-data"
+    shutil.copytree(proc.data_dir, copy)
+    proc.start()
+    other, other_bootstrap = _start_checkout(Path(args.against).resolve(), copy)
+    assert proc.proc is not None
+    brokers = {"this": (proc.proc.pid, proc.kafka_bootstrap), "against": (other.pid,
+                                                                          other_bootstrap)}
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in brokers}
+    try:
+        for _pid, bootstrap in brokers.values():
+            kcat(bootstrap)  # warm-up: the first read after a start checks every CRC
+        for i in range(args.repeat):
+            order = list(brokers) if i % 2 == 0 else list(reversed(brokers))
+            for name in order:
+                pid, bootstrap = brokers[name]
+                before = cpu_seconds(pid)
+                t, _, own = kcat_timed(bootstrap)
+                runs[name].append((t, cpu_seconds(pid) - before, own))
+    finally:
+        other.send_signal(signal.SIGTERM)
+        other.wait(30)
+    lines = []
+    for name, label in (("against", f"{args.against}"), ("this", "this checkout")):
+        walls = sorted(r[0] for r in runs[name])
+        mid = statistics.median(walls)
+        lines.append(
+            f"  side by side, {label}: median {mid:.3f} s ({records * size / 1e6 / mid:,.0f}"
+            f" MB/s), range {walls[0]:.3f}-{walls[-1]:.3f} s, broker CPU median "
+            f"{statistics.median(r[1] for r in runs[name]):.3f} s, kcat CPU median "
+            f"{statistics.median(r[2] for r in runs[name]):.3f} s"
+        )
+    return "\n".join(lines)
+
+
 def run_case(args: argparse.Namespace, records: int, size: int) -> str:
     with tempfile.TemporaryDirectory(prefix="brokerd-fetchprobe-") as tmp:
         proc = BrokerProcess(Path(tmp) / "data", args=tuple(args.broker_arg)).start()
@@ -325,6 +391,8 @@ def run_case(args: argparse.Namespace, records: int, size: int) -> str:
                 verify(bootstrap, records)
             if args.profile:
                 profile(proc, bootstrap, Path(args.profile), f"{records}x{size}")
+            if args.against:
+                log(side_by_side(args, proc, records, size))
         finally:
             proc.stop()
     redis = ""
@@ -354,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="DIR", help="py-spy the broker into DIR")
     parser.add_argument("--redis", action="store_true",
                         help="also time redis-benchmark XRANGE COUNT 1000 (the target's peer)")
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help="also read side by side with a broker of another checkout")
     parser.add_argument("--broker-arg", action="append", default=[],
                         help="extra twistd broker option (repeatable)")
     args = parser.parse_args(argv)

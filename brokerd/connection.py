@@ -323,13 +323,16 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if ledger is None:
             t.writeSequence(materialize(frame.parts))
             return
+        sender = SpliceSender(t, frame.parts, ledger, self._splice_done)
+        if sender.send_now():
+            return  # all sent (or failed and handled) without waiting for the socket
         # The sender is the transport's producer until the frame is sent: take no
         # requests meanwhile (the same rule as a full send buffer).
-        self._splicing = SpliceSender(t, frame.parts, ledger, self._splice_done)
+        self._splicing = sender
         self._write_blocked = True
         self._update_reading()
         t.unregisterProducer()
-        self._splicing.start()
+        sender.start()
 
     def _splice_done(self, failure: BaseException | None) -> None:
         self._splicing = None

@@ -12,6 +12,9 @@ What it does:
   transport's own buffer is empty; it then sends in-memory parts with ``send``
   (``MSG_MORE`` while a region follows, so a small header shares a packet with the
   records) and regions with ``os.sendfile``, at most :data:`SPLICE_TURN_BYTES` per call.
+  When the transport holds nothing, :meth:`SpliceSender.send_now` first tries the whole
+  frame at once without registering: most answers fit the socket's send buffer, and
+  then nothing (producer, reading paused and resumed) has to be set up and undone.
   A short send or ``EAGAIN`` asks the transport for a writability callback
   (``startWriting``): nothing is buffered in user space, so a slow reader costs a file
   position, not memory. When the transport still holds bytes, the first call (from
@@ -164,9 +167,28 @@ class SpliceSender:
         self._primed = False
         self._registered = False
         self._finished = False
+        self._inline = False
+
+    def send_now(self) -> bool:
+        """Send the frame at once if the transport holds nothing ahead of it, without
+        becoming its producer: True when the whole frame went to the kernel (``done``
+        is then not called: the caller goes on as after a plain write) or the send
+        failed (``done`` has the exception); False when the rest needs write turns:
+        then the caller calls :meth:`start`, which sends the rest in order."""
+        if not _holds_nothing(self._t):
+            return False
+        self._inline = True
+        try:
+            self._send()
+        except (OSError, RegionGone) as exc:
+            self._finish(exc)
+        finally:
+            self._inline = False
+        return self._finished
 
     def start(self) -> None:
         self._registered = True
+        self._primed = False  # bytes a send_now left in the transport go first
         self._t.registerProducer(self, False)  # calls resumeProducing at once
 
     # ----------------------------------------------------------------- IPullProducer
@@ -253,4 +275,6 @@ class SpliceSender:
         if self._registered:
             self._registered = False
             self._t.unregisterProducer()
+        if failure is None and self._inline:
+            return  # sent within send_now: its caller carries on
         self._done(failure)

@@ -39,6 +39,7 @@ from twisted.logger import Logger, LogLevel
 from twisted.python import usage
 from zope.interface import implementer
 
+from brokerd import start_gc
 from brokerd.core import FsyncPolicy
 from brokerd.core.services import SequentialMultiService
 from brokerd.tls import ClientVerification, is_tls_description, listener_endpoint
@@ -495,6 +496,8 @@ def makeService(options: Options) -> service.MultiService:
         _add_http(top, reactor, options, inspector, metrics, readiness)
 
     ReadyNotifier(reactor).setServiceParent(top)
+    # Runs once the service tree has started (twistd starts it before the reactor runs).
+    reactor.callWhenRunning(start_gc.resume)
     return top
 
 

@@ -139,19 +139,3 @@ class WorkerPoolsTests(SynchronousTestCase):
         self.assertNotIn("brokerd-write-0", names)
         self.failureResultOf(pools.run_read(len, ""), PoolStopped)
 
-
-class SettleHeapTests(SynchronousTestCase):
-    def test_once_per_process_and_freezes_what_lives(self) -> None:
-        import gc
-
-        from brokerd.core import heap
-
-        self.patch(heap, "_settled", False)
-        kept = [object() for _ in range(10)]
-        self.addCleanup(gc.unfreeze)
-        self.assertTrue(heap.settle_heap())
-        frozen = gc.get_freeze_count()
-        self.assertGreater(frozen, 0)
-        self.assertFalse(heap.settle_heap())
-        self.assertEqual(gc.get_freeze_count(), frozen)
-        self.assertEqual(len(kept), 10)

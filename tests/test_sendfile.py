@@ -386,3 +386,67 @@ def test_materialize_and_the_transports_that_may_splice() -> None:
     frame = SplicedFrame([b"x" * 10, StoredRecords(region), b"y"])
     assert frame.size == 10 + 40_000 + 1
     assert frame.regions == (region,)
+
+
+def test_send_now_sends_a_small_frame_without_becoming_the_producer(
+    pair: tuple[socket.socket, socket.socket], plog: PartitionLog
+) -> None:
+    sock, peer = pair
+    read = plog.read_stored(0, 100)  # one batch: about 8 KB, within the socket buffer
+    assert read.span is not None
+    data = read.span.read()
+    transport = TwistedShapedTransport(sock)
+    transport.registerProducer("the connection", True)  # as RequestConnection is
+    done = Recorder()
+    sender = SpliceSender(transport, [b"H", read.span], RegionLedger(), done)
+    assert sender.send_now() is True
+    # Whole: done is not called, the transport's producer is untouched, nothing buffered.
+    assert done.results == [] and read.span.released
+    assert transport.producer == "the connection" and not transport.buffer
+    assert peer.recv(BIG) == b"H" + data
+
+
+def test_send_now_leaves_a_big_frame_to_start_which_finishes_it_in_order(
+    pair: tuple[socket.socket, socket.socket], plog: PartitionLog
+) -> None:
+    sock, peer = pair
+    regions = spans(plog, [0, 30])  # far more than the 16 KB socket buffers take
+    data = b"".join(r.read() for r in regions)
+    transport = TwistedShapedTransport(sock)
+    done = Recorder()
+    sender = SpliceSender(transport, [b"H", *regions, b"T"], RegionLedger(), done)
+    assert sender.send_now() is False and done.results == []
+    sender.start()
+    assert drive(transport, peer, done) == b"H" + data + b"T"
+    assert done.results == [None] and all(r.released for r in regions)
+
+
+def test_send_now_waits_behind_bytes_the_transport_holds(
+    pair: tuple[socket.socket, socket.socket], plog: PartitionLog,
+    sendfile_calls: list[tuple[int, int | str]],
+) -> None:
+    sock, peer = pair
+    (region,) = spans(plog, [3])
+    data = region.read()
+    transport = TwistedShapedTransport(sock)
+    transport.write(b"earlier")
+    done = Recorder()
+    sender = SpliceSender(transport, [b"H", region], RegionLedger(), done)
+    assert sender.send_now() is False and sendfile_calls == []
+    sender.start()
+    assert drive(transport, peer, done) == b"earlier" + b"H" + data
+
+
+def test_send_now_reports_a_gone_peer_through_done(
+    pair: tuple[socket.socket, socket.socket], plog: PartitionLog
+) -> None:
+    sock, peer = pair
+    (region,) = spans(plog, [3])
+    ledger = RegionLedger()
+    ledger.hold(region)
+    peer.close()
+    transport = TwistedShapedTransport(sock)
+    done = Recorder()
+    assert SpliceSender(transport, [b"H", region], ledger, done).send_now() is True
+    assert len(done.results) == 1 and isinstance(done.results[0], OSError)
+    assert region.released and len(ledger) == 0

@@ -16,8 +16,7 @@ latency path: the C-level queue and one call per job cost about half of what Twi
 ``ThreadPool`` (``deferToThreadPool``: a Python ``queue.Queue``, a worker team, a
 context copy per job) does (docs/performance.md, "End-to-end latency"). What it does
 not do: grow or shrink (the threads are few and idle threads cost nothing but a stack),
-or run jobs submitted after it stopped (they fail with :class:`PoolStopped`). Starting
-the pools also settles the start-up heap (:func:`brokerd.core.heap.settle_heap`).
+or run jobs submitted after it stopped (they fail with :class:`PoolStopped`).
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from twisted.application import service
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from brokerd.core.heap import settle_heap
 from brokerd.core.interfaces import Runner, ThreadReactor
 
 P = ParamSpec("P")
@@ -134,10 +132,6 @@ class WorkerPools(service.Service):
 
     def startService(self) -> None:
         service.Service.startService(self)
-        # The pools start when the broker starts serving, after the imports and the
-        # log directory's opening: what start-up made stays, so freeze it out of the
-        # collector's full passes now (heap.py).
-        settle_heap()
         for pool in self._pools:
             pool.start()
 

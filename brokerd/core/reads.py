@@ -4,7 +4,12 @@
 :class:`BrokerReads` is a mixin of :class:`~brokerd.core.broker.Broker` (one concern
 per module). Each read checks the offset against the partition's published state in the
 reactor thread, answers the common "nothing new" case without a thread hop, and runs the
-read itself in the read pool.
+read itself in the read pool, except a read the log answers from memory: a Kafka fetch
+of batches whose position the log remembers (just appended, or found ahead by an earlier
+read) and whose bytes were checked, and a native fetch of just-appended records
+(``read_stored_known`` and ``read_records_known``, ``storage/log_stored.py``): those are
+answered in the reactor thread, without the pool hop (docs/performance.md, "Reads
+without the pool hop").
 
 A Kafka fetch on a plain TCP connection uses :meth:`BrokerReads.fetch_stored`: the same
 read, with bytes checked before handed out by reference so the listener can send them
@@ -41,6 +46,44 @@ class _StoredReader(Protocol):
     ) -> StoredRead: ...
 
 
+class _KnownReader(Protocol):
+    """``PartitionLog``'s reads from memory (None: not known, read in the pool)."""
+
+    def read_stored_known(
+        self, offset: int, max_bytes: int, *, read_committed: bool = False
+    ) -> StoredRead | None: ...
+
+    def read_records_known(self, offset: int, max_value_bytes: int) -> RecordsResult | None: ...
+
+
+def _known(log: PartitionStore) -> _KnownReader | None:
+    return cast(_KnownReader, log) if hasattr(log, "read_stored_known") else None
+
+
+def _answer_now(
+    log: PartitionStore,
+    offset: int,
+    at_end: Callable[[int, int, int], R],
+    *,
+    committed: bool,
+    known: Callable[[_KnownReader], R | None] | None,
+) -> R | None:
+    """The answer of a read from ``offset`` that needs no thread hop (see
+    ``BrokerReads._read_from``), or None; raises for an offset out of range."""
+    hw, start = log.high_watermark, log.log_start_offset
+    if offset > hw or offset < start:
+        raise OffsetOutOfRange(offset, start, hw)
+    lso = log.last_stable_offset
+    if offset == hw or (committed and offset >= lso):
+        # The common long-poll case: nothing new, no thread hop needed.
+        return at_end(hw, start, lso)
+    if known is not None:
+        reader = _known(log)
+        if reader is not None:
+            return known(reader)
+    return None
+
+
 class BrokerReads:
     """Fetches and offsets (see the module docstring)."""
 
@@ -59,24 +102,45 @@ class BrokerReads:
         read: Callable[[PartitionStore], defer.Deferred[R]],
         *,
         committed: bool,
+        known: Callable[[_KnownReader], R | None] | None = None,
     ) -> defer.Deferred[R]:
         """``read`` the partition's log from ``offset`` in the read pool, after checking
         the offset is in range; ``at_end(high_watermark, log_start, lso)`` when there is
         nothing to read (at the high watermark, or for ``committed`` at or past the
-        LSO)."""
+        LSO); ``known(log)`` first, in this thread, when the log can answer from memory
+        (its None means it cannot)."""
 
         def check(part: Partition) -> R | defer.Deferred[R]:
-            log = part.log
-            hw, start = log.high_watermark, log.log_start_offset
-            if offset > hw or offset < start:
-                raise OffsetOutOfRange(offset, start, hw)
-            lso = log.last_stable_offset
-            if offset == hw or (committed and offset >= lso):
-                # The common long-poll case: nothing new, no thread hop needed.
-                return at_end(hw, start, lso)
-            return read(log)
+            answer = _answer_now(part.log, offset, at_end, committed=committed, known=known)
+            return read(part.log) if answer is None else answer
 
         return self._readable(topic, partition).addCallback(check)
+
+    def fetch_stored_now(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        read_committed: bool = False,
+    ) -> StoredRead | None:
+        """:meth:`fetch_stored`'s answer when it needs neither a file read nor a
+        Deferred: the partition is open and there is nothing to read, or the log knows
+        where the bytes lie (``read_stored_known``). None otherwise: then call
+        :meth:`fetch_stored`. Raises what :meth:`fetch_stored` would fail with."""
+        part = self.partitions.get((topic, partition))
+        if part is None:
+            return None
+        return _answer_now(
+            part.log,
+            offset,
+            lambda hw, start, lso: StoredRead(b"", None, hw, start, lso),
+            committed=read_committed,
+            known=lambda log: log.read_stored_known(
+                offset, max_bytes, read_committed=read_committed
+            ),
+        )
 
     def fetch(
         self,
@@ -122,6 +186,9 @@ class BrokerReads:
                 read_committed=read_committed,
             ),
             committed=read_committed,
+            known=lambda log: log.read_stored_known(
+                offset, max_bytes, read_committed=read_committed
+            ),
         )
 
     def fetch_records(
@@ -135,6 +202,7 @@ class BrokerReads:
             lambda hw, start, _lso: RecordsResult((), hw, start),
             lambda log: self._run_read(log.read_records, offset, max_value_bytes),
             committed=True,
+            known=lambda log: log.read_records_known(offset, max_value_bytes),
         )
 
     def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:

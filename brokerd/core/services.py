@@ -28,6 +28,7 @@ from brokerd.core.interfaces import LogStore, Runner
 from brokerd.core.producers import write_snapshots
 from brokerd.core.topics import TopicRegistry
 from brokerd.errors import BrokerError
+from brokerd.storage.producer_empty import take_empty_ends, write_empty_ends
 from brokerd.storage.producer_state import load_table
 
 
@@ -46,6 +47,17 @@ class SequentialMultiService(service.MultiService):
                 await defer.maybeDeferred(child.stopService)
             except Exception:
                 self._log.failure("stopping {service!r} failed", service=child)
+
+
+@runtime_checkable
+class CleanlyOpened(Protocol):
+    """A log directory on disk that knows whether the previous shutdown was clean (the
+    list of partitions without producer state is kept in it)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def was_clean(self) -> bool: ...
 
 
 @runtime_checkable
@@ -81,8 +93,17 @@ class LogDirectoryService(service.Service):
             d.addErrback(lambda f: self._log.failure("syncing recovered segments failed", f))
 
     def _restore_producers(self) -> None:
-        for (topic, index), log in self._logdir.logs().items():
+        logdir = self._logdir
+        # Partitions whose producer table was empty at the clean close, at this end.
+        empty = (
+            take_empty_ends(logdir.path, trust=logdir.was_clean)
+            if isinstance(logdir, CleanlyOpened)
+            else {}
+        )
+        for (topic, index), log in logdir.logs().items():
             part = self._registry.adopt(topic, index, log)
+            if empty.get((topic, index)) == log.log_end_offset:
+                continue
             try:
                 load_table(log, part.producers.table)
             except BrokerError as e:
@@ -116,6 +137,18 @@ class LogDirectoryService(service.Service):
     async def _close(self) -> None:
         try:
             await self.snapshot_producers()
-            await self._run_write(self._logdir.close)
+            # Taken with the tables (in the reactor): the end each empty table covered.
+            empty = [
+                (part.topic, part.index, part.writer.acked_end)
+                for part in self._registry
+                if not part.producers.table
+            ]
+            await self._run_write(self._close_blocking, empty)
         except Exception:
             self._log.failure("closing the log directory failed")
+
+    def _close_blocking(self, empty: list[tuple[str, int, int]]) -> None:
+        """Before the clean-shutdown marker: the partitions without producer state."""
+        if isinstance(self._logdir, CleanlyOpened):
+            write_empty_ends(self._logdir.path, empty)
+        self._logdir.close()

@@ -43,7 +43,7 @@ from brokerd.storage.types import ReadResult
 if TYPE_CHECKING:
     from brokerd.kafka.handlers import KafkaCore
 
-__all__ = ["READ_COMMITTED", "FetchHandler", "StoredFetchCore"]
+__all__ = ["READ_COMMITTED", "FetchHandler", "NowFetchCore", "StoredFetchCore"]
 
 #: Fetch isolation level of a transactional consumer (read_committed).
 READ_COMMITTED = 1
@@ -63,6 +63,16 @@ class StoredFetchCore(Protocol):
     ) -> defer.Deferred[StoredRead]: ...
 
 
+class NowFetchCore(Protocol):
+    """The core's read answered in the caller's thread (``Broker.fetch_stored_now``):
+    the answer of ``fetch_stored`` when it needs no file read, else None."""
+
+    def fetch_stored_now(
+        self, topic: str, partition: int, offset: int, max_bytes: int,
+        *, read_committed: bool = False,
+    ) -> StoredRead | None: ...
+
+
 class FetchHandler:
     """Answers Fetch requests for one listener (see the module docstring).
 
@@ -79,6 +89,10 @@ class FetchHandler:
         # The zero-copy read (brokerd.core.Broker has it; a test's fake core may not).
         self._stored: StoredFetchCore | None = (
             cast(StoredFetchCore, core) if hasattr(core, "fetch_stored") else None
+        )
+        # Its answer without a Deferred when the bytes' place is known in memory.
+        self._now: NowFetchCore | None = (
+            cast(NowFetchCore, core) if hasattr(core, "fetch_stored_now") else None
         )
         # Connections that are reading a backlog: their first empty fetch at the end of
         # the log is answered at once (brokerd/kafka/fetch_catchup.py).
@@ -270,9 +284,18 @@ class FetchHandler:
         """:meth:`_read_one` on a plain socket: the same answer, its records as
         :class:`~brokerd.kafka.spliced.StoredRecords` (a held file region, or bytes)."""
         try:
-            result = await core.fetch_stored(
-                topic, p.partition, p.fetch_offset, max_bytes, read_committed=read_committed
-            )
+            result = None
+            if self._now is not None:
+                # Most reads of a consumer that keeps up, or reads a backlog in order.
+                result = self._now.fetch_stored_now(
+                    topic, p.partition, p.fetch_offset, max_bytes,
+                    read_committed=read_committed,
+                )
+            if result is None:
+                result = await core.fetch_stored(
+                    topic, p.partition, p.fetch_offset, max_bytes,
+                    read_committed=read_committed,
+                )
         except Exception as e:
             return _fetch_error(p.partition, self._unexpected("fetch", e))
         records: bytes = result.data

@@ -175,6 +175,7 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         self._swap_lock = threading.Lock()
         self._segments: tuple[Segment, ...] = ()
         self._bases: tuple[int, ...] = ()
+        self._init_positions()
         self._set_segments(segments)
         active = segments[-1]
         self.log_start_offset: int = segments[0].base_offset
@@ -241,6 +242,7 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         # Readers load _segview once; the pair must stay consistent.
         self._segview = (tuple(segments), tuple(s.base_offset for s in segments))
         self._segments = self._segview[0]
+        self._forget_positions(self._segments)
 
     def _maybe_roll(self, incoming: int, last_offset: int) -> Segment:
         active = self._segments[-1]
@@ -293,6 +295,7 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         # parse_batches' CRC check before they are queued; markers and native batches
         # are encoded here): a fetch may send them without reading them again.
         self.verified.mark(segment, start, start + len(data))
+        self._remember_appended(segment, start, batches)
         self._dirty[segment.base_offset] = segment
         self.log_end_offset = base + count
         return AppendInfo(base, base + count - 1, self.log_start_offset)

@@ -8,15 +8,19 @@ Layout::
                                                     "topic partition offset" lines
     <data-dir>/log-start-offset-checkpoint          log start offsets moved by
                                                     DeleteRecords (same format)
+    <data-dir>/producer-state-empty-checkpoint      written at a clean close, taken at
+                                                    the next start: partitions without
+                                                    producer state (producer_empty.py)
     <data-dir>/.clean_shutdown                      present only after a clean close
     <data-dir>/.lock                                flock'd while a broker owns the dir
     <data-dir>/<topic>-<partition>/                 one PartitionLog each
 
 What it does: validates every topic name before a path is built from it; creates, lists
-and deletes topics (auto-creating on first produce when allowed); opens every partition at
-start, recovering each from its checkpointed recovery point unless the previous shutdown
-was clean; writes checkpoints and the registry atomically (temp file, fsync, rename,
-directory fsync); on close flushes everything, checkpoints and writes the marker.
+and deletes topics (auto-creating on first produce when allowed; ``logdir_topics.py``);
+opens every partition at start, recovering each from its checkpointed recovery point
+unless the previous shutdown was clean; writes checkpoints and the registry atomically
+(temp file, fsync, rename, directory fsync); on close flushes everything, checkpoints
+and writes the marker.
 Topic config overrides (``topic_config.py`` validates them) are stored with each topic
 and applied to its open partition logs when they change.
 
@@ -39,19 +43,15 @@ import json
 import logging
 import os
 import re
-import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-import attrs
-
 from brokerd.errors import (
     InvalidConfig,
     InvalidPartitions,
     StorageError,
-    TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
 from brokerd.names import validate_topic_name
@@ -60,6 +60,7 @@ from brokerd.storage.log import LogConfig, PartitionLog
 from brokerd.storage.logdir_offline import OfflineRetryMixin
 from brokerd.storage.logdir_partitions import PartitionAdminMixin
 from brokerd.storage.logdir_recovered import RecoveredSyncMixin
+from brokerd.storage.logdir_topics import TopicAdminMixin
 from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.topic_config import to_log_config, validate_overrides
 from brokerd.storage.types import TopicInfo
@@ -176,7 +177,7 @@ def _parse_registry(raw: bytes) -> dict[str, TopicInfo]:
     return topics
 
 
-class LogDirectory(PartitionAdminMixin, OfflineRetryMixin, RecoveredSyncMixin):
+class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, RecoveredSyncMixin):
     """The data directory. Open with :meth:`open`."""
 
     def __init__(
@@ -377,151 +378,6 @@ class LogDirectory(PartitionAdminMixin, OfflineRetryMixin, RecoveredSyncMixin):
     def topics(self) -> dict[str, TopicInfo]:
         with self._lock:
             return dict(self._topics)
-
-    def create_topic(
-        self,
-        name: str,
-        partitions: int,
-        configs: Mapping[str, str | None] | None = None,
-        *,
-        validate_only: bool = False,
-    ) -> TopicInfo:
-        """Create a topic with ``partitions`` partitions (1..10000) and the config
-        overrides ``configs`` (Kafka names and value syntax); with ``validate_only``
-        check everything and create nothing. Raises :class:`InvalidTopic`,
-        :class:`TopicAlreadyExists`, :class:`InvalidPartitions` or :class:`InvalidConfig`."""
-        validate_topic_name(name)
-        if isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
-            raise InvalidPartitions(f"partition count {partitions} outside 1..{MAX_PARTITIONS}")
-        info = TopicInfo(name, partitions, validate_overrides((configs or {}).items()))
-        self.config_for(info)  # combinations LogConfig refuses fail before any file exists
-        with self._lock:
-            self._check_open()
-            if name in self._topics:
-                raise TopicAlreadyExists(f"topic {name!r} already exists")
-            if validate_only:
-                return info
-            return self._create_locked(info)
-
-    def alter_topic_configs(
-        self,
-        name: str,
-        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
-        *,
-        validate_only: bool = False,
-    ) -> TopicInfo:
-        """Replace topic ``name``'s config overrides by ``update(current overrides)``,
-        run under the registry lock so concurrent alterations never lose each other's
-        changes. The registry is written (atomically), then the open partition logs take
-        the new config; with ``validate_only`` nothing changes. Raises
-        :class:`UnknownTopicOrPartition` or :class:`InvalidConfig`."""
-        validate_topic_name(name)
-        with self._lock:
-            self._check_open()
-            old = self._topics.get(name)
-            if old is None:
-                raise UnknownTopicOrPartition(f"unknown topic {name!r}")
-            overrides = validate_overrides(update(old.configs).items())
-            info = attrs.evolve(old, configs=overrides)
-            config = self.config_for(info)
-            if validate_only or dict(old.configs) == overrides:
-                return info
-            self._topics[name] = info
-            try:
-                self._write_registry()
-            except BaseException:
-                self._topics[name] = old
-                raise
-            for plog in filter(None, (self._logs.get((name, p)) for p in range(info.partitions))):
-                plog.reconfigure(config)
-        log.info("topic %s configs: %s", name, overrides or "broker defaults")
-        return info
-
-    def _create_locked(self, info: TopicInfo) -> TopicInfo:
-        config = self.config_for(info)
-        opened: list[PartitionLog] = []
-        dirs: list[str] = []
-        try:
-            for partition in range(info.partitions):
-                path = os.path.join(self.path, partition_dir_name(info.name, partition))
-                self._remove_stale(path)
-                dirs.append(path)
-                opened.append(
-                    PartitionLog.open(path, config, recovery_point=None, clock=self._clock)
-                )
-            self._topics[info.name] = info
-            self._write_registry()
-        except BaseException:
-            self._topics.pop(info.name, None)
-            for plog in opened:
-                with contextlib.suppress(Exception):
-                    plog.close()
-            for path in dirs:
-                shutil.rmtree(path, ignore_errors=True)
-            raise
-        for partition, plog in enumerate(opened):
-            self._logs[(info.name, partition)] = plog
-            self.offline.pop((info.name, partition), None)
-        log.info("created topic %s with %d partitions", info.name, info.partitions)
-        return info
-
-    def _remove_stale(self, path: str) -> None:
-        """A directory for a topic the registry does not know: left by a crash during a
-        create or delete. The registry is the truth, so it goes (never followed)."""
-        if os.path.islink(path) or os.path.isfile(path):
-            log.warning("removing stale %s", path)
-            os.unlink(path)
-        elif os.path.isdir(path):
-            log.warning("removing stale partition directory %s", path)
-            shutil.rmtree(path)
-
-    def delete_topic(self, name: str) -> None:
-        """Delete a topic and its data. Raises :class:`UnknownTopicOrPartition`."""
-        validate_topic_name(name)
-        with self._lock:
-            self._check_open()
-            info = self._topics.get(name)
-            if info is None:
-                raise UnknownTopicOrPartition(f"unknown topic {name!r}")
-            del self._topics[name]
-            logs = [self._logs.pop((name, p), None) for p in range(info.partitions)]
-            for p in range(info.partitions):
-                self._forget_offline((name, p))
-            # Whatever state the partitions are in (failed, offline): closing is best
-            # effort, the data goes anyway.
-            for plog in logs:
-                if plog is not None:
-                    with contextlib.suppress(Exception):
-                        plog.close()
-            try:
-                # First, so that a topic created later under this name starts at 0.
-                self._write_log_starts()
-                self._write_registry()
-            except StorageError as exc:
-                # A full disk: removing the topic's data frees space for the registry.
-                # A crash before the retry leaves the topic registered with no data (it
-                # reopens empty), never data without a topic.
-                log.warning("deleting %s: %s; removing its data first, then retrying", name, exc)
-                self._remove_partition_dirs(name, info.partitions)
-                try:
-                    self._write_log_starts()
-                    self._write_registry()
-                except StorageError:
-                    self._topics[name] = info
-                    raise
-            self._remove_partition_dirs(name, info.partitions)
-        log.info("deleted topic %s", name)
-
-    def _remove_partition_dirs(self, name: str, partitions: int) -> None:
-        for p in range(partitions):
-            path = os.path.join(self.path, partition_dir_name(name, p))
-            if os.path.islink(path):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-            else:
-                shutil.rmtree(path, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            fsync_dir(self.path)
 
     def get(self, topic: str, partition: int, *, create: bool = False) -> PartitionLog:
         """The log of ``topic``/``partition``.

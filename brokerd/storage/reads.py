@@ -34,6 +34,7 @@ from brokerd.storage.batch import (
     decode_run,
     verify_run,
 )
+from brokerd.storage.batch_positions import BatchPositions
 from brokerd.storage.segment import Segment
 from brokerd.storage.stored import StoredSpan, VerifiedRanges
 from brokerd.storage.types import Record
@@ -42,6 +43,7 @@ from brokerd.storage.types import Record
 OutOfRange = Callable[[int, int], Exception]
 
 __all__ = [
+    "LEARN_AHEAD_BATCHES",
     "MAX_DECODED_BATCH_BYTES",
     "MAX_STORED_BATCH_BYTES",
     "READ_CHUNK",
@@ -50,6 +52,7 @@ __all__ = [
     "decode_from",
     "find_timestamp",
     "headers_from",
+    "learn_ahead",
     "raw_size",
     "read_checked",
     "read_raw",
@@ -67,6 +70,10 @@ MAX_STORED_BATCH_BYTES = 64 * 1024 * 1024
 MAX_DECODED_BATCH_BYTES = 64 * 1024 * 1024
 #: Bytes read at a time by :meth:`~brokerd.storage.log.PartitionLog.read_records`.
 READ_CHUNK = 256 * 1024
+#: Batch headers a Kafka read walks past what it returns, so that a sequential reader's
+#: next fetches find their batches in memory (``BatchPositions``). Each is a header pread
+#: of bytes the reader is about to fetch; the walk stops sooner at the published end.
+LEARN_AHEAD_BATCHES = 16
 
 _BASE_AND_LENGTH = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
@@ -145,13 +152,16 @@ def stored_from(
     max_bytes: int,
     verified: VerifiedRanges,
     out_of_range: Callable[[], Exception],
+    ahead: BatchPositions | None = None,
 ) -> bytes | StoredSpan:
     """A Kafka fetch's raw read from ``offset`` (in ``segments[i]``), never past the
     published end (the segment at ``vbase``, byte ``vpos``): the bytes :func:`read_raw`
     would return, as a :class:`StoredSpan` (holding the segment's pin) when every one of
     them lies in a range ``verified`` knows was checked; otherwise read and checked now,
     and the checked batches marked in ``verified`` so the next read of them is a span.
-    ``b""`` when no batch holds ``offset`` or a later one."""
+    ``b""`` when no batch holds ``offset`` or a later one. With ``ahead``, the positions
+    of the batch found and of up to :data:`LEARN_AHEAD_BATCHES` after it are remembered
+    there (:func:`learn_ahead`)."""
     while i < len(segments):
         segment = segments[i]
         if segment.base_offset > vbase:
@@ -165,6 +175,8 @@ def stored_from(
             if found is not None:
                 pos, header = found
                 size = raw_size(segment, pos, header, limit, max_bytes)
+                if ahead is not None:
+                    learn_ahead(ahead, segment, pos, header, limit)
                 if verified.covers(segment, pos, pos + size):
                     handed_out = True
                     return StoredSpan(segment, pos, size)
@@ -176,6 +188,26 @@ def stored_from(
                 segment.unpin()
         i += 1
     return b""
+
+
+def learn_ahead(
+    ahead: BatchPositions, segment: Segment, pos: int, header: BatchHeader, limit: int
+) -> None:
+    """Remember in ``ahead`` the batch at ``pos`` (``header``) and up to
+    :data:`LEARN_AHEAD_BATCHES` after it, before ``limit``, unless the next one is known
+    already. Damage ends the walk quietly: the read that reaches it reports it."""
+    nxt = header.last_offset + 1
+    if ahead.find(segment, nxt) is not None:
+        return
+    ahead.add(segment, header.base_offset, header.last_offset, pos, header.size)
+    try:
+        walked = segment.headers_from(pos + header.size, limit, nxt)
+        for count, (hpos, h) in enumerate(walked, 1):
+            ahead.add(segment, h.base_offset, h.last_offset, hpos, h.size)
+            if count >= LEARN_AHEAD_BATCHES:
+                break
+    except StorageError:
+        return
 
 
 def decode_from(

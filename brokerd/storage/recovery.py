@@ -128,6 +128,7 @@ def open_segments(
         raise StorageError(f"cannot open partition directory {path}: {exc}") from exc
     names = _complete_swaps(path, names)
     bases: set[int] = set()
+    txn_bases: set[int] = set()
     side_files: list[tuple[int, str]] = []
     leftovers: list[str] = []
     for name in names:
@@ -142,6 +143,8 @@ def open_segments(
             bases.add(base)
         else:
             side_files.append((base, name))
+            if match.group(2) == "txnindex":
+                txn_bases.add(base)
     # An index whose log is gone (retention deletes the log first): an orphan.
     leftovers += [name for base, name in side_files if base not in bases]
     try:
@@ -156,6 +159,9 @@ def open_segments(
             stats = RecoveryStats(clean=recovery_point is None, segments=1)
         else:
             segments = [Segment.open(path, base, index_interval) for base in sorted(bases)]
+            for segment in segments:
+                # Saves trying to open a file the listing just showed is not there.
+                segment.txnindex_listed = segment.base_offset in txn_bases
             stats = recover_segments(path, segments, recovery_point)
     except BaseException:
         for segment in segments:

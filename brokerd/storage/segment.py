@@ -124,8 +124,12 @@ class Segment(SegmentScanMixin):
         self.next_offset = base_offset
         #: Largest batch max_timestamp in the segment, -1 if none is known.
         self.max_timestamp = -1
-        #: Milliseconds when the segment got its first batch (for segment_ms rolling).
-        self.first_append_ms: float | None = None
+        self._first_append_ms: float | None = None
+        #: False when the directory listing at open showed no ``.txnindex`` file for the
+        #: segment, so :meth:`load` need not try to open one.
+        self.txnindex_listed = True
+        # True while the first batch's timestamp is still to be read (see first_append_ms).
+        self._first_append_unread = False
         self._since_index = 0
         #: Damaged regions recovery stepped over (quarantined; reads of them fail).
         self.damaged: tuple[Damage, ...] = ()
@@ -213,20 +217,38 @@ class Segment(SegmentScanMixin):
             return False
         self.next_offset = expected
         self.max_timestamp = max_ts
-        self.txnindex.load(self.base_offset, self.next_offset)
+        if self.txnindex_listed:
+            self.txnindex.load(self.base_offset, self.next_offset)
         # Bytes since the last entry decide when the next append adds one.
         self._since_index = self.size - pos if count else self.size
-        if self.size and self.first_append_ms is None:
-            self._init_first_append()
+        if self.size and self._first_append_ms is None:
+            self._first_append_unread = True
         return True
 
-    def _init_first_append(self) -> None:
+    @property
+    def first_append_ms(self) -> float | None:
+        """Milliseconds when the segment got its first batch (for segment_ms rolling).
+        For a segment opened with batches in it, its first batch's timestamp, read on
+        first use rather than at open (only segment_ms rolling asks, and only of the
+        active segment; a second concurrent first reader reads the same value)."""
+        if self._first_append_unread:
+            self._first_append_unread = False
+            self._first_append_ms = self._first_batch_timestamp()
+        return self._first_append_ms
+
+    @first_append_ms.setter
+    def first_append_ms(self, value: float | None) -> None:
+        self._first_append_unread = False
+        self._first_append_ms = value
+
+    def _first_batch_timestamp(self) -> float | None:
         try:
             first = read_header(self.pread(0, BATCH_HEADER_SIZE))
         except (StorageError, struct.error):
             first = None
         if first is not None and first.max_timestamp >= 0:
-            self.first_append_ms = float(first.max_timestamp)
+            return float(first.max_timestamp)
+        return None
 
     def recover(self, *, truncate: bool = True, quarantine_below: int = -1) -> Recovered:
         """Validate every batch (header, CRC, offsets increasing from the base), rebuild
@@ -278,7 +300,7 @@ class Segment(SegmentScanMixin):
         self.txnindex.load(self.base_offset, self.next_offset)
         self.first_append_ms = None
         if self.size:
-            self._init_first_append()
+            self.first_append_ms = self._first_batch_timestamp()
         return Recovered(found.batches, truncated, reason, len(found.damaged))
 
     def _rewrite_indexes(self) -> None:

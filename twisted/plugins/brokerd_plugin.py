@@ -1,3 +1,3 @@
-from twisted.application.service import ServiceMaker
+from brokerd.start_gc import StartingServiceMaker
 
-brokerd = ServiceMaker("brokerd", "brokerd.tap", "Kafka-like message broker", "broker")
+brokerd = StartingServiceMaker("brokerd", "brokerd.tap", "Kafka-like message broker", "broker")
