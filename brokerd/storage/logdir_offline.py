@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-from collections.abc import Callable
 from typing import Protocol
 
 from brokerd.errors import StorageError
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.types import TopicInfo
+from brokerd.storage.log import PartitionLog
+from brokerd.storage.logdir_state import DirectoryState
 
 __all__ = ["OFFLINE_RETRY_FIRST_SECONDS", "OFFLINE_RETRY_MAX_SECONDS", "OfflineRetryMixin"]
 
@@ -31,17 +29,11 @@ OFFLINE_RETRY_FIRST_SECONDS = 5.0
 OFFLINE_RETRY_MAX_SECONDS = 300.0
 
 
-class _DirectoryState(Protocol):
-    path: str
-    offline: dict[tuple[str, int], str]
-    _logs: dict[tuple[str, int], PartitionLog]
-    _topics: dict[str, TopicInfo]
-    _lock: threading.RLock
-    _clock: Callable[[], float]
+class _DirectoryState(DirectoryState, Protocol):
+    """The directory state, and the offline retries' own tables."""
+
     _offline_points: dict[tuple[str, int], int | None]
     _offline_retry: dict[tuple[str, int], tuple[float, float]]
-
-    def config_for(self, info: TopicInfo) -> LogConfig: ...
 
 
 class OfflineRetryMixin:

@@ -23,8 +23,6 @@ import contextlib
 import logging
 import os
 import shutil
-import threading
-from collections.abc import Callable
 from typing import Protocol
 
 import attrs
@@ -32,7 +30,8 @@ import attrs
 from brokerd.errors import InvalidPartitions, PolicyViolation, StorageError, UnknownTopicOrPartition
 from brokerd.names import validate_topic_name
 from brokerd.storage.fileio import fsync_dir
-from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.log import PartitionLog
+from brokerd.storage.logdir_state import DirectoryState
 from brokerd.storage.offset_checkpoints import read_start_offsets, write_start_offsets
 from brokerd.storage.types import TopicInfo
 
@@ -44,20 +43,12 @@ log = logging.getLogger("brokerd.storage")
 DELETE_TO_HIGH_WATERMARK = -1
 
 
-class _DirectoryState(Protocol):
-    """The parts of :class:`~brokerd.storage.logdir.LogDirectory` the mixin works on."""
-
-    path: str
-    offline: dict[tuple[str, int], str]
-    _lock: threading.RLock
-    _topics: dict[str, TopicInfo]
-    _logs: dict[tuple[str, int], PartitionLog]
-    _clock: Callable[[], float]
+class _DirectoryState(DirectoryState, Protocol):
+    """The directory state, and the other parts' methods this mixin calls."""
 
     def _check_open(self) -> None: ...
     def _remove_stale(self, path: str) -> None: ...
     def _write_registry(self) -> None: ...
-    def config_for(self, info: TopicInfo) -> LogConfig: ...
     def get(self, topic: str, partition: int, *, create: bool = False) -> PartitionLog: ...
     def _write_log_starts(self) -> None: ...
 

@@ -19,7 +19,6 @@ import contextlib
 import logging
 import os
 import shutil
-import threading
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -33,7 +32,8 @@ from brokerd.errors import (
 )
 from brokerd.names import validate_topic_name
 from brokerd.storage.fileio import fsync_dir
-from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.log import PartitionLog
+from brokerd.storage.logdir_state import DirectoryState
 from brokerd.storage.topic_config import validate_overrides
 from brokerd.storage.types import TopicInfo
 
@@ -42,21 +42,13 @@ __all__ = ["TopicAdminMixin"]
 log = logging.getLogger("brokerd.storage")
 
 
-class _DirectoryState(Protocol):
-    """The parts of :class:`~brokerd.storage.logdir.LogDirectory` the mixin works on."""
-
-    path: str
-    offline: dict[tuple[str, int], str]
-    _lock: threading.RLock
-    _topics: dict[str, TopicInfo]
-    _logs: dict[tuple[str, int], PartitionLog]
-    _clock: Callable[[], float]
+class _DirectoryState(DirectoryState, Protocol):
+    """The directory state, and the other parts' methods this mixin calls."""
 
     def _check_open(self) -> None: ...
     def _write_registry(self) -> None: ...
     def _write_log_starts(self) -> None: ...
     def _forget_offline(self, key: tuple[str, int]) -> None: ...
-    def config_for(self, info: TopicInfo) -> LogConfig: ...
     def _create_locked(self, info: TopicInfo) -> TopicInfo: ...
     def _remove_stale(self, path: str) -> None: ...
     def _remove_partition_dirs(self, name: str, partitions: int) -> None: ...
