@@ -4,6 +4,7 @@ format and removal, and real brokers stopped cleanly or killed with -9."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,8 +28,10 @@ from tests.kafka_helpers import RawKafka, small_values
 
 class EmptyEndsFileTests(SynchronousTestCase):
     def setUp(self) -> None:
-        self.dir = Path(self.mktemp())
-        self.dir.mkdir()
+        # trial's mktemp() would create directories under the current directory.
+        tmp = tempfile.TemporaryDirectory(prefix="brokerd-empty-ends-")
+        self.addCleanup(tmp.cleanup)
+        self.dir = Path(tmp.name)
 
     def test_written_then_taken_once(self) -> None:
         self.assertTrue(write_empty_ends(str(self.dir), [("a", 0, 10), ("b", 3, 0)]))
