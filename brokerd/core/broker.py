@@ -109,8 +109,6 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
             run_write=run_write,
         )
         self._run_read = self.pools.run_read
-        # Write jobs chain groups only in real write threads (docs: core/writer.py).
-        self._hand_back = reactor.callFromThread if run_write is None else None
         self._run_write = self.pools.run_write
         self.waiters = WaiterRegistry(reactor, self._high_watermark, max_waiters=max_waiters)
         self.partitions = TopicRegistry(
@@ -135,7 +133,6 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
             on_appended=lambda appended: self.waiters.notify(key, appended),
             on_idle=lambda: self.partitions.writer_idle(),
             stats=WriteStats(topic, self.writes),
-            hand_back=self._hand_back,
         )
         guard = ProducerGuard(log.path, txn_state=log.txn_snapshot)
         return Partition(topic, index, log, writer, guard)

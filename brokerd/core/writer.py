@@ -7,14 +7,6 @@ once when the fsync mode, a flush request or a transaction marker wants it, publ
 enforce retention when asked. Appends that arrive while a job runs wait in the queue and
 form the next job, so a busy partition costs one sync per group, not per request.
 
-Chaining: given ``hand_back`` (the reactor's ``callFromThread``), a job that finds
-appends queued while it ran writes them as its next group in the same write thread,
-instead of going back through the reactor to start another job: each finished group's
-answers are handed back at once, in order, and a busy partition's cycle is append +
-sync, not append + sync + two thread hand-offs. At most :data:`MAX_CHAINED_GROUPS` run
-in one job, so that one busy partition cannot keep a write thread from the others; a
-flush or retention request waits for the chain to end.
-
 The job answers with a :class:`JobResult`: each append's offsets or failure, in order,
 and separately a retention failure (retention is retried at the next pass; the appends
 stand). The writer fires each append's Deferred in order, then tells its owner which
@@ -23,7 +15,6 @@ appends landed (to wake long polls). It knows nothing of producers, topics or wa
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -117,10 +108,6 @@ def write_job(
     return JobResult(tuple(outcomes), retention_failure, sync_seconds)
 
 
-#: Most groups of appends one write job writes back to back (see "Chaining" above).
-MAX_CHAINED_GROUPS = 8
-
-
 @attrs.define(eq=False)
 class _Queued:
     append: Append
@@ -128,23 +115,11 @@ class _Queued:
     queued_at: float = 0.0
 
 
-@attrs.frozen
-class _GroupDone:
-    """One group's appends, what writing them did, and whether that included a sync."""
-
-    queued: list[_Queued]
-    outcome: JobResult | Failure
-    synced: bool
-
-
 class PartitionWriter:
-    """One partition's append queue and write jobs (reactor thread; with ``hand_back``
-    its queue is shared with the job chaining in a write thread, under a lock).
+    """One partition's append queue and write jobs (reactor thread).
 
-    :param on_appended: called after each group with the appends that landed, in order.
+    :param on_appended: called after each job with the appends that landed, in order.
     :param on_idle: called whenever the writer finds nothing left to do.
-    :param hand_back: runs a call in the reactor thread from a write thread (the
-        reactor's ``callFromThread``); None: no chaining (runners that are not threads).
     """
 
     _log = Logger()
@@ -159,7 +134,6 @@ class PartitionWriter:
         on_appended: Callable[[Sequence[tuple[Append, AppendInfo]]], None],
         on_idle: Callable[[], None],
         stats: WriteStats | None = None,
-        hand_back: Callable[..., object] | None = None,
     ) -> None:
         self.log = log
         self._stats = stats if stats is not None else WriteStats("")
@@ -168,9 +142,6 @@ class PartitionWriter:
         self._wall_clock = wall_clock
         self._on_appended = on_appended
         self._on_idle = on_idle
-        self._hand_back = hand_back
-        #: Guards ``_pending`` against a chaining write thread taking from it.
-        self._lock = threading.Lock()
         self._pending: list[_Queued] = []
         self._busy = False
         self._flush_requested = False
@@ -187,10 +158,9 @@ class PartitionWriter:
         return not (self._busy or self._pending)
 
     def submit(self, append: Append) -> defer.Deferred[AppendInfo]:
-        """Queue ``append``; fires with its offsets after the group that wrote it."""
+        """Queue ``append``; fires with its offsets after the job that wrote it."""
         queued = _Queued(append, defer.Deferred(), self._stats.now())
-        with self._lock:
-            self._pending.append(queued)
+        self._pending.append(queued)
         self._kick()
         return queued.deferred
 
@@ -204,16 +174,6 @@ class PartitionWriter:
         self._retention_requested = True
         self._kick()
 
-    def _needs_sync(self, queued: Sequence[_Queued], flush: bool) -> bool:
-        # A transaction marker is synced whatever the fsync mode: the coordinator logs
-        # the transaction complete (fsynced) once its markers are written, and a marker
-        # lost after that would leave the transaction open on this partition for ever.
-        return (
-            flush
-            or (self._sync_every_append and bool(queued))
-            or any(isinstance(q.append, MarkerAppend) for q in queued)
-        )
-
     def _kick(self) -> None:
         """Start the next write job unless one is running (group commit)."""
         if self._busy:
@@ -221,59 +181,30 @@ class PartitionWriter:
         if not (self._pending or self._flush_requested or self._retention_requested):
             self._on_idle()
             return
-        with self._lock:
-            queued, self._pending = self._pending, []
-        sync = self._needs_sync(queued, self._flush_requested)
+        queued, self._pending = self._pending, []
+        # A transaction marker is synced whatever the fsync mode: the coordinator logs
+        # the transaction complete (fsynced) once its markers are written, and a marker
+        # lost after that would leave the transaction open on this partition for ever.
+        sync = (
+            self._flush_requested
+            or (self._sync_every_append and bool(queued))
+            or any(isinstance(q.append, MarkerAppend) for q in queued)
+        )
         retention = self._retention_requested
         self._flush_requested = self._retention_requested = False
         self._busy = True
-        d = self._run_write(self._chain, queued, sync, retention)
+        d = self._run_write(
+            write_job,
+            self.log,
+            [q.append for q in queued],
+            sync=sync,
+            retention=retention,
+            wall_clock=self._wall_clock,
+        )
         d.addBoth(self._job_done, queued, sync)
 
-    # -- in a write thread ----------------------------------------------------------------
-
-    def _write_group(self, queued: list[_Queued], sync: bool, retention: bool) -> _GroupDone:
-        try:
-            outcome: JobResult | Failure = write_job(
-                self.log,
-                [q.append for q in queued],
-                sync=sync,
-                retention=retention,
-                wall_clock=self._wall_clock,
-            )
-        except Exception:
-            outcome = _current_failure()
-        return _GroupDone(queued, outcome, sync)
-
-    def _chain(self, queued: list[_Queued], sync: bool, retention: bool) -> _GroupDone:
-        """Write ``queued``, then (with ``hand_back``) what queued meanwhile, group after
-        group; every group but the last is answered through ``hand_back``, the last by
-        the job's own result."""
-        done = self._write_group(queued, sync, retention)
-        for _ in range(MAX_CHAINED_GROUPS - 1):
-            if self._hand_back is None:
-                break
-            with self._lock:
-                following, self._pending = self._pending, []
-            if not following:
-                break
-            self._hand_back(self._group_done, done)
-            done = self._write_group(following, self._needs_sync(following, False), False)
-        return done
-
-    # -- back in the reactor thread ---------------------------------------------------------
-
-    def _job_done(self, outcome: _GroupDone | Failure, queued: list[_Queued], synced: bool) -> None:
+    def _job_done(self, outcome: JobResult | Failure, queued: list[_Queued], synced: bool) -> None:
         self._busy = False
-        # A failed job (the pool refused it) wrote nothing: it is its first group's.
-        self._group_done(
-            outcome if isinstance(outcome, _GroupDone) else _GroupDone(queued, outcome, synced)
-        )
-        self._kick()
-
-    def _group_done(self, done: _GroupDone) -> None:
-        """Answer one group's appends in order, then tell the owner which landed."""
-        queued, outcome, synced = done.queued, done.outcome, done.synced
         sync_seconds = None
         if isinstance(outcome, Failure):
             outcomes: Sequence[AppendInfo | Failure] = [outcome] * len(queued)
@@ -293,15 +224,12 @@ class PartitionWriter:
             else:
                 item.deferred.errback(result)
         self._stats.job_done(
-            [
-                (q.append, r, q.queued_at)
-                for q, r in zip(queued, outcomes, strict=True)
-                if isinstance(r, AppendInfo)
-            ],
-            synced=synced and sync_seconds is not None,
-            sync_seconds=sync_seconds,
+            [(q.append, r, q.queued_at) for q, r in zip(queued, outcomes, strict=True)
+             if isinstance(r, AppendInfo)],
+            synced=synced and sync_seconds is not None, sync_seconds=sync_seconds,
         )
         if appended:
             if not synced:
                 self.dirty = True
             self._on_appended(appended)
+        self._kick()
