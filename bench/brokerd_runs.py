@@ -37,7 +37,7 @@ NATIVE_CONSUME = "native consume (type-2 fetch, 1 MiB responses)"
 CK_PRODUCE = "confluent-kafka produce, acks=all, linger.ms=5"
 CK_CONSUME = "confluent-kafka consume (assigned partition, from offset 0)"
 KCAT_PRODUCE = "kcat -P produce from a file, acks=all"
-KCAT_CONSUME = "kcat -C -e -q consume"
+KCAT_CONSUME = "kcat -C -e -q consume, best of 3 reads"
 
 
 def check_end(proc: BrokerProcess, topic: str, expected: int, *, partition: int = 0) -> None:
@@ -162,18 +162,27 @@ def kcat_produce(proc: BrokerProcess, topic: str, records: int, size: int) -> fl
     return records / seconds
 
 
+#: Whole kcat reads timed per consume row (each a new process: start-up, metadata,
+#: connection and the read); the fastest stands, as redis-benchmark's figure is its
+#: steady rate over many requests rather than one cold request.
+KCAT_READS = 3
+
+
 def kcat_consume(proc: BrokerProcess, topic: str, records: int) -> float:
     kcat = tool("kcat")
     assert kcat is not None
     command = [kcat, "-C", "-b", proc.kafka_bootstrap, "-t", topic, "-p", "0",
                "-o", "beginning", "-e", "-q", "-f", "\\n"]
-    start = time.perf_counter()
-    out = subprocess.run(command, capture_output=True, timeout=TOOL_TIMEOUT, check=True).stdout
-    seconds = time.perf_counter() - start
-    got = out.count(b"\n")
-    if got != records:
-        raise RuntimeError(f"kcat consumed {got} of {records} records")
-    return records / seconds
+    best = float("inf")
+    for _ in range(KCAT_READS):
+        start = time.perf_counter()
+        out = subprocess.run(command, capture_output=True, timeout=TOOL_TIMEOUT,
+                             check=True).stdout
+        best = min(best, time.perf_counter() - start)
+        got = out.count(b"\n")
+        if got != records:
+            raise RuntimeError(f"kcat consumed {got} of {records} records")
+    return records / best
 
 
 def throughput(results: Results, brokers: dict[str, BrokerProcess], size: int,
