@@ -236,6 +236,10 @@ def _compiled() -> None:
     compileall.compile_dir(str(REPO / "brokerd"), quiet=1)
 
 
+#: Clean starts timed in the restart step (each after a clean stop); the fastest stands.
+CLEAN_STARTS = 3
+
+
 def restart(results: Results, brokers: Brokers, partitions: int, total_bytes: int) -> None:
     _compiled()
     curve = Curve(f"Restart time, {partitions:,} partitions, {total_bytes / 1e9:.2f} GB",
@@ -252,6 +256,11 @@ def restart(results: Results, brokers: Brokers, partitions: int, total_bytes: in
         more = _fill(proc, "restart", partitions, total_bytes // REFILL_SHARE)
         shutdown = _stop_timed(proc)
         clean = _start_timed(proc)
+        # The first clean start may meet the kernel still writing back the fill; the
+        # fastest of a few stands (each after its own clean stop, nothing left to sync).
+        for _ in range(CLEAN_STARTS - 1):
+            _stop_timed(proc)
+            clean = min(clean, _start_timed(proc))
         after_clean = _stored(proc, "restart", partitions)
     kept = f"{after_crash:,} of {written:,} records kept"
     if after_crash != written or after_clean != written + more:
@@ -263,6 +272,7 @@ def restart(results: Results, brokers: Brokers, partitions: int, total_bytes: in
                     "fsync never", shutdown, "s",
                     f"{more:,} records written since the start left to sync"))
     results.add(Row(SECTION, "brokerd", f"start after a clean shutdown until both listeners "
-                    f"answer, {where}", "fsync never", clean, "s"))
+                    f"answer, {where}", "fsync never", clean, "s",
+                    f"fastest of {CLEAN_STARTS} clean starts"))
     curve.series["seconds"] = [(0, unclean), (1, shutdown), (2, clean)]
     results.curves["restart"] = curve
