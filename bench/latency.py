@@ -70,6 +70,18 @@ def paced(rate: int, seconds: float) -> list[float]:
     return [i / rate for i in range(int(rate * seconds))]
 
 
+def send_paced(rate: int, seconds: float, send: Callable[[float], None]) -> float:
+    """Call ``send(perf_counter())`` at each of :func:`paced`'s times (late calls go at
+    once, so a slow ``send`` lowers the rate); returns the seconds the sending took."""
+    start = time.perf_counter()
+    for at in paced(rate, seconds):
+        delay = start + at - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        send(time.perf_counter())
+    return time.perf_counter() - start
+
+
 # -- the consumer processes ------------------------------------------------------------
 
 
@@ -166,16 +178,14 @@ def native(
     consumer = ConsumerProcess("native", str(proc.native_port), str(total))
     time.sleep(0.2)
     with proc.client() as client:
-        start = time.perf_counter()
-        for at in paced(rate, seconds):
-            delay = start + at - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            sent = time.perf_counter()
+
+        def send(sent: float) -> None:
             client.produce("lat", 0, [STAMP.pack(sent) + PAD])
             acks.append(time.perf_counter() - sent)
+
+        took = send_paced(rate, seconds, send)
         if spans is not None:
-            spans.append(time.perf_counter() - start)
+            spans.append(took)
     return consumer.latencies(), acks
 
 
@@ -209,14 +219,13 @@ def kafka(
 
     reports = threading.Thread(target=serve_reports, daemon=True)
     reports.start()
-    start = time.perf_counter()
-    for at in paced(rate, seconds):
-        delay = start + at - time.perf_counter()
-        if delay > 0:
-            time.sleep(delay)
-        producer.produce("klat", STAMP.pack(time.perf_counter()) + PAD, on_delivery=delivered)
+    took = send_paced(
+        rate,
+        seconds,
+        lambda sent: producer.produce("klat", STAMP.pack(sent) + PAD, on_delivery=delivered),
+    )
     if spans is not None:
-        spans.append(time.perf_counter() - start)
+        spans.append(took)
     producer.flush(30)
     stop.set()
     reports.join(5)
@@ -260,15 +269,13 @@ def floor(rate: int, seconds: float, *, sync: bool) -> list[float]:
     samples: list[float] = []
     with socket.create_connection(("127.0.0.1", port)) as conn:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        start = time.perf_counter()
-        for at in paced(rate, seconds):
-            delay = start + at - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            sent = time.perf_counter()
+
+        def echo(sent: float) -> None:
             conn.sendall(STAMP.pack(sent) + PAD)
             conn.recv(100, socket.MSG_WAITALL)
             samples.append(time.perf_counter() - sent)
+
+        send_paced(rate, seconds, echo)
     child.wait(READY_TIMEOUT)
     return samples
 
