@@ -27,7 +27,7 @@ from typing import Protocol
 
 import attrs
 
-from brokerd.errors import InvalidPartitions, PolicyViolation, StorageError, UnknownTopicOrPartition
+from brokerd.errors import InvalidPartitions, PolicyViolation, StorageError
 from brokerd.names import validate_topic_name
 from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.log import PartitionLog
@@ -46,8 +46,8 @@ DELETE_TO_HIGH_WATERMARK = -1
 class _DirectoryState(DirectoryState, Protocol):
     """The directory state, and the other parts' methods this mixin calls."""
 
-    def _check_open(self) -> None: ...
     def _remove_stale(self, path: str) -> None: ...
+    def _topic_locked(self, name: str) -> TopicInfo: ...
     def _write_registry(self) -> None: ...
     def get(self, topic: str, partition: int, *, create: bool = False) -> PartitionLog: ...
     def _write_log_starts(self) -> None: ...
@@ -68,10 +68,7 @@ class PartitionAdminMixin:
 
         validate_topic_name(name)
         with self._lock:
-            self._check_open()
-            info = self._topics.get(name)
-            if info is None:
-                raise UnknownTopicOrPartition(f"unknown topic {name!r}")
+            info = self._topic_locked(name)
             if isinstance(total, bool) or total < info.partitions:
                 raise InvalidPartitions(
                     f"topic {name!r} currently has {info.partitions} partitions, "

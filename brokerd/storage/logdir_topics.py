@@ -51,6 +51,7 @@ class _DirectoryState(DirectoryState, Protocol):
     def _forget_offline(self, key: tuple[str, int]) -> None: ...
     def _create_locked(self, info: TopicInfo) -> TopicInfo: ...
     def _remove_stale(self, path: str) -> None: ...
+    def _topic_locked(self, name: str) -> TopicInfo: ...
     def _remove_partition_dirs(self, name: str, partitions: int) -> None: ...
 
 
@@ -98,10 +99,7 @@ class TopicAdminMixin:
         :class:`UnknownTopicOrPartition` or :class:`InvalidConfig`."""
         validate_topic_name(name)
         with self._lock:
-            self._check_open()
-            old = self._topics.get(name)
-            if old is None:
-                raise UnknownTopicOrPartition(f"unknown topic {name!r}")
+            old = self._topic_locked(name)
             overrides = validate_overrides(update(old.configs).items())
             info = attrs.evolve(old, configs=overrides)
             config = self.config_for(info)
@@ -148,6 +146,15 @@ class TopicAdminMixin:
         log.info("created topic %s with %d partitions", info.name, info.partitions)
         return info
 
+    def _topic_locked(self: _DirectoryState, name: str) -> TopicInfo:
+        """Topic ``name`` of the open directory (the caller holds the lock). Raises
+        :class:`UnknownTopicOrPartition` or what ``_check_open`` raises."""
+        self._check_open()
+        info = self._topics.get(name)
+        if info is None:
+            raise UnknownTopicOrPartition(f"unknown topic {name!r}")
+        return info
+
     def _remove_stale(self: _DirectoryState, path: str) -> None:
         """A directory for a topic the registry does not know: left by a crash during a
         create or delete. The registry is the truth, so it goes (never followed)."""
@@ -162,10 +169,7 @@ class TopicAdminMixin:
         """Delete a topic and its data. Raises :class:`UnknownTopicOrPartition`."""
         validate_topic_name(name)
         with self._lock:
-            self._check_open()
-            info = self._topics.get(name)
-            if info is None:
-                raise UnknownTopicOrPartition(f"unknown topic {name!r}")
+            info = self._topic_locked(name)
             del self._topics[name]
             logs = [self._logs.pop((name, p), None) for p in range(info.partitions)]
             for p in range(info.partitions):
