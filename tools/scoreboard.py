@@ -1,5 +1,6 @@
 """The reliability scoreboard: runs the project's fault-injection tests and prints a
-Markdown table (area, test, size, result, seconds), the one in docs/reliability.md.
+Markdown table (area, test, size, result, measured figures, seconds), the one in
+docs/reliability.md. A test reports a figure with ``tests.figures.record``.
 
     .venv/bin/python tools/scoreboard.py            # short versions (minutes)
     .venv/bin/python tools/scoreboard.py --long     # adds the slow variants (-m slow)
@@ -13,6 +14,7 @@ test checks (each test's docstring says).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -21,6 +23,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.figures import FIGURES_ENV, read_figures  # noqa: E402
 
 #: (area, pytest selection, size as run, extra pytest args)
 ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
@@ -97,25 +102,29 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")
 
 
-def run(selection: str, extra: tuple[str, ...], long: bool) -> tuple[str, float]:
+def run(selection: str, extra: tuple[str, ...], long: bool) -> tuple[str, float, str]:
+    """The verdict, the seconds taken and the figures the tests recorded."""
     paths = selection.split()
     if not all((REPO / p.split("::")[0]).exists() for p in paths):
-        return "not present on this branch", 0.0
+        return "not present on this branch", 0.0, ""
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *paths, *extra]
     if long:
         args += ["-m", "slow or not slow"]
-    start = time.monotonic()
-    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True)
-    took = time.monotonic() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        figures_file = os.path.join(tmp, "figures.jsonl")
+        env = dict(os.environ, **{FIGURES_ENV: figures_file})
+        start = time.monotonic()
+        done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, env=env)
+        took = time.monotonic() - start
+        figures = "; ".join(f"{name}: {figure}" for name, figure in read_figures(figures_file))
     tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-200:]
     counts = {kind: int(n) for n, kind in _COUNTS.findall(tail)}
     parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "skipped") if counts.get(k)]
     verdict = "PASS" if done.returncode == 0 else "FAIL"
-    return f"{verdict} ({', '.join(parts) or tail})", took
+    return f"{verdict} ({', '.join(parts) or tail})", took, figures or "—"
 
 
 def soak(cycles: int, seed: int) -> int:
-    sys.path.insert(0, str(REPO))
     from tests.test_crash import crash_loop
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,13 +143,16 @@ def main() -> int:
     opts = parser.parse_args()
     if opts.soak:
         return soak(opts.soak, opts.seed)
-    print("| area | tests | size | result | seconds |")
-    print("|---|---|---|---|---:|")
+    print("| area | tests | size | result | measured | seconds |")
+    print("|---|---|---|---|---|---:|")
     failed = False
     for area, selection, size, extra in ROWS:
-        result, took = run(selection, extra, opts.long)
+        result, took, figures = run(selection, extra, opts.long)
         failed |= result.startswith("FAIL")
-        print(f"| {area} | `{selection}` | {size} | {result} | {took:.1f} |", flush=True)
+        print(
+            f"| {area} | `{selection}` | {size} | {result} | {figures} | {took:.1f} |",
+            flush=True,
+        )
     return 1 if failed else 0
 
 
