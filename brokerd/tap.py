@@ -42,7 +42,7 @@ from zope.interface import implementer
 from brokerd import start_gc
 from brokerd.core import FsyncPolicy
 from brokerd.core.services import SequentialMultiService
-from brokerd.tls import ClientVerification, is_tls_description, listener_endpoint
+from brokerd.net.tls import ClientVerification, is_tls_description, listener_endpoint
 
 if TYPE_CHECKING:
     from brokerd.core import Broker

@@ -12,13 +12,13 @@ from typing import Any
 import attrs
 from twisted.internet import defer
 
-from brokerd.connection import ConnectionState
 from brokerd.kafka import acl_apis, apis
 from brokerd.kafka.acl_handlers import AclHandlers
 from brokerd.kafka.authorize import RULES, UNCHECKED
 from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.protocol import KafkaFactory
+from brokerd.net.connection import ConnectionState
 from brokerd.security.acl import (
     AclAuthorizer,
     Operation,

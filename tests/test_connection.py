@@ -1,4 +1,4 @@
-"""Tests of the shared connection machinery (``brokerd.connection.RequestConnection``)
+"""Tests of the shared connection machinery (``brokerd.net.connection.RequestConnection``)
 through a toy line protocol: each ``\\n``-terminated line is a request, answered with
 whatever its Deferred (fired by the test) returns. Synchronous: StringTransport and
 task.Clock, so trial and pytest run them alike."""
@@ -12,8 +12,8 @@ from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.connection import ConnectionState, RequestConnection
-from brokerd.connlimit import ConnectionLimit
+from brokerd.net.connection import ConnectionState, RequestConnection
+from brokerd.net.connlimit import ConnectionLimit
 
 IDLE = 100.0
 FRAME = 10.0

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from twisted.internet.testing import StringTransport
 
-from brokerd.kafka.spliced import FileRegion, Part, SplicedFrame, StoredRecords
-from brokerd.sendfile import RegionGone, RegionLedger, SpliceSender, can_splice, materialize
+from brokerd.net.frames import FileRegion, Part, SplicedFrame, StoredRecords
+from brokerd.net.sendfile import RegionGone, RegionLedger, SpliceSender, can_splice, materialize
 from brokerd.storage.batch import encode_batch, parse_batches
 from brokerd.storage.log import LogConfig, PartitionLog
 from brokerd.storage.stored import StoredSpan

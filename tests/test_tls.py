@@ -1,7 +1,7 @@
 """TLS listeners in-process: client-certificate verification, the principal and ``tls``
 flag a connection gets, and the option checks of ``twistd broker``.
 
-The listener is :func:`brokerd.tls.listener_endpoint` on 127.0.0.1 port 0 in the test's
+The listener is :func:`brokerd.net.tls.listener_endpoint` on 127.0.0.1 port 0 in the test's
 reactor (pytest-twisted runs it), serving a small :class:`RequestConnection` that answers
 each line with its connection's state; clients are the standard library's ``ssl``
 sockets in a thread, as the native client and brokerctl use them. Certificates are made
@@ -27,9 +27,9 @@ from twisted.logger import ILogObserver, LogEvent, globalLogPublisher
 from twisted.python import usage
 from zope.interface import provider
 
-from brokerd.connection import RequestConnection
+from brokerd.net.connection import RequestConnection
+from brokerd.net.tls import ANONYMOUS, ClientAuth, ClientVerification, listener_endpoint
 from brokerd.tap import Options
-from brokerd.tls import ANONYMOUS, ClientAuth, ClientVerification, listener_endpoint
 
 from tests.tls_helpers import ALICE_PRINCIPAL, Pki, client_context, make_pki, ssl_description
 

@@ -24,9 +24,9 @@ What it does:
   that remain before anything is sliced.
 * Request header v1 (non-flexible requests) and v2 (v1 + tagged fields), response
   header v0 and v1 (correlation id + tagged fields).
-* A bytes field holding a :class:`~brokerd.kafka.spliced.StoredRecords` (a Fetch
+* A bytes field holding a :class:`~brokerd.net.frames.StoredRecords` (a Fetch
   response's records) is not joined into the encoding: :meth:`Writer.getvalue` and
-  :func:`response_frame` return a :class:`~brokerd.kafka.spliced.SplicedFrame` of parts.
+  :func:`response_frame` return a :class:`~brokerd.net.frames.SplicedFrame` of parts.
 
 What it does not do: no I/O, no Twisted; which header version an API uses is decided by
 :mod:`brokerd.kafka.apis` (ApiVersions answers header v0 whatever its version).
@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Protocol
 
 import attrs
 
-from brokerd.kafka.spliced import SplicedFrame, StoredRecords
+from brokerd.net.frames import SplicedFrame, StoredRecords
 
 #: Default largest request frame. Kafka's ``socket.request.max.bytes`` is 100 MiB, far
 #: too much to hold per connection in Python; 8 MiB leaves room for a 1 MiB batch per
@@ -339,9 +339,9 @@ class Reader:
 class Writer:
     """Accumulates encoded parts; :meth:`getvalue` joins them once.
 
-    A :class:`~brokerd.kafka.spliced.StoredRecords` value of a bytes field is kept as a
+    A :class:`~brokerd.net.frames.StoredRecords` value of a bytes field is kept as a
     part of its own, not joined: :meth:`getvalue` then returns a
-    :class:`~brokerd.kafka.spliced.SplicedFrame` (a Fetch response's records, sent
+    :class:`~brokerd.net.frames.SplicedFrame` (a Fetch response's records, sent
     without being copied into the frame).
     """
 
@@ -432,8 +432,8 @@ class Writer:
         self._parts.append(bytes(v))
 
     def getvalue(self) -> bytes:
-        """The encoding: ``bytes``, or a :class:`~brokerd.kafka.spliced.SplicedFrame`
-        when a :class:`~brokerd.kafka.spliced.StoredRecords` was written."""
+        """The encoding: ``bytes``, or a :class:`~brokerd.net.frames.SplicedFrame`
+        when a :class:`~brokerd.net.frames.StoredRecords` was written."""
         if self._spliced:
             return SplicedFrame(self._parts)
         return b"".join(self._parts)
@@ -733,7 +733,7 @@ def encode_request_header(header: RequestHeader, flexible: bool = False) -> byte
 def response_frame(correlation_id: int, body: bytes, flexible_header: bool = False) -> bytes:
     """A complete response frame: size, response header v0 (correlation id) or, if
     ``flexible_header``, v1 (correlation id + an empty tagged-fields section), body.
-    A :class:`~brokerd.kafka.spliced.SplicedFrame` body gives a spliced frame: the
+    A :class:`~brokerd.net.frames.SplicedFrame` body gives a spliced frame: the
     stored records stay parts of their own (``RequestConnection.write`` sends them)."""
     header = _I32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
     if isinstance(body, SplicedFrame):

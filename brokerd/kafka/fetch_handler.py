@@ -9,7 +9,7 @@ read_committed up to the last stable offset, with the aborted transactions of th
 (the core computes both; see ``docs/kafka.md``).
 
 On a connection whose transport can send file regions (``conn.state.regions``, a plain
-socket) the records are :class:`~brokerd.kafka.spliced.StoredRecords`: stored bytes
+socket) the records are :class:`~brokerd.net.frames.StoredRecords`: stored bytes
 checked before, handed out by reference (a pinned segment span, sent with
 ``os.sendfile``), or bytes read now, written as a part of their own. Every span is held
 in the connection's ledger, and a read the long poll replaces gives its spans back at
@@ -35,8 +35,8 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.fetch_catchup import CatchUp
 from brokerd.kafka.handler_base import NO_RESPONSE, Clock, Connection, unexpected_code
 from brokerd.kafka.handler_base import gather as _gather
-from brokerd.kafka.spliced import StoredRecords, cut_records, records_size, release_records
-from brokerd.sendfile import RegionLedger
+from brokerd.net.frames import StoredRecords, cut_records, records_size, release_records
+from brokerd.net.sendfile import RegionLedger
 from brokerd.storage.stored import StoredRead
 from brokerd.storage.types import ReadResult
 
@@ -206,7 +206,7 @@ class FetchHandler:
         budget is spent, the remaining partitions report offsets only.
 
         With a ``ledger`` (a plain socket connection) records come as
-        :class:`~brokerd.kafka.spliced.StoredRecords`: file regions held in the ledger
+        :class:`~brokerd.net.frames.StoredRecords`: file regions held in the ledger
         (sent by ``os.sendfile``) or bytes sent as their own part.
         """
         budget = max(body.max_bytes, 0)
@@ -282,7 +282,7 @@ class FetchHandler:
         ledger: RegionLedger,
     ) -> apis.FetchPartitionResponse:
         """:meth:`_read_one` on a plain socket: the same answer, its records as
-        :class:`~brokerd.kafka.spliced.StoredRecords` (a held file region, or bytes)."""
+        :class:`~brokerd.net.frames.StoredRecords` (a held file region, or bytes)."""
         try:
             result = None
             if self._now is not None:

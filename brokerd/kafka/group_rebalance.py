@@ -46,7 +46,7 @@ from brokerd.kafka.group_state import (
     join_error,
 )
 from brokerd.kafka.group_store import CommitQueue, stored_group
-from brokerd.transport_types import TimerClock
+from brokerd.net.transport import TimerClock
 
 _T = TypeVar("_T")
 

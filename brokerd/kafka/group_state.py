@@ -30,7 +30,7 @@ import attrs
 from twisted.internet.defer import Deferred
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.transport_types import DelayedCall
+from brokerd.net.transport import DelayedCall
 
 
 def cancel_call(call: DelayedCall | None) -> None:

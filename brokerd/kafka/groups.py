@@ -75,8 +75,8 @@ from brokerd.kafka.group_store import (
     txn_member_error,
 )
 from brokerd.names import MAX_GROUP_ID_LENGTH
+from brokerd.net.transport import TimerClock
 from brokerd.storage.offsets import OffsetStore
-from brokerd.transport_types import TimerClock
 
 #: Kafka's group.max.size is effectively unbounded; this cap (members plus member ids
 #: handed out with MEMBER_ID_REQUIRED and not yet used) keeps a client that loops on

@@ -22,9 +22,9 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from brokerd.connection import ConnectionState
 from brokerd.kafka.apis import Request
 from brokerd.kafka.errors import ErrorCode, error_code_for
+from brokerd.net.connection import ConnectionState
 
 T = TypeVar("T")
 

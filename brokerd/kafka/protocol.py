@@ -2,7 +2,7 @@
 """Twisted glue for the Kafka listener: one :class:`KafkaProtocol` per connection.
 
 What this module does: supplies the Kafka decoder and dispatch to the shared connection
-machinery (:class:`brokerd.connection.RequestConnection`, which owns flow control, read
+machinery (:class:`brokerd.net.connection.RequestConnection`, which owns flow control, read
 pausing, the idle and frame deadlines, closing and the connection limit). It feeds
 received bytes to the sans-IO :class:`~brokerd.kafka.codec.FrameDecoder`, decodes one
 request at a time (:mod:`brokerd.kafka.apis`), hands it to
@@ -43,8 +43,6 @@ from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.python.failure import Failure
 
-from brokerd.connection import RequestConnection
-from brokerd.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.kafka import apis, codec
 from brokerd.kafka.acl_handlers import AclHandlers
 from brokerd.kafka.codec import ApiKey, CodecError, FrameError
@@ -62,6 +60,8 @@ from brokerd.kafka.sasl_handlers import SASL_API_KEYS, ScramStore, answer_sasl
 from brokerd.kafka.txn_types import TransactionCoordinatorLike
 from brokerd.metrics.answers import observe_kafka
 from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
+from brokerd.net.connection import RequestConnection
+from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.security.acl import AclAuthorizer
 
 #: Seconds between answering a failed authentication and closing the connection (Kafka's

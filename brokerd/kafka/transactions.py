@@ -68,8 +68,8 @@ from brokerd.kafka.txn_types import (
     TxnOffset,
 )
 from brokerd.kafka.txn_views import describe_transactions, list_transactions, verify_produce
+from brokerd.net.transport import DelayedCall, TimerClock
 from brokerd.storage.txn_log import TxnLog
-from brokerd.transport_types import DelayedCall, TimerClock
 
 __all__ = [
     "DEFAULT_MAX_TIMEOUT_MS",

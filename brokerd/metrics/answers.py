@@ -23,10 +23,10 @@ from twisted.python.failure import Failure
 
 from brokerd.kafka import apis
 from brokerd.kafka.errors import ErrorCode as KafkaError
-from brokerd.kafka.spliced import records_size
 from brokerd.metrics.hooks import RequestObserver
 from brokerd.native.messages import ErrorCode as NativeError
 from brokerd.native.messages import RequestType, error_code_for
+from brokerd.net.frames import records_size
 from brokerd.storage.types import RecordsResult
 
 T = TypeVar("T")
@@ -91,7 +91,7 @@ def kafka_errors(answer: object) -> list[str]:
 
 def _kafka_fetch_out(observer: RequestObserver, answer: apis.FetchResponse) -> None:
     # Bytes only: most Kafka fetches send stored batches from the file by sendfile
-    # (brokerd.kafka.spliced), never looked at in memory; counting their records would
+    # (brokerd.net.frames), never looked at in memory; counting their records would
     # mean reading every batch header again. Kafka's brokers count bytes out only too.
     for topic in answer.responses:
         for part in topic.partitions:

@@ -2,7 +2,7 @@
 """Twisted glue for brokerd's native protocol: one :class:`NativeProtocol` per connection.
 
 What this module does: supplies the native protocol's decoder and dispatch to the shared
-connection machinery (:class:`brokerd.connection.RequestConnection`, which owns flow
+connection machinery (:class:`brokerd.net.connection.RequestConnection`, which owns flow
 control, read pausing, the idle and frame deadlines, closing and the connection limit).
 It feeds received bytes to the sans-IO :class:`~brokerd.native.server_codec.RequestDecoder`,
 calls the broker core for one request at a time (so answers keep request order), and
@@ -32,8 +32,6 @@ from twisted.python.failure import Failure
 from brokerd.admin.errors import AdminUnavailable
 from brokerd.admin.operations import AdminOps
 from brokerd.admin.views import GroupView
-from brokerd.connection import RequestConnection
-from brokerd.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.metrics.answers import observe_native, observe_refusal
 from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
 from brokerd.native import admin_wire, server_codec
@@ -58,6 +56,8 @@ from brokerd.native.messages import (
     error_code_for,
 )
 from brokerd.native.server_codec import RequestDecoder
+from brokerd.net.connection import RequestConnection
+from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.security.acl import AclAuthorizer
 from brokerd.storage.types import AppendInfo, RecordsResult, TopicInfo
 

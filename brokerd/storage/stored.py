@@ -11,7 +11,7 @@ only for checked bytes: a range is marked when the log appends batches it has va
 itself and when a read checked what it read.
 
 What it does not do: read or check bytes (``reads.py``), choose segments (``log.py``),
-or send anything (``brokerd/sendfile.py``). No Twisted.
+or send anything (``brokerd/net/sendfile.py``). No Twisted.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the connection machinery (``brokerd.connection``) needs of Twisted's transports and
+"""What the connection machinery (``brokerd.net.connection``) needs of Twisted's transports and
 clocks, typed.
 
 Twisted declares these through zope interfaces, whose methods lack ``self`` and so cannot

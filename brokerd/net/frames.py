@@ -4,7 +4,7 @@ A Kafka Fetch response is mostly stored record batches. Rather than joining them
 ``bytes`` frame, the handler puts a :class:`StoredRecords` in a partition's ``records``
 field: either bytes read from the log (sent as their own part with
 ``transport.writeSequence``, no join) or a :class:`FileRegion`, a range of a segment file
-that the connection sends with ``os.sendfile`` (``brokerd/sendfile.py``). The codec's
+that the connection sends with ``os.sendfile`` (``brokerd/net/sendfile.py``). The codec's
 :class:`~brokerd.kafka.codec.Writer` keeps such a value as a separate part, and
 :func:`~brokerd.kafka.codec.response_frame` then returns a :class:`SplicedFrame`: the
 frame as a sequence of in-memory parts and file regions.

@@ -21,11 +21,11 @@ the protocol spoken over it.
 * The TLS facts of a connection: whether it is encrypted, and the principal of a verified
   client certificate, both set when the handshake completes (before any request arrives).
 * Spliced answers (a Kafka Fetch response whose records are file regions of the log,
-  ``brokerd.kafka.spliced``): sent by ``os.sendfile`` through a
-  :class:`~brokerd.sendfile.SpliceSender` on plain socket transports, which stands in for
+  ``brokerd.net.frames``): sent by ``os.sendfile`` through a
+  :class:`~brokerd.net.sendfile.SpliceSender` on plain socket transports, which stands in for
   the connection as the transport's producer until the frame is sent; answers written
   meanwhile wait their turn, and no request is taken (flow control as when the send
-  buffer is full). The connection's :class:`~brokerd.sendfile.RegionLedger` gives back
+  buffer is full). The connection's :class:`~brokerd.net.sendfile.RegionLedger` gives back
   the regions of answers that are never sent.
 
 What it does not do: parse or build bytes, decide what a request means, or how many may
@@ -49,18 +49,18 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from brokerd.connlimit import ConnectionLimit
-from brokerd.kafka.spliced import SplicedFrame
 from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
-from brokerd.sendfile import (
+from brokerd.net.connlimit import ConnectionLimit
+from brokerd.net.frames import SplicedFrame
+from brokerd.net.sendfile import (
     RegionLedger,
     SpliceSender,
     SpliceTransport,
     can_splice,
     materialize,
 )
-from brokerd.tls import ANONYMOUS, peer_principal
-from brokerd.transport_types import DelayedCall, TimerClock, Transport, disable_nagle
+from brokerd.net.tls import ANONYMOUS, peer_principal
+from brokerd.net.transport import DelayedCall, TimerClock, Transport, disable_nagle
 
 __all__ = ["ConnectionState", "InFlight", "RequestConnection"]
 
@@ -300,7 +300,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
 
     def write(self, data: bytes) -> None:
         """The one place that writes to the transport (always in the reactor thread).
-        ``data`` may be a :class:`~brokerd.kafka.spliced.SplicedFrame`."""
+        ``data`` may be a :class:`~brokerd.net.frames.SplicedFrame`."""
         if not self._connected:
             return
         self._touch()

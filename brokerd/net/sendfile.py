@@ -26,7 +26,7 @@ What it does:
 * :func:`materialize` turns a frame's parts into bytes (a region read with ``pread``),
   for a transport that cannot splice.
 
-What it does not do: decide what to send or in which order (``brokerd.connection``),
+What it does not do: decide what to send or in which order (``brokerd.net.connection``),
 or know the Kafka protocol.
 """
 
@@ -42,7 +42,7 @@ from twisted.internet import tcp
 from twisted.internet.interfaces import IPullProducer, ISSLTransport
 from zope.interface import implementer
 
-from brokerd.kafka.spliced import FileRegion, Part
+from brokerd.net.frames import FileRegion, Part
 
 __all__ = [
     "SPLICE_TURN_BYTES",

@@ -4,7 +4,7 @@ Per-connection memory is bounded by the protocols (few requests in flight, pause
 reading); this bounds how many connections there are. A factory asks :meth:`admit` in
 ``buildProtocol`` and returns None when refused, which makes Twisted close the new socket
 at once, and hands the limit to the protocol it builds; the connection base
-(``brokerd.connection``) calls :meth:`release` from ``connectionLost``. It does not
+(``brokerd.net.connection``) calls :meth:`release` from ``connectionLost``. It does not
 close anything itself.
 """
 
