@@ -222,9 +222,21 @@ class NoSaslTests(KafkaTestCase):
         self.send(ApiKey.SASL_AUTHENTICATE, 1, m.SaslAuthenticateRequest(auth_bytes=b"x"))
         self.assertEqual(self.one().error_code, SaslCode.ILLEGAL_SASL_STATE)
         self.assertEqual(self.proto.state.principal, "User:ANONYMOUS")
+        # The error is per user; the request-level error stays 0 (librdkafka crashes
+        # on a request-level one).
         self.send(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0,
                   m.DescribeUserScramCredentialsRequest(users=None))
-        self.assertEqual(self.one().error_code, SaslCode.SECURITY_DISABLED)
+        everyone = self.one()
+        self.assertEqual((everyone.error_code, everyone.error_message), (0, None))
+        self.assertEqual([(r.user, r.error_code) for r in everyone.results],
+                         [("", SaslCode.SECURITY_DISABLED)])
+        self.send(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0,
+                  m.DescribeUserScramCredentialsRequest(
+                      users=(m.UserName(name="a"), m.UserName(name="b"))))
+        named = self.one()
+        self.assertEqual(named.error_code, 0)
+        self.assertEqual([(r.user, r.error_code) for r in named.results],
+                         [("a", SaslCode.SECURITY_DISABLED), ("b", SaslCode.SECURITY_DISABLED)])
         self.send(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, m.AlterUserScramCredentialsRequest(
             deletions=(m.ScramCredentialDeletion(name="a", mechanism=1),)))
         self.assertEqual(self.one().results[0].error_code, SaslCode.SECURITY_DISABLED)

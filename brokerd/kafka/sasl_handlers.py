@@ -8,7 +8,8 @@
   authentication; Kafka closes then).
 * :class:`ScramAdminHandlers` answers DescribeUserScramCredentials (50) and
   AlterUserScramCredentials (51) from the credentials store; without ``--credentials``
-  both answer SECURITY_DISABLED. Alter takes salted passwords computed by the client
+  both answer SECURITY_DISABLED (per user: see
+  :meth:`~brokerd.kafka.sasl_apis.DescribeUserScramCredentialsResponse.refused`). Alter takes salted passwords computed by the client
   (it never sees a password) and stores only StoredKey and ServerKey derived from them;
   all changes of one user are applied together or not at all, and one atomic rewrite of
   the file carries every accepted user.
@@ -127,9 +128,9 @@ class ScramAdminHandlers:
     async def describe(self, conn: Connection, req: Request) -> Any:
         body: m.DescribeUserScramCredentialsRequest = req.body
         if self._store is None:
-            return m.DescribeUserScramCredentialsResponse(
-                error_code=SaslCode.SECURITY_DISABLED,
-                error_message="no credentials file is configured (--credentials)",
+            return m.DescribeUserScramCredentialsResponse.refused(
+                body, SaslCode.SECURITY_DISABLED,
+                "no credentials file is configured (--credentials)",
             )
         users = self._store.users()
         wanted = [u.name for u in body.users or ()]
