@@ -247,6 +247,38 @@ class GateTests(SaslProtocolTestCase):
         self.metadata()
         self.assertIsInstance(self.one(), apis.MetadataResponse)
 
+    def test_raw_token_answer_held_after_failures_then_served(self) -> None:
+        for _ in range(2):
+            self.proto, self.tr = self.connect()
+            self.assertEqual(self.scram_login("stale").error_code,
+                             SaslCode.SASL_AUTHENTICATION_FAILED)
+        # A third failure, its answer not waited for (it comes in 0.4 s)...
+        self.proto, self.tr = self.connect()
+        self.handshake("SCRAM-SHA-256")
+        stale = ScramClient(SCRAM_SHA_256, "alice", "stale")
+        first_answer = self.authenticate(stale.first())
+        self.send(ApiKey.SASL_AUTHENTICATE, 2, m.SaslAuthenticateRequest(
+            auth_bytes=stale.final(first_answer.auth_bytes)))
+        # ...and at once the right password, with raw tokens: held as long.
+        self.proto, self.tr = self.connect()
+        self.assertEqual(self.handshake("SCRAM-SHA-256", version=0).error_code, 0)
+        client = ScramClient(SCRAM_SHA_256, "alice", "wonderland")
+        self.proto.dataReceived(codec.frame(client.first()))
+        (first,) = codec.FrameDecoder().feed(self.tr.value())
+        self.tr.clear()
+        self.proto.dataReceived(codec.frame(client.final(first)))
+        self.metadata()  # pipelined behind the held answer
+        self.assertEqual(self.tr.value(), b"")
+        self.clock.advance(0.4)
+        (size,) = struct.unpack(">i", self.tr.value()[:4])
+        final = self.tr.value()[4:4 + size]
+        self.assertTrue(final.startswith(b"v="))
+        rest = self.tr.value()[4 + size:]
+        self.tr.clear()
+        self.assertEqual(self.proto.state.principal, "User:alice")
+        self.tr.write(rest)
+        self.assertIsInstance(self.one(), apis.MetadataResponse)
+
     def test_raw_token_failure_closes_without_answer(self) -> None:
         self.handshake("SCRAM-SHA-256", version=0)
         self.proto.dataReceived(codec.frame(b"garbage"))

@@ -231,8 +231,8 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
                            mechanism=session.mechanism)
 
     def _sasl_failed(self, why: str, kind: str) -> None:
-        assert self._factory.sasl is not None
-        suppressed = self._factory.sasl.failure_log.admit(kind)
+        config = self._factory.sasl
+        suppressed = 0 if config is None else config.failure_log.admit(kind)
         if suppressed is None:
             return  # counted; told with the next line of its kind
         more = f" ({suppressed} more {kind} failures not logged)" if suppressed else ""
