@@ -206,6 +206,14 @@ class Options(usage.Options):
             None,
             "JSON file of SCRAM credentials (brokerctl users); needed by --sasl.",
         ],
+        [
+            "connection-failed-authentication-delay-ms",
+            None,
+            100,
+            "Milliseconds before a failed SASL authentication is answered, doubled per "
+            "repeated failure of one user from one address up to 5 s (0: no delay).",
+            int,
+        ],
     ]
     optFlags = [
         ["no-auto-create", None, "Refuse produce/metadata for unknown topics."],
@@ -304,6 +312,8 @@ def _sasl_options(options: Options) -> None:
 
     options["sasl-mechanisms"] = None
     options["credential-store"] = None
+    if options["connection-failed-authentication-delay-ms"] < 0:
+        raise usage.UsageError("--connection-failed-authentication-delay-ms must be 0 or more")
     if options["sasl"] is not None:
         try:
             options["sasl-mechanisms"] = parse_mechanisms(options["sasl"])
@@ -683,13 +693,21 @@ def _authorization(broker: Broker, options: Options, data_dir: str) -> dict[str,
         "acls": AclHandlers(authorizer, store, run_blocking=broker.run_write),
     }
 def _sasl_config(reactor: Any, options: Options) -> SaslConfig | None:
-    from brokerd.kafka.sasl import FailureLimiter, SaslConfig
+    from brokerd.kafka.auth_throttle import MAX_DELAY, AuthThrottle
+    from brokerd.kafka.sasl import SaslConfig
+    from brokerd.kafka.scram import DecoyCredentials
+    from brokerd.security.server_secret import load_or_create
 
     mechanisms = options["sasl-mechanisms"]
     if mechanisms is None:
         return None
     _log.info("Kafka listener requires SASL: {mechanisms}", mechanisms=", ".join(mechanisms))
-    return SaslConfig(mechanisms, options["credential-store"], FailureLimiter(reactor.seconds))
+    # Made once, kept in the data directory (a bad file stops the start, as acls.json
+    # does): unknown user names must get the same made-up salt after a restart.
+    secret = load_or_create(os.path.abspath(options["data-dir"]))
+    delay = options["connection-failed-authentication-delay-ms"] / 1000
+    throttle = AuthThrottle(reactor.seconds, delay=delay, max_delay=max(delay, MAX_DELAY))
+    return SaslConfig(mechanisms, options["credential-store"], throttle, DecoyCredentials(secret))
 
 
 @attrs.frozen

@@ -7,9 +7,9 @@ consume; a wrong password surfaces as an authentication error in each; PLAIN is 
 on plaintext; AlterUserScramCredentials through confluent-kafka's AdminClient changes a
 password that works at once, without a restart.
 
-Wrong-password tests run against a broker of their own: each failure counts against the
-client address (127.0.0.1), and librdkafka retries in a loop, so the address is soon
-refused there (which is itself part of what they check).
+Wrong-password tests run against a broker of their own: each failure slows the next
+answers to the same user from 127.0.0.1 (librdkafka retries in a loop), which the
+correct logins of the shared broker need not wait for.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sans-IO tests of SCRAM (RFC 5802/7677), PLAIN, the SASL session and the failure limiter."""
+"""Sans-IO tests of SCRAM (RFC 5802/7677), PLAIN, the SASL session and its failure throttle."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ import tempfile
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
+from brokerd.kafka.auth_throttle import DEFAULT_DELAY, MAX_DELAY, AuthThrottle
 from brokerd.kafka.sasl import (
-    FAILURE_WINDOW,
-    MAX_FAILURES,
-    FailureLimiter,
     SaslCode,
     SaslConfig,
     SaslFailed,
@@ -24,6 +22,7 @@ from brokerd.kafka.sasl import (
 from brokerd.kafka.scram import (
     SCRAM_SHA_256,
     SCRAM_SHA_512,
+    DecoyCredentials,
     ScramCredential,
     ScramError,
     ScramMechanism,
@@ -44,6 +43,7 @@ RFC_CLIENT_FINAL = (
 )
 RFC_SERVER_FINAL = b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
 RFC_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
+DECOYS = DecoyCredentials(b"a test secret of 32 bytes long!!")
 
 
 def rfc_credential() -> ScramCredential:
@@ -99,7 +99,7 @@ class Store:
 
 class ScramRfcVectorTests(SynchronousTestCase):
     def test_rfc7677_vector(self) -> None:
-        server = ScramServer(SCRAM_SHA_256, {"user": rfc_credential()}.get,
+        server = ScramServer(SCRAM_SHA_256, {"user": rfc_credential()}.get, DECOYS,
                              nonce=lambda: RFC_SERVER_NONCE)
         self.assertEqual(server.first(RFC_CLIENT_FIRST), RFC_SERVER_FIRST)
         result = server.final(RFC_CLIENT_FINAL)
@@ -116,7 +116,7 @@ class ScramRfcVectorTests(SynchronousTestCase):
         self.assertFalse(SCRAM_SHA_256.verify_password(cred, "pencil2"))
 
     def test_wrong_proof(self) -> None:
-        server = ScramServer(SCRAM_SHA_256, {"user": rfc_credential()}.get,
+        server = ScramServer(SCRAM_SHA_256, {"user": rfc_credential()}.get, DECOYS,
                              nonce=lambda: RFC_SERVER_NONCE)
         server.first(RFC_CLIENT_FIRST)
         bad = RFC_CLIENT_FINAL[:-6] + b"AAAAA="
@@ -124,7 +124,7 @@ class ScramRfcVectorTests(SynchronousTestCase):
             server.final(bad)
 
     def test_unknown_user_fails_only_at_proof(self) -> None:
-        server = ScramServer(SCRAM_SHA_256, {}.get)
+        server = ScramServer(SCRAM_SHA_256, {}.get, DECOYS)
         client = ScramClient(SCRAM_SHA_256, "nobody", "pw")
         first = server.first(client.first())
         self.assertIn(b",s=", first)
@@ -135,7 +135,7 @@ class ScramRfcVectorTests(SynchronousTestCase):
 
     def test_sha512_round_trip_and_escaped_name(self) -> None:
         cred = SCRAM_SHA_512.credential("s3cret")
-        server = ScramServer(SCRAM_SHA_512, {"a,b=c": cred}.get)
+        server = ScramServer(SCRAM_SHA_512, {"a,b=c": cred}.get, DECOYS)
         client = ScramClient(SCRAM_SHA_512, "a,b=c", "s3cret")
         result = server.final(client.final(server.first(client.first())))
         self.assertEqual(result.username, "a,b=c")
@@ -147,21 +147,21 @@ class ScramRfcVectorTests(SynchronousTestCase):
                     b"n,,r=abc,n=user", b"n,,n=,r=abc", b"n,,n=us=er,r=abc",
                     b"n,,m=ext,n=user,r=abc", b"n,a=other,n=user,r=abc",
                     b"n,,n=user,r=abc,tokenauth=true", b"\xff\xfe", b"n,,n=u,r=" + b"x" * 2000):
-            server = ScramServer(SCRAM_SHA_256, {"user": rfc_credential()}.get)
+            server = ScramServer(SCRAM_SHA_256, {"user": rfc_credential()}.get, DECOYS)
             with self.assertRaises(ScramError, msg=repr(msg)):
                 server.first(msg)
 
     def test_nonce_and_binding_must_match(self) -> None:
         for final in (b"c=biws,r=other,p=AAAA", b"c=eSws,r=rOprNGfwEbeRWgbNEkqO"
                       b"%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=AAAA", b"c=biws", b"r=x,c=biws,p=AA=="):
-            server = ScramServer(SCRAM_SHA_256, {"user": rfc_credential()}.get,
+            server = ScramServer(SCRAM_SHA_256, {"user": rfc_credential()}.get, DECOYS,
                                  nonce=lambda: RFC_SERVER_NONCE)
             server.first(RFC_CLIENT_FIRST)
             with self.assertRaises(ScramError, msg=repr(final)):
                 server.final(final)
 
     def test_one_attempt_only(self) -> None:
-        server = ScramServer(SCRAM_SHA_256, {"user": rfc_credential()}.get,
+        server = ScramServer(SCRAM_SHA_256, {"user": rfc_credential()}.get, DECOYS,
                              nonce=lambda: RFC_SERVER_NONCE)
         with self.assertRaises(ScramError):
             server.final(RFC_CLIENT_FINAL)
@@ -184,9 +184,9 @@ class SessionTests(SynchronousTestCase):
         self.clock = Clock()
         self.store = Store()
         self.store.add("alice", "wonderland")
-        self.limiter = FailureLimiter(self.clock.seconds)
+        self.throttle = AuthThrottle(self.clock.seconds)
         self.config = SaslConfig(("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"),
-                                 self.store, self.limiter)
+                                 self.store, self.throttle, DECOYS)
 
     def session(self, tls: bool = False, peer: str = "10.0.0.1") -> SaslSession:
         return SaslSession(self.config, tls=tls, peer=peer)
@@ -250,37 +250,65 @@ class SessionTests(SynchronousTestCase):
         s.handshake("SCRAM-SHA-256", 1)
         self.assertEqual(s.handshake("SCRAM-SHA-256", 1).code, SaslCode.ILLEGAL_SASL_STATE)
 
-    def test_rate_limit_per_address(self) -> None:
-        for _ in range(MAX_FAILURES):
+    def test_failures_are_delayed_per_address_and_user_never_refused(self) -> None:
+        delays = []
+        for _ in range(8):
+            with self.assertRaises(SaslFailed) as e:
+                self.scram_login(self.session(), SCRAM_SHA_256, "guess")
+            delays.append(e.exception.delay)
+            self.clock.advance(e.exception.delay)  # a client that waits for the answer
+        # Doubling from Kafka's 100 ms, capped.
+        self.assertEqual(delays, [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, MAX_DELAY, MAX_DELAY])
+        # The right password from the same address is accepted, at once once the last
+        # failure's answer was given...
+        s = self.session()
+        self.scram_login(s, SCRAM_SHA_256, "wonderland")
+        self.assertTrue(s.authenticated)
+        self.assertEqual(s.answer_delay, 0)
+        # ...and the success forgets the pair's failures.
+        with self.assertRaises(SaslFailed) as e:
+            self.scram_login(self.session(), SCRAM_SHA_256, "guess")
+        self.assertEqual(e.exception.delay, DEFAULT_DELAY)
+
+    def test_an_attempt_during_the_backoff_is_held_right_or_wrong(self) -> None:
+        for _ in range(3):
+            with self.assertRaises(SaslFailed) as e:
+                self.scram_login(self.session(), SCRAM_SHA_256, "guess")
+        self.assertAlmostEqual(e.exception.delay, 0.4)
+        # Not waiting for the failure answer tells a guesser nothing sooner: the next
+        # attempt of the pair is answered when the backoff ends, even when right...
+        self.clock.advance(0.1)
+        s = self.session()
+        self.scram_login(s, SCRAM_SHA_256, "wonderland")
+        self.assertTrue(s.authenticated)
+        self.assertAlmostEqual(s.answer_delay, 0.3)
+        # ...while another user, or the same user from another address, is not held.
+        self.store.add("bob", "builder")
+        bob = self.session()
+        self.assertEqual(bob.handshake("SCRAM-SHA-256", 1).code, SaslCode.NONE)
+        client = ScramClient(SCRAM_SHA_256, "bob", "builder")
+        bob.token(client.final(bob.token(client.first())))
+        self.assertEqual((bob.authenticated, bob.answer_delay), (True, 0))
+
+    def test_a_held_wrong_attempt_waits_for_the_backoff_and_its_own_delay(self) -> None:
+        for _ in range(2):
             with self.assertRaises(SaslFailed):
                 self.scram_login(self.session(), SCRAM_SHA_256, "guess")
-        # Now even the right password is refused from that address, without a check...
-        s = self.session()
+        # The pair is held 0.2 s; a third failure now waits the larger of that and
+        # its own 0.4 s.
         with self.assertRaises(SaslFailed) as e:
-            self.scram_login(s, SCRAM_SHA_256, "wonderland")
-        self.assertIn("too many failed authentications from 10.0.0.1", e.exception.message)
-        # ...while another address is unaffected.
-        other = self.session(peer="10.0.0.2")
-        self.scram_login(other, SCRAM_SHA_256, "wonderland")
-        self.assertTrue(other.authenticated)
-        # After the window, the address may try again.
-        self.clock.advance(FAILURE_WINDOW + 1)
-        again = self.session()
-        self.scram_login(again, SCRAM_SHA_256, "wonderland")
-        self.assertTrue(again.authenticated)
+            self.scram_login(self.session(), SCRAM_SHA_256, "guess")
+        self.assertAlmostEqual(e.exception.delay, 0.4)
 
-    def test_limiter_bounded(self) -> None:
-        limiter = FailureLimiter(self.clock.seconds, max_failures=2, window=10,
-                                 max_addresses=3)
-        for addr in ("a", "b", "c", "d"):
-            limiter.failed(addr)
-            limiter.failed(addr)
-        self.assertIsNone(limiter.retry_after("a"))  # forgotten: the oldest
-        self.assertEqual(limiter.retry_after("d"), 10)
-        self.clock.advance(4)
-        self.assertEqual(limiter.retry_after("d"), 6)
-        self.clock.advance(6)
-        self.assertIsNone(limiter.retry_after("d"))
+    def test_plain_failures_throttle_the_named_user(self) -> None:
+        s = self.session(tls=True)
+        s.handshake("PLAIN", 1)
+        with self.assertRaises(SaslFailed):
+            s.token(b"\x00alice\x00nope")
+        self.assertEqual(self.throttle.failures("10.0.0.1", "alice"), 1)
+        refused = self.session()
+        self.assertEqual(refused.handshake("GSSAPI", 1).delay, DEFAULT_DELAY)
+        self.assertEqual(self.throttle.failures("10.0.0.1", ""), 1)
 
     def test_oversized_token(self) -> None:
         s = self.session()
@@ -301,7 +329,7 @@ class LibrdkafkaNonceTests(SynchronousTestCase):
 
     def exchange(self, echo: str) -> None:
         cred = SCRAM_SHA_256.credential("pw")
-        server = ScramServer(SCRAM_SHA_256, {"u": cred}.get, nonce=lambda: "SRV")
+        server = ScramServer(SCRAM_SHA_256, {"u": cred}.get, DECOYS, nonce=lambda: "SRV")
         client = ScramClient(SCRAM_SHA_256, "u", "pw", nonce="CLI")
         first = server.first(client.first())
         self.assertTrue(first.startswith(b"r=CLISRV,"))

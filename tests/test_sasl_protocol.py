@@ -9,12 +9,14 @@ import struct
 from typing import Any
 
 from twisted.internet import task
+from twisted.logger import formatEvent, globalLogPublisher
 
 from brokerd.kafka import apis, codec
 from brokerd.kafka import sasl_apis as m
+from brokerd.kafka.auth_throttle import DEFAULT_DELAY, LOG_INTERVAL, MAX_DELAY, AuthThrottle
 from brokerd.kafka.codec import ApiKey, RequestHeader
 from brokerd.kafka.protocol import FAILED_AUTHENTICATION_CLOSE_DELAY, KafkaFactory, KafkaProtocol
-from brokerd.kafka.sasl import MAX_FAILURES, FailureLimiter, SaslCode, SaslConfig, SaslSession
+from brokerd.kafka.sasl import SaslCode, SaslConfig, SaslSession
 from brokerd.kafka.scram import SCRAM_SHA_256, SCRAM_SHA_512
 from brokerd.security.credentials import CredentialChange, CredentialStore
 
@@ -40,7 +42,7 @@ class SaslProtocolTestCase(KafkaTestCase):
         self.factory = KafkaFactory(
             self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092, max_frame_bytes=4096,
-            sasl=SaslConfig(MECHS, self.store, FailureLimiter(self.clock.seconds)),
+            sasl=SaslConfig(MECHS, self.store, AuthThrottle(self.clock.seconds)),
             credentials=self.store,
         )
         self.proto, self.tr = self.connect()
@@ -56,14 +58,26 @@ class SaslProtocolTestCase(KafkaTestCase):
             proto._sasl = SaslSession(self.factory.sasl, tls=True, peer=proto.state.peer_host)
         return proto, tr
 
+    def answered(self) -> Any:
+        """The one response to the request just sent, advancing the clock until it is
+        written (a held answer); :attr:`waited` says how long that took."""
+        started = self.clock.seconds()
+        while not self.tr.value():
+            due = min(c.getTime() for c in self.clock.getDelayedCalls())
+            if due - started > MAX_DELAY:
+                break
+            self.clock.advance(due - self.clock.seconds())
+        self.waited = round(self.clock.seconds() - started, 6)
+        return self.one()
+
     def handshake(self, mechanism: str, version: int = 1) -> m.SaslHandshakeResponse:
         self.send(ApiKey.SASL_HANDSHAKE, version, m.SaslHandshakeRequest(mechanism=mechanism))
-        response: m.SaslHandshakeResponse = self.one()
+        response: m.SaslHandshakeResponse = self.answered()
         return response
 
     def authenticate(self, token: bytes, version: int = 2) -> m.SaslAuthenticateResponse:
         self.send(ApiKey.SASL_AUTHENTICATE, version, m.SaslAuthenticateRequest(auth_bytes=token))
-        response: m.SaslAuthenticateResponse = self.one()
+        response: m.SaslAuthenticateResponse = self.answered()
         return response
 
     def scram_login(self, password: str, mech: Any = SCRAM_SHA_256,
@@ -146,19 +160,68 @@ class GateTests(SaslProtocolTestCase):
         self.assertFalse(self.tr.disconnecting)
         self.assertEqual(self.proto.state.principal, "User:alice")
 
-    def test_rate_limited_address(self) -> None:
-        for _ in range(MAX_FAILURES):
+    def test_failure_answer_waits_without_blocking(self) -> None:
+        self.assertEqual(self.handshake("SCRAM-SHA-256").error_code, 0)
+        client = ScramClient(SCRAM_SHA_256, "alice", "nope")
+        first = self.authenticate(client.first())
+        self.assertEqual(self.waited, 0)  # server-first is never held
+        self.send(ApiKey.SASL_AUTHENTICATE, 2,
+                  m.SaslAuthenticateRequest(auth_bytes=client.final(first.auth_bytes)))
+        # Held on the clock: nothing yet, and another connection is served meanwhile.
+        self.assertEqual(self.tr.value(), b"")
+        other, other_tr = self.connect()
+        other.dataReceived(self.frame(ApiKey.API_VERSIONS, 2, apis.ApiVersionsRequest()))
+        self.assertNotEqual(other_tr.value(), b"")
+        self.clock.advance(DEFAULT_DELAY)
+        failed = self.one()
+        self.assertEqual(failed.error_code, SaslCode.SASL_AUTHENTICATION_FAILED)
+        self.assertClosedAfterDelay()
+
+    def test_stale_password_beside_correct_logins_from_the_same_address(self) -> None:
+        # A client retrying a stale password as soon as each answer arrives, and correct
+        # logins of the same and of another user, all from 10.1.2.3.
+        self.store.alter([CredentialChange("bob", "SCRAM-SHA-256",
+                                           SCRAM_SHA_256.credential("builder"))])
+        waits = []
+        for _ in range(10):
             self.proto, self.tr = self.connect()
-            self.assertEqual(self.scram_login("nope").error_code,
+            self.assertEqual(self.scram_login("stale").error_code,
                              SaslCode.SASL_AUTHENTICATION_FAILED)
-        self.proto, self.tr = self.connect()
-        self.handshake("SCRAM-SHA-256")
-        refused = self.authenticate(ScramClient(SCRAM_SHA_256, "alice", "wonderland").first())
-        self.assertEqual(refused.error_code, SaslCode.SASL_AUTHENTICATION_FAILED)
-        self.assertIn("too many failed authentications from 10.1.2.3", refused.error_message)
-        self.clock.advance(61)
+            waits.append(self.waited)
+            self.proto, self.tr = self.connect()
+            self.handshake("SCRAM-SHA-256")
+            bob = ScramClient(SCRAM_SHA_256, "bob", "builder")
+            first = self.authenticate(bob.first())
+            self.assertEqual(self.authenticate(bob.final(first.auth_bytes)).error_code, 0)
+            self.assertEqual(self.waited, 0)  # another user is never slowed
+        self.assertEqual(waits[:3], [0.1, 0.2, 0.4])
+        self.assertEqual(max(waits), MAX_DELAY)
+        # The same user with the right password: accepted, at worst after the backoff.
         self.proto, self.tr = self.connect()
         self.assertEqual(self.scram_login("wonderland").error_code, 0)
+        self.assertLessEqual(self.waited, MAX_DELAY)
+        self.assertEqual(self.proto.state.principal, "User:alice")
+        self.flushLoggedErrors()
+
+    def test_failure_log_lines_are_rate_limited(self) -> None:
+        lines: list[str] = []
+
+        def observe(event: dict[str, Any]) -> None:
+            text = formatEvent(event)
+            if "SASL authentication from" in text:
+                lines.append(text)
+
+        globalLogPublisher.addObserver(observe)
+        self.addCleanup(globalLogPublisher.removeObserver, observe)
+        for _ in range(4):
+            self.proto, self.tr = self.connect()
+            self.scram_login("stale")
+        self.assertEqual(len(lines), 1)
+        self.clock.advance(LOG_INTERVAL)
+        self.proto, self.tr = self.connect()
+        self.scram_login("stale")
+        self.assertEqual(len(lines), 2)
+        self.assertIn("3 more SCRAM-SHA-256 failures not logged", lines[1])
 
     def test_credentials_reloaded_without_restart(self) -> None:
         # Another process (brokerctl) rewrites the file: seen on the next login.
@@ -184,9 +247,44 @@ class GateTests(SaslProtocolTestCase):
         self.metadata()
         self.assertIsInstance(self.one(), apis.MetadataResponse)
 
+    def test_raw_token_answer_held_after_failures_then_served(self) -> None:
+        for _ in range(2):
+            self.proto, self.tr = self.connect()
+            self.assertEqual(self.scram_login("stale").error_code,
+                             SaslCode.SASL_AUTHENTICATION_FAILED)
+        # A third failure, its answer not waited for (it comes in 0.4 s)...
+        self.proto, self.tr = self.connect()
+        self.handshake("SCRAM-SHA-256")
+        stale = ScramClient(SCRAM_SHA_256, "alice", "stale")
+        first_answer = self.authenticate(stale.first())
+        self.send(ApiKey.SASL_AUTHENTICATE, 2, m.SaslAuthenticateRequest(
+            auth_bytes=stale.final(first_answer.auth_bytes)))
+        # ...and at once the right password, with raw tokens: held as long.
+        self.proto, self.tr = self.connect()
+        self.assertEqual(self.handshake("SCRAM-SHA-256", version=0).error_code, 0)
+        client = ScramClient(SCRAM_SHA_256, "alice", "wonderland")
+        self.proto.dataReceived(codec.frame(client.first()))
+        (first,) = codec.FrameDecoder().feed(self.tr.value())
+        self.tr.clear()
+        self.proto.dataReceived(codec.frame(client.final(first)))
+        self.metadata()  # pipelined behind the held answer
+        self.assertEqual(self.tr.value(), b"")
+        self.clock.advance(0.4)
+        (size,) = struct.unpack(">i", self.tr.value()[:4])
+        final = self.tr.value()[4:4 + size]
+        self.assertTrue(final.startswith(b"v="))
+        rest = self.tr.value()[4 + size:]
+        self.tr.clear()
+        self.assertEqual(self.proto.state.principal, "User:alice")
+        self.tr.write(rest)
+        self.assertIsInstance(self.one(), apis.MetadataResponse)
+
     def test_raw_token_failure_closes_without_answer(self) -> None:
         self.handshake("SCRAM-SHA-256", version=0)
         self.proto.dataReceived(codec.frame(b"garbage"))
+        self.assertEqual(self.tr.value(), b"")
+        self.assertFalse(self.tr.disconnecting)  # the failure's delay first
+        self.clock.advance(DEFAULT_DELAY)
         self.assertEqual(self.tr.value(), b"")
         self.assertTrue(self.tr.disconnecting)
 
@@ -222,9 +320,21 @@ class NoSaslTests(KafkaTestCase):
         self.send(ApiKey.SASL_AUTHENTICATE, 1, m.SaslAuthenticateRequest(auth_bytes=b"x"))
         self.assertEqual(self.one().error_code, SaslCode.ILLEGAL_SASL_STATE)
         self.assertEqual(self.proto.state.principal, "User:ANONYMOUS")
+        # The error is per user; the request-level error stays 0 (librdkafka crashes
+        # on a request-level one).
         self.send(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0,
                   m.DescribeUserScramCredentialsRequest(users=None))
-        self.assertEqual(self.one().error_code, SaslCode.SECURITY_DISABLED)
+        everyone = self.one()
+        self.assertEqual((everyone.error_code, everyone.error_message), (0, None))
+        self.assertEqual([(r.user, r.error_code) for r in everyone.results],
+                         [("", SaslCode.SECURITY_DISABLED)])
+        self.send(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0,
+                  m.DescribeUserScramCredentialsRequest(
+                      users=(m.UserName(name="a"), m.UserName(name="b"))))
+        named = self.one()
+        self.assertEqual(named.error_code, 0)
+        self.assertEqual([(r.user, r.error_code) for r in named.results],
+                         [("a", SaslCode.SECURITY_DISABLED), ("b", SaslCode.SECURITY_DISABLED)])
         self.send(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, m.AlterUserScramCredentialsRequest(
             deletions=(m.ScramCredentialDeletion(name="a", mechanism=1),)))
         self.assertEqual(self.one().results[0].error_code, SaslCode.SECURITY_DISABLED)

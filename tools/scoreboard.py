@@ -97,6 +97,12 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "-k 'reading or idle'",
         ("-k", "reading or idle"),
     ),
+    (
+        "a stale-password client beside a correct one from the same address",
+        "tests/test_sasl_stale_password.py",
+        "4 s of retries, 10 correct logins",
+        (),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")

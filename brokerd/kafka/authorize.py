@@ -608,8 +608,8 @@ def delete_acls(access: Access, req: Request) -> Gate:
 def describe_user_scram_credentials(access: Access, req: Request) -> Gate:
     if access.cluster(Operation.DESCRIBE):
         return Gate(req)
-    return _answer(req, sasl_apis.DescribeUserScramCredentialsResponse(
-        error_code=CLUSTER_DENIED, error_message=_DENIED_TEXT
+    return _answer(req, sasl_apis.DescribeUserScramCredentialsResponse.refused(
+        req.body, CLUSTER_DENIED, _DENIED_TEXT
     ))
 
 

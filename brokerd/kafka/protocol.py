@@ -27,7 +27,10 @@ in request order. Its own policies:
   it, as does a failed authentication (after its answer). After a SaslHandshake v0 the
   client's next frames are raw SASL tokens, answered with raw size-prefixed tokens
   (Kafka's original framing); a failure then closes without an answer. On success
-  ``state.principal`` becomes ``"User:<name>"``.
+  ``state.principal`` becomes ``"User:<name>"``. An answer the SASL session says to
+  hold (a failure, or an attempt of a user that failed recently from this address)
+  is sent that much later through ``callLater``; nothing else of the connection is
+  served meanwhile, and failure log lines are rate-limited.
 
 What it does not do: parse or build bytes (the codecs do), know what any API means (the
 handlers do), touch files or threads, or use the global reactor (the clock is injected).
@@ -64,10 +67,10 @@ from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.security.acl import AclAuthorizer
 
-#: Seconds between answering a failed authentication and closing the connection (Kafka's
-#: ``connection.failed.authentication.delay.ms``): a client that handles the close
-#: before reading what arrived (kafka-python does) still learns why, and retrying
-#: clients are slowed down. Nothing more is read or served meanwhile.
+#: Seconds between writing the answer to a failed authentication and closing the
+#: connection: a client that handles the close before reading what arrived
+#: (kafka-python does) still learns why. Nothing more is served meanwhile. (The answer
+#: itself waits first: ``--connection-failed-authentication-delay-ms``.)
 FAILED_AUTHENTICATION_CLOSE_DELAY = 0.1
 #: What a connection may send before it has authenticated on a SASL listener.
 _BEFORE_AUTHENTICATION = SASL_API_KEYS | {ApiKey.API_VERSIONS}
@@ -117,6 +120,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         self._sasl: SaslSession | None = None
         self._close_after_answer = False
         self._auth_failed = False  # answered a failed authentication: close soon
+        self._holding_raw_token = False  # a raw SASL token answer waits for its delay
 
     def connectionMade(self) -> None:
         super().connectionMade()
@@ -148,7 +152,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
     def nextRequest(self) -> apis.Request | None:
         while (
             not self.closing and not self.blocked and not self._auth_failed
-            and self._may_dispatch()
+            and not self._holding_raw_token and self._may_dispatch()
         ):
             payload = self._pending.popleft()
             self._pending_bytes -= len(payload)
@@ -200,12 +204,24 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         try:
             answer = session.token(token)
         except SaslFailed as e:
-            if e.log is not None:
-                self._sasl_failed(e.log)
-            self._refuse_quietly()
+            self._sasl_failed(e.log, e.kind)
+            self._auth_failed = True
+            self._clock.callLater(e.delay, self._refuse_quietly)
+            return
+        if session.answer_delay > 0:
+            self._holding_raw_token = True
+            self._clock.callLater(session.answer_delay, self._release_raw_token, session, answer)
             return
         self.write(codec.frame(answer))
         self._authenticated(session)
+
+    def _release_raw_token(self, session: SaslSession, answer: bytes) -> None:
+        self._holding_raw_token = False
+        if self.closing or not self.isConnected:
+            return
+        self.write(codec.frame(answer))
+        self._authenticated(session)
+        self._pump()
 
     def _authenticated(self, session: SaslSession) -> None:
         if session.principal is not None and self.state.principal != session.principal:
@@ -214,13 +230,16 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
                            peer=self._conn.client_host, principal=session.principal,
                            mechanism=session.mechanism)
 
-    def _sasl_failed(self, why: str) -> None:
-        self._log.warn("kafka: SASL authentication from {peer} failed: {why}",
-                       peer=self._conn.client_host, why=why)
+    def _sasl_failed(self, why: str, kind: str) -> None:
+        config = self._factory.sasl
+        suppressed = 0 if config is None else config.failure_log.admit(kind)
+        if suppressed is None:
+            return  # counted; told with the next line of its kind
+        more = f" ({suppressed} more {kind} failures not logged)" if suppressed else ""
+        self._log.warn("kafka: SASL authentication from {peer} failed: {why}{more}",
+                       peer=self._conn.client_host, why=why, more=more)
 
     def _close_after_failure(self) -> None:
-        # Logged already (or deliberately not: a client retrying while its address is
-        # refused would fill the log).
         self._auth_failed = True
         self._clock.callLater(FAILED_AUTHENTICATION_CLOSE_DELAY, self._refuse_quietly)
 
@@ -268,11 +287,16 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             # next frame must be read in the state they leave.
             answer = answer_sasl(self._sasl, request)
             if answer.failure is not None:
-                self._sasl_failed(answer.failure)
+                self._sasl_failed(answer.failure, answer.failure_kind)
             if answer.close:
                 self._close_after_answer = True
             elif self._sasl is not None:
                 self._authenticated(self._sasl)
+            if answer.delay > 0:
+                # Later frames wait behind this one, so none is served meanwhile.
+                held: defer.Deferred[object] = defer.Deferred()
+                self._clock.callLater(answer.delay, held.callback, answer.response)
+                return held
             return defer.succeed(answer.response)
         return self._handlers.handle(self._conn, request)
 
@@ -327,7 +351,7 @@ class KafkaFactory(Factory):
         transactions (transactional requests get a fatal error, see ``docs/kafka.md``).
     :param authorizer: ACL checks of every request; None allows everything.
     :param acls: the CreateAcls/DescribeAcls/DeleteAcls handlers (default: disabled).
-    :param sasl: the SASL mechanisms, credentials and failure limiter; None = no
+    :param sasl: the SASL mechanisms, credentials and failure throttle; None = no
         authentication (every connection is ``User:ANONYMOUS``).
     :param credentials: the store DescribeUserScramCredentials and
         AlterUserScramCredentials read and write; None = they answer SECURITY_DISABLED.

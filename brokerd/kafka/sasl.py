@@ -10,10 +10,10 @@ What this module does:
   mechanism is done and :attr:`SaslSession.principal` is ``"User:<name>"``. PLAIN
   (RFC 4616) is checked against the user's stored SCRAM hash; SCRAM-SHA-256/512 run
   :class:`~brokerd.kafka.scram.ScramServer`.
-* :class:`FailureLimiter` counts failed authentications per peer address: after
-  :data:`MAX_FAILURES` within :data:`FAILURE_WINDOW` seconds, further attempts from that
-  address are refused without looking at the credentials until the window has passed,
-  so a password cannot be guessed at network speed.
+* Failed authentications are slowed, not refused: each answer to a failure waits, longer
+  for repeated failures of the same (address, user name) pair, and a correct credential
+  is always accepted (:mod:`brokerd.kafka.auth_throttle`). :attr:`SaslSession.answer_delay`
+  says how long the caller is to hold the answer it just got.
 * Kafka's SASL error codes (:class:`SaslCode`).
 
 What it does not do: parse Kafka requests (:mod:`brokerd.kafka.sasl_handlers`), I/O,
@@ -25,19 +25,18 @@ from __future__ import annotations
 
 import enum
 import os
-from collections import deque
-from collections.abc import Callable
 from typing import Protocol
 
 import attrs
 
+from brokerd.kafka.auth_throttle import AuthThrottle, FailureLog
 from brokerd.kafka.scram import (
-    DEFAULT_ITERATIONS,
     MAX_MESSAGE_BYTES,
     MAX_USERNAME_BYTES,
     MECHANISMS,
     SCRAM_SHA_256,
     SCRAM_SHA_512,
+    DecoyCredentials,
     ScramCredential,
     ScramError,
     ScramServer,
@@ -46,20 +45,14 @@ from brokerd.kafka.scram import (
 PLAIN = "PLAIN"
 #: Every mechanism brokerd implements, in the order the handshake lists them.
 KNOWN_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", PLAIN)
-#: Failed authentications per peer address tolerated within :data:`FAILURE_WINDOW`.
-MAX_FAILURES = 5
-#: Seconds over which failures are counted (and the longest an address stays refused).
-FAILURE_WINDOW = 60.0
-#: Peer addresses whose failures are remembered; the oldest is forgotten beyond this.
-MAX_TRACKED_ADDRESSES = 10_000
+#: What a failure before any mechanism ran is logged as (see :class:`FailureLog`).
+HANDSHAKE_FAILURE = "SASL handshake"
 
 __all__ = [
-    "FAILURE_WINDOW",
+    "HANDSHAKE_FAILURE",
     "KNOWN_MECHANISMS",
-    "MAX_FAILURES",
     "PLAIN",
     "CredentialLookup",
-    "FailureLimiter",
     "SaslCode",
     "SaslConfig",
     "SaslFailed",
@@ -112,67 +105,24 @@ class CredentialLookup(Protocol):
 
 class SaslFailed(Exception):
     """The exchange failed: ``code`` and a message for the client. The connection is to
-    be closed after answering."""
+    be closed after answering, which waits ``delay`` seconds."""
 
-    def __init__(self, code: SaslCode, message: str, *, log: str | None = None) -> None:
+    def __init__(
+        self, code: SaslCode, message: str, *, log: str, kind: str, delay: float = 0.0
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
-        #: What to log (with the peer address), or None: a refusal by the failure
-        #: limiter is not logged again for every attempt (clients retry in a loop).
+        #: What to log (with the peer address).
         self.log = log
+        #: What failed (a mechanism, or :data:`HANDSHAKE_FAILURE`): log lines are
+        #: rate-limited per kind.
+        self.kind = kind
+        self.delay = delay
 
 
-class FailureLimiter:
-    """Failed authentications per peer address over a sliding window.
-
-    :param clock: seconds (monotonic; the reactor's ``seconds`` or a fake in tests).
-    """
-
-    def __init__(
-        self,
-        clock: Callable[[], float],
-        *,
-        max_failures: int = MAX_FAILURES,
-        window: float = FAILURE_WINDOW,
-        max_addresses: int = MAX_TRACKED_ADDRESSES,
-    ) -> None:
-        if max_failures < 1 or window <= 0 or max_addresses < 1:
-            raise ValueError("limits must be positive")
-        self._clock = clock
-        self.max_failures = max_failures
-        self.window = window
-        self._max_addresses = max_addresses
-        self._failures: dict[str, deque[float]] = {}
-
-    def _recent(self, address: str) -> deque[float] | None:
-        times = self._failures.get(address)
-        if times is None:
-            return None
-        horizon = self._clock() - self.window
-        while times and times[0] <= horizon:
-            times.popleft()
-        if not times:
-            del self._failures[address]
-            return None
-        return times
-
-    def retry_after(self, address: str) -> float | None:
-        """Seconds until ``address`` may try again, or None if it may now."""
-        times = self._recent(address)
-        if times is None or len(times) < self.max_failures:
-            return None
-        return max(times[-self.max_failures] + self.window - self._clock(), 0.0)
-
-    def failed(self, address: str) -> bool:
-        """Count one failure of ``address``; return whether it is now refused."""
-        times = self._recent(address)
-        if times is None:
-            if len(self._failures) >= self._max_addresses:
-                del self._failures[next(iter(self._failures))]  # the longest tracked
-            times = self._failures[address] = deque(maxlen=self.max_failures)
-        times.append(self._clock())
-        return len(times) >= self.max_failures
+def _random_decoys() -> DecoyCredentials:
+    return DecoyCredentials(os.urandom(32))
 
 
 @attrs.frozen
@@ -181,7 +131,14 @@ class SaslConfig:
 
     mechanisms: tuple[str, ...]
     credentials: CredentialLookup
-    limiter: FailureLimiter
+    throttle: AuthThrottle
+    #: Unknown users' made-up credentials. The broker passes one made from the secret
+    #: in its data directory; the default (a secret of this process) suits tests.
+    decoys: DecoyCredentials = attrs.field(factory=_random_decoys)
+    #: Rate limit of the failure log lines; the default shares the throttle's clock.
+    failure_log: FailureLog = attrs.field(
+        default=attrs.Factory(lambda self: FailureLog(self.throttle.clock), takes_self=True)
+    )
 
 
 class _State(enum.Enum):
@@ -197,13 +154,15 @@ class Handshake:
 
     code: SaslCode
     mechanisms: tuple[str, ...]
+    #: Seconds to hold the answer (a refused mechanism is a failed authentication).
+    delay: float = 0.0
 
 
 class SaslSession:
     """One connection's SASL authentication.
 
     :param tls: whether the connection is encrypted (PLAIN is offered only then).
-    :param peer: the peer's address, for the failure limiter and messages.
+    :param peer: the peer's address, for the throttle and messages.
     """
 
     def __init__(self, config: SaslConfig, *, tls: bool, peer: str) -> None:
@@ -215,7 +174,11 @@ class SaslSession:
         #: Whether tokens come as raw frames (after a SaslHandshake v0), not requests.
         self.raw_tokens = False
         self.principal: str | None = None
+        #: Seconds the answer to the latest :meth:`token` is to be held before it is
+        #: sent (0 unless this address and user name failed recently).
+        self.answer_delay = 0.0
         self._scram: ScramServer | None = None
+        self._plain_user = ""  # the user a PLAIN token names, once parsed
 
     @property
     def authenticated(self) -> bool:
@@ -236,52 +199,68 @@ class SaslSession:
         caller answers and closes, as Kafka does).
         """
         if self._state is not _State.HANDSHAKE:
-            self._state = _State.FAILED
-            return Handshake(SaslCode.ILLEGAL_SASL_STATE, self.available)
+            return self._refused_handshake(SaslCode.ILLEGAL_SASL_STATE)
         if mechanism not in self.available:
-            self._state = _State.FAILED
-            return Handshake(SaslCode.UNSUPPORTED_SASL_MECHANISM, self.available)
+            return self._refused_handshake(SaslCode.UNSUPPORTED_SASL_MECHANISM)
         self.mechanism = mechanism
         self.raw_tokens = version == 0
         self._state = _State.TOKENS
         if mechanism != PLAIN:
             scram = MECHANISMS[mechanism]
             credentials = self._config.credentials
-            self._scram = ScramServer(scram, lambda user: credentials.lookup(user, scram.name))
+            self._scram = ScramServer(
+                scram, lambda user: credentials.lookup(user, scram.name), self._config.decoys
+            )
         return Handshake(SaslCode.NONE, self.available)
+
+    def _refused_handshake(self, code: SaslCode) -> Handshake:
+        self._state = _State.FAILED
+        return Handshake(code, self.available, self._config.throttle.failed(self._peer, ""))
+
+    @property
+    def _user(self) -> str:
+        """The user name the attempt claims, once known ("" before)."""
+        if self._scram is not None:
+            return self._scram.username or ""
+        return self._plain_user
 
     def token(self, data: bytes) -> bytes:
         """Take the client's next token; return the server's.
 
-        Once :attr:`authenticated`, :attr:`principal` is set.
+        Once :attr:`authenticated`, :attr:`principal` is set. The answer (or the
+        failure) is to be held :attr:`answer_delay` seconds (or ``SaslFailed.delay``).
 
-        :raises SaslFailed: out of turn, refused by the failure limiter, or the
-            mechanism failed (the failure is counted for the peer address).
+        :raises SaslFailed: out of turn, or the mechanism failed (the failure is
+            counted for the peer address and user name).
         """
+        throttle = self._config.throttle
+        self.answer_delay = 0.0
         if self._state is not _State.TOKENS:
             was = self._state
             self._state = _State.FAILED
             message = f"unexpected SaslAuthenticate: connection is {was.value}"
-            raise SaslFailed(SaslCode.ILLEGAL_SASL_STATE, message, log=message)
-        limiter = self._config.limiter
-        wait = limiter.retry_after(self._peer)
-        if wait is not None:
-            self._state = _State.FAILED
-            raise SaslFailed(
-                SaslCode.SASL_AUTHENTICATION_FAILED,
-                f"too many failed authentications from {self._peer}; "
-                f"retry in {wait:.0f} s",
-            )
+            raise SaslFailed(SaslCode.ILLEGAL_SASL_STATE, message, log=message,
+                             kind=HANDSHAKE_FAILURE, delay=throttle.failed(self._peer, ""))
         try:
-            return self._step(data)
+            answer = self._step(data)
         except ScramError as e:
             self._state = _State.FAILED
-            message = f"Authentication failed: {e}"
+            user = self._user
+            held = throttle.hold(self._peer, user)
+            delay = throttle.failed(self._peer, user, held=held)
+            failures = throttle.failures(self._peer, user)
             log = f"{self.mechanism}: {e}"
-            if limiter.failed(self._peer):
-                log += (f"; {self._peer} is refused for {limiter.window:.0f} s after "
-                        f"{limiter.max_failures} failures")
-            raise SaslFailed(SaslCode.SASL_AUTHENTICATION_FAILED, message, log=log) from None
+            if failures > 1:
+                log += f" ({failures} failures of this user from this address; " \
+                       f"answered after {delay:.1f} s)"
+            raise SaslFailed(SaslCode.SASL_AUTHENTICATION_FAILED, f"Authentication failed: {e}",
+                             log=log, kind=self.mechanism or HANDSHAKE_FAILURE,
+                             delay=delay) from None
+        if self.authenticated:
+            user = self._user
+            self.answer_delay = throttle.hold(self._peer, user)
+            throttle.succeeded(self._peer, user)
+        return answer
 
     def _step(self, data: bytes) -> bytes:
         if len(data) > MAX_MESSAGE_BYTES:
@@ -298,6 +277,7 @@ class SaslSession:
     def _done(self, user: str) -> None:
         self._state = _State.DONE
         self._scram = None
+        self._plain_user = user
         self.principal = f"User:{user}"
 
     def _plain(self, data: bytes) -> str:
@@ -310,9 +290,11 @@ class SaslSession:
             raise ScramError("PLAIN message is not UTF-8") from None
         if not user or len(user.encode("utf-8")) > MAX_USERNAME_BYTES or not password:
             raise ScramError("PLAIN needs a user name and a password")
+        self._plain_user = user
         if authzid and authzid != user:
             raise ScramError("authorization id must be empty or the user name")
-        # The strongest stored hash; an unknown user costs the same work as a known one.
+        # The strongest stored hash; an unknown user costs the same work as a known one
+        # (one PBKDF2 at the default iteration count).
         for scram in (SCRAM_SHA_512, SCRAM_SHA_256):
             credential = self._config.credentials.lookup(user, scram.name)
             if credential is not None:
@@ -320,6 +302,6 @@ class SaslSession:
                     return user
                 break
         else:
-            decoy = ScramCredential(os.urandom(16), DEFAULT_ITERATIONS, b"", b"")
-            SCRAM_SHA_256.verify_password(decoy, password)
+            decoy = self._config.decoys.credential(SCRAM_SHA_512, user)
+            SCRAM_SHA_512.verify_password(decoy, password)
         raise ScramError(f"invalid user name or password for {user!r}")

@@ -130,6 +130,26 @@ class DescribeUserScramCredentialsResponse:
         Field("results", Array(Struct(DescribeUserScramCredentialsResult))),
     )
 
+    @classmethod
+    def refused(
+        cls, request: DescribeUserScramCredentialsRequest, code: int, message: str
+    ) -> DescribeUserScramCredentialsResponse:
+        """The whole request refused (no credentials store, not authorized).
+
+        The error goes in one result per user named (their names kept, so a client
+        can match each to its question), or in one result with an empty name when
+        every user was asked for; the request-level error stays 0. Kafka puts the
+        error at the request level too, but librdkafka (up to at least 2.16.1) then
+        frees a string it does not own and the client process crashes, so the
+        request-level fields are left clear: Java, librdkafka and Python clients all
+        report the per-user error.
+        """
+        names = dict.fromkeys(u.name for u in request.users or ()) or {"": None}
+        return cls(results=tuple(
+            DescribeUserScramCredentialsResult(user=name, error_code=code, error_message=message)
+            for name in names
+        ))
+
 
 # -- AlterUserScramCredentials (51) --------------------------------------------------
 

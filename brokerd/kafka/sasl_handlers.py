@@ -4,14 +4,17 @@
 * :func:`answer_sasl` answers SaslHandshake (17) and SaslAuthenticate (36) for one
   connection's :class:`~brokerd.kafka.sasl.SaslSession` (or None: SASL disabled, every
   such request gets ILLEGAL_SASL_STATE, as Kafka answers on a listener without SASL),
-  and says whether the connection must be closed after the answer (a failed
-  authentication; Kafka closes then).
+  says whether the connection must be closed after the answer (a failed
+  authentication; Kafka closes then), and how long the answer is to be held
+  (:mod:`brokerd.kafka.auth_throttle`).
 * :class:`ScramAdminHandlers` answers DescribeUserScramCredentials (50) and
   AlterUserScramCredentials (51) from the credentials store; without ``--credentials``
-  both answer SECURITY_DISABLED. Alter takes salted passwords computed by the client
-  (it never sees a password) and stores only StoredKey and ServerKey derived from them;
-  all changes of one user are applied together or not at all, and one atomic rewrite of
-  the file carries every accepted user.
+  both answer SECURITY_DISABLED (per user: see
+  :meth:`~brokerd.kafka.sasl_apis.DescribeUserScramCredentialsResponse.refused`).
+  Alter takes salted passwords computed by the client (it never sees a password) and
+  stores only StoredKey and ServerKey derived from them; all changes of one user are
+  applied together or not at all, and one atomic rewrite of the file carries every
+  accepted user.
 
 What it does not do: decide which requests a connection may send before
 authenticating (:mod:`brokerd.kafka.protocol`), authorize (any authenticated principal
@@ -31,7 +34,7 @@ from brokerd.kafka import sasl_apis as m
 from brokerd.kafka.apis import Request
 from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.handler_base import Connection
-from brokerd.kafka.sasl import SaslCode, SaslFailed, SaslSession
+from brokerd.kafka.sasl import HANDSHAKE_FAILURE, SaslCode, SaslFailed, SaslSession
 from brokerd.kafka.scram import (
     MAX_ITERATIONS,
     MECHANISMS_BY_CODE,
@@ -57,6 +60,11 @@ class SaslAnswer:
     close: bool = False
     #: The failure's message, to log with the peer address.
     failure: str | None = None
+    #: What failed, for the rate limit of log lines (a mechanism or the handshake).
+    failure_kind: str = HANDSHAKE_FAILURE
+    #: Seconds to hold the response before it is sent (a failure's delay, or the
+    #: throttle of a user and address that failed recently).
+    delay: float = 0.0
 
 
 def answer_sasl(session: SaslSession | None, request: Request) -> SaslAnswer:
@@ -82,6 +90,7 @@ def _handshake(session: SaslSession | None, request: Request) -> SaslAnswer:
             close=True,
             failure=f"SASL mechanism {body.mechanism!r} refused ({result.code.name}); "
             f"offered: {', '.join(result.mechanisms) or 'none'}",
+            delay=result.delay,
         )
     return SaslAnswer(response)
 
@@ -102,8 +111,10 @@ def _authenticate(session: SaslSession | None, request: Request) -> SaslAnswer:
             m.SaslAuthenticateResponse(error_code=e.code, error_message=e.message),
             close=True,
             failure=e.log,
+            failure_kind=e.kind,
+            delay=e.delay,
         )
-    return SaslAnswer(m.SaslAuthenticateResponse(auth_bytes=token))
+    return SaslAnswer(m.SaslAuthenticateResponse(auth_bytes=token), delay=session.answer_delay)
 
 
 class ScramStore(Protocol):
@@ -127,9 +138,9 @@ class ScramAdminHandlers:
     async def describe(self, conn: Connection, req: Request) -> Any:
         body: m.DescribeUserScramCredentialsRequest = req.body
         if self._store is None:
-            return m.DescribeUserScramCredentialsResponse(
-                error_code=SaslCode.SECURITY_DISABLED,
-                error_message="no credentials file is configured (--credentials)",
+            return m.DescribeUserScramCredentialsResponse.refused(
+                body, SaslCode.SECURITY_DISABLED,
+                "no credentials file is configured (--credentials)",
             )
         users = self._store.users()
         wanted = [u.name for u in body.users or ()]

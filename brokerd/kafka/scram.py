@@ -16,8 +16,11 @@ What this module does:
   AuthMessage)) == StoredKey``, compared in constant time) and returns server-final with
   the server signature. Any fault raises :class:`ScramError` with a message fit for the
   client; the exchange is then over.
-* An unknown user gets a made-up salt and the exchange fails only at the proof, so the
-  answer does not tell which user names exist.
+* An unknown user gets a made-up credential (:class:`DecoyCredentials`): its salt and
+  keys are derived from a server secret and the name, so they are the same on every
+  attempt, as a real user's are, with the iteration count new credentials get; the
+  exchange does the same work for both and fails only at the proof, so neither the
+  answer nor its timing tells which user names exist.
 
 What it does not do: I/O, Twisted, looking users up (a callable is injected), channel
 binding (a client asking for it is refused: Kafka has none), or SCRAM extensions other
@@ -189,6 +192,35 @@ def escape_username(name: str) -> str:
     return name.replace("=", "=3D").replace(",", "=2C")
 
 
+class DecoyCredentials:
+    """Made-up credentials for user names that do not exist, stable per name.
+
+    :param secret: the server's secret (:mod:`brokerd.security.server_secret`); the
+        same secret gives the same salt for a name after a restart.
+    """
+
+    def __init__(self, secret: bytes) -> None:
+        if len(secret) < 16:
+            raise ValueError("the decoy secret must be at least 16 bytes")
+        self._secret = secret
+
+    def _derive(self, mechanism: ScramMechanism, what: bytes, username: str) -> bytes:
+        # One key per purpose, mechanism and name; the NUL bytes keep the parts apart
+        # (a user name cannot hold NUL after SCRAM's escaping rules either way).
+        message = b"\x00".join((what, mechanism.name.encode(), username.encode("utf-8")))
+        return mechanism.hmac(self._secret, message)
+
+    def credential(self, mechanism: ScramMechanism, username: str) -> ScramCredential:
+        """The credential an unknown ``username`` appears to have for ``mechanism``."""
+        salt = self._derive(mechanism, b"salt", username)
+        return ScramCredential(
+            salt=salt[:SALT_BYTES],
+            iterations=DEFAULT_ITERATIONS,
+            stored_key=self._derive(mechanism, b"stored key", username),
+            server_key=self._derive(mechanism, b"server key", username),
+        )
+
+
 def random_nonce() -> str:
     return base64.urlsafe_b64encode(os.urandom(NONCE_BYTES)).decode("ascii").rstrip("=")
 
@@ -206,6 +238,7 @@ class ScramServer:
 
     :param mechanism: which SCRAM variant.
     :param lookup: the stored credential of a user for this mechanism, or None.
+    :param decoys: what an unknown user appears to have.
     :param nonce: makes the server's part of the nonce (tests inject RFC vectors).
     """
 
@@ -213,11 +246,13 @@ class ScramServer:
         self,
         mechanism: ScramMechanism,
         lookup: Callable[[str], ScramCredential | None],
+        decoys: DecoyCredentials,
         *,
         nonce: Callable[[], str] = random_nonce,
     ) -> None:
         self.mechanism = mechanism
         self._lookup = lookup
+        self._decoys = decoys
         self._nonce = nonce
         self._username: str | None = None
         self._credential: ScramCredential | None = None
@@ -266,17 +301,12 @@ class ScramServer:
         client_nonce = attrs_[1][1]
         if not client_nonce or any(c in client_nonce for c in ", "):
             raise ScramError("invalid client nonce")
-        credential = self._lookup(username)
-        self._known_user = credential is not None
-        if credential is None:
-            # A made-up credential: the exchange goes on and fails at the proof, so an
-            # unknown name looks like a wrong password.
-            credential = ScramCredential(
-                salt=os.urandom(SALT_BYTES),
-                iterations=DEFAULT_ITERATIONS,
-                stored_key=os.urandom(self.mechanism.digest_size),
-                server_key=os.urandom(self.mechanism.digest_size),
-            )
+        stored = self._lookup(username)
+        # Made for every name, known or not, so both cost the same; an unknown name goes
+        # on with it and fails at the proof, like a wrong password.
+        decoy = self._decoys.credential(self.mechanism, username)
+        self._known_user = stored is not None
+        credential = decoy if stored is None else stored
         self._username = username
         self._credential = credential
         self._gs2_header = f"{flag},{authzid},"
@@ -349,6 +379,7 @@ __all__ = [
     "MIN_ITERATIONS",
     "SCRAM_SHA_256",
     "SCRAM_SHA_512",
+    "DecoyCredentials",
     "ScramCredential",
     "ScramError",
     "ScramMechanism",
