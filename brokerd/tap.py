@@ -11,7 +11,7 @@ time, the last added first, each after the previous one finished)::
     ├── broker core (brokerd.core.Broker)
     │   ├── worker pools            stopped last
     │   ├── log directory           last snapshots, sync, checkpoint, clean marker
-    │   ├── Kafka group state       coordinator's last journal writes, offsets store
+    │   ├── group state             coordinator's last journal writes, offsets store
     │   └── transaction coordinator its operations in progress, then transactions.log
     ├── native listener
     ├── Kafka listener              (unless --kafka none)
@@ -467,12 +467,10 @@ def makeService(options: Options) -> service.MultiService:
 
     authorization = _authorization(broker, options, data_dir)
     kafka_on = options["kafka"].lower() != "none"
-    groups = _add_group_state(broker, reactor, options, data_dir) if kafka_on else None
-    inspector = Inspector(
-        broker,
-        groups.coordinator.admin if groups is not None else None,
-        groups.offsets if groups is not None else None,
-    )
+    # Built whatever --kafka says: native group admin (brokerctl groups) reads and
+    # changes the same groups, and transactions left prepared still get completed.
+    groups = _add_group_state(broker, reactor, options, data_dir)
+    inspector = Inspector(broker, groups.coordinator.admin, groups.offsets)
     http_on = options["http"].lower() != "none"
     metrics = _metrics(broker, inspector, cleaner, groups) if http_on else None
     readiness = _readiness(inspector, groups)
@@ -483,14 +481,14 @@ def makeService(options: Options) -> service.MultiService:
         max_fetch_bytes=options["max-fetch-bytes"],
         max_connections=options["max-connections"] or None,
         authorizer=authorization["authorizer"],
-        admin=AdminOps(broker, inspector, groups.coordinator if groups is not None else None),
+        admin=AdminOps(broker, inspector, groups.coordinator),
     )
     if metrics is not None:
         native.metrics = metrics.listener("native")
     bound = readiness.wait_for("native listener", "not bound yet")
     _listener(reactor, options["native"], native, options, bound).setServiceParent(top)
 
-    if groups is not None:
+    if kafka_on:
         _add_kafka(top, broker, reactor, options, groups, authorization, metrics, readiness)
     if metrics is not None:
         _add_http(top, reactor, options, inspector, metrics, readiness)
