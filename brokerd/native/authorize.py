@@ -10,7 +10,8 @@ ALTER_CONFIGS, DeleteTopic DELETE, CreatePartitions ALTER; DescribeGroup needs D
 on the group, DeleteGroup DELETE, ResetOffsets READ on the group and READ on the topic
 (Kafka's OffsetCommit rule), and ListGroups lists only the groups the principal may
 DESCRIBE. A group's answer (DescribeGroup, each group of ListGroups) keeps only the
-partitions of topics the principal may DESCRIBE (:mod:`brokerd.admin.visibility`). A topic refusal is :class:`~brokerd.errors.AuthorizationFailed` (native
+partitions of topics the principal may DESCRIBE (:mod:`brokerd.admin.visibility`).
+A topic refusal is :class:`~brokerd.errors.AuthorizationFailed` (native
 ``TOPIC_AUTHORIZATION_FAILED``), a group refusal
 :class:`~brokerd.admin.errors.GroupAuthorizationFailed` (``GROUP_AUTHORIZATION_FAILED``),
 said the same way whether the topic or group exists or not, so a client learns nothing
