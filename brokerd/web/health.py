@@ -128,13 +128,19 @@ class ReadyResource(Resource):
 
     isLeaf = True
 
-    def __init__(self, readiness: Readiness) -> None:
+    def __init__(
+        self, readiness: Readiness, shows_reasons: Callable[[Request], bool] | None = None
+    ) -> None:
         super().__init__()
         self._readiness = readiness
+        self._shows_reasons = shows_reasons
 
     def render_GET(self, request: Request) -> bytes:
         problems = self._readiness.problems()
         if problems:
+            # The reasons name partitions: withheld from who may not see them.
+            if self._shows_reasons is not None and not self._shows_reasons(request):
+                return _plain(request, 503, "not ready\n")
             return _plain(request, 503, "not ready\n" + "".join(f"{p}\n" for p in problems))
         return _plain(request, 200, "ready\n")
 
