@@ -13,7 +13,7 @@ time, the last added first, each after the previous one finished)::
     │   ├── log directory           last snapshots, sync, checkpoint, clean marker
     │   ├── group state             coordinator's last journal writes, offsets store
     │   └── transaction coordinator its operations in progress, then transactions.log
-    ├── native listener
+    ├── native listener             (unless --native none)
     ├── Kafka listener              (unless --kafka none)
     ├── console sampler             (unless --http none)
     ├── HTTP endpoint               metrics, health checks, console (unless --http none)

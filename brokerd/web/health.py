@@ -4,8 +4,10 @@
 runs). ``/readyz`` answers 200 ``ready`` only when :class:`Readiness` finds nothing
 missing: every listener has bound, start-up recovery is done (the log directory is open,
 and the transaction coordinator has completed the transactions the log left prepared) and
-no partition is offline; otherwise 503 with one plain-text line per reason. Both are
-``text/plain`` and never cached.
+no partition is offline; otherwise 503 with one plain-text line per reason (the reasons
+name partitions: the site sends them only to a request allowed to see them, see
+:mod:`brokerd.web.scope`). Both are ``text/plain`` and never cached, and served without
+authentication.
 
 What it does not do: decide readiness itself (the service tree tells :class:`Readiness`
 what to wait for), or probe the listeners over the network.
