@@ -42,7 +42,13 @@ from zope.interface import implementer
 from brokerd import start_gc
 from brokerd.core import FsyncPolicy
 from brokerd.core.services import SequentialMultiService
-from brokerd.tls import ClientAuth, ClientVerification, is_tls_description, listener_endpoint
+from brokerd.tls import (
+    ClientAuth,
+    ClientVerification,
+    is_tls_description,
+    listener_endpoint,
+    peer_principal,
+)
 
 if TYPE_CHECKING:
     from brokerd.core import Broker
@@ -721,12 +727,13 @@ def _http_identity(reactor: Any, options: Options) -> HttpIdentity:
     from brokerd.web.auth import BasicPasswords, HttpIdentity
 
     mode: HttpAuth = options["http-auth-mode"]
+    passwords = None
     if mode is HttpAuth.BASIC:
         _log.info("HTTP endpoint requires HTTP Basic (--credentials)")
-        return HttpIdentity(mode, BasicPasswords(options["credential-store"], clock=reactor))
-    if mode is HttpAuth.CERTIFICATE:
+        passwords = BasicPasswords(options["credential-store"], clock=reactor)
+    elif mode is HttpAuth.CERTIFICATE:
         _log.info("HTTP endpoint requires client certificates")
-    return HttpIdentity(mode)
+    return HttpIdentity(mode, passwords, peer_principal=peer_principal)
 
 
 class _GroupState(service.Service):

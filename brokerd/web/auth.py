@@ -28,6 +28,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 from collections import deque
+from collections.abc import Callable
 from typing import Protocol, cast
 
 from twisted.web.resource import IResource, Resource
@@ -36,7 +37,6 @@ from twisted.web.server import Request
 from brokerd.core.interfaces import Seconds
 from brokerd.security.acl import ANONYMOUS
 from brokerd.security.doors import HttpAuth
-from brokerd.tls import peer_principal
 
 __all__ = [
     "FAILURE_WINDOW",
@@ -141,13 +141,23 @@ class HttpIdentity:
 
     :param mode: the ``--http-auth`` value.
     :param passwords: the Basic checker (needed by ``basic``).
+    :param peer_principal: the principal of a connection's verified client certificate
+        (``User:ANONYMOUS`` without one), given the request's transport; the service
+        tree passes the TLS layer's. Without it no certificate counts.
     """
 
-    def __init__(self, mode: HttpAuth, passwords: BasicPasswords | None = None) -> None:
+    def __init__(
+        self,
+        mode: HttpAuth,
+        passwords: BasicPasswords | None = None,
+        *,
+        peer_principal: Callable[[object], str] = lambda transport: ANONYMOUS,
+    ) -> None:
         if mode is HttpAuth.BASIC and passwords is None:
             raise ValueError("--http-auth basic needs the credentials")
         self.mode = mode
         self._passwords = passwords
+        self._peer_principal = peer_principal
 
     @property
     def asks(self) -> bool:
@@ -157,7 +167,7 @@ class HttpIdentity:
     def principal(self, request: Request) -> str | None:
         """The request's principal, or None when it did not authenticate as
         ``--http-auth`` asks."""
-        certified = peer_principal(request.channel.transport)
+        certified = self._peer_principal(request.channel.transport)
         if self.mode is HttpAuth.NONE:
             return certified
         if self.mode is HttpAuth.CERTIFICATE:
