@@ -307,7 +307,9 @@ class Options(usage.Options):
 def _client_verification(options: Options) -> ClientVerification | None:
     """``--ssl-client-auth`` and ``--ssl-client-ca``, checked against the listeners:
     client certificates need at least one ``ssl:`` listener (a plaintext listener beside
-    it is allowed, and warned about at start)."""
+    it is allowed, and warned about at start). Also reads ``--http-auth``: with
+    ``certificate`` the HTTP listener demands a certificate from the ``--ssl-client-ca``
+    CAs whatever ``--ssl-client-auth`` says."""
     from brokerd.security.doors import HttpAuth
 
     try:

@@ -140,6 +140,16 @@ def test_sasl_with_the_native_listener_refuses_to_start(tmp_path: Path) -> None:
     assert not (tmp_path / "d").exists()  # refused before anything was opened
 
 
+def test_an_anonymous_console_beyond_loopback_refuses_to_start(tmp_path: Path) -> None:
+    # Refused while parsing the options: nothing is bound to every address.
+    done = run_broker(tmp_path, "--sasl", "SCRAM-SHA-256", "--credentials", credentials(tmp_path),
+                      "--native", "none", f"--http=tcp:{free_port()}")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "--http tcp:" in out and "--allow-anonymous http" in out, out
+    assert "--native" not in out.split("requires authentication", 1)[1], out
+
+
 def test_an_allowed_door_starts_and_is_logged(tmp_path: Path) -> None:
     proc = BrokerProcess(
         tmp_path / "data",
