@@ -11,9 +11,9 @@ time, the last added first, each after the previous one finished)::
     ├── broker core (brokerd.core.Broker)
     │   ├── worker pools            stopped last
     │   ├── log directory           last snapshots, sync, checkpoint, clean marker
-    │   ├── Kafka group state       coordinator's last journal writes, offsets store
+    │   ├── group state             coordinator's last journal writes, offsets store
     │   └── transaction coordinator its operations in progress, then transactions.log
-    ├── native listener
+    ├── native listener             (unless --native none)
     ├── Kafka listener              (unless --kafka none)
     ├── console sampler             (unless --http none)
     ├── HTTP endpoint               metrics, health checks, console (unless --http none)
@@ -42,7 +42,13 @@ from zope.interface import implementer
 from brokerd import start_gc
 from brokerd.core import FsyncPolicy
 from brokerd.core.services import SequentialMultiService
-from brokerd.net.tls import ClientVerification, is_tls_description, listener_endpoint
+from brokerd.net.tls import (
+    ClientAuth,
+    ClientVerification,
+    is_tls_description,
+    listener_endpoint,
+    peer_principal,
+)
 
 if TYPE_CHECKING:
     from brokerd.core import Broker
@@ -51,9 +57,12 @@ if TYPE_CHECKING:
     from brokerd.kafka.sasl import SaslConfig
     from brokerd.kafka.transactions import TransactionCoordinator
     from brokerd.metrics.registry import BrokerMetrics
+    from brokerd.security.acl import AclAuthorizer
+    from brokerd.security.doors import ListenerSecurity
     from brokerd.storage.offsets import OffsetStore
     from brokerd.storage.producer_ids import ProducerIdAllocator
     from brokerd.storage.txn_log import TxnLog
+    from brokerd.web.auth import HttpIdentity
     from brokerd.web.health import Readiness
 
 _log = Logger()
@@ -88,7 +97,7 @@ class Options(usage.Options):
     optParameters = [
         ["config", None, None, "TOML file of these options (docs/operations.md, Config file)."],
         ["data-dir", "d", "./data", "Directory holding the partition logs."],
-        ["native", None, DEFAULT_NATIVE, "Endpoint of the native protocol listener."],
+        ["native", None, DEFAULT_NATIVE, "Endpoint of the native protocol listener, or 'none'."],
         ["kafka", None, DEFAULT_KAFKA, "Endpoint of the Kafka listener, or 'none'."],
         [
             "http",
@@ -214,6 +223,21 @@ class Options(usage.Options):
             "repeated failure of one user from one address up to 5 s (0: no delay).",
             int,
         ],
+        # Anonymous doors and HTTP authentication (docs/operations.md, "Anonymous doors").
+        [
+            "allow-anonymous",
+            None,
+            "",
+            "With authentication on the Kafka listener, these listeners may still serve "
+            "anonymous clients: a comma list of native, http.",
+        ],
+        [
+            "http-auth",
+            None,
+            "none",
+            "What the console and /metrics ask of a client: none, basic (HTTP Basic "
+            "against --credentials) or certificate (an ssl: --http listener).",
+        ],
     ]
     optFlags = [
         ["no-auto-create", None, "Refuse produce/metadata for unknown topics."],
@@ -273,6 +297,8 @@ class Options(usage.Options):
         self["client-verification"] = _client_verification(self)
         _sasl_options(self)
         self._authorization_options()
+        _http_auth_options(self)
+        _door_options(self)
 
     def _authorization_options(self) -> None:
         from brokerd.security.acl import valid_principal
@@ -289,19 +315,113 @@ class Options(usage.Options):
 def _client_verification(options: Options) -> ClientVerification | None:
     """``--ssl-client-auth`` and ``--ssl-client-ca``, checked against the listeners:
     client certificates need at least one ``ssl:`` listener (a plaintext listener beside
-    it is allowed, and warned about at start)."""
+    it is allowed, and warned about at start). Also reads ``--http-auth``: with
+    ``certificate`` the HTTP listener demands a certificate from the ``--ssl-client-ca``
+    CAs whatever ``--ssl-client-auth`` says."""
+    from brokerd.security.doors import HttpAuth
+
     try:
-        verification = ClientVerification.load(options["ssl-client-auth"], options["ssl-client-ca"])
+        http_auth = HttpAuth(options["http-auth"])
+    except ValueError:
+        choices = ", ".join(a.value for a in HttpAuth)
+        raise usage.UsageError(f"--http-auth must be one of {choices}") from None
+    options["http-auth-mode"] = http_auth
+    mode, ca_file = options["ssl-client-auth"], options["ssl-client-ca"]
+    try:
+        options["http-client-verification"] = (
+            ClientVerification.load(ClientAuth.REQUIRED.value, ca_file)
+            if http_auth is HttpAuth.CERTIFICATE and ca_file is not None
+            else None
+        )
+        # --http-auth certificate alone uses --ssl-client-ca for the HTTP listener only.
+        only_http = http_auth is HttpAuth.CERTIFICATE and mode == ClientAuth.NONE.value
+        verification = None if only_http else ClientVerification.load(mode, ca_file)
     except ValueError as e:
         raise usage.UsageError(str(e)) from None
     if verification is not None and not any(
-        is_tls_description(options[name]) for name in ("native", "kafka")
+        is_tls_description(options[name]) for name in ("native", "kafka", "http")
     ):
         raise usage.UsageError(
             f"--ssl-client-auth {verification.mode.value} needs an ssl: listener "
-            f"(--native {options['native']}, --kafka {options['kafka']})"
+            f"(--native {options['native']}, --kafka {options['kafka']}, "
+            f"--http {options['http']})"
         )
     return verification
+
+
+def _http_auth_options(options: Options) -> None:
+    """``--http-auth``: what it needs, and HTTP Basic never in clear text beyond
+    loopback (the password itself crosses the wire, as with PLAIN)."""
+    from brokerd.security.doors import HttpAuth, is_local_description
+
+    http_auth: HttpAuth = options["http-auth-mode"]
+    http = options["http"]
+    if http_auth is HttpAuth.NONE:
+        return
+    if http.lower() == "none":
+        raise usage.UsageError(f"--http-auth {http_auth.value} needs an --http listener")
+    if http_auth is HttpAuth.BASIC:
+        if options["credential-store"] is None:
+            raise usage.UsageError("--http-auth basic needs --credentials FILE")
+        if not is_tls_description(http) and not is_local_description(http):
+            raise usage.UsageError(
+                f"--http-auth basic sends passwords in clear text on --http {http}: "
+                "use an ssl: listener, or bind it to 127.0.0.1"
+            )
+    elif not is_tls_description(http):
+        raise usage.UsageError(f"--http-auth certificate needs an ssl: --http listener, "
+                               f"not {http}")
+    elif options["ssl-client-ca"] is None:
+        raise usage.UsageError("--http-auth certificate needs --ssl-client-ca FILE")
+
+
+def _listener_security(options: Options) -> ListenerSecurity:
+    from brokerd.security.doors import ListenerSecurity
+
+    verification: ClientVerification | None = options["client-verification"]
+    return ListenerSecurity(
+        native=options["native"],
+        kafka=options["kafka"],
+        http=options["http"],
+        sasl=options["sasl-mechanisms"] is not None,
+        certificates_required=(
+            verification is not None and verification.mode is ClientAuth.REQUIRED
+        ),
+        http_auth=options["http-auth-mode"],
+    )
+
+
+def _door_options(options: Options) -> None:
+    """``--allow-anonymous``: the start is refused while a listener serves anonymous
+    clients the operator did not name (``brokerd.security.doors``)."""
+    from brokerd.security.doors import parse_allow_anonymous, refusal
+
+    try:
+        allowed = parse_allow_anonymous(options["allow-anonymous"])
+    except ValueError as e:
+        raise usage.UsageError(str(e)) from None
+    options["anonymous-allowed"] = allowed
+    message = refusal(_listener_security(options), allowed)
+    if message is not None:
+        raise usage.UsageError(message)
+
+
+def _log_anonymous_doors(options: Options) -> None:
+    """One warning per listener serving anonymous clients, so a broker that requires
+    authentication says at start where it does not."""
+    from brokerd.security.doors import anonymous_doors
+
+    for door in anonymous_doors(_listener_security(options)):
+        how = (
+            f"allowed by --allow-anonymous {door.door.value}"
+            if door.needs_allowing
+            else "loopback only"
+        )
+        _log.warn(
+            "Anonymous door: --{name} {description} serves clients nobody authenticated "
+            "({how}): {why}",
+            name=door.door.value, description=door.description, how=how, why=door.why,
+        )
 
 
 def _sasl_options(options: Options) -> None:
@@ -356,8 +476,10 @@ def _listener(
     factory: Factory[Any],
     options: Options,
     on_listen: Any = None,
+    *,
+    own_verification: ClientVerification | None = None,
 ) -> service.Service:
-    verification: ClientVerification | None = options["client-verification"]
+    verification: ClientVerification | None = own_verification or options["client-verification"]
     if not is_tls_description(description):
         if verification is not None:
             _log.warn(
@@ -477,12 +599,10 @@ def makeService(options: Options) -> service.MultiService:
 
     authorization = _authorization(broker, options, data_dir)
     kafka_on = options["kafka"].lower() != "none"
-    groups = _add_group_state(broker, reactor, options, data_dir) if kafka_on else None
-    inspector = Inspector(
-        broker,
-        groups.coordinator.admin if groups is not None else None,
-        groups.offsets if groups is not None else None,
-    )
+    # Built whatever --kafka says: native group admin (brokerctl groups) reads and
+    # changes the same groups, and transactions left prepared still get completed.
+    groups = _add_group_state(broker, reactor, options, data_dir)
+    inspector = Inspector(broker, groups.coordinator.admin, groups.offsets)
     http_on = options["http"].lower() != "none"
     metrics = _metrics(broker, inspector, cleaner, groups) if http_on else None
     readiness = _readiness(inspector, groups)
@@ -493,17 +613,20 @@ def makeService(options: Options) -> service.MultiService:
         max_fetch_bytes=options["max-fetch-bytes"],
         max_connections=options["max-connections"] or None,
         authorizer=authorization["authorizer"],
-        admin=AdminOps(broker, inspector, groups.coordinator if groups is not None else None),
+        admin=AdminOps(broker, inspector, groups.coordinator),
     )
     if metrics is not None:
         native.metrics = metrics.listener("native")
-    bound = readiness.wait_for("native listener", "not bound yet")
-    _listener(reactor, options["native"], native, options, bound).setServiceParent(top)
+    if options["native"].lower() != "none":
+        bound = readiness.wait_for("native listener", "not bound yet")
+        _listener(reactor, options["native"], native, options, bound).setServiceParent(top)
+    _log_anonymous_doors(options)
 
-    if groups is not None:
+    if kafka_on:
         _add_kafka(top, broker, reactor, options, groups, authorization, metrics, readiness)
     if metrics is not None:
-        _add_http(top, reactor, options, inspector, metrics, readiness)
+        _add_http(top, reactor, options, inspector, metrics, readiness,
+                  authorization["authorizer"])
 
     ReadyNotifier(reactor).setServiceParent(top)
     # Runs once the service tree has started (twistd starts it before the reactor runs).
@@ -514,7 +637,15 @@ def makeService(options: Options) -> service.MultiService:
 #: Options never shown on the console's broker page.
 #: (Objects built from other options; the options they come from are shown.)
 _PRIVATE_OPTIONS = frozenset(
-    {"credential-store", "client-verification", "topic-defaults", "fsync-policy"}
+    {
+        "credential-store",
+        "client-verification",
+        "topic-defaults",
+        "fsync-policy",
+        "http-client-verification",
+        "http-auth-mode",
+        "anonymous-allowed",
+    }
 )
 
 
@@ -572,8 +703,10 @@ def _add_http(
     inspector: Any,
     metrics: BrokerMetrics,
     readiness: Readiness,
+    authorizer: AclAuthorizer | None,
 ) -> None:
-    """The HTTP endpoint: console, metrics and health checks (``brokerd.web``)."""
+    """The HTTP endpoint: console, metrics and health checks (``brokerd.web``), showing
+    each principal what ``authorizer`` lets it DESCRIBE."""
     from brokerd.web.console import ConsoleSampler
     from brokerd.web.site import make_site
 
@@ -586,6 +719,8 @@ def _add_http(
         sampler=sampler,
         registry=metrics.registry,
         readiness=readiness,
+        identity=_http_identity(reactor, options),
+        authorizer=authorizer,
     )
     bound = readiness.wait_for("http listener", "not bound yet")
 
@@ -593,7 +728,24 @@ def _add_http(
         bound()
         _log.info("HTTP endpoint (metrics, health, console) on {address}", address=address)
 
-    _listener(reactor, options["http"], site, options, on_listen).setServiceParent(top)
+    _listener(
+        reactor, options["http"], site, options, on_listen,
+        own_verification=options["http-client-verification"],
+    ).setServiceParent(top)
+
+
+def _http_identity(reactor: Any, options: Options) -> HttpIdentity:
+    from brokerd.security.doors import HttpAuth
+    from brokerd.web.auth import BasicPasswords, HttpIdentity
+
+    mode: HttpAuth = options["http-auth-mode"]
+    passwords = None
+    if mode is HttpAuth.BASIC:
+        _log.info("HTTP endpoint requires HTTP Basic (--credentials)")
+        passwords = BasicPasswords(options["credential-store"], clock=reactor)
+    elif mode is HttpAuth.CERTIFICATE:
+        _log.info("HTTP endpoint requires client certificates")
+    return HttpIdentity(mode, passwords, peer_principal=peer_principal)
 
 
 class _GroupState(service.Service):

@@ -56,9 +56,12 @@ class BrokerProcess:
         data_dir: Path,
         *,
         kafka: bool = True,
+        native: bool = True,
         args: tuple[str, ...] = (),
     ) -> None:
         self.data_dir = Path(data_dir)
+        #: Without the native listener (``--native none``) start() waits for the others.
+        self.native_on = native
         self.native_port = free_port()
         self.kafka_port = free_port() if kafka else None
         self.http_port = free_port()
@@ -76,6 +79,7 @@ class BrokerProcess:
 
     def command(self) -> list[str]:
         kafka = f"tcp:{self.kafka_port}:interface=127.0.0.1" if self.kafka_port else "none"
+        native = f"tcp:{self.native_port}:interface=127.0.0.1" if self.native_on else "none"
         return [
             str(TWISTD),
             "--nodaemon",
@@ -83,7 +87,7 @@ class BrokerProcess:
             f"--logfile={self.log_path}",
             "broker",
             f"--data-dir={self.data_dir}",
-            f"--native=tcp:{self.native_port}:interface=127.0.0.1",
+            f"--native={native}",
             f"--kafka={kafka}",
             f"--http=tcp:{self.http_port}:interface=127.0.0.1",
             *self.args,
@@ -93,7 +97,9 @@ class BrokerProcess:
         assert self.proc is None or self.proc.poll() is not None
         self.proc = subprocess.Popen(self.command(), env=env(), cwd=self.data_dir.parent)
         deadline = time.monotonic() + START_TIMEOUT
-        for port in filter(None, (self.native_port, self.kafka_port)):
+        native = self.native_port if self.native_on else None
+        ports = [p for p in (native, self.kafka_port) if p] or [self.http_port]
+        for port in ports:
             if not wait_for_port(port, deadline) or self.proc.poll() is not None:
                 self.kill()
                 raise RuntimeError(f"broker did not start; log:\n{self.log()}")

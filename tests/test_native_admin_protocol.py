@@ -181,13 +181,13 @@ class AnswerTests(NativeAdminCase):
 class WithoutGroupsTests(NativeAdminCase):
     with_groups = False
 
-    def test_group_requests_say_groups_need_the_kafka_listener(self) -> None:
+    def test_group_requests_say_there_is_no_group_coordinator(self) -> None:
         self.create("t")
         for request in (ListGroupsRequest(), DescribeGroupRequest("g"),
                         ResetOffsetsRequest("g", "t", ResetMode.LATEST), DeleteGroupRequest("g")):
             code, message = self.error(request)
             self.assertEqual(code, ErrorCode.GROUPS_UNAVAILABLE)
-            self.assertIn("Kafka listener", message)
+            self.assertIn("no group coordinator", message)
 
 
 class WithoutAdminTests(NativeAdminCase):

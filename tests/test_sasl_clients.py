@@ -49,7 +49,10 @@ def write_credentials(path: Path) -> str:
 
 def sasl_broker(tmp: pytest.TempPathFactory, name: str) -> Iterator[BrokerProcess]:
     creds = write_credentials(tmp.mktemp(f"{name}-creds") / "credentials.json")
-    yield from module_broker(tmp, name, "--sasl", MECHANISMS, "--credentials", creds)
+    # The harness waits on the native port: it stays open, as an allowed anonymous door.
+    yield from module_broker(
+        tmp, name, "--sasl", MECHANISMS, "--credentials", creds, "--allow-anonymous", "native"
+    )
 
 
 @pytest.fixture(scope="module")

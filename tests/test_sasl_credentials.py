@@ -190,7 +190,9 @@ class OptionsTests(SynchronousTestCase):
     def test_accepted(self) -> None:
         path = temp_path(self)
         CredentialStore.open(path, create=True).alter([])
-        options = self.parse("--sasl", "scram-sha-512,PLAIN", "--credentials", path)
+        options = self.parse(
+            "--sasl", "scram-sha-512,PLAIN", "--credentials", path, "--native", "none"
+        )
         self.assertEqual(options["sasl-mechanisms"], ("SCRAM-SHA-512", "PLAIN"))
         self.assertIsNotNone(options["credential-store"])
         self.assertIsNone(self.parse()["sasl-mechanisms"])

@@ -46,6 +46,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[TlsBr
             "--credentials", creds,
             "--authorizer", "acl",
             "--super-users", f"User:{ADMIN}",
+            "--allow-anonymous", "native",
         ),
     )
     proc.start()

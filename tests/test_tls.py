@@ -318,7 +318,8 @@ def test_client_auth_options(pki: Pki) -> None:
     tls = ssl_description(9093, pki)
     assert parse()["client-verification"] is None
     assert parse("--kafka", tls)["client-verification"] is None
-    options = parse("--kafka", tls, "--ssl-client-auth", "required", "--ssl-client-ca", str(pki.ca))
+    options = parse("--kafka", tls, "--ssl-client-auth", "required", "--ssl-client-ca", str(pki.ca),
+                    "--allow-anonymous", "native")
     verification = options["client-verification"]
     assert verification.mode is ClientAuth.REQUIRED
     assert [c.subject.rfc4514_string() for c in verification.ca_certs] == [

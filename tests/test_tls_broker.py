@@ -317,6 +317,7 @@ def test_a_plaintext_listener_beside_client_auth_is_warned_about(
         f"--kafka={ssl_description(proc.kafka_port, pki)}",
         "--ssl-client-auth=required",
         f"--ssl-client-ca={pki.ca}",
+        "--allow-anonymous=native",
     )
     proc.start()
     try:

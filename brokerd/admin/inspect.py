@@ -64,8 +64,9 @@ class Inspector:
     """Builds views of topics and groups. Reactor thread only; never blocks.
 
     :param broker: the core (its log directory and topic registry).
-    :param groups: the group coordinator's admin view, or None when the Kafka listener
-        (and so the coordinator) is disabled: then there are no groups.
+    :param groups: the group coordinator's admin view, or None for a broker without
+        one (the service tree always builds it; some tests do not): then there are no
+        groups.
     :param offsets: the committed-offsets store (None with ``groups``).
     """
 
@@ -81,7 +82,7 @@ class Inspector:
 
     @property
     def has_groups(self) -> bool:
-        """Whether consumer groups exist on this broker (the Kafka listener is on)."""
+        """Whether this broker has a group coordinator."""
         return self._groups is not None
 
     # -- topics -------------------------------------------------------------------------

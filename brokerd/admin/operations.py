@@ -172,8 +172,9 @@ class AdminOps:
 
     :param broker: the core.
     :param inspector: the views the answers are made of.
-    :param groups: the group coordinator, or None when the Kafka listener is off (then
-        every group operation fails with :class:`GroupsUnavailable`).
+    :param groups: the group coordinator, or None for operations built without one (an
+        embedded listener; the service tree always passes it): then every group
+        operation fails with :class:`GroupsUnavailable`.
     """
 
     def __init__(
@@ -248,7 +249,7 @@ class AdminOps:
     def _coordinator(self) -> AdminGroups:
         if self._groups is None:
             raise GroupsUnavailable(
-                "this broker has no consumer groups: they need the Kafka listener (--kafka)"
+                "this broker has no group coordinator"
             )
         return self._groups
 

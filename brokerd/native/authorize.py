@@ -9,7 +9,9 @@ The admin requests: DescribeTopic needs DESCRIBE on the topic, AlterTopicConfigs
 ALTER_CONFIGS, DeleteTopic DELETE, CreatePartitions ALTER; DescribeGroup needs DESCRIBE
 on the group, DeleteGroup DELETE, ResetOffsets READ on the group and READ on the topic
 (Kafka's OffsetCommit rule), and ListGroups lists only the groups the principal may
-DESCRIBE. A topic refusal is :class:`~brokerd.errors.AuthorizationFailed` (native
+DESCRIBE. A group's answer (DescribeGroup, each group of ListGroups) keeps only the
+partitions of topics the principal may DESCRIBE (:mod:`brokerd.admin.visibility`).
+A topic refusal is :class:`~brokerd.errors.AuthorizationFailed` (native
 ``TOPIC_AUTHORIZATION_FAILED``), a group refusal
 :class:`~brokerd.admin.errors.GroupAuthorizationFailed` (``GROUP_AUTHORIZATION_FAILED``),
 said the same way whether the topic or group exists or not, so a client learns nothing
@@ -27,6 +29,7 @@ import attrs
 
 from brokerd.admin.errors import GroupAuthorizationFailed
 from brokerd.admin.views import GroupView
+from brokerd.admin.visibility import Visibility
 from brokerd.errors import AuthorizationFailed
 from brokerd.native.admin_messages import (
     AlterTopicConfigsRequest,
@@ -123,5 +126,16 @@ class NativeAccess:
         return [t for t in topics if self._topic(Operation.DESCRIBE, t.name)]
 
     def visible_groups(self, groups: Sequence[GroupView]) -> list[GroupView]:
-        """The groups of a ListGroups answer the principal may DESCRIBE."""
-        return [g for g in groups if self._group(Operation.DESCRIBE, g.group_id)]
+        """The groups of a ListGroups answer the principal may DESCRIBE, each as
+        :meth:`visible_group` filters it (so its counts and lag leave out denied
+        topics)."""
+        return self._visibility().group_views(groups)
+
+    def visible_group(self, group: GroupView) -> GroupView:
+        """A DescribeGroup answer with only the partitions of topics the principal may
+        DESCRIBE (offsets, lag, metadata and assignments), as Kafka's OffsetFetch
+        leaves such topics out."""
+        return self._visibility().group_view(group)
+
+    def _visibility(self) -> Visibility:
+        return Visibility(self.authorizer, self.principal, self.host)

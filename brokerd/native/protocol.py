@@ -36,7 +36,7 @@ from brokerd.metrics.answers import observe_native, observe_refusal
 from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
 from brokerd.native import admin_wire, server_codec
 from brokerd.native.admin_handlers import AdminResult, admin_call, admin_document
-from brokerd.native.admin_messages import ListGroupsRequest
+from brokerd.native.admin_messages import DescribeGroupRequest, ListGroupsRequest
 from brokerd.native.admin_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
 from brokerd.native.admin_wire import AdminWireError
 from brokerd.native.authorize import NativeAccess
@@ -255,6 +255,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             if isinstance(request, ListGroupsRequest):
                 groups = cast(defer.Deferred[list[GroupView]], call())
                 return groups.addCallback(access.visible_groups)
+            if isinstance(request, DescribeGroupRequest):
+                group = cast(defer.Deferred[GroupView], call())
+                return group.addCallback(access.visible_group)
             return call()
 
         return checked

@@ -38,10 +38,13 @@ from collections.abc import Callable, Iterable, Mapping
 import attrs
 
 from brokerd.kafka.scram import (
+    DEFAULT_ITERATIONS,
     MAX_ITERATIONS,
     MAX_USERNAME_BYTES,
     MECHANISMS,
     MIN_ITERATIONS,
+    SCRAM_SHA_256,
+    SCRAM_SHA_512,
     ScramCredential,
 )
 from brokerd.storage.fileio import atomic_write, read_file
@@ -69,6 +72,8 @@ __all__ = [
     "serialize",
 ]
 
+#: The order in which a password is checked against a user's stored hashes.
+_STRONGEST_FIRST = (SCRAM_SHA_512, SCRAM_SHA_256)
 #: User name -> mechanism name -> credential.
 Users = dict[str, dict[str, ScramCredential]]
 
@@ -271,6 +276,18 @@ class CredentialStore:
         """``user``'s credential for ``mechanism`` (a SCRAM name), or None."""
         self.refresh()
         return self._users.get(user, {}).get(mechanism)
+
+    def verify_password(self, user: str, password: str) -> bool:
+        """Whether ``password`` is ``user``'s, checked against the strongest SCRAM hash
+        stored for the user (what a PLAIN login checks). An unknown user costs the same
+        work as a known one, so the time taken does not tell which names exist."""
+        for mechanism in _STRONGEST_FIRST:
+            credential = self.lookup(user, mechanism.name)
+            if credential is not None:
+                return mechanism.verify_password(credential, password)
+        decoy = ScramCredential(os.urandom(16), DEFAULT_ITERATIONS, b"", b"")
+        SCRAM_SHA_256.verify_password(decoy, password)
+        return False
 
     def credentials_of(self, user: str) -> Mapping[str, ScramCredential]:
         """Every credential of ``user`` by mechanism (empty if unknown)."""

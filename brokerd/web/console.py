@@ -29,6 +29,7 @@ from brokerd.web.console_history import (
     ConsoleSource,
 )
 from brokerd.web.console_html import FRAGMENT_ARG, HEADERS, document
+from brokerd.web.scope import EVERYTHING, ScopeOf
 
 #: A page: ``(HTTP status, title, body markup)`` rendered at a moment.
 Render = Callable[[pages.Moment], tuple[int, str, str]]
@@ -48,20 +49,30 @@ class _Console:
         clock: Seconds,
         settings: Mapping[str, str],
         sampler: ConsoleSampler | None,
+        scope_of: ScopeOf,
     ) -> None:
         self.source = source
         self.clock = clock
         self.settings = dict(settings)
         self.sampler = sampler
+        self.scope_of = scope_of
         self.started = clock.seconds()
         self.renders = 0
 
-    def moment(self) -> pages.Moment:
+    def source_for(self, request: Request) -> ConsoleSource:
+        """What ``request``'s principal may see of the broker."""
+        return self.scope_of(request).source(self.source)
+
+    def settings_for(self, request: Request) -> Mapping[str, str]:
+        return self.settings if self.scope_of(request).shows_settings else {}
+
+    def moment(self, request: Request) -> pages.Moment:
         samples = tuple(self.sampler.samples) if self.sampler is not None else ()
-        return pages.Moment(self.clock.seconds(), self.renders + 1, samples)
+        scoped = self.scope_of(request).samples(samples)
+        return pages.Moment(self.clock.seconds(), self.renders + 1, scoped)
 
     def respond(self, request: Request, render: Render) -> bytes:
-        status, title, body = render(self.moment())
+        status, title, body = render(self.moment(request))
         if status == OK:
             # Only pages count: a 404 (a browser asking for /favicon.ico) is no render.
             self.renders += 1
@@ -136,14 +147,14 @@ class _Topics(_ReadOnly):
         if path == b"":
             return self
         name = _decoded(path)
-        topic = None if name is None else self._console.source.topic(name)
+        source = self._console.source_for(request)
+        topic = None if name is None else source.topic(name)
         if topic is None:
             shown = path.decode("utf-8", "replace")
             return _Page(self._console, self._console.not_found("topic", shown))
-        return _Page(self._console, self._topic(topic.name))
+        return _Page(self._console, self._topic(topic.name, source))
 
-    def _topic(self, name: str) -> Render:
-        source = self._console.source
+    def _topic(self, name: str, source: ConsoleSource) -> Render:
 
         def render(moment: pages.Moment) -> tuple[int, str, str]:
             # Looked up again at render time: the topic may be gone by the next refresh.
@@ -169,7 +180,7 @@ class _Groups(_ReadOnly):
         if path == b"":
             return self
         group_id = _decoded(path)
-        source = self._console.source
+        source = self._console.source_for(request)
         if group_id is None or source.group(group_id) is None:
             shown = path.decode("utf-8", "replace")
             return _Page(self._console, self._console.not_found("consumer group", shown))
@@ -205,11 +216,11 @@ class _Root(_ReadOnly):
 
     def render_GET(self, request: Request) -> bytes:
         console = self._console
+        source = console.source_for(request)
+        settings = console.settings_for(request)
 
         def render(moment: pages.Moment) -> tuple[int, str, str]:
-            body = pages.overview(
-                console.source, moment, settings=console.settings, started=console.started
-            )
+            body = pages.overview(source, moment, settings=settings, started=console.started)
             return OK, "Overview", body
 
         return console.respond(request, render)
@@ -221,13 +232,20 @@ def make_console(
     clock: IReactorTime,
     settings: Mapping[str, str],
     sampler: ConsoleSampler | None = None,
+    scope_of: ScopeOf | None = None,
 ) -> Resource:
     """The console's root resource. ``inspector``: where the figures come from
     (:class:`brokerd.admin.inspect.Inspector`); ``clock``: the time shown and uptime's
     origin (the moment this is called); ``settings``: the broker's effective options,
     shown on the overview; ``sampler``: the history its rates and charts come from (None
-    shows current figures only)."""
-    return _Root(_Console(inspector, cast(Seconds, clock), settings, sampler))
+    shows current figures only); ``scope_of``: what each request may see
+    (:mod:`brokerd.web.scope`; None: everything)."""
+    return _Root(
+        _Console(
+            inspector, cast(Seconds, clock), settings, sampler,
+            scope_of if scope_of is not None else (lambda request: EVERYTHING),
+        )
+    )
 
 
 __all__ = ["HISTORY_SAMPLES", "SAMPLE_SECONDS", "ConsoleSampler", "make_console"]

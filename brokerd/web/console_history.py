@@ -74,6 +74,10 @@ class Sample:
     group_topic_lag: Mapping[str, Mapping[str, int]] = attrs.field(
         converter=_frozen_nested, factory=dict
     )
+    #: Per group, per topic: the sum of the group's committed offsets of that topic.
+    group_topic_committed: Mapping[str, Mapping[str, int]] = attrs.field(
+        converter=_frozen_nested, factory=dict
+    )
 
 
 def take_sample(inspector: ConsoleSource, now: float) -> Sample:
@@ -81,20 +85,27 @@ def take_sample(inspector: ConsoleSource, now: float) -> Sample:
     group_lag: dict[str, int] = {}
     committed: dict[str, int] = {}
     topic_lag: dict[str, dict[str, int]] = {}
+    topic_committed: dict[str, dict[str, int]] = {}
     for group in inspector.groups():
         group_lag[group.group_id] = group.total_lag
         committed[group.group_id] = sum(o.committed_offset for o in group.offsets)
         per_topic: dict[str, int] = {}
+        committed_per_topic: dict[str, int] = {}
         for offset in group.offsets:
             if offset.lag is not None:
                 per_topic[offset.topic] = per_topic.get(offset.topic, 0) + offset.lag
+            committed_per_topic[offset.topic] = (
+                committed_per_topic.get(offset.topic, 0) + offset.committed_offset
+            )
         topic_lag[group.group_id] = per_topic
+        topic_committed[group.group_id] = committed_per_topic
     return Sample(
         now,
         {t.name: t.end_offsets for t in inspector.topics()},
         group_lag,
         committed,
         topic_lag,
+        topic_committed,
     )
 
 

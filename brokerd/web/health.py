@@ -4,8 +4,10 @@
 runs). ``/readyz`` answers 200 ``ready`` only when :class:`Readiness` finds nothing
 missing: every listener has bound, start-up recovery is done (the log directory is open,
 and the transaction coordinator has completed the transactions the log left prepared) and
-no partition is offline; otherwise 503 with one plain-text line per reason. Both are
-``text/plain`` and never cached.
+no partition is offline; otherwise 503 with one plain-text line per reason (the reasons
+name partitions: the site sends them only to a request allowed to see them, see
+:mod:`brokerd.web.scope`). Both are ``text/plain`` and never cached, and served without
+authentication.
 
 What it does not do: decide readiness itself (the service tree tells :class:`Readiness`
 what to wait for), or probe the listeners over the network.
@@ -128,13 +130,19 @@ class ReadyResource(Resource):
 
     isLeaf = True
 
-    def __init__(self, readiness: Readiness) -> None:
+    def __init__(
+        self, readiness: Readiness, shows_reasons: Callable[[Request], bool] | None = None
+    ) -> None:
         super().__init__()
         self._readiness = readiness
+        self._shows_reasons = shows_reasons
 
     def render_GET(self, request: Request) -> bytes:
         problems = self._readiness.problems()
         if problems:
+            # The reasons name partitions: withheld from who may not see them.
+            if self._shows_reasons is not None and not self._shows_reasons(request):
+                return _plain(request, 503, "not ready\n")
             return _plain(request, 503, "not ready\n" + "".join(f"{p}\n" for p in problems))
         return _plain(request, 200, "ready\n")
 
