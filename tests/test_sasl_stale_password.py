@@ -31,7 +31,7 @@ CORRECT_LOGINS = 10
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     creds = write_credentials(tmp_path / "credentials.json")
     proc = BrokerProcess(tmp_path / "data", args=(
-        "--sasl", "SCRAM-SHA-256", "--credentials", creds)).start()
+        "--sasl", "SCRAM-SHA-256", "--credentials", creds), native=False).start()
     try:
         yield proc
     finally:

@@ -105,7 +105,7 @@ def test_bad_secret_file_is_an_error_not_replaced(tmp_path: Path, content: bytes
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     creds = write_credentials(tmp_path / "credentials.json")
     proc = BrokerProcess(tmp_path / "data", args=(
-        "--sasl", "SCRAM-SHA-256,SCRAM-SHA-512", "--credentials", creds)).start()
+        "--sasl", "SCRAM-SHA-256,SCRAM-SHA-512", "--credentials", creds), native=False).start()
     try:
         yield proc
     finally:

@@ -60,7 +60,7 @@ def with_acls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProces
     creds = write_credentials(tmp_path_factory.mktemp("acl-creds") / "credentials.json")
     yield from module_broker(
         tmp_path_factory, "acl", "--sasl", "SCRAM-SHA-256", "--credentials", creds,
-        "--authorizer", "acl", "--super-users", "User:admin")
+        "--authorizer", "acl", "--super-users", "User:admin", "--allow-anonymous", "native")
 
 
 def test_without_credentials_file_the_error_comes_back_cleanly(
