@@ -25,6 +25,7 @@ from collections.abc import Callable
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from brokerd.errors import StorageError
 from brokerd.kafka.txn_deps import OffsetEntry, TxnCore, TxnGroups
 from brokerd.kafka.txn_state import TxnMetadata, TxnState
 from brokerd.kafka.txn_table import TxnTable
@@ -79,6 +80,8 @@ class TxnCompleter:
             return False
         try:
             await self._table.persist(meta.complete(self._now_ms()))
+        except StorageError:
+            return False  # the log reported it, at a bounded rate; retried on the timer
         except Exception as exc:
             self._log.warn(
                 "transaction {tid!r}: logging its completion failed ({exc}); will retry",
