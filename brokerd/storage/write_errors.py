@@ -29,11 +29,19 @@ class RateLimitedLog:
     :param subject: what every line starts with (``"partition t-0"``).
     :param clock: seconds, for the window.
     :param suppressed_noun: what the suppressed count counts (``"failed appends"``).
+    :param emit: where a line goes (default: the ``brokerd.storage`` logger at ERROR); a
+        layer with its own logger passes its own.
     """
 
     def __init__(
-        self, subject: str, clock: Callable[[], float], *, suppressed_noun: str = "faults"
+        self,
+        subject: str,
+        clock: Callable[[], float],
+        *,
+        suppressed_noun: str = "faults",
+        emit: Callable[[str], None] | None = None,
     ) -> None:
+        self._emit = emit if emit is not None else log.error
         self._subject = subject
         self._clock = clock
         self._noun = suppressed_noun
@@ -50,17 +58,13 @@ class RateLimitedLog:
                 self._suppressed += 1
                 return False
             suppressed, self._suppressed, self._last = self._suppressed, 0, now
+        line = f"{self._subject}: {message}"
         if suppressed:
-            log.error(
-                "%s: %s (%d more %s not logged in the last %.0f s)",
-                self._subject,
-                message,
-                suppressed,
-                self._noun,
-                WRITE_ERROR_LOG_SECONDS,
+            line += (
+                f" ({suppressed} more {self._noun} not logged in the last"
+                f" {WRITE_ERROR_LOG_SECONDS:.0f} s)"
             )
-        else:
-            log.error("%s: %s", self._subject, message)
+        self._emit(line)
         return True
 
 
