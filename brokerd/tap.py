@@ -541,6 +541,7 @@ def _metrics(
         metrics.add_cleaner(cleaner)
     if groups is not None:
         metrics.add_transactions(groups.transactions)
+        metrics.add_stores(groups.recovery.stores)
     return metrics
 
 

@@ -260,6 +260,8 @@ def test_failed_fsync_takes_the_store_offline_until_reopened(tmp_path: Path) -> 
         status, body = http_get(proc.http_port, "/readyz")
         assert status == 503, body
         assert "consumer offsets store offline" in body and "fdatasync failed" in body
+        metrics = http_get(proc.http_port, "/metrics")[1]
+        assert 'brokerd_store_offline{store="consumer offsets store"} 1.0' in metrics
         assert commit(c, 3) is not None  # ... until its reopen from disk
         # The first reopen is due 5 s after the failure (polled every 5 s).
         wait_until(lambda: http_get(proc.http_port, "/readyz")[0] == 200, "the reopen")

@@ -285,3 +285,35 @@ def test_no_traceback_for_store_faults(
             store.commit("g", [("t", 0, 1, 0, None)])
     assert not any(r.exc_info for r in caplog.records)
     store.close()
+
+
+def test_metrics_show_an_offline_store_and_its_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from brokerd.metrics.collectors import StoresCollector
+
+    clock = FakeClock()
+    offsets = open_store(tmp_path / "offsets.log", clock)
+    txns = TxnLog.open(str(tmp_path / "transactions.log"), clock=clock)
+    registry = CollectorRegistry()
+    registry.register(StoresCollector([offsets, txns]))
+
+    def value(name: str, store: str) -> float | None:
+        return registry.get_sample_value(name, {"store": store})
+
+    monkeypatch.setattr(fileio, "datasync", eio)
+    with pytest.raises(StoreOffline):
+        offsets.commit("g", [("t", 0, 1, 0, None)])
+    with pytest.raises(StoreOffline):
+        offsets.commit("g", [("t", 0, 1, 0, None)])
+    monkeypatch.undo()
+    assert value("brokerd_store_offline", "consumer offsets store") == 1
+    assert value("brokerd_store_offline", "transaction log") == 0
+    assert value("brokerd_store_write_errors_total", "consumer offsets store") == 2
+    clock.now += FIRST
+    assert offsets.retry_reopen()
+    assert value("brokerd_store_offline", "consumer offsets store") == 0
+    offsets.close()
+    txns.close()

@@ -36,6 +36,9 @@ class RecoverableStore(Protocol):
     @property
     def offline_reason(self) -> str | None: ...
 
+    @property
+    def write_errors(self) -> int: ...
+
     def retry_reopen(self, now: float | None = None) -> bool: ...
 
 
@@ -62,6 +65,10 @@ class StoreRecovery(service.Service):
         self._run_blocking = run_blocking
         self._poll_seconds = poll_seconds
         self._reopening: set[int] = set()
+
+    @property
+    def stores(self) -> tuple[RecoverableStore, ...]:
+        return self._stores
 
     def startService(self) -> None:
         super().startService()

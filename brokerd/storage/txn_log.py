@@ -463,6 +463,11 @@ class TxnLog:
     def faults(self) -> StoreFaults:
         return self._faults
 
+    @property
+    def write_errors(self) -> int:
+        """Writes that failed or were refused since open (reopens keep counting)."""
+        return self._faults.errors
+
     def retry_reopen(self, now: float | None = None) -> bool:
         """Reopen an offline log from disk if its retry is due (replay the file, cut a
         torn tail, sync file and directory); True if it is back online. Blocking."""
