@@ -82,7 +82,7 @@ from brokerd.storage.offsets_journal import (
     iter_records,
     live_size,
 )
-from brokerd.storage.store_faults import StoreFaults, append_records
+from brokerd.storage.store_faults import StoreFaults, append_records, reopen_if_due, settle
 
 __all__ = [
     "COMPACT_MIN_BYTES",
@@ -475,41 +475,37 @@ class OffsetStore:
         """Reopen an offline store from disk if its retry is due (replay the journal, cut
         a torn tail, sync file and directory); True if it is back online. Blocking."""
         with self._write_lock:
-            if not self._faults.reopen_due(now):
-                return False
-            try:
-                fresh = OffsetStore.open(
-                    self.path,
-                    clock=self._clock,
-                    compact_min_bytes=self._compact_min_bytes,
-                    compact_ratio=self._compact_ratio,
-                )
-            except StorageError as exc:
-                self._faults.reopen_failed(exc, now)
-                return False
-            try:
-                # Settle what the failure left unsure: the file's content and its name.
-                os.fsync(fresh._fd)
-                fsync_dir(os.path.dirname(self.path))
-            except OSError as exc:
-                fresh.close()
-                self._faults.reopen_failed(exc, now)
-                return False
-            old_fd = self._fd
-            with self._lock:
-                self._groups = fresh._groups
-                self._members = fresh._members
-                self._member_bytes = fresh._member_bytes
-                self._fd = fresh._fd
-            self._size = fresh._size
-            self._compact_at = fresh._compact_at
-            self._old_format = False
-            self.truncated_bytes = fresh.truncated_bytes
-            self.compactions += fresh.compactions
-            with contextlib.suppress(OSError):
-                os.close(old_fd)
-            self._faults.reopened()
-            return True
+            return reopen_if_due(self._faults, now, self._open_again, self._adopt)
+
+    def _open_again(self) -> OffsetStore:
+        fresh = OffsetStore.open(
+            self.path,
+            clock=self._clock,
+            compact_min_bytes=self._compact_min_bytes,
+            compact_ratio=self._compact_ratio,
+        )
+        try:
+            settle(fresh._fd, self.path)
+        except OSError:
+            fresh.close()
+            raise
+        return fresh
+
+    def _adopt(self, fresh: OffsetStore) -> None:
+        """Take over what a reopen replayed (caller holds the write lock)."""
+        old_fd = self._fd
+        with self._lock:
+            self._groups = fresh._groups
+            self._members = fresh._members
+            self._member_bytes = fresh._member_bytes
+            self._fd = fresh._fd
+        self._size = fresh._size
+        self._compact_at = fresh._compact_at
+        self._old_format = False
+        self.truncated_bytes = fresh.truncated_bytes
+        self.compactions += fresh.compactions
+        with contextlib.suppress(OSError):
+            os.close(old_fd)
 
     # -- compaction ---------------------------------------------------------------------
 

@@ -19,16 +19,20 @@ A failed write is one of two kinds, told apart by *where* it failed, not by its 
 
 :class:`StoreFaults` is that state machine (:class:`StoreState`, :data:`TRANSITIONS`) and
 its rate-limited log (one line per store per 10 s, with a count; no tracebacks).
-:func:`append_records` is the journals' append that feeds it. What it does not do: the
-reopen itself (each store knows its file format), scheduling (the broker polls
-``retry_reopen`` of each store), or anything with Twisted.
+:func:`append_records` is the journals' append that feeds it; :func:`reopen_if_due` and
+:func:`settle` are the reopen step both stores share. What it does not do: replay a
+journal (each store knows its file format), scheduling (the broker polls
+``retry_reopen`` of each store: ``brokerd/core/store_recovery.py``), or anything with
+Twisted.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+import os
 from collections.abc import Callable
+from typing import TypeVar
 
 from brokerd.errors import StorageError
 from brokerd.storage import fileio
@@ -42,7 +46,11 @@ __all__ = [
     "StoreOffline",
     "StoreState",
     "append_records",
+    "reopen_if_due",
+    "settle",
 ]
+
+T = TypeVar("T")
 
 log = logging.getLogger("brokerd.storage")
 
@@ -171,6 +179,34 @@ class StoreFaults:
 
     def close(self) -> None:
         self._move(StoreEvent.CLOSE)
+
+
+def settle(fd: int, path: str) -> None:
+    """Make a reopened journal's content and name durable before it takes writes again
+    (whatever the failure left unsure: a record's bytes, a compaction's rename)."""
+    os.fsync(fd)
+    fileio.fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def reopen_if_due(
+    faults: StoreFaults,
+    now: float | None,
+    open_again: Callable[[], T],
+    adopt: Callable[[T], None],
+) -> bool:
+    """The reopen step both stores share (caller holds the store's write lock): if a
+    reopen is due, ``open_again()`` (replay from disk, then :func:`settle`) and
+    ``adopt`` what it opened; a failure only reschedules. True if the store is back."""
+    if not faults.reopen_due(now):
+        return False
+    try:
+        fresh = open_again()
+    except (StorageError, OSError) as exc:
+        faults.reopen_failed(exc, now)
+        return False
+    adopt(fresh)
+    faults.reopened()
+    return True
 
 
 def append_records(fd: int, data: bytes, size: int, faults: StoreFaults) -> None:

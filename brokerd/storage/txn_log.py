@@ -49,7 +49,7 @@ from brokerd.storage.fileio import (
     write_all,
 )
 from brokerd.storage.journal_records import BodyReader, frame, iter_frames
-from brokerd.storage.store_faults import StoreFaults, append_records
+from brokerd.storage.store_faults import StoreFaults, append_records, reopen_if_due, settle
 
 __all__ = [
     "COMPACT_MIN_BYTES",
@@ -472,36 +472,32 @@ class TxnLog:
         """Reopen an offline log from disk if its retry is due (replay the file, cut a
         torn tail, sync file and directory); True if it is back online. Blocking."""
         with self._lock:
-            if not self._faults.reopen_due(now):
-                return False
-            try:
-                fresh = TxnLog.open(
-                    self.path,
-                    clock=self._clock,
-                    compact_min_bytes=self._compact_min_bytes,
-                    compact_ratio=self._compact_ratio,
-                )
-            except StorageError as exc:
-                self._faults.reopen_failed(exc, now)
-                return False
-            try:
-                # Settle what the failure left unsure: the file's content and its name.
-                os.fsync(fresh._fd)
-                fsync_dir(os.path.dirname(self.path))
-            except OSError as exc:
-                fresh.close()
-                self._faults.reopen_failed(exc, now)
-                return False
-            old_fd, self._fd = self._fd, fresh._fd
-            self._txns = fresh._txns
-            self._sizes = fresh._sizes
-            self._size = fresh._size
-            self.truncated_bytes = fresh.truncated_bytes
-            self.compactions += fresh.compactions
-            with contextlib.suppress(OSError):
-                os.close(old_fd)
-            self._faults.reopened()
-            return True
+            return reopen_if_due(self._faults, now, self._open_again, self._adopt)
+
+    def _open_again(self) -> TxnLog:
+        fresh = TxnLog.open(
+            self.path,
+            clock=self._clock,
+            compact_min_bytes=self._compact_min_bytes,
+            compact_ratio=self._compact_ratio,
+        )
+        try:
+            settle(fresh._fd, self.path)
+        except OSError:
+            fresh.close()
+            raise
+        return fresh
+
+    def _adopt(self, fresh: TxnLog) -> None:
+        """Take over what a reopen replayed (caller holds the lock)."""
+        old_fd, self._fd = self._fd, fresh._fd
+        self._txns = fresh._txns
+        self._sizes = fresh._sizes
+        self._size = fresh._size
+        self.truncated_bytes = fresh.truncated_bytes
+        self.compactions += fresh.compactions
+        with contextlib.suppress(OSError):
+            os.close(old_fd)
 
     # -- compaction ---------------------------------------------------------------------
 
