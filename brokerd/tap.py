@@ -53,6 +53,7 @@ from brokerd.net.tls import (
 if TYPE_CHECKING:
     from brokerd.core import Broker
     from brokerd.core.cleaner import CleanerService
+    from brokerd.core.store_recovery import StoreRecovery
     from brokerd.kafka.groups import GroupCoordinator
     from brokerd.kafka.sasl import SaslConfig
     from brokerd.kafka.transactions import TransactionCoordinator
@@ -681,6 +682,7 @@ def _metrics(
         metrics.add_cleaner(cleaner)
     if groups is not None:
         metrics.add_transactions(groups.transactions)
+        metrics.add_stores(groups.recovery.stores)
     return metrics
 
 
@@ -693,6 +695,8 @@ def _readiness(inspector: Any, groups: _KafkaState | None) -> Readiness:
     readiness = Readiness(inspector)
     if groups is not None:
         readiness.add_check(startup_completions(groups.transactions))
+        # An offsets store or transaction log offline after a failed fsync.
+        readiness.add_check(groups.recovery.problems)
     return readiness
 
 
@@ -804,9 +808,9 @@ def _add_transactions(
     data_dir: str,
     groups: GroupCoordinator,
     producer_ids: ProducerIdAllocator,
-) -> TransactionCoordinator:
+) -> tuple[TransactionCoordinator, TxnLog]:
     """The transaction coordinator (``transactions.log`` in the data directory), wired to
-    the core's marker writes and produce verifier."""
+    the core's marker writes and produce verifier; and its log."""
     from brokerd.kafka.transactions import TransactionCoordinator
     from brokerd.storage.txn_log import TXN_LOG_FILE_NAME, TxnLog
 
@@ -821,7 +825,7 @@ def _add_transactions(
         max_timeout_ms=options["transaction-max-timeout-ms"],
     )
     _TxnState(coordinator, txn_log).setServiceParent(broker)
-    return coordinator
+    return coordinator, txn_log
 
 
 def _authorization(broker: Broker, options: Options, data_dir: str) -> dict[str, Any]:
@@ -870,6 +874,8 @@ class _KafkaState:
     coordinator: GroupCoordinator
     offsets: OffsetStore
     transactions: TransactionCoordinator
+    #: Reopens the offsets store and the transaction log after a failed fsync.
+    recovery: StoreRecovery
 
 
 def _add_group_state(
@@ -877,6 +883,7 @@ def _add_group_state(
 ) -> _KafkaState:
     """The group and transaction coordinators, children of the broker core (created
     before the listeners: the admin views and commands of both protocols read them)."""
+    from brokerd.core.store_recovery import StoreRecovery
     from brokerd.kafka.groups import GroupCoordinator
     from brokerd.storage.offsets import OffsetStore
     from brokerd.storage.producer_ids import ProducerIdAllocator
@@ -888,8 +895,13 @@ def _add_group_state(
 
     _GroupState(coordinator, offsets, producer_ids).setServiceParent(broker)
     # Added after the group state, so it stops before it (children stop last added first).
-    transactions = _add_transactions(broker, reactor, options, data_dir, coordinator, producer_ids)
-    return _KafkaState(coordinator, offsets, transactions)
+    transactions, txn_log = _add_transactions(
+        broker, reactor, options, data_dir, coordinator, producer_ids
+    )
+    # Added last, so it stops first: no reopen runs while the stores close.
+    recovery = StoreRecovery([offsets, txn_log], clock=reactor, run_blocking=broker.run_write)
+    recovery.setServiceParent(broker)
+    return _KafkaState(coordinator, offsets, transactions, recovery)
 
 
 def _add_kafka(

@@ -520,15 +520,28 @@ class OffsetTests(_Base):
         self.assertEqual(self.store.fetch("g", "t", 0), (2, 0, None))
         self.assertEqual(self.store.fetch("h", "t", 0), (3, 0, None))
 
-    def test_store_failure_is_unknown_server_error(self) -> None:
+    def test_store_failure_is_not_coordinator_without_a_traceback(self) -> None:
+        """A failed journal write is answered as Kafka answers a storage error on its
+        offsets log: NOT_COORDINATOR (retriable). The store logged it (rate-limited),
+        so the coordinator logs no traceback of its own."""
+
         def failing(f: Any, *args: Any) -> Deferred[Any]:
-            return defer.fail(StorageError("disk on fire"))
+            return defer.fail(StorageError("No space left on device"))
+
+        self.coord = self.make_coordinator(run_blocking=failing)
+        got = self.result(self.coord.commit_offsets("g", -1, "", [("t", 0, 1, 0, None)]))
+        self.assertEqual(got, {("t", 0): 16})
+        self.assertEqual(self.flushLoggedErrors(StorageError), [])
+        self.assertEqual(self.coord.fetch_offsets("g", [("t", 0)]), [("t", 0, -1, -1, "", 0)])
+
+    def test_unexpected_store_failure_is_unknown_server_error(self) -> None:
+        def failing(f: Any, *args: Any) -> Deferred[Any]:
+            return defer.fail(RuntimeError("a bug"))
 
         self.coord = self.make_coordinator(run_blocking=failing)
         got = self.result(self.coord.commit_offsets("g", -1, "", [("t", 0, 1, 0, None)]))
         self.assertEqual(got, {("t", 0): -1})
-        self.assertEqual(len(self.flushLoggedErrors(StorageError)), 1)
-        self.assertEqual(self.coord.fetch_offsets("g", [("t", 0)]), [("t", 0, -1, -1, "", 0)])
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
 
 
 class MoreMembershipTests(_Base):

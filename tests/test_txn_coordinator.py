@@ -491,6 +491,31 @@ class FailureTests(CoordinatorTestCase):
         self.assertEqual(self.committed(), {("in", 0): (9, -1, None)})
         self.assertEqual(self.end(r, True), C.NONE)
 
+    def test_completion_retries_on_a_full_disk_log_one_line_per_window(self) -> None:
+        """The timer retries a completion every second; a disk that stays full must not
+        log a line per retry: one per 10 s, with the count of those left out."""
+        from twisted.logger import formatEvent, globalLogPublisher
+
+        lines: list[str] = []
+
+        def observer(event: dict[str, Any]) -> None:
+            text = formatEvent(event)
+            if "markers failed" in text:
+                lines.append(text)
+
+        globalLogPublisher.addObserver(observer)
+        self.addCleanup(globalLogPublisher.removeObserver, observer)
+        r = self.begin(P0)
+        self.core.fail = True
+        self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
+        for _ in range(25):
+            self.clock.advance(1)
+        self.assertEqual(len(lines), 3, lines)  # at 0 s, 10 s and 20 s
+        self.assertIn("9 more completion failures not logged", lines[1])
+        self.core.fail = False
+        self.clock.advance(1)
+        self.assertEqual(self.state(), "CompleteCommit")
+
     def test_offset_hand_over_failure_is_retried(self) -> None:
         r = self.begin(P0)
         self.add_offsets(r)

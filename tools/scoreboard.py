@@ -84,6 +84,12 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "1 partition",
         (),
     ),
+    (
+        "commits after ENOSPC once space returns (offsets store, transaction log, fsync EIO)",
+        "tests/test_faults_stores.py tests/test_store_faults.py",
+        "tmpfs 24 MiB, 10+10 commits",
+        (),
+    ),
     ("mutated frames / batches (hypothesis fuzz)", "tests/test_fuzz.py", "short profile", ()),
     (
         "connection limits",

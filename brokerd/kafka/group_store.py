@@ -27,7 +27,7 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from brokerd.errors import InvalidTopic
+from brokerd.errors import InvalidTopic, StorageError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.group_state import GroupMetadata, GroupState, Member
 from brokerd.names import validate_topic_name
@@ -51,6 +51,11 @@ CommitResults = dict[tuple[str, int], int]
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+#: What a commit or deletion whose journal write failed is answered: Kafka's group
+#: coordinator answers a storage error on its log append NOT_COORDINATOR, which clients
+#: treat as retriable (they look the coordinator up again and retry).
+STORE_FAILED = ErrorCode.NOT_COORDINATOR
 
 
 def _valid_topic(topic: str) -> bool:
@@ -268,7 +273,7 @@ class CommitQueue:
         self, group_id: str, entries: list[OffsetEntry], results: CommitResults
     ) -> Deferred[CommitResults]:
         """Queue accepted ``entries``; fires with ``results`` once they are durable (with
-        UNKNOWN_SERVER_ERROR for ``entries`` if the write failed)."""
+        :data:`STORE_FAILED` for ``entries`` if the journal write failed)."""
         d: Deferred[CommitResults] = Deferred()
         self._queue.append(_PendingCommit(group_id, entries, results, d))
         self._start()
@@ -288,7 +293,7 @@ class CommitQueue:
 
     def delete(self, op: GroupDeletion | OffsetDeletion) -> Deferred[int]:
         """Queue a group or offset deletion; fires with 0 once it is durable (and
-        applied), or with UNKNOWN_SERVER_ERROR if the write failed. Commits queued
+        applied), or with :data:`STORE_FAILED` if the journal write failed. Commits queued
         before it are deleted with it; commits queued after it survive."""
         d: Deferred[int] = Deferred()
         self._queue.append(_PendingDeletion(op, d))
@@ -344,25 +349,30 @@ class CommitQueue:
 
     def _done(self, result: object, batch: list[_Queued]) -> None:
         self._in_flight = False
-        failed = isinstance(result, Failure)
+        code = ErrorCode.NONE
         if isinstance(result, Failure):
-            # Group records lost this way only cost a rebalance after a restart.
-            self._log.failure("writing consumer offsets / group metadata failed", result)
+            # Group records lost this way only cost a rebalance after a restart. A
+            # storage error was already logged by the store, at a bounded rate and
+            # without a traceback (a full disk fails every commit until space returns).
+            code = STORE_FAILED
+            if not isinstance(result.value, StorageError):
+                code = ErrorCode.UNKNOWN_SERVER_ERROR
+                self._log.failure("writing consumer offsets / group metadata failed", result)
         for item in batch:
             if isinstance(item, _PendingCommit):
                 answer = dict(item.results)
-                if failed:
+                if code is not ErrorCode.NONE:
                     for topic, partition, *_ in item.entries:
-                        answer[(topic, partition)] = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+                        answer[(topic, partition)] = int(code)
                 if not item.waiter.called:
                     item.waiter.callback(answer)
             elif isinstance(item, _PendingDeletion) and not item.waiter.called:
-                code = ErrorCode.UNKNOWN_SERVER_ERROR if failed else ErrorCode.NONE
                 item.waiter.callback(int(code))
         self._start()
 
 
 __all__ = [
+    "STORE_FAILED",
     "CommitQueue",
     "CommitResults",
     "OffsetEntry",

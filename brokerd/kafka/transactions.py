@@ -37,6 +37,7 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from brokerd.errors import StorageError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.group_state import cancel_call
 from brokerd.kafka.group_store import offset_entry_error
@@ -214,6 +215,9 @@ class TransactionCoordinator(service.Service):
     async def _persist(self, meta: TxnMetadata) -> bool:
         try:
             await self._table.persist(meta)
+        except StorageError:
+            # The log reported it, at a bounded rate (a full disk fails every write).
+            return False
         except Exception as exc:
             self._log.error(
                 "transaction log write for {tid!r} failed: {exc}",
@@ -238,6 +242,8 @@ class TransactionCoordinator(service.Service):
         meta.transition(TxnState.DEAD, self._now_ms())  # checks that the table allows it
         try:
             await self._table.forget(meta.transactional_id)
+        except StorageError:
+            pass  # reported by the log; the next housekeeping pass tries again
         except Exception as exc:
             self._log.error("expiring {tid!r} failed: {exc}", tid=meta.transactional_id, exc=exc)
         else:

@@ -25,9 +25,11 @@ from collections.abc import Callable
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from brokerd.errors import StorageError
 from brokerd.kafka.txn_deps import OffsetEntry, TxnCore, TxnGroups
 from brokerd.kafka.txn_state import TxnMetadata, TxnState
 from brokerd.kafka.txn_table import TxnTable
+from brokerd.storage.write_errors import RateLimitedLog
 
 __all__ = ["TxnCompleter"]
 
@@ -47,6 +49,14 @@ class TxnCompleter:
         self._core = core
         self._groups = groups
         self._now_ms = now_ms
+        # A full disk fails every retry (once a second per transaction): one line per
+        # 10 s for all of them, with a count.
+        self._warnings = RateLimitedLog(
+            "transaction coordinator",
+            lambda: now_ms() / 1000.0,
+            suppressed_noun="completion failures",
+            emit=lambda line: self._log.warn("{line}", line=line),
+        )
         #: Steps already done per decision being completed: "markers", or a group id.
         self._done: dict[tuple[str, int, int, TxnState], set[str]] = {}
 
@@ -67,11 +77,9 @@ class TxnCompleter:
                     sorted(meta.partitions), meta.producer_id, meta.producer_epoch, commit=commit
                 )
             except Exception as exc:
-                self._log.warn(
-                    "transaction {tid!r}: writing {kind} markers failed ({exc}); will retry",
-                    tid=tid,
-                    kind="COMMIT" if commit else "ABORT",
-                    exc=exc,
+                kind = "COMMIT" if commit else "ABORT"
+                self._warnings.error(
+                    f"transaction {tid!r}: writing {kind} markers failed ({exc}); will retry"
                 )
                 return False
             done.add("markers")
@@ -79,11 +87,11 @@ class TxnCompleter:
             return False
         try:
             await self._table.persist(meta.complete(self._now_ms()))
+        except StorageError:
+            return False  # the log reported it, at a bounded rate; retried on the timer
         except Exception as exc:
-            self._log.warn(
-                "transaction {tid!r}: logging its completion failed ({exc}); will retry",
-                tid=tid,
-                exc=exc,
+            self._warnings.error(
+                f"transaction {tid!r}: logging its completion failed ({exc}); will retry"
             )
             return False
         self._done.pop(key, None)
@@ -108,12 +116,9 @@ class TxnCompleter:
                     done.add(group_id)
                     continue
                 why = failed
-            self._log.warn(
-                "transaction {tid!r}: storing offsets of group {group!r} failed ({why});"
-                " will retry",
-                tid=meta.transactional_id,
-                group=group_id,
-                why=why,
+            self._warnings.error(
+                f"transaction {meta.transactional_id!r}: storing offsets of group"
+                f" {group_id!r} failed ({why}); will retry"
             )
             return False
         return True

@@ -144,6 +144,42 @@ class CleanerCollector:
         )
 
 
+class StoreView(Protocol):
+    """A journal store's face for metrics (OffsetStore, TxnLog)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def offline_reason(self) -> str | None: ...
+
+    @property
+    def write_errors(self) -> int: ...
+
+
+class StoresCollector:
+    """The consumer-offsets store and the transaction log: offline or not, and their
+    failed or refused writes (a full disk, a failed fsync)."""
+
+    def __init__(self, stores: Sequence[StoreView]) -> None:
+        self._stores = tuple(stores)
+
+    def collect(self) -> Iterator[Metric]:
+        offline = _gauge(
+            "brokerd_store_offline",
+            "1 while the store refuses writes until its reopen from disk.", ["store"],
+        )
+        errors = CounterMetricFamily(
+            "brokerd_store_write_errors",
+            "Store writes that failed or were refused since start.", labels=["store"],
+        )
+        for store in self._stores:
+            offline.add_metric([store.name], 0 if store.offline_reason is None else 1)
+            errors.add_metric([store.name], store.write_errors)
+        yield offline
+        yield errors
+
+
 class TransactionsCollector:
     """Transactional ids by state (``Ongoing``, ``CompleteCommit`` ...)."""
 
@@ -165,6 +201,8 @@ __all__ = [
     "CleanerCollector",
     "CleanerCounters",
     "InspectorCollector",
+    "StoreView",
+    "StoresCollector",
     "TransactionsCollector",
     "TransactionsView",
 ]

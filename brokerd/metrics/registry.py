@@ -9,6 +9,8 @@ parts of the broker exist (the service tree passes them in).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
 from brokerd.admin.inspect import Inspector
@@ -16,6 +18,8 @@ from brokerd.metrics.collectors import (
     CleanerCollector,
     CleanerCounters,
     InspectorCollector,
+    StoresCollector,
+    StoreView,
     TransactionsCollector,
     TransactionsView,
 )
@@ -50,6 +54,9 @@ class BrokerMetrics:
 
     def add_transactions(self, coordinator: TransactionsView) -> None:
         self.registry.register(TransactionsCollector(coordinator))
+
+    def add_stores(self, stores: Sequence[StoreView]) -> None:
+        self.registry.register(StoresCollector(stores))
 
 
 __all__ = ["BrokerMetrics"]

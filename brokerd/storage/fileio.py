@@ -27,6 +27,7 @@ __all__ = [
     "FILE_MODE",
     "TEMP_SUFFIX",
     "atomic_write",
+    "cut_back",
     "datasync",
     "fsync_dir",
     "pwrite_all",
@@ -95,19 +96,15 @@ def datasync(fd: int) -> None:
         os.fsync(fd)
 
 
-def append_synced(fd: int, data: _Buffer, size: int) -> None:
-    """Append ``data`` to a journal whose intact part is ``size`` bytes, and fdatasync.
-
-    On failure the partial write is cut off again (best effort: replay would drop it
-    anyway) and the OSError propagates; the caller must then refuse further appends, as
-    the kernel may have dropped dirty pages after a failed sync."""
+def cut_back(fd: int, size: int) -> bool:
+    """Truncate a journal back to its intact ``size`` after a failed append; True if the
+    file now has exactly that length (so the next append starts at a record boundary)."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, size)
     try:
-        write_all(fd, data)
-        datasync(fd)
+        return os.fstat(fd).st_size == size
     except OSError:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, size)
-        raise
+        return False
 
 
 def fsync_dir(path: str) -> None:

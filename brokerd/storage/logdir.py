@@ -61,6 +61,7 @@ from brokerd.storage.logdir_offline import OfflineRetryMixin
 from brokerd.storage.logdir_partitions import PartitionAdminMixin
 from brokerd.storage.logdir_recovered import RecoveredSyncMixin
 from brokerd.storage.logdir_topics import TopicAdminMixin
+from brokerd.storage.offline_backoff import RetrySchedule
 from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.topic_config import to_log_config, validate_overrides
 from brokerd.storage.types import TopicInfo
@@ -212,7 +213,7 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
         self.offline: dict[tuple[str, int], str] = {}
         # Their recovery points (kept in the checkpoint) and (next retry, delay).
         self._offline_points: dict[tuple[str, int], int | None] = {}
-        self._offline_retry: dict[tuple[str, int], tuple[float, float]] = {}
+        self._offline_retry: dict[tuple[str, int], RetrySchedule] = {}
         self._closed = False
 
     # --- opening --------------------------------------------------------------------------

@@ -18,22 +18,22 @@ from typing import Protocol
 from brokerd.errors import StorageError
 from brokerd.storage.log import PartitionLog
 from brokerd.storage.logdir_state import DirectoryState
+from brokerd.storage.offline_backoff import (
+    OFFLINE_RETRY_FIRST_SECONDS,
+    OFFLINE_RETRY_MAX_SECONDS,
+    RetrySchedule,
+)
 
 __all__ = ["OFFLINE_RETRY_FIRST_SECONDS", "OFFLINE_RETRY_MAX_SECONDS", "OfflineRetryMixin"]
 
 log = logging.getLogger("brokerd.storage")
-
-#: Delay before the first retry of an offline partition; doubled after each failure.
-OFFLINE_RETRY_FIRST_SECONDS = 5.0
-#: Longest delay between two retries of one offline partition.
-OFFLINE_RETRY_MAX_SECONDS = 300.0
 
 
 class _DirectoryState(DirectoryState, Protocol):
     """The directory state, and the offline retries' own tables."""
 
     _offline_points: dict[tuple[str, int], int | None]
-    _offline_retry: dict[tuple[str, int], tuple[float, float]]
+    _offline_retry: dict[tuple[str, int], RetrySchedule]
 
 
 class OfflineRetryMixin:
@@ -45,12 +45,10 @@ class OfflineRetryMixin:
         self.offline[key] = reason
         self._offline_points[key] = point
         previous = self._offline_retry.get(key)
-        delay = (
-            OFFLINE_RETRY_FIRST_SECONDS
-            if previous is None
-            else min(previous[1] * 2, OFFLINE_RETRY_MAX_SECONDS)
+        now = self._clock()
+        self._offline_retry[key] = (
+            RetrySchedule.first(now) if previous is None else previous.after_failure(now)
         )
-        self._offline_retry[key] = (self._clock() + delay, delay)
 
     def _forget_offline(self: _DirectoryState, key: tuple[str, int]) -> None:
         self.offline.pop(key, None)
@@ -65,7 +63,7 @@ class OfflineRetryMixin:
         when = self._clock() if now is None else now
         back = 0
         with self._lock:
-            due = [k for k, (at, _d) in self._offline_retry.items() if at <= when]
+            due = [k for k, schedule in self._offline_retry.items() if schedule.due(when)]
             for key in due:
                 topic, partition = key
                 info = self._topics.get(topic)
@@ -81,15 +79,14 @@ class OfflineRetryMixin:
                         clock=self._clock,
                     )
                 except StorageError as exc:
-                    delay = self._offline_retry[key][1]
-                    delay = min(delay * 2, OFFLINE_RETRY_MAX_SECONDS)
-                    self._offline_retry[key] = (when + delay, delay)
+                    schedule = self._offline_retry[key].after_failure(when)
+                    self._offline_retry[key] = schedule
                     self.offline[key] = str(exc)
                     log.warning(
                         "partition %s-%d still offline (next try in %.0f s): %s",
                         topic,
                         partition,
-                        delay,
+                        schedule.delay,
                         exc,
                     )
                     continue

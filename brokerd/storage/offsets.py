@@ -12,6 +12,11 @@ temporary file, fsync, rename and directory fsync) when it has grown well beyond
 set. Compaction also runs during commits for the same reason, so a long-running broker's
 journal stays bounded.
 
+A failed write is not fatal (``store_faults.py``): one that the file could be cut back
+from (a full disk) fails only its own commit, and the next commit tries again; a failed
+fsync takes the store offline until :meth:`OffsetStore.retry_reopen` (polled by the
+broker) has replayed the journal from disk. Reads keep being served meanwhile.
+
 Group ids are arbitrary client strings (Kafka puts no rule on them), so they never become
 file names: they only ever appear inside journal records, capped at
 :data:`brokerd.names.MAX_GROUP_ID_LENGTH` UTF-8 bytes.
@@ -52,7 +57,6 @@ from brokerd.storage.fileio import (
     FILE_MODE,
     TEMP_SUFFIX,
     ReplaceFailed,
-    append_synced,
     fsync_dir,
     rewrite_for_append,
     write_all,
@@ -78,6 +82,7 @@ from brokerd.storage.offsets_journal import (
     iter_records,
     live_size,
 )
+from brokerd.storage.store_faults import StoreFaults, append_records, reopen_if_due, settle
 
 __all__ = [
     "COMPACT_MIN_BYTES",
@@ -85,6 +90,7 @@ __all__ = [
     # Re-exported: brokerd.kafka.groups imports these three from here.
     "MAX_METADATA_LENGTH",
     "OFFSETS_FILE_NAME",
+    "OFFSETS_STORE_NAME",
     "CommitOp",
     "Committed",
     "GroupDeletion",
@@ -106,6 +112,9 @@ COMPACT_MIN_BYTES = 1 << 20
 #: ... and this many times the size the live values would take on their own. With auto-commit
 #: every 5 s rewriting the same keys, the journal would otherwise grow without bound.
 COMPACT_RATIO = 4
+
+#: What the store is called in its log lines and in ``/readyz``.
+OFFSETS_STORE_NAME = "consumer offsets store"
 
 #: Suffix of the compaction temporary file of brokerd versions before ``fileio.py``; one
 #: left by a crash is removed on open like the current one.
@@ -146,7 +155,7 @@ class OffsetStore:
         self._compact_at = 0
         self._write_lock = threading.Lock()
         self._lock = threading.Lock()
-        self._failed: BaseException | None = None
+        self._faults = StoreFaults(OFFSETS_STORE_NAME, path, clock)
         self._closed = False
         #: Bytes of torn/corrupt tail dropped by the last open (0 on a clean journal).
         self.truncated_bytes = 0
@@ -210,8 +219,9 @@ class OffsetStore:
             store._compact_at = store._next_compact_at(store._live_bytes())
             if store._size >= store._compact_at or store._old_format:
                 store._maybe_compact(force=store._old_format)
-                if store._failed is not None:
-                    raise store._failed
+        except ReplaceFailed as exc:
+            os.close(fd)
+            raise StorageError(f"cannot compact offsets journal {path}: {exc}") from exc
         except OSError as exc:
             os.close(fd)
             raise StorageError(f"cannot recover offsets journal {path}: {exc}") from exc
@@ -330,8 +340,11 @@ class OffsetStore:
         :param entries: ``(topic, partition, offset, leader_epoch, metadata)`` tuples.
         :raises ValueError: a group id, topic or metadata over its limit, or a number out
             of its wire range (nothing is written).
-        :raises StorageError: the write or fsync failed; the store then refuses all
-            further writes (after a failed fsync the kernel may have dropped the data).
+        :raises StorageError: the write failed and nothing was stored; the next write
+            tries again (a full disk may get space back). After a failed fsync it is a
+            :class:`~brokerd.storage.store_faults.StoreOffline`: the kernel may have
+            dropped the data, so the store refuses writes until :meth:`retry_reopen`
+            has reopened it from disk.
         """
         self.commit_many([(group_id, entries)])
 
@@ -397,7 +410,12 @@ class OffsetStore:
                 for update, size in updates:
                     self._apply(update, size)
             if self._size >= self._compact_at:
-                self._maybe_compact()
+                try:
+                    self._maybe_compact()
+                except ReplaceFailed as exc:
+                    # These records are durable in either file; the store goes offline
+                    # and its reopen settles which file is the journal.
+                    self._faults.lost_trust(f"compaction's rename failed: {exc}")
 
     def delete_topic(self, topic: str) -> None:
         """Durably forget every group's offsets for ``topic`` (the topic was deleted).
@@ -419,23 +437,75 @@ class OffsetStore:
     def close(self) -> None:
         """Close the journal. Every commit that returned is already durable."""
         with self._write_lock:
+            self._faults.close()
             if self._closed:
                 return
             self._closed = True
             os.close(self._fd)
 
     def _append(self, data: bytes) -> None:
-        """Write and sync ``data`` at the end of the journal (caller holds the write lock)."""
-        if self._closed:
-            raise StorageError(f"offsets store {self.path} is closed")
-        if self._failed is not None:
-            raise StorageError(f"offsets store {self.path} failed earlier: {self._failed}")
-        try:
-            append_synced(self._fd, data, self._size)
-        except OSError as exc:
-            self._failed = exc
-            raise StorageError(f"write to offsets journal {self.path} failed: {exc}") from exc
+        """Write and sync ``data`` at the end of the journal (caller holds the write lock).
+        A failure raises StorageError: transient (the store stays online, the next write
+        tries again) or, after a failed sync, StoreOffline (see ``store_faults.py``)."""
+        self._faults.check_writable()
+        append_records(self._fd, data, self._size, self._faults)
         self._size += len(data)
+
+    # -- faults and reopening -----------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return OFFSETS_STORE_NAME
+
+    @property
+    def offline_reason(self) -> str | None:
+        """Why the store refuses writes until it is reopened, or None."""
+        return self._faults.offline_reason
+
+    @property
+    def faults(self) -> StoreFaults:
+        return self._faults
+
+    @property
+    def write_errors(self) -> int:
+        """Writes that failed or were refused since open (reopens keep counting)."""
+        return self._faults.errors
+
+    def retry_reopen(self, now: float | None = None) -> bool:
+        """Reopen an offline store from disk if its retry is due (replay the journal, cut
+        a torn tail, sync file and directory); True if it is back online. Blocking."""
+        with self._write_lock:
+            return reopen_if_due(self._faults, now, self._open_again, self._adopt)
+
+    def _open_again(self) -> OffsetStore:
+        fresh = OffsetStore.open(
+            self.path,
+            clock=self._clock,
+            compact_min_bytes=self._compact_min_bytes,
+            compact_ratio=self._compact_ratio,
+        )
+        try:
+            settle(fresh._fd, self.path)
+        except OSError:
+            fresh.close()
+            raise
+        return fresh
+
+    def _adopt(self, fresh: OffsetStore) -> None:
+        """Take over what a reopen replayed (caller holds the write lock)."""
+        old_fd = self._fd
+        with self._lock:
+            self._groups = fresh._groups
+            self._members = fresh._members
+            self._member_bytes = fresh._member_bytes
+            self._fd = fresh._fd
+        self._size = fresh._size
+        self._compact_at = fresh._compact_at
+        self._old_format = False
+        self.truncated_bytes = fresh.truncated_bytes
+        self.compactions += fresh.compactions
+        with contextlib.suppress(OSError):
+            os.close(old_fd)
 
     # -- compaction ---------------------------------------------------------------------
 
@@ -452,7 +522,8 @@ class OffsetStore:
 
         Caller holds the write lock. A failure before the rename leaves the old journal in
         place and is only remembered (the commit that triggered it is already durable);
-        a failure after the rename makes the store refuse writes, as a failed fsync does.
+        a failure at the rename raises :class:`ReplaceFailed` (the caller takes the store
+        offline, as a failed fsync does).
         """
         live = self._live_bytes()
         if not force and self._size < self._next_compact_at(live):
@@ -468,8 +539,8 @@ class OffsetStore:
         except ReplaceFailed as exc:
             # We cannot tell which file a crash would leave behind, so appending to either
             # could lose acknowledged commits.
-            self._failed = self.last_compaction_error = exc.cause
-            return
+            self.last_compaction_error = exc.cause
+            raise
         except OSError as exc:
             self._compaction_failed(exc, force=force)
             return
@@ -489,4 +560,4 @@ class OffsetStore:
         if force and self._old_format:
             # Appending new record kinds behind the old header would let an older
             # brokerd truncate them (and every commit after them) as a torn tail.
-            self._failed = exc
+            raise exc

@@ -17,7 +17,9 @@ and replay needs no earlier one. Bodies, by their first byte:
 
 :class:`TxnLog` replays the file on open, truncates a torn or corrupt tail (a write that
 never completed was never acknowledged), appends each change with one write and an
-fsync before returning, and compacts the file (every live id's latest record written to
+fsync before returning (a failed write fails only that change; a failed fsync takes the
+log offline until :meth:`TxnLog.retry_reopen` replays it from disk: ``store_faults.py``),
+and compacts the file (every live id's latest record written to
 a temporary file, fsync, rename, directory fsync) once it is mostly superseded records.
 
 What this module does not do: no Twisted, no threads (every write blocks: callers on the
@@ -32,7 +34,8 @@ import contextlib
 import os
 import struct
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 
@@ -41,12 +44,12 @@ from brokerd.storage.fileio import (
     FILE_MODE,
     TEMP_SUFFIX,
     ReplaceFailed,
-    append_synced,
     fsync_dir,
     rewrite_for_append,
     write_all,
 )
 from brokerd.storage.journal_records import BodyReader, frame, iter_frames
+from brokerd.storage.store_faults import StoreFaults, append_records, reopen_if_due, settle
 
 __all__ = [
     "COMPACT_MIN_BYTES",
@@ -56,6 +59,7 @@ __all__ = [
     "MAX_TRANSACTIONAL_ID_BYTES",
     "STORED_STATES",
     "TXN_LOG_FILE_NAME",
+    "TXN_LOG_NAME",
     "StoredOffset",
     "StoredTxn",
     "TxnLog",
@@ -66,6 +70,8 @@ __all__ = [
 ]
 
 TXN_LOG_FILE_NAME = "transactions.log"
+#: What the log is called in its log lines and in ``/readyz``.
+TXN_LOG_NAME = "transaction log"
 MAGIC = b"BKTXNL01"
 #: A record claiming more than this is a torn or overwritten header, not a record.
 MAX_RECORD_BYTES = 64 << 20
@@ -269,10 +275,19 @@ class TxnLog:
     :meth:`transactions` may be called from any thread.
     """
 
-    def __init__(self, path: str, fd: int, *, compact_min_bytes: int, compact_ratio: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        fd: int,
+        *,
+        clock: Callable[[], float],
+        compact_min_bytes: int,
+        compact_ratio: int,
+    ) -> None:
         # Use open(); the constructor only stores what open() prepared.
         self.path = path
         self._fd = fd
+        self._clock = clock
         self._compact_min_bytes = compact_min_bytes
         self._compact_ratio = compact_ratio
         self._txns: dict[str, StoredTxn] = {}
@@ -280,7 +295,7 @@ class TxnLog:
         self._sizes: dict[str, int] = {}
         self._size = 0
         self._lock = threading.Lock()
-        self._failed: BaseException | None = None
+        self._faults = StoreFaults(TXN_LOG_NAME, path, clock)
         self._closed = False
         #: Bytes of torn or corrupt tail dropped by the open (0 for a clean file).
         self.truncated_bytes = 0
@@ -294,11 +309,13 @@ class TxnLog:
         cls,
         path: str,
         *,
+        clock: Callable[[], float] = time.time,
         compact_min_bytes: int = COMPACT_MIN_BYTES,
         compact_ratio: int = COMPACT_RATIO,
     ) -> TxnLog:
         """Open (creating if needed) the journal at ``path`` (or :data:`TXN_LOG_FILE_NAME`
-        in the directory ``path``) and replay it.
+        in the directory ``path``) and replay it. ``clock`` (seconds) times the fault
+        log's window and the reopen backoff.
 
         :raises StorageError: the file is not a transaction journal, or I/O failed.
         """
@@ -317,7 +334,9 @@ class TxnLog:
                 created = False
         except OSError as exc:
             raise StorageError(f"cannot open transaction log {path}: {exc}") from exc
-        log = cls(path, fd, compact_min_bytes=compact_min_bytes, compact_ratio=compact_ratio)
+        log = cls(
+            path, fd, clock=clock, compact_min_bytes=compact_min_bytes, compact_ratio=compact_ratio
+        )
         try:
             if created:
                 write_all(fd, MAGIC)
@@ -328,8 +347,9 @@ class TxnLog:
                 log._replay()
             if log._size >= log._compact_threshold():
                 log._compact()
-                if log._failed is not None:
-                    raise log._failed
+        except ReplaceFailed as exc:
+            os.close(fd)
+            raise StorageError(f"cannot compact transaction log {path}: {exc}") from exc
         except OSError as exc:
             os.close(fd)
             raise StorageError(f"cannot recover transaction log {path}: {exc}") from exc
@@ -393,8 +413,11 @@ class TxnLog:
         one fsync; the changes are visible once it returns.
 
         :raises ValueError: a value the format cannot carry (nothing is written).
-        :raises StorageError: the write or fsync failed; every later write is refused
-            (after a failed fsync the kernel may have dropped the data).
+        :raises StorageError: the write failed and nothing was stored; the next write
+            tries again (a full disk may get space back). After a failed fsync it is a
+            :class:`~brokerd.storage.store_faults.StoreOffline`: the kernel may have
+            dropped the data, so the log refuses writes until :meth:`retry_reopen` has
+            reopened it from disk.
         """
         records: list[tuple[StoredTxn | str, bytes]] = [(t, encode_state(t)) for t in put]
         records += [(tid, encode_tombstone(tid)) for tid in delete]
@@ -405,26 +428,76 @@ class TxnLog:
             for record, raw in records:
                 self._apply(record, len(raw))
             if self._size >= self._compact_threshold():
-                self._compact()
+                try:
+                    self._compact()
+                except ReplaceFailed as exc:
+                    # This write is durable in either file; the log goes offline and its
+                    # reopen settles which file is the journal.
+                    self._faults.lost_trust(f"compaction's rename failed: {exc}")
 
     def close(self) -> None:
         """Close the file; every write that returned is already durable."""
         with self._lock:
+            self._faults.close()
             if not self._closed:
                 self._closed = True
                 os.close(self._fd)
 
     def _append(self, data: bytes) -> None:
-        if self._closed:
-            raise StorageError(f"transaction log {self.path} is closed")
-        if self._failed is not None:
-            raise StorageError(f"transaction log {self.path} failed earlier: {self._failed}")
-        try:
-            append_synced(self._fd, data, self._size)
-        except OSError as exc:
-            self._failed = exc
-            raise StorageError(f"write to transaction log {self.path} failed: {exc}") from exc
+        self._faults.check_writable()
+        append_records(self._fd, data, self._size, self._faults)
         self._size += len(data)
+
+    # -- faults and reopening -----------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return TXN_LOG_NAME
+
+    @property
+    def offline_reason(self) -> str | None:
+        """Why the log refuses writes until it is reopened, or None."""
+        return self._faults.offline_reason
+
+    @property
+    def faults(self) -> StoreFaults:
+        return self._faults
+
+    @property
+    def write_errors(self) -> int:
+        """Writes that failed or were refused since open (reopens keep counting)."""
+        return self._faults.errors
+
+    def retry_reopen(self, now: float | None = None) -> bool:
+        """Reopen an offline log from disk if its retry is due (replay the file, cut a
+        torn tail, sync file and directory); True if it is back online. Blocking."""
+        with self._lock:
+            return reopen_if_due(self._faults, now, self._open_again, self._adopt)
+
+    def _open_again(self) -> TxnLog:
+        fresh = TxnLog.open(
+            self.path,
+            clock=self._clock,
+            compact_min_bytes=self._compact_min_bytes,
+            compact_ratio=self._compact_ratio,
+        )
+        try:
+            settle(fresh._fd, self.path)
+        except OSError:
+            fresh.close()
+            raise
+        return fresh
+
+    def _adopt(self, fresh: TxnLog) -> None:
+        """Take over what a reopen replayed (caller holds the lock)."""
+        old_fd, self._fd = self._fd, fresh._fd
+        self._txns = fresh._txns
+        self._sizes = fresh._sizes
+        self._size = fresh._size
+        self.truncated_bytes = fresh.truncated_bytes
+        self.compactions += fresh.compactions
+        with contextlib.suppress(OSError):
+            os.close(old_fd)
 
     # -- compaction ---------------------------------------------------------------------
 
@@ -434,14 +507,15 @@ class TxnLog:
 
     def _compact(self) -> None:
         """Rewrite the file as the latest record of each live id (caller holds the lock).
-        A failure before the rename keeps the old file in use; after it, the log refuses
-        writes (which file a crash would leave is then unknown)."""
+        A failure before the rename keeps the old file in use; a failure at the rename
+        raises :class:`ReplaceFailed` (which file a crash would leave is then unknown: the
+        caller takes the log offline)."""
         data = MAGIC + b"".join(encode_state(t) for _, t in sorted(self._txns.items()))
         try:
             new_fd = rewrite_for_append(self.path, data)
         except ReplaceFailed as exc:
-            self._failed = self.last_compaction_error = exc.cause
-            return
+            self.last_compaction_error = exc.cause
+            raise
         except OSError as exc:
             self.last_compaction_error = exc
             # Try again only once the file has grown by the ratio again.

@@ -3,10 +3,12 @@
 ``/healthz`` answers 200 ``ok`` whenever the HTTP endpoint answers at all (the reactor
 runs). ``/readyz`` answers 200 ``ready`` only when :class:`Readiness` finds nothing
 missing: every listener has bound, start-up recovery is done (the log directory is open,
-and the transaction coordinator has completed the transactions the log left prepared) and
-no partition is offline; otherwise 503 with one plain-text line per reason (the reasons
-name partitions: the site sends them only to a request allowed to see them, see
-:mod:`brokerd.web.scope`). Both are ``text/plain`` and never cached, and served without
+and the transaction coordinator has completed the transactions the log left prepared), no
+partition is offline, and neither the consumer-offsets store nor the transaction log is
+offline after a failed fsync (a check the service tree adds; they reopen themselves, see
+``brokerd/core/store_recovery.py``); otherwise 503 with one plain-text line per reason (the
+reasons name partitions: the site sends them only to a request allowed to see them, see
+:mod:`brokerd.web.scope`). Both are ``text/plain``, never cached, and served without
 authentication.
 
 What it does not do: decide readiness itself (the service tree tells :class:`Readiness`
