@@ -87,11 +87,16 @@ def test_after_a_restart_bytes_are_checked_once_then_sent_by_reference(tmp_path:
     plog.close()
     plog = open_log(path, segment_bytes=1 << 20)
     try:
+        segment = plog.segments[0]
+        assert not plog.verified.covers(segment, 0, 1)
+        # Checked a batch (or a bounded chunk) at a time, then handed out by reference.
         first = plog.read_stored(0, BIG)
-        assert first.span is None and first.data == plog.read(0, BIG).data
+        assert first.span is not None and content(first) == plog.read(0, BIG).data
+        assert plog.verified.covers(segment, 0, first.span.length)
+        first.span.release()
         again = plog.read_stored(0, BIG)
         assert again.span is not None
-        assert content(again) == first.data
+        assert content(again) == plog.read(0, BIG).data
         # A read that starts inside the checked range is covered too.
         mid = plog.read_stored(17, 1000)
         assert mid.span is not None and content(mid) == plog.read(17, 1000).data
@@ -118,9 +123,12 @@ def test_damage_on_disk_is_never_handed_out(tmp_path: Path) -> None:
             with pytest.raises(CorruptStoredBatch):
                 plog.read_stored(0, BIG)
         assert pins(plog) == [0]
-        # The batches after the damaged one are still served, by value first.
+        # The batches after the damaged one are still served, checked first.
         later = plog.read_stored(plog.high_watermark - 1, BIG)
-        assert later.span is None and later.data
+        assert later.span is not None and content(later) == plog.read(
+            plog.high_watermark - 1, BIG
+        ).data
+        later.span.release()
     finally:
         plog.close()
 

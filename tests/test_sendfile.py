@@ -351,6 +351,9 @@ class FakeRegion:
     def read(self) -> bytes:
         return self.data[: self.length]
 
+    def read_at(self, offset: int, size: int) -> bytes:
+        return self.data[offset : offset + size]
+
     def truncate(self, length: int) -> None:
         self.length = length
 
@@ -383,7 +386,7 @@ def test_materialize_and_the_transports_that_may_splice() -> None:
     assert b"".join(materialize(parts)) == b"abcdefg"
     assert not can_splice(StringTransport())
     region: FileRegion = FakeRegion(b"0123456789" * 4000)
-    frame = SplicedFrame([b"x" * 10, StoredRecords(region), b"y"])
+    frame = SplicedFrame.of([b"x" * 10, StoredRecords(region), b"y"])
     assert frame.size == 10 + 40_000 + 1
     assert frame.regions == (region,)
 

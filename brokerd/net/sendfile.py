@@ -40,6 +40,7 @@ from typing import Protocol
 
 from twisted.internet import tcp
 from twisted.internet.interfaces import IPullProducer, ISSLTransport
+from twisted.protocols.tls import TLSMemoryBIOProtocol
 from zope.interface import implementer
 
 from brokerd.net.frames import FileRegion, Part
@@ -50,6 +51,7 @@ __all__ = [
     "RegionLedger",
     "SpliceSender",
     "SpliceTransport",
+    "can_chunk",
     "can_splice",
     "materialize",
 ]
@@ -98,6 +100,16 @@ def can_splice(transport: object) -> bool:
         and isinstance(transport, tcp.Connection)
         and not ISSLTransport.providedBy(transport)
         and not getattr(transport, "TLS", False)
+    )
+
+
+def can_chunk(transport: object) -> bool:
+    """Whether ``transport`` is a TLS transport, which takes file regions read and
+    written in chunks (``brokerd/net/chunked.py``)."""
+    return (
+        isinstance(transport, TLSMemoryBIOProtocol)
+        or ISSLTransport.providedBy(transport)
+        or bool(getattr(transport, "TLS", False))
     )
 
 
