@@ -45,7 +45,7 @@ class CountingRegion:
 
     def read_at(self, offset: int, size: int) -> bytes:
         assert not self.released
-        assert 0 <= offset and offset + size <= self.length
+        assert offset >= 0 and offset + size <= self.length
         self.bytes_read += size
         return self.data[offset : offset + size]
 

@@ -13,11 +13,11 @@ A confluent-kafka consumer reads the whole partition on both listeners.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import socket
 import ssl
 import struct
-import multiprocessing
 import time
 from collections.abc import Iterator
 from typing import Any

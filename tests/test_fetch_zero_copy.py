@@ -3,7 +3,8 @@ the reactor; the core runs its real thread pools).
 
 Three listeners share one broker core: plain TCP (records sent by ``os.sendfile``), plain
 TCP with file regions turned off (the by-value path) and a real TLS listener (file regions
-read and encrypted in bounded chunks, ``brokerd/net/chunked.py``). The same Fetch requests must get byte-identical answers on all three.
+read and encrypted in bounded chunks, ``brokerd/net/chunked.py``). The same Fetch
+requests must get byte-identical answers on all three.
 Also: a reader that stops reading leaves the server with neither buffered records nor new
 requests taken, and deleting the topic while its segment is being sent still delivers the
 whole answer; no segment pin outlives the answers.

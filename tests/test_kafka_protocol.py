@@ -21,13 +21,13 @@ from brokerd.kafka import apis, codec
 from brokerd.kafka.codec import ApiKey, RequestHeader
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.handlers import batch_codecs
-from brokerd.net.answer_budget import AnswerBudget
 from brokerd.kafka.protocol import (
     MAX_PIPELINED_PRODUCES,
     PIPELINE_READ_BYTES,
     KafkaFactory,
     KafkaProtocol,
 )
+from brokerd.net.answer_budget import AnswerBudget
 from brokerd.storage.log import LogConfig
 from brokerd.storage.topic_config import broker_values, validate_overrides
 from brokerd.storage.types import AppendInfo, TopicInfo
