@@ -267,6 +267,10 @@ def check_bounded(broker: BrokerProcess, ca: str | None, port: int, kind: str) -
         assert probe.longest < 0.1, f"a client waited {probe.longest * 1000:.0f} ms"
         growth = rss(pid) - baseline
         assert growth < GROWTH_BOUND + BUDGET, f"RSS grew by {growth / MIB:.0f} MiB"
+        # A client that stopped reading for seconds still gets its whole answer, exact.
+        (part,) = clients[0].receive(ApiKey.FETCH, 11).responses[0].partitions
+        assert part.error_code == 0 and len(part.records) == largest
+        assert part.records == stored[: len(part.records)]
     finally:
         for client in clients:
             client.close()
