@@ -49,6 +49,7 @@ __all__ = [
     "MAX_DECODED_BATCH_BYTES",
     "MAX_STORED_BATCH_BYTES",
     "READ_CHUNK",
+    "VERIFY_CHUNK",
     "batches_end",
     "cut_at_offset",
     "decode_from",
