@@ -23,10 +23,14 @@ the protocol spoken over it.
 * Spliced answers (a Kafka Fetch response whose records are file regions of the log,
   ``brokerd.net.frames``): sent by ``os.sendfile`` through a
   :class:`~brokerd.net.sendfile.SpliceSender` on plain socket transports, which stands in for
-  the connection as the transport's producer until the frame is sent; answers written
+  the connection as the transport's producer until the frame is sent; on TLS through a
+  :class:`~brokerd.net.chunked.ChunkedSender`, which reads and writes bounded chunks while
+  the connection stays the producer and passes pause and resume on. Answers written
   meanwhile wait their turn, and no request is taken (flow control as when the send
   buffer is full). The connection's :class:`~brokerd.net.sendfile.RegionLedger` gives back
-  the regions of answers that are never sent.
+  the regions of answers that are never sent, and the listener's
+  :class:`~brokerd.net.answer_budget.AnswerBudget` counts the in-memory parts of a frame
+  being sent.
 
 What it does not do: parse or build bytes, decide what a request means, or how many may
 run at once. A protocol subclasses :class:`RequestConnection` and supplies its decoder
@@ -94,8 +98,8 @@ class ConnectionState:
     principal: str = ANONYMOUS
     #: The connection is TLS and its handshake is complete.
     tls: bool = False
-    #: The file regions this connection's answers hold; None when its transport cannot
-    #: send file regions (TLS, or not a socket): then answers carry bytes only.
+    #: The file regions this connection's answers hold; None when its transport takes
+    #: no file regions (neither a plain socket nor TLS): then answers carry bytes only.
     regions: RegionLedger | None = None
 
 
