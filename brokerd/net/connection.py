@@ -343,8 +343,10 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if splice:
             sender = SpliceSender(t, frame.parts, ledger, self._splice_done)
         else:
-            # Stays the transport's producer: pauseProducing/resumeProducing reach the
-            # sender through this connection.
+            # The connection stays the transport's producer and passes pauseProducing /
+            # resumeProducing on: Twisted's TLS layer wraps each registered producer in
+            # a membrane that ignores a resume it did not pause, so a producer swapped in
+            # while the TCP buffer is full would never be resumed.
             sender = ChunkedSender(
                 t, frame.parts, ledger, self.answer_budget, self._clock, self._splice_done,
                 paused=blocked,
