@@ -21,7 +21,7 @@ from brokerd.net.chunked import CHUNK_BYTES, ChunkedSender
 from brokerd.net.frames import Frame, SplicedFrame, StoredRecords
 from brokerd.net.sendfile import RegionGone, RegionLedger, can_chunk, can_splice
 
-from tests.test_connection import LineConnection
+from tests.test_connection import IDLE, LineConnection
 
 #: Buffered bytes past which the fake transport pauses its producer (Twisted: 64 KiB).
 HIGH_WATER = 64 * 1024
@@ -266,6 +266,19 @@ class ConnectionTests(SynchronousTestCase):
         self.tr.drain()
         self.assertTrue(self.tr.received.endswith(b"small\n"))
         self.assertIs(self.tr.producer, self.proto)  # the connection stayed the producer
+
+    def test_an_answer_still_going_out_is_not_idleness(self) -> None:
+        self.proto.dataReceived(b"big\n")
+        self.proto.handled[0][1].callback(b"big")
+        for _ in range(3):
+            self.clock.advance(IDLE * 0.6)  # each advance runs one turn, one chunk
+            self.tr.drain()
+        self.assertFalse(self.tr.disconnecting)
+        self.clock.advance(0)
+        self.tr.drain()
+        self.assertEqual(self.tr.received, b"H" * 10 + self.region.data + b"T")
+        self.clock.advance(IDLE)  # nothing more either way: idle now
+        self.assertTrue(self.tr.disconnecting)
 
     def test_closing_mid_answer_gives_everything_back(self) -> None:
         self.proto.dataReceived(b"big\n")

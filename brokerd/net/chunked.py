@@ -63,6 +63,8 @@ class ChunkedSender:
 
     ``done`` is called once: with None after the last byte was written to the transport,
     or with the exception (a region was gone, a read failed, the connection closed).
+    ``progress``, if given, is called after each turn that wrote (traffic, for an idle
+    timer).
     Start it with :meth:`send_now`, then :meth:`start` if that returned False; the
     connection forwards its transport's :meth:`pauseProducing` / :meth:`resumeProducing`.
     """
@@ -78,6 +80,7 @@ class ChunkedSender:
         *,
         paused: bool = False,
         chunk_bytes: int = CHUNK_BYTES,
+        progress: Callable[[], None] | None = None,
     ) -> None:
         if chunk_bytes <= 0:
             raise ValueError(f"chunk_bytes must be positive, not {chunk_bytes}")
@@ -88,6 +91,7 @@ class ChunkedSender:
         self._clock = clock
         self._done = done
         self._chunk = chunk_bytes
+        self._progress = progress
         self._sent = 0  # bytes of the first part already written
         self._held = 0  # budget taken for chunks written and maybe still buffered
         self._paused = paused
@@ -181,6 +185,8 @@ class ChunkedSender:
         except (OSError, StorageError, RegionGone) as exc:
             self._finish(exc)
             return
+        if self._progress is not None:
+            self._progress()
         if not self._parts:
             self._finish(None)
         else:

@@ -349,7 +349,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             # while the TCP buffer is full would never be resumed.
             sender = ChunkedSender(
                 t, frame.parts, ledger, self.answer_budget, self._clock, self._splice_done,
-                paused=blocked,
+                paused=blocked, progress=self._touch,
             )
         if sender.send_now():
             return  # all sent (or failed and handled) without waiting for the socket
