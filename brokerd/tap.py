@@ -176,6 +176,21 @@ class Options(usage.Options):
         ["max-produce-bytes", None, MEBIBYTE, "Largest native produce payload.", int],
         ["max-fetch-bytes", None, MEBIBYTE, "Cap of a native fetch response's values.", int],
         ["max-request-bytes", None, 8 * MEBIBYTE, "Largest Kafka request frame.", int],
+        # Kafka Fetch answers (docs/operations.md, "Bounded memory").
+        [
+            "fetch-max-bytes",
+            None,
+            57_671_680,
+            "Cap of a Kafka Fetch answer's records (Kafka's fetch.max.bytes).",
+            int,
+        ],
+        [
+            "max-inflight-answer-bytes",
+            None,
+            64 * MEBIBYTE,
+            "Kafka answer bytes held in memory across connections before reads wait.",
+            int,
+        ],
         [
             "transaction-max-timeout-ms",
             None,
@@ -264,6 +279,8 @@ class Options(usage.Options):
             "max-produce-bytes",
             "max-fetch-bytes",
             "max-request-bytes",
+            "fetch-max-bytes",
+            "max-inflight-answer-bytes",
             "read-threads",
             "write-threads",
             "log-retention-check-interval-ms",
@@ -916,6 +933,7 @@ def _add_kafka(
 ) -> None:
     from brokerd.kafka.protocol import KafkaFactory
     from brokerd.metrics.hooks import NULL_REQUESTS
+    from brokerd.net.answer_budget import AnswerBudget
 
     factory = KafkaFactory(
         broker,
@@ -931,6 +949,8 @@ def _add_kafka(
         sasl=_sasl_config(reactor, options),
         credentials=options["credential-store"],
         metrics=metrics.listener("kafka") if metrics is not None else NULL_REQUESTS,
+        fetch_max_bytes=options["fetch-max-bytes"],
+        answer_budget=AnswerBudget(options["max-inflight-answer-bytes"]),
     )
     listening = readiness.wait_for("kafka listener", "not bound yet")
 

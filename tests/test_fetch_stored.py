@@ -14,6 +14,7 @@ import pytest
 from brokerd.errors import CorruptStoredBatch, OffsetOutOfRange
 from brokerd.storage.batch import Compression, encode_batch, parse_batches
 from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.reads import VERIFY_CHUNK
 from brokerd.storage.segment import Segment
 from brokerd.storage.stored import StoredRead, StoredSpan, VerifiedRanges
 
@@ -87,14 +88,55 @@ def test_after_a_restart_bytes_are_checked_once_then_sent_by_reference(tmp_path:
     plog.close()
     plog = open_log(path, segment_bytes=1 << 20)
     try:
+        segment = plog.segments[0]
+        assert not plog.verified.covers(segment, 0, 1)
+        # Checked a batch (or a bounded chunk) at a time, then handed out by reference.
         first = plog.read_stored(0, BIG)
-        assert first.span is None and first.data == plog.read(0, BIG).data
+        assert first.span is not None and content(first) == plog.read(0, BIG).data
+        assert plog.verified.covers(segment, 0, first.span.length)
+        first.span.release()
         again = plog.read_stored(0, BIG)
         assert again.span is not None
-        assert content(again) == first.data
+        assert content(again) == plog.read(0, BIG).data
         # A read that starts inside the checked range is covered too.
         mid = plog.read_stored(17, 1000)
         assert mid.span is not None and content(mid) == plog.read(17, 1000).data
+    finally:
+        plog.close()
+
+
+def test_unchecked_bytes_are_checked_in_bounded_reads(tmp_path: Path) -> None:
+    """After a restart a read of everything is checked 1 MiB (or one larger batch) at a
+    time, never read whole, and then handed out by reference."""
+    path = tmp_path / "t-0"
+    plog = open_log(path)
+    big = 3 * VERIFY_CHUNK // 2
+    for i in range(40):
+        # 100 KiB batches, and one batch larger than a verification chunk.
+        value = os.urandom(big if i == 20 else 100 * 1024)
+        data = encode_batch([value], timestamp_ms=1000 + i)
+        plog.append(data, parse_batches(data, max_batch_bytes=4 * BIG))
+    plog.flush()
+    plog.publish()
+    plog.close()
+    plog = open_log(path)
+    try:
+        segment = plog.segments[0]
+        reads: list[int] = []
+        pread = segment.pread
+
+        def counted(position: int, size: int) -> bytes:
+            reads.append(size)
+            return pread(position, size)
+
+        segment.pread = counted  # type: ignore[method-assign]
+        got = plog.read_stored(0, 2**31 - 1)
+        assert got.span is not None and got.span.length == segment.size
+        assert max(reads) <= big + 100  # one chunk, or the large batch alone
+        assert sum(reads) < 2 * segment.size
+        del segment.pread
+        assert content(got) == next(path.glob("*.log")).read_bytes()
+        assert plog.verified.covers(segment, 0, segment.size)
     finally:
         plog.close()
 
@@ -118,9 +160,12 @@ def test_damage_on_disk_is_never_handed_out(tmp_path: Path) -> None:
             with pytest.raises(CorruptStoredBatch):
                 plog.read_stored(0, BIG)
         assert pins(plog) == [0]
-        # The batches after the damaged one are still served, by value first.
+        # The batches after the damaged one are still served, checked first.
         later = plog.read_stored(plog.high_watermark - 1, BIG)
-        assert later.span is None and later.data
+        assert later.span is not None and content(later) == plog.read(
+            plog.high_watermark - 1, BIG
+        ).data
+        later.span.release()
     finally:
         plog.close()
 

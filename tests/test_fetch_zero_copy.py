@@ -2,8 +2,9 @@
 the reactor; the core runs its real thread pools).
 
 Three listeners share one broker core: plain TCP (records sent by ``os.sendfile``), plain
-TCP with file regions turned off (the by-value path, which TLS connections take) and a
-real TLS listener. The same Fetch requests must get byte-identical answers on all three.
+TCP with file regions turned off (the by-value path) and a real TLS listener (file regions
+read and encrypted in bounded chunks, ``brokerd/net/chunked.py``). The same Fetch
+requests must get byte-identical answers on all three.
 Also: a reader that stops reading leaves the server with neither buffered records nor new
 requests taken, and deleting the topic while its segment is being sent still delivers the
 whole answer; no segment pin outlives the answers.
@@ -283,10 +284,10 @@ async def test_fetch_answers_are_byte_identical_on_every_path(
             assert answers["zero"] == answers["value"], (version, request)
             assert answers["tls"] == answers["value"], (version, request)
     assert sent_by_sendfile and sum(sent_by_sendfile) > 10_000
-    # Only the plain TCP connection hands out file regions.
+    # Plain TCP and TLS hand out file regions; the by-value listener does not.
     assert server.protocols["zero"][0].state.regions is not None
     assert server.protocols["value"][0].state.regions is None
-    assert server.protocols["tls"][0].state.regions is None
+    assert server.protocols["tls"][0].state.regions is not None
     assert pins(server) == [0] * len(pins(server))
 
 

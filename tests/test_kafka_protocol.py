@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 from twisted.internet import defer, task
 from twisted.internet.address import IPv4Address
+from twisted.internet.error import ConnectionDone
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
@@ -26,6 +27,7 @@ from brokerd.kafka.protocol import (
     KafkaFactory,
     KafkaProtocol,
 )
+from brokerd.net.answer_budget import AnswerBudget
 from brokerd.storage.log import LogConfig
 from brokerd.storage.topic_config import broker_values, validate_overrides
 from brokerd.storage.types import AppendInfo, TopicInfo
@@ -994,6 +996,58 @@ class FetchTests(KafkaTestCase):
         self.core.wait_error = errors.TooManyWaiters("busy")
         self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)], max_wait=500))
         self.assertEqual(self.one().responses[0].partitions[0].records, b"")
+
+
+class FetchCapTests(KafkaTestCase):
+    """The broker's ``--fetch-max-bytes`` and answer budget (``--max-inflight-answer-bytes``)."""
+
+    CAP = 250
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.budget = AnswerBudget(1000)
+        self.factory = KafkaFactory(
+            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            advertised_host="broker.example", advertised_port=19092, max_frame_bytes=4096,
+            fetch_max_bytes=self.CAP, answer_budget=self.budget,
+        )
+        self.proto, self.tr = self.connect()
+        self.core.add_topic("t", 2)
+
+    def test_the_broker_cap_bounds_what_the_client_asks_for(self) -> None:
+        self.core.logs[("t", 0)] = [batch(100)] * 5
+        self.core.logs[("t", 1)] = [batch(100)] * 5
+        everything = 2**31 - 1
+        req = self.fetch_request(
+            [("t", 0, 0, everything), ("t", 1, 0, everything)], max_bytes=everything
+        )
+        self.send(ApiKey.FETCH, 11, req)
+        p0, p1 = self.one().responses[0].partitions
+        self.assertEqual(len(p0.records), self.CAP)
+        self.assertEqual(p1.records, b"")  # the cap is the whole answer's, not a partition's
+        self.assertEqual(self.core.fetch_calls[0][3], self.CAP)
+
+    def test_a_first_batch_larger_than_the_cap_still_comes_whole(self) -> None:
+        self.core.logs[("t", 0)] = [batch(400), batch(100)]
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 2**31 - 1)],
+                                                       max_bytes=2**31 - 1))
+        self.assertEqual(self.one().responses[0].partitions[0].records, batch(400))
+
+    def test_a_full_answer_budget_defers_the_read(self) -> None:
+        self.core.logs[("t", 0)] = [batch(100)]
+        self.budget.charge(1000)  # answers being sent hold all of it
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)]))
+        self.assertEqual((self.core.fetch_calls, self.tr.value()), ([], b""))
+        self.budget.give(1000)
+        self.assertEqual(self.one().responses[0].partitions[0].records, batch(100))
+
+    def test_closing_while_waiting_for_the_budget_forgets_the_wait(self) -> None:
+        self.budget.charge(1000)
+        self.send(ApiKey.FETCH, 11, self.fetch_request([("t", 0, 0, 1000)]))
+        self.assertEqual(self.budget.waiting, 1)
+        self.proto.connectionLost(Failure(ConnectionDone()))
+        self.assertEqual(self.budget.waiting, 0)
+        self.assertEqual(self.core.fetch_calls, [])
 
 
 # -- ListOffsets ---------------------------------------------------------------------

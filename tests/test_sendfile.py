@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from twisted.internet.testing import StringTransport
 
-from brokerd.net.frames import FileRegion, Part, SplicedFrame, StoredRecords
-from brokerd.net.sendfile import RegionGone, RegionLedger, SpliceSender, can_splice, materialize
+from brokerd.net.frames import FileRegion, SplicedFrame, StoredRecords
+from brokerd.net.sendfile import RegionGone, RegionLedger, SpliceSender, can_splice
 from brokerd.storage.batch import encode_batch, parse_batches
 from brokerd.storage.log import LogConfig, PartitionLog
 from brokerd.storage.stored import StoredSpan
@@ -351,6 +351,9 @@ class FakeRegion:
     def read(self) -> bytes:
         return self.data[: self.length]
 
+    def read_at(self, offset: int, size: int) -> bytes:
+        return self.data[offset : offset + size]
+
     def truncate(self, length: int) -> None:
         self.length = length
 
@@ -378,12 +381,10 @@ def test_ledger_releases_what_answers_still_hold_when_the_connection_goes() -> N
     assert len(many._held) < 100, "released regions are not forgotten"
 
 
-def test_materialize_and_the_transports_that_may_splice() -> None:
-    parts: list[Part] = [b"ab", FakeRegion(b"cdef"), b"g"]
-    assert b"".join(materialize(parts)) == b"abcdefg"
+def test_frames_and_the_transports_that_may_splice() -> None:
     assert not can_splice(StringTransport())
     region: FileRegion = FakeRegion(b"0123456789" * 4000)
-    frame = SplicedFrame([b"x" * 10, StoredRecords(region), b"y"])
+    frame = SplicedFrame.of([b"x" * 10, StoredRecords(region), b"y"])
     assert frame.size == 10 + 40_000 + 1
     assert frame.regions == (region,)
 

@@ -109,6 +109,18 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "4 s of retries, 10 correct logins",
         (),
     ),
+    (
+        "8 never-reading TLS clients asking for 2^31-1 bytes",
+        "tests/test_fetch_bounded.py::test_tls_fetch_of_everything_holds_bounded_memory",
+        "100 MiB partition, RSS +64 MiB over budget max",
+        (),
+    ),
+    (
+        "8 never-reading plaintext clients after a restart (unchecked ranges)",
+        "tests/test_fetch_bounded.py::test_plaintext_fetch_after_a_restart_holds_bounded_memory",
+        "100 MiB partition, RSS +64 MiB over budget max",
+        (),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")

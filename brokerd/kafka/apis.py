@@ -39,6 +39,7 @@ from brokerd.kafka.codec import (
     Reader,
     RequestHeader,
     Struct,
+    encode_frame,
     encode_request_header,
     encode_struct,
     frame,
@@ -49,6 +50,7 @@ from brokerd.kafka.codec import (
     read_struct,
     response_frame,
 )
+from brokerd.net.frames import Frame, Records
 
 #: Authorized-operations fields: "not provided" (Kafka's Integer.MIN_VALUE default).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -417,7 +419,9 @@ class FetchPartitionResponse:
     log_start_offset: int = -1
     aborted_transactions: tuple[AbortedTransaction, ...] | None = _arr(None)
     preferred_read_replica: int = -1
-    records: bytes | None = None
+    #: Stored batches: bytes, or :class:`~brokerd.net.frames.StoredRecords` (sent
+    #: without being joined into the frame).
+    records: Records | None = None
     FIELDS: ClassVar[tuple[Field, ...]] = (
         Field("partition_index", INT32),
         Field("error_code", INT16),
@@ -2009,14 +2013,15 @@ def decode_request(payload: bytes) -> Request:
     return Request(header, body)
 
 
-def encode_response(correlation_id: int, api_version: int, body: Any) -> bytes:
+def encode_response(correlation_id: int, api_version: int, body: Any) -> Frame:
     """A whole response frame (size, header v0 or v1, body) for ``body`` at
-    ``api_version``."""
+    ``api_version``: a :class:`~brokerd.net.frames.SplicedFrame` when the body holds
+    :class:`~brokerd.net.frames.StoredRecords` (a Fetch response), else bytes."""
     key = _KEY_OF_RESPONSE.get(type(body))
     if key is None:
         raise TypeError(f"{type(body).__name__} is not a response message")
     flexible_header = response_header_flexible(key, api_version)
-    return response_frame(correlation_id, encode_struct(body, api_version), flexible_header)
+    return response_frame(correlation_id, encode_frame(body, api_version), flexible_header)
 
 
 def api_versions_response(api_version: int) -> ApiVersionsResponse:

@@ -25,8 +25,10 @@ What it does:
 * Request header v1 (non-flexible requests) and v2 (v1 + tagged fields), response
   header v0 and v1 (correlation id + tagged fields).
 * A bytes field holding a :class:`~brokerd.net.frames.StoredRecords` (a Fetch
-  response's records) is not joined into the encoding: :meth:`Writer.getvalue` and
-  :func:`response_frame` return a :class:`~brokerd.net.frames.SplicedFrame` of parts.
+  response's records) is not joined into the encoding: :meth:`Writer.getframe`,
+  :func:`encode_frame` and :func:`response_frame` return a
+  :class:`~brokerd.net.frames.SplicedFrame` of parts (typed
+  :data:`~brokerd.net.frames.Frame`: ``bytes | SplicedFrame``).
 
 What it does not do: no I/O, no Twisted; which header version an API uses is decided by
 :mod:`brokerd.kafka.apis` (ApiVersions answers header v0 whatever its version).
@@ -37,11 +39,11 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, overload
 
 import attrs
 
-from brokerd.net.frames import SplicedFrame, StoredRecords
+from brokerd.net.frames import Frame, Records, SplicedFrame, StoredRecords
 
 #: Default largest request frame. Kafka's ``socket.request.max.bytes`` is 100 MiB, far
 #: too much to hold per connection in Python; 8 MiB leaves room for a 1 MiB batch per
@@ -340,7 +342,7 @@ class Writer:
     """Accumulates encoded parts; :meth:`getvalue` joins them once.
 
     A :class:`~brokerd.net.frames.StoredRecords` value of a bytes field is kept as a
-    part of its own, not joined: :meth:`getvalue` then returns a
+    part of its own, not joined: :meth:`getframe` then returns a
     :class:`~brokerd.net.frames.SplicedFrame` (a Fetch response's records, sent
     without being copied into the frame).
     """
@@ -348,7 +350,7 @@ class Writer:
     __slots__ = ("_parts", "_spliced", "flexible")
 
     def __init__(self, *, flexible: bool = False) -> None:
-        self._parts: list[bytes] = []
+        self._parts: list[bytes | StoredRecords] = []
         self._spliced = False
         #: Whether the body being written is a flexible version (compact encodings).
         self.flexible = flexible
@@ -399,7 +401,7 @@ class Writer:
     def compact_nullable_string(self, v: str | None) -> None:
         self.compact_nullable_bytes(None if v is None else self._utf8(v))
 
-    def compact_nullable_bytes(self, v: bytes | None) -> None:
+    def compact_nullable_bytes(self, v: Records | None) -> None:
         if v is None:
             self.uvarint(0)
             return
@@ -420,7 +422,7 @@ class Writer:
     def empty_tagged_fields(self) -> None:
         self._parts.append(b"\x00")
 
-    def nullable_bytes(self, v: bytes | None) -> None:
+    def nullable_bytes(self, v: Records | None) -> None:
         if v is None:
             self.int32(-1)
             return
@@ -432,11 +434,18 @@ class Writer:
         self._parts.append(bytes(v))
 
     def getvalue(self) -> bytes:
+        """The encoding as ``bytes``; TypeError if a
+        :class:`~brokerd.net.frames.StoredRecords` was written (use :meth:`getframe`)."""
+        if self._spliced:
+            raise TypeError("stored records were written: the encoding is a spliced frame")
+        return b"".join(p for p in self._parts if isinstance(p, bytes))
+
+    def getframe(self) -> Frame:
         """The encoding: ``bytes``, or a :class:`~brokerd.net.frames.SplicedFrame`
         when a :class:`~brokerd.net.frames.StoredRecords` was written."""
         if self._spliced:
-            return SplicedFrame(self._parts)
-        return b"".join(self._parts)
+            return SplicedFrame.of(self._parts)
+        return self.getvalue()
 
 
 # -- the schema engine ---------------------------------------------------------------
@@ -666,10 +675,19 @@ def write_struct(w: Writer, obj: Any, version: int) -> None:
 
 
 def encode_struct(obj: Any, version: int) -> bytes:
-    """Encode a whole body; flexible or not as ``type(obj).FLEXIBLE_FROM`` says."""
+    """Encode a whole body; flexible or not as ``type(obj).FLEXIBLE_FROM`` says. A body
+    holding :class:`~brokerd.net.frames.StoredRecords` needs :func:`encode_frame`."""
     w = Writer(flexible=is_flexible(type(obj), version))
     write_struct(w, obj, version)
     return w.getvalue()
+
+
+def encode_frame(obj: Any, version: int) -> Frame:
+    """:func:`encode_struct` for a body that may hold
+    :class:`~brokerd.net.frames.StoredRecords` (a Fetch response): a spliced frame then."""
+    w = Writer(flexible=is_flexible(type(obj), version))
+    write_struct(w, obj, version)
+    return w.getframe()
 
 
 def decode_struct(cls: type[Any], data: bytes, version: int) -> Any:
@@ -730,14 +748,28 @@ def encode_request_header(header: RequestHeader, flexible: bool = False) -> byte
     return w.getvalue()
 
 
-def response_frame(correlation_id: int, body: bytes, flexible_header: bool = False) -> bytes:
+@overload
+def response_frame(correlation_id: int, body: bytes, flexible_header: bool = False) -> bytes: ...
+
+
+@overload
+def response_frame(
+    correlation_id: int, body: SplicedFrame, flexible_header: bool = False
+) -> SplicedFrame: ...
+
+
+@overload
+def response_frame(correlation_id: int, body: Frame, flexible_header: bool = False) -> Frame: ...
+
+
+def response_frame(correlation_id: int, body: Frame, flexible_header: bool = False) -> Frame:
     """A complete response frame: size, response header v0 (correlation id) or, if
     ``flexible_header``, v1 (correlation id + an empty tagged-fields section), body.
     A :class:`~brokerd.net.frames.SplicedFrame` body gives a spliced frame: the
     stored records stay parts of their own (``RequestConnection.write`` sends them)."""
     header = _I32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
     if isinstance(body, SplicedFrame):
-        return SplicedFrame((_I32.pack(body.size + len(header)) + header, *body.parts))
+        return SplicedFrame.of((_I32.pack(body.size + len(header)) + header, *body.parts))
     return _I32.pack(len(body) + len(header)) + header + body
 
 

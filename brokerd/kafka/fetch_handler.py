@@ -1,20 +1,25 @@
 # -*- test-case-name: tests.test_kafka_protocol -*-
 """The Kafka Fetch API: :class:`FetchHandler`.
 
-It reads every wanted partition within the request's byte limits (Kafka's KIP-74 rule:
-the first partition with data gets at least one whole batch), parks the request until
+It reads every wanted partition within the request's byte limits, each capped by the
+broker's ``--fetch-max-bytes`` (Kafka's ``fetch.max.bytes``: a client's ``max_bytes`` and
+``partition_max_bytes`` never raise what one answer holds past it; Kafka's KIP-74 rule
+still holds: the first partition with data gets at least one whole batch), parks the
+request until
 MinBytes arrive or MaxWaitMs passes (:func:`~brokerd.core.waiters.long_poll`), and
 answers with the stored batches. read_uncommitted reads up to the high watermark;
 read_committed up to the last stable offset, with the aborted transactions of the data
 (the core computes both; see ``docs/kafka.md``).
 
-On a connection whose transport can send file regions (``conn.state.regions``, a plain
-socket) the records are :class:`~brokerd.net.frames.StoredRecords`: stored bytes
-checked before, handed out by reference (a pinned segment span, sent with
-``os.sendfile``), or bytes read now, written as a part of their own. Every span is held
-in the connection's ledger, and a read the long poll replaces gives its spans back at
-once (docs/performance.md). Elsewhere (TLS, tests' string transports) the records are
-bytes, as read.
+On a connection whose transport takes file regions (``conn.state.regions``: a plain
+socket, sent with ``os.sendfile``, or TLS, read and encrypted in bounded chunks) the
+records are :class:`~brokerd.net.frames.StoredRecords`: stored bytes checked (before, or
+by this read, a batch at a time) handed out by reference (a pinned segment span), or
+bytes read now, written as a part of their own. Every span is held in the connection's
+ledger, and a read the long poll replaces gives its spans back at once
+(docs/performance.md). Elsewhere (tests' string transports) the records are bytes, as
+read. While the listener's answer budget (``--max-inflight-answer-bytes``) is full, a
+fetch waits for room before it reads.
 
 It does not parse or build bytes, touch transports or decide request order.
 """
@@ -35,7 +40,14 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.fetch_catchup import CatchUp
 from brokerd.kafka.handler_base import NO_RESPONSE, Clock, Connection, unexpected_code
 from brokerd.kafka.handler_base import gather as _gather
-from brokerd.net.frames import StoredRecords, cut_records, records_size, release_records
+from brokerd.net.answer_budget import AnswerBudget
+from brokerd.net.frames import (
+    Records,
+    StoredRecords,
+    cut_records,
+    records_size,
+    release_records,
+)
 from brokerd.net.sendfile import RegionLedger
 from brokerd.storage.stored import StoredRead
 from brokerd.storage.types import ReadResult
@@ -43,10 +55,18 @@ from brokerd.storage.types import ReadResult
 if TYPE_CHECKING:
     from brokerd.kafka.handlers import KafkaCore
 
-__all__ = ["READ_COMMITTED", "FetchHandler", "NowFetchCore", "StoredFetchCore"]
+__all__ = [
+    "DEFAULT_FETCH_MAX_BYTES",
+    "READ_COMMITTED",
+    "FetchHandler",
+    "NowFetchCore",
+    "StoredFetchCore",
+]
 
 #: Fetch isolation level of a transactional consumer (read_committed).
 READ_COMMITTED = 1
+#: Default ``--fetch-max-bytes``: Kafka's broker default of ``fetch.max.bytes`` (55 MiB).
+DEFAULT_FETCH_MAX_BYTES = 57_671_680
 #: Records read into memory at least this long are written as a part of their own
 #: (``transport.writeSequence``), not joined into the frame.
 _OWN_PART_RECORDS = 16 * 1024
@@ -79,13 +99,29 @@ class FetchHandler:
     :param core: the broker core; its ``fetch_stored`` (when it has one) serves plain
         socket connections by reference.
     :param clock: for the long-poll deadline.
+    :param fetch_max_bytes: the broker's cap of one answer's records (Kafka's
+        ``fetch.max.bytes``), applied to the client's ``max_bytes`` and
+        ``partition_max_bytes``.
+    :param answer_budget: the listener's budget of answer bytes held in memory; a fetch
+        waits for room before reading while it is full (None: no budget).
     """
 
     _log = Logger()
 
-    def __init__(self, core: KafkaCore, *, clock: Clock) -> None:
+    def __init__(
+        self,
+        core: KafkaCore,
+        *,
+        clock: Clock,
+        fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        answer_budget: AnswerBudget | None = None,
+    ) -> None:
+        if fetch_max_bytes <= 0:
+            raise ValueError(f"fetch_max_bytes must be positive, not {fetch_max_bytes}")
         self._core = core
         self._clock = clock
+        self._fetch_max_bytes = fetch_max_bytes
+        self._budget = answer_budget
         # The zero-copy read (brokerd.core.Broker has it; a test's fake core may not).
         self._stored: StoredFetchCore | None = (
             cast(StoredFetchCore, core) if hasattr(core, "fetch_stored") else None
@@ -122,6 +158,9 @@ class FetchHandler:
 
         async def read() -> list[apis.FetchPartitionResponse]:
             drop_last()  # a read that fell short is replaced by this one
+            if self._budget is not None and self._budget.full:
+                # Answers already hold the budget: read once some of it is sent.
+                await conn.track(self._budget.room())
             results = await self._read_partitions(body, wanted, read_committed, ledger)
             last.append(results)
             return results
@@ -175,7 +214,8 @@ class FetchHandler:
         for (_topic, p), key, r in zip(wanted, keys, results, strict=True):
             if not r.error_code:
                 self._catch_up.answered(
-                    conn, key, records_size(r.records), min(p.partition_max_bytes, body.max_bytes)
+                    conn, key, records_size(r.records),
+                    min(p.partition_max_bytes, body.max_bytes, self._fetch_max_bytes),
                 )
         out: list[apis.FetchTopicResponse] = []
         i = 0
@@ -209,7 +249,7 @@ class FetchHandler:
         :class:`~brokerd.net.frames.StoredRecords`: file regions held in the ledger
         (sent by ``os.sendfile``) or bytes sent as their own part.
         """
-        budget = max(body.max_bytes, 0)
+        budget = max(min(body.max_bytes, self._fetch_max_bytes), 0)
         out: list[apis.FetchPartitionResponse | None] = [None] * len(wanted)
         got_any = False
         i = 0
@@ -235,7 +275,7 @@ class FetchHandler:
                     ]
                 )
             for (j, _limit), result in zip(window, reads, strict=True):
-                data = result.records if result.records is not None else b""
+                data: Records = result.records if result.records is not None else b""
                 size = records_size(data)
                 if got_any and size > budget:
                     data = cut_records(data, max(budget, 0))
@@ -298,11 +338,11 @@ class FetchHandler:
                 )
         except Exception as e:
             return _fetch_error(p.partition, self._unexpected("fetch", e))
-        records: bytes = result.data
+        records: Records = result.data
         if result.span is not None:
             records = StoredRecords(ledger.hold(result.span))
-        elif len(records) >= _OWN_PART_RECORDS:
-            records = StoredRecords(records)
+        elif len(result.data) >= _OWN_PART_RECORDS:
+            records = StoredRecords(result.data)
         return _answer(p, result, records, read_committed)
 
     async def _offsets_only(
@@ -332,7 +372,8 @@ def _fetch_error(partition: int, code: int) -> apis.FetchPartitionResponse:
 
 
 def _answer(
-    p: apis.FetchPartition, result: ReadResult | StoredRead, records: bytes, read_committed: bool
+    p: apis.FetchPartition, result: ReadResult | StoredRead, records: Records,
+    read_committed: bool,
 ) -> apis.FetchPartitionResponse:
     """One partition's answer to a read (by value or by reference: ``records``)."""
     return apis.FetchPartitionResponse(
@@ -356,7 +397,7 @@ def _aborted(result: ReadResult | StoredRead) -> tuple[apis.AbortedTransaction, 
     )
 
 
-def _with_records(r: apis.FetchPartitionResponse, data: bytes) -> apis.FetchPartitionResponse:
+def _with_records(r: apis.FetchPartitionResponse, data: Records) -> apis.FetchPartitionResponse:
     return attrs.evolve(r, records=data)
 
 

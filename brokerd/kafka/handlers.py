@@ -42,7 +42,7 @@ from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.compaction import invalid_record_response
 from brokerd.kafka.config_handlers import ConfigHandlers
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.fetch_handler import READ_COMMITTED, FetchHandler
+from brokerd.kafka.fetch_handler import DEFAULT_FETCH_MAX_BYTES, READ_COMMITTED, FetchHandler
 from brokerd.kafka.group_admin_handlers import GroupAdminHandlers, HasGroupAdmin
 from brokerd.kafka.group_handlers import (
     GroupCoordinatorLike,
@@ -64,6 +64,7 @@ from brokerd.kafka.handler_base import message as _message
 from brokerd.kafka.sasl_handlers import ScramAdminHandlers, ScramStore
 from brokerd.kafka.txn_handlers import TxnHandlers
 from brokerd.kafka.txn_types import TransactionCoordinatorLike
+from brokerd.net.answer_budget import AnswerBudget
 from brokerd.security.acl import AclAuthorizer
 from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
 
@@ -246,6 +247,8 @@ class KafkaHandlers:
         authorizer: AclAuthorizer | None = None,
         acls: AclHandlers | None = None,
         credentials: ScramStore | None = None,
+        fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        answer_budget: AnswerBudget | None = None,
     ) -> None:
         self._core = core
         self._clock = clock
@@ -262,7 +265,9 @@ class KafkaHandlers:
             ApiKey.API_VERSIONS: admin.api_versions,
             ApiKey.METADATA: admin.metadata,
             ApiKey.PRODUCE: self._produce,
-            ApiKey.FETCH: FetchHandler(core, clock=clock).fetch,
+            ApiKey.FETCH: FetchHandler(
+                core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget
+            ).fetch,
             ApiKey.LIST_OFFSETS: self._list_offsets,
             ApiKey.FIND_COORDINATOR: groups.find_coordinator,
             ApiKey.JOIN_GROUP: groups.join_group,

@@ -49,6 +49,7 @@ from twisted.python.failure import Failure
 from brokerd.kafka import apis, codec
 from brokerd.kafka.acl_handlers import AclHandlers
 from brokerd.kafka.codec import ApiKey, CodecError, FrameError
+from brokerd.kafka.fetch_handler import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.handlers import (
     DEFAULT_PARTITIONS,
     Clock,
@@ -63,6 +64,7 @@ from brokerd.kafka.sasl_handlers import SASL_API_KEYS, ScramStore, answer_sasl
 from brokerd.kafka.txn_types import TransactionCoordinatorLike
 from brokerd.metrics.answers import observe_kafka
 from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
+from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
 from brokerd.security.acl import AclAuthorizer
@@ -112,6 +114,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         )
         self._factory = factory
         self.metrics = factory.metrics
+        self.answer_budget = factory.answer_budget
         self._handlers = factory.handlers
         self._decoder = codec.FrameDecoder(factory.max_frame_bytes)
         self._pending: deque[bytes] = deque()
@@ -356,6 +359,10 @@ class KafkaFactory(Factory):
     :param credentials: the store DescribeUserScramCredentials and
         AlterUserScramCredentials read and write; None = they answer SECURITY_DISABLED.
     :param metrics: where connections and requests are counted (``brokerd.metrics``).
+    :param fetch_max_bytes: the broker's cap of one Fetch answer's records (Kafka's
+        ``fetch.max.bytes``).
+    :param answer_budget: answer bytes held in memory across the listener's connections
+        (``brokerd/net/answer_budget.py``); default unbounded.
     """
 
     def __init__(
@@ -379,11 +386,14 @@ class KafkaFactory(Factory):
         sasl: SaslConfig | None = None,
         credentials: ScramStore | None = None,
         metrics: RequestObserver = NULL_REQUESTS,
+        fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        answer_budget: AnswerBudget | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
         self.connections = ConnectionLimit(max_connections, "kafka listener")
         self.metrics = metrics
+        self.answer_budget = answer_budget if answer_budget is not None else AnswerBudget(None)
         self.core = core
         self.coordinator = coordinator
         self.transactions = transactions
@@ -401,6 +411,7 @@ class KafkaFactory(Factory):
             default_partitions=default_partitions, transactions=transactions,
             authorizer=authorizer, acls=acls,
             credentials=credentials,
+            fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
         )
 
     def buildProtocol(self, addr: IAddress | None) -> KafkaProtocol | None:

@@ -23,10 +23,14 @@ the protocol spoken over it.
 * Spliced answers (a Kafka Fetch response whose records are file regions of the log,
   ``brokerd.net.frames``): sent by ``os.sendfile`` through a
   :class:`~brokerd.net.sendfile.SpliceSender` on plain socket transports, which stands in for
-  the connection as the transport's producer until the frame is sent; answers written
+  the connection as the transport's producer until the frame is sent; on TLS through a
+  :class:`~brokerd.net.chunked.ChunkedSender`, which reads and writes bounded chunks while
+  the connection stays the producer and passes pause and resume on. Answers written
   meanwhile wait their turn, and no request is taken (flow control as when the send
   buffer is full). The connection's :class:`~brokerd.net.sendfile.RegionLedger` gives back
-  the regions of answers that are never sent.
+  the regions of answers that are never sent, and the listener's
+  :class:`~brokerd.net.answer_budget.AnswerBudget` counts the in-memory parts of a frame
+  being sent.
 
 What it does not do: parse or build bytes, decide what a request means, or how many may
 run at once. A protocol subclasses :class:`RequestConnection` and supplies its decoder
@@ -50,14 +54,16 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
+from brokerd.net.answer_budget import AnswerBudget
+from brokerd.net.chunked import ChunkedSender
 from brokerd.net.connlimit import ConnectionLimit
-from brokerd.net.frames import SplicedFrame
+from brokerd.net.frames import Frame, SplicedFrame, frame_memory_bytes
 from brokerd.net.sendfile import (
     RegionLedger,
     SpliceSender,
     SpliceTransport,
+    can_chunk,
     can_splice,
-    materialize,
 )
 from brokerd.net.tls import ANONYMOUS, peer_principal
 from brokerd.net.transport import DelayedCall, TimerClock, Transport, disable_nagle
@@ -92,8 +98,8 @@ class ConnectionState:
     principal: str = ANONYMOUS
     #: The connection is TLS and its handshake is complete.
     tls: bool = False
-    #: The file regions this connection's answers hold; None when its transport cannot
-    #: send file regions (TLS, or not a socket): then answers carry bytes only.
+    #: The file regions this connection's answers hold; None when its transport takes
+    #: no file regions (neither a plain socket nor TLS): then answers carry bytes only.
     regions: RegionLedger | None = None
 
 
@@ -112,6 +118,9 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     protocolName = "connection"
     #: Where connections and requests are counted (the factory sets its listener's).
     metrics: RequestObserver = NULL_REQUESTS
+    #: The listener's budget of answer bytes held in memory (the factory sets it;
+    #: unbounded by default).
+    answer_budget: AnswerBudget = AnswerBudget(None)
 
     def __init__(
         self,
@@ -138,8 +147,11 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._seen_data = False
         self._idle_call: DelayedCall | None = None
         self._frame_call: DelayedCall | None = None
-        self._splicing: SpliceSender | None = None  # a spliced frame being sent
-        self._queued_out: deque[bytes] = deque()  # answers written meanwhile
+        # A spliced frame being sent, the budget its in-memory parts hold, and the
+        # answers written meanwhile.
+        self._splicing: SpliceSender | ChunkedSender | None = None
+        self._splice_held = 0
+        self._queued_out: deque[Frame] = deque()
 
     # ----------------------------------------------------------------- hooks
 
@@ -234,7 +246,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         disable_nagle(self.transport)
         self.metrics.connection_opened()
         self.state = self.makeState(str(getattr(self._t.getPeer(), "host", "")))
-        if can_splice(self.transport):
+        if can_splice(self.transport) or can_chunk(self.transport):
             self.state.regions = RegionLedger()
         # The transport tells us when its send buffer is full; we then stop taking
         # requests, so a client that does not read cannot make us buffer without end.
@@ -263,8 +275,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             if call is not None and call.active():
                 call.cancel()
         self._idle_call = self._frame_call = None
-        self._splicing = None
-        self._queued_out.clear()
+        self._answers_lost()
         if self.state.regions is not None:
             self.state.regions.release_all()
         self.requestsAbandoned()
@@ -273,10 +284,15 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
 
     def pauseProducing(self) -> None:
         self._write_blocked = True
+        if isinstance(self._splicing, ChunkedSender):
+            self._splicing.pauseProducing()
         self._update_reading()
         self._update_frame_timer()
 
     def resumeProducing(self) -> None:
+        if isinstance(self._splicing, ChunkedSender):
+            self._splicing.resumeProducing()  # the frame being sent has the turn
+            return
         self._write_blocked = False
         self._pump()
 
@@ -291,14 +307,10 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         principal."""
         self.state.tls = True
         self.state.principal = peer_principal(self.transport)
-        if self.state.regions is not None:
-            # Record bytes must pass through the TLS layer: no file regions.
-            self.state.regions.release_all()
-            self.state.regions = None
 
     # ----------------------------------------------------------------- output
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: Frame) -> None:
         """The one place that writes to the transport (always in the reactor thread).
         ``data`` may be a :class:`~brokerd.net.frames.SplicedFrame`."""
         if not self._connected:
@@ -314,28 +326,48 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
 
     def _write_spliced(self, frame: SplicedFrame) -> None:
         """Send a spliced frame: in-memory parts without joining them, file regions by
-        ``os.sendfile`` where the transport allows (else read, which blocks)."""
+        ``os.sendfile`` on a plain socket, else (TLS) read and written in bounded chunks
+        (``brokerd/net/chunked.py``)."""
         t = cast(SpliceTransport, self.transport)
         ledger = self.state.regions
-        if not frame.regions:
+        splice = can_splice(t)
+        if not frame.regions and (ledger is None or splice):
+            # Bytes only, and no encryption to spread over reactor turns.
             t.writeSequence([p for p in frame.parts if isinstance(p, bytes)])
             return
         if ledger is None:
-            t.writeSequence(materialize(frame.parts))
-            return
-        sender = SpliceSender(t, frame.parts, ledger, self._splice_done)
+            # Regions are handed out only to connections with a ledger.
+            raise TypeError(f"{frame!r} holds file regions; this connection takes none")
+        blocked = self._write_blocked
+        sender: SpliceSender | ChunkedSender
+        if splice:
+            sender = SpliceSender(t, frame.parts, ledger, self._splice_done)
+        else:
+            # The connection stays the transport's producer and passes pauseProducing /
+            # resumeProducing on: Twisted's TLS layer wraps each registered producer in
+            # a membrane that ignores a resume it did not pause, so a producer swapped in
+            # while the TCP buffer is full would never be resumed.
+            sender = ChunkedSender(
+                t, frame.parts, ledger, self.answer_budget, self._clock, self._splice_done,
+                paused=blocked, progress=self._touch,
+            )
         if sender.send_now():
             return  # all sent (or failed and handled) without waiting for the socket
-        # The sender is the transport's producer until the frame is sent: take no
-        # requests meanwhile (the same rule as a full send buffer).
+        # The sender has the transport until the frame is sent: take no requests
+        # meanwhile (the same rule as a full send buffer). Its in-memory parts are
+        # answer bytes held until then.
         self._splicing = sender
+        self._splice_held = frame_memory_bytes(frame)
+        self.answer_budget.charge(self._splice_held)
         self._write_blocked = True
         self._update_reading()
-        t.unregisterProducer()
+        if isinstance(sender, SpliceSender):
+            t.unregisterProducer()
         sender.start()
 
     def _splice_done(self, failure: BaseException | None) -> None:
-        self._splicing = None
+        sender, self._splicing = self._splicing, None
+        self._give_back_splice()
         if not self._connected:
             return
         if failure is not None:
@@ -345,12 +377,29 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             self._queued_out.clear()
             self.close(abort=True)
             return
-        self._t.registerProducer(self, True)
-        self._write_blocked = False
+        if isinstance(sender, ChunkedSender):
+            self._write_blocked = sender.paused  # the transport's own state
+        else:
+            self._t.registerProducer(self, True)
+            self._write_blocked = False
         while self._queued_out and self._splicing is None:
             self.write(self._queued_out.popleft())
-        if self._splicing is None:
+        if self._splicing is None and not self._write_blocked:
             self._pump()
+
+    def _give_back_splice(self) -> None:
+        if self._splice_held:
+            self.answer_budget.give(self._splice_held)
+            self._splice_held = 0
+
+    def _answers_lost(self) -> None:
+        """The connection is gone: stop a chunked send (a spliced one is stopped by its
+        transport), give its budget back and drop the answers queued behind it."""
+        sender, self._splicing = self._splicing, None
+        if isinstance(sender, ChunkedSender):
+            sender.stopProducing()
+        self._give_back_splice()
+        self._queued_out.clear()
 
     def close(self, *, abort: bool = False) -> None:
         """Take nothing more and close: gracefully (written data is sent first), or at

@@ -2,19 +2,19 @@
 
 A Kafka Fetch response is mostly stored record batches. Rather than joining them into one
 ``bytes`` frame, the handler puts a :class:`StoredRecords` in a partition's ``records``
-field: either bytes read from the log (sent as their own part with
-``transport.writeSequence``, no join) or a :class:`FileRegion`, a range of a segment file
-that the connection sends with ``os.sendfile`` (``brokerd/net/sendfile.py``). The codec's
-:class:`~brokerd.kafka.codec.Writer` keeps such a value as a separate part, and
-:func:`~brokerd.kafka.codec.response_frame` then returns a :class:`SplicedFrame`: the
-frame as a sequence of in-memory parts and file regions.
+field: either bytes read from the log (sent as their own part, no join) or a
+:class:`FileRegion`, a range of a segment file that the connection sends with
+``os.sendfile`` on a plain socket (``brokerd/net/sendfile.py``) or reads in bounded chunks
+on TLS (``brokerd/net/chunked.py``). The codec's :class:`~brokerd.kafka.codec.Writer`
+keeps such a value as a separate part, and :func:`~brokerd.kafka.codec.response_frame`
+then returns a :class:`SplicedFrame`: the frame as a sequence of in-memory parts and file
+regions.
 
-Both are ``bytes`` subclasses so that they travel through the typed encoding functions
-unchanged; their ``bytes`` value is **not** their wire content (a :class:`StoredRecords`
-is ``b""``, a :class:`SplicedFrame` holds its in-memory parts only). Only code that knows
-them may look inside: :func:`records_size` and :func:`cut_records` for the handlers, the
-codec's ``Writer`` and ``response_frame``, and ``RequestConnection.write``, which sends
-a :class:`SplicedFrame` part by part. Nothing here touches files or transports.
+Both are plain frozen value types, not ``bytes``: a ``records`` field is typed
+:data:`Records` (``bytes | StoredRecords``) and an encoded answer :data:`Frame`
+(``bytes | SplicedFrame``), so the type checker makes every caller handle both kinds.
+:func:`records_size`, :func:`cut_records` and :func:`release_records` work on either.
+Nothing here touches files or transports.
 """
 
 from __future__ import annotations
@@ -22,12 +22,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
+import attrs
+
 __all__ = [
     "FileRegion",
+    "Frame",
     "Part",
+    "Records",
     "SplicedFrame",
     "StoredRecords",
     "cut_records",
+    "frame_memory_bytes",
     "frame_regions",
     "records_size",
     "release_records",
@@ -47,6 +52,8 @@ class FileRegion(Protocol):
 
     def read(self) -> bytes: ...
 
+    def read_at(self, offset: int, size: int) -> bytes: ...
+
     def truncate(self, length: int) -> None: ...
 
     def release(self) -> None: ...
@@ -56,52 +63,41 @@ class FileRegion(Protocol):
 Part = bytes | FileRegion
 
 
-class StoredRecords(bytes):
+@attrs.frozen(eq=False)
+class StoredRecords:
     """A ``records`` field value sent without joining it into the frame: ``payload`` is
-    the records' bytes or the file region holding them. Its own ``bytes`` value is empty
-    (``len()`` and truth follow the records; slicing does not: use :func:`cut_records`)."""
+    the records' bytes or the file region holding them."""
 
     payload: Part
-
-    def __new__(cls, payload: Part) -> StoredRecords:
-        obj = super().__new__(cls, b"")
-        obj.payload = payload
-        return obj
 
     @property
     def size(self) -> int:
         payload = self.payload
         return len(payload) if isinstance(payload, bytes) else payload.length
 
-    # Truth and len() follow the records, not the empty bytes value, so that
-    # ``records or b""`` and ``len(records)`` keep their meaning.
-    def __bool__(self) -> bool:
-        return self.size > 0
 
-    def __len__(self) -> int:
-        return self.size
-
-    def __repr__(self) -> str:
-        return f"StoredRecords({self.payload!r})"
+#: What a ``records`` field of a response holds.
+Records = bytes | StoredRecords
 
 
-class SplicedFrame(bytes):
-    """An encoded frame (or body) as ``parts``: bytes and file regions in wire order.
-    ``size`` is its length on the wire; its own ``bytes`` value is the in-memory parts
-    only (see the module docstring)."""
+@attrs.frozen(eq=False)
+class SplicedFrame:
+    """An encoded frame (or body) as ``parts``: bytes and file regions in wire order;
+    ``size`` is its length on the wire. Build one with :meth:`of`."""
 
     parts: tuple[Part, ...]
     size: int
 
-    def __new__(cls, parts: Iterable[Part]) -> SplicedFrame:
+    @classmethod
+    def of(cls, parts: Iterable[Part | StoredRecords]) -> SplicedFrame:
+        """The frame of ``parts``: short in-memory parts joined with their neighbours,
+        long ones (record bytes) and file regions kept as parts of their own."""
         merged: list[Part] = []
         pending: list[bytes] = []
         size = 0
         for part in parts:
             if isinstance(part, StoredRecords):
                 part = part.payload
-            if isinstance(part, SplicedFrame):
-                raise TypeError("a spliced frame nests no other spliced frame")
             if isinstance(part, bytes):
                 size += len(part)
                 if len(part) < _OWN_PART_BYTES:
@@ -109,17 +105,13 @@ class SplicedFrame(bytes):
                     continue
             else:
                 size += part.length
-            # A large part (stored bytes, a file region) stays a part of its own.
             if pending:
                 merged.append(b"".join(pending))
                 pending = []
             merged.append(part)
         if pending:
             merged.append(b"".join(pending))
-        obj = super().__new__(cls, b"".join(p for p in merged if isinstance(p, bytes)))
-        obj.parts = tuple(merged)
-        obj.size = size
-        return obj
+        return cls(tuple(merged), size)
 
     @property
     def regions(self) -> tuple[FileRegion, ...]:
@@ -128,6 +120,9 @@ class SplicedFrame(bytes):
     def __repr__(self) -> str:
         return f"<SplicedFrame {self.size} bytes in {len(self.parts)} parts>"
 
+
+#: An encoded answer: one ``bytes`` frame, or a spliced one.
+Frame = bytes | SplicedFrame
 
 #: In-memory parts shorter than this are joined with their neighbours (one write); longer
 #: ones (record bytes) are written as parts of their own, without being copied.
@@ -138,8 +133,15 @@ def frame_regions(parts: Iterable[Part]) -> tuple[FileRegion, ...]:
     return tuple(p for p in parts if not isinstance(p, bytes))
 
 
-def records_size(records: bytes | None) -> int:
-    """The wire length of a ``records`` field value (plain bytes or :class:`StoredRecords`)."""
+def frame_memory_bytes(frame: Frame) -> int:
+    """The bytes of ``frame`` held in memory (its file regions are not)."""
+    if isinstance(frame, bytes):
+        return len(frame)
+    return sum(len(p) for p in frame.parts if isinstance(p, bytes))
+
+
+def records_size(records: Records | None) -> int:
+    """The wire length of a ``records`` field value."""
     if records is None:
         return 0
     if isinstance(records, StoredRecords):
@@ -147,10 +149,10 @@ def records_size(records: bytes | None) -> int:
     return len(records)
 
 
-def cut_records(records: bytes, size: int) -> bytes:
+def cut_records(records: Records, size: int) -> Records:
     """The first ``size`` bytes of a ``records`` value (a fetch cut at its byte budget).
     A file region is cut in place; cut to nothing it is released."""
-    if not isinstance(records, StoredRecords):
+    if isinstance(records, bytes):
         return records[:size]
     payload = records.payload
     if isinstance(payload, bytes):
@@ -162,7 +164,7 @@ def cut_records(records: bytes, size: int) -> bytes:
     return records
 
 
-def release_records(records: bytes | None) -> None:
+def release_records(records: Records | None) -> None:
     """Give back the file region a ``records`` value holds, if any (an answer dropped)."""
     if isinstance(records, StoredRecords) and not isinstance(records.payload, bytes):
         records.payload.release()

@@ -6,7 +6,7 @@ What it does:
 
 * :func:`can_splice` says whether a transport is a plain TCP (or UNIX) socket transport
   this module can send file regions on: never TLS, where the bytes must pass through the
-  TLS layer (the fetch path then reads them, as before).
+  TLS layer (``brokerd/net/chunked.py`` reads them in bounded chunks then).
 * :class:`SpliceSender` is a pull producer (``IPullProducer``) registered on the
   transport for one frame. Twisted calls its ``resumeProducing`` whenever the
   transport's own buffer is empty; it then sends in-memory parts with ``send``
@@ -23,8 +23,8 @@ What it does:
 * :class:`RegionLedger` holds, per connection, every file region handed to an answer
   and not yet sent, so that the segment pins are given back when the connection goes
   away with answers undelivered.
-* :func:`materialize` turns a frame's parts into bytes (a region read with ``pread``),
-  for a transport that cannot splice.
+* :func:`can_chunk` says whether a transport is TLS: file regions then go through
+  ``brokerd/net/chunked.py`` (read and encrypted in bounded chunks), never whole.
 
 What it does not do: decide what to send or in which order (``brokerd.net.connection``),
 or know the Kafka protocol.
@@ -40,6 +40,7 @@ from typing import Protocol
 
 from twisted.internet import tcp
 from twisted.internet.interfaces import IPullProducer, ISSLTransport
+from twisted.protocols.tls import TLSMemoryBIOProtocol
 from zope.interface import implementer
 
 from brokerd.net.frames import FileRegion, Part
@@ -50,8 +51,8 @@ __all__ = [
     "RegionLedger",
     "SpliceSender",
     "SpliceTransport",
+    "can_chunk",
     "can_splice",
-    "materialize",
 ]
 
 #: Bytes sent by ``os.sendfile`` in one call of ``resumeProducing`` at most: then the
@@ -101,13 +102,14 @@ def can_splice(transport: object) -> bool:
     )
 
 
-def materialize(parts: Iterable[Part]) -> list[bytes]:
-    """The frame's bytes, regions read from their files (for a transport that cannot
-    splice). Reads block: the fetch path avoids needing this (see :func:`can_splice`)."""
-    out: list[bytes] = []
-    for part in parts:
-        out.append(part if isinstance(part, bytes) else part.read())
-    return out
+def can_chunk(transport: object) -> bool:
+    """Whether ``transport`` is a TLS transport, which takes file regions read and
+    written in chunks (``brokerd/net/chunked.py``)."""
+    return (
+        isinstance(transport, TLSMemoryBIOProtocol)
+        or ISSLTransport.providedBy(transport)
+        or bool(getattr(transport, "TLS", False))
+    )
 
 
 class RegionLedger:

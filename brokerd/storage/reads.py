@@ -1,7 +1,9 @@
 """Reading batches out of one segment for :class:`~brokerd.storage.log.PartitionLog`.
 
 What it does: raw reads for a Kafka fetch (:func:`read_raw`, and :func:`stored_from`, which
-hands out already-checked bytes by reference for ``os.sendfile``), record decoding for a
+hands out checked bytes by reference for ``os.sendfile`` or a TLS connection's bounded
+chunks: bytes not yet checked are checked first by :func:`verify_stored`, a batch or
+:data:`VERIFY_CHUNK` at a time, so a read never holds more than that), record decoding for a
 native fetch (:func:`decode_from`) and the record-level part of an offset-for-timestamp
 lookup (:func:`find_timestamp`). No batch is served unchecked: a read checks the CRC of the
 batches it returns unless a :class:`~brokerd.storage.stored.VerifiedRanges` says they were
@@ -47,6 +49,7 @@ __all__ = [
     "MAX_DECODED_BATCH_BYTES",
     "MAX_STORED_BATCH_BYTES",
     "READ_CHUNK",
+    "VERIFY_CHUNK",
     "batches_end",
     "cut_at_offset",
     "decode_from",
@@ -58,6 +61,7 @@ __all__ = [
     "read_raw",
     "records_from",
     "stored_from",
+    "verify_stored",
 ]
 
 log = logging.getLogger("brokerd.storage")
@@ -70,6 +74,8 @@ MAX_STORED_BATCH_BYTES = 64 * 1024 * 1024
 MAX_DECODED_BATCH_BYTES = 64 * 1024 * 1024
 #: Bytes read at a time by :meth:`~brokerd.storage.log.PartitionLog.read_records`.
 READ_CHUNK = 256 * 1024
+#: Bytes read at a time by :func:`verify_stored` (a larger batch is read whole, alone).
+VERIFY_CHUNK = 1024 * 1024
 #: Batch headers a Kafka read walks past what it returns, so that a sequential reader's
 #: next fetches find their batches in memory (``BatchPositions``). Each is a header pread
 #: of bytes the reader is about to fetch; the walk stops sooner at the published end.
@@ -156,10 +162,10 @@ def stored_from(
 ) -> bytes | StoredSpan:
     """A Kafka fetch's raw read from ``offset`` (in ``segments[i]``), never past the
     published end (the segment at ``vbase``, byte ``vpos``): the bytes :func:`read_raw`
-    would return, as a :class:`StoredSpan` (holding the segment's pin) when every one of
-    them lies in a range ``verified`` knows was checked; otherwise read and checked now,
-    and the checked batches marked in ``verified`` so the next read of them is a span.
-    ``b""`` when no batch holds ``offset`` or a later one. With ``ahead``, the positions
+    would return, as a :class:`StoredSpan` (holding the segment's pin). Bytes no range of
+    ``verified`` covers are checked first, in bounded pieces (:func:`verify_stored`,
+    which marks them in ``verified``); damage after some good batches ends the span
+    there. ``b""`` when no batch holds ``offset`` or a later one. With ``ahead``, the positions
     of the batch found and of up to :data:`LEARN_AHEAD_BATCHES` after it are remembered
     there (:func:`learn_ahead`)."""
     while i < len(segments):
@@ -177,17 +183,65 @@ def stored_from(
                 size = raw_size(segment, pos, header, limit, max_bytes)
                 if ahead is not None:
                     learn_ahead(ahead, segment, pos, header, limit)
-                if verified.covers(segment, pos, pos + size):
-                    handed_out = True
-                    return StoredSpan(segment, pos, size)
-                data, good = read_checked(segment, pos, header, limit, max_bytes)
-                verified.mark(segment, pos, pos + good)
-                return data
+                if not verified.covers(segment, pos, pos + size):
+                    size = verify_stored(segment, pos, header, limit, size, verified)
+                handed_out = True
+                return StoredSpan(segment, pos, size)
         finally:
             if not handed_out:
                 segment.unpin()
         i += 1
     return b""
+
+
+def verify_stored(
+    segment: Segment,
+    pos: int,
+    header: BatchHeader,
+    limit: int,
+    size: int,
+    verified: VerifiedRanges,
+) -> int:
+    """Check the batches of ``segment`` from ``pos`` (the batch ``header``) until they
+    cover ``[pos, pos + size)``, reading at most :data:`VERIFY_CHUNK` at a time (or one
+    larger batch alone), and mark each good run in ``verified``. The batch that crosses
+    ``pos + size`` is checked whole, so the range handed out is covered. Returns how much
+    of ``size`` may be handed out: all of it, or the good batches before damage (logged;
+    the next read reports it). Damage at ``pos`` raises :class:`CorruptStoredBatch`."""
+    at, expected, stop = pos, header.base_offset, pos + size
+    while at < stop:
+        chunk = segment.pread(at, min(VERIFY_CHUNK, limit - at))
+        end, following, reason = verify_run(chunk, 0, len(chunk), expected, segment.next_offset)
+        if end == 0 and reason is None:
+            # Not one whole batch in the chunk: a batch larger than VERIFY_CHUNK.
+            need = (
+                LOG_OVERHEAD + _BASE_AND_LENGTH.unpack_from(chunk, 0)[1]
+                if len(chunk) >= LOG_OVERHEAD else 0
+            )
+            if need <= len(chunk) or need > MAX_STORED_BATCH_BYTES or at + need > limit:
+                reason = f"batch of {need or '?'} bytes"
+            else:
+                chunk = segment.pread(at, need)
+                end, following, reason = verify_run(
+                    chunk, 0, len(chunk), expected, segment.next_offset
+                )
+                if end == 0:
+                    reason = reason or "truncated batch"
+        del chunk
+        if end:
+            verified.mark(segment, at, at + end)
+            at += end
+            expected = following
+        if reason is not None:
+            if at == pos:
+                raise CorruptStoredBatch(
+                    f"{segment.log_path}: batch at offset {header.base_offset} (byte {pos}) "
+                    f"fails validation: {reason}"
+                )
+            # Serve the good batches before the damage; the next fetch reports it.
+            log.error("%s: damaged batch at byte %d: %s", segment.log_path, at, reason)
+            return min(at - pos, size)
+    return size
 
 
 def learn_ahead(

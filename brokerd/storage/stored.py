@@ -77,6 +77,21 @@ class StoredSpan:
             )
         return data
 
+    def read_at(self, offset: int, size: int) -> bytes:
+        """``size`` bytes from ``offset`` within the span (a bounded piece of it, for a
+        transport that must see the bytes: TLS)."""
+        if self._released:
+            raise StorageError(f"{self.path}: stored span used after release")
+        if offset < 0 or size < 0 or offset + size > self.length:
+            raise ValueError(f"[{offset}, +{size}) is not within a span of {self.length} bytes")
+        data = self._segment.pread(self.position + offset, size)
+        if len(data) != size:
+            raise StorageError(
+                f"{self.path}: {size} bytes at {self.position + offset} expected, "
+                f"{len(data)} present"
+            )
+        return data
+
     def truncate(self, length: int) -> None:
         """Keep only the first ``length`` bytes (a fetch cut at its byte budget)."""
         if not 0 <= length <= self.length:
