@@ -152,6 +152,14 @@ class FrameDecoder:
         """Bytes received but not yet returned as a frame."""
         return len(self._buf)
 
+    @property
+    def owed(self) -> int:
+        """Bytes of the frame being received that its size prefix announced and that
+        have not arrived yet (0 before a size prefix is complete)."""
+        if self._need is None:
+            return 0
+        return max(0, self._need - len(self._buf))
+
     def feed(self, data: bytes) -> list[bytes]:
         """Add ``data``; return every frame it completes, in order.
 
