@@ -183,7 +183,10 @@ class FrameDecoder:
                 self._need = size
             if len(self._buf) < self._need:
                 return frames
-            frames.append(bytes(self._buf[: self._need]))
+            # One copy (a bytearray slice would copy twice): at most this frame's size
+            # on top of the buffer, for one frame at a time.
+            with memoryview(self._buf) as view:
+                frames.append(view[: self._need].tobytes())
             del self._buf[: self._need]
             self._need = None
 

@@ -77,6 +77,9 @@ from brokerd.net.transport import DelayedCall, TimerClock, Transport, disable_na
 
 __all__ = ["ConnectionState", "InFlight", "RequestConnection"]
 
+#: The budget of connections built without one: never waits.
+_UNLIMITED = RequestBudget(None)
+
 RequestT = TypeVar("RequestT")
 AnswerT = TypeVar("AnswerT")
 
@@ -152,9 +155,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._pumping = False  # re-entrancy guard for _pump
         self._seen_data = False
         self._registered = False  # we are the transport's producer
-        self._account: Account = (request_budget or RequestBudget(None)).account(
-            self._budget_granted
-        )
+        self._account: Account = (request_budget or _UNLIMITED).account()
         self._idle_call: DelayedCall | None = None
         self._frame_call: DelayedCall | None = None
         self._splicing: SpliceSender | None = None  # a spliced frame being sent
@@ -507,7 +508,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             wanted = min(wanted, capacity)
         if not self._phase.connected or self._phase.closing:
             wanted = min(wanted, account.reserved)
-        account.cover(wanted)
+        account.cover(wanted, self._budget_granted)
 
     def _budget_granted(self) -> None:
         self._update_reading()

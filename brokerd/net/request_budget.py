@@ -63,13 +63,13 @@ class RequestBudget:
         """Whether a frame of ``size`` bytes can ever be reserved."""
         return self.capacity is None or size <= self.capacity
 
-    def account(self, on_granted: Callable[[], None]) -> Account:
-        """A new, empty account; ``on_granted`` is called when a wait of it ends."""
-        return Account(self, on_granted)
+    def account(self) -> Account:
+        """A new, empty account."""
+        return Account(self)
 
     # ----------------------------------------------------------------- for Account
 
-    def _take(self, account: Account, need: int) -> bool:
+    def _take(self, account: Account, need: int, on_granted: Callable[[], None]) -> bool:
         available = self.available
         if account.need == 0 and not self._waiting and (available is None or need <= available):
             self.reserved += need
@@ -79,6 +79,7 @@ class RequestBudget:
             self.waits += 1
             self._waiting.append(account)
         account.need = need  # keeps its place if it already waits
+        account.on_granted = on_granted
         self._grant()
         return False
 
@@ -90,6 +91,7 @@ class RequestBudget:
     def _leave(self, account: Account) -> None:
         if account.need:
             account.need = 0
+            account.on_granted = None
             self._waiting.remove(account)
             self._grant()
 
@@ -107,7 +109,9 @@ class RequestBudget:
                 self.reserved += head.need
                 head.reserved += head.need
                 head.need = 0
-                head.on_granted()
+                on_granted, head.on_granted = head.on_granted, None
+                if on_granted is not None:
+                    on_granted()
         finally:
             self._granting = False
 
@@ -115,9 +119,11 @@ class RequestBudget:
 class Account:
     """One connection's reservation on a :class:`RequestBudget`."""
 
-    def __init__(self, budget: RequestBudget, on_granted: Callable[[], None]) -> None:
+    def __init__(self, budget: RequestBudget) -> None:
         self.budget = budget
-        self.on_granted = on_granted
+        #: Called once the wait ends; held only while waiting, so a connection and its
+        #: account never form a reference cycle that outlives the connection.
+        self.on_granted: Callable[[], None] | None = None
         #: Bytes reserved for this connection.
         self.reserved = 0
         #: Bytes it waits for beyond ``reserved`` (0: not waiting).
@@ -127,7 +133,7 @@ class Account:
     def waiting(self) -> bool:
         return self.need > 0
 
-    def cover(self, wanted: int) -> bool:
+    def cover(self, wanted: int, on_granted: Callable[[], None] = lambda: None) -> bool:
         """Make the reservation ``wanted`` bytes: give back what is beyond it, or take
         what is missing. False when the budget cannot cover it now: the account then
         waits (in order) and ``on_granted`` is called once it is covered."""
@@ -138,7 +144,7 @@ class Account:
                 self.reserved = wanted
                 self.budget._give_back(extra)
             return True
-        return self.budget._take(self, wanted - self.reserved)
+        return self.budget._take(self, wanted - self.reserved, on_granted)
 
     def close(self) -> None:
         """Give everything back and stop waiting (the connection is done)."""
