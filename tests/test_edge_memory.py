@@ -18,14 +18,13 @@ import ssl
 import struct
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from brokerd.kafka.scram import SCRAM_SHA_256
 from brokerd.native import client_codec
 from brokerd.security.credentials import CredentialChange, CredentialStore
-from brokerd.kafka.scram import SCRAM_SHA_256
 
 from tests.brokerproc import BrokerProcess
 from tests.figures import record
@@ -158,7 +157,8 @@ def test_the_request_budget_bounds_buffered_frames_without_sasl(tmp_path: Path) 
             sent = push_frames(broker.kafka_port, CONNECTIONS, FRAME, PUSH_SECONDS)
             time.sleep(0.5)
         record("100 connections each sending an 8 MiB frame, no SASL",
-               f"RSS +{rss.growth:.1f} MiB (budget {budget // MIB} MiB; {sent / MIB:.0f} MiB pushed)")
+               f"RSS +{rss.growth:.1f} MiB "
+               f"(budget {budget // MIB} MiB; {sent / MIB:.0f} MiB pushed)")
         assert rss.growth < RSS_BOUND_MIB, rss.growth
         # The broker still serves once the flood is gone.
         with broker.client() as client:
@@ -202,9 +202,9 @@ def run_round(port: int, context: ssl.SSLContext, request: bytes) -> None:
         t.join()
 
 
-def settle(pid: int, check: Callable[[], float]) -> float:
-    time.sleep(1.0)
-    return check()
+def settled_rss(pid: int) -> float:
+    time.sleep(1.0)  # let the broker see every close
+    return rss_mib(pid)
 
 
 def test_tls_clients_closing_mid_answer_leave_nothing_behind(tmp_path: Path, pki: Pki) -> None:
@@ -224,7 +224,7 @@ def test_tls_clients_closing_mid_answer_leave_nothing_behind(tmp_path: Path, pki
         rounds = []
         for _ in range(ROUNDS):
             run_round(broker.native_port, context, request)
-            rounds.append(settle(pid, lambda: rss_mib(pid)))
+            rounds.append(settled_rss(pid))
         figure = " / ".join(f"{r:.0f}" for r in rounds)
         record("five rounds of TLS clients closing mid-answer", f"RSS MiB per round: {figure}")
         # Each round leaves ~80 MiB of unsent answers behind if closed connections are

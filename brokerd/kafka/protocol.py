@@ -152,6 +152,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         try:
             frames = self._decoder.feed(data)
         except FrameTooLarge as e:
+            self._decoder = codec.FrameDecoder(self._factory.max_frame_bytes)  # hold nothing
             if self._sasl is not None and not self._sasl.authenticated:
                 self._factory.unauthenticated_refusals.refused(
                     "kafka: closing connection from {peer}: before SASL authentication, "
@@ -163,6 +164,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             self.close(abort=True)
             return
         except FrameError as e:
+            self._decoder = codec.FrameDecoder(self._factory.max_frame_bytes)
             self._log.info("kafka: closing connection from {peer}: {error}",
                            peer=self._conn.client_host, error=str(e))
             self.close(abort=True)

@@ -19,8 +19,8 @@ quietly changing the broker's behaviour.
   reported (``_tlsShutdownFinished``). Twisted keeps that failure in a local variable of
   its receive loop (``_flushReceiveBIO``) whose frame the failure's own traceback holds:
   a cycle through the TLS protocol, its unsent buffers and the socket transport's, that
-  only a full garbage collection frees. Cleaning the failure (a public method) drops the
-  traceback and so the cycle.
+  only a full garbage collection frees. Dropping the failure's traceback
+  (:func:`forget_traceback`) breaks the cycle.
 
 What it does not do: change what the transports send or when; decide anything.
 """
@@ -32,7 +32,7 @@ from typing import Any
 from twisted.protocols.tls import BufferingTLSTransport
 from twisted.python.failure import Failure
 
-__all__ = ["PRIVATE_READS", "CycleFreeTLSProtocol", "holds_nothing"]
+__all__ = ["PRIVATE_READS", "CycleFreeTLSProtocol", "forget_traceback", "holds_nothing"]
 
 #: What this module relies on, by class: checked against the installed Twisted by the
 #: tests (an attribute named here must exist where it is said to).
@@ -62,9 +62,18 @@ class CycleFreeTLSProtocol(BufferingTLSTransport):
 
     def _tlsShutdownFinished(self, reason: Failure | None) -> None:
         if reason is not None:
-            # Drops the traceback (and its frames' locals, this protocol among them);
-            # what the failure says stays, for the log and connectionLost.
-            clean: Any = reason.cleanFailure  # unannotated in Twisted
-            clean()
+            forget_traceback(reason)
         shutdown: Any = super()._tlsShutdownFinished
         shutdown(reason)
+
+
+def forget_traceback(failure: Failure) -> None:
+    """Drop the traceback of ``failure`` (and so its frames' locals); what it says stays.
+    ``cleanFailure`` keeps the frames as text where Twisted's own is in force (a test
+    runner may replace it with a no-op), so the public ``tb`` and the exception's
+    ``__traceback__`` are cleared as well."""
+    clean: Any = failure.cleanFailure  # unannotated in Twisted
+    clean()
+    failure.tb = None
+    if failure.value is not None:
+        failure.value.__traceback__ = None
