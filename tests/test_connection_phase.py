@@ -118,6 +118,17 @@ class ConnectionPhaseTests(SynchronousTestCase):
         proto.dataReceived(b"ignored\n")
         self.assertEqual(proto.handled, [])
 
+    def test_scheduled_calls_do_not_outlive_the_connection(self) -> None:
+        proto = self.connect()
+        fired: list[int] = []
+        proto.schedule(1.0, lambda: fired.append(1))
+        proto.schedule(5.0, lambda: fired.append(5))
+        self.clock.advance(1.0)
+        proto.connectionLost()
+        self.clock.advance(10.0)
+        self.assertEqual(fired, [1])
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
     def test_connection_lost_gives_back_the_producer_registration(self) -> None:
         proto = self.connect()
         self.assertIs(self.transport.producer, proto)

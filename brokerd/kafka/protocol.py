@@ -253,7 +253,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         # Logged already (or deliberately not: a client retrying while its address is
         # refused would fill the log).
         self._auth_failed = True
-        self._clock.callLater(FAILED_AUTHENTICATION_CLOSE_DELAY, self._refuse_quietly)
+        self.schedule(FAILED_AUTHENTICATION_CLOSE_DELAY, self._refuse_quietly)
 
     def _refuse_quietly(self) -> None:
         self.close()  # even when already disconnected: serve nothing more

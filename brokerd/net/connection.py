@@ -50,6 +50,7 @@ It never uses the global reactor.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Generic, TypeVar, cast
 
 import attrs
@@ -158,6 +159,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._account: Account = (request_budget or _UNLIMITED).account()
         self._idle_call: DelayedCall | None = None
         self._frame_call: DelayedCall | None = None
+        self._timers: list[DelayedCall] = []  # the protocol's, through schedule()
         self._splicing: SpliceSender | None = None  # a spliced frame being sent
         self._queued_out: deque[bytes] = deque()  # answers written meanwhile
 
@@ -266,6 +268,12 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         """The request budget cannot cover this connection's input now: no reading."""
         return self._account.waiting
 
+    def schedule(self, delay: float, call: Callable[[], object]) -> None:
+        """Call ``call`` after ``delay`` seconds on the connection's clock, unless the
+        connection is lost first (the timer is cancelled then, so it holds nothing)."""
+        self._timers = [t for t in self._timers if t.active()]
+        self._timers.append(self._clock.callLater(delay, call))
+
     def refuseRequests(self) -> None:
         """Take nothing more, without touching the transport (it is going away, or the
         protocol closes it itself)."""
@@ -317,9 +325,10 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             # it holds) after the connection is lost; TCP forgets it. Say it ourselves.
             self._registered = False
             self._t.unregisterProducer()
-        for call in (self._idle_call, self._frame_call):
+        for call in (self._idle_call, self._frame_call, *self._timers):
             if call is not None and call.active():
                 call.cancel()
+        self._timers = []
         self._idle_call = self._frame_call = None
         self._splicing = None
         self._queued_out.clear()
