@@ -228,8 +228,10 @@ def test_tls_clients_closing_mid_answer_leave_nothing_behind(tmp_path: Path, pki
         figure = " / ".join(f"{r:.0f}" for r in rounds)
         record("five rounds of TLS clients closing mid-answer", f"RSS MiB per round: {figure}")
         # Each round leaves ~80 MiB of unsent answers behind if closed connections are
-        # not freed; flat means later rounds reuse the first round's memory.
-        assert rounds[-1] - rounds[0] < 48, rounds
+        # not freed (+320 MiB over the five rounds); flat means later rounds reuse the
+        # memory of the first ones (the first round also warms the allocator up).
+        assert rounds[-1] - rounds[1] < 40, rounds
+        assert rounds[-1] - rounds[0] < 64, rounds
         with broker.tls_client() as client:
             assert client.list_topics()
     finally:
