@@ -227,11 +227,12 @@ def test_tls_clients_closing_mid_answer_leave_nothing_behind(tmp_path: Path, pki
             rounds.append(settled_rss(pid))
         figure = " / ".join(f"{r:.0f}" for r in rounds)
         record("five rounds of TLS clients closing mid-answer", f"RSS MiB per round: {figure}")
-        # Each round leaves ~80 MiB of unsent answers behind if closed connections are
-        # not freed (+320 MiB over the five rounds); flat means later rounds reuse the
-        # memory of the first ones (the first round also warms the allocator up).
-        assert rounds[-1] - rounds[1] < 40, rounds
-        assert rounds[-1] - rounds[0] < 64, rounds
+        # Each round leaves 80 MiB of unsent answers behind if closed connections are
+        # not freed (+320 MiB from the first round to the fifth); flat means later rounds
+        # reuse the memory of the first ones. The allocator's per-thread arenas (the
+        # answers are built in the read pool's threads) may still settle a few steps
+        # higher in the first rounds: less than one round's answers in all.
+        assert rounds[-1] - rounds[0] < CLIENTS_PER_ROUND * ANSWER / MIB, rounds
         with broker.tls_client() as client:
             assert client.list_topics()
     finally:
