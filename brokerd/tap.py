@@ -199,6 +199,35 @@ class Options(usage.Options):
             int,
         ],
         ["max-connections", None, 1024, "Open connections per listener (0: no limit).", int],
+        # Request-side bounds of the connection edge (docs/operations.md, "Bounded memory").
+        [
+            "max-connections-per-ip",
+            None,
+            None,
+            "Open connections per client address, both listeners together "
+            "(default: half of --max-connections).",
+            int,
+        ],
+        [
+            "max-connections-per-ip-overrides",
+            None,
+            "",
+            "Per-address exceptions: address:count,address:count.",
+        ],
+        [
+            "queued-max-request-bytes",
+            None,
+            64 * MEBIBYTE,
+            "Request bytes buffered by all connections together (-1: no limit).",
+            int,
+        ],
+        [
+            "sasl-server-max-receive-size",
+            None,
+            512 * 1024,
+            "Largest Kafka frame before SASL authentication completes.",
+            int,
+        ],
         ["read-threads", None, 4, "Threads reading logs.", int],
         ["write-threads", None, 2, "Threads appending and syncing logs.", int],
         # Log compaction (docs/compaction.md).
@@ -293,6 +322,7 @@ class Options(usage.Options):
             raise usage.UsageError("--segment-bytes must be at least 1024")
         if self["max-connections"] < 0:
             raise usage.UsageError("--max-connections must be 0 (no limit) or positive")
+        _edge_options(self)
         for name in ("retention-bytes", "retention-ms"):
             if self[name] < -1 or self[name] == 0:
                 raise usage.UsageError(f"--{name} must be positive or -1")
@@ -328,6 +358,41 @@ class Options(usage.Options):
             if not valid_principal(user):
                 raise usage.UsageError(f"--super-users: {user!r} is not User:<name>")
         self["super-users"] = frozenset(users)
+
+
+def _edge_options(options: Options) -> None:
+    """Check the request-side bounds and build what both listeners share: the request
+    budget (``request-budget``) and the per-address limits (``connection-addresses``)."""
+    from brokerd.net.connlimit import AddressLimits, default_per_address, parse_overrides
+    from brokerd.net.request_budget import RequestBudget
+
+    if options["sasl-server-max-receive-size"] <= 0:
+        raise usage.UsageError("--sasl-server-max-receive-size must be positive")
+    budget = options["queued-max-request-bytes"]
+    if budget != -1:
+        largest = max(options["max-request-bytes"], options["max-produce-bytes"])
+        if budget < largest:
+            raise usage.UsageError(
+                f"--queued-max-request-bytes {budget} cannot hold one largest request "
+                f"({largest} bytes, --max-request-bytes/--max-produce-bytes); "
+                "raise it, or -1 for no limit"
+            )
+    options["request-budget"] = RequestBudget(None if budget == -1 else budget)
+    try:
+        overrides = parse_overrides(options["max-connections-per-ip-overrides"])
+    except ValueError as e:
+        raise usage.UsageError(f"--max-connections-per-ip-overrides: {e}") from None
+    per_ip = options["max-connections-per-ip"]
+    if per_ip is None:
+        per_ip = default_per_address(options["max-connections"] or None)
+    elif per_ip < 0:
+        raise usage.UsageError("--max-connections-per-ip must be 0 or more")
+    elif per_ip == 0 and not overrides:
+        raise usage.UsageError(
+            "--max-connections-per-ip 0 refuses every address: "
+            "give --max-connections-per-ip-overrides for the ones allowed"
+        )
+    options["connection-addresses"] = AddressLimits(per_ip, overrides)
 
 
 def _client_verification(options: Options) -> ClientVerification | None:
@@ -630,6 +695,8 @@ def makeService(options: Options) -> service.MultiService:
         max_produce_bytes=options["max-produce-bytes"],
         max_fetch_bytes=options["max-fetch-bytes"],
         max_connections=options["max-connections"] or None,
+        request_budget=options["request-budget"],
+        addresses=options["connection-addresses"],
         authorizer=authorization["authorizer"],
         admin=AdminOps(broker, inspector, groups.coordinator),
     )
@@ -664,6 +731,7 @@ _PRIVATE_OPTIONS = frozenset(
         "http-auth-mode",
         "anonymous-allowed",
     }
+    | {"request-budget", "connection-addresses"}
 )
 
 
@@ -951,6 +1019,9 @@ def _add_kafka(
         metrics=metrics.listener("kafka") if metrics is not None else NULL_REQUESTS,
         fetch_max_bytes=options["fetch-max-bytes"],
         answer_budget=AnswerBudget(options["max-inflight-answer-bytes"]),
+        sasl_max_receive_bytes=options["sasl-server-max-receive-size"],
+        request_budget=options["request-budget"],
+        addresses=options["connection-addresses"],
     )
     listening = readiness.wait_for("kafka listener", "not bound yet")
 

@@ -121,6 +121,26 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "100 MiB partition, RSS +64 MiB over budget max",
         (),
     ),
+    (
+        "100 connections each sending an 8 MiB frame before login",
+        "tests/test_edge_memory.py::test_frames_before_login_are_refused_at_the_size_prefix "
+        "tests/test_edge_memory.py::test_the_request_budget_bounds_buffered_frames_without_sasl",
+        "100 x 8 MiB, RSS",
+        (),
+    ),
+    (
+        "five rounds of TLS clients closing mid-answer",
+        "tests/test_edge_memory.py::test_tls_clients_closing_mid_answer_leave_nothing_behind "
+        "tests/test_twisted_state.py",
+        "5 x 10 x 8 MiB",
+        (),
+    ),
+    (
+        "one address cannot take every slot",
+        "tests/test_connlimit.py",
+        "20 of 40, 100 of 200",
+        (),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")

@@ -154,6 +154,14 @@ class FrameDecoder:
         """Bytes received but not yet returned as a frame."""
         return len(self._buf)
 
+    @property
+    def owed(self) -> int:
+        """Bytes of the frame being received that its size prefix announced and that
+        have not arrived yet (0 before a size prefix is complete)."""
+        if self._need is None:
+            return 0
+        return max(0, self._need - len(self._buf))
+
     def feed(self, data: bytes) -> list[bytes]:
         """Add ``data``; return every frame it completes, in order.
 
@@ -177,7 +185,10 @@ class FrameDecoder:
                 self._need = size
             if len(self._buf) < self._need:
                 return frames
-            frames.append(bytes(self._buf[: self._need]))
+            # One copy (a bytearray slice would copy twice): at most this frame's size
+            # on top of the buffer, for one frame at a time.
+            with memoryview(self._buf) as view:
+                frames.append(view[: self._need].tobytes())
             del self._buf[: self._need]
             self._need = None
 

@@ -27,10 +27,16 @@ in request order. Its own policies:
   it, as does a failed authentication (after its answer). After a SaslHandshake v0 the
   client's next frames are raw SASL tokens, answered with raw size-prefixed tokens
   (Kafka's original framing); a failure then closes without an answer. On success
-  ``state.principal`` becomes ``"User:<name>"``. An answer the SASL session says to
+  ``state.principal`` becomes ``"User:<name>"``. Until then a frame may be at most
+  ``sasl_max_receive_bytes`` (Kafka's ``sasl.server.max.receive.size``); a larger size
+  prefix closes the connection before any of the frame is read (logged at a bounded
+  rate: a flood of them cannot fill the log). An answer the SASL session says to
   hold (a failure, or an attempt of a user that failed recently from this address)
   is sent that much later through ``callLater``; nothing else of the connection is
-  served meanwhile, and failure log lines are rate-limited.
+  served meanwhile, and failure log lines are rate-limited;
+* every frame is reserved from the broker-wide request budget when its size prefix is
+  read (``brokerd.net.request_budget``), and given back when its request is answered;
+  a frame larger than the whole budget is refused as too large.
 
 What it does not do: parse or build bytes (the codecs do), know what any API means (the
 handlers do), touch files or threads, or use the global reactor (the clock is injected).
@@ -48,7 +54,7 @@ from twisted.python.failure import Failure
 
 from brokerd.kafka import apis, codec
 from brokerd.kafka.acl_handlers import AclHandlers
-from brokerd.kafka.codec import ApiKey, CodecError, FrameError
+from brokerd.kafka.codec import ApiKey, CodecError, FrameError, FrameTooLarge
 from brokerd.kafka.fetch_handler import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.handlers import (
     DEFAULT_PARTITIONS,
@@ -66,7 +72,9 @@ from brokerd.metrics.answers import observe_kafka
 from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.connection import RequestConnection
-from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
+from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
+from brokerd.net.refusals import RefusalLog
+from brokerd.net.request_budget import RequestBudget
 from brokerd.security.acl import AclAuthorizer
 
 #: Seconds between writing the answer to a failed authentication and closing the
@@ -76,6 +84,11 @@ from brokerd.security.acl import AclAuthorizer
 FAILED_AUTHENTICATION_CLOSE_DELAY = 0.1
 #: What a connection may send before it has authenticated on a SASL listener.
 _BEFORE_AUTHENTICATION = SASL_API_KEYS | {ApiKey.API_VERSIONS}
+
+#: Largest frame before SASL authentication completes (Kafka's
+#: ``sasl.server.max.receive.size`` default): SASL tokens are small, so an
+#: unauthenticated client cannot make the broker buffer a large frame.
+DEFAULT_SASL_MAX_RECEIVE_BYTES = 512 * 1024
 
 #: Cluster id reported in Metadata v2+: any stable string; clients only compare it.
 DEFAULT_CLUSTER_ID = "brokerd-single-node"
@@ -111,14 +124,16 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             idle_timeout=factory.idle_timeout,
             frame_timeout=factory.frame_timeout,
             connection_limit=factory.connections,
+            request_budget=factory.request_budget,
         )
         self._factory = factory
         self.metrics = factory.metrics
         self.answer_budget = factory.answer_budget
         self._handlers = factory.handlers
-        self._decoder = codec.FrameDecoder(factory.max_frame_bytes)
+        self._decoder = codec.FrameDecoder(factory.frame_limit(authenticated=False))
         self._pending: deque[bytes] = deque()
         self._pending_bytes = 0
+        self._handed_bytes = 0  # the frame of the request nextRequest returned last
         self._conn = Connection("")
         self._sasl: SaslSession | None = None
         self._close_after_answer = False
@@ -143,7 +158,20 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             )
         try:
             frames = self._decoder.feed(data)
+        except FrameTooLarge as e:
+            self._decoder = codec.FrameDecoder(self._factory.max_frame_bytes)  # hold nothing
+            if self._sasl is not None and not self._sasl.authenticated:
+                self._factory.unauthenticated_refusals.refused(
+                    "kafka: closing connection from {peer}: before SASL authentication, "
+                    "{error} (see --sasl-server-max-receive-size)",
+                    peer=self._conn.client_host, error=str(e))
+            else:
+                self._log.info("kafka: closing connection from {peer}: {error}",
+                               peer=self._conn.client_host, error=str(e))
+            self.close(abort=True)
+            return
         except FrameError as e:
+            self._decoder = codec.FrameDecoder(self._factory.max_frame_bytes)
             self._log.info("kafka: closing connection from {peer}: {error}",
                            peer=self._conn.client_host, error=str(e))
             self.close(abort=True)
@@ -159,6 +187,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         ):
             payload = self._pending.popleft()
             self._pending_bytes -= len(payload)
+            self._handed_bytes = len(payload)
             if self._sasl is not None and self._sasl.raw_tokens and self._sasl.awaiting_tokens:
                 self._raw_token(self._sasl, payload)
                 continue
@@ -227,6 +256,8 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         self._pump()
 
     def _authenticated(self, session: SaslSession) -> None:
+        if session.authenticated:
+            self._decoder.max_frame_bytes = self._factory.frame_limit(authenticated=True)
         if session.principal is not None and self.state.principal != session.principal:
             self.state.principal = session.principal
             self._log.info("kafka: {peer} authenticated as {principal} ({mechanism})",
@@ -244,17 +275,15 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
 
     def _close_after_failure(self) -> None:
         self._auth_failed = True
-        self._clock.callLater(FAILED_AUTHENTICATION_CLOSE_DELAY, self._refuse_quietly)
+        self.schedule(FAILED_AUTHENTICATION_CLOSE_DELAY, self._refuse_quietly)
 
     def _refuse_quietly(self) -> None:
-        self.close()
-        self._closing = True
+        self.close()  # even when already disconnected: serve nothing more
 
     def _refuse(self, why: str) -> None:
         self._log.info("kafka: closing connection from {peer}: {why}",
                        peer=self._conn.client_host, why=why)
-        self.close()
-        self._closing = True  # even when already disconnected: serve nothing more
+        self.close()  # even when already disconnected: serve nothing more
 
     def framePending(self) -> bool:
         return self._decoder.buffered > 0  # complete frames are in _pending already
@@ -263,6 +292,15 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         # Keep reading behind a busy request up to a bound: pipelined produces can join
         # it, and a client's disconnect during a long poll is noticed.
         return self._pending_bytes + self._decoder.buffered < PIPELINE_READ_BYTES
+
+    def inputHeld(self) -> int:
+        return self._pending_bytes + self._decoder.buffered
+
+    def inputOwed(self) -> int:
+        return self._decoder.owed
+
+    def lastRequestBytes(self) -> int:
+        return self._handed_bytes
 
     def inputDiscarded(self) -> None:
         self._pending.clear()
@@ -363,6 +401,12 @@ class KafkaFactory(Factory):
         ``fetch.max.bytes``).
     :param answer_budget: answer bytes held in memory across the listener's connections
         (``brokerd/net/answer_budget.py``); default unbounded.
+    :param sasl_max_receive_bytes: largest frame before SASL authentication completes
+        (with ``sasl``).
+    :param request_budget: the broker-wide budget of buffered request bytes (shared
+        with the native listener); None: no limit.
+    :param addresses: the per-address connection limits (shared with the native
+        listener); None: no limit.
     """
 
     def __init__(
@@ -388,10 +432,19 @@ class KafkaFactory(Factory):
         metrics: RequestObserver = NULL_REQUESTS,
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
+        sasl_max_receive_bytes: int = DEFAULT_SASL_MAX_RECEIVE_BYTES,
+        request_budget: RequestBudget | None = None,
+        addresses: AddressLimits | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
-        self.connections = ConnectionLimit(max_connections, "kafka listener")
+        if sasl_max_receive_bytes <= 0:
+            raise ValueError("sasl_max_receive_bytes must be positive")
+        self.connections = ConnectionLimit(max_connections, "kafka listener", addresses)
+        self.request_budget = request_budget
+        self.sasl_max_receive_bytes = sasl_max_receive_bytes
+        #: Connections closed for a frame too large before authentication.
+        self.unauthenticated_refusals = RefusalLog()
         self.metrics = metrics
         self.answer_budget = answer_budget if answer_budget is not None else AnswerBudget(None)
         self.core = core
@@ -414,8 +467,19 @@ class KafkaFactory(Factory):
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
         )
 
+    def frame_limit(self, *, authenticated: bool) -> int:
+        """The largest frame a connection may send: before SASL authentication (on a
+        listener that requires it) the pre-authentication limit; never more than the
+        whole request budget (such a frame could never be reserved)."""
+        limit = self.max_frame_bytes
+        if self.sasl is not None and not authenticated:
+            limit = min(limit, self.sasl_max_receive_bytes)
+        if self.request_budget is not None and self.request_budget.capacity is not None:
+            limit = min(limit, self.request_budget.capacity)
+        return limit
+
     def buildProtocol(self, addr: IAddress | None) -> KafkaProtocol | None:
-        if not self.connections.admit():
+        if not self.connections.admit(str(getattr(addr, "host", ""))):
             return None  # Twisted closes the socket at once
         return KafkaProtocol(self)
 
@@ -424,6 +488,7 @@ __all__ = [
     "DEFAULT_CLUSTER_ID",
     "DEFAULT_FRAME_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_SASL_MAX_RECEIVE_BYTES",
     "FAILED_AUTHENTICATION_CLOSE_DELAY",
     "MAX_PIPELINED_PRODUCES",
     "PIPELINE_READ_BYTES",

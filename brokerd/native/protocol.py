@@ -57,7 +57,8 @@ from brokerd.native.messages import (
 )
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.connection import RequestConnection
-from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, ConnectionLimit
+from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
+from brokerd.net.request_budget import RequestBudget
 from brokerd.security.acl import AclAuthorizer
 from brokerd.storage.types import AppendInfo, RecordsResult, TopicInfo
 
@@ -148,12 +149,14 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         connection_limit: ConnectionLimit | None = None,
         authorizer: AclAuthorizer | None = None,
         admin: AdminOps | None = None,
+        request_budget: RequestBudget | None = None,
     ) -> None:
         super().__init__(
             clock=clock,
             idle_timeout=idle_timeout,
             frame_timeout=frame_timeout,
             connection_limit=connection_limit,
+            request_budget=request_budget,
         )
         self._core = core
         self._authorizer = authorizer
@@ -203,9 +206,18 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             and self._decoder.buffered < LONG_POLL_EAGER_READ_BYTES
         )
 
+    def inputHeld(self) -> int:
+        return self._decoder.held
+
+    def inputOwed(self) -> int:
+        return self._decoder.owed
+
+    def lastRequestBytes(self) -> int:
+        return self._decoder.last_frame_bytes
+
     def stopProducing(self) -> None:
         # The transport is going away: take nothing more (connectionLost cleans up).
-        self._closing = True
+        self.refuseRequests()
 
     def requestsAbandoned(self) -> None:
         self._decoder = RequestDecoder()  # drop the undecoded input with it
@@ -376,14 +388,19 @@ class NativeFactory(Factory):
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
         authorizer: AclAuthorizer | None = None,
         admin: AdminOps | None = None,
+        request_budget: RequestBudget | None = None,
+        addresses: AddressLimits | None = None,
     ) -> None:
         self.broker = broker
+        #: The broker-wide budget of buffered request bytes (shared with the Kafka
+        #: listener); None: no limit.
+        self.request_budget = request_budget
         #: The admin operations (request types 7 to 14); None answers them
         #: UNSUPPORTED_REQUEST.
         self.admin = admin
         #: ACL checks of every request (``docs/security.md``); None allows everything.
         self.authorizer = authorizer
-        self.connections = ConnectionLimit(max_connections, "native listener")
+        self.connections = ConnectionLimit(max_connections, "native listener", addresses)
         self.clock = clock
         self.max_produce_bytes = max_produce_bytes
         self.max_fetch_bytes = max_fetch_bytes
@@ -391,7 +408,7 @@ class NativeFactory(Factory):
         self.frame_timeout = frame_timeout
 
     def buildProtocol(self, addr: IAddress | None) -> NativeProtocol | None:
-        if not self.connections.admit():
+        if not self.connections.admit(str(getattr(addr, "host", ""))):
             return None  # Twisted closes the socket at once
         proto = NativeProtocol(
             self.broker,
@@ -403,6 +420,7 @@ class NativeFactory(Factory):
             connection_limit=self.connections,
             authorizer=self.authorizer,
             admin=self.admin,
+            request_budget=self.request_budget,
         )
         proto.factory = self
         proto.metrics = self.metrics

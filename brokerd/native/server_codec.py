@@ -192,7 +192,12 @@ class RequestDecoder:
         self._remaining = 0  # produce records not yet read
         self._budget = 0  # produce bytes still allowed by the cap in this frame
         self._values: list[bytes] = []
+        self._values_bytes = 0  # their sizes, as the request budget counts them
         self._ready: RequestEvent | None = None  # decoded, not yet returned
+        self._received = 0  # bytes ever put into the buffer
+        self._frame_start = 0  # bytes taken out of it before this frame began
+        #: Request bytes of the last frame completed (what its request holds).
+        self.last_frame_bytes = 0
 
     # ----------------------------------------------------------------- public API
 
@@ -200,6 +205,31 @@ class RequestDecoder:
     def buffered(self) -> int:
         """Bytes received and not yet decoded (excludes values already decoded)."""
         return len(self._buf)
+
+    @property
+    def held(self) -> int:
+        """Bytes held for requests not yet returned: undecoded, plus the values of a
+        produce frame decoded so far."""
+        return len(self._buf) + self._values_bytes
+
+    @property
+    def owed(self) -> int:
+        """Bytes a length already read announced (a produce value within the limit,
+        an admin body) that have not arrived yet."""
+        buf = self._buf
+        if self._state is _State.ADMIN_BODY:
+            return max(0, self._body_len - len(buf))
+        if (
+            self._state is _State.RECORDS
+            and self._error is None
+            and self._remaining
+            and not self._skip
+            and len(buf) >= 4
+        ):
+            size: int = U32.unpack_from(buf)[0]
+            if size + PRODUCE_RECORD_OVERHEAD <= self._budget:
+                return max(0, 4 + size - len(buf))
+        return 0
 
     @property
     def closed(self) -> bool:
@@ -226,6 +256,7 @@ class RequestDecoder:
             self._skip -= n
             data = data[n:]
         self._buf += data
+        self._received += len(data)
 
     def next_event(self) -> RequestEvent | None:
         """Decode and return the next complete request or error, or ``None`` if more bytes
@@ -307,13 +338,16 @@ class RequestDecoder:
         if self._error is None:
             assert request is not None
             self._ready = request
+        self.last_frame_bytes = self._received - len(self._buf) - self._frame_start
         self._state = _State.TYPE
         self._error = None
         self._layout = None
         self._topic = ""
         self._values = []
+        self._values_bytes = 0
 
     def _read_type(self) -> None:
+        self._frame_start = self._received - len(self._buf)
         (request_type,) = U16.unpack_from(self._buf)
         del self._buf[:2]
         self._type = request_type
@@ -428,6 +462,7 @@ class RequestDecoder:
         self._remaining = count
         self._budget = self._max_produce_bytes
         self._values = []
+        self._values_bytes = 0
         self._state = _State.RECORDS
 
     def _read_records(self) -> bool:
@@ -461,6 +496,7 @@ class RequestDecoder:
                 f"produce payload exceeds the limit of {self._max_produce_bytes} bytes",
             )
             self._values = []
+            self._values_bytes = 0
             return True
         if len(buf) < 4 + size:
             return False
@@ -483,6 +519,7 @@ class RequestDecoder:
                 pos = stop
                 remaining -= 1
         del buf[:pos]
+        self._values_bytes += pos
         self._remaining = remaining
         self._budget = budget
         return True

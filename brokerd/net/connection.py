@@ -18,6 +18,17 @@ the protocol spoken over it.
   read), both on an injected clock.
 * Closing (graceful or abort), the connection-limit release, TCP_NODELAY, and one place
   that sees a connection's first bytes (:meth:`RequestConnection.firstDataReceived`).
+* The phase of the connection (``brokerd.net.phase``: open, blocked, splicing, closing,
+  lost, closed), changed only through that module's transition table.
+* Its share of the broker-wide request budget (``brokerd.net.request_budget``): after
+  every read and every finished request its reservation is made to cover the request
+  bytes it holds plus those a size prefix announced (the protocol says how many:
+  :meth:`RequestConnection.inputHeld`, :meth:`RequestConnection.inputOwed`,
+  :meth:`RequestConnection.lastRequestBytes`); while the budget cannot cover them, the
+  transport does not read.
+* Leaving nothing behind: when the connection is lost it gives back its producer
+  registration (Twisted's TLS layer would keep it, and with it this object), its
+  reservation once nothing is held, its timers and file regions.
 * The TLS facts of a connection: whether it is encrypted, and the principal of a verified
   client certificate, both set when the handshake completes (before any request arrives).
 * Spliced answers (a Kafka Fetch response whose records are file regions of the log,
@@ -43,6 +54,7 @@ It never uses the global reactor.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Generic, TypeVar, cast
 
 import attrs
@@ -58,6 +70,8 @@ from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.chunked import ChunkedSender
 from brokerd.net.connlimit import ConnectionLimit
 from brokerd.net.frames import Frame, SplicedFrame, frame_memory_bytes
+from brokerd.net.phase import Event, Phase, next_phase
+from brokerd.net.request_budget import Account, RequestBudget
 from brokerd.net.sendfile import (
     RegionLedger,
     SpliceSender,
@@ -69,6 +83,9 @@ from brokerd.net.tls import ANONYMOUS, peer_principal
 from brokerd.net.transport import DelayedCall, TimerClock, Transport, disable_nagle
 
 __all__ = ["ConnectionState", "InFlight", "RequestConnection"]
+
+#: The budget of connections built without one: never waits.
+_UNLIMITED = RequestBudget(None)
 
 RequestT = TypeVar("RequestT")
 AnswerT = TypeVar("AnswerT")
@@ -83,6 +100,8 @@ class InFlight(Generic[RequestT, AnswerT]):
 
     request: RequestT
     deferred: defer.Deferred[AnswerT]
+    #: Request bytes it holds in memory until it is answered (its frame).
+    held: int = 0
 
 
 @attrs.define
@@ -129,6 +148,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         idle_timeout: float | None,
         frame_timeout: float | None,
         connection_limit: ConnectionLimit | None = None,
+        request_budget: RequestBudget | None = None,
     ) -> None:
         self._clock = cast(TimerClock, clock)
         self._idle_timeout = idle_timeout
@@ -139,14 +159,16 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         # early wait in _answers until every older request is answered.
         self._in_flight: deque[InFlight[RequestT, AnswerT]] = deque()
         self._answers: dict[InFlight[RequestT, AnswerT], AnswerT] = {}
-        self._connected = False
-        self._closing = False  # close() was called: take nothing more
-        self._write_blocked = False  # the transport asked us to stop producing
+        self._phase = Phase.NEW
+        # Facts beside the phase:
         self._reading = True  # whether we last told the transport to read
         self._pumping = False  # re-entrancy guard for _pump
         self._seen_data = False
+        self._registered = False  # we are the transport's producer
+        self._account: Account = (request_budget or _UNLIMITED).account()
         self._idle_call: DelayedCall | None = None
         self._frame_call: DelayedCall | None = None
+        self._timers: list[DelayedCall] = []  # the protocol's, through schedule()
         # A spliced frame being sent, the budget its in-memory parts hold, and the
         # answers written meanwhile.
         self._splicing: SpliceSender | ChunkedSender | None = None
@@ -196,10 +218,25 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         undecoded; reading on lets a client's close be noticed during a long wait."""
         return False
 
+    def inputHeld(self) -> int:
+        """Request bytes received and not yet handed out as requests (undecoded,
+        decoded, or split into frames), for the request budget."""
+        return 0
+
+    def inputOwed(self) -> int:
+        """Bytes a size prefix already read announced and the client has not sent yet:
+        reserved before they are read."""
+        return 0
+
+    def lastRequestBytes(self) -> int:
+        """Request bytes the request :meth:`nextRequest` just returned holds until it
+        is answered (its frame); they leave :meth:`inputHeld` when it is handed out."""
+        return 0
+
     def requestsAbandoned(self) -> None:
         """The connection is lost: by default, cancel whatever is in flight (its late
         answer is dropped) and take nothing more."""
-        self._closing = True
+        self.refuseRequests()
         abandoned = list(self._in_flight)
         self._in_flight.clear()
         self._answers.clear()
@@ -220,19 +257,42 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     # ----------------------------------------------------------------- state for hooks
 
     @property
+    def phase(self) -> Phase:
+        return self._phase
+
+    @property
     def isConnected(self) -> bool:
         """Between connectionMade and connectionLost."""
-        return self._connected
+        return self._phase.connected
 
     @property
     def closing(self) -> bool:
-        """:meth:`close` was called (or the connection is lost): take nothing more."""
-        return self._closing
+        """:meth:`close` or :meth:`refuseRequests` was called: take nothing more."""
+        return self._phase.closing
 
     @property
     def blocked(self) -> bool:
         """The client is not reading our answers: take no requests."""
-        return self._write_blocked
+        return self._phase.write_blocked
+
+    @property
+    def budgetWaiting(self) -> bool:
+        """The request budget cannot cover this connection's input now: no reading."""
+        return self._account.waiting
+
+    def schedule(self, delay: float, call: Callable[[], object]) -> None:
+        """Call ``call`` after ``delay`` seconds on the connection's clock, unless the
+        connection is lost first (the timer is cancelled then, so it holds nothing)."""
+        self._timers = [t for t in self._timers if t.active()]
+        self._timers.append(self._clock.callLater(delay, call))
+
+    def refuseRequests(self) -> None:
+        """Take nothing more, without touching the transport (it is going away, or the
+        protocol closes it itself)."""
+        self._event(Event.CLOSE)
+
+    def _event(self, event: Event) -> None:
+        self._phase = next_phase(self._phase, event)
 
     @property
     def inFlight(self) -> tuple[RequestT, ...]:
@@ -242,7 +302,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     # ----------------------------------------------------------------- Twisted overrides
 
     def connectionMade(self) -> None:
-        self._connected = True
+        self._event(Event.MADE)
         disable_nagle(self.transport)
         self.metrics.connection_opened()
         self.state = self.makeState(str(getattr(self._t.getPeer(), "host", "")))
@@ -251,11 +311,12 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         # The transport tells us when its send buffer is full; we then stop taking
         # requests, so a client that does not read cannot make us buffer without end.
         self._t.registerProducer(self, True)
+        self._registered = True
         if self._idle_timeout is not None:
             self._idle_call = self._clock.callLater(self._idle_timeout, self._idle_expired)
 
     def dataReceived(self, data: bytes) -> None:
-        if self._closing or not self._connected:
+        if self._phase.closing or not self._phase.connected:
             return
         self._touch()
         if not self._seen_data:
@@ -265,25 +326,32 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._pump()
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
-        if self._connected:
+        was_connected = self._phase.connected
+        if was_connected:
             self.metrics.connection_closed()
-        if self._connected and self._connection_limit is not None:
-            self._connection_limit.release()
-        self._connected = False
-        self._write_blocked = False
-        for call in (self._idle_call, self._frame_call):
+        if was_connected and self._connection_limit is not None:
+            self._connection_limit.release(self.state.peer_host)
+        self._event(Event.LOST)
+        if self._registered:
+            # Twisted's TLS layer keeps its producer (and so this connection, and what
+            # it holds) after the connection is lost; TCP forgets it. Say it ourselves.
+            self._registered = False
+            self._t.unregisterProducer()
+        for call in (self._idle_call, self._frame_call, *self._timers):
             if call is not None and call.active():
                 call.cancel()
+        self._timers = []
         self._idle_call = self._frame_call = None
         self._answers_lost()
         if self.state.regions is not None:
             self.state.regions.release_all()
         self.requestsAbandoned()
+        self._reconcile_budget()
 
     # ----------------------------------------------------------------- IPushProducer
 
     def pauseProducing(self) -> None:
-        self._write_blocked = True
+        self._event(Event.PAUSE)
         if isinstance(self._splicing, ChunkedSender):
             self._splicing.pauseProducing()
         self._update_reading()
@@ -293,7 +361,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if isinstance(self._splicing, ChunkedSender):
             self._splicing.resumeProducing()  # the frame being sent has the turn
             return
-        self._write_blocked = False
+        self._event(Event.RESUME)
         self._pump()
 
     def stopProducing(self) -> None:
@@ -313,7 +381,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     def write(self, data: Frame) -> None:
         """The one place that writes to the transport (always in the reactor thread).
         ``data`` may be a :class:`~brokerd.net.frames.SplicedFrame`."""
-        if not self._connected:
+        if not self._phase.connected:
             return
         self._touch()
         if self._splicing is not None:
@@ -338,7 +406,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if ledger is None:
             # Regions are handed out only to connections with a ledger.
             raise TypeError(f"{frame!r} holds file regions; this connection takes none")
-        blocked = self._write_blocked
+        blocked = self._phase.write_blocked
         sender: SpliceSender | ChunkedSender
         if splice:
             sender = SpliceSender(t, frame.parts, ledger, self._splice_done)
@@ -359,16 +427,17 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._splicing = sender
         self._splice_held = frame_memory_bytes(frame)
         self.answer_budget.charge(self._splice_held)
-        self._write_blocked = True
+        self._event(Event.SPLICE_START)
         self._update_reading()
         if isinstance(sender, SpliceSender):
             t.unregisterProducer()
+            self._registered = False
         sender.start()
 
     def _splice_done(self, failure: BaseException | None) -> None:
         sender, self._splicing = self._splicing, None
         self._give_back_splice()
-        if not self._connected:
+        if not self._phase.connected:
             return
         if failure is not None:
             self._log.info("{name}: sending a response to {peer} failed: {why}",
@@ -378,13 +447,18 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             self.close(abort=True)
             return
         if isinstance(sender, ChunkedSender):
-            self._write_blocked = sender.paused  # the transport's own state
+            # The connection stayed the producer: the transport's buffer may still be
+            # full, and then it has not resumed us yet.
+            self._event(Event.SPLICE_DONE)
+            if sender.paused:
+                self._event(Event.PAUSE)
         else:
             self._t.registerProducer(self, True)
-            self._write_blocked = False
+            self._registered = True
+            self._event(Event.SPLICE_DONE)
         while self._queued_out and self._splicing is None:
             self.write(self._queued_out.popleft())
-        if self._splicing is None and not self._write_blocked:
+        if self._splicing is None and not self._phase.write_blocked:
             self._pump()
 
     def _give_back_splice(self) -> None:
@@ -404,11 +478,12 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     def close(self, *, abort: bool = False) -> None:
         """Take nothing more and close: gracefully (written data is sent first), or at
         once with ``abort`` (for a client we no longer trust to read)."""
-        if self._closing:
+        if self._phase.closing:
             return
-        self._closing = True
+        connected = self._phase.connected
+        self._event(Event.CLOSE)
         self.inputDiscarded()
-        if not self._connected:
+        if not connected:
             return
         if abort:
             self._t.abortConnection()
@@ -427,19 +502,20 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             return  # the loop further up this stack carries on
         self._pumping = True
         try:
-            while not self._closing and not self._write_blocked:
+            while self._phase.taking:
                 request = self.nextRequest()
                 if request is None:
                     break
-                self._start(request)
+                self._start(request, self.lastRequestBytes())
         finally:
             self._pumping = False
+        self._reconcile_budget()
         self._update_reading()
         self._update_frame_timer()
 
-    def _start(self, request: RequestT) -> None:
+    def _start(self, request: RequestT, held: int) -> None:
         d = self.handleRequest(request)
-        slot = InFlight(request, d)
+        slot = InFlight(request, d, held)
         # Queued before adding callbacks: a handler that answers synchronously runs them now.
         self._in_flight.append(slot)
         d.addCallbacks(
@@ -454,6 +530,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         while self._in_flight and self._in_flight[0] in self._answers:
             done = self._in_flight.popleft()
             if not self.deliverAnswer(done.request, self._answers.pop(done)):
+                self._reconcile_budget()
                 return
         self._pump()
 
@@ -475,11 +552,39 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     def _drop_in_flight(self) -> None:
         self._in_flight.clear()
         self._answers.clear()
+        self._reconcile_budget()
+
+    # ----------------------------------------------------------------- request budget
+
+    def _reconcile_budget(self) -> None:
+        """Make the reservation cover what is held and owed (only give back once the
+        connection is gone: it reads nothing more, so it must never wait)."""
+        account = self._account
+        wanted = (
+            self.inputHeld() + self.inputOwed() + sum(slot.held for slot in self._in_flight)
+        )
+        capacity = account.budget.capacity
+        if capacity is not None:
+            # More than the whole budget can never be granted; the protocols refuse a
+            # frame that large, so this is at most one read beyond it.
+            wanted = min(wanted, capacity)
+        if not self._phase.connected or self._phase.closing:
+            wanted = min(wanted, account.reserved)
+        account.cover(wanted, self._budget_granted)
+
+    def _budget_granted(self) -> None:
+        self._update_reading()
+        self._update_frame_timer()
 
     def _update_reading(self) -> None:
-        if self._closing or not self._connected:
+        phase = self._phase
+        if phase.closing or not phase.connected:
             return  # a closing transport must not be resumed (and need not be paused)
-        want = not self._write_blocked and (not self._in_flight or self.readAhead())
+        want = (
+            not phase.write_blocked
+            and not self._account.waiting
+            and (not self._in_flight or self.readAhead())
+        )
         if want != self._reading:
             self._reading = want
             if want:
@@ -504,12 +609,11 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._log.info("{name}: closing idle connection from {peer}",
                        name=self.protocolName, peer=self.state.peer_host)
         # A client that stopped reading would keep a graceful close waiting forever.
-        self.close(abort=self._write_blocked)
+        self.close(abort=self._phase.write_blocked)
 
     def _waiting_for_frame(self) -> bool:
-        return (
-            self._connected and not self._closing and self._reading and self.framePending()
-        )
+        phase = self._phase
+        return phase.connected and not phase.closing and self._reading and self.framePending()
 
     def _update_frame_timer(self) -> None:
         """Run the frame deadline only while we read and a frame is incomplete: bytes

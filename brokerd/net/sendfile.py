@@ -44,6 +44,7 @@ from twisted.protocols.tls import TLSMemoryBIOProtocol
 from zope.interface import implementer
 
 from brokerd.net.frames import FileRegion, Part
+from brokerd.net.twisted_state import holds_nothing
 
 __all__ = [
     "SPLICE_TURN_BYTES",
@@ -77,19 +78,6 @@ class SpliceTransport(Protocol):
     def startWriting(self) -> None: ...
     def registerProducer(self, producer: object, streaming: bool) -> None: ...
     def unregisterProducer(self) -> None: ...
-
-
-def _holds_nothing(transport: object) -> bool:
-    """Whether ``transport`` has no bytes waiting to be sent: the buffers of Twisted's
-    ``FileDescriptor`` (``dataBuffer`` from ``offset`` on, and the pending list whose
-    length is ``_tempDataLen``). False for a transport without them: then the sender
-    asks for a write turn first, which is always in order."""
-    try:
-        buffered = len(transport.dataBuffer) - transport.offset  # type: ignore[attr-defined]
-        pending = transport._tempDataLen  # type: ignore[attr-defined]
-    except AttributeError:
-        return False
-    return buffered <= 0 and not pending
 
 
 def can_splice(transport: object) -> bool:
@@ -177,7 +165,7 @@ class SpliceSender:
         is then not called: the caller goes on as after a plain write) or the send
         failed (``done`` has the exception); False when the rest needs write turns:
         then the caller calls :meth:`start`, which sends the rest in order."""
-        if not _holds_nothing(self._t):
+        if not holds_nothing(self._t):
             return False
         self._inline = True
         try:
@@ -200,7 +188,7 @@ class SpliceSender:
             return
         if not self._primed:
             self._primed = True
-            if not _holds_nothing(self._t):
+            if not holds_nothing(self._t):
                 # Called from registerProducer while earlier answers still sit in the
                 # transport's buffer: ask for a write turn; the transport sends what
                 # it holds and calls again once its buffer is empty.

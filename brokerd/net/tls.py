@@ -36,6 +36,8 @@ from twisted.internet.interfaces import (
 from twisted.protocols.tls import TLSMemoryBIOFactory, TLSMemoryBIOProtocol
 from zope.interface import implementer
 
+from brokerd.net.twisted_state import CycleFreeTLSProtocol
+
 #: Twisted's parser of endpoint strings (unannotated there).
 _server_from_string: Callable[[Any, str], Any] = endpoints.serverFromString
 
@@ -152,7 +154,11 @@ class _VerifyingContextFactory:
 
 class _AdmittingTLSFactory(TLSMemoryBIOFactory):
     """Twisted's TLS wrapper, except that it refuses a connection its wrapped factory
-    refused (buildProtocol returned None) instead of failing on it."""
+    refused (buildProtocol returned None) instead of failing on it, and whose TLS
+    protocol leaves no reference cycle behind a closed connection
+    (:class:`~brokerd.net.twisted_state.CycleFreeTLSProtocol`)."""
+
+    protocol = CycleFreeTLSProtocol
 
     # Twisted's ports take None from buildProtocol (they close the socket); the stub of
     # WrappingFactory says otherwise.

@@ -1,0 +1,203 @@
+"""What ``brokerd.net.twisted_state`` relies on, checked against the real transports of the
+installed Twisted, so an upgrade that changes them fails here, loudly:
+
+* the private attributes it names exist where it says, and :func:`holds_nothing` reads
+  them right on a real TCP connection (empty, then holding unsent bytes);
+* the TLS protocol's session-ending hook it overrides exists with the expected
+  signature;
+* and the behaviour it exists for: TLS clients that close while a large answer is
+  unsent leave no live connection object behind, with the garbage collector off (so only
+  reference counting frees anything); the same for plaintext.
+
+The server is :func:`brokerd.net.tls.listener_endpoint` on 127.0.0.1 in the test's reactor
+(pytest-twisted), clients are the standard library's sockets in threads.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import inspect
+import socket
+import ssl
+import time
+import weakref
+from collections.abc import Iterator
+
+import pytest
+import pytest_twisted
+from twisted.internet import abstract, defer, reactor, task, threads
+from twisted.internet.interfaces import IAddress
+from twisted.internet.protocol import Factory, Protocol
+from twisted.protocols.tls import TLSMemoryBIOProtocol
+
+from brokerd.net.connection import RequestConnection
+from brokerd.net.tls import listener_endpoint
+from brokerd.net.twisted_state import PRIVATE_READS, CycleFreeTLSProtocol, holds_nothing
+
+from tests.tls_helpers import Pki, client_context, make_pki, ssl_description
+
+ANSWER = 8 * 1024 * 1024
+CLIENTS = 6
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def test_the_private_attributes_exist_where_named() -> None:
+    """On the class or on a fresh instance (FileDescriptor sets its buffers in
+    ``__init__``); the TCP test below reads them on a live connection too."""
+    assert set(PRIVATE_READS) == {
+        "twisted.internet.abstract.FileDescriptor",
+        "twisted.protocols.tls.TLSMemoryBIOProtocol",
+    }
+    for dotted, names in PRIVATE_READS.items():
+        module_name, class_name = dotted.rsplit(".", 1)
+        cls = getattr(importlib.import_module(module_name), class_name)
+        sample = abstract.FileDescriptor() if cls is abstract.FileDescriptor else cls
+        for name in names:
+            assert hasattr(sample, name), f"{dotted}.{name} is gone: see twisted_state.py"
+
+
+def test_the_tls_hook_takes_a_reason() -> None:
+    hook = TLSMemoryBIOProtocol._tlsShutdownFinished
+    assert list(inspect.signature(hook).parameters) == ["self", "reason"]
+    assert issubclass(CycleFreeTLSProtocol, TLSMemoryBIOProtocol)
+
+
+class Holder(Protocol):
+    instances: list[Holder] = []
+
+    def connectionMade(self) -> None:
+        Holder.instances.append(self)
+
+
+@pytest_twisted.ensureDeferred
+async def test_holds_nothing_reads_a_real_tcp_transport() -> None:
+    Holder.instances.clear()
+    port = reactor.listenTCP(0, Factory.forProtocol(Holder), interface="127.0.0.1")
+    client = socket.socket()
+    try:
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        client.connect(("127.0.0.1", port.getHost().port))
+        for _ in range(100):
+            if Holder.instances:
+                break
+            await task.deferLater(reactor, 0.01, lambda: None)
+        transport = Holder.instances[0].transport
+        for name in PRIVATE_READS["twisted.internet.abstract.FileDescriptor"]:
+            assert hasattr(transport, name), name
+        assert holds_nothing(transport)
+        transport.write(b"x" * (16 * 1024 * 1024))  # far more than the socket takes
+        await task.deferLater(reactor, 0.05, lambda: None)
+        assert not holds_nothing(transport)
+        assert not holds_nothing(object())  # no buffers known: never "empty"
+    finally:
+        client.close()
+        await defer.maybeDeferred(port.stopListening)
+
+
+# -- connections closed mid-answer -----------------------------------------------------
+
+
+class BigAnswer(RequestConnection[bytes, bytes]):
+    """Answers each line with ANSWER bytes; every instance is tracked by weak reference."""
+
+    alive: list[weakref.ref[BigAnswer]] = []
+    transports: list[weakref.ref[object]] = []
+
+    def __init__(self) -> None:
+        super().__init__(clock=reactor, idle_timeout=None, frame_timeout=None)
+        self.buffer = b""
+        BigAnswer.alive.append(weakref.ref(self))
+
+    def connectionMade(self) -> None:
+        super().connectionMade()
+        BigAnswer.transports.append(weakref.ref(self.transport))
+
+    def requestDataReceived(self, data: bytes) -> None:
+        self.buffer += data
+
+    def nextRequest(self) -> bytes | None:
+        if b"\n" not in self.buffer:
+            return None
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+    def handleRequest(self, request: bytes) -> defer.Deferred[bytes]:
+        return defer.succeed(b"a" * ANSWER)
+
+    def deliverAnswer(self, request: bytes, answer: bytes) -> bool:
+        self.write(answer)
+        return True
+
+    def framePending(self) -> bool:
+        return bool(self.buffer)
+
+
+class BigFactory(Factory):
+    def buildProtocol(self, addr: IAddress | None) -> BigAnswer:  # type: ignore[override]
+        return BigAnswer()
+
+
+def ask_and_close(address: tuple[str, int], context: ssl.SSLContext | None) -> None:
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    raw.settimeout(10)
+    raw.connect(address)
+    sock = raw if context is None else context.wrap_socket(raw, server_hostname="localhost")
+    with sock:
+        sock.sendall(b"go\n")
+        assert sock.recv(4096)
+        time.sleep(0.2)  # the server has the whole answer queued, most of it unsent
+
+
+@pytest.fixture
+def collector_off() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+async def closed_mid_answer(description: str, context: ssl.SSLContext | None) -> tuple[int, int]:
+    BigAnswer.alive.clear()
+    BigAnswer.transports.clear()
+    port = await listener_endpoint(reactor, description).listen(BigFactory())
+    try:
+        address = ("127.0.0.1", port.getHost().port)
+        await defer.gatherResults([
+            threads.deferToThread(ask_and_close, address, context) for _ in range(CLIENTS)
+        ])
+        for _ in range(200):  # until the server has seen every close
+            if not any(p is not None and p.isConnected for p in (r() for r in BigAnswer.alive)):
+                break
+            await task.deferLater(reactor, 0.02, lambda: None)
+        await task.deferLater(reactor, 0.1, lambda: None)
+    finally:
+        await defer.maybeDeferred(port.stopListening)
+    assert len(BigAnswer.alive) == CLIENTS
+    protocols = sum(r() is not None for r in BigAnswer.alive)
+    transports = sum(r() is not None for r in BigAnswer.transports)
+    return protocols, transports
+
+
+@pytest_twisted.ensureDeferred
+async def test_tls_connections_closed_mid_answer_are_freed_without_the_collector(
+    pki: Pki, collector_off: None
+) -> None:
+    protocols, transports = await closed_mid_answer(ssl_description(0, pki), client_context(pki))
+    assert (protocols, transports) == (0, 0), "closed TLS connections still alive"
+
+
+@pytest_twisted.ensureDeferred
+async def test_plaintext_connections_closed_mid_answer_are_freed_without_the_collector(
+    collector_off: None,
+) -> None:
+    protocols, transports = await closed_mid_answer("tcp:0:interface=127.0.0.1", None)
+    assert (protocols, transports) == (0, 0), "closed connections still alive"
