@@ -126,6 +126,7 @@ def test_frames_before_login_are_refused_at_the_size_prefix(tmp_path: Path) -> N
     broker = BrokerProcess(
         tmp_path / "data",
         args=("--sasl", "SCRAM-SHA-256", "--credentials", creds),
+        native=False,
     ).start()
     try:
         assert broker.kafka_port is not None

@@ -16,9 +16,10 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.kafka import apis
+from brokerd.kafka.auth_throttle import AuthThrottle
 from brokerd.kafka.codec import ApiKey, RequestHeader
 from brokerd.kafka.protocol import KafkaFactory, KafkaProtocol
-from brokerd.kafka.sasl import FailureLimiter, SaslConfig
+from brokerd.kafka.sasl import SaslConfig
 from brokerd.native.protocol import NativeFactory
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.request_budget import RequestBudget
@@ -160,7 +161,7 @@ class PreAuthenticationLimitTests(SaslProtocolTestCase):
             self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092,
             sasl=SaslConfig(self.factory.sasl.mechanisms, self.store,
-                            FailureLimiter(self.clock.seconds)),
+                            AuthThrottle(self.clock.seconds)),
             sasl_max_receive_bytes=1024,
         )
         self.proto, self.tr = self.connect()
