@@ -33,7 +33,7 @@ from brokerd.kafka.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.txn_handlers import TxnHandlers
-from brokerd.names import validate_topic_name
+from brokerd.names import is_internal_topic, validate_topic_name
 from brokerd.storage.types import TopicInfo
 
 if TYPE_CHECKING:
@@ -80,7 +80,8 @@ class AdminHandlers:
         return apis.MetadataTopic(
             error_code=0,
             name=info.name,
-            is_internal=False,
+            # Only a data directory from before the naming rules can hold one.
+            is_internal=is_internal_topic(info.name),
             partitions=tuple(
                 apis.MetadataPartition(
                     error_code=0,
