@@ -97,6 +97,18 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "-k 'reading or idle'",
         ("-k", "reading or idle"),
     ),
+    (
+        "Metadata p99 during a 10,000-partition create (short: 2,000; grow and delete too)",
+        "tests/test_control_plane_load.py",
+        "-k partition (2,000; --long 10,000)",
+        ("-k", "partition"),
+    ),
+    (
+        "time to create 1,000 vs 10,000 topics (short: 500 vs 3,000), one by one",
+        "tests/test_control_plane_load.py",
+        "-k linear (3,000; --long 10,000)",
+        ("-k", "linear"),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")
