@@ -4,6 +4,8 @@ Layout::
 
     <data-dir>/topics.json                          topic registry (partition counts,
                                                     per-topic config overrides)
+    <data-dir>/topics.journal                       registry changes since topics.json
+                                                    (registry_journal.py)
     <data-dir>/recovery-point-offset-checkpoint     Kafka's format: "0", count, then
                                                     "topic partition offset" lines
     <data-dir>/log-start-offset-checkpoint          log start offsets moved by
@@ -29,9 +31,10 @@ timers call :meth:`checkpoint` and :meth:`enforce_retention`), or anything with 
 Files in the data directory that are not ours are ignored; symlinks are never followed
 (a symlinked partition directory is reported offline, not opened).
 
-Threads: topic create/delete/get may run on the reactor thread while writers and readers
-use partition logs in other threads; the registry is guarded by a lock, and :meth:`get`
-of an existing partition takes no lock at all.
+Threads: topic create, grow and delete run in a worker thread and do their file-system
+work without the directory's lock (``logdir_topics.py``); changes to the registry are
+made under the lock. :meth:`topics`, :meth:`topic`, :meth:`logs` and :meth:`get` of an
+existing partition take no lock at all, so the reactor thread never waits for a create.
 """
 
 from __future__ import annotations
