@@ -15,6 +15,7 @@ partitions, 10,000 topics).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -128,6 +129,7 @@ def large_topic_round(tmp_path: Path, partitions: int) -> dict[str, float]:
             time.sleep(0.2)
         assert probe.partition_counts <= {partitions, 0}, probe.partition_counts
         delete_samples = probe.samples
+        del client
     finally:
         broker.stop()
     for what, samples in (("create", create_samples), ("grow", grow_samples),
@@ -177,6 +179,9 @@ def create_one_by_one(tmp_path: Path, total: int, block: int) -> list[float]:
     confluent()
     from confluent_kafka.admin import NewTopic
 
+    # The write-back of an earlier test's files would otherwise be charged to the first
+    # block (each create fsyncs).
+    os.sync()
     broker = BrokerProcess(tmp_path / "data").start()
     try:
         client = admin(broker)
