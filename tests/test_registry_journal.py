@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.errors import InvalidTopic, TopicAlreadyExists
+from brokerd.errors import InvalidTopic, StorageError, TopicAlreadyExists
 from brokerd.storage import registry_journal
 from brokerd.storage.logdir import REGISTRY_FILE, LogDirectory, read_registry
 from brokerd.storage.registry_journal import JOURNAL_FILE
@@ -166,4 +166,29 @@ def test_internal_names_and_collisions_are_refused_but_old_ones_still_open(
         ld.create_topic("x.y", 1)
     with pytest.raises(InvalidTopic, match=r"collides with existing topic 'x_y'"):
         ld.get("x.y", 0, create=True)
+    ld.close()
+
+
+def test_a_failed_append_loses_the_change_only_and_the_next_writes_a_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ld = LogDirectory.open(str(tmp_path / "d"))
+    ld.create_topic("before", 1)
+    real = registry_journal.append_synced
+
+    def full_disk(fd: int, data: bytes, size: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(registry_journal, "append_synced", full_disk)
+    with pytest.raises(StorageError, match="No space left"):
+        ld.create_topic("lost", 3)
+    assert "lost" not in ld.topics()
+    assert not (tmp_path / "d" / "lost-0").exists()
+    monkeypatch.setattr(registry_journal, "append_synced", real)
+    # The journal may end in a partial record now: the next change is a snapshot.
+    ld.create_topic("after", 1)
+    assert (tmp_path / "d" / JOURNAL_FILE).stat().st_size == 0
+    copy = LogDirectory.open(str(crash_copy(tmp_path / "d", tmp_path / "crashed")))
+    assert sorted(copy.topics()) == ["after", "before"]
+    copy.close()
     ld.close()
