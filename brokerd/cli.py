@@ -39,6 +39,7 @@ from brokerd.cli_admin import (
 )
 from brokerd.cli_users import add_users_parser, run_users
 from brokerd.client import NativeClient, NativeError, tls_context
+from brokerd.names import COLLISION_WARNING, has_collision_chars
 from brokerd.native.messages import ErrorCode
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:7070"
@@ -177,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.topics_command in TOPIC_ADMIN_COMMANDS:
                     return run_topic_admin(client, args, sys.stdout)
                 if args.topics_command == "create":
+                    if has_collision_chars(args.name):
+                        # Kafka's kafka-topics.sh warns the same way before creating.
+                        print(f"brokerctl: warning: {COLLISION_WARNING}", file=sys.stderr)
                     client.create_topic(args.name, args.partitions)
                     print(f"created topic {args.name} with {args.partitions} partition(s)")
                 else:

@@ -49,6 +49,12 @@ JsonObject = dict[str, JsonValue]
 _RECV_BYTES = 256 * 1024
 
 
+#: Seconds a topic create, grow or delete may take: its file work grows with the
+#: partition count (10,000 partitions: seconds to tens of seconds on a busy disk), so it
+#: gets Kafka's default.api.timeout.ms rather than the per-request timeout.
+TOPIC_ADMIN_TIMEOUT = 60.0
+
+
 class NativeError(Exception):
     """The broker answered a request with an error."""
 
@@ -177,7 +183,11 @@ class NativeClient:
         return response
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:
-        self._call(RequestType.CREATE_TOPIC, encode_create_topic(topic, partitions))
+        self._call(
+            RequestType.CREATE_TOPIC,
+            encode_create_topic(topic, partitions),
+            timeout=max(self.timeout, TOPIC_ADMIN_TIMEOUT),
+        )
 
     def list_offsets(self, topic: str, partition: int) -> tuple[int, int]:
         """``(log_start_offset, high_watermark)``."""
@@ -193,7 +203,14 @@ class NativeClient:
     # -- admin requests (types 7 to 14) --------------------------------------------------
 
     def _admin(self, request: AdminRequest) -> JsonValue:
-        response = self._call(ADMIN_TYPE_OF_CLASS[type(request)], encode_request(request))
+        timeout = (
+            max(self.timeout, TOPIC_ADMIN_TIMEOUT)
+            if isinstance(request, (DeleteTopicRequest, CreatePartitionsRequest))
+            else None
+        )
+        response = self._call(
+            ADMIN_TYPE_OF_CLASS[type(request)], encode_request(request), timeout=timeout
+        )
         assert isinstance(response, AdminResponse)
         return response.document
 

@@ -21,7 +21,7 @@ from brokerd.kafka.handler_base import Connection
 from brokerd.kafka.protocol import KafkaFactory
 from brokerd.storage.batch import encode_batch
 from brokerd.storage.log import LogConfig
-from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir import LogDirectory, read_registry
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
 from tests.test_kafka_protocol import FakeCoordinator, KafkaTestCase
@@ -119,9 +119,8 @@ class CreatePartitionsTests(RealBrokerCase):
         self.produce_values("t", 3, 2)
         fetched = self.fetch_at("t", 3, 0)
         self.assertEqual((fetched.error_code, fetched.high_watermark), (0, 2))
-        # Durable: the registry on disk says 4.
-        with open(os.path.join(self.data, "topics.json"), "rb") as registry:
-            self.assertIn(b'"partitions": 4', registry.read())
+        # Durable: the registry on disk (snapshot and journal) says 4.
+        self.assertEqual(read_registry(self.data)["t"].partitions, 4)
 
     def test_errors(self) -> None:
         self.create("t", 3)

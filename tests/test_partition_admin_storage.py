@@ -19,7 +19,7 @@ from brokerd.errors import (
     UnknownTopicOrPartition,
 )
 from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import REGISTRY_FILE, LogDirectory
+from brokerd.storage.logdir import REGISTRY_FILE, LogDirectory, read_registry
 from brokerd.storage.offset_checkpoints import (
     LOG_START_CHECKPOINT_FILE,
     encode_checkpoint,
@@ -108,8 +108,9 @@ def test_create_partitions_registry_is_written(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
     ld.create_topic("t", 1)
     ld.create_partitions("t", 4)
-    assert b'"partitions": 4' in (tmp_path / REGISTRY_FILE).read_bytes()
+    assert read_registry(str(tmp_path))["t"].partitions == 4  # durable before close
     ld.close()
+    assert b'"partitions": 4' in (tmp_path / REGISTRY_FILE).read_bytes()
 
 
 # -- DeleteRecords ---------------------------------------------------------------------

@@ -141,6 +141,18 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "20 of 40, 100 of 200",
         (),
     ),
+    (
+        "Metadata p99 during a 10,000-partition create (short: 2,000; grow and delete too)",
+        "tests/test_control_plane_load.py",
+        "-k partition (2,000; --long 10,000)",
+        ("-k", "partition"),
+    ),
+    (
+        "time to create 1,000 vs 10,000 topics (short: first vs last 1,000 of 3,000), one by one",
+        "tests/test_control_plane_load.py",
+        "-k linear (3,000; --long 10,000)",
+        ("-k", "linear"),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
-from brokerd.core.interfaces import LogStore
+from brokerd.core.interfaces import LogStore, PartitionStore
 from brokerd.kafka.codec import CodecError, Reader
 from brokerd.kafka.group_admin import GroupAdmin
 from brokerd.storage.offsets import OffsetStore
@@ -91,17 +91,26 @@ class Inspector:
         """Every topic, by name."""
         infos = self._broker.topics()
         defaults = self._broker.topic_config_defaults()
-        return [self._topic_view(infos[name], defaults) for name in sorted(infos)]
+        # One copy of the open logs for all topics (one per topic made the sampler and
+        # /metrics quadratic in the topic count, on the reactor thread).
+        logs = self._broker.logdir.logs()
+        return [self._topic_view(infos[name], defaults, logs) for name in sorted(infos)]
 
     def topic(self, name: str) -> TopicView | None:
         """One topic, or None if it does not exist."""
         info = self._broker.topics().get(name)
         if info is None:
             return None
-        return self._topic_view(info, self._broker.topic_config_defaults())
+        return self._topic_view(
+            info, self._broker.topic_config_defaults(), self._broker.logdir.logs()
+        )
 
-    def _topic_view(self, info: TopicInfo, defaults: Mapping[str, str]) -> TopicView:
-        logs = self._broker.logdir.logs()
+    def _topic_view(
+        self,
+        info: TopicInfo,
+        defaults: Mapping[str, str],
+        logs: Mapping[tuple[str, int], PartitionStore],
+    ) -> TopicView:
         offline = self._broker.logdir.offline
         parts: list[PartitionView] = []
         for index in range(info.partitions):

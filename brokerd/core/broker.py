@@ -52,6 +52,7 @@ from brokerd.core.write_stats import WriteStats
 from brokerd.core.writer import PartitionWriter
 from brokerd.errors import BrokerError, ShuttingDown
 from brokerd.metrics.hooks import NULL_WRITES, WriteObserver
+from brokerd.names import refuse_internal_topic
 from brokerd.storage.batch import BatchHeader, parse_batches
 from brokerd.storage.produce_checks import check_batches, check_values
 from brokerd.storage.topic_config import broker_values
@@ -289,6 +290,10 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         """Append ``values`` as one uncompressed batch (the native protocol's produce)."""
         if self._stopping:
             return defer.fail(ShuttingDown("broker is shutting down"))
+        try:
+            refuse_internal_topic(topic, "write to")
+        except BrokerError:
+            return defer.fail()
         append = ValuesAppend(tuple(values))
         d = self.partitions.open(topic, partition, create=True)
         return d.addCallback(self._submit_values, append)
@@ -305,6 +310,8 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         if self._stopping:
             return defer.fail(ShuttingDown("broker is shutting down"))
         try:
+            # Clients never write to Kafka's internal topics (as Kafka refuses).
+            refuse_internal_topic(topic, "write to")
             # The size limit is the topic's max.message.bytes, checked once the
             # partition is open; the payload itself is bounded by the request frame.
             headers = parse_batches(data, max_batch_bytes=len(data))

@@ -33,7 +33,7 @@ from brokerd.kafka.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.txn_handlers import TxnHandlers
-from brokerd.names import validate_topic_name
+from brokerd.names import is_internal_topic, validate_topic_name
 from brokerd.storage.types import TopicInfo
 
 if TYPE_CHECKING:
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 #: Partitions of a topic created by CreateTopics with num_partitions -1, unless the
 #: factory is given another (Kafka's ``num.partitions`` default).
 DEFAULT_PARTITIONS = 1
+#: Metadata entries kept (one per topic); past this the cache starts over.
+METADATA_CACHE_TOPICS = 20000
 
 
 class AdminHandlers:
@@ -68,6 +70,8 @@ class AdminHandlers:
         self._id = identity
         self._default_partitions = default_partitions
         self._txn = transactional if transactional is not None else TxnHandlers(core, None)
+        # Topic name -> ((partition count, node id), its Metadata entry).
+        self._metadata_cache: dict[str, tuple[tuple[int, int], apis.MetadataTopic]] = {}
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
@@ -76,11 +80,25 @@ class AdminHandlers:
         return apis.api_versions_response(req.api_version)
 
     def _topic_metadata(self, info: TopicInfo) -> apis.MetadataTopic:
+        # Building the entry of a 10,000-partition topic takes ~50 ms of the reactor;
+        # it changes only with the partition count (or the node id), so it is kept.
         node = self._id.node_id
+        cached = self._metadata_cache.get(info.name)
+        if cached is not None and cached[0] == (info.partitions, node):
+            return cached[1]
+        if len(self._metadata_cache) >= METADATA_CACHE_TOPICS:
+            self._metadata_cache.clear()  # a bound on deleted names' entries
+        topic = self._build_topic_metadata(info, node)
+        self._metadata_cache[info.name] = ((info.partitions, node), topic)
+        return topic
+
+    @staticmethod
+    def _build_topic_metadata(info: TopicInfo, node: int) -> apis.MetadataTopic:
         return apis.MetadataTopic(
             error_code=0,
             name=info.name,
-            is_internal=False,
+            # Only a data directory from before the naming rules can hold one.
+            is_internal=is_internal_topic(info.name),
             partitions=tuple(
                 apis.MetadataPartition(
                     error_code=0,

@@ -4,6 +4,8 @@ Layout::
 
     <data-dir>/topics.json                          topic registry (partition counts,
                                                     per-topic config overrides)
+    <data-dir>/topics.journal                       registry changes since topics.json
+                                                    (registry_journal.py)
     <data-dir>/recovery-point-offset-checkpoint     Kafka's format: "0", count, then
                                                     "topic partition offset" lines
     <data-dir>/log-start-offset-checkpoint          log start offsets moved by
@@ -29,9 +31,10 @@ timers call :meth:`checkpoint` and :meth:`enforce_retention`), or anything with 
 Files in the data directory that are not ours are ignored; symlinks are never followed
 (a symlinked partition directory is reported offline, not opened).
 
-Threads: topic create/delete/get may run on the reactor thread while writers and readers
-use partition logs in other threads; the registry is guarded by a lock, and :meth:`get`
-of an existing partition takes no lock at all.
+Threads: topic create, grow and delete run in a worker thread and do their file-system
+work without the directory's lock (``logdir_topics.py``); changes to the registry are
+made under the lock. :meth:`topics`, :meth:`topic`, :meth:`logs` and :meth:`get` of an
+existing partition take no lock at all, so the reactor thread never waits for a create.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from brokerd.errors import (
     StorageError,
     UnknownTopicOrPartition,
 )
-from brokerd.names import validate_topic_name
+from brokerd.names import collision_key, validate_topic_name
 from brokerd.storage.fileio import DIR_MODE, FILE_MODE, atomic_write, fsync_dir, read_file
 from brokerd.storage.log import LogConfig, PartitionLog
 from brokerd.storage.logdir_offline import OfflineRetryMixin
@@ -63,6 +66,7 @@ from brokerd.storage.logdir_recovered import RecoveredSyncMixin
 from brokerd.storage.logdir_topics import TopicAdminMixin
 from brokerd.storage.offline_backoff import RetrySchedule
 from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
+from brokerd.storage.registry_journal import JOURNAL_FILE, RegistryJournal, apply_journal
 from brokerd.storage.topic_config import to_log_config, validate_overrides
 from brokerd.storage.types import TopicInfo
 
@@ -74,6 +78,7 @@ __all__ = [
     "LogDirectory",
     "parse_partition_dir",
     "partition_dir_name",
+    "read_registry",
 ]
 
 log = logging.getLogger("brokerd.storage")
@@ -162,19 +167,37 @@ def _registry_configs(name: str, entry: Mapping[str, object], version: int) -> d
         raise ValueError(f"topic {name!r}: {exc}") from exc
 
 
+def _parse_entry(name: str, entry: Mapping[str, object], version: int) -> TopicInfo:
+    """One topic of the registry (snapshot or journal); raises on anything invalid."""
+    validate_topic_name(name)
+    partitions = entry["partitions"]
+    if not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS:
+        raise ValueError(f"topic {name!r}: partitions {partitions!r}")
+    return TopicInfo(name, partitions, _registry_configs(name, entry, version))
+
+
+def _parse_journal_entry(name: str, entry: Mapping[str, object]) -> TopicInfo:
+    return _parse_entry(name, entry, _REGISTRY_VERSION)
+
+
 def _parse_registry(raw: bytes) -> dict[str, TopicInfo]:
     """The topics of a registry file (either version); raises on anything invalid."""
     doc = json.loads(raw)
     version = doc.get("version")
     if version not in (_REGISTRY_VERSION, _OLD_REGISTRY_VERSION):
         raise ValueError(f"unknown version {version!r}")
-    topics: dict[str, TopicInfo] = {}
-    for name, entry in doc["topics"].items():
-        validate_topic_name(name)
-        partitions = entry["partitions"]
-        if not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS:
-            raise ValueError(f"topic {name!r}: partitions {partitions!r}")
-        topics[name] = TopicInfo(name, partitions, _registry_configs(name, entry, version))
+    return {
+        name: _parse_entry(name, entry, version) for name, entry in doc["topics"].items()
+    }
+
+
+def read_registry(path: str) -> dict[str, TopicInfo]:
+    """The topics the registry of data directory ``path`` names (snapshot and journal),
+    read without opening the directory (inspection, tests)."""
+    raw = _read_small(os.path.join(path, REGISTRY_FILE))
+    topics = {} if raw is None else _parse_registry(raw)
+    journal = os.path.join(path, JOURNAL_FILE)
+    apply_journal(_read_small(journal) or b"", topics, _parse_journal_entry, journal)
     return topics
 
 
@@ -215,6 +238,16 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
         self._offline_points: dict[tuple[str, int], int | None] = {}
         self._offline_retry: dict[tuple[str, int], RetrySchedule] = {}
         self._closed = False
+        # Set by _load: the changes since topics.json (registry_journal.py).
+        self._journal: RegistryJournal | None = None
+        # Signalled (under _lock) whenever a name leaves _creating or _busy.
+        self._changed = threading.Condition(self._lock)
+        # Names whose create is running outside the lock: reserved, not yet visible.
+        self._creating: set[str] = set()
+        # Existing topics being grown or having their data removed outside the lock.
+        self._busy: set[str] = set()
+        # collision_key(name) -> name, for every topic existing or being created.
+        self._collisions: dict[str, str] = {}
 
     # --- opening --------------------------------------------------------------------------
 
@@ -278,11 +311,19 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
 
     def _load(self) -> None:
         topics = self._read_registry()
+        rebuilt = topics is None
         if topics is None:
             topics = self._discover()
-            self._topics = topics
-            self._write_registry()
+        self._journal = RegistryJournal.replay(self.path, topics, _parse_journal_entry)
         self._topics = topics
+        if rebuilt:
+            self._write_registry()
+            self._journal.reset()
+        for name in sorted(topics):
+            other = self._collisions.setdefault(collision_key(name), name)
+            if other != name:
+                # Made before the rule was enforced: both keep working, no new one.
+                log.warning("topics %s and %s collide ('.' versus '_')", other, name)
         points = {} if self.was_clean else self._read_checkpoint()
         jobs: list[tuple[tuple[str, int], str, LogConfig, int | None]] = []
         for name, info in sorted(topics.items()):
@@ -344,15 +385,40 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
             log.warning("%s: no topic registry; rebuilt from %d topics", self.path, len(counts))
         return {name: TopicInfo(name, n) for name, n in counts.items()}
 
-    def _write_registry(self) -> None:
+    def _write_registry(self, extra: TopicInfo | None = None) -> None:
+        """Write the snapshot of ``_topics`` (with ``extra`` as well, or instead of the
+        entry of its name: a topic not yet published)."""
+        topics = self._topics if extra is None else {**self._topics, extra.name: extra}
         doc = {
             "version": _REGISTRY_VERSION,
             "topics": {
                 name: {"partitions": info.partitions, "configs": dict(info.configs)}
-                for name, info in sorted(self._topics.items())
+                for name, info in sorted(topics.items())
             },
         }
-        _atomic_write(self.path, REGISTRY_FILE, json.dumps(doc, indent=1).encode() + b"\n")
+        # No indent: json's C encoder (an indented dump runs in Python, ~10x slower).
+        _atomic_write(self.path, REGISTRY_FILE, json.dumps(doc).encode() + b"\n")
+
+    def _record_topic(self, info: TopicInfo) -> None:
+        """Make topic ``info`` (published or about to be) durable: one journal record,
+        or a fresh snapshot when the journal is due for one. Caller holds the lock."""
+        journal = self._journal
+        assert journal is not None
+        if journal.due(len(self._topics)):
+            self._write_registry(info)
+            journal.reset()
+        else:
+            journal.record_put(info)
+
+    def _record_deleted(self, name: str) -> None:
+        """Make the deletion of topic ``name`` (already gone from ``_topics``) durable."""
+        journal = self._journal
+        assert journal is not None
+        if journal.due(len(self._topics)):
+            self._write_registry()
+            journal.reset()
+        else:
+            journal.record_delete(name)
 
     def _read_checkpoint(self) -> dict[tuple[str, int], int]:
         """Recovery points by partition; a missing or unreadable file means "recover all"."""
@@ -376,40 +442,48 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
         """The default config with the topic's config overrides applied."""
         return to_log_config(self.default_config, info.configs)
 
+    # Readers on the reactor thread never take the lock (a create or delete of a large
+    # topic holds it only to publish, but a reader must not wait even for that): a copy
+    # or a lookup of a dict of str keys is one C call the GIL makes atomic. A topic
+    # enters _topics after its logs are in _logs and leaves it before they go, so a
+    # topic a reader sees is complete.
+
     def topics(self) -> dict[str, TopicInfo]:
-        with self._lock:
-            return dict(self._topics)
+        return dict(self._topics)
+
+    def topic(self, name: str) -> TopicInfo | None:
+        """Topic ``name``, or None while it does not exist (or is still being created)."""
+        return self._topics.get(name)
 
     def get(self, topic: str, partition: int, *, create: bool = False) -> PartitionLog:
         """The log of ``topic``/``partition``.
 
         With ``create`` (a produce) and auto-create on, an unknown topic is created with
-        the default partition count. Raises :class:`InvalidTopic`,
-        :class:`UnknownTopicOrPartition`, or :class:`StorageError` for an offline
-        partition.
+        the default partition count (blocking: call it from a worker thread then).
+        Raises :class:`InvalidTopic`, :class:`UnknownTopicOrPartition`, or
+        :class:`StorageError` for an offline partition.
         """
-        plog = self._logs.get((topic, partition))
-        if plog is not None:
+        key = (topic, partition)
+        plog = self._logs.get(key)
+        if plog is not None and topic in self._topics:
             return plog
         validate_topic_name(topic)
-        with self._lock:
-            self._check_open()
-            if topic not in self._topics:
-                if not (create and self.auto_create):
-                    raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
-                self._create_locked(TopicInfo(topic, self.default_partitions))
-            key = (topic, partition)
-            plog = self._logs.get(key)
-            if plog is not None:
-                return plog
-            if key in self.offline:
-                raise StorageError(f"partition {topic}-{partition} is offline: {self.offline[key]}")
-            raise UnknownTopicOrPartition(f"topic {topic!r} has no partition {partition}")
+        self._check_open()
+        if topic not in self._topics:
+            if not (create and self.auto_create):
+                raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
+            self._auto_create(topic)
+        plog = self._logs.get(key)
+        if plog is not None:
+            return plog
+        reason = self.offline.get(key)
+        if reason is not None:
+            raise StorageError(f"partition {topic}-{partition} is offline: {reason}")
+        raise UnknownTopicOrPartition(f"topic {topic!r} has no partition {partition}")
 
     def logs(self) -> dict[tuple[str, int], PartitionLog]:
         """Every open partition log, by (topic, partition)."""
-        with self._lock:
-            return dict(self._logs)
+        return dict(self._logs)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -439,6 +513,20 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
         data = encode_checkpoint(points)
         with self._checkpoint_lock:
             _atomic_write(self.path, CHECKPOINT_FILE, data)
+
+    def _fold_journal(self) -> None:
+        """At close: one snapshot holding every topic, and an empty journal, so that the
+        next start (or an older broker, which reads topics.json only) needs nothing else."""
+        journal = self._journal
+        if journal is None:
+            return
+        try:
+            if journal.records:
+                self._write_registry()
+                journal.reset()
+        except StorageError as exc:
+            log.error("%s (the journal still holds the changes)", exc)
+        journal.close()
 
     def close(self) -> None:
         """Flush every partition, checkpoint, close, and mark the shutdown clean.
@@ -470,6 +558,7 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
                     log.error("close of %s failed: %s", plog.path, exc)
                     clean = False
             self._closed = True
+            self._fold_journal()
             try:
                 if clean:
                     _atomic_write(self.path, CLEAN_SHUTDOWN_FILE, b"")

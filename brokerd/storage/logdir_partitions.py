@@ -5,9 +5,10 @@ CreatePartitions and DeleteRecords.
 (kept in its own module, one concern per module):
 
 - :meth:`~PartitionAdminMixin.create_partitions` adds empty partitions to a topic. The
-  new directories are created and synced before the registry names them, and the
-  registry is replaced atomically: after a crash the topic has the old count (a leftover
-  directory is removed as stale when the topic grows again) or the new one.
+  new directories are created and synced (without the directory's lock: other clients'
+  requests go on) before the registry records the new count in one journal record:
+  after a crash the topic has the old count (a leftover directory is removed as stale
+  when the topic grows again) or the new one.
 - :meth:`~PartitionAdminMixin.delete_records` moves a partition's log start offset
   (:meth:`~brokerd.storage.log_start.LogStartMixin.delete_records_before`) and rewrites
   the ``log-start-offset-checkpoint`` file before returning, so the new start survives a
@@ -23,13 +24,13 @@ import contextlib
 import logging
 import os
 import shutil
+import threading
 from typing import Protocol
 
 import attrs
 
 from brokerd.errors import InvalidPartitions, PolicyViolation, StorageError
 from brokerd.names import validate_topic_name
-from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.log import PartitionLog
 from brokerd.storage.logdir_state import DirectoryState
 from brokerd.storage.offset_checkpoints import read_start_offsets, write_start_offsets
@@ -46,9 +47,17 @@ DELETE_TO_HIGH_WATERMARK = -1
 class _DirectoryState(DirectoryState, Protocol):
     """The directory state, and the other parts' methods this mixin calls."""
 
-    def _remove_stale(self, path: str) -> None: ...
+    _busy: set[str]
+    _changed: threading.Condition
+
+    def _check_open(self) -> None: ...
+    def _wait_idle_locked(self, name: str) -> None: ...
+    def _open_new_partitions(
+        self, info: TopicInfo, first: int, total: int
+    ) -> list[PartitionLog]: ...
+    def _record_topic(self, info: TopicInfo) -> None: ...
+    def _remove_new_dirs(self, name: str, first: int, total: int) -> None: ...
     def _topic_locked(self, name: str) -> TopicInfo: ...
-    def _write_registry(self) -> None: ...
     def get(self, topic: str, partition: int, *, create: bool = False) -> PartitionLog: ...
     def _write_log_starts(self) -> None: ...
 
@@ -64,10 +73,12 @@ class PartitionAdminMixin:
         :class:`StorageError`.
         """
         # Imported here: logdir imports this module.
-        from brokerd.storage.logdir import MAX_PARTITIONS, partition_dir_name
+        from brokerd.storage.logdir import MAX_PARTITIONS
 
         validate_topic_name(name)
         with self._lock:
+            self._topic_locked(name)
+            self._wait_idle_locked(name)
             info = self._topic_locked(name)
             if isinstance(total, bool) or total < info.partitions:
                 raise InvalidPartitions(
@@ -78,37 +89,41 @@ class PartitionAdminMixin:
                 raise InvalidPartitions(f"topic {name!r} already has {total} partitions")
             if total > MAX_PARTITIONS:
                 raise InvalidPartitions(f"partition count {total} above {MAX_PARTITIONS}")
+            # Busy: no config change, delete or other grow of it until this is done.
+            self._busy.add(name)
+        try:
+            # The directory work runs without the lock (readers and other topics' admin
+            # go on); the new partitions appear, all at once, when the count is published.
+            opened = self._open_new_partitions(info, info.partitions, total)
             grown = attrs.evolve(info, partitions=total)
-            config = self.config_for(info)
-            opened: list[PartitionLog] = []
-            dirs: list[str] = []
-            try:
-                for partition in range(info.partitions, total):
-                    path = os.path.join(self.path, partition_dir_name(name, partition))
-                    self._remove_stale(path)
-                    dirs.append(path)
-                    opened.append(
-                        PartitionLog.open(path, config, recovery_point=None, clock=self._clock)
-                    )
-                # The new directories are durable before the registry names them.
-                fsync_dir(self.path)
+            with self._lock:
+                try:
+                    self._check_open()
+                    self._record_topic(grown)
+                except BaseException:
+                    for plog in opened:
+                        with contextlib.suppress(Exception):
+                            plog.close()
+                    self._remove_new_dirs(name, info.partitions, total)
+                    raise
+                for partition, plog in enumerate(opened, start=info.partitions):
+                    self._logs[(name, partition)] = plog
+                    self.offline.pop((name, partition), None)
                 self._topics[name] = grown
-                self._write_registry()
-            except BaseException as exc:
-                self._topics[name] = info
-                for plog in opened:
-                    with contextlib.suppress(Exception):
-                        plog.close()
-                for path in dirs:
-                    shutil.rmtree(path, ignore_errors=True)
-                if isinstance(exc, OSError):
-                    raise StorageError(f"cannot add partitions to {name!r}: {exc}") from exc
-                raise
-            for partition, plog in enumerate(opened, start=info.partitions):
-                self._logs[(name, partition)] = plog
-                self.offline.pop((name, partition), None)
+        finally:
+            with self._lock:
+                self._busy.discard(name)
+                self._changed.notify_all()
         log.info("topic %s grown from %d to %d partitions", name, info.partitions, total)
         return grown
+
+    def _remove_new_dirs(self: _DirectoryState, name: str, first: int, total: int) -> None:
+        from brokerd.storage.logdir import partition_dir_name
+
+        for partition in range(first, total):
+            shutil.rmtree(
+                os.path.join(self.path, partition_dir_name(name, partition)), ignore_errors=True
+            )
 
     def delete_records(self: _DirectoryState, topic: str, partition: int, offset: int) -> int:
         """Move the partition's log start offset up to ``offset``
