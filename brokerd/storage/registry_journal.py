@@ -37,9 +37,11 @@ from brokerd.names import validate_topic_name
 from brokerd.storage.fileio import (
     FILE_MODE,
     ReplaceFailed,
-    append_synced,
+    cut_back,
+    datasync,
     read_file,
     rewrite_for_append,
+    write_all,
 )
 from brokerd.storage.journal_records import frame, iter_frames
 from brokerd.storage.types import TopicInfo
@@ -154,8 +156,12 @@ class RegistryJournal:
             raise StorageError(f"{self.path}: an earlier append failed")
         data = frame(body, MAX_RECORD_BYTES, "topic registry")
         try:
-            append_synced(self._fd, data, self._size)
+            write_all(self._fd, data)
+            datasync(self._fd)
         except OSError as exc:
+            # Best effort: replay drops a torn record anyway, and a broken journal is
+            # replaced by a snapshot at the next change.
+            cut_back(self._fd, self._size)
             self._broken = True
             raise StorageError(f"cannot append to {self.path}: {exc}") from exc
         self._size += len(data)
