@@ -5,6 +5,7 @@ tail is cut, the snapshot is folded in, and readers never wait for a large creat
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -174,17 +175,19 @@ def test_a_failed_append_loses_the_change_only_and_the_next_writes_a_snapshot(
 ) -> None:
     ld = LogDirectory.open(str(tmp_path / "d"))
     ld.create_topic("before", 1)
-    real = registry_journal.append_synced
+    real = registry_journal.write_all
 
-    def full_disk(fd: int, data: bytes, size: int) -> None:
+    def full_disk(fd: int, data: bytes) -> None:
+        # Half a record reaches the file before the disk fills.
+        os.write(fd, data[: len(data) // 2])
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(registry_journal, "append_synced", full_disk)
+    monkeypatch.setattr(registry_journal, "write_all", full_disk)
     with pytest.raises(StorageError, match="No space left"):
         ld.create_topic("lost", 3)
     assert "lost" not in ld.topics()
     assert not (tmp_path / "d" / "lost-0").exists()
-    monkeypatch.setattr(registry_journal, "append_synced", real)
+    monkeypatch.setattr(registry_journal, "write_all", real)
     # The journal may end in a partial record now: the next change is a snapshot.
     ld.create_topic("after", 1)
     assert (tmp_path / "d" / JOURNAL_FILE).stat().st_size == 0
