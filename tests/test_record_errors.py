@@ -41,7 +41,9 @@ def hundred_records(compression: Compression = Compression.NONE) -> bytes:
                         compression=compression)
 
 
-def produce(kafka: RawKafka, topic: str, data: bytes, version: int) -> apis.ProducePartitionResponse:
+def produce(
+    kafka: RawKafka, topic: str, data: bytes, version: int
+) -> apis.ProducePartitionResponse:
     answer = kafka.call(ApiKey.PRODUCE, version, apis.ProduceRequest(
         acks=1, timeout_ms=10000, topic_data=(apis.ProduceTopicData(name=topic, partition_data=(
             apis.ProducePartitionData(index=0, records=data),)),)))

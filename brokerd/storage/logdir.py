@@ -36,8 +36,9 @@ Files in the data directory that are not ours are ignored; symlinks are never fo
 
 Threads: topic create, grow and delete run in a worker thread and do their file-system
 work without the directory's lock (``logdir_topics.py``); changes to the registry are
-made under the lock. :meth:`topics`, :meth:`topic`, :meth:`topic_by_id`, :meth:`logs` and :meth:`get` of an
-existing partition take no lock at all, so the reactor thread never waits for a create.
+made under the lock. :meth:`topics`, :meth:`topic`, :meth:`topic_by_id`, :meth:`logs` and
+:meth:`get` of an existing partition take no lock at all, so the reactor thread never
+waits for a create.
 """
 
 from __future__ import annotations
