@@ -87,6 +87,9 @@ def render_topic(topic: JsonObject) -> list[str]:
         f"topic {topic.get('name')}: {len(partitions)} partition(s), "
         f"{_int(topic, 'records')} record(s), {_int(topic, 'size_bytes')} bytes"
     )
+    topic_id = topic.get("topic_id")
+    if isinstance(topic_id, str) and topic_id:
+        head += f", topic ID {topic_id}"
     rows: list[list[JsonValue]] = [
         [
             p.get("partition"),

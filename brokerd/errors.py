@@ -42,12 +42,13 @@ class CorruptBatch(BrokerError):
 
 
 class InvalidRecord(CorruptBatch):
-    """A valid batch holding a record the partition refuses: a record without a key in
-    a compacted topic. ``record_index`` is that record's index in its batch."""
+    """A valid batch the partition refuses. ``record_errors`` names each refused record
+    (a record without a key in a compacted topic) as (its index in its batch, why);
+    it is empty when the batch as a whole is refused (a control batch from a client)."""
 
-    def __init__(self, message: str, record_index: int = 0) -> None:
+    def __init__(self, message: str, record_errors: tuple[tuple[int, str], ...] = ()) -> None:
         super().__init__(message)
-        self.record_index = record_index
+        self.record_errors = record_errors
 
 
 class RecordTooLarge(BrokerError):

@@ -335,19 +335,22 @@ def test_keyless_records_are_refused() -> None:
         bad = encode_batch([b"v", b"w"], keys=[b"k", None], timestamp_ms=1, compression=codec)
         with pytest.raises(InvalidRecord, match="Compacted topic cannot accept") as info:
             refuse_keyless(bad, parse_batches(bad, max_batch_bytes=1 << 20), "t", 0)
-        assert info.value.record_index == 1
+        assert [i for i, _ in info.value.record_errors] == [1]
 
 
 def test_kafka_answer_to_a_keyless_record() -> None:
     from brokerd.kafka.compaction import invalid_record_response
     from brokerd.kafka.errors import ErrorCode
 
-    exc = InvalidRecord("Compacted topic cannot accept message without key", 3)
+    why = "Compacted topic cannot accept message without key"
+    exc = InvalidRecord(f"2 record(s) refused: {why}", ((3, why), (5, why)))
     old = invalid_record_response(0, 7, exc)
     assert old.error_code == ErrorCode.CORRUPT_MESSAGE and not old.record_errors
     new = invalid_record_response(0, 8, exc)
     assert new.error_code == ErrorCode.INVALID_RECORD == 87
-    assert new.record_errors[0].batch_index == 3 and new.error_message == str(exc)
+    assert [(e.batch_index, e.batch_index_error_message) for e in new.record_errors] == [
+        (3, why), (5, why)]
+    assert new.error_message == str(exc)
 
 
 def test_broker_refuses_keyless_produce_to_compacted_topic(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from brokerd.core.interfaces import LogStore, PartitionStore
 from brokerd.kafka.codec import CodecError, Reader
 from brokerd.kafka.group_admin import GroupAdmin
 from brokerd.storage.offsets import OffsetStore
+from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo
 
 #: Bytes of the smallest array element of a consumer-protocol assignment (a topic name's
@@ -132,7 +133,13 @@ class Inspector:
                 )
             )
         configs = {**defaults, **info.configs}
-        return TopicView(info.name, tuple(parts), configs, frozenset(info.configs))
+        return TopicView(
+            info.name,
+            tuple(parts),
+            configs,
+            frozenset(info.configs),
+            topic_id=format_topic_id(info.topic_id),
+        )
 
     def offline_partitions(self) -> dict[tuple[str, int], str]:
         """Every partition whose log could not be opened, with the reason."""

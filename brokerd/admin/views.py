@@ -46,12 +46,14 @@ class PartitionView:
 class TopicView:
     """One topic, with every partition and its effective configs (the topic's
     overrides on top of the broker's defaults); ``overrides`` names the keys the topic
-    sets itself."""
+    sets itself; ``topic_id`` is the topic's ID in Kafka's text form (base64url, as
+    ``kafka-topics.sh --describe`` shows it)."""
 
     name: str
     partitions: tuple[PartitionView, ...]
     configs: Mapping[str, str] = attrs.field(converter=_frozen_mapping, hash=False)
     overrides: frozenset[str] = frozenset()
+    topic_id: str = attrs.field(default="", kw_only=True)
 
     @property
     def size_bytes(self) -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import ParamSpec, TypeVar
 
@@ -202,6 +203,11 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
 
     def topics(self) -> dict[str, TopicInfo]:
         return self.partitions.topics()
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        """The topic whose ID (``TopicInfo.topic_id``) is ``topic_id``; None for an ID no
+        topic has now (a deleted topic's, even when its name was used again). No I/O."""
+        return self.partitions.topic_by_id(topic_id)
 
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
         return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))

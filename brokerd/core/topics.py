@@ -15,6 +15,7 @@ read from the directory in the reactor thread. It does not append or read record
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 
 import attrs
@@ -84,6 +85,9 @@ class TopicRegistry:
 
     def topics(self) -> dict[str, TopicInfo]:
         return self.logdir.topics()
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self.logdir.topic_by_id(topic_id)
 
     def create_topic(
         self,

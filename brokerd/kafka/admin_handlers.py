@@ -18,11 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from twisted.logger import Logger
 
 from brokerd.errors import InvalidTopic
 from brokerd.kafka import apis
 from brokerd.kafka.apis import Request
+from brokerd.kafka.authorized_ops import AuthorizedOperations
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.handler_base import (
     LEADER_EPOCH,
@@ -54,6 +56,8 @@ class AdminHandlers:
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
     :param transactional: answers InitProducerId with a transactional id (default: as a
         broker without a transaction coordinator does).
+    :param operations: fills Metadata's authorized-operations fields when asked
+        (default: no authorizer, every operation).
     """
 
     _log = Logger()
@@ -65,9 +69,11 @@ class AdminHandlers:
         *,
         default_partitions: int = DEFAULT_PARTITIONS,
         transactional: TxnHandlers | None = None,
+        operations: AuthorizedOperations | None = None,
     ) -> None:
         self._core = core
         self._id = identity
+        self._operations = operations if operations is not None else AuthorizedOperations()
         self._default_partitions = default_partitions
         self._txn = transactional if transactional is not None else TxnHandlers(core, None)
         # Topic name -> ((partition count, node id), its Metadata entry).
@@ -131,6 +137,16 @@ class AdminHandlers:
                     continue
                 seen.add(name)
                 entries.append(await self._one_topic_metadata(name, known, allow))
+        cluster_ops = apis.AUTHORIZED_OPERATIONS_OMITTED
+        if req.api_version >= 8:
+            ops = self._operations
+            if body.include_topic_authorized_operations:
+                entries = [
+                    attrs.evolve(t, topic_authorized_operations=ops.topic(conn, t.name))
+                    for t in entries
+                ]
+            if body.include_cluster_authorized_operations:
+                cluster_ops = ops.cluster(conn)
         ident = self._id
         return apis.MetadataResponse(
             brokers=(
@@ -142,6 +158,7 @@ class AdminHandlers:
             cluster_id=ident.cluster_id,
             controller_id=ident.node_id,
             topics=tuple(entries),
+            cluster_authorized_operations=cluster_ops,
         )
 
     async def _one_topic_metadata(

@@ -1,8 +1,9 @@
 """Kafka's answer to a produce a compacted topic refuses (a record without a key).
 
-Kafka answers INVALID_RECORD (87) from Produce v8 on, with the offending record's index
-in ``record_errors`` and the message in ``error_message``; before v8 (no such code in
-the clients' tables) CORRUPT_MESSAGE (2). Pure: builds the partition response.
+Kafka answers INVALID_RECORD (87) from Produce v8 on, with each offending record's
+index and reason in ``record_errors`` and a summary in ``error_message``; before v8 (no
+such code in the clients' tables) CORRUPT_MESSAGE (2). Pure: builds the partition
+response.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ def invalid_record_response(
     return apis.ProducePartitionResponse(
         index=index,
         error_code=ErrorCode.INVALID_RECORD,
-        record_errors=(
-            apis.BatchIndexAndErrorMessage(
-                batch_index=exc.record_index, batch_index_error_message=text
-            ),
+        record_errors=tuple(
+            apis.BatchIndexAndErrorMessage(batch_index=index, batch_index_error_message=why)
+            for index, why in exc.record_errors
         ),
         error_message=text,
     )

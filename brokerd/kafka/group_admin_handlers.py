@@ -20,6 +20,7 @@ from twisted.internet import defer
 
 from brokerd.kafka import apis
 from brokerd.kafka.apis import Request
+from brokerd.kafka.authorized_ops import AuthorizedOperations
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.group_admin import GroupDescription
 from brokerd.kafka.handler_base import Connection
@@ -58,9 +59,15 @@ class GroupAdminHandlers:
     :param coordinator: the group coordinator; its ``admin`` is looked up per request.
     """
 
-    def __init__(self, core: KafkaCore, coordinator: HasGroupAdmin) -> None:
+    def __init__(
+        self,
+        core: KafkaCore,
+        coordinator: HasGroupAdmin,
+        operations: AuthorizedOperations | None = None,
+    ) -> None:
         self._core = core
         self._coordinator = coordinator
+        self._operations = operations if operations is not None else AuthorizedOperations()
 
     async def list_groups(self, conn: Connection, req: Request) -> Any:
         body: apis.ListGroupsRequest = req.body
@@ -78,8 +85,14 @@ class GroupAdminHandlers:
     async def describe_groups(self, conn: Connection, req: Request) -> Any:
         body: apis.DescribeGroupsRequest = req.body
         described = self._coordinator.admin.describe(list(body.groups))
-        # include_authorized_operations: brokerd has no ACLs, so the field keeps its
-        # "omitted" value whether or not it was asked for.
+        # As Kafka: asked for (v3+), and only for the groups described without error.
+        asked = req.api_version >= 3 and body.include_authorized_operations
+
+        def operations(d: GroupDescription) -> int:
+            if asked and d.error_code == 0:
+                return self._operations.group(conn, d.group_id)
+            return apis.AUTHORIZED_OPERATIONS_OMITTED
+
         return apis.DescribeGroupsResponse(
             groups=tuple(
                 apis.DescribedGroup(
@@ -88,6 +101,7 @@ class GroupAdminHandlers:
                     group_state=d.state,
                     protocol_type=d.protocol_type,
                     protocol_data=d.protocol,
+                    authorized_operations=operations(d),
                     members=tuple(
                         apis.DescribedGroupMember(
                             member_id=m.member_id,

@@ -38,6 +38,7 @@ from brokerd.kafka.acl_handlers import AclHandlers
 from brokerd.kafka.admin_handlers import DEFAULT_PARTITIONS, AdminHandlers
 from brokerd.kafka.admin_partition_handlers import PartitionAdminCore, PartitionAdminHandlers
 from brokerd.kafka.apis import Request
+from brokerd.kafka.authorized_ops import AuthorizedOperations
 from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.compaction import invalid_record_response
 from brokerd.kafka.config_handlers import ConfigHandlers
@@ -253,12 +254,14 @@ class KafkaHandlers:
         self._core = core
         self._clock = clock
         txn = TxnHandlers(core, transactions)
+        operations = AuthorizedOperations(authorizer)
         admin = AdminHandlers(
-            core, identity, default_partitions=default_partitions, transactional=txn
+            core, identity, default_partitions=default_partitions, transactional=txn,
+            operations=operations,
         )
         groups = GroupHandlers(core, coordinator, identity)
         configs = ConfigHandlers(core, identity, default_partitions=default_partitions)
-        group_admin = GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator))
+        group_admin = GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator), operations)
         partition_admin = PartitionAdminHandlers(core, identity, clock=clock)
         scram_admin = ScramAdminHandlers(credentials)
         self._handlers: dict[ApiKey, Handler] = {

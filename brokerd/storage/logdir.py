@@ -3,7 +3,7 @@
 Layout::
 
     <data-dir>/topics.json                          topic registry (partition counts,
-                                                    per-topic config overrides)
+                                                    per-topic config overrides, topic IDs)
     <data-dir>/topics.journal                       registry changes since topics.json
                                                     (registry_journal.py)
     <data-dir>/recovery-point-offset-checkpoint     Kafka's format: "0", count, then
@@ -24,7 +24,10 @@ unless the previous shutdown was clean; writes checkpoints and the registry atom
 (temp file, fsync, rename, directory fsync); on close flushes everything, checkpoints
 and writes the marker.
 Topic config overrides (``topic_config.py`` validates them) are stored with each topic
-and applied to its open partition logs when they change.
+and applied to its open partition logs when they change. Each topic has an ID
+(``topic_ids.py``), stored with it; a registry written before topic IDs existed gets
+one for each of its topics at the first open, written back at once so that the IDs
+stay the same from then on.
 
 What it does not do: decide when to checkpoint or run retention (the broker core's
 timers call :meth:`checkpoint` and :meth:`enforce_retention`), or anything with Twisted.
@@ -33,8 +36,9 @@ Files in the data directory that are not ours are ignored; symlinks are never fo
 
 Threads: topic create, grow and delete run in a worker thread and do their file-system
 work without the directory's lock (``logdir_topics.py``); changes to the registry are
-made under the lock. :meth:`topics`, :meth:`topic`, :meth:`logs` and :meth:`get` of an
-existing partition take no lock at all, so the reactor thread never waits for a create.
+made under the lock. :meth:`topics`, :meth:`topic`, :meth:`topic_by_id`, :meth:`logs` and
+:meth:`get` of an existing partition take no lock at all, so the reactor thread never
+waits for a create.
 """
 
 from __future__ import annotations
@@ -48,8 +52,11 @@ import os
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+
+import attrs
 
 from brokerd.errors import (
     InvalidConfig,
@@ -66,8 +73,19 @@ from brokerd.storage.logdir_recovered import RecoveredSyncMixin
 from brokerd.storage.logdir_topics import TopicAdminMixin
 from brokerd.storage.offline_backoff import RetrySchedule
 from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
-from brokerd.storage.registry_journal import JOURNAL_FILE, RegistryJournal, apply_journal
+from brokerd.storage.registry_journal import (
+    JOURNAL_FILE,
+    EntryParser,
+    RegistryJournal,
+    apply_journal,
+)
 from brokerd.storage.topic_config import to_log_config, validate_overrides
+from brokerd.storage.topic_ids import (
+    RESERVED_TOPIC_IDS,
+    format_topic_id,
+    new_topic_id,
+    parse_topic_id,
+)
 from brokerd.storage.types import TopicInfo
 
 __all__ = [
@@ -92,8 +110,9 @@ MAX_PARTITIONS = 10000
 #: Threads opening (and after a crash validating) partitions at start: one per core
 #: (measured on 2 cores: more threads only contend for the GIL).
 OPEN_THREADS = min(8, os.cpu_count() or 1)
-#: Version 2 stores each topic's config overrides; version 1 (retention_bytes and
-#: retention_ms only) is still read.
+#: Version 2 stores each topic's config overrides (and, since topic IDs, its
+#: ``topic_id``: an entry without one is from before them); version 1 (retention_bytes
+#: and retention_ms only) is still read.
 _REGISTRY_VERSION = 2
 _OLD_REGISTRY_VERSION = 1
 _PARTITION_DIR_RE = re.compile(r"(.+)-(\d+)\Z")
@@ -167,38 +186,97 @@ def _registry_configs(name: str, entry: Mapping[str, object], version: int) -> d
         raise ValueError(f"topic {name!r}: {exc}") from exc
 
 
-def _parse_entry(name: str, entry: Mapping[str, object], version: int) -> TopicInfo:
+def _registry_topic_id(
+    name: str, entry: Mapping[str, object], previous: TopicInfo | None, assigned: set[str]
+) -> uuid.UUID:
+    """An entry's topic ID. An entry from before topic IDs has none: it keeps the ID
+    its topic already has in the registry (a journal record of a change to it), else
+    draws one and adds ``name`` to ``assigned`` (the caller writes it back)."""
+    raw = entry.get("topic_id")
+    if raw is None:
+        if previous is not None:
+            return previous.topic_id
+        assigned.add(name)
+        return new_topic_id()
+    if not isinstance(raw, str):
+        raise ValueError(f"topic {name!r}: topic_id {raw!r}")
+    try:
+        topic_id = parse_topic_id(raw)
+    except ValueError as exc:
+        raise ValueError(f"topic {name!r}: topic_id: {exc}") from exc
+    if topic_id in RESERVED_TOPIC_IDS:
+        raise ValueError(f"topic {name!r}: reserved topic_id {raw!r}")
+    return topic_id
+
+
+def _parse_entry(
+    name: str,
+    entry: Mapping[str, object],
+    version: int,
+    previous: TopicInfo | None,
+    assigned: set[str],
+) -> TopicInfo:
     """One topic of the registry (snapshot or journal); raises on anything invalid."""
     validate_topic_name(name)
     partitions = entry["partitions"]
     if not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS:
         raise ValueError(f"topic {name!r}: partitions {partitions!r}")
-    return TopicInfo(name, partitions, _registry_configs(name, entry, version))
+    return TopicInfo(
+        name,
+        partitions,
+        _registry_configs(name, entry, version),
+        topic_id=_registry_topic_id(name, entry, previous, assigned),
+    )
 
 
-def _parse_journal_entry(name: str, entry: Mapping[str, object]) -> TopicInfo:
-    return _parse_entry(name, entry, _REGISTRY_VERSION)
+def _journal_parser(assigned: set[str]) -> EntryParser:
+    def parse(name: str, entry: Mapping[str, object], previous: TopicInfo | None) -> TopicInfo:
+        return _parse_entry(name, entry, _REGISTRY_VERSION, previous, assigned)
+
+    return parse
 
 
-def _parse_registry(raw: bytes) -> dict[str, TopicInfo]:
-    """The topics of a registry file (either version); raises on anything invalid."""
+def _parse_registry(raw: bytes, assigned: set[str]) -> dict[str, TopicInfo]:
+    """The topics of a registry file (either version); raises on anything invalid.
+    Names of topics that had no ID (and got one now) are added to ``assigned``."""
     doc = json.loads(raw)
     version = doc.get("version")
     if version not in (_REGISTRY_VERSION, _OLD_REGISTRY_VERSION):
         raise ValueError(f"unknown version {version!r}")
     return {
-        name: _parse_entry(name, entry, version) for name, entry in doc["topics"].items()
+        name: _parse_entry(name, entry, version, None, assigned)
+        for name, entry in doc["topics"].items()
     }
 
 
 def read_registry(path: str) -> dict[str, TopicInfo]:
     """The topics the registry of data directory ``path`` names (snapshot and journal),
-    read without opening the directory (inspection, tests)."""
+    read without opening the directory (inspection, tests). A registry from before topic
+    IDs gets IDs here that are not written: only opening the directory fixes them."""
+    assigned: set[str] = set()
     raw = _read_small(os.path.join(path, REGISTRY_FILE))
-    topics = {} if raw is None else _parse_registry(raw)
+    topics = {} if raw is None else _parse_registry(raw, assigned)
     journal = os.path.join(path, JOURNAL_FILE)
-    apply_journal(_read_small(journal) or b"", topics, _parse_journal_entry, journal)
+    apply_journal(_read_small(journal) or b"", topics, _journal_parser(assigned), journal)
     return topics
+
+
+def _unique_ids(topics: dict[str, TopicInfo], assigned: set[str]) -> dict[uuid.UUID, str]:
+    """The index of ``topics`` by ID. A second topic holding an ID already taken (a
+    registry edited by hand) gets a new one, added to ``assigned``: one ID, one topic."""
+    ids: dict[uuid.UUID, str] = {}
+    for name in sorted(topics):
+        info = topics[name]
+        if info.topic_id in ids:
+            log.warning(
+                "topics %s and %s have the same topic ID; %s gets a new one",
+                ids[info.topic_id], name, name,
+            )
+            info = attrs.evolve(info, topic_id=new_topic_id(ids))
+            topics[name] = info
+            assigned.add(name)
+        ids[info.topic_id] = name
+    return ids
 
 
 class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, RecoveredSyncMixin):
@@ -231,6 +309,8 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
         # Partitions whose recovered segments are synced (the log object that was).
         self._recovery_synced: dict[tuple[str, int], PartitionLog] = {}
         self._topics: dict[str, TopicInfo] = {}
+        # topic_id -> name of every published topic (kept with _topics).
+        self._ids: dict[uuid.UUID, str] = {}
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         #: Partitions that could not be opened, with the reason.
         self.offline: dict[tuple[str, int], str] = {}
@@ -310,13 +390,18 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
         return directory
 
     def _load(self) -> None:
-        topics = self._read_registry()
+        assigned: set[str] = set()
+        topics = self._read_registry(assigned)
         rebuilt = topics is None
         if topics is None:
             topics = self._discover()
-        self._journal = RegistryJournal.replay(self.path, topics, _parse_journal_entry)
+        self._journal = RegistryJournal.replay(self.path, topics, _journal_parser(assigned))
+        self._ids = _unique_ids(topics, assigned)
         self._topics = topics
-        if rebuilt:
+        if assigned and not rebuilt:
+            log.info("%s: topic IDs given to %d topics", self.path, len(assigned))
+        if rebuilt or assigned:
+            # Written before anything can see them, so an ID is never shown twice.
             self._write_registry()
             self._journal.reset()
         for name in sorted(topics):
@@ -360,13 +445,13 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
             log.error("partition %s-%d offline: %s", key[0], key[1], exc)
             self._went_offline(key, str(exc), point)
 
-    def _read_registry(self) -> dict[str, TopicInfo] | None:
+    def _read_registry(self, assigned: set[str]) -> dict[str, TopicInfo] | None:
         path = os.path.join(self.path, REGISTRY_FILE)
         raw = _read_small(path)
         if raw is None:
             return None
         try:
-            return _parse_registry(raw)
+            return _parse_registry(raw, assigned)
         except Exception as exc:
             raise StorageError(f"corrupt topic registry {path}: {exc}") from exc
 
@@ -392,7 +477,11 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
         doc = {
             "version": _REGISTRY_VERSION,
             "topics": {
-                name: {"partitions": info.partitions, "configs": dict(info.configs)}
+                name: {
+                    "partitions": info.partitions,
+                    "configs": dict(info.configs),
+                    "topic_id": format_topic_id(info.topic_id),
+                }
                 for name, info in sorted(topics.items())
             },
         }
@@ -454,6 +543,14 @@ class LogDirectory(TopicAdminMixin, PartitionAdminMixin, OfflineRetryMixin, Reco
     def topic(self, name: str) -> TopicInfo | None:
         """Topic ``name``, or None while it does not exist (or is still being created)."""
         return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        """The topic whose ID is ``topic_id``, or None (never existed, deleted, or still
+        being created). A topic deleted and created again under its name has a new ID,
+        so the old ID finds nothing."""
+        name = self._ids.get(topic_id)
+        info = None if name is None else self._topics.get(name)
+        return info if info is not None and info.topic_id == topic_id else None
 
     def get(self, topic: str, partition: int, *, create: bool = False) -> PartitionLog:
         """The log of ``topic``/``partition``.

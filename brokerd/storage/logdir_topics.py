@@ -34,6 +34,7 @@ import logging
 import os
 import shutil
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -57,6 +58,7 @@ from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.log import PartitionLog
 from brokerd.storage.logdir_state import DirectoryState
 from brokerd.storage.topic_config import validate_overrides
+from brokerd.storage.topic_ids import new_topic_id
 from brokerd.storage.types import TopicInfo
 
 __all__ = ["TopicAdminMixin"]
@@ -71,6 +73,7 @@ class _DirectoryState(DirectoryState, Protocol):
     _creating: set[str]
     _busy: set[str]
     _collisions: dict[str, str]
+    _ids: dict[uuid.UUID, str]
     default_partitions: int
 
     def _check_open(self) -> None: ...
@@ -114,7 +117,13 @@ class TopicAdminMixin:
         refuse_internal_topic(name, "create")
         if isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
             raise InvalidPartitions(f"partition count {partitions} outside 1..{MAX_PARTITIONS}")
-        info = TopicInfo(name, partitions, validate_overrides((configs or {}).items()))
+        # A new ID every time: a topic created again after a delete is another topic.
+        info = TopicInfo(
+            name,
+            partitions,
+            validate_overrides((configs or {}).items()),
+            topic_id=new_topic_id(self._ids),
+        )
         self.config_for(info)  # combinations LogConfig refuses fail before any file exists
         with self._lock:
             self._check_open()
@@ -144,7 +153,7 @@ class TopicAdminMixin:
             other = self._collisions.get(collision_key(name))
             if other is not None:
                 raise collision_error(name, other)
-            info = TopicInfo(name, self.default_partitions)
+            info = TopicInfo(name, self.default_partitions, topic_id=new_topic_id(self._ids))
             self._reserve_locked(info)
         self._build_topic(info)
 
@@ -176,6 +185,7 @@ class TopicAdminMixin:
                     self._logs[(name, partition)] = plog
                     self.offline.pop((name, partition), None)
                 self._topics[name] = info
+                self._ids[info.topic_id] = name
                 self._creating.discard(name)
                 self._changed.notify_all()
         except BaseException:
@@ -288,6 +298,7 @@ class TopicAdminMixin:
             info = self._topic_locked(name)
             # Topic first, logs after: a reader that sees the topic finds its logs.
             del self._topics[name]
+            self._ids.pop(info.topic_id, None)
             logs = [self._logs.pop((name, p), None) for p in range(info.partitions)]
             for p in range(info.partitions):
                 self._forget_offline((name, p))
@@ -328,6 +339,7 @@ class TopicAdminMixin:
                 self._record_deleted(name)
             except StorageError:
                 self._topics[name] = info
+                self._ids[info.topic_id] = name
                 raise
         key = collision_key(name)
         if self._collisions.get(key) == name:

@@ -3,6 +3,9 @@
 :func:`check_batches` and :func:`check_values` apply a partition's :class:`LogConfig` to
 a validated produce: every batch within ``max.message.bytes`` (Kafka's
 RecordTooLargeException wording), and, on a compacted topic, a key on every record.
+As Kafka does, the refusal names every keyless record of the first batch holding any
+(its index in the batch), so that a client fails exactly those records and may send
+the others again.
 
 Kafka refuses a produce holding a record without a key to a topic whose
 ``cleanup.policy`` includes ``compact`` ("Compacted topic cannot accept message without
@@ -46,8 +49,8 @@ def keyless_message(topic: str, partition: int) -> str:
 def refuse_keyless(
     data: bytes, headers: Sequence[BatchHeader], topic: str, partition: int
 ) -> None:
-    """Raise :class:`InvalidRecord` if a record of the validated batches ``data``
-    (``headers`` from ``parse_batches``) has no key."""
+    """Raise :class:`InvalidRecord` naming every record without a key in the first of
+    the validated batches ``data`` (``headers`` from ``parse_batches``) that has one."""
     pos = 0
     for header in headers:
         try:
@@ -56,10 +59,23 @@ def refuse_keyless(
             )
         except CorruptBatch as exc:
             raise CorruptBatch(f"batch at offset {header.base_offset}: {exc}") from exc
-        for index, record in enumerate(records):
-            if record.key is None:
-                raise InvalidRecord(keyless_message(topic, partition), index)
+        keyless = [index for index, record in enumerate(records) if record.key is None]
+        if keyless:
+            text = keyless_message(topic, partition)
+            raise InvalidRecord(
+                _summary(keyless, text), tuple((index, text) for index in keyless)
+            )
         pos += header.size
+
+
+#: Indexes a summary names before "...": the record errors carry every one.
+_SUMMARY_INDEXES = 3
+
+
+def _summary(indexes: Sequence[int], text: str) -> str:
+    shown = ", ".join(str(i) for i in indexes[:_SUMMARY_INDEXES])
+    more = ", ..." if len(indexes) > _SUMMARY_INDEXES else ""
+    return f"{len(indexes)} record(s) refused (batch index {shown}{more}): {text}"
 
 
 def check_batches(

@@ -6,8 +6,10 @@ The registry lives in two files of the data directory:
 - ``topics.json``, a snapshot of every topic (written atomically, see ``logdir.py``);
 - ``topics.journal``, the changes since that snapshot, in the framing the broker's other
   journals share (``journal_records.py``: ``u32 length, u32 crc32, body``). A body is a
-  JSON object, ``{"put": NAME, "partitions": N, "configs": {...}}`` (the topic's whole
-  state after a create, a grow or a config change) or ``{"delete": NAME}``.
+  JSON object, ``{"put": NAME, "partitions": N, "configs": {...}, "topic_id": ID}`` (the
+  topic's whole state after a create, a grow or a config change; ``topic_ids.py`` has
+  the ID's text form, and a record written before topic IDs existed has none) or
+  ``{"delete": NAME}``.
 
 Every record says the whole state of one topic, so replaying the journal over any
 snapshot taken after some prefix of it gives the same registry: a crash between writing
@@ -44,6 +46,7 @@ from brokerd.storage.fileio import (
     write_all,
 )
 from brokerd.storage.journal_records import frame, iter_frames
+from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo
 
 __all__ = ["COMPACT_MIN_RECORDS", "JOURNAL_FILE", "RegistryJournal", "apply_journal"]
@@ -56,12 +59,18 @@ MAX_RECORD_BYTES = 1 << 20
 #: Below this many records the journal is never folded into a new snapshot.
 COMPACT_MIN_RECORDS = 1000
 
-#: Parses one topic's registry entry (``{"partitions": N, "configs": {...}}``).
-EntryParser = Callable[[str, Mapping[str, Any]], TopicInfo]
+#: Parses one topic's registry entry (``{"partitions": N, "configs": {...}, ...}``), given
+#: the topic of that name the registry holds before it (None if none).
+EntryParser = Callable[[str, Mapping[str, Any], TopicInfo | None], TopicInfo]
 
 
 def _put_body(info: TopicInfo) -> bytes:
-    doc = {"put": info.name, "partitions": info.partitions, "configs": dict(info.configs)}
+    doc = {
+        "put": info.name,
+        "partitions": info.partitions,
+        "configs": dict(info.configs),
+        "topic_id": format_topic_id(info.topic_id),
+    }
     return json.dumps(doc, sort_keys=True).encode()
 
 
@@ -77,7 +86,7 @@ def _apply(body: bytes, topics: dict[str, TopicInfo], parse_entry: EntryParser) 
         topics.pop(validate_topic_name(str(doc["delete"])), None)
         return
     name = validate_topic_name(str(doc["put"]))
-    topics[name] = parse_entry(name, doc)
+    topics[name] = parse_entry(name, doc, topics.get(name))
 
 
 def apply_journal(

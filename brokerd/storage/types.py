@@ -5,10 +5,13 @@ Plain attrs frozen classes; no behaviour, no I/O.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from types import MappingProxyType
 
 import attrs
+
+from brokerd.storage.topic_ids import new_topic_id
 
 
 @attrs.frozen
@@ -82,7 +85,9 @@ class TopicInfo:
 
     ``configs`` holds the topic's config *overrides* only, by Kafka name, as Kafka spells
     the values (``brokerd.storage.topic_config``); every other config takes the broker's
-    default.
+    default. ``topic_id`` is the topic's identity (``topic_ids.py``): drawn when the
+    topic is created, kept by every change to it, never reused by a topic created later
+    under the same name.
     """
 
     name: str
@@ -90,6 +95,7 @@ class TopicInfo:
     configs: Mapping[str, str] = attrs.field(
         factory=dict, converter=_frozen_configs, hash=False
     )
+    topic_id: uuid.UUID = attrs.field(factory=new_topic_id, kw_only=True)
 
 
 @attrs.frozen

@@ -189,6 +189,7 @@ def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) ->
     figure = history.topic_end(topic.name)
     facts = _facts(
         [
+            ("topic ID", escape(topic.topic_id)),
             ("partitions", count(len(topic.partitions))),
             ("records", count(topic.records)),
             ("size", escape(size(topic.size_bytes))),
