@@ -232,9 +232,10 @@ def test_tls_clients_closing_mid_answer_leave_nothing_behind(tmp_path: Path, pki
         # not freed (+320 MiB from the first round to the fifth); flat means later rounds
         # reuse the memory of the first ones. The allocator's per-thread arenas (the
         # answers are built in the read pool's threads) may still settle a few steps
-        # higher in the first rounds; after the third a leak would still grow by about
-        # a round's answers every round (the old code: +60 to +90 MiB each).
-        assert rounds[-1] - rounds[2] < CLIENTS_PER_ROUND * ANSWER / MIB / 2, rounds
+        # higher in the first rounds (seen: +40 MiB over rounds 3-5, flat from round 6 of
+        # ten); a leak grows by about a round's answers every round (the old code: +60
+        # to +90 MiB each), so over the last two rounds it would pass one round's worth.
+        assert rounds[-1] - rounds[2] < CLIENTS_PER_ROUND * ANSWER / MIB, rounds
         with broker.tls_client() as client:
             assert client.list_topics()
     finally:
