@@ -367,11 +367,11 @@ def _encode_records(values: Sequence[bytes | None], keys: Sequence[bytes | None]
     return b"".join(parts)
 
 
-def _compress(codec: Compression, raw: bytes) -> bytes:
+def _compress(codec: Compression, raw: bytes, level: int | None = None) -> bytes:
     if codec == Compression.NONE:
         return raw
     if codec == Compression.GZIP:
-        compressor = zlib.compressobj(wbits=31)
+        compressor = zlib.compressobj(-1 if level is None else level, wbits=31)
         return compressor.compress(raw) + compressor.flush()
     if codec == Compression.SNAPPY:
         # xerial framing, as Kafka's Java producer writes it.
@@ -382,9 +382,13 @@ def _compress(codec: Compression, raw: bytes) -> bytes:
             out += block
         return bytes(out)
     if codec == Compression.LZ4:
-        return bytes(cramjam.lz4.compress(raw))
+        if level is None:
+            return bytes(cramjam.lz4.compress(raw))
+        return bytes(cramjam.lz4.compress(raw, level=level))
     if codec == Compression.ZSTD:
-        return bytes(cramjam.zstd.compress(raw))
+        if level is None:
+            return bytes(cramjam.zstd.compress(raw))
+        return bytes(cramjam.zstd.compress(raw, level=level))
     raise ValueError(f"unknown compression {codec!r}")
 
 
@@ -484,6 +488,28 @@ def rebuild_batch(header: BatchHeader, kept: Sequence[Record]) -> bytes:
         header.base_sequence,
         len(kept),
     )
+    return _assemble(header.base_offset, header.partition_leader_epoch, tail, payload)
+
+
+def recompress_batch(
+    header: BatchHeader, records: Sequence[Record], codec: Compression, level: int | None
+) -> bytes:
+    """``header``'s batch holding ``records`` (all of them, decoded) with its records
+    section compressed by ``codec`` at ``level`` (None: the codec's default): what a
+    topic's ``compression.type`` stores. Offsets, timestamps, producer fields and the
+    other attribute bits stay; the length and CRC are new."""
+    raw = b"".join(_encode_record(r, header.base_offset, header.base_timestamp) for r in records)
+    tail = _HEADER_TAIL.pack(
+        (header.attributes & ~_COMPRESSION_MASK) | int(codec),
+        header.last_offset_delta,
+        header.base_timestamp,
+        header.max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        len(records),
+    )
+    payload = _compress(codec, raw, level)
     return _assemble(header.base_offset, header.partition_leader_epoch, tail, payload)
 
 

@@ -1,0 +1,79 @@
+"""A topic's ``compression.type``: client batches stored with the topic's codec.
+
+Kafka keeps a producer's batches as they come while ``compression.type`` is
+``producer`` (the default); any other value makes the broker store every batch with
+that codec, decompressing and compressing again when the producer used another one
+(``uncompressed`` decompresses). A batch already in the topic's codec is kept byte for
+byte, as Kafka keeps it. Offsets, timestamps and the producer fields of each batch
+stay, so idempotence and transactions see the same batch; only its length, codec bits
+and CRC change. The level is the topic's ``compression.<codec>.level`` (gzip, lz4,
+zstd; snappy has none).
+
+Pure and blocking (the write pool runs it, before the append): no I/O, no Twisted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from brokerd.errors import CorruptBatch
+from brokerd.storage.batch import (
+    BatchHeader,
+    Compression,
+    decode_records,
+    parse_batches,
+    recompress_batch,
+)
+from brokerd.storage.log import LogConfig
+
+__all__ = ["MAX_RECOMPRESSED_BATCH_BYTES", "recompress", "target_codec"]
+
+#: Bound of one batch's decompressed records while it is recompressed.
+MAX_RECOMPRESSED_BATCH_BYTES = 64 * 1024 * 1024
+
+_CODECS = {
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
+def target_codec(config: LogConfig) -> tuple[Compression, int | None] | None:
+    """The codec and level batches are stored with, or None to keep the producer's."""
+    codec = _CODECS.get(config.compression_type)
+    if codec is None:
+        return None
+    level = {
+        Compression.GZIP: config.compression_gzip_level,
+        Compression.LZ4: config.compression_lz4_level,
+        Compression.ZSTD: config.compression_zstd_level,
+    }.get(codec)
+    return codec, level
+
+
+def recompress(
+    config: LogConfig, data: bytes, headers: Sequence[BatchHeader]
+) -> tuple[bytes, list[BatchHeader]]:
+    """``data`` (validated batches described by ``headers``) with every batch in the
+    topic's codec, and the new headers; unchanged when nothing needs recompressing."""
+    target = target_codec(config)
+    if target is None or all(h.compression == target[0] for h in headers):
+        return data, list(headers)
+    codec, level = target
+    parts = []
+    pos = 0
+    for header in headers:
+        batch = data[pos : pos + header.size]
+        pos += header.size
+        if header.compression == codec:
+            parts.append(batch)
+            continue
+        try:
+            records = decode_records(batch, max_uncompressed=MAX_RECOMPRESSED_BATCH_BYTES)
+        except CorruptBatch as exc:
+            raise CorruptBatch(f"batch at offset {header.base_offset}: {exc}") from exc
+        parts.append(recompress_batch(header, records, codec, level))
+    out = b"".join(parts)
+    return out, parse_batches(out, max_batch_bytes=len(out))
