@@ -20,6 +20,7 @@ Kafka wire format. Pure: no I/O, no Twisted.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -57,6 +58,8 @@ __all__ = [
     "validate_overrides",
 ]
 
+log = logging.getLogger("brokerd.storage")
+
 #: Every topic config, by Kafka name, in Kafka's order.
 TOPIC_CONFIGS: Mapping[str, ConfigDef] = {d.name: d for d in DEFS}
 #: Topic config name by broker-level synonym (every synonym, not only the first).
@@ -88,6 +91,14 @@ def validate_overrides(overrides: Iterable[tuple[str, str | None]]) -> dict[str,
             raise InvalidConfig(f"Duplicate topic config name: {name}")
         out[name] = validate(name, value)
     _check_compaction_lags(out)
+    if "message.format.version" in out:
+        # Kafka 3.x's warning for the same setting.
+        log.warning(
+            "Topic configuration message.format.version with value %s is ignored: the "
+            "inter-broker protocol is 3.0 or later and every batch is RecordBatch v2 "
+            "(the configuration is deprecated and Kafka 4.0 removed it)",
+            out["message.format.version"],
+        )
     return out
 
 
