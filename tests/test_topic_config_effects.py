@@ -451,3 +451,16 @@ def test_stored_batch_attributes_after_recompression(tmp_path: Path) -> None:
             b"value-0" * 20, b"value-1" * 20]
     finally:
         plog.close()
+
+
+def test_docs_table_lists_every_config_and_its_default() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "kafka.md").read_text()
+    section = doc.split("## Topic configs\n", 1)[1].split("\n\n**DescribeConfigs**", 1)[0]
+    rows = {
+        cells[1].strip("` "): cells[4].strip("` ")
+        for line in section.splitlines()
+        if line.startswith("| `") and (cells := line.split("|"))
+    }
+    assert list(rows) == list(TOPIC_CONFIGS)
+    for name, definition in TOPIC_CONFIGS.items():
+        assert rows[name] == (definition.default or "empty"), name
