@@ -464,3 +464,25 @@ def test_docs_table_lists_every_config_and_its_default() -> None:
     assert list(rows) == list(TOPIC_CONFIGS)
     for name, definition in TOPIC_CONFIGS.items():
         assert rows[name] == (definition.default or "empty"), name
+
+
+def test_the_new_topic_default_flags_are_checked_as_kafka_checks_them() -> None:
+    from twisted.python import usage
+
+    from brokerd.tap import Options
+
+    options = Options()
+    options.parseOptions(["--compression-type", "zstd", "--log-roll-jitter-ms", "50",
+                          "--log-message-timestamp-after-max-ms", str(LONG_MAX)])
+    assert options["topic-defaults"]["compression.type"] == "zstd"
+    assert options["topic-defaults"]["message.timestamp.after.max.ms"] == str(LONG_MAX)
+    config = to_log_config(LogConfig(), options["topic-defaults"])
+    assert (config.compression_type, config.segment_jitter_ms) == ("zstd", 50)
+    assert config.message_timestamp_after_max_ms is None
+    defaults = Options()
+    defaults.parseOptions([])
+    assert defaults["topic-defaults"]["message.timestamp.after.max.ms"] == "3600000"
+    with pytest.raises(usage.UsageError, match="compression.type"):
+        Options().parseOptions(["--compression-type", "brotli"])
+    with pytest.raises(usage.UsageError, match="segment.index.bytes: Value must be at least 4"):
+        Options().parseOptions(["--log-index-size-max-bytes", "2"])

@@ -39,10 +39,10 @@ def check_timestamps(
     high = None if after is None else now_ms + after
     pos = 0
     for header in headers:
-        batch = data[pos : pos + header.size]
-        pos += header.size
+        start, pos = pos, pos + header.size
         if low is None and high is not None and header.max_timestamp <= high:
             continue  # the newest record is in range, and nothing is too old
+        batch = memoryview(data)[start:pos]
         for index, record in enumerate(
             decode_records(batch, max_uncompressed=MAX_CHECKED_BATCH_BYTES)
         ):
