@@ -482,7 +482,7 @@ def test_the_new_topic_default_flags_are_checked_as_kafka_checks_them() -> None:
     defaults = Options()
     defaults.parseOptions([])
     assert defaults["topic-defaults"]["message.timestamp.after.max.ms"] == "3600000"
-    with pytest.raises(usage.UsageError, match="compression.type"):
+    with pytest.raises(usage.UsageError, match=r"compression\.type"):
         Options().parseOptions(["--compression-type", "brotli"])
-    with pytest.raises(usage.UsageError, match="segment.index.bytes: Value must be at least 4"):
+    with pytest.raises(usage.UsageError, match=r"segment\.index\.bytes: Value must be at least 4"):
         Options().parseOptions(["--log-index-size-max-bytes", "2"])
