@@ -492,13 +492,21 @@ def rebuild_batch(header: BatchHeader, kept: Sequence[Record]) -> bytes:
 
 
 def recompress_batch(
-    header: BatchHeader, records: Sequence[Record], codec: Compression, level: int | None
+    batch: Buffer, codec: Compression, level: int | None, *, max_uncompressed: int
 ) -> bytes:
-    """``header``'s batch holding ``records`` (all of them, decoded) with its records
-    section compressed by ``codec`` at ``level`` (None: the codec's default): what a
-    topic's ``compression.type`` stores. Offsets, timestamps, producer fields and the
-    other attribute bits stay; the length and CRC are new."""
-    raw = b"".join(_encode_record(r, header.base_offset, header.base_timestamp) for r in records)
+    """The validated batch ``batch`` with its records section in ``codec`` at ``level``
+    (None: the codec's default): what a topic's ``compression.type`` stores. The records
+    section is the same bytes whatever the codec, so it is decompressed (at most
+    ``max_uncompressed`` bytes) and compressed again, never decoded record by record.
+    Offsets, timestamps, producer fields and the other attribute bits stay; the length,
+    codec bits and CRC are new."""
+    view = memoryview(batch)
+    header = read_header(view)
+    payload = view[BATCH_HEADER_SIZE : header.size]
+    if header.compression == Compression.NONE:
+        raw = bytes(payload)
+    else:
+        raw = _decompress(header.compression, payload, max_uncompressed)
     tail = _HEADER_TAIL.pack(
         (header.attributes & ~_COMPRESSION_MASK) | int(codec),
         header.last_offset_delta,
@@ -507,10 +515,11 @@ def recompress_batch(
         header.producer_id,
         header.producer_epoch,
         header.base_sequence,
-        len(records),
+        header.records_count,
     )
-    payload = _compress(codec, raw, level)
-    return _assemble(header.base_offset, header.partition_leader_epoch, tail, payload)
+    return _assemble(
+        header.base_offset, header.partition_leader_epoch, tail, _compress(codec, raw, level)
+    )
 
 
 # --- decoding -----------------------------------------------------------------------------

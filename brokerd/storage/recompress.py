@@ -6,7 +6,8 @@ that codec, decompressing and compressing again when the producer used another o
 (``uncompressed`` decompresses). A batch already in the topic's codec is kept byte for
 byte, as Kafka keeps it. Offsets, timestamps and the producer fields of each batch
 stay, so idempotence and transactions see the same batch; only its length, codec bits
-and CRC change. The level is the topic's ``compression.<codec>.level`` (gzip, lz4,
+and CRC change. The records are not decoded: their bytes are the same in every codec, so
+the records section is decompressed and compressed again as a whole. The level is the topic's ``compression.<codec>.level`` (gzip, lz4,
 zstd; snappy has none).
 
 Pure and blocking (the write pool runs it, before the append): no I/O, no Twisted.
@@ -20,7 +21,6 @@ from brokerd.errors import CorruptBatch
 from brokerd.storage.batch import (
     BatchHeader,
     Compression,
-    decode_records,
     parse_batches,
     recompress_batch,
 )
@@ -62,18 +62,20 @@ def recompress(
     if target is None or all(h.compression == target[0] for h in headers):
         return data, list(headers)
     codec, level = target
-    parts = []
+    parts: list[bytes | memoryview] = []
+    view = memoryview(data)
     pos = 0
     for header in headers:
-        batch = data[pos : pos + header.size]
+        batch = view[pos : pos + header.size]
         pos += header.size
         if header.compression == codec:
             parts.append(batch)
             continue
         try:
-            records = decode_records(batch, max_uncompressed=MAX_RECOMPRESSED_BATCH_BYTES)
+            parts.append(recompress_batch(
+                batch, codec, level, max_uncompressed=MAX_RECOMPRESSED_BATCH_BYTES
+            ))
         except CorruptBatch as exc:
             raise CorruptBatch(f"batch at offset {header.base_offset}: {exc}") from exc
-        parts.append(recompress_batch(header, records, codec, level))
     out = b"".join(parts)
     return out, parse_batches(out, max_batch_bytes=len(out))
