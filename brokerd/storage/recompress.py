@@ -7,8 +7,8 @@ that codec, decompressing and compressing again when the producer used another o
 byte, as Kafka keeps it. Offsets, timestamps and the producer fields of each batch
 stay, so idempotence and transactions see the same batch; only its length, codec bits
 and CRC change. The records are not decoded: their bytes are the same in every codec, so
-the records section is decompressed and compressed again as a whole. The level is the topic's ``compression.<codec>.level`` (gzip, lz4,
-zstd; snappy has none).
+the records section is decompressed and compressed again as a whole. The level is the
+topic's ``compression.<codec>.level`` (gzip, lz4, zstd; snappy has none).
 
 Pure and blocking (the write pool runs it, before the append): no I/O, no Twisted.
 """
