@@ -486,3 +486,17 @@ def test_the_new_topic_default_flags_are_checked_as_kafka_checks_them() -> None:
         Options().parseOptions(["--compression-type", "brotli"])
     with pytest.raises(usage.UsageError, match=r"segment\.index\.bytes: Value must be at least 4"):
         Options().parseOptions(["--log-index-size-max-bytes", "2"])
+
+
+def test_native_produce_is_encoded_in_the_topics_codec(tmp_path: Path) -> None:
+    config = to_log_config(LogConfig(), {"compression.type": "gzip",
+                                         "compression.gzip.level": "1"})
+    plog = _open(tmp_path / "t-0", config, FakeTime())
+    try:
+        plog.append_values([b"native %d" % i for i in range(10)], timestamp_ms=NOW)
+        plog.publish()
+        assert read_header(plog.read(0, 1 << 20).data).compression == Compression.GZIP
+        assert [r.value for r in plog.read_records(0, 1 << 20).records] == [
+            b"native %d" % i for i in range(10)]
+    finally:
+        plog.close()

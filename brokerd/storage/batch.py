@@ -117,6 +117,16 @@ class Compression(enum.IntEnum):
     ZSTD = 4
 
 
+#: Codecs by their ``compression.type`` names.
+CODECS_BY_NAME = {
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
 @attrs.frozen
 class BatchHeader:
     """The 61-byte RecordBatch v2 header, field by field."""
@@ -404,6 +414,7 @@ def encode_batch(
     timestamp_ms: int,
     keys: Sequence[bytes | None] | None = None,
     compression: Compression = Compression.NONE,
+    compression_level: int | None = None,
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
@@ -422,7 +433,7 @@ def encode_batch(
         raise ValueError("a batch holds at least one record")
     if keys is not None and len(keys) != count:
         raise ValueError("keys and values differ in length")
-    payload = _compress(compression, _encode_records(values, keys))
+    payload = _compress(compression, _encode_records(values, keys), compression_level)
     attributes = (
         int(compression)
         | (_TRANSACTIONAL_MASK if transactional else 0)

@@ -41,7 +41,13 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from brokerd.errors import OffsetOutOfRange, RecordTooLarge, StorageError, UnknownTopicOrPartition
-from brokerd.storage.batch import BatchHeader, encode_batch, stamp_base_offset
+from brokerd.storage.batch import (
+    CODECS_BY_NAME,
+    BatchHeader,
+    Compression,
+    encode_batch,
+    stamp_base_offset,
+)
 from brokerd.storage.log_maintenance import LogMaintenanceMixin
 from brokerd.storage.log_start import LogStartMixin
 from brokerd.storage.log_stored import StoredReadMixin
@@ -192,6 +198,20 @@ class LogConfig:
     compression_gzip_level: int = -1
     compression_lz4_level: int = 9
     compression_zstd_level: int = 3
+
+    @property
+    def compression(self) -> tuple[Compression, int | None] | None:
+        """The codec and level batches are stored with (``compression.type``), or None
+        to keep the producer's."""
+        codec = CODECS_BY_NAME.get(self.compression_type)
+        if codec is None:
+            return None
+        level = {
+            Compression.GZIP: self.compression_gzip_level,
+            Compression.LZ4: self.compression_lz4_level,
+            Compression.ZSTD: self.compression_zstd_level,
+        }.get(codec)
+        return codec, level
 
     @property
     def compact(self) -> bool:
@@ -395,11 +415,16 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
             return info
 
     def append_values(self, values: Sequence[bytes | None], *, timestamp_ms: int) -> AppendInfo:
-        """Append one uncompressed batch holding ``values`` (the native produce path)."""
+        """Append one batch holding ``values`` (the native produce path), uncompressed
+        unless the topic's ``compression.type`` names a codec."""
         with self._write_lock:
             self._check_writable()
             base = self.log_end_offset
-            data = encode_batch(values, timestamp_ms=timestamp_ms, base_offset=base)
+            codec, level = self.config.compression or (Compression.NONE, None)
+            data = encode_batch(
+                values, timestamp_ms=timestamp_ms, base_offset=base, compression=codec,
+                compression_level=level,
+            )
             count = len(values)
             return self._write(data, [(base, base + count - 1, timestamp_ms, len(data))], count)
 

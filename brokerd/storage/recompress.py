@@ -20,45 +20,22 @@ from collections.abc import Sequence
 from brokerd.errors import CorruptBatch
 from brokerd.storage.batch import (
     BatchHeader,
-    Compression,
     parse_batches,
     recompress_batch,
 )
 from brokerd.storage.log import LogConfig
 
-__all__ = ["MAX_RECOMPRESSED_BATCH_BYTES", "recompress", "target_codec"]
+__all__ = ["MAX_RECOMPRESSED_BATCH_BYTES", "recompress"]
 
 #: Bound of one batch's decompressed records while it is recompressed.
 MAX_RECOMPRESSED_BATCH_BYTES = 64 * 1024 * 1024
-
-_CODECS = {
-    "uncompressed": Compression.NONE,
-    "gzip": Compression.GZIP,
-    "snappy": Compression.SNAPPY,
-    "lz4": Compression.LZ4,
-    "zstd": Compression.ZSTD,
-}
-
-
-def target_codec(config: LogConfig) -> tuple[Compression, int | None] | None:
-    """The codec and level batches are stored with, or None to keep the producer's."""
-    codec = _CODECS.get(config.compression_type)
-    if codec is None:
-        return None
-    level = {
-        Compression.GZIP: config.compression_gzip_level,
-        Compression.LZ4: config.compression_lz4_level,
-        Compression.ZSTD: config.compression_zstd_level,
-    }.get(codec)
-    return codec, level
-
 
 def recompress(
     config: LogConfig, data: bytes, headers: Sequence[BatchHeader]
 ) -> tuple[bytes, list[BatchHeader]]:
     """``data`` (validated batches described by ``headers``) with every batch in the
     topic's codec, and the new headers; unchanged when nothing needs recompressing."""
-    target = target_codec(config)
+    target = config.compression
     if target is None or all(h.compression == target[0] for h in headers):
         return data, list(headers)
     codec, level = target
