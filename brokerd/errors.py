@@ -51,6 +51,16 @@ class InvalidRecord(CorruptBatch):
         self.record_errors = record_errors
 
 
+class InvalidTimestamp(BrokerError):
+    """A CreateTime record whose timestamp lies outside the window its topic's
+    ``message.timestamp.before.max.ms`` / ``after.max.ms`` allow. ``record_index`` is
+    that record's index in its batch."""
+
+    def __init__(self, message: str, record_index: int = 0) -> None:
+        super().__init__(message)
+        self.record_index = record_index
+
+
 class RecordTooLarge(BrokerError):
     """A produce payload or a single batch above the configured limit."""
 

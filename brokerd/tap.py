@@ -85,6 +85,12 @@ TOPIC_DEFAULT_FLAGS = {
     "log-cleaner-min-compaction-lag-ms": "min.compaction.lag.ms",
     "log-cleaner-max-compaction-lag-ms": "max.compaction.lag.ms",
     "log-cleaner-delete-retention-ms": "delete.retention.ms",
+    "compression-type": "compression.type",
+    "log-message-timestamp-before-max-ms": "message.timestamp.before.max.ms",
+    "log-message-timestamp-after-max-ms": "message.timestamp.after.max.ms",
+    "log-roll-jitter-ms": "segment.jitter.ms",
+    "log-index-size-max-bytes": "segment.index.bytes",
+    "log-index-interval-bytes": "index.interval.bytes",
 }
 
 
@@ -165,6 +171,34 @@ class Options(usage.Options):
             "86400000",
             "Default delete.retention.ms: how long tombstones stay in compacted topics.",
         ],
+        [
+            "compression-type",
+            None,
+            "producer",
+            "Default compression.type: producer (keep the producer's codec), "
+            "uncompressed, gzip, snappy, lz4 or zstd (recompress to it).",
+        ],
+        [
+            "log-message-timestamp-before-max-ms",
+            None,
+            "9223372036854775807",
+            "Default message.timestamp.before.max.ms: refuse CreateTime records older.",
+        ],
+        [
+            "log-message-timestamp-after-max-ms",
+            None,
+            "3600000",
+            "Default message.timestamp.after.max.ms: refuse CreateTime records this far "
+            "in the future.",
+        ],
+        ["log-roll-jitter-ms", None, "0", "Default segment.jitter.ms."],
+        [
+            "log-index-size-max-bytes",
+            None,
+            "10485760",
+            "Default segment.index.bytes: roll a segment whose index reaches this size.",
+        ],
+        ["log-index-interval-bytes", None, "4096", "Default index.interval.bytes."],
         [
             "log-retention-check-interval-ms",
             None,

@@ -407,7 +407,9 @@ def test_config_validation() -> None:
     with pytest.raises(ValueError):
         LogConfig(retention_ms=-5)
     with pytest.raises(ValueError):
-        LogConfig(index_interval_bytes=0)
+        LogConfig(index_interval_bytes=-1)  # 0 is Kafka's "an entry for every batch"
+    with pytest.raises(ValueError):
+        LogConfig(segment_index_bytes=3)
 
 
 def test_append_values_validation(tmp_path: Path) -> None:

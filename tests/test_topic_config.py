@@ -40,10 +40,21 @@ BIG = 1 << 20
 
 
 def test_names_and_defaults_are_kafkas() -> None:
+    # Every topic config of Kafka 4.x (its LogConfig), in Kafka's order, plus Kafka
+    # 3.x's message.format.version.
     assert list(TOPIC_CONFIGS) == [
-        "cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes", "segment.ms",
-        "max.message.bytes", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
-        "max.compaction.lag.ms", "delete.retention.ms", "message.timestamp.type",
+        "segment.bytes", "segment.ms", "segment.jitter.ms", "segment.index.bytes",
+        "flush.messages", "flush.ms", "retention.bytes", "retention.ms",
+        "max.message.bytes", "index.interval.bytes", "delete.retention.ms",
+        "min.compaction.lag.ms", "max.compaction.lag.ms", "file.delete.delay.ms",
+        "min.cleanable.dirty.ratio", "cleanup.policy", "unclean.leader.election.enable",
+        "min.insync.replicas", "compression.type", "compression.gzip.level",
+        "compression.lz4.level", "compression.zstd.level", "preallocate",
+        "message.format.version", "message.timestamp.type",
+        "message.timestamp.before.max.ms", "message.timestamp.after.max.ms",
+        "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+        "remote.storage.enable", "local.retention.ms", "local.retention.bytes",
+        "remote.log.copy.disable", "remote.log.delete.on.disable",
     ]
     assert kafka_default("retention.ms") == "604800000"
     assert kafka_default("max.message.bytes") == "1048588"
@@ -51,7 +62,10 @@ def test_names_and_defaults_are_kafkas() -> None:
     assert TOPIC_CONFIGS["retention.ms"].broker_name == "log.retention.ms"
     assert TOPIC_CONFIGS["segment.ms"].broker_name == "log.roll.ms"
     # Kafka's defaults describe a LogConfig built with them exactly.
-    kafka = LogConfig(retention_ms=604_800_000, segment_ms=604_800_000)
+    kafka = LogConfig(
+        retention_ms=604_800_000, segment_ms=604_800_000,
+        message_timestamp_after_max_ms=3_600_000,
+    )
     assert broker_values(kafka) == {n: d.default for n, d in TOPIC_CONFIGS.items()}
 
 

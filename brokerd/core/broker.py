@@ -35,7 +35,7 @@ from twisted.logger import Logger
 
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
-from brokerd.core.policy import FsyncPolicy
+from brokerd.core.policy import FsyncPolicy, flush_rule
 from brokerd.core.pools import WorkerPools
 from brokerd.core.producers import ProducerGuard
 from brokerd.core.reads import BrokerReads
@@ -56,6 +56,7 @@ from brokerd.metrics.hooks import NULL_WRITES, WriteObserver
 from brokerd.names import refuse_internal_topic
 from brokerd.storage.batch import BatchHeader, parse_batches
 from brokerd.storage.produce_checks import check_batches, check_values
+from brokerd.storage.timestamp_checks import check_timestamps
 from brokerd.storage.topic_config import broker_values
 from brokerd.storage.types import AppendInfo, LogDirUsage, RecordsResult, TopicInfo
 
@@ -130,8 +131,11 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         writer = PartitionWriter(
             log,
             run_write=self._run_write,
-            sync_every_append=self.fsync.sync_every_append,
+            flush_rule=lambda: flush_rule(
+                self.fsync, log.config.flush_messages, log.config.flush_ms
+            ),
             wall_clock=self._wall_clock,
+            clock=self._clock,
             on_appended=lambda appended: self.waiters.notify(key, appended),
             on_idle=lambda: self.partitions.writer_idle(),
             stats=WriteStats(topic, self.writes),
@@ -177,6 +181,8 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
 
     async def _shutdown(self) -> None:
         await self.partitions.drained()
+        for part in self.partitions:
+            part.writer.stop_timer()
         await self.stop_children()
 
     def _retry_offline(self) -> None:
@@ -186,7 +192,9 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
 
     def _request_flushes(self) -> None:
         for part in self.partitions:
-            part.writer.flush_if_dirty()
+            # A topic with its own flush.ms has its own timer (PartitionWriter).
+            if part.log.config.flush_ms is None:
+                part.writer.flush_if_dirty()
 
     def _request_retention(self) -> None:
         for topic, info in self.topics().items():
@@ -241,7 +249,7 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
     def topic_config_defaults(self) -> dict[str, str]:
         """The broker-wide default of every topic config (from the command line), as
         config strings by topic config name."""
-        return broker_values(self.logdir.default_config)
+        return {**broker_values(self.logdir.default_config), **self.fsync.flush_defaults()}
 
     def alter_topic_configs(
         self,
@@ -338,6 +346,7 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
     ) -> defer.Deferred[AppendInfo]:
         try:
             check_batches(part.log.config, data, headers, part.topic, part.index)
+            check_timestamps(part.log.config, data, headers, int(self._wall_clock() * 1000))
         except BrokerError:
             return defer.fail()
         append = BatchesAppend(data, tuple(headers))

@@ -24,9 +24,11 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.core.appends import Append, BatchesAppend, MarkerAppend, ValuesAppend
-from brokerd.core.interfaces import PartitionStore, Runner
+from brokerd.core.interfaces import Clock, DelayedCall, PartitionStore, Runner
+from brokerd.core.policy import FlushRule
 from brokerd.core.write_stats import WriteStats
 from brokerd.storage.append_time import stamp_log_append_time
+from brokerd.storage.recompress import recompress
 from brokerd.storage.types import AppendInfo
 
 
@@ -49,12 +51,14 @@ def _current_failure() -> Failure:
 def _append_batches(
     log: PartitionStore, append: BatchesAppend, wall_clock: Callable[[], float]
 ) -> AppendInfo:
-    """Append client batches; on a LogAppendTime topic stamp them with the append time
-    first (header and CRC only), and report that time as Kafka's Produce answer does."""
+    """Append client batches; recompress them first on a topic with its own
+    ``compression.type``; on a LogAppendTime topic stamp them with the append time
+    (header and CRC only), and report that time as Kafka's Produce answer does."""
+    data, headers = recompress(log.config, append.data, append.headers)
     if log.config.message_timestamp_type != "LogAppendTime":
-        return log.append(append.data, list(append.headers))
+        return log.append(data, headers)
     now_ms = int(wall_clock() * 1000)
-    data, headers = stamp_log_append_time(append.data, append.headers, now_ms)
+    data, headers = stamp_log_append_time(data, headers, now_ms)
     return attrs.evolve(log.append(data, headers), log_append_time=now_ms)
 
 
@@ -129,8 +133,9 @@ class PartitionWriter:
         log: PartitionStore,
         *,
         run_write: Runner,
-        sync_every_append: bool,
+        flush_rule: Callable[[], FlushRule],
         wall_clock: Callable[[], float],
+        clock: Clock | None = None,
         on_appended: Callable[[Sequence[tuple[Append, AppendInfo]]], None],
         on_idle: Callable[[], None],
         stats: WriteStats | None = None,
@@ -138,7 +143,12 @@ class PartitionWriter:
         self.log = log
         self._stats = stats if stats is not None else WriteStats("")
         self._run_write = run_write
-        self._sync_every_append = sync_every_append
+        self._flush_rule = flush_rule
+        self._clock = clock
+        #: Records appended since the last sync (``flush.messages``).
+        self._unsynced_records = 0
+        #: The ``flush.ms`` timer, armed by the first append not yet synced.
+        self._flush_timer: DelayedCall | None = None
         self._wall_clock = wall_clock
         self._on_appended = on_appended
         self._on_idle = on_idle
@@ -182,12 +192,15 @@ class PartitionWriter:
             self._on_idle()
             return
         queued, self._pending = self._pending, []
+        rule = self._flush_rule()
+        records = sum(_record_count(q.append) for q in queued)
         # A transaction marker is synced whatever the fsync mode: the coordinator logs
         # the transaction complete (fsynced) once its markers are written, and a marker
         # lost after that would leave the transaction open on this partition for ever.
         sync = (
             self._flush_requested
-            or (self._sync_every_append and bool(queued))
+            or (rule.every_append and bool(queued))
+            or (rule.messages is not None and self._unsynced_records + records >= rule.messages)
             or any(isinstance(q.append, MarkerAppend) for q in queued)
         )
         retention = self._retention_requested
@@ -213,6 +226,8 @@ class PartitionWriter:
             outcomes = outcome.outcomes
             if outcome.retention_failure is not None:
                 self._log.failure("retention failed", outcome.retention_failure)
+        if synced and sync_seconds is not None:
+            self._synced()
         if synced:
             self.dirty = False
         appended: list[tuple[Append, AppendInfo]] = []
@@ -231,5 +246,37 @@ class PartitionWriter:
         if appended:
             if not synced:
                 self.dirty = True
+                self._unsynced_records += sum(_record_count(a) for a, _info in appended)
+                self._arm_flush_timer()
             self._on_appended(appended)
         self._kick()
+
+    def _synced(self) -> None:
+        self._unsynced_records = 0
+        if self._flush_timer is not None:
+            if self._flush_timer.active():
+                self._flush_timer.cancel()
+            self._flush_timer = None
+
+    def _arm_flush_timer(self) -> None:
+        timer_ms = self._flush_rule().timer_ms
+        if timer_ms is None or self._clock is None or self._flush_timer is not None:
+            return
+        self._flush_timer = self._clock.callLater(timer_ms / 1000.0, self._flush_due)
+
+    def _flush_due(self) -> None:
+        self._flush_timer = None
+        self.flush_if_dirty()
+
+    def stop_timer(self) -> None:
+        """Cancel a pending ``flush.ms`` timer (the broker is stopping; the log
+        directory syncs everything on close)."""
+        self._synced()
+
+
+def _record_count(append: Append) -> int:
+    if isinstance(append, BatchesAppend):
+        return sum(h.records_count for h in append.headers)
+    if isinstance(append, ValuesAppend):
+        return len(append.values)
+    return 1

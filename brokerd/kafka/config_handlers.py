@@ -125,6 +125,9 @@ def _entry(
     )
 
 
+DEFAULT = ConfigSource.DEFAULT_CONFIG
+
+
 def _broker_source(value: str, kafka_default: str) -> ConfigSource:
     if value == kafka_default:
         return ConfigSource.DEFAULT_CONFIG
@@ -155,12 +158,13 @@ def topic_entries(
     for name, definition in TOPIC_CONFIGS.items():
         if keys is not None and name not in keys:
             continue
-        broker_value = defaults[name]
-        chain = _broker_synonyms(definition.broker_name, broker_value, definition.default)
+        chain: list[tuple[str, str, ConfigSource]] = []
+        if definition.broker_name is not None:
+            chain = _broker_synonyms(definition.broker_name, defaults[name], definition.default)
         override = info.configs.get(name)
         if override is not None:
             chain.insert(0, (name, override, ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        value, source = chain[0][1], chain[0][2]
+        value, source = chain[0][1:] if chain else (definition.default, DEFAULT)
         out.append(
             _entry(
                 name,
@@ -169,7 +173,7 @@ def topic_entries(
                 chain if synonyms else (),
                 read_only=False,
                 config_type=definition.type,
-                doc=definition.doc if documentation else None,
+                doc=definition.documentation if documentation else None,
             )
         )
     return out
@@ -186,8 +190,9 @@ def broker_entries(
     """The broker's configs: the topic defaults under their broker names, then
     ``extra`` (name, value, Kafka's default, type, doc). All read-only."""
     rows = [
-        (d.broker_name, defaults[name], d.default, d.type, d.doc)
+        (d.broker_name, defaults[name], d.default, d.type, d.documentation)
         for name, d in TOPIC_CONFIGS.items()
+        if d.broker_name is not None
     ]
     rows.extend(extra)
     out = []

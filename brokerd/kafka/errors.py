@@ -43,6 +43,7 @@ class ErrorCode(enum.IntEnum):
     TOPIC_AUTHORIZATION_FAILED = 29
     GROUP_AUTHORIZATION_FAILED = 30
     CLUSTER_AUTHORIZATION_FAILED = 31
+    INVALID_TIMESTAMP = 32
     SECURITY_DISABLED = 54
     UNSUPPORTED_VERSION = 35
     TOPIC_ALREADY_EXISTS = 36
@@ -88,6 +89,7 @@ _MAPPING: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (errors.InvalidPartitions, ErrorCode.INVALID_PARTITIONS),
     (errors.PolicyViolation, ErrorCode.POLICY_VIOLATION),
     (errors.RecordTooLarge, ErrorCode.MESSAGE_TOO_LARGE),
+    (errors.InvalidTimestamp, ErrorCode.INVALID_TIMESTAMP),
     (errors.InvalidConfig, ErrorCode.INVALID_CONFIG),
     # Before StorageError: a batch failing its CRC on read is what Kafka reports as
     # CORRUPT_MESSAGE, which clients surface to the application instead of retrying.

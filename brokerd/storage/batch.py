@@ -117,6 +117,16 @@ class Compression(enum.IntEnum):
     ZSTD = 4
 
 
+#: Codecs by their ``compression.type`` names.
+CODECS_BY_NAME = {
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
 @attrs.frozen
 class BatchHeader:
     """The 61-byte RecordBatch v2 header, field by field."""
@@ -367,11 +377,11 @@ def _encode_records(values: Sequence[bytes | None], keys: Sequence[bytes | None]
     return b"".join(parts)
 
 
-def _compress(codec: Compression, raw: bytes) -> bytes:
+def _compress(codec: Compression, raw: bytes, level: int | None = None) -> bytes:
     if codec == Compression.NONE:
         return raw
     if codec == Compression.GZIP:
-        compressor = zlib.compressobj(wbits=31)
+        compressor = zlib.compressobj(-1 if level is None else level, wbits=31)
         return compressor.compress(raw) + compressor.flush()
     if codec == Compression.SNAPPY:
         # xerial framing, as Kafka's Java producer writes it.
@@ -382,9 +392,13 @@ def _compress(codec: Compression, raw: bytes) -> bytes:
             out += block
         return bytes(out)
     if codec == Compression.LZ4:
-        return bytes(cramjam.lz4.compress(raw))
+        if level is None:
+            return bytes(cramjam.lz4.compress(raw))
+        return bytes(cramjam.lz4.compress(raw, level=level))
     if codec == Compression.ZSTD:
-        return bytes(cramjam.zstd.compress(raw))
+        if level is None:
+            return bytes(cramjam.zstd.compress(raw))
+        return bytes(cramjam.zstd.compress(raw, level=level))
     raise ValueError(f"unknown compression {codec!r}")
 
 
@@ -400,6 +414,7 @@ def encode_batch(
     timestamp_ms: int,
     keys: Sequence[bytes | None] | None = None,
     compression: Compression = Compression.NONE,
+    compression_level: int | None = None,
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
@@ -418,7 +433,7 @@ def encode_batch(
         raise ValueError("a batch holds at least one record")
     if keys is not None and len(keys) != count:
         raise ValueError("keys and values differ in length")
-    payload = _compress(compression, _encode_records(values, keys))
+    payload = _compress(compression, _encode_records(values, keys), compression_level)
     attributes = (
         int(compression)
         | (_TRANSACTIONAL_MASK if transactional else 0)
@@ -485,6 +500,37 @@ def rebuild_batch(header: BatchHeader, kept: Sequence[Record]) -> bytes:
         len(kept),
     )
     return _assemble(header.base_offset, header.partition_leader_epoch, tail, payload)
+
+
+def recompress_batch(
+    batch: Buffer, codec: Compression, level: int | None, *, max_uncompressed: int
+) -> bytes:
+    """The validated batch ``batch`` with its records section in ``codec`` at ``level``
+    (None: the codec's default): what a topic's ``compression.type`` stores. The records
+    section is the same bytes whatever the codec, so it is decompressed (at most
+    ``max_uncompressed`` bytes) and compressed again, never decoded record by record.
+    Offsets, timestamps, producer fields and the other attribute bits stay; the length,
+    codec bits and CRC are new."""
+    view = memoryview(batch)
+    header = read_header(view)
+    payload = view[BATCH_HEADER_SIZE : header.size]
+    if header.compression == Compression.NONE:
+        raw = bytes(payload)
+    else:
+        raw = _decompress(header.compression, payload, max_uncompressed)
+    tail = _HEADER_TAIL.pack(
+        (header.attributes & ~_COMPRESSION_MASK) | int(codec),
+        header.last_offset_delta,
+        header.base_timestamp,
+        header.max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        header.records_count,
+    )
+    return _assemble(
+        header.base_offset, header.partition_leader_epoch, tail, _compress(codec, raw, level)
+    )
 
 
 # --- decoding -----------------------------------------------------------------------------

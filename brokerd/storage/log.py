@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +41,13 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from brokerd.errors import OffsetOutOfRange, RecordTooLarge, StorageError, UnknownTopicOrPartition
-from brokerd.storage.batch import BatchHeader, encode_batch, stamp_base_offset
+from brokerd.storage.batch import (
+    CODECS_BY_NAME,
+    BatchHeader,
+    Compression,
+    encode_batch,
+    stamp_base_offset,
+)
 from brokerd.storage.log_maintenance import LogMaintenanceMixin
 from brokerd.storage.log_start import LogStartMixin
 from brokerd.storage.log_stored import StoredReadMixin
@@ -71,12 +78,20 @@ log = logging.getLogger("brokerd.storage")
 INT32_MAX = 2**31 - 1
 DEFAULT_SEGMENT_BYTES = 1024**3
 DEFAULT_INDEX_INTERVAL = 4096
+#: Bytes of one offset index entry and one time index entry, as Kafka counts them for
+#: ``segment.index.bytes``.
+OFFSET_ENTRY_BYTES = 8
+TIME_ENTRY_BYTES = 12
 #: The values ``cleanup.policy`` may combine.
 CLEANUP_POLICIES = frozenset({"delete", "compact"})
 #: Kafka's ``max.message.bytes`` default: 1 MiB plus a batch's 12-byte log overhead.
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12
 #: The values of ``message.timestamp.type``.
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+#: Kafka's ``segment.index.bytes`` default: 10 MiB.
+DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
+#: The values of ``compression.type``.
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
 
 def _positive(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -108,6 +123,11 @@ def _cleanup_policy_ok(
         raise ValueError(f"cleanup_policy must be a non-empty subset of {sorted(CLEANUP_POLICIES)}")
 
 
+def _segment_index_bytes_ok(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 4:
+        raise ValueError(f"segment_index_bytes must be at least 4, got {value}")
+
+
 def _segment_bytes_ok(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
     # File positions in the index are int32.
     if not 1 <= value <= INT32_MAX:
@@ -127,7 +147,8 @@ class LogConfig:
 
     segment_bytes: int = attrs.field(default=DEFAULT_SEGMENT_BYTES, validator=_segment_bytes_ok)
     segment_ms: int | None = attrs.field(default=None, validator=_optional_nonneg)
-    index_interval_bytes: int = attrs.field(default=DEFAULT_INDEX_INTERVAL, validator=_positive)
+    #: ``index.interval.bytes``; 0 indexes every batch.
+    index_interval_bytes: int = attrs.field(default=DEFAULT_INDEX_INTERVAL, validator=_nonneg)
     retention_bytes: int | None = attrs.field(default=None, validator=_optional_nonneg)
     retention_ms: int | None = attrs.field(default=None, validator=_optional_nonneg)
     #: ``cleanup.policy``: "delete" (retention deletes old segments), "compact" (the
@@ -149,6 +170,48 @@ class LogConfig:
     message_timestamp_type: str = attrs.field(
         default="CreateTime", validator=attrs.validators.in_(TIMESTAMP_TYPES)
     )
+    #: ``message.timestamp.before.max.ms`` / ``after.max.ms``: how far a CreateTime
+    #: record's timestamp may lie behind / ahead of the broker's clock (None: any).
+    message_timestamp_before_max_ms: int | None = attrs.field(
+        default=None, validator=_optional_nonneg
+    )
+    message_timestamp_after_max_ms: int | None = attrs.field(
+        default=None, validator=_optional_nonneg
+    )
+    #: ``segment.jitter.ms``: each segment rolls by age a random amount below
+    #: ``min(segment_jitter_ms, segment_ms)`` early.
+    segment_jitter_ms: int = attrs.field(default=0, validator=_nonneg)
+    #: ``segment.index.bytes``: a segment rolls once its offset index (8 bytes an entry)
+    #: or time index (12 bytes an entry) would outgrow this.
+    segment_index_bytes: int = attrs.field(
+        default=DEFAULT_SEGMENT_INDEX_BYTES, validator=_segment_index_bytes_ok
+    )
+    #: ``flush.messages`` / ``flush.ms`` overrides; None: the broker's ``--fsync``
+    #: decides (the broker core applies them, ``brokerd.core.policy.flush_rule``).
+    flush_messages: int | None = attrs.field(default=None, validator=_optional_nonneg)
+    flush_ms: int | None = attrs.field(default=None, validator=_optional_nonneg)
+    #: ``compression.type``: "producer" stores batches as they come; a codec name
+    #: recompresses them with it (``recompress.py``), at the level below for its codec.
+    compression_type: str = attrs.field(
+        default="producer", validator=attrs.validators.in_(COMPRESSION_TYPES)
+    )
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
+
+    @property
+    def compression(self) -> tuple[Compression, int | None] | None:
+        """The codec and level batches are stored with (``compression.type``), or None
+        to keep the producer's."""
+        codec = CODECS_BY_NAME.get(self.compression_type)
+        if codec is None:
+            return None
+        level = {
+            Compression.GZIP: self.compression_gzip_level,
+            Compression.LZ4: self.compression_lz4_level,
+            Compression.ZSTD: self.compression_zstd_level,
+        }.get(codec)
+        return codec, level
 
     @property
     def compact(self) -> bool:
@@ -194,6 +257,9 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         #: Byte ranges whose batches passed their check: what a fetch may send unread.
         self.verified = VerifiedRanges()
         self._init_txns(segments)
+        #: Draws a segment's roll jitter below its argument (replaceable in tests).
+        self.roll_jitter: Callable[[int], int] = random.randrange
+        self._jitter: tuple[int, int] = (-1, 0)
 
     # --- opening and recovery ---------------------------------------------------------------
 
@@ -252,10 +318,14 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         roll = (
             active.size + incoming > cfg.segment_bytes
             or last_offset - active.base_offset > INT32_MAX
+            # segment.index.bytes: Kafka rolls rather than grow a full index.
+            or len(active.index) >= cfg.segment_index_bytes // OFFSET_ENTRY_BYTES
+            or len(active.timeindex) >= cfg.segment_index_bytes // TIME_ENTRY_BYTES
             or (
                 cfg.segment_ms is not None
                 and active.first_append_ms is not None
-                and self._clock() * 1000.0 - active.first_append_ms >= cfg.segment_ms
+                and self._clock() * 1000.0 - active.first_append_ms
+                >= cfg.segment_ms - self._jitter_of(active, cfg.segment_ms)
             )
         )
         if not roll:
@@ -268,6 +338,14 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         with self._seg_lock:
             self._set_segments((*self._segments, new))
         return new
+
+    def _jitter_of(self, active: Segment, segment_ms: int) -> int:
+        """How much earlier than ``segment_ms`` the active segment rolls: drawn once per
+        segment in ``[0, min(segment.jitter.ms, segment.ms))``, as Kafka draws it."""
+        if self._jitter[0] != active.base_offset:
+            bound = min(self.config.segment_jitter_ms, segment_ms)
+            self._jitter = (active.base_offset, self.roll_jitter(bound) if bound > 0 else 0)
+        return self._jitter[1]
 
     def _write(
         self,
@@ -337,11 +415,16 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
             return info
 
     def append_values(self, values: Sequence[bytes | None], *, timestamp_ms: int) -> AppendInfo:
-        """Append one uncompressed batch holding ``values`` (the native produce path)."""
+        """Append one batch holding ``values`` (the native produce path), uncompressed
+        unless the topic's ``compression.type`` names a codec."""
         with self._write_lock:
             self._check_writable()
             base = self.log_end_offset
-            data = encode_batch(values, timestamp_ms=timestamp_ms, base_offset=base)
+            codec, level = self.config.compression or (Compression.NONE, None)
+            data = encode_batch(
+                values, timestamp_ms=timestamp_ms, base_offset=base, compression=codec,
+                compression_level=level,
+            )
             count = len(values)
             return self._write(data, [(base, base + count - 1, timestamp_ms, len(data))], count)
 

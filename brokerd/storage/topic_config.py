@@ -2,14 +2,15 @@
 
 A topic's *overrides* are a ``{name: value}`` mapping of strings, spelled as Kafka spells
 them (``"compact,delete"``, ``"-1"`` for an unlimited retention, milliseconds and bytes as
-integers, ratios as decimals). :data:`TOPIC_CONFIGS` lists every name brokerd knows;
-:func:`validate` checks one entry and returns its normal form, :func:`validate_overrides`
-checks a whole set (including the checks that span two names), and
-:func:`to_log_config` applies a set of overrides to the broker-wide defaults (a
-:class:`~brokerd.storage.log.LogConfig` built from the command line).
-:func:`broker_values` goes the other way: the broker-wide defaults as config strings, for
-DescribeConfigs. Errors are :class:`InvalidConfig` with Kafka's message wording, naming
-the key.
+integers, ratios as decimals, booleans ``true``/``false``). :data:`TOPIC_CONFIGS` lists
+every topic config of Kafka 4.x (``topic_config_table.py``; each says whether brokerd
+applies it or why it has no effect on one node); :func:`validate` checks one entry and
+returns its normal form, :func:`validate_overrides` checks a whole set (including the
+checks that span two names), and :func:`to_log_config` applies a set of overrides to
+the broker-wide defaults (a :class:`~brokerd.storage.log.LogConfig` built from the
+command line). :func:`broker_values` goes the other way: the broker-wide defaults as
+config strings, for DescribeConfigs. Errors are :class:`InvalidConfig` with Kafka's
+message wording, naming the key.
 
 What it does not do: store anything (``logdir.py`` keeps the overrides in the topic
 registry), apply a config to an open log (``PartitionLog.reconfigure``) or know the
@@ -19,17 +20,32 @@ Kafka wire format. Pure: no I/O, no Twisted.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from brokerd.errors import InvalidConfig
+from brokerd.storage.config_def import (
+    INT_MAX,
+    INT_MIN,
+    LONG_MAX,
+    LONG_MIN,
+    ConfigDef,
+    ConfigType,
+    Parsed,
+)
 from brokerd.storage.log import CLEANUP_POLICIES, LogConfig
+from brokerd.storage.topic_config_table import DEFS, MIN_SEGMENT_BYTES
 
 __all__ = [
     "BROKER_NAMES",
+    "INT_MAX",
+    "INT_MIN",
     "LONG_MAX",
+    "LONG_MIN",
+    "MIN_SEGMENT_BYTES",
     "TOPIC_CONFIGS",
     "AlterOp",
     "ConfigDef",
@@ -42,166 +58,12 @@ __all__ = [
     "validate_overrides",
 ]
 
-#: Kafka's ``Long.MAX_VALUE``: what it spells "never" with for ``segment.ms`` and
-#: ``max.compaction.lag.ms``.
-LONG_MAX = 2**63 - 1
-LONG_MIN = -(2**63)
-INT_MAX = 2**31 - 1
-INT_MIN = -(2**31)
-#: Kafka 3.x's lower bound of ``segment.bytes`` (a v0 record's overhead).
-MIN_SEGMENT_BYTES = 14
+log = logging.getLogger("brokerd.storage")
 
-
-class ConfigType(enum.IntEnum):
-    """Kafka's config types, with the numbers DescribeConfigs v3 uses for them."""
-
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-
-
-Parsed = int | float | str | tuple[str, ...]
-
-
-@attrs.frozen
-class ConfigDef:
-    """One topic config: its Kafka name and broker-level synonym, type, Kafka's default,
-    valid range or values, and a line of documentation (DescribeConfigs v3)."""
-
-    name: str
-    broker_name: str
-    type: ConfigType
-    default: str
-    doc: str
-    minimum: int | None = None
-    maximum: int | None = None
-    choices: tuple[str, ...] = ()
-
-    def parse(self, value: str) -> Parsed:
-        """``value`` checked and converted (raises :class:`InvalidConfig`)."""
-        text = value.strip()
-        if self.type is ConfigType.LIST:
-            items = tuple(v.strip() for v in text.split(",")) if text else ()
-            if not items or any(v not in self.choices for v in items):
-                raise self._not_one_of(value)
-            return items
-        if self.type is ConfigType.STRING:
-            if self.choices and text not in self.choices:
-                raise self._not_one_of(value)
-            return text
-        number: int | float
-        try:
-            number = float(text) if self.type is ConfigType.DOUBLE else int(text, 10)
-        except ValueError:
-            raise _invalid(self.name, value, f"Not a number of type {self.type.name}") from None
-        low, high = _BOUNDS.get(self.type, (None, None))
-        if (low is not None and number < low) or (high is not None and number > high):
-            raise _invalid(self.name, value, f"Not a number of type {self.type.name}")
-        if self.type is ConfigType.DOUBLE and number != number:  # NaN
-            raise _invalid(self.name, value, "Not a number of type DOUBLE")
-        if self.minimum is not None and number < self.minimum:
-            raise _invalid(self.name, value, f"Value must be at least {self.minimum}")
-        if self.maximum is not None and number > self.maximum:
-            raise _invalid(self.name, value, f"Value must be no more than {self.maximum}")
-        return number
-
-    def _not_one_of(self, value: str) -> InvalidConfig:
-        return _invalid(self.name, value, "String must be one of: " + ", ".join(self.choices))
-
-    def normal(self, value: str) -> str:
-        """The stored spelling of a valid ``value`` (trimmed, lists without blanks)."""
-        parsed = self.parse(value)
-        if isinstance(parsed, tuple):
-            return ",".join(parsed)
-        return repr(parsed) if isinstance(parsed, float) else str(parsed)
-
-
-_BOUNDS: dict[ConfigType, tuple[int | None, int | None]] = {
-    ConfigType.INT: (INT_MIN, INT_MAX),
-    ConfigType.LONG: (LONG_MIN, LONG_MAX),
-}
-
-
-def _invalid(name: str, value: str | None, why: str) -> InvalidConfig:
-    # ConfigException's wording in Kafka.
-    return InvalidConfig(f"Invalid value {value} for configuration {name}: {why}")
-
-
-_DEFS = (
-    ConfigDef(
-        "cleanup.policy", "log.cleanup.policy", ConfigType.LIST, "delete",
-        "delete: old segments are removed by retention.ms/retention.bytes; compact: the "
-        "cleaner keeps the latest record of each key; or both.",
-        choices=("compact", "delete"),
-    ),
-    ConfigDef(
-        "retention.ms", "log.retention.ms", ConfigType.LONG, "604800000",
-        "Delete a segment once its newest record is older than this (-1: no time limit). "
-        "Applies when cleanup.policy includes delete.",
-        minimum=-1,
-    ),
-    ConfigDef(
-        "retention.bytes", "log.retention.bytes", ConfigType.LONG, "-1",
-        "Delete the oldest segments while a partition is larger than this (-1: no size "
-        "limit). Applies when cleanup.policy includes delete.",
-    ),
-    ConfigDef(
-        "segment.bytes", "log.segment.bytes", ConfigType.INT, "1073741824",
-        "Roll the active segment at this size.",
-        minimum=MIN_SEGMENT_BYTES,
-    ),
-    ConfigDef(
-        "segment.ms", "log.roll.ms", ConfigType.LONG, "604800000",
-        "Roll a non-empty active segment this old, so that retention and compaction can "
-        "act on it.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "max.message.bytes", "message.max.bytes", ConfigType.INT, "1048588",
-        "Largest record batch (after compression, with its 12-byte log header) a "
-        "producer may append.",
-        minimum=0,
-    ),
-    ConfigDef(
-        "min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", ConfigType.DOUBLE,
-        "0.5",
-        "Compact a log once this share of it has not been compacted yet.",
-        minimum=0, maximum=1,
-    ),
-    ConfigDef(
-        "min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", ConfigType.LONG, "0",
-        "A record stays uncompacted for at least this long.",
-        minimum=0,
-    ),
-    ConfigDef(
-        "max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", ConfigType.LONG,
-        str(LONG_MAX),
-        "A record becomes eligible for compaction after at most this long.",
-        minimum=1,
-    ),
-    ConfigDef(
-        "delete.retention.ms", "log.cleaner.delete.retention.ms", ConfigType.LONG,
-        "86400000",
-        "How long a compacted topic keeps tombstones (null values).",
-        minimum=0,
-    ),
-    ConfigDef(
-        "message.timestamp.type", "log.message.timestamp.type", ConfigType.STRING,
-        "CreateTime",
-        "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with "
-        "the broker's time when it is appended.",
-        choices=("CreateTime", "LogAppendTime"),
-    ),
-)
-
-#: Every topic config brokerd knows, by Kafka name, in a stable order.
-TOPIC_CONFIGS: Mapping[str, ConfigDef] = {d.name: d for d in _DEFS}
-#: Topic config name by broker-level synonym.
-BROKER_NAMES: Mapping[str, str] = {d.broker_name: d.name for d in _DEFS}
+#: Every topic config, by Kafka name, in Kafka's order.
+TOPIC_CONFIGS: Mapping[str, ConfigDef] = {d.name: d for d in DEFS}
+#: Topic config name by broker-level synonym (every synonym, not only the first).
+BROKER_NAMES: Mapping[str, str] = {b: d.name for d in DEFS for b in d.synonyms}
 
 
 def kafka_default(name: str) -> str:
@@ -229,6 +91,14 @@ def validate_overrides(overrides: Iterable[tuple[str, str | None]]) -> dict[str,
             raise InvalidConfig(f"Duplicate topic config name: {name}")
         out[name] = validate(name, value)
     _check_compaction_lags(out)
+    if "message.format.version" in out:
+        # Kafka 3.x's warning for the same setting.
+        log.warning(
+            "Topic configuration message.format.version with value %s is ignored: the "
+            "inter-broker protocol is 3.0 or later and every batch is RecordBatch v2 "
+            "(the configuration is deprecated and Kafka 4.0 removed it)",
+            out["message.format.version"],
+        )
     return out
 
 
@@ -245,29 +115,72 @@ def _check_compaction_lags(overrides: Mapping[str, str]) -> None:
 # -- the mapping to and from LogConfig ---------------------------------------------
 
 
-def _never(value: int) -> int | None:
+def _never(value: Parsed) -> int | None:
+    assert isinstance(value, int)
     return None if value == LONG_MAX else value
 
 
-def _unlimited(value: int) -> int | None:
+def _unlimited(value: Parsed) -> int | None:
     # Kafka: any negative retention means "no limit".
+    assert isinstance(value, int)
     return None if value < 0 else value
 
 
-def _field(name: str, value: Parsed) -> tuple[str, object]:
-    """The LogConfig field and value a parsed config becomes."""
-    if isinstance(value, tuple):  # cleanup.policy, the only list
-        return "cleanup_policy", frozenset(value)
-    if isinstance(value, str):  # message.timestamp.type, the only string
-        return "message_timestamp_type", value
-    if isinstance(value, float):  # min.cleanable.dirty.ratio, the only double
-        return "min_cleanable_dirty_ratio", value
-    field = name.replace(".", "_")
-    if name in ("retention.ms", "retention.bytes"):
-        return field, _unlimited(value)
-    if name in ("segment.ms", "max.compaction.lag.ms"):
-        return field, _never(value)
-    return field, value
+def _same(value: Parsed) -> object:
+    return value
+
+
+def _policy(value: Parsed) -> object:
+    return frozenset(value) if isinstance(value, tuple) else value
+
+
+def _limit_text(value: object) -> str:
+    return "-1" if value is None else str(value)
+
+
+def _never_text(value: object) -> str:
+    return str(LONG_MAX) if value is None else str(value)
+
+
+def _policy_text(value: object) -> str:
+    assert isinstance(value, frozenset)
+    return ",".join(sorted(value & CLEANUP_POLICIES))
+
+
+def _ratio_text(value: object) -> str:
+    assert isinstance(value, int | float)
+    return repr(float(value))
+
+
+#: The configs brokerd applies: topic config -> (LogConfig field, from parsed, to text).
+#: A config not here has no LogConfig field (no effect on one node, or applied
+#: elsewhere); its broker-wide default is Kafka's.
+_FIELDS: Mapping[str, tuple[str, Callable[[Parsed], object], Callable[[object], str]]] = {
+    "segment.bytes": ("segment_bytes", _same, str),
+    "segment.ms": ("segment_ms", _never, _never_text),
+    "segment.jitter.ms": ("segment_jitter_ms", _same, str),
+    "segment.index.bytes": ("segment_index_bytes", _same, str),
+    "flush.messages": ("flush_messages", _same, _never_text),
+    "flush.ms": ("flush_ms", _same, _never_text),
+    "retention.bytes": ("retention_bytes", _unlimited, _limit_text),
+    "retention.ms": ("retention_ms", _unlimited, _limit_text),
+    "max.message.bytes": ("max_message_bytes", _same, str),
+    "index.interval.bytes": ("index_interval_bytes", _same, str),
+    "delete.retention.ms": ("delete_retention_ms", _same, str),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", _same, str),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", _never, _never_text),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _same, _ratio_text),
+    "cleanup.policy": ("cleanup_policy", _policy, _policy_text),
+    "compression.type": ("compression_type", _same, str),
+    "compression.gzip.level": ("compression_gzip_level", _same, str),
+    "compression.lz4.level": ("compression_lz4_level", _same, str),
+    "compression.zstd.level": ("compression_zstd_level", _same, str),
+    "message.timestamp.type": ("message_timestamp_type", _same, str),
+    "message.timestamp.before.max.ms": (
+        "message_timestamp_before_max_ms", _never, _never_text
+    ),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _never, _never_text),
+}
 
 
 def to_log_config(defaults: LogConfig, overrides: Mapping[str, str]) -> LogConfig:
@@ -275,13 +188,15 @@ def to_log_config(defaults: LogConfig, overrides: Mapping[str, str]) -> LogConfi
 
     Raises :class:`InvalidConfig` for an override :func:`validate` refuses, and for a
     combination :class:`LogConfig` itself refuses (e.g. a segment larger than brokerd's
-    index allows).
+    index allows). Configs without effect on brokerd are checked and left out.
     """
     fields: dict[str, Any] = {}
     for name, value in overrides.items():
         validate(name, value)
-        field, converted = _field(name, TOPIC_CONFIGS[name].parse(value))
-        fields[field] = converted
+        mapping = _FIELDS.get(name)
+        if mapping is not None:
+            field, convert, _text = mapping
+            fields[field] = convert(TOPIC_CONFIGS[name].parse(value))
     try:
         return attrs.evolve(defaults, **fields)
     except ValueError as exc:
@@ -289,27 +204,17 @@ def to_log_config(defaults: LogConfig, overrides: Mapping[str, str]) -> LogConfi
 
 
 def broker_values(config: LogConfig) -> dict[str, str]:
-    """The broker-wide defaults in ``config`` as topic config strings, by topic name."""
-
-    def limit(value: int | None) -> str:
-        return "-1" if value is None else str(value)
-
-    def never(value: int | None) -> str:
-        return str(LONG_MAX) if value is None else str(value)
-
-    return {
-        "cleanup.policy": ",".join(sorted(config.cleanup_policy & CLEANUP_POLICIES)),
-        "retention.ms": limit(config.retention_ms),
-        "retention.bytes": limit(config.retention_bytes),
-        "segment.bytes": str(config.segment_bytes),
-        "segment.ms": never(config.segment_ms),
-        "max.message.bytes": str(config.max_message_bytes),
-        "min.cleanable.dirty.ratio": repr(float(config.min_cleanable_dirty_ratio)),
-        "min.compaction.lag.ms": str(config.min_compaction_lag_ms),
-        "max.compaction.lag.ms": never(config.max_compaction_lag_ms),
-        "delete.retention.ms": str(config.delete_retention_ms),
-        "message.timestamp.type": config.message_timestamp_type,
-    }
+    """The broker-wide defaults in ``config`` as topic config strings, by topic name
+    (every topic config; Kafka's default for those ``config`` does not hold)."""
+    out = {}
+    for name, definition in TOPIC_CONFIGS.items():
+        mapping = _FIELDS.get(name)
+        if mapping is None:
+            out[name] = definition.default
+        else:
+            field, _convert, text = mapping
+            out[name] = text(getattr(config, field))
+    return out
 
 
 # -- IncrementalAlterConfigs ---------------------------------------------------------
