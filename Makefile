@@ -54,8 +54,10 @@ jvm-deps: $(JVM_BUILD_STAMP)
 $(JVM_LIB_STAMP): $(JVM_DIR)/pom.xml
 	@if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then \
 	  rm -rf $(JVM_DIR)/lib && \
-	  cd $(JVM_DIR) && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime && \
-	  touch lib/.installed-stamp; \
+	  mkdir -p build/jvm && \
+	  (cd $(JVM_DIR) && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime) \
+	    > build/jvm/mvn.log 2>&1 || { cat build/jvm/mvn.log; exit 1; }; \
+	  touch $(JVM_LIB_STAMP); \
 	else \
 	  echo "mvn or javac not found: the Java client tests will be skipped"; \
 	fi
