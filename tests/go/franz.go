@@ -22,6 +22,8 @@ var franzScenarios = map[string]scenario{
 	"group_offsets":  franzGroupOffsets,
 	"list_offsets":   franzListOffsets,
 	"txn":            franzTxn,
+	"delete_records": franzDeleteRecords,
+	"acls":           franzACLs,
 }
 
 func franzClient(bootstrap string, opts ...kgo.Opt) (*kgo.Client, error) {
@@ -368,4 +370,97 @@ func franzTxn(bootstrap string, args []string) (any, error) {
 		}
 	}
 	return map[string]any{"done": true}, nil
+}
+
+// delete_records TOPIC PARTITION BEFORE: the low watermark answered and then listed.
+func franzDeleteRecords(bootstrap string, args []string) (any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	adm, cl, err := franzAdmin(bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	p := int32(atoi(args[1]))
+	var before kadm.Offsets
+	before.AddOffset(args[0], p, int64(atoi(args[2])), -1)
+	deleted, err := adm.DeleteRecords(ctx, before)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := deleted.Lookup(args[0], p)
+	if !ok {
+		return nil, errors.New("partition missing from DeleteRecords answer")
+	}
+	if d.Err != nil {
+		return nil, d.Err
+	}
+	starts, err := adm.ListStartOffsets(ctx, args[0])
+	if err != nil {
+		return nil, err
+	}
+	s, _ := starts.Lookup(args[0], p)
+	return map[string]any{"low_watermark": d.LowWatermark, "earliest": s.Offset}, nil
+}
+
+// acls TOPIC PRINCIPAL: create READ and WRITE for PRINCIPAL, describe, delete, describe again.
+func franzACLs(bootstrap string, args []string) (any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	adm, cl, err := franzAdmin(bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	acls := func() *kadm.ACLBuilder {
+		return kadm.NewACLs().Allow(args[1]).AllowHosts("*").Topics(args[0]).
+			ResourcePatternType(kadm.ACLPatternLiteral)
+	}
+	created, err := adm.CreateACLs(ctx, acls().Operations(kadm.OpRead, kadm.OpWrite))
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range created {
+		if c.Err != nil {
+			return nil, fmt.Errorf("%w: %s", c.Err, c.ErrMessage)
+		}
+	}
+	describe := func() ([]any, error) {
+		results, err := adm.DescribeACLs(ctx, acls().Operations(kadm.OpAny))
+		if err != nil {
+			return nil, err
+		}
+		out := []any{}
+		for _, r := range results {
+			if r.Err != nil {
+				return nil, r.Err
+			}
+			for _, d := range r.Described {
+				out = append(out, map[string]any{
+					"principal": d.Principal, "operation": d.Operation.String(), "permission": d.Permission.String(),
+				})
+			}
+		}
+		return out, nil
+	}
+	described, err := describe()
+	if err != nil {
+		return nil, err
+	}
+	deletedResults, err := adm.DeleteACLs(ctx, acls().Operations(kadm.OpAny))
+	if err != nil {
+		return nil, err
+	}
+	deleted := 0
+	for _, r := range deletedResults {
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		deleted += len(r.Deleted)
+	}
+	after, err := describe()
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"described": described, "deleted": deleted, "after": len(after)}, nil
 }

@@ -21,6 +21,7 @@ var saramaScenarios = map[string]scenario{
 	"consume":        saramaConsume,
 	"group":          saramaGroup,
 	"list_offsets":   saramaListOffsets,
+	"txn":            saramaTxn,
 }
 
 func saramaConfig() *sarama.Config {
@@ -294,4 +295,41 @@ func saramaListOffsets(bootstrap string, args []string) (any, error) {
 		return nil, err
 	}
 	return map[string]any{"earliest": earliest, "latest": latest}, nil
+}
+
+// txn TOPIC TXID PREFIX COMMITTED ABORTED: one committed transaction, then one aborted.
+func saramaTxn(bootstrap string, args []string) (any, error) {
+	c := saramaConfig()
+	c.Producer.Idempotent = true
+	c.Producer.Transaction.ID = args[1]
+	c.Net.MaxOpenRequests = 1
+	p, err := sarama.NewSyncProducer([]string{bootstrap}, c)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	for round, what := range []string{"committed", "aborted"} {
+		if err := p.BeginTxn(); err != nil {
+			return nil, err
+		}
+		var msgs []*sarama.ProducerMessage
+		for i := 0; i < atoi(args[3+round]); i++ {
+			msgs = append(msgs, &sarama.ProducerMessage{
+				Topic: args[0], Partition: 0,
+				Key:   sarama.StringEncoder(fmt.Sprintf("%s-k%d", args[2], i)),
+				Value: sarama.StringEncoder(fmt.Sprintf("%s-%s%d", args[2], what, i)),
+			})
+		}
+		if err := p.SendMessages(msgs); err != nil {
+			return nil, err
+		}
+		end := p.CommitTxn
+		if round == 1 {
+			end = p.AbortTxn
+		}
+		if err := end(); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]any{"done": true}, nil
 }
