@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: install node-deps run test test-long soak scoreboard trial lint bench bench-quick bench-deps latency check-plugin verify-units clean
+.PHONY: install node-deps jvm-deps go-deps judges-deps run test test-long soak scoreboard trial lint bench bench-quick bench-deps latency check-plugin verify-units clean
 
 install: $(STAMP)
 
@@ -34,13 +34,59 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	  echo "npm not found: the kafkajs tests will be skipped"; \
 	fi
 
+# The judges of tests/test_judges.py (tests/judge_drivers.py). `jvm-deps`: Kafka's Java
+# client jars, as tests/jvm/pom.xml pins them, copied once into tests/jvm/lib (Maven's
+# local repository keeps them, so later runs are offline), and the driver compiled
+# against them into build/jvm/classes. `go-deps`: the Go clients' driver (tests/go,
+# modules as go.sum pins them) built into build/go/judge. Without mvn and javac, or go,
+# the tests of those clients skip, saying so.
+JVM_DIR := tests/jvm
+JVM_LIB_STAMP := $(JVM_DIR)/lib/.installed-stamp
+JVM_CLASSES := build/jvm/classes
+JVM_BUILD_STAMP := build/jvm/.built-stamp
+JVM_SOURCES := $(wildcard $(JVM_DIR)/src/brokerd/judge/*.java)
+GO_DIR := tests/go
+GO_JUDGE := build/go/judge
+GO_SOURCES := $(wildcard $(GO_DIR)/*.go) $(GO_DIR)/go.mod $(GO_DIR)/go.sum
+
+jvm-deps: $(JVM_BUILD_STAMP)
+
+$(JVM_LIB_STAMP): $(JVM_DIR)/pom.xml
+	@if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then \
+	  rm -rf $(JVM_DIR)/lib && \
+	  mkdir -p build/jvm && \
+	  (cd $(JVM_DIR) && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime) \
+	    > build/jvm/mvn.log 2>&1 || { cat build/jvm/mvn.log; exit 1; }; \
+	  touch $(JVM_LIB_STAMP); \
+	else \
+	  echo "mvn or javac not found: the Java client tests will be skipped"; \
+	fi
+
+$(JVM_BUILD_STAMP): $(JVM_LIB_STAMP) $(JVM_SOURCES)
+	@if [ -f $(JVM_LIB_STAMP) ]; then \
+	  rm -rf $(JVM_CLASSES) && mkdir -p $(JVM_CLASSES) && \
+	  javac --release 17 -Xlint:all -Werror -d $(JVM_CLASSES) -cp '$(JVM_DIR)/lib/*' $(JVM_SOURCES) && \
+	  touch $(JVM_BUILD_STAMP); \
+	fi
+
+go-deps: $(GO_JUDGE)
+
+$(GO_JUDGE): $(GO_SOURCES)
+	@if command -v go >/dev/null 2>&1; then \
+	  cd $(GO_DIR) && go vet . && go build -trimpath -o $(CURDIR)/$(GO_JUDGE) .; \
+	else \
+	  echo "go not found: the Go client tests will be skipped"; \
+	fi
+
+judges-deps: node-deps jvm-deps go-deps
+
 run: install
 	$(BIN)/twistd --nodaemon --pidfile= broker --data-dir $(DATA)
 
-test: install node-deps
+test: install judges-deps
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test-long: install node-deps
+test-long: install judges-deps
 	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)
 
 # Reliability: `soak` is a long native kill -9 crash loop (SOAK_CYCLES, default 120; not
@@ -50,7 +96,7 @@ SOAK_CYCLES ?= 120
 soak: install
 	$(BIN)/python tools/scoreboard.py --soak $(SOAK_CYCLES)
 
-scoreboard: install node-deps
+scoreboard: install judges-deps
 	$(BIN)/python tools/scoreboard.py
 
 # The SynchronousTestCase classes under Twisted's own runner: `tests` is a package, so trial
@@ -115,4 +161,4 @@ verify-units: install
 	  test -z "$$out" || { echo "$$out"; exit 1; }
 
 clean:
-	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis $(NODE_DIR)/node_modules
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis $(NODE_DIR)/node_modules $(JVM_DIR)/lib
