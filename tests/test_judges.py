@@ -70,10 +70,6 @@ GAPS: dict[tuple[str, str], str] = {
     ),
     ("topic_id", "franz"): METADATA_GAP.format("kadm's TopicDetail.ID is zero"),
     ("topic_id", "sarama"): METADATA_GAP.format("TopicMetadata.Uuid is zero"),
-    ("authorized_operations", "java"): (
-        "DescribeCluster (key 60) is not answered, so the Java client falls back to "
-        "Metadata, whose cluster authorized operations brokerd never fills: an empty set"
-    ),
     ("max_timestamp", "java"): (
         "ListOffsets stops at v5: 'UnsupportedVersionException: The node does not support "
         "LIST_OFFSETS with version in range [7,11]. The supported range is [1,5].'"
@@ -82,10 +78,6 @@ GAPS: dict[tuple[str, str], str] = {
         "Metadata v8 has no topic IDs, so librdkafka keeps the 10 partitions it knew: the "
         "61 of 100 keyed records it maps to partitions 3-9 fail with _MSG_TIMED_OUT "
         "('Local: Message timed out')"
-    ),
-    ("keyless", "librdkafka"): (
-        "Produce's record_errors names only the first keyless record: all 100 records "
-        "fail with INVALID_RECORD ('Broker: Broker failed to validate record'), not 10"
     ),
 }
 
@@ -496,11 +488,11 @@ def test_recreated_topic_with_fewer_partitions(broker: BrokerProcess) -> None:
     assert sum(len(stored(broker, topic, p)) for p in range(3)) == 100
 
 
-@pytest.mark.xfail(strict=True, reason=GAPS[("keyless", "librdkafka")])
 def test_keyless_records_to_compacted_topic(broker: BrokerProcess) -> None:
     """librdkafka's test 0011: one batch of 100 records to a compacted topic, every tenth
-    without a key. Kafka names each keyless record in ``record_errors``; librdkafka then
-    fails exactly those 10 and delivers the other 90."""
+    without a key. Kafka refuses the whole batch and names each keyless record in
+    ``record_errors``; librdkafka then fails exactly those 10 with INVALID_RECORD and the
+    other 90 as collateral (_INVALID_DIFFERENT_RECORD), and nothing is stored."""
     ck = confluent()
     from confluent_kafka.admin import NewTopic
 
@@ -524,6 +516,8 @@ def test_keyless_records_to_compacted_topic(broker: BrokerProcess) -> None:
             producer.produce(topic, f"v{i}".encode(), key=key, partition=0, on_delivery=report)
 
     delivered, failed = delivery(producer, batch)
-    assert (len(delivered), len(failed)) == (90, 10), (len(delivered), failed[:3])
-    assert {e.code() for e in failed} == {ck.KafkaError.INVALID_RECORD}
-    assert [v for _, _, v in stored(broker, topic)] == [f"v{i}" for i in range(100) if i % 10]
+    assert not delivered
+    codes = [e.code() for e in failed]
+    assert codes.count(ck.KafkaError.INVALID_RECORD) == 10, codes[:12]
+    assert codes.count(ck.KafkaError._INVALID_DIFFERENT_RECORD) == 90, codes[:12]
+    assert stored(broker, topic) == []
