@@ -54,9 +54,9 @@ if TYPE_CHECKING:
     from brokerd.core import Broker
     from brokerd.core.cleaner import CleanerService
     from brokerd.core.store_recovery import StoreRecovery
-    from brokerd.kafka.groups import GroupCoordinator
-    from brokerd.kafka.sasl import SaslConfig
-    from brokerd.kafka.transactions import TransactionCoordinator
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
+    from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.metrics.registry import BrokerMetrics
     from brokerd.security.acl import AclAuthorizer
     from brokerd.security.doors import ListenerSecurity
@@ -510,7 +510,7 @@ def _log_anonymous_doors(options: Options) -> None:
 def _sasl_options(options: Options) -> None:
     """Check ``--sasl`` and ``--credentials`` and load the credentials file now, so a
     typo or a bad file stops the start with a clear message."""
-    from brokerd.kafka.sasl import parse_mechanisms
+    from brokerd.kafka.server.sasl import parse_mechanisms
     from brokerd.security.credentials import CredentialsError, CredentialStore
 
     options["sasl-mechanisms"] = None
@@ -896,7 +896,7 @@ def _add_transactions(
 ) -> tuple[TransactionCoordinator, TxnLog]:
     """The transaction coordinator (``transactions.log`` in the data directory), wired to
     the core's marker writes and produce verifier; and its log."""
-    from brokerd.kafka.transactions import TransactionCoordinator
+    from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.storage.txn_log import TXN_LOG_FILE_NAME, TxnLog
 
     txn_log = TxnLog.open(os.path.join(data_dir, TXN_LOG_FILE_NAME))
@@ -917,7 +917,7 @@ def _authorization(broker: Broker, options: Options, data_dir: str) -> dict[str,
     """The listeners' authorizer and the ACL handlers (``acls.json`` loaded now; a file
     that cannot be read stops the start: running without its DENYs would grant too
     much)."""
-    from brokerd.kafka.acl_handlers import AclHandlers
+    from brokerd.kafka.server.handlers.acl import AclHandlers
     from brokerd.security.acl import AclAuthorizer
     from brokerd.security.acl_store import AclStore
 
@@ -934,9 +934,9 @@ def _authorization(broker: Broker, options: Options, data_dir: str) -> dict[str,
         "acls": AclHandlers(authorizer, store, run_blocking=broker.run_write),
     }
 def _sasl_config(reactor: Any, options: Options) -> SaslConfig | None:
-    from brokerd.kafka.auth_throttle import MAX_DELAY, AuthThrottle
-    from brokerd.kafka.sasl import SaslConfig
-    from brokerd.kafka.scram import DecoyCredentials
+    from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.security.auth_throttle import MAX_DELAY, AuthThrottle
+    from brokerd.security.scram import DecoyCredentials
     from brokerd.security.server_secret import load_or_create
 
     mechanisms = options["sasl-mechanisms"]
@@ -969,7 +969,7 @@ def _add_group_state(
     """The group and transaction coordinators, children of the broker core (created
     before the listeners: the admin views and commands of both protocols read them)."""
     from brokerd.core.store_recovery import StoreRecovery
-    from brokerd.kafka.groups import GroupCoordinator
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.storage.offsets import OffsetStore
     from brokerd.storage.producer_ids import ProducerIdAllocator
 
@@ -999,7 +999,7 @@ def _add_kafka(
     metrics: BrokerMetrics | None,
     readiness: Readiness,
 ) -> None:
-    from brokerd.kafka.protocol import KafkaFactory
+    from brokerd.kafka.server.protocol import KafkaFactory
     from brokerd.metrics.hooks import NULL_REQUESTS
     from brokerd.net.answer_budget import AnswerBudget
 

@@ -12,12 +12,13 @@ from typing import Any
 import attrs
 from twisted.internet import defer
 
-from brokerd.kafka import acl_apis, apis
-from brokerd.kafka.acl_handlers import AclHandlers
-from brokerd.kafka.authorize import RULES, UNCHECKED
-from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.protocol import KafkaFactory
+from brokerd.kafka.server.authorize import RULES, UNCHECKED
+from brokerd.kafka.server.handlers.acl import AclHandlers
+from brokerd.kafka.server.protocol import KafkaFactory
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages import acl as acl_apis
 from brokerd.net.connection import ConnectionState
 from brokerd.security.acl import (
     AclAuthorizer,

@@ -25,7 +25,7 @@ from brokerd.errors import (
     InvalidTopic,
     UnknownTopicOrPartition,
 )
-from brokerd.kafka.groups import GroupCoordinator
+from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.storage.batch import encode_batch
 from brokerd.storage.log import LogConfig
 from brokerd.storage.logdir import LogDirectory

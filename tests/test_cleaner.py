@@ -339,8 +339,8 @@ def test_keyless_records_are_refused() -> None:
 
 
 def test_kafka_answer_to_a_keyless_record() -> None:
-    from brokerd.kafka.compaction import invalid_record_response
     from brokerd.kafka.errors import ErrorCode
+    from brokerd.kafka.server.handlers.compaction import invalid_record_response
 
     exc = InvalidRecord("Compacted topic cannot accept message without key", 3)
     old = invalid_record_response(0, 7, exc)

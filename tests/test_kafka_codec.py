@@ -1,4 +1,4 @@
-"""Tests for the sans-IO Kafka codec (brokerd.kafka.codec / brokerd.kafka.apis).
+"""Tests for the sans-IO Kafka codec (brokerd.kafka.wire.codec / brokerd.kafka.wire.apis).
 
 Frames are built by hand, field by field, from Kafka's JSON message schemas
 (``clients/src/main/resources/common/message/*.json``), independently of the codec's own
@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokerd import errors
-from brokerd.kafka import apis, codec
-from brokerd.kafka.apis import SUPPORTED_VERSIONS
-from brokerd.kafka.codec import ApiKey, RequestHeader
 from brokerd.kafka.errors import ErrorCode, error_code_for
+from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire.apis import SUPPORTED_VERSIONS
+from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 
 # -- hand encoders (independent of the codec) ----------------------------------------
 

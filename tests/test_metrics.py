@@ -14,8 +14,8 @@ from brokerd.admin.inspect import Inspector
 from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 from brokerd.core.appends import MarkerAppend, ValuesAppend
 from brokerd.core.write_stats import MAX_UNSYNCED_SAMPLES, WriteStats
-from brokerd.kafka import apis
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.wire import apis
 from brokerd.metrics.answers import api_name, kafka_errors
 from brokerd.metrics.collectors import CleanerCollector
 from brokerd.metrics.registry import BrokerMetrics

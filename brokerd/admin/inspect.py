@@ -16,8 +16,8 @@ from typing import Protocol
 
 from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 from brokerd.core.interfaces import LogStore, PartitionStore
-from brokerd.kafka.codec import CodecError, Reader
-from brokerd.kafka.group_admin import GroupAdmin
+from brokerd.kafka.groups.admin import GroupAdmin
+from brokerd.kafka.wire.codec import CodecError, Reader
 from brokerd.storage.offsets import OffsetStore
 from brokerd.storage.types import TopicInfo
 

@@ -38,8 +38,8 @@ from brokerd.admin.inspect import Inspector
 from brokerd.admin.views import GroupView, OffsetResetView, TopicView
 from brokerd.errors import BrokerError, InvalidConfig, UnknownTopicOrPartition
 from brokerd.kafka.errors import ErrorCode as KafkaError
-from brokerd.kafka.group_admin import GroupAdmin
-from brokerd.kafka.group_store import CommitResults, OffsetEntry
+from brokerd.kafka.groups.admin import GroupAdmin
+from brokerd.kafka.groups.store import CommitResults, OffsetEntry
 from brokerd.names import MAX_GROUP_ID_LENGTH, validate_topic_name
 from brokerd.storage.topic_config import TOPIC_CONFIGS
 from brokerd.storage.types import PartitionOffsets, TopicInfo
@@ -106,7 +106,7 @@ class AdminBroker(Protocol):
 
 class AdminGroups(Protocol):
     """What the admin operations need of the group coordinator
-    (:class:`brokerd.kafka.groups.GroupCoordinator`)."""
+    (:class:`brokerd.kafka.groups.coordinator.GroupCoordinator`)."""
 
     @property
     def admin(self) -> GroupAdmin: ...

@@ -21,8 +21,8 @@ import attrs
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from brokerd.kafka import apis
 from brokerd.kafka.errors import ErrorCode as KafkaError
+from brokerd.kafka.wire import apis
 from brokerd.metrics.hooks import RequestObserver
 from brokerd.native.messages import ErrorCode as NativeError
 from brokerd.native.messages import RequestType, error_code_for

@@ -19,7 +19,7 @@ from typing import Protocol
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from brokerd.admin.inspect import Inspector
-from brokerd.kafka.txn_state import TxnState
+from brokerd.kafka.txn.state import TxnState
 from brokerd.metrics.traffic import TopicTraffic
 
 

@@ -1,0 +1,151 @@
+# -*- test-case-name: tests.test_kafka_group_admin -*-
+"""Kafka consumer-group admin APIs: ListGroups, DescribeGroups, DeleteGroups and
+OffsetDelete.
+
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+message by calling the coordinator's admin part (:mod:`brokerd.kafka.groups.admin`,
+duck-typed here by :class:`GroupAdminLike`). OffsetDelete partitions of topics that do
+not exist get UNKNOWN_TOPIC_OR_PARTITION here, as Kafka answers them.
+
+It does not parse or build bytes, keep group state, or dispatch:
+:class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from twisted.internet import defer
+
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.admin import GroupDescription
+from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.apis import Request
+
+if TYPE_CHECKING:
+    from brokerd.kafka.server.dispatch import KafkaCore
+
+
+class GroupAdminLike(Protocol):
+    """:class:`~brokerd.kafka.groups.admin.GroupAdmin` as the handlers use it."""
+
+    def list_groups_with_states(
+        self, states_filter: Collection[str] = (), /
+    ) -> tuple[int, list[tuple[str, str, str]]]: ...
+
+    def describe(self, group_ids: list[str], /) -> Sequence[GroupDescription]: ...
+
+    def delete_groups(self, group_ids: list[str], /) -> defer.Deferred[Any]: ...
+
+    def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]], /
+    ) -> defer.Deferred[Any]: ...
+
+
+class HasGroupAdmin(Protocol):
+    """The coordinator, as far as these handlers need it."""
+
+    @property
+    def admin(self) -> GroupAdminLike: ...
+
+
+class GroupAdminHandlers:
+    """Answers the group admin APIs.
+
+    :param core: the broker core (topic existence for OffsetDelete).
+    :param coordinator: the group coordinator; its ``admin`` is looked up per request.
+    """
+
+    def __init__(self, core: KafkaCore, coordinator: HasGroupAdmin) -> None:
+        self._core = core
+        self._coordinator = coordinator
+
+    async def list_groups(self, conn: Connection, req: Request) -> Any:
+        body: apis.ListGroupsRequest = req.body
+        # states_filter is empty before v4 (the field's default), so every group is listed;
+        # group_state is only on the wire from v4.
+        code, groups = self._coordinator.admin.list_groups_with_states(body.states_filter)
+        return apis.ListGroupsResponse(
+            error_code=code,
+            groups=tuple(
+                apis.ListedGroup(group_id=g, protocol_type=t, group_state=s)
+                for g, t, s in groups
+            ),
+        )
+
+    async def describe_groups(self, conn: Connection, req: Request) -> Any:
+        body: apis.DescribeGroupsRequest = req.body
+        described = self._coordinator.admin.describe(list(body.groups))
+        # include_authorized_operations: brokerd has no ACLs, so the field keeps its
+        # "omitted" value whether or not it was asked for.
+        return apis.DescribeGroupsResponse(
+            groups=tuple(
+                apis.DescribedGroup(
+                    error_code=d.error_code,
+                    group_id=d.group_id,
+                    group_state=d.state,
+                    protocol_type=d.protocol_type,
+                    protocol_data=d.protocol,
+                    members=tuple(
+                        apis.DescribedGroupMember(
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            member_metadata=m.metadata,
+                            member_assignment=m.assignment,
+                        )
+                        for m in d.members
+                    ),
+                )
+                for d in described
+            )
+        )
+
+    async def delete_groups(self, conn: Connection, req: Request) -> Any:
+        body: apis.DeleteGroupsRequest = req.body
+        results: Sequence[tuple[str, int]] = await self._coordinator.admin.delete_groups(
+            list(body.groups_names)
+        )
+        return apis.DeleteGroupsResponse(
+            results=tuple(
+                apis.DeletableGroupResult(group_id=g, error_code=code) for g, code in results
+            )
+        )
+
+    async def offset_delete(self, conn: Connection, req: Request) -> Any:
+        body: apis.OffsetDeleteRequest = req.body
+        known = self._core.topics()
+        codes: dict[tuple[str, int], int] = {}
+        wanted: list[tuple[str, int]] = []
+        for t in body.topics:
+            info = known.get(t.name)
+            for p in t.partitions:
+                if info is None or not 0 <= p < info.partitions:
+                    codes[(t.name, p)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    wanted.append((t.name, p))
+        result: tuple[int, Mapping[tuple[str, int], int]] = (
+            await self._coordinator.admin.delete_offsets(body.group_id, wanted)
+        )
+        top, per_partition = result
+        if top != ErrorCode.NONE:
+            return apis.OffsetDeleteResponse(error_code=top)
+        codes.update(per_partition)
+        return apis.OffsetDeleteResponse(
+            topics=tuple(
+                apis.OffsetDeleteResponseTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        apis.OffsetDeleteResponsePartition(
+                            partition_index=p,
+                            error_code=codes.get((t.name, p), ErrorCode.NONE),
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in body.topics
+            )
+        )
