@@ -633,6 +633,7 @@ def makeService(options: Options) -> service.MultiService:
     from brokerd.admin.inspect import Inspector
     from brokerd.admin.operations import AdminOps
     from brokerd.core import Broker
+    from brokerd.kafka.groups.admin import operator_error
     from brokerd.native.protocol import NativeFactory
     from brokerd.sdnotify import ReadyNotifier, extending_start_timeout
     from brokerd.storage.log import LogConfig
@@ -698,7 +699,7 @@ def makeService(options: Options) -> service.MultiService:
         request_budget=options["request-budget"],
         addresses=options["connection-addresses"],
         authorizer=authorization["authorizer"],
-        admin=AdminOps(broker, inspector, groups.coordinator),
+        admin=AdminOps(broker, inspector, groups.coordinator, operator_error),
     )
     if metrics is not None:
         native.metrics = metrics.listener("native")
@@ -759,6 +760,7 @@ def _metrics(
 ) -> BrokerMetrics:
     """The broker's metrics registry (``brokerd.metrics``), its write observer installed
     in the core before any partition opens."""
+    from brokerd.kafka.txn.state import TxnState
     from brokerd.metrics.registry import BrokerMetrics
 
     metrics = BrokerMetrics(inspector)
@@ -766,7 +768,7 @@ def _metrics(
     if cleaner is not None:
         metrics.add_cleaner(cleaner)
     if groups is not None:
-        metrics.add_transactions(groups.transactions)
+        metrics.add_transactions(groups.transactions, [s.value for s in TxnState])
         metrics.add_stores(groups.recovery.stores)
     return metrics
 

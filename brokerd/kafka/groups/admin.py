@@ -25,6 +25,8 @@ import attrs
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
 
+from brokerd.admin.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
+from brokerd.errors import BrokerError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import GroupMetadata, GroupState
 from brokerd.kafka.groups.store import CommitQueue
@@ -37,6 +39,8 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 
 #: Bytes of a string's length prefix: the least a subscribed topic can take.
 _I16_SIZE = 2
+#: Bytes of a partition number: the least an assigned partition can take.
+_I32_SIZE = 4
 
 
 @attrs.frozen
@@ -49,6 +53,9 @@ class DescribedMember:
     client_host: str
     metadata: bytes
     assignment: bytes
+
+    def assigned_partitions(self) -> tuple[tuple[str, int], ...]:
+        return assigned_partitions(self.assignment)
 
 
 @attrs.frozen
@@ -86,11 +93,54 @@ def subscribed_topics(metadata: bytes) -> frozenset[str] | None:
     return frozenset(topics)
 
 
+def assigned_partitions(assignment: bytes) -> tuple[tuple[str, int], ...]:
+    """The ``(topic, partition)`` pairs of a consumer-protocol assignment (``i16
+    version, i32 count, count x (i16 topic, i32 n, n x i32 partition)``, user data
+    after), sorted; empty when it is empty or does not parse (a group of another
+    protocol type)."""
+    if not assignment:
+        return ()
+    r = Reader(assignment)
+    pairs: list[tuple[str, int]] = []
+    try:
+        if r.int16() < 0:
+            return ()
+        topics = r.array_count(_I16_SIZE)
+        for _ in range(topics or 0):
+            topic = r.nullable_string()
+            count = r.array_count(_I32_SIZE)
+            if topic is None:
+                return ()
+            pairs.extend((topic, r.int32()) for _ in range(count or 0))
+    except CodecError:
+        return ()
+    return tuple(sorted(pairs))
+
+
 def _group_id_error(group_id: str) -> ErrorCode:
     # Kafka allows an empty group id in the admin APIs (it is just never found).
     if len(group_id.encode("utf-8", "surrogatepass")) > MAX_GROUP_ID_LENGTH:
         return ErrorCode.INVALID_GROUP_ID
     return ErrorCode.NONE
+
+
+def operator_error(code: int, group_id: str) -> BrokerError:
+    """The operator-facing exception (``brokerd.admin.errors``) for an error code the
+    coordinator answered about ``group_id`` (what :class:`~brokerd.admin.operations.AdminOps`
+    raises)."""
+    if code == ErrorCode.COORDINATOR_NOT_AVAILABLE:
+        return GroupsUnavailable("the group coordinator is stopping")
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return GroupNotFound(f"unknown group {group_id!r}")
+    if code in (ErrorCode.NON_EMPTY_GROUP, ErrorCode.UNKNOWN_MEMBER_ID):
+        return GroupNotEmpty(f"group {group_id!r} has active members")
+    if code == ErrorCode.INVALID_GROUP_ID:
+        return InvalidGroupId(f"invalid group id {group_id!r}")
+    try:
+        name = ErrorCode(code).name
+    except ValueError:
+        name = str(code)
+    return BrokerError(f"group {group_id!r}: the coordinator answered {name}")
 
 
 class GroupAdmin:

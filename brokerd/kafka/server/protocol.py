@@ -64,11 +64,11 @@ from brokerd.kafka.server.dispatch import (
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
+from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
 from brokerd.kafka.wire import apis, codec
 from brokerd.kafka.wire.codec import ApiKey, CodecError, FrameError, FrameTooLarge
-from brokerd.metrics.answers import observe_kafka
 from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.connection import RequestConnection

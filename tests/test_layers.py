@@ -1,0 +1,74 @@
+"""The layer rule of docs/architecture.md, read from the source: nothing outside
+``brokerd/kafka/`` imports the Kafka listener except the service wiring
+(``brokerd/tap.py``). Every module's imports are parsed (``ast``), type-checking-only
+and function-level imports included, so a dependency cannot hide in a local import.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import brokerd
+
+PACKAGE = Path(brokerd.__file__).resolve().parent
+KAFKA = PACKAGE / "kafka"
+#: The one module allowed to import brokerd.kafka from outside: it wires the services.
+WIRING = {PACKAGE / "tap.py"}
+
+
+def imported_modules(source: str) -> set[str]:
+    """Every module an ``import`` or ``from ... import`` names, in full dotted form
+    (``from brokerd import kafka`` gives ``brokerd.kafka``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def is_kafka(module: str) -> bool:
+    return module == "brokerd.kafka" or module.startswith("brokerd.kafka.")
+
+
+def kafka_imports_outside() -> dict[str, list[str]]:
+    offenders: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.is_relative_to(KAFKA) or path in WIRING:
+            continue
+        found = sorted(m for m in imported_modules(path.read_text()) if is_kafka(m))
+        if found:
+            offenders[str(path.relative_to(PACKAGE.parent))] = found
+    return offenders
+
+
+def test_reader_sees_every_import_form() -> None:
+    source = (
+        "import brokerd.kafka.wire.codec\n"
+        "from brokerd import kafka\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from brokerd.kafka.errors import ErrorCode\n"
+        "def f():\n"
+        "    from brokerd.kafka.groups import admin\n"
+    )
+    assert {m for m in imported_modules(source) if is_kafka(m)} == {
+        "brokerd.kafka.wire.codec",
+        "brokerd.kafka",
+        "brokerd.kafka.errors",
+        "brokerd.kafka.errors.ErrorCode",
+        "brokerd.kafka.groups",
+        "brokerd.kafka.groups.admin",
+    }
+
+
+def test_nothing_outside_kafka_imports_it_but_the_wiring() -> None:
+    assert kafka_imports_outside() == {}
+
+
+def test_the_wiring_does_import_it() -> None:
+    # The exception is real (the listener is built somewhere), so the rule is not vacuous.
+    assert any(is_kafka(m) for m in imported_modules((PACKAGE / "tap.py").read_text()))
