@@ -2,8 +2,9 @@
 """Request and response bodies of CreateAcls (30), DescribeAcls (29) and DeleteAcls (31),
 versions 0-3 (flexible from 2; v1 added the resource pattern type, LITERAL at v0).
 
-Transcribed from Kafka's JSON message schemas like the rest of :mod:`brokerd.kafka.wire.apis`,
-which registers them. Pure: no I/O, no Twisted, no broker logic.
+Transcribed from Kafka's JSON message schemas like the rest of
+:mod:`brokerd.kafka.wire.messages`; :data:`APIS` registers them
+(:mod:`brokerd.kafka.wire.registry`). Pure: no I/O, no Twisted, no broker logic.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any, ClassVar
 
 import attrs
 
-from brokerd.kafka.wire.codec import INT8, INT16, INT32, STRING, Array, Field, Struct
+from brokerd.kafka.wire.codec import INT8, INT16, INT32, STRING, ApiKey, Array, Field, Struct
+from brokerd.kafka.wire.schema import ApiSpec
 
 #: The pattern type a v0 request means (v0 has only literal resource names).
 LITERAL_PATTERN = 3
@@ -212,3 +214,11 @@ class DeleteAclsResponse:
         Field("throttle_time_ms", INT32),
         Field("filter_results", Array(Struct(DeleteAclsFilterResult))),
     )
+
+
+#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
+APIS: tuple[ApiSpec, ...] = (
+    ApiSpec(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, DescribeAclsResponse, 0, 3),
+    ApiSpec(ApiKey.CREATE_ACLS, CreateAclsRequest, CreateAclsResponse, 0, 3),
+    ApiSpec(ApiKey.DELETE_ACLS, DeleteAclsRequest, DeleteAclsResponse, 0, 3),
+)

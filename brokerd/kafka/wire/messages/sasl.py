@@ -1,6 +1,6 @@
 # -*- test-case-name: tests.test_sasl_protocol -*-
-"""Message bodies of the SASL and SCRAM-credential APIs, registered in
-:mod:`brokerd.kafka.wire.apis`.
+"""Message bodies of the SASL and SCRAM-credential APIs, registered by :data:`APIS`
+(:mod:`brokerd.kafka.wire.registry` collects it).
 
 Transcribed from Kafka's JSON message schemas: SaslHandshake (17) v0-1 (never
 flexible), SaslAuthenticate (36) v0-2 (v1 adds the session lifetime, v2 is flexible),
@@ -17,7 +17,19 @@ from typing import Any, ClassVar
 
 import attrs
 
-from brokerd.kafka.wire.codec import BYTES, INT8, INT16, INT32, INT64, STRING, Array, Field, Struct
+from brokerd.kafka.wire.codec import (
+    BYTES,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    ApiKey,
+    Array,
+    Field,
+    Struct,
+)
+from brokerd.kafka.wire.schema import ApiSpec
 
 
 def _tuple(v: Any) -> Any:
@@ -212,3 +224,28 @@ class AlterUserScramCredentialsResponse:
         Field("throttle_time_ms", INT32),
         Field("results", Array(Struct(AlterUserScramCredentialsResult))),
     )
+
+
+#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
+#: SaslHandshake v0 switches the connection to raw SASL tokens (docs/kafka.md).
+APIS: tuple[ApiSpec, ...] = (
+    ApiSpec(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest, SaslHandshakeResponse, 0, 1),
+    ApiSpec(ApiKey.SASL_AUTHENTICATE, SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2),
+    ApiSpec(
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        DescribeUserScramCredentialsRequest,
+        DescribeUserScramCredentialsResponse,
+        0,
+        0,
+    ),
+    # librdkafka 2.x ends this request with one tagged-fields byte too many; Kafka's
+    # readers never check for the end, so it works against Kafka.
+    ApiSpec(
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        AlterUserScramCredentialsRequest,
+        AlterUserScramCredentialsResponse,
+        0,
+        0,
+        trailing_bytes_ignored=True,
+    ),
+)
