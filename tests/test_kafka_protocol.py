@@ -18,7 +18,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd import errors
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.dispatch import batch_codecs
+from brokerd.kafka.server.handlers.produce import batch_codecs
 from brokerd.kafka.server.protocol import (
     MAX_PIPELINED_PRODUCES,
     PIPELINE_READ_BYTES,

@@ -72,3 +72,50 @@ def test_nothing_outside_kafka_imports_it_but_the_wiring() -> None:
 def test_the_wiring_does_import_it() -> None:
     # The exception is real (the listener is built somewhere), so the rule is not vacuous.
     assert any(is_kafka(m) for m in imported_modules((PACKAGE / "tap.py").read_text()))
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (as a path that ends where it starts), or None."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        if node in path:
+            return [*path[path.index(node):], node]
+        if node in done:
+            return None
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            found = visit(nxt)
+            if found:
+                return found
+        path.pop()
+        done.add(node)
+        return None
+
+    for node in sorted(graph):
+        found = visit(node)
+        if found:
+            return found
+    return None
+
+
+def test_no_import_cycle_in_kafka() -> None:
+    # Type-checking-only imports count: a circle of them is still a circle of modules
+    # that must be read together.
+    modules = {module_name(p): p for p in KAFKA.rglob("*.py")}
+    graph = {
+        name: {m for m in imported_modules(path.read_text()) if m in modules and m != name}
+        for name, path in modules.items()
+    }
+    assert import_cycle(graph) is None
+
+
+def test_cycle_finder_finds_one() -> None:
+    assert import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert import_cycle({"a": {"b"}, "b": set()}) is None

@@ -7,9 +7,8 @@ address, and waits to cancel when the client goes away); :class:`BrokerIdentity`
 :class:`Clock` are the duck types of what the listener injects. :func:`gather`,
 :func:`message` and :func:`unexpected_code` are the small helpers every handler uses.
 
-It holds no API logic: the handlers live in :mod:`brokerd.kafka.server.dispatch` (dispatch and
-the data path), :mod:`brokerd.kafka.server.handlers.admin` and
-:mod:`brokerd.kafka.server.handlers.groups`.
+It holds no API logic: the handlers live in the modules of
+``brokerd/kafka/server/handlers/``, one per API family.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ overwrite each other's. With no authorizer configured every request is answered
 SECURITY_DISABLED, as Kafka does.
 
 Who may call these APIs (ALTER or DESCRIBE on the cluster) is checked before the handler
-runs, with every other API's rule, in :mod:`brokerd.kafka.server.authorize`.
+runs, by the rules at the end of this module (the gate is
+:mod:`brokerd.kafka.server.authorize`).
 """
 
 from __future__ import annotations
@@ -22,14 +23,24 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    CLUSTER_DENIED,
+    DENIED_TEXT,
+    Access,
+    Gate,
+    answer_now,
+)
 from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import acl as acl_apis
 from brokerd.security.acl import (
     AclAuthorizer,
     AclBinding,
     AclFilter,
     InvalidAcl,
+    Operation,
     make_binding,
     make_filter,
     sorted_acls,
@@ -63,6 +74,14 @@ class AclHandlers:
         self._store = store
         self._run_blocking = run_blocking
         self._lock = defer.DeferredLock()
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.CREATE_ACLS, self.create_acls, create_acls_rule),
+            Route(ApiKey.DESCRIBE_ACLS, self.describe_acls, describe_acls_rule),
+            Route(ApiKey.DELETE_ACLS, self.delete_acls, delete_acls_rule),
+        )
 
     async def _replace(self, acls: frozenset[AclBinding]) -> bool:
         """Store ``acls`` and make them current; False (logged) if the write failed."""
@@ -225,3 +244,32 @@ def _matching(b: AclBinding) -> acl_apis.DeleteAclsMatchingAcl:
         pattern_type=b.pattern_type, principal=b.principal, host=b.host,
         operation=b.operation, permission_type=b.permission,
     )
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def create_acls_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.ALTER):
+        return Gate(req)
+    return answer_now(req, acl_apis.CreateAclsResponse(results=tuple(
+        acl_apis.AclCreationResult(error_code=CLUSTER_DENIED, error_message=DENIED_TEXT)
+        for _ in req.body.creations
+    )))
+
+
+def describe_acls_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.DESCRIBE):
+        return Gate(req)
+    return answer_now(req, acl_apis.DescribeAclsResponse(
+        error_code=CLUSTER_DENIED, error_message=DENIED_TEXT
+    ))
+
+
+def delete_acls_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.ALTER):
+        return Gate(req)
+    return answer_now(req, acl_apis.DeleteAclsResponse(filter_results=tuple(
+        acl_apis.DeleteAclsFilterResult(error_code=CLUSTER_DENIED, error_message=DENIED_TEXT)
+        for _ in req.body.filters
+    )))

@@ -18,10 +18,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from twisted.logger import Logger
 
 from brokerd.errors import InvalidTopic
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    CLUSTER_DENIED,
+    DENIED_TEXT,
+    TOPIC_DENIED,
+    TXN_DENIED,
+    Access,
+    Gate,
+    answer_now,
+    by_name,
+    itself,
+    keep_only,
+    split_entries,
+    topic_op,
+)
 from brokerd.kafka.server.handler_base import (
     LEADER_EPOCH,
     BrokerIdentity,
@@ -31,13 +46,16 @@ from brokerd.kafka.server.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.server.handlers.txn import TxnHandlers
+from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
 from brokerd.names import is_internal_topic, validate_topic_name
+from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.types import TopicInfo
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.dispatch import KafkaCore
+    from brokerd.kafka.server.core_face import KafkaCore
 
 #: Partitions of a topic created by CreateTopics with num_partitions -1, unless the
 #: factory is given another (Kafka's ``num.partitions`` default).
@@ -72,6 +90,16 @@ class AdminHandlers:
         self._txn = transactional if transactional is not None else TxnHandlers(core, None)
         # Topic name -> ((partition count, node id), its Metadata entry).
         self._metadata_cache: dict[str, tuple[tuple[int, int], apis.MetadataTopic]] = {}
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.API_VERSIONS, self.api_versions, None),
+            Route(ApiKey.METADATA, self.metadata, metadata_rule),
+            Route(ApiKey.CREATE_TOPICS, self.create_topics, create_topics_rule),
+            Route(ApiKey.DELETE_TOPICS, self.delete_topics, delete_topics_rule),
+            Route(ApiKey.INIT_PRODUCER_ID, self.init_producer_id, init_producer_id_rule),
+        )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
@@ -261,3 +289,80 @@ class AdminHandlers:
         return apis.InitProducerIdResponse(
             error_code=0, producer_id=producer_id, producer_epoch=0
         )
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def metadata_rule(access: Access, req: Request) -> Gate:
+    body: apis.MetadataRequest = req.body
+    if body.topics is None or (req.api_version == 0 and not body.topics):
+        return Gate(req, finish=keep_only(
+            lambda r: r.topics,
+            lambda r, kept: attrs.evolve(r, topics=kept),
+            lambda t: access.topic(Operation.DESCRIBE, t.name),
+        ))
+
+    def error(name: str) -> ErrorCode | None:
+        if not access.topic(Operation.DESCRIBE, name):
+            return TOPIC_DENIED
+        # A topic this request would create needs CREATE (Kafka answers
+        # TOPIC_AUTHORIZATION_FAILED for it, as for a topic it may not see).
+        if (
+            body.allow_auto_topic_creation
+            and access.core.auto_create_topics
+            and name not in access.core.topics()
+            and not access.may_create(name)
+        ):
+            return TOPIC_DENIED
+        return None
+
+    def denied(t: apis.MetadataRequestTopic, code: ErrorCode) -> apis.MetadataTopic:
+        return apis.MetadataTopic(error_code=code, name=t.name)
+
+    gate = split_entries(
+        req, body.topics, by_name, error, denied,
+        narrow=lambda kept: attrs.evolve(body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )
+    if gate.changed and not gate.request.body.topics:
+        # Everything named was denied: an empty list would mean "all topics" at v0.
+        return answer_now(req, gate.finish(apis.MetadataResponse(topics=())))
+    return gate
+
+
+def create_topics_rule(access: Access, req: Request) -> Gate:
+    def error(name: str) -> ErrorCode | None:
+        return None if access.may_create(name) else TOPIC_DENIED
+
+    def denied(t: apis.CreatableTopic, code: ErrorCode) -> apis.CreatableTopicResult:
+        return apis.CreatableTopicResult(name=t.name, error_code=code, error_message=DENIED_TEXT)
+
+    return split_entries(
+        req, req.body.topics, by_name, error, denied,
+        narrow=lambda kept: attrs.evolve(req.body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )
+
+
+def delete_topics_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.topic_names, itself, topic_op(Operation.DELETE, access),
+        lambda n, code: apis.DeletableTopicResult(name=n, error_code=code),
+        narrow=lambda kept: attrs.evolve(req.body, topic_names=kept),
+        widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
+    )
+
+
+def init_producer_id_rule(access: Access, req: Request) -> Gate:
+    body: apis.InitProducerIdRequest = req.body
+    if body.transactional_id is not None:
+        if access.txn(Operation.WRITE, body.transactional_id):
+            return Gate(req)
+        return answer_now(req, apis.InitProducerIdResponse(error_code=TXN_DENIED))
+    # An idempotent producer: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
+    if access.cluster(Operation.IDEMPOTENT_WRITE) or access.authorizer.authorize_any(
+        access.principal, access.host, Operation.WRITE, ResourceType.TOPIC
+    ):
+        return Gate(req)
+    return answer_now(req, apis.InitProducerIdResponse(error_code=CLUSTER_DENIED))

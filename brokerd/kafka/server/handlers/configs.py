@@ -28,15 +28,27 @@ import enum
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+import attrs
 from twisted.internet import defer
 from twisted.logger import Logger
 
 from brokerd.errors import InvalidConfig, InvalidTopic
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    CLUSTER_DENIED,
+    DENIED_TEXT,
+    TOPIC_DENIED,
+    Access,
+    Gate,
+    split_entries,
+)
 from brokerd.kafka.server.handler_base import BrokerIdentity, Connection, message, unexpected_code
+from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
 from brokerd.names import validate_topic_name
+from brokerd.security.acl import Operation
 from brokerd.storage.topic_config import (
     TOPIC_CONFIGS,
     AlterOp,
@@ -228,6 +240,18 @@ class ConfigHandlers:
 
     # -- checks every API shares -------------------------------------------------------
 
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.DESCRIBE_CONFIGS, self.describe_configs, describe_configs_rule),
+            Route(ApiKey.ALTER_CONFIGS, self.alter_configs, alter_configs_rule),
+            Route(
+                ApiKey.INCREMENTAL_ALTER_CONFIGS,
+                self.incremental_alter_configs,
+                alter_configs_rule,
+            ),
+        )
+
     def _topic(self, name: str) -> TopicInfo:
         try:
             validate_topic_name(name)
@@ -417,3 +441,45 @@ class ConfigHandlers:
             raise _Refused(ErrorCode.INVALID_CONFIG, str(e)) from None
         except Exception as e:
             raise _Refused(unexpected_code(self._log, "alter configs", e), message(e)) from None
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def _config_error(access: Access, op: Operation) -> Callable[[tuple[int, str]], ErrorCode | None]:
+    def error(resource: tuple[int, str]) -> ErrorCode | None:
+        rtype, name = resource
+        if rtype == ResourceType.TOPIC:
+            return None if access.topic(op, name) else TOPIC_DENIED
+        # Broker and broker-logger configs belong to the cluster.
+        return None if access.cluster(op) else CLUSTER_DENIED
+
+    return error
+
+
+def _resource(r: Any) -> tuple[int, str]:
+    return (r.resource_type, r.resource_name)
+
+
+def describe_configs_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.resources, _resource, _config_error(access, Operation.DESCRIBE_CONFIGS),
+        lambda r, code: apis.DescribeConfigsResult(
+            error_code=code, error_message=DENIED_TEXT,
+            resource_type=r.resource_type, resource_name=r.resource_name,
+        ),
+        narrow=lambda kept: attrs.evolve(req.body, resources=kept),
+        widen=lambda r, denied: attrs.evolve(r, results=(*r.results, *denied)),
+    )
+
+
+def alter_configs_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.resources, _resource, _config_error(access, Operation.ALTER_CONFIGS),
+        lambda r, code: apis.AlterConfigsResourceResponse(
+            error_code=code, error_message=DENIED_TEXT,
+            resource_type=r.resource_type, resource_name=r.resource_name,
+        ),
+        narrow=lambda kept: attrs.evolve(req.body, resources=kept),
+        widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
+    )

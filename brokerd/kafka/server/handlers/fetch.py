@@ -35,11 +35,19 @@ from twisted.logger import Logger
 from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.errors import TooManyWaiters
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    TOPIC_DENIED,
+    Access,
+    Gate,
+    split_entries,
+)
 from brokerd.kafka.server.handler_base import NO_RESPONSE, Clock, Connection, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch_catchup import CatchUp
+from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.frames import (
     Records,
@@ -49,11 +57,12 @@ from brokerd.net.frames import (
     release_records,
 )
 from brokerd.net.sendfile import RegionLedger
+from brokerd.security.acl import Operation
 from brokerd.storage.stored import StoredRead
 from brokerd.storage.types import ReadResult
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.dispatch import KafkaCore
+    from brokerd.kafka.server.core_face import KafkaCore
 
 __all__ = [
     "DEFAULT_FETCH_MAX_BYTES",
@@ -133,6 +142,12 @@ class FetchHandler:
         # Connections that are reading a backlog: their first empty fetch at the end of
         # the log is answered at once (brokerd/kafka/server/handlers/fetch_catchup.py).
         self._catch_up = CatchUp()
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.FETCH, self.fetch, fetch_rule),
+        )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
@@ -405,3 +420,23 @@ def _with_aborted(r: apis.FetchPartitionResponse) -> apis.FetchPartitionResponse
     if r.aborted_transactions is not None:
         return r
     return attrs.evolve(r, aborted_transactions=())
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def fetch_rule(access: Access, req: Request) -> Gate:
+    def denied(t: apis.FetchTopic, code: ErrorCode) -> apis.FetchTopicResponse:
+        return apis.FetchTopicResponse(topic=t.topic, partitions=tuple(
+            apis.FetchPartitionResponse(partition_index=p.partition, error_code=code, records=b"")
+            for p in t.partitions
+        ))
+
+    def error(name: str) -> ErrorCode | None:
+        return None if access.topic(Operation.READ, name) else TOPIC_DENIED
+
+    return split_entries(
+        req, req.body.topics, lambda t: t.topic, error, denied,
+        narrow=lambda kept: attrs.evolve(req.body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
+    )

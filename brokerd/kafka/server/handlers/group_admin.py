@@ -16,16 +16,31 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
 from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.admin import GroupDescription
+from brokerd.kafka.server.authorize import (
+    GROUP_DENIED,
+    Access,
+    Gate,
+    answer_now,
+    by_name,
+    itself,
+    keep_only,
+    split_entries,
+    topic_op,
+)
 from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.dispatch import KafkaCore
+    from brokerd.kafka.server.core_face import KafkaCore
 
 
 class GroupAdminLike(Protocol):
@@ -61,6 +76,15 @@ class GroupAdminHandlers:
     def __init__(self, core: KafkaCore, coordinator: HasGroupAdmin) -> None:
         self._core = core
         self._coordinator = coordinator
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.LIST_GROUPS, self.list_groups, list_groups_rule),
+            Route(ApiKey.DESCRIBE_GROUPS, self.describe_groups, describe_groups_rule),
+            Route(ApiKey.DELETE_GROUPS, self.delete_groups, delete_groups_rule),
+            Route(ApiKey.OFFSET_DELETE, self.offset_delete, offset_delete_rule),
+        )
 
     async def list_groups(self, conn: Connection, req: Request) -> Any:
         body: apis.ListGroupsRequest = req.body
@@ -149,3 +173,54 @@ class GroupAdminHandlers:
                 for t in body.topics
             )
         )
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def list_groups_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.DESCRIBE):
+        return Gate(req)
+    return Gate(req, finish=keep_only(
+        lambda r: r.groups,
+        lambda r, kept: attrs.evolve(r, groups=kept),
+        lambda g: access.group(Operation.DESCRIBE, g.group_id),
+    ))
+
+
+def describe_groups_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.groups, itself,
+        lambda g: None if access.group(Operation.DESCRIBE, g) else GROUP_DENIED,
+        lambda g, code: apis.DescribedGroup(error_code=code, group_id=g),
+        narrow=lambda kept: attrs.evolve(req.body, groups=kept),
+        widen=lambda r, denied: attrs.evolve(r, groups=(*r.groups, *denied)),
+    )
+
+
+def delete_groups_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.groups_names, itself,
+        lambda g: None if access.group(Operation.DELETE, g) else GROUP_DENIED,
+        lambda g, code: apis.DeletableGroupResult(group_id=g, error_code=code),
+        narrow=lambda kept: attrs.evolve(req.body, groups_names=kept),
+        widen=lambda r, denied: attrs.evolve(r, results=(*r.results, *denied)),
+    )
+
+
+def offset_delete_rule(access: Access, req: Request) -> Gate:
+    body: apis.OffsetDeleteRequest = req.body
+    if not access.group(Operation.DELETE, body.group_id):
+        return answer_now(req, apis.OffsetDeleteResponse(error_code=GROUP_DENIED))
+
+    def denied(t: apis.OffsetDeleteRequestTopic, code: ErrorCode) -> apis.OffsetDeleteResponseTopic:
+        return apis.OffsetDeleteResponseTopic(name=t.name, partitions=tuple(
+            apis.OffsetDeleteResponsePartition(partition_index=i, error_code=code)
+            for i in t.partitions
+        ))
+
+    return split_entries(
+        req, body.topics, by_name, topic_op(Operation.READ, access), denied,
+        narrow=lambda kept: attrs.evolve(body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )

@@ -15,26 +15,47 @@ It does not parse or build bytes, keep group state, or dispatch:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
 from twisted.internet import defer
 from twisted.logger import Logger
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    DENIED_TEXT,
+    GROUP_DENIED,
+    TXN_DENIED,
+    Access,
+    Gate,
+    Rule,
+    answer_now,
+    by_name,
+    commit_topics_denied,
+    keep_only,
+    split_entries,
+    topic_op,
+)
 from brokerd.kafka.server.handler_base import (
     NO_RESPONSE,
     BrokerIdentity,
     Connection,
     unexpected_code,
 )
+from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.dispatch import KafkaCore
+    from brokerd.kafka.server.core_face import KafkaCore
 
 #: Errors that concern the whole coordinator, repeated at the top of OffsetFetch v2+.
+#: FindCoordinator's key type of a transaction coordinator (0 is a group's).
+_COORDINATOR_TRANSACTION = 1
+
 _COORDINATOR_ERRORS = frozenset(
     {
         ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -143,6 +164,18 @@ class GroupHandlers:
         self._core = core
         self._groups = coordinator
         self._id = identity
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.FIND_COORDINATOR, self.find_coordinator, find_coordinator_rule),
+            Route(ApiKey.JOIN_GROUP, self.join_group, join_group_rule),
+            Route(ApiKey.SYNC_GROUP, self.sync_group, sync_group_rule),
+            Route(ApiKey.HEARTBEAT, self.heartbeat, heartbeat_rule),
+            Route(ApiKey.LEAVE_GROUP, self.leave_group, leave_group_rule),
+            Route(ApiKey.OFFSET_COMMIT, self.offset_commit, offset_commit_rule),
+            Route(ApiKey.OFFSET_FETCH, self.offset_fetch, offset_fetch_rule),
+        )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
@@ -312,3 +345,97 @@ class GroupHandlers:
             ),
             error_code=top,
         )
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def _group_gate(op: Operation, response: Callable[[], Any]) -> Rule:
+    def rule(access: Access, req: Request) -> Gate:
+        if access.group(op, req.body.group_id):
+            return Gate(req)
+        return answer_now(req, response())
+
+    return rule
+
+
+join_group_rule = _group_gate(
+    Operation.READ, lambda: apis.JoinGroupResponse(error_code=GROUP_DENIED)
+)
+
+
+sync_group_rule = _group_gate(
+    Operation.READ, lambda: apis.SyncGroupResponse(error_code=GROUP_DENIED)
+)
+
+
+heartbeat_rule = _group_gate(
+    Operation.READ, lambda: apis.HeartbeatResponse(error_code=GROUP_DENIED)
+)
+
+
+leave_group_rule = _group_gate(
+    Operation.READ, lambda: apis.LeaveGroupResponse(error_code=GROUP_DENIED)
+)
+
+
+def find_coordinator_rule(access: Access, req: Request) -> Gate:
+    body: apis.FindCoordinatorRequest = req.body
+    if body.key_type == _COORDINATOR_TRANSACTION:
+        ok, code = access.txn(Operation.DESCRIBE, body.key), TXN_DENIED
+    else:
+        ok, code = access.group(Operation.DESCRIBE, body.key), GROUP_DENIED
+    if ok:
+        return Gate(req)
+    return answer_now(req, apis.FindCoordinatorResponse(
+        error_code=code, error_message=DENIED_TEXT, node_id=-1, host="", port=-1
+    ))
+
+
+def offset_commit_rule(access: Access, req: Request) -> Gate:
+    body: apis.OffsetCommitRequest = req.body
+    topic_cls, part_cls = apis.OffsetCommitTopicResponse, apis.OffsetCommitPartitionResponse
+    if not access.group(Operation.READ, body.group_id):
+        return answer_now(req, apis.OffsetCommitResponse(
+            topics=commit_topics_denied(GROUP_DENIED, body.topics, topic_cls, part_cls)
+        ))
+    return split_entries(
+        req, body.topics, by_name, topic_op(Operation.READ, access),
+        lambda t, code: commit_topics_denied(code, (t,), topic_cls, part_cls)[0],
+        narrow=lambda kept: attrs.evolve(body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )
+
+
+def offset_fetch_rule(access: Access, req: Request) -> Gate:
+    body: apis.OffsetFetchRequest = req.body
+    if not access.group(Operation.DESCRIBE, body.group_id):
+        # v1 has no top-level error code: every asked partition carries it.
+        return answer_now(req, apis.OffsetFetchResponse(
+            error_code=GROUP_DENIED,
+            topics=tuple(
+                apis.OffsetFetchTopicResponse(name=t.name, partitions=tuple(
+                    apis.OffsetFetchPartitionResponse(partition_index=i, error_code=GROUP_DENIED)
+                    for i in t.partition_indexes
+                ))
+                for t in body.topics or ()
+            ),
+        ))
+    if body.topics is None:
+        return Gate(req, finish=keep_only(
+            lambda r: r.topics,
+            lambda r, kept: attrs.evolve(r, topics=kept),
+            lambda t: access.topic(Operation.DESCRIBE, t.name),
+        ))
+
+    def denied(t: apis.OffsetFetchTopic, code: ErrorCode) -> apis.OffsetFetchTopicResponse:
+        return apis.OffsetFetchTopicResponse(name=t.name, partitions=tuple(
+            apis.OffsetFetchPartitionResponse(partition_index=i, error_code=code)
+            for i in t.partition_indexes
+        ))
+
+    return split_entries(
+        req, body.topics, by_name, topic_op(Operation.DESCRIBE, access), denied,
+        narrow=lambda kept: attrs.evolve(body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )

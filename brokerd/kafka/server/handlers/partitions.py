@@ -24,11 +24,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
 
+import attrs
 from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    DENIED_TEXT,
+    Access,
+    Gate,
+    answer_now,
+    by_name,
+    split_entries,
+    topic_op,
+)
 from brokerd.kafka.server.handler_base import (
     BrokerIdentity,
     Clock,
@@ -38,8 +48,11 @@ from brokerd.kafka.server.handler_base import (
     repeated,
     unexpected_code,
 )
+from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.security.acl import Operation
 from brokerd.storage.logdir import MAX_PARTITIONS
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
@@ -112,6 +125,14 @@ class PartitionAdminHandlers:
         self._core = core
         self._id = identity
         self._clock = clock
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.CREATE_PARTITIONS, self.create_partitions, create_partitions_rule),
+            Route(ApiKey.DELETE_RECORDS, self.delete_records, delete_records_rule),
+            Route(ApiKey.DESCRIBE_LOG_DIRS, self.describe_log_dirs, describe_log_dirs_rule),
+        )
 
     def _code(self, what: str, exc: BaseException) -> ErrorCode:
         if isinstance(exc, _TimedOut):
@@ -251,3 +272,38 @@ class PartitionAdminHandlers:
             ),
         )
         return apis.DescribeLogDirsResponse(results=(result,))
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def create_partitions_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.topics, by_name, topic_op(Operation.ALTER, access),
+        lambda t, code: apis.CreatePartitionsTopicResult(
+            name=t.name, error_code=code, error_message=DENIED_TEXT
+        ),
+        narrow=lambda kept: attrs.evolve(req.body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, results=(*r.results, *denied)),
+    )
+
+
+def delete_records_rule(access: Access, req: Request) -> Gate:
+    def denied(t: apis.DeleteRecordsTopic, code: ErrorCode) -> apis.DeleteRecordsTopicResult:
+        return apis.DeleteRecordsTopicResult(name=t.name, partitions=tuple(
+            apis.DeleteRecordsPartitionResult(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions
+        ))
+
+    return split_entries(
+        req, req.body.topics, by_name, topic_op(Operation.DELETE, access), denied,
+        narrow=lambda kept: attrs.evolve(req.body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )
+
+
+def describe_log_dirs_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.DESCRIBE):
+        return Gate(req)
+    # v0-1 have no error code: Kafka answers no log directories.
+    return answer_now(req, apis.DescribeLogDirsResponse(results=()))

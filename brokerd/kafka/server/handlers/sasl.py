@@ -30,11 +30,20 @@ from typing import Any, Protocol
 import attrs
 from twisted.logger import Logger
 
+from brokerd.kafka.server.authorize import (
+    CLUSTER_DENIED,
+    DENIED_TEXT,
+    Access,
+    Gate,
+    answer_now,
+)
 from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.route import Route
 from brokerd.kafka.server.sasl import HANDSHAKE_FAILURE, SaslCode, SaslFailed, SaslSession
 from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import sasl as m
+from brokerd.security.acl import Operation
 from brokerd.security.credentials import CredentialChange, CredentialsError
 from brokerd.security.scram import (
     MAX_ITERATIONS,
@@ -134,6 +143,21 @@ class ScramAdminHandlers:
 
     def __init__(self, store: ScramStore | None) -> None:
         self._store = store
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(
+                ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+                self.describe,
+                describe_user_scram_credentials_rule,
+            ),
+            Route(
+                ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+                self.alter,
+                alter_user_scram_credentials_rule,
+            ),
+        )
 
     async def describe(self, conn: Connection, req: Request) -> Any:
         body: m.DescribeUserScramCredentialsRequest = req.body
@@ -251,3 +275,28 @@ class ScramAdminHandlers:
                 error_message=errors[name][1] if name in errors else None,
             )
             for name in order))
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def describe_user_scram_credentials_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.DESCRIBE):
+        return Gate(req)
+    return answer_now(req, m.DescribeUserScramCredentialsResponse.refused(
+        req.body, CLUSTER_DENIED, DENIED_TEXT
+    ))
+
+
+def alter_user_scram_credentials_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.ALTER):
+        return Gate(req)
+    users = dict.fromkeys(
+        [d.name for d in req.body.deletions] + [u.name for u in req.body.upsertions]
+    )
+    return answer_now(req, m.AlterUserScramCredentialsResponse(results=tuple(
+        m.AlterUserScramCredentialsResult(
+            user=user, error_code=CLUSTER_DENIED, error_message=DENIED_TEXT
+        )
+        for user in users
+    )))

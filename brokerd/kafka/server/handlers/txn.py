@@ -25,13 +25,29 @@ It does not keep transaction state, write markers or parse bytes; dispatch is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from twisted.logger import Logger
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    TXN_DENIED,
+    Access,
+    Gate,
+    answer_now,
+    by_name,
+    commit_topics_denied,
+    itself,
+    keep_only,
+    split_entries,
+    topic_op,
+)
 from brokerd.kafka.server.handler_base import Connection, unexpected_code
+from brokerd.kafka.server.route import Route
 from brokerd.kafka.txn.types import (
     TXN_STATE_NAMES,
     TopicPartition,
@@ -42,9 +58,10 @@ from brokerd.kafka.txn.types import (
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.dispatch import KafkaCore
+    from brokerd.kafka.server.core_face import KafkaCore
 
 #: First version of each API whose clients know PRODUCER_FENCED (KIP-588, as each
 #: schema's "adds PRODUCER_FENCED" comment says); older versions get
@@ -99,6 +116,25 @@ class TxnHandlers:
     def __init__(self, core: KafkaCore, transactions: TransactionCoordinatorLike | None) -> None:
         self._core = core
         self._txn = transactions
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(
+                ApiKey.ADD_PARTITIONS_TO_TXN,
+                self.add_partitions_to_txn,
+                add_partitions_to_txn_rule,
+            ),
+            Route(ApiKey.ADD_OFFSETS_TO_TXN, self.add_offsets_to_txn, add_offsets_to_txn_rule),
+            Route(ApiKey.END_TXN, self.end_txn, end_txn_rule),
+            Route(ApiKey.TXN_OFFSET_COMMIT, self.txn_offset_commit, txn_offset_commit_rule),
+            Route(
+                ApiKey.DESCRIBE_TRANSACTIONS,
+                self.describe_transactions,
+                describe_transactions_rule,
+            ),
+            Route(ApiKey.LIST_TRANSACTIONS, self.list_transactions, list_transactions_rule),
+        )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
@@ -344,6 +380,90 @@ def _described(d: TxnDescription) -> apis.DescribeTransactionsState:
             for topic, parts in _group(d.partitions).items()
         ),
     )
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def txn_offset_commit_rule(access: Access, req: Request) -> Gate:
+    body: apis.TxnOffsetCommitRequest = req.body
+    topic_cls = apis.TxnOffsetCommitResponseTopic
+    part_cls = apis.TxnOffsetCommitResponsePartition
+    for ok, code in (
+        (access.txn(Operation.WRITE, body.transactional_id), TXN_DENIED),
+        (access.group(Operation.READ, body.group_id), GROUP_DENIED),
+    ):
+        if not ok:
+            return answer_now(req, apis.TxnOffsetCommitResponse(
+                topics=commit_topics_denied(code, body.topics, topic_cls, part_cls)
+            ))
+    return split_entries(
+        req, body.topics, by_name, topic_op(Operation.READ, access),
+        lambda t, code: commit_topics_denied(code, (t,), topic_cls, part_cls)[0],
+        narrow=lambda kept: attrs.evolve(body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )
+
+
+def add_partitions_to_txn_rule(access: Access, req: Request) -> Gate:
+    body: apis.AddPartitionsToTxnRequest = req.body
+
+    def answer(code_of: Callable[[str], ErrorCode]) -> Gate:
+        return answer_now(req, apis.AddPartitionsToTxnResponse(results_by_topic=tuple(
+            apis.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=tuple(
+                apis.AddPartitionsToTxnPartitionResult(
+                    partition_index=i, partition_error_code=code_of(t.name)
+                )
+                for i in t.partitions
+            ))
+            for t in body.topics
+        )))
+
+    if not access.txn(Operation.WRITE, body.transactional_id):
+        return answer(lambda _name: TXN_DENIED)
+    denied = {t.name for t in body.topics if access.topic_error(Operation.WRITE, t.name)}
+    if denied:
+        # Kafka adds nothing when one partition is refused; the rest are not attempted.
+        return answer(
+            lambda n: TOPIC_DENIED if n in denied else ErrorCode.OPERATION_NOT_ATTEMPTED
+        )
+    return Gate(req)
+
+
+def add_offsets_to_txn_rule(access: Access, req: Request) -> Gate:
+    body: apis.AddOffsetsToTxnRequest = req.body
+    if not access.txn(Operation.WRITE, body.transactional_id):
+        return answer_now(req, apis.AddOffsetsToTxnResponse(error_code=TXN_DENIED))
+    if not access.group(Operation.READ, body.group_id):
+        return answer_now(req, apis.AddOffsetsToTxnResponse(error_code=GROUP_DENIED))
+    return Gate(req)
+
+
+def end_txn_rule(access: Access, req: Request) -> Gate:
+    if access.txn(Operation.WRITE, req.body.transactional_id):
+        return Gate(req)
+    return answer_now(req, apis.EndTxnResponse(error_code=TXN_DENIED))
+
+
+def describe_transactions_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.transactional_ids, itself,
+        lambda t: None if access.txn(Operation.DESCRIBE, t) else TXN_DENIED,
+        lambda t, code: apis.DescribeTransactionsState(error_code=code, transactional_id=t),
+        narrow=lambda kept: attrs.evolve(req.body, transactional_ids=kept),
+        widen=lambda r, denied: attrs.evolve(
+            r, transaction_states=(*r.transaction_states, *denied)
+        ),
+    )
+
+
+def list_transactions_rule(access: Access, req: Request) -> Gate:
+    return Gate(req, finish=keep_only(
+        lambda r: r.transaction_states,
+        lambda r, kept: attrs.evolve(r, transaction_states=kept),
+        lambda s: access.txn(Operation.DESCRIBE, s.transactional_id),
+    ))
+
 
 
 __all__ = [
