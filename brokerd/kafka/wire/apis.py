@@ -28,7 +28,7 @@ from brokerd.kafka.wire.codec import (
     MalformedRequest,
     Reader,
     RequestHeader,
-    encode_frame,
+    Writer,
     encode_request_header,
     encode_struct,
     frame,
@@ -38,6 +38,7 @@ from brokerd.kafka.wire.codec import (
     read_response_header,
     read_struct,
     response_frame,
+    write_struct,
 )
 from brokerd.kafka.wire.messages.api_versions import (
     ApiVersionRange,
@@ -310,7 +311,9 @@ def encode_response(correlation_id: int, api_version: int, body: Any) -> Frame:
     if key is None:
         raise TypeError(f"{type(body).__name__} is not a response message")
     flexible_header = response_header_flexible(key, api_version)
-    return response_frame(correlation_id, encode_frame(body, api_version), flexible_header)
+    w = Writer(flexible=is_flexible(type(body), api_version))
+    write_struct(w, body, api_version)
+    return w.response_frame(correlation_id, flexible_header)
 
 
 def api_versions_response(api_version: int) -> ApiVersionsResponse:

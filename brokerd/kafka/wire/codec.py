@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Protocol, overload
 
 import attrs
@@ -451,6 +451,20 @@ class Writer:
             raise TypeError("stored records were written: the encoding is a spliced frame")
         return b"".join(p for p in self._parts if isinstance(p, bytes))
 
+    def response_frame(self, correlation_id: int, flexible_header: bool = False) -> Frame:
+        """The whole response frame of this body: size, response header v0 (or v1 if
+        ``flexible_header``), the body, joined once (:func:`response_frame` of
+        :meth:`getframe` would copy the body a second time). A spliced frame when a
+        :class:`~brokerd.net.frames.StoredRecords` was written."""
+        header = _I32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+        size = len(header)
+        for p in self._parts:
+            size += p.size if isinstance(p, StoredRecords) else len(p)
+        prefix = _I32.pack(size) + header
+        if self._spliced:
+            return SplicedFrame.of([prefix, *self._parts])
+        return b"".join([prefix, *(p for p in self._parts if isinstance(p, bytes))])
+
     def getframe(self) -> Frame:
         """The encoding: ``bytes``, or a :class:`~brokerd.net.frames.SplicedFrame`
         when a :class:`~brokerd.net.frames.StoredRecords` was written."""
@@ -481,25 +495,19 @@ class _Int:
     def __init__(self, size: int, name: str) -> None:
         self._size = size
         self._name = name
+        # The Reader/Writer method of this size, chosen once (not per value).
+        self._read: Callable[[Reader], int] = {
+            1: Reader.int8, 2: Reader.int16, 4: Reader.int32, 8: Reader.int64
+        }[size]
+        self._write: Callable[[Writer, int], None] = {
+            1: Writer.int8, 2: Writer.int16, 4: Writer.int32, 8: Writer.int64
+        }[size]
 
     def read(self, r: Reader, version: int, nullable: bool) -> int:
-        if self._size == 1:
-            return r.int8()
-        if self._size == 2:
-            return r.int16()
-        if self._size == 4:
-            return r.int32()
-        return r.int64()
+        return self._read(r)
 
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        if self._size == 1:
-            w.int8(value)
-        elif self._size == 2:
-            w.int16(value)
-        elif self._size == 4:
-            w.int32(value)
-        else:
-            w.int64(value)
+        self._write(w, value)
 
     def min_size(self, version: int, flexible: bool = False) -> int:
         return self._size
@@ -623,10 +631,7 @@ class Struct:
         write_struct(w, value, version)
 
     def min_size(self, version: int, flexible: bool = False) -> int:
-        fields = sum(
-            f.type.min_size(version, flexible) for f in _fields(self.cls) if f.present(version)
-        )
-        return fields + 1 if flexible else fields  # + the empty tagged-fields count
+        return _layout(self.cls).min_size(version, flexible)
 
 
 @attrs.frozen
@@ -656,6 +661,64 @@ def _fields(cls: type[Any]) -> tuple[Field, ...]:
     return fields
 
 
+#: One field as a version reads and writes it: attribute name, type, nullable.
+PlanStep = tuple[str, WireType, bool]
+
+
+class _Layout:
+    """A message class's fields, planned per version once: which are on the wire and
+    whether each may be null. Versions past the last one any field names share the last
+    plan, so a plan is one tuple index away."""
+
+    __slots__ = ("_min_sizes", "_plans")
+
+    def __init__(self, fields: Sequence[Field]) -> None:
+        edges = [0]
+        for f in fields:
+            edges.append(f.min_version)
+            if f.max_version < 0x7FFF:
+                edges.append(f.max_version + 1)
+            if f.nullable_from is not None:
+                edges.append(f.nullable_from)
+        self._plans: tuple[tuple[PlanStep, ...], ...] = tuple(
+            tuple((f.name, f.type, f.nullable(v)) for f in fields if f.present(v))
+            for v in range(max(edges) + 1)
+        )
+        self._min_sizes: dict[tuple[int, bool], int] = {}
+
+    def plan(self, version: int) -> tuple[PlanStep, ...]:
+        plans = self._plans
+        return plans[version] if 0 <= version < len(plans) else plans[-1 if version > 0 else 0]
+
+    def min_size(self, version: int, flexible: bool) -> int:
+        """The fewest bytes one instance takes (checks an array count before the loop)."""
+        key = (version, flexible)
+        size = self._min_sizes.get(key)
+        if size is None:
+            size = sum(t.min_size(version, flexible) for _, t, _ in self.plan(version))
+            if flexible:
+                size += 1  # the empty tagged-fields count
+            self._min_sizes[key] = size
+        return size
+
+
+_LAYOUTS: dict[type[Any], _Layout] = {}
+
+
+def precompute_layout(cls: type[Any]) -> None:
+    """Plan ``cls``'s versions now (message modules do it at import, through
+    ``brokerd.kafka.wire.schema.wire_message``); a class that was not planned is planned
+    on first use."""
+    _LAYOUTS[cls] = _Layout(_fields(cls))
+
+
+def _layout(cls: type[Any]) -> _Layout:
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        layout = _LAYOUTS[cls] = _Layout(_fields(cls))
+    return layout
+
+
 def is_flexible(cls: type[Any], version: int) -> bool:
     """Whether message class ``cls`` uses the flexible encodings at ``version``."""
     start: int | None = getattr(cls, "FLEXIBLE_FROM", None)
@@ -665,11 +728,8 @@ def is_flexible(cls: type[Any], version: int) -> bool:
 def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
     """Read an instance of ``cls`` at ``version``; absent fields take their defaults.
     In a flexible reader the struct's tagged fields are read and skipped."""
-    kwargs = {
-        f.name: f.type.read(r, version, f.nullable(version))
-        for f in _fields(cls)
-        if f.present(version)
-    }
+    plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
+    kwargs = {name: t.read(r, version, nullable) for name, t, nullable in plan}
     if r.flexible:
         r.skip_tagged_fields()
     return cls(**kwargs)
@@ -678,9 +738,9 @@ def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
 def write_struct(w: Writer, obj: Any, version: int) -> None:
     """Write the fields of ``obj`` that exist at ``version``, in schema order (and an
     empty tagged-fields section in a flexible writer)."""
-    for f in _fields(type(obj)):
-        if f.present(version):
-            f.type.write(w, getattr(obj, f.name), version, f.nullable(version))
+    cls = type(obj)
+    for name, t, nullable in (_LAYOUTS.get(cls) or _layout(cls)).plan(version):
+        t.write(w, getattr(obj, name), version, nullable)
     if w.flexible:
         w.empty_tagged_fields()
 

@@ -9,12 +9,12 @@ Transcribed from Kafka's JSON message schemas like the rest of
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
-from brokerd.kafka.wire.codec import INT8, INT16, INT32, STRING, ApiKey, Array, Field, Struct
-from brokerd.kafka.wire.schema import ApiSpec
+from brokerd.kafka.wire.codec import INT8, INT16, INT32, STRING, ApiKey, Array, Struct
+from brokerd.kafka.wire.schema import ApiSpec, Wire, wire_message
 
 #: The pattern type a v0 request means (v0 has only literal resource names).
 LITERAL_PATTERN = 3
@@ -32,188 +32,148 @@ def _arr() -> Any:
 # -- CreateAcls (30) ---------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AclCreation:
-    resource_type: int
-    resource_name: str
-    resource_pattern_type: int = LITERAL_PATTERN
-    principal: str
-    host: str
-    operation: int
-    permission_type: int
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("resource_type", INT8),
-        Field("resource_name", STRING),
-        Field("resource_pattern_type", INT8, 1),
-        Field("principal", STRING),
-        Field("host", STRING),
-        Field("operation", INT8),
-        Field("permission_type", INT8),
-    )
+    resource_type: Annotated[int, Wire(INT8)]
+    resource_name: Annotated[str, Wire(STRING)]
+    resource_pattern_type: Annotated[int, Wire(INT8, 1)] = LITERAL_PATTERN
+    principal: Annotated[str, Wire(STRING)]
+    host: Annotated[str, Wire(STRING)]
+    operation: Annotated[int, Wire(INT8)]
+    permission_type: Annotated[int, Wire(INT8)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreateAclsRequest:
-    creations: tuple[AclCreation, ...] = _arr()
+    creations: Annotated[tuple[AclCreation, ...], Wire(Array(Struct(AclCreation)))] = _arr()
     FLEXIBLE_FROM: ClassVar[int | None] = ACL_FLEXIBLE_FROM
-    FIELDS: ClassVar[tuple[Field, ...]] = (Field("creations", Array(Struct(AclCreation))),)
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AclCreationResult:
-    error_code: int = 0
-    error_message: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreateAclsResponse:
-    throttle_time_ms: int = 0
-    results: tuple[AclCreationResult, ...] = _arr()
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    results: Annotated[
+        tuple[AclCreationResult, ...],
+        Wire(Array(Struct(AclCreationResult))),
+    ] = _arr()
     FLEXIBLE_FROM: ClassVar[int | None] = ACL_FLEXIBLE_FROM
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("results", Array(Struct(AclCreationResult))),
-    )
 
 
 # -- DescribeAcls (29) -------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeAclsRequest:
-    resource_type_filter: int
-    resource_name_filter: str | None = None
-    pattern_type_filter: int = LITERAL_PATTERN
-    principal_filter: str | None = None
-    host_filter: str | None = None
-    operation: int
-    permission_type: int
+    resource_type_filter: Annotated[int, Wire(INT8)]
+    resource_name_filter: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    pattern_type_filter: Annotated[int, Wire(INT8, 1)] = LITERAL_PATTERN
+    principal_filter: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    host_filter: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    operation: Annotated[int, Wire(INT8)]
+    permission_type: Annotated[int, Wire(INT8)]
     FLEXIBLE_FROM: ClassVar[int | None] = ACL_FLEXIBLE_FROM
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("resource_type_filter", INT8),
-        Field("resource_name_filter", STRING, nullable_from=0),
-        Field("pattern_type_filter", INT8, 1),
-        Field("principal_filter", STRING, nullable_from=0),
-        Field("host_filter", STRING, nullable_from=0),
-        Field("operation", INT8),
-        Field("permission_type", INT8),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AclDescription:
-    principal: str
-    host: str
-    operation: int
-    permission_type: int
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("principal", STRING),
-        Field("host", STRING),
-        Field("operation", INT8),
-        Field("permission_type", INT8),
-    )
+    principal: Annotated[str, Wire(STRING)]
+    host: Annotated[str, Wire(STRING)]
+    operation: Annotated[int, Wire(INT8)]
+    permission_type: Annotated[int, Wire(INT8)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeAclsResource:
-    resource_type: int
-    resource_name: str
-    pattern_type: int = LITERAL_PATTERN
-    acls: tuple[AclDescription, ...] = _arr()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("resource_type", INT8),
-        Field("resource_name", STRING),
-        Field("pattern_type", INT8, 1),
-        Field("acls", Array(Struct(AclDescription))),
-    )
+    resource_type: Annotated[int, Wire(INT8)]
+    resource_name: Annotated[str, Wire(STRING)]
+    pattern_type: Annotated[int, Wire(INT8, 1)] = LITERAL_PATTERN
+    acls: Annotated[tuple[AclDescription, ...], Wire(Array(Struct(AclDescription)))] = _arr()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeAclsResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    resources: tuple[DescribeAclsResource, ...] = _arr()
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    resources: Annotated[
+        tuple[DescribeAclsResource, ...],
+        Wire(Array(Struct(DescribeAclsResource))),
+    ] = _arr()
     FLEXIBLE_FROM: ClassVar[int | None] = ACL_FLEXIBLE_FROM
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-        Field("resources", Array(Struct(DescribeAclsResource))),
-    )
 
 
 # -- DeleteAcls (31) ---------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteAclsFilter:
-    resource_type_filter: int
-    resource_name_filter: str | None = None
-    pattern_type_filter: int = LITERAL_PATTERN
-    principal_filter: str | None = None
-    host_filter: str | None = None
-    operation: int
-    permission_type: int
-    FIELDS: ClassVar[tuple[Field, ...]] = DescribeAclsRequest.FIELDS
+    """One filter of DeleteAcls: the layout of a DescribeAcls request."""
+
+    resource_type_filter: Annotated[int, Wire(INT8)]
+    resource_name_filter: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    pattern_type_filter: Annotated[int, Wire(INT8, 1)] = LITERAL_PATTERN
+    principal_filter: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    host_filter: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    operation: Annotated[int, Wire(INT8)]
+    permission_type: Annotated[int, Wire(INT8)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteAclsRequest:
-    filters: tuple[DeleteAclsFilter, ...] = _arr()
+    filters: Annotated[tuple[DeleteAclsFilter, ...], Wire(Array(Struct(DeleteAclsFilter)))] = _arr()
     FLEXIBLE_FROM: ClassVar[int | None] = ACL_FLEXIBLE_FROM
-    FIELDS: ClassVar[tuple[Field, ...]] = (Field("filters", Array(Struct(DeleteAclsFilter))),)
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteAclsMatchingAcl:
-    error_code: int = 0
-    error_message: str | None = None
-    resource_type: int
-    resource_name: str
-    pattern_type: int = LITERAL_PATTERN
-    principal: str
-    host: str
-    operation: int
-    permission_type: int
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-        Field("resource_type", INT8),
-        Field("resource_name", STRING),
-        Field("pattern_type", INT8, 1),
-        Field("principal", STRING),
-        Field("host", STRING),
-        Field("operation", INT8),
-        Field("permission_type", INT8),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    resource_type: Annotated[int, Wire(INT8)]
+    resource_name: Annotated[str, Wire(STRING)]
+    pattern_type: Annotated[int, Wire(INT8, 1)] = LITERAL_PATTERN
+    principal: Annotated[str, Wire(STRING)]
+    host: Annotated[str, Wire(STRING)]
+    operation: Annotated[int, Wire(INT8)]
+    permission_type: Annotated[int, Wire(INT8)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteAclsFilterResult:
-    error_code: int = 0
-    error_message: str | None = None
-    matching_acls: tuple[DeleteAclsMatchingAcl, ...] = _arr()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-        Field("matching_acls", Array(Struct(DeleteAclsMatchingAcl))),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    matching_acls: Annotated[
+        tuple[DeleteAclsMatchingAcl, ...],
+        Wire(Array(Struct(DeleteAclsMatchingAcl))),
+    ] = _arr()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteAclsResponse:
-    throttle_time_ms: int = 0
-    filter_results: tuple[DeleteAclsFilterResult, ...] = _arr()
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    filter_results: Annotated[
+        tuple[DeleteAclsFilterResult, ...],
+        Wire(Array(Struct(DeleteAclsFilterResult))),
+    ] = _arr()
     FLEXIBLE_FROM: ClassVar[int | None] = ACL_FLEXIBLE_FROM
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("filter_results", Array(Struct(DeleteAclsFilterResult))),
-    )
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

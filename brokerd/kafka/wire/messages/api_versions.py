@@ -9,7 +9,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
 import attrs
 
@@ -18,41 +18,33 @@ from brokerd.kafka.wire.codec import (
     INT32,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import ApiSpec, array
+from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 
 # -- ApiVersions (18) ----------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ApiVersionsRequest:
-    FIELDS: ClassVar[tuple[Field, ...]] = ()
+    """No fields at the versions brokerd answers (v3 adds the client's name)."""
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ApiVersionRange:
-    api_key: int
-    min_version: int
-    max_version: int
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("api_key", INT16),
-        Field("min_version", INT16),
-        Field("max_version", INT16),
-    )
+    api_key: Annotated[int, Wire(INT16)]
+    min_version: Annotated[int, Wire(INT16)]
+    max_version: Annotated[int, Wire(INT16)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ApiVersionsResponse:
-    error_code: int = 0
-    api_keys: tuple[ApiVersionRange, ...] = array()
-    throttle_time_ms: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("api_keys", Array(Struct(ApiVersionRange))),
-        Field("throttle_time_ms", INT32, 1),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    api_keys: Annotated[tuple[ApiVersionRange, ...], Wire(Array(Struct(ApiVersionRange)))] = array()
+    throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

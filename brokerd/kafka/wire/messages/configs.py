@@ -10,7 +10,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
 import attrs
 
@@ -22,192 +22,158 @@ from brokerd.kafka.wire.codec import (
     STRING,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import ApiSpec, array
+from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 
 # -- DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44) ----------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeConfigsResource:
-    resource_type: int
-    resource_name: str
+    resource_type: Annotated[int, Wire(INT8)]
+    resource_name: Annotated[str, Wire(STRING)]
     #: None = every config of the resource.
-    configuration_keys: tuple[str, ...] | None = array(None)
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("resource_type", INT8),
-        Field("resource_name", STRING),
-        Field("configuration_keys", Array(STRING), nullable_from=0),
-    )
+    configuration_keys: Annotated[
+        tuple[str, ...] | None,
+        Wire(Array(STRING), nullable_from=0),
+    ] = array(None)
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeConfigsRequest:
-    resources: tuple[DescribeConfigsResource, ...] = array()
-    include_synonyms: bool = False
-    include_documentation: bool = False
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("resources", Array(Struct(DescribeConfigsResource))),
-        Field("include_synonyms", BOOL, 1),
-        Field("include_documentation", BOOL, 3),
-    )
+    resources: Annotated[
+        tuple[DescribeConfigsResource, ...],
+        Wire(Array(Struct(DescribeConfigsResource))),
+    ] = array()
+    include_synonyms: Annotated[bool, Wire(BOOL, 1)] = False
+    include_documentation: Annotated[bool, Wire(BOOL, 3)] = False
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeConfigsSynonym:
-    name: str
-    value: str | None = None
-    source: int
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("value", STRING, nullable_from=0),
-        Field("source", INT8),
-    )
+    name: Annotated[str, Wire(STRING)]
+    value: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    source: Annotated[int, Wire(INT8)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeConfigsResourceResult:
-    name: str
-    value: str | None = None
-    read_only: bool = False
+    name: Annotated[str, Wire(STRING)]
+    value: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    read_only: Annotated[bool, Wire(BOOL)] = False
     #: v0 only (v1+ carry ``config_source`` instead).
-    is_default: bool = False
-    config_source: int = -1
-    is_sensitive: bool = False
-    synonyms: tuple[DescribeConfigsSynonym, ...] = array()
-    config_type: int = 0
-    documentation: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("value", STRING, nullable_from=0),
-        Field("read_only", BOOL),
-        Field("is_default", BOOL, 0, 0),
-        Field("config_source", INT8, 1),
-        Field("is_sensitive", BOOL),
-        Field("synonyms", Array(Struct(DescribeConfigsSynonym)), 1),
-        Field("config_type", INT8, 3),
-        Field("documentation", STRING, 3, nullable_from=0),
-    )
+    is_default: Annotated[bool, Wire(BOOL, 0, 0)] = False
+    config_source: Annotated[int, Wire(INT8, 1)] = -1
+    is_sensitive: Annotated[bool, Wire(BOOL)] = False
+    synonyms: Annotated[
+        tuple[DescribeConfigsSynonym, ...],
+        Wire(Array(Struct(DescribeConfigsSynonym)), 1),
+    ] = array()
+    config_type: Annotated[int, Wire(INT8, 3)] = 0
+    documentation: Annotated[str | None, Wire(STRING, 3, nullable_from=0)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeConfigsResult:
-    error_code: int = 0
-    error_message: str | None = None
-    resource_type: int
-    resource_name: str
-    configs: tuple[DescribeConfigsResourceResult, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-        Field("resource_type", INT8),
-        Field("resource_name", STRING),
-        Field("configs", Array(Struct(DescribeConfigsResourceResult))),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    resource_type: Annotated[int, Wire(INT8)]
+    resource_name: Annotated[str, Wire(STRING)]
+    configs: Annotated[
+        tuple[DescribeConfigsResourceResult, ...],
+        Wire(Array(Struct(DescribeConfigsResourceResult))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeConfigsResponse:
-    throttle_time_ms: int = 0
-    results: tuple[DescribeConfigsResult, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("results", Array(Struct(DescribeConfigsResult))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    results: Annotated[
+        tuple[DescribeConfigsResult, ...],
+        Wire(Array(Struct(DescribeConfigsResult))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AlterableConfig:
-    name: str
-    value: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("value", STRING, nullable_from=0),
-    )
+    name: Annotated[str, Wire(STRING)]
+    value: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AlterConfigsResource:
-    resource_type: int
-    resource_name: str
-    configs: tuple[AlterableConfig, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("resource_type", INT8),
-        Field("resource_name", STRING),
-        Field("configs", Array(Struct(AlterableConfig))),
-    )
+    resource_type: Annotated[int, Wire(INT8)]
+    resource_name: Annotated[str, Wire(STRING)]
+    configs: Annotated[tuple[AlterableConfig, ...], Wire(Array(Struct(AlterableConfig)))] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AlterConfigsRequest:
-    resources: tuple[AlterConfigsResource, ...] = array()
-    validate_only: bool = False
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("resources", Array(Struct(AlterConfigsResource))),
-        Field("validate_only", BOOL),
-    )
+    resources: Annotated[
+        tuple[AlterConfigsResource, ...],
+        Wire(Array(Struct(AlterConfigsResource))),
+    ] = array()
+    validate_only: Annotated[bool, Wire(BOOL)] = False
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AlterConfigsResourceResponse:
-    error_code: int = 0
-    error_message: str | None = None
-    resource_type: int
-    resource_name: str
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-        Field("resource_type", INT8),
-        Field("resource_name", STRING),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    resource_type: Annotated[int, Wire(INT8)]
+    resource_name: Annotated[str, Wire(STRING)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AlterConfigsResponse:
     """The answer to AlterConfigs and to IncrementalAlterConfigs (same layout)."""
 
-    throttle_time_ms: int = 0
-    responses: tuple[AlterConfigsResourceResponse, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("responses", Array(Struct(AlterConfigsResourceResponse))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    responses: Annotated[
+        tuple[AlterConfigsResourceResponse, ...],
+        Wire(Array(Struct(AlterConfigsResourceResponse))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class IncrementalAlterableConfig:
-    name: str
-    config_operation: int
-    value: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("config_operation", INT8),
-        Field("value", STRING, nullable_from=0),
-    )
+    name: Annotated[str, Wire(STRING)]
+    config_operation: Annotated[int, Wire(INT8)]
+    value: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class IncrementalAlterConfigsResource:
-    resource_type: int
-    resource_name: str
-    configs: tuple[IncrementalAlterableConfig, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("resource_type", INT8),
-        Field("resource_name", STRING),
-        Field("configs", Array(Struct(IncrementalAlterableConfig))),
-    )
+    resource_type: Annotated[int, Wire(INT8)]
+    resource_name: Annotated[str, Wire(STRING)]
+    configs: Annotated[
+        tuple[IncrementalAlterableConfig, ...],
+        Wire(Array(Struct(IncrementalAlterableConfig))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class IncrementalAlterConfigsRequest:
-    resources: tuple[IncrementalAlterConfigsResource, ...] = array()
-    validate_only: bool = False
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("resources", Array(Struct(IncrementalAlterConfigsResource))),
-        Field("validate_only", BOOL),
-    )
+    resources: Annotated[
+        tuple[IncrementalAlterConfigsResource, ...],
+        Wire(Array(Struct(IncrementalAlterConfigsResource))),
+    ] = array()
+    validate_only: Annotated[bool, Wire(BOOL)] = False
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

@@ -10,7 +10,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import attrs
 
@@ -22,183 +22,152 @@ from brokerd.kafka.wire.codec import (
     STRING,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED, ApiSpec, array
+from brokerd.kafka.wire.schema import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    ApiSpec,
+    Wire,
+    array,
+    wire_message,
+)
 
 # -- Group admin: ListGroups (16), DescribeGroups (15), DeleteGroups (42),
 # -- OffsetDelete (47) ----------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListGroupsRequest:
     #: v4+: list only groups in these states (case-insensitive); empty = every group.
-    states_filter: tuple[str, ...] = array()
+    states_filter: Annotated[tuple[str, ...], Wire(Array(STRING), 4)] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 3
-    FIELDS: ClassVar[tuple[Field, ...]] = (Field("states_filter", Array(STRING), 4),)
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListedGroup:
-    group_id: str
-    protocol_type: str = ""
-    group_state: str = ""  # v4+
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("group_id", STRING),
-        Field("protocol_type", STRING),
-        Field("group_state", STRING, 4),
-    )
+    group_id: Annotated[str, Wire(STRING)]
+    protocol_type: Annotated[str, Wire(STRING)] = ""
+    group_state: Annotated[str, Wire(STRING, 4)] = ""
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListGroupsResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    groups: tuple[ListedGroup, ...] = array()
+    throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
+    groups: Annotated[tuple[ListedGroup, ...], Wire(Array(Struct(ListedGroup)))] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 3
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 1),
-        Field("error_code", INT16),
-        Field("groups", Array(Struct(ListedGroup))),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeGroupsRequest:
-    groups: tuple[str, ...] = array()
-    include_authorized_operations: bool = False
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("groups", Array(STRING)),
-        Field("include_authorized_operations", BOOL, 3),
-    )
+    groups: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
+    include_authorized_operations: Annotated[bool, Wire(BOOL, 3)] = False
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribedGroupMember:
-    member_id: str
-    group_instance_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    member_metadata: bytes = b""
-    member_assignment: bytes = b""
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("member_id", STRING),
-        Field("group_instance_id", STRING, 4, nullable_from=4),
-        Field("client_id", STRING),
-        Field("client_host", STRING),
-        Field("member_metadata", BYTES),
-        Field("member_assignment", BYTES),
-    )
+    member_id: Annotated[str, Wire(STRING)]
+    group_instance_id: Annotated[str | None, Wire(STRING, 4, nullable_from=4)] = None
+    client_id: Annotated[str, Wire(STRING)] = ""
+    client_host: Annotated[str, Wire(STRING)] = ""
+    member_metadata: Annotated[bytes, Wire(BYTES)] = b""
+    member_assignment: Annotated[bytes, Wire(BYTES)] = b""
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribedGroup:
-    error_code: int = 0
-    group_id: str
-    group_state: str = ""
-    protocol_type: str = ""
-    protocol_data: str = ""
-    members: tuple[DescribedGroupMember, ...] = array()
-    authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("group_id", STRING),
-        Field("group_state", STRING),
-        Field("protocol_type", STRING),
-        Field("protocol_data", STRING),
-        Field("members", Array(Struct(DescribedGroupMember))),
-        Field("authorized_operations", INT32, 3),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    group_id: Annotated[str, Wire(STRING)]
+    group_state: Annotated[str, Wire(STRING)] = ""
+    protocol_type: Annotated[str, Wire(STRING)] = ""
+    protocol_data: Annotated[str, Wire(STRING)] = ""
+    members: Annotated[
+        tuple[DescribedGroupMember, ...],
+        Wire(Array(Struct(DescribedGroupMember))),
+    ] = array()
+    authorized_operations: Annotated[int, Wire(INT32, 3)] = AUTHORIZED_OPERATIONS_OMITTED
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeGroupsResponse:
-    throttle_time_ms: int = 0
-    groups: tuple[DescribedGroup, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 1),
-        Field("groups", Array(Struct(DescribedGroup))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
+    groups: Annotated[tuple[DescribedGroup, ...], Wire(Array(Struct(DescribedGroup)))] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteGroupsRequest:
-    groups_names: tuple[str, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (Field("groups_names", Array(STRING)),)
+    groups_names: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeletableGroupResult:
-    group_id: str
-    error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("group_id", STRING),
-        Field("error_code", INT16),
-    )
+    group_id: Annotated[str, Wire(STRING)]
+    error_code: Annotated[int, Wire(INT16)] = 0
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteGroupsResponse:
-    throttle_time_ms: int = 0
-    results: tuple[DeletableGroupResult, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("results", Array(Struct(DeletableGroupResult))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    results: Annotated[
+        tuple[DeletableGroupResult, ...],
+        Wire(Array(Struct(DeletableGroupResult))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetDeleteRequestTopic:
-    name: str
-    partitions: tuple[int, ...] = array()
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
     # Kafka's schema nests {PartitionIndex}; one int32 per element is the same bytes.
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(INT32)),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetDeleteRequest:
-    group_id: str
-    topics: tuple[OffsetDeleteRequestTopic, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("group_id", STRING),
-        Field("topics", Array(Struct(OffsetDeleteRequestTopic))),
-    )
+    group_id: Annotated[str, Wire(STRING)]
+    topics: Annotated[
+        tuple[OffsetDeleteRequestTopic, ...],
+        Wire(Array(Struct(OffsetDeleteRequestTopic))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetDeleteResponsePartition:
-    partition_index: int
-    error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("error_code", INT16),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    error_code: Annotated[int, Wire(INT16)] = 0
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetDeleteResponseTopic:
-    name: str
-    partitions: tuple[OffsetDeleteResponsePartition, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(OffsetDeleteResponsePartition))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[OffsetDeleteResponsePartition, ...],
+        Wire(Array(Struct(OffsetDeleteResponsePartition))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetDeleteResponse:
-    error_code: int = 0
-    throttle_time_ms: int = 0
-    topics: tuple[OffsetDeleteResponseTopic, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("throttle_time_ms", INT32),
-        Field("topics", Array(Struct(OffsetDeleteResponseTopic))),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    topics: Annotated[
+        tuple[OffsetDeleteResponseTopic, ...],
+        Wire(Array(Struct(OffsetDeleteResponseTopic))),
+    ] = array()
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

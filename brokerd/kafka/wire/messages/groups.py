@@ -11,7 +11,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
 import attrs
 
@@ -24,331 +24,254 @@ from brokerd.kafka.wire.codec import (
     STRING,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import ApiSpec, array
+from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 
 # -- FindCoordinator (10) ------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class FindCoordinatorRequest:
-    key: str
-    key_type: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("key", STRING),
-        Field("key_type", INT8, 1),
-    )
+    key: Annotated[str, Wire(STRING)]
+    key_type: Annotated[int, Wire(INT8, 1)] = 0
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class FindCoordinatorResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    node_id: int
-    host: str
-    port: int
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 1),
-        Field("error_code", INT16),
-        Field("error_message", STRING, 1, nullable_from=1),
-        Field("node_id", INT32),
-        Field("host", STRING),
-        Field("port", INT32),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, 1, nullable_from=1)] = None
+    node_id: Annotated[int, Wire(INT32)]
+    host: Annotated[str, Wire(STRING)]
+    port: Annotated[int, Wire(INT32)]
 
 
 # -- JoinGroup (11) ------------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class JoinGroupProtocol:
-    name: str
-    metadata: bytes
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("metadata", BYTES),
-    )
+    name: Annotated[str, Wire(STRING)]
+    metadata: Annotated[bytes, Wire(BYTES)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class JoinGroupRequest:
-    group_id: str
-    session_timeout_ms: int
+    group_id: Annotated[str, Wire(STRING)]
+    session_timeout_ms: Annotated[int, Wire(INT32)]
     #: -1 when absent (v0): Kafka then uses the session timeout.
-    rebalance_timeout_ms: int = -1
-    member_id: str
-    group_instance_id: str | None = None
-    protocol_type: str
-    protocols: tuple[JoinGroupProtocol, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("group_id", STRING),
-        Field("session_timeout_ms", INT32),
-        Field("rebalance_timeout_ms", INT32, 1),
-        Field("member_id", STRING),
-        Field("group_instance_id", STRING, 5, nullable_from=5),
-        Field("protocol_type", STRING),
-        Field("protocols", Array(Struct(JoinGroupProtocol))),
-    )
+    rebalance_timeout_ms: Annotated[int, Wire(INT32, 1)] = -1
+    member_id: Annotated[str, Wire(STRING)]
+    group_instance_id: Annotated[str | None, Wire(STRING, 5, nullable_from=5)] = None
+    protocol_type: Annotated[str, Wire(STRING)]
+    protocols: Annotated[
+        tuple[JoinGroupProtocol, ...],
+        Wire(Array(Struct(JoinGroupProtocol))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class JoinGroupMember:
-    member_id: str
-    group_instance_id: str | None = None
-    metadata: bytes
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("member_id", STRING),
-        Field("group_instance_id", STRING, 5, nullable_from=5),
-        Field("metadata", BYTES),
-    )
+    member_id: Annotated[str, Wire(STRING)]
+    group_instance_id: Annotated[str | None, Wire(STRING, 5, nullable_from=5)] = None
+    metadata: Annotated[bytes, Wire(BYTES)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class JoinGroupResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    generation_id: int = -1
-    protocol_name: str = ""
-    leader: str = ""
-    member_id: str = ""
-    members: tuple[JoinGroupMember, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 2),
-        Field("error_code", INT16),
-        Field("generation_id", INT32),
-        Field("protocol_name", STRING),
-        Field("leader", STRING),
-        Field("member_id", STRING),
-        Field("members", Array(Struct(JoinGroupMember))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 2)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
+    generation_id: Annotated[int, Wire(INT32)] = -1
+    protocol_name: Annotated[str, Wire(STRING)] = ""
+    leader: Annotated[str, Wire(STRING)] = ""
+    member_id: Annotated[str, Wire(STRING)] = ""
+    members: Annotated[tuple[JoinGroupMember, ...], Wire(Array(Struct(JoinGroupMember)))] = array()
 
 
 # -- SyncGroup (14) ------------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class SyncGroupAssignment:
-    member_id: str
-    assignment: bytes
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("member_id", STRING),
-        Field("assignment", BYTES),
-    )
+    member_id: Annotated[str, Wire(STRING)]
+    assignment: Annotated[bytes, Wire(BYTES)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class SyncGroupRequest:
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None = None
-    assignments: tuple[SyncGroupAssignment, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("group_id", STRING),
-        Field("generation_id", INT32),
-        Field("member_id", STRING),
-        Field("group_instance_id", STRING, 3, nullable_from=3),
-        Field("assignments", Array(Struct(SyncGroupAssignment))),
-    )
+    group_id: Annotated[str, Wire(STRING)]
+    generation_id: Annotated[int, Wire(INT32)]
+    member_id: Annotated[str, Wire(STRING)]
+    group_instance_id: Annotated[str | None, Wire(STRING, 3, nullable_from=3)] = None
+    assignments: Annotated[
+        tuple[SyncGroupAssignment, ...],
+        Wire(Array(Struct(SyncGroupAssignment))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class SyncGroupResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    assignment: bytes = b""
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 1),
-        Field("error_code", INT16),
-        Field("assignment", BYTES),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
+    assignment: Annotated[bytes, Wire(BYTES)] = b""
 
 
 # -- Heartbeat (12) and LeaveGroup (13) ----------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class HeartbeatRequest:
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("group_id", STRING),
-        Field("generation_id", INT32),
-        Field("member_id", STRING),
-        Field("group_instance_id", STRING, 3, nullable_from=3),
-    )
+    group_id: Annotated[str, Wire(STRING)]
+    generation_id: Annotated[int, Wire(INT32)]
+    member_id: Annotated[str, Wire(STRING)]
+    group_instance_id: Annotated[str | None, Wire(STRING, 3, nullable_from=3)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class HeartbeatResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 1),
-        Field("error_code", INT16),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class LeaveGroupRequest:
-    group_id: str
-    member_id: str
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("group_id", STRING),
-        Field("member_id", STRING),
-    )
+    group_id: Annotated[str, Wire(STRING)]
+    member_id: Annotated[str, Wire(STRING)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class LeaveGroupResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 1),
-        Field("error_code", INT16),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
 
 
 # -- OffsetCommit (8) ----------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetCommitPartition:
-    partition_index: int
-    committed_offset: int
-    committed_leader_epoch: int = -1
-    committed_metadata: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("committed_offset", INT64),
-        Field("committed_leader_epoch", INT32, 6),
-        Field("committed_metadata", STRING, nullable_from=0),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    committed_offset: Annotated[int, Wire(INT64)]
+    committed_leader_epoch: Annotated[int, Wire(INT32, 6)] = -1
+    committed_metadata: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetCommitTopic:
-    name: str
-    partitions: tuple[OffsetCommitPartition, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(OffsetCommitPartition))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[OffsetCommitPartition, ...],
+        Wire(Array(Struct(OffsetCommitPartition))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetCommitRequest:
-    group_id: str
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
-    retention_time_ms: int = -1
-    topics: tuple[OffsetCommitTopic, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("group_id", STRING),
-        Field("generation_id", INT32, 1),
-        Field("member_id", STRING, 1),
-        Field("group_instance_id", STRING, 7, nullable_from=7),
-        Field("retention_time_ms", INT64, 2, 4),
-        Field("topics", Array(Struct(OffsetCommitTopic))),
-    )
+    group_id: Annotated[str, Wire(STRING)]
+    generation_id: Annotated[int, Wire(INT32, 1)] = -1
+    member_id: Annotated[str, Wire(STRING, 1)] = ""
+    group_instance_id: Annotated[str | None, Wire(STRING, 7, nullable_from=7)] = None
+    retention_time_ms: Annotated[int, Wire(INT64, 2, 4)] = -1
+    topics: Annotated[
+        tuple[OffsetCommitTopic, ...],
+        Wire(Array(Struct(OffsetCommitTopic))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetCommitPartitionResponse:
-    partition_index: int
-    error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("error_code", INT16),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    error_code: Annotated[int, Wire(INT16)] = 0
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetCommitTopicResponse:
-    name: str
-    partitions: tuple[OffsetCommitPartitionResponse, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(OffsetCommitPartitionResponse))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[OffsetCommitPartitionResponse, ...],
+        Wire(Array(Struct(OffsetCommitPartitionResponse))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetCommitResponse:
-    throttle_time_ms: int = 0
-    topics: tuple[OffsetCommitTopicResponse, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 3),
-        Field("topics", Array(Struct(OffsetCommitTopicResponse))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 3)] = 0
+    topics: Annotated[
+        tuple[OffsetCommitTopicResponse, ...],
+        Wire(Array(Struct(OffsetCommitTopicResponse))),
+    ] = array()
 
 
 # -- OffsetFetch (9) -----------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetFetchTopic:
-    name: str
-    partition_indexes: tuple[int, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partition_indexes", Array(INT32)),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partition_indexes: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetFetchRequest:
-    group_id: str
+    group_id: Annotated[str, Wire(STRING)]
     #: None (v2+) = every partition the group has committed.
-    topics: tuple[OffsetFetchTopic, ...] | None = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("group_id", STRING),
-        Field("topics", Array(Struct(OffsetFetchTopic)), nullable_from=2),
-    )
+    topics: Annotated[
+        tuple[OffsetFetchTopic, ...] | None,
+        Wire(Array(Struct(OffsetFetchTopic)), nullable_from=2),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetFetchPartitionResponse:
-    partition_index: int
-    committed_offset: int = -1
-    committed_leader_epoch: int = -1
-    metadata: str | None = ""
-    error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("committed_offset", INT64),
-        Field("committed_leader_epoch", INT32, 5),
-        Field("metadata", STRING, nullable_from=0),
-        Field("error_code", INT16),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    committed_offset: Annotated[int, Wire(INT64)] = -1
+    committed_leader_epoch: Annotated[int, Wire(INT32, 5)] = -1
+    metadata: Annotated[str | None, Wire(STRING, nullable_from=0)] = ""
+    error_code: Annotated[int, Wire(INT16)] = 0
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetFetchTopicResponse:
-    name: str
-    partitions: tuple[OffsetFetchPartitionResponse, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(OffsetFetchPartitionResponse))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[OffsetFetchPartitionResponse, ...],
+        Wire(Array(Struct(OffsetFetchPartitionResponse))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class OffsetFetchResponse:
-    throttle_time_ms: int = 0
-    topics: tuple[OffsetFetchTopicResponse, ...] = array()
-    error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 3),
-        Field("topics", Array(Struct(OffsetFetchTopicResponse))),
-        Field("error_code", INT16, 2),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 3)] = 0
+    topics: Annotated[
+        tuple[OffsetFetchTopicResponse, ...],
+        Wire(Array(Struct(OffsetFetchTopicResponse))),
+    ] = array()
+    error_code: Annotated[int, Wire(INT16, 2)] = 0
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

@@ -9,7 +9,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
 import attrs
 
@@ -21,82 +21,67 @@ from brokerd.kafka.wire.codec import (
     STRING,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import ApiSpec, array
+from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 
 # -- ListOffsets (2) -----------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListOffsetsPartition:
-    partition_index: int
-    current_leader_epoch: int = -1
-    timestamp: int
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("current_leader_epoch", INT32, 4),
-        Field("timestamp", INT64),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    current_leader_epoch: Annotated[int, Wire(INT32, 4)] = -1
+    timestamp: Annotated[int, Wire(INT64)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListOffsetsTopic:
-    name: str
-    partitions: tuple[ListOffsetsPartition, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(ListOffsetsPartition))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[ListOffsetsPartition, ...],
+        Wire(Array(Struct(ListOffsetsPartition))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListOffsetsRequest:
-    replica_id: int = -1
-    isolation_level: int = 0
-    topics: tuple[ListOffsetsTopic, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("replica_id", INT32),
-        Field("isolation_level", INT8, 2),
-        Field("topics", Array(Struct(ListOffsetsTopic))),
-    )
+    replica_id: Annotated[int, Wire(INT32)] = -1
+    isolation_level: Annotated[int, Wire(INT8, 2)] = 0
+    topics: Annotated[tuple[ListOffsetsTopic, ...], Wire(Array(Struct(ListOffsetsTopic)))] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListOffsetsPartitionResponse:
-    partition_index: int
-    error_code: int = 0
-    timestamp: int = -1
-    offset: int = -1
-    leader_epoch: int = -1
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("error_code", INT16),
-        Field("timestamp", INT64),
-        Field("offset", INT64),
-        Field("leader_epoch", INT32, 4),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    error_code: Annotated[int, Wire(INT16)] = 0
+    timestamp: Annotated[int, Wire(INT64)] = -1
+    offset: Annotated[int, Wire(INT64)] = -1
+    leader_epoch: Annotated[int, Wire(INT32, 4)] = -1
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListOffsetsTopicResponse:
-    name: str
-    partitions: tuple[ListOffsetsPartitionResponse, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(ListOffsetsPartitionResponse))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[ListOffsetsPartitionResponse, ...],
+        Wire(Array(Struct(ListOffsetsPartitionResponse))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListOffsetsResponse:
-    throttle_time_ms: int = 0
-    topics: tuple[ListOffsetsTopicResponse, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 2),
-        Field("topics", Array(Struct(ListOffsetsTopicResponse))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 2)] = 0
+    topics: Annotated[
+        tuple[ListOffsetsTopicResponse, ...],
+        Wire(Array(Struct(ListOffsetsTopicResponse))),
+    ] = array()
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

@@ -9,7 +9,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
 import attrs
 
@@ -20,101 +20,81 @@ from brokerd.kafka.wire.codec import (
     STRING,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED, ApiSpec, array
+from brokerd.kafka.wire.schema import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    ApiSpec,
+    Wire,
+    array,
+    wire_message,
+)
 
 # -- Metadata (3) --------------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class MetadataRequestTopic:
-    name: str
-    FIELDS: ClassVar[tuple[Field, ...]] = (Field("name", STRING),)
+    name: Annotated[str, Wire(STRING)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class MetadataRequest:
     #: None (v1+) = all topics; empty = none (v0: empty = all).
-    topics: tuple[MetadataRequestTopic, ...] | None = array()
-    allow_auto_topic_creation: bool = True
-    include_cluster_authorized_operations: bool = False
-    include_topic_authorized_operations: bool = False
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("topics", Array(Struct(MetadataRequestTopic)), nullable_from=1),
-        Field("allow_auto_topic_creation", BOOL, 4),
-        Field("include_cluster_authorized_operations", BOOL, 8),
-        Field("include_topic_authorized_operations", BOOL, 8),
-    )
+    topics: Annotated[
+        tuple[MetadataRequestTopic, ...] | None,
+        Wire(Array(Struct(MetadataRequestTopic)), nullable_from=1),
+    ] = array()
+    allow_auto_topic_creation: Annotated[bool, Wire(BOOL, 4)] = True
+    include_cluster_authorized_operations: Annotated[bool, Wire(BOOL, 8)] = False
+    include_topic_authorized_operations: Annotated[bool, Wire(BOOL, 8)] = False
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class MetadataBroker:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("node_id", INT32),
-        Field("host", STRING),
-        Field("port", INT32),
-        Field("rack", STRING, 1, nullable_from=1),
-    )
+    node_id: Annotated[int, Wire(INT32)]
+    host: Annotated[str, Wire(STRING)]
+    port: Annotated[int, Wire(INT32)]
+    rack: Annotated[str | None, Wire(STRING, 1, nullable_from=1)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class MetadataPartition:
-    error_code: int = 0
-    partition_index: int
-    leader_id: int
-    leader_epoch: int = -1
-    replica_nodes: tuple[int, ...] = array()
-    isr_nodes: tuple[int, ...] = array()
-    offline_replicas: tuple[int, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("partition_index", INT32),
-        Field("leader_id", INT32),
-        Field("leader_epoch", INT32, 7),
-        Field("replica_nodes", Array(INT32)),
-        Field("isr_nodes", Array(INT32)),
-        Field("offline_replicas", Array(INT32), 5),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    partition_index: Annotated[int, Wire(INT32)]
+    leader_id: Annotated[int, Wire(INT32)]
+    leader_epoch: Annotated[int, Wire(INT32, 7)] = -1
+    replica_nodes: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
+    isr_nodes: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
+    offline_replicas: Annotated[tuple[int, ...], Wire(Array(INT32), 5)] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class MetadataTopic:
-    error_code: int = 0
-    name: str
-    is_internal: bool = False
-    partitions: tuple[MetadataPartition, ...] = array()
-    topic_authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("name", STRING),
-        Field("is_internal", BOOL, 1),
-        Field("partitions", Array(Struct(MetadataPartition))),
-        Field("topic_authorized_operations", INT32, 8),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    name: Annotated[str, Wire(STRING)]
+    is_internal: Annotated[bool, Wire(BOOL, 1)] = False
+    partitions: Annotated[
+        tuple[MetadataPartition, ...],
+        Wire(Array(Struct(MetadataPartition))),
+    ] = array()
+    topic_authorized_operations: Annotated[int, Wire(INT32, 8)] = AUTHORIZED_OPERATIONS_OMITTED
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class MetadataResponse:
-    throttle_time_ms: int = 0
-    brokers: tuple[MetadataBroker, ...] = array()
-    cluster_id: str | None = None
-    controller_id: int = -1
-    topics: tuple[MetadataTopic, ...] = array()
-    cluster_authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 3),
-        Field("brokers", Array(Struct(MetadataBroker))),
-        Field("cluster_id", STRING, 2, nullable_from=2),
-        Field("controller_id", INT32, 1),
-        Field("topics", Array(Struct(MetadataTopic))),
-        Field("cluster_authorized_operations", INT32, 8),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 3)] = 0
+    brokers: Annotated[tuple[MetadataBroker, ...], Wire(Array(Struct(MetadataBroker)))] = array()
+    cluster_id: Annotated[str | None, Wire(STRING, 2, nullable_from=2)] = None
+    controller_id: Annotated[int, Wire(INT32, 1)] = -1
+    topics: Annotated[tuple[MetadataTopic, ...], Wire(Array(Struct(MetadataTopic)))] = array()
+    cluster_authorized_operations: Annotated[int, Wire(INT32, 8)] = AUTHORIZED_OPERATIONS_OMITTED
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

@@ -10,7 +10,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
 import attrs
 
@@ -22,201 +22,179 @@ from brokerd.kafka.wire.codec import (
     STRING,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import ApiSpec, array
+from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 
 # -- DeleteRecords (21) --------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteRecordsPartition:
-    partition_index: int
+    partition_index: Annotated[int, Wire(INT32)]
     #: Delete every record below this offset; -1 = up to the high watermark.
-    offset: int
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("offset", INT64),
-    )
+    offset: Annotated[int, Wire(INT64)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteRecordsTopic:
-    name: str
-    partitions: tuple[DeleteRecordsPartition, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(DeleteRecordsPartition))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[DeleteRecordsPartition, ...],
+        Wire(Array(Struct(DeleteRecordsPartition))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteRecordsRequest:
-    topics: tuple[DeleteRecordsTopic, ...] = array()
-    timeout_ms: int = 60_000
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("topics", Array(Struct(DeleteRecordsTopic))),
-        Field("timeout_ms", INT32),
-    )
+    topics: Annotated[
+        tuple[DeleteRecordsTopic, ...],
+        Wire(Array(Struct(DeleteRecordsTopic))),
+    ] = array()
+    timeout_ms: Annotated[int, Wire(INT32)] = 60_000
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteRecordsPartitionResult:
-    partition_index: int
+    partition_index: Annotated[int, Wire(INT32)]
     #: The log start offset afterwards; -1 with an error.
-    low_watermark: int = -1
-    error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("low_watermark", INT64),
-        Field("error_code", INT16),
-    )
+    low_watermark: Annotated[int, Wire(INT64)] = -1
+    error_code: Annotated[int, Wire(INT16)] = 0
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteRecordsTopicResult:
-    name: str
-    partitions: tuple[DeleteRecordsPartitionResult, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(DeleteRecordsPartitionResult))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[DeleteRecordsPartitionResult, ...],
+        Wire(Array(Struct(DeleteRecordsPartitionResult))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteRecordsResponse:
-    throttle_time_ms: int = 0
-    topics: tuple[DeleteRecordsTopicResult, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("topics", Array(Struct(DeleteRecordsTopicResult))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    topics: Annotated[
+        tuple[DeleteRecordsTopicResult, ...],
+        Wire(Array(Struct(DeleteRecordsTopicResult))),
+    ] = array()
 
 
 # -- DescribeLogDirs (35) ------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribableLogDirTopic:
-    topic: str
-    partitions: tuple[int, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("topic", STRING),
-        Field("partitions", Array(INT32)),
-    )
+    topic: Annotated[str, Wire(STRING)]
+    partitions: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeLogDirsRequest:
     #: None = every topic.
-    topics: tuple[DescribableLogDirTopic, ...] | None = array(None)
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("topics", Array(Struct(DescribableLogDirTopic)), nullable_from=0),
-    )
+    topics: Annotated[
+        tuple[DescribableLogDirTopic, ...] | None,
+        Wire(Array(Struct(DescribableLogDirTopic)), nullable_from=0),
+    ] = array(None)
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeLogDirsPartition:
-    partition_index: int
-    partition_size: int = 0
-    offset_lag: int = 0
-    is_future_key: bool = False
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("partition_size", INT64),
-        Field("offset_lag", INT64),
-        Field("is_future_key", BOOL),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    partition_size: Annotated[int, Wire(INT64)] = 0
+    offset_lag: Annotated[int, Wire(INT64)] = 0
+    is_future_key: Annotated[bool, Wire(BOOL)] = False
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeLogDirsTopic:
-    name: str
-    partitions: tuple[DescribeLogDirsPartition, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(DescribeLogDirsPartition))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[DescribeLogDirsPartition, ...],
+        Wire(Array(Struct(DescribeLogDirsPartition))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeLogDirsResult:
-    error_code: int = 0
-    log_dir: str = ""
-    topics: tuple[DescribeLogDirsTopic, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("log_dir", STRING),
-        Field("topics", Array(Struct(DescribeLogDirsTopic))),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    log_dir: Annotated[str, Wire(STRING)] = ""
+    topics: Annotated[
+        tuple[DescribeLogDirsTopic, ...],
+        Wire(Array(Struct(DescribeLogDirsTopic))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeLogDirsResponse:
-    throttle_time_ms: int = 0
-    results: tuple[DescribeLogDirsResult, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("results", Array(Struct(DescribeLogDirsResult))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    results: Annotated[
+        tuple[DescribeLogDirsResult, ...],
+        Wire(Array(Struct(DescribeLogDirsResult))),
+    ] = array()
 
 
 # -- CreatePartitions (37) -----------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreatePartitionsAssignment:
-    broker_ids: tuple[int, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (Field("broker_ids", Array(INT32)),)
+    broker_ids: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreatePartitionsTopic:
-    name: str
+    name: Annotated[str, Wire(STRING)]
     #: The new total partition count.
-    count: int
+    count: Annotated[int, Wire(INT32)]
     #: One entry per new partition, or None to let the broker place them.
-    assignments: tuple[CreatePartitionsAssignment, ...] | None = array(None)
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("count", INT32),
-        Field("assignments", Array(Struct(CreatePartitionsAssignment)), nullable_from=0),
-    )
+    assignments: Annotated[
+        tuple[CreatePartitionsAssignment, ...] | None,
+        Wire(Array(Struct(CreatePartitionsAssignment)), nullable_from=0),
+    ] = array(None)
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreatePartitionsRequest:
-    topics: tuple[CreatePartitionsTopic, ...] = array()
-    timeout_ms: int = 60_000
-    validate_only: bool = False
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("topics", Array(Struct(CreatePartitionsTopic))),
-        Field("timeout_ms", INT32),
-        Field("validate_only", BOOL),
-    )
+    topics: Annotated[
+        tuple[CreatePartitionsTopic, ...],
+        Wire(Array(Struct(CreatePartitionsTopic))),
+    ] = array()
+    timeout_ms: Annotated[int, Wire(INT32)] = 60_000
+    validate_only: Annotated[bool, Wire(BOOL)] = False
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreatePartitionsTopicResult:
-    name: str
-    error_code: int = 0
-    error_message: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-    )
+    name: Annotated[str, Wire(STRING)]
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreatePartitionsResponse:
-    throttle_time_ms: int = 0
-    results: tuple[CreatePartitionsTopicResult, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("results", Array(Struct(CreatePartitionsTopicResult))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    results: Annotated[
+        tuple[CreatePartitionsTopicResult, ...],
+        Wire(Array(Struct(CreatePartitionsTopicResult))),
+    ] = array()
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

@@ -9,7 +9,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
 import attrs
 
@@ -21,96 +21,82 @@ from brokerd.kafka.wire.codec import (
     STRING,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import ApiSpec, array
+from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 
 # -- Produce (0) ---------------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ProducePartitionData:
-    index: int
-    records: bytes | None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("index", INT32),
-        Field("records", BYTES, nullable_from=0),
-    )
+    index: Annotated[int, Wire(INT32)]
+    records: Annotated[bytes | None, Wire(BYTES, nullable_from=0)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ProduceTopicData:
-    name: str
-    partition_data: tuple[ProducePartitionData, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partition_data", Array(Struct(ProducePartitionData))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partition_data: Annotated[
+        tuple[ProducePartitionData, ...],
+        Wire(Array(Struct(ProducePartitionData))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ProduceRequest:
-    transactional_id: str | None = None
-    acks: int
-    timeout_ms: int
-    topic_data: tuple[ProduceTopicData, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("transactional_id", STRING, 3, nullable_from=3),
-        Field("acks", INT16),
-        Field("timeout_ms", INT32),
-        Field("topic_data", Array(Struct(ProduceTopicData))),
-    )
+    transactional_id: Annotated[str | None, Wire(STRING, 3, nullable_from=3)] = None
+    acks: Annotated[int, Wire(INT16)]
+    timeout_ms: Annotated[int, Wire(INT32)]
+    topic_data: Annotated[
+        tuple[ProduceTopicData, ...],
+        Wire(Array(Struct(ProduceTopicData))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class BatchIndexAndErrorMessage:
-    batch_index: int
-    batch_index_error_message: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("batch_index", INT32),
-        Field("batch_index_error_message", STRING, nullable_from=0),
-    )
+    batch_index: Annotated[int, Wire(INT32)]
+    batch_index_error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ProducePartitionResponse:
-    index: int
-    error_code: int = 0
-    base_offset: int = -1
-    log_append_time_ms: int = -1
-    log_start_offset: int = -1
-    record_errors: tuple[BatchIndexAndErrorMessage, ...] = array()
-    error_message: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("index", INT32),
-        Field("error_code", INT16),
-        Field("base_offset", INT64),
-        Field("log_append_time_ms", INT64, 2),
-        Field("log_start_offset", INT64, 5),
-        Field("record_errors", Array(Struct(BatchIndexAndErrorMessage)), 8),
-        Field("error_message", STRING, 8, nullable_from=8),
-    )
+    index: Annotated[int, Wire(INT32)]
+    error_code: Annotated[int, Wire(INT16)] = 0
+    base_offset: Annotated[int, Wire(INT64)] = -1
+    log_append_time_ms: Annotated[int, Wire(INT64, 2)] = -1
+    log_start_offset: Annotated[int, Wire(INT64, 5)] = -1
+    record_errors: Annotated[
+        tuple[BatchIndexAndErrorMessage, ...],
+        Wire(Array(Struct(BatchIndexAndErrorMessage)), 8),
+    ] = array()
+    error_message: Annotated[str | None, Wire(STRING, 8, nullable_from=8)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ProduceTopicResponse:
-    name: str
-    partition_responses: tuple[ProducePartitionResponse, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partition_responses", Array(Struct(ProducePartitionResponse))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partition_responses: Annotated[
+        tuple[ProducePartitionResponse, ...],
+        Wire(Array(Struct(ProducePartitionResponse))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ProduceResponse:
-    responses: tuple[ProduceTopicResponse, ...] = array()
-    throttle_time_ms: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("responses", Array(Struct(ProduceTopicResponse))),
-        Field("throttle_time_ms", INT32, 1),
-    )
+    responses: Annotated[
+        tuple[ProduceTopicResponse, ...],
+        Wire(Array(Struct(ProduceTopicResponse))),
+    ] = array()
+    throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

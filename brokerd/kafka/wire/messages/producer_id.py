@@ -9,7 +9,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import attrs
 
@@ -19,42 +19,31 @@ from brokerd.kafka.wire.codec import (
     INT64,
     STRING,
     ApiKey,
-    Field,
 )
-from brokerd.kafka.wire.schema import ApiSpec
+from brokerd.kafka.wire.schema import ApiSpec, Wire, wire_message
 
 # -- InitProducerId (22) -------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class InitProducerIdRequest:
-    transactional_id: str | None = None
-    transaction_timeout_ms: int = 60_000
+    transactional_id: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    transaction_timeout_ms: Annotated[int, Wire(INT32)] = 60_000
     #: v3+ (KIP-360): the producer's current id and epoch, -1 when it has none.
-    producer_id: int = -1
-    producer_epoch: int = -1
+    producer_id: Annotated[int, Wire(INT64, 3)] = -1
+    producer_epoch: Annotated[int, Wire(INT16, 3)] = -1
     FLEXIBLE_FROM: ClassVar[int | None] = 2
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("transactional_id", STRING, nullable_from=0),
-        Field("transaction_timeout_ms", INT32),
-        Field("producer_id", INT64, 3),
-        Field("producer_epoch", INT16, 3),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class InitProducerIdResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    producer_id: int = -1
-    producer_epoch: int = -1
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
+    producer_id: Annotated[int, Wire(INT64)] = -1
+    producer_epoch: Annotated[int, Wire(INT16)] = -1
     FLEXIBLE_FROM: ClassVar[int | None] = 2
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("error_code", INT16),
-        Field("producer_id", INT64),
-        Field("producer_epoch", INT16),
-    )
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

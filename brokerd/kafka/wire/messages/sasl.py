@@ -13,7 +13,7 @@ Pure: no I/O, no Twisted, no authentication logic (:mod:`brokerd.kafka.server.sa
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -26,10 +26,9 @@ from brokerd.kafka.wire.codec import (
     STRING,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import ApiSpec
+from brokerd.kafka.wire.schema import ApiSpec, Wire, wire_message
 
 
 def _tuple(v: Any) -> Any:
@@ -43,104 +42,90 @@ def _arr(default: Any = ()) -> Any:
 # -- SaslHandshake (17) --------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class SaslHandshakeRequest:
-    mechanism: str
-    FIELDS: ClassVar[tuple[Field, ...]] = (Field("mechanism", STRING),)
+    mechanism: Annotated[str, Wire(STRING)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class SaslHandshakeResponse:
-    error_code: int = 0
-    mechanisms: tuple[str, ...] = _arr()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("mechanisms", Array(STRING)),
-    )
+    error_code: Annotated[int, Wire(INT16)] = 0
+    mechanisms: Annotated[tuple[str, ...], Wire(Array(STRING))] = _arr()
 
 
 # -- SaslAuthenticate (36) -----------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class SaslAuthenticateRequest:
-    auth_bytes: bytes
+    auth_bytes: Annotated[bytes, Wire(BYTES)]
     FLEXIBLE_FROM: ClassVar[int | None] = 2
-    FIELDS: ClassVar[tuple[Field, ...]] = (Field("auth_bytes", BYTES),)
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class SaslAuthenticateResponse:
-    error_code: int = 0
-    error_message: str | None = None
-    auth_bytes: bytes = b""
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    auth_bytes: Annotated[bytes, Wire(BYTES)] = b""
     #: v1+: 0 = the session never expires (no re-authentication, KIP-368).
-    session_lifetime_ms: int = 0
+    session_lifetime_ms: Annotated[int, Wire(INT64, 1)] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 2
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-        Field("auth_bytes", BYTES),
-        Field("session_lifetime_ms", INT64, 1),
-    )
 
 
 # -- DescribeUserScramCredentials (50) -----------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class UserName:
-    name: str
-    FIELDS: ClassVar[tuple[Field, ...]] = (Field("name", STRING),)
+    name: Annotated[str, Wire(STRING)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeUserScramCredentialsRequest:
     #: None or empty = every user.
-    users: tuple[UserName, ...] | None = _arr(None)
+    users: Annotated[
+        tuple[UserName, ...] | None,
+        Wire(Array(Struct(UserName)), nullable_from=0),
+    ] = _arr(None)
     FLEXIBLE_FROM: ClassVar[int | None] = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("users", Array(Struct(UserName)), nullable_from=0),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CredentialInfo:
-    mechanism: int
-    iterations: int
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("mechanism", INT8),
-        Field("iterations", INT32),
-    )
+    mechanism: Annotated[int, Wire(INT8)]
+    iterations: Annotated[int, Wire(INT32)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeUserScramCredentialsResult:
-    user: str
-    error_code: int = 0
-    error_message: str | None = None
-    credential_infos: tuple[CredentialInfo, ...] = _arr()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("user", STRING),
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-        Field("credential_infos", Array(Struct(CredentialInfo))),
-    )
+    user: Annotated[str, Wire(STRING)]
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    credential_infos: Annotated[
+        tuple[CredentialInfo, ...],
+        Wire(Array(Struct(CredentialInfo))),
+    ] = _arr()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeUserScramCredentialsResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    results: tuple[DescribeUserScramCredentialsResult, ...] = _arr()
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    results: Annotated[
+        tuple[DescribeUserScramCredentialsResult, ...],
+        Wire(Array(Struct(DescribeUserScramCredentialsResult))),
+    ] = _arr()
     FLEXIBLE_FROM: ClassVar[int | None] = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-        Field("results", Array(Struct(DescribeUserScramCredentialsResult))),
-    )
 
     @classmethod
     def refused(
@@ -166,64 +151,54 @@ class DescribeUserScramCredentialsResponse:
 # -- AlterUserScramCredentials (51) --------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ScramCredentialDeletion:
-    name: str
-    mechanism: int
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("mechanism", INT8),
-    )
+    name: Annotated[str, Wire(STRING)]
+    mechanism: Annotated[int, Wire(INT8)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ScramCredentialUpsertion:
-    name: str
-    mechanism: int
-    iterations: int
-    salt: bytes
-    salted_password: bytes
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("mechanism", INT8),
-        Field("iterations", INT32),
-        Field("salt", BYTES),
-        Field("salted_password", BYTES),
-    )
+    name: Annotated[str, Wire(STRING)]
+    mechanism: Annotated[int, Wire(INT8)]
+    iterations: Annotated[int, Wire(INT32)]
+    salt: Annotated[bytes, Wire(BYTES)]
+    salted_password: Annotated[bytes, Wire(BYTES)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AlterUserScramCredentialsRequest:
-    deletions: tuple[ScramCredentialDeletion, ...] = _arr()
-    upsertions: tuple[ScramCredentialUpsertion, ...] = _arr()
+    deletions: Annotated[
+        tuple[ScramCredentialDeletion, ...],
+        Wire(Array(Struct(ScramCredentialDeletion))),
+    ] = _arr()
+    upsertions: Annotated[
+        tuple[ScramCredentialUpsertion, ...],
+        Wire(Array(Struct(ScramCredentialUpsertion))),
+    ] = _arr()
     FLEXIBLE_FROM: ClassVar[int | None] = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("deletions", Array(Struct(ScramCredentialDeletion))),
-        Field("upsertions", Array(Struct(ScramCredentialUpsertion))),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AlterUserScramCredentialsResult:
-    user: str
-    error_code: int = 0
-    error_message: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("user", STRING),
-        Field("error_code", INT16),
-        Field("error_message", STRING, nullable_from=0),
-    )
+    user: Annotated[str, Wire(STRING)]
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AlterUserScramCredentialsResponse:
-    throttle_time_ms: int = 0
-    results: tuple[AlterUserScramCredentialsResult, ...] = _arr()
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    results: Annotated[
+        tuple[AlterUserScramCredentialsResult, ...],
+        Wire(Array(Struct(AlterUserScramCredentialsResult))),
+    ] = _arr()
     FLEXIBLE_FROM: ClassVar[int | None] = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("results", Array(Struct(AlterUserScramCredentialsResult))),
-    )
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

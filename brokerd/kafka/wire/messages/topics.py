@@ -10,7 +10,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
 import attrs
 
@@ -21,115 +21,94 @@ from brokerd.kafka.wire.codec import (
     STRING,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import ApiSpec, array
+from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 
 # -- CreateTopics (19) ---------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreatableReplicaAssignment:
-    partition_index: int
-    broker_ids: tuple[int, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("broker_ids", Array(INT32)),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    broker_ids: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreatableTopicConfig:
-    name: str
-    value: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("value", STRING, nullable_from=0),
-    )
+    name: Annotated[str, Wire(STRING)]
+    value: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreatableTopic:
-    name: str
-    num_partitions: int = -1
-    replication_factor: int = -1
-    assignments: tuple[CreatableReplicaAssignment, ...] = array()
-    configs: tuple[CreatableTopicConfig, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("num_partitions", INT32),
-        Field("replication_factor", INT16),
-        Field("assignments", Array(Struct(CreatableReplicaAssignment))),
-        Field("configs", Array(Struct(CreatableTopicConfig))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    num_partitions: Annotated[int, Wire(INT32)] = -1
+    replication_factor: Annotated[int, Wire(INT16)] = -1
+    assignments: Annotated[
+        tuple[CreatableReplicaAssignment, ...],
+        Wire(Array(Struct(CreatableReplicaAssignment))),
+    ] = array()
+    configs: Annotated[
+        tuple[CreatableTopicConfig, ...],
+        Wire(Array(Struct(CreatableTopicConfig))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreateTopicsRequest:
-    topics: tuple[CreatableTopic, ...] = array()
-    timeout_ms: int = 60_000
-    validate_only: bool = False
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("topics", Array(Struct(CreatableTopic))),
-        Field("timeout_ms", INT32),
-        Field("validate_only", BOOL, 1),
-    )
+    topics: Annotated[tuple[CreatableTopic, ...], Wire(Array(Struct(CreatableTopic)))] = array()
+    timeout_ms: Annotated[int, Wire(INT32)] = 60_000
+    validate_only: Annotated[bool, Wire(BOOL, 1)] = False
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreatableTopicResult:
-    name: str
-    error_code: int = 0
-    error_message: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("error_code", INT16),
-        Field("error_message", STRING, 1, nullable_from=1),
-    )
+    name: Annotated[str, Wire(STRING)]
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, 1, nullable_from=1)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class CreateTopicsResponse:
-    throttle_time_ms: int = 0
-    topics: tuple[CreatableTopicResult, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 2),
-        Field("topics", Array(Struct(CreatableTopicResult))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 2)] = 0
+    topics: Annotated[
+        tuple[CreatableTopicResult, ...],
+        Wire(Array(Struct(CreatableTopicResult))),
+    ] = array()
 
 
 # -- DeleteTopics (20) ---------------------------------------------------------------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteTopicsRequest:
-    topic_names: tuple[str, ...] = array()
-    timeout_ms: int = 60_000
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("topic_names", Array(STRING)),
-        Field("timeout_ms", INT32),
-    )
+    topic_names: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
+    timeout_ms: Annotated[int, Wire(INT32)] = 60_000
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeletableTopicResult:
-    name: str
-    error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("error_code", INT16),
-    )
+    name: Annotated[str, Wire(STRING)]
+    error_code: Annotated[int, Wire(INT16)] = 0
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DeleteTopicsResponse:
-    throttle_time_ms: int = 0
-    responses: tuple[DeletableTopicResult, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32, 1),
-        Field("responses", Array(Struct(DeletableTopicResult))),
-    )
+    throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
+    responses: Annotated[
+        tuple[DeletableTopicResult, ...],
+        Wire(Array(Struct(DeletableTopicResult))),
+    ] = array()
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).

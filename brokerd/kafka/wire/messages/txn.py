@@ -11,7 +11,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import attrs
 
@@ -23,295 +23,238 @@ from brokerd.kafka.wire.codec import (
     STRING,
     ApiKey,
     Array,
-    Field,
     Struct,
 )
-from brokerd.kafka.wire.schema import ApiSpec, array
+from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 
 # -- Transactions: AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26),
 # -- TxnOffsetCommit (28), DescribeTransactions (65), ListTransactions (66) -----------
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AddPartitionsToTxnTopic:
-    name: str
-    partitions: tuple[int, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(INT32)),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AddPartitionsToTxnRequest:
     """Versions 0-3, the client form (Kafka's ``V3AndBelow*`` fields); v4+ batches
     several transactions for broker-to-broker verification and is not advertised."""
 
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    topics: tuple[AddPartitionsToTxnTopic, ...] = array()
+    transactional_id: Annotated[str, Wire(STRING)]
+    producer_id: Annotated[int, Wire(INT64)]
+    producer_epoch: Annotated[int, Wire(INT16)]
+    topics: Annotated[
+        tuple[AddPartitionsToTxnTopic, ...],
+        Wire(Array(Struct(AddPartitionsToTxnTopic))),
+    ] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 3
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("transactional_id", STRING),
-        Field("producer_id", INT64),
-        Field("producer_epoch", INT16),
-        Field("topics", Array(Struct(AddPartitionsToTxnTopic))),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AddPartitionsToTxnPartitionResult:
-    partition_index: int
-    partition_error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("partition_error_code", INT16),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    partition_error_code: Annotated[int, Wire(INT16)] = 0
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AddPartitionsToTxnTopicResult:
-    name: str
-    results_by_partition: tuple[AddPartitionsToTxnPartitionResult, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("results_by_partition", Array(Struct(AddPartitionsToTxnPartitionResult))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    results_by_partition: Annotated[
+        tuple[AddPartitionsToTxnPartitionResult, ...],
+        Wire(Array(Struct(AddPartitionsToTxnPartitionResult))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AddPartitionsToTxnResponse:
-    throttle_time_ms: int = 0
-    results_by_topic: tuple[AddPartitionsToTxnTopicResult, ...] = array()
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    results_by_topic: Annotated[
+        tuple[AddPartitionsToTxnTopicResult, ...],
+        Wire(Array(Struct(AddPartitionsToTxnTopicResult))),
+    ] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 3
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("results_by_topic", Array(Struct(AddPartitionsToTxnTopicResult))),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AddOffsetsToTxnRequest:
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    group_id: str
+    transactional_id: Annotated[str, Wire(STRING)]
+    producer_id: Annotated[int, Wire(INT64)]
+    producer_epoch: Annotated[int, Wire(INT16)]
+    group_id: Annotated[str, Wire(STRING)]
     FLEXIBLE_FROM: ClassVar[int | None] = 3
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("transactional_id", STRING),
-        Field("producer_id", INT64),
-        Field("producer_epoch", INT16),
-        Field("group_id", STRING),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class AddOffsetsToTxnResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 3
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("error_code", INT16),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class EndTxnRequest:
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    committed: bool
+    transactional_id: Annotated[str, Wire(STRING)]
+    producer_id: Annotated[int, Wire(INT64)]
+    producer_epoch: Annotated[int, Wire(INT16)]
+    committed: Annotated[bool, Wire(BOOL)]
     FLEXIBLE_FROM: ClassVar[int | None] = 3
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("transactional_id", STRING),
-        Field("producer_id", INT64),
-        Field("producer_epoch", INT16),
-        Field("committed", BOOL),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class EndTxnResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 3
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("error_code", INT16),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class TxnOffsetCommitRequestPartition:
-    partition_index: int
-    committed_offset: int
-    committed_leader_epoch: int = -1
-    committed_metadata: str | None = None
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("committed_offset", INT64),
-        Field("committed_leader_epoch", INT32, 2),
-        Field("committed_metadata", STRING, nullable_from=0),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    committed_offset: Annotated[int, Wire(INT64)]
+    committed_leader_epoch: Annotated[int, Wire(INT32, 2)] = -1
+    committed_metadata: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class TxnOffsetCommitRequestTopic:
-    name: str
-    partitions: tuple[TxnOffsetCommitRequestPartition, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(TxnOffsetCommitRequestPartition))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[TxnOffsetCommitRequestPartition, ...],
+        Wire(Array(Struct(TxnOffsetCommitRequestPartition))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class TxnOffsetCommitRequest:
-    transactional_id: str
-    group_id: str
-    producer_id: int
-    producer_epoch: int
+    transactional_id: Annotated[str, Wire(STRING)]
+    group_id: Annotated[str, Wire(STRING)]
+    producer_id: Annotated[int, Wire(INT64)]
+    producer_epoch: Annotated[int, Wire(INT16)]
     #: v3+ (KIP-447): the consumer's group generation, member and instance id.
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
-    topics: tuple[TxnOffsetCommitRequestTopic, ...] = array()
+    generation_id: Annotated[int, Wire(INT32, 3)] = -1
+    member_id: Annotated[str, Wire(STRING, 3)] = ""
+    group_instance_id: Annotated[str | None, Wire(STRING, 3, nullable_from=3)] = None
+    topics: Annotated[
+        tuple[TxnOffsetCommitRequestTopic, ...],
+        Wire(Array(Struct(TxnOffsetCommitRequestTopic))),
+    ] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 3
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("transactional_id", STRING),
-        Field("group_id", STRING),
-        Field("producer_id", INT64),
-        Field("producer_epoch", INT16),
-        Field("generation_id", INT32, 3),
-        Field("member_id", STRING, 3),
-        Field("group_instance_id", STRING, 3, nullable_from=3),
-        Field("topics", Array(Struct(TxnOffsetCommitRequestTopic))),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class TxnOffsetCommitResponsePartition:
-    partition_index: int
-    error_code: int = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("partition_index", INT32),
-        Field("error_code", INT16),
-    )
+    partition_index: Annotated[int, Wire(INT32)]
+    error_code: Annotated[int, Wire(INT16)] = 0
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class TxnOffsetCommitResponseTopic:
-    name: str
-    partitions: tuple[TxnOffsetCommitResponsePartition, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partitions", Array(Struct(TxnOffsetCommitResponsePartition))),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[TxnOffsetCommitResponsePartition, ...],
+        Wire(Array(Struct(TxnOffsetCommitResponsePartition))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class TxnOffsetCommitResponse:
-    throttle_time_ms: int = 0
-    topics: tuple[TxnOffsetCommitResponseTopic, ...] = array()
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    topics: Annotated[
+        tuple[TxnOffsetCommitResponseTopic, ...],
+        Wire(Array(Struct(TxnOffsetCommitResponseTopic))),
+    ] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 3
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("topics", Array(Struct(TxnOffsetCommitResponseTopic))),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeTransactionsRequest:
-    transactional_ids: tuple[str, ...] = array()
+    transactional_ids: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (Field("transactional_ids", Array(STRING)),)
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeTransactionsTopicData:
-    name: str
-    partition_indexes: tuple[int, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("name", STRING),
-        Field("partition_indexes", Array(INT32)),
-    )
+    name: Annotated[str, Wire(STRING)]
+    partition_indexes: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeTransactionsState:
-    error_code: int = 0
-    transactional_id: str
-    transaction_state: str = ""
-    transaction_timeout_ms: int = 0
-    transaction_start_time_ms: int = -1
-    producer_id: int = -1
+    error_code: Annotated[int, Wire(INT16)] = 0
+    transactional_id: Annotated[str, Wire(STRING)]
+    transaction_state: Annotated[str, Wire(STRING)] = ""
+    transaction_timeout_ms: Annotated[int, Wire(INT32)] = 0
+    transaction_start_time_ms: Annotated[int, Wire(INT64)] = -1
+    producer_id: Annotated[int, Wire(INT64)] = -1
     #: An ``int32`` on the wire here (an ``int16`` everywhere else), as Kafka's schema has.
-    producer_epoch: int = -1
-    topic_partitions: tuple[DescribeTransactionsTopicData, ...] = array()
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("error_code", INT16),
-        Field("transactional_id", STRING),
-        Field("transaction_state", STRING),
-        Field("transaction_timeout_ms", INT32),
-        Field("transaction_start_time_ms", INT64),
-        Field("producer_id", INT64),
-        Field("producer_epoch", INT32),
-        Field("topic_partitions", Array(Struct(DescribeTransactionsTopicData))),
-    )
+    producer_epoch: Annotated[int, Wire(INT32)] = -1
+    topic_partitions: Annotated[
+        tuple[DescribeTransactionsTopicData, ...],
+        Wire(Array(Struct(DescribeTransactionsTopicData))),
+    ] = array()
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class DescribeTransactionsResponse:
-    throttle_time_ms: int = 0
-    transaction_states: tuple[DescribeTransactionsState, ...] = array()
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    transaction_states: Annotated[
+        tuple[DescribeTransactionsState, ...],
+        Wire(Array(Struct(DescribeTransactionsState))),
+    ] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("transaction_states", Array(Struct(DescribeTransactionsState))),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListTransactionsRequest:
     #: Empty = every state; names compared exactly (Kafka's state names).
-    state_filters: tuple[str, ...] = array()
+    state_filters: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
     #: Empty = every producer id.
-    producer_id_filters: tuple[int, ...] = array()
+    producer_id_filters: Annotated[tuple[int, ...], Wire(Array(INT64))] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("state_filters", Array(STRING)),
-        Field("producer_id_filters", Array(INT64)),
-    )
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListTransactionsState:
-    transactional_id: str
-    producer_id: int
-    transaction_state: str
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("transactional_id", STRING),
-        Field("producer_id", INT64),
-        Field("transaction_state", STRING),
-    )
+    transactional_id: Annotated[str, Wire(STRING)]
+    producer_id: Annotated[int, Wire(INT64)]
+    transaction_state: Annotated[str, Wire(STRING)]
 
 
+@wire_message
 @attrs.frozen(kw_only=True)
 class ListTransactionsResponse:
-    throttle_time_ms: int = 0
-    error_code: int = 0
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
     #: States named in the request's filter that brokerd does not know (Kafka's field).
-    unknown_state_filters: tuple[str, ...] = array()
-    transaction_states: tuple[ListTransactionsState, ...] = array()
+    unknown_state_filters: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
+    transaction_states: Annotated[
+        tuple[ListTransactionsState, ...],
+        Wire(Array(Struct(ListTransactionsState))),
+    ] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 0
-    FIELDS: ClassVar[tuple[Field, ...]] = (
-        Field("throttle_time_ms", INT32),
-        Field("error_code", INT16),
-        Field("unknown_state_filters", Array(STRING)),
-        Field("transaction_states", Array(Struct(ListTransactionsState))),
-    )
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
