@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from brokerd.kafka import apis
-from brokerd.kafka.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.storage.batch import encode_batch
 
 try:

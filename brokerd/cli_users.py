@@ -23,8 +23,8 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from brokerd.kafka.scram import DEFAULT_ITERATIONS, MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 from brokerd.security.credentials import CredentialChange, CredentialsError, CredentialStore
+from brokerd.security.scram import DEFAULT_ITERATIONS, MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 
 #: Longest password read from stdin, in characters.
 MAX_PASSWORD_CHARS = 1024

@@ -54,9 +54,9 @@ if TYPE_CHECKING:
     from brokerd.core import Broker
     from brokerd.core.cleaner import CleanerService
     from brokerd.core.store_recovery import StoreRecovery
-    from brokerd.kafka.groups import GroupCoordinator
-    from brokerd.kafka.sasl import SaslConfig
-    from brokerd.kafka.transactions import TransactionCoordinator
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
+    from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.metrics.registry import BrokerMetrics
     from brokerd.security.acl import AclAuthorizer
     from brokerd.security.doors import ListenerSecurity
@@ -544,7 +544,7 @@ def _log_anonymous_doors(options: Options) -> None:
 def _sasl_options(options: Options) -> None:
     """Check ``--sasl`` and ``--credentials`` and load the credentials file now, so a
     typo or a bad file stops the start with a clear message."""
-    from brokerd.kafka.sasl import parse_mechanisms
+    from brokerd.kafka.server.sasl import parse_mechanisms
     from brokerd.security.credentials import CredentialsError, CredentialStore
 
     options["sasl-mechanisms"] = None
@@ -667,6 +667,7 @@ def makeService(options: Options) -> service.MultiService:
     from brokerd.admin.inspect import Inspector
     from brokerd.admin.operations import AdminOps
     from brokerd.core import Broker
+    from brokerd.kafka.groups.admin import operator_error
     from brokerd.native.protocol import NativeFactory
     from brokerd.sdnotify import ReadyNotifier, extending_start_timeout
     from brokerd.storage.log import LogConfig
@@ -732,7 +733,7 @@ def makeService(options: Options) -> service.MultiService:
         request_budget=options["request-budget"],
         addresses=options["connection-addresses"],
         authorizer=authorization["authorizer"],
-        admin=AdminOps(broker, inspector, groups.coordinator),
+        admin=AdminOps(broker, inspector, groups.coordinator, operator_error),
     )
     if metrics is not None:
         native.metrics = metrics.listener("native")
@@ -793,6 +794,7 @@ def _metrics(
 ) -> BrokerMetrics:
     """The broker's metrics registry (``brokerd.metrics``), its write observer installed
     in the core before any partition opens."""
+    from brokerd.kafka.txn.state import TxnState
     from brokerd.metrics.registry import BrokerMetrics
 
     metrics = BrokerMetrics(inspector)
@@ -800,7 +802,7 @@ def _metrics(
     if cleaner is not None:
         metrics.add_cleaner(cleaner)
     if groups is not None:
-        metrics.add_transactions(groups.transactions)
+        metrics.add_transactions(groups.transactions, [s.value for s in TxnState])
         metrics.add_stores(groups.recovery.stores)
     return metrics
 
@@ -930,7 +932,7 @@ def _add_transactions(
 ) -> tuple[TransactionCoordinator, TxnLog]:
     """The transaction coordinator (``transactions.log`` in the data directory), wired to
     the core's marker writes and produce verifier; and its log."""
-    from brokerd.kafka.transactions import TransactionCoordinator
+    from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.storage.txn_log import TXN_LOG_FILE_NAME, TxnLog
 
     txn_log = TxnLog.open(os.path.join(data_dir, TXN_LOG_FILE_NAME))
@@ -951,7 +953,7 @@ def _authorization(broker: Broker, options: Options, data_dir: str) -> dict[str,
     """The listeners' authorizer and the ACL handlers (``acls.json`` loaded now; a file
     that cannot be read stops the start: running without its DENYs would grant too
     much)."""
-    from brokerd.kafka.acl_handlers import AclHandlers
+    from brokerd.kafka.server.handlers.acl import AclHandlers
     from brokerd.security.acl import AclAuthorizer
     from brokerd.security.acl_store import AclStore
 
@@ -968,9 +970,9 @@ def _authorization(broker: Broker, options: Options, data_dir: str) -> dict[str,
         "acls": AclHandlers(authorizer, store, run_blocking=broker.run_write),
     }
 def _sasl_config(reactor: Any, options: Options) -> SaslConfig | None:
-    from brokerd.kafka.auth_throttle import MAX_DELAY, AuthThrottle
-    from brokerd.kafka.sasl import SaslConfig
-    from brokerd.kafka.scram import DecoyCredentials
+    from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.security.auth_throttle import MAX_DELAY, AuthThrottle
+    from brokerd.security.scram import DecoyCredentials
     from brokerd.security.server_secret import load_or_create
 
     mechanisms = options["sasl-mechanisms"]
@@ -1003,7 +1005,7 @@ def _add_group_state(
     """The group and transaction coordinators, children of the broker core (created
     before the listeners: the admin views and commands of both protocols read them)."""
     from brokerd.core.store_recovery import StoreRecovery
-    from brokerd.kafka.groups import GroupCoordinator
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.storage.offsets import OffsetStore
     from brokerd.storage.producer_ids import ProducerIdAllocator
 
@@ -1033,7 +1035,7 @@ def _add_kafka(
     metrics: BrokerMetrics | None,
     readiness: Readiness,
 ) -> None:
-    from brokerd.kafka.protocol import KafkaFactory
+    from brokerd.kafka.server.protocol import KafkaFactory
     from brokerd.metrics.hooks import NULL_REQUESTS
     from brokerd.net.answer_budget import AnswerBudget
 

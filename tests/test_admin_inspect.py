@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.admin.inspect import Inspector, assigned_partitions
+from brokerd.admin.inspect import Inspector
 from brokerd.admin.views import GroupOffsetView, PartitionView, to_json
+from brokerd.kafka.groups.admin import assigned_partitions
 from brokerd.storage.log import LogConfig
 from brokerd.storage.logdir import LogDirectory
 

@@ -25,7 +25,8 @@ from brokerd.errors import (
     InvalidTopic,
     UnknownTopicOrPartition,
 )
-from brokerd.kafka.groups import GroupCoordinator
+from brokerd.kafka.groups.admin import operator_error
+from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.storage.batch import encode_batch
 from brokerd.storage.log import LogConfig
 from brokerd.storage.logdir import LogDirectory
@@ -82,7 +83,7 @@ class AdminCase(SynchronousTestCase):
             self.coordinator.admin if self.coordinator else None,
             self.store,
         )
-        self.ops = AdminOps(self.broker, self.inspector, self.coordinator)
+        self.ops = AdminOps(self.broker, self.inspector, self.coordinator, operator_error)
 
     # -- helpers ------------------------------------------------------------------------
 

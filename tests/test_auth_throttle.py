@@ -5,7 +5,7 @@ from __future__ import annotations
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka.auth_throttle import FORGET_AFTER, MAX_DELAY, AuthThrottle, FailureLog
+from brokerd.security.auth_throttle import FORGET_AFTER, MAX_DELAY, AuthThrottle, FailureLog
 
 
 class AuthThrottleTests(SynchronousTestCase):

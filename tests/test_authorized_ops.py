@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from brokerd.kafka import apis
-from brokerd.kafka.codec import ApiKey
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey
 from brokerd.security.acl import (
     CLUSTER_NAME,
     AclAuthorizer,
@@ -230,8 +230,8 @@ def test_confluent_with_acls_sees_what_the_acls_allow(tmp_path: Path) -> None:
 
 
 def test_cluster_field_is_empty_without_describe() -> None:
-    from brokerd.kafka.authorized_ops import AuthorizedOperations
-    from brokerd.kafka.handler_base import Connection
+    from brokerd.kafka.server.authorized_ops import AuthorizedOperations
+    from brokerd.kafka.server.handler_base import Connection
 
     conn = Connection("/10.0.0.1")  # User:ANONYMOUS until TLS or SASL says otherwise
     cluster = ResourceType.CLUSTER

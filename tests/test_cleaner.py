@@ -339,8 +339,8 @@ def test_keyless_records_are_refused() -> None:
 
 
 def test_kafka_answer_to_a_keyless_record() -> None:
-    from brokerd.kafka.compaction import invalid_record_response
     from brokerd.kafka.errors import ErrorCode
+    from brokerd.kafka.server.handlers.compaction import invalid_record_response
 
     why = "Compacted topic cannot accept message without key"
     exc = InvalidRecord(f"2 record(s) refused: {why}", ((3, why), (5, why)))

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.kafka import apis
-from brokerd.kafka.codec import ApiKey
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey
 
 from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import admin, confluent

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.kafka.scram import SCRAM_SHA_256
 from brokerd.native import client_codec
 from brokerd.security.credentials import CredentialChange, CredentialStore
+from brokerd.security.scram import SCRAM_SHA_256
 
 from tests.brokerproc import BrokerProcess
 from tests.figures import record

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from brokerd.client import NativeClient, tls_context
-from brokerd.kafka import apis
-from brokerd.kafka.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.storage.batch import BATCH_HEADER_SIZE, read_header
 
 from tests.brokerproc import BrokerProcess

@@ -1,4 +1,5 @@
-"""A consumer that read a backlog to its end is told at once (brokerd/kafka/fetch_catchup.py).
+"""A consumer that read a backlog to its end is told at once
+(brokerd/kafka/server/handlers/fetch_catchup.py).
 
 The rule in isolation (:class:`CatchUp`), the Fetch API with a fake core,
 ``StringTransport`` and ``task.Clock`` (which fetches park and which are answered at
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest_twisted
 
-from brokerd.kafka.codec import ApiKey
-from brokerd.kafka.fetch_catchup import MAX_BEHIND_PER_CONNECTION, CatchUp
+from brokerd.kafka.server.handlers.fetch_catchup import MAX_BEHIND_PER_CONNECTION, CatchUp
+from brokerd.kafka.wire.codec import ApiKey
 
 from tests import test_fetch_zero_copy as zero_copy
 from tests.test_fetch_zero_copy import (

@@ -34,9 +34,9 @@ from twisted.internet.protocol import Protocol, connectionDone
 from twisted.python.failure import Failure
 
 from brokerd.core import Broker, FsyncPolicy
-from brokerd.kafka import apis
-from brokerd.kafka.codec import ApiKey, FrameDecoder, RequestHeader
-from brokerd.kafka.protocol import KafkaFactory, KafkaProtocol
+from brokerd.kafka.server.protocol import KafkaFactory, KafkaProtocol
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey, FrameDecoder, RequestHeader
 from brokerd.storage.batch import Compression, decode_records, encode_batch, read_header
 from brokerd.storage.logdir import LogDirectory
 

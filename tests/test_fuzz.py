@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brokerd.errors import CorruptBatch, RecordTooLarge
-from brokerd.kafka import apis, codec
+from brokerd.kafka.wire import apis, codec
 from brokerd.native.messages import RequestEvent
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.storage.batch import decode_records, encode_batch, parse_batches

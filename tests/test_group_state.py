@@ -1,4 +1,4 @@
-"""State-machine tests of the classic group coordinator (brokerd.kafka.group_state and the
+"""State-machine tests of the classic group coordinator (brokerd.kafka.groups.state and the
 coordinator driving it).
 
 - The transition table itself: every (from, to) pair is allowed or refused as the table says.
@@ -23,7 +23,8 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka.group_state import (
+from brokerd.kafka.groups.coordinator import GroupCoordinator
+from brokerd.kafka.groups.state import (
     VALID_PREVIOUS_STATES,
     GroupMetadata,
     GroupState,
@@ -31,7 +32,6 @@ from brokerd.kafka.group_state import (
     JoinResult,
     SyncResult,
 )
-from brokerd.kafka.groups import GroupCoordinator
 from brokerd.storage.offsets import (
     CommitOp,
     GroupDeletion,

@@ -1,4 +1,4 @@
-"""Tests for brokerd.kafka.groups: the classic consumer-group coordinator.
+"""Tests for brokerd.kafka.groups.coordinator: the classic consumer-group coordinator.
 
 Everything runs synchronously: a ``task.Clock`` drives the timers and ``run_blocking`` is
 a synchronous fake (or hands back Deferreds the test fires itself).
@@ -19,8 +19,8 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.errors import StorageError
-from brokerd.kafka.group_admin import subscribed_topics
-from brokerd.kafka.groups import (
+from brokerd.kafka.groups.admin import subscribed_topics
+from brokerd.kafka.groups.coordinator import (
     GroupCoordinator,
     GroupState,
     JoinResult,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.test.requesthelper import DummyRequest
 
-from brokerd.kafka.txn_types import TxnListing
+from brokerd.kafka.txn.types import TxnListing
 from brokerd.web.health import (
     MAX_LISTED_PARTITIONS,
     HealthResource,

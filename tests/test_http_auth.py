@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.kafka.scram import SCRAM_SHA_256, SCRAM_SHA_512
 from brokerd.native.admin_messages import ResetMode
 from brokerd.security.acl import (
     AclBinding,
@@ -27,6 +26,7 @@ from brokerd.security.acl import (
 )
 from brokerd.security.acl_store import AclStore
 from brokerd.security.credentials import CredentialChange, CredentialStore
+from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 
 from tests.brokerproc import BrokerProcess
 from tests.tls_helpers import ALICE_PRINCIPAL, Pki, make_pki, ssl_description

@@ -13,12 +13,12 @@ from twisted.internet import defer, task
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.core.broker import Broker
-from brokerd.kafka import apis
-from brokerd.kafka.admin_partition_handlers import PartitionAdminHandlers
-from brokerd.kafka.codec import ApiKey, RequestHeader
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.handler_base import Connection
-from brokerd.kafka.protocol import KafkaFactory
+from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
+from brokerd.kafka.server.protocol import KafkaFactory
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.storage.batch import encode_batch
 from brokerd.storage.log import LogConfig
 from brokerd.storage.logdir import LogDirectory, read_registry

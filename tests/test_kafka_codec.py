@@ -1,4 +1,4 @@
-"""Tests for the sans-IO Kafka codec (brokerd.kafka.codec / brokerd.kafka.apis).
+"""Tests for the sans-IO Kafka codec (brokerd.kafka.wire.codec / brokerd.kafka.wire.apis).
 
 Frames are built by hand, field by field, from Kafka's JSON message schemas
 (``clients/src/main/resources/common/message/*.json``), independently of the codec's own
@@ -19,10 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokerd import errors
-from brokerd.kafka import apis, codec
-from brokerd.kafka.apis import SUPPORTED_VERSIONS
-from brokerd.kafka.codec import ApiKey, RequestHeader
 from brokerd.kafka.errors import ErrorCode, error_code_for
+from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire.apis import SUPPORTED_VERSIONS
+from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.registry import SPECS
 
 # -- hand encoders (independent of the codec) ----------------------------------------
 
@@ -715,7 +716,8 @@ _CASES = [
 def test_round_trip(key: ApiKey, version: int, kind: str) -> None:
     # The @given function is built per case: pytest-twisted rewraps a collected test
     # function in place, which breaks @given combined with parametrize.
-    cls = (apis.REQUEST_TYPES if kind == "request" else apis.RESPONSE_TYPES)[key]
+    spec = SPECS[key]
+    cls = spec.request if kind == "request" else spec.response
 
     @settings(max_examples=15, deadline=None, database=None)
     @given(body=_struct_strategy(cls, version), client_id=st.none() | st.text(max_size=5))

@@ -1,4 +1,4 @@
-"""The config API handlers (brokerd/kafka/config_handlers.py) through the Kafka
+"""The config API handlers (brokerd/kafka/server/handlers/configs.py) through the Kafka
 protocol with the fake core of test_kafka_protocol: StringTransport, no sockets."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from typing import Any
 
 import attrs
 
-from brokerd.kafka import apis
-from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey
 
 from tests.test_kafka_protocol import KafkaTestCase
 

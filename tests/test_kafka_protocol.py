@@ -17,16 +17,16 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd import errors
-from brokerd.kafka import apis, codec
-from brokerd.kafka.codec import ApiKey, RequestHeader
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.handlers import batch_codecs
-from brokerd.kafka.protocol import (
+from brokerd.kafka.server.handlers.produce import batch_codecs
+from brokerd.kafka.server.protocol import (
     MAX_PIPELINED_PRODUCES,
     PIPELINE_READ_BYTES,
     KafkaFactory,
     KafkaProtocol,
 )
+from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.storage.log import LogConfig
 from brokerd.storage.topic_config import broker_values, validate_overrides

@@ -11,8 +11,8 @@ import struct
 
 import pytest
 
-from brokerd.kafka import apis, codec
-from brokerd.kafka.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 
 from tests.brokerproc import BrokerProcess
 

@@ -14,9 +14,11 @@ from brokerd.admin.inspect import Inspector
 from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 from brokerd.core.appends import MarkerAppend, ValuesAppend
 from brokerd.core.write_stats import MAX_UNSYNCED_SAMPLES, WriteStats
-from brokerd.kafka import apis
 from brokerd.kafka.errors import ErrorCode
-from brokerd.metrics.answers import api_name, kafka_errors
+from brokerd.kafka.server.observe import kafka_errors
+from brokerd.kafka.txn.state import TxnState
+from brokerd.kafka.wire import apis
+from brokerd.metrics.answers import api_name
 from brokerd.metrics.collectors import CleanerCollector
 from brokerd.metrics.registry import BrokerMetrics
 from brokerd.metrics.traffic import TopicTraffic
@@ -227,7 +229,10 @@ class OptionalCollectorsTest(SynchronousTestCase):
     def test_cleaner_and_transactions(self) -> None:
         metrics = BrokerMetrics(cast(Inspector, FakeInspector()), process=False)
         metrics.add_cleaner(FakeCleaner())
-        metrics.add_transactions(FakeCoordinator(["Ongoing", "Ongoing", "CompleteAbort"]))  # type: ignore[arg-type]
+        metrics.add_transactions(
+            FakeCoordinator(["Ongoing", "Ongoing", "CompleteAbort"]),  # type: ignore[arg-type]
+            [s.value for s in TxnState],
+        )
         got = samples(metrics.registry)
         self.assertEqual(got[("brokerd_cleaner_passes_total", ())], 3)
         self.assertEqual(got[("brokerd_cleaner_bytes_written_total", ())], 400)

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from brokerd.kafka import apis
-from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey
 from brokerd.storage.batch import Compression, encode_batch
 
 from tests.brokerproc import BrokerProcess

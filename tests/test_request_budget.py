@@ -15,14 +15,14 @@ from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka import apis
-from brokerd.kafka.auth_throttle import AuthThrottle
-from brokerd.kafka.codec import ApiKey, RequestHeader
-from brokerd.kafka.protocol import KafkaFactory, KafkaProtocol
-from brokerd.kafka.sasl import SaslConfig
+from brokerd.kafka.server.protocol import KafkaFactory, KafkaProtocol
+from brokerd.kafka.server.sasl import SaslConfig
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.native.protocol import NativeFactory
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.request_budget import RequestBudget
+from brokerd.security.auth_throttle import AuthThrottle
 
 from tests.native_helpers import FakeCore as NativeFakeCore
 from tests.native_helpers import produce_frame

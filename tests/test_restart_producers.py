@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka import apis
-from brokerd.kafka.codec import ApiKey
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey
 from brokerd.storage.batch import encode_batch
 from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.producer_empty import (

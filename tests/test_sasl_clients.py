@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from brokerd.kafka.scram import SCRAM_SHA_256, SCRAM_SHA_512
 from brokerd.security.credentials import CredentialChange, CredentialStore
+from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 
 from tests.brokerproc import REPO, BrokerProcess
 from tests.kafka_helpers import WAIT, kcat_args, module_broker, need_kcat

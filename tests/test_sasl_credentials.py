@@ -15,7 +15,6 @@ from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd import cli
-from brokerd.kafka.scram import SCRAM_SHA_256, SCRAM_SHA_512
 from brokerd.security.credentials import (
     CHECK_INTERVAL,
     CredentialChange,
@@ -24,6 +23,7 @@ from brokerd.security.credentials import (
     parse,
     serialize,
 )
+from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 from brokerd.tap import Options
 
 from tests.test_sasl_mechanisms import temp_path

@@ -11,15 +11,15 @@ import tempfile
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka.auth_throttle import DEFAULT_DELAY, MAX_DELAY, AuthThrottle
-from brokerd.kafka.sasl import (
+from brokerd.kafka.server.sasl import (
     SaslCode,
     SaslConfig,
     SaslFailed,
     SaslSession,
     parse_mechanisms,
 )
-from brokerd.kafka.scram import (
+from brokerd.security.auth_throttle import DEFAULT_DELAY, MAX_DELAY, AuthThrottle
+from brokerd.security.scram import (
     SCRAM_SHA_256,
     SCRAM_SHA_512,
     DecoyCredentials,

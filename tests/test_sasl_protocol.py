@@ -11,14 +11,18 @@ from typing import Any
 from twisted.internet import task
 from twisted.logger import formatEvent, globalLogPublisher
 
-from brokerd.kafka import apis, codec
-from brokerd.kafka import sasl_apis as m
-from brokerd.kafka.auth_throttle import DEFAULT_DELAY, LOG_INTERVAL, MAX_DELAY, AuthThrottle
-from brokerd.kafka.codec import ApiKey, RequestHeader
-from brokerd.kafka.protocol import FAILED_AUTHENTICATION_CLOSE_DELAY, KafkaFactory, KafkaProtocol
-from brokerd.kafka.sasl import SaslCode, SaslConfig, SaslSession
-from brokerd.kafka.scram import SCRAM_SHA_256, SCRAM_SHA_512
+from brokerd.kafka.server.protocol import (
+    FAILED_AUTHENTICATION_CLOSE_DELAY,
+    KafkaFactory,
+    KafkaProtocol,
+)
+from brokerd.kafka.server.sasl import SaslCode, SaslConfig, SaslSession
+from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.messages import sasl as m
+from brokerd.security.auth_throttle import DEFAULT_DELAY, LOG_INTERVAL, MAX_DELAY, AuthThrottle
 from brokerd.security.credentials import CredentialChange, CredentialStore
+from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 
 from tests.test_kafka_protocol import FakeCoordinator, FakeCore, KafkaTestCase
 from tests.test_sasl_mechanisms import ScramClient, temp_path

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from brokerd.kafka.auth_throttle import MAX_DELAY
+from brokerd.security.auth_throttle import MAX_DELAY
 
 from tests.brokerproc import BrokerProcess
 from tests.figures import record

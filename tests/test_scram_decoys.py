@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka import sasl_apis as m
-from brokerd.kafka.codec import ApiKey
-from brokerd.kafka.scram import (
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages import sasl as m
+from brokerd.security.scram import (
     DEFAULT_ITERATIONS,
     SCRAM_SHA_256,
     SCRAM_SHA_512,

@@ -14,7 +14,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.core.policy import FlushRule, FsyncPolicy, flush_rule
 from brokerd.errors import InvalidConfig, InvalidTimestamp
-from brokerd.kafka.config_handlers import topic_entries
+from brokerd.kafka.server.handlers.configs import topic_entries
 from brokerd.storage.batch import (
     Compression,
     decode_records,

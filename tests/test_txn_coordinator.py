@@ -1,4 +1,4 @@
-"""The transaction coordinator (brokerd.kafka.transactions) with a ``task.Clock``, a real
+"""The transaction coordinator (brokerd.kafka.txn.coordinator) with a ``task.Clock``, a real
 transaction log and offsets store on disk, the real group coordinator and producer-id
 allocator, and a fake core (markers are recorded; a failing or slow disk is simulated)."""
 
@@ -17,10 +17,10 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.errors import InvalidProducerEpoch, InvalidTxnState, StorageError
 from brokerd.kafka.errors import ErrorCode as C
-from brokerd.kafka.groups import GroupCoordinator
-from brokerd.kafka.transactions import TransactionCoordinator
-from brokerd.kafka.txn_deps import OffsetEntry, TxnVerifier
-from brokerd.kafka.txn_types import InitProducerIdResult, TxnOffset
+from brokerd.kafka.groups.coordinator import GroupCoordinator
+from brokerd.kafka.txn.coordinator import TransactionCoordinator
+from brokerd.kafka.txn.deps import OffsetEntry, TxnVerifier
+from brokerd.kafka.txn.types import InitProducerIdResult, TxnOffset
 from brokerd.storage.offsets import OffsetStore
 from brokerd.storage.producer_ids import ProducerIdAllocator
 from brokerd.storage.txn_log import StoredTxn, TxnLog

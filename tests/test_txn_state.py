@@ -1,4 +1,4 @@
-"""The transaction state machine (brokerd.kafka.txn_state): the transition table pair by
+"""The transaction state machine (brokerd.kafka.txn.state): the transition table pair by
 pair, the transitions the coordinator makes, the InitProducerId epoch rules and the
 conversion to and from the transaction log's record."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.txn_state import (
+from brokerd.kafka.txn.state import (
     MAX_EPOCH,
     NO_EPOCH,
     VALID_PREVIOUS_STATES,
@@ -18,7 +18,7 @@ from brokerd.kafka.txn_state import (
     epoch_exhausted,
     from_stored,
 )
-from brokerd.kafka.txn_types import TXN_STATE_NAMES, TxnOffset
+from brokerd.kafka.txn.types import TXN_STATE_NAMES, TxnOffset
 from brokerd.storage.txn_log import STORED_STATES
 
 E = TxnState.EMPTY

@@ -1,4 +1,4 @@
-"""Tests for the Kafka transaction handlers (brokerd.kafka.txn_handlers) through the
+"""Tests for the Kafka transaction handlers (brokerd.kafka.server.handlers.txn) through the
 listener: requests are encoded with the codec, fed to a KafkaProtocol over a
 StringTransport, and the responses decoded. The transaction coordinator is a fake that
 records its calls and answers what each test sets (the real one is tested on its own).
@@ -11,18 +11,18 @@ from typing import Any
 
 from twisted.internet import defer
 
-from brokerd.kafka import apis
-from brokerd.kafka.codec import ApiKey
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.protocol import KafkaFactory
-from brokerd.kafka.txn_handlers import code_for_version
-from brokerd.kafka.txn_types import (
+from brokerd.kafka.server.handlers.txn import code_for_version
+from brokerd.kafka.server.protocol import KafkaFactory
+from brokerd.kafka.txn.types import (
     InitProducerIdResult,
     TopicPartition,
     TxnDescription,
     TxnListing,
     TxnOffset,
 )
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.codec import ApiKey
 
 from tests.test_kafka_protocol import KafkaTestCase
 

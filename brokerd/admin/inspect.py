@@ -14,18 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from brokerd.admin.group_face import GroupAdminFace
 from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 from brokerd.core.interfaces import LogStore, PartitionStore
-from brokerd.kafka.codec import CodecError, Reader
-from brokerd.kafka.group_admin import GroupAdmin
 from brokerd.storage.offsets import OffsetStore
 from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo
-
-#: Bytes of the smallest array element of a consumer-protocol assignment (a topic name's
-#: length prefix); counts are checked against the bytes left before anything is built.
-_I16_SIZE = 2
-_I32_SIZE = 4
 
 
 class InspectedBroker(Protocol):
@@ -35,30 +29,6 @@ class InspectedBroker(Protocol):
     def logdir(self) -> LogStore: ...
     def topics(self) -> dict[str, TopicInfo]: ...
     def topic_config_defaults(self) -> dict[str, str]: ...
-
-
-def assigned_partitions(assignment: bytes) -> tuple[tuple[str, int], ...]:
-    """The ``(topic, partition)`` pairs of a consumer-protocol assignment (``i16
-    version, i32 count, count x (i16 topic, i32 n, n x i32 partition)``, user data
-    after), sorted; empty when it is empty or does not parse (a group of another
-    protocol type)."""
-    if not assignment:
-        return ()
-    r = Reader(assignment)
-    pairs: list[tuple[str, int]] = []
-    try:
-        if r.int16() < 0:
-            return ()
-        topics = r.array_count(_I16_SIZE)
-        for _ in range(topics or 0):
-            topic = r.nullable_string()
-            count = r.array_count(_I32_SIZE)
-            if topic is None:
-                return ()
-            pairs.extend((topic, r.int32()) for _ in range(count or 0))
-    except CodecError:
-        return ()
-    return tuple(sorted(pairs))
 
 
 class Inspector:
@@ -74,7 +44,7 @@ class Inspector:
     def __init__(
         self,
         broker: InspectedBroker,
-        groups: GroupAdmin | None = None,
+        groups: GroupAdminFace | None = None,
         offsets: OffsetStore | None = None,
     ) -> None:
         self._broker = broker
@@ -170,7 +140,7 @@ class Inspector:
                 m.client_id,
                 m.client_host,
                 m.group_instance_id,
-                assigned_partitions(m.assignment),
+                m.assigned_partitions(),
             )
             for m in described.members
         )
@@ -198,4 +168,4 @@ class Inspector:
         return tuple(rows)
 
 
-__all__ = ["InspectedBroker", "Inspector", "assigned_partitions"]
+__all__ = ["InspectedBroker", "Inspector"]

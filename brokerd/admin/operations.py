@@ -34,20 +34,18 @@ import attrs
 from twisted.internet import defer
 
 from brokerd.admin.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
+from brokerd.admin.group_face import AdminGroups, GroupErrorOf
 from brokerd.admin.inspect import Inspector
 from brokerd.admin.views import GroupView, OffsetResetView, TopicView
 from brokerd.errors import BrokerError, InvalidConfig, UnknownTopicOrPartition
-from brokerd.kafka.errors import ErrorCode as KafkaError
-from brokerd.kafka.group_admin import GroupAdmin
-from brokerd.kafka.group_store import CommitResults, OffsetEntry
 from brokerd.names import MAX_GROUP_ID_LENGTH, validate_topic_name
+from brokerd.storage.offsets import OffsetEntry
 from brokerd.storage.topic_config import TOPIC_CONFIGS
 from brokerd.storage.types import PartitionOffsets, TopicInfo
 
 __all__ = [
     "INACTIVE_GROUP_STATES",
     "AdminBroker",
-    "AdminGroups",
     "AdminOps",
     "ResetMode",
     "ResetSpec",
@@ -104,44 +102,13 @@ class AdminBroker(Protocol):
     ) -> defer.Deferred[tuple[int, int] | None]: ...
 
 
-class AdminGroups(Protocol):
-    """What the admin operations need of the group coordinator
-    (:class:`brokerd.kafka.groups.GroupCoordinator`)."""
-
-    @property
-    def admin(self) -> GroupAdmin: ...
-
-    def commit_offsets(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        offsets: list[OffsetEntry],
-        *,
-        group_instance_id: str | None = None,
-    ) -> defer.Deferred[CommitResults]: ...
-
-
 def _check_group_id(group_id: str) -> None:
     if len(group_id.encode("utf-8", "surrogatepass")) > MAX_GROUP_ID_LENGTH:
         raise InvalidGroupId(f"group id longer than {MAX_GROUP_ID_LENGTH} bytes")
 
 
-def _group_error(code: int, group_id: str) -> BrokerError:
-    """The exception for a Kafka error code the coordinator answered for ``group_id``."""
-    if code == KafkaError.COORDINATOR_NOT_AVAILABLE:
-        return GroupsUnavailable("the group coordinator is stopping")
-    if code == KafkaError.GROUP_ID_NOT_FOUND:
-        return GroupNotFound(f"unknown group {group_id!r}")
-    if code in (KafkaError.NON_EMPTY_GROUP, KafkaError.UNKNOWN_MEMBER_ID):
-        return GroupNotEmpty(f"group {group_id!r} has active members")
-    if code == KafkaError.INVALID_GROUP_ID:
-        return InvalidGroupId(f"invalid group id {group_id!r}")
-    try:
-        name = KafkaError(code).name
-    except ValueError:
-        name = str(code)
-    return BrokerError(f"group {group_id!r}: the coordinator answered {name}")
+def _unexplained(code: int, group_id: str) -> BrokerError:
+    return BrokerError(f"group {group_id!r}: the coordinator answered error {code}")
 
 
 def config_update(
@@ -175,14 +142,22 @@ class AdminOps:
     :param groups: the group coordinator, or None for operations built without one (an
         embedded listener; the service tree always passes it): then every group
         operation fails with :class:`GroupsUnavailable`.
+    :param group_error: the exception for an error code the coordinator answers about a
+        group (the wiring passes the Kafka coordinator's
+        ``brokerd.kafka.groups.admin.operator_error``).
     """
 
     def __init__(
-        self, broker: AdminBroker, inspector: Inspector, groups: AdminGroups | None = None
+        self,
+        broker: AdminBroker,
+        inspector: Inspector,
+        groups: AdminGroups | None = None,
+        group_error: GroupErrorOf = _unexplained,
     ) -> None:
         self._broker = broker
         self._inspector = inspector
         self._groups = groups
+        self._group_error = group_error
 
     @property
     def inspector(self) -> Inspector:
@@ -256,7 +231,7 @@ class AdminOps:
     def _check_inactive(self, groups: AdminGroups, group_id: str) -> None:
         (found,) = groups.admin.describe([group_id])
         if found.error_code:
-            raise _group_error(found.error_code, group_id)
+            raise self._group_error(found.error_code, group_id)
         if found.members or found.state not in INACTIVE_GROUP_STATES:
             raise GroupNotEmpty(
                 f"group {group_id!r} is {found.state} with {len(found.members)} member(s): "
@@ -318,7 +293,7 @@ class AdminOps:
         results = await groups.commit_offsets(group_id, _NO_GENERATION, _NO_MEMBER, entries)
         failed = sorted(code for code in results.values() if code)
         if failed:
-            raise _group_error(failed[0], group_id)
+            raise self._group_error(failed[0], group_id)
         return rows
 
     def _inspector_committed(self, group_id: str) -> dict[tuple[str, int], int]:
@@ -355,6 +330,6 @@ class AdminOps:
         def answered(results: list[tuple[str, int]]) -> None:
             ((_, code),) = results
             if code:
-                raise _group_error(code, group_id)
+                raise self._group_error(code, group_id)
 
         return groups.admin.delete_groups([group_id]).addCallback(answered)

@@ -19,7 +19,6 @@ from typing import Protocol
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from brokerd.admin.inspect import Inspector
-from brokerd.kafka.txn_state import TxnState
 from brokerd.metrics.traffic import TopicTraffic
 
 
@@ -183,8 +182,10 @@ class StoresCollector:
 class TransactionsCollector:
     """Transactional ids by state (``Ongoing``, ``CompleteCommit`` ...)."""
 
-    def __init__(self, coordinator: TransactionsView) -> None:
+    def __init__(self, coordinator: TransactionsView, states: Sequence[str]) -> None:
         self._coordinator = coordinator
+        # Every state is reported, 0 included, so the series exist before a transaction.
+        self._states = tuple(states)
 
     def collect(self) -> Iterator[Metric]:
         by_state = Counter(t.state for t in self._coordinator.list_transactions([], []))
@@ -192,8 +193,8 @@ class TransactionsCollector:
             "brokerd_transactional_ids",
             "Transactional ids by the state of their latest transaction.", ["state"],
         )
-        for state in TxnState:
-            family.add_metric([state.value], by_state.get(state.value, 0))
+        for state in self._states:
+            family.add_metric([state], by_state.get(state, 0))
         yield family
 
 

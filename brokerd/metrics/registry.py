@@ -52,8 +52,9 @@ class BrokerMetrics:
     def add_cleaner(self, cleaner: CleanerCounters) -> None:
         self.registry.register(CleanerCollector(cleaner))
 
-    def add_transactions(self, coordinator: TransactionsView) -> None:
-        self.registry.register(TransactionsCollector(coordinator))
+    def add_transactions(self, coordinator: TransactionsView, states: Sequence[str]) -> None:
+        """``states``: every state a transactional id can be in (the coordinator's)."""
+        self.registry.register(TransactionsCollector(coordinator, states))
 
     def add_stores(self, stores: Sequence[StoreView]) -> None:
         self.registry.register(StoresCollector(stores))

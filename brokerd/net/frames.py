@@ -5,8 +5,8 @@ A Kafka Fetch response is mostly stored record batches. Rather than joining them
 field: either bytes read from the log (sent as their own part, no join) or a
 :class:`FileRegion`, a range of a segment file that the connection sends with
 ``os.sendfile`` on a plain socket (``brokerd/net/sendfile.py``) or reads in bounded chunks
-on TLS (``brokerd/net/chunked.py``). The codec's :class:`~brokerd.kafka.codec.Writer`
-keeps such a value as a separate part, and :func:`~brokerd.kafka.codec.response_frame`
+on TLS (``brokerd/net/chunked.py``). The codec's :class:`~brokerd.kafka.wire.codec.Writer`
+keeps such a value as a separate part, and :func:`~brokerd.kafka.wire.codec.response_frame`
 then returns a :class:`SplicedFrame`: the frame as a sequence of in-memory parts and file
 regions.
 

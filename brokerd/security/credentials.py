@@ -22,7 +22,7 @@ file, fsync, rename, fsync of the directory), after re-reading it, so a change m
 someone else in between is kept.
 
 What it does not do: lock out a concurrent writer (two writers at the same instant: the
-last rename wins), hash passwords (:mod:`brokerd.kafka.scram` does), or import Twisted.
+last rename wins), hash passwords (:mod:`brokerd.security.scram` does), or import Twisted.
 Its file I/O is blocking and small.
 """
 
@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
-from brokerd.kafka.scram import (
+from brokerd.security.scram import (
     DEFAULT_ITERATIONS,
     MAX_ITERATIONS,
     MAX_USERNAME_BYTES,

@@ -2,7 +2,7 @@
 """The broker's own secret: random bytes made once and kept in the data directory.
 
 SCRAM answers a user name that does not exist with a salt derived from this secret and
-the name (:class:`brokerd.kafka.scram.DecoyCredentials`), so the answer is the same on
+the name (:class:`brokerd.security.scram.DecoyCredentials`), so the answer is the same on
 every attempt, as it is for a real user. It must therefore outlive a restart: it is
 read from ``<data-dir>/scram.secret`` (hex, mode 0600), and written there (atomically)
 the first time. Anyone who reads it can tell made-up salts from real ones, so it is

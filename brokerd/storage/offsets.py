@@ -35,7 +35,7 @@ refuses the file outright instead of truncating everything after the first such 
 as a torn tail.
 
 What this module does not do: no Twisted, no threads of its own, no group state machine
-(that is ``brokerd.kafka.groups``), no offset retention/expiry of abandoned groups, no
+(that is ``brokerd.kafka.groups.coordinator``), no offset retention/expiry of abandoned groups, no
 validation of whether a topic exists, and no producer ids (``producer_ids.py``). Every
 method blocks (commit and compaction fsync); callers on the reactor run
 ``commit``/``delete_topic`` in a worker thread. ``fetch``/``committed`` only take a short
@@ -87,7 +87,7 @@ from brokerd.storage.store_faults import StoreFaults, append_records, reopen_if_
 __all__ = [
     "COMPACT_MIN_BYTES",
     "COMPACT_RATIO",
-    # Re-exported: brokerd.kafka.groups imports these three from here.
+    # Re-exported: brokerd.kafka.groups.coordinator imports these three from here.
     "MAX_METADATA_LENGTH",
     "OFFSETS_FILE_NAME",
     "OFFSETS_STORE_NAME",

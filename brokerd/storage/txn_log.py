@@ -23,7 +23,7 @@ and compacts the file (every live id's latest record written to
 a temporary file, fsync, rename, directory fsync) once it is mostly superseded records.
 
 What this module does not do: no Twisted, no threads (every write blocks: callers on the
-reactor run it in a worker thread), no state-machine rules (``brokerd.kafka.txn_state``
+reactor run it in a worker thread), no state-machine rules (``brokerd.kafka.txn.state``
 checks transitions; this module stores whatever state name it is given from
 :data:`STORED_STATES`).
 """

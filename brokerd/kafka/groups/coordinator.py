@@ -1,0 +1,517 @@
+"""Classic Kafka consumer-group coordinator (JoinGroup/SyncGroup/Heartbeat/LeaveGroup and
+OffsetCommit/OffsetFetch semantics), for one broker that coordinates every group. This
+module is the public entry point: :class:`GroupCoordinator` and the result types.
+
+Membership follows the classic ("eager") protocol, in which the *leader client* computes
+the assignment: the coordinator collects every member's JoinGroup, picks a protocol all
+members support, answers each member (only the leader gets the member list), then hands
+out the assignment bytes the leader sent in its SyncGroup. Group states are Kafka's:
+Empty, PreparingRebalance, CompletingRebalance, Stable (and Dead once stopped); the
+transition table is in :mod:`brokerd.kafka.groups.state`, the rebalance protocol in
+:mod:`brokerd.kafka.groups.rebalance`. Error rules follow Kafka's coordinator as real
+clients expect it; notably OffsetCommit is *accepted* during PreparingRebalance.
+
+Time comes from an injected ``IReactorTime`` (session timeouts, rebalance timeouts, the
+initial rebalance delay), so tests drive it with ``task.Clock``. Committed offsets go to
+an :class:`~brokerd.storage.offsets.OffsetStore` through the injected ``run_blocking``
+(a worker thread in production) via the ordered, batched write queue of
+:mod:`brokerd.kafka.groups.store` (group commit).
+
+Membership survives restarts as in Kafka: whenever a generation becomes Stable the group
+(protocol, generation, leader, members with their chosen-protocol metadata and assignment)
+is written to the same store, in the same ordered write queue as commits, and an Empty
+group gets a tombstone. On construction every stored group is restored as Stable with a
+fresh session timer per member, so members carry on with their generation (Heartbeat and
+OffsetCommit succeed) and members that never come back time out and trigger a rebalance.
+A restart mid-rebalance restores the last Stable generation; members of the newer one
+then get ILLEGAL_GENERATION and re-join.
+
+Static membership (KIP-345) as in Kafka's classic coordinator: a member joining with a
+known ``group_instance_id`` and an empty member id takes over the old member's place
+under a new member id (the old id is then FENCED_INSTANCE_ID); if the group is Stable
+and the member's protocols are unchanged, it gets the current generation and, at
+SyncGroup, its old assignment, with no rebalance. An Empty group keeps its generation
+(the next one continues from it, across restarts too). The admin APIs (ListGroups,
+DescribeGroups, DeleteGroups, OffsetDelete) are :attr:`GroupCoordinator.admin`
+(:mod:`brokerd.kafka.groups.admin`).
+
+What this module does not do: no sockets or wire encoding (``brokerd.kafka.server.dispatch``
+maps requests to these calls), no incremental cooperative rebalancing on the broker side
+(clients do it within the classic protocol), no LeaveGroup by instance id (v3+).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any, cast
+
+import attrs
+from twisted.internet import defer
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IReactorTime
+from twisted.logger import Logger
+
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.admin import GroupAdmin
+from brokerd.kafka.groups.rebalance import Outbox, Rebalancer
+from brokerd.kafka.groups.state import (
+    GroupMetadata,
+    GroupState,
+    JoinResult,
+    Member,
+    SyncResult,
+    join_error,
+)
+from brokerd.kafka.groups.store import (
+    CommitQueue,
+    CommitResults,
+    OffsetEntry,
+    check_offsets,
+    commit_member_error,
+    fetch_rows,
+    restored_group,
+    stored_group,
+    txn_member_error,
+)
+from brokerd.names import MAX_GROUP_ID_LENGTH
+from brokerd.net.transport import TimerClock
+from brokerd.storage.offsets import OffsetStore
+
+#: Kafka's group.max.size is effectively unbounded; this cap (members plus member ids
+#: handed out with MEMBER_ID_REQUIRED and not yet used) keeps a client that loops on
+#: JoinGroup from growing one group without bound. Beyond it: GROUP_MAX_SIZE_REACHED.
+MAX_GROUP_SIZE = 10_000
+
+#: Only this much of the client id goes into a generated member id (client ids may be up to
+#: 32 KiB on the wire; the member id is echoed in every group response).
+MAX_CLIENT_ID_IN_MEMBER_ID = 128
+
+
+def _group_id_too_long(group_id: str) -> bool:
+    return len(group_id.encode("utf-8", "surrogatepass")) > MAX_GROUP_ID_LENGTH
+
+
+class GroupCoordinator:
+    """Every consumer group of this broker. Reactor thread only.
+
+    Checks each request (coordinator up, group id, member, generation) and hands the
+    valid ones to the :class:`~brokerd.kafka.groups.rebalance.Rebalancer`.
+
+    :param clock: time source for every timer.
+    :param offsets: the durable store of committed offsets (already open).
+    :param run_blocking: ``run_blocking(f, *args) -> Deferred`` runs a blocking call in a
+        worker thread (tests pass a synchronous fake).
+    :param initial_rebalance_delay_ms: Kafka's ``group.initial.rebalance.delay.ms``
+        (Kafka: 3 s; shorter here so a lone consumer starts quickly).
+    :param min_session_timeout_ms: Kafka's ``group.min.session.timeout.ms``.
+    :param max_session_timeout_ms: Kafka's ``group.max.session.timeout.ms``.
+    """
+
+    _log = Logger()
+
+    def __init__(
+        self,
+        *,
+        clock: IReactorTime,
+        offsets: OffsetStore,
+        run_blocking: Callable[..., Deferred[Any]],
+        initial_rebalance_delay_ms: int = 500,
+        min_session_timeout_ms: int = 6000,
+        max_session_timeout_ms: int = 1800000,
+        max_group_size: int = MAX_GROUP_SIZE,
+    ) -> None:
+        self._offsets = offsets
+        self._min_session_ms = min_session_timeout_ms
+        self._max_session_ms = max_session_timeout_ms
+        self._max_group_size = max_group_size
+        self._groups: dict[str, GroupMetadata] = {}
+        self._stopped = False
+        self._outbox = Outbox()
+        self._writes = CommitQueue(offsets=offsets, run_blocking=run_blocking)
+        self._rebalancer = Rebalancer(
+            clock=cast(TimerClock, clock),
+            groups=self._groups,
+            writes=self._writes,
+            outbox=self._outbox,
+            initial_rebalance_delay_ms=initial_rebalance_delay_ms,
+        )
+        #: ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
+        self.admin = GroupAdmin(
+            groups=self._groups, offsets=offsets, writes=self._writes, stopped=self._is_stopped
+        )
+        self._restore()
+
+    def _is_stopped(self) -> bool:
+        return self._stopped
+
+    def _restore(self) -> None:
+        """Rebuild every group the store holds as of its last stored generation: Stable,
+        or Empty (keeping its generation) if it had no members."""
+        for group_id, stored in sorted(self._offsets.groups_metadata().items()):
+            group = restored_group(group_id, stored)
+            self._groups[group_id] = group
+            # A fresh session each: the clients had no way to heartbeat while we were down.
+            for member in group.members.values():
+                self._rebalancer.arm_session(group, member)
+            self._log.info(
+                "group {group!r}: restored generation {generation} with {count} member(s)",
+                group=group_id,
+                generation=group.generation,
+                count=len(group.members),
+            )
+
+    # -- inspection ---------------------------------------------------------------------
+
+    def group_state(self, group_id: str) -> GroupState | None:
+        """The group's state, or None when the coordinator holds nothing for it."""
+        if self._stopped:
+            return GroupState.DEAD
+        group = self._groups.get(group_id)
+        return None if group is None else group.state
+
+    def list_groups(self) -> list[tuple[str, str]]:
+        """``(group_id, protocol_type)`` of every group (ListGroups)."""
+        return self.admin.list_groups()[1]
+
+    # -- JoinGroup ----------------------------------------------------------------------
+
+    def join(
+        self,
+        group_id: str,
+        member_id: str,
+        *,
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        group_instance_id: str | None,
+        require_known_member_id: bool,
+    ) -> Deferred[JoinResult]:
+        """Handle a JoinGroup. The Deferred is held until the join phase completes (all
+        known members re-joined, or the rebalance timeout dropped the stragglers).
+
+        Cancelling the Deferred (the client's connection closed) leaves the member in the
+        group; it re-joins or its session times out. Errors arrive as ``error_code``,
+        never as failures.
+
+        :param rebalance_timeout_ms: JoinGroup v0 has none; pass ``session_timeout_ms``
+            (any value <= 0 is taken to mean that).
+        :param require_known_member_id: JoinGroup v4+: a new dynamic member first gets
+            MEMBER_ID_REQUIRED with its id, and must join again with it.
+        """
+        candidate = Member(
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            client_id=client_id,
+            client_host=client_host,
+            session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=(
+                rebalance_timeout_ms if rebalance_timeout_ms > 0 else session_timeout_ms
+            ),
+            protocols=list(protocols),
+        )
+        try:
+            d = self._join(group_id, candidate, protocol_type, require_known_member_id)
+        finally:
+            self._outbox.flush()
+        return d
+
+    def _join(
+        self, group_id: str, candidate: Member, protocol_type: str, require_known: bool
+    ) -> Deferred[JoinResult]:
+        member_id = candidate.member_id
+        instance_id = candidate.group_instance_id
+
+        def fail(code: ErrorCode, mid: str = member_id) -> Deferred[JoinResult]:
+            return defer.succeed(join_error(code, mid))
+
+        if self._stopped:
+            return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if not group_id or _group_id_too_long(group_id):
+            return fail(ErrorCode.INVALID_GROUP_ID)
+        if not self._min_session_ms <= candidate.session_timeout_ms <= self._max_session_ms:
+            return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
+        if not protocol_type or not candidate.protocols:
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        group = self._groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if member_id and group is not None and group.fenced(instance_id, member_id):
+            # Kafka: an id other than the instance's current one is an old incarnation.
+            return fail(ErrorCode.FENCED_INSTANCE_ID)
+        if member_id and member is None and (group is None or member_id not in group.pending):
+            return fail(ErrorCode.UNKNOWN_MEMBER_ID)
+        # A static member re-joining with an empty member id replaces its old incarnation.
+        replaced: Member | None = None
+        if group is not None and member is None and instance_id is not None:
+            replaced = group.static_member(instance_id)
+        if group is not None and not group.supports(
+            protocol_type, candidate.protocols, member or replaced
+        ):
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+
+        if member is not None:
+            assert group is not None
+            if instance_id is not None and member.group_instance_id != instance_id:
+                return fail(ErrorCode.FENCED_INSTANCE_ID)
+            changed = _update_member(member, candidate)
+            return self._rebalancer.rejoin(group, member, changed)
+        if replaced is not None:
+            assert group is not None
+            return self._replace_static(group, replaced, candidate)
+
+        size = 0 if group is None else group.size()
+        if replaced is None and not member_id and size >= self._max_group_size:
+            return fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
+
+        if group is None:
+            group = self._groups[group_id] = GroupMetadata(group_id)
+        if not member_id:
+            new_id = _new_member_id(instance_id or candidate.client_id)
+            if instance_id is None and require_known:
+                # Kafka (JoinGroup v4+): hand out the id first and only admit the member
+                # when it comes back with it, so a client that times out mid-join and
+                # retries does not leave a ghost member behind.
+                self._rebalancer.hand_out_member_id(group, new_id, candidate.session_timeout_ms)
+                return fail(ErrorCode.MEMBER_ID_REQUIRED, new_id)
+            candidate.member_id = new_id
+        else:
+            group.take_pending(member_id)
+
+        return self._rebalancer.admit(group, candidate, protocol_type)
+
+    def _replace_static(
+        self, group: GroupMetadata, member: Member, candidate: Member
+    ) -> Deferred[JoinResult]:
+        """Kafka's ``updateStaticMemberAndRebalance``: a static member re-joined with an
+        empty member id; it takes over its old incarnation's place under a new id."""
+        old_leader = group.leader_id
+        self._rebalancer.fence(member)
+        old_id = group.replace_member_id(member, _new_member_id(candidate.group_instance_id or ""))
+        changed = _update_member(member, candidate)
+        self._log.info(
+            "group {group!r}: static member {instance!r} re-joined as {new!r}, fencing {old!r}",
+            group=group.group_id,
+            instance=member.group_instance_id,
+            new=member.member_id,
+            old=old_id,
+        )
+        if group.state is GroupState.STABLE and not changed:
+            # No rebalance: the member gets this generation, and at SyncGroup its old
+            # assignment. The leader id answered is the one before the replacement (as
+            # Kafka does), so a re-joining leader does not compute a new assignment that
+            # a Stable group would never hand out.
+            self._rebalancer.arm_session(group, member)
+            self._writes.store_group(group.group_id, stored_group(group))
+            result = group.join_result(member)
+            return defer.succeed(attrs.evolve(result, leader_id=old_leader or "", members=[]))
+        # CompletingRebalance (the leader may be assigning the old id), changed protocols,
+        # or a rebalance already being prepared: the member joins the round.
+        return self._rebalancer.rejoin(group, member, True)
+
+    # -- SyncGroup, Heartbeat, LeaveGroup -----------------------------------------------
+
+    def _member_for(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> tuple[GroupMetadata, Member] | ErrorCode:
+        """The common checks of SyncGroup and Heartbeat."""
+        if self._stopped:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not group_id or _group_id_too_long(group_id):
+            return ErrorCode.INVALID_GROUP_ID
+        group = self._groups.get(group_id)
+        if group is not None and group.fenced(instance_id, member_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        member = None if group is None else group.members.get(member_id)
+        if group is None or member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        return group, member
+
+    def sync(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        assignments: list[tuple[str, bytes]],
+        *,
+        group_instance_id: str | None = None,
+    ) -> Deferred[SyncResult]:
+        """Handle a SyncGroup. A follower's answer is held until the leader's SyncGroup
+        (carrying every member's assignment) arrives. Cancelling is harmless."""
+        found = self._member_for(group_id, generation_id, member_id, group_instance_id)
+        if isinstance(found, ErrorCode):
+            return defer.succeed(SyncResult(found))
+        group, member = found
+        if group.state is GroupState.PREPARING_REBALANCE:
+            return defer.succeed(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        try:
+            d = self._rebalancer.sync(group, member, assignments)
+        finally:
+            self._outbox.flush()
+        return d
+
+    def heartbeat(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        *,
+        group_instance_id: str | None = None,
+    ) -> int:
+        """Handle a Heartbeat: 0, or 27 while a rebalance is being prepared (that is how
+        members learn they must re-join), or 22/25/24/15/82."""
+        found = self._member_for(group_id, generation_id, member_id, group_instance_id)
+        if isinstance(found, ErrorCode):
+            return int(found)
+        group, member = found
+        self._rebalancer.arm_session(group, member)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            return int(ErrorCode.REBALANCE_IN_PROGRESS)
+        return int(ErrorCode.NONE)
+
+    def leave(self, group_id: str, member_id: str) -> int:
+        """Handle a LeaveGroup (v0-2): the rest of the group rebalances, or it goes Empty."""
+        if self._stopped:
+            return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if not group_id or _group_id_too_long(group_id):
+            return int(ErrorCode.INVALID_GROUP_ID)
+        group = self._groups.get(group_id)
+        if group is None:
+            return int(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.take_pending(member_id):
+            self._rebalancer.forget_if_disposable(group)
+            return int(ErrorCode.NONE)
+        member = group.members.get(member_id)
+        if member is None:
+            return int(ErrorCode.UNKNOWN_MEMBER_ID)
+        try:
+            self._rebalancer.remove_member(group, member, "left the group")
+        finally:
+            self._outbox.flush()
+        return int(ErrorCode.NONE)
+
+    # -- offsets ------------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        offsets: list[OffsetEntry],
+        *,
+        group_instance_id: str | None = None,
+    ) -> Deferred[CommitResults]:
+        """Handle an OffsetCommit. Fires, with an error code per ``(topic, partition)``,
+        only after the accepted offsets are fsync'd; they are then visible to
+        :meth:`fetch_offsets`.
+
+        Group rules: generation -1 on a group without members (simple consumer / manual
+        assignment) is accepted; generation -1 on a group with members, or an unknown
+        member: 25; a stale generation: 22; CompletingRebalance: 27; PreparingRebalance
+        and Stable: accepted. An empty group id is allowed, as in Kafka (it is only ever
+        a key in the journal). Partitions are then judged one by one
+        (:func:`~brokerd.kafka.groups.store.check_offsets`).
+        """
+        code = self._check_commit(group_id, generation_id, member_id, group_instance_id)
+        return self._store_offsets(group_id, offsets, code)
+
+    def commit_txn_offsets(
+        self, group_id: str, offsets: list[OffsetEntry]
+    ) -> Deferred[CommitResults]:
+        """A committed transaction's offsets: :meth:`commit_offsets` without group rules
+        (TxnOffsetCommit checked them), through the same durable write queue."""
+        return self._store_offsets(group_id, offsets, self._precheck(group_id))
+
+    def check_txn_member(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode:
+        """TxnOffsetCommit's group check (:func:`~brokerd.kafka.groups.store.txn_member_error`)."""
+        code = self._precheck(group_id)
+        group = self._groups.get(group_id)
+        return code or txn_member_error(group, generation_id, member_id, group_instance_id)
+
+    def _store_offsets(
+        self, group_id: str, offsets: list[OffsetEntry], code: ErrorCode
+    ) -> Deferred[CommitResults]:
+        if code is not ErrorCode.NONE:
+            return defer.succeed({(t, p): int(code) for t, p, *_ in offsets})
+        results, accepted = check_offsets(offsets)
+        if not accepted:
+            return defer.succeed(results)
+        return self._writes.commit(group_id, accepted, results)
+
+    def _precheck(self, group_id: str) -> ErrorCode:
+        if self._stopped:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if _group_id_too_long(group_id):
+            return ErrorCode.INVALID_GROUP_ID
+        return ErrorCode.NONE
+
+    def _check_commit(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> ErrorCode:
+        group = self._groups.get(group_id)
+        code = self._precheck(group_id) or commit_member_error(
+            group, generation_id, member_id, instance_id
+        )
+        if code is ErrorCode.NONE and group is not None and member_id in group.members:
+            self._rebalancer.arm_session(group, group.members[member_id])
+        return code
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]] | None
+    ) -> list[tuple[str, int, int, int, str, int]]:
+        """Handle an OffsetFetch from memory (no I/O):
+        ``(topic, partition, offset, leader_epoch, metadata, error_code)`` per partition,
+        with ``-1, -1, ""`` and error 0 where nothing is committed (the client then applies
+        auto.offset.reset). ``partitions=None`` means every committed partition."""
+        return fetch_rows(self._offsets, group_id, partitions, self._precheck(group_id))
+
+    # -- shutdown -----------------------------------------------------------------------
+
+    def stop(self) -> Deferred[None]:
+        """Cancel every timer and answer every held JoinGroup/SyncGroup (and queued, not yet
+        started commit) with COORDINATOR_NOT_AVAILABLE; later calls get the same error.
+        A commit already being written still fires with its real outcome.
+
+        Returns a Deferred that fires once the journal is quiet: the write in progress has
+        finished and group records still waiting (the last Stable generations) are
+        written, so the offsets store may then be closed."""
+        if not self._stopped:
+            self._stopped = True
+            for group in self._groups.values():
+                self._rebalancer.kill(group)
+            self._groups.clear()
+            for waiter, answer in self._writes.refuse_queued(ErrorCode.COORDINATOR_NOT_AVAILABLE):
+                self._outbox.deliver(waiter, answer)
+            self._outbox.flush()
+        return self._writes.drained()
+
+
+def _new_member_id(prefix: str) -> str:
+    return f"{prefix[:MAX_CLIENT_ID_IN_MEMBER_ID]}-{uuid.uuid4()}"
+
+
+def _update_member(member: Member, candidate: Member) -> bool:
+    """Take a re-join's fields; True if the member's protocols changed."""
+    changed = member.protocols != candidate.protocols
+    member.client_id = candidate.client_id
+    member.client_host = candidate.client_host
+    member.session_timeout_ms = candidate.session_timeout_ms
+    member.rebalance_timeout_ms = candidate.rebalance_timeout_ms
+    member.protocols = candidate.protocols
+    return changed
+
+
+__all__ = [
+    "MAX_GROUP_SIZE",
+    "GroupCoordinator",
+    "GroupState",
+    "JoinResult",
+    "OffsetEntry",
+    "SyncResult",
+]

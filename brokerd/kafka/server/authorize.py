@@ -1,0 +1,234 @@
+# -*- test-case-name: tests.test_acl_enforcement -*-
+"""The ACL gate: what a per-API check (a :data:`Rule`) sees and answers, and how the
+dispatch puts a handler behind its rule (:func:`guard`). Each rule lives next to its
+handler, in the handler module of its API family (``brokerd/kafka/server/handlers/``),
+and reaches the dispatch in that module's :class:`~brokerd.kafka.server.route.Route`.
+
+A check looks at a decoded request with the connection's principal and host
+(:class:`Access`) and returns a :class:`Gate`: pass the request on unchanged; answer it
+at once (every resource denied, e.g. JoinGroup without READ on its group); or pass on a
+request with the denied topics/groups taken out, and add their error entries to the
+handler's response (``finish``). Lists of everything (Metadata for all topics,
+ListGroups, ListTransactions, OffsetFetch of all topics) are filtered to what the
+principal may DESCRIBE. Whether a denied topic exists is never revealed: a topic the
+principal may not use gets TOPIC_AUTHORIZATION_FAILED whether it exists or not.
+
+The rules follow Kafka's ``KafkaApis`` (summarised in ``docs/security.md``). A route
+without a rule is not checked (ApiVersions: a client learns the versions before anything
+else); a test fails when any other route has none. The helpers here build the common
+answers: :func:`split_entries` takes refused entries out of a request and adds their
+error entries to the response, :func:`keep_only` filters a list answer; both are given
+typed functions that read and rebuild the messages.
+
+It does not decide (:class:`brokerd.security.acl.AclAuthorizer` does) or change any
+state; it only reads the current topic names (to refuse an auto-creation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Protocol, TypeVar
+
+import attrs
+
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.handler_base import Connection, Handler, Outcome
+from brokerd.kafka.wire.apis import Request
+from brokerd.security.acl import (
+    ANONYMOUS,
+    CLUSTER_NAME,
+    AclAuthorizer,
+    Operation,
+    ResourceType,
+)
+
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+DENIED_TEXT = "not authorized"
+
+
+class TopicNames(Protocol):
+    """What :class:`Access` needs of the core: the topics that exist, and whether an
+    unknown one would be created."""
+
+    @property
+    def auto_create_topics(self) -> bool: ...
+
+    def topics(self) -> Collection[str]: ...
+
+
+@attrs.frozen
+class Access:
+    """One connection's principal and host, checked against the authorizer."""
+
+    authorizer: AclAuthorizer
+    principal: str
+    host: str
+    core: TopicNames
+
+    def allows(self, op: Operation, rtype: ResourceType, name: str) -> bool:
+        return self.authorizer.authorize(self.principal, self.host, op, rtype, name)
+
+    def topic(self, op: Operation, name: str) -> bool:
+        return self.allows(op, ResourceType.TOPIC, name)
+
+    def group(self, op: Operation, name: str) -> bool:
+        return self.allows(op, ResourceType.GROUP, name)
+
+    def txn(self, op: Operation, name: str) -> bool:
+        return self.allows(op, ResourceType.TRANSACTIONAL_ID, name)
+
+    def cluster(self, op: Operation) -> bool:
+        return self.allows(op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def may_create(self, name: str) -> bool:
+        """CREATE on the topic or on the cluster (Kafka accepts either)."""
+        return self.cluster(Operation.CREATE) or self.topic(Operation.CREATE, name)
+
+    def topic_error(self, op: Operation, name: str) -> ErrorCode | None:
+        """Why ``op`` on topic ``name`` is refused, or None. A topic that would be
+        auto-created needs CREATE too."""
+        if not self.topic(op, name):
+            return TOPIC_DENIED
+        if (
+            self.core.auto_create_topics
+            and name not in self.core.topics()
+            and not self.may_create(name)
+        ):
+            return TOPIC_DENIED
+        return None
+
+
+Finish = Callable[[Any], Any]
+#: What identifies a request entry to its check (a name, or a config resource).
+K = TypeVar("K")
+
+
+def _same(response: Any) -> Any:
+    return response
+
+
+@attrs.frozen
+class Gate:
+    """What the dispatch does with a request: answer now (``answer`` set), or run the
+    handler on ``request`` and pass its response through ``finish``."""
+
+    request: Request
+    answer: Any = None
+    finish: Finish = _same
+
+    @property
+    def changed(self) -> bool:
+        """Whether the handler's response is changed (some entries were refused)."""
+        return self.finish is not _same
+
+
+Rule = Callable[[Access, Request], Gate]
+
+
+def answer_now(req: Request, response: Any) -> Gate:
+    return Gate(req, answer=response)
+
+
+E = TypeVar("E")
+D = TypeVar("D")
+
+
+def split_entries(
+    req: Request,
+    entries: Sequence[E],
+    key_of: Callable[[E], K],
+    error_of: Callable[[K], ErrorCode | None],
+    denied_entry: Callable[[E, ErrorCode], D],
+    *,
+    narrow: Callable[[tuple[E, ...]], Any],
+    widen: Callable[[Any, tuple[D, ...]], Any],
+) -> Gate:
+    """Take the ``entries`` that ``error_of`` refuses out of the request (``narrow``
+    builds its body from the allowed ones) and add ``denied_entry`` for each to the
+    handler's response (``widen`` builds it from the response and the denied entries)."""
+    allowed: list[E] = []
+    denied: list[D] = []
+    for entry in entries:
+        code = error_of(key_of(entry))
+        if code is None:
+            allowed.append(entry)
+        else:
+            denied.append(denied_entry(entry, code))
+    if not denied:
+        return Gate(req)
+    refused = tuple(denied)
+
+    def finish(response: Any) -> Any:
+        if isinstance(response, Outcome):
+            return response
+        return widen(response, refused)
+
+    return Gate(Request(req.header, narrow(tuple(allowed))), finish=finish)
+
+
+def keep_only(
+    select: Callable[[Any], Sequence[E]],
+    rebuild: Callable[[Any, tuple[E, ...]], Any],
+    keep: Callable[[E], bool],
+) -> Finish:
+    """A finish that keeps the response entries ``select`` names for which ``keep``
+    holds (``rebuild`` builds the response from them)."""
+
+    def finish(response: Any) -> Any:
+        if isinstance(response, Outcome):
+            return response
+        return rebuild(response, tuple(e for e in select(response) if keep(e)))
+
+    return finish
+
+
+def by_name(entry: Any) -> str:
+    name: str = entry.name
+    return name
+
+
+def itself(entry: str) -> str:
+    return entry
+
+
+def topic_op(op: Operation, access: Access) -> Callable[[str], ErrorCode | None]:
+    return lambda name: None if access.topic(op, name) else TOPIC_DENIED
+
+
+def commit_topics_denied(code: ErrorCode, topics: Sequence[Any], topic_cls: Any,
+                          part_cls: Any) -> tuple[Any, ...]:
+    return tuple(
+        topic_cls(name=t.name, partitions=tuple(
+            part_cls(partition_index=p.partition_index, error_code=code) for p in t.partitions
+        ))
+        for t in topics
+    )
+
+
+def access_of(authorizer: AclAuthorizer, core: TopicNames, conn: Connection) -> Access:
+    """The connection's principal (``User:ANONYMOUS`` until TLS or SASL set one) and
+    host, as seen by ``authorizer``."""
+    state = conn.state
+    principal = str(getattr(state, "principal", ANONYMOUS))
+    return Access(authorizer, principal, state.peer_host, core)
+
+
+def guard(
+    handler: Handler, rule: Rule | None, authorizer: AclAuthorizer | None, core: TopicNames
+) -> Handler:
+    """``handler`` behind ``rule`` (the handler itself when ``authorizer`` is None, the
+    broker then allowing everything, or when there is no rule)."""
+    if authorizer is None or rule is None:
+        return handler
+
+    async def guarded(conn: Connection, req: Request) -> Any:
+        g = rule(access_of(authorizer, core, conn), req)
+        if g.answer is not None:
+            return g.answer
+        return g.finish(await handler(conn, g.request))
+
+    return guarded

@@ -1,0 +1,41 @@
+"""The authorized-operations fields of the Kafka answers, for one connection: Metadata's
+``topic_authorized_operations`` and ``cluster_authorized_operations`` (v8+), and
+DescribeGroups' ``authorized_operations`` (v3+), each filled only when the request asks
+(the field keeps Kafka's "omitted", INT32_MIN, otherwise).
+
+The decision is :mod:`brokerd.security.authorized_ops` (every operation of the resource
+type when no authorizer runs); this only supplies the connection's principal and host.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from brokerd.kafka.server.handler_base import Connection
+from brokerd.security.acl import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
+from brokerd.security.authorized_ops import allowed_operations, operations_field
+
+__all__ = ["AuthorizedOperations"]
+
+
+@attrs.frozen
+class AuthorizedOperations:
+    """The fields for the connections of one broker (``authorizer`` None: no ACLs)."""
+
+    authorizer: AclAuthorizer | None = None
+
+    def _allowed(self, conn: Connection, rtype: ResourceType, name: str) -> frozenset[Operation]:
+        state = conn.state
+        return allowed_operations(self.authorizer, state.principal, state.peer_host, rtype, name)
+
+    def topic(self, conn: Connection, name: str) -> int:
+        return operations_field(self._allowed(conn, ResourceType.TOPIC, name))
+
+    def group(self, conn: Connection, group_id: str) -> int:
+        return operations_field(self._allowed(conn, ResourceType.GROUP, group_id))
+
+    def cluster(self, conn: Connection) -> int:
+        """Nothing at all unless the principal may DESCRIBE the cluster (Kafka's rule
+        for Metadata: the field never tells more than a DESCRIBE would)."""
+        allowed = self._allowed(conn, ResourceType.CLUSTER, CLUSTER_NAME)
+        return operations_field(allowed) if Operation.DESCRIBE in allowed else 0

@@ -1,0 +1,148 @@
+# -*- test-case-name: tests.test_kafka_protocol -*-
+"""Kafka request dispatch: each API's handler, behind its ACL rule, collected from the
+handler modules.
+
+Every module of ``brokerd/kafka/server/handlers/`` answers one API family and gives its
+APIs as :class:`~brokerd.kafka.server.route.Route` values (key, handler, rule);
+:class:`KafkaHandlers` builds each family's handler object with what it needs (core,
+coordinators, identity, clock) and routes each decoded request
+(:mod:`brokerd.kafka.wire.apis`) to its route. A handler returns a response message or an
+:class:`Outcome` (``NO_RESPONSE``, ``CLOSE_CONNECTION``: acks=0 Produce). Errors from the
+core arrive as ``brokerd.errors`` exceptions and become Kafka error codes in the handlers
+(:mod:`brokerd.kafka.errors`).
+
+It does not parse or build bytes, touch transports, or decide request order: the
+protocol (:mod:`brokerd.kafka.server.protocol`) calls :meth:`KafkaHandlers.handle` for one
+request at a time. The core and coordinators are duck-typed by
+:class:`~brokerd.kafka.server.core_face.KafkaCore`,
+:class:`~brokerd.kafka.server.handlers.groups.GroupCoordinatorLike` and
+:class:`~brokerd.kafka.txn.types.TransactionCoordinatorLike` so tests can pass fakes.
+SaslHandshake and SaslAuthenticate are not routed here: the protocol answers them (they
+change the connection's state).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from twisted.internet import defer
+
+from brokerd.kafka.server import authorize
+from brokerd.kafka.server.authorized_ops import AuthorizedOperations
+from brokerd.kafka.server.core_face import KafkaCore
+from brokerd.kafka.server.handler_base import (
+    CLOSE_CONNECTION,
+    NO_RESPONSE,
+    BrokerIdentity,
+    Clock,
+    Connection,
+    Handler,
+    Outcome,
+)
+from brokerd.kafka.server.handlers.acl import AclHandlers
+from brokerd.kafka.server.handlers.admin import DEFAULT_PARTITIONS, AdminHandlers
+from brokerd.kafka.server.handlers.configs import ConfigHandlers
+from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES, FetchHandler
+from brokerd.kafka.server.handlers.group_admin import GroupAdminHandlers, HasGroupAdmin
+from brokerd.kafka.server.handlers.groups import GroupCoordinatorLike, GroupHandlers
+from brokerd.kafka.server.handlers.list_offsets import ListOffsetsHandler
+from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
+from brokerd.kafka.server.handlers.produce import ProduceHandler
+from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
+from brokerd.kafka.server.handlers.txn import TxnHandlers
+from brokerd.kafka.server.route import Route, route_table
+from brokerd.kafka.txn.types import TransactionCoordinatorLike
+from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.net.answer_budget import AnswerBudget
+from brokerd.security.acl import AclAuthorizer
+
+
+class KafkaHandlers:
+    """Answers decoded requests. One instance per listener, shared by its connections.
+
+    :param core: the broker core (:class:`~brokerd.kafka.server.core_face.KafkaCore`).
+    :param coordinator: the group coordinator
+        (:class:`~brokerd.kafka.server.handlers.groups.GroupCoordinatorLike`).
+    :param identity: node id, advertised host/port and cluster id (read live).
+    :param clock: for the acks=all produce timeout and the long-poll deadline.
+    :param default_partitions: partitions for CreateTopics with num_partitions -1.
+    :param transactions: the transaction coordinator; None = transactions disabled
+        (see :mod:`brokerd.kafka.server.handlers.txn` for what is answered then).
+    :param authorizer: checks every request (:mod:`brokerd.kafka.server.authorize`); None =
+        everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
+    :param credentials: the SCRAM credentials store of the credential admin APIs; None
+        = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and
+        SaslAuthenticate are answered by the protocol (they change connection state).
+    """
+
+    def __init__(
+        self,
+        core: KafkaCore,
+        coordinator: GroupCoordinatorLike,
+        identity: BrokerIdentity,
+        *,
+        clock: Clock,
+        default_partitions: int = DEFAULT_PARTITIONS,
+        transactions: TransactionCoordinatorLike | None = None,
+        authorizer: AclAuthorizer | None = None,
+        acls: AclHandlers | None = None,
+        credentials: ScramStore | None = None,
+        fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        answer_budget: AnswerBudget | None = None,
+    ) -> None:
+        txn = TxnHandlers(core, transactions)
+        operations = AuthorizedOperations(authorizer)
+        families = (
+            AdminHandlers(
+                core, identity, default_partitions=default_partitions, transactional=txn,
+                operations=operations,
+            ),
+            ProduceHandler(core, clock=clock),
+            FetchHandler(
+                core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget
+            ),
+            ListOffsetsHandler(core),
+            GroupHandlers(core, coordinator, identity),
+            GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator), operations),
+            ConfigHandlers(core, identity, default_partitions=default_partitions),
+            PartitionAdminHandlers(core, identity, clock=clock),
+            txn,
+            ScramAdminHandlers(credentials),
+            acls if acls is not None else AclHandlers(None, None),
+        )
+        #: Every routed API, by key (the ACL tests read the rules here).
+        self.routes: dict[ApiKey, Route] = route_table(
+            route for family in families for route in family.routes()
+        )
+        self._handlers: dict[ApiKey, Handler] = {
+            key: authorize.guard(route.handle, route.rule, authorizer, core)
+            for key, route in self.routes.items()
+        }
+
+    def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:
+        """Answer ``request``: fires with a response message or an :class:`Outcome`.
+
+        A failure means a bug (every expected error becomes an error code); the
+        protocol then logs it and closes the connection.
+        """
+        handler = self._handlers[request.api_key]
+
+        async def run() -> Any:
+            return await handler(conn, request)
+
+        return defer.Deferred.fromCoroutine(run())
+
+
+__all__ = [
+    "CLOSE_CONNECTION",
+    "DEFAULT_PARTITIONS",
+    "NO_RESPONSE",
+    "BrokerIdentity",
+    "Clock",
+    "Connection",
+    "GroupCoordinatorLike",
+    "KafkaCore",
+    "KafkaHandlers",
+    "Outcome",
+]

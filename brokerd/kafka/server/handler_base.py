@@ -1,0 +1,152 @@
+# -*- test-case-name: tests.test_kafka_protocol -*-
+"""What every Kafka API handler module shares: outcomes, the connection, typed views.
+
+:class:`Outcome` is what a handler returns instead of a response message (acks=0
+Produce); :class:`Connection` is the per-connection state a handler may use (the peer's
+address, and waits to cancel when the client goes away); :class:`BrokerIdentity` and
+:class:`Clock` are the duck types of what the listener injects. :func:`gather`,
+:func:`message` and :func:`unexpected_code` are the small helpers every handler uses.
+
+It holds no API logic: the handlers live in the modules of
+``brokerd/kafka/server/handlers/``, one per API family.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from twisted.internet import defer
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from brokerd.kafka.errors import ErrorCode, error_code_for
+from brokerd.kafka.wire.apis import Request
+from brokerd.net.connection import ConnectionState
+
+T = TypeVar("T")
+
+#: brokerd has one leader epoch forever (it is a single node that never changes
+#: leadership): no client then needs OffsetForLeaderEpoch or starts KIP-320 offset
+#: validation.
+LEADER_EPOCH = 0
+
+
+class Outcome(enum.Enum):
+    """What the protocol does instead of writing a response."""
+
+    #: acks=0 Produce: write nothing at all.
+    NO_RESPONSE = "no-response"
+    #: acks=0 Produce that failed: close the connection (the client learns nothing else).
+    CLOSE_CONNECTION = "close-connection"
+
+
+NO_RESPONSE = Outcome.NO_RESPONSE
+CLOSE_CONNECTION = Outcome.CLOSE_CONNECTION
+
+
+class BrokerIdentity(Protocol):
+    """Where clients are told to connect (read on every request: the listener's port is
+    only known after it binds)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def advertised_host(self) -> str: ...
+    @property
+    def advertised_port(self) -> int: ...
+    @property
+    def cluster_id(self) -> str: ...
+
+
+class _DelayedCall(Protocol):
+    def active(self) -> bool: ...
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    """``IReactorTime.callLater`` and ``seconds`` as mypy can check them."""
+
+    def seconds(self) -> float: ...
+
+    def callLater(
+        self, delay: float, callable: Callable[..., object], *args: object, **kw: object
+    ) -> _DelayedCall: ...
+
+
+class Connection:
+    """Per-connection state the handlers need: the peer, and the waits to cancel when
+    the connection goes away (a parked long-poll fetch must not outlive it)."""
+
+    def __init__(self, client_host: str, state: ConnectionState | None = None) -> None:
+        #: Kafka's form, ``/127.0.0.1`` (JoinGroup passes it to the coordinator).
+        self.client_host = client_host
+        #: The protocol's connection state (peer host; the principal once TLS or SASL
+        #: set it), read by the authorization checks.
+        self.state = (
+            state if state is not None else ConnectionState(peer_host=client_host.lstrip("/"))
+        )
+        self.closed = False
+        self._waits: set[defer.Deferred[Any]] = set()
+
+    def track(self, d: defer.Deferred[T]) -> defer.Deferred[T]:
+        """Remember ``d`` until it fires, to cancel it in :meth:`close` (at once if the
+        connection is closed already)."""
+        if self.closed:
+            d.cancel()
+            return d
+        self._waits.add(d)
+
+        def forget(result: object) -> object:
+            self._waits.discard(d)
+            return result
+
+        d.addBoth(forget)
+        return d
+
+    def close(self) -> None:
+        self.closed = True
+        waits, self._waits = self._waits, set()
+        for d in waits:
+            d.cancel()
+
+
+#: One API's handler: the connection and the decoded request in, a response message or
+#: an :class:`Outcome` out.
+Handler = Callable[[Connection, Request], Awaitable[Any]]
+
+
+def gather(coros: Sequence[Coroutine[Any, Any, T]]) -> defer.Deferred[list[T]]:
+    """Run coroutines concurrently; results in order. They must not raise."""
+    ds = [defer.Deferred.fromCoroutine(c) for c in coros]
+    d: defer.Deferred[list[T]] = defer.gatherResults(ds, consumeErrors=True)
+    return d
+
+
+def repeated(names: Iterable[str]) -> set[str]:
+    """The names that occur more than once: Kafka refuses every entry of a topic named
+    twice in one admin request (INVALID_REQUEST), not only the second."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in names:
+        (twice if name in seen else seen).add(name)
+    return twice
+
+
+def message(exc: BaseException) -> str:
+    """The text of an error message field for ``exc``."""
+    return str(exc) or type(exc).__name__
+
+
+def unexpected_code(log: Logger, what: str, exc: BaseException) -> ErrorCode:
+    """Map ``exc`` to its Kafka error code; log it when it is not one of brokerd's own
+    errors (that is a bug, or an environment failure worth seeing)."""
+    code = error_code_for(exc)
+    if code is ErrorCode.UNKNOWN_SERVER_ERROR:
+        log.failure(
+            "kafka {what} failed unexpectedly",
+            failure=Failure(exc),  # type: ignore[no-untyped-call]
+            what=what,
+        )
+    return code

@@ -1,0 +1,275 @@
+# -*- test-case-name: tests.test_acl_handlers -*-
+"""CreateAcls, DescribeAcls and DeleteAcls: managing the ACL set over the Kafka protocol.
+
+Changes are applied to a copy of the set, written to ``acls.json``
+(:class:`~brokerd.security.acl_store.AclStore`, in the injected blocking runner), and
+only then given to the authorizer: a failed write changes nothing and is answered
+UNKNOWN_SERVER_ERROR. Changes are serialised (one at a time), so two connections never
+overwrite each other's. With no authorizer configured every request is answered
+SECURITY_DISABLED, as Kafka does.
+
+Who may call these APIs (ALTER or DESCRIBE on the cluster) is checked before the handler
+runs, by the rules at the end of this module (the gate is
+:mod:`brokerd.kafka.server.authorize`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from twisted.internet import defer
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    CLUSTER_DENIED,
+    DENIED_TEXT,
+    Access,
+    Gate,
+    answer_now,
+)
+from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.route import Route
+from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages import acl as acl_apis
+from brokerd.security.acl import (
+    AclAuthorizer,
+    AclBinding,
+    AclFilter,
+    InvalidAcl,
+    Operation,
+    make_binding,
+    make_filter,
+    sorted_acls,
+)
+from brokerd.security.acl_store import MAX_ACLS, AclStore
+
+T = TypeVar("T")
+#: Runs a blocking call off the reactor thread (the broker's write pool).
+RunBlocking = Callable[..., defer.Deferred[Any]]
+
+_DISABLED = "no authorizer is configured (--authorizer acl enables ACLs)"
+
+
+def _run_here(f: Callable[..., T], *args: object) -> defer.Deferred[T]:
+    return defer.maybeDeferred(f, *args)
+
+
+class AclHandlers:
+    """The three ACL APIs over one authorizer and its store (None: ACLs disabled)."""
+
+    _log = Logger()
+
+    def __init__(
+        self,
+        authorizer: AclAuthorizer | None,
+        store: AclStore | None,
+        *,
+        run_blocking: RunBlocking = _run_here,
+    ) -> None:
+        self._authorizer = authorizer
+        self._store = store
+        self._run_blocking = run_blocking
+        self._lock = defer.DeferredLock()
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.CREATE_ACLS, self.create_acls, create_acls_rule),
+            Route(ApiKey.DESCRIBE_ACLS, self.describe_acls, describe_acls_rule),
+            Route(ApiKey.DELETE_ACLS, self.delete_acls, delete_acls_rule),
+        )
+
+    async def _replace(self, acls: frozenset[AclBinding]) -> bool:
+        """Store ``acls`` and make them current; False (logged) if the write failed."""
+        assert self._authorizer is not None
+        if self._store is not None:
+            try:
+                await self._run_blocking(self._store.save, acls)
+            except Exception as e:
+                self._log.failure(
+                    "writing the ACLs failed; nothing changed",
+                    failure=Failure(e),  # type: ignore[no-untyped-call]
+                )
+                return False
+        self._authorizer.replace(acls)
+        return True
+
+    # -- CreateAcls ------------------------------------------------------------------
+
+    async def create_acls(self, conn: Connection, req: Request) -> acl_apis.CreateAclsResponse:
+        body: acl_apis.CreateAclsRequest = req.body
+        if self._authorizer is None:
+            return acl_apis.CreateAclsResponse(results=tuple(
+                acl_apis.AclCreationResult(
+                    error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED
+                )
+                for _ in body.creations
+            ))
+        parsed: list[AclBinding | InvalidAcl] = []
+        for c in body.creations:
+            try:
+                parsed.append(make_binding(
+                    c.resource_type, c.resource_name, c.resource_pattern_type,
+                    c.principal, c.host, c.operation, c.permission_type,
+                ))
+            except InvalidAcl as e:
+                parsed.append(e)
+        await self._lock.acquire()
+        try:
+            current = self._authorizer.acls
+            new = current | {b for b in parsed if isinstance(b, AclBinding)}
+            if len(new) > MAX_ACLS:
+                stored = False
+                failure: tuple[ErrorCode, str] = (
+                    ErrorCode.INVALID_REQUEST, f"more than {MAX_ACLS} ACLs"
+                )
+            else:
+                stored = new == current or await self._replace(new)
+                failure = (ErrorCode.UNKNOWN_SERVER_ERROR, "the ACLs could not be stored")
+        finally:
+            self._lock.release()
+        results = []
+        for p in parsed:
+            if isinstance(p, InvalidAcl):
+                results.append(acl_apis.AclCreationResult(
+                    error_code=ErrorCode.INVALID_REQUEST, error_message=str(p)
+                ))
+            elif stored:
+                results.append(acl_apis.AclCreationResult())
+            else:
+                results.append(acl_apis.AclCreationResult(
+                    error_code=failure[0], error_message=failure[1]
+                ))
+        return acl_apis.CreateAclsResponse(results=tuple(results))
+
+    # -- DescribeAcls ----------------------------------------------------------------
+
+    async def describe_acls(
+        self, conn: Connection, req: Request
+    ) -> acl_apis.DescribeAclsResponse:
+        body: acl_apis.DescribeAclsRequest = req.body
+        if self._authorizer is None:
+            return acl_apis.DescribeAclsResponse(
+                error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED
+            )
+        try:
+            f = _filter(body)
+        except InvalidAcl as e:
+            return acl_apis.DescribeAclsResponse(
+                error_code=ErrorCode.INVALID_REQUEST, error_message=str(e)
+            )
+        return acl_apis.DescribeAclsResponse(
+            resources=_by_resource(b for b in self._authorizer.acls if f.matches(b))
+        )
+
+    # -- DeleteAcls ------------------------------------------------------------------
+
+    async def delete_acls(self, conn: Connection, req: Request) -> acl_apis.DeleteAclsResponse:
+        body: acl_apis.DeleteAclsRequest = req.body
+        if self._authorizer is None:
+            return acl_apis.DeleteAclsResponse(filter_results=tuple(
+                acl_apis.DeleteAclsFilterResult(
+                    error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED
+                )
+                for _ in body.filters
+            ))
+        filters: list[AclFilter | InvalidAcl] = []
+        for raw in body.filters:
+            try:
+                filters.append(_filter(raw))
+            except InvalidAcl as e:
+                filters.append(e)
+        await self._lock.acquire()
+        try:
+            current = self._authorizer.acls
+            matched = [
+                sorted_acls(b for b in current if f.matches(b))
+                if isinstance(f, AclFilter) else []
+                for f in filters
+            ]
+            gone = frozenset(b for m in matched for b in m)
+            stored = not gone or await self._replace(current - gone)
+        finally:
+            self._lock.release()
+        results = []
+        for f, m in zip(filters, matched, strict=True):
+            if isinstance(f, InvalidAcl):
+                results.append(acl_apis.DeleteAclsFilterResult(
+                    error_code=ErrorCode.INVALID_REQUEST, error_message=str(f)
+                ))
+            elif not stored:
+                results.append(acl_apis.DeleteAclsFilterResult(
+                    error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
+                    error_message="the ACLs could not be stored",
+                ))
+            else:
+                results.append(acl_apis.DeleteAclsFilterResult(
+                    matching_acls=tuple(_matching(b) for b in m)
+                ))
+        return acl_apis.DeleteAclsResponse(filter_results=tuple(results))
+
+
+def _filter(raw: acl_apis.DescribeAclsRequest | acl_apis.DeleteAclsFilter) -> AclFilter:
+    return make_filter(
+        raw.resource_type_filter, raw.resource_name_filter, raw.pattern_type_filter,
+        raw.principal_filter, raw.host_filter, raw.operation, raw.permission_type,
+    )
+
+
+def _by_resource(acls: Iterable[AclBinding]) -> tuple[acl_apis.DescribeAclsResource, ...]:
+    """Kafka's answer shape: one entry per resource pattern, with its entries."""
+    groups: dict[tuple[int, str, int], list[acl_apis.AclDescription]] = {}
+    for b in sorted_acls(acls):
+        groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
+            acl_apis.AclDescription(
+                principal=b.principal, host=b.host, operation=b.operation,
+                permission_type=b.permission,
+            )
+        )
+    return tuple(
+        acl_apis.DescribeAclsResource(
+            resource_type=rtype, resource_name=name, pattern_type=ptype, acls=tuple(entries)
+        )
+        for (rtype, name, ptype), entries in groups.items()
+    )
+
+
+def _matching(b: AclBinding) -> acl_apis.DeleteAclsMatchingAcl:
+    return acl_apis.DeleteAclsMatchingAcl(
+        resource_type=b.resource_type, resource_name=b.resource_name,
+        pattern_type=b.pattern_type, principal=b.principal, host=b.host,
+        operation=b.operation, permission_type=b.permission,
+    )
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def create_acls_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.ALTER):
+        return Gate(req)
+    return answer_now(req, acl_apis.CreateAclsResponse(results=tuple(
+        acl_apis.AclCreationResult(error_code=CLUSTER_DENIED, error_message=DENIED_TEXT)
+        for _ in req.body.creations
+    )))
+
+
+def describe_acls_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.DESCRIBE):
+        return Gate(req)
+    return answer_now(req, acl_apis.DescribeAclsResponse(
+        error_code=CLUSTER_DENIED, error_message=DENIED_TEXT
+    ))
+
+
+def delete_acls_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.ALTER):
+        return Gate(req)
+    return answer_now(req, acl_apis.DeleteAclsResponse(filter_results=tuple(
+        acl_apis.DeleteAclsFilterResult(error_code=CLUSTER_DENIED, error_message=DENIED_TEXT)
+        for _ in req.body.filters
+    )))

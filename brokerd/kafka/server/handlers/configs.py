@@ -1,0 +1,490 @@
+# -*- test-case-name: tests.test_kafka_configs_handlers -*-
+"""Kafka's config APIs: DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
+
+Two kinds of resource exist, as in Kafka: a topic (resource type 2), whose configs are
+the names of :mod:`brokerd.storage.topic_config` with the topic's overrides over the
+broker-wide defaults, and the broker (type 4, named by its node id, ``"0"``), whose
+configs are those defaults under Kafka's broker-level names plus ``broker.id``,
+``num.partitions`` and ``auto.create.topics.enable``. Each described value says where it
+comes from as Kafka does (``config_source``: DYNAMIC_TOPIC_CONFIG for a topic override,
+STATIC_BROKER_CONFIG for a value set on the command line that differs from Kafka's
+default, DEFAULT_CONFIG otherwise), with the synonyms that explain it (v1+): a topic's
+``retention.ms`` lists its override, then ``log.retention.ms`` as the broker has it,
+then Kafka's default.
+
+AlterConfigs replaces a topic's whole set of overrides (Kafka's legacy semantics);
+IncrementalAlterConfigs sets, deletes, appends to or subtracts from single configs. Both
+honour ``validate_only``. Broker configs are read-only in brokerd (they come from the
+command line): altering one is refused with INVALID_CONFIG. Every resource gets its own
+error code and a message naming the offending key.
+
+It does not validate values itself (``topic_config`` does), store anything (the core's
+``alter_topic_configs`` does, durably) or parse bytes (:mod:`brokerd.kafka.wire.apis`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+from twisted.internet import defer
+from twisted.logger import Logger
+
+from brokerd.errors import InvalidConfig, InvalidTopic
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    CLUSTER_DENIED,
+    DENIED_TEXT,
+    TOPIC_DENIED,
+    Access,
+    Gate,
+    split_entries,
+)
+from brokerd.kafka.server.handler_base import BrokerIdentity, Connection, message, unexpected_code
+from brokerd.kafka.server.route import Route
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.names import validate_topic_name
+from brokerd.security.acl import Operation
+from brokerd.storage.topic_config import (
+    TOPIC_CONFIGS,
+    AlterOp,
+    ConfigType,
+    apply_incremental,
+)
+from brokerd.storage.types import TopicInfo
+
+__all__ = ["ConfigCore", "ConfigHandlers", "ConfigSource", "ResourceType"]
+
+
+class ResourceType(enum.IntEnum):
+    """Kafka's config resource types brokerd answers for."""
+
+    TOPIC = 2
+    BROKER = 4
+
+
+class ConfigSource(enum.IntEnum):
+    """Kafka's ``ConfigSource`` numbers (DescribeConfigs v1+)."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+#: Kafka's defaults of the broker configs brokerd describes besides the topic defaults.
+KAFKA_BROKER_ID_DEFAULT = "-1"
+KAFKA_NUM_PARTITIONS_DEFAULT = "1"
+KAFKA_AUTO_CREATE_DEFAULT = "true"
+
+
+class ConfigCore(Protocol):
+    """The part of :class:`brokerd.core.Broker` the config APIs use (reactor thread)."""
+
+    @property
+    def auto_create_topics(self) -> bool: ...
+
+    def topics(self) -> Mapping[str, TopicInfo]: ...
+
+    def topic_config_defaults(self) -> Mapping[str, str]: ...
+
+    def alter_topic_configs(
+        self,
+        name: str,
+        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[TopicInfo]: ...
+
+
+class _Refused(Exception):
+    """A resource answered with an error code and message."""
+
+    def __init__(self, code: ErrorCode, text: str) -> None:
+        super().__init__(text)
+        self.code = code
+        self.text = text
+
+
+def _entry(
+    name: str,
+    value: str,
+    source: ConfigSource,
+    synonyms: Sequence[tuple[str, str, ConfigSource]],
+    *,
+    read_only: bool,
+    config_type: ConfigType,
+    doc: str | None,
+) -> apis.DescribeConfigsResourceResult:
+    return apis.DescribeConfigsResourceResult(
+        name=name,
+        value=value,
+        read_only=read_only,
+        is_default=source is ConfigSource.DEFAULT_CONFIG,
+        config_source=source,
+        is_sensitive=False,
+        synonyms=tuple(
+            apis.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in synonyms
+        ),
+        config_type=config_type,
+        documentation=doc,
+    )
+
+
+DEFAULT = ConfigSource.DEFAULT_CONFIG
+
+
+def _broker_source(value: str, kafka_default: str) -> ConfigSource:
+    if value == kafka_default:
+        return ConfigSource.DEFAULT_CONFIG
+    return ConfigSource.STATIC_BROKER_CONFIG
+
+
+def _broker_synonyms(
+    broker_name: str, value: str, kafka_default: str
+) -> list[tuple[str, str, ConfigSource]]:
+    """The broker-level synonyms of a value, most specific first (Kafka's order)."""
+    out = []
+    if value != kafka_default:
+        out.append((broker_name, value, ConfigSource.STATIC_BROKER_CONFIG))
+    out.append((broker_name, kafka_default, ConfigSource.DEFAULT_CONFIG))
+    return out
+
+
+def topic_entries(
+    info: TopicInfo,
+    defaults: Mapping[str, str],
+    keys: Sequence[str] | None,
+    *,
+    synonyms: bool,
+    documentation: bool,
+) -> list[apis.DescribeConfigsResourceResult]:
+    """Every (or every wanted) config of a topic, as DescribeConfigs describes it."""
+    out = []
+    for name, definition in TOPIC_CONFIGS.items():
+        if keys is not None and name not in keys:
+            continue
+        chain: list[tuple[str, str, ConfigSource]] = []
+        if definition.broker_name is not None:
+            chain = _broker_synonyms(definition.broker_name, defaults[name], definition.default)
+        override = info.configs.get(name)
+        if override is not None:
+            chain.insert(0, (name, override, ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        value, source = chain[0][1:] if chain else (definition.default, DEFAULT)
+        out.append(
+            _entry(
+                name,
+                value,
+                source,
+                chain if synonyms else (),
+                read_only=False,
+                config_type=definition.type,
+                doc=definition.documentation if documentation else None,
+            )
+        )
+    return out
+
+
+def broker_entries(
+    defaults: Mapping[str, str],
+    extra: Sequence[tuple[str, str, str, ConfigType, str]],
+    keys: Sequence[str] | None,
+    *,
+    synonyms: bool,
+    documentation: bool,
+) -> list[apis.DescribeConfigsResourceResult]:
+    """The broker's configs: the topic defaults under their broker names, then
+    ``extra`` (name, value, Kafka's default, type, doc). All read-only."""
+    rows = [
+        (d.broker_name, defaults[name], d.default, d.type, d.documentation)
+        for name, d in TOPIC_CONFIGS.items()
+        if d.broker_name is not None
+    ]
+    rows.extend(extra)
+    out = []
+    for name, value, kafka_default, config_type, doc in rows:
+        if keys is not None and name not in keys:
+            continue
+        chain = _broker_synonyms(name, value, kafka_default)
+        out.append(
+            _entry(
+                name,
+                value,
+                chain[0][2],
+                chain if synonyms else (),
+                read_only=True,
+                config_type=config_type,
+                doc=doc if documentation else None,
+            )
+        )
+    return out
+
+
+class ConfigHandlers:
+    """Answers DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
+
+    :param core: the broker core (:class:`ConfigCore`).
+    :param identity: the node id (the broker resource's name).
+    :param default_partitions: what ``num.partitions`` describes.
+    """
+
+    _log = Logger()
+
+    def __init__(
+        self, core: ConfigCore, identity: BrokerIdentity, *, default_partitions: int
+    ) -> None:
+        self._core = core
+        self._id = identity
+        self._default_partitions = default_partitions
+
+    # -- checks every API shares -------------------------------------------------------
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.DESCRIBE_CONFIGS, self.describe_configs, describe_configs_rule),
+            Route(ApiKey.ALTER_CONFIGS, self.alter_configs, alter_configs_rule),
+            Route(
+                ApiKey.INCREMENTAL_ALTER_CONFIGS,
+                self.incremental_alter_configs,
+                alter_configs_rule,
+            ),
+        )
+
+    def _topic(self, name: str) -> TopicInfo:
+        try:
+            validate_topic_name(name)
+        except InvalidTopic as e:
+            raise _Refused(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
+        info = self._core.topics().get(name)
+        if info is None:
+            raise _Refused(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+            )
+        return info
+
+    def _check_broker(self, name: str) -> None:
+        node = str(self._id.node_id)
+        if name not in ("", node):
+            raise _Refused(
+                ErrorCode.INVALID_REQUEST,
+                f"Unexpected broker id, expected {node} or empty string, but received {name}",
+            )
+
+    @staticmethod
+    def _unsupported_type(resource_type: int) -> _Refused:
+        return _Refused(
+            ErrorCode.INVALID_REQUEST,
+            f"brokerd has no configs for resource type {resource_type} "
+            "(only topics, 2, and the broker, 4)",
+        )
+
+    def _broker_extra(self) -> list[tuple[str, str, str, ConfigType, str]]:
+        return [
+            ("broker.id", str(self._id.node_id), KAFKA_BROKER_ID_DEFAULT, ConfigType.INT,
+             "The node id of this broker (brokerd is a single node)."),
+            ("num.partitions", str(self._default_partitions), KAFKA_NUM_PARTITIONS_DEFAULT,
+             ConfigType.INT, "Partitions of an auto-created topic (--default-partitions)."),
+            ("auto.create.topics.enable", "true" if self._core.auto_create_topics else "false",
+             KAFKA_AUTO_CREATE_DEFAULT, ConfigType.BOOLEAN,
+             "Create unknown topics on Metadata and Produce (off with --no-auto-create)."),
+        ]
+
+    # -- DescribeConfigs ---------------------------------------------------------------
+
+    async def describe_configs(self, conn: Connection, req: Request) -> Any:
+        body: apis.DescribeConfigsRequest = req.body
+        synonyms = req.api_version >= 1 and body.include_synonyms
+        docs = req.api_version >= 3 and body.include_documentation
+        results = []
+        for res in body.resources:
+            keys = res.configuration_keys
+            try:
+                configs = self._describe_one(res, keys, synonyms=synonyms, documentation=docs)
+            except _Refused as e:
+                results.append(
+                    apis.DescribeConfigsResult(
+                        error_code=e.code, error_message=e.text,
+                        resource_type=res.resource_type, resource_name=res.resource_name,
+                    )
+                )
+                continue
+            results.append(
+                apis.DescribeConfigsResult(
+                    resource_type=res.resource_type,
+                    resource_name=res.resource_name,
+                    configs=tuple(configs),
+                )
+            )
+        return apis.DescribeConfigsResponse(results=tuple(results))
+
+    def _describe_one(
+        self,
+        res: apis.DescribeConfigsResource,
+        keys: Sequence[str] | None,
+        *,
+        synonyms: bool,
+        documentation: bool,
+    ) -> list[apis.DescribeConfigsResourceResult]:
+        defaults = self._core.topic_config_defaults()
+        if res.resource_type == ResourceType.TOPIC:
+            info = self._topic(res.resource_name)
+            return topic_entries(
+                info, defaults, keys, synonyms=synonyms, documentation=documentation
+            )
+        if res.resource_type == ResourceType.BROKER:
+            self._check_broker(res.resource_name)
+            if res.resource_name == "":
+                # Kafka: the cluster-wide dynamic defaults, of which brokerd has none.
+                return []
+            return broker_entries(
+                defaults, self._broker_extra(), keys,
+                synonyms=synonyms, documentation=documentation,
+            )
+        raise self._unsupported_type(res.resource_type)
+
+    # -- AlterConfigs and IncrementalAlterConfigs --------------------------------------
+
+    async def alter_configs(self, conn: Connection, req: Request) -> Any:
+        body: apis.AlterConfigsRequest = req.body
+
+        def update_for(
+            res: apis.AlterConfigsResource,
+        ) -> Callable[[Mapping[str, str]], Mapping[str, str | None]]:
+            names = [c.name for c in res.configs]
+            duplicated = sorted({n for n in names if names.count(n) > 1})
+            if duplicated:
+                raise _Refused(
+                    ErrorCode.INVALID_REQUEST, f"Duplicate config keys: {', '.join(duplicated)}"
+                )
+            new = {c.name: c.value for c in res.configs}
+            return lambda _current: new
+
+        return await self._alter(body.resources, body.validate_only, update_for)
+
+    async def incremental_alter_configs(self, conn: Connection, req: Request) -> Any:
+        body: apis.IncrementalAlterConfigsRequest = req.body
+        defaults = self._core.topic_config_defaults()
+
+        def update_for(
+            res: apis.IncrementalAlterConfigsResource,
+        ) -> Callable[[Mapping[str, str]], Mapping[str, str | None]]:
+            names = [c.name for c in res.configs]
+            if len(set(names)) != len(names):
+                raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+            ops = []
+            for c in res.configs:
+                try:
+                    op = AlterOp(c.config_operation)
+                except ValueError:
+                    raise _Refused(
+                        ErrorCode.INVALID_REQUEST,
+                        f"Unknown config operation {c.config_operation} for {c.name}",
+                    ) from None
+                ops.append((c.name, op, c.value))
+            return lambda current: apply_incremental(current, defaults, ops)
+
+        return await self._alter(body.resources, body.validate_only, update_for)
+
+    async def _alter(
+        self,
+        resources: Sequence[Any],
+        validate_only: bool,
+        update_for: Callable[[Any], Callable[[Mapping[str, str]], Mapping[str, str | None]]],
+    ) -> apis.AlterConfigsResponse:
+        keys = [(r.resource_type, r.resource_name) for r in resources]
+        out = []
+        for res in resources:
+            code, text = ErrorCode.NONE, ""
+            try:
+                if keys.count((res.resource_type, res.resource_name)) > 1:
+                    raise _Refused(ErrorCode.INVALID_REQUEST, "Duplicate resource in request")
+                await self._alter_one(res, validate_only, update_for)
+            except _Refused as e:
+                code, text = e.code, e.text
+            out.append(
+                apis.AlterConfigsResourceResponse(
+                    error_code=code,
+                    error_message=text if code else None,
+                    resource_type=res.resource_type,
+                    resource_name=res.resource_name,
+                )
+            )
+        return apis.AlterConfigsResponse(responses=tuple(out))
+
+    async def _alter_one(
+        self,
+        res: Any,
+        validate_only: bool,
+        update_for: Callable[[Any], Callable[[Mapping[str, str]], Mapping[str, str | None]]],
+    ) -> None:
+        if res.resource_type == ResourceType.BROKER:
+            self._check_broker(res.resource_name)
+            if res.configs:
+                names = ", ".join(sorted({c.name for c in res.configs}))
+                raise _Refused(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Cannot update these configs dynamically: {names} (brokerd's broker "
+                    "configs are read-only: set them on the command line)",
+                )
+            return
+        if res.resource_type != ResourceType.TOPIC:
+            raise self._unsupported_type(res.resource_type)
+        self._topic(res.resource_name)
+        update = update_for(res)
+        try:
+            await self._core.alter_topic_configs(
+                res.resource_name, update, validate_only=validate_only
+            )
+        except InvalidConfig as e:
+            raise _Refused(ErrorCode.INVALID_CONFIG, str(e)) from None
+        except Exception as e:
+            raise _Refused(unexpected_code(self._log, "alter configs", e), message(e)) from None
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def _config_error(access: Access, op: Operation) -> Callable[[tuple[int, str]], ErrorCode | None]:
+    def error(resource: tuple[int, str]) -> ErrorCode | None:
+        rtype, name = resource
+        if rtype == ResourceType.TOPIC:
+            return None if access.topic(op, name) else TOPIC_DENIED
+        # Broker and broker-logger configs belong to the cluster.
+        return None if access.cluster(op) else CLUSTER_DENIED
+
+    return error
+
+
+def _resource(r: Any) -> tuple[int, str]:
+    return (r.resource_type, r.resource_name)
+
+
+def describe_configs_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.resources, _resource, _config_error(access, Operation.DESCRIBE_CONFIGS),
+        lambda r, code: apis.DescribeConfigsResult(
+            error_code=code, error_message=DENIED_TEXT,
+            resource_type=r.resource_type, resource_name=r.resource_name,
+        ),
+        narrow=lambda kept: attrs.evolve(req.body, resources=kept),
+        widen=lambda r, denied: attrs.evolve(r, results=(*r.results, *denied)),
+    )
+
+
+def alter_configs_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.resources, _resource, _config_error(access, Operation.ALTER_CONFIGS),
+        lambda r, code: apis.AlterConfigsResourceResponse(
+            error_code=code, error_message=DENIED_TEXT,
+            resource_type=r.resource_type, resource_name=r.resource_name,
+        ),
+        narrow=lambda kept: attrs.evolve(req.body, resources=kept),
+        widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
+    )

@@ -1,0 +1,240 @@
+# -*- test-case-name: tests.test_kafka_group_admin -*-
+"""Kafka consumer-group admin APIs: ListGroups, DescribeGroups, DeleteGroups and
+OffsetDelete.
+
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+message by calling the coordinator's admin part (:mod:`brokerd.kafka.groups.admin`,
+duck-typed here by :class:`GroupAdminLike`). OffsetDelete partitions of topics that do
+not exist get UNKNOWN_TOPIC_OR_PARTITION here, as Kafka answers them.
+
+It does not parse or build bytes, keep group state, or dispatch:
+:class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+from twisted.internet import defer
+
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.admin import GroupDescription
+from brokerd.kafka.server.authorize import (
+    GROUP_DENIED,
+    Access,
+    Gate,
+    answer_now,
+    by_name,
+    itself,
+    keep_only,
+    split_entries,
+    topic_op,
+)
+from brokerd.kafka.server.authorized_ops import AuthorizedOperations
+from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.route import Route
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.security.acl import Operation
+
+if TYPE_CHECKING:
+    from brokerd.kafka.server.core_face import KafkaCore
+
+
+class GroupAdminLike(Protocol):
+    """:class:`~brokerd.kafka.groups.admin.GroupAdmin` as the handlers use it."""
+
+    def list_groups_with_states(
+        self, states_filter: Collection[str] = (), /
+    ) -> tuple[int, list[tuple[str, str, str]]]: ...
+
+    def describe(self, group_ids: list[str], /) -> Sequence[GroupDescription]: ...
+
+    def delete_groups(self, group_ids: list[str], /) -> defer.Deferred[Any]: ...
+
+    def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]], /
+    ) -> defer.Deferred[Any]: ...
+
+
+class HasGroupAdmin(Protocol):
+    """The coordinator, as far as these handlers need it."""
+
+    @property
+    def admin(self) -> GroupAdminLike: ...
+
+
+class GroupAdminHandlers:
+    """Answers the group admin APIs.
+
+    :param core: the broker core (topic existence for OffsetDelete).
+    :param coordinator: the group coordinator; its ``admin`` is looked up per request.
+    """
+
+    def __init__(
+        self,
+        core: KafkaCore,
+        coordinator: HasGroupAdmin,
+        operations: AuthorizedOperations | None = None,
+    ) -> None:
+        self._core = core
+        self._coordinator = coordinator
+        self._operations = operations if operations is not None else AuthorizedOperations()
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.LIST_GROUPS, self.list_groups, list_groups_rule),
+            Route(ApiKey.DESCRIBE_GROUPS, self.describe_groups, describe_groups_rule),
+            Route(ApiKey.DELETE_GROUPS, self.delete_groups, delete_groups_rule),
+            Route(ApiKey.OFFSET_DELETE, self.offset_delete, offset_delete_rule),
+        )
+
+    async def list_groups(self, conn: Connection, req: Request) -> Any:
+        body: apis.ListGroupsRequest = req.body
+        # states_filter is empty before v4 (the field's default), so every group is listed;
+        # group_state is only on the wire from v4.
+        code, groups = self._coordinator.admin.list_groups_with_states(body.states_filter)
+        return apis.ListGroupsResponse(
+            error_code=code,
+            groups=tuple(
+                apis.ListedGroup(group_id=g, protocol_type=t, group_state=s)
+                for g, t, s in groups
+            ),
+        )
+
+    async def describe_groups(self, conn: Connection, req: Request) -> Any:
+        body: apis.DescribeGroupsRequest = req.body
+        described = self._coordinator.admin.describe(list(body.groups))
+        # As Kafka: asked for (v3+), and only for the groups described without error.
+        asked = req.api_version >= 3 and body.include_authorized_operations
+
+        def operations(d: GroupDescription) -> int:
+            if asked and d.error_code == 0:
+                return self._operations.group(conn, d.group_id)
+            return apis.AUTHORIZED_OPERATIONS_OMITTED
+
+        return apis.DescribeGroupsResponse(
+            groups=tuple(
+                apis.DescribedGroup(
+                    error_code=d.error_code,
+                    group_id=d.group_id,
+                    group_state=d.state,
+                    protocol_type=d.protocol_type,
+                    protocol_data=d.protocol,
+                    authorized_operations=operations(d),
+                    members=tuple(
+                        apis.DescribedGroupMember(
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            member_metadata=m.metadata,
+                            member_assignment=m.assignment,
+                        )
+                        for m in d.members
+                    ),
+                )
+                for d in described
+            )
+        )
+
+    async def delete_groups(self, conn: Connection, req: Request) -> Any:
+        body: apis.DeleteGroupsRequest = req.body
+        results: Sequence[tuple[str, int]] = await self._coordinator.admin.delete_groups(
+            list(body.groups_names)
+        )
+        return apis.DeleteGroupsResponse(
+            results=tuple(
+                apis.DeletableGroupResult(group_id=g, error_code=code) for g, code in results
+            )
+        )
+
+    async def offset_delete(self, conn: Connection, req: Request) -> Any:
+        body: apis.OffsetDeleteRequest = req.body
+        known = self._core.topics()
+        codes: dict[tuple[str, int], int] = {}
+        wanted: list[tuple[str, int]] = []
+        for t in body.topics:
+            info = known.get(t.name)
+            for p in t.partitions:
+                if info is None or not 0 <= p < info.partitions:
+                    codes[(t.name, p)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    wanted.append((t.name, p))
+        result: tuple[int, Mapping[tuple[str, int], int]] = (
+            await self._coordinator.admin.delete_offsets(body.group_id, wanted)
+        )
+        top, per_partition = result
+        if top != ErrorCode.NONE:
+            return apis.OffsetDeleteResponse(error_code=top)
+        codes.update(per_partition)
+        return apis.OffsetDeleteResponse(
+            topics=tuple(
+                apis.OffsetDeleteResponseTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        apis.OffsetDeleteResponsePartition(
+                            partition_index=p,
+                            error_code=codes.get((t.name, p), ErrorCode.NONE),
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in body.topics
+            )
+        )
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def list_groups_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.DESCRIBE):
+        return Gate(req)
+    return Gate(req, finish=keep_only(
+        lambda r: r.groups,
+        lambda r, kept: attrs.evolve(r, groups=kept),
+        lambda g: access.group(Operation.DESCRIBE, g.group_id),
+    ))
+
+
+def describe_groups_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.groups, itself,
+        lambda g: None if access.group(Operation.DESCRIBE, g) else GROUP_DENIED,
+        lambda g, code: apis.DescribedGroup(error_code=code, group_id=g),
+        narrow=lambda kept: attrs.evolve(req.body, groups=kept),
+        widen=lambda r, denied: attrs.evolve(r, groups=(*r.groups, *denied)),
+    )
+
+
+def delete_groups_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.groups_names, itself,
+        lambda g: None if access.group(Operation.DELETE, g) else GROUP_DENIED,
+        lambda g, code: apis.DeletableGroupResult(group_id=g, error_code=code),
+        narrow=lambda kept: attrs.evolve(req.body, groups_names=kept),
+        widen=lambda r, denied: attrs.evolve(r, results=(*r.results, *denied)),
+    )
+
+
+def offset_delete_rule(access: Access, req: Request) -> Gate:
+    body: apis.OffsetDeleteRequest = req.body
+    if not access.group(Operation.DELETE, body.group_id):
+        return answer_now(req, apis.OffsetDeleteResponse(error_code=GROUP_DENIED))
+
+    def denied(t: apis.OffsetDeleteRequestTopic, code: ErrorCode) -> apis.OffsetDeleteResponseTopic:
+        return apis.OffsetDeleteResponseTopic(name=t.name, partitions=tuple(
+            apis.OffsetDeleteResponsePartition(partition_index=i, error_code=code)
+            for i in t.partitions
+        ))
+
+    return split_entries(
+        req, body.topics, by_name, topic_op(Operation.READ, access), denied,
+        narrow=lambda kept: attrs.evolve(body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )

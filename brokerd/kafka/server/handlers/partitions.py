@@ -1,0 +1,309 @@
+# -*- test-case-name: tests.test_kafka_admin_partition_handlers -*-
+"""Kafka's partition administration: CreatePartitions, DeleteRecords and DescribeLogDirs.
+
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+message, calling the broker core (:class:`PartitionAdminCore`):
+
+- CreatePartitions grows topics, one result per topic. brokerd is a single node, so
+  manual assignments must name this node alone, one entry per new partition. The new
+  partitions are durable when the answer is sent; clients see them on their next
+  Metadata refresh.
+- DeleteRecords moves each partition's log start offset (-1: the high watermark) and
+  answers the new low watermark, once the move is durable.
+- DescribeLogDirs describes the one data directory: each partition's bytes on disk, an
+  offset lag of 0 (there are no replicas to lag behind), never a future log.
+
+A ``timeout_ms`` above zero bounds the wait: past it the answer is REQUEST_TIMED_OUT
+while the operation still completes (as Kafka's does). It does not parse or build bytes
+and does not dispatch: :class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests
+here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, TypeVar
+
+import attrs
+from twisted.internet import defer
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    DENIED_TEXT,
+    Access,
+    Gate,
+    answer_now,
+    by_name,
+    split_entries,
+    topic_op,
+)
+from brokerd.kafka.server.handler_base import (
+    BrokerIdentity,
+    Clock,
+    Connection,
+    gather,
+    message,
+    repeated,
+    unexpected_code,
+)
+from brokerd.kafka.server.route import Route
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.security.acl import Operation
+from brokerd.storage.logdir import MAX_PARTITIONS
+from brokerd.storage.types import LogDirUsage, TopicInfo
+
+__all__ = ["PartitionAdminCore", "PartitionAdminHandlers"]
+
+T = TypeVar("T")
+
+#: The low watermark answered with a DeleteRecords error (Kafka's INVALID_LOW_WATERMARK).
+INVALID_LOW_WATERMARK = -1
+
+
+class PartitionAdminCore(Protocol):
+    """What these handlers call on :class:`brokerd.core.Broker` (reactor thread)."""
+
+    def topics(self) -> Mapping[str, TopicInfo]: ...
+
+    def create_partitions(self, topic: str, new_total: int) -> defer.Deferred[TopicInfo]: ...
+
+    def delete_records(
+        self, topic: str, partition: int, before_offset: int
+    ) -> defer.Deferred[int]: ...
+
+    def describe_log_dirs(self) -> LogDirUsage: ...
+
+
+class _TimedOut(Exception):
+    """The request's timeout passed first."""
+
+
+def _within(d: defer.Deferred[T], timeout_ms: int, clock: Clock) -> defer.Deferred[T]:
+    """``d``'s result, or a :class:`_TimedOut` failure after ``timeout_ms`` (> 0). ``d``
+    is not cancelled: the core still completes the operation."""
+    if timeout_ms <= 0:
+        return d
+    out: defer.Deferred[T] = defer.Deferred()
+
+    def expire() -> None:
+        if not out.called:
+            out.errback(_TimedOut(f"not done within {timeout_ms} ms"))
+
+    call = clock.callLater(timeout_ms / 1000.0, expire)
+
+    def done(result: T | Failure) -> None:
+        if call.active():
+            call.cancel()
+        if out.called:
+            return  # timed out already; the late outcome is dropped on purpose
+        if isinstance(result, Failure):
+            out.errback(result)
+        else:
+            out.callback(result)
+
+    d.addBoth(done)
+    return out
+
+
+class PartitionAdminHandlers:
+    """Answers CreatePartitions, DeleteRecords and DescribeLogDirs.
+
+    :param core: the broker core (:class:`PartitionAdminCore`).
+    :param identity: the node id that manual assignments must name.
+    :param clock: for the requests' timeouts.
+    """
+
+    _log = Logger()
+
+    def __init__(
+        self, core: PartitionAdminCore, identity: BrokerIdentity, *, clock: Clock
+    ) -> None:
+        self._core = core
+        self._id = identity
+        self._clock = clock
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's APIs, each handler with its ACL rule."""
+        return (
+            Route(ApiKey.CREATE_PARTITIONS, self.create_partitions, create_partitions_rule),
+            Route(ApiKey.DELETE_RECORDS, self.delete_records, delete_records_rule),
+            Route(ApiKey.DESCRIBE_LOG_DIRS, self.describe_log_dirs, describe_log_dirs_rule),
+        )
+
+    def _code(self, what: str, exc: BaseException) -> ErrorCode:
+        if isinstance(exc, _TimedOut):
+            return ErrorCode.REQUEST_TIMED_OUT
+        return unexpected_code(self._log, what, exc)
+
+    # -- CreatePartitions ------------------------------------------------------------
+
+    async def create_partitions(self, conn: Connection, req: Request) -> Any:
+        body: apis.CreatePartitionsRequest = req.body
+        twice = repeated(t.name for t in body.topics)
+        results = []
+        for t in body.topics:
+            if t.name in twice:
+                code, text = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+            else:
+                code, text = await self._grow(t, body.validate_only, body.timeout_ms)
+            results.append(
+                apis.CreatePartitionsTopicResult(
+                    name=t.name, error_code=code, error_message=text if code else None
+                )
+            )
+        return apis.CreatePartitionsResponse(results=tuple(results))
+
+    def _refusal(self, t: apis.CreatePartitionsTopic) -> tuple[ErrorCode, str] | None:
+        info = self._core.topics().get(t.name)
+        if info is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist."
+        current = info.partitions
+        if t.count == current:
+            return ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions."
+        if t.count < current:
+            return ErrorCode.INVALID_PARTITIONS, (
+                f"Topic currently has {current} partitions, which is higher than the "
+                f"requested {t.count}."
+            )
+        if t.count > MAX_PARTITIONS:
+            return ErrorCode.INVALID_PARTITIONS, (
+                f"brokerd allows at most {MAX_PARTITIONS} partitions per topic."
+            )
+        if t.assignments is not None:
+            added = t.count - current
+            if len(t.assignments) != added:
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+                    f"Increasing the number of partitions by {added} but "
+                    f"{len(t.assignments)} assignments provided."
+                )
+            node = self._id.node_id
+            if any(tuple(a.broker_ids) != (node,) for a in t.assignments):
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+                    f"brokerd is a single node: each new partition's replicas must be "
+                    f"[{node}]."
+                )
+        return None
+
+    async def _grow(
+        self, t: apis.CreatePartitionsTopic, validate_only: bool, timeout_ms: int
+    ) -> tuple[ErrorCode, str]:
+        refusal = self._refusal(t)
+        if refusal is not None:
+            return refusal
+        if validate_only:
+            return ErrorCode.NONE, ""
+        try:
+            await _within(self._core.create_partitions(t.name, t.count), timeout_ms, self._clock)
+        except Exception as e:
+            return self._code("create partitions", e), message(e)
+        return ErrorCode.NONE, ""
+
+    # -- DeleteRecords ---------------------------------------------------------------
+
+    async def delete_records(self, conn: Connection, req: Request) -> Any:
+        body: apis.DeleteRecordsRequest = req.body
+        known = self._core.topics()
+        # Every partition at once: each moves and persists on its own.
+        flat = await gather(
+            [
+                self._delete_one(t.name, p, t.name in known, body.timeout_ms)
+                for t in body.topics
+                for p in t.partitions
+            ]
+        )
+        topics = []
+        for t in body.topics:
+            mine, flat = flat[: len(t.partitions)], flat[len(t.partitions) :]
+            topics.append(apis.DeleteRecordsTopicResult(name=t.name, partitions=tuple(mine)))
+        return apis.DeleteRecordsResponse(topics=tuple(topics))
+
+    async def _delete_one(
+        self, topic: str, p: apis.DeleteRecordsPartition, known: bool, timeout_ms: int
+    ) -> apis.DeleteRecordsPartitionResult:
+        code: int = ErrorCode.NONE
+        low = INVALID_LOW_WATERMARK
+        if not known:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            try:
+                low = await _within(
+                    self._core.delete_records(topic, p.partition_index, p.offset),
+                    timeout_ms,
+                    self._clock,
+                )
+            except Exception as e:
+                code = self._code("delete records", e)
+        return apis.DeleteRecordsPartitionResult(
+            partition_index=p.partition_index, low_watermark=low, error_code=code
+        )
+
+    # -- DescribeLogDirs -------------------------------------------------------------
+
+    async def describe_log_dirs(self, conn: Connection, req: Request) -> Any:
+        body: apis.DescribeLogDirsRequest = req.body
+        usage = self._core.describe_log_dirs()
+        sizes = usage.partition_sizes
+        if body.topics is None:
+            wanted = set(sizes)
+        else:
+            wanted = {
+                (t.topic, p) for t in body.topics for p in t.partitions if (t.topic, p) in sizes
+            }
+        by_topic: dict[str, list[apis.DescribeLogDirsPartition]] = {}
+        for topic, index in sorted(wanted):
+            by_topic.setdefault(topic, []).append(
+                apis.DescribeLogDirsPartition(
+                    partition_index=index,
+                    partition_size=sizes[(topic, index)],
+                    offset_lag=0,
+                    is_future_key=False,
+                )
+            )
+        result = apis.DescribeLogDirsResult(
+            error_code=ErrorCode.NONE,
+            log_dir=usage.path,
+            topics=tuple(
+                apis.DescribeLogDirsTopic(name=name, partitions=tuple(parts))
+                for name, parts in by_topic.items()
+            ),
+        )
+        return apis.DescribeLogDirsResponse(results=(result,))
+
+
+# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+
+
+def create_partitions_rule(access: Access, req: Request) -> Gate:
+    return split_entries(
+        req, req.body.topics, by_name, topic_op(Operation.ALTER, access),
+        lambda t, code: apis.CreatePartitionsTopicResult(
+            name=t.name, error_code=code, error_message=DENIED_TEXT
+        ),
+        narrow=lambda kept: attrs.evolve(req.body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, results=(*r.results, *denied)),
+    )
+
+
+def delete_records_rule(access: Access, req: Request) -> Gate:
+    def denied(t: apis.DeleteRecordsTopic, code: ErrorCode) -> apis.DeleteRecordsTopicResult:
+        return apis.DeleteRecordsTopicResult(name=t.name, partitions=tuple(
+            apis.DeleteRecordsPartitionResult(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions
+        ))
+
+    return split_entries(
+        req, req.body.topics, by_name, topic_op(Operation.DELETE, access), denied,
+        narrow=lambda kept: attrs.evolve(req.body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )
+
+
+def describe_log_dirs_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.DESCRIBE):
+        return Gate(req)
+    # v0-1 have no error code: Kafka answers no log directories.
+    return answer_now(req, apis.DescribeLogDirsResponse(results=()))

@@ -1,0 +1,269 @@
+# -*- test-case-name: tests.test_kafka_protocol -*-
+"""Produce (0): record batches to the core, per partition at once, with the acks=all
+timeout; and its ACL rule.
+
+A handler returns a response message, :data:`NO_RESPONSE` (acks=0) or
+:data:`CLOSE_CONNECTION` (acks=0 that failed: Kafka closes the connection, since it cannot
+answer). Errors from the core arrive as ``brokerd.errors`` exceptions and become
+per-partition Kafka error codes. It does not parse bytes or validate batches (the core
+does).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, TypeVar
+
+import attrs
+from twisted.internet import defer
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from brokerd.errors import InvalidRecord
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.authorize import (
+    TXN_DENIED,
+    Access,
+    Gate,
+    answer_now,
+    by_name,
+    split_entries,
+)
+from brokerd.kafka.server.core_face import KafkaCore
+from brokerd.kafka.server.handler_base import (
+    CLOSE_CONNECTION,
+    NO_RESPONSE,
+    Clock,
+    Connection,
+    unexpected_code,
+)
+from brokerd.kafka.server.handler_base import gather as _gather
+from brokerd.kafka.server.handler_base import message as _message
+from brokerd.kafka.server.handlers.compaction import invalid_record_response
+from brokerd.kafka.server.route import Route
+from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.security.acl import Operation
+
+T = TypeVar("T")
+
+#: Compression codec id of zstd in a RecordBatch's attributes (bits 0-2).
+ZSTD_CODEC = 4
+#: First Produce version allowed to carry zstd batches (KIP-110); Kafka refuses older.
+ZSTD_MIN_PRODUCE_VERSION = 7
+#: First Produce version that carries RecordBatch v2; 0-2 are only advertised so that
+#: librdkafka older than 2.11.1 enables compression (it probes Produce v0 for that), and
+#: are refused, as Kafka 4 does.
+MIN_IMPLEMENTED_PRODUCE_VERSION = 3
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+class _Timeout(Exception):
+    """A produce was not durable within the request's timeout."""
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def _deadline(d: defer.Deferred[T], seconds: float, clock: Clock) -> defer.Deferred[T]:
+    """``d``'s result, or a :class:`_Timeout` failure after ``seconds``. ``d`` itself is
+    not cancelled (the core still completes the append; an idempotent retry of it is
+    then answered from the producer state)."""
+    out: defer.Deferred[T] = defer.Deferred()
+
+    def expire() -> None:
+        if not out.called:
+            out.errback(_Timeout(f"not durable within {seconds:.3f}s"))
+
+    call = clock.callLater(seconds, expire)
+
+    def done(result: T | Failure) -> None:
+        if call.active():
+            call.cancel()
+        if out.called:
+            return  # timed out already; a late failure is dropped here on purpose
+        if isinstance(result, Failure):
+            out.errback(result)
+        else:
+            out.callback(result)
+
+    d.addBoth(done)
+    return out
+
+
+def batch_codecs(records: bytes) -> list[int]:
+    """The compression codec of each RecordBatch in ``records``, read from the headers
+    only. Stops quietly at anything malformed: validating is the core's job."""
+    codecs: list[int] = []
+    pos = 0
+    while pos + 23 <= len(records):
+        (length,) = _I32.unpack_from(records, pos + 8)
+        (attributes,) = _I16.unpack_from(records, pos + 21)
+        codecs.append(attributes & 0x07)
+        if length <= 0:
+            break
+        pos += 12 + length
+    return codecs
+
+
+class ProduceHandler:
+    """Answers Produce. One instance per listener.
+
+    :param core: the broker core.
+    :param clock: for the acks=all produce timeout.
+    """
+
+    _log = Logger()
+
+    def __init__(self, core: KafkaCore, *, clock: Clock) -> None:
+        self._core = core
+        self._clock = clock
+
+    def routes(self) -> tuple[Route, ...]:
+        """This module's API, with its ACL rule."""
+        return (Route(ApiKey.PRODUCE, self.produce, produce_rule),)
+
+    def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
+        """Map ``exc``; log it when it is not one of brokerd's own errors."""
+        return unexpected_code(self._log, what, exc)
+
+    async def produce(self, conn: Connection, req: Request) -> Any:
+        body: apis.ProduceRequest = req.body
+        version = req.api_version
+        acks = body.acks
+        refusal: tuple[ErrorCode, str] | None = None
+        # A transactional produce (transactional_id set) is admitted like any other: the
+        # core checks its batches against the transaction coordinator's verifier.
+        if version < MIN_IMPLEMENTED_PRODUCE_VERSION:
+            refusal = (ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 (message format 0/1) is "
+                       "not supported; use v3+")
+        elif acks not in (-1, 0, 1):
+            refusal = (ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be -1, 0 or 1, not {acks}")
+        if refusal is not None:
+            if acks == 0:
+                self._log.info("kafka: acks=0 produce refused ({why}); closing", why=refusal[1])
+                return CLOSE_CONNECTION
+            code, text = refusal
+            return apis.ProduceResponse(
+                responses=tuple(
+                    apis.ProduceTopicResponse(
+                        name=t.name,
+                        partition_responses=tuple(
+                            apis.ProducePartitionResponse(
+                                index=p.index, error_code=code, error_message=text
+                            )
+                            for p in t.partition_data
+                        ),
+                    )
+                    for t in body.topic_data
+                )
+            )
+        timeout = body.timeout_ms / 1000.0 if acks == -1 and body.timeout_ms > 0 else None
+        # Every partition at once: each has its own append queue and sync.
+        flat = await _gather(
+            [
+                self._produce_one(t.name, p, acks, version, timeout)
+                for t in body.topic_data
+                for p in t.partition_data
+            ]
+        )
+        per_topic: list[list[apis.ProducePartitionResponse]] = []
+        for t in body.topic_data:
+            per_topic.append(flat[: len(t.partition_data)])
+            del flat[: len(t.partition_data)]
+        if acks == 0:
+            failed = [
+                r for rs in per_topic for r in rs if r.error_code != ErrorCode.NONE
+            ]
+            if failed:
+                self._log.info(
+                    "kafka: acks=0 produce failed (error {code}: {text}); closing",
+                    code=failed[0].error_code, text=failed[0].error_message,
+                )
+                return CLOSE_CONNECTION
+            return NO_RESPONSE
+        return apis.ProduceResponse(
+            responses=tuple(
+                apis.ProduceTopicResponse(name=t.name, partition_responses=tuple(rs))
+                for t, rs in zip(body.topic_data, per_topic, strict=True)
+            )
+        )
+
+    async def _produce_one(
+        self,
+        topic: str,
+        part: apis.ProducePartitionData,
+        acks: int,
+        version: int,
+        timeout: float | None,
+    ) -> apis.ProducePartitionResponse:
+        def refuse(code: ErrorCode, text: str) -> apis.ProducePartitionResponse:
+            return apis.ProducePartitionResponse(
+                index=part.index, error_code=code, error_message=text
+            )
+
+        records = part.records
+        if not records:
+            return refuse(ErrorCode.CORRUPT_MESSAGE, "a produce must carry a record batch")
+        if version < ZSTD_MIN_PRODUCE_VERSION and ZSTD_CODEC in batch_codecs(records):
+            return refuse(
+                ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later"
+            )
+        try:
+            d = self._core.produce_batches(topic, part.index, records, acks=acks)
+            if timeout is not None:
+                d = _deadline(d, timeout, self._clock)
+            info = await d
+        except _Timeout as e:
+            return refuse(ErrorCode.REQUEST_TIMED_OUT, str(e))
+        except InvalidRecord as e:  # keyless record, compacted topic (docs/compaction.md)
+            return invalid_record_response(part.index, version, e)
+        except Exception as e:
+            return refuse(self._unexpected("produce", e), _message(e))
+        return apis.ProducePartitionResponse(
+            index=part.index,
+            error_code=0,
+            base_offset=info.base_offset,
+            log_append_time_ms=info.log_append_time,  # -1 unless a LogAppendTime topic
+            log_start_offset=info.log_start_offset,
+        )
+
+
+# -- ACL rule (brokerd.kafka.server.authorize) ------------------------------------------
+
+
+def _produce_denied(t: apis.ProduceTopicData, code: ErrorCode) -> apis.ProduceTopicResponse:
+    return apis.ProduceTopicResponse(
+        name=t.name,
+        partition_responses=tuple(
+            apis.ProducePartitionResponse(index=p.index, error_code=code)
+            for p in t.partition_data
+        ),
+    )
+
+
+def produce_rule(access: Access, req: Request) -> Gate:
+    body: apis.ProduceRequest = req.body
+    txn_id = body.transactional_id
+    if txn_id is not None and not access.txn(Operation.WRITE, txn_id):
+        if body.acks == 0:
+            return answer_now(req, CLOSE_CONNECTION)
+        return answer_now(req, apis.ProduceResponse(
+            responses=tuple(_produce_denied(t, TXN_DENIED) for t in body.topic_data)
+        ))
+    gate = split_entries(
+        req, body.topic_data, by_name, lambda n: access.topic_error(Operation.WRITE, n),
+        _produce_denied,
+        narrow=lambda kept: attrs.evolve(body, topic_data=kept),
+        widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
+    )
+    if body.acks == 0 and gate.changed:
+        # Nothing can be answered to acks=0: Kafka closes the connection.
+        return answer_now(req, CLOSE_CONNECTION)
+    return gate
+
+
+__all__ = ["ProduceHandler", "batch_codecs", "produce_rule"]

@@ -1,0 +1,103 @@
+# -*- test-case-name: tests.test_metrics -*-
+"""What a Kafka answer tells the metrics: its API's name, the errors it carries and, for
+a Fetch, the record bytes it sends of each topic.
+
+The protocol calls :func:`observe_kafka` on the Deferred of each request's answer; the
+answer passes through unchanged (a failure too: a failed Deferred is a bug the protocol
+handles, and is not counted here). Kafka answers carry their errors as ``error_code``
+fields anywhere in the response (top level, per topic, per partition), found by a walk
+over the response's attrs classes and named by :class:`~brokerd.kafka.errors.ErrorCode`.
+A Fetch adds its record bytes (most are sent from the file and never read).
+
+What it does not do: change an answer, or keep any state (beyond the per-class plans).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeVar
+
+import attrs
+from twisted.internet.defer import Deferred
+
+from brokerd.kafka.errors import ErrorCode as KafkaError
+from brokerd.kafka.wire import apis
+from brokerd.metrics.answers import api_name
+from brokerd.metrics.hooks import RequestObserver
+from brokerd.net.frames import records_size
+
+T = TypeVar("T")
+
+
+def _error_name(enum_type: type[enum.IntEnum], code: int) -> str:
+    try:
+        return enum_type(code).name
+    except ValueError:
+        return f"UNKNOWN_{code}"
+
+
+# Per response class: whether it has an error_code field, and its other fields.
+_plans: dict[type, tuple[bool, tuple[str, ...]]] = {}
+_ERROR_FIELD = "error_code"
+
+
+def _plan(cls: type) -> tuple[bool, tuple[str, ...]]:
+    plan = _plans.get(cls)
+    if plan is None:
+        names = tuple(f.name for f in attrs.fields(cls))
+        plan = _plans[cls] = ("error_code" in names, tuple(n for n in names if n != "error_code"))
+    return plan
+
+
+def _collect_codes(value: object, codes: set[int]) -> None:
+    has_error, others = _plan(type(value))
+    if has_error:
+        code = getattr(value, _ERROR_FIELD)
+        if code:
+            codes.add(code)
+    for name in others:
+        child = getattr(value, name)
+        if isinstance(child, tuple):
+            for item in child:
+                if attrs.has(type(item)):
+                    _collect_codes(item, codes)
+        elif attrs.has(type(child)):
+            _collect_codes(child, codes)
+
+
+def kafka_errors(answer: object) -> list[str]:
+    """The names of the error codes anywhere in a Kafka response, each once, sorted."""
+    if not attrs.has(type(answer)):
+        return []
+    codes: set[int] = set()
+    _collect_codes(answer, codes)
+    return sorted(_error_name(KafkaError, c) for c in codes)
+
+
+def _kafka_fetch_out(observer: RequestObserver, answer: apis.FetchResponse) -> None:
+    # Bytes only: most Kafka fetches send stored batches from the file by sendfile
+    # (brokerd.net.frames), never looked at in memory; counting their records would
+    # mean reading every batch header again. Kafka's brokers count bytes out only too.
+    for topic in answer.responses:
+        for part in topic.partitions:
+            size = records_size(part.records)
+            if size:
+                observer.records_out(topic.topic, 0, size)
+
+
+def observe_kafka(
+    observer: RequestObserver, request: apis.Request, started: float, d: Deferred[T]
+) -> Deferred[T]:
+    """Count ``request`` when its answer ``d`` fires (``started``: ``observer.now()`` at
+    dispatch)."""
+
+    def answered(answer: T) -> T:
+        if isinstance(answer, apis.FetchResponse):
+            _kafka_fetch_out(observer, answer)
+        observer.request_done(api_name(request.api_key), started, kafka_errors(answer))
+        return answer
+
+    return d.addCallback(answered)
+
+
+__all__ = ["kafka_errors", "observe_kafka"]

@@ -1,0 +1,859 @@
+# -*- test-case-name: tests.test_kafka_codec -*-
+"""Sans-IO Kafka wire codec: framing, headers, primitives and a small schema engine.
+
+What it does:
+
+* :class:`FrameDecoder` splits a byte stream into ``int32 size`` + payload frames, and
+  refuses a negative or oversized size as soon as its four bytes arrive, before any of
+  the payload is buffered.
+* :class:`Reader` reads the protocol's primitive types (big-endian ints, ``int16``-length
+  strings, ``int32``-length bytes, ``int32``-count arrays). Every length and count is
+  checked against the bytes that remain **before** anything is allocated, in this one
+  place, so a hostile count costs nothing. :class:`Writer` is its mirror.
+* :class:`Field`, :class:`Array` and :class:`Struct` describe a message body per version
+  (the way Kafka's JSON message schemas do: a field exists for a version range and may
+  be nullable from some version on). :func:`read_struct` / :func:`write_struct` turn
+  bytes into attrs instances and back. The message classes themselves live in
+  :mod:`brokerd.kafka.wire.apis`.
+* Flexible versions (KIP-482): a message class's ``FLEXIBLE_FROM`` names its first
+  flexible version. A :class:`Reader` / :class:`Writer` built with ``flexible=True``
+  reads and writes strings, bytes and arrays in their compact forms (unsigned varint
+  length or count + 1, 0 = null) and a tagged-fields section at the end of every
+  struct. Tagged fields are read and skipped (none is modelled) and written empty;
+  their count, every tag's size and every compact length are checked against the bytes
+  that remain before anything is sliced.
+* Request header v1 (non-flexible requests) and v2 (v1 + tagged fields), response
+  header v0 and v1 (correlation id + tagged fields).
+* A bytes field holding a :class:`~brokerd.net.frames.StoredRecords` (a Fetch
+  response's records) is not joined into the encoding: :meth:`Writer.getframe`,
+  :func:`encode_frame` and :func:`response_frame` return a
+  :class:`~brokerd.net.frames.SplicedFrame` of parts (typed
+  :data:`~brokerd.net.frames.Frame`: ``bytes | SplicedFrame``).
+
+What it does not do: no I/O, no Twisted; which header version an API uses is decided by
+:mod:`brokerd.kafka.wire.apis` (ApiVersions answers header v0 whatever its version).
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar, Protocol, overload
+
+import attrs
+
+from brokerd.net.frames import Frame, Records, SplicedFrame, StoredRecords
+
+#: Default largest request frame. Kafka's ``socket.request.max.bytes`` is 100 MiB, far
+#: too much to hold per connection in Python; 8 MiB leaves room for a 1 MiB batch per
+#: partition across several partitions. Configurable per factory.
+DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024
+#: Bytes of the fixed part of every request header: api key, api version, correlation id.
+REQUEST_HEADER_FIXED = 8
+
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_HEADER = struct.Struct(">hhi")
+#: An unsigned varint of a 32-bit value takes at most this many bytes (Kafka's limit).
+MAX_UVARINT_BYTES = 5
+#: Longest string in bytes, compact or not (Kafka's generated code refuses longer).
+MAX_STRING_BYTES = 0x7FFF
+#: Smallest encoding of one tagged field: a one-byte tag and a one-byte size of 0.
+MIN_TAGGED_FIELD_BYTES = 2
+
+
+class ApiKey(enum.IntEnum):
+    """The Kafka API keys brokerd answers (``clients/.../protocol/ApiKeys.java``)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    INCREMENTAL_ALTER_CONFIGS = 44
+    # Group admin APIs.
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
+    DESCRIBE_LOG_DIRS = 35
+    CREATE_PARTITIONS = 37
+    # Transactions.
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
+    # ACLs.
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    # SASL authentication and SCRAM credentials.
+    SASL_HANDSHAKE = 17
+    SASL_AUTHENTICATE = 36
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+
+
+# -- errors --------------------------------------------------------------------------
+
+
+class CodecError(ValueError):
+    """Base of everything this module raises for bad input."""
+
+
+class FrameError(CodecError):
+    """A frame size prefix that cannot be accepted; the connection must be closed."""
+
+
+class FrameTooLarge(FrameError):
+    """A frame larger than the configured limit."""
+
+
+class MalformedRequest(CodecError):
+    """A request header or body that does not parse as its API and version say."""
+
+
+# -- framing -------------------------------------------------------------------------
+
+
+class FrameDecoder:
+    """Split a byte stream into frames (the payload after the ``int32`` size).
+
+    The size is validated the moment its four bytes are present, so an oversized or
+    negative frame is refused before a single payload byte is kept. Consumed bytes are
+    deleted from the private buffer in place.
+    """
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        if max_frame_bytes <= 0:
+            raise ValueError("max_frame_bytes must be positive")
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._need: int | None = None  # payload size of the frame being received
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as a frame."""
+        return len(self._buf)
+
+    @property
+    def owed(self) -> int:
+        """Bytes of the frame being received that its size prefix announced and that
+        have not arrived yet (0 before a size prefix is complete)."""
+        if self._need is None:
+            return 0
+        return max(0, self._need - len(self._buf))
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Add ``data``; return every frame it completes, in order.
+
+        :raises FrameTooLarge: a size above ``max_frame_bytes``.
+        :raises FrameError: a negative size.
+        """
+        self._buf += data
+        frames: list[bytes] = []
+        while True:
+            if self._need is None:
+                if len(self._buf) < 4:
+                    return frames
+                (size,) = _I32.unpack_from(self._buf, 0)
+                if size < 0:
+                    raise FrameError(f"negative frame size {size}")
+                if size > self.max_frame_bytes:
+                    raise FrameTooLarge(
+                        f"frame of {size} bytes exceeds the limit of {self.max_frame_bytes}"
+                    )
+                del self._buf[:4]
+                self._need = size
+            if len(self._buf) < self._need:
+                return frames
+            # One copy (a bytearray slice would copy twice): at most this frame's size
+            # on top of the buffer, for one frame at a time.
+            with memoryview(self._buf) as view:
+                frames.append(view[: self._need].tobytes())
+            del self._buf[: self._need]
+            self._need = None
+
+
+def frame(payload: bytes) -> bytes:
+    """Prefix ``payload`` with its ``int32`` size."""
+    return _I32.pack(len(payload)) + payload
+
+
+# -- primitives ----------------------------------------------------------------------
+
+
+class Reader:
+    """Bounds-checked reader of Kafka primitive types over one frame.
+
+    Every variable-length read (string, bytes, array count) is checked against
+    :attr:`remaining` before allocating; any shortfall raises :class:`MalformedRequest`.
+    """
+
+    __slots__ = ("_data", "_pos", "flexible")
+
+    def __init__(self, data: bytes, pos: int = 0, *, flexible: bool = False) -> None:
+        self._data = data
+        self._pos = pos
+        #: Whether the body being read is a flexible version (compact encodings).
+        self.flexible = flexible
+
+    @property
+    def pos(self) -> int:
+        return self._pos
+
+    @property
+    def remaining(self) -> int:
+        return len(self._data) - self._pos
+
+    def _take(self, n: int) -> int:
+        if n < 0 or n > self.remaining:
+            raise MalformedRequest(
+                f"need {n} bytes at position {self._pos}, {self.remaining} remain"
+            )
+        pos = self._pos
+        self._pos += n
+        return pos
+
+    def int8(self) -> int:
+        return int(_I8.unpack_from(self._data, self._take(1))[0])
+
+    def int16(self) -> int:
+        return int(_I16.unpack_from(self._data, self._take(2))[0])
+
+    def int32(self) -> int:
+        return int(_I32.unpack_from(self._data, self._take(4))[0])
+
+    def int64(self) -> int:
+        return int(_I64.unpack_from(self._data, self._take(8))[0])
+
+    def boolean(self) -> bool:
+        return self.int8() != 0
+
+    def raw(self, n: int) -> bytes:
+        pos = self._take(n)
+        return self._data[pos : pos + n]
+
+    def skip(self, n: int) -> None:
+        self._take(n)
+
+    def uvarint(self) -> int:
+        """An unsigned varint of at most 32 bits (at most five bytes)."""
+        value = 0
+        for i in range(MAX_UVARINT_BYTES):
+            byte = self._data[self._take(1)]
+            value |= (byte & 0x7F) << (7 * i)
+            if not byte & 0x80:
+                if value > 0xFFFFFFFF:
+                    break
+                return value
+        raise MalformedRequest(f"varint longer than 32 bits before position {self._pos}")
+
+    def _compact_length(self) -> int | None:
+        """A compact length or count: the varint minus one; None for 0 (null)."""
+        n = self.uvarint()
+        return None if n == 0 else n - 1
+
+    def _utf8(self, n: int) -> str:
+        if n > MAX_STRING_BYTES:
+            raise MalformedRequest(f"string of {n} bytes is longer than {MAX_STRING_BYTES}")
+        try:
+            return self.raw(n).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise MalformedRequest(f"string is not UTF-8: {e}") from None
+
+    def nullable_string(self) -> str | None:
+        n = self.int16()
+        if n == -1:
+            return None
+        if n < 0:
+            raise MalformedRequest(f"invalid string length {n}")
+        return self._utf8(n)
+
+    def compact_nullable_string(self) -> str | None:
+        n = self._compact_length()
+        return None if n is None else self._utf8(n)
+
+    def compact_nullable_bytes(self) -> bytes | None:
+        n = self._compact_length()
+        return None if n is None else self.raw(n)
+
+    def compact_array_count(self, min_item_size: int) -> int | None:
+        """A compact array count (None for null) that fits in the remaining bytes."""
+        n = self._compact_length()
+        if n is not None:
+            self._check_fits(n, min_item_size, "array")
+        return n
+
+    def skip_tagged_fields(self) -> None:
+        """Read a tagged-fields section and skip every field in it.
+
+        brokerd models no tagged field, so known and unknown tags alike are skipped (as
+        Kafka skips tags it does not know). The count is checked against the remaining
+        bytes before the loop, each size before it is skipped; tags must ascend.
+        """
+        count = self.uvarint()
+        self._check_fits(count, MIN_TAGGED_FIELD_BYTES, "tagged-fields section")
+        last = -1
+        for _ in range(count):
+            tag = self.uvarint()
+            if tag <= last:
+                raise MalformedRequest(f"tag {tag} is out of order (after {last})")
+            last = tag
+            self.skip(self.uvarint())
+
+    def _check_fits(self, n: int, min_item_size: int, what: str) -> None:
+        if n * max(min_item_size, 1) > self.remaining:
+            raise MalformedRequest(
+                f"{what} of {n} items cannot fit in the {self.remaining} remaining bytes"
+            )
+
+    def nullable_bytes(self) -> bytes | None:
+        n = self.int32()
+        if n == -1:
+            return None
+        if n < 0:
+            raise MalformedRequest(f"invalid bytes length {n}")
+        return self.raw(n)
+
+    def array_count(self, min_item_size: int) -> int | None:
+        """An ``int32`` count (None for -1) that fits in the remaining bytes."""
+        n = self.int32()
+        if n == -1:
+            return None
+        if n < 0:
+            raise MalformedRequest(f"invalid array count {n}")
+        self._check_fits(n, min_item_size, "array")
+        return n
+
+    def expect_end(self) -> None:
+        if self.remaining:
+            raise MalformedRequest(f"{self.remaining} unexpected trailing bytes")
+
+
+class Writer:
+    """Accumulates encoded parts; :meth:`getvalue` joins them once.
+
+    A :class:`~brokerd.net.frames.StoredRecords` value of a bytes field is kept as a
+    part of its own, not joined: :meth:`getframe` then returns a
+    :class:`~brokerd.net.frames.SplicedFrame` (a Fetch response's records, sent
+    without being copied into the frame).
+    """
+
+    __slots__ = ("_parts", "_spliced", "flexible")
+
+    def __init__(self, *, flexible: bool = False) -> None:
+        self._parts: list[bytes | StoredRecords] = []
+        self._spliced = False
+        #: Whether the body being written is a flexible version (compact encodings).
+        self.flexible = flexible
+
+    def int8(self, v: int) -> None:
+        self._parts.append(_I8.pack(v))
+
+    def int16(self, v: int) -> None:
+        self._parts.append(_I16.pack(v))
+
+    def int32(self, v: int) -> None:
+        self._parts.append(_I32.pack(v))
+
+    def int64(self, v: int) -> None:
+        self._parts.append(_I64.pack(v))
+
+    def boolean(self, v: bool) -> None:
+        self._parts.append(b"\x01" if v else b"\x00")
+
+    def raw(self, data: bytes) -> None:
+        self._parts.append(data)
+
+    def uvarint(self, v: int) -> None:
+        if not 0 <= v <= 0xFFFFFFFF:
+            raise ValueError(f"{v} does not fit an unsigned 32-bit varint")
+        out = bytearray()
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+        self._parts.append(bytes(out))
+
+    @staticmethod
+    def _utf8(v: str) -> bytes:
+        data = v.encode("utf-8")
+        if len(data) > MAX_STRING_BYTES:
+            raise ValueError(f"string of {len(data)} bytes is too long for the protocol")
+        return data
+
+    def nullable_string(self, v: str | None) -> None:
+        if v is None:
+            self.int16(-1)
+            return
+        data = self._utf8(v)
+        self.int16(len(data))
+        self._parts.append(data)
+
+    def compact_nullable_string(self, v: str | None) -> None:
+        self.compact_nullable_bytes(None if v is None else self._utf8(v))
+
+    def compact_nullable_bytes(self, v: Records | None) -> None:
+        if v is None:
+            self.uvarint(0)
+            return
+        if isinstance(v, StoredRecords):
+            self.uvarint(v.size + 1)
+            self._append_stored(v)
+            return
+        self.uvarint(len(v) + 1)
+        self._parts.append(bytes(v))
+
+    def _append_stored(self, v: StoredRecords) -> None:
+        self._parts.append(v)
+        self._spliced = True
+
+    def compact_array_count(self, n: int | None) -> None:
+        self.uvarint(0 if n is None else n + 1)
+
+    def empty_tagged_fields(self) -> None:
+        self._parts.append(b"\x00")
+
+    def nullable_bytes(self, v: Records | None) -> None:
+        if v is None:
+            self.int32(-1)
+            return
+        if isinstance(v, StoredRecords):
+            self.int32(v.size)
+            self._append_stored(v)
+            return
+        self.int32(len(v))
+        self._parts.append(bytes(v))
+
+    def getvalue(self) -> bytes:
+        """The encoding as ``bytes``; TypeError if a
+        :class:`~brokerd.net.frames.StoredRecords` was written (use :meth:`getframe`)."""
+        if self._spliced:
+            raise TypeError("stored records were written: the encoding is a spliced frame")
+        return b"".join(p for p in self._parts if isinstance(p, bytes))
+
+    def response_frame(self, correlation_id: int, flexible_header: bool = False) -> Frame:
+        """The whole response frame of this body: size, response header v0 (or v1 if
+        ``flexible_header``), the body, joined once (:func:`response_frame` of
+        :meth:`getframe` would copy the body a second time). A spliced frame when a
+        :class:`~brokerd.net.frames.StoredRecords` was written."""
+        header = _I32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+        size = len(header)
+        for p in self._parts:
+            size += p.size if isinstance(p, StoredRecords) else len(p)
+        prefix = _I32.pack(size) + header
+        if self._spliced:
+            return SplicedFrame.of([prefix, *self._parts])
+        return b"".join([prefix, *(p for p in self._parts if isinstance(p, bytes))])
+
+    def getframe(self) -> Frame:
+        """The encoding: ``bytes``, or a :class:`~brokerd.net.frames.SplicedFrame`
+        when a :class:`~brokerd.net.frames.StoredRecords` was written."""
+        if self._spliced:
+            return SplicedFrame.of(self._parts)
+        return self.getvalue()
+
+
+# -- the schema engine ---------------------------------------------------------------
+
+
+class WireType(Protocol):
+    """How one field type is read and written at a given version."""
+
+    def read(self, r: Reader, version: int, nullable: bool) -> Any: ...
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None: ...
+
+    def min_size(self, version: int, flexible: bool = False) -> int: ...
+
+
+def _null_check(value: object, nullable: bool, what: str) -> None:
+    if value is None and not nullable:
+        raise ValueError(f"{what} may not be null at this version")
+
+
+class _Int:
+    def __init__(self, size: int, name: str) -> None:
+        self._size = size
+        self._name = name
+        # The Reader/Writer method of this size, chosen once (not per value).
+        self._read: Callable[[Reader], int] = {
+            1: Reader.int8, 2: Reader.int16, 4: Reader.int32, 8: Reader.int64
+        }[size]
+        self._write: Callable[[Writer, int], None] = {
+            1: Writer.int8, 2: Writer.int16, 4: Writer.int32, 8: Writer.int64
+        }[size]
+
+    def read(self, r: Reader, version: int, nullable: bool) -> int:
+        return self._read(r)
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        self._write(w, value)
+
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+class _Bool:
+    def read(self, r: Reader, version: int, nullable: bool) -> bool:
+        return r.boolean()
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        w.boolean(bool(value))
+
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 1
+
+
+class _String:
+    def read(self, r: Reader, version: int, nullable: bool) -> str | None:
+        v = r.compact_nullable_string() if r.flexible else r.nullable_string()
+        if v is None and not nullable:
+            raise MalformedRequest("null string where the schema forbids it")
+        return v
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        _null_check(value, nullable, "string")
+        if w.flexible:
+            w.compact_nullable_string(value)
+        else:
+            w.nullable_string(value)
+
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 1 if flexible else 2
+
+
+class _Bytes:
+    def read(self, r: Reader, version: int, nullable: bool) -> bytes | None:
+        v = r.compact_nullable_bytes() if r.flexible else r.nullable_bytes()
+        if v is None and not nullable:
+            raise MalformedRequest("null bytes where the schema forbids it")
+        return v
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        _null_check(value, nullable, "bytes")
+        if w.flexible:
+            w.compact_nullable_bytes(value)
+        else:
+            w.nullable_bytes(value)
+
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 1 if flexible else 4
+
+
+INT8: WireType = _Int(1, "INT8")
+INT16: WireType = _Int(2, "INT16")
+INT32: WireType = _Int(4, "INT32")
+INT64: WireType = _Int(8, "INT64")
+BOOL: WireType = _Bool()
+#: ``int16`` length + UTF-8 (compact in flexible versions); nullability from the field.
+STRING: WireType = _String()
+#: ``int32`` length + bytes (compact in flexible versions; also the ``records`` type);
+#: nullability from the field.
+BYTES: WireType = _Bytes()
+
+
+class Array:
+    """``int32`` count + items (-1 = null where the field allows it); read as a tuple.
+    In flexible versions a compact array (varint count + 1, 0 = null)."""
+
+    def __init__(self, item: WireType) -> None:
+        self.item = item
+
+    def read(self, r: Reader, version: int, nullable: bool) -> tuple[Any, ...] | None:
+        item_size = self.item.min_size(version, r.flexible)
+        n = r.compact_array_count(item_size) if r.flexible else r.array_count(item_size)
+        if n is None:
+            if not nullable:
+                raise MalformedRequest("null array where the schema forbids it")
+            return None
+        return tuple(self.item.read(r, version, False) for _ in range(n))
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        _null_check(value, nullable, "array")
+        items: Sequence[Any] | None = value
+        if w.flexible:
+            w.compact_array_count(None if items is None else len(items))
+        elif items is None:
+            w.int32(-1)
+        else:
+            w.int32(len(items))
+        for item in items or ():
+            self.item.write(w, item, version, False)
+
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 1 if flexible else 4
+
+
+class Message(Protocol):
+    """An attrs class carrying its wire layout in ``FIELDS``.
+
+    A top-level message may also set ``FLEXIBLE_FROM: ClassVar[int | None]``, its first
+    flexible version (absent or None: never flexible). Nested structs take the mode of
+    the message that contains them.
+    """
+
+    FIELDS: ClassVar[tuple[Field, ...]]
+
+
+class Struct:
+    """A nested structure: an attrs class whose ``FIELDS`` give its layout."""
+
+    def __init__(self, cls: type[Any]) -> None:
+        self.cls = cls
+
+    def read(self, r: Reader, version: int, nullable: bool) -> Any:
+        return read_struct(self.cls, r, version)
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        write_struct(w, value, version)
+
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return _layout(self.cls).min_size(version, flexible)
+
+
+@attrs.frozen
+class Field:
+    """One field of a message: its name (the attrs attribute), type and versions.
+
+    :param min_version: first version the field is on the wire.
+    :param max_version: last version it is on the wire (inclusive).
+    :param nullable_from: first version from which -1 (null) is allowed; None = never.
+    """
+
+    name: str
+    type: WireType
+    min_version: int = 0
+    max_version: int = 0x7FFF
+    nullable_from: int | None = None
+
+    def present(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+    def nullable(self, version: int) -> bool:
+        return self.nullable_from is not None and version >= self.nullable_from
+
+
+def _fields(cls: type[Any]) -> tuple[Field, ...]:
+    fields: tuple[Field, ...] = cls.FIELDS
+    return fields
+
+
+#: One field as a version reads and writes it: attribute name, type, nullable.
+PlanStep = tuple[str, WireType, bool]
+
+
+class _Layout:
+    """A message class's fields, planned per version once: which are on the wire and
+    whether each may be null. Versions past the last one any field names share the last
+    plan, so a plan is one tuple index away."""
+
+    __slots__ = ("_min_sizes", "_plans")
+
+    def __init__(self, fields: Sequence[Field]) -> None:
+        edges = [0]
+        for f in fields:
+            edges.append(f.min_version)
+            if f.max_version < 0x7FFF:
+                edges.append(f.max_version + 1)
+            if f.nullable_from is not None:
+                edges.append(f.nullable_from)
+        self._plans: tuple[tuple[PlanStep, ...], ...] = tuple(
+            tuple((f.name, f.type, f.nullable(v)) for f in fields if f.present(v))
+            for v in range(max(edges) + 1)
+        )
+        self._min_sizes: dict[tuple[int, bool], int] = {}
+
+    def plan(self, version: int) -> tuple[PlanStep, ...]:
+        plans = self._plans
+        return plans[version] if 0 <= version < len(plans) else plans[-1 if version > 0 else 0]
+
+    def min_size(self, version: int, flexible: bool) -> int:
+        """The fewest bytes one instance takes (checks an array count before the loop)."""
+        key = (version, flexible)
+        size = self._min_sizes.get(key)
+        if size is None:
+            size = sum(t.min_size(version, flexible) for _, t, _ in self.plan(version))
+            if flexible:
+                size += 1  # the empty tagged-fields count
+            self._min_sizes[key] = size
+        return size
+
+
+_LAYOUTS: dict[type[Any], _Layout] = {}
+
+
+def precompute_layout(cls: type[Any]) -> None:
+    """Plan ``cls``'s versions now (message modules do it at import, through
+    ``brokerd.kafka.wire.schema.wire_message``); a class that was not planned is planned
+    on first use."""
+    _LAYOUTS[cls] = _Layout(_fields(cls))
+
+
+def _layout(cls: type[Any]) -> _Layout:
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        layout = _LAYOUTS[cls] = _Layout(_fields(cls))
+    return layout
+
+
+def is_flexible(cls: type[Any], version: int) -> bool:
+    """Whether message class ``cls`` uses the flexible encodings at ``version``."""
+    start: int | None = getattr(cls, "FLEXIBLE_FROM", None)
+    return start is not None and version >= start
+
+
+def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
+    """Read an instance of ``cls`` at ``version``; absent fields take their defaults.
+    In a flexible reader the struct's tagged fields are read and skipped."""
+    plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
+    kwargs = {name: t.read(r, version, nullable) for name, t, nullable in plan}
+    if r.flexible:
+        r.skip_tagged_fields()
+    return cls(**kwargs)
+
+
+def write_struct(w: Writer, obj: Any, version: int) -> None:
+    """Write the fields of ``obj`` that exist at ``version``, in schema order (and an
+    empty tagged-fields section in a flexible writer)."""
+    cls = type(obj)
+    for name, t, nullable in (_LAYOUTS.get(cls) or _layout(cls)).plan(version):
+        t.write(w, getattr(obj, name), version, nullable)
+    if w.flexible:
+        w.empty_tagged_fields()
+
+
+def encode_struct(obj: Any, version: int) -> bytes:
+    """Encode a whole body; flexible or not as ``type(obj).FLEXIBLE_FROM`` says. A body
+    holding :class:`~brokerd.net.frames.StoredRecords` needs :func:`encode_frame`."""
+    w = Writer(flexible=is_flexible(type(obj), version))
+    write_struct(w, obj, version)
+    return w.getvalue()
+
+
+def encode_frame(obj: Any, version: int) -> Frame:
+    """:func:`encode_struct` for a body that may hold
+    :class:`~brokerd.net.frames.StoredRecords` (a Fetch response): a spliced frame then."""
+    w = Writer(flexible=is_flexible(type(obj), version))
+    write_struct(w, obj, version)
+    return w.getframe()
+
+
+def decode_struct(cls: type[Any], data: bytes, version: int) -> Any:
+    """Decode a whole body; trailing bytes are an error (they mean a wrong layout)."""
+    r = Reader(data, flexible=is_flexible(cls, version))
+    obj = read_struct(cls, r, version)
+    r.expect_end()
+    return obj
+
+
+# -- headers -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class RequestHeader:
+    """Request header v1 (non-flexible requests) or v2 (flexible ones: the same fields,
+    then tagged fields, which are skipped; ``client_id`` stays a non-compact string)."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+
+
+def peek_header(payload: bytes) -> tuple[int, int, int]:
+    """``(api_key, api_version, correlation_id)``: the fixed 8 bytes every request
+    header starts with, whatever its version (enough to answer an ApiVersions request
+    of an unknown version without parsing the rest).
+
+    :raises MalformedRequest: fewer than 8 bytes.
+    """
+    if len(payload) < REQUEST_HEADER_FIXED:
+        raise MalformedRequest(f"request of {len(payload)} bytes has no complete header")
+    key, version, correlation = _HEADER.unpack_from(payload, 0)
+    return int(key), int(version), int(correlation)
+
+
+def read_request_header(payload: bytes, flexible: bool = False) -> tuple[RequestHeader, int]:
+    """Parse request header v1 (v2 if ``flexible``); return it and the offset where the
+    body starts."""
+    key, version, correlation = peek_header(payload)
+    r = Reader(payload, REQUEST_HEADER_FIXED)
+    client_id = r.nullable_string()
+    if flexible:
+        r.skip_tagged_fields()
+    return RequestHeader(key, version, correlation, client_id), r.pos
+
+
+def encode_request_header(header: RequestHeader, flexible: bool = False) -> bytes:
+    """Request header v1, or v2 (with an empty tagged-fields section) if ``flexible``."""
+    w = Writer()
+    w.int16(header.api_key)
+    w.int16(header.api_version)
+    w.int32(header.correlation_id)
+    w.nullable_string(header.client_id)
+    if flexible:
+        w.empty_tagged_fields()
+    return w.getvalue()
+
+
+@overload
+def response_frame(correlation_id: int, body: bytes, flexible_header: bool = False) -> bytes: ...
+
+
+@overload
+def response_frame(
+    correlation_id: int, body: SplicedFrame, flexible_header: bool = False
+) -> SplicedFrame: ...
+
+
+@overload
+def response_frame(correlation_id: int, body: Frame, flexible_header: bool = False) -> Frame: ...
+
+
+def response_frame(correlation_id: int, body: Frame, flexible_header: bool = False) -> Frame:
+    """A complete response frame: size, response header v0 (correlation id) or, if
+    ``flexible_header``, v1 (correlation id + an empty tagged-fields section), body.
+    A :class:`~brokerd.net.frames.SplicedFrame` body gives a spliced frame: the
+    stored records stay parts of their own (``RequestConnection.write`` sends them)."""
+    header = _I32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+    if isinstance(body, SplicedFrame):
+        return SplicedFrame.of((_I32.pack(body.size + len(header)) + header, *body.parts))
+    return _I32.pack(len(body) + len(header)) + header + body
+
+
+def read_response_header(payload: bytes, flexible_header: bool = False) -> tuple[int, int]:
+    """``(correlation_id, body offset)`` of response header v0, or v1 if
+    ``flexible_header`` (its tagged fields are skipped)."""
+    r = Reader(payload)
+    correlation = r.int32()
+    if flexible_header:
+        r.skip_tagged_fields()
+    return correlation, r.pos
+
+
+def iter_fields(cls: type[Any], version: int) -> Iterable[Field]:
+    """The fields of ``cls`` present at ``version`` (tests build strategies from it)."""
+    return (f for f in _fields(cls) if f.present(version))

@@ -1,0 +1,125 @@
+# -*- test-case-name: tests.test_kafka_codec -*-
+"""Request and response bodies of Fetch (1), and the version range brokerd answers of each
+(:data:`APIS`, collected by :mod:`brokerd.kafka.wire.registry`).
+
+Transcribed from Kafka's JSON message schemas
+(``clients/src/main/resources/common/message/*.json``); the layout rules are
+:mod:`brokerd.kafka.wire.schema`'s. Pure: no I/O, no Twisted, no broker logic.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import attrs
+
+from brokerd.kafka.wire.codec import (
+    BYTES,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    ApiKey,
+    Array,
+    Struct,
+)
+from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
+from brokerd.net.frames import Records
+
+# -- Fetch (1) -----------------------------------------------------------------------
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class FetchPartition:
+    partition: Annotated[int, Wire(INT32)]
+    current_leader_epoch: Annotated[int, Wire(INT32, 9)] = -1
+    fetch_offset: Annotated[int, Wire(INT64)]
+    log_start_offset: Annotated[int, Wire(INT64, 5)] = -1
+    partition_max_bytes: Annotated[int, Wire(INT32)]
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class FetchTopic:
+    topic: Annotated[str, Wire(STRING)]
+    partitions: Annotated[tuple[FetchPartition, ...], Wire(Array(Struct(FetchPartition)))] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class ForgottenTopic:
+    topic: Annotated[str, Wire(STRING)]
+    partitions: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class FetchRequest:
+    replica_id: Annotated[int, Wire(INT32)] = -1
+    max_wait_ms: Annotated[int, Wire(INT32)]
+    min_bytes: Annotated[int, Wire(INT32)]
+    max_bytes: Annotated[int, Wire(INT32, 3)] = 0x7FFFFFFF
+    isolation_level: Annotated[int, Wire(INT8, 4)] = 0
+    session_id: Annotated[int, Wire(INT32, 7)] = 0
+    session_epoch: Annotated[int, Wire(INT32, 7)] = -1
+    topics: Annotated[tuple[FetchTopic, ...], Wire(Array(Struct(FetchTopic)))] = array()
+    forgotten_topics_data: Annotated[
+        tuple[ForgottenTopic, ...],
+        Wire(Array(Struct(ForgottenTopic)), 7),
+    ] = array()
+    rack_id: Annotated[str, Wire(STRING, 11)] = ""
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class AbortedTransaction:
+    producer_id: Annotated[int, Wire(INT64)]
+    first_offset: Annotated[int, Wire(INT64)]
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class FetchPartitionResponse:
+    partition_index: Annotated[int, Wire(INT32)]
+    error_code: Annotated[int, Wire(INT16)] = 0
+    high_watermark: Annotated[int, Wire(INT64)] = -1
+    last_stable_offset: Annotated[int, Wire(INT64, 4)] = -1
+    log_start_offset: Annotated[int, Wire(INT64, 5)] = -1
+    aborted_transactions: Annotated[
+        tuple[AbortedTransaction, ...] | None,
+        Wire(Array(Struct(AbortedTransaction)), 4, nullable_from=4),
+    ] = array(None)
+    preferred_read_replica: Annotated[int, Wire(INT32, 11)] = -1
+    #: Stored batches: bytes, or :class:`~brokerd.net.frames.StoredRecords` (sent
+    #: without being joined into the frame).
+    records: Annotated[Records | None, Wire(BYTES, nullable_from=0)] = None
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class FetchTopicResponse:
+    topic: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[FetchPartitionResponse, ...],
+        Wire(Array(Struct(FetchPartitionResponse))),
+    ] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class FetchResponse:
+    throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
+    error_code: Annotated[int, Wire(INT16, 7)] = 0
+    session_id: Annotated[int, Wire(INT32, 7)] = 0
+    responses: Annotated[
+        tuple[FetchTopicResponse, ...],
+        Wire(Array(Struct(FetchTopicResponse))),
+    ] = array()
+
+
+#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
+APIS: tuple[ApiSpec, ...] = (
+    ApiSpec(ApiKey.FETCH, FetchRequest, FetchResponse, 4, 11),
+)

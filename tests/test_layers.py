@@ -1,0 +1,124 @@
+"""The layer rules of docs/architecture.md, read from the source: nothing outside
+``brokerd/kafka/`` imports the Kafka listener except the service wiring
+(``brokerd/tap.py``), and no modules inside it import each other in a circle. Every
+module's imports are parsed (``ast``), type-checking-only and function-level imports
+included, so a dependency cannot hide in a local import.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import brokerd
+
+PACKAGE = Path(brokerd.__file__).resolve().parent
+KAFKA = PACKAGE / "kafka"
+#: The one module allowed to import brokerd.kafka from outside: it wires the services.
+WIRING = {PACKAGE / "tap.py"}
+
+
+def imported_modules(source: str) -> set[str]:
+    """Every module an ``import`` or ``from ... import`` names, in full dotted form
+    (``from brokerd import kafka`` gives ``brokerd.kafka``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def is_kafka(module: str) -> bool:
+    return module == "brokerd.kafka" or module.startswith("brokerd.kafka.")
+
+
+def kafka_imports_outside() -> dict[str, list[str]]:
+    offenders: dict[str, list[str]] = {}
+    # The package and the twistd plugin (tests, tools and benchmarks may use the codec).
+    plugin = PACKAGE.parent / "twisted" / "plugins"
+    for path in sorted([*PACKAGE.rglob("*.py"), *plugin.glob("*.py")]):
+        if path.is_relative_to(KAFKA) or path in WIRING:
+            continue
+        found = sorted(m for m in imported_modules(path.read_text()) if is_kafka(m))
+        if found:
+            offenders[str(path.relative_to(PACKAGE.parent))] = found
+    return offenders
+
+
+def test_reader_sees_every_import_form() -> None:
+    source = (
+        "import brokerd.kafka.wire.codec\n"
+        "from brokerd import kafka\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from brokerd.kafka.errors import ErrorCode\n"
+        "def f():\n"
+        "    from brokerd.kafka.groups import admin\n"
+    )
+    assert {m for m in imported_modules(source) if is_kafka(m)} == {
+        "brokerd.kafka.wire.codec",
+        "brokerd.kafka",
+        "brokerd.kafka.errors",
+        "brokerd.kafka.errors.ErrorCode",
+        "brokerd.kafka.groups",
+        "brokerd.kafka.groups.admin",
+    }
+
+
+def test_nothing_outside_kafka_imports_it_but_the_wiring() -> None:
+    assert kafka_imports_outside() == {}
+
+
+def test_the_wiring_does_import_it() -> None:
+    # The exception is real (the listener is built somewhere), so the rule is not vacuous.
+    assert any(is_kafka(m) for m in imported_modules((PACKAGE / "tap.py").read_text()))
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (as a path that ends where it starts), or None."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        if node in path:
+            return [*path[path.index(node):], node]
+        if node in done:
+            return None
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            found = visit(nxt)
+            if found:
+                return found
+        path.pop()
+        done.add(node)
+        return None
+
+    for node in sorted(graph):
+        found = visit(node)
+        if found:
+            return found
+    return None
+
+
+def test_no_import_cycle_in_kafka() -> None:
+    # Type-checking-only imports count: a circle of them is still a circle of modules
+    # that must be read together.
+    modules = {module_name(p): p for p in KAFKA.rglob("*.py")}
+    graph = {
+        name: {m for m in imported_modules(path.read_text()) if m in modules and m != name}
+        for name, path in modules.items()
+    }
+    assert import_cycle(graph) is None
+
+
+def test_cycle_finder_finds_one() -> None:
+    assert import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert import_cycle({"a": {"b"}, "b": set()}) is None
