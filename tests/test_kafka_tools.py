@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -182,6 +183,23 @@ def test_topics_create_describe_alter_delete(broker: BrokerProcess) -> None:
     while partitions_of(broker, "tools-topic") is not None and time.monotonic() < deadline:
         time.sleep(0.2)
     assert partitions_of(broker, "tools-topic") is None
+
+
+def test_launchers_serve_as_kafka_path(broker: BrokerProcess, tmp_path: Path) -> None:
+    """librdkafka's suite runs ``$KAFKA_PATH/bin/kafka-topics.sh`` from its own directory;
+    a KAFKA_PATH whose ``bin`` links to the kit works too."""
+    kafka_path = tmp_path / "kafka"
+    kafka_path.mkdir()
+    (kafka_path / "bin").symlink_to(TOOLS)
+    tool_ready()
+    done = subprocess.run(
+        ["sh", "-c", '"$KAFKA_PATH/bin/kafka-topics.sh" --bootstrap-server "$BROKERS" '
+         "--create --topic tools-kafka-path --partitions 3"],
+        env={**os.environ, "KAFKA_PATH": str(kafka_path), "BROKERS": broker.kafka_bootstrap},
+        cwd=tmp_path, capture_output=True, text=True, timeout=TOOL_TIMEOUT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert partitions_of(broker, "tools-kafka-path") == 3
 
 
 def test_configs_alter_describe_delete(broker: BrokerProcess) -> None:

@@ -17,7 +17,8 @@ while [ -L "$self" ]; do
     *) self=$(dirname "$self")/$link ;;
   esac
 done
-kit=$(cd "$(dirname "$self")/.." && pwd)
+# -P: a symlinked bin/ (a KAFKA_PATH that links to this kit) still finds lib/.
+kit=$(cd -P "$(dirname "$self")/.." && pwd)
 if ! ls "$kit"/lib/*.jar >/dev/null 2>&1; then
   echo "$kit/lib has no jars: run \`make jvm-deps\` first" >&2
   exit 1
