@@ -41,11 +41,6 @@ TOOLS = JVM_DIR / "bin"
 TOOL_TIMEOUT = 90.0
 
 #: What brokerd does not answer yet, as the tools report it.
-DESCRIBE_TXN_GAP = (
-    "kafka-transactions.sh describe: 'java.lang.RuntimeException: non-nullable field "
-    "topics was serialized as null' (DescribeTransactions v0 writes ProducerEpoch as an "
-    "int32; the schema has an int16)"
-)
 DESCRIBE_PRODUCERS_GAP = (
     "kafka-transactions.sh describe-producers: 'The node does not support "
     "DESCRIBE_PRODUCERS' (DescribeProducers, API 61, is not implemented)"
@@ -455,7 +450,6 @@ def test_transactions_list(broker: BrokerProcess, open_transaction: str) -> None
     assert mine[3] == "Ongoing"
 
 
-@pytest.mark.xfail(strict=True, reason=DESCRIBE_TXN_GAP)
 def test_transactions_describe(broker: BrokerProcess, open_transaction: str) -> None:
     out = tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap,
                "describe", "--transactional-id", open_transaction)  # fmt: skip

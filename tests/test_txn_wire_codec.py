@@ -174,7 +174,7 @@ def test_describe_transactions() -> None:
                 apis.DescribeTransactionsTopicData(name="t", partition_indexes=(0, 1)),)),
     ))
     state = (i16(0) + cs("a") + cs("Ongoing") + i32(60000) + i64(1234) + i64(5)
-             + i32(1)  # the epoch is an int32 in this schema
+             + i16(1)  # the epoch, an int16 as Kafka 4.x clients read it
              + carr(cs("t") + carr(i32(0), i32(1)) + NO_TAGS) + NO_TAGS)
     assert response(0, resp, flexible=True) == i32(0) + carr(state) + NO_TAGS
 

@@ -206,8 +206,8 @@ class DescribeTransactionsState:
     transaction_timeout_ms: Annotated[int, Wire(INT32)] = 0
     transaction_start_time_ms: Annotated[int, Wire(INT64)] = -1
     producer_id: Annotated[int, Wire(INT64)] = -1
-    #: An ``int32`` on the wire here (an ``int16`` everywhere else), as Kafka's schema has.
-    producer_epoch: Annotated[int, Wire(INT32)] = -1
+    #: An ``int16``, as Kafka's 4.x clients read it (an early schema said ``int32``).
+    producer_epoch: Annotated[int, Wire(INT16)] = -1
     topic_partitions: Annotated[
         tuple[DescribeTransactionsTopicData, ...],
         Wire(Array(Struct(DescribeTransactionsTopicData))),
