@@ -39,6 +39,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.brokerproc import BrokerProcess, free_port
+from tests.figures import record
 from tests.judge_drivers import JVM_LIB, JVM_OPTIONS, missing
 
 WORKER_CLASS = "org.apache.kafka.connect.cli.ConnectDistributed"
@@ -65,7 +66,9 @@ def require_connect() -> None:
         missing("Kafka Connect's jars are missing: run `make jvm-deps`")
 
 
-def wait_until(what: str, check: Callable[[], bool], timeout: float, log: Callable[[], str]) -> None:
+def wait_until(
+    what: str, check: Callable[[], bool], timeout: float, log: Callable[[], str]
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
@@ -106,6 +109,10 @@ class ConnectWorker:
                     "session.timeout.ms=6000",
                     "heartbeat.interval.ms=2000",
                     "scheduled.rebalance.max.delay.ms=0",
+                    # Likewise the sink task's consumer group, whose dead member would
+                    # otherwise hold the rebalance for the consumer's default 45 s.
+                    "consumer.session.timeout.ms=6000",
+                    "consumer.heartbeat.interval.ms=2000",
                     f"listeners=http://127.0.0.1:{self.port}",
                     "",
                 ]
@@ -117,7 +124,15 @@ class ConnectWorker:
         assert self.proc is None or self.proc.poll() is not None
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                ["java", *JVM_OPTIONS, "-cp", str(JVM_LIB / "*"), WORKER_CLASS, str(self.properties)],
+                [
+                    "java",
+                    *JVM_OPTIONS,
+                    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                    "-cp",
+                    str(JVM_LIB / "*"),
+                    WORKER_CLASS,
+                    str(self.properties),
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -128,7 +143,9 @@ class ConnectWorker:
     def ready(self) -> bool:
         assert self.proc is not None
         if self.proc.poll() is not None:
-            raise AssertionError(f"the worker exited ({self.proc.returncode}):\n{self.log()[-6000:]}")
+            raise AssertionError(
+                f"the worker exited ({self.proc.returncode}):\n{self.log()[-6000:]}"
+            )
         try:
             self.get("/connectors")
         except (OSError, urllib.error.URLError):
@@ -215,7 +232,9 @@ class Pipeline:
             },
         )
 
-    def append(self, lines: list[str], pause: float = 0.0, during: Callable[[int], None] | None = None) -> None:
+    def append(
+        self, lines: list[str], pause: float = 0.0, during: Callable[[int], None] | None = None
+    ) -> None:
         for i, line in enumerate(lines):
             with self.source_file.open("a") as f:
                 f.write(line + "\n")
@@ -269,9 +288,15 @@ class Pipeline:
         position = -1
         try:
             metadata = consumer.list_topics(OFFSET_TOPIC, timeout=10)
-            partitions = [TopicPartition(OFFSET_TOPIC, p) for p in metadata.topics[OFFSET_TOPIC].partitions]
-            ends = {p.partition: consumer.get_watermark_offsets(p, timeout=10)[1] for p in partitions}
-            consumer.assign([TopicPartition(OFFSET_TOPIC, p, 0) for p, end in ends.items() if end > 0])
+            partitions = [
+                TopicPartition(OFFSET_TOPIC, p) for p in metadata.topics[OFFSET_TOPIC].partitions
+            ]
+            ends = {
+                p.partition: consumer.get_watermark_offsets(p, timeout=10)[1] for p in partitions
+            }
+            consumer.assign(
+                [TopicPartition(OFFSET_TOPIC, p, 0) for p, end in ends.items() if end > 0]
+            )
             remaining = {p for p, end in ends.items() if end > 0}
             deadline = time.monotonic() + 20
             while remaining and time.monotonic() < deadline:
@@ -336,23 +361,41 @@ def run_kill_restart(pipeline: Pipeline, worker: ConnectWorker, crash_broker: bo
     pipeline.append(first)
     wait_until("the first batch in the sink file", pipeline.all_sunk, DELIVERY_TIMEOUT, worker.log)
     assert pipeline.sunk() == first
-    wait_until("both tasks to commit the first batch", pipeline.committed_everything, 30, worker.log)
+    wait_until(
+        "both tasks to commit the first batch", pipeline.committed_everything, 30, worker.log
+    )
+
+    sunk_at_kill = 0
 
     def kill_midway(i: int) -> None:
+        nonlocal sunk_at_kill
         if i == len(second) // 2:
             worker.kill()
             if crash_broker:
                 pipeline.broker.kill()
+            sunk_at_kill = len(set(pipeline.sunk()) & set(second))
 
-    pipeline.append(second, pause=0.01, during=kill_midway)
+    # Slow enough that the source has read, and the sink written, part of the batch
+    # when the worker dies (the source polls its file about once a second when idle).
+    pipeline.append(second, pause=0.1, during=kill_midway)
     pipeline.append(third)
+    restarted = time.monotonic()
     if crash_broker:
         pipeline.broker.start()
     worker.start()
     wait_until("every line in the sink file", pipeline.all_sunk, DELIVERY_TIMEOUT, worker.log)
+    recovered = time.monotonic() - restarted
     # A little longer, so late duplicates would show too.
     time.sleep(2)
     assert_delivered(pipeline, once=first + third, repeatable=second)
+    what = "worker and broker kill -9" if crash_broker else "worker kill -9"
+    repeats = len(pipeline.sunk()) - len(pipeline.appended)
+    record(
+        f"Connect {what}",
+        f"all {len(pipeline.appended)} lines sunk {recovered:.1f} s after the restart; "
+        f"{sunk_at_kill} of the {len(second)}-line batch in the sink at the kill, "
+        f"{repeats} duplicate line(s)",
+    )
 
 
 def test_rest_api_and_internal_topics(worker: ConnectWorker, broker: BrokerProcess) -> None:
@@ -375,7 +418,9 @@ def test_rest_api_and_internal_topics(worker: ConnectWorker, broker: BrokerProce
         assert config["cleanup.policy"].value == "compact", resource
 
 
-def test_file_pipeline_survives_worker_kill(tmp_path: Path, worker: ConnectWorker, broker: BrokerProcess) -> None:
+def test_file_pipeline_survives_worker_kill(
+    tmp_path: Path, worker: ConnectWorker, broker: BrokerProcess
+) -> None:
     pipeline = Pipeline(tmp_path, broker)
     pipeline.connect(worker)
     wait_until(
@@ -404,4 +449,3 @@ def test_file_pipeline_survives_worker_and_broker_kill(
     run_kill_restart(pipeline, worker, crash_broker=True)
     # The connectors' configs survived in the config topic on brokerd.
     assert sorted(worker.get("/connectors")) == sorted([SOURCE, SINK])
-
