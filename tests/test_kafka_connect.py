@@ -80,7 +80,7 @@ def wait_until(
 class ConnectWorker:
     """One distributed Connect worker process, its REST API on a free loopback port."""
 
-    def __init__(self, workdir: Path, bootstrap: str) -> None:
+    def __init__(self, workdir: Path, bootstrap: str, extra: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.properties = workdir / "worker.properties"
         self.log_path = workdir / "worker.log"
@@ -114,6 +114,7 @@ class ConnectWorker:
                     "consumer.session.timeout.ms=6000",
                     "consumer.heartbeat.interval.ms=2000",
                     f"listeners=http://127.0.0.1:{self.port}",
+                    *extra,
                     "",
                 ]
             )
@@ -262,6 +263,7 @@ class Pipeline:
                 "group.id": group,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
             }
         )
 
@@ -274,13 +276,35 @@ class Pipeline:
         finally:
             consumer.close()
 
-    def data_end(self) -> int:
+    def topic_records(self) -> list[tuple[int, str]]:
+        """(offset, line) of every committed record of the data topic, read from brokerd."""
         consumer = self.consumer(f"probe-{uuid.uuid4()}")
+        out: list[tuple[int, str]] = []
         try:
-            _, high = consumer.get_watermark_offsets(TopicPartition(DATA_TOPIC, 0), timeout=10)
-            return int(high)
+            tp = TopicPartition(DATA_TOPIC, 0)
+            _, high = consumer.get_watermark_offsets(tp, timeout=10)
+            consumer.assign([TopicPartition(DATA_TOPIC, 0, 0)])
+            idle = 0
+            deadline = time.monotonic() + 20
+            # Transaction markers may sit past the last record, so the end is the high
+            # watermark or a second of silence, whichever comes first.
+            while high > 0 and idle < 4 and time.monotonic() < deadline:
+                msg = consumer.poll(0.25)
+                if msg is None or msg.error():
+                    idle += 1
+                    continue
+                idle = 0
+                out.append((msg.offset(), json.loads(msg.value())))
+                if msg.offset() + 1 >= high:
+                    break
         finally:
             consumer.close()
+        return out
+
+    def data_end(self) -> int:
+        """One past the offset of the data topic's last record (a sink commits that)."""
+        records = self.topic_records()
+        return records[-1][0] + 1 if records else 0
 
     def source_position(self) -> int:
         """The source task's last committed file position, read from the offset topic."""
@@ -356,7 +380,9 @@ def assert_delivered(pipeline: Pipeline, once: list[str], repeatable: list[str])
     assert all(counts[line] <= 3 for line in repeatable), counts.most_common(3)
 
 
-def run_kill_restart(pipeline: Pipeline, worker: ConnectWorker, crash_broker: bool) -> None:
+def run_kill_restart(
+    pipeline: Pipeline, worker: ConnectWorker, crash_broker: bool, label: str = ""
+) -> None:
     first, second, third = batch("before", 40), batch("during", 60), batch("after", 40)
     pipeline.append(first)
     wait_until("the first batch in the sink file", pipeline.all_sunk, DELIVERY_TIMEOUT, worker.log)
@@ -391,7 +417,7 @@ def run_kill_restart(pipeline: Pipeline, worker: ConnectWorker, crash_broker: bo
     what = "worker and broker kill -9" if crash_broker else "worker kill -9"
     repeats = len(pipeline.sunk()) - len(pipeline.appended)
     record(
-        f"Connect {what}",
+        f"Connect {what}{label}",
         f"all {len(pipeline.appended)} lines sunk {recovered:.1f} s after the restart; "
         f"{sunk_at_kill} of the {len(second)}-line batch in the sink at the kill, "
         f"{repeats} duplicate line(s)",
@@ -435,17 +461,30 @@ def test_file_pipeline_survives_worker_kill(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("exactly_once_source", [False, True], ids=["at_least_once", "eos_source"])
 def test_file_pipeline_survives_worker_and_broker_kill(
-    tmp_path: Path, worker: ConnectWorker, broker: BrokerProcess
+    tmp_path: Path, broker: BrokerProcess, exactly_once_source: bool
 ) -> None:
-    pipeline = Pipeline(tmp_path, broker)
-    pipeline.connect(worker)
-    wait_until(
-        "both connectors RUNNING",
-        lambda: worker.running(SOURCE) and worker.running(SINK),
-        60,
-        worker.log,
-    )
-    run_kill_restart(pipeline, worker, crash_broker=True)
-    # The connectors' configs survived in the config topic on brokerd.
-    assert sorted(worker.get("/connectors")) == sorted([SOURCE, SINK])
+    extra = ("exactly.once.source.support=enabled",) if exactly_once_source else ()
+    worker = ConnectWorker(tmp_path, broker.kafka_bootstrap, extra)
+    try:
+        worker.start()
+        pipeline = Pipeline(tmp_path, broker)
+        pipeline.connect(worker)
+        wait_until(
+            "both connectors RUNNING",
+            lambda: worker.running(SOURCE) and worker.running(SINK),
+            60,
+            worker.log,
+        )
+        label = ", exactly-once source" if exactly_once_source else ""
+        run_kill_restart(pipeline, worker, crash_broker=True, label=label)
+        # The connectors' configs survived in the config topic on brokerd.
+        assert sorted(worker.get("/connectors")) == sorted([SOURCE, SINK])
+        if exactly_once_source:
+            # The source's records and its file positions commit in one transaction, so
+            # a read_committed read of the topic holds every line exactly once, in order;
+            # only the sink (at-least-once) may have written duplicates.
+            assert [line for _, line in pipeline.topic_records()] == pipeline.appended
+    finally:
+        worker.kill()
