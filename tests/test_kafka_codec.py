@@ -1062,3 +1062,49 @@ def test_list_groups_v3_v4_layouts() -> None:
     assert encoded(4, resp) == (
         NO_TAGS + i32(0) + i16(0) + carr(group + cs("Stable") + NO_TAGS) + NO_TAGS
     )
+
+
+# -- OffsetFetch v6 (flexible) and v7 (require_stable) --------------------------------
+
+
+def _flex_request(key: ApiKey, version: int, body: bytes) -> bytes:
+    """A header v2 request payload (client id stays an int16-length string)."""
+    return i16(key) + i16(version) + i32(7) + s("cli") + NO_TAGS + body
+
+
+def test_offset_fetch_v6_v7_requests() -> None:
+    topics = carr(cs("t") + carr(i32(0), i32(1)) + NO_TAGS)
+    wanted = (apis.OffsetFetchTopic(name="t", partition_indexes=(0, 1)),)
+    v6 = apis.decode_request(_flex_request(ApiKey.OFFSET_FETCH, 6, cs("g") + topics + NO_TAGS))
+    assert v6.body == apis.OffsetFetchRequest(group_id="g", topics=wanted)
+    v7 = _flex_request(ApiKey.OFFSET_FETCH, 7, cs("g") + topics + i8(1) + NO_TAGS)
+    body7 = apis.OffsetFetchRequest(group_id="g", topics=wanted, require_stable=True)
+    assert apis.decode_request(v7).body == body7
+    header = RequestHeader(int(ApiKey.OFFSET_FETCH), 7, 7, "cli")
+    assert apis.encode_request(header, body7) == i32(len(v7)) + v7
+    # Compact null (0) = every committed partition; v6 has no require_stable byte.
+    every = apis.decode_request(_flex_request(ApiKey.OFFSET_FETCH, 7, cs("g") + b"\x00" + i8(0)
+                                              + NO_TAGS))
+    assert every.body == apis.OffsetFetchRequest(group_id="g", topics=None)
+    with pytest.raises(codec.MalformedRequest):
+        apis.decode_request(_flex_request(ApiKey.OFFSET_FETCH, 6, cs("g") + topics + i8(1)
+                                          + NO_TAGS))
+
+
+def test_offset_fetch_v6_v7_responses() -> None:
+    resp = apis.OffsetFetchResponse(
+        topics=(apis.OffsetFetchTopicResponse(name="t", partitions=(
+            apis.OffsetFetchPartitionResponse(partition_index=0, committed_offset=5,
+                                              committed_leader_epoch=2, metadata=None,
+                                              error_code=88),)),),
+    )
+    part = i32(0) + i64(5) + i32(2) + cs(None) + i16(88) + NO_TAGS
+    flex = NO_TAGS + i32(0) + carr(cs("t") + carr(part) + NO_TAGS) + i16(0) + NO_TAGS
+    assert encoded(6, resp) == flex
+    assert encoded(7, resp) == flex
+    # v5 is still the old layout.
+    assert encoded(5, resp) == (
+        i32(0) + arr(s("t") + arr(i32(0) + i64(5) + i32(2) + s(None) + i16(88))) + i16(0))
+    for version in (5, 6, 7):
+        out = apis.encode_response(7, version, resp)
+        assert apis.decode_response(ApiKey.OFFSET_FETCH, version, out[4:]) == (7, resp)

@@ -16,6 +16,7 @@ It does not parse or build bytes, keep group state, or dispatch:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -148,22 +149,34 @@ class GroupCoordinatorLike(Protocol):
     ) -> Sequence[tuple[str, int, int, int, str | None, int]]: ...
 
 
+#: A group's partitions whose transactional offset commit is not yet complete.
+PendingOffsets = Callable[[str], AbstractSet[tuple[str, int]]]
+
+
 class GroupHandlers:
     """Answers the consumer-group APIs.
 
     :param core: the broker core (topic existence for OffsetCommit).
     :param coordinator: the group coordinator (:class:`GroupCoordinatorLike`).
     :param identity: where clients are told the coordinator is (read live).
+    :param pending_offsets: a group's partitions with a transactional offset commit not
+        yet complete (the transaction coordinator's); None = transactions disabled.
     """
 
     _log = Logger()
 
     def __init__(
-        self, core: KafkaCore, coordinator: GroupCoordinatorLike, identity: BrokerIdentity
+        self,
+        core: KafkaCore,
+        coordinator: GroupCoordinatorLike,
+        identity: BrokerIdentity,
+        *,
+        pending_offsets: PendingOffsets | None = None,
     ) -> None:
         self._core = core
         self._groups = coordinator
         self._id = identity
+        self._pending = pending_offsets
 
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
@@ -327,6 +340,8 @@ class GroupHandlers:
             top = next(
                 (r[5] for r in rows if r[5] in _COORDINATOR_ERRORS), ErrorCode.NONE
             )
+            if body.require_stable and self._pending is not None:
+                rows = _unstable(rows, self._pending(body.group_id))
         by_topic: dict[str, list[apis.OffsetFetchPartitionResponse]] = {}
         for topic, partition, offset, epoch, metadata, row_code in rows:
             by_topic.setdefault(topic, []).append(
@@ -345,6 +360,23 @@ class GroupHandlers:
             ),
             error_code=top,
         )
+
+
+def _unstable(
+    rows: Sequence[tuple[str, int, int, int, str | None, int]],
+    pending: AbstractSet[tuple[str, int]],
+) -> Sequence[tuple[str, int, int, int, str | None, int]]:
+    """``require_stable``: a partition whose transactional commit is still open answers
+    UNSTABLE_OFFSET_COMMIT (the client retries) rather than an offset the transaction
+    is about to replace; rows that already carry an error keep it."""
+    if not pending:
+        return rows
+    return [
+        (t, p, -1, -1, "", int(ErrorCode.UNSTABLE_OFFSET_COMMIT))
+        if not code and (t, p) in pending
+        else (t, p, offset, epoch, metadata, code)
+        for t, p, offset, epoch, metadata, code in rows
+    ]
 
 
 # -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------

@@ -11,11 +11,12 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import attrs
 
 from brokerd.kafka.wire.codec import (
+    BOOL,
     BYTES,
     INT8,
     INT16,
@@ -241,6 +242,10 @@ class OffsetFetchRequest:
         tuple[OffsetFetchTopic, ...] | None,
         Wire(Array(Struct(OffsetFetchTopic)), nullable_from=2),
     ] = array()
+    #: v7+: partitions with a transactional commit not yet completed are answered
+    #: UNSTABLE_OFFSET_COMMIT (retriable) instead of their last completed offset.
+    require_stable: Annotated[bool, Wire(BOOL, 7)] = False
+    FLEXIBLE_FROM: ClassVar[int | None] = 6
 
 
 @wire_message
@@ -272,12 +277,13 @@ class OffsetFetchResponse:
         Wire(Array(Struct(OffsetFetchTopicResponse))),
     ] = array()
     error_code: Annotated[int, Wire(INT16, 2)] = 0
+    FLEXIBLE_FROM: ClassVar[int | None] = 6
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
     ApiSpec(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, OffsetCommitResponse, 2, 7),
-    ApiSpec(ApiKey.OFFSET_FETCH, OffsetFetchRequest, OffsetFetchResponse, 1, 5),
+    ApiSpec(ApiKey.OFFSET_FETCH, OffsetFetchRequest, OffsetFetchResponse, 1, 7),
     ApiSpec(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, FindCoordinatorResponse, 0, 2),
     ApiSpec(ApiKey.JOIN_GROUP, JoinGroupRequest, JoinGroupResponse, 0, 5),
     ApiSpec(ApiKey.HEARTBEAT, HeartbeatRequest, HeartbeatResponse, 0, 3),
