@@ -1,7 +1,10 @@
-"""OffsetFetch v6/v7 through the Kafka listener with the real group coordinator and the
-real transaction coordinator (journals in a temporary directory, writes run inline):
-``require_stable`` answers UNSTABLE_OFFSET_COMMIT for a partition whose transactional
-offset commit is not yet complete, and the completed offset once EndTxn has finished.
+"""OffsetFetch v6-v8 through the Kafka listener.
+
+With the real group coordinator and the real transaction coordinator (journals in a
+temporary directory, writes run inline): ``require_stable`` (v7+) answers
+UNSTABLE_OFFSET_COMMIT for a partition whose transactional offset commit is not yet
+complete, and the completed offset once EndTxn has finished; v8 asks for several groups
+at once. With the ACL authorizer: v8 checks each group, then each group's topics.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from brokerd.kafka.server.protocol import KafkaFactory
 from brokerd.kafka.txn.types import TxnOffset
 from brokerd.kafka.wire import apis, codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.security.acl import Operation, ResourceType
 
+from tests.test_acl_handlers import AclTestCase
 from tests.test_kafka_protocol import FakeCore as KafkaFakeCore
 from tests.test_txn_coordinator import CoordinatorTestCase, result
 
@@ -106,3 +111,58 @@ class RequireStableTests(CoordinatorTestCase):
         self.assertEqual(codes, {T0: ErrorCode.NONE})
         self.assertEqual(self.fetch(7, stable=True), {T0: (3, 0), T1: (7, 0), "top": 0})
         self.assertEqual(self.coordinator.pending_offsets("other"), frozenset({T0}))
+
+    def test_v8_answers_each_group(self) -> None:
+        self.open_txn_with_offset()
+        self._correlation += 1
+        both = (apis.OffsetFetchTopic(name="orders", partition_indexes=(0, 1)),)
+        body = apis.OffsetFetchRequest(require_stable=True, groups=(
+            apis.OffsetFetchRequestGroup(group_id="g", topics=both),
+            apis.OffsetFetchRequestGroup(group_id="empty", topics=None),
+        ))
+        header = RequestHeader(int(ApiKey.OFFSET_FETCH), 8, self._correlation, "t")
+        self.proto.dataReceived(apis.encode_request(header, body))
+        (payload,) = codec.FrameDecoder(1 << 20).feed(self.tr.value())
+        _, resp = apis.decode_response(ApiKey.OFFSET_FETCH, 8, payload)
+        self.assertEqual(resp.topics, ())
+        got = {
+            g.group_id: (g.error_code, {(t.name, p.partition_index): (p.committed_offset,
+                                                                      p.error_code)
+                                        for t in g.topics for p in t.partitions})
+            for g in resp.groups
+        }
+        self.assertEqual(got, {
+            "g": (0, {T0: (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT), T1: (7, 0)}),
+            "empty": (0, {}),
+        })
+
+
+class GroupsFormAclTests(AclTestCase):
+    def test_each_group_then_its_topics(self) -> None:
+        self.groups.committed.update({("t", 0): (5, -1, ""), ("secret", 0): (6, -1, "")})
+        self.grant(ResourceType.GROUP, "g", Operation.DESCRIBE)
+        self.grant(ResourceType.GROUP, "all", Operation.DESCRIBE)
+        self.grant(ResourceType.TOPIC, "t", Operation.DESCRIBE)
+        self.send(ApiKey.OFFSET_FETCH, 8, apis.OffsetFetchRequest(groups=(
+            apis.OffsetFetchRequestGroup(group_id="g", topics=(
+                apis.OffsetFetchTopic(name="t", partition_indexes=(0,)),
+                apis.OffsetFetchTopic(name="secret", partition_indexes=(0,)),
+            )),
+            apis.OffsetFetchRequestGroup(group_id="denied", topics=(
+                apis.OffsetFetchTopic(name="t", partition_indexes=(0,)),
+            )),
+            apis.OffsetFetchRequestGroup(group_id="all", topics=None),
+        )))
+        got = {
+            g.group_id: (g.error_code, {(t.name, p.partition_index): (p.committed_offset,
+                                                                      p.error_code)
+                                        for t in g.topics for p in t.partitions})
+            for g in self.one().groups
+        }
+        taf = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        self.assertEqual(got, {
+            "g": (0, {("t", 0): (5, 0), ("secret", 0): (-1, taf)}),
+            "denied": (ErrorCode.GROUP_AUTHORIZATION_FAILED, {}),
+            # Every committed partition: topics it may not describe are left out.
+            "all": (0, {("t", 0): (5, 0)}),
+        })
