@@ -255,7 +255,7 @@ def test_advertised_ranges_are_the_notes() -> None:
     body = apis.api_versions_response(2)
     got = {r.api_key: (r.min_version, r.max_version) for r in body.api_keys}
     assert got == {
-        0: (0, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 8: (2, 7), 9: (1, 5), 10: (0, 2),
+        0: (0, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 8: (2, 7), 9: (1, 8), 10: (0, 2),
         11: (0, 5), 12: (0, 3), 13: (0, 2), 14: (0, 3), 18: (0, 2), 19: (2, 4),
         20: (1, 3), 22: (0, 4),
         24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 65: (0, 0), 66: (0, 0),  # transactions
@@ -1062,3 +1062,77 @@ def test_list_groups_v3_v4_layouts() -> None:
     assert encoded(4, resp) == (
         NO_TAGS + i32(0) + i16(0) + carr(group + cs("Stable") + NO_TAGS) + NO_TAGS
     )
+
+
+# -- OffsetFetch v6 (flexible) and v7 (require_stable) --------------------------------
+
+
+def _flex_request(key: ApiKey, version: int, body: bytes) -> bytes:
+    """A header v2 request payload (client id stays an int16-length string)."""
+    return i16(key) + i16(version) + i32(7) + s("cli") + NO_TAGS + body
+
+
+def test_offset_fetch_v6_v7_requests() -> None:
+    topics = carr(cs("t") + carr(i32(0), i32(1)) + NO_TAGS)
+    wanted = (apis.OffsetFetchTopic(name="t", partition_indexes=(0, 1)),)
+    v6 = apis.decode_request(_flex_request(ApiKey.OFFSET_FETCH, 6, cs("g") + topics + NO_TAGS))
+    assert v6.body == apis.OffsetFetchRequest(group_id="g", topics=wanted)
+    v7 = _flex_request(ApiKey.OFFSET_FETCH, 7, cs("g") + topics + i8(1) + NO_TAGS)
+    body7 = apis.OffsetFetchRequest(group_id="g", topics=wanted, require_stable=True)
+    assert apis.decode_request(v7).body == body7
+    header = RequestHeader(int(ApiKey.OFFSET_FETCH), 7, 7, "cli")
+    assert apis.encode_request(header, body7) == i32(len(v7)) + v7
+    # Compact null (0) = every committed partition; v6 has no require_stable byte.
+    every = apis.decode_request(_flex_request(ApiKey.OFFSET_FETCH, 7, cs("g") + b"\x00" + i8(0)
+                                              + NO_TAGS))
+    assert every.body == apis.OffsetFetchRequest(group_id="g", topics=None)
+    with pytest.raises(codec.MalformedRequest):
+        apis.decode_request(_flex_request(ApiKey.OFFSET_FETCH, 6, cs("g") + topics + i8(1)
+                                          + NO_TAGS))
+
+
+def test_offset_fetch_v6_v7_responses() -> None:
+    resp = apis.OffsetFetchResponse(
+        topics=(apis.OffsetFetchTopicResponse(name="t", partitions=(
+            apis.OffsetFetchPartitionResponse(partition_index=0, committed_offset=5,
+                                              committed_leader_epoch=2, metadata=None,
+                                              error_code=88),)),),
+    )
+    part = i32(0) + i64(5) + i32(2) + cs(None) + i16(88) + NO_TAGS
+    flex = NO_TAGS + i32(0) + carr(cs("t") + carr(part) + NO_TAGS) + i16(0) + NO_TAGS
+    assert encoded(6, resp) == flex
+    assert encoded(7, resp) == flex
+    # v5 is still the old layout.
+    assert encoded(5, resp) == (
+        i32(0) + arr(s("t") + arr(i32(0) + i64(5) + i32(2) + s(None) + i16(88))) + i16(0))
+    for version in (5, 6, 7):
+        out = apis.encode_response(7, version, resp)
+        assert apis.decode_response(ApiKey.OFFSET_FETCH, version, out[4:]) == (7, resp)
+
+
+def test_offset_fetch_v8_groups_form() -> None:
+    group = cs("g") + carr(cs("t") + carr(i32(0)) + NO_TAGS) + NO_TAGS
+    every = cs("h") + b"\x00" + NO_TAGS
+    wire = _flex_request(ApiKey.OFFSET_FETCH, 8, carr(group, every) + i8(1) + NO_TAGS)
+    body = apis.OffsetFetchRequest(require_stable=True, groups=(
+        apis.OffsetFetchRequestGroup(
+            group_id="g", topics=(apis.OffsetFetchTopic(name="t", partition_indexes=(0,)),)),
+        apis.OffsetFetchRequestGroup(group_id="h", topics=None),
+    ))
+    assert apis.decode_request(wire).body == body
+    header = RequestHeader(int(ApiKey.OFFSET_FETCH), 8, 7, "cli")
+    assert apis.encode_request(header, body) == i32(len(wire)) + wire
+    resp = apis.OffsetFetchResponse(groups=(
+        apis.OffsetFetchResponseGroup(group_id="g", topics=(apis.OffsetFetchTopicResponse(
+            name="t", partitions=(apis.OffsetFetchPartitionResponse(
+                partition_index=0, committed_offset=5, metadata=""),)),)),
+        apis.OffsetFetchResponseGroup(group_id="h", error_code=30),
+    ))
+    part = i32(0) + i64(5) + i32(-1) + cs("") + i16(0) + NO_TAGS
+    assert encoded(8, resp) == (
+        NO_TAGS + i32(0)
+        + carr(cs("g") + carr(cs("t") + carr(part) + NO_TAGS) + i16(0) + NO_TAGS,
+               cs("h") + carr() + i16(30) + NO_TAGS)
+        + NO_TAGS)
+    out = apis.encode_response(7, 8, resp)
+    assert apis.decode_response(ApiKey.OFFSET_FETCH, 8, out[4:]) == (7, resp)

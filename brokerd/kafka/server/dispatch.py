@@ -44,7 +44,11 @@ from brokerd.kafka.server.handlers.admin import DEFAULT_PARTITIONS, AdminHandler
 from brokerd.kafka.server.handlers.configs import ConfigHandlers
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES, FetchHandler
 from brokerd.kafka.server.handlers.group_admin import GroupAdminHandlers, HasGroupAdmin
-from brokerd.kafka.server.handlers.groups import GroupCoordinatorLike, GroupHandlers
+from brokerd.kafka.server.handlers.groups import (
+    GroupCoordinatorLike,
+    GroupHandlers,
+    PendingOffsets,
+)
 from brokerd.kafka.server.handlers.list_offsets import ListOffsetsHandler
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.server.handlers.produce import ProduceHandler
@@ -56,6 +60,20 @@ from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.security.acl import AclAuthorizer
+
+
+def _pending_offsets(
+    transactions: TransactionCoordinatorLike | None,
+) -> PendingOffsets | None:
+    """OffsetFetch's view of open transactional commits, looked up per request."""
+    if transactions is None:
+        return None
+    txns: TransactionCoordinatorLike = transactions
+
+    def pending(group_id: str) -> frozenset[tuple[str, int]]:
+        return txns.pending_offsets(group_id)
+
+    return pending
 
 
 class KafkaHandlers:
@@ -103,7 +121,10 @@ class KafkaHandlers:
                 core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget
             ),
             ListOffsetsHandler(core),
-            GroupHandlers(core, coordinator, identity),
+            GroupHandlers(
+                core, coordinator, identity,
+                pending_offsets=_pending_offsets(transactions),
+            ),
             GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator), operations),
             ConfigHandlers(core, identity, default_partitions=default_partitions),
             PartitionAdminHandlers(core, identity, clock=clock),

@@ -68,7 +68,12 @@ from brokerd.kafka.txn.types import (
     TxnListing,
     TxnOffset,
 )
-from brokerd.kafka.txn.views import describe_transactions, list_transactions, verify_produce
+from brokerd.kafka.txn.views import (
+    describe_transactions,
+    list_transactions,
+    pending_offsets,
+    verify_produce,
+)
 from brokerd.net.transport import DelayedCall, TimerClock
 from brokerd.storage.txn_log import TxnLog
 
@@ -462,6 +467,10 @@ class TransactionCoordinator(service.Service):
 
     def describe(self, transactional_ids: Sequence[str]) -> list[TxnDescription]:
         return describe_transactions(self._table, transactional_ids, self._unavailable())
+
+    def pending_offsets(self, group_id: str) -> frozenset[TopicPartition]:
+        """(:func:`~brokerd.kafka.txn.views.pending_offsets`)"""
+        return pending_offsets(self._table, group_id)
 
     def list_transactions(
         self, state_filters: Sequence[str], producer_id_filters: Sequence[int]

@@ -135,6 +135,11 @@ class TransactionCoordinatorLike(Protocol):
         """DescribeTransactions (from memory)."""
         ...
 
+    def pending_offsets(self, group_id: str) -> frozenset[TopicPartition]:
+        """The group's partitions whose transactional offset commit is not yet complete
+        (OffsetFetch's ``require_stable``; from memory)."""
+        ...
+
     def list_transactions(
         self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
     ) -> list[TxnListing]:

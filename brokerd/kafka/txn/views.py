@@ -13,9 +13,14 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.txn.checks import transactional_id_error
 from brokerd.kafka.txn.state import TxnState
 from brokerd.kafka.txn.table import TxnTable
-from brokerd.kafka.txn.types import TxnDescription, TxnListing
+from brokerd.kafka.txn.types import TopicPartition, TxnDescription, TxnListing
 
-__all__ = ["describe_transactions", "list_transactions", "verify_produce"]
+__all__ = [
+    "describe_transactions",
+    "list_transactions",
+    "pending_offsets",
+    "verify_produce",
+]
 
 
 def verify_produce(
@@ -85,3 +90,15 @@ def list_transactions(
         for m in table.values()
         if (not states or m.state.value in states) and (not pids or m.producer_id in pids)
     ]
+
+
+def pending_offsets(table: TxnTable, group_id: str) -> frozenset[TopicPartition]:
+    """The partitions of ``group_id`` with a transactional offset commit not yet
+    completed: TxnOffsetCommit answered, the transaction's markers and offsets not yet
+    written (a transaction keeps its offsets until it completes, commit or abort)."""
+    out: set[TopicPartition] = set()
+    for meta in table.values():
+        entries = meta.offsets.get(group_id)
+        if entries:
+            out.update(entries)
+    return frozenset(out)

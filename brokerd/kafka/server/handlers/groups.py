@@ -16,6 +16,7 @@ It does not parse or build bytes, keep group state, or dispatch:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -26,6 +27,7 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.authorize import (
     DENIED_TEXT,
     GROUP_DENIED,
+    TOPIC_DENIED,
     TXN_DENIED,
     Access,
     Gate,
@@ -41,6 +43,7 @@ from brokerd.kafka.server.handler_base import (
     NO_RESPONSE,
     BrokerIdentity,
     Connection,
+    Outcome,
     unexpected_code,
 )
 from brokerd.kafka.server.route import Route
@@ -55,6 +58,9 @@ if TYPE_CHECKING:
 #: Errors that concern the whole coordinator, repeated at the top of OffsetFetch v2+.
 #: FindCoordinator's key type of a transaction coordinator (0 is a group's).
 _COORDINATOR_TRANSACTION = 1
+
+#: OffsetFetch's first version with the ``groups`` form (several groups per request).
+_OFFSET_FETCH_GROUPS_FROM = 8
 
 _COORDINATOR_ERRORS = frozenset(
     {
@@ -148,22 +154,34 @@ class GroupCoordinatorLike(Protocol):
     ) -> Sequence[tuple[str, int, int, int, str | None, int]]: ...
 
 
+#: A group's partitions whose transactional offset commit is not yet complete.
+PendingOffsets = Callable[[str], AbstractSet[tuple[str, int]]]
+
+
 class GroupHandlers:
     """Answers the consumer-group APIs.
 
     :param core: the broker core (topic existence for OffsetCommit).
     :param coordinator: the group coordinator (:class:`GroupCoordinatorLike`).
     :param identity: where clients are told the coordinator is (read live).
+    :param pending_offsets: a group's partitions with a transactional offset commit not
+        yet complete (the transaction coordinator's); None = transactions disabled.
     """
 
     _log = Logger()
 
     def __init__(
-        self, core: KafkaCore, coordinator: GroupCoordinatorLike, identity: BrokerIdentity
+        self,
+        core: KafkaCore,
+        coordinator: GroupCoordinatorLike,
+        identity: BrokerIdentity,
+        *,
+        pending_offsets: PendingOffsets | None = None,
     ) -> None:
         self._core = core
         self._groups = coordinator
         self._id = identity
+        self._pending = pending_offsets
 
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
@@ -309,15 +327,33 @@ class GroupHandlers:
 
     async def offset_fetch(self, conn: Connection, req: Request) -> Any:
         body: apis.OffsetFetchRequest = req.body
+        if req.api_version >= _OFFSET_FETCH_GROUPS_FROM:
+            answers = []
+            for group in body.groups:
+                topics, top = self._fetch_group(group.group_id, group.topics, body.require_stable)
+                answers.append(apis.OffsetFetchResponseGroup(
+                    group_id=group.group_id, topics=topics, error_code=top
+                ))
+            return apis.OffsetFetchResponse(groups=tuple(answers))
+        topics, top = self._fetch_group(body.group_id, body.topics, body.require_stable)
+        return apis.OffsetFetchResponse(topics=topics, error_code=top)
+
+    def _fetch_group(
+        self,
+        group_id: str,
+        topics: Sequence[apis.OffsetFetchTopic] | None,
+        require_stable: bool,
+    ) -> tuple[tuple[apis.OffsetFetchTopicResponse, ...], int]:
+        """One group's answer: its topics and its group-level error."""
         wanted = (
             None
-            if body.topics is None
-            else [(t.name, p) for t in body.topics for p in t.partition_indexes]
+            if topics is None
+            else [(t.name, p) for t in topics for p in t.partition_indexes]
         )
         rows: Sequence[tuple[str, int, int, int, str | None, int]]
         top: int
         try:
-            rows = self._groups.fetch_offsets(body.group_id, wanted)
+            rows = self._groups.fetch_offsets(group_id, wanted)
         except Exception as e:
             code = self._unexpected("offset fetch", e)
             rows = [(t, p, -1, -1, "", int(code)) for t, p in wanted or ()]
@@ -327,6 +363,8 @@ class GroupHandlers:
             top = next(
                 (r[5] for r in rows if r[5] in _COORDINATOR_ERRORS), ErrorCode.NONE
             )
+            if require_stable and self._pending is not None:
+                rows = _unstable(rows, self._pending(group_id))
         by_topic: dict[str, list[apis.OffsetFetchPartitionResponse]] = {}
         for topic, partition, offset, epoch, metadata, row_code in rows:
             by_topic.setdefault(topic, []).append(
@@ -338,13 +376,27 @@ class GroupHandlers:
                     error_code=row_code,
                 )
             )
-        return apis.OffsetFetchResponse(
-            topics=tuple(
-                apis.OffsetFetchTopicResponse(name=name, partitions=tuple(parts))
-                for name, parts in by_topic.items()
-            ),
-            error_code=top,
-        )
+        return tuple(
+            apis.OffsetFetchTopicResponse(name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        ), top
+
+
+def _unstable(
+    rows: Sequence[tuple[str, int, int, int, str | None, int]],
+    pending: AbstractSet[tuple[str, int]],
+) -> Sequence[tuple[str, int, int, int, str | None, int]]:
+    """``require_stable``: a partition whose transactional commit is still open answers
+    UNSTABLE_OFFSET_COMMIT (the client retries) rather than an offset the transaction
+    is about to replace; rows that already carry an error keep it."""
+    if not pending:
+        return rows
+    return [
+        (t, p, -1, -1, "", int(ErrorCode.UNSTABLE_OFFSET_COMMIT))
+        if not code and (t, p) in pending
+        else (t, p, offset, epoch, metadata, code)
+        for t, p, offset, epoch, metadata, code in rows
+    ]
 
 
 # -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
@@ -407,8 +459,66 @@ def offset_commit_rule(access: Access, req: Request) -> Gate:
     )
 
 
+def _fetch_topics_denied(
+    topics: Sequence[apis.OffsetFetchTopic], code: ErrorCode
+) -> tuple[apis.OffsetFetchTopicResponse, ...]:
+    return tuple(
+        apis.OffsetFetchTopicResponse(name=t.name, partitions=tuple(
+            apis.OffsetFetchPartitionResponse(partition_index=i, error_code=code)
+            for i in t.partition_indexes
+        ))
+        for t in topics
+    )
+
+
+def offset_fetch_groups_rule(access: Access, req: Request) -> Gate:
+    """OffsetFetch v8+: each group needs DESCRIBE on itself (a refused group is answered
+    GROUP_AUTHORIZATION_FAILED with no topics); within an allowed group each topic needs
+    DESCRIBE, as in the one-group form."""
+    body: apis.OffsetFetchRequest = req.body
+    kept: list[apis.OffsetFetchRequestGroup] = []
+    refused_groups: list[apis.OffsetFetchResponseGroup] = []
+    refused_topics: dict[str, tuple[apis.OffsetFetchTopicResponse, ...]] = {}
+    every_topic: set[str] = set()
+    for group in body.groups:
+        if not access.group(Operation.DESCRIBE, group.group_id):
+            refused_groups.append(apis.OffsetFetchResponseGroup(
+                group_id=group.group_id, error_code=GROUP_DENIED
+            ))
+        elif group.topics is None:
+            every_topic.add(group.group_id)
+            kept.append(group)
+        else:
+            allowed: list[apis.OffsetFetchTopic] = []
+            denied: list[apis.OffsetFetchTopic] = []
+            for t in group.topics:
+                (allowed if access.topic(Operation.DESCRIBE, t.name) else denied).append(t)
+            if denied:
+                refused_topics[group.group_id] = _fetch_topics_denied(denied, TOPIC_DENIED)
+            kept.append(attrs.evolve(group, topics=tuple(allowed)))
+    if not (refused_groups or refused_topics or every_topic):
+        return Gate(req)
+
+    def finish(response: Any) -> Any:
+        if isinstance(response, Outcome):
+            return response
+        answered = []
+        for group in response.groups:
+            topics = group.topics
+            if group.group_id in every_topic:
+                topics = tuple(t for t in topics if access.topic(Operation.DESCRIBE, t.name))
+            topics = (*topics, *refused_topics.get(group.group_id, ()))
+            answered.append(attrs.evolve(group, topics=topics))
+        return attrs.evolve(response, groups=(*answered, *refused_groups))
+
+    narrowed = Request(req.header, attrs.evolve(body, groups=tuple(kept)))
+    return Gate(narrowed, finish=finish)
+
+
 def offset_fetch_rule(access: Access, req: Request) -> Gate:
     body: apis.OffsetFetchRequest = req.body
+    if req.api_version >= _OFFSET_FETCH_GROUPS_FROM:
+        return offset_fetch_groups_rule(access, req)
     if not access.group(Operation.DESCRIBE, body.group_id):
         # v1 has no top-level error code: every asked partition carries it.
         return answer_now(req, apis.OffsetFetchResponse(

@@ -11,11 +11,12 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import attrs
 
 from brokerd.kafka.wire.codec import (
+    BOOL,
     BYTES,
     INT8,
     INT16,
@@ -234,13 +235,35 @@ class OffsetFetchTopic:
 
 @wire_message
 @attrs.frozen(kw_only=True)
-class OffsetFetchRequest:
+class OffsetFetchRequestGroup:
+    """One group of a v8+ request."""
+
     group_id: Annotated[str, Wire(STRING)]
+    #: None = every partition the group has committed.
+    topics: Annotated[
+        tuple[OffsetFetchTopic, ...] | None,
+        Wire(Array(Struct(OffsetFetchTopic)), nullable_from=0),
+    ] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class OffsetFetchRequest:
+    #: v0-7: the one group asked about (v8+ asks through ``groups``).
+    group_id: Annotated[str, Wire(STRING, 0, 7)] = ""
     #: None (v2+) = every partition the group has committed.
     topics: Annotated[
         tuple[OffsetFetchTopic, ...] | None,
-        Wire(Array(Struct(OffsetFetchTopic)), nullable_from=2),
+        Wire(Array(Struct(OffsetFetchTopic)), 0, 7, nullable_from=2),
     ] = array()
+    groups: Annotated[
+        tuple[OffsetFetchRequestGroup, ...],
+        Wire(Array(Struct(OffsetFetchRequestGroup)), 8),
+    ] = array()
+    #: v7+: partitions with a transactional commit not yet completed are answered
+    #: UNSTABLE_OFFSET_COMMIT (retriable) instead of their last completed offset.
+    require_stable: Annotated[bool, Wire(BOOL, 7)] = False
+    FLEXIBLE_FROM: ClassVar[int | None] = 6
 
 
 @wire_message
@@ -265,19 +288,37 @@ class OffsetFetchTopicResponse:
 
 @wire_message
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponse:
-    throttle_time_ms: Annotated[int, Wire(INT32, 3)] = 0
+class OffsetFetchResponseGroup:
+    """One group's answer (v8+)."""
+
+    group_id: Annotated[str, Wire(STRING)]
     topics: Annotated[
         tuple[OffsetFetchTopicResponse, ...],
         Wire(Array(Struct(OffsetFetchTopicResponse))),
     ] = array()
-    error_code: Annotated[int, Wire(INT16, 2)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class OffsetFetchResponse:
+    throttle_time_ms: Annotated[int, Wire(INT32, 3)] = 0
+    topics: Annotated[
+        tuple[OffsetFetchTopicResponse, ...],
+        Wire(Array(Struct(OffsetFetchTopicResponse)), 0, 7),
+    ] = array()
+    error_code: Annotated[int, Wire(INT16, 2, 7)] = 0
+    groups: Annotated[
+        tuple[OffsetFetchResponseGroup, ...],
+        Wire(Array(Struct(OffsetFetchResponseGroup)), 8),
+    ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 6
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
     ApiSpec(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, OffsetCommitResponse, 2, 7),
-    ApiSpec(ApiKey.OFFSET_FETCH, OffsetFetchRequest, OffsetFetchResponse, 1, 5),
+    ApiSpec(ApiKey.OFFSET_FETCH, OffsetFetchRequest, OffsetFetchResponse, 1, 8),
     ApiSpec(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, FindCoordinatorResponse, 0, 2),
     ApiSpec(ApiKey.JOIN_GROUP, JoinGroupRequest, JoinGroupResponse, 0, 5),
     ApiSpec(ApiKey.HEARTBEAT, HeartbeatRequest, HeartbeatResponse, 0, 3),
