@@ -151,7 +151,7 @@ def run_scenario(
     broker: BrokerProcess, tmp_path: Path, guarantee: str, action: str, lines_per_phase: int
 ) -> dict[str, Any]:
     need_streams_app()
-    prefix = f"{guarantee.replace('_', '')}-{action}-"
+    prefix = f"{guarantee.replace('_', '')}-{action}-{lines_per_phase}-"
     app_id = prefix + "app"
     bootstrap = broker.kafka_bootstrap
     create_topics(bootstrap, prefix)
@@ -273,9 +273,14 @@ def test_normal_run(broker: BrokerProcess, tmp_path: Path, guarantee: str) -> No
     assert result["excess"] == 0
 
 
-def test_at_least_once_killed_and_restarted(broker: BrokerProcess, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "lines_per_phase", [100, pytest.param(300, marks=pytest.mark.slow)], ids=["short", "long"]
+)
+def test_at_least_once_killed_and_restarted(
+    broker: BrokerProcess, tmp_path: Path, lines_per_phase: int
+) -> None:
     """ALOS after kill -9: nothing lost; the replayed excess is reported, not bounded."""
-    result = run_scenario(broker, tmp_path, "at_least_once", "kill", 100)
+    result = run_scenario(broker, tmp_path, "at_least_once", "kill", lines_per_phase)
     assert result["excess"] >= 0
     record("streams alos kill -9", f"{result['excess']} of {result['words']} words counted twice")
 
