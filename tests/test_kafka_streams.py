@@ -42,18 +42,6 @@ VOCABULARY = [f"w{i:02d}" for i in range(12)]
 CATEGORY = {w: f"c{i % 3}" for i, w in enumerate(VOCABULARY)}
 WORDS_PER_LINE = 4
 OUTPUTS = ("word-counts", "window-counts", "category-counts")
-#: What exactly_once_v2 meets today: Streams fetches its committed offsets with
-#: OffsetFetch's require_stable flag (v7+), brokerd advertises OffsetFetch 1-5, and the
-#: client's error ends the stream thread (docs/kafka.md, "Kafka Streams").
-EOS_GAP = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "org.apache.kafka.common.errors.UnsupportedVersionException: Broker unexpectedly"
-        " doesn't support requireStable flag on version 5 (brokerd's OffsetFetch stops"
-        " at v5; exactly_once_v2 needs v7's RequireStable)"
-    ),
-)
 #: Waits for the outputs to catch up (a restart's rebalance waits out the killed member's
 #: 6 s session, and an open transaction of a killed EOS producer its timeout).
 CATCH_UP = 120.0
@@ -245,7 +233,6 @@ def run_scenario(
         app.kill()
 
 
-@EOS_GAP
 def test_exactly_once_killed_and_restarted(broker: BrokerProcess, tmp_path: Path) -> None:
     """EOS v2: the app killed -9 mid-stream and restarted; every count exact."""
     result = run_scenario(broker, tmp_path, "exactly_once_v2", "kill", 100)
@@ -266,7 +253,7 @@ def test_at_least_once_wiped_state(broker: BrokerProcess, tmp_path: Path) -> Non
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "guarantee", ["at_least_once", pytest.param("exactly_once_v2", marks=EOS_GAP)]
+    "guarantee", ["at_least_once", "exactly_once_v2"]
 )
 def test_normal_run(broker: BrokerProcess, tmp_path: Path, guarantee: str) -> None:
     result = run_scenario(broker, tmp_path, guarantee, "none", 300)
@@ -286,14 +273,12 @@ def test_at_least_once_killed_and_restarted(
 
 
 @pytest.mark.slow
-@EOS_GAP
 def test_exactly_once_wiped_state(broker: BrokerProcess, tmp_path: Path) -> None:
     result = run_scenario(broker, tmp_path, "exactly_once_v2", "wipe", 300)
     assert result["excess"] == 0
 
 
 @pytest.mark.slow
-@EOS_GAP
 def test_exactly_once_broker_killed(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
