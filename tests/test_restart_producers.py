@@ -116,9 +116,10 @@ def test_clean_close_lists_only_partitions_without_producers(broker: BrokerProce
         listed = parse_checkpoint((broker.data_dir / EMPTY_PRODUCERS_FILE).read_bytes())
         assert listed == {(TOPIC, 0): 5}
         broker.start()
-        # Taken at the start: no later start can use it.
-        assert not (broker.data_dir / EMPTY_PRODUCERS_FILE).exists()
         assert _retry_is_deduplicated(broker, batch)
+        # Taken at the start, before the first request is served (the port accepts
+        # connections a little earlier): no later start can use it.
+        assert not (broker.data_dir / EMPTY_PRODUCERS_FILE).exists()
         with broker.client() as client:
             assert client.list_offsets(TOPIC, 0)[1] == 5
             client.produce(TOPIC, 0, small_values("after", 1))
