@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.common import rss_bytes
 from brokerd.native import client_codec
 from brokerd.security.credentials import CredentialChange, CredentialStore
 from brokerd.security.scram import SCRAM_SHA_256
@@ -40,11 +41,7 @@ PUSH_SECONDS = 6.0
 
 
 def rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS in /proc")
+    return rss_bytes(pid) / MIB
 
 
 class RssSampler:

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from bench.common import rss_bytes
 from brokerd.client import NativeClient, tls_context
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
@@ -52,14 +53,6 @@ BROKER_ARGS = (
     f"--max-inflight-answer-bytes={BUDGET}",
     "--fsync=never",
 )
-
-
-def rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS line")
 
 
 def fill(client: NativeClient) -> list[bytes]:
@@ -177,7 +170,7 @@ def peak_growth(pid: int, baseline: int, seconds: float) -> int:
     peak = 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        peak = max(peak, rss(pid) - baseline)
+        peak = max(peak, rss_bytes(pid) - baseline)
         time.sleep(0.05)
     return peak
 
@@ -243,7 +236,7 @@ def check_bounded(broker: BrokerProcess, ca: str | None, port: int, kind: str) -
     tls = tls_context(ca) if ca is not None else None
     stored = stored_bytes(broker)
     assert len(stored) > 100 * MIB
-    baseline = rss(pid)
+    baseline = rss_bytes(pid)
     clients: list[KafkaSocket] = []
     try:
         with StallProbe(port, ca) as probe:
@@ -269,7 +262,7 @@ def check_bounded(broker: BrokerProcess, ca: str | None, port: int, kind: str) -
         # A few ms on an idle machine; the bound leaves room for a loaded one (the old
         # code stalled 1.8-5.3 s here).
         assert probe.longest < 0.5, f"a client waited {probe.longest * 1000:.0f} ms"
-        growth = rss(pid) - baseline
+        growth = rss_bytes(pid) - baseline
         assert growth < GROWTH_BOUND + BUDGET, f"RSS grew by {growth / MIB:.0f} MiB"
         # A client that stopped reading for seconds still gets its whole answer, exact.
         (part,) = clients[0].receive(ApiKey.FETCH, 11).responses[0].partitions
