@@ -10,7 +10,7 @@ peer's address in ``buildProtocol`` and returns None when refused, which makes T
 close the new socket at once, and hands the limit to the protocol it builds; the
 connection base (``brokerd.net.connection``) calls :meth:`ConnectionLimit.release` from
 ``connectionLost``. Neither closes anything itself. Refusals are counted and logged at a
-bounded rate (the first, then every :data:`LOG_EVERY`-th), so a flood cannot fill logs.
+bounded rate (:class:`~brokerd.net.refusals.RefusalLog`), so a flood cannot fill logs.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 
-from twisted.logger import Logger
+from brokerd.net.refusals import RefusalLog
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
-    "LOG_EVERY",
     "MIN_DEFAULT_PER_ADDRESS",
     "AddressLimits",
     "ConnectionLimit",
@@ -32,9 +31,6 @@ __all__ = [
 
 #: Per listener; the systemd unit raises the file-descriptor limit well above two of these.
 DEFAULT_MAX_CONNECTIONS = 1024
-#: Refusals are logged at the first and then every this many, so a flood cannot fill logs.
-LOG_EVERY = 100
-
 
 #: The per-address default never goes below this many (a machine's worth of local
 #: clients), unless the listeners themselves allow fewer.
@@ -90,13 +86,16 @@ class AddressLimits:
     sockets) are not counted.
     """
 
-    _log = Logger()
-
     def __init__(self, default: int | None, overrides: Mapping[str, int] | None = None) -> None:
         self.default = default
         self.overrides = {normal_address(a): n for a, n in (overrides or {}).items()}
         self.open: dict[str, int] = {}
-        self.refused = 0
+        self._refusals = RefusalLog()
+
+    @property
+    def refused(self) -> int:
+        """Connections refused for their address, on either listener."""
+        return self._refusals.count
 
     def limit_of(self, host: str) -> int | None:
         return self.overrides.get(host, self.default)
@@ -107,16 +106,13 @@ class AddressLimits:
         limit = self.limit_of(host)
         count = self.open.get(host, 0)
         if limit is not None and count >= limit:
-            if self.refused % LOG_EVERY == 0:
-                self._log.warn(
-                    "{listener}: {host} has {open} connections open, refusing more "
-                    "({refused} refused so far; see --max-connections-per-ip)",
-                    listener=listener,
-                    host=host,
-                    open=count,
-                    refused=self.refused + 1,
-                )
-            self.refused += 1
+            self._refusals.refused(
+                "{listener}: {host} has {open} connections open, refusing more "
+                "(see --max-connections-per-ip)",
+                listener=listener,
+                host=host,
+                open=count,
+            )
             return False
         self.open[host] = count + 1
         return True
@@ -133,8 +129,6 @@ class ConnectionLimit:
     """Counts open connections of one listener and refuses those beyond ``maximum``, or
     beyond the per-address limit of ``addresses`` (shared with the other listener)."""
 
-    _log = Logger()
-
     def __init__(
         self, maximum: int | None, name: str, addresses: AddressLimits | None = None
     ) -> None:
@@ -142,22 +136,25 @@ class ConnectionLimit:
         self.name = name
         self.addresses = addresses
         self.open = 0
-        self.refused = 0
+        self._refusals = RefusalLog()
+        self._refused_for_address = 0
+
+    @property
+    def refused(self) -> int:
+        """Connections this listener refused: over its cap, or over their address's."""
+        return self._refusals.count + self._refused_for_address
 
     def admit(self, host: str = "") -> bool:
         if self.maximum is not None and self.open >= self.maximum:
-            if self.refused % LOG_EVERY == 0:
-                self._log.warn(
-                    "{name}: {open} connections open, refusing new ones "
-                    "({refused} refused so far; see --max-connections)",
-                    name=self.name,
-                    open=self.open,
-                    refused=self.refused + 1,
-                )
-            self.refused += 1
+            self._refusals.refused(
+                "{name}: {open} connections open, refusing new ones "
+                "(see --max-connections)",
+                name=self.name,
+                open=self.open,
+            )
             return False
         if self.addresses is not None and not self.addresses.admit(host, self.name):
-            self.refused += 1
+            self._refused_for_address += 1
             return False
         self.open += 1
         return True
