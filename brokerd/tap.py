@@ -299,7 +299,7 @@ class Options(usage.Options):
             None,
             100,
             "Milliseconds before a failed SASL authentication is answered, doubled per "
-            "repeated failure of one user from one address up to 5 s (0: no delay).",
+            "repeated failure of one user from one address up to 2 s (0: no delay).",
             int,
         ],
         # Anonymous doors and HTTP authentication (docs/operations.md, "Anonymous doors").

@@ -29,8 +29,11 @@ import attrs
 
 #: Kafka's default ``connection.failed.authentication.delay.ms``, in seconds.
 DEFAULT_DELAY = 0.1
-#: Longest wait of a failure answer, however many failures came before.
-MAX_DELAY = 5.0
+#: Longest wait of a failure answer, however many failures came before. It stays well
+#: under the shortest timeout common clients give a login (kcat's and librdkafka's
+#: tools wait 5 s for metadata): a wait near it would turn a clear "authentication
+#: failed" into a timeout, and delay a correct password past the client's patience.
+MAX_DELAY = 2.0
 #: A pair with no failure for this long starts again from ``delay``.
 FORGET_AFTER = 60.0
 #: Pairs remembered at most.
