@@ -3,6 +3,7 @@ attribute's annotation, and planned per version at import."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated
 
 import attrs
@@ -70,3 +71,18 @@ def test_the_response_frame_is_joined_once_and_equals_the_two_step_frame() -> No
     w.raw(b"x" * 5000)
     frame = w.response_frame(3, flexible_header=True)
     assert frame == codec.response_frame(3, w.getframe(), flexible_header=True)
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class _WithTopicId:
+    topic_id: Annotated[uuid.UUID, Wire(codec.UUID)] = codec.ZERO_UUID
+
+
+def test_a_uuid_is_its_sixteen_bytes() -> None:
+    topic_id = uuid.UUID("0123456789abcdef0123456789abcdef")
+    data = codec.encode_struct(_WithTopicId(topic_id=topic_id), 0)
+    assert data == topic_id.bytes
+    assert codec.decode_struct(_WithTopicId, data, 0).topic_id == topic_id
+    with pytest.raises(codec.MalformedRequest):
+        codec.decode_struct(_WithTopicId, data[:15], 0)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import enum
 import struct
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Protocol, overload
 
@@ -563,6 +564,23 @@ class _Bytes:
         return 1 if flexible else 4
 
 
+class _Uuid:
+    def read(self, r: Reader, version: int, nullable: bool) -> uuid.UUID:
+        return uuid.UUID(bytes=r.raw(16))
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        w.raw(value.bytes)
+
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 16
+
+    def __repr__(self) -> str:
+        return "UUID"
+
+
+#: Kafka's all-zero UUID: "no topic ID" in a request or an answer.
+ZERO_UUID = uuid.UUID(int=0)
+
 INT8: WireType = _Int(1, "INT8")
 INT16: WireType = _Int(2, "INT16")
 INT32: WireType = _Int(4, "INT32")
@@ -573,6 +591,8 @@ STRING: WireType = _String()
 #: ``int32`` length + bytes (compact in flexible versions; also the ``records`` type);
 #: nullability from the field.
 BYTES: WireType = _Bytes()
+#: 16 bytes, read as a :class:`uuid.UUID` (topic IDs; :data:`ZERO_UUID` = none).
+UUID: WireType = _Uuid()
 
 
 class Array:
