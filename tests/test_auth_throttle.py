@@ -18,7 +18,7 @@ class AuthThrottleTests(SynchronousTestCase):
         for _ in range(9):
             waits.append(self.throttle.failed("10.0.0.1", "svc"))
             self.clock.advance(waits[-1])
-        self.assertEqual(waits, [0.1, 0.2, 0.4, 0.8, 1.6, MAX_DELAY, MAX_DELAY, MAX_DELAY, MAX_DELAY])
+        self.assertEqual(waits, [0.1, 0.2, 0.4, 0.8, 1.6] + [MAX_DELAY] * 4)
         # Other pairs start from the beginning.
         self.assertEqual(self.throttle.failed("10.0.0.1", "other"), 0.1)
         self.assertEqual(self.throttle.failed("10.0.0.2", "svc"), 0.1)
