@@ -123,7 +123,7 @@ def _write_old_registry(data: Path, topics: dict[str, Any], journal: list[Any] =
     data.mkdir()
     (data / REGISTRY_FILE).write_text(json.dumps({"version": 2, "topics": topics}))
     if journal:
-        from brokerd.storage.journal_records import frame
+        from brokerd.storage.journal.records import frame
 
         (data / JOURNAL_FILE).write_bytes(
             b"".join(frame(json.dumps(r).encode(), 1 << 20, "t") for r in journal)
