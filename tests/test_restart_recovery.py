@@ -195,7 +195,7 @@ def test_batches_larger_than_the_read_buffer(tmp_path: Path) -> None:
     for _ in range(4):
         plog.append_values([os.urandom(size)], timestamp_ms=5)
     plog.append_values([b"small"] * 3, timestamp_ms=6)
-    positions = [pos for pos, _ in plog.segments[0].headers_from(0, plog.segments[0].size)]
+    positions = [pos for pos, _ in plog.segments[0].scan.headers_from(0, plog.segments[0].size)]
     plog.close()
     ok = PartitionLog.open(str(tmp_path), config, recovery_point=0)
     assert ok.recovery.batches_validated == 5 and ok.recovery.bytes_truncated == 0

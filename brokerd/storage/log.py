@@ -544,7 +544,7 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
             if not segment.pin():
                 raise self._out_of_range(offset, hw)
             try:
-                found = segment.find_batch(offset, limit)
+                found = segment.scan.find_batch(offset, limit)
                 if found is not None:
                     return read_raw(segment, found[0], found[1], limit, max_bytes)
             finally:
