@@ -21,7 +21,8 @@ from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.storage.batch import encode_batch
 from brokerd.storage.log import LogConfig
-from brokerd.storage.logdir import LogDirectory, read_registry
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir_registry import read_registry
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
 from tests.test_kafka_protocol import FakeCoordinator, KafkaTestCase

@@ -15,7 +15,8 @@ from brokerd.errors import StorageError
 from brokerd.storage import resync
 from brokerd.storage.batch import CRC_START, encode_batch
 from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE, LogDirectory
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir_layout import CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE
 from brokerd.storage.offset_checkpoints import parse_checkpoint
 
 CONFIG = LogConfig(segment_bytes=4000, index_interval_bytes=300)
@@ -33,7 +34,7 @@ def crash(directory: LogDirectory) -> None:
 def checkpoint_during_a_sync_pass(directory: LogDirectory) -> None:
     """A checkpoint written while another thread's sync pass holds the sync lock (it
     does not wait for that pass)."""
-    with directory._sync_lock:
+    with directory._recovered.lock:
         worker = threading.Thread(target=directory.checkpoint)
         worker.start()
         worker.join(10)

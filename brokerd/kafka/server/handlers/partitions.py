@@ -53,7 +53,7 @@ from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.security.acl import Operation
-from brokerd.storage.logdir import MAX_PARTITIONS
+from brokerd.storage.logdir_layout import MAX_PARTITIONS
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
 __all__ = ["PartitionAdminCore", "PartitionAdminHandlers"]
