@@ -342,6 +342,16 @@ class AdminAndGroupTests(AclTestCase):
         codes = {r.resource_type: r.error_code for r in self.one().results}
         self.assertEqual(codes, {2: 0, 4: ErrorCode.CLUSTER_AUTHORIZATION_FAILED})
 
+    def test_describe_log_dirs_denied_says_why_from_v3(self) -> None:
+        for version in (1, 2, 3, 4):
+            self.send(ApiKey.DESCRIBE_LOG_DIRS, version,
+                      apis.DescribeLogDirsRequest(topics=None))
+            resp = self.one()
+            self.assertEqual(resp.results, ())
+            # v1-2 have no error code on the wire: it decodes as 0.
+            want = ErrorCode.CLUSTER_AUTHORIZATION_FAILED if version >= 3 else 0
+            self.assertEqual(resp.error_code, want, version)
+
     def test_group_apis(self) -> None:
         self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(
             group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"))
