@@ -113,7 +113,7 @@ class AclApiTests(AclTestCase):
                                       operation=0, permission_type=1),
         )))
         results = self.one().filter_results
-        self.assertEqual([(r.error_code, r.matching_acls) for r in results][0], (0, ()))
+        self.assertEqual((results[0].error_code, results[0].matching_acls), (0, ()))
         self.assertEqual(results[1].error_code, ErrorCode.INVALID_REQUEST)
         self.assertEqual(len(self.authorizer.acls), 1)
 
