@@ -157,7 +157,8 @@ def test_offset_commit_v10_topics_by_id() -> None:
         partitions=(apis.OffsetCommitPartitionResponse(partition_index=0, error_code=100),),
     ),))
     part = i32(0) + i16(100) + NO_TAGS
-    assert flex_response(10, resp) == i32(0) + carr(uuid_bytes(tid) + carr(part) + NO_TAGS) + NO_TAGS
+    by_id = carr(uuid_bytes(tid) + carr(part) + NO_TAGS)
+    assert flex_response(10, resp) == i32(0) + by_id + NO_TAGS
     assert flex_response(9, resp) == i32(0) + carr(cs("t") + carr(part) + NO_TAGS) + NO_TAGS
 
 
