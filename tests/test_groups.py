@@ -273,6 +273,21 @@ class JoinSyncTests(_Base):
         self.clock.advance(DELAY_MS / 1000)
         self.assertEqual(self.result(d).generation_id, gen + 3)
 
+    def test_batch_leave_answers_each_member_and_rebalances_the_rest(self) -> None:
+        a, b, gen = self.stable_pair()
+        pending = self.result(self.join(client_id="late", require_known=True)).member_id
+        self.assertEqual(
+            self.coord.leave_members("g", [(b, None, "done"), (pending, None, None),
+                                           ("ghost", None, None), (b, None, None)]),
+            (0, [0, 0, 25, 25]),
+        )
+        self.assertEqual(self.coord.heartbeat("g", gen, a), 27)
+        ra = self.result(self.join(a))
+        self.assertEqual((ra.generation_id, ra.members), (gen + 1, [(a, None, b"meta-range")]))
+        # The whole request fails for a group that does not exist, or a bad group id.
+        self.assertEqual(self.coord.leave_members("nope", [(a, None, None)]), (25, []))
+        self.assertEqual(self.coord.leave_members("", [(a, None, None)]), (24, []))
+
     def test_leader_leaving_releases_held_follower_sync(self) -> None:
         a, b, _gen = self.stable_pair()
         d_b = self.join(b, protocols=[RANGE, ROUNDROBIN])  # metadata change: rebalance
