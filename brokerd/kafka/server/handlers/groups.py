@@ -103,6 +103,7 @@ _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 #: A topic name from its ID, "" for an ID no topic has (the handlers' and rules' lookup).
 TopicNameOf = Callable[[uuid.UUID], str]
 
+
 class JoinResultLike(Protocol):
     @property
     def error_code(self) -> int: ...
