@@ -282,12 +282,16 @@ class JoinResult:
     leader_id: str
     member_id: str
     members: list[tuple[str, str | None, bytes]] = attrs.field(factory=list)
+    protocol_type: str | None = None
+    skip_assignment: bool = False
 
 
 @attrs.frozen
 class SyncResult:
     error_code: int
     assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
 
 
 class FakeCoordinator:
@@ -310,6 +314,7 @@ class FakeCoordinator:
     def sync(
         self, group_id: str, generation_id: int, member_id: str,
         assignments: list[tuple[str, bytes]], *, group_instance_id: str | None = None,
+        **protocol: str | None,
     ) -> defer.Deferred[Any]:
         self.syncs.append((group_id, generation_id, member_id, assignments))
         return defer.succeed(SyncResult(0, dict(assignments).get(member_id, b"")))
@@ -327,7 +332,7 @@ class FakeCoordinator:
     def commit_offsets(
         self, group_id: str, generation_id: int, member_id: str,
         offsets: list[tuple[str, int, int, int, str | None]],
-        *, group_instance_id: str | None = None,
+        *, group_instance_id: str | None = None, missing_group_not_found: bool = False,
     ) -> defer.Deferred[Any]:
         self.commits.append((group_id, generation_id, member_id, offsets))
         for t, p, o, e, m in offsets:
