@@ -211,7 +211,7 @@ def test_unknown_api_key() -> None:
 
 @pytest.mark.parametrize(
     ("key", "version"),
-    [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.METADATA, 9), (ApiKey.PRODUCE, 9),
+    [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.METADATA, 14), (ApiKey.PRODUCE, 9),
      (ApiKey.LIST_OFFSETS, 0), (ApiKey.OFFSET_COMMIT, 8), (ApiKey.API_VERSIONS, 3)],
 )
 def test_unsupported_versions(key: ApiKey, version: int) -> None:
@@ -255,9 +255,9 @@ def test_advertised_ranges_are_the_notes() -> None:
     body = apis.api_versions_response(2)
     got = {r.api_key: (r.min_version, r.max_version) for r in body.api_keys}
     assert got == {
-        0: (0, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 8: (2, 7), 9: (1, 8), 10: (0, 2),
-        11: (0, 5), 12: (0, 3), 13: (0, 2), 14: (0, 3), 18: (0, 2), 19: (2, 4),
-        20: (1, 3), 22: (0, 4),
+        0: (0, 8), 1: (4, 11), 2: (1, 5), 3: (0, 13), 8: (2, 7), 9: (1, 8), 10: (0, 2),
+        11: (0, 5), 12: (0, 3), 13: (0, 2), 14: (0, 3), 18: (0, 2), 19: (2, 7),
+        20: (1, 6), 22: (0, 4), 60: (0, 2),
         24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 65: (0, 0), 66: (0, 0),  # transactions
         32: (0, 3), 33: (0, 1), 44: (0, 0),  # the config APIs
         15: (0, 4), 16: (0, 4), 42: (0, 1), 47: (0, 0),  # group admin APIs
@@ -690,6 +690,8 @@ def _type_strategy(t: Any, version: int) -> st.SearchStrategy[Any]:
         return st.text(max_size=8)
     if t is codec.BYTES:
         return st.binary(max_size=16)
+    if t is codec.UUID:
+        return st.uuids()
     if isinstance(t, codec.Array):
         return st.lists(_type_strategy(t.item, version), max_size=3).map(tuple)
     assert isinstance(t, codec.Struct)

@@ -95,6 +95,7 @@ class ApiKey(enum.IntEnum):
     OFFSET_DELETE = 47
     DESCRIBE_LOG_DIRS = 35
     CREATE_PARTITIONS = 37
+    DESCRIBE_CLUSTER = 60
     # Transactions.
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
