@@ -29,6 +29,12 @@ from brokerd.kafka.wire.messages.cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
 )
+from brokerd.kafka.wire.messages.topic_partitions import (
+    DescribeTopicPartitionsPartition,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsTopic,
+    TopicPartitionsCursor,
+)
 from brokerd.kafka.wire.messages.topics import CreatableTopicConfigs, DeleteTopicState
 from brokerd.kafka.wire.registry import SPECS
 
@@ -264,7 +270,7 @@ def test_advertised_ranges_are_the_notes() -> None:
     assert got == {
         0: (0, 8), 1: (4, 11), 2: (1, 5), 3: (0, 13), 8: (2, 7), 9: (1, 8), 10: (0, 2),
         11: (0, 5), 12: (0, 3), 13: (0, 2), 14: (0, 3), 18: (0, 2), 19: (2, 7),
-        20: (1, 6), 22: (0, 4), 60: (0, 2),
+        20: (1, 6), 22: (0, 4), 60: (0, 2), 75: (0, 0),
         24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 65: (0, 0), 66: (0, 0),  # transactions
         32: (0, 3), 33: (0, 1), 44: (0, 0),  # the config APIs
         15: (0, 4), 16: (0, 4), 42: (0, 1), 47: (0, 0),  # group admin APIs
@@ -1258,4 +1264,30 @@ def test_describe_cluster_v2() -> None:
         NO_TAGS + i32(0) + i16(0) + cs(None) + cs("c") + i32(0)
         + carr(i32(0) + cs("h") + i32(9092) + cs(None) + NO_TAGS)
         + i32(0x0F00) + NO_TAGS
+    )
+
+
+def test_describe_topic_partitions_cursor_is_a_nullable_struct() -> None:
+    # A nullable struct: one byte, -1 = null, 1 = present, then the struct.
+    body = carr(cs("t") + NO_TAGS) + i32(100) + i8(1) + cs("t") + i32(4) + NO_TAGS + NO_TAGS
+    req = apis.decode_request(flexible_request(75, 0, body)).body
+    assert req.cursor == TopicPartitionsCursor(topic_name="t", partition_index=4)
+    null_cursor = carr() + i32(2000) + i8(-1) + NO_TAGS
+    assert apis.decode_request(flexible_request(75, 0, null_cursor)).body.cursor is None
+    response = DescribeTopicPartitionsResponse(topics=(
+        DescribeTopicPartitionsTopic(name="t", topic_id=TOPIC_ID, partitions=(
+            DescribeTopicPartitionsPartition(partition_index=0, leader_id=0, leader_epoch=0,
+                                             replica_nodes=(0,), isr_nodes=(0,)),
+        )),
+    ))
+    assert encoded(0, response) == (
+        NO_TAGS + i32(0)
+        + carr(
+            i16(0) + cs("t") + TOPIC_ID.bytes + i8(0)
+            + carr(i16(0) + i32(0) + i32(0) + i32(0) + carr(i32(0)) + carr(i32(0))
+                   + carr() + carr() + carr() + NO_TAGS)        # ELR, last known ELR, offline
+            + i32(-(2**31)) + NO_TAGS
+        )
+        + i8(-1)                                             # no next cursor
+        + NO_TAGS
     )

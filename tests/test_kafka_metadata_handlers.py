@@ -10,6 +10,12 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages.cluster import DescribeClusterRequest, DescribeClusterResponse
+from brokerd.kafka.wire.messages.topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsRequestTopic,
+    DescribeTopicPartitionsResponse,
+    TopicPartitionsCursor,
+)
 from brokerd.kafka.wire.messages.topics import DeleteTopicState
 from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 from brokerd.security.authorized_ops import SUPPORTED_OPERATIONS, operations_field
@@ -237,7 +243,89 @@ class DescribeClusterTests(KafkaTestCase):
         # (v0 has no endpoint_type on the wire: the broker decodes the default, 1.)
 
 
+def partitions_request(
+    *names: str, limit: int = 2000, cursor: tuple[str, int] | None = None
+) -> DescribeTopicPartitionsRequest:
+    return DescribeTopicPartitionsRequest(
+        topics=tuple(DescribeTopicPartitionsRequestTopic(name=n) for n in names),
+        response_partition_limit=limit,
+        cursor=None if cursor is None else TopicPartitionsCursor(
+            topic_name=cursor[0], partition_index=cursor[1]),
+    )
+
+
+class DescribeTopicPartitionsTests(KafkaTestCase):
+    def ask(self, body: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
+        self.send(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, body)
+        resp: DescribeTopicPartitionsResponse = self.one()
+        return resp
+
+    def test_every_topic_in_name_order_with_ids(self) -> None:
+        self.core.add_topic("b", 2)
+        self.core.add_topic("a", 1)
+        resp = self.ask(partitions_request())
+        self.assertEqual([(t.name, t.topic_id, len(t.partitions)) for t in resp.topics],
+                         [("a", self.core.topics()["a"].topic_id, 1),
+                          ("b", self.core.topics()["b"].topic_id, 2)])
+        self.assertIsNone(resp.next_cursor)
+        p = resp.topics[1].partitions[1]
+        self.assertEqual((p.partition_index, p.leader_id, p.replica_nodes, p.isr_nodes,
+                          p.eligible_leader_replicas), (1, 0, (0,), (0,), ()))
+        # Always filled: no authorizer, every topic operation.
+        self.assertNotEqual(resp.topics[0].topic_authorized_operations,
+                            apis.AUTHORIZED_OPERATIONS_OMITTED)
+
+    def test_limit_and_cursor(self) -> None:
+        self.core.add_topic("a", 3)
+        self.core.add_topic("b", 1)
+        self.core.add_topic("c", 1)
+        # The limit ends exactly with b: the cursor names the next topic, c, at 0.
+        resp = self.ask(partitions_request(limit=4))
+        self.assertEqual([t.name for t in resp.topics], ["a", "b"])
+        self.assertEqual(resp.next_cursor, TopicPartitionsCursor(topic_name="c"))
+        resp = self.ask(partitions_request(limit=2, cursor=("a", 1)))
+        self.assertEqual([(t.name, [p.partition_index for p in t.partitions])
+                          for t in resp.topics], [("a", [1, 2])])
+        self.assertEqual(resp.next_cursor, TopicPartitionsCursor(topic_name="b"))
+        # A limit below 1 is 1.
+        resp = self.ask(partitions_request("a", limit=0))
+        self.assertEqual(resp.next_cursor,
+                         TopicPartitionsCursor(topic_name="a", partition_index=1))
+
+    def test_unknown_and_invalid_names(self) -> None:
+        resp = self.ask(partitions_request("nope", "bad/name"))
+        self.assertEqual({t.name: (t.error_code, t.topic_id) for t in resp.topics}, {
+            "nope": (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID),
+            "bad/name": (ErrorCode.INVALID_TOPIC_EXCEPTION, ZERO_UUID),
+        })
+        self.assertEqual(self.core.topics(), {})  # never auto-created
+
+    def test_bad_cursors_are_refused(self) -> None:
+        self.core.add_topic("a", 2)
+        for body in (partitions_request("a", cursor=("b", 0)),
+                     partitions_request("a", cursor=("a", -1))):
+            resp = self.ask(body)
+            self.assertEqual([(t.name, t.error_code, t.partitions) for t in resp.topics],
+                             [("a", ErrorCode.INVALID_REQUEST, ())])
+
+
 class TopicIdAclTests(AclTestCase):
+    def test_describe_topic_partitions_filters_before_counting(self) -> None:
+        for name in ("a", "hidden", "z"):
+            self.core.add_topic(name, 2)
+        self.grant(ResourceType.TOPIC, "a", OP.DESCRIBE)
+        self.grant(ResourceType.TOPIC, "z", OP.READ)  # READ implies DESCRIBE
+        self.send(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, partitions_request(limit=2))
+        resp = self.one()
+        # The hidden topic neither takes the budget nor appears in the cursor.
+        self.assertEqual([t.name for t in resp.topics], ["a"])
+        self.assertEqual(resp.next_cursor, TopicPartitionsCursor(topic_name="z"))
+        self.send(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, partitions_request("hidden", "z"))
+        got = {t.name: (t.error_code, t.topic_id, len(t.partitions))
+               for t in self.one().topics}
+        self.assertEqual(got, {"hidden": (TAF, ZERO_UUID, 0),
+                               "z": (0, self.core.topics()["z"].topic_id, 2)})
+
     def test_metadata_by_id(self) -> None:
         self.core.add_topic("hidden")
         self.core.add_topic("visible")

@@ -125,3 +125,33 @@ def test_confluent_metadata_and_describe_cluster(broker: BrokerProcess) -> None:
     assert [(n.id, n.port) for n in cluster.nodes] == [(0, broker.kafka_port)]
     assert cluster.controller.id == 0
     assert cluster.cluster_id == admin.list_topics(timeout=WAIT).cluster_id
+
+
+def test_kafka_python_describe_topic_partitions_pages(kp: Any) -> None:
+    ids = {
+        name: _as_uuid(_created(kp, name, num_partitions=n)["topic_id"])
+        for name, n in (("kp-dtp-a", 5), ("kp-dtp-b", 2))
+    }
+    names = ["kp-dtp-b", "kp-dtp-a", "kp-dtp-none"]
+    pages = []
+    cursor = None
+    while True:
+        page = kp.describe_topic_partitions(names, response_partition_limit=3, cursor=cursor)
+        pages.append([
+            (t["name"], t["error_code"], [p["partition_index"] for p in t["partitions"]])
+            for t in page["topics"]
+        ])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+        assert len(pages) < 5, pages
+    # Name order, three partitions a page, each page starting where the last stopped.
+    assert pages == [
+        [("kp-dtp-a", 0, [0, 1, 2])],
+        [("kp-dtp-a", 0, [3, 4]), ("kp-dtp-b", 0, [0])],
+        [("kp-dtp-b", 0, [1]), ("kp-dtp-none", 3, [])],
+    ]
+    first = kp.describe_topic_partitions(["kp-dtp-a"])["topics"][0]
+    assert _as_uuid(first["topic_id"]) == ids["kp-dtp-a"]
+    (p0, *_) = first["partitions"]
+    assert (p0["leader_id"], p0["replica_nodes"], p0["isr_nodes"]) == (0, [0], [0])

@@ -61,6 +61,14 @@ from brokerd.kafka.wire.messages.cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
 )
+from brokerd.kafka.wire.messages.topic_partitions import (
+    PARTITION_LIMIT,
+    DescribeTopicPartitionsPartition,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsTopic,
+    TopicPartitionsCursor,
+)
 from brokerd.kafka.wire.messages.topics import CreatableTopicConfigs, DeleteTopicState
 from brokerd.names import is_internal_topic, validate_topic_name
 from brokerd.security.acl import Operation, ResourceType
@@ -120,6 +128,11 @@ class AdminHandlers:
                 functools.partial(metadata_rule, topic_by_id=self._core.topic_by_id),
             ),
             Route(ApiKey.DESCRIBE_CLUSTER, self.describe_cluster, describe_cluster_rule),
+            Route(
+                ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+                self.describe_topic_partitions,
+                describe_topic_partitions_rule,
+            ),
             Route(ApiKey.CREATE_TOPICS, self.create_topics, create_topics_rule),
             Route(
                 ApiKey.DELETE_TOPICS,
@@ -291,6 +304,86 @@ class AdminHandlers:
                 ),
             ),
             cluster_authorized_operations=ops,
+        )
+
+    async def describe_topic_partitions(self, conn: Connection, req: Request) -> Any:
+        """Topics in name order, at most ``response_partition_limit`` partitions (capped
+        at Kafka's 2000) per answer, from the cursor on; ``next_cursor`` says where the
+        next request starts when the limit cut the answer short."""
+        body: DescribeTopicPartitionsRequest = req.body
+        known = self._core.topics()
+        cursor = body.cursor
+        start = cursor.topic_name if cursor is not None else ""
+        every = not body.topics
+        if every:
+            names = sorted(n for n in known if n >= start)
+        else:
+            names = sorted({t.name for t in body.topics if t.name >= start})
+            if cursor is not None and cursor.topic_name not in names:
+                return _partitions_refused(body, "the topic list must hold the cursor's topic")
+        if cursor is not None and cursor.partition_index < 0:
+            return _partitions_refused(body, "the cursor's partition index is negative")
+        ops = self._operations
+        # Topics the principal may not DESCRIBE are left out before the partitions are
+        # counted, as in Kafka: every topic left out of "all" (nothing told), each named
+        # one answered TOPIC_AUTHORIZATION_FAILED without its ID.
+        visible = [n for n in names if ops.topic_visible(conn, n)]
+        shown = set(visible)
+        denied = tuple(
+            DescribeTopicPartitionsTopic(error_code=TOPIC_DENIED, name=n)
+            for n in names
+            if not every and n not in shown
+        )
+        remaining = max(min(PARTITION_LIMIT, body.response_partition_limit), 1)
+        answered: list[DescribeTopicPartitionsTopic] = []
+        next_cursor = None
+        for name in visible:
+            if remaining == 0:
+                next_cursor = TopicPartitionsCursor(topic_name=name, partition_index=0)
+                break
+            info = known.get(name)
+            if info is None:
+                if not every:
+                    answered.append(_unknown_partitions_topic(name))
+                continue
+            first = cursor.partition_index if cursor is not None and name == start else 0
+            end = min(info.partitions, first + remaining)
+            answered.append(self._partitions_topic(info, range(first, end)))
+            if end < info.partitions:
+                next_cursor = TopicPartitionsCursor(topic_name=name, partition_index=end)
+                break
+            remaining -= max(end - first, 0)
+        return DescribeTopicPartitionsResponse(
+            topics=(
+                *(attrs.evolve(t, topic_authorized_operations=ops.topic(conn, t.name or ""))
+                  for t in answered),
+                *denied,
+            ),
+            next_cursor=next_cursor,
+        )
+
+    def _partitions_topic(
+        self, info: TopicInfo, indexes: range
+    ) -> DescribeTopicPartitionsTopic:
+        node = self._id.node_id
+        return DescribeTopicPartitionsTopic(
+            name=info.name,
+            topic_id=info.topic_id,
+            is_internal=is_internal_topic(info.name),
+            partitions=tuple(
+                DescribeTopicPartitionsPartition(
+                    partition_index=i,
+                    leader_id=node,
+                    leader_epoch=LEADER_EPOCH,
+                    replica_nodes=(node,),
+                    isr_nodes=(node,),
+                    # One node: no eligible leader replicas beyond the ISR, ever.
+                    eligible_leader_replicas=(),
+                    last_known_elr=(),
+                    offline_replicas=(),
+                )
+                for i in indexes
+            ),
         )
 
     async def create_topics(self, conn: Connection, req: Request) -> Any:
@@ -486,6 +579,31 @@ def _metadata_refused(
     )
 
 
+def _partitions_refused(
+    body: DescribeTopicPartitionsRequest, text: str
+) -> DescribeTopicPartitionsResponse:
+    """Kafka's answer to a DescribeTopicPartitions request it refuses: every topic named
+    with INVALID_REQUEST, no partitions, no cursor."""
+    return DescribeTopicPartitionsResponse(
+        topics=tuple(
+            DescribeTopicPartitionsTopic(error_code=ErrorCode.INVALID_REQUEST, name=t.name)
+            for t in body.topics
+        ),
+    )
+
+
+def _unknown_partitions_topic(name: str) -> DescribeTopicPartitionsTopic:
+    try:
+        validate_topic_name(name)
+    except InvalidTopic:
+        return DescribeTopicPartitionsTopic(
+            error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name
+        )
+    return DescribeTopicPartitionsTopic(
+        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name
+    )
+
+
 def _create_failed(
     t: apis.CreatableTopic, code: ErrorCode, text: str
 ) -> apis.CreatableTopicResult:
@@ -573,6 +691,13 @@ def describe_cluster_rule(access: Access, req: Request) -> Gate:
     """Kafka checks nothing for DescribeCluster: any client may learn the brokers (as
     from Metadata); the authorized operations it asks for are this principal's, and
     none unless it may DESCRIBE the cluster (:class:`AuthorizedOperations`)."""
+    return Gate(req)
+
+
+def describe_topic_partitions_rule(access: Access, req: Request) -> Gate:
+    """Nothing here: the handler leaves out the topics the principal may not DESCRIBE
+    itself, before it counts partitions against the limit and places the cursor (which
+    must never name a hidden topic)."""
     return Gate(req)
 
 
