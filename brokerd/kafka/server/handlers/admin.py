@@ -1,13 +1,15 @@
 # -*- test-case-name: tests.test_kafka_protocol -*-
-"""Kafka cluster and topic administration: ApiVersions, Metadata, CreateTopics,
-DeleteTopics and InitProducerId.
+"""Kafka cluster and topic administration: ApiVersions, Metadata, DescribeCluster,
+DescribeTopicPartitions, CreateTopics, DeleteTopics and InitProducerId.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
 message, calling the broker core for topics and producer ids. brokerd is a single node:
 every partition's leader, replica and in-sync replica is this node, and CreateTopics
-accepts replication factor 1 (or -1) only. InitProducerId allocates a fresh producer id
-for an idempotent producer here and hands a transactional one (a transactional id is
-set) to :class:`~brokerd.kafka.server.handlers.txn.TxnHandlers`.
+accepts replication factor 1 (or -1) only. Topics carry their IDs (the core's
+``TopicInfo.topic_id``) wherever Kafka's answer does, and Metadata v12+ and DeleteTopics
+v6 find topics by ID (UNKNOWN_TOPIC_ID for one no topic has). InitProducerId allocates
+a fresh producer id for an idempotent producer here and hands a transactional one (a
+transactional id is set) to :class:`~brokerd.kafka.server.handlers.txn.TxnHandlers`.
 
 It does not parse or build bytes and does not dispatch: :class:`~brokerd.kafka.server.dispatch.
 KafkaHandlers` routes requests here.
@@ -195,9 +197,8 @@ class AdminHandlers:
         if body.topics is None or (version == 0 and not body.topics):
             entries = [self._topic_metadata(known[name]) for name in sorted(known)]
         else:
-            refusal = _metadata_request_error(body.topics, version)
-            if refusal is not None:
-                return _metadata_refused(body.topics, version, refusal)
+            if _metadata_topics_refused(body.topics, version):
+                return _metadata_refused(body.topics, version)
             # v0-3 have no flag: Kafka auto-creates for them whenever it may.
             allow = body.allow_auto_topic_creation if version >= 4 else True
             seen_names: set[str] = set()
@@ -545,22 +546,21 @@ class AdminHandlers:
 # -- answers built from a request alone ------------------------------------------------
 
 
-def _metadata_request_error(
+def _metadata_topics_refused(
     topics: Sequence[apis.MetadataRequestTopic], version: int
-) -> str | None:
-    """Why a Metadata request's topic list is refused as a whole, or None. v10 and v11
-    carry the ID field but Kafka answers it only from v12 (its schema says those
-    versions must not use it)."""
-    for t in topics:
-        if version < 12 and (t.name is None or t.topic_id != ZERO_UUID):
-            return f"Metadata v{version} names topics by name only (topic IDs are v12+)"
-        if t.name is None and t.topic_id == ZERO_UUID:
-            return "a topic has neither a name nor an ID"
-    return None
+) -> bool:
+    """Whether a Metadata request's topic list is refused as a whole: a topic with
+    neither name nor ID, or (v10 and v11, which carry the ID field but, as Kafka's schema
+    says, may not use it) an ID or a null name."""
+    return any(
+        (t.name is None and t.topic_id == ZERO_UUID)
+        or (version < 12 and (t.name is None or t.topic_id != ZERO_UUID))
+        for t in topics
+    )
 
 
 def _metadata_refused(
-    topics: Sequence[apis.MetadataRequestTopic], version: int, text: str
+    topics: Sequence[apis.MetadataRequestTopic], version: int
 ) -> apis.MetadataResponse:
     """Kafka's answer to a refused Metadata request: every topic asked for with
     INVALID_REQUEST, and (v13+) the top-level error code too. The broker list stays
