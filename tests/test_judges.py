@@ -54,10 +54,6 @@ GAPS: dict[tuple[str, str], str] = {
             "list_offsets",
         )
     },
-    ("max_timestamp", "java"): (
-        "ListOffsets stops at v5: 'UnsupportedVersionException: The node does not support "
-        "LIST_OFFSETS with version in range [7,11]. The supported range is [1,5].'"
-    ),
 }
 
 #: Broker options: ACLs on, with the anonymous principal a super user, so the ACL APIs

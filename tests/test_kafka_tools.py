@@ -333,6 +333,32 @@ def test_get_offsets_and_delete_records(broker: BrokerProcess, tmp_path: Path) -
     assert watermarks(broker, "tools-compacted", 0) == (0, 2)
 
 
+def test_get_offsets_by_max_timestamp_earliest_local_latest_tiered(
+    broker: BrokerProcess,
+) -> None:
+    """kafka-get-offsets --time -3/-4/-5 (ListOffsets v7-v9): the first record with the
+    largest timestamp; the log start (nothing is tiered); no offset at all (the tool
+    prints no line for an unknown offset)."""
+    from confluent_kafka import Producer
+
+    bs = broker.kafka_bootstrap
+    create(broker, "tools-special", 1)
+    now = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": bs})
+    for i, ago in enumerate((9000, 2000, 5000, 2000)):
+        producer.produce("tools-special", f"v{i}".encode(), partition=0, timestamp=now - ago)
+    assert producer.flush(WAIT) == 0
+
+    def offsets(time_spec: str) -> list[str]:
+        return tool("kafka-get-offsets.sh", "--bootstrap-server", bs, "--topic",
+                    "tools-special", "--time", time_spec).split()  # fmt: skip
+
+    assert offsets("max-timestamp") == ["tools-special:0:1"]
+    assert offsets("-3") == ["tools-special:0:1"]
+    assert offsets("earliest-local") == ["tools-special:0:0"]
+    assert offsets("latest-tiered") == []
+
+
 def test_log_dirs(broker: BrokerProcess) -> None:
     create(broker, "tools-logdirs", 2)
     produce(broker, "tools-logdirs", 5, partition=1)

@@ -93,6 +93,12 @@ class KafkaCore(PartitionAdminCore, Protocol):
         self, topic: str, partition: int, timestamp_ms: int
     ) -> defer.Deferred[tuple[int, int] | None]: ...
 
+    def max_timestamp_offset(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        """``(offset, timestamp)`` of the visible record with the largest timestamp."""
+        ...
+
     def init_producer_id(self) -> defer.Deferred[int]: ...
 
 
