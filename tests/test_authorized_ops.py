@@ -184,8 +184,8 @@ CLUSTER_OPS = {"CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
 
 
 def test_confluent_describe_cluster_operations(plain: BrokerProcess) -> None:
-    # librdkafka answers describe_cluster from Metadata (v8's cluster field) when the
-    # broker does not advertise DescribeCluster.
+    # librdkafka asks DescribeCluster (advertised, so Metadata v11+ has no cluster
+    # field), with include_cluster_authorized_operations.
     admin = AdminClient({"bootstrap.servers": plain.kafka_bootstrap})
     cluster = admin.describe_cluster(include_authorized_operations=True).result(WAIT)
     assert _names(cluster.authorized_operations) == CLUSTER_OPS  # librdkafka's test: 7

@@ -40,7 +40,6 @@ PLATFORMATIC_GAP = (
     "The version of API is not supported.' (it then needs flexible Metadata, Fetch, "
     "group APIs and CreateTopics)"
 )
-METADATA_GAP = "Metadata stops at v8, which has no topic IDs (v10+): {}"
 #: What a client cannot do against today's broker: (scenario, client) -> what it reported.
 GAPS: dict[tuple[str, str], str] = {
     **{
@@ -55,26 +54,6 @@ GAPS: dict[tuple[str, str], str] = {
             "list_offsets",
         )
     },
-    ("create_answers_id", "java"): (
-        "CreateTopics stops at v4: 'UnsupportedVersionException: Topic metadata and configs "
-        "in CreateTopics response not supported' (partitions and configs are v5+, the "
-        "topic ID v7+)"
-    ),
-    ("create_answers_id", "franz"): (
-        "CreateTopics stops at v4: kadm's answer has NumPartitions -1 and a zero topic ID "
-        "(v5+ and v7+ fields)"
-    ),
-    ("topic_id", "java"): METADATA_GAP.format(
-        "TopicDescription.topicId() is Uuid.ZERO, so describeTopics(TopicCollection.ofTopicIds) "
-        "has nothing to ask for"
-    ),
-    ("topic_id", "franz"): METADATA_GAP.format("kadm's TopicDetail.ID is zero"),
-    ("topic_id", "sarama"): METADATA_GAP.format("TopicMetadata.Uuid is zero"),
-    ("recreated", "librdkafka"): (
-        "Metadata v8 has no topic IDs, so librdkafka keeps the 10 partitions it knew: the "
-        "61 of 100 keyed records it maps to partitions 3-9 fail with _MSG_TIMED_OUT "
-        "('Local: Message timed out')"
-    ),
 }
 
 #: Broker options: ACLs on, with the anonymous principal a super user, so the ACL APIs
@@ -438,7 +417,6 @@ def delivery(producer: Any, produce: Any) -> tuple[list[Any], list[Any]]:
     return delivered, failed
 
 
-@pytest.mark.xfail(strict=True, reason=GAPS[("recreated", "librdkafka")])
 def test_recreated_topic_with_fewer_partitions(broker: BrokerProcess) -> None:
     """librdkafka's test 0107: a topic deleted and re-created with 3 partitions instead of
     10; a producer that knew the 10 must now send to the 3 (librdkafka lowers a partition

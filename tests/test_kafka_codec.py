@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import struct
 import tracemalloc
+import uuid
 from typing import Any
 
 import attrs
@@ -24,7 +25,19 @@ from brokerd.kafka.wire import apis, codec
 from brokerd.kafka.wire.apis import SUPPORTED_VERSIONS
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.messages.acl import DescribeAclsRequest
+from brokerd.kafka.wire.messages.cluster import (
+    DescribeClusterBroker,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
+from brokerd.kafka.wire.messages.topic_partitions import (
+    DescribeTopicPartitionsPartition,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsTopic,
+    TopicPartitionsCursor,
+)
+from brokerd.kafka.wire.messages.topics import CreatableTopicConfigs, DeleteTopicState
 from brokerd.kafka.wire.registry import SPECS
 
 # -- hand encoders (independent of the codec) ----------------------------------------
@@ -213,7 +226,7 @@ def test_unknown_api_key() -> None:
 
 @pytest.mark.parametrize(
     ("key", "version"),
-    [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.METADATA, 9), (ApiKey.PRODUCE, 9),
+    [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.METADATA, 14), (ApiKey.PRODUCE, 9),
      (ApiKey.LIST_OFFSETS, 0), (ApiKey.OFFSET_COMMIT, 11), (ApiKey.API_VERSIONS, 3)],
 )
 def test_unsupported_versions(key: ApiKey, version: int) -> None:
@@ -1287,3 +1300,140 @@ def test_describe_acls_v1_and_v3() -> None:
     ))
     assert v3.body == DescribeAclsRequest(resource_type_filter=7, resource_name_filter="alice",
                                           operation=1, permission_type=1)
+
+
+# -- Metadata v9+, CreateTopics v5+, DeleteTopics v4+, DescribeCluster (flexible) ------
+
+TOPIC_ID = uuid.UUID("0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0")
+
+
+def test_librdkafka_all_topics_metadata_frame() -> None:
+    # librdkafka 2.x, every topic at v13: a four-byte placeholder for the topic count
+    # (read as a varint 0, null) and three bytes past the end, which Kafka never reads.
+    payload = bytes.fromhex("0003000d00000005000772646b61666b610000000000010000")
+    req = apis.decode_request(payload)
+    assert (req.header.api_version, req.body.topics) == (13, None)
+
+
+def test_metadata_v12_request_by_id() -> None:
+    body = carr(TOPIC_ID.bytes + cs(None) + NO_TAGS) + i8(1) + i8(0) + NO_TAGS
+    req = apis.decode_request(_flex_request(ApiKey.METADATA, 12, body))
+    assert req.body.topics == (apis.MetadataRequestTopic(topic_id=TOPIC_ID, name=None),)
+    # v10: the cluster flag is still there (v8-10), between the two others.
+    body10 = carr(TOPIC_ID.bytes + cs("t") + NO_TAGS) + i8(1) + i8(1) + i8(0) + NO_TAGS
+    r10 = apis.decode_request(_flex_request(ApiKey.METADATA, 10, body10)).body
+    assert r10.include_cluster_authorized_operations is True
+
+
+def test_metadata_response_v13() -> None:
+    response = attrs.evolve(
+        _metadata_response(),
+        topics=(
+            apis.MetadataTopic(error_code=0, name="t", topic_id=TOPIC_ID),
+            apis.MetadataTopic(error_code=100, name=None, topic_id=TOPIC_ID),
+        ),
+    )
+    assert encoded(13, response) == (
+        NO_TAGS                                              # response header v1
+        + i32(0)                                             # throttle
+        + carr(i32(0) + cs("h") + i32(9092) + cs(None) + NO_TAGS)
+        + cs("c") + i32(0)                                   # cluster id, controller
+        + carr(
+            i16(0) + cs("t") + TOPIC_ID.bytes + i8(0) + carr() + i32(-(2**31)) + NO_TAGS,
+            i16(100) + cs(None) + TOPIC_ID.bytes + i8(0) + carr() + i32(-(2**31)) + NO_TAGS,
+        )
+        + i16(0)                                             # v13: top-level error
+        + NO_TAGS                                            # (no cluster ops: v8-10)
+    )
+
+
+def test_create_topics_response_v7() -> None:
+    result = apis.CreatableTopicResult(
+        name="t", topic_id=TOPIC_ID, num_partitions=3, replication_factor=1,
+        configs=(CreatableTopicConfigs(
+            name="retention.ms", value="1000", read_only=False, config_source=1,
+            is_sensitive=False,
+        ),),
+    )
+    assert encoded(7, apis.CreateTopicsResponse(topics=(result,))) == (
+        NO_TAGS + i32(0)
+        + carr(
+            cs("t") + TOPIC_ID.bytes + i16(0) + cs(None)     # name, id, error, message
+            + i32(3) + i16(1)                                # partitions, replication
+            + carr(cs("retention.ms") + cs("1000") + i8(0) + i8(1) + i8(0) + NO_TAGS)
+            + NO_TAGS                                        # TopicConfigErrorCode omitted
+        )
+        + NO_TAGS
+    )
+    # v5 and v6: the same without the topic ID.
+    assert TOPIC_ID.bytes not in encoded(6, apis.CreateTopicsResponse(topics=(result,)))
+
+
+def test_delete_topics_v6_request_and_response() -> None:
+    body = carr(cs(None) + TOPIC_ID.bytes + NO_TAGS, cs("t") + bytes(16) + NO_TAGS)
+    req = apis.decode_request(_flex_request(ApiKey.DELETE_TOPICS, 6, body + i32(500) + NO_TAGS))
+    assert req.body.topics == (
+        DeleteTopicState(name=None, topic_id=TOPIC_ID),
+        DeleteTopicState(name="t", topic_id=codec.ZERO_UUID),
+    )
+    assert req.body.timeout_ms == 500
+    response = apis.DeleteTopicsResponse(responses=(
+        apis.DeletableTopicResult(name=None, topic_id=TOPIC_ID, error_code=100,
+                                  error_message="no such ID"),
+    ))
+    assert encoded(6, response) == (
+        NO_TAGS + i32(0)
+        + carr(cs(None) + TOPIC_ID.bytes + i16(100) + cs("no such ID") + NO_TAGS) + NO_TAGS
+    )
+
+
+def test_describe_cluster_v2() -> None:
+    body = i8(1) + i8(1) + i8(0) + NO_TAGS
+    req = apis.decode_request(_flex_request(ApiKey.DESCRIBE_CLUSTER, 2, body))
+    assert req.body == DescribeClusterRequest(
+        include_cluster_authorized_operations=True, endpoint_type=1,
+        include_fenced_brokers=False,
+    )
+    response = DescribeClusterResponse(
+        cluster_id="c", controller_id=0, cluster_authorized_operations=0x0F00,
+        brokers=(DescribeClusterBroker(broker_id=0, host="h", port=9092),),
+    )
+    assert encoded(2, response) == (
+        NO_TAGS + i32(0) + i16(0) + cs(None) + i8(1)         # throttle, error, type
+        + cs("c") + i32(0)
+        + carr(i32(0) + cs("h") + i32(9092) + cs(None) + i8(0) + NO_TAGS)
+        + i32(0x0F00) + NO_TAGS
+    )
+    # v0 has neither the endpoint type nor is_fenced.
+    assert encoded(0, response) == (
+        NO_TAGS + i32(0) + i16(0) + cs(None) + cs("c") + i32(0)
+        + carr(i32(0) + cs("h") + i32(9092) + cs(None) + NO_TAGS)
+        + i32(0x0F00) + NO_TAGS
+    )
+
+
+def test_describe_topic_partitions_cursor_is_a_nullable_struct() -> None:
+    # A nullable struct: one byte, -1 = null, 1 = present, then the struct.
+    body = carr(cs("t") + NO_TAGS) + i32(100) + i8(1) + cs("t") + i32(4) + NO_TAGS + NO_TAGS
+    req = apis.decode_request(_flex_request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, body)).body
+    assert req.cursor == TopicPartitionsCursor(topic_name="t", partition_index=4)
+    null_cursor = carr() + i32(2000) + i8(-1) + NO_TAGS
+    null = apis.decode_request(_flex_request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, null_cursor))
+    assert null.body.cursor is None
+    response = DescribeTopicPartitionsResponse(topics=(
+        DescribeTopicPartitionsTopic(name="t", topic_id=TOPIC_ID, partitions=(
+            DescribeTopicPartitionsPartition(partition_index=0, leader_id=0, leader_epoch=0,
+                                             replica_nodes=(0,), isr_nodes=(0,)),
+        )),
+    ))
+    assert encoded(0, response) == (
+        NO_TAGS + i32(0)
+        + carr(
+            i16(0) + cs("t") + TOPIC_ID.bytes + i8(0)
+            + carr(i16(0) + i32(0) + i32(0) + i32(0) + carr(i32(0)) + carr(i32(0))
+                   + carr() + carr() + carr() + NO_TAGS)        # ELR, last known ELR, offline
+            + i32(-(2**31)) + NO_TAGS
+        )
+        + i8(-1)                                             # no next cursor
+        + NO_TAGS
+    )

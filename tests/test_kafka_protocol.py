@@ -5,6 +5,7 @@ fake group coordinator, ``StringTransport`` and ``task.Clock`` (no reactor, no s
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -108,6 +109,9 @@ class FakeCore:
 
     def topics(self) -> dict[str, TopicInfo]:
         return dict(self._topics)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return next((t for t in self._topics.values() if t.topic_id == topic_id), None)
 
     def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
         if name not in self._topics:

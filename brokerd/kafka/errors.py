@@ -78,8 +78,10 @@ class ErrorCode(enum.IntEnum):
     # Transactions.
     PRODUCER_FENCED = 90
     TRANSACTIONAL_ID_NOT_FOUND = 105
-    #: A topic ID no topic has (requests that name topics by ID).
+    # Topic IDs and DescribeCluster's endpoint types.
     UNKNOWN_TOPIC_ID = 100
+    MISMATCHED_ENDPOINT_TYPE = 114
+    UNSUPPORTED_ENDPOINT_TYPE = 115
 
 
 #: Most specific class first: the first ``isinstance`` match wins.

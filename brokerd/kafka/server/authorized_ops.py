@@ -1,7 +1,8 @@
 """The authorized-operations fields of the Kafka answers, for one connection: Metadata's
-``topic_authorized_operations`` and ``cluster_authorized_operations`` (v8+), and
-DescribeGroups' ``authorized_operations`` (v3+), each filled only when the request asks
-(the field keeps Kafka's "omitted", INT32_MIN, otherwise).
+``topic_authorized_operations`` (v8+) and ``cluster_authorized_operations`` (v8-10),
+DescribeCluster's ``cluster_authorized_operations`` and DescribeGroups'
+``authorized_operations`` (v3+), each filled only when the request asks (the field keeps
+Kafka's "omitted", INT32_MIN, otherwise), and DescribeTopicPartitions' (always filled).
 
 The decision is :mod:`brokerd.security.authorized_ops` (every operation of the resource
 type when no authorizer runs); this only supplies the connection's principal and host.
@@ -30,6 +31,12 @@ class AuthorizedOperations:
 
     def topic(self, conn: Connection, name: str) -> int:
         return operations_field(self._allowed(conn, ResourceType.TOPIC, name))
+
+    def topic_visible(self, conn: Connection, name: str) -> bool:
+        """Whether the principal may DESCRIBE topic ``name`` (or do anything implying
+        it): for the handlers that filter topics themselves (DescribeTopicPartitions
+        counts only the topics it answers against its partition limit)."""
+        return Operation.DESCRIBE in self._allowed(conn, ResourceType.TOPIC, name)
 
     def group(self, conn: Connection, group_id: str) -> int:
         return operations_field(self._allowed(conn, ResourceType.GROUP, group_id))

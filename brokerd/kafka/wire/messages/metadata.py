@@ -9,7 +9,8 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated
+import uuid
+from typing import Annotated, ClassVar
 
 import attrs
 
@@ -18,6 +19,8 @@ from brokerd.kafka.wire.codec import (
     INT16,
     INT32,
     STRING,
+    UUID,
+    ZERO_UUID,
     ApiKey,
     Array,
     Struct,
@@ -36,19 +39,25 @@ from brokerd.kafka.wire.schema import (
 @wire_message
 @attrs.frozen(kw_only=True)
 class MetadataRequestTopic:
-    name: Annotated[str, Wire(STRING)]
+    #: v10+; the topic is named by this ID when it is not zero (v12+: the name is then
+    #: null, v10 and v11 may not use it).
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 10)] = ZERO_UUID
+    name: Annotated[str | None, Wire(STRING, nullable_from=10)]
 
 
 @wire_message
 @attrs.frozen(kw_only=True)
 class MetadataRequest:
+    FLEXIBLE_FROM: ClassVar[int | None] = 9
+
     #: None (v1+) = all topics; empty = none (v0: empty = all).
     topics: Annotated[
         tuple[MetadataRequestTopic, ...] | None,
         Wire(Array(Struct(MetadataRequestTopic)), nullable_from=1),
     ] = array()
     allow_auto_topic_creation: Annotated[bool, Wire(BOOL, 4)] = True
-    include_cluster_authorized_operations: Annotated[bool, Wire(BOOL, 8)] = False
+    #: v8-10 only: v11+ asks DescribeCluster instead.
+    include_cluster_authorized_operations: Annotated[bool, Wire(BOOL, 8, 10)] = False
     include_topic_authorized_operations: Annotated[bool, Wire(BOOL, 8)] = False
 
 
@@ -77,7 +86,10 @@ class MetadataPartition:
 @attrs.frozen(kw_only=True)
 class MetadataTopic:
     error_code: Annotated[int, Wire(INT16)] = 0
-    name: Annotated[str, Wire(STRING)]
+    #: Null (v12+) only for an ID asked for that no topic has.
+    name: Annotated[str | None, Wire(STRING, nullable_from=12)]
+    #: v10+; zero for a topic asked for by a name no topic has.
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 10)] = ZERO_UUID
     is_internal: Annotated[bool, Wire(BOOL, 1)] = False
     partitions: Annotated[
         tuple[MetadataPartition, ...],
@@ -89,15 +101,28 @@ class MetadataTopic:
 @wire_message
 @attrs.frozen(kw_only=True)
 class MetadataResponse:
+    FLEXIBLE_FROM: ClassVar[int | None] = 9
+
     throttle_time_ms: Annotated[int, Wire(INT32, 3)] = 0
     brokers: Annotated[tuple[MetadataBroker, ...], Wire(Array(Struct(MetadataBroker)))] = array()
     cluster_id: Annotated[str | None, Wire(STRING, 2, nullable_from=2)] = None
     controller_id: Annotated[int, Wire(INT32, 1)] = -1
     topics: Annotated[tuple[MetadataTopic, ...], Wire(Array(Struct(MetadataTopic)))] = array()
-    cluster_authorized_operations: Annotated[int, Wire(INT32, 8)] = AUTHORIZED_OPERATIONS_OMITTED
+    cluster_authorized_operations: Annotated[int, Wire(INT32, 8, 10)] = (
+        AUTHORIZED_OPERATIONS_OMITTED
+    )
+    #: v13+: an error of the whole request (a per-topic error stays in its topic).
+    error_code: Annotated[int, Wire(INT16, 13)] = 0
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.METADATA, MetadataRequest, MetadataResponse, 0, 8),
+    # librdkafka asks for every topic at v9+ with a four-byte placeholder where the
+    # topic array's count goes (a varint 0, null, then three zero bytes it never
+    # shrinks), so its request runs three bytes past the body's end; Kafka's reader
+    # stops at the body's end and never sees them.
+    ApiSpec(
+        ApiKey.METADATA, MetadataRequest, MetadataResponse, 0, 13,
+        trailing_bytes_ignored=True,
+    ),
 )

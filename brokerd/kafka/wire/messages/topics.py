@@ -10,15 +10,19 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated
+import uuid
+from typing import Annotated, ClassVar
 
 import attrs
 
 from brokerd.kafka.wire.codec import (
     BOOL,
+    INT8,
     INT16,
     INT32,
     STRING,
+    UUID,
+    ZERO_UUID,
     ApiKey,
     Array,
     Struct,
@@ -61,6 +65,8 @@ class CreatableTopic:
 @wire_message
 @attrs.frozen(kw_only=True)
 class CreateTopicsRequest:
+    FLEXIBLE_FROM: ClassVar[int | None] = 5
+
     topics: Annotated[tuple[CreatableTopic, ...], Wire(Array(Struct(CreatableTopic)))] = array()
     timeout_ms: Annotated[int, Wire(INT32)] = 60_000
     validate_only: Annotated[bool, Wire(BOOL, 1)] = False
@@ -68,15 +74,40 @@ class CreateTopicsRequest:
 
 @wire_message
 @attrs.frozen(kw_only=True)
+class CreatableTopicConfigs:
+    """One config of a created topic (v5+), as DescribeConfigs would describe it."""
+
+    name: Annotated[str, Wire(STRING)]
+    value: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    read_only: Annotated[bool, Wire(BOOL)] = False
+    config_source: Annotated[int, Wire(INT8)] = -1
+    is_sensitive: Annotated[bool, Wire(BOOL)] = False
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
 class CreatableTopicResult:
     name: Annotated[str, Wire(STRING)]
+    #: v7+: the created topic's ID (zero when nothing was created).
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 7)] = ZERO_UUID
     error_code: Annotated[int, Wire(INT16)] = 0
     error_message: Annotated[str | None, Wire(STRING, 1, nullable_from=1)] = None
+    # v5+ also has TopicConfigErrorCode, a tagged field (tag 0) for configs that could
+    # not be described; brokerd always describes them, so it is never written.
+    num_partitions: Annotated[int, Wire(INT32, 5)] = -1
+    replication_factor: Annotated[int, Wire(INT16, 5)] = -1
+    #: v5+; null when the topic was not created.
+    configs: Annotated[
+        tuple[CreatableTopicConfigs, ...] | None,
+        Wire(Array(Struct(CreatableTopicConfigs)), 5, nullable_from=5),
+    ] = array()
 
 
 @wire_message
 @attrs.frozen(kw_only=True)
 class CreateTopicsResponse:
+    FLEXIBLE_FROM: ClassVar[int | None] = 5
+
     throttle_time_ms: Annotated[int, Wire(INT32, 2)] = 0
     topics: Annotated[
         tuple[CreatableTopicResult, ...],
@@ -89,21 +120,41 @@ class CreateTopicsResponse:
 
 @wire_message
 @attrs.frozen(kw_only=True)
+class DeleteTopicState:
+    """A topic to delete (v6+): by name, or by ID when the name is null."""
+
+    name: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    topic_id: Annotated[uuid.UUID, Wire(UUID)] = ZERO_UUID
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
 class DeleteTopicsRequest:
-    topic_names: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 4
+
+    #: v6+ (names or IDs); v1-5 have ``topic_names``.
+    topics: Annotated[
+        tuple[DeleteTopicState, ...], Wire(Array(Struct(DeleteTopicState)), 6)
+    ] = array()
+    topic_names: Annotated[tuple[str, ...], Wire(Array(STRING), 0, 5)] = array()
     timeout_ms: Annotated[int, Wire(INT32)] = 60_000
 
 
 @wire_message
 @attrs.frozen(kw_only=True)
 class DeletableTopicResult:
-    name: Annotated[str, Wire(STRING)]
+    #: Null (v6+) for an ID no topic has.
+    name: Annotated[str | None, Wire(STRING, nullable_from=6)]
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 6)] = ZERO_UUID
     error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, 5, nullable_from=5)] = None
 
 
 @wire_message
 @attrs.frozen(kw_only=True)
 class DeleteTopicsResponse:
+    FLEXIBLE_FROM: ClassVar[int | None] = 4
+
     throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
     responses: Annotated[
         tuple[DeletableTopicResult, ...],
@@ -113,6 +164,6 @@ class DeleteTopicsResponse:
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse, 2, 4),
-    ApiSpec(ApiKey.DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse, 1, 3),
+    ApiSpec(ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse, 2, 7),
+    ApiSpec(ApiKey.DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse, 1, 6),
 )
