@@ -40,15 +40,6 @@ TOOLS = JVM_DIR / "bin"
 #: One tool run: the tools bound their own client calls well inside this.
 TOOL_TIMEOUT = 90.0
 
-#: What brokerd does not answer yet, as the tools report it.
-DESCRIBE_PRODUCERS_GAP = (
-    "kafka-transactions.sh describe-producers: 'The node does not support "
-    "DESCRIBE_PRODUCERS' (DescribeProducers, API 61, is not implemented)"
-)
-ABORT_GAP = (
-    "kafka-transactions.sh abort: 'The node does not support WRITE_TXN_MARKERS' "
-    "(WriteTxnMarkers, API 27, is not implemented)"
-)
 
 
 def tool_ready() -> None:
@@ -456,7 +447,6 @@ def test_transactions_describe(broker: BrokerProcess, open_transaction: str) -> 
     assert "Ongoing" in out and f"{open_transaction}-0" in out
 
 
-@pytest.mark.xfail(strict=True, reason=DESCRIBE_PRODUCERS_GAP)
 def test_transactions_describe_producers(broker: BrokerProcess, open_transaction: str) -> None:
     out = tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap,
                "describe-producers", "--topic", open_transaction, "--partition", "0")  # fmt: skip
@@ -464,10 +454,9 @@ def test_transactions_describe_producers(broker: BrokerProcess, open_transaction
     assert row.split()[-1] == "0"  # the open transaction's first offset
 
 
-@pytest.mark.xfail(strict=True, reason=ABORT_GAP)
 def test_transactions_abort(broker: BrokerProcess, open_transaction: str) -> None:
     listed = tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap, "list")
-    (mine,) = [r.split() for r in listed.splitlines() if r.startswith(open_transaction + " ")]
+    (mine,) = [r for r in map(str.split, listed.splitlines()) if r[:1] == [open_transaction]]
     tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap, "abort",
          "--topic", open_transaction, "--partition", "0", "--producer-id", mine[2],
          "--producer-epoch", "0", "--coordinator-epoch", "0")  # fmt: skip

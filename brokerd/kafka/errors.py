@@ -78,6 +78,7 @@ class ErrorCode(enum.IntEnum):
     # Transactions.
     PRODUCER_FENCED = 90
     TRANSACTIONAL_ID_NOT_FOUND = 105
+    INVALID_REGULAR_EXPRESSION = 128
 
 
 #: Most specific class first: the first ``isinstance`` match wins.

@@ -82,6 +82,24 @@ class _Producer:
     #: Known only from a transaction marker (no batch of it was seen): any sequence is
     #: accepted next, as for an unknown producer.
     open_sequence: bool = False
+    #: Max timestamp of its last batch remembered since the broker started (the
+    #: snapshot does not keep it), -1 before one; DescribeProducers reports it.
+    last_timestamp: int = -1
+    #: A transaction marker of it was seen since the broker started.
+    marked: bool = False
+
+
+@attrs.frozen
+class ActiveProducer:
+    """One producer id of a partition as DescribeProducers reports it."""
+
+    producer_id: int
+    epoch: int
+    #: Last sequence of its last remembered batch, -1 when none is remembered.
+    last_sequence: int
+    last_timestamp: int
+    #: A transaction marker of this producer was seen (it is transactional).
+    marked: bool
 
 
 def _sequence_range(headers: Sequence[BatchHeader]) -> tuple[int, int]:
@@ -98,6 +116,19 @@ class ProducerStateTable:
 
     def __bool__(self) -> bool:
         return bool(self._producers)
+
+    def active(self) -> list[ActiveProducer]:
+        """Every producer id the table holds, in id order."""
+        return [
+            ActiveProducer(
+                pid,
+                state.epoch,
+                state.batches[-1].last_seq if state.batches else -1,
+                state.last_timestamp,
+                state.marked,
+            )
+            for pid, state in sorted(self._producers.items())
+        ]
 
     def _new(self, producer_id: int, epoch: int) -> _Producer:
         entry = self._producers[producer_id] = _Producer(epoch, deque(maxlen=self._memory))
@@ -152,6 +183,7 @@ class ProducerStateTable:
         first_seq, last_seq = _sequence_range(headers)
         batch = ProducerBatch(pid, epoch, first_seq, last_seq)
         state.batches.append(batch)
+        state.last_timestamp = headers[-1].max_timestamp
         return batch
 
     def fence(self, producer_id: int, epoch: int) -> None:
@@ -160,12 +192,16 @@ class ProducerStateTable:
         remembered batches (the producer restarts at sequence 0 in it)."""
         state = self._producers.get(producer_id)
         if state is None:
-            self._new(producer_id, epoch).open_sequence = True
+            state = self._new(producer_id, epoch)
+            state.open_sequence = True
         elif epoch > state.epoch:
-            self._new(producer_id, epoch)
+            last_timestamp = state.last_timestamp
+            state = self._new(producer_id, epoch)
+            state.last_timestamp = last_timestamp
         else:
             for batch in state.batches:
                 batch.closed = True
+        state.marked = True
 
     def forget(self, batch: ProducerBatch) -> None:
         """Drop a batch whose append failed, so that its retry is appended."""

@@ -28,6 +28,7 @@ old request versions (``txn_handlers.py``), or write markers itself (the core do
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
@@ -72,6 +73,7 @@ from brokerd.kafka.txn.views import (
     describe_transactions,
     list_transactions,
     pending_offsets,
+    verify_partitions,
     verify_produce,
 )
 from brokerd.net.transport import DelayedCall, TimerClock
@@ -472,11 +474,39 @@ class TransactionCoordinator(service.Service):
         """(:func:`~brokerd.kafka.txn.views.pending_offsets`)"""
         return pending_offsets(self._table, group_id)
 
-    def list_transactions(
-        self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
-    ) -> list[TxnListing]:
-        """Every id matching both filters (an empty filter matches everything); nothing
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """(:func:`~brokerd.kafka.txn.views.verify_partitions`); COORDINATOR_NOT_AVAILABLE
         once stopped."""
         if self._stopped:
+            return dict.fromkeys(partitions, _C.COORDINATOR_NOT_AVAILABLE)
+        busy = self._table.busy(transactional_id)
+        return verify_partitions(
+            self._table, transactional_id, producer_id, producer_epoch, partitions, busy
+        )
+
+    def list_transactions(
+        self,
+        state_filters: Sequence[str],
+        producer_id_filters: Sequence[int],
+        *,
+        duration_filter_ms: int = -1,
+        transactional_id_pattern: re.Pattern[str] | None = None,
+    ) -> list[TxnListing]:
+        """Every id matching every filter
+        (:func:`~brokerd.kafka.txn.views.list_transactions`); nothing once stopped."""
+        if self._stopped:
             return []
-        return list_transactions(self._table, state_filters, producer_id_filters)
+        return list_transactions(
+            self._table,
+            state_filters,
+            producer_id_filters,
+            now_ms=self._now_ms(),
+            duration_filter_ms=duration_filter_ms,
+            transactional_id_pattern=transactional_id_pattern,
+        )

@@ -10,6 +10,7 @@ I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -140,8 +141,25 @@ class TransactionCoordinatorLike(Protocol):
         (OffsetFetch's ``require_stable``; from memory)."""
         ...
 
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn's VerifyOnly (v4+): whether each partition is in the
+        producer's ongoing transaction (from memory)."""
+        ...
+
     def list_transactions(
-        self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
+        self,
+        state_filters: Sequence[str],
+        producer_id_filters: Sequence[int],
+        *,
+        duration_filter_ms: int = -1,
+        transactional_id_pattern: re.Pattern[str] | None = None,
     ) -> list[TxnListing]:
-        """ListTransactions (from memory); empty filters match everything."""
+        """ListTransactions (from memory); empty filters match everything, a negative
+        duration and a None pattern too."""
         ...

@@ -25,14 +25,17 @@ It does not keep transaction state, write markers or parse bytes; dispatch is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from twisted.logger import Logger
 
+from brokerd.errors import UnknownTopicOrPartition
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.authorize import (
+    CLUSTER_DENIED,
     GROUP_DENIED,
     TOPIC_DENIED,
     TXN_DENIED,
@@ -48,6 +51,7 @@ from brokerd.kafka.server.authorize import (
 )
 from brokerd.kafka.server.handler_base import Connection, unexpected_code
 from brokerd.kafka.server.route import Route
+from brokerd.kafka.txn.patterns import PatternRefused, compile_bounded
 from brokerd.kafka.txn.types import (
     TXN_STATE_NAMES,
     TopicPartition,
@@ -58,10 +62,13 @@ from brokerd.kafka.txn.types import (
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages import producers as producer_apis
+from brokerd.kafka.wire.messages import txn as txn_apis
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
     from brokerd.kafka.server.core_face import KafkaCore
+    from brokerd.storage.producer_state import ActiveProducer
 
 #: First version of each API whose clients know PRODUCER_FENCED (KIP-588, as each
 #: schema's "adds PRODUCER_FENCED" comment says); older versions get
@@ -134,6 +141,10 @@ class TxnHandlers:
                 describe_transactions_rule,
             ),
             Route(ApiKey.LIST_TRANSACTIONS, self.list_transactions, list_transactions_rule),
+            Route(
+                ApiKey.DESCRIBE_PRODUCERS, self.describe_producers, describe_producers_rule
+            ),
+            Route(ApiKey.WRITE_TXN_MARKERS, self.write_txn_markers, write_txn_markers_rule),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
@@ -180,41 +191,93 @@ class TxnHandlers:
 
     async def add_partitions_to_txn(self, conn: Connection, req: Request) -> Any:
         body: apis.AddPartitionsToTxnRequest = req.body
-        wanted = _group((t.name, p) for t in body.topics for p in t.partitions)
-        pairs = [(topic, p) for topic, parts in wanted.items() for p in parts]
-        codes = await self._add_partitions(body, pairs)
-        if any(codes.values()):
-            # All or nothing: Kafka answers the partitions that were fine this way.
-            codes = {
-                tp: code or ErrorCode.OPERATION_NOT_ATTEMPTED for tp, code in codes.items()
-            }
-        return apis.AddPartitionsToTxnResponse(
-            results_by_topic=tuple(
-                apis.AddPartitionsToTxnTopicResult(
-                    name=topic,
-                    results_by_partition=tuple(
-                        apis.AddPartitionsToTxnPartitionResult(
-                            partition_index=p,
-                            partition_error_code=code_for_version(
-                                ApiKey.ADD_PARTITIONS_TO_TXN, req.api_version, codes[(topic, p)]
+        if req.api_version >= 4:
+            return apis.AddPartitionsToTxnResponse(
+                results_by_transaction=tuple(
+                    [
+                        txn_apis.AddPartitionsToTxnResult(
+                            transactional_id=t.transactional_id,
+                            topic_results=await self._add_one_txn(
+                                req.api_version, t.transactional_id, t.producer_id,
+                                t.producer_epoch, t.topics, verify_only=t.verify_only,
                             ),
                         )
-                        for p in parts
-                    ),
+                        for t in body.transactions
+                    ]
                 )
-                for topic, parts in wanted.items()
+            )
+        return apis.AddPartitionsToTxnResponse(
+            results_by_topic=await self._add_one_txn(
+                req.api_version, body.transactional_id, body.producer_id,
+                body.producer_epoch, body.topics, verify_only=False,
             )
         )
 
+    async def _add_one_txn(
+        self,
+        version: int,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        topics: Sequence[apis.AddPartitionsToTxnTopic],
+        *,
+        verify_only: bool,
+    ) -> tuple[apis.AddPartitionsToTxnTopicResult, ...]:
+        """One transaction's partitions added (or with ``verify_only`` checked), answered
+        by topic."""
+        wanted = _group((t.name, p) for t in topics for p in t.partitions)
+        pairs = [(topic, p) for topic, parts in wanted.items() for p in parts]
+        if verify_only:
+            codes = self._verify_partitions(transactional_id, producer_id, producer_epoch, pairs)
+        else:
+            codes = await self._add_partitions(
+                transactional_id, producer_id, producer_epoch, pairs
+            )
+            if any(codes.values()):
+                # All or nothing: Kafka answers the partitions that were fine this way.
+                codes = {
+                    tp: code or ErrorCode.OPERATION_NOT_ATTEMPTED for tp, code in codes.items()
+                }
+        return tuple(
+            apis.AddPartitionsToTxnTopicResult(
+                name=topic,
+                results_by_partition=tuple(
+                    apis.AddPartitionsToTxnPartitionResult(
+                        partition_index=p,
+                        partition_error_code=code_for_version(
+                            ApiKey.ADD_PARTITIONS_TO_TXN, version, codes[(topic, p)]
+                        ),
+                    )
+                    for p in parts
+                ),
+            )
+            for topic, parts in wanted.items()
+        )
+
+    def _verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int,
+        pairs: list[TopicPartition],
+    ) -> dict[TopicPartition, int]:
+        if self._txn is None:
+            return dict.fromkeys(pairs, NO_COORDINATOR)
+        try:
+            answered: Mapping[TopicPartition, int] = self._txn.verify_partitions(
+                transactional_id, producer_id, producer_epoch, pairs
+            )
+        except Exception as e:
+            return dict.fromkeys(pairs, self._unexpected("verify partitions in txn", e))
+        return {tp: answered.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR) for tp in pairs}
+
     async def _add_partitions(
-        self, body: apis.AddPartitionsToTxnRequest, pairs: list[TopicPartition]
+        self, transactional_id: str, producer_id: int, producer_epoch: int,
+        pairs: list[TopicPartition],
     ) -> dict[TopicPartition, int]:
         def every(code: int) -> dict[TopicPartition, int]:
             return dict.fromkeys(pairs, code)
 
         if self._txn is None:
             return every(NO_COORDINATOR)
-        if not body.transactional_id:
+        if not transactional_id:
             return every(ErrorCode.INVALID_REQUEST)
         missing = self._missing(pairs)
         if missing:
@@ -226,7 +289,7 @@ class TxnHandlers:
             return {}
         try:
             answered: Mapping[TopicPartition, int] = await self._txn.add_partitions(
-                body.transactional_id, body.producer_id, body.producer_epoch, pairs
+                transactional_id, producer_id, producer_epoch, pairs
             )
         except Exception as e:
             return every(self._unexpected("add partitions to txn", e))
@@ -342,11 +405,23 @@ class TxnHandlers:
     async def list_transactions(self, conn: Connection, req: Request) -> Any:
         body: apis.ListTransactionsRequest = req.body
         unknown = tuple(s for s in body.state_filters if s not in TXN_STATE_NAMES)
+        pattern: re.Pattern[str] | None = None
+        if body.transactional_id_pattern:
+            try:
+                pattern = compile_bounded(body.transactional_id_pattern)
+            except PatternRefused as e:
+                self._log.debug("ListTransactions pattern refused: {why}", why=e)
+                return apis.ListTransactionsResponse(
+                    error_code=ErrorCode.INVALID_REGULAR_EXPRESSION
+                )
         if self._txn is None:
             return apis.ListTransactionsResponse(unknown_state_filters=unknown)
         try:
             listed = self._txn.list_transactions(
-                list(body.state_filters), list(body.producer_id_filters)
+                list(body.state_filters),
+                list(body.producer_id_filters),
+                duration_filter_ms=body.duration_filter,
+                transactional_id_pattern=pattern,
             )
         except Exception as e:
             return apis.ListTransactionsResponse(
@@ -364,6 +439,98 @@ class TxnHandlers:
                 for t in listed
             ),
         )
+
+    # -- DescribeProducers -----------------------------------------------------------
+
+    async def describe_producers(self, conn: Connection, req: Request) -> Any:
+        body: producer_apis.DescribeProducersRequest = req.body
+        topics = []
+        for t in body.topics:
+            parts = [
+                await self._producers_of(t.name, p)
+                for p in dict.fromkeys(t.partition_indexes)
+            ]
+            topics.append(
+                producer_apis.DescribeProducersTopicResponse(name=t.name, partitions=tuple(parts))
+            )
+        return producer_apis.DescribeProducersResponse(topics=tuple(topics))
+
+    async def _producers_of(
+        self, topic: str, partition: int
+    ) -> producer_apis.DescribeProducersPartitionResponse:
+        def refused(code: int) -> producer_apis.DescribeProducersPartitionResponse:
+            return producer_apis.DescribeProducersPartitionResponse(
+                partition_index=partition, error_code=code
+            )
+
+        if self._missing([(topic, partition)]):
+            return refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        try:
+            found = await self._core.describe_producers(topic, partition)
+        except UnknownTopicOrPartition:
+            return refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        except Exception as e:
+            return refused(self._unexpected("describe producers", e))
+        return producer_apis.DescribeProducersPartitionResponse(
+            partition_index=partition,
+            active_producers=tuple(_producer_entry(p, start) for p, start in found),
+        )
+
+    # -- WriteTxnMarkers -------------------------------------------------------------
+
+    async def write_txn_markers(self, conn: Connection, req: Request) -> Any:
+        body: txn_apis.WriteTxnMarkersRequest = req.body
+        return txn_apis.WriteTxnMarkersResponse(
+            markers=tuple([await self._write_marker(m) for m in body.markers])
+        )
+
+    async def _write_marker(
+        self, marker: txn_apis.WritableTxnMarker
+    ) -> txn_apis.WritableTxnMarkerResult:
+        wanted = _group((t.name, p) for t in marker.topics for p in t.partition_indexes)
+        pairs = [(topic, p) for topic, parts in wanted.items() for p in parts]
+        missing = self._missing(pairs)
+        codes: dict[TopicPartition, int] = dict.fromkeys(
+            missing, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        )
+        present = [tp for tp in pairs if tp not in missing]
+        if present:
+            try:
+                await self._core.write_txn_markers(
+                    present, marker.producer_id, marker.producer_epoch,
+                    commit=marker.transaction_result,
+                    coordinator_epoch=marker.coordinator_epoch,
+                )
+            except Exception as e:
+                codes.update(dict.fromkeys(present, self._unexpected("write txn markers", e)))
+        return txn_apis.WritableTxnMarkerResult(
+            producer_id=marker.producer_id,
+            topics=tuple(
+                txn_apis.WritableTxnMarkerTopicResult(
+                    name=topic,
+                    partitions=tuple(
+                        txn_apis.WritableTxnMarkerPartitionResult(
+                            partition_index=p, error_code=codes.get((topic, p), 0)
+                        )
+                        for p in parts
+                    ),
+                )
+                for topic, parts in wanted.items()
+            ),
+        )
+
+
+def _producer_entry(p: ActiveProducer, txn_start: int) -> producer_apis.ProducerStateEntry:
+    return producer_apis.ProducerStateEntry(
+        producer_id=p.producer_id,
+        producer_epoch=p.epoch,
+        last_sequence=p.last_sequence,
+        last_timestamp=p.last_timestamp,
+        # brokerd's one transaction coordinator writes every marker with epoch 0; -1 is
+        # Kafka's answer for a producer no marker has been seen for.
+        coordinator_epoch=0 if p.marked else -1,
+        current_txn_start_offset=txn_start,
+    )
 
 
 def _described(d: TxnDescription) -> apis.DescribeTransactionsState:
@@ -407,6 +574,12 @@ def txn_offset_commit_rule(access: Access, req: Request) -> Gate:
 
 def add_partitions_to_txn_rule(access: Access, req: Request) -> Gate:
     body: apis.AddPartitionsToTxnRequest = req.body
+    if req.api_version >= 4:
+        # The brokers' form: the sending broker is trusted with every transaction it
+        # names (Kafka checks CLUSTER_ACTION only, for the whole request).
+        if access.cluster(Operation.CLUSTER_ACTION):
+            return Gate(req)
+        return answer_now(req, apis.AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED))
 
     def answer(code_of: Callable[[str], ErrorCode]) -> Gate:
         return answer_now(req, apis.AddPartitionsToTxnResponse(results_by_topic=tuple(
@@ -464,6 +637,41 @@ def list_transactions_rule(access: Access, req: Request) -> Gate:
         lambda s: access.txn(Operation.DESCRIBE, s.transactional_id),
     ))
 
+
+def describe_producers_rule(access: Access, req: Request) -> Gate:
+    body: producer_apis.DescribeProducersRequest = req.body
+    return split_entries(
+        req, body.topics, by_name, topic_op(Operation.READ, access),
+        lambda t, code: producer_apis.DescribeProducersTopicResponse(
+            name=t.name,
+            partitions=tuple(
+                producer_apis.DescribeProducersPartitionResponse(
+                    partition_index=p, error_code=code
+                )
+                for p in dict.fromkeys(t.partition_indexes)
+            ),
+        ),
+        narrow=lambda kept: attrs.evolve(body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )
+
+
+def write_txn_markers_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.CLUSTER_ACTION):
+        return Gate(req)
+    body: txn_apis.WriteTxnMarkersRequest = req.body
+    return answer_now(req, txn_apis.WriteTxnMarkersResponse(markers=tuple(
+        txn_apis.WritableTxnMarkerResult(producer_id=m.producer_id, topics=tuple(
+            txn_apis.WritableTxnMarkerTopicResult(name=t.name, partitions=tuple(
+                txn_apis.WritableTxnMarkerPartitionResult(
+                    partition_index=p, error_code=CLUSTER_DENIED
+                )
+                for p in t.partition_indexes
+            ))
+            for t in m.topics
+        ))
+        for m in body.markers
+    )))
 
 
 __all__ = [
