@@ -145,17 +145,24 @@ def test_end_txn(version: int) -> None:
     assert response(version, apis.EndTxnResponse(error_code=48), flexible=flexible) == want
 
 
+def test_end_txn_v5_answers_the_producer_id_and_epoch() -> None:
+    body = cs("tx") + i64(5) + i16(1) + b1(True) + NO_TAGS
+    assert decode(ApiKey.END_TXN, 5, body, flexible=True) == apis.EndTxnRequest(
+        transactional_id="tx", producer_id=5, producer_epoch=1, committed=True)
+    resp = apis.EndTxnResponse(error_code=0, producer_id=5, producer_epoch=2)
+    assert response(5, resp, flexible=True) == i32(0) + i16(0) + i64(5) + i16(2) + NO_TAGS
+
+
 @pytest.mark.parametrize("key", [ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT])
-def test_transaction_version_2_requests_not_accepted(key: ApiKey) -> None:
-    # v5 of both is KIP-890 part 2's protocol, which brokerd does not run.
+def test_v6_not_accepted(key: ApiKey) -> None:
     with pytest.raises(apis.UnsupportedVersion):
-        apis.decode_request(req(key, 5, b"", flexible=True))
+        apis.decode_request(req(key, 6, b"", flexible=True))
 
 
 # -- TxnOffsetCommit (28) ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5])
 def test_txn_offset_commit(version: int) -> None:
     flexible = version >= 3
     epoch = i32(4) if version >= 2 else b""

@@ -16,6 +16,7 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.handlers.txn import code_for_version
 from brokerd.kafka.server.protocol import KafkaFactory
 from brokerd.kafka.txn.types import (
+    EndTxnResult,
     InitProducerIdResult,
     TopicPartition,
     TxnDescription,
@@ -44,6 +45,7 @@ class FakeTransactions:
         self.hold: defer.Deferred[Any] | None = None
         self.descriptions: dict[str, TxnDescription] = {}
         self.listings: list[TxnListing] = []
+        self.end_result = EndTxnResult(ErrorCode.NONE, 4000, 3)
 
     def _answer(self, value: Any) -> defer.Deferred[Any]:
         if self.fail is not None:
@@ -83,14 +85,23 @@ class FakeTransactions:
         self.calls.append(("end_txn", transactional_id, producer_id, producer_epoch, commit))
         return self._answer(self.code)
 
+    def end_txn_bumping(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> defer.Deferred[EndTxnResult]:
+        self.calls.append(("end_txn_bumping", transactional_id, producer_id, producer_epoch,
+                           commit))
+        return self._answer(self.end_result)
+
     def txn_offset_commit(
         self, transactional_id: str, group_id: str, producer_id: int, producer_epoch: int,
         offsets: Mapping[TopicPartition, TxnOffset], *, generation_id: int = -1,
-        member_id: str = "", group_instance_id: str | None = None,
+        member_id: str = "", group_instance_id: str | None = None, add_group: bool = False,
     ) -> defer.Deferred[dict[TopicPartition, ErrorCode]]:
         self.calls.append(("txn_offset_commit", transactional_id, group_id, producer_id,
                            producer_epoch, dict(offsets), generation_id, member_id,
                            group_instance_id))
+        if add_group:
+            self.calls.append(("add_group", group_id))
         return self._answer({tp: self.offset_codes.get(tp, ErrorCode.NONE) for tp in offsets})
 
     def describe(self, transactional_ids: Sequence[str]) -> list[TxnDescription]:
@@ -442,6 +453,46 @@ class DescribeAndListTests(TxnTestCase):
         self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 2)
 
 
+class KIP890Part2Tests(TxnTestCase):
+    def test_end_txn_v5_bumps_and_answers_the_next_id_and_epoch(self) -> None:
+        self.send(ApiKey.END_TXN, 5, apis.EndTxnRequest(
+            transactional_id="tx", producer_id=4000, producer_epoch=2, committed=True))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.producer_id, resp.producer_epoch),
+                         (0, 4000, 3))
+        self.assertEqual(self.txn.calls, [("end_txn_bumping", "tx", 4000, 2, True)])
+
+    def test_end_txn_v5_errors_answer_no_id(self) -> None:
+        self.txn.end_result = EndTxnResult(ErrorCode.PRODUCER_FENCED)
+        self.send(ApiKey.END_TXN, 5, apis.EndTxnRequest(
+            transactional_id="tx", producer_id=4000, producer_epoch=1, committed=False))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.producer_id, resp.producer_epoch),
+                         (ErrorCode.PRODUCER_FENCED, -1, -1))
+        self.send(ApiKey.END_TXN, 5, apis.EndTxnRequest(
+            transactional_id="", producer_id=4000, producer_epoch=1, committed=False))
+        self.assertEqual(self.one().error_code, ErrorCode.INVALID_REQUEST)
+
+    def test_end_txn_v4_does_not_bump(self) -> None:
+        self.send(ApiKey.END_TXN, 4, apis.EndTxnRequest(
+            transactional_id="tx", producer_id=4000, producer_epoch=2, committed=True))
+        self.assertEqual(self.one().error_code, 0)
+        self.assertEqual(self.txn.calls, [("end_txn", "tx", 4000, 2, True)])
+
+    def test_txn_offset_commit_v5_adds_the_group(self) -> None:
+        body = apis.TxnOffsetCommitRequest(
+            transactional_id="tx", group_id="g", producer_id=4000, producer_epoch=2,
+            topics=(apis.TxnOffsetCommitRequestTopic(name="t", partitions=(
+                apis.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=5),
+            )),))
+        self.send(ApiKey.TXN_OFFSET_COMMIT, 4, body)
+        self.one()
+        self.assertNotIn(("add_group", "g"), self.txn.calls)
+        self.send(ApiKey.TXN_OFFSET_COMMIT, 5, body)
+        self.assertEqual(self.one().topics[0].partitions[0].error_code, 0)
+        self.assertEqual(self.txn.calls[-1], ("add_group", "g"))
+
+
 class ListFilterTests(TxnTestCase):
     def setUp(self) -> None:
         super().setUp()
@@ -654,7 +705,7 @@ class VersionMappingTests(KafkaTestCase):
         got = {r.api_key: (r.min_version, r.max_version) for r in self.one().api_keys}
         self.assertEqual(
             {k: got[k] for k in (22, 24, 25, 26, 27, 28, 61, 65, 66)},
-            {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (1, 1), 28: (0, 4),
+            {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 1), 28: (0, 5),
              61: (0, 0), 65: (0, 0), 66: (0, 2)},
         )
 

@@ -84,6 +84,10 @@ PRODUCER_FENCED_FROM: dict[ApiKey, int] = {
 #: TxnOffsetCommit clients below this version may crash on COORDINATOR_LOAD_IN_PROGRESS
 #: (Kafka answers them COORDINATOR_NOT_AVAILABLE instead).
 TXN_OFFSET_COMMIT_LOAD_ERROR_FROM = 2
+#: EndTxn from this version bumps the producer epoch at every end (KIP-890 part 2).
+BUMPING_END_TXN_FROM = 5
+#: TxnOffsetCommit from this version adds its group to the transaction itself.
+IMPLICIT_ADD_OFFSETS_FROM = 5
 #: What a broker without a transaction coordinator answers a transactional request.
 NO_COORDINATOR = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
@@ -317,6 +321,8 @@ class TxnHandlers:
 
     async def end_txn(self, conn: Connection, req: Request) -> Any:
         body: apis.EndTxnRequest = req.body
+        if req.api_version >= BUMPING_END_TXN_FROM and self._txn is not None:
+            return await self._end_txn_bumping(body)
         if self._txn is None:
             code: int = NO_COORDINATOR
         elif not body.transactional_id:
@@ -331,6 +337,22 @@ class TxnHandlers:
                 code = self._unexpected("end txn", e)
         return apis.EndTxnResponse(
             error_code=code_for_version(ApiKey.END_TXN, req.api_version, code)
+        )
+
+    async def _end_txn_bumping(self, body: apis.EndTxnRequest) -> apis.EndTxnResponse:
+        assert self._txn is not None
+        if not body.transactional_id:
+            return apis.EndTxnResponse(error_code=ErrorCode.INVALID_REQUEST)
+        try:
+            result = await self._txn.end_txn_bumping(
+                body.transactional_id, body.producer_id, body.producer_epoch, body.committed
+            )
+        except Exception as e:
+            return apis.EndTxnResponse(error_code=self._unexpected("end txn", e))
+        return apis.EndTxnResponse(
+            error_code=result.error,
+            producer_id=result.producer_id,
+            producer_epoch=result.producer_epoch,
         )
 
     # -- TxnOffsetCommit -------------------------------------------------------------
@@ -359,6 +381,8 @@ class TxnHandlers:
                     body.transactional_id, body.group_id, body.producer_id,
                     body.producer_epoch, offsets, generation_id=body.generation_id,
                     member_id=body.member_id, group_instance_id=body.group_instance_id,
+                    # v5 (KIP-890 part 2): no AddOffsetsToTxn came first.
+                    add_group=req.api_version >= IMPLICIT_ADD_OFFSETS_FROM,
                 )
             except Exception as e:
                 code = self._unexpected("txn offset commit", e)

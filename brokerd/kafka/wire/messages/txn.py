@@ -387,12 +387,12 @@ APIS: tuple[ApiSpec, ...] = (
     ),
     # v4 only adds TRANSACTION_ABORTABLE.
     ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 4),
-    # v4 only adds TRANSACTION_ABORTABLE; v5 is KIP-890 part 2 (an epoch bump at every
-    # end), which needs the transaction.version feature brokerd does not finalize.
-    ApiSpec(ApiKey.END_TXN, EndTxnRequest, EndTxnResponse, 0, 4),
-    # v4 only adds TRANSACTION_ABORTABLE; v5 (an implicit AddOffsetsToTxn) is KIP-890
-    # part 2 like EndTxn v5.
-    ApiSpec(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 4),
+    # v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) bumps the producer epoch
+    # at every end and answers the id and epoch to use next.
+    ApiSpec(ApiKey.END_TXN, EndTxnRequest, EndTxnResponse, 0, 5),
+    # v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) also adds the group to the
+    # transaction, as AddOffsetsToTxn does.
+    ApiSpec(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 5),
     ApiSpec(
         ApiKey.DESCRIBE_TRANSACTIONS,
         DescribeTransactionsRequest,
