@@ -454,6 +454,14 @@ def test_transactions_describe_producers(broker: BrokerProcess, open_transaction
     assert row.split()[-1] == "0"  # the open transaction's first offset
 
 
+def test_transactions_find_hanging(broker: BrokerProcess, open_transaction: str) -> None:
+    # DescribeProducers on every partition of the node, then the coordinator's view of
+    # each open transaction found: a fresh one the coordinator knows is not hanging.
+    out = tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap,
+               "find-hanging", "--broker-id", "0", "--max-transaction-timeout", "1")  # fmt: skip
+    assert open_transaction not in out
+
+
 def test_transactions_abort(broker: BrokerProcess, open_transaction: str) -> None:
     listed = tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap, "list")
     (mine,) = [r for r in map(str.split, listed.splitlines()) if r[:1] == [open_transaction]]
