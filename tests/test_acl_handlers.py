@@ -419,6 +419,8 @@ class AdminAndGroupTests(AclTestCase):
         self.core.add_topic("t")
         self.core.write_txn_markers = (  # type: ignore[attr-defined]
             lambda *a, **k: defer.succeed(None))
+        self.core.describe_producers = (  # type: ignore[attr-defined]
+            lambda topic, partition: defer.succeed([]))
         body = txn_apis.WriteTxnMarkersRequest(markers=(txn_apis.WritableTxnMarker(
             producer_id=7, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
             topics=(txn_apis.WritableTxnMarkerTopic(name="t", partition_indexes=(0,)),)),))

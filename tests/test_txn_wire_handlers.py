@@ -632,6 +632,9 @@ class WriteTxnMarkersTests(TxnTestCase):
         super().setUp()
         self.written: list[tuple[Any, ...]] = []
         self.core.write_txn_markers = self.fake_write  # type: ignore[attr-defined]
+        self.known: list[tuple[ActiveProducer, int]] = []
+        self.core.describe_producers = (  # type: ignore[attr-defined]
+            lambda topic, partition: defer.succeed(self.known))
 
     def fake_write(self, partitions: Sequence[tuple[str, int]], producer_id: int,
                    producer_epoch: int, *, commit: bool, coordinator_epoch: int = 0,
@@ -652,6 +655,17 @@ class WriteTxnMarkersTests(TxnTestCase):
         self.assertEqual([(p.partition_index, p.error_code) for p in topic.partitions],
                          [(0, 0), (9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])
         self.assertEqual(self.written, [([("t", 0)], 7, 3, False, 0)])
+
+    def test_a_marker_older_than_the_partitions_epoch_is_refused(self) -> None:
+        self.known = [(ActiveProducer(7, 4, 0, 1, marked=False), 0)]
+        self.send(ApiKey.WRITE_TXN_MARKERS, 1, txn_apis.WriteTxnMarkersRequest(markers=(
+            txn_apis.WritableTxnMarker(
+                producer_id=7, producer_epoch=3, transaction_result=False, coordinator_epoch=0,
+                topics=(txn_apis.WritableTxnMarkerTopic(name="t", partition_indexes=(0,)),)),
+        )))
+        part = self.one().markers[0].topics[0].partitions[0]
+        self.assertEqual(part.error_code, ErrorCode.INVALID_PRODUCER_EPOCH)
+        self.assertEqual(self.written, [])
 
 
 # -- without a transaction coordinator ---------------------------------------------------

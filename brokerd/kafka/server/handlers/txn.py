@@ -1,6 +1,7 @@
 # -*- test-case-name: tests.test_txn_wire_handlers -*-
 """Kafka transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
-DescribeTransactions and ListTransactions, and InitProducerId's transactional half.
+DescribeTransactions and ListTransactions, and InitProducerId's transactional half; and
+the partition side of transactions: DescribeProducers and WriteTxnMarkers.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a call of the
 transaction coordinator (duck-typed by
@@ -14,12 +15,19 @@ response message. What is decided here, on the wire side:
 * error codes are adapted to the request version (:func:`code_for_version`): the
   coordinator speaks the newest codes, older clients get the ones they know;
 * an empty transactional id is INVALID_REQUEST, as Kafka answers;
+* the brokers' forms (AddPartitionsToTxn v4+, WriteTxnMarkers) need CLUSTER_ACTION;
+  AddPartitionsToTxn v4+ answers by transaction, VerifyOnly ones without adding;
+* EndTxn v5 and TxnOffsetCommit v5 are KIP-890 part 2's (an epoch bump at every end;
+  the group added by the commit itself);
+* ListTransactions v2's pattern is compiled by :mod:`brokerd.kafka.txn.patterns`
+  (INVALID_REGULAR_EXPRESSION when refused);
 * without a coordinator (transactions disabled), every API that names a transactional
   id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which every client treats as fatal
   (a retriable code would make it retry forever); DescribeTransactions answers
   TRANSACTIONAL_ID_NOT_FOUND per id and ListTransactions an empty list.
 
-It does not keep transaction state, write markers or parse bytes; dispatch is
+It does not keep transaction state or parse bytes, and writes markers only for
+WriteTxnMarkers (through the core, as the coordinator does); dispatch is
 :class:`~brokerd.kafka.server.dispatch.KafkaHandlers`'.
 """
 
@@ -517,7 +525,14 @@ class TxnHandlers:
         codes: dict[TopicPartition, int] = dict.fromkeys(
             missing, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         )
-        present = [tp for tp in pairs if tp not in missing]
+        present = []
+        for tp in pairs:
+            if tp not in missing:
+                code = await self._marker_epoch_error(tp, marker)
+                if code:
+                    codes[tp] = code
+                else:
+                    present.append(tp)
         if present:
             try:
                 await self._core.write_txn_markers(
@@ -542,6 +557,25 @@ class TxnHandlers:
                 for topic, parts in wanted.items()
             ),
         )
+
+
+    async def _marker_epoch_error(
+        self, tp: TopicPartition, marker: txn_apis.WritableTxnMarker
+    ) -> int:
+        """INVALID_PRODUCER_EPOCH when the partition already knows the producer at a newer
+        epoch than the marker's (a Kafka partition leader refuses such a marker: it
+        would end a newer transaction in the old epoch's name)."""
+        try:
+            found = await self._core.describe_producers(*tp)
+        except UnknownTopicOrPartition:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        except Exception as e:
+            return self._unexpected("write txn markers", e)
+        for producer, _start in found:
+            newer = producer.epoch > marker.producer_epoch
+            if producer.producer_id == marker.producer_id and newer:
+                return ErrorCode.INVALID_PRODUCER_EPOCH
+        return ErrorCode.NONE
 
 
 def _producer_entry(p: ActiveProducer, txn_start: int) -> producer_apis.ProducerStateEntry:
