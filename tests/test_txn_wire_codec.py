@@ -252,7 +252,7 @@ def test_list_transactions_v2_null_pattern() -> None:
     ("key", "version"),
     [(ApiKey.DESCRIBE_TRANSACTIONS, 1), (ApiKey.LIST_TRANSACTIONS, 3),
      (ApiKey.DESCRIBE_PRODUCERS, 1), (ApiKey.WRITE_TXN_MARKERS, 0),
-     (ApiKey.WRITE_TXN_MARKERS, 2)],
+     (ApiKey.WRITE_TXN_MARKERS, 3)],
 )
 def test_versions_not_accepted(key: ApiKey, version: int) -> None:
     with pytest.raises(apis.UnsupportedVersion):
@@ -297,6 +297,11 @@ def test_write_txn_markers() -> None:
     want = (carr(i64(7) + carr(cs("t") + carr(i32(0) + i16(0) + NO_TAGS)
                                            + NO_TAGS) + NO_TAGS) + NO_TAGS)
     assert response(1, resp, flexible=True) == want
+    # v2 adds the marker's transaction version (an int8) after the coordinator epoch.
+    v2 = carr(marker[:-1] + i8(2) + NO_TAGS) + NO_TAGS
+    (got,) = decode(ApiKey.WRITE_TXN_MARKERS, 2, v2, flexible=True).markers
+    assert got.transaction_version == 2
+    assert response(2, resp, flexible=True) == want
 
 
 # -- InitProducerId (22), every version ---------------------------------------------------

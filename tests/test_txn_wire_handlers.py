@@ -667,6 +667,25 @@ class WriteTxnMarkersTests(TxnTestCase):
         self.assertEqual(part.error_code, ErrorCode.INVALID_PRODUCER_EPOCH)
         self.assertEqual(self.written, [])
 
+    def test_a_transaction_version_2_marker_needs_a_newer_epoch(self) -> None:
+        def mark(epoch: int) -> int:
+            self.send(ApiKey.WRITE_TXN_MARKERS, 2, txn_apis.WriteTxnMarkersRequest(markers=(
+                txn_apis.WritableTxnMarker(
+                    producer_id=7, producer_epoch=epoch, transaction_result=True,
+                    coordinator_epoch=0, transaction_version=2,
+                    topics=(txn_apis.WritableTxnMarkerTopic(name="t", partition_indexes=(0,)),),
+                ),
+            )))
+            code: int = self.one().markers[0].topics[0].partitions[0].error_code
+            return code
+
+        self.known = [(ActiveProducer(7, 4, 0, 1, marked=False), 30)]  # open at epoch 4
+        self.assertEqual(mark(4), ErrorCode.INVALID_PRODUCER_EPOCH)
+        self.assertEqual(mark(5), 0)
+        self.known = [(ActiveProducer(7, 5, -1, 1, marked=True), -1)]  # ended at epoch 5
+        self.assertEqual(mark(5), 0)  # the same marker again
+        self.assertEqual(len(self.written), 2)
+
 
 # -- without a transaction coordinator ---------------------------------------------------
 
@@ -719,7 +738,7 @@ class VersionMappingTests(KafkaTestCase):
         got = {r.api_key: (r.min_version, r.max_version) for r in self.one().api_keys}
         self.assertEqual(
             {k: got[k] for k in (22, 24, 25, 26, 27, 28, 61, 65, 66)},
-            {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 1), 28: (0, 5),
+            {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5),
              61: (0, 0), 65: (0, 0), 66: (0, 2)},
         )
 

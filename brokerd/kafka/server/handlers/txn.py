@@ -96,6 +96,8 @@ TXN_OFFSET_COMMIT_LOAD_ERROR_FROM = 2
 BUMPING_END_TXN_FROM = 5
 #: TxnOffsetCommit from this version adds its group to the transaction itself.
 IMPLICIT_ADD_OFFSETS_FROM = 5
+#: A WriteTxnMarkers (v2+) marker of this transaction version needs a newer epoch.
+STRICT_MARKER_TRANSACTION_VERSION = 2
 #: What a broker without a transaction coordinator answers a transactional request.
 NO_COORDINATOR = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
@@ -564,16 +566,23 @@ class TxnHandlers:
     ) -> int:
         """INVALID_PRODUCER_EPOCH when the partition already knows the producer at a newer
         epoch than the marker's (a Kafka partition leader refuses such a marker: it
-        would end a newer transaction in the old epoch's name)."""
+        would end a newer transaction in the old epoch's name). A v2 marker of
+        transaction version 2 (KIP-1228: KIP-890 part 2 ends carry a bumped epoch) must be
+        newer than the producer's epoch, unless it repeats the marker that already ended
+        the transaction (same epoch, nothing open on the partition)."""
         try:
             found = await self._core.describe_producers(*tp)
         except UnknownTopicOrPartition:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         except Exception as e:
             return self._unexpected("write txn markers", e)
-        for producer, _start in found:
-            newer = producer.epoch > marker.producer_epoch
-            if producer.producer_id == marker.producer_id and newer:
+        strict = marker.transaction_version >= STRICT_MARKER_TRANSACTION_VERSION
+        for producer, start in found:
+            if producer.producer_id != marker.producer_id:
+                continue
+            if producer.epoch > marker.producer_epoch or (
+                strict and producer.epoch == marker.producer_epoch and start >= 0
+            ):
                 return ErrorCode.INVALID_PRODUCER_EPOCH
         return ErrorCode.NONE
 

@@ -401,7 +401,6 @@ APIS: tuple[ApiSpec, ...] = (
         0,
     ),
     ApiSpec(ApiKey.LIST_TRANSACTIONS, ListTransactionsRequest, ListTransactionsResponse, 0, 2),
-    # Version 1 is Kafka 4.0's baseline; v2's TransactionVersion 2 markers belong to
-    # KIP-890 part 2 transactions, which brokerd does not run.
-    ApiSpec(ApiKey.WRITE_TXN_MARKERS, WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 1),
+    # Version 1 is Kafka 4.0's baseline; v2 adds each marker's transaction version.
+    ApiSpec(ApiKey.WRITE_TXN_MARKERS, WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 2),
 )
