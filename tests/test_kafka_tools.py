@@ -462,6 +462,18 @@ def test_transactions_find_hanging(broker: BrokerProcess, open_transaction: str)
     assert open_transaction not in out
 
 
+def last_stable_offset(broker: BrokerProcess, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer({"bootstrap.servers": broker.kafka_bootstrap, "group.id": "lso",
+                       "isolation.level": "read_committed"})  # fmt: skip
+    try:
+        _, lso = reader.get_watermark_offsets(TopicPartition(topic, 0), WAIT)
+    finally:
+        reader.close()
+    return int(lso)
+
+
 def test_transactions_abort(broker: BrokerProcess, open_transaction: str) -> None:
     listed = tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap, "list")
     (mine,) = [r for r in map(str.split, listed.splitlines()) if r[:1] == [open_transaction]]
@@ -469,15 +481,14 @@ def test_transactions_abort(broker: BrokerProcess, open_transaction: str) -> Non
          "--topic", open_transaction, "--partition", "0", "--producer-id", mine[2],
          "--producer-epoch", "0", "--coordinator-epoch", "0")  # fmt: skip
     # The abort marker lands: the last stable offset passes the aborted record.
-    from confluent_kafka import Consumer, TopicPartition
+    assert last_stable_offset(broker, open_transaction) == 2
 
-    reader = Consumer({"bootstrap.servers": broker.kafka_bootstrap, "group.id": "lso",
-                       "isolation.level": "read_committed"})  # fmt: skip
-    try:
-        _, lso = reader.get_watermark_offsets(TopicPartition(open_transaction, 0), WAIT)
-    finally:
-        reader.close()
-    assert lso == 2
+
+def test_transactions_abort_by_start_offset(broker: BrokerProcess, open_transaction: str) -> None:
+    # The tool finds the producer with DescribeProducers, then writes its marker.
+    tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap, "abort",
+         "--topic", open_transaction, "--partition", "0", "--start-offset", "0")  # fmt: skip
+    assert last_stable_offset(broker, open_transaction) == 2
 
 
 class JsonLines:
