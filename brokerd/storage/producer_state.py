@@ -53,11 +53,17 @@ _FORMATS = (1, 2)
 class SnapshotEntry(TypedDict):
     """One producer id in the snapshot file: its epoch, its recent batches as
     ``[first_seq, last_seq, base_offset, last_offset]``, and how many of the first of
-    them belong to transactions that have ended (``closed``, absent meaning 0)."""
+    them belong to transactions that have ended (``closed``, absent meaning 0); for
+    DescribeProducers, its last batch's max timestamp (``ts``) and whether a marker of
+    it was seen (``marked``). Readers ignore keys they do not know."""
 
     epoch: int
     batches: Sequence[Sequence[int]]
     closed: NotRequired[int]
+    #: Max timestamp of the producer's last batch (absent: unknown).
+    ts: NotRequired[int]
+    #: A transaction marker of the producer was seen (absent: false).
+    marked: NotRequired[bool]
 
 
 @attrs.define(eq=False)
@@ -82,10 +88,9 @@ class _Producer:
     #: Known only from a transaction marker (no batch of it was seen): any sequence is
     #: accepted next, as for an unknown producer.
     open_sequence: bool = False
-    #: Max timestamp of its last batch remembered since the broker started (the
-    #: snapshot does not keep it), -1 before one; DescribeProducers reports it.
+    #: Max timestamp of its last batch, -1 before one; DescribeProducers reports it.
     last_timestamp: int = -1
-    #: A transaction marker of it was seen since the broker started.
+    #: A transaction marker of it was seen.
     marked: bool = False
 
 
@@ -245,6 +250,10 @@ class ProducerStateTable:
             closed = sum(1 for b in written if b.closed)
             if closed:
                 entry["closed"] = closed
+            if state.last_timestamp >= 0:
+                entry["ts"] = state.last_timestamp
+            if state.marked:
+                entry["marked"] = True
             out[pid] = entry
         return out
 
@@ -259,6 +268,8 @@ class ProducerStateTable:
         may have cut the log below what the snapshot saw)."""
         for pid, entry in producers.items():
             state = self._new(pid, entry["epoch"])
+            state.last_timestamp = entry.get("ts", -1)
+            state.marked = entry.get("marked", False)
             closed = entry.get("closed", 0)
             for i, (first_seq, last_seq, base, last) in enumerate(entry["batches"]):
                 if log_start_offset <= base and last < log_end_offset:
@@ -383,6 +394,12 @@ def read_snapshot(directory: str) -> tuple[int, dict[int, SnapshotEntry]] | None
             producers[int(pid)] = {"epoch": epoch, "batches": batches}
             if closed:
                 producers[int(pid)]["closed"] = closed
+            # Informational only (DescribeProducers): a bad value is dropped, not fatal.
+            ts = entry.get("ts")
+            if isinstance(ts, int) and not isinstance(ts, bool):
+                producers[int(pid)]["ts"] = ts
+            if entry.get("marked") is True:
+                producers[int(pid)]["marked"] = True
         end_offset: int = doc["end_offset"]
         return end_offset, producers
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
