@@ -430,3 +430,56 @@ class AdminAndGroupTests(AclTestCase):
         codes = {t.name: t.results_by_partition[0].partition_error_code
                  for t in self.one().results_by_topic}
         self.assertEqual(codes, {"ok": ErrorCode.OPERATION_NOT_ATTEMPTED, "secret": TAF})
+
+    def test_broker_form_of_add_partitions_needs_cluster_action(self) -> None:
+        from brokerd.kafka.wire.messages import txn as txn_apis
+
+        # Transactional id and topic ACLs are not what v4+ checks: the sender is a broker.
+        self.grant(ResourceType.TRANSACTIONAL_ID, "tx", OP.WRITE)
+        body = apis.AddPartitionsToTxnRequest(transactions=(
+            txn_apis.AddPartitionsToTxnTransaction(
+                transactional_id="tx", producer_id=1, producer_epoch=0, verify_only=True),))
+        self.send(ApiKey.ADD_PARTITIONS_TO_TXN, 4, body)
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.results_by_transaction),
+                         (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ()))
+        self.grant(ResourceType.CLUSTER, "kafka-cluster", OP.CLUSTER_ACTION)
+        self.send(ApiKey.ADD_PARTITIONS_TO_TXN, 4, body)
+        resp = self.one()
+        self.assertEqual(resp.error_code, 0)
+        self.assertEqual([r.transactional_id for r in resp.results_by_transaction], ["tx"])
+
+    def test_write_txn_markers_needs_cluster_action(self) -> None:
+        from brokerd.kafka.wire.messages import txn as txn_apis
+
+        self.core.add_topic("t")
+        self.core.write_txn_markers = (  # type: ignore[attr-defined]
+            lambda *a, **k: defer.succeed(None))
+        self.core.describe_producers = (  # type: ignore[attr-defined]
+            lambda topic, partition: defer.succeed([]))
+        body = txn_apis.WriteTxnMarkersRequest(markers=(txn_apis.WritableTxnMarker(
+            producer_id=7, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+            topics=(txn_apis.WritableTxnMarkerTopic(name="t", partition_indexes=(0,)),)),))
+        self.grant(ResourceType.TOPIC, "t", OP.WRITE)
+        self.send(ApiKey.WRITE_TXN_MARKERS, 1, body)
+        part = self.one().markers[0].topics[0].partitions[0]
+        self.assertEqual(part.error_code, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        self.grant(ResourceType.CLUSTER, "kafka-cluster", OP.CLUSTER_ACTION)
+        self.send(ApiKey.WRITE_TXN_MARKERS, 1, body)
+        self.assertEqual(self.one().markers[0].topics[0].partitions[0].error_code, 0)
+
+    def test_describe_producers_needs_read_on_the_topic(self) -> None:
+        from brokerd.kafka.wire.messages import producers as producer_apis
+
+        self.core.add_topic("ok")
+        self.core.add_topic("secret")
+        self.core.describe_producers = (  # type: ignore[attr-defined]
+            lambda topic, partition: defer.succeed([]))
+        self.grant(ResourceType.TOPIC, "ok", OP.READ)
+        self.grant(ResourceType.TOPIC, "secret", OP.DESCRIBE)
+        asked = producer_apis.DescribeProducersTopicRequest
+        self.send(ApiKey.DESCRIBE_PRODUCERS, 0, producer_apis.DescribeProducersRequest(
+            topics=(asked(name="ok", partition_indexes=(0,)),
+                    asked(name="secret", partition_indexes=(0,)))))
+        codes = {t.name: t.partitions[0].error_code for t in self.one().topics}
+        self.assertEqual(codes, {"ok": 0, "secret": TAF})

@@ -22,6 +22,7 @@ from brokerd.errors import (
     InvalidTxnState,
     OffsetOutOfRange,
     OutOfOrderSequence,
+    UnknownTopicOrPartition,
 )
 from brokerd.storage.batch import encode_batch, read_header
 from brokerd.storage.logdir import LogDirectory
@@ -200,6 +201,22 @@ class BrokerTxnTests(SynchronousTestCase):
         self.fails(self.broker.produce_batches("t", 0, txn(5, 1, b"late")), InvalidProducerEpoch)
         self.begin(5, epoch=1)
         self.assertEqual(self.produce(txn(5, 0, b"new", epoch=1)), 2)
+
+    def test_describe_producers_reports_the_table_and_open_transactions(self) -> None:
+        from brokerd.storage.producer_state import ActiveProducer
+
+        self.begin(5)
+        self.produce(encode_batch([b"p"], timestamp_ms=T0 + 7, producer_id=9,
+                                  producer_epoch=2, base_sequence=0))
+        self.produce(txn(5, 0, b"a", b"b"))
+        self.assertEqual(self.ok(self.broker.describe_producers("t", 0)), [
+            (ActiveProducer(5, 0, 1, T0, marked=False), 1),
+            (ActiveProducer(9, 2, 0, T0 + 7, marked=False), -1),
+        ])
+        self.markers(5, commit=True, epoch=1)
+        self.assertEqual(self.ok(self.broker.describe_producers("t", 0))[0],
+                         (ActiveProducer(5, 1, -1, T0, marked=True), -1))
+        self.fails(self.broker.describe_producers("t", 3), UnknownTopicOrPartition)
 
     def test_markers_to_several_partitions_and_deleted_topics(self) -> None:
         self.ok(self.broker.create_topic("u", 2))

@@ -40,15 +40,6 @@ TOOLS = JVM_DIR / "bin"
 #: One tool run: the tools bound their own client calls well inside this.
 TOOL_TIMEOUT = 90.0
 
-#: What brokerd does not answer yet, as the tools report it.
-DESCRIBE_PRODUCERS_GAP = (
-    "kafka-transactions.sh describe-producers: 'The node does not support "
-    "DESCRIBE_PRODUCERS' (DescribeProducers, API 61, is not implemented)"
-)
-ABORT_GAP = (
-    "kafka-transactions.sh abort: 'The node does not support WRITE_TXN_MARKERS' "
-    "(WriteTxnMarkers, API 27, is not implemented)"
-)
 
 
 def tool_ready() -> None:
@@ -487,7 +478,6 @@ def test_transactions_describe(broker: BrokerProcess, open_transaction: str) -> 
     assert "Ongoing" in out and f"{open_transaction}-0" in out
 
 
-@pytest.mark.xfail(strict=True, reason=DESCRIBE_PRODUCERS_GAP)
 def test_transactions_describe_producers(broker: BrokerProcess, open_transaction: str) -> None:
     out = tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap,
                "describe-producers", "--topic", open_transaction, "--partition", "0")  # fmt: skip
@@ -495,23 +485,41 @@ def test_transactions_describe_producers(broker: BrokerProcess, open_transaction
     assert row.split()[-1] == "0"  # the open transaction's first offset
 
 
-@pytest.mark.xfail(strict=True, reason=ABORT_GAP)
-def test_transactions_abort(broker: BrokerProcess, open_transaction: str) -> None:
-    listed = tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap, "list")
-    (mine,) = [r.split() for r in listed.splitlines() if r.startswith(open_transaction + " ")]
-    tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap, "abort",
-         "--topic", open_transaction, "--partition", "0", "--producer-id", mine[2],
-         "--producer-epoch", "0", "--coordinator-epoch", "0")  # fmt: skip
-    # The abort marker lands: the last stable offset passes the aborted record.
+def test_transactions_find_hanging(broker: BrokerProcess, open_transaction: str) -> None:
+    # DescribeProducers on every partition of the node, then the coordinator's view of
+    # each open transaction found: a fresh one the coordinator knows is not hanging.
+    out = tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap,
+               "find-hanging", "--broker-id", "0", "--max-transaction-timeout", "1")  # fmt: skip
+    assert open_transaction not in out
+
+
+def last_stable_offset(broker: BrokerProcess, topic: str) -> int:
     from confluent_kafka import Consumer, TopicPartition
 
     reader = Consumer({"bootstrap.servers": broker.kafka_bootstrap, "group.id": "lso",
                        "isolation.level": "read_committed"})  # fmt: skip
     try:
-        _, lso = reader.get_watermark_offsets(TopicPartition(open_transaction, 0), WAIT)
+        _, lso = reader.get_watermark_offsets(TopicPartition(topic, 0), WAIT)
     finally:
         reader.close()
-    assert lso == 2
+    return int(lso)
+
+
+def test_transactions_abort(broker: BrokerProcess, open_transaction: str) -> None:
+    listed = tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap, "list")
+    (mine,) = [r for r in map(str.split, listed.splitlines()) if r[:1] == [open_transaction]]
+    tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap, "abort",
+         "--topic", open_transaction, "--partition", "0", "--producer-id", mine[2],
+         "--producer-epoch", "0", "--coordinator-epoch", "0")  # fmt: skip
+    # The abort marker lands: the last stable offset passes the aborted record.
+    assert last_stable_offset(broker, open_transaction) == 2
+
+
+def test_transactions_abort_by_start_offset(broker: BrokerProcess, open_transaction: str) -> None:
+    # The tool finds the producer with DescribeProducers, then writes its marker.
+    tool("kafka-transactions.sh", "--bootstrap-server", broker.kafka_bootstrap, "abort",
+         "--topic", open_transaction, "--partition", "0", "--start-offset", "0")  # fmt: skip
+    assert last_stable_offset(broker, open_transaction) == 2
 
 
 class JsonLines:

@@ -93,7 +93,7 @@ def test_table_epochs() -> None:
         table.check(headers(7, 2, 4))  # a new epoch starts at 0
     assert table.check(headers(7, 2, 0)) is None
     table.remember(headers(7, 2, 0))
-    assert table.snapshot() == {7: {"epoch": 2, "batches": []}}  # in flight: not snapshotted
+    assert table.snapshot() == {7: {"epoch": 2, "batches": [], "ts": 1}}  # in flight: no batch
 
 
 def test_table_forgets_a_failed_batch_so_its_retry_is_appended() -> None:
@@ -121,7 +121,7 @@ def test_table_replay_skips_plain_batches_and_known_ones() -> None:
     plain = parse_batches(encode_batch([b"x"], timestamp_ms=1), max_batch_bytes=1 << 20)
     replayed = headers(7, 0, 0, base=10) + plain + headers(7, 0, 0, base=10)
     table.replay(replayed, log_start_offset=3)
-    assert table.snapshot() == {7: {"epoch": 0, "batches": [[0, 1, 10, 11]]}}
+    assert table.snapshot() == {7: {"epoch": 0, "batches": [[0, 1, 10, 11]], "ts": 1}}
     twin = table.check(headers(7, 0, 0))
     assert twin is not None and twin.result == AppendInfo(10, 11, 3)
 
@@ -156,7 +156,7 @@ def test_load_table_replays_the_log_after_the_snapshot(tmp_path: Path) -> None:
     table = ProducerStateTable()
     load_table(log, table)
     assert table.snapshot() == {
-        7: {"epoch": 0, "batches": [[0, 1, 0, 1], [2, 3, 2, 3], [4, 5, 4, 5]]}
+        7: {"epoch": 0, "batches": [[0, 1, 0, 1], [2, 3, 2, 3], [4, 5, 4, 5]], "ts": 1}
     }
     log.close()
 
@@ -186,3 +186,32 @@ def test_a_transaction_marker_closes_its_batches_so_reused_sequences_are_refused
     with pytest.raises(OutOfOrderSequence, match="ended"):
         restored.check(headers(7, 4, 0))
     assert restored.check(headers(7, 4, 2)) is not None
+
+
+def test_active_producers_and_their_snapshot(tmp_path: Path) -> None:
+    from brokerd.storage.producer_state import ActiveProducer
+
+    table = ProducerStateTable()
+    table.replay(headers(7, 0, 0, base=0) + headers(8, 3, 5, n=3, base=2), log_start_offset=0)
+    table.fence(8, 4)  # a marker with a newer epoch: the batches go, the timestamp stays
+    table.fence(9, 0)  # a producer known only from a marker
+    want = [
+        ActiveProducer(7, 0, 1, 1, marked=False),
+        ActiveProducer(8, 4, -1, 1, marked=True),
+        ActiveProducer(9, 0, -1, -1, marked=True),
+    ]
+    assert table.active() == want
+    write_snapshot(str(tmp_path), 5, table.snapshot())
+    snapshot = read_snapshot(str(tmp_path))
+    assert snapshot is not None
+    restored = ProducerStateTable()
+    restored.restore(snapshot[1], log_start_offset=0, log_end_offset=5)
+    assert restored.active() == want
+
+
+def test_a_bad_informational_field_is_dropped_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / SNAPSHOT_NAME).write_text(
+        '{"format": 2, "end_offset": 3, "txn_end": 3, "ongoing": {}, "producers": '
+        '{"7": {"epoch": 1, "batches": [[0, 2, 0, 2]], "ts": "soon", "marked": 1}}}'
+    )
+    assert read_snapshot(str(tmp_path)) == (3, {7: {"epoch": 1, "batches": [(0, 2, 0, 2)]}})

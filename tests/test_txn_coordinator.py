@@ -654,3 +654,130 @@ class StopAndQueryTests(CoordinatorTestCase):
         self.assertEqual(listing(["Ongoing"], [b.producer_id]), [])
         self.assertEqual(listing(["NoSuchState"], []), [])
         self.assertEqual(listing([], [a.producer_id])[0].producer_id, a.producer_id)
+
+    def test_list_duration_and_pattern_filters(self) -> None:
+        import re
+
+        self.begin(P0, tid="orders-1")
+        self.clock.advance(10)
+        self.begin(P1, tid="orders-2")
+        self.init("billing")
+        listing = self.coordinator.list_transactions
+
+        def ids(**kw: Any) -> list[str]:
+            return sorted(x.transactional_id for x in listing([], [], **kw))
+
+        # Running for longer than the filter; an id with nothing running never matches.
+        self.assertEqual(ids(duration_filter_ms=5000), ["orders-1"])
+        self.assertEqual(ids(duration_filter_ms=0), ["orders-1"])  # orders-2: 0 ms so far
+        self.clock.advance(1)
+        self.assertEqual(ids(duration_filter_ms=0), ["orders-1", "orders-2"])
+        self.assertEqual(ids(duration_filter_ms=-1), ["billing", "orders-1", "orders-2"])
+        self.assertEqual(ids(transactional_id_pattern=re.compile("orders-.")),
+                         ["orders-1", "orders-2"])
+        self.assertEqual(ids(transactional_id_pattern=re.compile("orders")), [])
+
+
+class VerifyPartitionsTests(CoordinatorTestCase):
+    def test_each_partition_in_the_ongoing_transaction_or_not(self) -> None:
+        r = self.begin(P0)
+        verify = self.coordinator.verify_partitions
+        self.assertEqual(verify(TID, r.producer_id, 0, [P0, P1]),
+                         {P0: C.NONE, P1: C.INVALID_TXN_STATE})
+        self.assertEqual(verify(TID, r.producer_id, 1, [P0]), {P0: C.PRODUCER_FENCED})
+        self.assertEqual(verify(TID, r.producer_id + 1, 0, [P0]),
+                         {P0: C.INVALID_PRODUCER_ID_MAPPING})
+        self.assertEqual(verify("other", 1, 0, [P0]), {P0: C.INVALID_PRODUCER_ID_MAPPING})
+        self.assertEqual(verify("", 1, 0, [P0]), {P0: C.INVALID_REQUEST})
+        self.assertEqual(self.coordinator.describe([TID])[0].partitions, (P0,))  # unchanged
+        self.end(r, True)
+        self.assertEqual(verify(TID, r.producer_id, 0, [P0]), {P0: C.INVALID_TXN_STATE})
+
+
+class BumpingEndTxnTests(CoordinatorTestCase):
+    """EndTxn v5 (KIP-890 part 2): an epoch bump at every end."""
+
+    def end5(self, pid: int, epoch: int, commit: bool) -> tuple[C, int, int]:
+        got = result(self.coordinator.end_txn_bumping(TID, pid, epoch, commit))
+        return got.error, got.producer_id, got.producer_epoch
+
+    def test_commit_bumps_the_epoch_and_the_markers_carry_it(self) -> None:
+        r = self.begin(P0)
+        pid = r.producer_id
+        self.assertEqual(self.end5(pid, 0, True), (C.NONE, pid, 1))
+        self.assertEqual(self.core.markers, [((P0,), pid, 1, True)])
+        stored = self.stored()
+        self.assertEqual((stored.state, stored.producer_epoch, stored.last_producer_epoch),
+                         ("CompleteCommit", 1, 0))
+        # A retry with the epoch it was sent with is answered with the new one; the
+        # other decision is not.
+        self.assertEqual(self.end5(pid, 0, True), (C.NONE, pid, 1))
+        self.assertEqual(self.end5(pid, 0, False)[0], C.INVALID_TXN_STATE)
+        self.assertEqual(len(self.core.markers), 1)
+        # The old epoch is fenced; the next transaction runs at the new one.
+        codes = result(self.coordinator.add_partitions(TID, pid, 0, [P1]))
+        self.assertEqual(codes, {P1: C.PRODUCER_FENCED})
+        codes = result(self.coordinator.add_partitions(TID, pid, 1, [P1]))
+        self.assertEqual(codes, {P1: C.NONE})
+        self.assertEqual(self.end5(pid, 1, False), (C.NONE, pid, 2))
+        self.assertEqual(self.core.markers[-1], ((P1,), pid, 2, False))
+
+    def test_an_empty_abort_bumps_the_epoch_a_commit_is_refused(self) -> None:
+        r = self.init()
+        pid = r.producer_id
+        self.assertEqual(self.end5(pid, 0, True)[0], C.INVALID_TXN_STATE)
+        self.assertEqual(self.end5(pid, 0, False), (C.NONE, pid, 1))
+        self.assertEqual(self.core.markers, [])
+        self.assertEqual(self.state(), "CompleteAbort")
+        self.assertEqual(self.end5(pid, 1, False), (C.NONE, pid, 2))
+
+    def test_wrong_id_or_epoch(self) -> None:
+        r = self.begin(P0)
+        pid = r.producer_id
+        self.assertEqual(self.end5(pid + 1, 0, True)[0], C.INVALID_PRODUCER_ID_MAPPING)
+        self.assertEqual(self.end5(pid, 5, True)[0], C.PRODUCER_FENCED)
+        self.assertEqual(
+            result(self.coordinator.end_txn_bumping("nope", pid, 0, True)).error,
+            C.INVALID_PRODUCER_ID_MAPPING,
+        )
+        self.assertEqual(self.state(), "Ongoing")
+
+    def test_an_exhausted_epoch_moves_to_a_new_producer_id(self) -> None:
+        import attrs
+
+        r = self.begin(P0)
+        self.txn_log.write([attrs.evolve(self.stored(), producer_epoch=32765)])
+        self.restart()
+        pid = r.producer_id
+        error, new_pid, epoch = self.end5(pid, 32765, True)
+        self.assertEqual(error, C.NONE)
+        self.assertNotEqual(new_pid, pid)
+        self.assertEqual(epoch, 0)
+        # The markers carry the old id with the bumped epoch.
+        self.assertEqual(self.core.markers, [((P0,), pid, 32766, True)])
+        self.assertEqual(self.end5(pid, 32765, True), (C.NONE, new_pid, 0))  # a retry
+        codes = result(self.coordinator.add_partitions(TID, new_pid, 0, [P1]))
+        self.assertEqual(codes, {P1: C.NONE})
+
+    def test_a_completion_cut_short_is_concurrent_then_answered(self) -> None:
+        r = self.begin(P0)
+        pid = r.producer_id
+        self.core.fail = True
+        self.assertEqual(self.end5(pid, 0, True)[0], C.CONCURRENT_TRANSACTIONS)
+        self.assertEqual(self.end5(pid, 0, True)[0], C.CONCURRENT_TRANSACTIONS)
+        self.core.fail = False
+        self.clock.advance(1)  # the timer completes it
+        self.assertEqual(self.end5(pid, 0, True), (C.NONE, pid, 1))
+
+
+class ImplicitAddOffsetsTests(CoordinatorTestCase):
+    """TxnOffsetCommit v5 (KIP-890 part 2): no AddOffsetsToTxn first."""
+
+    def test_the_commit_adds_the_group_and_starts_the_transaction(self) -> None:
+        r = self.init()
+        offsets = {("in", 0): TxnOffset(5)}
+        self.assertEqual(self.commit_offsets(r, offsets), {("in", 0): C.INVALID_TXN_STATE})
+        self.assertEqual(self.commit_offsets(r, offsets, add_group=True), {("in", 0): C.NONE})
+        self.assertEqual(self.state(), "Ongoing")
+        self.assertEqual(self.end(r, True), C.NONE)
+        self.assertEqual(self.committed(), {("in", 0): (5, -1, None)})

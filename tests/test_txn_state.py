@@ -36,6 +36,7 @@ ALLOWED = {
     (E, O), (O, O), (CC, O), (CA, O),
     (O, PC),
     (O, PA), (PF, PA),
+    (E, PA), (CC, PA), (CA, PA),  # KIP-890 part 2: the abort of an empty transaction
     (PC, CC),
     (PA, CA),
     (E, D), (CC, D), (CA, D),
@@ -82,6 +83,22 @@ class TransitionTableTests(SynchronousTestCase):
 
 
 class TransitionMethodTests(SynchronousTestCase):
+    def test_prepare_bumped_carries_the_next_epoch(self) -> None:
+        m = meta(O, partitions=frozenset({("x", 0)})).prepare_bumped(True, 9)
+        self.assertEqual((m.state, m.producer_epoch, m.last_producer_epoch), (PC, 4, 3))
+        self.assertEqual(m.partitions, {("x", 0)})
+        empty = meta(CC, partitions=frozenset({("x", 0)})).prepare_bumped(False, 9)
+        self.assertEqual((empty.state, empty.producer_epoch, empty.partitions), (PA, 4, set()))
+        self.assertRaises(InvalidTransition, meta(E).prepare_bumped, True, 9)
+
+    def test_rotated_keeps_the_old_id_for_a_retry(self) -> None:
+        m = meta(CC, producer_epoch=32766, last_producer_epoch=32765).rotated(99, 9)
+        self.assertEqual(
+            (m.state, m.producer_id, m.producer_epoch, m.last_producer_id,
+             m.last_producer_epoch),
+            (CC, 99, 0, 7, 32765),
+        )
+
     def test_add_partitions_starts_a_transaction(self) -> None:
         m = meta(CC, offsets={"g": {("a", 0): TxnOffset(1)}}).add_partitions([("x", 0)], 100)
         self.assertIs(m.state, O)

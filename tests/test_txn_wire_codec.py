@@ -13,6 +13,8 @@ import pytest
 
 from brokerd.kafka.wire import apis, codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.messages import producers as producer_apis
+from brokerd.kafka.wire.messages import txn as txn_apis
 
 from tests.test_kafka_codec import (
     NO_TAGS,
@@ -79,15 +81,42 @@ def test_add_partitions_to_txn(version: int) -> None:
     assert response(version, resp, flexible=flexible) == want
 
 
-def test_add_partitions_to_txn_v4_batched_form_is_not_accepted() -> None:
+@pytest.mark.parametrize("version", [4, 5])
+def test_add_partitions_to_txn_batched_form(version: int) -> None:
+    """v4+: Transactions (with VerifyOnly) instead of the V3AndBelow fields; the response
+    has a top-level ErrorCode and ResultsByTransaction instead of ResultsByTopicV3AndBelow."""
+    topic = cs("t") + carr(i32(0), i32(2)) + NO_TAGS
+    body = carr(cs("a") + i64(5) + i16(1) + b1(True) + carr(topic) + NO_TAGS,
+                cs("b") + i64(6) + i16(0) + b1(False) + carr() + NO_TAGS) + NO_TAGS
+    assert decode(ApiKey.ADD_PARTITIONS_TO_TXN, version, body, flexible=True) == (
+        apis.AddPartitionsToTxnRequest(transactions=(
+            txn_apis.AddPartitionsToTxnTransaction(
+                transactional_id="a", producer_id=5, producer_epoch=1, verify_only=True,
+                topics=(apis.AddPartitionsToTxnTopic(name="t", partitions=(0, 2)),)),
+            txn_apis.AddPartitionsToTxnTransaction(
+                transactional_id="b", producer_id=6, producer_epoch=0, verify_only=False),
+        )))
+    resp = apis.AddPartitionsToTxnResponse(error_code=31, results_by_transaction=(
+        txn_apis.AddPartitionsToTxnResult(transactional_id="a", topic_results=(
+            apis.AddPartitionsToTxnTopicResult(name="t", results_by_partition=(
+                apis.AddPartitionsToTxnPartitionResult(
+                    partition_index=0, partition_error_code=48),)),)),))
+    want = (i32(0) + i16(31)
+            + carr(cs("a") + carr(cs("t") + carr(i32(0) + i16(48) + NO_TAGS) + NO_TAGS)
+                   + NO_TAGS)
+            + NO_TAGS)
+    assert response(version, resp, flexible=True) == want
+
+
+def test_add_partitions_to_txn_v6_not_accepted() -> None:
     with pytest.raises(apis.UnsupportedVersion):
-        apis.decode_request(req(ApiKey.ADD_PARTITIONS_TO_TXN, 4, b"", flexible=True))
+        apis.decode_request(req(ApiKey.ADD_PARTITIONS_TO_TXN, 6, b"", flexible=True))
 
 
 # -- AddOffsetsToTxn (25) and EndTxn (26) -----------------------------------------------
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 def test_add_offsets_to_txn(version: int) -> None:
     flexible = version >= 3
     if flexible:
@@ -102,7 +131,7 @@ def test_add_offsets_to_txn(version: int) -> None:
     assert response(version, resp, flexible=flexible) == want
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 def test_end_txn(version: int) -> None:
     flexible = version >= 3
     for committed in (True, False):
@@ -116,10 +145,24 @@ def test_end_txn(version: int) -> None:
     assert response(version, apis.EndTxnResponse(error_code=48), flexible=flexible) == want
 
 
+def test_end_txn_v5_answers_the_producer_id_and_epoch() -> None:
+    body = cs("tx") + i64(5) + i16(1) + b1(True) + NO_TAGS
+    assert decode(ApiKey.END_TXN, 5, body, flexible=True) == apis.EndTxnRequest(
+        transactional_id="tx", producer_id=5, producer_epoch=1, committed=True)
+    resp = apis.EndTxnResponse(error_code=0, producer_id=5, producer_epoch=2)
+    assert response(5, resp, flexible=True) == i32(0) + i16(0) + i64(5) + i16(2) + NO_TAGS
+
+
+@pytest.mark.parametrize("key", [ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT])
+def test_v6_not_accepted(key: ApiKey) -> None:
+    with pytest.raises(apis.UnsupportedVersion):
+        apis.decode_request(req(key, 6, b"", flexible=True))
+
+
 # -- TxnOffsetCommit (28) ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5])
 def test_txn_offset_commit(version: int) -> None:
     flexible = version >= 3
     epoch = i32(4) if version >= 2 else b""
@@ -179,29 +222,92 @@ def test_describe_transactions() -> None:
     assert response(0, resp, flexible=True) == i32(0) + carr(state) + NO_TAGS
 
 
-def test_list_transactions() -> None:
-    body = carr(cs("Ongoing")) + carr(i64(5), i64(6)) + NO_TAGS
-    assert decode(ApiKey.LIST_TRANSACTIONS, 0, body, flexible=True) == (
-        apis.ListTransactionsRequest(state_filters=("Ongoing",), producer_id_filters=(5, 6)))
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_list_transactions(version: int) -> None:
+    body = (carr(cs("Ongoing")) + carr(i64(5), i64(6))
+            + (i64(30000) if version >= 1 else b"")
+            + (cs("orders-.*") if version >= 2 else b"")
+            + NO_TAGS)
+    assert decode(ApiKey.LIST_TRANSACTIONS, version, body, flexible=True) == (
+        apis.ListTransactionsRequest(
+            state_filters=("Ongoing",), producer_id_filters=(5, 6),
+            duration_filter=30000 if version >= 1 else -1,
+            transactional_id_pattern="orders-.*" if version >= 2 else None))
     resp = apis.ListTransactionsResponse(
         unknown_state_filters=("Bogus",),
         transaction_states=(apis.ListTransactionsState(
             transactional_id="a", producer_id=5, transaction_state="Ongoing"),))
     want = (i32(0) + i16(0) + carr(cs("Bogus"))
             + carr(cs("a") + i64(5) + cs("Ongoing") + NO_TAGS) + NO_TAGS)
+    assert response(version, resp, flexible=True) == want
+
+
+def test_list_transactions_v2_null_pattern() -> None:
+    body = carr() + carr() + i64(-1) + uv(0) + NO_TAGS
+    got = decode(ApiKey.LIST_TRANSACTIONS, 2, body, flexible=True)
+    assert got.transactional_id_pattern is None
+
+
+@pytest.mark.parametrize(
+    ("key", "version"),
+    [(ApiKey.DESCRIBE_TRANSACTIONS, 1), (ApiKey.LIST_TRANSACTIONS, 3),
+     (ApiKey.DESCRIBE_PRODUCERS, 1), (ApiKey.WRITE_TXN_MARKERS, 0),
+     (ApiKey.WRITE_TXN_MARKERS, 3)],
+)
+def test_versions_not_accepted(key: ApiKey, version: int) -> None:
+    with pytest.raises(apis.UnsupportedVersion):
+        apis.decode_request(req(key, version, b"", flexible=True))
+
+
+# -- DescribeProducers (61) and WriteTxnMarkers (27) -------------------------------------
+
+
+def test_describe_producers() -> None:
+    body = carr(cs("t") + carr(i32(0), i32(3)) + NO_TAGS) + NO_TAGS
+    assert decode(ApiKey.DESCRIBE_PRODUCERS, 0, body, flexible=True) == (
+        producer_apis.DescribeProducersRequest(topics=(
+            producer_apis.DescribeProducersTopicRequest(name="t", partition_indexes=(0, 3)),)))
+    resp = producer_apis.DescribeProducersResponse(topics=(
+        producer_apis.DescribeProducersTopicResponse(name="t", partitions=(
+            producer_apis.DescribeProducersPartitionResponse(
+                partition_index=0, active_producers=(producer_apis.ProducerStateEntry(
+                    producer_id=7, producer_epoch=2, last_sequence=9, last_timestamp=1234,
+                    coordinator_epoch=0, current_txn_start_offset=40),)),
+            producer_apis.DescribeProducersPartitionResponse(
+                partition_index=3, error_code=3, error_message="gone"),
+        )),))
+    producer = i64(7) + i32(2) + i32(9) + i64(1234) + i32(0) + i64(40) + NO_TAGS
+    want = (i32(0) + carr(cs("t") + carr(
+        i32(0) + i16(0) + uv(0) + carr(producer) + NO_TAGS,  # a null message
+        i32(3) + i16(3) + cs("gone") + carr() + NO_TAGS,
+    ) + NO_TAGS) + NO_TAGS)
     assert response(0, resp, flexible=True) == want
 
 
-@pytest.mark.parametrize("key", [ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS])
-def test_transaction_admin_v1_not_accepted(key: ApiKey) -> None:
-    with pytest.raises(apis.UnsupportedVersion):
-        apis.decode_request(req(key, 1, b"", flexible=True))
+def test_write_txn_markers() -> None:
+    marker = (i64(7) + i16(2) + b1(False) + carr(cs("t") + carr(i32(0)) + NO_TAGS)
+              + i32(0) + NO_TAGS)
+    assert decode(ApiKey.WRITE_TXN_MARKERS, 1, carr(marker) + NO_TAGS, flexible=True) == (
+        txn_apis.WriteTxnMarkersRequest(markers=(txn_apis.WritableTxnMarker(
+            producer_id=7, producer_epoch=2, transaction_result=False, coordinator_epoch=0,
+            topics=(txn_apis.WritableTxnMarkerTopic(name="t", partition_indexes=(0,)),)),)))
+    resp = txn_apis.WriteTxnMarkersResponse(markers=(txn_apis.WritableTxnMarkerResult(
+        producer_id=7, topics=(txn_apis.WritableTxnMarkerTopicResult(name="t", partitions=(
+            txn_apis.WritableTxnMarkerPartitionResult(partition_index=0, error_code=0),)),)),))
+    want = (carr(i64(7) + carr(cs("t") + carr(i32(0) + i16(0) + NO_TAGS)
+                                           + NO_TAGS) + NO_TAGS) + NO_TAGS)
+    assert response(1, resp, flexible=True) == want
+    # v2 adds the marker's transaction version (an int8) after the coordinator epoch.
+    v2 = carr(marker[:-1] + i8(2) + NO_TAGS) + NO_TAGS
+    (got,) = decode(ApiKey.WRITE_TXN_MARKERS, 2, v2, flexible=True).markers
+    assert got.transaction_version == 2
+    assert response(2, resp, flexible=True) == want
 
 
 # -- InitProducerId (22), every version ---------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5])
 def test_init_producer_id_every_version(version: int) -> None:
     flexible = version >= 2
     ids = i64(9) + i16(3) if version >= 3 else b""
@@ -233,6 +339,12 @@ def test_init_producer_id_every_version(version: int) -> None:
          s("tx") + s("g") + i64(1) + i16(0) + i32(0x7FFFFFFF), False),
         (ApiKey.TXN_OFFSET_COMMIT, 3, cs("tx") + cs("g") + i64(1) + i16(0) + i32(-1) + cs("")
          + b"\x00" + uv(2) + cs("t") + uv(0xFFFFFFFF) + b"\x00" * 8, True),
+        # AddPartitionsToTxn v4: 2**32-2 transactions.
+        (ApiKey.ADD_PARTITIONS_TO_TXN, 4, uv(0xFFFFFFFF) + b"\x00" * 8, True),
+        # DescribeProducers: topics, then partitions; WriteTxnMarkers: markers.
+        (ApiKey.DESCRIBE_PRODUCERS, 0, uv(0xFFFFFFFF) + b"\x00" * 8, True),
+        (ApiKey.DESCRIBE_PRODUCERS, 0, uv(2) + cs("t") + uv(0xFFFFFFFF) + b"\x00" * 8, True),
+        (ApiKey.WRITE_TXN_MARKERS, 1, uv(0xFFFFFFFF) + b"\x00" * 8, True),
         # ListTransactions: 2**32-2 producer ids; DescribeTransactions: as many ids.
         (ApiKey.LIST_TRANSACTIONS, 0, carr() + uv(0xFFFFFFFF) + b"\x00" * 8, True),
         (ApiKey.DESCRIBE_TRANSACTIONS, 0, uv(0xFFFFFFFF) + b"\x00" * 8, True),

@@ -6,6 +6,7 @@ records its calls and answers what each test sets (the real one is tested on its
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.handlers.txn import code_for_version
 from brokerd.kafka.server.protocol import KafkaFactory
 from brokerd.kafka.txn.types import (
+    EndTxnResult,
     InitProducerIdResult,
     TopicPartition,
     TxnDescription,
@@ -23,6 +25,9 @@ from brokerd.kafka.txn.types import (
 )
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages import producers as producer_apis
+from brokerd.kafka.wire.messages import txn as txn_apis
+from brokerd.storage.producer_state import ActiveProducer
 
 from tests.test_kafka_protocol import KafkaTestCase
 
@@ -40,6 +45,7 @@ class FakeTransactions:
         self.hold: defer.Deferred[Any] | None = None
         self.descriptions: dict[str, TxnDescription] = {}
         self.listings: list[TxnListing] = []
+        self.end_result = EndTxnResult(ErrorCode.NONE, 4000, 3)
 
     def _answer(self, value: Any) -> defer.Deferred[Any]:
         if self.fail is not None:
@@ -79,14 +85,23 @@ class FakeTransactions:
         self.calls.append(("end_txn", transactional_id, producer_id, producer_epoch, commit))
         return self._answer(self.code)
 
+    def end_txn_bumping(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> defer.Deferred[EndTxnResult]:
+        self.calls.append(("end_txn_bumping", transactional_id, producer_id, producer_epoch,
+                           commit))
+        return self._answer(self.end_result)
+
     def txn_offset_commit(
         self, transactional_id: str, group_id: str, producer_id: int, producer_epoch: int,
         offsets: Mapping[TopicPartition, TxnOffset], *, generation_id: int = -1,
-        member_id: str = "", group_instance_id: str | None = None,
+        member_id: str = "", group_instance_id: str | None = None, add_group: bool = False,
     ) -> defer.Deferred[dict[TopicPartition, ErrorCode]]:
         self.calls.append(("txn_offset_commit", transactional_id, group_id, producer_id,
                            producer_epoch, dict(offsets), generation_id, member_id,
                            group_instance_id))
+        if add_group:
+            self.calls.append(("add_group", group_id))
         return self._answer({tp: self.offset_codes.get(tp, ErrorCode.NONE) for tp in offsets})
 
     def describe(self, transactional_ids: Sequence[str]) -> list[TxnDescription]:
@@ -96,15 +111,32 @@ class FakeTransactions:
         return [self.descriptions.get(t, TxnDescription(t, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND))
                 for t in transactional_ids]
 
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        self.calls.append(("verify", transactional_id, producer_id, producer_epoch,
+                           list(partitions)))
+        if self.fail is not None:
+            raise self.fail
+        return {tp: self.partition_codes.get(tp, ErrorCode.NONE) for tp in partitions}
+
     def list_transactions(
-        self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
+        self, state_filters: Sequence[str], producer_id_filters: Sequence[int], *,
+        duration_filter_ms: int = -1, transactional_id_pattern: re.Pattern[str] | None = None,
     ) -> list[TxnListing]:
         self.calls.append(("list", list(state_filters), list(producer_id_filters)))
+        if duration_filter_ms != -1 or transactional_id_pattern is not None:
+            self.calls.append(("list_filters", duration_filter_ms,
+                               None if transactional_id_pattern is None
+                               else transactional_id_pattern.pattern))
         if self.fail is not None:
             raise self.fail
         return [t for t in self.listings
                 if (not state_filters or t.state in state_filters)
-                and (not producer_id_filters or t.producer_id in producer_id_filters)]
+                and (not producer_id_filters or t.producer_id in producer_id_filters)
+                and (transactional_id_pattern is None
+                     or transactional_id_pattern.fullmatch(t.transactional_id))]
 
 
 class TxnTestCase(KafkaTestCase):
@@ -421,6 +453,240 @@ class DescribeAndListTests(TxnTestCase):
         self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 2)
 
 
+class KIP890Part2Tests(TxnTestCase):
+    def test_end_txn_v5_bumps_and_answers_the_next_id_and_epoch(self) -> None:
+        self.send(ApiKey.END_TXN, 5, apis.EndTxnRequest(
+            transactional_id="tx", producer_id=4000, producer_epoch=2, committed=True))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.producer_id, resp.producer_epoch),
+                         (0, 4000, 3))
+        self.assertEqual(self.txn.calls, [("end_txn_bumping", "tx", 4000, 2, True)])
+
+    def test_end_txn_v5_errors_answer_no_id(self) -> None:
+        self.txn.end_result = EndTxnResult(ErrorCode.PRODUCER_FENCED)
+        self.send(ApiKey.END_TXN, 5, apis.EndTxnRequest(
+            transactional_id="tx", producer_id=4000, producer_epoch=1, committed=False))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.producer_id, resp.producer_epoch),
+                         (ErrorCode.PRODUCER_FENCED, -1, -1))
+        self.send(ApiKey.END_TXN, 5, apis.EndTxnRequest(
+            transactional_id="", producer_id=4000, producer_epoch=1, committed=False))
+        self.assertEqual(self.one().error_code, ErrorCode.INVALID_REQUEST)
+
+    def test_end_txn_v4_does_not_bump(self) -> None:
+        self.send(ApiKey.END_TXN, 4, apis.EndTxnRequest(
+            transactional_id="tx", producer_id=4000, producer_epoch=2, committed=True))
+        self.assertEqual(self.one().error_code, 0)
+        self.assertEqual(self.txn.calls, [("end_txn", "tx", 4000, 2, True)])
+
+    def test_txn_offset_commit_v5_adds_the_group(self) -> None:
+        body = apis.TxnOffsetCommitRequest(
+            transactional_id="tx", group_id="g", producer_id=4000, producer_epoch=2,
+            topics=(apis.TxnOffsetCommitRequestTopic(name="t", partitions=(
+                apis.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=5),
+            )),))
+        self.send(ApiKey.TXN_OFFSET_COMMIT, 4, body)
+        self.one()
+        self.assertNotIn(("add_group", "g"), self.txn.calls)
+        self.send(ApiKey.TXN_OFFSET_COMMIT, 5, body)
+        self.assertEqual(self.one().topics[0].partitions[0].error_code, 0)
+        self.assertEqual(self.txn.calls[-1], ("add_group", "g"))
+
+
+class ListFilterTests(TxnTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.txn.listings = [TxnListing("orders-1", 1, "Ongoing"),
+                             TxnListing("billing-1", 2, "Ongoing")]
+
+    def listed(self, version: int, **filters: Any) -> list[str]:
+        self.send(ApiKey.LIST_TRANSACTIONS, version, apis.ListTransactionsRequest(**filters))
+        resp = self.one()
+        self.assertEqual(resp.error_code, 0)
+        return [t.transactional_id for t in resp.transaction_states]
+
+    def test_v1_duration_filter_reaches_the_coordinator(self) -> None:
+        self.listed(1, duration_filter=5000)
+        self.assertEqual(self.txn.calls[-1], ("list_filters", 5000, None))
+
+    def test_v0_has_no_duration_filter(self) -> None:
+        self.listed(0, duration_filter=5000)  # not on the wire at v0
+        self.assertEqual(self.txn.calls[-1][0], "list")
+
+    def test_v2_pattern_matches_the_whole_id(self) -> None:
+        self.assertEqual(self.listed(2, transactional_id_pattern="orders-.*"), ["orders-1"])
+        self.assertEqual(self.listed(2, transactional_id_pattern="orders"), [])
+        self.assertEqual(self.txn.calls[-1], ("list_filters", -1, "orders"))
+
+    def test_empty_or_null_pattern_lists_everything(self) -> None:
+        self.assertEqual(len(self.listed(2, transactional_id_pattern="")), 2)
+        self.assertEqual(len(self.listed(2, transactional_id_pattern=None)), 2)
+
+    def test_bad_patterns_are_invalid_regular_expressions(self) -> None:
+        for bad in ("[", "(a+)+$", "x(?=y)", "(a)\\1", "a" * 2000):
+            self.send(ApiKey.LIST_TRANSACTIONS, 2,
+                      apis.ListTransactionsRequest(transactional_id_pattern=bad))
+            resp = self.one()
+            self.assertEqual(resp.error_code, ErrorCode.INVALID_REGULAR_EXPRESSION, bad)
+            self.assertEqual(resp.transaction_states, ())
+
+
+class AddPartitionsBrokerFormTests(TxnTestCase):
+    """AddPartitionsToTxn v4+: several transactions, each added or only verified."""
+
+    def send_v4(self, version: int, *txns: txn_apis.AddPartitionsToTxnTransaction) -> Any:
+        self.send(ApiKey.ADD_PARTITIONS_TO_TXN, version,
+                  apis.AddPartitionsToTxnRequest(transactions=txns))
+        return self.one()
+
+    @staticmethod
+    def txn_of(tid: str, *, verify: bool, parts: tuple[int, ...] = (0, 1),
+               ) -> txn_apis.AddPartitionsToTxnTransaction:
+        return txn_apis.AddPartitionsToTxnTransaction(
+            transactional_id=tid, producer_id=4000, producer_epoch=2, verify_only=verify,
+            topics=(apis.AddPartitionsToTxnTopic(name="t", partitions=parts),))
+
+    @staticmethod
+    def codes(result: txn_apis.AddPartitionsToTxnResult) -> list[tuple[int, int]]:
+        (topic,) = result.topic_results
+        return [(p.partition_index, p.partition_error_code) for p in topic.results_by_partition]
+
+    def test_verify_only_asks_without_adding(self) -> None:
+        self.txn.partition_codes[("t", 1)] = ErrorCode.INVALID_TXN_STATE
+        resp = self.send_v4(4, self.txn_of("a", verify=True))
+        self.assertEqual(resp.error_code, 0)
+        (result,) = resp.results_by_transaction
+        self.assertEqual(result.transactional_id, "a")
+        # Verification is per partition: no all-or-nothing.
+        self.assertEqual(self.codes(result), [(0, 0), (1, ErrorCode.INVALID_TXN_STATE)])
+        self.assertEqual(self.txn.calls, [("verify", "a", 4000, 2, [("t", 0), ("t", 1)])])
+
+    def test_several_transactions_added_and_verified(self) -> None:
+        resp = self.send_v4(5, self.txn_of("a", verify=False), self.txn_of("b", verify=True))
+        self.assertEqual([r.transactional_id for r in resp.results_by_transaction], ["a", "b"])
+        self.assertEqual([c[0] for c in self.txn.calls], ["add_partitions", "verify"])
+        self.assertEqual([self.codes(r) for r in resp.results_by_transaction],
+                         [[(0, 0), (1, 0)], [(0, 0), (1, 0)]])
+
+    def test_an_added_transaction_is_all_or_nothing(self) -> None:
+        resp = self.send_v4(4, self.txn_of("a", verify=False, parts=(0, 7)))
+        self.assertEqual(self.codes(resp.results_by_transaction[0]),
+                         [(0, ErrorCode.OPERATION_NOT_ATTEMPTED),
+                          (7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])
+        self.assertEqual(self.txn.calls, [])
+
+    def test_v3_still_answers_by_topic(self) -> None:
+        self.assertEqual(self.add_partitions(3, ("t", (0,))), [("t", [(0, 0)])])
+
+
+class DescribeProducersTests(TxnTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.asked: list[tuple[str, int]] = []
+        self.core.describe_producers = self.fake_describe  # type: ignore[attr-defined]
+
+    def fake_describe(self, topic: str, partition: int) -> defer.Deferred[Any]:
+        self.asked.append((topic, partition))
+        if topic == "u":
+            return defer.fail(RuntimeError("disk on fire"))
+        return defer.succeed([
+            (ActiveProducer(7, 3, 41, 1700000000000, marked=True), 120),
+            (ActiveProducer(9, 0, 4, 1700000000500, marked=False), -1),
+        ])
+
+    def test_each_partition_with_its_producers(self) -> None:
+        self.send(ApiKey.DESCRIBE_PRODUCERS, 0, producer_apis.DescribeProducersRequest(
+            topics=(producer_apis.DescribeProducersTopicRequest(
+                name="t", partition_indexes=(1, 5, 1)),)))
+        (topic,) = self.one().topics
+        self.assertEqual(topic.name, "t")
+        found, missing = topic.partitions
+        self.assertEqual((found.partition_index, found.error_code), (1, 0))
+        self.assertEqual(found.active_producers, (
+            producer_apis.ProducerStateEntry(
+                producer_id=7, producer_epoch=3, last_sequence=41,
+                last_timestamp=1700000000000, coordinator_epoch=0,
+                current_txn_start_offset=120),
+            producer_apis.ProducerStateEntry(
+                producer_id=9, producer_epoch=0, last_sequence=4,
+                last_timestamp=1700000000500, coordinator_epoch=-1,
+                current_txn_start_offset=-1),
+        ))
+        self.assertEqual((missing.partition_index, missing.error_code),
+                         (5, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        self.assertEqual(self.asked, [("t", 1)])
+
+    def test_unknown_topic_and_core_failure(self) -> None:
+        asked = producer_apis.DescribeProducersTopicRequest
+        self.send(ApiKey.DESCRIBE_PRODUCERS, 0, producer_apis.DescribeProducersRequest(
+            topics=(asked(name="nope", partition_indexes=(0,)),
+                    asked(name="u", partition_indexes=(0,)))))
+        nope, u = self.one().topics
+        self.assertEqual(nope.partitions[0].error_code, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        self.assertEqual(u.partitions[0].error_code, ErrorCode.UNKNOWN_SERVER_ERROR)
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
+
+
+class WriteTxnMarkersTests(TxnTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.written: list[tuple[Any, ...]] = []
+        self.core.write_txn_markers = self.fake_write  # type: ignore[attr-defined]
+        self.known: list[tuple[ActiveProducer, int]] = []
+        self.core.describe_producers = (  # type: ignore[attr-defined]
+            lambda topic, partition: defer.succeed(self.known))
+
+    def fake_write(self, partitions: Sequence[tuple[str, int]], producer_id: int,
+                   producer_epoch: int, *, commit: bool, coordinator_epoch: int = 0,
+                   ) -> defer.Deferred[None]:
+        self.written.append((list(partitions), producer_id, producer_epoch, commit,
+                             coordinator_epoch))
+        return defer.succeed(None)
+
+    def test_abort_marker_for_existing_partitions(self) -> None:
+        self.send(ApiKey.WRITE_TXN_MARKERS, 1, txn_apis.WriteTxnMarkersRequest(markers=(
+            txn_apis.WritableTxnMarker(
+                producer_id=7, producer_epoch=3, transaction_result=False, coordinator_epoch=0,
+                topics=(txn_apis.WritableTxnMarkerTopic(name="t", partition_indexes=(0, 9)),)),
+        )))
+        (marker,) = self.one().markers
+        self.assertEqual(marker.producer_id, 7)
+        (topic,) = marker.topics
+        self.assertEqual([(p.partition_index, p.error_code) for p in topic.partitions],
+                         [(0, 0), (9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])
+        self.assertEqual(self.written, [([("t", 0)], 7, 3, False, 0)])
+
+    def test_a_marker_older_than_the_partitions_epoch_is_refused(self) -> None:
+        self.known = [(ActiveProducer(7, 4, 0, 1, marked=False), 0)]
+        self.send(ApiKey.WRITE_TXN_MARKERS, 1, txn_apis.WriteTxnMarkersRequest(markers=(
+            txn_apis.WritableTxnMarker(
+                producer_id=7, producer_epoch=3, transaction_result=False, coordinator_epoch=0,
+                topics=(txn_apis.WritableTxnMarkerTopic(name="t", partition_indexes=(0,)),)),
+        )))
+        part = self.one().markers[0].topics[0].partitions[0]
+        self.assertEqual(part.error_code, ErrorCode.INVALID_PRODUCER_EPOCH)
+        self.assertEqual(self.written, [])
+
+    def test_a_transaction_version_2_marker_needs_a_newer_epoch(self) -> None:
+        def mark(epoch: int) -> int:
+            self.send(ApiKey.WRITE_TXN_MARKERS, 2, txn_apis.WriteTxnMarkersRequest(markers=(
+                txn_apis.WritableTxnMarker(
+                    producer_id=7, producer_epoch=epoch, transaction_result=True,
+                    coordinator_epoch=0, transaction_version=2,
+                    topics=(txn_apis.WritableTxnMarkerTopic(name="t", partition_indexes=(0,)),),
+                ),
+            )))
+            code: int = self.one().markers[0].topics[0].partitions[0].error_code
+            return code
+
+        self.known = [(ActiveProducer(7, 4, 0, 1, marked=False), 30)]  # open at epoch 4
+        self.assertEqual(mark(4), ErrorCode.INVALID_PRODUCER_EPOCH)
+        self.assertEqual(mark(5), 0)
+        self.known = [(ActiveProducer(7, 5, -1, 1, marked=True), -1)]  # ended at epoch 5
+        self.assertEqual(mark(5), 0)  # the same marker again
+        self.assertEqual(len(self.written), 2)
+
+
 # -- without a transaction coordinator ---------------------------------------------------
 
 
@@ -471,11 +737,10 @@ class VersionMappingTests(KafkaTestCase):
         self.send(ApiKey.API_VERSIONS, 2, apis.ApiVersionsRequest())
         got = {r.api_key: (r.min_version, r.max_version) for r in self.one().api_keys}
         self.assertEqual(
-            {k: got[k] for k in (22, 24, 25, 26, 28, 65, 66)},
-            {22: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 65: (0, 0),
-             66: (0, 0)},
+            {k: got[k] for k in (22, 24, 25, 26, 27, 28, 61, 65, 66)},
+            {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5),
+             61: (0, 0), 65: (0, 0), 66: (0, 2)},
         )
-        self.assertNotIn(27, got)  # WriteTxnMarkers: broker to broker only
 
     def test_code_for_version(self) -> None:
         fenced, epoch = ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH

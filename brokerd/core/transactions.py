@@ -14,6 +14,8 @@
   coordinator's verifier (:meth:`~BrokerTransactions.set_txn_verifier`) confirms the
   producer has an ongoing transaction holding the partition (without a verifier
   transactional batches are refused), so no transaction "hangs" holding the LSO back.
+- :meth:`~BrokerTransactions.describe_producers` is a partition's producer table with
+  each producer's open transaction (DescribeProducers).
 
 What it does not do: the transaction state machine (the coordinator), reads
 (``reads.py``), anything on the wire.
@@ -28,9 +30,11 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.core.appends import MarkerAppend
+from brokerd.core.interfaces import Runner
 from brokerd.core.topics import Partition, TopicRegistry
 from brokerd.errors import InvalidRecord, InvalidTxnState, ShuttingDown, UnknownTopicOrPartition
 from brokerd.storage.batch import BatchHeader
+from brokerd.storage.producer_state import ActiveProducer
 from brokerd.storage.types import AppendInfo
 
 #: ``verify(topic, partition, producer_id, producer_epoch)``: returns if the producer's
@@ -46,6 +50,7 @@ class BrokerTransactions:
 
     partitions: TopicRegistry
     _stopping: bool
+    _run_write: Runner
     _txn_verifier: TxnVerifier | None = None
 
     def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
@@ -63,6 +68,24 @@ class BrokerTransactions:
             raise InvalidTxnState("this broker takes no transactional writes")
         first = headers[0]
         verify(part.topic, part.index, first.producer_id, first.producer_epoch)
+
+    def describe_producers(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[list[tuple[ActiveProducer, int]]]:
+        """Each producer of the partition with the first offset of its open transaction
+        there (-1 when none); errbacks UnknownTopicOrPartition for a partition that does
+        not exist."""
+
+        def describe(part: Partition) -> defer.Deferred[list[tuple[ActiveProducer, int]]]:
+            # The log's open transactions are read under its write lock, in the write
+            # pool; the producer table is the reactor's and is read when that returns.
+            def answer(state: tuple[int, dict[int, int]]) -> list[tuple[ActiveProducer, int]]:
+                ongoing = state[1]
+                return [(p, ongoing.get(p.producer_id, -1)) for p in part.producers.table.active()]
+
+            return self._run_write(part.log.txn_snapshot).addCallback(answer)
+
+        return self.partitions.open(topic, partition, create=False).addCallback(describe)
 
     def write_txn_markers(
         self,

@@ -82,6 +82,7 @@ class ErrorCode(enum.IntEnum):
     UNKNOWN_TOPIC_ID = 100
     MISMATCHED_ENDPOINT_TYPE = 114
     UNSUPPORTED_ENDPOINT_TYPE = 115
+    INVALID_REGULAR_EXPRESSION = 128
 
 
 #: Most specific class first: the first ``isinstance`` match wins.

@@ -53,11 +53,17 @@ _FORMATS = (1, 2)
 class SnapshotEntry(TypedDict):
     """One producer id in the snapshot file: its epoch, its recent batches as
     ``[first_seq, last_seq, base_offset, last_offset]``, and how many of the first of
-    them belong to transactions that have ended (``closed``, absent meaning 0)."""
+    them belong to transactions that have ended (``closed``, absent meaning 0); for
+    DescribeProducers, its last batch's max timestamp (``ts``) and whether a marker of
+    it was seen (``marked``). Readers ignore keys they do not know."""
 
     epoch: int
     batches: Sequence[Sequence[int]]
     closed: NotRequired[int]
+    #: Max timestamp of the producer's last batch (absent: unknown).
+    ts: NotRequired[int]
+    #: A transaction marker of the producer was seen (absent: false).
+    marked: NotRequired[bool]
 
 
 @attrs.define(eq=False)
@@ -82,6 +88,23 @@ class _Producer:
     #: Known only from a transaction marker (no batch of it was seen): any sequence is
     #: accepted next, as for an unknown producer.
     open_sequence: bool = False
+    #: Max timestamp of its last batch, -1 before one; DescribeProducers reports it.
+    last_timestamp: int = -1
+    #: A transaction marker of it was seen.
+    marked: bool = False
+
+
+@attrs.frozen
+class ActiveProducer:
+    """One producer id of a partition as DescribeProducers reports it."""
+
+    producer_id: int
+    epoch: int
+    #: Last sequence of its last remembered batch, -1 when none is remembered.
+    last_sequence: int
+    last_timestamp: int
+    #: A transaction marker of this producer was seen (it is transactional).
+    marked: bool
 
 
 def _sequence_range(headers: Sequence[BatchHeader]) -> tuple[int, int]:
@@ -98,6 +121,19 @@ class ProducerStateTable:
 
     def __bool__(self) -> bool:
         return bool(self._producers)
+
+    def active(self) -> list[ActiveProducer]:
+        """Every producer id the table holds, in id order."""
+        return [
+            ActiveProducer(
+                pid,
+                state.epoch,
+                state.batches[-1].last_seq if state.batches else -1,
+                state.last_timestamp,
+                state.marked,
+            )
+            for pid, state in sorted(self._producers.items())
+        ]
 
     def _new(self, producer_id: int, epoch: int) -> _Producer:
         entry = self._producers[producer_id] = _Producer(epoch, deque(maxlen=self._memory))
@@ -152,6 +188,7 @@ class ProducerStateTable:
         first_seq, last_seq = _sequence_range(headers)
         batch = ProducerBatch(pid, epoch, first_seq, last_seq)
         state.batches.append(batch)
+        state.last_timestamp = headers[-1].max_timestamp
         return batch
 
     def fence(self, producer_id: int, epoch: int) -> None:
@@ -160,12 +197,16 @@ class ProducerStateTable:
         remembered batches (the producer restarts at sequence 0 in it)."""
         state = self._producers.get(producer_id)
         if state is None:
-            self._new(producer_id, epoch).open_sequence = True
+            state = self._new(producer_id, epoch)
+            state.open_sequence = True
         elif epoch > state.epoch:
-            self._new(producer_id, epoch)
+            last_timestamp = state.last_timestamp
+            state = self._new(producer_id, epoch)
+            state.last_timestamp = last_timestamp
         else:
             for batch in state.batches:
                 batch.closed = True
+        state.marked = True
 
     def forget(self, batch: ProducerBatch) -> None:
         """Drop a batch whose append failed, so that its retry is appended."""
@@ -209,6 +250,10 @@ class ProducerStateTable:
             closed = sum(1 for b in written if b.closed)
             if closed:
                 entry["closed"] = closed
+            if state.last_timestamp >= 0:
+                entry["ts"] = state.last_timestamp
+            if state.marked:
+                entry["marked"] = True
             out[pid] = entry
         return out
 
@@ -223,6 +268,8 @@ class ProducerStateTable:
         may have cut the log below what the snapshot saw)."""
         for pid, entry in producers.items():
             state = self._new(pid, entry["epoch"])
+            state.last_timestamp = entry.get("ts", -1)
+            state.marked = entry.get("marked", False)
             closed = entry.get("closed", 0)
             for i, (first_seq, last_seq, base, last) in enumerate(entry["batches"]):
                 if log_start_offset <= base and last < log_end_offset:
@@ -347,6 +394,12 @@ def read_snapshot(directory: str) -> tuple[int, dict[int, SnapshotEntry]] | None
             producers[int(pid)] = {"epoch": epoch, "batches": batches}
             if closed:
                 producers[int(pid)]["closed"] = closed
+            # Informational only (DescribeProducers): a bad value is dropped, not fatal.
+            ts = entry.get("ts")
+            if isinstance(ts, int) and not isinstance(ts, bool):
+                producers[int(pid)]["ts"] = ts
+            if entry.get("marked") is True:
+                producers[int(pid)]["marked"] = True
         end_offset: int = doc["end_offset"]
         return end_offset, producers
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -19,6 +19,7 @@ from brokerd.kafka.server.handlers.partitions import PartitionAdminCore
 from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
 
 if TYPE_CHECKING:
+    from brokerd.storage.producer_state import ActiveProducer
     from brokerd.storage.types import PartitionOffsets
 
 
@@ -102,6 +103,25 @@ class KafkaCore(PartitionAdminCore, Protocol):
         ...
 
     def init_producer_id(self) -> defer.Deferred[int]: ...
+
+    def describe_producers(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[list[tuple[ActiveProducer, int]]]:
+        """Each producer of the partition with its open transaction's first offset there
+        (-1: none) (DescribeProducers)."""
+        ...
+
+    def write_txn_markers(
+        self,
+        partitions: Sequence[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int = 0,
+    ) -> defer.Deferred[None]:
+        """One COMMIT or ABORT marker per partition (WriteTxnMarkers)."""
+        ...
 
 
 __all__ = ["KafkaCore"]

@@ -23,8 +23,10 @@ from brokerd.names import MAX_GROUP_ID_LENGTH, validate_topic_name
 from brokerd.storage.txn_log import MAX_TRANSACTIONAL_ID_BYTES
 
 __all__ = [
+    "BUMPED_END_RETRY",
     "MAX_OFFSETS_PER_TXN",
     "MAX_PARTITIONS_PER_TXN",
+    "bumped_end_txn_error",
     "check_producer",
     "end_txn_error",
     "group_id_error",
@@ -104,6 +106,51 @@ def end_txn_error(
         return ErrorCode.CONCURRENT_TRANSACTIONS if same else ErrorCode.INVALID_TXN_STATE
     if state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT) and same:
         return ErrorCode.NONE
+    return ErrorCode.INVALID_TXN_STATE
+
+
+#: :func:`bumped_end_txn_error`'s answer for a retry of an EndTxn v5 that has completed.
+BUMPED_END_RETRY = "retry"
+
+
+def bumped_end_txn_error(
+    meta: TxnMetadata | None, producer_id: int, producer_epoch: int, commit: bool, busy: bool
+) -> ErrorCode | str | None:
+    """EndTxn v5's (KIP-890 part 2) answer when no completion is to be started, or None
+    when this request ends the transaction (bumping the epoch). The epoch was bumped by
+    the attempt that ended it, so a retry comes with the epoch before
+    (``last_producer_epoch``), and after a rotation with the id before: a retry of the
+    decision that completed is :data:`BUMPED_END_RETRY` (answered with the current id
+    and epoch), of one still completing CONCURRENT_TRANSACTIONS. With the current epoch,
+    an Ongoing transaction ends; an abort with nothing ongoing is allowed (an empty
+    transaction, as Kafka allows it from v5), a commit is INVALID_TXN_STATE."""
+    if meta is None:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    state = meta.state
+    ended = state in PREPARED or state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+    known_id = producer_id == meta.producer_id or (
+        meta.last_producer_id != -1 and producer_id == meta.last_producer_id
+    )
+    if not known_id:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    if busy:
+        return ErrorCode.CONCURRENT_TRANSACTIONS
+    if ended and producer_epoch == meta.last_producer_epoch != -1:
+        if commit != (state in (TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT)):
+            return ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.CONCURRENT_TRANSACTIONS if state in PREPARED else BUMPED_END_RETRY
+    if producer_id != meta.producer_id:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    if producer_epoch != meta.producer_epoch:
+        return ErrorCode.PRODUCER_FENCED
+    if state is TxnState.ONGOING:
+        return None
+    if state in PREPARED:
+        return ErrorCode.CONCURRENT_TRANSACTIONS
+    if not commit and state in (
+        TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT
+    ):
+        return None
     return ErrorCode.INVALID_TXN_STATE
 
 

@@ -28,6 +28,7 @@ old request versions (``txn_handlers.py``), or write markers itself (the core do
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
@@ -42,7 +43,9 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import cancel_call
 from brokerd.kafka.groups.store import offset_entry_error
 from brokerd.kafka.txn.checks import (
+    BUMPED_END_RETRY,
     MAX_PARTITIONS_PER_TXN,
+    bumped_end_txn_error,
     check_producer,
     end_txn_error,
     group_id_error,
@@ -62,6 +65,7 @@ from brokerd.kafka.txn.state import (
 )
 from brokerd.kafka.txn.table import TxnTable
 from brokerd.kafka.txn.types import (
+    EndTxnResult,
     InitProducerIdResult,
     TopicPartition,
     TxnDescription,
@@ -72,6 +76,7 @@ from brokerd.kafka.txn.views import (
     describe_transactions,
     list_transactions,
     pending_offsets,
+    verify_partitions,
     verify_produce,
 )
 from brokerd.net.transport import DelayedCall, TimerClock
@@ -383,13 +388,17 @@ class TransactionCoordinator(service.Service):
         generation_id: int = -1,
         member_id: str = "",
         group_instance_id: str | None = None,
+        add_group: bool = False,
     ) -> Deferred[dict[TopicPartition, ErrorCode]]:
+        """TxnOffsetCommit; with ``add_group`` (v5, KIP-890 part 2) the group is added to
+        the transaction (starting one if none is ongoing) as AddOffsetsToTxn would."""
         meta = self._table.get(transactional_id)
         code = self._running_check(transactional_id, meta, producer_id, producer_epoch)
         code = code or group_id_error(group_id)
         if not code:
             assert meta is not None
-            if meta.state is not TxnState.ONGOING or group_id not in meta.offsets:
+            joined = meta.state is TxnState.ONGOING and group_id in meta.offsets
+            if not joined and not add_group:
                 code = _C.INVALID_TXN_STATE  # AddOffsetsToTxn did not name this group
         if not code:
             code = self._groups.check_txn_member(
@@ -411,7 +420,11 @@ class TransactionCoordinator(service.Service):
             return defer.succeed(dict.fromkeys(offsets, _C.INVALID_REQUEST))
 
         async def remember() -> dict[TopicPartition, ErrorCode]:
-            if not await self._persist(meta.with_offsets(group_id, accepted, self._now_ms())):
+            now = self._now_ms()
+            base = meta
+            if base.state is not TxnState.ONGOING or group_id not in base.offsets:
+                base = base.add_group(group_id, now)
+            if not await self._persist(base.with_offsets(group_id, accepted, now)):
                 results.update(dict.fromkeys(accepted, _C.COORDINATOR_NOT_AVAILABLE))
             return results
 
@@ -444,6 +457,59 @@ class TransactionCoordinator(service.Service):
 
         return self._spawn(transactional_id, end())
 
+    def end_txn_bumping(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> Deferred[EndTxnResult]:
+        """EndTxn v5 (KIP-890 part 2): as :meth:`end_txn`, with the producer epoch bumped
+        by the decision (the markers carry the new epoch, fencing the old one), an abort
+        accepted with no transaction ongoing, and the answer carrying the id and epoch
+        the producer's next transaction uses. An epoch that the bump exhausts moves the
+        id to a fresh producer id at epoch 0 once the transaction is complete."""
+        code = self._unavailable() or transactional_id_error(transactional_id)
+        if code:
+            return defer.succeed(EndTxnResult(code))
+        meta = self._table.get(transactional_id)
+        busy = self._table.busy(transactional_id)
+        answer = bumped_end_txn_error(meta, producer_id, producer_epoch, commit, busy)
+        if isinstance(answer, ErrorCode):
+            return defer.succeed(EndTxnResult(answer))
+        assert meta is not None
+        if answer == BUMPED_END_RETRY:
+            if not epoch_exhausted(meta.producer_epoch):
+                return defer.succeed(
+                    EndTxnResult(_C.NONE, meta.producer_id, meta.producer_epoch)
+                )
+            # The rotation after the first attempt did not happen (failed, or a restart
+            # came between): do it now.
+            return self._spawn(transactional_id, self._answer_ended(meta))
+
+        async def end() -> EndTxnResult:
+            prepared = meta.prepare_bumped(commit, self._now_ms())
+            if not await self._persist(prepared):
+                return EndTxnResult(_C.COORDINATOR_NOT_AVAILABLE)
+            if not await self._complete(prepared):
+                # Decided and durable: completed on the timer; the client's retry (with
+                # the epoch it sent) is answered once it is done.
+                return EndTxnResult(_C.CONCURRENT_TRANSACTIONS)
+            done = self._table.get(transactional_id)
+            assert done is not None
+            return await self._answer_ended(done)
+
+        return self._spawn(transactional_id, end())
+
+    async def _answer_ended(self, meta: TxnMetadata) -> EndTxnResult:
+        """The answer to an EndTxn v5 whose transaction is complete: the current id and
+        epoch, after moving an exhausted epoch to a fresh producer id."""
+        if epoch_exhausted(meta.producer_epoch):
+            new_pid = await self._new_producer_id()
+            if new_pid is None:
+                return EndTxnResult(_C.COORDINATOR_NOT_AVAILABLE)
+            rotated = meta.rotated(new_pid, self._now_ms())
+            if not await self._persist(rotated):
+                return EndTxnResult(_C.COORDINATOR_NOT_AVAILABLE)
+            meta = rotated
+        return EndTxnResult(_C.NONE, meta.producer_id, meta.producer_epoch)
+
     # -- checks shared by the requests --------------------------------------------------
 
     def _unavailable(self) -> ErrorCode:
@@ -472,11 +538,39 @@ class TransactionCoordinator(service.Service):
         """(:func:`~brokerd.kafka.txn.views.pending_offsets`)"""
         return pending_offsets(self._table, group_id)
 
-    def list_transactions(
-        self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
-    ) -> list[TxnListing]:
-        """Every id matching both filters (an empty filter matches everything); nothing
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """(:func:`~brokerd.kafka.txn.views.verify_partitions`); COORDINATOR_NOT_AVAILABLE
         once stopped."""
         if self._stopped:
+            return dict.fromkeys(partitions, _C.COORDINATOR_NOT_AVAILABLE)
+        busy = self._table.busy(transactional_id)
+        return verify_partitions(
+            self._table, transactional_id, producer_id, producer_epoch, partitions, busy
+        )
+
+    def list_transactions(
+        self,
+        state_filters: Sequence[str],
+        producer_id_filters: Sequence[int],
+        *,
+        duration_filter_ms: int = -1,
+        transactional_id_pattern: re.Pattern[str] | None = None,
+    ) -> list[TxnListing]:
+        """Every id matching every filter
+        (:func:`~brokerd.kafka.txn.views.list_transactions`); nothing once stopped."""
+        if self._stopped:
             return []
-        return list_transactions(self._table, state_filters, producer_id_filters)
+        return list_transactions(
+            self._table,
+            state_filters,
+            producer_id_filters,
+            now_ms=self._now_ms(),
+            duration_filter_ms=duration_filter_ms,
+            transactional_id_pattern=transactional_id_pattern,
+        )

@@ -80,14 +80,14 @@ _CA = TxnState.COMPLETE_ABORT
 _D = TxnState.DEAD
 _PF = TxnState.PREPARE_EPOCH_FENCE
 
-#: For each state, the states a transactional id may enter it from. As Kafka's, without
-#: the transitions only its KIP-890 "abort an empty transaction" path uses (PrepareAbort
-#: from Empty or Complete*): brokerd answers EndTxn on a finished transaction from memory.
+#: For each state, the states a transactional id may enter it from, as Kafka's. PrepareAbort
+#: from Empty or Complete* is KIP-890 part 2's abort of an empty transaction (EndTxn v5,
+#: which bumps the epoch even when nothing was written).
 VALID_PREVIOUS_STATES: Mapping[TxnState, frozenset[TxnState]] = {
     _E: frozenset({_E, _CC, _CA}),
     _O: frozenset({_O, _E, _CC, _CA}),
     _PC: frozenset({_O}),
-    _PA: frozenset({_O, _PF}),
+    _PA: frozenset({_O, _PF, _E, _CC, _CA}),
     _CC: frozenset({_PC}),
     _CA: frozenset({_PA}),
     _D: frozenset({_E, _CC, _CA}),
@@ -197,6 +197,32 @@ class TxnMetadata:
     def prepare(self, commit: bool, now_ms: int) -> TxnMetadata:
         """EndTxn from the producer: the decision, to be written before any marker."""
         return self.transition(_PC if commit else _PA, now_ms)
+
+    def prepare_bumped(self, commit: bool, now_ms: int) -> TxnMetadata:
+        """EndTxn v5 (KIP-890 part 2): the decision with the epoch bumped, so that the
+        markers carry the new epoch and the producer's next transaction uses it; the
+        epoch it ended with is kept as ``last_producer_epoch`` for a retry. From Empty
+        or Complete* (an abort of an empty transaction) the partitions and offsets of
+        the last transaction are dropped: there is nothing to mark."""
+        changes: dict[str, object] = {
+            "producer_epoch": min(self.producer_epoch + 1, MAX_EPOCH),
+            "last_producer_epoch": self.producer_epoch,
+        }
+        if self.state is not TxnState.ONGOING:
+            changes.update(partitions=frozenset(), offsets={})
+        return self.transition(_PC if commit else _PA, now_ms, **changes)
+
+    def rotated(self, producer_id: int, now_ms: int) -> TxnMetadata:
+        """A Complete* id whose epoch is exhausted, moved to a fresh producer id at epoch
+        0 (KIP-890 part 2 does this at the end of a transaction); the old id and the
+        epoch the producer ended with stay known for a retry of that EndTxn."""
+        return attrs.evolve(
+            self,
+            producer_id=producer_id,
+            producer_epoch=0,
+            last_producer_id=self.producer_id,
+            last_update_ms=now_ms,
+        )
 
     def fence(self, now_ms: int) -> TxnMetadata:
         """An Ongoing transaction's producer is being replaced (InitProducerId) or timed

@@ -10,6 +10,7 @@ I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -36,6 +37,15 @@ TXN_STATE_NAMES = (
 
 @attrs.frozen
 class InitProducerIdResult:
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+@attrs.frozen
+class EndTxnResult:
+    """EndTxn v5's answer: the id and epoch the producer's next transaction uses."""
+
     error: ErrorCode
     producer_id: int = -1
     producer_epoch: int = -1
@@ -115,6 +125,14 @@ class TransactionCoordinatorLike(Protocol):
         committed offsets are stored (see ``docs/transactions.md``)."""
         ...
 
+    def end_txn_bumping(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> Deferred[EndTxnResult]:
+        """EndTxn v5 (KIP-890 part 2): EndTxn with the producer epoch bumped by the
+        decision; an abort with nothing ongoing is accepted. The answer carries the id
+        and epoch to use next."""
+        ...
+
     def txn_offset_commit(
         self,
         transactional_id: str,
@@ -126,9 +144,11 @@ class TransactionCoordinatorLike(Protocol):
         generation_id: int = -1,
         member_id: str = "",
         group_instance_id: str | None = None,
+        add_group: bool = False,
     ) -> Deferred[dict[TopicPartition, ErrorCode]]:
         """TxnOffsetCommit: remember ``offsets`` durably as part of the transaction;
-        they become visible to OffsetFetch when it commits and are dropped on abort."""
+        they become visible to OffsetFetch when it commits and are dropped on abort.
+        ``add_group`` (v5): add the group to the transaction first, as AddOffsetsToTxn."""
         ...
 
     def describe(self, transactional_ids: Sequence[str]) -> list[TxnDescription]:
@@ -140,8 +160,25 @@ class TransactionCoordinatorLike(Protocol):
         (OffsetFetch's ``require_stable``; from memory)."""
         ...
 
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn's VerifyOnly (v4+): whether each partition is in the
+        producer's ongoing transaction (from memory)."""
+        ...
+
     def list_transactions(
-        self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
+        self,
+        state_filters: Sequence[str],
+        producer_id_filters: Sequence[int],
+        *,
+        duration_filter_ms: int = -1,
+        transactional_id_pattern: re.Pattern[str] | None = None,
     ) -> list[TxnListing]:
-        """ListTransactions (from memory); empty filters match everything."""
+        """ListTransactions (from memory); empty filters match everything, a negative
+        duration and a None pattern too."""
         ...

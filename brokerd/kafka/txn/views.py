@@ -6,11 +6,12 @@ What this module does not do: change any state or touch the log.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from brokerd.errors import InvalidProducerEpoch, InvalidTxnState
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.txn.checks import transactional_id_error
+from brokerd.kafka.txn.checks import check_producer, transactional_id_error
 from brokerd.kafka.txn.state import TxnState
 from brokerd.kafka.txn.table import TxnTable
 from brokerd.kafka.txn.types import TopicPartition, TxnDescription, TxnListing
@@ -19,6 +20,7 @@ __all__ = [
     "describe_transactions",
     "list_transactions",
     "pending_offsets",
+    "verify_partitions",
     "verify_produce",
 ]
 
@@ -80,16 +82,60 @@ def describe_transactions(
 
 
 def list_transactions(
-    table: TxnTable, state_filters: Sequence[str], producer_id_filters: Sequence[int]
+    table: TxnTable,
+    state_filters: Sequence[str],
+    producer_id_filters: Sequence[int],
+    *,
+    now_ms: int,
+    duration_filter_ms: int = -1,
+    transactional_id_pattern: re.Pattern[str] | None = None,
 ) -> list[TxnListing]:
     """ListTransactions: every id whose state and producer id match (an empty filter
-    matches everything; an unknown state name matches nothing), sorted by id."""
+    matches everything; an unknown state name matches nothing), whose transaction has
+    been running for more than ``duration_filter_ms`` (when it is not negative: an id
+    with no transaction running then never matches) and whose whole id
+    ``transactional_id_pattern`` matches (when given)."""
     states, pids = set(state_filters), set(producer_id_filters)
-    return [
-        TxnListing(m.transactional_id, m.producer_id, m.state.value)
-        for m in table.values()
-        if (not states or m.state.value in states) and (not pids or m.producer_id in pids)
-    ]
+    out: list[TxnListing] = []
+    for m in table.values():
+        if states and m.state.value not in states:
+            continue
+        if pids and m.producer_id not in pids:
+            continue
+        if duration_filter_ms >= 0 and (
+            m.start_time_ms < 0 or now_ms - m.start_time_ms <= duration_filter_ms
+        ):
+            continue
+        if transactional_id_pattern is not None and not transactional_id_pattern.fullmatch(
+            m.transactional_id
+        ):
+            continue
+        out.append(TxnListing(m.transactional_id, m.producer_id, m.state.value))
+    return out
+
+
+def verify_partitions(
+    table: TxnTable,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    partitions: Sequence[TopicPartition],
+    busy: bool,
+) -> dict[TopicPartition, ErrorCode]:
+    """AddPartitionsToTxn v4+ with VerifyOnly: NONE for each partition already in the
+    producer's ongoing transaction, INVALID_TXN_STATE for the others; the producer
+    checks of a running transaction first (one code for every partition)."""
+    meta = table.get(transactional_id)
+    code = transactional_id_error(transactional_id) or check_producer(
+        meta, producer_id, producer_epoch, busy
+    )
+    if code or meta is None:
+        return dict.fromkeys(partitions, code or ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+    ongoing = meta.state is TxnState.ONGOING
+    return {
+        tp: ErrorCode.NONE if ongoing and tp in meta.partitions else ErrorCode.INVALID_TXN_STATE
+        for tp in partitions
+    }
 
 
 def pending_offsets(table: TxnTable, group_id: str) -> frozenset[TopicPartition]:

@@ -1,6 +1,7 @@
 # -*- test-case-name: tests.test_txn_wire_handlers -*-
 """Kafka transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
-DescribeTransactions and ListTransactions, and InitProducerId's transactional half.
+DescribeTransactions and ListTransactions, and InitProducerId's transactional half; and
+the partition side of transactions: DescribeProducers and WriteTxnMarkers.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a call of the
 transaction coordinator (duck-typed by
@@ -14,25 +15,35 @@ response message. What is decided here, on the wire side:
 * error codes are adapted to the request version (:func:`code_for_version`): the
   coordinator speaks the newest codes, older clients get the ones they know;
 * an empty transactional id is INVALID_REQUEST, as Kafka answers;
+* the brokers' forms (AddPartitionsToTxn v4+, WriteTxnMarkers) need CLUSTER_ACTION;
+  AddPartitionsToTxn v4+ answers by transaction, VerifyOnly ones without adding;
+* EndTxn v5 and TxnOffsetCommit v5 are KIP-890 part 2's (an epoch bump at every end;
+  the group added by the commit itself);
+* ListTransactions v2's pattern is compiled by :mod:`brokerd.kafka.txn.patterns`
+  (INVALID_REGULAR_EXPRESSION when refused);
 * without a coordinator (transactions disabled), every API that names a transactional
   id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which every client treats as fatal
   (a retriable code would make it retry forever); DescribeTransactions answers
   TRANSACTIONAL_ID_NOT_FOUND per id and ListTransactions an empty list.
 
-It does not keep transaction state, write markers or parse bytes; dispatch is
+It does not keep transaction state or parse bytes, and writes markers only for
+WriteTxnMarkers (through the core, as the coordinator does); dispatch is
 :class:`~brokerd.kafka.server.dispatch.KafkaHandlers`'.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from twisted.logger import Logger
 
+from brokerd.errors import UnknownTopicOrPartition
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.authorize import (
+    CLUSTER_DENIED,
     GROUP_DENIED,
     TOPIC_DENIED,
     TXN_DENIED,
@@ -48,6 +59,7 @@ from brokerd.kafka.server.authorize import (
 )
 from brokerd.kafka.server.handler_base import Connection, unexpected_code
 from brokerd.kafka.server.route import Route
+from brokerd.kafka.txn.patterns import PatternRefused, compile_bounded
 from brokerd.kafka.txn.types import (
     TXN_STATE_NAMES,
     TopicPartition,
@@ -58,10 +70,13 @@ from brokerd.kafka.txn.types import (
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages import producers as producer_apis
+from brokerd.kafka.wire.messages import txn as txn_apis
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
     from brokerd.kafka.server.core_face import KafkaCore
+    from brokerd.storage.producer_state import ActiveProducer
 
 #: First version of each API whose clients know PRODUCER_FENCED (KIP-588, as each
 #: schema's "adds PRODUCER_FENCED" comment says); older versions get
@@ -77,6 +92,12 @@ PRODUCER_FENCED_FROM: dict[ApiKey, int] = {
 #: TxnOffsetCommit clients below this version may crash on COORDINATOR_LOAD_IN_PROGRESS
 #: (Kafka answers them COORDINATOR_NOT_AVAILABLE instead).
 TXN_OFFSET_COMMIT_LOAD_ERROR_FROM = 2
+#: EndTxn from this version bumps the producer epoch at every end (KIP-890 part 2).
+BUMPING_END_TXN_FROM = 5
+#: TxnOffsetCommit from this version adds its group to the transaction itself.
+IMPLICIT_ADD_OFFSETS_FROM = 5
+#: A WriteTxnMarkers (v2+) marker of this transaction version needs a newer epoch.
+STRICT_MARKER_TRANSACTION_VERSION = 2
 #: What a broker without a transaction coordinator answers a transactional request.
 NO_COORDINATOR = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
@@ -134,6 +155,10 @@ class TxnHandlers:
                 describe_transactions_rule,
             ),
             Route(ApiKey.LIST_TRANSACTIONS, self.list_transactions, list_transactions_rule),
+            Route(
+                ApiKey.DESCRIBE_PRODUCERS, self.describe_producers, describe_producers_rule
+            ),
+            Route(ApiKey.WRITE_TXN_MARKERS, self.write_txn_markers, write_txn_markers_rule),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
@@ -180,41 +205,93 @@ class TxnHandlers:
 
     async def add_partitions_to_txn(self, conn: Connection, req: Request) -> Any:
         body: apis.AddPartitionsToTxnRequest = req.body
-        wanted = _group((t.name, p) for t in body.topics for p in t.partitions)
-        pairs = [(topic, p) for topic, parts in wanted.items() for p in parts]
-        codes = await self._add_partitions(body, pairs)
-        if any(codes.values()):
-            # All or nothing: Kafka answers the partitions that were fine this way.
-            codes = {
-                tp: code or ErrorCode.OPERATION_NOT_ATTEMPTED for tp, code in codes.items()
-            }
-        return apis.AddPartitionsToTxnResponse(
-            results_by_topic=tuple(
-                apis.AddPartitionsToTxnTopicResult(
-                    name=topic,
-                    results_by_partition=tuple(
-                        apis.AddPartitionsToTxnPartitionResult(
-                            partition_index=p,
-                            partition_error_code=code_for_version(
-                                ApiKey.ADD_PARTITIONS_TO_TXN, req.api_version, codes[(topic, p)]
+        if req.api_version >= 4:
+            return apis.AddPartitionsToTxnResponse(
+                results_by_transaction=tuple(
+                    [
+                        txn_apis.AddPartitionsToTxnResult(
+                            transactional_id=t.transactional_id,
+                            topic_results=await self._add_one_txn(
+                                req.api_version, t.transactional_id, t.producer_id,
+                                t.producer_epoch, t.topics, verify_only=t.verify_only,
                             ),
                         )
-                        for p in parts
-                    ),
+                        for t in body.transactions
+                    ]
                 )
-                for topic, parts in wanted.items()
+            )
+        return apis.AddPartitionsToTxnResponse(
+            results_by_topic=await self._add_one_txn(
+                req.api_version, body.transactional_id, body.producer_id,
+                body.producer_epoch, body.topics, verify_only=False,
             )
         )
 
+    async def _add_one_txn(
+        self,
+        version: int,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        topics: Sequence[apis.AddPartitionsToTxnTopic],
+        *,
+        verify_only: bool,
+    ) -> tuple[apis.AddPartitionsToTxnTopicResult, ...]:
+        """One transaction's partitions added (or with ``verify_only`` checked), answered
+        by topic."""
+        wanted = _group((t.name, p) for t in topics for p in t.partitions)
+        pairs = [(topic, p) for topic, parts in wanted.items() for p in parts]
+        if verify_only:
+            codes = self._verify_partitions(transactional_id, producer_id, producer_epoch, pairs)
+        else:
+            codes = await self._add_partitions(
+                transactional_id, producer_id, producer_epoch, pairs
+            )
+            if any(codes.values()):
+                # All or nothing: Kafka answers the partitions that were fine this way.
+                codes = {
+                    tp: code or ErrorCode.OPERATION_NOT_ATTEMPTED for tp, code in codes.items()
+                }
+        return tuple(
+            apis.AddPartitionsToTxnTopicResult(
+                name=topic,
+                results_by_partition=tuple(
+                    apis.AddPartitionsToTxnPartitionResult(
+                        partition_index=p,
+                        partition_error_code=code_for_version(
+                            ApiKey.ADD_PARTITIONS_TO_TXN, version, codes[(topic, p)]
+                        ),
+                    )
+                    for p in parts
+                ),
+            )
+            for topic, parts in wanted.items()
+        )
+
+    def _verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int,
+        pairs: list[TopicPartition],
+    ) -> dict[TopicPartition, int]:
+        if self._txn is None:
+            return dict.fromkeys(pairs, NO_COORDINATOR)
+        try:
+            answered: Mapping[TopicPartition, int] = self._txn.verify_partitions(
+                transactional_id, producer_id, producer_epoch, pairs
+            )
+        except Exception as e:
+            return dict.fromkeys(pairs, self._unexpected("verify partitions in txn", e))
+        return {tp: answered.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR) for tp in pairs}
+
     async def _add_partitions(
-        self, body: apis.AddPartitionsToTxnRequest, pairs: list[TopicPartition]
+        self, transactional_id: str, producer_id: int, producer_epoch: int,
+        pairs: list[TopicPartition],
     ) -> dict[TopicPartition, int]:
         def every(code: int) -> dict[TopicPartition, int]:
             return dict.fromkeys(pairs, code)
 
         if self._txn is None:
             return every(NO_COORDINATOR)
-        if not body.transactional_id:
+        if not transactional_id:
             return every(ErrorCode.INVALID_REQUEST)
         missing = self._missing(pairs)
         if missing:
@@ -226,7 +303,7 @@ class TxnHandlers:
             return {}
         try:
             answered: Mapping[TopicPartition, int] = await self._txn.add_partitions(
-                body.transactional_id, body.producer_id, body.producer_epoch, pairs
+                transactional_id, producer_id, producer_epoch, pairs
             )
         except Exception as e:
             return every(self._unexpected("add partitions to txn", e))
@@ -254,6 +331,8 @@ class TxnHandlers:
 
     async def end_txn(self, conn: Connection, req: Request) -> Any:
         body: apis.EndTxnRequest = req.body
+        if req.api_version >= BUMPING_END_TXN_FROM and self._txn is not None:
+            return await self._end_txn_bumping(body)
         if self._txn is None:
             code: int = NO_COORDINATOR
         elif not body.transactional_id:
@@ -268,6 +347,22 @@ class TxnHandlers:
                 code = self._unexpected("end txn", e)
         return apis.EndTxnResponse(
             error_code=code_for_version(ApiKey.END_TXN, req.api_version, code)
+        )
+
+    async def _end_txn_bumping(self, body: apis.EndTxnRequest) -> apis.EndTxnResponse:
+        assert self._txn is not None
+        if not body.transactional_id:
+            return apis.EndTxnResponse(error_code=ErrorCode.INVALID_REQUEST)
+        try:
+            result = await self._txn.end_txn_bumping(
+                body.transactional_id, body.producer_id, body.producer_epoch, body.committed
+            )
+        except Exception as e:
+            return apis.EndTxnResponse(error_code=self._unexpected("end txn", e))
+        return apis.EndTxnResponse(
+            error_code=result.error,
+            producer_id=result.producer_id,
+            producer_epoch=result.producer_epoch,
         )
 
     # -- TxnOffsetCommit -------------------------------------------------------------
@@ -296,6 +391,8 @@ class TxnHandlers:
                     body.transactional_id, body.group_id, body.producer_id,
                     body.producer_epoch, offsets, generation_id=body.generation_id,
                     member_id=body.member_id, group_instance_id=body.group_instance_id,
+                    # v5 (KIP-890 part 2): no AddOffsetsToTxn came first.
+                    add_group=req.api_version >= IMPLICIT_ADD_OFFSETS_FROM,
                 )
             except Exception as e:
                 code = self._unexpected("txn offset commit", e)
@@ -342,11 +439,23 @@ class TxnHandlers:
     async def list_transactions(self, conn: Connection, req: Request) -> Any:
         body: apis.ListTransactionsRequest = req.body
         unknown = tuple(s for s in body.state_filters if s not in TXN_STATE_NAMES)
+        pattern: re.Pattern[str] | None = None
+        if body.transactional_id_pattern:
+            try:
+                pattern = compile_bounded(body.transactional_id_pattern)
+            except PatternRefused as e:
+                self._log.debug("ListTransactions pattern refused: {why}", why=e)
+                return apis.ListTransactionsResponse(
+                    error_code=ErrorCode.INVALID_REGULAR_EXPRESSION
+                )
         if self._txn is None:
             return apis.ListTransactionsResponse(unknown_state_filters=unknown)
         try:
             listed = self._txn.list_transactions(
-                list(body.state_filters), list(body.producer_id_filters)
+                list(body.state_filters),
+                list(body.producer_id_filters),
+                duration_filter_ms=body.duration_filter,
+                transactional_id_pattern=pattern,
             )
         except Exception as e:
             return apis.ListTransactionsResponse(
@@ -364,6 +473,131 @@ class TxnHandlers:
                 for t in listed
             ),
         )
+
+    # -- DescribeProducers -----------------------------------------------------------
+
+    async def describe_producers(self, conn: Connection, req: Request) -> Any:
+        body: producer_apis.DescribeProducersRequest = req.body
+        topics = []
+        for t in body.topics:
+            parts = [
+                await self._producers_of(t.name, p)
+                for p in dict.fromkeys(t.partition_indexes)
+            ]
+            topics.append(
+                producer_apis.DescribeProducersTopicResponse(name=t.name, partitions=tuple(parts))
+            )
+        return producer_apis.DescribeProducersResponse(topics=tuple(topics))
+
+    async def _producers_of(
+        self, topic: str, partition: int
+    ) -> producer_apis.DescribeProducersPartitionResponse:
+        def refused(code: int) -> producer_apis.DescribeProducersPartitionResponse:
+            return producer_apis.DescribeProducersPartitionResponse(
+                partition_index=partition, error_code=code
+            )
+
+        if self._missing([(topic, partition)]):
+            return refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        try:
+            found = await self._core.describe_producers(topic, partition)
+        except UnknownTopicOrPartition:
+            return refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        except Exception as e:
+            return refused(self._unexpected("describe producers", e))
+        return producer_apis.DescribeProducersPartitionResponse(
+            partition_index=partition,
+            active_producers=tuple(_producer_entry(p, start) for p, start in found),
+        )
+
+    # -- WriteTxnMarkers -------------------------------------------------------------
+
+    async def write_txn_markers(self, conn: Connection, req: Request) -> Any:
+        body: txn_apis.WriteTxnMarkersRequest = req.body
+        return txn_apis.WriteTxnMarkersResponse(
+            markers=tuple([await self._write_marker(m) for m in body.markers])
+        )
+
+    async def _write_marker(
+        self, marker: txn_apis.WritableTxnMarker
+    ) -> txn_apis.WritableTxnMarkerResult:
+        wanted = _group((t.name, p) for t in marker.topics for p in t.partition_indexes)
+        pairs = [(topic, p) for topic, parts in wanted.items() for p in parts]
+        missing = self._missing(pairs)
+        codes: dict[TopicPartition, int] = dict.fromkeys(
+            missing, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        )
+        present = []
+        for tp in pairs:
+            if tp not in missing:
+                code = await self._marker_epoch_error(tp, marker)
+                if code:
+                    codes[tp] = code
+                else:
+                    present.append(tp)
+        if present:
+            try:
+                await self._core.write_txn_markers(
+                    present, marker.producer_id, marker.producer_epoch,
+                    commit=marker.transaction_result,
+                    coordinator_epoch=marker.coordinator_epoch,
+                )
+            except Exception as e:
+                codes.update(dict.fromkeys(present, self._unexpected("write txn markers", e)))
+        return txn_apis.WritableTxnMarkerResult(
+            producer_id=marker.producer_id,
+            topics=tuple(
+                txn_apis.WritableTxnMarkerTopicResult(
+                    name=topic,
+                    partitions=tuple(
+                        txn_apis.WritableTxnMarkerPartitionResult(
+                            partition_index=p, error_code=codes.get((topic, p), 0)
+                        )
+                        for p in parts
+                    ),
+                )
+                for topic, parts in wanted.items()
+            ),
+        )
+
+
+    async def _marker_epoch_error(
+        self, tp: TopicPartition, marker: txn_apis.WritableTxnMarker
+    ) -> int:
+        """INVALID_PRODUCER_EPOCH when the partition already knows the producer at a newer
+        epoch than the marker's (a Kafka partition leader refuses such a marker: it
+        would end a newer transaction in the old epoch's name). A v2 marker of
+        transaction version 2 (KIP-1228: KIP-890 part 2 ends carry a bumped epoch) must be
+        newer than the producer's epoch, unless it repeats the marker that already ended
+        the transaction (same epoch, nothing open on the partition)."""
+        try:
+            found = await self._core.describe_producers(*tp)
+        except UnknownTopicOrPartition:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        except Exception as e:
+            return self._unexpected("write txn markers", e)
+        strict = marker.transaction_version >= STRICT_MARKER_TRANSACTION_VERSION
+        for producer, start in found:
+            if producer.producer_id != marker.producer_id:
+                continue
+            if producer.epoch > marker.producer_epoch or (
+                strict and producer.epoch == marker.producer_epoch and start >= 0
+            ):
+                return ErrorCode.INVALID_PRODUCER_EPOCH
+        return ErrorCode.NONE
+
+
+def _producer_entry(p: ActiveProducer, txn_start: int) -> producer_apis.ProducerStateEntry:
+    return producer_apis.ProducerStateEntry(
+        producer_id=p.producer_id,
+        producer_epoch=p.epoch,
+        last_sequence=p.last_sequence,
+        last_timestamp=p.last_timestamp,
+        # brokerd's one transaction coordinator writes every marker with epoch 0; -1 is
+        # Kafka's answer for a producer no marker has been seen for.
+        coordinator_epoch=0 if p.marked else -1,
+        current_txn_start_offset=txn_start,
+    )
 
 
 def _described(d: TxnDescription) -> apis.DescribeTransactionsState:
@@ -407,6 +641,12 @@ def txn_offset_commit_rule(access: Access, req: Request) -> Gate:
 
 def add_partitions_to_txn_rule(access: Access, req: Request) -> Gate:
     body: apis.AddPartitionsToTxnRequest = req.body
+    if req.api_version >= 4:
+        # The brokers' form: the sending broker is trusted with every transaction it
+        # names (Kafka checks CLUSTER_ACTION only, for the whole request).
+        if access.cluster(Operation.CLUSTER_ACTION):
+            return Gate(req)
+        return answer_now(req, apis.AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED))
 
     def answer(code_of: Callable[[str], ErrorCode]) -> Gate:
         return answer_now(req, apis.AddPartitionsToTxnResponse(results_by_topic=tuple(
@@ -464,6 +704,41 @@ def list_transactions_rule(access: Access, req: Request) -> Gate:
         lambda s: access.txn(Operation.DESCRIBE, s.transactional_id),
     ))
 
+
+def describe_producers_rule(access: Access, req: Request) -> Gate:
+    body: producer_apis.DescribeProducersRequest = req.body
+    return split_entries(
+        req, body.topics, by_name, topic_op(Operation.READ, access),
+        lambda t, code: producer_apis.DescribeProducersTopicResponse(
+            name=t.name,
+            partitions=tuple(
+                producer_apis.DescribeProducersPartitionResponse(
+                    partition_index=p, error_code=code
+                )
+                for p in dict.fromkeys(t.partition_indexes)
+            ),
+        ),
+        narrow=lambda kept: attrs.evolve(body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )
+
+
+def write_txn_markers_rule(access: Access, req: Request) -> Gate:
+    if access.cluster(Operation.CLUSTER_ACTION):
+        return Gate(req)
+    body: txn_apis.WriteTxnMarkersRequest = req.body
+    return answer_now(req, txn_apis.WriteTxnMarkersResponse(markers=tuple(
+        txn_apis.WritableTxnMarkerResult(producer_id=m.producer_id, topics=tuple(
+            txn_apis.WritableTxnMarkerTopicResult(name=t.name, partitions=tuple(
+                txn_apis.WritableTxnMarkerPartitionResult(
+                    partition_index=p, error_code=CLUSTER_DENIED
+                )
+                for p in t.partition_indexes
+            ))
+            for t in m.topics
+        ))
+        for m in body.markers
+    )))
 
 
 __all__ = [

@@ -1,8 +1,8 @@
 # -*- test-case-name: tests.test_kafka_codec -*-
 """Request and response bodies of the transaction APIs: AddPartitionsToTxn (24),
-AddOffsetsToTxn (25), EndTxn (26), TxnOffsetCommit (28), DescribeTransactions (65) and
-ListTransactions (66), and the version range brokerd answers of each (:data:`APIS`,
-collected by :mod:`brokerd.kafka.wire.registry`).
+AddOffsetsToTxn (25), EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28),
+DescribeTransactions (65) and ListTransactions (66), and the version range brokerd
+answers of each (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.registry`).
 
 Transcribed from Kafka's JSON message schemas
 (``clients/src/main/resources/common/message/*.json``); the layout rules are
@@ -17,6 +17,7 @@ import attrs
 
 from brokerd.kafka.wire.codec import (
     BOOL,
+    INT8,
     INT16,
     INT32,
     INT64,
@@ -40,16 +41,38 @@ class AddPartitionsToTxnTopic:
 
 @wire_message
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnRequest:
-    """Versions 0-3, the client form (Kafka's ``V3AndBelow*`` fields); v4+ batches
-    several transactions for broker-to-broker verification and is not advertised."""
+class AddPartitionsToTxnTransaction:
+    """One transaction of a v4+ (broker-to-broker, batched) request."""
 
     transactional_id: Annotated[str, Wire(STRING)]
     producer_id: Annotated[int, Wire(INT64)]
     producer_epoch: Annotated[int, Wire(INT16)]
+    #: True: only answer whether each partition is already in the transaction.
+    verify_only: Annotated[bool, Wire(BOOL)] = False
     topics: Annotated[
         tuple[AddPartitionsToTxnTopic, ...],
         Wire(Array(Struct(AddPartitionsToTxnTopic))),
+    ] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class AddPartitionsToTxnRequest:
+    """Versions 0-3 are the client form (Kafka's ``V3AndBelow*`` fields, one
+    transaction); v4+ is the form brokers send a coordinator: several transactions,
+    each optionally verify-only (:class:`AddPartitionsToTxnTransaction`)."""
+
+    #: v4+.
+    transactions: Annotated[
+        tuple[AddPartitionsToTxnTransaction, ...],
+        Wire(Array(Struct(AddPartitionsToTxnTransaction)), 4),
+    ] = array()
+    transactional_id: Annotated[str, Wire(STRING, 0, 3)] = ""
+    producer_id: Annotated[int, Wire(INT64, 0, 3)] = -1
+    producer_epoch: Annotated[int, Wire(INT16, 0, 3)] = -1
+    topics: Annotated[
+        tuple[AddPartitionsToTxnTopic, ...],
+        Wire(Array(Struct(AddPartitionsToTxnTopic)), 0, 3),
     ] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 3
 
@@ -73,11 +96,30 @@ class AddPartitionsToTxnTopicResult:
 
 @wire_message
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnResponse:
-    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
-    results_by_topic: Annotated[
+class AddPartitionsToTxnResult:
+    """One transaction's answer in a v4+ response."""
+
+    transactional_id: Annotated[str, Wire(STRING)]
+    topic_results: Annotated[
         tuple[AddPartitionsToTxnTopicResult, ...],
         Wire(Array(Struct(AddPartitionsToTxnTopicResult))),
+    ] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class AddPartitionsToTxnResponse:
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    #: v4+: an error for the whole request (CLUSTER_AUTHORIZATION_FAILED).
+    error_code: Annotated[int, Wire(INT16, 4)] = 0
+    results_by_transaction: Annotated[
+        tuple[AddPartitionsToTxnResult, ...],
+        Wire(Array(Struct(AddPartitionsToTxnResult)), 4),
+    ] = array()
+    #: v0-3.
+    results_by_topic: Annotated[
+        tuple[AddPartitionsToTxnTopicResult, ...],
+        Wire(Array(Struct(AddPartitionsToTxnTopicResult)), 0, 3),
     ] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 3
 
@@ -115,6 +157,9 @@ class EndTxnRequest:
 class EndTxnResponse:
     throttle_time_ms: Annotated[int, Wire(INT32)] = 0
     error_code: Annotated[int, Wire(INT16)] = 0
+    #: v5+ (KIP-890 part 2): the producer id and epoch the next transaction uses.
+    producer_id: Annotated[int, Wire(INT64, 5)] = -1
+    producer_epoch: Annotated[int, Wire(INT16, 5)] = -1
     FLEXIBLE_FROM: ClassVar[int | None] = 3
 
 
@@ -232,6 +277,10 @@ class ListTransactionsRequest:
     state_filters: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
     #: Empty = every producer id.
     producer_id_filters: Annotated[tuple[int, ...], Wire(Array(INT64))] = array()
+    #: v1+: only transactions running longer than this many ms; negative = all.
+    duration_filter: Annotated[int, Wire(INT64, 1)] = -1
+    #: v2+: only transactional ids this regular expression matches; null or empty = all.
+    transactional_id_pattern: Annotated[str | None, Wire(STRING, 2, nullable_from=2)] = None
     FLEXIBLE_FROM: ClassVar[int | None] = 0
 
 
@@ -257,19 +306,93 @@ class ListTransactionsResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 0
 
 
+@wire_message
+@attrs.frozen(kw_only=True)
+class WritableTxnMarkerTopic:
+    name: Annotated[str, Wire(STRING)]
+    partition_indexes: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class WritableTxnMarker:
+    producer_id: Annotated[int, Wire(INT64)]
+    producer_epoch: Annotated[int, Wire(INT16)]
+    #: True = COMMIT, False = ABORT.
+    transaction_result: Annotated[bool, Wire(BOOL)]
+    topics: Annotated[
+        tuple[WritableTxnMarkerTopic, ...], Wire(Array(Struct(WritableTxnMarkerTopic)))
+    ] = array()
+    coordinator_epoch: Annotated[int, Wire(INT32)] = 0
+    #: v2+ (KIP-1228): the transaction version the marker ends (0/1 classic, 2 = KIP-890
+    #: part 2).
+    transaction_version: Annotated[int, Wire(INT8, 2)] = 0
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class WriteTxnMarkersRequest:
+    markers: Annotated[
+        tuple[WritableTxnMarker, ...], Wire(Array(Struct(WritableTxnMarker)))
+    ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 1
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class WritableTxnMarkerPartitionResult:
+    partition_index: Annotated[int, Wire(INT32)]
+    error_code: Annotated[int, Wire(INT16)] = 0
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class WritableTxnMarkerTopicResult:
+    name: Annotated[str, Wire(STRING)]
+    partitions: Annotated[
+        tuple[WritableTxnMarkerPartitionResult, ...],
+        Wire(Array(Struct(WritableTxnMarkerPartitionResult))),
+    ] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class WritableTxnMarkerResult:
+    producer_id: Annotated[int, Wire(INT64)]
+    topics: Annotated[
+        tuple[WritableTxnMarkerTopicResult, ...],
+        Wire(Array(Struct(WritableTxnMarkerTopicResult))),
+    ] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class WriteTxnMarkersResponse:
+    markers: Annotated[
+        tuple[WritableTxnMarkerResult, ...], Wire(Array(Struct(WritableTxnMarkerResult)))
+    ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 1
+
+
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    # The client versions (v4+ is Kafka's broker-to-broker batched form).
+    # v0-3 the client form, v4-5 the brokers' batched form with VerifyOnly (v5 only adds
+    # TRANSACTION_ABORTABLE to the codes a client knows; brokerd never answers it).
     ApiSpec(
         ApiKey.ADD_PARTITIONS_TO_TXN,
         AddPartitionsToTxnRequest,
         AddPartitionsToTxnResponse,
         0,
-        3,
+        5,
     ),
-    ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 3),
-    ApiSpec(ApiKey.END_TXN, EndTxnRequest, EndTxnResponse, 0, 3),
-    ApiSpec(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 3),
+    # v4 only adds TRANSACTION_ABORTABLE.
+    ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 4),
+    # v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) bumps the producer epoch
+    # at every end and answers the id and epoch to use next.
+    ApiSpec(ApiKey.END_TXN, EndTxnRequest, EndTxnResponse, 0, 5),
+    # v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) also adds the group to the
+    # transaction, as AddOffsetsToTxn does.
+    ApiSpec(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 5),
     ApiSpec(
         ApiKey.DESCRIBE_TRANSACTIONS,
         DescribeTransactionsRequest,
@@ -277,5 +400,7 @@ APIS: tuple[ApiSpec, ...] = (
         0,
         0,
     ),
-    ApiSpec(ApiKey.LIST_TRANSACTIONS, ListTransactionsRequest, ListTransactionsResponse, 0, 0),
+    ApiSpec(ApiKey.LIST_TRANSACTIONS, ListTransactionsRequest, ListTransactionsResponse, 0, 2),
+    # Version 1 is Kafka 4.0's baseline; v2 adds each marker's transaction version.
+    ApiSpec(ApiKey.WRITE_TXN_MARKERS, WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 2),
 )
