@@ -78,6 +78,8 @@ class ErrorCode(enum.IntEnum):
     # Transactions.
     PRODUCER_FENCED = 90
     TRANSACTIONAL_ID_NOT_FOUND = 105
+    #: A topic ID no topic has (requests that name topics by ID).
+    UNKNOWN_TOPIC_ID = 100
 
 
 #: Most specific class first: the first ``isinstance`` match wins.

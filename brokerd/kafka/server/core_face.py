@@ -9,6 +9,7 @@ circle. Reactor thread; failures carry ``brokerd.errors`` exceptions.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,6 +30,10 @@ class KafkaCore(PartitionAdminCore, Protocol):
     def auto_create_topics(self) -> bool: ...
 
     def topics(self) -> Mapping[str, TopicInfo]: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        """The topic that has this ID now; None for any other ID (no I/O)."""
+        ...
 
     def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]: ...
 
