@@ -1,6 +1,8 @@
 # -*- test-case-name: tests.test_kafka_protocol -*-
 """Produce (0): record batches to the core, per partition at once, with the acks=all
-timeout; and its ACL rule.
+timeout; and its ACL rule. From v13 a request names each topic by its topic ID: the
+topic with that ID now is written to (an unknown ID is answered UNKNOWN_TOPIC_ID, never
+auto-created), and the answer carries the ID back.
 
 A handler returns a response message, :data:`NO_RESPONSE` (acks=0) or
 :data:`CLOSE_CONNECTION` (acks=0 that failed: Kafka closes the connection, since it cannot
