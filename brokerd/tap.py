@@ -1020,7 +1020,9 @@ def _add_group_state(
         broker, reactor, options, data_dir, coordinator, producer_ids
     )
     # Added last, so it stops first: no reopen runs while the stores close.
-    recovery = StoreRecovery([offsets, txn_log], clock=reactor, run_blocking=broker.run_write)
+    recovery = StoreRecovery(
+        [offsets, txn_log, producer_ids], clock=reactor, run_blocking=broker.run_write
+    )
     recovery.setServiceParent(broker)
     return _KafkaState(coordinator, offsets, transactions, recovery)
 

@@ -92,6 +92,32 @@ class AclTestCase(KafkaTestCase):
 
 
 class AclApiTests(AclTestCase):
+    def test_v3_user_resource_type_matches_nothing_and_is_not_stored(self) -> None:
+        self.become("User:root")
+        self.send(ApiKey.CREATE_ACLS, 3, acl_apis.CreateAclsRequest(creations=(
+            creation(2, "orders", 3), creation(7, "alice", 3),
+        )))
+        results = self.one().results
+        self.assertEqual([r.error_code for r in results], [0, ErrorCode.INVALID_REQUEST])
+        self.assertIn("USER", results[1].error_message)
+        self.assertEqual(len(self.authorizer.acls), 1)
+        self.send(ApiKey.DESCRIBE_ACLS, 3, acl_apis.DescribeAclsRequest(
+            resource_type_filter=7, pattern_type_filter=1, operation=1, permission_type=1,
+        ))
+        described = self.one()
+        self.assertEqual((described.error_code, described.resources), (0, ()))
+        self.send(ApiKey.DELETE_ACLS, 3, acl_apis.DeleteAclsRequest(filters=(
+            acl_apis.DeleteAclsFilter(resource_type_filter=7, pattern_type_filter=1,
+                                      operation=1, permission_type=1),
+            # The other fields are still checked: UNKNOWN (0) operation.
+            acl_apis.DeleteAclsFilter(resource_type_filter=7, pattern_type_filter=1,
+                                      operation=0, permission_type=1),
+        )))
+        results = self.one().filter_results
+        self.assertEqual((results[0].error_code, results[0].matching_acls), (0, ()))
+        self.assertEqual(results[1].error_code, ErrorCode.INVALID_REQUEST)
+        self.assertEqual(len(self.authorizer.acls), 1)
+
     def test_create_describe_delete_round_trip(self) -> None:
         for version in (1, 2, 3):
             self.become("User:root")
@@ -360,6 +386,16 @@ class AdminAndGroupTests(AclTestCase):
         )))
         codes = {r.resource_type: r.error_code for r in self.one().results}
         self.assertEqual(codes, {2: 0, 4: ErrorCode.CLUSTER_AUTHORIZATION_FAILED})
+
+    def test_describe_log_dirs_denied_says_why_from_v3(self) -> None:
+        for version in (1, 2, 3, 4):
+            self.send(ApiKey.DESCRIBE_LOG_DIRS, version,
+                      apis.DescribeLogDirsRequest(topics=None))
+            resp = self.one()
+            self.assertEqual(resp.results, ())
+            # v1-2 have no error code on the wire: it decodes as 0.
+            want = ErrorCode.CLUSTER_AUTHORIZATION_FAILED if version >= 3 else 0
+            self.assertEqual(resp.error_code, want, version)
 
     def test_group_apis(self) -> None:
         self.send(ApiKey.JOIN_GROUP, 5, apis.JoinGroupRequest(

@@ -37,6 +37,11 @@ RANGE = ("range", b"meta-range")
 ROUNDROBIN = ("roundrobin", b"meta-rr")
 
 
+def synced_with(assignment: bytes) -> SyncResult:
+    """A successful SyncGroup answer of the tests' "consumer" groups, protocol "range"."""
+    return SyncResult(0, assignment, "consumer", RANGE[0])
+
+
 def _sync_run(f: Any, *args: Any) -> Deferred[Any]:
     try:
         return defer.succeed(f(*args))
@@ -129,12 +134,12 @@ class JoinSyncTests(_Base):
         self.assertEqual(self.coord.group_state("g"), GroupState.COMPLETING_REBALANCE)
 
         synced = self.result(self.coord.sync("g", 1, joined.member_id, [(joined.member_id, b"x")]))
-        self.assertEqual(synced, SyncResult(0, b"x"))
+        self.assertEqual(synced, synced_with(b"x"))
         self.assertEqual(self.coord.group_state("g"), GroupState.STABLE)
         self.assertEqual(self.coord.heartbeat("g", 1, joined.member_id), 0)
         # A SyncGroup repeated in Stable returns the same assignment.
         again = self.result(self.coord.sync("g", 1, joined.member_id, []))
-        self.assertEqual(again, SyncResult(0, b"x"))
+        self.assertEqual(again, synced_with(b"x"))
 
     def test_member_id_required_flow(self) -> None:
         first = self.result(self.join(require_known=True, client_id="rdkafka"))
@@ -192,8 +197,8 @@ class JoinSyncTests(_Base):
         self.assertNoResult(d_sync_b)
         self.assertEqual(self.coord.heartbeat("g", 2, rb.member_id), 0)
         sync_a = self.result(self.coord.sync("g", 2, a, [(a, b"A"), (rb.member_id, b"B")]))
-        self.assertEqual(sync_a, SyncResult(0, b"A"))
-        self.assertEqual(self.result(d_sync_b), SyncResult(0, b"B"))
+        self.assertEqual(sync_a, synced_with(b"A"))
+        self.assertEqual(self.result(d_sync_b), synced_with(b"B"))
         self.assertEqual(self.coord.group_state("g"), GroupState.STABLE)
         self.assertEqual(self.coord.heartbeat("g", 1, a), 22)
 
@@ -207,7 +212,7 @@ class JoinSyncTests(_Base):
         rc = self.result(d)
         d_c = self.coord.sync("g", ra.generation_id, rc.member_id, [])
         self.result(self.coord.sync("g", ra.generation_id, a, [(a, b"all")]))
-        self.assertEqual(self.result(d_c), SyncResult(0, b""))
+        self.assertEqual(self.result(d_c), synced_with(b""))
 
     def test_most_votes_wins(self) -> None:
         d1 = self.join(protocols=[ROUNDROBIN, RANGE])
@@ -267,6 +272,21 @@ class JoinSyncTests(_Base):
         d = self.join()
         self.clock.advance(DELAY_MS / 1000)
         self.assertEqual(self.result(d).generation_id, gen + 3)
+
+    def test_batch_leave_answers_each_member_and_rebalances_the_rest(self) -> None:
+        a, b, gen = self.stable_pair()
+        pending = self.result(self.join(client_id="late", require_known=True)).member_id
+        self.assertEqual(
+            self.coord.leave_members("g", [(b, None, "done"), (pending, None, None),
+                                           ("ghost", None, None), (b, None, None)]),
+            (0, [0, 0, 25, 25]),
+        )
+        self.assertEqual(self.coord.heartbeat("g", gen, a), 27)
+        ra = self.result(self.join(a))
+        self.assertEqual((ra.generation_id, ra.members), (gen + 1, [(a, None, b"meta-range")]))
+        # The whole request fails for a group that does not exist, or a bad group id.
+        self.assertEqual(self.coord.leave_members("nope", [(a, None, None)]), (25, []))
+        self.assertEqual(self.coord.leave_members("", [(a, None, None)]), (24, []))
 
     def test_leader_leaving_releases_held_follower_sync(self) -> None:
         a, b, _gen = self.stable_pair()
@@ -614,7 +634,7 @@ class StaticMembershipTests(_Base):
         self.assertEqual(self.coord.group_state("g"), GroupState.STABLE)
         self.assertEqual(self.coord.heartbeat("g", gen, a), 0)  # A sees no rebalance
         synced = self.result(self.coord.sync("g", gen, again.member_id, []))
-        self.assertEqual(synced, SyncResult(0, b"B"))
+        self.assertEqual(synced, synced_with(b"B"))
         # The old incarnation is fenced wherever it names its instance.
         self.assertEqual(self.coord.heartbeat("g", gen, b, group_instance_id="host-b"), 82)
         self.assertEqual(
@@ -641,7 +661,7 @@ class StaticMembershipTests(_Base):
         self.assertEqual((again.generation_id, again.leader_id, again.members), (gen, a, []))
         self.assertEqual(self.coord.heartbeat("g", gen, b), 0)
         self.assertEqual(
-            self.result(self.coord.sync("g", gen, again.member_id, [])), SyncResult(0, b"A")
+            self.result(self.coord.sync("g", gen, again.member_id, [])), synced_with(b"A")
         )
         described = self.coord.admin.describe(["g"])[0]
         self.assertEqual(
@@ -856,7 +876,7 @@ class RestoreTests(_Base):
         self.assertEqual(self.coord.heartbeat("g", gen, b), 0)
         self.assertEqual(self.coord.heartbeat("g", gen - 1, b), 22)
         # A SyncGroup retried across the restart still gets the member's assignment.
-        self.assertEqual(self.result(self.coord.sync("g", gen, b, [])), SyncResult(0, b"B"))
+        self.assertEqual(self.result(self.coord.sync("g", gen, b, [])), synced_with(b"B"))
         got = self.result(self.coord.commit_offsets("g", gen, a, [("t", 0, 7, 0, None)]))
         self.assertEqual(got, {("t", 0): 0})
         self.assertEqual(self.store.fetch("g", "t", 0), (7, 0, None))

@@ -242,7 +242,7 @@ def test_interval_larger_than_the_segment_gives_no_entries(tmp_path: Path) -> No
     segment = Segment.create(str(tmp_path), 0, index_interval=1 << 20)
     append_batches(segment, 20)
     assert len(segment.index) == 0
-    assert segment.find_batch(59, segment.size) is not None
+    assert segment.scan.find_batch(59, segment.size) is not None
     segment.close()
 
 

@@ -69,10 +69,6 @@ GAPS: dict[tuple[str, str], str] = {
     ),
     ("topic_id", "franz"): METADATA_GAP.format("kadm's TopicDetail.ID is zero"),
     ("topic_id", "sarama"): METADATA_GAP.format("TopicMetadata.Uuid is zero"),
-    ("max_timestamp", "java"): (
-        "ListOffsets stops at v5: 'UnsupportedVersionException: The node does not support "
-        "LIST_OFFSETS with version in range [7,11]. The supported range is [1,5].'"
-    ),
     ("recreated", "librdkafka"): (
         "Metadata v8 has no topic IDs, so librdkafka keeps the 10 partitions it knew: the "
         "61 of 100 keyed records it maps to partitions 3-9 fail with _MSG_TIMED_OUT "

@@ -21,7 +21,8 @@ from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.storage.batch import encode_batch
 from brokerd.storage.log import LogConfig
-from brokerd.storage.logdir import LogDirectory, read_registry
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir_registry import read_registry
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
 from tests.test_kafka_protocol import FakeCoordinator, KafkaTestCase
@@ -107,7 +108,7 @@ class CreatePartitionsTests(RealBrokerCase):
     def test_advertised(self) -> None:
         self.send(ApiKey.API_VERSIONS, 2, apis.ApiVersionsRequest())
         got = {r.api_key: (r.min_version, r.max_version) for r in self.one().api_keys}
-        self.assertEqual((got[37], got[21], got[35]), ((0, 1), (0, 1), (0, 1)))
+        self.assertEqual((got[37], got[21], got[35]), ((0, 3), (0, 2), (1, 4)))
 
     def test_grow_then_metadata_produce_fetch(self) -> None:
         self.create("t", 2)
@@ -202,8 +203,10 @@ class DescribeLogDirsTests(RealBrokerCase):
         self.create("a", 2)
         self.create("b", 1)
         self.produce_values("a", 1, 3)
-        result = self.describe(None, version=0)
+        result = self.describe(None, version=1)
         self.assertEqual((result.error_code, result.log_dir), (0, os.path.abspath(self.data)))
+        # v1 has no volume sizes: they decode as unknown.
+        self.assertEqual((result.total_bytes, result.usable_bytes), (-1, -1))
         sizes = {(t.name, p.partition_index): (p.partition_size, p.offset_lag, p.is_future_key)
                  for t in result.topics for p in t.partitions}
         self.assertEqual(set(sizes), {("a", 0), ("a", 1), ("b", 0)})
@@ -215,6 +218,24 @@ class DescribeLogDirsTests(RealBrokerCase):
         ))
         self.assertEqual([(t.name, [p.partition_index for p in t.partitions])
                           for t in result.topics], [("a", [1])])
+
+    def test_v4_volume_sizes_from_the_data_directory_filesystem(self) -> None:
+        self.create("a", 1)
+        self.produce_values("a", 0, 3)
+        for version in (2, 3, 4):
+            self.send(ApiKey.DESCRIBE_LOG_DIRS, version,
+                      apis.DescribeLogDirsRequest(topics=None))
+            resp = self.one()
+            self.assertEqual(resp.error_code, 0)
+            (result,) = resp.results
+            self.assertEqual([t.name for t in result.topics], ["a"])
+        fs = os.statvfs(self.data)
+        self.assertEqual(result.total_bytes, fs.f_blocks * fs.f_frsize)
+        # Free space moves with everything else on the machine: within 64 MiB of now.
+        self.assertAlmostEqual(result.usable_bytes, fs.f_bavail * fs.f_frsize,
+                               delta=64 << 20)
+        self.assertGreater(result.usable_bytes, 0)
+        self.assertLessEqual(result.usable_bytes, result.total_bytes)
 
 
 # -- timeouts, on a fake core ----------------------------------------------------------

@@ -6,6 +6,8 @@ directory reports sizes."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -102,7 +104,76 @@ def test_confluent_delete_records_survives_kill(
         assert next(iter(earliest.values())).result(WAIT).offset == 4
 
 
+#: Record timestamps (ms before now) with the largest, twice, at offsets 1 and 3.
+STAMPS_AGO = (50_000, 10_000, 30_000, 10_000, 40_000)
+
+
+def test_confluent_list_offsets_max_timestamp(confluent: Confluent) -> None:
+    """OffsetSpec.max_timestamp() (ListOffsets v7+): the first record with the largest
+    timestamp, with that timestamp."""
+    ck, admin_mod = confluent.ck, confluent.admin_mod
+    confluent.create_topic("cf-max-ts", 1)
+    now = int(time.time() * 1000)
+    producer = ck.Producer(confluent.conf())
+    for i, ago in enumerate(STAMPS_AGO):
+        producer.produce("cf-max-ts", b"v%d" % i, partition=0, timestamp=now - ago)
+    assert producer.flush(WAIT) == 0
+    tp = ck.TopicPartition("cf-max-ts", 0)
+    specs = {
+        "max": admin_mod.OffsetSpec.max_timestamp(),
+        "earliest": admin_mod.OffsetSpec.earliest(),
+        "latest": admin_mod.OffsetSpec.latest(),
+    }
+    got = {
+        name: next(iter(confluent._admin().list_offsets({tp: spec}).values())).result(WAIT)
+        for name, spec in specs.items()
+    }
+    assert (got["max"].offset, got["max"].timestamp) == (1, now - 10_000)
+    assert (got["earliest"].offset, got["latest"].offset) == (0, 5)
+
+
 # -- kafka-python ----------------------------------------------------------------------
+
+
+def test_kafka_python_offset_specs_of_v7_to_v9(kafka_python: KafkaPython) -> None:
+    """Max timestamp (v7), earliest local (v8: the log start, nothing is tiered) and
+    latest tiered (v9: none, -1) through kafka-python's admin client."""
+    kp = kafka_python
+    spec, tp = kp.kafka.protocol.consumer.offsets.OffsetSpec, kp.kafka.TopicPartition
+    kp.create_topic("kp-specs", 1)
+    now = int(time.time() * 1000)
+    producer = kp.kafka.KafkaProducer(bootstrap_servers=kp.broker.kafka_bootstrap, **kp.COMMON)
+    try:
+        for i, ago in enumerate(STAMPS_AGO):
+            producer.send("kp-specs", b"v%d" % i, partition=0, timestamp_ms=now - ago)
+        producer.flush(WAIT)
+    finally:
+        producer.close()
+    kp._admin(lambda a: a.delete_records({tp("kp-specs", 0): 2}))
+
+    def listed(which: Any) -> tuple[int, int]:
+        got = kp._admin(lambda a: a.list_partition_offsets({tp("kp-specs", 0): which}))
+        found = got[tp("kp-specs", 0)]
+        return found.offset, found.timestamp
+
+    # As Kafka's, the answer names the record even below a moved log start.
+    assert listed(spec.MAX_TIMESTAMP) == (1, now - 10_000)
+    assert listed(spec.EARLIEST_LOCAL) == (2, -1)
+    assert listed(spec.LATEST_TIERED) == (-1, -1)
+    assert listed(spec.EARLIEST) == (2, -1)
+
+
+def test_kafka_python_log_dir_volume_bytes(kafka_python: KafkaPython) -> None:
+    """DescribeLogDirs v4: the size and usable space of the data directory's volume."""
+    kp = kafka_python
+    kp.create_topic("kp-volume", 1)
+    [broker_entry] = kp._admin(lambda a: a.describe_log_dirs())
+    [log_dir] = broker_entry["log_dirs"]
+    fs = os.statvfs(kp.broker.data_dir)
+    assert log_dir["total_bytes"] == fs.f_blocks * fs.f_frsize
+    assert 0 < log_dir["usable_bytes"] <= log_dir["total_bytes"]
+    assert abs(log_dir["usable_bytes"] - fs.f_bavail * fs.f_frsize) < 64 << 20
+
 
 
 def test_kafka_python_partition_admin(kafka_python: KafkaPython) -> None:

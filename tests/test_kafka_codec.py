@@ -24,6 +24,8 @@ from brokerd.kafka.errors import ErrorCode, error_code_for
 from brokerd.kafka.wire import apis, codec
 from brokerd.kafka.wire.apis import SUPPORTED_VERSIONS
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.messages.acl import DescribeAclsRequest
+from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
 from brokerd.kafka.wire.registry import SPECS
 
 # -- hand encoders (independent of the codec) ----------------------------------------
@@ -213,7 +215,7 @@ def test_unknown_api_key() -> None:
 @pytest.mark.parametrize(
     ("key", "version"),
     [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.METADATA, 9), (ApiKey.PRODUCE, 14),
-     (ApiKey.LIST_OFFSETS, 0), (ApiKey.OFFSET_COMMIT, 8), (ApiKey.API_VERSIONS, 5)],
+     (ApiKey.LIST_OFFSETS, 0), (ApiKey.OFFSET_COMMIT, 11), (ApiKey.API_VERSIONS, 5)],
 )
 def test_unsupported_versions(key: ApiKey, version: int) -> None:
     with pytest.raises(apis.UnsupportedVersion) as info:
@@ -300,20 +302,12 @@ def test_api_versions_request_and_response() -> None:
     assert encoded(1, resp) == i16(0) + arr(i16(0) + i16(0) + i16(8)) + i32(0)
 
 
-def test_advertised_ranges_are_the_notes() -> None:
+def test_advertised_ranges_are_the_documented_ones() -> None:
+    from tests.test_kafka_version_table import documented
+
     body = apis.api_versions_response(2)
     got = {r.api_key: (r.min_version, r.max_version) for r in body.api_keys}
-    assert got == {
-        0: (0, 13), 1: (4, 11), 2: (1, 5), 3: (0, 8), 8: (2, 7), 9: (1, 8), 10: (0, 2),
-        11: (0, 5), 12: (0, 3), 13: (0, 2), 14: (0, 3), 18: (0, 4), 19: (2, 4),
-        20: (1, 3), 22: (0, 4),
-        24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3), 65: (0, 0), 66: (0, 0),  # transactions
-        32: (0, 3), 33: (0, 1), 44: (0, 0),  # the config APIs
-        15: (0, 4), 16: (0, 4), 42: (0, 1), 47: (0, 0),  # group admin APIs
-        21: (0, 1), 35: (0, 1), 37: (0, 1),
-        29: (0, 3), 30: (0, 3), 31: (0, 3),  # ACLs
-        17: (0, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0),  # SASL and SCRAM credentials
-    }
+    assert got == {key: (low, high) for key, (_name, low, high) in documented().items()}
 
 
 # -- Metadata ------------------------------------------------------------------------
@@ -556,6 +550,34 @@ def test_list_offsets_responses() -> None:
     assert encoded(1, resp) == arr(s("t") + arr(i32(0) + i16(0) + i64(-1) + i64(9)))
     assert encoded(4, resp) == i32(0) + arr(
         s("t") + arr(i32(0) + i16(0) + i64(-1) + i64(9) + i32(0)))
+    flexible = NO_TAGS + i32(0) + carr(
+        cs("t") + carr(i32(0) + i16(0) + i64(-1) + i64(9) + i32(0) + NO_TAGS) + NO_TAGS
+    ) + NO_TAGS
+    for version in (6, 7, 8, 9, 10, 11):
+        assert encoded(version, resp) == flexible
+
+
+def test_list_offsets_v6_flexible_and_v10_timeout() -> None:
+    topics = carr(cs("t") + carr(i32(0) + i32(-1) + i64(-3) + NO_TAGS) + NO_TAGS)
+    want = (apis.ListOffsetsTopic(name="t", partitions=(
+        apis.ListOffsetsPartition(partition_index=0, timestamp=-3),)),)
+    for version in (6, 7, 8, 9):
+        req = apis.decode_request(_flex_request(
+            ApiKey.LIST_OFFSETS, version, i32(-1) + i8(1) + topics + NO_TAGS
+        ))
+        assert req.body == apis.ListOffsetsRequest(isolation_level=1, topics=want)
+    for version in (10, 11):
+        req = apis.decode_request(_flex_request(
+            ApiKey.LIST_OFFSETS, version, i32(-1) + i8(0) + topics + i32(2500) + NO_TAGS
+        ))
+        assert req.body == apis.ListOffsetsRequest(topics=want, timeout_ms=2500)
+        header = RequestHeader(int(ApiKey.LIST_OFFSETS), version, 7, "cli")
+        wire = _flex_request(
+            ApiKey.LIST_OFFSETS, version, i32(-1) + i8(0) + topics + i32(2500) + NO_TAGS
+        )
+        assert apis.encode_request(header, req.body) == i32(len(wire)) + wire
+    with pytest.raises(apis.UnsupportedVersion):
+        apis.decode_request(_flex_request(ApiKey.LIST_OFFSETS, 12, b""))
 
 
 # -- FindCoordinator -----------------------------------------------------------------
@@ -868,8 +890,27 @@ def test_messages_are_frozen() -> None:
 
 def test_describe_configs_request_by_version() -> None:
     resource = i8(2) + s("t") + i32(-1)  # a topic, every key (null array)
-    assert decode(ApiKey.DESCRIBE_CONFIGS, 0, arr(resource)) == apis.DescribeConfigsRequest(
-        resources=(apis.DescribeConfigsResource(resource_type=2, resource_name="t"),)
+    assert decode(ApiKey.DESCRIBE_CONFIGS, 1, arr(resource) + b"\x00") == (
+        apis.DescribeConfigsRequest(
+            resources=(apis.DescribeConfigsResource(resource_type=2, resource_name="t"),)
+        )
+    )
+    # Kafka 4.0 removed v0 (IsDefault instead of the config source).
+    with pytest.raises(apis.UnsupportedVersion):
+        apis.decode_request(request(ApiKey.DESCRIBE_CONFIGS, 0, arr(resource)))
+    v4 = apis.decode_request(_flex_request(
+        ApiKey.DESCRIBE_CONFIGS, 4,
+        carr(i8(2) + cs("t") + b"\x00" + NO_TAGS, i8(4) + cs("0") + carr(cs("a")) + NO_TAGS)
+        + b"\x01\x00" + NO_TAGS,
+    ))
+    assert v4.body == apis.DescribeConfigsRequest(
+        resources=(
+            apis.DescribeConfigsResource(resource_type=2, resource_name="t"),
+            apis.DescribeConfigsResource(
+                resource_type=4, resource_name="0", configuration_keys=("a",)
+            ),
+        ),
+        include_synonyms=True,
     )
     body = decode(
         ApiKey.DESCRIBE_CONFIGS, 3, arr(i8(4) + s("0") + arr(s("a"), s("b"))) + b"\x01\x01"
@@ -878,9 +919,9 @@ def test_describe_configs_request_by_version() -> None:
     assert body.resources[0].configuration_keys == ("a", "b")
 
 
-def test_describe_configs_response_v0_has_is_default_and_v1_the_source() -> None:
+def test_describe_configs_response_v1_the_source_v3_types_v4_flexible() -> None:
     entry = apis.DescribeConfigsResourceResult(
-        name="retention.ms", value="1000", read_only=False, is_default=False,
+        name="retention.ms", value="1000", read_only=False,
         config_source=1, is_sensitive=False,
         synonyms=(apis.DescribeConfigsSynonym(name="retention.ms", value="1000", source=1),),
         config_type=5, documentation=None,
@@ -889,10 +930,15 @@ def test_describe_configs_response_v0_has_is_default_and_v1_the_source() -> None
     body = apis.DescribeConfigsResponse(results=(result,))
     head = i32(0) + i32(1) + i16(0) + s(None) + i8(2) + s("t") + i32(1)
     name_value = s("retention.ms") + s("1000") + b"\x00"
-    assert encoded(0, body) == head + name_value + b"\x00" + b"\x00"
     synonyms = arr(s("retention.ms") + s("1000") + i8(1))
     assert encoded(1, body) == head + name_value + i8(1) + b"\x00" + synonyms
     assert encoded(3, body) == head + name_value + i8(1) + b"\x00" + synonyms + i8(5) + s(None)
+    flex_synonyms = carr(cs("retention.ms") + cs("1000") + i8(1) + NO_TAGS)
+    flex_entry = (cs("retention.ms") + cs("1000") + b"\x00" + i8(1) + b"\x00" + flex_synonyms
+                  + i8(5) + b"\x00" + NO_TAGS)
+    assert encoded(4, body) == NO_TAGS + i32(0) + carr(
+        i16(0) + b"\x00" + i8(2) + cs("t") + carr(flex_entry) + NO_TAGS
+    ) + NO_TAGS
 
 
 def test_alter_configs_and_incremental_bytes() -> None:
@@ -914,6 +960,37 @@ def test_alter_configs_and_incremental_bytes() -> None:
     response = apis.AlterConfigsResponse(responses=(apis.AlterConfigsResourceResponse(
         error_code=40, error_message="bad", resource_type=2, resource_name="t"),))
     assert encoded(0, response) == i32(0) + arr(i16(40) + s("bad") + i8(2) + s("t"))
+
+
+def test_alter_configs_v2_and_incremental_v1_are_flexible() -> None:
+    config = cs("retention.ms") + b"\x00" + NO_TAGS
+    v2 = apis.decode_request(_flex_request(
+        ApiKey.ALTER_CONFIGS, 2, carr(i8(2) + cs("t") + carr(config) + NO_TAGS) + b"\x00" + NO_TAGS
+    ))
+    assert v2.body == apis.AlterConfigsRequest(
+        resources=(apis.AlterConfigsResource(resource_type=2, resource_name="t", configs=(
+            apis.AlterableConfig(name="retention.ms", value=None),)),),
+    )
+    op = cs("cleanup.policy") + i8(0) + cs("compact") + NO_TAGS
+    v1 = apis.decode_request(_flex_request(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS, 1,
+        carr(i8(2) + cs("t") + carr(op) + NO_TAGS) + b"\x01" + NO_TAGS,
+    ))
+    assert v1.body.validate_only
+    assert v1.body.resources[0].configs == (
+        apis.IncrementalAlterableConfig(name="cleanup.policy", config_operation=0, value="compact"),
+    )
+    result = apis.AlterConfigsResourceResponse(
+        error_code=40, error_message="bad", resource_type=2, resource_name="t"
+    )
+    flexible = NO_TAGS + i32(0) + carr(i16(40) + cs("bad") + i8(2) + cs("t") + NO_TAGS) + NO_TAGS
+    assert encoded(2, apis.AlterConfigsResponse(responses=(result,))) == flexible
+    # The same layout, flexible one version earlier: a response class of its own.
+    incremental = IncrementalAlterConfigsResponse(responses=(result,))
+    assert encoded(1, incremental) == flexible
+    assert encoded(0, incremental) == i32(0) + arr(i16(40) + s("bad") + i8(2) + s("t"))
+    assert apis.response_header_flexible(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
+    assert not apis.response_header_flexible(ApiKey.ALTER_CONFIGS, 1)
 
 
 def test_invalid_config_maps_to_error_40() -> None:
@@ -966,27 +1043,75 @@ def test_delete_records() -> None:
 
 
 def test_describe_log_dirs() -> None:
-    for version in (0, 1):
-        assert decode(ApiKey.DESCRIBE_LOG_DIRS, version, NULL_ARRAY) == (
-            apis.DescribeLogDirsRequest(topics=None))
-        req = decode(ApiKey.DESCRIBE_LOG_DIRS, version, arr(s("t") + arr(i32(0), i32(2))))
-        assert req.topics == (apis.DescribableLogDirTopic(topic="t", partitions=(0, 2)),)
-        resp = apis.DescribeLogDirsResponse(results=(apis.DescribeLogDirsResult(
-            log_dir="/data", topics=(apis.DescribeLogDirsTopic(name="t", partitions=(
-                apis.DescribeLogDirsPartition(partition_index=0, partition_size=123),
-            )),),
-        ),))
-        assert encoded(version, resp) == i32(0) + arr(
-            i16(0) + s("/data") + arr(s("t") + arr(i32(0) + i64(123) + i64(0) + i8(0))))
-
-
-@pytest.mark.parametrize(
-    ("key", "version"),
-    [(ApiKey.CREATE_PARTITIONS, 2), (ApiKey.DELETE_RECORDS, 2), (ApiKey.DESCRIBE_LOG_DIRS, 2)],
-)
-def test_flexible_partition_admin_versions_refused(key: ApiKey, version: int) -> None:
+    assert decode(ApiKey.DESCRIBE_LOG_DIRS, 1, NULL_ARRAY) == (
+        apis.DescribeLogDirsRequest(topics=None))
+    req = decode(ApiKey.DESCRIBE_LOG_DIRS, 1, arr(s("t") + arr(i32(0), i32(2))))
+    assert req.topics == (apis.DescribableLogDirTopic(topic="t", partitions=(0, 2)),)
+    resp = apis.DescribeLogDirsResponse(error_code=31, results=(apis.DescribeLogDirsResult(
+        log_dir="/data", topics=(apis.DescribeLogDirsTopic(name="t", partitions=(
+            apis.DescribeLogDirsPartition(partition_index=0, partition_size=123),
+        )),), total_bytes=1000, usable_bytes=600,
+    ),))
+    # v1: no top-level error code, no volume sizes.
+    assert encoded(1, resp) == i32(0) + arr(
+        i16(0) + s("/data") + arr(s("t") + arr(i32(0) + i64(123) + i64(0) + i8(0))))
+    # Kafka 4.0 removed v0.
     with pytest.raises(apis.UnsupportedVersion):
-        apis.decode_request(request(key, version, b""))
+        apis.decode_request(request(ApiKey.DESCRIBE_LOG_DIRS, 0, NULL_ARRAY))
+
+
+def test_describe_log_dirs_v2_flexible_v3_error_code_v4_volume_bytes() -> None:
+    for version in (2, 3, 4):
+        every = apis.decode_request(_flex_request(ApiKey.DESCRIBE_LOG_DIRS, version,
+                                                  b"\x00" + NO_TAGS))
+        assert every.body == apis.DescribeLogDirsRequest(topics=None)
+        some = apis.decode_request(_flex_request(
+            ApiKey.DESCRIBE_LOG_DIRS, version, carr(cs("t") + carr(i32(1)) + NO_TAGS) + NO_TAGS
+        ))
+        assert some.body.topics == (apis.DescribableLogDirTopic(topic="t", partitions=(1,)),)
+    resp = apis.DescribeLogDirsResponse(error_code=31, results=(apis.DescribeLogDirsResult(
+        log_dir="/data", topics=(apis.DescribeLogDirsTopic(name="t", partitions=(
+            apis.DescribeLogDirsPartition(partition_index=0, partition_size=123),
+        )),), total_bytes=1000, usable_bytes=600,
+    ),))
+    topics = carr(cs("t") + carr(i32(0) + i64(123) + i64(0) + i8(0) + NO_TAGS) + NO_TAGS)
+    result = i16(0) + cs("/data") + topics
+    assert encoded(2, resp) == NO_TAGS + i32(0) + carr(result + NO_TAGS) + NO_TAGS
+    assert encoded(3, resp) == NO_TAGS + i32(0) + i16(31) + carr(result + NO_TAGS) + NO_TAGS
+    assert encoded(4, resp) == NO_TAGS + i32(0) + i16(31) + carr(
+        result + i64(1000) + i64(600) + NO_TAGS) + NO_TAGS
+
+
+def test_create_partitions_v2_v3_and_delete_records_v2_are_flexible() -> None:
+    topics = carr(cs("t") + i32(4) + b"\x00" + NO_TAGS,
+                  cs("u") + i32(2) + carr(carr(i32(0)) + NO_TAGS) + NO_TAGS)
+    for version in (2, 3):
+        req = apis.decode_request(_flex_request(
+            ApiKey.CREATE_PARTITIONS, version, topics + i32(5000) + i8(0) + NO_TAGS
+        ))
+        assert req.body == apis.CreatePartitionsRequest(topics=(
+            apis.CreatePartitionsTopic(name="t", count=4, assignments=None),
+            apis.CreatePartitionsTopic(name="u", count=2, assignments=(
+                apis.CreatePartitionsAssignment(broker_ids=(0,)),)),
+        ), timeout_ms=5000)
+        resp = apis.CreatePartitionsResponse(results=(
+            apis.CreatePartitionsTopicResult(name="t", error_code=37, error_message="no"),
+        ))
+        assert encoded(version, resp) == (
+            NO_TAGS + i32(0) + carr(cs("t") + i16(37) + cs("no") + NO_TAGS) + NO_TAGS
+        )
+    req = apis.decode_request(_flex_request(
+        ApiKey.DELETE_RECORDS, 2,
+        carr(cs("t") + carr(i32(0) + i64(10) + NO_TAGS) + NO_TAGS) + i32(3000) + NO_TAGS,
+    ))
+    assert req.body == apis.DeleteRecordsRequest(topics=(apis.DeleteRecordsTopic(
+        name="t", partitions=(apis.DeleteRecordsPartition(partition_index=0, offset=10),)),),
+        timeout_ms=3000)
+    resp2 = apis.DeleteRecordsResponse(topics=(apis.DeleteRecordsTopicResult(
+        name="t", partitions=(apis.DeleteRecordsPartitionResult(
+            partition_index=0, low_watermark=10),)),))
+    assert encoded(2, resp2) == NO_TAGS + i32(0) + carr(
+        cs("t") + carr(i32(0) + i64(10) + i16(0) + NO_TAGS) + NO_TAGS) + NO_TAGS
 
 
 def test_policy_violation_code() -> None:
@@ -1257,3 +1382,27 @@ def test_offset_fetch_v8_groups_form() -> None:
         + NO_TAGS)
     out = apis.encode_response(7, 8, resp)
     assert apis.decode_response(ApiKey.OFFSET_FETCH, 8, out[4:]) == (7, resp)
+
+
+# -- the ACL APIs: v0 removed in Kafka 4.0 ---------------------------------------------
+
+
+@pytest.mark.parametrize("key", [ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS])
+def test_acl_apis_v0_refused(key: ApiKey) -> None:
+    with pytest.raises(apis.UnsupportedVersion):
+        apis.decode_request(request(key, 0, b""))
+    assert SPECS[key].min_version == 1 and SPECS[key].max_version == 3
+
+
+def test_describe_acls_v1_and_v3() -> None:
+    v1 = decode(ApiKey.DESCRIBE_ACLS, 1, i8(2) + s(None) + i8(4) + s(None) + s(None) + i8(1)
+                + i8(1))
+    assert v1 == DescribeAclsRequest(resource_type_filter=2, pattern_type_filter=4,
+                                     operation=1, permission_type=1)
+    # v3: the USER resource type (7) is a value on the wire like any other.
+    v3 = apis.decode_request(_flex_request(
+        ApiKey.DESCRIBE_ACLS, 3,
+        i8(7) + cs("alice") + i8(3) + b"\x00" + b"\x00" + i8(1) + i8(1) + NO_TAGS,
+    ))
+    assert v3.body == DescribeAclsRequest(resource_type_filter=7, resource_name_filter="alice",
+                                          operation=1, permission_type=1)

@@ -46,15 +46,16 @@ class DescribeConfigsTests(KafkaTestCase):
         # The fake core's broker never rolls by time: differs from Kafka's default.
         self.assertEqual(by_name["segment.ms"].config_source, 4)
 
-    def test_v0_is_default_and_v3_types_and_docs(self) -> None:
+    def test_v1_default_source_and_v3_v4_types_and_docs(self) -> None:
         self.core.add_topic("t")
-        (result,) = self.describe(0, (TOPIC, "t", ("segment.bytes",)), synonyms=False)
+        (result,) = self.describe(1, (TOPIC, "t", ("segment.bytes",)), synonyms=False)
         (entry,) = result.configs
-        self.assertTrue(entry.is_default)
-        (result,) = self.describe(3, (TOPIC, "t", ("cleanup.policy",)), docs=True)
-        (entry,) = result.configs
-        self.assertEqual(entry.config_type, 7)  # LIST
-        self.assertIn("compact", entry.documentation)
+        self.assertEqual((entry.config_source, entry.synonyms), (5, ()))  # DEFAULT_CONFIG
+        for version in (3, 4):
+            (result,) = self.describe(version, (TOPIC, "t", ("cleanup.policy",)), docs=True)
+            (entry,) = result.configs
+            self.assertEqual(entry.config_type, 7)  # LIST
+            self.assertIn("compact", entry.documentation)
 
     def test_errors_per_resource(self) -> None:
         results = self.describe(

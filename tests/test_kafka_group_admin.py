@@ -158,6 +158,29 @@ def test_confluent_list_describe_delete(kbroker: BrokerProcess) -> None:
     assert failed.value.args[0].code() == confluent_kafka.KafkaError.GROUP_ID_NOT_FOUND
 
 
+def test_confluent_lists_groups_by_type(kbroker: BrokerProcess) -> None:
+    """ListGroups v5 (librdkafka sends it with a types filter): every brokerd group is a
+    classic one; a filter for the KIP-848 "consumer" type matches none of them."""
+    from confluent_kafka import ConsumerGroupType
+
+    topic, group = "ga-confluent-types", "ga-confluent-types-group"
+    _create_topic(kbroker, topic)
+    _commit_simple(kbroker, group, topic, {0: 1})
+    admin = _admin(kbroker)
+
+    def listed(*types: Any) -> dict[str, Any]:
+        kw = {"types": set(types)} if types else {}
+        result = admin.list_consumer_groups(**kw).result(WAIT)
+        assert not result.errors, result.errors
+        return {g.group_id: g for g in result.valid}
+
+    every = listed()
+    assert every[group].type == ConsumerGroupType.CLASSIC
+    assert group in listed(ConsumerGroupType.CLASSIC)
+    assert group not in listed(ConsumerGroupType.CONSUMER)
+    assert group in listed(ConsumerGroupType.CONSUMER, ConsumerGroupType.CLASSIC)
+
+
 def test_confluent_alter_and_list_offsets(kbroker: BrokerProcess) -> None:
     topic, group = "ga-confluent-offsets", "ga-confluent-offsets-group"
     _create_topic(kbroker, topic)

@@ -266,6 +266,13 @@ class FakeCore:
         self._log(topic, partition)
         return defer.succeed((3, 1234) if timestamp_ms <= 1234 else None)
 
+    def max_timestamp_offset(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        log = self._log(topic, partition)
+        # The newest record has the largest timestamp here.
+        return defer.succeed((len(log) - 1, 9999) if log else None)
+
     def init_producer_id(self) -> defer.Deferred[int]:
         self.next_producer_id += 1
         return defer.succeed(self.next_producer_id)
@@ -279,12 +286,16 @@ class JoinResult:
     leader_id: str
     member_id: str
     members: list[tuple[str, str | None, bytes]] = attrs.field(factory=list)
+    protocol_type: str | None = None
+    skip_assignment: bool = False
 
 
 @attrs.frozen
 class SyncResult:
     error_code: int
     assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
 
 
 class FakeCoordinator:
@@ -307,6 +318,7 @@ class FakeCoordinator:
     def sync(
         self, group_id: str, generation_id: int, member_id: str,
         assignments: list[tuple[str, bytes]], *, group_instance_id: str | None = None,
+        **protocol: str | None,
     ) -> defer.Deferred[Any]:
         self.syncs.append((group_id, generation_id, member_id, assignments))
         return defer.succeed(SyncResult(0, dict(assignments).get(member_id, b"")))
@@ -324,7 +336,7 @@ class FakeCoordinator:
     def commit_offsets(
         self, group_id: str, generation_id: int, member_id: str,
         offsets: list[tuple[str, int, int, int, str | None]],
-        *, group_instance_id: str | None = None,
+        *, group_instance_id: str | None = None, missing_group_not_found: bool = False,
     ) -> defer.Deferred[Any]:
         self.commits.append((group_id, generation_id, member_id, offsets))
         for t, p, o, e, m in offsets:
@@ -1136,18 +1148,71 @@ class ListOffsetsTests(KafkaTestCase):
         self.core.add_topic("t")
         self.core.logs[("t", 0)] = [batch()] * 7
         self.core.log_start[("t", 0)] = 2
-        parts = tuple(apis.ListOffsetsPartition(partition_index=0, timestamp=ts)
-                      for ts in (-2, -1, 1000, 99999))
-        self.send(ApiKey.LIST_OFFSETS, 5, apis.ListOffsetsRequest(
-            topics=(apis.ListOffsetsTopic(name="t", partitions=parts),
-                    apis.ListOffsetsTopic(name="nope", partitions=parts[:1]))))
-        resp = self.one()
-        got = [(p.error_code, p.offset, p.timestamp, p.leader_epoch)
-               for p in resp.topics[0].partitions]
+        got = [self.listed(5, ts) for ts in (-2, -1, 1000, 99999)]
+        # No record that new: no offset, timestamp or leader epoch (-1), as Kafka's.
         self.assertEqual(got, [(0, 2, -1, 0), (0, 7, -1, 0), (0, 3, 1234, 0),
-                               (0, -1, -1, 0)])
-        self.assertEqual(resp.topics[1].partitions[0].error_code,
+                               (0, -1, -1, -1)])
+        self.send(ApiKey.LIST_OFFSETS, 5, self.request(-2, topic="nope"))
+        self.assertEqual(self.one().topics[0].partitions[0].error_code,
                          ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+    @staticmethod
+    def request(*timestamps: int, topic: str = "t", isolation: int = 0) -> Any:
+        return apis.ListOffsetsRequest(isolation_level=isolation, topics=(apis.ListOffsetsTopic(
+            name=topic, partitions=tuple(
+                apis.ListOffsetsPartition(partition_index=i, timestamp=ts)
+                for i, ts in enumerate(timestamps)
+            )),))
+
+    def listed(self, version: int, timestamp: int, isolation: int = 0) -> tuple[int, ...]:
+        """(error, offset, timestamp, leader epoch) of partition 0 of "t"."""
+        self.send(ApiKey.LIST_OFFSETS, version, self.request(timestamp, isolation=isolation))
+        p = self.one().topics[0].partitions[0]
+        return (p.error_code, p.offset, p.timestamp, p.leader_epoch)
+
+    def test_special_timestamps_of_v7_to_v11(self) -> None:
+        self.core.add_topic("t")
+        self.core.logs[("t", 0)] = [batch()] * 7
+        self.core.log_start[("t", 0)] = 2
+        self.assertEqual(self.listed(7, -3), (0, 6, 9999, 0))  # MAX_TIMESTAMP
+        self.assertEqual(self.listed(8, -4), (0, 2, -1, 0))  # earliest local = log start
+        # No tiered storage: Kafka answers no offset, no error.
+        self.assertEqual(self.listed(9, -5), (0, -1, -1, -1))  # latest tiered
+        self.assertEqual(self.listed(11, -6), (0, -1, -1, -1))  # earliest pending upload
+        self.core.logs[("t", 0)] = []
+        self.core.log_start[("t", 0)] = 0
+        self.assertEqual(self.listed(11, -3), (0, -1, -1, -1))  # no record at all
+
+    def test_special_timestamp_below_its_version_or_unknown_refused(self) -> None:
+        self.core.add_topic("t")
+        self.core.logs[("t", 0)] = [batch()] * 3
+        for version, ts in [(6, -3), (7, -4), (8, -5), (10, -6), (11, -7), (1, -3)]:
+            self.assertEqual(self.listed(version, ts)[0], ErrorCode.UNSUPPORTED_VERSION,
+                             (version, ts))
+
+    def test_max_timestamp_at_or_past_the_lso_is_no_offset_for_read_committed(self) -> None:
+        self.core.add_topic("t")
+        self.core.logs[("t", 0)] = [batch()] * 7
+        self.core.lso[("t", 0)] = 4
+        self.assertEqual(self.listed(11, -3, isolation=1), (0, -1, -1, -1))
+        self.assertEqual(self.listed(11, -3, isolation=0), (0, 6, 9999, 0))
+        self.core.lso[("t", 0)] = 7
+        self.assertEqual(self.listed(11, -3, isolation=1), (0, 6, 9999, 0))
+
+    def test_partition_named_twice_is_invalid_request(self) -> None:
+        self.core.add_topic("t", partitions=2)
+        self.core.logs[("t", 0)] = [batch()] * 2
+        self.core.logs[("t", 1)] = [batch()] * 2
+        twice = apis.ListOffsetsRequest(topics=(apis.ListOffsetsTopic(name="t", partitions=(
+            apis.ListOffsetsPartition(partition_index=0, timestamp=-1),
+            apis.ListOffsetsPartition(partition_index=0, timestamp=-2),
+            apis.ListOffsetsPartition(partition_index=1, timestamp=-1),
+        )),))
+        self.send(ApiKey.LIST_OFFSETS, 11, twice)
+        got = [(p.partition_index, p.error_code, p.offset)
+               for p in self.one().topics[0].partitions]
+        self.assertEqual(got, [(0, ErrorCode.INVALID_REQUEST, -1),
+                               (0, ErrorCode.INVALID_REQUEST, -1), (1, 0, 2)])
 
     def test_latest_is_the_lso_for_read_committed(self) -> None:
         self.core.add_topic("t")

@@ -298,6 +298,11 @@ def test_consumer_groups_describe_reset_delete(broker: BrokerProcess) -> None:
     client = admin(broker)
     groups = client.list_consumer_groups().result(WAIT).valid
     assert "tools-group" not in {g.group_id for g in groups}
+    # DescribeGroups v6 answers a group that is gone with GROUP_ID_NOT_FOUND and Kafka's
+    # message, which the tool reports as it does against Kafka 4.
+    gone = tool("kafka-consumer-groups.sh", "--bootstrap-server", bs, "--describe",
+                "--group", "tools-group", check=False)  # fmt: skip
+    assert "GroupIdNotFoundException: Group tools-group not found." in gone, gone
     assert committed(broker, "tools-group", "tools-groups", 2) == [-1001, -1001]
 
 
@@ -331,6 +336,32 @@ def test_get_offsets_and_delete_records(broker: BrokerProcess, tmp_path: Path) -
                str(plan))  # fmt: skip
     assert "PolicyViolationException" in out
     assert watermarks(broker, "tools-compacted", 0) == (0, 2)
+
+
+def test_get_offsets_by_max_timestamp_earliest_local_latest_tiered(
+    broker: BrokerProcess,
+) -> None:
+    """kafka-get-offsets --time -3/-4/-5 (ListOffsets v7-v9): the first record with the
+    largest timestamp; the log start (nothing is tiered); no offset at all (the tool
+    prints no line for an unknown offset)."""
+    from confluent_kafka import Producer
+
+    bs = broker.kafka_bootstrap
+    create(broker, "tools-special", 1)
+    now = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": bs})
+    for i, ago in enumerate((9000, 2000, 5000, 2000)):
+        producer.produce("tools-special", f"v{i}".encode(), partition=0, timestamp=now - ago)
+    assert producer.flush(WAIT) == 0
+
+    def offsets(time_spec: str) -> list[str]:
+        return tool("kafka-get-offsets.sh", "--bootstrap-server", bs, "--topic",
+                    "tools-special", "--time", time_spec).split()  # fmt: skip
+
+    assert offsets("max-timestamp") == ["tools-special:0:1"]
+    assert offsets("-3") == ["tools-special:0:1"]
+    assert offsets("earliest-local") == ["tools-special:0:0"]
+    assert offsets("latest-tiered") == []
 
 
 def test_log_dirs(broker: BrokerProcess) -> None:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from brokerd.errors import OffsetOutOfRange, StorageError, UnknownTopicOrPartition
@@ -18,9 +19,12 @@ from brokerd.storage.batch import (
     decode_records,
     encode_batch,
     parse_batches,
+    read_header,
+    rebuild_batch,
     scan_batches,
 )
 from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.types import Record
 
 BIG = 1 << 20
 
@@ -451,3 +455,37 @@ def test_batch_larger_than_read_chunk(tmp_path: Path) -> None:
     assert values == [b"small", *big, b"tail"]
     assert [r.value for r in plog.read_records(300, 10).records] == [big[299]]
     assert len(plog.read(1, 10).data) > 400_000
+
+
+def _batch_with_stamps(stamps: list[int]) -> bytes:
+    """One uncompressed batch whose records carry ``stamps`` (a client's own clock)."""
+    plain = encode_batch([b"v"] * len(stamps), timestamp_ms=min(stamps))
+    header = read_header(plain)
+    header = attrs.evolve(header, max_timestamp=max(stamps),
+                          last_offset_delta=len(stamps) - 1)
+    records = [Record(i, ts, None, b"v") for i, ts in enumerate(stamps)]
+    return rebuild_batch(header, records)
+
+
+def test_max_timestamp_offset(tmp_path: Path) -> None:
+    plog = open_log(tmp_path / "t-0", segment_bytes=400, index_interval_bytes=60)
+    assert plog.max_timestamp_offset() is None  # no record at all
+    for i in range(40):
+        plog.append_values([b"x" * 20], timestamp_ms=1000 + i)
+    # The largest timestamp is in the middle of a batch, twice: the first record has it.
+    data = _batch_with_stamps([1500, 9000, 1200, 9000])
+    plog.append(data, parse_batches(data, max_batch_bytes=BIG))
+    middle = plog.log_end_offset - 3
+    for i in range(40):
+        plog.append_values([b"y" * 20], timestamp_ms=2000 + i)
+    plog.publish()
+    assert len(plog.segment_bases) > 3
+    assert plog.max_timestamp_offset() == (middle, 9000)
+    # A later batch with the same largest timestamp does not move the answer.
+    plog.append_values([b"z"], timestamp_ms=9000)
+    plog.publish()
+    assert plog.max_timestamp_offset() == (middle, 9000)
+    plog.append_values([b"z"], timestamp_ms=9001)
+    plog.publish()
+    assert plog.max_timestamp_offset() == (plog.log_end_offset - 1, 9001)
+    plog.close()

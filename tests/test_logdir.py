@@ -20,11 +20,11 @@ from brokerd.errors import (
     UnknownTopicOrPartition,
 )
 from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import (
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir_layout import (
     CHECKPOINT_FILE,
     CLEAN_SHUTDOWN_FILE,
     REGISTRY_FILE,
-    LogDirectory,
     parse_partition_dir,
 )
 

@@ -49,7 +49,7 @@ def test_commit_fetch_reopen_round_trip(tmp_path: Path) -> None:
     store.close()
 
     again = OffsetStore.open(path)
-    assert again.truncated_bytes == 0
+    assert again.journal.truncated_bytes == 0
     assert again.fetch("g", "t", 0) == (9, 1, "")
     assert again.fetch("g", "t", 1) == (7, 3, None)
     assert again.fetch("other", "u", 2) == (1, -1, None)
@@ -77,7 +77,7 @@ def test_torn_tail_is_truncated_and_earlier_commits_survive(tmp_path: Path) -> N
     os.truncate(path, full - 5)  # a crash in the middle of the second record's write
 
     again = OffsetStore.open(path)
-    assert again.truncated_bytes == full - 5 - good_size
+    assert again.journal.truncated_bytes == full - 5 - good_size
     assert os.path.getsize(path) == good_size
     # The second commit is all-or-nothing: neither of its partitions is visible.
     assert again.committed("g") == {("t", 0): (1, 0, None)}
@@ -144,8 +144,8 @@ def test_compaction_keeps_latest_values_and_survives_reopen(tmp_path: Path) -> N
         store.commit("g", [("t", 0, i, 0, f"m{i}"), ("t", 1, 1000 + i, 2, None)])
         store.commit("h", [("u", 0, i, 0, None)])
     store.delete_topic("u")
-    assert store.compactions > 0
-    assert store.last_compaction_error is None
+    assert store.journal.compactions > 0
+    assert store.journal.last_compaction_error is None
     # 300 commit records would be ~20 KiB; compaction keeps it near the live size.
     assert os.path.getsize(path) < 4096 * 2
     store.commit("g", [("t", 2, 1, 0, None)])  # appends still work after a rewrite
@@ -172,7 +172,7 @@ def test_compaction_on_open_and_leftover_temp_file(tmp_path: Path) -> None:
     Path(path + ".compact-tmp").write_bytes(b"half-written compaction")
 
     again = OffsetStore.open(path, compact_min_bytes=1, compact_ratio=2)
-    assert again.compactions == 1
+    assert again.journal.compactions == 1
     assert os.path.getsize(path) < big / 10
     assert again.fetch("g", "t", 0) == (99, 0, None)
     again.close()
@@ -310,7 +310,7 @@ def test_group_metadata_round_trip(tmp_path: Path) -> None:
     store.close()
 
     again = OffsetStore.open(path)
-    assert again.truncated_bytes == 0
+    assert again.journal.truncated_bytes == 0
     assert again.groups_metadata() == {"g": _group(2, members=3), "\u00fcber": _group(7, members=1)}
     # Group records do not disturb the offsets kept in the same journal.
     assert again.committed("g") == {("t", 0): (5, 0, None)}
@@ -347,8 +347,8 @@ def test_compaction_keeps_the_latest_group_record(tmp_path: Path) -> None:
     store.delete_group("gone")
     for i in range(50):
         store.commit("g", [("t", 0, i, 0, None)])
-    assert store.compactions > 0
-    assert store.last_compaction_error is None
+    assert store.journal.compactions > 0
+    assert store.journal.last_compaction_error is None
     assert os.path.getsize(path) < 4096 * 2
     store.close()
     again = OffsetStore.open(path)
@@ -366,7 +366,7 @@ def test_torn_group_record_is_truncated(tmp_path: Path) -> None:
     store.close()
     os.truncate(path, os.path.getsize(path) - 7)
     again = OffsetStore.open(path)
-    assert again.truncated_bytes > 0
+    assert again.journal.truncated_bytes > 0
     assert os.path.getsize(path) == good_size
     assert again.groups_metadata() == {"g": _group(1)}
     again.close()
@@ -429,7 +429,7 @@ def test_compaction_failing_before_the_rename_is_only_remembered(
     monkeypatch.setattr(fileio, "write_temp", full_disk)  # under rewrite_for_append
     for i in range(5):
         store.commit("g", [("t", 0, i, 0, None)])
-    assert isinstance(store.last_compaction_error, OSError)
+    assert isinstance(store.journal.last_compaction_error, OSError)
     monkeypatch.undo()
     store.commit("g", [("t", 0, 9, 0, None)])
     store.close()
@@ -452,7 +452,7 @@ def test_compaction_failing_at_the_rename_refuses_further_writes(
 
     monkeypatch.setattr(fileio, "replace_durably", failing_dir_fsync)
     last = 1
-    while store.last_compaction_error is None:
+    while store.journal.last_compaction_error is None:
         last += 1
         assert last < 100, "no compaction was triggered"
         # Durable before the compaction it triggers.
@@ -490,7 +490,7 @@ def test_group_and_offset_deletions_are_durable_and_ordered(tmp_path: Path) -> N
     assert store.groups_metadata() == {}
     store.close()
     again = OffsetStore.open(path)
-    assert again.truncated_bytes == 0
+    assert again.journal.truncated_bytes == 0
     assert again.committed("h") == {("t", 2): (5, 0, None)}
     assert again.groups() == ["h"]
     assert again.groups_metadata() == {}
@@ -518,7 +518,7 @@ def test_compaction_after_deletions(tmp_path: Path) -> None:
     store.write_batch([GroupDeletion("gone"), OffsetDeletion("g", (("t", 1),))])
     for i in range(100):
         store.commit("g", [("t", 0, i, 0, None)])
-    assert store.compactions > 0
+    assert store.journal.compactions > 0
     store.close()
     again = OffsetStore.open(path)
     assert again.groups() == ["g"]
@@ -551,7 +551,7 @@ def test_torn_deletion_record_is_truncated(tmp_path: Path) -> None:
     store.close()
     os.truncate(path, os.path.getsize(path) - 3)
     again = OffsetStore.open(path)
-    assert again.truncated_bytes > 0
+    assert again.journal.truncated_bytes > 0
     assert os.path.getsize(path) == good_size
     assert again.fetch("g", "t", 0) == (1, 0, None)
     again.close()

@@ -19,7 +19,9 @@ from brokerd.errors import (
     UnknownTopicOrPartition,
 )
 from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import REGISTRY_FILE, LogDirectory, read_registry
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir_layout import REGISTRY_FILE
+from brokerd.storage.logdir_registry import read_registry
 from brokerd.storage.offset_checkpoints import (
     LOG_START_CHECKPOINT_FILE,
     encode_checkpoint,

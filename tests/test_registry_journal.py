@@ -15,7 +15,9 @@ import pytest
 
 from brokerd.errors import InvalidTopic, StorageError, TopicAlreadyExists
 from brokerd.storage import registry_journal
-from brokerd.storage.logdir import REGISTRY_FILE, LogDirectory, read_registry
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir_layout import REGISTRY_FILE
+from brokerd.storage.logdir_registry import read_registry
 from brokerd.storage.registry_journal import JOURNAL_FILE
 
 
@@ -117,7 +119,7 @@ def test_a_name_being_created_is_taken_and_its_collision_too(tmp_path: Path) -> 
     ld = LogDirectory.open(str(tmp_path))
     created = threading.Thread(target=ld.create_topic, args=("a.b", 500))
     created.start()
-    while "a.b" not in ld._creating and created.is_alive():
+    while "a.b" not in ld._state.creating and created.is_alive():
         time.sleep(0.001)
     with pytest.raises(TopicAlreadyExists):
         ld.create_topic("a.b", 1)

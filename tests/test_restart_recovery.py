@@ -15,7 +15,8 @@ from brokerd.errors import StorageError
 from brokerd.storage import resync
 from brokerd.storage.batch import CRC_START, encode_batch
 from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE, LogDirectory
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir_layout import CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE
 from brokerd.storage.offset_checkpoints import parse_checkpoint
 
 CONFIG = LogConfig(segment_bytes=4000, index_interval_bytes=300)
@@ -33,7 +34,7 @@ def crash(directory: LogDirectory) -> None:
 def checkpoint_during_a_sync_pass(directory: LogDirectory) -> None:
     """A checkpoint written while another thread's sync pass holds the sync lock (it
     does not wait for that pass)."""
-    with directory._sync_lock:
+    with directory._recovered.lock:
         worker = threading.Thread(target=directory.checkpoint)
         worker.start()
         worker.join(10)
@@ -195,7 +196,7 @@ def test_batches_larger_than_the_read_buffer(tmp_path: Path) -> None:
     for _ in range(4):
         plog.append_values([os.urandom(size)], timestamp_ms=5)
     plog.append_values([b"small"] * 3, timestamp_ms=6)
-    positions = [pos for pos, _ in plog.segments[0].headers_from(0, plog.segments[0].size)]
+    positions = [pos for pos, _ in plog.segments[0].scan.headers_from(0, plog.segments[0].size)]
     plog.close()
     ok = PartitionLog.open(str(tmp_path), config, recovery_point=0)
     assert ok.recovery.batches_validated == 5 and ok.recovery.bytes_truncated == 0

@@ -68,18 +68,18 @@ def test_append_and_read_at_positions(tmp_path: Path) -> None:
         assert header.base_offset == BASE + 2 * i
     # Every offset finds its batch, through the index and the header scan.
     for offset in range(BASE, BASE + 20):
-        found = segment.find_batch(offset, segment.size)
+        found = segment.scan.find_batch(offset, segment.size)
         assert found is not None
         assert found[0] == positions[(offset - BASE) // 2]
         assert found[1].base_offset <= offset <= found[1].last_offset
     # Below the base: the first batch; past the end or the limit: none.
-    assert segment.find_batch(0, segment.size) == (0, read_header(segment.pread(0, 61)))
-    assert segment.find_batch(BASE + 20, segment.size) is None
-    assert segment.find_batch(BASE + 10, positions[5]) is None
+    assert segment.scan.find_batch(0, segment.size) == (0, read_header(segment.pread(0, 61)))
+    assert segment.scan.find_batch(BASE + 20, segment.size) is None
+    assert segment.scan.find_batch(BASE + 10, positions[5]) is None
     # pread at the end returns what is there.
     assert segment.pread(segment.size - 3, 10) == segment.pread(segment.size - 3, 3)
     assert segment.pread(segment.size, 10) == b""
-    headers = list(segment.headers_from(positions[3], segment.size, BASE + 6))
+    headers = list(segment.scan.headers_from(positions[3], segment.size, BASE + 6))
     assert [pos for pos, _ in headers] == positions[3:]
     segment.close()
 
@@ -87,13 +87,13 @@ def test_append_and_read_at_positions(tmp_path: Path) -> None:
 def test_find_timestamp(tmp_path: Path) -> None:
     segment, positions = filled(tmp_path)
     for i, pos in enumerate(positions):
-        found = segment.find_timestamp(1000 + 10 * i, segment.size)
+        found = segment.scan.find_timestamp(1000 + 10 * i, segment.size)
         assert found is not None and found[0] == pos
-        found = segment.find_timestamp(1000 + 10 * i - 5, segment.size)
+        found = segment.scan.find_timestamp(1000 + 10 * i - 5, segment.size)
         assert found is not None and found[0] == pos
-    assert segment.find_timestamp(0, segment.size) == (0, read_header(segment.pread(0, 61)))
-    assert segment.find_timestamp(1091, segment.size) is None
-    assert segment.find_timestamp(1050, positions[5]) is None
+    assert segment.scan.find_timestamp(0, segment.size) == (0, read_header(segment.pread(0, 61)))
+    assert segment.scan.find_timestamp(1091, segment.size) is None
+    assert segment.scan.find_timestamp(1050, positions[5]) is None
     segment.close()
 
 
@@ -142,7 +142,7 @@ def test_failed_write_cuts_back_and_leaves_the_segment_unchanged(
     assert (segment.size, segment.next_offset, len(segment.index)) == (size, next_offset, entries)
     assert os.path.getsize(segment.log_path) == size
     append(segment)  # the next append lands where the failed one would have
-    assert segment.find_batch(next_offset, segment.size) is not None
+    assert segment.scan.find_batch(next_offset, segment.size) is not None
     segment.close()
 
 
@@ -156,7 +156,7 @@ def test_close_and_reopen_loads_from_the_indexes(tmp_path: Path) -> None:
     assert (again.size, again.next_offset, again.max_timestamp, len(again.index)) == state
     # After a restart the segment's age counts from its first batch's timestamp.
     assert again.first_append_ms == 1000.0
-    found = again.find_batch(BASE + 13, again.size)
+    found = again.scan.find_batch(BASE + 13, again.size)
     assert found is not None and found[0] == positions[6]
     # The next append indexes at the same interval as before the restart.
     append(again)
@@ -242,7 +242,7 @@ def test_recover_without_truncate_keeps_the_damage(tmp_path: Path) -> None:
     assert again.next_offset == BASE + 12
     # Before the damage reads work; the damaged batch itself is found by its header (its
     # CRC is the read path's business).
-    assert again.find_batch(BASE + 3, again.size) is not None
+    assert again.scan.find_batch(BASE + 3, again.size) is not None
     again.close()
 
 
@@ -254,9 +254,9 @@ def test_damaged_tail_makes_lookups_fail_loudly(tmp_path: Path) -> None:
         f.write(b"\x00\x00\x00\x01")
     again = Segment.open(str(tmp_path), BASE, 1 << 20)
     assert not again.load()
-    assert again.find_batch(BASE + 1, again.size) is not None  # before the damage
+    assert again.scan.find_batch(BASE + 1, again.size) is not None  # before the damage
     with pytest.raises(StorageError, match="damaged batch at byte"):
-        again.find_batch(BASE + 5, again.size)
+        again.scan.find_batch(BASE + 5, again.size)
     again.close()
 
 
@@ -273,7 +273,7 @@ def test_bad_index_entry_costs_a_rescan_not_the_read(tmp_path: Path) -> None:
     again = Segment.open(str(tmp_path), BASE, 150)
     assert again.load()
     for offset in range(BASE, BASE + 20):
-        found = again.find_batch(offset, again.size)
+        found = again.scan.find_batch(offset, again.size)
         assert found is not None and found[0] == positions[(offset - BASE) // 2]
     again.close()
 

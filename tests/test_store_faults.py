@@ -135,7 +135,7 @@ def test_enospc_mid_record_fails_one_commit_and_the_next_starts_clean(
     store.commit("g", [("t", 0, 3, 0, None)])  # space returned: no restart needed
     store.close()
     again = open_store(path, clock)
-    assert again.truncated_bytes == 0  # nothing torn: the journal stayed whole
+    assert again.journal.truncated_bytes == 0  # nothing torn: the journal stayed whole
     assert again.fetch("g", "t", 0) == (3, 0, None)
     again.close()
 
@@ -157,7 +157,7 @@ def test_partial_record_that_cannot_be_cut_off_takes_the_store_offline(
         store.commit("g", [("t", 0, 3, 0, None)])
     clock.now += FIRST
     assert store.retry_reopen()
-    assert store.truncated_bytes > 0  # the reopen's replay cut the torn record off
+    assert store.journal.truncated_bytes > 0  # the reopen's replay cut the torn record off
     store.commit("g", [("t", 0, 4, 0, None)])
     store.close()
     assert open_store(path, clock).fetch("g", "t", 0) == (4, 0, None)
@@ -231,7 +231,7 @@ def test_txn_log_enospc_then_fsync_failure_and_reopen(
     log.write(put=[txn(5)])
     log.close()
     again = TxnLog.open(str(path), clock=clock)
-    assert again.truncated_bytes == 0
+    assert again.journal.truncated_bytes == 0
     assert again.transactions()["tid"].producer_epoch == 5
     again.close()
 

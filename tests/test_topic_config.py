@@ -20,7 +20,8 @@ from brokerd.errors import InvalidConfig, RecordTooLarge, StorageError, UnknownT
 from brokerd.storage.append_time import stamp_log_append_time
 from brokerd.storage.batch import decode_records, encode_batch, parse_batches, read_header
 from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import REGISTRY_FILE, LogDirectory
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir_layout import REGISTRY_FILE
 from brokerd.storage.topic_config import (
     LONG_MAX,
     TOPIC_CONFIGS,

@@ -18,7 +18,10 @@ from twisted.internet.task import Clock
 from brokerd import cli
 from brokerd.core.broker import Broker
 from brokerd.core.policy import FsyncPolicy
-from brokerd.storage.logdir import JOURNAL_FILE, REGISTRY_FILE, LogDirectory, read_registry
+from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir_layout import REGISTRY_FILE
+from brokerd.storage.logdir_registry import read_registry
+from brokerd.storage.registry_journal import JOURNAL_FILE
 from brokerd.storage.topic_ids import (
     RESERVED_TOPIC_IDS,
     ZERO_TOPIC_ID,
@@ -123,7 +126,7 @@ def _write_old_registry(data: Path, topics: dict[str, Any], journal: list[Any] =
     data.mkdir()
     (data / REGISTRY_FILE).write_text(json.dumps({"version": 2, "topics": topics}))
     if journal:
-        from brokerd.storage.journal_records import frame
+        from brokerd.storage.journal.records import frame
 
         (data / JOURNAL_FILE).write_bytes(
             b"".join(frame(json.dumps(r).encode(), 1 << 20, "t") for r in journal)

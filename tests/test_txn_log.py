@@ -87,7 +87,7 @@ class TxnLogTests(SynchronousTestCase):
         self.assertEqual(log.transactions(), expected)
         log = self.reopen(log)
         self.assertEqual(log.transactions(), expected)
-        self.assertEqual(log.truncated_bytes, 0)
+        self.assertEqual(log.journal.truncated_bytes, 0)
 
     def test_every_stored_state_round_trips(self) -> None:
         for state in txn_log.STORED_STATES:
@@ -106,7 +106,7 @@ class TxnLogTests(SynchronousTestCase):
                 f.truncate(cut)
             log = self.reopen()
             self.assertEqual(set(log.transactions()), {"a"})
-            self.assertEqual(log.truncated_bytes, cut - good)
+            self.assertEqual(log.journal.truncated_bytes, cut - good)
             self.assertEqual(os.path.getsize(self.path), good)
             # New records land right after the last good one.
             log.write(put=[txn("b")])
@@ -138,7 +138,7 @@ class TxnLogTests(SynchronousTestCase):
             f.write(struct.pack(">II", 0xFFFFFFF0, 0) + b"x" * 100)
         log = self.reopen()
         self.assertEqual(set(log.transactions()), {"a"})
-        self.assertEqual(log.truncated_bytes, 108)
+        self.assertEqual(log.journal.truncated_bytes, 108)
         self.assertEqual(os.path.getsize(self.path), good)
 
     def test_huge_count_in_a_valid_frame_is_refused(self) -> None:
@@ -166,7 +166,7 @@ class TxnLogTests(SynchronousTestCase):
         with open(self.path, "wb") as f:
             f.write(MAGIC[:3])
         log = self.reopen()
-        self.assertEqual(log.truncated_bytes, 3)
+        self.assertEqual(log.journal.truncated_bytes, 3)
         log.write(put=[txn()])
         self.assertEqual(set(self.reopen(log).transactions()), {"t"})
 
@@ -190,7 +190,7 @@ class TxnLogTests(SynchronousTestCase):
         for i in range(200):
             log.write(put=[txn("a", epoch=i % 100), txn("b", epoch=1)])
         log.write(delete=["b"])
-        self.assertGreater(log.compactions, 0)
+        self.assertGreater(log.journal.compactions, 0)
         self.assertLess(os.path.getsize(self.path), 4096 * 2)
         self.assertEqual(log.transactions(), {"a": txn("a", epoch=199 % 100)})
         self.assertEqual(self.reopen(log).transactions(), {"a": txn("a", epoch=99)})
@@ -202,7 +202,7 @@ class TxnLogTests(SynchronousTestCase):
             log.write(put=[txn("a", epoch=i)])
         before = os.path.getsize(self.path)
         log = self.reopen(log, compact_min_bytes=1024, compact_ratio=2)
-        self.assertEqual(log.compactions, 1)
+        self.assertEqual(log.journal.compactions, 1)
         self.assertLess(os.path.getsize(self.path), before)
         self.assertEqual(log.transactions()["a"].producer_epoch, 99)
 
@@ -210,13 +210,13 @@ class TxnLogTests(SynchronousTestCase):
         """A write that fails (nothing reached the file) is not latched: the next write
         is tried and succeeds (a full disk that got space back)."""
         log = self.reopen()
-        os.close(log._fd)  # a disk that fails: the next write gets EBADF
-        log._fd = os.open(self.path, os.O_RDONLY)
+        os.close(log.journal._fd)  # a disk that fails: the next write gets EBADF
+        log.journal._fd = os.open(self.path, os.O_RDONLY)
         self.assertRaises(StorageError, log.write, put=[txn()])
         self.assertEqual(log.transactions(), {})
         self.assertIsNone(log.offline_reason)
-        os.close(log._fd)
-        log._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        os.close(log.journal._fd)
+        log.journal._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
         log.write(put=[txn()])
         self.assertEqual(self.reopen(log).transactions(), {"t": txn()})
 
@@ -233,10 +233,10 @@ class TxnLogTests(SynchronousTestCase):
 
 
 class SharedFramingTests(SynchronousTestCase):
-    """The framing both journals use (brokerd/storage/journal_records.py)."""
+    """The framing every journal uses (brokerd/storage/journal/records.py)."""
 
     def test_frames_stop_at_a_torn_oversized_or_corrupt_record(self) -> None:
-        from brokerd.storage.journal_records import BodyReader, frame, iter_frames
+        from brokerd.storage.journal.records import BodyReader, frame, iter_frames
 
         good = frame(b"one", 16, "test") + frame(b"two", 16, "test")
         self.assertEqual([b for b, _s, _e in iter_frames(good, 0, 16)], [b"one", b"two"])

@@ -289,11 +289,18 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         )
 
     def describe_log_dirs(self) -> LogDirUsage:
-        """The data directory's absolute path and every open partition's size on disk."""
+        """The data directory's absolute path, every open partition's size on disk and
+        the size and free space of its filesystem (one statvfs, no file I/O)."""
         logs = self.logdir.logs()
+        path = os.path.abspath(self.logdir.path)
+        try:
+            fs = os.statvfs(path)
+        except OSError:
+            total = usable = -1
+        else:
+            total, usable = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize
         return LogDirUsage(
-            os.path.abspath(self.logdir.path),
-            {key: log.size_bytes for key, log in logs.items()},
+            path, {key: log.size_bytes for key, log in logs.items()}, total, usable
         )
 
     # -- produce -----------------------------------------------------------------------

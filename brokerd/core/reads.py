@@ -232,3 +232,11 @@ class BrokerReads:
         return self._readable(topic, partition).addCallback(
             lambda part: self._run_read(part.log.offset_for_timestamp, timestamp_ms)
         )
+
+    def max_timestamp_offset(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        """``(offset, timestamp)`` of the record with the largest timestamp, or None."""
+        return self._readable(topic, partition).addCallback(
+            lambda part: self._run_read(part.log.max_timestamp_offset)
+        )

@@ -1,7 +1,7 @@
-"""Bringing offline journal stores back: the consumer-offsets journal and the transaction
-log go offline after a failed fsync (``brokerd/storage/store_faults.py``); this service
-polls them and has each one reopen itself from disk, in the write pool, once its
-backoff says a retry is due.
+"""Bringing offline journal stores back: the consumer-offsets journal, the transaction log
+and the producer-id block go offline after a failed fsync
+(``brokerd/storage/store_faults.py``); this service polls them and has each one reopen
+itself from disk, in the write pool, once its backoff says a retry is due.
 
 What it does: :class:`StoreRecovery` calls ``retry_reopen`` of every offline store every
 :data:`~brokerd.core.timers.OFFLINE_CHECK_SECONDS` (the same poll as offline
@@ -28,7 +28,8 @@ __all__ = ["RecoverableStore", "StoreRecovery"]
 
 
 class RecoverableStore(Protocol):
-    """A store that can go offline and reopen itself (OffsetStore, TxnLog)."""
+    """A store that can go offline and reopen itself (OffsetStore, TxnLog,
+    ProducerIdAllocator)."""
 
     @property
     def name(self) -> str: ...

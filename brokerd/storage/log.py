@@ -544,7 +544,7 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
             if not segment.pin():
                 raise self._out_of_range(offset, hw)
             try:
-                found = segment.find_batch(offset, limit)
+                found = segment.scan.find_batch(offset, limit)
                 if found is not None:
                     return read_raw(segment, found[0], found[1], limit, max_bytes)
             finally:
@@ -608,6 +608,30 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
                 # Below a start moved by DeleteRecords: the first offset still readable.
                 return (max(found[0], self.log_start_offset), found[1])
         return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """The ``(offset, timestamp)`` of the visible record with the largest timestamp
+        (the first such record when several share it), or None when no visible record
+        has a timestamp (ListOffsets' MAX_TIMESTAMP). As Kafka's, the answer is not
+        raised to the log start offset: it names that record, readable or not."""
+        hw, vbase, vpos, _lso = self._visible
+        newest = None
+        for segment in self._segview[0]:
+            if segment.base_offset > vbase:
+                break
+            # The first segment holding the largest timestamp holds the first record.
+            if newest is None or segment.max_timestamp > newest.max_timestamp:
+                newest = segment
+        if newest is None or newest.max_timestamp < 0 or not newest.pin():
+            return None
+        limit = vpos if newest.base_offset == vbase else newest.size
+        try:
+            # The first record at or after the segment's largest timestamp is at it. A
+            # largest timestamp above what is visible finds nothing (None), as Kafka's
+            # answer for a record past the high watermark is none.
+            return find_timestamp(newest, newest.max_timestamp, limit, hw)
+        finally:
+            newest.unpin()
 
     def reconfigure(self, config: LogConfig) -> None:
         """Apply a new config from now on (a topic's configs were altered). Under the

@@ -224,10 +224,10 @@ def _replay(plog: _TxnLogState, start: int) -> None:
 
 
 def _replay_segment(plog: _TxnLogState, segment: Segment, start: int) -> None:
-    found = segment.find_batch(start, segment.size)
+    found = segment.scan.find_batch(start, segment.size)
     if found is None:
         return
-    for pos, header in segment.headers_from(found[0], segment.size):
+    for pos, header in segment.scan.headers_from(found[0], segment.size):
         if not header.is_transactional or header.producer_id < 0:
             continue
         if not header.is_control:

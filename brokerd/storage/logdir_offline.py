@@ -2,7 +2,7 @@
 was full during recovery, an I/O error) is retried with exponential backoff, so that it
 returns once the fault clears, without a restart.
 
-What it does: :meth:`OfflineRetryMixin.retry_offline` reopens the offline partitions whose
+What it does: :meth:`OfflinePartitions.retry` reopens the offline partitions whose
 retry is due, with the recovery point they had when they went offline (kept in the
 recovery-point checkpoint meanwhile, so a crash does not turn it into a full rescan).
 What it does not do: schedule itself (the broker core's periodic tasks call it, in the
@@ -12,8 +12,6 @@ write pool) or anything with Twisted.
 from __future__ import annotations
 
 import logging
-import os
-from typing import Protocol
 
 from brokerd.errors import StorageError
 from brokerd.storage.log import PartitionLog
@@ -24,74 +22,71 @@ from brokerd.storage.offline_backoff import (
     RetrySchedule,
 )
 
-__all__ = ["OFFLINE_RETRY_FIRST_SECONDS", "OFFLINE_RETRY_MAX_SECONDS", "OfflineRetryMixin"]
+__all__ = ["OFFLINE_RETRY_FIRST_SECONDS", "OFFLINE_RETRY_MAX_SECONDS", "OfflinePartitions"]
 
 log = logging.getLogger("brokerd.storage")
 
 
-class _DirectoryState(DirectoryState, Protocol):
-    """The directory state, and the offline retries' own tables."""
+class OfflinePartitions:
+    """The data directory's offline partitions: why each is offline (in the shared
+    state, which readers consult), the recovery point each keeps, and its retries."""
 
-    _offline_points: dict[tuple[str, int], int | None]
-    _offline_retry: dict[tuple[str, int], RetrySchedule]
+    def __init__(self, state: DirectoryState) -> None:
+        self._state = state
+        self._points: dict[tuple[str, int], int | None] = {}
+        self._retry: dict[tuple[str, int], RetrySchedule] = {}
 
-
-class OfflineRetryMixin:
-    """:class:`~brokerd.storage.logdir.LogDirectory`'s offline-partition retries."""
-
-    def _went_offline(
-        self: _DirectoryState, key: tuple[str, int], reason: str, point: int | None
-    ) -> None:
-        self.offline[key] = reason
-        self._offline_points[key] = point
-        previous = self._offline_retry.get(key)
-        now = self._clock()
-        self._offline_retry[key] = (
+    def went_offline(self, key: tuple[str, int], reason: str, point: int | None) -> None:
+        self._state.offline[key] = reason
+        self._points[key] = point
+        previous = self._retry.get(key)
+        now = self._state.clock()
+        self._retry[key] = (
             RetrySchedule.first(now) if previous is None else previous.after_failure(now)
         )
 
-    def _forget_offline(self: _DirectoryState, key: tuple[str, int]) -> None:
-        self.offline.pop(key, None)
-        self._offline_points.pop(key, None)
-        self._offline_retry.pop(key, None)
+    def forget(self, key: tuple[str, int]) -> None:
+        self._state.offline.pop(key, None)
+        self._points.pop(key, None)
+        self._retry.pop(key, None)
 
-    def retry_offline(self: _DirectoryState, now: float | None = None) -> int:
+    def points(self) -> dict[tuple[str, int], int]:
+        """The recovery points offline partitions keep in the checkpoint (caller holds
+        the lock), so a crash meanwhile does not turn them into a full rescan."""
+        return {key: point for key, point in self._points.items() if point is not None}
+
+    def retry(self, now: float | None = None) -> int:
         """Try to open every offline partition whose retry is due; returns how many came
         back. A failure doubles that partition's delay (up to the maximum)."""
-        from brokerd.storage.logdir import partition_dir_name
-
-        when = self._clock() if now is None else now
+        state = self._state
+        when = state.clock() if now is None else now
         back = 0
-        with self._lock:
-            due = [k for k, schedule in self._offline_retry.items() if schedule.due(when)]
+        with state.lock:
+            due = [k for k, schedule in self._retry.items() if schedule.due(when)]
             for key in due:
                 topic, partition = key
-                info = self._topics.get(topic)
+                info = state.topics.get(topic)
                 if info is None or partition >= info.partitions:
-                    OfflineRetryMixin._forget_offline(self, key)
+                    self.forget(key)
                     continue
-                point = self._offline_points.get(key, 0)
                 try:
                     plog = PartitionLog.open(
-                        os.path.join(self.path, partition_dir_name(topic, partition)),
-                        self.config_for(info),
-                        recovery_point=point,
-                        clock=self._clock,
+                        state.partition_path(topic, partition),
+                        state.config_for(info),
+                        recovery_point=self._points.get(key, 0),
+                        clock=state.clock,
                     )
                 except StorageError as exc:
-                    schedule = self._offline_retry[key].after_failure(when)
-                    self._offline_retry[key] = schedule
-                    self.offline[key] = str(exc)
+                    schedule = self._retry[key].after_failure(when)
+                    self._retry[key] = schedule
+                    state.offline[key] = str(exc)
                     log.warning(
                         "partition %s-%d still offline (next try in %.0f s): %s",
-                        topic,
-                        partition,
-                        schedule.delay,
-                        exc,
+                        topic, partition, schedule.delay, exc,
                     )
                     continue
-                self._logs[key] = plog
-                OfflineRetryMixin._forget_offline(self, key)
+                state.logs[key] = plog
+                self.forget(key)
                 log.warning("partition %s-%d is back online", topic, partition)
                 back += 1
         return back

@@ -1,17 +1,17 @@
 """Growing topics and moving log start offsets: the log directory's side of Kafka's
 CreatePartitions and DeleteRecords.
 
-:class:`PartitionAdminMixin` is part of :class:`~brokerd.storage.logdir.LogDirectory`
-(kept in its own module, one concern per module):
+:class:`PartitionAdmin` is held by :class:`~brokerd.storage.logdir.LogDirectory`; it and
+:class:`LogStarts` work on the directory's shared state (``logdir_state.py``):
 
-- :meth:`~PartitionAdminMixin.create_partitions` adds empty partitions to a topic. The
+- :meth:`~PartitionAdmin.create_partitions` adds empty partitions to a topic. The
   new directories are created and synced (without the directory's lock: other clients'
   requests go on) before the registry records the new count in one journal record:
   after a crash the topic has the old count (a leftover directory is removed as stale
   when the topic grows again) or the new one.
-- :meth:`~PartitionAdminMixin.delete_records` moves a partition's log start offset
-  (:meth:`~brokerd.storage.log_start.LogStartMixin.delete_records_before`) and rewrites
-  the ``log-start-offset-checkpoint`` file before returning, so the new start survives a
+- :meth:`~PartitionAdmin.delete_records` moves a partition's log start offset
+  (``PartitionLog.delete_records_before``) and has :class:`LogStarts` rewrite the
+  ``log-start-offset-checkpoint`` file before returning, so the new start survives a
   restart and a crash; at open the directory applies that file to its partitions.
 
 What it does not do: decide the Kafka error codes (the handlers map the exceptions), or
@@ -20,23 +20,19 @@ anything with Twisted. Blocking; the core runs these in its write pool.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import shutil
-import threading
-from typing import Protocol
 
 import attrs
 
 from brokerd.errors import InvalidPartitions, PolicyViolation, StorageError
 from brokerd.names import validate_topic_name
-from brokerd.storage.log import PartitionLog
+from brokerd.storage.logdir_dirs import PartitionDirs, close_all
+from brokerd.storage.logdir_layout import MAX_PARTITIONS
 from brokerd.storage.logdir_state import DirectoryState
 from brokerd.storage.offset_checkpoints import read_start_offsets, write_start_offsets
 from brokerd.storage.types import TopicInfo
 
-__all__ = ["DELETE_TO_HIGH_WATERMARK", "PartitionAdminMixin"]
+__all__ = ["DELETE_TO_HIGH_WATERMARK", "LogStarts", "PartitionAdmin"]
 
 log = logging.getLogger("brokerd.storage")
 
@@ -44,42 +40,61 @@ log = logging.getLogger("brokerd.storage")
 DELETE_TO_HIGH_WATERMARK = -1
 
 
-class _DirectoryState(DirectoryState, Protocol):
-    """The directory state, and the other parts' methods this mixin calls."""
+class LogStarts:
+    """The ``log-start-offset-checkpoint`` file: log start offsets moved by DeleteRecords."""
 
-    _busy: set[str]
-    _changed: threading.Condition
+    def __init__(self, state: DirectoryState) -> None:
+        self._state = state
 
-    def _check_open(self) -> None: ...
-    def _wait_idle_locked(self, name: str) -> None: ...
-    def _open_new_partitions(
-        self, info: TopicInfo, first: int, total: int
-    ) -> list[PartitionLog]: ...
-    def _record_topic(self, info: TopicInfo) -> None: ...
-    def _remove_new_dirs(self, name: str, first: int, total: int) -> None: ...
-    def _topic_locked(self, name: str) -> TopicInfo: ...
-    def get(self, topic: str, partition: int, *, create: bool = False) -> PartitionLog: ...
-    def _write_log_starts(self) -> None: ...
+    def write(self) -> None:
+        """Rewrite the checkpoint from every open partition. Under the directory's lock,
+        so that two writers cannot store their snapshots out of order."""
+        state = self._state
+        with state.lock:
+            entries = [
+                (t, p, plog.log_start_offset)
+                for (t, p), plog in state.logs.items()
+                if plog.log_start_offset > plog.segment_bases[0]
+            ]
+            write_start_offsets(state.path, entries)
+
+    def restore(self) -> None:
+        """At open: apply the checkpointed log start offsets to the open partitions."""
+        state = self._state
+        for key, offset in read_start_offsets(state.path).items():
+            plog = state.logs.get(key)
+            if plog is None:
+                continue
+            try:
+                plog.restore_log_start(offset)
+            except StorageError as exc:
+                log.error("partition %s-%d offline: %s", key[0], key[1], exc)
+                state.offline[key] = str(exc)
+                del state.logs[key]
+                close_all([plog])
 
 
-class PartitionAdminMixin:
+class PartitionAdmin:
     """CreatePartitions and DeleteRecords on the data directory (module docstring)."""
 
-    def create_partitions(self: _DirectoryState, name: str, total: int) -> TopicInfo:
+    def __init__(self, state: DirectoryState, dirs: PartitionDirs, starts: LogStarts) -> None:
+        self._state = state
+        self._dirs = dirs
+        self._starts = starts
+
+    def create_partitions(self, name: str, total: int) -> TopicInfo:
         """Grow topic ``name`` to ``total`` partitions, the new ones empty.
 
         Raises :class:`UnknownTopicOrPartition`, :class:`InvalidPartitions` when
         ``total`` is not larger than the current count or above the limit, or
         :class:`StorageError`.
         """
-        # Imported here: logdir imports this module.
-        from brokerd.storage.logdir import MAX_PARTITIONS
-
+        state = self._state
         validate_topic_name(name)
-        with self._lock:
-            self._topic_locked(name)
-            self._wait_idle_locked(name)
-            info = self._topic_locked(name)
+        with state.lock:
+            state.topic_locked(name)
+            state.wait_idle_locked(name)
+            info = state.topic_locked(name)
             if isinstance(total, bool) or total < info.partitions:
                 raise InvalidPartitions(
                     f"topic {name!r} currently has {info.partitions} partitions, "
@@ -90,42 +105,32 @@ class PartitionAdminMixin:
             if total > MAX_PARTITIONS:
                 raise InvalidPartitions(f"partition count {total} above {MAX_PARTITIONS}")
             # Busy: no config change, delete or other grow of it until this is done.
-            self._busy.add(name)
+            state.busy.add(name)
         try:
             # The directory work runs without the lock (readers and other topics' admin
             # go on); the new partitions appear, all at once, when the count is published.
-            opened = self._open_new_partitions(info, info.partitions, total)
+            opened = self._dirs.open_new(info, info.partitions, total)
             grown = attrs.evolve(info, partitions=total)
-            with self._lock:
+            with state.lock:
                 try:
-                    self._check_open()
-                    self._record_topic(grown)
+                    state.check_open()
+                    state.record_topic(grown)
                 except BaseException:
-                    for plog in opened:
-                        with contextlib.suppress(Exception):
-                            plog.close()
-                    self._remove_new_dirs(name, info.partitions, total)
+                    close_all(opened)
+                    self._dirs.remove_new(name, info.partitions, total)
                     raise
                 for partition, plog in enumerate(opened, start=info.partitions):
-                    self._logs[(name, partition)] = plog
-                    self.offline.pop((name, partition), None)
-                self._topics[name] = grown
+                    state.logs[(name, partition)] = plog
+                    state.offline.pop((name, partition), None)
+                state.topics[name] = grown
         finally:
-            with self._lock:
-                self._busy.discard(name)
-                self._changed.notify_all()
+            with state.lock:
+                state.busy.discard(name)
+                state.changed.notify_all()
         log.info("topic %s grown from %d to %d partitions", name, info.partitions, total)
         return grown
 
-    def _remove_new_dirs(self: _DirectoryState, name: str, first: int, total: int) -> None:
-        from brokerd.storage.logdir import partition_dir_name
-
-        for partition in range(first, total):
-            shutil.rmtree(
-                os.path.join(self.path, partition_dir_name(name, partition)), ignore_errors=True
-            )
-
-    def delete_records(self: _DirectoryState, topic: str, partition: int, offset: int) -> int:
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
         """Move the partition's log start offset up to ``offset``
         (:data:`DELETE_TO_HIGH_WATERMARK`: the high watermark) and return the log start
         offset afterwards; the checkpoint file is written before this returns.
@@ -134,7 +139,9 @@ class PartitionAdminMixin:
         above the high watermark), :class:`PolicyViolation` (``cleanup.policy`` without
         ``delete``, as Kafka refuses) or :class:`StorageError`.
         """
-        plog = self.get(topic, partition)
+        validate_topic_name(topic)
+        self._state.check_open()
+        plog = self._state.lookup(topic, partition)
         if not plog.config.delete:
             raise PolicyViolation(
                 f"records of {topic}-{partition} cannot be deleted: cleanup.policy is "
@@ -142,30 +149,4 @@ class PartitionAdminMixin:
             )
         if offset == DELETE_TO_HIGH_WATERMARK:
             offset = plog.high_watermark
-        return plog.delete_records_before(offset, persist=self._write_log_starts)
-
-    def _write_log_starts(self: _DirectoryState) -> None:
-        """Rewrite the log-start checkpoint from every open partition. Under the registry
-        lock, so that two writers cannot store their snapshots out of order."""
-        with self._lock:
-            entries = [
-                (t, p, plog.log_start_offset)
-                for (t, p), plog in self._logs.items()
-                if plog.log_start_offset > plog.segment_bases[0]
-            ]
-            write_start_offsets(self.path, entries)
-
-    def _restore_log_starts(self: _DirectoryState) -> None:
-        """At open: apply the checkpointed log start offsets to the open partitions."""
-        for key, offset in read_start_offsets(self.path).items():
-            plog = self._logs.get(key)
-            if plog is None:
-                continue
-            try:
-                plog.restore_log_start(offset)
-            except StorageError as exc:
-                log.error("partition %s-%d offline: %s", key[0], key[1], exc)
-                self.offline[key] = str(exc)
-                del self._logs[key]
-                with contextlib.suppress(Exception):
-                    plog.close()
+        return plog.delete_records_before(offset, persist=self._starts.write)

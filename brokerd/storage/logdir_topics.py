@@ -1,8 +1,8 @@
 """Creating, reconfiguring and deleting topics: the log directory's side of Kafka's
 CreateTopics, AlterConfigs/IncrementalAlterConfigs and DeleteTopics.
 
-:class:`TopicAdminMixin` is part of :class:`~brokerd.storage.logdir.LogDirectory` (kept
-in its own module, one concern per module). A new topic's partition directories are
+:class:`TopicAdmin` is held by :class:`~brokerd.storage.logdir.LogDirectory` and works on
+the directory's shared state (``logdir_state.py``). A new topic's partition directories are
 created before the registry names it, and a deleted topic leaves the registry before its
 directories go: after a crash a directory the registry does not name is stale and is
 removed when its name is used again; the registry never names a topic without data
@@ -29,14 +29,8 @@ anything with Twisted. Blocking; the core runs these in its write pool.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import shutil
-import threading
-import uuid
 from collections.abc import Callable, Mapping
-from typing import Protocol
 
 import attrs
 
@@ -44,7 +38,6 @@ from brokerd.errors import (
     InvalidPartitions,
     StorageError,
     TopicAlreadyExists,
-    UnknownTopicOrPartition,
 )
 from brokerd.names import (
     COLLISION_WARNING,
@@ -54,52 +47,38 @@ from brokerd.names import (
     refuse_internal_topic,
     validate_topic_name,
 )
-from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.log import PartitionLog
+from brokerd.storage.logdir_dirs import PartitionDirs, close_all
+from brokerd.storage.logdir_layout import MAX_PARTITIONS
+from brokerd.storage.logdir_offline import OfflinePartitions
+from brokerd.storage.logdir_partitions import LogStarts
 from brokerd.storage.logdir_state import DirectoryState
 from brokerd.storage.topic_config import validate_overrides
 from brokerd.storage.topic_ids import new_topic_id
 from brokerd.storage.types import TopicInfo
 
-__all__ = ["TopicAdminMixin"]
+__all__ = ["TopicAdmin"]
 
 log = logging.getLogger("brokerd.storage")
 
 
-class _DirectoryState(DirectoryState, Protocol):
-    """The directory state, and the other parts' methods this mixin calls."""
-
-    _changed: threading.Condition
-    _creating: set[str]
-    _busy: set[str]
-    _collisions: dict[str, str]
-    _ids: dict[uuid.UUID, str]
-    default_partitions: int
-
-    def _check_open(self) -> None: ...
-    def _record_topic(self, info: TopicInfo) -> None: ...
-    def _record_deleted(self, name: str) -> None: ...
-    def _write_log_starts(self) -> None: ...
-    def _forget_offline(self, key: tuple[str, int]) -> None: ...
-    def _reserve_locked(self, info: TopicInfo) -> None: ...
-    def _build_topic(self, info: TopicInfo) -> TopicInfo: ...
-    def _open_new_partitions(
-        self, info: TopicInfo, first: int, total: int
-    ) -> list[PartitionLog]: ...
-    def _wait_idle_locked(self, name: str) -> None: ...
-    def _remove_stale(self, path: str) -> None: ...
-    def _topic_locked(self, name: str) -> TopicInfo: ...
-    def _remove_partition_dirs(self, name: str, partitions: int) -> None: ...
-    def _unregister_locked(
-        self, info: TopicInfo, logs: list[PartitionLog | None]
-    ) -> None: ...
-
-
-class TopicAdminMixin:
+class TopicAdmin:
     """Topic create, config change and delete on the data directory (module docstring)."""
 
+    def __init__(
+        self,
+        state: DirectoryState,
+        dirs: PartitionDirs,
+        starts: LogStarts,
+        offline: OfflinePartitions,
+    ) -> None:
+        self._state = state
+        self._dirs = dirs
+        self._starts = starts
+        self._offline = offline
+
     def create_topic(
-        self: _DirectoryState,
+        self,
         name: str,
         partitions: int,
         configs: Mapping[str, str | None] | None = None,
@@ -111,8 +90,7 @@ class TopicAdminMixin:
         check everything and create nothing. Raises :class:`InvalidTopic` (syntax,
         internal name, collision), :class:`TopicAlreadyExists`,
         :class:`InvalidPartitions` or :class:`InvalidConfig`."""
-        from brokerd.storage.logdir import MAX_PARTITIONS
-
+        state = self._state
         validate_topic_name(name)
         refuse_internal_topic(name, "create")
         if isinstance(partitions, bool) or not 1 <= partitions <= MAX_PARTITIONS:
@@ -122,15 +100,15 @@ class TopicAdminMixin:
             name,
             partitions,
             validate_overrides((configs or {}).items()),
-            topic_id=new_topic_id(self._ids),
+            topic_id=new_topic_id(state.ids),
         )
-        self.config_for(info)  # combinations LogConfig refuses fail before any file exists
-        with self._lock:
-            self._check_open()
-            self._wait_idle_locked(name)
-            if name in self._topics or name in self._creating:
+        state.config_for(info)  # combinations LogConfig refuses fail before any file exists
+        with state.lock:
+            state.check_open()
+            state.wait_idle_locked(name)
+            if name in state.topics or name in state.creating:
                 raise TopicAlreadyExists(f"topic {name!r} already exists")
-            other = self._collisions.get(collision_key(name))
+            other = state.collisions.get(collision_key(name))
             if other is not None:
                 raise collision_error(name, other)
             if validate_only:
@@ -138,104 +116,65 @@ class TopicAdminMixin:
             self._reserve_locked(info)
         return self._build_topic(info)
 
-    def _auto_create(self: _DirectoryState, name: str) -> None:
+    def auto_create(self, name: str) -> None:
         """Create topic ``name`` with the default partition count for a produce, or wait
         for the create of it already running. Raises :class:`InvalidTopic` for a name
         Kafka's rules refuse for a new topic."""
+        state = self._state
         refuse_internal_topic(name, "create")
-        with self._lock:
-            self._check_open()
-            while name in self._creating:
-                self._changed.wait()
-            self._wait_idle_locked(name)
-            if name in self._topics:
+        with state.lock:
+            state.check_open()
+            while name in state.creating:
+                state.changed.wait()
+            state.wait_idle_locked(name)
+            if name in state.topics:
                 return
-            other = self._collisions.get(collision_key(name))
+            other = state.collisions.get(collision_key(name))
             if other is not None:
                 raise collision_error(name, other)
-            info = TopicInfo(name, self.default_partitions, topic_id=new_topic_id(self._ids))
+            info = TopicInfo(name, state.default_partitions, topic_id=new_topic_id(state.ids))
             self._reserve_locked(info)
         self._build_topic(info)
 
-    def _wait_idle_locked(self: _DirectoryState, name: str) -> None:
-        """Wait (releasing the lock) while topic ``name`` is being grown or having its
-        data removed by another thread."""
-        while name in self._busy:
-            self._changed.wait()
-        self._check_open()
-
-    def _reserve_locked(self: _DirectoryState, info: TopicInfo) -> None:
-        self._creating.add(info.name)
-        self._collisions[collision_key(info.name)] = info.name
+    def _reserve_locked(self, info: TopicInfo) -> None:
+        self._state.creating.add(info.name)
+        self._state.collisions[collision_key(info.name)] = info.name
         if has_collision_chars(info.name):
             log.warning("topic %s: %s", info.name, COLLISION_WARNING)
 
-    def _build_topic(self: _DirectoryState, info: TopicInfo) -> TopicInfo:
+    def _build_topic(self, info: TopicInfo) -> TopicInfo:
         """Open the reserved topic's partitions without the lock, then record and publish
         it under the lock; on any failure the reservation and the directories go."""
+        state = self._state
         name = info.name
         opened: list[PartitionLog] = []
         try:
-            opened = self._open_new_partitions(info, 0, info.partitions)
-            with self._lock:
-                self._check_open()
-                self._record_topic(info)
+            opened = self._dirs.open_new(info, 0, info.partitions)
+            with state.lock:
+                state.check_open()
+                state.record_topic(info)
                 # Logs first, topic after: a reader that sees the topic finds its logs.
                 for partition, plog in enumerate(opened):
-                    self._logs[(name, partition)] = plog
-                    self.offline.pop((name, partition), None)
-                self._topics[name] = info
-                self._ids[info.topic_id] = name
-                self._creating.discard(name)
-                self._changed.notify_all()
+                    state.logs[(name, partition)] = plog
+                    state.offline.pop((name, partition), None)
+                state.topics[name] = info
+                state.ids[info.topic_id] = name
+                state.creating.discard(name)
+                state.changed.notify_all()
         except BaseException:
-            for plog in opened:
-                with contextlib.suppress(Exception):
-                    plog.close()
-            self._remove_partition_dirs(name, info.partitions)
-            with self._lock:
-                self._creating.discard(name)
-                if self._collisions.get(collision_key(name)) == name:
-                    del self._collisions[collision_key(name)]
-                self._changed.notify_all()
+            close_all(opened)
+            self._dirs.remove(name, info.partitions)
+            with state.lock:
+                state.creating.discard(name)
+                if state.collisions.get(collision_key(name)) == name:
+                    del state.collisions[collision_key(name)]
+                state.changed.notify_all()
             raise
         log.info("created topic %s with %d partitions", name, info.partitions)
         return info
 
-    def _open_new_partitions(
-        self: _DirectoryState, info: TopicInfo, first: int, total: int
-    ) -> list[PartitionLog]:
-        """Open empty partitions ``first..total-1`` of ``info`` (stale directories of an
-        earlier crash removed first) and sync the data directory, so that they are
-        durable before the registry names them. Runs without the lock: the caller has
-        reserved the name. On failure, closes what it opened and removes those
-        directories."""
-        from brokerd.storage.logdir import partition_dir_name
-
-        config = self.config_for(info)
-        opened: list[PartitionLog] = []
-        try:
-            for partition in range(first, total):
-                path = os.path.join(self.path, partition_dir_name(info.name, partition))
-                self._remove_stale(path)
-                opened.append(
-                    PartitionLog.open(path, config, recovery_point=None, clock=self._clock)
-                )
-            fsync_dir(self.path)
-        except BaseException as exc:
-            for plog in opened:
-                with contextlib.suppress(Exception):
-                    plog.close()
-            for partition in range(first, total):
-                path = os.path.join(self.path, partition_dir_name(info.name, partition))
-                shutil.rmtree(path, ignore_errors=True)
-            if isinstance(exc, OSError):
-                raise StorageError(f"cannot create partitions of {info.name!r}: {exc}") from exc
-            raise
-        return opened
-
     def alter_topic_configs(
-        self: _DirectoryState,
+        self,
         name: str,
         update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
         *,
@@ -246,128 +185,89 @@ class TopicAdminMixin:
         changes. The registry is written (atomically), then the open partition logs take
         the new config; with ``validate_only`` nothing changes. Raises
         :class:`UnknownTopicOrPartition` or :class:`InvalidConfig`."""
+        state = self._state
         validate_topic_name(name)
-        with self._lock:
-            self._topic_locked(name)
-            self._wait_idle_locked(name)
-            old = self._topic_locked(name)
+        with state.lock:
+            state.topic_locked(name)
+            state.wait_idle_locked(name)
+            old = state.topic_locked(name)
             overrides = validate_overrides(update(old.configs).items())
             info = attrs.evolve(old, configs=overrides)
-            config = self.config_for(info)
+            config = state.config_for(info)
             if validate_only or dict(old.configs) == overrides:
                 return info
-            self._topics[name] = info
+            state.topics[name] = info
             try:
-                self._record_topic(info)
+                state.record_topic(info)
             except BaseException:
-                self._topics[name] = old
+                state.topics[name] = old
                 raise
-            for plog in filter(None, (self._logs.get((name, p)) for p in range(info.partitions))):
+            for plog in filter(None, (state.logs.get((name, p)) for p in range(info.partitions))):
                 plog.reconfigure(config)
         log.info("topic %s configs: %s", name, overrides or "broker defaults")
         return info
 
-    def _topic_locked(self: _DirectoryState, name: str) -> TopicInfo:
-        """Topic ``name`` of the open directory (the caller holds the lock). Raises
-        :class:`UnknownTopicOrPartition` or what ``_check_open`` raises."""
-        self._check_open()
-        info = self._topics.get(name)
-        if info is None:
-            raise UnknownTopicOrPartition(f"unknown topic {name!r}")
-        return info
-
-    def _remove_stale(self: _DirectoryState, path: str) -> None:
-        """A directory for a topic the registry does not know: left by a crash during a
-        create or delete. The registry is the truth, so it goes (never followed)."""
-        if os.path.islink(path) or os.path.isfile(path):
-            log.warning("removing stale %s", path)
-            os.unlink(path)
-        elif os.path.isdir(path):
-            log.warning("removing stale partition directory %s", path)
-            shutil.rmtree(path)
-
-    def delete_topic(self: _DirectoryState, name: str) -> None:
+    def delete_topic(self, name: str) -> None:
         """Delete a topic and its data. Raises :class:`UnknownTopicOrPartition`.
 
         The topic leaves the registry under the lock; its logs are closed and its
         directories removed after, without it (the name stays busy until then)."""
+        state = self._state
         validate_topic_name(name)
-        with self._lock:
-            self._topic_locked(name)
-            self._wait_idle_locked(name)
-            info = self._topic_locked(name)
+        with state.lock:
+            state.topic_locked(name)
+            state.wait_idle_locked(name)
+            info = state.topic_locked(name)
             # Topic first, logs after: a reader that sees the topic finds its logs.
-            del self._topics[name]
-            self._ids.pop(info.topic_id, None)
-            logs = [self._logs.pop((name, p), None) for p in range(info.partitions)]
+            del state.topics[name]
+            state.ids.pop(info.topic_id, None)
+            logs = [state.logs.pop((name, p), None) for p in range(info.partitions)]
             for p in range(info.partitions):
-                self._forget_offline((name, p))
-            self._busy.add(name)
+                self._offline.forget((name, p))
+            state.busy.add(name)
             try:
                 self._unregister_locked(info, logs)
             except BaseException:
-                self._busy.discard(name)
-                self._changed.notify_all()
+                state.busy.discard(name)
+                state.changed.notify_all()
                 raise
         try:
-            _close_all(logs)
-            self._remove_partition_dirs(name, info.partitions)
+            close_all(logs)
+            self._dirs.remove(name, info.partitions)
         finally:
-            with self._lock:
-                self._busy.discard(name)
-                self._changed.notify_all()
+            with state.lock:
+                state.busy.discard(name)
+                state.changed.notify_all()
         log.info("deleted topic %s", name)
 
-    def _unregister_locked(
-        self: _DirectoryState, info: TopicInfo, logs: list[PartitionLog | None]
-    ) -> None:
-        """Record the deletion of ``info`` (already out of ``_topics`` and ``_logs``)."""
+    def _unregister_locked(self, info: TopicInfo, logs: list[PartitionLog | None]) -> None:
+        """Record the deletion of ``info`` (already out of the topics and logs)."""
+        state = self._state
         name = info.name
         try:
             # First, so that a topic created later under this name starts at 0.
-            self._write_log_starts()
-            self._record_deleted(name)
+            self._starts.write()
+            state.record_deleted(name)
         except StorageError as exc:
             # A full disk: removing the topic's data frees space for the registry.
             # A crash before the retry leaves the topic registered with no data (it
             # reopens empty), never data without a topic.
             log.warning("deleting %s: %s; removing its data first, then retrying", name, exc)
-            _close_all(logs)
-            self._remove_partition_dirs(name, info.partitions)
+            close_all(logs)
+            self._dirs.remove(name, info.partitions)
             try:
-                self._write_log_starts()
-                self._record_deleted(name)
+                self._starts.write()
+                state.record_deleted(name)
             except StorageError:
-                self._topics[name] = info
-                self._ids[info.topic_id] = name
+                state.topics[name] = info
+                state.ids[info.topic_id] = name
                 raise
         key = collision_key(name)
-        if self._collisions.get(key) == name:
-            del self._collisions[key]
+        if state.collisions.get(key) == name:
+            del state.collisions[key]
             # A topic that collided with this one (made before the rule) now owns the key.
-            for other in self._topics:
+            for other in state.topics:
                 if collision_key(other) == key:
-                    self._collisions[key] = other
+                    state.collisions[key] = other
                     break
 
-    def _remove_partition_dirs(self: _DirectoryState, name: str, partitions: int) -> None:
-        from brokerd.storage.logdir import partition_dir_name
-
-        for p in range(partitions):
-            path = os.path.join(self.path, partition_dir_name(name, p))
-            if os.path.islink(path):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-            else:
-                shutil.rmtree(path, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            fsync_dir(self.path)
-
-
-def _close_all(logs: list[PartitionLog | None]) -> None:
-    """Close a deleted topic's logs: best effort, whatever state they are in (failed,
-    offline), since the data goes anyway. Closing twice is harmless."""
-    for plog in logs:
-        if plog is not None:
-            with contextlib.suppress(Exception):
-                plog.close()

@@ -45,7 +45,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import attrs
 
 from brokerd.names import MAX_GROUP_ID_LENGTH, MAX_TOPIC_LENGTH
-from brokerd.storage.journal_records import RECORD_HEADER, BodyReader, frame, iter_frames
+from brokerd.storage.journal.records import RECORD_HEADER, BodyReader, frame, iter_frames
 
 __all__ = [
     "MAGIC",
@@ -71,7 +71,7 @@ __all__ = [
     "encode_delete_offsets",
     "encode_delete_topic",
     "encode_group",
-    "encode_journal",
+    "encode_live",
     "encode_ops",
     "encode_text",
     "iter_records",
@@ -375,9 +375,10 @@ def _entry_size(topic: str, value: Committed) -> int:
 def live_size(
     offsets: Mapping[str, Mapping[tuple[str, int], Committed]], member_bytes: Mapping[str, int]
 ) -> int:
-    """Size of a journal holding only ``offsets`` (one commit record per group) and group
-    records of the given framed sizes: what compaction would write."""
-    total = len(MAGIC)
+    """Size of the records of a journal holding only ``offsets`` (one commit record per
+    group) and group records of the given framed sizes: what compaction would write,
+    after the magic."""
+    total = 0
     for group, entries in offsets.items():
         total += RECORD_HEADER.size + _U8.size + _U16.size + len(encode_text(group))
         total += _U32.size
@@ -385,12 +386,12 @@ def live_size(
     return total + sum(member_bytes.values())
 
 
-def encode_journal(
+def encode_live(
     offsets: Mapping[str, Mapping[tuple[str, int], Committed]],
     members: Mapping[str, StoredGroup],
 ) -> bytes:
-    """A whole journal (magic included) with one commit record per group, then one
-    membership record per group, each in sorted order."""
+    """The records of a compacted journal (after its magic): one commit record per
+    group, then one membership record per group, each in sorted order."""
     records = [
         encode_commit(
             encode_text(group),
@@ -399,7 +400,7 @@ def encode_journal(
         for group, entries in sorted(offsets.items())
     ]
     records += [encode_group(encode_text(g), value) for g, value in sorted(members.items())]
-    return MAGIC + b"".join(records)
+    return b"".join(records)
 
 
 def iter_records(data: bytes, pos: int) -> Iterator[tuple[Decoded, int]]:

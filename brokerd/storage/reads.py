@@ -177,7 +177,7 @@ def stored_from(
             raise out_of_range()
         handed_out = False
         try:
-            found = segment.find_batch(offset, limit)
+            found = segment.scan.find_batch(offset, limit)
             if found is not None:
                 pos, header = found
                 size = raw_size(segment, pos, header, limit, max_bytes)
@@ -255,7 +255,7 @@ def learn_ahead(
         return
     ahead.add(segment, header.base_offset, header.last_offset, pos, header.size)
     try:
-        walked = segment.headers_from(pos + header.size, limit, nxt)
+        walked = segment.scan.headers_from(pos + header.size, limit, nxt)
         for count, (hpos, h) in enumerate(walked, 1):
             ahead.add(segment, h.base_offset, h.last_offset, hpos, h.size)
             if count >= LEARN_AHEAD_BATCHES:
@@ -335,7 +335,7 @@ def find_timestamp(
     """The first ``(offset, timestamp)`` in ``segment`` below ``limit`` whose record
     timestamp is >= ``timestamp``, or None if the segment has none. A batch that cannot be
     decoded answers with its base offset and max timestamp (its header is trusted)."""
-    found = segment.find_timestamp(timestamp, limit)
+    found = segment.scan.find_timestamp(timestamp, limit)
     if found is None:
         return None
     pos, header = found
@@ -380,7 +380,7 @@ def records_from(
         try:
             pos, expected = 0, segment.base_offset
             if first_segment:
-                found = segment.find_batch(offset, limit)
+                found = segment.scan.find_batch(offset, limit)
                 if found is None:
                     pos = limit
                 else:
@@ -417,9 +417,9 @@ def headers_from(
         if not segment.pin():
             raise out_of_range(offset, high_watermark)
         try:
-            found = segment.find_batch(offset, limit)
+            found = segment.scan.find_batch(offset, limit)
             if found is not None:
-                for _pos, header in segment.headers_from(found[0], limit):
+                for _pos, header in segment.scan.headers_from(found[0], limit):
                     out.append(header)
                     offset = header.last_offset + 1
         finally:

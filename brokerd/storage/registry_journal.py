@@ -5,7 +5,7 @@ The registry lives in two files of the data directory:
 
 - ``topics.json``, a snapshot of every topic (written atomically, see ``logdir.py``);
 - ``topics.journal``, the changes since that snapshot, in the framing the broker's other
-  journals share (``journal_records.py``: ``u32 length, u32 crc32, body``). A body is a
+  journals share (``journal/records.py``: ``u32 length, u32 crc32, body``). A body is a
   JSON object, ``{"put": NAME, "partitions": N, "configs": {...}, "topic_id": ID}`` (the
   topic's whole state after a create, a grow or a config change; ``topic_ids.py`` has
   the ID's text form, and a record written before topic IDs existed has none) or
@@ -45,7 +45,7 @@ from brokerd.storage.fileio import (
     rewrite_for_append,
     write_all,
 )
-from brokerd.storage.journal_records import frame, iter_frames
+from brokerd.storage.journal.records import frame, iter_frames
 from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo
 

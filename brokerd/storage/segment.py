@@ -41,7 +41,7 @@ from brokerd.storage.fd_cache import CachedFile, FdCache, FileGone, default_cach
 from brokerd.storage.fileio import FILE_MODE, fsync_dir, pwrite_all
 from brokerd.storage.index import OffsetIndex, TimeIndex
 from brokerd.storage.resync import Damage, validate
-from brokerd.storage.segment_scan import SegmentScanMixin
+from brokerd.storage.segment_scan import SegmentScan
 from brokerd.storage.txn_index import TxnIndex
 
 __all__ = [
@@ -92,8 +92,8 @@ class Recovered:
         self.quarantined = quarantined
 
 
-class Segment(SegmentScanMixin):
-    """A segment file and its indexes (lookups: ``segment_scan.py``). Create with
+class Segment:
+    """A segment file and its indexes (lookups: :attr:`scan`). Create with
     :meth:`create` or :meth:`open`."""
 
     def __init__(
@@ -133,6 +133,8 @@ class Segment(SegmentScanMixin):
         self._since_index = 0
         #: Damaged regions recovery stepped over (quarantined; reads of them fail).
         self.damaged: tuple[Damage, ...] = ()
+        #: Header walks and lookups by offset and by timestamp.
+        self.scan = SegmentScan(self)
         self._lock = threading.Lock()
         self._refs = 0
         self._closed = False
@@ -207,7 +209,7 @@ class Segment(SegmentScanMixin):
         expected = self.base_offset + rel
         end = pos
         try:
-            for hpos, header in self.headers_from(pos, self.size, expected):
+            for hpos, header in self.scan.headers_from(pos, self.size, expected):
                 expected = header.last_offset + 1
                 max_ts = max(max_ts, header.max_timestamp)
                 end = hpos + header.size

@@ -30,8 +30,6 @@ checks transitions; this module stores whatever state name it is given from
 
 from __future__ import annotations
 
-import contextlib
-import os
 import struct
 import threading
 import time
@@ -39,17 +37,9 @@ from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 
-from brokerd.errors import StorageError
-from brokerd.storage.fileio import (
-    FILE_MODE,
-    TEMP_SUFFIX,
-    ReplaceFailed,
-    fsync_dir,
-    rewrite_for_append,
-    write_all,
-)
-from brokerd.storage.journal_records import BodyReader, frame, iter_frames
-from brokerd.storage.store_faults import StoreFaults, append_records, reopen_if_due, settle
+from brokerd.storage.journal.engine import Journal, JournalKind
+from brokerd.storage.journal.records import BodyReader, frame, iter_frames
+from brokerd.storage.store_faults import StoreFaults
 
 __all__ = [
     "COMPACT_MIN_BYTES",
@@ -268,6 +258,44 @@ def iter_records(data: bytes, pos: int) -> Iterator[tuple[StoredTxn | str, int, 
         yield decoded, start, end
 
 
+#: The transaction log, as the journal engine knows it.
+TXN_JOURNAL = JournalKind(
+    name=TXN_LOG_NAME, noun="transaction log", file_name=TXN_LOG_FILE_NAME, magic=MAGIC
+)
+
+
+class _TxnView:
+    """The latest stored state of every live transactional id, as replayed."""
+
+    def __init__(self) -> None:
+        self.txns: dict[str, StoredTxn] = {}
+        #: Framed size of each live id's latest record (the compaction estimate).
+        self.sizes: dict[str, int] = {}
+        self._live = 0
+
+    def replay(self, data: bytes, pos: int, magic: bytes) -> int:
+        for record, start, end in iter_records(data, pos):
+            self.apply(record, end - start)
+            pos = end
+        return pos
+
+    def live_bytes(self) -> int:
+        return self._live
+
+    def snapshot(self) -> bytes:
+        return b"".join(encode_state(t) for _, t in sorted(self.txns.items()))
+
+    def apply(self, record: StoredTxn | str, size: int) -> None:
+        tid = record if isinstance(record, str) else record.transactional_id
+        self._live -= self.sizes.pop(tid, 0)
+        if isinstance(record, str):
+            self.txns.pop(tid, None)
+        else:
+            self.txns[tid] = record
+            self.sizes[tid] = size
+            self._live += size
+
+
 class TxnLog:
     """The transaction state journal plus the latest state of every live id in memory.
 
@@ -275,34 +303,11 @@ class TxnLog:
     :meth:`transactions` may be called from any thread.
     """
 
-    def __init__(
-        self,
-        path: str,
-        fd: int,
-        *,
-        clock: Callable[[], float],
-        compact_min_bytes: int,
-        compact_ratio: int,
-    ) -> None:
+    def __init__(self, journal: Journal[_TxnView]) -> None:
         # Use open(); the constructor only stores what open() prepared.
-        self.path = path
-        self._fd = fd
-        self._clock = clock
-        self._compact_min_bytes = compact_min_bytes
-        self._compact_ratio = compact_ratio
-        self._txns: dict[str, StoredTxn] = {}
-        #: Framed size of each live id's latest record (the compaction estimate).
-        self._sizes: dict[str, int] = {}
-        self._size = 0
+        #: The journal file (its engine: sizes, compactions, faults).
+        self.journal = journal
         self._lock = threading.Lock()
-        self._faults = StoreFaults(TXN_LOG_NAME, path, clock)
-        self._closed = False
-        #: Bytes of torn or corrupt tail dropped by the open (0 for a clean file).
-        self.truncated_bytes = 0
-        #: Compactions since open (including one at open).
-        self.compactions = 0
-        #: The last compaction failure, if any (not fatal: the old file stays in use).
-        self.last_compaction_error: BaseException | None = None
 
     @classmethod
     def open(
@@ -319,92 +324,25 @@ class TxnLog:
 
         :raises StorageError: the file is not a transaction journal, or I/O failed.
         """
-        if os.path.isdir(path):
-            path = os.path.join(path, TXN_LOG_FILE_NAME)
-        path = os.path.abspath(path)
-        flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
-        try:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path + TEMP_SUFFIX)  # a compaction that crashed before its rename
-            try:
-                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
-                created = True
-            except FileExistsError:
-                fd = os.open(path, flags)
-                created = False
-        except OSError as exc:
-            raise StorageError(f"cannot open transaction log {path}: {exc}") from exc
-        log = cls(
-            path, fd, clock=clock, compact_min_bytes=compact_min_bytes, compact_ratio=compact_ratio
-        )
-        try:
-            if created:
-                write_all(fd, MAGIC)
-                os.fsync(fd)
-                fsync_dir(os.path.dirname(path))
-                log._size = len(MAGIC)
-            else:
-                log._replay()
-            if log._size >= log._compact_threshold():
-                log._compact()
-        except ReplaceFailed as exc:
-            os.close(fd)
-            raise StorageError(f"cannot compact transaction log {path}: {exc}") from exc
-        except OSError as exc:
-            os.close(fd)
-            raise StorageError(f"cannot recover transaction log {path}: {exc}") from exc
-        except BaseException:
-            os.close(fd)
-            raise
-        return log
+        return cls(Journal.open(
+            path, TXN_JOURNAL, _TxnView(), clock=clock, compact_min_bytes=compact_min_bytes,
+            compact_ratio=compact_ratio,
+        ))
 
-    def _replay(self) -> None:
-        chunks: list[bytes] = []
-        os.lseek(self._fd, 0, os.SEEK_SET)
-        while chunk := os.read(self._fd, 1 << 20):
-            chunks.append(chunk)
-        data = b"".join(chunks)
-        if len(data) < len(MAGIC):
-            if not MAGIC.startswith(data):
-                raise StorageError(f"{self.path} is not a brokerd transaction log")
-            # Torn while being created: nothing was ever acknowledged from it.
-            os.ftruncate(self._fd, 0)
-            write_all(self._fd, MAGIC)
-            os.fsync(self._fd)
-            self.truncated_bytes = len(data)
-            self._size = len(MAGIC)
-            return
-        if data[: len(MAGIC)] != MAGIC:
-            raise StorageError(f"{self.path} is not a brokerd transaction log")
-        pos = len(MAGIC)
-        for record, start, end in iter_records(data, pos):
-            self._apply(record, end - start)
-            pos = end
-        if pos != len(data):
-            # Cut the unfinished write off for good, so new records never follow garbage.
-            self.truncated_bytes = len(data) - pos
-            os.ftruncate(self._fd, pos)
-            os.fsync(self._fd)
-        self._size = pos
-
-    def _apply(self, record: StoredTxn | str, size: int) -> None:
-        if isinstance(record, str):
-            self._txns.pop(record, None)
-            self._sizes.pop(record, None)
-        else:
-            self._txns[record.transactional_id] = record
-            self._sizes[record.transactional_id] = size
+    @property
+    def path(self) -> str:
+        return self.journal.path
 
     # -- reads --------------------------------------------------------------------------
 
     def transactions(self) -> dict[str, StoredTxn]:
         """The latest stored state of every live transactional id."""
         with self._lock:
-            return dict(self._txns)
+            return dict(self.journal.state.txns)
 
     @property
     def size(self) -> int:
-        return self._size
+        return self.journal.size
 
     # -- writes (blocking) --------------------------------------------------------------
 
@@ -424,29 +362,15 @@ class TxnLog:
         if not records:
             return
         with self._lock:
-            self._append(b"".join(raw for _, raw in records))
+            self.journal.append(b"".join(raw for _, raw in records))
             for record, raw in records:
-                self._apply(record, len(raw))
-            if self._size >= self._compact_threshold():
-                try:
-                    self._compact()
-                except ReplaceFailed as exc:
-                    # This write is durable in either file; the log goes offline and its
-                    # reopen settles which file is the journal.
-                    self._faults.lost_trust(f"compaction's rename failed: {exc}")
+                self.journal.state.apply(record, len(raw))
+            self.journal.compact_if_due()
 
     def close(self) -> None:
         """Close the file; every write that returned is already durable."""
         with self._lock:
-            self._faults.close()
-            if not self._closed:
-                self._closed = True
-                os.close(self._fd)
-
-    def _append(self, data: bytes) -> None:
-        self._faults.check_writable()
-        append_records(self._fd, data, self._size, self._faults)
-        self._size += len(data)
+            self.journal.close()
 
     # -- faults and reopening -----------------------------------------------------------
 
@@ -457,72 +381,19 @@ class TxnLog:
     @property
     def offline_reason(self) -> str | None:
         """Why the log refuses writes until it is reopened, or None."""
-        return self._faults.offline_reason
+        return self.journal.offline_reason
 
     @property
     def faults(self) -> StoreFaults:
-        return self._faults
+        return self.journal.faults
 
     @property
     def write_errors(self) -> int:
         """Writes that failed or were refused since open (reopens keep counting)."""
-        return self._faults.errors
+        return self.journal.faults.errors
 
     def retry_reopen(self, now: float | None = None) -> bool:
         """Reopen an offline log from disk if its retry is due (replay the file, cut a
         torn tail, sync file and directory); True if it is back online. Blocking."""
         with self._lock:
-            return reopen_if_due(self._faults, now, self._open_again, self._adopt)
-
-    def _open_again(self) -> TxnLog:
-        fresh = TxnLog.open(
-            self.path,
-            clock=self._clock,
-            compact_min_bytes=self._compact_min_bytes,
-            compact_ratio=self._compact_ratio,
-        )
-        try:
-            settle(fresh._fd, self.path)
-        except OSError:
-            fresh.close()
-            raise
-        return fresh
-
-    def _adopt(self, fresh: TxnLog) -> None:
-        """Take over what a reopen replayed (caller holds the lock)."""
-        old_fd, self._fd = self._fd, fresh._fd
-        self._txns = fresh._txns
-        self._sizes = fresh._sizes
-        self._size = fresh._size
-        self.truncated_bytes = fresh.truncated_bytes
-        self.compactions += fresh.compactions
-        with contextlib.suppress(OSError):
-            os.close(old_fd)
-
-    # -- compaction ---------------------------------------------------------------------
-
-    def _compact_threshold(self) -> int:
-        live = len(MAGIC) + sum(self._sizes.values())
-        return max(self._compact_min_bytes, self._compact_ratio * live)
-
-    def _compact(self) -> None:
-        """Rewrite the file as the latest record of each live id (caller holds the lock).
-        A failure before the rename keeps the old file in use; a failure at the rename
-        raises :class:`ReplaceFailed` (which file a crash would leave is then unknown: the
-        caller takes the log offline)."""
-        data = MAGIC + b"".join(encode_state(t) for _, t in sorted(self._txns.items()))
-        try:
-            new_fd = rewrite_for_append(self.path, data)
-        except ReplaceFailed as exc:
-            self.last_compaction_error = exc.cause
-            raise
-        except OSError as exc:
-            self.last_compaction_error = exc
-            # Try again only once the file has grown by the ratio again.
-            self._compact_min_bytes = max(self._compact_min_bytes, self._size * self._compact_ratio)
-            return
-        os.close(self._fd)
-        self._fd = new_fd
-        self._size = len(data)
-        self.compactions += 1
-        self.last_compaction_error = None
+            return self.journal.reopen_if_due(now, _TxnView, lambda view: None)

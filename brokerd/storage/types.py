@@ -109,8 +109,11 @@ class RecordsResult:
 
 @attrs.frozen
 class LogDirUsage:
-    """A data directory for DescribeLogDirs: its absolute path and each partition's bytes
-    on disk, by ``(topic, partition)``."""
+    """A data directory for DescribeLogDirs: its absolute path, each partition's bytes
+    on disk by ``(topic, partition)``, and the size and free space (for an unprivileged
+    writer) of the filesystem it is on, -1 when the filesystem could not be asked."""
 
     path: str
     partition_sizes: Mapping[tuple[str, int], int]
+    total_bytes: int = -1
+    usable_bytes: int = -1

@@ -37,6 +37,10 @@ from brokerd.storage.offsets import GroupDeletion, OffsetDeletion, OffsetStore
 #: The protocol type of Kafka's consumer clients; only their member metadata is parsed.
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
+#: ListGroups v5's group type of every group this coordinator holds (Kafka's "classic"
+#: protocol; brokerd has no "consumer", "share" or "streams" groups).
+CLASSIC_GROUP_TYPE = "classic"
+
 #: Bytes of a string's length prefix: the least a subscribed topic can take.
 _I16_SIZE = 2
 #: Bytes of a partition number: the least an assigned partition can take.
@@ -68,6 +72,8 @@ class GroupDescription:
     protocol_type: str = ""
     protocol: str = ""
     members: tuple[DescribedMember, ...] = ()
+    #: Why it could not be described (DescribeGroups v6+), or None.
+    error_message: str | None = None
 
 
 def subscribed_topics(metadata: bytes) -> frozenset[str] | None:
@@ -178,20 +184,25 @@ class GroupAdmin:
         return code, [(group_id, protocol) for group_id, protocol, _ in groups]
 
     def list_groups_with_states(
-        self, states_filter: Collection[str] = ()
+        self, states_filter: Collection[str] = (), types_filter: Collection[str] = ()
     ) -> tuple[int, list[tuple[str, str, str]]]:
         """``(error_code, [(group_id, protocol_type, state)])`` (ListGroups v4). A group
         with only committed offsets is Empty. ``states_filter`` (state names, compared
-        case-insensitively as Kafka does; a name that is no state matches nothing)
-        keeps only groups in those states; empty keeps every group."""
+        case-insensitively and trimmed as Kafka does; a name that is no state matches
+        nothing) keeps only groups in those states; empty keeps every group.
+        ``types_filter`` (ListGroups v5, case-insensitive) keeps every group when empty
+        or naming :data:`CLASSIC_GROUP_TYPE`, and none otherwise: every group here is
+        classic."""
         if self._stopped():
             return int(ErrorCode.COORDINATOR_NOT_AVAILABLE), []
+        if types_filter and CLASSIC_GROUP_TYPE not in {t.lower() for t in types_filter}:
+            return int(ErrorCode.NONE), []
         listed = {
             g.group_id: (g.protocol_type or "", g.state.value) for g in self._groups.values()
         }
         for group_id in self._offsets.groups():
             listed.setdefault(group_id, ("", GroupState.EMPTY.value))
-        wanted = {s.lower() for s in states_filter}
+        wanted = {s.strip().lower() for s in states_filter}
         return int(ErrorCode.NONE), [
             (group_id, protocol, state)
             for group_id, (protocol, state) in sorted(listed.items())
@@ -200,12 +211,15 @@ class GroupAdmin:
 
     # -- DescribeGroups -----------------------------------------------------------------
 
-    def describe(self, group_ids: list[str]) -> list[GroupDescription]:
+    def describe(
+        self, group_ids: list[str], missing_not_found: bool = False
+    ) -> list[GroupDescription]:
         """One description per requested id, in request order. An unknown group is
-        Dead with no members and no error (Kafka's answer)."""
-        return [self._describe_one(group_id) for group_id in group_ids]
+        Dead with no members and no error (Kafka's answer), or with
+        ``missing_not_found`` (DescribeGroups v6+) GROUP_ID_NOT_FOUND and a message."""
+        return [self._describe_one(group_id, missing_not_found) for group_id in group_ids]
 
-    def _describe_one(self, group_id: str) -> GroupDescription:
+    def _describe_one(self, group_id: str, missing_not_found: bool) -> GroupDescription:
         if self._stopped():
             return GroupDescription(group_id, int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "")
         code = _group_id_error(group_id)
@@ -215,6 +229,13 @@ class GroupAdmin:
         if group is None:
             if self._offsets.committed(group_id):
                 return GroupDescription(group_id, 0, GroupState.EMPTY.value)
+            if missing_not_found:
+                return GroupDescription(
+                    group_id,
+                    int(ErrorCode.GROUP_ID_NOT_FOUND),
+                    GroupState.DEAD.value,
+                    error_message=f"Group {group_id} not found.",
+                )
             return GroupDescription(group_id, 0, GroupState.DEAD.value)
         stable = group.state is GroupState.STABLE
         # As Kafka: the protocol, metadata and assignments only while Stable (in the
@@ -332,6 +353,7 @@ class GroupAdmin:
 
 
 __all__ = [
+    "CLASSIC_GROUP_TYPE",
     "CONSUMER_PROTOCOL_TYPE",
     "DescribedMember",
     "GroupAdmin",

@@ -37,7 +37,8 @@ DescribeGroups, DeleteGroups, OffsetDelete) are :attr:`GroupCoordinator.admin`
 
 What this module does not do: no sockets or wire encoding (``brokerd.kafka.server.dispatch``
 maps requests to these calls), no incremental cooperative rebalancing on the broker side
-(clients do it within the classic protocol), no LeaveGroup by instance id (v3+).
+(clients do it within the classic protocol). LeaveGroup v3+ removes several members
+at once, each by member id or (an operator's removal) by group instance id alone.
 """
 
 from __future__ import annotations
@@ -189,6 +190,8 @@ class GroupCoordinator:
         protocols: list[tuple[str, bytes]],
         group_instance_id: str | None,
         require_known_member_id: bool,
+        skip_assignment_supported: bool = False,
+        reason: str | None = None,
     ) -> Deferred[JoinResult]:
         """Handle a JoinGroup. The Deferred is held until the join phase completes (all
         known members re-joined, or the rebalance timeout dropped the stragglers).
@@ -201,6 +204,11 @@ class GroupCoordinator:
             (any value <= 0 is taken to mean that).
         :param require_known_member_id: JoinGroup v4+: a new dynamic member first gets
             MEMBER_ID_REQUIRED with its id, and must join again with it.
+        :param skip_assignment_supported: JoinGroup v9+: a static leader that re-joins a
+            Stable group unchanged is answered as the leader, with the members and
+            ``skip_assignment`` (it keeps the assignment it has); below v9 it is answered
+            as a follower of its old member id, as Kafka does.
+        :param reason: JoinGroup v8+: what the client says, for the rebalance log line.
         """
         candidate = Member(
             member_id=member_id,
@@ -214,13 +222,18 @@ class GroupCoordinator:
             protocols=list(protocols),
         )
         try:
-            d = self._join(group_id, candidate, protocol_type, require_known_member_id)
+            d = self._join(
+                group_id,
+                candidate,
+                protocol_type,
+                _JoinOptions(require_known_member_id, skip_assignment_supported, reason),
+            )
         finally:
             self._outbox.flush()
         return d
 
     def _join(
-        self, group_id: str, candidate: Member, protocol_type: str, require_known: bool
+        self, group_id: str, candidate: Member, protocol_type: str, options: _JoinOptions
     ) -> Deferred[JoinResult]:
         member_id = candidate.member_id
         instance_id = candidate.group_instance_id
@@ -257,10 +270,10 @@ class GroupCoordinator:
             if instance_id is not None and member.group_instance_id != instance_id:
                 return fail(ErrorCode.FENCED_INSTANCE_ID)
             changed = _update_member(member, candidate)
-            return self._rebalancer.rejoin(group, member, changed)
+            return self._rebalancer.rejoin(group, member, changed, options.reason)
         if replaced is not None:
             assert group is not None
-            return self._replace_static(group, replaced, candidate)
+            return self._replace_static(group, replaced, candidate, options)
 
         size = 0 if group is None else group.size()
         if replaced is None and not member_id and size >= self._max_group_size:
@@ -270,7 +283,7 @@ class GroupCoordinator:
             group = self._groups[group_id] = GroupMetadata(group_id)
         if not member_id:
             new_id = _new_member_id(instance_id or candidate.client_id)
-            if instance_id is None and require_known:
+            if instance_id is None and options.require_known:
                 # Kafka (JoinGroup v4+): hand out the id first and only admit the member
                 # when it comes back with it, so a client that times out mid-join and
                 # retries does not leave a ghost member behind.
@@ -280,10 +293,10 @@ class GroupCoordinator:
         else:
             group.take_pending(member_id)
 
-        return self._rebalancer.admit(group, candidate, protocol_type)
+        return self._rebalancer.admit(group, candidate, protocol_type, options.reason)
 
     def _replace_static(
-        self, group: GroupMetadata, member: Member, candidate: Member
+        self, group: GroupMetadata, member: Member, candidate: Member, options: _JoinOptions
     ) -> Deferred[JoinResult]:
         """Kafka's ``updateStaticMemberAndRebalance``: a static member re-joined with an
         empty member id; it takes over its old incarnation's place under a new id."""
@@ -300,16 +313,22 @@ class GroupCoordinator:
         )
         if group.state is GroupState.STABLE and not changed:
             # No rebalance: the member gets this generation, and at SyncGroup its old
-            # assignment. The leader id answered is the one before the replacement (as
-            # Kafka does), so a re-joining leader does not compute a new assignment that
-            # a Stable group would never hand out.
+            # assignment.
             self._rebalancer.arm_session(group, member)
             self._writes.store_group(group.group_id, stored_group(group))
             result = group.join_result(member)
+            if options.skip_assignment_supported:
+                # v9+ (as Kafka): the leader learns it leads, with the members, and that
+                # it must not compute an assignment a Stable group would never hand out.
+                return defer.succeed(
+                    attrs.evolve(result, skip_assignment=member.member_id == group.leader_id)
+                )
+            # Below v9 the leader id answered is the one before the replacement (as
+            # Kafka does), so a re-joining leader takes itself for a follower.
             return defer.succeed(attrs.evolve(result, leader_id=old_leader or "", members=[]))
         # CompletingRebalance (the leader may be assigning the old id), changed protocols,
         # or a rebalance already being prepared: the member joins the round.
-        return self._rebalancer.rejoin(group, member, True)
+        return self._rebalancer.rejoin(group, member, True, options.reason)
 
     # -- SyncGroup, Heartbeat, LeaveGroup -----------------------------------------------
 
@@ -339,13 +358,21 @@ class GroupCoordinator:
         assignments: list[tuple[str, bytes]],
         *,
         group_instance_id: str | None = None,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
     ) -> Deferred[SyncResult]:
         """Handle a SyncGroup. A follower's answer is held until the leader's SyncGroup
-        (carrying every member's assignment) arrives. Cancelling is harmless."""
+        (carrying every member's assignment) arrives. Cancelling is harmless.
+
+        ``protocol_type`` and ``protocol_name`` (SyncGroup v5+; None = not given) must be
+        the group's, else INCONSISTENT_GROUP_PROTOCOL (checked after the generation, as
+        Kafka checks it)."""
         found = self._member_for(group_id, generation_id, member_id, group_instance_id)
         if isinstance(found, ErrorCode):
             return defer.succeed(SyncResult(found))
         group, member = found
+        if group.protocol_mismatch(protocol_type, protocol_name):
+            return defer.succeed(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
         if group.state is GroupState.PREPARING_REBALANCE:
             return defer.succeed(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         try:
@@ -374,25 +401,63 @@ class GroupCoordinator:
         return int(ErrorCode.NONE)
 
     def leave(self, group_id: str, member_id: str) -> int:
-        """Handle a LeaveGroup (v0-2): the rest of the group rebalances, or it goes Empty."""
+        """Handle a LeaveGroup (v0-2): the rest of the group rebalances, or it goes Empty.
+        One error code: the request's, else the member's (as Kafka answers v0-2)."""
+        code, codes = self.leave_members(group_id, [(member_id, None, None)])
+        return code or (codes[0] if codes else int(ErrorCode.NONE))
+
+    def leave_members(
+        self, group_id: str, leaving: list[tuple[str, str | None, str | None]]
+    ) -> tuple[int, list[int]]:
+        """Handle a LeaveGroup v3+: ``(member_id, group_instance_id, reason)`` each.
+
+        Returns the request's error code and, when it is 0, one code per member in
+        request order. As Kafka's classic coordinator: an empty member id with a known
+        instance id removes that static member (an operator's removal); a member id
+        handed out with MEMBER_ID_REQUIRED is forgotten; otherwise the member must be
+        known and, given an instance id, be that instance's current member
+        (FENCED_INSTANCE_ID if another one is). An unknown group is UNKNOWN_MEMBER_ID for
+        the whole request. The rest of the group rebalances once the members are gone."""
         if self._stopped:
-            return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return int(ErrorCode.COORDINATOR_NOT_AVAILABLE), []
         if not group_id or _group_id_too_long(group_id):
-            return int(ErrorCode.INVALID_GROUP_ID)
+            return int(ErrorCode.INVALID_GROUP_ID), []
         group = self._groups.get(group_id)
         if group is None:
-            return int(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.take_pending(member_id):
-            self._rebalancer.forget_if_disposable(group)
-            return int(ErrorCode.NONE)
-        member = group.members.get(member_id)
-        if member is None:
-            return int(ErrorCode.UNKNOWN_MEMBER_ID)
+            return int(ErrorCode.UNKNOWN_MEMBER_ID), []
         try:
-            self._rebalancer.remove_member(group, member, "left the group")
+            codes = [
+                int(self._leave_one(group, member_id, instance_id, reason))
+                for member_id, instance_id, reason in leaving
+            ]
+            self._rebalancer.forget_if_disposable(group)
         finally:
             self._outbox.flush()
-        return int(ErrorCode.NONE)
+        return int(ErrorCode.NONE), codes
+
+    def _leave_one(
+        self, group: GroupMetadata, member_id: str, instance_id: str | None, reason: str | None
+    ) -> ErrorCode:
+        why = "left the group" if reason is None else f"left the group ({reason})"
+        if not member_id:
+            static = None if instance_id is None else group.static_member(instance_id)
+            if static is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            self._rebalancer.remove_member(group, static, why)
+            return ErrorCode.NONE
+        if group.take_pending(member_id):
+            return ErrorCode.NONE
+        if instance_id is not None:
+            current = group.instance_ids.get(instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self._rebalancer.remove_member(group, member, why)
+        return ErrorCode.NONE
 
     # -- offsets ------------------------------------------------------------------------
 
@@ -404,6 +469,7 @@ class GroupCoordinator:
         offsets: list[OffsetEntry],
         *,
         group_instance_id: str | None = None,
+        missing_group_not_found: bool = False,
     ) -> Deferred[CommitResults]:
         """Handle an OffsetCommit. Fires, with an error code per ``(topic, partition)``,
         only after the accepted offsets are fsync'd; they are then visible to
@@ -415,8 +481,20 @@ class GroupCoordinator:
         and Stable: accepted. An empty group id is allowed, as in Kafka (it is only ever
         a key in the journal). Partitions are then judged one by one
         (:func:`~brokerd.kafka.groups.store.check_offsets`).
+
+        :param missing_group_not_found: OffsetCommit v9+: a generation given (>= 0) for
+            a group that does not exist (no members, no generation, no committed offset)
+            is GROUP_ID_NOT_FOUND, as Kafka answers those versions; below v9 it stays 25.
         """
         code = self._check_commit(group_id, generation_id, member_id, group_instance_id)
+        if (
+            code is ErrorCode.UNKNOWN_MEMBER_ID
+            and missing_group_not_found
+            and generation_id >= 0
+            and group_id not in self._groups
+            and not self._offsets.committed(group_id)
+        ):
+            code = ErrorCode.GROUP_ID_NOT_FOUND
         return self._store_offsets(group_id, offsets, code)
 
     def commit_txn_offsets(
@@ -490,6 +568,15 @@ class GroupCoordinator:
                 self._outbox.deliver(waiter, answer)
             self._outbox.flush()
         return self._writes.drained()
+
+
+@attrs.frozen
+class _JoinOptions:
+    """How a JoinGroup's version shapes its handling (see :meth:`GroupCoordinator.join`)."""
+
+    require_known: bool
+    skip_assignment_supported: bool
+    reason: str | None
 
 
 def _new_member_id(prefix: str) -> str:

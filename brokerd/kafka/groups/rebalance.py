@@ -95,9 +95,14 @@ class Rebalancer:
     # -- joining --------------------------------------------------------------------------
 
     def admit(
-        self, group: GroupMetadata, member: Member, protocol_type: str
+        self,
+        group: GroupMetadata,
+        member: Member,
+        protocol_type: str,
+        client_reason: str | None = None,
     ) -> Deferred[JoinResult]:
-        """A new member joins: it is added and the group (re)balances."""
+        """A new member joins: it is added and the group (re)balances. ``client_reason``
+        (JoinGroup v8+) goes into the log line of the rebalance it starts."""
         group.add_member(member, protocol_type)
         self._log.info(
             "group {group!r}: member {member!r} joined ({state})",
@@ -109,10 +114,18 @@ class Rebalancer:
             if group.initial_delay:
                 group.new_member_added = True
         else:
-            self._prepare_rebalance(group, f"new member {member.member_id} joined")
+            self._prepare_rebalance(
+                group, _with_reason(f"new member {member.member_id} joined", client_reason)
+            )
         return self._join_round(group, member)
 
-    def rejoin(self, group: GroupMetadata, member: Member, changed: bool) -> Deferred[JoinResult]:
+    def rejoin(
+        self,
+        group: GroupMetadata,
+        member: Member,
+        changed: bool,
+        client_reason: str | None = None,
+    ) -> Deferred[JoinResult]:
         """A known member joins again (its fields already updated; ``changed``: its
         protocols differ from before)."""
         if group.state is GroupState.PREPARING_REBALANCE:
@@ -127,7 +140,9 @@ class Rebalancer:
             self.arm_session(group, member)
             return defer.succeed(group.join_result(member))
         reason = "member metadata changed" if changed else "leader re-joined"
-        self._prepare_rebalance(group, f"{reason} ({member.member_id})")
+        self._prepare_rebalance(
+            group, _with_reason(f"{reason} ({member.member_id})", client_reason)
+        )
         return self._join_round(group, member)
 
     def hand_out_member_id(self, group: GroupMetadata, member_id: str, timeout_ms: int) -> None:
@@ -282,7 +297,7 @@ class Rebalancer:
             group.sync_timer = None
         if group.state is GroupState.STABLE:
             self.arm_session(group, member)
-            return defer.succeed(SyncResult(ErrorCode.NONE, member.assignment))
+            return defer.succeed(group.sync_result(member))
         if member.sync_waiter is not None:
             self._outbox.deliver(member.sync_waiter, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         d: Deferred[SyncResult] = Deferred(
@@ -309,7 +324,7 @@ class Rebalancer:
         for m in group.members.values():
             if m.sync_waiter is not None:
                 waiter, m.sync_waiter = m.sync_waiter, None
-                self._outbox.deliver(waiter, SyncResult(ErrorCode.NONE, m.assignment))
+                self._outbox.deliver(waiter, group.sync_result(m))
                 self.arm_session(group, m)
 
     def _sync_cancelled(
@@ -443,6 +458,11 @@ class Rebalancer:
                 sync_waiter, m.sync_waiter = m.sync_waiter, None
                 self._outbox.deliver(sync_waiter, SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
         group.transition_to(GroupState.DEAD)
+
+
+def _with_reason(why: str, client_reason: str | None) -> str:
+    """A rebalance's log reason, with what the client said (KIP-800) when it said it."""
+    return why if client_reason is None else f"{why}; client reason: {client_reason}"
 
 
 __all__ = ["Outbox", "Rebalancer"]

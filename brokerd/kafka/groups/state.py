@@ -75,7 +75,10 @@ class InvalidTransition(Exception):
 @attrs.frozen
 class JoinResult:
     """The JoinGroup response fields. ``members`` is non-empty only for the leader:
-    ``(member_id, group_instance_id, metadata of the chosen protocol)``."""
+    ``(member_id, group_instance_id, metadata of the chosen protocol)``.
+    ``protocol_type`` is the group's (None in an error answer); ``skip_assignment`` tells
+    a leader that already holds this generation's assignment not to compute one
+    (JoinGroup v9+)."""
 
     error_code: int
     generation_id: int
@@ -83,14 +86,19 @@ class JoinResult:
     leader_id: str
     member_id: str
     members: list[tuple[str, str | None, bytes]] = attrs.field(factory=list)
+    protocol_type: str | None = None
+    skip_assignment: bool = False
 
 
 @attrs.frozen
 class SyncResult:
-    """The SyncGroup response fields: this member's assignment (opaque bytes)."""
+    """The SyncGroup response fields: this member's assignment (opaque bytes) and, in a
+    successful answer, the group's protocol type and name (SyncGroup v5+)."""
 
     error_code: int
     assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
 
 
 def join_error(code: int, member_id: str) -> JoinResult:
@@ -343,6 +351,24 @@ class GroupMetadata:
             self.leader_id or "",
             member.member_id,
             members,
+            protocol_type=self.protocol_type,
+        )
+
+    def sync_result(self, member: Member) -> SyncResult:
+        """A successful SyncGroup answer: ``member``'s assignment, with the protocol."""
+        return SyncResult(
+            ErrorCode.NONE, member.assignment, self.protocol_type, self.protocol_name
+        )
+
+    def protocol_mismatch(self, protocol_type: str | None, protocol_name: str | None) -> bool:
+        """SyncGroup v5+: a protocol type or name given that is not the group's (Kafka
+        compares only what both sides have)."""
+        return any(
+            given is not None and ours is not None and given != ours
+            for given, ours in (
+                (protocol_type, self.protocol_type),
+                (protocol_name, self.protocol_name),
+            )
         )
 
     def become_empty(self) -> None:

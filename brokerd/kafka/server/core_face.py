@@ -31,7 +31,9 @@ class KafkaCore(PartitionAdminCore, Protocol):
 
     def topics(self) -> Mapping[str, TopicInfo]: ...
 
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        """The topic with this ID now; None for an ID no topic has (no I/O)."""
+        ...
 
     def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]: ...
 
@@ -92,6 +94,12 @@ class KafkaCore(PartitionAdminCore, Protocol):
     def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_ms: int
     ) -> defer.Deferred[tuple[int, int] | None]: ...
+
+    def max_timestamp_offset(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        """``(offset, timestamp)`` of the visible record with the largest timestamp."""
+        ...
 
     def init_producer_id(self) -> defer.Deferred[int]: ...
 

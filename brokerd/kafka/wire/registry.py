@@ -39,8 +39,8 @@ SPECS: Mapping[ApiKey, ApiSpec] = MappingProxyType(
     collect(list(messages.__path__), messages.__name__)
 )
 
-#: The API a response class answers (IncrementalAlterConfigs shares AlterConfigs'
-#: response class; it is encoded the same way at every version both have).
+#: The API a response class answers (each API has a response class of its own: even
+#: IncrementalAlterConfigs, AlterConfigs' layout, is flexible from another version).
 KEY_OF_RESPONSE: Mapping[type, ApiKey] = MappingProxyType(
     {spec.response: key for key, spec in SPECS.items()}
 )

@@ -52,6 +52,12 @@ T = TypeVar("T")
 RunBlocking = Callable[..., defer.Deferred[Any]]
 
 _DISABLED = "no authorizer is configured (--authorizer acl enables ACLs)"
+#: Kafka's resource types that brokerd keeps no ACLs on: their ACLs govern delegation
+#: tokens (v3 added USER for creating tokens on another user's behalf), which brokerd
+#: does not have. A filter on one matches nothing; creating one is refused.
+_NOT_KEPT = {6: "DELEGATION_TOKEN", 7: "USER"}
+#: Kafka's ANY resource type: validates a filter's other fields before it matches nothing.
+_ANY_RESOURCE = 1
 
 
 def _run_here(f: Callable[..., T], *args: object) -> defer.Deferred[T]:
@@ -111,6 +117,12 @@ class AclHandlers:
             ))
         parsed: list[AclBinding | InvalidAcl] = []
         for c in body.creations:
+            if c.resource_type in _NOT_KEPT:
+                parsed.append(InvalidAcl(
+                    f"brokerd keeps no ACLs on {_NOT_KEPT[c.resource_type]} resources "
+                    f"(it has no delegation tokens)"
+                ))
+                continue
             try:
                 parsed.append(make_binding(
                     c.resource_type, c.resource_name, c.resource_pattern_type,
@@ -162,6 +174,8 @@ class AclHandlers:
             return acl_apis.DescribeAclsResponse(
                 error_code=ErrorCode.INVALID_REQUEST, error_message=str(e)
             )
+        if body.resource_type_filter in _NOT_KEPT:
+            return acl_apis.DescribeAclsResponse()
         return acl_apis.DescribeAclsResponse(
             resources=_by_resource(b for b in self._authorizer.acls if f.matches(b))
         )
@@ -188,8 +202,9 @@ class AclHandlers:
             current = self._authorizer.acls
             matched = [
                 sorted_acls(b for b in current if f.matches(b))
-                if isinstance(f, AclFilter) else []
-                for f in filters
+                if isinstance(f, AclFilter) and raw.resource_type_filter not in _NOT_KEPT
+                else []
+                for f, raw in zip(filters, body.filters, strict=True)
             ]
             gone = frozenset(b for m in matched for b in m)
             stored = not gone or await self._replace(current - gone)
@@ -214,8 +229,11 @@ class AclHandlers:
 
 
 def _filter(raw: acl_apis.DescribeAclsRequest | acl_apis.DeleteAclsFilter) -> AclFilter:
+    """The filter ``raw`` asks for; for a resource type brokerd keeps no ACLs on, the
+    same filter on any type (its other fields still checked; the caller matches none)."""
+    rtype = _ANY_RESOURCE if raw.resource_type_filter in _NOT_KEPT else raw.resource_type_filter
     return make_filter(
-        raw.resource_type_filter, raw.resource_name_filter, raw.pattern_type_filter,
+        rtype, raw.resource_name_filter, raw.pattern_type_filter,
         raw.principal_filter, raw.host_filter, raw.operation, raw.permission_type,
     )
 

@@ -47,6 +47,7 @@ from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
 from brokerd.names import validate_topic_name
 from brokerd.security.acl import Operation
 from brokerd.storage.topic_config import (
@@ -126,7 +127,6 @@ def _entry(
         name=name,
         value=value,
         read_only=read_only,
-        is_default=source is ConfigSource.DEFAULT_CONFIG,
         config_source=source,
         is_sensitive=False,
         synonyms=tuple(
@@ -366,7 +366,8 @@ class ConfigHandlers:
             new = {c.name: c.value for c in res.configs}
             return lambda _current: new
 
-        return await self._alter(body.resources, body.validate_only, update_for)
+        results = await self._alter(body.resources, body.validate_only, update_for)
+        return apis.AlterConfigsResponse(responses=results)
 
     async def incremental_alter_configs(self, conn: Connection, req: Request) -> Any:
         body: apis.IncrementalAlterConfigsRequest = req.body
@@ -390,14 +391,16 @@ class ConfigHandlers:
                 ops.append((c.name, op, c.value))
             return lambda current: apply_incremental(current, defaults, ops)
 
-        return await self._alter(body.resources, body.validate_only, update_for)
+        results = await self._alter(body.resources, body.validate_only, update_for)
+        return IncrementalAlterConfigsResponse(responses=results)
 
     async def _alter(
         self,
         resources: Sequence[Any],
         validate_only: bool,
         update_for: Callable[[Any], Callable[[Mapping[str, str]], Mapping[str, str | None]]],
-    ) -> apis.AlterConfigsResponse:
+    ) -> tuple[apis.AlterConfigsResourceResponse, ...]:
+        """One result per resource (both alter APIs answer this layout)."""
         keys = [(r.resource_type, r.resource_name) for r in resources]
         out = []
         for res in resources:
@@ -416,7 +419,7 @@ class ConfigHandlers:
                     resource_name=res.resource_name,
                 )
             )
-        return apis.AlterConfigsResponse(responses=tuple(out))
+        return tuple(out)
 
     async def _alter_one(
         self,

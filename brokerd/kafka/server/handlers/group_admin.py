@@ -20,7 +20,7 @@ import attrs
 from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.admin import GroupDescription
+from brokerd.kafka.groups.admin import CLASSIC_GROUP_TYPE, GroupDescription
 from brokerd.kafka.server.authorize import (
     GROUP_DENIED,
     Access,
@@ -43,15 +43,20 @@ from brokerd.security.acl import Operation
 if TYPE_CHECKING:
     from brokerd.kafka.server.core_face import KafkaCore
 
+#: DescribeGroups' first version answering GROUP_ID_NOT_FOUND for an unknown group.
+_DESCRIBE_NOT_FOUND_FROM = 6
+
 
 class GroupAdminLike(Protocol):
     """:class:`~brokerd.kafka.groups.admin.GroupAdmin` as the handlers use it."""
 
     def list_groups_with_states(
-        self, states_filter: Collection[str] = (), /
+        self, states_filter: Collection[str] = (), types_filter: Collection[str] = (), /
     ) -> tuple[int, list[tuple[str, str, str]]]: ...
 
-    def describe(self, group_ids: list[str], /) -> Sequence[GroupDescription]: ...
+    def describe(
+        self, group_ids: list[str], missing_not_found: bool = False, /
+    ) -> Sequence[GroupDescription]: ...
 
     def delete_groups(self, group_ids: list[str], /) -> defer.Deferred[Any]: ...
 
@@ -95,20 +100,27 @@ class GroupAdminHandlers:
 
     async def list_groups(self, conn: Connection, req: Request) -> Any:
         body: apis.ListGroupsRequest = req.body
-        # states_filter is empty before v4 (the field's default), so every group is listed;
-        # group_state is only on the wire from v4.
-        code, groups = self._coordinator.admin.list_groups_with_states(body.states_filter)
+        # The filters are empty before v4 and v5 (the fields' defaults), so every group is
+        # listed; group_state is only on the wire from v4, group_type from v5.
+        code, groups = self._coordinator.admin.list_groups_with_states(
+            body.states_filter, body.types_filter
+        )
         return apis.ListGroupsResponse(
             error_code=code,
             groups=tuple(
-                apis.ListedGroup(group_id=g, protocol_type=t, group_state=s)
+                apis.ListedGroup(
+                    group_id=g, protocol_type=t, group_state=s, group_type=CLASSIC_GROUP_TYPE
+                )
                 for g, t, s in groups
             ),
         )
 
     async def describe_groups(self, conn: Connection, req: Request) -> Any:
         body: apis.DescribeGroupsRequest = req.body
-        described = self._coordinator.admin.describe(list(body.groups))
+        # v6+ (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND, not Dead.
+        described = self._coordinator.admin.describe(
+            list(body.groups), req.api_version >= _DESCRIBE_NOT_FOUND_FROM
+        )
         # As Kafka: asked for (v3+), and only for the groups described without error.
         asked = req.api_version >= 3 and body.include_authorized_operations
 
@@ -121,6 +133,7 @@ class GroupAdminHandlers:
             groups=tuple(
                 apis.DescribedGroup(
                     error_code=d.error_code,
+                    error_message=d.error_message,
                     group_id=d.group_id,
                     group_state=d.state,
                     protocol_type=d.protocol_type,

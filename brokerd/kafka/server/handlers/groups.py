@@ -5,9 +5,13 @@ LeaveGroup, OffsetCommit and OffsetFetch.
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
 message by calling the classic group coordinator
 (:mod:`brokerd.kafka.groups.coordinator`, duck-typed here by
-:class:`GroupCoordinatorLike` so tests can pass fakes). This node coordinates every group.
-A JoinGroup or SyncGroup held for a rebalance is tracked on the connection
-and answered with nothing if the client goes away.
+:class:`GroupCoordinatorLike` so tests can pass fakes). This node coordinates every group
+and every transactional id; it has no share groups, so a share-partition key (FindCoordinator
+key type 2) is refused as Kafka refuses it without a share coordinator. A JoinGroup or
+SyncGroup held for a rebalance is tracked on the connection and answered with nothing if
+the client goes away. OffsetCommit v10 and OffsetFetch v10 name topics by ID: the IDs are
+looked up in the core (an unknown one is UNKNOWN_TOPIC_ID, before any ACL check, as Kafka
+answers it), and the ACL rules see the names.
 
 It does not parse or build bytes, keep group state, or dispatch:
 :class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests here.
@@ -15,6 +19,8 @@ It does not parse or build bytes, keep group state, or dispatch:
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,6 +31,7 @@ from twisted.logger import Logger
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.authorize import (
+    CLUSTER_DENIED,
     DENIED_TEXT,
     GROUP_DENIED,
     TOPIC_DENIED,
@@ -33,11 +40,9 @@ from brokerd.kafka.server.authorize import (
     Gate,
     Rule,
     answer_now,
-    by_name,
-    commit_topics_denied,
+    itself,
     keep_only,
     split_entries,
-    topic_op,
 )
 from brokerd.kafka.server.handler_base import (
     NO_RESPONSE,
@@ -49,19 +54,40 @@ from brokerd.kafka.server.handler_base import (
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
+from brokerd.kafka.wire.messages import groups as group_apis
 from brokerd.security.acl import Operation
+from brokerd.storage.topic_ids import parse_topic_id
 
 if TYPE_CHECKING:
     from brokerd.kafka.server.core_face import KafkaCore
 
-#: Errors that concern the whole coordinator, repeated at the top of OffsetFetch v2+.
-#: FindCoordinator's key type of a transaction coordinator (0 is a group's).
+#: FindCoordinator's key types: a group, a transactional id, a share-group partition.
+_COORDINATOR_GROUP = 0
 _COORDINATOR_TRANSACTION = 1
+_COORDINATOR_SHARE = 2
+#: FindCoordinator's first version with ``coordinator_keys`` (several keys per request),
+#: and its first version that may ask for a share coordinator.
+_FIND_COORDINATOR_BATCHED_FROM = 4
+_FIND_COORDINATOR_SHARE_FROM = 6
+
+#: JoinGroup's first version whose answer may carry a null protocol name, and its first
+#: with ``skip_assignment``.
+_JOIN_NULLABLE_PROTOCOL_FROM = 7
+_JOIN_SKIP_ASSIGNMENT_FROM = 9
+#: SyncGroup's first version that must name the protocol type and name.
+_SYNC_PROTOCOL_FROM = 5
+#: LeaveGroup's first version with ``members`` (several members per request).
+_LEAVE_BATCHED_FROM = 3
+#: OffsetCommit's first version answering GROUP_ID_NOT_FOUND for a group that does not
+#: exist, and OffsetCommit's and OffsetFetch's first version naming topics by ID.
+_COMMIT_GROUP_NOT_FOUND_FROM = 9
+_TOPIC_IDS_FROM = 10
 
 #: OffsetFetch's first version with the ``groups`` form (several groups per request).
 _OFFSET_FETCH_GROUPS_FROM = 8
 
+#: Errors that concern the whole coordinator, repeated at the top of OffsetFetch v2+.
 _COORDINATOR_ERRORS = frozenset(
     {
         ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -69,6 +95,13 @@ _COORDINATOR_ERRORS = frozenset(
         ErrorCode.NOT_COORDINATOR,
     }
 )
+
+#: A share-partition key's partition: what Java's Integer.parseInt takes.
+_INT32_TEXT = re.compile(r"[+-]?[0-9]+")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+#: A topic name from its ID, "" for an ID no topic has (the handlers' and rules' lookup).
+TopicNameOf = Callable[[uuid.UUID], str]
 
 
 class JoinResultLike(Protocol):
@@ -84,6 +117,10 @@ class JoinResultLike(Protocol):
     def member_id(self) -> str: ...
     @property
     def members(self) -> Sequence[tuple[str, str | None, bytes]]: ...
+    @property
+    def protocol_type(self) -> str | None: ...
+    @property
+    def skip_assignment(self) -> bool: ...
 
 
 class SyncResultLike(Protocol):
@@ -91,6 +128,10 @@ class SyncResultLike(Protocol):
     def error_code(self) -> int: ...
     @property
     def assignment(self) -> bytes: ...
+    @property
+    def protocol_type(self) -> str | None: ...
+    @property
+    def protocol_name(self) -> str | None: ...
 
 
 class GroupCoordinatorLike(Protocol):
@@ -113,6 +154,8 @@ class GroupCoordinatorLike(Protocol):
         protocols: list[tuple[str, bytes]],
         group_instance_id: str | None,
         require_known_member_id: bool,
+        skip_assignment_supported: bool = False,
+        reason: str | None = None,
     ) -> defer.Deferred[Any]: ...
 
     def sync(
@@ -124,6 +167,8 @@ class GroupCoordinatorLike(Protocol):
         /,
         *,
         group_instance_id: str | None = None,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
     ) -> defer.Deferred[Any]: ...
 
     def heartbeat(
@@ -138,6 +183,10 @@ class GroupCoordinatorLike(Protocol):
 
     def leave(self, group_id: str, member_id: str, /) -> int: ...
 
+    def leave_members(
+        self, group_id: str, leaving: list[tuple[str, str | None, str | None]], /
+    ) -> tuple[int, list[int]]: ...
+
     def commit_offsets(
         self,
         group_id: str,
@@ -147,6 +196,7 @@ class GroupCoordinatorLike(Protocol):
         /,
         *,
         group_instance_id: str | None = None,
+        missing_group_not_found: bool = False,
     ) -> defer.Deferred[Any]: ...
 
     def fetch_offsets(
@@ -161,7 +211,7 @@ PendingOffsets = Callable[[str], AbstractSet[tuple[str, int]]]
 class GroupHandlers:
     """Answers the consumer-group APIs.
 
-    :param core: the broker core (topic existence for OffsetCommit).
+    :param core: the broker core (topic existence for OffsetCommit, topic IDs).
     :param coordinator: the group coordinator (:class:`GroupCoordinatorLike`).
     :param identity: where clients are told the coordinator is (read live).
     :param pending_offsets: a group's partitions with a transactional offset commit not
@@ -191,29 +241,58 @@ class GroupHandlers:
             Route(ApiKey.SYNC_GROUP, self.sync_group, sync_group_rule),
             Route(ApiKey.HEARTBEAT, self.heartbeat, heartbeat_rule),
             Route(ApiKey.LEAVE_GROUP, self.leave_group, leave_group_rule),
-            Route(ApiKey.OFFSET_COMMIT, self.offset_commit, offset_commit_rule),
-            Route(ApiKey.OFFSET_FETCH, self.offset_fetch, offset_fetch_rule),
+            Route(ApiKey.OFFSET_COMMIT, self.offset_commit, self.offset_commit_rule),
+            Route(ApiKey.OFFSET_FETCH, self.offset_fetch, self.offset_fetch_rule),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
 
+    def _topic_name(self, topic_id: uuid.UUID) -> str:
+        """The name of the topic with ``topic_id`` now, or "" (none has it)."""
+        if topic_id == ZERO_UUID:
+            return ""
+        info = self._core.topic_by_id(topic_id)
+        return "" if info is None else info.name
+
+    # -- FindCoordinator ----------------------------------------------------------------
+
     async def find_coordinator(self, conn: Connection, req: Request) -> Any:
         body: apis.FindCoordinatorRequest = req.body
-        ident = self._id
-        if body.key_type not in (0, 1):
-            return apis.FindCoordinatorResponse(
-                error_code=ErrorCode.INVALID_REQUEST,
-                error_message=f"unknown coordinator key type {body.key_type}",
-                node_id=-1, host="", port=-1,
-            )
-        # Groups and (key type 1) transactional ids: this node coordinates both (the
-        # transaction APIs are answered by brokerd.kafka.server.handlers.txn).
+        if req.api_version >= _FIND_COORDINATOR_BATCHED_FROM:
+            return apis.FindCoordinatorResponse(coordinators=tuple(
+                self._coordinator_for(body.key_type, key, req.api_version)
+                for key in body.coordinator_keys
+            ))
+        found = self._coordinator_for(body.key_type, body.key, req.api_version)
         return apis.FindCoordinatorResponse(
-            error_code=0, error_message=None,
-            node_id=ident.node_id, host=ident.advertised_host, port=ident.advertised_port,
+            error_code=found.error_code, error_message=found.error_message,
+            node_id=found.node_id, host=found.host, port=found.port,
         )
 
+    def _coordinator_for(self, key_type: int, key: str, version: int) -> group_apis.Coordinator:
+        """One key's answer. Groups and (key type 1) transactional ids: this node
+        coordinates both (the transaction APIs are answered by
+        brokerd.kafka.server.handlers.txn)."""
+        if key_type in (_COORDINATOR_GROUP, _COORDINATOR_TRANSACTION):
+            ident = self._id
+            return group_apis.Coordinator(
+                key=key, node_id=ident.node_id, host=ident.advertised_host,
+                port=ident.advertised_port,
+            )
+        if key_type != _COORDINATOR_SHARE:
+            why = f"unknown coordinator key type {key_type}"
+        elif version < _FIND_COORDINATOR_SHARE_FROM:
+            why = f"a share coordinator needs FindCoordinator v{_FIND_COORDINATOR_SHARE_FROM}+"
+        else:
+            # Kafka refuses a share key it cannot parse, and every share key when it has
+            # no share coordinator; brokerd has no share groups.
+            why = share_key_problem(key) or "this broker has no share groups"
+        return group_apis.Coordinator(
+            key=key, error_code=ErrorCode.INVALID_REQUEST, error_message=why
+        )
+
+    # -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ------------------------------------
 
     async def join_group(self, conn: Connection, req: Request) -> Any:
         body: apis.JoinGroupRequest = req.body
@@ -233,6 +312,8 @@ class GroupHandlers:
             protocols=[(p.name, p.metadata) for p in body.protocols],
             group_instance_id=body.group_instance_id,
             require_known_member_id=req.api_version >= 4,
+            skip_assignment_supported=req.api_version >= _JOIN_SKIP_ASSIGNMENT_FROM,
+            reason=body.reason,
         ))
         try:
             result: JoinResultLike = await joining
@@ -241,8 +322,10 @@ class GroupHandlers:
         return apis.JoinGroupResponse(
             error_code=result.error_code,
             generation_id=result.generation_id,
-            protocol_name=result.protocol_name or "",
+            protocol_type=result.protocol_type,
+            protocol_name=_join_protocol_name(result.protocol_name or "", req.api_version),
             leader=result.leader_id,
+            skip_assignment=result.skip_assignment,
             member_id=result.member_id,
             members=tuple(
                 apis.JoinGroupMember(member_id=m, group_instance_id=g, metadata=md)
@@ -252,19 +335,27 @@ class GroupHandlers:
 
     async def sync_group(self, conn: Connection, req: Request) -> Any:
         body: apis.SyncGroupRequest = req.body
+        refused = sync_protocol_missing(req)
+        if refused is not None:
+            return refused
         syncing = conn.track(self._groups.sync(
             body.group_id,
             body.generation_id,
             body.member_id,
             [(a.member_id, a.assignment) for a in body.assignments],
             group_instance_id=body.group_instance_id,
+            protocol_type=body.protocol_type,
+            protocol_name=body.protocol_name,
         ))
         try:
             result: SyncResultLike = await syncing
         except defer.CancelledError:
             return NO_RESPONSE
         return apis.SyncGroupResponse(
-            error_code=result.error_code, assignment=result.assignment or b""
+            error_code=result.error_code,
+            protocol_type=result.protocol_type,
+            protocol_name=result.protocol_name,
+            assignment=result.assignment or b"",
         )
 
     async def heartbeat(self, conn: Connection, req: Request) -> Any:
@@ -277,17 +368,38 @@ class GroupHandlers:
 
     async def leave_group(self, conn: Connection, req: Request) -> Any:
         body: apis.LeaveGroupRequest = req.body
-        code = self._groups.leave(body.group_id, body.member_id)
-        return apis.LeaveGroupResponse(error_code=code)
+        if req.api_version < _LEAVE_BATCHED_FROM:
+            return apis.LeaveGroupResponse(
+                error_code=self._groups.leave(body.group_id, body.member_id)
+            )
+        code, codes = self._groups.leave_members(
+            body.group_id,
+            [(m.member_id, m.group_instance_id, m.reason) for m in body.members],
+        )
+        if code:
+            return apis.LeaveGroupResponse(error_code=code)
+        return apis.LeaveGroupResponse(members=tuple(
+            group_apis.LeftMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=c
+            )
+            for m, c in zip(body.members, codes, strict=True)
+        ))
+
+    # -- OffsetCommit -------------------------------------------------------------------
 
     async def offset_commit(self, conn: Connection, req: Request) -> Any:
-        body: apis.OffsetCommitRequest = req.body
+        by_id = req.api_version >= _TOPIC_IDS_FROM
+        body: apis.OffsetCommitRequest = (
+            with_commit_names(req.body, self._topic_name) if by_id else req.body
+        )
         codes: dict[tuple[str, int], int] = {}
         # Group ids and membership are the coordinator's to judge; topic existence is
         # the core's (Kafka refuses commits for partitions that do not exist).
         known = self._core.topics()
         offsets: list[tuple[str, int, int, int, str | None]] = []
         for t in body.topics:
+            if by_id and not t.name:
+                continue  # an unknown topic ID: answered below
             info = known.get(t.name)
             for p in t.partitions:
                 if info is None or not 0 <= p.partition_index < info.partitions:
@@ -302,6 +414,7 @@ class GroupHandlers:
                 stored: Mapping[tuple[str, int], int] = await self._groups.commit_offsets(
                     body.group_id, body.generation_id, body.member_id, offsets,
                     group_instance_id=body.group_instance_id,
+                    missing_group_not_found=req.api_version >= _COMMIT_GROUP_NOT_FOUND_FROM,
                 )
             except Exception as e:
                 code = self._unexpected("offset commit", e)
@@ -309,14 +422,21 @@ class GroupHandlers:
             for o in offsets:
                 # A partition the coordinator did not answer for was not stored.
                 codes[(o[0], o[1])] = stored.get((o[0], o[1]), ErrorCode.UNKNOWN_SERVER_ERROR)
+
+        def code_of(t: apis.OffsetCommitTopic, partition: int) -> int:
+            if by_id and not t.name:
+                return ErrorCode.UNKNOWN_TOPIC_ID
+            return codes[(t.name, partition)]
+
         return apis.OffsetCommitResponse(
             topics=tuple(
                 apis.OffsetCommitTopicResponse(
                     name=t.name,
+                    topic_id=t.topic_id,
                     partitions=tuple(
                         apis.OffsetCommitPartitionResponse(
                             partition_index=p.partition_index,
-                            error_code=codes[(t.name, p.partition_index)],
+                            error_code=code_of(t, p.partition_index),
                         )
                         for p in t.partitions
                     ),
@@ -325,12 +445,25 @@ class GroupHandlers:
             )
         )
 
+    def offset_commit_rule(self, access: Access, req: Request) -> Gate:
+        """OffsetCommit's ACL rule (v10+: on the names of the topics' IDs)."""
+        if req.api_version >= _TOPIC_IDS_FROM:
+            req = Request(req.header, with_commit_names(req.body, self._topic_name))
+        return offset_commit_rule(access, req)
+
+    # -- OffsetFetch --------------------------------------------------------------------
+
     async def offset_fetch(self, conn: Connection, req: Request) -> Any:
         body: apis.OffsetFetchRequest = req.body
         if req.api_version >= _OFFSET_FETCH_GROUPS_FROM:
+            by_id = req.api_version >= _TOPIC_IDS_FROM
+            if by_id:
+                body = with_fetch_names(body, self._topic_name)
             answers = []
             for group in body.groups:
-                topics, top = self._fetch_group(group.group_id, group.topics, body.require_stable)
+                topics, top = self._fetch_group(
+                    group.group_id, group.topics, body.require_stable, by_id=by_id
+                )
                 answers.append(apis.OffsetFetchResponseGroup(
                     group_id=group.group_id, topics=topics, error_code=top
                 ))
@@ -338,13 +471,28 @@ class GroupHandlers:
         topics, top = self._fetch_group(body.group_id, body.topics, body.require_stable)
         return apis.OffsetFetchResponse(topics=topics, error_code=top)
 
+    def offset_fetch_rule(self, access: Access, req: Request) -> Gate:
+        """OffsetFetch's ACL rule (v10+: on the names of the topics' IDs)."""
+        if req.api_version >= _TOPIC_IDS_FROM:
+            req = Request(req.header, with_fetch_names(req.body, self._topic_name))
+        return offset_fetch_rule(access, req)
+
     def _fetch_group(
         self,
         group_id: str,
         topics: Sequence[apis.OffsetFetchTopic] | None,
         require_stable: bool,
+        *,
+        by_id: bool = False,
     ) -> tuple[tuple[apis.OffsetFetchTopicResponse, ...], int]:
-        """One group's answer: its topics and its group-level error."""
+        """One group's answer: its topics and its group-level error. ``by_id`` (v10+):
+        the topics are answered with their IDs; an asked ID no topic has is
+        UNKNOWN_TOPIC_ID, and a committed topic that no longer exists is left out of an
+        every-partition answer (it has no ID to be named by), as Kafka does."""
+        unknown_ids: list[apis.OffsetFetchTopic] = []
+        if by_id and topics is not None:
+            unknown_ids = [t for t in topics if not t.name]
+            topics = [t for t in topics if t.name]
         wanted = (
             None
             if topics is None
@@ -376,10 +524,80 @@ class GroupHandlers:
                     error_code=row_code,
                 )
             )
-        return tuple(
-            apis.OffsetFetchTopicResponse(name=name, partitions=tuple(parts))
+        ids: Mapping[str, uuid.UUID] = {}
+        if by_id:
+            ids = {name: info.topic_id for name, info in self._core.topics().items()}
+        answered = tuple(
+            apis.OffsetFetchTopicResponse(
+                name=name, topic_id=ids.get(name, ZERO_UUID), partitions=tuple(parts)
+            )
             for name, parts in by_topic.items()
-        ), top
+            if not by_id or name in ids
+        )
+        return (*answered, *_fetch_topics_denied(unknown_ids, ErrorCode.UNKNOWN_TOPIC_ID)), top
+
+
+def _join_protocol_name(name: str, version: int) -> str | None:
+    """JoinGroup v7+ answers "no protocol" (an error answer) as null, as Kafka does."""
+    if version >= _JOIN_NULLABLE_PROTOCOL_FROM and not name:
+        return None
+    return name
+
+
+def sync_protocol_missing(req: Request) -> Any:
+    """SyncGroup v5+ must name the protocol type and name: without them Kafka answers
+    INCONSISTENT_GROUP_PROTOCOL, before any ACL check. None when the request is fine."""
+    body: apis.SyncGroupRequest = req.body
+    if req.api_version >= _SYNC_PROTOCOL_FROM and (
+        body.protocol_type is None or body.protocol_name is None
+    ):
+        return apis.SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    return None
+
+
+def share_key_problem(key: str) -> str | None:
+    """What is wrong with a share-partition coordinator key (``groupId:topicId:partition``,
+    as Kafka's SharePartitionKey parses it), or None."""
+    if not key:
+        return "the share coordinator key is empty"
+    tokens = key.split(":")
+    while tokens and not tokens[-1]:
+        tokens.pop()  # Java's String.split drops trailing empty strings
+    if len(tokens) != 3:
+        return f"share coordinator key {key!r} is not groupId:topicId:partition"
+    group_id, topic_id, partition = tokens
+    if not group_id.strip():
+        return f"share coordinator key {key!r} has an empty group id"
+    try:
+        parse_topic_id(topic_id)
+    except ValueError:
+        return f"share coordinator key {key!r} has an invalid topic ID"
+    if not _INT32_TEXT.fullmatch(partition) or not _INT32_MIN <= int(partition) <= _INT32_MAX:
+        return f"share coordinator key {key!r} has an invalid partition"
+    return None
+
+
+def with_commit_names(
+    body: apis.OffsetCommitRequest, name_of: TopicNameOf
+) -> apis.OffsetCommitRequest:
+    """An OffsetCommit v10+ request with each topic's ``name`` that of its ID ("" for an
+    ID no topic has)."""
+    return attrs.evolve(body, topics=tuple(
+        attrs.evolve(t, name=name_of(t.topic_id)) for t in body.topics
+    ))
+
+
+def with_fetch_names(
+    body: apis.OffsetFetchRequest, name_of: TopicNameOf
+) -> apis.OffsetFetchRequest:
+    """An OffsetFetch v10+ request with each asked topic's ``name`` that of its ID ("" for
+    an ID no topic has)."""
+    return attrs.evolve(body, groups=tuple(
+        g if g.topics is None else attrs.evolve(g, topics=tuple(
+            attrs.evolve(t, name=name_of(t.topic_id)) for t in g.topics
+        ))
+        for g in body.groups
+    ))
 
 
 def _unstable(
@@ -402,58 +620,128 @@ def _unstable(
 # -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
 
 
-def _group_gate(op: Operation, response: Callable[[], Any]) -> Rule:
+def _group_gate(op: Operation, response: Callable[[Request], Any]) -> Rule:
     def rule(access: Access, req: Request) -> Gate:
         if access.group(op, req.body.group_id):
             return Gate(req)
-        return answer_now(req, response())
+        return answer_now(req, response(req))
 
     return rule
 
 
 join_group_rule = _group_gate(
-    Operation.READ, lambda: apis.JoinGroupResponse(error_code=GROUP_DENIED)
+    Operation.READ,
+    lambda req: apis.JoinGroupResponse(
+        error_code=GROUP_DENIED, protocol_name=_join_protocol_name("", req.api_version)
+    ),
 )
 
 
-sync_group_rule = _group_gate(
-    Operation.READ, lambda: apis.SyncGroupResponse(error_code=GROUP_DENIED)
+_sync_group_gate = _group_gate(
+    Operation.READ, lambda req: apis.SyncGroupResponse(error_code=GROUP_DENIED)
 )
+
+
+def sync_group_rule(access: Access, req: Request) -> Gate:
+    # Kafka refuses a v5+ SyncGroup without its protocol before looking at ACLs.
+    refused = sync_protocol_missing(req)
+    if refused is not None:
+        return answer_now(req, refused)
+    return _sync_group_gate(access, req)
 
 
 heartbeat_rule = _group_gate(
-    Operation.READ, lambda: apis.HeartbeatResponse(error_code=GROUP_DENIED)
+    Operation.READ, lambda req: apis.HeartbeatResponse(error_code=GROUP_DENIED)
 )
 
 
 leave_group_rule = _group_gate(
-    Operation.READ, lambda: apis.LeaveGroupResponse(error_code=GROUP_DENIED)
+    Operation.READ, lambda req: apis.LeaveGroupResponse(error_code=GROUP_DENIED)
 )
 
 
 def find_coordinator_rule(access: Access, req: Request) -> Gate:
+    """DESCRIBE on the group or transactional id of each key (v4+: each key on its own);
+    a share key (v6+) needs CLUSTER_ACTION on the cluster, for the whole request, as
+    Kafka checks it. Other key types are the handler's to refuse."""
     body: apis.FindCoordinatorRequest = req.body
-    if body.key_type == _COORDINATOR_TRANSACTION:
-        ok, code = access.txn(Operation.DESCRIBE, body.key), TXN_DENIED
-    else:
-        ok, code = access.group(Operation.DESCRIBE, body.key), GROUP_DENIED
-    if ok:
+    batched = req.api_version >= _FIND_COORDINATOR_BATCHED_FROM
+    if body.key_type == _COORDINATOR_SHARE:
+        if req.api_version < _FIND_COORDINATOR_SHARE_FROM or access.cluster(
+            Operation.CLUSTER_ACTION
+        ):
+            return Gate(req)
+        if batched:
+            return answer_now(req, apis.FindCoordinatorResponse(coordinators=tuple(
+                group_apis.Coordinator(
+                    key=k, error_code=CLUSTER_DENIED, error_message=DENIED_TEXT
+                )
+                for k in body.coordinator_keys
+            )))
+        return answer_now(req, apis.FindCoordinatorResponse(
+            error_code=CLUSTER_DENIED, error_message=DENIED_TEXT
+        ))
+    if body.key_type not in (_COORDINATOR_GROUP, _COORDINATOR_TRANSACTION):
         return Gate(req)
-    return answer_now(req, apis.FindCoordinatorResponse(
-        error_code=code, error_message=DENIED_TEXT, node_id=-1, host="", port=-1
-    ))
+    txn = body.key_type == _COORDINATOR_TRANSACTION
+    code = TXN_DENIED if txn else GROUP_DENIED
+
+    def allowed(key: str) -> bool:
+        return access.txn(Operation.DESCRIBE, key) if txn else access.group(
+            Operation.DESCRIBE, key
+        )
+
+    if batched:
+        return split_entries(
+            req, body.coordinator_keys, itself,
+            lambda k: None if allowed(k) else code,
+            lambda k, c: group_apis.Coordinator(key=k, error_code=c, error_message=DENIED_TEXT),
+            narrow=lambda kept: attrs.evolve(body, coordinator_keys=kept),
+            widen=lambda r, denied: attrs.evolve(r, coordinators=(*r.coordinators, *denied)),
+        )
+    if allowed(body.key):
+        return Gate(req)
+    return answer_now(req, apis.FindCoordinatorResponse(error_code=code, error_message=DENIED_TEXT))
+
+
+def _commit_topics_denied(
+    code: ErrorCode, topics: Sequence[apis.OffsetCommitTopic]
+) -> tuple[apis.OffsetCommitTopicResponse, ...]:
+    return tuple(
+        apis.OffsetCommitTopicResponse(name=t.name, topic_id=t.topic_id, partitions=tuple(
+            apis.OffsetCommitPartitionResponse(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions
+        ))
+        for t in topics
+    )
+
+
+def _unknown_id_or(
+    access: Access, op: Operation, req: Request
+) -> Callable[[Any], ErrorCode | None]:
+    """A topic entry's ACL check; a v10+ entry without a name (an ID no topic has) passes,
+    for the handler to answer UNKNOWN_TOPIC_ID as Kafka does before any ACL check."""
+    by_id = req.api_version >= _TOPIC_IDS_FROM
+
+    def error_of(entry: Any) -> ErrorCode | None:
+        if by_id and not entry.name:
+            return None
+        return None if access.topic(op, entry.name) else TOPIC_DENIED
+
+    return error_of
 
 
 def offset_commit_rule(access: Access, req: Request) -> Gate:
+    """READ on the group, then READ on each topic (v10+: ``req`` has the IDs' names,
+    :meth:`GroupHandlers.offset_commit_rule`)."""
     body: apis.OffsetCommitRequest = req.body
-    topic_cls, part_cls = apis.OffsetCommitTopicResponse, apis.OffsetCommitPartitionResponse
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, apis.OffsetCommitResponse(
-            topics=commit_topics_denied(GROUP_DENIED, body.topics, topic_cls, part_cls)
+            topics=_commit_topics_denied(GROUP_DENIED, body.topics)
         ))
     return split_entries(
-        req, body.topics, by_name, topic_op(Operation.READ, access),
-        lambda t, code: commit_topics_denied(code, (t,), topic_cls, part_cls)[0],
+        req, body.topics, lambda t: t, _unknown_id_or(access, Operation.READ, req),
+        lambda t, code: _commit_topics_denied(code, (t,))[0],
         narrow=lambda kept: attrs.evolve(body, topics=kept),
         widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
     )
@@ -463,7 +751,7 @@ def _fetch_topics_denied(
     topics: Sequence[apis.OffsetFetchTopic], code: ErrorCode
 ) -> tuple[apis.OffsetFetchTopicResponse, ...]:
     return tuple(
-        apis.OffsetFetchTopicResponse(name=t.name, partitions=tuple(
+        apis.OffsetFetchTopicResponse(name=t.name, topic_id=t.topic_id, partitions=tuple(
             apis.OffsetFetchPartitionResponse(partition_index=i, error_code=code)
             for i in t.partition_indexes
         ))
@@ -474,8 +762,10 @@ def _fetch_topics_denied(
 def offset_fetch_groups_rule(access: Access, req: Request) -> Gate:
     """OffsetFetch v8+: each group needs DESCRIBE on itself (a refused group is answered
     GROUP_AUTHORIZATION_FAILED with no topics); within an allowed group each topic needs
-    DESCRIBE, as in the one-group form."""
+    DESCRIBE, as in the one-group form (v10+: on the names of the topics' IDs; an ID no
+    topic has is the handler's)."""
     body: apis.OffsetFetchRequest = req.body
+    topic_error = _unknown_id_or(access, Operation.DESCRIBE, req)
     kept: list[apis.OffsetFetchRequestGroup] = []
     refused_groups: list[apis.OffsetFetchResponseGroup] = []
     refused_topics: dict[str, tuple[apis.OffsetFetchTopicResponse, ...]] = {}
@@ -492,7 +782,7 @@ def offset_fetch_groups_rule(access: Access, req: Request) -> Gate:
             allowed: list[apis.OffsetFetchTopic] = []
             denied: list[apis.OffsetFetchTopic] = []
             for t in group.topics:
-                (allowed if access.topic(Operation.DESCRIBE, t.name) else denied).append(t)
+                (denied if topic_error(t) else allowed).append(t)
             if denied:
                 refused_topics[group.group_id] = _fetch_topics_denied(denied, TOPIC_DENIED)
             kept.append(attrs.evolve(group, topics=tuple(allowed)))
@@ -523,13 +813,7 @@ def offset_fetch_rule(access: Access, req: Request) -> Gate:
         # v1 has no top-level error code: every asked partition carries it.
         return answer_now(req, apis.OffsetFetchResponse(
             error_code=GROUP_DENIED,
-            topics=tuple(
-                apis.OffsetFetchTopicResponse(name=t.name, partitions=tuple(
-                    apis.OffsetFetchPartitionResponse(partition_index=i, error_code=GROUP_DENIED)
-                    for i in t.partition_indexes
-                ))
-                for t in body.topics or ()
-            ),
+            topics=_fetch_topics_denied(body.topics or (), GROUP_DENIED),
         ))
     if body.topics is None:
         return Gate(req, finish=keep_only(
@@ -537,15 +821,9 @@ def offset_fetch_rule(access: Access, req: Request) -> Gate:
             lambda r, kept: attrs.evolve(r, topics=kept),
             lambda t: access.topic(Operation.DESCRIBE, t.name),
         ))
-
-    def denied(t: apis.OffsetFetchTopic, code: ErrorCode) -> apis.OffsetFetchTopicResponse:
-        return apis.OffsetFetchTopicResponse(name=t.name, partitions=tuple(
-            apis.OffsetFetchPartitionResponse(partition_index=i, error_code=code)
-            for i in t.partition_indexes
-        ))
-
     return split_entries(
-        req, body.topics, by_name, topic_op(Operation.DESCRIBE, access), denied,
+        req, body.topics, lambda t: t, _unknown_id_or(access, Operation.DESCRIBE, req),
+        lambda t, code: _fetch_topics_denied((t,), code)[0],
         narrow=lambda kept: attrs.evolve(body, topics=kept),
         widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
     )

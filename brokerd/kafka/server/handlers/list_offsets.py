@@ -1,13 +1,21 @@
 # -*- test-case-name: tests.test_kafka_protocol -*-
-"""ListOffsets (2): the earliest or latest offset of each partition, or the first at a
-timestamp; and its ACL rule.
+"""ListOffsets (2): the earliest or latest offset of each partition, the first at a
+timestamp, or the record with the largest timestamp; and its ACL rule.
 
-Latest is the high watermark, or the last stable offset for read_committed (v2+; older
-versions decode as read_uncommitted). Errors from the core become per-partition codes.
+Latest is the high watermark, or the last stable offset for read_committed (v2+; v1
+decodes as read_uncommitted); a timestamp lookup, as Kafka's, answers no offset for a
+record at or past that offset. brokerd keeps no tiered storage, so the earliest local
+offset (v8) is the log start offset, and the latest tiered offset (v9) and the earliest
+offset pending upload (v11) are answered as Kafka answers them for a topic without
+tiered storage: no offset (-1), no error. Each special timestamp is refused
+(UNSUPPORTED_VERSION) below the version that introduced it, a partition named twice is
+INVALID_REQUEST, and errors from the core become per-partition codes. The v10 timeout
+(for remote storage lookups) has nothing to bound: every answer is local.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import attrs
@@ -25,9 +33,30 @@ from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.security.acl import Operation
 
-#: ListOffsets special timestamps.
+#: ListOffsets special timestamps (Kafka's ``ListOffsetsRequest``).
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
+#: The first request version that may carry each special timestamp; any other negative
+#: timestamp is refused at every version.
+SPECIAL_SINCE = {
+    LATEST_TIMESTAMP: 1,
+    EARLIEST_TIMESTAMP: 1,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL_TIMESTAMP: 8,
+    LATEST_TIERED_TIMESTAMP: 9,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
+}
+#: What "no offset" is in an answer (Kafka's UNKNOWN_OFFSET / UNKNOWN_TIMESTAMP / epoch).
+NO_OFFSET = -1
+
+
+def timestamp_refused(timestamp: int, version: int) -> bool:
+    """True when ``timestamp`` is a special one ``version`` does not know (or none)."""
+    return timestamp < 0 and version < SPECIAL_SINCE.get(timestamp, 0x7FFF)
 
 
 class ListOffsetsHandler:
@@ -48,37 +77,51 @@ class ListOffsetsHandler:
 
     async def list_offsets(self, conn: Connection, req: Request) -> Any:
         body: apis.ListOffsetsRequest = req.body
-        # v0-1 have no isolation level (it decodes as 0, read_uncommitted).
+        # v1 has no isolation level (it decodes as 0, read_uncommitted).
         read_committed = body.isolation_level == READ_COMMITTED
+        named = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
         topics = []
         for t in body.topics:
             parts = await _gather(
-                [self._list_one(t.name, p, read_committed) for p in t.partitions]
+                [
+                    self._refused(p, ErrorCode.INVALID_REQUEST)
+                    if named[(t.name, p.partition_index)] > 1
+                    else self._refused(p, ErrorCode.UNSUPPORTED_VERSION)
+                    if timestamp_refused(p.timestamp, req.api_version)
+                    else self._list_one(t.name, p, read_committed)
+                    for p in t.partitions
+                ]
             )
             topics.append(apis.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
         return apis.ListOffsetsResponse(topics=tuple(topics))
+
+    @staticmethod
+    async def _refused(
+        p: apis.ListOffsetsPartition, code: ErrorCode
+    ) -> apis.ListOffsetsPartitionResponse:
+        return apis.ListOffsetsPartitionResponse(
+            partition_index=p.partition_index, error_code=code
+        )
 
     async def _list_one(
         self, topic: str, p: apis.ListOffsetsPartition, read_committed: bool
     ) -> apis.ListOffsetsPartitionResponse:
         try:
-            if p.timestamp in (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP):
-                # Latest is the last stable offset for read_committed, else the HW.
-                start, latest = await self._core.list_offsets(
-                    topic, p.partition_index, read_committed=read_committed
-                )
-                offset = latest if p.timestamp == LATEST_TIMESTAMP else start
-                timestamp = -1
-            else:
-                found = await self._core.offset_for_timestamp(
-                    topic, p.partition_index, p.timestamp
-                )
-                offset, timestamp = found if found is not None else (-1, -1)
+            # Also the partition's existence check, whatever the timestamp.
+            start, latest = await self._core.list_offsets(
+                topic, p.partition_index, read_committed=read_committed
+            )
+            found = await self._lookup(topic, p, start, latest)
         except Exception as e:
             return apis.ListOffsetsPartitionResponse(
                 partition_index=p.partition_index,
                 error_code=self._unexpected("list offsets", e),
             )
+        if found is None:
+            return apis.ListOffsetsPartitionResponse(
+                partition_index=p.partition_index, leader_epoch=NO_OFFSET
+            )
+        offset, timestamp = found
         return apis.ListOffsetsPartitionResponse(
             partition_index=p.partition_index,
             error_code=0,
@@ -86,6 +129,27 @@ class ListOffsetsHandler:
             offset=offset,
             leader_epoch=LEADER_EPOCH,
         )
+
+    async def _lookup(
+        self, topic: str, p: apis.ListOffsetsPartition, start: int, latest: int
+    ) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` for ``p``'s timestamp, or None for no offset. ``latest``
+        is the first offset the request may not see (HW, or LSO for read_committed)."""
+        ts = p.timestamp
+        if ts == LATEST_TIMESTAMP:
+            return latest, NO_OFFSET
+        if ts in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            # No tiered storage: the local log starts where the log does.
+            return start, NO_OFFSET
+        if ts in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+            return None  # nothing is tiered, nothing is pending upload
+        if ts == MAX_TIMESTAMP:
+            found = await self._core.max_timestamp_offset(topic, p.partition_index)
+        else:
+            found = await self._core.offset_for_timestamp(topic, p.partition_index, ts)
+        if found is None or found[0] >= latest:
+            return None
+        return found
 
 
 # -- ACL rule (brokerd.kafka.server.authorize) ------------------------------------------
@@ -108,4 +172,4 @@ def list_offsets_rule(access: Access, req: Request) -> Gate:
     )
 
 
-__all__ = ["ListOffsetsHandler", "list_offsets_rule"]
+__all__ = ["ListOffsetsHandler", "list_offsets_rule", "timestamp_refused"]

@@ -11,7 +11,8 @@ message, calling the broker core (:class:`PartitionAdminCore`):
 - DeleteRecords moves each partition's log start offset (-1: the high watermark) and
   answers the new low watermark, once the move is durable.
 - DescribeLogDirs describes the one data directory: each partition's bytes on disk, an
-  offset lag of 0 (there are no replicas to lag behind), never a future log.
+  offset lag of 0 (there are no replicas to lag behind), never a future log, and (v4)
+  the size and usable space of the filesystem it is on.
 
 A ``timeout_ms`` above zero bounds the wait: past it the answer is REQUEST_TIMED_OUT
 while the operation still completes (as Kafka's does). It does not parse or build bytes
@@ -31,6 +32,7 @@ from twisted.python.failure import Failure
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.authorize import (
+    CLUSTER_DENIED,
     DENIED_TEXT,
     Access,
     Gate,
@@ -53,7 +55,7 @@ from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.security.acl import Operation
-from brokerd.storage.logdir import MAX_PARTITIONS
+from brokerd.storage.logdir_layout import MAX_PARTITIONS
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
 __all__ = ["PartitionAdminCore", "PartitionAdminHandlers"]
@@ -270,6 +272,8 @@ class PartitionAdminHandlers:
                 apis.DescribeLogDirsTopic(name=name, partitions=tuple(parts))
                 for name, parts in by_topic.items()
             ),
+            total_bytes=usage.total_bytes,
+            usable_bytes=usage.usable_bytes,
         )
         return apis.DescribeLogDirsResponse(results=(result,))
 
@@ -305,5 +309,8 @@ def delete_records_rule(access: Access, req: Request) -> Gate:
 def describe_log_dirs_rule(access: Access, req: Request) -> Gate:
     if access.cluster(Operation.DESCRIBE):
         return Gate(req)
-    # v0-1 have no error code: Kafka answers no log directories.
-    return answer_now(req, apis.DescribeLogDirsResponse(results=()))
+    # Kafka answers no log directories, and from v3 on says why in the top-level code
+    # (v1-2 have none; the field is not encoded there).
+    return answer_now(
+        req, apis.DescribeLogDirsResponse(error_code=CLUSTER_DENIED, results=())
+    )

@@ -1,6 +1,8 @@
 # -*- test-case-name: tests.test_acl_handlers -*-
 """Request and response bodies of CreateAcls (30), DescribeAcls (29) and DeleteAcls (31),
-versions 0-3 (flexible from 2; v1 added the resource pattern type, LITERAL at v0).
+versions 1-3 (flexible from 2; v3 adds the USER resource type). Kafka 4.0 removed v0,
+which had no resource pattern type; the pattern fields keep their v1 start so the
+layouts read as Kafka's schemas declare them.
 
 Transcribed from Kafka's JSON message schemas like the rest of
 :mod:`brokerd.kafka.wire.messages`; :data:`APIS` registers them
@@ -16,7 +18,7 @@ import attrs
 from brokerd.kafka.wire.codec import INT8, INT16, INT32, STRING, ApiKey, Array, Struct
 from brokerd.kafka.wire.schema import ApiSpec, Wire, wire_message
 
-#: The pattern type a v0 request means (v0 has only literal resource names).
+#: The pattern type's default (Kafka's schemas: literal resource names).
 LITERAL_PATTERN = 3
 ACL_FLEXIBLE_FROM = 2
 
@@ -178,7 +180,7 @@ class DeleteAclsResponse:
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, DescribeAclsResponse, 0, 3),
-    ApiSpec(ApiKey.CREATE_ACLS, CreateAclsRequest, CreateAclsResponse, 0, 3),
-    ApiSpec(ApiKey.DELETE_ACLS, DeleteAclsRequest, DeleteAclsResponse, 0, 3),
+    ApiSpec(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, DescribeAclsResponse, 1, 3),
+    ApiSpec(ApiKey.CREATE_ACLS, CreateAclsRequest, CreateAclsResponse, 1, 3),
+    ApiSpec(ApiKey.DELETE_ACLS, DeleteAclsRequest, DeleteAclsResponse, 1, 3),
 )

@@ -10,7 +10,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import attrs
 
@@ -50,6 +50,7 @@ class DescribeConfigsRequest:
     ] = array()
     include_synonyms: Annotated[bool, Wire(BOOL, 1)] = False
     include_documentation: Annotated[bool, Wire(BOOL, 3)] = False
+    FLEXIBLE_FROM: ClassVar[int | None] = 4
 
 
 @wire_message
@@ -66,8 +67,6 @@ class DescribeConfigsResourceResult:
     name: Annotated[str, Wire(STRING)]
     value: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
     read_only: Annotated[bool, Wire(BOOL)] = False
-    #: v0 only (v1+ carry ``config_source`` instead).
-    is_default: Annotated[bool, Wire(BOOL, 0, 0)] = False
     config_source: Annotated[int, Wire(INT8, 1)] = -1
     is_sensitive: Annotated[bool, Wire(BOOL)] = False
     synonyms: Annotated[
@@ -99,6 +98,7 @@ class DescribeConfigsResponse:
         tuple[DescribeConfigsResult, ...],
         Wire(Array(Struct(DescribeConfigsResult))),
     ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 4
 
 
 @wire_message
@@ -124,6 +124,7 @@ class AlterConfigsRequest:
         Wire(Array(Struct(AlterConfigsResource))),
     ] = array()
     validate_only: Annotated[bool, Wire(BOOL)] = False
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
 @wire_message
@@ -138,13 +139,12 @@ class AlterConfigsResourceResponse:
 @wire_message
 @attrs.frozen(kw_only=True)
 class AlterConfigsResponse:
-    """The answer to AlterConfigs and to IncrementalAlterConfigs (same layout)."""
-
     throttle_time_ms: Annotated[int, Wire(INT32)] = 0
     responses: Annotated[
         tuple[AlterConfigsResourceResponse, ...],
         Wire(Array(Struct(AlterConfigsResourceResponse))),
     ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
 @wire_message
@@ -174,17 +174,32 @@ class IncrementalAlterConfigsRequest:
         Wire(Array(Struct(IncrementalAlterConfigsResource))),
     ] = array()
     validate_only: Annotated[bool, Wire(BOOL)] = False
+    FLEXIBLE_FROM: ClassVar[int | None] = 1
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class IncrementalAlterConfigsResponse:
+    """AlterConfigs' layout, flexible one version earlier (so a class of its own)."""
+
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    responses: Annotated[
+        tuple[AlterConfigsResourceResponse, ...],
+        Wire(Array(Struct(AlterConfigsResourceResponse))),
+    ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 1
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, DescribeConfigsResponse, 0, 3),
-    ApiSpec(ApiKey.ALTER_CONFIGS, AlterConfigsRequest, AlterConfigsResponse, 0, 1),
+    # v0 (the IsDefault flag instead of the config source) was removed in Kafka 4.0.
+    ApiSpec(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
+    ApiSpec(ApiKey.ALTER_CONFIGS, AlterConfigsRequest, AlterConfigsResponse, 0, 2),
     ApiSpec(
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
         IncrementalAlterConfigsRequest,
-        AlterConfigsResponse,
+        IncrementalAlterConfigsResponse,
         0,
-        0,
+        1,
     ),
 )

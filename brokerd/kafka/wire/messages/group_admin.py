@@ -41,6 +41,9 @@ from brokerd.kafka.wire.schema import (
 class ListGroupsRequest:
     #: v4+: list only groups in these states (case-insensitive); empty = every group.
     states_filter: Annotated[tuple[str, ...], Wire(Array(STRING), 4)] = array()
+    #: v5+: list only groups of these types (case-insensitive: "classic", "consumer",
+    #: "share", "streams"); empty = every type.
+    types_filter: Annotated[tuple[str, ...], Wire(Array(STRING), 5)] = array()
     FLEXIBLE_FROM: ClassVar[int | None] = 3
 
 
@@ -50,6 +53,8 @@ class ListedGroup:
     group_id: Annotated[str, Wire(STRING)]
     protocol_type: Annotated[str, Wire(STRING)] = ""
     group_state: Annotated[str, Wire(STRING, 4)] = ""
+    #: v5+: "classic" for every brokerd group.
+    group_type: Annotated[str, Wire(STRING, 5)] = ""
 
 
 @wire_message
@@ -66,6 +71,7 @@ class ListGroupsResponse:
 class DescribeGroupsRequest:
     groups: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
     include_authorized_operations: Annotated[bool, Wire(BOOL, 3)] = False
+    FLEXIBLE_FROM: ClassVar[int | None] = 5
 
 
 @wire_message
@@ -83,6 +89,8 @@ class DescribedGroupMember:
 @attrs.frozen(kw_only=True)
 class DescribedGroup:
     error_code: Annotated[int, Wire(INT16)] = 0
+    #: v6+: why the group could not be described (e.g. GROUP_ID_NOT_FOUND).
+    error_message: Annotated[str | None, Wire(STRING, 6, nullable_from=6)] = None
     group_id: Annotated[str, Wire(STRING)]
     group_state: Annotated[str, Wire(STRING)] = ""
     protocol_type: Annotated[str, Wire(STRING)] = ""
@@ -99,12 +107,14 @@ class DescribedGroup:
 class DescribeGroupsResponse:
     throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
     groups: Annotated[tuple[DescribedGroup, ...], Wire(Array(Struct(DescribedGroup)))] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 5
 
 
 @wire_message
 @attrs.frozen(kw_only=True)
 class DeleteGroupsRequest:
     groups_names: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
 @wire_message
@@ -122,6 +132,7 @@ class DeleteGroupsResponse:
         tuple[DeletableGroupResult, ...],
         Wire(Array(Struct(DeletableGroupResult))),
     ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
 @wire_message
@@ -172,9 +183,8 @@ class OffsetDeleteResponse:
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    # To its flexible v4, whose group states librdkafka needs.
-    ApiSpec(ApiKey.LIST_GROUPS, ListGroupsRequest, ListGroupsResponse, 0, 4),
-    ApiSpec(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, DescribeGroupsResponse, 0, 4),
-    ApiSpec(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, DeleteGroupsResponse, 0, 1),
+    ApiSpec(ApiKey.LIST_GROUPS, ListGroupsRequest, ListGroupsResponse, 0, 5),
+    ApiSpec(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, DescribeGroupsResponse, 0, 6),
+    ApiSpec(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, DeleteGroupsResponse, 0, 2),
     ApiSpec(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, OffsetDeleteResponse, 0, 0),
 )

@@ -11,6 +11,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, ClassVar
 
 import attrs
@@ -23,6 +24,8 @@ from brokerd.kafka.wire.codec import (
     INT32,
     INT64,
     STRING,
+    UUID,
+    ZERO_UUID,
     ApiKey,
     Array,
     Struct,
@@ -35,19 +38,40 @@ from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 @wire_message
 @attrs.frozen(kw_only=True)
 class FindCoordinatorRequest:
-    key: Annotated[str, Wire(STRING)]
+    #: v0-3: the one key asked about (v4+ asks through ``coordinator_keys``).
+    key: Annotated[str, Wire(STRING, 0, 3)] = ""
+    #: 0 = a group, 1 = a transactional id, 2 (v6+) = a share-group partition.
     key_type: Annotated[int, Wire(INT8, 1)] = 0
+    coordinator_keys: Annotated[tuple[str, ...], Wire(Array(STRING), 4)] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class Coordinator:
+    """One key's answer (v4+)."""
+
+    key: Annotated[str, Wire(STRING)]
+    node_id: Annotated[int, Wire(INT32)] = -1
+    host: Annotated[str, Wire(STRING)] = ""
+    port: Annotated[int, Wire(INT32)] = -1
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
 
 
 @wire_message
 @attrs.frozen(kw_only=True)
 class FindCoordinatorResponse:
     throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
-    error_code: Annotated[int, Wire(INT16)] = 0
-    error_message: Annotated[str | None, Wire(STRING, 1, nullable_from=1)] = None
-    node_id: Annotated[int, Wire(INT32)]
-    host: Annotated[str, Wire(STRING)]
-    port: Annotated[int, Wire(INT32)]
+    error_code: Annotated[int, Wire(INT16, 0, 3)] = 0
+    error_message: Annotated[str | None, Wire(STRING, 1, 3, nullable_from=1)] = None
+    node_id: Annotated[int, Wire(INT32, 0, 3)] = -1
+    host: Annotated[str, Wire(STRING, 0, 3)] = ""
+    port: Annotated[int, Wire(INT32, 0, 3)] = -1
+    coordinators: Annotated[
+        tuple[Coordinator, ...], Wire(Array(Struct(Coordinator)), 4)
+    ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
 
 
 # -- JoinGroup (11) ------------------------------------------------------------------
@@ -74,6 +98,9 @@ class JoinGroupRequest:
         tuple[JoinGroupProtocol, ...],
         Wire(Array(Struct(JoinGroupProtocol))),
     ] = array()
+    #: v8+: why the member (re-)joins (KIP-800); logged, not acted on.
+    reason: Annotated[str | None, Wire(STRING, 8, nullable_from=8)] = None
+    FLEXIBLE_FROM: ClassVar[int | None] = 6
 
 
 @wire_message
@@ -90,10 +117,17 @@ class JoinGroupResponse:
     throttle_time_ms: Annotated[int, Wire(INT32, 2)] = 0
     error_code: Annotated[int, Wire(INT16)] = 0
     generation_id: Annotated[int, Wire(INT32)] = -1
-    protocol_name: Annotated[str, Wire(STRING)] = ""
+    #: v7+: the group's protocol type (KIP-559); null in an error answer.
+    protocol_type: Annotated[str | None, Wire(STRING, 7, nullable_from=7)] = None
+    #: Null from v7 where there is none (an error answer).
+    protocol_name: Annotated[str | None, Wire(STRING, nullable_from=7)] = ""
     leader: Annotated[str, Wire(STRING)] = ""
+    #: v9+: the leader already has this generation's assignment (a static leader that
+    #: re-joined a Stable group) and must not compute a new one.
+    skip_assignment: Annotated[bool, Wire(BOOL, 9)] = False
     member_id: Annotated[str, Wire(STRING)] = ""
     members: Annotated[tuple[JoinGroupMember, ...], Wire(Array(Struct(JoinGroupMember)))] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 6
 
 
 # -- SyncGroup (14) ------------------------------------------------------------------
@@ -113,10 +147,14 @@ class SyncGroupRequest:
     generation_id: Annotated[int, Wire(INT32)]
     member_id: Annotated[str, Wire(STRING)]
     group_instance_id: Annotated[str | None, Wire(STRING, 3, nullable_from=3)] = None
+    #: v5+ (KIP-559): must be given, and match the group's (INCONSISTENT_GROUP_PROTOCOL).
+    protocol_type: Annotated[str | None, Wire(STRING, 5, nullable_from=5)] = None
+    protocol_name: Annotated[str | None, Wire(STRING, 5, nullable_from=5)] = None
     assignments: Annotated[
         tuple[SyncGroupAssignment, ...],
         Wire(Array(Struct(SyncGroupAssignment))),
     ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 4
 
 
 @wire_message
@@ -124,7 +162,11 @@ class SyncGroupRequest:
 class SyncGroupResponse:
     throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
     error_code: Annotated[int, Wire(INT16)] = 0
+    #: v5+: the group's protocol type and name (null in an error answer).
+    protocol_type: Annotated[str | None, Wire(STRING, 5, nullable_from=5)] = None
+    protocol_name: Annotated[str | None, Wire(STRING, 5, nullable_from=5)] = None
     assignment: Annotated[bytes, Wire(BYTES)] = b""
+    FLEXIBLE_FROM: ClassVar[int | None] = 4
 
 
 # -- Heartbeat (12) and LeaveGroup (13) ----------------------------------------------
@@ -137,6 +179,7 @@ class HeartbeatRequest:
     generation_id: Annotated[int, Wire(INT32)]
     member_id: Annotated[str, Wire(STRING)]
     group_instance_id: Annotated[str | None, Wire(STRING, 3, nullable_from=3)] = None
+    FLEXIBLE_FROM: ClassVar[int | None] = 4
 
 
 @wire_message
@@ -144,13 +187,39 @@ class HeartbeatRequest:
 class HeartbeatResponse:
     throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
     error_code: Annotated[int, Wire(INT16)] = 0
+    FLEXIBLE_FROM: ClassVar[int | None] = 4
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class LeavingMember:
+    """One member a v3+ LeaveGroup removes: by member id, or (an operator's removal) by
+    group instance id with an empty member id."""
+
+    member_id: Annotated[str, Wire(STRING)] = ""
+    group_instance_id: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    #: v5+: why it leaves (KIP-800); logged, not acted on.
+    reason: Annotated[str | None, Wire(STRING, 5, nullable_from=5)] = None
 
 
 @wire_message
 @attrs.frozen(kw_only=True)
 class LeaveGroupRequest:
     group_id: Annotated[str, Wire(STRING)]
-    member_id: Annotated[str, Wire(STRING)]
+    #: v0-2: the one member leaving (v3+ names them in ``members``).
+    member_id: Annotated[str, Wire(STRING, 0, 2)] = ""
+    members: Annotated[tuple[LeavingMember, ...], Wire(Array(Struct(LeavingMember)), 3)] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 4
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class LeftMember:
+    """One leaving member's answer (v3+)."""
+
+    member_id: Annotated[str, Wire(STRING)] = ""
+    group_instance_id: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    error_code: Annotated[int, Wire(INT16)] = 0
 
 
 @wire_message
@@ -158,6 +227,8 @@ class LeaveGroupRequest:
 class LeaveGroupResponse:
     throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
     error_code: Annotated[int, Wire(INT16)] = 0
+    members: Annotated[tuple[LeftMember, ...], Wire(Array(Struct(LeftMember)), 3)] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 4
 
 
 # -- OffsetCommit (8) ----------------------------------------------------------------
@@ -175,7 +246,9 @@ class OffsetCommitPartition:
 @wire_message
 @attrs.frozen(kw_only=True)
 class OffsetCommitTopic:
-    name: Annotated[str, Wire(STRING)]
+    #: v0-9: the topic by name; v10+ by ID (the handler fills ``name`` from it).
+    name: Annotated[str, Wire(STRING, 0, 9)] = ""
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 10)] = ZERO_UUID
     partitions: Annotated[
         tuple[OffsetCommitPartition, ...],
         Wire(Array(Struct(OffsetCommitPartition))),
@@ -186,6 +259,8 @@ class OffsetCommitTopic:
 @attrs.frozen(kw_only=True)
 class OffsetCommitRequest:
     group_id: Annotated[str, Wire(STRING)]
+    #: Kafka's GenerationIdOrMemberEpoch: a classic group's generation (v9+ also names
+    #: it a consumer group's member epoch; brokerd's groups are all classic).
     generation_id: Annotated[int, Wire(INT32, 1)] = -1
     member_id: Annotated[str, Wire(STRING, 1)] = ""
     group_instance_id: Annotated[str | None, Wire(STRING, 7, nullable_from=7)] = None
@@ -194,6 +269,7 @@ class OffsetCommitRequest:
         tuple[OffsetCommitTopic, ...],
         Wire(Array(Struct(OffsetCommitTopic))),
     ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 8
 
 
 @wire_message
@@ -206,7 +282,8 @@ class OffsetCommitPartitionResponse:
 @wire_message
 @attrs.frozen(kw_only=True)
 class OffsetCommitTopicResponse:
-    name: Annotated[str, Wire(STRING)]
+    name: Annotated[str, Wire(STRING, 0, 9)] = ""
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 10)] = ZERO_UUID
     partitions: Annotated[
         tuple[OffsetCommitPartitionResponse, ...],
         Wire(Array(Struct(OffsetCommitPartitionResponse))),
@@ -221,6 +298,7 @@ class OffsetCommitResponse:
         tuple[OffsetCommitTopicResponse, ...],
         Wire(Array(Struct(OffsetCommitTopicResponse))),
     ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 8
 
 
 # -- OffsetFetch (9) -----------------------------------------------------------------
@@ -229,7 +307,9 @@ class OffsetCommitResponse:
 @wire_message
 @attrs.frozen(kw_only=True)
 class OffsetFetchTopic:
-    name: Annotated[str, Wire(STRING)]
+    #: v0-9: the topic by name; v10+ by ID (the handler fills ``name`` from it).
+    name: Annotated[str, Wire(STRING, 0, 9)] = ""
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 10)] = ZERO_UUID
     partition_indexes: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
 
 
@@ -239,6 +319,10 @@ class OffsetFetchRequestGroup:
     """One group of a v8+ request."""
 
     group_id: Annotated[str, Wire(STRING)]
+    #: v9+ (KIP-848): a consumer group's member id and epoch; a classic group (every
+    #: brokerd group) does not check them, as Kafka does not.
+    member_id: Annotated[str | None, Wire(STRING, 9, nullable_from=9)] = None
+    member_epoch: Annotated[int, Wire(INT32, 9)] = -1
     #: None = every partition the group has committed.
     topics: Annotated[
         tuple[OffsetFetchTopic, ...] | None,
@@ -279,7 +363,8 @@ class OffsetFetchPartitionResponse:
 @wire_message
 @attrs.frozen(kw_only=True)
 class OffsetFetchTopicResponse:
-    name: Annotated[str, Wire(STRING)]
+    name: Annotated[str, Wire(STRING, 0, 9)] = ""
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 10)] = ZERO_UUID
     partitions: Annotated[
         tuple[OffsetFetchPartitionResponse, ...],
         Wire(Array(Struct(OffsetFetchPartitionResponse))),
@@ -317,11 +402,11 @@ class OffsetFetchResponse:
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, OffsetCommitResponse, 2, 7),
-    ApiSpec(ApiKey.OFFSET_FETCH, OffsetFetchRequest, OffsetFetchResponse, 1, 8),
-    ApiSpec(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, FindCoordinatorResponse, 0, 2),
-    ApiSpec(ApiKey.JOIN_GROUP, JoinGroupRequest, JoinGroupResponse, 0, 5),
-    ApiSpec(ApiKey.HEARTBEAT, HeartbeatRequest, HeartbeatResponse, 0, 3),
-    ApiSpec(ApiKey.LEAVE_GROUP, LeaveGroupRequest, LeaveGroupResponse, 0, 2),
-    ApiSpec(ApiKey.SYNC_GROUP, SyncGroupRequest, SyncGroupResponse, 0, 3),
+    ApiSpec(ApiKey.OFFSET_COMMIT, OffsetCommitRequest, OffsetCommitResponse, 2, 10),
+    ApiSpec(ApiKey.OFFSET_FETCH, OffsetFetchRequest, OffsetFetchResponse, 1, 10),
+    ApiSpec(ApiKey.FIND_COORDINATOR, FindCoordinatorRequest, FindCoordinatorResponse, 0, 6),
+    ApiSpec(ApiKey.JOIN_GROUP, JoinGroupRequest, JoinGroupResponse, 0, 9),
+    ApiSpec(ApiKey.HEARTBEAT, HeartbeatRequest, HeartbeatResponse, 0, 4),
+    ApiSpec(ApiKey.LEAVE_GROUP, LeaveGroupRequest, LeaveGroupResponse, 0, 5),
+    ApiSpec(ApiKey.SYNC_GROUP, SyncGroupRequest, SyncGroupResponse, 0, 5),
 )

@@ -9,7 +9,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import attrs
 
@@ -52,6 +52,10 @@ class ListOffsetsRequest:
     replica_id: Annotated[int, Wire(INT32)] = -1
     isolation_level: Annotated[int, Wire(INT8, 2)] = 0
     topics: Annotated[tuple[ListOffsetsTopic, ...], Wire(Array(Struct(ListOffsetsTopic)))] = array()
+    #: v10+: how long to wait for a lookup in remote (tiered) storage. brokerd has none,
+    #: so every lookup answers at once.
+    timeout_ms: Annotated[int, Wire(INT32, 10)] = 0
+    FLEXIBLE_FROM: ClassVar[int | None] = 6
 
 
 @wire_message
@@ -82,9 +86,11 @@ class ListOffsetsResponse:
         tuple[ListOffsetsTopicResponse, ...],
         Wire(Array(Struct(ListOffsetsTopicResponse))),
     ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 6
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.LIST_OFFSETS, ListOffsetsRequest, ListOffsetsResponse, 1, 5),
+    # v7-v11 each add a special timestamp (the handler refuses one below its version).
+    ApiSpec(ApiKey.LIST_OFFSETS, ListOffsetsRequest, ListOffsetsResponse, 1, 11),
 )

@@ -10,7 +10,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import attrs
 
@@ -55,6 +55,7 @@ class DeleteRecordsRequest:
         Wire(Array(Struct(DeleteRecordsTopic))),
     ] = array()
     timeout_ms: Annotated[int, Wire(INT32)] = 60_000
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
 @wire_message
@@ -84,6 +85,7 @@ class DeleteRecordsResponse:
         tuple[DeleteRecordsTopicResult, ...],
         Wire(Array(Struct(DeleteRecordsTopicResult))),
     ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
 # -- DescribeLogDirs (35) ------------------------------------------------------------
@@ -104,6 +106,7 @@ class DescribeLogDirsRequest:
         tuple[DescribableLogDirTopic, ...] | None,
         Wire(Array(Struct(DescribableLogDirTopic)), nullable_from=0),
     ] = array(None)
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
 @wire_message
@@ -134,16 +137,22 @@ class DescribeLogDirsResult:
         tuple[DescribeLogDirsTopic, ...],
         Wire(Array(Struct(DescribeLogDirsTopic))),
     ] = array()
+    #: v4+: the size and free space of the volume the directory is on (-1 = unknown).
+    total_bytes: Annotated[int, Wire(INT64, 4)] = -1
+    usable_bytes: Annotated[int, Wire(INT64, 4)] = -1
 
 
 @wire_message
 @attrs.frozen(kw_only=True)
 class DescribeLogDirsResponse:
     throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    #: v3+: an error for the whole request (before v3 a refusal is an empty answer).
+    error_code: Annotated[int, Wire(INT16, 3)] = 0
     results: Annotated[
         tuple[DescribeLogDirsResult, ...],
         Wire(Array(Struct(DescribeLogDirsResult))),
     ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
 # -- CreatePartitions (37) -----------------------------------------------------------
@@ -177,6 +186,7 @@ class CreatePartitionsRequest:
     ] = array()
     timeout_ms: Annotated[int, Wire(INT32)] = 60_000
     validate_only: Annotated[bool, Wire(BOOL)] = False
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
 @wire_message
@@ -195,11 +205,14 @@ class CreatePartitionsResponse:
         tuple[CreatePartitionsTopicResult, ...],
         Wire(Array(Struct(CreatePartitionsTopicResult))),
     ] = array()
+    FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.DELETE_RECORDS, DeleteRecordsRequest, DeleteRecordsResponse, 0, 1),
-    ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest, DescribeLogDirsResponse, 0, 1),
-    ApiSpec(ApiKey.CREATE_PARTITIONS, CreatePartitionsRequest, CreatePartitionsResponse, 0, 1),
+    ApiSpec(ApiKey.DELETE_RECORDS, DeleteRecordsRequest, DeleteRecordsResponse, 0, 2),
+    # v0 was removed in Kafka 4.0 (v1 is the same layout).
+    ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 4),
+    # v3 may answer THROTTLING_QUOTA_EXCEEDED; brokerd has no partition-creation quota.
+    ApiSpec(ApiKey.CREATE_PARTITIONS, CreatePartitionsRequest, CreatePartitionsResponse, 0, 3),
 )
