@@ -21,6 +21,7 @@ import io
 import struct
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,7 @@ else:
     HAVE_KIO = True
 
 _I32 = struct.Struct(">i")
+PRODUCE_TOPIC_ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
 
 
 def _batches(total: int, value_size: int = 1000) -> bytes:
@@ -73,8 +75,21 @@ def cases() -> list[tuple[str, ApiKey, int, Any, Any]]:
     )
     members = [f"consumer-{i}-{'x' * 36}" for i in range(3)]
     sub = b"\x00\x01" + b"\x00" * 60
+    produce_v13 = apis.ProduceRequest(
+        acks=-1, timeout_ms=30_000,
+        topic_data=(apis.ProduceTopicData(topic_id=PRODUCE_TOPIC_ID, partition_data=(
+            apis.ProducePartitionData(index=0, records=produce_records),)),),
+    )
     return [
         (
+            "Produce 16 KiB", ApiKey.PRODUCE, 13, produce_v13,
+            apis.ProduceResponse(responses=(apis.ProduceTopicResponse(
+                topic_id=PRODUCE_TOPIC_ID, partition_responses=(
+                    apis.ProducePartitionResponse(index=0, base_offset=42, log_start_offset=0),
+                )),)),
+        ),
+        (
+            # The last non-flexible version, named by topic name (what most clients send).
             "Produce 16 KiB", ApiKey.PRODUCE, 8,
             apis.ProduceRequest(
                 acks=-1, timeout_ms=30_000,

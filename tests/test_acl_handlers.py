@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +267,24 @@ class DataPathTests(AclTestCase):
         self.assertEqual(codes, {"ok": 0, "secret": TAF, "missing": TAF})
         self.assertEqual([c[0] for c in self.core.produce_calls], ["ok"])
         self.assertNotIn("missing", self.core.topics())
+
+    def test_produce_v13_checks_write_on_the_topic_the_id_names(self) -> None:
+        self.core.add_topic("ok")
+        self.core.add_topic("secret")
+        self.grant(ResourceType.TOPIC, "ok", OP.WRITE)
+        ids = {name: info.topic_id for name, info in self.core.topics().items()}
+        unknown = uuid.uuid4()
+        self.send(ApiKey.PRODUCE, 13, apis.ProduceRequest(acks=1, timeout_ms=1000, topic_data=tuple(
+            apis.ProduceTopicData(topic_id=topic_id, partition_data=(
+                apis.ProducePartitionData(index=0, records=batch()),))
+            for topic_id in (ids["ok"], ids["secret"], unknown)
+        )))
+        codes = {t.topic_id: t.partition_responses[0].error_code for t in self.one().responses}
+        # An ID no topic has: UNKNOWN_TOPIC_ID whatever the ACLs (there is no name).
+        self.assertEqual(
+            codes, {ids["ok"]: 0, ids["secret"]: TAF, unknown: ErrorCode.UNKNOWN_TOPIC_ID}
+        )
+        self.assertEqual([c[0] for c in self.core.produce_calls], ["ok"])
 
     def test_produce_to_unknown_topic_needs_create(self) -> None:
         self.grant(ResourceType.TOPIC, "new", OP.WRITE)

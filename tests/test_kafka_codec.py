@@ -226,8 +226,8 @@ def test_unknown_api_key() -> None:
 
 @pytest.mark.parametrize(
     ("key", "version"),
-    [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.METADATA, 14), (ApiKey.PRODUCE, 9),
-     (ApiKey.LIST_OFFSETS, 0), (ApiKey.OFFSET_COMMIT, 11), (ApiKey.API_VERSIONS, 3)],
+    [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.METADATA, 14), (ApiKey.PRODUCE, 14),
+     (ApiKey.LIST_OFFSETS, 0), (ApiKey.OFFSET_COMMIT, 11), (ApiKey.API_VERSIONS, 5)],
 )
 def test_unsupported_versions(key: ApiKey, version: int) -> None:
     with pytest.raises(apis.UnsupportedVersion) as info:
@@ -239,11 +239,11 @@ def test_unsupported_versions(key: ApiKey, version: int) -> None:
 # -- ApiVersions ---------------------------------------------------------------------
 
 
-def test_api_versions_v3_fallback_bytes_exactly() -> None:
-    # librdkafka's first request: ApiVersions v3, header v2 (client id + tagged fields),
-    # compact body with client software name and version. Only 8 bytes are looked at.
-    flexible = (i16(18) + i16(3) + i32(0x01020304) + s("rdkafka") + b"\x00"
-                + b"\x0alibrdkafka\x062.0.2\x00")
+def test_api_versions_v5_fallback_bytes_exactly() -> None:
+    # A version above brokerd's: header v2 (client id + tagged fields), a body of some
+    # later layout. Only 8 bytes are looked at.
+    flexible = (i16(18) + i16(5) + i32(0x01020304) + s("rdkafka") + b"\x00"
+                + b"\x0alibrdkafka\x062.0.2\x00\xff\xff")
     with pytest.raises(apis.UnsupportedVersion) as info:
         apis.decode_request(flexible)
     reply = apis.api_versions_fallback(info.value.correlation_id)
@@ -252,8 +252,56 @@ def test_api_versions_v3_fallback_bytes_exactly() -> None:
         + i32(0x01020304)            # correlation id, response header v0
         + i16(35)                    # UNSUPPORTED_VERSION
         + i32(1)                     # one entry
-        + i16(18) + i16(0) + i16(2)  # ApiVersions 0-2; no throttle time, no tags
+        + i16(18) + i16(0) + i16(4)  # ApiVersions 0-4; v0 body: no throttle time, no tags
     )
+
+
+def test_api_versions_v3_request_bytes_exactly() -> None:
+    # librdkafka's first request: ApiVersions v3, header v2 (client id + tagged fields),
+    # compact body with client software name and version, then the body's tags.
+    for version in (3, 4):
+        wire = (i16(18) + i16(version) + i32(9) + s("rdkafka") + NO_TAGS
+                + b"\x0blibrdkafka\x062.0.2" + NO_TAGS)
+        req = apis.decode_request(wire)
+        assert req.header == RequestHeader(18, version, 9, "rdkafka")
+        assert req.body == apis.ApiVersionsRequest(
+            client_software_name="librdkafka", client_software_version="2.0.2"
+        )
+        assert apis.encode_request(req.header, req.body) == i32(len(wire)) + wire
+
+
+def test_api_versions_v3_response_bytes_exactly() -> None:
+    resp = apis.ApiVersionsResponse(
+        error_code=0, api_keys=(apis.ApiVersionRange(api_key=0, min_version=0, max_version=13),)
+    )
+    for version in (3, 4):
+        out = apis.encode_response(7, version, resp)
+        body = i16(0) + carr(i16(0) + i16(0) + i16(13) + NO_TAGS) + i32(0) + NO_TAGS
+        # Response header v0 (no tag byte after the correlation id), compact body.
+        assert out == i32(4 + len(body)) + i32(7) + body
+        assert apis.decode_response(ApiKey.API_VERSIONS, version, out[4:]) == (7, resp)
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "valid"),
+    [("librdkafka", "2.0.2", True), ("apache-kafka-java", "4.2.1", True),
+     ("platformatic-kafka", "1.21.0", True), ("a", "1", True),
+     ("kafka-python", "2.2.15-dev", True),
+     ("", "1.0", False), ("x", "", False), ("-lead", "1", False), ("trail.", "1", False),
+     ("@scope/pkg", "1", False), ("name", "1.0 beta", False), ("náme", "1", False)],
+)
+def test_api_versions_client_software_checked_from_v3(
+    name: str, version: str, valid: bool
+) -> None:
+    req = apis.ApiVersionsRequest(client_software_name=name, client_software_version=version)
+    assert apis.client_software_valid(req, 3) is valid
+    answer = apis.api_versions_response(3, req)
+    if valid:
+        assert answer == apis.api_versions_response(3)
+    else:  # Kafka's answer: INVALID_REQUEST and no API
+        assert answer == apis.ApiVersionsResponse(error_code=42)
+    # v0-2 carry no name: nothing to check.
+    assert apis.api_versions_response(2, apis.ApiVersionsRequest()).error_code == 0
 
 
 def test_api_versions_request_and_response() -> None:
@@ -373,6 +421,76 @@ def test_produce_response_versions() -> None:
         arr(s("t") + arr(i32(0) + i16(0) + i64(42) + i64(-1) + i64(3) + arr() + s(None)))
         + i32(0)
     )
+
+
+def test_produce_v9_is_flexible() -> None:
+    # v9-12: compact strings, arrays and records, tagged fields after every struct,
+    # request header v2 and response header v1.
+    body = (cs("tx") + i16(-1) + i32(30000)
+            + carr(cs("t") + carr(i32(1) + cb(b"BATCH") + NO_TAGS) + NO_TAGS) + NO_TAGS)
+    for version in (9, 10, 11, 12):
+        wire = i16(0) + i16(version) + i32(7) + s("cli") + NO_TAGS + body
+        req = apis.decode_request(wire)
+        assert req.body == apis.ProduceRequest(
+            transactional_id="tx", acks=-1, timeout_ms=30000,
+            topic_data=(apis.ProduceTopicData(
+                name="t",
+                partition_data=(apis.ProducePartitionData(index=1, records=b"BATCH"),),
+            ),),
+        )
+        assert apis.encode_request(req.header, req.body) == i32(len(wire)) + wire
+        out = apis.encode_response(7, version, _produce_response())
+        resp_body = (
+            carr(cs("t") + carr(i32(0) + i16(0) + i64(42) + i64(-1) + i64(3) + carr()
+                                + cs(None) + NO_TAGS) + NO_TAGS)
+            + i32(0) + NO_TAGS
+        )
+        assert out == i32(4 + 1 + len(resp_body)) + i32(7) + NO_TAGS + resp_body
+        assert apis.decode_response(ApiKey.PRODUCE, version, out[4:]) == (
+            7, _produce_response()
+        )
+
+
+TOPIC_ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+
+
+def test_produce_v13_names_topics_by_id() -> None:
+    # The topic's 16-byte ID where v0-12 have its name, in the request and the answer.
+    body = (cs(None) + i16(1) + i32(5)
+            + carr(TOPIC_ID.bytes + carr(i32(0) + cb(b"B") + NO_TAGS) + NO_TAGS) + NO_TAGS)
+    wire = i16(0) + i16(13) + i32(7) + s("cli") + NO_TAGS + body
+    req = apis.decode_request(wire).body
+    assert req.topic_data == (apis.ProduceTopicData(
+        topic_id=TOPIC_ID, partition_data=(apis.ProducePartitionData(index=0, records=b"B"),)
+    ),)
+    assert req.topic_data[0].name == ""  # not on the wire at v13
+    resp = apis.ProduceResponse(responses=(apis.ProduceTopicResponse(
+        name="ignored at v13", topic_id=TOPIC_ID,
+        partition_responses=(apis.ProducePartitionResponse(index=0, error_code=100),),
+    ),))
+    out = apis.encode_response(7, 13, resp)
+    assert out[9:] == (
+        carr(TOPIC_ID.bytes + carr(i32(0) + i16(100) + i64(-1) + i64(-1) + i64(-1) + carr()
+                                   + cs(None) + NO_TAGS) + NO_TAGS)
+        + i32(0) + NO_TAGS
+    )
+    # And v12 answers by name, without the ID.
+    assert apis.encode_response(7, 12, resp)[9:].startswith(uv(2) + cs("ignored at v13") + uv(2))
+
+
+def test_produce_response_v10_tagged_leader_hints_are_skipped() -> None:
+    # A v10+ answer carrying CurrentLeader (partition tag 0) and NodeEndpoints (top-level
+    # tag 0), as Kafka sends beside NOT_LEADER_OR_FOLLOWER: read and skipped.
+    leader = i32(0) + i32(0) + NO_TAGS
+    endpoint = carr(i32(0) + cs("h") + i32(9092) + cs(None) + NO_TAGS)
+    payload = (
+        i32(7) + NO_TAGS
+        + carr(cs("t") + carr(i32(0) + i16(6) + i64(-1) + i64(-1) + i64(-1) + carr() + cs(None)
+                              + uv(1) + uv(0) + uv(len(leader)) + leader) + NO_TAGS)
+        + i32(0) + uv(1) + uv(0) + uv(len(endpoint)) + endpoint
+    )
+    _, resp = apis.decode_response(ApiKey.PRODUCE, 10, payload)
+    assert resp.responses[0].partition_responses[0].error_code == 6
 
 
 # -- Fetch ---------------------------------------------------------------------------

@@ -444,13 +444,39 @@ class ConnectionTests(KafkaTestCase):
         got = {r.api_key: (r.min_version, r.max_version) for r in resp.api_keys}
         self.assertEqual(got, {int(k): v for k, v in apis.SUPPORTED_VERSIONS.items()})
 
-    def test_api_versions_v3_gets_the_v0_fallback_and_stays_open(self) -> None:
-        flexible = (struct.pack(">hhi", 18, 3, 77) + b"\x00\x07rdkafka\x00"
-                    + b"\x0alibrdkafka\x062.0.2\x00")
+    def test_api_versions_v3_and_v4_answer_flexibly_with_header_v0(self) -> None:
+        for version in (3, 4):
+            # librdkafka's first request: header v2, compact client software name/version.
+            flexible = (struct.pack(">hhi", 18, version, 77) + b"\x00\x07rdkafka\x00"
+                        + b"\x0blibrdkafka\x062.0.2\x00")
+            self.proto.dataReceived(codec.frame(flexible))
+            out = self.tr.value()
+            self.tr.clear()
+            # Response header v0: the body's error code right after the correlation id.
+            self.assertEqual(out[4:10], struct.pack(">ih", 77, 0))
+            _, resp = apis.decode_response(ApiKey.API_VERSIONS, version, out[4:])
+            got = {r.api_key: (r.min_version, r.max_version) for r in resp.api_keys}
+            self.assertEqual(got[ApiKey.API_VERSIONS], (0, 4))
+            self.assertEqual(got[ApiKey.PRODUCE], (0, 13))
+            self.assertFalse(self.tr.disconnecting)
+
+    def test_api_versions_bad_client_software_is_an_invalid_request(self) -> None:
+        self.send(ApiKey.API_VERSIONS, 3, apis.ApiVersionsRequest(
+            client_software_name="@scope/client", client_software_version="1.0"))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.api_keys), (ErrorCode.INVALID_REQUEST, ()))
+        self.assertFalse(self.tr.disconnecting)
+        self.send(ApiKey.API_VERSIONS, 4, apis.ApiVersionsRequest(
+            client_software_name="client", client_software_version="1.0"))
+        self.assertEqual(self.one().error_code, 0)
+
+    def test_api_versions_v5_gets_the_v0_fallback_and_stays_open(self) -> None:
+        flexible = (struct.pack(">hhi", 18, 5, 77) + b"\x00\x07rdkafka\x00"
+                    + b"\x0blibrdkafka\x062.0.2\x00\x09")
         self.proto.dataReceived(codec.frame(flexible))
         self.assertEqual(
             self.tr.value(),
-            struct.pack(">iihi", 16, 77, 35, 1) + struct.pack(">hhh", 18, 0, 2),
+            struct.pack(">iihi", 16, 77, 35, 1) + struct.pack(">hhh", 18, 0, 4),
         )
         self.tr.clear()
         self.assertFalse(self.tr.disconnecting)
@@ -800,8 +826,56 @@ class ProduceTests(KafkaTestCase):
             self.assertEqual((part.error_code, part.error_message), (code, str(exc)))
 
     def test_old_message_format_versions_refused(self) -> None:
-        self.produce("t", 0, batch(), version=2)
-        self.assertEqual(self.partition().error_code, ErrorCode.UNSUPPORTED_VERSION)
+        for version in (0, 1, 2):
+            self.produce("t", 0, batch(), version=version)
+            self.assertEqual(self.partition().error_code, ErrorCode.UNSUPPORTED_VERSION)
+        self.assertEqual(self.core.produce_calls, [])
+
+    def test_flexible_versions_produce_by_name(self) -> None:
+        for version in (9, 10, 11, 12):
+            self.produce("t", 1, batch(), version=version, acks=-1)
+            resp: apis.ProduceResponse = self.one()
+            self.assertEqual(resp.responses[0].name, "t")
+            self.assertEqual(resp.responses[0].partition_responses[0].error_code, 0)
+        self.assertEqual([c[:2] for c in self.core.produce_calls], [("t", 1)] * 4)
+
+    def produce_by_id(self, topic_id: uuid.UUID, *, acks: int = 1, version: int = 13) -> int:
+        return self.send(ApiKey.PRODUCE, version, apis.ProduceRequest(
+            acks=acks, timeout_ms=30000,
+            topic_data=(apis.ProduceTopicData(topic_id=topic_id, partition_data=(
+                apis.ProducePartitionData(index=1, records=batch()),)),),
+        ))
+
+    def test_v13_produces_to_the_topic_the_id_names_and_answers_the_id(self) -> None:
+        topic_id = self.core.topics()["t"].topic_id
+        self.produce_by_id(topic_id)
+        resp: apis.ProduceResponse = self.one()
+        self.assertEqual(resp.responses[0].topic_id, topic_id)
+        self.assertEqual(resp.responses[0].partition_responses[0].error_code, 0)
+        self.assertEqual(self.core.produce_calls, [("t", 1, batch(), 1)])
+
+    def test_v13_unknown_topic_id(self) -> None:
+        for unknown in (uuid.uuid4(), codec.ZERO_UUID):
+            self.produce_by_id(unknown)
+            resp: apis.ProduceResponse = self.one()
+            self.assertEqual(resp.responses[0].topic_id, unknown)
+            part = resp.responses[0].partition_responses[0]
+            self.assertEqual((part.index, part.error_code), (1, ErrorCode.UNKNOWN_TOPIC_ID))
+        self.assertEqual(self.core.produce_calls, [])  # nothing auto-created or written
+        self.assertEqual(sorted(self.core.topics()), ["t"])
+
+    def test_v13_id_of_a_deleted_topic_is_unknown_even_if_the_name_is_reused(self) -> None:
+        old_id = self.core.topics()["t"].topic_id
+        self.core.delete_topic("t")
+        self.core.add_topic("t", 2)
+        self.produce_by_id(old_id)
+        self.assertEqual(self.partition().error_code, ErrorCode.UNKNOWN_TOPIC_ID)
+        self.assertEqual(self.core.produce_calls, [])
+
+    def test_v13_acks_zero_to_an_unknown_id_closes(self) -> None:
+        self.produce_by_id(uuid.uuid4(), acks=0)
+        self.assertEqual(self.tr.value(), b"")
+        self.assertTrue(self.tr.disconnecting)
 
     def test_null_records(self) -> None:
         self.produce("t", 0, None)

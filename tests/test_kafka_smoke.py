@@ -39,9 +39,18 @@ def _recv_exactly(s: socket.socket, n: int) -> bytes:
 def test_raw_socket_rules(broker: BrokerProcess) -> None:
     port = broker.kafka_port
     assert port is not None
-    # ApiVersions v3 (flexible) gets the version-0 fallback body.
+    # ApiVersions v3 (flexible: header v2, compact client software name and version) is
+    # answered with response header v0 and a compact body listing every API.
     flexible = struct.pack(">hhi", 18, 3, 42) + b"\x00\x01x\x00\x02a\x02b\x00"
-    assert _exchange(port, codec.frame(flexible)) == struct.pack(">ihi3h", 42, 35, 1, 18, 0, 2)
+    answer = _exchange(port, codec.frame(flexible))
+    assert answer[:6] == struct.pack(">ih", 42, 0)  # no tag byte after the correlation id
+    _, versions = apis.decode_response(ApiKey.API_VERSIONS, 3, answer)
+    assert {r.api_key: (r.min_version, r.max_version) for r in versions.api_keys} == {
+        int(k): v for k, v in apis.SUPPORTED_VERSIONS.items()
+    }
+    # A version above brokerd's (v5) gets the version-0 fallback body.
+    later = struct.pack(">hhi", 18, 5, 43) + b"\x00\x01x\x00\x02a\x02b\x00"
+    assert _exchange(port, codec.frame(later)) == struct.pack(">ihi3h", 43, 35, 1, 18, 0, 4)
     # Metadata advertises the real listener address.
     req = apis.encode_request(RequestHeader(3, 8, 1, "smoke"), apis.MetadataRequest(topics=None))
     _, meta = apis.decode_response(ApiKey.METADATA, 8, _exchange(port, req))

@@ -26,8 +26,9 @@ state; it only reads the current topic names (to refuse an auto-creation).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 
@@ -42,6 +43,9 @@ from brokerd.security.acl import (
     ResourceType,
 )
 
+if TYPE_CHECKING:
+    from brokerd.storage.types import TopicInfo
+
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -51,13 +55,16 @@ DENIED_TEXT = "not authorized"
 
 
 class TopicNames(Protocol):
-    """What :class:`Access` needs of the core: the topics that exist, and whether an
-    unknown one would be created."""
+    """What :class:`Access` needs of the core: the topics that exist (by name, and by ID
+    for the requests that name topics by ID), and whether an unknown one would be
+    created."""
 
     @property
     def auto_create_topics(self) -> bool: ...
 
     def topics(self) -> Collection[str]: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
 
 
 @attrs.frozen
@@ -87,6 +94,12 @@ class Access:
     def may_create(self, name: str) -> bool:
         """CREATE on the topic or on the cluster (Kafka accepts either)."""
         return self.cluster(Operation.CREATE) or self.topic(Operation.CREATE, name)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic that has ``topic_id`` now, or None (no such topic: the
+        handler answers UNKNOWN_TOPIC_ID, as Kafka does before any ACL check)."""
+        info = self.core.topic_by_id(topic_id)
+        return None if info is None else info.name
 
     def topic_error(self, op: Operation, name: str) -> ErrorCode | None:
         """Why ``op`` on topic ``name`` is refused, or None. A topic that would be

@@ -17,6 +17,7 @@ Pure: no I/O, no Twisted, no broker logic.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -213,6 +214,14 @@ API_VERSIONS_MAX = SPECS[ApiKey.API_VERSIONS].max_version
 #: The error code of the fallback (UNSUPPORTED_VERSION); kept here so the codec does not
 #: depend on the error module.
 _UNSUPPORTED_VERSION = 35
+#: The error code of an ApiVersions v3+ request with a bad client software name or
+#: version (INVALID_REQUEST).
+_INVALID_REQUEST = 42
+#: What Kafka accepts as ApiVersions v3+'s client software name and version: letters,
+#: digits, '-' and '.', starting and ending with a letter or digit.
+_CLIENT_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+#: First ApiVersions version that names the client software.
+_CLIENT_SOFTWARE_FROM = 3
 
 
 # -- top level -----------------------------------------------------------------------
@@ -292,8 +301,8 @@ def decode_request(payload: bytes) -> Request:
     except ValueError:
         raise UnknownApiKey(key, correlation) from None
     if not is_supported(api, version):
-        # Checked before reading further: an ApiVersions v3+ header is flexible (it
-        # carries tagged fields) and must not be parsed as header v1.
+        # Checked before reading further: nothing is known of an unsupported version's
+        # header (an ApiVersions of a later version is answered from these 8 bytes).
         raise UnsupportedVersion(api, version, correlation)
     flexible = request_header_flexible(api, version)
     header, start = read_request_header(payload, flexible)
@@ -318,8 +327,24 @@ def encode_response(correlation_id: int, api_version: int, body: Any) -> Frame:
     return w.response_frame(correlation_id, flexible_header)
 
 
-def api_versions_response(api_version: int) -> ApiVersionsResponse:
-    """The normal ApiVersions answer: every supported API and its range."""
+def client_software_valid(request: ApiVersionsRequest, api_version: int) -> bool:
+    """Whether an ApiVersions request's client software name and version (v3+) are what
+    Kafka accepts (earlier versions carry neither)."""
+    if api_version < _CLIENT_SOFTWARE_FROM:
+        return True
+    return all(
+        _CLIENT_SOFTWARE.fullmatch(v) is not None
+        for v in (request.client_software_name, request.client_software_version)
+    )
+
+
+def api_versions_response(
+    api_version: int, request: ApiVersionsRequest | None = None
+) -> ApiVersionsResponse:
+    """The ApiVersions answer: every supported API and its range; INVALID_REQUEST and no
+    API when ``request`` (v3+) names its client software as Kafka refuses it."""
+    if request is not None and not client_software_valid(request, api_version):
+        return ApiVersionsResponse(error_code=_INVALID_REQUEST)
     return ApiVersionsResponse(
         error_code=0,
         api_keys=tuple(
@@ -512,6 +537,7 @@ __all__ = [
     "UnsupportedVersion",
     "api_versions_fallback",
     "api_versions_response",
+    "client_software_valid",
     "decode_request",
     "decode_response",
     "encode_request",

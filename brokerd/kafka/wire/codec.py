@@ -262,6 +262,14 @@ class Reader:
 
     def uvarint(self) -> int:
         """An unsigned varint of at most 32 bits (at most five bytes)."""
+        pos = self._pos
+        if pos < len(self._data):
+            byte = self._data[pos]
+            if not byte & 0x80:
+                # One byte, the usual case (every length, count and tag below 128): a
+                # flexible Produce reads eight of these, so they skip the loop.
+                self._pos = pos + 1
+                return byte
         value = 0
         for i in range(MAX_UVARINT_BYTES):
             byte = self._data[self._take(1)]
@@ -315,6 +323,10 @@ class Reader:
         Kafka skips tags it does not know). The count is checked against the remaining
         bytes before the loop, each size before it is skipped; tags must ascend.
         """
+        pos = self._pos
+        if pos < len(self._data) and self._data[pos] == 0:
+            self._pos = pos + 1  # the usual empty section, one per struct
+            return
         count = self.uvarint()
         self._check_fits(count, MIN_TAGGED_FIELD_BYTES, "tagged-fields section")
         last = -1

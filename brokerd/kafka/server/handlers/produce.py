@@ -1,6 +1,8 @@
 # -*- test-case-name: tests.test_kafka_protocol -*-
 """Produce (0): record batches to the core, per partition at once, with the acks=all
-timeout; and its ACL rule.
+timeout; and its ACL rule. From v13 a request names each topic by its topic ID: the
+topic with that ID now is written to (an unknown ID is answered UNKNOWN_TOPIC_ID, never
+auto-created), and the answer carries the ID back.
 
 A handler returns a response message, :data:`NO_RESPONSE` (acks=0) or
 :data:`CLOSE_CONNECTION` (acks=0 that failed: Kafka closes the connection, since it cannot
@@ -56,6 +58,8 @@ ZSTD_MIN_PRODUCE_VERSION = 7
 #: librdkafka older than 2.11.1 enables compression (it probes Produce v0 for that), and
 #: are refused, as Kafka 4 does.
 MIN_IMPLEMENTED_PRODUCE_VERSION = 3
+#: First Produce version that names topics by ID (KIP-516) instead of by name.
+TOPIC_ID_PRODUCE_VERSION = 13
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -149,24 +153,16 @@ class ProduceHandler:
             code, text = refusal
             return apis.ProduceResponse(
                 responses=tuple(
-                    apis.ProduceTopicResponse(
-                        name=t.name,
-                        partition_responses=tuple(
-                            apis.ProducePartitionResponse(
-                                index=p.index, error_code=code, error_message=text
-                            )
-                            for p in t.partition_data
-                        ),
-                    )
-                    for t in body.topic_data
+                    _topic_refused(t, code, text) for t in body.topic_data
                 )
             )
         timeout = body.timeout_ms / 1000.0 if acks == -1 and body.timeout_ms > 0 else None
+        names = [self._topic_name(t, version) for t in body.topic_data]
         # Every partition at once: each has its own append queue and sync.
         flat = await _gather(
             [
-                self._produce_one(t.name, p, acks, version, timeout)
-                for t in body.topic_data
+                self._produce_one(name, p, acks, version, timeout)
+                for t, name in zip(body.topic_data, names, strict=True)
                 for p in t.partition_data
             ]
         )
@@ -187,14 +183,24 @@ class ProduceHandler:
             return NO_RESPONSE
         return apis.ProduceResponse(
             responses=tuple(
-                apis.ProduceTopicResponse(name=t.name, partition_responses=tuple(rs))
+                apis.ProduceTopicResponse(
+                    name=t.name, topic_id=t.topic_id, partition_responses=tuple(rs)
+                )
                 for t, rs in zip(body.topic_data, per_topic, strict=True)
             )
         )
 
+    def _topic_name(self, t: apis.ProduceTopicData, version: int) -> str | None:
+        """The topic ``t`` names: by name before v13, by ID from v13 (None: no topic has
+        that ID, the zero ID included)."""
+        if version < TOPIC_ID_PRODUCE_VERSION:
+            return t.name
+        info = self._core.topic_by_id(t.topic_id)
+        return None if info is None else info.name
+
     async def _produce_one(
         self,
-        topic: str,
+        topic: str | None,
         part: apis.ProducePartitionData,
         acks: int,
         version: int,
@@ -205,6 +211,8 @@ class ProduceHandler:
                 index=part.index, error_code=code, error_message=text
             )
 
+        if topic is None:  # v13+: an ID no topic has (never auto-created)
+            return refuse(ErrorCode.UNKNOWN_TOPIC_ID, "no topic has this topic ID")
         records = part.records
         if not records:
             return refuse(ErrorCode.CORRUPT_MESSAGE, "a produce must carry a record batch")
@@ -232,17 +240,27 @@ class ProduceHandler:
         )
 
 
+def _topic_refused(
+    t: apis.ProduceTopicData, code: ErrorCode, text: str | None = None
+) -> apis.ProduceTopicResponse:
+    """Every partition of ``t`` answered ``code``; the topic answered as the request
+    named it (by name before v13, by ID from v13: the encoder writes the one the version
+    has)."""
+    return apis.ProduceTopicResponse(
+        name=t.name,
+        topic_id=t.topic_id,
+        partition_responses=tuple(
+            apis.ProducePartitionResponse(index=p.index, error_code=code, error_message=text)
+            for p in t.partition_data
+        ),
+    )
+
+
 # -- ACL rule (brokerd.kafka.server.authorize) ------------------------------------------
 
 
 def _produce_denied(t: apis.ProduceTopicData, code: ErrorCode) -> apis.ProduceTopicResponse:
-    return apis.ProduceTopicResponse(
-        name=t.name,
-        partition_responses=tuple(
-            apis.ProducePartitionResponse(index=p.index, error_code=code)
-            for p in t.partition_data
-        ),
-    )
+    return _topic_refused(t, code)
 
 
 def produce_rule(access: Access, req: Request) -> Gate:
@@ -254,8 +272,18 @@ def produce_rule(access: Access, req: Request) -> Gate:
         return answer_now(req, apis.ProduceResponse(
             responses=tuple(_produce_denied(t, TXN_DENIED) for t in body.topic_data)
         ))
+    by_id = req.api_version >= TOPIC_ID_PRODUCE_VERSION
+
+    def key_of(t: apis.ProduceTopicData) -> str | None:
+        # From v13, WRITE on the topic the ID names now; an ID no topic has passes on,
+        # to be answered UNKNOWN_TOPIC_ID (there is no name to check, nor to reveal).
+        return access.topic_name(t.topic_id) if by_id else by_name(t)
+
+    def error_of(name: str | None) -> ErrorCode | None:
+        return None if name is None else access.topic_error(Operation.WRITE, name)
+
     gate = split_entries(
-        req, body.topic_data, by_name, lambda n: access.topic_error(Operation.WRITE, n),
+        req, body.topic_data, key_of, error_of,
         _produce_denied,
         narrow=lambda kept: attrs.evolve(body, topic_data=kept),
         widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),

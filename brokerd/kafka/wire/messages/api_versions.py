@@ -9,13 +9,14 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import attrs
 
 from brokerd.kafka.wire.codec import (
     INT16,
     INT32,
+    STRING,
     ApiKey,
     Array,
     Struct,
@@ -28,7 +29,14 @@ from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 @wire_message
 @attrs.frozen(kw_only=True)
 class ApiVersionsRequest:
-    """No fields at the versions brokerd answers (v3 adds the client's name)."""
+    r"""v0-2 have no fields; v3 (the first flexible version) names the client software
+    (Kafka refuses a name or version outside ``[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?``);
+    v4 changes only what the response's tagged SupportedFeatures may hold."""
+
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+
+    client_software_name: Annotated[str, Wire(STRING, 3)] = ""
+    client_software_version: Annotated[str, Wire(STRING, 3)] = ""
 
 
 @wire_message
@@ -42,6 +50,13 @@ class ApiVersionRange:
 @wire_message
 @attrs.frozen(kw_only=True)
 class ApiVersionsResponse:
+    """v3+'s tagged SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures and
+    ZkMigrationReady are not written: brokerd has no feature flags to announce, so a
+    client sees none finalized (as against a Kafka cluster at every feature's level 0).
+    The response header is always v0 (``apis.response_header_flexible``)."""
+
+    FLEXIBLE_FROM: ClassVar[int | None] = 3
+
     error_code: Annotated[int, Wire(INT16)] = 0
     api_keys: Annotated[tuple[ApiVersionRange, ...], Wire(Array(Struct(ApiVersionRange)))] = array()
     throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
@@ -49,5 +64,5 @@ class ApiVersionsResponse:
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, 0, 2),
+    ApiSpec(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, 0, 4),
 )

@@ -9,7 +9,8 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated
+import uuid
+from typing import Annotated, ClassVar
 
 import attrs
 
@@ -19,6 +20,8 @@ from brokerd.kafka.wire.codec import (
     INT32,
     INT64,
     STRING,
+    UUID,
+    ZERO_UUID,
     ApiKey,
     Array,
     Struct,
@@ -38,7 +41,10 @@ class ProducePartitionData:
 @wire_message
 @attrs.frozen(kw_only=True)
 class ProduceTopicData:
-    name: Annotated[str, Wire(STRING)]
+    #: v0-12; from v13 the topic is named by ``topic_id`` only.
+    name: Annotated[str, Wire(STRING, 0, 12)] = ""
+    #: v13+ (KIP-516).
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 13)] = ZERO_UUID
     partition_data: Annotated[
         tuple[ProducePartitionData, ...],
         Wire(Array(Struct(ProducePartitionData))),
@@ -48,6 +54,8 @@ class ProduceTopicData:
 @wire_message
 @attrs.frozen(kw_only=True)
 class ProduceRequest:
+    FLEXIBLE_FROM: ClassVar[int | None] = 9
+
     transactional_id: Annotated[str | None, Wire(STRING, 3, nullable_from=3)] = None
     acks: Annotated[int, Wire(INT16)]
     timeout_ms: Annotated[int, Wire(INT32)]
@@ -82,7 +90,10 @@ class ProducePartitionResponse:
 @wire_message
 @attrs.frozen(kw_only=True)
 class ProduceTopicResponse:
-    name: Annotated[str, Wire(STRING)]
+    #: v0-12; from v13 the topic is answered by ``topic_id`` only.
+    name: Annotated[str, Wire(STRING, 0, 12)] = ""
+    #: v13+: the ID the request named.
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 13)] = ZERO_UUID
     partition_responses: Annotated[
         tuple[ProducePartitionResponse, ...],
         Wire(Array(Struct(ProducePartitionResponse))),
@@ -92,6 +103,12 @@ class ProduceTopicResponse:
 @wire_message
 @attrs.frozen(kw_only=True)
 class ProduceResponse:
+    """v10+'s tagged ``CurrentLeader`` (per partition) and ``NodeEndpoints`` are not
+    written: Kafka fills them only beside NOT_LEADER_OR_FOLLOWER, which the one broker
+    never answers."""
+
+    FLEXIBLE_FROM: ClassVar[int | None] = 9
+
     responses: Annotated[
         tuple[ProduceTopicResponse, ...],
         Wire(Array(Struct(ProduceTopicResponse))),
@@ -102,6 +119,10 @@ class ProduceResponse:
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
     # From 0 only so that librdkafka < 2.11.1 enables compression (it probes Produce
-    # v0 for that); versions 0-2 are answered UNSUPPORTED_VERSION per partition.
-    ApiSpec(ApiKey.PRODUCE, ProduceRequest, ProduceResponse, 0, 8),
+    # v0 for that); versions 0-2 are answered UNSUPPORTED_VERSION per partition. v9
+    # flexible; v10-12 add nothing brokerd must fill (tagged leader hints, a
+    # TRANSACTION_ABORTABLE it never answers, and KIP-890 part 2 implicit
+    # AddPartitionsToTxn, which a client uses only when the broker finalizes
+    # transaction.version 2, and brokerd finalizes none); v13 names topics by ID.
+    ApiSpec(ApiKey.PRODUCE, ProduceRequest, ProduceResponse, 0, 13),
 )
