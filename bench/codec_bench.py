@@ -54,6 +54,7 @@ def cases() -> list[tuple[str, ApiKey, int, Any, Any]]:
     """(label, api key, version, request body, response body)."""
     produce_records = _batches(16 * 1024, 160)
     fetch_records = _batches(1024 * 1024)
+    fetch_topic_id = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
     topics = [f"topic-{i}" for i in range(10)]
     meta_resp = apis.MetadataResponse(
         brokers=(apis.MetadataBroker(node_id=0, host="localhost", port=9092),),
@@ -102,6 +103,21 @@ def cases() -> list[tuple[str, ApiKey, int, Any, Any]]:
                 )),)),
         ),
         (
+            "Fetch 1 MiB", ApiKey.FETCH, 18,
+            apis.FetchRequest(
+                max_wait_ms=500, min_bytes=1, max_bytes=50 << 20,
+                topics=(apis.FetchTopic(topic_id=fetch_topic_id, partitions=(
+                    apis.FetchPartition(
+                        partition=0, fetch_offset=0, partition_max_bytes=1 << 20),)),),
+            ),
+            apis.FetchResponse(responses=(apis.FetchTopicResponse(
+                topic_id=fetch_topic_id, partitions=(apis.FetchPartitionResponse(
+                    partition_index=0, high_watermark=10_000, last_stable_offset=10_000,
+                    log_start_offset=0, records=fetch_records,
+                ),)),)),
+        ),
+        (
+            # The last non-flexible version, topics by name.
             "Fetch 1 MiB", ApiKey.FETCH, 11,
             apis.FetchRequest(
                 max_wait_ms=500, min_bytes=1, max_bytes=50 << 20,

@@ -226,7 +226,7 @@ def test_unknown_api_key() -> None:
 
 @pytest.mark.parametrize(
     ("key", "version"),
-    [(ApiKey.FETCH, 3), (ApiKey.FETCH, 12), (ApiKey.METADATA, 14), (ApiKey.PRODUCE, 14),
+    [(ApiKey.FETCH, 3), (ApiKey.FETCH, 19), (ApiKey.METADATA, 14), (ApiKey.PRODUCE, 14),
      (ApiKey.LIST_OFFSETS, 0), (ApiKey.OFFSET_COMMIT, 11), (ApiKey.API_VERSIONS, 5)],
 )
 def test_unsupported_versions(key: ApiKey, version: int) -> None:

@@ -554,7 +554,7 @@ class ConnectionTests(KafkaTestCase):
         self.assertTrue(self.tr.disconnecting)
 
     def test_unsupported_version_closes_the_connection(self) -> None:
-        payload = struct.pack(">hhi", int(ApiKey.FETCH), 12, 5) + b"\x00\x00"
+        payload = struct.pack(">hhi", int(ApiKey.FETCH), 19, 5) + b"\x00\x00"
         self.proto.dataReceived(codec.frame(payload))
         self.assertEqual(self.tr.value(), b"")
         self.assertTrue(self.tr.disconnecting)

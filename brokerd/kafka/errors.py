@@ -72,6 +72,8 @@ class ErrorCode(enum.IntEnum):
     # Group admin APIs.
     NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
+    #: Fetch: an incremental fetch in a session the broker does not have.
+    FETCH_SESSION_ID_NOT_FOUND = 70
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88

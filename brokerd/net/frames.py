@@ -25,6 +25,7 @@ from typing import Protocol
 import attrs
 
 __all__ = [
+    "OWN_PART_BYTES",
     "FileRegion",
     "Frame",
     "Part",
@@ -100,7 +101,7 @@ class SplicedFrame:
                 part = part.payload
             if isinstance(part, bytes):
                 size += len(part)
-                if len(part) < _OWN_PART_BYTES:
+                if len(part) < OWN_PART_BYTES:
                     pending.append(part)
                     continue
             else:
@@ -126,7 +127,7 @@ Frame = bytes | SplicedFrame
 
 #: In-memory parts shorter than this are joined with their neighbours (one write); longer
 #: ones (record bytes) are written as parts of their own, without being copied.
-_OWN_PART_BYTES = 16 * 1024
+OWN_PART_BYTES = 16 * 1024
 
 
 def frame_regions(parts: Iterable[Part]) -> tuple[FileRegion, ...]:

@@ -40,11 +40,12 @@ import enum
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, Protocol, overload
+from typing import Any, ClassVar, Protocol, cast, overload
 
 import attrs
 
-from brokerd.net.frames import Frame, Records, SplicedFrame, StoredRecords
+from brokerd.net.frames import OWN_PART_BYTES as _OWN_PART_BYTES
+from brokerd.net.frames import Frame, Part, Records, SplicedFrame, StoredRecords
 
 #: Default largest request frame. Kafka's ``socket.request.max.bytes`` is 100 MiB, far
 #: too much to hold per connection in Python; 8 MiB leaves room for a 1 MiB batch per
@@ -58,6 +59,9 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _HEADER = struct.Struct(">hhi")
+#: The varints of 0-127: one byte each, shared (written without building them).
+_ONE_BYTE_VARINTS = tuple(bytes((i,)) for i in range(0x80))
+_TWO_BYTES = struct.Struct(">BB")
 #: An unsigned varint of a 32-bit value takes at most this many bytes (Kafka's limit).
 MAX_UVARINT_BYTES = 5
 #: Longest string in bytes, compact or not (Kafka's generated code refuses longer).
@@ -375,11 +379,14 @@ class Writer:
     without being copied into the frame).
     """
 
-    __slots__ = ("_parts", "_spliced", "flexible")
+    __slots__ = ("_own", "_parts", "_spliced", "flexible")
 
     def __init__(self, *, flexible: bool = False) -> None:
         self._parts: list[bytes | StoredRecords] = []
         self._spliced = False
+        # Indexes in _parts of what a spliced frame sends as parts of their own (file
+        # regions, long record bytes); every other part is short and joined.
+        self._own: list[int] = []
         #: Whether the body being written is a flexible version (compact encodings).
         self.flexible = flexible
 
@@ -402,6 +409,14 @@ class Writer:
         self._parts.append(data)
 
     def uvarint(self, v: int) -> None:
+        # One or two bytes cover every count, tag and short length, and a record batch
+        # up to 16 KiB (a flexible Fetch answer writes several per partition).
+        if 0 <= v < 0x80:
+            self._parts.append(_ONE_BYTE_VARINTS[v])
+            return
+        if 0x80 <= v < 0x4000:
+            self._parts.append(_TWO_BYTES.pack((v & 0x7F) | 0x80, v >> 7))
+            return
         if not 0 <= v <= 0xFFFFFFFF:
             raise ValueError(f"{v} does not fit an unsigned 32-bit varint")
         out = bytearray()
@@ -438,11 +453,16 @@ class Writer:
             self._append_stored(v)
             return
         self.uvarint(len(v) + 1)
-        self._parts.append(bytes(v))
+        self._append_bytes(bytes(v))
 
     def _append_stored(self, v: StoredRecords) -> None:
-        self._parts.append(v)
         self._spliced = True
+        payload = v.payload
+        if isinstance(payload, bytes) and len(payload) < _OWN_PART_BYTES:
+            self._parts.append(payload)  # short: joined with its neighbours
+            return
+        self._own.append(len(self._parts))
+        self._parts.append(v)
 
     def compact_array_count(self, n: int | None) -> None:
         self.uvarint(0 if n is None else n + 1)
@@ -459,7 +479,12 @@ class Writer:
             self._append_stored(v)
             return
         self.int32(len(v))
-        self._parts.append(bytes(v))
+        self._append_bytes(bytes(v))
+
+    def _append_bytes(self, data: bytes) -> None:
+        if len(data) >= _OWN_PART_BYTES:
+            self._own.append(len(self._parts))  # in a spliced frame: not copied again
+        self._parts.append(data)
 
     def getvalue(self) -> bytes:
         """The encoding as ``bytes``; TypeError if a
@@ -474,13 +499,37 @@ class Writer:
         :meth:`getframe` would copy the body a second time). A spliced frame when a
         :class:`~brokerd.net.frames.StoredRecords` was written."""
         header = _I32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
-        size = len(header)
-        for p in self._parts:
-            size += p.size if isinstance(p, StoredRecords) else len(p)
-        prefix = _I32.pack(size) + header
         if self._spliced:
-            return SplicedFrame.of([prefix, *self._parts])
-        return b"".join([prefix, *(p for p in self._parts if isinstance(p, bytes))])
+            return self._spliced_frame(header)
+        body = cast(list[bytes], self._parts)  # no StoredRecords: every part is bytes
+        return b"".join([_I32.pack(len(header) + sum(map(len, body))), header, *body])
+
+    def _spliced_frame(self, header: bytes) -> SplicedFrame:
+        """The frame as the short parts between the parts of their own joined into one
+        each (one pass, as :meth:`SplicedFrame.of` would cut it), the size prefix and
+        ``header`` at the front of the first."""
+        parts = self._parts
+        pieces: list[Part] = []
+        size = len(header)
+        start = 0
+        for i in self._own:
+            run = b"".join(cast(list[bytes], parts[start:i]))
+            size += len(run)
+            if run or not pieces:
+                pieces.append(run)
+            own = parts[i]
+            payload = own.payload if isinstance(own, StoredRecords) else own
+            size += len(payload) if isinstance(payload, bytes) else payload.length
+            pieces.append(payload)
+            start = i + 1
+        run = b"".join(cast(list[bytes], parts[start:]))
+        size += len(run)
+        if run or not pieces:
+            pieces.append(run)
+        first = pieces[0]
+        assert isinstance(first, bytes)  # a body starts with a fixed-size field
+        pieces[0] = _I32.pack(size) + header + first
+        return SplicedFrame(tuple(pieces), size + 4)
 
     def getframe(self) -> Frame:
         """The encoding: ``bytes``, or a :class:`~brokerd.net.frames.SplicedFrame`

@@ -21,11 +21,21 @@ ledger, and a read the long poll replaces gives its spans back at once
 read. While the listener's answer budget (``--max-inflight-answer-bytes``) is full, a
 fetch waits for room before it reads.
 
+Versions 13+ name topics by topic ID: each is looked up (``topic_by_id``) and read by
+its name; an ID no topic has is answered UNKNOWN_TOPIC_ID for each of its partitions,
+before any ACL check (an ID reveals nothing the client did not have). Fetch sessions
+(KIP-227) are answered as a Kafka broker whose session cache has no room: a full fetch
+(session epoch 0 or -1) gets every partition it names and session ID 0, which tells
+the client to send full fetches again; an incremental fetch (epoch > 0) names a session
+that does not exist and gets FETCH_SESSION_ID_NOT_FOUND with no partitions.
+
 It does not parse or build bytes, touch transports or decide request order.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
@@ -39,6 +49,7 @@ from brokerd.kafka.server.authorize import (
     TOPIC_DENIED,
     Access,
     Gate,
+    Rule,
     split_entries,
 )
 from brokerd.kafka.server.handler_base import NO_RESPONSE, Clock, Connection, unexpected_code
@@ -48,6 +59,7 @@ from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages.fetch import FETCH_TOPIC_IDS_FROM
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.frames import (
     Records,
@@ -59,7 +71,7 @@ from brokerd.net.frames import (
 from brokerd.net.sendfile import RegionLedger
 from brokerd.security.acl import Operation
 from brokerd.storage.stored import StoredRead
-from brokerd.storage.types import ReadResult
+from brokerd.storage.types import ReadResult, TopicInfo
 
 if TYPE_CHECKING:
     from brokerd.kafka.server.core_face import KafkaCore
@@ -70,6 +82,9 @@ __all__ = [
     "FetchHandler",
     "NowFetchCore",
     "StoredFetchCore",
+    "TopicsById",
+    "fetch_rule",
+    "is_full_fetch",
 ]
 
 #: Fetch isolation level of a transactional consumer (read_committed).
@@ -79,6 +94,45 @@ DEFAULT_FETCH_MAX_BYTES = 57_671_680
 #: Records read into memory at least this long are written as a part of their own
 #: (``transport.writeSequence``), not joined into the frame.
 _OWN_PART_RECORDS = 16 * 1024
+#: Kafka's fetch-session epochs that ask for a full fetch: 0 opens a session, -1 (also
+#: the default of versions without sessions) asks for none.
+_FULL_FETCH_EPOCHS = (0, -1)
+
+
+class TopicsById(Protocol):
+    """What a fetch by topic ID (version 13+) needs of the core."""
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
+
+
+def is_full_fetch(body: apis.FetchRequest) -> bool:
+    """Whether ``body`` is a full fetch (every partition named), not an incremental one
+    in a fetch session: brokerd keeps no session, so only full fetches are served."""
+    return body.session_epoch in _FULL_FETCH_EPOCHS
+
+
+def _by_id(
+    core: TopicsById, topics: Sequence[apis.FetchTopic]
+) -> tuple[list[apis.FetchTopic], list[apis.FetchTopic]]:
+    """``(known, unknown)``: the topics of a request that names them by ID, the known
+    ones with their names filled in, and those whose ID no topic has."""
+    known: list[apis.FetchTopic] = []
+    unknown: list[apis.FetchTopic] = []
+    for t in topics:
+        info = core.topic_by_id(t.topic_id)
+        if info is None:
+            unknown.append(t)
+        else:
+            known.append(attrs.evolve(t, topic=info.name))
+    return known, unknown
+
+
+def _topic_error(t: apis.FetchTopic, code: int) -> apis.FetchTopicResponse:
+    """Every partition of ``t`` answered ``code``."""
+    return apis.FetchTopicResponse(
+        topic=t.topic, topic_id=t.topic_id,
+        partitions=tuple(_fetch_error(p.partition, code) for p in t.partitions),
+    )
 
 
 class StoredFetchCore(Protocol):
@@ -146,7 +200,7 @@ class FetchHandler:
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.FETCH, self.fetch, fetch_rule),
+            Route(ApiKey.FETCH, self.fetch, fetch_rule(self._core)),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
@@ -155,6 +209,15 @@ class FetchHandler:
     async def fetch(self, conn: Connection, req: Request) -> Any:
         """The Fetch API's handler."""
         body: apis.FetchRequest = req.body
+        if not is_full_fetch(body):
+            # An incremental fetch: its session cannot exist (none is ever created).
+            return apis.FetchResponse(
+                error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0
+            )
+        unknown: list[apis.FetchTopic] = []
+        if req.api_version >= FETCH_TOPIC_IDS_FROM:
+            known, unknown = _by_id(self._core, body.topics)
+            body = attrs.evolve(body, topics=tuple(known))
         wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
         keys = [(topic, p.partition) for topic, p in wanted]
         positions = [(topic, p.partition, p.fetch_offset) for topic, p in wanted]
@@ -241,7 +304,10 @@ class FetchHandler:
             if read_committed:
                 # Kafka sends an (empty) aborted list only to read_committed consumers.
                 parts = [_with_aborted(r) for r in parts]
-            out.append(apis.FetchTopicResponse(topic=t.topic, partitions=tuple(parts)))
+            out.append(apis.FetchTopicResponse(
+                topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)
+            ))
+        out.extend(_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown)
         return apis.FetchResponse(error_code=0, session_id=0, responses=tuple(out))
 
     async def _read_partitions(
@@ -425,18 +491,33 @@ def _with_aborted(r: apis.FetchPartitionResponse) -> apis.FetchPartitionResponse
 # -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
 
 
-def fetch_rule(access: Access, req: Request) -> Gate:
-    def denied(t: apis.FetchTopic, code: ErrorCode) -> apis.FetchTopicResponse:
-        return apis.FetchTopicResponse(topic=t.topic, partitions=tuple(
-            apis.FetchPartitionResponse(partition_index=p.partition, error_code=code, records=b"")
-            for p in t.partitions
-        ))
+def fetch_rule(core: TopicsById) -> Rule:
+    """READ on each topic fetched (by name, or by topic ID from version 13: an unknown ID
+    passes, to be answered UNKNOWN_TOPIC_ID whatever the ACLs say, as Kafka does). An
+    incremental fetch passes unchanged: it is answered with a session error, reading
+    nothing."""
 
-    def error(name: str) -> ErrorCode | None:
-        return None if access.topic(Operation.READ, name) else TOPIC_DENIED
+    def rule(access: Access, req: Request) -> Gate:
+        body: apis.FetchRequest = req.body
+        if not is_full_fetch(body):
+            return Gate(req)
+        by_id = req.api_version >= FETCH_TOPIC_IDS_FROM
 
-    return split_entries(
-        req, req.body.topics, lambda t: t.topic, error, denied,
-        narrow=lambda kept: attrs.evolve(req.body, topics=kept),
-        widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
-    )
+        def name_of(t: apis.FetchTopic) -> str | None:
+            if not by_id:
+                return t.topic
+            info = core.topic_by_id(t.topic_id)
+            return None if info is None else info.name
+
+        def error(name: str | None) -> ErrorCode | None:
+            if name is None or access.topic(Operation.READ, name):
+                return None
+            return TOPIC_DENIED
+
+        return split_entries(
+            req, body.topics, name_of, error, _topic_error,
+            narrow=lambda kept: attrs.evolve(body, topics=kept),
+            widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
+        )
+
+    return rule
