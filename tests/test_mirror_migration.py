@@ -112,6 +112,9 @@ def mirror_properties(
         f"replication.factor = {replication[target]}",
         f"checkpoints.topic.replication.factor = {replication[target]}",
         f"heartbeats.topic.replication.factor = {replication[target]}",
+        # Dedicated mode runs the disabled flow's heartbeat connector too, which creates
+        # its heartbeats topic on this flow's source.
+        f"{other}.heartbeats.topic.replication.factor = {replication[source]}",
         # ... the offset syncs on the source.
         f"offset-syncs.topic.replication.factor = {replication[source]}",
         # Each cluster holds the Connect topics of the herder that writes to it.
