@@ -281,15 +281,27 @@ def java_consume(bootstrap: str, limit: int | None) -> list[str]:
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """Each partition's end offset ({} while the topic does not exist).
+
+    A topic MirrorMaker has just created on Kafka may answer NOT_LEADER_FOR_PARTITION for
+    a moment, until its leaders are known: that is retried for a few seconds.
+    """
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
     try:
-        metadata = consumer.list_topics(topic, timeout=10)
-        if topic not in metadata.topics or metadata.topics[topic].error is not None:
-            return {}
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in metadata.topics[topic].partitions
-        }
+        for attempt in range(20):
+            metadata = consumer.list_topics(topic, timeout=10)
+            if topic not in metadata.topics or metadata.topics[topic].error is not None:
+                return {}
+            try:
+                return {
+                    p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                    for p in metadata.topics[topic].partitions
+                }
+            except KafkaException:
+                if attempt == 19:
+                    raise
+                time.sleep(0.5)
+        raise AssertionError("unreachable")
     finally:
         consumer.close()
 
