@@ -479,8 +479,9 @@ class LosingProxy:
 
     Clients reconnect to the address Metadata and FindCoordinator advertise, so the
     proxy rewrites the broker's ``127.0.0.1:<port>`` in every response to its own port
-    (the port is a fixed-width int32 after the host string: frame sizes do not change)
-    and every connection of the client passes through it. ``lose`` answers are lost,
+    (the port is a fixed-width int32 after the host string, whose length is an int16, or
+    in flexible versions a one-byte varint: frame sizes do not change) and every
+    connection of the client passes through it. ``lose`` answers are lost,
     those of the first Produce requests (acks 1/all) that cross it.
     """
 
@@ -489,9 +490,11 @@ class LosingProxy:
         self._target = broker.kafka_port
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
-        host = struct.pack(">h", 9) + b"127.0.0.1"
-        self._theirs = host + struct.pack(">i", self._target)
-        self._ours = host + struct.pack(">i", self.port)
+        hosts = (struct.pack(">h", 9) + b"127.0.0.1", bytes([9 + 1]) + b"127.0.0.1")
+        self._rewrites = [
+            (host + struct.pack(">i", self._target), host + struct.pack(">i", self.port))
+            for host in hosts
+        ]
         self._lock = threading.Lock()
         self.to_lose = lose
         self.lost: list[int] = []  # correlation ids of the answers dropped
@@ -550,7 +553,9 @@ class LosingProxy:
                         self.lost.append(correlation)
                 if lose:
                     break  # the broker stored the batch; the client never hears of it
-                dst.sendall(frame.replace(self._theirs, self._ours))
+                for theirs, ours in self._rewrites:
+                    frame = frame.replace(theirs, ours)
+                dst.sendall(frame)
         self._cut(src, dst)
 
     @staticmethod

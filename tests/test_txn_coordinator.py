@@ -123,6 +123,7 @@ class CoordinatorTestCase(SynchronousTestCase):
         )
         self.groups = FailingGroups(self.group_coordinator)
         self.pids = ProducerIdAllocator(self.dir)
+        self.addCleanup(self.pids.close)
         self.log_fails = False
         self.coordinator = self.make()
 
@@ -158,7 +159,14 @@ class CoordinatorTestCase(SynchronousTestCase):
         return self.coordinator
 
     def stored(self, tid: str = TID) -> StoredTxn:
-        return TxnLog.open(self.mktemp_copy()).transactions()[tid]
+        return self.stored_all()[tid]
+
+    def stored_all(self) -> dict[str, StoredTxn]:
+        copy = TxnLog.open(self.mktemp_copy())
+        try:
+            return copy.transactions()
+        finally:
+            copy.close()
 
     def mktemp_copy(self) -> str:
         """A copy of the journal file, read as a restart would read it."""
@@ -468,7 +476,7 @@ class TimeoutTests(CoordinatorTestCase):
         self.assertEqual(len(self.coordinator.list_transactions([], [])), 2)
         self.clock.advance(1)
         self.assertEqual(self.coordinator.list_transactions([], []), [])
-        self.assertEqual(TxnLog.open(self.mktemp_copy()).transactions(), {})
+        self.assertEqual(self.stored_all(), {})
 
 
 class FailureTests(CoordinatorTestCase):
