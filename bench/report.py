@@ -309,7 +309,10 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
               "(`time.perf_counter` is one monotonic clock for every process); "
               "confluent-kafka's delivery reports are served by a thread blocked in "
               "`poll`. Produce to receipt includes the fsync (`--fsync always`) and the "
-              "consumer's fetch.", ""]
+              "consumer's fetch. The confluent-kafka rows run on brokerd with `--fsync "
+              "always` and `never`, and on Apache Kafka's topics of both durabilities "
+              "(`flush.messages=1` fsyncs before each produce is answered), after its "
+              "throughput rows (the JVM is warm).", ""]
     e2e = [x for x in results.latencies if ":" in x.what and not x.what.startswith("disk")]
     lines += [*_table(LATENCY_HEAD, [_latency_cells(x) for x in e2e]), ""]
     lines += ["## Steps of this run", ""]
