@@ -89,8 +89,8 @@ def _throughput(section: str, rows: list[Row], path: Path) -> None:
     ax.tick_params(axis="y", labelsize=7)
     ax.set_xlabel("records/s")
     ax.xaxis.set_major_formatter(THOUSANDS)
-    ax.set_title(f"Throughput, {int(section.split()[1]):,} B values "
-                 "(blue: brokerd, green: Apache Kafka)")
+    ax.set_title(f"Throughput, {int(section.split()[1]):,} B values\n"
+                 "(blue: brokerd, green: Apache Kafka)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)

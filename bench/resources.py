@@ -154,16 +154,18 @@ def rss(results: Results, brokers: Brokers, levels: list[int]) -> None:
                     per_partition = max(per_partition, (fds - before) / (n - partitions))
                 partitions = n
                 after_partitions = _settled_rss(pid)
-                curve.series.setdefault("partitions only", []).append((n, after_partitions))
+                curve.series.setdefault("brokerd, partitions only", []).append(
+                    (n, after_partitions)
+                )
                 results.add(Row(SECTION, "brokerd", f"RSS with {n:,} partitions", "",
                                 after_partitions, "MiB",
                                 f"{(after_partitions - empty) * 1024 / n:,.1f} KiB/partition, "
                                 f"{fds:,} descriptors open"))
                 _connect(proc, sockets, n)
                 after_connections = _settled_rss(pid)
-                curve.series.setdefault("+ the same number of idle connections", []).append(
-                    (n, after_connections)
-                )
+                curve.series.setdefault(
+                    "brokerd + the same number of idle connections", []
+                ).append((n, after_connections))
                 per = (after_connections - after_partitions) * 1024 / n
                 results.add(Row(SECTION, "brokerd", connections, "", after_connections, "MiB",
                                 f"{per:,.1f} KiB/connection, {_open_fds(pid):,} of "
