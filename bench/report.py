@@ -108,7 +108,9 @@ def ratios(results: Results) -> list[tuple[str, str, str, str]]:
 def _ratio(ours: float | None, theirs: float | None) -> str:
     if ours is None or not theirs:
         return NOT_MEASURED
-    return f"{ours / theirs:,.2f}"
+    ratio = ours / theirs
+    # Latencies can differ a thousandfold: two decimals would print 0.00.
+    return f"{ratio:,.2f}" if ratio >= 0.1 else f"{ratio:.4f}"
 
 
 def latency_label(lat: Latency) -> str:
