@@ -108,11 +108,14 @@ lint: install
 	$(BIN)/ruff check brokerd tests bench twisted tools
 	$(BIN)/mypy
 
-# `make bench` measures brokerd beside its peers (docs/benchmarks.md and docs/bench/ are
-# written by the run); `bench-quick` is the two-minute smoke version, written to
-# build/bench-quick/. `bench-deps` installs what they need:
-# Python packages into the venv (not project dependencies), Debian peers only when a command
-# is missing (apt needs root; without it the missing peers' rows say "not measured").
+# `make bench` measures brokerd beside its peers, Apache Kafka among them (docs/benchmarks.md
+# and docs/bench/ are written by the run); `bench-quick` is the two-minute smoke version,
+# written to build/bench-quick/, without the JVM (`BENCH_ARGS=--kafka` adds Kafka's tools
+# and broker at small sizes, a few minutes more). `bench-deps` installs what they need:
+# Python packages into the venv (not project dependencies), Kafka's jars (`jvm-deps`: its
+# broker, tools and clients of tests/jvm/pom.xml, from Maven Central), Debian peers only
+# when a command is missing (apt needs root; without it the missing peers' rows say "not
+# measured", as the Kafka rows do without java or the jars).
 BENCH_ARGS ?=
 BENCH_PY := matplotlib redis hiredis nats-py py-spy
 BENCH_STAMP := $(VENV)/.bench-stamp
@@ -124,7 +127,7 @@ bench: bench-deps
 bench-quick: bench-deps
 	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
 
-bench-deps: install $(BENCH_STAMP)
+bench-deps: install jvm-deps $(BENCH_STAMP)
 	@missing=""; for pair in $(BENCH_DEBS); do \
 	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; \
 	done; \

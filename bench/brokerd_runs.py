@@ -1,18 +1,24 @@
 """brokerd's throughput rows: produce and consume through the native client,
-confluent-kafka and kcat, at each record size, with ``--fsync always`` and ``--fsync never``.
+confluent-kafka, kcat and Kafka's own perf tests (ProducerPerformance and
+ConsumerPerformance, bench/kafka_tools.py), at each record size, with ``--fsync always``
+and ``--fsync never``.
 
 Every produce row is checked afterwards: the partition's end offset must equal the number
 of records sent, or the row fails instead of reporting a figure. Consume rows read what
 the ``--fsync always`` broker's produce rows wrote (the page cache holds it: these rows
-measure the broker and client, not the disk).
+measure the broker and client, not the disk). The Kafka-protocol clients' functions take
+any Kafka-protocol broker (``Target``): Apache Kafka's rows (bench/kafka_runs.py) run the
+very same ones.
 """
 
 from __future__ import annotations
 
 import subprocess
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
+from bench import kafka_tools
 from bench.common import (
     NATIVE_BATCH,
     NATIVE_DEPTH,
@@ -40,9 +46,30 @@ KCAT_PRODUCE = "kcat -P produce from a file, acks=all"
 KCAT_CONSUME = "kcat -C -e -q consume, best of 3 reads"
 
 
-def check_end(proc: BrokerProcess, topic: str, expected: int, *, partition: int = 0) -> None:
-    with proc.client() as client:
-        _, end = client.list_offsets(topic, partition)
+class KafkaBroker(Protocol):
+    """A broker other than brokerd that speaks Kafka's protocol (Apache Kafka's peer)."""
+
+    @property
+    def kafka_bootstrap(self) -> str: ...
+
+    def end_offset(self, topic: str, partition: int) -> int: ...
+
+
+Target = BrokerProcess | KafkaBroker
+Produce = Callable[[Any, str, int, int], float]
+Consume = Callable[[Any, str, int], float]
+
+
+def end_offset(proc: Target, topic: str, partition: int = 0) -> int:
+    """The partition's end offset: brokerd's through its native client."""
+    if isinstance(proc, BrokerProcess):
+        with proc.client() as client:
+            return client.list_offsets(topic, partition)[1]
+    return proc.end_offset(topic, partition)
+
+
+def check_end(proc: Target, topic: str, expected: int, *, partition: int = 0) -> None:
+    end = end_offset(proc, topic, partition)
     if end != expected:
         raise RuntimeError(
             f"{topic}/{partition}: end offset {end} after producing {expected} records"
@@ -95,7 +122,7 @@ def produce_all(producer: Any, topic: str, payload: bytes, count: int, **kw: Any
             producer.poll(0)
 
 
-def ck_produce(proc: BrokerProcess, topic: str, records: int, size: int) -> float:
+def ck_produce(proc: Target, topic: str, records: int, size: int) -> float:
     from confluent_kafka import Producer
 
     producer = Producer({
@@ -133,7 +160,7 @@ def consume_partition(
         consumer.close()
 
 
-def ck_consume(proc: BrokerProcess, topic: str, records: int) -> float:
+def ck_consume(proc: Target, topic: str, records: int) -> float:
     from confluent_kafka import Consumer
 
     consumer = Consumer({
@@ -147,7 +174,7 @@ def ck_consume(proc: BrokerProcess, topic: str, records: int) -> float:
     return records / seconds
 
 
-def kcat_produce(proc: BrokerProcess, topic: str, records: int, size: int) -> float:
+def kcat_produce(proc: Target, topic: str, records: int, size: int) -> float:
     kcat = tool("kcat")
     assert kcat is not None
     with scratch("bench-kcat-") as tmp:
@@ -168,7 +195,7 @@ def kcat_produce(proc: BrokerProcess, topic: str, records: int, size: int) -> fl
 KCAT_READS = 3
 
 
-def kcat_consume(proc: BrokerProcess, topic: str, records: int) -> float:
+def kcat_consume(proc: Target, topic: str, records: int) -> float:
     kcat = tool("kcat")
     assert kcat is not None
     command = [kcat, "-C", "-b", proc.kafka_bootstrap, "-t", topic, "-p", "0",
@@ -185,20 +212,39 @@ def kcat_consume(proc: BrokerProcess, topic: str, records: int) -> float:
     return records / best
 
 
-def throughput(results: Results, brokers: dict[str, BrokerProcess], size: int,
-               records: int) -> None:
-    """Every brokerd throughput row for ``size``-byte records (``brokers`` by fsync mode)."""
-    section = f"throughput {size} B"
-    have_ck = _has_confluent()
-    have_kcat = tool("kcat") is not None
-    note = f"{records:,} records"
-    clients = (
-        ("native", NATIVE_PRODUCE, NATIVE_CONSUME, native_produce, native_consume, ""),
+def perf_produce(proc: Target, topic: str, records: int, size: int) -> float:
+    figure = kafka_tools.producer_perf(proc.kafka_bootstrap, topic, records, size)
+    check_end(proc, topic, records)
+    return figure
+
+
+def perf_consume(proc: Target, topic: str, records: int) -> float:
+    return kafka_tools.consumer_perf(proc.kafka_bootstrap, topic, records)
+
+
+def kafka_clients(jvm_missing: str) -> list[tuple[str, str, str, Produce, Consume, str]]:
+    """The Kafka-protocol clients of the throughput rows: (topic prefix, produce row,
+    consume row, produce, consume, why the client cannot run or "")."""
+    return [
         ("ck", CK_PRODUCE, CK_CONSUME, ck_produce, ck_consume,
-         "" if have_ck else "confluent-kafka missing"),
+         "" if _has_confluent() else "confluent-kafka missing"),
         ("kcat", KCAT_PRODUCE, KCAT_CONSUME, kcat_produce, kcat_consume,
-         "" if have_kcat else "kcat missing"),
-    )
+         "" if tool("kcat") is not None else "kcat missing"),
+        ("perf", kafka_tools.PERF_PRODUCE, kafka_tools.PERF_CONSUME, perf_produce,
+         perf_consume, jvm_missing),
+    ]
+
+
+def throughput(results: Results, brokers: dict[str, BrokerProcess], size: int,
+               records: int, *, jvm_missing: str) -> None:
+    """Every brokerd throughput row for ``size``-byte records (``brokers`` by fsync mode);
+    ``jvm_missing`` says why Kafka's perf tools cannot run ("" when they can)."""
+    section = f"throughput {size} B"
+    note = f"{records:,} records"
+    clients: list[tuple[str, str, str, Produce, Consume, str]] = [
+        ("native", NATIVE_PRODUCE, NATIVE_CONSUME, native_produce, native_consume, ""),
+        *kafka_clients(jvm_missing),
+    ]
     for name, produce_what, consume_what, produce, consume, missing in clients:
         for mode in FSYNC_MODES:
             figure = None if missing else produce(brokers[mode], f"{name}-{size}", records, size)

@@ -71,6 +71,7 @@ class Latency:
     p99: float
     p999: float
     max: float
+    system: str = "brokerd"
 
 
 @dataclass

@@ -53,6 +53,7 @@ READY_TIMEOUT = 30.0
 DRAIN_SECONDS = 30.0
 #: The consumer process's first line once it is connected and polling.
 READY = "ready"
+KAFKA_TOPIC = "klat"
 
 
 def percentiles(samples: list[float]) -> str:
@@ -108,7 +109,7 @@ def _consume_native(port: int, total: int, out: IO[str]) -> list[float]:
     return latencies
 
 
-def _consume_kafka(bootstrap: str, total: int, out: IO[str]) -> list[float]:
+def _consume_kafka(bootstrap: str, total: int, out: IO[str], topic: str) -> list[float]:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -119,7 +120,7 @@ def _consume_kafka(bootstrap: str, total: int, out: IO[str]) -> list[float]:
             "fetch.wait.max.ms": 500,
         }
     )
-    consumer.assign([TopicPartition("klat", 0, 0)])
+    consumer.assign([TopicPartition(topic, 0, 0)])
     consumer.poll(0.5)  # connected, fetching
     print(READY, file=out, flush=True)
     latencies: list[float] = []
@@ -192,8 +193,17 @@ def native(
 def kafka(
     proc: BrokerProcess, rate: int, seconds: float, spans: list[float] | None = None
 ) -> tuple[list[float], list[float]]:
-    """Produce-to-receipt and produce-to-delivery-report latencies; the seconds the sending
-    took are appended to ``spans``."""
+    """Produce-to-receipt and produce-to-delivery-report latencies through confluent-kafka
+    on brokerd; the seconds the sending took are appended to ``spans``."""
+    with proc.client() as client:
+        client.create_topic(KAFKA_TOPIC, 1)
+    return kafka_client(proc.kafka_bootstrap, KAFKA_TOPIC, rate, seconds, spans)
+
+
+def kafka_client(
+    bootstrap: str, topic: str, rate: int, seconds: float, spans: list[float] | None = None
+) -> tuple[list[float], list[float]]:
+    """:func:`kafka` on any Kafka-protocol broker, ``topic`` (one partition) made first."""
     from confluent_kafka import Message, Producer
 
     acks: list[float] = []
@@ -204,13 +214,11 @@ def kafka(
             acks.append(time.perf_counter() - STAMP.unpack_from(value)[0])
 
     total = int(rate * seconds)
-    with proc.client() as client:
-        client.create_topic("klat", 1)
-    consumer = ConsumerProcess("kafka", proc.kafka_bootstrap, str(total))
+    consumer = ConsumerProcess("kafka", bootstrap, str(total), topic)
     time.sleep(0.5)
-    producer = Producer({"bootstrap.servers": proc.kafka_bootstrap, "acks": "all", "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
     # Connected, with the topic's metadata, before the clock starts.
-    producer.list_topics("klat", timeout=10)
+    producer.list_topics(topic, timeout=10)
     stop = threading.Event()
 
     def serve_reports() -> None:
@@ -222,7 +230,7 @@ def kafka(
     took = send_paced(
         rate,
         seconds,
-        lambda sent: producer.produce("klat", STAMP.pack(sent) + PAD, on_delivery=delivered),
+        lambda sent: producer.produce(topic, STAMP.pack(sent) + PAD, on_delivery=delivered),
     )
     if spans is not None:
         spans.append(took)
@@ -283,28 +291,54 @@ def floor(rate: int, seconds: float, *, sync: bool) -> list[float]:
 # -- make bench, make latency ------------------------------------------------------------
 
 
-def measure(results: Results, proc: BrokerProcess, rate: int, seconds: float) -> None:
-    """The four latency rows of ``make bench`` (``proc`` runs with ``--fsync always``)."""
-    durability = "fsync always"
-    total = int(rate * seconds)
-    spans: list[float] = []
-    received, acked = native(proc, rate, seconds, spans)
-    # The native producer waits for each acknowledgement: say so when it fell behind.
-    how = f"{rate:,} rec/s for {seconds:g} s (sent at {total / spans[-1]:,.0f} rec/s)"
-    rows: list[Latency] = [
-        latency_of(f"native: produce to long-poll receipt, {how}", durability, received),
-        latency_of(f"native: produce to acknowledgement, {how}", durability, acked),
-    ]
-    received, acked = kafka(proc, rate, seconds, spans)
-    how = f"{rate:,} rec/s for {seconds:g} s (sent at {total / spans[-1]:,.0f} rec/s)"
-    rows += [
-        latency_of(f"confluent-kafka: produce to consumer receipt, {how}", durability, received),
-        latency_of(f"confluent-kafka: produce to delivery report, {how}", durability, acked),
-    ]
+CK_RECEIPT = "confluent-kafka: produce to consumer receipt"
+CK_REPORT = "confluent-kafka: produce to delivery report"
+
+
+def _how(rate: int, seconds: float, took: float) -> str:
+    # A producer that waits for each acknowledgement falls behind: say so.
+    return f"{rate:,} rec/s for {seconds:g} s (sent at {int(rate * seconds) / took:,.0f} rec/s)"
+
+
+def _complete(rows: list[Latency], rate: int, seconds: float) -> list[Latency]:
     expected = int(rate * seconds)
     for row in rows:
         if row.n < expected:
             raise RuntimeError(f"{row.what}: {row.n} of {expected} records measured")
+    return rows
+
+
+def confluent_rows(bootstrap: str, topic: str, rate: int, seconds: float,
+                   durability: str) -> list[Latency]:
+    """The two confluent-kafka rows (receipt, delivery report) on any Kafka-protocol
+    broker, ``topic`` made first."""
+    spans: list[float] = []
+    received, acked = kafka_client(bootstrap, topic, rate, seconds, spans)
+    how = _how(rate, seconds, spans[-1])
+    return _complete([latency_of(f"{CK_RECEIPT}, {how}", durability, received),
+                      latency_of(f"{CK_REPORT}, {how}", durability, acked)], rate, seconds)
+
+
+def measure(results: Results, proc: BrokerProcess, rate: int, seconds: float,
+            never: BrokerProcess | None = None) -> None:
+    """The latency rows of ``make bench``: native and confluent-kafka on ``proc`` (with
+    ``--fsync always``), and confluent-kafka on ``never`` (``--fsync never``, the row
+    Apache Kafka's default durability is compared with) when given."""
+    spans: list[float] = []
+    received, acked = native(proc, rate, seconds, spans)
+    how = _how(rate, seconds, spans[-1])
+    durability = "fsync always"
+    rows = _complete([
+        latency_of(f"native: produce to long-poll receipt, {how}", durability, received),
+        latency_of(f"native: produce to acknowledgement, {how}", durability, acked),
+    ], rate, seconds)
+    for broker, mode in ((proc, "always"), (never, "never")):
+        if broker is None:
+            continue
+        with broker.client() as client:
+            client.create_topic(KAFKA_TOPIC, 1)
+        rows += confluent_rows(broker.kafka_bootstrap, KAFKA_TOPIC, rate, seconds,
+                               f"fsync {mode}")
     results.latencies.extend(rows)
 
 
@@ -315,10 +349,10 @@ def _child(argv: list[str]) -> None:
         _serve_floor(sys.stdout, sync=argv[1] == "sync")
         return
     kind, where, total = argv[1], argv[2], int(argv[3])
-    consume: Callable[[str, int, IO[str]], list[float]] = (
-        (lambda w, n, out: _consume_native(int(w), n, out)) if kind == "native" else _consume_kafka
-    )
-    latencies = consume(where, total, sys.stdout)
+    if kind == "native":
+        latencies = _consume_native(int(where), total, sys.stdout)
+    else:
+        latencies = _consume_kafka(where, total, sys.stdout, argv[4])
     print(json.dumps(latencies), flush=True)
 
 

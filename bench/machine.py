@@ -9,6 +9,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from bench import kafka_tools
 from bench.common import REPO
 from bench.peers import versions
 
@@ -87,4 +88,22 @@ def facts(scratch_root: Path) -> dict[str, str]:
     except ImportError:
         pass
     found.update(versions())
+    kafka = kafka_tools.version()
+    if kafka is not None:
+        found["Apache Kafka (jars of tests/jvm/pom.xml)"] = kafka
+    java = _java_version()
+    if java is not None:
+        found["java"] = java
     return found
+
+
+def _java_version() -> str | None:
+    binary = kafka_tools.java()
+    if binary is None:
+        return None
+    try:
+        out = subprocess.run([binary, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    first = (out.stderr or out.stdout).splitlines()
+    return first[0].strip() if first else None

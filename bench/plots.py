@@ -29,6 +29,8 @@ else:
 DPI = 100
 MISSING = "charts not drawn: matplotlib is not installed (make bench-deps)"
 RESTART_LABELS = ("start after\nkill -9", "clean\nshutdown", "start after\nclean shutdown")
+SYSTEM_COLORS = {"brokerd": "#48c", "Apache Kafka": "#4a4"}
+PEER_COLOR = "#c84"
 
 
 def _line(curve: Curve, path: Path) -> None:
@@ -80,14 +82,15 @@ def _throughput(section: str, rows: list[Row], path: Path) -> None:
         return
     fig, ax = plt.subplots(figsize=(9.0, 0.32 * len(measured) + 1.2))
     labels = [f"{r.system}: {r.what} [{r.durability}]" for r in measured]
-    colors = ["#48c" if r.system == "brokerd" else "#c84" for r in measured]
+    colors = [SYSTEM_COLORS.get(r.system, PEER_COLOR) for r in measured]
     bars = ax.barh(labels, [r.value or 0.0 for r in measured], color=colors)
     ax.bar_label(bars, labels=[f"{r.value or 0:,.0f}" for r in measured], fontsize=7, padding=2)
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=7)
     ax.set_xlabel("records/s")
     ax.xaxis.set_major_formatter(THOUSANDS)
-    ax.set_title(f"Throughput, {int(section.split()[1]):,} B values (blue: brokerd)")
+    ax.set_title(f"Throughput, {int(section.split()[1]):,} B values\n"
+                 "(blue: brokerd, green: Apache Kafka)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
@@ -110,7 +113,7 @@ def draw(results: Results, directory: Path) -> list[Path]:
         if not any(curve.series.values()):
             continue
         path = directory / f"{name.replace('_', '-')}.png"
-        if name == "restart":
+        if name.startswith("restart"):
             _restart(curve, path)
         else:
             _line(curve, path)

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.common import Latency, Results, Row
+from bench.kafka_peer import SYSTEM as KAFKA
+from bench.kafka_runs import PAIRED as KAFKA_PAIRED
 from bench.peers import NATS_CLIENT_BOUND, XADD_WHAT, XRANGE_WHAT
 from bench.plots import MISSING
 from bench.scaling import SECTION as SCALING
@@ -18,6 +20,9 @@ NOT_MEASURED = "not measured"
 THROUGHPUT_HEAD = ("system", "what", "durability", "records/s", "MB/s", "note")
 OTHER_HEAD = ("system", "what", "durability", "figure", "note")
 LATENCY_HEAD = ("what", "durability", "n", "p50 ms", "p99 ms", "p99.9 ms", "max ms")
+KAFKA_HEAD = ("what", "brokerd durability", "brokerd", "Kafka durability", "Apache Kafka",
+              "brokerd / Kafka")
+KAFKA_TITLE = "brokerd beside Apache Kafka"
 
 
 def figure(row: Row) -> str:
@@ -100,6 +105,55 @@ def ratios(results: Results) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def _ratio(ours: float | None, theirs: float | None) -> str:
+    if ours is None or not theirs:
+        return NOT_MEASURED
+    ratio = ours / theirs
+    # Latencies can differ a thousandfold: two decimals would print 0.00.
+    return f"{ratio:,.2f}" if ratio >= 0.1 else f"{ratio:.4f}"
+
+
+def latency_label(lat: Latency) -> str:
+    """A latency row's name, with its system when that is not brokerd."""
+    return lat.what if lat.system == "brokerd" else f"{lat.system}, {lat.what}"
+
+
+def kafka_pairs(results: Results) -> list[tuple[str, ...]]:
+    """One row per Apache Kafka figure: the brokerd row of the same section, client or
+    command and paired durability beside it, and brokerd / Kafka."""
+    out: list[tuple[str, ...]] = []
+    for theirs in results.rows:
+        if theirs.system != KAFKA:
+            continue
+        durability = KAFKA_PAIRED.get(theirs.durability, theirs.durability)
+        ours = next((r for r in results.rows if r.system == "brokerd"
+                     and (r.section, r.what, r.durability)
+                     == (theirs.section, theirs.what, durability)), None)
+        what = theirs.what
+        if theirs.section.startswith("throughput"):
+            what = f"{_size_text(theirs.section)}: {what}"
+        out.append((what, durability, NOT_MEASURED if ours is None else figure(ours),
+                    theirs.durability, figure(theirs),
+                    _ratio(None if ours is None else ours.value, theirs.value)))
+    for lat in results.latencies:
+        if lat.system != KAFKA:
+            continue
+        kind = lat.what.split(",")[0]
+        durability = KAFKA_PAIRED.get(lat.durability, lat.durability)
+        ours_lat = next((x for x in results.latencies if x.system == "brokerd"
+                         and x.what.split(",")[0] == kind and x.durability == durability
+                         and x.n), None)
+        for name, pick in (("p50", lambda x: x.p50), ("p99", lambda x: x.p99),
+                           ("p99.9", lambda x: x.p999)):
+            mine = None if ours_lat is None else pick(ours_lat)
+            theirs_ms = pick(lat) if lat.n else None
+            out.append((f"{kind}, {name}", durability,
+                        NOT_MEASURED if mine is None else f"{mine:.2f} ms", lat.durability,
+                        NOT_MEASURED if theirs_ms is None else f"{theirs_ms:.2f} ms",
+                        _ratio(mine, theirs_ms)))
+    return out
+
+
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
@@ -119,9 +173,9 @@ def _row_cells(row: Row, throughput: bool) -> tuple[str, ...]:
 
 def _latency_cells(lat: Latency) -> tuple[str, ...]:
     if lat.n == 0:
-        return (lat.what, lat.durability, "0", NOT_MEASURED, "", "", "")
-    return (lat.what, lat.durability, f"{lat.n:,}", f"{lat.p50:.2f}", f"{lat.p99:.2f}",
-            f"{lat.p999:.2f}", f"{lat.max:.2f}")
+        return (latency_label(lat), lat.durability, "0", NOT_MEASURED, "", "", "")
+    return (latency_label(lat), lat.durability, f"{lat.n:,}", f"{lat.p50:.2f}",
+            f"{lat.p99:.2f}", f"{lat.p999:.2f}", f"{lat.max:.2f}")
 
 
 SECTION_TITLES = {
@@ -158,7 +212,10 @@ SECTION_METHODS = {
         "Kafka ApiVersions); the first follows a `kill -9` right after the data was written "
         "with `--fsync never` (recovery checks everything past the recovery point), the "
         "clean stop syncs a tenth more written after that start, and every record must "
-        "still be there afterwards."
+        "still be there afterwards. Apache Kafka's rows are the same steps on its broker "
+        "(RSS of the JVM, with partitions made through CreateTopics; the restart data "
+        "written by ProducerPerformance, each start timed until its broker and controller "
+        "listeners answer ApiVersions)."
     ),
 }
 
@@ -185,7 +242,9 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
         "after its bytes are fsynced, `--fsync never` leaves syncing to the OS (see "
         "`docs/operations.md`); Redis with `appendonly yes appendfsync everysec` syncs its "
         "log once a second, without persistence never; JetStream runs with its defaults "
-        "(file storage).",
+        "(file storage). Apache Kafka's default leaves flushing to the OS (beside brokerd "
+        "`--fsync never`); its topics with `flush.messages=1` fsync after every append "
+        "(beside brokerd `--fsync always`).",
         "",
         *([] if plots else [f"({MISSING}.)", ""]),
         "## Machine",
@@ -236,13 +295,26 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
               "Above 1: brokerd is faster. Pairs compare rows of the same record size and a "
               "comparable durability.", ""]
     lines += [*_table(("brokerd", "peer", "ratio", "why this pair"), ratios(results)), ""]
+    lines += [f"## {KAFKA_TITLE}", "",
+              "Apache Kafka (a single-node KRaft broker, broker and controller in one JVM "
+              "with a 1 GiB heap, log directory on the same disk as brokerd's) measured "
+              "with the same clients and commands. Each Kafka figure stands beside the "
+              "brokerd row of the same client and the paired durability. brokerd / Kafka "
+              "above 1 means brokerd is faster for rates (rec/s); below 1 means brokerd is "
+              "faster or smaller for latencies, memory and seconds.", ""]
+    lines += [*_table(KAFKA_HEAD, kafka_pairs(results)), ""]
+    if "restart-kafka" in rel:
+        lines += [f"![restart-kafka]({rel['restart-kafka']})", ""]
     lines += ["## End-to-end latency at a fixed rate", "",
               "A producer sends at a steady 1,000 records/s while a consumer long-polls; each "
               "value carries the send time. The consumer runs in a process of its own "
               "(`time.perf_counter` is one monotonic clock for every process); "
               "confluent-kafka's delivery reports are served by a thread blocked in "
               "`poll`. Produce to receipt includes the fsync (`--fsync always`) and the "
-              "consumer's fetch.", ""]
+              "consumer's fetch. The confluent-kafka rows run on brokerd with `--fsync "
+              "always` and `never`, and on Apache Kafka's topics of both durabilities "
+              "(`flush.messages=1` fsyncs before each produce is answered), after its "
+              "throughput rows (the JVM is warm).", ""]
     e2e = [x for x in results.latencies if ":" in x.what and not x.what.startswith("disk")]
     lines += [*_table(LATENCY_HEAD, [_latency_cells(x) for x in e2e]), ""]
     lines += ["## Steps of this run", ""]
@@ -265,7 +337,11 @@ def _method_throughput() -> list[str]:
         "fastest read stands. redis-benchmark's XRANGE rows repeat the same call "
         "(`XRANGE s - + COUNT 1000`, the stream's first 1,000 entries), so they read hot "
         "memory; brokerd's consume rows read the whole partition (kcat: the best of three "
-        "whole reads; the other clients: one).",
+        "whole reads; the other clients: one). Kafka's perf tools' rows are their own "
+        "figures (ProducerPerformance from its first send to its last acknowledgement, "
+        "ConsumerPerformance's fetch rate once its group is joined): the JVM's start-up is "
+        "not in them. Apache Kafka's rows run the same clients, one topic of one partition "
+        "per row (`flush.messages=1` or Kafka's default), checked the same way.",
         "",
     ]
 
@@ -286,7 +362,7 @@ def terminal(results: Results) -> str:
         out.append(f"{label:<{width}}  {r.durability:<26} {figure(r):>18}"
                    + (f"  ({r.note})" if r.value is None else ""))
     for x in results.latencies:
-        out.append(f"{x.what:<{width}}  {x.durability:<26} "
+        out.append(f"{latency_label(x):<{width}}  {x.durability:<26} "
                    + (NOT_MEASURED if x.n == 0 else
                       f"p50 {x.p50:.2f} ms  p99 {x.p99:.2f} ms  p99.9 {x.p999:.2f} ms"))
     return "\n".join(out)

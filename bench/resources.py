@@ -154,16 +154,18 @@ def rss(results: Results, brokers: Brokers, levels: list[int]) -> None:
                     per_partition = max(per_partition, (fds - before) / (n - partitions))
                 partitions = n
                 after_partitions = _settled_rss(pid)
-                curve.series.setdefault("partitions only", []).append((n, after_partitions))
+                curve.series.setdefault("brokerd, partitions only", []).append(
+                    (n, after_partitions)
+                )
                 results.add(Row(SECTION, "brokerd", f"RSS with {n:,} partitions", "",
                                 after_partitions, "MiB",
                                 f"{(after_partitions - empty) * 1024 / n:,.1f} KiB/partition, "
                                 f"{fds:,} descriptors open"))
                 _connect(proc, sockets, n)
                 after_connections = _settled_rss(pid)
-                curve.series.setdefault("+ the same number of idle connections", []).append(
-                    (n, after_connections)
-                )
+                curve.series.setdefault(
+                    "brokerd + the same number of idle connections", []
+                ).append((n, after_connections))
                 per = (after_connections - after_partitions) * 1024 / n
                 results.add(Row(SECTION, "brokerd", connections, "", after_connections, "MiB",
                                 f"{per:,.1f} KiB/connection, {_open_fds(pid):,} of "
@@ -240,11 +242,20 @@ def _compiled() -> None:
 CLEAN_STARTS = 3
 
 
+def restart_whats(partitions: int, total_bytes: int) -> tuple[str, str, str]:
+    """The restart rows' names (start after kill -9, clean stop, start after it), the same
+    for every broker measured."""
+    where = f"{partitions:,} partitions, {total_bytes / 1e9:,.2f} GB"
+    return (f"start after kill -9 until both listeners answer, {where}",
+            f"clean shutdown (SIGTERM to exit), {where}",
+            f"start after a clean shutdown until both listeners answer, {where}")
+
+
 def restart(results: Results, brokers: Brokers, partitions: int, total_bytes: int) -> None:
     _compiled()
     curve = Curve(f"Restart time, {partitions:,} partitions, {total_bytes / 1e9:.2f} GB",
                   "", "seconds")
-    where = f"{partitions:,} partitions, {total_bytes / 1e9:,.2f} GB"
+    unclean_what, shutdown_what, clean_what = restart_whats(partitions, total_bytes)
     with brokers.fresh("--fsync=never") as proc:
         with proc.client(timeout=600) as client:
             client.create_topic("restart", partitions)
@@ -266,13 +277,10 @@ def restart(results: Results, brokers: Brokers, partitions: int, total_bytes: in
     if after_crash != written or after_clean != written + more:
         raise RuntimeError(f"records lost over restarts: {kept}, then {after_clean:,} of "
                            f"{written + more:,}")
-    results.add(Row(SECTION, "brokerd", f"start after kill -9 until both listeners answer, "
-                    f"{where}", "fsync never", unclean, "s", kept))
-    results.add(Row(SECTION, "brokerd", f"clean shutdown (SIGTERM to exit), {where}",
-                    "fsync never", shutdown, "s",
+    results.add(Row(SECTION, "brokerd", unclean_what, "fsync never", unclean, "s", kept))
+    results.add(Row(SECTION, "brokerd", shutdown_what, "fsync never", shutdown, "s",
                     f"{more:,} records written since the start left to sync"))
-    results.add(Row(SECTION, "brokerd", f"start after a clean shutdown until both listeners "
-                    f"answer, {where}", "fsync never", clean, "s",
+    results.add(Row(SECTION, "brokerd", clean_what, "fsync never", clean, "s",
                     f"fastest of {CLEAN_STARTS} clean starts"))
     curve.series["seconds"] = [(0, unclean), (1, shutdown), (2, clean)]
     results.curves["restart"] = curve

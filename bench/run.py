@@ -5,12 +5,15 @@ Steps: machine facts, a disk probe, iperf3 (the loopback ceiling), Redis Streams
 redis-benchmark and NATS JetStream via nats-py, brokerd's throughput at 100 B and 1,000 B
 through the native client, confluent-kafka and kcat (``--fsync always`` and ``never``),
 end-to-end latency at 1,000 records/s, compaction and transactions, scaling curves
-(producers, partitions, random-offset fetch), memory and restart time (last: the longest,
-and the first the time bound would cut). One progress line per step; the whole run is
-bounded (``--time-limit``, 15 minutes by default). ``--quick`` runs every step at small
-sizes (under two minutes) for the smoke test. Everything runs on 127.0.0.1 in scratch
-directories; every server is started here and stopped by its own PID. The modules beside
-this one hold the steps.
+(producers, partitions, random-offset fetch), memory and restart time, then Apache Kafka
+(a single-node KRaft broker from the JVM kit's jars) through the same clients and
+commands: throughput and latency, RSS, restart time (last: the longest, and the first the
+time bound would cut). One progress line per step; the whole run is bounded
+(``--time-limit``, 25 minutes by default). ``--quick`` runs every step at small sizes
+(under two minutes) for the smoke test and leaves the JVM out (Kafka's perf tools and
+broker: their rows say so) unless ``--kafka`` is given, which adds a few minutes of JVM
+starts. Everything runs on 127.0.0.1 in scratch directories; every server is started here
+and stopped by its own PID. The modules beside this one hold the steps.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,6 +35,9 @@ from bench import (  # noqa: E402
     brokerd_runs,
     disk,
     features,
+    kafka_peer,
+    kafka_runs,
+    kafka_tools,
     latency,
     machine,
     peers,
@@ -45,10 +51,11 @@ from bench.progress import Progress, Step  # noqa: E402
 
 from tests.brokerproc import BrokerProcess  # noqa: E402
 
-TIME_LIMIT = 15 * 60.0
+TIME_LIMIT = 25 * 60.0
 # Kept for stopping the shared brokers, drawing and writing once the steps are done.
 REPORT_RESERVE = 30.0
 LATENCY_RATE = 1000
+NO_JVM_IN_QUICK = "--quick leaves the JVM out (add --kafka)"
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,8 @@ class Sizes:
     rss_levels: tuple[int, ...]
     restart_partitions: int
     restart_bytes: int
+    # Apache Kafka's throughput rows (its RSS and restart rows use the sizes above).
+    kafka_records: dict[int, int]
     # Expected seconds per step, for the progress estimate.
     expected: dict[str, float]
 
@@ -92,9 +101,11 @@ FULL = Sizes(
     rss_levels=(1_000, 10_000),
     restart_partitions=1_000,
     restart_bytes=5_000_000_000,
-    expected={"facts": 1, "disk": 6, "iperf3": 6, "brokerd 100 B": 45, "brokerd 1000 B": 45,
-              "latency": 50, "compaction, transactions": 40, "scaling curves": 60,
-              "random-offset fetch": 45, "rss": 90, "restart": 120, "redis": 20, "nats": 25},
+    kafka_records={100: 1_000_000, 1000: 300_000},
+    expected={"facts": 1, "disk": 6, "iperf3": 6, "brokerd 100 B": 75, "brokerd 1000 B": 60,
+              "latency": 75, "compaction, transactions": 40, "scaling curves": 60,
+              "random-offset fetch": 45, "rss": 90, "restart": 120, "redis": 20, "nats": 25,
+              "kafka throughput": 180, "kafka rss": 120, "kafka restart": 240},
 )
 QUICK = Sizes(
     records={100: 50_000, 1000: 10_000},
@@ -114,13 +125,23 @@ QUICK = Sizes(
     rss_levels=(1_000,),
     restart_partitions=1_000,
     restart_bytes=20_000_000,
+    kafka_records={100: 50_000, 1000: 10_000},
     expected={"facts": 1, "disk": 1, "iperf3": 2, "brokerd 100 B": 10, "brokerd 1000 B": 4,
               "latency": 8, "compaction, transactions": 8, "scaling curves": 10,
-              "random-offset fetch": 3, "rss": 12, "restart": 15, "redis": 5, "nats": 4},
+              "random-offset fetch": 3, "rss": 12, "restart": 15, "redis": 5, "nats": 4,
+              "kafka throughput": 1, "kafka rss": 1, "kafka restart": 1},
 )
+# --quick --kafka: the Kafka steps' expected seconds (JVM starts dominate them).
+QUICK_KAFKA_EXPECTED = {"brokerd 100 B": 40, "brokerd 1000 B": 35, "kafka throughput": 120,
+                        "kafka rss": 60, "kafka restart": 90}
 
 
-def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path) -> list[Step]:
+def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
+          jvm_missing: str) -> list[Step]:
+    """The run's steps; ``jvm_missing`` says why Kafka's perf tools and broker cannot run
+    ("" when they can)."""
+    kafka_missing = jvm_missing or kafka_peer.missing()
+
     def fsync_brokers() -> dict[str, BrokerProcess]:
         return {m: brokers.shared(f"--fsync={m}") for m in brokerd_runs.FSYNC_MODES}
 
@@ -138,11 +159,13 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path) -> list[
         *(
             (f"brokerd {size} B",
              (lambda size=size: brokerd_runs.throughput(
-                 results, fsync_brokers(), size, sizes.records[size])))
+                 results, fsync_brokers(), size, sizes.records[size],
+                 jvm_missing=jvm_missing)))
             for size in SIZES
         ),
         ("latency", lambda: latency.measure(results, always(), LATENCY_RATE,
-                                            sizes.latency_seconds)),
+                                            sizes.latency_seconds,
+                                            never=brokers.shared("--fsync=never"))),
         ("compaction, transactions", lambda: _features(sizes, results, always())),
         ("scaling curves", lambda: scaling.curves(results, fsync_brokers(),
                                                   sizes.scaling_records)),
@@ -152,6 +175,13 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path) -> list[
         ("rss", lambda: resources.rss(results, brokers, list(sizes.rss_levels))),
         ("restart", lambda: resources.restart(results, brokers, sizes.restart_partitions,
                                               sizes.restart_bytes)),
+        ("kafka throughput", lambda: kafka_runs.throughput(
+            results, root, sizes.kafka_records, LATENCY_RATE, sizes.latency_seconds,
+            why=kafka_missing)),
+        ("kafka rss", lambda: kafka_runs.rss(results, root, list(sizes.rss_levels),
+                                             why=kafka_missing)),
+        ("kafka restart", lambda: kafka_runs.restart(
+            results, root, sizes.restart_partitions, sizes.restart_bytes, why=kafka_missing)),
     ]
     return [Step(name, sizes.expected[name], _settled(run)) for name, run in table]
 
@@ -190,8 +220,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="default docs/bench (--quick: build/bench-quick/bench)")
     parser.add_argument("--time-limit", type=float, default=TIME_LIMIT, help="seconds")
     parser.add_argument("--skip", action="append", default=[], help="a step's name")
+    parser.add_argument("--kafka", action="store_true",
+                        help="with --quick: run the JVM steps too (Kafka's tools and broker)")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    jvm = args.kafka or not args.quick
+    if args.quick and args.kafka:
+        sizes = replace(sizes, expected={**sizes.expected, **QUICK_KAFKA_EXPECTED})
+    jvm_missing = kafka_tools.missing() if jvm else NO_JVM_IN_QUICK
+    if jvm_missing:
+        print(f"Kafka's perf tools and Apache Kafka: not measured: {jvm_missing}",
+              file=sys.stderr)
     # A quick run's figures mean little: by default they never replace the real report.
     home = REPO / "build" / "bench-quick" if args.quick else REPO / "docs"
     args.report = args.report or home / "benchmarks.md"
@@ -203,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     with scratch("brokerd-bench-") as root:
         brokers = Brokers(root)
         try:
-            chosen = [s for s in steps(sizes, results, brokers, root) if s.name not in args.skip]
+            chosen = [s for s in steps(sizes, results, brokers, root, jvm_missing=jvm_missing)
+                      if s.name not in args.skip]
             progress = Progress(chosen, limit_seconds=max(1.0, args.time_limit - REPORT_RESERVE))
             progress.run_all(_failed)
             results.steps = progress.record
