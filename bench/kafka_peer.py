@@ -17,16 +17,15 @@ PID.
 
 from __future__ import annotations
 
-import base64
 import signal
 import subprocess
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from bench import kafka_tools
 from bench.common import kafka_answers, rss_bytes
+from brokerd.storage.topic_ids import format_topic_id, new_topic_id
 
 from tests.brokerproc import free_port
 
@@ -70,8 +69,10 @@ def missing() -> str:
 
 
 def _cluster_id() -> str:
-    """A cluster id as Kafka writes one: 16 random bytes, URL-safe base64, unpadded."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id as Kafka draws one: a random UUID in URL-safe base64 without
+    padding, never starting with '-' (kafka-storage's parser would take it for an
+    option; one draw in 64 does)."""
+    return format_topic_id(new_topic_id())
 
 
 class KafkaPeer:

@@ -10,14 +10,14 @@ are stopped by their own PID.
 
 from __future__ import annotations
 
-import base64
 import os
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
+
+from brokerd.storage.topic_ids import format_topic_id, new_topic_id
 
 from tests.brokerproc import free_port, wait_for_port
 from tests.judge_drivers import JVM_DIR
@@ -34,8 +34,10 @@ STOP_TIMEOUT = 20.0
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes in URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A KRaft cluster id as Kafka draws one: a random UUID in URL-safe base64 without
+    padding, never starting with '-' (kafka-storage's parser would take it for an
+    option; one draw in 64 does)."""
+    return format_topic_id(new_topic_id())
 
 
 class KafkaNode:
