@@ -479,9 +479,9 @@ class LosingProxy:
 
     Clients reconnect to the address Metadata and FindCoordinator advertise, so the
     proxy rewrites the broker's ``127.0.0.1:<port>`` in every response to its own port
-    (the port is a fixed-width int32 after the host string, whose length is an int16, or
-    in flexible versions a one-byte varint: frame sizes do not change) and every
-    connection of the client passes through it. ``lose`` answers are lost,
+    (the port is a fixed-width int32 right after the host's bytes, whatever encodes the
+    host's length: frame sizes do not change) and every connection of the client passes
+    through it. ``lose`` answers are lost,
     those of the first Produce requests (acks 1/all) that cross it.
     """
 
@@ -490,11 +490,8 @@ class LosingProxy:
         self._target = broker.kafka_port
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
-        hosts = (struct.pack(">h", 9) + b"127.0.0.1", bytes([9 + 1]) + b"127.0.0.1")
-        self._rewrites = [
-            (host + struct.pack(">i", self._target), host + struct.pack(">i", self.port))
-            for host in hosts
-        ]
+        self._theirs = b"127.0.0.1" + struct.pack(">i", self._target)
+        self._ours = b"127.0.0.1" + struct.pack(">i", self.port)
         self._lock = threading.Lock()
         self.to_lose = lose
         self.lost: list[int] = []  # correlation ids of the answers dropped
@@ -553,9 +550,7 @@ class LosingProxy:
                         self.lost.append(correlation)
                 if lose:
                     break  # the broker stored the batch; the client never hears of it
-                for theirs, ours in self._rewrites:
-                    frame = frame.replace(theirs, ours)
-                dst.sendall(frame)
+                dst.sendall(frame.replace(self._theirs, self._ours))
         self._cut(src, dst)
 
     @staticmethod
