@@ -106,10 +106,10 @@ def transactions(results: Results, proc: BrokerProcess, records: int) -> None:
 
 def cleaner(results: Results, records: int, keys: int = KEYS) -> None:
     """One cleaner pass over ``records`` keyed records, a writer appending meanwhile."""
-    from brokerd.storage.batch import BatchHeader, encode_batch, parse_batches
-    from brokerd.storage.cleaner import clean_log
-    from brokerd.storage.keymap import OffsetMap
-    from brokerd.storage.log import LogConfig, PartitionLog
+    from brokerd.storage.cleaner.compactor import clean_log
+    from brokerd.storage.cleaner.keymap import OffsetMap
+    from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+    from brokerd.storage.record.batch import BatchHeader, encode_batch, parse_batches
 
     # attrs types the field by its converter, the generic frozenset: mypy cannot bind it.
     config = LogConfig(cleanup_policy={"compact"}, segment_bytes=1 << 20)  # type: ignore[arg-type]

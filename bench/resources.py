@@ -6,7 +6,7 @@ after opening the idle native connections (each checked to be accepted), with th
 descriptors the broker holds then. For 10,000 connections the file-descriptor limit is
 raised in this process as far as the hard limit allows (the broker inherits it;
 ``prlimit`` raises it on the broker too if it did not). The broker keeps at most a
-budget of segment files open (``brokerd/storage/fd_cache.py``, sized from that limit), so
+budget of segment files open (``brokerd/storage/segment/fd_cache.py``, sized from that limit), so
 a level needs about ``min(partitions, budget)`` descriptors for files plus one per
 connection. Restart time is measured from the
 start of ``twistd`` until both listeners answer a request (native ListTopics, Kafka
@@ -40,7 +40,7 @@ from bench.common import (
     value,
 )
 from brokerd.native import client_codec, messages
-from brokerd.storage.fd_cache import DESCRIPTOR_RESERVE, default_budget
+from brokerd.storage.segment.fd_cache import DESCRIPTOR_RESERVE, default_budget
 
 from tests.brokerproc import REPO, BrokerProcess
 

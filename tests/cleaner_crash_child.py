@@ -10,8 +10,8 @@ import signal
 import sys
 import threading
 
-from brokerd.storage.cleaner import Throttle, clean_log
-from brokerd.storage.keymap import OffsetMap
+from brokerd.storage.cleaner.compactor import Throttle, clean_log
+from brokerd.storage.cleaner.keymap import OffsetMap
 
 from tests.compaction_helpers import T0, compact_config, open_log
 

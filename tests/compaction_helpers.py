@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brokerd.storage.batch import Compression, encode_batch, parse_batches
-from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.record.batch import Compression, encode_batch, parse_batches
 from brokerd.storage.types import Record
 
 #: Record timestamps of the helpers' writes (ms).

@@ -29,7 +29,7 @@ import pytest
 
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
-from brokerd.storage.batch import BATCH_HEADER_SIZE, BatchHeader, Compression, read_header
+from brokerd.storage.record.batch import BATCH_HEADER_SIZE, BatchHeader, Compression, read_header
 
 from tests.brokerproc import BrokerProcess
 

@@ -27,10 +27,10 @@ from brokerd.errors import (
 )
 from brokerd.kafka.groups.admin import operator_error
 from brokerd.kafka.groups.coordinator import GroupCoordinator
-from brokerd.storage.batch import encode_batch
-from brokerd.storage.log import LogConfig
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.offsets import OffsetStore
+from brokerd.storage.log.partition_log import LogConfig
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.stores.offsets import OffsetStore
 
 SESSION_MS = 10_000
 

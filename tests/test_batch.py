@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from brokerd.errors import CorruptBatch, RecordTooLarge
-from brokerd.storage.batch import (
+from brokerd.storage.record.batch import (
     BATCH_HEADER_SIZE,
     XERIAL_MAGIC,
     Compression,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.storage.batch_positions import BatchPositions
-from brokerd.storage.segment import Segment
+from brokerd.storage.segment.batch_positions import BatchPositions
+from brokerd.storage.segment.segment import Segment
 
 
 def segment(tmp_path: Path, base: int = 0) -> Segment:

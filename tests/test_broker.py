@@ -23,8 +23,8 @@ from brokerd.errors import (
     TooManyWaiters,
     UnknownTopicOrPartition,
 )
-from brokerd.storage.batch import encode_batch
-from brokerd.storage.log import LogConfig
+from brokerd.storage.log.partition_log import LogConfig
+from brokerd.storage.record.batch import encode_batch
 from brokerd.storage.types import AppendInfo, Record, RecordsResult, TopicInfo
 
 

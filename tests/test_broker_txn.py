@@ -24,8 +24,8 @@ from brokerd.errors import (
     OutOfOrderSequence,
     UnknownTopicOrPartition,
 )
-from brokerd.storage.batch import encode_batch, read_header
-from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.record.batch import encode_batch, read_header
 from brokerd.storage.types import AbortedTxn, PartitionOffsets, ReadResult, RecordsResult
 
 T = TypeVar("T")
@@ -148,7 +148,7 @@ class BrokerTxnTests(SynchronousTestCase):
         self.begin(5)
         mixed = txn(5, 0, b"a") + txn(5, 1, b"b", transactional=False)
         self.fails(self.broker.produce_batches("t", 0, mixed), InvalidRecord)
-        from brokerd.storage.control import encode_marker
+        from brokerd.storage.record.control import encode_marker
 
         control = encode_marker(5, 0, commit=True, coordinator_epoch=0, timestamp_ms=T0)
         self.fails(self.broker.produce_batches("t", 0, control), InvalidRecord)
@@ -203,7 +203,7 @@ class BrokerTxnTests(SynchronousTestCase):
         self.assertEqual(self.produce(txn(5, 0, b"new", epoch=1)), 2)
 
     def test_describe_producers_reports_the_table_and_open_transactions(self) -> None:
-        from brokerd.storage.producer_state import ActiveProducer
+        from brokerd.storage.log.producer_state import ActiveProducer
 
         self.begin(5)
         self.produce(encode_batch([b"p"], timestamp_ms=T0 + 7, producer_id=9,

@@ -1,4 +1,4 @@
-"""Log compaction over real partition directories (storage/cleaner.py, the swap, gaps)."""
+"""Log compaction over real partition directories (storage/cleaner/compactor.py, the swap, gaps)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from brokerd.core.cleaner import CleanerService, CleanerSettings
+from brokerd.core.cleaner_service import CleanerService, CleanerSettings
 from brokerd.errors import InvalidRecord
-from brokerd.storage.batch import Compression, encode_batch, parse_batches, read_header
-from brokerd.storage.cleaner import (
+from brokerd.storage.cleaner.compactor import (
     CleanResult,
     Throttle,
     clean_log,
@@ -19,10 +18,11 @@ from brokerd.storage.cleaner import (
     read_checkpoint,
     write_checkpoint,
 )
-from brokerd.storage.keymap import ENTRY_BYTES, OffsetMap
-from brokerd.storage.log import PartitionLog
-from brokerd.storage.produce_checks import refuse_keyless
-from brokerd.storage.producer_state import ProducerStateTable
+from brokerd.storage.cleaner.keymap import ENTRY_BYTES, OffsetMap
+from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.log.produce_checks import refuse_keyless
+from brokerd.storage.log.producer_state import ProducerStateTable
+from brokerd.storage.record.batch import Compression, encode_batch, parse_batches, read_header
 
 from tests.compaction_helpers import (
     T0,
@@ -358,7 +358,7 @@ def test_broker_refuses_keyless_produce_to_compacted_topic(tmp_path: Path) -> No
     from twisted.internet.task import Clock
 
     from brokerd.core import Broker
-    from brokerd.storage.logdir import LogDirectory
+    from brokerd.storage.logdir.log_directory import LogDirectory
 
     def run(f: Any, *a: Any, **kw: Any) -> defer.Deferred[Any]:
         return defer.maybeDeferred(f, *a, **kw)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.storage.cleaner import clean_log
-from brokerd.storage.keymap import OffsetMap
+from brokerd.storage.cleaner.compactor import clean_log
+from brokerd.storage.cleaner.keymap import OffsetMap
 from brokerd.storage.types import Record
 
 from tests.brokerproc import env

@@ -7,12 +7,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from brokerd.core.cleaner import CleanerService, CleanerSettings
-from brokerd.storage.batch import encode_batch, parse_batches
-from brokerd.storage.cleaner import clean_log
-from brokerd.storage.keymap import OffsetMap
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.producer_state import ProducerStateTable, load_table, write_snapshot
+from brokerd.core.cleaner_service import CleanerService, CleanerSettings
+from brokerd.storage.cleaner.compactor import clean_log
+from brokerd.storage.cleaner.keymap import OffsetMap
+from brokerd.storage.log.producer_state import ProducerStateTable, load_table, write_snapshot
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.record.batch import encode_batch, parse_batches
 
 from tests.compaction_helpers import T0, compact_config, latest, open_log, put, read_all, roll
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.storage.cleaner import clean_log
-from brokerd.storage.keymap import OffsetMap
-from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.cleaner.compactor import clean_log
+from brokerd.storage.cleaner.keymap import OffsetMap
+from brokerd.storage.logdir.log_directory import LogDirectory
 
 from tests.brokerproc import BrokerProcess, env
 from tests.compaction_helpers import T0, compact_config, put, roll, write_overwrites

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage import logdir_offline
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.logdir import offline as logdir_offline
+from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.write_errors import WRITE_ERROR_LOG_SECONDS
 
 CONFIG = LogConfig(index_interval_bytes=256)

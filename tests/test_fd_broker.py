@@ -1,6 +1,6 @@
 """A real broker under a descriptor limit far below three files per partition: partitions,
 idle connections and reads all fit, because segment files are opened lazily under a
-budget (brokerd/storage/fd_cache.py); and a restart under the same limit keeps every
+budget (brokerd/storage/segment/fd_cache.py); and a restart under the same limit keeps every
 record."""
 
 from __future__ import annotations

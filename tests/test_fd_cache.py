@@ -1,4 +1,4 @@
-"""The descriptor budget (brokerd/storage/fd_cache.py) on real files: lazy opens, LRU
+"""The descriptor budget (brokerd/storage/segment/fd_cache.py) on real files: lazy opens, LRU
 eviction of idle files only, deferred close, the inode check on reopen, and EMFILE."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage.fd_cache import (
+from brokerd.storage.segment.fd_cache import (
     DESCRIPTOR_RESERVE,
     MIN_BUDGET,
     FdCache,

@@ -1,4 +1,4 @@
-"""Partition logs under a small descriptor budget (brokerd/storage/fd_cache.py): real
+"""Partition logs under a small descriptor budget (brokerd/storage/segment/fd_cache.py): real
 files, more partitions and segments than the budget, and the promises that must hold when
 a segment's file was closed and is opened again: appends, flushes, reads, pins, retention,
 restarts, the transaction index."""
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.storage.fd_cache import FdCache, set_default_cache
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.segment import Segment
-from brokerd.storage.transactions import AbortedEntry
-from brokerd.storage.txn_index import TxnIndex
+from brokerd.storage.log.ongoing_txns import AbortedEntry
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.segment.fd_cache import FdCache, set_default_cache
+from brokerd.storage.segment.segment import Segment
+from brokerd.storage.segment.txn_index import TxnIndex
 
 BUDGET = 4
 BIG = 1 << 20

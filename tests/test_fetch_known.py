@@ -14,13 +14,13 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 
 from brokerd.core import Broker
-from brokerd.storage.batch import encode_batch, parse_batches
-from brokerd.storage.batch_positions import TAIL_BATCHES
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.log_stored import KNOWN_DECODE_BYTES
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.reads import LEARN_AHEAD_BATCHES
-from brokerd.storage.stored import StoredRead
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.log.stored_reads import KNOWN_DECODE_BYTES
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.record.batch import encode_batch, parse_batches
+from brokerd.storage.segment.batch_positions import TAIL_BATCHES
+from brokerd.storage.segment.batch_reads import LEARN_AHEAD_BATCHES
+from brokerd.storage.segment.stored import StoredRead
 
 from tests.test_fetch_stored import BIG, content, fill, open_log, pins
 from tests.test_longpoll import _HarnessCase, polled
@@ -94,7 +94,7 @@ def test_a_sequential_reader_learns_ahead_and_then_reads_from_memory(tmp_path: P
 
 
 def _next_offset(data: bytes, offset: int) -> int:
-    from brokerd.storage.batch import BATCH_HEADER_SIZE, read_header
+    from brokerd.storage.record.batch import BATCH_HEADER_SIZE, read_header
 
     pos = 0
     while pos + BATCH_HEADER_SIZE <= len(data):

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from brokerd.errors import CorruptStoredBatch, OffsetOutOfRange
-from brokerd.storage.batch import Compression, encode_batch, parse_batches
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.reads import VERIFY_CHUNK
-from brokerd.storage.segment import Segment
-from brokerd.storage.stored import StoredRead, StoredSpan, VerifiedRanges
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.record.batch import Compression, encode_batch, parse_batches
+from brokerd.storage.segment.batch_reads import VERIFY_CHUNK
+from brokerd.storage.segment.segment import Segment
+from brokerd.storage.segment.stored import StoredRead, StoredSpan, VerifiedRanges
 
 BIG = 1 << 20
 

@@ -38,8 +38,8 @@ from brokerd.core import Broker, FsyncPolicy
 from brokerd.kafka.server.protocol import KafkaFactory, KafkaProtocol
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, FrameDecoder, RequestHeader
-from brokerd.storage.batch import Compression, decode_records, encode_batch, read_header
-from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.record.batch import Compression, decode_records, encode_batch, read_header
 
 from tests.tls_helpers import make_pki, ssl_description
 

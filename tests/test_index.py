@@ -1,4 +1,4 @@
-"""Tests for brokerd.storage.index: the sparse offset and time indexes of a segment.
+"""Tests for brokerd.storage.segment.index: the sparse offset and time indexes of a segment.
 
 Real files in tmp_path: append and look up at every boundary, persist incrementally,
 rewrite shorter (truncate), reload with the sanity checks, rebuild a missing or garbled
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage.batch import encode_batch
-from brokerd.storage.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, OffsetIndex, TimeIndex
-from brokerd.storage.segment import Segment
+from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.segment.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, OffsetIndex, TimeIndex
+from brokerd.storage.segment.segment import Segment
 
 ENTRIES = [(0, 0), (10, 100), (20, 250)]
 

@@ -19,10 +19,10 @@ from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.server.protocol import KafkaFactory
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
-from brokerd.storage.batch import encode_batch
-from brokerd.storage.log import LogConfig
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.logdir_registry import read_registry
+from brokerd.storage.log.partition_log import LogConfig
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.logdir.registry import read_registry
+from brokerd.storage.record.batch import encode_batch
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
 from tests.test_kafka_protocol import FakeCoordinator, KafkaTestCase

@@ -39,7 +39,7 @@ from brokerd.security.acl import (
     ResourceType,
     make_binding,
 )
-from brokerd.storage.offsets import OffsetStore
+from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo
 

@@ -19,7 +19,7 @@ from brokerd.kafka.wire.messages.topic_partitions import (
 from brokerd.kafka.wire.messages.topics import DeleteTopicState
 from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 from brokerd.security.authorized_ops import SUPPORTED_OPERATIONS, operations_field
-from brokerd.storage.topic_config import TOPIC_CONFIGS
+from brokerd.storage.config.topic_config import TOPIC_CONFIGS
 
 from tests.test_acl_handlers import AclTestCase
 from tests.test_kafka_protocol import KafkaTestCase

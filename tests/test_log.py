@@ -14,7 +14,8 @@ import attrs
 import pytest
 
 from brokerd.errors import OffsetOutOfRange, StorageError, UnknownTopicOrPartition
-from brokerd.storage.batch import (
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.record.batch import (
     Compression,
     decode_records,
     encode_batch,
@@ -23,7 +24,6 @@ from brokerd.storage.batch import (
     rebuild_batch,
     scan_batches,
 )
-from brokerd.storage.log import LogConfig, PartitionLog
 from brokerd.storage.types import Record
 
 BIG = 1 << 20

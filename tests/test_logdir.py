@@ -19,14 +19,14 @@ from brokerd.errors import (
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.logdir_layout import (
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.logdir.layout import (
     CHECKPOINT_FILE,
     CLEAN_SHUTDOWN_FILE,
     REGISTRY_FILE,
     parse_partition_dir,
 )
+from brokerd.storage.logdir.log_directory import LogDirectory
 
 HOSTILE_NAMES = ["../x", "a/b", ".", "..", "x" * 250, "a\x00b", "tópico", "", "a b", "/etc"]
 
@@ -224,8 +224,8 @@ def test_killed_process_recovers(tmp_path: Path) -> None:
     """A real process that appends, flushes, and dies without closing."""
     script = f"""
 import os
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.log import LogConfig
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.log.partition_log import LogConfig
 ld = LogDirectory.open({str(tmp_path)!r}, LogConfig(segment_bytes=1000))
 log = ld.get("k", 0, create=True)
 for i in range(40):

@@ -40,14 +40,14 @@ from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.native import client_codec, messages
 from brokerd.native.messages import ErrorCode, RequestType
 from brokerd.native.protocol import NativeFactory, NativeProtocol
-from brokerd.storage.batch import (
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.record.batch import (
     Compression,
     decode_records,
     encode_batch,
     read_header,
     stored_size,
 )
-from brokerd.storage.logdir import LogDirectory
 from brokerd.storage.types import AppendInfo
 
 IDLE = 600.0  # the native idle timeout; the only timer a quiet connection may leave

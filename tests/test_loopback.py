@@ -27,7 +27,7 @@ from brokerd.core import Broker, FsyncPolicy
 from brokerd.native import client_codec, messages
 from brokerd.native.messages import RequestType
 from brokerd.native.protocol import NativeFactory, NativeProtocol
-from brokerd.storage.logdir import LogDirectory
+from brokerd.storage.logdir.log_directory import LogDirectory
 
 #: Three values this big make one fetch answer of about 768 KB (under the 1 MB default
 #: fetch limit): a few such answers fill the socket buffers of both ends.

@@ -15,6 +15,7 @@ from twisted.python.failure import Failure
 from brokerd.admin.errors import GroupAuthorizationFailed
 from brokerd.admin.views import GroupView
 from brokerd.errors import AuthorizationFailed
+from brokerd.native.acl_checks import NativeAccess
 from brokerd.native.admin_messages import (
     AdminRequest,
     AdminResponse,
@@ -29,7 +30,6 @@ from brokerd.native.admin_messages import (
     ResetOffsetsRequest,
 )
 from brokerd.native.admin_wire import TYPE_OF_CLASS
-from brokerd.native.authorize import NativeAccess
 from brokerd.native.client_codec import ResponseDecoder, encode_request
 from brokerd.native.messages import ErrorCode, ErrorResponse, ListTopicsResponse, RequestType
 from brokerd.native.protocol import NativeFactory, NativeProtocol

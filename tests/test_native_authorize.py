@@ -11,7 +11,7 @@ import pytest
 
 from brokerd.client import NativeError
 from brokerd.errors import AuthorizationFailed
-from brokerd.native.authorize import NativeAccess
+from brokerd.native.acl_checks import NativeAccess
 from brokerd.native.messages import (
     CreateTopicRequest,
     ErrorCode,

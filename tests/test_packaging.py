@@ -34,7 +34,7 @@ def test_wheel_ships_the_plugin(tmp_path: Path) -> None:
     assert "twisted/plugins/__init__.py" not in names
     assert "twisted/__init__.py" not in names
     assert not any(n.endswith("dropin.cache") for n in names)
-    assert "brokerd/storage/log.py" in names, "subpackages must be in the wheel"
+    assert "brokerd/storage/log/partition_log.py" in names, "subpackages must be in the wheel"
 
     scratch = tmp_path / "venv"
     venv.create(scratch, with_pip=True)

@@ -18,15 +18,15 @@ from brokerd.errors import (
     StorageError,
     UnknownTopicOrPartition,
 )
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.logdir_layout import REGISTRY_FILE
-from brokerd.storage.logdir_registry import read_registry
-from brokerd.storage.offset_checkpoints import (
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.logdir.checkpoints import (
     LOG_START_CHECKPOINT_FILE,
     encode_checkpoint,
     parse_checkpoint,
 )
+from brokerd.storage.logdir.layout import REGISTRY_FILE
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.logdir.registry import read_registry
 
 
 def open_dir(path: Path, **kwargs: Any) -> LogDirectory:
@@ -205,8 +205,8 @@ def test_killed_process_keeps_the_start(tmp_path: Path) -> None:
     """A real process answers DeleteRecords' storage call, then dies at once."""
     script = f"""
 import os
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.log import LogConfig
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.log.partition_log import LogConfig
 ld = LogDirectory.open({str(tmp_path)!r}, LogConfig(segment_bytes=1000))
 ld.create_topic("k", 1)
 log = ld.get("k", 0)

@@ -1,4 +1,4 @@
-"""Tests for brokerd.storage.producer_ids: producer ids are never handed out twice."""
+"""Tests for brokerd.storage.stores.producer_ids: producer ids are never handed out twice."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage.producer_ids import ProducerIdAllocator
+from brokerd.storage.stores.producer_ids import ProducerIdAllocator
 
 
 def test_producer_ids_are_never_reused_across_reopen(tmp_path: Path) -> None:

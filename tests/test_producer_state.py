@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import InvalidProducerEpoch, OutOfOrderSequence
-from brokerd.storage.batch import BatchHeader, encode_batch, parse_batches
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.producer_state import (
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.log.producer_state import (
     PRODUCER_BATCH_MEMORY,
     SNAPSHOT_NAME,
     ProducerStateTable,
@@ -18,6 +17,7 @@ from brokerd.storage.producer_state import (
     read_snapshot,
     write_snapshot,
 )
+from brokerd.storage.record.batch import BatchHeader, encode_batch, parse_batches
 from brokerd.storage.types import AppendInfo
 
 
@@ -189,7 +189,7 @@ def test_a_transaction_marker_closes_its_batches_so_reused_sequences_are_refused
 
 
 def test_active_producers_and_their_snapshot(tmp_path: Path) -> None:
-    from brokerd.storage.producer_state import ActiveProducer
+    from brokerd.storage.log.producer_state import ActiveProducer
 
     table = ProducerStateTable()
     table.replay(headers(7, 0, 0, base=0) + headers(8, 3, 5, n=3, base=2), log_start_offset=0)

@@ -1,6 +1,6 @@
 """Recovery: torn and garbage tails, lost and garbled indexes, the clean-start fast path,
 damage in flushed segments, and a seeded corruption matrix (the policy is in the docstring
-of brokerd/storage/recovery.py)."""
+of brokerd/storage/log/loader.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage.batch import decode_records, scan_batches
-from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.record.batch import decode_records, scan_batches
 
 CONFIG = LogConfig(segment_bytes=1500, index_interval_bytes=150)
 

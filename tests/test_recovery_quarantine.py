@@ -1,5 +1,5 @@
 """Damage below the recovery point is quarantined, not truncated: acknowledged batches
-after it survive a crash (the rule is in brokerd/storage/resync.py and
+after it survive a crash (the rule is in brokerd/storage/segment/resync.py and
 docs/operations.md, "Recovery"). Several damage shapes: a payload byte, the CRC field,
 the length field (smaller and larger), the magic byte, a zeroed batch."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import CorruptStoredBatch
-from brokerd.storage.batch import decode_records, scan_batches
-from brokerd.storage.log import LogConfig, PartitionLog
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.record.batch import decode_records, scan_batches
 
 CONFIG = LogConfig(index_interval_bytes=400)
 BATCHES = 200
@@ -146,7 +146,7 @@ def test_quarantine_without_a_later_valid_batch_cuts(tmp_path: Path) -> None:
 
 
 def test_fresh_data_directory_is_not_an_unclean_shutdown(tmp_path: Path) -> None:
-    from brokerd.storage.logdir import LogDirectory
+    from brokerd.storage.logdir.log_directory import LogDirectory
 
     fresh = LogDirectory.open(str(tmp_path / "new"))
     try:

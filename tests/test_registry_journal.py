@@ -1,5 +1,5 @@
 """The topic registry's journal and the lock-free topic reads of the data directory
-(brokerd/storage/registry_journal.py, logdir_topics.py): every change durable before it
+(brokerd/storage/logdir/registry_journal.py, logdir_topics.py): every change durable before it
 returns, a crash (a copy of the directory taken while it is open) loses nothing, a torn
 tail is cut, the snapshot is folded in, and readers never wait for a large create."""
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import InvalidTopic, StorageError, TopicAlreadyExists
-from brokerd.storage import registry_journal
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.logdir_layout import REGISTRY_FILE
-from brokerd.storage.logdir_registry import read_registry
-from brokerd.storage.registry_journal import JOURNAL_FILE
+from brokerd.storage.logdir import registry_journal
+from brokerd.storage.logdir.layout import REGISTRY_FILE
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.logdir.registry import read_registry
+from brokerd.storage.logdir.registry_journal import JOURNAL_FILE
 
 
 def crash_copy(src: Path, dst: Path) -> Path:

@@ -7,7 +7,7 @@ import random
 import struct
 from pathlib import Path
 
-from brokerd.storage.index import OffsetIndex, TimeIndex
+from brokerd.storage.segment.index import OffsetIndex, TimeIndex
 
 COUNT = 20_000
 

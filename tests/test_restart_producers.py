@@ -1,5 +1,5 @@
 """A clean start skips replaying the producer state of partitions that had none at the
-clean close (brokerd/storage/producer_empty.py), and replays every other one: the file's
+clean close (brokerd/storage/log/producer_empty.py), and replays every other one: the file's
 format and removal, and real brokers stopped cleanly or killed with -9."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
-from brokerd.storage.batch import encode_batch
-from brokerd.storage.offset_checkpoints import encode_checkpoint, parse_checkpoint
-from brokerd.storage.producer_empty import (
+from brokerd.storage.log.producer_empty import (
     EMPTY_PRODUCERS_FILE,
     take_empty_ends,
     write_empty_ends,
 )
-from brokerd.storage.producer_state import SNAPSHOT_NAME
+from brokerd.storage.log.producer_state import SNAPSHOT_NAME
+from brokerd.storage.logdir.checkpoints import encode_checkpoint, parse_checkpoint
+from brokerd.storage.record.batch import encode_batch
 
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import RawKafka, small_values

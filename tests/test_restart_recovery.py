@@ -1,7 +1,7 @@
 """Fast restart after a crash, and what it must not cost: the recovered segments are
 synced later (the recovery point holds until then), validation streams batches larger
 than its read buffer, index files are rewritten only when they differ, and partitions
-are opened by several threads (the policy is in brokerd/storage/recovery.py)."""
+are opened by several threads (the policy is in brokerd/storage/log/loader.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage import resync
-from brokerd.storage.batch import CRC_START, encode_batch
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.logdir_layout import CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE
-from brokerd.storage.offset_checkpoints import parse_checkpoint
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.logdir.checkpoints import parse_checkpoint
+from brokerd.storage.logdir.layout import CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.record.batch import CRC_START, encode_batch
+from brokerd.storage.segment import resync
 
 CONFIG = LogConfig(segment_bytes=4000, index_interval_bytes=300)
 

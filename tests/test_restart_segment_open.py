@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brokerd.storage.batch import encode_batch, parse_batches
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.segment import Segment
-from brokerd.storage.transactions import AbortedEntry
+from brokerd.storage.log.ongoing_txns import AbortedEntry
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.record.batch import encode_batch, parse_batches
+from brokerd.storage.segment.segment import Segment
 
 BASE = 7
 

@@ -1,4 +1,4 @@
-"""Tests for brokerd.storage.segment: one segment file and its indexes, on real files.
+"""Tests for brokerd.storage.segment.segment: one segment file and its indexes, on real files.
 
 Create, append, read at positions, sync and seal, the roll conditions PartitionLog
 applies to the active segment, truncation during recovery, close/reopen, reader pins
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage.batch import encode_batch, read_header
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.segment import Segment, segment_file_name
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.record.batch import encode_batch, read_header
+from brokerd.storage.segment.segment import Segment, segment_file_name
 
 BASE = 100
 

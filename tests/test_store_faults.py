@@ -1,4 +1,4 @@
-"""The journal stores' fault handling (brokerd/storage/store_faults.py) on real files, with
+"""The journal stores' fault handling (brokerd/storage/journal/faults.py) on real files, with
 a fake clock and test doubles only for the failing disk: a write that fills the disk
 mid-record, a truncate that fails, a failed fdatasync. Also the reopen poller
 (brokerd/core/store_recovery.py) on a ``task.Clock``."""
@@ -18,14 +18,14 @@ from twisted.internet import defer, task
 from brokerd.core.store_recovery import StoreRecovery
 from brokerd.errors import StorageError
 from brokerd.storage import fileio
+from brokerd.storage.journal.faults import StoreFaults, StoreOffline, StoreState
 from brokerd.storage.offline_backoff import (
     OFFLINE_RETRY_FIRST_SECONDS,
     OFFLINE_RETRY_MAX_SECONDS,
     RetrySchedule,
 )
-from brokerd.storage.offsets import OffsetStore
-from brokerd.storage.store_faults import StoreFaults, StoreOffline, StoreState
-from brokerd.storage.txn_log import StoredTxn, TxnLog
+from brokerd.storage.stores.offsets import OffsetStore
+from brokerd.storage.stores.txn_log import StoredTxn, TxnLog
 from brokerd.storage.write_errors import WRITE_ERROR_LOG_SECONDS
 
 FIRST = OFFLINE_RETRY_FIRST_SECONDS

@@ -17,12 +17,7 @@ from brokerd.core import Broker
 from brokerd.core.appends import BatchesAppend
 from brokerd.core.writer import write_job
 from brokerd.errors import InvalidConfig, RecordTooLarge, StorageError, UnknownTopicOrPartition
-from brokerd.storage.append_time import stamp_log_append_time
-from brokerd.storage.batch import decode_records, encode_batch, parse_batches, read_header
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.logdir_layout import REGISTRY_FILE
-from brokerd.storage.topic_config import (
+from brokerd.storage.config.topic_config import (
     LONG_MAX,
     TOPIC_CONFIGS,
     AlterOp,
@@ -33,6 +28,11 @@ from brokerd.storage.topic_config import (
     validate,
     validate_overrides,
 )
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.logdir.layout import REGISTRY_FILE
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.record.append_time import stamp_log_append_time
+from brokerd.storage.record.batch import decode_records, encode_batch, parse_batches, read_header
 
 BIG = 1 << 20
 

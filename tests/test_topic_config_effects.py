@@ -15,17 +15,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from brokerd.core.policy import FlushRule, FsyncPolicy, flush_rule
 from brokerd.errors import InvalidConfig, InvalidTimestamp
 from brokerd.kafka.server.handlers.configs import topic_entries
-from brokerd.storage.batch import (
-    Compression,
-    decode_records,
-    encode_batch,
-    parse_batches,
-    read_header,
-)
-from brokerd.storage.log import LogConfig, PartitionLog
-from brokerd.storage.recompress import recompress
-from brokerd.storage.timestamp_checks import check_timestamps
-from brokerd.storage.topic_config import (
+from brokerd.storage.config.topic_config import (
     LONG_MAX,
     TOPIC_CONFIGS,
     broker_values,
@@ -33,6 +23,16 @@ from brokerd.storage.topic_config import (
     validate,
     validate_overrides,
 )
+from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.log.timestamp_checks import check_timestamps
+from brokerd.storage.record.batch import (
+    Compression,
+    decode_records,
+    encode_batch,
+    parse_batches,
+    read_header,
+)
+from brokerd.storage.record.recompress import recompress
 from brokerd.storage.types import TopicInfo
 
 from tests.test_broker import make

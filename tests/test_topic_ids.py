@@ -18,10 +18,10 @@ from twisted.internet.task import Clock
 from brokerd import cli
 from brokerd.core.broker import Broker
 from brokerd.core.policy import FsyncPolicy
-from brokerd.storage.logdir import LogDirectory
-from brokerd.storage.logdir_layout import REGISTRY_FILE
-from brokerd.storage.logdir_registry import read_registry
-from brokerd.storage.registry_journal import JOURNAL_FILE
+from brokerd.storage.logdir.layout import REGISTRY_FILE
+from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.logdir.registry import read_registry
+from brokerd.storage.logdir.registry_journal import JOURNAL_FILE
 from brokerd.storage.topic_ids import (
     RESERVED_TOPIC_IDS,
     ZERO_TOPIC_ID,

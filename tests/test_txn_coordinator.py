@@ -21,9 +21,9 @@ from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.txn.coordinator import TransactionCoordinator
 from brokerd.kafka.txn.deps import OffsetEntry, TxnVerifier
 from brokerd.kafka.txn.types import InitProducerIdResult, TxnOffset
-from brokerd.storage.offsets import OffsetStore
-from brokerd.storage.producer_ids import ProducerIdAllocator
-from brokerd.storage.txn_log import StoredTxn, TxnLog
+from brokerd.storage.stores.offsets import OffsetStore
+from brokerd.storage.stores.producer_ids import ProducerIdAllocator
+from brokerd.storage.stores.txn_log import StoredTxn, TxnLog
 
 T = TypeVar("T")
 WALL0 = 1_700_000_000.0

@@ -1,4 +1,4 @@
-"""The transaction state journal (brokerd.storage.txn_log) on real files: round trip, torn
+"""The transaction state journal (brokerd.storage.stores.txn_log) on real files: round trip, torn
 tail, CRC damage, compaction, refusal of values and lengths the format cannot carry."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import attrs
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.errors import StorageError
-from brokerd.storage import txn_log
-from brokerd.storage.txn_log import (
+from brokerd.storage.stores import txn_log
+from brokerd.storage.stores.txn_log import (
     MAGIC,
     MAX_RECORD_BYTES,
     TXN_LOG_FILE_NAME,

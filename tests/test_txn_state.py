@@ -19,7 +19,7 @@ from brokerd.kafka.txn.state import (
     from_stored,
 )
 from brokerd.kafka.txn.types import TXN_STATE_NAMES, TxnOffset
-from brokerd.storage.txn_log import STORED_STATES
+from brokerd.storage.stores.txn_log import STORED_STATES
 
 E = TxnState.EMPTY
 O = TxnState.ONGOING  # noqa: E741

@@ -27,7 +27,7 @@ from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
-from brokerd.storage.producer_state import ActiveProducer
+from brokerd.storage.log.producer_state import ActiveProducer
 
 from tests.test_kafka_protocol import KafkaTestCase
 

@@ -16,7 +16,7 @@ from typing import Protocol
 from twisted.internet.defer import Deferred
 
 from brokerd.errors import BrokerError
-from brokerd.storage.offsets import OffsetEntry
+from brokerd.storage.stores.offsets import OffsetEntry
 
 #: Results of one offset commit: an error code per ``(topic, partition)``.
 CommitResults = dict[tuple[str, int], int]

@@ -17,7 +17,7 @@ from typing import Protocol
 from brokerd.admin.group_face import GroupAdminFace
 from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 from brokerd.core.interfaces import LogStore, PartitionStore
-from brokerd.storage.offsets import OffsetStore
+from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo
 

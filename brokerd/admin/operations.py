@@ -39,8 +39,8 @@ from brokerd.admin.inspect import Inspector
 from brokerd.admin.views import GroupView, OffsetResetView, TopicView
 from brokerd.errors import BrokerError, InvalidConfig, UnknownTopicOrPartition
 from brokerd.names import MAX_GROUP_ID_LENGTH, validate_topic_name
-from brokerd.storage.offsets import OffsetEntry
-from brokerd.storage.topic_config import TOPIC_CONFIGS
+from brokerd.storage.config.topic_config import TOPIC_CONFIGS
+from brokerd.storage.stores.offsets import OffsetEntry
 from brokerd.storage.types import PartitionOffsets, TopicInfo
 
 __all__ = [

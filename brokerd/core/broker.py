@@ -54,10 +54,10 @@ from brokerd.core.writer import PartitionWriter
 from brokerd.errors import BrokerError, ShuttingDown
 from brokerd.metrics.hooks import NULL_WRITES, WriteObserver
 from brokerd.names import refuse_internal_topic
-from brokerd.storage.batch import BatchHeader, parse_batches
-from brokerd.storage.produce_checks import check_batches, check_values
-from brokerd.storage.timestamp_checks import check_timestamps
-from brokerd.storage.topic_config import broker_values
+from brokerd.storage.config.topic_config import broker_values
+from brokerd.storage.log.produce_checks import check_batches, check_values
+from brokerd.storage.log.timestamp_checks import check_timestamps
+from brokerd.storage.record.batch import BatchHeader, parse_batches
 from brokerd.storage.types import AppendInfo, LogDirUsage, RecordsResult, TopicInfo
 
 P = ParamSpec("P")
@@ -70,7 +70,7 @@ _log = Logger()
 class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
     """The core both protocols call.
 
-    :param logdir: an open :class:`brokerd.storage.logdir.LogDirectory`.
+    :param logdir: an open :class:`brokerd.storage.logdir.log_directory.LogDirectory`.
     :param reactor: time, timers, and ``callFromThread`` for the pools.
     :param run_read: optional runner ``f(*a) -> Deferred`` replacing the read pool (tests).
     :param run_write: optional runner replacing the write pool (tests).

@@ -3,8 +3,8 @@
 Twisted declares the reactor through zope interfaces, whose methods lack ``self`` and so
 cannot be called through the interface type under mypy; storage is duck-typed so that
 tests may pass fakes. These ``typing.Protocol`` classes state exactly the attributes and
-methods the core calls: :class:`~brokerd.storage.logdir.LogDirectory` and
-:class:`~brokerd.storage.log.PartitionLog` satisfy :class:`LogStore` and
+methods the core calls: :class:`~brokerd.storage.logdir.log_directory.LogDirectory` and
+:class:`~brokerd.storage.log.partition_log.PartitionLog` satisfy :class:`LogStore` and
 :class:`PartitionStore`; a reactor or a ``task.Clock`` satisfies :class:`Clock`.
 
 Only declarations here, no behaviour.
@@ -18,9 +18,9 @@ from typing import ParamSpec, Protocol, TypeVar
 
 from twisted.internet.defer import Deferred
 
-from brokerd.storage.batch import BatchHeader
-from brokerd.storage.log import LogConfig
-from brokerd.storage.producer_state import ReplaySource
+from brokerd.storage.log.partition_log import LogConfig
+from brokerd.storage.log.producer_state import ReplaySource
+from brokerd.storage.record.batch import BatchHeader
 from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
 
 P = ParamSpec("P")
@@ -66,7 +66,7 @@ class Runner(Protocol):
 
 
 class PartitionStore(ReplaySource, Protocol):
-    """One partition's log (:class:`brokerd.storage.log.PartitionLog`): what the
+    """One partition's log (:class:`brokerd.storage.log.partition_log.PartitionLog`): what the
     producer-state replay reads of it, and more.
 
     Writer methods run in the write pool, one job per partition at a time; readers in
@@ -110,7 +110,7 @@ class PartitionStore(ReplaySource, Protocol):
 
 
 class LogStore(Protocol):
-    """The data directory (:class:`brokerd.storage.logdir.LogDirectory`); its blocking
+    """The data directory (:class:`brokerd.storage.logdir.log_directory.LogDirectory`); its blocking
     methods run in the write pool."""
 
     @property

@@ -1,7 +1,7 @@
 # -*- test-case-name: tests.test_broker -*-
 """Idempotent producers on the reactor side: admission, retries in flight, snapshots.
 
-The rules and the state are pure and live in :mod:`brokerd.storage.producer_state`. A
+The rules and the state are pure and live in :mod:`brokerd.storage.log.producer_state`. A
 :class:`ProducerGuard` adds what needs the reactor, for one partition: a retry that
 arrives while its original is still being written waits for the original's offsets
 instead of being appended again, and fails if the original fails. :func:`write_snapshots`
@@ -22,13 +22,13 @@ from twisted.python.failure import Failure
 
 from brokerd.core.interfaces import Runner
 from brokerd.errors import BrokerError
-from brokerd.storage.batch import BatchHeader
-from brokerd.storage.producer_state import (
+from brokerd.storage.log.producer_state import (
     ProducerBatch,
     ProducerStateTable,
     SnapshotEntry,
     write_snapshot,
 )
+from brokerd.storage.record.batch import BatchHeader
 from brokerd.storage.types import AppendInfo
 
 _log = Logger()

@@ -7,7 +7,7 @@ reactor thread, answers the common "nothing new" case without a thread hop, and 
 read itself in the read pool, except a read the log answers from memory: a Kafka fetch
 of batches whose position the log remembers (just appended, or found ahead by an earlier
 read) and whose bytes were checked, and a native fetch of just-appended records
-(``read_stored_known`` and ``read_records_known``, ``storage/log_stored.py``): those are
+(``read_stored_known`` and ``read_records_known``, ``storage/log/stored_reads.py``): those are
 answered in the reactor thread, without the pool hop (docs/performance.md, "Reads
 without the pool hop").
 
@@ -32,7 +32,7 @@ from twisted.internet import defer
 from brokerd.core.interfaces import PartitionStore, Runner
 from brokerd.core.topics import Partition, TopicRegistry
 from brokerd.errors import OffsetOutOfRange
-from brokerd.storage.stored import StoredRead
+from brokerd.storage.segment.stored import StoredRead
 from brokerd.storage.types import PartitionOffsets, ReadResult, RecordsResult
 
 R = TypeVar("R")
@@ -172,7 +172,7 @@ class BrokerReads:
         read_committed: bool = False,
     ) -> defer.Deferred[StoredRead]:
         """:meth:`fetch`, with bytes checked before handed out by reference (a
-        :class:`~brokerd.storage.stored.StoredSpan` the caller must release) for
+        :class:`~brokerd.storage.segment.stored.StoredSpan` the caller must release) for
         ``os.sendfile``; see ``PartitionLog.read_stored``."""
         return self._read_from(
             topic,

@@ -10,7 +10,7 @@ pools stop. A child whose stop fails is logged and the next one still stops.
 :class:`LogDirectoryService` is the log directory's life in the core: at start it
 restores every partition's idempotent-producer state (blocking, before serving) and,
 after a crash, has the segments recovery validated synced in the write pool (recovery
-leaves that to the background, see ``brokerd/storage/recovery.py``); while running it
+leaves that to the background, see ``brokerd/storage/log/loader.py``); while running it
 writes recovery checkpoints and producer-state snapshots; at stop it writes
 the last snapshots and closes the directory (sync, checkpoint, clean-shutdown marker)
 in the write pool.
@@ -28,8 +28,8 @@ from brokerd.core.interfaces import LogStore, Runner
 from brokerd.core.producers import write_snapshots
 from brokerd.core.topics import TopicRegistry
 from brokerd.errors import BrokerError
-from brokerd.storage.producer_empty import take_empty_ends, write_empty_ends
-from brokerd.storage.producer_state import load_table
+from brokerd.storage.log.producer_empty import take_empty_ends, write_empty_ends
+from brokerd.storage.log.producer_state import load_table
 
 
 class SequentialMultiService(service.MultiService):
@@ -63,7 +63,7 @@ class CleanlyOpened(Protocol):
 @runtime_checkable
 class RecoveredSync(Protocol):
     """A log directory whose crash recovery leaves validated segments to sync later
-    (:meth:`brokerd.storage.logdir.LogDirectory.sync_recovered`)."""
+    (:meth:`brokerd.storage.logdir.log_directory.LogDirectory.sync_recovered`)."""
 
     def unsynced_partitions(self) -> int: ...
     def sync_recovered(self) -> bool: ...

@@ -1,6 +1,6 @@
 """Bringing offline journal stores back: the consumer-offsets journal, the transaction log
 and the producer-id block go offline after a failed fsync
-(``brokerd/storage/store_faults.py``); this service polls them and has each one reopen
+(``brokerd/storage/journal/faults.py``); this service polls them and has each one reopen
 itself from disk, in the write pool, once its backoff says a retry is due.
 
 What it does: :class:`StoreRecovery` calls ``retry_reopen`` of every offline store every

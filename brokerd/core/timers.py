@@ -23,7 +23,7 @@ from brokerd.core.interfaces import Clock
 RETENTION_CHECK_SECONDS = 300.0
 CHECKPOINT_SECONDS = 60.0
 #: Seconds between polls for offline partitions due for a retry (each has its own
-#: backoff, see brokerd/storage/logdir_offline.py).
+#: backoff, see brokerd/storage/logdir/offline.py).
 OFFLINE_CHECK_SECONDS = 5.0
 
 

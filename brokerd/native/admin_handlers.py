@@ -7,7 +7,7 @@
 :func:`~brokerd.admin.views.to_json` form (ListGroups sends one summary per group,
 :func:`group_summary`, so that its size does not grow with every group's offsets). The
 wire encoding and the ACL checks are the protocol's (``brokerd.native.protocol``,
-``brokerd.native.authorize``).
+``brokerd.native.acl_checks``).
 
 What this module does not do: touch bytes, sockets, or the core directly.
 """

@@ -41,7 +41,7 @@ __all__ = [
 
 
 class FileRegion(Protocol):
-    """Bytes of an open file, sent by descriptor (``brokerd.storage.stored.StoredSpan``)."""
+    """Bytes of an open file, sent by descriptor (``brokerd.storage.segment.stored.StoredSpan``)."""
 
     position: int
     length: int

@@ -14,7 +14,7 @@ connecting from a host. The rules (Kafka's ``StandardAuthorizer``), see
 
 :class:`AclFilter` is the filter of DescribeAcls/DeleteAcls (ANY and MATCH pattern
 types, None fields match anything). This module does no I/O: the durable set lives in
-:mod:`brokerd.security.acl_store`, the per-API checks in :mod:`brokerd.kafka.server.authorize`.
+:mod:`brokerd.security.acl_store`, the per-API checks in :mod:`brokerd.kafka.server.acl_gate`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The retry schedule of anything in storage that went offline and reopens by itself: a
-partition that could not be opened (``logdir_offline.py``) and a journal store that lost
-trust in its file (``store_faults.py``) follow the same backoff.
+partition that could not be opened (``logdir/offline.py``) and a journal store that lost
+trust in its file (``journal/faults.py``) follow the same backoff.
 
 What it does: :class:`RetrySchedule` says when the next reopen is due; the first comes
 :data:`OFFLINE_RETRY_FIRST_SECONDS` after going offline, and each failed reopen doubles

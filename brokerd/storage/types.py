@@ -84,7 +84,7 @@ class TopicInfo:
     """A topic as the registry knows it.
 
     ``configs`` holds the topic's config *overrides* only, by Kafka name, as Kafka spells
-    the values (``brokerd.storage.topic_config``); every other config takes the broker's
+    the values (``brokerd.storage.config.topic_config``); every other config takes the broker's
     default. ``topic_id`` is the topic's identity (``topic_ids.py``): drawn when the
     topic is created, kept by every change to it, never reused by a topic created later
     under the same name.

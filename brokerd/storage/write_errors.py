@@ -6,7 +6,8 @@ journal store), then at most one line per :data:`WRITE_ERROR_LOG_SECONDS` with t
 of faults suppressed since, and never a traceback (these are expected OS errors, not bugs).
 :class:`WriteErrorLog` is a partition's use of it for failed appends.
 What it does not do: decide anything about the subject (appends after a failed write are
-still tried; see ``log.py`` and ``store_faults.py``). No Twisted, no I/O besides logging.
+still tried; see ``log/partition_log.py`` and ``journal/faults.py``). No Twisted, no I/O besides
+logging.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ clients expect it; notably OffsetCommit is *accepted* during PreparingRebalance.
 
 Time comes from an injected ``IReactorTime`` (session timeouts, rebalance timeouts, the
 initial rebalance delay), so tests drive it with ``task.Clock``. Committed offsets go to
-an :class:`~brokerd.storage.offsets.OffsetStore` through the injected ``run_blocking``
+an :class:`~brokerd.storage.stores.offsets.OffsetStore` through the injected ``run_blocking``
 (a worker thread in production) via the ordered, batched write queue of
 :mod:`brokerd.kafka.groups.store` (group commit).
 
@@ -77,7 +77,7 @@ from brokerd.kafka.groups.store import (
 )
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.net.transport import TimerClock
-from brokerd.storage.offsets import OffsetStore
+from brokerd.storage.stores.offsets import OffsetStore
 
 #: Kafka's group.max.size is effectively unbounded; this cap (members plus member ids
 #: handed out with MEMBER_ID_REQUIRED and not yet used) keeps a client that loops on

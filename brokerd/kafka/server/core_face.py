@@ -19,7 +19,7 @@ from brokerd.kafka.server.handlers.partitions import PartitionAdminCore
 from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
 
 if TYPE_CHECKING:
-    from brokerd.storage.producer_state import ActiveProducer
+    from brokerd.storage.log.producer_state import ActiveProducer
     from brokerd.storage.types import PartitionOffsets
 
 

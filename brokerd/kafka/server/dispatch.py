@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from twisted.internet import defer
 
-from brokerd.kafka.server import authorize
+from brokerd.kafka.server import acl_gate as authorize
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.core_face import KafkaCore
 from brokerd.kafka.server.handler_base import (
@@ -87,7 +87,7 @@ class KafkaHandlers:
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
     :param transactions: the transaction coordinator; None = transactions disabled
         (see :mod:`brokerd.kafka.server.handlers.txn` for what is answered then).
-    :param authorizer: checks every request (:mod:`brokerd.kafka.server.authorize`); None =
+    :param authorizer: checks every request (:mod:`brokerd.kafka.server.acl_gate`); None =
         everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
     :param credentials: the SCRAM credentials store of the credential admin APIs; None
         = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and

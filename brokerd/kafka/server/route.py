@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from brokerd.kafka.server.authorize import Rule
+from brokerd.kafka.server.acl_gate import Rule
 from brokerd.kafka.server.handler_base import Handler
 from brokerd.kafka.wire.codec import ApiKey
 

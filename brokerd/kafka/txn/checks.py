@@ -20,7 +20,7 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.txn.state import PREPARED, TxnMetadata, TxnState
 from brokerd.kafka.txn.types import TopicPartition
 from brokerd.names import MAX_GROUP_ID_LENGTH, validate_topic_name
-from brokerd.storage.txn_log import MAX_TRANSACTIONAL_ID_BYTES
+from brokerd.storage.stores.txn_log import MAX_TRANSACTIONAL_ID_BYTES
 
 __all__ = [
     "BUMPED_END_RETRY",

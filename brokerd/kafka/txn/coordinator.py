@@ -3,7 +3,7 @@ transactional id: the service behind InitProducerId (with a transactional id),
 AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, DescribeTransactions and
 ListTransactions. ``docs/transactions.md`` describes the behaviour clients see.
 
-Every state change is written to the transaction log (``brokerd.storage.txn_log``,
+Every state change is written to the transaction log (``brokerd.storage.stores.txn_log``,
 fsync'd, in the broker's write pool) before the request that caused it is answered.
 EndTxn logs the decision (PrepareCommit/PrepareAbort), then has
 :class:`~brokerd.kafka.txn.completion.TxnCompleter` write the markers, hand the offsets
@@ -80,7 +80,7 @@ from brokerd.kafka.txn.views import (
     verify_produce,
 )
 from brokerd.net.transport import DelayedCall, TimerClock
-from brokerd.storage.txn_log import TxnLog
+from brokerd.storage.stores.txn_log import TxnLog
 
 __all__ = [
     "DEFAULT_MAX_TIMEOUT_MS",

@@ -20,7 +20,7 @@ the bumped epoch. Dead is an id being forgotten (expired).
 
 Also here: the epoch rules of InitProducerId (:func:`bump_epoch`, Kafka's KIP-360 rules
 for a producer that gives its current id and epoch) and the conversion to and from the
-log's record (:class:`~brokerd.storage.txn_log.StoredTxn`).
+log's record (:class:`~brokerd.storage.stores.txn_log.StoredTxn`).
 
 What this module does not do: I/O, timers, answering requests, or deciding which
 transition a request asks for (``transactions.py``).
@@ -35,7 +35,7 @@ import attrs
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.txn.types import TopicPartition, TxnOffset
-from brokerd.storage.txn_log import StoredOffset, StoredTxn
+from brokerd.storage.stores.txn_log import StoredOffset, StoredTxn
 
 __all__ = [
     "MAX_EPOCH",

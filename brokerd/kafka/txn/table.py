@@ -23,7 +23,7 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from brokerd.kafka.txn.state import TxnMetadata, from_stored
-from brokerd.storage.txn_log import TxnLog
+from brokerd.storage.stores.txn_log import TxnLog
 
 __all__ = ["TxnTable"]
 

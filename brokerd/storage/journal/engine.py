@@ -15,7 +15,7 @@ records out for a compaction. What the engine does, the same way for every store
   refuses the file instead of truncating record kinds it does not know as a torn tail.
 * **append**: one write and one fdatasync per call; a failure that the file could be cut
   back from fails only that call, a failed sync takes the journal offline
-  (:mod:`brokerd.storage.store_faults`) until :meth:`Journal.reopen_if_due` has replayed
+  (:mod:`brokerd.storage.journal.faults`) until :meth:`Journal.reopen_if_due` has replayed
   the file from disk.
 * **compaction**: once the file is :attr:`compact_ratio` times what its live records
   would take (and at least ``compact_min_bytes``), it is rewritten as those records
@@ -46,7 +46,7 @@ from brokerd.storage.fileio import (
     rewrite_for_append,
     write_all,
 )
-from brokerd.storage.store_faults import StoreFaults, append_records, reopen_if_due, settle
+from brokerd.storage.journal.faults import StoreFaults, append_records, reopen_if_due, settle
 
 __all__ = ["Journal", "JournalKind", "JournalState"]
 
@@ -240,7 +240,7 @@ class Journal(Generic[S]):
         """Write and sync whole framed records at the end of the file.
 
         :raises StorageError: nothing was stored; the next append tries again. After a
-            failed sync it is a :class:`~brokerd.storage.store_faults.StoreOffline`: the
+            failed sync it is a :class:`~brokerd.storage.journal.faults.StoreOffline`: the
             journal refuses appends until :meth:`reopen_if_due` has reopened it.
         """
         self.faults.check_writable()

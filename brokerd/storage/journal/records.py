@@ -1,7 +1,7 @@
 """The record framing the broker's journals share, and a bounds-checked body reader.
 
-The consumer-offsets journal (``offsets_journal.py``) and the transaction state journal
-(``txn_log.py``) store records the same way: ``u32 body_length, u32 crc32(body), body``
+The consumer-offsets journal (``stores/offsets_format.py``) and the transaction state journal
+(``stores/txn_log.py``) store records the same way: ``u32 body_length, u32 crc32(body), body``
 (big-endian; CRC-32 as :func:`zlib.crc32`), appended and fdatasynced one write at a time.
 This module is that framing: :func:`frame` one body, :func:`iter_frames` walk a file's
 bytes and stop at the first record that is incomplete, too long or fails its CRC (a write

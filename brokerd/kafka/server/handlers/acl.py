@@ -10,7 +10,7 @@ SECURITY_DISABLED, as Kafka does.
 
 Who may call these APIs (ALTER or DESCRIBE on the cluster) is checked before the handler
 runs, by the rules at the end of this module (the gate is
-:mod:`brokerd.kafka.server.authorize`).
+:mod:`brokerd.kafka.server.acl_gate`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     DENIED_TEXT,
     Access,
@@ -264,7 +264,7 @@ def _matching(b: AclBinding) -> acl_apis.DeleteAclsMatchingAcl:
     )
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def create_acls_rule(access: Access, req: Request) -> Gate:

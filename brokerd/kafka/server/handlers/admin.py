@@ -27,7 +27,7 @@ from twisted.logger import Logger
 
 from brokerd.errors import InvalidTopic
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     DENIED_TEXT,
     TOPIC_DENIED,
@@ -74,7 +74,7 @@ from brokerd.kafka.wire.messages.topic_partitions import (
 from brokerd.kafka.wire.messages.topics import CreatableTopicConfigs, DeleteTopicState
 from brokerd.names import is_internal_topic, validate_topic_name
 from brokerd.security.acl import Operation, ResourceType
-from brokerd.storage.topic_config import validate_overrides
+from brokerd.storage.config.topic_config import validate_overrides
 from brokerd.storage.types import TopicInfo
 
 if TYPE_CHECKING:
@@ -626,7 +626,7 @@ def _delete_failed(
     )
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def _entry(entry: Any) -> Any:

@@ -2,7 +2,7 @@
 """Kafka's config APIs: DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
 Two kinds of resource exist, as in Kafka: a topic (resource type 2), whose configs are
-the names of :mod:`brokerd.storage.topic_config` with the topic's overrides over the
+the names of :mod:`brokerd.storage.config.topic_config` with the topic's overrides over the
 broker-wide defaults, and the broker (type 4, named by its node id, ``"0"``), whose
 configs are those defaults under Kafka's broker-level names plus ``broker.id``,
 ``num.partitions`` and ``auto.create.topics.enable``. Each described value says where it
@@ -34,7 +34,7 @@ from twisted.logger import Logger
 
 from brokerd.errors import InvalidConfig, InvalidTopic
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     DENIED_TEXT,
     TOPIC_DENIED,
@@ -50,7 +50,7 @@ from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
 from brokerd.names import validate_topic_name
 from brokerd.security.acl import Operation
-from brokerd.storage.topic_config import (
+from brokerd.storage.config.topic_config import (
     TOPIC_CONFIGS,
     AlterOp,
     ConfigType,
@@ -451,7 +451,7 @@ class ConfigHandlers:
             raise _Refused(unexpected_code(self._log, "alter configs", e), message(e)) from None
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def _config_error(access: Access, op: Operation) -> Callable[[tuple[int, str]], ErrorCode | None]:

@@ -45,7 +45,7 @@ from twisted.logger import Logger
 from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.errors import TooManyWaiters
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     TOPIC_DENIED,
     Access,
     Gate,
@@ -70,7 +70,7 @@ from brokerd.net.frames import (
 )
 from brokerd.net.sendfile import RegionLedger
 from brokerd.security.acl import Operation
-from brokerd.storage.stored import StoredRead
+from brokerd.storage.segment.stored import StoredRead
 from brokerd.storage.types import ReadResult, TopicInfo
 
 if TYPE_CHECKING:
@@ -488,7 +488,7 @@ def _with_aborted(r: apis.FetchPartitionResponse) -> apis.FetchPartitionResponse
     return attrs.evolve(r, aborted_transactions=())
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def fetch_rule(core: TopicsById) -> Rule:

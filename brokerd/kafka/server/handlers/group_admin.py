@@ -21,7 +21,7 @@ from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.admin import CLASSIC_GROUP_TYPE, GroupDescription
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     GROUP_DENIED,
     Access,
     Gate,
@@ -202,7 +202,7 @@ class GroupAdminHandlers:
         )
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def list_groups_rule(access: Access, req: Request) -> Gate:

@@ -30,7 +30,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     DENIED_TEXT,
     GROUP_DENIED,
@@ -617,7 +617,7 @@ def _unstable(
     ]
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def _group_gate(op: Operation, response: Callable[[Request], Any]) -> Rule:

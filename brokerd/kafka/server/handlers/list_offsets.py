@@ -22,7 +22,7 @@ import attrs
 from twisted.logger import Logger
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import TOPIC_DENIED, Access, Gate, by_name, split_entries
+from brokerd.kafka.server.acl_gate import TOPIC_DENIED, Access, Gate, by_name, split_entries
 from brokerd.kafka.server.core_face import KafkaCore
 from brokerd.kafka.server.handler_base import LEADER_EPOCH, Connection, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
@@ -152,7 +152,7 @@ class ListOffsetsHandler:
         return found
 
 
-# -- ACL rule (brokerd.kafka.server.authorize) ------------------------------------------
+# -- ACL rule (brokerd.kafka.server.acl_gate) ------------------------------------------
 
 
 def list_offsets_rule(access: Access, req: Request) -> Gate:

@@ -31,7 +31,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     DENIED_TEXT,
     Access,
@@ -55,7 +55,7 @@ from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.security.acl import Operation
-from brokerd.storage.logdir_layout import MAX_PARTITIONS
+from brokerd.storage.logdir.layout import MAX_PARTITIONS
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
 __all__ = ["PartitionAdminCore", "PartitionAdminHandlers"]
@@ -278,7 +278,7 @@ class PartitionAdminHandlers:
         return apis.DescribeLogDirsResponse(results=(result,))
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def create_partitions_rule(access: Access, req: Request) -> Gate:

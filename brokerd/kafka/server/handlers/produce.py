@@ -23,7 +23,7 @@ from twisted.python.failure import Failure
 
 from brokerd.errors import InvalidRecord
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     TXN_DENIED,
     Access,
     Gate,
@@ -256,7 +256,7 @@ def _topic_refused(
     )
 
 
-# -- ACL rule (brokerd.kafka.server.authorize) ------------------------------------------
+# -- ACL rule (brokerd.kafka.server.acl_gate) ------------------------------------------
 
 
 def _produce_denied(t: apis.ProduceTopicData, code: ErrorCode) -> apis.ProduceTopicResponse:

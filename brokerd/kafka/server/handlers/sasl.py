@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import attrs
 from twisted.logger import Logger
 
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     DENIED_TEXT,
     Access,
@@ -277,7 +277,7 @@ class ScramAdminHandlers:
             for name in order))
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def describe_user_scram_credentials_rule(access: Access, req: Request) -> Gate:

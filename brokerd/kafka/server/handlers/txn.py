@@ -42,7 +42,7 @@ from twisted.logger import Logger
 
 from brokerd.errors import UnknownTopicOrPartition
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     GROUP_DENIED,
     TOPIC_DENIED,
@@ -76,7 +76,7 @@ from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
     from brokerd.kafka.server.core_face import KafkaCore
-    from brokerd.storage.producer_state import ActiveProducer
+    from brokerd.storage.log.producer_state import ActiveProducer
 
 #: First version of each API whose clients know PRODUCER_FENCED (KIP-588, as each
 #: schema's "adds PRODUCER_FENCED" comment says); older versions get
@@ -616,7 +616,7 @@ def _described(d: TxnDescription) -> apis.DescribeTransactionsState:
     )
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def txn_offset_commit_rule(access: Access, req: Request) -> Gate:

@@ -1,0 +1,1 @@
+"""Log compaction: one pass over one partition and its key map (blocking, no Twisted)."""

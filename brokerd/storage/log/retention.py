@@ -1,0 +1,68 @@
+"""Which old segments retention deletes: a pure function over the segment list.
+
+Retention deletes whole segments, oldest first, while the partition stays over
+``retention_bytes`` without the segment, or while the segment's newest record (its file
+mtime if no record carries a timestamp) is older than ``retention_ms``. It never deletes
+the active (last) segment, nor a segment whose successor starts above the high watermark:
+data readers cannot see yet stays. Only a prefix of the log goes, so the log start offset
+simply moves to the first remaining segment. As in Kafka, time and size retention apply
+only to topics whose ``cleanup.policy`` includes ``delete`` (:func:`retention_limits`):
+a compact-only topic keeps its old segments for the cleaner.
+
+What this module does not do: delete files, move the log start offset or lock anything
+(``PartitionLog.enforce_retention`` does), or decide when retention runs (the broker core's
+timer). No Twisted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from typing import Protocol
+
+from brokerd.storage.segment.segment import Segment
+
+__all__ = ["retention_limits", "segments_to_delete"]
+
+
+class _Limits(Protocol):
+    """The part of ``LogConfig`` retention reads."""
+
+    @property
+    def cleanup_policy(self) -> AbstractSet[str]: ...
+    @property
+    def retention_bytes(self) -> int | None: ...
+    @property
+    def retention_ms(self) -> int | None: ...
+
+
+def retention_limits(config: _Limits) -> tuple[int | None, int | None]:
+    """``(retention_bytes, retention_ms)`` that apply under the config's cleanup policy:
+    both None (no deletion by retention) unless the policy includes ``delete``."""
+    if "delete" not in config.cleanup_policy:
+        return None, None
+    return config.retention_bytes, config.retention_ms
+
+
+def segments_to_delete(
+    segments: Sequence[Segment],
+    high_watermark: int,
+    retention_bytes: int | None,
+    retention_ms: int | None,
+    now_ms: float,
+) -> int:
+    """How many segments from the start of ``segments`` retention deletes (None: no
+    limit of that kind)."""
+    total = sum(s.size for s in segments)
+    count = 0
+    while count < len(segments) - 1:
+        segment = segments[count]
+        if segments[count + 1].base_offset > high_watermark:
+            break
+        by_size = retention_bytes is not None and total - segment.size >= retention_bytes
+        by_time = retention_ms is not None and segment.newest_time_ms() < now_ms - retention_ms
+        if not (by_size or by_time):
+            break
+        total -= segment.size
+        count += 1
+    return count

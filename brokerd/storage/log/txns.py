@@ -1,0 +1,273 @@
+"""Transactions in one partition log: markers, the last stable offset, aborted lists.
+
+:class:`TxnLogMixin` is part of :class:`~brokerd.storage.log.partition_log.PartitionLog` (one
+concern
+per module). Under the log's write lock it keeps a :class:`~brokerd.storage.log.ongoing_txns.
+TxnTracker` up to date as batches are appended (headers only), appends transaction markers
+(:meth:`append_marker`), records aborted transactions in the active segment's
+``.txnindex``, and hands :meth:`PartitionLog.publish` the LSO to publish together with the
+high watermark, so a reader never sees a high watermark and an LSO from different moments.
+
+Reads: :meth:`aborted_txns` is a read_committed fetch's aborted list (from every
+segment's index in memory); :meth:`committed_filter` is what the native read path skips
+(control batches, aborted transactions' batches) and where it stops (the LSO).
+
+Open: :meth:`_recover_txns` rebuilds the ongoing transactions (and aborted entries a crash
+lost) from the producer-state snapshot's transaction part and a replay of the batch
+headers after it. A partition whose segments have no ``.txnindex`` file never held a
+transactional batch (the log creates the file, durably, before the segment's first such
+batch is written): it is not replayed. Without a usable snapshot the replay starts at the
+first segment with that file, so an ongoing transaction is never forgotten.
+
+What it does not do: decide which producer may write (the core's verifier and
+``log/producer_state.py``), anything with Twisted.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+from brokerd.errors import CorruptBatch, StorageError
+from brokerd.storage.fileio import fsync_dir
+from brokerd.storage.log.ongoing_txns import AbortedEntry, TxnTracker
+from brokerd.storage.log.producer_state import read_txn_snapshot
+from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.record.control import MAX_MARKER_BYTES, encode_marker, parse_marker
+from brokerd.storage.segment.segment import BatchInfo, Segment
+from brokerd.storage.types import AbortedTxn, AppendInfo
+
+__all__ = ["CommittedFilter", "TxnLogMixin"]
+
+log = logging.getLogger("brokerd.storage")
+
+
+class CommittedFilter:
+    """What a committed-only (native) read skips: control batches, and batches of a
+    producer inside one of its aborted ranges ``[first, marker)``; ``stop`` is the LSO."""
+
+    __slots__ = ("_aborted", "stop")
+
+    def __init__(self, stop: int, aborted: Sequence[AbortedEntry]) -> None:
+        self.stop = stop
+        self._aborted: dict[int, list[tuple[int, int]]] = {}
+        for entry in aborted:
+            self._aborted.setdefault(entry.producer_id, []).append(
+                (entry.first_offset, entry.last_offset)
+            )
+
+    def skips(self, control: bool, producer_id: int, base_offset: int) -> bool:
+        """For a transactional batch: True if a committed reader must not see it."""
+        if control:
+            return True
+        ranges = self._aborted.get(producer_id)
+        return ranges is not None and any(first <= base_offset < last for first, last in ranges)
+
+
+class _TxnLogState(Protocol):
+    """The parts of :class:`~brokerd.storage.log.partition_log.PartitionLog` the mixin works on."""
+
+    path: str
+    log_start_offset: int
+    log_end_offset: int
+    _write_lock: threading.Lock
+    _segments: tuple[Segment, ...]
+    _segview: tuple[tuple[Segment, ...], tuple[int, ...]]
+    _visible: tuple[int, int, int, int]
+    _txns: TxnTracker
+    _transactional: bool
+    _any_aborted: bool
+
+    def _check_writable(self) -> None: ...
+    def _fail(self, reason: str) -> StorageError: ...
+    def _write(
+        self,
+        data: bytes | bytearray,
+        batches: list[BatchInfo],
+        count: int,
+        *,
+        transactional: bool = False,
+    ) -> AppendInfo: ...
+
+
+class TxnLogMixin:
+    """Transactions of one partition log (see the module docstring)."""
+
+    def _init_txns(self: _TxnLogState, segments: Sequence[Segment]) -> None:
+        self._txns = TxnTracker()
+        self._transactional = any(s.txnindex.exists for s in segments)
+        self._any_aborted = any(len(s.txnindex) for s in segments)
+
+    # --- writer side (under the write lock) -------------------------------------------
+
+    def _ensure_txn_file(self: _TxnLogState, segment: Segment) -> None:
+        """Create ``segment``'s ``.txnindex`` durably before its first transactional
+        batch is written: its presence is what start-up replays from."""
+        if segment.txnindex.exists:
+            return
+        segment.txnindex.create()
+        try:
+            fsync_dir(self.path)
+        except OSError as exc:
+            raise StorageError(f"cannot fsync {self.path}: {exc}") from exc
+        self._transactional = True
+
+    def _begin_txns(self: _TxnLogState, begun: Sequence[tuple[int, int]]) -> None:
+        for producer_id, offset in begun:
+            self._txns.begin(producer_id, offset)
+
+    def append_marker(
+        self: _TxnLogState,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        timestamp_ms: int,
+    ) -> AppendInfo:
+        """Append a COMMIT or ABORT marker for ``producer_id``, ending its ongoing
+        transaction (an aborted one is recorded in the active segment's ``.txnindex``).
+        A marker for a producer with no ongoing transaction is appended all the same."""
+        with self._write_lock:
+            self._check_writable()
+            base = self.log_end_offset
+            data = encode_marker(
+                producer_id,
+                producer_epoch,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                timestamp_ms=timestamp_ms,
+                base_offset=base,
+            )
+            info = self._write(data, [(base, base, timestamp_ms, len(data))], 1, transactional=True)
+            entry = self._txns.end(producer_id, base, commit=commit)
+            if entry is not None:
+                try:
+                    self._segments[-1].txnindex.append(entry)
+                except StorageError as exc:
+                    raise self._fail(f"cannot record an aborted transaction: {exc}") from exc
+                self._any_aborted = True
+            return info
+
+    def txn_snapshot(self: _TxnLogState) -> tuple[int, dict[int, int]]:
+        """``(log end offset, ongoing transactions)`` at one moment (blocks on the write
+        lock: call it in the write pool)."""
+        with self._write_lock:
+            return self.log_end_offset, self._txns.ongoing
+
+    # --- reader side (no lock) ------------------------------------------------------------
+
+    @property
+    def last_stable_offset(self: _TxnLogState) -> int:
+        return max(self._visible[3], self.log_start_offset)
+
+    def _aborted_entries(self: _TxnLogState, fetch_offset: int, upper: int) -> list[AbortedEntry]:
+        out: list[AbortedEntry] = []
+        if not self._any_aborted:
+            return out
+        segments, bases = self._segview
+        i = max(0, bisect.bisect_right(bases, fetch_offset) - 1)
+        for segment in segments[i:]:
+            segment.txnindex.collect(fetch_offset, upper, out)
+        return out
+
+    def aborted_txns(self: _TxnLogState, fetch_offset: int, upper: int) -> tuple[AbortedTxn, ...]:
+        """Aborted transactions whose ABORT marker is at or after ``fetch_offset`` and
+        whose first offset is below ``upper`` (the end of the data a fetch returns)."""
+        entries = TxnLogMixin._aborted_entries(self, fetch_offset, upper)
+        return tuple(AbortedTxn(e.producer_id, e.first_offset) for e in entries)
+
+    def committed_filter(self: _TxnLogState, offset: int, lso: int) -> CommittedFilter | None:
+        """The filter of a committed-only read from ``offset``, None when the partition
+        never held a transactional batch (then there is nothing to skip)."""
+        if not self._transactional:
+            return None
+        return CommittedFilter(lso, TxnLogMixin._aborted_entries(self, offset, lso))
+
+    # --- open ----------------------------------------------------------------------------
+
+    def _recover_txns(self: _TxnLogState) -> None:
+        """Rebuild the ongoing transactions at open (see the module docstring)."""
+        segments = self._segments
+        first = next((s for s in segments if s.txnindex.exists), None)
+        if first is None:
+            return
+        start = max(first.base_offset, self.log_start_offset)
+        snapshot = read_txn_snapshot(self.path)
+        if snapshot is not None and self.log_start_offset <= snapshot[0] <= self.log_end_offset:
+            end, ongoing = snapshot
+            self._txns.restore(
+                (pid, max(first_offset, self.log_start_offset))
+                for pid, first_offset in ongoing.items()
+                if first_offset < end
+            )
+            start = max(start, end)
+        _replay(self, start)
+        end = self.log_end_offset
+        active = segments[-1]
+        self._visible = (end, active.base_offset, active.size, self._txns.stable_end(end))
+
+
+def _replay(plog: _TxnLogState, start: int) -> None:
+    """Feed the tracker every transactional batch from ``start`` on; re-record aborted
+    entries the ``.txnindex`` files lost. A damaged segment is replayed up to its damage
+    (reads of the damage fail anyway) and the replay goes on with the next one."""
+    segments = plog._segments
+    i = max(0, bisect.bisect_right([s.base_offset for s in segments], start) - 1)
+    for segment in segments[i:]:
+        try:
+            _replay_segment(plog, segment, start)
+        except StorageError as exc:
+            log.error("%s: transaction replay stopped at damage: %s", segment.log_path, exc)
+
+
+def _replay_segment(plog: _TxnLogState, segment: Segment, start: int) -> None:
+    found = segment.scan.find_batch(start, segment.size)
+    if found is None:
+        return
+    for pos, header in segment.scan.headers_from(found[0], segment.size):
+        if not header.is_transactional or header.producer_id < 0:
+            continue
+        if not header.is_control:
+            plog._txns.begin(header.producer_id, header.base_offset)
+            continue
+        entry = plog._txns.end(
+            header.producer_id, header.base_offset, commit=_is_commit(segment, pos, header)
+        )
+        if entry is not None and not segment.txnindex.has_marker(entry.last_offset):
+            log.warning("%s: re-recording aborted transaction %s", segment.log_path, entry)
+            _record(segment, entry)
+            plog._any_aborted = True
+
+
+def _record(segment: Segment, entry: AbortedEntry) -> None:
+    """Insert a lost entry in marker order (the file is rewritten if it is not last)."""
+    index = segment.txnindex
+    if not len(index) or index.entries[-1].last_offset < entry.last_offset:
+        index.append(entry)
+        return
+    entries = sorted([*index.entries, entry], key=lambda e: e.last_offset)
+    index.delete()
+    index.load(segment.base_offset, segment.next_offset)
+    for e in entries:
+        index.append(e)
+    index.sync()
+    try:
+        fsync_dir(segment.directory)
+    except OSError as exc:
+        raise StorageError(f"cannot fsync {segment.directory}: {exc}") from exc
+
+
+def _is_commit(segment: Segment, pos: int, header: BatchHeader) -> bool:
+    """The type of the marker at ``pos``. A damaged marker counts as an ABORT: a reader
+    then drops that transaction's records rather than serving uncommitted ones."""
+    if header.size > MAX_MARKER_BYTES:
+        return False
+    try:
+        return parse_marker(segment.pread(pos, header.size)).commit
+    except (CorruptBatch, StorageError) as exc:
+        log.error("%s: unreadable marker at byte %d: %s", segment.log_path, pos, exc)
+        return False
