@@ -108,7 +108,8 @@ def cleaner(results: Results, records: int, keys: int = KEYS) -> None:
     """One cleaner pass over ``records`` keyed records, a writer appending meanwhile."""
     from brokerd.storage.cleaner.compactor import clean_log
     from brokerd.storage.cleaner.keymap import OffsetMap
-    from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+    from brokerd.storage.config.log_config import LogConfig
+    from brokerd.storage.log.partition_log import PartitionLog
     from brokerd.storage.record.batch import BatchHeader, encode_batch, parse_batches
 
     # attrs types the field by its converter, the generic frozenset: mypy cannot bind it.

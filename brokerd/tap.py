@@ -670,8 +670,8 @@ def makeService(options: Options) -> service.MultiService:
     from brokerd.kafka.groups.admin import operator_error
     from brokerd.native.protocol import NativeFactory
     from brokerd.sdnotify import ReadyNotifier, extending_start_timeout
+    from brokerd.storage.config.log_config import LogConfig
     from brokerd.storage.config.topic_config import to_log_config
-    from brokerd.storage.log.partition_log import LogConfig
     from brokerd.storage.logdir.log_directory import LogDirectory
 
     def limit(value: int) -> int | None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.batch import Compression, encode_batch, parse_batches
 from brokerd.storage.types import Record
 

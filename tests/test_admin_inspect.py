@@ -17,7 +17,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from brokerd.admin.inspect import Inspector
 from brokerd.admin.views import GroupOffsetView, PartitionView, to_json
 from brokerd.kafka.groups.admin import assigned_partitions
-from brokerd.storage.log.partition_log import LogConfig
+from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
 
 from tests.test_admin_operations import AdminCase, assignment

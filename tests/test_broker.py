@@ -23,7 +23,7 @@ from brokerd.errors import (
     TooManyWaiters,
     UnknownTopicOrPartition,
 )
-from brokerd.storage.log.partition_log import LogConfig
+from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.record.batch import encode_batch
 from brokerd.storage.types import AppendInfo, Record, RecordsResult, TopicInfo
 

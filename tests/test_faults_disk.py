@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir import offline as logdir_offline
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.write_errors import WRITE_ERROR_LOG_SECONDS

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.storage.log.ongoing_txns import AbortedEntry
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.segment.fd_cache import FdCache, set_default_cache
 from brokerd.storage.segment.segment import Segment
-from brokerd.storage.segment.txn_index import TxnIndex
+from brokerd.storage.segment.txn_index import AbortedEntry, TxnIndex
 
 BUDGET = 4
 BIG = 1 << 20

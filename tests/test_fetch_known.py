@@ -14,7 +14,8 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 
 from brokerd.core import Broker
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.stored_reads import KNOWN_DECODE_BYTES
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.batch import encode_batch, parse_batches

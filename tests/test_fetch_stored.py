@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from brokerd.errors import CorruptStoredBatch, OffsetOutOfRange
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.batch import Compression, encode_batch, parse_batches
 from brokerd.storage.segment.batch_reads import VERIFY_CHUNK
 from brokerd.storage.segment.segment import Segment

@@ -29,8 +29,8 @@ from brokerd.kafka.server.protocol import (
 from brokerd.kafka.wire import apis, codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.net.answer_budget import AnswerBudget
+from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.config.topic_config import broker_values, validate_overrides
-from brokerd.storage.log.partition_log import LogConfig
 from brokerd.storage.types import AppendInfo, TopicInfo
 
 

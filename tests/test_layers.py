@@ -122,3 +122,92 @@ def test_no_import_cycle_in_kafka() -> None:
 def test_cycle_finder_finds_one() -> None:
     assert import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert import_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# --- Packages: no circle, and storage's rooms in their order ------------------------------
+#
+# A node is a package (every module of ``brokerd/storage/log/`` is ``brokerd.storage.log``),
+# except the modules directly in ``brokerd/``: those are nodes of their own, since the
+# package holds both the floor (errors, names) and the top (tap, cli).
+
+#: storage's rooms, lowest first: a room imports only rooms before it (and the floor,
+#: ``brokerd.storage`` itself, imports none of them).
+STORAGE_ROOMS = (
+    "brokerd.storage",
+    "brokerd.storage.record",
+    "brokerd.storage.config",
+    "brokerd.storage.segment",
+    "brokerd.storage.log",
+    "brokerd.storage.cleaner",
+    "brokerd.storage.journal",
+    "brokerd.storage.stores",
+    "brokerd.storage.logdir",
+)
+
+
+def node_of(module: str) -> str | None:
+    """The graph node a ``brokerd`` module (or a name imported from one) belongs to."""
+    parts = module.split(".")
+    if parts[0] != "brokerd":
+        return None
+    # Longest prefix that is a package; a module directly in brokerd/ is its own node.
+    for cut in range(len(parts), 0, -1):
+        path = PACKAGE.parent.joinpath(*parts[:cut])
+        if (path / "__init__.py").is_file():
+            if cut == 1:
+                return "brokerd." + parts[1] if len(parts) > 1 else "brokerd"
+            return ".".join(parts[:cut])
+    return None
+
+
+def package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        src = node_of(module_name(path)) if path.parent != PACKAGE else module_name(path)
+        assert src is not None
+        targets = graph.setdefault(src, set())
+        for module in imported_modules(path.read_text()):
+            dst = node_of(module)
+            if dst is not None and dst != src and dst != "brokerd":
+                targets.add(dst)
+    return graph
+
+
+def test_node_of() -> None:
+    assert node_of("brokerd.storage.log.partition_log") == "brokerd.storage.log"
+    assert node_of("brokerd.storage.log.partition_log.PartitionLog") == "brokerd.storage.log"
+    assert node_of("brokerd.storage.fileio") == "brokerd.storage"
+    assert node_of("brokerd.errors") == "brokerd.errors"
+    assert node_of("brokerd.errors.StorageError") == "brokerd.errors"
+    assert node_of("twisted.internet") is None
+
+
+def test_no_import_circle_between_packages() -> None:
+    assert import_cycle(package_graph()) is None
+
+
+def test_storage_rooms_import_only_lower_rooms() -> None:
+    graph = package_graph()
+    upward = {
+        (room, dst)
+        for i, room in enumerate(STORAGE_ROOMS)
+        for dst in graph.get(room, ())
+        if dst in STORAGE_ROOMS[i:]
+    }
+    assert upward == set()
+    assert set(STORAGE_ROOMS) == {n for n in graph if n.startswith("brokerd.storage")}
+
+
+def test_storage_and_core_import_nothing_above_them() -> None:
+    # The core and storage serve the protocols, admin, web and the wiring; never the reverse.
+    above = ("brokerd.kafka", "brokerd.native", "brokerd.web", "brokerd.admin", "brokerd.tap",
+             "brokerd.cli", "brokerd.app", "brokerd.net", "brokerd.security")
+    graph = package_graph()
+    found = {
+        (src, dst)
+        for src, dsts in graph.items()
+        if src.startswith(("brokerd.storage", "brokerd.core"))
+        for dst in dsts
+        if dst.startswith(above)
+    }
+    assert found == set()

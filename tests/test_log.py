@@ -14,7 +14,8 @@ import attrs
 import pytest
 
 from brokerd.errors import OffsetOutOfRange, StorageError, UnknownTopicOrPartition
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.batch import (
     Compression,
     decode_records,

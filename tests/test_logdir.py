@@ -19,7 +19,8 @@ from brokerd.errors import (
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import (
     CHECKPOINT_FILE,
     CLEAN_SHUTDOWN_FILE,
@@ -225,7 +226,7 @@ def test_killed_process_recovers(tmp_path: Path) -> None:
     script = f"""
 import os
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.log.partition_log import LogConfig
+from brokerd.storage.config.log_config import LogConfig
 ld = LogDirectory.open({str(tmp_path)!r}, LogConfig(segment_bytes=1000))
 log = ld.get("k", 0, create=True)
 for i in range(40):

@@ -18,12 +18,13 @@ from brokerd.errors import (
     StorageError,
     UnknownTopicOrPartition,
 )
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
-from brokerd.storage.logdir.checkpoints import (
+from brokerd.storage.checkpoints import (
     LOG_START_CHECKPOINT_FILE,
     encode_checkpoint,
     parse_checkpoint,
 )
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import REGISTRY_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.logdir.registry import read_registry
@@ -206,7 +207,7 @@ def test_killed_process_keeps_the_start(tmp_path: Path) -> None:
     script = f"""
 import os
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.log.partition_log import LogConfig
+from brokerd.storage.config.log_config import LogConfig
 ld = LogDirectory.open({str(tmp_path)!r}, LogConfig(segment_bytes=1000))
 ld.create_topic("k", 1)
 log = ld.get("k", 0)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import InvalidProducerEpoch, OutOfOrderSequence
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.producer_state import (
     PRODUCER_BATCH_MEMORY,
     SNAPSHOT_NAME,

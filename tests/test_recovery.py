@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.batch import decode_records, scan_batches
 
 CONFIG = LogConfig(segment_bytes=1500, index_interval_bytes=150)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import CorruptStoredBatch
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.batch import decode_records, scan_batches
 
 CONFIG = LogConfig(index_interval_bytes=400)

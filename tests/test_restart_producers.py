@@ -13,13 +13,13 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.storage.checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.log.producer_empty import (
     EMPTY_PRODUCERS_FILE,
     take_empty_ends,
     write_empty_ends,
 )
 from brokerd.storage.log.producer_state import SNAPSHOT_NAME
-from brokerd.storage.logdir.checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.record.batch import encode_batch
 
 from tests.brokerproc import BrokerProcess

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
-from brokerd.storage.logdir.checkpoints import parse_checkpoint
+from brokerd.storage.checkpoints import parse_checkpoint
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.batch import CRC_START, encode_batch

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brokerd.storage.log.ongoing_txns import AbortedEntry
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.batch import encode_batch, parse_batches
 from brokerd.storage.segment.segment import Segment
+from brokerd.storage.segment.txn_index import AbortedEntry
 
 BASE = 7
 

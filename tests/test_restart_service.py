@@ -14,7 +14,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.core.services import LogDirectoryService, RecoveredSync
 from brokerd.core.topics import TopicRegistry
-from brokerd.storage.logdir.checkpoints import parse_checkpoint
+from brokerd.storage.checkpoints import parse_checkpoint
 from brokerd.storage.logdir.layout import CHECKPOINT_FILE
 
 from tests.brokerproc import BrokerProcess

@@ -24,7 +24,8 @@ from twisted.internet.testing import StringTransport
 
 from brokerd.net.frames import FileRegion, SplicedFrame, StoredRecords
 from brokerd.net.sendfile import RegionGone, RegionLedger, SpliceSender, can_splice
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.batch import encode_batch, parse_batches
 from brokerd.storage.segment.stored import StoredSpan
 

@@ -17,6 +17,7 @@ from brokerd.core import Broker
 from brokerd.core.appends import BatchesAppend
 from brokerd.core.writer import write_job
 from brokerd.errors import InvalidConfig, RecordTooLarge, StorageError, UnknownTopicOrPartition
+from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.config.topic_config import (
     LONG_MAX,
     TOPIC_CONFIGS,
@@ -28,7 +29,7 @@ from brokerd.storage.config.topic_config import (
     validate,
     validate_overrides,
 )
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import REGISTRY_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.append_time import stamp_log_append_time

@@ -15,6 +15,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from brokerd.core.policy import FlushRule, FsyncPolicy, flush_rule
 from brokerd.errors import InvalidConfig, InvalidTimestamp
 from brokerd.kafka.server.handlers.configs import topic_entries
+from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.config.topic_config import (
     LONG_MAX,
     TOPIC_CONFIGS,
@@ -23,7 +24,8 @@ from brokerd.storage.config.topic_config import (
     validate,
     validate_overrides,
 )
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.log.recompress import recompress
 from brokerd.storage.log.timestamp_checks import check_timestamps
 from brokerd.storage.record.batch import (
     Compression,
@@ -32,7 +34,6 @@ from brokerd.storage.record.batch import (
     parse_batches,
     read_header,
 )
-from brokerd.storage.record.recompress import recompress
 from brokerd.storage.types import TopicInfo
 
 from tests.test_broker import make

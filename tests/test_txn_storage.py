@@ -14,8 +14,9 @@ import pytest
 from brokerd.errors import CorruptBatch, InvalidRecord
 from brokerd.storage.cleaner.compactor import clean_log
 from brokerd.storage.cleaner.keymap import OffsetMap
-from brokerd.storage.log.ongoing_txns import AbortedEntry, TxnTracker
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.ongoing_txns import TxnTracker
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.producer_state import (
     SNAPSHOT_NAME,
     ProducerStateTable,
@@ -25,7 +26,7 @@ from brokerd.storage.log.producer_state import (
 )
 from brokerd.storage.record.batch import decode_records, encode_batch, parse_batches, read_header
 from brokerd.storage.record.control import ControlType, encode_marker, parse_marker
-from brokerd.storage.segment.txn_index import TXN_ENTRY_SIZE, TxnIndex
+from brokerd.storage.segment.txn_index import TXN_ENTRY_SIZE, AbortedEntry, TxnIndex
 from brokerd.storage.types import AbortedTxn, Record
 
 from tests.compaction_helpers import T0, compact_config

@@ -18,7 +18,7 @@ from typing import ParamSpec, Protocol, TypeVar
 
 from twisted.internet.defer import Deferred
 
-from brokerd.storage.log.partition_log import LogConfig
+from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.producer_state import ReplaySource
 from brokerd.storage.record.batch import BatchHeader
 from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo

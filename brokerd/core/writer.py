@@ -27,8 +27,8 @@ from brokerd.core.appends import Append, BatchesAppend, MarkerAppend, ValuesAppe
 from brokerd.core.interfaces import Clock, DelayedCall, PartitionStore, Runner
 from brokerd.core.policy import FlushRule
 from brokerd.core.write_stats import WriteStats
+from brokerd.storage.log.recompress import recompress
 from brokerd.storage.record.append_time import stamp_log_append_time
-from brokerd.storage.record.recompress import recompress
 from brokerd.storage.types import AppendInfo
 
 

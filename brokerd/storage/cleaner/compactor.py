@@ -55,10 +55,10 @@ from collections.abc import Callable, Iterator
 import attrs
 
 from brokerd.errors import CorruptBatch, StorageError
+from brokerd.storage.checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.cleaner.keymap import OffsetMap, key_digest
 from brokerd.storage.fileio import FILE_MODE, atomic_write, datasync, read_file, write_all
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.logdir.checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.record.batch import (
     BATCH_HEADER_SIZE,
     BatchHeader,

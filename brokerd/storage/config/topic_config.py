@@ -36,8 +36,8 @@ from brokerd.storage.config.definition import (
     ConfigType,
     Parsed,
 )
+from brokerd.storage.config.log_config import CLEANUP_POLICIES, LogConfig
 from brokerd.storage.config.table import DEFS, MIN_SEGMENT_BYTES
-from brokerd.storage.log.partition_log import CLEANUP_POLICIES, LogConfig
 
 __all__ = [
     "BROKER_NAMES",

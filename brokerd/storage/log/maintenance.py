@@ -25,7 +25,7 @@ from brokerd.storage.log.retention import retention_limits, segments_to_delete
 from brokerd.storage.segment.segment import Segment
 
 if TYPE_CHECKING:
-    from brokerd.storage.log.partition_log import LogConfig
+    from brokerd.storage.config.log_config import LogConfig
 
 __all__ = ["LogMaintenanceMixin"]
 

@@ -19,23 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-import attrs
-
 from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.segment.txn_index import AbortedEntry
 
-__all__ = ["AbortedEntry", "TxnTracker"]
-
-
-@attrs.frozen
-class AbortedEntry:
-    """An aborted transaction on one partition: its producer, the offset of its first
-    record, the offset of its ABORT marker (``last_offset``) and the partition's LSO just
-    after the marker was appended."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    last_stable_offset: int
+__all__ = ["TxnTracker"]
 
 
 class TxnTracker:

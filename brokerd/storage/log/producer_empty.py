@@ -5,7 +5,7 @@ the batch headers after it; a partition without a snapshot (no producer ever wro
 with a producer id, the common case) replays every batch header of its active segment:
 one read per batch, per partition, on every start. This file lets a start after a clean
 close skip that: the close lists, in Kafka's checkpoint format
-(``logdir/checkpoints.py``), each partition whose producer table was empty and the end
+(``checkpoints.py``), each partition whose producer table was empty and the end
 offset the table covered. The next start trusts an entry only if the previous shutdown was
 clean and the partition's log still ends exactly there (the same bytes, so a replay would
 find no producer either), and removes the file (durably) before serving, so an entry is
@@ -22,8 +22,8 @@ import logging
 import os
 from collections.abc import Iterable
 
+from brokerd.storage.checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.fileio import atomic_write, fsync_dir, read_file
-from brokerd.storage.logdir.checkpoints import encode_checkpoint, parse_checkpoint
 
 __all__ = ["EMPTY_PRODUCERS_FILE", "take_empty_ends", "write_empty_ends"]
 

@@ -10,7 +10,7 @@ checkpoint points into (the start is past the log end), it restarts the log empt
 that offset, as Kafka does.
 
 What it does not do: write or read the ``log-start-offset-checkpoint`` file (the log
-directory does, through ``persist`` and :mod:`brokerd.storage.logdir.checkpoints`), check the
+directory does, through ``persist`` and :mod:`brokerd.storage.checkpoints`), check the
 topic's cleanup policy, or anything with Twisted.
 
 Threads: :meth:`LogStartMixin.delete_records_before` may run in any write-pool thread
@@ -30,7 +30,7 @@ from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.segment.segment import Segment
 
 if TYPE_CHECKING:
-    from brokerd.storage.log.partition_log import LogConfig
+    from brokerd.storage.config.log_config import LogConfig
 
 __all__ = ["LogStartMixin"]
 

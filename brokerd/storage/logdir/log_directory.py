@@ -64,9 +64,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from brokerd.errors import InvalidPartitions, StorageError, UnknownTopicOrPartition
 from brokerd.names import collision_key, validate_topic_name
+from brokerd.storage.checkpoints import encode_checkpoint, parse_checkpoint
+from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.fileio import DIR_MODE, FILE_MODE, fsync_dir
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
-from brokerd.storage.logdir.checkpoints import encode_checkpoint, parse_checkpoint
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import (
     CHECKPOINT_FILE,
     CLEAN_SHUTDOWN_FILE,

@@ -27,7 +27,7 @@ import attrs
 
 from brokerd.errors import InvalidPartitions, PolicyViolation, StorageError
 from brokerd.names import validate_topic_name
-from brokerd.storage.logdir.checkpoints import read_start_offsets, write_start_offsets
+from brokerd.storage.checkpoints import read_start_offsets, write_start_offsets
 from brokerd.storage.logdir.layout import MAX_PARTITIONS
 from brokerd.storage.logdir.partition_dirs import PartitionDirs, close_all
 from brokerd.storage.logdir.state import DirectoryState

@@ -21,8 +21,9 @@ import uuid
 from collections.abc import Callable
 
 from brokerd.errors import StorageError, UnknownTopicOrPartition
+from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.config.topic_config import to_log_config
-from brokerd.storage.log.partition_log import LogConfig, PartitionLog
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import REGISTRY_FILE, partition_dir_name, write_file
 from brokerd.storage.logdir.registry import encode_registry
 from brokerd.storage.logdir.registry_journal import RegistryJournal

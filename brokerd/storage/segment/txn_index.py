@@ -32,12 +32,13 @@ import logging
 import os
 import struct
 
+import attrs
+
 from brokerd.errors import StorageError
 from brokerd.storage.fileio import FILE_MODE, datasync, pwrite_all
-from brokerd.storage.log.ongoing_txns import AbortedEntry
 from brokerd.storage.segment.fd_cache import CachedFile, FdCache, default_cache
 
-__all__ = ["MAX_TXN_INDEX_BYTES", "TXN_ENTRY_SIZE", "TxnIndex"]
+__all__ = ["MAX_TXN_INDEX_BYTES", "TXN_ENTRY_SIZE", "AbortedEntry", "TxnIndex"]
 
 log = logging.getLogger("brokerd.storage")
 
@@ -48,6 +49,18 @@ _VERSION = 0
 #: and segments are at most 2 GiB.
 MAX_TXN_INDEX_BYTES = 1024 * 1024 * 1024
 _FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@attrs.frozen
+class AbortedEntry:
+    """An aborted transaction on one partition: its producer, the offset of its first
+    record, the offset of its ABORT marker (``last_offset``) and the partition's LSO just
+    after the marker was appended."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
 
 
 class TxnIndex:

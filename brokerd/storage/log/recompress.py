@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from brokerd.errors import CorruptBatch
-from brokerd.storage.log.partition_log import LogConfig
+from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.record.batch import (
     BatchHeader,
     parse_batches,
