@@ -251,11 +251,11 @@ def test_tap_options() -> None:
     opts = Options()
     opts.parseOptions(["--authorizer", "acl", "--super-users", "User:admin, User:ops"])
     assert opts["authorizer"] == "acl"
-    assert opts["super-users"] == frozenset({"User:admin", "User:ops"})
+    assert opts.settings.authorization.super_users == frozenset({"User:admin", "User:ops"})
     default = Options()
     default.parseOptions([])
     assert default["authorizer"] == "none"
-    assert default["super-users"] == frozenset()
+    assert default.settings.authorization.super_users == frozenset()
     for bad in (["--authorizer", "simple"], ["--super-users", "admin"]):
         with pytest.raises(usage.UsageError):
             Options().parseOptions(bad)

@@ -14,8 +14,7 @@ from typing import cast
 import pytest
 from twisted.python import usage
 
-from brokerd.client import NativeError
-from brokerd.config_file import (
+from brokerd.app.config_file import (
     MAX_CONFIG_BYTES,
     UNSET_NOTE,
     ConfigError,
@@ -23,7 +22,8 @@ from brokerd.config_file import (
     load,
     specs_from_options,
 )
-from brokerd.config_file_options import option_specs
+from brokerd.app.config_file_options import option_specs
+from brokerd.client import NativeError
 from brokerd.core import FsyncPolicy
 from brokerd.tap import Options
 
@@ -73,16 +73,16 @@ no-auto-create = true
     o = parse("--config", path)
     assert o["data-dir"] == "/var/lib/brokerd"
     assert o["kafka"] == "tcp:9093:interface=127.0.0.1"
-    assert o["fsync-policy"] == FsyncPolicy("interval", 50)
+    assert o.settings.core.fsync == FsyncPolicy("interval", 50)
     assert o["segment-bytes"] == 1073741824
     assert o["cleaner-io-mb-per-sec"] == 2.0 and isinstance(o["cleaner-io-mb-per-sec"], float)
     assert o["no-auto-create"] is True
     # The topic-default options reach the same checks and normal forms as from flags.
-    assert o["topic-defaults"]["max.message.bytes"] == "2000000"
-    assert o["topic-defaults"]["min.cleanable.dirty.ratio"] == parse(
+    assert o.settings.storage.topic_defaults["max.message.bytes"] == "2000000"
+    assert o.settings.storage.topic_defaults["min.cleanable.dirty.ratio"] == parse(
         "--log-cleaner-min-cleanable-ratio", "0.25"
-    )["topic-defaults"]["min.cleanable.dirty.ratio"]
-    assert o["topic-defaults"]["cleanup.policy"] == "compact"
+    ).settings.storage.topic_defaults["min.cleanable.dirty.ratio"]
+    assert o.settings.storage.topic_defaults["cleanup.policy"] == "compact"
     # Untouched options keep their defaults.
     assert o["native"] == Options()["native"]
     assert o["read-threads"] == 4
@@ -117,7 +117,7 @@ def test_the_command_line_overrides_the_file_whatever_the_order(tmp_path: Path) 
     for o in (before, after):
         assert o["data-dir"] == "/from/flag"
         assert o["segment-bytes"] == 8192
-        assert o["fsync-policy"] == FsyncPolicy("never")  # not on the command line: file
+        assert o.settings.core.fsync == FsyncPolicy("never")  # not on the command line: file
 
 
 def test_an_abbreviated_config_flag_is_read_like_the_parser_reads_it(tmp_path: Path) -> None:

@@ -74,12 +74,11 @@ def parse(*args: str) -> Options:
 
 
 def test_options() -> None:
-    addresses = parse()["connection-addresses"]
-    assert addresses.default == 512
-    assert parse("--max-connections=0")["connection-addresses"].default is None
+    assert parse().settings.limits.per_address == 512
+    assert parse("--max-connections=0").settings.limits.per_address is None
     custom = parse("--max-connections-per-ip=7",
-                   "--max-connections-per-ip-overrides=127.0.0.2:9")["connection-addresses"]
-    assert (custom.default, custom.overrides) == (7, {"127.0.0.2": 9})
+                   "--max-connections-per-ip-overrides=127.0.0.2:9").settings.limits
+    assert (custom.per_address, custom.per_address_overrides) == (7, {"127.0.0.2": 9})
     for bad in (("--max-connections-per-ip=0",), ("--max-connections-per-ip=-1",),
                 ("--max-connections-per-ip-overrides=host:1",)):
         with pytest.raises(usage.UsageError):

@@ -193,6 +193,6 @@ class OptionsTests(SynchronousTestCase):
         options = self.parse(
             "--sasl", "scram-sha-512,PLAIN", "--credentials", path, "--native", "none"
         )
-        self.assertEqual(options["sasl-mechanisms"], ("SCRAM-SHA-512", "PLAIN"))
-        self.assertIsNotNone(options["credential-store"])
-        self.assertIsNone(self.parse()["sasl-mechanisms"])
+        self.assertEqual(options.settings.sasl.mechanisms, ("SCRAM-SHA-512", "PLAIN"))
+        self.assertIsNotNone(options.settings.sasl.credentials)
+        self.assertIsNone(self.parse().settings.sasl.mechanisms)

@@ -316,18 +316,18 @@ def parse(*args: str) -> Options:
 
 def test_client_auth_options(pki: Pki) -> None:
     tls = ssl_description(9093, pki)
-    assert parse()["client-verification"] is None
-    assert parse("--kafka", tls)["client-verification"] is None
+    assert parse().settings.tls.client_verification is None
+    assert parse("--kafka", tls).settings.tls.client_verification is None
     options = parse("--kafka", tls, "--ssl-client-auth", "required", "--ssl-client-ca", str(pki.ca),
                     "--allow-anonymous", "native")
-    verification = options["client-verification"]
+    verification = options.settings.tls.client_verification
     assert verification.mode is ClientAuth.REQUIRED
     assert [c.subject.rfc4514_string() for c in verification.ca_certs] == [
         "CN=brokerd test CA,O=brokerd tests"
     ]
     # A plaintext listener beside the TLS one is allowed (start-up warns about it).
     assert parse("--native", tls, "--ssl-client-auth", "requested", "--ssl-client-ca",
-                 str(pki.ca))["client-verification"].mode is ClientAuth.REQUESTED
+                 str(pki.ca)).settings.tls.client_verification.mode is ClientAuth.REQUESTED
 
 
 @pytest.mark.parametrize(

@@ -475,14 +475,15 @@ def test_the_new_topic_default_flags_are_checked_as_kafka_checks_them() -> None:
     options = Options()
     options.parseOptions(["--compression-type", "zstd", "--log-roll-jitter-ms", "50",
                           "--log-message-timestamp-after-max-ms", str(LONG_MAX)])
-    assert options["topic-defaults"]["compression.type"] == "zstd"
-    assert options["topic-defaults"]["message.timestamp.after.max.ms"] == str(LONG_MAX)
-    config = to_log_config(LogConfig(), options["topic-defaults"])
+    topic_defaults = options.settings.storage.topic_defaults
+    assert topic_defaults["compression.type"] == "zstd"
+    assert topic_defaults["message.timestamp.after.max.ms"] == str(LONG_MAX)
+    config = to_log_config(LogConfig(), topic_defaults)
     assert (config.compression_type, config.segment_jitter_ms) == ("zstd", 50)
     assert config.message_timestamp_after_max_ms is None
     defaults = Options()
     defaults.parseOptions([])
-    assert defaults["topic-defaults"]["message.timestamp.after.max.ms"] == "3600000"
+    assert defaults.settings.storage.topic_defaults["message.timestamp.after.max.ms"] == "3600000"
     with pytest.raises(usage.UsageError, match=r"compression\.type"):
         Options().parseOptions(["--compression-type", "brotli"])
     with pytest.raises(usage.UsageError, match=r"segment\.index\.bytes: Value must be at least 4"):

@@ -3,7 +3,7 @@
 The keys are the long option names exactly as on the command line (``segment-bytes``;
 ``segment_bytes`` is accepted too), flags are booleans. This module reads and checks such a
 file against the option declarations (the ``optParameters``/``optFlags`` lists of
-:class:`brokerd.tap.Options`) and returns typed values; it also renders the example file
+:class:`brokerd.app.options.Options`) and returns typed values; it also renders the example file
 ``deploy/brokerd.toml`` from the same declarations.
 
 It does not apply the values nor run the options' own range checks (``postOptions`` does,

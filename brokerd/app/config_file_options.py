@@ -2,7 +2,7 @@
 defaults before the command line is parsed, so every flag on the command line overrides
 the file, and the options' own checks (``postOptions``) then see the merged values.
 
-Reading and checking the file is :mod:`brokerd.config_file`; this module only finds
+Reading and checking the file is :mod:`brokerd.app.config_file`; this module only finds
 ``--config`` in the arguments, applies the values, and turns errors into usage errors that
 point at the file's line.
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 
 from twisted.python import usage
 
-from brokerd.config_file import ConfigError, LoadedConfig, OptionSpec, load, specs_from_options
+from brokerd.app.config_file import ConfigError, LoadedConfig, OptionSpec, load, specs_from_options
 
 #: The option naming the config file; a config file cannot set it.
 CONFIG_OPTION = "config"

@@ -1,0 +1,526 @@
+"""The broker's service tree, built from its typed settings: one function per service,
+called in the order of the tree.
+
+The tree's shape is the shutdown order (every level stops its children one at a time,
+the last added first, each after the previous one finished)::
+
+    top
+    ├── broker core (brokerd.core.Broker)
+    │   ├── worker pools            stopped last
+    │   ├── log directory           last snapshots, sync, checkpoint, clean marker
+    │   ├── log cleaner             (unless --cleaner-threads 0) abandons a pass first
+    │   ├── group state             coordinator's last journal writes, offsets store
+    │   ├── transaction coordinator its operations in progress, then transactions.log
+    │   └── store recovery          no reopen while the stores close
+    ├── native listener             (unless --native none)
+    ├── Kafka listener              (unless --kafka none)
+    ├── console sampler             (unless --http none)
+    ├── HTTP endpoint               metrics, health checks, console (unless --http none)
+    └── readiness notifier          STOPPING=1 first
+
+So at SIGTERM the listeners stop accepting first; the broker then refuses new appends,
+answers parked fetches and finishes queued appends before its own children stop.
+
+The group coordinator with its offsets store, and the transaction coordinator, are built
+whatever the listeners are: the native admin commands (``brokerctl groups``), the
+console and the metrics read the same groups, and transactions left prepared are still
+completed. A service is added by one function here and one call in
+:func:`build_services`.
+
+This module holds no logic of its own and reads no option: it gets the reactor (the
+global one from ``brokerd.tap``, a fake in tests) and :class:`~brokerd.app.settings.Settings`.
+Modules of a listener that is off are not imported.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from twisted.application import service
+from twisted.logger import Logger
+
+from brokerd import start_gc
+from brokerd.core.services import SequentialMultiService
+from brokerd.net.listener_service import listener_service
+
+if TYPE_CHECKING:
+    from brokerd.admin.inspect import Inspector
+    from brokerd.app.settings import Settings
+    from brokerd.core import Broker
+    from brokerd.core.cleaner_service import CleanerService
+    from brokerd.core.store_recovery import StoreRecovery
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
+    from brokerd.kafka.server.handlers.acl import AclHandlers
+    from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.kafka.txn.coordinator import TransactionCoordinator
+    from brokerd.metrics.registry import BrokerMetrics
+    from brokerd.net.connlimit import AddressLimits
+    from brokerd.net.request_budget import RequestBudget
+    from brokerd.net.tls import ClientVerification
+    from brokerd.security.acl import AclAuthorizer
+    from brokerd.storage.logdir.log_directory import LogDirectory
+    from brokerd.storage.stores.offsets import OffsetStore
+    from brokerd.storage.stores.producer_ids import ProducerIdAllocator
+    from brokerd.storage.stores.txn_log import TxnLog
+    from brokerd.web.auth import HttpIdentity
+    from brokerd.web.health import Readiness
+
+_log = Logger()
+
+
+@attrs.frozen
+class Coordinators:
+    """The broker's durable group and transaction state: the group coordinator with its
+    offsets store, and the transaction coordinator."""
+
+    groups: GroupCoordinator
+    offsets: OffsetStore
+    transactions: TransactionCoordinator
+    #: Reopens the offsets store and the transaction log after a failed fsync.
+    recovery: StoreRecovery
+
+
+@attrs.frozen
+class Authorization:
+    """The listeners' authorizer (None: ``--authorizer none``) and the Kafka ACL
+    handlers over it."""
+
+    authorizer: AclAuthorizer | None
+    acls: AclHandlers
+
+
+@attrs.frozen
+class Edge:
+    """What both listeners share at the connection edge, counted while they run."""
+
+    request_budget: RequestBudget
+    addresses: AddressLimits
+
+
+@attrs.frozen
+class BrokerServices:
+    """The built tree (``top``, what twistd runs) and the parts others read."""
+
+    top: service.MultiService
+    broker: Broker
+    coordinators: Coordinators
+    inspector: Inspector
+    #: None with ``--http none`` (no one scrapes the metrics).
+    metrics: BrokerMetrics | None
+    readiness: Readiness
+
+
+def build_services(settings: Settings, reactor: Any) -> BrokerServices:
+    """The whole tree: broker core (with the cleaner and the coordinators), then the
+    listeners, then the readiness notice."""
+    from brokerd.admin.inspect import Inspector
+    from brokerd.sdnotify import ReadyNotifier
+
+    top = SequentialMultiService()
+    logdir = open_log_directory(settings)
+    broker = add_core(top, logdir, settings, reactor)
+    cleaner = add_cleaner(broker, logdir, settings, reactor)
+    authorization = build_authorization(broker, settings)
+    coordinators = add_coordinators(broker, settings, reactor)
+    inspector = Inspector(broker, coordinators.groups.admin, coordinators.offsets)
+    metrics = (
+        build_metrics(broker, inspector, cleaner, coordinators)
+        if settings.listeners.http is not None
+        else None
+    )
+    readiness = build_readiness(inspector, coordinators)
+    edge = build_edge(settings)
+    add_native(top, broker, settings, reactor, inspector, coordinators, authorization,
+               metrics, readiness, edge)
+    log_anonymous_doors(settings)
+    add_kafka(top, broker, settings, reactor, coordinators, authorization, metrics,
+              readiness, edge)
+    if metrics is not None:
+        add_http(top, settings, reactor, inspector, metrics, readiness,
+                 authorization.authorizer)
+    ReadyNotifier(reactor).setServiceParent(top)
+    # Runs once the service tree has started (twistd starts it before the reactor runs).
+    reactor.callWhenRunning(start_gc.resume)
+    return BrokerServices(top, broker, coordinators, inspector, metrics, readiness)
+
+
+def open_log_directory(settings: Settings) -> LogDirectory:
+    """The data directory, opened and recovered (the storage layer's logging routed into
+    Twisted's log first)."""
+    from brokerd.app.stdlib_logging import route_storage_logging
+    from brokerd.sdnotify import extending_start_timeout
+    from brokerd.storage.logdir.log_directory import LogDirectory
+
+    storage = settings.storage
+    data_dir = os.path.abspath(storage.data_dir)
+    route_storage_logging()
+    # A long recovery must not trip systemd's start timeout: keep extending it.
+    with extending_start_timeout(f"opening and recovering {data_dir}"):
+        logdir = LogDirectory.open(
+            data_dir,
+            storage.log_config,
+            auto_create=storage.auto_create,
+            default_partitions=storage.default_partitions,
+        )
+    _log.info(
+        "data directory {path}: {topics} topic(s); previous shutdown was {how}; fsync {fsync}",
+        path=data_dir,
+        topics=len(logdir.topics()),
+        how="clean" if logdir.was_clean else "not clean (logs recovered)",
+        fsync=settings.core.fsync,
+    )
+    return logdir
+
+
+def add_core(
+    top: service.MultiService, logdir: LogDirectory, settings: Settings, reactor: Any
+) -> Broker:
+    """The broker core over the log directory, the first child of the tree (so it stops
+    last)."""
+    from brokerd.core import Broker
+
+    core = settings.core
+    broker = Broker(
+        logdir,
+        reactor=reactor,
+        fsync=core.fsync,
+        read_threads=core.read_threads,
+        write_threads=core.write_threads,
+        retention_check_seconds=core.retention_check_seconds,
+    )
+    broker.setServiceParent(top)
+    return broker
+
+
+def add_cleaner(
+    broker: Broker, logdir: LogDirectory, settings: Settings, reactor: Any
+) -> CleanerService | None:
+    """The log cleaner, a child of the broker added after its log directory, so that it
+    stops (abandoning a pass) before the logs close."""
+    from brokerd.core.cleaner_service import CleanerService
+
+    if settings.cleaner is None:
+        return None
+    cleaner = CleanerService(logdir, settings.cleaner, reactor=reactor)
+    cleaner.setServiceParent(broker)
+    return cleaner
+
+
+def build_authorization(broker: Broker, settings: Settings) -> Authorization:
+    """The listeners' authorizer and the ACL handlers (``acls.json`` loaded now; a file
+    that cannot be read stops the start: running without its DENYs would grant too
+    much)."""
+    from brokerd.kafka.server.handlers.acl import AclHandlers
+    from brokerd.security.acl import AclAuthorizer
+    from brokerd.security.acl_store import AclStore
+
+    if not settings.authorization.acl:
+        return Authorization(None, AclHandlers(None, None))
+    store = AclStore.in_directory(os.path.abspath(settings.storage.data_dir))
+    authorizer = AclAuthorizer(store.load(), settings.authorization.super_users)
+    _log.info(
+        "authorizer acl: {count} ACL(s), super users {users}",
+        count=len(authorizer.acls), users=sorted(authorizer.super_users) or "none",
+    )
+    return Authorization(authorizer, AclHandlers(authorizer, store, run_blocking=broker.run_write))
+
+
+def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordinators:
+    """The group and transaction coordinators, children of the broker core (created
+    before the listeners: the admin views and commands of both protocols read them)."""
+    from brokerd.core.store_recovery import StoreRecovery
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
+    from brokerd.kafka.groups.group_service import GroupStateService
+    from brokerd.storage.stores.offsets import OffsetStore
+    from brokerd.storage.stores.producer_ids import ProducerIdAllocator
+
+    data_dir = os.path.abspath(settings.storage.data_dir)
+    offsets = OffsetStore.open(os.path.join(data_dir, "consumer-offsets.log"))
+    producer_ids = ProducerIdAllocator(os.path.join(data_dir, "producer-ids"))
+    broker.set_producer_id_source(producer_ids.next_id)
+    groups = GroupCoordinator(clock=reactor, offsets=offsets, run_blocking=broker.run_write)
+    GroupStateService(groups, offsets, producer_ids).setServiceParent(broker)
+    # Added after the group state, so it stops before it (children stop last added first).
+    transactions, txn_log = add_transactions(broker, settings, reactor, groups, producer_ids)
+    # Added last, so it stops first: no reopen runs while the stores close.
+    recovery = StoreRecovery(
+        [offsets, txn_log, producer_ids], clock=reactor, run_blocking=broker.run_write
+    )
+    recovery.setServiceParent(broker)
+    return Coordinators(groups, offsets, transactions, recovery)
+
+
+def add_transactions(
+    broker: Broker,
+    settings: Settings,
+    reactor: Any,
+    groups: GroupCoordinator,
+    producer_ids: ProducerIdAllocator,
+) -> tuple[TransactionCoordinator, TxnLog]:
+    """The transaction coordinator (``transactions.log`` in the data directory), wired to
+    the core's marker writes and produce verifier; and its log."""
+    from brokerd.kafka.txn.coordinator import TransactionCoordinator
+    from brokerd.kafka.txn.txn_service import TxnStateService
+    from brokerd.storage.stores.txn_log import TXN_LOG_FILE_NAME, TxnLog
+
+    data_dir = os.path.abspath(settings.storage.data_dir)
+    txn_log = TxnLog.open(os.path.join(data_dir, TXN_LOG_FILE_NAME))
+    coordinator = TransactionCoordinator(
+        clock=reactor,
+        log=txn_log,
+        run_blocking=broker.run_write,
+        allocate_producer_id=producer_ids.next_id,
+        core=broker,
+        groups=groups,
+        max_timeout_ms=settings.limits.transaction_max_timeout_ms,
+    )
+    TxnStateService(coordinator, txn_log).setServiceParent(broker)
+    return coordinator, txn_log
+
+
+def build_metrics(
+    broker: Broker,
+    inspector: Inspector,
+    cleaner: CleanerService | None,
+    coordinators: Coordinators,
+) -> BrokerMetrics:
+    """The broker's metrics registry (``brokerd.metrics``), its write observer installed
+    in the core before any partition opens."""
+    from brokerd.kafka.txn.state import TxnState
+    from brokerd.metrics.registry import BrokerMetrics
+
+    metrics = BrokerMetrics(inspector)
+    broker.writes = metrics.writes
+    if cleaner is not None:
+        metrics.add_cleaner(cleaner)
+    metrics.add_transactions(coordinators.transactions, [s.value for s in TxnState])
+    metrics.add_stores(coordinators.recovery.stores)
+    return metrics
+
+
+def build_readiness(inspector: Inspector, coordinators: Coordinators) -> Readiness:
+    """What ``/readyz`` waits for: the listeners (each marks itself bound), no offline
+    partition, and the transaction coordinator's start-up completions (built now, before
+    the coordinator starts, so the prepared transactions it must complete are known)."""
+    from brokerd.web.health import Readiness, startup_completions
+
+    readiness = Readiness(inspector)
+    readiness.add_check(startup_completions(coordinators.transactions))
+    # An offsets store or transaction log offline after a failed fsync.
+    readiness.add_check(coordinators.recovery.problems)
+    return readiness
+
+
+def build_edge(settings: Settings) -> Edge:
+    """The request budget and the per-address connection counts both listeners share."""
+    from brokerd.net.connlimit import AddressLimits
+    from brokerd.net.request_budget import RequestBudget
+
+    limits = settings.limits
+    return Edge(
+        RequestBudget(limits.queued_request_bytes),
+        AddressLimits(limits.per_address, limits.per_address_overrides),
+    )
+
+
+def add_native(
+    top: service.MultiService,
+    broker: Broker,
+    settings: Settings,
+    reactor: Any,
+    inspector: Inspector,
+    coordinators: Coordinators,
+    authorization: Authorization,
+    metrics: BrokerMetrics | None,
+    readiness: Readiness,
+    edge: Edge,
+) -> None:
+    """The native listener (unless ``--native none``), with the admin operations of
+    ``brokerctl``."""
+    from brokerd.admin.operations import AdminOps
+    from brokerd.kafka.groups.admin import operator_error
+    from brokerd.native.protocol import NativeFactory
+
+    limits = settings.limits
+    native = NativeFactory(
+        broker,
+        clock=reactor,
+        max_produce_bytes=limits.max_produce_bytes,
+        max_fetch_bytes=limits.max_fetch_bytes,
+        max_connections=limits.max_connections,
+        request_budget=edge.request_budget,
+        addresses=edge.addresses,
+        authorizer=authorization.authorizer,
+        admin=AdminOps(broker, inspector, coordinators.groups, operator_error),
+    )
+    if metrics is not None:
+        native.metrics = metrics.listener("native")
+    description = settings.listeners.native
+    if description is None:
+        return
+    bound = readiness.wait_for("native listener", "not bound yet")
+    listener_service(
+        reactor, description, native, settings.tls.client_verification, bound
+    ).setServiceParent(top)
+
+
+def log_anonymous_doors(settings: Settings) -> None:
+    """One warning per listener serving anonymous clients, so a broker that requires
+    authentication says at start where it does not."""
+    from brokerd.security.doors import anonymous_doors
+
+    for door in anonymous_doors(settings.doors.listeners):
+        how = (
+            f"allowed by --allow-anonymous {door.door.value}"
+            if door.needs_allowing
+            else "loopback only"
+        )
+        _log.warn(
+            "Anonymous door: --{name} {description} serves clients nobody authenticated "
+            "({how}): {why}",
+            name=door.door.value, description=door.description, how=how, why=door.why,
+        )
+
+
+def sasl_config(settings: Settings, reactor: Any) -> SaslConfig | None:
+    """The Kafka listener's SASL session settings (None: no authentication)."""
+    from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.security.auth_throttle import MAX_DELAY, AuthThrottle
+    from brokerd.security.scram import DecoyCredentials
+    from brokerd.security.server_secret import load_or_create
+
+    sasl = settings.sasl
+    if sasl.mechanisms is None or sasl.credentials is None:
+        return None
+    _log.info("Kafka listener requires SASL: {mechanisms}", mechanisms=", ".join(sasl.mechanisms))
+    # Made once, kept in the data directory (a bad file stops the start, as acls.json
+    # does): unknown user names must get the same made-up salt after a restart.
+    secret = load_or_create(os.path.abspath(settings.storage.data_dir))
+    delay = sasl.failed_authentication_delay_seconds
+    throttle = AuthThrottle(reactor.seconds, delay=delay, max_delay=max(delay, MAX_DELAY))
+    return SaslConfig(sasl.mechanisms, sasl.credentials, throttle, DecoyCredentials(secret))
+
+
+def add_kafka(
+    top: service.MultiService,
+    broker: Broker,
+    settings: Settings,
+    reactor: Any,
+    coordinators: Coordinators,
+    authorization: Authorization,
+    metrics: BrokerMetrics | None,
+    readiness: Readiness,
+    edge: Edge,
+) -> None:
+    """The Kafka listener (unless ``--kafka none``); it learns the port it advertises
+    once bound."""
+    description = settings.listeners.kafka
+    if description is None:
+        return
+    from brokerd.kafka.server.protocol import KafkaFactory
+    from brokerd.metrics.hooks import NULL_REQUESTS
+    from brokerd.net.answer_budget import AnswerBudget
+
+    limits = settings.limits
+    advertised_host = settings.listeners.advertised_host
+    factory = KafkaFactory(
+        broker,
+        coordinators.groups,
+        clock=reactor,
+        advertised_host=advertised_host or "127.0.0.1",
+        advertised_port=0,
+        max_frame_bytes=limits.max_request_bytes,
+        default_partitions=settings.storage.default_partitions,
+        max_connections=limits.max_connections,
+        transactions=coordinators.transactions,
+        authorizer=authorization.authorizer,
+        acls=authorization.acls,
+        sasl=sasl_config(settings, reactor),
+        credentials=settings.sasl.credentials,
+        metrics=metrics.listener("kafka") if metrics is not None else NULL_REQUESTS,
+        fetch_max_bytes=limits.fetch_max_bytes,
+        answer_budget=AnswerBudget(limits.max_inflight_answer_bytes),
+        sasl_max_receive_bytes=limits.sasl_max_receive_bytes,
+        request_budget=edge.request_budget,
+        addresses=edge.addresses,
+    )
+    listening = readiness.wait_for("kafka listener", "not bound yet")
+
+    def on_listen(address: Any) -> None:
+        listening()
+        host = advertised_host
+        if host is None:
+            bound = getattr(address, "host", "127.0.0.1")
+            host = "127.0.0.1" if bound in ("0.0.0.0", "::", "") else bound
+        factory.advertised_host = host
+        factory.advertised_port = getattr(address, "port", 0)
+        _log.info(
+            "Kafka listener on {address}, advertised as {host}:{port}",
+            address=address,
+            host=host,
+            port=factory.advertised_port,
+        )
+
+    listener_service(
+        reactor, description, factory, settings.tls.client_verification, on_listen
+    ).setServiceParent(top)
+
+
+def add_http(
+    top: service.MultiService,
+    settings: Settings,
+    reactor: Any,
+    inspector: Inspector,
+    metrics: BrokerMetrics,
+    readiness: Readiness,
+    authorizer: AclAuthorizer | None,
+) -> None:
+    """The HTTP endpoint: console, metrics and health checks (``brokerd.web``), showing
+    each principal what ``authorizer`` lets it DESCRIBE."""
+    from brokerd.web.console import ConsoleSampler
+    from brokerd.web.site import make_site
+
+    description = settings.listeners.http
+    assert description is not None, "the metrics exist only with an --http listener"
+    sampler = ConsoleSampler(inspector, clock=reactor)
+    sampler.setServiceParent(top)
+    site = make_site(
+        inspector,
+        clock=reactor,
+        settings=settings.web.shown_options,
+        sampler=sampler,
+        registry=metrics.registry,
+        readiness=readiness,
+        identity=http_identity(settings, reactor),
+        authorizer=authorizer,
+    )
+    bound = readiness.wait_for("http listener", "not bound yet")
+
+    def on_listen(address: Any) -> None:
+        bound()
+        _log.info("HTTP endpoint (metrics, health, console) on {address}", address=address)
+
+    verification: ClientVerification | None = (
+        settings.tls.http_client_verification or settings.tls.client_verification
+    )
+    listener_service(reactor, description, site, verification, on_listen).setServiceParent(top)
+
+
+def http_identity(settings: Settings, reactor: Any) -> HttpIdentity:
+    """Who an HTTP client is: nobody asked, HTTP Basic against the credentials file, or
+    its client certificate (``--http-auth``)."""
+    from brokerd.net.tls import peer_principal
+    from brokerd.security.doors import HttpAuth
+    from brokerd.web.auth import BasicPasswords, HttpIdentity
+
+    mode = settings.web.auth
+    passwords = None
+    if mode is HttpAuth.BASIC:
+        _log.info("HTTP endpoint requires HTTP Basic (--credentials)")
+        assert settings.sasl.credentials is not None, "checked with the options"
+        passwords = BasicPasswords(settings.sasl.credentials, clock=reactor)
+    elif mode is HttpAuth.CERTIFICATE:
+        _log.info("HTTP endpoint requires client certificates")
+    return HttpIdentity(mode, passwords, peer_principal=peer_principal)
