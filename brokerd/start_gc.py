@@ -52,8 +52,8 @@ def paused() -> bool:
 class StartingServiceMaker(ServiceMaker):
     """``twistd``'s service maker for the broker: pauses the collector when ``twistd``
     asks for the options (the first thing it does with the plugin, before it imports the
-    broker's modules and the reactor); ``brokerd.tap.makeService`` resumes it once the
-    reactor runs."""
+    broker's modules and the reactor); the service wiring (``brokerd.app.wiring``) resumes
+    it once the reactor runs."""
 
     def options(self) -> Any:
         pause()

@@ -1,6 +1,6 @@
 """What the operator surface reads and asks of the consumer-group coordinator, as typed
 Protocols: the coordinator (``brokerd.kafka.groups``) satisfies them, and the service
-wiring (``brokerd/tap.py``) hands it to :class:`~brokerd.admin.inspect.Inspector` and
+wiring (``brokerd/app/wiring.py``) hands it to :class:`~brokerd.admin.inspect.Inspector` and
 :class:`~brokerd.admin.operations.AdminOps`, so nothing here imports the Kafka listener.
 
 The coordinator answers with Kafka's numeric error codes (0 = none); their meaning for
