@@ -101,15 +101,17 @@ class Edge:
 
 @attrs.frozen
 class BrokerServices:
-    """The built tree (``top``, what twistd runs) and the parts others read."""
+    """The tree (``top``, what twistd runs) and the parts the listeners are built over."""
 
     top: service.MultiService
     broker: Broker
     coordinators: Coordinators
     inspector: Inspector
+    authorization: Authorization
     #: None with ``--http none`` (no one scrapes the metrics).
     metrics: BrokerMetrics | None
     readiness: Readiness
+    edge: Edge
 
 
 def build_services(settings: Settings, reactor: Any) -> BrokerServices:
@@ -130,20 +132,24 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
         if settings.listeners.http is not None
         else None
     )
-    readiness = build_readiness(inspector, coordinators)
-    edge = build_edge(settings)
-    add_native(top, broker, settings, reactor, inspector, coordinators, authorization,
-               metrics, readiness, edge)
+    services = BrokerServices(
+        top=top,
+        broker=broker,
+        coordinators=coordinators,
+        inspector=inspector,
+        authorization=authorization,
+        metrics=metrics,
+        readiness=build_readiness(inspector, coordinators),
+        edge=build_edge(settings),
+    )
+    add_native(services, settings, reactor)
     log_anonymous_doors(settings)
-    add_kafka(top, broker, settings, reactor, coordinators, authorization, metrics,
-              readiness, edge)
-    if metrics is not None:
-        add_http(top, settings, reactor, inspector, metrics, readiness,
-                 authorization.authorizer)
+    add_kafka(services, settings, reactor)
+    add_http(services, settings, reactor)
     ReadyNotifier(reactor).setServiceParent(top)
     # Runs once the service tree has started (twistd starts it before the reactor runs).
     reactor.callWhenRunning(start_gc.resume)
-    return BrokerServices(top, broker, coordinators, inspector, metrics, readiness)
+    return services
 
 
 def open_log_directory(settings: Settings) -> LogDirectory:
@@ -325,18 +331,7 @@ def build_edge(settings: Settings) -> Edge:
     )
 
 
-def add_native(
-    top: service.MultiService,
-    broker: Broker,
-    settings: Settings,
-    reactor: Any,
-    inspector: Inspector,
-    coordinators: Coordinators,
-    authorization: Authorization,
-    metrics: BrokerMetrics | None,
-    readiness: Readiness,
-    edge: Edge,
-) -> None:
+def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> None:
     """The native listener (unless ``--native none``), with the admin operations of
     ``brokerctl``."""
     from brokerd.admin.operations import AdminOps
@@ -344,26 +339,27 @@ def add_native(
     from brokerd.native.protocol import NativeFactory
 
     limits = settings.limits
+    broker = services.broker
     native = NativeFactory(
         broker,
         clock=reactor,
         max_produce_bytes=limits.max_produce_bytes,
         max_fetch_bytes=limits.max_fetch_bytes,
         max_connections=limits.max_connections,
-        request_budget=edge.request_budget,
-        addresses=edge.addresses,
-        authorizer=authorization.authorizer,
-        admin=AdminOps(broker, inspector, coordinators.groups, operator_error),
+        request_budget=services.edge.request_budget,
+        addresses=services.edge.addresses,
+        authorizer=services.authorization.authorizer,
+        admin=AdminOps(broker, services.inspector, services.coordinators.groups, operator_error),
     )
-    if metrics is not None:
-        native.metrics = metrics.listener("native")
+    if services.metrics is not None:
+        native.metrics = services.metrics.listener("native")
     description = settings.listeners.native
     if description is None:
         return
-    bound = readiness.wait_for("native listener", "not bound yet")
+    bound = services.readiness.wait_for("native listener", "not bound yet")
     listener_service(
         reactor, description, native, settings.tls.client_verification, bound
-    ).setServiceParent(top)
+    ).setServiceParent(services.top)
 
 
 def log_anonymous_doors(settings: Settings) -> None:
@@ -403,17 +399,7 @@ def sasl_config(settings: Settings, reactor: Any) -> SaslConfig | None:
     return SaslConfig(sasl.mechanisms, sasl.credentials, throttle, DecoyCredentials(secret))
 
 
-def add_kafka(
-    top: service.MultiService,
-    broker: Broker,
-    settings: Settings,
-    reactor: Any,
-    coordinators: Coordinators,
-    authorization: Authorization,
-    metrics: BrokerMetrics | None,
-    readiness: Readiness,
-    edge: Edge,
-) -> None:
+def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> None:
     """The Kafka listener (unless ``--kafka none``); it learns the port it advertises
     once bound."""
     description = settings.listeners.kafka
@@ -425,8 +411,11 @@ def add_kafka(
 
     limits = settings.limits
     advertised_host = settings.listeners.advertised_host
+    coordinators, authorization, metrics = (
+        services.coordinators, services.authorization, services.metrics
+    )
     factory = KafkaFactory(
-        broker,
+        services.broker,
         coordinators.groups,
         clock=reactor,
         advertised_host=advertised_host or "127.0.0.1",
@@ -443,10 +432,10 @@ def add_kafka(
         fetch_max_bytes=limits.fetch_max_bytes,
         answer_budget=AnswerBudget(limits.max_inflight_answer_bytes),
         sasl_max_receive_bytes=limits.sasl_max_receive_bytes,
-        request_budget=edge.request_budget,
-        addresses=edge.addresses,
+        request_budget=services.edge.request_budget,
+        addresses=services.edge.addresses,
     )
-    listening = readiness.wait_for("kafka listener", "not bound yet")
+    listening = services.readiness.wait_for("kafka listener", "not bound yet")
 
     def on_listen(address: Any) -> None:
         listening()
@@ -465,38 +454,31 @@ def add_kafka(
 
     listener_service(
         reactor, description, factory, settings.tls.client_verification, on_listen
-    ).setServiceParent(top)
+    ).setServiceParent(services.top)
 
 
-def add_http(
-    top: service.MultiService,
-    settings: Settings,
-    reactor: Any,
-    inspector: Inspector,
-    metrics: BrokerMetrics,
-    readiness: Readiness,
-    authorizer: AclAuthorizer | None,
-) -> None:
-    """The HTTP endpoint: console, metrics and health checks (``brokerd.web``), showing
-    each principal what ``authorizer`` lets it DESCRIBE."""
+def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None:
+    """The HTTP endpoint (unless ``--http none``): console, metrics and health checks
+    (``brokerd.web``), showing each principal what the authorizer lets it DESCRIBE."""
+    description, metrics = settings.listeners.http, services.metrics
+    if description is None or metrics is None:
+        return
     from brokerd.web.console import ConsoleSampler
     from brokerd.web.site import make_site
 
-    description = settings.listeners.http
-    assert description is not None, "the metrics exist only with an --http listener"
-    sampler = ConsoleSampler(inspector, clock=reactor)
-    sampler.setServiceParent(top)
+    sampler = ConsoleSampler(services.inspector, clock=reactor)
+    sampler.setServiceParent(services.top)
     site = make_site(
-        inspector,
+        services.inspector,
         clock=reactor,
         settings=settings.web.shown_options,
         sampler=sampler,
         registry=metrics.registry,
-        readiness=readiness,
+        readiness=services.readiness,
         identity=http_identity(settings, reactor),
-        authorizer=authorizer,
+        authorizer=services.authorization.authorizer,
     )
-    bound = readiness.wait_for("http listener", "not bound yet")
+    bound = services.readiness.wait_for("http listener", "not bound yet")
 
     def on_listen(address: Any) -> None:
         bound()
@@ -505,7 +487,9 @@ def add_http(
     verification: ClientVerification | None = (
         settings.tls.http_client_verification or settings.tls.client_verification
     )
-    listener_service(reactor, description, site, verification, on_listen).setServiceParent(top)
+    listener_service(reactor, description, site, verification, on_listen).setServiceParent(
+        services.top
+    )
 
 
 def http_identity(settings: Settings, reactor: Any) -> HttpIdentity:
