@@ -11,6 +11,7 @@ the start with a clear message); nothing else is opened, and no service is built
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -186,7 +187,7 @@ def _storage(options: Mapping[str, Any]) -> StorageSettings:
         topic_defaults,
     )
     return StorageSettings(
-        data_dir=options["data-dir"],
+        data_dir=os.path.abspath(options["data-dir"]),
         log_config=log_config,
         topic_defaults=topic_defaults,
         auto_create=not options["no-auto-create"],

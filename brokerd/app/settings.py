@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 class StorageSettings:
     """The data directory and the broker-wide defaults of its topics."""
 
-    #: ``--data-dir`` as given (the wiring makes it absolute when it opens it).
+    #: ``--data-dir``, absolute (resolved against the working directory of the start).
     data_dir: str
     #: Segment size and age, retention, and every ``--log-*``-style topic default
     #: (``--compression-type``, ``--message-max-bytes``, ...) applied.

@@ -160,7 +160,7 @@ def open_log_directory(settings: Settings) -> LogDirectory:
     from brokerd.storage.logdir.log_directory import LogDirectory
 
     storage = settings.storage
-    data_dir = os.path.abspath(storage.data_dir)
+    data_dir = storage.data_dir
     route_storage_logging()
     # A long recovery must not trip systemd's start timeout: keep extending it.
     with extending_start_timeout(f"opening and recovering {data_dir}"):
@@ -224,7 +224,7 @@ def build_authorization(broker: Broker, settings: Settings) -> Authorization:
 
     if not settings.authorization.acl:
         return Authorization(None, AclHandlers(None, None))
-    store = AclStore.in_directory(os.path.abspath(settings.storage.data_dir))
+    store = AclStore.in_directory(settings.storage.data_dir)
     authorizer = AclAuthorizer(store.load(), settings.authorization.super_users)
     _log.info(
         "authorizer acl: {count} ACL(s), super users {users}",
@@ -242,7 +242,7 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
     from brokerd.storage.stores.offsets import OffsetStore
     from brokerd.storage.stores.producer_ids import ProducerIdAllocator
 
-    data_dir = os.path.abspath(settings.storage.data_dir)
+    data_dir = settings.storage.data_dir
     offsets = OffsetStore.open(os.path.join(data_dir, "consumer-offsets.log"))
     producer_ids = ProducerIdAllocator(os.path.join(data_dir, "producer-ids"))
     broker.set_producer_id_source(producer_ids.next_id)
@@ -271,8 +271,7 @@ def add_transactions(
     from brokerd.kafka.txn.txn_service import TxnStateService
     from brokerd.storage.stores.txn_log import TXN_LOG_FILE_NAME, TxnLog
 
-    data_dir = os.path.abspath(settings.storage.data_dir)
-    txn_log = TxnLog.open(os.path.join(data_dir, TXN_LOG_FILE_NAME))
+    txn_log = TxnLog.open(os.path.join(settings.storage.data_dir, TXN_LOG_FILE_NAME))
     coordinator = TransactionCoordinator(
         clock=reactor,
         log=txn_log,
@@ -334,6 +333,9 @@ def build_edge(settings: Settings) -> Edge:
 def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> None:
     """The native listener (unless ``--native none``), with the admin operations of
     ``brokerctl``."""
+    description = settings.listeners.native
+    if description is None:
+        return
     from brokerd.admin.operations import AdminOps
     from brokerd.kafka.groups.admin import operator_error
     from brokerd.native.protocol import NativeFactory
@@ -353,9 +355,6 @@ def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> No
     )
     if services.metrics is not None:
         native.metrics = services.metrics.listener("native")
-    description = settings.listeners.native
-    if description is None:
-        return
     bound = services.readiness.wait_for("native listener", "not bound yet")
     listener_service(
         reactor, description, native, settings.tls.client_verification, bound
@@ -393,7 +392,7 @@ def sasl_config(settings: Settings, reactor: Any) -> SaslConfig | None:
     _log.info("Kafka listener requires SASL: {mechanisms}", mechanisms=", ".join(sasl.mechanisms))
     # Made once, kept in the data directory (a bad file stops the start, as acls.json
     # does): unknown user names must get the same made-up salt after a restart.
-    secret = load_or_create(os.path.abspath(settings.storage.data_dir))
+    secret = load_or_create(settings.storage.data_dir)
     delay = sasl.failed_authentication_delay_seconds
     throttle = AuthThrottle(reactor.seconds, delay=delay, max_delay=max(delay, MAX_DELAY))
     return SaslConfig(sasl.mechanisms, sasl.credentials, throttle, DecoyCredentials(secret))

@@ -3,6 +3,7 @@ and combinations that cannot work are refused with the messages operators know."
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -215,7 +216,7 @@ def test_topic_defaults_reach_the_log_config() -> None:
 
 def test_defaults() -> None:
     s = settings()
-    assert s.storage.data_dir == "./data"
+    assert s.storage.data_dir == os.path.abspath("./data")
     assert s.storage.auto_create and s.storage.default_partitions == 1
     assert s.listeners.native == "tcp:7070:interface=127.0.0.1"
     assert s.listeners.kafka == "tcp:9092:interface=127.0.0.1"
