@@ -1038,8 +1038,8 @@ def _add_kafka(
     readiness: Readiness,
 ) -> None:
     from brokerd.kafka.server.protocol import KafkaFactory
-    from brokerd.metrics.hooks import NULL_REQUESTS
     from brokerd.net.answer_budget import AnswerBudget
+    from brokerd.observers import NULL_REQUESTS
 
     factory = KafkaFactory(
         broker,

@@ -53,6 +53,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
+from brokerd.clock import Clock
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.admin import GroupAdmin
 from brokerd.kafka.groups.rebalance import Outbox, Rebalancer
@@ -76,7 +77,6 @@ from brokerd.kafka.groups.store import (
     txn_member_error,
 )
 from brokerd.names import MAX_GROUP_ID_LENGTH
-from brokerd.net.transport import TimerClock
 from brokerd.storage.stores.offsets import OffsetStore
 
 #: Kafka's group.max.size is effectively unbounded; this cap (members plus member ids
@@ -131,7 +131,7 @@ class GroupCoordinator:
         self._outbox = Outbox()
         self._writes = CommitQueue(offsets=offsets, run_blocking=run_blocking)
         self._rebalancer = Rebalancer(
-            clock=cast(TimerClock, clock),
+            clock=cast(Clock, clock),
             groups=self._groups,
             writes=self._writes,
             outbox=self._outbox,

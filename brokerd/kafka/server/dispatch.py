@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from twisted.internet import defer
 
+from brokerd.clock import Clock
 from brokerd.kafka.server import acl_gate as authorize
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.core_face import KafkaCore
@@ -34,7 +35,6 @@ from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
     BrokerIdentity,
-    Clock,
     Connection,
     Handler,
     Outcome,
@@ -160,7 +160,6 @@ __all__ = [
     "DEFAULT_PARTITIONS",
     "NO_RESPONSE",
     "BrokerIdentity",
-    "Clock",
     "Connection",
     "GroupCoordinatorLike",
     "KafkaCore",

@@ -52,9 +52,9 @@ from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.python.failure import Failure
 
+from brokerd.clock import Clock
 from brokerd.kafka.server.dispatch import (
     DEFAULT_PARTITIONS,
-    Clock,
     Connection,
     GroupCoordinatorLike,
     KafkaCore,
@@ -69,12 +69,12 @@ from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
 from brokerd.kafka.wire import apis, codec
 from brokerd.kafka.wire.codec import ApiKey, CodecError, FrameError, FrameTooLarge
-from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
 from brokerd.net.refusals import RefusalLog
 from brokerd.net.request_budget import RequestBudget
+from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
 
 #: Seconds between writing the answer to a failed authentication and closing the

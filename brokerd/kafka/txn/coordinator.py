@@ -38,6 +38,7 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from brokerd.clock import Clock, DelayedCall
 from brokerd.errors import StorageError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import cancel_call
@@ -79,7 +80,6 @@ from brokerd.kafka.txn.views import (
     verify_partitions,
     verify_produce,
 )
-from brokerd.net.transport import DelayedCall, TimerClock
 from brokerd.storage.stores.txn_log import TxnLog
 
 __all__ = [
@@ -123,7 +123,7 @@ class TransactionCoordinator(service.Service):
     def __init__(
         self,
         *,
-        clock: TimerClock,
+        clock: Clock,
         log: TxnLog,
         run_blocking: Callable[..., Deferred[Any]],
         allocate_producer_id: Callable[[], int],

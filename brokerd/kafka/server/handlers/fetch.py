@@ -42,6 +42,7 @@ import attrs
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from brokerd.clock import Clock
 from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.errors import TooManyWaiters
 from brokerd.kafka.errors import ErrorCode
@@ -52,7 +53,7 @@ from brokerd.kafka.server.acl_gate import (
     Rule,
     split_entries,
 )
-from brokerd.kafka.server.handler_base import NO_RESPONSE, Clock, Connection, unexpected_code
+from brokerd.kafka.server.handler_base import NO_RESPONSE, Connection, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch_catchup import CatchUp
 from brokerd.kafka.server.route import Route

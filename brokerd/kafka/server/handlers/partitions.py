@@ -30,6 +30,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd.clock import Clock
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
@@ -43,7 +44,6 @@ from brokerd.kafka.server.acl_gate import (
 )
 from brokerd.kafka.server.handler_base import (
     BrokerIdentity,
-    Clock,
     Connection,
     gather,
     message,

@@ -21,6 +21,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd.clock import Clock
 from brokerd.errors import InvalidRecord
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import (
@@ -35,7 +36,6 @@ from brokerd.kafka.server.core_face import KafkaCore
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
-    Clock,
     Connection,
     unexpected_code,
 )
