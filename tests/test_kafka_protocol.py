@@ -26,8 +26,9 @@ from brokerd.kafka.server.protocol import (
     KafkaFactory,
     KafkaProtocol,
 )
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.config.topic_config import broker_values, validate_overrides

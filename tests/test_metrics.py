@@ -17,7 +17,7 @@ from brokerd.core.write_stats import MAX_UNSYNCED_SAMPLES, WriteStats
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.observe import kafka_errors
 from brokerd.kafka.txn.state import TxnState
-from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.requests import apis
 from brokerd.metrics.collectors import CleanerCollector
 from brokerd.metrics.registry import BrokerMetrics
 from brokerd.metrics.traffic import TopicTraffic

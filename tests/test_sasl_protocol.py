@@ -17,9 +17,10 @@ from brokerd.kafka.server.protocol import (
     KafkaProtocol,
 )
 from brokerd.kafka.server.sasl import SaslCode, SaslConfig, SaslSession
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.messages import sasl as m
+from brokerd.kafka.wire.requests import apis
 from brokerd.security.auth_throttle import DEFAULT_DELAY, LOG_INTERVAL, MAX_DELAY, AuthThrottle
 from brokerd.security.credentials import CredentialChange, CredentialStore
 from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512

@@ -23,10 +23,10 @@ from brokerd.kafka.txn.types import (
     TxnListing,
     TxnOffset,
 )
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.log.producer_state import ActiveProducer
 
 from tests.test_kafka_protocol import KafkaTestCase

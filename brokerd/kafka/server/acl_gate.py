@@ -34,7 +34,7 @@ import attrs
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.handler_base import Connection, Handler, Outcome
-from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import (
     ANONYMOUS,
     CLUSTER_NAME,

@@ -6,7 +6,7 @@ Every module of ``brokerd/kafka/server/handlers/`` answers one API family and gi
 APIs as :class:`~brokerd.kafka.server.route.Route` values (key, handler, rule);
 :class:`KafkaHandlers` builds each family's handler object with what it needs (core,
 coordinators, identity, clock) and routes each decoded request
-(:mod:`brokerd.kafka.wire.apis`) to its route. A handler returns a response message or an
+(:mod:`brokerd.kafka.wire.requests.apis`) to its route. A handler returns a response message or an
 :class:`Outcome` (``NO_RESPONSE``, ``CLOSE_CONNECTION``: acks=0 Produce). Errors from the
 core arrive as ``brokerd.errors`` exceptions and become Kafka error codes in the handlers
 (:mod:`brokerd.kafka.errors`).
@@ -56,8 +56,8 @@ from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.route import Route, route_table
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.security.acl import AclAuthorizer
 

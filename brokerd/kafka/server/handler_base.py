@@ -22,7 +22,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.kafka.errors import ErrorCode, error_code_for
-from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.connection import ConnectionState
 
 T = TypeVar("T")

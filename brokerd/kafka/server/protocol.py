@@ -5,7 +5,7 @@ What this module does: supplies the Kafka decoder and dispatch to the shared con
 machinery (:class:`brokerd.net.connection.RequestConnection`, which owns flow control, read
 pausing, the idle and frame deadlines, closing and the connection limit). It feeds
 received bytes to the sans-IO :class:`~brokerd.kafka.wire.codec.FrameDecoder`, decodes one
-request at a time (:mod:`brokerd.kafka.wire.apis`), hands it to
+request at a time (:mod:`brokerd.kafka.wire.requests.apis`), hands it to
 :class:`~brokerd.kafka.server.dispatch.KafkaHandlers`, and writes the encoded responses strictly
 in request order. Its own policies:
 
@@ -67,8 +67,9 @@ from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, CodecError, FrameError, FrameTooLarge
+from brokerd.kafka.wire.requests import apis
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit

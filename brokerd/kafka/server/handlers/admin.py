@@ -2,7 +2,7 @@
 """Kafka cluster and topic administration: ApiVersions, Metadata, DescribeCluster,
 DescribeTopicPartitions, CreateTopics, DeleteTopics and InitProducerId.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
 message, calling the broker core for topics and producer ids. brokerd is a single node:
 every partition's leader, replica and in-sync replica is this node, and CreateTopics
 accepts replication factor 1 (or -1) only. Topics carry their IDs (the core's
@@ -53,8 +53,6 @@ from brokerd.kafka.server.handler_base import (
 from brokerd.kafka.server.handlers.configs import topic_entries
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages.cluster import (
     ENDPOINT_BROKERS,
@@ -72,6 +70,8 @@ from brokerd.kafka.wire.messages.topic_partitions import (
     TopicPartitionsCursor,
 )
 from brokerd.kafka.wire.messages.topics import CreatableTopicConfigs, DeleteTopicState
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.names import is_internal_topic, validate_topic_name
 from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.config.topic_config import validate_overrides

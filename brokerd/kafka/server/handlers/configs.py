@@ -19,7 +19,7 @@ command line): altering one is refused with INVALID_CONFIG. Every resource gets 
 error code and a message naming the offending key.
 
 It does not validate values itself (``topic_config`` does), store anything (the core's
-``alter_topic_configs`` does, durably) or parse bytes (:mod:`brokerd.kafka.wire.apis`).
+``alter_topic_configs`` does, durably) or parse bytes (:mod:`brokerd.kafka.wire.requests.apis`).
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ from brokerd.kafka.server.acl_gate import (
 )
 from brokerd.kafka.server.handler_base import BrokerIdentity, Connection, message, unexpected_code
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.names import validate_topic_name
 from brokerd.security.acl import Operation
 from brokerd.storage.config.topic_config import (

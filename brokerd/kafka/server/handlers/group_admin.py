@@ -2,7 +2,7 @@
 """Kafka consumer-group admin APIs: ListGroups, DescribeGroups, DeleteGroups and
 OffsetDelete.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
 message by calling the coordinator's admin part (:mod:`brokerd.kafka.groups.admin`,
 duck-typed here by :class:`GroupAdminLike`). OffsetDelete partitions of topics that do
 not exist get UNKNOWN_TOPIC_OR_PARTITION here, as Kafka answers them.
@@ -35,9 +35,9 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.handler_base import Connection
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:

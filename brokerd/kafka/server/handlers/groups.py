@@ -2,7 +2,7 @@
 """Kafka consumer-group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 LeaveGroup, OffsetCommit and OffsetFetch.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
 message by calling the classic group coordinator
 (:mod:`brokerd.kafka.groups.coordinator`, duck-typed here by
 :class:`GroupCoordinatorLike` so tests can pass fakes). This node coordinates every group
@@ -52,10 +52,10 @@ from brokerd.kafka.server.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages import groups as group_apis
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 from brokerd.storage.topic_ids import parse_topic_id
 

@@ -28,9 +28,9 @@ from brokerd.kafka.server.handler_base import LEADER_EPOCH, Connection, unexpect
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch import READ_COMMITTED
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 #: ListOffsets special timestamps (Kafka's ``ListOffsetsRequest``).

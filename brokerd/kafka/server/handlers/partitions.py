@@ -1,7 +1,7 @@
 # -*- test-case-name: tests.test_kafka_admin_partition_handlers -*-
 """Kafka's partition administration: CreatePartitions, DeleteRecords and DescribeLogDirs.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
 message, calling the broker core (:class:`PartitionAdminCore`):
 
 - CreatePartitions grows topics, one result per topic. brokerd is a single node, so
@@ -51,9 +51,9 @@ from brokerd.kafka.server.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 from brokerd.storage.logdir.layout import MAX_PARTITIONS
 from brokerd.storage.types import LogDirUsage, TopicInfo

@@ -3,7 +3,7 @@
 DescribeTransactions and ListTransactions, and InitProducerId's transactional half; and
 the partition side of transactions: DescribeProducers and WriteTxnMarkers.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a call of the
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a call of the
 transaction coordinator (duck-typed by
 :class:`~brokerd.kafka.txn.types.TransactionCoordinatorLike`) and its answer into a
 response message. What is decided here, on the wire side:
@@ -67,11 +67,11 @@ from brokerd.kafka.txn.types import (
     TxnDescription,
     TxnOffset,
 )
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
