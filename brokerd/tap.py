@@ -1037,7 +1037,7 @@ def _add_kafka(
     metrics: BrokerMetrics | None,
     readiness: Readiness,
 ) -> None:
-    from brokerd.kafka.server.protocol import KafkaFactory
+    from brokerd.kafka.listener.protocol import KafkaFactory
     from brokerd.net.answer_budget import AnswerBudget
     from brokerd.observers import NULL_REQUESTS
 

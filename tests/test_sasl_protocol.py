@@ -11,7 +11,7 @@ from typing import Any
 from twisted.internet import task
 from twisted.logger import formatEvent, globalLogPublisher
 
-from brokerd.kafka.server.protocol import (
+from brokerd.kafka.listener.protocol import (
     FAILED_AUTHENTICATION_CLOSE_DELAY,
     KafkaFactory,
     KafkaProtocol,

@@ -13,8 +13,8 @@ from typing import Any
 from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.server.handlers.txn import code_for_version
-from brokerd.kafka.server.protocol import KafkaFactory
 from brokerd.kafka.txn.types import (
     EndTxnResult,
     InitProducerIdResult,

@@ -12,23 +12,14 @@ page view or metrics scrape. What this module does not do: change anything (see
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
 
 from brokerd.admin.group_face import GroupAdminFace
 from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
-from brokerd.core.interfaces import LogStore, PartitionStore
+from brokerd.core.api import CoreApi
+from brokerd.core.interfaces import PartitionStore
 from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo
-
-
-class InspectedBroker(Protocol):
-    """What the inspector reads of the core (:class:`brokerd.core.Broker`)."""
-
-    @property
-    def logdir(self) -> LogStore: ...
-    def topics(self) -> dict[str, TopicInfo]: ...
-    def topic_config_defaults(self) -> dict[str, str]: ...
 
 
 class Inspector:
@@ -43,7 +34,7 @@ class Inspector:
 
     def __init__(
         self,
-        broker: InspectedBroker,
+        broker: CoreApi,
         groups: GroupAdminFace | None = None,
         offsets: OffsetStore | None = None,
     ) -> None:
@@ -168,4 +159,4 @@ class Inspector:
         return tuple(rows)
 
 
-__all__ = ["InspectedBroker", "Inspector"]
+__all__ = ["Inspector"]

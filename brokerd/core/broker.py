@@ -27,12 +27,13 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from brokerd.core.api import CoreApi
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
 from brokerd.core.policy import FsyncPolicy, flush_rule
@@ -439,3 +440,10 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
             return self.waiters.park_for(short, left_ms, values=True)
 
         return long_poll(read, short_of, park, clock=self._clock, max_wait_ms=max_wait_ms)
+
+
+if TYPE_CHECKING:
+
+    def _has_the_face(broker: Broker) -> CoreApi:
+        # mypy checks here that Broker has every method of the core's face.
+        return broker

@@ -35,7 +35,7 @@ SyncGroup, its old assignment, with no rebalance. An Empty group keeps its gener
 DescribeGroups, DeleteGroups, OffsetDelete) are :attr:`GroupCoordinator.admin`
 (:mod:`brokerd.kafka.groups.admin`).
 
-What this module does not do: no sockets or wire encoding (``brokerd.kafka.server.dispatch``
+What this module does not do: no sockets or wire encoding (``brokerd.kafka.listener.dispatch``
 maps requests to these calls), no incremental cooperative rebalancing on the broker side
 (clients do it within the classic protocol). LeaveGroup v3+ removes several members
 at once, each by member id or (an operator's removal) by group instance id alone.

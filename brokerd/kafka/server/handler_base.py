@@ -3,9 +3,10 @@
 
 :class:`Outcome` is what a handler returns instead of a response message (acks=0
 Produce); :class:`Connection` is the per-connection state a handler may use (the peer's
-address, and waits to cancel when the client goes away); :class:`BrokerIdentity` is the duck type of what the listener injects (with a
-:class:`brokerd.clock.Clock`). :func:`gather`,
-:func:`message` and :func:`unexpected_code` are the small helpers every handler uses.
+address, and waits to cancel when the client goes away); :class:`BrokerIdentity` is the
+duck type of what the listener injects (with a :class:`brokerd.clock.Clock`).
+:func:`gather`, :func:`message` and :func:`unexpected_code` are the small helpers every
+handler uses.
 
 It holds no API logic: the handlers live in the modules of
 ``brokerd/kafka/server/handlers/``, one per API family.

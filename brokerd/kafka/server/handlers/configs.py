@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
-from twisted.internet import defer
 from twisted.logger import Logger
 
+from brokerd.core.api import CoreApi
 from brokerd.errors import InvalidConfig, InvalidTopic
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import (
@@ -58,7 +58,7 @@ from brokerd.storage.config.topic_config import (
 )
 from brokerd.storage.types import TopicInfo
 
-__all__ = ["ConfigCore", "ConfigHandlers", "ConfigSource", "ResourceType"]
+__all__ = ["ConfigHandlers", "ConfigSource", "ResourceType"]
 
 
 class ResourceType(enum.IntEnum):
@@ -83,25 +83,6 @@ class ConfigSource(enum.IntEnum):
 KAFKA_BROKER_ID_DEFAULT = "-1"
 KAFKA_NUM_PARTITIONS_DEFAULT = "1"
 KAFKA_AUTO_CREATE_DEFAULT = "true"
-
-
-class ConfigCore(Protocol):
-    """The part of :class:`brokerd.core.Broker` the config APIs use (reactor thread)."""
-
-    @property
-    def auto_create_topics(self) -> bool: ...
-
-    def topics(self) -> Mapping[str, TopicInfo]: ...
-
-    def topic_config_defaults(self) -> Mapping[str, str]: ...
-
-    def alter_topic_configs(
-        self,
-        name: str,
-        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
-        *,
-        validate_only: bool = False,
-    ) -> defer.Deferred[TopicInfo]: ...
 
 
 class _Refused(Exception):
@@ -229,7 +210,7 @@ def broker_entries(
 class ConfigHandlers:
     """Answers DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
-    :param core: the broker core (:class:`ConfigCore`).
+    :param core: the broker core.
     :param identity: the node id (the broker resource's name).
     :param default_partitions: what ``num.partitions`` describes.
     """
@@ -237,7 +218,7 @@ class ConfigHandlers:
     _log = Logger()
 
     def __init__(
-        self, core: ConfigCore, identity: BrokerIdentity, *, default_partitions: int
+        self, core: CoreApi, identity: BrokerIdentity, *, default_partitions: int
     ) -> None:
         self._core = core
         self._id = identity

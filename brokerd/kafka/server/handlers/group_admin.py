@@ -8,7 +8,7 @@ duck-typed here by :class:`GroupAdminLike`). OffsetDelete partitions of topics t
 not exist get UNKNOWN_TOPIC_OR_PARTITION here, as Kafka answers them.
 
 It does not parse or build bytes, keep group state, or dispatch:
-:class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests here.
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers` routes requests here.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.core_face import KafkaCore
+    from brokerd.core.api import CoreApi
 
 #: DescribeGroups' first version answering GROUP_ID_NOT_FOUND for an unknown group.
 _DESCRIBE_NOT_FOUND_FROM = 6
@@ -81,7 +81,7 @@ class GroupAdminHandlers:
 
     def __init__(
         self,
-        core: KafkaCore,
+        core: CoreApi,
         coordinator: HasGroupAdmin,
         operations: AuthorizedOperations | None = None,
     ) -> None:

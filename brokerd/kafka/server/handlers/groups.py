@@ -14,7 +14,7 @@ looked up in the core (an unknown one is UNKNOWN_TOPIC_ID, before any ACL check,
 answers it), and the ACL rules see the names.
 
 It does not parse or build bytes, keep group state, or dispatch:
-:class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests here.
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers` routes requests here.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from brokerd.security.acl import Operation
 from brokerd.storage.topic_ids import parse_topic_id
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.core_face import KafkaCore
+    from brokerd.core.api import CoreApi
 
 #: FindCoordinator's key types: a group, a transactional id, a share-group partition.
 _COORDINATOR_GROUP = 0
@@ -222,7 +222,7 @@ class GroupHandlers:
 
     def __init__(
         self,
-        core: KafkaCore,
+        core: CoreApi,
         coordinator: GroupCoordinatorLike,
         identity: BrokerIdentity,
         *,

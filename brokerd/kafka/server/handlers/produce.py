@@ -22,6 +22,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
+from brokerd.core.api import CoreApi
 from brokerd.errors import InvalidRecord
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import (
@@ -32,7 +33,6 @@ from brokerd.kafka.server.acl_gate import (
     by_name,
     split_entries,
 )
-from brokerd.kafka.server.core_face import KafkaCore
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
@@ -122,7 +122,7 @@ class ProduceHandler:
 
     _log = Logger()
 
-    def __init__(self, core: KafkaCore, *, clock: Clock) -> None:
+    def __init__(self, core: CoreApi, *, clock: Clock) -> None:
         self._core = core
         self._clock = clock
 

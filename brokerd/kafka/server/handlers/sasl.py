@@ -17,7 +17,7 @@
   accepted user.
 
 What it does not do: decide which requests a connection may send before
-authenticating (:mod:`brokerd.kafka.server.protocol`), authorize (any authenticated principal
+authenticating (:mod:`brokerd.kafka.listener.protocol`), authorize (any authenticated principal
 may call them until an authorizer says otherwise), or parse bytes.
 """
 

@@ -6,7 +6,7 @@ machinery (:class:`brokerd.net.connection.RequestConnection`, which owns flow co
 pausing, the idle and frame deadlines, closing and the connection limit). It feeds
 received bytes to the sans-IO :class:`~brokerd.kafka.wire.codec.FrameDecoder`, decodes one
 request at a time (:mod:`brokerd.kafka.wire.requests.apis`), hands it to
-:class:`~brokerd.kafka.server.dispatch.KafkaHandlers`, and writes the encoded responses strictly
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers`, and writes the encoded responses strictly
 in request order. Its own policies:
 
 * one request in flight, except that up to :data:`MAX_PIPELINED_PRODUCES` consecutive
@@ -53,11 +53,11 @@ from twisted.internet.protocol import Factory
 from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
-from brokerd.kafka.server.dispatch import (
+from brokerd.core.api import CoreApi
+from brokerd.kafka.listener.dispatch import (
     DEFAULT_PARTITIONS,
     Connection,
     GroupCoordinatorLike,
-    KafkaCore,
     KafkaHandlers,
     Outcome,
 )
@@ -114,7 +114,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
 
     Complete frames are split off at once and queue (undecoded) in ``_pending``; each is
     decoded when its turn comes. Answers are the handlers' response messages or an
-    :class:`~brokerd.kafka.server.dispatch.Outcome`.
+    :class:`~brokerd.kafka.listener.dispatch.Outcome`.
     """
 
     protocolName = "kafka"
@@ -376,9 +376,9 @@ class KafkaFactory(Factory):
     clients to connect to; they are plain attributes, read on every request, because
     the port of a ``tcp:0`` listener is only known after it binds.
 
-    :param core: the broker core (:class:`~brokerd.kafka.server.dispatch.KafkaCore`).
+    :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
     :param coordinator: the group coordinator
-        (:class:`~brokerd.kafka.server.dispatch.GroupCoordinatorLike`).
+        (:class:`~brokerd.kafka.listener.dispatch.GroupCoordinatorLike`).
     :param clock: provides ``callLater`` (the reactor, or ``task.Clock`` in tests).
     :param node_id: this broker's node id in Metadata and FindCoordinator.
     :param max_frame_bytes: largest request accepted; a larger size prefix closes the
@@ -412,7 +412,7 @@ class KafkaFactory(Factory):
 
     def __init__(
         self,
-        core: KafkaCore,
+        core: CoreApi,
         coordinator: GroupCoordinatorLike,
         *,
         clock: IReactorTime,

@@ -12,9 +12,9 @@ core arrive as ``brokerd.errors`` exceptions and become Kafka error codes in the
 (:mod:`brokerd.kafka.errors`).
 
 It does not parse or build bytes, touch transports, or decide request order: the
-protocol (:mod:`brokerd.kafka.server.protocol`) calls :meth:`KafkaHandlers.handle` for one
+protocol (:mod:`brokerd.kafka.listener.protocol`) calls :meth:`KafkaHandlers.handle` for one
 request at a time. The core and coordinators are duck-typed by
-:class:`~brokerd.kafka.server.core_face.KafkaCore`,
+:class:`~brokerd.core.api.CoreApi`,
 :class:`~brokerd.kafka.server.handlers.groups.GroupCoordinatorLike` and
 :class:`~brokerd.kafka.txn.types.TransactionCoordinatorLike` so tests can pass fakes.
 SaslHandshake and SaslAuthenticate are not routed here: the protocol answers them (they
@@ -28,9 +28,9 @@ from typing import Any, cast
 from twisted.internet import defer
 
 from brokerd.clock import Clock
+from brokerd.core.api import CoreApi
 from brokerd.kafka.server import acl_gate as authorize
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
-from brokerd.kafka.server.core_face import KafkaCore
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
@@ -79,7 +79,7 @@ def _pending_offsets(
 class KafkaHandlers:
     """Answers decoded requests. One instance per listener, shared by its connections.
 
-    :param core: the broker core (:class:`~brokerd.kafka.server.core_face.KafkaCore`).
+    :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
     :param coordinator: the group coordinator
         (:class:`~brokerd.kafka.server.handlers.groups.GroupCoordinatorLike`).
     :param identity: node id, advertised host/port and cluster id (read live).
@@ -96,7 +96,7 @@ class KafkaHandlers:
 
     def __init__(
         self,
-        core: KafkaCore,
+        core: CoreApi,
         coordinator: GroupCoordinatorLike,
         identity: BrokerIdentity,
         *,
@@ -162,7 +162,6 @@ __all__ = [
     "BrokerIdentity",
     "Connection",
     "GroupCoordinatorLike",
-    "KafkaCore",
     "KafkaHandlers",
     "Outcome",
 ]
