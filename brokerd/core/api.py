@@ -26,7 +26,7 @@ from typing import Protocol
 
 from twisted.internet.defer import Deferred
 
-from brokerd.core.interfaces import LogStore
+from brokerd.core.interfaces import PartitionStore
 from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.segment.stored import StoredRead
@@ -50,7 +50,7 @@ ConfigUpdate = Callable[[Mapping[str, str]], Mapping[str, str | None]]
 
 
 class CoreTopics(Protocol):
-    """The topics that exist, read without I/O."""
+    """The topics and partitions that exist, read without I/O."""
 
     @property
     def auto_create_topics(self) -> bool:
@@ -70,6 +70,14 @@ class CoreTopics(Protocol):
 
     def topic_config_defaults(self) -> dict[str, str]:
         """The broker-wide default of every topic config, as config strings by name."""
+        ...
+
+    def open_logs(self) -> Mapping[tuple[str, int], PartitionStore]:
+        """Every open partition's log: the operator views read its offsets and sizes."""
+        ...
+
+    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
+        """The partitions that could not be opened, with the reason."""
         ...
 
 
@@ -275,12 +283,6 @@ class CoreApi(
     CoreTopics, CoreAdmin, CoreWrites, CoreReads, CoreLongPoll, CoreTransactions, Protocol
 ):
     """Everything the protocols, admin, web and metrics use of the core."""
-
-    @property
-    def logdir(self) -> LogStore:
-        """The data directory: the operator views read its open logs and offline
-        partitions from memory."""
-        ...
 
 
 __all__ = [

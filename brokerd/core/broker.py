@@ -23,7 +23,6 @@ never touches a transport. The ``--fsync`` modes are described in
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -218,6 +217,15 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         topic has now (a deleted topic's, even when its name was used again). No I/O."""
         return self.partitions.topic_by_id(topic_id)
 
+    def open_logs(self) -> Mapping[tuple[str, int], PartitionStore]:
+        """Every open partition's log, by ``(topic, partition)`` (no I/O): the operator
+        views read their offsets and sizes."""
+        return self.logdir.logs()
+
+    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
+        """The partitions that could not be opened, with the reason (no I/O)."""
+        return self.logdir.offline
+
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
         return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))
 
@@ -290,19 +298,8 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         )
 
     def describe_log_dirs(self) -> LogDirUsage:
-        """The data directory's absolute path, every open partition's size on disk and
-        the size and free space of its filesystem (one statvfs, no file I/O)."""
-        logs = self.logdir.logs()
-        path = os.path.abspath(self.logdir.path)
-        try:
-            fs = os.statvfs(path)
-        except OSError:
-            total = usable = -1
-        else:
-            total, usable = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize
-        return LogDirUsage(
-            path, {key: log.size_bytes for key, log in logs.items()}, total, usable
-        )
+        """The data directory's usage: :meth:`LogDirectoryService.usage`."""
+        return self.storage.usage()
 
     # -- produce -----------------------------------------------------------------------
 
