@@ -17,9 +17,9 @@ commit), :class:`~brokerd.core.producers.ProducerGuard` per partition (idempoten
 :class:`~brokerd.core.timers.PeriodicTasks`. Every public method runs in the reactor
 thread and returns a Deferred (or a plain value when no I/O is involved); errors arrive
 as failures carrying :mod:`brokerd.errors` exceptions. What code outside the core calls
-of it is its face, :class:`brokerd.core.api.CoreApi` (checked at the end of this module). It parses no wire format and
-never touches a transport. The ``--fsync`` modes are described in
-``docs/operations.md`` ("Durability").
+of it is its face, :class:`brokerd.core.api.CoreApi` (checked at the end of this module).
+It parses no wire format and never touches a transport. The ``--fsync`` modes are
+described in ``docs/operations.md`` ("Durability").
 """
 
 from __future__ import annotations
