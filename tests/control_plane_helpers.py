@@ -253,8 +253,8 @@ def group_with_commits(
 
 def advertised_api_keys(broker: BrokerProcess) -> set[int]:
     """The API keys the broker's ApiVersions (v2) advertises."""
-    from brokerd.kafka.wire import apis
     from brokerd.kafka.wire.codec import ApiKey
+    from brokerd.kafka.wire.requests import apis
 
     from tests.kafka_helpers import RawKafka
 

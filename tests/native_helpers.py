@@ -100,8 +100,9 @@ class Call:
 
 
 class FakeCore:
-    """Implements ``NativeCore``; every call returns a new unfired, cancellable Deferred
-    recorded in :attr:`calls` (or an already-fired one from :attr:`auto`)."""
+    """What the native protocol calls of ``brokerd.core.api.CoreApi``; every call
+    returns a new unfired, cancellable Deferred recorded in :attr:`calls` (or an
+    already-fired one from :attr:`auto`)."""
 
     def __init__(self) -> None:
         self.calls: list[Call] = []

@@ -14,13 +14,13 @@ import attrs
 from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS
-from brokerd.kafka.server.protocol import KafkaFactory
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import acl as acl_apis
-from brokerd.kafka.wire.registry import SPECS
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.registry import SPECS
 from brokerd.net.connection import ConnectionState
 from brokerd.security.acl import (
     AclAuthorizer,

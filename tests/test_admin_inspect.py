@@ -106,8 +106,11 @@ class OfflinePartitionTests(SynchronousTestCase):
         self.addCleanup(logdir.close)
 
         class Core:
-            def __init__(self) -> None:
-                self.logdir = logdir
+            def open_logs(self) -> object:
+                return logdir.logs()
+
+            def offline_partitions(self) -> object:
+                return logdir.offline
 
             def topics(self) -> dict[str, object]:
                 return dict(logdir.topics())

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 from brokerd.security.acl import (
     CLUSTER_NAME,
     AclAuthorizer,

@@ -142,7 +142,7 @@ class NoPrivateStateOfTheBaseTests(SynchronousTestCase):
     def test_protocols_write_no_private_attribute_of_the_base(self) -> None:
         base = (REPO / "brokerd/net/connection.py").read_text()
         private = set(re.findall(r"self\.(_[a-z]\w*)\s*(?::[^=]*)?=", base))
-        for path in ("brokerd/kafka/server/protocol.py", "brokerd/native/protocol.py"):
+        for path in ("brokerd/kafka/listener/protocol.py", "brokerd/native/protocol.py"):
             source = (REPO / path).read_text()
             written = set(re.findall(r"self\.(_[a-z]\w*)\s*(?::[^=]*)?=(?!=)", source))
             self.assertEqual(written & private, set(), path)

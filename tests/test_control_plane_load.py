@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 
 from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import admin, confluent

@@ -1,12 +1,12 @@
 """Idempotent produce against a real ``twistd broker``: a retried batch is stored once.
 
 The raw tests build RecordBatches with a producer id, epoch and sequence
-(:func:`brokerd.storage.record.batch.encode_batch`), get the producer id from InitProducerId and
-send Produce requests over a plain socket (the client side of :mod:`brokerd.kafka.wire.apis`),
-so each retry is exactly the same bytes, as a real client's retry is. Then the real
-idempotent producers: kafka-python's default one, and kcat, confluent-kafka and aiokafka
-with idempotence switched on, also retrying for real: a proxy loses the answer to a
-Produce the broker handled and cuts the connection.
+(:func:`brokerd.storage.record.batch.encode_batch`), get the producer id from InitProducerId
+and send Produce requests over a plain socket (the client side of
+:mod:`brokerd.kafka.wire.requests.apis`), so each retry is exactly the same bytes, as a
+real client's retry is. Then the real idempotent producers: kafka-python's default one,
+and kcat, confluent-kafka and aiokafka with idempotence switched on, also retrying for
+real: a proxy loses the answer to a Produce the broker handled and cuts the connection.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.record.batch import Compression, encode_batch
 
 from tests.brokerproc import BrokerProcess

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import RawKafka, committed_offsets

@@ -8,8 +8,8 @@ from typing import Any
 import attrs
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 
 from tests.test_kafka_protocol import KafkaTestCase
 

@@ -14,8 +14,8 @@ import attrs
 import pytest
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.net.frames import SplicedFrame, StoredRecords
 from brokerd.security.acl import Operation as OP
 from brokerd.security.acl import ResourceType

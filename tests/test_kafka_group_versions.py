@@ -27,10 +27,11 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.coordinator import GroupCoordinator
-from brokerd.kafka.server.protocol import KafkaFactory
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.listener.protocol import KafkaFactory
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey, RequestHeader
 from brokerd.kafka.wire.messages import groups as group_apis
+from brokerd.kafka.wire.requests import apis
 from brokerd.security.acl import (
     AclAuthorizer,
     Operation,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import uuid
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages.cluster import DescribeClusterRequest, DescribeClusterResponse
 from brokerd.kafka.wire.messages.topic_partitions import (
@@ -17,6 +16,7 @@ from brokerd.kafka.wire.messages.topic_partitions import (
     TopicPartitionsCursor,
 )
 from brokerd.kafka.wire.messages.topics import DeleteTopicState
+from brokerd.kafka.wire.requests import apis
 from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 from brokerd.security.authorized_ops import SUPPORTED_OPERATIONS, operations_field
 from brokerd.storage.config.topic_config import TOPIC_CONFIGS

@@ -1,4 +1,4 @@
-"""The one registry of Kafka APIs (brokerd.kafka.wire.registry): every API declared once,
+"""The one registry of Kafka APIs (brokerd.kafka.wire.requests.registry): every API declared once,
 with its messages, in a module of brokerd.kafka.wire.messages."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.kafka.wire import apis, messages
+from brokerd.kafka.wire import messages
 from brokerd.kafka.wire.codec import ApiKey
-from brokerd.kafka.wire.registry import KEY_OF_RESPONSE, SPECS, collect
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.registry import KEY_OF_RESPONSE, SPECS, collect
 from brokerd.kafka.wire.schema import ApiSpec
 
 

@@ -9,8 +9,9 @@ from typing import Annotated
 import attrs
 import pytest
 
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import INT16, INT32, STRING, Array, Struct
+from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.schema import Wire, wire_message
 
 

@@ -11,8 +11,9 @@ import struct
 
 import pytest
 
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 
 from tests.brokerproc import BrokerProcess
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.kafka.wire.apis import ApiVersionsRequest
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests.apis import ApiVersionsRequest
 
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import RawKafka, module_broker

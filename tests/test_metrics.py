@@ -17,12 +17,12 @@ from brokerd.core.write_stats import MAX_UNSYNCED_SAMPLES, WriteStats
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.observe import kafka_errors
 from brokerd.kafka.txn.state import TxnState
-from brokerd.kafka.wire import apis
-from brokerd.metrics.answers import api_name
+from brokerd.kafka.wire.requests import apis
 from brokerd.metrics.collectors import CleanerCollector
 from brokerd.metrics.registry import BrokerMetrics
 from brokerd.metrics.traffic import TopicTraffic
 from brokerd.native.messages import RequestType
+from brokerd.observers import api_name
 from brokerd.storage.types import AppendInfo
 from brokerd.web.metrics_resource import MetricsResource
 

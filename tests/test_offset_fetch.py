@@ -16,10 +16,11 @@ from twisted.internet.address import IPv4Address
 from twisted.internet.testing import StringTransport
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.protocol import KafkaFactory
+from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.txn.types import TxnOffset
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.security.acl import Operation, ResourceType
 
 from tests.test_acl_handlers import AclTestCase

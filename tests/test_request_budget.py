@@ -15,10 +15,10 @@ from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka.server.protocol import KafkaFactory, KafkaProtocol
+from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
 from brokerd.kafka.server.sasl import SaslConfig
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.native.protocol import NativeFactory
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.request_budget import RequestBudget

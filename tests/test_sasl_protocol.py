@@ -11,15 +11,16 @@ from typing import Any
 from twisted.internet import task
 from twisted.logger import formatEvent, globalLogPublisher
 
-from brokerd.kafka.server.protocol import (
+from brokerd.kafka.listener.protocol import (
     FAILED_AUTHENTICATION_CLOSE_DELAY,
     KafkaFactory,
     KafkaProtocol,
 )
 from brokerd.kafka.server.sasl import SaslCode, SaslConfig, SaslSession
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.messages import sasl as m
+from brokerd.kafka.wire.requests import apis
 from brokerd.security.auth_throttle import DEFAULT_DELAY, LOG_INTERVAL, MAX_DELAY, AuthThrottle
 from brokerd.security.credentials import CredentialChange, CredentialStore
 from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 
 from tests.brokerproc import BROKERCTL, TWISTD, BrokerProcess, env
 from tests.control_plane_helpers import confluent

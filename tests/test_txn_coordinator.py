@@ -15,11 +15,12 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
+from brokerd.core.api import TxnVerifier
 from brokerd.errors import InvalidProducerEpoch, InvalidTxnState, StorageError
 from brokerd.kafka.errors import ErrorCode as C
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.txn.coordinator import TransactionCoordinator
-from brokerd.kafka.txn.deps import OffsetEntry, TxnVerifier
+from brokerd.kafka.txn.deps import OffsetEntry
 from brokerd.kafka.txn.types import InitProducerIdResult, TxnOffset
 from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.stores.producer_ids import ProducerIdAllocator

@@ -1,4 +1,4 @@
-"""Byte-level tests of the transaction APIs' schemas (brokerd.kafka.wire.apis), every
+"""Byte-level tests of the transaction APIs' schemas (brokerd.kafka.wire.requests.apis), every
 advertised version: frames are written out by hand from Kafka's JSON message schemas
 (``AddPartitionsToTxnRequest.json`` etc.), so the codec is not its own oracle. The
 hypothesis round trips of tests/test_kafka_codec.py cover these classes too.
@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
+from brokerd.kafka.wire.requests import apis
 
 from tests.test_kafka_codec import (
     NO_TAGS,

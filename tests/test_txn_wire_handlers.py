@@ -13,8 +13,8 @@ from typing import Any
 from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.server.handlers.txn import code_for_version
-from brokerd.kafka.server.protocol import KafkaFactory
 from brokerd.kafka.txn.types import (
     EndTxnResult,
     InitProducerIdResult,
@@ -23,10 +23,10 @@ from brokerd.kafka.txn.types import (
     TxnListing,
     TxnOffset,
 )
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.log.producer_state import ActiveProducer
 
 from tests.test_kafka_protocol import KafkaTestCase

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import WAIT, RawKafka, Rec, wait_until

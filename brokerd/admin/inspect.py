@@ -12,23 +12,14 @@ page view or metrics scrape. What this module does not do: change anything (see
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
 
 from brokerd.admin.group_face import GroupAdminFace
 from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
-from brokerd.core.interfaces import LogStore, PartitionStore
+from brokerd.core.api import CoreApi
+from brokerd.core.interfaces import PartitionStore
 from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo
-
-
-class InspectedBroker(Protocol):
-    """What the inspector reads of the core (:class:`brokerd.core.Broker`)."""
-
-    @property
-    def logdir(self) -> LogStore: ...
-    def topics(self) -> dict[str, TopicInfo]: ...
-    def topic_config_defaults(self) -> dict[str, str]: ...
 
 
 class Inspector:
@@ -43,7 +34,7 @@ class Inspector:
 
     def __init__(
         self,
-        broker: InspectedBroker,
+        broker: CoreApi,
         groups: GroupAdminFace | None = None,
         offsets: OffsetStore | None = None,
     ) -> None:
@@ -64,7 +55,7 @@ class Inspector:
         defaults = self._broker.topic_config_defaults()
         # One copy of the open logs for all topics (one per topic made the sampler and
         # /metrics quadratic in the topic count, on the reactor thread).
-        logs = self._broker.logdir.logs()
+        logs = self._broker.open_logs()
         return [self._topic_view(infos[name], defaults, logs) for name in sorted(infos)]
 
     def topic(self, name: str) -> TopicView | None:
@@ -73,7 +64,7 @@ class Inspector:
         if info is None:
             return None
         return self._topic_view(
-            info, self._broker.topic_config_defaults(), self._broker.logdir.logs()
+            info, self._broker.topic_config_defaults(), self._broker.open_logs()
         )
 
     def _topic_view(
@@ -82,7 +73,7 @@ class Inspector:
         defaults: Mapping[str, str],
         logs: Mapping[tuple[str, int], PartitionStore],
     ) -> TopicView:
-        offline = self._broker.logdir.offline
+        offline = self._broker.offline_partitions()
         parts: list[PartitionView] = []
         for index in range(info.partitions):
             key = (info.name, index)
@@ -113,7 +104,7 @@ class Inspector:
 
     def offline_partitions(self) -> dict[tuple[str, int], str]:
         """Every partition whose log could not be opened, with the reason."""
-        return dict(self._broker.logdir.offline)
+        return dict(self._broker.offline_partitions())
 
     # -- groups -------------------------------------------------------------------------
 
@@ -156,7 +147,7 @@ class Inspector:
     def _group_offsets(self, group_id: str) -> tuple[GroupOffsetView, ...]:
         if self._offsets is None:
             return ()
-        logs = self._broker.logdir.logs()
+        logs = self._broker.open_logs()
         rows: list[GroupOffsetView] = []
         for (topic, partition), (offset, _epoch, metadata) in sorted(
             self._offsets.committed(group_id).items()
@@ -168,4 +159,4 @@ class Inspector:
         return tuple(rows)
 
 
-__all__ = ["InspectedBroker", "Inspector"]
+__all__ = ["Inspector"]

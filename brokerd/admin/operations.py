@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Collection, Mapping
-from typing import Protocol
 
 import attrs
 from twisted.internet import defer
@@ -37,15 +36,14 @@ from brokerd.admin.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable
 from brokerd.admin.group_face import AdminGroups, GroupErrorOf
 from brokerd.admin.inspect import Inspector
 from brokerd.admin.views import GroupView, OffsetResetView, TopicView
+from brokerd.core.api import CoreApi
 from brokerd.errors import BrokerError, InvalidConfig, UnknownTopicOrPartition
 from brokerd.names import MAX_GROUP_ID_LENGTH, validate_topic_name
 from brokerd.storage.config.topic_config import TOPIC_CONFIGS
 from brokerd.storage.stores.offsets import OffsetEntry
-from brokerd.storage.types import PartitionOffsets, TopicInfo
 
 __all__ = [
     "INACTIVE_GROUP_STATES",
-    "AdminBroker",
     "AdminOps",
     "ResetMode",
     "ResetSpec",
@@ -76,30 +74,6 @@ class ResetSpec:
 
     mode: ResetMode
     value: int = 0
-
-
-class AdminBroker(Protocol):
-    """What the admin operations need of the core (:class:`brokerd.core.Broker`)."""
-
-    def topics(self) -> dict[str, TopicInfo]: ...
-
-    def delete_topic(self, name: str) -> defer.Deferred[None]: ...
-
-    def alter_topic_configs(
-        self,
-        name: str,
-        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
-        *,
-        validate_only: bool = False,
-    ) -> defer.Deferred[TopicInfo]: ...
-
-    def create_partitions(self, topic: str, new_total: int) -> defer.Deferred[TopicInfo]: ...
-
-    def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]: ...
-
-    def offset_for_timestamp(
-        self, topic: str, partition: int, timestamp_ms: int
-    ) -> defer.Deferred[tuple[int, int] | None]: ...
 
 
 def _check_group_id(group_id: str) -> None:
@@ -149,7 +123,7 @@ class AdminOps:
 
     def __init__(
         self,
-        broker: AdminBroker,
+        broker: CoreApi,
         inspector: Inspector,
         groups: AdminGroups | None = None,
         group_error: GroupErrorOf = _unexplained,

@@ -404,9 +404,9 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
     description = settings.listeners.kafka
     if description is None:
         return
-    from brokerd.kafka.server.protocol import KafkaFactory
-    from brokerd.metrics.hooks import NULL_REQUESTS
+    from brokerd.kafka.listener.protocol import KafkaFactory
     from brokerd.net.answer_budget import AnswerBudget
+    from brokerd.observers import NULL_REQUESTS
 
     limits = settings.limits
     advertised_host = settings.listeners.advertised_host

@@ -16,23 +16,24 @@ commit), :class:`~brokerd.core.producers.ProducerGuard` per partition (idempoten
 :class:`~brokerd.core.waiters.WaiterRegistry` (long polls) and
 :class:`~brokerd.core.timers.PeriodicTasks`. Every public method runs in the reactor
 thread and returns a Deferred (or a plain value when no I/O is involved); errors arrive
-as failures carrying :mod:`brokerd.errors` exceptions. It parses no wire format and
-never touches a transport. The ``--fsync`` modes are described in
-``docs/operations.md`` ("Durability").
+as failures carrying :mod:`brokerd.errors` exceptions. What code outside the core calls
+of it is its face, :class:`brokerd.core.api.CoreApi` (checked at the end of this module).
+It parses no wire format and never touches a transport. The ``--fsync`` modes are
+described in ``docs/operations.md`` ("Durability").
 """
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from brokerd.core.api import CoreApi
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
 from brokerd.core.policy import FsyncPolicy, flush_rule
@@ -52,8 +53,8 @@ from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_po
 from brokerd.core.write_stats import WriteStats
 from brokerd.core.writer import PartitionWriter
 from brokerd.errors import BrokerError, ShuttingDown
-from brokerd.metrics.hooks import NULL_WRITES, WriteObserver
 from brokerd.names import refuse_internal_topic
+from brokerd.observers import NULL_WRITES, WriteObserver
 from brokerd.storage.config.topic_config import broker_values
 from brokerd.storage.log.produce_checks import check_batches, check_values
 from brokerd.storage.log.timestamp_checks import check_timestamps
@@ -217,6 +218,15 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         topic has now (a deleted topic's, even when its name was used again). No I/O."""
         return self.partitions.topic_by_id(topic_id)
 
+    def open_logs(self) -> Mapping[tuple[str, int], PartitionStore]:
+        """Every open partition's log, by ``(topic, partition)`` (no I/O): the operator
+        views read their offsets and sizes."""
+        return self.logdir.logs()
+
+    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
+        """The partitions that could not be opened, with the reason (no I/O)."""
+        return self.logdir.offline
+
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
         return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))
 
@@ -289,19 +299,8 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         )
 
     def describe_log_dirs(self) -> LogDirUsage:
-        """The data directory's absolute path, every open partition's size on disk and
-        the size and free space of its filesystem (one statvfs, no file I/O)."""
-        logs = self.logdir.logs()
-        path = os.path.abspath(self.logdir.path)
-        try:
-            fs = os.statvfs(path)
-        except OSError:
-            total = usable = -1
-        else:
-            total, usable = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize
-        return LogDirUsage(
-            path, {key: log.size_bytes for key, log in logs.items()}, total, usable
-        )
+        """The data directory's usage: :meth:`LogDirectoryService.usage`."""
+        return self.storage.usage()
 
     # -- produce -----------------------------------------------------------------------
 
@@ -439,3 +438,10 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
             return self.waiters.park_for(short, left_ms, values=True)
 
         return long_poll(read, short_of, park, clock=self._clock, max_wait_ms=max_wait_ms)
+
+
+if TYPE_CHECKING:
+
+    def _has_the_face(broker: Broker) -> CoreApi:
+        # mypy checks here that Broker has every method of the core's face.
+        return broker

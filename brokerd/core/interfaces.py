@@ -5,7 +5,8 @@ cannot be called through the interface type under mypy; storage is duck-typed so
 tests may pass fakes. These ``typing.Protocol`` classes state exactly the attributes and
 methods the core calls: :class:`~brokerd.storage.logdir.log_directory.LogDirectory` and
 :class:`~brokerd.storage.log.partition_log.PartitionLog` satisfy :class:`LogStore` and
-:class:`PartitionStore`; a reactor or a ``task.Clock`` satisfies :class:`Clock`.
+:class:`PartitionStore`; a reactor satisfies :class:`CoreReactor` (the time and timers
+it adds to are typed once, in :mod:`brokerd.clock`).
 
 Only declarations here, no behaviour.
 """
@@ -18,6 +19,7 @@ from typing import ParamSpec, Protocol, TypeVar
 
 from twisted.internet.defer import Deferred
 
+from brokerd.clock import Clock
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.producer_state import ReplaySource
 from brokerd.storage.record.batch import BatchHeader
@@ -25,28 +27,6 @@ from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicIn
 
 P = ParamSpec("P")
 T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
-
-
-class DelayedCall(Protocol):
-    """``IDelayedCall``, the part the core uses."""
-
-    def active(self) -> bool: ...
-    def cancel(self) -> None: ...
-
-
-class Seconds(Protocol):
-    """Something that tells the time the way ``IReactorTime.seconds`` does."""
-
-    def seconds(self) -> float: ...
-
-
-class Clock(Seconds, Protocol):
-    """``IReactorTime``: the time, and timers."""
-
-    def callLater(
-        self, delay: float, callable: Callable[..., object], *args: object, **kw: object
-    ) -> DelayedCall: ...
 
 
 class ThreadReactor(Protocol):

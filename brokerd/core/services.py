@@ -11,13 +11,14 @@ pools stop. A child whose stop fails is logged and the next one still stops.
 restores every partition's idempotent-producer state (blocking, before serving) and,
 after a crash, has the segments recovery validated synced in the write pool (recovery
 leaves that to the background, see ``brokerd/storage/log/loader.py``); while running it
-writes recovery checkpoints and producer-state snapshots; at stop it writes
-the last snapshots and closes the directory (sync, checkpoint, clean-shutdown marker)
-in the write pool.
+writes recovery checkpoints and producer-state snapshots, and tells the directory's
+usage (DescribeLogDirs); at stop it writes the last snapshots and closes the directory
+(sync, checkpoint, clean-shutdown marker) in the write pool.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Protocol, runtime_checkable
 
 from twisted.application import service
@@ -30,6 +31,7 @@ from brokerd.core.topics import TopicRegistry
 from brokerd.errors import BrokerError
 from brokerd.storage.log.producer_empty import take_empty_ends, write_empty_ends
 from brokerd.storage.log.producer_state import load_table
+from brokerd.storage.types import LogDirUsage
 
 
 class SequentialMultiService(service.MultiService):
@@ -152,3 +154,18 @@ class LogDirectoryService(service.Service):
         if isinstance(self._logdir, CleanlyOpened):
             write_empty_ends(self._logdir.path, empty)
         self._logdir.close()
+
+    def usage(self) -> LogDirUsage:
+        """The data directory's absolute path, every open partition's size on disk and
+        the size and free space of its filesystem (one statvfs, no file I/O)."""
+        logs = self._logdir.logs()
+        path = os.path.abspath(self._logdir.path)
+        try:
+            fs = os.statvfs(path)
+        except OSError:
+            total = usable = -1
+        else:
+            total, usable = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize
+        return LogDirUsage(
+            path, {key: log.size_bytes for key, log in logs.items()}, total, usable
+        )

@@ -21,7 +21,7 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from brokerd.core.interfaces import Clock
+from brokerd.clock import Clock
 from brokerd.core.timers import OFFLINE_CHECK_SECONDS, PeriodicTasks
 
 __all__ = ["RecoverableStore", "StoreRecovery"]

@@ -17,7 +17,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from brokerd.core.interfaces import Clock
+from brokerd.clock import Clock
 
 #: Default seconds between retention passes and between recovery-point checkpoints.
 RETENTION_CHECK_SECONDS = 300.0

@@ -23,12 +23,13 @@ What it does not do: the transaction state machine (the coordinator), reads
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd.core.api import TxnVerifier
 from brokerd.core.appends import MarkerAppend
 from brokerd.core.interfaces import Runner
 from brokerd.core.topics import Partition, TopicRegistry
@@ -36,11 +37,6 @@ from brokerd.errors import InvalidRecord, InvalidTxnState, ShuttingDown, Unknown
 from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.record.batch import BatchHeader
 from brokerd.storage.types import AppendInfo
-
-#: ``verify(topic, partition, producer_id, producer_epoch)``: returns if the producer's
-#: ongoing transaction holds the partition; raises InvalidTxnState or
-#: InvalidProducerEpoch otherwise.
-TxnVerifier = Callable[[str, int, int, int], None]
 
 _log = Logger()
 

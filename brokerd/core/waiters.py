@@ -28,8 +28,8 @@ from typing import TypeVar
 import attrs
 from twisted.internet import defer
 
+from brokerd.clock import Clock, DelayedCall, Seconds
 from brokerd.core.appends import Append, wake_bytes
-from brokerd.core.interfaces import Clock, DelayedCall, Seconds
 from brokerd.errors import TooManyWaiters
 from brokerd.storage.types import AppendInfo
 

@@ -23,8 +23,9 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd.clock import Clock, DelayedCall
 from brokerd.core.appends import Append, BatchesAppend, MarkerAppend, ValuesAppend
-from brokerd.core.interfaces import Clock, DelayedCall, PartitionStore, Runner
+from brokerd.core.interfaces import PartitionStore, Runner
 from brokerd.core.policy import FlushRule
 from brokerd.core.write_stats import WriteStats
 from brokerd.storage.log.recompress import recompress

@@ -19,6 +19,7 @@ from typing import Protocol
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from brokerd.admin.inspect import Inspector
+from brokerd.admin.txn_face import TxnListingFace
 from brokerd.metrics.traffic import TopicTraffic
 
 
@@ -31,19 +32,6 @@ class CleanerCounters(Protocol):
     records_removed: int
     errors: int
     last_pass_time: float | None
-
-
-class TxnListing(Protocol):
-    @property
-    def state(self) -> str: ...
-
-
-class TransactionsView(Protocol):
-    """What the transaction collector reads (the transaction coordinator)."""
-
-    def list_transactions(
-        self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
-    ) -> Sequence[TxnListing]: ...
 
 
 def _gauge(name: str, documentation: str, labels: Sequence[str]) -> GaugeMetricFamily:
@@ -182,7 +170,7 @@ class StoresCollector:
 class TransactionsCollector:
     """Transactional ids by state (``Ongoing``, ``CompleteCommit`` ...)."""
 
-    def __init__(self, coordinator: TransactionsView, states: Sequence[str]) -> None:
+    def __init__(self, coordinator: TxnListingFace, states: Sequence[str]) -> None:
         self._coordinator = coordinator
         # Every state is reported, 0 included, so the series exist before a transaction.
         self._states = tuple(states)
@@ -205,5 +193,4 @@ __all__ = [
     "StoreView",
     "StoresCollector",
     "TransactionsCollector",
-    "TransactionsView",
 ]

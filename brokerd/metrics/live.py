@@ -2,8 +2,8 @@
 
 :class:`RequestMetrics` owns the per-protocol Prometheus families (requests, errors,
 latency, connections); :meth:`RequestMetrics.listener` gives the
-:class:`~brokerd.metrics.hooks.RequestObserver` one listener's connections call.
-:class:`WriteMetrics` is the core's :class:`~brokerd.metrics.hooks.WriteObserver`.
+:class:`~brokerd.observers.RequestObserver` one listener's connections call.
+:class:`WriteMetrics` is the core's :class:`~brokerd.observers.WriteObserver`.
 
 Label values are bounded: ``protocol``/``listener`` are the two protocol names, ``api``
 comes from the protocols' request-type enums and ``error`` from their error-code enums;
@@ -35,7 +35,7 @@ DISK_BUCKETS = (
 
 
 class ListenerMetrics:
-    """One listener's :class:`~brokerd.metrics.hooks.RequestObserver`."""
+    """One listener's :class:`~brokerd.observers.RequestObserver`."""
 
     def __init__(self, families: RequestMetrics, protocol: str) -> None:
         self._families = families
@@ -110,7 +110,7 @@ class RequestMetrics:
 
 
 class WriteMetrics:
-    """The core's :class:`~brokerd.metrics.hooks.WriteObserver`."""
+    """The core's :class:`~brokerd.observers.WriteObserver`."""
 
     def __init__(self, registry: CollectorRegistry, traffic: TopicTraffic) -> None:
         self._traffic = traffic

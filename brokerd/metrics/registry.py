@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
 from brokerd.admin.inspect import Inspector
+from brokerd.admin.txn_face import TxnListingFace
 from brokerd.metrics.collectors import (
     CleanerCollector,
     CleanerCounters,
@@ -21,7 +22,6 @@ from brokerd.metrics.collectors import (
     StoresCollector,
     StoreView,
     TransactionsCollector,
-    TransactionsView,
 )
 from brokerd.metrics.live import ListenerMetrics, RequestMetrics, WriteMetrics
 from brokerd.metrics.traffic import TopicTraffic
@@ -52,7 +52,7 @@ class BrokerMetrics:
     def add_cleaner(self, cleaner: CleanerCounters) -> None:
         self.registry.register(CleanerCollector(cleaner))
 
-    def add_transactions(self, coordinator: TransactionsView, states: Sequence[str]) -> None:
+    def add_transactions(self, coordinator: TxnListingFace, states: Sequence[str]) -> None:
         """``states``: every state a transactional id can be in (the coordinator's)."""
         self.registry.register(TransactionsCollector(coordinator, states))
 

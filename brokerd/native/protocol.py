@@ -20,8 +20,7 @@ core does), or use the global reactor (the clock is injected).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol as TypingProtocol
+from collections.abc import Callable, Iterable
 from typing import cast
 
 from twisted.internet import defer
@@ -32,14 +31,14 @@ from twisted.python.failure import Failure
 from brokerd.admin.errors import AdminUnavailable
 from brokerd.admin.operations import AdminOps
 from brokerd.admin.views import GroupView
-from brokerd.metrics.answers import observe_native, observe_refusal
-from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
+from brokerd.core.api import CoreApi
 from brokerd.native import admin_wire, server_codec
 from brokerd.native.acl_checks import NativeAccess
 from brokerd.native.admin_handlers import AdminResult, admin_call, admin_document
 from brokerd.native.admin_messages import DescribeGroupRequest, ListGroupsRequest
 from brokerd.native.admin_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
 from brokerd.native.admin_wire import AdminWireError
+from brokerd.native.answer_metrics import observe_native, observe_refusal
 from brokerd.native.messages import (
     DEFAULT_MAX_FETCH_BYTES,
     DEFAULT_MAX_PRODUCE_BYTES,
@@ -59,6 +58,7 @@ from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
 from brokerd.net.request_budget import RequestBudget
+from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
 from brokerd.storage.types import AppendInfo, RecordsResult, TopicInfo
 
@@ -68,7 +68,6 @@ __all__ = [
     "LONG_POLL_EAGER_READ_BYTES",
     "MAX_LONG_POLL_WAIT_MS",
     "MAX_UNREAD_SLACK_BYTES",
-    "NativeCore",
     "NativeFactory",
     "NativeProtocol",
 ]
@@ -91,41 +90,6 @@ MAX_UNREAD_SLACK_BYTES = 4 * 1024 * 1024
 LONG_POLL_EAGER_READ_BYTES = 16 * 1024
 
 
-class NativeCore(TypingProtocol):
-    """What the native protocol needs from the broker core. Every method answers with a
-    Deferred that fires in the reactor thread; failures carry ``brokerd.errors``
-    exceptions. A synchronous raise is treated like a failed Deferred."""
-
-    def produce_values(
-        self, topic: str, partition: int, values: list[bytes]
-    ) -> defer.Deferred[AppendInfo]: ...
-
-    def fetch_records(
-        self, topic: str, partition: int, offset: int, max_value_bytes: int
-    ) -> defer.Deferred[RecordsResult]: ...
-
-    def wait_records(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        *,
-        max_value_bytes: int,
-        min_bytes: int,
-        max_wait_ms: int,
-    ) -> defer.Deferred[RecordsResult]: ...
-
-    def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]: ...
-
-    def list_offsets(
-        self, topic: str, partition: int, *, read_committed: bool = False
-    ) -> defer.Deferred[tuple[int, int]]: ...
-
-    def list_topics(self) -> defer.Deferred[list[TopicInfo]]: ...
-
-    def topics(self) -> Mapping[str, TopicInfo]: ...
-
-
 class NativeProtocol(RequestConnection[Request, bytes | None]):
     """One client connection of the native protocol.
 
@@ -139,7 +103,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
 
     def __init__(
         self,
-        core: NativeCore,
+        core: CoreApi,
         *,
         clock: IReactorTime,
         max_produce_bytes: int = DEFAULT_MAX_PRODUCE_BYTES,
@@ -378,7 +342,7 @@ class NativeFactory(Factory):
 
     def __init__(
         self,
-        broker: NativeCore,
+        broker: CoreApi,
         *,
         clock: IReactorTime,
         max_produce_bytes: int = DEFAULT_MAX_PRODUCE_BYTES,

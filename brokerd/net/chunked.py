@@ -38,11 +38,11 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from brokerd.clock import Clock, DelayedCall
 from brokerd.errors import StorageError
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.frames import Part
 from brokerd.net.sendfile import RegionGone, RegionLedger
-from brokerd.net.transport import DelayedCall, TimerClock
 
 __all__ = ["CHUNK_BYTES", "ChunkTransport", "ChunkedSender"]
 
@@ -75,7 +75,7 @@ class ChunkedSender:
         parts: Iterable[Part],
         ledger: RegionLedger,
         budget: AnswerBudget,
-        clock: TimerClock,
+        clock: Clock,
         done: Callable[[BaseException | None], None],
         *,
         paused: bool = False,

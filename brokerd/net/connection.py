@@ -65,7 +65,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
+from brokerd.clock import Clock, DelayedCall
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.chunked import ChunkedSender
 from brokerd.net.connlimit import ConnectionLimit
@@ -80,7 +80,8 @@ from brokerd.net.sendfile import (
     can_splice,
 )
 from brokerd.net.tls import ANONYMOUS, peer_principal
-from brokerd.net.transport import DelayedCall, TimerClock, Transport, disable_nagle
+from brokerd.net.transport import Transport, disable_nagle
+from brokerd.observers import NULL_REQUESTS, RequestObserver
 
 __all__ = ["ConnectionState", "InFlight", "RequestConnection"]
 
@@ -150,7 +151,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         connection_limit: ConnectionLimit | None = None,
         request_budget: RequestBudget | None = None,
     ) -> None:
-        self._clock = cast(TimerClock, clock)
+        self._clock = cast(Clock, clock)
         self._idle_timeout = idle_timeout
         self._frame_timeout = frame_timeout
         self._connection_limit = connection_limit

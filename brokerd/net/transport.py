@@ -1,5 +1,5 @@
-"""What the connection machinery (``brokerd.net.connection``) needs of Twisted's transports and
-clocks, typed.
+"""What the connection machinery (``brokerd.net.connection``) needs of Twisted's transports,
+typed (its clock is :class:`brokerd.clock.Clock`).
 
 Twisted declares these through zope interfaces, whose methods lack ``self`` and so cannot
 be called through the interface type under mypy; these ``typing.Protocol`` classes say
@@ -9,7 +9,6 @@ No behaviour beyond that.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 
@@ -24,20 +23,6 @@ class Transport(Protocol):
     def registerProducer(self, producer: object, streaming: bool) -> None: ...
     def unregisterProducer(self) -> None: ...
     def getPeer(self) -> object: ...
-
-
-class DelayedCall(Protocol):
-    def active(self) -> bool: ...
-    def cancel(self) -> None: ...
-    def reset(self, seconds: float) -> None: ...
-
-
-class TimerClock(Protocol):
-    """``IReactorTime.callLater``."""
-
-    def callLater(
-        self, delay: float, callable: Callable[..., object], *args: object, **kw: object
-    ) -> DelayedCall: ...
 
 
 def disable_nagle(transport: object) -> None:

@@ -34,7 +34,7 @@ from typing import Protocol, cast
 from twisted.web.resource import IResource, Resource
 from twisted.web.server import Request
 
-from brokerd.core.interfaces import Seconds
+from brokerd.clock import Seconds
 from brokerd.security.acl import ANONYMOUS
 from brokerd.security.doors import HttpAuth
 

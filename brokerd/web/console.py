@@ -20,7 +20,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.web.resource import Resource
 from twisted.web.server import Request
 
-from brokerd.core.interfaces import Seconds
+from brokerd.clock import Seconds
 from brokerd.web import console_pages as pages
 from brokerd.web.console_history import (
     HISTORY_SAMPLES,

@@ -25,7 +25,7 @@ from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
 from brokerd.admin.views import GroupView, TopicView
-from brokerd.core.interfaces import Seconds
+from brokerd.clock import Seconds
 
 #: Seconds between two samples of the console's history, and how many are kept
 #: (120 x 5 s: the last ten minutes).

@@ -17,30 +17,19 @@ what to wait for), or probe the listeners over the network.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from twisted.web.resource import Resource
 from twisted.web.server import Request
+
+from brokerd.admin.txn_face import TxnListingFace
 
 
 class OfflineSource(Protocol):
     """Where offline partitions are read (an :class:`~brokerd.admin.inspect.Inspector`)."""
 
     def offline_partitions(self) -> dict[tuple[str, int], str]: ...
-
-
-class TransactionListing(Protocol):
-    @property
-    def transactional_id(self) -> str: ...
-
-
-class PreparedTransactions(Protocol):
-    """What the start-up completion check reads of the transaction coordinator."""
-
-    def list_transactions(
-        self, state_filters: Sequence[str], producer_id_filters: Sequence[int]
-    ) -> Sequence[TransactionListing]: ...
 
 
 #: The transaction states a start-up completion finishes (a decision logged, markers not).
@@ -87,7 +76,7 @@ class Readiness:
         return lines
 
 
-def startup_completions(coordinator: PreparedTransactions) -> Callable[[], list[str]]:
+def startup_completions(coordinator: TxnListingFace) -> Callable[[], list[str]]:
     """A readiness check: the transactions prepared (decided, not completed) when the
     coordinator was loaded are all completed. Call before the coordinator starts: the
     ids prepared now are those start-up must complete (later ones are normal traffic)."""

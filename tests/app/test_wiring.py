@@ -18,7 +18,7 @@ from brokerd.core.cleaner_service import CleanerService
 from brokerd.core.store_recovery import StoreRecovery
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.group_service import GroupStateService
-from brokerd.kafka.server.protocol import KafkaFactory
+from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.txn.coordinator import TransactionCoordinator
 from brokerd.kafka.txn.txn_service import TxnStateService
 from brokerd.native.protocol import NativeFactory

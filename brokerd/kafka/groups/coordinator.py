@@ -35,7 +35,7 @@ SyncGroup, its old assignment, with no rebalance. An Empty group keeps its gener
 DescribeGroups, DeleteGroups, OffsetDelete) are :attr:`GroupCoordinator.admin`
 (:mod:`brokerd.kafka.groups.admin`).
 
-What this module does not do: no sockets or wire encoding (``brokerd.kafka.server.dispatch``
+What this module does not do: no sockets or wire encoding (``brokerd.kafka.listener.dispatch``
 maps requests to these calls), no incremental cooperative rebalancing on the broker side
 (clients do it within the classic protocol). LeaveGroup v3+ removes several members
 at once, each by member id or (an operator's removal) by group instance id alone.
@@ -53,6 +53,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
+from brokerd.clock import Clock
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.admin import GroupAdmin
 from brokerd.kafka.groups.rebalance import Outbox, Rebalancer
@@ -76,7 +77,6 @@ from brokerd.kafka.groups.store import (
     txn_member_error,
 )
 from brokerd.names import MAX_GROUP_ID_LENGTH
-from brokerd.net.transport import TimerClock
 from brokerd.storage.stores.offsets import OffsetStore
 
 #: Kafka's group.max.size is effectively unbounded; this cap (members plus member ids
@@ -131,7 +131,7 @@ class GroupCoordinator:
         self._outbox = Outbox()
         self._writes = CommitQueue(offsets=offsets, run_blocking=run_blocking)
         self._rebalancer = Rebalancer(
-            clock=cast(TimerClock, clock),
+            clock=cast(Clock, clock),
             groups=self._groups,
             writes=self._writes,
             outbox=self._outbox,

@@ -35,6 +35,7 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from brokerd.clock import Clock
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import (
     GroupMetadata,
@@ -46,7 +47,6 @@ from brokerd.kafka.groups.state import (
     join_error,
 )
 from brokerd.kafka.groups.store import CommitQueue, stored_group
-from brokerd.net.transport import TimerClock
 
 _T = TypeVar("_T")
 
@@ -80,7 +80,7 @@ class Rebalancer:
     def __init__(
         self,
         *,
-        clock: TimerClock,
+        clock: Clock,
         groups: dict[str, GroupMetadata],
         writes: CommitQueue,
         outbox: Outbox,

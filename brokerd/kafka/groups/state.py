@@ -29,8 +29,8 @@ from collections.abc import Mapping
 import attrs
 from twisted.internet.defer import Deferred
 
+from brokerd.clock import DelayedCall
 from brokerd.kafka.errors import ErrorCode
-from brokerd.net.transport import DelayedCall
 
 
 def cancel_call(call: DelayedCall | None) -> None:

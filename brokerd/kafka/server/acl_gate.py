@@ -27,14 +27,15 @@ state; it only reads the current topic names (to refuse an auto-creation).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
+from brokerd.core.api import CoreTopics
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.handler_base import Connection, Handler, Outcome
-from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import (
     ANONYMOUS,
     CLUSTER_NAME,
@@ -42,9 +43,6 @@ from brokerd.security.acl import (
     Operation,
     ResourceType,
 )
-
-if TYPE_CHECKING:
-    from brokerd.storage.types import TopicInfo
 
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -54,19 +52,6 @@ TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 DENIED_TEXT = "not authorized"
 
 
-class TopicNames(Protocol):
-    """What :class:`Access` needs of the core: the topics that exist (by name, and by ID
-    for the requests that name topics by ID), and whether an unknown one would be
-    created."""
-
-    @property
-    def auto_create_topics(self) -> bool: ...
-
-    def topics(self) -> Collection[str]: ...
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
-
-
 @attrs.frozen
 class Access:
     """One connection's principal and host, checked against the authorizer."""
@@ -74,7 +59,7 @@ class Access:
     authorizer: AclAuthorizer
     principal: str
     host: str
-    core: TopicNames
+    core: CoreTopics
 
     def allows(self, op: Operation, rtype: ResourceType, name: str) -> bool:
         return self.authorizer.authorize(self.principal, self.host, op, rtype, name)
@@ -222,7 +207,7 @@ def commit_topics_denied(code: ErrorCode, topics: Sequence[Any], topic_cls: Any,
     )
 
 
-def access_of(authorizer: AclAuthorizer, core: TopicNames, conn: Connection) -> Access:
+def access_of(authorizer: AclAuthorizer, core: CoreTopics, conn: Connection) -> Access:
     """The connection's principal (``User:ANONYMOUS`` until TLS or SASL set one) and
     host, as seen by ``authorizer``."""
     state = conn.state
@@ -231,7 +216,7 @@ def access_of(authorizer: AclAuthorizer, core: TopicNames, conn: Connection) -> 
 
 
 def guard(
-    handler: Handler, rule: Rule | None, authorizer: AclAuthorizer | None, core: TopicNames
+    handler: Handler, rule: Rule | None, authorizer: AclAuthorizer | None, core: CoreTopics
 ) -> Handler:
     """``handler`` behind ``rule`` (the handler itself when ``authorizer`` is None, the
     broker then allowing everything, or when there is no rule)."""

@@ -3,9 +3,10 @@
 
 :class:`Outcome` is what a handler returns instead of a response message (acks=0
 Produce); :class:`Connection` is the per-connection state a handler may use (the peer's
-address, and waits to cancel when the client goes away); :class:`BrokerIdentity` and
-:class:`Clock` are the duck types of what the listener injects. :func:`gather`,
-:func:`message` and :func:`unexpected_code` are the small helpers every handler uses.
+address, and waits to cancel when the client goes away); :class:`BrokerIdentity` is the
+duck type of what the listener injects (with a :class:`brokerd.clock.Clock`).
+:func:`gather`, :func:`message` and :func:`unexpected_code` are the small helpers every
+handler uses.
 
 It holds no API logic: the handlers live in the modules of
 ``brokerd/kafka/server/handlers/``, one per API family.
@@ -22,7 +23,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.kafka.errors import ErrorCode, error_code_for
-from brokerd.kafka.wire.apis import Request
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.connection import ConnectionState
 
 T = TypeVar("T")
@@ -58,21 +59,6 @@ class BrokerIdentity(Protocol):
     def advertised_port(self) -> int: ...
     @property
     def cluster_id(self) -> str: ...
-
-
-class _DelayedCall(Protocol):
-    def active(self) -> bool: ...
-    def cancel(self) -> None: ...
-
-
-class Clock(Protocol):
-    """``IReactorTime.callLater`` and ``seconds`` as mypy can check them."""
-
-    def seconds(self) -> float: ...
-
-    def callLater(
-        self, delay: float, callable: Callable[..., object], *args: object, **kw: object
-    ) -> _DelayedCall: ...
 
 
 class Connection:

@@ -21,10 +21,9 @@ import attrs
 from twisted.internet.defer import Deferred
 
 from brokerd.kafka.errors import ErrorCode as KafkaError
-from brokerd.kafka.wire import apis
-from brokerd.metrics.answers import api_name
-from brokerd.metrics.hooks import RequestObserver
+from brokerd.kafka.wire.requests import apis
 from brokerd.net.frames import records_size
+from brokerd.observers import RequestObserver, api_name
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@
 Every handler module under ``brokerd/kafka/server/handlers/`` gives its APIs as
 :class:`Route` values (its ``routes()``), each handler with the rule that guards it, so
 an API's answer and its access check sit side by side; the dispatch
-(:class:`~brokerd.kafka.server.dispatch.KafkaHandlers`) collects them. Pure data.
+(:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers`) collects them. Pure data.
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from brokerd.core.api import CoreTransactions
 from brokerd.errors import StorageError
-from brokerd.kafka.txn.deps import OffsetEntry, TxnCore, TxnGroups
+from brokerd.kafka.txn.deps import OffsetEntry, TxnGroups
 from brokerd.kafka.txn.state import TxnMetadata, TxnState
 from brokerd.kafka.txn.table import TxnTable
 from brokerd.storage.write_errors import RateLimitedLog
@@ -43,7 +44,12 @@ class TxnCompleter:
     _log = Logger()
 
     def __init__(
-        self, *, table: TxnTable, core: TxnCore, groups: TxnGroups, now_ms: Callable[[], int]
+        self,
+        *,
+        table: TxnTable,
+        core: CoreTransactions,
+        groups: TxnGroups,
+        now_ms: Callable[[], int],
     ) -> None:
         self._table = table
         self._core = core

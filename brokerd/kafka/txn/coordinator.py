@@ -38,6 +38,8 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from brokerd.clock import Clock, DelayedCall
+from brokerd.core.api import CoreTransactions
 from brokerd.errors import StorageError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import cancel_call
@@ -54,7 +56,7 @@ from brokerd.kafka.txn.checks import (
     transactional_id_error,
 )
 from brokerd.kafka.txn.completion import TxnCompleter
-from brokerd.kafka.txn.deps import TxnCore, TxnGroups
+from brokerd.kafka.txn.deps import TxnGroups
 from brokerd.kafka.txn.state import (
     NO_EPOCH,
     PREPARED,
@@ -79,7 +81,6 @@ from brokerd.kafka.txn.views import (
     verify_partitions,
     verify_produce,
 )
-from brokerd.net.transport import DelayedCall, TimerClock
 from brokerd.storage.stores.txn_log import TxnLog
 
 __all__ = [
@@ -123,11 +124,11 @@ class TransactionCoordinator(service.Service):
     def __init__(
         self,
         *,
-        clock: TimerClock,
+        clock: Clock,
         log: TxnLog,
         run_blocking: Callable[..., Deferred[Any]],
         allocate_producer_id: Callable[[], int],
-        core: TxnCore,
+        core: CoreTransactions,
         groups: TxnGroups,
         wall_clock: Callable[[], float] = time.time,
         max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,

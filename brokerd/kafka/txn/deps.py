@@ -1,13 +1,7 @@
-"""What the transaction coordinator needs of the broker core and of the group coordinator.
+"""What the transaction coordinator needs of the group coordinator, typed as a Protocol
+so that the coordinator is tested with small fakes (what it needs of the broker core is
+the core's face, :class:`brokerd.core.api.CoreTransactions`):
 
-Typed as Protocols so that the coordinator is tested with small fakes and so that the
-two façades it relies on are stated in one place:
-
-- :class:`TxnCore`: ``write_txn_markers`` appends one COMMIT or ABORT control batch to
-  each partition of a transaction (fires when all are written and fsynced; a repeated
-  marker is harmless), and ``set_txn_verifier`` installs the check the
-  core runs before admitting a transactional produce (:class:`brokerd.core.Broker`
-  implements both).
 - :class:`TxnGroups`: ``commit_txn_offsets`` stores a committed transaction's offsets
   through the group coordinator's durable commit queue (no membership checks: the
   transaction was checked when TxnOffsetCommit arrived), and ``check_txn_member`` is
@@ -19,34 +13,14 @@ No behaviour.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from twisted.internet.defer import Deferred
 
 from brokerd.kafka.errors import ErrorCode
 
-#: ``verify(topic, partition, producer_id, producer_epoch)``: returns if the producer has
-#: an ongoing transaction including the partition, else raises ``InvalidTxnState`` (or
-#: ``InvalidProducerEpoch`` for a fenced, older epoch).
-TxnVerifier = Callable[[str, int, int, int], None]
-
 #: ``(topic, partition, offset, leader_epoch, metadata)`` as the group coordinator takes it.
 OffsetEntry = tuple[str, int, int, int, str | None]
-
-
-class TxnCore(Protocol):
-    def write_txn_markers(
-        self,
-        partitions: Sequence[tuple[str, int]],
-        producer_id: int,
-        producer_epoch: int,
-        *,
-        commit: bool,
-        coordinator_epoch: int = 0,
-    ) -> Deferred[None]: ...
-
-    def set_txn_verifier(self, verify: TxnVerifier | None) -> None: ...
 
 
 class TxnGroups(Protocol):
@@ -63,4 +37,4 @@ class TxnGroups(Protocol):
         ...
 
 
-__all__ = ["OffsetEntry", "TxnCore", "TxnGroups", "TxnVerifier"]
+__all__ = ["OffsetEntry", "TxnGroups"]

@@ -18,7 +18,7 @@ when decoded and are skipped when encoded.
 
 Each message module ends with ``APIS``: one :class:`ApiSpec` per API it holds, naming
 its request and response classes and the version range brokerd answers, so the range
-lives with the message (:mod:`brokerd.kafka.wire.registry` collects them).
+lives with the message (:mod:`brokerd.kafka.wire.requests.registry` collects them).
 
 Pure: no I/O, no Twisted.
 """

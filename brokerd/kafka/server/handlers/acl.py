@@ -32,9 +32,9 @@ from brokerd.kafka.server.acl_gate import (
 )
 from brokerd.kafka.server.handler_base import Connection
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import acl as acl_apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import (
     AclAuthorizer,
     AclBinding,

@@ -2,7 +2,7 @@
 """Kafka cluster and topic administration: ApiVersions, Metadata, DescribeCluster,
 DescribeTopicPartitions, CreateTopics, DeleteTopics and InitProducerId.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
 message, calling the broker core for topics and producer ids. brokerd is a single node:
 every partition's leader, replica and in-sync replica is this node, and CreateTopics
 accepts replication factor 1 (or -1) only. Topics carry their IDs (the core's
@@ -11,7 +11,7 @@ v6 find topics by ID (UNKNOWN_TOPIC_ID for one no topic has). InitProducerId all
 a fresh producer id for an idempotent producer here and hands a transactional one (a
 transactional id is set) to :class:`~brokerd.kafka.server.handlers.txn.TxnHandlers`.
 
-It does not parse or build bytes and does not dispatch: :class:`~brokerd.kafka.server.dispatch.
+It does not parse or build bytes and does not dispatch: :class:`~brokerd.kafka.listener.dispatch.
 KafkaHandlers` routes requests here.
 """
 
@@ -53,8 +53,6 @@ from brokerd.kafka.server.handler_base import (
 from brokerd.kafka.server.handlers.configs import topic_entries
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages.cluster import (
     ENDPOINT_BROKERS,
@@ -72,13 +70,15 @@ from brokerd.kafka.wire.messages.topic_partitions import (
     TopicPartitionsCursor,
 )
 from brokerd.kafka.wire.messages.topics import CreatableTopicConfigs, DeleteTopicState
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.names import is_internal_topic, validate_topic_name
 from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.config.topic_config import validate_overrides
 from brokerd.storage.types import TopicInfo
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.core_face import KafkaCore
+    from brokerd.core.api import CoreApi
 
 #: Partitions of a topic created by CreateTopics with num_partitions -1, unless the
 #: factory is given another (Kafka's ``num.partitions`` default).
@@ -90,7 +90,7 @@ METADATA_CACHE_TOPICS = 20000
 class AdminHandlers:
     """Answers the cluster and topic administration APIs.
 
-    :param core: the broker core (:class:`~brokerd.kafka.server.dispatch.KafkaCore`).
+    :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
     :param identity: node id, advertised host/port and cluster id (read live).
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
     :param transactional: answers InitProducerId with a transactional id (default: as a
@@ -103,7 +103,7 @@ class AdminHandlers:
 
     def __init__(
         self,
-        core: KafkaCore,
+        core: CoreApi,
         identity: BrokerIdentity,
         *,
         default_partitions: int = DEFAULT_PARTITIONS,

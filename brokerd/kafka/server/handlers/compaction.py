@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from brokerd.errors import InvalidRecord
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.requests import apis
 
 __all__ = ["INVALID_RECORD_MIN_PRODUCE_VERSION", "invalid_record_response"]
 

@@ -19,19 +19,19 @@ command line): altering one is refused with INVALID_CONFIG. Every resource gets 
 error code and a message naming the offending key.
 
 It does not validate values itself (``topic_config`` does), store anything (the core's
-``alter_topic_configs`` does, durably) or parse bytes (:mod:`brokerd.kafka.wire.apis`).
+``alter_topic_configs`` does, durably) or parse bytes (:mod:`brokerd.kafka.wire.requests.apis`).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
-from twisted.internet import defer
 from twisted.logger import Logger
 
+from brokerd.core.api import CoreApi
 from brokerd.errors import InvalidConfig, InvalidTopic
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import (
@@ -44,10 +44,10 @@ from brokerd.kafka.server.acl_gate import (
 )
 from brokerd.kafka.server.handler_base import BrokerIdentity, Connection, message, unexpected_code
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.names import validate_topic_name
 from brokerd.security.acl import Operation
 from brokerd.storage.config.topic_config import (
@@ -58,7 +58,7 @@ from brokerd.storage.config.topic_config import (
 )
 from brokerd.storage.types import TopicInfo
 
-__all__ = ["ConfigCore", "ConfigHandlers", "ConfigSource", "ResourceType"]
+__all__ = ["ConfigHandlers", "ConfigSource", "ResourceType"]
 
 
 class ResourceType(enum.IntEnum):
@@ -83,25 +83,6 @@ class ConfigSource(enum.IntEnum):
 KAFKA_BROKER_ID_DEFAULT = "-1"
 KAFKA_NUM_PARTITIONS_DEFAULT = "1"
 KAFKA_AUTO_CREATE_DEFAULT = "true"
-
-
-class ConfigCore(Protocol):
-    """The part of :class:`brokerd.core.Broker` the config APIs use (reactor thread)."""
-
-    @property
-    def auto_create_topics(self) -> bool: ...
-
-    def topics(self) -> Mapping[str, TopicInfo]: ...
-
-    def topic_config_defaults(self) -> Mapping[str, str]: ...
-
-    def alter_topic_configs(
-        self,
-        name: str,
-        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
-        *,
-        validate_only: bool = False,
-    ) -> defer.Deferred[TopicInfo]: ...
 
 
 class _Refused(Exception):
@@ -229,7 +210,7 @@ def broker_entries(
 class ConfigHandlers:
     """Answers DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
-    :param core: the broker core (:class:`ConfigCore`).
+    :param core: the broker core.
     :param identity: the node id (the broker resource's name).
     :param default_partitions: what ``num.partitions`` describes.
     """
@@ -237,7 +218,7 @@ class ConfigHandlers:
     _log = Logger()
 
     def __init__(
-        self, core: ConfigCore, identity: BrokerIdentity, *, default_partitions: int
+        self, core: CoreApi, identity: BrokerIdentity, *, default_partitions: int
     ) -> None:
         self._core = core
         self._id = identity

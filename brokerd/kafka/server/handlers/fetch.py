@@ -6,7 +6,7 @@ broker's ``--fetch-max-bytes`` (Kafka's ``fetch.max.bytes``: a client's ``max_by
 ``partition_max_bytes`` never raise what one answer holds past it; Kafka's KIP-74 rule
 still holds: the first partition with data gets at least one whole batch), parks the
 request until
-MinBytes arrive or MaxWaitMs passes (:func:`~brokerd.core.waiters.long_poll`), and
+MinBytes arrive or MaxWaitMs passes (:func:`~brokerd.core.api.long_poll`), and
 answers with the stored batches. read_uncommitted reads up to the high watermark;
 read_committed up to the last stable offset, with the aborted transactions of the data
 (the core computes both; see ``docs/kafka.md``).
@@ -34,15 +34,15 @@ It does not parse or build bytes, touch transports or decide request order.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any
 
 import attrs
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from brokerd.core.waiters import Shortfall, long_poll
+from brokerd.clock import Clock
+from brokerd.core.api import CoreApi, CoreTopics, Shortfall, long_poll
 from brokerd.errors import TooManyWaiters
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import (
@@ -52,14 +52,14 @@ from brokerd.kafka.server.acl_gate import (
     Rule,
     split_entries,
 )
-from brokerd.kafka.server.handler_base import NO_RESPONSE, Clock, Connection, unexpected_code
+from brokerd.kafka.server.handler_base import NO_RESPONSE, Connection, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch_catchup import CatchUp
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.fetch import FETCH_TOPIC_IDS_FROM
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.frames import (
     Records,
@@ -71,18 +71,12 @@ from brokerd.net.frames import (
 from brokerd.net.sendfile import RegionLedger
 from brokerd.security.acl import Operation
 from brokerd.storage.segment.stored import StoredRead
-from brokerd.storage.types import ReadResult, TopicInfo
-
-if TYPE_CHECKING:
-    from brokerd.kafka.server.core_face import KafkaCore
+from brokerd.storage.types import ReadResult
 
 __all__ = [
     "DEFAULT_FETCH_MAX_BYTES",
     "READ_COMMITTED",
     "FetchHandler",
-    "NowFetchCore",
-    "StoredFetchCore",
-    "TopicsById",
     "fetch_rule",
     "is_full_fetch",
 ]
@@ -99,12 +93,6 @@ _OWN_PART_RECORDS = 16 * 1024
 _FULL_FETCH_EPOCHS = (0, -1)
 
 
-class TopicsById(Protocol):
-    """What a fetch by topic ID (version 13+) needs of the core."""
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
-
-
 def is_full_fetch(body: apis.FetchRequest) -> bool:
     """Whether ``body`` is a full fetch (every partition named), not an incremental one
     in a fetch session: brokerd keeps no session, so only full fetches are served."""
@@ -112,7 +100,7 @@ def is_full_fetch(body: apis.FetchRequest) -> bool:
 
 
 def _by_id(
-    core: TopicsById, topics: Sequence[apis.FetchTopic]
+    core: CoreTopics, topics: Sequence[apis.FetchTopic]
 ) -> tuple[list[apis.FetchTopic], list[apis.FetchTopic]]:
     """``(known, unknown)``: the topics of a request that names them by ID, the known
     ones with their names filled in, and those whose ID no topic has."""
@@ -135,27 +123,6 @@ def _topic_error(t: apis.FetchTopic, code: int) -> apis.FetchTopicResponse:
     )
 
 
-class StoredFetchCore(Protocol):
-    """The core's zero-copy fetch (``Broker.fetch_stored``): :meth:`KafkaCore.fetch`
-    with bytes checked before handed out by reference, as a file region the caller must
-    release."""
-
-    def fetch_stored(
-        self, topic: str, partition: int, offset: int, max_bytes: int,
-        *, read_committed: bool = False,
-    ) -> defer.Deferred[StoredRead]: ...
-
-
-class NowFetchCore(Protocol):
-    """The core's read answered in the caller's thread (``Broker.fetch_stored_now``):
-    the answer of ``fetch_stored`` when it needs no file read, else None."""
-
-    def fetch_stored_now(
-        self, topic: str, partition: int, offset: int, max_bytes: int,
-        *, read_committed: bool = False,
-    ) -> StoredRead | None: ...
-
-
 class FetchHandler:
     """Answers Fetch requests for one listener (see the module docstring).
 
@@ -173,7 +140,7 @@ class FetchHandler:
 
     def __init__(
         self,
-        core: KafkaCore,
+        core: CoreApi,
         *,
         clock: Clock,
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
@@ -186,13 +153,9 @@ class FetchHandler:
         self._fetch_max_bytes = fetch_max_bytes
         self._budget = answer_budget
         # The zero-copy read (brokerd.core.Broker has it; a test's fake core may not).
-        self._stored: StoredFetchCore | None = (
-            cast(StoredFetchCore, core) if hasattr(core, "fetch_stored") else None
-        )
+        self._stored: CoreApi | None = core if hasattr(core, "fetch_stored") else None
         # Its answer without a Deferred when the bytes' place is known in memory.
-        self._now: NowFetchCore | None = (
-            cast(NowFetchCore, core) if hasattr(core, "fetch_stored_now") else None
-        )
+        self._now: CoreApi | None = core if hasattr(core, "fetch_stored_now") else None
         # Connections that are reading a backlog: their first empty fetch at the end of
         # the log is answered at once (brokerd/kafka/server/handlers/fetch_catchup.py).
         self._catch_up = CatchUp()
@@ -395,7 +358,7 @@ class FetchHandler:
 
     async def _read_stored(
         self,
-        core: StoredFetchCore,
+        core: CoreApi,
         topic: str,
         p: apis.FetchPartition,
         max_bytes: int,
@@ -491,7 +454,7 @@ def _with_aborted(r: apis.FetchPartitionResponse) -> apis.FetchPartitionResponse
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def fetch_rule(core: TopicsById) -> Rule:
+def fetch_rule(core: CoreTopics) -> Rule:
     """READ on each topic fetched (by name, or by topic ID from version 13: an unknown ID
     passes, to be answered UNKNOWN_TOPIC_ID whatever the ACLs say, as Kafka does). An
     incremental fetch passes unchanged: it is answered with a session error, reading

@@ -2,13 +2,13 @@
 """Kafka consumer-group admin APIs: ListGroups, DescribeGroups, DeleteGroups and
 OffsetDelete.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
 message by calling the coordinator's admin part (:mod:`brokerd.kafka.groups.admin`,
 duck-typed here by :class:`GroupAdminLike`). OffsetDelete partitions of topics that do
 not exist get UNKNOWN_TOPIC_OR_PARTITION here, as Kafka answers them.
 
 It does not parse or build bytes, keep group state, or dispatch:
-:class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests here.
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers` routes requests here.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.handler_base import Connection
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.core_face import KafkaCore
+    from brokerd.core.api import CoreApi
 
 #: DescribeGroups' first version answering GROUP_ID_NOT_FOUND for an unknown group.
 _DESCRIBE_NOT_FOUND_FROM = 6
@@ -81,7 +81,7 @@ class GroupAdminHandlers:
 
     def __init__(
         self,
-        core: KafkaCore,
+        core: CoreApi,
         coordinator: HasGroupAdmin,
         operations: AuthorizedOperations | None = None,
     ) -> None:

@@ -21,16 +21,16 @@ from typing import Any
 import attrs
 from twisted.logger import Logger
 
+from brokerd.core.api import CoreApi
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import TOPIC_DENIED, Access, Gate, by_name, split_entries
-from brokerd.kafka.server.core_face import KafkaCore
 from brokerd.kafka.server.handler_base import LEADER_EPOCH, Connection, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch import READ_COMMITTED
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 #: ListOffsets special timestamps (Kafka's ``ListOffsetsRequest``).
@@ -64,7 +64,7 @@ class ListOffsetsHandler:
 
     _log = Logger()
 
-    def __init__(self, core: KafkaCore) -> None:
+    def __init__(self, core: CoreApi) -> None:
         self._core = core
 
     def routes(self) -> tuple[Route, ...]:

@@ -1,8 +1,8 @@
 # -*- test-case-name: tests.test_kafka_admin_partition_handlers -*-
 """Kafka's partition administration: CreatePartitions, DeleteRecords and DescribeLogDirs.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
-message, calling the broker core (:class:`PartitionAdminCore`):
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
+message, calling the broker core (:class:`~brokerd.core.api.CoreApi`):
 
 - CreatePartitions grows topics, one result per topic. brokerd is a single node, so
   manual assignments must name this node alone, one entry per new partition. The new
@@ -16,20 +16,21 @@ message, calling the broker core (:class:`PartitionAdminCore`):
 
 A ``timeout_ms`` above zero bounds the wait: past it the answer is REQUEST_TIMED_OUT
 while the operation still completes (as Kafka's does). It does not parse or build bytes
-and does not dispatch: :class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests
+and does not dispatch: :class:`~brokerd.kafka.listener.dispatch.KafkaHandlers` routes requests
 here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd.clock import Clock
+from brokerd.core.api import CoreApi
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
@@ -43,7 +44,6 @@ from brokerd.kafka.server.acl_gate import (
 )
 from brokerd.kafka.server.handler_base import (
     BrokerIdentity,
-    Clock,
     Connection,
     gather,
     message,
@@ -51,33 +51,18 @@ from brokerd.kafka.server.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 from brokerd.storage.logdir.layout import MAX_PARTITIONS
-from brokerd.storage.types import LogDirUsage, TopicInfo
 
-__all__ = ["PartitionAdminCore", "PartitionAdminHandlers"]
+__all__ = ["PartitionAdminHandlers"]
 
 T = TypeVar("T")
 
 #: The low watermark answered with a DeleteRecords error (Kafka's INVALID_LOW_WATERMARK).
 INVALID_LOW_WATERMARK = -1
-
-
-class PartitionAdminCore(Protocol):
-    """What these handlers call on :class:`brokerd.core.Broker` (reactor thread)."""
-
-    def topics(self) -> Mapping[str, TopicInfo]: ...
-
-    def create_partitions(self, topic: str, new_total: int) -> defer.Deferred[TopicInfo]: ...
-
-    def delete_records(
-        self, topic: str, partition: int, before_offset: int
-    ) -> defer.Deferred[int]: ...
-
-    def describe_log_dirs(self) -> LogDirUsage: ...
 
 
 class _TimedOut(Exception):
@@ -114,7 +99,7 @@ def _within(d: defer.Deferred[T], timeout_ms: int, clock: Clock) -> defer.Deferr
 class PartitionAdminHandlers:
     """Answers CreatePartitions, DeleteRecords and DescribeLogDirs.
 
-    :param core: the broker core (:class:`PartitionAdminCore`).
+    :param core: the broker core.
     :param identity: the node id that manual assignments must name.
     :param clock: for the requests' timeouts.
     """
@@ -122,7 +107,7 @@ class PartitionAdminHandlers:
     _log = Logger()
 
     def __init__(
-        self, core: PartitionAdminCore, identity: BrokerIdentity, *, clock: Clock
+        self, core: CoreApi, identity: BrokerIdentity, *, clock: Clock
     ) -> None:
         self._core = core
         self._id = identity

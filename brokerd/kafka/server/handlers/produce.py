@@ -21,6 +21,8 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd.clock import Clock
+from brokerd.core.api import CoreApi
 from brokerd.errors import InvalidRecord
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import (
@@ -31,11 +33,9 @@ from brokerd.kafka.server.acl_gate import (
     by_name,
     split_entries,
 )
-from brokerd.kafka.server.core_face import KafkaCore
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
-    Clock,
     Connection,
     unexpected_code,
 )
@@ -43,9 +43,9 @@ from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handler_base import message as _message
 from brokerd.kafka.server.handlers.compaction import invalid_record_response
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 T = TypeVar("T")
@@ -122,7 +122,7 @@ class ProduceHandler:
 
     _log = Logger()
 
-    def __init__(self, core: KafkaCore, *, clock: Clock) -> None:
+    def __init__(self, core: CoreApi, *, clock: Clock) -> None:
         self._core = core
         self._clock = clock
 

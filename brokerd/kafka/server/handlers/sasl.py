@@ -17,7 +17,7 @@
   accepted user.
 
 What it does not do: decide which requests a connection may send before
-authenticating (:mod:`brokerd.kafka.server.protocol`), authorize (any authenticated principal
+authenticating (:mod:`brokerd.kafka.listener.protocol`), authorize (any authenticated principal
 may call them until an authorizer says otherwise), or parse bytes.
 """
 
@@ -40,9 +40,9 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import Connection
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.server.sasl import HANDSHAKE_FAILURE, SaslCode, SaslFailed, SaslSession
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import sasl as m
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 from brokerd.security.credentials import CredentialChange, CredentialsError
 from brokerd.security.scram import (

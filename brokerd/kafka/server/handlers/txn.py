@@ -3,8 +3,8 @@
 DescribeTransactions and ListTransactions, and InitProducerId's transactional half; and
 the partition side of transactions: DescribeProducers and WriteTxnMarkers.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a call of the
-transaction coordinator (duck-typed by
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a
+call of the transaction coordinator (duck-typed by
 :class:`~brokerd.kafka.txn.types.TransactionCoordinatorLike`) and its answer into a
 response message. What is decided here, on the wire side:
 
@@ -28,7 +28,7 @@ response message. What is decided here, on the wire side:
 
 It does not keep transaction state or parse bytes, and writes markers only for
 WriteTxnMarkers (through the core, as the coordinator does); dispatch is
-:class:`~brokerd.kafka.server.dispatch.KafkaHandlers`'.
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers`'.
 """
 
 from __future__ import annotations
@@ -67,15 +67,15 @@ from brokerd.kafka.txn.types import (
     TxnDescription,
     TxnOffset,
 )
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.core_face import KafkaCore
+    from brokerd.core.api import CoreApi
     from brokerd.storage.log.producer_state import ActiveProducer
 
 #: First version of each API whose clients know PRODUCER_FENCED (KIP-588, as each
@@ -134,7 +134,7 @@ class TxnHandlers:
 
     _log = Logger()
 
-    def __init__(self, core: KafkaCore, transactions: TransactionCoordinatorLike | None) -> None:
+    def __init__(self, core: CoreApi, transactions: TransactionCoordinatorLike | None) -> None:
         self._core = core
         self._txn = transactions
 

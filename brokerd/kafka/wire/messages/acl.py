@@ -6,7 +6,7 @@ layouts read as Kafka's schemas declare them.
 
 Transcribed from Kafka's JSON message schemas like the rest of
 :mod:`brokerd.kafka.wire.messages`; :data:`APIS` registers them
-(:mod:`brokerd.kafka.wire.registry`). Pure: no I/O, no Twisted, no broker logic.
+(:mod:`brokerd.kafka.wire.requests.registry`). Pure: no I/O, no Twisted, no broker logic.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 # -*- test-case-name: tests.test_kafka_codec -*-
 """Request and response bodies of DescribeCluster (60), and the version range brokerd
-answers (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.registry`).
+answers (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.requests.registry`).
 
 Transcribed from Kafka's JSON message schemas
 (``clients/src/main/resources/common/message/*.json``); the layout rules are

@@ -1,7 +1,7 @@
 # -*- test-case-name: tests.test_kafka_codec -*-
 """Request and response bodies of DescribeConfigs (32), AlterConfigs (33) and
 IncrementalAlterConfigs (44), and the version range brokerd answers of each (:data:`APIS`,
-collected by :mod:`brokerd.kafka.wire.registry`).
+collected by :mod:`brokerd.kafka.wire.requests.registry`).
 
 Transcribed from Kafka's JSON message schemas
 (``clients/src/main/resources/common/message/*.json``); the layout rules are

@@ -1,6 +1,6 @@
 # -*- test-case-name: tests.test_sasl_protocol -*-
 """Message bodies of the SASL and SCRAM-credential APIs, registered by :data:`APIS`
-(:mod:`brokerd.kafka.wire.registry` collects it).
+(:mod:`brokerd.kafka.wire.requests.registry` collects it).
 
 Transcribed from Kafka's JSON message schemas: SaslHandshake (17) v0-1 (never
 flexible), SaslAuthenticate (36) v0-2 (v1 adds the session lifetime, v2 is flexible),

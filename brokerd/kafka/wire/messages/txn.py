@@ -2,7 +2,7 @@
 """Request and response bodies of the transaction APIs: AddPartitionsToTxn (24),
 AddOffsetsToTxn (25), EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28),
 DescribeTransactions (65) and ListTransactions (66), and the version range brokerd
-answers of each (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.registry`).
+answers of each (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.requests.registry`).
 
 Transcribed from Kafka's JSON message schemas
 (``clients/src/main/resources/common/message/*.json``); the layout rules are

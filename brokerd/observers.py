@@ -1,17 +1,31 @@
 """The observer interfaces the connection machinery, the protocols and the core call,
-and their do-nothing defaults.
+their do-nothing defaults, and :func:`api_name`, the name a request is reported under.
 
 Hot-path code holds one of these objects and calls it unconditionally; without metrics
 it holds the null object, whose methods do nothing. This module imports nothing from
-Prometheus or Twisted, so the core and the connection layer can depend on it freely.
-What it does not do: count anything (:mod:`brokerd.metrics.live`,
-:mod:`brokerd.metrics.writes` do).
+Prometheus, Twisted or the rest of brokerd, so the core, the connection layer and both
+protocols depend on it from below. What it does not do: count anything
+(:mod:`brokerd.metrics.live` does).
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 from typing import Protocol
+
+# Keyed by (enum class, value): members of two IntEnums with equal values compare equal.
+_api_names: dict[tuple[type, int], str] = {}
+
+
+def api_name(key: enum.IntEnum) -> str:
+    """``PRODUCE`` -> ``Produce``, ``API_VERSIONS`` -> ``ApiVersions`` (Kafka's names):
+    the ``api`` a protocol passes to :meth:`RequestObserver.request_done`."""
+    cache_key = (type(key), int(key))
+    name = _api_names.get(cache_key)
+    if name is None:
+        name = _api_names[cache_key] = "".join(w.capitalize() for w in key.name.split("_"))
+    return name
 
 
 class RequestObserver(Protocol):
@@ -93,4 +107,5 @@ __all__ = [
     "NullWriteObserver",
     "RequestObserver",
     "WriteObserver",
+    "api_name",
 ]

@@ -6,15 +6,15 @@ Every module of ``brokerd/kafka/server/handlers/`` answers one API family and gi
 APIs as :class:`~brokerd.kafka.server.route.Route` values (key, handler, rule);
 :class:`KafkaHandlers` builds each family's handler object with what it needs (core,
 coordinators, identity, clock) and routes each decoded request
-(:mod:`brokerd.kafka.wire.apis`) to its route. A handler returns a response message or an
+(:mod:`brokerd.kafka.wire.requests.apis`) to its route. A handler returns a response message or an
 :class:`Outcome` (``NO_RESPONSE``, ``CLOSE_CONNECTION``: acks=0 Produce). Errors from the
 core arrive as ``brokerd.errors`` exceptions and become Kafka error codes in the handlers
 (:mod:`brokerd.kafka.errors`).
 
 It does not parse or build bytes, touch transports, or decide request order: the
-protocol (:mod:`brokerd.kafka.server.protocol`) calls :meth:`KafkaHandlers.handle` for one
+protocol (:mod:`brokerd.kafka.listener.protocol`) calls :meth:`KafkaHandlers.handle` for one
 request at a time. The core and coordinators are duck-typed by
-:class:`~brokerd.kafka.server.core_face.KafkaCore`,
+:class:`~brokerd.core.api.CoreApi`,
 :class:`~brokerd.kafka.server.handlers.groups.GroupCoordinatorLike` and
 :class:`~brokerd.kafka.txn.types.TransactionCoordinatorLike` so tests can pass fakes.
 SaslHandshake and SaslAuthenticate are not routed here: the protocol answers them (they
@@ -27,14 +27,14 @@ from typing import Any, cast
 
 from twisted.internet import defer
 
+from brokerd.clock import Clock
+from brokerd.core.api import CoreApi
 from brokerd.kafka.server import acl_gate as authorize
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
-from brokerd.kafka.server.core_face import KafkaCore
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
     BrokerIdentity,
-    Clock,
     Connection,
     Handler,
     Outcome,
@@ -56,8 +56,8 @@ from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.route import Route, route_table
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.security.acl import AclAuthorizer
 
@@ -79,7 +79,7 @@ def _pending_offsets(
 class KafkaHandlers:
     """Answers decoded requests. One instance per listener, shared by its connections.
 
-    :param core: the broker core (:class:`~brokerd.kafka.server.core_face.KafkaCore`).
+    :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
     :param coordinator: the group coordinator
         (:class:`~brokerd.kafka.server.handlers.groups.GroupCoordinatorLike`).
     :param identity: node id, advertised host/port and cluster id (read live).
@@ -96,7 +96,7 @@ class KafkaHandlers:
 
     def __init__(
         self,
-        core: KafkaCore,
+        core: CoreApi,
         coordinator: GroupCoordinatorLike,
         identity: BrokerIdentity,
         *,
@@ -160,10 +160,8 @@ __all__ = [
     "DEFAULT_PARTITIONS",
     "NO_RESPONSE",
     "BrokerIdentity",
-    "Clock",
     "Connection",
     "GroupCoordinatorLike",
-    "KafkaCore",
     "KafkaHandlers",
     "Outcome",
 ]

@@ -1,6 +1,6 @@
 # -*- test-case-name: tests.test_kafka_codec -*-
 """Whole Kafka requests and responses: the request decoder and the response encoder over
-the one registry of APIs (:data:`~brokerd.kafka.wire.registry.SPECS`).
+the one registry of APIs (:data:`~brokerd.kafka.wire.requests.registry.SPECS`).
 
 :func:`decode_request` turns a whole request frame into a :class:`Request`;
 :func:`encode_response` turns a response message into a whole frame.
@@ -200,7 +200,7 @@ from brokerd.kafka.wire.messages.txn import (
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 )
-from brokerd.kafka.wire.registry import KEY_OF_RESPONSE, SPECS
+from brokerd.kafka.wire.requests.registry import KEY_OF_RESPONSE, SPECS
 from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
 from brokerd.net.frames import Frame
 

@@ -1,41 +1,28 @@
-"""What a request's answer tells the metrics: its API's name, the errors it carries and,
-for a fetch, what it sends of which topic.
+"""What a native request's answer tells the metrics: its request type's name, the native
+error it is answered with and, for a fetch, what it sends of which topic.
 
 The native protocol calls :func:`observe_native` on the Deferred of a request's result;
 the result passes through unchanged (a failure too). Native requests fail with brokerd's
 errors, mapped to the native codes; a native fetch adds its records and value bytes.
-:func:`api_name` names an API of either protocol (the Kafka listener's own observation of
-its answers is ``brokerd.kafka.server.observe``).
+The Kafka listener's own observation of its answers is ``brokerd.kafka.server.observe``.
 
-What it does not do: change an answer, or keep any state.
+What it does not do: change an answer, keep any state, or know Prometheus (it reports
+to a :class:`~brokerd.observers.RequestObserver`).
 """
 
 from __future__ import annotations
 
-import enum
 from typing import TypeVar
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from brokerd.metrics.hooks import RequestObserver
 from brokerd.native.messages import ErrorCode as NativeError
 from brokerd.native.messages import RequestType, error_code_for
+from brokerd.observers import RequestObserver, api_name
 from brokerd.storage.types import RecordsResult
 
 T = TypeVar("T")
-
-# Keyed by (enum class, value): members of two IntEnums with equal values compare equal.
-_api_names: dict[tuple[type, int], str] = {}
-
-
-def api_name(key: enum.IntEnum) -> str:
-    """``PRODUCE`` -> ``Produce``, ``API_VERSIONS`` -> ``ApiVersions`` (Kafka's names)."""
-    cache_key = (type(key), int(key))
-    name = _api_names.get(cache_key)
-    if name is None:
-        name = _api_names[cache_key] = "".join(w.capitalize() for w in key.name.split("_"))
-    return name
 
 
 def native_api_name(request_type: int) -> str:
@@ -85,7 +72,6 @@ def observe_refusal(observer: RequestObserver, request_type: int, error: NativeE
 
 
 __all__ = [
-    "api_name",
     "native_api_name",
     "native_error",
     "observe_native",

@@ -1,0 +1,300 @@
+"""The broker core's face: the one typed interface the Kafka listener, the native
+protocol, the admin operations, the web side and the metrics use of the core.
+
+:class:`CoreApi` declares every method of :class:`brokerd.core.broker.Broker` that code
+outside the core calls (reactor thread; Deferreds fire there, and failures carry
+:mod:`brokerd.errors` exceptions). Each method is declared once, in the role it belongs
+to; a consumer that needs only one role (the ACL gate reads topic names, the transaction
+coordinator writes markers) takes that role, every other consumer takes
+:class:`CoreApi`. ``Broker`` satisfies it (checked by mypy at the end of
+``broker.py``); tests pass fakes that have what their handler calls.
+
+The long-poll primitive is part of the face: :func:`long_poll` and its
+:class:`Shortfall` (defined in :mod:`brokerd.core.waiters`), which the Kafka Fetch runs
+over its own reads with :meth:`CoreLongPoll.wait_for_data` as the park step.
+
+Only declarations, no behaviour. What it does not declare: the core's wiring (the
+service tree, producer-id source, runners: ``brokerd/tap.py`` builds those on the
+``Broker`` itself) and what the core needs of storage (:mod:`brokerd.core.interfaces`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from twisted.internet.defer import Deferred
+
+from brokerd.core.interfaces import PartitionStore
+from brokerd.core.waiters import Shortfall, long_poll
+from brokerd.storage.log.producer_state import ActiveProducer
+from brokerd.storage.segment.stored import StoredRead
+from brokerd.storage.types import (
+    AppendInfo,
+    LogDirUsage,
+    PartitionOffsets,
+    ReadResult,
+    RecordsResult,
+    TopicInfo,
+)
+
+#: ``verify(topic, partition, producer_id, producer_epoch)``: returns if the producer's
+#: ongoing transaction holds the partition; raises ``InvalidTxnState`` (or
+#: ``InvalidProducerEpoch`` for a fenced, older epoch) otherwise.
+TxnVerifier = Callable[[str, int, int, int], None]
+
+#: ``update(current overrides) -> new overrides`` of ``alter_topic_configs`` (None
+#: values remove a key).
+ConfigUpdate = Callable[[Mapping[str, str]], Mapping[str, str | None]]
+
+
+class CoreTopics(Protocol):
+    """The topics and partitions that exist, read without I/O."""
+
+    @property
+    def auto_create_topics(self) -> bool:
+        """Whether a produce or metadata request for an unknown topic creates it."""
+        ...
+
+    def topics(self) -> dict[str, TopicInfo]: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        """The topic whose ID is ``topic_id`` now; None for an ID no topic has (a
+        deleted topic's, even when its name was used again)."""
+        ...
+
+    def list_topics(self) -> Deferred[list[TopicInfo]]:
+        """Every topic, by name."""
+        ...
+
+    def topic_config_defaults(self) -> dict[str, str]:
+        """The broker-wide default of every topic config, as config strings by name."""
+        ...
+
+    def open_logs(self) -> Mapping[tuple[str, int], PartitionStore]:
+        """Every open partition's log: the operator views read its offsets and sizes."""
+        ...
+
+    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
+        """The partitions that could not be opened, with the reason."""
+        ...
+
+
+class CoreAdmin(Protocol):
+    """Topic and partition administration (durable when the Deferred fires)."""
+
+    def ensure_topic(self, name: str) -> Deferred[TopicInfo]:
+        """The topic's info, auto-creating it when the broker allows that."""
+        ...
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> Deferred[None]:
+        """Create a topic with config overrides (Kafka names and value syntax); with
+        ``validate_only`` check everything and create nothing."""
+        ...
+
+    def delete_topic(self, name: str) -> Deferred[None]: ...
+
+    def alter_topic_configs(
+        self, name: str, update: ConfigUpdate, *, validate_only: bool = False
+    ) -> Deferred[TopicInfo]:
+        """Replace the topic's config overrides by ``update(current overrides)`` and
+        apply them to its open partitions."""
+        ...
+
+    def create_partitions(self, topic: str, new_total: int) -> Deferred[TopicInfo]:
+        """Grow ``topic`` to ``new_total`` partitions (empty)."""
+        ...
+
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> Deferred[int]:
+        """Move the partition's log start offset up to ``before_offset`` (-1: the high
+        watermark); fires with the new log start offset."""
+        ...
+
+    def describe_log_dirs(self) -> LogDirUsage:
+        """The data directory's path, each open partition's size, the filesystem's size
+        and free space (no file I/O)."""
+        ...
+
+
+class CoreWrites(Protocol):
+    """Appends, answered after the durability point of the fsync mode."""
+
+    def produce_batches(
+        self, topic: str, partition: int, data: bytes, *, acks: int = -1
+    ) -> Deferred[AppendInfo]:
+        """Append client RecordBatches as they are, after validating them (Kafka
+        Produce); a retried batch of an idempotent producer answers the stored copy's
+        offsets."""
+        ...
+
+    def produce_values(
+        self, topic: str, partition: int, values: Sequence[bytes | None]
+    ) -> Deferred[AppendInfo]:
+        """Append ``values`` as one uncompressed batch (the native produce)."""
+        ...
+
+    def init_producer_id(self) -> Deferred[int]:
+        """A producer id never handed out before."""
+        ...
+
+
+class CoreReads(Protocol):
+    """Reads of one partition; an offset out of range fails with ``OffsetOutOfRange``."""
+
+    def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        read_committed: bool = False,
+    ) -> Deferred[ReadResult]:
+        """Raw log bytes from the batch holding ``offset`` (Kafka Fetch); with
+        ``read_committed`` never past the last stable offset, with the aborted
+        transactions of the data."""
+        ...
+
+    def fetch_stored(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        read_committed: bool = False,
+    ) -> Deferred[StoredRead]:
+        """:meth:`fetch`, with bytes checked before handed out by reference (a span the
+        caller must release) for ``os.sendfile``."""
+        ...
+
+    def fetch_stored_now(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        read_committed: bool = False,
+    ) -> StoredRead | None:
+        """:meth:`fetch_stored`'s answer when it needs neither a file read nor a
+        Deferred, else None (then call :meth:`fetch_stored`)."""
+        ...
+
+    def fetch_records(
+        self, topic: str, partition: int, offset: int, max_value_bytes: int
+    ) -> Deferred[RecordsResult]:
+        """Decoded committed records from ``offset`` (the native fetch)."""
+        ...
+
+    def offsets(self, topic: str, partition: int) -> Deferred[PartitionOffsets]:
+        """Log start offset, high watermark and last stable offset (no I/O)."""
+        ...
+
+    def list_offsets(
+        self, topic: str, partition: int, *, read_committed: bool = False
+    ) -> Deferred[tuple[int, int]]:
+        """``(log start, high watermark)``, or the last stable offset for the latter
+        with ``read_committed`` (no I/O)."""
+        ...
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> Deferred[tuple[int, int] | None]:
+        """``(offset, timestamp)`` of the first record at or after ``timestamp_ms``."""
+        ...
+
+    def max_timestamp_offset(
+        self, topic: str, partition: int
+    ) -> Deferred[tuple[int, int] | None]:
+        """``(offset, timestamp)`` of the record with the largest timestamp, or None."""
+        ...
+
+
+class CoreLongPoll(Protocol):
+    """Waiting for appends: the park step of a Kafka Fetch, and the native long poll."""
+
+    def wait_for_data(
+        self,
+        positions: Sequence[tuple[str, int, int]],
+        *,
+        min_bytes: int,
+        max_wait_ms: int,
+        already: int = 0,
+        seen: dict[tuple[str, int], int] | None = None,
+    ) -> Deferred[None]:
+        """Fire once ``min_bytes`` (counting ``already``) are appended past
+        ``positions`` or ``max_wait_ms`` passes; at once if a ``seen`` high watermark
+        moved. Cancelling it removes every trace."""
+        ...
+
+    def wait_records(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_value_bytes: int,
+        min_bytes: int,
+        max_wait_ms: int,
+    ) -> Deferred[RecordsResult]:
+        """A native long-poll fetch: :func:`long_poll` over :meth:`CoreReads.fetch_records`."""
+        ...
+
+
+class CoreTransactions(Protocol):
+    """The core's side of transactions."""
+
+    def write_txn_markers(
+        self,
+        partitions: Sequence[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int = 0,
+    ) -> Deferred[None]:
+        """One COMMIT or ABORT marker per partition, fsynced; partitions that no longer
+        exist are skipped (WriteTxnMarkers, and the coordinator's completion)."""
+        ...
+
+    def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
+        """Install (or with None remove) the check run before a transactional produce
+        is admitted (without one, transactional batches are refused)."""
+        ...
+
+    def describe_producers(
+        self, topic: str, partition: int
+    ) -> Deferred[list[tuple[ActiveProducer, int]]]:
+        """Each producer of the partition with its open transaction's first offset
+        there (-1: none) (DescribeProducers)."""
+        ...
+
+
+class CoreApi(
+    CoreTopics, CoreAdmin, CoreWrites, CoreReads, CoreLongPoll, CoreTransactions, Protocol
+):
+    """Everything the protocols, admin, web and metrics use of the core."""
+
+
+__all__ = [
+    "ConfigUpdate",
+    "CoreAdmin",
+    "CoreApi",
+    "CoreLongPoll",
+    "CoreReads",
+    "CoreTopics",
+    "CoreTransactions",
+    "CoreWrites",
+    "Shortfall",
+    "TxnVerifier",
+    "long_poll",
+]

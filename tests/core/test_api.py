@@ -1,0 +1,123 @@
+"""brokerd/core/api.py: the core's one face. The Broker has every method of it with the
+same parameters, the long-poll primitive is exported from it, and no typing Protocol
+outside the core restates one of its methods (the rule the face exists for: each method
+of the core declared once)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+
+import brokerd
+from brokerd.core import api, waiters
+from brokerd.core.api import CoreApi
+from brokerd.core.broker import Broker
+
+PACKAGE = Path(brokerd.__file__).resolve().parent
+API_SOURCE = PACKAGE / "core" / "api.py"
+
+
+def face_members() -> dict[str, object]:
+    """Every member the roles of :class:`CoreApi` declare, by name."""
+    found: dict[str, object] = {}
+    for cls in CoreApi.__mro__:
+        if cls.__module__ != api.__name__:
+            continue
+        for name, value in vars(cls).items():
+            if not name.startswith("_"):
+                found[name] = value
+    return found
+
+
+def parameters(f: object) -> list[tuple[str, object, bool]]:
+    """Name, kind and whether it has a default, for each parameter but ``self``."""
+    sig = inspect.signature(f)  # type: ignore[arg-type]
+    return [
+        (p.name, p.kind, p.default is not inspect.Parameter.empty)
+        for p in list(sig.parameters.values())[1:]
+    ]
+
+
+def test_the_face_has_the_methods_outside_code_calls() -> None:
+    members = face_members()
+    for name in ("topics", "create_topic", "produce_batches", "fetch", "wait_for_data",
+                 "write_txn_markers", "open_logs"):
+        assert name in members
+
+
+def test_broker_has_every_member_with_the_same_parameters() -> None:
+    for name, declared in face_members().items():
+        implemented = getattr(Broker, name, None)
+        assert implemented is not None, f"Broker has no {name}"
+        if isinstance(declared, property):
+            assert isinstance(implemented, property), name
+            continue
+        assert parameters(implemented) == parameters(declared), name
+
+
+def test_long_poll_is_part_of_the_face() -> None:
+    assert api.long_poll is waiters.long_poll
+    assert api.Shortfall is waiters.Shortfall
+    assert {"long_poll", "Shortfall"} <= set(api.__all__)
+
+
+def _protocol_methods(source: str) -> dict[tuple[str, str], str]:
+    """``{(class, method): signature text}`` of every ``Protocol`` class in ``source``;
+    the signature text is the parameters and return annotation as written, less module
+    qualifiers."""
+    found: dict[tuple[str, str], str] = {}
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        if not any(ast.unparse(b).endswith("Protocol") for b in node.bases):
+            continue
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef):
+                returns = ast.unparse(item.returns) if item.returns else "None"
+                text = f"({ast.unparse(item.args)}) -> {returns}"
+                # ``defer.Deferred`` and ``Deferred`` are one type: compare without the
+                # module a name was reached through.
+                found[(node.name, item.name)] = re.sub(r"\b[a-z_]+\.(?=[A-Z])", "", text)
+    return found
+
+
+def the_face() -> dict[str, str]:
+    """``{method: signature text}`` of the face, as api.py declares it."""
+    return {name: text for (_, name), text in _protocol_methods(API_SOURCE.read_text()).items()}
+
+
+def restated(face: dict[str, str], source: str) -> list[str]:
+    """The methods of ``source``'s Protocols declared as the face declares them."""
+    return [
+        f"{cls}.{name}"
+        for (cls, name), text in _protocol_methods(source).items()
+        if face.get(name) == text
+    ]
+
+
+def test_finder_sees_a_restated_method() -> None:
+    source = (
+        "from typing import Protocol\n"
+        "class Mine(Protocol):\n"
+        "    def delete_topic(self, name: str) -> Deferred[None]: ...\n"
+        "    def topics(self) -> list[str]: ...\n"  # another object's topics()
+        "class NotAProtocol:\n"
+        "    def delete_topic(self, name: str) -> Deferred[None]: ...\n"
+    )
+    assert restated(the_face(), source) == ["Mine.delete_topic"]
+
+
+def test_no_protocol_outside_the_core_restates_the_face() -> None:
+    # The core's own Protocols (core/interfaces.py: what the core needs of storage) name
+    # storage's methods, some of which share a name with the face's.
+    face = the_face()
+    core = PACKAGE / "core"
+    found = [
+        f"{path.relative_to(PACKAGE)}: {hit}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not path.is_relative_to(core)
+        for hit in restated(face, path.read_text())
+    ]
+    assert found == []
