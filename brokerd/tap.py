@@ -232,6 +232,20 @@ class Options(usage.Options):
             "Longest transaction timeout a producer may ask for.",
             int,
         ],
+        [
+            "group-consumer-session-timeout-ms",
+            None,
+            45_000,
+            "Default session timeout of consumer-protocol groups (KIP-848).",
+            int,
+        ],
+        [
+            "group-consumer-heartbeat-interval-ms",
+            None,
+            5_000,
+            "Default heartbeat interval of consumer-protocol groups (KIP-848).",
+            int,
+        ],
         ["max-connections", None, 1024, "Open connections per listener (0: no limit).", int],
         # Request-side bounds of the connection edge (docs/operations.md, "Bounded memory").
         [
@@ -348,6 +362,8 @@ class Options(usage.Options):
             "write-threads",
             "log-retention-check-interval-ms",
             "transaction-max-timeout-ms",
+            "group-consumer-session-timeout-ms",
+            "group-consumer-heartbeat-interval-ms",
         )
         for name in positive:
             if self[name] <= 0:
@@ -1005,6 +1021,7 @@ def _add_group_state(
     """The group and transaction coordinators, children of the broker core (created
     before the listeners: the admin views and commands of both protocols read them)."""
     from brokerd.core.store_recovery import StoreRecovery
+    from brokerd.kafka.groups.consumer.coordinator import GroupSettings
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.storage.offsets import OffsetStore
     from brokerd.storage.producer_ids import ProducerIdAllocator
@@ -1012,7 +1029,14 @@ def _add_group_state(
     offsets = OffsetStore.open(os.path.join(data_dir, "consumer-offsets.log"))
     producer_ids = ProducerIdAllocator(os.path.join(data_dir, "producer-ids"))
     broker.set_producer_id_source(producer_ids.next_id)
-    coordinator = GroupCoordinator(clock=reactor, offsets=offsets, run_blocking=broker.run_write)
+    consumer_defaults = GroupSettings(
+        session_timeout_ms=options["group-consumer-session-timeout-ms"],
+        heartbeat_interval_ms=options["group-consumer-heartbeat-interval-ms"],
+    )
+    coordinator = GroupCoordinator(
+        clock=reactor, offsets=offsets, run_blocking=broker.run_write,
+        consumer_settings=lambda _group_id: consumer_defaults,
+    )
 
     _GroupState(coordinator, offsets, producer_ids).setServiceParent(broker)
     # Added after the group state, so it stops before it (children stop last added first).

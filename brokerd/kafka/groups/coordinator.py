@@ -55,6 +55,11 @@ from twisted.logger import Logger
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.admin import GroupAdmin
+from brokerd.kafka.groups.consumer.coordinator import (
+    ClassicFace,
+    ConsumerGroupCoordinator,
+    GroupSettings,
+)
 from brokerd.kafka.groups.rebalance import Outbox, Rebalancer
 from brokerd.kafka.groups.state import (
     GroupMetadata,
@@ -121,6 +126,7 @@ class GroupCoordinator:
         min_session_timeout_ms: int = 6000,
         max_session_timeout_ms: int = 1800000,
         max_group_size: int = MAX_GROUP_SIZE,
+        consumer_settings: Callable[[str], GroupSettings] | None = None,
     ) -> None:
         self._offsets = offsets
         self._min_session_ms = min_session_timeout_ms
@@ -137,14 +143,38 @@ class GroupCoordinator:
             outbox=self._outbox,
             initial_rebalance_delay_ms=initial_rebalance_delay_ms,
         )
+        #: The consumer group protocol's groups (KIP-848), in the same namespace of
+        #: group ids: a group id is a classic group or a consumer group, never both.
+        self.consumer = ConsumerGroupCoordinator(
+            clock=cast(TimerClock, clock),
+            classic=ClassicFace(has_members=self._classic_has_members,
+                                drop_empty=self._drop_empty_classic),
+            settings=consumer_settings,
+        )
         #: ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
         self.admin = GroupAdmin(
-            groups=self._groups, offsets=offsets, writes=self._writes, stopped=self._is_stopped
+            groups=self._groups, offsets=offsets, writes=self._writes,
+            stopped=self._is_stopped, consumer=self.consumer,
         )
         self._restore()
 
     def _is_stopped(self) -> bool:
         return self._stopped
+
+    def _classic_has_members(self, group_id: str) -> bool | None:
+        """None without a classic group of that id, else whether it has members (or
+        member ids handed out and not yet used)."""
+        group = self._groups.get(group_id)
+        return None if group is None else group.size() > 0
+
+    def _drop_empty_classic(self, group_id: str) -> None:
+        """An empty classic group becomes a consumer group: forget it here (its
+        committed offsets stay in the store)."""
+        group = self._groups.get(group_id)
+        if group is not None and group.size() == 0:
+            self._rebalancer.kill(group)
+            del self._groups[group_id]
+            self._writes.store_group(group_id, None)
 
     def _restore(self) -> None:
         """Rebuild every group the store holds as of its last stored generation: Stable,
@@ -249,6 +279,13 @@ class GroupCoordinator:
             return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
         if not protocol_type or not candidate.protocols:
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        consumer = self.consumer.groups.get(group_id)
+        if consumer is not None:
+            if consumer.members:
+                # Kafka with the migration policy disabled: a classic member cannot join
+                # a consumer group that has consumer-protocol members.
+                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            self.consumer.drop_empty(group_id)
         group = self._groups.get(group_id)
         member = None if group is None else group.members.get(member_id)
         if member_id and group is not None and group.fenced(instance_id, member_id):
@@ -486,6 +523,9 @@ class GroupCoordinator:
             a group that does not exist (no members, no generation, no committed offset)
             is GROUP_ID_NOT_FOUND, as Kafka answers those versions; below v9 it stays 25.
         """
+        consumer_code = self.consumer.commit_error(group_id, member_id, generation_id)
+        if consumer_code is not None:
+            return self._store_offsets(group_id, offsets, self._precheck(group_id) or consumer_code)
         code = self._check_commit(group_id, generation_id, member_id, group_instance_id)
         if (
             code is ErrorCode.UNKNOWN_MEMBER_ID
@@ -549,6 +589,12 @@ class GroupCoordinator:
         auto.offset.reset). ``partitions=None`` means every committed partition."""
         return fetch_rows(self._offsets, group_id, partitions, self._precheck(group_id))
 
+    def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch v9+'s member check of a consumer-protocol group (0: none)."""
+        return int(self._precheck(group_id) or self.consumer.fetch_error(
+            group_id, member_id, member_epoch
+        ))
+
     # -- shutdown -----------------------------------------------------------------------
 
     def stop(self) -> Deferred[None]:
@@ -561,6 +607,7 @@ class GroupCoordinator:
         written, so the offsets store may then be closed."""
         if not self._stopped:
             self._stopped = True
+            self.consumer.stop()
             for group in self._groups.values():
                 self._rebalancer.kill(group)
             self._groups.clear()

@@ -42,6 +42,7 @@ from brokerd.kafka.server.handler_base import (
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.admin import DEFAULT_PARTITIONS, AdminHandlers
 from brokerd.kafka.server.handlers.configs import ConfigHandlers
+from brokerd.kafka.server.handlers.consumer_groups import ConsumerGroupHandlers, HasConsumerGroups
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES, FetchHandler
 from brokerd.kafka.server.handlers.group_admin import GroupAdminHandlers, HasGroupAdmin
 from brokerd.kafka.server.handlers.groups import (
@@ -126,6 +127,7 @@ class KafkaHandlers:
                 pending_offsets=_pending_offsets(transactions),
             ),
             GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator), operations),
+            ConsumerGroupHandlers(core, cast(HasConsumerGroups, coordinator), operations),
             ConfigHandlers(core, identity, default_partitions=default_partitions),
             PartitionAdminHandlers(core, identity, clock=clock),
             txn,
