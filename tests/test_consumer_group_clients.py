@@ -10,6 +10,8 @@
 - Offsets committed by a member (with its member epoch) are fetched back.
 - ConsumerGroupDescribe through the admin client (``describe_consumer_groups``) and
   ListGroups with the group type.
+- A broker restart (SIGKILL): the group is restored from the journal at the same group
+  epoch and the members carry on without a rebalance.
 
 The broker runs with a 500 ms heartbeat interval (``--group-consumer-heartbeat-interval-ms``)
 so a rebalance takes about a second.
@@ -24,9 +26,20 @@ from typing import Any
 
 import pytest
 
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages.consumer_groups import ConsumerGroupDescribeRequest
+
 from tests.brokerproc import BrokerProcess
 from tests.figures import record
-from tests.kafka_helpers import WAIT, Poller, Rec, close_consumer, module_broker, wait_until
+from tests.kafka_helpers import (
+    WAIT,
+    Poller,
+    RawKafka,
+    Rec,
+    close_consumer,
+    module_broker,
+    wait_until,
+)
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -223,3 +236,37 @@ def test_admin_describes_and_lists_a_consumer_group(broker: BrokerProcess) -> No
         assert str(found.type).endswith("CONSUMER")
     finally:
         member.close()
+
+
+def test_a_broker_restart_keeps_the_group_and_its_epoch(tmp_path: Any) -> None:
+    proc = BrokerProcess(tmp_path / "data", args=(
+        "--group-consumer-heartbeat-interval-ms", "500",
+        "--group-consumer-session-timeout-ms", "6000",
+    )).start()
+    topic, group = "kip848-restart", "kip848-restart-group"
+    try:
+        _create_topic(proc, topic, 2)
+        members = [_Member(proc, group, topic, f"r{i}") for i in (1, 2)]
+
+        def epoch() -> int | None:
+            with RawKafka(proc) as raw:
+                answer = raw.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1,
+                                  ConsumerGroupDescribeRequest(group_ids=(group,)))
+            (d,) = answer.groups
+            return d.group_epoch if d.group_state == "Stable" else None
+
+        try:
+            wait_until(lambda: sorted(len(a) for a in _assignments(members)) == [1, 1],
+                       "one partition each")
+            before = wait_until(epoch, "a stable group")
+            proc.kill()
+            proc.start()
+            after = wait_until(epoch, "the group stable again after the restart")
+            # Restored, not rebuilt: the members went on with their epochs.
+            assert after == before
+            assert sorted(len(a) for a in _assignments(members)) == [1, 1]
+        finally:
+            for m in members:
+                m.close()
+    finally:
+        proc.kill()

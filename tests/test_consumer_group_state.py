@@ -108,7 +108,9 @@ def test_derived_state() -> None:
 # -- reconciliation over every (member state, input) pair ----------------------------
 
 
-def _member(state: MemberState, epoch: int, assigned: set[int], pending: set[int]) -> ConsumerMember:
+def _member(
+    state: MemberState, epoch: int, assigned: set[int], pending: set[int]
+) -> ConsumerMember:
     return ConsumerMember(
         "m", state=state, member_epoch=epoch,
         assigned={T1: frozenset(assigned)} if assigned else {},
@@ -291,17 +293,41 @@ SETUPS: dict[ConsumerGroupState, GroupSetup] = {E: _empty, R: _reconciling, S: _
 
 Input = Callable[[Harness], None]
 
+def _join(h: Harness) -> None:
+    h.hb("z")
+
+
+def _heartbeat(h: Harness) -> None:
+    if "a" in h.group().members:
+        h.hb("a")
+
+
+def _leave(h: Harness) -> None:
+    if "a" in h.group().members:
+        h.hb("a", -1)
+
+
+def _session_expiry(h: Harness) -> None:
+    h.clock.advance(SESSION_S + 1)
+
+
+def _new_partitions(h: Harness) -> None:
+    h.topics["t1"] = (T1, 8)
+    h.hb("a" if "a" in h.group().members else "z")
+
+
+def _subscription_change(h: Harness) -> None:
+    if "a" in h.group().members:
+        h.hb("a", subscribed_topic_names=("t1", "t2"))
+
+
 INPUTS: dict[str, Input] = {
-    "join": lambda h: h.hb("z") and None,
-    "heartbeat": lambda h: h.hb("a") and None if "a" in h.group().members else None,
-    "leave": lambda h: h.hb("a", -1) and None if "a" in h.group().members else None,
-    "session expiry": lambda h: h.clock.advance(SESSION_S + 1),
-    "new partitions": lambda h: (h.topics.__setitem__("t1", (T1, 8)),
-                                 h.hb("z") if not h.group().members else h.hb("a")) and None,
-    "subscription change": lambda h: (
-        h.hb("a", subscribed_topic_names=("t1", "t2")) if "a" in h.group().members
-        else None
-    ) and None,
+    "join": _join,
+    "heartbeat": _heartbeat,
+    "leave": _leave,
+    "session expiry": _session_expiry,
+    "new partitions": _new_partitions,
+    "subscription change": _subscription_change,
 }
 
 #: (state, input) -> state after. Reconciling stays Reconciling on one heartbeat of a

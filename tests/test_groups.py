@@ -983,6 +983,9 @@ def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]])
         def groups_metadata(self) -> dict[str, Any]:
             return {}
 
+        def consumer_groups_state(self) -> dict[str, bytes]:
+            return {}
+
         def fetch(self, *args: Any) -> None:
             return None
 

@@ -57,6 +57,7 @@ from brokerd.storage.offsets_journal import (
     OLD_MAGICS,
     CommitOp,
     Committed,
+    ConsumerGroupUpdate,
     Decoded,
     GroupDeletion,
     GroupUpdate,
@@ -83,6 +84,7 @@ __all__ = [
     "OFFSETS_STORE_NAME",
     "CommitOp",
     "Committed",
+    "ConsumerGroupUpdate",
     "GroupDeletion",
     "GroupUpdate",
     "JournalOp",
@@ -132,6 +134,8 @@ class _OffsetsView:
         self.members: dict[str, StoredGroup] = {}
         #: Encoded size of each group's membership record, for the compaction estimate.
         self.member_bytes: dict[str, int] = {}
+        #: Latest state of each consumer-protocol group (opaque: the Kafka layer's).
+        self.consumer_groups: dict[str, bytes] = {}
 
     # -- as the journal engine drives it ------------------------------------------------
 
@@ -144,13 +148,15 @@ class _OffsetsView:
 
     def live_bytes(self) -> int:
         with self.lock:
-            return live_size(self.groups, self.member_bytes)
+            consumer = sum(len(s) + 64 for s in self.consumer_groups.values())
+            return live_size(self.groups, self.member_bytes) + consumer
 
     def snapshot(self) -> bytes:
         with self.lock:
             offsets = {g: dict(entries) for g, entries in self.groups.items()}
             members = dict(self.members)
-        return encode_live(offsets, members)
+            consumer_groups = dict(self.consumer_groups)
+        return encode_live(offsets, members, consumer_groups)
 
     # -- changes ------------------------------------------------------------------------
 
@@ -163,6 +169,13 @@ class _OffsetsView:
             self.groups.pop(decoded.group_id, None)
             self.members.pop(decoded.group_id, None)
             self.member_bytes.pop(decoded.group_id, None)
+            self.consumer_groups.pop(decoded.group_id, None)
+            return
+        if isinstance(decoded, ConsumerGroupUpdate):
+            if decoded.state is None:
+                self.consumer_groups.pop(decoded.group_id, None)
+            else:
+                self.consumer_groups[decoded.group_id] = decoded.state
             return
         if isinstance(decoded, OffsetDeletion):
             offsets = self.groups.get(decoded.group_id)
@@ -261,6 +274,12 @@ class OffsetStore:
         with self._lock:
             return sorted(self._view.groups)
 
+    def consumer_groups_state(self) -> dict[str, bytes]:
+        """The latest stored state of every consumer-protocol group not tombstoned or
+        deleted (as the Kafka layer encoded it)."""
+        with self._lock:
+            return dict(self._view.consumer_groups)
+
     def groups_metadata(self) -> dict[str, StoredGroup]:
         """The latest stored membership of every group that was not tombstoned or deleted
         (an Empty group's record has no members but keeps its generation)."""
@@ -324,6 +343,7 @@ class OffsetStore:
             # Decided under the write lock: only writers change which groups are stored.
             with self._lock:
                 stored = set(self._view.members)
+                consumer_stored = set(self._view.consumer_groups)
             records: list[bytes] = []
             updates: list[tuple[Decoded, int]] = []
             for record, change in encoded:
@@ -336,6 +356,14 @@ class OffsetStore:
                         stored.add(change.group_id)
                 elif isinstance(change, GroupDeletion):
                     stored.discard(change.group_id)
+                    consumer_stored.discard(change.group_id)
+                elif isinstance(change, ConsumerGroupUpdate):
+                    if change.state is None and change.group_id not in consumer_stored:
+                        continue  # nothing stored to tombstone
+                    if change.state is None:
+                        consumer_stored.discard(change.group_id)
+                    else:
+                        consumer_stored.add(change.group_id)
                 records.append(record)
                 updates.append((change, len(record)))
             if not records:

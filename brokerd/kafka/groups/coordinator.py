@@ -60,6 +60,8 @@ from brokerd.kafka.groups.consumer.coordinator import (
     ConsumerGroupCoordinator,
     GroupSettings,
 )
+from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
+from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerGroupState
 from brokerd.kafka.groups.rebalance import Outbox, Rebalancer
 from brokerd.kafka.groups.state import (
     GroupMetadata,
@@ -150,7 +152,10 @@ class GroupCoordinator:
             classic=ClassicFace(has_members=self._classic_has_members,
                                 drop_empty=self._drop_empty_classic),
             settings=consumer_settings,
+            on_change=self._consumer_changed,
         )
+        #: The last state queued for the journal per consumer group (written on change).
+        self._consumer_written: dict[str, bytes] = {}
         #: ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
         self.admin = GroupAdmin(
             groups=self._groups, offsets=offsets, writes=self._writes,
@@ -176,10 +181,39 @@ class GroupCoordinator:
             del self._groups[group_id]
             self._writes.store_group(group_id, None)
 
+    def _consumer_changed(self, group: ConsumerGroup) -> None:
+        """Journal a consumer group's state when what is kept of it changed (most
+        heartbeats change nothing), or its tombstone once it is gone."""
+        if group.state is ConsumerGroupState.DEAD:
+            if self._consumer_written.pop(group.group_id, None) is not None:
+                self._writes.store_consumer_group(group.group_id, None)
+            return
+        state = encode_group(group)
+        if self._consumer_written.get(group.group_id) != state:
+            self._consumer_written[group.group_id] = state
+            self._writes.store_consumer_group(group.group_id, state)
+
     def _restore(self) -> None:
         """Rebuild every group the store holds as of its last stored generation: Stable,
-        or Empty (keeping its generation) if it had no members."""
+        or Empty (keeping its generation) if it had no members; and every
+        consumer-protocol group as it last was, each member with a fresh session."""
+        for group_id, blob in sorted(self._offsets.consumer_groups_state().items()):
+            try:
+                consumer = decode_group(group_id, blob)
+            except ValueError as e:
+                self._log.error("group {group!r}: stored consumer group state unreadable "
+                                "({why}); left out", group=group_id, why=str(e))
+                continue
+            self.consumer.restore(consumer)
+            self._consumer_written[group_id] = blob
+            self._log.info(
+                "group {group!r}: restored consumer group at epoch {epoch} with {count} "
+                "member(s)", group=group_id, epoch=consumer.group_epoch,
+                count=len(consumer.members),
+            )
         for group_id, stored in sorted(self._offsets.groups_metadata().items()):
+            if group_id in self.consumer.groups:
+                continue
             group = restored_group(group_id, stored)
             self._groups[group_id] = group
             # A fresh session each: the clients had no way to heartbeat while we were down.

@@ -34,6 +34,7 @@ from brokerd.names import validate_topic_name
 from brokerd.storage.offsets import (
     MAX_METADATA_LENGTH,
     CommitOp,
+    ConsumerGroupUpdate,
     GroupDeletion,
     GroupUpdate,
     JournalOp,
@@ -247,7 +248,7 @@ class _PendingDeletion:
     waiter: Deferred[int]
 
 
-_Queued = _PendingCommit | _PendingDeletion | GroupUpdate
+_Queued = _PendingCommit | _PendingDeletion | GroupUpdate | ConsumerGroupUpdate
 
 
 class CommitQueue:
@@ -289,6 +290,16 @@ class CommitQueue:
             q for q in self._queue if not (isinstance(q, GroupUpdate) and q.group_id == group_id)
         ]
         self._queue.append(GroupUpdate(group_id, stored))
+        self._start()
+
+    def store_consumer_group(self, group_id: str, state: bytes | None) -> None:
+        """Queue a consumer-protocol group's state (None: tombstone); only the latest
+        queued one per group is written."""
+        self._queue = [
+            q for q in self._queue
+            if not (isinstance(q, ConsumerGroupUpdate) and q.group_id == group_id)
+        ]
+        self._queue.append(ConsumerGroupUpdate(group_id, state))
         self._start()
 
     def delete(self, op: GroupDeletion | OffsetDeletion) -> Deferred[int]:
