@@ -368,6 +368,12 @@ class Options(usage.Options):
         for name in positive:
             if self[name] <= 0:
                 raise usage.UsageError(f"--{name} must be positive")
+        heartbeat = self["group-consumer-heartbeat-interval-ms"]
+        if heartbeat >= self["group-consumer-session-timeout-ms"]:
+            raise usage.UsageError(
+                "--group-consumer-heartbeat-interval-ms must be less than "
+                "--group-consumer-session-timeout-ms"
+            )
         if self["segment-bytes"] < 1024:
             raise usage.UsageError("--segment-bytes must be at least 1024")
         if self["max-connections"] < 0:
@@ -1035,7 +1041,7 @@ def _add_group_state(
     )
     coordinator = GroupCoordinator(
         clock=reactor, offsets=offsets, run_blocking=broker.run_write,
-        consumer_settings=lambda _group_id: consumer_defaults,
+        consumer_defaults=consumer_defaults,
     )
 
     _GroupState(coordinator, offsets, producer_ids).setServiceParent(broker)

@@ -986,6 +986,9 @@ def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]])
         def consumer_groups_state(self) -> dict[str, bytes]:
             return {}
 
+        def group_configs(self) -> dict[str, dict[str, str]]:
+            return {}
+
         def fetch(self, *args: Any) -> None:
             return None
 

@@ -59,6 +59,7 @@ from brokerd.storage.offsets_journal import (
     Committed,
     ConsumerGroupUpdate,
     Decoded,
+    GroupConfigUpdate,
     GroupDeletion,
     GroupUpdate,
     JournalOp,
@@ -85,6 +86,7 @@ __all__ = [
     "CommitOp",
     "Committed",
     "ConsumerGroupUpdate",
+    "GroupConfigUpdate",
     "GroupDeletion",
     "GroupUpdate",
     "JournalOp",
@@ -136,6 +138,8 @@ class _OffsetsView:
         self.member_bytes: dict[str, int] = {}
         #: Latest state of each consumer-protocol group (opaque: the Kafka layer's).
         self.consumer_groups: dict[str, bytes] = {}
+        #: Each group's dynamic configs (the GROUP config resource); they outlive the group.
+        self.group_configs: dict[str, dict[str, str]] = {}
 
     # -- as the journal engine drives it ------------------------------------------------
 
@@ -148,7 +152,13 @@ class _OffsetsView:
 
     def live_bytes(self) -> int:
         with self.lock:
-            consumer = sum(len(s) + 64 for s in self.consumer_groups.values())
+            # Over-estimates (framing at most 19 bytes, the group id once in UTF-8).
+            consumer = sum(
+                len(s) + 4 * len(g) + 32 for g, s in self.consumer_groups.items()
+            ) + sum(
+                4 * len(g) + 32 + sum(4 * (len(n) + len(v)) + 8 for n, v in c.items())
+                for g, c in self.group_configs.items()
+            )
             return live_size(self.groups, self.member_bytes) + consumer
 
     def snapshot(self) -> bytes:
@@ -156,7 +166,8 @@ class _OffsetsView:
             offsets = {g: dict(entries) for g, entries in self.groups.items()}
             members = dict(self.members)
             consumer_groups = dict(self.consumer_groups)
-        return encode_live(offsets, members, consumer_groups)
+            group_configs = {g: dict(c) for g, c in self.group_configs.items()}
+        return encode_live(offsets, members, consumer_groups, group_configs)
 
     # -- changes ------------------------------------------------------------------------
 
@@ -170,6 +181,12 @@ class _OffsetsView:
             self.members.pop(decoded.group_id, None)
             self.member_bytes.pop(decoded.group_id, None)
             self.consumer_groups.pop(decoded.group_id, None)
+            return
+        if isinstance(decoded, GroupConfigUpdate):
+            if decoded.configs:
+                self.group_configs[decoded.group_id] = dict(decoded.configs)
+            else:
+                self.group_configs.pop(decoded.group_id, None)
             return
         if isinstance(decoded, ConsumerGroupUpdate):
             if decoded.state is None:
@@ -279,6 +296,11 @@ class OffsetStore:
         deleted (as the Kafka layer encoded it)."""
         with self._lock:
             return dict(self._view.consumer_groups)
+
+    def group_configs(self) -> dict[str, dict[str, str]]:
+        """Every group's dynamic configs (groups without any are absent)."""
+        with self._lock:
+            return {g: dict(c) for g, c in self._view.group_configs.items()}
 
     def groups_metadata(self) -> dict[str, StoredGroup]:
         """The latest stored membership of every group that was not tombstoned or deleted

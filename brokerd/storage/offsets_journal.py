@@ -20,6 +20,8 @@ Record bodies, by their first byte:
 - 7, consumer-protocol group state (KIP-848): ``u16 group_len, group, bytes state``, the
   state encoded by the Kafka layer (opaque here, like a classic member's assignment);
 - 8, consumer-protocol group tombstone: ``u16 group_len, group``;
+- 9, a group's dynamic configs (the GROUP config resource): ``u16 group_len, group,
+  u32 count``, then ``count`` times ``str name, str value`` (count 0: none left);
 
 where ``str`` is ``u32 length`` + UTF-8, ``nstr`` is ``i32 length`` (-1 = null) + UTF-8,
 and ``bytes`` is ``u32 length`` + raw bytes. Text is encoded with ``surrogatepass`` so
@@ -30,7 +32,7 @@ the generation keeps counting across a restart, as Kafka's does.
 
 Format history: ``BKOFFS01`` (commit and topic-deletion records), ``BKOFFS02`` (plus kinds
 3 and 4) and ``BKOFFS03`` (plus kinds 5 and 6) are still read; the store rewrites them as
-``BKOFFS04`` (plus kinds 7 and 8) at once, so an older brokerd refuses the file instead of
+``BKOFFS04`` (plus kinds 7 to 9) at once, so an older brokerd refuses the file instead of
 truncating it at the first record kind it does not know.
 
 What this module does: the value types stored, the encoders, a bounds-checked decoder that
@@ -60,6 +62,7 @@ __all__ = [
     "Committed",
     "ConsumerGroupUpdate",
     "Decoded",
+    "GroupConfigUpdate",
     "GroupDeletion",
     "GroupUpdate",
     "JournalOp",
@@ -103,7 +106,7 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 _COMMIT, _DELETE_TOPIC, _GROUP, _GROUP_TOMBSTONE = 1, 2, 3, 4
 _DELETE_GROUP, _DELETE_OFFSETS = 5, 6
-_CONSUMER_GROUP, _CONSUMER_GROUP_TOMBSTONE = 7, 8
+_CONSUMER_GROUP, _CONSUMER_GROUP_TOMBSTONE, _GROUP_CONFIGS = 7, 8, 9
 _PARTITION = struct.Struct(">i")
 _U8 = struct.Struct(">B")
 _U16 = struct.Struct(">H")
@@ -243,6 +246,14 @@ def encode_consumer_group(group: bytes, state: bytes | None) -> bytes:
     return _frame(_U8.pack(_CONSUMER_GROUP) + _U16.pack(len(group)) + group + _blob(state))
 
 
+def encode_group_configs(group: bytes, configs: Mapping[str, str]) -> bytes:
+    """A group's dynamic configs (empty: none left)."""
+    parts = [_U8.pack(_GROUP_CONFIGS), _U16.pack(len(group)), group, _U32.pack(len(configs))]
+    for name, value in sorted(configs.items()):
+        parts += [_blob(encode_text(name)), _blob(encode_text(value))]
+    return _frame(b"".join(parts))
+
+
 class _Reader(BodyReader):
     def blob(self) -> bytes:
         (length,) = self.unpack(_U32)
@@ -270,6 +281,14 @@ class ConsumerGroupUpdate:
 
 
 @attrs.frozen
+class GroupConfigUpdate:
+    """A group's dynamic configs, all of them (empty: none left)."""
+
+    group_id: str
+    configs: Mapping[str, str]
+
+
+@attrs.frozen
 class GroupDeletion:
     """A decoded group deletion: forget the group's membership and offsets."""
 
@@ -289,9 +308,23 @@ Decoded = (
     | tuple[None, str]
     | GroupUpdate
     | ConsumerGroupUpdate
+    | GroupConfigUpdate
     | GroupDeletion
     | OffsetDeletion
 )
+
+
+def _decode_group_configs(reader: _Reader) -> GroupConfigUpdate:
+    (group_len,) = reader.unpack(_U16)
+    group = _dec(reader.take(group_len))
+    (count,) = reader.unpack(_U32)
+    configs: dict[str, str] = {}
+    for _ in range(count):  # each entry takes at least 8 bytes: take() bounds the loop
+        name = reader.text()
+        configs[name] = reader.text()
+    if not reader.done():
+        raise ValueError("trailing bytes")
+    return GroupConfigUpdate(group, configs)
 
 
 def _decode_consumer_group(reader: _Reader, tombstone: bool) -> ConsumerGroupUpdate:
@@ -376,6 +409,8 @@ def decode_body(body: bytes) -> Decoded:
         return _decode_deletion(reader, kind)
     if kind in (_CONSUMER_GROUP, _CONSUMER_GROUP_TOMBSTONE):
         return _decode_consumer_group(reader, kind == _CONSUMER_GROUP_TOMBSTONE)
+    if kind == _GROUP_CONFIGS:
+        return _decode_group_configs(reader)
     if kind == _DELETE_TOPIC:
         (topic_len,) = reader.unpack(_U16)
         topic = _dec(reader.take(topic_len))
@@ -423,6 +458,7 @@ def encode_live(
     offsets: Mapping[str, Mapping[tuple[str, int], Committed]],
     members: Mapping[str, StoredGroup],
     consumer_groups: Mapping[str, bytes] | None = None,
+    group_configs: Mapping[str, Mapping[str, str]] | None = None,
 ) -> bytes:
     """The records of a compacted journal (after its magic): one commit record per
     group, then one membership record per group, then one state record per
@@ -438,6 +474,10 @@ def encode_live(
     records += [
         encode_consumer_group(encode_text(g), state)
         for g, state in sorted((consumer_groups or {}).items())
+    ]
+    records += [
+        encode_group_configs(encode_text(g), configs)
+        for g, configs in sorted((group_configs or {}).items())
     ]
     return b"".join(records)
 
@@ -481,7 +521,10 @@ class CommitOp:
 #: What ``OffsetStore.write_batch`` writes, in order: a commit, a membership record (value
 #: None: tombstone), a consumer-protocol group's state, a group deletion, an offset
 #: deletion.
-JournalOp = CommitOp | GroupUpdate | ConsumerGroupUpdate | GroupDeletion | OffsetDeletion
+JournalOp = (
+    CommitOp | GroupUpdate | ConsumerGroupUpdate | GroupConfigUpdate | GroupDeletion
+    | OffsetDeletion
+)
 
 
 def encode_ops(ops: Sequence[JournalOp], now_ms: int) -> list[tuple[bytes, Decoded]]:
@@ -512,6 +555,11 @@ def encode_ops(ops: Sequence[JournalOp], now_ms: int) -> list[tuple[bytes, Decod
             record = encode_consumer_group(group, op.state)
             if len(record) > MAX_RECORD_BYTES:
                 raise ValueError("consumer group state too large")
+            out.append((record, op))
+        elif isinstance(op, GroupConfigUpdate):
+            record = encode_group_configs(group, op.configs)
+            if len(record) > MAX_RECORD_BYTES:
+                raise ValueError("group configs too large")
             out.append((record, op))
         elif isinstance(op, GroupDeletion):
             out.append((encode_delete_group(group), op))

@@ -62,6 +62,7 @@ from brokerd.kafka.groups.consumer.coordinator import (
 )
 from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
 from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerGroupState
+from brokerd.kafka.groups.group_configs import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, GroupConfigs
 from brokerd.kafka.groups.rebalance import Outbox, Rebalancer
 from brokerd.kafka.groups.state import (
     GroupMetadata,
@@ -128,7 +129,7 @@ class GroupCoordinator:
         min_session_timeout_ms: int = 6000,
         max_session_timeout_ms: int = 1800000,
         max_group_size: int = MAX_GROUP_SIZE,
-        consumer_settings: Callable[[str], GroupSettings] | None = None,
+        consumer_defaults: GroupSettings | None = None,
     ) -> None:
         self._offsets = offsets
         self._min_session_ms = min_session_timeout_ms
@@ -145,13 +146,23 @@ class GroupCoordinator:
             outbox=self._outbox,
             initial_rebalance_delay_ms=initial_rebalance_delay_ms,
         )
+        defaults = consumer_defaults or GroupSettings()
+        #: Every group's config overrides (the GROUP config resource).
+        self.group_configs = GroupConfigs(
+            broker_values={
+                SESSION_TIMEOUT: defaults.session_timeout_ms,
+                HEARTBEAT_INTERVAL: defaults.heartbeat_interval_ms,
+            },
+            stored=offsets.group_configs(),
+            write=self._writes.store_group_configs,
+        )
         #: The consumer group protocol's groups (KIP-848), in the same namespace of
         #: group ids: a group id is a classic group or a consumer group, never both.
         self.consumer = ConsumerGroupCoordinator(
             clock=cast(TimerClock, clock),
             classic=ClassicFace(has_members=self._classic_has_members,
                                 drop_empty=self._drop_empty_classic),
-            settings=consumer_settings,
+            settings=self.group_configs.consumer_settings,
             on_change=self._consumer_changed,
         )
         #: The last state queued for the journal per consumer group (written on change).
