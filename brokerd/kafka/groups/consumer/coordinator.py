@@ -48,7 +48,12 @@ from brokerd.kafka.groups.consumer.state import (
     ConsumerMember,
     MemberState,
 )
-from brokerd.kafka.groups.consumer.subscriptions import InvalidRegex, compile_regex, subscribed
+from brokerd.kafka.groups.consumer.subscriptions import (
+    InvalidRegex,
+    compile_regex,
+    matching_topics,
+    subscribed,
+)
 from brokerd.net.transport import DelayedCall, TimerClock
 
 #: Topic metadata as the coordinator reads it: name -> (topic ID, partition count).
@@ -303,10 +308,17 @@ class ConsumerGroupCoordinator:
     def _refresh_metadata(self, group: ConsumerGroup) -> bool:
         """Take the subscribed topics' metadata as it is now; True if it changed (the
         group epoch must then move)."""
+        # Each distinct regex once: members of one application share theirs.
         names: set[str] = set()
+        regexes: set[str] = set()
         for m in group.members.values():
-            names |= subscribed(m.subscribed_topic_names, m.subscribed_topic_regex, self._topics)
-        metadata = {n: self._topics[n] for n in names}
+            names.update(m.subscribed_topic_names)
+            if m.subscribed_topic_regex is not None:
+                regexes.add(m.subscribed_topic_regex)
+        found = subscribed(names, None, self._topics)
+        for regex in regexes:
+            found |= matching_topics(regex, self._topics)
+        metadata = {n: self._topics[n] for n in found}
         if metadata == group.subscribed_metadata:
             return False
         group.subscribed_metadata = metadata
