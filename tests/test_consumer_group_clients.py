@@ -270,3 +270,41 @@ def test_a_broker_restart_keeps_the_group_and_its_epoch(tmp_path: Any) -> None:
                 m.close()
     finally:
         proc.kill()
+
+
+def test_new_partitions_and_a_new_matching_topic_are_assigned(broker: BrokerProcess) -> None:
+    """Topic metadata changes move the group epoch: partitions added to a subscribed
+    topic, and a topic created later that the member's regex matches, are assigned
+    without the member doing anything."""
+    from confluent_kafka.admin import NewPartitions
+
+    admin = AdminClient({"bootstrap.servers": broker.kafka_bootstrap})
+    _create_topic(broker, "kip848-re-a", 1)
+    member = ck.Consumer({
+        "bootstrap.servers": broker.kafka_bootstrap, "group.id": "kip848-regex-group",
+        "group.protocol": "consumer", "auto.offset.reset": "earliest",
+        "topic.metadata.refresh.interval.ms": 1000,
+    })
+    member.subscribe(["^kip848-re-.*"])
+    poller = Poller("regex", lambda: [
+        (m.partition(), m.offset(), m.value())
+        for m in member.consume(100, timeout=0.1) if m.error() is None
+    ])
+
+    def assigned() -> set[tuple[str, int]]:
+        return {(tp.topic, tp.partition) for tp in poller.call(member.assignment)}
+
+    try:
+        wait_until(lambda: assigned() == {("kip848-re-a", 0)}, "the first topic")
+        admin.create_partitions([NewPartitions("kip848-re-a", 3)])["kip848-re-a"].result(WAIT)
+        wait_until(lambda: assigned() == {("kip848-re-a", p) for p in range(3)},
+                   "the new partitions")
+        _create_topic(broker, "kip848-re-b", 2)
+        _create_topic(broker, "kip848-other", 1)
+        wait_until(
+            lambda: assigned() == {("kip848-re-a", p) for p in range(3)}
+            | {("kip848-re-b", 0), ("kip848-re-b", 1)},
+            "the new matching topic (and not the other one)",
+        )
+    finally:
+        poller.stop(lambda: close_consumer(member))

@@ -456,8 +456,19 @@ def test_assignors_and_regexes_are_checked() -> None:
     assert h.hb("a", server_assignor="sticky").error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
     bad = h.hb("a", subscribed_topic_names=None, subscribed_topic_regex="t[")
     assert bad.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
-    both = h.hb("a", subscribed_topic_regex="t.*")
-    assert both.error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_names_and_a_regex_together_subscribe_to_both() -> None:
+    # librdkafka joins with an empty name list and its regex.
+    h = Harness()
+    h.hb("a", subscribed_topic_names=(), subscribed_topic_regex="(^t2)")
+    assert h.owned["a"] == {T2: frozenset({0, 1})}
+    h.hb("b", subscribed_topic_names=("t1",), subscribed_topic_regex="t2")
+    member = h.group().members["b"]
+    assert (member.subscribed_topic_names, member.subscribed_topic_regex) == (("t1",), "t2")
+    # An empty regex clears it.
+    h.hb("b", h.epochs["b"], subscribed_topic_regex="")
+    assert h.group().members["b"].subscribed_topic_regex is None
 
 
 def test_range_assignor_by_request() -> None:

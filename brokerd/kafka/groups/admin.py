@@ -23,6 +23,7 @@ topic existence checks (the handler's), the join/sync protocol, or any blocking 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Collection, Mapping
 
 import attrs
@@ -33,9 +34,10 @@ from brokerd.admin.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable
 from brokerd.errors import BrokerError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.consumer.coordinator import ConsumerGroupCoordinator
+from brokerd.kafka.groups.consumer.state import ConsumerGroup
 from brokerd.kafka.groups.state import GroupMetadata, GroupState
 from brokerd.kafka.groups.store import CommitQueue
-from brokerd.kafka.wire.codec import CodecError, Reader
+from brokerd.kafka.wire.codec import CodecError, Reader, Writer
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage.offsets import GroupDeletion, OffsetDeletion, OffsetStore
 
@@ -127,6 +129,35 @@ def assigned_partitions(assignment: bytes) -> tuple[tuple[str, int], ...]:
     except CodecError:
         return ()
     return tuple(sorted(pairs))
+
+
+def _consumer_assignment(assignment: Mapping[uuid.UUID, frozenset[int]],
+                         names: Mapping[uuid.UUID, str]) -> bytes:
+    """A consumer-protocol group member's partitions as the classic consumer protocol's
+    assignment bytes (version 0, no user data), what operators' views parse."""
+    w = Writer()
+    topics = sorted((names[t], sorted(ps)) for t, ps in assignment.items() if ps and t in names)
+    w.int16(0)
+    w.int32(len(topics))
+    for topic, partitions in topics:
+        w.nullable_string(topic)
+        w.int32(len(partitions))
+        for p in partitions:
+            w.int32(p)
+    w.int32(-1)
+    return w.getvalue()
+
+
+def _consumer_description(group: ConsumerGroup) -> GroupDescription:
+    names = {topic_id: name for name, (topic_id, _) in group.subscribed_metadata.items()}
+    return GroupDescription(
+        group.group_id, 0, group.state.value, CONSUMER_PROTOCOL_TYPE, group.assignor,
+        tuple(
+            DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host, b"",
+                            _consumer_assignment(m.assigned, names))
+            for _, m in sorted(group.members.items())
+        ),
+    )
 
 
 def _group_id_error(group_id: str) -> ErrorCode:
@@ -236,20 +267,33 @@ class GroupAdmin:
     # -- DescribeGroups -----------------------------------------------------------------
 
     def describe(
-        self, group_ids: list[str], missing_not_found: bool = False
+        self, group_ids: list[str], missing_not_found: bool = False, *,
+        classic_only: bool = False,
     ) -> list[GroupDescription]:
         """One description per requested id, in request order. An unknown group is
         Dead with no members and no error (Kafka's answer), or with
-        ``missing_not_found`` (DescribeGroups v6+) GROUP_ID_NOT_FOUND and a message."""
-        return [self._describe_one(group_id, missing_not_found) for group_id in group_ids]
+        ``missing_not_found`` (DescribeGroups v6+) GROUP_ID_NOT_FOUND and a message.
 
-    def _describe_one(self, group_id: str, missing_not_found: bool) -> GroupDescription:
+        :param classic_only: DescribeGroups' view: a consumer-protocol group is not a
+            classic group (as Kafka 4 answers it). Operators (the default) see it with
+            its state, assignor, members and their assignments."""
+        return [
+            self._describe_one(group_id, missing_not_found, classic_only)
+            for group_id in group_ids
+        ]
+
+    def _describe_one(
+        self, group_id: str, missing_not_found: bool, classic_only: bool
+    ) -> GroupDescription:
         if self._stopped():
             return GroupDescription(group_id, int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "")
         code = _group_id_error(group_id)
         if code is not ErrorCode.NONE:
             return GroupDescription(group_id, int(code), "")
-        if group_id in self._consumer_groups():
+        consumer = None if self._consumer is None else self._consumer.groups.get(group_id)
+        if consumer is not None and not classic_only:
+            return _consumer_description(consumer)
+        if consumer is not None:
             if missing_not_found:
                 return GroupDescription(
                     group_id,

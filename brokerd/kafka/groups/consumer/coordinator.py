@@ -524,8 +524,6 @@ def _validate(request: HeartbeatInput) -> None:
             raise bad("InstanceId can't be null.")
     elif epoch < STATIC_LEAVE_EPOCH:
         raise bad(f"MemberEpoch {epoch} is invalid.")
-    if request.subscribed_topic_names is not None and request.subscribed_topic_regex:
-        raise bad("SubscribedTopicNames and SubscribedTopicRegex can't be used together.")
     if request.server_assignor is not None and request.server_assignor not in ASSIGNORS:
         raise _Refused(ErrorCode.UNSUPPORTED_ASSIGNOR,
                        f"ServerAssignor {request.server_assignor} is not supported. "
@@ -570,19 +568,16 @@ def _update_member(member: ConsumerMember, request: HeartbeatInput) -> bool:
     """Take the heartbeat's fields that are given; True if the subscription or the
     requested assignor changed (the group epoch then moves)."""
     changed = False
+    # Names and a regex may both be given (librdkafka sends an empty name list with its
+    # regex): the member subscribes to the union. An empty regex clears it.
     if request.subscribed_topic_names is not None:
         names = tuple(sorted(set(request.subscribed_topic_names)))
-        changed |= names != member.subscribed_topic_names or (
-            member.subscribed_topic_regex is not None
-        )
+        changed |= names != member.subscribed_topic_names
         member.subscribed_topic_names = names
-        member.subscribed_topic_regex = None
     if request.subscribed_topic_regex is not None:
         regex = request.subscribed_topic_regex or None
-        changed |= regex != member.subscribed_topic_regex or bool(member.subscribed_topic_names)
+        changed |= regex != member.subscribed_topic_regex
         member.subscribed_topic_regex = regex
-        if regex is not None:
-            member.subscribed_topic_names = ()
     if request.server_assignor is not None:
         changed |= request.server_assignor != member.server_assignor
         member.server_assignor = request.server_assignor

@@ -55,7 +55,8 @@ class GroupAdminLike(Protocol):
     ) -> tuple[int, list[tuple[str, str, str]]]: ...
 
     def describe(
-        self, group_ids: list[str], missing_not_found: bool = False, /
+        self, group_ids: list[str], missing_not_found: bool = False, /, *,
+        classic_only: bool = False,
     ) -> Sequence[GroupDescription]: ...
 
     def delete_groups(self, group_ids: list[str], /) -> defer.Deferred[Any]: ...
@@ -120,7 +121,7 @@ class GroupAdminHandlers:
         body: apis.DescribeGroupsRequest = req.body
         # v6+ (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND, not Dead.
         described = self._coordinator.admin.describe(
-            list(body.groups), req.api_version >= _DESCRIBE_NOT_FOUND_FROM
+            list(body.groups), req.api_version >= _DESCRIBE_NOT_FOUND_FROM, classic_only=True
         )
         # As Kafka: asked for (v3+), and only for the groups described without error.
         asked = req.api_version >= 3 and body.include_authorized_operations
