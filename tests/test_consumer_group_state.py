@@ -600,3 +600,31 @@ def test_range_splits_each_topic() -> None:
 
 def test_regexes_match_whole_names_and_skip_internal_topics() -> None:
     assert matching_topics("t.", ["t1", "t10", "__t1", "x"]) == {"t1"}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("(a+)+b", "inside a repetition"),
+        ("(a|ab)*c", "inside a repetition"),
+        ("(?=t)t1", "look-arounds"),
+        ("(t)\\1", "back-references"),
+        ("a.*b.*c.*d.*", "more than 3 unbounded repetitions"),
+        ("t[", "is not a valid regular expression"),
+        ("t" * 1025, "longer than 1024"),
+    ],
+)
+def test_regexes_that_could_stall_the_reactor_are_refused(pattern: str, why: str) -> None:
+    h = Harness()
+    answer = h.hb("a", subscribed_topic_names=None, subscribed_topic_regex=pattern)
+    assert answer.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert answer.error_message is not None and why in answer.error_message
+
+
+@pytest.mark.parametrize(
+    "pattern", ["(^orders-.*)", "(orders|payments)-.*", "[a-z]+-[a-z]+-.*", "(ab)+", "x{2,5}"]
+)
+def test_common_regexes_are_accepted(pattern: str) -> None:
+    h = Harness()
+    answer = h.hb("a", subscribed_topic_names=None, subscribed_topic_regex=pattern)
+    assert answer.error_code == 0
