@@ -175,6 +175,7 @@ class ConsumerGroupCoordinator:
 
     def _heartbeat(self, request: HeartbeatInput) -> HeartbeatAnswer:
         group = self._group_for(request)
+        kept_before = _kept(group, request.member_id)
         joining = request.member_epoch == 0
         member = self._member_for(group, request) if not joining else self._joining(group, request)
         changed = _update_member(member, request) or member.member_id not in group.members
@@ -189,7 +190,8 @@ class ConsumerGroupCoordinator:
         self._reconcile(group, member, owned)
         self._arm_session(group, member)
         group.refresh_state()
-        self._changed(group)
+        if _kept(group, member.member_id) != kept_before:
+            self._changed(group)
         full = request.owned is not None and request.subscribed_topic_names is not None
         send = joining or full or before != (member.member_epoch, dict(member.assigned))
         return HeartbeatAnswer(
@@ -487,6 +489,25 @@ class ConsumerGroupCoordinator:
             if member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._arm_revocation(group, member)
         group.state = group.derived_state()
+
+
+def _kept(group: ConsumerGroup, member_id: str) -> tuple[object, ...]:
+    """What a heartbeat of ``member_id`` may change of what is kept durably: the group's
+    epochs, assignor and size, and that member's fields (a heartbeat changes no other
+    member; the target only moves with the assignment epoch)."""
+    m = group.members.get(member_id)
+    member = None if m is None else (
+        m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+        m.subscribed_topic_names, m.subscribed_topic_regex, m.server_assignor, m.state,
+        m.member_epoch, m.previous_member_epoch, _frozen(m.assigned),
+        _frozen(m.pending_revocation),
+    )
+    return (group.group_epoch, group.assignment_epoch, group.assignor, len(group.members),
+            member)
+
+
+def _frozen(assignment: Assignment) -> frozenset[tuple[uuid.UUID, frozenset[int]]]:
+    return frozenset((t, frozenset(ps)) for t, ps in assignment.items() if ps)
 
 
 def _cancel(call: DelayedCall | None) -> None:
