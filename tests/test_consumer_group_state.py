@@ -395,7 +395,7 @@ def test_every_pair_is_in_the_table() -> None:
         ({"owned": {T1: frozenset({1})}}, "TopicPartitions must be empty when (re-)joining."),
         ({"subscribed_topic_names": None},
          "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
-        ({"member_epoch": -3}, "MemberEpoch -3 is invalid."),
+        ({"member_epoch": -3}, "MemberEpoch is invalid."),
         ({"member_epoch": -2}, "InstanceId can't be null."),
     ],
 )

@@ -327,8 +327,8 @@ class GroupCoordinator:
         consumer = self.consumer.groups.get(group_id)
         if consumer is not None:
             if consumer.members:
-                # Kafka with the migration policy disabled: a classic member cannot join
-                # a consumer group that has consumer-protocol members.
+                # Kafka would take the classic member into the consumer group; brokerd
+                # keeps classic members out of consumer groups (docs/kafka.md).
                 return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             self.consumer.drop_empty(group_id)
         group = self._groups.get(group_id)

@@ -234,8 +234,11 @@ class ConsumerGroupCoordinator:
                 raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
                                f"Instance id {request.instance_id} is unknown.")
             if current != request.member_id:
-                raise _Refused(ErrorCode.FENCED_INSTANCE_ID,
-                               f"Instance id {request.instance_id} belongs to another member.")
+                raise _Refused(
+                    ErrorCode.FENCED_INSTANCE_ID,
+                    f"Static member {request.member_id} with instance id "
+                    f"{request.instance_id} was fenced by member {current}.",
+                )
         member = group.members.get(request.member_id)
         if member is None:
             raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
@@ -252,8 +255,9 @@ class ConsumerGroupCoordinator:
                 if previous.member_epoch != STATIC_LEAVE_EPOCH:
                     raise _Refused(
                         ErrorCode.UNRELEASED_INSTANCE_ID,
-                        f"Static member {previous_id} with instance id "
-                        f"{request.instance_id} is not released yet.",
+                        f"Static member {member_id} with instance id {request.instance_id} "
+                        f"cannot join the group because the instance id is owned by "
+                        f"{previous_id} member.",
                     )
                 return self._replace_static(group, previous, member_id)
         member = group.members.get(member_id)
@@ -530,7 +534,7 @@ def _validate(request: HeartbeatInput) -> None:
         raise bad("InstanceId can't be empty.")
     if request.rack_id == "":
         raise bad("RackId can't be empty.")
-    if epoch > 0 and not request.member_id:
+    if epoch != 0 and not request.member_id:
         raise bad("MemberId can't be empty.")
     if epoch == 0:
         if request.rebalance_timeout_ms == -1:
@@ -544,7 +548,7 @@ def _validate(request: HeartbeatInput) -> None:
         if request.instance_id is None:
             raise bad("InstanceId can't be null.")
     elif epoch < STATIC_LEAVE_EPOCH:
-        raise bad(f"MemberEpoch {epoch} is invalid.")
+        raise bad("MemberEpoch is invalid.")
     if request.server_assignor is not None and request.server_assignor not in ASSIGNORS:
         raise _Refused(ErrorCode.UNSUPPORTED_ASSIGNOR,
                        f"ServerAssignor {request.server_assignor} is not supported. "
@@ -566,7 +570,7 @@ def _check_epoch(member: ConsumerMember, request: HeartbeatInput) -> None:
     if received > member.member_epoch:
         raise _Refused(
             ErrorCode.FENCED_MEMBER_EPOCH,
-            f"The consumer group member has a greater epoch ({received}) than the one "
+            f"The consumer group member has a greater member epoch ({received}) than the one "
             f"known by the group coordinator ({member.member_epoch}). The member must "
             f"abandon all its partitions and rejoin.",
         )
