@@ -111,3 +111,13 @@ def test_a_classic_member_converts_only_an_empty_consumer_group(tmp_path: Path) 
         ErrorCode.GROUP_ID_NOT_FOUND, "Group g is not a consumer group.")
     b.restart()
     assert "g" not in b.coord.consumer.groups
+
+
+def test_transactional_commits_by_member_epoch(tmp_path: Path) -> None:
+    b = Broker(tmp_path)
+    _stable(b, "a")
+    epoch = b.epochs["a"]
+    assert b.coord.check_txn_member("g", epoch, "a", None) == ErrorCode.NONE
+    assert b.coord.check_txn_member("g", epoch - 1, "a", None) == ErrorCode.ILLEGAL_GENERATION
+    assert b.coord.check_txn_member("g", epoch, "x", None) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert b.coord.check_txn_member("g", -1, "", None) == ErrorCode.NONE

@@ -35,6 +35,14 @@ SyncGroup, its old assignment, with no rebalance. An Empty group keeps its gener
 DescribeGroups, DeleteGroups, OffsetDelete) are :attr:`GroupCoordinator.admin`
 (:mod:`brokerd.kafka.groups.admin`).
 
+Groups of the consumer group protocol (KIP-848) share the group-id namespace, the offsets
+store and the admin APIs: :attr:`GroupCoordinator.consumer`
+(:mod:`brokerd.kafka.groups.consumer.coordinator`) holds them, offset commits and fetches
+of such groups are checked by member epoch, their state is journalled whenever it changes
+and restored at start, and :attr:`GroupCoordinator.group_configs` holds every group's
+config overrides. An empty group of either protocol converts to the other when a member
+of the other joins it.
+
 What this module does not do: no sockets or wire encoding (``brokerd.kafka.server.dispatch``
 maps requests to these calls), no incremental cooperative rebalancing on the broker side
 (clients do it within the classic protocol). LeaveGroup v3+ removes several members
@@ -594,6 +602,9 @@ class GroupCoordinator:
     ) -> ErrorCode:
         """TxnOffsetCommit's group check (:func:`~brokerd.kafka.groups.store.txn_member_error`)."""
         code = self._precheck(group_id)
+        consumer = self.consumer.txn_commit_error(group_id, member_id, generation_id)
+        if consumer is not None:
+            return code or consumer
         group = self._groups.get(group_id)
         return code or txn_member_error(group, generation_id, member_id, group_instance_id)
 

@@ -441,6 +441,23 @@ class ConsumerGroupCoordinator:
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
+    def txn_commit_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
+        """TxnOffsetCommit's check of a consumer group (None: not a consumer group). A
+        producer outside the group protocol (no member id, epoch -1) passes; otherwise
+        the member must be known and the epoch its current one, else ILLEGAL_GENERATION
+        (Kafka answers transactional commits so: producers predate STALE_MEMBER_EPOCH)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if not member_id and epoch < 0:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if epoch != member.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
     def fetch_error(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode:
         """OffsetFetch v9+'s check: a member id and epoch given (epoch >= 0) must be a
         member's current ones."""
