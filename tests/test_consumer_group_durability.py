@@ -23,8 +23,8 @@ from brokerd.kafka.groups.consumer.coordinator import HeartbeatAnswer, Heartbeat
 from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
 from brokerd.kafka.groups.consumer.state import ConsumerGroupState
 from brokerd.kafka.groups.coordinator import GroupCoordinator
-from brokerd.storage.offsets import ConsumerGroupUpdate, GroupDeletion, OffsetStore
-from brokerd.storage.offsets_journal import MAGIC, encode_commit, encode_consumer_group
+from brokerd.storage.stores.offsets import ConsumerGroupUpdate, GroupDeletion, OffsetStore
+from brokerd.storage.stores.offsets_format import MAGIC, encode_commit, encode_consumer_group
 
 T1 = uuid.UUID(int=7)
 TOPICS = {"t": (T1, 4)}

@@ -9,8 +9,6 @@ import uuid
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.handlers.consumer_groups import describe_rule, heartbeat_rule
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.messages.consumer_groups import (
     ConsumerGroupDescribeRequest,
@@ -24,6 +22,8 @@ from brokerd.kafka.wire.messages.consumer_groups import (
     HeartbeatAssignment,
     HeartbeatTopicPartitions,
 )
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 
 from tests.test_kafka_codec import NO_TAGS, _flex_request, carr, cs, encoded, i8, i16, i32
 

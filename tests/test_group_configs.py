@@ -28,7 +28,7 @@ from brokerd.kafka.groups.group_configs import (
 )
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.consumer_groups import ConsumerGroupHeartbeatRequest
-from brokerd.storage.offsets import OffsetStore
+from brokerd.storage.stores.offsets import OffsetStore
 
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import RawKafka, module_broker

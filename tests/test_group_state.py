@@ -32,7 +32,7 @@ from brokerd.kafka.groups.state import (
     JoinResult,
     SyncResult,
 )
-from brokerd.storage.offsets import (
+from brokerd.storage.stores.offsets import (
     CommitOp,
     GroupDeletion,
     GroupUpdate,

@@ -26,7 +26,7 @@ from brokerd.kafka.groups.coordinator import (
     JoinResult,
     SyncResult,
 )
-from brokerd.storage.offsets import OffsetStore
+from brokerd.storage.stores.offsets import OffsetStore
 
 _T = TypeVar("_T")
 

@@ -1,4 +1,4 @@
-"""Tests for brokerd.storage.offsets and offsets_journal: the committed-offsets journal."""
+"""Tests for brokerd.storage.stores.offsets and offsets_journal: the committed-offsets journal."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from brokerd.errors import StorageError
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage import fileio
-from brokerd.storage.offsets import (
+from brokerd.storage.stores.offsets import (
     OFFSETS_FILE_NAME,
     CommitOp,
     GroupDeletion,
@@ -22,7 +22,7 @@ from brokerd.storage.offsets import (
     StoredGroup,
     StoredMember,
 )
-from brokerd.storage.offsets_journal import (
+from brokerd.storage.stores.offsets_format import (
     MAGIC,
     Committed,
     decode_body,

@@ -39,7 +39,7 @@ class ErrorCode(enum.IntEnum):
     UNKNOWN_MEMBER_ID = 25
     INVALID_SESSION_TIMEOUT = 26
     REBALANCE_IN_PROGRESS = 27
-    # Authorization (brokerd/kafka/server/authorize.py).
+    # Authorization (brokerd/kafka/server/acl_gate.py).
     TOPIC_AUTHORIZATION_FAILED = 29
     GROUP_AUTHORIZATION_FAILED = 30
     CLUSTER_AUTHORIZATION_FAILED = 31

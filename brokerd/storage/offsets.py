@@ -2,7 +2,7 @@
 
 :class:`OffsetStore` keeps every group's committed offsets in **one** append-only journal
 file (by convention ``<data-dir>/consumer-offsets.log``; the byte format is in
-``offsets_journal.py``). Each commit is one length-prefixed, CRC-32 protected record
+``stores/offsets_format.py``). Each commit is one length-prefixed, CRC-32 protected record
 holding every ``(topic, partition)`` of that commit, written with ``os.write`` and
 fsync'd before :meth:`OffsetStore.commit` returns, so an OffsetCommit can be answered as
 soon as the call returns. Reads are served from an in-memory map kept in step with the
@@ -12,7 +12,7 @@ temporary file, fsync, rename and directory fsync) when it has grown well beyond
 set. Compaction also runs during commits for the same reason, so a long-running broker's
 journal stays bounded.
 
-A failed write is not fatal (``store_faults.py``): one that the file could be cut back
+A failed write is not fatal (``journal/faults.py``): one that the file could be cut back
 from (a full disk) fails only its own commit, and the next commit tries again; a failed
 fsync takes the store offline until :meth:`OffsetStore.retry_reopen` (polled by the
 broker) has replayed the journal from disk. Reads keep being served meanwhile.
@@ -36,7 +36,7 @@ as a torn tail.
 
 What this module does not do: no Twisted, no threads of its own, no group state machine
 (that is ``brokerd.kafka.groups.coordinator``), no offset retention/expiry of abandoned groups, no
-validation of whether a topic exists, and no producer ids (``producer_ids.py``). Every
+validation of whether a topic exists, and no producer ids (``stores/producer_ids.py``). Every
 method blocks (commit and compaction fsync); callers on the reactor run
 ``commit``/``delete_topic`` in a worker thread. ``fetch``/``committed`` only take a short
 in-memory lock and are safe on the reactor even while a commit is syncing in another
@@ -51,7 +51,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from brokerd.names import MAX_TOPIC_LENGTH
 from brokerd.storage.journal.engine import Journal, JournalKind
-from brokerd.storage.offsets_journal import (
+from brokerd.storage.journal.faults import StoreFaults
+from brokerd.storage.stores.offsets_format import (
     MAGIC,
     MAX_METADATA_LENGTH,
     OLD_MAGICS,
@@ -74,7 +75,6 @@ from brokerd.storage.offsets_journal import (
     iter_records,
     live_size,
 )
-from brokerd.storage.store_faults import StoreFaults
 
 __all__ = [
     "COMPACT_MIN_BYTES",
@@ -318,7 +318,7 @@ class OffsetStore:
             of its wire range (nothing is written).
         :raises StorageError: the write failed and nothing was stored; the next write
             tries again (a full disk may get space back). After a failed fsync it is a
-            :class:`~brokerd.storage.store_faults.StoreOffline`: the kernel may have
+            :class:`~brokerd.storage.journal.faults.StoreOffline`: the kernel may have
             dropped the data, so the store refuses writes until :meth:`retry_reopen`
             has reopened it from disk.
         """

@@ -39,7 +39,7 @@ What this module does: the value types stored, the encoders, a bounds-checked de
 refuses anything malformed, a scan of a journal's bytes that stops at the first torn or
 corrupt record, and the range checks that keep a value from being written that the format
 cannot carry. What it does not do: any I/O, locking, or deciding when to compact
-(``offsets.py``). No Twisted.
+(``stores/offsets.py``). No Twisted.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from brokerd.kafka.groups.state import GroupMetadata, GroupState
 from brokerd.kafka.groups.store import CommitQueue
 from brokerd.kafka.wire.codec import CodecError, Reader, Writer
 from brokerd.names import MAX_GROUP_ID_LENGTH
-from brokerd.storage.offsets import GroupDeletion, OffsetDeletion, OffsetStore
+from brokerd.storage.stores.offsets import GroupDeletion, OffsetDeletion, OffsetStore
 
 #: The protocol type of Kafka's consumer clients; only their member metadata is parsed.
 CONSUMER_PROTOCOL_TYPE = "consumer"

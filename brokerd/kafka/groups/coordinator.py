@@ -13,7 +13,7 @@ clients expect it; notably OffsetCommit is *accepted* during PreparingRebalance.
 
 Time comes from an injected ``IReactorTime`` (session timeouts, rebalance timeouts, the
 initial rebalance delay), so tests drive it with ``task.Clock``. Committed offsets go to
-an :class:`~brokerd.storage.offsets.OffsetStore` through the injected ``run_blocking``
+an :class:`~brokerd.storage.stores.offsets.OffsetStore` through the injected ``run_blocking``
 (a worker thread in production) via the ordered, batched write queue of
 :mod:`brokerd.kafka.groups.store` (group commit).
 
@@ -43,7 +43,7 @@ and restored at start, and :attr:`GroupCoordinator.group_configs` holds every gr
 config overrides. An empty group of either protocol converts to the other when a member
 of the other joins it.
 
-What this module does not do: no sockets or wire encoding (``brokerd.kafka.server.dispatch``
+What this module does not do: no sockets or wire encoding (``brokerd.kafka.listener.dispatch``
 maps requests to these calls), no incremental cooperative rebalancing on the broker side
 (clients do it within the classic protocol). LeaveGroup v3+ removes several members
 at once, each by member id or (an operator's removal) by group instance id alone.
@@ -93,7 +93,7 @@ from brokerd.kafka.groups.store import (
 )
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.net.transport import TimerClock
-from brokerd.storage.offsets import OffsetStore
+from brokerd.storage.stores.offsets import OffsetStore
 
 #: Kafka's group.max.size is effectively unbounded; this cap (members plus member ids
 #: handed out with MEMBER_ID_REQUIRED and not yet used) keeps a client that loops on

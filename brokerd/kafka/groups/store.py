@@ -5,7 +5,7 @@
   accepts reaches the store.
 - :func:`fetch_rows` answers an OffsetFetch from the store's memory.
 - :func:`stored_group` / :func:`restored_group` map a group to the
-  :class:`~brokerd.storage.offsets.StoredGroup` record the journal keeps of its last
+  :class:`~brokerd.storage.stores.offsets.StoredGroup` record the journal keeps of its last
   Stable generation (or of an Empty group: protocol type and generation), and back.
 - :class:`CommitQueue` is the ordered write queue: commits, membership records and group
   or offset deletions queue in the reactor and are written one batch at a time, each
@@ -31,7 +31,7 @@ from brokerd.errors import InvalidTopic, StorageError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import GroupMetadata, GroupState, Member
 from brokerd.names import validate_topic_name
-from brokerd.storage.offsets import (
+from brokerd.storage.stores.offsets import (
     MAX_METADATA_LENGTH,
     CommitOp,
     ConsumerGroupUpdate,

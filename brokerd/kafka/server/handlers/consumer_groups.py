@@ -10,7 +10,7 @@ handler reads the topics' names, IDs and partition counts from the core on every
 heartbeat, which is how the coordinator sees new partitions and new topics.
 
 It does not parse or build bytes, keep group state, or dispatch:
-:class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests here.
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers` routes requests here.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from brokerd.kafka.groups.consumer.coordinator import (
     describe_assignment,
 )
 from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerMember
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     DENIED_TEXT,
     GROUP_DENIED,
     TOPIC_DENIED,
@@ -41,9 +41,9 @@ from brokerd.kafka.server.authorize import (
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.handler_base import Connection
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import consumer_groups as cg
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def _described(group: ConsumerGroup, names: dict[uuid.UUID, str]) -> cg.Describe
     )
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def heartbeat_rule(access: Access, req: Request) -> Gate:

@@ -2,7 +2,7 @@
 """Kafka consumer-group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 LeaveGroup, OffsetCommit and OffsetFetch.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
 message by calling the classic group coordinator
 (:mod:`brokerd.kafka.groups.coordinator`, duck-typed here by
 :class:`GroupCoordinatorLike` so tests can pass fakes). This node coordinates every group
@@ -14,7 +14,7 @@ looked up in the core (an unknown one is UNKNOWN_TOPIC_ID, before any ACL check,
 answers it), and the ACL rules see the names.
 
 It does not parse or build bytes, keep group state, or dispatch:
-:class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests here.
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers` routes requests here.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     DENIED_TEXT,
     GROUP_DENIED,
@@ -52,10 +52,10 @@ from brokerd.kafka.server.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages import groups as group_apis
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 from brokerd.storage.topic_ids import parse_topic_id
 
@@ -629,7 +629,7 @@ def _unstable(
     ]
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def _group_gate(op: Operation, response: Callable[[Request], Any]) -> Rule:

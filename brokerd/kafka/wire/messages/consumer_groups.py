@@ -1,7 +1,7 @@
 # -*- test-case-name: tests.test_kafka_codec -*-
 """Request and response bodies of the consumer group protocol (KIP-848):
 ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), and the version range brokerd
-answers of each (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.registry`).
+answers of each (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.requests.registry`).
 
 Transcribed from Kafka's JSON message schemas (``ConsumerGroupHeartbeatRequest.json`` and
 its siblings); the layout rules are :mod:`brokerd.kafka.wire.schema`'s. Every version is

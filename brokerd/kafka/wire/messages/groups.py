@@ -2,7 +2,7 @@
 """Request and response bodies of the consumer-group APIs: FindCoordinator (10), JoinGroup
 (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13), OffsetCommit (8) and OffsetFetch
 (9), and the version range brokerd answers of each (:data:`APIS`, collected by
-:mod:`brokerd.kafka.wire.registry`).
+:mod:`brokerd.kafka.wire.requests.registry`).
 
 Transcribed from Kafka's JSON message schemas
 (``clients/src/main/resources/common/message/*.json``); the layout rules are
