@@ -99,6 +99,12 @@ class _MemoryStore:
     def groups_metadata(self) -> dict[str, StoredGroup]:
         return dict(self.stored)
 
+    def consumer_groups_state(self) -> dict[str, bytes]:
+        return {}
+
+    def group_configs(self) -> dict[str, dict[str, str]]:
+        return {}
+
     def fetch(self, group_id: str, topic: str, partition: int) -> Any:
         return self.offsets.get(group_id, {}).get((topic, partition))
 

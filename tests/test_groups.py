@@ -983,6 +983,12 @@ def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]])
         def groups_metadata(self) -> dict[str, Any]:
             return {}
 
+        def consumer_groups_state(self) -> dict[str, bytes]:
+            return {}
+
+        def group_configs(self) -> dict[str, dict[str, str]]:
+            return {}
+
         def fetch(self, *args: Any) -> None:
             return None
 

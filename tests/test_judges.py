@@ -327,6 +327,27 @@ def test_describe_consumer_group(judge: Judge) -> None:
     assert sorted(member["assignment"]) == [[topic, 0], [topic, 1]]
 
 
+@judges("consumer_group", "java")
+def test_consumer_protocol_group(judge: Judge, broker: BrokerProcess) -> None:
+    """group.protocol=consumer (KIP-848): the member's assignment comes from the broker's
+    assignor; what it reads, commits and sees described is checked here."""
+    topic = topic_of(judge, "kip848")
+    group = f"{topic}-g"
+    judge.run("create", topic, 2)
+    sent = {}
+    for partition in (0, 1):
+        judge.run("produce", topic, partition, 5, f"p{partition}")
+        sent.update({(partition, i): (k, v) for i, (k, v) in enumerate(keyed(f"p{partition}", 5))})
+    result = judge.run("consumer_group", topic, group, 10)
+    assert {(p, o): (k, v) for p, o, k, v in result["records"]} == sent
+    assert result["committed"] == {"0": 5, "1": 5}
+    assert group_committed(broker, group, topic, 2) == {0: 5, 1: 5}
+    described = (result["type"], result["state"], result["assignor"])
+    assert described == ("CONSUMER", "STABLE", "uniform")
+    assert result["members"] == 1
+    assert sorted(result["assignment"]) == [[topic, 0], [topic, 1]]
+
+
 @judges("group_offsets", "java", "franz")
 def test_alter_group_offsets(judge: Judge, broker: BrokerProcess) -> None:
     topic = topic_of(judge, "group-offsets")

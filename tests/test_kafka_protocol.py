@@ -357,6 +357,9 @@ class FakeCoordinator:
                 out.append((t, p, -1, -1, "", 0))
         return out
 
+    def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        return 0
+
 
 # -- the harness ---------------------------------------------------------------------
 

@@ -577,7 +577,7 @@ def test_journal_of_format_02_is_read_and_upgraded(tmp_path: Path) -> None:
     commit = encode_commit(b"g", [(b"t", 0, Committed(42, 3, "old", 1700000000000))])
     Path(path).write_bytes(b"BKOFFS02" + commit + encode_group(b"g", _group(5)))
     store = OffsetStore.open(path)
-    assert Path(path).read_bytes()[:8] == MAGIC == b"BKOFFS03"
+    assert Path(path).read_bytes()[:8] == MAGIC == b"BKOFFS04"
     assert store.fetch("g", "t", 0) == (42, 3, "old")
     assert store.groups_metadata() == {"g": _group(5)}
     store.write_batch([GroupDeletion("g")])

@@ -23,6 +23,7 @@ from brokerd.app.settings import (
     AuthorizationSettings,
     CoreSettings,
     DoorSettings,
+    GroupSettings,
     LimitSettings,
     ListenerSettings,
     SaslSettings,
@@ -51,6 +52,8 @@ _POSITIVE = (
     "write-threads",
     "log-retention-check-interval-ms",
     "transaction-max-timeout-ms",
+    "group-consumer-session-timeout-ms",
+    "group-consumer-heartbeat-interval-ms",
 )
 
 
@@ -66,6 +69,12 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
     for name in _POSITIVE:
         if options[name] <= 0:
             raise usage.UsageError(f"--{name} must be positive")
+    heartbeat = options["group-consumer-heartbeat-interval-ms"]
+    if heartbeat >= options["group-consumer-session-timeout-ms"]:
+        raise usage.UsageError(
+            "--group-consumer-heartbeat-interval-ms must be less than "
+            "--group-consumer-session-timeout-ms"
+        )
     if options["segment-bytes"] < 1024:
         raise usage.UsageError("--segment-bytes must be at least 1024")
     if options["max-connections"] < 0:
@@ -93,6 +102,10 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
             retention_check_seconds=options["log-retention-check-interval-ms"] / 1000.0,
         ),
         cleaner=cleaner,
+        groups=GroupSettings(
+            consumer_session_timeout_ms=options["group-consumer-session-timeout-ms"],
+            consumer_heartbeat_interval_ms=options["group-consumer-heartbeat-interval-ms"],
+        ),
         listeners=ListenerSettings(
             native=_enabled(options["native"]),
             kafka=_enabled(options["kafka"]),

@@ -178,6 +178,20 @@ class Options(usage.Options):
             "Longest transaction timeout a producer may ask for.",
             int,
         ],
+        [
+            "group-consumer-session-timeout-ms",
+            None,
+            45_000,
+            "Default session timeout of consumer-protocol groups (KIP-848).",
+            int,
+        ],
+        [
+            "group-consumer-heartbeat-interval-ms",
+            None,
+            5_000,
+            "Default heartbeat interval of consumer-protocol groups (KIP-848).",
+            int,
+        ],
         ["max-connections", None, 1024, "Open connections per listener (0: no limit).", int],
         # Request-side bounds of the connection edge (docs/operations.md, "Bounded memory").
         [

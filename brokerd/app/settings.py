@@ -58,6 +58,14 @@ class CoreSettings:
 
 
 @attrs.frozen
+class GroupSettings:
+    """Defaults of consumer-protocol groups (KIP-848); a group's configs override them."""
+
+    consumer_session_timeout_ms: int
+    consumer_heartbeat_interval_ms: int
+
+
+@attrs.frozen
 class ListenerSettings:
     """The endpoint descriptions of the three listeners; ``None``: that listener is off."""
 
@@ -143,6 +151,7 @@ class Settings:
     core: CoreSettings
     #: The log cleaner (None: ``--cleaner-threads 0``, no compaction).
     cleaner: CleanerSettings | None
+    groups: GroupSettings
     listeners: ListenerSettings
     limits: LimitSettings
     tls: TlsSettings

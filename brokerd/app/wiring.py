@@ -237,6 +237,7 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
     """The group and transaction coordinators, children of the broker core (created
     before the listeners: the admin views and commands of both protocols read them)."""
     from brokerd.core.store_recovery import StoreRecovery
+    from brokerd.kafka.groups.consumer.coordinator import GroupSettings as ConsumerGroupDefaults
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.groups.group_service import GroupStateService
     from brokerd.storage.stores.offsets import OffsetStore
@@ -246,7 +247,16 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
     offsets = OffsetStore.open(os.path.join(data_dir, "consumer-offsets.log"))
     producer_ids = ProducerIdAllocator(os.path.join(data_dir, "producer-ids"))
     broker.set_producer_id_source(producer_ids.next_id)
-    groups = GroupCoordinator(clock=reactor, offsets=offsets, run_blocking=broker.run_write)
+    consumer_defaults = ConsumerGroupDefaults(
+        session_timeout_ms=settings.groups.consumer_session_timeout_ms,
+        heartbeat_interval_ms=settings.groups.consumer_heartbeat_interval_ms,
+    )
+    groups = GroupCoordinator(
+        clock=reactor,
+        offsets=offsets,
+        run_blocking=broker.run_write,
+        consumer_defaults=consumer_defaults,
+    )
     GroupStateService(groups, offsets, producer_ids).setServiceParent(broker)
     # Added after the group state, so it stops before it (children stop last added first).
     transactions, txn_log = add_transactions(broker, settings, reactor, groups, producer_ids)

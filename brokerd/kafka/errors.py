@@ -85,6 +85,11 @@ class ErrorCode(enum.IntEnum):
     MISMATCHED_ENDPOINT_TYPE = 114
     UNSUPPORTED_ENDPOINT_TYPE = 115
     INVALID_REGULAR_EXPRESSION = 128
+    # The consumer group protocol (KIP-848).
+    FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
 
 
 #: Most specific class first: the first ``isinstance`` match wins.

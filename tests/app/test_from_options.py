@@ -106,6 +106,14 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
             ["--transaction-max-timeout-ms", "1005"],
             lambda s: s.limits.transaction_max_timeout_ms == 1005,
         ),
+        "group-consumer-session-timeout-ms": (
+            ["--group-consumer-session-timeout-ms", "60000"],
+            lambda s: s.groups.consumer_session_timeout_ms == 60000,
+        ),
+        "group-consumer-heartbeat-interval-ms": (
+            ["--group-consumer-heartbeat-interval-ms", "3000"],
+            lambda s: s.groups.consumer_heartbeat_interval_ms == 3000,
+        ),
         "max-connections": (["--max-connections", "0"], lambda s: s.limits.max_connections is None),
         "max-connections-per-ip": (
             ["--max-connections-per-ip", "7"], lambda s: s.limits.per_address == 7
@@ -262,6 +270,15 @@ REFUSED: list[tuple[list[str], str]] = [
     (["--max-produce-bytes", "-1"], "--max-produce-bytes must be positive"),
     (["--read-threads", "0"], "--read-threads must be positive"),
     (["--transaction-max-timeout-ms", "0"], "--transaction-max-timeout-ms must be positive"),
+    (
+        ["--group-consumer-heartbeat-interval-ms", "0"],
+        "--group-consumer-heartbeat-interval-ms must be positive",
+    ),
+    (
+        ["--group-consumer-heartbeat-interval-ms", "45000"],
+        "--group-consumer-heartbeat-interval-ms must be less than "
+        "--group-consumer-session-timeout-ms",
+    ),
     (["--segment-bytes", "10"], "--segment-bytes must be at least 1024"),
     (["--max-connections", "-1"], "--max-connections must be 0 (no limit) or positive"),
     (["--sasl-server-max-receive-size", "0"], "--sasl-server-max-receive-size must be positive"),

@@ -11,7 +11,11 @@ answered and lands in the journal in order with the commits around it.
 
 A group exists for these APIs when the coordinator holds it (any state, Empty groups
 keep their generation) or the store holds committed offsets for it; a group known only
-by its offsets is Empty with protocol type "" (Kafka's "simple" group).
+by its offsets is Empty with protocol type "" (Kafka's "simple" group). Groups of the
+consumer protocol (:mod:`brokerd.kafka.groups.consumer`) are listed with type
+"consumer", described as Kafka 4.x describes them to DescribeGroups (not a classic
+group: GROUP_ID_NOT_FOUND from v6, Dead before), deleted once empty, and their offsets
+deleted unless a member subscribes to the topic.
 
 What this module does not do: wire encoding (``brokerd.kafka.server.handlers.group_admin``),
 topic existence checks (the handler's), the join/sync protocol, or any blocking I/O.
@@ -19,6 +23,7 @@ topic existence checks (the handler's), the join/sync protocol, or any blocking 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Collection, Mapping
 
 import attrs
@@ -28,18 +33,21 @@ from twisted.internet.defer import Deferred
 from brokerd.admin.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
 from brokerd.errors import BrokerError
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.consumer.coordinator import ConsumerGroupCoordinator
+from brokerd.kafka.groups.consumer.state import ConsumerGroup
 from brokerd.kafka.groups.state import GroupMetadata, GroupState
 from brokerd.kafka.groups.store import CommitQueue
-from brokerd.kafka.wire.codec import CodecError, Reader
+from brokerd.kafka.wire.codec import CodecError, Reader, Writer
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage.stores.offsets import GroupDeletion, OffsetDeletion, OffsetStore
 
 #: The protocol type of Kafka's consumer clients; only their member metadata is parsed.
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
-#: ListGroups v5's group type of every group this coordinator holds (Kafka's "classic"
-#: protocol; brokerd has no "consumer", "share" or "streams" groups).
+#: ListGroups v5's group types: Kafka's "classic" protocol and the consumer protocol
+#: (KIP-848).
 CLASSIC_GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
 
 #: Bytes of a string's length prefix: the least a subscribed topic can take.
 _I16_SIZE = 2
@@ -123,6 +131,35 @@ def assigned_partitions(assignment: bytes) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(pairs))
 
 
+def _consumer_assignment(assignment: Mapping[uuid.UUID, frozenset[int]],
+                         names: Mapping[uuid.UUID, str]) -> bytes:
+    """A consumer-protocol group member's partitions as the classic consumer protocol's
+    assignment bytes (version 0, no user data), what operators' views parse."""
+    w = Writer()
+    topics = sorted((names[t], sorted(ps)) for t, ps in assignment.items() if ps and t in names)
+    w.int16(0)
+    w.int32(len(topics))
+    for topic, partitions in topics:
+        w.nullable_string(topic)
+        w.int32(len(partitions))
+        for p in partitions:
+            w.int32(p)
+    w.int32(-1)
+    return w.getvalue()
+
+
+def _consumer_description(group: ConsumerGroup) -> GroupDescription:
+    names = {topic_id: name for name, (topic_id, _) in group.subscribed_metadata.items()}
+    return GroupDescription(
+        group.group_id, 0, group.state.value, CONSUMER_PROTOCOL_TYPE, group.assignor,
+        tuple(
+            DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host, b"",
+                            _consumer_assignment(m.assigned, names))
+            for _, m in sorted(group.members.items())
+        ),
+    )
+
+
 def _group_id_error(group_id: str) -> ErrorCode:
     # Kafka allows an empty group id in the admin APIs (it is just never found).
     if len(group_id.encode("utf-8", "surrogatepass")) > MAX_GROUP_ID_LENGTH:
@@ -166,14 +203,29 @@ class GroupAdmin:
         offsets: OffsetStore,
         writes: CommitQueue,
         stopped: Callable[[], bool],
+        consumer: ConsumerGroupCoordinator | None = None,
     ) -> None:
         self._groups = groups
         self._offsets = offsets
         self._writes = writes
         self._stopped = stopped
+        self._consumer = consumer
+
+    def _consumer_groups(self) -> Mapping[str, object]:
+        return {} if self._consumer is None else self._consumer.groups
 
     def _exists(self, group_id: str) -> bool:
-        return group_id in self._groups or bool(self._offsets.committed(group_id))
+        return (
+            group_id in self._groups
+            or group_id in self._consumer_groups()
+            or bool(self._offsets.committed(group_id))
+        )
+
+    def group_type(self, group_id: str) -> str:
+        """ListGroups v5's type of a listed group."""
+        if group_id in self._consumer_groups():
+            return CONSUMER_GROUP_TYPE
+        return CLASSIC_GROUP_TYPE
 
     # -- ListGroups ---------------------------------------------------------------------
 
@@ -190,41 +242,66 @@ class GroupAdmin:
         with only committed offsets is Empty. ``states_filter`` (state names, compared
         case-insensitively and trimmed as Kafka does; a name that is no state matches
         nothing) keeps only groups in those states; empty keeps every group.
-        ``types_filter`` (ListGroups v5, case-insensitive) keeps every group when empty
-        or naming :data:`CLASSIC_GROUP_TYPE`, and none otherwise: every group here is
-        classic."""
+        ``types_filter`` (ListGroups v5, case-insensitive) keeps the groups of the types
+        it names (:data:`CLASSIC_GROUP_TYPE`, :data:`CONSUMER_GROUP_TYPE`); empty keeps
+        every group. Consumer-protocol groups have protocol type "consumer"."""
         if self._stopped():
             return int(ErrorCode.COORDINATOR_NOT_AVAILABLE), []
-        if types_filter and CLASSIC_GROUP_TYPE not in {t.lower() for t in types_filter}:
-            return int(ErrorCode.NONE), []
         listed = {
             g.group_id: (g.protocol_type or "", g.state.value) for g in self._groups.values()
         }
+        if self._consumer is not None:
+            for g in self._consumer.groups.values():
+                listed[g.group_id] = (CONSUMER_PROTOCOL_TYPE, g.state.value)
         for group_id in self._offsets.groups():
             listed.setdefault(group_id, ("", GroupState.EMPTY.value))
         wanted = {s.strip().lower() for s in states_filter}
+        types = {t.strip().lower() for t in types_filter}
         return int(ErrorCode.NONE), [
             (group_id, protocol, state)
             for group_id, (protocol, state) in sorted(listed.items())
-            if not wanted or state.lower() in wanted
+            if (not wanted or state.lower() in wanted)
+            and (not types or self.group_type(group_id) in types)
         ]
 
     # -- DescribeGroups -----------------------------------------------------------------
 
     def describe(
-        self, group_ids: list[str], missing_not_found: bool = False
+        self, group_ids: list[str], missing_not_found: bool = False, *,
+        classic_only: bool = False,
     ) -> list[GroupDescription]:
         """One description per requested id, in request order. An unknown group is
         Dead with no members and no error (Kafka's answer), or with
-        ``missing_not_found`` (DescribeGroups v6+) GROUP_ID_NOT_FOUND and a message."""
-        return [self._describe_one(group_id, missing_not_found) for group_id in group_ids]
+        ``missing_not_found`` (DescribeGroups v6+) GROUP_ID_NOT_FOUND and a message.
 
-    def _describe_one(self, group_id: str, missing_not_found: bool) -> GroupDescription:
+        :param classic_only: DescribeGroups' view: a consumer-protocol group is not a
+            classic group (as Kafka 4 answers it). Operators (the default) see it with
+            its state, assignor, members and their assignments."""
+        return [
+            self._describe_one(group_id, missing_not_found, classic_only)
+            for group_id in group_ids
+        ]
+
+    def _describe_one(
+        self, group_id: str, missing_not_found: bool, classic_only: bool
+    ) -> GroupDescription:
         if self._stopped():
             return GroupDescription(group_id, int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "")
         code = _group_id_error(group_id)
         if code is not ErrorCode.NONE:
             return GroupDescription(group_id, int(code), "")
+        consumer = None if self._consumer is None else self._consumer.groups.get(group_id)
+        if consumer is not None and not classic_only:
+            return _consumer_description(consumer)
+        if consumer is not None:
+            if missing_not_found:
+                return GroupDescription(
+                    group_id,
+                    int(ErrorCode.GROUP_ID_NOT_FOUND),
+                    GroupState.DEAD.value,
+                    error_message=f"Group {group_id} is not a classic group.",
+                )
+            return GroupDescription(group_id, 0, GroupState.DEAD.value)
         group = self._groups.get(group_id)
         if group is None:
             if self._offsets.committed(group_id):
@@ -273,6 +350,8 @@ class GroupAdmin:
             if code is not ErrorCode.NONE:
                 waits.append(defer.succeed(int(code)))
                 continue
+            if self._consumer is not None:
+                self._consumer.delete(group_id)
             group = self._groups.pop(group_id, None)
             if group is not None:
                 # Member ids handed out with MEMBER_ID_REQUIRED die with the group.
@@ -292,6 +371,9 @@ class GroupAdmin:
             return ErrorCode.GROUP_ID_NOT_FOUND
         group = self._groups.get(group_id)
         if group is not None and (group.members or group.state is not GroupState.EMPTY):
+            return ErrorCode.NON_EMPTY_GROUP
+        consumer = None if self._consumer is None else self._consumer.groups.get(group_id)
+        if consumer is not None and consumer.members:
             return ErrorCode.NON_EMPTY_GROUP
         return ErrorCode.NONE
 
@@ -317,6 +399,13 @@ class GroupAdmin:
                 code = ErrorCode.NON_EMPTY_GROUP
             else:
                 subscribed = self._subscriptions(group)
+        consumer = None if self._consumer is None else self._consumer.groups.get(group_id)
+        if code is ErrorCode.NONE and consumer is not None:
+            # The topics its members' names and regexes matched at the last heartbeat,
+            # and every name a member gives (existing or not).
+            subscribed = frozenset(consumer.subscribed_metadata).union(
+                *(m.subscribed_topic_names for m in consumer.members.values())
+            )
         if code is not ErrorCode.NONE:
             return defer.succeed((int(code), {}))
         results: dict[tuple[str, int], int] = {}
@@ -354,6 +443,7 @@ class GroupAdmin:
 
 __all__ = [
     "CLASSIC_GROUP_TYPE",
+    "CONSUMER_GROUP_TYPE",
     "CONSUMER_PROTOCOL_TYPE",
     "DescribedMember",
     "GroupAdmin",

@@ -35,6 +35,14 @@ SyncGroup, its old assignment, with no rebalance. An Empty group keeps its gener
 DescribeGroups, DeleteGroups, OffsetDelete) are :attr:`GroupCoordinator.admin`
 (:mod:`brokerd.kafka.groups.admin`).
 
+Groups of the consumer group protocol (KIP-848) share the group-id namespace, the offsets
+store and the admin APIs: :attr:`GroupCoordinator.consumer`
+(:mod:`brokerd.kafka.groups.consumer.coordinator`) holds them, offset commits and fetches
+of such groups are checked by member epoch, their state is journalled whenever it changes
+and restored at start, and :attr:`GroupCoordinator.group_configs` holds every group's
+config overrides. An empty group of either protocol converts to the other when a member
+of the other joins it.
+
 What this module does not do: no sockets or wire encoding (``brokerd.kafka.listener.dispatch``
 maps requests to these calls), no incremental cooperative rebalancing on the broker side
 (clients do it within the classic protocol). LeaveGroup v3+ removes several members
@@ -56,6 +64,14 @@ from twisted.logger import Logger
 from brokerd.clock import Clock
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.admin import GroupAdmin
+from brokerd.kafka.groups.consumer.coordinator import (
+    ClassicFace,
+    ConsumerGroupCoordinator,
+    GroupSettings,
+)
+from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
+from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerGroupState
+from brokerd.kafka.groups.group_configs import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, GroupConfigs
 from brokerd.kafka.groups.rebalance import Outbox, Rebalancer
 from brokerd.kafka.groups.state import (
     GroupMetadata,
@@ -121,6 +137,7 @@ class GroupCoordinator:
         min_session_timeout_ms: int = 6000,
         max_session_timeout_ms: int = 1800000,
         max_group_size: int = MAX_GROUP_SIZE,
+        consumer_defaults: GroupSettings | None = None,
     ) -> None:
         self._offsets = offsets
         self._min_session_ms = min_session_timeout_ms
@@ -137,19 +154,85 @@ class GroupCoordinator:
             outbox=self._outbox,
             initial_rebalance_delay_ms=initial_rebalance_delay_ms,
         )
+        defaults = consumer_defaults or GroupSettings()
+        #: Every group's config overrides (the GROUP config resource).
+        self.group_configs = GroupConfigs(
+            broker_values={
+                SESSION_TIMEOUT: defaults.session_timeout_ms,
+                HEARTBEAT_INTERVAL: defaults.heartbeat_interval_ms,
+            },
+            stored=offsets.group_configs(),
+            write=self._writes.store_group_configs,
+        )
+        #: The consumer group protocol's groups (KIP-848), in the same namespace of
+        #: group ids: a group id is a classic group or a consumer group, never both.
+        self.consumer = ConsumerGroupCoordinator(
+            clock=cast(Clock, clock),
+            classic=ClassicFace(has_members=self._classic_has_members,
+                                drop_empty=self._drop_empty_classic),
+            settings=self.group_configs.consumer_settings,
+            on_change=self._consumer_changed,
+        )
+        #: The last state queued for the journal per consumer group (written on change).
+        self._consumer_written: dict[str, bytes] = {}
         #: ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
         self.admin = GroupAdmin(
-            groups=self._groups, offsets=offsets, writes=self._writes, stopped=self._is_stopped
+            groups=self._groups, offsets=offsets, writes=self._writes,
+            stopped=self._is_stopped, consumer=self.consumer,
         )
         self._restore()
 
     def _is_stopped(self) -> bool:
         return self._stopped
 
+    def _classic_has_members(self, group_id: str) -> bool | None:
+        """None without a classic group of that id, else whether it has members (or
+        member ids handed out and not yet used)."""
+        group = self._groups.get(group_id)
+        return None if group is None else group.size() > 0
+
+    def _drop_empty_classic(self, group_id: str) -> None:
+        """An empty classic group becomes a consumer group: forget it here (its
+        committed offsets stay in the store)."""
+        group = self._groups.get(group_id)
+        if group is not None and group.size() == 0:
+            self._rebalancer.kill(group)
+            del self._groups[group_id]
+            self._writes.store_group(group_id, None)
+
+    def _consumer_changed(self, group: ConsumerGroup) -> None:
+        """Journal a consumer group's state when what is kept of it changed (most
+        heartbeats change nothing), or its tombstone once it is gone."""
+        if group.state is ConsumerGroupState.DEAD:
+            if self._consumer_written.pop(group.group_id, None) is not None:
+                self._writes.store_consumer_group(group.group_id, None)
+            return
+        state = encode_group(group)
+        if self._consumer_written.get(group.group_id) != state:
+            self._consumer_written[group.group_id] = state
+            self._writes.store_consumer_group(group.group_id, state)
+
     def _restore(self) -> None:
         """Rebuild every group the store holds as of its last stored generation: Stable,
-        or Empty (keeping its generation) if it had no members."""
+        or Empty (keeping its generation) if it had no members; and every
+        consumer-protocol group as it last was, each member with a fresh session."""
+        for group_id, blob in sorted(self._offsets.consumer_groups_state().items()):
+            try:
+                consumer = decode_group(group_id, blob)
+            except ValueError as e:
+                self._log.error("group {group!r}: stored consumer group state unreadable "
+                                "({why}); left out", group=group_id, why=str(e))
+                continue
+            self.consumer.restore(consumer)
+            self._consumer_written[group_id] = blob
+            self._log.info(
+                "group {group!r}: restored consumer group at epoch {epoch} with {count} "
+                "member(s)", group=group_id, epoch=consumer.group_epoch,
+                count=len(consumer.members),
+            )
         for group_id, stored in sorted(self._offsets.groups_metadata().items()):
+            if group_id in self.consumer.groups:
+                continue
             group = restored_group(group_id, stored)
             self._groups[group_id] = group
             # A fresh session each: the clients had no way to heartbeat while we were down.
@@ -249,6 +332,13 @@ class GroupCoordinator:
             return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
         if not protocol_type or not candidate.protocols:
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        consumer = self.consumer.groups.get(group_id)
+        if consumer is not None:
+            if consumer.members:
+                # Kafka would take the classic member into the consumer group; brokerd
+                # keeps classic members out of consumer groups (docs/kafka.md).
+                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            self.consumer.drop_empty(group_id)
         group = self._groups.get(group_id)
         member = None if group is None else group.members.get(member_id)
         if member_id and group is not None and group.fenced(instance_id, member_id):
@@ -486,6 +576,9 @@ class GroupCoordinator:
             a group that does not exist (no members, no generation, no committed offset)
             is GROUP_ID_NOT_FOUND, as Kafka answers those versions; below v9 it stays 25.
         """
+        consumer_code = self.consumer.commit_error(group_id, member_id, generation_id)
+        if consumer_code is not None:
+            return self._store_offsets(group_id, offsets, self._precheck(group_id) or consumer_code)
         code = self._check_commit(group_id, generation_id, member_id, group_instance_id)
         if (
             code is ErrorCode.UNKNOWN_MEMBER_ID
@@ -509,6 +602,9 @@ class GroupCoordinator:
     ) -> ErrorCode:
         """TxnOffsetCommit's group check (:func:`~brokerd.kafka.groups.store.txn_member_error`)."""
         code = self._precheck(group_id)
+        consumer = self.consumer.txn_commit_error(group_id, member_id, generation_id)
+        if consumer is not None:
+            return code or consumer
         group = self._groups.get(group_id)
         return code or txn_member_error(group, generation_id, member_id, group_instance_id)
 
@@ -549,6 +645,12 @@ class GroupCoordinator:
         auto.offset.reset). ``partitions=None`` means every committed partition."""
         return fetch_rows(self._offsets, group_id, partitions, self._precheck(group_id))
 
+    def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch v9+'s member check of a consumer-protocol group (0: none)."""
+        return int(self._precheck(group_id) or self.consumer.fetch_error(
+            group_id, member_id, member_epoch
+        ))
+
     # -- shutdown -----------------------------------------------------------------------
 
     def stop(self) -> Deferred[None]:
@@ -561,6 +663,7 @@ class GroupCoordinator:
         written, so the offsets store may then be closed."""
         if not self._stopped:
             self._stopped = True
+            self.consumer.stop()
             for group in self._groups.values():
                 self._rebalancer.kill(group)
             self._groups.clear()

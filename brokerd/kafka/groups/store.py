@@ -34,6 +34,8 @@ from brokerd.names import validate_topic_name
 from brokerd.storage.stores.offsets import (
     MAX_METADATA_LENGTH,
     CommitOp,
+    ConsumerGroupUpdate,
+    GroupConfigUpdate,
     GroupDeletion,
     GroupUpdate,
     JournalOp,
@@ -240,14 +242,15 @@ class _PendingCommit:
 
 
 @attrs.define(eq=False)
-class _PendingDeletion:
-    """A DeleteGroups or OffsetDelete record; ``waiter`` fires with an error code."""
+class _AwaitedRecord:
+    """A record its requester waits for (DeleteGroups, OffsetDelete, a group's configs);
+    ``waiter`` fires with an error code once it is durable."""
 
-    op: GroupDeletion | OffsetDeletion
+    op: GroupDeletion | OffsetDeletion | GroupConfigUpdate
     waiter: Deferred[int]
 
 
-_Queued = _PendingCommit | _PendingDeletion | GroupUpdate
+_Queued = _PendingCommit | _AwaitedRecord | GroupUpdate | ConsumerGroupUpdate
 
 
 class CommitQueue:
@@ -291,12 +294,30 @@ class CommitQueue:
         self._queue.append(GroupUpdate(group_id, stored))
         self._start()
 
+    def store_consumer_group(self, group_id: str, state: bytes | None) -> None:
+        """Queue a consumer-protocol group's state (None: tombstone); only the latest
+        queued one per group is written."""
+        self._queue = [
+            q for q in self._queue
+            if not (isinstance(q, ConsumerGroupUpdate) and q.group_id == group_id)
+        ]
+        self._queue.append(ConsumerGroupUpdate(group_id, state))
+        self._start()
+
+    def store_group_configs(self, group_id: str, configs: dict[str, str]) -> Deferred[int]:
+        """Queue a group's whole set of dynamic configs; fires with 0 once durable, or
+        with :data:`STORE_FAILED`."""
+        d: Deferred[int] = Deferred()
+        self._queue.append(_AwaitedRecord(GroupConfigUpdate(group_id, configs), d))
+        self._start()
+        return d
+
     def delete(self, op: GroupDeletion | OffsetDeletion) -> Deferred[int]:
         """Queue a group or offset deletion; fires with 0 once it is durable (and
         applied), or with :data:`STORE_FAILED` if the journal write failed. Commits queued
         before it are deleted with it; commits queued after it survive."""
         d: Deferred[int] = Deferred()
-        self._queue.append(_PendingDeletion(op, d))
+        self._queue.append(_AwaitedRecord(op, d))
         self._start()
         return d
 
@@ -312,7 +333,7 @@ class CommitQueue:
                 for topic, partition, *_ in item.entries:
                     answer[(topic, partition)] = int(code)
                 answers.append((item.waiter, answer))
-            elif isinstance(item, _PendingDeletion):
+            elif isinstance(item, _AwaitedRecord):
                 answers.append((item.waiter, int(code)))
             else:
                 kept.append(item)
@@ -339,7 +360,7 @@ class CommitQueue:
         for item in batch:
             if isinstance(item, _PendingCommit):
                 ops.append(CommitOp(item.group_id, tuple(item.entries)))
-            elif isinstance(item, _PendingDeletion):
+            elif isinstance(item, _AwaitedRecord):
                 ops.append(item.op)
             else:
                 ops.append(item)
@@ -366,7 +387,7 @@ class CommitQueue:
                         answer[(topic, partition)] = int(code)
                 if not item.waiter.called:
                     item.waiter.callback(answer)
-            elif isinstance(item, _PendingDeletion) and not item.waiter.called:
+            elif isinstance(item, _AwaitedRecord) and not item.waiter.called:
                 item.waiter.callback(int(code))
         self._start()
 

@@ -41,7 +41,8 @@ from brokerd.kafka.server.handler_base import (
 )
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.admin import DEFAULT_PARTITIONS, AdminHandlers
-from brokerd.kafka.server.handlers.configs import ConfigHandlers
+from brokerd.kafka.server.handlers.configs import ConfigHandlers, HasGroupConfigs
+from brokerd.kafka.server.handlers.consumer_groups import ConsumerGroupHandlers, HasConsumerGroups
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES, FetchHandler
 from brokerd.kafka.server.handlers.group_admin import GroupAdminHandlers, HasGroupAdmin
 from brokerd.kafka.server.handlers.groups import (
@@ -126,7 +127,11 @@ class KafkaHandlers:
                 pending_offsets=_pending_offsets(transactions),
             ),
             GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator), operations),
-            ConfigHandlers(core, identity, default_partitions=default_partitions),
+            ConsumerGroupHandlers(core, cast(HasConsumerGroups, coordinator), operations),
+            ConfigHandlers(
+                core, identity, default_partitions=default_partitions,
+                groups=cast(HasGroupConfigs, coordinator),
+            ),
             PartitionAdminHandlers(core, identity, clock=clock),
             txn,
             ScramAdminHandlers(credentials),

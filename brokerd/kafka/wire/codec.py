@@ -101,6 +101,9 @@ class ApiKey(enum.IntEnum):
     CREATE_PARTITIONS = 37
     DESCRIBE_CLUSTER = 60
     DESCRIBE_TOPIC_PARTITIONS = 75
+    # The consumer group protocol (KIP-848).
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
     # Transactions.
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25

@@ -58,7 +58,9 @@ from brokerd.storage.stores.offsets_format import (
     OLD_MAGICS,
     CommitOp,
     Committed,
+    ConsumerGroupUpdate,
     Decoded,
+    GroupConfigUpdate,
     GroupDeletion,
     GroupUpdate,
     JournalOp,
@@ -83,6 +85,8 @@ __all__ = [
     "OFFSETS_STORE_NAME",
     "CommitOp",
     "Committed",
+    "ConsumerGroupUpdate",
+    "GroupConfigUpdate",
     "GroupDeletion",
     "GroupUpdate",
     "JournalOp",
@@ -132,6 +136,10 @@ class _OffsetsView:
         self.members: dict[str, StoredGroup] = {}
         #: Encoded size of each group's membership record, for the compaction estimate.
         self.member_bytes: dict[str, int] = {}
+        #: Latest state of each consumer-protocol group (opaque: the Kafka layer's).
+        self.consumer_groups: dict[str, bytes] = {}
+        #: Each group's dynamic configs (the GROUP config resource); they outlive the group.
+        self.group_configs: dict[str, dict[str, str]] = {}
 
     # -- as the journal engine drives it ------------------------------------------------
 
@@ -144,13 +152,22 @@ class _OffsetsView:
 
     def live_bytes(self) -> int:
         with self.lock:
-            return live_size(self.groups, self.member_bytes)
+            # Over-estimates (framing at most 19 bytes, the group id once in UTF-8).
+            consumer = sum(
+                len(s) + 4 * len(g) + 32 for g, s in self.consumer_groups.items()
+            ) + sum(
+                4 * len(g) + 32 + sum(4 * (len(n) + len(v)) + 8 for n, v in c.items())
+                for g, c in self.group_configs.items()
+            )
+            return live_size(self.groups, self.member_bytes) + consumer
 
     def snapshot(self) -> bytes:
         with self.lock:
             offsets = {g: dict(entries) for g, entries in self.groups.items()}
             members = dict(self.members)
-        return encode_live(offsets, members)
+            consumer_groups = dict(self.consumer_groups)
+            group_configs = {g: dict(c) for g, c in self.group_configs.items()}
+        return encode_live(offsets, members, consumer_groups, group_configs)
 
     # -- changes ------------------------------------------------------------------------
 
@@ -163,6 +180,19 @@ class _OffsetsView:
             self.groups.pop(decoded.group_id, None)
             self.members.pop(decoded.group_id, None)
             self.member_bytes.pop(decoded.group_id, None)
+            self.consumer_groups.pop(decoded.group_id, None)
+            return
+        if isinstance(decoded, GroupConfigUpdate):
+            if decoded.configs:
+                self.group_configs[decoded.group_id] = dict(decoded.configs)
+            else:
+                self.group_configs.pop(decoded.group_id, None)
+            return
+        if isinstance(decoded, ConsumerGroupUpdate):
+            if decoded.state is None:
+                self.consumer_groups.pop(decoded.group_id, None)
+            else:
+                self.consumer_groups[decoded.group_id] = decoded.state
             return
         if isinstance(decoded, OffsetDeletion):
             offsets = self.groups.get(decoded.group_id)
@@ -261,6 +291,17 @@ class OffsetStore:
         with self._lock:
             return sorted(self._view.groups)
 
+    def consumer_groups_state(self) -> dict[str, bytes]:
+        """The latest stored state of every consumer-protocol group not tombstoned or
+        deleted (as the Kafka layer encoded it)."""
+        with self._lock:
+            return dict(self._view.consumer_groups)
+
+    def group_configs(self) -> dict[str, dict[str, str]]:
+        """Every group's dynamic configs (groups without any are absent)."""
+        with self._lock:
+            return {g: dict(c) for g, c in self._view.group_configs.items()}
+
     def groups_metadata(self) -> dict[str, StoredGroup]:
         """The latest stored membership of every group that was not tombstoned or deleted
         (an Empty group's record has no members but keeps its generation)."""
@@ -324,6 +365,7 @@ class OffsetStore:
             # Decided under the write lock: only writers change which groups are stored.
             with self._lock:
                 stored = set(self._view.members)
+                consumer_stored = set(self._view.consumer_groups)
             records: list[bytes] = []
             updates: list[tuple[Decoded, int]] = []
             for record, change in encoded:
@@ -336,6 +378,14 @@ class OffsetStore:
                         stored.add(change.group_id)
                 elif isinstance(change, GroupDeletion):
                     stored.discard(change.group_id)
+                    consumer_stored.discard(change.group_id)
+                elif isinstance(change, ConsumerGroupUpdate):
+                    if change.state is None and change.group_id not in consumer_stored:
+                        continue  # nothing stored to tombstone
+                    if change.state is None:
+                        consumer_stored.discard(change.group_id)
+                    else:
+                        consumer_stored.add(change.group_id)
                 records.append(record)
                 updates.append((change, len(record)))
             if not records:

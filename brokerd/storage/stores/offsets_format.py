@@ -17,6 +17,11 @@ Record bodies, by their first byte:
   membership record and every committed offset of it;
 - 6, offset deletion (OffsetDelete): ``u16 group_len, group, u32 count``, then ``count``
   times ``u16 topic_len, topic, i32 partition``;
+- 7, consumer-protocol group state (KIP-848): ``u16 group_len, group, bytes state``, the
+  state encoded by the Kafka layer (opaque here, like a classic member's assignment);
+- 8, consumer-protocol group tombstone: ``u16 group_len, group``;
+- 9, a group's dynamic configs (the GROUP config resource): ``u16 group_len, group,
+  u32 count``, then ``count`` times ``str name, str value`` (count 0: none left);
 
 where ``str`` is ``u32 length`` + UTF-8, ``nstr`` is ``i32 length`` (-1 = null) + UTF-8,
 and ``bytes`` is ``u32 length`` + raw bytes. Text is encoded with ``surrogatepass`` so
@@ -26,9 +31,9 @@ A group record with no members keeps an Empty group's protocol type and generati
 the generation keeps counting across a restart, as Kafka's does.
 
 Format history: ``BKOFFS01`` (commit and topic-deletion records), ``BKOFFS02`` (plus kinds
-3 and 4) are still read; the store rewrites them as ``BKOFFS03`` (plus kinds 5 and 6) at
-once, so an older brokerd refuses the file instead of truncating it at the first record
-kind it does not know.
+3 and 4) and ``BKOFFS03`` (plus kinds 5 and 6) are still read; the store rewrites them as
+``BKOFFS04`` (plus kinds 7 to 9) at once, so an older brokerd refuses the file instead of
+truncating it at the first record kind it does not know.
 
 What this module does: the value types stored, the encoders, a bounds-checked decoder that
 refuses anything malformed, a scan of a journal's bytes that stops at the first torn or
@@ -55,7 +60,9 @@ __all__ = [
     "OLD_MAGICS",
     "CommitOp",
     "Committed",
+    "ConsumerGroupUpdate",
     "Decoded",
+    "GroupConfigUpdate",
     "GroupDeletion",
     "GroupUpdate",
     "JournalOp",
@@ -79,12 +86,12 @@ __all__ = [
 ]
 
 #: Magic of the current format.
-MAGIC = b"BKOFFS03"
+MAGIC = b"BKOFFS04"
 #: Journals written before group records existed; read, then rewritten as MAGIC.
 OLD_MAGIC = b"BKOFFS01"
-#: Every older format still read (then rewritten as MAGIC): before group records, and
-#: before group and offset deletions.
-OLD_MAGICS = (OLD_MAGIC, b"BKOFFS02")
+#: Every older format still read (then rewritten as MAGIC): before group records, before
+#: group and offset deletions, and before consumer-protocol group records.
+OLD_MAGICS = (OLD_MAGIC, b"BKOFFS02", b"BKOFFS03")
 
 #: Kafka's ``offset.metadata.max.bytes``: longer commit metadata is refused
 #: (OFFSET_METADATA_TOO_LARGE) by the coordinator before it reaches the store.
@@ -99,6 +106,7 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 _COMMIT, _DELETE_TOPIC, _GROUP, _GROUP_TOMBSTONE = 1, 2, 3, 4
 _DELETE_GROUP, _DELETE_OFFSETS = 5, 6
+_CONSUMER_GROUP, _CONSUMER_GROUP_TOMBSTONE, _GROUP_CONFIGS = 7, 8, 9
 _PARTITION = struct.Struct(">i")
 _U8 = struct.Struct(">B")
 _U16 = struct.Struct(">H")
@@ -231,6 +239,21 @@ def encode_group(group: bytes, value: StoredGroup | None) -> bytes:
     return _frame(b"".join(parts))
 
 
+def encode_consumer_group(group: bytes, state: bytes | None) -> bytes:
+    """A consumer-protocol group's state record, or its tombstone when ``state`` is None."""
+    if state is None:
+        return _frame(_U8.pack(_CONSUMER_GROUP_TOMBSTONE) + _U16.pack(len(group)) + group)
+    return _frame(_U8.pack(_CONSUMER_GROUP) + _U16.pack(len(group)) + group + _blob(state))
+
+
+def encode_group_configs(group: bytes, configs: Mapping[str, str]) -> bytes:
+    """A group's dynamic configs (empty: none left)."""
+    parts = [_U8.pack(_GROUP_CONFIGS), _U16.pack(len(group)), group, _U32.pack(len(configs))]
+    for name, value in sorted(configs.items()):
+        parts += [_blob(encode_text(name)), _blob(encode_text(value))]
+    return _frame(b"".join(parts))
+
+
 class _Reader(BodyReader):
     def blob(self) -> bytes:
         (length,) = self.unpack(_U32)
@@ -246,6 +269,23 @@ class GroupUpdate:
 
     group_id: str
     value: StoredGroup | None
+
+
+@attrs.frozen
+class ConsumerGroupUpdate:
+    """A consumer-protocol group's state as the Kafka layer encoded it (``state`` None:
+    its tombstone)."""
+
+    group_id: str
+    state: bytes | None
+
+
+@attrs.frozen
+class GroupConfigUpdate:
+    """A group's dynamic configs, all of them (empty: none left)."""
+
+    group_id: str
+    configs: Mapping[str, str]
 
 
 @attrs.frozen
@@ -267,9 +307,33 @@ Decoded = (
     tuple[str, list[tuple[str, int, Committed]]]
     | tuple[None, str]
     | GroupUpdate
+    | ConsumerGroupUpdate
+    | GroupConfigUpdate
     | GroupDeletion
     | OffsetDeletion
 )
+
+
+def _decode_group_configs(reader: _Reader) -> GroupConfigUpdate:
+    (group_len,) = reader.unpack(_U16)
+    group = _dec(reader.take(group_len))
+    (count,) = reader.unpack(_U32)
+    configs: dict[str, str] = {}
+    for _ in range(count):  # each entry takes at least 8 bytes: take() bounds the loop
+        name = reader.text()
+        configs[name] = reader.text()
+    if not reader.done():
+        raise ValueError("trailing bytes")
+    return GroupConfigUpdate(group, configs)
+
+
+def _decode_consumer_group(reader: _Reader, tombstone: bool) -> ConsumerGroupUpdate:
+    (group_len,) = reader.unpack(_U16)
+    group = _dec(reader.take(group_len))
+    state = None if tombstone else reader.blob()
+    if not reader.done():
+        raise ValueError("trailing bytes")
+    return ConsumerGroupUpdate(group, state)
 
 
 def _decode_deletion(reader: _Reader, kind: int) -> GroupDeletion | OffsetDeletion:
@@ -343,6 +407,10 @@ def decode_body(body: bytes) -> Decoded:
         return _decode_group(reader, kind == _GROUP_TOMBSTONE)
     if kind in (_DELETE_GROUP, _DELETE_OFFSETS):
         return _decode_deletion(reader, kind)
+    if kind in (_CONSUMER_GROUP, _CONSUMER_GROUP_TOMBSTONE):
+        return _decode_consumer_group(reader, kind == _CONSUMER_GROUP_TOMBSTONE)
+    if kind == _GROUP_CONFIGS:
+        return _decode_group_configs(reader)
     if kind == _DELETE_TOPIC:
         (topic_len,) = reader.unpack(_U16)
         topic = _dec(reader.take(topic_len))
@@ -389,9 +457,12 @@ def live_size(
 def encode_live(
     offsets: Mapping[str, Mapping[tuple[str, int], Committed]],
     members: Mapping[str, StoredGroup],
+    consumer_groups: Mapping[str, bytes] | None = None,
+    group_configs: Mapping[str, Mapping[str, str]] | None = None,
 ) -> bytes:
     """The records of a compacted journal (after its magic): one commit record per
-    group, then one membership record per group, each in sorted order."""
+    group, then one membership record per group, then one state record per
+    consumer-protocol group, each in sorted order."""
     records = [
         encode_commit(
             encode_text(group),
@@ -400,6 +471,14 @@ def encode_live(
         for group, entries in sorted(offsets.items())
     ]
     records += [encode_group(encode_text(g), value) for g, value in sorted(members.items())]
+    records += [
+        encode_consumer_group(encode_text(g), state)
+        for g, state in sorted((consumer_groups or {}).items())
+    ]
+    records += [
+        encode_group_configs(encode_text(g), configs)
+        for g, configs in sorted((group_configs or {}).items())
+    ]
     return b"".join(records)
 
 
@@ -440,8 +519,12 @@ class CommitOp:
 
 
 #: What ``OffsetStore.write_batch`` writes, in order: a commit, a membership record (value
-#: None: tombstone), a group deletion, an offset deletion.
-JournalOp = CommitOp | GroupUpdate | GroupDeletion | OffsetDeletion
+#: None: tombstone), a consumer-protocol group's state, a group deletion, an offset
+#: deletion.
+JournalOp = (
+    CommitOp | GroupUpdate | ConsumerGroupUpdate | GroupConfigUpdate | GroupDeletion
+    | OffsetDeletion
+)
 
 
 def encode_ops(ops: Sequence[JournalOp], now_ms: int) -> list[tuple[bytes, Decoded]]:
@@ -468,6 +551,16 @@ def encode_ops(ops: Sequence[JournalOp], now_ms: int) -> list[tuple[bytes, Decod
             if op.value is not None:
                 check_group(op.value)
             out.append((encode_group(group, op.value), op))
+        elif isinstance(op, ConsumerGroupUpdate):
+            record = encode_consumer_group(group, op.state)
+            if len(record) > MAX_RECORD_BYTES:
+                raise ValueError("consumer group state too large")
+            out.append((record, op))
+        elif isinstance(op, GroupConfigUpdate):
+            record = encode_group_configs(group, op.configs)
+            if len(record) > MAX_RECORD_BYTES:
+                raise ValueError("group configs too large")
+            out.append((record, op))
         elif isinstance(op, GroupDeletion):
             out.append((encode_delete_group(group), op))
         else:

@@ -12,6 +12,12 @@ default, DEFAULT_CONFIG otherwise), with the synonyms that explain it (v1+): a t
 ``retention.ms`` lists its override, then ``log.retention.ms`` as the broker has it,
 then Kafka's default.
 
+A group (type 32, named by its group id) has the group configs of
+:mod:`brokerd.kafka.groups.group_configs` (``group.consumer.session.timeout.ms``,
+``group.consumer.heartbeat.interval.ms``): a group's override is GROUP_CONFIG, else the
+broker's value; IncrementalAlterConfigs sets or deletes them, checked against the
+broker's bounds as Kafka checks them (AlterConfigs does not take groups, as in Kafka).
+
 AlterConfigs replaces a topic's whole set of overrides (Kafka's legacy semantics);
 IncrementalAlterConfigs sets, deletes, appends to or subtracts from single configs. Both
 honour ``validate_only``. Broker configs are read-only in brokerd (they come from the
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 from twisted.logger import Logger
@@ -34,9 +40,11 @@ from twisted.logger import Logger
 from brokerd.core.api import CoreApi
 from brokerd.errors import InvalidConfig, InvalidTopic
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.group_configs import GroupConfigs, InvalidGroupConfig
 from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     DENIED_TEXT,
+    GROUP_DENIED,
     TOPIC_DENIED,
     Access,
     Gate,
@@ -66,6 +74,7 @@ class ResourceType(enum.IntEnum):
 
     TOPIC = 2
     BROKER = 4
+    GROUP = 32
 
 
 class ConfigSource(enum.IntEnum):
@@ -77,12 +86,20 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
 
 
 #: Kafka's defaults of the broker configs brokerd describes besides the topic defaults.
 KAFKA_BROKER_ID_DEFAULT = "-1"
 KAFKA_NUM_PARTITIONS_DEFAULT = "1"
 KAFKA_AUTO_CREATE_DEFAULT = "true"
+
+
+class HasGroupConfigs(Protocol):
+    """The group coordinator, as far as the GROUP config resource needs it."""
+
+    @property
+    def group_configs(self) -> GroupConfigs: ...
 
 
 class _Refused(Exception):
@@ -172,6 +189,28 @@ def topic_entries(
     return out
 
 
+def group_entries(
+    configs: GroupConfigs,
+    group_id: str,
+    keys: Sequence[str] | None,
+    *,
+    synonyms: bool,
+    documentation: bool,
+) -> list[apis.DescribeConfigsResourceResult]:
+    """A group's configs: its override (GROUP_CONFIG), else the broker's value."""
+    out = []
+    for c in configs.describe(group_id, keys):
+        chain = _broker_synonyms(c.name, c.broker_value, c.kafka_default)
+        if c.overridden:
+            chain.insert(0, (c.name, c.value, ConfigSource.GROUP_CONFIG))
+        out.append(_entry(
+            c.name, c.value, chain[0][2], chain if synonyms else (),
+            read_only=False, config_type=ConfigType.INT,
+            doc=c.doc if documentation else None,
+        ))
+    return out
+
+
 def broker_entries(
     defaults: Mapping[str, str],
     extra: Sequence[tuple[str, str, str, ConfigType, str]],
@@ -218,11 +257,24 @@ class ConfigHandlers:
     _log = Logger()
 
     def __init__(
-        self, core: CoreApi, identity: BrokerIdentity, *, default_partitions: int
+        self,
+        core: CoreApi,
+        identity: BrokerIdentity,
+        *,
+        default_partitions: int,
+        groups: HasGroupConfigs | None = None,
     ) -> None:
         self._core = core
         self._id = identity
         self._default_partitions = default_partitions
+        self._groups = groups
+
+    def _group_configs(self, name: str) -> GroupConfigs:
+        if self._groups is None:
+            raise self._unsupported_type(ResourceType.GROUP)
+        if not name:
+            raise _Refused(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+        return self._groups.group_configs
 
     # -- checks every API shares -------------------------------------------------------
 
@@ -263,7 +315,7 @@ class ConfigHandlers:
         return _Refused(
             ErrorCode.INVALID_REQUEST,
             f"brokerd has no configs for resource type {resource_type} "
-            "(only topics, 2, and the broker, 4)",
+            "(only topics, 2, the broker, 4, and groups, 32)",
         )
 
     def _broker_extra(self) -> list[tuple[str, str, str, ConfigType, str]]:
@@ -328,6 +380,11 @@ class ConfigHandlers:
                 defaults, self._broker_extra(), keys,
                 synonyms=synonyms, documentation=documentation,
             )
+        if res.resource_type == ResourceType.GROUP:
+            return group_entries(
+                self._group_configs(res.resource_name), res.resource_name, keys,
+                synonyms=synonyms, documentation=documentation,
+            )
         raise self._unsupported_type(res.resource_type)
 
     # -- AlterConfigs and IncrementalAlterConfigs --------------------------------------
@@ -352,6 +409,13 @@ class ConfigHandlers:
 
     async def incremental_alter_configs(self, conn: Connection, req: Request) -> Any:
         body: apis.IncrementalAlterConfigsRequest = req.body
+        if any(r.resource_type == ResourceType.GROUP for r in body.resources):
+            return await self._alter_with_groups(body)
+        return IncrementalAlterConfigsResponse(responses=await self._incremental(body))
+
+    async def _incremental(
+        self, body: apis.IncrementalAlterConfigsRequest
+    ) -> tuple[apis.AlterConfigsResourceResponse, ...]:
         defaults = self._core.topic_config_defaults()
 
         def update_for(
@@ -372,8 +436,48 @@ class ConfigHandlers:
                 ops.append((c.name, op, c.value))
             return lambda current: apply_incremental(current, defaults, ops)
 
-        results = await self._alter(body.resources, body.validate_only, update_for)
-        return IncrementalAlterConfigsResponse(responses=results)
+        return await self._alter(body.resources, body.validate_only, update_for)
+
+    async def _alter_with_groups(self, body: apis.IncrementalAlterConfigsRequest) -> Any:
+        """An IncrementalAlterConfigs naming groups: the groups here, the rest as usual,
+        the answers in request order."""
+        others = [r for r in body.resources if r.resource_type != ResourceType.GROUP]
+        rest: dict[tuple[int, str], Any] = {}
+        if others:
+            answered = await self._incremental(attrs.evolve(body, resources=tuple(others)))
+            rest = {(r.resource_type, r.resource_name): r for r in answered}
+        keys = [(r.resource_type, r.resource_name) for r in body.resources]
+        out = []
+        for res in body.resources:
+            key = (res.resource_type, res.resource_name)
+            if res.resource_type != ResourceType.GROUP:
+                out.append(rest[key])
+                continue
+            code, text = ErrorCode.NONE, ""
+            try:
+                if keys.count(key) > 1:
+                    raise _Refused(ErrorCode.INVALID_REQUEST, "Duplicate resource in request")
+                await self._alter_group(res, body.validate_only)
+            except _Refused as e:
+                code, text = e.code, e.text
+            out.append(apis.AlterConfigsResourceResponse(
+                error_code=code, error_message=text if code else None,
+                resource_type=res.resource_type, resource_name=res.resource_name,
+            ))
+        return IncrementalAlterConfigsResponse(responses=tuple(out))
+
+    async def _alter_group(self, res: Any, validate_only: bool) -> None:
+        configs = self._group_configs(res.resource_name)
+        names = [c.name for c in res.configs]
+        if len(set(names)) != len(names):
+            raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        ops = [(c.name, c.config_operation, c.value) for c in res.configs]
+        try:
+            code = await configs.alter(res.resource_name, ops, validate_only=validate_only)
+        except InvalidGroupConfig as e:
+            raise _Refused(ErrorCode.INVALID_CONFIG, str(e)) from None
+        if code:
+            raise _Refused(ErrorCode(code), "the group configs could not be stored")
 
     async def _alter(
         self,
@@ -440,6 +544,8 @@ def _config_error(access: Access, op: Operation) -> Callable[[tuple[int, str]], 
         rtype, name = resource
         if rtype == ResourceType.TOPIC:
             return None if access.topic(op, name) else TOPIC_DENIED
+        if rtype == ResourceType.GROUP:
+            return None if access.group(op, name) else GROUP_DENIED
         # Broker and broker-logger configs belong to the cluster.
         return None if access.cluster(op) else CLUSTER_DENIED
 

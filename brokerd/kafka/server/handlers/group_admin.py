@@ -20,7 +20,7 @@ import attrs
 from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.admin import CLASSIC_GROUP_TYPE, GroupDescription
+from brokerd.kafka.groups.admin import GroupDescription
 from brokerd.kafka.server.acl_gate import (
     GROUP_DENIED,
     Access,
@@ -55,10 +55,13 @@ class GroupAdminLike(Protocol):
     ) -> tuple[int, list[tuple[str, str, str]]]: ...
 
     def describe(
-        self, group_ids: list[str], missing_not_found: bool = False, /
+        self, group_ids: list[str], missing_not_found: bool = False, /, *,
+        classic_only: bool = False,
     ) -> Sequence[GroupDescription]: ...
 
     def delete_groups(self, group_ids: list[str], /) -> defer.Deferred[Any]: ...
+
+    def group_type(self, group_id: str, /) -> str: ...
 
     def delete_offsets(
         self, group_id: str, partitions: list[tuple[str, int]], /
@@ -102,14 +105,13 @@ class GroupAdminHandlers:
         body: apis.ListGroupsRequest = req.body
         # The filters are empty before v4 and v5 (the fields' defaults), so every group is
         # listed; group_state is only on the wire from v4, group_type from v5.
-        code, groups = self._coordinator.admin.list_groups_with_states(
-            body.states_filter, body.types_filter
-        )
+        admin = self._coordinator.admin
+        code, groups = admin.list_groups_with_states(body.states_filter, body.types_filter)
         return apis.ListGroupsResponse(
             error_code=code,
             groups=tuple(
                 apis.ListedGroup(
-                    group_id=g, protocol_type=t, group_state=s, group_type=CLASSIC_GROUP_TYPE
+                    group_id=g, protocol_type=t, group_state=s, group_type=admin.group_type(g)
                 )
                 for g, t, s in groups
             ),
@@ -119,7 +121,7 @@ class GroupAdminHandlers:
         body: apis.DescribeGroupsRequest = req.body
         # v6+ (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND, not Dead.
         described = self._coordinator.admin.describe(
-            list(body.groups), req.api_version >= _DESCRIBE_NOT_FOUND_FROM
+            list(body.groups), req.api_version >= _DESCRIBE_NOT_FOUND_FROM, classic_only=True
         )
         # As Kafka: asked for (v3+), and only for the groups described without error.
         asked = req.api_version >= 3 and body.include_authorized_operations

@@ -203,6 +203,9 @@ class GroupCoordinatorLike(Protocol):
         self, group_id: str, partitions: list[tuple[str, int]] | None, /
     ) -> Sequence[tuple[str, int, int, int, str | None, int]]: ...
 
+    def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int, /
+                           ) -> int: ...
+
 
 #: A group's partitions whose transactional offset commit is not yet complete.
 PendingOffsets = Callable[[str], AbstractSet[tuple[str, int]]]
@@ -461,6 +464,15 @@ class GroupHandlers:
                 body = with_fetch_names(body, self._topic_name)
             answers = []
             for group in body.groups:
+                # v9+ (KIP-848): a consumer group's member fetches with its epoch.
+                member_code = self._groups.fetch_member_error(
+                    group.group_id, group.member_id, group.member_epoch
+                )
+                if member_code:
+                    answers.append(apis.OffsetFetchResponseGroup(
+                        group_id=group.group_id, error_code=member_code
+                    ))
+                    continue
                 topics, top = self._fetch_group(
                     group.group_id, group.topics, body.require_stable, by_id=by_id
                 )

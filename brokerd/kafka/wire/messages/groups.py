@@ -259,8 +259,8 @@ class OffsetCommitTopic:
 @attrs.frozen(kw_only=True)
 class OffsetCommitRequest:
     group_id: Annotated[str, Wire(STRING)]
-    #: Kafka's GenerationIdOrMemberEpoch: a classic group's generation (v9+ also names
-    #: it a consumer group's member epoch; brokerd's groups are all classic).
+    #: Kafka's GenerationIdOrMemberEpoch: a classic group's generation, or (v9+) a
+    #: consumer-protocol group's member epoch.
     generation_id: Annotated[int, Wire(INT32, 1)] = -1
     member_id: Annotated[str, Wire(STRING, 1)] = ""
     group_instance_id: Annotated[str | None, Wire(STRING, 7, nullable_from=7)] = None
@@ -319,8 +319,8 @@ class OffsetFetchRequestGroup:
     """One group of a v8+ request."""
 
     group_id: Annotated[str, Wire(STRING)]
-    #: v9+ (KIP-848): a consumer group's member id and epoch; a classic group (every
-    #: brokerd group) does not check them, as Kafka does not.
+    #: v9+ (KIP-848): a consumer group's member id and epoch (checked when the epoch is
+    #: given); a classic group does not check them, as Kafka does not.
     member_id: Annotated[str | None, Wire(STRING, 9, nullable_from=9)] = None
     member_epoch: Annotated[int, Wire(INT32, 9)] = -1
     #: None = every partition the group has committed.

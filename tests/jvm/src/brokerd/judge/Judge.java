@@ -122,6 +122,7 @@ public final class Judge {
             case "txn": return txn();
             case "group": return group();
             case "describe_group": return describeGroup();
+            case "consumer_group": return consumerGroup();
             case "group_offsets": return groupOffsets();
             case "list_offsets": return listOffsets();
             case "delete_records": return deleteRecords();
@@ -425,6 +426,42 @@ public final class Judge {
             }
         }
         return Json.obj("records", got, "committed", committed);
+    }
+
+    /** consumer_group TOPIC GROUP COUNT: a group.protocol=consumer member (KIP-848) reads
+     *  COUNT records, commits, and describes its group while it is in it. */
+    private Object consumerGroup() throws Exception {
+        String topic = args[0];
+        int count = Integer.parseInt(args[2]);
+        Properties extra = new Properties();
+        extra.put(ConsumerConfig.GROUP_ID_CONFIG, args[1]);
+        extra.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        extra.put(ConsumerConfig.CLIENT_ID_CONFIG, "judge-848");
+        List<Object> got = new ArrayList<>();
+        Map<String, Object> committed = new LinkedHashMap<>();
+        try (KafkaConsumer<String, String> c = consumer(extra); Admin admin = admin()) {
+            c.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_S);
+            while (got.size() < count && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    got.add(rec(r));
+                }
+            }
+            c.commitSync(Duration.ofSeconds(WAIT_S));
+            for (Map.Entry<TopicPartition, OffsetAndMetadata> e : c.committed(c.assignment(), Duration.ofSeconds(WAIT_S)).entrySet()) {
+                committed.put(Integer.toString(e.getKey().partition()), e.getValue() == null ? null : e.getValue().offset());
+            }
+            ConsumerGroupDescription d = get(admin.describeConsumerGroups(List.of(args[1])).all()).get(args[1]);
+            List<Object> parts = new ArrayList<>();
+            for (MemberDescription m : d.members()) {
+                for (TopicPartition tp : m.assignment().topicPartitions()) {
+                    parts.add(List.of(tp.topic(), tp.partition()));
+                }
+            }
+            return Json.obj("records", got, "committed", committed, "state", d.groupState().name(),
+                "type", d.type().name(), "assignor", d.partitionAssignor(),
+                "members", d.members().size(), "assignment", parts);
+        }
     }
 
     /** describe_group TOPIC GROUP: a member joins; the group described while it is in it. */

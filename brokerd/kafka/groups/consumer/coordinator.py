@@ -1,0 +1,658 @@
+"""The consumer group protocol's coordinator (KIP-848): ConsumerGroupHeartbeat and
+ConsumerGroupDescribe, and the member-epoch checks of offset commits and fetches.
+
+Every member heartbeats with its member epoch; the coordinator answers with the epoch
+and the partitions the member may use now. The group epoch moves when a member joins or
+leaves, a subscription or the requested assignor changes, or the subscribed topics'
+metadata changes (new partitions, a new topic a regex matches, a deleted topic: the
+topics are read on every heartbeat). The target assignment is then computed at once by
+the group's assignor (:mod:`.assignors`) and each member reconciles towards it on its
+own heartbeats (:mod:`.reconcile`): a partition moves only after its previous owner
+confirmed its revocation, and members keep what they are not asked to give up.
+
+Static members (an instance id) may leave with epoch -2 and come back under a new member
+id, taking over the same assignment; a new member id for an instance id whose member has
+not left is UNRELEASED_INSTANCE_ID. A member that sends no heartbeat for the group's
+session timeout is removed (fenced); so is a member that does not revoke within its
+rebalance timeout. Errors are Kafka's: FENCED_MEMBER_EPOCH (an epoch the coordinator did
+not give, or an old one other than the previous with a subset of the current
+partitions), UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND (no such group, or a classic group
+that has members), GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
+INVALID_REGULAR_EXPRESSION.
+
+An empty classic group is converted when a consumer-protocol member joins it (its
+committed offsets stay); a non-empty one is not (GROUP_ID_NOT_FOUND, as Kafka answers
+with the migration policy disabled). What this module does not do: sockets, wire
+encoding, durability of the group (:mod:`brokerd.kafka.groups.coordinator` owns the
+offsets store), classic members inside a consumer group.
+
+Reactor thread only; time comes from the injected clock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+import attrs
+from twisted.logger import Logger
+
+from brokerd.clock import Clock, DelayedCall
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.consumer.assignors import ASSIGNORS, Assignment
+from brokerd.kafka.groups.consumer.reconcile import Partitions, flatten, next_assignment
+from brokerd.kafka.groups.consumer.state import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupState,
+    ConsumerMember,
+    MemberState,
+)
+from brokerd.kafka.groups.consumer.subscriptions import (
+    InvalidRegex,
+    compile_regex,
+    matching_topics,
+    subscribed,
+)
+
+#: Topic metadata as the coordinator reads it: name -> (topic ID, partition count).
+TopicMetadata = Mapping[str, tuple[uuid.UUID, int]]
+
+#: Kafka's defaults of group.consumer.session.timeout.ms and
+#: group.consumer.heartbeat.interval.ms, and of group.consumer.max.size.
+DEFAULT_SESSION_TIMEOUT_MS = 45_000
+DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000
+DEFAULT_MAX_GROUP_SIZE = 10_000
+
+#: ConsumerGroupHeartbeat's first version whose member ids the client generates.
+_CLIENT_MEMBER_ID_FROM = 1
+
+
+@attrs.frozen
+class GroupSettings:
+    """One group's timing, as its group configs (or the broker's defaults) say."""
+
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
+
+
+@attrs.frozen(kw_only=True)
+class HeartbeatInput:
+    """A ConsumerGroupHeartbeat's fields (None: unchanged since the last heartbeat)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    #: The partitions the member owns, by topic ID.
+    owned: Mapping[uuid.UUID, frozenset[int]] | None = None
+    client_id: str = ""
+    client_host: str = ""
+    version: int = 1
+
+
+@attrs.frozen
+class HeartbeatAnswer:
+    error_code: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    #: None: the member keeps what it has; else its whole assignment now.
+    assignment: Mapping[uuid.UUID, frozenset[int]] | None = None
+
+
+def _error(code: ErrorCode, message: str | None = None) -> HeartbeatAnswer:
+    return HeartbeatAnswer(int(code), message)
+
+
+class _Refused(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@attrs.frozen
+class ClassicFace:
+    """What this coordinator asks of the classic one about a group id: whether a
+    classic group holds it with members, and to drop an empty one being converted."""
+
+    has_members: Callable[[str], bool | None]
+    drop_empty: Callable[[str], None]
+
+
+class ConsumerGroupCoordinator:
+    """Every consumer-protocol group of this broker.
+
+    :param clock: time source of session and revocation timers.
+    :param classic: the classic coordinator's view of the same group ids.
+    :param settings: a group's session timeout and heartbeat interval (group configs).
+    :param on_change: called with a group after each change of its epochs, members or
+        assignments (durability hooks in here).
+    """
+
+    _log = Logger()
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        classic: ClassicFace | None = None,
+        settings: Callable[[str], GroupSettings] | None = None,
+        max_group_size: int = DEFAULT_MAX_GROUP_SIZE,
+        on_change: Callable[[ConsumerGroup], None] | None = None,
+    ) -> None:
+        self._clock = clock
+        self._classic = classic
+        self._settings = settings or (lambda _group_id: GroupSettings())
+        self._max_size = max_group_size
+        self._on_change = on_change
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._topics: TopicMetadata = {}
+        self._stopped = False
+
+    # -- ConsumerGroupHeartbeat -------------------------------------------------------
+
+    def heartbeat(self, request: HeartbeatInput, topics: TopicMetadata) -> HeartbeatAnswer:
+        """Answer one ConsumerGroupHeartbeat against the topics as they are now."""
+        if self._stopped:
+            return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        self._topics = topics
+        try:
+            _validate(request)
+            if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                return self._leave(request)
+            return self._heartbeat(request)
+        except _Refused as refused:
+            return _error(refused.code, refused.message)
+
+    def _heartbeat(self, request: HeartbeatInput) -> HeartbeatAnswer:
+        group = self._group_for(request)
+        kept_before = _kept(group, request.member_id)
+        joining = request.member_epoch == 0
+        member = self._member_for(group, request) if not joining else self._joining(group, request)
+        changed = _update_member(member, request) or member.member_id not in group.members
+        group.members[member.member_id] = member
+        if member.instance_id is not None:
+            group.static_members[member.instance_id] = member.member_id
+        if self._refresh_metadata(group) or changed:
+            group.group_epoch += 1
+        self._update_target(group)
+        before = (member.member_epoch, dict(member.assigned))
+        owned = None if request.owned is None else flatten(request.owned)
+        self._reconcile(group, member, owned)
+        self._arm_session(group, member)
+        group.refresh_state()
+        if _kept(group, member.member_id) != kept_before:
+            self._changed(group)
+        full = request.owned is not None and request.subscribed_topic_names is not None
+        send = joining or full or before != (member.member_epoch, dict(member.assigned))
+        return HeartbeatAnswer(
+            0,
+            member_id=member.member_id,
+            member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self._settings(group.group_id).heartbeat_interval_ms,
+            assignment=dict(member.assigned) if send else None,
+        )
+
+    def _group_for(self, request: HeartbeatInput) -> ConsumerGroup:
+        group_id = request.group_id
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        if self._classic is not None:
+            has_members = self._classic.has_members(group_id)
+            if has_members:
+                raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
+                               f"Group {group_id} is not a consumer group.")
+            if has_members is not None and request.member_epoch == 0:
+                # An empty classic group becomes a consumer group (its offsets stay).
+                self._classic.drop_empty(group_id)
+                self._log.info("group {group!r}: empty classic group converted to the "
+                               "consumer protocol", group=group_id)
+        if request.member_epoch != 0:
+            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        group = self.groups[group_id] = ConsumerGroup(group_id)
+        return group
+
+    def _member_for(self, group: ConsumerGroup, request: HeartbeatInput) -> ConsumerMember:
+        member = self._known_member(group, request)
+        _check_epoch(member, request)
+        return member
+
+    def _known_member(self, group: ConsumerGroup, request: HeartbeatInput) -> ConsumerMember:
+        if request.instance_id is not None:
+            current = group.static_members.get(request.instance_id)
+            if current is None:
+                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
+                               f"Instance id {request.instance_id} is unknown.")
+            if current != request.member_id:
+                raise _Refused(
+                    ErrorCode.FENCED_INSTANCE_ID,
+                    f"Static member {request.member_id} with instance id "
+                    f"{request.instance_id} was fenced by member {current}.",
+                )
+        member = group.members.get(request.member_id)
+        if member is None:
+            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
+                           f"Member {request.member_id} is not a member of group "
+                           f"{group.group_id}.")
+        return member
+
+    def _joining(self, group: ConsumerGroup, request: HeartbeatInput) -> ConsumerMember:
+        member_id = request.member_id or str(uuid.uuid4())
+        if request.instance_id is not None:
+            previous_id = group.static_members.get(request.instance_id)
+            if previous_id is not None and previous_id != member_id:
+                previous = group.members[previous_id]
+                if previous.member_epoch != STATIC_LEAVE_EPOCH:
+                    raise _Refused(
+                        ErrorCode.UNRELEASED_INSTANCE_ID,
+                        f"Static member {member_id} with instance id {request.instance_id} "
+                        f"cannot join the group because the instance id is owned by "
+                        f"{previous_id} member.",
+                    )
+                return self._replace_static(group, previous, member_id)
+        member = group.members.get(member_id)
+        if member is not None:
+            # Epoch 0 from a known member: it lost everything (it was fenced, or
+            # restarted); it starts over with nothing owned.
+            self._cancel_revocation(member)
+            member.state = MemberState.STABLE
+            member.member_epoch = 0
+            member.assigned = {}
+            member.pending_revocation = {}
+            return member
+        if len(group.members) >= self._max_size:
+            raise _Refused(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                           f"The consumer group has reached its maximum capacity of "
+                           f"{self._max_size} members.")
+        return ConsumerMember(member_id=member_id)
+
+    def _replace_static(
+        self, group: ConsumerGroup, previous: ConsumerMember, member_id: str
+    ) -> ConsumerMember:
+        """A static member back under a new member id takes over its old incarnation's
+        assignment and epoch; the group epoch does not move."""
+        _cancel(previous.session_timer)
+        self._cancel_revocation(previous)
+        del group.members[previous.member_id]
+        target = group.target.pop(previous.member_id, None)
+        if target is not None:
+            group.target[member_id] = target
+        member = attrs.evolve(previous, member_id=member_id, session_timer=None,
+                              revocation_timer=None)
+        member.member_epoch = group.assignment_epoch
+        member.previous_member_epoch = previous.previous_member_epoch
+        group.members[member_id] = member
+        return member
+
+    def _leave(self, request: HeartbeatInput) -> HeartbeatAnswer:
+        group = self.groups.get(request.group_id)
+        if group is None:
+            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
+                           f"Consumer group {request.group_id} not found.")
+        member = self._known_member(group, request)
+        if request.member_epoch == STATIC_LEAVE_EPOCH:
+            # Gone for a while: keeps its assignment until its session runs out.
+            member.member_epoch = STATIC_LEAVE_EPOCH
+            self._changed(group)
+        else:
+            self._remove(group, member, "left the group")
+        return HeartbeatAnswer(0, member_id=member.member_id, member_epoch=request.member_epoch,
+                               heartbeat_interval_ms=0)
+
+    # -- group epoch, target, reconciliation --------------------------------------------
+
+    def _refresh_metadata(self, group: ConsumerGroup) -> bool:
+        """Take the subscribed topics' metadata as it is now; True if it changed (the
+        group epoch must then move)."""
+        # Each distinct regex once: members of one application share theirs.
+        names: set[str] = set()
+        regexes: set[str] = set()
+        for m in group.members.values():
+            names.update(m.subscribed_topic_names)
+            if m.subscribed_topic_regex is not None:
+                regexes.add(m.subscribed_topic_regex)
+        found = subscribed(names, None, self._topics)
+        for regex in regexes:
+            found |= matching_topics(regex, self._topics)
+        metadata = {n: self._topics[n] for n in found}
+        if metadata == group.subscribed_metadata:
+            return False
+        group.subscribed_metadata = metadata
+        return True
+
+    def _update_target(self, group: ConsumerGroup) -> None:
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        by_name = group.subscribed_metadata
+        subscriptions = {
+            m.member_id: {
+                by_name[n][0]
+                for n in subscribed(m.subscribed_topic_names, m.subscribed_topic_regex, by_name)
+            }
+            for m in group.members.values()
+        }
+        partitions = {topic_id: count for topic_id, count in by_name.values()}
+        group.assignor = group.preferred_assignor()
+        assignor = ASSIGNORS[group.assignor]
+        group.target = dict(assignor(subscriptions, partitions, group.target))
+        group.assignment_epoch = group.group_epoch
+        self._log.info(
+            "group {group!r}: epoch {epoch}, target assignment computed for {count} "
+            "member(s) by {assignor}",
+            group=group.group_id, epoch=group.group_epoch, count=len(group.members),
+            assignor=group.assignor,
+        )
+
+    def _reconcile(
+        self, group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None
+    ) -> None:
+        def held_by_other(topic_id: uuid.UUID, partition: int) -> bool:
+            holder = group.owner_of(topic_id, partition)
+            return holder is not None and holder != member.member_id
+
+        step = next_assignment(member, group.assignment_epoch,
+                               group.target.get(member.member_id, {}), owned, held_by_other)
+        was = member.state
+        if step.member_epoch != member.member_epoch:
+            member.previous_member_epoch = member.member_epoch
+        member.member_epoch = step.member_epoch
+        member.assigned = dict(step.assigned)
+        member.pending_revocation = dict(step.pending_revocation)
+        member.state = step.state
+        if step.state is MemberState.UNREVOKED_PARTITIONS and was is not step.state:
+            self._arm_revocation(group, member)
+        elif step.state is not MemberState.UNREVOKED_PARTITIONS:
+            self._cancel_revocation(member)
+
+    # -- timers --------------------------------------------------------------------------
+
+    def _arm_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        _cancel(member.session_timer)
+        timeout = self._settings(group.group_id).session_timeout_ms
+        member.session_timer = self._clock.callLater(
+            timeout / 1000.0, self._expire, group.group_id, member.member_id,
+            "session timed out",
+        )
+
+    def _arm_revocation(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        self._cancel_revocation(member)
+        if member.rebalance_timeout_ms > 0:
+            member.revocation_timer = self._clock.callLater(
+                member.rebalance_timeout_ms / 1000.0, self._expire, group.group_id,
+                member.member_id, "did not revoke its partitions within its rebalance timeout",
+            )
+
+    def _cancel_revocation(self, member: ConsumerMember) -> None:
+        _cancel(member.revocation_timer)
+        member.revocation_timer = None
+
+    def _expire(self, group_id: str, member_id: str, why: str) -> None:
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if group is not None and member is not None:
+            self._remove(group, member, why)
+
+    def _remove(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
+        _cancel(member.session_timer)
+        self._cancel_revocation(member)
+        del group.members[member.member_id]
+        group.target.pop(member.member_id, None)
+        if member.instance_id is not None and (
+            group.static_members.get(member.instance_id) == member.member_id
+        ):
+            del group.static_members[member.instance_id]
+        self._refresh_metadata(group)
+        group.group_epoch += 1
+        self._log.info("group {group!r}: member {member!r} {why}; group epoch {epoch}",
+                       group=group.group_id, member=member.member_id, why=why,
+                       epoch=group.group_epoch)
+        self._update_target(group)
+        group.refresh_state()
+        self._changed(group)
+
+    def _changed(self, group: ConsumerGroup) -> None:
+        if self._on_change is not None:
+            self._on_change(group)
+
+    # -- offsets, admin ------------------------------------------------------------------
+
+    def commit_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
+        """OffsetCommit's check of a consumer group (None: not a consumer group). A
+        commit without a member epoch (< 0) is allowed only while the group is empty."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if epoch < 0 and not group.members:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def txn_commit_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
+        """TxnOffsetCommit's check of a consumer group (None: not a consumer group). A
+        producer outside the group protocol (no member id, epoch -1) passes; otherwise
+        the member must be known and the epoch its current one, else ILLEGAL_GENERATION
+        (Kafka answers transactional commits so: producers predate STALE_MEMBER_EPOCH)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if not member_id and epoch < 0:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if epoch != member.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
+    def fetch_error(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode:
+        """OffsetFetch v9+'s check: a member id and epoch given (epoch >= 0) must be a
+        member's current ones."""
+        group = self.groups.get(group_id)
+        if group is None or member_id is None or epoch < 0:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def delete(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a consumer group: only an empty one (NON_EMPTY_GROUP)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        group.transition_to(ConsumerGroupState.DEAD)
+        del self.groups[group_id]
+        self._changed(group)
+        return ErrorCode.NONE
+
+    def drop_empty(self, group_id: str) -> None:
+        """Forget an empty consumer group (a classic member is converting it back)."""
+        group = self.groups.get(group_id)
+        if group is not None and not group.members:
+            group.transition_to(ConsumerGroupState.DEAD)
+            del self.groups[group_id]
+            self._changed(group)
+
+    def stop(self) -> None:
+        """Cancel every timer; later heartbeats get COORDINATOR_NOT_AVAILABLE."""
+        self._stopped = True
+        for group in self.groups.values():
+            for member in group.members.values():
+                _cancel(member.session_timer)
+                self._cancel_revocation(member)
+            group.transition_to(ConsumerGroupState.DEAD)
+        self.groups.clear()
+
+    def restore(self, group: ConsumerGroup) -> None:
+        """Take a group back from storage: every member gets a fresh session (they come
+        back, or are fenced when it runs out, as in Kafka)."""
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self._arm_session(group, member)
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                self._arm_revocation(group, member)
+        group.state = group.derived_state()
+
+
+def _kept(group: ConsumerGroup, member_id: str) -> tuple[object, ...]:
+    """What a heartbeat of ``member_id`` may change of what is kept durably: the group's
+    epochs, assignor and size, and that member's fields (a heartbeat changes no other
+    member; the target only moves with the assignment epoch)."""
+    m = group.members.get(member_id)
+    member = None if m is None else (
+        m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+        m.subscribed_topic_names, m.subscribed_topic_regex, m.server_assignor, m.state,
+        m.member_epoch, m.previous_member_epoch, _frozen(m.assigned),
+        _frozen(m.pending_revocation),
+    )
+    return (group.group_epoch, group.assignment_epoch, group.assignor, len(group.members),
+            member)
+
+
+def _frozen(assignment: Assignment) -> frozenset[tuple[uuid.UUID, frozenset[int]]]:
+    return frozenset((t, frozenset(ps)) for t, ps in assignment.items() if ps)
+
+
+def _cancel(call: DelayedCall | None) -> None:
+    if call is not None and call.active():
+        call.cancel()
+
+
+def _validate(request: HeartbeatInput) -> None:
+    """Kafka's checks of a ConsumerGroupHeartbeat before any group is looked at."""
+
+    def bad(message: str) -> _Refused:
+        return _Refused(ErrorCode.INVALID_REQUEST, message)
+
+    epoch = request.member_epoch
+    if not request.group_id:
+        raise bad("GroupId can't be empty.")
+    if request.version >= _CLIENT_MEMBER_ID_FROM and not request.member_id:
+        raise bad("MemberId can't be empty.")
+    if request.instance_id == "":
+        raise bad("InstanceId can't be empty.")
+    if request.rack_id == "":
+        raise bad("RackId can't be empty.")
+    if epoch != 0 and not request.member_id:
+        raise bad("MemberId can't be empty.")
+    if epoch == 0:
+        if request.rebalance_timeout_ms == -1:
+            raise bad("RebalanceTimeoutMs must be provided in first request.")
+        if request.owned is None or any(request.owned.values()):
+            raise bad("TopicPartitions must be empty when (re-)joining.")
+        if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+            raise bad("SubscribedTopicNames or SubscribedTopicRegex must be set in first "
+                      "request.")
+    elif epoch == STATIC_LEAVE_EPOCH:
+        if request.instance_id is None:
+            raise bad("InstanceId can't be null.")
+    elif epoch < STATIC_LEAVE_EPOCH:
+        raise bad("MemberEpoch is invalid.")
+    if request.server_assignor is not None and request.server_assignor not in ASSIGNORS:
+        raise _Refused(ErrorCode.UNSUPPORTED_ASSIGNOR,
+                       f"ServerAssignor {request.server_assignor} is not supported. "
+                       f"Supported assignors: {', '.join(sorted(ASSIGNORS))}.")
+    if request.subscribed_topic_regex:
+        try:
+            compile_regex(request.subscribed_topic_regex)
+        except InvalidRegex as e:
+            raise _Refused(ErrorCode.INVALID_REGULAR_EXPRESSION, str(e)) from None
+
+
+def _check_epoch(member: ConsumerMember, request: HeartbeatInput) -> None:
+    """Kafka's rule: a greater epoch than the member's is fenced; a smaller one too,
+    unless it is the previous epoch and the member owns no more than it is assigned
+    (it missed the answer that moved it forward)."""
+    received = request.member_epoch
+    if received == member.member_epoch:
+        return
+    if received > member.member_epoch:
+        raise _Refused(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a greater member epoch ({received}) than the one "
+            f"known by the group coordinator ({member.member_epoch}). The member must "
+            f"abandon all its partitions and rejoin.",
+        )
+    owned = None if request.owned is None else flatten(request.owned)
+    if (
+        received == member.previous_member_epoch
+        and owned is not None
+        and owned <= flatten(member.assigned)
+    ):
+        return
+    raise _Refused(
+        ErrorCode.FENCED_MEMBER_EPOCH,
+        f"The consumer group member has a smaller member epoch ({received}) than the one "
+        f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+        f"all its partitions and rejoin.",
+    )
+
+
+def _update_member(member: ConsumerMember, request: HeartbeatInput) -> bool:
+    """Take the heartbeat's fields that are given; True if the subscription or the
+    requested assignor changed (the group epoch then moves)."""
+    changed = False
+    # Names and a regex may both be given (librdkafka sends an empty name list with its
+    # regex): the member subscribes to the union. An empty regex clears it.
+    if request.subscribed_topic_names is not None:
+        names = tuple(sorted(set(request.subscribed_topic_names)))
+        changed |= names != member.subscribed_topic_names
+        member.subscribed_topic_names = names
+    if request.subscribed_topic_regex is not None:
+        regex = request.subscribed_topic_regex or None
+        changed |= regex != member.subscribed_topic_regex
+        member.subscribed_topic_regex = regex
+    if request.server_assignor is not None:
+        changed |= request.server_assignor != member.server_assignor
+        member.server_assignor = request.server_assignor
+    if request.rebalance_timeout_ms != -1:
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms
+    if request.instance_id is not None:
+        member.instance_id = request.instance_id
+    if request.rack_id is not None:
+        member.rack_id = request.rack_id
+    if request.client_id:
+        member.client_id = request.client_id
+    if request.client_host:
+        member.client_host = request.client_host
+    return changed
+
+
+def describe_assignment(
+    assignment: Assignment, names: Mapping[uuid.UUID, str]
+) -> Sequence[tuple[uuid.UUID, str, tuple[int, ...]]]:
+    """``(topic ID, topic name, partitions)`` per topic, topics by name (a topic deleted
+    since has the name "")."""
+    rows = [(t, names.get(t, ""), tuple(sorted(ps))) for t, ps in assignment.items() if ps]
+    return sorted(rows, key=lambda r: (r[1], str(r[0])))
+
+
+__all__ = [
+    "DEFAULT_HEARTBEAT_INTERVAL_MS",
+    "DEFAULT_SESSION_TIMEOUT_MS",
+    "ClassicFace",
+    "ConsumerGroupCoordinator",
+    "GroupSettings",
+    "HeartbeatAnswer",
+    "HeartbeatInput",
+    "TopicMetadata",
+    "describe_assignment",
+]

@@ -1,0 +1,135 @@
+"""A consumer-protocol group's durable state, as bytes for the offsets journal (its
+consumer group records, opaque to the store).
+
+What is kept is what Kafka keeps in its group records: the group epoch, the assignment
+epoch and assignor, the subscribed topics' metadata, each member (ids, client, rack,
+subscriptions, rebalance timeout, member epochs, reconciliation state, assigned and
+pending-revocation partitions) and the target assignment. Timers are not: a restored
+member gets a fresh session, then heartbeats on or is fenced when it runs out.
+
+The encoding is JSON (topic IDs as text), version 1. :func:`decode_group` checks every
+field's type and refuses anything else with ValueError; the journal bounds the size.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from brokerd.kafka.groups.consumer.assignors import ASSIGNORS, Assignment
+from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerMember, MemberState
+
+_VERSION = 1
+
+
+def _assignment_out(a: Assignment) -> dict[str, list[int]]:
+    return {str(t): sorted(ps) for t, ps in sorted(a.items(), key=lambda i: str(i[0])) if ps}
+
+
+def encode_group(group: ConsumerGroup) -> bytes:
+    members = [
+        {
+            "id": m.member_id,
+            "instance": m.instance_id,
+            "rack": m.rack_id,
+            "client": m.client_id,
+            "host": m.client_host,
+            "rebalance_ms": m.rebalance_timeout_ms,
+            "names": list(m.subscribed_topic_names),
+            "regex": m.subscribed_topic_regex,
+            "assignor": m.server_assignor,
+            "state": m.state.value,
+            "epoch": m.member_epoch,
+            "previous": m.previous_member_epoch,
+            "assigned": _assignment_out(m.assigned),
+            "revoking": _assignment_out(m.pending_revocation),
+        }
+        for _, m in sorted(group.members.items())
+    ]
+    body = {
+        "v": _VERSION,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "assignor": group.assignor,
+        "metadata": {n: [str(t), c] for n, (t, c) in sorted(group.subscribed_metadata.items())},
+        "members": members,
+        "target": {m: _assignment_out(a) for m, a in sorted(group.target.items())},
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _get(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    value = obj.get(key)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise ValueError(f"consumer group record: {key!r} is not {kind}")
+    return value
+
+
+def _assignment_in(raw: object) -> dict[uuid.UUID, frozenset[int]]:
+    if not isinstance(raw, dict):
+        raise ValueError("consumer group record: an assignment is not an object")
+    out: dict[uuid.UUID, frozenset[int]] = {}
+    for topic, parts in raw.items():
+        if not isinstance(parts, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in parts
+        ):
+            raise ValueError("consumer group record: bad partitions")
+        out[uuid.UUID(topic)] = frozenset(parts)
+    return out
+
+
+def decode_group(group_id: str, data: bytes) -> ConsumerGroup:
+    """The group stored as ``data``; ValueError if it is not a record this writes."""
+    try:
+        body = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"consumer group record: {e}") from None
+    if not isinstance(body, dict) or body.get("v") != _VERSION:
+        raise ValueError("consumer group record: unknown version")
+    assignor = _get(body, "assignor", str)
+    if assignor not in ASSIGNORS:
+        raise ValueError(f"consumer group record: unknown assignor {assignor!r}")
+    group = ConsumerGroup(
+        group_id,
+        group_epoch=_get(body, "group_epoch", int),
+        assignment_epoch=_get(body, "assignment_epoch", int),
+        assignor=assignor,
+    )
+    for name, pair in _get(body, "metadata", dict).items():
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], int)):
+            raise ValueError("consumer group record: bad topic metadata")
+        group.subscribed_metadata[name] = (uuid.UUID(pair[0]), pair[1])
+    for raw in _get(body, "members", list):
+        if not isinstance(raw, dict):
+            raise ValueError("consumer group record: a member is not an object")
+        names = _get(raw, "names", list)
+        if not all(isinstance(n, str) for n in names):
+            raise ValueError("consumer group record: bad topic names")
+        member = ConsumerMember(
+            member_id=_get(raw, "id", str),
+            instance_id=_get(raw, "instance", (str, type(None))),
+            rack_id=_get(raw, "rack", (str, type(None))),
+            client_id=_get(raw, "client", str),
+            client_host=_get(raw, "host", str),
+            rebalance_timeout_ms=_get(raw, "rebalance_ms", int),
+            subscribed_topic_names=tuple(names),
+            subscribed_topic_regex=_get(raw, "regex", (str, type(None))),
+            server_assignor=_get(raw, "assignor", (str, type(None))),
+            state=MemberState(_get(raw, "state", str)),
+            member_epoch=_get(raw, "epoch", int),
+            previous_member_epoch=_get(raw, "previous", int),
+            assigned=_assignment_in(raw.get("assigned")),
+            pending_revocation=_assignment_in(raw.get("revoking")),
+        )
+        group.members[member.member_id] = member
+        if member.instance_id is not None:
+            group.static_members[member.instance_id] = member.member_id
+    for member_id, raw_target in _get(body, "target", dict).items():
+        group.target[member_id] = _assignment_in(raw_target)
+    return group
+
+
+__all__ = ["decode_group", "encode_group"]

@@ -1,0 +1,226 @@
+# -*- test-case-name: tests.test_consumer_group_protocol -*-
+"""Kafka's consumer group protocol APIs (KIP-848): ConsumerGroupHeartbeat and
+ConsumerGroupDescribe.
+
+Each handler turns a decoded request body
+(:mod:`brokerd.kafka.wire.messages.consumer_groups`) into a response by calling the
+consumer-protocol coordinator (:mod:`brokerd.kafka.groups.consumer.coordinator`, reached
+as the classic coordinator's ``consumer``). Topics are named by ID on the wire; the
+handler reads the topics' names, IDs and partition counts from the core on every
+heartbeat, which is how the coordinator sees new partitions and new topics.
+
+It does not parse or build bytes, keep group state, or dispatch:
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers` routes requests here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.consumer.coordinator import (
+    ConsumerGroupCoordinator,
+    HeartbeatInput,
+    TopicMetadata,
+    describe_assignment,
+)
+from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerMember
+from brokerd.kafka.server.acl_gate import (
+    DENIED_TEXT,
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    Access,
+    Gate,
+    answer_now,
+    itself,
+    split_entries,
+)
+from brokerd.kafka.server.authorized_ops import AuthorizedOperations
+from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.route import Route
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages import consumer_groups as cg
+from brokerd.kafka.wire.requests.apis import Request
+from brokerd.security.acl import Operation
+
+if TYPE_CHECKING:
+    from brokerd.core.api import CoreApi
+
+
+class HasConsumerGroups(Protocol):
+    """The classic coordinator, as far as these handlers need it."""
+
+    @property
+    def consumer(self) -> ConsumerGroupCoordinator: ...
+
+    def group_state(self, group_id: str, /) -> object | None:
+        """A classic group's state, None when there is no classic group of that id."""
+        ...
+
+
+def topic_metadata(core: CoreApi) -> TopicMetadata:
+    """Every topic's ID and partition count, by name (no I/O)."""
+    return {name: (info.topic_id, info.partitions) for name, info in core.topics().items()}
+
+
+class ConsumerGroupHandlers:
+    """Answers ConsumerGroupHeartbeat and ConsumerGroupDescribe.
+
+    :param core: the broker core (topic names, IDs, partition counts).
+    :param coordinator: the group coordinator; its ``consumer`` answers.
+    """
+
+    def __init__(
+        self,
+        core: CoreApi,
+        coordinator: HasConsumerGroups,
+        operations: AuthorizedOperations | None = None,
+    ) -> None:
+        self._core = core
+        self._coordinator = coordinator
+        self._operations = operations if operations is not None else AuthorizedOperations()
+
+    def routes(self) -> tuple[Route, ...]:
+        return (
+            Route(ApiKey.CONSUMER_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
+            Route(ApiKey.CONSUMER_GROUP_DESCRIBE, self.describe, describe_rule),
+        )
+
+    async def heartbeat(self, conn: Connection, req: Request) -> Any:
+        body: cg.ConsumerGroupHeartbeatRequest = req.body
+        owned = None
+        if body.topic_partitions is not None:
+            owned = {t.topic_id: frozenset(t.partitions) for t in body.topic_partitions}
+        answer = self._coordinator.consumer.heartbeat(
+            HeartbeatInput(
+                group_id=body.group_id,
+                member_id=body.member_id,
+                member_epoch=body.member_epoch,
+                instance_id=body.instance_id,
+                rack_id=body.rack_id,
+                rebalance_timeout_ms=body.rebalance_timeout_ms,
+                subscribed_topic_names=body.subscribed_topic_names,
+                subscribed_topic_regex=body.subscribed_topic_regex,
+                server_assignor=body.server_assignor,
+                owned=owned,
+                client_id=req.header.client_id or "",
+                client_host=conn.client_host,
+                version=req.api_version,
+            ),
+            topic_metadata(self._core),
+        )
+        assignment = None
+        if answer.assignment is not None:
+            assignment = cg.HeartbeatAssignment(topic_partitions=tuple(
+                cg.HeartbeatTopicPartitions(topic_id=t, partitions=tuple(sorted(ps)))
+                for t, ps in sorted(answer.assignment.items(), key=lambda i: str(i[0]))
+                if ps
+            ))
+        return cg.ConsumerGroupHeartbeatResponse(
+            error_code=answer.error_code,
+            error_message=answer.error_message,
+            member_id=answer.member_id,
+            member_epoch=answer.member_epoch,
+            heartbeat_interval_ms=answer.heartbeat_interval_ms,
+            assignment=assignment,
+        )
+
+    async def describe(self, conn: Connection, req: Request) -> Any:
+        body: cg.ConsumerGroupDescribeRequest = req.body
+        names = {info.topic_id: name for name, info in self._core.topics().items()}
+
+        def one(group_id: str) -> cg.DescribedConsumerGroup:
+            group = self._coordinator.consumer.groups.get(group_id)
+            if group is None:
+                is_classic = self._coordinator.group_state(group_id) is not None
+                message = (
+                    f"Group {group_id} is not a consumer group." if is_classic
+                    else f"Group {group_id} not found."
+                )
+                return cg.DescribedConsumerGroup(
+                    group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                    error_message=message,
+                )
+            described = _described(group, names)
+            if body.include_authorized_operations:
+                described = attrs.evolve(
+                    described, authorized_operations=self._operations.group(conn, group_id)
+                )
+            return described
+
+        return cg.ConsumerGroupDescribeResponse(groups=tuple(one(g) for g in body.group_ids))
+
+
+def _assignment(
+    assignment: Any, names: dict[uuid.UUID, str]
+) -> cg.DescribedAssignment:
+    return cg.DescribedAssignment(topic_partitions=tuple(
+        cg.DescribedTopicPartitions(topic_id=t, topic_name=n, partitions=ps)
+        for t, n, ps in describe_assignment(assignment, names)
+    ))
+
+
+def _member(group: ConsumerGroup, m: ConsumerMember, names: dict[uuid.UUID, str]) -> Any:
+    return cg.DescribedMember(
+        member_id=m.member_id,
+        instance_id=m.instance_id,
+        rack_id=m.rack_id,
+        member_epoch=m.member_epoch,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        subscribed_topic_names=m.subscribed_topic_names,
+        subscribed_topic_regex=m.subscribed_topic_regex,
+        assignment=_assignment(m.assigned, names),
+        target_assignment=_assignment(group.target.get(m.member_id, {}), names),
+        member_type=cg.MEMBER_TYPE_CONSUMER,
+    )
+
+
+def _described(group: ConsumerGroup, names: dict[uuid.UUID, str]) -> cg.DescribedConsumerGroup:
+    return cg.DescribedConsumerGroup(
+        group_id=group.group_id,
+        group_state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=group.assignor,
+        members=tuple(_member(group, m, names) for _, m in sorted(group.members.items())),
+    )
+
+
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
+
+
+def heartbeat_rule(access: Access, req: Request) -> Gate:
+    """READ on the group; DESCRIBE on every subscribed topic named (Kafka's rule)."""
+    body: cg.ConsumerGroupHeartbeatRequest = req.body
+    if not access.group(Operation.READ, body.group_id):
+        return answer_now(req, cg.ConsumerGroupHeartbeatResponse(
+            error_code=GROUP_DENIED, error_message=DENIED_TEXT
+        ))
+    denied = sorted(
+        t for t in body.subscribed_topic_names or () if not access.topic(Operation.DESCRIBE, t)
+    )
+    if denied:
+        return answer_now(req, cg.ConsumerGroupHeartbeatResponse(
+            error_code=TOPIC_DENIED,
+            error_message=f"The following topics are not authorized: {', '.join(denied)}",
+        ))
+    return Gate(req)
+
+
+def describe_rule(access: Access, req: Request) -> Gate:
+    """DESCRIBE on each group; the others are answered GROUP_AUTHORIZATION_FAILED."""
+    body: cg.ConsumerGroupDescribeRequest = req.body
+    return split_entries(
+        req, body.group_ids, itself,
+        lambda g: None if access.group(Operation.DESCRIBE, g) else GROUP_DENIED,
+        lambda g, code: cg.DescribedConsumerGroup(group_id=g, error_code=code),
+        narrow=lambda kept: attrs.evolve(body, group_ids=kept),
+        widen=lambda r, denied: attrs.evolve(r, groups=(*r.groups, *denied)),
+    )
+
+
+__all__ = ["ConsumerGroupHandlers", "describe_rule", "heartbeat_rule", "topic_metadata"]

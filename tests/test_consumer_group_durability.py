@@ -1,0 +1,184 @@
+"""Consumer-protocol groups (KIP-848) survive a restart: their state goes to the offsets
+journal (consumer group records) whenever what is kept of it changes, and a new
+coordinator on the reopened store restores every group; members heartbeat on with their
+epochs, and members that never come back are fenced when their fresh session runs out.
+
+Also the journal side: the record kind round-trips, is compacted, is erased by
+DeleteGroups, a BKOFFS03 journal is read and rewritten as BKOFFS04, and an unreadable
+state is left out (logged) instead of failing the start.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from twisted.internet import defer, task
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+
+from brokerd.kafka.groups.consumer.coordinator import HeartbeatAnswer, HeartbeatInput
+from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
+from brokerd.kafka.groups.consumer.state import ConsumerGroupState
+from brokerd.kafka.groups.coordinator import GroupCoordinator
+from brokerd.storage.stores.offsets import ConsumerGroupUpdate, GroupDeletion, OffsetStore
+from brokerd.storage.stores.offsets_format import MAGIC, encode_commit, encode_consumer_group
+
+T1 = uuid.UUID(int=7)
+TOPICS = {"t": (T1, 4)}
+
+
+def _sync_run(f: Any, *args: Any) -> Deferred[Any]:
+    try:
+        return defer.succeed(f(*args))
+    except Exception:
+        return defer.fail(Failure())
+
+
+class Broker:
+    """A coordinator on a real offsets journal, restartable."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path / "offsets.log")
+        self.clock = task.Clock()
+        self.store = OffsetStore.open(self.path)
+        self.coord = GroupCoordinator(clock=self.clock, offsets=self.store,
+                                      run_blocking=_sync_run)
+        self.epochs: dict[str, int] = {}
+        self.owned: dict[str, dict[uuid.UUID, frozenset[int]]] = {}
+
+    def hb(self, member: str, epoch: int | None = None, **fields: Any) -> HeartbeatAnswer:
+        epoch = self.epochs.get(member, 0) if epoch is None else epoch
+        if epoch == 0:
+            fields.setdefault("rebalance_timeout_ms", 30_000)
+            fields.setdefault("subscribed_topic_names", ("t",))
+        fields.setdefault("owned", self.owned.get(member, {}))
+        answer = self.coord.consumer.heartbeat(
+            HeartbeatInput(group_id="g", member_id=member, member_epoch=epoch, **fields),
+            TOPICS,
+        )
+        if answer.error_code == 0:
+            self.epochs[member] = answer.member_epoch
+            if answer.assignment is not None:
+                self.owned[member] = dict(answer.assignment)
+        return answer
+
+    def restart(self) -> None:
+        self.coord.stop()
+        self.store.close()
+        self.clock = task.Clock()
+        self.store = OffsetStore.open(self.path)
+        self.coord = GroupCoordinator(clock=self.clock, offsets=self.store,
+                                      run_blocking=_sync_run)
+
+
+def test_a_restart_restores_the_group_and_members_carry_on(tmp_path: Path) -> None:
+    b = Broker(tmp_path)
+    b.hb("a")
+    b.hb("b")
+    for _ in range(4):
+        b.hb("a")
+        b.hb("b")
+    before = b.coord.consumer.groups["g"]
+    epoch, target = before.group_epoch, dict(before.target)
+    b.restart()
+    group = b.coord.consumer.groups["g"]
+    assert group.group_epoch == epoch and group.target == target
+    assert group.state is ConsumerGroupState.STABLE
+    # Both members go on with the epochs they had, no rebalance.
+    assert b.hb("a").error_code == 0 and b.hb("b").error_code == 0
+    assert b.coord.consumer.groups["g"].group_epoch == epoch
+    # b never comes back: fenced when its fresh session runs out; a takes everything.
+    for _ in range(10):
+        b.clock.advance(5)
+        b.hb("a")
+    assert "b" not in b.coord.consumer.groups["g"].members
+    for _ in range(3):
+        b.hb("a")
+    assert b.owned["a"] == {T1: frozenset(range(4))}
+
+
+def test_only_changes_are_written(tmp_path: Path) -> None:
+    b = Broker(tmp_path)
+    b.hb("a")
+    size = Path(b.path).stat().st_size
+    for _ in range(5):
+        b.hb("a")
+    assert Path(b.path).stat().st_size == size
+
+
+def test_a_converted_classic_group_is_not_restored_as_classic(tmp_path: Path) -> None:
+    b = Broker(tmp_path)
+    d = b.coord.join("g", "", client_id="c", client_host="h", session_timeout_ms=6000,
+                     rebalance_timeout_ms=6000, protocol_type="consumer",
+                     protocols=[("range", b"")], group_instance_id=None,
+                     require_known_member_id=False)
+    b.clock.advance(1)
+    joined = d.result
+    b.coord.leave("g", joined.member_id)
+    assert b.coord.group_state("g") is not None
+    assert b.hb("a").error_code == 0
+    assert b.coord.group_state("g") is None
+    b.restart()
+    assert b.coord.group_state("g") is None and "g" in b.coord.consumer.groups
+
+
+def test_delete_groups_erases_the_state(tmp_path: Path) -> None:
+    b = Broker(tmp_path)
+    b.hb("a")
+    b.hb("a", -1)
+    results: list[Any] = []
+    b.coord.admin.delete_groups(["g"]).addCallback(results.append)
+    assert results == [[("g", 0)]]
+    assert b.store.consumer_groups_state() == {}
+    b.restart()
+    assert "g" not in b.coord.consumer.groups
+
+
+def test_journal_records_round_trip_and_compact(tmp_path: Path) -> None:
+    path = str(tmp_path / "o.log")
+    store = OffsetStore.open(path, compact_min_bytes=1, compact_ratio=1)
+    for i in range(5):
+        store.write_batch([ConsumerGroupUpdate("g", b"state-%d" % i)])
+    store.write_batch([ConsumerGroupUpdate("h", b"x"), ConsumerGroupUpdate("h", None)])
+    store.write_batch([ConsumerGroupUpdate("nothing", None)])
+    assert store.consumer_groups_state() == {"g": b"state-4"}
+    store.close()
+    again = OffsetStore.open(path)
+    assert again.consumer_groups_state() == {"g": b"state-4"}
+    again.write_batch([GroupDeletion("g")])
+    assert again.consumer_groups_state() == {}
+    again.close()
+
+
+def test_an_older_journal_is_read_and_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "o.log"
+    commit = encode_commit(b"g", [])
+    path.write_bytes(b"BKOFFS03" + commit)
+    OffsetStore.open(str(path)).close()
+    assert path.read_bytes()[:8] == MAGIC == b"BKOFFS04"
+
+
+def test_unreadable_state_is_left_out(tmp_path: Path) -> None:
+    path = tmp_path / "offsets.log"
+    path.write_bytes(MAGIC + encode_consumer_group(b"bad", b"{not json"))
+    b = Broker(tmp_path)
+    assert "bad" not in b.coord.consumer.groups
+    assert b.hb("a").error_code == 0
+
+
+def test_persist_round_trip_and_refusals(tmp_path: Path) -> None:
+    b = Broker(tmp_path)
+    b.hb("a", instance_id="i", rack_id="r", subscribed_topic_regex="t.*",
+         subscribed_topic_names=None)
+    b.hb("b")
+    data = encode_group(b.coord.consumer.groups["g"])
+    back = decode_group("g", data)
+    assert encode_group(back) == data
+    assert back.static_members == {"i": "a"}
+    for bad in (b"", b"[]", b'{"v": 2}', data.replace(b'"uniform"', b'"nope"'),
+                data.replace(b'"epoch":', b'"epoch":"x","e":')):
+        with pytest.raises(ValueError):
+            decode_group("g", bad)
