@@ -24,7 +24,7 @@ from brokerd.errors import (
     UnknownTopicOrPartition,
 )
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.types import AppendInfo, Record, RecordsResult, TopicInfo
 
 

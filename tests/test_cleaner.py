@@ -22,7 +22,9 @@ from brokerd.storage.cleaner.keymap import ENTRY_BYTES, OffsetMap
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.produce_checks import refuse_keyless
 from brokerd.storage.log.producer_state import ProducerStateTable
-from brokerd.storage.record.batch import Compression, encode_batch, parse_batches, read_header
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches, read_header
 
 from tests.compaction_helpers import (
     T0,

@@ -12,7 +12,8 @@ from brokerd.storage.cleaner.compactor import clean_log
 from brokerd.storage.cleaner.keymap import OffsetMap
 from brokerd.storage.log.producer_state import ProducerStateTable, load_table, write_snapshot
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.record.batch import encode_batch, parse_batches
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches
 
 from tests.compaction_helpers import T0, compact_config, latest, open_log, put, read_all, roll
 

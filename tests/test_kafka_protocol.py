@@ -19,7 +19,6 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd import errors
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.handlers.produce import batch_codecs
 from brokerd.kafka.server.protocol import (
     MAX_PIPELINED_PRODUCES,
     PIPELINE_READ_BYTES,
@@ -31,6 +30,7 @@ from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.config.topic_config import broker_values, validate_overrides
+from brokerd.storage.record.header import batch_codecs
 from brokerd.storage.types import AppendInfo, TopicInfo
 
 

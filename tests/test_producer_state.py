@@ -18,7 +18,8 @@ from brokerd.storage.log.producer_state import (
     read_snapshot,
     write_snapshot,
 )
-from brokerd.storage.record.batch import BatchHeader, encode_batch, parse_batches
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import BatchHeader, parse_batches
 from brokerd.storage.types import AppendInfo
 
 

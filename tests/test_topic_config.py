@@ -33,7 +33,9 @@ from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import REGISTRY_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.append_time import stamp_log_append_time
-from brokerd.storage.record.batch import decode_records, encode_batch, parse_batches, read_header
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches, read_header
 
 BIG = 1 << 20
 

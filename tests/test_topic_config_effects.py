@@ -27,13 +27,10 @@ from brokerd.storage.config.topic_config import (
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.recompress import recompress
 from brokerd.storage.log.timestamp_checks import check_timestamps
-from brokerd.storage.record.batch import (
-    Compression,
-    decode_records,
-    encode_batch,
-    parse_batches,
-    read_header,
-)
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches, read_header
 from brokerd.storage.types import TopicInfo
 
 from tests.test_broker import make

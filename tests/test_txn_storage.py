@@ -24,8 +24,10 @@ from brokerd.storage.log.producer_state import (
     read_txn_snapshot,
     write_snapshot,
 )
-from brokerd.storage.record.batch import decode_records, encode_batch, parse_batches, read_header
 from brokerd.storage.record.control import ControlType, encode_marker, parse_marker
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches, read_header
 from brokerd.storage.segment.txn_index import TXN_ENTRY_SIZE, AbortedEntry, TxnIndex
 from brokerd.storage.types import AbortedTxn, Record
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import attrs
 
-from brokerd.storage.record.batch import BatchHeader, stored_size
+from brokerd.storage.record.encode import stored_size
+from brokerd.storage.record.header import BatchHeader
 
 #: Wake-up amount for an append whose value bytes are unknown without decompressing:
 #: more than anyone waits for, so the waiter wakes and its reader measures.

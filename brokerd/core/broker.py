@@ -57,7 +57,7 @@ from brokerd.names import refuse_internal_topic
 from brokerd.storage.config.topic_config import broker_values
 from brokerd.storage.log.produce_checks import check_batches, check_values
 from brokerd.storage.log.timestamp_checks import check_timestamps
-from brokerd.storage.record.batch import BatchHeader, parse_batches
+from brokerd.storage.record.header import BatchHeader, parse_batches
 from brokerd.storage.types import AppendInfo, LogDirUsage, RecordsResult, TopicInfo
 
 P = ParamSpec("P")

@@ -20,7 +20,7 @@ from twisted.internet.defer import Deferred
 
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.producer_state import ReplaySource
-from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
 
 P = ParamSpec("P")

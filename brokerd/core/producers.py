@@ -28,7 +28,7 @@ from brokerd.storage.log.producer_state import (
     SnapshotEntry,
     write_snapshot,
 )
-from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.types import AppendInfo
 
 _log = Logger()

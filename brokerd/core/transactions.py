@@ -34,7 +34,7 @@ from brokerd.core.interfaces import Runner
 from brokerd.core.topics import Partition, TopicRegistry
 from brokerd.errors import InvalidRecord, InvalidTxnState, ShuttingDown, UnknownTopicOrPartition
 from brokerd.storage.log.producer_state import ActiveProducer
-from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.types import AppendInfo
 
 #: ``verify(topic, partition, producer_id, producer_epoch)``: returns if the producer's

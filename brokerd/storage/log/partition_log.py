@@ -51,12 +51,9 @@ from brokerd.storage.log.maintenance import LogMaintenanceMixin
 from brokerd.storage.log.start import LogStartMixin
 from brokerd.storage.log.stored_reads import StoredReadMixin
 from brokerd.storage.log.txns import TxnLogMixin
-from brokerd.storage.record.batch import (
-    BatchHeader,
-    Compression,
-    encode_batch,
-    stamp_base_offset,
-)
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import BatchHeader, stamp_base_offset
 from brokerd.storage.segment.batch_reads import (
     batches_end,
     cut_at_offset,

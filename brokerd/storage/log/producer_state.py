@@ -37,7 +37,7 @@ import attrs
 
 from brokerd.errors import InvalidProducerEpoch, OutOfOrderSequence
 from brokerd.storage.fileio import atomic_write
-from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.types import AppendInfo
 
 SNAPSHOT_NAME = "producer-state.json"

@@ -35,8 +35,8 @@ from brokerd.errors import CorruptBatch, StorageError
 from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.log.ongoing_txns import TxnTracker
 from brokerd.storage.log.producer_state import read_txn_snapshot
-from brokerd.storage.record.batch import BatchHeader
 from brokerd.storage.record.control import MAX_MARKER_BYTES, encode_marker, parse_marker
+from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.segment.segment import BatchInfo, Segment
 from brokerd.storage.segment.txn_index import AbortedEntry
 from brokerd.storage.types import AbortedTxn, AppendInfo

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import attrs
 import crc32c
 
-from brokerd.storage.record.batch import CRC_START, BatchHeader
+from brokerd.storage.record.header import CRC_START, BatchHeader
 
 __all__ = ["TIMESTAMP_TYPE_BIT", "stamp_log_append_time"]
 
