@@ -47,7 +47,7 @@ from brokerd.core.timers import (
     PeriodicTasks,
 )
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
-from brokerd.core.transactions import BrokerTransactions
+from brokerd.core.txn_markers import TxnMarkers, TxnVerifier
 from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
 from brokerd.core.write_stats import WriteStats
 from brokerd.core.writer import PartitionWriter
@@ -56,6 +56,7 @@ from brokerd.metrics.hooks import NULL_WRITES, WriteObserver
 from brokerd.names import refuse_internal_topic
 from brokerd.storage.config.topic_config import broker_values
 from brokerd.storage.log.produce_checks import check_batches, check_values
+from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.log.timestamp_checks import check_timestamps
 from brokerd.storage.record.header import BatchHeader, parse_batches
 from brokerd.storage.types import AppendInfo, LogDirUsage, RecordsResult, TopicInfo
@@ -67,7 +68,7 @@ R = TypeVar("R")
 _log = Logger()
 
 
-class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
+class Broker(BrokerReads, SequentialMultiService):
     """The core both protocols call.
 
     :param logdir: an open :class:`brokerd.storage.logdir.log_directory.LogDirectory`.
@@ -103,7 +104,6 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         self._checkpoint_seconds = checkpoint_seconds
         self._stopping = False
         self._next_producer_id: Callable[[], int] | None = None
-        self._txn_verifier = None
         self.pools = WorkerPools(
             reactor,
             read_threads=read_threads,
@@ -121,6 +121,10 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
             forget=self.waiters.wake,
         )
         self.storage = LogDirectoryService(logdir, self.partitions, run_write=self._run_write)
+        #: Transaction markers, transactional admission and DescribeProducers.
+        self.txn_markers = TxnMarkers(
+            self.partitions, run_write=self._run_write, stopping=lambda: self._stopping
+        )
         self._timers = PeriodicTasks(reactor)
         # Added first, stopped last: the pools, then the log directory.
         self.pools.setServiceParent(self)
@@ -361,13 +365,41 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
             return part.writer.submit(append)
         try:
             if any(h.is_transactional for h in headers):
-                self.admit_transactional(part, headers)
+                self.txn_markers.admit_transactional(part, headers)
             admitted = part.producers.admit(headers)
         except BrokerError:
             return defer.fail()
         if isinstance(admitted, defer.Deferred):
             return admitted  # a retry: the stored copy's offsets, now or once written
         return part.producers.track(admitted, part.writer.submit(append))
+
+    # -- transactions (TxnMarkers) ------------------------------------------------------
+
+    def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
+        """Install (None: remove) the transaction coordinator's check of transactional
+        produces (see :meth:`TxnMarkers.set_txn_verifier`)."""
+        self.txn_markers.set_txn_verifier(verify)
+
+    def write_txn_markers(
+        self,
+        partitions: Sequence[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int = 0,
+    ) -> defer.Deferred[None]:
+        """One COMMIT or ABORT marker per partition (see :meth:`TxnMarkers.write_txn_markers`)."""
+        return self.txn_markers.write_txn_markers(
+            partitions, producer_id, producer_epoch,
+            commit=commit, coordinator_epoch=coordinator_epoch,
+        )
+
+    def describe_producers(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[list[tuple[ActiveProducer, int]]]:
+        """The partition's producers with their open transactions' first offsets."""
+        return self.txn_markers.describe_producers(topic, partition)
 
     # -- producer ids ------------------------------------------------------------------
 
