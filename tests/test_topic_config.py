@@ -30,6 +30,7 @@ from brokerd.storage.config.topic_config import (
     validate_overrides,
 )
 from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.log.prepared_append import PreparedBatches
 from brokerd.storage.logdir.layout import REGISTRY_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.append_time import stamp_log_append_time
@@ -307,7 +308,7 @@ def test_write_job_stamps_log_append_time_topics_only(tmp_path: Path) -> None:
     config = LogConfig(message_timestamp_type="LogAppendTime")
     plog = PartitionLog.open(str(tmp_path / "t-0"), config, recovery_point=None)
     data = encode_batch([b"x"], timestamp_ms=5)
-    append = BatchesAppend(data, tuple(parse_batches(data, max_batch_bytes=BIG)))
+    append = BatchesAppend(PreparedBatches(data, tuple(parse_batches(data, max_batch_bytes=BIG))))
     result = write_job(plog, [append], sync=False, retention=False, wall_clock=lambda: 42.0)
     (info,) = result.outcomes
     assert info.log_append_time == 42_000  # type: ignore[union-attr]

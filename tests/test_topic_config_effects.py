@@ -25,6 +25,7 @@ from brokerd.storage.config.topic_config import (
     validate_overrides,
 )
 from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.log.prepared_append import PreparedBatches
 from brokerd.storage.log.recompress import recompress
 from brokerd.storage.log.timestamp_checks import check_timestamps
 from brokerd.storage.record.compression import Compression
@@ -441,8 +442,8 @@ def test_stored_batch_attributes_after_recompression(tmp_path: Path) -> None:
     try:
         data = _batches(Compression.GZIP)
         headers = tuple(parse_batches(data, max_batch_bytes=len(data)))
-        write_job(plog, [BatchesAppend(data, headers)], sync=True, retention=False,
-                  wall_clock=lambda: NOW / 1000)
+        append = BatchesAppend(PreparedBatches(data, headers))
+        write_job(plog, [append], sync=True, retention=False, wall_clock=lambda: NOW / 1000)
         stored = plog.read(0, 1 << 20).data
         assert read_header(stored).compression == Compression.ZSTD
         assert [r.value for r in plog.read_records(0, 1 << 20).records][:2] == [

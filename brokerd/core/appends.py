@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import attrs
 
+from brokerd.storage.log.prepared_append import PreparedBatches
 from brokerd.storage.record.encode import stored_size
 from brokerd.storage.record.header import BatchHeader
 
@@ -34,20 +35,23 @@ class ValuesAppend:
 
 @attrs.frozen
 class BatchesAppend:
-    """Client RecordBatches stored as they are (the Kafka produce), with their parsed
-    headers."""
+    """Client RecordBatches (the Kafka produce), prepared against the topic's configs;
+    the log checks the producer state and stores them in its write job."""
 
-    data: bytes
-    headers: tuple[BatchHeader, ...]
+    prepared: PreparedBatches
+
+    @property
+    def headers(self) -> tuple[BatchHeader, ...]:
+        return self.prepared.headers
 
     def value_bytes(self) -> int:
         """An upper bound of the value bytes, or :data:`UNKNOWN_BYTES` if compressed."""
-        if any(h.compression for h in self.headers):
+        if any(h.compression for h in self.prepared.headers):
             return UNKNOWN_BYTES
-        return len(self.data)
+        return len(self.prepared.data)
 
     def stored_bytes(self) -> int:
-        return len(self.data)
+        return len(self.prepared.data)
 
 
 @attrs.frozen

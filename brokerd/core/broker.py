@@ -37,7 +37,7 @@ from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
 from brokerd.core.policy import FsyncPolicy, flush_rule
 from brokerd.core.pools import WorkerPools
-from brokerd.core.producers import ProducerGuard
+from brokerd.core.producers import ProducerSnapshots
 from brokerd.core.reads import BrokerReads
 from brokerd.core.services import LogDirectoryService, SequentialMultiService
 from brokerd.core.timers import (
@@ -55,9 +55,9 @@ from brokerd.errors import BrokerError, ShuttingDown
 from brokerd.metrics.hooks import NULL_WRITES, WriteObserver
 from brokerd.names import refuse_internal_topic
 from brokerd.storage.config.topic_config import broker_values
-from brokerd.storage.log.produce_checks import check_batches, check_values
+from brokerd.storage.log.prepared_append import prepare_batches
+from brokerd.storage.log.produce_checks import check_values
 from brokerd.storage.log.producer_state import ActiveProducer
-from brokerd.storage.log.timestamp_checks import check_timestamps
 from brokerd.storage.record.header import BatchHeader, parse_batches
 from brokerd.storage.types import AppendInfo, LogDirUsage, RecordsResult, TopicInfo
 
@@ -144,8 +144,7 @@ class Broker(BrokerReads, SequentialMultiService):
             on_idle=lambda: self.partitions.writer_idle(),
             stats=WriteStats(topic, self.writes),
         )
-        guard = ProducerGuard(log.path, txn_state=log.txn_snapshot)
-        return Partition(topic, index, log, writer, guard)
+        return Partition(topic, index, log, writer, ProducerSnapshots(log))
 
     def _high_watermark(self, key: PartitionKey) -> int | None:
         part = self.partitions.get(key)
@@ -355,23 +354,20 @@ class Broker(BrokerReads, SequentialMultiService):
     def _enqueue_batches(
         self, part: Partition, data: bytes, headers: list[BatchHeader]
     ) -> defer.Deferred[AppendInfo]:
+        # What can be checked here, in the reactor: the topic's configs, and the
+        # transaction coordinator's word on a transactional produce. The producer state
+        # is checked and updated by the log in the write job (append_prepared), so a
+        # retry queued behind its original is answered with the original's offsets.
         try:
-            check_batches(part.log.config, data, headers, part.topic, part.index)
-            check_timestamps(part.log.config, data, headers, int(self._wall_clock() * 1000))
+            prepared = prepare_batches(
+                part.log.config, data, headers, topic=part.topic, partition=part.index,
+                now_ms=int(self._wall_clock() * 1000),
+            )
+            if prepared.producer_id >= 0 and prepared.transactional:
+                self.txn_markers.admit_transactional(part, prepared.headers)
         except BrokerError:
             return defer.fail()
-        append = BatchesAppend(data, tuple(headers))
-        if headers[0].producer_id < 0:
-            return part.writer.submit(append)
-        try:
-            if any(h.is_transactional for h in headers):
-                self.txn_markers.admit_transactional(part, headers)
-            admitted = part.producers.admit(headers)
-        except BrokerError:
-            return defer.fail()
-        if isinstance(admitted, defer.Deferred):
-            return admitted  # a retry: the stored copy's offsets, now or once written
-        return part.producers.track(admitted, part.writer.submit(append))
+        return part.writer.submit(BatchesAppend(prepared))
 
     # -- transactions (TxnMarkers) ------------------------------------------------------
 

@@ -6,7 +6,7 @@
 
 - :meth:`~TxnMarkers.write_txn_markers` appends a COMMIT or ABORT marker to each
   partition through its writer (ordered with the partition's other appends, and fsynced
-  whatever the fsync mode: see ``writer.py``). Submitting a marker fences the producer on that
+  whatever the fsync mode: see ``writer.py``). The log fences the producer on that
   partition (its epoch becomes at least the marker's), so a zombie's later produce is
   refused. A marker wakes every fetch parked on its partition
   (:class:`~brokerd.core.appends.MarkerAppend`).
@@ -86,13 +86,8 @@ class TxnMarkers:
         not exist."""
 
         def describe(part: Partition) -> defer.Deferred[list[tuple[ActiveProducer, int]]]:
-            # The log's open transactions are read under its write lock, in the write
-            # pool; the producer table is the reactor's and is read when that returns.
-            def answer(state: tuple[int, dict[int, int]]) -> list[tuple[ActiveProducer, int]]:
-                ongoing = state[1]
-                return [(p, ongoing.get(p.producer_id, -1)) for p in part.producers.table.active()]
-
-            return self._run_write(part.log.txn_snapshot).addCallback(answer)
+            # The producer state is the log's, read under its write lock in the write pool.
+            return self._run_write(part.log.describe_producers)
 
         return self._partitions.open(topic, partition, create=False).addCallback(describe)
 
@@ -114,7 +109,8 @@ class TxnMarkers:
         marker = MarkerAppend(producer_id, producer_epoch, commit, coordinator_epoch)
 
         def submit(part: Partition) -> defer.Deferred[AppendInfo]:
-            part.producers.table.fence(producer_id, producer_epoch)
+            # The log fences the producer as it appends the marker (append_marker); a
+            # produce queued behind the marker is checked after it.
             return part.writer.submit(marker)
 
         def gone(failure: Failure, topic: str, index: int) -> None:
