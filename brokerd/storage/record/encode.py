@@ -179,15 +179,21 @@ def rebuild_batch(header: BatchHeader, kept: Sequence[Record]) -> bytes:
     raw = b"".join(_encode_record(r, header.base_offset, header.base_timestamp) for r in kept)
     codec = header.compression
     payload = raw if codec == Compression.NONE else compress_records(Compression(codec), raw)
+    return _rebuilt(header, header.attributes, len(kept), payload)
+
+
+def _rebuilt(header: BatchHeader, attributes: int, count: int, payload: bytes) -> bytes:
+    """``header``'s batch with new ``attributes``, record count and records section:
+    offsets, timestamps and producer fields stay; length and CRC are worked out."""
     tail = HEADER_TAIL.pack(
-        header.attributes,
+        attributes,
         header.last_offset_delta,
         header.base_timestamp,
         header.max_timestamp,
         header.producer_id,
         header.producer_epoch,
         header.base_sequence,
-        len(kept),
+        count,
     )
     return _assemble(header.base_offset, header.partition_leader_epoch, tail, payload)
 
@@ -208,19 +214,8 @@ def recompress_batch(
         raw = bytes(payload)
     else:
         raw = decompress(header.compression, payload, max_uncompressed)
-    tail = HEADER_TAIL.pack(
-        (header.attributes & ~COMPRESSION_MASK) | int(codec),
-        header.last_offset_delta,
-        header.base_timestamp,
-        header.max_timestamp,
-        header.producer_id,
-        header.producer_epoch,
-        header.base_sequence,
-        header.records_count,
-    )
-    return _assemble(
-        header.base_offset, header.partition_leader_epoch, tail, compress(codec, raw, level)
-    )
+    attributes = (header.attributes & ~COMPRESSION_MASK) | int(codec)
+    return _rebuilt(header, attributes, header.records_count, compress(codec, raw, level))
 
 
 def stored_size(values: Sequence[bytes | None]) -> int:
