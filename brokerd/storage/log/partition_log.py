@@ -243,7 +243,9 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
     def append(
         self, data: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]
     ) -> AppendInfo:
-        """Append validated client batches (``headers`` from ``parse_batches(data)``).
+        """Append validated client batches (``headers`` from ``parse_batches(data)``) as
+        they are: no producer-state check and no topic form (the produce path is
+        :meth:`append_prepared`; this one serves tests and tools that write batches).
 
         Base offsets are stamped contiguously from ``log_end_offset`` (leader epoch 0);
         the batches are otherwise stored byte for byte. The kernel has the bytes on return;
