@@ -13,7 +13,6 @@ import attrs
 
 from brokerd.storage.log.prepared_append import PreparedBatches
 from brokerd.storage.record.encode import stored_size
-from brokerd.storage.record.header import BatchHeader
 
 #: Wake-up amount for an append whose value bytes are unknown without decompressing:
 #: more than anyone waits for, so the waiter wakes and its reader measures.
@@ -39,10 +38,6 @@ class BatchesAppend:
     the log checks the producer state and stores them in its write job."""
 
     prepared: PreparedBatches
-
-    @property
-    def headers(self) -> tuple[BatchHeader, ...]:
-        return self.prepared.headers
 
     def value_bytes(self) -> int:
         """An upper bound of the value bytes, or :data:`UNKNOWN_BYTES` if compressed."""

@@ -260,7 +260,7 @@ class PartitionWriter:
 
 def _record_count(append: Append) -> int:
     if isinstance(append, BatchesAppend):
-        return sum(h.records_count for h in append.headers)
+        return sum(h.records_count for h in append.prepared.headers)
     if isinstance(append, ValuesAppend):
         return len(append.values)
     return 1

@@ -41,11 +41,11 @@ class PreparedBatches:
 
     data: bytes
     headers: tuple[BatchHeader, ...]
-
-    @property
-    def producer_id(self) -> int:
-        """The producer id of the batches (-1: not an idempotent producer's)."""
-        return self.headers[0].producer_id
+    #: The producer id of the batches (-1: not an idempotent producer's); a field, read
+    #: on every append.
+    producer_id: int = attrs.field(
+        default=attrs.Factory(lambda self: self.headers[0].producer_id, takes_self=True)
+    )
 
     @property
     def transactional(self) -> bool:
