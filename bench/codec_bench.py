@@ -25,8 +25,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.record.encode import encode_batch
 
 try:

@@ -4,7 +4,7 @@ aiokafka), the cross-protocol tests and the idempotence tests.
 Everything here talks to a real ``twistd broker`` started by :mod:`brokerproc`: a broker
 per test module, bounded waits that fail with a message, record payloads (small ones and
 compressible ones of a few KB), a raw Kafka connection built on the client side of
-:mod:`brokerd.kafka.wire.apis`, the batch headers a partition really stored (read from its log
+:mod:`brokerd.kafka.wire.requests.apis`, the batch headers a partition really stored (read from its log
 files, so a silent fallback to "uncompressed" cannot pass), reads through the native
 protocol, kcat as a subprocess, and a thread that owns and polls one consumer.
 """
@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.header import BATCH_HEADER_SIZE, BatchHeader, read_header
 
@@ -192,7 +192,7 @@ def expected(partition: int, first_offset: int, values: Sequence[bytes]) -> list
 
 class RawKafka:
     """One Kafka connection driven by hand: requests are encoded with the client side of
-    :mod:`brokerd.kafka.wire.apis`, so the tests choose every field (producer id, sequence)."""
+    :mod:`brokerd.kafka.wire.requests.apis`, so the tests choose every field (producer id, sequence)."""
 
     def __init__(self, broker: BrokerProcess, *, timeout: float = 10.0) -> None:
         assert broker.kafka_port is not None

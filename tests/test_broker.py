@@ -24,7 +24,7 @@ from brokerd.errors import (
     UnknownTopicOrPartition,
 )
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.log.prepared_append import PreparedBatches
+from brokerd.storage.log.partition_log.prepared_append import PreparedBatches
 from brokerd.storage.log.producer_state import (
     ActiveProducer,
     ProducerStateManager,

@@ -26,8 +26,8 @@ import pytest
 
 from bench.common import rss_bytes
 from brokerd.client import NativeClient, tls_context
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
 
 from tests.brokerproc import BrokerProcess

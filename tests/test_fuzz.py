@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brokerd.errors import CorruptBatch, RecordTooLarge
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire import codec
+from brokerd.kafka.wire.requests import apis
 from brokerd.native.messages import RequestEvent
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.storage.record.decode import decode_records

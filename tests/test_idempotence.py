@@ -2,7 +2,7 @@
 
 The raw tests build RecordBatches with a producer id, epoch and sequence
 (:func:`brokerd.storage.record.encode.encode_batch`), get the producer id from InitProducerId and
-send Produce requests over a plain socket (the client side of :mod:`brokerd.kafka.wire.apis`),
+send Produce requests over a plain socket (the client side of :mod:`brokerd.kafka.wire.requests.apis`),
 so each retry is exactly the same bytes, as a real client's retry is. Then the real
 idempotent producers: kafka-python's default one, and kcat, confluent-kafka and aiokafka
 with idempotence switched on, also retrying for real: a proxy loses the answer to a
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.encode import encode_batch
 

@@ -14,11 +14,11 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.core.broker import Broker
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.server.handler_base import Connection
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
-from brokerd.kafka.server.protocol import KafkaFactory
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.logdir.registry import read_registry

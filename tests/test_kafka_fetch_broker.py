@@ -16,8 +16,8 @@ import attrs
 import pytest
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.header import read_header
 

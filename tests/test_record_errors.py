@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.encode import encode_batch
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.log.producer_empty import (
     EMPTY_PRODUCERS_FILE,

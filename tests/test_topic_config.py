@@ -30,7 +30,7 @@ from brokerd.storage.config.topic_config import (
     validate_overrides,
 )
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.log.prepared_append import PreparedBatches
+from brokerd.storage.log.partition_log.prepared_append import PreparedBatches
 from brokerd.storage.logdir.layout import REGISTRY_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.append_time import stamp_log_append_time

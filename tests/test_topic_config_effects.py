@@ -25,8 +25,8 @@ from brokerd.storage.config.topic_config import (
     validate_overrides,
 )
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.log.prepared_append import PreparedBatches
-from brokerd.storage.log.recompress import recompress
+from brokerd.storage.log.partition_log.prepared_append import PreparedBatches
+from brokerd.storage.log.partition_log.recompress import recompress
 from brokerd.storage.log.timestamp_checks import check_timestamps
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.decode import decode_records

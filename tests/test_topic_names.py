@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from brokerd.client import NativeError
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 from brokerd.native.messages import ErrorCode as NativeCode
 from brokerd.storage.record.encode import encode_batch
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.record.encode import encode_batch
 
 from tests.brokerproc import BrokerProcess

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from brokerd.storage.log.prepared_append import PreparedBatches
+from brokerd.storage.log.partition_log.prepared_append import PreparedBatches
 from brokerd.storage.record.encode import stored_size
 
 #: Wake-up amount for an append whose value bytes are unknown without decompressing:

@@ -19,7 +19,7 @@ from typing import ParamSpec, Protocol, TypeVar
 from twisted.internet.defer import Deferred
 
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.log.prepared_append import PreparedBatches
+from brokerd.storage.log.partition_log.prepared_append import PreparedBatches
 from brokerd.storage.log.producer_state import (
     ActiveProducer,
     ProducerStateManager,

@@ -8,7 +8,7 @@ flush (interval mode); for the latter at most :data:`MAX_UNSYNCED_SAMPLES` appen
 partition between two syncs are remembered (the first ones), so memory stays bounded
 whatever the produce rate. Transaction markers are not counted as records.
 
-What it does not do: store series (a :class:`~brokerd.metrics.hooks.WriteObserver` does)
+What it does not do: store series (a :class:`~brokerd.observers.WriteObserver` does)
 or time anything in the write pool itself (the job measures its fsync).
 """
 
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from brokerd.core.appends import Append, MarkerAppend
-from brokerd.metrics.hooks import NULL_WRITES, WriteObserver
+from brokerd.observers import NULL_WRITES, WriteObserver
 from brokerd.storage.types import AppendInfo
 
 #: Appends answered before their sync whose queue time is kept until the sync comes.

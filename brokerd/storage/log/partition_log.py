@@ -50,7 +50,7 @@ from brokerd.storage.config.log_config import (
 )
 from brokerd.storage.log.loader import RecoveryStats, open_segments
 from brokerd.storage.log.maintenance import LogMaintenanceMixin
-from brokerd.storage.log.prepared_append import PreparedBatches, stored_form
+from brokerd.storage.log.partition_log.prepared_append import PreparedBatches, stored_form
 from brokerd.storage.log.producer_state import (
     ActiveProducer,
     ProducerAppendInfo,

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 import attrs
 
 from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.log.partition_log.recompress import recompress
 from brokerd.storage.log.produce_checks import check_batches
-from brokerd.storage.log.recompress import recompress
 from brokerd.storage.log.timestamp_checks import check_timestamps
 from brokerd.storage.record.append_time import stamp_log_append_time
 from brokerd.storage.record.header import BatchHeader

@@ -17,7 +17,7 @@ from brokerd.errors import (
 )
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.log.prepared_append import PreparedBatches, prepare_batches
+from brokerd.storage.log.partition_log.prepared_append import PreparedBatches, prepare_batches
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import parse_batches, read_header

@@ -43,9 +43,9 @@ from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handler_base import message as _message
 from brokerd.kafka.server.handlers.compaction import invalid_record_response
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.header import batch_codecs
