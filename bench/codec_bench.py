@@ -27,7 +27,7 @@ from typing import Any
 
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
-from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.record.encode import encode_batch
 
 try:
     from kio.index import load_request_schema, load_response_schema

@@ -110,7 +110,8 @@ def cleaner(results: Results, records: int, keys: int = KEYS) -> None:
     from brokerd.storage.cleaner.keymap import OffsetMap
     from brokerd.storage.config.log_config import LogConfig
     from brokerd.storage.log.partition_log import PartitionLog
-    from brokerd.storage.record.batch import BatchHeader, encode_batch, parse_batches
+    from brokerd.storage.record.encode import encode_batch
+    from brokerd.storage.record.header import BatchHeader, parse_batches
 
     # attrs types the field by its converter, the generic frozenset: mypy cannot bind it.
     config = LogConfig(cleanup_policy={"compact"}, segment_bytes=1 << 20)  # type: ignore[arg-type]

@@ -177,7 +177,7 @@ def raw_fetch(bootstrap: str, records: int, partition_max_bytes: int = RAW_FETCH
 
     from brokerd.kafka.wire.codec import ApiKey, RequestHeader
     from brokerd.kafka.wire.requests import apis
-    from brokerd.storage.record.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, read_header
+    from brokerd.storage.record.header import BATCH_HEADER_SIZE, LOG_OVERHEAD, read_header
 
     host, port = bootstrap.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)))

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.record.batch import Compression, encode_batch, parse_batches
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches
 from brokerd.storage.types import Record
 
 #: Record timestamps of the helpers' writes (ms).

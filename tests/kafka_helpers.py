@@ -29,7 +29,8 @@ import pytest
 
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
-from brokerd.storage.record.batch import BATCH_HEADER_SIZE, BatchHeader, Compression, read_header
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.header import BATCH_HEADER_SIZE, BatchHeader, read_header
 
 from tests.brokerproc import BrokerProcess
 

@@ -29,7 +29,7 @@ from brokerd.kafka.groups.admin import operator_error
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.stores.offsets import OffsetStore
 
 SESSION_MS = 10_000

@@ -20,13 +20,11 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from brokerd.errors import CorruptBatch, RecordTooLarge
-from brokerd.storage.record.batch import (
+from brokerd.storage.record.compression import XERIAL_MAGIC, Compression
+from brokerd.storage.record.decode import decode_records, decode_run
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import (
     BATCH_HEADER_SIZE,
-    XERIAL_MAGIC,
-    Compression,
-    decode_records,
-    decode_run,
-    encode_batch,
     parse_batches,
     read_header,
     scan_batches,

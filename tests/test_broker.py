@@ -24,7 +24,13 @@ from brokerd.errors import (
     UnknownTopicOrPartition,
 )
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.log.prepared_append import PreparedBatches
+from brokerd.storage.log.producer_state import (
+    ActiveProducer,
+    ProducerStateManager,
+    SnapshotEntry,
+)
+from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.types import AppendInfo, Record, RecordsResult, TopicInfo
 
 
@@ -40,6 +46,7 @@ class FakeLog:
         self.calls: list[str] = []
         self.path = "/nonexistent/brokerd-fake-log"
         self.config = LogConfig()
+        self.producers = ProducerStateManager()
 
     def append_values(self, values: list[bytes], *, timestamp_ms: int) -> AppendInfo:
         self.calls.append("append")
@@ -48,12 +55,22 @@ class FakeLog:
         self.log_end_offset += len(values)
         return AppendInfo(base, self.log_end_offset - 1, 0)
 
-    def append(self, data: bytes, headers: list[Any]) -> AppendInfo:
+    def append_prepared(self, prepared: PreparedBatches, *, now_ms: int) -> AppendInfo:
+        # The producer-state steps of PartitionLog.append_prepared, over no files.
         self.calls.append("append")
-        count = sum(h.records_count for h in headers)
+        admitted = None
+        if prepared.producer_id >= 0:
+            checked = self.producers.prepare_update(prepared.headers)
+            if isinstance(checked, AppendInfo):
+                return checked
+            admitted = checked
+        count = sum(h.records_count for h in prepared.headers)
         base = self.log_end_offset
         self.log_end_offset += count
-        return AppendInfo(base, self.log_end_offset - 1, 0)
+        info = AppendInfo(base, self.log_end_offset - 1, 0)
+        if admitted is not None:
+            self.producers.update(admitted, info)
+        return info
 
     def flush(self) -> None:
         self.calls.append("flush")
@@ -79,8 +96,13 @@ class FakeLog:
     def last_stable_offset(self) -> int:
         return self.high_watermark  # no transactions in this fake
 
-    def txn_snapshot(self) -> tuple[int, dict[int, int]]:
-        return self.log_end_offset, {}
+    def producer_snapshot(
+        self,
+    ) -> tuple[int, dict[int, SnapshotEntry], tuple[int, dict[int, int]]]:
+        return self.log_end_offset, self.producers.snapshot(), (self.log_end_offset, {})
+
+    def describe_producers(self) -> list[tuple[ActiveProducer, int]]:
+        return [(p, -1) for p in self.producers.active()]
 
 
 class FakeLogDir:
@@ -263,14 +285,20 @@ class IdempotenceTests(SynchronousTestCase):
         self.assertEqual(nxt.base_offset, 2)
 
     def test_retry_of_a_batch_still_in_flight_waits_for_it(self) -> None:
+        # The retry queues behind its original; the log answers it with the original's
+        # offsets in the next job, appending nothing.
         runner = HeldRunner()
-        broker, _, _ = make(writes=runner)
+        broker, logdir, _ = make(writes=runner)
         first = broker.produce_batches("t", 0, batch(7, 0, 0))
         retry = broker.produce_batches("t", 0, batch(7, 0, 0))
         self.assertNoResult(retry)
         runner.run_one()
-        self.assertEqual(self.successResultOf(retry), self.successResultOf(first))
+        written = self.successResultOf(first)
+        self.assertNoResult(retry)
+        runner.run_one()
+        self.assertEqual(self.successResultOf(retry), written)
         self.assertEqual(runner.jobs, [])
+        self.assertEqual(logdir.parts[("t", 0)].log_end_offset, 2)
 
     def test_gap_is_refused(self) -> None:
         broker, _, _ = make()

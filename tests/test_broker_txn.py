@@ -25,7 +25,8 @@ from brokerd.errors import (
     UnknownTopicOrPartition,
 )
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.record.batch import encode_batch, read_header
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import read_header
 from brokerd.storage.types import AbortedTxn, PartitionOffsets, ReadResult, RecordsResult
 
 T = TypeVar("T")

@@ -21,8 +21,10 @@ from brokerd.storage.cleaner.compactor import (
 from brokerd.storage.cleaner.keymap import ENTRY_BYTES, OffsetMap
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.produce_checks import refuse_keyless
-from brokerd.storage.log.producer_state import ProducerStateTable
-from brokerd.storage.record.batch import Compression, encode_batch, parse_batches, read_header
+from brokerd.storage.log.producer_state import ProducerStateManager
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches, read_header
 
 from tests.compaction_helpers import (
     T0,
@@ -288,7 +290,7 @@ def test_producer_state_replays_cleaned_batches(tmp_path: Path) -> None:
         seq += len(pairs)
     roll(log)
     clean(log)
-    table = ProducerStateTable()
+    table = ProducerStateManager()
     table.replay(log.batch_headers(0), log_start_offset=0)
     snapshot = table.snapshot()
     assert snapshot[7]["batches"], "the surviving batches keep their sequence ranges"

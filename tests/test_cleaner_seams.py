@@ -10,9 +10,10 @@ from typing import Any
 from brokerd.core.cleaner_service import CleanerService, CleanerSettings
 from brokerd.storage.cleaner.compactor import clean_log
 from brokerd.storage.cleaner.keymap import OffsetMap
-from brokerd.storage.log.producer_state import ProducerStateTable, load_table, write_snapshot
+from brokerd.storage.log.producer_state import ProducerStateManager, load_table, write_snapshot
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.record.batch import encode_batch, parse_batches
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches
 
 from tests.compaction_helpers import T0, compact_config, latest, open_log, put, read_all, roll
 
@@ -198,14 +199,14 @@ def test_producer_state_after_a_crash_over_a_cleaned_segment(tmp_path: Path) -> 
     its next batch is accepted."""
     log = open_log(tmp_path)
     put(log, [(b"a", b"1")], producer=(7, 0, 0))
-    table = ProducerStateTable()
+    table = ProducerStateManager()
     table.replay(log.batch_headers(0), log_start_offset=0)
     write_snapshot(str(tmp_path), log.log_end_offset, table.snapshot())
     put(log, [(b"b", b"1")], producer=(7, 0, 1))
     put(log, [(b"b", b"2")])
     roll(log)
     clean_log(log, None, now_ms=T0, key_map=OffsetMap(1 << 16))
-    restarted = ProducerStateTable()
+    restarted = ProducerStateManager()
     load_table(log, restarted)
     data = encode_batch(
         [b"3"], keys=[b"c"], timestamp_ms=T0, producer_id=7, producer_epoch=0, base_sequence=2

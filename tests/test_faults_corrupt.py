@@ -13,7 +13,7 @@ import pytest
 
 from brokerd.client import NativeError
 from brokerd.native.messages import ErrorCode
-from brokerd.storage.record.batch import scan_batches
+from brokerd.storage.record.header import scan_batches
 
 from tests.brokerproc import BrokerProcess
 

@@ -28,7 +28,7 @@ from bench.common import rss_bytes
 from brokerd.client import NativeClient, tls_context
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
-from brokerd.storage.record.batch import BATCH_HEADER_SIZE, read_header
+from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
 
 from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import confluent

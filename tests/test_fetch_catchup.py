@@ -185,7 +185,7 @@ async def test_reading_a_backlog_to_its_end_takes_no_long_poll(
 
 def _next_offset(records: bytes, offset: int) -> int:
     """The offset after the last whole batch in ``records`` (a fetch may end mid-batch)."""
-    from brokerd.storage.record.batch import read_header
+    from brokerd.storage.record.header import read_header
 
     pos = 0
     while len(records) - pos >= 61:

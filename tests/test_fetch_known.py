@@ -18,7 +18,8 @@ from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.stored_reads import KNOWN_DECODE_BYTES
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.record.batch import encode_batch, parse_batches
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches
 from brokerd.storage.segment.batch_positions import TAIL_BATCHES
 from brokerd.storage.segment.batch_reads import LEARN_AHEAD_BATCHES
 from brokerd.storage.segment.stored import StoredRead
@@ -95,7 +96,7 @@ def test_a_sequential_reader_learns_ahead_and_then_reads_from_memory(tmp_path: P
 
 
 def _next_offset(data: bytes, offset: int) -> int:
-    from brokerd.storage.record.batch import BATCH_HEADER_SIZE, read_header
+    from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
 
     pos = 0
     while pos + BATCH_HEADER_SIZE <= len(data):

@@ -14,7 +14,9 @@ import pytest
 from brokerd.errors import CorruptStoredBatch, OffsetOutOfRange
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.record.batch import Compression, encode_batch, parse_batches
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches
 from brokerd.storage.segment.batch_reads import VERIFY_CHUNK
 from brokerd.storage.segment.segment import Segment
 from brokerd.storage.segment.stored import StoredRead, StoredSpan, VerifiedRanges

@@ -39,7 +39,10 @@ from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
 from brokerd.kafka.wire.codec import ApiKey, FrameDecoder, RequestHeader
 from brokerd.kafka.wire.requests import apis
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.record.batch import Compression, decode_records, encode_batch, read_header
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import read_header
 
 from tests.tls_helpers import make_pki, ssl_description
 

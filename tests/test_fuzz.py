@@ -20,7 +20,9 @@ from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.requests import apis
 from brokerd.native.messages import RequestEvent
 from brokerd.native.server_codec import RequestDecoder
-from brokerd.storage.record.batch import decode_records, encode_batch, parse_batches
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches
 
 SHORT = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 LONG = settings(deadline=None, max_examples=20_000, suppress_health_check=[HealthCheck.too_slow])

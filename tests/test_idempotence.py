@@ -1,7 +1,7 @@
 """Idempotent produce against a real ``twistd broker``: a retried batch is stored once.
 
 The raw tests build RecordBatches with a producer id, epoch and sequence
-(:func:`brokerd.storage.record.batch.encode_batch`), get the producer id from InitProducerId
+(:func:`brokerd.storage.record.encode.encode_batch`), get the producer id from InitProducerId
 and send Produce requests over a plain socket (the client side of
 :mod:`brokerd.kafka.wire.requests.apis`), so each retry is exactly the same bytes, as a
 real client's retry is. Then the real idempotent producers: kafka-python's default one,
@@ -21,7 +21,8 @@ import pytest
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
-from brokerd.storage.record.batch import Compression, encode_batch
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.encode import encode_batch
 
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import (

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import StorageError
-from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.segment.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, OffsetIndex, TimeIndex
 from brokerd.storage.segment.segment import Segment
 

@@ -22,7 +22,7 @@ from brokerd.kafka.wire.requests import apis
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.logdir.registry import read_registry
-from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
 from tests.test_kafka_protocol import FakeCoordinator, KafkaTestCase

@@ -18,7 +18,8 @@ import pytest
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
-from brokerd.storage.record.batch import decode_records, read_header
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.header import read_header
 
 from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import admin, confluent

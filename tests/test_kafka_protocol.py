@@ -25,13 +25,13 @@ from brokerd.kafka.listener.protocol import (
     KafkaFactory,
     KafkaProtocol,
 )
-from brokerd.kafka.server.handlers.produce import batch_codecs
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.config.topic_config import broker_values, validate_overrides
+from brokerd.storage.record.header import batch_codecs
 from brokerd.storage.types import AppendInfo, TopicInfo
 
 

@@ -16,15 +16,10 @@ import pytest
 from brokerd.errors import OffsetOutOfRange, StorageError, UnknownTopicOrPartition
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.record.batch import (
-    Compression,
-    decode_records,
-    encode_batch,
-    parse_batches,
-    read_header,
-    rebuild_batch,
-    scan_batches,
-)
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch, rebuild_batch
+from brokerd.storage.record.header import parse_batches, read_header, scan_batches
 from brokerd.storage.types import Record
 
 BIG = 1 << 20

@@ -41,13 +41,10 @@ from brokerd.native import client_codec, messages
 from brokerd.native.messages import ErrorCode, RequestType
 from brokerd.native.protocol import NativeFactory, NativeProtocol
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.record.batch import (
-    Compression,
-    decode_records,
-    encode_batch,
-    read_header,
-    stored_size,
-)
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch, stored_size
+from brokerd.storage.record.header import read_header
 from brokerd.storage.types import AppendInfo
 
 IDLE = 600.0  # the native idle timeout; the only timer a quiet connection may leave

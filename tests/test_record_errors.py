@@ -14,7 +14,8 @@ import pytest
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
-from brokerd.storage.record.batch import Compression, encode_batch
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.encode import encode_batch
 
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import RawKafka, module_broker

@@ -12,7 +12,8 @@ import pytest
 from brokerd.errors import CorruptStoredBatch
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.record.batch import decode_records, scan_batches
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.header import scan_batches
 
 CONFIG = LogConfig(index_interval_bytes=400)
 BATCHES = 200

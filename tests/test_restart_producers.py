@@ -20,7 +20,7 @@ from brokerd.storage.log.producer_empty import (
     write_empty_ends,
 )
 from brokerd.storage.log.producer_state import SNAPSHOT_NAME
-from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.record.encode import encode_batch
 
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import RawKafka, small_values

@@ -17,8 +17,9 @@ from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.record.batch import CRC_START, encode_batch
-from brokerd.storage.segment import resync
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import CRC_START
+from brokerd.storage.segment.segment import resync
 
 CONFIG = LogConfig(segment_bytes=4000, index_interval_bytes=300)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.record.batch import encode_batch, parse_batches
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches
 from brokerd.storage.segment.segment import Segment
 from brokerd.storage.segment.txn_index import AbortedEntry
 

@@ -15,7 +15,8 @@ import pytest
 from brokerd.errors import StorageError
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.record.batch import encode_batch, read_header
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import read_header
 from brokerd.storage.segment.segment import Segment, segment_file_name
 
 BASE = 100

@@ -26,7 +26,8 @@ from brokerd.net.frames import FileRegion, SplicedFrame, StoredRecords
 from brokerd.net.sendfile import RegionGone, RegionLedger, SpliceSender, can_splice
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.record.batch import encode_batch, parse_batches
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches
 from brokerd.storage.segment.stored import StoredSpan
 
 BIG = 1 << 20

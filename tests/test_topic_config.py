@@ -30,10 +30,13 @@ from brokerd.storage.config.topic_config import (
     validate_overrides,
 )
 from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.log.prepared_append import PreparedBatches
 from brokerd.storage.logdir.layout import REGISTRY_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.append_time import stamp_log_append_time
-from brokerd.storage.record.batch import decode_records, encode_batch, parse_batches, read_header
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches, read_header
 
 BIG = 1 << 20
 
@@ -305,7 +308,7 @@ def test_write_job_stamps_log_append_time_topics_only(tmp_path: Path) -> None:
     config = LogConfig(message_timestamp_type="LogAppendTime")
     plog = PartitionLog.open(str(tmp_path / "t-0"), config, recovery_point=None)
     data = encode_batch([b"x"], timestamp_ms=5)
-    append = BatchesAppend(data, tuple(parse_batches(data, max_batch_bytes=BIG)))
+    append = BatchesAppend(PreparedBatches(data, tuple(parse_batches(data, max_batch_bytes=BIG))))
     result = write_job(plog, [append], sync=False, retention=False, wall_clock=lambda: 42.0)
     (info,) = result.outcomes
     assert info.log_append_time == 42_000  # type: ignore[union-attr]

@@ -25,15 +25,13 @@ from brokerd.storage.config.topic_config import (
     validate_overrides,
 )
 from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.log.prepared_append import PreparedBatches
 from brokerd.storage.log.recompress import recompress
 from brokerd.storage.log.timestamp_checks import check_timestamps
-from brokerd.storage.record.batch import (
-    Compression,
-    decode_records,
-    encode_batch,
-    parse_batches,
-    read_header,
-)
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches, read_header
 from brokerd.storage.types import TopicInfo
 
 from tests.test_broker import make
@@ -444,8 +442,8 @@ def test_stored_batch_attributes_after_recompression(tmp_path: Path) -> None:
     try:
         data = _batches(Compression.GZIP)
         headers = tuple(parse_batches(data, max_batch_bytes=len(data)))
-        write_job(plog, [BatchesAppend(data, headers)], sync=True, retention=False,
-                  wall_clock=lambda: NOW / 1000)
+        append = BatchesAppend(PreparedBatches(data, headers))
+        write_job(plog, [append], sync=True, retention=False, wall_clock=lambda: NOW / 1000)
         stored = plog.read(0, 1 << 20).data
         assert read_header(stored).compression == Compression.ZSTD
         assert [r.value for r in plog.read_records(0, 1 << 20).records][:2] == [

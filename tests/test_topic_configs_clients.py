@@ -28,7 +28,8 @@ from confluent_kafka.admin import (
 from prometheus_client.parser import text_string_to_metric_families
 
 from brokerd.storage.config.topic_config import LONG_MAX, TOPIC_CONFIGS
-from brokerd.storage.record.batch import Compression, scan_batches
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.header import scan_batches
 
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import WAIT, module_broker

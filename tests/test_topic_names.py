@@ -19,7 +19,7 @@ from brokerd.client import NativeError
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
 from brokerd.native.messages import ErrorCode as NativeCode
-from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.record.encode import encode_batch
 
 from tests.brokerproc import BROKERCTL, BrokerProcess, env
 from tests.control_plane_helpers import admin, confluent, create_topic, kafka_error

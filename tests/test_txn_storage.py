@@ -19,13 +19,15 @@ from brokerd.storage.log.ongoing_txns import TxnTracker
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.producer_state import (
     SNAPSHOT_NAME,
-    ProducerStateTable,
+    ProducerStateManager,
     read_snapshot,
     read_txn_snapshot,
     write_snapshot,
 )
-from brokerd.storage.record.batch import decode_records, encode_batch, parse_batches, read_header
 from brokerd.storage.record.control import ControlType, encode_marker, parse_marker
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import parse_batches, read_header
 from brokerd.storage.segment.txn_index import TXN_ENTRY_SIZE, AbortedEntry, TxnIndex
 from brokerd.storage.types import AbortedTxn, Record
 
@@ -494,7 +496,7 @@ def test_snapshot_format_1_still_read(tmp_path: Path) -> None:
 
 
 def test_marker_fences_older_epochs_and_replay_skips_markers(tmp_path: Path) -> None:
-    table = ProducerStateTable()
+    table = ProducerStateManager()
     plog = open_log(tmp_path / "t-0")
     data = encode_batch(
         [b"v"],
@@ -505,8 +507,7 @@ def test_marker_fences_older_epochs_and_replay_skips_markers(tmp_path: Path) -> 
         transactional=True,
     )
     headers = parse_batches(data, max_batch_bytes=BIG)
-    table.remember(headers)
-    plog.append(data, headers)
+    table.remember(headers, plog.append(data, headers))
     marker(plog, 5, commit=False, epoch=2)
     table.fence(5, 2)
     from brokerd.errors import InvalidProducerEpoch
@@ -514,7 +515,7 @@ def test_marker_fences_older_epochs_and_replay_skips_markers(tmp_path: Path) -> 
     with pytest.raises(InvalidProducerEpoch):
         table.check(headers)
     # Replayed from the log: the marker fences, it is not remembered as a batch.
-    replayed = ProducerStateTable()
+    replayed = ProducerStateManager()
     replayed.replay(plog.batch_headers(0), log_start_offset=0)
     with pytest.raises(InvalidProducerEpoch):
         replayed.check(headers)
@@ -530,7 +531,7 @@ def test_marker_fences_older_epochs_and_replay_skips_markers(tmp_path: Path) -> 
 
 
 def test_marker_only_producer_accepts_any_sequence() -> None:
-    table = ProducerStateTable()
+    table = ProducerStateManager()
     table.fence(8, 3)
     data = encode_batch([b"v"], timestamp_ms=0, producer_id=8, producer_epoch=3, base_sequence=41)
     assert table.check(parse_batches(data, max_batch_bytes=BIG)) is None
@@ -587,12 +588,12 @@ def test_marker_only_producer_still_accepts_any_sequence_after_a_snapshot(
     # Known from a marker only (its batches are in a segment the start-up replay did not
     # read): a snapshot then a restart must not turn it into a producer that must start
     # at sequence 0, or its next batch would be refused as out of order.
-    table = ProducerStateTable()
+    table = ProducerStateManager()
     table.fence(8, 3)
     write_snapshot(str(tmp_path), 10, table.snapshot())
     snap = read_snapshot(str(tmp_path))
     assert snap is not None
-    restored = ProducerStateTable()
+    restored = ProducerStateManager()
     restored.restore(snap[1], log_start_offset=0, log_end_offset=10)
     data = encode_batch([b"v"], timestamp_ms=0, producer_id=8, producer_epoch=3, base_sequence=41)
     assert restored.check(parse_batches(data, max_batch_bytes=BIG)) is None

@@ -20,7 +20,7 @@ from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
 from brokerd.kafka.wire.requests import apis
-from brokerd.storage.record.batch import encode_batch
+from brokerd.storage.record.encode import encode_batch
 
 from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import create_topic

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import attrs
 
-from brokerd.storage.record.batch import BatchHeader, stored_size
+from brokerd.storage.log.prepared_append import PreparedBatches
+from brokerd.storage.record.encode import stored_size
 
 #: Wake-up amount for an append whose value bytes are unknown without decompressing:
 #: more than anyone waits for, so the waiter wakes and its reader measures.
@@ -33,20 +34,19 @@ class ValuesAppend:
 
 @attrs.frozen
 class BatchesAppend:
-    """Client RecordBatches stored as they are (the Kafka produce), with their parsed
-    headers."""
+    """Client RecordBatches (the Kafka produce), prepared against the topic's configs;
+    the log checks the producer state and stores them in its write job."""
 
-    data: bytes
-    headers: tuple[BatchHeader, ...]
+    prepared: PreparedBatches
 
     def value_bytes(self) -> int:
         """An upper bound of the value bytes, or :data:`UNKNOWN_BYTES` if compressed."""
-        if any(h.compression for h in self.headers):
+        if any(h.compression for h in self.prepared.headers):
             return UNKNOWN_BYTES
-        return len(self.data)
+        return len(self.prepared.data)
 
     def stored_bytes(self) -> int:
-        return len(self.data)
+        return len(self.prepared.data)
 
 
 @attrs.frozen

@@ -33,12 +33,12 @@ from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from brokerd.core.api import CoreApi
+from brokerd.core.api import CoreApi, TxnVerifier
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
 from brokerd.core.policy import FsyncPolicy, flush_rule
 from brokerd.core.pools import WorkerPools
-from brokerd.core.producers import ProducerGuard
+from brokerd.core.producers import ProducerSnapshots
 from brokerd.core.reads import BrokerReads
 from brokerd.core.services import LogDirectoryService, SequentialMultiService
 from brokerd.core.timers import (
@@ -48,7 +48,7 @@ from brokerd.core.timers import (
     PeriodicTasks,
 )
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
-from brokerd.core.transactions import BrokerTransactions
+from brokerd.core.txn_markers import TxnMarkers
 from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
 from brokerd.core.write_stats import WriteStats
 from brokerd.core.writer import PartitionWriter
@@ -56,9 +56,10 @@ from brokerd.errors import BrokerError, ShuttingDown
 from brokerd.names import refuse_internal_topic
 from brokerd.observers import NULL_WRITES, WriteObserver
 from brokerd.storage.config.topic_config import broker_values
-from brokerd.storage.log.produce_checks import check_batches, check_values
-from brokerd.storage.log.timestamp_checks import check_timestamps
-from brokerd.storage.record.batch import BatchHeader, parse_batches
+from brokerd.storage.log.prepared_append import prepare_batches
+from brokerd.storage.log.produce_checks import check_values
+from brokerd.storage.log.producer_state import ActiveProducer
+from brokerd.storage.record.header import BatchHeader, parse_batches
 from brokerd.storage.types import AppendInfo, LogDirUsage, RecordsResult, TopicInfo
 
 P = ParamSpec("P")
@@ -68,7 +69,7 @@ R = TypeVar("R")
 _log = Logger()
 
 
-class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
+class Broker(BrokerReads, SequentialMultiService):
     """The core both protocols call.
 
     :param logdir: an open :class:`brokerd.storage.logdir.log_directory.LogDirectory`.
@@ -104,7 +105,6 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         self._checkpoint_seconds = checkpoint_seconds
         self._stopping = False
         self._next_producer_id: Callable[[], int] | None = None
-        self._txn_verifier = None
         self.pools = WorkerPools(
             reactor,
             read_threads=read_threads,
@@ -122,6 +122,10 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
             forget=self.waiters.wake,
         )
         self.storage = LogDirectoryService(logdir, self.partitions, run_write=self._run_write)
+        #: Transaction markers, transactional admission and DescribeProducers.
+        self.txn_markers = TxnMarkers(
+            self.partitions, run_write=self._run_write, stopping=lambda: self._stopping
+        )
         self._timers = PeriodicTasks(reactor)
         # Added first, stopped last: the pools, then the log directory.
         self.pools.setServiceParent(self)
@@ -141,8 +145,7 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
             on_idle=lambda: self.partitions.writer_idle(),
             stats=WriteStats(topic, self.writes),
         )
-        guard = ProducerGuard(log.path, txn_state=log.txn_snapshot)
-        return Partition(topic, index, log, writer, guard)
+        return Partition(topic, index, log, writer, ProducerSnapshots(log))
 
     def _high_watermark(self, key: PartitionKey) -> int | None:
         part = self.partitions.get(key)
@@ -350,23 +353,48 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
     def _enqueue_batches(
         self, part: Partition, data: bytes, headers: list[BatchHeader]
     ) -> defer.Deferred[AppendInfo]:
+        # What can be checked here, in the reactor: the topic's configs, and the
+        # transaction coordinator's word on a transactional produce. The producer state
+        # is checked and updated by the log in the write job (append_prepared), so a
+        # retry queued behind its original is answered with the original's offsets.
         try:
-            check_batches(part.log.config, data, headers, part.topic, part.index)
-            check_timestamps(part.log.config, data, headers, int(self._wall_clock() * 1000))
+            prepared = prepare_batches(
+                part.log.config, data, headers, topic=part.topic, partition=part.index,
+                now_ms=int(self._wall_clock() * 1000),
+            )
+            if prepared.producer_id >= 0 and prepared.transactional:
+                self.txn_markers.admit_transactional(part, prepared.headers)
         except BrokerError:
             return defer.fail()
-        append = BatchesAppend(data, tuple(headers))
-        if headers[0].producer_id < 0:
-            return part.writer.submit(append)
-        try:
-            if any(h.is_transactional for h in headers):
-                self.admit_transactional(part, headers)
-            admitted = part.producers.admit(headers)
-        except BrokerError:
-            return defer.fail()
-        if isinstance(admitted, defer.Deferred):
-            return admitted  # a retry: the stored copy's offsets, now or once written
-        return part.producers.track(admitted, part.writer.submit(append))
+        return part.writer.submit(BatchesAppend(prepared))
+
+    # -- transactions (TxnMarkers) ------------------------------------------------------
+
+    def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
+        """Install (None: remove) the transaction coordinator's check of transactional
+        produces (see :meth:`TxnMarkers.set_txn_verifier`)."""
+        self.txn_markers.set_txn_verifier(verify)
+
+    def write_txn_markers(
+        self,
+        partitions: Sequence[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int = 0,
+    ) -> defer.Deferred[None]:
+        """One COMMIT or ABORT marker per partition (see :meth:`TxnMarkers.write_txn_markers`)."""
+        return self.txn_markers.write_txn_markers(
+            partitions, producer_id, producer_epoch,
+            commit=commit, coordinator_epoch=coordinator_epoch,
+        )
+
+    def describe_producers(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[list[tuple[ActiveProducer, int]]]:
+        """The partition's producers with their open transactions' first offsets."""
+        return self.txn_markers.describe_producers(topic, partition)
 
     # -- producer ids ------------------------------------------------------------------
 

@@ -21,8 +21,13 @@ from twisted.internet.defer import Deferred
 
 from brokerd.clock import Clock
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.log.producer_state import ReplaySource
-from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.log.prepared_append import PreparedBatches
+from brokerd.storage.log.producer_state import (
+    ActiveProducer,
+    ProducerStateManager,
+    ReplaySource,
+    SnapshotEntry,
+)
 from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
 
 P = ParamSpec("P")
@@ -66,7 +71,10 @@ class PartitionStore(ReplaySource, Protocol):
     @property
     def segment_bases(self) -> tuple[int, ...]: ...
 
-    def append(self, data: bytes, headers: list[BatchHeader]) -> AppendInfo: ...
+    @property
+    def producers(self) -> ProducerStateManager: ...
+
+    def append_prepared(self, prepared: PreparedBatches, *, now_ms: int) -> AppendInfo: ...
     def append_values(
         self, values: Sequence[bytes | None], *, timestamp_ms: int
     ) -> AppendInfo: ...
@@ -82,7 +90,10 @@ class PartitionStore(ReplaySource, Protocol):
         coordinator_epoch: int,
         timestamp_ms: int,
     ) -> AppendInfo: ...
-    def txn_snapshot(self) -> tuple[int, dict[int, int]]: ...
+    def producer_snapshot(
+        self,
+    ) -> tuple[int, dict[int, SnapshotEntry], tuple[int, dict[int, int]]]: ...
+    def describe_producers(self) -> list[tuple[ActiveProducer, int]]: ...
     def read(self, offset: int, max_bytes: int, *, read_committed: bool = False) -> ReadResult: ...
     def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult: ...
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None: ...

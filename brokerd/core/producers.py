@@ -1,128 +1,70 @@
 # -*- test-case-name: tests.test_broker -*-
-"""Idempotent producers on the reactor side: admission, retries in flight, snapshots.
+"""Producer-state snapshots on the reactor side: when each partition's is due, and writing
+many in one write-pool job.
 
-The rules and the state are pure and live in :mod:`brokerd.storage.log.producer_state`. A
-:class:`ProducerGuard` adds what needs the reactor, for one partition: a retry that
-arrives while its original is still being written waits for the original's offsets
-instead of being appended again, and fails if the original fails. :func:`write_snapshots`
-writes many partitions' tables to disk in one write-pool job, skipping those with no
-append since their last snapshot.
+The producer state itself (epochs, sequences, ongoing transactions) is the log's
+(:class:`~brokerd.storage.log.producer_state.ProducerStateManager`, checked and updated
+under the log's write lock as each append is written). A :class:`ProducerSnapshots` keeps,
+for one partition, the end offset its last snapshot covered, so that a partition with no
+append since is skipped; :func:`write_snapshots` writes the due ones in one write-pool job.
 
-It never appends and never reads the log; the core passes it the headers of a produce
-and the outcome of the append.
+It never appends, never reads the log, and never decides on a produce.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from twisted.internet import defer
 from twisted.logger import Logger
-from twisted.python.failure import Failure
 
-from brokerd.core.interfaces import Runner
+from brokerd.core.interfaces import PartitionStore, Runner
 from brokerd.errors import BrokerError
-from brokerd.storage.log.producer_state import (
-    ProducerBatch,
-    ProducerStateTable,
-    SnapshotEntry,
-    write_snapshot,
-)
-from brokerd.storage.record.batch import BatchHeader
-from brokerd.storage.types import AppendInfo
+from brokerd.storage.log.producer_state import write_snapshot
 
 _log = Logger()
 
 
-class ProducerGuard:
-    """One partition's producer table plus the retries waiting on an in-flight batch.
+class ProducerSnapshots:
+    """When one partition's producer state was last written to its snapshot file.
 
-    :param path: the partition's directory, where its snapshot is written.
-    :param txn_state: the log's ``(log end, ongoing transactions)``, blocking (called in
-        the write pool when a snapshot is written; see ``PartitionLog.txn_snapshot``).
+    :param log: the partition's log, whose ``producers`` are snapshotted.
     """
 
-    def __init__(
-        self,
-        path: str,
-        table: ProducerStateTable | None = None,
-        *,
-        txn_state: Callable[[], tuple[int, dict[int, int]]] | None = None,
-    ) -> None:
-        self.path = path
-        self.txn_state = txn_state
-        self.table = table if table is not None else ProducerStateTable()
-        self._waiting: dict[ProducerBatch, list[defer.Deferred[AppendInfo]]] = {}
-        #: ``acked_end`` of the last snapshot written; equal means nothing new to write.
+    def __init__(self, log: PartitionStore) -> None:
+        self.log = log
+        #: Log end offset the last snapshot covered; equal means nothing new to write.
         self.snapshot_end = -1
-
-    def admit(
-        self, headers: Sequence[BatchHeader]
-    ) -> ProducerBatch | defer.Deferred[AppendInfo]:
-        """Check a produce: the batch to append (now remembered), or the answer of the
-        stored twin of a retry. Raises what :meth:`ProducerStateTable.check` raises."""
-        duplicate = self.table.check(headers)
-        if duplicate is None:
-            return self.table.remember(headers)
-        if duplicate.result is not None:
-            return defer.succeed(duplicate.result)
-        d: defer.Deferred[AppendInfo] = defer.Deferred()
-        self._waiting.setdefault(duplicate, []).append(d)
-        return d
-
-    def track(
-        self, batch: ProducerBatch, appended: defer.Deferred[AppendInfo]
-    ) -> defer.Deferred[AppendInfo]:
-        """Settle ``batch`` and its waiting retries when its append fires (before the
-        append's own callers hear of it)."""
-
-        def written(info: AppendInfo) -> AppendInfo:
-            batch.result = info
-            for d in self._waiting.pop(batch, ()):
-                d.callback(info)
-            return info
-
-        def failed(failure: Failure) -> Failure:
-            self.table.forget(batch)
-            for d in self._waiting.pop(batch, ()):
-                d.errback(failure)
-            return failure
-
-        return appended.addCallbacks(written, failed)
 
     def snapshot_due(self, acked_end: int) -> bool:
         # State changes only with appends, so an unmoved end means an unchanged state.
-        return bool(self.table) and acked_end != self.snapshot_end
+        return bool(self.log.producers) and acked_end != self.snapshot_end
 
 
 def write_snapshots(
-    due: Sequence[tuple[ProducerGuard, int]], run_write: Runner
+    due: Sequence[ProducerSnapshots], run_write: Runner
 ) -> defer.Deferred[None]:
-    """Write each guard's table (taken now, in the reactor) as the state of the log
-    below its end offset, in one write-pool job. A failure is logged, not raised: a
-    missing snapshot only means a longer replay at the next start."""
-    jobs: list[tuple[ProducerGuard, int, dict[int, SnapshotEntry]]] = [
-        (guard, end, guard.table.snapshot()) for guard, end in due
-    ]
+    """Write each partition's producer state, taken with the log end it covers under the
+    log's write lock, in one write-pool job. A failure is logged, not raised: a missing
+    snapshot only means a longer replay at the next start."""
 
-    def write_all() -> list[str | None]:
-        problems: list[str | None] = []
-        for guard, end, producers in jobs:
+    def write_all() -> list[int | str]:
+        outcomes: list[int | str] = []
+        for snapshots in due:
+            log = snapshots.log
             try:
-                # Taken here, under the log's write lock: the ongoing transactions of the
-                # log below the end offset it is paired with.
-                txns = guard.txn_state() if guard.txn_state is not None else None
-                write_snapshot(guard.path, end, producers, txns)
-                problems.append(None)
+                end, producers, txns = log.producer_snapshot()
+                write_snapshot(log.path, end, producers, txns)
+                outcomes.append(end)
             except (OSError, BrokerError) as e:
-                problems.append(f"{guard.path}: {e}")
-        return problems
+                outcomes.append(f"{log.path}: {e}")
+        return outcomes
 
-    def report(problems: list[str | None]) -> None:
-        for (guard, end, _), problem in zip(jobs, problems, strict=True):
-            if problem is None:
-                guard.snapshot_end = end
+    def report(outcomes: list[int | str]) -> None:
+        for snapshots, outcome in zip(due, outcomes, strict=True):
+            if isinstance(outcome, int):
+                snapshots.snapshot_end = outcome
             else:
-                _log.warn("producer-state snapshot not written: {p}", p=problem)
+                _log.warn("producer-state snapshot not written: {p}", p=outcome)
 
     return run_write(write_all).addCallback(report)

@@ -103,11 +103,11 @@ class LogDirectoryService(service.Service):
             else {}
         )
         for (topic, index), log in logdir.logs().items():
-            part = self._registry.adopt(topic, index, log)
+            self._registry.adopt(topic, index, log)
             if empty.get((topic, index)) == log.log_end_offset:
                 continue
             try:
-                load_table(log, part.producers.table)
+                load_table(log, log.producers)
             except BrokerError as e:
                 self._log.warn(
                     "{topic}-{index}: producer state not restored: {error}",
@@ -119,9 +119,9 @@ class LogDirectoryService(service.Service):
     def snapshot_producers(self) -> defer.Deferred[None]:
         """Write every partition's producer state that changed since its last snapshot."""
         due = [
-            (part.producers, part.writer.acked_end)
+            part.snapshots
             for part in self._registry
-            if part.producers.snapshot_due(part.writer.acked_end)
+            if part.snapshots.snapshot_due(part.writer.acked_end)
         ]
         return write_snapshots(due, self._run_write)
 
@@ -143,7 +143,7 @@ class LogDirectoryService(service.Service):
             empty = [
                 (part.topic, part.index, part.writer.acked_end)
                 for part in self._registry
-                if not part.producers.table
+                if not part.log.producers
             ]
             await self._run_write(self._close_blocking, empty)
         except Exception:

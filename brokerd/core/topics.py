@@ -23,7 +23,7 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from brokerd.core.interfaces import LogStore, PartitionStore, Runner
-from brokerd.core.producers import ProducerGuard
+from brokerd.core.producers import ProducerSnapshots
 from brokerd.core.writer import PartitionWriter
 from brokerd.errors import BrokerError, UnknownTopicOrPartition
 from brokerd.storage.types import TopicInfo
@@ -39,7 +39,8 @@ class Partition:
     index: int
     log: PartitionStore
     writer: PartitionWriter
-    producers: ProducerGuard
+    #: When its producer state was last snapshotted (the state is the log's).
+    snapshots: ProducerSnapshots
 
     @property
     def key(self) -> PartitionKey:

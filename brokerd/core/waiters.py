@@ -203,7 +203,7 @@ class WaiterRegistry:
             waiter.needed -= sum(
                 size
                 for size, (_, info) in zip(measured, appended, strict=True)
-                if low is None or info.base_offset >= low
+                if not info.duplicate and (low is None or info.base_offset >= low)
             )
             if waiter.needed <= 0:
                 self._fire(waiter)

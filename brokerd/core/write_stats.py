@@ -52,7 +52,8 @@ class WriteStats:
         (taking ``sync_seconds``)."""
         observer = self._observer
         for append, info, _ in landed:
-            if not isinstance(append, MarkerAppend):
+            # A retry answered from the producer state appended nothing.
+            if not isinstance(append, MarkerAppend) and not info.duplicate:
                 observer.records_in(
                     self._topic, info.last_offset - info.base_offset + 1, append.stored_bytes()
                 )

@@ -28,8 +28,6 @@ from brokerd.core.appends import Append, BatchesAppend, MarkerAppend, ValuesAppe
 from brokerd.core.interfaces import PartitionStore, Runner
 from brokerd.core.policy import FlushRule
 from brokerd.core.write_stats import WriteStats
-from brokerd.storage.log.recompress import recompress
-from brokerd.storage.record.append_time import stamp_log_append_time
 from brokerd.storage.types import AppendInfo
 
 
@@ -47,20 +45,6 @@ class JobResult:
 def _current_failure() -> Failure:
     """The exception being handled, as a Failure (Failure() is untyped in Twisted)."""
     return Failure()
-
-
-def _append_batches(
-    log: PartitionStore, append: BatchesAppend, wall_clock: Callable[[], float]
-) -> AppendInfo:
-    """Append client batches; recompress them first on a topic with its own
-    ``compression.type``; on a LogAppendTime topic stamp them with the append time
-    (header and CRC only), and report that time as Kafka's Produce answer does."""
-    data, headers = recompress(log.config, append.data, append.headers)
-    if log.config.message_timestamp_type != "LogAppendTime":
-        return log.append(data, headers)
-    now_ms = int(wall_clock() * 1000)
-    data, headers = stamp_log_append_time(data, headers, now_ms)
-    return attrs.evolve(log.append(data, headers), log_append_time=now_ms)
 
 
 def write_job(
@@ -90,7 +74,7 @@ def write_job(
                     timestamp_ms=int(wall_clock() * 1000),
                 )
             else:
-                info = _append_batches(log, append, wall_clock)
+                info = log.append_prepared(append.prepared, now_ms=int(wall_clock() * 1000))
             outcomes.append(info)
         except Exception:
             outcomes.append(_current_failure())
@@ -277,7 +261,7 @@ class PartitionWriter:
 
 def _record_count(append: Append) -> int:
     if isinstance(append, BatchesAppend):
-        return sum(h.records_count for h in append.headers)
+        return sum(h.records_count for h in append.prepared.headers)
     if isinstance(append, ValuesAppend):
         return len(append.values)
     return 1

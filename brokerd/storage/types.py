@@ -34,6 +34,9 @@ class AppendInfo:
     log_start_offset: int
     #: The time a LogAppendTime topic stamped the batches with (ms), else -1.
     log_append_time: int = -1
+    #: A retry of an idempotent producer's stored batch, answered with that batch's
+    #: offsets: nothing was appended (not counted, wakes no one). Not part of equality.
+    duplicate: bool = attrs.field(default=False, eq=False)
 
 
 @attrs.frozen

@@ -59,14 +59,9 @@ from brokerd.storage.checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.cleaner.keymap import OffsetMap, key_digest
 from brokerd.storage.fileio import FILE_MODE, atomic_write, datasync, read_file, write_all
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.record.batch import (
-    BATCH_HEADER_SIZE,
-    BatchHeader,
-    decode_records,
-    read_header,
-    rebuild_batch,
-    scan_batches,
-)
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import rebuild_batch
+from brokerd.storage.record.header import BATCH_HEADER_SIZE, BatchHeader, read_header, scan_batches
 from brokerd.storage.segment.batch_reads import MAX_DECODED_BATCH_BYTES, MAX_STORED_BATCH_BYTES
 from brokerd.storage.segment.segment import LOG_SUFFIX, Segment, segment_file_name
 from brokerd.storage.types import Record

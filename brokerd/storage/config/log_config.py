@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-from brokerd.storage.record.batch import CODECS_BY_NAME, Compression
+from brokerd.storage.record.compression import CODECS_BY_NAME, Compression
 
 INT32_MAX = 2**31 - 1
 DEFAULT_SEGMENT_BYTES = 1024**3

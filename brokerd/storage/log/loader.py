@@ -39,7 +39,7 @@ A compacted log has offset gaps, between batches and between segments (the clean
 offsets); so a segment may start after the previous one's end, never before it.
 
 What this module does not do: validate single batches or rebuild indexes (``segment/segment.py``
-and ``record/batch.py`` do), or hold the segments afterwards (``log/partition_log.py``).
+and ``record/header.py`` do), or hold the segments afterwards (``log/partition_log.py``).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.segment.txn_index import AbortedEntry
 
 __all__ = ["TxnTracker"]

@@ -39,6 +39,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+import attrs
+
 from brokerd.errors import OffsetOutOfRange, RecordTooLarge, StorageError, UnknownTopicOrPartition
 from brokerd.storage.config.log_config import (
     INT32_MAX,
@@ -48,15 +50,19 @@ from brokerd.storage.config.log_config import (
 )
 from brokerd.storage.log.loader import RecoveryStats, open_segments
 from brokerd.storage.log.maintenance import LogMaintenanceMixin
+from brokerd.storage.log.prepared_append import PreparedBatches, stored_form
+from brokerd.storage.log.producer_state import (
+    ActiveProducer,
+    ProducerAppendInfo,
+    ProducerStateManager,
+    SnapshotEntry,
+)
 from brokerd.storage.log.start import LogStartMixin
 from brokerd.storage.log.stored_reads import StoredReadMixin
 from brokerd.storage.log.txns import TxnLogMixin
-from brokerd.storage.record.batch import (
-    BatchHeader,
-    Compression,
-    encode_batch,
-    stamp_base_offset,
-)
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import BatchHeader, stamp_base_offset
 from brokerd.storage.segment.batch_reads import (
     batches_end,
     cut_at_offset,
@@ -110,6 +116,8 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         self._write_errors = WriteErrorLog(path, clock)
         #: Byte ranges whose batches passed their check: what a fetch may send unread.
         self.verified = VerifiedRanges()
+        #: Producers' epochs and sequences and the ongoing transactions (write lock).
+        self.producers = ProducerStateManager()
         self._init_txns(segments)
         #: Draws a segment's roll jitter below its argument (replaceable in tests).
         self.roll_jitter: Callable[[int], int] = random.randrange
@@ -235,7 +243,9 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
     def append(
         self, data: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]
     ) -> AppendInfo:
-        """Append validated client batches (``headers`` from ``parse_batches(data)``).
+        """Append validated client batches (``headers`` from ``parse_batches(data)``) as
+        they are: no producer-state check and no topic form (the produce path is
+        :meth:`append_prepared`; this one serves tests and tools that write batches).
 
         Base offsets are stamped contiguously from ``log_end_offset`` (leader epoch 0);
         the batches are otherwise stored byte for byte. The kernel has the bytes on return;
@@ -249,24 +259,72 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
             raise ValueError("headers do not describe data")
         with self._write_lock:
             self._check_writable()
-            buf = bytearray(data)
-            offset = self.log_end_offset
-            pos = 0
-            batches: list[BatchInfo] = []
-            begun: list[tuple[int, int]] = []
-            for header in headers:
-                stamp_base_offset(buf, pos, offset)
-                batches.append(
-                    (offset, offset + header.last_offset_delta, header.max_timestamp, header.size)
-                )
-                if header.is_transactional:
-                    begun.append((header.producer_id, offset))
-                offset += header.records_count
-                pos += header.size
-            count = offset - self.log_end_offset
-            info = self._write(buf, batches, count, transactional=bool(begun))
-            self._begin_txns(begun)
+            return self._append_locked(data, headers)
+
+    def append_prepared(self, prepared: PreparedBatches, *, now_ms: int) -> AppendInfo:
+        """Append a produce prepared by ``prepared_append.prepare_batches``: Kafka's
+        ``appendAsLeader`` in one call under the write lock. An idempotent producer's
+        batches are checked against the producer state first (a retry of a stored batch
+        answers that batch's offsets and appends nothing; a fenced epoch or a sequence
+        gap raises), then stored in the topic's form (``prepared_append.stored_form``),
+        and recorded in the producer state once appended. ``now_ms`` is the append time
+        of a LogAppendTime topic, reported in the answer."""
+        with self._write_lock:
+            self._check_writable()
+            admitted: ProducerAppendInfo | None = None
+            if prepared.producer_id >= 0:
+                checked = self.producers.prepare_update(prepared.headers)
+                if isinstance(checked, AppendInfo):
+                    return attrs.evolve(checked, duplicate=True)
+                admitted = checked
+            data, headers, append_time = stored_form(self.config, prepared, now_ms)
+            if len(data) > INT32_MAX:
+                raise RecordTooLarge(f"append of {len(data)} bytes")
+            info = self._append_locked(data, headers)
+            if append_time is not None:
+                info = attrs.evolve(info, log_append_time=append_time)
+            if admitted is not None:
+                self.producers.update(admitted, info)
             return info
+
+    def _append_locked(
+        self, data: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]
+    ) -> AppendInfo:
+        buf = bytearray(data)
+        offset = self.log_end_offset
+        pos = 0
+        batches: list[BatchInfo] = []
+        begun: list[tuple[int, int]] = []
+        for header in headers:
+            stamp_base_offset(buf, pos, offset)
+            batches.append(
+                (offset, offset + header.last_offset_delta, header.max_timestamp, header.size)
+            )
+            if header.is_transactional:
+                begun.append((header.producer_id, offset))
+            offset += header.records_count
+            pos += header.size
+        count = offset - self.log_end_offset
+        info = self._write(buf, batches, count, transactional=bool(begun))
+        self._begin_txns(begun)
+        return info
+
+    def producer_snapshot(
+        self,
+    ) -> tuple[int, dict[int, SnapshotEntry], tuple[int, dict[int, int]]]:
+        """``(log end offset, producer table, (log end offset, ongoing transactions))``
+        at one moment, what ``producer_state.write_snapshot`` stores (blocks on the write
+        lock: call it in the write pool)."""
+        with self._write_lock:
+            end = self.log_end_offset
+            return end, self.producers.snapshot(), (end, self.producers.ongoing.ongoing)
+
+    def describe_producers(self) -> list[tuple[ActiveProducer, int]]:
+        """Each producer with the first offset of its open transaction here (-1 when
+        none), DescribeProducers' answer (blocks on the write lock)."""
+        with self._write_lock:
+            ongoing = self.producers.ongoing.ongoing
+            return [(p, ongoing.get(p.producer_id, -1)) for p in self.producers.active()]
 
     def append_values(self, values: Sequence[bytes | None], *, timestamp_ms: int) -> AppendInfo:
         """Append one batch holding ``values`` (the native produce path), uncompressed
@@ -313,7 +371,9 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         with self._write_lock:
             active = self._segments[-1]
             end = self.log_end_offset
-            self._visible = (end, active.base_offset, active.size, self._txns.stable_end(end))
+            self._visible = (
+                end, active.base_offset, active.size, self.producers.ongoing.stable_end(end)
+            )
             return end
 
     @property

@@ -14,7 +14,7 @@ means reading every record's key, which uncompressed batches allow in place and
 compressed ones only after decompressing, so the broker calls this for compacted topics
 only: no per-record work on other topics.
 
-What it does not do: validate the batches themselves (``batch.parse_batches`` does) or map
+What it does not do: validate the batches themselves (``record/header.parse_batches`` does) or map
 the errors to wire codes (the protocols do).
 """
 
@@ -24,7 +24,8 @@ from collections.abc import Sequence
 
 from brokerd.errors import CorruptBatch, InvalidRecord, RecordTooLarge
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.record.batch import BatchHeader, decode_records
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.header import BatchHeader
 
 __all__ = [
     "MAX_CHECKED_BATCH_BYTES",

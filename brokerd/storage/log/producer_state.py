@@ -5,12 +5,16 @@ ranges, so that a batch retried after a lost answer is not appended twice; it sn
 that state to disk and replays the log from the snapshot on start-up. This module is that
 state for brokerd:
 
-- :class:`ProducerStateTable` is the table itself: :meth:`~ProducerStateTable.check` a
-  produce's producer id, epoch and sequence range against it, :meth:`~ProducerStateTable.
-  remember` a batch being appended, :meth:`~ProducerStateTable.forget` one whose append
-  failed, :meth:`~ProducerStateTable.replay` batch headers read back from the log, and
-  turn it into (:meth:`~ProducerStateTable.snapshot`) or rebuild it from
-  (:meth:`~ProducerStateTable.restore`) the snapshot file's content.
+- :class:`ProducerStateManager` is one partition's state, as Kafka's class of that name:
+  the producer table and the ongoing transactions (``ongoing``, a
+  :class:`~brokerd.storage.log.ongoing_txns.TxnTracker`). The log holds one and uses it
+  under its write lock: :meth:`~ProducerStateManager.prepare_update` checks an append's
+  producer id, epoch and sequence range (the stored twin's offsets of a retry, or a
+  :class:`ProducerAppendInfo` to complete), :meth:`~ProducerStateManager.update` records
+  it once appended, :meth:`~ProducerStateManager.fence` applies a transaction marker;
+  :meth:`~ProducerStateManager.replay` takes batch headers read back from the log, and
+  :meth:`~ProducerStateManager.snapshot` / :meth:`~ProducerStateManager.restore` turn
+  the table into or rebuild it from the snapshot file's content.
 - :func:`write_snapshot` / :func:`read_snapshot` store that content as a small JSON file,
   ``producer-state.json``, in the partition's directory, replaced atomically. Format 2
   also stores the partition's ongoing transactions (producer id -> first offset) as of
@@ -19,10 +23,10 @@ state for brokerd:
 - :func:`load_table` rebuilds a partition's table at start-up: the snapshot, then the
   batch headers appended after it.
 
-It is pure and blocking: no Twisted, no threads, no Deferreds. Who waits for a batch
-still being written (a retry racing its original) is the core's business. A missing,
-unreadable or malformed snapshot reads as ``None`` (the caller replays more of the log),
-never as an error that stops the broker.
+It is pure and blocking: no Twisted, no threads, no Deferreds, and no lock of its own (the
+log's write lock orders every change). A missing, unreadable or malformed snapshot reads
+as ``None`` (the caller replays more of the log), never as an error that stops the
+broker.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ import attrs
 
 from brokerd.errors import InvalidProducerEpoch, OutOfOrderSequence
 from brokerd.storage.fileio import atomic_write
-from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.log.ongoing_txns import TxnTracker
+from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.types import AppendInfo
 
 SNAPSHOT_NAME = "producer-state.json"
@@ -68,14 +73,14 @@ class SnapshotEntry(TypedDict):
 
 @attrs.define(eq=False)
 class ProducerBatch:
-    """One remembered batch of an idempotent producer; ``result`` holds its offsets once
-    written (None while its append is in flight). Compared by identity."""
+    """One remembered batch of an idempotent producer, with the offsets it was written
+    at (``result``: what a retry of it is answered). Compared by identity."""
 
     producer_id: int
     epoch: int
     first_seq: int
     last_seq: int
-    result: AppendInfo | None = None
+    result: AppendInfo
     #: A transaction marker of this producer followed the batch: its transaction has
     #: ended, so the same sequence range again is not a retry of it.
     closed: bool = False
@@ -112,12 +117,24 @@ def _sequence_range(headers: Sequence[BatchHeader]) -> tuple[int, int]:
     return first.base_sequence, last.base_sequence + last.last_offset_delta
 
 
-class ProducerStateTable:
-    """Each producer id's epoch and last few batches on one partition."""
+@attrs.frozen
+class ProducerAppendInfo:
+    """An append :meth:`ProducerStateManager.prepare_update` admitted: its batches'
+    headers (one producer's), recorded by :meth:`ProducerStateManager.update` once they
+    are in the log."""
+
+    headers: tuple[BatchHeader, ...]
+
+
+class ProducerStateManager:
+    """One partition's producers (epoch and last few batches each) and its ongoing
+    transactions (see the module docstring)."""
 
     def __init__(self, *, batch_memory: int = PRODUCER_BATCH_MEMORY) -> None:
         self._memory = batch_memory
         self._producers: dict[int, _Producer] = {}
+        #: Producer id -> first offset of its ongoing transaction, and the LSO.
+        self.ongoing = TxnTracker()
 
     def __bool__(self) -> bool:
         return bool(self._producers)
@@ -179,14 +196,29 @@ class ProducerStateTable:
             )
         return None
 
-    def remember(self, headers: Sequence[BatchHeader]) -> ProducerBatch:
-        """Record a batch about to be appended; a newer epoch replaces the old history."""
+    def prepare_update(self, headers: Sequence[BatchHeader]) -> ProducerAppendInfo | AppendInfo:
+        """Check an append of ``headers`` (one producer's batches): the offsets of the
+        stored twin of a retry (append nothing), or what :meth:`update` records after the
+        append. Raises what :meth:`check` raises."""
+        duplicate = self.check(headers)
+        if duplicate is None:
+            return ProducerAppendInfo(tuple(headers))
+        return duplicate.result
+
+    def update(self, info: ProducerAppendInfo, appended: AppendInfo) -> None:
+        """Record the admitted append ``info`` as written at ``appended``."""
+        self.remember(info.headers, appended)
+
+    def remember(self, headers: Sequence[BatchHeader], appended: AppendInfo) -> ProducerBatch:
+        """Record a batch written at ``appended``; a newer epoch replaces the old
+        history. Only written batches are remembered: one whose append failed is not
+        there, so its retry is appended."""
         pid, epoch = headers[0].producer_id, headers[0].producer_epoch
         state = self._producers.get(pid)
         if state is None or epoch > state.epoch:
             state = self._new(pid, epoch)
         first_seq, last_seq = _sequence_range(headers)
-        batch = ProducerBatch(pid, epoch, first_seq, last_seq)
+        batch = ProducerBatch(pid, epoch, first_seq, last_seq, appended)
         state.batches.append(batch)
         state.last_timestamp = headers[-1].max_timestamp
         return batch
@@ -208,12 +240,6 @@ class ProducerStateTable:
                 batch.closed = True
         state.marked = True
 
-    def forget(self, batch: ProducerBatch) -> None:
-        """Drop a batch whose append failed, so that its retry is appended."""
-        state = self._producers.get(batch.producer_id)
-        if state is not None and batch in state.batches:
-            state.batches.remove(batch)
-
     def replay(self, headers: Iterable[BatchHeader], *, log_start_offset: int) -> None:
         """Remember batches read back from the log (already written: offsets known),
         skipping those of non-idempotent producers and those already remembered."""
@@ -230,24 +256,23 @@ class ProducerStateTable:
                 for b in known.batches
             ):
                 continue
-            batch = self.remember([header])
-            batch.result = AppendInfo(header.base_offset, header.last_offset, log_start_offset)
+            self.remember(
+                [header], AppendInfo(header.base_offset, header.last_offset, log_start_offset)
+            )
 
     def snapshot(self) -> dict[int, SnapshotEntry]:
-        """The table in the snapshot file's form; batches still in flight are left out."""
+        """The table in the snapshot file's form."""
         out: dict[int, SnapshotEntry] = {}
         for pid, state in self._producers.items():
-            written = [b for b in state.batches if b.result is not None]
             entry: SnapshotEntry = {
                 "epoch": state.epoch,
                 "batches": [
                     [b.first_seq, b.last_seq, b.result.base_offset, b.result.last_offset]
-                    for b in written
-                    if b.result is not None
+                    for b in state.batches
                 ],
             }
             # Closed batches are a prefix: a marker closes every batch remembered so far.
-            closed = sum(1 for b in written if b.closed)
+            closed = sum(1 for b in state.batches if b.closed)
             if closed:
                 entry["closed"] = closed
             if state.last_timestamp >= 0:
@@ -273,8 +298,10 @@ class ProducerStateTable:
             closed = entry.get("closed", 0)
             for i, (first_seq, last_seq, base, last) in enumerate(entry["batches"]):
                 if log_start_offset <= base and last < log_end_offset:
-                    batch = ProducerBatch(pid, entry["epoch"], first_seq, last_seq)
-                    batch.result = AppendInfo(base, last, log_start_offset)
+                    batch = ProducerBatch(
+                        pid, entry["epoch"], first_seq, last_seq,
+                        AppendInfo(base, last, log_start_offset),
+                    )
                     batch.closed = i < closed
                     state.batches.append(batch)
             # No batch left to continue from (a producer known from a transaction marker
@@ -297,7 +324,7 @@ class ReplaySource(Protocol):
     def batch_headers(self, from_offset: int) -> list[BatchHeader]: ...
 
 
-def load_table(log: ReplaySource, table: ProducerStateTable) -> None:
+def load_table(log: ReplaySource, table: ProducerStateManager) -> None:
     """Fill ``table`` with a partition's producer state at start-up: its snapshot, then
     the batch headers appended after it. Without a snapshot only the active segment is
     replayed, so older history is forgotten (a producer unknown to the broker is

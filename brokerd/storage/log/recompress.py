@@ -19,11 +19,8 @@ from collections.abc import Sequence
 
 from brokerd.errors import CorruptBatch
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.record.batch import (
-    BatchHeader,
-    parse_batches,
-    recompress_batch,
-)
+from brokerd.storage.record.encode import recompress_batch
+from brokerd.storage.record.header import BatchHeader, parse_batches
 
 __all__ = ["MAX_RECOMPRESSED_BATCH_BYTES", "recompress"]
 

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from brokerd.errors import InvalidTimestamp
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.record.batch import BatchHeader, decode_records
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.header import BatchHeader
 
 __all__ = ["MAX_CHECKED_BATCH_BYTES", "check_timestamps"]
 

@@ -2,8 +2,9 @@
 
 :class:`TxnLogMixin` is part of :class:`~brokerd.storage.log.partition_log.PartitionLog` (one
 concern
-per module). Under the log's write lock it keeps a :class:`~brokerd.storage.log.ongoing_txns.
-TxnTracker` up to date as batches are appended (headers only), appends transaction markers
+per module). Under the log's write lock it keeps the ongoing transactions of the log's
+producer state (``producers.ongoing``, ``log/producer_state.py``) up to date as batches are
+appended (headers only), appends transaction markers (which fence their producer)
 (:meth:`append_marker`), records aborted transactions in the active segment's
 ``.txnindex``, and hands :meth:`PartitionLog.publish` the LSO to publish together with the
 high watermark, so a reader never sees a high watermark and an LSO from different moments.
@@ -33,10 +34,9 @@ from typing import Protocol
 
 from brokerd.errors import CorruptBatch, StorageError
 from brokerd.storage.fileio import fsync_dir
-from brokerd.storage.log.ongoing_txns import TxnTracker
-from brokerd.storage.log.producer_state import read_txn_snapshot
-from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.log.producer_state import ProducerStateManager, read_txn_snapshot
 from brokerd.storage.record.control import MAX_MARKER_BYTES, encode_marker, parse_marker
+from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.segment.segment import BatchInfo, Segment
 from brokerd.storage.segment.txn_index import AbortedEntry
 from brokerd.storage.types import AbortedTxn, AppendInfo
@@ -78,7 +78,7 @@ class _TxnLogState(Protocol):
     _segments: tuple[Segment, ...]
     _segview: tuple[tuple[Segment, ...], tuple[int, ...]]
     _visible: tuple[int, int, int, int]
-    _txns: TxnTracker
+    producers: ProducerStateManager
     _transactional: bool
     _any_aborted: bool
 
@@ -98,7 +98,6 @@ class TxnLogMixin:
     """Transactions of one partition log (see the module docstring)."""
 
     def _init_txns(self: _TxnLogState, segments: Sequence[Segment]) -> None:
-        self._txns = TxnTracker()
         self._transactional = any(s.txnindex.exists for s in segments)
         self._any_aborted = any(len(s.txnindex) for s in segments)
 
@@ -118,7 +117,7 @@ class TxnLogMixin:
 
     def _begin_txns(self: _TxnLogState, begun: Sequence[tuple[int, int]]) -> None:
         for producer_id, offset in begun:
-            self._txns.begin(producer_id, offset)
+            self.producers.ongoing.begin(producer_id, offset)
 
     def append_marker(
         self: _TxnLogState,
@@ -131,9 +130,12 @@ class TxnLogMixin:
     ) -> AppendInfo:
         """Append a COMMIT or ABORT marker for ``producer_id``, ending its ongoing
         transaction (an aborted one is recorded in the active segment's ``.txnindex``).
-        A marker for a producer with no ongoing transaction is appended all the same."""
+        A marker for a producer with no ongoing transaction is appended all the same.
+        The marker fences the producer here: its epoch becomes at least
+        ``producer_epoch``, so a zombie's later produce is refused."""
         with self._write_lock:
             self._check_writable()
+            self.producers.fence(producer_id, producer_epoch)
             base = self.log_end_offset
             data = encode_marker(
                 producer_id,
@@ -144,7 +146,7 @@ class TxnLogMixin:
                 base_offset=base,
             )
             info = self._write(data, [(base, base, timestamp_ms, len(data))], 1, transactional=True)
-            entry = self._txns.end(producer_id, base, commit=commit)
+            entry = self.producers.ongoing.end(producer_id, base, commit=commit)
             if entry is not None:
                 try:
                     self._segments[-1].txnindex.append(entry)
@@ -157,7 +159,7 @@ class TxnLogMixin:
         """``(log end offset, ongoing transactions)`` at one moment (blocks on the write
         lock: call it in the write pool)."""
         with self._write_lock:
-            return self.log_end_offset, self._txns.ongoing
+            return self.log_end_offset, self.producers.ongoing.ongoing
 
     # --- reader side (no lock) ------------------------------------------------------------
 
@@ -200,7 +202,7 @@ class TxnLogMixin:
         snapshot = read_txn_snapshot(self.path)
         if snapshot is not None and self.log_start_offset <= snapshot[0] <= self.log_end_offset:
             end, ongoing = snapshot
-            self._txns.restore(
+            self.producers.ongoing.restore(
                 (pid, max(first_offset, self.log_start_offset))
                 for pid, first_offset in ongoing.items()
                 if first_offset < end
@@ -209,7 +211,8 @@ class TxnLogMixin:
         _replay(self, start)
         end = self.log_end_offset
         active = segments[-1]
-        self._visible = (end, active.base_offset, active.size, self._txns.stable_end(end))
+        stable = self.producers.ongoing.stable_end(end)
+        self._visible = (end, active.base_offset, active.size, stable)
 
 
 def _replay(plog: _TxnLogState, start: int) -> None:
@@ -233,9 +236,9 @@ def _replay_segment(plog: _TxnLogState, segment: Segment, start: int) -> None:
         if not header.is_transactional or header.producer_id < 0:
             continue
         if not header.is_control:
-            plog._txns.begin(header.producer_id, header.base_offset)
+            plog.producers.ongoing.begin(header.producer_id, header.base_offset)
             continue
-        entry = plog._txns.end(
+        entry = plog.producers.ongoing.end(
             header.producer_id, header.base_offset, commit=_is_commit(segment, pos, header)
         )
         if entry is not None and not segment.txnindex.has_marker(entry.last_offset):

@@ -19,15 +19,14 @@ from collections.abc import Sequence
 import attrs
 import crc32c
 
-from brokerd.storage.record.batch import CRC_START, BatchHeader
+from brokerd.storage.record.header import CRC_START, TIMESTAMP_TYPE_MASK, BatchHeader
 
-__all__ = ["TIMESTAMP_TYPE_BIT", "stamp_log_append_time"]
+__all__ = ["stamp_log_append_time"]
 
-#: The attributes bit that says "LogAppendTime" (bit 3 of a RecordBatch's attributes).
-TIMESTAMP_TYPE_BIT = 0x08
-_CRC_AT = 17
+# Where the fields it rewrites lie in a batch (the header layout is record/header.py's).
+_CRC_AT = CRC_START - 4
 _ATTRIBUTES_AT = CRC_START
-_MAX_TIMESTAMP_AT = 35
+_MAX_TIMESTAMP_AT = CRC_START + 2 + 4 + 8
 _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
 _I64 = struct.Struct(">q")
@@ -42,7 +41,7 @@ def stamp_log_append_time(
     out: list[BatchHeader] = []
     pos = 0
     for header in headers:
-        attributes = header.attributes | TIMESTAMP_TYPE_BIT
+        attributes = header.attributes | TIMESTAMP_TYPE_MASK
         _I16.pack_into(buf, pos + _ATTRIBUTES_AT, attributes)
         _I64.pack_into(buf, pos + _MAX_TIMESTAMP_AT, now_ms)
         crc = int(crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + header.size]))

@@ -18,13 +18,10 @@ import struct
 import attrs
 
 from brokerd.errors import CorruptBatch
-from brokerd.storage.record.batch import (
-    BATCH_HEADER_SIZE,
-    Buffer,
-    decode_records,
-    encode_batch,
-    read_header,
-)
+from brokerd.storage.record.compression import Buffer
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
 
 __all__ = ["MAX_MARKER_BYTES", "ControlType", "Marker", "encode_marker", "parse_marker"]
 

@@ -26,16 +26,8 @@ import struct
 from collections.abc import Callable, Sequence
 
 from brokerd.errors import CorruptBatch, CorruptStoredBatch, StorageError
-from brokerd.storage.record.batch import (
-    BATCH_HEADER_SIZE,
-    LOG_OVERHEAD,
-    BatchHeader,
-    RunResult,
-    SkipBatches,
-    decode_records,
-    decode_run,
-    verify_run,
-)
+from brokerd.storage.record.decode import RunResult, SkipBatches, decode_records, decode_run
+from brokerd.storage.record.header import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, verify_run
 from brokerd.storage.segment.batch_positions import BatchPositions
 from brokerd.storage.segment.segment import Segment
 from brokerd.storage.segment.stored import StoredSpan, VerifiedRanges

@@ -37,7 +37,7 @@ import attrs
 import crc32c
 
 from brokerd.errors import StorageError
-from brokerd.storage.record.batch import (
+from brokerd.storage.record.header import (
     BATCH_HEADER_SIZE,
     CRC_START,
     INT32_MAX,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from brokerd.errors import CorruptStoredBatch, StorageError
-from brokerd.storage.record.batch import BATCH_HEADER_SIZE, BatchHeader, check_header, read_header
+from brokerd.storage.record.header import BATCH_HEADER_SIZE, BatchHeader, check_header, read_header
 from brokerd.storage.segment.index import OffsetIndex, TimeIndex
 from brokerd.storage.segment.resync import Damage
 

@@ -34,10 +34,7 @@ from collections.abc import Sequence
 
 from brokerd.errors import StorageError
 from brokerd.storage.fileio import FILE_MODE, fsync_dir, pwrite_all
-from brokerd.storage.record.batch import (
-    BATCH_HEADER_SIZE,
-    read_header,
-)
+from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
 from brokerd.storage.segment.fd_cache import CachedFile, FdCache, FileGone, default_cache
 from brokerd.storage.segment.index import OffsetIndex, TimeIndex
 from brokerd.storage.segment.resync import Damage, validate

@@ -7,13 +7,13 @@ auto-created), and the answer carries the ID back.
 A handler returns a response message, :data:`NO_RESPONSE` (acks=0) or
 :data:`CLOSE_CONNECTION` (acks=0 that failed: Kafka closes the connection, since it cannot
 answer). Errors from the core arrive as ``brokerd.errors`` exceptions and become
-per-partition Kafka error codes. It does not parse bytes or validate batches (the core
-does).
+per-partition Kafka error codes. It does not validate batches (the core does, with
+``storage/record/header.py``'s parser); Produce v3-6's zstd rule reads each batch's codec
+with that module's lenient :func:`~brokerd.storage.record.header.batch_codecs`.
 """
 
 from __future__ import annotations
 
-import struct
 from typing import Any, TypeVar
 
 import attrs
@@ -47,11 +47,11 @@ from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
+from brokerd.storage.record.compression import Compression
+from brokerd.storage.record.header import batch_codecs
 
 T = TypeVar("T")
 
-#: Compression codec id of zstd in a RecordBatch's attributes (bits 0-2).
-ZSTD_CODEC = 4
 #: First Produce version allowed to carry zstd batches (KIP-110); Kafka refuses older.
 ZSTD_MIN_PRODUCE_VERSION = 7
 #: First Produce version that carries RecordBatch v2; 0-2 are only advertised so that
@@ -60,10 +60,6 @@ ZSTD_MIN_PRODUCE_VERSION = 7
 MIN_IMPLEMENTED_PRODUCE_VERSION = 3
 #: First Produce version that names topics by ID (KIP-516) instead of by name.
 TOPIC_ID_PRODUCE_VERSION = 13
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-
 
 class _Timeout(Exception):
     """A produce was not durable within the request's timeout."""
@@ -96,21 +92,6 @@ def _deadline(d: defer.Deferred[T], seconds: float, clock: Clock) -> defer.Defer
 
     d.addBoth(done)
     return out
-
-
-def batch_codecs(records: bytes) -> list[int]:
-    """The compression codec of each RecordBatch in ``records``, read from the headers
-    only. Stops quietly at anything malformed: validating is the core's job."""
-    codecs: list[int] = []
-    pos = 0
-    while pos + 23 <= len(records):
-        (length,) = _I32.unpack_from(records, pos + 8)
-        (attributes,) = _I16.unpack_from(records, pos + 21)
-        codecs.append(attributes & 0x07)
-        if length <= 0:
-            break
-        pos += 12 + length
-    return codecs
 
 
 class ProduceHandler:
@@ -216,7 +197,7 @@ class ProduceHandler:
         records = part.records
         if not records:
             return refuse(ErrorCode.CORRUPT_MESSAGE, "a produce must carry a record batch")
-        if version < ZSTD_MIN_PRODUCE_VERSION and ZSTD_CODEC in batch_codecs(records):
+        if version < ZSTD_MIN_PRODUCE_VERSION and Compression.ZSTD in batch_codecs(records):
             return refuse(
                 ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later"
             )
@@ -294,4 +275,4 @@ def produce_rule(access: Access, req: Request) -> Gate:
     return gate
 
 
-__all__ = ["ProduceHandler", "batch_codecs", "produce_rule"]
+__all__ = ["ProduceHandler", "produce_rule"]

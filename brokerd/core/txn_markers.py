@@ -1,20 +1,21 @@
 # -*- test-case-name: tests.test_broker_txn -*-
-"""The broker core's side of transactions (part of ``Broker``): markers and admission.
+"""The broker core's side of transactions: markers, transactional admission, producers.
 
-:class:`BrokerTransactions` is a mixin of :class:`~brokerd.core.broker.Broker`:
+:class:`TxnMarkers` is one part the :class:`~brokerd.core.broker.Broker` holds (its
+``txn_markers``), given the partitions, the write pool and the broker's "stopping" flag:
 
-- :meth:`~BrokerTransactions.write_txn_markers` appends a COMMIT or ABORT marker to each
+- :meth:`~TxnMarkers.write_txn_markers` appends a COMMIT or ABORT marker to each
   partition through its writer (ordered with the partition's other appends, and fsynced
-  whatever the fsync mode: see ``writer.py``). Submitting a marker fences the producer on that
+  whatever the fsync mode: see ``writer.py``). The log fences the producer on that
   partition (its epoch becomes at least the marker's), so a zombie's later produce is
   refused. A marker wakes every fetch parked on its partition
   (:class:`~brokerd.core.appends.MarkerAppend`).
-- :meth:`~BrokerTransactions.admit_transactional` is the check of a transactional
+- :meth:`~TxnMarkers.admit_transactional` is the check of a transactional
   produce before the idempotence rules: every batch transactional, and the transaction
-  coordinator's verifier (:meth:`~BrokerTransactions.set_txn_verifier`) confirms the
+  coordinator's verifier (:meth:`~TxnMarkers.set_txn_verifier`) confirms the
   producer has an ongoing transaction holding the partition (without a verifier
   transactional batches are refused), so no transaction "hangs" holding the LSO back.
-- :meth:`~BrokerTransactions.describe_producers` is a partition's producer table with
+- :meth:`~TxnMarkers.describe_producers` is a partition's producer table with
   each producer's open transaction (DescribeProducers).
 
 What it does not do: the transaction state machine (the coordinator), reads
@@ -23,7 +24,7 @@ What it does not do: the transaction state machine (the coordinator), reads
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from twisted.internet import defer
 from twisted.logger import Logger
@@ -35,19 +36,27 @@ from brokerd.core.interfaces import Runner
 from brokerd.core.topics import Partition, TopicRegistry
 from brokerd.errors import InvalidRecord, InvalidTxnState, ShuttingDown, UnknownTopicOrPartition
 from brokerd.storage.log.producer_state import ActiveProducer
-from brokerd.storage.record.batch import BatchHeader
+from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.types import AppendInfo
 
 _log = Logger()
 
 
-class BrokerTransactions:
-    """Markers and transactional admission (see the module docstring)."""
+class TxnMarkers:
+    """Markers and transactional admission (see the module docstring).
 
-    partitions: TopicRegistry
-    _stopping: bool
-    _run_write: Runner
-    _txn_verifier: TxnVerifier | None = None
+    :param partitions: the broker's open partitions.
+    :param run_write: the write pool (a partition's open transactions are read there).
+    :param stopping: True once the broker refuses new appends.
+    """
+
+    def __init__(
+        self, partitions: TopicRegistry, *, run_write: Runner, stopping: Callable[[], bool]
+    ) -> None:
+        self._partitions = partitions
+        self._run_write = run_write
+        self._stopping = stopping
+        self._txn_verifier: TxnVerifier | None = None
 
     def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
         """Install (or with None remove) the transaction coordinator's check of
@@ -73,15 +82,10 @@ class BrokerTransactions:
         not exist."""
 
         def describe(part: Partition) -> defer.Deferred[list[tuple[ActiveProducer, int]]]:
-            # The log's open transactions are read under its write lock, in the write
-            # pool; the producer table is the reactor's and is read when that returns.
-            def answer(state: tuple[int, dict[int, int]]) -> list[tuple[ActiveProducer, int]]:
-                ongoing = state[1]
-                return [(p, ongoing.get(p.producer_id, -1)) for p in part.producers.table.active()]
+            # The producer state is the log's, read under its write lock in the write pool.
+            return self._run_write(part.log.describe_producers)
 
-            return self._run_write(part.log.txn_snapshot).addCallback(answer)
-
-        return self.partitions.open(topic, partition, create=False).addCallback(describe)
+        return self._partitions.open(topic, partition, create=False).addCallback(describe)
 
     def write_txn_markers(
         self,
@@ -96,19 +100,20 @@ class BrokerTransactions:
         no longer exist are skipped; any other failure errbacks (after every
         partition was tried: the coordinator retries, and a repeated marker is
         harmless)."""
-        if self._stopping:
+        if self._stopping():
             return defer.fail(ShuttingDown("broker is shutting down"))
         marker = MarkerAppend(producer_id, producer_epoch, commit, coordinator_epoch)
 
         def submit(part: Partition) -> defer.Deferred[AppendInfo]:
-            part.producers.table.fence(producer_id, producer_epoch)
+            # The log fences the producer as it appends the marker (append_marker); a
+            # produce queued behind the marker is checked after it.
             return part.writer.submit(marker)
 
         def gone(failure: Failure, topic: str, index: int) -> None:
             # The topic was deleted, or deleted and created again with fewer partitions:
             # nothing is left to end there, and failing would have the coordinator retry
             # for ever.
-            info = self.partitions.topics().get(topic)
+            info = self._partitions.topics().get(topic)
             if failure.check(UnknownTopicOrPartition) and (
                 info is None or not 0 <= index < info.partitions
             ):
@@ -122,7 +127,7 @@ class BrokerTransactions:
 
         ds: list[defer.Deferred[None]] = []
         for topic, index in partitions:
-            d = self.partitions.open(topic, index, create=False).addCallback(submit)
+            d = self._partitions.open(topic, index, create=False).addCallback(submit)
             ds.append(d.addCallbacks(lambda _info: None, gone, errbackArgs=(topic, index)))
 
         def settled(results: list[tuple[bool, None]]) -> None:
