@@ -35,6 +35,8 @@ from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.append_time import stamp_log_append_time
 from brokerd.storage.record.batch import decode_records, encode_batch, parse_batches, read_header
 
+from tests.read_specs import BYTES
+
 BIG = 1 << 20
 
 
@@ -309,7 +311,7 @@ def test_write_job_stamps_log_append_time_topics_only(tmp_path: Path) -> None:
     result = write_job(plog, [append], sync=False, retention=False, wall_clock=lambda: 42.0)
     (info,) = result.outcomes
     assert info.log_append_time == 42_000  # type: ignore[union-attr]
-    stored = read_header(plog.read(0, BIG).data)
+    stored = read_header(plog.read(0, BIG, BYTES).records)
     assert stored.log_append_time and stored.max_timestamp == 42_000
     plog.reconfigure(LogConfig())
     result = write_job(plog, [append], sync=False, retention=False, wall_clock=lambda: 43.0)

@@ -34,11 +34,11 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from brokerd.core.appends import BatchesAppend, ValuesAppend
+from brokerd.core.fetcher import Fetcher
 from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
 from brokerd.core.policy import FsyncPolicy, flush_rule
 from brokerd.core.pools import WorkerPools
 from brokerd.core.producers import ProducerGuard
-from brokerd.core.reads import BrokerReads
 from brokerd.core.services import LogDirectoryService, SequentialMultiService
 from brokerd.core.timers import (
     CHECKPOINT_SECONDS,
@@ -58,7 +58,15 @@ from brokerd.storage.config.topic_config import broker_values
 from brokerd.storage.log.produce_checks import check_batches, check_values
 from brokerd.storage.log.timestamp_checks import check_timestamps
 from brokerd.storage.record.batch import BatchHeader, parse_batches
-from brokerd.storage.types import AppendInfo, LogDirUsage, RecordsResult, TopicInfo
+from brokerd.storage.types import (
+    COMMITTED_RECORDS,
+    AppendInfo,
+    LogDirUsage,
+    LogRead,
+    PartitionOffsets,
+    ReadSpec,
+    TopicInfo,
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -67,7 +75,7 @@ R = TypeVar("R")
 _log = Logger()
 
 
-class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
+class Broker(BrokerTransactions, SequentialMultiService):
     """The core both protocols call.
 
     :param logdir: an open :class:`brokerd.storage.logdir.log_directory.LogDirectory`.
@@ -121,6 +129,8 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
             forget=self.waiters.wake,
         )
         self.storage = LogDirectoryService(logdir, self.partitions, run_write=self._run_write)
+        #: The reads: fetches and offset lookups.
+        self.fetcher = Fetcher(self.partitions, self._run_read)
         self._timers = PeriodicTasks(reactor)
         # Added first, stopped last: the pools, then the log directory.
         self.pools.setServiceParent(self)
@@ -282,7 +292,7 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         watermark); fires with the log start offset once it is durable."""
         if self._stopping:
             return defer.fail(ShuttingDown("broker is shutting down"))
-        return self._readable(topic, partition).addCallback(
+        return self.partitions.open(topic, partition, create=False).addCallback(
             lambda _part: self._run_write(
                 self.logdir.delete_records, topic, partition, before_offset
             )
@@ -302,6 +312,36 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         return LogDirUsage(
             path, {key: log.size_bytes for key, log in logs.items()}, total, usable
         )
+
+    # -- reads (the fetcher's; docs/architecture.md) -------------------------------------
+
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
+    ) -> LogRead | defer.Deferred[LogRead]:
+        """A fetch's read of one partition: :meth:`Fetcher.read`."""
+        return self.fetcher.read(topic, partition, offset, max_bytes, spec)
+
+    def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
+        """A partition's log start offset, high watermark and LSO (no I/O)."""
+        return self.fetcher.offsets(topic, partition)
+
+    def list_offsets(
+        self, topic: str, partition: int, *, read_committed: bool = False
+    ) -> defer.Deferred[tuple[int, int]]:
+        """``(log_start_offset, latest)``: :meth:`Fetcher.list_offsets`."""
+        return self.fetcher.list_offsets(topic, partition, read_committed=read_committed)
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        """:meth:`Fetcher.offset_for_timestamp`."""
+        return self.fetcher.offset_for_timestamp(topic, partition, timestamp_ms)
+
+    def max_timestamp_offset(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        """:meth:`Fetcher.max_timestamp_offset`."""
+        return self.fetcher.max_timestamp_offset(topic, partition)
 
     # -- produce -----------------------------------------------------------------------
 
@@ -418,20 +458,21 @@ class Broker(BrokerReads, BrokerTransactions, SequentialMultiService):
         max_value_bytes: int,
         min_bytes: int,
         max_wait_ms: int,
-    ) -> defer.Deferred[RecordsResult]:
+    ) -> defer.Deferred[LogRead]:
         """A native long-poll fetch: read; while short of ``min_bytes`` of values and
         within ``max_wait_ms``, park until an append may have brought enough, and read
         again. Every wake-up is re-checked against what a read finds, so the answer has
         ``min_bytes`` of values unless the wait ran out (or the broker is stopping)."""
         key = (topic, partition)
 
-        def read() -> defer.Deferred[RecordsResult]:
-            return self.fetch_records(topic, partition, offset, max_value_bytes)
+        async def read() -> LogRead:
+            answer = self.fetcher.read(topic, partition, offset, max_value_bytes, COMMITTED_RECORDS)
+            return answer if isinstance(answer, LogRead) else await answer
 
-        def short_of(result: RecordsResult) -> Shortfall | None:
+        def short_of(result: LogRead) -> Shortfall | None:
             if self.waiters.closed:
                 return None
-            have = sum(len(r.value or b"") for r in result.records)
+            have = sum(len(r.value or b"") for r in result.decoded)
             # As Kafka: min_bytes 0 answers at once, even with nothing to send.
             return Shortfall(have, min_bytes, {key: result.high_watermark})
 

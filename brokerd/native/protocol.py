@@ -60,7 +60,7 @@ from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
 from brokerd.net.request_budget import RequestBudget
 from brokerd.security.acl import AclAuthorizer
-from brokerd.storage.types import AppendInfo, RecordsResult, TopicInfo
+from brokerd.storage.types import COMMITTED_RECORDS, AppendInfo, LogRead, ReadSpec, TopicInfo
 
 __all__ = [
     "DEFAULT_FRAME_TIMEOUT",
@@ -93,16 +93,19 @@ LONG_POLL_EAGER_READ_BYTES = 16 * 1024
 
 class NativeCore(TypingProtocol):
     """What the native protocol needs from the broker core. Every method answers with a
-    Deferred that fires in the reactor thread; failures carry ``brokerd.errors``
-    exceptions. A synchronous raise is treated like a failed Deferred."""
+    Deferred that fires in the reactor thread (``read`` answers at once when it can);
+    failures carry ``brokerd.errors`` exceptions. A synchronous raise is treated like a
+    failed Deferred."""
 
     def produce_values(
         self, topic: str, partition: int, values: list[bytes]
     ) -> defer.Deferred[AppendInfo]: ...
 
-    def fetch_records(
-        self, topic: str, partition: int, offset: int, max_value_bytes: int
-    ) -> defer.Deferred[RecordsResult]: ...
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
+    ) -> LogRead | defer.Deferred[LogRead]:
+        """A read of the partition's log; the native fetch reads decoded committed
+        records (the answer itself when it is at hand, else a Deferred)."""
 
     def wait_records(
         self,
@@ -113,7 +116,7 @@ class NativeCore(TypingProtocol):
         max_value_bytes: int,
         min_bytes: int,
         max_wait_ms: int,
-    ) -> defer.Deferred[RecordsResult]: ...
+    ) -> defer.Deferred[LogRead]: ...
 
     def create_topic(self, name: str, partitions: int) -> defer.Deferred[None]: ...
 
@@ -290,8 +293,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
                     request.topic, request.partition, list(request.values)
                 )
             case FetchRequest():
-                return RequestType.FETCH, lambda: core.fetch_records(
-                    request.topic, request.partition, request.offset, self._max_fetch_bytes
+                return RequestType.FETCH, lambda: core.read(
+                    request.topic, request.partition, request.offset, self._max_fetch_bytes,
+                    COMMITTED_RECORDS,
                 )
             case CreateTopicRequest():
                 return RequestType.CREATE_TOPIC, lambda: core.create_topic(
@@ -329,7 +333,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             case ProduceRequest():
                 return server_codec.encode_produce_response(cast(AppendInfo, result).base_offset)
             case FetchRequest():
-                records = cast(RecordsResult, result).records
+                records = cast(LogRead, result).decoded
                 return server_codec.encode_fetch_response([r.value for r in records])
             case CreateTopicRequest():
                 return server_codec.encode_create_topic_response()
@@ -342,9 +346,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
                     (t.name, t.partitions) for t in topics
                 )
             case LongPollFetchRequest():
-                found = cast(RecordsResult, result)
+                found = cast(LogRead, result)
                 return server_codec.encode_long_poll_fetch_response(
-                    found.high_watermark, [(r.offset, r.value) for r in found.records]
+                    found.high_watermark, [(r.offset, r.value) for r in found.decoded]
                 )
         raise TypeError(f"not a native request: {request!r}")
 

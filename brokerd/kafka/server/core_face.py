@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from twisted.internet import defer
 
 from brokerd.kafka.server.handlers.partitions import PartitionAdminCore
-from brokerd.storage.types import AppendInfo, ReadResult, TopicInfo
+from brokerd.storage.types import AppendInfo, LogRead, ReadSpec, TopicInfo
 
 if TYPE_CHECKING:
     from brokerd.storage.log.producer_state import ActiveProducer
@@ -63,12 +63,13 @@ class KafkaCore(PartitionAdminCore, Protocol):
         self, topic: str, partition: int, data: bytes, *, acks: int
     ) -> defer.Deferred[AppendInfo]: ...
 
-    def fetch(
-        self, topic: str, partition: int, offset: int, max_bytes: int,
-        *, read_committed: bool = False,
-    ) -> defer.Deferred[ReadResult]:
-        """From the batch holding ``offset``; with ``read_committed``, never past the
-        last stable offset, and ``aborted`` lists the aborted transactions of the data."""
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
+    ) -> LogRead | defer.Deferred[LogRead]:
+        """From the batch holding ``offset``, by value or by reference as ``spec`` says;
+        read_committed, never past the last stable offset, and ``aborted`` lists the
+        aborted transactions of the data. The answer itself when it needs no file read,
+        else a Deferred; a file region in it is the caller's to release."""
         ...
 
     def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from typing import NamedTuple
 
 from brokerd.errors import CorruptBatch, CorruptStoredBatch, StorageError
 from brokerd.storage.record.batch import (
@@ -41,7 +42,7 @@ from brokerd.storage.segment.segment import Segment
 from brokerd.storage.segment.stored import StoredSpan, VerifiedRanges
 from brokerd.storage.types import Record
 
-#: Builds the error for an offset the log no longer holds (``PartitionLog._out_of_range``).
+#: Builds the error for an offset the log no longer holds (``LogState.out_of_range``).
 OutOfRange = Callable[[int, int], Exception]
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "MAX_STORED_BATCH_BYTES",
     "READ_CHUNK",
     "VERIFY_CHUNK",
+    "Located",
     "batches_end",
     "cut_at_offset",
     "decode_from",
@@ -72,7 +74,7 @@ log = logging.getLogger("brokerd.storage")
 MAX_STORED_BATCH_BYTES = 64 * 1024 * 1024
 #: Bound of one batch's decompressed records on the decoding read path.
 MAX_DECODED_BATCH_BYTES = 64 * 1024 * 1024
-#: Bytes read at a time by :meth:`~brokerd.storage.log.partition_log.PartitionLog.read_records`.
+#: Bytes read at a time by a decoding read (:func:`decode_from`).
 READ_CHUNK = 256 * 1024
 #: Bytes read at a time by :func:`verify_stored` (a larger batch is read whole, alone).
 VERIFY_CHUNK = 1024 * 1024
@@ -82,6 +84,23 @@ VERIFY_CHUNK = 1024 * 1024
 LEARN_AHEAD_BATCHES = 16
 
 _BASE_AND_LENGTH = struct.Struct(">qi")
+
+
+class Located(NamedTuple):
+    """Where a read from ``offset`` starts, in one snapshot of a log's published state
+    (``LogState.locate``): ``segments[segment_index]`` holds the offset; the published end
+    is byte ``active_size`` of the segment based at ``active_base``. A named tuple, not an attrs
+    class: every read builds one, and a tuple is the cheapest frozen value to build."""
+
+    offset: int
+    high_watermark: int
+    active_base: int
+    active_size: int
+    log_start_offset: int
+    segments: tuple[Segment, ...]
+    segment_index: int
+    #: The last stable offset, never below the log start.
+    last_stable_offset: int
 _LAST_DELTA = struct.Struct(">i")
 _LAST_DELTA_AT = 23
 
@@ -150,34 +169,30 @@ def read_raw(segment: Segment, pos: int, header: BatchHeader, limit: int, max_by
 
 
 def stored_from(
-    segments: Sequence[Segment],
-    i: int,
-    vbase: int,
-    vpos: int,
-    offset: int,
+    at: Located,
     max_bytes: int,
     verified: VerifiedRanges,
     out_of_range: Callable[[], Exception],
     ahead: BatchPositions | None = None,
 ) -> bytes | StoredSpan:
-    """A Kafka fetch's raw read from ``offset`` (in ``segments[i]``), never past the
-    published end (the segment at ``vbase``, byte ``vpos``): the bytes :func:`read_raw`
-    would return, as a :class:`StoredSpan` (holding the segment's pin). Bytes no range of
-    ``verified`` covers are checked first, in bounded pieces (:func:`verify_stored`,
-    which marks them in ``verified``); damage after some good batches ends the span
-    there. ``b""`` when no batch holds ``offset`` or a later one. With ``ahead``, the positions
-    of the batch found and of up to :data:`LEARN_AHEAD_BATCHES` after it are remembered
-    there (:func:`learn_ahead`)."""
+    """A Kafka fetch's raw read from ``at``, never past the published end: the bytes
+    :func:`read_raw` would return, as a :class:`StoredSpan` (holding the segment's pin).
+    Bytes no range of ``verified`` covers are checked first, in bounded pieces
+    (:func:`verify_stored`, which marks them in ``verified``); damage after some good
+    batches ends the span there. ``b""`` when no batch holds the offset or a later one.
+    With ``ahead``, the positions of the batch found and of up to
+    :data:`LEARN_AHEAD_BATCHES` after it are remembered there (:func:`learn_ahead`)."""
+    segments, i, vbase = at.segments, at.segment_index, at.active_base
     while i < len(segments):
         segment = segments[i]
         if segment.base_offset > vbase:
             break
-        limit = vpos if segment.base_offset == vbase else segment.size
+        limit = at.active_size if segment.base_offset == vbase else segment.size
         if not segment.pin():
             raise out_of_range()
         handed_out = False
         try:
-            found = segment.scan.find_batch(offset, limit)
+            found = segment.scan.find_batch(at.offset, limit)
             if found is not None:
                 pos, header = found
                 size = raw_size(segment, pos, header, limit, max_bytes)
@@ -351,20 +366,15 @@ def find_timestamp(
 
 
 def records_from(
-    segments: Sequence[Segment],
-    i: int,
-    vbase: int,
-    vpos: int,
-    high_watermark: int,
-    offset: int,
+    at: Located,
     max_value_bytes: int,
     out_of_range: OutOfRange,
     committed: SkipBatches | None = None,
 ) -> list[Record]:
-    """The records of a native fetch from ``offset`` (in ``segments[i]``) on, across
-    segments, never past the published end (the segment at ``vbase``, byte ``vpos``).
-    A compacted log has gaps: the first record may be past ``offset``. With
-    ``committed``, only committed records, up to its ``stop``."""
+    """The records of a native fetch from ``at`` on, across segments, never past the
+    published end. A compacted log has gaps: the first record may be past the offset.
+    With ``committed``, only committed records, up to its ``stop``."""
+    segments, i, vbase, offset = at.segments, at.segment_index, at.active_base, at.offset
     out: list[Record] = []
     total = 0
     first_segment = True
@@ -372,11 +382,11 @@ def records_from(
         segment = segments[i]
         if segment.base_offset > vbase:
             break
-        limit = vpos if segment.base_offset == vbase else segment.size
+        limit = at.active_size if segment.base_offset == vbase else segment.size
         if not segment.pin():
             if out:
                 break
-            raise out_of_range(offset, high_watermark)
+            raise out_of_range(offset, at.high_watermark)
         try:
             pos, expected = 0, segment.base_offset
             if first_segment:
@@ -397,23 +407,17 @@ def records_from(
     return out
 
 
-def headers_from(
-    segments: Sequence[Segment],
-    i: int,
-    vbase: int,
-    vpos: int,
-    high_watermark: int,
-    offset: int,
-    out_of_range: OutOfRange,
-) -> list[BatchHeader]:
-    """Headers of the published batches from the one holding ``offset`` (in
-    ``segments[i]``) on: header reads only (producer-state replay)."""
+def headers_from(at: Located, out_of_range: OutOfRange) -> list[BatchHeader]:
+    """Headers of the published batches from the one holding ``at``'s offset on: header
+    reads only (producer-state replay)."""
+    segments, i, vbase, offset = at.segments, at.segment_index, at.active_base, at.offset
+    high_watermark = at.high_watermark
     out: list[BatchHeader] = []
     while i < len(segments) and offset < high_watermark:
         segment = segments[i]
         if segment.base_offset > vbase:
             break
-        limit = vpos if segment.base_offset == vbase else segment.size
+        limit = at.active_size if segment.base_offset == vbase else segment.size
         if not segment.pin():
             raise out_of_range(offset, high_watermark)
         try:
