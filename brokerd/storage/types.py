@@ -115,10 +115,12 @@ class ReadSpec:
 
     isolation: Isolation = Isolation.READ_UNCOMMITTED
     delivery: Delivery = attrs.field(default=Delivery.BYTES, validator=_records_are_committed)
+    #: Whether the isolation is read_committed (an attribute, not a property: every read
+    #: asks).
+    committed: bool = attrs.field(init=False, eq=False, repr=False)
 
-    @property
-    def committed(self) -> bool:
-        return self.isolation is Isolation.READ_COMMITTED
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "committed", self.isolation is Isolation.READ_COMMITTED)
 
 
 #: A native fetch's read: decoded committed records.

@@ -39,6 +39,8 @@ __all__ = ["LogState"]
 
 log = logging.getLogger("brokerd.storage")
 
+_new_tuple = tuple.__new__
+
 
 class LogState:
     """One partition log's shared state (see the module docstring)."""
@@ -119,6 +121,9 @@ class LogState:
         i = bisect.bisect_right(bases, offset) - 1
         if i < 0:
             raise self.out_of_range(offset, hw)
-        return Located(
-            offset, hw, visible[1], visible[2], start, segments, i, max(visible[3], start)
+        # tuple.__new__ rather than Located(...): the named tuple without its Python-level
+        # constructor, which every read would pay for.
+        return _new_tuple(
+            Located,
+            (offset, hw, visible[1], visible[2], start, segments, i, max(visible[3], start)),
         )

@@ -181,16 +181,17 @@ class StoredReads:
         offset is in a remembered run and the bytes to send were checked before (or there
         is nothing to read). None otherwise. Pinning the segment may reopen its
         descriptor."""
-        hw, lso, offset = at.high_watermark, at.last_stable_offset, at.offset
+        # Unpacked at once (a named tuple is a tuple): this is the hot path of a consumer
+        # that keeps up.
+        offset, hw, vbase, vpos, start, segments, i, lso = at
         if committed and (lso < hw or self._txns.any_aborted):
             return None
         if offset >= (lso if committed else hw):
-            return _nothing(at)
-        segment = at.segments[at.segment_index]
-        vbase = at.active_base
+            return LogRead(b"", hw, start, lso)
+        segment = segments[i]
         if segment.base_offset > vbase:
             return None
-        limit = at.active_size if segment.base_offset == vbase else segment.size
+        limit = vpos if segment.base_offset == vbase else segment.size
         state = self._state
         found = state.tail.find(segment, offset) or state.ahead.find(segment, offset)
         if found is None:
@@ -201,9 +202,7 @@ class StoredReads:
         size = min(limit - pos, max(first, max_bytes))
         if not state.verified.covers(segment, pos, pos + size) or not segment.pin():
             return None
-        return LogRead(
-            StoredRecords(StoredSpan(segment, pos, size)), hw, at.log_start_offset, lso
-        )
+        return LogRead(StoredRecords(StoredSpan(segment, pos, size)), hw, start, lso)
 
     # --- decoded records ------------------------------------------------------------------
 
