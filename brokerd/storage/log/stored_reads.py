@@ -36,6 +36,7 @@ from brokerd.storage.segment.batch_reads import (
     batches_end,
     cut_at_offset,
     decode_from,
+    published_segments,
     read_raw,
     records_from,
     stored_from,
@@ -136,12 +137,7 @@ class StoredReads:
         return LogRead(data, hw, start, lso, aborted)
 
     def _raw(self, at: Located, max_bytes: int) -> bytes:
-        segments, i, vbase = at.segments, at.segment_index, at.active_base
-        while i < len(segments):
-            segment = segments[i]
-            if segment.base_offset > vbase:
-                break
-            limit = at.active_size if segment.base_offset == vbase else segment.size
+        for segment, limit in published_segments(at):
             if not segment.pin():
                 raise self._state.out_of_range(at.offset, at.high_watermark)
             try:
@@ -150,7 +146,6 @@ class StoredReads:
                     return read_raw(segment, found[0], found[1], limit, max_bytes)
             finally:
                 segment.unpin()
-            i += 1
         return b""
 
     def _by_reference(self, at: Located, max_bytes: int, committed: bool) -> LogRead:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from brokerd.errors import CorruptBatch, CorruptStoredBatch, StorageError
@@ -58,6 +58,7 @@ __all__ = [
     "find_timestamp",
     "headers_from",
     "learn_ahead",
+    "published_segments",
     "raw_size",
     "read_checked",
     "read_raw",
@@ -101,6 +102,17 @@ class Located(NamedTuple):
     segment_index: int
     #: The last stable offset, never below the log start.
     last_stable_offset: int
+
+
+def published_segments(at: Located) -> Iterator[tuple[Segment, int]]:
+    """The segments a read from ``at`` walks, from the one holding its offset up to the
+    active one, each with its published end (its size; the published size of the active
+    one). The caller pins each before reading it."""
+    vbase, vpos = at.active_base, at.active_size
+    for segment in at.segments[at.segment_index :]:
+        if segment.base_offset > vbase:
+            return
+        yield segment, (vpos if segment.base_offset == vbase else segment.size)
 _LAST_DELTA = struct.Struct(">i")
 _LAST_DELTA_AT = 23
 
@@ -182,12 +194,7 @@ def stored_from(
     batches ends the span there. ``b""`` when no batch holds the offset or a later one.
     With ``ahead``, the positions of the batch found and of up to
     :data:`LEARN_AHEAD_BATCHES` after it are remembered there (:func:`learn_ahead`)."""
-    segments, i, vbase = at.segments, at.segment_index, at.active_base
-    while i < len(segments):
-        segment = segments[i]
-        if segment.base_offset > vbase:
-            break
-        limit = at.active_size if segment.base_offset == vbase else segment.size
+    for segment, limit in published_segments(at):
         if not segment.pin():
             raise out_of_range()
         handed_out = False
@@ -205,7 +212,6 @@ def stored_from(
         finally:
             if not handed_out:
                 segment.unpin()
-        i += 1
     return b""
 
 
@@ -374,15 +380,11 @@ def records_from(
     """The records of a native fetch from ``at`` on, across segments, never past the
     published end. A compacted log has gaps: the first record may be past the offset.
     With ``committed``, only committed records, up to its ``stop``."""
-    segments, i, vbase, offset = at.segments, at.segment_index, at.active_base, at.offset
+    offset = at.offset
     out: list[Record] = []
     total = 0
     first_segment = True
-    while i < len(segments):
-        segment = segments[i]
-        if segment.base_offset > vbase:
-            break
-        limit = at.active_size if segment.base_offset == vbase else segment.size
+    for segment, limit in published_segments(at):
         if not segment.pin():
             if out:
                 break
@@ -403,21 +405,17 @@ def records_from(
             segment.unpin()
         if full:
             break
-        i += 1
     return out
 
 
 def headers_from(at: Located, out_of_range: OutOfRange) -> list[BatchHeader]:
     """Headers of the published batches from the one holding ``at``'s offset on: header
     reads only (producer-state replay)."""
-    segments, i, vbase, offset = at.segments, at.segment_index, at.active_base, at.offset
-    high_watermark = at.high_watermark
+    offset, high_watermark = at.offset, at.high_watermark
     out: list[BatchHeader] = []
-    while i < len(segments) and offset < high_watermark:
-        segment = segments[i]
-        if segment.base_offset > vbase:
+    for segment, limit in published_segments(at):
+        if offset >= high_watermark:
             break
-        limit = at.active_size if segment.base_offset == vbase else segment.size
         if not segment.pin():
             raise out_of_range(offset, high_watermark)
         try:
@@ -428,5 +426,4 @@ def headers_from(at: Located, out_of_range: OutOfRange) -> list[BatchHeader]:
                     offset = header.last_offset + 1
         finally:
             segment.unpin()
-        i += 1
     return out
