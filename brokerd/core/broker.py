@@ -13,7 +13,8 @@ clean-shutdown marker), the pools.
 The parts it wires: :class:`~brokerd.core.topics.TopicRegistry` (open partitions,
 auto-create), :class:`~brokerd.core.writer.PartitionWriter` per partition (group
 commit), :class:`~brokerd.core.producers.ProducerGuard` per partition (idempotence),
-:class:`~brokerd.core.waiters.WaiterRegistry` (long polls) and
+:class:`~brokerd.core.waiters.WaiterRegistry` (long polls),
+:class:`~brokerd.core.fetcher.Fetcher` (the reads) and
 :class:`~brokerd.core.timers.PeriodicTasks`. Every public method runs in the reactor
 thread and returns a Deferred (or a plain value when no I/O is involved); errors arrive
 as failures carrying :mod:`brokerd.errors` exceptions. It parses no wire format and

@@ -22,8 +22,8 @@ and the choice of segments retention deletes (``log/retention.py``) live in thei
 modules. No batch is served unchecked: a read checks the CRC of the batches it returns,
 except bytes checked before (appended here after their check, or checked by an earlier
 read; remembered in ``verified``), which a Kafka fetch gets by reference for
-``os.sendfile`` (:meth:`PartitionLog.read` with :attr:`~brokerd.storage.types.Delivery.
-REFERENCE`, docs/performance.md).
+``os.sendfile`` (:meth:`PartitionLog.read` with ``Delivery.REFERENCE``,
+docs/performance.md).
 
 Log compaction (``cleaner/compactor.py`` decides what to keep) swaps a sealed segment for its
 cleaned copy with :meth:`replace_segment`; offsets are kept, so a compacted log has gaps.
