@@ -175,8 +175,8 @@ def raw_fetch(bootstrap: str, records: int, partition_max_bytes: int = RAW_FETCH
     import socket
     import struct
 
-    from brokerd.kafka.wire import apis
     from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+    from brokerd.kafka.wire.requests import apis
     from brokerd.storage.record.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, read_header
 
     host, port = bootstrap.rsplit(":", 1)

@@ -35,9 +35,9 @@ from twisted.internet.protocol import Protocol, connectionDone
 from twisted.python.failure import Failure
 
 from brokerd.core import Broker, FsyncPolicy
-from brokerd.kafka.server.protocol import KafkaFactory, KafkaProtocol
-from brokerd.kafka.wire import apis
+from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
 from brokerd.kafka.wire.codec import ApiKey, FrameDecoder, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.batch import Compression, decode_records, encode_batch, read_header
 from brokerd.storage.types import Delivery, ReadSpec

@@ -19,15 +19,16 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd import errors
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.handlers.produce import batch_codecs
-from brokerd.kafka.server.protocol import (
+from brokerd.kafka.listener.protocol import (
     MAX_PIPELINED_PRODUCES,
     PIPELINE_READ_BYTES,
     KafkaFactory,
     KafkaProtocol,
 )
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.server.handlers.produce import batch_codecs
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.config.topic_config import broker_values, validate_overrides

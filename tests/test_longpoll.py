@@ -33,10 +33,10 @@ from brokerd.core import Broker, FsyncPolicy
 from brokerd.core.appends import ValuesAppend
 from brokerd.core.waiters import Shortfall, WaiterRegistry, long_poll
 from brokerd.errors import TooManyWaiters
-from brokerd.kafka.server.protocol import KafkaFactory, KafkaProtocol
-from brokerd.kafka.wire import apis
+from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
 from brokerd.kafka.wire import codec as kcodec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
+from brokerd.kafka.wire.requests import apis
 from brokerd.native import client_codec, messages
 from brokerd.native.messages import ErrorCode, RequestType
 from brokerd.native.protocol import NativeFactory, NativeProtocol

@@ -18,7 +18,7 @@ from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.batch import CRC_START, encode_batch
-from brokerd.storage.segment import resync
+from brokerd.storage.segment.segment import resync
 
 from tests.read_specs import COMMITTED_RECORDS
 

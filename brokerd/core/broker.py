@@ -53,8 +53,8 @@ from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_po
 from brokerd.core.write_stats import WriteStats
 from brokerd.core.writer import PartitionWriter
 from brokerd.errors import BrokerError, ShuttingDown
-from brokerd.metrics.hooks import NULL_WRITES, WriteObserver
 from brokerd.names import refuse_internal_topic
+from brokerd.observers import NULL_WRITES, WriteObserver
 from brokerd.storage.config.topic_config import broker_values
 from brokerd.storage.log.produce_checks import check_batches, check_values
 from brokerd.storage.log.timestamp_checks import check_timestamps

@@ -18,9 +18,9 @@ from typing import TypeVar
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from brokerd.metrics.hooks import RequestObserver
 from brokerd.native.messages import ErrorCode as NativeError
 from brokerd.native.messages import RequestType, error_code_for
+from brokerd.observers import RequestObserver
 from brokerd.storage.types import LogRead
 
 T = TypeVar("T")

@@ -33,7 +33,6 @@ from brokerd.admin.errors import AdminUnavailable
 from brokerd.admin.operations import AdminOps
 from brokerd.admin.views import GroupView
 from brokerd.metrics.answers import observe_native, observe_refusal
-from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
 from brokerd.native import admin_wire, server_codec
 from brokerd.native.acl_checks import NativeAccess
 from brokerd.native.admin_handlers import AdminResult, admin_call, admin_document
@@ -59,6 +58,7 @@ from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
 from brokerd.net.request_budget import RequestBudget
+from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
 from brokerd.storage.types import COMMITTED_RECORDS, AppendInfo, LogRead, ReadSpec, TopicInfo
 

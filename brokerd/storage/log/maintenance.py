@@ -1,7 +1,7 @@
 """Retention and cleaned-segment swaps of one partition log.
 
 :class:`LogMaintenance` is the part of :class:`~brokerd.storage.log.partition_log.PartitionLog`
-(working on the :class:`~brokerd.storage.log.log_state.LogState` it shares with the log's
+(working on the :class:`~brokerd.storage.log.partition_log.log_state.LogState` it shares with the log's
 other parts) that deletes whole old segments by ``retention.bytes``/``retention.ms``
 (a segment's ``.txnindex`` goes with it), and swapping a segment for the copy the log
 cleaner wrote (the copy keeps the base offset, so the segment's ``.txnindex`` file,
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.log.loader import install_cleaned
-from brokerd.storage.log.log_state import LogState
+from brokerd.storage.log.partition_log.log_state import LogState
 from brokerd.storage.log.retention import retention_limits, segments_to_delete
 from brokerd.storage.segment.segment import Segment
 

@@ -6,7 +6,7 @@ recovery point, publishes a high watermark to readers, serves raw reads (Kafka f
 decoded reads (native fetch) in O(log n), answers offset-for-timestamp lookups.
 
 It is a facade, as Kafka's ``UnifiedLog`` is: it holds the state its parts share
-(:class:`~brokerd.storage.log.log_state.LogState`: the segment list, the offsets, the locks,
+(:class:`~brokerd.storage.log.partition_log.log_state.LogState`: the segment list, the offsets, the locks,
 the published high watermark, the checked byte ranges) and the parts themselves, each in
 its own module: the log start offset for DeleteRecords (``log/start.py``), retention and
 cleaned-segment swaps (``log/maintenance.py``), transactions (``log/txns.py``) and the reads
@@ -50,8 +50,8 @@ from brokerd.storage.config.log_config import (
     LogConfig,
 )
 from brokerd.storage.log.loader import RecoveryStats, open_segments
-from brokerd.storage.log.log_state import LogState
 from brokerd.storage.log.maintenance import LogMaintenance
+from brokerd.storage.log.partition_log.log_state import LogState
 from brokerd.storage.log.start import LogStart
 from brokerd.storage.log.stored_reads import StoredReads
 from brokerd.storage.log.txns import CommittedFilter, PartitionTxns

@@ -1,7 +1,7 @@
 """Moving a partition's log start offset: Kafka's DeleteRecords, and its restoration at open.
 
 :class:`LogStart` is the part of :class:`~brokerd.storage.log.partition_log.PartitionLog` that
-moves ``log_start_offset`` (in the :class:`~brokerd.storage.log.log_state.LogState` it
+moves ``log_start_offset`` (in the :class:`~brokerd.storage.log.partition_log.log_state.LogState` it
 shares with the log's other parts) up, never down; reads
 below the start then raise :class:`OffsetOutOfRange`, whole segments that end at or below
 it are deleted (never the active one), and a segment straddling it stays. At open it
@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from brokerd.errors import OffsetOutOfRange, UnknownTopicOrPartition
 from brokerd.storage.fileio import fsync_dir
-from brokerd.storage.log.log_state import LogState
+from brokerd.storage.log.partition_log.log_state import LogState
 from brokerd.storage.segment.segment import Segment
 
 __all__ = ["LogStart"]

@@ -2,7 +2,7 @@
 
 :class:`StoredReads` is the part of :class:`~brokerd.storage.log.partition_log.PartitionLog`
 that answers :meth:`StoredReads.read`, on the
-:class:`~brokerd.storage.log.log_state.LogState` it shares with the log's other parts. A
+:class:`~brokerd.storage.log.partition_log.log_state.LogState` it shares with the log's other parts. A
 :class:`~brokerd.storage.types.ReadSpec` says the isolation and the form of the answer
 (:class:`~brokerd.storage.types.Delivery`): raw batches as bytes (read and checked now),
 raw batches by reference (bytes that passed their check before handed out as a
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from brokerd.storage.log.log_state import LogState
+from brokerd.storage.log.partition_log.log_state import LogState
 from brokerd.storage.log.txns import PartitionTxns
 from brokerd.storage.segment.batch_reads import (
     MAX_STORED_BATCH_BYTES,

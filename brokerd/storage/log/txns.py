@@ -1,7 +1,7 @@
 """Transactions in one partition log: markers, the last stable offset, aborted lists.
 
 :class:`PartitionTxns` is the part of :class:`~brokerd.storage.log.partition_log.PartitionLog`
-that handles transactions, on the :class:`~brokerd.storage.log.log_state.LogState` it shares
+that handles transactions, on the :class:`~brokerd.storage.log.partition_log.log_state.LogState` it shares
 with the log's other parts. Under the log's write lock it keeps a
 :class:`~brokerd.storage.log.ongoing_txns.TxnTracker` up to date as batches are appended
 (headers only), appends transaction markers (:meth:`append_marker`), records aborted
@@ -33,8 +33,8 @@ from typing import Protocol
 
 from brokerd.errors import CorruptBatch, StorageError
 from brokerd.storage.fileio import fsync_dir
-from brokerd.storage.log.log_state import LogState
 from brokerd.storage.log.ongoing_txns import TxnTracker
+from brokerd.storage.log.partition_log.log_state import LogState
 from brokerd.storage.log.producer_state import read_txn_snapshot
 from brokerd.storage.record.batch import BatchHeader
 from brokerd.storage.record.control import MAX_MARKER_BYTES, encode_marker, parse_marker

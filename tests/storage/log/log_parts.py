@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.log.log_state import LogState
+from brokerd.storage.log.partition_log.log_state import LogState
 from brokerd.storage.record.batch import encode_batch
 from brokerd.storage.segment.segment import BatchInfo, Segment
 from brokerd.storage.types import AppendInfo

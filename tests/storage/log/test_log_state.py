@@ -1,4 +1,4 @@
-"""The shared state of a partition log's parts (``brokerd/storage/log/log_state.py``): where a
+"""The shared state of a partition log's parts (``brokerd/storage/log/partition_log/log_state.py``): where a
 read starts, the failure latch, and the segment list readers load without a lock."""
 
 from __future__ import annotations

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import brokerd.storage.log
+import brokerd.storage.log.partition_log
 from brokerd.errors import OffsetOutOfRange, UnknownTopicOrPartition
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
 
 from tests.read_specs import BYTES, COMMITTED, COMMITTED_RECORDS, REFERENCE, span_of
 
-LOG_PACKAGE = Path(brokerd.storage.log.__file__).parent
+LOG_PACKAGE = Path(brokerd.storage.log.partition_log.__file__).parent
 BIG = 1 << 20
 
 

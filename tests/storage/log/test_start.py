@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import OffsetOutOfRange, UnknownTopicOrPartition
-from brokerd.storage.log.log_state import LogState
+from brokerd.storage.log.partition_log.log_state import LogState
 from brokerd.storage.log.start import LogStart
 
 from tests.storage.log.log_parts import append, close, new_state, publish, roll

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from brokerd.errors import OffsetOutOfRange
-from brokerd.storage.log.log_state import LogState
+from brokerd.storage.log.partition_log.log_state import LogState
 from brokerd.storage.log.stored_reads import StoredReads
 from brokerd.storage.log.txns import PartitionTxns
 from brokerd.storage.record.batch import decode_records

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from brokerd.storage.log.loader import open_segments
-from brokerd.storage.log.log_state import LogState
+from brokerd.storage.log.partition_log.log_state import LogState
 from brokerd.storage.log.txns import PartitionTxns
 from brokerd.storage.record.batch import encode_batch
 from brokerd.storage.types import AbortedTxn

@@ -56,10 +56,10 @@ from brokerd.kafka.server.handler_base import NO_RESPONSE, Clock, Connection, un
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch_catchup import CatchUp
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.fetch import FETCH_TOPIC_IDS_FROM
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.frames import (
     Records,
