@@ -265,7 +265,7 @@ def profile(proc: BrokerProcess, bootstrap: str, out_dir: Path, label: str) -> N
 STAGES = {
     "decode request": "KafkaProtocol.nextRequest",
     "handler (fetch, long poll)": "FetchHandler.fetch",
-    "read (index, pread, CRC), in the pool": "read_stored",
+    "read (index, pread, CRC), in the pool": "_by_reference",
     "CRC check": "verify_run",
     "read-pool threads (their side of the hop, and the read)": "_threadworker",
     "encode response": "encode_response",

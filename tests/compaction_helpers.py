@@ -11,6 +11,8 @@ from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import parse_batches
 from brokerd.storage.types import Record
 
+from tests.read_specs import COMMITTED_RECORDS
+
 #: Record timestamps of the helpers' writes (ms).
 T0 = 1_700_000_000_000
 
@@ -60,7 +62,7 @@ def read_all(log: PartitionLog) -> list[Record]:
     out: list[Record] = []
     offset = log.log_start_offset
     while offset < log.high_watermark:
-        records = log.read_records(offset, 1 << 20).records
+        records = log.read(offset, 1 << 20, COMMITTED_RECORDS).decoded
         if not records:
             break
         out.extend(records)

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 from twisted.internet import defer
 
-from brokerd.storage.types import AppendInfo, Record, RecordsResult, TopicInfo
+from brokerd.storage.types import AppendInfo, LogRead, ReadSpec, Record, TopicInfo
 
 
 def topic_field(topic: str | bytes, *, length: int | None = None) -> bytes:
@@ -77,11 +77,11 @@ def fetch_ok(values: list[bytes]) -> bytes:
 
 def records(
     start: int, values: list[bytes | None], *, high_watermark: int | None = None
-) -> RecordsResult:
-    """A RecordsResult holding ``values`` at offsets from ``start``."""
+) -> LogRead:
+    """A read of decoded records holding ``values`` at offsets from ``start``."""
     recs = tuple(Record(start + i, 0, None, v) for i, v in enumerate(values))
     hw = start + len(values) if high_watermark is None else high_watermark
-    return RecordsResult(recs, hw, 0)
+    return LogRead(b"", hw, 0, hw, decoded=recs)
 
 
 def append_info(base: int, count: int = 1) -> AppendInfo:
@@ -133,10 +133,10 @@ class FakeCore:
     ) -> defer.Deferred[AppendInfo]:
         return self._call("produce_values", topic, partition, values)
 
-    def fetch_records(
-        self, topic: str, partition: int, offset: int, max_value_bytes: int
-    ) -> defer.Deferred[RecordsResult]:
-        return self._call("fetch_records", topic, partition, offset, max_value_bytes)
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
+    ) -> defer.Deferred[LogRead]:
+        return self._call("read", topic, partition, offset, max_bytes, spec)
 
     def wait_records(
         self,
@@ -147,7 +147,7 @@ class FakeCore:
         max_value_bytes: int,
         min_bytes: int,
         max_wait_ms: int,
-    ) -> defer.Deferred[RecordsResult]:
+    ) -> defer.Deferred[LogRead]:
         return self._call(
             "wait_records",
             topic,

@@ -31,7 +31,9 @@ from brokerd.storage.log.producer_state import (
     SnapshotEntry,
 )
 from brokerd.storage.record.encode import encode_batch
-from brokerd.storage.types import AppendInfo, Record, RecordsResult, TopicInfo
+from brokerd.storage.types import AppendInfo, LogRead, ReadSpec, Record, TopicInfo
+
+from tests.read_specs import COMMITTED_RECORDS
 
 
 class FakeLog:
@@ -80,13 +82,18 @@ class FakeLog:
         self.calls.append("publish")
         self.high_watermark = self.log_end_offset
 
-    def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult:
+    def read(
+        self, offset: int, max_bytes: int, spec: ReadSpec, *, memory_only: bool = False
+    ) -> LogRead | None:
+        if memory_only:
+            return None  # this fake holds nothing in memory: every read goes to the pool
         records = tuple(
             Record(i, 0, None, v)
             for i, v in enumerate(self.values)
             if offset <= i < self.high_watermark
         )
-        return RecordsResult(records, self.high_watermark, self.log_start_offset)
+        hw = self.high_watermark
+        return LogRead(b"", hw, self.log_start_offset, hw, decoded=records)
 
     def enforce_retention(self, now: float) -> int:
         self.calls.append("retention")
@@ -318,14 +325,14 @@ class LongPollTests(SynchronousTestCase):
         d = broker.wait_records("t", 0, 0, max_value_bytes=100, min_bytes=1, max_wait_ms=500)
         self.assertNoResult(d)
         clock.advance(0.5)
-        self.assertEqual(self.successResultOf(d).records, ())
+        self.assertEqual(self.successResultOf(d).decoded, ())
         self.assertEqual(clock.getDelayedCalls(), [])
 
     def test_append_before_timeout_answers_at_once(self) -> None:
         broker, _, clock = make()
         d = broker.wait_records("t", 0, 0, max_value_bytes=100, min_bytes=1, max_wait_ms=5000)
         self.successResultOf(broker.produce_values("t", 0, [b"hello"]))
-        self.assertEqual([r.value for r in self.successResultOf(d).records], [b"hello"])
+        self.assertEqual([r.value for r in self.successResultOf(d).decoded], [b"hello"])
         self.assertEqual(clock.getDelayedCalls(), [])
 
     def test_min_bytes_needs_the_second_append(self) -> None:
@@ -334,7 +341,7 @@ class LongPollTests(SynchronousTestCase):
         broker.produce_values("t", 0, [b"abcd"])
         self.assertNoResult(d)
         broker.produce_values("t", 0, [b"efgh"])
-        self.assertEqual(len(self.successResultOf(d).records), 2)
+        self.assertEqual(len(self.successResultOf(d).decoded), 2)
 
     def test_cancel_leaves_nothing_behind(self) -> None:
         broker, _, clock = make()
@@ -367,7 +374,9 @@ class LongPollTests(SynchronousTestCase):
 
     def test_fetch_out_of_range(self) -> None:
         broker, _, _ = make()
-        self.failureResultOf(broker.fetch_records("t", 0, 5, 100), OffsetOutOfRange)
+        self.failureResultOf(
+            defer.maybeDeferred(broker.read, "t", 0, 5, 100, COMMITTED_RECORDS), OffsetOutOfRange
+        )
 
 
 class _StopRecorder(service.Service):

@@ -27,7 +27,9 @@ from brokerd.errors import (
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import read_header
-from brokerd.storage.types import AbortedTxn, PartitionOffsets, ReadResult, RecordsResult
+from brokerd.storage.types import AbortedTxn, LogRead, PartitionOffsets
+
+from tests.read_specs import BYTES, COMMITTED, COMMITTED_RECORDS
 
 T = TypeVar("T")
 T0 = 1_700_000_000_000
@@ -107,6 +109,10 @@ class BrokerTxnTests(SynchronousTestCase):
     def ok(self, d: defer.Deferred[T]) -> T:
         return self.successResultOf(d)
 
+    def fetch(self, *args: Any) -> defer.Deferred[LogRead]:
+        """The core's read, as a Deferred whether it answered at once or not."""
+        return defer.maybeDeferred(self.broker.read, *args)
+
     def fails(self, d: defer.Deferred[Any], kind: type[BaseException]) -> Failure:
         failure = self.failureResultOf(d)
         self.assertIsInstance(failure.value, kind)
@@ -163,23 +169,23 @@ class BrokerTxnTests(SynchronousTestCase):
         self.assertEqual(self.ok(self.broker.offsets("t", 0)), PartitionOffsets(0, 3, 0))
         self.assertEqual(self.ok(self.broker.list_offsets("t", 0)), (0, 3))
         self.assertEqual(self.ok(self.broker.list_offsets("t", 0, read_committed=True)), (0, 0))
-        committed = self.ok(self.broker.fetch("t", 0, 0, 1 << 20, read_committed=True))
-        self.assertEqual((committed.data, committed.last_stable_offset), (b"", 0))
+        committed = self.ok(self.fetch("t", 0, 0, 1 << 20, COMMITTED))
+        self.assertEqual((committed.records, committed.last_stable_offset), (b"", 0))
         self.assertEqual(committed.high_watermark, 3)
-        uncommitted = self.ok(self.broker.fetch("t", 0, 0, 1 << 20))
-        self.assertEqual(batch_offsets(uncommitted.data), [0, 2])
+        uncommitted = self.ok(self.fetch("t", 0, 0, 1 << 20, BYTES))
+        self.assertEqual(batch_offsets(uncommitted.records), [0, 2])
         self.assertEqual(uncommitted.last_stable_offset, 0)
         # Offsets in [LSO, HW] are valid for read_committed; past HW is out of range.
-        self.ok(self.broker.fetch("t", 0, 2, 1 << 20, read_committed=True))
-        self.fails(self.broker.fetch("t", 0, 4, 1 << 20, read_committed=True), OffsetOutOfRange)
+        self.ok(self.fetch("t", 0, 2, 1 << 20, COMMITTED))
+        self.fails(self.fetch("t", 0, 4, 1 << 20, COMMITTED), OffsetOutOfRange)
         # The native fetch sees nothing yet.
-        self.assertEqual(self.ok(self.broker.fetch_records("t", 0, 0, 1 << 20)).records, ())
+        self.assertEqual(self.ok(self.fetch("t", 0, 0, 1 << 20, COMMITTED_RECORDS)).decoded, ())
         self.markers(5, commit=True)
         self.assertEqual(self.ok(self.broker.offsets("t", 0)), PartitionOffsets(0, 4, 4))
-        committed = self.ok(self.broker.fetch("t", 0, 0, 1 << 20, read_committed=True))
-        self.assertEqual(batch_offsets(committed.data), [0, 2, 3])
+        committed = self.ok(self.fetch("t", 0, 0, 1 << 20, COMMITTED))
+        self.assertEqual(batch_offsets(committed.records), [0, 2, 3])
         self.assertEqual(committed.aborted, ())
-        records = self.ok(self.broker.fetch_records("t", 0, 0, 1 << 20)).records
+        records = self.ok(self.fetch("t", 0, 0, 1 << 20, COMMITTED_RECORDS)).decoded
         self.assertEqual(
             [(r.offset, r.value) for r in records], [(0, b"a"), (1, b"b"), (2, b"plain")]
         )
@@ -189,11 +195,11 @@ class BrokerTxnTests(SynchronousTestCase):
         self.produce(txn(5, 0, b"x"))
         self.produce(encode_batch([b"kept"], timestamp_ms=T0))
         self.markers(5, commit=False)
-        result: ReadResult = self.ok(self.broker.fetch("t", 0, 0, 1 << 20, read_committed=True))
+        result: LogRead = self.ok(self.fetch("t", 0, 0, 1 << 20, COMMITTED))
         self.assertEqual(result.aborted, (AbortedTxn(5, 0),))
-        self.assertEqual(self.ok(self.broker.fetch("t", 0, 0, 1 << 20)).aborted, ())
-        records: RecordsResult = self.ok(self.broker.fetch_records("t", 0, 0, 1 << 20))
-        self.assertEqual([r.value for r in records.records], [b"kept"])
+        self.assertEqual(self.ok(self.fetch("t", 0, 0, 1 << 20, BYTES)).aborted, ())
+        records: LogRead = self.ok(self.fetch("t", 0, 0, 1 << 20, COMMITTED_RECORDS))
+        self.assertEqual([r.value for r in records.decoded], [b"kept"])
 
     def test_marker_fences_the_old_epoch(self) -> None:
         self.begin(5)
@@ -265,7 +271,7 @@ class BrokerTxnTests(SynchronousTestCase):
         self.produce(txn(6, 0, b"y"))
         self.assertNoResult(poll)  # not committed yet: read again, nothing, park again
         self.markers(6, commit=True)
-        records = self.ok(poll).records
+        records = self.ok(poll).decoded
         self.assertEqual([r.value for r in records], [b"y"])
 
     def test_restart_keeps_open_transactions_and_producer_fencing(self) -> None:
@@ -280,7 +286,7 @@ class BrokerTxnTests(SynchronousTestCase):
         self.begin(5)
         self.fails(self.broker.produce_batches("t", 0, txn(5, 1, b"z")), InvalidProducerEpoch)
         self.markers(6, commit=True)
-        result = self.ok(self.broker.fetch("t", 0, 0, 1 << 20, read_committed=True))
+        result = self.ok(self.fetch("t", 0, 0, 1 << 20, COMMITTED))
         self.assertEqual(result.aborted, (AbortedTxn(5, 0),))
         self.assertEqual(result.last_stable_offset, 4)
 

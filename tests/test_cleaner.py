@@ -37,6 +37,7 @@ from tests.compaction_helpers import (
     roll,
     write_overwrites,
 )
+from tests.read_specs import BYTES, COMMITTED_RECORDS
 
 BIG_MAP = OffsetMap(1 << 20)
 
@@ -77,7 +78,7 @@ def test_overwrites_keep_latest_per_key_with_offsets(tmp_path: Path) -> None:
     assert log.log_end_offset == end_before and log.log_start_offset == 0
     assert log.size_bytes < size_before / 3
     # Kafka fetch: raw batches with gaps, every batch valid, offsets increasing.
-    data = log.read(0, 1 << 20).data
+    data = log.read(0, 1 << 20, BYTES).records
     pos, last = 0, -1
     while pos + 61 <= len(data):
         header = read_header(data, pos)
@@ -86,7 +87,7 @@ def test_overwrites_keep_latest_per_key_with_offsets(tmp_path: Path) -> None:
         pos += header.size
     # A fetch from an offset inside a gap gets the next surviving record.
     gap = next(o for o in range(result.end) if o not in {r.offset for r in read_all(log)})
-    first = log.read_records(gap, 100).records[0]
+    first = log.read(gap, 100, COMMITTED_RECORDS).decoded[0]
     assert first.offset > gap
     log.close()
     # The cleaned log reopens (clean and after a crash) with the same content.
@@ -205,7 +206,7 @@ def test_compressed_batches_keep_their_codec(tmp_path: Path) -> None:
     assert result.records_removed > 0
     records = read_all(log)
     assert {k: v for k, v in latest(records).items() if k != b"filler"} == expected
-    data = log.read(0, 1 << 22).data
+    data = log.read(0, 1 << 22, BYTES).records
     pos = 0
     rebuilt = 0
     while pos + 61 <= len(data):

@@ -17,9 +17,11 @@ import pytest
 from brokerd.errors import StorageError
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.logdir import offline as logdir_offline
 from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.storage.logdir.log_directory import offline as logdir_offline
 from brokerd.storage.write_errors import WRITE_ERROR_LOG_SECONDS
+
+from tests.read_specs import COMMITTED_RECORDS
 
 CONFIG = LogConfig(index_interval_bytes=256)
 
@@ -77,7 +79,7 @@ def test_disk_full_after_crash(tiny_disk: Path, caplog: pytest.LogCaptureFixture
         assert directory.offline == {}
         plog = directory.get("t", 0)
         assert plog.high_watermark == 100
-        values = [r.value for r in plog.read_records(0, 10**6).records]
+        values = [r.value for r in plog.read(0, 10**6, COMMITTED_RECORDS).decoded]
         assert values == [b"v%04d" % i + b"x" * 500 for i in range(100)]
         assert "indexes kept in memory" in caplog.text
         # Appends fail (ENOSPC), logged once per partition per window, with a count.
@@ -139,7 +141,7 @@ def test_offline_partition_comes_back_with_backoff(
         failing[0] = False
         assert directory.retry_offline(now[0] + 3 * first) == 1
         assert directory.offline == {}
-        assert directory.get("t", 1).read_records(0, 100).records[0].value == b"kept"
+        assert directory.get("t", 1).read(0, 100, COMMITTED_RECORDS).decoded[0].value == b"kept"
         # An offline partition's topic can be deleted.
         failing[0] = True
         directory.close()

@@ -17,6 +17,8 @@ from brokerd.storage.segment.fd_cache import FdCache, set_default_cache
 from brokerd.storage.segment.segment import Segment
 from brokerd.storage.segment.txn_index import AbortedEntry, TxnIndex
 
+from tests.read_specs import BYTES, COMMITTED_RECORDS, REFERENCE, span_of
+
 BUDGET = 4
 BIG = 1 << 20
 
@@ -57,7 +59,7 @@ def _read_all(plog: PartitionLog) -> list[bytes | None]:
     out: list[bytes | None] = []
     offset = 0
     while offset < plog.high_watermark:
-        got = plog.read_records(offset, BIG).records
+        got = plog.read(offset, BIG, COMMITTED_RECORDS).decoded
         assert got, f"nothing read at {offset}"
         out.extend(r.value for r in got)
         offset = got[-1].offset + 1
@@ -112,9 +114,9 @@ def test_a_pinned_span_keeps_its_file_through_eviction_and_retention(
     _append(plog, _values(0, 40))
     _append(plog, _values(0, 40))
     first = plog.segments[0]
-    expected = plog.read(0, BIG).data
-    read = plog.read_stored(0, BIG)
-    span = read.span
+    expected = plog.read(0, BIG, BYTES).records
+    read = plog.read(0, BIG, REFERENCE)
+    span = span_of(read)
     assert span is not None and first.file_open
     # Many other files used meanwhile: the pinned one is not given back.
     logs = [_open(tmp_path / f"o-{p}") for p in range(3 * BUDGET)]

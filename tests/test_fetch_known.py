@@ -1,7 +1,7 @@
-"""Reads answered from memory: ``PartitionLog.read_stored_known`` and
-``read_records_known`` give exactly the answers of ``read_stored`` and ``read_records``
-when the log remembers where the batches lie, None when it does not (then the core reads
-in its pool), and the core uses them without a pool hop."""
+"""Reads answered from memory: ``PartitionLog.read`` with ``memory_only`` gives exactly the
+answers of the same read from the files (by reference, and of decoded records) when the
+log remembers where the batches lie, None when it does not (then the core reads in its
+pool), and the core uses them without a pool hop."""
 
 from __future__ import annotations
 
@@ -22,13 +22,21 @@ from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import parse_batches
 from brokerd.storage.segment.batch_positions import TAIL_BATCHES
 from brokerd.storage.segment.batch_reads import LEARN_AHEAD_BATCHES
-from brokerd.storage.segment.stored import StoredRead
+from brokerd.storage.types import LogRead
 
+from tests.read_specs import (
+    BYTES,
+    COMMITTED_RECORDS,
+    COMMITTED_REFERENCE,
+    REFERENCE,
+    data_of,
+    span_of,
+)
 from tests.test_fetch_stored import BIG, content, fill, open_log, pins
 from tests.test_longpoll import _HarnessCase, polled
 
 
-def same(got: StoredRead | None, want: StoredRead) -> bytes:
+def same(got: LogRead | None, want: LogRead) -> bytes:
     """Check ``got`` answers like ``want`` (both released); returns the bytes."""
     assert got is not None
     assert (got.high_watermark, got.log_start_offset, got.last_stable_offset) == (
@@ -51,13 +59,13 @@ def test_appended_batches_are_answered_from_memory_exactly_as_read_stored(
         answered = 0
         for offset in range(plog.log_start_offset, hw + 1):
             for max_bytes in (1, 300, 5000, BIG):
-                got = plog.read_stored_known(offset, max_bytes)
+                got = plog.read(offset, max_bytes, REFERENCE, memory_only=True)
                 if got is None:
                     # Only the active segment's appended run is remembered.
                     assert offset < active.base_offset
                     continue
                 answered += 1
-                same(got, plog.read_stored(offset, max_bytes))
+                same(got, plog.read(offset, max_bytes, REFERENCE))
         assert answered >= 4 * (hw - active.base_offset)
         assert pins(plog) == [0] * len(plog.segments)
     finally:
@@ -72,23 +80,23 @@ def test_a_sequential_reader_learns_ahead_and_then_reads_from_memory(tmp_path: P
     plog = open_log(path, segment_bytes=1 << 20)  # a restart: nothing remembered
     try:
         hw = plog.high_watermark
-        assert plog.read_stored_known(0, BIG) is None
+        assert plog.read(0, BIG, REFERENCE, memory_only=True) is None
         # Unchecked bytes are never answered from memory: the first read checks them.
-        first = plog.read_stored(0, BIG).span
+        first = span_of(plog.read(0, BIG, REFERENCE))
         assert first is not None and plog.verified.covers(plog.segments[0], 0, first.length)
         first.release()
         offset, from_memory, from_pool = 0, 0, 0
         while offset < hw:
-            got = plog.read_stored_known(offset, 700)
+            got = plog.read(offset, 700, REFERENCE, memory_only=True)
             if got is None:
                 from_pool += 1
-                got = plog.read_stored(offset, 700)
+                got = plog.read(offset, 700, REFERENCE)
             else:
                 from_memory += 1
-            want = plog.read(offset, 700)
-            assert content(got) == want.data
+            want = plog.read(offset, 700, BYTES)
+            assert content(got) == want.records
             # The next offset after the last whole batch, as a client computes it.
-            offset = _next_offset(want.data, offset)
+            offset = _next_offset(want.records, offset)
         assert from_memory > 3 * from_pool > 0
         assert pins(plog) == [0] * len(plog.segments)
     finally:
@@ -114,15 +122,15 @@ def test_unchecked_or_unknown_bytes_and_transactions_go_to_the_pool(tmp_path: Pa
         fill(plog, 5)
         hw = plog.high_watermark
         # Nothing to read: answered at once, empty, also without a known position.
-        at_end = plog.read_stored_known(hw, BIG)
-        assert at_end is not None and at_end.span is None and at_end.data == b""
+        at_end = plog.read(hw, BIG, REFERENCE, memory_only=True)
+        assert at_end is not None and span_of(at_end) is None and data_of(at_end) == b""
         segment = plog.segments[-1]
         plog.verified._ranges.clear()  # as if the checked ranges were forgotten
-        assert plog.read_stored_known(0, BIG) is None
-        checked = plog.read_stored(0, BIG).span  # checked again, then by reference
+        assert plog.read(0, BIG, REFERENCE, memory_only=True) is None
+        checked = span_of(plog.read(0, BIG, REFERENCE))  # checked again, then by reference
         assert checked is not None
         checked.release()
-        same(plog.read_stored_known(0, BIG), plog.read_stored(0, BIG))
+        same(plog.read(0, BIG, REFERENCE, memory_only=True), plog.read(0, BIG, REFERENCE))
         assert plog.verified.covers(segment, 0, segment.size)
         data = encode_batch([b"txn"], timestamp_ms=5, producer_id=9, producer_epoch=0,
                             base_sequence=0, transactional=True)
@@ -130,17 +138,17 @@ def test_unchecked_or_unknown_bytes_and_transactions_go_to_the_pool(tmp_path: Pa
         plog.flush()
         plog.publish()
         # read_committed with an open transaction cuts by headers: the pool's job.
-        assert plog.read_stored_known(0, BIG, read_committed=True) is None
-        same(plog.read_stored_known(0, BIG), plog.read_stored(0, BIG))
+        assert plog.read(0, BIG, COMMITTED_REFERENCE, memory_only=True) is None
+        same(plog.read(0, BIG, REFERENCE, memory_only=True), plog.read(0, BIG, REFERENCE))
         lso = plog.last_stable_offset
-        assert plog.read_records_known(lso, BIG) is not None  # at the LSO: empty
-        assert plog.read_records_known(lso, BIG).records == ()  # type: ignore[union-attr]
+        at_lso = plog.read(lso, BIG, COMMITTED_RECORDS, memory_only=True)
+        assert at_lso is not None and at_lso.decoded == ()  # at the LSO: empty
         plog.append_marker(9, 0, commit=False, coordinator_epoch=0, timestamp_ms=6)
         plog.flush()
         plog.publish()
         # An aborted transaction: skipping it may read the transaction index.
-        assert plog.read_records_known(0, BIG) is None
-        assert plog.read_stored_known(0, BIG, read_committed=True) is None
+        assert plog.read(0, BIG, COMMITTED_RECORDS, memory_only=True) is None
+        assert plog.read(0, BIG, COMMITTED_REFERENCE, memory_only=True) is None
         assert pins(plog) == [0] * len(plog.segments)
     finally:
         plog.close()
@@ -157,13 +165,13 @@ def test_just_appended_records_decode_from_memory_as_read_records(tmp_path: Path
         answered = 0
         for offset in range(0, hw + 1):
             for budget in (1, 40, BIG):
-                got = plog.read_records_known(offset, budget)
+                got = plog.read(offset, budget, COMMITTED_RECORDS, memory_only=True)
                 if got is None:
                     continue
                 answered += 1
-                assert got == plog.read_records(offset, budget)
+                assert got == plog.read(offset, budget, COMMITTED_RECORDS)
         # The tail run is bounded: the oldest batches are not remembered any more.
-        assert plog.read_records_known(0, BIG) is None
+        assert plog.read(0, BIG, COMMITTED_RECORDS, memory_only=True) is None
         # At least the newer half of the tail run (3 records a batch, 3 budgets each).
         assert answered >= 3 * 3 * (TAIL_BATCHES // 2)
         # Far from the published end (a backlog), decoding is the pool's job.
@@ -172,9 +180,10 @@ def test_just_appended_records_decode_from_memory_as_read_records(tmp_path: Path
             plog.append_values([big], timestamp_ms=1)
         plog.flush()
         plog.publish()
-        assert plog.read_records_known(hw, BIG) is None
+        assert plog.read(hw, BIG, COMMITTED_RECORDS, memory_only=True) is None
         last = plog.high_watermark - 1
-        assert plog.read_records_known(last, BIG) == plog.read_records(last, BIG)
+        from_memory = plog.read(last, BIG, COMMITTED_RECORDS, memory_only=True)
+        assert from_memory == plog.read(last, BIG, COMMITTED_RECORDS)
         assert pins(plog) == [0] * len(plog.segments)
     finally:
         plog.close()
@@ -188,12 +197,12 @@ def test_a_rolled_or_replaced_segment_is_not_answered_from_its_old_run(tmp_path:
         # Retention removed segments; whatever is answered still matches read_stored.
         plog.enforce_retention()
         for offset in range(plog.log_start_offset, plog.high_watermark):
-            got = plog.read_stored_known(offset, BIG)
+            got = plog.read(offset, BIG, REFERENCE, memory_only=True)
             if got is not None:
-                same(got, plog.read_stored(offset, BIG))
+                same(got, plog.read(offset, BIG, REFERENCE))
         assert all(
             known.segment is None or known.segment in plog.segments
-            for known in (plog._tail, plog._ahead)
+            for known in (plog._state.tail, plog._state.ahead)
         )
     finally:
         plog.close()
@@ -237,23 +246,23 @@ def test_the_core_answers_just_appended_data_without_the_pool(broker: Any) -> No
     b, reads, logdir = broker
     _result(b.produce_values("t", 0, [b"a", b"b"]))
     _result(b.produce_values("t", 0, [b"c"]))
-    records = _result(b.fetch_records("t", 0, 1, BIG))
-    assert [r.value for r in records.records] == [b"b", b"c"]
-    stored = _result(b.fetch_stored("t", 0, 2, BIG))
-    assert stored.span is not None
-    want = logdir.get("t", 0).read(2, BIG).data
+    records = _result(defer.maybeDeferred(b.read, "t", 0, 1, BIG, COMMITTED_RECORDS))
+    assert [r.value for r in records.decoded] == [b"b", b"c"]
+    stored = _result(defer.maybeDeferred(b.read, "t", 0, 2, BIG, REFERENCE))
+    assert span_of(stored) is not None
+    want = logdir.get("t", 0).read(2, BIG, BYTES).records
     assert content(stored) == want
     assert reads.jobs == []
     # Not known in memory (the remembered runs forgotten): the pool reads it.
     plog: PartitionLog = logdir.get("t", 0)
-    plog._tail.forget()
-    stored = _result(b.fetch_stored("t", 0, 0, BIG))
-    assert content(stored) == plog.read(0, BIG).data
-    records = _result(b.fetch_records("t", 0, 0, BIG))
-    assert [r.value for r in records.records] == [b"a", b"b", b"c"]
-    assert reads.jobs == ["read_stored", "read_records"]
+    plog._state.tail.forget()
+    stored = _result(defer.maybeDeferred(b.read, "t", 0, 0, BIG, REFERENCE))
+    assert content(stored) == plog.read(0, BIG, BYTES).records
+    records = _result(defer.maybeDeferred(b.read, "t", 0, 0, BIG, COMMITTED_RECORDS))
+    assert [r.value for r in records.decoded] == [b"a", b"b", b"c"]
+    assert reads.jobs == ["read", "read"]
     # The Kafka read learned the positions ahead: the next one is from memory again.
-    stored = _result(b.fetch_stored("t", 0, 2, BIG))
+    stored = _result(defer.maybeDeferred(b.read, "t", 0, 2, BIG, REFERENCE))
     assert content(stored) == want and len(reads.jobs) == 2
 
 
@@ -263,9 +272,9 @@ def test_the_core_still_raises_out_of_range_from_memory_paths(broker: Any) -> No
     b, _reads, _logdir = broker
     _result(b.produce_values("t", 0, [b"a"]))
     with pytest.raises(OffsetOutOfRange):
-        _result(b.fetch_stored("t", 0, 5, BIG))
+        _result(defer.maybeDeferred(b.read, "t", 0, 5, BIG, REFERENCE))
     with pytest.raises(OffsetOutOfRange):
-        _result(b.fetch_records("t", 0, 5, BIG))
+        _result(defer.maybeDeferred(b.read, "t", 0, 5, BIG, COMMITTED_RECORDS))
 
 
 
@@ -290,7 +299,7 @@ class WokenLongPollTests(_HarnessCase):
     def test_a_poll_behind_the_remembered_tail_still_reads_in_the_pool(self) -> None:
         h = self.h
         h.produce("t", 0, b"old")
-        h.logdir.get("t", 0)._tail.forget()
+        h.logdir.get("t", 0)._state.tail.forget()
         h.produce("t", 0, b"new")
         c = h.native()
         h.reads.hold = True

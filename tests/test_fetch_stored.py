@@ -1,4 +1,4 @@
-"""The zero-copy read (``PartitionLog.read_stored``): the same bytes as ``read``, by
+"""The zero-copy read (``PartitionLog.read`` by reference): the same bytes as by value, by
 reference only where they were checked, pins given back, damage never handed out."""
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import parse_batches
 from brokerd.storage.segment.batch_reads import VERIFY_CHUNK
 from brokerd.storage.segment.segment import Segment
-from brokerd.storage.segment.stored import StoredRead, StoredSpan, VerifiedRanges
+from brokerd.storage.segment.stored import StoredSpan, VerifiedRanges
+from brokerd.storage.types import LogRead
+
+from tests.read_specs import BYTES, COMMITTED, COMMITTED_REFERENCE, REFERENCE, data_of, span_of
 
 BIG = 1 << 20
 
@@ -46,14 +49,15 @@ def fill(plog: PartitionLog, batches: int, *, seed: int = 7) -> None:
     plog.publish()
 
 
-def content(read: StoredRead) -> bytes:
+def content(read: LogRead) -> bytes:
     """What a fetch sends for ``read`` (the span's bytes read back), releasing it."""
-    if read.span is None:
-        return read.data
+    span = span_of(read)
+    if span is None:
+        return data_of(read)
     try:
-        return read.span.read()
+        return span.read()
     finally:
-        read.span.release()
+        span.release()
 
 
 def pins(plog: PartitionLog) -> list[int]:
@@ -68,18 +72,18 @@ def test_stored_reads_are_spans_with_the_bytes_of_read_everywhere(tmp_path: Path
         hw = plog.high_watermark
         for offset in range(0, hw + 1):
             for max_bytes in (1, 300, 5000, BIG):
-                got = plog.read_stored(offset, max_bytes)
-                want = plog.read(offset, max_bytes)
+                got = plog.read(offset, max_bytes, REFERENCE)
+                want = plog.read(offset, max_bytes, BYTES)
                 assert (got.high_watermark, got.log_start_offset, got.last_stable_offset) == (
                     want.high_watermark, want.log_start_offset, want.last_stable_offset
                 )
-                if want.data:
+                if want.records:
                     # Everything was appended here: checked at append, so by reference.
-                    assert got.span is not None and got.data == b""
-                assert content(got) == want.data, (offset, max_bytes)
+                    assert span_of(got) is not None and data_of(got) == b""
+                assert content(got) == want.records, (offset, max_bytes)
         assert pins(plog) == [0] * len(plog.segments)
         with pytest.raises(OffsetOutOfRange):
-            plog.read_stored(hw + 1, BIG)
+            plog.read(hw + 1, BIG, REFERENCE)
     finally:
         plog.close()
 
@@ -94,16 +98,16 @@ def test_after_a_restart_bytes_are_checked_once_then_sent_by_reference(tmp_path:
         segment = plog.segments[0]
         assert not plog.verified.covers(segment, 0, 1)
         # Checked a batch (or a bounded chunk) at a time, then handed out by reference.
-        first = plog.read_stored(0, BIG)
-        assert first.span is not None and content(first) == plog.read(0, BIG).data
-        assert plog.verified.covers(segment, 0, first.span.length)
-        first.span.release()
-        again = plog.read_stored(0, BIG)
-        assert again.span is not None
-        assert content(again) == plog.read(0, BIG).data
+        first = plog.read(0, BIG, REFERENCE)
+        assert span_of(first) is not None and content(first) == plog.read(0, BIG, BYTES).records
+        assert plog.verified.covers(segment, 0, span_of(first).length)
+        span_of(first).release()
+        again = plog.read(0, BIG, REFERENCE)
+        assert span_of(again) is not None
+        assert content(again) == plog.read(0, BIG, BYTES).records
         # A read that starts inside the checked range is covered too.
-        mid = plog.read_stored(17, 1000)
-        assert mid.span is not None and content(mid) == plog.read(17, 1000).data
+        mid = plog.read(17, 1000, REFERENCE)
+        assert span_of(mid) is not None and content(mid) == plog.read(17, 1000, BYTES).records
     finally:
         plog.close()
 
@@ -133,8 +137,8 @@ def test_unchecked_bytes_are_checked_in_bounded_reads(tmp_path: Path) -> None:
             return pread(position, size)
 
         segment.pread = counted  # type: ignore[method-assign]
-        got = plog.read_stored(0, 2**31 - 1)
-        assert got.span is not None and got.span.length == segment.size
+        got = plog.read(0, 2**31 - 1, REFERENCE)
+        assert span_of(got) is not None and span_of(got).length == segment.size
         assert max(reads) <= big + 100  # one chunk, or the large batch alone
         assert sum(reads) < 2 * segment.size
         del segment.pread
@@ -161,14 +165,14 @@ def test_damage_on_disk_is_never_handed_out(tmp_path: Path) -> None:
     try:
         for _ in range(2):  # not cached as checked by the failed read either
             with pytest.raises(CorruptStoredBatch):
-                plog.read_stored(0, BIG)
+                plog.read(0, BIG, REFERENCE)
         assert pins(plog) == [0]
         # The batches after the damaged one are still served, checked first.
-        later = plog.read_stored(plog.high_watermark - 1, BIG)
-        assert later.span is not None and content(later) == plog.read(
+        later = plog.read(plog.high_watermark - 1, BIG, REFERENCE)
+        assert span_of(later) is not None and content(later) == plog.read(
             plog.high_watermark - 1, BIG
-        ).data
-        later.span.release()
+        , BYTES).records
+        span_of(later).release()
     finally:
         plog.close()
 
@@ -184,14 +188,14 @@ def test_read_committed_with_an_open_transaction_is_served_by_value(tmp_path: Pa
         plog.publish()
         lso = plog.last_stable_offset
         assert lso < plog.high_watermark
-        got = plog.read_stored(0, BIG, read_committed=True)
-        assert got.span is None
-        assert got.data == plog.read(0, BIG, read_committed=True).data
-        at_lso = plog.read_stored(lso, BIG, read_committed=True)
-        assert at_lso.span is None and at_lso.data == b""
-        uncommitted = plog.read_stored(0, BIG)
-        assert uncommitted.span is not None
-        assert content(uncommitted) == plog.read(0, BIG).data
+        got = plog.read(0, BIG, COMMITTED_REFERENCE)
+        assert span_of(got) is None
+        assert data_of(got) == plog.read(0, BIG, COMMITTED).records
+        at_lso = plog.read(lso, BIG, COMMITTED_REFERENCE)
+        assert span_of(at_lso) is None and data_of(at_lso) == b""
+        uncommitted = plog.read(0, BIG, REFERENCE)
+        assert span_of(uncommitted) is not None
+        assert content(uncommitted) == plog.read(0, BIG, BYTES).records
     finally:
         plog.close()
 
@@ -201,10 +205,10 @@ def test_a_span_outlives_retention_deleting_its_segment(tmp_path: Path) -> None:
     try:
         fill(plog, 60)
         first = plog.segments[0]
-        read = plog.read_stored(0, BIG)
-        span = read.span
+        read = plog.read(0, BIG, REFERENCE)
+        span = span_of(read)
         assert span is not None
-        expected = plog.read(0, BIG).data
+        expected = plog.read(0, BIG, BYTES).records
         first.delete()  # what retention does to an old segment
         assert not os.path.exists(first.log_path)
         assert first._fd >= 0, "closed under a pinned reader"

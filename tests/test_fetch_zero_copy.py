@@ -43,6 +43,7 @@ from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import read_header
+from brokerd.storage.types import Delivery, ReadSpec
 
 from tests.tls_helpers import make_pki, ssl_description
 
@@ -114,23 +115,17 @@ def server(tmp_path: Path) -> Iterator[Server]:
     )
     broker.startService()
     stored_reads: list[tuple[str, int, int]] = []
-    fetch_stored = broker.fetch_stored
+    read = broker.read
 
-    def counting(topic: str, partition: int, offset: int, max_bytes: int, **kw: Any) -> Any:
-        stored_reads.append((topic, partition, offset))
-        return fetch_stored(topic, partition, offset, max_bytes, **kw)
-
-    broker.fetch_stored = counting  # type: ignore[method-assign]
-    fetch_stored_now = broker.fetch_stored_now
-
-    def counting_now(topic: str, partition: int, offset: int, max_bytes: int, **kw: Any) -> Any:
-        # A read answered from memory counts too; one that is not goes on to fetch_stored.
-        result = fetch_stored_now(topic, partition, offset, max_bytes, **kw)
-        if result is not None:
+    def counting(
+        topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
+    ) -> Any:
+        # Reads by reference, answered from memory or in the pool.
+        if spec.delivery is Delivery.REFERENCE:
             stored_reads.append((topic, partition, offset))
-        return result
+        return read(topic, partition, offset, max_bytes, spec)
 
-    broker.fetch_stored_now = counting_now  # type: ignore[method-assign]
+    broker.read = counting  # type: ignore[method-assign]
     protocols: dict[str, list[KafkaProtocol]] = {"zero": [], "value": [], "tls": []}
     pki = make_pki(tmp_path / "pki")
     ports = {

@@ -32,7 +32,7 @@ from brokerd.net.answer_budget import AnswerBudget
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.config.topic_config import broker_values, validate_overrides
 from brokerd.storage.record.header import batch_codecs
-from brokerd.storage.types import AppendInfo, TopicInfo
+from brokerd.storage.types import AppendInfo, ReadSpec, TopicInfo
 
 
 def batch(size: int = 100, *, codec_id: int = 0, base_offset: int = 0) -> bytes:
@@ -57,9 +57,9 @@ class FakeAbortedTxn:
 
 @attrs.frozen
 class FakeReadResult:
-    """Shaped like brokerd.storage.types.ReadResult (with the transaction fields)."""
+    """Shaped like brokerd.storage.types.LogRead of a read by value."""
 
-    data: bytes
+    records: bytes
     high_watermark: int
     log_start_offset: int
     last_stable_offset: int
@@ -196,10 +196,10 @@ class FakeCore:
     def _lso(self, topic: str, partition: int) -> int:
         return self.lso.get((topic, partition), len(self.logs[(topic, partition)]))
 
-    def fetch(
-        self, topic: str, partition: int, offset: int, max_bytes: int,
-        *, read_committed: bool = False,
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
     ) -> defer.Deferred[FakeReadResult]:
+        read_committed = spec.committed
         self.fetch_calls.append((topic, partition, offset, max_bytes, read_committed))
         try:
             log = self._log(topic, partition)

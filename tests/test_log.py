@@ -22,6 +22,8 @@ from brokerd.storage.record.encode import encode_batch, rebuild_batch
 from brokerd.storage.record.header import parse_batches, read_header, scan_batches
 from brokerd.storage.types import Record
 
+from tests.read_specs import BYTES, COMMITTED_RECORDS
+
 BIG = 1 << 20
 
 
@@ -65,10 +67,10 @@ def test_roll_and_lookup_every_offset(tmp_path: Path) -> None:
     assert all(len(n) == 24 and n[:20].isdigit() for n in logs)
     assert [int(n[:20]) for n in logs] == list(plog.segment_bases)
     for offset, value in expected.items():
-        result = plog.read_records(offset, 1)
-        assert result.records[0].offset == offset
-        assert result.records[0].value == value
-        raw = plog.read(offset, 1).data
+        result = plog.read(offset, 1, COMMITTED_RECORDS)
+        assert result.decoded[0].offset == offset
+        assert result.decoded[0].value == value
+        raw = plog.read(offset, 1, BYTES).records
         headers = scan_batches(raw).batches
         assert headers, offset
         first = headers[0][1]
@@ -88,43 +90,43 @@ def test_read_returns_whole_batch_then_cuts(tmp_path: Path) -> None:
         sizes.append(len(encode_batch([b"%d" % i * 300], timestamp_ms=1)))
     plog.publish()
     # max_bytes smaller than one batch: still one whole batch.
-    data = plog.read(0, 10).data
+    data = plog.read(0, 10, BYTES).records
     assert len(data) == sizes[0]
     # A limit in the middle of the third batch: two whole batches and a partial one.
-    data = plog.read(0, sizes[0] + sizes[1] + 100).data
+    data = plog.read(0, sizes[0] + sizes[1] + 100, BYTES).records
     assert len(data) == sizes[0] + sizes[1] + 100
     scan = scan_batches(data)
     assert len(scan.batches) == 2 and scan.reason is None and scan.pending is not None
     # Everything.
-    assert len(plog.read(0, 10**9).data) == sum(sizes)
-    assert plog.read(5, 100).data == b""
+    assert len(plog.read(0, 10**9, BYTES).records) == sum(sizes)
+    assert plog.read(5, 100, BYTES).records == b""
 
 
 def test_visibility_and_out_of_range(tmp_path: Path) -> None:
     plog = open_log(tmp_path / "t-0")
-    assert plog.read(0, 100).data == b""
-    assert plog.read_records(0, 100).records == ()
+    assert plog.read(0, 100, BYTES).records == b""
+    assert plog.read(0, 100, COMMITTED_RECORDS).decoded == ()
     plog.append_values([b"a", b"b"], timestamp_ms=1)
     # Appended but not published: invisible.
     assert plog.high_watermark == 0
-    assert plog.read(0, 100).data == b""
+    assert plog.read(0, 100, BYTES).records == b""
     with pytest.raises(OffsetOutOfRange):
-        plog.read(1, 100)
+        plog.read(1, 100, BYTES)
     assert plog.publish() == 2
-    assert [r.value for r in plog.read_records(0, 100).records] == [b"a", b"b"]
-    assert plog.read(2, 100).data == b""
+    assert [r.value for r in plog.read(0, 100, COMMITTED_RECORDS).decoded] == [b"a", b"b"]
+    assert plog.read(2, 100, BYTES).records == b""
     for bad in (-1, 3, 10**12):
         with pytest.raises(OffsetOutOfRange) as info:
-            plog.read(bad, 100)
+            plog.read(bad, 100, BYTES)
         assert info.value.high_watermark == 2
         with pytest.raises(OffsetOutOfRange):
-            plog.read_records(bad, 100)
+            plog.read(bad, 100, COMMITTED_RECORDS)
     # Appended after publishing: the old high watermark still bounds readers.
     plog.append_values([b"c"], timestamp_ms=1)
-    assert [r.value for r in plog.read_records(0, 100).records] == [b"a", b"b"]
-    result = plog.read(0, 10**6)
+    assert [r.value for r in plog.read(0, 100, COMMITTED_RECORDS).decoded] == [b"a", b"b"]
+    result = plog.read(0, 10**6, BYTES)
     assert result.high_watermark == 2
-    assert len(scan_batches(result.data).batches) == 1
+    assert len(scan_batches(result.records).batches) == 1
 
 
 def test_unpublished_new_segment_invisible(tmp_path: Path) -> None:
@@ -133,10 +135,10 @@ def test_unpublished_new_segment_invisible(tmp_path: Path) -> None:
     plog.publish()
     plog.append_values([b"y" * 50], timestamp_ms=1)  # rolls to a new segment
     assert len(plog.segment_bases) == 2
-    assert [r.value for r in plog.read_records(0, 10**6).records] == [b"x" * 50]
+    assert [r.value for r in plog.read(0, 10**6, COMMITTED_RECORDS).decoded] == [b"x" * 50]
     assert plog.offset_for_timestamp(0) == (0, 1)
     plog.publish()
-    assert [r.offset for r in plog.read_records(0, 10**6).records] == [0, 1]
+    assert [r.offset for r in plog.read(0, 10**6, COMMITTED_RECORDS).decoded] == [0, 1]
 
 
 def test_read_records_budget_and_across_segments(tmp_path: Path) -> None:
@@ -145,12 +147,13 @@ def test_read_records_budget_and_across_segments(tmp_path: Path) -> None:
         plog.append_values([b"%02d" % i + b"." * 98], timestamp_ms=i)
     plog.publish()
     assert len(plog.segment_bases) > 5
-    result = plog.read_records(0, 1000)
-    assert [r.offset for r in result.records] == list(range(10))
+    result = plog.read(0, 1000, COMMITTED_RECORDS)
+    assert [r.offset for r in result.decoded] == list(range(10))
     # Always at least one record, even over budget.
-    assert len(plog.read_records(7, 0).records) == 1
+    assert len(plog.read(7, 0, COMMITTED_RECORDS).decoded) == 1
     # Starts exactly at the offset inside a batch, continues across segments.
-    assert [r.offset for r in plog.read_records(13, 10**6).records] == list(range(13, 20))
+    decoded = plog.read(13, 10**6, COMMITTED_RECORDS).decoded
+    assert [r.offset for r in decoded] == list(range(13, 20))
     assert result.high_watermark == 20 and result.log_start_offset == 0
 
 
@@ -159,8 +162,8 @@ def test_read_records_skips_earlier_records_in_batch(tmp_path: Path) -> None:
     plog.append_values([b"a", b"b", b"c", b"d"], timestamp_ms=1)
     plog.append_values([b"e"], timestamp_ms=2)
     plog.publish()
-    assert [r.value for r in plog.read_records(2, 10**6).records] == [b"c", b"d", b"e"]
-    assert [r.value for r in plog.read_records(2, 1).records] == [b"c"]
+    assert [r.value for r in plog.read(2, 10**6, COMMITTED_RECORDS).decoded] == [b"c", b"d", b"e"]
+    assert [r.value for r in plog.read(2, 1, COMMITTED_RECORDS).decoded] == [b"c"]
 
 
 def test_append_client_batches(tmp_path: Path) -> None:
@@ -179,9 +182,9 @@ def test_append_client_batches(tmp_path: Path) -> None:
     info = plog.append(payload, headers)
     assert (info.base_offset, info.last_offset) == (1, 15)
     plog.publish()
-    values = [r.value for r in plog.read_records(0, 10**6).records]
+    values = [r.value for r in plog.read(0, 10**6, COMMITTED_RECORDS).decoded]
     assert values[0] == b"native" and values[-1] == b"ZSTD-2" and len(values) == 16
-    raw = plog.read(1, 10**6).data
+    raw = plog.read(1, 10**6, BYTES).records
     stored = scan_batches(raw, expected_offset=1)
     assert stored.reason is None and len(stored.batches) == 5
     assert all(h.partition_leader_epoch == 0 for _, h in stored.batches)
@@ -233,11 +236,11 @@ def test_retention_by_size(tmp_path: Path) -> None:
     start = plog.log_start_offset
     assert start == plog.segment_bases[0] > 0
     with pytest.raises(OffsetOutOfRange):
-        plog.read(start - 1, 100)
+        plog.read(start - 1, 100, BYTES)
     with pytest.raises(OffsetOutOfRange):
-        plog.read_records(0, 100)
+        plog.read(0, 100, COMMITTED_RECORDS)
     for offset in range(start, plog.high_watermark):
-        assert plog.read_records(offset, 1).records[0].value == expected[offset]
+        assert plog.read(offset, 1, COMMITTED_RECORDS).decoded[0].value == expected[offset]
     files = os.listdir(tmp_path / "t-0")
     assert sorted(int(n[:20]) for n in files if n.endswith(".log")) == list(plog.segment_bases)
     assert len(files) == 3 * len(plog.segment_bases)
@@ -259,10 +262,10 @@ def test_retention_by_time_never_deletes_active(tmp_path: Path) -> None:
     # Far future: everything but the active segment.
     plog.enforce_retention(now=10**9)
     assert len(plog.segment_bases) == 1
-    assert plog.read_records(plog.log_start_offset, 10**6).records
+    assert plog.read(plog.log_start_offset, 10**6, COMMITTED_RECORDS).decoded
     plog.append_values([b"after"], timestamp_ms=2)
     plog.publish()
-    assert plog.read_records(plog.high_watermark - 1, 10).records[0].value == b"after"
+    assert plog.read(plog.high_watermark - 1, 10, COMMITTED_RECORDS).decoded[0].value == b"after"
 
 
 def test_retention_races_reads(tmp_path: Path) -> None:
@@ -288,9 +291,9 @@ def test_retention_races_reads(tmp_path: Path) -> None:
             offset = rng.randint(max(0, start - 3), end)
             try:
                 if rng.random() < 0.5:
-                    plog.read(offset, 300)
+                    plog.read(offset, 300, BYTES)
                 else:
-                    plog.read_records(offset, 300)
+                    plog.read(offset, 300, COMMITTED_RECORDS)
                 counts["ok"] += 1
             except OffsetOutOfRange:
                 counts["oor"] += 1
@@ -333,7 +336,7 @@ def test_write_error_truncates_back(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert plog.append_values([b"next"], timestamp_ms=1).base_offset == 1
     plog.flush()
     plog.publish()
-    assert [r.value for r in plog.read_records(0, 100).records] == [b"good", b"next"]
+    assert [r.value for r in plog.read(0, 100, COMMITTED_RECORDS).decoded] == [b"good", b"next"]
 
 
 def test_fsync_error_fails_partition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -358,7 +361,7 @@ def test_fsync_error_fails_partition(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with pytest.raises(StorageError):
         plog.append_values([b"c"], timestamp_ms=1)
     plog.publish()
-    assert [r.value for r in plog.read_records(0, 100).records] == [b"a", b"b"]
+    assert [r.value for r in plog.read(0, 100, COMMITTED_RECORDS).decoded] == [b"a", b"b"]
     plog.close()
 
 
@@ -369,7 +372,7 @@ def test_closed_log_refuses(tmp_path: Path) -> None:
     plog.close()
     plog.close()
     with pytest.raises(UnknownTopicOrPartition):
-        plog.read(0, 10)
+        plog.read(0, 10, BYTES)
     with pytest.raises(UnknownTopicOrPartition):
         plog.append_values([b"b"], timestamp_ms=1)
 
@@ -390,11 +393,11 @@ def test_lookup_is_logarithmic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(os, "pread", counting)
     for offset in (0, 1, 9_999, 19_998, 19_999):
         calls.clear()
-        result = plog.read_records(offset, 1)
-        assert result.records[0].value == b"r%d" % offset
+        result = plog.read(offset, 1, COMMITTED_RECORDS)
+        assert result.decoded[0].value == b"r%d" % offset
         assert len(calls) <= 3, (offset, calls)
         calls.clear()
-        plog.read(offset, 100)
+        plog.read(offset, 100, BYTES)
         assert len(calls) <= 3, (offset, calls)
         assert sum(calls) < 40_000
 
@@ -432,8 +435,8 @@ def test_fetch_time_independent_of_offset_million_records(tmp_path: Path) -> Non
     def cost(offset: int) -> float:
         started = time.perf_counter()
         for _ in range(20):
-            plog.read_records(offset, 64 * 1024)
-            plog.read(offset, 64 * 1024)
+            plog.read(offset, 64 * 1024, COMMITTED_RECORDS)
+            plog.read(offset, 64 * 1024, BYTES)
         return time.perf_counter() - started
 
     first, last = cost(0), cost(999_000)
@@ -447,10 +450,10 @@ def test_batch_larger_than_read_chunk(tmp_path: Path) -> None:
     plog.append_values(big, timestamp_ms=2)
     plog.append_values([b"tail"], timestamp_ms=3)
     plog.publish()
-    values = [r.value for r in plog.read_records(0, 10**7).records]
+    values = [r.value for r in plog.read(0, 10**7, COMMITTED_RECORDS).decoded]
     assert values == [b"small", *big, b"tail"]
-    assert [r.value for r in plog.read_records(300, 10).records] == [big[299]]
-    assert len(plog.read(1, 10).data) > 400_000
+    assert [r.value for r in plog.read(300, 10, COMMITTED_RECORDS).decoded] == [big[299]]
+    assert len(plog.read(1, 10, BYTES).records) > 400_000
 
 
 def _batch_with_stamps(stamps: list[int]) -> bytes:

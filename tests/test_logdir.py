@@ -29,6 +29,8 @@ from brokerd.storage.logdir.layout import (
 )
 from brokerd.storage.logdir.log_directory import LogDirectory
 
+from tests.read_specs import COMMITTED_RECORDS
+
 HOSTILE_NAMES = ["../x", "a/b", ".", "..", "x" * 250, "a\x00b", "tópico", "", "a b", "/etc"]
 
 
@@ -63,7 +65,7 @@ def test_registry_persists_across_reopen(tmp_path: Path) -> None:
     assert ld.get("forever", 0).config.retention_ms is None
     assert ld.get("small", 0).config.segment_bytes == 1000
     plog = ld.get("events", 2)
-    assert [r.value for r in plog.read_records(0, 100).records] == [b"kept"]
+    assert [r.value for r in plog.read(0, 100, COMMITTED_RECORDS).decoded] == [b"kept"]
     ld.close()
 
 
@@ -162,7 +164,7 @@ def test_delete_topic(tmp_path: Path) -> None:
         ld.delete_topic("gone")
     # A handle held across the delete refuses politely.
     with pytest.raises(UnknownTopicOrPartition):
-        old.read(0, 10)
+        old.read(0, 10, COMMITTED_RECORDS)
     with pytest.raises(UnknownTopicOrPartition):
         old.append_values([b"x"], timestamp_ms=1)
     ld.create_topic("gone", 1)
@@ -235,7 +237,7 @@ for i in range(40):
         log.flush()
         ld.checkpoint()
 # A torn write of a last batch, then death.
-fd = os.open(log._segments[-1].log_path, os.O_WRONLY | os.O_APPEND)
+fd = os.open(log.segments[-1].log_path, os.O_WRONLY | os.O_APPEND)
 os.write(fd, b"\\x00" * 8 + b"\\x00\\x00\\x01\\x00" + b"partial")
 os._exit(9)
 """
@@ -245,7 +247,7 @@ os._exit(9)
     assert not ld.was_clean
     plog = ld.get("k", 0)
     assert plog.recovery.bytes_truncated == 19
-    values = [r.value for r in plog.read_records(0, 10**6).records]
+    values = [r.value for r in plog.read(0, 10**6, COMMITTED_RECORDS).decoded]
     assert values == [b"rec-%d" % i for i in range(40)]
     ld.close()
 

@@ -493,7 +493,7 @@ class ReadAppendRaceTests(_HarnessCase):
         h.produce("t", 0, b"abcd")
         # Just-appended records are read from memory, without the pool
         # (tests/test_fetch_known.py): forget where they lie, so this read is pooled.
-        h.logdir.get("t", 0)._tail.forget()
+        h.logdir.get("t", 0)._state.tail.forget()
         c = h.native()
         h.reads.hold = True
         c.poll("t", 0, 0, wait_ms=60_000, min_bytes=8)

@@ -45,7 +45,7 @@ class Server:
     broker: Broker
     port: IListeningPort
     protocols: list[NativeProtocol]
-    fetches: list[int]  # offsets of the fetch_records calls the core received
+    fetches: list[int]  # offsets of the read calls the core received
 
     @property
     def address(self) -> tuple[str, int]:
@@ -65,13 +65,13 @@ def start_server(data_dir: Path) -> Server:
     )
     broker.startService()
     fetches: list[int] = []
-    fetch_records = broker.fetch_records
+    read = broker.read
 
-    def counting_fetch(topic: str, partition: int, offset: int, max_value_bytes: int):  # type: ignore[no-untyped-def]
+    def counting_read(topic, partition, offset, max_bytes, spec):  # type: ignore[no-untyped-def]
         fetches.append(offset)
-        return fetch_records(topic, partition, offset, max_value_bytes)
+        return read(topic, partition, offset, max_bytes, spec)
 
-    broker.fetch_records = counting_fetch  # type: ignore[method-assign]
+    broker.read = counting_read  # type: ignore[method-assign]
     factory = NativeFactory(broker, clock=reactor)
     protocols: list[NativeProtocol] = []
     build = factory.buildProtocol

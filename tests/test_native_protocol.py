@@ -23,7 +23,7 @@ from brokerd.native.protocol import (
     NativeFactory,
     NativeProtocol,
 )
-from brokerd.storage.types import TopicInfo
+from brokerd.storage.types import COMMITTED_RECORDS, TopicInfo
 
 from tests.native_helpers import (
     Call,
@@ -103,8 +103,8 @@ class WiringTests(ProtocolTestCase):
         for i in range(len(frame)):
             self.assertEqual(self.core.calls, [])
             self.send(frame[i : i + 1])
-        call = self.only_call("fetch_records")
-        self.assertEqual(call.args, ("orders", 1, 7, self.max_fetch_bytes))
+        call = self.only_call("read")
+        self.assertEqual(call.args, ("orders", 1, 7, self.max_fetch_bytes, COMMITTED_RECORDS))
         call.deferred.callback(records(7, [b"a", None, b"ccc"]))
         self.assertEqual(self.take(), fetch_ok([b"a", b"", b"ccc"]))
 
@@ -182,7 +182,7 @@ class OrderingTests(ProtocolTestCase):
     def test_synchronous_core_answers_pipeline_in_order(self) -> None:
         self.core.auto = {
             "produce_values": append_info(3),
-            "fetch_records": records(3, [b"z"]),
+            "read": records(3, [b"z"]),
             "list_offsets": (0, 4),
         }
         self.send(
@@ -199,7 +199,7 @@ class OrderingTests(ProtocolTestCase):
 
     def test_second_request_waits_for_the_first_and_reading_is_paused(self) -> None:
         self.send(fetch_frame("t", 0, 0) + fetch_frame("t", 0, 1))
-        self.only_call("fetch_records")
+        self.only_call("read")
         self.assertTrue(self.paused)
         self.assertEqual(self.take(), b"")
         self.core.calls[0].deferred.callback(records(0, [b"a"]))
@@ -228,7 +228,7 @@ class FlowControlTests(ProtocolTestCase):
         self.send(fetch_frame("t", 0, 0))
         self.assertEqual(self.core.calls, [])
         self.proto.resumeProducing()
-        self.only_call("fetch_records")
+        self.only_call("read")
         self.core.calls[0].deferred.callback(records(0, []))
         self.assertEqual(self.take(), fetch_ok([]))
         self.assertFalse(self.paused)

@@ -29,6 +29,8 @@ from brokerd.storage.logdir.layout import REGISTRY_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.logdir.registry import read_registry
 
+from tests.read_specs import BYTES, COMMITTED_RECORDS
+
 
 def open_dir(path: Path, **kwargs: Any) -> LogDirectory:
     return LogDirectory.open(str(path), LogConfig(segment_bytes=1000), **kwargs)
@@ -47,7 +49,7 @@ def fill(plog: PartitionLog, count: int, *, ts: int = 1000) -> None:
 
 
 def first_offset(plog: PartitionLog, offset: int) -> int:
-    return plog.read_records(offset, 10**6).records[0].offset
+    return plog.read(offset, 10**6, COMMITTED_RECORDS).decoded[0].offset
 
 
 # -- CreatePartitions ------------------------------------------------------------------
@@ -140,12 +142,12 @@ def test_delete_records_moves_start_and_deletes_whole_segments(tmp_path: Path) -
     assert not (tmp_path / "d-0" / f"{bases[1]:020d}.index").exists()
     assert (tmp_path / "d-0" / f"{bases[2]:020d}.log").exists()
     with pytest.raises(OffsetOutOfRange):
-        plog.read(target - 1, 10**6)
+        plog.read(target - 1, 10**6, BYTES)
     with pytest.raises(OffsetOutOfRange):
-        plog.read_records(bases[2], 10**6)
+        plog.read(bases[2], 10**6, COMMITTED_RECORDS)
     assert first_offset(plog, target) == target
     # Kafka's raw read may start at the batch holding the offset; each batch is one record.
-    assert plog.read(target, 10**6).log_start_offset == target
+    assert plog.read(target, 10**6, BYTES).log_start_offset == target
     entries = parse_checkpoint((tmp_path / LOG_START_CHECKPOINT_FILE).read_bytes())
     assert entries == {("d", 0): target}
     ld.close()
@@ -163,7 +165,7 @@ def test_delete_records_offsets(tmp_path: Path) -> None:
     assert ld.delete_records("d", 0, 3) == 5
     # -1: up to the high watermark; the active segment stays (empty of readable records).
     assert ld.delete_records("d", 0, -1) == hw
-    assert plog.read(hw, 100).data == b""
+    assert plog.read(hw, 100, BYTES).records == b""
     assert plog.segment_bases[-1] <= hw
     with pytest.raises(UnknownTopicOrPartition):
         ld.delete_records("d", 1, 0)
@@ -172,7 +174,7 @@ def test_delete_records_offsets(tmp_path: Path) -> None:
     # Appends continue after the new start.
     plog.append_values([b"after"], timestamp_ms=5000)
     plog.publish()
-    assert plog.read_records(hw, 100).records[0].value == b"after"
+    assert plog.read(hw, 100, COMMITTED_RECORDS).decoded[0].value == b"after"
     ld.close()
 
 
@@ -197,7 +199,7 @@ def test_delete_records_survives_restart_and_crash(tmp_path: Path, clean: bool) 
     plog = ld.get("d", 0)
     assert plog.log_start_offset == target
     with pytest.raises(OffsetOutOfRange):
-        plog.read_records(target - 1, 100)
+        plog.read(target - 1, 100, COMMITTED_RECORDS)
     assert first_offset(plog, target) == target
     ld.close()
 
@@ -224,7 +226,7 @@ os._exit(9)
     ld = open_dir(tmp_path)
     plog = ld.get("k", 0)
     assert plog.log_start_offset == 33
-    assert plog.read_records(33, 100).records[0].value == b"rec-33"
+    assert plog.read(33, 100, COMMITTED_RECORDS).decoded[0].value == b"rec-33"
     ld.close()
 
 
@@ -277,7 +279,7 @@ def test_start_past_the_log_end_restarts_empty(tmp_path: Path) -> None:
     plog.publish()
     ld.close()
     ld = open_dir(tmp_path)
-    assert ld.get("d", 0).read_records(25, 100).records[0].value == b"x"
+    assert ld.get("d", 0).read(25, 100, COMMITTED_RECORDS).decoded[0].value == b"x"
     ld.close()
 
 

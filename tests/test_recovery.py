@@ -18,6 +18,8 @@ from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.header import scan_batches
 
+from tests.read_specs import BYTES, COMMITTED_RECORDS
+
 CONFIG = LogConfig(segment_bytes=1500, index_interval_bytes=150)
 
 
@@ -49,7 +51,7 @@ def read_all(plog: PartitionLog) -> dict[int, bytes | None]:
     out: dict[int, bytes | None] = {}
     offset = plog.log_start_offset
     while offset < plog.high_watermark:
-        records = plog.read_records(offset, 10**6).records
+        records = plog.read(offset, 10**6, COMMITTED_RECORDS).decoded
         assert records
         for r in records:
             out[r.offset] = r.value
@@ -208,13 +210,13 @@ def test_damage_in_flushed_segment_is_reported_not_hidden(tmp_path: Path) -> Non
     assert plog.recovery.segments_deleted == 0
     assert plog.log_end_offset == len(expected)
     with pytest.raises(StorageError, match="damaged"):
-        plog.read_records(bad.base_offset, 100)
+        plog.read(bad.base_offset, 100, COMMITTED_RECORDS)
     with pytest.raises(StorageError):
-        plog.read(bad.base_offset, 100)
+        plog.read(bad.base_offset, 100, BYTES)
     # Before the damage and in later segments, everything reads.
     first_good = batches[0][1]
     assert (
-        plog.read_records(first_good.base_offset, 1).records[0].value
+        plog.read(first_good.base_offset, 1, COMMITTED_RECORDS).decoded[0].value
         == expected[first_good.base_offset]
     )
     later = int(files[2].name[:20])
@@ -226,7 +228,7 @@ def test_damage_in_flushed_segment_is_reported_not_hidden(tmp_path: Path) -> Non
 def read_from(plog: PartitionLog, offset: int) -> dict[int, bytes | None]:
     out: dict[int, bytes | None] = {}
     while offset < plog.high_watermark:
-        records = plog.read_records(offset, 10**6).records
+        records = plog.read(offset, 10**6, COMMITTED_RECORDS).decoded
         out.update((r.offset, r.value) for r in records)
         offset = records[-1].offset + 1
     return out
@@ -242,13 +244,13 @@ def test_bit_flip_in_trusted_segment_never_served(tmp_path: Path) -> None:
     plog = reopen(tmp_path, None)  # clean start: nothing rescanned
     for offset in range(header.base_offset, header.last_offset + 1):
         with pytest.raises(StorageError):
-            plog.read_records(offset, 100)
+            plog.read(offset, 100, COMMITTED_RECORDS)
         with pytest.raises(StorageError):
-            plog.read(offset, 100)
+            plog.read(offset, 100, BYTES)
     # A read starting before it stops short of it.
-    before = plog.read_records(header.base_offset - 1, 10**6).records
+    before = plog.read(header.base_offset - 1, 10**6, COMMITTED_RECORDS).decoded
     assert [r.offset for r in before] == [header.base_offset - 1]
-    raw = plog.read(0, 10**6).data
+    raw = plog.read(0, 10**6, BYTES).records
     assert all(r.offset < header.base_offset for r in decode_records(raw, max_uncompressed=1 << 20))
     assert read_from(plog, header.last_offset + 1) == {
         o: v for o, v in expected.items() if o > header.last_offset
@@ -267,7 +269,7 @@ def test_flipped_base_offset_detected(tmp_path: Path) -> None:
     plog = reopen(tmp_path, None)
     for offset in range(header.base_offset, header.last_offset + 1):
         try:
-            records = plog.read_records(offset, 10**6).records
+            records = plog.read(offset, 10**6, COMMITTED_RECORDS).decoded
         except StorageError:
             continue
         assert all(expected[r.offset] == r.value for r in records)
@@ -313,7 +315,7 @@ def test_segment_with_wrong_base_is_cut(tmp_path: Path) -> None:
     # may have gaps since log compaction, so the log may end at the wrong base).
     assert plog.log_end_offset in (int(last.name[:20]), int(wrong.name[:20]))
     kept = {o: v for o, v in expected.items() if o < int(last.name[:20])}
-    assert {r.offset: r.value for r in plog.read_records(0, 10**9).records} == kept
+    assert {r.offset: r.value for r in plog.read(0, 10**9, COMMITTED_RECORDS).decoded} == kept
     assert plog.append_values([b"n"], timestamp_ms=1).base_offset == plog.log_end_offset - 1
     plog.close()
 
@@ -408,8 +410,8 @@ def run_case(template: Path, work: Path, expected: dict[int, bytes], seed: int) 
         # Never a wrong record; every record before the damage is there.
         for offset in range(plog.log_start_offset, plog.high_watermark):
             try:
-                records = plog.read_records(offset, 300).records
-                raw = plog.read(offset, 300).data
+                records = plog.read(offset, 300, COMMITTED_RECORDS).decoded
+                raw = plog.read(offset, 300, BYTES).records
             except StorageError:
                 assert offset >= cut, where
                 continue
@@ -442,7 +444,7 @@ def run_case(template: Path, work: Path, expected: dict[int, bytes], seed: int) 
         end = plog.log_end_offset
         assert plog.append_values([b"after"], timestamp_ms=1).base_offset == end, where
         plog.publish()
-        assert plog.read_records(end, 10).records[0].value == b"after", where
+        assert plog.read(end, 10, COMMITTED_RECORDS).decoded[0].value == b"after", where
     finally:
         plog.close()
 

@@ -15,6 +15,8 @@ from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.header import scan_batches
 
+from tests.read_specs import BYTES, COMMITTED_RECORDS
+
 CONFIG = LogConfig(index_interval_bytes=400)
 BATCHES = 200
 PER_BATCH = 5
@@ -88,22 +90,22 @@ def test_acknowledged_record_survives_damage_below_recovery_point(
         assert plog.recovery.regions_quarantined == 1
         assert plog.recovery.bytes_truncated == 0
         assert f"byte {pos}" in caplog.text and "quarantined" in caplog.text
-        assert plog.read_records(1000, 100).records[0].value == b"acknowledged"
+        assert plog.read(1000, 100, COMMITTED_RECORDS).decoded[0].value == b"acknowledged"
         bad = range(VICTIM * PER_BATCH, (VICTIM + 1) * PER_BATCH)
         for offset in bad:
             with pytest.raises(CorruptStoredBatch, match="damaged"):
-                plog.read_records(offset, 100)
+                plog.read(offset, 100, COMMITTED_RECORDS)
             with pytest.raises(CorruptStoredBatch):
-                plog.read(offset, 100)
+                plog.read(offset, 100, BYTES)
         # Everything around it is served, by both read paths.
         for offset in [*range(0, bad.start), *range(bad.stop, 1000)]:
-            records = plog.read_records(offset, 1).records
+            records = plog.read(offset, 1, COMMITTED_RECORDS).decoded
             assert records[0].offset == offset and records[0].value == value(offset)
-            raw = plog.read(offset, 64).data
+            raw = plog.read(offset, 64, BYTES).records
             first = next(iter(decode_records(raw, max_uncompressed=1 << 20)))
             assert first.offset <= offset
         # A read running into the damage stops before it.
-        raw = plog.read(bad.start - 1, 1 << 20).data
+        raw = plog.read(bad.start - 1, 1 << 20, BYTES).records
         offsets = [r.offset for r in decode_records(raw, max_uncompressed=1 << 20)]
         assert offsets[-1] == bad.start - 1
         # Producer-state style header walks step over the quarantined region.
@@ -141,8 +143,8 @@ def test_quarantine_without_a_later_valid_batch_cuts(tmp_path: Path) -> None:
     try:
         assert plog.high_watermark == 995
         assert plog.recovery.bytes_truncated == header.size
-        assert plog.read_records(995, 10).records == ()
-        assert plog.read_records(994, 10).records[-1].offset == 994
+        assert plog.read(995, 10, COMMITTED_RECORDS).decoded == ()
+        assert plog.read(994, 10, COMMITTED_RECORDS).decoded[-1].offset == 994
     finally:
         plog.close()
 

@@ -19,7 +19,9 @@ from brokerd.storage.logdir.layout import CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import CRC_START
-from brokerd.storage.segment.segment import resync
+from brokerd.storage.segment import resync
+
+from tests.read_specs import COMMITTED_RECORDS
 
 CONFIG = LogConfig(segment_bytes=4000, index_interval_bytes=300)
 
@@ -51,7 +53,7 @@ def values(plog: PartitionLog) -> list[bytes | None]:
     out: list[bytes | None] = []
     offset = plog.log_start_offset
     while offset < plog.high_watermark:
-        records = plog.read_records(offset, 10**6).records
+        records = plog.read(offset, 10**6, COMMITTED_RECORDS).decoded
         assert records
         out += [r.value for r in records]
         offset = records[-1].offset + 1

@@ -30,6 +30,8 @@ from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import parse_batches
 from brokerd.storage.segment.stored import StoredSpan
 
+from tests.read_specs import REFERENCE, span_of
+
 BIG = 1 << 20
 
 
@@ -111,9 +113,9 @@ def plog(tmp_path: Path) -> Iterator[PartitionLog]:
 def spans(plog: PartitionLog, offsets: Iterable[int]) -> list[StoredSpan]:
     out = []
     for offset in offsets:
-        read = plog.read_stored(offset, 200_000)
-        assert read.span is not None
-        out.append(read.span)
+        span = span_of(plog.read(offset, 200_000, REFERENCE))
+        assert isinstance(span, StoredSpan)
+        out.append(span)
     return out
 
 
@@ -264,12 +266,12 @@ def test_a_small_frame_finishes_within_start(
     pair: tuple[socket.socket, socket.socket], plog: PartitionLog
 ) -> None:
     sock, peer = pair
-    read = plog.read_stored(0, 100)  # one batch: about 8 KB, within the socket buffer
-    assert read.span is not None
-    data = read.span.read()
+    span = span_of(plog.read(0, 100, REFERENCE))  # one batch: about 8 KB, within the buffer
+    assert span is not None
+    data = span.read()
     transport = TwistedShapedTransport(sock)
     done = Recorder()
-    SpliceSender(transport, [b"H", read.span], RegionLedger(), done).start()
+    SpliceSender(transport, [b"H", span], RegionLedger(), done).start()
     assert done.results == [None], "not finished within start()"
     assert transport.producer is None and not transport.writing
     assert drive(transport, peer, done) == b"H" + data
@@ -397,16 +399,16 @@ def test_send_now_sends_a_small_frame_without_becoming_the_producer(
     pair: tuple[socket.socket, socket.socket], plog: PartitionLog
 ) -> None:
     sock, peer = pair
-    read = plog.read_stored(0, 100)  # one batch: about 8 KB, within the socket buffer
-    assert read.span is not None
-    data = read.span.read()
+    span = span_of(plog.read(0, 100, REFERENCE))  # one batch: about 8 KB, within the buffer
+    assert span is not None
+    data = span.read()
     transport = TwistedShapedTransport(sock)
     transport.registerProducer("the connection", True)  # as RequestConnection is
     done = Recorder()
-    sender = SpliceSender(transport, [b"H", read.span], RegionLedger(), done)
+    sender = SpliceSender(transport, [b"H", span], RegionLedger(), done)
     assert sender.send_now() is True
     # Whole: done is not called, the transport's producer is untouched, nothing buffered.
-    assert done.results == [] and read.span.released
+    assert done.results == [] and span.released
     assert transport.producer == "the connection" and not transport.buffer
     assert peer.recv(BIG) == b"H" + data
 

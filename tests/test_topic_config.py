@@ -38,6 +38,8 @@ from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import parse_batches, read_header
 
+from tests.read_specs import BYTES
+
 BIG = 1 << 20
 
 
@@ -312,7 +314,7 @@ def test_write_job_stamps_log_append_time_topics_only(tmp_path: Path) -> None:
     result = write_job(plog, [append], sync=False, retention=False, wall_clock=lambda: 42.0)
     (info,) = result.outcomes
     assert info.log_append_time == 42_000  # type: ignore[union-attr]
-    stored = read_header(plog.read(0, BIG).data)
+    stored = read_header(plog.read(0, BIG, BYTES).records)
     assert stored.log_append_time and stored.max_timestamp == 42_000
     plog.reconfigure(LogConfig())
     result = write_job(plog, [append], sync=False, retention=False, wall_clock=lambda: 43.0)

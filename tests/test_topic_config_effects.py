@@ -34,6 +34,7 @@ from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import parse_batches, read_header
 from brokerd.storage.types import TopicInfo
 
+from tests.read_specs import BYTES, COMMITTED_RECORDS
 from tests.test_broker import make
 
 NOW = 1_700_000_000_000
@@ -444,9 +445,9 @@ def test_stored_batch_attributes_after_recompression(tmp_path: Path) -> None:
         headers = tuple(parse_batches(data, max_batch_bytes=len(data)))
         append = BatchesAppend(PreparedBatches(data, headers))
         write_job(plog, [append], sync=True, retention=False, wall_clock=lambda: NOW / 1000)
-        stored = plog.read(0, 1 << 20).data
+        stored = plog.read(0, 1 << 20, BYTES).records
         assert read_header(stored).compression == Compression.ZSTD
-        assert [r.value for r in plog.read_records(0, 1 << 20).records][:2] == [
+        assert [r.value for r in plog.read(0, 1 << 20, COMMITTED_RECORDS).decoded][:2] == [
             b"value-0" * 20, b"value-1" * 20]
     finally:
         plog.close()
@@ -495,8 +496,8 @@ def test_native_produce_is_encoded_in_the_topics_codec(tmp_path: Path) -> None:
     try:
         plog.append_values([b"native %d" % i for i in range(10)], timestamp_ms=NOW)
         plog.publish()
-        assert read_header(plog.read(0, 1 << 20).data).compression == Compression.GZIP
-        assert [r.value for r in plog.read_records(0, 1 << 20).records] == [
+        assert read_header(plog.read(0, 1 << 20, BYTES).records).compression == Compression.GZIP
+        assert [r.value for r in plog.read(0, 1 << 20, COMMITTED_RECORDS).decoded] == [
             b"native %d" % i for i in range(10)]
     finally:
         plog.close()

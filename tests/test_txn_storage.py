@@ -32,6 +32,7 @@ from brokerd.storage.segment.txn_index import TXN_ENTRY_SIZE, AbortedEntry, TxnI
 from brokerd.storage.types import AbortedTxn, Record
 
 from tests.compaction_helpers import T0, compact_config
+from tests.read_specs import BYTES, COMMITTED, COMMITTED_RECORDS
 
 BIG = 1 << 20
 
@@ -83,7 +84,7 @@ def committed_values(plog: PartitionLog, offset: int | None = None) -> list[byte
     out: list[Record] = []
     at = plog.log_start_offset if offset is None else offset
     while at < plog.last_stable_offset:
-        records = plog.read_records(at, BIG).records
+        records = plog.read(at, BIG, COMMITTED_RECORDS).decoded
         if not records:
             break
         out.extend(records)
@@ -270,7 +271,7 @@ def test_marker_written_but_unpublished_keeps_the_old_lso(tmp_path: Path) -> Non
     plog.append_marker(1, 0, commit=True, coordinator_epoch=0, timestamp_ms=T0)
     # Readers see the published pair only: data at 0 still unstable.
     assert (plog.high_watermark, plog.last_stable_offset) == (1, 0)
-    assert plog.read(0, BIG, read_committed=True).data == b""
+    assert plog.read(0, BIG, COMMITTED).records == b""
     plog.publish()
     assert plog.last_stable_offset == 2
 
@@ -285,21 +286,21 @@ def test_read_committed_cuts_at_lso_and_lists_aborted(tmp_path: Path) -> None:
     open_first = txn_batch(plog, 3, [b"z"])  # 6 open
     plain(plog, [b"after"])  # 7
     hw = plog.high_watermark
-    uncommitted = plog.read(0, BIG)
-    assert batch_offsets(uncommitted.data) == [0, 1, 3, 4, 5, 6, 7]
+    uncommitted = plog.read(0, BIG, BYTES)
+    assert batch_offsets(uncommitted.records) == [0, 1, 3, 4, 5, 6, 7]
     assert uncommitted.last_stable_offset == open_first and uncommitted.aborted == ()
-    committed = plog.read(0, BIG, read_committed=True)
-    assert batch_offsets(committed.data) == [0, 1, 3, 4, 5]
+    committed = plog.read(0, BIG, COMMITTED)
+    assert batch_offsets(committed.records) == [0, 1, 3, 4, 5]
     assert committed.last_stable_offset == open_first and committed.high_watermark == hw
     assert committed.aborted == (AbortedTxn(1, 1),)
     # From past the abort marker: not listed any more.
-    assert plog.read(4, BIG, read_committed=True).aborted == ()
-    assert plog.read(3, BIG, read_committed=True).aborted == (AbortedTxn(1, 1),)
+    assert plog.read(4, BIG, COMMITTED).aborted == ()
+    assert plog.read(3, BIG, COMMITTED).aborted == (AbortedTxn(1, 1),)
     # [LSO, HW] is valid and empty; the uncommitted read of it is not.
     for offset in (open_first, hw):
-        empty = plog.read(offset, BIG, read_committed=True)
-        assert empty.data == b"" and empty.aborted == ()
-    assert plog.read(open_first, BIG).data != b""
+        empty = plog.read(offset, BIG, COMMITTED)
+        assert empty.records == b"" and empty.aborted == ()
+    assert plog.read(open_first, BIG, BYTES).records != b""
     assert m1 == 3
 
 
@@ -311,11 +312,11 @@ def test_aborted_list_only_for_data_returned(tmp_path: Path) -> None:
     txn_batch(plog, 2, [b"y" * 150])  # 3
     marker(plog, 2, commit=False)  # 4
     assert len(plog.segments) > 2
-    first = plog.read(0, 1, read_committed=True)  # one batch: offset 0 only
-    assert batch_offsets(first.data) == [0] and first.aborted == ()
-    second = plog.read(1, 1, read_committed=True)
-    assert batch_offsets(second.data) == [1] and second.aborted == (AbortedTxn(1, 1),)
-    everything = [plog.read(o, BIG, read_committed=True).aborted for o in (3, 4)]
+    first = plog.read(0, 1, COMMITTED)  # one batch: offset 0 only
+    assert batch_offsets(first.records) == [0] and first.aborted == ()
+    second = plog.read(1, 1, COMMITTED)
+    assert batch_offsets(second.records) == [1] and second.aborted == (AbortedTxn(1, 1),)
+    everything = [plog.read(o, BIG, COMMITTED).aborted for o in (3, 4)]
     assert everything == [(AbortedTxn(2, 3),), (AbortedTxn(2, 3),)]
 
 
@@ -331,11 +332,11 @@ def test_native_reads_are_committed_only(tmp_path: Path) -> None:
     txn_batch(plog, 3, [b"open"])
     plain(plog, [b"beyond-lso"])
     assert committed_values(plog) == [b"a", b"committed", b"b"]
-    records = plog.read_records(0, BIG).records
+    records = plog.read(0, BIG, COMMITTED_RECORDS).decoded
     assert [r.offset for r in records] == [0, 3, 7]
     # At the LSO and in [LSO, HW]: nothing, no error.
-    assert plog.read_records(plog.last_stable_offset, BIG).records == ()
-    assert plog.read_records(plog.high_watermark - 1, BIG).records == ()
+    assert plog.read(plog.last_stable_offset, BIG, COMMITTED_RECORDS).decoded == ()
+    assert plog.read(plog.high_watermark - 1, BIG, COMMITTED_RECORDS).decoded == ()
     marker(plog, 3, commit=True)
     assert committed_values(plog, 8) == [b"open", b"beyond-lso"]
 
@@ -390,7 +391,7 @@ def test_reopen_without_snapshot_rebuilds_ongoing_transactions(tmp_path: Path) -
     again = open_log(path, point=0, segment_bytes=300)
     # Producer 1's transaction began segments ago: still open, still holding the LSO.
     assert again.last_stable_offset == first
-    assert again.read(0, BIG, read_committed=True).data == b""
+    assert again.read(0, BIG, COMMITTED).records == b""
     marker(again, 1, commit=True)
     assert again.last_stable_offset == again.high_watermark
     again.close()
@@ -424,7 +425,7 @@ def test_lost_txnindex_tail_is_rebuilt_by_replay(tmp_path: Path) -> None:
         f.truncate(TXN_ENTRY_SIZE + 5)  # the second entry torn
     again = open_log(path, point=0)
     assert [e.producer_id for e in again.segments[-1].txnindex.entries] == [1, 2]
-    assert again.read(0, BIG, read_committed=True).aborted == (AbortedTxn(1, 0), AbortedTxn(2, 2))
+    assert again.read(0, BIG, COMMITTED).aborted == (AbortedTxn(1, 0), AbortedTxn(2, 2))
     again.close()
 
 
@@ -564,9 +565,9 @@ def test_cleaner_drops_aborted_records_keeps_markers_and_stops_at_lso(tmp_path: 
     offsets: list[int] = []
     at = 0
     while at < plog.high_watermark:
-        got = batch_offsets(plog.read(at, BIG).data)
+        got = batch_offsets(plog.read(at, BIG, BYTES).records)
         offsets += got
-        at = read_header(plog.read(got[-1], 61).data).last_offset + 1
+        at = read_header(plog.read(got[-1], 61, BYTES).records).last_offset + 1
     assert 1 not in offsets  # the aborted batch is gone
     assert m1 in offsets and 4 in offsets  # markers kept
     assert 0 in offsets and 3 in offsets and open_first in offsets

@@ -29,13 +29,12 @@ from twisted.internet.defer import Deferred
 from brokerd.core.interfaces import PartitionStore
 from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.storage.log.producer_state import ActiveProducer
-from brokerd.storage.segment.stored import StoredRead
 from brokerd.storage.types import (
     AppendInfo,
     LogDirUsage,
+    LogRead,
     PartitionOffsets,
-    ReadResult,
-    RecordsResult,
+    ReadSpec,
     TopicInfo,
 )
 
@@ -149,50 +148,14 @@ class CoreWrites(Protocol):
 class CoreReads(Protocol):
     """Reads of one partition; an offset out of range fails with ``OffsetOutOfRange``."""
 
-    def fetch(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        max_bytes: int,
-        *,
-        read_committed: bool = False,
-    ) -> Deferred[ReadResult]:
-        """Raw log bytes from the batch holding ``offset`` (Kafka Fetch); with
-        ``read_committed`` never past the last stable offset, with the aborted
-        transactions of the data."""
-        ...
-
-    def fetch_stored(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        max_bytes: int,
-        *,
-        read_committed: bool = False,
-    ) -> Deferred[StoredRead]:
-        """:meth:`fetch`, with bytes checked before handed out by reference (a span the
-        caller must release) for ``os.sendfile``."""
-        ...
-
-    def fetch_stored_now(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        max_bytes: int,
-        *,
-        read_committed: bool = False,
-    ) -> StoredRead | None:
-        """:meth:`fetch_stored`'s answer when it needs neither a file read nor a
-        Deferred, else None (then call :meth:`fetch_stored`)."""
-        ...
-
-    def fetch_records(
-        self, topic: str, partition: int, offset: int, max_value_bytes: int
-    ) -> Deferred[RecordsResult]:
-        """Decoded committed records from ``offset`` (the native fetch)."""
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
+    ) -> LogRead | Deferred[LogRead]:
+        """The one read of a partition's log, from the batch holding ``offset``: bytes by
+        value or by reference (a span the caller must release, for ``os.sendfile``) or
+        decoded records, as ``spec`` says; read_committed never past the last stable
+        offset, with the aborted transactions of the data. The answer itself when memory
+        holds it, else a Deferred from the read pool."""
         ...
 
     def offsets(self, topic: str, partition: int) -> Deferred[PartitionOffsets]:
@@ -245,8 +208,9 @@ class CoreLongPoll(Protocol):
         max_value_bytes: int,
         min_bytes: int,
         max_wait_ms: int,
-    ) -> Deferred[RecordsResult]:
-        """A native long-poll fetch: :func:`long_poll` over :meth:`CoreReads.fetch_records`."""
+    ) -> Deferred[LogRead]:
+        """A native long-poll fetch: :func:`long_poll` over :meth:`CoreReads.read` of
+        decoded committed records."""
         ...
 
 

@@ -13,7 +13,8 @@ clean-shutdown marker), the pools.
 The parts it wires: :class:`~brokerd.core.topics.TopicRegistry` (open partitions,
 auto-create), :class:`~brokerd.core.writer.PartitionWriter` per partition (group
 commit), :class:`~brokerd.core.producers.ProducerGuard` per partition (idempotence),
-:class:`~brokerd.core.waiters.WaiterRegistry` (long polls) and
+:class:`~brokerd.core.waiters.WaiterRegistry` (long polls),
+:class:`~brokerd.core.fetcher.Fetcher` (the reads) and
 :class:`~brokerd.core.timers.PeriodicTasks`. Every public method runs in the reactor
 thread and returns a Deferred (or a plain value when no I/O is involved); errors arrive
 as failures carrying :mod:`brokerd.errors` exceptions. What code outside the core calls
@@ -35,11 +36,11 @@ from twisted.logger import Logger
 
 from brokerd.core.api import CoreApi, TxnVerifier
 from brokerd.core.appends import BatchesAppend, ValuesAppend
+from brokerd.core.fetcher import Fetcher
 from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
 from brokerd.core.policy import FsyncPolicy, flush_rule
 from brokerd.core.pools import WorkerPools
 from brokerd.core.producers import ProducerSnapshots
-from brokerd.core.reads import BrokerReads
 from brokerd.core.services import LogDirectoryService, SequentialMultiService
 from brokerd.core.timers import (
     CHECKPOINT_SECONDS,
@@ -60,7 +61,15 @@ from brokerd.storage.log.prepared_append import prepare_batches
 from brokerd.storage.log.produce_checks import check_values
 from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.record.header import BatchHeader, parse_batches
-from brokerd.storage.types import AppendInfo, LogDirUsage, RecordsResult, TopicInfo
+from brokerd.storage.types import (
+    COMMITTED_RECORDS,
+    AppendInfo,
+    LogDirUsage,
+    LogRead,
+    PartitionOffsets,
+    ReadSpec,
+    TopicInfo,
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -69,7 +78,7 @@ R = TypeVar("R")
 _log = Logger()
 
 
-class Broker(BrokerReads, SequentialMultiService):
+class Broker(SequentialMultiService):
     """The core both protocols call.
 
     :param logdir: an open :class:`brokerd.storage.logdir.log_directory.LogDirectory`.
@@ -126,6 +135,8 @@ class Broker(BrokerReads, SequentialMultiService):
         self.txn_markers = TxnMarkers(
             self.partitions, run_write=self._run_write, stopping=lambda: self._stopping
         )
+        #: The reads: fetches and offset lookups.
+        self.fetcher = Fetcher(self.partitions, self._run_read)
         self._timers = PeriodicTasks(reactor)
         # Added first, stopped last: the pools, then the log directory.
         self.pools.setServiceParent(self)
@@ -295,7 +306,7 @@ class Broker(BrokerReads, SequentialMultiService):
         watermark); fires with the log start offset once it is durable."""
         if self._stopping:
             return defer.fail(ShuttingDown("broker is shutting down"))
-        return self._readable(topic, partition).addCallback(
+        return self.partitions.open(topic, partition, create=False).addCallback(
             lambda _part: self._run_write(
                 self.logdir.delete_records, topic, partition, before_offset
             )
@@ -304,6 +315,36 @@ class Broker(BrokerReads, SequentialMultiService):
     def describe_log_dirs(self) -> LogDirUsage:
         """The data directory's usage: :meth:`LogDirectoryService.usage`."""
         return self.storage.usage()
+
+    # -- reads (the fetcher's; docs/architecture.md) -------------------------------------
+
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
+    ) -> LogRead | defer.Deferred[LogRead]:
+        """A fetch's read of one partition: :meth:`Fetcher.read`."""
+        return self.fetcher.read(topic, partition, offset, max_bytes, spec)
+
+    def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
+        """A partition's log start offset, high watermark and LSO (no I/O)."""
+        return self.fetcher.offsets(topic, partition)
+
+    def list_offsets(
+        self, topic: str, partition: int, *, read_committed: bool = False
+    ) -> defer.Deferred[tuple[int, int]]:
+        """``(log_start_offset, latest)``: :meth:`Fetcher.list_offsets`."""
+        return self.fetcher.list_offsets(topic, partition, read_committed=read_committed)
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        """:meth:`Fetcher.offset_for_timestamp`."""
+        return self.fetcher.offset_for_timestamp(topic, partition, timestamp_ms)
+
+    def max_timestamp_offset(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        """:meth:`Fetcher.max_timestamp_offset`."""
+        return self.fetcher.max_timestamp_offset(topic, partition)
 
     # -- produce -----------------------------------------------------------------------
 
@@ -445,20 +486,21 @@ class Broker(BrokerReads, SequentialMultiService):
         max_value_bytes: int,
         min_bytes: int,
         max_wait_ms: int,
-    ) -> defer.Deferred[RecordsResult]:
+    ) -> defer.Deferred[LogRead]:
         """A native long-poll fetch: read; while short of ``min_bytes`` of values and
         within ``max_wait_ms``, park until an append may have brought enough, and read
         again. Every wake-up is re-checked against what a read finds, so the answer has
         ``min_bytes`` of values unless the wait ran out (or the broker is stopping)."""
         key = (topic, partition)
 
-        def read() -> defer.Deferred[RecordsResult]:
-            return self.fetch_records(topic, partition, offset, max_value_bytes)
+        async def read() -> LogRead:
+            answer = self.fetcher.read(topic, partition, offset, max_value_bytes, COMMITTED_RECORDS)
+            return answer if isinstance(answer, LogRead) else await answer
 
-        def short_of(result: RecordsResult) -> Shortfall | None:
+        def short_of(result: LogRead) -> Shortfall | None:
             if self.waiters.closed:
                 return None
-            have = sum(len(r.value or b"") for r in result.records)
+            have = sum(len(r.value or b"") for r in result.decoded)
             # As Kafka: min_bytes 0 answers at once, even with nothing to send.
             return Shortfall(have, min_bytes, {key: result.high_watermark})
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import ParamSpec, Protocol, TypeVar
+from typing import Literal, ParamSpec, Protocol, TypeVar, overload
 
 from twisted.internet.defer import Deferred
 
@@ -28,7 +28,7 @@ from brokerd.storage.log.producer_state import (
     ReplaySource,
     SnapshotEntry,
 )
-from brokerd.storage.types import AppendInfo, ReadResult, RecordsResult, TopicInfo
+from brokerd.storage.types import AppendInfo, LogRead, ReadSpec, TopicInfo
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -94,8 +94,14 @@ class PartitionStore(ReplaySource, Protocol):
         self,
     ) -> tuple[int, dict[int, SnapshotEntry], tuple[int, dict[int, int]]]: ...
     def describe_producers(self) -> list[tuple[ActiveProducer, int]]: ...
-    def read(self, offset: int, max_bytes: int, *, read_committed: bool = False) -> ReadResult: ...
-    def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult: ...
+    @overload
+    def read(
+        self, offset: int, max_bytes: int, spec: ReadSpec, *, memory_only: Literal[False] = ...
+    ) -> LogRead: ...
+    @overload
+    def read(
+        self, offset: int, max_bytes: int, spec: ReadSpec, *, memory_only: bool
+    ) -> LogRead | None: ...
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None: ...
     def max_timestamp_offset(self) -> tuple[int, int] | None: ...
 

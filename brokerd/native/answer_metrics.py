@@ -20,7 +20,7 @@ from twisted.python.failure import Failure
 from brokerd.native.messages import ErrorCode as NativeError
 from brokerd.native.messages import RequestType, error_code_for
 from brokerd.observers import RequestObserver, api_name
-from brokerd.storage.types import RecordsResult
+from brokerd.storage.types import LogRead
 
 T = TypeVar("T")
 
@@ -53,9 +53,9 @@ def observe_native(
     api = api_name(request_type)
 
     def answered(result: T) -> T:
-        if isinstance(result, RecordsResult) and result.records and topic is not None:
-            size = sum(len(r.value or b"") for r in result.records)
-            observer.records_out(topic, len(result.records), size)
+        if isinstance(result, LogRead) and result.decoded and topic is not None:
+            size = sum(len(r.value or b"") for r in result.decoded)
+            observer.records_out(topic, len(result.decoded), size)
         observer.request_done(api, started, ())
         return result
 

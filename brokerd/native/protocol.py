@@ -60,7 +60,7 @@ from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, Connec
 from brokerd.net.request_budget import RequestBudget
 from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
-from brokerd.storage.types import AppendInfo, RecordsResult, TopicInfo
+from brokerd.storage.types import COMMITTED_RECORDS, AppendInfo, LogRead, TopicInfo
 
 __all__ = [
     "DEFAULT_FRAME_TIMEOUT",
@@ -254,8 +254,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
                     request.topic, request.partition, list(request.values)
                 )
             case FetchRequest():
-                return RequestType.FETCH, lambda: core.fetch_records(
-                    request.topic, request.partition, request.offset, self._max_fetch_bytes
+                return RequestType.FETCH, lambda: core.read(
+                    request.topic, request.partition, request.offset, self._max_fetch_bytes,
+                    COMMITTED_RECORDS,
                 )
             case CreateTopicRequest():
                 return RequestType.CREATE_TOPIC, lambda: core.create_topic(
@@ -293,7 +294,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             case ProduceRequest():
                 return server_codec.encode_produce_response(cast(AppendInfo, result).base_offset)
             case FetchRequest():
-                records = cast(RecordsResult, result).records
+                records = cast(LogRead, result).decoded
                 return server_codec.encode_fetch_response([r.value for r in records])
             case CreateTopicRequest():
                 return server_codec.encode_create_topic_response()
@@ -306,9 +307,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
                     (t.name, t.partitions) for t in topics
                 )
             case LongPollFetchRequest():
-                found = cast(RecordsResult, result)
+                found = cast(LogRead, result)
                 return server_codec.encode_long_poll_fetch_response(
-                    found.high_watermark, [(r.offset, r.value) for r in found.records]
+                    found.high_watermark, [(r.offset, r.value) for r in found.decoded]
                 )
         raise TypeError(f"not a native request: {request!r}")
 

@@ -13,6 +13,8 @@ regions.
 Both are plain frozen value types, not ``bytes``: a ``records`` field is typed
 :data:`Records` (``bytes | StoredRecords``) and an encoded answer :data:`Frame`
 (``bytes | SplicedFrame``), so the type checker makes every caller handle both kinds.
+:class:`StoredRecords`, :data:`Records` and :class:`FileRegion` are defined with the
+storage types (``brokerd/storage/types.py``), since a log read answers them.
 :func:`records_size`, :func:`cut_records` and :func:`release_records` work on either.
 Nothing here touches files or transports.
 """
@@ -20,9 +22,12 @@ Nothing here touches files or transports.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
 
 import attrs
+
+# The records types are storage's (what a log read answers); named here too, where the
+# frames that carry them are built.
+from brokerd.storage.types import FileRegion, Part, Records, StoredRecords
 
 __all__ = [
     "OWN_PART_BYTES",
@@ -38,47 +43,6 @@ __all__ = [
     "records_size",
     "release_records",
 ]
-
-
-class FileRegion(Protocol):
-    """Bytes of an open file, sent by descriptor (``brokerd.storage.segment.stored.StoredSpan``)."""
-
-    position: int
-    length: int
-
-    @property
-    def released(self) -> bool: ...
-
-    def fileno(self) -> int: ...
-
-    def read(self) -> bytes: ...
-
-    def read_at(self, offset: int, size: int) -> bytes: ...
-
-    def truncate(self, length: int) -> None: ...
-
-    def release(self) -> None: ...
-
-
-#: One part of a spliced frame, in wire order.
-Part = bytes | FileRegion
-
-
-@attrs.frozen(eq=False)
-class StoredRecords:
-    """A ``records`` field value sent without joining it into the frame: ``payload`` is
-    the records' bytes or the file region holding them."""
-
-    payload: Part
-
-    @property
-    def size(self) -> int:
-        payload = self.payload
-        return len(payload) if isinstance(payload, bytes) else payload.length
-
-
-#: What a ``records`` field of a response holds.
-Records = bytes | StoredRecords
 
 
 @attrs.frozen(eq=False)

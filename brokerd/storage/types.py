@@ -1,13 +1,16 @@
 """Value types passed between the storage layer, the core and the protocols.
 
-Plain attrs frozen classes; no behaviour, no I/O.
+Plain attrs frozen classes (and :class:`FileRegion`, the protocol of stored bytes sent by
+descriptor); no behaviour, no I/O.
 """
 
 from __future__ import annotations
 
+import enum
 import uuid
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Protocol
 
 import attrs
 
@@ -39,25 +42,115 @@ class AppendInfo:
     duplicate: bool = attrs.field(default=False, eq=False)
 
 
-@attrs.frozen
-class ReadResult:
-    """Raw log bytes for a Kafka fetch, with the partition's state at read time.
+class FileRegion(Protocol):
+    """Bytes of an open file, sent by descriptor (``brokerd.storage.segment.stored.StoredSpan``)."""
 
-    ``data`` starts at the first byte of the batch holding the requested offset and may
-    end with a partial batch when a byte limit cut it (Kafka clients expect that).
+    position: int
+    length: int
+
+    @property
+    def released(self) -> bool: ...
+
+    def fileno(self) -> int: ...
+
+    def read(self) -> bytes: ...
+
+    def read_at(self, offset: int, size: int) -> bytes: ...
+
+    def truncate(self, length: int) -> None: ...
+
+    def release(self) -> None: ...
+
+
+#: One part of a spliced frame, in wire order.
+Part = bytes | FileRegion
+
+
+@attrs.frozen(eq=False)
+class StoredRecords:
+    """A ``records`` field value sent without joining it into the frame: ``payload`` is
+    the records' bytes or the file region holding them."""
+
+    payload: Part
+
+    @property
+    def size(self) -> int:
+        payload = self.payload
+        return len(payload) if isinstance(payload, bytes) else payload.length
+
+
+#: Stored record batches: bytes (by value), or :class:`StoredRecords` (a file region by
+#: reference, or bytes to be sent as a part of their own).
+Records = bytes | StoredRecords
+
+
+class Isolation(enum.IntEnum):
+    """Which records a read may return (Kafka's ``isolation_level`` values)."""
+
+    #: Up to the high watermark.
+    READ_UNCOMMITTED = 0
+    #: Below the last stable offset, with the aborted transactions of the data.
+    READ_COMMITTED = 1
+
+
+class Delivery(enum.Enum):
+    """The form of a read's answer."""
+
+    #: Stored batches read and checked now, as bytes (:attr:`LogRead.records`).
+    BYTES = "bytes"
+    #: Stored batches, those checked before handed out by reference: a
+    #: :class:`StoredRecords` of a pinned segment span the caller must release.
+    REFERENCE = "reference"
+    #: Decoded records (:attr:`LogRead.decoded`), committed ones only (control batches
+    #: and aborted transactions' records skipped): the native fetch.
+    RECORDS = "records"
+
+
+def _records_are_committed(spec: ReadSpec, _attribute: object, delivery: Delivery) -> None:
+    if delivery is Delivery.RECORDS and spec.isolation is not Isolation.READ_COMMITTED:
+        raise ValueError("a read of decoded records reads committed records only")
+
+
+@attrs.frozen
+class ReadSpec:
+    """How to read a partition's log: the isolation and the form of the answer. The byte
+    budget is the read's own argument (it changes from partition to partition)."""
+
+    isolation: Isolation = Isolation.READ_UNCOMMITTED
+    delivery: Delivery = attrs.field(default=Delivery.BYTES, validator=_records_are_committed)
+    #: Whether the isolation is read_committed (an attribute, not a property: every read
+    #: asks).
+    committed: bool = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "committed", self.isolation is Isolation.READ_COMMITTED)
+
+
+#: A native fetch's read: decoded committed records.
+COMMITTED_RECORDS = ReadSpec(Isolation.READ_COMMITTED, Delivery.RECORDS)
+
+
+@attrs.frozen
+class LogRead:
+    """A read of a partition's log, with the partition's state at read time.
+
+    ``records`` starts at the first byte of the batch holding the requested offset and may
+    end with a partial batch when a byte limit cut it (Kafka clients expect that); it is
+    empty for a read of decoded records, whose answer is ``decoded``. A ``records`` holding
+    a file region must be released by whoever ends up with it.
     """
 
-    data: bytes
+    records: Records
     high_watermark: int
     log_start_offset: int
     #: The last stable offset (docs/architecture.md, "Transactions"); the high watermark
-    #: of a partition with no ongoing transaction, and the default.
-    last_stable_offset: int = attrs.field(
-        default=attrs.Factory(lambda self: self.high_watermark, takes_self=True)
-    )
-    #: A read_committed read's aborted transactions overlapping ``data`` (Kafka's Fetch
+    #: of a partition with no ongoing transaction.
+    last_stable_offset: int
+    #: A read_committed read's aborted transactions overlapping ``records`` (Kafka's Fetch
     #: ``aborted_transactions``); empty for other reads.
     aborted: tuple[AbortedTxn, ...] = ()
+    #: A read of :attr:`Delivery.RECORDS`: the records from the requested offset on.
+    decoded: tuple[Record, ...] = ()
 
 
 @attrs.frozen
@@ -99,15 +192,6 @@ class TopicInfo:
         factory=dict, converter=_frozen_configs, hash=False
     )
     topic_id: uuid.UUID = attrs.field(factory=new_topic_id, kw_only=True)
-
-
-@attrs.frozen
-class RecordsResult:
-    """Decoded records for a native fetch, with the partition's state at read time."""
-
-    records: tuple[Record, ...]
-    high_watermark: int
-    log_start_offset: int
 
 
 @attrs.frozen

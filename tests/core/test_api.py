@@ -42,7 +42,7 @@ def parameters(f: object) -> list[tuple[str, object, bool]]:
 
 def test_the_face_has_the_methods_outside_code_calls() -> None:
     members = face_members()
-    for name in ("topics", "create_topic", "produce_batches", "fetch", "wait_for_data",
+    for name in ("topics", "create_topic", "produce_batches", "read", "wait_for_data",
                  "write_txn_markers", "open_logs"):
         assert name in members
 

@@ -3,21 +3,26 @@
 What it does: opens and recovers a partition directory, assigns contiguous offsets to
 appended batches, rolls segments by size and age, flushes (fdatasync) and tracks the
 recovery point, publishes a high watermark to readers, serves raw reads (Kafka fetch) and
-decoded reads (native fetch) in O(log n), answers offset-for-timestamp lookups,
-deletes whole old segments for retention; moving the log start offset for DeleteRecords
-is :class:`~brokerd.storage.log.start.LogStartMixin`'s.
+decoded reads (native fetch) in O(log n), answers offset-for-timestamp lookups.
+
+It is a facade, as Kafka's ``UnifiedLog`` is: it holds the state its parts share
+(:class:`~brokerd.storage.log.log_state.LogState`: the segment list, the offsets, the locks,
+the published high watermark, the checked byte ranges) and the parts themselves, each in
+its own module: the log start offset for DeleteRecords (``log/start.py``), retention and
+cleaned-segment swaps (``log/maintenance.py``), transactions (``log/txns.py``) and the reads
+(``log/stored_reads.py``). Callers call the facade; the appends, flush, publish and close
+are its own.
 
 What it does not do: topic bookkeeping, checkpoint files or the clean-shutdown marker
 (``logdir/log_directory.py``), group commit or scheduling (the broker core decides when to flush and
 publish), and nothing with Twisted.
 
-Recovery on open (``log/loader.py``), the per-segment read paths (``segment/batch_reads.py``) and
-the
-choice of segments retention deletes (``log/retention.py``) live in their own modules; this
-class holds the segments, the offsets and the locks. No batch is served unchecked: a read
-checks the CRC of the batches it returns, except bytes checked before (appended here after
-their check, or checked by an earlier read; remembered in ``verified``), which a Kafka
-fetch gets by reference for ``os.sendfile`` (``read_stored``, ``log/stored_reads.py``,
+Recovery on open (``log/loader.py``), the per-segment read paths (``segment/batch_reads.py``)
+and the choice of segments retention deletes (``log/retention.py``) live in their own
+modules. No batch is served unchecked: a read checks the CRC of the batches it returns,
+except bytes checked before (appended here after their check, or checked by an earlier
+read; remembered in ``verified``), which a Kafka fetch gets by reference for
+``os.sendfile`` (:meth:`PartitionLog.read` with ``Delivery.REFERENCE``,
 docs/performance.md).
 
 Log compaction (``cleaner/compactor.py`` decides what to keep) swaps a sealed segment for its
@@ -32,16 +37,14 @@ them.
 
 from __future__ import annotations
 
-import bisect
-import logging
 import random
-import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Literal, overload
 
 import attrs
 
-from brokerd.errors import OffsetOutOfRange, RecordTooLarge, StorageError, UnknownTopicOrPartition
+from brokerd.errors import RecordTooLarge, StorageError
 from brokerd.storage.config.log_config import (
     INT32_MAX,
     OFFSET_ENTRY_BYTES,
@@ -49,7 +52,8 @@ from brokerd.storage.config.log_config import (
     LogConfig,
 )
 from brokerd.storage.log.loader import RecoveryStats, open_segments
-from brokerd.storage.log.maintenance import LogMaintenanceMixin
+from brokerd.storage.log.log_state import LogState
+from brokerd.storage.log.maintenance import LogMaintenance
 from brokerd.storage.log.prepared_append import PreparedBatches, stored_form
 from brokerd.storage.log.producer_state import (
     ActiveProducer,
@@ -57,68 +61,37 @@ from brokerd.storage.log.producer_state import (
     ProducerStateManager,
     SnapshotEntry,
 )
-from brokerd.storage.log.start import LogStartMixin
-from brokerd.storage.log.stored_reads import StoredReadMixin
-from brokerd.storage.log.txns import TxnLogMixin
+from brokerd.storage.log.start import LogStart
+from brokerd.storage.log.stored_reads import StoredReads
+from brokerd.storage.log.txns import CommittedFilter, PartitionTxns
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import BatchHeader, stamp_base_offset
-from brokerd.storage.segment.batch_reads import (
-    batches_end,
-    cut_at_offset,
-    find_timestamp,
-    headers_from,
-    read_raw,
-    records_from,
-)
+from brokerd.storage.segment.batch_reads import find_timestamp, headers_from
 from brokerd.storage.segment.segment import BatchInfo, Segment
 from brokerd.storage.segment.stored import VerifiedRanges
-from brokerd.storage.types import AbortedTxn, AppendInfo, ReadResult, RecordsResult
+from brokerd.storage.types import AbortedTxn, AppendInfo, LogRead, ReadSpec
 from brokerd.storage.write_errors import WriteErrorLog
 
 __all__ = ["PartitionLog", "RecoveryStats"]
 
-log = logging.getLogger("brokerd.storage")
 
-
-
-class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMixin):
+class PartitionLog:
     """One partition's log. Open with :meth:`open`; see the module docstring for threads."""
 
     def __init__(
         self, path: str, config: LogConfig, clock: Callable[[], float], segments: list[Segment]
     ) -> None:
         self.path = path
-        self.config = config
-        self._clock = clock
-        self._write_lock = threading.Lock()
-        self._seg_lock = threading.Lock()
-        # Held while segments are deleted or swapped for cleaned copies (retention, the
-        # cleaner, close): never by appends or reads.
-        self._swap_lock = threading.Lock()
-        self._segments: tuple[Segment, ...] = ()
-        self._bases: tuple[int, ...] = ()
-        self._init_positions()
-        self._set_segments(segments)
-        active = segments[-1]
-        self.log_start_offset: int = segments[0].base_offset
-        #: The next offset to assign.
-        self.log_end_offset: int = active.next_offset
-        #: Everything below this offset is on stable storage.
-        self.recovery_point: int = active.next_offset
-        # Published together: (high watermark, active segment's base, its size, LSO).
-        end = active.next_offset
-        self._visible: tuple[int, int, int, int] = (end, active.base_offset, active.size, end)
-        self._dirty: dict[int, Segment] = {}
-        self._failure: str | None = None
-        self._closed = False
-        self.recovery = RecoveryStats(clean=True)
-        self._write_errors = WriteErrorLog(path, clock)
-        #: Byte ranges whose batches passed their check: what a fetch may send unread.
-        self.verified = VerifiedRanges()
+        self._state = state = LogState(path, config, clock, segments)
+        self._start = LogStart(state)
+        self._maintenance = LogMaintenance(state)
         #: Producers' epochs and sequences and the ongoing transactions (write lock).
         self.producers = ProducerStateManager()
-        self._init_txns(segments)
+        self._txns = PartitionTxns(state, self._write, self.producers)
+        self._reads = StoredReads(state, self._txns)
+        self.recovery = RecoveryStats(clean=True)
+        self._write_errors = WriteErrorLog(path, clock)
         #: Draws a segment's roll jitter below its argument (replaceable in tests).
         self.roll_jitter: Callable[[int], int] = random.randrange
         self._jitter: tuple[int, int] = (-1, 0)
@@ -143,40 +116,71 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         plog = cls(path, config, clock, segments)
         plog.recovery = stats
         try:
-            plog._recover_txns()
+            plog._txns.recover()
         except BaseException:
             plog.close()
             raise
         return plog
 
-    # --- writer methods ---------------------------------------------------------------------
+    # --- the shared state, as callers see it ----------------------------------------------
 
-    def _check_writable(self) -> None:
-        if self._closed:
-            raise UnknownTopicOrPartition(f"partition log {self.path} is closed")
-        if self._failure is not None:
-            raise StorageError(f"partition {self.path} refuses appends: {self._failure}")
+    @property
+    def config(self) -> LogConfig:
+        return self._state.config
 
-    def _fail(self, reason: str) -> StorageError:
-        self._failure = reason
-        log.error("partition %s failed: %s", self.path, reason)
-        return StorageError(f"partition {self.path} failed: {reason}")
+    @property
+    def log_start_offset(self) -> int:
+        return self._state.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to assign."""
+        return self._state.log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below this offset is on stable storage."""
+        return self._state.recovery_point
+
+    @property
+    def verified(self) -> VerifiedRanges:
+        """Byte ranges whose batches passed their check: what a fetch may send unread."""
+        return self._state.verified
 
     @property
     def failed(self) -> bool:
-        return self._failure is not None
+        return self._state.failure is not None
 
-    def _set_segments(self, segments: Sequence[Segment]) -> None:
-        # Readers load _segview once; the pair must stay consistent.
-        self._segview = (tuple(segments), tuple(s.base_offset for s in segments))
-        self._segments = self._segview[0]
-        self._forget_positions(self._segments)
+    @property
+    def high_watermark(self) -> int:
+        return self._state.visible[0]
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self._txns.last_stable_offset
+
+    @property
+    def size_bytes(self) -> int:
+        """Total bytes of all segments."""
+        return sum(s.size for s in self._state.segments)
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The current segments, oldest first (the last one is active)."""
+        return self._state.segview[0]
+
+    @property
+    def segment_bases(self) -> tuple[int, ...]:
+        return self._state.segview[1]
+
+    # --- writer methods ---------------------------------------------------------------------
 
     def _maybe_roll(self, incoming: int, last_offset: int) -> Segment:
-        active = self._segments[-1]
+        state = self._state
+        active = state.segments[-1]
         if active.size == 0:
             return active
-        cfg = self.config
+        cfg = state.config
         roll = (
             active.size + incoming > cfg.segment_bytes
             or last_offset - active.base_offset > INT32_MAX
@@ -186,7 +190,7 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
             or (
                 cfg.segment_ms is not None
                 and active.first_append_ms is not None
-                and self._clock() * 1000.0 - active.first_append_ms
+                and state.clock() * 1000.0 - active.first_append_ms
                 >= cfg.segment_ms - self._jitter_of(active, cfg.segment_ms)
             )
         )
@@ -195,17 +199,17 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         try:
             active.seal()
         except StorageError as exc:
-            raise self._fail(f"cannot seal segment {active.log_path}: {exc}") from exc
-        new = Segment.create(self.path, self.log_end_offset, cfg.index_interval_bytes)
-        with self._seg_lock:
-            self._set_segments((*self._segments, new))
+            raise state.fail(f"cannot seal segment {active.log_path}: {exc}") from exc
+        new = Segment.create(self.path, state.log_end_offset, cfg.index_interval_bytes)
+        with state.seg_lock:
+            state.set_segments((*state.segments, new))
         return new
 
     def _jitter_of(self, active: Segment, segment_ms: int) -> int:
         """How much earlier than ``segment_ms`` the active segment rolls: drawn once per
         segment in ``[0, min(segment.jitter.ms, segment.ms))``, as Kafka draws it."""
         if self._jitter[0] != active.base_offset:
-            bound = min(self.config.segment_jitter_ms, segment_ms)
+            bound = min(self._state.config.segment_jitter_ms, segment_ms)
             self._jitter = (active.base_offset, self.roll_jitter(bound) if bound > 0 else 0)
         return self._jitter[1]
 
@@ -217,10 +221,11 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         *,
         transactional: bool = False,
     ) -> AppendInfo:
-        base = self.log_end_offset
+        state = self._state
+        base = state.log_end_offset
         segment = self._maybe_roll(len(data), base + count - 1)
         if transactional:
-            self._ensure_txn_file(segment)
+            self._txns.ensure_txn_file(segment)
         start = segment.size
         try:
             segment.append(data, batches)
@@ -230,15 +235,15 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
             self._write_errors.report(exc)
             raise
         if segment.first_append_ms is None:
-            segment.first_append_ms = self._clock() * 1000.0
+            segment.first_append_ms = state.clock() * 1000.0
         # Every writer checked or built these batches (client batches pass
         # parse_batches' CRC check before they are queued; markers and native batches
         # are encoded here): a fetch may send them without reading them again.
-        self.verified.mark(segment, start, start + len(data))
-        self._remember_appended(segment, start, batches)
-        self._dirty[segment.base_offset] = segment
-        self.log_end_offset = base + count
-        return AppendInfo(base, base + count - 1, self.log_start_offset)
+        state.verified.mark(segment, start, start + len(data))
+        self._reads.remember_appended(segment, start, batches)
+        state.dirty[segment.base_offset] = segment
+        state.log_end_offset = base + count
+        return AppendInfo(base, base + count - 1, state.log_start_offset)
 
     def append(
         self, data: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]
@@ -257,8 +262,9 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
             raise RecordTooLarge(f"append of {len(data)} bytes")
         if sum(h.size for h in headers) != len(data):
             raise ValueError("headers do not describe data")
-        with self._write_lock:
-            self._check_writable()
+        state = self._state
+        with state.write_lock:
+            state.check_writable()
             return self._append_locked(data, headers)
 
     def append_prepared(self, prepared: PreparedBatches, *, now_ms: int) -> AppendInfo:
@@ -269,15 +275,16 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         gap raises), then stored in the topic's form (``prepared_append.stored_form``),
         and recorded in the producer state once appended. ``now_ms`` is the append time
         of a LogAppendTime topic, reported in the answer."""
-        with self._write_lock:
-            self._check_writable()
+        state = self._state
+        with state.write_lock:
+            state.check_writable()
             admitted: ProducerAppendInfo | None = None
             if prepared.producer_id >= 0:
                 checked = self.producers.prepare_update(prepared.headers)
                 if isinstance(checked, AppendInfo):
                     return attrs.evolve(checked, duplicate=True)
                 admitted = checked
-            data, headers, append_time = stored_form(self.config, prepared, now_ms)
+            data, headers, append_time = stored_form(state.config, prepared, now_ms)
             if len(data) > INT32_MAX:
                 raise RecordTooLarge(f"append of {len(data)} bytes")
             info = self._append_locked(data, headers)
@@ -290,8 +297,9 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
     def _append_locked(
         self, data: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]
     ) -> AppendInfo:
+        state = self._state
         buf = bytearray(data)
-        offset = self.log_end_offset
+        offset = state.log_end_offset
         pos = 0
         batches: list[BatchInfo] = []
         begun: list[tuple[int, int]] = []
@@ -304,9 +312,9 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
                 begun.append((header.producer_id, offset))
             offset += header.records_count
             pos += header.size
-        count = offset - self.log_end_offset
+        count = offset - state.log_end_offset
         info = self._write(buf, batches, count, transactional=bool(begun))
-        self._begin_txns(begun)
+        self._txns.begin_txns(begun)
         return info
 
     def producer_snapshot(
@@ -315,24 +323,26 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         """``(log end offset, producer table, (log end offset, ongoing transactions))``
         at one moment, what ``producer_state.write_snapshot`` stores (blocks on the write
         lock: call it in the write pool)."""
-        with self._write_lock:
-            end = self.log_end_offset
+        state = self._state
+        with state.write_lock:
+            end = state.log_end_offset
             return end, self.producers.snapshot(), (end, self.producers.ongoing.ongoing)
 
     def describe_producers(self) -> list[tuple[ActiveProducer, int]]:
         """Each producer with the first offset of its open transaction here (-1 when
         none), DescribeProducers' answer (blocks on the write lock)."""
-        with self._write_lock:
+        with self._state.write_lock:
             ongoing = self.producers.ongoing.ongoing
             return [(p, ongoing.get(p.producer_id, -1)) for p in self.producers.active()]
 
     def append_values(self, values: Sequence[bytes | None], *, timestamp_ms: int) -> AppendInfo:
         """Append one batch holding ``values`` (the native produce path), uncompressed
         unless the topic's ``compression.type`` names a codec."""
-        with self._write_lock:
-            self._check_writable()
-            base = self.log_end_offset
-            codec, level = self.config.compression or (Compression.NONE, None)
+        state = self._state
+        with state.write_lock:
+            state.check_writable()
+            base = state.log_end_offset
+            codec, level = state.config.compression or (Compression.NONE, None)
             data = encode_batch(
                 values, timestamp_ms=timestamp_ms, base_offset=base, compression=codec,
                 compression_level=level,
@@ -340,172 +350,141 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
             count = len(values)
             return self._write(data, [(base, base + count - 1, timestamp_ms, len(data))], count)
 
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        timestamp_ms: int,
+    ) -> AppendInfo:
+        """Append a COMMIT or ABORT marker (:meth:`PartitionTxns.append_marker`)."""
+        return self._txns.append_marker(
+            producer_id, producer_epoch, commit=commit, coordinator_epoch=coordinator_epoch,
+            timestamp_ms=timestamp_ms,
+        )
+
+    def txn_snapshot(self) -> tuple[int, dict[int, int]]:
+        """``(log end offset, ongoing transactions)`` at one moment (write pool)."""
+        return self._txns.txn_snapshot()
+
     def flush(self) -> None:
         """fdatasync every segment written since the last flush; advance recovery_point.
 
         A failed sync marks the partition failed for good (after a failed fsync the kernel
         may have dropped the dirty pages, and a retry could falsely succeed).
         """
-        with self._write_lock:
+        with self._state.write_lock:
             self._flush_locked()
 
     def _flush_locked(self) -> None:
-        self._check_writable()
-        target = self.log_end_offset
-        for base, segment in sorted(self._dirty.items()):
+        state = self._state
+        state.check_writable()
+        target = state.log_end_offset
+        dirty = state.dirty
+        for base, segment in sorted(dirty.items()):
             if not segment.pin():
                 # Deleted by retention since: nothing left to make durable.
-                del self._dirty[base]
+                del dirty[base]
                 continue
             try:
                 segment.sync()
             except OSError as exc:
-                raise self._fail(f"fdatasync of {segment.log_path} failed: {exc}") from exc
+                raise state.fail(f"fdatasync of {segment.log_path} failed: {exc}") from exc
             finally:
                 segment.unpin()
-            del self._dirty[base]
-        self.recovery_point = target
+            del dirty[base]
+        state.recovery_point = target
 
     def publish(self) -> int:
         """Make everything appended so far visible to readers; returns the high watermark."""
-        with self._write_lock:
-            active = self._segments[-1]
-            end = self.log_end_offset
-            self._visible = (
-                end, active.base_offset, active.size, self.producers.ongoing.stable_end(end)
-            )
+        state = self._state
+        with state.write_lock:
+            active = state.segments[-1]
+            end = state.log_end_offset
+            state.visible = (end, active.base_offset, active.size, self._txns.stable_end(end))
             return end
 
-    @property
-    def high_watermark(self) -> int:
-        return self._visible[0]
+    def reconfigure(self, config: LogConfig) -> None:
+        """Apply a new config from now on (a topic's configs were altered). Under the
+        write lock, so an append in progress decides its roll with one config; later
+        rolls, retention passes and appends see the new one. The index interval of
+        existing segments is not changed."""
+        with self._state.write_lock:
+            self._state.config = config
+
+    # --- the log start, retention and the cleaner (the parts' jobs) ------------------------
+
+    def delete_records_before(
+        self, offset: int, *, persist: Callable[[], None] | None = None
+    ) -> int:
+        """DeleteRecords: :meth:`LogStart.delete_records_before`."""
+        return self._start.delete_records_before(offset, persist=persist)
+
+    def restore_log_start(self, offset: int) -> None:
+        """At open, before any reader or writer: :meth:`LogStart.restore`."""
+        self._start.restore(offset)
+
+    def enforce_retention(self, now: float | None = None) -> int:
+        """:meth:`LogMaintenance.enforce_retention`: the number of segments deleted."""
+        return self._maintenance.enforce_retention(now)
 
     @property
-    def size_bytes(self) -> int:
-        """Total bytes of all segments."""
-        return sum(s.size for s in self._segments)
+    def cleanable_end(self) -> int:
+        """Offsets below this the cleaner may rewrite (:attr:`LogMaintenance.cleanable_end`)."""
+        return self._maintenance.cleanable_end
 
-    @property
-    def segments(self) -> tuple[Segment, ...]:
-        """The current segments, oldest first (the last one is active)."""
-        return self._segview[0]
-
-    @property
-    def segment_bases(self) -> tuple[int, ...]:
-        return self._segview[1]
+    def replace_segment(
+        self, old: Segment, cleaned: str | None, hook: Callable[[str], None] | None = None
+    ) -> bool:
+        """:meth:`LogMaintenance.replace_segment`."""
+        return self._maintenance.replace_segment(old, cleaned, hook)
 
     # --- reader methods -------------------------------------------------------------------
 
-    def _out_of_range(self, offset: int, high_watermark: int) -> Exception:
-        if self._closed:
-            return UnknownTopicOrPartition(f"partition log {self.path} is closed")
-        return OffsetOutOfRange(offset, self.log_start_offset, high_watermark)
+    @overload
+    def read(
+        self, offset: int, max_bytes: int, spec: ReadSpec, *, memory_only: Literal[False] = ...
+    ) -> LogRead: ...
 
-    def _locate(self, offset: int) -> tuple[int, int, int, int, tuple[Segment, ...], int, int]:
-        """Validate ``offset`` against the published state; find its segment index.
-        Returns ``(hw, active base, active size, log start, segments, index, LSO)``."""
-        visible = self._visible
-        segments, bases = self._segview
-        start = self.log_start_offset
-        hw = visible[0]
-        if self._closed or offset < start or offset > hw:
-            raise self._out_of_range(offset, hw)
-        i = bisect.bisect_right(bases, offset) - 1
-        if i < 0:
-            raise self._out_of_range(offset, hw)
-        return hw, visible[1], visible[2], start, segments, i, max(visible[3], start)
+    @overload
+    def read(
+        self, offset: int, max_bytes: int, spec: ReadSpec, *, memory_only: bool
+    ) -> LogRead | None: ...
 
-    def read(self, offset: int, max_bytes: int, *, read_committed: bool = False) -> ReadResult:
-        """Raw log bytes for a Kafka fetch, from the start of the batch holding ``offset``.
+    def read(
+        self, offset: int, max_bytes: int, spec: ReadSpec, *, memory_only: bool = False
+    ) -> LogRead | None:
+        """The log from ``offset`` as ``spec`` says (:meth:`StoredReads.read`); None only
+        for ``memory_only`` when memory does not hold the answer."""
+        return self._reads.read(offset, max_bytes, spec, memory_only=memory_only)
 
-        At least one whole batch when one exists past ``offset`` (even if larger than
-        ``max_bytes``), else cut at ``max_bytes`` (the last batch may be partial); never
-        past the high watermark; may stop at a segment end. ``offset`` equal to the high
-        watermark gives empty data; outside [log start, high watermark] raises
-        :class:`OffsetOutOfRange`. Damage raises :class:`StorageError`.
+    def aborted_txns(self, fetch_offset: int, upper: int) -> tuple[AbortedTxn, ...]:
+        """Aborted transactions whose ABORT marker is at or after ``fetch_offset`` and
+        whose first offset is below ``upper``."""
+        return self._txns.aborted_txns(fetch_offset, upper)
 
-        ``read_committed``: never a batch at or past the LSO (an offset in [LSO, high
-        watermark] gives empty data), with the aborted transactions overlapping the data.
-        """
-        hw, vbase, vpos, start, segments, i, lso = self._locate(offset)
-        end = lso if read_committed else hw
-        data = b""
-        if offset < end:
-            data = self._read_raw(offset, max_bytes, (hw, vbase, vpos), segments, i)
-        if not read_committed:
-            return ReadResult(data, hw, start, lso)
-        if lso < hw:
-            data = cut_at_offset(data, lso)
-        aborted: tuple[AbortedTxn, ...] = ()
-        if data and self._any_aborted:
-            aborted = self.aborted_txns(offset, batches_end(data, lso))
-        return ReadResult(data, hw, start, lso, aborted)
-
-    def _read_raw(
-        self,
-        offset: int,
-        max_bytes: int,
-        visible: tuple[int, int, int],
-        segments: tuple[Segment, ...],
-        i: int,
-    ) -> bytes:
-        hw, vbase, vpos = visible
-        while i < len(segments):
-            segment = segments[i]
-            if segment.base_offset > vbase:
-                break
-            limit = vpos if segment.base_offset == vbase else segment.size
-            if not segment.pin():
-                raise self._out_of_range(offset, hw)
-            try:
-                found = segment.scan.find_batch(offset, limit)
-                if found is not None:
-                    return read_raw(segment, found[0], found[1], limit, max_bytes)
-            finally:
-                segment.unpin()
-            i += 1
-        return b""
+    def committed_filter(self, offset: int, lso: int) -> CommittedFilter | None:
+        """What a committed-only read from ``offset`` skips (:meth:`PartitionTxns.
+        committed_filter`)."""
+        return self._txns.committed_filter(offset, lso)
 
     def batch_headers(self, from_offset: int) -> list[BatchHeader]:
         """Headers of every visible batch from the one holding ``from_offset`` on (header
         reads only, no payload). The core rebuilds idempotent producers' state from the
         log's tail with it. Offsets below the log start begin at the log start.
         """
-        hw, vbase, vpos, _start, segments, i, _lso = self._locate(
-            min(max(from_offset, self.log_start_offset), self.high_watermark)
-        )
-        offset = max(from_offset, self.log_start_offset)
-        return headers_from(segments, i, vbase, vpos, hw, offset, self._out_of_range)
-
-    def read_records(self, offset: int, max_value_bytes: int) -> RecordsResult:
-        """Decoded committed records from exactly ``offset`` (native fetch).
-
-        Values total at most ``max_value_bytes``, but at least one record is returned if
-        any exists past ``offset``; continues across segments; stops at the LSO (the high
-        watermark without open transactions). Control records and aborted transactions'
-        records are skipped (their offsets are gaps). Null values stay None.
-        """
-        hw, vbase, vpos, start, segments, i, lso = self._locate(offset)
-        if offset >= lso:
-            return RecordsResult((), hw, start)
-        out = records_from(
-            segments,
-            i,
-            vbase,
-            vpos,
-            hw,
-            offset,
-            max_value_bytes,
-            self._out_of_range,
-            self.committed_filter(offset, lso),
-        )
-        return RecordsResult(tuple(out), hw, start)
+        state = self._state
+        at = state.locate(min(max(from_offset, state.log_start_offset), self.high_watermark))
+        return headers_from(at, state.out_of_range)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """The first offset whose record timestamp is >= ``timestamp``, with that
         timestamp; None if no visible record is that new (ListOffsets by time)."""
-        hw, vbase, vpos, _lso = self._visible
-        segments = self._segview[0]
+        state = self._state
+        hw, vbase, vpos, _lso = state.visible
+        segments = state.segview[0]
         for segment in segments:
             if segment.base_offset > vbase:
                 break
@@ -520,7 +499,7 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
                 segment.unpin()
             if found is not None:
                 # Below a start moved by DeleteRecords: the first offset still readable.
-                return (max(found[0], self.log_start_offset), found[1])
+                return (max(found[0], state.log_start_offset), found[1])
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
@@ -528,9 +507,10 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         (the first such record when several share it), or None when no visible record
         has a timestamp (ListOffsets' MAX_TIMESTAMP). As Kafka's, the answer is not
         raised to the log start offset: it names that record, readable or not."""
-        hw, vbase, vpos, _lso = self._visible
+        state = self._state
+        hw, vbase, vpos, _lso = state.visible
         newest = None
-        for segment in self._segview[0]:
+        for segment in state.segview[0]:
             if segment.base_offset > vbase:
                 break
             # The first segment holding the largest timestamp holds the first record.
@@ -547,14 +527,6 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
         finally:
             newest.unpin()
 
-    def reconfigure(self, config: LogConfig) -> None:
-        """Apply a new config from now on (a topic's configs were altered). Under the
-        write lock, so an append in progress decides its roll with one config; later
-        rolls, retention passes and appends see the new one. The index interval of
-        existing segments is not changed."""
-        with self._write_lock:
-            self.config = config
-
     # --- shutdown -------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -562,20 +534,21 @@ class PartitionLog(LogStartMixin, LogMaintenanceMixin, TxnLogMixin, StoredReadMi
 
         Further calls raise :class:`UnknownTopicOrPartition`; reads in flight finish.
         """
-        with self._write_lock:
-            if self._closed:
+        state = self._state
+        with state.write_lock:
+            if state.closed:
                 return
             error: StorageError | None = None
-            if self._failure is None:
+            if state.failure is None:
                 try:
                     self._flush_locked()
-                    self._segments[-1].persist_indexes(sync=True)
+                    state.segments[-1].persist_indexes(sync=True)
                 except StorageError as exc:
                     error = exc
-            with self._swap_lock:
-                self._closed = True
-                with self._seg_lock:
-                    for segment in self._segments:
+            with state.swap_lock:
+                state.closed = True
+                with state.seg_lock:
+                    for segment in state.segments:
                         segment.close()
         if error is not None:
             raise error

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from brokerd.errors import CorruptBatch, CorruptStoredBatch, StorageError
 from brokerd.storage.record.decode import RunResult, SkipBatches, decode_records, decode_run
@@ -33,7 +34,7 @@ from brokerd.storage.segment.segment import Segment
 from brokerd.storage.segment.stored import StoredSpan, VerifiedRanges
 from brokerd.storage.types import Record
 
-#: Builds the error for an offset the log no longer holds (``PartitionLog._out_of_range``).
+#: Builds the error for an offset the log no longer holds (``LogState.out_of_range``).
 OutOfRange = Callable[[int, int], Exception]
 
 __all__ = [
@@ -42,12 +43,14 @@ __all__ = [
     "MAX_STORED_BATCH_BYTES",
     "READ_CHUNK",
     "VERIFY_CHUNK",
+    "Located",
     "batches_end",
     "cut_at_offset",
     "decode_from",
     "find_timestamp",
     "headers_from",
     "learn_ahead",
+    "published_segments",
     "raw_size",
     "read_checked",
     "read_raw",
@@ -64,7 +67,7 @@ log = logging.getLogger("brokerd.storage")
 MAX_STORED_BATCH_BYTES = 64 * 1024 * 1024
 #: Bound of one batch's decompressed records on the decoding read path.
 MAX_DECODED_BATCH_BYTES = 64 * 1024 * 1024
-#: Bytes read at a time by :meth:`~brokerd.storage.log.partition_log.PartitionLog.read_records`.
+#: Bytes read at a time by a decoding read (:func:`decode_from`).
 READ_CHUNK = 256 * 1024
 #: Bytes read at a time by :func:`verify_stored` (a larger batch is read whole, alone).
 VERIFY_CHUNK = 1024 * 1024
@@ -74,6 +77,34 @@ VERIFY_CHUNK = 1024 * 1024
 LEARN_AHEAD_BATCHES = 16
 
 _BASE_AND_LENGTH = struct.Struct(">qi")
+
+
+class Located(NamedTuple):
+    """Where a read from ``offset`` starts, in one snapshot of a log's published state
+    (``LogState.locate``): ``segments[segment_index]`` holds the offset; the published end
+    is byte ``active_size`` of the segment based at ``active_base``. A named tuple, not an attrs
+    class: every read builds one, and a tuple is the cheapest frozen value to build."""
+
+    offset: int
+    high_watermark: int
+    active_base: int
+    active_size: int
+    log_start_offset: int
+    segments: tuple[Segment, ...]
+    segment_index: int
+    #: The last stable offset, never below the log start.
+    last_stable_offset: int
+
+
+def published_segments(at: Located) -> Iterator[tuple[Segment, int]]:
+    """The segments a read from ``at`` walks, from the one holding its offset up to the
+    active one, each with its published end (its size; the published size of the active
+    one). The caller pins each before reading it."""
+    vbase, vpos = at.active_base, at.active_size
+    for segment in at.segments[at.segment_index :]:
+        if segment.base_offset > vbase:
+            return
+        yield segment, (vpos if segment.base_offset == vbase else segment.size)
 _LAST_DELTA = struct.Struct(">i")
 _LAST_DELTA_AT = 23
 
@@ -142,34 +173,25 @@ def read_raw(segment: Segment, pos: int, header: BatchHeader, limit: int, max_by
 
 
 def stored_from(
-    segments: Sequence[Segment],
-    i: int,
-    vbase: int,
-    vpos: int,
-    offset: int,
+    at: Located,
     max_bytes: int,
     verified: VerifiedRanges,
     out_of_range: Callable[[], Exception],
     ahead: BatchPositions | None = None,
 ) -> bytes | StoredSpan:
-    """A Kafka fetch's raw read from ``offset`` (in ``segments[i]``), never past the
-    published end (the segment at ``vbase``, byte ``vpos``): the bytes :func:`read_raw`
-    would return, as a :class:`StoredSpan` (holding the segment's pin). Bytes no range of
-    ``verified`` covers are checked first, in bounded pieces (:func:`verify_stored`,
-    which marks them in ``verified``); damage after some good batches ends the span
-    there. ``b""`` when no batch holds ``offset`` or a later one. With ``ahead``, the positions
-    of the batch found and of up to :data:`LEARN_AHEAD_BATCHES` after it are remembered
-    there (:func:`learn_ahead`)."""
-    while i < len(segments):
-        segment = segments[i]
-        if segment.base_offset > vbase:
-            break
-        limit = vpos if segment.base_offset == vbase else segment.size
+    """A Kafka fetch's raw read from ``at``, never past the published end: the bytes
+    :func:`read_raw` would return, as a :class:`StoredSpan` (holding the segment's pin).
+    Bytes no range of ``verified`` covers are checked first, in bounded pieces
+    (:func:`verify_stored`, which marks them in ``verified``); damage after some good
+    batches ends the span there. ``b""`` when no batch holds the offset or a later one.
+    With ``ahead``, the positions of the batch found and of up to
+    :data:`LEARN_AHEAD_BATCHES` after it are remembered there (:func:`learn_ahead`)."""
+    for segment, limit in published_segments(at):
         if not segment.pin():
             raise out_of_range()
         handed_out = False
         try:
-            found = segment.scan.find_batch(offset, limit)
+            found = segment.scan.find_batch(at.offset, limit)
             if found is not None:
                 pos, header = found
                 size = raw_size(segment, pos, header, limit, max_bytes)
@@ -182,7 +204,6 @@ def stored_from(
         finally:
             if not handed_out:
                 segment.unpin()
-        i += 1
     return b""
 
 
@@ -343,32 +364,23 @@ def find_timestamp(
 
 
 def records_from(
-    segments: Sequence[Segment],
-    i: int,
-    vbase: int,
-    vpos: int,
-    high_watermark: int,
-    offset: int,
+    at: Located,
     max_value_bytes: int,
     out_of_range: OutOfRange,
     committed: SkipBatches | None = None,
 ) -> list[Record]:
-    """The records of a native fetch from ``offset`` (in ``segments[i]``) on, across
-    segments, never past the published end (the segment at ``vbase``, byte ``vpos``).
-    A compacted log has gaps: the first record may be past ``offset``. With
-    ``committed``, only committed records, up to its ``stop``."""
+    """The records of a native fetch from ``at`` on, across segments, never past the
+    published end. A compacted log has gaps: the first record may be past the offset.
+    With ``committed``, only committed records, up to its ``stop``."""
+    offset = at.offset
     out: list[Record] = []
     total = 0
     first_segment = True
-    while i < len(segments):
-        segment = segments[i]
-        if segment.base_offset > vbase:
-            break
-        limit = vpos if segment.base_offset == vbase else segment.size
+    for segment, limit in published_segments(at):
         if not segment.pin():
             if out:
                 break
-            raise out_of_range(offset, high_watermark)
+            raise out_of_range(offset, at.high_watermark)
         try:
             pos, expected = 0, segment.base_offset
             if first_segment:
@@ -385,27 +397,17 @@ def records_from(
             segment.unpin()
         if full:
             break
-        i += 1
     return out
 
 
-def headers_from(
-    segments: Sequence[Segment],
-    i: int,
-    vbase: int,
-    vpos: int,
-    high_watermark: int,
-    offset: int,
-    out_of_range: OutOfRange,
-) -> list[BatchHeader]:
-    """Headers of the published batches from the one holding ``offset`` (in
-    ``segments[i]``) on: header reads only (producer-state replay)."""
+def headers_from(at: Located, out_of_range: OutOfRange) -> list[BatchHeader]:
+    """Headers of the published batches from the one holding ``at``'s offset on: header
+    reads only (producer-state replay)."""
+    offset, high_watermark = at.offset, at.high_watermark
     out: list[BatchHeader] = []
-    while i < len(segments) and offset < high_watermark:
-        segment = segments[i]
-        if segment.base_offset > vbase:
+    for segment, limit in published_segments(at):
+        if offset >= high_watermark:
             break
-        limit = vpos if segment.base_offset == vbase else segment.size
         if not segment.pin():
             raise out_of_range(offset, high_watermark)
         try:
@@ -416,5 +418,4 @@ def headers_from(
                     offset = header.last_offset + 1
         finally:
             segment.unpin()
-        i += 1
     return out

@@ -4,15 +4,14 @@ What it does: :class:`StoredSpan` names a byte range of one segment file and hol
 segment's read pin for as long as the span lives, so the file stays open (and its bytes
 readable, even after retention or compaction unlinked it) until :meth:`StoredSpan.release`;
 the Kafka fetch path sends such a span to the socket with ``os.sendfile`` instead of
-reading it (docs/performance.md). :class:`StoredRead` is a Kafka fetch's answer holding
-either such a span or bytes. :class:`VerifiedRanges` remembers, per segment, the byte
-ranges whose batches have been checked (CRC-32C, header, offsets), so a span is handed out
-only for checked bytes: a range is marked when the log appends batches it has validated
-itself and when a read checked what it read.
+reading it (docs/performance.md); a read answers it as the payload of a
+:class:`~brokerd.storage.types.StoredRecords`. :class:`VerifiedRanges` remembers, per
+segment, the byte ranges whose batches have been checked (CRC-32C, header, offsets), so a
+span is handed out only for checked bytes: a range is marked when the log appends batches
+it has validated itself and when a read checked what it read.
 
 What it does not do: read or check bytes (``segment/batch_reads.py``), choose segments
-(``log/partition_log.py``),
-or send anything (``brokerd/net/sendfile.py``). No Twisted.
+(``log/partition_log.py``), or send anything (``brokerd/net/sendfile.py``). No Twisted.
 """
 
 from __future__ import annotations
@@ -20,13 +19,10 @@ from __future__ import annotations
 import threading
 import weakref
 
-import attrs
-
 from brokerd.errors import StorageError
 from brokerd.storage.segment.segment import Segment
-from brokerd.storage.types import AbortedTxn
 
-__all__ = ["MAX_VERIFIED_RANGES", "StoredRead", "StoredSpan", "VerifiedRanges"]
+__all__ = ["MAX_VERIFIED_RANGES", "StoredSpan", "VerifiedRanges"]
 
 #: Disjoint checked ranges remembered per segment. Sequential appends and reads merge
 #: into one range; readers at many scattered positions could make many, and past this
@@ -107,21 +103,6 @@ class StoredSpan:
     def __repr__(self) -> str:
         state = " released" if self._released else ""
         return f"<StoredSpan {self.path} [{self.position}, +{self.length}){state}>"
-
-
-@attrs.frozen(eq=False)
-class StoredRead:
-    """A Kafka fetch's read: ``span`` (checked stored bytes, by reference) or ``data``
-    (bytes read and checked now), never both; both empty when there is nothing to read.
-    The offsets are the partition's state at read time, as in
-    :class:`~brokerd.storage.types.ReadResult`."""
-
-    data: bytes
-    span: StoredSpan | None
-    high_watermark: int
-    log_start_offset: int
-    last_stable_offset: int
-    aborted: tuple[AbortedTxn, ...] = ()
 
 
 class VerifiedRanges:

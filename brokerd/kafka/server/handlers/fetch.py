@@ -70,8 +70,7 @@ from brokerd.net.frames import (
 )
 from brokerd.net.sendfile import RegionLedger
 from brokerd.security.acl import Operation
-from brokerd.storage.segment.stored import StoredRead
-from brokerd.storage.types import ReadResult
+from brokerd.storage.types import Delivery, Isolation, LogRead, ReadSpec
 
 __all__ = [
     "DEFAULT_FETCH_MAX_BYTES",
@@ -88,6 +87,16 @@ DEFAULT_FETCH_MAX_BYTES = 57_671_680
 #: Records read into memory at least this long are written as a part of their own
 #: (``transport.writeSequence``), not joined into the frame.
 _OWN_PART_RECORDS = 16 * 1024
+#: The read of a fetch by (read_committed, by reference): a connection whose transport
+#: takes file regions gets the bytes checked before by reference.
+_SPECS = {
+    (committed, by_reference): ReadSpec(
+        Isolation.READ_COMMITTED if committed else Isolation.READ_UNCOMMITTED,
+        Delivery.REFERENCE if by_reference else Delivery.BYTES,
+    )
+    for committed in (False, True)
+    for by_reference in (False, True)
+}
 #: Kafka's fetch-session epochs that ask for a full fetch: 0 opens a session, -1 (also
 #: the default of versions without sessions) asks for none.
 _FULL_FETCH_EPOCHS = (0, -1)
@@ -126,8 +135,8 @@ def _topic_error(t: apis.FetchTopic, code: int) -> apis.FetchTopicResponse:
 class FetchHandler:
     """Answers Fetch requests for one listener (see the module docstring).
 
-    :param core: the broker core; its ``fetch_stored`` (when it has one) serves plain
-        socket connections by reference.
+    :param core: the broker core; its ``read`` serves connections that take file
+        regions by reference, others by value.
     :param clock: for the long-poll deadline.
     :param fetch_max_bytes: the broker's cap of one answer's records (Kafka's
         ``fetch.max.bytes``), applied to the client's ``max_bytes`` and
@@ -152,10 +161,6 @@ class FetchHandler:
         self._clock = clock
         self._fetch_max_bytes = fetch_max_bytes
         self._budget = answer_budget
-        # The zero-copy read (brokerd.core.Broker has it; a test's fake core may not).
-        self._stored: CoreApi | None = core if hasattr(core, "fetch_stored") else None
-        # Its answer without a Deferred when the bytes' place is known in memory.
-        self._now: CoreApi | None = core if hasattr(core, "fetch_stored_now") else None
         # Connections that are reading a backlog: their first empty fetch at the end of
         # the log is answered at once (brokerd/kafka/server/handlers/fetch_catchup.py).
         self._catch_up = CatchUp()
@@ -188,7 +193,8 @@ class FetchHandler:
         read_committed = body.isolation_level == READ_COMMITTED
         # On a plain socket, records already checked are sent from the segment files by
         # os.sendfile (docs/performance.md); their regions are tracked per connection.
-        ledger = conn.state.regions if self._stored is not None else None
+        ledger = conn.state.regions
+        spec = _SPECS[read_committed, ledger is not None]
         last: list[list[apis.FetchPartitionResponse]] = []
 
         def drop_last() -> None:
@@ -202,7 +208,7 @@ class FetchHandler:
             if self._budget is not None and self._budget.full:
                 # Answers already hold the budget: read once some of it is sent.
                 await conn.track(self._budget.room())
-            results = await self._read_partitions(body, wanted, read_committed, ledger)
+            results = await self._read_partitions(body, wanted, spec, ledger)
             last.append(results)
             return results
 
@@ -277,7 +283,7 @@ class FetchHandler:
         self,
         body: apis.FetchRequest,
         wanted: list[tuple[str, apis.FetchPartition]],
-        read_committed: bool,
+        spec: ReadSpec,
         ledger: RegionLedger | None = None,
     ) -> list[apis.FetchPartitionResponse]:
         """Read every wanted partition within the byte limits, in request order.
@@ -310,11 +316,11 @@ class FetchHandler:
             if len(window) == 1:
                 # The common one-partition fetch: no gathering machinery per request.
                 j, limit = window[0]
-                reads = [await self._read_one(*wanted[j], limit, read_committed, ledger)]
+                reads = [await self._read_one(*wanted[j], limit, spec, ledger)]
             else:
                 reads = await _gather(
                     [
-                        self._read_one(*wanted[j], limit, read_committed, ledger)
+                        self._read_one(*wanted[j], limit, spec, ledger)
                         for j, limit in window
                     ]
                 )
@@ -341,53 +347,27 @@ class FetchHandler:
         topic: str,
         p: apis.FetchPartition,
         max_bytes: int,
-        read_committed: bool,
+        spec: ReadSpec,
         ledger: RegionLedger | None = None,
     ) -> apis.FetchPartitionResponse:
-        if ledger is not None and self._stored is not None:
-            return await self._read_stored(
-                self._stored, topic, p, max_bytes, read_committed, ledger
-            )
-        try:
-            result = await self._core.fetch(
-                topic, p.partition, p.fetch_offset, max_bytes, read_committed=read_committed
-            )
-        except Exception as e:
-            return _fetch_error(p.partition, self._unexpected("fetch", e))
-        return _answer(p, result, result.data, read_committed)
-
-    async def _read_stored(
-        self,
-        core: CoreApi,
-        topic: str,
-        p: apis.FetchPartition,
-        max_bytes: int,
-        read_committed: bool,
-        ledger: RegionLedger,
-    ) -> apis.FetchPartitionResponse:
-        """:meth:`_read_one` on a plain socket: the same answer, its records as
+        """One partition's read; with a ``ledger`` its records are
         :class:`~brokerd.net.frames.StoredRecords` (a held file region, or bytes)."""
         try:
-            result = None
-            if self._now is not None:
-                # Most reads of a consumer that keeps up, or reads a backlog in order.
-                result = self._now.fetch_stored_now(
-                    topic, p.partition, p.fetch_offset, max_bytes,
-                    read_committed=read_committed,
-                )
-            if result is None:
-                result = await core.fetch_stored(
-                    topic, p.partition, p.fetch_offset, max_bytes,
-                    read_committed=read_committed,
-                )
+            # Most reads of a consumer that keeps up, or reads a backlog in order, are
+            # answered at once, without a Deferred.
+            answer = self._core.read(topic, p.partition, p.fetch_offset, max_bytes, spec)
+            result = answer if isinstance(answer, LogRead) else await answer
         except Exception as e:
             return _fetch_error(p.partition, self._unexpected("fetch", e))
-        records: Records = result.data
-        if result.span is not None:
-            records = StoredRecords(ledger.hold(result.span))
-        elif len(result.data) >= _OWN_PART_RECORDS:
-            records = StoredRecords(result.data)
-        return _answer(p, result, records, read_committed)
+        records = result.records
+        if ledger is not None:
+            if isinstance(records, StoredRecords):
+                payload = records.payload
+                if not isinstance(payload, bytes):
+                    ledger.hold(payload)
+            elif len(records) >= _OWN_PART_RECORDS:
+                records = StoredRecords(records)
+        return _answer(p, result, records, spec.committed)
 
     async def _offsets_only(
         self, topic: str, p: apis.FetchPartition
@@ -416,8 +396,7 @@ def _fetch_error(partition: int, code: int) -> apis.FetchPartitionResponse:
 
 
 def _answer(
-    p: apis.FetchPartition, result: ReadResult | StoredRead, records: Records,
-    read_committed: bool,
+    p: apis.FetchPartition, result: LogRead, records: Records, read_committed: bool
 ) -> apis.FetchPartitionResponse:
     """One partition's answer to a read (by value or by reference: ``records``)."""
     return apis.FetchPartitionResponse(
@@ -432,7 +411,7 @@ def _answer(
     )
 
 
-def _aborted(result: ReadResult | StoredRead) -> tuple[apis.AbortedTransaction, ...]:
+def _aborted(result: LogRead) -> tuple[apis.AbortedTransaction, ...]:
     """Kafka sends this list to read_committed consumers only (null to the others); they
     skip each listed producer's records from its first offset to its ABORT marker."""
     return tuple(
