@@ -55,11 +55,13 @@ if TYPE_CHECKING:
     from brokerd.core.cleaner import CleanerService
     from brokerd.core.store_recovery import StoreRecovery
     from brokerd.kafka.groups.coordinator import GroupCoordinator
+    from brokerd.kafka.server.handlers.share import ShareGroups
     from brokerd.kafka.server.sasl import SaslConfig
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.metrics.registry import BrokerMetrics
     from brokerd.security.acl import AclAuthorizer
     from brokerd.security.doors import ListenerSecurity
+    from brokerd.storage.journal.share_state import ShareStateStore
     from brokerd.storage.offsets import OffsetStore
     from brokerd.storage.producer_ids import ProducerIdAllocator
     from brokerd.storage.txn_log import TxnLog
@@ -997,6 +999,8 @@ class _KafkaState:
     transactions: TransactionCoordinator
     #: Reopens the offsets store and the transaction log after a failed fsync.
     recovery: StoreRecovery
+    #: Share groups (KIP-932): members and sessions, and the records engine.
+    shares: ShareGroups
 
 
 def _add_group_state(
@@ -1019,12 +1023,62 @@ def _add_group_state(
     transactions, txn_log = _add_transactions(
         broker, reactor, options, data_dir, coordinator, producer_ids
     )
+    shares, share_store = _add_share_groups(broker, reactor, data_dir)
     # Added last, so it stops first: no reopen runs while the stores close.
     recovery = StoreRecovery(
-        [offsets, txn_log, producer_ids], clock=reactor, run_blocking=broker.run_write
+        [offsets, txn_log, producer_ids, share_store], clock=reactor,
+        run_blocking=broker.run_write,
     )
     recovery.setServiceParent(broker)
-    return _KafkaState(coordinator, offsets, transactions, recovery)
+    return _KafkaState(coordinator, offsets, transactions, recovery, shares)
+
+
+class _ShareState(service.Service):
+    """Share groups' coordinator and records engine, as a child of the broker core: it
+    stops before the core stops its pools; every answered change is already durable."""
+
+    def __init__(self, shares: ShareGroups, store: ShareStateStore) -> None:
+        self._shares = shares
+        self._store = store
+
+    def startService(self) -> None:
+        super().startService()
+        self._shares.service.start()
+
+    def stopService(self) -> None:
+        super().stopService()
+        self._shares.coordinator.stop()
+        self._shares.service.stop()
+        self._store.close()
+
+
+def _add_share_groups(
+    broker: Broker, reactor: Any, data_dir: str
+) -> tuple[ShareGroups, ShareStateStore]:
+    """Share groups (KIP-932): ``share-state.log`` in the data directory, replayed now."""
+    from brokerd.core.share.service import ShareService
+    from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
+    from brokerd.kafka.server.handlers.share import ShareGroups
+    from brokerd.storage.journal.share_state import SHARE_STATE_FILE_NAME, ShareStateStore
+
+    store = ShareStateStore.open(os.path.join(data_dir, SHARE_STATE_FILE_NAME))
+    records = ShareService(broker, store, clock=reactor)
+
+    def member_gone(group: str, member: str) -> None:
+        Deferred.fromCoroutine(records.release_member(group, member)).addErrback(
+            lambda f: _log.failure("releasing a share member's records", f)
+        )
+
+    coordinator = ShareGroupCoordinator(
+        clock=reactor,
+        partition_counts=lambda: {n: t.partitions for n, t in broker.topics().items()},
+        on_member_gone=member_gone,
+        session_timeout_ms=lambda g: records.engine.config(g).session_timeout_ms,
+        heartbeat_interval_ms=lambda g: records.engine.config(g).heartbeat_interval_ms,
+    )
+    shares = ShareGroups(coordinator, records)
+    _ShareState(shares, store).setServiceParent(broker)
+    return shares, store
 
 
 def _add_kafka(
@@ -1060,6 +1114,7 @@ def _add_kafka(
         sasl_max_receive_bytes=options["sasl-server-max-receive-size"],
         request_budget=options["request-budget"],
         addresses=options["connection-addresses"],
+        shares=state.shares,
     )
     listening = readiness.wait_for("kafka listener", "not bound yet")
 

@@ -53,6 +53,7 @@ from brokerd.kafka.server.handlers.list_offsets import ListOffsetsHandler
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.server.handlers.produce import ProduceHandler
 from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
+from brokerd.kafka.server.handlers.share import ShareGroups, ShareHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.route import Route, route_table
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
@@ -108,6 +109,7 @@ class KafkaHandlers:
         credentials: ScramStore | None = None,
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
+        shares: ShareGroups | None = None,
     ) -> None:
         txn = TxnHandlers(core, transactions)
         operations = AuthorizedOperations(authorizer)
@@ -131,6 +133,7 @@ class KafkaHandlers:
             txn,
             ScramAdminHandlers(credentials),
             acls if acls is not None else AclHandlers(None, None),
+            ShareHandlers(core, shares, identity, clock=clock, operations=operations),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
         self.routes: dict[ApiKey, Route] = route_table(

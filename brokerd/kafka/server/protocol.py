@@ -64,6 +64,7 @@ from brokerd.kafka.server.dispatch import (
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
+from brokerd.kafka.server.handlers.share import ShareGroups
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
@@ -435,6 +436,7 @@ class KafkaFactory(Factory):
         sasl_max_receive_bytes: int = DEFAULT_SASL_MAX_RECEIVE_BYTES,
         request_budget: RequestBudget | None = None,
         addresses: AddressLimits | None = None,
+        shares: ShareGroups | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -465,6 +467,7 @@ class KafkaFactory(Factory):
             authorizer=authorizer, acls=acls,
             credentials=credentials,
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
+            shares=shares,
         )
 
     def frame_limit(self, *, authenticated: bool) -> int:

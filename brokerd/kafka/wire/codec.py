@@ -119,6 +119,11 @@ class ApiKey(enum.IntEnum):
     SASL_AUTHENTICATE = 36
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
+    # Share groups (KIP-932).
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
 
 # -- errors --------------------------------------------------------------------------
