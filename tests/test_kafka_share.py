@@ -11,7 +11,14 @@ import pytest
 from tests.brokerproc import BrokerProcess
 
 ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import (  # noqa: E402
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 DEADLINE = 40.0
 
@@ -48,11 +55,11 @@ def consumer(bootstrap: str, group: str, **extra: str) -> ck.ShareConsumer:
 
 def set_earliest(bootstrap: str, group: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    res = ck.admin.ConfigResource(
-        ck.admin.ResourceType.GROUP, group,
-        incremental_configs=[ck.admin.ConfigEntry(
+    res = ConfigResource(
+        ResourceType.GROUP, group,
+        incremental_configs=[ConfigEntry(
             "share.auto.offset.reset", "earliest",
-            incremental_operation=ck.admin.AlterConfigOpType.SET,
+            incremental_operation=AlterConfigOpType.SET,
         )],
     )
     for f in admin.incremental_alter_configs([res]).values():
@@ -84,3 +91,51 @@ def test_implicit_acknowledgement_consumes_everything_once(broker: BrokerProcess
     assert sorted(m.value() for m in got) == sorted(b"v%d" % i for i in range(20))
     assert produce_later
     c.close()
+
+
+def test_explicit_accept_release_reject(broker: BrokerProcess) -> None:
+    bs = broker.kafka_bootstrap
+    make_topic(bs, "q2")
+    set_earliest(bs, "g2")
+    produce(bs, "q2", 6)
+    c = consumer(bs, "g2", **{"share.acknowledgement.mode": "explicit"})
+    c.subscribe(["q2"])
+    first = poll_all(c, 6)
+    assert sorted(m.offset() for m in first) == list(range(6))
+    assert {m.delivery_count() for m in first} == {1}
+    verdicts = {0: ck.AcknowledgeType.ACCEPT, 1: ck.AcknowledgeType.RELEASE,
+                2: ck.AcknowledgeType.REJECT}
+    for m in first:
+        c.acknowledge(m, verdicts[m.offset() % 3])
+    c.commit_sync()
+    again = poll_all(c, 2)
+    # Released ones come back (1 and 4), with their delivery count raised.
+    assert sorted(m.offset() for m in again) == [1, 4]
+    assert {m.delivery_count() for m in again} == {2}
+    for m in again:
+        c.acknowledge(m, ck.AcknowledgeType.ACCEPT)
+    c.commit_sync()
+    assert poll_all(c, 1, 3.0) == []  # rejected ones (2, 5) never come back
+    c.close()
+
+
+def test_several_consumers_split_one_partition(broker: BrokerProcess) -> None:
+    bs = broker.kafka_bootstrap
+    make_topic(bs, "q3")
+    set_earliest(bs, "g3")
+    produce(bs, "q3", 300)
+    consumers = [consumer(bs, "g3", **{"max.poll.records": "10"}) for _ in range(3)]
+    for c in consumers:
+        c.subscribe(["q3"])
+    seen: dict[int, list[int]] = {i: [] for i in range(3)}
+    end = time.monotonic() + DEADLINE
+    while sum(len(v) for v in seen.values()) < 300 and time.monotonic() < end:
+        for i, c in enumerate(consumers):
+            for m in c.poll(timeout=0.2) or ():
+                if m.error() is None:
+                    seen[i].append(m.offset())
+    every = [o for v in seen.values() for o in v]
+    assert sorted(every) == list(range(300))  # each record once
+    assert sum(1 for v in seen.values() if v) >= 2  # shared, not one consumer alone
+    for c in consumers:
+        c.close()

@@ -54,6 +54,7 @@ from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.server.handlers.produce import ProduceHandler
 from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
 from brokerd.kafka.server.handlers.share import ShareGroups, ShareHandlers
+from brokerd.kafka.server.handlers.share_configs import GroupConfigResource
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.route import Route, route_table
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
@@ -128,7 +129,10 @@ class KafkaHandlers:
                 pending_offsets=_pending_offsets(transactions),
             ),
             GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator), operations),
-            ConfigHandlers(core, identity, default_partitions=default_partitions),
+            ConfigHandlers(
+                core, identity, default_partitions=default_partitions,
+                groups=GroupConfigResource(shares.service) if shares is not None else None,
+            ),
             PartitionAdminHandlers(core, identity, clock=clock),
             txn,
             ScramAdminHandlers(credentials),

@@ -37,12 +37,18 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.authorize import (
     CLUSTER_DENIED,
     DENIED_TEXT,
+    GROUP_DENIED,
     TOPIC_DENIED,
     Access,
     Gate,
     split_entries,
 )
 from brokerd.kafka.server.handler_base import BrokerIdentity, Connection, message, unexpected_code
+from brokerd.kafka.server.handlers.share_configs import (
+    GROUP_RESOURCE,
+    GroupConfigRefused,
+    GroupConfigResource,
+)
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire import apis
 from brokerd.kafka.wire.apis import Request
@@ -237,8 +243,10 @@ class ConfigHandlers:
     _log = Logger()
 
     def __init__(
-        self, core: ConfigCore, identity: BrokerIdentity, *, default_partitions: int
+        self, core: ConfigCore, identity: BrokerIdentity, *, default_partitions: int,
+        groups: GroupConfigResource | None = None,
     ) -> None:
+        self._groups = groups
         self._core = core
         self._id = identity
         self._default_partitions = default_partitions
@@ -332,6 +340,8 @@ class ConfigHandlers:
         synonyms: bool,
         documentation: bool,
     ) -> list[apis.DescribeConfigsResourceResult]:
+        if res.resource_type == GROUP_RESOURCE and self._groups is not None:
+            return self._groups.describe(res.resource_name, keys)
         defaults = self._core.topic_config_defaults()
         if res.resource_type == ResourceType.TOPIC:
             info = self._topic(res.resource_name)
@@ -427,6 +437,16 @@ class ConfigHandlers:
         validate_only: bool,
         update_for: Callable[[Any], Callable[[Mapping[str, str]], Mapping[str, str | None]]],
     ) -> None:
+        if res.resource_type == GROUP_RESOURCE and self._groups is not None:
+            try:
+                await self._groups.alter(
+                    res.resource_name, res.configs, validate_only=validate_only,
+                    incremental=hasattr(res.configs[0], "config_operation") if res.configs
+                    else True,
+                )
+            except GroupConfigRefused as e:
+                raise _Refused(e.code, e.text) from None
+            return
         if res.resource_type == ResourceType.BROKER:
             self._check_broker(res.resource_name)
             if res.configs:
@@ -459,6 +479,8 @@ def _config_error(access: Access, op: Operation) -> Callable[[tuple[int, str]], 
         rtype, name = resource
         if rtype == ResourceType.TOPIC:
             return None if access.topic(op, name) else TOPIC_DENIED
+        if rtype == GROUP_RESOURCE:
+            return None if access.group(op, name) else GROUP_DENIED
         # Broker and broker-logger configs belong to the cluster.
         return None if access.cluster(op) else CLUSTER_DENIED
 
