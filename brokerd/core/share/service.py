@@ -55,17 +55,29 @@ class ShareCore(Protocol):
     """What the service needs of :class:`brokerd.core.Broker`."""
 
     def fetch(
-        self, topic: str, partition: int, offset: int, max_bytes: int, *,
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
         read_committed: bool = False,
     ) -> defer.Deferred[ReadResult]: ...
 
     def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]: ...
 
-    def run_write(self, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> defer.Deferred[Any]: ...
+    def run_write(
+        self, f: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> defer.Deferred[Any]: ...
 
     def wait_for_data(
-        self, positions: Sequence[tuple[str, int, int]], *, min_bytes: int, max_wait_ms: int,
-        already: int = 0, seen: dict[tuple[str, int], int] | None = None,
+        self,
+        positions: Sequence[tuple[str, int, int]],
+        *,
+        min_bytes: int,
+        max_wait_ms: int,
+        already: int = 0,
+        seen: dict[tuple[str, int], int] | None = None,
     ) -> defer.Deferred[None]: ...
 
 
@@ -80,7 +92,9 @@ class AcquireResult:
     error: BaseException | None = None
 
 
-def spans_of(data: bytes, aborted: Iterable[tuple[int, int]]) -> tuple[list[LogSpan], list[tuple[int, int, int]]]:
+def spans_of(
+    data: bytes, aborted: Iterable[tuple[int, int]]
+) -> tuple[list[LogSpan], list[tuple[int, int, int]]]:
     """The whole batches of ``data`` as spans (control batches and batches of aborted
     transactions to skip), and each batch's (first offset, last offset, byte end)."""
     pending = sorted(aborted, key=lambda a: a[1])
@@ -109,7 +123,9 @@ def spans_of(data: bytes, aborted: Iterable[tuple[int, int]]) -> tuple[list[LogS
 class _JournalQueue:
     """Ordered group commit of journal records in the write pool."""
 
-    def __init__(self, store: ShareStateStore, run_write: Callable[..., defer.Deferred[Any]]) -> None:
+    def __init__(
+        self, store: ShareStateStore, run_write: Callable[..., defer.Deferred[Any]]
+    ) -> None:
         self._store = store
         self._run_write = run_write
         self._pending: list[tuple[list[ShareStateRecord], defer.Deferred[None]]] = []
@@ -205,8 +221,14 @@ class ShareService:
     # -- acquiring -----------------------------------------------------------------------
 
     async def acquire(
-        self, group: str, topic: str, partition: int, member: str, *,
-        max_records: int, max_bytes: int = MAX_READ_BYTES,
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        member: str,
+        *,
+        max_records: int,
+        max_bytes: int = MAX_READ_BYTES,
     ) -> AcquireResult:
         """Acquire up to ``max_records`` records of the partition for ``member``; durable
         when it returns. Errors (unknown partition, storage) come back in ``error``."""
@@ -224,14 +246,23 @@ class ShareService:
             gate.callback(None)
 
     async def _acquire(
-        self, group: str, topic: str, partition: int, member: str, max_records: int,
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        member: str,
+        max_records: int,
         max_bytes: int,
     ) -> AcquireResult:
         offsets = await self._core.offsets(topic, partition)
         committed = self.engine.config(group).isolation_level is IsolationLevel.READ_COMMITTED
         end = offsets.last_stable_offset if committed else offsets.high_watermark
         part, records = self.engine.ensure(
-            group, topic, partition, log_start=offsets.log_start_offset, log_end=end,
+            group,
+            topic,
+            partition,
+            log_start=offsets.log_start_offset,
+            log_end=end,
         )
         if records:
             await self._journal.write(records)
@@ -240,7 +271,11 @@ class ShareService:
             return AcquireResult(topic, partition)
         try:
             read = await self._core.fetch(
-                topic, partition, offset, min(max_bytes, MAX_READ_BYTES), read_committed=committed,
+                topic,
+                partition,
+                offset,
+                min(max_bytes, MAX_READ_BYTES),
+                read_committed=committed,
             )
         except OffsetOutOfRange:
             return AcquireResult(topic, partition)
@@ -249,7 +284,13 @@ class ShareService:
         if not spans:
             return AcquireResult(topic, partition)
         ranges, records = self.engine.acquire(
-            group, topic, partition, member, spans, max_records, self.now_ms(),
+            group,
+            topic,
+            partition,
+            member,
+            spans,
+            max_records,
+            self.now_ms(),
         )
         try:
             await self._journal.write(records)
@@ -259,7 +300,10 @@ class ShareService:
             raise
         self._schedule()
         return AcquireResult(
-            topic, partition, tuple(ranges), _batches_holding(data, bounds, ranges),
+            topic,
+            partition,
+            tuple(ranges),
+            _batches_holding(data, bounds, ranges),
         )
 
     def acquire_many(
@@ -286,7 +330,12 @@ class ShareService:
                     out.append(AcquireResult(topic, index))
                     continue
                 result = await self.acquire(
-                    group, topic, index, member, max_records=left, max_bytes=per_partition,
+                    group,
+                    topic,
+                    index,
+                    member,
+                    max_records=left,
+                    max_bytes=per_partition,
                 )
                 left -= sum(r.last - r.first + 1 for r in result.ranges)
                 out.append(result)
@@ -303,7 +352,9 @@ class ShareService:
             positions = [(t, p, 0) for t, p in partitions]
             # Released records wake nobody: look again at least every 100 ms.
             await self._core.wait_for_data(
-                positions, min_bytes=1, max_wait_ms=min(left_ms, 100),
+                positions,
+                min_bytes=1,
+                max_wait_ms=min(left_ms, 100),
             )
             return not cancelled()
 
@@ -312,7 +363,12 @@ class ShareService:
     # -- acknowledging -------------------------------------------------------------------
 
     async def acknowledge(
-        self, group: str, topic: str, partition: int, member: str, batches: Sequence[AckBatch],
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        member: str,
+        batches: Sequence[AckBatch],
     ) -> None:
         """Apply and make durable ``member``'s acknowledgements.
 

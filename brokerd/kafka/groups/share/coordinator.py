@@ -184,7 +184,9 @@ class ShareGroupCoordinator:
         if member.timer is not None and member.timer.active():
             member.timer.cancel()
         timeout = self._session_timeout_ms(group.group_id) / 1000.0
-        member.timer = self._clock.callLater(timeout, self._expired, group.group_id, member.member_id)
+        member.timer = self._clock.callLater(
+            timeout, self._expired, group.group_id, member.member_id
+        )
 
     def _expired(self, group_id: str, member_id: str) -> None:
         group = self.groups.get(group_id)

@@ -121,8 +121,12 @@ class ShareHandlers:
             )
         coordinator = self._s.coordinator
         result = coordinator.heartbeat(
-            body.group_id, body.member_id, body.member_epoch, body.subscribed_topic_names,
-            rack_id=body.rack_id, client_id=req.header.client_id or "",
+            body.group_id,
+            body.member_id,
+            body.member_epoch,
+            body.subscribed_topic_names,
+            rack_id=body.rack_id,
+            client_id=req.header.client_id or "",
             client_host=conn.client_host,
         )
         if result.error is not HeartbeatError.NONE:
@@ -139,7 +143,8 @@ class ShareHandlers:
             assignment = m.HeartbeatAssignment(
                 topic_partitions=tuple(
                     m.HeartbeatTopicPartitions(topic_id=ids[t], partitions=tuple(sorted(ps)))
-                    for t, ps in sorted(by_topic.items()) if t in ids
+                    for t, ps in sorted(by_topic.items())
+                    if t in ids
                 )
             )
         return m.ShareGroupHeartbeatResponse(
@@ -158,39 +163,52 @@ class ShareHandlers:
         for group_id in body.group_ids:
             group = self._s.coordinator.groups.get(group_id)
             if group is None and group_id not in self._s.service.engine.groups():
-                out.append(m.ShareDescribedGroup(
-                    group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                    error_message=f"Group {group_id} not found.",
-                ))
+                out.append(
+                    m.ShareDescribedGroup(
+                        group_id=group_id,
+                        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                        error_message=f"Group {group_id} not found.",
+                    )
+                )
                 continue
             members = []
-            for member in (group.members.values() if group is not None else ()):
+            for member in group.members.values() if group is not None else ():
                 by_topic: dict[str, list[int]] = {}
                 for topic, p in member.assigned:
                     by_topic.setdefault(topic, []).append(p)
-                members.append(m.ShareGroupMember(
-                    member_id=member.member_id, rack_id=member.rack_id,
-                    member_epoch=member.epoch, client_id=member.client_id,
-                    client_host=member.client_host, subscribed_topic_names=member.topics,
-                    assignment=m.DescribedAssignment(topic_partitions=tuple(
-                        m.DescribedTopicPartitions(
-                            topic_id=ids[t], topic_name=t, partitions=tuple(sorted(ps))
-                        )
-                        for t, ps in sorted(by_topic.items()) if t in ids
-                    )),
-                ))
+                members.append(
+                    m.ShareGroupMember(
+                        member_id=member.member_id,
+                        rack_id=member.rack_id,
+                        member_epoch=member.epoch,
+                        client_id=member.client_id,
+                        client_host=member.client_host,
+                        subscribed_topic_names=member.topics,
+                        assignment=m.DescribedAssignment(
+                            topic_partitions=tuple(
+                                m.DescribedTopicPartitions(
+                                    topic_id=ids[t], topic_name=t, partitions=tuple(sorted(ps))
+                                )
+                                for t, ps in sorted(by_topic.items())
+                                if t in ids
+                            )
+                        ),
+                    )
+                )
             ops = AUTHORIZED_OPERATIONS_OMITTED
             if body.include_authorized_operations:
                 ops = self._operations.group(conn, group_id)
-            out.append(m.ShareDescribedGroup(
-                group_id=group_id,
-                group_state=group.state if group is not None else "Empty",
-                group_epoch=group.epoch if group is not None else 0,
-                assignment_epoch=group.assignment_epoch if group is not None else 0,
-                assignor_name=ASSIGNOR_NAME,
-                members=tuple(members),
-                authorized_operations=ops,
-            ))
+            out.append(
+                m.ShareDescribedGroup(
+                    group_id=group_id,
+                    group_state=group.state if group is not None else "Empty",
+                    group_epoch=group.epoch if group is not None else 0,
+                    assignment_epoch=group.assignment_epoch if group is not None else 0,
+                    assignor_name=ASSIGNOR_NAME,
+                    members=tuple(members),
+                    authorized_operations=ops,
+                )
+            )
         return m.ShareGroupDescribeResponse(groups=tuple(out))
 
     # -- ShareFetch and ShareAcknowledge -------------------------------------------------
@@ -212,8 +230,11 @@ class ShareHandlers:
             if info is not None:
                 forgotten.extend((info.name, p) for p in t.partitions)
         session = s.coordinator.session(
-            group, member, body.share_session_epoch,
-            [(info.name, p.partition_index) for info, p in named], forgotten,
+            group,
+            member,
+            body.share_session_epoch,
+            [(info.name, p.partition_index) for info, p in named],
+            forgotten,
         )
         if isinstance(session, SessionError):
             return m.ShareFetchResponse(
@@ -225,12 +246,18 @@ class ShareHandlers:
             await service.release_member(group, member)
         else:
             wanted = sorted(session)
-            results = await conn.track(service.acquire_many(
-                group, member, wanted,
-                max_records=body.max_records if body.max_records > 0 else _DEFAULT_MAX_RECORDS,
-                max_bytes=body.max_bytes, min_bytes=body.min_bytes,
-                max_wait_ms=body.max_wait_ms, cancelled=lambda: conn.closed,
-            ))
+            results = await conn.track(
+                service.acquire_many(
+                    group,
+                    member,
+                    wanted,
+                    max_records=body.max_records if body.max_records > 0 else _DEFAULT_MAX_RECORDS,
+                    max_bytes=body.max_bytes,
+                    min_bytes=body.min_bytes,
+                    max_wait_ms=body.max_wait_ms,
+                    cancelled=lambda: conn.closed,
+                )
+            )
             fetched = {(r.topic, r.partition): r for r in results}
         keys = sorted(set(fetched) | set(ack_errors))
         ids = self._ids()
@@ -238,34 +265,45 @@ class ShareHandlers:
         for topic, p in keys:
             r = fetched.get((topic, p))
             code = 0 if r is None or r.error is None else int(error_code_for(r.error))
-            by_topic.setdefault(topic, []).append(m.ShareFetchPartitionData(
-                partition_index=p,
-                error_code=code,
-                acknowledge_error_code=ack_errors.get((topic, p), 0),
-                current_leader=m.LeaderIdAndEpoch(
-                    leader_id=self._identity.node_id, leader_epoch=0
-                ),
-                records=r.records if r is not None else b"",
-                acquired_records=tuple(
-                    m.AcquiredRecords(
-                        first_offset=a.first, last_offset=a.last, delivery_count=a.delivery_count
-                    )
-                    for a in (r.ranges if r is not None else ())
-                ),
-            ))
+            by_topic.setdefault(topic, []).append(
+                m.ShareFetchPartitionData(
+                    partition_index=p,
+                    error_code=code,
+                    acknowledge_error_code=ack_errors.get((topic, p), 0),
+                    current_leader=m.LeaderIdAndEpoch(
+                        leader_id=self._identity.node_id, leader_epoch=0
+                    ),
+                    records=r.records if r is not None else b"",
+                    acquired_records=tuple(
+                        m.AcquiredRecords(
+                            first_offset=a.first,
+                            last_offset=a.last,
+                            delivery_count=a.delivery_count,
+                        )
+                        for a in (r.ranges if r is not None else ())
+                    ),
+                )
+            )
         responses = [
             m.ShareFetchTopicResponse(topic_id=ids[t], partitions=tuple(ps))
-            for t, ps in by_topic.items() if t in ids
+            for t, ps in by_topic.items()
+            if t in ids
         ]
         responses.extend(
-            m.ShareFetchTopicResponse(topic_id=tid, partitions=tuple(
-                m.ShareFetchPartitionData(partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID)
-                for p in parts
-            ))
+            m.ShareFetchTopicResponse(
+                topic_id=tid,
+                partitions=tuple(
+                    m.ShareFetchPartitionData(
+                        partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                    )
+                    for p in parts
+                ),
+            )
             for tid, parts in unknown.items()
         )
         return m.ShareFetchResponse(
-            acquisition_lock_timeout_ms=lock_ms, responses=tuple(responses),
+            acquisition_lock_timeout_ms=lock_ms,
+            responses=tuple(responses),
         )
 
     async def share_acknowledge(self, conn: Connection, req: Request) -> Any:
@@ -288,21 +326,30 @@ class ShareHandlers:
         ids = self._ids()
         by_topic: dict[str, list[m.ShareAcknowledgePartitionData]] = {}
         for (topic, p), code in sorted(ack_errors.items()):
-            by_topic.setdefault(topic, []).append(m.ShareAcknowledgePartitionData(
-                partition_index=p, error_code=code,
-                current_leader=m.LeaderIdAndEpoch(leader_id=self._identity.node_id, leader_epoch=0),
-            ))
+            by_topic.setdefault(topic, []).append(
+                m.ShareAcknowledgePartitionData(
+                    partition_index=p,
+                    error_code=code,
+                    current_leader=m.LeaderIdAndEpoch(
+                        leader_id=self._identity.node_id, leader_epoch=0
+                    ),
+                )
+            )
         responses = [
             m.ShareAcknowledgeTopicResponse(topic_id=ids[t], partitions=tuple(ps))
-            for t, ps in by_topic.items() if t in ids
+            for t, ps in by_topic.items()
+            if t in ids
         ]
         responses.extend(
-            m.ShareAcknowledgeTopicResponse(topic_id=tid, partitions=tuple(
-                m.ShareAcknowledgePartitionData(
-                    partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID
-                )
-                for p in parts
-            ))
+            m.ShareAcknowledgeTopicResponse(
+                topic_id=tid,
+                partitions=tuple(
+                    m.ShareAcknowledgePartitionData(
+                        partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                    )
+                    for p in parts
+                ),
+            )
             for tid, parts in unknown.items()
         )
         return m.ShareAcknowledgeResponse(
@@ -327,7 +374,10 @@ class ShareHandlers:
         return named, unknown
 
     async def _acknowledge_all(
-        self, group: str, member: str, named: list[tuple[TopicInfo, m.ShareFetchPartition]],
+        self,
+        group: str,
+        member: str,
+        named: list[tuple[TopicInfo, m.ShareFetchPartition]],
     ) -> dict[TopicPartition, int]:
         """Apply each partition's acknowledgement batches: its error code (0 = done)."""
         out: dict[TopicPartition, int] = {}
@@ -337,7 +387,11 @@ class ShareHandlers:
             key = (info.name, p.partition_index)
             try:
                 batches = [
-                    AckBatch(b.first_offset, b.last_offset, tuple(AckType(t) for t in b.acknowledge_types))
+                    AckBatch(
+                        b.first_offset,
+                        b.last_offset,
+                        tuple(AckType(t) for t in b.acknowledge_types),
+                    )
                     for b in p.acknowledgement_batches
                 ]
                 await self._s.service.acknowledge(group, key[0], key[1], member, batches)
@@ -370,9 +424,13 @@ def describe_rule(access: Access, req: Request) -> Gate:
         return Gate(req)
     return Gate(
         attrs.evolve(req, body=attrs.evolve(body, group_ids=allowed)),
-        finish=lambda r: attrs.evolve(r, groups=(*r.groups, *(
-            m.ShareDescribedGroup(group_id=g, error_code=GROUP_DENIED) for g in denied
-        ))),
+        finish=lambda r: attrs.evolve(
+            r,
+            groups=(
+                *r.groups,
+                *(m.ShareDescribedGroup(group_id=g, error_code=GROUP_DENIED) for g in denied),
+            ),
+        ),
     )
 
 
@@ -392,19 +450,32 @@ def _topics_rule(response_cls: Any, partition_cls: Any, topic_cls: Any):  # type
             return Gate(req)
         return Gate(
             attrs.evolve(req, body=attrs.evolve(body, topics=tuple(kept))),
-            finish=lambda r: attrs.evolve(r, responses=(*r.responses, *(
-                topic_cls(topic_id=t.topic_id, partitions=tuple(
-                    partition_cls(partition_index=p.partition_index, error_code=TOPIC_DENIED)
-                    for p in t.partitions
-                ))
-                for t in denied
-            ))),
+            finish=lambda r: attrs.evolve(
+                r,
+                responses=(
+                    *r.responses,
+                    *(
+                        topic_cls(
+                            topic_id=t.topic_id,
+                            partitions=tuple(
+                                partition_cls(
+                                    partition_index=p.partition_index, error_code=TOPIC_DENIED
+                                )
+                                for p in t.partitions
+                            ),
+                        )
+                        for t in denied
+                    ),
+                ),
+            ),
         )
 
     return rule
 
 
-share_fetch_rule = _topics_rule(m.ShareFetchResponse, m.ShareFetchPartitionData, m.ShareFetchTopicResponse)
+share_fetch_rule = _topics_rule(
+    m.ShareFetchResponse, m.ShareFetchPartitionData, m.ShareFetchTopicResponse
+)
 share_acknowledge_rule = _topics_rule(
     m.ShareAcknowledgeResponse, m.ShareAcknowledgePartitionData, m.ShareAcknowledgeTopicResponse
 )

@@ -40,23 +40,28 @@ class GroupConfigResource:
     def __init__(self, service: ShareService) -> None:
         self._service = service
 
-    def describe(self, group: str, keys: Sequence[str] | None) -> list[apis.DescribeConfigsResourceResult]:
+    def describe(
+        self, group: str, keys: Sequence[str] | None
+    ) -> list[apis.DescribeConfigsResourceResult]:
         overrides = self._service.engine.overrides(group)
         out = []
         for name in sorted(DEFAULTS):
             if keys and name not in keys:
                 continue
             dynamic = name in overrides
-            out.append(apis.DescribeConfigsResourceResult(
-                name=name,
-                value=overrides.get(name, DEFAULTS[name]),
-                config_source=_DYNAMIC_GROUP_CONFIG if dynamic else _DEFAULT_CONFIG,
-                config_type=3 if name.endswith((".ms", ".limit")) else 2,
-            ))
+            out.append(
+                apis.DescribeConfigsResourceResult(
+                    name=name,
+                    value=overrides.get(name, DEFAULTS[name]),
+                    config_source=_DYNAMIC_GROUP_CONFIG if dynamic else _DEFAULT_CONFIG,
+                    config_type=3 if name.endswith((".ms", ".limit")) else 2,
+                )
+            )
         return out
 
-    async def alter(self, group: str, configs: Sequence[Any], *, incremental: bool,
-                    validate_only: bool) -> None:
+    async def alter(
+        self, group: str, configs: Sequence[Any], *, incremental: bool, validate_only: bool
+    ) -> None:
         """:raises GroupConfigRefused: an unknown name, a bad value or operation."""
         current = self._service.engine.overrides(group) if incremental else {}
         for c in configs:

@@ -42,11 +42,8 @@ from brokerd.kafka.wire.schema import (
 )
 
 
-class NullableStruct:
+class NullableStruct(Struct):
     """A struct field the schema lets be null: int8 -1 (null) or 1, then the struct."""
-
-    def __init__(self, cls: type[Any]) -> None:
-        self._struct = Struct(cls)
 
     def read(self, r: Reader, version: int, nullable: bool) -> Any:
         marker = r.int8()
@@ -54,14 +51,14 @@ class NullableStruct:
             if not nullable:
                 raise MalformedRequest("null struct where the schema forbids it")
             return None
-        return self._struct.read(r, version, False)
+        return super().read(r, version, False)
 
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
         if value is None:
             w.int8(-1)
             return
         w.int8(1)
-        self._struct.write(w, value, version, False)
+        super().write(w, value, version, False)
 
     def min_size(self, version: int, flexible: bool = False) -> int:
         return 1
@@ -169,7 +166,9 @@ class ShareDescribedGroup:
     group_epoch: Annotated[int, Wire(INT32)] = 0
     assignment_epoch: Annotated[int, Wire(INT32)] = 0
     assignor_name: Annotated[str, Wire(STRING)] = ""
-    members: Annotated[tuple[ShareGroupMember, ...], Wire(Array(Struct(ShareGroupMember)))] = array()
+    members: Annotated[tuple[ShareGroupMember, ...], Wire(Array(Struct(ShareGroupMember)))] = (
+        array()
+    )
     authorized_operations: Annotated[int, Wire(INT32)] = AUTHORIZED_OPERATIONS_OMITTED
 
 
@@ -179,9 +178,9 @@ class ShareGroupDescribeResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 0
 
     throttle_time_ms: Annotated[int, Wire(INT32)] = 0
-    groups: Annotated[
-        tuple[ShareDescribedGroup, ...], Wire(Array(Struct(ShareDescribedGroup)))
-    ] = array()
+    groups: Annotated[tuple[ShareDescribedGroup, ...], Wire(Array(Struct(ShareDescribedGroup)))] = (
+        array()
+    )
 
 
 # -- ShareFetch (78) and ShareAcknowledge (79) -----------------------------------------
@@ -359,8 +358,12 @@ class ShareAcknowledgeResponse:
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.SHARE_GROUP_HEARTBEAT, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, 1, 1),
-    ApiSpec(ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest, ShareGroupDescribeResponse, 1, 1),
+    ApiSpec(
+        ApiKey.SHARE_GROUP_HEARTBEAT, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, 1, 1
+    ),
+    ApiSpec(
+        ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest, ShareGroupDescribeResponse, 1, 1
+    ),
     ApiSpec(ApiKey.SHARE_FETCH, ShareFetchRequest, ShareFetchResponse, 1, 1),
     ApiSpec(ApiKey.SHARE_ACKNOWLEDGE, ShareAcknowledgeRequest, ShareAcknowledgeResponse, 1, 1),
 )
