@@ -11,6 +11,7 @@ A few cycles run in ``make test``; ``make test-long`` runs a longer loop.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -25,8 +26,6 @@ from brokerd.storage.journal.share_state import SHARE_STATE_FILE_NAME, ShareStat
 from tests.brokerproc import BrokerProcess
 
 ck = pytest.importorskip("confluent_kafka")
-import contextlib
-
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient,
     AlterConfigOpType,
