@@ -386,6 +386,22 @@ class ShareService:
     def describe(self, group: str) -> dict[TopicPartition, PartitionSummary]:
         return self.engine.describe(group)
 
+    async def start_and_lag(self, group: str, topic: str, partition: int) -> tuple[int, int]:
+        """The share-partition's start offset and its lag: records from the start to
+        the log's end (the LSO under read_committed) not yet acknowledged or archived;
+        ``(-1, -1)`` for a partition the group never used."""
+        part = self.engine.partition(group, topic, partition)
+        if part is None:
+            return -1, -1
+        offsets = await self._core.offsets(topic, partition)
+        committed = self.engine.config(group).isolation_level is IsolationLevel.READ_COMMITTED
+        end = offsets.last_stable_offset if committed else offsets.high_watermark
+        summary = part.summary()
+        done = summary.acknowledged + sum(
+            1 for e in part.records.values() if e.state.name == "ARCHIVED"
+        )
+        return part.start, max(0, end - part.start - done)
+
     async def set_overrides(self, group: str, overrides: dict[str, str]) -> None:
         await self._journal.write(self.engine.set_overrides(group, overrides))
 

@@ -55,6 +55,7 @@ from brokerd.kafka.server.handlers.produce import ProduceHandler
 from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
 from brokerd.kafka.server.handlers.share import ShareGroups, ShareHandlers
 from brokerd.kafka.server.handlers.share_configs import GroupConfigResource
+from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.route import Route, route_table
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
@@ -128,7 +129,10 @@ class KafkaHandlers:
                 core, coordinator, identity,
                 pending_offsets=_pending_offsets(transactions),
             ),
-            GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator), operations),
+            GroupAdminHandlers(
+                core, cast(HasGroupAdmin, coordinator), operations,
+                share_groups=shares.listing if shares is not None else None,
+            ),
             ConfigHandlers(
                 core, identity, default_partitions=default_partitions,
                 groups=GroupConfigResource(shares.service) if shares is not None else None,
@@ -138,6 +142,7 @@ class KafkaHandlers:
             ScramAdminHandlers(credentials),
             acls if acls is not None else AclHandlers(None, None),
             ShareHandlers(core, shares, identity, clock=clock, operations=operations),
+            ShareOffsetHandlers(core, shares),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
         self.routes: dict[ApiKey, Route] = route_table(

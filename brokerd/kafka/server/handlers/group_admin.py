@@ -13,7 +13,7 @@ It does not parse or build bytes, keep group state, or dispatch:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -43,6 +43,8 @@ from brokerd.security.acl import Operation
 if TYPE_CHECKING:
     from brokerd.kafka.server.core_face import KafkaCore
 
+#: ListGroups' type (and protocol type) of share groups (KIP-932).
+SHARE_GROUP_TYPE = "share"
 #: DescribeGroups' first version answering GROUP_ID_NOT_FOUND for an unknown group.
 _DESCRIBE_NOT_FOUND_FROM = 6
 
@@ -84,9 +86,12 @@ class GroupAdminHandlers:
         core: KafkaCore,
         coordinator: HasGroupAdmin,
         operations: AuthorizedOperations | None = None,
+        share_groups: Callable[[], Sequence[tuple[str, str]]] | None = None,
     ) -> None:
         self._core = core
         self._coordinator = coordinator
+        #: Share groups (id, state) for ListGroups (``brokerd.kafka.groups.share``).
+        self._share_groups = share_groups
         self._operations = operations if operations is not None else AuthorizedOperations()
 
     def routes(self) -> tuple[Route, ...]:
@@ -105,15 +110,24 @@ class GroupAdminHandlers:
         code, groups = self._coordinator.admin.list_groups_with_states(
             body.states_filter, body.types_filter
         )
-        return apis.ListGroupsResponse(
-            error_code=code,
-            groups=tuple(
+        listed = [
+            apis.ListedGroup(
+                group_id=g, protocol_type=t, group_state=s, group_type=CLASSIC_GROUP_TYPE
+            )
+            for g, t, s in groups
+        ]
+        if self._share_groups is not None:
+            types = {t.lower() for t in body.types_filter}
+            states = {s.lower() for s in body.states_filter}
+            listed.extend(
                 apis.ListedGroup(
-                    group_id=g, protocol_type=t, group_state=s, group_type=CLASSIC_GROUP_TYPE
+                    group_id=g, protocol_type=SHARE_GROUP_TYPE, group_state=s,
+                    group_type=SHARE_GROUP_TYPE,
                 )
-                for g, t, s in groups
-            ),
-        )
+                for g, s in self._share_groups()
+                if (not types or SHARE_GROUP_TYPE in types) and (not states or s.lower() in states)
+            )
+        return apis.ListGroupsResponse(error_code=code, groups=tuple(listed))
 
     async def describe_groups(self, conn: Connection, req: Request) -> Any:
         body: apis.DescribeGroupsRequest = req.body

@@ -43,7 +43,7 @@ from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
 from brokerd.security.acl import Operation
 from brokerd.storage.types import TopicInfo
 
-__all__ = ["ShareGroups", "ShareHandlers"]
+__all__ = ["ShareGroups", "ShareHandlers", "TopicsView"]
 
 TopicPartition = tuple[str, int]
 INVALID_RECORD_STATE = 121
@@ -63,7 +63,7 @@ _SESSION_ERRORS = {
 _DEFAULT_MAX_RECORDS = 500
 
 
-class _Topics(Protocol):
+class TopicsView(Protocol):
     def topics(self) -> Mapping[str, TopicInfo]: ...
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
@@ -76,11 +76,17 @@ class ShareGroups:
     coordinator: ShareGroupCoordinator
     service: ShareService
 
+    def listing(self) -> list[tuple[str, str]]:
+        """Every share group (with members, or with records state) and its state."""
+        groups = self.coordinator.groups
+        names = set(groups) | set(self.service.engine.groups())
+        return [(g, groups[g].state if g in groups else "Empty") for g in sorted(names)]
+
 
 class ShareHandlers:
     def __init__(
         self,
-        core: _Topics,
+        core: TopicsView,
         shares: ShareGroups | None,
         identity: BrokerIdentity,
         *,
