@@ -126,6 +126,7 @@ public final class Judge {
             case "list_offsets": return listOffsets();
             case "delete_records": return deleteRecords();
             case "acls": return acls();
+            case "share": return ShareScenario.run(bootstrap, args);
             default: throw new IllegalArgumentException("unknown scenario " + scenario);
         }
     }
