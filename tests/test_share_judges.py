@@ -61,6 +61,13 @@ def test_java_share_consumer_accept_release_reject(
     assert len(deliveries) == 12
 
 
+def test_java_admin_sees_share_version_finalized(java: JavaJudge) -> None:
+    got = java.run("share_features")
+    assert got["finalized"] == {"share.version": [1, 1]}
+    assert got["supported"] == {"share.version": [0, 1]}
+    assert got["epoch"] == 1
+
+
 def _rows(out: str) -> list[list[str]]:
     return [line.split() for line in out.splitlines() if line.startswith("dgroup")]
 

@@ -6,12 +6,14 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.FeatureMetadata;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -34,6 +36,21 @@ final class ShareScenario {
     private static final long WAIT_S = 30;
 
     private ShareScenario() {
+    }
+
+    /** share_features: the finalized and supported features Admin.describeFeatures reports. */
+    static Object features(String bootstrap) throws Exception {
+        Properties common = new Properties();
+        common.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(common)) {
+            FeatureMetadata meta = admin.describeFeatures().featureMetadata().get(WAIT_S, TimeUnit.SECONDS);
+            Map<String, Object> finalized = new TreeMap<>();
+            meta.finalizedFeatures().forEach((k, v) -> finalized.put(k, List.of((int) v.minVersionLevel(), (int) v.maxVersionLevel())));
+            Map<String, Object> supported = new TreeMap<>();
+            meta.supportedFeatures().forEach((k, v) -> supported.put(k, List.of((int) v.minVersion(), (int) v.maxVersion())));
+            return Json.obj("finalized", finalized, "supported", supported,
+                "epoch", meta.finalizedFeaturesEpoch().orElse(-1L));
+        }
     }
 
     static Object run(String bootstrap, String[] args) throws Exception {
