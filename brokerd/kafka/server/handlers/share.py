@@ -100,8 +100,8 @@ class ShareHandlers:
         self._operations = operations if operations is not None else AuthorizedOperations()
 
     def routes(self) -> tuple[Route, ...]:
-        if self._shares is None:
-            return ()
+        # Without share groups (a listener built without them) each API answers
+        # UNSUPPORTED_VERSION, as Kafka does with share groups disabled.
         return (
             Route(ApiKey.SHARE_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
             Route(ApiKey.SHARE_GROUP_DESCRIBE, self.describe, describe_rule),
@@ -120,6 +120,8 @@ class ShareHandlers:
     # -- ShareGroupHeartbeat -------------------------------------------------------------
 
     async def heartbeat(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.ShareGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.ShareGroupHeartbeatRequest = req.body
         if not body.group_id:
             return m.ShareGroupHeartbeatResponse(
@@ -163,6 +165,13 @@ class ShareHandlers:
     # -- ShareGroupDescribe --------------------------------------------------------------
 
     async def describe(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.ShareGroupDescribeResponse(
+                groups=tuple(
+                    m.ShareDescribedGroup(group_id=g, error_code=ErrorCode.UNSUPPORTED_VERSION)
+                    for g in req.body.group_ids
+                )
+            )
         body: m.ShareGroupDescribeRequest = req.body
         ids = self._ids()
         out = []
@@ -220,6 +229,8 @@ class ShareHandlers:
     # -- ShareFetch and ShareAcknowledge -------------------------------------------------
 
     async def share_fetch(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.ShareFetchResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.ShareFetchRequest = req.body
         group, member = body.group_id or "", body.member_id or ""
         s = self._s
@@ -313,6 +324,8 @@ class ShareHandlers:
         )
 
     async def share_acknowledge(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.ShareAcknowledgeResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.ShareAcknowledgeRequest = req.body
         group, member = body.group_id or "", body.member_id or ""
         s = self._s

@@ -35,8 +35,8 @@ class ShareOffsetHandlers:
         self._shares = shares
 
     def routes(self) -> tuple[Route, ...]:
-        if self._shares is None:
-            return ()
+        # Without share groups (a listener built without them) each API answers
+        # UNSUPPORTED_VERSION, as Kafka does with share groups disabled.
         return (
             Route(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, self.describe, describe_rule),
             Route(ApiKey.ALTER_SHARE_GROUP_OFFSETS, self.alter, alter_rule),
@@ -52,16 +52,28 @@ class ShareOffsetHandlers:
         return group in self._s.coordinator.groups or group in self._s.service.engine.groups()
 
     async def describe(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.DescribeShareGroupOffsetsResponse(
+                groups=tuple(
+                    m.DescribedShareOffsetsGroup(
+                        group_id=g.group_id, error_code=ErrorCode.UNSUPPORTED_VERSION
+                    )
+                    for g in req.body.groups
+                )
+            )
         body: m.DescribeShareGroupOffsetsRequest = req.body
         service = self._s.service
         topics = self._core.topics()
         out = []
         for g in body.groups:
             if not self._known(g.group_id):
-                out.append(m.DescribedShareOffsetsGroup(
-                    group_id=g.group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                    error_message=f"Group {g.group_id} not found.",
-                ))
+                out.append(
+                    m.DescribedShareOffsetsGroup(
+                        group_id=g.group_id,
+                        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                        error_message=f"Group {g.group_id} not found.",
+                    )
+                )
                 continue
             wanted: dict[str, list[int]] = {}
             if g.topics is None:
@@ -76,20 +88,29 @@ class ShareOffsetHandlers:
                 rows = []
                 for p in parts:
                     if info is None or not 0 <= p < info.partitions:
-                        rows.append(m.DescribedShareOffsetsPartition(
-                            partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        ))
+                        rows.append(
+                            m.DescribedShareOffsetsPartition(
+                                partition_index=p,
+                                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                            )
+                        )
                         continue
                     start, lag = await service.start_and_lag(g.group_id, topic, p)
-                    rows.append(m.DescribedShareOffsetsPartition(
-                        partition_index=p, start_offset=start,
-                        leader_epoch=0 if start >= 0 else -1, lag=lag,
-                    ))
-                described.append(m.DescribedShareOffsetsTopic(
-                    topic_name=topic,
-                    topic_id=info.topic_id if info is not None else m.ZERO_UUID,
-                    partitions=tuple(rows),
-                ))
+                    rows.append(
+                        m.DescribedShareOffsetsPartition(
+                            partition_index=p,
+                            start_offset=start,
+                            leader_epoch=0 if start >= 0 else -1,
+                            lag=lag,
+                        )
+                    )
+                described.append(
+                    m.DescribedShareOffsetsTopic(
+                        topic_name=topic,
+                        topic_id=info.topic_id if info is not None else m.ZERO_UUID,
+                        partitions=tuple(rows),
+                    )
+                )
             out.append(m.DescribedShareOffsetsGroup(group_id=g.group_id, topics=tuple(described)))
         return m.DescribeShareGroupOffsetsResponse(groups=tuple(out))
 
@@ -102,12 +123,12 @@ class ShareOffsetHandlers:
         return None
 
     async def alter(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.AlterShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.AlterShareGroupOffsetsRequest = req.body
         refused = self._refusal(body.group_id)
         if refused is not None:
-            return m.AlterShareGroupOffsetsResponse(
-                error_code=refused[0], error_message=refused[1]
-            )
+            return m.AlterShareGroupOffsetsResponse(error_code=refused[0], error_message=refused[1])
         topics = self._core.topics()
         out = []
         for t in body.topics:
@@ -123,17 +144,24 @@ class ShareOffsetHandlers:
                     await self._s.service.set_start(
                         body.group_id, t.topic_name, p.partition_index, p.start_offset
                     )
-                rows.append(m.AlteredShareOffsetsPartition(
-                    partition_index=p.partition_index, error_code=code,
-                ))
-            out.append(m.AlteredShareOffsetsTopic(
-                topic_name=t.topic_name,
-                topic_id=info.topic_id if info is not None else m.ZERO_UUID,
-                partitions=tuple(rows),
-            ))
+                rows.append(
+                    m.AlteredShareOffsetsPartition(
+                        partition_index=p.partition_index,
+                        error_code=code,
+                    )
+                )
+            out.append(
+                m.AlteredShareOffsetsTopic(
+                    topic_name=t.topic_name,
+                    topic_id=info.topic_id if info is not None else m.ZERO_UUID,
+                    partitions=tuple(rows),
+                )
+            )
         return m.AlterShareGroupOffsetsResponse(responses=tuple(out))
 
     async def delete(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.DeleteShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.DeleteShareGroupOffsetsRequest = req.body
         refused = self._refusal(body.group_id)
         if refused is not None:
@@ -146,9 +174,12 @@ class ShareOffsetHandlers:
         for t in body.topics:
             info = topics.get(t.topic_name)
             if info is None:
-                out.append(m.DeletedShareOffsetsTopic(
-                    topic_name=t.topic_name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                ))
+                out.append(
+                    m.DeletedShareOffsetsTopic(
+                        topic_name=t.topic_name,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    )
+                )
                 continue
             for topic, p in sorted(held):
                 if topic == t.topic_name:
@@ -168,14 +199,17 @@ def describe_rule(access: Access, req: Request) -> Gate:
         if g.group_id in denied:
             continue
         if g.topics is not None:
-            g = attrs.evolve(g, topics=tuple(
-                t for t in g.topics if access.topic(Operation.DESCRIBE, t.topic_name)
-            ))
+            g = attrs.evolve(
+                g,
+                topics=tuple(t for t in g.topics if access.topic(Operation.DESCRIBE, t.topic_name)),
+            )
         kept.append(g)
     denied_topics = {
         (g.group_id, t.topic_name): t.partitions
-        for g in body.groups if g.group_id not in denied and g.topics is not None
-        for t in g.topics if not access.topic(Operation.DESCRIBE, t.topic_name)
+        for g in body.groups
+        if g.group_id not in denied and g.topics is not None
+        for t in g.topics
+        if not access.topic(Operation.DESCRIBE, t.topic_name)
     }
     if not denied and not denied_topics:
         return Gate(req)
@@ -184,11 +218,15 @@ def describe_rule(access: Access, req: Request) -> Gate:
         groups = []
         for g in r.groups:
             extra = tuple(
-                m.DescribedShareOffsetsTopic(topic_name=name, partitions=tuple(
-                    m.DescribedShareOffsetsPartition(partition_index=p, error_code=TOPIC_DENIED)
-                    for p in parts
-                ))
-                for (gid, name), parts in denied_topics.items() if gid == g.group_id
+                m.DescribedShareOffsetsTopic(
+                    topic_name=name,
+                    partitions=tuple(
+                        m.DescribedShareOffsetsPartition(partition_index=p, error_code=TOPIC_DENIED)
+                        for p in parts
+                    ),
+                )
+                for (gid, name), parts in denied_topics.items()
+                if gid == g.group_id
             )
             groups.append(attrs.evolve(g, topics=(*g.topics, *extra)))
         groups.extend(
