@@ -51,8 +51,12 @@ def test_join_heartbeat_leave() -> None:
     assert c.heartbeat("g", "m3", 0, None).error is HeartbeatError.INVALID
     assert c.heartbeat("g", "", 0, ["t"]).error is HeartbeatError.INVALID
     assert c.heartbeat("g", "m2", -1, None).member_epoch == -1
-    assert gone == [("g", "m2")]
-    assert not c.delete_group("g")
+    assert gone == [("g", "m2")]  # no share session: released at once
+    c.session("g", "m1", 0, [("t", 0)], [])
+    c.heartbeat("g", "m1", -1, None)
+    assert gone == [("g", "m2")]  # released when its session closes
+    assert c.session("g", "m1", -1, [], []) == {("t", 0)}
+    assert c.delete_group("g")
 
 
 def test_a_silent_member_is_removed() -> None:

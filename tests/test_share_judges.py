@@ -104,3 +104,5 @@ def test_kafka_share_groups_list_describe_reset_delete(broker: BrokerProcess) ->
     ]
     assert "Successful" in tool(*share, "--delete-offsets", "--group", "dgroup", "--topic", "dq")
     assert "no offset information" in tool(*share, "--describe", "--group", "dgroup")
+    assert "was successful" in tool(*share, "--delete", "--group", "dgroup")
+    assert "dgroup" not in tool(*share, "--list").split()

@@ -131,7 +131,7 @@ class KafkaHandlers:
             ),
             GroupAdminHandlers(
                 core, cast(HasGroupAdmin, coordinator), operations,
-                share_groups=shares.listing if shares is not None else None,
+                share_groups=shares,
             ),
             ConfigHandlers(
                 core, identity, default_partitions=default_partitions,

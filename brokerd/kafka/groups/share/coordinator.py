@@ -35,6 +35,8 @@ TopicPartition = tuple[str, int]
 ASSIGNOR_NAME = "simple"
 #: Most members one share group holds (Kafka's ``group.share.max.size``).
 MAX_MEMBERS = 200
+#: Most share sessions kept (Kafka's ``group.share.max.share.sessions``).
+MAX_SESSIONS = 2000
 #: Longest member id accepted.
 MAX_MEMBER_ID = 255
 
@@ -136,7 +138,7 @@ class ShareGroupCoordinator:
         member = group.members.get(member_id)
         if member_epoch == -1:
             if member is not None:
-                self._remove(group, member)
+                self._remove(group, member, left=True)
             return HeartbeatResult(HeartbeatError.NONE, member_epoch=-1)
         if member_epoch == 0:
             if topics is None:
@@ -193,15 +195,21 @@ class ShareGroupCoordinator:
         member = group.members.get(member_id) if group is not None else None
         if group is not None and member is not None:
             member.timer = None
-            self._remove(group, member)
+            self._remove(group, member, left=False)
 
-    def _remove(self, group: ShareGroup, member: Member) -> None:
+    def _remove(self, group: ShareGroup, member: Member, *, left: bool) -> None:
         if member.timer is not None and member.timer.active():
             member.timer.cancel()
         del group.members[member.member_id]
-        self._sessions.pop((group.group_id, member.member_id), None)
         group.epoch += 1
         self._reassign(group)
+        key = (group.group_id, member.member_id)
+        if left and key in self._sessions:
+            # A client leaving says so, then closes its share session with its last
+            # acknowledgements (the two may cross): its records are released when the
+            # session closes, or when their locks expire.
+            return
+        self._sessions.pop(key, None)
         self._on_member_gone(group.group_id, member.member_id)
 
     def is_member(self, group_id: str, member_id: str) -> bool:
@@ -236,6 +244,10 @@ class ShareGroupCoordinator:
         """The session's partitions after this request (see the module docstring)."""
         key = (group_id, member_id)
         if epoch == 0:
+            self._sessions.pop(key, None)
+            if len(self._sessions) >= MAX_SESSIONS:
+                # The oldest session goes (dict order is creation order).
+                self._sessions.pop(next(iter(self._sessions)))
             session = self._sessions[key] = _Session(1, set(added))
             return set(session.partitions)
         found = self._sessions.get(key)

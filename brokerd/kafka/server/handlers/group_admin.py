@@ -13,7 +13,7 @@ It does not parse or build bytes, keep group state, or dispatch:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -67,6 +67,19 @@ class GroupAdminLike(Protocol):
     ) -> defer.Deferred[Any]: ...
 
 
+class ShareGroupsAdmin(Protocol):
+    """Share groups as ListGroups and DeleteGroups see them (KIP-932)."""
+
+    def listing(self) -> Sequence[tuple[str, str]]:
+        """Every share group's id and state."""
+        ...
+
+    async def delete(self, group_id: str) -> int | None:
+        """Delete a share group: its error code (0 when deleted), or None when no share
+        group has that id."""
+        ...
+
+
 class HasGroupAdmin(Protocol):
     """The coordinator, as far as these handlers need it."""
 
@@ -86,7 +99,7 @@ class GroupAdminHandlers:
         core: KafkaCore,
         coordinator: HasGroupAdmin,
         operations: AuthorizedOperations | None = None,
-        share_groups: Callable[[], Sequence[tuple[str, str]]] | None = None,
+        share_groups: ShareGroupsAdmin | None = None,
     ) -> None:
         self._core = core
         self._coordinator = coordinator
@@ -124,7 +137,7 @@ class GroupAdminHandlers:
                     group_id=g, protocol_type=SHARE_GROUP_TYPE, group_state=s,
                     group_type=SHARE_GROUP_TYPE,
                 )
-                for g, s in self._share_groups()
+                for g, s in self._share_groups.listing()
                 if (not types or SHARE_GROUP_TYPE in types) and (not states or s.lower() in states)
             )
         return apis.ListGroupsResponse(error_code=code, groups=tuple(listed))
@@ -171,12 +184,23 @@ class GroupAdminHandlers:
 
     async def delete_groups(self, conn: Connection, req: Request) -> Any:
         body: apis.DeleteGroupsRequest = req.body
+        names = list(body.groups_names)
+        shared: dict[str, int] = {}
+        if self._share_groups is not None:
+            for g in names:
+                code = await self._share_groups.delete(g)
+                if code is not None:
+                    shared[g] = code
         results: Sequence[tuple[str, int]] = await self._coordinator.admin.delete_groups(
-            list(body.groups_names)
+            [g for g in names if g not in shared]
         )
+        answered = dict(results)
         return apis.DeleteGroupsResponse(
             results=tuple(
-                apis.DeletableGroupResult(group_id=g, error_code=code) for g, code in results
+                apis.DeletableGroupResult(
+                    group_id=g, error_code=shared[g] if g in shared else answered[g]
+                )
+                for g in dict.fromkeys(names)
             )
         )
 

@@ -82,6 +82,16 @@ class ShareGroups:
         names = set(groups) | set(self.service.engine.groups())
         return [(g, groups[g].state if g in groups else "Empty") for g in sorted(names)]
 
+    async def delete(self, group_id: str) -> int | None:
+        """DeleteGroups of a share group: NON_EMPTY_GROUP while it has members, else its
+        state is forgotten (durably); None when no share group has that id."""
+        if group_id not in self.coordinator.groups and group_id not in self.service.engine.groups():
+            return None
+        if not self.coordinator.delete_group(group_id):
+            return int(ErrorCode.NON_EMPTY_GROUP)
+        await self.service.delete_group(group_id)
+        return 0
+
 
 class ShareHandlers:
     def __init__(
