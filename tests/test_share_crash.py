@@ -52,6 +52,9 @@ class Figures:
     max_delivery_count: int = 0
     confirmed_accepts: int = 0
     confirmed_rejects: int = 0
+    #: Redeliveries the consumers asked for (RELEASE); the others came from crashes and
+    #: lock expiries.
+    releases: int = 0
     seconds: float = 0.0
 
 
@@ -160,6 +163,7 @@ def run_crash_loop(tmp_path: Path, *, records: int, kills: int, seconds: float) 
                         continue
                     for index, verdict in pending.get((tp.topic, tp.partition), ()):
                         if verdict is ck.AcknowledgeType.RELEASE:
+                            figures.releases += 1
                             continue
                         sequence += 1
                         done_at.setdefault(index, sequence)

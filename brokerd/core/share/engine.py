@@ -125,6 +125,13 @@ class ShareEngine:
         if part.start < log_start:
             part.move_start(log_start)
             return part, [self._state(group, topic, index, part, ())]
+        if part.start > log_end:
+            # The log is shorter than the share-partition's start: the topic was deleted
+            # and created again under its name. Start over as a new share-partition.
+            reset = self.config(group).auto_offset_reset
+            start = log_start if reset is AutoOffsetReset.EARLIEST else log_end
+            records = self.set_start(group, topic, index, start)
+            return group_parts[(topic, index)], records
         return part, []
 
     def acquire(
