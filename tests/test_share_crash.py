@@ -41,6 +41,10 @@ LIMIT = 5
 GROUP = "crash-group"
 #: Time each record takes to "process", so the kills fall while records are in flight.
 PROCESSING_SECONDS = 0.01
+#: The group's lock duration, and how long the consumers may see nothing before the run
+#: ends once the kills are over (longer than a lock: an expired record comes back first).
+LOCK_MS = 5000
+IDLE_SECONDS = 2 * LOCK_MS / 1000
 
 
 @attrs.define
@@ -55,6 +59,9 @@ class Figures:
     #: Redeliveries the consumers asked for (RELEASE); the others came from crashes and
     #: lock expiries.
     releases: int = 0
+    #: Records whose ACCEPT or REJECT was never confirmed to the consumer (its answer
+    #: lost in a crash) although the broker applied it.
+    unconfirmed: int = 0
     seconds: float = 0.0
 
 
@@ -66,7 +73,7 @@ def _admin_setup(bootstrap: str) -> None:
         ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
         for name, value in (
             ("share.auto.offset.reset", "earliest"),
-            ("share.record.lock.duration.ms", "5000"),
+            ("share.record.lock.duration.ms", str(LOCK_MS)),
         )
     ])
     for f in admin.incremental_alter_configs([res]).values():
@@ -127,8 +134,13 @@ def run_crash_loop(tmp_path: Path, *, records: int, kills: int, seconds: float) 
         sequence = 0
         deadline = time.monotonic() + seconds
         wanted = set(range(records))
+        last_delivery = time.monotonic()
         while time.monotonic() < deadline:
-            if not thread.is_alive() and wanted <= set(done_at):
+            if not thread.is_alive() and (
+                wanted <= set(done_at) or time.monotonic() - last_delivery > IDLE_SECONDS
+            ):
+                # Everything confirmed, or nothing came for longer than a lock lasts: a
+                # record still available would have been delivered again by now.
                 break
             for c in consumers:
                 try:
@@ -138,6 +150,8 @@ def run_crash_loop(tmp_path: Path, *, records: int, kills: int, seconds: float) 
                 pending: dict[tuple[str, int], list[tuple[int, ck.AcknowledgeType]]] = (
                     defaultdict(list)
                 )
+                if msgs:
+                    last_delivery = time.monotonic()
                 for m in msgs:
                     sequence += 1
                     index = int(m.value())
@@ -183,14 +197,16 @@ def run_crash_loop(tmp_path: Path, *, records: int, kills: int, seconds: float) 
         assert not violations, violations[:5]
         assert set(delivered) == wanted, sorted(wanted - set(delivered))[:10]
         assert figures.max_delivery_count <= LIMIT
-        unresolved = wanted - set(done_at)
-        assert not unresolved, sorted(unresolved)[:10]
+        # A verdict the broker made durable but whose answer a kill cut off is not
+        # confirmed here; the journal below must say it was applied.
+        figures.unconfirmed = len(wanted - set(done_at))
     finally:
         broker.stop()
     store = ShareStateStore.open(str(tmp_path / "data" / SHARE_STATE_FILE_NAME))
     try:
         per_partition = records // PARTITIONS
         starts = {k[2]: v.start for k, v in store.partitions().items() if k[:2] == (GROUP, TOPIC)}
+        # Every record reached a verdict: each share-partition starts at the log's end.
         assert starts == dict.fromkeys(range(PARTITIONS), per_partition), starts
     finally:
         store.close()
