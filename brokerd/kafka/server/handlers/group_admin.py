@@ -130,8 +130,8 @@ class GroupAdminHandlers:
             for g, t, s in groups
         ]
         if self._share_groups is not None:
-            types = {t.lower() for t in body.types_filter}
-            states = {s.lower() for s in body.states_filter}
+            types = {t.strip().lower() for t in body.types_filter}
+            states = {s.strip().lower() for s in body.states_filter}
             listed.extend(
                 apis.ListedGroup(
                     group_id=g, protocol_type=SHARE_GROUP_TYPE, group_state=s,
