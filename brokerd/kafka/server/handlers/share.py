@@ -21,10 +21,12 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import attrs
+from twisted.internet import defer
 
 from brokerd.core.share.partition import AckBatch, InvalidAcknowledgement
 from brokerd.core.share.service import AcquireResult, ShareService
 from brokerd.core.share.states import AckType
+from brokerd.errors import TooManyWaiters
 from brokerd.kafka.errors import ErrorCode, error_code_for
 from brokerd.kafka.groups.share.coordinator import (
     ASSIGNOR_NAME,
@@ -34,7 +36,7 @@ from brokerd.kafka.groups.share.coordinator import (
 )
 from brokerd.kafka.server.authorize import GROUP_DENIED, TOPIC_DENIED, Access, Gate, answer_now
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
-from brokerd.kafka.server.handler_base import BrokerIdentity, Clock, Connection
+from brokerd.kafka.server.handler_base import NO_RESPONSE, BrokerIdentity, Clock, Connection
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
@@ -273,18 +275,27 @@ class ShareHandlers:
             await service.release_member(group, member)
         else:
             wanted = sorted(session)
-            results = await conn.track(
-                service.acquire_many(
-                    group,
-                    member,
-                    wanted,
-                    max_records=body.max_records if body.max_records > 0 else _DEFAULT_MAX_RECORDS,
-                    max_bytes=body.max_bytes,
-                    min_bytes=body.min_bytes,
-                    max_wait_ms=body.max_wait_ms,
-                    cancelled=lambda: conn.closed,
+            try:
+                results = await conn.track(
+                    service.acquire_many(
+                        group,
+                        member,
+                        wanted,
+                        max_records=(
+                            body.max_records if body.max_records > 0 else _DEFAULT_MAX_RECORDS
+                        ),
+                        max_bytes=body.max_bytes,
+                        min_bytes=body.min_bytes,
+                        max_wait_ms=body.max_wait_ms,
+                        cancelled=lambda: conn.closed,
+                    )
                 )
-            )
+            except defer.CancelledError:
+                # The connection went away: nobody to answer; what the last read acquired
+                # comes back when its locks expire.
+                return NO_RESPONSE
+            except TooManyWaiters:
+                results = []  # answer now, with nothing acquired: stay responsive
             fetched = {(r.topic, r.partition): r for r in results}
         keys = sorted(set(fetched) | set(ack_errors))
         ids = self._ids()
