@@ -3,7 +3,8 @@ with sessions and piggy-backed acknowledgements, ShareAcknowledge, describe, err
 
 from __future__ import annotations
 
-from pathlib import Path
+import shutil
+import tempfile
 
 from brokerd.core.share.service import ShareService
 from brokerd.kafka.errors import ErrorCode
@@ -26,9 +27,9 @@ class ShareHandlerTests(KafkaTestCase):
         self.topic_id = self.core.topics()["t"].topic_id
         self.log = LogCore(self.clock)
         self.log.add(0, batch(0, 5), 5)
-        path = Path(self.mktemp())
-        path.mkdir()
-        self.store = ShareStateStore.open(str(path))
+        path = tempfile.mkdtemp(prefix="share-handlers-")
+        self.addCleanup(shutil.rmtree, path, True)
+        self.store = ShareStateStore.open(path)
         self.addCleanup(self.store.close)
         service = ShareService(self.log, self.store, clock=self.clock)
         service.engine.set_overrides("g", {"share.auto.offset.reset": "earliest"})
