@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+
+import pytest
 
 from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import AckBatch, LogSpan
 from brokerd.core.share.states import AckType, RecordState
+from brokerd.storage import fileio
 from brokerd.storage.journal.records import iter_frames
 from brokerd.storage.journal.share_state import (
     GroupConfigs,
@@ -19,6 +23,8 @@ from brokerd.storage.journal.share_state import (
     decode_body,
     encode,
 )
+from brokerd.storage.offline_backoff import OFFLINE_RETRY_FIRST_SECONDS
+from brokerd.storage.store_faults import StoreOffline
 
 
 def test_records_round_trip() -> None:
@@ -85,3 +91,33 @@ def test_a_log_shorter_than_the_start_begins_again() -> None:
     assert part.start == 3 and part is engine.partition("g", "t", 0)
     assert len(records) == 1
     assert engine.ensure("g", "t", 0, log_start=0, log_end=3)[1] == []
+
+
+def test_a_failed_fsync_takes_the_journal_offline_until_it_reopens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    store = ShareStateStore.open(str(tmp_path), clock=lambda: now[0])
+    engine = ShareEngine()
+    _, recs = engine.ensure("g", "t", 0, log_start=0, log_end=0)
+    store.write(recs)
+
+    def eio(*_: object) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(fileio, "datasync", eio)
+    _, recs = engine.acquire("g", "t", 0, "m", [LogSpan(0, 3)], 10, 0)
+    with pytest.raises(StoreOffline, match="fdatasync failed"):
+        store.write(recs)
+    monkeypatch.undo()
+    assert store.offline_reason is not None
+    with pytest.raises(StoreOffline):
+        store.write(recs)
+    now[0] += OFFLINE_RETRY_FIRST_SECONDS
+    assert store.retry_reopen()
+    assert store.offline_reason is None
+    store.write(recs)
+    store.close()
+    again = ShareStateStore.open(str(tmp_path))
+    assert again.partitions()[("g", "t", 0)].entries == {o: (1, 1) for o in range(4)}
+    again.close()
