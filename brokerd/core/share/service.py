@@ -201,7 +201,8 @@ class ShareService:
         if self._stopped:
             return
         if self._timer is not None and self._timer.active():
-            self._timer.cancel()
+            # It fires within IDLE_CHECK_SECONDS, before any lock taken since expires.
+            return
         deadline = self.engine.next_deadline()
         delay = IDLE_CHECK_SECONDS
         if deadline is not None:
