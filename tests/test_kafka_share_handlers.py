@@ -32,6 +32,7 @@ class ShareHandlerTests(KafkaTestCase):
         self.store = ShareStateStore.open(path)
         self.addCleanup(self.store.close)
         service = ShareService(self.log, self.store, clock=self.clock)
+        self.service = service
         service.engine.set_overrides("g", {"share.auto.offset.reset": "earliest"})
         coordinator = ShareGroupCoordinator(
             clock=self.clock,
@@ -117,3 +118,26 @@ class ShareHandlerTests(KafkaTestCase):
             group_id="", member_id="x", member_epoch=0, subscribed_topic_names=("t",)))
         assert self.one().error_code == ErrorCode.INVALID_GROUP_ID
 
+
+    def test_v2_renew_extends_the_lock(self) -> None:
+        self.service.start()
+        self.addCleanup(self.service.stop)
+        self.join()
+        self.fetch(0)  # acquires 0-1 until t=30
+        self.clock.advance(20)
+        renew = m.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=(4,))
+        self.send(ApiKey.SHARE_FETCH, 2, m.ShareFetchRequest(
+            group_id="g", member_id="m1", share_session_epoch=1, max_records=2,
+            is_renew_ack=True, topics=(m.ShareFetchTopic(topic_id=self.topic_id, partitions=(
+                m.ShareFetchPartition(partition_index=0, acknowledgement_batches=(renew,)),)),),
+        ))
+        resp: m.ShareFetchResponse = self.one()
+        (part,) = resp.responses[0].partitions
+        assert part.acknowledge_error_code == 0 and part.acquired_records == ()
+        for _ in range(15):  # t=35: past the first deadline, before the renewed one
+            self.clock.advance(1)
+        summary = self.service.describe("g")[("t", 0)]
+        assert summary.acquired == 2
+        for _ in range(20):  # t=55: the renewed lock has expired
+            self.clock.advance(1)
+        assert self.service.describe("g")[("t", 0)].available == 2

@@ -27,6 +27,7 @@ EXPECTED: dict[tuple[RecordState, Event], tuple[RecordState | None, RecordState 
     (Q, Event.LOCK_TIMEOUT): (A, R),
     (Q, Event.MEMBER_GONE): (A, R),
     (Q, Event.SKIP): (R, R),
+    (Q, Event.RENEW): (Q, Q),
 }
 
 

@@ -151,11 +151,12 @@ class ShareEngine:
         return ranges, self._records(group, topic, index, part, changed)
 
     def acknowledge(
-        self, group: str, topic: str, index: int, member: str, batches: Iterable[AckBatch]
+        self, group: str, topic: str, index: int, member: str, batches: Iterable[AckBatch],
+        now_ms: float = 0.0,
     ) -> list[ShareStateRecord]:
         """:raises InvalidAcknowledgement: nothing changed (INVALID_RECORD_STATE)."""
         part = self._require(group, topic, index)
-        changed = part.acknowledge(member, batches)
+        changed = part.acknowledge(member, batches, now_ms)
         return self._records(group, topic, index, part, changed)
 
     def release_member(self, group: str, member: str) -> list[ShareStateRecord]:

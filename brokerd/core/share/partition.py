@@ -223,8 +223,11 @@ class SharePartition:
 
     # -- acknowledging, releasing, expiring ----------------------------------------------
 
-    def acknowledge(self, member: str, batches: Iterable[AckBatch]) -> set[int]:
-        """Apply ``member``'s acknowledgements, all or none.
+    def acknowledge(
+        self, member: str, batches: Iterable[AckBatch], now_ms: float = 0.0
+    ) -> set[int]:
+        """Apply ``member``'s acknowledgements, all or none (a RENEW restarts the lock's
+        deadline from ``now_ms``).
 
         :raises InvalidAcknowledgement: an offset is not acquired by ``member`` (or not
             in flight), or a type is unknown; nothing changed.
@@ -248,7 +251,11 @@ class SharePartition:
                 plan.append((offset, ACK_EVENTS[batch.type_at(offset)]))
         changed: set[int] = set()
         for offset, event in plan:
-            self._move(offset, self.records[offset], event, changed)
+            entry = self.records[offset]
+            self._move(offset, entry, event, changed)
+            if event is Event.RENEW:
+                entry.member = member
+                entry.deadline_ms = now_ms + self.lock_duration_ms
         self._advance(changed)
         return changed
 

@@ -376,7 +376,9 @@ class ShareService:
         :raises InvalidAcknowledgement: nothing changed.
         :raises KeyError: the share-partition was never used.
         """
-        records = self.engine.acknowledge(group, topic, partition, member, batches)
+        records = self.engine.acknowledge(
+            group, topic, partition, member, batches, self.now_ms()
+        )
         await self._journal.write(records)
 
     async def release_member(self, group: str, member: str) -> None:

@@ -47,6 +47,8 @@ class AckType(enum.IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    #: Keep the record and extend its lock (ShareFetch/ShareAcknowledge v2, KIP-1222).
+    RENEW = 4
 
 
 class Event(enum.Enum):
@@ -63,6 +65,8 @@ class Event(enum.Enum):
     MEMBER_GONE = "member-gone"
     #: The log no longer has the record to deliver again (retention, an offset reset).
     SKIP = "skip"
+    #: The holder extends its lock (the deadline restarts; nothing else changes).
+    RENEW = "renew"
 
 
 class Target(enum.Enum):
@@ -96,6 +100,7 @@ TRANSITIONS: Mapping[tuple[RecordState, Event], Target | None] = {
     (_A, Event.GAP): None,
     (_A, Event.LOCK_TIMEOUT): None,
     (_A, Event.MEMBER_GONE): None,
+    (_A, Event.RENEW): None,
     (_A, Event.SKIP): Target.ARCHIVED,
     (_Q, Event.ACQUIRE): None,
     (_Q, Event.ACCEPT): Target.ACKNOWLEDGED,
@@ -104,6 +109,7 @@ TRANSITIONS: Mapping[tuple[RecordState, Event], Target | None] = {
     (_Q, Event.GAP): Target.ARCHIVED,
     (_Q, Event.LOCK_TIMEOUT): Target.AVAILABLE_UNLESS_AT_LIMIT,
     (_Q, Event.MEMBER_GONE): Target.AVAILABLE_UNLESS_AT_LIMIT,
+    (_Q, Event.RENEW): Target.ACQUIRED,
     (_Q, Event.SKIP): Target.ARCHIVED,
     (_K, Event.ACQUIRE): None,
     (_K, Event.ACCEPT): None,
@@ -112,6 +118,7 @@ TRANSITIONS: Mapping[tuple[RecordState, Event], Target | None] = {
     (_K, Event.GAP): None,
     (_K, Event.LOCK_TIMEOUT): None,
     (_K, Event.MEMBER_GONE): None,
+    (_K, Event.RENEW): None,
     (_K, Event.SKIP): None,
     (_R, Event.ACQUIRE): None,
     (_R, Event.ACCEPT): None,
@@ -120,6 +127,7 @@ TRANSITIONS: Mapping[tuple[RecordState, Event], Target | None] = {
     (_R, Event.GAP): None,
     (_R, Event.LOCK_TIMEOUT): None,
     (_R, Event.MEMBER_GONE): None,
+    (_R, Event.RENEW): None,
     (_R, Event.SKIP): None,
 }
 
@@ -129,6 +137,7 @@ ACK_EVENTS: Mapping[AckType, Event] = {
     AckType.ACCEPT: Event.ACCEPT,
     AckType.RELEASE: Event.RELEASE,
     AckType.REJECT: Event.REJECT,
+    AckType.RENEW: Event.RENEW,
 }
 
 _PLAIN = {

@@ -273,7 +273,7 @@ class ShareHandlers:
         fetched: dict[TopicPartition, AcquireResult] = {}
         if body.share_session_epoch == -1:
             await service.release_member(group, member)
-        else:
+        elif not body.is_renew_ack:  # v2: a renewing request only acknowledges
             wanted = sorted(session)
             try:
                 results = await conn.track(

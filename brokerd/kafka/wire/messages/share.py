@@ -364,6 +364,6 @@ APIS: tuple[ApiSpec, ...] = (
     ApiSpec(
         ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest, ShareGroupDescribeResponse, 1, 1
     ),
-    ApiSpec(ApiKey.SHARE_FETCH, ShareFetchRequest, ShareFetchResponse, 1, 1),
-    ApiSpec(ApiKey.SHARE_ACKNOWLEDGE, ShareAcknowledgeRequest, ShareAcknowledgeResponse, 1, 1),
+    ApiSpec(ApiKey.SHARE_FETCH, ShareFetchRequest, ShareFetchResponse, 1, 2),
+    ApiSpec(ApiKey.SHARE_ACKNOWLEDGE, ShareAcknowledgeRequest, ShareAcknowledgeResponse, 1, 2),
 )
