@@ -139,3 +139,18 @@ def test_several_consumers_split_one_partition(broker: BrokerProcess) -> None:
     assert sum(1 for v in seen.values() if v) >= 2  # shared, not one consumer alone
     for c in consumers:
         c.close()
+
+
+def test_a_classic_group_id_is_not_a_share_group(broker: BrokerProcess) -> None:
+    bs = broker.kafka_bootstrap
+    make_topic(bs, "q4")
+    classic = ck.Consumer({"bootstrap.servers": bs, "group.id": "dual"})
+    classic.commit(offsets=[ck.TopicPartition("q4", 0, 0)], asynchronous=False)
+    classic.close()
+    c = consumer(bs, "dual")
+    c.subscribe(["q4"])
+    with pytest.raises(ck.KafkaException, match="GROUP_ID_NOT_FOUND"):
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            c.poll(timeout=0.5)
+    c.close()

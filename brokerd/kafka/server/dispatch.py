@@ -23,6 +23,7 @@ change the connection's state).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from twisted.internet import defer
@@ -77,6 +78,20 @@ def _pending_offsets(
         return txns.pending_offsets(group_id)
 
     return pending
+
+
+def _classic_group(coordinator: GroupCoordinatorLike) -> Callable[[str], bool]:
+    """Whether the classic group coordinator holds a group (or committed offsets) of an
+    id: such an id cannot also be a share group."""
+
+    def exists(group_id: str) -> bool:
+        admin = getattr(coordinator, "admin", None)
+        if admin is None:
+            return False
+        (found,) = cast(HasGroupAdmin, coordinator).admin.describe([group_id], True)
+        return bool(found.error_code == 0 and found.state != "Dead")
+
+    return exists
 
 
 class KafkaHandlers:
@@ -141,7 +156,10 @@ class KafkaHandlers:
             txn,
             ScramAdminHandlers(credentials),
             acls if acls is not None else AclHandlers(None, None),
-            ShareHandlers(core, shares, identity, clock=clock, operations=operations),
+            ShareHandlers(
+                core, shares, identity, clock=clock, operations=operations,
+                classic_group=_classic_group(coordinator),
+            ),
             ShareOffsetHandlers(core, shares),
         )
         #: Every routed API, by key (the ACL tests read the rules here).

@@ -17,7 +17,7 @@ It does not parse bytes or keep state.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -104,9 +104,13 @@ class ShareHandlers:
         *,
         clock: Clock,
         operations: AuthorizedOperations | None = None,
+        classic_group: Callable[[str], bool] | None = None,
     ) -> None:
         self._core = core
         self._shares = shares
+        #: Whether the classic coordinator holds a group of that id (Kafka keeps one
+        #: type of group per id: a share heartbeat for it is refused).
+        self._classic_group = classic_group
         self._identity = identity
         self._clock = clock
         self._operations = operations if operations is not None else AuthorizedOperations()
@@ -140,6 +144,15 @@ class ShareHandlers:
                 error_code=ErrorCode.INVALID_GROUP_ID, error_message="GroupId can't be empty."
             )
         coordinator = self._s.coordinator
+        if (
+            body.group_id not in coordinator.groups
+            and self._classic_group is not None
+            and self._classic_group(body.group_id)
+        ):
+            return m.ShareGroupHeartbeatResponse(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {body.group_id} is not a share group.",
+            )
         result = coordinator.heartbeat(
             body.group_id,
             body.member_id,
