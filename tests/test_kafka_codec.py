@@ -1,4 +1,4 @@
-"""Tests for the sans-IO Kafka codec (brokerd.kafka.wire.codec / brokerd.kafka.wire.apis).
+"""Tests for the sans-IO Kafka codec (brokerd.kafka.wire.codec / brokerd.kafka.wire.requests.apis).
 
 Frames are built by hand, field by field, from Kafka's JSON message schemas
 (``clients/src/main/resources/common/message/*.json``), independently of the codec's own
@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 
 from brokerd import errors
 from brokerd.kafka.errors import ErrorCode, error_code_for
-from brokerd.kafka.wire import apis, codec
-from brokerd.kafka.wire.apis import SUPPORTED_VERSIONS
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.messages.acl import DescribeAclsRequest
 from brokerd.kafka.wire.messages.cluster import (
@@ -38,7 +37,9 @@ from brokerd.kafka.wire.messages.topic_partitions import (
     TopicPartitionsCursor,
 )
 from brokerd.kafka.wire.messages.topics import CreatableTopicConfigs, DeleteTopicState
-from brokerd.kafka.wire.registry import SPECS
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import SUPPORTED_VERSIONS
+from brokerd.kafka.wire.requests.registry import SPECS
 
 # -- hand encoders (independent of the codec) ----------------------------------------
 

@@ -9,8 +9,8 @@ import tempfile
 from brokerd.core.share.service import ShareService
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
+from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.server.handlers.share import ShareGroups
-from brokerd.kafka.server.protocol import KafkaFactory
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages import share as m
 from brokerd.storage.journal.share_state import ShareStateStore

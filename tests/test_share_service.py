@@ -11,9 +11,9 @@ from twisted.internet import defer, task
 from brokerd.core.share.partition import AckBatch, AcquiredRange
 from brokerd.core.share.service import ShareService, spans_of
 from brokerd.core.share.states import AckType
-from brokerd.storage.batch import encode_batch, stamp_base_offset
-from brokerd.storage.control import encode_marker
 from brokerd.storage.journal.share_state import ShareStateStore
+from brokerd.storage.record.batch import encode_batch, stamp_base_offset
+from brokerd.storage.record.control import encode_marker
 from brokerd.storage.types import AbortedTxn, PartitionOffsets, ReadResult
 
 

@@ -12,6 +12,7 @@ from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import AckBatch, LogSpan
 from brokerd.core.share.states import AckType, RecordState
 from brokerd.storage import fileio
+from brokerd.storage.journal.faults import StoreOffline
 from brokerd.storage.journal.records import iter_frames
 from brokerd.storage.journal.share_state import (
     GroupConfigs,
@@ -24,7 +25,6 @@ from brokerd.storage.journal.share_state import (
     encode,
 )
 from brokerd.storage.offline_backoff import OFFLINE_RETRY_FIRST_SECONDS
-from brokerd.storage.store_faults import StoreOffline
 
 
 def test_records_round_trip() -> None:

@@ -38,8 +38,8 @@ from brokerd.core.share.engine import ShareEngine, TopicPartition
 from brokerd.core.share.partition import AckBatch, AcquiredRange, LogSpan, PartitionSummary
 from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.errors import OffsetOutOfRange
-from brokerd.storage.batch import BATCH_HEADER_SIZE, read_header
 from brokerd.storage.journal.share_state import ShareStateRecord, ShareStateStore
+from brokerd.storage.record.batch import BATCH_HEADER_SIZE, read_header
 from brokerd.storage.types import PartitionOffsets, ReadResult
 
 __all__ = ["AcquireResult", "ShareCore", "ShareService", "spans_of"]

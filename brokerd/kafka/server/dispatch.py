@@ -6,13 +6,13 @@ Every module of ``brokerd/kafka/server/handlers/`` answers one API family and gi
 APIs as :class:`~brokerd.kafka.server.route.Route` values (key, handler, rule);
 :class:`KafkaHandlers` builds each family's handler object with what it needs (core,
 coordinators, identity, clock) and routes each decoded request
-(:mod:`brokerd.kafka.wire.apis`) to its route. A handler returns a response message or an
+(:mod:`brokerd.kafka.wire.requests.apis`) to its route. A handler returns a response message or an
 :class:`Outcome` (``NO_RESPONSE``, ``CLOSE_CONNECTION``: acks=0 Produce). Errors from the
 core arrive as ``brokerd.errors`` exceptions and become Kafka error codes in the handlers
 (:mod:`brokerd.kafka.errors`).
 
 It does not parse or build bytes, touch transports, or decide request order: the
-protocol (:mod:`brokerd.kafka.server.protocol`) calls :meth:`KafkaHandlers.handle` for one
+protocol (:mod:`brokerd.kafka.listener.protocol`) calls :meth:`KafkaHandlers.handle` for one
 request at a time. The core and coordinators are duck-typed by
 :class:`~brokerd.kafka.server.core_face.KafkaCore`,
 :class:`~brokerd.kafka.server.handlers.groups.GroupCoordinatorLike` and
@@ -28,7 +28,7 @@ from typing import Any, cast
 
 from twisted.internet import defer
 
-from brokerd.kafka.server import authorize
+from brokerd.kafka.server import acl_gate as authorize
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.core_face import KafkaCore
 from brokerd.kafka.server.handler_base import (
@@ -60,8 +60,8 @@ from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.route import Route, route_table
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.security.acl import AclAuthorizer
 
@@ -105,7 +105,7 @@ class KafkaHandlers:
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
     :param transactions: the transaction coordinator; None = transactions disabled
         (see :mod:`brokerd.kafka.server.handlers.txn` for what is answered then).
-    :param authorizer: checks every request (:mod:`brokerd.kafka.server.authorize`); None =
+    :param authorizer: checks every request (:mod:`brokerd.kafka.server.acl_gate`); None =
         everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
     :param credentials: the SCRAM credentials store of the credential admin APIs; None
         = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and

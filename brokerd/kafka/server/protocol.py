@@ -5,8 +5,8 @@ What this module does: supplies the Kafka decoder and dispatch to the shared con
 machinery (:class:`brokerd.net.connection.RequestConnection`, which owns flow control, read
 pausing, the idle and frame deadlines, closing and the connection limit). It feeds
 received bytes to the sans-IO :class:`~brokerd.kafka.wire.codec.FrameDecoder`, decodes one
-request at a time (:mod:`brokerd.kafka.wire.apis`), hands it to
-:class:`~brokerd.kafka.server.dispatch.KafkaHandlers`, and writes the encoded responses strictly
+request at a time (:mod:`brokerd.kafka.wire.requests.apis`), hands it to
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers`, and writes the encoded responses strictly
 in request order. Its own policies:
 
 * one request in flight, except that up to :data:`MAX_PIPELINED_PRODUCES` consecutive
@@ -52,7 +52,7 @@ from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.python.failure import Failure
 
-from brokerd.kafka.server.dispatch import (
+from brokerd.kafka.listener.dispatch import (
     DEFAULT_PARTITIONS,
     Clock,
     Connection,
@@ -68,14 +68,15 @@ from brokerd.kafka.server.handlers.share import ShareGroups
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
-from brokerd.kafka.wire import apis, codec
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, CodecError, FrameError, FrameTooLarge
-from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
+from brokerd.kafka.wire.requests import apis
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
 from brokerd.net.refusals import RefusalLog
 from brokerd.net.request_budget import RequestBudget
+from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
 
 #: Seconds between writing the answer to a failed authentication and closing the
@@ -114,7 +115,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
 
     Complete frames are split off at once and queue (undecoded) in ``_pending``; each is
     decoded when its turn comes. Answers are the handlers' response messages or an
-    :class:`~brokerd.kafka.server.dispatch.Outcome`.
+    :class:`~brokerd.kafka.listener.dispatch.Outcome`.
     """
 
     protocolName = "kafka"
@@ -376,9 +377,9 @@ class KafkaFactory(Factory):
     clients to connect to; they are plain attributes, read on every request, because
     the port of a ``tcp:0`` listener is only known after it binds.
 
-    :param core: the broker core (:class:`~brokerd.kafka.server.dispatch.KafkaCore`).
+    :param core: the broker core (:class:`~brokerd.kafka.listener.dispatch.KafkaCore`).
     :param coordinator: the group coordinator
-        (:class:`~brokerd.kafka.server.dispatch.GroupCoordinatorLike`).
+        (:class:`~brokerd.kafka.listener.dispatch.GroupCoordinatorLike`).
     :param clock: provides ``callLater`` (the reactor, or ``task.Clock`` in tests).
     :param node_id: this broker's node id in Metadata and FindCoordinator.
     :param max_frame_bytes: largest request accepted; a larger size prefix closes the

@@ -14,7 +14,7 @@ What it does:
   (the way Kafka's JSON message schemas do: a field exists for a version range and may
   be nullable from some version on). :func:`read_struct` / :func:`write_struct` turn
   bytes into attrs instances and back. The message classes themselves live in
-  :mod:`brokerd.kafka.wire.apis`.
+  :mod:`brokerd.kafka.wire.requests.apis`.
 * Flexible versions (KIP-482): a message class's ``FLEXIBLE_FROM`` names its first
   flexible version. A :class:`Reader` / :class:`Writer` built with ``flexible=True``
   reads and writes strings, bytes and arrays in their compact forms (unsigned varint
@@ -31,7 +31,7 @@ What it does:
   :data:`~brokerd.net.frames.Frame`: ``bytes | SplicedFrame``).
 
 What it does not do: no I/O, no Twisted; which header version an API uses is decided by
-:mod:`brokerd.kafka.wire.apis` (ApiVersions answers header v0 whatever its version).
+:mod:`brokerd.kafka.wire.requests.apis` (ApiVersions answers header v0 whatever its version).
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 
 from brokerd.storage.journal.engine import Journal, JournalKind
+from brokerd.storage.journal.faults import StoreFaults
 from brokerd.storage.journal.records import BodyReader, frame, iter_frames
-from brokerd.storage.store_faults import StoreFaults
 
 __all__ = [
     "SHARE_STATE_FILE_NAME",

@@ -2,7 +2,7 @@
 """Kafka's config APIs: DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
 Two kinds of resource exist, as in Kafka: a topic (resource type 2), whose configs are
-the names of :mod:`brokerd.storage.topic_config` with the topic's overrides over the
+the names of :mod:`brokerd.storage.config.topic_config` with the topic's overrides over the
 broker-wide defaults, and the broker (type 4, named by its node id, ``"0"``), whose
 configs are those defaults under Kafka's broker-level names plus ``broker.id``,
 ``num.partitions`` and ``auto.create.topics.enable``. Each described value says where it
@@ -19,7 +19,7 @@ command line): altering one is refused with INVALID_CONFIG. Every resource gets 
 error code and a message naming the offending key.
 
 It does not validate values itself (``topic_config`` does), store anything (the core's
-``alter_topic_configs`` does, durably) or parse bytes (:mod:`brokerd.kafka.wire.apis`).
+``alter_topic_configs`` does, durably) or parse bytes (:mod:`brokerd.kafka.wire.requests.apis`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from twisted.logger import Logger
 
 from brokerd.errors import InvalidConfig, InvalidTopic
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     DENIED_TEXT,
     GROUP_DENIED,
@@ -50,13 +50,13 @@ from brokerd.kafka.server.handlers.share_configs import (
     GroupConfigResource,
 )
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.names import validate_topic_name
 from brokerd.security.acl import Operation
-from brokerd.storage.topic_config import (
+from brokerd.storage.config.topic_config import (
     TOPIC_CONFIGS,
     AlterOp,
     ConfigType,
@@ -471,7 +471,7 @@ class ConfigHandlers:
             raise _Refused(unexpected_code(self._log, "alter configs", e), message(e)) from None
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def _config_error(access: Access, op: Operation) -> Callable[[tuple[int, str]], ErrorCode | None]:

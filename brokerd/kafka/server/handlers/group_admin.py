@@ -2,13 +2,13 @@
 """Kafka consumer-group admin APIs: ListGroups, DescribeGroups, DeleteGroups and
 OffsetDelete.
 
-Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.apis`) into a response
+Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
 message by calling the coordinator's admin part (:mod:`brokerd.kafka.groups.admin`,
 duck-typed here by :class:`GroupAdminLike`). OffsetDelete partitions of topics that do
 not exist get UNKNOWN_TOPIC_OR_PARTITION here, as Kafka answers them.
 
 It does not parse or build bytes, keep group state, or dispatch:
-:class:`~brokerd.kafka.server.dispatch.KafkaHandlers` routes requests here.
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers` routes requests here.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.admin import CLASSIC_GROUP_TYPE, GroupDescription
-from brokerd.kafka.server.authorize import (
+from brokerd.kafka.server.acl_gate import (
     GROUP_DENIED,
     Access,
     Gate,
@@ -35,9 +35,9 @@ from brokerd.kafka.server.authorize import (
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.handler_base import Connection
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire import apis
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
@@ -240,7 +240,7 @@ class GroupAdminHandlers:
         )
 
 
-# -- ACL rules (brokerd.kafka.server.authorize) ----------------------------------------
+# -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
 def list_groups_rule(access: Access, req: Request) -> Gate:

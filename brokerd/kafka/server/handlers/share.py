@@ -34,13 +34,13 @@ from brokerd.kafka.groups.share.coordinator import (
     SessionError,
     ShareGroupCoordinator,
 )
-from brokerd.kafka.server.authorize import GROUP_DENIED, TOPIC_DENIED, Access, Gate, answer_now
+from brokerd.kafka.server.acl_gate import GROUP_DENIED, TOPIC_DENIED, Access, Gate, answer_now
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.handler_base import NO_RESPONSE, BrokerIdentity, Clock, Connection
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import share as m
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
 from brokerd.security.acl import Operation
 from brokerd.storage.types import TopicInfo

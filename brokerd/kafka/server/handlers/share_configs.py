@@ -18,7 +18,7 @@ from typing import Any
 from brokerd.core.share.config import DEFAULTS, InvalidShareConfig, validate
 from brokerd.core.share.service import ShareService
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.wire import apis
+from brokerd.kafka.wire.requests import apis
 
 __all__ = ["GROUP_RESOURCE", "GroupConfigResource"]
 

@@ -17,13 +17,13 @@ from typing import Any
 import attrs
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.authorize import GROUP_DENIED, TOPIC_DENIED, Access, Gate, answer_now
+from brokerd.kafka.server.acl_gate import GROUP_DENIED, TOPIC_DENIED, Access, Gate, answer_now
 from brokerd.kafka.server.handler_base import Connection
 from brokerd.kafka.server.handlers.share import ShareGroups, TopicsView
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.apis import Request
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import share_offsets as m
+from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 __all__ = ["ShareOffsetHandlers"]

@@ -2,7 +2,7 @@
 """Request and response bodies of the share group APIs (KIP-932): ShareGroupHeartbeat
 (76), ShareGroupDescribe (77), ShareFetch (78) and ShareAcknowledge (79), and the version
 range brokerd answers of each (:data:`APIS`, collected by
-:mod:`brokerd.kafka.wire.registry`).
+:mod:`brokerd.kafka.wire.requests.registry`).
 
 Transcribed from Kafka 4.2's JSON message schemas; the layout rules are
 :mod:`brokerd.kafka.wire.schema`'s. Every version is flexible. The heartbeat answer's
