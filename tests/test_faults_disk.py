@@ -17,8 +17,8 @@ import pytest
 from brokerd.errors import StorageError
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.logdir import offline as logdir_offline
+from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.write_errors import WRITE_ERROR_LOG_SECONDS
 
 from tests.read_specs import COMMITTED_RECORDS

@@ -277,7 +277,16 @@ def test_api_versions_v3_response_bytes_exactly() -> None:
     )
     for version in (3, 4):
         out = apis.encode_response(7, version, resp)
-        body = i16(0) + carr(i16(0) + i16(0) + i16(13) + NO_TAGS) + i32(0) + NO_TAGS
+        name = uv(len(b"share.version") + 1) + b"share.version"
+        supported = carr(name + i16(0) + i16(1) + NO_TAGS)
+        finalized = carr(name + i16(1) + i16(1) + NO_TAGS)
+        # The tagged features (KIP-932's share.version): SupportedFeatures (0),
+        # FinalizedFeaturesEpoch (1), FinalizedFeatures (2).
+        tags = (
+            uv(3) + uv(0) + uv(len(supported)) + supported + uv(1) + uv(8) + i64(1)
+            + uv(2) + uv(len(finalized)) + finalized
+        )
+        body = i16(0) + carr(i16(0) + i16(0) + i16(13) + NO_TAGS) + i32(0) + tags
         # Response header v0 (no tag byte after the correlation id), compact body.
         assert out == i32(4 + len(body)) + i32(7) + body
         assert apis.decode_response(ApiKey.API_VERSIONS, version, out[4:]) == (7, resp)

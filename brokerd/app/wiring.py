@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from twisted.application import service
+from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from brokerd import start_gc
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from brokerd.core.cleaner_service import CleanerService
     from brokerd.core.store_recovery import StoreRecovery
     from brokerd.kafka.groups.coordinator import GroupCoordinator
+    from brokerd.kafka.groups.share.state_service import ShareGroups
     from brokerd.kafka.server.handlers.acl import AclHandlers
     from brokerd.kafka.server.sasl import SaslConfig
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     from brokerd.storage.logdir.log_directory import LogDirectory
     from brokerd.storage.stores.offsets import OffsetStore
     from brokerd.storage.stores.producer_ids import ProducerIdAllocator
+    from brokerd.storage.stores.share_state import ShareStateStore
     from brokerd.storage.stores.txn_log import TxnLog
     from brokerd.web.auth import HttpIdentity
     from brokerd.web.health import Readiness
@@ -80,6 +83,8 @@ class Coordinators:
     transactions: TransactionCoordinator
     #: Reopens the offsets store and the transaction log after a failed fsync.
     recovery: StoreRecovery
+    #: Share groups (KIP-932): members and sessions, and the records engine.
+    shares: ShareGroups
 
 
 @attrs.frozen
@@ -260,12 +265,46 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
     GroupStateService(groups, offsets, producer_ids).setServiceParent(broker)
     # Added after the group state, so it stops before it (children stop last added first).
     transactions, txn_log = add_transactions(broker, settings, reactor, groups, producer_ids)
+    shares, share_store = add_share_groups(broker, settings, reactor)
     # Added last, so it stops first: no reopen runs while the stores close.
     recovery = StoreRecovery(
-        [offsets, txn_log, producer_ids], clock=reactor, run_blocking=broker.run_write
+        [offsets, txn_log, producer_ids, share_store], clock=reactor,
+        run_blocking=broker.run_write,
     )
     recovery.setServiceParent(broker)
-    return Coordinators(groups, offsets, transactions, recovery)
+    return Coordinators(groups, offsets, transactions, recovery, shares)
+
+
+def add_share_groups(
+    broker: Broker, settings: Settings, reactor: Any
+) -> tuple[ShareGroups, ShareStateStore]:
+    """Share groups (KIP-932): ``share-state.log`` in the data directory, replayed now;
+    the records engine and the share group coordinator over it."""
+    from brokerd.core.share.service import ShareService
+    from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
+    from brokerd.kafka.groups.share.state_service import ShareGroups, ShareStateService
+    from brokerd.storage.stores.share_state import SHARE_STATE_FILE_NAME, ShareStateStore
+
+    store = ShareStateStore.open(
+        os.path.join(settings.storage.data_dir, SHARE_STATE_FILE_NAME)
+    )
+    records = ShareService(broker, store, clock=reactor)
+
+    def member_gone(group: str, member: str) -> None:
+        Deferred.fromCoroutine(records.release_member(group, member)).addErrback(
+            lambda f: _log.failure("releasing a share member's records", f)
+        )
+
+    coordinator = ShareGroupCoordinator(
+        clock=reactor,
+        partition_counts=lambda: {n: t.partitions for n, t in broker.topics().items()},
+        on_member_gone=member_gone,
+        session_timeout_ms=lambda g: records.engine.config(g).session_timeout_ms,
+        heartbeat_interval_ms=lambda g: records.engine.config(g).heartbeat_interval_ms,
+    )
+    shares = ShareGroups(coordinator, records)
+    ShareStateService(shares, store).setServiceParent(broker)
+    return shares, store
 
 
 def add_transactions(
@@ -443,6 +482,7 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         sasl_max_receive_bytes=limits.sasl_max_receive_bytes,
         request_budget=services.edge.request_budget,
         addresses=services.edge.addresses,
+        shares=coordinators.shares,
     )
     listening = services.readiness.wait_for("kafka listener", "not bound yet")
 

@@ -61,6 +61,7 @@ def test_the_tree_in_its_shutdown_order(tmp_path: Path) -> None:
         CleanerService.__name__,
         GroupStateService.__name__,
         TxnStateService.__name__,
+        "ShareStateService",
         StoreRecovery.__name__,
     ]
     assert services.metrics is not None

@@ -23,12 +23,14 @@ change the connection's state).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from twisted.internet import defer
 
 from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
+from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.server import acl_gate as authorize
 from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.handler_base import (
@@ -54,6 +56,9 @@ from brokerd.kafka.server.handlers.list_offsets import ListOffsetsHandler
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.server.handlers.produce import ProduceHandler
 from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
+from brokerd.kafka.server.handlers.share import ShareHandlers
+from brokerd.kafka.server.handlers.share_configs import ShareGroupConfigs
+from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.route import Route, route_table
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
@@ -75,6 +80,20 @@ def _pending_offsets(
         return txns.pending_offsets(group_id)
 
     return pending
+
+
+def _classic_group(coordinator: GroupCoordinatorLike) -> Callable[[str], bool]:
+    """Whether the classic group coordinator holds a group (or committed offsets) of an
+    id: such an id cannot also be a share group."""
+
+    def exists(group_id: str) -> bool:
+        admin = getattr(coordinator, "admin", None)
+        if admin is None:
+            return False
+        (found,) = cast(HasGroupAdmin, coordinator).admin.describe([group_id], True)
+        return bool(found.error_code == 0 and found.state != "Dead")
+
+    return exists
 
 
 class KafkaHandlers:
@@ -109,6 +128,7 @@ class KafkaHandlers:
         credentials: ScramStore | None = None,
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
+        shares: ShareGroups | None = None,
     ) -> None:
         txn = TxnHandlers(core, transactions)
         operations = AuthorizedOperations(authorizer)
@@ -126,16 +146,25 @@ class KafkaHandlers:
                 core, coordinator, identity,
                 pending_offsets=_pending_offsets(transactions),
             ),
-            GroupAdminHandlers(core, cast(HasGroupAdmin, coordinator), operations),
+            GroupAdminHandlers(
+                core, cast(HasGroupAdmin, coordinator), operations,
+                share_groups=shares,
+            ),
             ConsumerGroupHandlers(core, cast(HasConsumerGroups, coordinator), operations),
             ConfigHandlers(
                 core, identity, default_partitions=default_partitions,
                 groups=cast(HasGroupConfigs, coordinator),
+                shares=ShareGroupConfigs(shares.service) if shares is not None else None,
             ),
             PartitionAdminHandlers(core, identity, clock=clock),
             txn,
             ScramAdminHandlers(credentials),
             acls if acls is not None else AclHandlers(None, None),
+            ShareHandlers(
+                core, shares, identity, clock=clock, operations=operations,
+                classic_group=_classic_group(coordinator),
+            ),
+            ShareOffsetHandlers(core, shares),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
         self.routes: dict[ApiKey, Route] = route_table(

@@ -54,6 +54,7 @@ from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
+from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.listener.dispatch import (
     DEFAULT_PARTITIONS,
     Connection,
@@ -436,6 +437,7 @@ class KafkaFactory(Factory):
         sasl_max_receive_bytes: int = DEFAULT_SASL_MAX_RECEIVE_BYTES,
         request_budget: RequestBudget | None = None,
         addresses: AddressLimits | None = None,
+        shares: ShareGroups | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -466,6 +468,7 @@ class KafkaFactory(Factory):
             authorizer=authorizer, acls=acls,
             credentials=credentials,
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
+            shares=shares,
         )
 
     def frame_limit(self, *, authenticated: bool) -> int:

@@ -122,6 +122,14 @@ class ApiKey(enum.IntEnum):
     SASL_AUTHENTICATE = 36
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
+    # Share groups (KIP-932).
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 # -- errors --------------------------------------------------------------------------
@@ -751,6 +759,10 @@ def _fields(cls: type[Any]) -> tuple[Field, ...]:
 
 #: One field as a version reads and writes it: attribute name, type, nullable.
 PlanStep = tuple[str, WireType, bool]
+#: A message's tagged fields to write at a version: ``(tag, encoded value)`` in tag
+#: order (a class's ``TAGGED_FIELDS``; the few brokerd writes, such as ApiVersions'
+#: features, are constant per version).
+TaggedWriter = Callable[[int], Sequence[tuple[int, bytes]]]
 
 
 class _Layout:
@@ -758,9 +770,11 @@ class _Layout:
     whether each may be null. Versions past the last one any field names share the last
     plan, so a plan is one tuple index away."""
 
-    __slots__ = ("_min_sizes", "_plans")
+    __slots__ = ("_min_sizes", "_plans", "tagged")
 
-    def __init__(self, fields: Sequence[Field]) -> None:
+    def __init__(self, fields: Sequence[Field], tagged: TaggedWriter | None = None) -> None:
+        #: The class's ``TAGGED_FIELDS`` (None: an empty tagged-fields section).
+        self.tagged = tagged
         edges = [0]
         for f in fields:
             edges.append(f.min_version)
@@ -797,13 +811,13 @@ def precompute_layout(cls: type[Any]) -> None:
     """Plan ``cls``'s versions now (message modules do it at import, through
     ``brokerd.kafka.wire.schema.wire_message``); a class that was not planned is planned
     on first use."""
-    _LAYOUTS[cls] = _Layout(_fields(cls))
+    _LAYOUTS[cls] = _Layout(_fields(cls), getattr(cls, "TAGGED_FIELDS", None))
 
 
 def _layout(cls: type[Any]) -> _Layout:
     layout = _LAYOUTS.get(cls)
     if layout is None:
-        layout = _LAYOUTS[cls] = _Layout(_fields(cls))
+        layout = _LAYOUTS[cls] = _Layout(_fields(cls), getattr(cls, "TAGGED_FIELDS", None))
     return layout
 
 
@@ -827,10 +841,19 @@ def write_struct(w: Writer, obj: Any, version: int) -> None:
     """Write the fields of ``obj`` that exist at ``version``, in schema order (and an
     empty tagged-fields section in a flexible writer)."""
     cls = type(obj)
-    for name, t, nullable in (_LAYOUTS.get(cls) or _layout(cls)).plan(version):
+    layout = _LAYOUTS.get(cls) or _layout(cls)
+    for name, t, nullable in layout.plan(version):
         t.write(w, getattr(obj, name), version, nullable)
     if w.flexible:
-        w.empty_tagged_fields()
+        if layout.tagged is None:
+            w.empty_tagged_fields()
+        else:
+            tags = layout.tagged(version)
+            w.uvarint(len(tags))
+            for tag, value in tags:
+                w.uvarint(tag)
+                w.uvarint(len(value))
+                w.raw(value)
 
 
 def encode_struct(obj: Any, version: int) -> bytes:

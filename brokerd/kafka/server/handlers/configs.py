@@ -51,6 +51,7 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
 )
 from brokerd.kafka.server.handler_base import BrokerIdentity, Connection, message, unexpected_code
+from brokerd.kafka.server.handlers.share_configs import GroupConfigRefused, ShareGroupConfigs
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
@@ -65,6 +66,9 @@ from brokerd.storage.config.topic_config import (
     apply_incremental,
 )
 from brokerd.storage.types import TopicInfo
+
+#: Group configs of share groups (Kafka's ``share.*`` group configs).
+SHARE_PREFIX = "share."
 
 __all__ = ["ConfigHandlers", "ConfigSource", "ResourceType"]
 
@@ -263,11 +267,13 @@ class ConfigHandlers:
         *,
         default_partitions: int,
         groups: HasGroupConfigs | None = None,
+        shares: ShareGroupConfigs | None = None,
     ) -> None:
         self._core = core
         self._id = identity
         self._default_partitions = default_partitions
         self._groups = groups
+        self._shares = shares
 
     def _group_configs(self, name: str) -> GroupConfigs:
         if self._groups is None:
@@ -381,10 +387,13 @@ class ConfigHandlers:
                 synonyms=synonyms, documentation=documentation,
             )
         if res.resource_type == ResourceType.GROUP:
-            return group_entries(
+            entries = group_entries(
                 self._group_configs(res.resource_name), res.resource_name, keys,
                 synonyms=synonyms, documentation=documentation,
             )
+            if self._shares is not None:
+                entries.extend(self._shares.describe(res.resource_name, keys))
+            return entries
         raise self._unsupported_type(res.resource_type)
 
     # -- AlterConfigs and IncrementalAlterConfigs --------------------------------------
@@ -471,13 +480,31 @@ class ConfigHandlers:
         names = [c.name for c in res.configs]
         if len(set(names)) != len(names):
             raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
-        ops = [(c.name, c.config_operation, c.value) for c in res.configs]
-        try:
-            code = await configs.alter(res.resource_name, ops, validate_only=validate_only)
-        except InvalidGroupConfig as e:
-            raise _Refused(ErrorCode.INVALID_CONFIG, str(e)) from None
-        if code:
-            raise _Refused(ErrorCode(code), "the group configs could not be stored")
+        # Share groups' configs live with their share state, the others with the group
+        # coordinator's; both are checked before either is changed.
+        shared = [c for c in res.configs if c.name.startswith(SHARE_PREFIX)]
+        ops = [
+            (c.name, c.config_operation, c.value)
+            for c in res.configs
+            if not c.name.startswith(SHARE_PREFIX)
+        ]
+        if shared and self._shares is None:
+            raise _Refused(ErrorCode.INVALID_CONFIG, "Share groups are not enabled")
+        for check_only in (True, False) if not validate_only else (True,):
+            if shared and self._shares is not None:
+                try:
+                    await self._shares.alter(
+                        res.resource_name, shared, incremental=True, validate_only=check_only
+                    )
+                except GroupConfigRefused as e:
+                    raise _Refused(e.code, e.text) from None
+            if ops:
+                try:
+                    code = await configs.alter(res.resource_name, ops, validate_only=check_only)
+                except InvalidGroupConfig as e:
+                    raise _Refused(ErrorCode.INVALID_CONFIG, str(e)) from None
+                if code:
+                    raise _Refused(ErrorCode(code), "the group configs could not be stored")
 
     async def _alter(
         self,

@@ -43,6 +43,8 @@ from brokerd.security.acl import Operation
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
 
+#: ListGroups' type (and protocol type) of share groups (KIP-932).
+SHARE_GROUP_TYPE = "share"
 #: DescribeGroups' first version answering GROUP_ID_NOT_FOUND for an unknown group.
 _DESCRIBE_NOT_FOUND_FROM = 6
 
@@ -68,6 +70,19 @@ class GroupAdminLike(Protocol):
     ) -> defer.Deferred[Any]: ...
 
 
+class ShareGroupsAdmin(Protocol):
+    """Share groups as ListGroups and DeleteGroups see them (KIP-932)."""
+
+    def listing(self) -> Sequence[tuple[str, str]]:
+        """Every share group's id and state."""
+        ...
+
+    async def delete(self, group_id: str) -> int | None:
+        """Delete a share group: its error code (0 when deleted), or None when no share
+        group has that id."""
+        ...
+
+
 class HasGroupAdmin(Protocol):
     """The coordinator, as far as these handlers need it."""
 
@@ -87,9 +102,12 @@ class GroupAdminHandlers:
         core: CoreApi,
         coordinator: HasGroupAdmin,
         operations: AuthorizedOperations | None = None,
+        share_groups: ShareGroupsAdmin | None = None,
     ) -> None:
         self._core = core
         self._coordinator = coordinator
+        #: Share groups (id, state) for ListGroups (``brokerd.kafka.groups.share``).
+        self._share_groups = share_groups
         self._operations = operations if operations is not None else AuthorizedOperations()
 
     def routes(self) -> tuple[Route, ...]:
@@ -107,15 +125,24 @@ class GroupAdminHandlers:
         # listed; group_state is only on the wire from v4, group_type from v5.
         admin = self._coordinator.admin
         code, groups = admin.list_groups_with_states(body.states_filter, body.types_filter)
-        return apis.ListGroupsResponse(
-            error_code=code,
-            groups=tuple(
+        listed = [
+            apis.ListedGroup(
+                group_id=g, protocol_type=t, group_state=s, group_type=admin.group_type(g)
+            )
+            for g, t, s in groups
+        ]
+        if self._share_groups is not None:
+            types = {t.strip().lower() for t in body.types_filter}
+            states = {s.strip().lower() for s in body.states_filter}
+            listed.extend(
                 apis.ListedGroup(
-                    group_id=g, protocol_type=t, group_state=s, group_type=admin.group_type(g)
+                    group_id=g, protocol_type=SHARE_GROUP_TYPE, group_state=s,
+                    group_type=SHARE_GROUP_TYPE,
                 )
-                for g, t, s in groups
-            ),
-        )
+                for g, s in self._share_groups.listing()
+                if (not types or SHARE_GROUP_TYPE in types) and (not states or s.lower() in states)
+            )
+        return apis.ListGroupsResponse(error_code=code, groups=tuple(listed))
 
     async def describe_groups(self, conn: Connection, req: Request) -> Any:
         body: apis.DescribeGroupsRequest = req.body
@@ -159,12 +186,23 @@ class GroupAdminHandlers:
 
     async def delete_groups(self, conn: Connection, req: Request) -> Any:
         body: apis.DeleteGroupsRequest = req.body
+        names = list(body.groups_names)
+        shared: dict[str, int] = {}
+        if self._share_groups is not None:
+            for g in names:
+                code = await self._share_groups.delete(g)
+                if code is not None:
+                    shared[g] = code
         results: Sequence[tuple[str, int]] = await self._coordinator.admin.delete_groups(
-            list(body.groups_names)
+            [g for g in names if g not in shared]
         )
+        answered = dict(results)
         return apis.DeleteGroupsResponse(
             results=tuple(
-                apis.DeletableGroupResult(group_id=g, error_code=code) for g, code in results
+                apis.DeletableGroupResult(
+                    group_id=g, error_code=shared[g] if g in shared else answered[g]
+                )
+                for g in dict.fromkeys(names)
             )
         )
 

@@ -9,6 +9,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Annotated, ClassVar
 
 import attrs
@@ -21,6 +22,7 @@ from brokerd.kafka.wire.codec import (
     Array,
     Struct,
 )
+from brokerd.kafka.wire.features import api_versions_tags
 from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 
 # -- ApiVersions (18) ----------------------------------------------------------------
@@ -50,12 +52,14 @@ class ApiVersionRange:
 @wire_message
 @attrs.frozen(kw_only=True)
 class ApiVersionsResponse:
-    """v3+'s tagged SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures and
-    ZkMigrationReady are not written: brokerd has no feature flags to announce, so a
-    client sees none finalized (as against a Kafka cluster at every feature's level 0).
-    The response header is always v0 (``apis.response_header_flexible``)."""
+    """v3+'s tagged SupportedFeatures, FinalizedFeaturesEpoch and FinalizedFeatures
+    announce ``share.version`` (:mod:`brokerd.kafka.wire.features`); ZkMigrationReady is
+    left out (false). The response header is always v0 (``apis.response_header_flexible``)."""
 
     FLEXIBLE_FROM: ClassVar[int | None] = 3
+    TAGGED_FIELDS: ClassVar[Callable[[int], Sequence[tuple[int, bytes]]]] = staticmethod(
+        api_versions_tags
+    )
 
     error_code: Annotated[int, Wire(INT16)] = 0
     api_keys: Annotated[tuple[ApiVersionRange, ...], Wire(Array(Struct(ApiVersionRange)))] = array()

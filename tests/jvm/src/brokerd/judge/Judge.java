@@ -127,6 +127,8 @@ public final class Judge {
             case "list_offsets": return listOffsets();
             case "delete_records": return deleteRecords();
             case "acls": return acls();
+            case "share": return ShareScenario.run(bootstrap, args);
+            case "share_features": return ShareScenario.features(bootstrap);
             default: throw new IllegalArgumentException("unknown scenario " + scenario);
         }
     }

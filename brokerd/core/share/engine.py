@@ -1,0 +1,234 @@
+# -*- test-case-name: tests.test_share_engine -*-
+"""The share groups' records engine: every share-partition of every share group.
+
+:class:`ShareEngine` keeps one :class:`~brokerd.core.share.partition.SharePartition` per
+(group, topic, partition) and each group's settings (:class:`ShareConfig`). Every
+operation that changes state returns the share-state journal records describing the
+change (:mod:`brokerd.storage.stores.share_state`); the caller makes them durable before
+answering (:class:`brokerd.core.share.service.ShareService` does). It is synchronous and
+protocol-neutral: the Kafka listener and any other front end call the same operations.
+
+What it does not do: read the log (the caller passes the log's batches as
+:class:`LogSpan` ranges), write files, manage group membership, or keep time (the caller
+passes milliseconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from brokerd.core.share.config import AutoOffsetReset, ShareConfig, parse_group_configs
+from brokerd.core.share.partition import (
+    AckBatch,
+    AcquiredRange,
+    LogSpan,
+    PartitionSummary,
+    SharePartition,
+    StateRun,
+)
+from brokerd.core.share.states import RecordState
+from brokerd.storage.stores.share_state import (
+    GroupConfigs,
+    GroupDeleted,
+    PartitionDeleted,
+    PartitionState,
+    ShareStateRecord,
+    StoredPartition,
+    StoredRun,
+)
+
+__all__ = ["ShareEngine", "TopicPartition"]
+
+TopicPartition = tuple[str, int]
+
+
+class ShareEngine:
+    """See the module docstring."""
+
+    def __init__(self) -> None:
+        self._partitions: dict[str, dict[TopicPartition, SharePartition]] = {}
+        self._overrides: dict[str, dict[str, str]] = {}
+
+    # -- settings ------------------------------------------------------------------------
+
+    def config(self, group: str) -> ShareConfig:
+        return parse_group_configs(self._overrides.get(group, {}))
+
+    def overrides(self, group: str) -> dict[str, str]:
+        return dict(self._overrides.get(group, {}))
+
+    def set_overrides(self, group: str, overrides: Mapping[str, str]) -> list[ShareStateRecord]:
+        """Replace the group's config overrides (already validated)."""
+        if overrides:
+            self._overrides[group] = dict(overrides)
+        else:
+            self._overrides.pop(group, None)
+        config = self.config(group)
+        for part in self._partitions.get(group, {}).values():
+            part.limit = config.delivery_count_limit
+            part.lock_duration_ms = config.lock_duration_ms
+        return [GroupConfigs(group, tuple(sorted(overrides.items())))]
+
+    # -- restore -------------------------------------------------------------------------
+
+    def restore(
+        self,
+        partitions: Mapping[tuple[str, str, int], StoredPartition],
+        configs: Mapping[str, Mapping[str, str]],
+    ) -> None:
+        """Load what the journal holds (at start-up): acquired records become available
+        again, their delivery counts kept."""
+        self._overrides = {g: dict(c) for g, c in configs.items()}
+        self._partitions = {}
+        for (group, topic, index), stored in partitions.items():
+            part = self._new_partition(group, stored.start)
+            part.restore(
+                stored.start, stored.end,
+                (
+                    StateRun(o, o, RecordState(state), count)
+                    for o, (state, count) in sorted(stored.entries.items())
+                ),
+            )
+            self._partitions.setdefault(group, {})[(topic, index)] = part
+
+    # -- reading -------------------------------------------------------------------------
+
+    def groups(self) -> list[str]:
+        return sorted(set(self._partitions) | set(self._overrides))
+
+    def partition(self, group: str, topic: str, index: int) -> SharePartition | None:
+        return self._partitions.get(group, {}).get((topic, index))
+
+    def partitions(self, group: str) -> dict[TopicPartition, SharePartition]:
+        return dict(self._partitions.get(group, {}))
+
+    def describe(self, group: str) -> dict[TopicPartition, PartitionSummary]:
+        """Backlog figures per partition of the group (start offset, in flight,
+        acquired, redelivered, archived)."""
+        return {tp: p.summary() for tp, p in sorted(self._partitions.get(group, {}).items())}
+
+    # -- changing ------------------------------------------------------------------------
+
+    def ensure(
+        self, group: str, topic: str, index: int, *, log_start: int, log_end: int
+    ) -> tuple[SharePartition, list[ShareStateRecord]]:
+        """The share-partition, initialised on first use by the group's
+        ``share.auto.offset.reset`` (latest: the log end; earliest: the log start), and
+        moved up past records the log no longer has."""
+        group_parts = self._partitions.setdefault(group, {})
+        part = group_parts.get((topic, index))
+        if part is None:
+            reset = self.config(group).auto_offset_reset
+            start = log_start if reset is AutoOffsetReset.EARLIEST else log_end
+            part = group_parts[(topic, index)] = self._new_partition(group, start)
+            return part, [self._state(group, topic, index, part, ())]
+        if part.start < log_start:
+            part.move_start(log_start)
+            return part, [self._state(group, topic, index, part, ())]
+        if part.start > log_end:
+            # The log is shorter than the share-partition's start: the topic was deleted
+            # and created again under its name. Start over as a new share-partition.
+            reset = self.config(group).auto_offset_reset
+            start = log_start if reset is AutoOffsetReset.EARLIEST else log_end
+            records = self.set_start(group, topic, index, start)
+            return group_parts[(topic, index)], records
+        return part, []
+
+    def acquire(
+        self,
+        group: str,
+        topic: str,
+        index: int,
+        member: str,
+        spans: Sequence[LogSpan],
+        max_records: int,
+        now_ms: float,
+    ) -> tuple[list[AcquiredRange], list[ShareStateRecord]]:
+        """Acquire up to ``max_records`` of ``spans`` for ``member`` (the partition must
+        have been :meth:`ensure` d)."""
+        part = self._require(group, topic, index)
+        ranges, changed = part.acquire(member, spans, max_records, now_ms)
+        return ranges, self._records(group, topic, index, part, changed)
+
+    def acknowledge(
+        self, group: str, topic: str, index: int, member: str, batches: Iterable[AckBatch],
+        now_ms: float = 0.0,
+    ) -> list[ShareStateRecord]:
+        """:raises InvalidAcknowledgement: nothing changed (INVALID_RECORD_STATE)."""
+        part = self._require(group, topic, index)
+        changed = part.acknowledge(member, batches, now_ms)
+        return self._records(group, topic, index, part, changed)
+
+    def release_member(self, group: str, member: str) -> list[ShareStateRecord]:
+        """Release everything ``member`` holds in the group (it left or timed out)."""
+        out: list[ShareStateRecord] = []
+        for (topic, index), part in self._partitions.get(group, {}).items():
+            out += self._records(group, topic, index, part, part.release_member(member))
+        return out
+
+    def expire_locks(self, now_ms: float) -> list[ShareStateRecord]:
+        out: list[ShareStateRecord] = []
+        for group, parts in self._partitions.items():
+            for (topic, index), part in parts.items():
+                out += self._records(group, topic, index, part, part.expire_locks(now_ms))
+        return out
+
+    def next_deadline(self) -> float | None:
+        deadlines = [
+            d for parts in self._partitions.values() for p in parts.values()
+            if (d := p.next_deadline()) is not None
+        ]
+        return min(deadlines) if deadlines else None
+
+    def set_start(self, group: str, topic: str, index: int, offset: int) -> list[ShareStateRecord]:
+        """Set the share-partition's start offset (AlterShareGroupOffsets): the window
+        restarts there, forgetting records in flight."""
+        group_parts = self._partitions.setdefault(group, {})
+        part = self._new_partition(group, offset)
+        group_parts[(topic, index)] = part
+        return [self._state(group, topic, index, part, (), replace=True)]
+
+    def delete_partition(self, group: str, topic: str, index: int) -> list[ShareStateRecord]:
+        parts = self._partitions.get(group, {})
+        if parts.pop((topic, index), None) is None:
+            return []
+        return [PartitionDeleted(group, topic, index)]
+
+    def delete_group(self, group: str) -> list[ShareStateRecord]:
+        known = group in self._partitions or group in self._overrides
+        self._partitions.pop(group, None)
+        self._overrides.pop(group, None)
+        return [GroupDeleted(group)] if known else []
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _new_partition(self, group: str, start: int) -> SharePartition:
+        config = self.config(group)
+        return SharePartition(
+            start, delivery_count_limit=config.delivery_count_limit,
+            lock_duration_ms=config.lock_duration_ms,
+        )
+
+    def _require(self, group: str, topic: str, index: int) -> SharePartition:
+        part = self.partition(group, topic, index)
+        if part is None:
+            raise KeyError(f"share-partition {group}/{topic}-{index} is not initialised")
+        return part
+
+    def _records(
+        self, group: str, topic: str, index: int, part: SharePartition, changed: set[int]
+    ) -> list[ShareStateRecord]:
+        if not changed:
+            return []
+        return [self._state(group, topic, index, part, part.runs(changed))]
+
+    @staticmethod
+    def _state(
+        group: str, topic: str, index: int, part: SharePartition,
+        runs: Iterable[StateRun], *, replace: bool = False,
+    ) -> PartitionState:
+        return PartitionState(
+            group, topic, index, part.start, part.end,
+            tuple(StoredRun(r.first, r.last, int(r.state), r.delivery_count) for r in runs),
+            replace=replace,
+        )

@@ -1,0 +1,266 @@
+# -*- test-case-name: tests.test_kafka_share_groups -*-
+"""The share group coordinator: share groups' members, epochs, assignments and sessions.
+
+A member joins with ShareGroupHeartbeat epoch 0 (it chose its own member id), is given
+the group's epoch and its partitions (:func:`~.assignment.assign`), heartbeats every
+``share.heartbeat.interval.ms`` and leaves with epoch -1; a member silent for
+``share.session.timeout.ms`` is removed. The group epoch rises on every change of
+membership, subscriptions or topic partition counts; the assignment follows at once
+(there is no revocation step in share groups: records, not partitions, are owned).
+A member leaving releases the records it holds (the records engine does that:
+:class:`~brokerd.core.share.service.ShareService`).
+
+Share sessions (ShareFetch's ``ShareSessionEpoch``): epoch 0 opens a member's session
+with the request's partitions, each later request must carry the next epoch and adds and
+forgets partitions, -1 closes it. Everything here is memory only: a restart forgets
+members and sessions (clients rejoin), while the records' state is durable in the share
+state journal.
+
+What it does not do: read or write records, or encode anything.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+
+import attrs
+
+from brokerd.clock import Clock, DelayedCall
+from brokerd.kafka.groups.share.assignment import assign
+
+__all__ = ["HeartbeatResult", "Member", "SessionError", "ShareGroup", "ShareGroupCoordinator"]
+
+TopicPartition = tuple[str, int]
+ASSIGNOR_NAME = "simple"
+#: Most members one share group holds (Kafka's ``group.share.max.size``).
+MAX_MEMBERS = 200
+#: Most share sessions kept (Kafka's ``group.share.max.share.sessions``).
+MAX_SESSIONS = 2000
+#: Longest member id accepted.
+MAX_MEMBER_ID = 255
+
+
+class HeartbeatError(enum.Enum):
+    NONE = "none"
+    UNKNOWN_MEMBER = "unknown member"
+    FENCED = "fenced member epoch"
+    INVALID = "invalid request"
+    GROUP_FULL = "group max size reached"
+
+
+class SessionError(enum.Enum):
+    NOT_FOUND = "share session not found"
+    INVALID_EPOCH = "invalid share session epoch"
+
+
+@attrs.define
+class Member:
+    member_id: str
+    epoch: int
+    topics: tuple[str, ...]
+    client_id: str
+    client_host: str
+    rack_id: str | None = None
+    assigned: set[TopicPartition] = attrs.Factory(set)
+    timer: DelayedCall | None = None
+
+
+@attrs.define
+class ShareGroup:
+    group_id: str
+    epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, Member] = attrs.Factory(dict)
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+
+@attrs.frozen
+class HeartbeatResult:
+    error: HeartbeatError
+    member_epoch: int = 0
+    assignment: frozenset[TopicPartition] | None = None
+    message: str | None = None
+
+
+@attrs.define
+class _Session:
+    epoch: int
+    partitions: set[TopicPartition]
+
+
+class ShareGroupCoordinator:
+    """See the module docstring.
+
+    :param clock: the reactor or a ``task.Clock`` (session timeouts).
+    :param partition_counts: topic name -> partition count of existing topics, read live.
+    :param on_member_gone: called with (group, member id) when a member leaves or times
+        out (the records it holds are released).
+    :param session_timeout_ms: ``(group) -> ms``, read per heartbeat.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        partition_counts: Callable[[], Mapping[str, int]],
+        on_member_gone: Callable[[str, str], None],
+        session_timeout_ms: Callable[[str], int],
+        heartbeat_interval_ms: Callable[[str], int],
+    ) -> None:
+        self._clock = clock
+        self._partition_counts = partition_counts
+        self._on_member_gone = on_member_gone
+        self._session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.groups: dict[str, ShareGroup] = {}
+        self._sessions: dict[tuple[str, str], _Session] = {}
+
+    # -- membership ----------------------------------------------------------------------
+
+    def heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        topics: Iterable[str] | None,
+        *,
+        rack_id: str | None = None,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> HeartbeatResult:
+        if not member_id or len(member_id) > MAX_MEMBER_ID:
+            return HeartbeatResult(HeartbeatError.INVALID, message="MemberId can't be empty.")
+        group = self.groups.setdefault(group_id, ShareGroup(group_id))
+        member = group.members.get(member_id)
+        if member_epoch == -1:
+            if member is not None:
+                self._remove(group, member, left=True)
+            return HeartbeatResult(HeartbeatError.NONE, member_epoch=-1)
+        if member_epoch == 0:
+            if topics is None:
+                return HeartbeatResult(
+                    HeartbeatError.INVALID,
+                    message="SubscribedTopicNames must be set in first request.",
+                )
+            if member is None:
+                if len(group.members) >= MAX_MEMBERS:
+                    return HeartbeatResult(HeartbeatError.GROUP_FULL)
+                member = Member(member_id, 0, tuple(sorted(set(topics))), client_id, client_host)
+                group.members[member_id] = member
+                group.epoch += 1
+        elif member is None:
+            return HeartbeatResult(HeartbeatError.UNKNOWN_MEMBER)
+        elif member_epoch != member.epoch:
+            return HeartbeatResult(HeartbeatError.FENCED)
+        if topics is not None and tuple(sorted(set(topics))) != member.topics:
+            member.topics = tuple(sorted(set(topics)))
+            group.epoch += 1
+        if rack_id is not None:
+            member.rack_id = rack_id
+        self._reassign(group)
+        # A member takes the group's assignment epoch when it heartbeats (the others
+        # keep the epoch they were last told until their own heartbeat).
+        member.epoch = group.assignment_epoch
+        self._touch(group, member)
+        return HeartbeatResult(
+            HeartbeatError.NONE, member_epoch=member.epoch,
+            assignment=frozenset(member.assigned),
+        )
+
+    def _reassign(self, group: ShareGroup) -> None:
+        counts = dict(self._partition_counts())
+        wanted = assign({m.member_id: m.topics for m in group.members.values()}, counts)
+        changed = any(wanted[m.member_id] != m.assigned for m in group.members.values())
+        if changed:
+            group.epoch = max(group.epoch, group.assignment_epoch + 1)
+        if changed or group.assignment_epoch != group.epoch:
+            group.assignment_epoch = group.epoch
+            for m in group.members.values():
+                m.assigned = wanted[m.member_id]
+
+    def _touch(self, group: ShareGroup, member: Member) -> None:
+        if member.timer is not None and member.timer.active():
+            member.timer.cancel()
+        timeout = self._session_timeout_ms(group.group_id) / 1000.0
+        member.timer = self._clock.callLater(
+            timeout, self._expired, group.group_id, member.member_id
+        )
+
+    def _expired(self, group_id: str, member_id: str) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is not None and member is not None:
+            member.timer = None
+            self._remove(group, member, left=False)
+
+    def _remove(self, group: ShareGroup, member: Member, *, left: bool) -> None:
+        if member.timer is not None and member.timer.active():
+            member.timer.cancel()
+        del group.members[member.member_id]
+        group.epoch += 1
+        self._reassign(group)
+        key = (group.group_id, member.member_id)
+        if left and key in self._sessions:
+            # A client leaving says so, then closes its share session with its last
+            # acknowledgements (the two may cross): its records are released when the
+            # session closes, or when their locks expire.
+            return
+        self._sessions.pop(key, None)
+        self._on_member_gone(group.group_id, member.member_id)
+
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and member_id in group.members
+
+    def delete_group(self, group_id: str) -> bool:
+        """Forget an empty group; False if it has members."""
+        group = self.groups.get(group_id)
+        if group is not None and group.members:
+            return False
+        self.groups.pop(group_id, None)
+        return True
+
+    def stop(self) -> None:
+        for group in self.groups.values():
+            for member in group.members.values():
+                if member.timer is not None and member.timer.active():
+                    member.timer.cancel()
+                member.timer = None
+
+    # -- share sessions ------------------------------------------------------------------
+
+    def session(
+        self,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        added: Iterable[TopicPartition],
+        forgotten: Iterable[TopicPartition],
+    ) -> set[TopicPartition] | SessionError:
+        """The session's partitions after this request (see the module docstring)."""
+        key = (group_id, member_id)
+        if epoch == 0:
+            self._sessions.pop(key, None)
+            if len(self._sessions) >= MAX_SESSIONS:
+                # The oldest session goes (dict order is creation order).
+                self._sessions.pop(next(iter(self._sessions)))
+            session = self._sessions[key] = _Session(1, set(added))
+            return set(session.partitions)
+        found = self._sessions.get(key)
+        if epoch == -1:
+            self._sessions.pop(key, None)
+            if found is None:
+                return SessionError.NOT_FOUND
+            return set(found.partitions)
+        if found is None:
+            return SessionError.NOT_FOUND
+        if epoch != found.epoch:
+            return SessionError.INVALID_EPOCH
+        found.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
+        found.partitions |= set(added)
+        found.partitions -= set(forgotten)
+        return set(found.partitions)

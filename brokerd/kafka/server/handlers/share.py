@@ -1,0 +1,506 @@
+# -*- test-case-name: tests.test_kafka_share -*-
+"""Kafka share group APIs (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch
+and ShareAcknowledge, each handler next to its ACL rule.
+
+Membership and share sessions are the share group coordinator's
+(:mod:`brokerd.kafka.groups.share.coordinator`); records are the core's share engine's
+(:class:`~brokerd.core.share.service.ShareService`): a ShareFetch applies the
+acknowledgements it carries, then acquires records from every partition of the member's
+share session (long-polling up to MaxWaitMs when none is available) and answers the
+acquired ranges with the batches holding them; each acquisition and acknowledgement is
+durable before the answer. ACLs as Kafka: READ on the group (DESCRIBE for the describe),
+READ on each topic (DESCRIBE on subscribed topics for the heartbeat).
+
+It does not parse bytes or keep state.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from twisted.internet import defer
+
+from brokerd.clock import Clock
+from brokerd.core.api import CoreTopics
+from brokerd.core.share.partition import AckBatch, InvalidAcknowledgement
+from brokerd.core.share.service import AcquireResult
+from brokerd.core.share.states import AckType
+from brokerd.errors import TooManyWaiters
+from brokerd.kafka.errors import ErrorCode, error_code_for
+from brokerd.kafka.groups.share.coordinator import (
+    ASSIGNOR_NAME,
+    HeartbeatError,
+    SessionError,
+)
+from brokerd.kafka.groups.share.state_service import ShareGroups
+from brokerd.kafka.server.acl_gate import GROUP_DENIED, TOPIC_DENIED, Access, Gate, answer_now
+from brokerd.kafka.server.authorized_ops import AuthorizedOperations
+from brokerd.kafka.server.handler_base import NO_RESPONSE, BrokerIdentity, Connection
+from brokerd.kafka.server.route import Route
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages import share as m
+from brokerd.kafka.wire.requests.apis import Request
+from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
+from brokerd.security.acl import Operation
+from brokerd.storage.types import TopicInfo
+
+__all__ = ["ShareHandlers"]
+
+TopicPartition = tuple[str, int]
+INVALID_RECORD_STATE = 121
+SHARE_SESSION_NOT_FOUND = 122
+INVALID_SHARE_SESSION_EPOCH = 123
+_HEARTBEAT_ERRORS = {
+    HeartbeatError.UNKNOWN_MEMBER: ErrorCode.UNKNOWN_MEMBER_ID,
+    HeartbeatError.FENCED: 110,  # FENCED_MEMBER_EPOCH
+    HeartbeatError.INVALID: ErrorCode.INVALID_REQUEST,
+    HeartbeatError.GROUP_FULL: ErrorCode.GROUP_MAX_SIZE_REACHED,
+}
+_SESSION_ERRORS = {
+    SessionError.NOT_FOUND: SHARE_SESSION_NOT_FOUND,
+    SessionError.INVALID_EPOCH: INVALID_SHARE_SESSION_EPOCH,
+}
+#: Most records one ShareFetch asks for when its MaxRecords is not positive.
+_DEFAULT_MAX_RECORDS = 500
+
+
+class ShareHandlers:
+    def __init__(
+        self,
+        core: CoreTopics,
+        shares: ShareGroups | None,
+        identity: BrokerIdentity,
+        *,
+        clock: Clock,
+        operations: AuthorizedOperations | None = None,
+        classic_group: Callable[[str], bool] | None = None,
+    ) -> None:
+        self._core = core
+        self._shares = shares
+        #: Whether the classic coordinator holds a group of that id (Kafka keeps one
+        #: type of group per id: a share heartbeat for it is refused).
+        self._classic_group = classic_group
+        self._identity = identity
+        self._clock = clock
+        self._operations = operations if operations is not None else AuthorizedOperations()
+
+    def routes(self) -> tuple[Route, ...]:
+        # Without share groups (a listener built without them) each API answers
+        # UNSUPPORTED_VERSION, as Kafka does with share groups disabled.
+        return (
+            Route(ApiKey.SHARE_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
+            Route(ApiKey.SHARE_GROUP_DESCRIBE, self.describe, describe_rule),
+            Route(ApiKey.SHARE_FETCH, self.share_fetch, share_fetch_rule),
+            Route(ApiKey.SHARE_ACKNOWLEDGE, self.share_acknowledge, share_acknowledge_rule),
+        )
+
+    @property
+    def _s(self) -> ShareGroups:
+        assert self._shares is not None
+        return self._shares
+
+    def _ids(self) -> dict[str, uuid.UUID]:
+        return {name: info.topic_id for name, info in self._core.topics().items()}
+
+    # -- ShareGroupHeartbeat -------------------------------------------------------------
+
+    async def heartbeat(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.ShareGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        body: m.ShareGroupHeartbeatRequest = req.body
+        if not body.group_id:
+            return m.ShareGroupHeartbeatResponse(
+                error_code=ErrorCode.INVALID_GROUP_ID, error_message="GroupId can't be empty."
+            )
+        coordinator = self._s.coordinator
+        if (
+            body.group_id not in coordinator.groups
+            and self._classic_group is not None
+            and self._classic_group(body.group_id)
+        ):
+            return m.ShareGroupHeartbeatResponse(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {body.group_id} is not a share group.",
+            )
+        result = coordinator.heartbeat(
+            body.group_id,
+            body.member_id,
+            body.member_epoch,
+            body.subscribed_topic_names,
+            rack_id=body.rack_id,
+            client_id=req.header.client_id or "",
+            client_host=conn.client_host,
+        )
+        if result.error is not HeartbeatError.NONE:
+            return m.ShareGroupHeartbeatResponse(
+                error_code=_HEARTBEAT_ERRORS[result.error],
+                error_message=result.message or result.error.value,
+            )
+        assignment = None
+        if result.assignment is not None:
+            ids = self._ids()
+            by_topic: dict[str, list[int]] = {}
+            for topic, p in result.assignment:
+                by_topic.setdefault(topic, []).append(p)
+            assignment = m.HeartbeatAssignment(
+                topic_partitions=tuple(
+                    m.HeartbeatTopicPartitions(topic_id=ids[t], partitions=tuple(sorted(ps)))
+                    for t, ps in sorted(by_topic.items())
+                    if t in ids
+                )
+            )
+        return m.ShareGroupHeartbeatResponse(
+            member_id=body.member_id,
+            member_epoch=result.member_epoch,
+            heartbeat_interval_ms=coordinator.heartbeat_interval_ms(body.group_id),
+            assignment=assignment if body.member_epoch != -1 else None,
+        )
+
+    # -- ShareGroupDescribe --------------------------------------------------------------
+
+    async def describe(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.ShareGroupDescribeResponse(
+                groups=tuple(
+                    m.ShareDescribedGroup(group_id=g, error_code=ErrorCode.UNSUPPORTED_VERSION)
+                    for g in req.body.group_ids
+                )
+            )
+        body: m.ShareGroupDescribeRequest = req.body
+        ids = self._ids()
+        out = []
+        for group_id in body.group_ids:
+            group = self._s.coordinator.groups.get(group_id)
+            if group is None and group_id not in self._s.service.engine.groups():
+                out.append(
+                    m.ShareDescribedGroup(
+                        group_id=group_id,
+                        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                        error_message=f"Group {group_id} not found.",
+                    )
+                )
+                continue
+            members = []
+            for member in group.members.values() if group is not None else ():
+                by_topic: dict[str, list[int]] = {}
+                for topic, p in member.assigned:
+                    by_topic.setdefault(topic, []).append(p)
+                members.append(
+                    m.ShareGroupMember(
+                        member_id=member.member_id,
+                        rack_id=member.rack_id,
+                        member_epoch=member.epoch,
+                        client_id=member.client_id,
+                        client_host=member.client_host,
+                        subscribed_topic_names=member.topics,
+                        assignment=m.DescribedAssignment(
+                            topic_partitions=tuple(
+                                m.DescribedTopicPartitions(
+                                    topic_id=ids[t], topic_name=t, partitions=tuple(sorted(ps))
+                                )
+                                for t, ps in sorted(by_topic.items())
+                                if t in ids
+                            )
+                        ),
+                    )
+                )
+            ops = AUTHORIZED_OPERATIONS_OMITTED
+            if body.include_authorized_operations:
+                ops = self._operations.group(conn, group_id)
+            out.append(
+                m.ShareDescribedGroup(
+                    group_id=group_id,
+                    group_state=group.state if group is not None else "Empty",
+                    group_epoch=group.epoch if group is not None else 0,
+                    assignment_epoch=group.assignment_epoch if group is not None else 0,
+                    assignor_name=ASSIGNOR_NAME,
+                    members=tuple(members),
+                    authorized_operations=ops,
+                )
+            )
+        return m.ShareGroupDescribeResponse(groups=tuple(out))
+
+    # -- ShareFetch and ShareAcknowledge -------------------------------------------------
+
+    async def share_fetch(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.ShareFetchResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        body: m.ShareFetchRequest = req.body
+        group, member = body.group_id or "", body.member_id or ""
+        s = self._s
+        service = s.service
+        lock_ms = service.engine.config(group).lock_duration_ms
+        if not group or not member:
+            return m.ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
+        if not s.coordinator.is_member(group, member) and body.share_session_epoch != -1:
+            return m.ShareFetchResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+        named, unknown = self._resolve(body.topics)
+        forgotten: list[TopicPartition] = []
+        for t in body.forgotten_topics_data:
+            info = self._core.topic_by_id(t.topic_id)
+            if info is not None:
+                forgotten.extend((info.name, p) for p in t.partitions)
+        session = s.coordinator.session(
+            group,
+            member,
+            body.share_session_epoch,
+            [(info.name, p.partition_index) for info, p in named],
+            forgotten,
+        )
+        if isinstance(session, SessionError):
+            return m.ShareFetchResponse(
+                error_code=_SESSION_ERRORS[session], error_message=session.value
+            )
+        ack_errors = await self._acknowledge_all(group, member, named)
+        fetched: dict[TopicPartition, AcquireResult] = {}
+        if body.share_session_epoch == -1:
+            await service.release_member(group, member)
+        elif not body.is_renew_ack:  # v2: a renewing request only acknowledges
+            wanted = sorted(session)
+            try:
+                results = await conn.track(
+                    service.acquire_many(
+                        group,
+                        member,
+                        wanted,
+                        max_records=(
+                            body.max_records if body.max_records > 0 else _DEFAULT_MAX_RECORDS
+                        ),
+                        max_bytes=body.max_bytes,
+                        min_bytes=body.min_bytes,
+                        max_wait_ms=body.max_wait_ms,
+                        cancelled=lambda: conn.closed,
+                    )
+                )
+            except defer.CancelledError:
+                # The connection went away: nobody to answer; what the last read acquired
+                # comes back when its locks expire.
+                return NO_RESPONSE
+            except TooManyWaiters:
+                results = []  # answer now, with nothing acquired: stay responsive
+            fetched = {(r.topic, r.partition): r for r in results}
+        keys = sorted(set(fetched) | set(ack_errors))
+        ids = self._ids()
+        by_topic: dict[str, list[m.ShareFetchPartitionData]] = {}
+        for topic, p in keys:
+            r = fetched.get((topic, p))
+            code = 0 if r is None or r.error is None else int(error_code_for(r.error))
+            by_topic.setdefault(topic, []).append(
+                m.ShareFetchPartitionData(
+                    partition_index=p,
+                    error_code=code,
+                    acknowledge_error_code=ack_errors.get((topic, p), 0),
+                    current_leader=m.LeaderIdAndEpoch(
+                        leader_id=self._identity.node_id, leader_epoch=0
+                    ),
+                    records=r.records if r is not None else b"",
+                    acquired_records=tuple(
+                        m.AcquiredRecords(
+                            first_offset=a.first,
+                            last_offset=a.last,
+                            delivery_count=a.delivery_count,
+                        )
+                        for a in (r.ranges if r is not None else ())
+                    ),
+                )
+            )
+        responses = [
+            m.ShareFetchTopicResponse(topic_id=ids[t], partitions=tuple(ps))
+            for t, ps in by_topic.items()
+            if t in ids
+        ]
+        responses.extend(
+            m.ShareFetchTopicResponse(
+                topic_id=tid,
+                partitions=tuple(
+                    m.ShareFetchPartitionData(
+                        partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                    )
+                    for p in parts
+                ),
+            )
+            for tid, parts in unknown.items()
+        )
+        return m.ShareFetchResponse(
+            acquisition_lock_timeout_ms=lock_ms,
+            responses=tuple(responses),
+        )
+
+    async def share_acknowledge(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.ShareAcknowledgeResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        body: m.ShareAcknowledgeRequest = req.body
+        group, member = body.group_id or "", body.member_id or ""
+        s = self._s
+        if not group or not member:
+            return m.ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
+        if body.share_session_epoch == 0:
+            return m.ShareAcknowledgeResponse(error_code=INVALID_SHARE_SESSION_EPOCH)
+        named, unknown = self._resolve(body.topics)
+        session = s.coordinator.session(group, member, body.share_session_epoch, (), ())
+        if isinstance(session, SessionError):
+            return m.ShareAcknowledgeResponse(
+                error_code=_SESSION_ERRORS[session], error_message=session.value
+            )
+        ack_errors = await self._acknowledge_all(group, member, named)
+        if body.share_session_epoch == -1:
+            await s.service.release_member(group, member)
+        ids = self._ids()
+        by_topic: dict[str, list[m.ShareAcknowledgePartitionData]] = {}
+        for (topic, p), code in sorted(ack_errors.items()):
+            by_topic.setdefault(topic, []).append(
+                m.ShareAcknowledgePartitionData(
+                    partition_index=p,
+                    error_code=code,
+                    current_leader=m.LeaderIdAndEpoch(
+                        leader_id=self._identity.node_id, leader_epoch=0
+                    ),
+                )
+            )
+        responses = [
+            m.ShareAcknowledgeTopicResponse(topic_id=ids[t], partitions=tuple(ps))
+            for t, ps in by_topic.items()
+            if t in ids
+        ]
+        responses.extend(
+            m.ShareAcknowledgeTopicResponse(
+                topic_id=tid,
+                partitions=tuple(
+                    m.ShareAcknowledgePartitionData(
+                        partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                    )
+                    for p in parts
+                ),
+            )
+            for tid, parts in unknown.items()
+        )
+        return m.ShareAcknowledgeResponse(
+            acquisition_lock_timeout_ms=s.service.engine.config(group).lock_duration_ms,
+            responses=tuple(responses),
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _resolve(
+        self, topics: tuple[m.ShareFetchTopic, ...]
+    ) -> tuple[list[tuple[TopicInfo, m.ShareFetchPartition]], dict[uuid.UUID, list[int]]]:
+        named: list[tuple[TopicInfo, m.ShareFetchPartition]] = []
+        unknown: dict[uuid.UUID, list[int]] = {}
+        for t in topics:
+            info = self._core.topic_by_id(t.topic_id)
+            for p in t.partitions:
+                if info is None or not 0 <= p.partition_index < info.partitions:
+                    unknown.setdefault(t.topic_id, []).append(p.partition_index)
+                else:
+                    named.append((info, p))
+        return named, unknown
+
+    async def _acknowledge_all(
+        self,
+        group: str,
+        member: str,
+        named: list[tuple[TopicInfo, m.ShareFetchPartition]],
+    ) -> dict[TopicPartition, int]:
+        """Apply each partition's acknowledgement batches: its error code (0 = done)."""
+        out: dict[TopicPartition, int] = {}
+        for info, p in named:
+            if not p.acknowledgement_batches:
+                continue
+            key = (info.name, p.partition_index)
+            try:
+                batches = [
+                    AckBatch(
+                        b.first_offset,
+                        b.last_offset,
+                        tuple(AckType(t) for t in b.acknowledge_types),
+                    )
+                    for b in p.acknowledgement_batches
+                ]
+                await self._s.service.acknowledge(group, key[0], key[1], member, batches)
+                out[key] = 0
+            except (InvalidAcknowledgement, KeyError, ValueError):
+                out[key] = INVALID_RECORD_STATE
+            except Exception as exc:
+                out[key] = int(error_code_for(exc))
+        return out
+
+
+# -- ACL rules -----------------------------------------------------------------------
+
+
+def heartbeat_rule(access: Access, req: Request) -> Gate:
+    body: m.ShareGroupHeartbeatRequest = req.body
+    if not access.group(Operation.READ, body.group_id):
+        return answer_now(req, m.ShareGroupHeartbeatResponse(error_code=GROUP_DENIED))
+    for topic in body.subscribed_topic_names or ():
+        if not access.topic(Operation.DESCRIBE, topic):
+            return answer_now(req, m.ShareGroupHeartbeatResponse(error_code=TOPIC_DENIED))
+    return Gate(req)
+
+
+def describe_rule(access: Access, req: Request) -> Gate:
+    body: m.ShareGroupDescribeRequest = req.body
+    allowed = tuple(g for g in body.group_ids if access.group(Operation.DESCRIBE, g))
+    denied = tuple(g for g in body.group_ids if g not in allowed)
+    if not denied:
+        return Gate(req)
+    return Gate(
+        attrs.evolve(req, body=attrs.evolve(body, group_ids=allowed)),
+        finish=lambda r: attrs.evolve(
+            r,
+            groups=(
+                *r.groups,
+                *(m.ShareDescribedGroup(group_id=g, error_code=GROUP_DENIED) for g in denied),
+            ),
+        ),
+    )
+
+
+def _topics_rule(response_cls: Any, partition_cls: Any, topic_cls: Any):  # type: ignore[no-untyped-def]
+    def rule(access: Access, req: Request) -> Gate:
+        body = req.body
+        if not access.group(Operation.READ, body.group_id or ""):
+            return answer_now(req, response_cls(error_code=GROUP_DENIED))
+        kept, denied = [], []
+        for t in body.topics:
+            name = access.topic_name(t.topic_id)
+            if name is None or access.topic(Operation.READ, name):
+                kept.append(t)
+            else:
+                denied.append(t)
+        if not denied:
+            return Gate(req)
+        return Gate(
+            attrs.evolve(req, body=attrs.evolve(body, topics=tuple(kept))),
+            finish=lambda r: attrs.evolve(
+                r,
+                responses=(
+                    *r.responses,
+                    *(
+                        topic_cls(
+                            topic_id=t.topic_id,
+                            partitions=tuple(
+                                partition_cls(
+                                    partition_index=p.partition_index, error_code=TOPIC_DENIED
+                                )
+                                for p in t.partitions
+                            ),
+                        )
+                        for t in denied
+                    ),
+                ),
+            ),
+        )
+
+    return rule
+
+
+share_fetch_rule = _topics_rule(
+    m.ShareFetchResponse, m.ShareFetchPartitionData, m.ShareFetchTopicResponse
+)
+share_acknowledge_rule = _topics_rule(
+    m.ShareAcknowledgeResponse, m.ShareAcknowledgePartitionData, m.ShareAcknowledgeTopicResponse
+)

@@ -1,0 +1,257 @@
+# -*- test-case-name: tests.test_kafka_share -*-
+"""Kafka share group offsets APIs (KIP-932): DescribeShareGroupOffsets,
+AlterShareGroupOffsets and DeleteShareGroupOffsets, each handler next to its ACL rule.
+
+A share group's "offset" for a partition is its share-partition start offset (SPSO).
+Describe answers it with the lag (v1); alter sets it (the group must have no members, as
+Kafka requires: NON_EMPTY_GROUP otherwise), forgetting the records in flight; delete
+forgets the group's state for whole topics (then ``share.auto.offset.reset`` applies
+again). Changes are durable in the share-state journal before the answer. ACLs as
+Kafka: DESCRIBE on the group and the topics for describe, READ for alter and delete.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from brokerd.core.api import CoreTopics
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.share.state_service import ShareGroups
+from brokerd.kafka.server.acl_gate import GROUP_DENIED, TOPIC_DENIED, Access, Gate, answer_now
+from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.route import Route
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages import share_offsets as m
+from brokerd.kafka.wire.requests.apis import Request
+from brokerd.security.acl import Operation
+
+__all__ = ["ShareOffsetHandlers"]
+
+
+class ShareOffsetHandlers:
+    def __init__(self, core: CoreTopics, shares: ShareGroups | None) -> None:
+        self._core = core
+        self._shares = shares
+
+    def routes(self) -> tuple[Route, ...]:
+        # Without share groups (a listener built without them) each API answers
+        # UNSUPPORTED_VERSION, as Kafka does with share groups disabled.
+        return (
+            Route(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, self.describe, describe_rule),
+            Route(ApiKey.ALTER_SHARE_GROUP_OFFSETS, self.alter, alter_rule),
+            Route(ApiKey.DELETE_SHARE_GROUP_OFFSETS, self.delete, delete_rule),
+        )
+
+    @property
+    def _s(self) -> ShareGroups:
+        assert self._shares is not None
+        return self._shares
+
+    def _known(self, group: str) -> bool:
+        return group in self._s.coordinator.groups or group in self._s.service.engine.groups()
+
+    async def describe(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.DescribeShareGroupOffsetsResponse(
+                groups=tuple(
+                    m.DescribedShareOffsetsGroup(
+                        group_id=g.group_id, error_code=ErrorCode.UNSUPPORTED_VERSION
+                    )
+                    for g in req.body.groups
+                )
+            )
+        body: m.DescribeShareGroupOffsetsRequest = req.body
+        service = self._s.service
+        topics = self._core.topics()
+        out = []
+        for g in body.groups:
+            if not self._known(g.group_id):
+                out.append(
+                    m.DescribedShareOffsetsGroup(
+                        group_id=g.group_id,
+                        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                        error_message=f"Group {g.group_id} not found.",
+                    )
+                )
+                continue
+            wanted: dict[str, list[int]] = {}
+            if g.topics is None:
+                for topic, p in sorted(service.engine.partitions(g.group_id)):
+                    wanted.setdefault(topic, []).append(p)
+            else:
+                for t in g.topics:
+                    wanted.setdefault(t.topic_name, []).extend(t.partitions)
+            described = []
+            for topic, parts in wanted.items():
+                info = topics.get(topic)
+                rows = []
+                for p in parts:
+                    if info is None or not 0 <= p < info.partitions:
+                        rows.append(
+                            m.DescribedShareOffsetsPartition(
+                                partition_index=p,
+                                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                            )
+                        )
+                        continue
+                    start, lag = await service.start_and_lag(g.group_id, topic, p)
+                    rows.append(
+                        m.DescribedShareOffsetsPartition(
+                            partition_index=p,
+                            start_offset=start,
+                            leader_epoch=0 if start >= 0 else -1,
+                            lag=lag,
+                        )
+                    )
+                described.append(
+                    m.DescribedShareOffsetsTopic(
+                        topic_name=topic,
+                        topic_id=info.topic_id if info is not None else m.ZERO_UUID,
+                        partitions=tuple(rows),
+                    )
+                )
+            out.append(m.DescribedShareOffsetsGroup(group_id=g.group_id, topics=tuple(described)))
+        return m.DescribeShareGroupOffsetsResponse(groups=tuple(out))
+
+    def _refusal(self, group: str) -> tuple[int, str] | None:
+        if not self._known(group):
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group} not found."
+        found = self._s.coordinator.groups.get(group)
+        if found is not None and found.members:
+            return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
+        return None
+
+    async def alter(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.AlterShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        body: m.AlterShareGroupOffsetsRequest = req.body
+        refused = self._refusal(body.group_id)
+        if refused is not None:
+            return m.AlterShareGroupOffsetsResponse(error_code=refused[0], error_message=refused[1])
+        topics = self._core.topics()
+        out = []
+        for t in body.topics:
+            info = topics.get(t.topic_name)
+            rows = []
+            for p in t.partitions:
+                code = 0
+                if info is None or not 0 <= p.partition_index < info.partitions:
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif p.start_offset < 0:
+                    code = ErrorCode.INVALID_REQUEST
+                else:
+                    await self._s.service.set_start(
+                        body.group_id, t.topic_name, p.partition_index, p.start_offset
+                    )
+                rows.append(
+                    m.AlteredShareOffsetsPartition(
+                        partition_index=p.partition_index,
+                        error_code=code,
+                    )
+                )
+            out.append(
+                m.AlteredShareOffsetsTopic(
+                    topic_name=t.topic_name,
+                    topic_id=info.topic_id if info is not None else m.ZERO_UUID,
+                    partitions=tuple(rows),
+                )
+            )
+        return m.AlterShareGroupOffsetsResponse(responses=tuple(out))
+
+    async def delete(self, conn: Connection, req: Request) -> Any:
+        if self._shares is None:
+            return m.DeleteShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        body: m.DeleteShareGroupOffsetsRequest = req.body
+        refused = self._refusal(body.group_id)
+        if refused is not None:
+            return m.DeleteShareGroupOffsetsResponse(
+                error_code=refused[0], error_message=refused[1]
+            )
+        topics = self._core.topics()
+        held = self._s.service.engine.partitions(body.group_id)
+        out = []
+        for t in body.topics:
+            info = topics.get(t.topic_name)
+            if info is None:
+                out.append(
+                    m.DeletedShareOffsetsTopic(
+                        topic_name=t.topic_name,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    )
+                )
+                continue
+            for topic, p in sorted(held):
+                if topic == t.topic_name:
+                    await self._s.service.delete_partition(body.group_id, topic, p)
+            out.append(m.DeletedShareOffsetsTopic(topic_name=t.topic_name, topic_id=info.topic_id))
+        return m.DeleteShareGroupOffsetsResponse(responses=tuple(out))
+
+
+# -- ACL rules -----------------------------------------------------------------------
+
+
+def describe_rule(access: Access, req: Request) -> Gate:
+    body: m.DescribeShareGroupOffsetsRequest = req.body
+    denied = {g.group_id for g in body.groups if not access.group(Operation.DESCRIBE, g.group_id)}
+    kept = []
+    for g in body.groups:
+        if g.group_id in denied:
+            continue
+        if g.topics is not None:
+            g = attrs.evolve(
+                g,
+                topics=tuple(t for t in g.topics if access.topic(Operation.DESCRIBE, t.topic_name)),
+            )
+        kept.append(g)
+    denied_topics = {
+        (g.group_id, t.topic_name): t.partitions
+        for g in body.groups
+        if g.group_id not in denied and g.topics is not None
+        for t in g.topics
+        if not access.topic(Operation.DESCRIBE, t.topic_name)
+    }
+    if not denied and not denied_topics:
+        return Gate(req)
+
+    def finish(r: m.DescribeShareGroupOffsetsResponse) -> m.DescribeShareGroupOffsetsResponse:
+        groups = []
+        for g in r.groups:
+            extra = tuple(
+                m.DescribedShareOffsetsTopic(
+                    topic_name=name,
+                    partitions=tuple(
+                        m.DescribedShareOffsetsPartition(partition_index=p, error_code=TOPIC_DENIED)
+                        for p in parts
+                    ),
+                )
+                for (gid, name), parts in denied_topics.items()
+                if gid == g.group_id
+            )
+            groups.append(attrs.evolve(g, topics=(*g.topics, *extra)))
+        groups.extend(
+            m.DescribedShareOffsetsGroup(group_id=gid, error_code=GROUP_DENIED)
+            for gid in sorted(denied)
+        )
+        return attrs.evolve(r, groups=tuple(groups))
+
+    return Gate(attrs.evolve(req, body=attrs.evolve(body, groups=tuple(kept))), finish=finish)
+
+
+def alter_rule(access: Access, req: Request) -> Gate:
+    body: m.AlterShareGroupOffsetsRequest = req.body
+    if not access.group(Operation.READ, body.group_id):
+        return answer_now(req, m.AlterShareGroupOffsetsResponse(error_code=GROUP_DENIED))
+    if all(access.topic(Operation.READ, t.topic_name) for t in body.topics):
+        return Gate(req)
+    return answer_now(req, m.AlterShareGroupOffsetsResponse(error_code=TOPIC_DENIED))
+
+
+def delete_rule(access: Access, req: Request) -> Gate:
+    body: m.DeleteShareGroupOffsetsRequest = req.body
+    if not access.group(Operation.READ, body.group_id):
+        return answer_now(req, m.DeleteShareGroupOffsetsResponse(error_code=GROUP_DENIED))
+    if all(access.topic(Operation.READ, t.topic_name) for t in body.topics):
+        return Gate(req)
+    return answer_now(req, m.DeleteShareGroupOffsetsResponse(error_code=TOPIC_DENIED))

@@ -1,0 +1,156 @@
+"""Share groups (KIP-932) against a real broker with confluent-kafka's ShareConsumer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.brokerproc import BrokerProcess
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import (  # noqa: E402
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
+
+DEADLINE = 40.0
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    proc = BrokerProcess(tmp_path / "data").start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def make_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        f.result(10)
+
+
+def produce(bootstrap: str, topic: str, n: int, partitions: int = 1) -> None:
+    p = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(n):
+        p.produce(topic, value=b"v%d" % i, partition=i % partitions)
+    assert p.flush(10) == 0
+
+
+def consumer(bootstrap: str, group: str, **extra: str) -> ck.ShareConsumer:
+    conf = {
+        "bootstrap.servers": bootstrap, "group.id": group,
+        **extra,
+    }
+    return ck.ShareConsumer(conf)
+
+
+def set_earliest(bootstrap: str, group: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    res = ConfigResource(
+        ResourceType.GROUP, group,
+        incremental_configs=[ConfigEntry(
+            "share.auto.offset.reset", "earliest",
+            incremental_operation=AlterConfigOpType.SET,
+        )],
+    )
+    for f in admin.incremental_alter_configs([res]).values():
+        f.result(10)
+
+
+def poll_all(c: ck.ShareConsumer, want: int, deadline: float = DEADLINE) -> list[ck.Message]:
+    got: list[ck.Message] = []
+    end = time.monotonic() + deadline
+    while len(got) < want and time.monotonic() < end:
+        for msg in c.poll(timeout=1.0) or ():
+            if msg.error() is None:
+                got.append(msg)
+    return got
+
+
+def test_implicit_acknowledgement_consumes_everything_once(broker: BrokerProcess) -> None:
+    bs = broker.kafka_bootstrap
+    make_topic(bs, "q1")
+    produce(bs, "q1", 50)
+    c = consumer(bs, "g1")
+    c.subscribe(["q1"])
+    # latest by default: records produced before the first fetch are not delivered
+    produce_later = time.monotonic()
+    got = poll_all(c, 1, 5.0)
+    assert got == []
+    produce(bs, "q1", 20)
+    got = poll_all(c, 20)
+    assert sorted(m.value() for m in got) == sorted(b"v%d" % i for i in range(20))
+    assert produce_later
+    c.close()
+
+
+def test_explicit_accept_release_reject(broker: BrokerProcess) -> None:
+    bs = broker.kafka_bootstrap
+    make_topic(bs, "q2")
+    set_earliest(bs, "g2")
+    produce(bs, "q2", 6)
+    c = consumer(bs, "g2", **{"share.acknowledgement.mode": "explicit"})
+    c.subscribe(["q2"])
+    first = poll_all(c, 6)
+    assert sorted(m.offset() for m in first) == list(range(6))
+    assert {m.delivery_count() for m in first} == {1}
+    verdicts = {0: ck.AcknowledgeType.ACCEPT, 1: ck.AcknowledgeType.RELEASE,
+                2: ck.AcknowledgeType.REJECT}
+    for m in first:
+        c.acknowledge(m, verdicts[m.offset() % 3])
+    c.commit_sync()
+    again = poll_all(c, 2)
+    # Released ones come back (1 and 4), with their delivery count raised.
+    assert sorted(m.offset() for m in again) == [1, 4]
+    assert {m.delivery_count() for m in again} == {2}
+    for m in again:
+        c.acknowledge(m, ck.AcknowledgeType.ACCEPT)
+    c.commit_sync()
+    assert poll_all(c, 1, 3.0) == []  # rejected ones (2, 5) never come back
+    c.close()
+
+
+def test_several_consumers_split_one_partition(broker: BrokerProcess) -> None:
+    bs = broker.kafka_bootstrap
+    make_topic(bs, "q3")
+    set_earliest(bs, "g3")
+    produce(bs, "q3", 300)
+    consumers = [consumer(bs, "g3", **{"max.poll.records": "10"}) for _ in range(3)]
+    for c in consumers:
+        c.subscribe(["q3"])
+    seen: dict[int, list[int]] = {i: [] for i in range(3)}
+    end = time.monotonic() + DEADLINE
+    while sum(len(v) for v in seen.values()) < 300 and time.monotonic() < end:
+        for i, c in enumerate(consumers):
+            for m in c.poll(timeout=0.2) or ():
+                if m.error() is None:
+                    seen[i].append(m.offset())
+    every = [o for v in seen.values() for o in v]
+    assert sorted(every) == list(range(300))  # each record once
+    assert sum(1 for v in seen.values() if v) >= 2  # shared, not one consumer alone
+    for c in consumers:
+        c.close()
+
+
+def test_a_classic_group_id_is_not_a_share_group(broker: BrokerProcess) -> None:
+    bs = broker.kafka_bootstrap
+    make_topic(bs, "q4")
+    classic = ck.Consumer({"bootstrap.servers": bs, "group.id": "dual"})
+    classic.commit(offsets=[ck.TopicPartition("q4", 0, 0)], asynchronous=False)
+    classic.close()
+    c = consumer(bs, "dual")
+    c.subscribe(["q4"])
+    with pytest.raises(ck.KafkaException, match="GROUP_ID_NOT_FOUND"):
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            c.poll(timeout=0.5)
+    c.close()

@@ -1,0 +1,123 @@
+"""The share-state journal: records round-trip, replay, torn tails, compaction."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from brokerd.core.share.engine import ShareEngine
+from brokerd.core.share.partition import AckBatch, LogSpan
+from brokerd.core.share.states import AckType, RecordState
+from brokerd.storage import fileio
+from brokerd.storage.journal.faults import StoreOffline
+from brokerd.storage.journal.records import iter_frames
+from brokerd.storage.offline_backoff import OFFLINE_RETRY_FIRST_SECONDS
+from brokerd.storage.stores.share_state import (
+    GroupConfigs,
+    GroupDeleted,
+    PartitionDeleted,
+    PartitionState,
+    ShareStateStore,
+    StoredRun,
+    decode_body,
+    encode,
+)
+
+
+def test_records_round_trip() -> None:
+    for record in (
+        PartitionState("g", "t", 3, 10, 20, (StoredRun(10, 12, 1, 2),), replace=True),
+        PartitionDeleted("g", "t", 3),
+        GroupConfigs("g", (("share.auto.offset.reset", "earliest"),)),
+        GroupDeleted("g"),
+    ):
+        ((body, _, _),) = list(iter_frames(encode(record), 0, 1 << 20))
+        assert decode_body(body) == record
+
+
+def test_a_kill_keeps_acknowledgements_and_counts(tmp_path: Path) -> None:
+    store = ShareStateStore.open(str(tmp_path))
+    engine = ShareEngine()
+    store.write(engine.set_overrides("g", {"share.delivery.count.limit": "3"}))
+    _, recs = engine.ensure("g", "t", 0, log_start=0, log_end=0)
+    store.write(recs)
+    _, recs = engine.acquire("g", "t", 0, "m", [LogSpan(0, 9)], 10, 0)
+    store.write(recs)
+    store.write(engine.acknowledge("g", "t", 0, "m", [AckBatch(0, 4, (AckType.ACCEPT,))]))
+    store.write(engine.acknowledge("g", "t", 0, "m", [AckBatch(5, 5, (AckType.RELEASE,))]))
+    # No close: as after kill -9; a torn half record at the end.
+    with open(store.path, "ab") as f:
+        f.write(b"\x00\x00\x01\x00garbage")
+    again = ShareStateStore.open(str(tmp_path))
+    fresh = ShareEngine()
+    fresh.restore(again.partitions(), again.group_configs())
+    part = fresh.partition("g", "t", 0)
+    assert part is not None
+    assert part.start == 5 and part.end == 10 and part.limit == 3
+    assert {o: (e.state, e.delivery_count) for o, e in part.records.items()} == {
+        o: (RecordState.AVAILABLE, 1) for o in range(5, 10)
+    }
+    got, _ = fresh.acquire("g", "t", 0, "n", [LogSpan(5, 12)], 100, 0)
+    assert [(r.first, r.last, r.delivery_count) for r in got] == [(5, 9, 2), (10, 12, 1)]
+    again.close()
+    store.close()
+
+
+def test_compaction_keeps_the_state(tmp_path: Path) -> None:
+    store = ShareStateStore.open(str(tmp_path))
+    engine = ShareEngine()
+    _, recs = engine.ensure("g", "t", 0, log_start=0, log_end=0)
+    store.write(recs)
+    for i in range(300):
+        _, recs = engine.acquire("g", "t", 0, "m", [LogSpan(i, i)], 1, 0)
+        store.write(recs)
+        store.write(engine.acknowledge("g", "t", 0, "m", [AckBatch(i, i, (AckType.ACCEPT,))]))
+    store.write(engine.delete_group("gone"))
+    size = os.path.getsize(store.path)
+    assert size < 1 << 20
+    store.close()
+    again = ShareStateStore.open(str(tmp_path))
+    assert again.partitions()[("g", "t", 0)].start == 300
+    again.close()
+
+
+def test_a_log_shorter_than_the_start_begins_again() -> None:
+    engine = ShareEngine()
+    engine.ensure("g", "t", 0, log_start=0, log_end=50)
+    part, records = engine.ensure("g", "t", 0, log_start=0, log_end=3)
+    assert part.start == 3 and part is engine.partition("g", "t", 0)
+    assert len(records) == 1
+    assert engine.ensure("g", "t", 0, log_start=0, log_end=3)[1] == []
+
+
+def test_a_failed_fsync_takes_the_journal_offline_until_it_reopens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    store = ShareStateStore.open(str(tmp_path), clock=lambda: now[0])
+    engine = ShareEngine()
+    _, recs = engine.ensure("g", "t", 0, log_start=0, log_end=0)
+    store.write(recs)
+
+    def eio(*_: object) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(fileio, "datasync", eio)
+    _, recs = engine.acquire("g", "t", 0, "m", [LogSpan(0, 3)], 10, 0)
+    with pytest.raises(StoreOffline, match="fdatasync failed"):
+        store.write(recs)
+    monkeypatch.undo()
+    assert store.offline_reason is not None
+    with pytest.raises(StoreOffline):
+        store.write(recs)
+    now[0] += OFFLINE_RETRY_FIRST_SECONDS
+    assert store.retry_reopen()
+    assert store.offline_reason is None
+    store.write(recs)
+    store.close()
+    again = ShareStateStore.open(str(tmp_path))
+    assert again.partitions()[("g", "t", 0)].entries == {o: (1, 1) for o in range(4)}
+    again.close()
