@@ -668,9 +668,11 @@ def makeService(options: Options) -> service.MultiService:
 
     from brokerd.admin.inspect import Inspector
     from brokerd.admin.operations import AdminOps
+    from brokerd.admin.share_groups import ShareGroupInspector
     from brokerd.core import Broker
     from brokerd.kafka.groups.admin import operator_error
     from brokerd.native.protocol import NativeFactory
+    from brokerd.native.queue_handlers import QueueOps
     from brokerd.sdnotify import ReadyNotifier, extending_start_timeout
     from brokerd.storage.log import LogConfig
     from brokerd.storage.logdir import LogDirectory
@@ -723,6 +725,7 @@ def makeService(options: Options) -> service.MultiService:
     # changes the same groups, and transactions left prepared still get completed.
     groups = _add_group_state(broker, reactor, options, data_dir)
     inspector = Inspector(broker, groups.coordinator.admin, groups.offsets)
+    share_inspector = ShareGroupInspector(groups.shares.service.engine, broker.logdir.logs)
     http_on = options["http"].lower() != "none"
     metrics = _metrics(broker, inspector, cleaner, groups) if http_on else None
     readiness = _readiness(inspector, groups)
@@ -736,6 +739,7 @@ def makeService(options: Options) -> service.MultiService:
         addresses=options["connection-addresses"],
         authorizer=authorization["authorizer"],
         admin=AdminOps(broker, inspector, groups.coordinator, operator_error),
+        queues=QueueOps(groups.shares.service, share_inspector),
     )
     if metrics is not None:
         native.metrics = metrics.listener("native")
