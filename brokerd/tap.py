@@ -728,6 +728,8 @@ def makeService(options: Options) -> service.MultiService:
     share_inspector = ShareGroupInspector(groups.shares.service.engine, broker.logdir.logs)
     http_on = options["http"].lower() != "none"
     metrics = _metrics(broker, inspector, cleaner, groups) if http_on else None
+    if metrics is not None:
+        metrics.add_share_groups(share_inspector)
     readiness = _readiness(inspector, groups)
     native = NativeFactory(
         broker,
@@ -752,7 +754,7 @@ def makeService(options: Options) -> service.MultiService:
         _add_kafka(top, broker, reactor, options, groups, authorization, metrics, readiness)
     if metrics is not None:
         _add_http(top, reactor, options, inspector, metrics, readiness,
-                  authorization["authorizer"])
+                  authorization["authorizer"], share_inspector)
 
     ReadyNotifier(reactor).setServiceParent(top)
     # Runs once the service tree has started (twistd starts it before the reactor runs).
@@ -835,6 +837,7 @@ def _add_http(
     metrics: BrokerMetrics,
     readiness: Readiness,
     authorizer: AclAuthorizer | None,
+    shares: Any = None,
 ) -> None:
     """The HTTP endpoint: console, metrics and health checks (``brokerd.web``), showing
     each principal what ``authorizer`` lets it DESCRIBE."""
@@ -852,6 +855,7 @@ def _add_http(
         readiness=readiness,
         identity=_http_identity(reactor, options),
         authorizer=authorizer,
+        shares=shares,
     )
     bound = readiness.wait_for("http listener", "not bound yet")
 

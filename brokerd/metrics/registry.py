@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
 from brokerd.admin.inspect import Inspector
+from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.metrics.collectors import (
     CleanerCollector,
     CleanerCounters,
     InspectorCollector,
+    ShareGroupsCollector,
     StoresCollector,
     StoreView,
     TransactionsCollector,
@@ -55,6 +57,9 @@ class BrokerMetrics:
     def add_transactions(self, coordinator: TransactionsView, states: Sequence[str]) -> None:
         """``states``: every state a transactional id can be in (the coordinator's)."""
         self.registry.register(TransactionsCollector(coordinator, states))
+
+    def add_share_groups(self, inspector: ShareGroupInspector) -> None:
+        self.registry.register(ShareGroupsCollector(inspector))
 
     def add_stores(self, stores: Sequence[StoreView]) -> None:
         self.registry.register(StoresCollector(stores))
