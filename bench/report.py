@@ -282,7 +282,7 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
             lats = [x for x in results.latencies if x.what.startswith("disk")]
             lines += [*_table(LATENCY_HEAD, [_latency_cells(x) for x in lats]), ""]
         if section == SCALING:
-            for stem in ("producers", "partitions", "random-fetch"):
+            for stem in ("producers", "partitions", "random-fetch", "share-groups"):
                 if stem in rel:
                     lines += [f"![{stem}]({rel[stem]})", ""]
             lats = [x for x in results.latencies if x.what.startswith("native one-record")]

@@ -207,6 +207,11 @@ def _expected_rows() -> list[tuple[str, str, str, str]]:
         for n in (1, 16, 256):
             rows.append(("Scaling", "brokerd", f"native produce over {n} partition", mode))
     rows.append(("Scaling", "brokerd", "random-offset fetch p50", ""))
+    for n in (1, 4, 16):
+        rows.append(("Scaling", "brokerd", f"share-group consume, {n} native queue consumer",
+                     "fsync always"))
+    rows.append(("Scaling", "brokerd", "plain native consume of the same partition",
+                 "read (page cache)"))
     resources = "Resources: memory and restart time"
     rows += [
         (resources, "brokerd", "RSS, empty broker", ""),
