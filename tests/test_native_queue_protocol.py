@@ -311,3 +311,15 @@ class AclTests(QueueCase):
         assert isinstance(answer, AdminResponse)
         assert isinstance(answer.document, list)
         self.assertEqual([g["group_id"] for g in answer.document], ["g"])  # type: ignore[index]
+
+    def test_answers_leave_out_partitions_of_topics_it_may_not_describe(self) -> None:
+        self.create("hidden")
+        self.successResultOf(defer.Deferred.fromCoroutine(
+            self.service.acquire("g", "hidden", 0, "someone", max_records=1)))
+        conn = self.connect()
+        answer = conn.call(DescribeShareGroupRequest("g"))
+        assert isinstance(answer, AdminResponse) and isinstance(answer.document, dict)
+        self.assertEqual([p["topic"] for p in answer.document["partitions"]], ["jobs"])  # type: ignore[index,union-attr]
+        answer = conn.call(ListShareGroupsRequest())
+        assert isinstance(answer, AdminResponse) and isinstance(answer.document, list)
+        self.assertEqual(answer.document[0]["partitions"], 1)  # type: ignore[index,call-overload]

@@ -59,7 +59,11 @@ from brokerd.native.messages import (
     error_code_for,
 )
 from brokerd.native.queue_handlers import QueueMember, QueueOps, queue_call
-from brokerd.native.queue_messages import ListShareGroupsRequest, QueueFetchRequest
+from brokerd.native.queue_messages import (
+    DescribeShareGroupRequest,
+    ListShareGroupsRequest,
+    QueueFetchRequest,
+)
 from brokerd.native.queue_wire import TYPE_OF_CLASS as QUEUE_TYPE_OF_CLASS
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.connection import RequestConnection
@@ -282,7 +286,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             if isinstance(request, ListGroupsRequest):
                 groups = cast(defer.Deferred[list[GroupView]], call())
                 return groups.addCallback(access.visible_groups)
-            if isinstance(request, ListShareGroupsRequest):
+            if isinstance(request, ListShareGroupsRequest | DescribeShareGroupRequest):
                 return self._queue_call(request, access.visible_share_groups)
             if isinstance(request, DescribeGroupRequest):
                 group = cast(defer.Deferred[GroupView], call())

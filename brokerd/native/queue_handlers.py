@@ -26,10 +26,11 @@ from collections.abc import Callable
 
 import attrs
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from brokerd.admin.errors import GroupNotFound
 from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
-from brokerd.core.share.partition import AckBatch, AcquiredRange, InvalidAcknowledgement
+from brokerd.core.share.partition import AckBatch, InvalidAcknowledgement
 from brokerd.core.share.service import AcquireResult, ShareService
 from brokerd.core.share.states import AckType
 from brokerd.native import queue_wire
@@ -104,19 +105,15 @@ def records_of(result: AcquireResult) -> list[QueueRecord]:
     return out
 
 
-def _acquired(ranges: tuple[AcquiredRange, ...]) -> int:
-    return sum(r.last - r.first + 1 for r in ranges)
-
-
-async def _fetch(
+def _fetch(
     ops: QueueOps,
     member: QueueMember,
     request: QueueFetchRequest,
     max_bytes: int,
     max_wait_ms: int,
-) -> bytes:
+) -> defer.Deferred[bytes]:
     member.groups.add(request.group_id)
-    (result,) = await ops.service.acquire_many(
+    acquiring = ops.service.acquire_many(
         request.group_id,
         member.member_id,
         [(request.topic, request.partition)],
@@ -126,14 +123,38 @@ async def _fetch(
         max_wait_ms=max_wait_ms,
         cancelled=lambda: member.closed,
     )
-    if member.closed and result.ranges:
-        # The connection went away while the records were being acquired: nobody will
-        # see them, so they are given back now rather than when their locks expire.
-        await ops.service.release_member(request.group_id, member.member_id)
-        return b""
-    if result.error is not None:
-        raise result.error
-    return queue_wire.encode_fetch_answer(records_of(result))
+    # Cancelling the answer (the connection went away) leaves the acquisition running
+    # rather than cancelling into the share service, whose waits are shared with other
+    # requests of the partition; it ends soon (``cancelled`` stops its long poll), and
+    # whatever it acquired for nobody is given back then.
+    answer: defer.Deferred[bytes] = defer.Deferred()
+
+    def acquired(results: list[AcquireResult]) -> defer.Deferred[None] | None:
+        (result,) = results
+        if answer.called or member.closed:
+            if result.ranges:
+                return defer.Deferred.fromCoroutine(
+                    ops.service.release_member(request.group_id, member.member_id)
+                )
+            if not answer.called:
+                answer.callback(b"")
+            return None
+        try:
+            if result.error is not None:
+                raise result.error
+            raw = queue_wire.encode_fetch_answer(records_of(result))
+        except Exception as exc:
+            answer.errback(exc)
+        else:
+            answer.callback(raw)
+        return None
+
+    def failed(failure: Failure) -> None:
+        if not answer.called:
+            answer.errback(failure)
+
+    acquiring.addCallbacks(acquired, failed)
+    return answer
 
 
 async def _acknowledge(ops: QueueOps, member: QueueMember, request: QueueAckRequest) -> bytes:
@@ -159,18 +180,19 @@ def queue_call(
 ) -> defer.Deferred[bytes]:
     """Run ``request`` for ``member``; the answer's bytes, or a failure carrying the
     broker's exceptions (an :class:`AdminWireError` for a refused acknowledgement).
-    ``visible`` filters the groups an answer may show (the ACL's DESCRIBE)."""
+    ``visible`` filters the groups and partitions an answer may show (the ACLs'
+    DESCRIBE)."""
     match request:
         case QueueFetchRequest():
-            return defer.Deferred.fromCoroutine(
-                _fetch(ops, member, request, max_bytes, max_wait_ms)
-            )
+            return _fetch(ops, member, request, max_bytes, max_wait_ms)
         case QueueAckRequest():
             return defer.Deferred.fromCoroutine(_acknowledge(ops, member, request))
         case DescribeShareGroupRequest():
             view = ops.inspector.group(request.group_id)
             if view is None:
                 raise GroupNotFound(f"share group {request.group_id!r} is not known")
+            shown = visible([view])
+            view = shown[0] if shown else ShareGroupView(request.group_id)
             return defer.succeed(queue_wire.encode_document_answer(view.to_json()))  # type: ignore[arg-type]
         case ListShareGroupsRequest():
             rows = [v.summary() for v in visible(ops.inspector.groups())]
