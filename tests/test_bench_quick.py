@@ -254,8 +254,8 @@ def test_quick_run_reports_every_row(tmp_path: Path) -> None:
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     # One progress line per step, each with the elapsed time and the estimate.
-    progress = [x for x in done.stderr.splitlines() if re.match(r"\[\s*\d+/16\]", x)]
-    assert len(progress) == 16, done.stderr
+    progress = [x for x in done.stderr.splitlines() if re.match(r"\[\s*\d+/17\]", x)]
+    assert len(progress) == 17, done.stderr
     assert all(re.search(r"elapsed \d+:\d\d, run ~\d+:\d\d", x) for x in progress)
 
     text = report.read_text()
