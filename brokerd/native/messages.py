@@ -19,6 +19,7 @@ import attrs
 
 from brokerd import errors
 from brokerd.admin import errors as admin_errors
+from brokerd.core.share.partition import InvalidAcknowledgement
 from brokerd.names import MAX_TOPIC_LENGTH
 from brokerd.native.admin_messages import AdminRequest, AdminResponse
 from brokerd.native.queue_messages import QueueAckResponse, QueueFetchResponse, QueueRequest
@@ -158,6 +159,7 @@ _ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     admin_errors.GroupNotFound: ErrorCode.GROUP_ID_NOT_FOUND,
     admin_errors.GroupNotEmpty: ErrorCode.NON_EMPTY_GROUP,
     admin_errors.AdminUnavailable: ErrorCode.UNSUPPORTED_REQUEST,
+    InvalidAcknowledgement: ErrorCode.INVALID_RECORD_STATE,
     errors.UnknownTopicOrPartition: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     errors.TopicAlreadyExists: ErrorCode.TOPIC_ALREADY_EXISTS,
     errors.InvalidPartitions: ErrorCode.INVALID_PARTITIONS,

@@ -34,8 +34,6 @@ from brokerd.core.share.partition import AckBatch, InvalidAcknowledgement
 from brokerd.core.share.service import AcquireResult, ShareService
 from brokerd.core.share.states import AckType
 from brokerd.native import queue_wire
-from brokerd.native.admin_wire import AdminWireError
-from brokerd.native.messages import ErrorCode
 from brokerd.native.queue_messages import (
     DescribeShareGroupRequest,
     ListShareGroupsRequest,
@@ -163,9 +161,12 @@ async def _acknowledge(ops: QueueOps, member: QueueMember, request: QueueAckRequ
         await ops.service.acknowledge(
             request.group_id, request.topic, request.partition, member.member_id, batches
         )
-    except (InvalidAcknowledgement, KeyError) as exc:
-        message = exc.args[0] if exc.args else "not acquired by this connection"
-        raise AdminWireError(ErrorCode.INVALID_RECORD_STATE, str(message)) from None
+    except KeyError:
+        # The group never fetched from this partition: nothing of it is acquired.
+        raise InvalidAcknowledgement(
+            f"share group {request.group_id!r} holds nothing of {request.topic}-"
+            f"{request.partition}"
+        ) from None
     return queue_wire.encode_ack_answer()
 
 
@@ -179,7 +180,8 @@ def queue_call(
     visible: Callable[[list[ShareGroupView]], list[ShareGroupView]] = lambda groups: groups,
 ) -> defer.Deferred[bytes]:
     """Run ``request`` for ``member``; the answer's bytes, or a failure carrying the
-    broker's exceptions (an :class:`AdminWireError` for a refused acknowledgement).
+    broker's exceptions (:class:`InvalidAcknowledgement` for a refused acknowledgement,
+    answered INVALID_RECORD_STATE).
     ``visible`` filters the groups and partitions an answer may show (the ACLs'
     DESCRIBE)."""
     match request:
