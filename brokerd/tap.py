@@ -52,7 +52,7 @@ from brokerd.net.tls import (
 
 if TYPE_CHECKING:
     from brokerd.core import Broker
-    from brokerd.core.cleaner import CleanerService
+    from brokerd.core.cleaner_service import CleanerService
     from brokerd.core.store_recovery import StoreRecovery
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.server.handlers.share import ShareGroups
@@ -61,10 +61,10 @@ if TYPE_CHECKING:
     from brokerd.metrics.registry import BrokerMetrics
     from brokerd.security.acl import AclAuthorizer
     from brokerd.security.doors import ListenerSecurity
-    from brokerd.storage.journal.share_state import ShareStateStore
-    from brokerd.storage.offsets import OffsetStore
-    from brokerd.storage.producer_ids import ProducerIdAllocator
-    from brokerd.storage.txn_log import TxnLog
+    from brokerd.storage.stores.offsets import OffsetStore
+    from brokerd.storage.stores.producer_ids import ProducerIdAllocator
+    from brokerd.storage.stores.share_state import ShareStateStore
+    from brokerd.storage.stores.txn_log import TxnLog
     from brokerd.web.auth import HttpIdentity
     from brokerd.web.health import Readiness
 
@@ -327,7 +327,7 @@ class Options(usage.Options):
     def parseOptions(self, options: list[str] | None = None) -> None:
         """Load ``--config FILE`` (if any) over the defaults first, so that the command
         line, parsed next, overrides the file."""
-        from brokerd.config_file_options import parse_with_config
+        from brokerd.app.config_file_options import parse_with_config
 
         parse_with_config(
             self, super().parseOptions, options, aliases=TOPIC_DEFAULT_FLAGS
@@ -365,7 +365,7 @@ class Options(usage.Options):
         if self["segment-ms"] < 0:
             raise usage.UsageError("--segment-ms must be 0 or positive")
         from brokerd.errors import InvalidConfig
-        from brokerd.storage.topic_config import validate_overrides
+        from brokerd.storage.config.topic_config import validate_overrides
 
         try:
             self["topic-defaults"] = validate_overrides(
@@ -646,7 +646,7 @@ def _add_cleaner(
 ) -> CleanerService | None:
     """The log cleaner, a child of the broker added after its log directory, so that it
     stops (abandoning a pass) before the logs close."""
-    from brokerd.core.cleaner import CleanerService, CleanerSettings
+    from brokerd.core.cleaner_service import CleanerService, CleanerSettings
 
     if not options["cleaner-threads"]:
         return None
@@ -674,9 +674,9 @@ def makeService(options: Options) -> service.MultiService:
     from brokerd.native.protocol import NativeFactory
     from brokerd.native.queue_handlers import QueueOps
     from brokerd.sdnotify import ReadyNotifier, extending_start_timeout
+    from brokerd.storage.config.topic_config import to_log_config
     from brokerd.storage.log import LogConfig
     from brokerd.storage.logdir import LogDirectory
-    from brokerd.storage.topic_config import to_log_config
 
     def limit(value: int) -> int | None:
         return None if value < 0 else value
@@ -943,7 +943,7 @@ def _add_transactions(
     """The transaction coordinator (``transactions.log`` in the data directory), wired to
     the core's marker writes and produce verifier; and its log."""
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
-    from brokerd.storage.txn_log import TXN_LOG_FILE_NAME, TxnLog
+    from brokerd.storage.stores.txn_log import TXN_LOG_FILE_NAME, TxnLog
 
     txn_log = TxnLog.open(os.path.join(data_dir, TXN_LOG_FILE_NAME))
     coordinator = TransactionCoordinator(
@@ -1018,8 +1018,8 @@ def _add_group_state(
     before the listeners: the admin views and commands of both protocols read them)."""
     from brokerd.core.store_recovery import StoreRecovery
     from brokerd.kafka.groups.coordinator import GroupCoordinator
-    from brokerd.storage.offsets import OffsetStore
-    from brokerd.storage.producer_ids import ProducerIdAllocator
+    from brokerd.storage.stores.offsets import OffsetStore
+    from brokerd.storage.stores.producer_ids import ProducerIdAllocator
 
     offsets = OffsetStore.open(os.path.join(data_dir, "consumer-offsets.log"))
     producer_ids = ProducerIdAllocator(os.path.join(data_dir, "producer-ids"))
@@ -1067,7 +1067,7 @@ def _add_share_groups(
     from brokerd.core.share.service import ShareService
     from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
     from brokerd.kafka.server.handlers.share import ShareGroups
-    from brokerd.storage.journal.share_state import SHARE_STATE_FILE_NAME, ShareStateStore
+    from brokerd.storage.stores.share_state import SHARE_STATE_FILE_NAME, ShareStateStore
 
     store = ShareStateStore.open(os.path.join(data_dir, SHARE_STATE_FILE_NAME))
     records = ShareService(broker, store, clock=reactor)
@@ -1099,9 +1099,9 @@ def _add_kafka(
     metrics: BrokerMetrics | None,
     readiness: Readiness,
 ) -> None:
-    from brokerd.kafka.server.protocol import KafkaFactory
-    from brokerd.metrics.hooks import NULL_REQUESTS
+    from brokerd.kafka.listener.protocol import KafkaFactory
     from brokerd.net.answer_budget import AnswerBudget
+    from brokerd.observers import NULL_REQUESTS
 
     factory = KafkaFactory(
         broker,

@@ -40,7 +40,7 @@ from brokerd.security.acl import (
     Permission,
     ResourceType,
 )
-from brokerd.storage.journal.share_state import ShareStateStore
+from brokerd.storage.stores.share_state import ShareStateStore
 
 from tests.test_admin_operations import AdminCase
 
@@ -252,7 +252,7 @@ class QueueProtocolTests(QueueCase):
     def test_records_of_leaves_out_the_batch_neighbours(self) -> None:
         from brokerd.core.share.partition import AcquiredRange
         from brokerd.core.share.service import AcquireResult
-        from brokerd.storage.batch import encode_batch
+        from brokerd.storage.record.encode import encode_batch
 
         result = AcquireResult("t", 0, (AcquiredRange(1, 1, 3),), encode_batch([b"a", b"b", b"c"],
                                                                            timestamp_ms=1))

@@ -24,7 +24,7 @@ from brokerd.metrics.traffic import TopicTraffic
 
 
 class CleanerCounters(Protocol):
-    """What the cleaner collector reads (:class:`brokerd.core.cleaner.CleanerService`)."""
+    """What the cleaner collector reads (:class:`brokerd.core.cleaner_service.CleanerService`)."""
 
     passes: int
     bytes_read: int

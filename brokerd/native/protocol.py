@@ -36,13 +36,12 @@ from brokerd.admin.operations import AdminOps
 from brokerd.admin.share_groups import ShareGroupView
 from brokerd.admin.views import GroupView
 from brokerd.metrics.answers import observe_native, observe_refusal
-from brokerd.metrics.hooks import NULL_REQUESTS, RequestObserver
 from brokerd.native import admin_wire, server_codec
+from brokerd.native.acl_checks import NativeAccess
 from brokerd.native.admin_handlers import AdminResult, admin_call, admin_document
 from brokerd.native.admin_messages import DescribeGroupRequest, ListGroupsRequest
 from brokerd.native.admin_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
 from brokerd.native.admin_wire import AdminWireError
-from brokerd.native.authorize import NativeAccess
 from brokerd.native.messages import (
     DEFAULT_MAX_FETCH_BYTES,
     DEFAULT_MAX_PRODUCE_BYTES,
@@ -69,6 +68,7 @@ from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
 from brokerd.net.request_budget import RequestBudget
+from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
 from brokerd.storage.types import AppendInfo, RecordsResult, TopicInfo
 

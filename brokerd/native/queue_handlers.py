@@ -13,7 +13,7 @@ which is what a share group is for (``docs/queues-native.md``).
 
 :func:`queue_call` runs one request against :class:`QueueOps` (the share service and
 the share-group views) and fires with its answer's bytes. The framing is
-``brokerd.native.queue_wire``'s; the ACL checks are ``brokerd.native.authorize``'s.
+``brokerd.native.queue_wire``'s; the ACL checks are ``brokerd.native.acl_checks``'s.
 
 What this module does not do: touch sockets, know Kafka's share group coordinator, or
 decide record states (``brokerd.core.share`` does).
@@ -42,8 +42,9 @@ from brokerd.native.queue_messages import (
     QueueRecord,
     QueueRequest,
 )
-from brokerd.storage.batch import BATCH_HEADER_SIZE, decode_records, read_header
-from brokerd.storage.reads import MAX_DECODED_BATCH_BYTES
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
+from brokerd.storage.segment.batch_reads import MAX_DECODED_BATCH_BYTES
 
 __all__ = ["QueueMember", "QueueOps", "queue_call", "records_of"]
 

@@ -16,7 +16,7 @@ archived instead of becoming available again. The SPSO advances over the prefix 
 acknowledged and archived records.
 
 Every method that changes state returns the offsets it changed, for the share-state
-journal (:mod:`brokerd.storage.journal.share_state`). Pure and synchronous: the caller
+journal (:mod:`brokerd.storage.stores.share_state`). Pure and synchronous: the caller
 passes the time (milliseconds) and does the I/O.
 """
 
