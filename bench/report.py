@@ -202,7 +202,11 @@ SECTION_METHODS = {
         "flight, spread round-robin over the partitions. The random-offset rows are "
         "one-record native fetches, one at a time, at seeded random offsets; their ratio "
         "shows what the offset lookup (index bisect, then a scan of batch headers) costs as "
-        "a partition grows a thousandfold."
+        "a partition grows a thousandfold. The share-group rows are 1, 4 and 16 consumer "
+        "processes draining one partition's records through one share group (native "
+        "QueueFetch of up to 100 records, then one QueueAcknowledge ACCEPT, each change "
+        "fsynced in the share-state journal); every record is delivered exactly once "
+        "(checked). Beside them, the same partition read by one plain native reader."
     ),
     "resources": (
         "RSS is the twistd process's VmRSS, a second after each change. 10,000 partitions "
@@ -282,7 +286,7 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
             lats = [x for x in results.latencies if x.what.startswith("disk")]
             lines += [*_table(LATENCY_HEAD, [_latency_cells(x) for x in lats]), ""]
         if section == SCALING:
-            for stem in ("producers", "partitions", "random-fetch"):
+            for stem in ("producers", "partitions", "random-fetch", "share-groups"):
                 if stem in rel:
                     lines += [f"![{stem}]({rel[stem]})", ""]
             lats = [x for x in results.latencies if x.what.startswith("native one-record")]

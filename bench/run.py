@@ -5,7 +5,8 @@ Steps: machine facts, a disk probe, iperf3 (the loopback ceiling), Redis Streams
 redis-benchmark and NATS JetStream via nats-py, brokerd's throughput at 100 B and 1,000 B
 through the native client, confluent-kafka and kcat (``--fsync always`` and ``never``),
 end-to-end latency at 1,000 records/s, compaction and transactions, scaling curves
-(producers, partitions, random-offset fetch), memory and restart time, then Apache Kafka
+(producers, partitions, random-offset fetch), share-group consumption with 1, 4 and 16
+native queue consumers on one partition, memory and restart time, then Apache Kafka
 (a single-node KRaft broker from the JVM kit's jars) through the same clients and
 commands: throughput and latency, RSS, restart time (last: the longest, and the first the
 time bound would cut). One progress line per step; the whole run is bounded
@@ -45,6 +46,7 @@ from bench import (  # noqa: E402
     report,
     resources,
     scaling,
+    share_groups,
 )
 from bench.common import SIZES, Brokers, Results, scratch  # noqa: E402
 from bench.progress import Progress, Step  # noqa: E402
@@ -71,6 +73,7 @@ class Sizes:
     features_records: int
     cleaner_records: int
     scaling_records: int
+    share_records: int
     random_small: int
     random_large: int
     random_samples: int
@@ -95,6 +98,7 @@ FULL = Sizes(
     features_records=200_000,
     cleaner_records=200_000,
     scaling_records=200_000,
+    share_records=60_000,
     random_small=10_000,
     random_large=10_000_000,
     random_samples=500,
@@ -104,7 +108,8 @@ FULL = Sizes(
     kafka_records={100: 1_000_000, 1000: 300_000},
     expected={"facts": 1, "disk": 6, "iperf3": 6, "brokerd 100 B": 75, "brokerd 1000 B": 60,
               "latency": 75, "compaction, transactions": 40, "scaling curves": 60,
-              "random-offset fetch": 45, "rss": 90, "restart": 120, "redis": 20, "nats": 25,
+              "share groups": 40, "random-offset fetch": 45, "rss": 90, "restart": 120,
+              "redis": 20, "nats": 25,
               "kafka throughput": 180, "kafka rss": 120, "kafka restart": 240},
 )
 QUICK = Sizes(
@@ -119,6 +124,7 @@ QUICK = Sizes(
     features_records=10_000,
     cleaner_records=20_000,
     scaling_records=16_000,
+    share_records=6_000,
     random_small=10_000,
     random_large=200_000,
     random_samples=100,
@@ -128,7 +134,8 @@ QUICK = Sizes(
     kafka_records={100: 50_000, 1000: 10_000},
     expected={"facts": 1, "disk": 1, "iperf3": 2, "brokerd 100 B": 10, "brokerd 1000 B": 4,
               "latency": 8, "compaction, transactions": 8, "scaling curves": 10,
-              "random-offset fetch": 3, "rss": 12, "restart": 15, "redis": 5, "nats": 4,
+              "share groups": 5, "random-offset fetch": 3, "rss": 12, "restart": 15,
+              "redis": 5, "nats": 4,
               "kafka throughput": 1, "kafka rss": 1, "kafka restart": 1},
 )
 # --quick --kafka: the Kafka steps' expected seconds (JVM starts dominate them).
@@ -169,6 +176,8 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
         ("compaction, transactions", lambda: _features(sizes, results, always())),
         ("scaling curves", lambda: scaling.curves(results, fsync_brokers(),
                                                   sizes.scaling_records)),
+        ("share groups", lambda: share_groups.consumption(results, always(),
+                                                          sizes.share_records)),
         ("random-offset fetch", lambda: scaling.random_fetch(
             results, brokers.shared("--fsync=never"), small=sizes.random_small,
             large=sizes.random_large, samples=sizes.random_samples)),

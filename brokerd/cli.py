@@ -9,6 +9,8 @@ Commands (see ``brokerctl --help``)::
                             [--count N] [--follow]   one value per stdout line
     brokerctl topics describe|alter|delete|add-partitions ...   see brokerd.cli_admin
     brokerctl groups list|describe|reset-offsets|delete ...     see brokerd.cli_admin
+    brokerctl queue work GROUP TOPIC [--partition P] [--exec CMD] ...   see brokerd.cli_queue
+    brokerctl share-groups list|describe ...          see brokerd.cli_queue
     brokerctl users add|delete|list ...               see brokerd.cli_users
 
 TLS options: ``--tls`` (verify the broker against the system's CAs, or ``--cafile FILE``),
@@ -37,6 +39,7 @@ from brokerd.cli_admin import (
     run_groups,
     run_topic_admin,
 )
+from brokerd.cli_queue import add_queue_parsers, run_queue, run_share_groups
 from brokerd.cli_users import add_users_parser, run_users
 from brokerd.client import NativeClient, NativeError, tls_context
 from brokerd.names import COLLISION_WARNING, has_collision_chars
@@ -158,6 +161,7 @@ def _parser() -> argparse.ArgumentParser:
         "--follow", action="store_true", help="keep waiting for new records until interrupted"
     )
     add_groups_parser(sub)
+    add_queue_parsers(sub)
     add_users_parser(sub)
     return parser
 
@@ -173,6 +177,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "groups":
             with target.connect() as client:
                 return run_groups(client, args, sys.stdout)
+        if args.command == "share-groups":
+            with target.connect() as client:
+                return run_share_groups(client, args, sys.stdout)
+        if args.command == "queue":
+            with target.connect() as client:
+                return run_queue(client, args, sys.stdout.buffer)
         if args.command == "topics":
             with target.connect() as client:
                 if args.topics_command in TOPIC_ADMIN_COMMANDS:

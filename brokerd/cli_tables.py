@@ -16,6 +16,8 @@ __all__ = [
     "render_group",
     "render_groups",
     "render_resets",
+    "render_share_group",
+    "render_share_groups",
     "render_table",
     "render_topic",
     "render_topic_configs",
@@ -185,3 +187,50 @@ def render_resets(rows: Sequence[JsonObject], *, dry_run: bool) -> list[str]:
     )
     verb = "would reset (dry run, nothing committed)" if dry_run else "reset"
     return [*table, "", f"{verb} {len(rows)} partition(s)"]
+
+
+def render_share_groups(groups: Sequence[JsonObject]) -> list[str]:
+    """ListShareGroups' summaries, one line each."""
+    if not groups:
+        return ["no share groups"]
+    rows: list[list[JsonValue]] = [
+        [
+            g.get("group_id"),
+            g.get("partitions"),
+            g.get("backlog"),
+            g.get("in_flight"),
+            g.get("redelivered_total"),
+            g.get("archived"),
+        ]
+        for g in groups
+    ]
+    return render_table(
+        ["GROUP", "PARTITIONS", "BACKLOG", "IN-FLIGHT", "REDELIVERED", "ARCHIVED"], rows
+    )
+
+
+def render_share_group(group: JsonObject) -> list[str]:
+    """DescribeShareGroup: the group's totals, then one line per partition."""
+    lines = [
+        f"share group {group.get('group_id')}: backlog {_int(group, 'backlog')}, "
+        f"in flight {_int(group, 'in_flight')}, redelivered {_int(group, 'redelivered_total')}, "
+        f"archived {_int(group, 'archived')}",
+        "",
+    ]
+    rows: list[list[JsonValue]] = [
+        [
+            p.get("topic"),
+            p.get("partition"),
+            p.get("start_offset"),
+            p.get("end_offset"),
+            p.get("backlog"),
+            p.get("in_flight"),
+            p.get("acquired"),
+            p.get("redelivered_total"),
+            p.get("archived"),
+        ]
+        for p in _objects(group.get("partitions"))
+    ]
+    headers = ["TOPIC", "PARTITION", "START", "END", "BACKLOG", "IN-FLIGHT", "ACQUIRED",
+               "REDELIVERED", "ARCHIVED"]
+    return lines + render_table(headers, rows)

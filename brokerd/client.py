@@ -3,7 +3,8 @@
 It uses the request encoders and the incremental response decoder of
 :mod:`brokerd.native.client_codec` over a socket, plain or TLS (:func:`tls_context`): one
 connection, requests answered in order, optional pipelining. The admin requests
-(``docs/admin.md``) answer with the JSON form of the broker's views, as plain dicts. It
+(``docs/admin.md``) answer with the JSON form of the broker's views, as plain dicts; the
+queue requests (``docs/queues-native.md``) acquire and acknowledge share-group records. It
 is not thread-safe and does not reconnect by itself (the caller decides; ``brokerctl
 consume --follow`` does).
 """
@@ -41,6 +42,16 @@ from brokerd.native.client_codec import (
     encode_request,
 )
 from brokerd.native.messages import RequestType
+from brokerd.native.queue_messages import (
+    AckKind,
+    AckRange,
+    DescribeShareGroupRequest,
+    ListShareGroupsRequest,
+    QueueAckRequest,
+    QueueFetchRequest,
+    QueueFetchResponse,
+    QueueRecord,
+)
 
 #: A JSON object of an admin answer (a view's ``to_json`` form).
 JsonObject = dict[str, JsonValue]
@@ -270,3 +281,62 @@ class NativeClient:
 
     def delete_group(self, group_id: str) -> None:
         self._admin(DeleteGroupRequest(group_id))
+
+    # -- queue requests (types 15 to 18, share groups) -----------------------------------
+
+    def queue_fetch(
+        self,
+        group_id: str,
+        topic: str,
+        partition: int,
+        *,
+        max_records: int = 500,
+        max_wait_ms: int = 1000,
+    ) -> list[QueueRecord]:
+        """Acquire up to ``max_records`` records of the partition for this connection
+        (one share-group member per connection), waiting up to ``max_wait_ms`` for some.
+        Each record carries its offset and delivery count; acknowledge it on this same
+        connection (closing it releases what it holds)."""
+        request = QueueFetchRequest(group_id, topic, partition, max_records, max_wait_ms)
+        response = self._call(
+            RequestType.QUEUE_FETCH,
+            encode_request(request),
+            timeout=self.timeout + max_wait_ms / 1000.0,
+        )
+        assert isinstance(response, QueueFetchResponse)
+        return list(response.records)
+
+    def queue_acknowledge(
+        self,
+        group_id: str,
+        topic: str,
+        partition: int,
+        ranges: Sequence[tuple[int, int, AckKind]],
+    ) -> None:
+        """Acknowledge ``(first, last, kind)`` ranges of records this connection holds;
+        all of them or, on an error (``INVALID_RECORD_STATE``), none."""
+        request = QueueAckRequest(
+            group_id, topic, partition, tuple(AckRange(f, last, k) for f, last, k in ranges)
+        )
+        self._call(RequestType.QUEUE_ACKNOWLEDGE, encode_request(request))
+
+    def describe_share_group(self, group_id: str) -> JsonObject:
+        """Type 17: the share group's figures per partition."""
+        response = self._call(
+            RequestType.DESCRIBE_SHARE_GROUP, encode_request(DescribeShareGroupRequest(group_id))
+        )
+        assert isinstance(response, AdminResponse)
+        if not isinstance(response.document, dict):
+            raise m.MalformedResponse("expected a JSON object")
+        return response.document
+
+    def list_share_groups(self) -> list[JsonObject]:
+        """Type 18: every share group, summarised."""
+        response = self._call(
+            RequestType.LIST_SHARE_GROUPS, encode_request(ListShareGroupsRequest())
+        )
+        assert isinstance(response, AdminResponse)
+        document = response.document
+        if not isinstance(document, list) or not all(isinstance(d, dict) for d in document):
+            raise m.MalformedResponse("expected a JSON list of objects")
+        return [d for d in document if isinstance(d, dict)]

@@ -207,6 +207,11 @@ def _expected_rows() -> list[tuple[str, str, str, str]]:
         for n in (1, 16, 256):
             rows.append(("Scaling", "brokerd", f"native produce over {n} partition", mode))
     rows.append(("Scaling", "brokerd", "random-offset fetch p50", ""))
+    for n in (1, 4, 16):
+        rows.append(("Scaling", "brokerd", f"share-group consume, {n} native queue consumer",
+                     "fsync always"))
+    rows.append(("Scaling", "brokerd", "plain native consume of the same partition",
+                 "read (page cache)"))
     resources = "Resources: memory and restart time"
     rows += [
         (resources, "brokerd", "RSS, empty broker", ""),
@@ -249,8 +254,8 @@ def test_quick_run_reports_every_row(tmp_path: Path) -> None:
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     # One progress line per step, each with the elapsed time and the estimate.
-    progress = [x for x in done.stderr.splitlines() if re.match(r"\[\s*\d+/16\]", x)]
-    assert len(progress) == 16, done.stderr
+    progress = [x for x in done.stderr.splitlines() if re.match(r"\[\s*\d+/17\]", x)]
+    assert len(progress) == 17, done.stderr
     assert all(re.search(r"elapsed \d+:\d\d, run ~\d+:\d\d", x) for x in progress)
 
     text = report.read_text()

@@ -547,9 +547,12 @@ def test_response_decoder_rejects_bytes_nobody_asked_for() -> None:
 
 
 def test_every_request_type_has_one_layout_matching_its_message() -> None:
-    # Types 1-6 walk the layout table; the admin types (7-14) have their own bodies
-    # (brokerd.native.admin_wire, tested in tests/test_native_admin_codec.py).
-    assert sorted(wire.REQUEST_LAYOUTS) + sorted(msg.ADMIN_REQUEST_TYPES) == sorted(RequestType)
+    # Types 1-6 walk the layout table; the admin types (7-14) and the queue types
+    # (15-18) have their own bodies (brokerd.native.admin_wire and queue_wire, tested in
+    # tests/test_native_admin_codec.py and tests/test_native_queue_codec.py).
+    assert sorted(wire.REQUEST_LAYOUTS) + sorted(msg.ADMIN_REQUEST_TYPES) + sorted(
+        msg.QUEUE_REQUEST_TYPES
+    ) == sorted(RequestType)
     for request_type, layout in wire.REQUEST_LAYOUTS.items():
         assert layout.request_type == request_type
         assert wire.LAYOUT_OF_CLASS[layout.message] is layout

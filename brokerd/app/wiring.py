@@ -48,6 +48,7 @@ from brokerd.net.listener_service import listener_service
 
 if TYPE_CHECKING:
     from brokerd.admin.inspect import Inspector
+    from brokerd.admin.share_groups import ShareGroupInspector
     from brokerd.app.settings import Settings
     from brokerd.core import Broker
     from brokerd.core.cleaner_service import CleanerService
@@ -112,6 +113,8 @@ class BrokerServices:
     broker: Broker
     coordinators: Coordinators
     inspector: Inspector
+    #: Share groups' figures (backlog, in flight, ...) for the console, metrics, native.
+    share_inspector: ShareGroupInspector
     authorization: Authorization
     #: None with ``--http none`` (no one scrapes the metrics).
     metrics: BrokerMetrics | None
@@ -123,6 +126,7 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     """The whole tree: broker core (with the cleaner and the coordinators), then the
     listeners, then the readiness notice."""
     from brokerd.admin.inspect import Inspector
+    from brokerd.admin.share_groups import ShareGroupInspector
     from brokerd.sdnotify import ReadyNotifier
 
     top = SequentialMultiService()
@@ -132,16 +136,20 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     authorization = build_authorization(broker, settings)
     coordinators = add_coordinators(broker, settings, reactor)
     inspector = Inspector(broker, coordinators.groups.admin, coordinators.offsets)
+    share_inspector = ShareGroupInspector(coordinators.shares.service.engine, broker.open_logs)
     metrics = (
         build_metrics(broker, inspector, cleaner, coordinators)
         if settings.listeners.http is not None
         else None
     )
+    if metrics is not None:
+        metrics.add_share_groups(share_inspector)
     services = BrokerServices(
         top=top,
         broker=broker,
         coordinators=coordinators,
         inspector=inspector,
+        share_inspector=share_inspector,
         authorization=authorization,
         metrics=metrics,
         readiness=build_readiness(inspector, coordinators),
@@ -388,6 +396,7 @@ def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> No
     from brokerd.admin.operations import AdminOps
     from brokerd.kafka.groups.admin import operator_error
     from brokerd.native.protocol import NativeFactory
+    from brokerd.native.queue_handlers import QueueOps
 
     limits = settings.limits
     broker = services.broker
@@ -401,6 +410,7 @@ def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> No
         addresses=services.edge.addresses,
         authorizer=services.authorization.authorizer,
         admin=AdminOps(broker, services.inspector, services.coordinators.groups, operator_error),
+        queues=QueueOps(services.coordinators.shares.service, services.share_inspector),
     )
     if services.metrics is not None:
         native.metrics = services.metrics.listener("native")
@@ -526,6 +536,7 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
         readiness=services.readiness,
         identity=http_identity(settings, reactor),
         authorizer=services.authorization.authorizer,
+        shares=services.share_inspector,
     )
     bound = services.readiness.wait_for("http listener", "not bound yet")
 

@@ -19,6 +19,7 @@ from typing import Protocol
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from brokerd.admin.inspect import Inspector
+from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.admin.txn_face import TxnListingFace
 from brokerd.metrics.traffic import TopicTraffic
 
@@ -186,10 +187,55 @@ class TransactionsCollector:
         yield family
 
 
+class ShareGroupsCollector:
+    """Share groups (queues): per group, topic and partition the backlog and the records
+    in flight, and the redeliveries and archived records since the broker started."""
+
+    def __init__(self, inspector: ShareGroupInspector) -> None:
+        self._inspector = inspector
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["group", "topic", "partition"]
+        backlog = _gauge(
+            "brokerd_share_group_backlog",
+            "Records from the share-partition start to the log end not yet acknowledged "
+            "or archived.", labels,
+        )
+        in_flight = _gauge(
+            "brokerd_share_group_in_flight",
+            "Records acquired, or available again, inside the share-partition window.",
+            labels,
+        )
+        acquired = _gauge(
+            "brokerd_share_group_acquired", "Records acquired by a consumer now.", labels
+        )
+        redelivered = CounterMetricFamily(
+            "brokerd_share_group_redelivered",
+            "Deliveries after a record's first since the broker started.", labels=labels,
+        )
+        archived = CounterMetricFamily(
+            "brokerd_share_group_archived",
+            "Records archived (rejected or at the delivery count limit) since the broker "
+            "started.", labels=labels,
+        )
+        groups = self._inspector.groups()
+        for group in groups:
+            for p in group.partitions:
+                key = [group.group_id, p.topic, str(p.partition)]
+                backlog.add_metric(key, p.backlog)
+                in_flight.add_metric(key, p.in_flight)
+                acquired.add_metric(key, p.acquired)
+                redelivered.add_metric(key, p.redelivered_total)
+                archived.add_metric(key, p.archived)
+        yield from (backlog, in_flight, acquired, redelivered, archived)
+        yield GaugeMetricFamily("brokerd_share_groups", "Share groups.", value=len(groups))
+
+
 __all__ = [
     "CleanerCollector",
     "CleanerCounters",
     "InspectorCollector",
+    "ShareGroupsCollector",
     "StoreView",
     "StoresCollector",
     "TransactionsCollector",

@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
 from brokerd.admin.inspect import Inspector
+from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.admin.txn_face import TxnListingFace
 from brokerd.metrics.collectors import (
     CleanerCollector,
     CleanerCounters,
     InspectorCollector,
+    ShareGroupsCollector,
     StoresCollector,
     StoreView,
     TransactionsCollector,
@@ -55,6 +57,9 @@ class BrokerMetrics:
     def add_transactions(self, coordinator: TxnListingFace, states: Sequence[str]) -> None:
         """``states``: every state a transactional id can be in (the coordinator's)."""
         self.registry.register(TransactionsCollector(coordinator, states))
+
+    def add_share_groups(self, inspector: ShareGroupInspector) -> None:
+        self.registry.register(ShareGroupsCollector(inspector))
 
     def add_stores(self, stores: Sequence[StoreView]) -> None:
         self.registry.register(StoresCollector(stores))

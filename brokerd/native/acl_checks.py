@@ -9,8 +9,11 @@ The admin requests: DescribeTopic needs DESCRIBE on the topic, AlterTopicConfigs
 ALTER_CONFIGS, DeleteTopic DELETE, CreatePartitions ALTER; DescribeGroup needs DESCRIBE
 on the group, DeleteGroup DELETE, ResetOffsets READ on the group and READ on the topic
 (Kafka's OffsetCommit rule), and ListGroups lists only the groups the principal may
-DESCRIBE. A group's answer (DescribeGroup, each group of ListGroups) keeps only the
-partitions of topics the principal may DESCRIBE (:mod:`brokerd.admin.visibility`).
+DESCRIBE. The queue requests: QueueFetch and QueueAcknowledge need READ on the group and
+READ on the topic (Kafka's ShareFetch rule), DescribeShareGroup DESCRIBE on the group,
+and ListShareGroups lists only the share groups the principal may DESCRIBE. A group's
+answer (DescribeGroup, each group of ListGroups) keeps only the partitions of topics the
+principal may DESCRIBE (:mod:`brokerd.admin.visibility`).
 A topic refusal is :class:`~brokerd.errors.AuthorizationFailed` (native
 ``TOPIC_AUTHORIZATION_FAILED``), a group refusal
 :class:`~brokerd.admin.errors.GroupAuthorizationFailed` (``GROUP_AUTHORIZATION_FAILED``),
@@ -28,6 +31,7 @@ from collections.abc import Callable, Container, Sequence
 import attrs
 
 from brokerd.admin.errors import GroupAuthorizationFailed
+from brokerd.admin.share_groups import ShareGroupView
 from brokerd.admin.views import GroupView
 from brokerd.admin.visibility import Visibility
 from brokerd.errors import AuthorizationFailed
@@ -49,6 +53,12 @@ from brokerd.native.messages import (
     LongPollFetchRequest,
     ProduceRequest,
     Request,
+)
+from brokerd.native.queue_messages import (
+    DescribeShareGroupRequest,
+    ListShareGroupsRequest,
+    QueueAckRequest,
+    QueueFetchRequest,
 )
 from brokerd.security.acl import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 from brokerd.storage.types import TopicInfo
@@ -97,7 +107,14 @@ class NativeAccess:
                 allowed = self._topic(Operation.DESCRIBE, request.topic)
             case CreateTopicRequest():
                 allowed = self._may_create(request.topic)
-            case ListTopicsRequest() | ListGroupsRequest():
+            case ListTopicsRequest() | ListGroupsRequest() | ListShareGroupsRequest():
+                allowed = True
+            case QueueFetchRequest() | QueueAckRequest():
+                # Kafka's ShareFetch and ShareAcknowledge rule: READ on both.
+                self._check_group(Operation.READ, request.group_id)
+                allowed = self._topic(Operation.READ, request.topic)
+            case DescribeShareGroupRequest():
+                self._check_group(Operation.DESCRIBE, request.group_id)
                 allowed = True
             case DescribeTopicRequest():
                 allowed = self._topic(Operation.DESCRIBE, request.topic)
@@ -124,6 +141,18 @@ class NativeAccess:
     def visible(self, topics: Sequence[TopicInfo]) -> list[TopicInfo]:
         """The topics of a ListTopics answer the principal may DESCRIBE."""
         return [t for t in topics if self._topic(Operation.DESCRIBE, t.name)]
+
+    def visible_share_groups(self, groups: Sequence[ShareGroupView]) -> list[ShareGroupView]:
+        """The share groups of a ListShareGroups or DescribeShareGroup answer the
+        principal may DESCRIBE, each with only the partitions of topics it may DESCRIBE
+        (so its figures leave those out)."""
+        return [
+            attrs.evolve(g, partitions=tuple(
+                p for p in g.partitions if self._topic(Operation.DESCRIBE, p.topic)
+            ))
+            for g in groups
+            if self._group(Operation.DESCRIBE, g.group_id)
+        ]
 
     def visible_groups(self, groups: Sequence[GroupView]) -> list[GroupView]:
         """The groups of a ListGroups answer the principal may DESCRIBE, each as

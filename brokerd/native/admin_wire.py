@@ -46,6 +46,7 @@ __all__ = [
     "BODY_LENGTH",
     "TYPE_OF_CLASS",
     "AdminWireError",
+    "BodyReader",
     "decode_answer",
     "encode_answer",
     "encode_request",
@@ -147,6 +148,10 @@ class _Body:
                 ErrorCode.MALFORMED_REQUEST,
                 f"{len(self._data) - self._pos} byte(s) after the request's last field",
             )
+
+
+#: The checked body reader, for the other length-prefixed requests (the queue types).
+BodyReader = _Body
 
 
 def _alter(body: _Body) -> AlterTopicConfigsRequest:

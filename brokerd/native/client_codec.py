@@ -19,11 +19,12 @@ from collections import deque
 from collections.abc import Sequence
 from typing import cast
 
-from brokerd.native import admin_wire
+from brokerd.native import admin_wire, queue_wire
 from brokerd.native.messages import (
     ADMIN_REQUEST_TYPES,
     DEFAULT_MAX_FETCH_BYTES,
     FETCH_ERROR_MARKER,
+    QUEUE_REQUEST_TYPES,
     CreateTopicRequest,
     CreateTopicResponse,
     ErrorResponse,
@@ -80,6 +81,8 @@ def encode_request(request: Request) -> bytes:
     Raises ``ValueError`` for values that do not fit the wire format."""
     if type(request) in admin_wire.TYPE_OF_CLASS:
         return admin_wire.encode_request(request)  # type: ignore[arg-type]
+    if type(request) in queue_wire.TYPE_OF_CLASS:
+        return queue_wire.encode_request(request)  # type: ignore[arg-type]
     layout = LAYOUT_OF_CLASS.get(type(request))
     if layout is None:
         raise TypeError(f"not a native request: {request!r}")
@@ -221,6 +224,8 @@ class ResponseDecoder:
             return self._error(request_type, 0)
         if request_type in ADMIN_REQUEST_TYPES:
             return admin_wire.decode_answer(request_type, buf)
+        if request_type in QUEUE_REQUEST_TYPES:
+            return queue_wire.decode_answer(request_type, buf)
         if request_type == RequestType.PRODUCE:
             if len(buf) < OK_U64.size:
                 return None

@@ -19,8 +19,10 @@ import attrs
 
 from brokerd import errors
 from brokerd.admin import errors as admin_errors
+from brokerd.core.share.partition import InvalidAcknowledgement
 from brokerd.names import MAX_TOPIC_LENGTH
 from brokerd.native.admin_messages import AdminRequest, AdminResponse
+from brokerd.native.queue_messages import QueueAckResponse, QueueFetchResponse, QueueRequest
 
 __all__ = [
     "ADMIN_REQUEST_TYPES",
@@ -31,6 +33,7 @@ __all__ = [
     "MAX_PARTITIONS",
     "MAX_TOPIC_LENGTH",
     "PRODUCE_RECORD_OVERHEAD",
+    "QUEUE_REQUEST_TYPES",
     "CreateTopicRequest",
     "CreateTopicResponse",
     "ErrorCode",
@@ -98,11 +101,21 @@ class RequestType(enum.IntEnum):
     DESCRIBE_GROUP = 12
     RESET_OFFSETS = 13
     DELETE_GROUP = 14
+    # The queue requests (brokerd.native.queue_messages, docs/protocol.md section 2.9).
+    QUEUE_FETCH = 15
+    QUEUE_ACKNOWLEDGE = 16
+    DESCRIBE_SHARE_GROUP = 17
+    LIST_SHARE_GROUPS = 18
 
 
 #: The request types whose frame is ``u16 type, u32 body_len, body`` and whose success
 #: answer is ``u16 error = 0`` followed, for most, by a JSON document.
 ADMIN_REQUEST_TYPES = frozenset(range(RequestType.DESCRIBE_TOPIC, RequestType.DELETE_GROUP + 1))
+#: The queue request types: framed as the admin types, and every success answer is
+#: ``u16 error = 0, u32 body_len, body``.
+QUEUE_REQUEST_TYPES = frozenset(
+    range(RequestType.QUEUE_FETCH, RequestType.LIST_SHARE_GROUPS + 1)
+)
 
 
 class ErrorCode(enum.IntEnum):
@@ -131,6 +144,7 @@ class ErrorCode(enum.IntEnum):
     GROUP_AUTHORIZATION_FAILED = 20
     UNSUPPORTED_REQUEST = 21
     RESPONSE_TOO_LARGE = 22
+    INVALID_RECORD_STATE = 23
 
 
 #: The one table from shared broker errors to wire codes. Lookup walks the exception's
@@ -145,6 +159,7 @@ _ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     admin_errors.GroupNotFound: ErrorCode.GROUP_ID_NOT_FOUND,
     admin_errors.GroupNotEmpty: ErrorCode.NON_EMPTY_GROUP,
     admin_errors.AdminUnavailable: ErrorCode.UNSUPPORTED_REQUEST,
+    InvalidAcknowledgement: ErrorCode.INVALID_RECORD_STATE,
     errors.UnknownTopicOrPartition: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     errors.TopicAlreadyExists: ErrorCode.TOPIC_ALREADY_EXISTS,
     errors.InvalidPartitions: ErrorCode.INVALID_PARTITIONS,
@@ -244,6 +259,7 @@ Request = (
     | ListTopicsRequest
     | LongPollFetchRequest
     | AdminRequest
+    | QueueRequest
 )
 
 
@@ -342,6 +358,8 @@ Response = (
     | ListTopicsResponse
     | LongPollFetchResponse
     | AdminResponse
+    | QueueFetchResponse
+    | QueueAckResponse
     | ErrorResponse
 )
 

@@ -12,7 +12,9 @@ answered and then closes the connection; a parked long poll keeps reading a litt
 client closing meanwhile is noticed; undecoded input beyond a bound aborts a client that
 ignores flow control; whatever is in flight is cancelled when the connection goes away.
 The admin requests (types 7 to 14) go to :mod:`brokerd.native.admin_handlers` and
-:class:`~brokerd.admin.operations.AdminOps`, in the same one-at-a-time order.
+:class:`~brokerd.admin.operations.AdminOps`, the queue requests (types 15 to 18) to
+:mod:`brokerd.native.queue_handlers` (the connection is one share-group member, released
+when it closes), in the same one-at-a-time order.
 
 What it does not do: parse or build bytes (the codec does), touch files or threads (the
 core does), or use the global reactor (the clock is injected).
@@ -30,6 +32,7 @@ from twisted.python.failure import Failure
 
 from brokerd.admin.errors import AdminUnavailable
 from brokerd.admin.operations import AdminOps
+from brokerd.admin.share_groups import ShareGroupView
 from brokerd.admin.views import GroupView
 from brokerd.core.api import CoreApi
 from brokerd.native import admin_wire, server_codec
@@ -54,6 +57,13 @@ from brokerd.native.messages import (
     RequestType,
     error_code_for,
 )
+from brokerd.native.queue_handlers import QueueMember, QueueOps, queue_call
+from brokerd.native.queue_messages import (
+    DescribeShareGroupRequest,
+    ListShareGroupsRequest,
+    QueueFetchRequest,
+)
+from brokerd.native.queue_wire import TYPE_OF_CLASS as QUEUE_TYPE_OF_CLASS
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
@@ -114,6 +124,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         authorizer: AclAuthorizer | None = None,
         admin: AdminOps | None = None,
         request_budget: RequestBudget | None = None,
+        queues: QueueOps | None = None,
     ) -> None:
         super().__init__(
             clock=clock,
@@ -125,6 +136,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         self._core = core
         self._authorizer = authorizer
         self._admin = admin
+        self._queues = queues
+        #: This connection as a share-group member (queue fetches acquire for it).
+        self.queue_member = QueueMember()
         self._max_fetch_bytes = max_fetch_bytes
         self._decoder = RequestDecoder(max_produce_bytes=max_produce_bytes)
         self._max_unread = max_produce_bytes + MAX_UNREAD_SLACK_BYTES
@@ -166,7 +180,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         in_flight = self.inFlight
         return (
             bool(in_flight)
-            and isinstance(in_flight[0], LongPollFetchRequest)
+            and isinstance(in_flight[0], LongPollFetchRequest | QueueFetchRequest)
             and self._decoder.buffered < LONG_POLL_EAGER_READ_BYTES
         )
 
@@ -185,6 +199,11 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
 
     def requestsAbandoned(self) -> None:
         self._decoder = RequestDecoder()  # drop the undecoded input with it
+        if self._queues is not None and not self.queue_member.closed:
+            # Whatever this connection acquired is given back now, not at lock expiry.
+            self.queue_member.release(self._queues.service).addErrback(
+                lambda f: self._log.failure("releasing a native queue member", f)
+            )
         # Cancels a parked long poll (or any pending call): it must not outlive its
         # connection, and its late result is dropped.
         super().requestsAbandoned()
@@ -231,6 +250,8 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             if isinstance(request, ListGroupsRequest):
                 groups = cast(defer.Deferred[list[GroupView]], call())
                 return groups.addCallback(access.visible_groups)
+            if isinstance(request, ListShareGroupsRequest | DescribeShareGroupRequest):
+                return self._queue_call(request, access.visible_share_groups)
             if isinstance(request, DescribeGroupRequest):
                 group = cast(defer.Deferred[GroupView], call())
                 return group.addCallback(access.visible_group)
@@ -248,6 +269,9 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         admin_type = ADMIN_TYPE_OF_CLASS.get(type(request))
         if admin_type is not None:
             return admin_type, lambda: self._admin_call(request)
+        queue_type = QUEUE_TYPE_OF_CLASS.get(type(request))
+        if queue_type is not None:
+            return queue_type, lambda: self._queue_call(request)
         match request:
             case ProduceRequest():
                 return RequestType.PRODUCE, lambda: core.produce_values(
@@ -285,8 +309,26 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             raise AdminUnavailable("this listener does not serve admin requests")
         return admin_call(self._admin, request)  # type: ignore[arg-type]
 
+    def _queue_call(
+        self,
+        request: Request,
+        visible: Callable[[list[ShareGroupView]], list[ShareGroupView]] | None = None,
+    ) -> defer.Deferred[bytes]:
+        if self._queues is None:
+            raise AdminUnavailable("this listener does not serve share groups")
+        return queue_call(
+            self._queues,
+            self.queue_member,
+            request,  # type: ignore[arg-type]
+            max_bytes=self._max_fetch_bytes,
+            max_wait_ms=min(getattr(request, "max_wait_ms", 0), MAX_LONG_POLL_WAIT_MS),
+            **({"visible": visible} if visible is not None else {}),
+        )
+
     def _encode(self, result: object, request: Request) -> bytes:
         """Turn the core's answer into response bytes."""
+        if type(request) in QUEUE_TYPE_OF_CLASS:
+            return cast(bytes, result)  # the queue handlers encode their own answers
         if type(request) in ADMIN_TYPE_OF_CLASS:
             document = admin_document(request, cast(AdminResult, result))  # type: ignore[arg-type]
             return admin_wire.encode_answer(ADMIN_TYPE_OF_CLASS[type(request)], document)
@@ -355,8 +397,11 @@ class NativeFactory(Factory):
         admin: AdminOps | None = None,
         request_budget: RequestBudget | None = None,
         addresses: AddressLimits | None = None,
+        queues: QueueOps | None = None,
     ) -> None:
         self.broker = broker
+        #: Share groups (request types 15 to 18); None answers them UNSUPPORTED_REQUEST.
+        self.queues = queues
         #: The broker-wide budget of buffered request bytes (shared with the Kafka
         #: listener); None: no limit.
         self.request_budget = request_budget
@@ -386,6 +431,7 @@ class NativeFactory(Factory):
             authorizer=self.authorizer,
             admin=self.admin,
             request_budget=self.request_budget,
+            queues=self.queues,
         )
         proto.factory = self
         proto.metrics = self.metrics

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 
 from brokerd import errors
 from brokerd.names import MAX_TOPIC_LENGTH, validate_topic_name
-from brokerd.native import admin_wire
+from brokerd.native import admin_wire, queue_wire
 from brokerd.native.admin_messages import MAX_ADMIN_REQUEST_BYTES
 from brokerd.native.messages import (
     ADMIN_REQUEST_TYPES,
@@ -31,6 +31,7 @@ from brokerd.native.messages import (
     FETCH_ERROR_MARKER,
     MAX_ERROR_MESSAGE_BYTES,
     PRODUCE_RECORD_OVERHEAD,
+    QUEUE_REQUEST_TYPES,
     ErrorCode,
     ProduceRequest,
     Request,
@@ -352,7 +353,7 @@ class RequestDecoder:
         del self._buf[:2]
         self._type = request_type
         layout = REQUEST_LAYOUTS.get(request_type)
-        if request_type in ADMIN_REQUEST_TYPES:
+        if request_type in ADMIN_REQUEST_TYPES or request_type in QUEUE_REQUEST_TYPES:
             self._state = _State.ADMIN_LEN
         elif layout is not None:
             self._layout = layout
@@ -388,7 +389,11 @@ class RequestDecoder:
         body = bytes(self._buf[:length])
         del self._buf[:length]
         try:
-            request = admin_wire.parse_body(self._type, body)
+            request: Request
+            if self._type in QUEUE_REQUEST_TYPES:
+                request = queue_wire.parse_body(self._type, body)
+            else:
+                request = admin_wire.parse_body(self._type, body)
         except admin_wire.AdminWireError as exc:
             self._fail(exc.code, str(exc))
             self._end_frame(None)

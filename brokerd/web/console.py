@@ -2,8 +2,9 @@
 the broker, refreshing live in the browser.
 
 This module is the HTTP layer: which URL shows which page, status codes and headers.
-``/`` is the overview, ``/topics/<name>`` one topic, ``/groups/<id>`` one group (names
-URL-quoted); anything else, or a topic or group that does not exist, is a 404 page.
+``/`` is the overview, ``/topics/<name>`` one topic, ``/groups/<id>`` one group,
+``/share-groups/<id>`` one share group (names URL-quoted); anything else, or a topic or
+group that does not exist, is a 404 page.
 ``?fragment=1`` answers the page's body alone (what the refresh script swaps in). Only GET
 and HEAD are served: nothing here changes the broker. The root resource is not a leaf, so
 the site adds ``/metrics`` and the health checks beside the pages. Page bodies are built by
@@ -16,10 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import cast
 
+import attrs
 from twisted.internet.interfaces import IReactorTime
 from twisted.web.resource import Resource
 from twisted.web.server import Request
 
+from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
 from brokerd.clock import Seconds
 from brokerd.web import console_pages as pages
 from brokerd.web.console_history import (
@@ -50,8 +53,10 @@ class _Console:
         settings: Mapping[str, str],
         sampler: ConsoleSampler | None,
         scope_of: ScopeOf,
+        shares: ShareGroupInspector | None = None,
     ) -> None:
         self.source = source
+        self.shares = shares
         self.clock = clock
         self.settings = dict(settings)
         self.sampler = sampler
@@ -62,6 +67,21 @@ class _Console:
     def source_for(self, request: Request) -> ConsoleSource:
         """What ``request``'s principal may see of the broker."""
         return self.scope_of(request).source(self.source)
+
+    def share_groups_for(self, request: Request) -> list[ShareGroupView] | None:
+        """The share groups ``request``'s principal may DESCRIBE, each with only the
+        partitions of topics it may DESCRIBE; None when the console has none."""
+        if self.shares is None:
+            return None
+        visibility = self.scope_of(request).visibility
+        groups = self.shares.groups()
+        if visibility is None:
+            return groups
+        return [
+            attrs.evolve(g, partitions=tuple(p for p in g.partitions if visibility.topic(p.topic)))
+            for g in groups
+            if visibility.group(g.group_id)
+        ]
 
     def settings_for(self, request: Request) -> Mapping[str, str]:
         return self.settings if self.scope_of(request).shows_settings else {}
@@ -194,6 +214,39 @@ class _Groups(_ReadOnly):
         return _Page(self._console, render)
 
 
+class _ShareGroups(_ReadOnly):
+    """``/share-groups/<id>``; ``/share-groups`` itself sends the browser to the list."""
+
+    def __init__(self, console: _Console) -> None:
+        super().__init__()
+        self._console = console
+
+    def render_GET(self, request: Request) -> bytes:
+        return _see_other(request, b"/#share-groups")
+
+    def getChild(self, path: bytes, request: Request) -> Resource:
+        if path == b"":
+            return self
+        group_id = _decoded(path)
+        console = self._console
+
+        def find() -> ShareGroupView | None:
+            groups = console.share_groups_for(request) or []
+            return next((g for g in groups if g.group_id == group_id), None)
+
+        if group_id is None or find() is None:
+            shown = path.decode("utf-8", "replace")
+            return _Page(console, console.not_found("share group", shown))
+
+        def render(moment: pages.Moment) -> tuple[int, str, str]:
+            group = find()
+            if group is None:
+                return NOT_FOUND, "Not found", pages.not_found("share group", str(group_id))
+            return OK, f"Share group {group_id}", pages.share_group_page(group, moment)
+
+        return _Page(console, render)
+
+
 class _Root(_ReadOnly):
     """``/``: the overview. The site adds ``/metrics`` and the health checks as children
     (``putChild``), which take precedence over :meth:`getChild`."""
@@ -203,6 +256,7 @@ class _Root(_ReadOnly):
         self._console = console
         self._topics = _Topics(console)
         self._groups = _Groups(console)
+        self._share_groups = _ShareGroups(console)
 
     def getChild(self, path: bytes, request: Request) -> Resource:
         if path == b"":
@@ -211,6 +265,8 @@ class _Root(_ReadOnly):
             return self._topics
         if path == b"groups":
             return self._groups
+        if path == b"share-groups":
+            return self._share_groups
         shown = path.decode("utf-8", "replace")
         return _Page(self._console, self._console.not_found("page", "/" + shown))
 
@@ -220,7 +276,10 @@ class _Root(_ReadOnly):
         settings = console.settings_for(request)
 
         def render(moment: pages.Moment) -> tuple[int, str, str]:
-            body = pages.overview(source, moment, settings=settings, started=console.started)
+            body = pages.overview(
+                source, moment, settings=settings, started=console.started,
+                share_groups=console.share_groups_for(request),
+            )
             return OK, "Overview", body
 
         return console.respond(request, render)
@@ -233,17 +292,20 @@ def make_console(
     settings: Mapping[str, str],
     sampler: ConsoleSampler | None = None,
     scope_of: ScopeOf | None = None,
+    shares: ShareGroupInspector | None = None,
 ) -> Resource:
     """The console's root resource. ``inspector``: where the figures come from
     (:class:`brokerd.admin.inspect.Inspector`); ``clock``: the time shown and uptime's
     origin (the moment this is called); ``settings``: the broker's effective options,
     shown on the overview; ``sampler``: the history its rates and charts come from (None
     shows current figures only); ``scope_of``: what each request may see
-    (:mod:`brokerd.web.scope`; None: everything)."""
+    (:mod:`brokerd.web.scope`; None: everything); ``shares``: the share groups'
+    figures (None: the console shows no share groups)."""
     return _Root(
         _Console(
             inspector, cast(Seconds, clock), settings, sampler,
             scope_of if scope_of is not None else (lambda request: EVERYTHING),
+            shares,
         )
     )
 

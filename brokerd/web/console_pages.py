@@ -1,5 +1,5 @@
-"""The console's page bodies: the overview (topics, groups, the broker), one topic, one
-consumer group, and "not found".
+"""The console's page bodies: the overview (topics, groups, share groups, the broker),
+one topic, one consumer group, one share group, and "not found".
 
 Each function turns views (:mod:`brokerd.admin.views`) and the sampler's history into
 the HTML of a page body; every text that came from a client (group ids, client ids,
@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from html import escape
+from urllib.parse import quote
 
 import attrs
 
+from brokerd.admin.share_groups import ShareGroupView
 from brokerd.admin.views import GroupView, PartitionView, TopicView
 from brokerd.web import console_history as history
 from brokerd.web.console_history import ConsoleSource, Sample
@@ -100,8 +102,10 @@ def overview(
     *,
     settings: Mapping[str, str],
     started: float,
+    share_groups: Sequence[ShareGroupView] | None = None,
 ) -> str:
-    """``/``: every topic, every group, and the broker's settings and health."""
+    """``/``: every topic, every group (consumer groups, and the share groups when
+    ``share_groups`` is given), and the broker's settings and health."""
     topics = source.topics()
     topic_rows = (_topic_row(t, moment) for t in topics)
     topics_html = table(
@@ -147,6 +151,7 @@ def overview(
         stamp(moment.render, moment.now)
         + f'<section id="topics"><h2>Topics</h2>{topics_html}</section>'
         + f'<section id="groups"><h2>Consumer groups</h2>{groups_html}</section>'
+        + (_share_groups_section(share_groups) if share_groups is not None else "")
         + f'<section id="broker"><h2>Broker</h2>{broker}'
         + (
             "<h2>Offline partitions</h2>"
@@ -331,6 +336,74 @@ def group_page(group: GroupView, moment: Moment) -> str:
     )
 
 
+# -- share groups ----------------------------------------------------------------------
+
+
+def share_group_link(group_id: str) -> str:
+    return f'<a href="/share-groups/{quote(group_id, safe="")}">{escape(group_id)}</a>'
+
+
+def _share_groups_section(groups: Sequence[ShareGroupView]) -> str:
+    rows = (
+        "<tr>"
+        + raw_cell(share_group_link(g.group_id))
+        + cell(count(len(g.partitions)), num=True)
+        + cell(count(g.backlog), num=True)
+        + cell(count(g.in_flight), num=True)
+        + cell(count(g.redelivered_total), num=True)
+        + cell(count(g.archived), num=True)
+        + "</tr>"
+        for g in groups
+    )
+    html = table(
+        ("share group", "partitions", "backlog", "in flight", "redelivered", "archived"),
+        rows,
+        empty="No share groups yet.",
+        numeric=(1, 2, 3, 4, 5),
+    )
+    return f'<section id="share-groups"><h2>Share groups</h2>{html}</section>'
+
+
+def share_group_page(group: ShareGroupView, moment: Moment) -> str:
+    """``/share-groups/<id>``: the group's totals and its figures per partition."""
+    facts = _facts(
+        [
+            ("partitions", count(len(group.partitions))),
+            ("backlog", count(group.backlog)),
+            ("in flight", count(group.in_flight)),
+            ("redelivered", count(group.redelivered_total)),
+            ("archived", count(group.archived)),
+        ]
+    )
+    rows = (
+        "<tr>"
+        + raw_cell(topic_link(p.topic))
+        + cell(str(p.partition), num=True)
+        + cell(count(p.start_offset), num=True)
+        + cell(count(p.end_offset), num=True)
+        + cell(count(p.backlog), num=True)
+        + cell(count(p.in_flight), num=True)
+        + cell(count(p.acquired), num=True)
+        + cell(count(p.redelivered_total), num=True)
+        + cell(count(p.archived), num=True)
+        + "</tr>"
+        for p in group.partitions
+    )
+    partitions = table(
+        ("topic", "partition", "start", "end", "backlog", "in flight", "acquired",
+         "redelivered", "archived"),
+        rows,
+        empty="No partitions.",
+        numeric=(1, 2, 3, 4, 5, 6, 7, 8),
+    )
+    return (
+        stamp(moment.render, moment.now)
+        + f"<h1>Share group {escape(group.group_id)}</h1>"
+        + facts
+        + f'<section id="partitions"><h2>Partitions</h2>{partitions}</section>'
+    )
+
+
 def not_found(what: str, name: str) -> str:
     """The body of a 404: ``what`` (a topic, a group, a page) named ``name``."""
     return (
@@ -340,4 +413,12 @@ def not_found(what: str, name: str) -> str:
     )
 
 
-__all__ = ["ConsoleSource", "Moment", "group_page", "not_found", "overview", "topic_page"]
+__all__ = [
+    "ConsoleSource",
+    "Moment",
+    "group_page",
+    "not_found",
+    "overview",
+    "share_group_page",
+    "topic_page",
+]

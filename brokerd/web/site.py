@@ -19,6 +19,7 @@ from twisted.web.resource import IResource, Resource
 from twisted.web.server import Site
 
 from brokerd.admin.inspect import Inspector
+from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.security.acl import AclAuthorizer
 from brokerd.security.doors import HttpAuth
 from brokerd.web.auth import AuthGuard, HttpIdentity
@@ -38,17 +39,19 @@ def make_site(
     readiness: Readiness | None = None,
     identity: HttpIdentity | None = None,
     authorizer: AclAuthorizer | None = None,
+    shares: ShareGroupInspector | None = None,
 ) -> Site:
     """The HTTP site: the console at ``/`` (``settings`` are the broker's effective
     options, shown on its broker page; ``sampler`` its history), ``/metrics`` serving
     ``registry``, ``/healthz``, and ``/readyz`` asking ``readiness`` (by default only
     offline partitions make it fail). ``identity`` says who a request is
     (``--http-auth``; None: nobody is asked), ``authorizer`` what it may see (None:
-    everything)."""
+    everything), ``shares`` the share groups the console shows (None: none)."""
     identity = identity or HttpIdentity(HttpAuth.NONE)
     scope_of = Scoper(identity, authorizer)
     root: Resource = make_console(
-        inspector, clock=clock, settings=settings, sampler=sampler, scope_of=scope_of
+        inspector, clock=clock, settings=settings, sampler=sampler, scope_of=scope_of,
+        shares=shares,
     )
     children: dict[bytes, Resource] = {
         b"healthz": HealthResource(),

@@ -131,6 +131,8 @@ class SharePartition:
         self.records: dict[int, InFlight] = {}
         #: Records archived since the engine opened (a figure for operators).
         self.archived_total = 0
+        #: Deliveries after a record's first since the engine opened (operators' figure).
+        self.redelivered_total = 0
 
     # -- reading -------------------------------------------------------------------------
 
@@ -213,6 +215,8 @@ class SharePartition:
                     limit=self.limit,
                 )
                 entry.delivery_count += 1
+                if entry.delivery_count > 1:
+                    self.redelivered_total += 1
                 entry.member = member
                 entry.deadline_ms = deadline
                 changed.add(offset)

@@ -1,0 +1,279 @@
+# -*- test-case-name: tests.test_native_queue_codec -*-
+"""Byte layouts of the native queue requests (types 15 to 18) and their answers (sans-IO).
+
+A queue request is framed like an admin request, ``u16 type, u32 body_len, body``, so
+the server's decoder checks ``body_len`` before buffering and hands a complete body to
+:func:`parse_body` (the body is read with the admin bodies' checked reader). Every
+success answer is ``u16 error = 0, u32 body_len, body``: a client checks ``body_len``
+against :data:`~brokerd.native.queue_messages.MAX_QUEUE_ANSWER_BYTES` before waiting for
+the body, then parses it whole (:func:`decode_answer`). The describe and list answers'
+bodies are compact UTF-8 JSON documents, as the admin answers'. The layouts are
+specified in ``docs/protocol.md``, section 2.9.
+
+What this module does not do: buffer a stream, do I/O, or decide what a request means
+beyond the wire's own rules (names valid, counts within limits).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Sequence
+
+from brokerd.native.admin_messages import MAX_ADMIN_RESPONSE_BYTES, AdminResponse, JsonValue
+from brokerd.native.admin_wire import BODY_LENGTH, AdminWireError, BodyReader
+from brokerd.native.messages import ErrorCode, MalformedResponse, RequestType
+from brokerd.native.queue_messages import (
+    MAX_QUEUE_ACK_OFFSETS,
+    MAX_QUEUE_ACK_RANGES,
+    MAX_QUEUE_ANSWER_BYTES,
+    MAX_QUEUE_RECORDS,
+    AckKind,
+    AckRange,
+    DescribeShareGroupRequest,
+    ListShareGroupsRequest,
+    QueueAckRequest,
+    QueueAckResponse,
+    QueueFetchRequest,
+    QueueFetchResponse,
+    QueueRecord,
+    QueueRequest,
+)
+from brokerd.native.wire import MAX_U16, MAX_U32, MAX_U64, U16, U32, check_range
+
+__all__ = [
+    "TYPE_OF_CLASS",
+    "QueueAnswer",
+    "decode_answer",
+    "encode_ack_answer",
+    "encode_document_answer",
+    "encode_fetch_answer",
+    "encode_request",
+    "parse_body",
+]
+
+TYPE_OF_CLASS: dict[type, RequestType] = {
+    QueueFetchRequest: RequestType.QUEUE_FETCH,
+    QueueAckRequest: RequestType.QUEUE_ACKNOWLEDGE,
+    DescribeShareGroupRequest: RequestType.DESCRIBE_SHARE_GROUP,
+    ListShareGroupsRequest: RequestType.LIST_SHARE_GROUPS,
+}
+
+#: What a client decodes from a successful queue answer.
+QueueAnswer = QueueFetchResponse | QueueAckResponse | AdminResponse
+
+_U8 = struct.Struct(">B")
+_U64 = struct.Struct(">Q")
+_OK_BODY = struct.Struct(">HI")  # error = 0, body_len
+_RANGE = struct.Struct(">QQB")  # first, last, kind
+_RECORD_HEAD = struct.Struct(">QH")  # offset, delivery_count
+#: The smallest record of a fetch answer: offset, delivery count, two empty sizes.
+_MIN_RECORD = _RECORD_HEAD.size + 8
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def _fetch(body: BodyReader) -> QueueFetchRequest:
+    group = body.group()
+    topic = body.topic()
+    partition = body.u32("partition")
+    max_records = body.u32("max records")
+    if not 1 <= max_records <= MAX_QUEUE_RECORDS:
+        raise AdminWireError(
+            ErrorCode.MALFORMED_REQUEST,
+            f"max records must be 1..{MAX_QUEUE_RECORDS}, not {max_records}",
+        )
+    max_wait_ms = body.u32("max wait")
+    return QueueFetchRequest(group, topic, partition, max_records, max_wait_ms)
+
+
+def _ack(body: BodyReader) -> QueueAckRequest:
+    group = body.group()
+    topic = body.topic()
+    partition = body.u32("partition")
+    count = body.count("range count", MAX_QUEUE_ACK_RANGES, _RANGE.size)
+    if count == 0:
+        raise AdminWireError(ErrorCode.MALFORMED_REQUEST, "an acknowledgement needs a range")
+    ranges: list[AckRange] = []
+    covered = 0
+    for _ in range(count):
+        first = body.u64("first offset")
+        last = body.u64("last offset")
+        raw_kind = body.u8("acknowledgement kind")
+        if last < first or last > 2**63 - 1:
+            raise AdminWireError(
+                ErrorCode.MALFORMED_REQUEST, f"bad offset range {first}..{last}"
+            )
+        covered += last - first + 1
+        if covered > MAX_QUEUE_ACK_OFFSETS:
+            raise AdminWireError(
+                ErrorCode.MALFORMED_REQUEST,
+                f"the ranges cover more than {MAX_QUEUE_ACK_OFFSETS} offsets",
+            )
+        try:
+            kind = AckKind(raw_kind)
+        except ValueError:
+            raise AdminWireError(
+                ErrorCode.MALFORMED_REQUEST, f"unknown acknowledgement kind {raw_kind}"
+            ) from None
+        ranges.append(AckRange(first, last, kind))
+    return QueueAckRequest(group, topic, partition, tuple(ranges))
+
+
+def parse_body(request_type: int, data: bytes) -> QueueRequest:
+    """The request of queue type ``request_type`` whose complete body is ``data``.
+    Raises :class:`AdminWireError` (never anything else) for a body it refuses."""
+    body = BodyReader(data)
+    request: QueueRequest
+    if request_type == RequestType.QUEUE_FETCH:
+        request = _fetch(body)
+    elif request_type == RequestType.QUEUE_ACKNOWLEDGE:
+        request = _ack(body)
+    elif request_type == RequestType.DESCRIBE_SHARE_GROUP:
+        request = DescribeShareGroupRequest(body.group())
+    elif request_type == RequestType.LIST_SHARE_GROUPS:
+        request = ListShareGroupsRequest()
+    else:
+        raise AdminWireError(ErrorCode.UNKNOWN_REQUEST_TYPE, f"not a queue type: {request_type}")
+    body.end()
+    return request
+
+
+def _string(text: str, what: str) -> bytes:
+    raw = text.encode("utf-8")
+    check_range(f"{what} length", len(raw), MAX_U16)
+    return U16.pack(len(raw)) + raw
+
+
+def _body(request: QueueRequest) -> bytes:
+    match request:
+        case QueueFetchRequest():
+            return b"".join((
+                _string(request.group_id, "group id"),
+                _string(request.topic, "topic"),
+                U32.pack(check_range("partition", request.partition, MAX_U32)),
+                U32.pack(check_range("max records", request.max_records, MAX_U32)),
+                U32.pack(check_range("max wait", request.max_wait_ms, MAX_U32)),
+            ))
+        case QueueAckRequest():
+            parts = [
+                _string(request.group_id, "group id"),
+                _string(request.topic, "topic"),
+                U32.pack(check_range("partition", request.partition, MAX_U32)),
+                U32.pack(check_range("range count", len(request.ranges), MAX_U32)),
+            ]
+            for r in request.ranges:
+                parts.append(_RANGE.pack(
+                    check_range("first offset", r.first, MAX_U64),
+                    check_range("last offset", r.last, MAX_U64),
+                    int(r.kind),
+                ))
+            return b"".join(parts)
+        case DescribeShareGroupRequest():
+            return _string(request.group_id, "group id")
+        case ListShareGroupsRequest():
+            return b""
+    raise TypeError(f"not a native queue request: {request!r}")
+
+
+def encode_request(request: QueueRequest) -> bytes:
+    """``u16 type, u32 body_len, body``. Raises ``ValueError`` for values the wire
+    cannot carry (the server applies the tighter limits)."""
+    body = _body(request)
+    check_range("body length", len(body), MAX_U32)
+    return U16.pack(TYPE_OF_CLASS[type(request)]) + BODY_LENGTH.pack(len(body)) + body
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def _answer(body: bytes) -> bytes:
+    return _OK_BODY.pack(0, len(body)) + body
+
+
+def encode_fetch_answer(records: Sequence[QueueRecord]) -> bytes:
+    """``u16 error = 0, u32 body_len``, body: ``u32 count, count x (u64 offset, u16
+    delivery_count, u32 key_size, key, u32 value_size, value)``."""
+    parts = [U32.pack(len(records))]
+    for r in records:
+        parts.append(_RECORD_HEAD.pack(r.offset, min(r.delivery_count, MAX_U16)))
+        parts += [U32.pack(len(r.key)), r.key, U32.pack(len(r.value)), r.value]
+    return _answer(b"".join(parts))
+
+
+def encode_ack_answer() -> bytes:
+    """``u16 error = 0, u32 body_len = 0``."""
+    return _answer(b"")
+
+
+def encode_document_answer(document: JsonValue) -> bytes:
+    """``u16 error = 0, u32 json_len, json``; raises :class:`AdminWireError`
+    (RESPONSE_TOO_LARGE) above the admin answers' limit."""
+    raw = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    if len(raw) > MAX_ADMIN_RESPONSE_BYTES:
+        raise AdminWireError(
+            ErrorCode.RESPONSE_TOO_LARGE,
+            f"answer of {len(raw)} bytes exceeds {MAX_ADMIN_RESPONSE_BYTES}",
+        )
+    return _answer(raw)
+
+
+def _fetch_records(body: bytes) -> QueueFetchResponse:
+    if len(body) < 4:
+        raise MalformedResponse("queue fetch answer ends inside its count")
+    (count,) = U32.unpack_from(body)
+    if count > MAX_QUEUE_RECORDS or count * _MIN_RECORD > len(body) - 4:
+        raise MalformedResponse(f"queue fetch answer: {count} records cannot fit its body")
+    pos = 4
+    records: list[QueueRecord] = []
+    for _ in range(count):
+        if pos + _RECORD_HEAD.size + 4 > len(body):
+            raise MalformedResponse("queue fetch answer ends inside a record")
+        offset, delivery = _RECORD_HEAD.unpack_from(body, pos)
+        pos += _RECORD_HEAD.size
+        fields: list[bytes] = []
+        for what in ("key", "value"):
+            if pos + 4 > len(body):
+                raise MalformedResponse(f"queue fetch answer ends inside a {what} size")
+            (size,) = U32.unpack_from(body, pos)
+            pos += 4
+            if size > len(body) - pos:
+                raise MalformedResponse(f"queue fetch answer: {what} of {size} bytes overruns")
+            fields.append(body[pos : pos + size])
+            pos += size
+        records.append(QueueRecord(offset, delivery, fields[0], fields[1]))
+    if pos != len(body):
+        raise MalformedResponse(f"queue fetch answer: {len(body) - pos} bytes after the records")
+    return QueueFetchResponse(tuple(records))
+
+
+def decode_answer(
+    request_type: int, buf: bytes | bytearray, *, limit: int = MAX_QUEUE_ANSWER_BYTES
+) -> tuple[QueueAnswer, int] | None:
+    """The success answer at the start of ``buf`` (its error code already read as 0) and
+    its length, or None while incomplete. A body longer than ``limit`` is refused before
+    it is waited for (:class:`MalformedResponse`)."""
+    if len(buf) < _OK_BODY.size:
+        return None
+    _, length = _OK_BODY.unpack_from(buf)
+    if length > limit:
+        raise MalformedResponse(f"queue answer of {length} bytes exceeds {limit}")
+    end = _OK_BODY.size + length
+    if len(buf) < end:
+        return None
+    body = bytes(buf[_OK_BODY.size : end])
+    answer: QueueAnswer
+    if request_type == RequestType.QUEUE_FETCH:
+        answer = _fetch_records(body)
+    elif request_type == RequestType.QUEUE_ACKNOWLEDGE:
+        if body:
+            raise MalformedResponse(f"acknowledge answer with a {len(body)}-byte body")
+        answer = QueueAckResponse()
+    else:
+        try:
+            document: JsonValue = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise MalformedResponse(f"queue answer is not JSON: {exc}") from None
+        answer = AdminResponse(request_type, document)
+    return answer, end
