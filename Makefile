@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c 'from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))'
 	touch $(STAMP)
 
-# kafkajs for tests/test_kafkajs.py, exactly as tests/node/package-lock.json pins it. Without
+# kafkajs for tests/e2e/test_kafkajs.py, exactly as tests/node/package-lock.json pins it. Without
 # npm the kafkajs tests skip (saying so); nothing else needs node.
 NODE_DIR := tests/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
@@ -34,7 +34,7 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	  echo "npm not found: the kafkajs tests will be skipped"; \
 	fi
 
-# The judges of tests/test_judges.py (tests/judge_drivers.py). `jvm-deps`: Kafka's Java
+# The judges of tests/e2e/test_judges.py (tests/judge_drivers.py). `jvm-deps`: Kafka's Java
 # client jars, as tests/jvm/pom.xml pins them, copied once into tests/jvm/lib (Maven's
 # local repository keeps them, so later runs are offline), and the driver compiled
 # against them into build/jvm/classes. `go-deps`: the Go clients' driver (tests/go,

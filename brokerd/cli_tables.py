@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_cli_tables -*-
+# -*- test-case-name: tests.test_cli_admin -*-
 """Aligned text tables of the admin answers, for ``brokerctl`` (:mod:`brokerd.cli_admin`).
 
 Each ``render_*`` function takes the JSON form of a view (``brokerd.admin.views.to_json``,

@@ -1,6 +1,6 @@
 """A Faust app's ``worker`` command as a child process of a test, logging to a file.
 
-Shared by the Faust tests (tests/test_faust.py, tests/test_transactions_faust.py): each
+Shared by the Faust tests (tests/e2e/test_faust.py, tests/e2e/test_faust_transactions.py): each
 start appends a marked section to the log, so a failure can show what every run said.
 """
 

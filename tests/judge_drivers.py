@@ -1,4 +1,4 @@
-"""One small driver per outside client of the judges' suite (``tests/test_judges.py``):
+"""One small driver per outside client of the judges' suite (``tests/e2e/test_judges.py``):
 Kafka's Java client (``tests/jvm/``), the Go clients franz-go, sarama and segmentio/kafka-go
 (``tests/go/``) and @platformatic/kafka (``tests/node/platformatic.mjs``).
 

@@ -1,5 +1,5 @@
 """One small, synchronous driver per Kafka client (confluent-kafka, kafka-python, aiokafka,
-kcat) for the scenario suite in ``tests/test_kafka_scenarios.py``.
+kcat) for the scenario suite in ``tests/kafka/test_scenarios.py``.
 
 A driver hides how its client creates and lists topics, produces (acks, compression,
 linger), reads a partition from the beginning, an offset or the end, and runs a group

@@ -1,7 +1,7 @@
 """``brokerctl queue work``'s pieces without a broker: the exit-status verdicts, the
 acknowledgement ranges, the worker loop's bounds and its release of records it did not
 reach, and the share-group tables. The real broker runs it in
-tests/test_integration_native_queue.py."""
+tests/native/test_queue_integration.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The workload of tests/test_transactions_crash.py: a consume-transform-produce loop with a
+"""The workload of tests/faults/test_transactions_crash.py: a consume-transform-produce loop with a
 confluent-kafka transactional producer, run as its own process so the test can kill the
 broker (and this process) with SIGKILL at any instant.
 

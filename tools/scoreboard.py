@@ -31,125 +31,126 @@ from tests.figures import FIGURES_ENV, read_figures  # noqa: E402
 ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
     (
         "crash loop, native (kill -9 under load)",
-        "tests/test_crash.py",
+        "tests/faults/test_crash.py",
         "4 cycles + garbage tail",
         (),
     ),
     (
         "crash loop, Kafka (kill -9, kafka-python group)",
-        "tests/test_kafka_scenarios.py::test_group_split_leave_commit_restart_resume",
+        "tests/kafka/test_scenarios.py::test_group_split_leave_commit_restart_resume",
         "1 crash",
         (),
     ),
     (
         "crash, Kafka DeleteRecords survives kill -9",
-        "tests/test_kafka_admin_partitions.py::test_confluent_delete_records_survives_kill",
+        "tests/kafka/server/handlers/test_partitions_clients.py::test_confluent_delete_records_survives_kill",
         "1 crash",
         (),
     ),
     (
         "crash, compaction (kill -9 mid-clean)",
-        "tests/test_compaction_e2e.py tests/test_cleaner_crash.py",
+        "tests/storage/cleaner/test_compactor_e2e.py tests/faults/test_cleaner_crash.py",
         "all steps",
         (),
     ),
-    ("transactions crash", "tests/test_transactions_crash.py", "as written", ()),
+    ("transactions crash", "tests/faults/test_transactions_crash.py", "as written", ()),
     (
         "corruption matrix (seeded: flips, torn, garbage, zeroed 4k, indexes)",
-        "tests/test_recovery.py",
+        "tests/storage/log/test_loader.py",
         "60 cases + named",
         (),
     ),
     (
         "damage below the recovery point (payload, CRC, length -/+, magic, zeroed)",
-        "tests/test_recovery_quarantine.py",
+        "tests/storage/segment/test_resync.py",
         "6 shapes x 2 points",
         (),
     ),
     (
         "bit rot on a live broker (native 13, librdkafka CORRUPT_MESSAGE)",
-        "tests/test_faults_corrupt.py",
+        "tests/faults/test_corrupt.py",
         "1,001 records",
         (),
     ),
     (
         "disk full (2 MiB tmpfs) + offline retry + rate-limited ENOSPC log",
-        "tests/test_faults_disk.py",
+        "tests/faults/test_disk.py",
         "tmpfs 2 MiB",
         (),
     ),
     (
         "fsync EIO (injected through a test double of the sync call)",
-        "tests/test_log.py::test_fsync_error_fails_partition",
+        "tests/storage/log/test_partition_log_files.py::test_fsync_error_fails_partition",
         "1 partition",
         (),
     ),
     (
         "commits after ENOSPC once space returns (offsets store, transaction log, fsync EIO)",
-        "tests/test_faults_stores.py tests/test_store_faults.py",
+        "tests/faults/test_stores.py tests/storage/journal/test_faults.py",
         "tmpfs 24 MiB, 10+10 commits",
         (),
     ),
     ("mutated frames / batches (hypothesis fuzz)", "tests/test_fuzz.py", "short profile", ()),
     (
         "connection limits",
-        "tests/test_connection.py tests/test_tap.py",
+        "tests/net/test_connection.py tests/app/test_tap.py",
         "-k limit",
         ("-k", "limit"),
     ),
     (
         "slow and non-reading clients, idle close",
-        "tests/test_loopback.py tests/test_native_protocol.py tests/test_kafka_protocol.py",
+        "tests/native/test_protocol_loopback.py tests/native/test_protocol.py "
+        "tests/kafka/server/test_protocol.py",
         "-k 'reading or idle'",
         ("-k", "reading or idle"),
     ),
     (
         "a stale-password client beside a correct one from the same address",
-        "tests/test_sasl_stale_password.py",
+        "tests/security/test_auth_throttle_stale_password.py",
         "4 s of retries, 10 correct logins",
         (),
     ),
     (
         "8 never-reading TLS clients asking for 2^31-1 bytes",
-        "tests/test_fetch_bounded.py::test_tls_fetch_of_everything_holds_bounded_memory",
+        "tests/kafka/server/handlers/test_fetch_bounded.py::test_tls_fetch_of_everything_holds_bounded_memory",
         "100 MiB partition, RSS +64 MiB over budget max",
         (),
     ),
     (
         "8 never-reading plaintext clients after a restart (unchecked ranges)",
-        "tests/test_fetch_bounded.py::test_plaintext_fetch_after_a_restart_holds_bounded_memory",
+        "tests/kafka/server/handlers/test_fetch_bounded.py::test_plaintext_fetch_after_a_restart_holds_bounded_memory",
         "100 MiB partition, RSS +64 MiB over budget max",
         (),
     ),
     (
         "100 connections each sending an 8 MiB frame before login",
-        "tests/test_edge_memory.py::test_frames_before_login_are_refused_at_the_size_prefix "
-        "tests/test_edge_memory.py::test_the_request_budget_bounds_buffered_frames_without_sasl",
+        "tests/net/test_edge_memory.py::test_frames_before_login_are_refused_at_the_size_prefix "
+        "tests/net/test_edge_memory.py::test_the_request_budget_bounds_buffered_frames_without_sasl",
         "100 x 8 MiB, RSS",
         (),
     ),
     (
         "five rounds of TLS clients closing mid-answer",
-        "tests/test_edge_memory.py::test_tls_clients_closing_mid_answer_leave_nothing_behind "
-        "tests/test_twisted_state.py",
+        "tests/net/test_edge_memory.py::test_tls_clients_closing_mid_answer_leave_nothing_behind "
+        "tests/net/test_twisted_state.py",
         "5 x 10 x 8 MiB",
         (),
     ),
     (
         "one address cannot take every slot",
-        "tests/test_connlimit.py",
+        "tests/net/test_connlimit.py",
         "20 of 40, 100 of 200",
         (),
     ),
     (
         "Metadata p99 during a 10,000-partition create (short: 2,000; grow and delete too)",
-        "tests/test_control_plane_load.py",
+        "tests/core/test_topics_control_plane_load.py",
         "-k partition (2,000; --long 10,000)",
         ("-k", "partition"),
     ),
     (
         "time to create 1,000 vs 10,000 topics (short: first vs last 1,000 of 3,000), one by one",
-        "tests/test_control_plane_load.py",
+        "tests/core/test_topics_control_plane_load.py",
         "-k linear (3,000; --long 10,000)",
         ("-k", "linear"),
     ),
@@ -181,7 +182,7 @@ def run(selection: str, extra: tuple[str, ...], long: bool) -> tuple[str, float,
 
 
 def soak(cycles: int, seed: int) -> int:
-    from tests.test_crash import crash_loop
+    from tests.faults.test_crash import crash_loop
 
     with tempfile.TemporaryDirectory() as tmp:
         start = time.monotonic()

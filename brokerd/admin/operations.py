@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_admin_operations -*-
+# -*- test-case-name: tests.admin.test_operations -*-
 """The admin operations an operator runs against a live broker: alter a topic's configs,
 delete a topic, add partitions, reset a consumer group's offsets, delete a group; and
 the describe answers they are shown with (from :class:`~brokerd.admin.inspect.Inspector`).

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_broker -*-
+# -*- test-case-name: tests.core.test_broker -*-
 """The broker core's façade: what both protocols call, wired from small parts.
 
 :class:`Broker` is a service whose children stop one at a time in reverse order of

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_broker -*-
+# -*- test-case-name: tests.core.test_broker -*-
 """Producer-state snapshots on the reactor side: when each partition's is due, and writing
 many in one write-pool job.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_broker -*-
+# -*- test-case-name: tests.core.test_broker -*-
 """The partitions the core has open, and topics: create, auto-create, delete.
 
 A :class:`Partition` is the reactor-side state of one open partition log: its writer

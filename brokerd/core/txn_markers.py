@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_broker_txn -*-
+# -*- test-case-name: tests.core.test_txn_markers -*-
 """The broker core's side of transactions: markers, transactional admission, producers.
 
 :class:`TxnMarkers` is one part the :class:`~brokerd.core.broker.Broker` holds (its

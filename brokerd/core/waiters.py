@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_longpoll -*-
+# -*- test-case-name: tests.core.test_waiters -*-
 """Long polls: parked fetches, woken when appends may have brought what they wait for.
 
 :func:`long_poll` is the one loop both protocols run (the native LongPollFetch through

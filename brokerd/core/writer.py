@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_broker -*-
+# -*- test-case-name: tests.core.test_broker -*-
 """Group commit for one partition: a queue of appends and at most one write job.
 
 A :class:`PartitionWriter` takes appends in the reactor thread. While no job runs, the

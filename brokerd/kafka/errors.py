@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_codec -*-
+# -*- test-case-name: tests.kafka.wire.test_codec -*-
 """Kafka error codes and the mapping from :mod:`brokerd.errors` to them.
 
 Codes and names follow ``clients/src/main/java/org/apache/kafka/common/protocol/Errors.java``.

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_native_authorize -*-
+# -*- test-case-name: tests.native.test_acl_checks -*-
 """ACL checks of native requests, with the connection's TLS client-certificate principal.
 
 The checks are Kafka's for the same operations (``docs/security.md``): Produce needs

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_native_admin_protocol -*-
+# -*- test-case-name: tests.native.test_admin_handlers -*-
 """What the native protocol does with an admin request (types 7 to 14): the call into
 :class:`~brokerd.admin.operations.AdminOps`, and the JSON document of its answer.
 

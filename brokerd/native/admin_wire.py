@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_native_admin_codec -*-
+# -*- test-case-name: tests.native.test_admin_wire -*-
 """Byte layouts of the native admin requests (types 7 to 14) and their answers (sans-IO).
 
 An admin request is ``u16 type, u32 body_len, body``: unlike types 1 to 6 its frame

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_native_protocol -*-
+# -*- test-case-name: tests.native.test_protocol -*-
 """Twisted glue for brokerd's native protocol: one :class:`NativeProtocol` per connection.
 
 What this module does: supplies the native protocol's decoder and dispatch to the shared

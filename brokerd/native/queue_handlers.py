@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_native_queue_protocol -*-
+# -*- test-case-name: tests.native.test_queue_handlers -*-
 """What the native protocol does with a queue request (types 15 to 18).
 
 A native queue consumer is **one member per connection** (:class:`QueueMember`): its

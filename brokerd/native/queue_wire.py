@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_native_queue_codec -*-
+# -*- test-case-name: tests.native.test_queue_wire -*-
 """Byte layouts of the native queue requests (types 15 to 18) and their answers (sans-IO).
 
 A queue request is framed like an admin request, ``u16 type, u32 body_len, body``, so

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_native_codec -*-
+# -*- test-case-name: tests.native.test_server_codec -*-
 """The server half of the native codec: requests in, responses out (sans-IO).
 
 What this module does:

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_chunked -*-
+# -*- test-case-name: tests.net.test_chunked -*-
 """Sending a spliced response frame on a transport that must see its bytes (TLS): file
 regions read and written in bounded chunks, one chunk per reactor turn.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_connection -*-
+# -*- test-case-name: tests.net.test_connection -*-
 """The connection machinery both listeners share: :class:`RequestConnection`.
 
 What this module does: everything about one client connection that does not depend on

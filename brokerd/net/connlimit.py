@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_connlimit -*-
+# -*- test-case-name: tests.net.test_connlimit -*-
 """Caps on open connections: per listener (:class:`ConnectionLimit`) and per client
 address across both listeners (:class:`AddressLimits`, Kafka's ``max.connections.per.ip``
 and ``max.connections.per.ip.overrides``).

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_connection_phase -*-
+# -*- test-case-name: tests.net.test_phase -*-
 """The phase of one client connection, and the table of how it changes (sans-IO).
 
 A connection is in exactly one :class:`Phase`; what happens to it is an :class:`Event`;

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_request_budget -*-
+# -*- test-case-name: tests.net.test_request_budget -*-
 """The broker-wide budget of buffered request bytes (Kafka's ``queued.max.request.bytes``).
 
 Every connection of both listeners holds an :class:`Account` on one

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_sendfile -*-
+# -*- test-case-name: tests.net.test_sendfile -*-
 """Sending a spliced response frame: in-memory parts with ``send``, file regions with
 ``os.sendfile`` from the segment file straight to the socket (Kafka's zero-copy fetch).
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_tls -*-
+# -*- test-case-name: tests.net.test_tls -*-
 """TLS on the listeners: client-certificate verification and the TLS principal.
 
 What this module does:

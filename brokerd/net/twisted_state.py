@@ -1,11 +1,11 @@
-# -*- test-case-name: tests.test_twisted_state -*-
+# -*- test-case-name: tests.net.test_twisted_state -*-
 """Every place the broker depends on Twisted state that Twisted does not publish.
 
 Twisted's transports have no public way to ask some things the connection edge needs,
 and its TLS layer leaves a reference cycle behind that no public call breaks. Rather
 than scatter ``transport._something`` through the code, each such dependency is one
 function or class here, naming exactly the private attributes it uses, and
-``tests/test_twisted_state.py`` runs each against the real transports of the installed
+``tests/net/test_twisted_state.py`` runs each against the real transports of the installed
 Twisted, so an upgrade that renames or removes one fails that test loudly instead of
 quietly changing the broker's behaviour.
 

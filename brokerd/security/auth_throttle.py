@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_auth_throttle -*-
+# -*- test-case-name: tests.security.test_auth_throttle -*-
 """How failed SASL authentications are slowed down and logged, without locking anyone out.
 
 * :class:`AuthThrottle` keeps, per (peer address, user name) pair, the failures of the

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_sasl_credentials -*-
+# -*- test-case-name: tests.security.test_credentials -*-
 """The SCRAM credentials file of ``--credentials``: read, watched for changes, rewritten.
 
 The file is JSON::

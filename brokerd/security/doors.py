@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_doors -*-
+# -*- test-case-name: tests.security.test_doors -*-
 """Anonymous doors: listeners that serve clients nobody authenticated while the Kafka
 listener requires authentication.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_scram_decoys -*-
+# -*- test-case-name: tests.security.test_scram_decoys -*-
 """The broker's own secret: random bytes made once and kept in the data directory.
 
 SCRAM answers a user name that does not exist with a salt derived from this secret and

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_http_auth -*-
+# -*- test-case-name: tests.web.test_auth -*-
 """Who is asking, on the ``--http`` endpoint (``--http-auth``).
 
 * ``none``: nobody is asked anything. A request's principal is its client certificate's

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_http_auth -*-
+# -*- test-case-name: tests.web.test_auth -*-
 """What one HTTP request may see: the console's topics and groups, its history, the
 broker's settings, the ``/metrics`` series and ``/readyz``'s reasons.
 

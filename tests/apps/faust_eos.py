@@ -1,5 +1,5 @@
 """A Faust copy app with ``processing_guarantee="exactly_once"``, run by
-tests/test_transactions_faust.py as a worker process.
+tests/e2e/test_faust_transactions.py as a worker process.
 
 Every record of ``eos-in`` becomes one record ``out:<value>`` (same key) in ``eos-out``
 (a second agent reads ``eos-out``, see ``outputs`` below).

@@ -1,4 +1,4 @@
-"""A plain Faust table app, run by tests/test_faust.py as a worker process.
+"""A plain Faust table app, run by tests/e2e/test_faust.py as a worker process.
 
 Every record of the ``events`` topic sets ``latest[key] = value`` in a Faust Table, whose
 changelog topic Faust creates itself with ``cleanup.policy=compact``. After a restart the

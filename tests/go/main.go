@@ -1,5 +1,5 @@
 // Command judge drives one Go Kafka client (franz-go, sarama or segmentio/kafka-go) through
-// one scenario of tests/test_judges.py and prints its outcome as one line of JSON:
+// one scenario of tests/e2e/test_judges.py and prints its outcome as one line of JSON:
 // {"ok": ...} or {"error": "..."}. Usage: judge CLIENT SCENARIO BOOTSTRAP [ARGS...].
 // The assertions live in the Python suite; a driver only says what its client reported.
 package main

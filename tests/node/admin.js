@@ -7,7 +7,7 @@
 // ones after it. The last line of stdout is a JSON array with one entry per step:
 // {"ok": <what kafkajs returned>} or {"error": {name, type, code, message, retriable,
 // errors}} (errors: the per-item errors kafkajs aggregates, same shape). kafkajs' own log
-// goes to stderr. Nothing here knows what the test expects: tests/test_kafkajs.py asserts.
+// goes to stderr. Nothing here knows what the test expects: tests/e2e/test_kafkajs.py asserts.
 'use strict'
 
 const { Kafka, logLevel } = require('kafkajs')

@@ -16,7 +16,7 @@
 //   listGroups, describeGroups, deleteGroups: admin calls made while both members are in
 //               the group, {ok: ...} or {error: ...} (probes: their failure is data)
 //   error:      set if the scenario itself failed (then the rest is what got that far)
-// tests/test_kafkajs.py asserts on it.
+// tests/e2e/test_kafkajs.py asserts on it.
 'use strict'
 
 const { Kafka, logLevel } = require('kafkajs')

@@ -5,7 +5,7 @@
 //
 // MECHANISM is kafkajs' name (scram-sha-256, scram-sha-512). Prints
 // {"ok": true, "value": <the value read>} or {"ok": false, "error": <error name>,
-// "message": ...}. Nothing here knows what the test expects: tests/test_sasl_clients.py
+// "message": ...}. Nothing here knows what the test expects: tests/kafka/server/test_sasl_clients.py
 // asserts.
 'use strict'
 

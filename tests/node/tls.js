@@ -8,7 +8,7 @@
 // COUNT records. The last line of stdout is one JSON object:
 //   consumed: [[offset, value], ...]
 //   error:    {name, message} if a step failed (then consumed is what got that far)
-// tests/test_tls_broker.py asserts on it.
+// tests/net/test_tls_broker.py asserts on it.
 'use strict'
 
 const fs = require('fs')

@@ -16,7 +16,7 @@
 //   committed:    [values read by the read_committed consumer]
 //   uncommitted:  [values read by the read_uncommitted consumer]
 //   error:        set if the scenario itself failed
-// tests/test_transactions_kafkajs.py asserts on it.
+// tests/e2e/test_kafkajs_transactions.py asserts on it.
 'use strict'
 
 const { Kafka, logLevel } = require('kafkajs')

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_share_partition -*-
+# -*- test-case-name: tests.core.share.test_partition -*-
 """A share group's settings: Kafka's group configs of share groups, parsed and checked.
 
 Kafka sets these per group (ConfigResource type GROUP) with broker-wide defaults; the

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_share_engine -*-
+# -*- test-case-name: tests.core.share.test_partition -*-
 """The share groups' records engine: every share-partition of every share group.
 
 :class:`ShareEngine` keeps one :class:`~brokerd.core.share.partition.SharePartition` per

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_share_partition -*-
+# -*- test-case-name: tests.core.share.test_partition -*-
 """One share-partition: a share group's view of one topic partition (KIP-932).
 
 :class:`SharePartition` holds the share-partition start offset (SPSO: every record below

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_share_service -*-
+# -*- test-case-name: tests.core.share.test_service -*-
 """Share groups against the broker's logs: reads, durable changes, lock timers.
 
 :class:`ShareService` runs the :class:`~brokerd.core.share.engine.ShareEngine`

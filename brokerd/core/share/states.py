@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_share_states -*-
+# -*- test-case-name: tests.core.share.test_states -*-
 """The state of one record of a share-partition and its transition table (KIP-932).
 
 A record between the share-partition start offset (SPSO) and its end offset is in one of

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_acl_handlers -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_acl -*-
 """One API as the dispatch sees it: its key, its handler and its ACL rule.
 
 Every handler module under ``brokerd/kafka/server/handlers/`` gives its APIs as

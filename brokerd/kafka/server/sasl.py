@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_sasl_mechanisms -*-
+# -*- test-case-name: tests.kafka.server.test_sasl -*-
 """SASL authentication of one Kafka connection, as a sans-IO state machine.
 
 What this module does:

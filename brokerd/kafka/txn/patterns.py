@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_txn_wire_handlers -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_txn -*-
 """The transactional-id pattern of ListTransactions v2+ (KIP-1152), compiled for Python's
 ``re``.
 

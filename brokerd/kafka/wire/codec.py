@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_codec -*-
+# -*- test-case-name: tests.kafka.wire.test_codec -*-
 """Sans-IO Kafka wire codec: framing, headers, primitives and a small schema engine.
 
 What it does:

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_share -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_share_clients -*-
 """The feature flags brokerd announces in ApiVersions v3+ (its tagged SupportedFeatures,
 FinalizedFeaturesEpoch and FinalizedFeatures), encoded once.
 

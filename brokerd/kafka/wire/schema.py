@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_codec -*-
+# -*- test-case-name: tests.kafka.wire.test_codec -*-
 """What every message module under :mod:`brokerd.kafka.wire.messages` declares with.
 
 Each message is an attrs frozen class decorated with :func:`wire_message`; each of its

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_journal_engine -*-
+# -*- test-case-name: tests.storage.journal.test_engine -*-
 """One engine for every journal file: open, replay, append and sync, compact, reopen.
 
 A journal is a magic header followed by framed records (:mod:`.records`). The engine

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_share_state_journal -*-
+# -*- test-case-name: tests.storage.stores.test_share_state -*-
 """Durable state of share groups (KIP-932): one journal of share-partition states.
 
 File ``<data-dir>/share-state.log``: the journal engine's framing

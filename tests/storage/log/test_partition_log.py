@@ -1,7 +1,8 @@
 """The partition log facade (``brokerd/storage/log/partition_log.py``): it holds its parts
 (composition, no mixins, no part reaching into its host through a self-typed Protocol) and
 callers reach every part's job through it. The behaviour in depth is tested in
-tests/test_log.py, tests/test_txn_storage.py, tests/test_fetch_stored.py and the tests of
+tests/storage/log/test_partition_log_files.py, tests/storage/log/test_txns_log.py,
+tests/storage/log/test_stored_reads_by_reference.py and the tests of
 each part beside this file."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_share_groups -*-
+# -*- test-case-name: tests.kafka.groups.share.test_coordinator -*-
 """Which share-group member gets which partitions (pure).
 
 As Kafka's share group assignor, every subscribed partition gets at least one member and

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_share_groups -*-
+# -*- test-case-name: tests.kafka.groups.share.test_coordinator -*-
 """The share group coordinator: share groups' members, epochs, assignments and sessions.
 
 A member joins with ShareGroupHeartbeat epoch 0 (it chose its own member id), is given

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_acl_handlers -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_acl -*-
 """CreateAcls, DescribeAcls and DeleteAcls: managing the ACL set over the Kafka protocol.
 
 Changes are applied to a copy of the set, written to ``acls.json``

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_configs_handlers -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_configs -*-
 """Kafka's config APIs: DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
 Two kinds of resource exist, as in Kafka: a topic (resource type 2), whose configs are

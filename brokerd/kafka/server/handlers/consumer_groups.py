@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_consumer_group_protocol -*-
+# -*- test-case-name: tests.kafka.groups.consumer.test_state -*-
 """Kafka's consumer group protocol APIs (KIP-848): ConsumerGroupHeartbeat and
 ConsumerGroupDescribe.
 

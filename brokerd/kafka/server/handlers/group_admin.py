@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_group_admin -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_group_admin -*-
 """Kafka consumer-group admin APIs: ListGroups, DescribeGroups, DeleteGroups and
 OffsetDelete.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_admin_partition_handlers -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_partitions -*-
 """Kafka's partition administration: CreatePartitions, DeleteRecords and DescribeLogDirs.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response

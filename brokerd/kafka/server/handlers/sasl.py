@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_sasl_protocol -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_sasl -*-
 """Kafka's SASL APIs and SCRAM-credential admin APIs, in terms of decoded requests.
 
 * :func:`answer_sasl` answers SaslHandshake (17) and SaslAuthenticate (36) for one

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_share -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_share_clients -*-
 """Kafka share group APIs (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch
 and ShareAcknowledge, each handler next to its ACL rule.
 

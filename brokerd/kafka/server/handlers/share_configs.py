@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_share -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_share_clients -*-
 """Share groups' configs as Kafka's GROUP config resource (type 32) in DescribeConfigs
 and IncrementalAlterConfigs / AlterConfigs: ``share.record.lock.duration.ms``,
 ``share.delivery.count.limit``, ``share.auto.offset.reset``, ``share.isolation.level``,

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_txn_wire_handlers -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_txn -*-
 """Kafka transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
 DescribeTransactions and ListTransactions, and InitProducerId's transactional half; and
 the partition side of transactions: DescribeProducers and WriteTxnMarkers.

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_codec -*-
+# -*- test-case-name: tests.kafka.wire.test_codec -*-
 """Request and response bodies of ApiVersions (18), and the version range brokerd answers of
 each (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.requests.registry`).
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_codec -*-
+# -*- test-case-name: tests.kafka.wire.test_codec -*-
 """Request and response bodies of the consumer-group APIs: FindCoordinator (10), JoinGroup
 (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13), OffsetCommit (8) and OffsetFetch
 (9), and the version range brokerd answers of each (:data:`APIS`, collected by

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_txn_wire_codec -*-
+# -*- test-case-name: tests.kafka.wire.messages.test_txn -*-
 """Request and response bodies of DescribeProducers (61), and the version range brokerd
 answers (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.requests.registry`).
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_share -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_share_clients -*-
 """Request and response bodies of the share group APIs (KIP-932): ShareGroupHeartbeat
 (76), ShareGroupDescribe (77), ShareFetch (78) and ShareAcknowledge (79), and the version
 range brokerd answers of each (:data:`APIS`, collected by

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_codec -*-
+# -*- test-case-name: tests.kafka.wire.test_codec -*-
 """Request and response bodies of the share group offsets APIs (KIP-932):
 DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91) and DeleteShareGroupOffsets
 (92), and the version range brokerd answers of each (:data:`APIS`).

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_codec -*-
+# -*- test-case-name: tests.kafka.wire.test_codec -*-
 """Request and response bodies of DescribeTopicPartitions (75), and the version range
 brokerd answers (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.requests.registry`).
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_codec -*-
+# -*- test-case-name: tests.kafka.wire.test_codec -*-
 """Request and response bodies of the transaction APIs: AddPartitionsToTxn (24),
 AddOffsetsToTxn (25), EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28),
 DescribeTransactions (65) and ListTransactions (66), and the version range brokerd

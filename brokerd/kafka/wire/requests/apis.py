@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_codec -*-
+# -*- test-case-name: tests.kafka.wire.test_codec -*-
 """Whole Kafka requests and responses: the request decoder and the response encoder over
 the one registry of APIs (:data:`~brokerd.kafka.wire.requests.registry.SPECS`).
 

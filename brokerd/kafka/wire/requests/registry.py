@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_kafka_codec -*-
+# -*- test-case-name: tests.kafka.wire.test_codec -*-
 """The one table of the Kafka APIs brokerd answers, collected from the message modules.
 
 Every module under :mod:`brokerd.kafka.wire.messages` ends with ``APIS`` (its

@@ -58,7 +58,7 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
- * The Java client's driver for tests/test_judges.py: one JVM serves every scenario of a test
+ * The Java client's driver for tests/e2e/test_judges.py: one JVM serves every scenario of a test
  * module. Each stdin line is one request, words separated by tabs: the scenario, the bootstrap
  * address, then the scenario's arguments. Each answer is one stdout line of JSON: {"ok": ...}
  * or {"error": "ExceptionClass: message"} with the innermost cause, so a test can say exactly

@@ -23,7 +23,7 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.processor.StateRestoreListener;
 
 /**
- * The Kafka Streams application of tests/test_kafka_streams.py, run as its own process.
+ * The Kafka Streams application of tests/e2e/test_kafka_streams.py, run as its own process.
  *
  * <p>Arguments: bootstrap servers, application id, processing guarantee
  * ({@code at_least_once} or {@code exactly_once_v2}), state directory, topic prefix.

@@ -1,0 +1,180 @@
+"""The Inspector (brokerd/admin/inspect.py) over a real core, data directory, group
+coordinator and offsets store: topic and partition views, effective configs, offline
+partitions, groups with members, assignments, offsets and lag; and the consumer-protocol
+assignment parser with hostile bytes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import tempfile
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from twisted.trial.unittest import SynchronousTestCase
+
+from brokerd.admin.inspect import Inspector
+from brokerd.admin.views import GroupOffsetView, PartitionView, to_json
+from brokerd.kafka.groups.admin import assigned_partitions
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.logdir.log_directory import LogDirectory
+
+from tests.admin.test_operations import AdminCase, assignment
+
+
+class AssignedPartitionsTests(SynchronousTestCase):
+    def test_consumer_assignment_is_sorted_pairs(self) -> None:
+        data = (
+            struct.pack(">hi", 1, 2)
+            + struct.pack(">h", 1) + b"b" + struct.pack(">iii", 2, 3, 0)
+            + struct.pack(">h", 1) + b"a" + struct.pack(">ii", 1, 5)
+            + b"user data is ignored"
+        )
+        self.assertEqual(assigned_partitions(data), (("a", 5), ("b", 0), ("b", 3)))
+        self.assertEqual(assigned_partitions(assignment("t", 1, 0)), (("t", 0), ("t", 1)))
+
+    def test_empty_or_foreign_assignments_are_empty(self) -> None:
+        self.assertEqual(assigned_partitions(b""), ())
+        self.assertEqual(assigned_partitions(b"\xff\xff"), ())  # negative version
+        # A null topic name, and counts far beyond the bytes present.
+        self.assertEqual(assigned_partitions(struct.pack(">hih", 0, 1, -1)), ())
+        self.assertEqual(assigned_partitions(struct.pack(">hi", 0, 2**31 - 1)), ())
+        self.assertEqual(
+            assigned_partitions(struct.pack(">hih", 0, 1, 1) + b"t" + struct.pack(">i", 10**9)),
+            (),
+        )
+
+    @settings(deadline=None, max_examples=300)
+    @given(st.binary(max_size=200))
+    def test_any_bytes_parse_or_give_nothing(self, data: bytes) -> None:
+        pairs = assigned_partitions(data)
+        self.assertIsInstance(pairs, tuple)
+        self.assertEqual(list(pairs), sorted(pairs))
+
+
+class TopicViewTests(AdminCase):
+    def test_topics_partitions_and_derived_figures(self) -> None:
+        self.create("b", 2)
+        self.create("a", 1)
+        self.produce("b", 1, 3)
+        views = self.inspector.topics()
+        self.assertEqual([v.name for v in views], ["a", "b"])
+        b = self.inspector.topic("b")
+        assert b is not None
+        self.assertEqual([(p.partition, p.high_watermark, p.records) for p in b.partitions],
+                         [(0, 0, 0), (1, 3, 3)])
+        self.assertGreater(b.partitions[1].size_bytes, 0)
+        self.assertEqual(b.size_bytes, sum(p.size_bytes for p in b.partitions))
+        self.assertEqual((b.records, b.end_offsets), (3, 3))
+        self.assertEqual(b.partitions[1].segments, 1)
+        self.assertIsNone(self.inspector.topic("nosuch"))
+        doc = to_json(b)
+        self.assertEqual(doc["records"], 3)
+        self.assertEqual(doc["partitions"][1]["records"], 3)
+
+    def test_effective_configs_mark_overrides(self) -> None:
+        self.successResultOf(self.broker.create_topic("t", 1, {"retention.ms": "1234"}))
+        view = self.inspector.topic("t")
+        assert view is not None
+        self.assertEqual(view.overrides, frozenset({"retention.ms"}))
+        self.assertEqual(view.configs["retention.ms"], "1234")
+        self.assertEqual(view.configs["cleanup.policy"], "delete")  # a broker default
+        self.assertEqual(set(view.configs), set(self.broker.topic_config_defaults()))
+
+    def test_records_count_from_the_log_start(self) -> None:
+        self.create("t")
+        self.produce("t", 0, 4)
+        self.successResultOf(self.broker.delete_records("t", 0, 3))
+        (part,) = self.inspector.topic("t").partitions  # type: ignore[union-attr]
+        self.assertEqual((part.log_start_offset, part.high_watermark, part.records), (3, 4, 1))
+
+
+class OfflinePartitionTests(SynchronousTestCase):
+    def test_an_offline_partition_is_shown_with_its_reason(self) -> None:
+        tmp = tempfile.mkdtemp(prefix="brokerd-inspect-offline-")
+        self.addCleanup(shutil.rmtree, tmp)
+        data = os.path.join(tmp, "data")
+        logdir = LogDirectory.open(data, LogConfig())
+        logdir.create_topic("t", 2)
+        logdir.close()
+        # A symlinked partition directory is never opened: the partition is offline.
+        elsewhere = os.path.join(tmp, "elsewhere")
+        os.rename(os.path.join(data, "t-1"), elsewhere)
+        os.symlink(elsewhere, os.path.join(data, "t-1"))
+        logdir = LogDirectory.open(data, LogConfig())
+        self.addCleanup(logdir.close)
+
+        class Core:
+            def open_logs(self) -> object:
+                return logdir.logs()
+
+            def offline_partitions(self) -> object:
+                return logdir.offline
+
+            def topics(self) -> dict[str, object]:
+                return dict(logdir.topics())
+
+            def topic_config_defaults(self) -> dict[str, str]:
+                return {}
+
+        inspector = Inspector(Core())  # type: ignore[arg-type]
+        self.assertEqual(list(inspector.offline_partitions()), [("t", 1)])
+        view = inspector.topic("t")
+        assert view is not None
+        online, offline = view.partitions
+        self.assertIsNone(online.offline)
+        self.assertEqual(offline, PartitionView("t", 1, 0, 0, 0, 0, 0, offline.offline))
+        self.assertTrue(offline.offline)
+        self.assertFalse(inspector.has_groups)
+        self.assertEqual((inspector.group_ids(), inspector.groups()), ([], []))
+        self.assertIsNone(inspector.group("g"))
+
+
+class GroupViewTests(AdminCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.create("t", 2)
+        self.produce("t", 0, 5)
+        self.produce("t", 1, 1)
+
+    def test_group_with_members_assignment_offsets_and_lag(self) -> None:
+        self.commit("g", "t", {0: 2, 1: 1})
+        member = self.join_member("g", "t")
+        self.assertTrue(self.inspector.has_groups)
+        view = self.inspector.group("g")
+        assert view is not None
+        self.assertEqual((view.state, view.protocol_type, view.protocol),
+                         ("Stable", "consumer", "range"))
+        (m,) = view.members
+        self.assertEqual((m.member_id, m.client_id, m.client_host, m.assignment),
+                         (member, "cli", "/127.0.0.1", (("t", 0),)))
+        self.assertEqual(view.offsets, (
+            GroupOffsetView("t", 0, 2, 5, 3, ""),
+            GroupOffsetView("t", 1, 1, 1, 0, ""),
+        ))
+        self.assertEqual(view.total_lag, 3)
+        self.assertEqual(to_json(view)["total_lag"], 3)
+
+    def test_lag_never_negative_and_unknown_partitions_have_none(self) -> None:
+        self.commit("g", "t", {0: 9})
+        self.commit("g", "gone", {0: 4})
+        view = self.inspector.group("g")
+        assert view is not None
+        by_topic = {o.topic: o for o in view.offsets}
+        self.assertEqual((by_topic["t"].lag, by_topic["t"].high_watermark), (0, 5))
+        self.assertEqual((by_topic["gone"].lag, by_topic["gone"].high_watermark), (None, None))
+        self.assertEqual(view.total_lag, 0)
+
+    def test_group_ids_and_groups_sorted_unknown_is_none(self) -> None:
+        self.commit("zeta", "t", {0: 1})
+        self.commit("alpha", "t", {1: 1})
+        self.assertEqual(self.inspector.group_ids(), ["alpha", "zeta"])
+        self.assertEqual([g.group_id for g in self.inspector.groups()], ["alpha", "zeta"])
+        self.assertIsNone(self.inspector.group("nosuch"))
+        self.assertIsNone(self.inspector.group("x" * 300))  # an invalid id: nothing known
+
+    def test_deleted_group_disappears(self) -> None:
+        self.commit("g", "t", {0: 1})
+        self.successResultOf(self.ops.delete_group("g"))
+        self.assertEqual(self.inspector.group_ids(), [])

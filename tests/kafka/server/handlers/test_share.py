@@ -1,0 +1,143 @@
+"""The share group handlers on a StringTransport and task.Clock: heartbeats, ShareFetch
+with sessions and piggy-backed acknowledgements, ShareAcknowledge, describe, errors."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+from brokerd.core.share.service import ShareService
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
+from brokerd.kafka.groups.share.state_service import ShareGroups
+from brokerd.kafka.listener.protocol import KafkaFactory
+from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
+from brokerd.kafka.wire.messages import share as m
+from brokerd.storage.stores.share_state import ShareStateStore
+
+from tests.core.share.test_service import FakeCore as LogCore
+from tests.core.share.test_service import batch
+from tests.kafka.server.test_protocol import KafkaTestCase
+
+
+class ShareHandlerTests(KafkaTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.core.add_topic("t")
+        self.topic_id = self.core.topics()["t"].topic_id
+        self.log = LogCore(self.clock)
+        self.log.add(0, batch(0, 5), 5)
+        path = tempfile.mkdtemp(prefix="share-handlers-")
+        self.addCleanup(shutil.rmtree, path, True)
+        self.store = ShareStateStore.open(path)
+        self.addCleanup(self.store.close)
+        service = ShareService(self.log, self.store, clock=self.clock)
+        self.service = service
+        service.engine.set_overrides("g", {"share.auto.offset.reset": "earliest"})
+        coordinator = ShareGroupCoordinator(
+            clock=self.clock,
+            partition_counts=lambda: {n: t.partitions for n, t in self.core.topics().items()},
+            on_member_gone=lambda g, mid: None,
+            session_timeout_ms=lambda g: 45000,
+            heartbeat_interval_ms=lambda g: 5000,
+        )
+        self.factory = KafkaFactory(
+            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            advertised_host="broker.example", advertised_port=19092,
+            shares=ShareGroups(coordinator, service),
+        )
+        self.proto, self.tr = self.connect()
+        self.addCleanup(coordinator.stop)
+
+    def join(self, member: str = "m1") -> m.ShareGroupHeartbeatResponse:
+        self.send(ApiKey.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+            group_id="g", member_id=member, member_epoch=0, subscribed_topic_names=("t",)))
+        resp: m.ShareGroupHeartbeatResponse = self.one()
+        return resp
+
+    def fetch(self, epoch: int, acks: tuple[m.AcknowledgementBatch, ...] = (),
+              member: str = "m1", topic_id: object = None) -> m.ShareFetchResponse:
+        self.send(ApiKey.SHARE_FETCH, 1, m.ShareFetchRequest(
+            group_id="g", member_id=member, share_session_epoch=epoch, max_records=2,
+            topics=(m.ShareFetchTopic(topic_id=topic_id or self.topic_id, partitions=(
+                m.ShareFetchPartition(partition_index=0, acknowledgement_batches=acks),)),),
+        ))
+        resp: m.ShareFetchResponse = self.one()
+        return resp
+
+    def test_join_fetch_acknowledge(self) -> None:
+        hb = self.join()
+        assert hb.error_code == 0 and hb.member_epoch == 1
+        assert hb.assignment == m.HeartbeatAssignment(topic_partitions=(
+            m.HeartbeatTopicPartitions(topic_id=self.topic_id, partitions=(0,)),))
+        first = self.fetch(0)
+        assert first.acquisition_lock_timeout_ms == 30000
+        (part,) = first.responses[0].partitions
+        assert [(a.first_offset, a.last_offset, a.delivery_count)
+                for a in part.acquired_records] == [(0, 1, 1)]
+        assert part.records == batch(0, 5)
+        ack = m.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=(1, 2))
+        second = self.fetch(1, (ack,))
+        (part,) = second.responses[0].partitions
+        assert part.acknowledge_error_code == 0
+        assert [(a.first_offset, a.last_offset, a.delivery_count)
+                for a in part.acquired_records] == [(1, 1, 2), (2, 2, 1)]
+        # Acknowledging what the member does not hold is refused, all of it.
+        self.send(ApiKey.SHARE_ACKNOWLEDGE, 1, m.ShareAcknowledgeRequest(
+            group_id="g", member_id="m1", share_session_epoch=2, topics=(
+                m.ShareFetchTopic(topic_id=self.topic_id, partitions=(m.ShareFetchPartition(
+                    partition_index=0, acknowledgement_batches=(m.AcknowledgementBatch(
+                        first_offset=1, last_offset=4, acknowledge_types=(1,)),)),)),)))
+        ack_resp: m.ShareAcknowledgeResponse = self.one()
+        assert ack_resp.responses[0].partitions[0].error_code == 121  # INVALID_RECORD_STATE
+        self.send(ApiKey.SHARE_GROUP_DESCRIBE, 1, m.ShareGroupDescribeRequest(
+            group_ids=("g", "nope")))
+        described: m.ShareGroupDescribeResponse = self.one()
+        group, missing = described.groups
+        assert group.group_state == "Stable" and group.members[0].member_id == "m1"
+        assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+    def test_session_errors_and_unknown_members_and_topics(self) -> None:
+        assert self.fetch(0).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        self.join()
+        assert self.fetch(1).error_code == 122  # SHARE_SESSION_NOT_FOUND
+        assert self.fetch(0).error_code == 0
+        assert self.fetch(5).error_code == 123  # INVALID_SHARE_SESSION_EPOCH
+        unknown = self.fetch(1, topic_id=ZERO_UUID)
+        assert any(p.error_code == ErrorCode.UNKNOWN_TOPIC_ID
+                   for t in unknown.responses for p in t.partitions)
+        self.send(ApiKey.SHARE_ACKNOWLEDGE, 1, m.ShareAcknowledgeRequest(
+            group_id="g", member_id="m1", share_session_epoch=0))
+        assert self.one().error_code == 123
+
+    def test_heartbeat_errors(self) -> None:
+        self.send(ApiKey.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+            group_id="g", member_id="x", member_epoch=3))
+        assert self.one().error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        self.send(ApiKey.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+            group_id="", member_id="x", member_epoch=0, subscribed_topic_names=("t",)))
+        assert self.one().error_code == ErrorCode.INVALID_GROUP_ID
+
+
+    def test_v2_renew_extends_the_lock(self) -> None:
+        self.service.start()
+        self.addCleanup(self.service.stop)
+        self.join()
+        self.fetch(0)  # acquires 0-1 until t=30
+        self.clock.advance(20)
+        renew = m.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=(4,))
+        self.send(ApiKey.SHARE_FETCH, 2, m.ShareFetchRequest(
+            group_id="g", member_id="m1", share_session_epoch=1, max_records=2,
+            is_renew_ack=True, topics=(m.ShareFetchTopic(topic_id=self.topic_id, partitions=(
+                m.ShareFetchPartition(partition_index=0, acknowledgement_batches=(renew,)),)),),
+        ))
+        resp: m.ShareFetchResponse = self.one()
+        (part,) = resp.responses[0].partitions
+        assert part.acknowledge_error_code == 0 and part.acquired_records == ()
+        for _ in range(15):  # t=35: past the first deadline, before the renewed one
+            self.clock.advance(1)
+        summary = self.service.describe("g")[("t", 0)]
+        assert summary.acquired == 2
+        for _ in range(20):  # t=55: the renewed lock has expired
+            self.clock.advance(1)
+        assert self.service.describe("g")[("t", 0)].available == 2
