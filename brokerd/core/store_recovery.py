@@ -14,7 +14,7 @@ stores (their owners do).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from twisted.application import service
 from twisted.internet.defer import Deferred
@@ -23,24 +23,9 @@ from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
 from brokerd.core.timers import OFFLINE_CHECK_SECONDS, PeriodicTasks
+from brokerd.storage.journal.engine import JournalStore
 
-__all__ = ["RecoverableStore", "StoreRecovery"]
-
-
-class RecoverableStore(Protocol):
-    """A store that can go offline and reopen itself (OffsetStore, TxnLog,
-    ProducerIdAllocator)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def offline_reason(self) -> str | None: ...
-
-    @property
-    def write_errors(self) -> int: ...
-
-    def retry_reopen(self, now: float | None = None) -> bool: ...
+__all__ = ["StoreRecovery"]
 
 
 class StoreRecovery(service.Service):
@@ -55,7 +40,7 @@ class StoreRecovery(service.Service):
 
     def __init__(
         self,
-        stores: Sequence[RecoverableStore],
+        stores: Sequence[JournalStore],
         *,
         clock: Clock,
         run_blocking: Callable[..., Deferred[Any]],
@@ -68,7 +53,7 @@ class StoreRecovery(service.Service):
         self._reopening: set[int] = set()
 
     @property
-    def stores(self) -> tuple[RecoverableStore, ...]:
+    def stores(self) -> tuple[JournalStore, ...]:
         return self._stores
 
     def startService(self) -> None:
@@ -82,7 +67,7 @@ class StoreRecovery(service.Service):
     def poll(self) -> None:
         """Start a reopen attempt for every offline store without one running."""
         for index, store in enumerate(self._stores):
-            if store.offline_reason is None or index in self._reopening:
+            if store.journal.offline_reason is None or index in self._reopening:
                 continue
             self._reopening.add(index)
             d = self._run_blocking(store.retry_reopen)
@@ -92,14 +77,14 @@ class StoreRecovery(service.Service):
     def _finished(self, _: object, index: int) -> None:
         self._reopening.discard(index)
 
-    def _unexpected(self, failure: Failure, store: RecoverableStore) -> None:
+    def _unexpected(self, failure: Failure, store: JournalStore) -> None:
         # The store logs its own expected failures; anything reaching here is a bug.
-        self._log.failure("reopening the {name} failed", failure, name=store.name)
+        self._log.failure("reopening the {name} failed", failure, name=store.journal.name)
 
     def problems(self) -> list[str]:
         """``/readyz`` lines: one per offline store."""
         return [
-            f"{store.name} offline (reopening from disk): {reason}"
+            f"{store.journal.name} offline (reopening from disk): {reason}"
             for store in self._stores
-            if (reason := store.offline_reason) is not None
+            if (reason := store.journal.offline_reason) is not None
         ]

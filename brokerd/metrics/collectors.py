@@ -22,6 +22,7 @@ from brokerd.admin.inspect import Inspector
 from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.admin.txn_face import TxnListingFace
 from brokerd.metrics.traffic import TopicTraffic
+from brokerd.storage.journal.engine import JournalStore
 
 
 class CleanerCounters(Protocol):
@@ -132,24 +133,11 @@ class CleanerCollector:
         )
 
 
-class StoreView(Protocol):
-    """A journal store's face for metrics (OffsetStore, TxnLog)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def offline_reason(self) -> str | None: ...
-
-    @property
-    def write_errors(self) -> int: ...
-
-
 class StoresCollector:
     """The consumer-offsets store and the transaction log: offline or not, and their
     failed or refused writes (a full disk, a failed fsync)."""
 
-    def __init__(self, stores: Sequence[StoreView]) -> None:
+    def __init__(self, stores: Sequence[JournalStore]) -> None:
         self._stores = tuple(stores)
 
     def collect(self) -> Iterator[Metric]:
@@ -162,8 +150,9 @@ class StoresCollector:
             "Store writes that failed or were refused since start.", labels=["store"],
         )
         for store in self._stores:
-            offline.add_metric([store.name], 0 if store.offline_reason is None else 1)
-            errors.add_metric([store.name], store.write_errors)
+            journal = store.journal
+            offline.add_metric([journal.name], 0 if journal.offline_reason is None else 1)
+            errors.add_metric([journal.name], journal.write_errors)
         yield offline
         yield errors
 
@@ -236,7 +225,6 @@ __all__ = [
     "CleanerCounters",
     "InspectorCollector",
     "ShareGroupsCollector",
-    "StoreView",
     "StoresCollector",
     "TransactionsCollector",
 ]

@@ -22,11 +22,11 @@ from brokerd.metrics.collectors import (
     InspectorCollector,
     ShareGroupsCollector,
     StoresCollector,
-    StoreView,
     TransactionsCollector,
 )
 from brokerd.metrics.live import ListenerMetrics, RequestMetrics, WriteMetrics
 from brokerd.metrics.traffic import TopicTraffic
+from brokerd.storage.journal.engine import JournalStore
 
 
 class BrokerMetrics:
@@ -61,7 +61,7 @@ class BrokerMetrics:
     def add_share_groups(self, inspector: ShareGroupInspector) -> None:
         self.registry.register(ShareGroupsCollector(inspector))
 
-    def add_stores(self, stores: Sequence[StoreView]) -> None:
+    def add_stores(self, stores: Sequence[JournalStore]) -> None:
         self.registry.register(StoresCollector(stores))
 
 

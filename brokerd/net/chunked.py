@@ -41,8 +41,8 @@ from typing import Protocol
 from brokerd.clock import Clock, DelayedCall
 from brokerd.errors import StorageError
 from brokerd.net.answer_budget import AnswerBudget
-from brokerd.net.frames import Part
 from brokerd.net.sendfile import RegionGone, RegionLedger
+from brokerd.storage.types import Part
 
 __all__ = ["CHUNK_BYTES", "ChunkTransport", "ChunkedSender"]
 

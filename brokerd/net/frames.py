@@ -25,18 +25,12 @@ from collections.abc import Iterable
 
 import attrs
 
-# The records types are storage's (what a log read answers); named here too, where the
-# frames that carry them are built.
 from brokerd.storage.types import FileRegion, Part, Records, StoredRecords
 
 __all__ = [
     "OWN_PART_BYTES",
-    "FileRegion",
     "Frame",
-    "Part",
-    "Records",
     "SplicedFrame",
-    "StoredRecords",
     "cut_records",
     "frame_memory_bytes",
     "frame_regions",

@@ -43,8 +43,8 @@ from twisted.internet.interfaces import IPullProducer, ISSLTransport
 from twisted.protocols.tls import TLSMemoryBIOProtocol
 from zope.interface import implementer
 
-from brokerd.net.frames import FileRegion, Part
 from brokerd.net.twisted_state import holds_nothing
+from brokerd.storage.types import FileRegion, Part
 
 __all__ = [
     "SPLICE_TURN_BYTES",

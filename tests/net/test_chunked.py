@@ -18,8 +18,9 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.chunked import CHUNK_BYTES, ChunkedSender
-from brokerd.net.frames import Frame, SplicedFrame, StoredRecords
+from brokerd.net.frames import Frame, SplicedFrame
 from brokerd.net.sendfile import RegionGone, RegionLedger, can_chunk, can_splice
+from brokerd.storage.types import StoredRecords
 
 from tests.net.test_connection import IDLE, LineConnection
 

@@ -22,13 +22,14 @@ from typing import Any
 import pytest
 from twisted.internet.testing import StringTransport
 
-from brokerd.net.frames import FileRegion, SplicedFrame, StoredRecords
+from brokerd.net.frames import SplicedFrame
 from brokerd.net.sendfile import RegionGone, RegionLedger, SpliceSender, can_splice
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import parse_batches
 from brokerd.storage.segment.stored import StoredSpan
+from brokerd.storage.types import FileRegion, StoredRecords
 
 from tests.read_specs import REFERENCE, span_of
 

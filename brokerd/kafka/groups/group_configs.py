@@ -28,8 +28,10 @@ from brokerd.kafka.groups.consumer.coordinator import (
     GroupSettings,
 )
 
-SESSION_TIMEOUT = "group.consumer.session.timeout.ms"
-HEARTBEAT_INTERVAL = "group.consumer.heartbeat.interval.ms"
+#: Kafka's group-level names (``GroupConfig``); each defaults to its broker config,
+#: ``group.`` and the same name (:attr:`GroupConfigDef.broker_name`).
+SESSION_TIMEOUT = "consumer.session.timeout.ms"
+HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
 
 
 class GroupConfigOp(enum.IntEnum):
@@ -54,6 +56,11 @@ class GroupConfigDef:
     min_name: str
     max_name: str
     doc: str
+
+    @property
+    def broker_name(self) -> str:
+        """The broker config whose value is the group's default."""
+        return f"group.{self.name}"
 
 
 #: Every group config brokerd answers, by name (Kafka's bounds: the min/max broker configs'

@@ -45,7 +45,8 @@ from typing import Any, ClassVar, Protocol, cast, overload
 import attrs
 
 from brokerd.net.frames import OWN_PART_BYTES as _OWN_PART_BYTES
-from brokerd.net.frames import Frame, Part, Records, SplicedFrame, StoredRecords
+from brokerd.net.frames import Frame, SplicedFrame
+from brokerd.storage.types import Part, Records, StoredRecords
 
 #: Default largest request frame. Kafka's ``socket.request.max.bytes`` is 100 MiB, far
 #: too much to hold per connection in Python; 8 MiB leaves room for a 1 MiB batch per

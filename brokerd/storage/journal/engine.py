@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -48,7 +48,7 @@ from brokerd.storage.fileio import (
 )
 from brokerd.storage.journal.faults import StoreFaults, append_records, reopen_if_due, settle
 
-__all__ = ["Journal", "JournalKind", "JournalState"]
+__all__ = ["Journal", "JournalKind", "JournalState", "JournalStore"]
 
 
 @attrs.frozen
@@ -94,6 +94,18 @@ class JournalState(Protocol):
 
 
 S = TypeVar("S", bound=JournalState)
+
+
+class JournalStore(Protocol):
+    """A durable store on the engine, as the broker's store recovery and the metrics see
+    it: its journal (name, faults, offline reason) and how it reopens from disk."""
+
+    @property
+    def journal(self) -> Journal[Any]: ...
+
+    def retry_reopen(self, now: float | None = None) -> bool:
+        """Reopen from disk if offline and its retry is due; True if back online."""
+        ...
 
 
 class Journal(Generic[S]):
@@ -232,9 +244,19 @@ class Journal(Generic[S]):
         return self._size
 
     @property
+    def name(self) -> str:
+        """What the store is called in log lines, ``/readyz`` and the metrics."""
+        return self.kind.name
+
+    @property
     def offline_reason(self) -> str | None:
         """Why the journal refuses writes until it is reopened, or None."""
         return self.faults.offline_reason
+
+    @property
+    def write_errors(self) -> int:
+        """Writes that failed or were refused since open (reopens keep counting)."""
+        return self.faults.errors
 
     def append(self, data: bytes) -> None:
         """Write and sync whole framed records at the end of the file.

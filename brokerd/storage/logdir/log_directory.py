@@ -38,7 +38,7 @@ Files in the data directory that are not ours are ignored; symlinks are never fo
 (a symlinked partition directory is reported offline, not opened).
 
 :class:`LogDirectory` holds those parts; each is given the one
-:class:`~brokerd.storage.logdir.state.DirectoryState` they share (its lock guards it).
+:class:`~brokerd.storage.logdir.directory_state.DirectoryState` they share (its lock guards it).
 The registry's format is ``logdir/registry.py``; file names and limits are
 ``logdir/layout.py``.
 
@@ -68,6 +68,7 @@ from brokerd.storage.checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.fileio import DIR_MODE, FILE_MODE, fsync_dir
 from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.logdir.directory_state import DirectoryState
 from brokerd.storage.logdir.layout import (
     CHECKPOINT_FILE,
     CLEAN_SHUTDOWN_FILE,
@@ -85,7 +86,6 @@ from brokerd.storage.logdir.partitions import LogStarts, PartitionAdmin
 from brokerd.storage.logdir.recovered import RecoveredSync
 from brokerd.storage.logdir.registry import journal_parser, parse_registry, unique_ids
 from brokerd.storage.logdir.registry_journal import RegistryJournal
-from brokerd.storage.logdir.state import DirectoryState
 from brokerd.storage.logdir.topics import TopicAdmin
 from brokerd.storage.types import TopicInfo
 

@@ -15,7 +15,7 @@ import logging
 
 from brokerd.errors import StorageError
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.logdir.state import DirectoryState
+from brokerd.storage.logdir.directory_state import DirectoryState
 from brokerd.storage.offline_backoff import (
     OFFLINE_RETRY_FIRST_SECONDS,
     OFFLINE_RETRY_MAX_SECONDS,

@@ -17,7 +17,7 @@ import shutil
 from brokerd.errors import StorageError
 from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.logdir.state import DirectoryState
+from brokerd.storage.logdir.directory_state import DirectoryState
 from brokerd.storage.types import TopicInfo
 
 __all__ = ["PartitionDirs", "close_all"]

@@ -3,7 +3,7 @@ CreatePartitions and DeleteRecords.
 
 :class:`PartitionAdmin` is held by :class:`~brokerd.storage.logdir.log_directory.LogDirectory`; it
 and
-:class:`LogStarts` work on the directory's shared state (``logdir/state.py``):
+:class:`LogStarts` work on the directory's shared state (``logdir/directory_state.py``):
 
 - :meth:`~PartitionAdmin.create_partitions` adds empty partitions to a topic. The
   new directories are created and synced (without the directory's lock: other clients'
@@ -28,9 +28,9 @@ import attrs
 from brokerd.errors import InvalidPartitions, PolicyViolation, StorageError
 from brokerd.names import validate_topic_name
 from brokerd.storage.checkpoints import read_start_offsets, write_start_offsets
+from brokerd.storage.logdir.directory_state import DirectoryState
 from brokerd.storage.logdir.layout import MAX_PARTITIONS
 from brokerd.storage.logdir.partition_dirs import PartitionDirs, close_all
-from brokerd.storage.logdir.state import DirectoryState
 from brokerd.storage.types import TopicInfo
 
 __all__ = ["DELETE_TO_HIGH_WATERMARK", "LogStarts", "PartitionAdmin"]

@@ -16,7 +16,7 @@ import threading
 
 from brokerd.storage.log.loader import sync_recovered
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.logdir.state import DirectoryState
+from brokerd.storage.logdir.directory_state import DirectoryState
 
 __all__ = ["RecoveredSync"]
 

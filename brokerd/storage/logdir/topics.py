@@ -1,14 +1,13 @@
 """Creating, reconfiguring and deleting topics: the log directory's side of Kafka's
 CreateTopics, AlterConfigs/IncrementalAlterConfigs and DeleteTopics.
 
-:class:`TopicAdmin` is held by :class:`~brokerd.storage.logdir.log_directory.LogDirectory` and
-works on
-the directory's shared state (``logdir/state.py``). A new topic's partition directories are
-created before the registry names it, and a deleted topic leaves the registry before its
-directories go: after a crash a directory the registry does not name is stale and is
-removed when its name is used again; the registry never names a topic without data
-directories it cannot reopen. Config overrides are validated (``config/topic_config.py``) and
-written to the registry before the open partition logs take them.
+:class:`TopicAdmin` is held by :class:`~brokerd.storage.logdir.log_directory.LogDirectory`
+and works on the directory's shared state (``logdir/directory_state.py``). A new topic's
+partition directories are created before the registry names it, and a deleted topic
+leaves the registry before its directories go: after a crash a directory the registry
+does not name is stale and is removed when its name is used again; the registry never
+names a topic without data directories it cannot reopen. Config overrides are validated
+(``config/topic_config.py``) and written to the registry before the open partition logs take them.
 
 The file-system work of a create or delete (one directory and two files per partition:
 seconds for ten thousand partitions) runs without the directory's lock: a create first
@@ -50,11 +49,11 @@ from brokerd.names import (
 )
 from brokerd.storage.config.topic_config import validate_overrides
 from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.logdir.directory_state import DirectoryState
 from brokerd.storage.logdir.layout import MAX_PARTITIONS
 from brokerd.storage.logdir.offline import OfflinePartitions
 from brokerd.storage.logdir.partition_dirs import PartitionDirs, close_all
 from brokerd.storage.logdir.partitions import LogStarts
-from brokerd.storage.logdir.state import DirectoryState
 from brokerd.storage.topic_ids import new_topic_id
 from brokerd.storage.types import TopicInfo
 

@@ -51,7 +51,6 @@ from collections.abc import Callable, Iterable, Sequence
 
 from brokerd.names import MAX_TOPIC_LENGTH
 from brokerd.storage.journal.engine import Journal, JournalKind
-from brokerd.storage.journal.faults import StoreFaults
 from brokerd.storage.stores.offsets_format import (
     MAGIC,
     MAX_METADATA_LENGTH,
@@ -422,23 +421,9 @@ class OffsetStore:
 
     # -- faults and reopening -----------------------------------------------------------
 
-    @property
-    def name(self) -> str:
-        return OFFSETS_STORE_NAME
 
-    @property
-    def offline_reason(self) -> str | None:
-        """Why the store refuses writes until it is reopened, or None."""
-        return self.journal.offline_reason
 
-    @property
-    def faults(self) -> StoreFaults:
-        return self.journal.faults
 
-    @property
-    def write_errors(self) -> int:
-        """Writes that failed or were refused since open (reopens keep counting)."""
-        return self.journal.faults.errors
 
     def retry_reopen(self, now: float | None = None) -> bool:
         """Reopen an offline store from disk if its retry is due (replay the journal, cut

@@ -169,17 +169,8 @@ class ProducerIdAllocator:
 
     # -- faults and reopening (as the broker's store recovery polls them) ---------------
 
-    @property
-    def name(self) -> str:
-        return PRODUCER_IDS_NAME
 
-    @property
-    def offline_reason(self) -> str | None:
-        return self.journal.offline_reason
 
-    @property
-    def write_errors(self) -> int:
-        return self.journal.faults.errors
 
     def retry_reopen(self, now: float | None = None) -> bool:
         """Reopen from disk if offline and due; True if back online. The next block

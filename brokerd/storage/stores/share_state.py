@@ -37,7 +37,6 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 
 from brokerd.storage.journal.engine import Journal, JournalKind
-from brokerd.storage.journal.faults import StoreFaults
 from brokerd.storage.journal.records import BodyReader, frame, iter_frames
 
 __all__ = [
@@ -274,7 +273,7 @@ class ShareStateStore:
     """The share-state journal (see the module docstring). Thread-safe; blocking."""
 
     def __init__(self, journal: Journal[_View]) -> None:
-        self._journal = journal
+        self.journal = journal
         self._lock = threading.Lock()
 
     @classmethod
@@ -289,19 +288,19 @@ class ShareStateStore:
 
     @property
     def path(self) -> str:
-        return self._journal.path
+        return self.journal.path
 
     def partitions(self) -> dict[PartitionKey, StoredPartition]:
         """What the journal holds, as replayed (a copy)."""
         with self._lock:
             return {
                 k: StoredPartition(v.start, v.end, dict(v.entries))
-                for k, v in self._journal.state.partitions.items()
+                for k, v in self.journal.state.partitions.items()
             }
 
     def group_configs(self) -> dict[str, dict[str, str]]:
         with self._lock:
-            return {g: dict(c) for g, c in self._journal.state.configs.items()}
+            return {g: dict(c) for g, c in self.journal.state.configs.items()}
 
     def write(self, records: Sequence[ShareStateRecord]) -> None:
         """Append ``records`` with one write and one fdatasync.
@@ -313,36 +312,24 @@ class ShareStateStore:
             return
         data = b"".join(encode(r) for r in records)
         with self._lock:
-            self._journal.append(data)
+            self.journal.append(data)
             for record in records:
-                self._journal.state.apply(record)
-            self._journal.compact_if_due()
+                self.journal.state.apply(record)
+            self.journal.compact_if_due()
 
     def close(self) -> None:
         with self._lock:
-            self._journal.close()
+            self.journal.close()
 
     # -- faults and reopening (the broker's store recovery polls these) -----------------
 
-    @property
-    def name(self) -> str:
-        return SHARE_STATE_NAME
 
-    @property
-    def offline_reason(self) -> str | None:
-        return self._journal.offline_reason
 
-    @property
-    def faults(self) -> StoreFaults:
-        return self._journal.faults
 
-    @property
-    def write_errors(self) -> int:
-        return self._journal.faults.errors
 
     def retry_reopen(self, now: float | None = None) -> bool:
         with self._lock:
-            return self._journal.reopen_if_due(now, _View, lambda _fresh: None)
+            return self.journal.reopen_if_due(now, _View, lambda _fresh: None)
 
 
 def configs_record(group: str, configs: Mapping[str, str]) -> GroupConfigs:

@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterator, Sequence
 import attrs
 
 from brokerd.storage.journal.engine import Journal, JournalKind
-from brokerd.storage.journal.faults import StoreFaults
 from brokerd.storage.journal.records import BodyReader, frame, iter_frames
 
 __all__ = [
@@ -374,23 +373,9 @@ class TxnLog:
 
     # -- faults and reopening -----------------------------------------------------------
 
-    @property
-    def name(self) -> str:
-        return TXN_LOG_NAME
 
-    @property
-    def offline_reason(self) -> str | None:
-        """Why the log refuses writes until it is reopened, or None."""
-        return self.journal.offline_reason
 
-    @property
-    def faults(self) -> StoreFaults:
-        return self.journal.faults
 
-    @property
-    def write_errors(self) -> int:
-        """Writes that failed or were refused since open (reopens keep counting)."""
-        return self.journal.faults.errors
 
     def retry_reopen(self, now: float | None = None) -> bool:
         """Reopen an offline log from disk if its retry is due (replay the file, cut a

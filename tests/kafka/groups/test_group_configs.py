@@ -61,16 +61,16 @@ def test_the_table_has_kafkas_consumer_configs() -> None:
     [
         ([("nope", SET, "1")], "Unknown group config name: nope"),
         ([(HEARTBEAT_INTERVAL, SET, "x")],
-         "Invalid value x for configuration group.consumer.heartbeat.interval.ms: "
+         "Invalid value x for configuration consumer.heartbeat.interval.ms: "
          "Not a number of type INT"),
         ([(HEARTBEAT_INTERVAL, SET, "4999")],
-         "group.consumer.heartbeat.interval.ms must be greater than or equal to "
+         "consumer.heartbeat.interval.ms must be greater than or equal to "
          "group.consumer.min.heartbeat.interval.ms 5000"),
         ([(SESSION_TIMEOUT, SET, "60001")],
-         "group.consumer.session.timeout.ms must be less than or equal to "
+         "consumer.session.timeout.ms must be less than or equal to "
          "group.consumer.max.session.timeout.ms 60000"),
         ([(HEARTBEAT_INTERVAL, APPEND, "6000")],
-         "Config group.consumer.heartbeat.interval.ms of type INT does not support "
+         "Config consumer.heartbeat.interval.ms of type INT does not support "
          "operation APPEND"),
     ],
 )
@@ -158,15 +158,15 @@ def test_kafka_configs_tool_alters_and_describes_group_configs(broker: BrokerPro
     bs, group = broker.kafka_bootstrap, "kip848-configured"
     entity = ("--bootstrap-server", bs, "--entity-type", "groups", "--entity-name", group)
     tool("kafka-configs.sh", *entity, "--alter", "--add-config",
-         "group.consumer.heartbeat.interval.ms=6000,group.consumer.session.timeout.ms=50000")
+         "consumer.heartbeat.interval.ms=6000,consumer.session.timeout.ms=50000")
     described = tool("kafka-configs.sh", *entity, "--describe")
-    assert "group.consumer.heartbeat.interval.ms=6000" in described, described
-    assert "group.consumer.session.timeout.ms=50000" in described, described
+    assert "consumer.heartbeat.interval.ms=6000" in described, described
+    assert "consumer.session.timeout.ms=50000" in described, described
     assert _heartbeat_interval(broker, group) == 6000
     # Below the broker's bound: refused (INVALID_CONFIG), nothing changed.
     tool("kafka-configs.sh", *entity, "--alter", "--add-config",
-         "group.consumer.heartbeat.interval.ms=100", check=False)
+         "consumer.heartbeat.interval.ms=100", check=False)
     assert _heartbeat_interval(broker, group) == 6000
     tool("kafka-configs.sh", *entity, "--alter", "--delete-config",
-         "group.consumer.heartbeat.interval.ms")
+         "consumer.heartbeat.interval.ms")
     assert _heartbeat_interval(broker, group) == 5000

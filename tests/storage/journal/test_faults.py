@@ -130,7 +130,7 @@ def test_enospc_mid_record_fails_one_commit_and_the_next_starts_clean(
             store.commit("g", [("t", 0, 2, 0, "b" * 300)])
         assert path.stat().st_size == size  # cut back to the last whole record
     monkeypatch.undo()
-    assert store.offline_reason is None
+    assert store.journal.offline_reason is None
     assert store.fetch("g", "t", 0) == (1, 0, "a" * 300)
     store.commit("g", [("t", 0, 3, 0, None)])  # space returned: no restart needed
     store.close()
@@ -174,7 +174,7 @@ def test_failed_fsync_goes_offline_and_reopens_from_disk_with_backoff(
     with pytest.raises(StoreOffline, match="fdatasync failed"):
         store.commit("g", [("t", 0, 2, 0, None)])
     monkeypatch.undo()
-    assert "fdatasync failed" in (store.offline_reason or "")
+    assert "fdatasync failed" in (store.journal.offline_reason or "")
     for _ in range(20):
         with pytest.raises(StoreOffline):
             store.commit("g", [("t", 0, 3, 0, None)])
@@ -184,12 +184,12 @@ def test_failed_fsync_goes_offline_and_reopens_from_disk_with_backoff(
     monkeypatch.setattr(os, "fsync", eio)  # the disk is still broken at the first try
     assert not store.retry_reopen()
     monkeypatch.undo()
-    assert store.offline_reason is not None
+    assert store.journal.offline_reason is not None
     clock.now += 2 * FIRST - 1
     assert not store.retry_reopen()  # the delay doubled
     clock.now += 1
     assert store.retry_reopen()
-    assert store.offline_reason is None
+    assert store.journal.offline_reason is None
     store.commit("g", [("t", 0, 5, 0, None)])
     assert store.fetch("g", "t", 0) == (5, 0, None)
     # One line for the failure, the refusals within the window only counted.

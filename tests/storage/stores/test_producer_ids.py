@@ -103,13 +103,13 @@ def test_a_failed_sync_takes_it_offline_until_it_reopens(
     with pytest.raises(StorageError):
         alloc.next_id()
     monkeypatch.undo()
-    assert alloc.offline_reason is not None
+    assert alloc.journal.offline_reason is not None
     with pytest.raises(StorageError, match="offline"):
         alloc.next_id()
     assert not alloc.retry_reopen()  # not due yet
     clock[0] += 3600
     assert alloc.retry_reopen()
-    assert alloc.offline_reason is None
+    assert alloc.journal.offline_reason is None
     handed = alloc.next_id()
     assert handed >= 2
     assert ProducerIdAllocator(str(tmp_path)).next_id() > handed

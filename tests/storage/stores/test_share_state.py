@@ -110,12 +110,12 @@ def test_a_failed_fsync_takes_the_journal_offline_until_it_reopens(
     with pytest.raises(StoreOffline, match="fdatasync failed"):
         store.write(recs)
     monkeypatch.undo()
-    assert store.offline_reason is not None
+    assert store.journal.offline_reason is not None
     with pytest.raises(StoreOffline):
         store.write(recs)
     now[0] += OFFLINE_RETRY_FIRST_SECONDS
     assert store.retry_reopen()
-    assert store.offline_reason is None
+    assert store.journal.offline_reason is None
     store.write(recs)
     store.close()
     again = ShareStateStore.open(str(tmp_path))

@@ -214,7 +214,7 @@ class TxnLogTests(SynchronousTestCase):
         log.journal._fd = os.open(self.path, os.O_RDONLY)
         self.assertRaises(StorageError, log.write, put=[txn()])
         self.assertEqual(log.transactions(), {})
-        self.assertIsNone(log.offline_reason)
+        self.assertIsNone(log.journal.offline_reason)
         os.close(log.journal._fd)
         log.journal._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
         log.write(put=[txn()])

@@ -13,9 +13,10 @@ default, DEFAULT_CONFIG otherwise), with the synonyms that explain it (v1+): a t
 then Kafka's default.
 
 A group (type 32, named by its group id) has the group configs of
-:mod:`brokerd.kafka.groups.group_configs` (``group.consumer.session.timeout.ms``,
-``group.consumer.heartbeat.interval.ms``): a group's override is GROUP_CONFIG, else the
-broker's value; IncrementalAlterConfigs sets or deletes them, checked against the
+:mod:`brokerd.kafka.groups.group_configs` (``consumer.session.timeout.ms``,
+``consumer.heartbeat.interval.ms``, whose broker synonyms are ``group.consumer.*``) and
+the share groups' ``share.*`` (``share_configs.py``): a group's override is GROUP_CONFIG,
+else the broker's value; IncrementalAlterConfigs sets or deletes them, checked against the
 broker's bounds as Kafka checks them (AlterConfigs does not take groups, as in Kafka).
 
 AlterConfigs replaces a topic's whole set of overrides (Kafka's legacy semantics);
@@ -40,7 +41,11 @@ from twisted.logger import Logger
 from brokerd.core.api import CoreApi
 from brokerd.errors import InvalidConfig, InvalidTopic
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.group_configs import GroupConfigs, InvalidGroupConfig
+from brokerd.kafka.groups.group_configs import (
+    GROUP_CONFIG_TABLE,
+    GroupConfigs,
+    InvalidGroupConfig,
+)
 from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     DENIED_TEXT,
@@ -204,7 +209,9 @@ def group_entries(
     """A group's configs: its override (GROUP_CONFIG), else the broker's value."""
     out = []
     for c in configs.describe(group_id, keys):
-        chain = _broker_synonyms(c.name, c.broker_value, c.kafka_default)
+        chain = _broker_synonyms(
+            GROUP_CONFIG_TABLE[c.name].broker_name, c.broker_value, c.kafka_default
+        )
         if c.overridden:
             chain.insert(0, (c.name, c.value, ConfigSource.GROUP_CONFIG))
         out.append(_entry(

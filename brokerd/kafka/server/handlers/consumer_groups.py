@@ -38,8 +38,8 @@ from brokerd.kafka.server.acl_gate import (
     itself,
     split_entries,
 )
-from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import consumer_groups as cg

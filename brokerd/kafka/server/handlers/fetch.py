@@ -61,16 +61,10 @@ from brokerd.kafka.wire.messages.fetch import FETCH_TOPIC_IDS_FROM
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.answer_budget import AnswerBudget
-from brokerd.net.frames import (
-    Records,
-    StoredRecords,
-    cut_records,
-    records_size,
-    release_records,
-)
+from brokerd.net.frames import cut_records, records_size, release_records
 from brokerd.net.sendfile import RegionLedger
 from brokerd.security.acl import Operation
-from brokerd.storage.types import Delivery, Isolation, LogRead, ReadSpec
+from brokerd.storage.types import Delivery, Isolation, LogRead, ReadSpec, Records, StoredRecords
 
 __all__ = [
     "DEFAULT_FETCH_MAX_BYTES",

@@ -37,8 +37,8 @@ from brokerd.kafka.groups.share.coordinator import (
 )
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.server.acl_gate import GROUP_DENIED, TOPIC_DENIED, Access, Gate, answer_now
-from brokerd.kafka.server.authorized_ops import AuthorizedOperations
 from brokerd.kafka.server.handler_base import NO_RESPONSE, BrokerIdentity, Connection
+from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import share as m

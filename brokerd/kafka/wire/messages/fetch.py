@@ -36,7 +36,7 @@ from brokerd.kafka.wire.codec import (
     Struct,
 )
 from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
-from brokerd.net.frames import Records
+from brokerd.storage.types import Records
 
 # -- Fetch (1) -----------------------------------------------------------------------
 

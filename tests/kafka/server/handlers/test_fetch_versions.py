@@ -16,9 +16,10 @@ import pytest
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
-from brokerd.net.frames import SplicedFrame, StoredRecords
+from brokerd.net.frames import SplicedFrame
 from brokerd.security.acl import Operation as OP
 from brokerd.security.acl import ResourceType
+from brokerd.storage.types import StoredRecords
 
 from tests.kafka.server.handlers.test_acl import AclTestCase
 from tests.kafka.server.test_protocol import KafkaTestCase, batch
