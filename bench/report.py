@@ -206,7 +206,14 @@ SECTION_METHODS = {
         "processes draining one partition's records through one share group (native "
         "QueueFetch of up to 100 records, then one QueueAcknowledge ACCEPT, each change "
         "fsynced in the share-state journal); every record is delivered exactly once "
-        "(checked). Beside them, the same partition read by one plain native reader."
+        "(checked). The Kafka-protocol share-group rows are 1 and 4 confluent-kafka "
+        "ShareConsumer processes (a preview API in that client) draining the same partition "
+        "through a new share group: up to 100 records per poll, each poll's records accepted "
+        "with `commit_sync` before the next poll, joining the group counted. "
+        "Beside them, a classic consumer group's one member (confluent-kafka, "
+        "`group.protocol=classic`) reads the same records, from its assignment to its "
+        "offset commit: a classic group gives one partition to one member, so more members "
+        "would not help; and one plain native reader reads them without a group."
     ),
     "resources": (
         "RSS is the twistd process's VmRSS, a second after each change. 10,000 partitions "

@@ -1,23 +1,36 @@
 """Share-group (queue) consumption on one partition: records/s with 1, 4 and 16 native
-queue consumers, beside one plain native reader of the same partition.
+queue consumers and with 1 and 4 Kafka-protocol share consumers (confluent-kafka's
+ShareConsumer), beside a classic consumer group's one member and one plain native reader
+of the same partition.
 
-Each consumer is a separate process (forked) with its own native connection, so its
-own share-group member: it acquires up to 100 records per QueueFetch and acknowledges
-them ACCEPT in one QueueAcknowledge, until a fetch finds nothing for 200 ms. The
-records are produced first (the group is initialised at the log's start before that),
-so the figure is the broker's acquire/acknowledge path, not a race with producers: all
-records acquired, each exactly once (checked), over the time from the first consumer's
-start to the last acknowledgement. The reference row reads the same records with the
-native Fetch (no group, no acknowledgements). Consumer processes are stopped by their
-PID when they do not finish.
+Each share consumer is a separate process with its own connection, so its own
+share-group member, and fetches then acknowledges in turn until a fetch finds nothing
+for 200 ms. A native one (forked) acquires up to 100 records per QueueFetch and
+acknowledges them ACCEPT in one QueueAcknowledge. A ShareConsumer (a fresh interpreter
+running this module: librdkafka is not fork-safe) joins the group, polls up to 100
+records (``max.poll.records``) and accepts them with ``commit_sync`` before the next poll
+(implicit acknowledgement mode). The records are produced first (the groups
+start at the log's start), so the figure is the broker's acquire/acknowledge path, not a
+race with producers: all records acquired, each exactly once (checked), over the time
+from the consumers' start (for ShareConsumers: before joining) to the last
+acknowledgement. The classic group (one confluent-kafka Consumer, group.protocol
+classic) is timed from its assignment to its offset commit after the last record; the
+plain reader reads the same records with the native Fetch (no group, no
+acknowledgements). Consumer processes are stopped by their PID when they do not finish.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import os
+import select
+import subprocess
+import sys
 import time
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
+from typing import Any
 
 from bench.brokerd_runs import native_consume, native_produce
 from bench.common import Curve, Results, Row
@@ -25,15 +38,25 @@ from bench.scaling import SECTION
 from brokerd.client import NativeClient
 from brokerd.native.queue_messages import AckKind
 
-from tests.brokerproc import BrokerProcess
+from tests.brokerproc import REPO, BrokerProcess, env
 
 SIZE = 100
 BATCH = 100
 CONSUMERS = (1, 4, 16)
+#: Kafka-protocol share consumers: each a whole interpreter with librdkafka's threads, so
+#: fewer than the native ones on a small machine.
+KAFKA_CONSUMERS = (1, 4)
 #: A consumer stops after an empty fetch of this long (the backlog is gone).
 IDLE_MS = 200
+#: A ShareConsumer that has had no record this long after joining stops (the others
+#: drained the partition before its assignment came).
+JOIN_GRACE = 5.0
 START_TIMEOUT = 60.0
 RUN_TIMEOUT = 300.0
+CLASSIC_BATCH = 1000
+SHARE_CHILD = "--share-child"
+CLASSIC_WHAT = "classic group consume, confluent-kafka Consumer, one member, one partition"
+KAFKA_SHARE_WHAT = "share-group consume, {n} confluent-kafka ShareConsumer(s), one partition"
 
 
 def _consume_child(port: int, group: str, topic: str, go: Event, out: Connection) -> None:
@@ -113,9 +136,183 @@ def queue_rate(proc: BrokerProcess, consumers: int, records: int) -> float:
     return records / (max(e for _, e in spans) - min(s for s, _ in spans))
 
 
+
+def _share_child(bootstrap: str, group: str, topic: str) -> None:
+    """One ShareConsumer process: says "ready", joins once a line arrives on stdin, and
+    prints one JSON line: start, first record and last acknowledgement times (monotonic,
+    the system-wide clock) and the offsets it was given."""
+    from confluent_kafka import ShareConsumer
+
+    # log_level 3: the client's "Preview" warning is said once, in the row's note.
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                              "max.poll.records": BATCH, "log_level": 3})
+    try:
+        print("ready", flush=True)
+        sys.stdin.readline()
+        start = time.monotonic()
+        first = last = None
+        consumer.subscribe([topic])
+        offsets: list[int] = []
+        while time.monotonic() - start < RUN_TIMEOUT:
+            got = [m.offset() for m in consumer.poll(IDLE_MS / 1000) if m.error() is None]
+            if not got:
+                if offsets or time.monotonic() - start > JOIN_GRACE:
+                    break
+                continue
+            first = first or time.monotonic()
+            # Implicit acknowledgement: this accepts every record of the poll above.
+            for tp, error in consumer.commit_sync(RUN_TIMEOUT).items():
+                if error is not None:
+                    raise RuntimeError(f"acknowledging {tp}: {error}")
+            last = time.monotonic()
+            offsets += [o for o in got if o is not None]
+        print(json.dumps({"start": start, "first": first, "last": last, "offsets": offsets}),
+              flush=True)
+    finally:
+        consumer.close()
+
+
+def _ready(child: subprocess.Popen[bytes], deadline: float) -> None:
+    """Wait for the child's "ready" line (read unbuffered, so ``communicate`` later sees
+    every later byte)."""
+    assert child.stdout is not None
+    line = b""
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([child.stdout], [], [], left)[0]:
+            raise RuntimeError("a ShareConsumer process did not start")
+        chunk = os.read(child.stdout.fileno(), 64)
+        if not chunk:
+            assert child.stderr is not None
+            child.wait(5)
+            raise RuntimeError(f"a ShareConsumer process exited before it was ready: "
+                               f"{child.stderr.read().decode()[-500:]}")
+        line += chunk
+    if line != b"ready\n":
+        raise RuntimeError(f"a ShareConsumer process said {line!r}")
+
+
+def _share_children(bootstrap: str, group: str, topic: str,
+                    consumers: int) -> list[dict[str, Any]]:
+    command = [sys.executable, "-m", "bench.share_groups", SHARE_CHILD, bootstrap, group,
+               topic]
+    children: list[subprocess.Popen[bytes]] = []
+    answers = []
+    try:
+        for _ in range(consumers):
+            children.append(subprocess.Popen(command, cwd=REPO, env=env(),
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE))
+        deadline = time.monotonic() + START_TIMEOUT
+        for child in children:
+            _ready(child, deadline)
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write(b"go\n")
+            child.stdin.flush()
+        deadline = time.monotonic() + RUN_TIMEOUT
+        for child in children:
+            out, err = child.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            if child.returncode != 0:
+                raise RuntimeError(f"a ShareConsumer process failed: {err.decode()[-500:]}")
+            answers.append(json.loads(out))
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    return answers
+
+
+def _set_earliest(bootstrap: str, group: str) -> None:
+    # The package defines these in private modules and re-exports them without __all__.
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    entry = ConfigEntry("share.auto.offset.reset", "earliest",
+                        incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(START_TIMEOUT)
+
+
+def kafka_share_rate(proc: BrokerProcess, consumers: int, topic: str,
+                     records: int) -> tuple[float, str]:
+    """Records/s of ``consumers`` ShareConsumer processes draining ``topic``'s one
+    partition (``records`` already there) through a new share group, and a note: how
+    long the first record took (the join) and how the records were split."""
+    group = f"bench-kshare-{consumers}"
+    _set_earliest(proc.kafka_bootstrap, group)
+    answers = _share_children(proc.kafka_bootstrap, group, topic, consumers)
+    seen = [o for a in answers for o in a["offsets"]]
+    if sorted(seen) != list(range(records)):
+        raise RuntimeError(f"{topic}, Kafka share group: {len(seen)} deliveries of "
+                           f"{records} records ({len(set(seen))} distinct)")
+    start = min(a["start"] for a in answers)
+    first = min(a["first"] for a in answers if a["first"] is not None)
+    last = max(a["last"] for a in answers if a["last"] is not None)
+    split = "/".join(f"{n:,}" for n in sorted((len(a["offsets"]) for a in answers),
+                                               reverse=True))
+    return records / (last - start), (
+        f"joining counted: first record after {(first - start) * 1000:.0f} ms; "
+        f"records per member {split}"
+    )
+
+
+def classic_rate(proc: BrokerProcess, topic: str, records: int) -> tuple[float, str]:
+    """Records/s of one confluent-kafka Consumer of a new classic group reading ``topic``'s
+    one partition from the start, from its assignment until its offset commit after the
+    last record, and a note with the join's time (not counted)."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({
+        "bootstrap.servers": proc.kafka_bootstrap,
+        "group.id": f"bench-classic-{topic}",
+        "group.protocol": "classic",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    })
+    assigned: list[float] = []
+    try:
+        began = time.monotonic()
+        consumer.subscribe([topic], on_assign=lambda c, parts: assigned.append(
+            time.monotonic()))
+        got = 0
+        while got < records and time.monotonic() - began < RUN_TIMEOUT:
+            # Never more than are left: consume() waits for its count or its timeout.
+            batch = consumer.consume(min(CLASSIC_BATCH, records - got), IDLE_MS / 1000)
+            got += sum(1 for m in batch if m.error() is None)
+        consumer.commit(asynchronous=False)
+        end = time.monotonic()
+    finally:
+        consumer.close()
+    if got != records or not assigned:
+        raise RuntimeError(f"classic group consumed {got} of {records} records")
+    return records / (end - assigned[0]), (
+        f"joining (JoinGroup, SyncGroup: {(assigned[0] - began) * 1000:.0f} ms) not "
+        "counted; offsets committed after the last record; one member, since a classic "
+        "group gives a partition to one member only: more members would idle"
+    )
+
+
+def _kafka_share_missing() -> str:
+    try:
+        from confluent_kafka import ShareConsumer  # noqa: F401
+    except ImportError:
+        return "confluent-kafka with ShareConsumer (2.16+) missing"
+    return ""
+
+
 def consumption(results: Results, proc: BrokerProcess, records: int) -> None:
-    """The share-group rows and curve, and the plain reader's reference row."""
-    curve = Curve("Share-group consumption, one partition", "queue consumer processes",
+    """The share-group rows and curve, the classic group's row and the plain reader's
+    reference row."""
+    curve = Curve("Share-group consumption, one partition", "consumer processes",
                   "records/s", logx=True)
     note = f"{records:,} records, {BATCH} per fetch"
     for n in CONSUMERS:
@@ -124,8 +321,30 @@ def consumption(results: Results, proc: BrokerProcess, records: int) -> None:
         results.add(Row(SECTION, "brokerd",
                         f"share-group consume, {n} native queue consumer(s), one partition",
                         "fsync always", rate, "rec/s", f"{note}, acknowledged", SIZE))
-    reference = native_consume(proc, f"share-{CONSUMERS[0]}", records)
+    # The Kafka-protocol rows read the records of the one-consumer native row's partition.
+    topic = f"share-{CONSUMERS[0]}"
+    missing = _kafka_share_missing()
+    for n in KAFKA_CONSUMERS:
+        figure: float | None = None
+        note = missing
+        if not missing:
+            figure, how = kafka_share_rate(proc, n, topic, records)
+            curve.series.setdefault("confluent-kafka ShareConsumers", []).append((n, figure))
+            note = (f"{records:,} records, up to {BATCH} per poll, each poll's accepted with "
+                    f"commit_sync (ShareConsumer is a preview API in confluent-kafka 2.16); "
+                    f"{how}")
+        results.add(Row(SECTION, "brokerd", KAFKA_SHARE_WHAT.format(n=n), "fsync always",
+                        figure, "rec/s", note, SIZE))
+    classic, how = classic_rate(proc, topic, records)
+    curve.series["classic group, one member"] = [(1, classic)]
+    results.add(Row(SECTION, "brokerd", CLASSIC_WHAT, "read (page cache)", classic, "rec/s",
+                    f"{records:,} records; {how}", SIZE))
+    reference = native_consume(proc, topic, records)
     results.add(Row(SECTION, "brokerd",
                     "plain native consume of the same partition, one reader",
                     "read (page cache)", reference, "rec/s", f"{records:,} records", SIZE))
     results.curves["share_groups"] = curve
+
+
+if __name__ == "__main__" and sys.argv[1:2] == [SHARE_CHILD]:
+    _share_child(*sys.argv[2:5])

@@ -210,6 +210,11 @@ def _expected_rows() -> list[tuple[str, str, str, str]]:
     for n in (1, 4, 16):
         rows.append(("Scaling", "brokerd", f"share-group consume, {n} native queue consumer",
                      "fsync always"))
+    for n in (1, 4):
+        rows.append(("Scaling", "brokerd",
+                     f"share-group consume, {n} confluent-kafka ShareConsumer", "fsync always"))
+    rows.append(("Scaling", "brokerd", "classic group consume, confluent-kafka Consumer, one "
+                 "member", "read (page cache)"))
     rows.append(("Scaling", "brokerd", "plain native consume of the same partition",
                  "read (page cache)"))
     resources = "Resources: memory and restart time"
@@ -296,7 +301,7 @@ def test_quick_run_reports_every_row(tmp_path: Path) -> None:
         assert "charts not drawn" in text
         return
     for name in ("throughput-100", "throughput-1000", "producers", "partitions",
-                 "random-fetch", "rss", "restart"):
+                 "random-fetch", "share-groups", "rss", "restart"):
         png = charts / f"{name}.png"
         assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5000, name
         assert f"](bench/{name}.png)" in text
