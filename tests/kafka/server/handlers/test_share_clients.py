@@ -35,7 +35,7 @@ def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
 def make_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
-        f.result(10)
+        f.result(30)
 
 
 def produce(bootstrap: str, topic: str, n: int, partitions: int = 1) -> None:
