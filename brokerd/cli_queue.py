@@ -20,7 +20,7 @@ seconds, or on Ctrl-C; records it holds but has not acknowledged are released th
 share-group views (``brokerd.admin.share_groups``) as tables, or ``--json``.
 
 What it does not do: join a Kafka share group (a native worker is its own member,
-``docs/queues-native.md``) or reconnect.
+``docs/queues.md``) or reconnect.
 """
 
 from __future__ import annotations

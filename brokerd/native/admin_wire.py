@@ -39,7 +39,7 @@ from brokerd.native.admin_messages import (
     ResetOffsetsRequest,
 )
 from brokerd.native.messages import MAX_PARTITIONS, ErrorCode, MalformedResponse, RequestType
-from brokerd.native.wire import MAX_U16, MAX_U32, MAX_U64, U16, U32, check_range
+from brokerd.native.wire import MAX_U16, MAX_U32, MAX_U64, U16, U32, check_range, string_bytes
 
 __all__ = [
     "ANSWERS_WITHOUT_DOCUMENT",
@@ -238,36 +238,33 @@ def parse_body(request_type: int, data: bytes) -> AdminRequest:
 # --------------------------------------------------------------------------- request encoder
 
 
-def _string(text: str, what: str) -> bytes:
-    raw = text.encode("utf-8")
-    check_range(f"{what} length", len(raw), MAX_U16)
-    return U16.pack(len(raw)) + raw
-
 
 def _body(request: AdminRequest) -> bytes:
     match request:
         case DescribeTopicRequest() | DeleteTopicRequest():
-            return _string(request.topic, "topic")
+            return string_bytes(request.topic, "topic")
         case AlterTopicConfigsRequest():
-            parts = [_string(request.topic, "topic")]
+            parts = [string_bytes(request.topic, "topic")]
             configs = [(k, _CONFIG_SET, v) for k, v in request.set_configs]
             configs += [(k, _CONFIG_DELETE, "") for k in request.delete]
             parts.append(U32.pack(check_range("config count", len(configs), MAX_U32)))
             for name, op, value in configs:
-                parts += [_string(name, "config name"), _U8.pack(op), _string(value, "value")]
+                parts += [
+                    string_bytes(name, "config name"), _U8.pack(op), string_bytes(value, "value")
+                ]
             return b"".join(parts)
         case CreatePartitionsRequest():
             total = check_range("partition count", request.total, MAX_U32)
-            return _string(request.topic, "topic") + U32.pack(total)
+            return string_bytes(request.topic, "topic") + U32.pack(total)
         case ListGroupsRequest():
             return b""
         case DescribeGroupRequest() | DeleteGroupRequest():
-            return _string(request.group_id, "group id")
+            return string_bytes(request.group_id, "group id")
         case ResetOffsetsRequest():
             flags = ADMIN_RESET_DRY_RUN if request.dry_run else 0
             parts = [
-                _string(request.group_id, "group id"),
-                _string(request.topic, "topic"),
+                string_bytes(request.group_id, "group id"),
+                string_bytes(request.topic, "topic"),
                 _U8.pack(request.mode),
                 _U64.pack(check_range("reset value", request.value, MAX_U64)),
                 _U8.pack(flags),

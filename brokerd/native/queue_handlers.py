@@ -9,7 +9,7 @@ released at once (available again, its delivery count kept). A record whose lock
 out (the group's ``share.record.lock.duration.ms``) is released by the share engine's
 timer however the connection fares. There is no join, heartbeat or assignment: a native
 consumer names the partition it reads, and several consumers may read one partition,
-which is what a share group is for (``docs/queues-native.md``).
+which is what a share group is for (``docs/queues.md``).
 
 :func:`queue_call` runs one request against :class:`QueueOps` (the share service and
 the share-group views) and fires with its answer's bytes. The framing is

@@ -4,7 +4,8 @@ What this module does: defines one attrs-frozen request class per queue request 
 (fetch with acquisition, acknowledge, describe and list of share groups), the answers a
 client decodes, the acknowledgement kinds' wire codes and the named limits. The layouts
 are in ``brokerd.native.queue_wire``; the format is specified in ``docs/protocol.md``
-(section 2.9) and the consumer's model in ``docs/queues-native.md``.
+(section 2.9) and the consumer's model in ``docs/queues.md`` ("The same queue on the
+native protocol").
 
 What it does not do: encode, decode, or know what the broker does with a request
 (``brokerd.native.queue_handlers`` and ``brokerd.core.share``).

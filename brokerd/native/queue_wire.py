@@ -39,7 +39,7 @@ from brokerd.native.queue_messages import (
     QueueRecord,
     QueueRequest,
 )
-from brokerd.native.wire import MAX_U16, MAX_U32, MAX_U64, U16, U32, check_range
+from brokerd.native.wire import MAX_U16, MAX_U32, MAX_U64, U16, U32, check_range, string_bytes
 
 __all__ = [
     "TYPE_OF_CLASS",
@@ -140,26 +140,21 @@ def parse_body(request_type: int, data: bytes) -> QueueRequest:
     return request
 
 
-def _string(text: str, what: str) -> bytes:
-    raw = text.encode("utf-8")
-    check_range(f"{what} length", len(raw), MAX_U16)
-    return U16.pack(len(raw)) + raw
-
 
 def _body(request: QueueRequest) -> bytes:
     match request:
         case QueueFetchRequest():
             return b"".join((
-                _string(request.group_id, "group id"),
-                _string(request.topic, "topic"),
+                string_bytes(request.group_id, "group id"),
+                string_bytes(request.topic, "topic"),
                 U32.pack(check_range("partition", request.partition, MAX_U32)),
                 U32.pack(check_range("max records", request.max_records, MAX_U32)),
                 U32.pack(check_range("max wait", request.max_wait_ms, MAX_U32)),
             ))
         case QueueAckRequest():
             parts = [
-                _string(request.group_id, "group id"),
-                _string(request.topic, "topic"),
+                string_bytes(request.group_id, "group id"),
+                string_bytes(request.topic, "topic"),
                 U32.pack(check_range("partition", request.partition, MAX_U32)),
                 U32.pack(check_range("range count", len(request.ranges), MAX_U32)),
             ]
@@ -171,7 +166,7 @@ def _body(request: QueueRequest) -> bytes:
                 ))
             return b"".join(parts)
         case DescribeShareGroupRequest():
-            return _string(request.group_id, "group id")
+            return string_bytes(request.group_id, "group id")
         case ListShareGroupsRequest():
             return b""
     raise TypeError(f"not a native queue request: {request!r}")

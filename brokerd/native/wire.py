@@ -171,8 +171,9 @@ def check_range(name: str, value: int, limit: int) -> int:
     return value
 
 
-def string_bytes(text: str) -> bytes:
-    """``u16 length, UTF-8 bytes`` (topics, topic names in responses)."""
+def string_bytes(text: str, what: str = "topic") -> bytes:
+    """``u16 length, UTF-8 bytes``: every string of the native layouts (topics, group
+    ids, config names and values); ``what`` names it in the error of one too long."""
     raw = text.encode("utf-8")
-    check_range("topic length", len(raw), MAX_U16)
+    check_range(f"{what} length", len(raw), MAX_U16)
     return U16.pack(len(raw)) + raw
