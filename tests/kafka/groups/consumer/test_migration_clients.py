@@ -1,7 +1,8 @@
 """Online migration of a group between the classic protocol and the consumer group
 protocol (KIP-848) against a real broker, judged by confluent-kafka (librdkafka 2.16).
 
-Two ``group.protocol=classic`` consumers share a four-partition topic (2/2) and consume;
+Two ``group.protocol=classic`` consumers share a four-partition topic (2/2) and consume
+(with the eager ``range`` assignor, and again with ``cooperative-sticky``);
 a ``group.protocol=consumer`` member joins: the group becomes a consumer group (ListGroups
 says so), the three end with 2/1/1 and every one of them receives records afterwards.
 Then the consumer-protocol member leaves: the group is classic again, the two classic
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.brokerproc import BrokerProcess
+from tests.figures import record
 from tests.kafka_helpers import (
     HEARTBEAT_MS,
     SESSION_TIMEOUT_MS,
@@ -33,8 +35,6 @@ ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 PARTITIONS = 4
-TOPIC = "migration-t"
-GROUP = "migration-g"
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 class _Feeder:
     """Produces one record to every partition every 20 ms until stopped."""
 
-    def __init__(self, broker: BrokerProcess) -> None:
+    def __init__(self, broker: BrokerProcess, topic: str) -> None:
+        self._topic = topic
         self._producer = ck.Producer({"bootstrap.servers": broker.kafka_bootstrap,
                                       "linger.ms": 5})
         self._stop = threading.Event()
@@ -60,7 +61,7 @@ class _Feeder:
         i = 0
         while not self._stop.is_set():
             for p in range(PARTITIONS):
-                self._producer.produce(TOPIC, f"v{i}".encode(), partition=p)
+                self._producer.produce(self._topic, f"v{i}".encode(), partition=p)
             self._producer.poll(0)
             i += 1
             time.sleep(0.02)
@@ -74,10 +75,11 @@ class _Feeder:
 class _Member:
     """One consumer polled in its own thread; remembers when each record arrived."""
 
-    def __init__(self, broker: BrokerProcess, name: str, protocol: str) -> None:
+    def __init__(self, broker: BrokerProcess, name: str, protocol: str, topic: str,
+                 strategy: str = "range") -> None:
         config: dict[str, Any] = {
             "bootstrap.servers": broker.kafka_bootstrap,
-            "group.id": GROUP,
+            "group.id": f"{topic}-g",
             "group.protocol": protocol,
             "client.id": name,
             "auto.offset.reset": "earliest",
@@ -86,10 +88,11 @@ class _Member:
         }
         if protocol == "classic":
             config.update({"session.timeout.ms": SESSION_TIMEOUT_MS,
-                           "heartbeat.interval.ms": HEARTBEAT_MS})
+                           "heartbeat.interval.ms": HEARTBEAT_MS,
+                           "partition.assignment.strategy": strategy})
         self.consumer = ck.Consumer(config)
         self.arrivals: list[float] = []
-        self.consumer.subscribe([TOPIC])
+        self.consumer.subscribe([topic])
         self.poller = Poller(name, self._poll)
 
     def _poll(self) -> list[Rec]:
@@ -119,39 +122,50 @@ def _balanced(members: list[_Member], sizes: list[int]) -> list[set[int]] | None
     return None
 
 
-def _group_type(admin: AdminClient) -> str | None:
+def _group_type(admin: AdminClient, group: str) -> str | None:
     listed = admin.list_consumer_groups().result(WAIT)
     for g in listed.valid:
-        if g.group_id == GROUP:
+        if g.group_id == group:
             return str(g.type).rsplit(".", 1)[-1]
     return None
 
 
-def test_classic_group_upgrades_and_downgrades_online(broker: BrokerProcess) -> None:
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_classic_group_upgrades_and_downgrades_online(
+    broker: BrokerProcess, strategy: str
+) -> None:
+    topic = f"migration-{strategy}"
+    group = f"{topic}-g"
     admin = AdminClient({"bootstrap.servers": broker.kafka_bootstrap})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS)])[TOPIC].result(WAIT)
-    feeder = _Feeder(broker)
-    classic = [_Member(broker, f"classic-{i}", "classic") for i in range(2)]
+    admin.create_topics([NewTopic(topic, PARTITIONS)])[topic].result(WAIT)
+    feeder = _Feeder(broker, topic)
+    classic = [_Member(broker, f"classic-{i}", "classic", topic, strategy) for i in range(2)]
     joiner: _Member | None = None
     try:
         wait_until(lambda: _balanced(classic, [2, 2]), "two classic members with 2 each")
         start = time.monotonic()
         wait_until(lambda: all(m.received_since(start) for m in classic),
                    "records at both classic members")
-        assert _group_type(admin) == "CLASSIC"
+        assert _group_type(admin, group) == "CLASSIC"
 
-        joiner = _Member(broker, "kip848", "consumer")
-        wait_until(lambda: _group_type(admin) == "CONSUMER", "the group upgraded")
+        subscribed = time.monotonic()
+        joiner = _Member(broker, "kip848", "consumer", topic)
+        wait_until(lambda: _group_type(admin, group) == "CONSUMER", "the group upgraded")
         members = [*classic, joiner]
         wait_until(lambda: _balanced(members, [1, 1, 2]), "three members, 2/1/1")
+        record(f"online upgrade, subscribe to a balanced 2/1/1 ({strategy} classic members)",
+               f"{(time.monotonic() - subscribed) * 1000:.0f} ms")
         start = time.monotonic()
         wait_until(lambda: all(m.received_since(start) for m in members),
                    "records at all three members")
 
+        left = time.monotonic()
         joiner.close()
         joiner = None
-        wait_until(lambda: _group_type(admin) == "CLASSIC", "the group downgraded")
+        wait_until(lambda: _group_type(admin, group) == "CLASSIC", "the group downgraded")
         wait_until(lambda: _balanced(classic, [2, 2]), "the two classic members, 2/2")
+        record(f"online downgrade, close to a balanced 2/2 ({strategy} classic members)",
+               f"{(time.monotonic() - left) * 1000:.0f} ms")
         start = time.monotonic()
         wait_until(lambda: all(m.received_since(start) for m in classic),
                    "records at both classic members after the downgrade")
