@@ -1,8 +1,10 @@
 """Online migration of a group between the classic protocol and the consumer group
-protocol (KIP-848) against a real broker, judged by confluent-kafka (librdkafka 2.16).
+protocol (KIP-848) against a real broker, judged by confluent-kafka (librdkafka 2.16)
+and kafka-python.
 
 Two ``group.protocol=classic`` consumers share a four-partition topic (2/2) and consume
-(with the eager ``range`` assignor, and again with ``cooperative-sticky``);
+(confluent-kafka with the eager ``range`` assignor, again with ``cooperative-sticky``,
+and kafka-python);
 a ``group.protocol=consumer`` member joins: the group becomes a consumer group (ListGroups
 says so), the three end with 2/1/1 and every one of them receives records afterwards.
 Then the consumer-protocol member leaves: the group is classic again, the two classic
@@ -113,6 +115,37 @@ class _Member:
         self.poller.stop(lambda: close_consumer(self.consumer))
 
 
+class _KafkaPythonMember(_Member):
+    """A kafka-python classic consumer (eager, its range assignor), polled the same way."""
+
+    def __init__(self, broker: BrokerProcess, name: str, topic: str) -> None:
+        import kafka
+
+        self.consumer = kafka.KafkaConsumer(
+            topic,
+            bootstrap_servers=broker.kafka_bootstrap,
+            group_id=f"{topic}-g",
+            client_id=name,
+            auto_offset_reset="earliest",
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            auto_commit_interval_ms=500,
+        )
+        self.arrivals = []
+        self.poller = Poller(name, self._poll_kafka_python)
+
+    def _poll_kafka_python(self) -> list[Rec]:
+        got: list[Rec] = []
+        for records in self.consumer.poll(timeout_ms=100).values():
+            for m in records:
+                got.append((m.partition, m.offset, m.value))
+                self.arrivals.append(time.monotonic())
+        return got
+
+    def close(self) -> None:
+        self.poller.stop(self.consumer.close)
+
+
 def _balanced(members: list[_Member], sizes: list[int]) -> list[set[int]] | None:
     got = [m.assignment() for m in members]
     everything = set().union(*got)
@@ -130,7 +163,7 @@ def _group_type(admin: AdminClient, group: str) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky", "kafka-python"])
 def test_classic_group_upgrades_and_downgrades_online(
     broker: BrokerProcess, strategy: str
 ) -> None:
@@ -139,7 +172,11 @@ def test_classic_group_upgrades_and_downgrades_online(
     admin = AdminClient({"bootstrap.servers": broker.kafka_bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS)])[topic].result(WAIT)
     feeder = _Feeder(broker, topic)
-    classic = [_Member(broker, f"classic-{i}", "classic", topic, strategy) for i in range(2)]
+    classic = [
+        _KafkaPythonMember(broker, f"classic-{i}", topic) if strategy == "kafka-python"
+        else _Member(broker, f"classic-{i}", "classic", topic, strategy)
+        for i in range(2)
+    ]
     joiner: _Member | None = None
     try:
         wait_until(lambda: _balanced(classic, [2, 2]), "two classic members with 2 each")
