@@ -274,6 +274,10 @@ class ConsumerGroupCoordinator:
 
     def _member_for(self, group: ConsumerGroup, request: HeartbeatInput) -> ConsumerMember:
         member = self._known_member(group, request)
+        if member.classic is not None:
+            # Its epochs are classic generations; it joins with epoch 0 to switch.
+            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
+                           f"Member {member.member_id} uses the classic protocol.")
         _check_epoch(member, request)
         return member
 
@@ -315,6 +319,7 @@ class ConsumerGroupCoordinator:
             # Epoch 0 from a known member: it lost everything (it was fenced, or
             # restarted); it starts over with nothing owned.
             self._cancel_revocation(member)
+            member.classic = None  # a classic member switching protocols, if it was one
             member.state = MemberState.STABLE
             member.member_epoch = 0
             member.assigned = {}

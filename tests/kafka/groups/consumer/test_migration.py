@@ -5,7 +5,9 @@ group coordinator with a real offsets journal.
 - The embedded consumer protocol: subscriptions and assignments parsed and written,
   malformed bytes refused.
 - The classic member's Heartbeat signal table over every (member state, at the group
-  epoch, every partition it waits for is free) triple.
+  epoch, every partition it waits for is free) triple, and its JoinGroup over every
+  (member state, what it says it owns) pair: the state it lands in, the generation and
+  the assignment SyncGroup hands out.
 - Upgrade: two classic members in a Stable classic group, a consumer-protocol member
   joins; the group becomes a consumer group at the classic generation, the classic
   members are told to re-join, get the server's assignment in SyncGroup, commit with
@@ -35,9 +37,14 @@ from brokerd.kafka.groups.consumer.classic_members import (
     parse_assignment,
     parse_subscription,
 )
-from brokerd.kafka.groups.consumer.coordinator import HeartbeatInput
+from brokerd.kafka.groups.consumer.coordinator import ConsumerGroupCoordinator, HeartbeatInput
 from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
-from brokerd.kafka.groups.consumer.state import ClassicProtocol, MemberState
+from brokerd.kafka.groups.consumer.state import (
+    ClassicProtocol,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+)
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.state import GroupState
 from brokerd.kafka.wire.codec import Writer
@@ -346,6 +353,25 @@ def test_classic_join_member_ids_and_a_sync_after_the_epoch_moved(tmp_path: Path
     assert bad.result.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
+def test_a_classic_member_id_in_a_consumer_group_heartbeat(tmp_path: Path) -> None:
+    """A classic member's id heartbeating the consumer protocol: refused unless it joins
+    (epoch 0), which makes it a consumer-protocol member."""
+    h = Harness(tmp_path)
+    classic_group(h)
+    h.hb(0)
+    member_id, generation, _ = h.classic["a"]
+    request = HeartbeatInput(group_id="g", member_id=member_id, member_epoch=generation,
+                             owned={})
+    assert h.coord.consumer.heartbeat(request, TOPICS).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    joined = h.coord.consumer.heartbeat(HeartbeatInput(
+        group_id="g", member_id=member_id, member_epoch=0, rebalance_timeout_ms=30_000,
+        subscribed_topic_names=("t",), owned={}), TOPICS)
+    assert joined.error_code == 0
+    assert h.coord.consumer.groups["g"].members[member_id].classic is None
+    assert h.coord.heartbeat("g", joined.member_epoch, member_id) == (
+        ErrorCode.UNKNOWN_MEMBER_ID)
+
+
 def test_upgrade_refused(tmp_path: Path) -> None:
     h = Harness(tmp_path)
     d = h.join("a", protocol_type="connect")
@@ -444,3 +470,76 @@ def test_no_downgrade_while_classic_members_leave(tmp_path: Path) -> None:
     assert h.coord.leave("g", member_id) == ErrorCode.UNKNOWN_MEMBER_ID
     h.settle()
     assert sorted(len(ps) for ps in owners(h).values()) == [2, 2]
+
+
+# -- a classic member's JoinGroup over every member state --------------------------------
+
+_C, _O = "c", "o"
+#: member state of the classic member c -> (its epoch, assigned, pending revocation);
+#: the group is at epoch 5, c's target is {0, 1}, the consumer member o's is {2, 3}.
+_STATES: dict[str, tuple[MemberState, int, set[int], set[int]]] = {
+    "stable at the target": (_S, 5, {0, 1}, set()),
+    "stable, the target moved": (_S, 4, {0, 1, 2}, set()),
+    "unrevoked partitions": (_UR, 4, {0, 1}, {2}),
+    "unreleased partitions": (_UL, 5, {0}, set()),
+}
+#: (state, what the JoinGroup says it owns: "nothing" (eager) or "all it holds") ->
+#: (state after the join, epoch answered as generation, partitions in SyncGroup).
+_JOINS: dict[tuple[str, str], tuple[MemberState, int, set[int]]] = {
+    ("stable at the target", "nothing"): (_S, 5, {0, 1}),
+    ("stable at the target", "all it holds"): (_S, 5, {0, 1}),
+    ("stable, the target moved", "nothing"): (_S, 5, {0, 1}),
+    ("stable, the target moved", "all it holds"): (_UR, 4, {0, 1}),
+    ("unrevoked partitions", "nothing"): (_S, 5, {0, 1}),
+    ("unrevoked partitions", "all it holds"): (_UR, 4, {0, 1}),
+    ("unreleased partitions", "nothing"): (_UL, 5, {0}),
+    ("unreleased partitions", "all it holds"): (_UL, 5, {0}),
+}
+
+
+def _hand_built(state: str) -> tuple[ConsumerGroupCoordinator, ConsumerGroup]:
+    coordinator = ConsumerGroupCoordinator(clock=task.Clock(), topics=lambda: TOPICS)
+    group = ConsumerGroup("g", group_epoch=5, assignment_epoch=5,
+                          subscribed_metadata=dict(TOPICS))
+    member_state, epoch, assigned, pending = _STATES[state]
+    group.members[_C] = ConsumerMember(
+        member_id=_C, subscribed_topic_names=("t",), state=member_state,
+        member_epoch=epoch, previous_member_epoch=epoch - 1,
+        assigned={T1: frozenset(assigned)}, pending_revocation={T1: frozenset(pending)},
+        classic=ClassicProtocol(10_000, (("range", subscription(("t",))),)),
+    )
+    # o still gives up 1 while c waits for it; otherwise o holds its target.
+    o_pending = {1} if state == "unreleased partitions" else set()
+    group.members[_O] = ConsumerMember(
+        member_id=_O, subscribed_topic_names=("t",), member_epoch=5,
+        state=_UR if o_pending else _S, assigned={T1: frozenset({3})},
+        pending_revocation={T1: frozenset(o_pending)},
+    )
+    group.target = {_C: {T1: frozenset({0, 1})}, _O: {T1: frozenset({2, 3})}}
+    coordinator.groups["g"] = group
+    return coordinator, group
+
+
+@pytest.mark.parametrize("key", sorted(_JOINS))
+def test_classic_join_over_every_member_state(key: tuple[str, str]) -> None:
+    state, owns = key
+    coordinator, group = _hand_built(state)
+    member = group.members[_C]
+    held = flatten_names(member) if owns == "all it holds" else ()
+    answer = coordinator.classic_join(
+        "g", _C, instance_id=None, client_id="c", client_host="h",
+        session_timeout_ms=10_000, rebalance_timeout_ms=10_000, protocol_type="consumer",
+        protocols=[("range", subscription(("t",), held))],
+    )
+    expected_state, expected_epoch, expected_parts = _JOINS[key]
+    assert answer.error_code == 0 and group.group_epoch == 5
+    assert (member.state, answer.generation_id) == (expected_state, expected_epoch)
+    synced = coordinator.classic_sync("g", answer.generation_id, _C)
+    assert synced.error_code == 0
+    assert parse_assignment(synced.assignment) == {("t", p) for p in expected_parts}
+    coordinator.stop()
+
+
+def flatten_names(member: ConsumerMember) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(("t", p) for a in (member.assigned, member.pending_revocation)
+                        for ps in a.values() for p in ps))
