@@ -269,6 +269,7 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
         offsets=offsets,
         run_blocking=broker.run_write,
         consumer_defaults=consumer_defaults,
+        topics=lambda: {n: (i.topic_id, i.partitions) for n, i in broker.topics().items()},
     )
     GroupStateService(groups, offsets, producer_ids).setServiceParent(broker)
     # Added after the group state, so it stops before it (children stop last added first).

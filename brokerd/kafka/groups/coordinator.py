@@ -41,7 +41,11 @@ store and the admin APIs: :attr:`GroupCoordinator.consumer`
 of such groups are checked by member epoch, their state is journalled whenever it changes
 and restored at start, and :attr:`GroupCoordinator.group_configs` holds every group's
 config overrides. An empty group of either protocol converts to the other when a member
-of the other joins it.
+of the other joins it. A non-empty one migrates online as Kafka 4.x's BIDIRECTIONAL
+policy does (:mod:`brokerd.kafka.groups.migration`): a consumer-protocol member joining
+a classic group converts it, and the consumer coordinator then answers the classic
+members' JoinGroup, SyncGroup, Heartbeat and LeaveGroup; when the last consumer-protocol
+member leaves a group of classic members, it becomes a classic group again.
 
 What this module does not do: no sockets or wire encoding (``brokerd.kafka.listener.dispatch``
 maps requests to these calls), no incremental cooperative rebalancing on the broker side
@@ -68,10 +72,15 @@ from brokerd.kafka.groups.consumer.coordinator import (
     ClassicFace,
     ConsumerGroupCoordinator,
     GroupSettings,
+    TopicMetadata,
 )
 from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
 from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerGroupState
 from brokerd.kafka.groups.group_configs import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, GroupConfigs
+from brokerd.kafka.groups.migration import (
+    classic_group_from_consumer,
+    consumer_group_from_classic,
+)
 from brokerd.kafka.groups.rebalance import Outbox, Rebalancer
 from brokerd.kafka.groups.state import (
     GroupMetadata,
@@ -123,6 +132,8 @@ class GroupCoordinator:
         (Kafka: 3 s; shorter here so a lone consumer starts quickly).
     :param min_session_timeout_ms: Kafka's ``group.min.session.timeout.ms``.
     :param max_session_timeout_ms: Kafka's ``group.max.session.timeout.ms``.
+    :param topics: every topic's ID and partition count now, by name (what classic
+        members of a consumer group subscribe to).
     """
 
     _log = Logger()
@@ -138,6 +149,7 @@ class GroupCoordinator:
         max_session_timeout_ms: int = 1800000,
         max_group_size: int = MAX_GROUP_SIZE,
         consumer_defaults: GroupSettings | None = None,
+        topics: Callable[[], TopicMetadata] | None = None,
     ) -> None:
         self._offsets = offsets
         self._min_session_ms = min_session_timeout_ms
@@ -169,9 +181,12 @@ class GroupCoordinator:
         self.consumer = ConsumerGroupCoordinator(
             clock=cast(Clock, clock),
             classic=ClassicFace(has_members=self._classic_has_members,
-                                drop_empty=self._drop_empty_classic),
+                                drop_empty=self._drop_empty_classic,
+                                upgrade=self._upgrade_classic,
+                                downgrade=self._downgrade_consumer),
             settings=self.group_configs.consumer_settings,
             on_change=self._consumer_changed,
+            topics=topics,
         )
         #: The last state queued for the journal per consumer group (written on change).
         self._consumer_written: dict[str, bytes] = {}
@@ -199,6 +214,31 @@ class GroupCoordinator:
             self._rebalancer.kill(group)
             del self._groups[group_id]
             self._writes.store_group(group_id, None)
+
+    def _upgrade_classic(self, group_id: str, topics: TopicMetadata) -> ConsumerGroup | str:
+        """Online upgrade: hand a classic group with members over to the consumer
+        coordinator (:mod:`.migration` says whether it can be), or say why not."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return f"Group {group_id} is not a consumer group."
+        converted = consumer_group_from_classic(group, topics, self.consumer.max_group_size)
+        if isinstance(converted, str):
+            self._log.info("group {group!r}: {why}", group=group_id, why=converted)
+            return converted
+        # Members parked in a rebalance join again, now into the consumer group.
+        self._rebalancer.kill(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        del self._groups[group_id]
+        self._writes.store_group(group_id, None)
+        self._outbox.flush()
+        return converted
+
+    def _downgrade_consumer(self, consumer: ConsumerGroup) -> None:
+        """Online downgrade: a consumer group of classic members only becomes a classic
+        group, which rebalances at once."""
+        group = classic_group_from_consumer(consumer)
+        self._groups[group.group_id] = group
+        self._rebalancer.adopt(group, "converted back from the consumer protocol")
+        self._outbox.flush()
 
     def _consumer_changed(self, group: ConsumerGroup) -> None:
         """Journal a consumer group's state when what is kept of it changed (most
@@ -335,9 +375,19 @@ class GroupCoordinator:
         consumer = self.consumer.groups.get(group_id)
         if consumer is not None:
             if consumer.members:
-                # Kafka would take the classic member into the consumer group; brokerd
-                # keeps classic members out of consumer groups (docs/kafka.md).
-                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+                # A consumer group with members takes classic members in (migration).
+                answer = self.consumer.classic_join(
+                    group_id, member_id, instance_id=instance_id,
+                    client_id=candidate.client_id, client_host=candidate.client_host,
+                    session_timeout_ms=candidate.session_timeout_ms,
+                    rebalance_timeout_ms=candidate.rebalance_timeout_ms,
+                    protocol_type=protocol_type, protocols=candidate.protocols,
+                    require_known_member_id=options.require_known,
+                )
+                return defer.succeed(JoinResult(
+                    answer.error_code, answer.generation_id, answer.protocol_name or "", "",
+                    answer.member_id, [], protocol_type=answer.protocol_type,
+                ))
             self.consumer.drop_empty(group_id)
         group = self._groups.get(group_id)
         member = None if group is None else group.members.get(member_id)
@@ -457,6 +507,13 @@ class GroupCoordinator:
         ``protocol_type`` and ``protocol_name`` (SyncGroup v5+; None = not given) must be
         the group's, else INCONSISTENT_GROUP_PROTOCOL (checked after the generation, as
         Kafka checks it)."""
+        if not self._stopped and self.consumer.has_members(group_id):
+            answer = self.consumer.classic_sync(
+                group_id, generation_id, member_id, instance_id=group_instance_id,
+                protocol_type=protocol_type, protocol_name=protocol_name,
+            )
+            return defer.succeed(SyncResult(answer.error_code, answer.assignment,
+                                            answer.protocol_type, answer.protocol_name))
         found = self._member_for(group_id, generation_id, member_id, group_instance_id)
         if isinstance(found, ErrorCode):
             return defer.succeed(SyncResult(found))
@@ -481,6 +538,9 @@ class GroupCoordinator:
     ) -> int:
         """Handle a Heartbeat: 0, or 27 while a rebalance is being prepared (that is how
         members learn they must re-join), or 22/25/24/15/82."""
+        if not self._stopped and self.consumer.has_members(group_id):
+            return self.consumer.classic_heartbeat(group_id, generation_id, member_id,
+                                                   group_instance_id)
         found = self._member_for(group_id, generation_id, member_id, group_instance_id)
         if isinstance(found, ErrorCode):
             return int(found)
@@ -512,6 +572,10 @@ class GroupCoordinator:
             return int(ErrorCode.COORDINATOR_NOT_AVAILABLE), []
         if not group_id or _group_id_too_long(group_id):
             return int(ErrorCode.INVALID_GROUP_ID), []
+        if self.consumer.has_members(group_id):
+            return int(ErrorCode.NONE), self.consumer.classic_leave(
+                group_id, [(member_id, instance_id) for member_id, instance_id, _ in leaving]
+            )
         group = self._groups.get(group_id)
         if group is None:
             return int(ErrorCode.UNKNOWN_MEMBER_ID), []

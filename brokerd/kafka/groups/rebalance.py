@@ -190,6 +190,13 @@ class Rebalancer:
 
     # -- PreparingRebalance -> CompletingRebalance ----------------------------------------
 
+    def adopt(self, group: GroupMetadata, reason: str) -> None:
+        """Take in a group converted from the consumer protocol (Empty, with members):
+        every member gets a session and must join again."""
+        for m in group.members.values():
+            self.arm_session(group, m)
+        self._prepare_rebalance(group, reason)
+
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         """Enter PreparingRebalance: every member must join again."""
         was_empty = group.state is GroupState.EMPTY
@@ -443,20 +450,21 @@ class Rebalancer:
 
     # -- shutdown -------------------------------------------------------------------------
 
-    def kill(self, group: GroupMetadata) -> None:
-        """Cancel every timer of ``group`` and answer its parked requests with
-        COORDINATOR_NOT_AVAILABLE; the group goes Dead."""
+    def kill(
+        self, group: GroupMetadata, code: ErrorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    ) -> None:
+        """Cancel every timer of ``group`` and answer its parked requests with ``code``
+        (COORDINATOR_NOT_AVAILABLE at shutdown; REBALANCE_IN_PROGRESS when the group is
+        converted to the consumer protocol, so they join again); the group goes Dead."""
         group.cancel_pending()
         for m in group.members.values():
             m.cancel_session()
             if m.join_waiter is not None:
                 waiter, m.join_waiter = m.join_waiter, None
-                self._outbox.deliver(
-                    waiter, join_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, m.member_id)
-                )
+                self._outbox.deliver(waiter, join_error(code, m.member_id))
             if m.sync_waiter is not None:
                 sync_waiter, m.sync_waiter = m.sync_waiter, None
-                self._outbox.deliver(sync_waiter, SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                self._outbox.deliver(sync_waiter, SyncResult(code))
         group.transition_to(GroupState.DEAD)
 
 

@@ -21,10 +21,15 @@ that has members), GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, UNSUPPORTED_ASSIGNOR
 INVALID_REGULAR_EXPRESSION.
 
 An empty classic group is converted when a consumer-protocol member joins it (its
-committed offsets stay); a non-empty one is not (GROUP_ID_NOT_FOUND, as Kafka answers
-with the migration policy disabled). What this module does not do: sockets, wire
-encoding, durability of the group (:mod:`brokerd.kafka.groups.coordinator` owns the
-offsets store), classic members inside a consumer group.
+committed offsets stay); a non-empty one is handed over by the classic coordinator when
+it can be (online upgrade, else GROUP_ID_NOT_FOUND). Its members stay classic members of
+the consumer group: they join with JoinGroup, get the server's assignment in SyncGroup
+and learn that their target moved as REBALANCE_IN_PROGRESS in Heartbeat
+(:mod:`.classic_members`). When the last consumer-protocol member leaves and only classic
+members remain, the group goes back to the classic coordinator (online downgrade). What
+this module does not do: sockets, wire encoding, durability of the group
+(:mod:`brokerd.kafka.groups.coordinator` owns the offsets store), the conversion of a
+group's records (:mod:`brokerd.kafka.groups.migration`).
 
 Reactor thread only; time comes from the injected clock.
 """
@@ -40,10 +45,19 @@ from twisted.logger import Logger
 from brokerd.clock import Clock, DelayedCall
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.consumer.assignors import ASSIGNORS, Assignment
+from brokerd.kafka.groups.consumer.classic_members import (
+    CONSUMER_PROTOCOL_TYPE,
+    BadEmbeddedProtocol,
+    encode_assignment,
+    heartbeat_signal,
+    parse_subscription,
+    subscription_version,
+)
 from brokerd.kafka.groups.consumer.reconcile import Partitions, flatten, next_assignment
 from brokerd.kafka.groups.consumer.state import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
+    ClassicProtocol,
     ConsumerGroup,
     ConsumerGroupState,
     ConsumerMember,
@@ -122,10 +136,34 @@ class _Refused(Exception):
 @attrs.frozen
 class ClassicFace:
     """What this coordinator asks of the classic one about a group id: whether a
-    classic group holds it with members, and to drop an empty one being converted."""
+    classic group holds it with members, to drop an empty one being converted, to hand
+    over a non-empty one (online upgrade: the group, or why not) and to take back a
+    group whose members all speak the classic protocol (online downgrade)."""
 
     has_members: Callable[[str], bool | None]
     drop_empty: Callable[[str], None]
+    upgrade: Callable[[str, TopicMetadata], ConsumerGroup | str] | None = None
+    downgrade: Callable[[ConsumerGroup], None] | None = None
+
+
+@attrs.frozen
+class ClassicJoinAnswer:
+    """A JoinGroup answer to a classic member of a consumer group (it never leads: the
+    assignment is the server's)."""
+
+    error_code: int
+    member_id: str
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+@attrs.frozen
+class ClassicSyncAnswer:
+    error_code: int
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
 
 
 class ConsumerGroupCoordinator:
@@ -136,6 +174,8 @@ class ConsumerGroupCoordinator:
     :param settings: a group's session timeout and heartbeat interval (group configs).
     :param on_change: called with a group after each change of its epochs, members or
         assignments (durability hooks in here).
+    :param topics: the topics as they are now, read by the requests of classic members
+        (a ConsumerGroupHeartbeat brings its own); without it the last heartbeat's.
     """
 
     _log = Logger()
@@ -148,11 +188,15 @@ class ConsumerGroupCoordinator:
         settings: Callable[[str], GroupSettings] | None = None,
         max_group_size: int = DEFAULT_MAX_GROUP_SIZE,
         on_change: Callable[[ConsumerGroup], None] | None = None,
+        topics: Callable[[], TopicMetadata] | None = None,
     ) -> None:
         self._clock = clock
+        self._topic_source = topics
         self._classic = classic
         self._settings = settings or (lambda _group_id: GroupSettings())
         self._max_size = max_group_size
+        #: group.consumer.max.size (an online upgrade must leave room for the joiner).
+        self.max_group_size = max_group_size
         self._on_change = on_change
         self.groups: dict[str, ConsumerGroup] = {}
         self._topics: TopicMetadata = {}
@@ -210,8 +254,14 @@ class ConsumerGroupCoordinator:
         if self._classic is not None:
             has_members = self._classic.has_members(group_id)
             if has_members:
-                raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
-                               f"Group {group_id} is not a consumer group.")
+                if request.member_epoch != 0 or self._classic.upgrade is None:
+                    raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
+                                   f"Group {group_id} is not a consumer group.")
+                converted = self._classic.upgrade(group_id, self._topics)
+                if isinstance(converted, str):
+                    raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, converted)
+                self._adopt(converted)
+                return converted
             if has_members is not None and request.member_epoch == 0:
                 # An empty classic group becomes a consumer group (its offsets stay).
                 self._classic.drop_empty(group_id)
@@ -224,6 +274,10 @@ class ConsumerGroupCoordinator:
 
     def _member_for(self, group: ConsumerGroup, request: HeartbeatInput) -> ConsumerMember:
         member = self._known_member(group, request)
+        if member.classic is not None:
+            # Its epochs are classic generations; it joins with epoch 0 to switch.
+            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
+                           f"Member {member.member_id} uses the classic protocol.")
         _check_epoch(member, request)
         return member
 
@@ -265,6 +319,7 @@ class ConsumerGroupCoordinator:
             # Epoch 0 from a known member: it lost everything (it was fenced, or
             # restarted); it starts over with nothing owned.
             self._cancel_revocation(member)
+            member.classic = None  # a classic member switching protocols, if it was one
             member.state = MemberState.STABLE
             member.member_epoch = 0
             member.assigned = {}
@@ -308,6 +363,204 @@ class ConsumerGroupCoordinator:
             self._remove(group, member, "left the group")
         return HeartbeatAnswer(0, member_id=member.member_id, member_epoch=request.member_epoch,
                                heartbeat_interval_ms=0)
+
+    # -- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ------------------
+
+    def has_members(self, group_id: str) -> bool:
+        """Whether a consumer group of that id has members (classic requests then come
+        here; an empty one is converted by whoever joins it)."""
+        group = self.groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    def _fresh_topics(self) -> None:
+        if self._topic_source is not None:
+            self._topics = self._topic_source()
+
+    def classic_join(
+        self,
+        group_id: str,
+        member_id: str,
+        *,
+        instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: Sequence[tuple[str, bytes]],
+        require_known_member_id: bool = False,
+    ) -> ClassicJoinAnswer:
+        """A JoinGroup of a classic member into a consumer group with members: its
+        subscription is taken from its preferred protocol's metadata, the partitions it
+        says it owns confirm what it gave up, and it gets its member epoch as generation
+        (the assignment follows in SyncGroup). As Kafka: a dynamic member without an id
+        gets one with MEMBER_ID_REQUIRED (JoinGroup v4+), and an id the group does not
+        know joins as a new member."""
+        def fail(code: ErrorCode) -> ClassicJoinAnswer:
+            return ClassicJoinAnswer(int(code), member_id)
+
+        group = self.groups.get(group_id)
+        if self._stopped or group is None:
+            return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE if self._stopped
+                        else ErrorCode.UNKNOWN_MEMBER_ID)
+        if protocol_type != CONSUMER_PROTOCOL_TYPE or not protocols:
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        try:
+            subscription = parse_subscription(protocols[0][1])
+        except BadEmbeddedProtocol:
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        self._fresh_topics()
+        member: ConsumerMember | None
+        known = group.members.get(member_id) if member_id else None
+        if not member_id and instance_id is None and require_known_member_id:
+            if len(group.members) >= self._max_size:
+                return fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
+            return ClassicJoinAnswer(int(ErrorCode.MEMBER_ID_REQUIRED), str(uuid.uuid4()))
+        if known is not None:
+            member = known
+            if member.classic is None:
+                return fail(ErrorCode.UNKNOWN_MEMBER_ID)
+            if instance_id is not None and group.static_members.get(instance_id) != member_id:
+                return fail(ErrorCode.FENCED_INSTANCE_ID)
+        elif member_id:
+            if instance_id is not None and group.static_members.get(instance_id) not in (
+                None, member_id
+            ):
+                return fail(ErrorCode.FENCED_INSTANCE_ID)
+            if len(group.members) >= self._max_size:
+                return fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
+            member = ConsumerMember(member_id=member_id, instance_id=instance_id)
+        else:
+            previous_id = None if instance_id is None else group.static_members.get(instance_id)
+            if previous_id is not None:
+                previous = group.members[previous_id]
+                member = self._replace_static(group, previous, str(uuid.uuid4()))
+            else:
+                if len(group.members) >= self._max_size:
+                    return fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
+                member = ConsumerMember(member_id=str(uuid.uuid4()), instance_id=instance_id)
+        new = member.member_id not in group.members
+        names = tuple(sorted(set(subscription.topics)))
+        changed = new or names != member.subscribed_topic_names
+        member.subscribed_topic_names = names
+        member.subscribed_topic_regex = None
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.client_id = client_id or member.client_id
+        member.client_host = client_host or member.client_host
+        member.rack_id = subscription.rack_id or member.rack_id
+        member.classic = ClassicProtocol(session_timeout_ms, tuple(protocols))
+        group.members[member.member_id] = member
+        if instance_id is not None:
+            group.static_members[instance_id] = member.member_id
+        if self._refresh_metadata(group) or changed:
+            group.group_epoch += 1
+        self._update_target(group)
+        owned = {(self._topics[t][0], p) for t, p in subscription.owned if t in self._topics}
+        self._reconcile(group, member, owned)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            # What it owns is known at once: a second step takes its confirmation.
+            self._reconcile(group, member, owned)
+        self._arm_session(group, member)
+        group.refresh_state()
+        self._changed(group)
+        return ClassicJoinAnswer(0, member.member_id, member.member_epoch,
+                                 CONSUMER_PROTOCOL_TYPE, member.classic.protocol_name)
+
+    def _classic_member(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> tuple[ConsumerGroup, ConsumerMember] | ErrorCode:
+        if self._stopped:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is not None and current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        member = group.members.get(member_id)
+        if member is None or member.classic is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != member.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION
+        return group, member
+
+    def classic_sync(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        *,
+        instance_id: str | None = None,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+    ) -> ClassicSyncAnswer:
+        """A SyncGroup of a classic member: its assignment as the server computed it (what
+        the client's leader sent is not used)."""
+        found = self._classic_member(group_id, generation_id, member_id, instance_id)
+        if isinstance(found, ErrorCode):
+            return ClassicSyncAnswer(int(found))
+        group, member = found
+        assert member.classic is not None
+        name = member.classic.protocol_name
+        if (protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE) or (
+            protocol_name is not None and protocol_name != name
+        ):
+            return ClassicSyncAnswer(int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        if (group.group_epoch > member.member_epoch
+                and member.state is not MemberState.UNREVOKED_PARTITIONS):
+            # The target moved since it joined: it must join again (one that is revoking
+            # first finishes that, and its next join catches up).
+            return ClassicSyncAnswer(int(ErrorCode.REBALANCE_IN_PROGRESS))
+        self._arm_session(group, member)
+        names = {topic_id: n for n, (topic_id, _) in group.subscribed_metadata.items()}
+        by_name = {names[t]: ps for t, ps in member.assigned.items() if t in names}
+        data = encode_assignment(by_name, subscription_version(member.classic))
+        return ClassicSyncAnswer(0, data, CONSUMER_PROTOCOL_TYPE, name)
+
+    def classic_heartbeat(
+        self, group_id: str, generation_id: int, member_id: str,
+        instance_id: str | None = None,
+    ) -> int:
+        """A Heartbeat of a classic member: REBALANCE_IN_PROGRESS when it must re-join
+        (:data:`.classic_members.HEARTBEAT_SIGNALS`)."""
+        found = self._classic_member(group_id, generation_id, member_id, instance_id)
+        if isinstance(found, ErrorCode):
+            return int(found)
+        group, member = found
+        self._arm_session(group, member)
+        wanted = flatten(group.target.get(member.member_id, {})) - flatten(member.assigned)
+        released = all(group.owner_of(t, p) is None for t, p in wanted)
+        at_target = member.member_epoch >= group.group_epoch
+        return int(heartbeat_signal(member.state, at_target, released))
+
+    def classic_leave(
+        self, group_id: str, leaving: Sequence[tuple[str, str | None]]
+    ) -> list[int]:
+        """LeaveGroup of classic members ``(member id, instance id)``: one code each."""
+        codes: list[int] = []
+        for member_id, instance_id in leaving:
+            group = self.groups.get(group_id)
+            if group is None:
+                codes.append(int(ErrorCode.UNKNOWN_MEMBER_ID))
+                continue
+            if not member_id and instance_id is not None:
+                member_id = group.static_members.get(instance_id, "")
+            elif instance_id is not None and group.static_members.get(instance_id) != member_id:
+                codes.append(int(ErrorCode.FENCED_INSTANCE_ID))
+                continue
+            member = group.members.get(member_id)
+            if member is None or member.classic is None:
+                codes.append(int(ErrorCode.UNKNOWN_MEMBER_ID))
+                continue
+            self._remove(group, member, "left the group (classic protocol)")
+            codes.append(int(ErrorCode.NONE))
+        return codes
+
+    def is_classic_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        return member is not None and member.classic is not None
 
     # -- group epoch, target, reconciliation --------------------------------------------
 
@@ -378,7 +631,8 @@ class ConsumerGroupCoordinator:
 
     def _arm_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         _cancel(member.session_timer)
-        timeout = self._settings(group.group_id).session_timeout_ms
+        timeout = (self._settings(group.group_id).session_timeout_ms if member.classic is None
+                   else member.classic.session_timeout_ms)
         member.session_timer = self._clock.callLater(
             timeout / 1000.0, self._expire, group.group_id, member.member_id,
             "session timed out",
@@ -419,6 +673,38 @@ class ConsumerGroupCoordinator:
         self._update_target(group)
         group.refresh_state()
         self._changed(group)
+        if member.classic is None:
+            self._maybe_downgrade(group)
+
+    def _maybe_downgrade(self, group: ConsumerGroup) -> None:
+        """Kafka's online downgrade: the last consumer-protocol member is gone and every
+        remaining member speaks the classic protocol; the group goes back to the classic
+        coordinator (which makes them re-join)."""
+        if self._classic is None or self._classic.downgrade is None or not group.members:
+            return
+        if any(m.classic is None for m in group.members.values()):
+            return
+        for m in group.members.values():
+            _cancel(m.session_timer)
+            self._cancel_revocation(m)
+        del self.groups[group.group_id]
+        group.transition_to(ConsumerGroupState.DEAD)
+        self._changed(group)
+        self._log.info("group {group!r}: only classic members left; converted back to a "
+                       "classic group", group=group.group_id)
+        self._classic.downgrade(group)
+
+    def _adopt(self, group: ConsumerGroup) -> None:
+        """Take a classic group just converted (online upgrade): its members keep their
+        generation as member epoch, with a fresh session each."""
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self._arm_session(group, member)
+        group.refresh_state()
+        self._log.info("group {group!r}: classic group of {count} member(s) converted to "
+                       "the consumer protocol at epoch {epoch}", group=group.group_id,
+                       count=len(group.members), epoch=group.group_epoch)
+        self._changed(group)
 
     def _changed(self, group: ConsumerGroup) -> None:
         if self._on_change is not None:
@@ -438,7 +724,9 @@ class ConsumerGroupCoordinator:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            # A classic member commits with its generation: it knows no member epochs.
+            return (ErrorCode.STALE_MEMBER_EPOCH if member.classic is None
+                    else ErrorCode.ILLEGAL_GENERATION)
         return ErrorCode.NONE
 
     def txn_commit_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
@@ -649,6 +937,8 @@ __all__ = [
     "DEFAULT_HEARTBEAT_INTERVAL_MS",
     "DEFAULT_SESSION_TIMEOUT_MS",
     "ClassicFace",
+    "ClassicJoinAnswer",
+    "ClassicSyncAnswer",
     "ConsumerGroupCoordinator",
     "GroupSettings",
     "HeartbeatAnswer",

@@ -4,29 +4,64 @@ consumer group records, opaque to the store).
 What is kept is what Kafka keeps in its group records: the group epoch, the assignment
 epoch and assignor, the subscribed topics' metadata, each member (ids, client, rack,
 subscriptions, rebalance timeout, member epochs, reconciliation state, assigned and
-pending-revocation partitions) and the target assignment. Timers are not: a restored
+pending-revocation partitions; for a member speaking the classic protocol its session
+timeout and protocols) and the target assignment. Timers are not: a restored
 member gets a fresh session, then heartbeats on or is fenced when it runs out.
 
-The encoding is JSON (topic IDs as text), version 1. :func:`decode_group` checks every
+The encoding is JSON (topic IDs as text, protocol metadata as base64), version 1 (a
+member without "classic" is a consumer-protocol member). :func:`decode_group` checks every
 field's type and refuses anything else with ValueError; the journal bounds the size.
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from brokerd.kafka.groups.consumer.assignors import ASSIGNORS, Assignment
-from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerMember, MemberState
+from brokerd.kafka.groups.consumer.state import (
+    ClassicProtocol,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+)
 
 _VERSION = 1
 
 
 def _assignment_out(a: Assignment) -> dict[str, list[int]]:
     return {str(t): sorted(ps) for t, ps in sorted(a.items(), key=lambda i: str(i[0])) if ps}
+
+
+def _classic_out(classic: ClassicProtocol | None) -> dict[str, object]:
+    if classic is None:
+        return {}
+    return {"classic": {
+        "session_ms": classic.session_timeout_ms,
+        "protocols": [[n, base64.b64encode(md).decode()] for n, md in classic.protocols],
+    }}
+
+
+def _classic_in(raw: object) -> ClassicProtocol | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError("consumer group record: a classic member is not an object")
+    protocols = []
+    for pair in _get(raw, "protocols", list):
+        if not (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(x, str) for x in pair)):
+            raise ValueError("consumer group record: bad classic protocol")
+        try:
+            protocols.append((pair[0], base64.b64decode(pair[1], validate=True)))
+        except binascii.Error:
+            raise ValueError("consumer group record: bad classic metadata") from None
+    return ClassicProtocol(_get(raw, "session_ms", int), tuple(protocols))
 
 
 def encode_group(group: ConsumerGroup) -> bytes:
@@ -46,6 +81,7 @@ def encode_group(group: ConsumerGroup) -> bytes:
             "previous": m.previous_member_epoch,
             "assigned": _assignment_out(m.assigned),
             "revoking": _assignment_out(m.pending_revocation),
+            **_classic_out(m.classic),
         }
         for _, m in sorted(group.members.items())
     ]
@@ -123,6 +159,7 @@ def decode_group(group_id: str, data: bytes) -> ConsumerGroup:
             previous_member_epoch=_get(raw, "previous", int),
             assigned=_assignment_in(raw.get("assigned")),
             pending_revocation=_assignment_in(raw.get("revoking")),
+            classic=_classic_in(raw.get("classic")),
         )
         group.members[member.member_id] = member
         if member.instance_id is not None:

@@ -113,6 +113,20 @@ def member_next_state(state: MemberState, outcome: Reconciliation) -> MemberStat
         raise InvalidTransition(f"member in {state.value}: {outcome.value}") from None
 
 
+@attrs.frozen
+class ClassicProtocol:
+    """A member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat): what
+    its last JoinGroup said that the group keeps, its session timeout and its protocols
+    (name, metadata), its preference first."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        return self.protocols[0][0] if self.protocols else ""
+
+
 @attrs.define(eq=False)
 class ConsumerMember:
     """One consumer-protocol member."""
@@ -136,6 +150,8 @@ class ConsumerMember:
     session_timer: DelayedCall | None = None
     #: Armed while the member must revoke: it is fenced if it takes longer.
     revocation_timer: DelayedCall | None = None
+    #: Set for a member that speaks the classic protocol (a group being migrated).
+    classic: ClassicProtocol | None = None
 
     def owns(self) -> set[tuple[uuid.UUID, int]]:
         """Every partition this member holds (assigned or still to revoke)."""
@@ -212,6 +228,7 @@ __all__ = [
     "LEAVE_EPOCH",
     "MEMBER_TRANSITIONS",
     "STATIC_LEAVE_EPOCH",
+    "ClassicProtocol",
     "ConsumerGroup",
     "ConsumerGroupState",
     "ConsumerMember",

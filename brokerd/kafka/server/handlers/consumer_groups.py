@@ -175,7 +175,7 @@ def _member(group: ConsumerGroup, m: ConsumerMember, names: dict[uuid.UUID, str]
         subscribed_topic_regex=m.subscribed_topic_regex,
         assignment=_assignment(m.assigned, names),
         target_assignment=_assignment(group.target.get(m.member_id, {}), names),
-        member_type=cg.MEMBER_TYPE_CONSUMER,
+        member_type=cg.MEMBER_TYPE_CONSUMER if m.classic is None else cg.MEMBER_TYPE_CLASSIC,
     )
 
 
