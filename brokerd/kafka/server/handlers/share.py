@@ -41,6 +41,7 @@ from brokerd.kafka.server.handler_base import NO_RESPONSE, BrokerIdentity, Conne
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages import consumer_groups as cg
 from brokerd.kafka.wire.messages import share as m
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
@@ -145,9 +146,9 @@ class ShareHandlers:
             by_topic: dict[str, list[int]] = {}
             for topic, p in result.assignment:
                 by_topic.setdefault(topic, []).append(p)
-            assignment = m.HeartbeatAssignment(
+            assignment = cg.HeartbeatAssignment(
                 topic_partitions=tuple(
-                    m.HeartbeatTopicPartitions(topic_id=ids[t], partitions=tuple(sorted(ps)))
+                    cg.HeartbeatTopicPartitions(topic_id=ids[t], partitions=tuple(sorted(ps)))
                     for t, ps in sorted(by_topic.items())
                     if t in ids
                 )
@@ -196,9 +197,9 @@ class ShareHandlers:
                         client_id=member.client_id,
                         client_host=member.client_host,
                         subscribed_topic_names=member.topics,
-                        assignment=m.DescribedAssignment(
+                        assignment=cg.DescribedAssignment(
                             topic_partitions=tuple(
-                                m.DescribedTopicPartitions(
+                                cg.DescribedTopicPartitions(
                                     topic_id=ids[t], topic_name=t, partitions=tuple(sorted(ps))
                                 )
                                 for t, ps in sorted(by_topic.items())

@@ -13,7 +13,7 @@ Assignment is a nullable struct (an int8 marker, -1 for null, 1 before a present
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, ClassVar
 
 import attrs
 
@@ -28,11 +28,13 @@ from brokerd.kafka.wire.codec import (
     UUID,
     ApiKey,
     Array,
-    MalformedRequest,
-    Reader,
     Struct,
-    Writer,
 )
+from brokerd.kafka.wire.messages.consumer_groups import (
+    DescribedAssignment,
+    HeartbeatAssignment,
+)
+from brokerd.kafka.wire.messages.topic_partitions import NullableStruct
 from brokerd.kafka.wire.schema import (
     AUTHORIZED_OPERATIONS_OMITTED,
     ApiSpec,
@@ -40,29 +42,6 @@ from brokerd.kafka.wire.schema import (
     array,
     wire_message,
 )
-
-
-class NullableStruct(Struct):
-    """A struct field the schema lets be null: int8 -1 (null) or 1, then the struct."""
-
-    def read(self, r: Reader, version: int, nullable: bool) -> Any:
-        marker = r.int8()
-        if marker < 0:
-            if not nullable:
-                raise MalformedRequest("null struct where the schema forbids it")
-            return None
-        return super().read(r, version, False)
-
-    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        if value is None:
-            w.int8(-1)
-            return
-        w.int8(1)
-        super().write(w, value, version, False)
-
-    def min_size(self, version: int, flexible: bool = False) -> int:
-        return 1
-
 
 # -- ShareGroupHeartbeat (76) ----------------------------------------------------------
 
@@ -81,21 +60,6 @@ class ShareGroupHeartbeatRequest:
     subscribed_topic_names: Annotated[
         tuple[str, ...] | None, Wire(Array(STRING), nullable_from=0)
     ] = array(None)
-
-
-@wire_message
-@attrs.frozen(kw_only=True)
-class HeartbeatTopicPartitions:
-    topic_id: Annotated[uuid.UUID, Wire(UUID)]
-    partitions: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
-
-
-@wire_message
-@attrs.frozen(kw_only=True)
-class HeartbeatAssignment:
-    topic_partitions: Annotated[
-        tuple[HeartbeatTopicPartitions, ...], Wire(Array(Struct(HeartbeatTopicPartitions)))
-    ] = array()
 
 
 @wire_message
@@ -124,22 +88,6 @@ class ShareGroupDescribeRequest:
 
     group_ids: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
     include_authorized_operations: Annotated[bool, Wire(BOOL)] = False
-
-
-@wire_message
-@attrs.frozen(kw_only=True)
-class DescribedTopicPartitions:
-    topic_id: Annotated[uuid.UUID, Wire(UUID)]
-    topic_name: Annotated[str, Wire(STRING)]
-    partitions: Annotated[tuple[int, ...], Wire(Array(INT32))] = array()
-
-
-@wire_message
-@attrs.frozen(kw_only=True)
-class DescribedAssignment:
-    topic_partitions: Annotated[
-        tuple[DescribedTopicPartitions, ...], Wire(Array(Struct(DescribedTopicPartitions)))
-    ] = array()
 
 
 @wire_message

@@ -12,6 +12,7 @@ from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
+from brokerd.kafka.wire.messages import consumer_groups as cg
 from brokerd.kafka.wire.messages import share as m
 from brokerd.storage.stores.share_state import ShareStateStore
 
@@ -68,8 +69,8 @@ class ShareHandlerTests(KafkaTestCase):
     def test_join_fetch_acknowledge(self) -> None:
         hb = self.join()
         assert hb.error_code == 0 and hb.member_epoch == 1
-        assert hb.assignment == m.HeartbeatAssignment(topic_partitions=(
-            m.HeartbeatTopicPartitions(topic_id=self.topic_id, partitions=(0,)),))
+        assert hb.assignment == cg.HeartbeatAssignment(topic_partitions=(
+            cg.HeartbeatTopicPartitions(topic_id=self.topic_id, partitions=(0,)),))
         first = self.fetch(0)
         assert first.acquisition_lock_timeout_ms == 30000
         (part,) = first.responses[0].partitions
