@@ -638,3 +638,33 @@ class Poller:
             self.call(finish)
         self._stop.set()
         self._thread.join(WAIT)
+
+
+class RecordFeeder:
+    """Produces one record to each of ``partitions`` partitions of ``topic`` every 20 ms
+    (confluent-kafka, in its own thread) until :meth:`stop`: traffic for group members to
+    keep receiving while the group changes."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        import confluent_kafka as ck
+
+        self._producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self._topic = topic
+        self._partitions = partitions
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="feeder", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            for p in range(self._partitions):
+                self._producer.produce(self._topic, f"v{i}".encode(), partition=p)
+            self._producer.poll(0)
+            i += 1
+            time.sleep(0.02)
+        self._producer.flush(WAIT)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(WAIT)

@@ -13,7 +13,6 @@ members end 2/2 and keep receiving records.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +27,7 @@ from tests.kafka_helpers import (
     WAIT,
     Poller,
     Rec,
+    RecordFeeder,
     close_consumer,
     module_broker,
     wait_until,
@@ -46,32 +46,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "--group-consumer-heartbeat-interval-ms", "500",
         "--group-consumer-session-timeout-ms", "6000",
     )
-
-
-class _Feeder:
-    """Produces one record to every partition every 20 ms until stopped."""
-
-    def __init__(self, broker: BrokerProcess, topic: str) -> None:
-        self._topic = topic
-        self._producer = ck.Producer({"bootstrap.servers": broker.kafka_bootstrap,
-                                      "linger.ms": 5})
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="feeder", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        i = 0
-        while not self._stop.is_set():
-            for p in range(PARTITIONS):
-                self._producer.produce(self._topic, f"v{i}".encode(), partition=p)
-            self._producer.poll(0)
-            i += 1
-            time.sleep(0.02)
-        self._producer.flush(WAIT)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(WAIT)
 
 
 class _Member:
@@ -171,7 +145,7 @@ def test_classic_group_upgrades_and_downgrades_online(
     group = f"{topic}-g"
     admin = AdminClient({"bootstrap.servers": broker.kafka_bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS)])[topic].result(WAIT)
-    feeder = _Feeder(broker, topic)
+    feeder = RecordFeeder(broker.kafka_bootstrap, topic, PARTITIONS)
     classic = [
         _KafkaPythonMember(broker, f"classic-{i}", topic) if strategy == "kafka-python"
         else _Member(broker, f"classic-{i}", "classic", topic, strategy)

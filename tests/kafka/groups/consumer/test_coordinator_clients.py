@@ -19,7 +19,6 @@ so a rebalance takes about a second.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -36,6 +35,7 @@ from tests.kafka_helpers import (
     Poller,
     RawKafka,
     Rec,
+    RecordFeeder,
     close_consumer,
     module_broker,
     wait_until,
@@ -59,32 +59,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 def _create_topic(broker: BrokerProcess, name: str, partitions: int = PARTITIONS) -> None:
     admin = AdminClient({"bootstrap.servers": broker.kafka_bootstrap})
     admin.create_topics([NewTopic(name, partitions)])[name].result(WAIT)
-
-
-class _Feeder:
-    """Produces one record to every partition every 20 ms until stopped."""
-
-    def __init__(self, broker: BrokerProcess, topic: str) -> None:
-        self._producer = ck.Producer({"bootstrap.servers": broker.kafka_bootstrap,
-                                      "linger.ms": 5})
-        self._topic = topic
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="feeder", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        i = 0
-        while not self._stop.is_set():
-            for p in range(PARTITIONS):
-                self._producer.produce(self._topic, f"v{i}".encode(), partition=p)
-            self._producer.poll(0)
-            i += 1
-            time.sleep(0.02)
-        self._producer.flush(WAIT)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(WAIT)
 
 
 class _Member:
@@ -144,7 +118,7 @@ def test_a_joiner_does_not_stop_the_members_and_the_group_ends_balanced(
 ) -> None:
     topic, group = "kip848-join", "kip848-join-group"
     _create_topic(broker, topic)
-    feeder = _Feeder(broker, topic)
+    feeder = RecordFeeder(broker.kafka_bootstrap, topic, PARTITIONS)
     members = [_Member(broker, group, topic, f"m{i}") for i in (1, 2)]
     try:
         before = wait_until(lambda: _balanced(members, [3, 3]), "two members with 3 each")
