@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,23 +21,15 @@ from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.write_errors import WRITE_ERROR_LOG_SECONDS
 
 from tests.read_specs import COMMITTED_RECORDS
+from tests.tmpfs import mounted_tmpfs
 
 CONFIG = LogConfig(index_interval_bytes=256)
 
 
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
-    try:
+    with mounted_tmpfs(tmp_path, "2m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def crash(directory: LogDirectory) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import time
 import urllib.error
@@ -29,6 +28,7 @@ import pytest
 from tests import paths
 from tests.brokerproc import BrokerProcess
 from tests.figures import record
+from tests.tmpfs import mounted_tmpfs
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -47,17 +47,8 @@ FSYNC_LAUNCHER = paths.TESTS / "fsync_fault_broker.py"
 
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.decode().strip()}")
-    try:
+    with mounted_tmpfs(tmp_path, "24m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def fill(disk: Path) -> Path:
