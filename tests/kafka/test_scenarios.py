@@ -129,7 +129,13 @@ def test_consume_from_earliest_offset_and_latest(driver: Driver) -> None:
 def test_every_codec_round_trips(driver: Driver, kbroker: BrokerProcess, codec: str) -> None:
     topic = f"{driver.prefix}-codec-{codec}"
     values = compressible_values(f"{driver.prefix}-{codec}", 6)
-    producer = driver.producer(compression=codec, linger_ms=20)
+    # The read from inside a batch needs a batch of several records: the topic exists
+    # before the producer starts (no metadata answer lands mid-loop and flushes a
+    # partial batch), and the linger is far above a loaded machine's scheduling stalls
+    # (a 20 ms linger split the six records into six batches on a busy CI runner).
+    if driver.creates_topics:
+        driver.create_topic(topic, 2)
+    producer = driver.producer(compression=codec, linger_ms=500)
     try:
         reports = producer.send(topic, 0, values)
     finally:
