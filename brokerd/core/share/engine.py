@@ -96,6 +96,9 @@ class ShareEngine:
     def groups(self) -> list[str]:
         return sorted(set(self._partitions) | set(self._overrides))
 
+    def has_group(self, group: str) -> bool:
+        return group in self._partitions or group in self._overrides
+
     def partition(self, group: str, topic: str, index: int) -> SharePartition | None:
         return self._partitions.get(group, {}).get((topic, index))
 

@@ -145,12 +145,16 @@ class KafkaHandlers:
             GroupHandlers(
                 core, coordinator, identity,
                 pending_offsets=_pending_offsets(transactions),
+                share_group=shares.exists if shares is not None else None,
             ),
             GroupAdminHandlers(
                 core, cast(HasGroupAdmin, coordinator), operations,
                 share_groups=shares,
             ),
-            ConsumerGroupHandlers(core, cast(HasConsumerGroups, coordinator), operations),
+            ConsumerGroupHandlers(
+                core, cast(HasConsumerGroups, coordinator), operations,
+                share_group=shares.exists if shares is not None else None,
+            ),
             ConfigHandlers(
                 core, identity, default_partitions=default_partitions,
                 groups=cast(HasGroupConfigs, coordinator),

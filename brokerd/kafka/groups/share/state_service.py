@@ -41,10 +41,14 @@ class ShareGroups:
         names = set(groups) | set(self.service.engine.groups())
         return [(g, groups[g].state if g in groups else "Empty") for g in sorted(names)]
 
+    def exists(self, group_id: str) -> bool:
+        """Whether a share group has this id (members, or records state kept)."""
+        return group_id in self.coordinator.groups or self.service.engine.has_group(group_id)
+
     async def delete(self, group_id: str) -> int | None:
         """DeleteGroups of a share group: NON_EMPTY_GROUP while it has members, else its
         state is forgotten (durably); None when no share group has that id."""
-        if group_id not in self.coordinator.groups and group_id not in self.service.engine.groups():
+        if not self.exists(group_id):
             return None
         if not self.coordinator.delete_group(group_id):
             return int(ErrorCode.NON_EMPTY_GROUP)

@@ -16,6 +16,7 @@ It does not parse or build bytes, keep group state, or dispatch:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -71,6 +72,8 @@ class ConsumerGroupHandlers:
 
     :param core: the broker core (topic names, IDs, partition counts).
     :param coordinator: the group coordinator; its ``consumer`` answers.
+    :param share_group: whether a share group has an id (such an id is not a consumer
+        group: GROUP_ID_NOT_FOUND, as Kafka answers); None = no share groups.
     """
 
     def __init__(
@@ -78,10 +81,16 @@ class ConsumerGroupHandlers:
         core: CoreApi,
         coordinator: HasConsumerGroups,
         operations: AuthorizedOperations | None = None,
+        *,
+        share_group: Callable[[str], bool] | None = None,
     ) -> None:
         self._core = core
         self._coordinator = coordinator
         self._operations = operations if operations is not None else AuthorizedOperations()
+        self._share_group = share_group
+
+    def _is_share_group(self, group_id: str) -> bool:
+        return self._share_group is not None and self._share_group(group_id)
 
     def routes(self) -> tuple[Route, ...]:
         return (
@@ -91,6 +100,13 @@ class ConsumerGroupHandlers:
 
     async def heartbeat(self, conn: Connection, req: Request) -> Any:
         body: cg.ConsumerGroupHeartbeatRequest = req.body
+        if body.group_id not in self._coordinator.consumer.groups and self._is_share_group(
+            body.group_id
+        ):
+            return cg.ConsumerGroupHeartbeatResponse(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {body.group_id} is not a consumer group.",
+            )
         owned = None
         if body.topic_partitions is not None:
             owned = {t.topic_id: frozenset(t.partitions) for t in body.topic_partitions}
@@ -135,9 +151,12 @@ class ConsumerGroupHandlers:
         def one(group_id: str) -> cg.DescribedConsumerGroup:
             group = self._coordinator.consumer.groups.get(group_id)
             if group is None:
-                is_classic = self._coordinator.group_state(group_id) is not None
+                other_type = (
+                    self._coordinator.group_state(group_id) is not None
+                    or self._is_share_group(group_id)
+                )
                 message = (
-                    f"Group {group_id} is not a consumer group." if is_classic
+                    f"Group {group_id} is not a consumer group." if other_type
                     else f"Group {group_id} not found."
                 )
                 return cg.DescribedConsumerGroup(

@@ -71,7 +71,11 @@ class GroupAdminLike(Protocol):
 
 
 class ShareGroupsAdmin(Protocol):
-    """Share groups as ListGroups and DeleteGroups see them (KIP-932)."""
+    """Share groups as ListGroups, DeleteGroups and OffsetDelete see them (KIP-932)."""
+
+    def exists(self, group_id: str) -> bool:
+        """Whether a share group has this id."""
+        ...
 
     def listing(self) -> Sequence[tuple[str, str]]:
         """Every share group's id and state."""
@@ -208,6 +212,10 @@ class GroupAdminHandlers:
 
     async def offset_delete(self, conn: Connection, req: Request) -> Any:
         body: apis.OffsetDeleteRequest = req.body
+        if self._share_groups is not None and self._share_groups.exists(body.group_id):
+            # A share group has no committed offsets (Kafka: "is not a consumer group");
+            # its start offsets go through DeleteShareGroupOffsets.
+            return apis.OffsetDeleteResponse(error_code=ErrorCode.GROUP_ID_NOT_FOUND)
         known = self._core.topics()
         codes: dict[tuple[str, int], int] = {}
         wanted: list[tuple[str, int]] = []

@@ -6,8 +6,10 @@ Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.api
 message by calling the classic group coordinator
 (:mod:`brokerd.kafka.groups.coordinator`, duck-typed here by
 :class:`GroupCoordinatorLike` so tests can pass fakes). This node coordinates every group
-and every transactional id; it has no share groups, so a share-partition key (FindCoordinator
-key type 2) is refused as Kafka refuses it without a share coordinator. A JoinGroup or
+and every transactional id; it keeps its share groups' state itself and has no share
+coordinator to find, so a share-partition key (FindCoordinator key type 2) is refused as
+Kafka refuses it without a share coordinator. A JoinGroup for the id of a share group is
+INCONSISTENT_GROUP_PROTOCOL, as Kafka answers it. A JoinGroup or
 SyncGroup held for a rebalance is tracked on the connection and answered with nothing if
 the client goes away. OffsetCommit v10 and OffsetFetch v10 name topics by ID: the IDs are
 looked up in the core (an unknown one is UNKNOWN_TOPIC_ID, before any ACL check, as Kafka
@@ -219,6 +221,8 @@ class GroupHandlers:
     :param identity: where clients are told the coordinator is (read live).
     :param pending_offsets: a group's partitions with a transactional offset commit not
         yet complete (the transaction coordinator's); None = transactions disabled.
+    :param share_group: whether a share group has an id (its id cannot join a classic
+        group); None = no share groups.
     """
 
     _log = Logger()
@@ -230,11 +234,13 @@ class GroupHandlers:
         identity: BrokerIdentity,
         *,
         pending_offsets: PendingOffsets | None = None,
+        share_group: Callable[[str], bool] | None = None,
     ) -> None:
         self._core = core
         self._groups = coordinator
         self._id = identity
         self._pending = pending_offsets
+        self._share_group = share_group
 
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
@@ -247,6 +253,11 @@ class GroupHandlers:
             Route(ApiKey.OFFSET_COMMIT, self.offset_commit, self.offset_commit_rule),
             Route(ApiKey.OFFSET_FETCH, self.offset_fetch, self.offset_fetch_rule),
         )
+
+    def _is_share_group(self, group_id: str) -> bool:
+        """A share group's id is no classic or consumer group: JoinGroup is
+        INCONSISTENT_GROUP_PROTOCOL, offsets GROUP_ID_NOT_FOUND (Kafka's answers)."""
+        return self._share_group is not None and self._share_group(group_id)
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
@@ -299,6 +310,10 @@ class GroupHandlers:
 
     async def join_group(self, conn: Connection, req: Request) -> Any:
         body: apis.JoinGroupRequest = req.body
+        if self._is_share_group(body.group_id):
+            return apis.JoinGroupResponse(
+                error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=""
+            )
         rebalance = body.rebalance_timeout_ms
         if rebalance < 0:
             rebalance = body.session_timeout_ms  # v0 has no rebalance timeout (Kafka)
@@ -412,7 +427,9 @@ class GroupHandlers:
                         (t.name, p.partition_index, p.committed_offset,
                          p.committed_leader_epoch, p.committed_metadata)
                     )
-        if offsets:
+        if offsets and self._is_share_group(body.group_id):
+            codes.update({(o[0], o[1]): ErrorCode.GROUP_ID_NOT_FOUND for o in offsets})
+        elif offsets:
             try:
                 stored: Mapping[tuple[str, int], int] = await self._groups.commit_offsets(
                     body.group_id, body.generation_id, body.member_id, offsets,
@@ -465,7 +482,9 @@ class GroupHandlers:
             answers = []
             for group in body.groups:
                 # v9+ (KIP-848): a consumer group's member fetches with its epoch.
-                member_code = self._groups.fetch_member_error(
+                member_code = ErrorCode.GROUP_ID_NOT_FOUND if self._is_share_group(
+                    group.group_id
+                ) else self._groups.fetch_member_error(
                     group.group_id, group.member_id, group.member_epoch
                 )
                 if member_code:
@@ -480,6 +499,8 @@ class GroupHandlers:
                     group_id=group.group_id, topics=topics, error_code=top
                 ))
             return apis.OffsetFetchResponse(groups=tuple(answers))
+        if self._is_share_group(body.group_id):
+            return apis.OffsetFetchResponse(error_code=ErrorCode.GROUP_ID_NOT_FOUND)
         topics, top = self._fetch_group(body.group_id, body.topics, body.require_stable)
         return apis.OffsetFetchResponse(topics=topics, error_code=top)
 

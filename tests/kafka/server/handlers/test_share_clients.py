@@ -154,3 +154,72 @@ def test_a_classic_group_id_is_not_a_share_group(broker: BrokerProcess) -> None:
         while time.monotonic() < end:
             c.poll(timeout=0.5)
     c.close()
+
+
+def _first_error(c: ck.Consumer, seconds: float = 15.0) -> ck.KafkaError:
+    """The first error a consumer reports (from poll, or raised)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            msg = c.poll(timeout=0.5)
+        except ck.KafkaException as exc:
+            error: ck.KafkaError = exc.args[0]
+            return error
+        if msg is not None and msg.error() is not None:
+            found: ck.KafkaError = msg.error()
+            return found
+    raise AssertionError("the consumer reported no error")
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_share_group_id_is_not_a_consumer_group(
+    broker: BrokerProcess, protocol: str
+) -> None:
+    """Kafka's answers: JoinGroup for a share group's id is INCONSISTENT_GROUP_PROTOCOL,
+    ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND; the share group keeps working."""
+    bs = broker.kafka_bootstrap
+    make_topic(bs, "q5")
+    produce(bs, "q5", 4)
+    set_earliest(bs, "owned")
+    share = consumer(bs, "owned")
+    share.subscribe(["q5"])
+    assert len(poll_all(share, 2)) >= 2
+    other = ck.Consumer({
+        "bootstrap.servers": bs, "group.id": "owned", "group.protocol": protocol,
+        "auto.offset.reset": "earliest",
+    })
+    try:
+        other.subscribe(["q5"])
+        error = _first_error(other)
+        if protocol == "classic":
+            assert error.name() == "INCONSISTENT_GROUP_PROTOCOL", error
+        else:
+            # librdkafka makes GROUP_ID_NOT_FOUND on a heartbeat fatal, as against Kafka.
+            assert error.name() == "_FATAL" and "group id does not exist" in error.str(), error
+        assert other.assignment() == []
+    finally:
+        other.close()
+    # Committed offsets are not a share group's: commit, fetch and delete are refused.
+    plain = ck.Consumer({"bootstrap.servers": bs, "group.id": "owned"})
+    try:
+        with pytest.raises(ck.KafkaException, match="GROUP_ID_NOT_FOUND"):
+            plain.commit(offsets=[ck.TopicPartition("q5", 0, 1)], asynchronous=False)
+        with pytest.raises(ck.KafkaException, match="GROUP_ID_NOT_FOUND"):
+            plain.committed([ck.TopicPartition("q5", 0)], timeout=10)
+    finally:
+        plain.close()
+    kafka = pytest.importorskip("kafka")
+    kp_admin = kafka.KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        with pytest.raises(kafka.errors.GroupIdNotFoundError):
+            kp_admin.delete_group_offsets("owned", [kafka.TopicPartition("q5", 0)])
+    finally:
+        kp_admin.close()
+    admin = AdminClient({"bootstrap.servers": bs})
+    # No classic or consumer group of that id came into being (librdkafka lists those
+    # only), and the share group still hands out records.
+    groups = admin.list_consumer_groups().result(10)
+    assert [g.group_id for g in groups.valid] == []
+    produce(bs, "q5", 2)
+    assert poll_all(share, 1)
+    share.close()
