@@ -7,7 +7,8 @@
 - the same for the transaction log (InitProducerId and a transaction commit);
 - a failed fsync (a test double of ``os.fdatasync`` in the broker process, armed by a
   trigger file: a failing disk is the one thing that cannot be real here) takes the
-  store offline, ``/readyz`` says so, and the background reopen brings it back.
+  store offline, ``/readyz`` says so, and the background reopen brings it back; for the
+  share-state journal, the acknowledgement whose sync failed is undone.
 
 Skipped when a tmpfs cannot be mounted (not root).
 """
@@ -24,6 +25,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from brokerd.client import NativeError
+from brokerd.native.messages import ErrorCode
+from brokerd.native.queue_messages import AckKind
 
 from tests import paths
 from tests.brokerproc import BrokerProcess
@@ -268,4 +273,48 @@ def test_failed_fsync_takes_the_store_offline_until_reopened(tmp_path: Path) -> 
         assert committed(c) == 4
     finally:
         c.close()
+        proc.kill()
+
+
+def test_a_failed_share_acknowledgement_did_not_happen(tmp_path: Path) -> None:
+    """The share-state journal on a failing fdatasync, with native queue consumers: the
+    acknowledgement whose sync failed is answered with an error and undone (its records
+    go back to the group, delivered again with a higher count), the records the journal
+    holds as acquired stay with their consumer, and after the reopen every record ends
+    accepted once, across a kill -9."""
+    proc = FsyncFaultBroker(tmp_path / "data")
+    (tmp_path / "data").mkdir()
+    proc.start()
+    a, b = proc.client(), proc.client()
+    try:
+        a.create_topic("jobs", 1)
+        assert a.queue_fetch("crew", "jobs", 0, max_records=1, max_wait_ms=0) == []
+        a.produce("jobs", 0, [b"job-%d" % i for i in range(10)])
+        got = a.queue_fetch("crew", "jobs", 0, max_records=10, max_wait_ms=1000)
+        assert [(r.offset, r.delivery_count) for r in got] == [(i, 1) for i in range(10)]
+        proc.trigger.write_text("share-state.log\n")
+        with pytest.raises(NativeError) as refused:
+            a.queue_acknowledge("crew", "jobs", 0, [(0, 4, AckKind.ACCEPT)])
+        assert refused.value.code == ErrorCode.STORAGE_ERROR
+        proc.trigger.unlink()
+        wait_until(lambda: http_get(proc.http_port, "/readyz")[0] == 200, "the reopen")
+        # a still holds 5-9 (their acquisition is in the journal); 0-4 are the group's.
+        a.queue_acknowledge("crew", "jobs", 0, [(5, 9, AckKind.ACCEPT)])
+        again = b.queue_fetch("crew", "jobs", 0, max_records=10, max_wait_ms=1000)
+        assert [(r.offset, r.delivery_count) for r in again] == [(i, 2) for i in range(5)]
+        with pytest.raises(NativeError):  # a's hold on 0-4 ended with the failed write
+            a.queue_acknowledge("crew", "jobs", 0, [(0, 4, AckKind.ACCEPT)])
+        b.queue_acknowledge("crew", "jobs", 0, [(0, 4, AckKind.ACCEPT)])
+    finally:
+        a.close()
+        b.close()
+    proc.kill()
+    proc.start()
+    try:
+        with proc.client() as c:
+            (part,) = c.describe_share_group("crew")["partitions"]  # type: ignore[misc]
+            assert (part["start_offset"], part["backlog"], part["in_flight"]) == (10, 0, 0)
+            assert c.queue_fetch("crew", "jobs", 0, max_records=10, max_wait_ms=0) == []
+        assert "Traceback" not in proc.log()
+    finally:
         proc.kill()

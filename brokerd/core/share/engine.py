@@ -78,6 +78,26 @@ class ShareEngine:
     ) -> None:
         """Load what the journal holds (at start-up): acquired records become available
         again, their delivery counts kept."""
+        self._load(partitions, configs, {})
+
+    def reload(
+        self,
+        partitions: Mapping[tuple[str, str, int], StoredPartition],
+        configs: Mapping[str, Mapping[str, str]],
+    ) -> None:
+        """Load what the journal holds on a live broker, after a journal write failed or
+        the journal was reopened from disk: every change the journal does not hold is
+        undone. Acquisitions it holds stay with their members (same delivery count,
+        same lock); what it holds as acquired but memory no longer does becomes
+        available again, as after a restart."""
+        self._load(partitions, configs, self._partitions)
+
+    def _load(
+        self,
+        partitions: Mapping[tuple[str, str, int], StoredPartition],
+        configs: Mapping[str, Mapping[str, str]],
+        before: Mapping[str, Mapping[TopicPartition, SharePartition]],
+    ) -> None:
         self._overrides = {g: dict(c) for g, c in configs.items()}
         self._partitions = {}
         for (group, topic, index), stored in partitions.items():
@@ -88,6 +108,7 @@ class ShareEngine:
                     StateRun(o, o, RecordState(state), count)
                     for o, (state, count) in sorted(stored.entries.items())
                 ),
+                held=before.get(group, {}).get((topic, index)),
             )
             self._partitions.setdefault(group, {})[(topic, index)] = part
 

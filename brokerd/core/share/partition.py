@@ -343,15 +343,41 @@ class SharePartition:
                 out.append(StateRun(offset, offset, entry.state, entry.delivery_count))
         return out
 
-    def restore(self, start: int, end: int, runs: Iterable[StateRun]) -> None:
+    def restore(
+        self,
+        start: int,
+        end: int,
+        runs: Iterable[StateRun],
+        *,
+        held: SharePartition | None = None,
+    ) -> None:
         """Load persisted state: records that were ACQUIRED become AVAILABLE (their locks
-        died with the broker), or ARCHIVED if their count reached the limit."""
+        died with the broker), or ARCHIVED if their count reached the limit.
+
+        ``held`` is the state this load replaces on a live broker (a journal write failed,
+        or the journal was reopened): a record persisted as ACQUIRED that ``held`` still
+        has ACQUIRED at the same delivery count keeps its member and lock, and the
+        operators' totals carry over.
+        """
         self.start = start
         self.end = max(start, end)
         entries: dict[int, InFlight] = {}
+        if held is not None:
+            self.archived_total = held.archived_total
+            self.redelivered_total = held.redelivered_total
         for run in runs:
             for offset in range(max(run.first, start), run.last + 1):
                 state = run.state
+                kept = held.records.get(offset) if held is not None else None
+                if (
+                    state is RecordState.ACQUIRED and kept is not None
+                    and kept.state is RecordState.ACQUIRED
+                    and kept.delivery_count == run.delivery_count
+                ):
+                    entries[offset] = InFlight(
+                        state, run.delivery_count, kept.member, kept.deadline_ms
+                    )
+                    continue
                 if state is RecordState.ACQUIRED:
                     state = next_state(
                         state, Event.MEMBER_GONE, delivery_count=run.delivery_count,

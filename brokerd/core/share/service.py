@@ -38,7 +38,7 @@ from brokerd.core.share.config import IsolationLevel
 from brokerd.core.share.engine import ShareEngine, TopicPartition
 from brokerd.core.share.partition import AckBatch, AcquiredRange, LogSpan, PartitionSummary
 from brokerd.core.waiters import Shortfall, long_poll
-from brokerd.errors import OffsetOutOfRange
+from brokerd.errors import OffsetOutOfRange, StorageError
 from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
 from brokerd.storage.stores.share_state import ShareStateRecord, ShareStateStore
 from brokerd.storage.types import Delivery, Isolation, LogRead, ReadSpec
@@ -104,13 +104,25 @@ def spans_of(
 
 
 class _JournalQueue:
-    """Ordered group commit of journal records in the write pool."""
+    """Ordered group commit of journal records in the write pool.
+
+    Memory must not run ahead of the journal for good: when a write fails, or a write
+    finds the journal was reopened from disk since the engine last loaded it, ``reload``
+    loads the engine from the journal's view, and every write still pending (its
+    records were made on the state just discarded) fails with the batch. Their callers
+    answer an error; nothing they changed stays applied.
+    """
 
     def __init__(
-        self, store: ShareStateStore, run_write: Callable[..., defer.Deferred[Any]]
+        self,
+        store: ShareStateStore,
+        run_write: Callable[..., defer.Deferred[Any]],
+        reload: Callable[[], None],
     ) -> None:
         self._store = store
         self._run_write = run_write
+        self._reload = reload
+        self._loaded_at = store.reopens
         self._pending: list[tuple[list[ShareStateRecord], defer.Deferred[None]]] = []
         self._running = False
 
@@ -133,11 +145,22 @@ class _JournalQueue:
         records = [r for recs, _ in batch for r in recs]
 
         def done(result: object) -> None:
-            for _, d in batch:
-                if isinstance(result, Failure):
-                    d.errback(result)
-                else:
-                    d.callback(None)
+            if isinstance(result, Failure):
+                stored, failed, reason = [], batch, result
+            else:
+                stored, failed = batch, []
+                reason = Failure(StorageError(
+                    f"the {self._store.journal.name} was reopened from disk: retry"
+                ))
+            if failed or self._store.reopens != self._loaded_at:
+                failed = failed + self._pending
+                self._pending = []
+                self._loaded_at = self._store.reopens
+                self._reload()
+            for _, d in stored:
+                d.callback(None)
+            for _, d in failed:
+                d.errback(reason)
             self._next()
 
         self._run_write(self._store.write, records).addBoth(done)
@@ -159,7 +182,7 @@ class ShareService:
         self._clock = clock
         self.engine = ShareEngine()
         self.engine.restore(store.partitions(), store.group_configs())
-        self._journal = _JournalQueue(store, core.run_write)
+        self._journal = _JournalQueue(store, core.run_write, self._reload)
         self._timer: DelayedCall | None = None
         self._stopped = False
         #: Partitions whose acquisition or initialisation is under way (one at a time).
@@ -201,6 +224,10 @@ class ShareService:
 
     def _write_failed(self, failure: Failure) -> None:
         self._log.warn("share-state write failed: {error}", error=failure.getErrorMessage())
+
+    def _reload(self) -> None:
+        self._log.warn("share-state: reloading the share-partitions from the journal")
+        self.engine.reload(self._store.partitions(), self._store.group_configs())
 
     # -- acquiring -----------------------------------------------------------------------
 
@@ -278,12 +305,9 @@ class ShareService:
             max_records,
             self.now_ms(),
         )
-        try:
-            await self._journal.write(records)
-        except Exception:
-            # Not durable: give the records back rather than answer them.
-            self.engine.release_member(group, member)
-            raise
+        # Not durable: the write's failure reloaded the engine from the journal, so the
+        # records are back with the group, and the error is answered instead of them.
+        await self._journal.write(records)
         self._schedule()
         return AcquireResult(
             topic,

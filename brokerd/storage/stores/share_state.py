@@ -275,6 +275,7 @@ class ShareStateStore:
     def __init__(self, journal: Journal[_View]) -> None:
         self.journal = journal
         self._lock = threading.Lock()
+        self._reopens = 0
 
     @classmethod
     def open(cls, path: str, *, clock: Callable[[], float] = time.time) -> ShareStateStore:
@@ -323,13 +324,18 @@ class ShareStateStore:
 
     # -- faults and reopening (the broker's store recovery polls these) -----------------
 
-
-
-
+    @property
+    def reopens(self) -> int:
+        """How many times the journal was reopened from disk: each time, its view was
+        replayed from the file, which may hold a write whose sync failed."""
+        return self._reopens
 
     def retry_reopen(self, now: float | None = None) -> bool:
         with self._lock:
-            return self.journal.reopen_if_due(now, _View, lambda _fresh: None)
+            return self.journal.reopen_if_due(now, _View, self._adopted)
+
+    def _adopted(self, _fresh: _View) -> None:
+        self._reopens += 1
 
 
 def configs_record(group: str, configs: Mapping[str, str]) -> GroupConfigs:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from twisted.internet import defer, task
+from twisted.python.failure import Failure
 
 from brokerd.core.share.partition import AckBatch, AcquiredRange
 from brokerd.core.share.service import ShareService, spans_of
-from brokerd.core.share.states import AckType
+from brokerd.core.share.states import AckType, RecordState
+from brokerd.errors import StorageError
+from brokerd.storage import fileio
 from brokerd.storage.record.control import encode_marker
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import stamp_base_offset
@@ -31,6 +36,8 @@ class FakeCore:
         self.clock = clock
         self.batches: list[tuple[int, int, bytes]] = []
         self.aborted: tuple[AbortedTxn, ...] = ()
+        #: When a list, writes wait here (the Deferred, the write) for the test to run.
+        self.held_writes: list[tuple[defer.Deferred[Any], Callable[[], Any]]] | None = None
 
     def add(self, base: int, data: bytes, count: int) -> None:
         self.batches.append((base, base + count - 1, data))
@@ -49,6 +56,10 @@ class FakeCore:
         return defer.succeed(LogRead(data, self.end, 0, self.end, self.aborted))
 
     def run_write(self, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
+        if self.held_writes is not None:
+            d: defer.Deferred[Any] = defer.Deferred()
+            self.held_writes.append((d, lambda: f(*args, **kwargs)))
+            return d
         return defer.maybeDeferred(f, *args, **kwargs)
 
     def wait_for_data(self, positions: Any, *, min_bytes: int, max_wait_ms: int,
@@ -132,4 +143,125 @@ def test_acquire_many_waits_then_answers_empty(tmp_path: Path) -> None:
     for _ in range(6):
         clock.advance(0.1)
     assert out and out[0][0].ranges == ()
+    store.close()
+
+
+# -- a journal that fails ---------------------------------------------------------------
+
+
+class StoreClock:
+    """The journal's clock for its reopen backoff."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def eio(*_: object) -> None:
+    raise OSError(errno.EIO, "Input/output error")
+
+
+def as_journal_holds(svc: ShareService, path: Path) -> None:
+    """Memory agrees with the journal file: each share-partition's start, end and
+    records' states and delivery counts. A lock is memory's alone (a restart makes an
+    acquired record available), so acquired and available compare equal."""
+    unlocked = {int(RecordState.ACQUIRED.value): int(RecordState.AVAILABLE.value)}
+    fresh = ShareStateStore.open(str(path))
+    try:
+        on_disk = {
+            key: (s.start, s.end, {
+                o: (unlocked.get(state, state), count) for o, (state, count) in s.entries.items()
+            })
+            for key, s in fresh.partitions().items()
+        }
+    finally:
+        fresh.close()
+    in_memory = {
+        (g, t, p): (part.start, part.end, {
+            o: (unlocked.get(int(e.state.value), int(e.state.value)), e.delivery_count)
+            for o, e in part.records.items()
+        })
+        for g in svc.engine.groups()
+        for (t, p), part in svc.engine.partitions(g).items()
+    }
+    assert in_memory == on_disk
+
+
+def failing_service(
+    tmp_path: Path,
+) -> tuple[ShareService, FakeCore, ShareStateStore, StoreClock]:
+    clock = task.Clock()
+    core = FakeCore(clock)
+    store_clock = StoreClock()
+    store = ShareStateStore.open(str(tmp_path), clock=store_clock)
+    svc = ShareService(core, store, clock=clock)
+    result(svc.set_overrides("g", {"share.auto.offset.reset": "earliest"}))
+    core.add(0, batch(0, 4), 4)
+    return svc, core, store, store_clock
+
+
+def test_a_failed_acknowledgement_is_undone_and_the_rest_stays_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc, _core, store, store_clock = failing_service(tmp_path)
+    assert result(svc.acquire("g", "t", 0, "m", max_records=4)).ranges == (
+        AcquiredRange(0, 3, 1),
+    )
+    monkeypatch.setattr(fileio, "datasync", eio)
+    failed = result(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 1, (AckType.ACCEPT,))]))
+    monkeypatch.undo()
+    assert isinstance(failed, Failure) and failed.check(StorageError)
+    # The accept did not happen: 0-1 are back with the group (as after a restart), while
+    # 2-3, whose acquisition the journal holds, stay with m under their lock.
+    part = svc.engine.partition("g", "t", 0)
+    assert part is not None
+    assert {o: (e.state, e.member) for o, e in part.records.items()} == {
+        0: (RecordState.AVAILABLE, None), 1: (RecordState.AVAILABLE, None),
+        2: (RecordState.ACQUIRED, "m"), 3: (RecordState.ACQUIRED, "m"),
+    }
+    # While the journal is offline nothing is handed out that it could not record.
+    refused = result(svc.acquire("g", "t", 0, "n", max_records=4))
+    assert isinstance(refused.error, StorageError) and refused.ranges == ()
+    store_clock.now += 3600
+    assert store.retry_reopen()
+    # The file kept the accept whose fdatasync failed (its bytes were written); the
+    # first write after the reopen brings memory to what the file says.
+    result(svc.acknowledge("g", "t", 0, "m", [AckBatch(2, 3, (AckType.ACCEPT,))]))
+    as_journal_holds(svc, tmp_path)
+    got = result(svc.acquire("g", "t", 0, "n", max_records=4))
+    assert got.error is None
+    as_journal_holds(svc, tmp_path)
+    store.close()
+
+
+def test_writes_queued_behind_a_failed_one_fail_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc, core, store, _store_clock = failing_service(tmp_path)
+    result(svc.acquire("g", "t", 0, "m", max_records=2))
+    result(svc.acquire("g", "t", 0, "n", max_records=2))
+    held = core.held_writes = []
+    first = defer.ensureDeferred(
+        svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 1, (AckType.ACCEPT,))])
+    )
+    second = defer.ensureDeferred(
+        svc.acknowledge("g", "t", 0, "n", [AckBatch(2, 3, (AckType.REJECT,))])
+    )
+    assert len(held) == 1  # the second waits for the first (group commit)
+    d, write = held.pop()
+    monkeypatch.setattr(fileio, "datasync", eio)
+    defer.maybeDeferred(write).chainDeferred(d)  # the write runs, on a failing disk
+    monkeypatch.undo()
+    assert isinstance(result(first), Failure) and isinstance(result(second), Failure)
+    assert not held  # the second's records were made on the discarded state: not written
+    part = svc.engine.partition("g", "t", 0)
+    assert part is not None
+    # Neither verdict happened: the four records are back with the group, none archived.
+    # (The operators' totals are counters: they carry over, undone reject included.)
+    assert {o: (e.state, e.delivery_count) for o, e in part.records.items()} == {
+        o: (RecordState.AVAILABLE, 1) for o in range(4)
+    }
+    as_journal_holds(svc, tmp_path)
     store.close()
