@@ -17,8 +17,8 @@ It does not parse bytes or keep state.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 from twisted.internet import defer
@@ -66,6 +66,9 @@ _SESSION_ERRORS = {
 }
 #: Most records one ShareFetch asks for when its MaxRecords is not positive.
 _DEFAULT_MAX_RECORDS = 500
+
+_Partition = TypeVar("_Partition")
+_Topic = TypeVar("_Topic")
 
 
 class ShareHandlers:
@@ -283,52 +286,30 @@ class ShareHandlers:
             except TooManyWaiters:
                 results = []  # answer now, with nothing acquired: stay responsive
             fetched = {(r.topic, r.partition): r for r in results}
-        keys = sorted(set(fetched) | set(ack_errors))
-        ids = self._ids()
-        by_topic: dict[str, list[m.ShareFetchPartitionData]] = {}
-        for topic, p in keys:
+        answers = []
+        for topic, p in sorted(set(fetched) | set(ack_errors)):
             r = fetched.get((topic, p))
-            code = 0 if r is None or r.error is None else int(error_code_for(r.error))
-            by_topic.setdefault(topic, []).append(
-                m.ShareFetchPartitionData(
-                    partition_index=p,
-                    error_code=code,
-                    acknowledge_error_code=ack_errors.get((topic, p), 0),
-                    current_leader=m.LeaderIdAndEpoch(
-                        leader_id=self._identity.node_id, leader_epoch=0
-                    ),
-                    records=r.records if r is not None else b"",
-                    acquired_records=tuple(
-                        m.AcquiredRecords(
-                            first_offset=a.first,
-                            last_offset=a.last,
-                            delivery_count=a.delivery_count,
-                        )
-                        for a in (r.ranges if r is not None else ())
-                    ),
-                )
-            )
-        responses = [
-            m.ShareFetchTopicResponse(topic_id=ids[t], partitions=tuple(ps))
-            for t, ps in by_topic.items()
-            if t in ids
-        ]
-        responses.extend(
-            m.ShareFetchTopicResponse(
-                topic_id=tid,
-                partitions=tuple(
-                    m.ShareFetchPartitionData(
-                        partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+            answers.append((topic, m.ShareFetchPartitionData(
+                partition_index=p,
+                error_code=0 if r is None or r.error is None else int(error_code_for(r.error)),
+                acknowledge_error_code=ack_errors.get((topic, p), 0),
+                current_leader=self._leader(),
+                records=r.records if r is not None else b"",
+                acquired_records=tuple(
+                    m.AcquiredRecords(
+                        first_offset=a.first, last_offset=a.last, delivery_count=a.delivery_count
                     )
-                    for p in parts
+                    for a in (r.ranges if r is not None else ())
                 ),
-            )
-            for tid, parts in unknown.items()
+            )))
+        responses = self._by_topic_id(
+            answers, unknown,
+            lambda p: m.ShareFetchPartitionData(
+                partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+            ),
+            lambda tid, ps: m.ShareFetchTopicResponse(topic_id=tid, partitions=ps),
         )
-        return m.ShareFetchResponse(
-            acquisition_lock_timeout_ms=lock_ms,
-            responses=tuple(responses),
-        )
+        return m.ShareFetchResponse(acquisition_lock_timeout_ms=lock_ms, responses=responses)
 
     async def share_acknowledge(self, conn: Connection, req: Request) -> Any:
         if self._shares is None:
@@ -349,41 +330,49 @@ class ShareHandlers:
         ack_errors = await self._acknowledge_all(group, member, named)
         if body.share_session_epoch == -1:
             await s.service.release_member(group, member)
-        ids = self._ids()
-        by_topic: dict[str, list[m.ShareAcknowledgePartitionData]] = {}
-        for (topic, p), code in sorted(ack_errors.items()):
-            by_topic.setdefault(topic, []).append(
-                m.ShareAcknowledgePartitionData(
-                    partition_index=p,
-                    error_code=code,
-                    current_leader=m.LeaderIdAndEpoch(
-                        leader_id=self._identity.node_id, leader_epoch=0
-                    ),
-                )
-            )
-        responses = [
-            m.ShareAcknowledgeTopicResponse(topic_id=ids[t], partitions=tuple(ps))
-            for t, ps in by_topic.items()
-            if t in ids
-        ]
-        responses.extend(
-            m.ShareAcknowledgeTopicResponse(
-                topic_id=tid,
-                partitions=tuple(
-                    m.ShareAcknowledgePartitionData(
-                        partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID
-                    )
-                    for p in parts
-                ),
-            )
-            for tid, parts in unknown.items()
+        responses = self._by_topic_id(
+            [
+                (topic, m.ShareAcknowledgePartitionData(
+                    partition_index=p, error_code=code, current_leader=self._leader()
+                ))
+                for (topic, p), code in sorted(ack_errors.items())
+            ],
+            unknown,
+            lambda p: m.ShareAcknowledgePartitionData(
+                partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+            ),
+            lambda tid, ps: m.ShareAcknowledgeTopicResponse(topic_id=tid, partitions=ps),
         )
         return m.ShareAcknowledgeResponse(
             acquisition_lock_timeout_ms=s.service.engine.config(group).lock_duration_ms,
-            responses=tuple(responses),
+            responses=responses,
         )
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _leader(self) -> m.LeaderIdAndEpoch:
+        return m.LeaderIdAndEpoch(leader_id=self._identity.node_id, leader_epoch=0)
+
+    def _by_topic_id(
+        self,
+        answers: Iterable[tuple[str, _Partition]],
+        unknown: Mapping[uuid.UUID, list[int]],
+        unknown_partition: Callable[[int], _Partition],
+        topic: Callable[[uuid.UUID, tuple[_Partition, ...]], _Topic],
+    ) -> tuple[_Topic, ...]:
+        """ShareFetch's and ShareAcknowledge's answer: the partitions' answers grouped
+        under their topic's ID (a topic deleted meanwhile is left out), then
+        UNKNOWN_TOPIC_ID for each partition of an ID no topic has."""
+        ids = self._ids()
+        by_topic: dict[str, list[_Partition]] = {}
+        for name, answer in answers:
+            by_topic.setdefault(name, []).append(answer)
+        known = [topic(ids[t], tuple(ps)) for t, ps in by_topic.items() if t in ids]
+        missing = [
+            topic(tid, tuple(unknown_partition(p) for p in parts))
+            for tid, parts in unknown.items()
+        ]
+        return (*known, *missing)
 
     def _resolve(
         self, topics: tuple[m.ShareFetchTopic, ...]
