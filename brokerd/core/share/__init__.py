@@ -9,11 +9,13 @@ brokerctl, the console and the metrics can too):
   journal records)``, ``acknowledge(group, topic, partition, member, batches)``,
   ``release_member``, ``expire_locks``, ``describe(group) -> {(topic, partition):
   PartitionSummary}`` (backlog, in flight, redelivered, archived), ``set_start``,
-  ``delete_partition``, ``delete_group``, group configs.
+  ``delete_partition``, ``delete_group``, group configs; ``restore`` (start-up) and
+  ``reload`` (a live broker's journal failed or was reopened) from the journal's view.
 - :class:`~brokerd.core.share.service.ShareService` (reactor thread, Deferreds): the same
   operations against the broker's logs, each change made durable in the share-state
-  journal before it answers; ``acquire`` reads the log (read_committed by default) and
-  answers the acquired ranges with the batches holding them.
+  journal before it answers (a change whose write failed is undone, with every change
+  queued behind it); ``acquire`` reads the log (read_committed by default) and answers
+  the acquired ranges with the batches holding them.
 - :mod:`~brokerd.core.share.states`: the record states and the transition table;
   :mod:`~brokerd.core.share.config`: the group configs (names, defaults, bounds).
 
