@@ -105,6 +105,7 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
         groups=GroupSettings(
             consumer_session_timeout_ms=options["group-consumer-session-timeout-ms"],
             consumer_heartbeat_interval_ms=options["group-consumer-heartbeat-interval-ms"],
+            share_defaults=_share_defaults(options),
         ),
         listeners=ListenerSettings(
             native=_enabled(options["native"]),
@@ -362,3 +363,26 @@ def _doors(
     if message is not None:
         raise usage.UsageError(message)
     return DoorSettings(listeners=listeners, allowed=allowed)
+
+
+#: The options that set share groups' broker defaults, by the group config each sets.
+_SHARE_OPTIONS: Mapping[str, str] = {
+    "share.record.lock.duration.ms": "group-share-record-lock-duration-ms",
+    "share.delivery.count.limit": "group-share-delivery-count-limit",
+    "share.session.timeout.ms": "group-share-session-timeout-ms",
+    "share.heartbeat.interval.ms": "group-share-heartbeat-interval-ms",
+}
+
+
+def _share_defaults(options: Mapping[str, Any]) -> dict[str, str]:
+    """Share groups' defaults (Kafka's ``group.share.*``), checked against Kafka's bounds."""
+    from brokerd.core.share.config import InvalidShareConfig, broker_defaults
+
+    values = {name: str(options[option]) for name, option in _SHARE_OPTIONS.items()}
+    try:
+        return broker_defaults(values)
+    except InvalidShareConfig as e:
+        for name, option in _SHARE_OPTIONS.items():
+            if name in str(e):
+                raise usage.UsageError(f"--{option}: {e}") from None
+        raise usage.UsageError(str(e)) from None

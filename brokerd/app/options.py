@@ -192,6 +192,35 @@ class Options(usage.Options):
             "Default heartbeat interval of consumer-protocol groups (KIP-848).",
             int,
         ],
+        # Share groups' defaults (Kafka's group.share.* broker configs, its bounds).
+        [
+            "group-share-record-lock-duration-ms",
+            None,
+            30_000,
+            "Default acquisition lock of share groups' records (1000-3600000).",
+            int,
+        ],
+        [
+            "group-share-delivery-count-limit",
+            None,
+            5,
+            "Default deliveries of a share group's record before it is archived (2-10).",
+            int,
+        ],
+        [
+            "group-share-session-timeout-ms",
+            None,
+            45_000,
+            "Default session timeout of share group members (1000-60000).",
+            int,
+        ],
+        [
+            "group-share-heartbeat-interval-ms",
+            None,
+            5_000,
+            "Default heartbeat interval of share group members (1000-15000).",
+            int,
+        ],
         ["max-connections", None, 1024, "Open connections per listener (0: no limit).", int],
         # Request-side bounds of the connection edge (docs/operations.md, "Bounded memory").
         [

@@ -59,10 +59,12 @@ class CoreSettings:
 
 @attrs.frozen
 class GroupSettings:
-    """Defaults of consumer-protocol groups (KIP-848); a group's configs override them."""
+    """Defaults of consumer-protocol groups (KIP-848) and of share groups (KIP-932: group
+    config name -> text, checked); a group's configs override them."""
 
     consumer_session_timeout_ms: int
     consumer_heartbeat_interval_ms: int
+    share_defaults: Mapping[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen

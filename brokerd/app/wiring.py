@@ -289,6 +289,7 @@ def add_share_groups(
 ) -> tuple[ShareGroups, ShareStateStore]:
     """Share groups (KIP-932): ``share-state.log`` in the data directory, replayed now;
     the records engine and the share group coordinator over it."""
+    from brokerd.core.share.config import DEFAULTS
     from brokerd.core.share.service import ShareService
     from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
     from brokerd.kafka.groups.share.state_service import ShareGroups, ShareStateService
@@ -297,7 +298,9 @@ def add_share_groups(
     store = ShareStateStore.open(
         os.path.join(settings.storage.data_dir, SHARE_STATE_FILE_NAME)
     )
-    records = ShareService(broker, store, clock=reactor)
+    records = ShareService(
+        broker, store, clock=reactor, defaults=settings.groups.share_defaults or DEFAULTS
+    )
 
     def member_gone(group: str, member: str) -> None:
         Deferred.fromCoroutine(records.release_member(group, member)).addErrback(

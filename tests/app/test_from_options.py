@@ -114,6 +114,22 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
             ["--group-consumer-heartbeat-interval-ms", "3000"],
             lambda s: s.groups.consumer_heartbeat_interval_ms == 3000,
         ),
+        "group-share-record-lock-duration-ms": (
+            ["--group-share-record-lock-duration-ms", "1000"],
+            lambda s: s.groups.share_defaults["share.record.lock.duration.ms"] == "1000",
+        ),
+        "group-share-delivery-count-limit": (
+            ["--group-share-delivery-count-limit", "2"],
+            lambda s: s.groups.share_defaults["share.delivery.count.limit"] == "2",
+        ),
+        "group-share-session-timeout-ms": (
+            ["--group-share-session-timeout-ms", "10000"],
+            lambda s: s.groups.share_defaults["share.session.timeout.ms"] == "10000",
+        ),
+        "group-share-heartbeat-interval-ms": (
+            ["--group-share-heartbeat-interval-ms", "1000"],
+            lambda s: s.groups.share_defaults["share.heartbeat.interval.ms"] == "1000",
+        ),
         "max-connections": (["--max-connections", "0"], lambda s: s.limits.max_connections is None),
         "max-connections-per-ip": (
             ["--max-connections-per-ip", "7"], lambda s: s.limits.per_address == 7
@@ -313,6 +329,17 @@ REFUSED: list[tuple[list[str], str]] = [
     (["--http-auth", "certificate"],
      "--http-auth certificate needs an ssl: --http listener, not tcp:8070:interface=127.0.0.1"),
     (["--allow-anonymous", "kafka"], "--allow-anonymous: unknown listener"),
+    (
+        ["--group-share-delivery-count-limit", "11"],
+        "--group-share-delivery-count-limit: Invalid value 11 for configuration "
+        "share.delivery.count.limit: Value must be in the range [2, 10]",
+    ),
+    (
+        ["--group-share-heartbeat-interval-ms", "15000", "--group-share-session-timeout-ms",
+         "15000"],
+        "--group-share-session-timeout-ms: group.share.heartbeat.interval.ms must be less "
+        "than group.share.session.timeout.ms",
+    ),
 ]
 
 

@@ -1,10 +1,12 @@
 # -*- test-case-name: tests.core.share.test_partition -*-
 """A share group's settings: Kafka's group configs of share groups, parsed and checked.
 
-Kafka sets these per group (ConfigResource type GROUP) with broker-wide defaults; the
-names, defaults and bounds are Kafka 4.2's. :func:`parse_group_configs` turns the stored
-overrides (name -> text) into a :class:`ShareConfig`; :func:`validate` checks one update
-and raises :class:`InvalidShareConfig` with Kafka's kind of message. Pure.
+Kafka sets these per group (ConfigResource type GROUP) with broker-wide defaults (its
+``group.share.*`` broker configs, here command-line options: :func:`broker_defaults`);
+the names, defaults and bounds are Kafka 4.2's. :func:`parse_group_configs` turns the
+stored overrides (name -> text) over the broker's defaults into a :class:`ShareConfig`;
+:func:`validate` checks one update and raises :class:`InvalidShareConfig` with Kafka's
+kind of message. Pure.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from collections.abc import Mapping
 import attrs
 
 __all__ = [
+    "BROKER_LEVEL",
     "DEFAULTS",
     "AutoOffsetReset",
     "InvalidShareConfig",
     "IsolationLevel",
     "ShareConfig",
+    "broker_defaults",
+    "broker_name",
     "parse_group_configs",
     "validate",
 ]
@@ -31,7 +36,8 @@ ISOLATION_LEVEL = "share.isolation.level"
 HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
 SESSION_TIMEOUT = "share.session.timeout.ms"
 
-#: Kafka's broker-wide defaults (``group.share.*``) of each group config.
+#: Kafka's defaults of the broker-wide configs (``group.share.*``) each group config
+#: falls back to.
 DEFAULTS: Mapping[str, str] = {
     AUTO_OFFSET_RESET: "latest",
     DELIVERY_COUNT_LIMIT: "5",
@@ -40,6 +46,10 @@ DEFAULTS: Mapping[str, str] = {
     LOCK_DURATION: "30000",
     SESSION_TIMEOUT: "45000",
 }
+
+#: The group configs that have a broker config of their own (``group.`` + name) in Kafka;
+#: ``share.auto.offset.reset`` and ``share.isolation.level`` are per group only.
+BROKER_LEVEL = frozenset({LOCK_DURATION, DELIVERY_COUNT_LIMIT, HEARTBEAT_INTERVAL, SESSION_TIMEOUT})
 
 #: Kafka's bounds (``group.share.min/max.*``) of the integer configs.
 _BOUNDS: Mapping[str, tuple[int, int]] = {
@@ -106,9 +116,34 @@ def validate(name: str, value: str) -> None:
         )
 
 
-def parse_group_configs(overrides: Mapping[str, str]) -> ShareConfig:
-    """The effective settings: ``overrides`` (already validated) over :data:`DEFAULTS`."""
-    merged = {**DEFAULTS, **overrides}
+def broker_name(name: str) -> str:
+    """The broker config a group config defaults to (``group.`` and its name)."""
+    return f"group.{name}"
+
+
+def broker_defaults(values: Mapping[str, str]) -> dict[str, str]:
+    """The broker's defaults: ``values`` (group config name -> text) over Kafka's.
+
+    :raises InvalidShareConfig: a value out of Kafka's bounds, or a heartbeat interval
+        not below the session timeout (Kafka refuses such a broker config at start).
+    """
+    for name, value in values.items():
+        validate(name, value)
+    merged = {**DEFAULTS, **values}
+    if int(merged[HEARTBEAT_INTERVAL]) >= int(merged[SESSION_TIMEOUT]):
+        raise InvalidShareConfig(
+            f"{broker_name(HEARTBEAT_INTERVAL)} must be less than "
+            f"{broker_name(SESSION_TIMEOUT)}"
+        )
+    return merged
+
+
+def parse_group_configs(
+    overrides: Mapping[str, str], defaults: Mapping[str, str] = DEFAULTS
+) -> ShareConfig:
+    """The effective settings: ``overrides`` (already validated) over ``defaults`` (the
+    broker's: :func:`broker_defaults`)."""
+    merged = {**defaults, **overrides}
     return ShareConfig(
         lock_duration_ms=int(merged[LOCK_DURATION]),
         delivery_count_limit=int(merged[DELIVERY_COUNT_LIMIT]),

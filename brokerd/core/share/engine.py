@@ -17,7 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from brokerd.core.share.config import AutoOffsetReset, ShareConfig, parse_group_configs
+from brokerd.core.share.config import (
+    DEFAULTS,
+    AutoOffsetReset,
+    ShareConfig,
+    parse_group_configs,
+)
 from brokerd.core.share.partition import (
     AckBatch,
     AcquiredRange,
@@ -45,14 +50,16 @@ TopicPartition = tuple[str, int]
 class ShareEngine:
     """See the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, defaults: Mapping[str, str] = DEFAULTS) -> None:
         self._partitions: dict[str, dict[TopicPartition, SharePartition]] = {}
         self._overrides: dict[str, dict[str, str]] = {}
+        #: The broker's default of every group config (``group.share.*``).
+        self.defaults: Mapping[str, str] = dict(defaults)
 
     # -- settings ------------------------------------------------------------------------
 
     def config(self, group: str) -> ShareConfig:
-        return parse_group_configs(self._overrides.get(group, {}))
+        return parse_group_configs(self._overrides.get(group, {}), self.defaults)
 
     def overrides(self, group: str) -> dict[str, str]:
         return dict(self._overrides.get(group, {}))

@@ -24,7 +24,7 @@ clock. What it does not do: group membership or any wire format.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -34,7 +34,7 @@ from twisted.python.failure import Failure
 
 from brokerd.clock import Clock, DelayedCall
 from brokerd.core.api import CoreLongPoll, CoreReads
-from brokerd.core.share.config import IsolationLevel
+from brokerd.core.share.config import DEFAULTS, IsolationLevel
 from brokerd.core.share.engine import ShareEngine, TopicPartition
 from brokerd.core.share.partition import AckBatch, AcquiredRange, LogSpan, PartitionSummary
 from brokerd.core.waiters import Shortfall, long_poll
@@ -172,15 +172,23 @@ class ShareService:
     :param core: the broker (reads, offsets, the write pool, long-poll parks).
     :param store: the share-state journal (already opened and replayed).
     :param clock: the reactor or a ``task.Clock``.
+    :param defaults: the broker's default of each group config (``group.share.*``).
     """
 
     _log = Logger()
 
-    def __init__(self, core: ShareCore, store: ShareStateStore, *, clock: Clock) -> None:
+    def __init__(
+        self,
+        core: ShareCore,
+        store: ShareStateStore,
+        *,
+        clock: Clock,
+        defaults: Mapping[str, str] = DEFAULTS,
+    ) -> None:
         self._core = core
         self._store = store
         self._clock = clock
-        self.engine = ShareEngine()
+        self.engine = ShareEngine(defaults)
         self.engine.restore(store.partitions(), store.group_configs())
         self._journal = _JournalQueue(store, core.run_write, self._reload)
         self._timer: DelayedCall | None = None

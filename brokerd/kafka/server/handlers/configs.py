@@ -340,6 +340,14 @@ class ConfigHandlers:
             ("auto.create.topics.enable", "true" if self._core.auto_create_topics else "false",
              KAFKA_AUTO_CREATE_DEFAULT, ConfigType.BOOLEAN,
              "Create unknown topics on Metadata and Produce (off with --no-auto-create)."),
+            *(
+                (name, value, kafka_default, ConfigType.INT,
+                 f"Share groups' default of {name.removeprefix('group.')} "
+                 f"(--{name.replace('.', '-')}).")
+                for name, value, kafka_default in (
+                    self._shares.broker_rows() if self._shares is not None else ()
+                )
+            ),
         ]
 
     # -- DescribeConfigs ---------------------------------------------------------------

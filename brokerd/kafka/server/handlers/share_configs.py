@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from brokerd.core.share.config import DEFAULTS, InvalidShareConfig, validate
+from brokerd.core.share.config import (
+    BROKER_LEVEL,
+    DEFAULTS,
+    InvalidShareConfig,
+    broker_name,
+    validate,
+)
 from brokerd.core.share.service import ShareService
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.wire.requests import apis
@@ -23,6 +29,7 @@ from brokerd.kafka.wire.requests import apis
 __all__ = ["GroupConfigRefused", "ShareGroupConfigs"]
 
 _DYNAMIC_GROUP_CONFIG = 8
+_STATIC_BROKER_CONFIG = 4
 _DEFAULT_CONFIG = 5
 #: IncrementalAlterConfigs operations.
 _SET, _DELETE = 0, 1
@@ -44,21 +51,36 @@ class ShareGroupConfigs:
     def describe(
         self, group: str, keys: Sequence[str] | None
     ) -> list[apis.DescribeConfigsResourceResult]:
-        overrides = self._service.engine.overrides(group)
+        engine = self._service.engine
+        overrides = engine.overrides(group)
         out = []
         for name in sorted(DEFAULTS):
             if keys and name not in keys:
                 continue
-            dynamic = name in overrides
+            if name in overrides:
+                source = _DYNAMIC_GROUP_CONFIG
+            elif engine.defaults[name] != DEFAULTS[name]:
+                source = _STATIC_BROKER_CONFIG  # the broker's option changed it
+            else:
+                source = _DEFAULT_CONFIG
             out.append(
                 apis.DescribeConfigsResourceResult(
                     name=name,
-                    value=overrides.get(name, DEFAULTS[name]),
-                    config_source=_DYNAMIC_GROUP_CONFIG if dynamic else _DEFAULT_CONFIG,
+                    value=overrides.get(name, engine.defaults[name]),
+                    config_source=source,
                     config_type=3 if name.endswith((".ms", ".limit")) else 2,
                 )
             )
         return out
+
+    def broker_rows(self) -> list[tuple[str, str, str]]:
+        """The broker configs share groups default to (``group.share.*``): name, the
+        broker's value, Kafka's default."""
+        defaults = self._service.engine.defaults
+        return [
+            (broker_name(name), defaults[name], DEFAULTS[name])
+            for name in sorted(BROKER_LEVEL)
+        ]
 
     async def alter(
         self, group: str, configs: Sequence[Any], *, incremental: bool, validate_only: bool

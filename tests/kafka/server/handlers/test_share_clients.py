@@ -223,3 +223,45 @@ def test_a_share_group_id_is_not_a_consumer_group(
     produce(bs, "q5", 2)
     assert poll_all(share, 1)
     share.close()
+
+
+def test_broker_options_set_every_share_groups_defaults(tmp_path: Path) -> None:
+    """``--group-share-*`` are Kafka's ``group.share.*`` broker configs: the defaults of
+    the group configs, described as the broker's (STATIC_BROKER_CONFIG) and obeyed: a
+    1 s lock times out, and the second timeout archives the record (limit 2)."""
+    proc = BrokerProcess(tmp_path / "data", args=(
+        "--group-share-record-lock-duration-ms=1000", "--group-share-delivery-count-limit=2",
+    )).start()
+    try:
+        bs = proc.kafka_bootstrap
+        admin = AdminClient({"bootstrap.servers": bs})
+        (described,) = admin.describe_configs(
+            [ConfigResource(ResourceType.GROUP, "timed")]
+        ).values()
+        entries = described.result(10)
+        lock = entries["share.record.lock.duration.ms"]
+        static = ck.admin.ConfigSource.STATIC_BROKER_CONFIG.value
+        assert (lock.value, lock.source) == ("1000", static)
+        limit = entries["share.delivery.count.limit"]
+        assert limit.value == "2"
+        assert entries["share.session.timeout.ms"].source == (
+            ck.admin.ConfigSource.DEFAULT_CONFIG.value
+        )
+        (broker_configs,) = admin.describe_configs(
+            [ConfigResource(ResourceType.BROKER, "0")]
+        ).values()
+        assert broker_configs.result(10)["group.share.record.lock.duration.ms"].value == "1000"
+        with proc.client() as a, proc.client() as b:
+            a.create_topic("slow", 1)
+            assert a.queue_fetch("timed", "slow", 0, max_records=1, max_wait_ms=0) == []
+            a.produce("slow", 0, [b"job"])
+            (first,) = a.queue_fetch("timed", "slow", 0, max_records=1, max_wait_ms=1000)
+            assert first.delivery_count == 1
+            (second,) = b.queue_fetch("timed", "slow", 0, max_records=1, max_wait_ms=3000)
+            assert (second.offset, second.delivery_count) == (0, 2)
+            # The second lock timing out reaches the limit: archived, never delivered again.
+            assert b.queue_fetch("timed", "slow", 0, max_records=1, max_wait_ms=2500) == []
+            (part,) = b.describe_share_group("timed")["partitions"]  # type: ignore[misc]
+            assert (part["archived"], part["start_offset"]) == (1, 1)
+    finally:
+        proc.stop()
