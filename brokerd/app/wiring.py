@@ -314,6 +314,7 @@ def add_share_groups(
         session_timeout_ms=lambda g: records.engine.config(g).session_timeout_ms,
         heartbeat_interval_ms=lambda g: records.engine.config(g).heartbeat_interval_ms,
     )
+    broker.on_topic_deleted(records.forget_topic)
     shares = ShareGroups(coordinator, records)
     ShareStateService(shares, store).setServiceParent(broker)
     return shares, store

@@ -268,6 +268,10 @@ class Broker(SequentialMultiService):
     def delete_topic(self, name: str) -> defer.Deferred[None]:
         return self.partitions.delete_topic(name)
 
+    def on_topic_deleted(self, call: Callable[[str], object]) -> None:
+        """Call ``call(name)`` after each topic deletion (reactor thread)."""
+        self.partitions.deleted.append(call)
+
     # -- topic configs -----------------------------------------------------------------
 
     def topic_config_defaults(self) -> dict[str, str]:

@@ -56,6 +56,9 @@ class TopicRegistry:
 
     :param forget: called with each partition of a topic being deleted, once it is
         dropped from the registry (to answer the fetches waiting on it).
+
+    :attr:`deleted` holds what to call with a topic's name once its deletion is done
+    (state kept about the topic elsewhere, such as share groups', goes with it).
     """
 
     def __init__(
@@ -73,6 +76,7 @@ class TopicRegistry:
         self._partitions: dict[PartitionKey, Partition] = {}
         self._creating: dict[PartitionKey, list[defer.Deferred[Partition]]] = {}
         self._idle: defer.Deferred[None] | None = None
+        self.deleted: list[Callable[[str], object]] = []
 
     def __iter__(self) -> Iterator[Partition]:
         return iter(list(self._partitions.values()))
@@ -127,7 +131,12 @@ class TopicRegistry:
             del self._partitions[key]
             self._forget(key)
         d: defer.Deferred[None] = self._run_write(self.logdir.delete_topic, name)
-        return d
+
+        def done(_: object) -> None:
+            for call in self.deleted:
+                call(name)
+
+        return d.addCallback(done)
 
     def open(self, topic: str, index: int, *, create: bool) -> defer.Deferred[Partition]:
         """The partition's state, opening its log (and auto-creating its topic when

@@ -177,3 +177,24 @@ def test_metrics_carry_the_share_group_series(broker: BrokerProcess) -> None:
         assert lines[f"brokerd_share_group_{name}{{{labels}}}"] == 1, name
     assert f"brokerd_share_group_backlog{{{labels}}} 3.0" in text
     assert f"brokerd_share_group_in_flight{{{labels}}} 1.0" in text
+
+
+def test_a_topic_deleted_and_created_again_starts_a_fresh_share_partition(
+    broker: BrokerProcess,
+) -> None:
+    """Deleting a topic deletes every group's share state of it (as Kafka does): the
+    topic created again under the name is delivered from its start with count 1, at
+    once, not after the old acquisition locks."""
+    start_group(broker, "reborn", "phoenix", 3)
+    with broker.client() as a, broker.client() as b:
+        held = a.queue_fetch("phoenix", "reborn", 0, max_records=3, max_wait_ms=0)
+        assert [(r.offset, r.delivery_count) for r in held] == [(0, 1), (1, 1), (2, 1)]
+        a.delete_topic("reborn")
+        start_group(broker, "reborn", "phoenix", 3)
+        fresh = b.queue_fetch("phoenix", "reborn", 0, max_records=3, max_wait_ms=0)
+        assert [(r.offset, r.delivery_count, r.value) for r in fresh] == [
+            (0, 1, b"r0"), (1, 1, b"r1"), (2, 1, b"r2"),
+        ]
+        with pytest.raises(NativeError):  # a's records were the old topic's
+            a.queue_acknowledge("phoenix", "reborn", 0, [(0, 2, AckKind.ACCEPT)])
+        b.queue_acknowledge("phoenix", "reborn", 0, [(0, 2, AckKind.ACCEPT)])

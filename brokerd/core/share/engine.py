@@ -225,6 +225,16 @@ class ShareEngine:
             return []
         return [PartitionDeleted(group, topic, index)]
 
+    def forget_topic(self, topic: str) -> list[ShareStateRecord]:
+        """Every group's share-partitions of a deleted topic."""
+        return [
+            record
+            for group, parts in self._partitions.items()
+            for (name, index) in sorted(parts)
+            if name == topic
+            for record in self.delete_partition(group, name, index)
+        ]
+
     def delete_group(self, group: str) -> list[ShareStateRecord]:
         known = group in self._partitions or group in self._overrides
         self._partitions.pop(group, None)

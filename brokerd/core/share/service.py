@@ -337,11 +337,15 @@ class ShareService:
         cancelled: Callable[[], bool] = lambda: False,
     ) -> defer.Deferred[list[AcquireResult]]:
         """Acquire across ``partitions`` (``max_records`` in all), waiting up to
-        ``max_wait_ms`` for records to arrive when none are there."""
+        ``max_wait_ms`` for records to arrive when none are there. A ``max_bytes`` of 0
+        or less takes nothing: it waits out ``max_wait_ms`` and answers no records, as
+        Kafka answers a ShareFetch with MaxBytes 0."""
         per_partition = max(1, max_bytes // max(1, len(partitions)))
 
         async def read() -> list[AcquireResult]:
             out: list[AcquireResult] = []
+            if max_bytes <= 0:
+                return [AcquireResult(topic, index) for topic, index in partitions]
             left = max_records
             for topic, index in partitions:
                 if left <= 0:
@@ -430,6 +434,14 @@ class ShareService:
 
     async def delete_partition(self, group: str, topic: str, partition: int) -> None:
         await self._journal.write(self.engine.delete_partition(group, topic, partition))
+
+    def forget_topic(self, topic: str) -> None:
+        """A topic was deleted: every group's share-partitions of it go, durably (as
+        Kafka deletes a deleted topic's share-group state), so a topic created again
+        under the name starts afresh by ``share.auto.offset.reset``."""
+        records = self.engine.forget_topic(topic)
+        if records:
+            self._journal.write(records).addErrback(self._write_failed)
 
     async def delete_group(self, group: str) -> None:
         await self._journal.write(self.engine.delete_group(group))

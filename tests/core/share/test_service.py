@@ -265,3 +265,18 @@ def test_writes_queued_behind_a_failed_one_fail_with_it(
     }
     as_journal_holds(svc, tmp_path)
     store.close()
+
+
+def test_a_deleted_topic_takes_every_groups_share_partitions_with_it(tmp_path: Path) -> None:
+    svc, core, _clock, store = service(tmp_path)
+    result(svc.set_overrides("h", {"share.auto.offset.reset": "earliest"}))
+    core.add(0, batch(0, 2), 2)
+    for group in ("g", "h"):
+        for topic in ("t", "u"):
+            assert result(svc.acquire(group, topic, 0, "m", max_records=1)).ranges
+    svc.forget_topic("t")
+    assert {g: sorted(svc.engine.partitions(g)) for g in ("g", "h")} == {
+        "g": [("u", 0)], "h": [("u", 0)],
+    }
+    as_journal_holds(svc, tmp_path)
+    store.close()

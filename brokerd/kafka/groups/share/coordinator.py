@@ -12,7 +12,8 @@ A member leaving releases the records it holds (the records engine does that:
 
 Share sessions (ShareFetch's ``ShareSessionEpoch``): epoch 0 opens a member's session
 with the request's partitions, each later request must carry the next epoch and adds and
-forgets partitions, -1 closes it. Everything here is memory only: a restart forgets
+forgets partitions, -1 closes it (:meth:`ShareGroupCoordinator.close_session`, called once
+that request's acknowledgements are applied). Everything here is memory only: a restart forgets
 members and sessions (clients rejoin), while the records' state is durable in the share
 state journal.
 
@@ -90,6 +91,8 @@ class HeartbeatResult:
 class _Session:
     epoch: int
     partitions: set[TopicPartition]
+    #: Closed by its client (epoch -1), its acknowledgements still being applied.
+    closing: bool = False
 
 
 class ShareGroupCoordinator:
@@ -252,11 +255,14 @@ class ShareGroupCoordinator:
             return set(session.partitions)
         found = self._sessions.get(key)
         if epoch == -1:
-            self._sessions.pop(key, None)
-            if found is None:
+            # Kept until close_session: the closing request's acknowledgements are
+            # applied first, and a leave heartbeat crossing them must not release the
+            # records they acknowledge.
+            if found is None or found.closing:
                 return SessionError.NOT_FOUND
+            found.closing = True
             return set(found.partitions)
-        if found is None:
+        if found is None or found.closing:
             return SessionError.NOT_FOUND
         if epoch != found.epoch:
             return SessionError.INVALID_EPOCH
@@ -264,3 +270,8 @@ class ShareGroupCoordinator:
         found.partitions |= set(added)
         found.partitions -= set(forgotten)
         return set(found.partitions)
+
+    def close_session(self, group_id: str, member_id: str) -> None:
+        """End a share session its client closed (epoch -1), once its acknowledgements
+        are applied; the caller then releases what the member still holds."""
+        self._sessions.pop((group_id, member_id), None)

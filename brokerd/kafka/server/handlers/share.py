@@ -261,7 +261,7 @@ class ShareHandlers:
         ack_errors = await self._acknowledge_all(group, member, named)
         fetched: dict[TopicPartition, AcquireResult] = {}
         if body.share_session_epoch == -1:
-            await service.release_member(group, member)
+            await self._close(group, member)
         elif not body.is_renew_ack:  # v2: a renewing request only acknowledges
             wanted = sorted(session)
             try:
@@ -329,7 +329,7 @@ class ShareHandlers:
             )
         ack_errors = await self._acknowledge_all(group, member, named)
         if body.share_session_epoch == -1:
-            await s.service.release_member(group, member)
+            await self._close(group, member)
         responses = self._by_topic_id(
             [
                 (topic, m.ShareAcknowledgePartitionData(
@@ -349,6 +349,12 @@ class ShareHandlers:
         )
 
     # -- helpers -------------------------------------------------------------------------
+
+    async def _close(self, group: str, member: str) -> None:
+        """A closing request (epoch -1) after its acknowledgements: the session ends and
+        what the member still holds goes back to the group."""
+        self._s.coordinator.close_session(group, member)
+        await self._s.service.release_member(group, member)
 
     def _leader(self) -> m.LeaderIdAndEpoch:
         return m.LeaderIdAndEpoch(leader_id=self._identity.node_id, leader_epoch=0)

@@ -81,4 +81,23 @@ def test_share_sessions() -> None:
     assert c.session("g", "m", 1, [("t", 1)], [("t", 0)]) == {("t", 1)}
     assert c.session("g", "m", 2, [], []) == {("t", 1)}
     assert c.session("g", "m", -1, [], []) == {("t", 1)}
+    # Closed: nothing more on it, though it is kept until its acknowledgements are in.
     assert c.session("g", "m", 3, [], []) is SessionError.NOT_FOUND
+    assert c.session("g", "m", -1, [], []) is SessionError.NOT_FOUND
+    c.close_session("g", "m")
+    assert c.session("g", "m", 3, [], []) is SessionError.NOT_FOUND
+
+
+def test_a_leave_crossing_the_closing_acknowledgements_releases_nothing() -> None:
+    """librdkafka sends its leave heartbeat and its closing ShareAcknowledge at once:
+    the records stay with the member until the closing request is done with them."""
+    clock, gone = task.Clock(), []
+    c = coordinator(clock, gone)
+    c.heartbeat("g", "m", 0, ["t"])
+    assert c.session("g", "m", 0, [("t", 0), ("t", 1)], []) == {("t", 0), ("t", 1)}
+    assert c.session("g", "m", -1, [], []) == {("t", 0), ("t", 1)}  # acks under way ...
+    assert c.heartbeat("g", "m", -1, None).member_epoch == -1  # ... when the leave lands
+    assert gone == [] and not c.is_member("g", "m")
+    c.close_session("g", "m")  # the closing request releases what is left itself
+    assert gone == []
+    assert c.delete_group("g")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 
+from twisted.internet import defer
+
 from brokerd.core.share.service import ShareService
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
@@ -38,7 +40,8 @@ class ShareHandlerTests(KafkaTestCase):
         coordinator = ShareGroupCoordinator(
             clock=self.clock,
             partition_counts=lambda: {n: t.partitions for n, t in self.core.topics().items()},
-            on_member_gone=lambda g, mid: None,
+            # As the broker wires it: a member gone has its records released.
+            on_member_gone=lambda g, mid: defer.ensureDeferred(service.release_member(g, mid)),
             session_timeout_ms=lambda g: 45000,
             heartbeat_interval_ms=lambda g: 5000,
         )
@@ -48,6 +51,7 @@ class ShareHandlerTests(KafkaTestCase):
             shares=ShareGroups(coordinator, service),
         )
         self.proto, self.tr = self.connect()
+        self.coordinator = coordinator
         self.addCleanup(coordinator.stop)
 
     def join(self, member: str = "m1") -> m.ShareGroupHeartbeatResponse:
@@ -142,3 +146,68 @@ class ShareHandlerTests(KafkaTestCase):
         for _ in range(20):  # t=55: the renewed lock has expired
             self.clock.advance(1)
         assert self.service.describe("g")[("t", 0)].available == 2
+
+    def test_max_bytes_zero_takes_nothing(self) -> None:
+        self.join()
+        self.send(ApiKey.SHARE_FETCH, 1, m.ShareFetchRequest(
+            group_id="g", member_id="m1", share_session_epoch=0, max_records=2, max_bytes=0,
+            max_wait_ms=300,
+            topics=(m.ShareFetchTopic(topic_id=self.topic_id, partitions=(
+                m.ShareFetchPartition(partition_index=0),)),),
+        ))
+        assert self.tr.value() == b""  # it waits out MaxWaitMs ...
+        for _ in range(4):
+            self.clock.advance(0.1)
+        resp: m.ShareFetchResponse = self.one()
+        assert all(not p.acquired_records and not p.records
+                   for t in resp.responses for p in t.partitions)  # ... and takes nothing
+        assert all(s.acquired == 0 for s in self.service.describe("g").values())
+        assert self.fetch(1).responses[0].partitions[0].acquired_records
+
+    def test_closing_acknowledgements_count_when_the_leave_crosses_them(self) -> None:
+        """librdkafka closes with a leave heartbeat and a ShareAcknowledge of epoch -1 at
+        once; the leave landing while the acknowledgements are written releases nothing
+        they acknowledge."""
+        self.core.add_topic("u")
+        u_id = self.core.topics()["u"].topic_id
+        self.join()
+        self.send(ApiKey.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+            group_id="g", member_id="m1", member_epoch=1, subscribed_topic_names=("t", "u")))
+        self.one()
+        self.send(ApiKey.SHARE_FETCH, 1, m.ShareFetchRequest(
+            group_id="g", member_id="m1", share_session_epoch=0, max_records=10, topics=(
+                m.ShareFetchTopic(topic_id=tid, partitions=(
+                    m.ShareFetchPartition(partition_index=0),))
+                for tid in (self.topic_id, u_id)
+            ),
+        ))
+        got: m.ShareFetchResponse = self.one()
+        assert [
+            [(a.first_offset, a.last_offset) for a in p.acquired_records]
+            for t in got.responses for p in t.partitions
+        ] == [[(0, 4)], [(0, 4)]]
+        held = self.log.held_writes = []
+        accept = (m.AcknowledgementBatch(first_offset=0, last_offset=4, acknowledge_types=(1,)),)
+        self.send(ApiKey.SHARE_ACKNOWLEDGE, 1, m.ShareAcknowledgeRequest(
+            group_id="g", member_id="m1", share_session_epoch=-1, topics=tuple(
+                m.ShareFetchTopic(topic_id=tid, partitions=(m.ShareFetchPartition(
+                    partition_index=0, acknowledgement_batches=accept),))
+                for tid in (self.topic_id, u_id)
+            )))
+        assert len(held) == 1  # the first partition's acknowledgement is being written
+        # The leave comes on the client's coordinator connection, a second one.
+        coordinator_conn, _ = self.connect()
+        coordinator_conn.dataReceived(self.frame(
+            ApiKey.SHARE_GROUP_HEARTBEAT, 1,
+            m.ShareGroupHeartbeatRequest(group_id="g", member_id="m1", member_epoch=-1),
+        ))
+        assert not self.coordinator.is_member("g", "m1")  # the leave is handled ...
+        self.log.held_writes = None
+        while held:  # ... while the acknowledgements are written
+            d, write = held.pop(0)
+            d.callback(write())
+        acked: m.ShareAcknowledgeResponse = self.one()
+        assert [p.error_code for t in acked.responses for p in t.partitions] == [0, 0]
+        for topic in ("t", "u"):
+            summary = self.service.describe("g")[(topic, 0)]
+            assert (summary.start_offset, summary.acquired) == (5, 0)
