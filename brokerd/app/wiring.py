@@ -272,6 +272,15 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
         topics=lambda: {n: (i.topic_id, i.partitions) for n, i in broker.topics().items()},
     )
     GroupStateService(groups, offsets, producer_ids).setServiceParent(broker)
+
+    def forget_offsets(topic: str) -> None:
+        # As Kafka: a deleted topic's committed offsets go with it, so a topic created
+        # again under the name is not read from where the old one's consumers stopped.
+        broker.run_write(offsets.delete_topic, topic).addErrback(
+            lambda f: _log.failure("forgetting deleted topic {topic}'s offsets", f, topic=topic)
+        )
+
+    broker.on_topic_deleted(forget_offsets)
     # Added after the group state, so it stops before it (children stop last added first).
     transactions, txn_log = add_transactions(broker, settings, reactor, groups, producer_ids)
     shares, share_store = add_share_groups(broker, settings, reactor)

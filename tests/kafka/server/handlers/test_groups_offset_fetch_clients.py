@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.brokerproc import BrokerProcess
-from tests.control_plane_helpers import create_topic
+from tests.control_plane_helpers import admin, create_topic
 from tests.kafka_helpers import WAIT, module_broker
 from tests.txn_helpers import conf, confluent, txn_producer
 
@@ -79,3 +79,30 @@ def test_read_committed_waits_for_the_transactions_offset(broker: BrokerProcess)
     producer.commit_transaction(WAIT)
     assert committed(broker, group, topic, "read_committed", WAIT) == 5
     assert kafka_python_committed(broker, group, topic) == 5
+
+
+def test_a_deleted_topics_committed_offsets_go_with_it(broker: BrokerProcess) -> None:
+    """As Kafka: a topic created again under a deleted one's name has no committed
+    offsets, so its consumers start by auto.offset.reset, not where the old one's
+    stopped (other topics' offsets of the group stay)."""
+    ck = confluent()
+    create_topic(broker, "ephemeral")
+    create_topic(broker, "lasting")
+    consumer = ck.Consumer(conf(broker, **{"group.id": "keeper", "enable.auto.commit": False}))
+    try:
+        consumer.commit(offsets=[
+            ck.TopicPartition("ephemeral", 0, 7), ck.TopicPartition("lasting", 0, 3),
+        ], asynchronous=False)
+    finally:
+        consumer.close()
+    assert committed(broker, "keeper", "ephemeral", "read_uncommitted", WAIT) == 7
+    client = admin(broker)  # held: its futures fail once it is collected
+    (deleted,) = client.delete_topics(["ephemeral"], operation_timeout=10).values()
+    assert deleted.result(WAIT) is None
+    create_topic(broker, "ephemeral")
+    assert committed(broker, "keeper", "ephemeral", "read_uncommitted", WAIT) == ck.OFFSET_INVALID
+    assert committed(broker, "keeper", "lasting", "read_uncommitted", WAIT) == 3
+    broker.stop()
+    broker.start()  # durably so
+    assert committed(broker, "keeper", "ephemeral", "read_uncommitted", WAIT) == ck.OFFSET_INVALID
+    assert committed(broker, "keeper", "lasting", "read_uncommitted", WAIT) == 3
