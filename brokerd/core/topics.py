@@ -57,8 +57,8 @@ class TopicRegistry:
     :param forget: called with each partition of a topic being deleted, once it is
         dropped from the registry (to answer the fetches waiting on it).
 
-    :attr:`deleted` holds what to call with a topic's name once its deletion is done
-    (state kept about the topic elsewhere, such as share groups', goes with it).
+    :attr:`deleted` holds what to call with a topic's name once its deletion is done:
+    what others keep about the topic (committed offsets, share-partitions) goes with it.
     """
 
     def __init__(
