@@ -365,24 +365,21 @@ def _doors(
     return DoorSettings(listeners=listeners, allowed=allowed)
 
 
-#: The options that set share groups' broker defaults, by the group config each sets.
-_SHARE_OPTIONS: Mapping[str, str] = {
-    "share.record.lock.duration.ms": "group-share-record-lock-duration-ms",
-    "share.delivery.count.limit": "group-share-delivery-count-limit",
-    "share.session.timeout.ms": "group-share-session-timeout-ms",
-    "share.heartbeat.interval.ms": "group-share-heartbeat-interval-ms",
-}
-
-
 def _share_defaults(options: Mapping[str, Any]) -> dict[str, str]:
-    """Share groups' defaults (Kafka's ``group.share.*``), checked against Kafka's bounds."""
-    from brokerd.core.share.config import InvalidShareConfig, broker_defaults
+    """Share groups' defaults (Kafka's ``group.share.*``), checked against Kafka's bounds.
+    Each is set by the option of its broker config's name, dots as dashes."""
+    from brokerd.core.share.config import (
+        BROKER_LEVEL,
+        InvalidShareConfig,
+        broker_defaults,
+        broker_name,
+    )
 
-    values = {name: str(options[option]) for name, option in _SHARE_OPTIONS.items()}
+    def option(name: str) -> str:
+        return broker_name(name).replace(".", "-")
+
     try:
-        return broker_defaults(values)
+        return broker_defaults({name: str(options[option(name)]) for name in BROKER_LEVEL})
     except InvalidShareConfig as e:
-        for name, option in _SHARE_OPTIONS.items():
-            if name in str(e):
-                raise usage.UsageError(f"--{option}: {e}") from None
-        raise usage.UsageError(str(e)) from None
+        assert e.name is not None, "broker_defaults names the config at fault"
+        raise usage.UsageError(f"--{option(e.name)}: {e}") from None

@@ -71,7 +71,12 @@ class IsolationLevel(enum.Enum):
 
 
 class InvalidShareConfig(ValueError):
-    """An update Kafka would refuse (INVALID_CONFIG)."""
+    """An update Kafka would refuse (INVALID_CONFIG); ``name``: the config at fault,
+    when one is (:func:`broker_defaults` says which)."""
+
+    def __init__(self, message: str, name: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
 
 
 @attrs.frozen
@@ -128,12 +133,16 @@ def broker_defaults(values: Mapping[str, str]) -> dict[str, str]:
         not below the session timeout (Kafka refuses such a broker config at start).
     """
     for name, value in values.items():
-        validate(name, value)
+        try:
+            validate(name, value)
+        except InvalidShareConfig as e:
+            raise InvalidShareConfig(str(e), name) from None
     merged = {**DEFAULTS, **values}
     if int(merged[HEARTBEAT_INTERVAL]) >= int(merged[SESSION_TIMEOUT]):
         raise InvalidShareConfig(
             f"{broker_name(HEARTBEAT_INTERVAL)} must be less than "
-            f"{broker_name(SESSION_TIMEOUT)}"
+            f"{broker_name(SESSION_TIMEOUT)}",
+            SESSION_TIMEOUT,
         )
     return merged
 
