@@ -84,7 +84,8 @@ class Progress:
             if self.remaining() <= 0:
                 self._finish(i, step, head, 0.0, "skipped: time bound reached")
                 continue
-            print(head, end=" ", file=self.out, flush=True)
+            if self._is_terminal():
+                print(head, end=" ", file=self.out, flush=True)
             began = self.now()
             status = "ok"
             self._arm()
@@ -96,7 +97,7 @@ class Progress:
                 status = on_error(step, exc)
             finally:
                 self._disarm()
-            self._finish(i, step, "", self.now() - began, status)
+            self._finish(i, step, head, self.now() - began, status)
 
     def _finish(self, i: int, step: Step, head: str, seconds: float, status: str) -> None:
         self.record.append((step.name, seconds, status))
@@ -106,12 +107,20 @@ class Progress:
         so_far = self.now() - self.start
         total = self.estimate_total(i + 1)
         tail = "" if status == "ok" else f"  [{status}]"
+        # The line is written whole when the step ends: a step's own output (a client's log
+        # line on stderr) would otherwise split it. A terminal sees the name while the step
+        # runs, and the whole line written over it.
+        back = "\r" if self._is_terminal() else ""
         print(
-            f"{head}{seconds:6.1f} s   elapsed {clock_text(so_far)}, "
+            f"{back}{head} {seconds:6.1f} s   elapsed {clock_text(so_far)}, "
             f"run ~{clock_text(total)}, ~{clock_text(total - so_far)} left{tail}",
             file=self.out,
             flush=True,
         )
+
+    def _is_terminal(self) -> bool:
+        isatty = getattr(self.out, "isatty", None)
+        return bool(isatty is not None and isatty())
 
     def _arm(self) -> None:
         if not self.use_alarm:

@@ -65,6 +65,23 @@ def test_progress_prints_a_line_per_step_and_estimates_from_the_pace() -> None:
     assert progress.record == [("step20", 20.0, "ok")] * 3
 
 
+def test_progress_writes_each_line_whole_when_a_step_prints() -> None:
+    clock = FakeClock()
+    out = io.StringIO()
+
+    def chatty() -> None:
+        print("%3|rdkafka: a client's log line", file=out)
+        clock.now += 5
+
+    progress = Progress([Step("chatty", 5, chatty)], limit_seconds=60, out=out, now=clock,
+                        use_alarm=False)
+    progress.run_all(lambda step, exc: "failed")
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("%3|rdkafka")
+    assert lines[1].startswith("[ 1/1] chatty")
+    assert "elapsed 0:05, run ~0:05" in lines[1]
+
+
 def test_progress_skips_steps_past_the_deadline_and_reports_failures() -> None:
     clock = FakeClock()
     out = io.StringIO()
