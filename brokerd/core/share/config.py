@@ -12,6 +12,7 @@ kind of message. Pure.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 
 import attrs
@@ -26,6 +27,7 @@ __all__ = [
     "broker_defaults",
     "broker_name",
     "parse_group_configs",
+    "parse_offset_reset",
     "validate",
 ]
 
@@ -61,8 +63,57 @@ _BOUNDS: Mapping[str, tuple[int, int]] = {
 
 
 class AutoOffsetReset(enum.Enum):
+    """Where a share-partition starts when the group first reads it: the log's end, its
+    start, or the first record of the last duration (``by_duration:<ISO-8601>``)."""
+
     LATEST = "latest"
     EARLIEST = "earliest"
+    BY_DURATION = "by_duration"
+
+
+_BY_DURATION_PREFIX = AutoOffsetReset.BY_DURATION.value + ":"
+
+# An ISO-8601 duration as Java's ``Duration.parse`` reads it: an optional sign, days,
+# then after ``T`` hours, minutes and seconds with up to nine decimals, each part signed
+# on its own; case-insensitive.
+_ISO_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?\d+)D)?"
+    r"(T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+_NANOS = {"D": 86_400 * 10**9, "H": 3_600 * 10**9, "M": 60 * 10**9, "S": 10**9}
+
+
+def parse_offset_reset(text: str) -> tuple[AutoOffsetReset, int]:
+    """``share.auto.offset.reset``'s value as (strategy, duration in ms; 0 but for
+    by_duration). Names are lower case, as in Kafka.
+
+    :raises ValueError: not ``latest``, ``earliest`` or ``by_duration:`` and a
+        non-negative ISO-8601 duration.
+    """
+    if text in (AutoOffsetReset.LATEST.value, AutoOffsetReset.EARLIEST.value):
+        return AutoOffsetReset(text), 0
+    if not text.startswith(_BY_DURATION_PREFIX):
+        raise ValueError(f"unknown strategy {text!r}")
+    found = _ISO_DURATION.fullmatch(text[len(_BY_DURATION_PREFIX):])
+    if found is None:
+        raise ValueError("not an ISO-8601 duration")
+    sign, days, t_part, hours, minutes, seconds, fraction = found.groups()
+    if (days, t_part) == (None, None) or (t_part is not None and len(t_part) == 1):
+        raise ValueError("an ISO-8601 duration needs at least one part")
+    nanos = sum(
+        int(value) * _NANOS[unit]
+        for value, unit in ((days, "D"), (hours, "H"), (minutes, "M"), (seconds, "S"))
+        if value is not None
+    )
+    if fraction:
+        part = int(fraction.ljust(9, "0"))
+        nanos += -part if seconds is not None and seconds.startswith("-") else part
+    if sign == "-":
+        nanos = -nanos
+    if nanos < 0:
+        raise ValueError("a negative duration")
+    return AutoOffsetReset.BY_DURATION, nanos // 10**6
 
 
 class IsolationLevel(enum.Enum):
@@ -84,6 +135,8 @@ class ShareConfig:
     lock_duration_ms: int = 30000
     delivery_count_limit: int = 5
     auto_offset_reset: AutoOffsetReset = AutoOffsetReset.LATEST
+    #: How far back ``by_duration`` starts; 0 for the other strategies.
+    reset_duration_ms: int = 0
     isolation_level: IsolationLevel = IsolationLevel.READ_COMMITTED
     heartbeat_interval_ms: int = 5000
     session_timeout_ms: int = 45000
@@ -94,11 +147,13 @@ def validate(name: str, value: str) -> None:
     if name not in DEFAULTS:
         raise InvalidShareConfig(f"Unknown group config name: {name}")
     if name == AUTO_OFFSET_RESET:
-        if value not in {m.value for m in AutoOffsetReset}:
+        try:
+            parse_offset_reset(value)
+        except ValueError:
             raise InvalidShareConfig(
-                f"Invalid value {value} for configuration {name}: "
-                "String must be one of: latest, earliest"
-            )
+                f"Invalid value {value} for configuration {name}: The value must be either "
+                "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
+            ) from None
         return
     if name == ISOLATION_LEVEL:
         if value not in {m.value for m in IsolationLevel}:
@@ -153,10 +208,12 @@ def parse_group_configs(
     """The effective settings: ``overrides`` (already validated) over ``defaults`` (the
     broker's: :func:`broker_defaults`)."""
     merged = {**defaults, **overrides}
+    reset, duration_ms = parse_offset_reset(merged[AUTO_OFFSET_RESET])
     return ShareConfig(
         lock_duration_ms=int(merged[LOCK_DURATION]),
         delivery_count_limit=int(merged[DELIVERY_COUNT_LIMIT]),
-        auto_offset_reset=AutoOffsetReset(merged[AUTO_OFFSET_RESET]),
+        auto_offset_reset=reset,
+        reset_duration_ms=duration_ms,
         isolation_level=IsolationLevel(merged[ISOLATION_LEVEL]),
         heartbeat_interval_ms=int(merged[HEARTBEAT_INTERVAL]),
         session_timeout_ms=int(merged[SESSION_TIMEOUT]),

@@ -140,30 +140,46 @@ class ShareEngine:
 
     # -- changing ------------------------------------------------------------------------
 
+    def needs_reset(self, group: str, topic: str, index: int, *, log_end: int) -> bool:
+        """Whether :meth:`ensure` will place the share-partition by
+        ``share.auto.offset.reset``: the group has not read it yet, or its start is past
+        the log's end (the topic was deleted and created again under its name)."""
+        part = self.partition(group, topic, index)
+        return part is None or part.start > log_end
+
     def ensure(
-        self, group: str, topic: str, index: int, *, log_start: int, log_end: int
+        self, group: str, topic: str, index: int, *, log_start: int, log_end: int,
+        found: int | None = None,
     ) -> tuple[SharePartition, list[ShareStateRecord]]:
-        """The share-partition, initialised on first use by the group's
-        ``share.auto.offset.reset`` (latest: the log end; earliest: the log start), and
-        moved up past records the log no longer has."""
+        """The share-partition, placed by the group's ``share.auto.offset.reset`` when
+        :meth:`needs_reset` (latest: the log end; earliest: the log start; by_duration:
+        ``found``, the first offset at or after the duration's start that the caller
+        looked up, None when no record is that recent), and moved up past records the
+        log no longer has."""
         group_parts = self._partitions.setdefault(group, {})
         part = group_parts.get((topic, index))
         if part is None:
-            reset = self.config(group).auto_offset_reset
-            start = log_start if reset is AutoOffsetReset.EARLIEST else log_end
+            start = self._reset_offset(group, log_start, log_end, found)
             part = group_parts[(topic, index)] = self._new_partition(group, start)
             return part, [self._state(group, topic, index, part, ())]
+        if part.start > log_end:
+            start = self._reset_offset(group, log_start, log_end, found)
+            records = self.set_start(group, topic, index, start)
+            return group_parts[(topic, index)], records
         if part.start < log_start:
             part.move_start(log_start)
             return part, [self._state(group, topic, index, part, ())]
-        if part.start > log_end:
-            # The log is shorter than the share-partition's start: the topic was deleted
-            # and created again under its name. Start over as a new share-partition.
-            reset = self.config(group).auto_offset_reset
-            start = log_start if reset is AutoOffsetReset.EARLIEST else log_end
-            records = self.set_start(group, topic, index, start)
-            return group_parts[(topic, index)], records
         return part, []
+
+    def _reset_offset(
+        self, group: str, log_start: int, log_end: int, found: int | None
+    ) -> int:
+        reset = self.config(group).auto_offset_reset
+        if reset is AutoOffsetReset.EARLIEST:
+            return log_start
+        if reset is AutoOffsetReset.BY_DURATION and found is not None:
+            return min(max(found, log_start), log_end)
+        return log_end
 
     def acquire(
         self,

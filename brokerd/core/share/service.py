@@ -34,7 +34,7 @@ from twisted.python.failure import Failure
 
 from brokerd.clock import Clock, DelayedCall
 from brokerd.core.api import CoreLongPoll, CoreReads
-from brokerd.core.share.config import DEFAULTS, IsolationLevel
+from brokerd.core.share.config import DEFAULTS, AutoOffsetReset, IsolationLevel
 from brokerd.core.share.engine import ShareEngine, TopicPartition
 from brokerd.core.share.partition import AckBatch, AcquiredRange, LogSpan, PartitionSummary
 from brokerd.core.waiters import Shortfall, long_poll
@@ -274,14 +274,23 @@ class ShareService:
         max_bytes: int,
     ) -> AcquireResult:
         offsets = await self._core.offsets(topic, partition)
-        committed = self.engine.config(group).isolation_level is IsolationLevel.READ_COMMITTED
+        config = self.engine.config(group)
+        committed = config.isolation_level is IsolationLevel.READ_COMMITTED
         end = offsets.last_stable_offset if committed else offsets.high_watermark
+        found = None
+        if config.auto_offset_reset is AutoOffsetReset.BY_DURATION and self.engine.needs_reset(
+            group, topic, partition, log_end=end
+        ):
+            since = int(self.now_ms()) - config.reset_duration_ms
+            first = await self._core.offset_for_timestamp(topic, partition, since)
+            found = None if first is None else first[0]
         part, records = self.engine.ensure(
             group,
             topic,
             partition,
             log_start=offsets.log_start_offset,
             log_end=end,
+            found=found,
         )
         if records:
             await self._journal.write(records)

@@ -35,12 +35,15 @@ class FakeCore:
     def __init__(self, clock: task.Clock) -> None:
         self.clock = clock
         self.batches: list[tuple[int, int, bytes]] = []
+        #: Each batch's timestamp (ms), for lookups by time.
+        self.times: list[int] = []
         self.aborted: tuple[AbortedTxn, ...] = ()
         #: When a list, writes wait here (the Deferred, the write) for the test to run.
         self.held_writes: list[tuple[defer.Deferred[Any], Callable[[], Any]]] | None = None
 
-    def add(self, base: int, data: bytes, count: int) -> None:
+    def add(self, base: int, data: bytes, count: int, timestamp_ms: int = 0) -> None:
         self.batches.append((base, base + count - 1, data))
+        self.times.append(timestamp_ms)
 
     @property
     def end(self) -> int:
@@ -54,6 +57,14 @@ class FakeCore:
     ) -> defer.Deferred[LogRead]:
         data = b"".join(d for _, last, d in self.batches if last >= offset)
         return defer.succeed(LogRead(data, self.end, 0, self.end, self.aborted))
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        for (base, _, _), at in zip(self.batches, self.times, strict=True):
+            if at >= timestamp_ms:
+                return defer.succeed((base, at))
+        return defer.succeed(None)
 
     def run_write(self, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
         if self.held_writes is not None:
@@ -279,4 +290,34 @@ def test_a_deleted_topic_takes_every_groups_share_partitions_with_it(tmp_path: P
         "g": [("u", 0)], "h": [("u", 0)],
     }
     as_journal_holds(svc, tmp_path)
+    store.close()
+
+
+def test_by_duration_starts_at_the_first_record_of_the_duration(tmp_path: Path) -> None:
+    svc, core, clock, store = service(tmp_path)
+    for base, seconds in ((0, 1000), (3, 5000), (6, 9000)):
+        core.add(base, batch(base, 3), 3, timestamp_ms=seconds * 1000)
+    clock.advance(10_000)
+    # Within the last 6,000 s: the batches of 5,000 s and 9,000 s.
+    result(svc.set_overrides("recent", {"share.auto.offset.reset": "by_duration:PT6000S"}))
+    got = result(svc.acquire("recent", "t", 0, "m", max_records=100))
+    assert got.ranges == (AcquiredRange(3, 8, 1),)
+    # Longer than the log: from its start. Shorter than its newest record: from its end,
+    # so only what is produced next is delivered.
+    result(svc.set_overrides("all", {"share.auto.offset.reset": "by_duration:P1D"}))
+    assert result(svc.acquire("all", "t", 0, "m", max_records=100)).ranges == (
+        AcquiredRange(0, 8, 1),
+    )
+    result(svc.set_overrides("new", {"share.auto.offset.reset": "by_duration:PT10S"}))
+    assert result(svc.acquire("new", "t", 0, "m", max_records=100)).ranges == ()
+    core.add(9, batch(9, 1), 1, timestamp_ms=10_000_000)
+    assert result(svc.acquire("new", "t", 0, "m", max_records=100)).ranges == (
+        AcquiredRange(9, 9, 1),
+    )
+    # The start is durable: a restart does not place the share-partition again.
+    store.close()
+    store = ShareStateStore.open(str(tmp_path))
+    again = ShareService(core, store, clock=clock)
+    assert again.engine.partition("new", "t", 0) is not None
+    assert again.engine.partition("new", "t", 0).start == 9  # type: ignore[union-attr]
     store.close()

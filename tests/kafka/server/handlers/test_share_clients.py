@@ -53,12 +53,12 @@ def consumer(bootstrap: str, group: str, **extra: str) -> ck.ShareConsumer:
     return ck.ShareConsumer(conf)
 
 
-def set_earliest(bootstrap: str, group: str) -> None:
+def set_earliest(bootstrap: str, group: str, reset: str = "earliest") -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     res = ConfigResource(
         ResourceType.GROUP, group,
         incremental_configs=[ConfigEntry(
-            "share.auto.offset.reset", "earliest",
+            "share.auto.offset.reset", reset,
             incremental_operation=AlterConfigOpType.SET,
         )],
     )
@@ -265,3 +265,23 @@ def test_broker_options_set_every_share_groups_defaults(tmp_path: Path) -> None:
             assert (part["archived"], part["start_offset"]) == (1, 1)
     finally:
         proc.stop()
+
+
+def test_by_duration_delivers_the_records_of_the_last_hour(broker: BrokerProcess) -> None:
+    bs = broker.kafka_bootstrap
+    make_topic(bs, "qd")
+    now_ms = int(time.time() * 1000)
+    p = ck.Producer({"bootstrap.servers": bs, "linger.ms": 5})
+    for i in range(10):
+        age_ms = 2 * 3_600_000 if i < 5 else 600_000  # five of two hours ago, five of ten minutes
+        p.produce("qd", value=b"v%d" % i, partition=0, timestamp=now_ms - age_ms)
+    assert p.flush(10) == 0
+    with pytest.raises(ck.KafkaException, match="by_duration"):
+        set_earliest(bs, "gd", "by_duration:-PT1H")
+    set_earliest(bs, "gd", "by_duration:PT1H")
+    c = consumer(bs, "gd")
+    c.subscribe(["qd"])
+    got = poll_all(c, 5)
+    assert sorted(m.offset() for m in got) == [5, 6, 7, 8, 9]
+    assert poll_all(c, 1, 3.0) == []
+    c.close()
