@@ -221,6 +221,13 @@ class Options(usage.Options):
             "Default heartbeat interval of share group members (1000-15000).",
             int,
         ],
+        [
+            "group-share-partition-max-record-locks",
+            None,
+            2_000,
+            "Default most records of a share-partition acquired at once (100-10000).",
+            int,
+        ],
         ["max-connections", None, 1024, "Open connections per listener (0: no limit).", int],
         # Request-side bounds of the connection edge (docs/operations.md, "Bounded memory").
         [

@@ -130,6 +130,10 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
             ["--group-share-heartbeat-interval-ms", "1000"],
             lambda s: s.groups.share_defaults["share.heartbeat.interval.ms"] == "1000",
         ),
+        "group-share-partition-max-record-locks": (
+            ["--group-share-partition-max-record-locks", "100"],
+            lambda s: s.groups.share_defaults["share.partition.max.record.locks"] == "100",
+        ),
         "max-connections": (["--max-connections", "0"], lambda s: s.limits.max_connections is None),
         "max-connections-per-ip": (
             ["--max-connections-per-ip", "7"], lambda s: s.limits.per_address == 7
@@ -333,6 +337,11 @@ REFUSED: list[tuple[list[str], str]] = [
         ["--group-share-delivery-count-limit", "11"],
         "--group-share-delivery-count-limit: Invalid value 11 for configuration "
         "share.delivery.count.limit: Value must be in the range [2, 10]",
+    ),
+    (
+        ["--group-share-partition-max-record-locks", "99"],
+        "--group-share-partition-max-record-locks: Invalid value 99 for configuration "
+        "share.partition.max.record.locks: Value must be in the range [100, 10000]",
     ),
     (
         ["--group-share-heartbeat-interval-ms", "15000", "--group-share-session-timeout-ms",

@@ -37,6 +37,7 @@ AUTO_OFFSET_RESET = "share.auto.offset.reset"
 ISOLATION_LEVEL = "share.isolation.level"
 HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
 SESSION_TIMEOUT = "share.session.timeout.ms"
+MAX_RECORD_LOCKS = "share.partition.max.record.locks"
 
 #: Kafka's defaults of the broker-wide configs (``group.share.*``) each group config
 #: falls back to.
@@ -44,14 +45,17 @@ DEFAULTS: Mapping[str, str] = {
     AUTO_OFFSET_RESET: "latest",
     DELIVERY_COUNT_LIMIT: "5",
     HEARTBEAT_INTERVAL: "5000",
-    ISOLATION_LEVEL: "read_committed",
+    ISOLATION_LEVEL: "read_uncommitted",
     LOCK_DURATION: "30000",
+    MAX_RECORD_LOCKS: "2000",
     SESSION_TIMEOUT: "45000",
 }
 
 #: The group configs that have a broker config of their own (``group.`` + name) in Kafka;
 #: ``share.auto.offset.reset`` and ``share.isolation.level`` are per group only.
-BROKER_LEVEL = frozenset({LOCK_DURATION, DELIVERY_COUNT_LIMIT, HEARTBEAT_INTERVAL, SESSION_TIMEOUT})
+BROKER_LEVEL = frozenset(
+    {LOCK_DURATION, DELIVERY_COUNT_LIMIT, HEARTBEAT_INTERVAL, SESSION_TIMEOUT, MAX_RECORD_LOCKS}
+)
 
 #: Kafka's bounds (``group.share.min/max.*``) of the integer configs.
 _BOUNDS: Mapping[str, tuple[int, int]] = {
@@ -59,6 +63,7 @@ _BOUNDS: Mapping[str, tuple[int, int]] = {
     DELIVERY_COUNT_LIMIT: (2, 10),
     HEARTBEAT_INTERVAL: (1000, 15000),
     SESSION_TIMEOUT: (1000, 60000),
+    MAX_RECORD_LOCKS: (100, 10000),
 }
 
 
@@ -137,9 +142,11 @@ class ShareConfig:
     auto_offset_reset: AutoOffsetReset = AutoOffsetReset.LATEST
     #: How far back ``by_duration`` starts; 0 for the other strategies.
     reset_duration_ms: int = 0
-    isolation_level: IsolationLevel = IsolationLevel.READ_COMMITTED
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
     heartbeat_interval_ms: int = 5000
     session_timeout_ms: int = 45000
+    #: Most records of a share-partition acquired at once.
+    max_record_locks: int = 2000
 
 
 def validate(name: str, value: str) -> None:
@@ -217,4 +224,5 @@ def parse_group_configs(
         isolation_level=IsolationLevel(merged[ISOLATION_LEVEL]),
         heartbeat_interval_ms=int(merged[HEARTBEAT_INTERVAL]),
         session_timeout_ms=int(merged[SESSION_TIMEOUT]),
+        max_record_locks=int(merged[MAX_RECORD_LOCKS]),
     )

@@ -74,6 +74,7 @@ class ShareEngine:
         for part in self._partitions.get(group, {}).values():
             part.limit = config.delivery_count_limit
             part.lock_duration_ms = config.lock_duration_ms
+            part.max_record_locks = config.max_record_locks
         return [GroupConfigs(group, tuple(sorted(overrides.items())))]
 
     # -- restore -------------------------------------------------------------------------
@@ -263,7 +264,7 @@ class ShareEngine:
         config = self.config(group)
         return SharePartition(
             start, delivery_count_limit=config.delivery_count_limit,
-            lock_duration_ms=config.lock_duration_ms,
+            lock_duration_ms=config.lock_duration_ms, max_record_locks=config.max_record_locks,
         )
 
     def _require(self, group: str, topic: str, index: int) -> SharePartition:

@@ -45,10 +45,10 @@ __all__ = [
     "StateRun",
 ]
 
-#: Most records one share-partition keeps in flight (Kafka's
-#: ``group.share.partition.max.record.locks``): acquisition stops there until the SPSO
-#: moves.
-MAX_IN_FLIGHT = 2000
+#: Most records of one share-partition acquired at once by default (Kafka's
+#: ``group.share.partition.max.record.locks``): acquisition stops there until some are
+#: acknowledged, released or time out.
+DEFAULT_MAX_RECORD_LOCKS = 2000
 
 
 @attrs.define
@@ -121,12 +121,16 @@ class InvalidAcknowledgement(ValueError):
 class SharePartition:
     """See the module docstring. ``start`` is the initial SPSO."""
 
-    def __init__(self, start: int, *, delivery_count_limit: int, lock_duration_ms: int) -> None:
+    def __init__(
+        self, start: int, *, delivery_count_limit: int, lock_duration_ms: int,
+        max_record_locks: int = DEFAULT_MAX_RECORD_LOCKS,
+    ) -> None:
         self.start = start
         #: One past the highest offset ever acquired or skipped (Kafka's SPEO + 1).
         self.end = start
         self.limit = delivery_count_limit
         self.lock_duration_ms = lock_duration_ms
+        self.max_record_locks = max_record_locks
         #: Offset -> entry; inserted in offset order, so the first key is the lowest.
         self.records: dict[int, InFlight] = {}
         #: Records archived since the engine opened (a figure for operators).
@@ -184,7 +188,7 @@ class SharePartition:
         archived. Returns the acquired ranges and every changed offset."""
         changed: set[int] = set()
         taken: list[tuple[int, int]] = []  # (offset, delivery count)
-        room = min(max_records, MAX_IN_FLIGHT - self.acquired_count())
+        room = min(max_records, self.max_record_locks - self.acquired_count())
         deadline = now_ms + self.lock_duration_ms
         for span in spans:
             if room <= 0:

@@ -12,7 +12,7 @@ from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
 from brokerd.core.share.partition import AckBatch, AcquiredRange
-from brokerd.core.share.service import ShareService, spans_of
+from brokerd.core.share.service import COMMITTED_BYTES, ShareService, spans_of
 from brokerd.core.share.states import AckType, RecordState
 from brokerd.errors import StorageError
 from brokerd.storage import fileio
@@ -38,6 +38,8 @@ class FakeCore:
         #: Each batch's timestamp (ms), for lookups by time.
         self.times: list[int] = []
         self.aborted: tuple[AbortedTxn, ...] = ()
+        #: The last stable offset, when a transaction is open (else the log's end).
+        self.lso: int | None = None
         #: When a list, writes wait here (the Deferred, the write) for the test to run.
         self.held_writes: list[tuple[defer.Deferred[Any], Callable[[], Any]]] | None = None
 
@@ -50,12 +52,14 @@ class FakeCore:
         return self.batches[-1][1] + 1 if self.batches else 0
 
     def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
-        return defer.succeed(PartitionOffsets(0, self.end, self.end))
+        lso = self.end if self.lso is None else self.lso
+        return defer.succeed(PartitionOffsets(0, self.end, lso))
 
     def read(
         self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
     ) -> defer.Deferred[LogRead]:
-        data = b"".join(d for _, last, d in self.batches if last >= offset)
+        upto = self.end if self.lso is None or spec != COMMITTED_BYTES else self.lso
+        data = b"".join(d for base, last, d in self.batches if last >= offset and base < upto)
         return defer.succeed(LogRead(data, self.end, 0, self.end, self.aborted))
 
     def offset_for_timestamp(
@@ -320,4 +324,21 @@ def test_by_duration_starts_at_the_first_record_of_the_duration(tmp_path: Path) 
     again = ShareService(core, store, clock=clock)
     assert again.engine.partition("new", "t", 0) is not None
     assert again.engine.partition("new", "t", 0).start == 9  # type: ignore[union-attr]
+    store.close()
+
+
+def test_isolation_is_read_uncommitted_unless_the_group_says_otherwise(tmp_path: Path) -> None:
+    svc, core, _clock, store = service(tmp_path)  # group g: Kafka's default isolation
+    core.add(0, batch(0, 2), 2)
+    core.add(2, batch(2, 3, producer_id=7, producer_epoch=0, base_sequence=0,
+                      transactional=True), 3)
+    core.lso = 2  # the transaction of 2-4 is still open
+    assert result(svc.acquire("g", "t", 0, "m", max_records=10)).ranges == (
+        AcquiredRange(0, 4, 1),
+    )
+    result(svc.set_overrides("c", {"share.auto.offset.reset": "earliest",
+                                   "share.isolation.level": "read_committed"}))
+    assert result(svc.acquire("c", "t", 0, "m", max_records=10)).ranges == (
+        AcquiredRange(0, 1, 1),
+    )
     store.close()
