@@ -96,6 +96,11 @@ def _classic_group(coordinator: GroupCoordinatorLike) -> Callable[[str], bool]:
     return exists
 
 
+def _no_share_groups(group_id: str) -> bool:
+    """Without share groups no id is a share group's."""
+    return False
+
+
 class KafkaHandlers:
     """Answers decoded requests. One instance per listener, shared by its connections.
 
@@ -132,6 +137,7 @@ class KafkaHandlers:
     ) -> None:
         txn = TxnHandlers(core, transactions)
         operations = AuthorizedOperations(authorizer)
+        is_share_group = shares.exists if shares is not None else _no_share_groups
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
@@ -145,7 +151,7 @@ class KafkaHandlers:
             GroupHandlers(
                 core, coordinator, identity,
                 pending_offsets=_pending_offsets(transactions),
-                share_group=shares.exists if shares is not None else None,
+                is_share_group=is_share_group,
             ),
             GroupAdminHandlers(
                 core, cast(HasGroupAdmin, coordinator), operations,
@@ -153,7 +159,7 @@ class KafkaHandlers:
             ),
             ConsumerGroupHandlers(
                 core, cast(HasConsumerGroups, coordinator), operations,
-                share_group=shares.exists if shares is not None else None,
+                is_share_group=is_share_group,
             ),
             ConfigHandlers(
                 core, identity, default_partitions=default_partitions,

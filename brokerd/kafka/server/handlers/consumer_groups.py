@@ -72,8 +72,8 @@ class ConsumerGroupHandlers:
 
     :param core: the broker core (topic names, IDs, partition counts).
     :param coordinator: the group coordinator; its ``consumer`` answers.
-    :param share_group: whether a share group has an id (such an id is not a consumer
-        group: GROUP_ID_NOT_FOUND, as Kafka answers); None = no share groups.
+    :param is_share_group: whether a share group has an id (such an id is not a
+        consumer group: GROUP_ID_NOT_FOUND, as Kafka answers).
     """
 
     def __init__(
@@ -82,15 +82,12 @@ class ConsumerGroupHandlers:
         coordinator: HasConsumerGroups,
         operations: AuthorizedOperations | None = None,
         *,
-        share_group: Callable[[str], bool] | None = None,
+        is_share_group: Callable[[str], bool],
     ) -> None:
         self._core = core
         self._coordinator = coordinator
         self._operations = operations if operations is not None else AuthorizedOperations()
-        self._share_group = share_group
-
-    def _is_share_group(self, group_id: str) -> bool:
-        return self._share_group is not None and self._share_group(group_id)
+        self._is_share_group = is_share_group
 
     def routes(self) -> tuple[Route, ...]:
         return (

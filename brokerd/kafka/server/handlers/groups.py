@@ -221,8 +221,9 @@ class GroupHandlers:
     :param identity: where clients are told the coordinator is (read live).
     :param pending_offsets: a group's partitions with a transactional offset commit not
         yet complete (the transaction coordinator's); None = transactions disabled.
-    :param share_group: whether a share group has an id (its id cannot join a classic
-        group); None = no share groups.
+    :param is_share_group: whether a share group has an id: such an id is no classic
+        group (JoinGroup INCONSISTENT_GROUP_PROTOCOL, offsets GROUP_ID_NOT_FOUND, Kafka's
+        answers).
     """
 
     _log = Logger()
@@ -234,13 +235,13 @@ class GroupHandlers:
         identity: BrokerIdentity,
         *,
         pending_offsets: PendingOffsets | None = None,
-        share_group: Callable[[str], bool] | None = None,
+        is_share_group: Callable[[str], bool],
     ) -> None:
         self._core = core
         self._groups = coordinator
         self._id = identity
         self._pending = pending_offsets
-        self._share_group = share_group
+        self._is_share_group = is_share_group
 
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
@@ -253,11 +254,6 @@ class GroupHandlers:
             Route(ApiKey.OFFSET_COMMIT, self.offset_commit, self.offset_commit_rule),
             Route(ApiKey.OFFSET_FETCH, self.offset_fetch, self.offset_fetch_rule),
         )
-
-    def _is_share_group(self, group_id: str) -> bool:
-        """A share group's id is no classic or consumer group: JoinGroup is
-        INCONSISTENT_GROUP_PROTOCOL, offsets GROUP_ID_NOT_FOUND (Kafka's answers)."""
-        return self._share_group is not None and self._share_group(group_id)
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
