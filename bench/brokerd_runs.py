@@ -154,7 +154,9 @@ def consume_partition(
         start = time.perf_counter()
         deadline = start + timeout
         while got < records and time.perf_counter() < deadline:
-            got += sum(1 for m in consumer.consume(10000, 1.0) if m.error() is None)
+            # Never more than are left: consume() waits for its count or its timeout.
+            batch = consumer.consume(min(10000, records - got), 1.0)
+            got += sum(1 for m in batch if m.error() is None)
         return got, time.perf_counter() - start
     finally:
         consumer.close()
