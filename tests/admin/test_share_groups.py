@@ -40,8 +40,10 @@ class FakeLog:
 
 def engine_with_records() -> tuple[ShareEngine, dict[tuple[str, int], FakeLog]]:
     """Group ``workers`` on jobs/0: 10 records, 0-1 accepted, 2 rejected, 3 released and
-    acquired again (a redelivery), 4-5 acquired; the log holds 12 (LSO 11)."""
+    acquired again (a redelivery), 4-5 acquired; the log holds 12 (LSO 11), and the group
+    reads committed records."""
     engine = ShareEngine()
+    engine.set_overrides("workers", {"share.isolation.level": "read_committed"})
     engine.ensure("workers", "jobs", 0, log_start=0, log_end=0)
     engine.acquire("workers", "jobs", 0, "a", [LogSpan(0, 9)], 6, 0.0)
     engine.acknowledge("workers", "jobs", 0, "a", [
@@ -64,7 +66,7 @@ class ViewTests(SynchronousTestCase):
         view = self.inspector.group("workers")
         assert view is not None
         (p,) = view.partitions
-        # read_committed (the default): the log's end is the LSO, 11; done: 0, 1, 2.
+        # read_committed: the log's end is the LSO, 11; done: 0, 1, 2.
         self.assertEqual(
             (p.start_offset, p.end_offset, p.backlog, p.in_flight, p.acquired, p.available,
              p.redelivered, p.redelivered_total, p.archived),
@@ -75,6 +77,14 @@ class ViewTests(SynchronousTestCase):
             "group_id": "workers", "partitions": 1, "backlog": 8, "in_flight": 3,
             "redelivered_total": 1, "archived": 1,
         })
+
+    def test_the_default_isolation_reads_to_the_high_watermark(self) -> None:
+        engine, logs = engine_with_records()
+        engine.set_overrides("workers", {})
+        view = ShareGroupInspector(engine, lambda: logs).group("workers")  # type: ignore[arg-type,return-value]
+        assert view is not None
+        (p,) = view.partitions
+        self.assertEqual((p.end_offset, p.backlog), (12, 9))
 
     def test_unknown_groups_and_listing(self) -> None:
         self.assertIsNone(self.inspector.group("nobody"))
