@@ -66,7 +66,7 @@ def add_queue_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     work.add_argument("--max-records", type=int, default=None, help="stop after N records")
     work.add_argument(
         "--timeout", type=float, default=None,
-        help="stop when no record arrived for this many seconds",
+        help="stop when no record arrived for this many seconds after the last was handled",
     )
     work.add_argument(
         "--exec", dest="exec_command", default=None, metavar="CMD",
@@ -165,7 +165,6 @@ def run_queue(
         )
         if not records:
             continue
-        last_record = now()
         verdicts: list[tuple[int, AckKind]] = []
         try:
             for record in records:
@@ -177,5 +176,7 @@ def run_queue(
             verdicts += [(r.offset, AckKind.RELEASE) for r in records if r.offset not in seen]
             client.queue_acknowledge(args.group, args.topic, args.partition,
                                      ack_ranges(verdicts))
+        # Idle time counts from here: a slow handler is not a quiet queue.
+        last_record = now()
         handled += len(records)
     return 0

@@ -82,6 +82,29 @@ def test_stops_after_timeout_without_records() -> None:
     assert 2.5 <= now[0] < 3.0
 
 
+def test_the_timeout_counts_from_the_last_record_handled() -> None:
+    now = [0.0]
+
+    class Slow(io.BytesIO):
+        def write(self, data: Any) -> int:
+            now[0] += 2.0  # each record takes 2 s to handle
+            return super().write(data)
+
+    class Idle(FakeClient):
+        def queue_fetch(self, *a: Any, **kw: Any) -> list[QueueRecord]:
+            got = super().queue_fetch(*a, **kw)
+            if not got:
+                now[0] += kw["max_wait_ms"] / 1000
+            return got
+
+    client = Idle([records(0, 1), records(2)])
+    out = Slow()
+    assert run_queue(client, args(timeout=2.5), out, clock=lambda: now[0]) == 0  # type: ignore[arg-type]
+    # Handling took 6 s, longer than the timeout: the second fetch still ran.
+    assert out.getvalue() == b"v0\nv1\nv2\n"
+    assert 8.5 <= now[0] < 9.0
+
+
 def test_records_not_reached_are_released_when_handling_fails() -> None:
     class Broken(io.BytesIO):
         def write(self, data: Any) -> int:

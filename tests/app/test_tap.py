@@ -105,7 +105,16 @@ def test_connection_cap_refuses_beyond_the_limit(make_broker: object) -> None:
     import time
 
     proc = make_broker("--max-connections", "3", kafka=False)  # type: ignore[operator]
-    time.sleep(0.3)  # let the harness's readiness probe connection be closed and counted out
+
+    def until_open(count: int) -> None:
+        """Wait until the broker counts ``count`` native connections (a closed one is
+        counted out when the reactor sees the close, not when the client closes)."""
+        deadline = time.monotonic() + 30
+        while proc.metric("brokerd_connections_open", listener="native") != count:
+            assert time.monotonic() < deadline, f"never {count} connections open"
+            time.sleep(0.05)
+
+    until_open(0)  # the harness's readiness probe connection is closed and counted out
     held = [proc.client() for _ in range(3)]
     for client in held:
         assert client.list_topics() == []  # accepted and served
@@ -114,7 +123,7 @@ def test_connection_cap_refuses_beyond_the_limit(make_broker: object) -> None:
         assert extra.recv(1) == b"", "a connection beyond the cap must be closed"
     extra.close()
     held.pop().close()
-    time.sleep(0.3)
+    until_open(2)
     with proc.client() as client:
         assert client.list_topics() == []
     for client in held:

@@ -112,7 +112,10 @@ def large_topic_round(tmp_path: Path, partitions: int) -> dict[str, float]:
             time.sleep(0.2)
             figures["create_s"] = timed_admin_call(lambda: client.create_topics(
                 [NewTopic("big", partitions, 1)], **long)["big"].result(600))
-            time.sleep(0.2)
+            # Until the probe has seen the whole topic (it looks every few rounds).
+            deadline = time.monotonic() + WAIT
+            while partitions not in probe.partition_counts and time.monotonic() < deadline:
+                time.sleep(0.05)
         # Absent (0) or complete: never a topic with part of its partitions.
         assert probe.partition_counts <= {0, partitions}, probe.partition_counts
         assert partitions in probe.partition_counts

@@ -272,21 +272,24 @@ def test_retention_races_reads(tmp_path: Path) -> None:
     """Reads racing with deletion either succeed or raise OffsetOutOfRange."""
     plog = open_log(tmp_path / "t-0", segment_bytes=400, retention_bytes=800)
     fill(plog, 20)
-    stop = time.monotonic() + 0.6
+    # A count of appends, not a deadline: a paused process still races, and still
+    # deletes segments.
+    written = threading.Event()
     errors: list[BaseException] = []
     counts = {"ok": 0, "oor": 0}
 
     def writer() -> None:
-        i = 0
-        while time.monotonic() < stop:
+        for i in range(100):
             plog.append_values([b"w%d" % i + b"." * 50], timestamp_ms=i)
             plog.publish()
             plog.enforce_retention()
-            i += 1
+        written.set()
 
     def reader(seed: int) -> None:
         rng = random.Random(seed)
-        while time.monotonic() < stop:
+        done = 0
+        while not written.is_set() or done < 20:
+            done += 1
             start, end = plog.log_start_offset, plog.high_watermark
             offset = rng.randint(max(0, start - 3), end)
             try:

@@ -95,23 +95,30 @@ def test_readers_do_not_wait_for_a_large_create(tmp_path: Path) -> None:
     ld = LogDirectory.open(str(tmp_path))
     ld.create_topic("other", 1)
     created = threading.Thread(target=ld.create_topic, args=("big", 1000))
-    slowest = 0.0
+    reads: list[float] = []
     seen_partial = False
+    began = time.perf_counter()
     created.start()
     while created.is_alive():
         start = time.perf_counter()
         topics = ld.topics()
         ld.get("other", 0)
-        slowest = max(slowest, time.perf_counter() - start)
+        reads.append(time.perf_counter() - start)
         info = topics.get("big")
         if info is not None and len(ld.logs()) < 1001:
             seen_partial = True
         time.sleep(0.001)
     created.join()
+    create_s = time.perf_counter() - began
     assert ld.topics()["big"].partitions == 1000
     assert not seen_partial
-    # The old code held the directory lock for the whole create (seconds).
-    assert slowest < 0.25, f"a read waited {slowest:.3f} s"
+    # The old code held the directory lock for the whole create (seconds): a read then
+    # waited about as long as the create. One pause of the process on a loaded machine
+    # may make a single read slow, so the bound is on nearly all of them.
+    assert reads, "the create finished before a read"
+    reads.sort()
+    assert reads[int(len(reads) * 0.99)] < 0.25, f"reads {reads[-5:]}"
+    assert reads[-1] < max(0.25, create_s / 2), f"a read waited {reads[-1]:.3f} s of {create_s:.3f}"
     ld.close()
 
 
