@@ -160,3 +160,12 @@ class BrokerProcess:
                 if sample.name == name and sample.labels == labels:
                     return float(sample.value)
         return 0.0
+
+    def until_connections(self, count: int, listener: str = "native") -> None:
+        """Wait until the broker counts ``count`` open connections on ``listener``: a
+        closed connection is counted out when the reactor sees the close, some time
+        after the client closed it."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while self.metric("brokerd_connections_open", listener=listener) != count:
+            assert time.monotonic() < deadline, f"never {count} {listener} connections open"
+            time.sleep(0.05)

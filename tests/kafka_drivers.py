@@ -902,6 +902,8 @@ class Kcat(Driver):
             extra += ["-X", f"acks={acks}"]
         if compression is not None:
             extra += ["-z", compression]
+        if linger_ms:
+            extra += ["-X", f"linger.ms={linger_ms}"]
         return _KcatProducer(self, extra)
 
     def check_unacked_reports(self, reports: list[Report] | None, partition: int) -> None:

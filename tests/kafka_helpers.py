@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import re
 import shutil
 import signal
 import socket
@@ -376,6 +377,10 @@ def kcat_consume(
     return parse_kcat_records(done.stdout)
 
 
+#: One log line of librdkafka (level, time, facility, client name, text).
+_LIBRDKAFKA_LOG = re.compile(rb"%[0-7]\|\d+\.\d+\|[^|\n]*\|[^|\n]*\| [^\n]*\n")
+
+
 class KcatProcess:
     """A long-running kcat (a group member, or a consumer waiting at the end of a
     partition) whose stdout records and stderr lines are collected by two threads."""
@@ -402,10 +407,19 @@ class KcatProcess:
                 self._records.extend(parse_kcat_records(line))
 
     def _read_err(self) -> None:
+        # kcat writes its own lines in pieces, and librdkafka's threads write whole log
+        # lines (``%3|<time>|FAIL|<client>| ...``) to the same stderr, which can land in
+        # the middle of one of kcat's: complete log lines are cut out before splitting.
         assert self.proc.stderr is not None
-        for line in self.proc.stderr:
+        pending = b""
+        while chunk := self.proc.stderr.read1(65536):
+            pending = _LIBRDKAFKA_LOG.sub(b"", pending + chunk)
+            *lines, pending = pending.split(b"\n")
             with self._lock:
-                self._errors.append(line.decode(errors="replace").rstrip("\n"))
+                self._errors.extend(line.decode(errors="replace") for line in lines)
+        if pending:
+            with self._lock:
+                self._errors.append(pending.decode(errors="replace"))
 
     def records(self) -> list[Rec]:
         with self._lock:

@@ -102,19 +102,9 @@ def test_connection_cap_refuses_beyond_the_limit(make_broker: object) -> None:
     """With --max-connections 3, a fourth connection is closed at once; closing one frees
     a slot; the connections inside the cap keep working."""
     import socket
-    import time
 
     proc = make_broker("--max-connections", "3", kafka=False)  # type: ignore[operator]
-
-    def until_open(count: int) -> None:
-        """Wait until the broker counts ``count`` native connections (a closed one is
-        counted out when the reactor sees the close, not when the client closes)."""
-        deadline = time.monotonic() + 30
-        while proc.metric("brokerd_connections_open", listener="native") != count:
-            assert time.monotonic() < deadline, f"never {count} connections open"
-            time.sleep(0.05)
-
-    until_open(0)  # the harness's readiness probe connection is closed and counted out
+    proc.until_connections(0)  # the harness's readiness probe is closed and counted out
     held = [proc.client() for _ in range(3)]
     for client in held:
         assert client.list_topics() == []  # accepted and served
@@ -123,7 +113,7 @@ def test_connection_cap_refuses_beyond_the_limit(make_broker: object) -> None:
         assert extra.recv(1) == b"", "a connection beyond the cap must be closed"
     extra.close()
     held.pop().close()
-    until_open(2)
+    proc.until_connections(2)
     with proc.client() as client:
         assert client.list_topics() == []
     for client in held:

@@ -29,7 +29,7 @@ from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import admin as confluent_admin
 from tests.control_plane_helpers import confluent
 from tests.judge_drivers import JUDGES, Judge
-from tests.kafka_helpers import WAIT, module_broker
+from tests.kafka_helpers import WAIT, module_broker, wait_until
 
 pytestmark = pytest.mark.clients
 
@@ -455,10 +455,20 @@ def test_recreated_topic_with_fewer_partitions(broker: BrokerProcess) -> None:
 
     delivered, failed = delivery(producer, one_each)
     assert not failed and sorted(m.partition() for m in delivered) == list(range(10))
+    def producer_sees(partitions: int | None) -> bool:
+        """Whether the producer's Metadata answers the topic with ``partitions``
+        (None: gone). A metadata answer also updates the producer's own view."""
+        found = producer.list_topics(topic, timeout=5).topics.get(topic)
+        if partitions is None:
+            return found is None or found.error is not None
+        return found is not None and found.error is None and len(found.partitions) == partitions
+
     client.delete_topics([topic])[topic].result(WAIT)
-    time.sleep(1.0)  # the producer's metadata refreshes see the topic gone
+    wait_until(lambda: producer_sees(None), "the producer to see the topic gone")
+    time.sleep(1.0)  # and its periodic refreshes (500 ms) too
     client.create_topics([NewTopic(topic, 3, 1)])[topic].result(WAIT)
-    time.sleep(1.0)  # and then the new one
+    wait_until(lambda: producer_sees(3), "the producer to see the new topic")
+    time.sleep(1.0)
     spread = keyed_records
     delivered, failed = delivery(producer, spread)
     assert not failed, f"{len(failed)} failed: {failed[:2]}"

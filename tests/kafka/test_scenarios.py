@@ -135,6 +135,9 @@ def test_every_codec_round_trips(driver: Driver, kbroker: BrokerProcess, codec: 
     # (a 20 ms linger split the six records into six batches on a busy CI runner).
     if driver.creates_topics:
         driver.create_topic(topic, 2)
+    else:
+        with kbroker.client() as native:  # kcat only creates topics by producing
+            native.create_topic(topic, 2)
     producer = driver.producer(compression=codec, linger_ms=500)
     try:
         reports = producer.send(topic, 0, values)

@@ -84,17 +84,23 @@ def test_kafka_python_produce_consume_commit(broker: BrokerProcess) -> None:
         producer.close()
     assert offsets == sorted((p, o) for p in (0, 1) for o in range(10))
 
-    def consume() -> list[bytes]:
+    def consume(want: int, idle_ms: int) -> list[bytes]:
+        """Up to ``want`` records, stopping after ``idle_ms`` without one (the first
+        wait includes joining the group)."""
         consumer = kafka.KafkaConsumer(
             "smoke", bootstrap_servers=bootstrap, group_id="smoke-group",
-            auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=3000,
+            auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=idle_ms,
         )
         try:
-            values = [r.value for r in consumer]
+            values: list[bytes] = []
+            for r in consumer:
+                values.append(r.value)
+                if len(values) == want:
+                    break
             consumer.commit()
         finally:
             consumer.close()
         return values
 
-    assert sorted(consume()) == sorted(b"v%d" % i for i in range(20))
-    assert consume() == []  # resumed from the committed offsets
+    assert sorted(consume(20, 30_000)) == sorted(b"v%d" % i for i in range(20))
+    assert consume(1, 3000) == []  # resumed from the committed offsets

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -123,7 +122,9 @@ def test_one_address_cannot_take_every_slot(make_broker: object,
         "--max-connections-per-ip-overrides=127.0.0.3:25",
     )
     assert proc.kafka_port is not None
-    time.sleep(0.3)  # the harness's readiness probes are closed and counted out
+    # The harness's readiness probes are closed and counted out.
+    proc.until_connections(0, "native")
+    proc.until_connections(0, "kafka")
     # 127.0.0.1 across both listeners: 10 native + 10 Kafka fill its share.
     for port in [proc.native_port] * 10 + [proc.kafka_port] * 10:
         sockets.append(connect_from("127.0.0.1", port))
@@ -143,7 +144,7 @@ def test_one_address_cannot_take_every_slot(make_broker: object,
     record("one address cannot take every slot",
            "127.0.0.1 held 20 of 40 slots, the 21st closed at once; 127.0.0.2 served")
     sockets.pop(0).close()
-    time.sleep(0.3)
+    proc.until_connections(10 + 1 + 19 - 1, "native")  # 127.0.0.1, .2 and .3, one closed
     again = connect_from("127.0.0.1", proc.native_port)
     sockets.append(again)
     assert served(again)  # a slot freed by a close is reusable
@@ -157,7 +158,7 @@ def test_the_default_leaves_room_for_other_addresses(make_broker: object,
     proc: BrokerProcess = make_broker(  # type: ignore[operator]
         "--max-connections=200", kafka=False
     )
-    time.sleep(0.3)
+    proc.until_connections(0)
     for _ in range(100):
         sockets.append(connect_from("127.0.0.1", proc.native_port))
     assert served(sockets[-1])

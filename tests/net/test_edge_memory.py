@@ -200,8 +200,9 @@ def run_round(port: int, context: ssl.SSLContext, request: bytes) -> None:
         t.join()
 
 
-def settled_rss(pid: int) -> float:
-    time.sleep(1.0)  # let the broker see every close
+def settled_rss(broker: BrokerProcess, pid: int) -> float:
+    broker.until_connections(0)  # the broker has seen every close
+    time.sleep(0.5)  # and freed what the closed connections held
     return rss_mib(pid)
 
 
@@ -222,7 +223,7 @@ def test_tls_clients_closing_mid_answer_leave_nothing_behind(tmp_path: Path, pki
         rounds = []
         for _ in range(ROUNDS):
             run_round(broker.native_port, context, request)
-            rounds.append(settled_rss(pid))
+            rounds.append(settled_rss(broker, pid))
         figure = " / ".join(f"{r:.0f}" for r in rounds)
         record("five rounds of TLS clients closing mid-answer", f"RSS MiB per round: {figure}")
         # Each round leaves 80 MiB of unsent answers behind if closed connections are

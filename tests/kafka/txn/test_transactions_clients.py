@@ -187,10 +187,11 @@ def test_transaction_left_open_past_its_timeout_is_aborted(broker: BrokerProcess
     producer = txn_producer(
         broker, "cf-timeout", **{"transaction.timeout.ms": SHORT_TXN_TIMEOUT_MS}
     )
+    # Before the transaction's first request: the broker's clock for it starts there.
+    began = time.monotonic()
     producer.begin_transaction()
     stale = spread("stale", 5, 1)
     produce_values(producer, topic, stale)
-    began = time.monotonic()
     lso, hw = latest_offsets(broker, topic, 0)
     assert (lso, hw) == (0, 5)
 

@@ -259,9 +259,10 @@ def check_bounded(broker: BrokerProcess, ca: str | None, port: int, kind: str) -
             f"{probe.longest * 1000:.1f} ms over {probe.calls} calls",
         )
         assert probe.calls > 0
-        # A few ms on an idle machine; the bound leaves room for a loaded one (the old
-        # code stalled 1.8-5.3 s here).
-        assert probe.longest < 0.5, f"a client waited {probe.longest * 1000:.0f} ms"
+        # A few ms on an idle machine; the bound leaves room for a loaded one, where one
+        # pause of either process may make a single call slow (the old code stalled
+        # 1.8-5.3 s here).
+        assert probe.longest < 1.5, f"a client waited {probe.longest * 1000:.0f} ms"
         growth = rss_bytes(pid) - baseline
         assert growth < GROWTH_BOUND + BUDGET, f"RSS grew by {growth / MIB:.0f} MiB"
         # A client that stopped reading for seconds still gets its whole answer, exact.
