@@ -220,7 +220,10 @@ def test_a_broker_restart_keeps_the_group_and_its_epoch(tmp_path: Any) -> None:
     topic, group = "kip848-restart", "kip848-restart-group"
     try:
         _create_topic(proc, topic, 2)
-        members = [_Member(proc, group, topic, f"r{i}") for i in (1, 2)]
+        # Back within the restored sessions (6 s): librdkafka's reconnect backoff grows
+        # to 10 s by default while the broker is down.
+        members = [_Member(proc, group, topic, f"r{i}", **{"reconnect.backoff.max.ms": 500})
+                   for i in (1, 2)]
 
         def epoch() -> int | None:
             with RawKafka(proc) as raw:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from brokerd.client import NativeError
+
 from tests.brokerproc import BrokerProcess
 
 ck = pytest.importorskip("confluent_kafka")
@@ -82,10 +84,24 @@ def test_implicit_acknowledgement_consumes_everything_once(broker: BrokerProcess
     produce(bs, "q1", 50)
     c = consumer(bs, "g1")
     c.subscribe(["q1"])
-    # latest by default: records produced before the first fetch are not delivered
+    # latest by default: records produced before the first fetch are not delivered.
+    # Polled until the first fetch placed the share-partition (at the log's end, 50).
     produce_later = time.monotonic()
-    got = poll_all(c, 1, 5.0)
-    assert got == []
+    got: list[ck.Message] = []
+    with broker.client() as native:
+
+        def placed() -> list[dict[str, object]]:
+            try:
+                return native.describe_share_group("g1")["partitions"]  # type: ignore[return-value]
+            except NativeError:  # not known before its first heartbeat
+                return []
+
+        while not placed():
+            assert time.monotonic() - produce_later < DEADLINE, "the consumer never fetched"
+            got += poll_all(c, 1, 0.5)
+        (part,) = placed()
+    assert part["start_offset"] == 50
+    assert got + poll_all(c, 1, 1.0) == []
     produce(bs, "q1", 20)
     got = poll_all(c, 20)
     assert sorted(m.value() for m in got) == sorted(b"v%d" % i for i in range(20))
@@ -257,12 +273,20 @@ def test_broker_options_set_every_share_groups_defaults(tmp_path: Path) -> None:
             a.produce("slow", 0, [b"job"])
             (first,) = a.queue_fetch("timed", "slow", 0, max_records=1, max_wait_ms=1000)
             assert first.delivery_count == 1
-            (second,) = b.queue_fetch("timed", "slow", 0, max_records=1, max_wait_ms=3000)
+            # Answered when the 1 s lock times out (the wait is only a ceiling).
+            (second,) = b.queue_fetch("timed", "slow", 0, max_records=1, max_wait_ms=15000)
             assert (second.offset, second.delivery_count) == (0, 2)
             # The second lock timing out reaches the limit: archived, never delivered again.
             assert b.queue_fetch("timed", "slow", 0, max_records=1, max_wait_ms=2500) == []
-            (part,) = b.describe_share_group("timed")["partitions"]  # type: ignore[misc]
-            assert (part["archived"], part["start_offset"]) == (1, 1)
+
+            def archived() -> bool:
+                (part,) = b.describe_share_group("timed")["partitions"]  # type: ignore[misc]
+                return (part["archived"], part["start_offset"]) == (1, 1)
+
+            deadline = time.monotonic() + DEADLINE
+            while not archived():
+                assert time.monotonic() < deadline, "the record was never archived"
+                time.sleep(0.1)
     finally:
         proc.stop()
 
