@@ -1,4 +1,5 @@
-"""Shared fixtures: a real ``twistd broker`` process on loopback."""
+"""Shared fixtures: a real ``twistd broker`` process on loopback; the property tests'
+settings."""
 
 from __future__ import annotations
 
@@ -6,8 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.brokerproc import BrokerProcess
+
+# Property tests draw new inputs each run; a failure prints the blob that replays it
+# (``@reproduce_failure``), since a fresh checkout keeps no example database.
+settings.register_profile("brokerd", print_blob=True)
+settings.load_profile("brokerd")
 
 
 @pytest.fixture
