@@ -159,14 +159,15 @@ class ShareEngine:
         log no longer has."""
         group_parts = self._partitions.setdefault(group, {})
         part = group_parts.get((topic, index))
-        if part is None:
+        if self.needs_reset(group, topic, index, log_end=log_end):
             start = self._reset_offset(group, log_start, log_end, found)
-            part = group_parts[(topic, index)] = self._new_partition(group, start)
-            return part, [self._state(group, topic, index, part, ())]
-        if part.start > log_end:
-            start = self._reset_offset(group, log_start, log_end, found)
+            if part is None:
+                part = group_parts[(topic, index)] = self._new_partition(group, start)
+                return part, [self._state(group, topic, index, part, ())]
+            # Past the log's end: a new share-partition in place of the old one's.
             records = self.set_start(group, topic, index, start)
             return group_parts[(topic, index)], records
+        assert part is not None
         if part.start < log_start:
             part.move_start(log_start)
             return part, [self._state(group, topic, index, part, ())]

@@ -45,12 +45,6 @@ __all__ = [
     "StateRun",
 ]
 
-#: Most records of one share-partition acquired at once by default (Kafka's
-#: ``group.share.partition.max.record.locks``): acquisition stops there until some are
-#: acknowledged, released or time out.
-DEFAULT_MAX_RECORD_LOCKS = 2000
-
-
 @attrs.define
 class InFlight:
     state: RecordState
@@ -123,13 +117,15 @@ class SharePartition:
 
     def __init__(
         self, start: int, *, delivery_count_limit: int, lock_duration_ms: int,
-        max_record_locks: int = DEFAULT_MAX_RECORD_LOCKS,
+        max_record_locks: int,
     ) -> None:
         self.start = start
         #: One past the highest offset ever acquired or skipped (Kafka's SPEO + 1).
         self.end = start
         self.limit = delivery_count_limit
         self.lock_duration_ms = lock_duration_ms
+        #: Most records acquired at once (Kafka's ``share.partition.max.record.locks``):
+        #: acquisition stops there until some are acknowledged, released or time out.
         self.max_record_locks = max_record_locks
         #: Offset -> entry; inserted in offset order, so the first key is the lowest.
         self.records: dict[int, InFlight] = {}

@@ -17,7 +17,6 @@ from brokerd.core.share.config import (
 )
 from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import (
-    DEFAULT_MAX_RECORD_LOCKS,
     AckBatch,
     AcquiredRange,
     InvalidAcknowledgement,
@@ -28,7 +27,8 @@ from brokerd.core.share.states import AckType, RecordState
 
 
 def part(start: int = 0, limit: int = 5) -> SharePartition:
-    return SharePartition(start, delivery_count_limit=limit, lock_duration_ms=30000)
+    return SharePartition(start, delivery_count_limit=limit, lock_duration_ms=30000,
+                          max_record_locks=ShareConfig().max_record_locks)
 
 
 def test_acquire_in_order_and_max_records() -> None:
@@ -118,9 +118,9 @@ def test_member_gone_releases() -> None:
 
 def test_in_flight_cap() -> None:
     p = part()
-    many = DEFAULT_MAX_RECORD_LOCKS + 10
+    many = ShareConfig().max_record_locks + 10
     got, _ = p.acquire("m", [LogSpan(0, many)], many, 0)
-    assert got == [AcquiredRange(0, DEFAULT_MAX_RECORD_LOCKS - 1, 1)]
+    assert got == [AcquiredRange(0, ShareConfig().max_record_locks - 1, 1)]
 
 
 def test_the_lock_cap_is_the_groups_and_counts_acquired_records_only() -> None:
