@@ -51,18 +51,17 @@ from brokerd.storage.types import TopicInfo
 __all__ = ["ShareHandlers"]
 
 TopicPartition = tuple[str, int]
-INVALID_RECORD_STATE = 121
-SHARE_SESSION_NOT_FOUND = 122
-INVALID_SHARE_SESSION_EPOCH = 123
 _HEARTBEAT_ERRORS = {
     HeartbeatError.UNKNOWN_MEMBER: ErrorCode.UNKNOWN_MEMBER_ID,
-    HeartbeatError.FENCED: 110,  # FENCED_MEMBER_EPOCH
+    HeartbeatError.FENCED: ErrorCode.FENCED_MEMBER_EPOCH,
     HeartbeatError.INVALID: ErrorCode.INVALID_REQUEST,
     HeartbeatError.GROUP_FULL: ErrorCode.GROUP_MAX_SIZE_REACHED,
 }
 _SESSION_ERRORS = {
-    SessionError.NOT_FOUND: SHARE_SESSION_NOT_FOUND,
-    SessionError.INVALID_EPOCH: INVALID_SHARE_SESSION_EPOCH,
+    SessionError.NOT_FOUND: ErrorCode.SHARE_SESSION_NOT_FOUND,
+    SessionError.INVALID_EPOCH: ErrorCode.INVALID_SHARE_SESSION_EPOCH,
+    SessionError.UNKNOWN_MEMBER: ErrorCode.UNKNOWN_MEMBER_ID,
+    SessionError.LIMIT_REACHED: ErrorCode.SHARE_SESSION_LIMIT_REACHED,
 }
 #: Most records one ShareFetch asks for when its MaxRecords is not positive.
 _DEFAULT_MAX_RECORDS = 500
@@ -320,7 +319,7 @@ class ShareHandlers:
         if not group or not member:
             return m.ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
         if body.share_session_epoch == 0:
-            return m.ShareAcknowledgeResponse(error_code=INVALID_SHARE_SESSION_EPOCH)
+            return m.ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_SHARE_SESSION_EPOCH)
         named, unknown = self._resolve(body.topics)
         session = s.coordinator.session(group, member, body.share_session_epoch, (), ())
         if isinstance(session, SessionError):
@@ -418,7 +417,7 @@ class ShareHandlers:
                 await self._s.service.acknowledge(group, key[0], key[1], member, batches)
                 out[key] = 0
             except (InvalidAcknowledgement, KeyError, ValueError):
-                out[key] = INVALID_RECORD_STATE
+                out[key] = ErrorCode.INVALID_RECORD_STATE
             except Exception as exc:
                 out[key] = int(error_code_for(exc))
         return out

@@ -115,6 +115,21 @@ class ShareHandlerTests(KafkaTestCase):
             group_id="g", member_id="m1", share_session_epoch=0))
         assert self.one().error_code == 123
 
+    def test_a_new_session_beyond_the_cap_is_refused_whole(self) -> None:
+        """At the broker's most share sessions a new one gets SHARE_SESSION_LIMIT_REACHED
+        (133) for the whole request; the session already there answers as before."""
+        self.coordinator.max_sessions = 1
+        self.join("m1")
+        self.join("m2")
+        assert self.fetch(0, member="m1").error_code == 0
+        refused = self.fetch(0, member="m2")
+        assert refused.error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED == 133
+        assert refused.responses == ()
+        ack = m.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=(1,))
+        (part,) = self.fetch(1, (ack,), member="m1").responses[0].partitions
+        assert part.acknowledge_error_code == 0
+        assert [(a.first_offset, a.delivery_count) for a in part.acquired_records] == [(2, 1)]
+
     def test_heartbeat_errors(self) -> None:
         self.send(ApiKey.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
             group_id="g", member_id="x", member_epoch=3))
