@@ -101,6 +101,10 @@ class ShareHandlerTests(KafkaTestCase):
         group, missing = described.groups
         assert group.group_state == "Stable" and group.members[0].member_id == "m1"
         assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        # One answer per group id, however often it is named.
+        self.send(ApiKey.SHARE_GROUP_DESCRIBE, 1, m.ShareGroupDescribeRequest(
+            group_ids=("g", "nope", "g", "nope")))
+        assert [g.group_id for g in self.one().groups] == ["g", "nope"]
 
     def test_session_errors_and_unknown_members_and_topics(self) -> None:
         assert self.fetch(0).error_code == ErrorCode.UNKNOWN_MEMBER_ID
