@@ -6,6 +6,7 @@ acknowledgements land and no record of its is delivered twice.
 
 The attacker speaks the protocol by hand (a few connections, requests pipelined): each
 member joins with ShareGroupHeartbeat, then opens a session with a ShareFetch of epoch 0.
+The cap is the broker's ``--group-share-max-share-sessions``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,17 @@ def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
         proc.stop()
 
 
+@pytest.fixture
+def attackers(broker: BrokerProcess) -> Iterator[list[RawKafka]]:
+    """The attacker's connections, open until the test ends (its sessions with them)."""
+    conns = [RawKafka(broker, timeout=60) for _ in range(CONNECTIONS)]
+    try:
+        yield conns
+    finally:
+        for conn in conns:
+            conn.close()
+
+
 def configure_victim(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     entries = [
@@ -69,41 +81,36 @@ def configure_victim(bootstrap: str) -> None:
         f.result(10)
 
 
-def open_attacker_sessions(broker: BrokerProcess) -> tuple[int, int]:
-    """Join ``ATTACKS`` members, in groups as full as groups get, and open a share
-    session for each: (sessions opened, sessions refused with 133)."""
-    conns = [RawKafka(broker, timeout=60) for _ in range(CONNECTIONS)]
-    members = [(f"attack-{i // MAX_MEMBERS}", f"member-{i}") for i in range(ATTACKS)]
+def open_attacker_sessions(conns: list[RawKafka], count: int) -> tuple[int, int]:
+    """Join ``count`` members, in groups as full as groups get, and open a share session
+    for each, over ``conns``: (sessions opened, sessions refused with 133)."""
+    members = [(f"attack-{i // MAX_MEMBERS}", f"member-{i}") for i in range(count)]
     opened = refused = 0
-    try:
-        for start in range(0, ATTACKS, 200):
-            batch = list(enumerate(members[start:start + 200]))
-            for i, (group, member) in batch:
-                conns[i % CONNECTIONS].send(
-                    ApiKey.SHARE_GROUP_HEARTBEAT, 1, sm.ShareGroupHeartbeatRequest(
-                        group_id=group, member_id=member, member_epoch=0,
-                        subscribed_topic_names=("junk",)))
-            for i, _ in batch:
-                joined = conns[i % CONNECTIONS].receive()
-                assert joined.error_code == 0, joined
-            for i, (group, member) in batch:
-                conns[i % CONNECTIONS].send(ApiKey.SHARE_FETCH, 1, sm.ShareFetchRequest(
-                    group_id=group, member_id=member, share_session_epoch=0, max_wait_ms=0))
-            for i, _ in batch:
-                fetched = conns[i % CONNECTIONS].receive()
-                if fetched.error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED:
-                    refused += 1
-                else:
-                    assert fetched.error_code == 0, fetched
-                    opened += 1
-    finally:
-        for conn in conns:
-            conn.close()
+    for start in range(0, count, 200):
+        batch = list(enumerate(members[start:start + 200]))
+        for i, (group, member) in batch:
+            conns[i % len(conns)].send(
+                ApiKey.SHARE_GROUP_HEARTBEAT, 1, sm.ShareGroupHeartbeatRequest(
+                    group_id=group, member_id=member, member_epoch=0,
+                    subscribed_topic_names=("junk",)))
+        for i, _ in batch:
+            joined = conns[i % len(conns)].receive()
+            assert joined.error_code == 0, joined
+        for i, (group, member) in batch:
+            conns[i % len(conns)].send(ApiKey.SHARE_FETCH, 1, sm.ShareFetchRequest(
+                group_id=group, member_id=member, share_session_epoch=0, max_wait_ms=0))
+        for i, _ in batch:
+            fetched = conns[i % len(conns)].receive()
+            if fetched.error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED:
+                refused += 1
+            else:
+                assert fetched.error_code == 0, fetched
+                opened += 1
     return opened, refused
 
 
 def test_a_victim_consumer_beside_more_sessions_than_the_broker_holds(
-    broker: BrokerProcess,
+    broker: BrokerProcess, attackers: list[RawKafka]
 ) -> None:
     bs = broker.kafka_bootstrap
     make_topic(bs, "work")
@@ -125,7 +132,7 @@ def test_a_victim_consumer_beside_more_sessions_than_the_broker_holds(
         poll(1.0)
     before = len(seen)
     assert before < RECORDS, "the victim read everything before the attack"
-    opened, refused = open_attacker_sessions(broker)
+    opened, refused = open_attacker_sessions(attackers, ATTACKS)
 
     def start_offset() -> int:
         with broker.client() as native:
@@ -151,3 +158,15 @@ def test_a_victim_consumer_beside_more_sessions_than_the_broker_holds(
     assert sorted(seen) == list(range(RECORDS))
     # The victim's session counts: beyond the cap less one, every attempt is refused.
     assert (opened, refused) == (MAX_SESSIONS - 1, ATTACKS - MAX_SESSIONS + 1)
+
+
+def test_the_cap_is_the_brokers_option(tmp_path: Path) -> None:
+    proc = BrokerProcess(
+        tmp_path / "data", args=("--group-share-max-share-sessions", "3")
+    ).start()
+    try:
+        make_topic(proc.kafka_bootstrap, "junk")
+        with RawKafka(proc) as conn:
+            assert open_attacker_sessions([conn], 5) == (3, 2)
+    finally:
+        proc.stop()
