@@ -233,6 +233,29 @@ class RawKafka:
         self.send(api_key, version, body)
         return self.receive()
 
+    def scram_login(self, user: str, password: str) -> None:
+        """Authenticate as ``user`` with SASL/SCRAM-SHA-256, as Kafka clients do
+        (SaslHandshake v1, then the SCRAM exchange in SaslAuthenticate)."""
+        from brokerd.kafka.wire.messages import sasl
+        from brokerd.security.scram import SCRAM_SHA_256
+
+        from tests.kafka.server.test_sasl import ScramClient
+
+        shake = self.call(
+            ApiKey.SASL_HANDSHAKE, 1, sasl.SaslHandshakeRequest(mechanism=SCRAM_SHA_256.name)
+        )
+        assert shake.error_code == 0, shake
+        scram = ScramClient(SCRAM_SHA_256, user, password)
+        first = self.call(
+            ApiKey.SASL_AUTHENTICATE, 1, sasl.SaslAuthenticateRequest(auth_bytes=scram.first())
+        )
+        assert first.error_code == 0, first
+        final = self.call(
+            ApiKey.SASL_AUTHENTICATE, 1,
+            sasl.SaslAuthenticateRequest(auth_bytes=scram.final(first.auth_bytes)),
+        )
+        assert final.error_code == 0, final
+
     def _recv_exactly(self, n: int) -> bytes:
         buf = b""
         while len(buf) < n:

@@ -154,6 +154,14 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "-k linear (3,000; --long 10,000)",
         ("-k", "linear"),
     ),
+    (
+        "share sessions flooded: a victim ShareConsumer's redeliveries beside 2,100 "
+        "attacker sessions (cap 2,000)",
+        "tests/kafka/server/handlers/test_share_session_flood.py::"
+        "test_a_victim_consumer_beside_more_sessions_than_the_broker_holds",
+        "2,100 sessions, 1,500 records",
+        (),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")

@@ -54,6 +54,7 @@ _POSITIVE = (
     "transaction-max-timeout-ms",
     "group-consumer-session-timeout-ms",
     "group-consumer-heartbeat-interval-ms",
+    "group-share-max-share-sessions",
 )
 
 
@@ -105,6 +106,7 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
         groups=GroupSettings(
             consumer_session_timeout_ms=options["group-consumer-session-timeout-ms"],
             consumer_heartbeat_interval_ms=options["group-consumer-heartbeat-interval-ms"],
+            share_max_sessions=options["group-share-max-share-sessions"],
             share_defaults=_share_defaults(options),
         ),
         listeners=ListenerSettings(

@@ -228,6 +228,14 @@ class Options(usage.Options):
             "Default most records of a share-partition acquired at once (100-10000).",
             int,
         ],
+        [
+            "group-share-max-share-sessions",
+            None,
+            2_000,
+            "Most share sessions the broker holds; a new one beyond is refused "
+            "(SHARE_SESSION_LIMIT_REACHED), the open ones go on.",
+            int,
+        ],
         ["max-connections", None, 1024, "Open connections per listener (0: no limit).", int],
         # Request-side bounds of the connection edge (docs/operations.md, "Bounded memory").
         [

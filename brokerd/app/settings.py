@@ -60,10 +60,12 @@ class CoreSettings:
 @attrs.frozen
 class GroupSettings:
     """Defaults of consumer-protocol groups (KIP-848) and of share groups (KIP-932: group
-    config name -> text, checked); a group's configs override them."""
+    config name -> text, checked); a group's configs override them. And the most share
+    sessions the broker holds (Kafka's ``group.share.max.share.sessions``)."""
 
     consumer_session_timeout_ms: int
     consumer_heartbeat_interval_ms: int
+    share_max_sessions: int
     share_defaults: Mapping[str, str] = attrs.field(factory=dict)
 
 

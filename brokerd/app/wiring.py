@@ -322,6 +322,7 @@ def add_share_groups(
         on_member_gone=member_gone,
         session_timeout_ms=lambda g: records.engine.config(g).session_timeout_ms,
         heartbeat_interval_ms=lambda g: records.engine.config(g).heartbeat_interval_ms,
+        max_sessions=settings.groups.share_max_sessions,
     )
     broker.on_topic_deleted(records.forget_topic)
     shares = ShareGroups(coordinator, records)

@@ -90,6 +90,13 @@ class ErrorCode(enum.IntEnum):
     UNRELEASED_INSTANCE_ID = 111
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
+    # Share groups (KIP-932).
+    INVALID_RECORD_STATE = 121
+    SHARE_SESSION_NOT_FOUND = 122
+    INVALID_SHARE_SESSION_EPOCH = 123
+    #: ShareFetch: the broker holds as many share sessions as it may; a new one is
+    #: refused, the existing ones go on.
+    SHARE_SESSION_LIMIT_REACHED = 133
 
 
 #: Most specific class first: the first ``isinstance`` match wins.

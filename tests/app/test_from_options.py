@@ -130,6 +130,10 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
             ["--group-share-heartbeat-interval-ms", "1000"],
             lambda s: s.groups.share_defaults["share.heartbeat.interval.ms"] == "1000",
         ),
+        "group-share-max-share-sessions": (
+            ["--group-share-max-share-sessions", "10"],
+            lambda s: s.groups.share_max_sessions == 10,
+        ),
         "group-share-partition-max-record-locks": (
             ["--group-share-partition-max-record-locks", "100"],
             lambda s: s.groups.share_defaults["share.partition.max.record.locks"] == "100",
@@ -290,6 +294,8 @@ REFUSED: list[tuple[list[str], str]] = [
     (["--max-produce-bytes", "-1"], "--max-produce-bytes must be positive"),
     (["--read-threads", "0"], "--read-threads must be positive"),
     (["--transaction-max-timeout-ms", "0"], "--transaction-max-timeout-ms must be positive"),
+    (["--group-share-max-share-sessions", "0"],
+     "--group-share-max-share-sessions must be positive"),
     (
         ["--group-consumer-heartbeat-interval-ms", "0"],
         "--group-consumer-heartbeat-interval-ms must be positive",

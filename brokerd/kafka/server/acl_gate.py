@@ -10,8 +10,11 @@ at once (every resource denied, e.g. JoinGroup without READ on its group); or pa
 request with the denied topics/groups taken out, and add their error entries to the
 handler's response (``finish``). Lists of everything (Metadata for all topics,
 ListGroups, ListTransactions, OffsetFetch of all topics) are filtered to what the
-principal may DESCRIBE. Whether a denied topic exists is never revealed: a topic the
-principal may not use gets TOPIC_AUTHORIZATION_FAILED whether it exists or not.
+principal may DESCRIBE; a described group whose members use a topic the principal may
+not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED without its members
+(:func:`refuse_groups_with_denied_topics`). Whether a denied topic exists is never
+revealed: a topic the principal may not use gets TOPIC_AUTHORIZATION_FAILED whether it
+exists or not.
 
 The rules follow Kafka's ``KafkaApis`` (summarised in ``docs/security.md``). A route
 without a rule is not checked (ApiVersions: a client learns the versions before anything
@@ -27,7 +30,7 @@ state; it only reads the current topic names (to refuse an auto-creation).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -50,6 +53,10 @@ CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 DENIED_TEXT = "not authorized"
+#: Kafka's message for a described group that uses a topic the client may not DESCRIBE.
+GROUP_TOPICS_DENIED_TEXT = (
+    "The group has described topic(s) that the client is not authorized to describe."
+)
 
 
 @attrs.frozen
@@ -182,6 +189,44 @@ def keep_only(
         return rebuild(response, tuple(e for e in select(response) if keep(e)))
 
     return finish
+
+
+G = TypeVar("G")
+
+
+def topic_check(access: Access, op: Operation) -> Callable[[str], bool]:
+    """Whether ``op`` on a topic is allowed, asked of the authorizer once per name (an
+    answer may name a topic many times)."""
+    seen: dict[str, bool] = {}
+
+    def allowed(name: str) -> bool:
+        if name not in seen:
+            seen[name] = access.topic(op, name)
+        return seen[name]
+
+    return allowed
+
+
+def refuse_groups_with_denied_topics(
+    access: Access,
+    topics_of: Callable[[G], Iterable[str]],
+    refusal: Callable[[G, str], G],
+) -> Callable[[Sequence[G]], tuple[G, ...]]:
+    """What the group describe APIs answer (Kafka's ``KafkaApis`` rule): each described
+    group that names, in its members' subscriptions or assignments (``topics_of``), a
+    topic the principal may not DESCRIBE is replaced by ``refusal(group, message)``, a
+    TOPIC_AUTHORIZATION_FAILED entry without members (the members would show the
+    topic's name and partitions). Each topic is checked once per response."""
+
+    def refuse(groups: Sequence[G]) -> tuple[G, ...]:
+        may_describe = topic_check(access, Operation.DESCRIBE)
+        return tuple(
+            g if all(may_describe(t) for t in topics_of(g))
+            else refusal(g, GROUP_TOPICS_DENIED_TEXT)
+            for g in groups
+        )
+
+    return refuse
 
 
 def by_name(entry: Any) -> str:

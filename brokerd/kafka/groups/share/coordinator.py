@@ -13,9 +13,15 @@ A member leaving releases the records it holds (the records engine does that:
 Share sessions (ShareFetch's ``ShareSessionEpoch``): epoch 0 opens a member's session
 with the request's partitions, each later request must carry the next epoch and adds and
 forgets partitions, -1 closes it (:meth:`ShareGroupCoordinator.close_session`, called once
-that request's acknowledgements are applied). Everything here is memory only: a restart forgets
-members and sessions (clients rejoin), while the records' state is durable in the share
-state journal.
+that request's acknowledgements are applied). Sessions are bounded as Kafka bounds them:
+one per member (keyed by group and member id: a member's new session replaces its old
+one), so at most ``group.share.max.size`` per group, and ``max_sessions`` in all
+(``group.share.max.share.sessions``). At that cap a new session is refused
+(:attr:`SessionError.LIMIT_REACHED`) and the live ones go on untouched: evicting the
+oldest would let anyone with a few groups of their own break every other group's
+sessions. Only a session whose member is gone (it left without closing it) is evicted to
+make room. Everything here is memory only: a restart forgets members and sessions
+(clients rejoin), while the records' state is durable in the share state journal.
 
 What it does not do: read or write records, or encode anything.
 """
@@ -53,6 +59,9 @@ class HeartbeatError(enum.Enum):
 class SessionError(enum.Enum):
     NOT_FOUND = "share session not found"
     INVALID_EPOCH = "invalid share session epoch"
+    #: Only members open sessions (which bounds a group's sessions by its members).
+    UNKNOWN_MEMBER = "unknown member"
+    LIMIT_REACHED = "the broker holds its most share sessions (group.share.max.share.sessions)"
 
 
 @attrs.define
@@ -103,6 +112,8 @@ class ShareGroupCoordinator:
     :param on_member_gone: called with (group, member id) when a member leaves or times
         out (the records it holds are released).
     :param session_timeout_ms: ``(group) -> ms``, read per heartbeat.
+    :param max_sessions: most share sessions held at once (Kafka's
+        ``group.share.max.share.sessions``).
     """
 
     def __init__(
@@ -113,6 +124,7 @@ class ShareGroupCoordinator:
         on_member_gone: Callable[[str, str], None],
         session_timeout_ms: Callable[[str], int],
         heartbeat_interval_ms: Callable[[str], int],
+        max_sessions: int = MAX_SESSIONS,
     ) -> None:
         self._clock = clock
         self._partition_counts = partition_counts
@@ -121,6 +133,10 @@ class ShareGroupCoordinator:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.groups: dict[str, ShareGroup] = {}
         self._sessions: dict[tuple[str, str], _Session] = {}
+        self.max_sessions = max_sessions
+        #: Sessions whose member left without closing them (insertion ordered, oldest
+        #: first): the only ones evicted to make room for a new session.
+        self._orphans: dict[tuple[str, str], None] = {}
 
     # -- membership ----------------------------------------------------------------------
 
@@ -210,9 +226,10 @@ class ShareGroupCoordinator:
         if left and key in self._sessions:
             # A client leaving says so, then closes its share session with its last
             # acknowledgements (the two may cross): its records are released when the
-            # session closes, or when their locks expire.
+            # session closes, when their locks expire, or when the session is evicted.
+            self._orphans[key] = None
             return
-        self._sessions.pop(key, None)
+        self._forget_session(key)
         self._on_member_gone(group.group_id, member.member_id)
 
     def is_member(self, group_id: str, member_id: str) -> bool:
@@ -247,10 +264,11 @@ class ShareGroupCoordinator:
         """The session's partitions after this request (see the module docstring)."""
         key = (group_id, member_id)
         if epoch == 0:
-            self._sessions.pop(key, None)
-            if len(self._sessions) >= MAX_SESSIONS:
-                # The oldest session goes (dict order is creation order).
-                self._sessions.pop(next(iter(self._sessions)))
+            if not self.is_member(group_id, member_id):
+                return SessionError.UNKNOWN_MEMBER
+            self._forget_session(key)
+            if len(self._sessions) >= self.max_sessions and not self._evict_orphan():
+                return SessionError.LIMIT_REACHED
             session = self._sessions[key] = _Session(1, set(added))
             return set(session.partitions)
         found = self._sessions.get(key)
@@ -274,4 +292,28 @@ class ShareGroupCoordinator:
     def close_session(self, group_id: str, member_id: str) -> None:
         """End a share session its client closed (epoch -1), once its acknowledgements
         are applied; the caller then releases what the member still holds."""
-        self._sessions.pop((group_id, member_id), None)
+        self._forget_session((group_id, member_id))
+
+    @property
+    def session_count(self) -> int:
+        return len(self._sessions)
+
+    def _forget_session(self, key: tuple[str, str]) -> None:
+        self._sessions.pop(key, None)
+        self._orphans.pop(key, None)
+
+    def _evict_orphan(self) -> bool:
+        """Drop the oldest session whose member is gone, releasing what it held; False
+        when every session belongs to a live member (or is closing)."""
+        while self._orphans:
+            key = next(iter(self._orphans))
+            del self._orphans[key]
+            session = self._sessions.get(key)
+            if session is None or session.closing or self.is_member(*key):
+                # Closing: its own request ends it. A member back under the same id
+                # owns its session again.
+                continue
+            del self._sessions[key]
+            self._on_member_gone(*key)
+            return True
+        return False

@@ -16,7 +16,7 @@ It does not parse or build bytes, keep group state, or dispatch:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -37,9 +37,10 @@ from brokerd.kafka.server.acl_gate import (
     Gate,
     answer_now,
     itself,
+    refuse_groups_with_denied_topics,
     split_entries,
 )
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handler_base import Connection, Outcome
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
@@ -167,7 +168,10 @@ class ConsumerGroupHandlers:
                 )
             return described
 
-        return cg.ConsumerGroupDescribeResponse(groups=tuple(one(g) for g in body.group_ids))
+        # One answer per group id, however often it is named.
+        return cg.ConsumerGroupDescribeResponse(
+            groups=tuple(one(g) for g in dict.fromkeys(body.group_ids))
+        )
 
 
 def _assignment(
@@ -228,14 +232,42 @@ def heartbeat_rule(access: Access, req: Request) -> Gate:
 
 
 def describe_rule(access: Access, req: Request) -> Gate:
-    """DESCRIBE on each group; the others are answered GROUP_AUTHORIZATION_FAILED."""
+    """DESCRIBE on each group; the others are answered GROUP_AUTHORIZATION_FAILED, once
+    per group id. A described group using a topic the principal may not DESCRIBE is
+    answered TOPIC_AUTHORIZATION_FAILED without its members."""
     body: cg.ConsumerGroupDescribeRequest = req.body
-    return split_entries(
-        req, body.group_ids, itself,
+    distinct = attrs.evolve(body, group_ids=tuple(dict.fromkeys(body.group_ids)))
+    gate = split_entries(
+        attrs.evolve(req, body=distinct), distinct.group_ids, itself,
         lambda g: None if access.group(Operation.DESCRIBE, g) else GROUP_DENIED,
         lambda g, code: cg.DescribedConsumerGroup(group_id=g, error_code=code),
-        narrow=lambda kept: attrs.evolve(body, group_ids=kept),
+        narrow=lambda kept: attrs.evolve(distinct, group_ids=kept),
         widen=lambda r, denied: attrs.evolve(r, groups=(*r.groups, *denied)),
+    )
+    refuse = refuse_groups_with_denied_topics(access, _topics_used, _topics_refusal)
+
+    def finish(response: Any) -> Any:
+        response = gate.finish(response)
+        if isinstance(response, Outcome):
+            return response
+        return attrs.evolve(response, groups=refuse(response.groups))
+
+    return attrs.evolve(gate, finish=finish)
+
+
+def _topics_used(group: cg.DescribedConsumerGroup) -> Iterator[str]:
+    # Subscriptions too, not only assignments as Kafka: a subscribed topic's name is
+    # as much the topic's as its partitions.
+    for member in group.members:
+        yield from member.subscribed_topic_names
+        for assignment in (member.assignment, member.target_assignment):
+            for tp in assignment.topic_partitions:
+                yield tp.topic_name
+
+
+def _topics_refusal(group: cg.DescribedConsumerGroup, message: str) -> cg.DescribedConsumerGroup:
+    return cg.DescribedConsumerGroup(
+        group_id=group.group_id, error_code=TOPIC_DENIED, error_message=message
     )
 
 

@@ -17,7 +17,7 @@ It does not parse bytes or keep state.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -36,7 +36,14 @@ from brokerd.kafka.groups.share.coordinator import (
     SessionError,
 )
 from brokerd.kafka.groups.share.state_service import ShareGroups
-from brokerd.kafka.server.acl_gate import GROUP_DENIED, TOPIC_DENIED, Access, Gate, answer_now
+from brokerd.kafka.server.acl_gate import (
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    Access,
+    Gate,
+    answer_now,
+    refuse_groups_with_denied_topics,
+)
 from brokerd.kafka.server.handler_base import NO_RESPONSE, BrokerIdentity, Connection
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
@@ -51,18 +58,17 @@ from brokerd.storage.types import TopicInfo
 __all__ = ["ShareHandlers"]
 
 TopicPartition = tuple[str, int]
-INVALID_RECORD_STATE = 121
-SHARE_SESSION_NOT_FOUND = 122
-INVALID_SHARE_SESSION_EPOCH = 123
 _HEARTBEAT_ERRORS = {
     HeartbeatError.UNKNOWN_MEMBER: ErrorCode.UNKNOWN_MEMBER_ID,
-    HeartbeatError.FENCED: 110,  # FENCED_MEMBER_EPOCH
+    HeartbeatError.FENCED: ErrorCode.FENCED_MEMBER_EPOCH,
     HeartbeatError.INVALID: ErrorCode.INVALID_REQUEST,
     HeartbeatError.GROUP_FULL: ErrorCode.GROUP_MAX_SIZE_REACHED,
 }
 _SESSION_ERRORS = {
-    SessionError.NOT_FOUND: SHARE_SESSION_NOT_FOUND,
-    SessionError.INVALID_EPOCH: INVALID_SHARE_SESSION_EPOCH,
+    SessionError.NOT_FOUND: ErrorCode.SHARE_SESSION_NOT_FOUND,
+    SessionError.INVALID_EPOCH: ErrorCode.INVALID_SHARE_SESSION_EPOCH,
+    SessionError.UNKNOWN_MEMBER: ErrorCode.UNKNOWN_MEMBER_ID,
+    SessionError.LIMIT_REACHED: ErrorCode.SHARE_SESSION_LIMIT_REACHED,
 }
 #: Most records one ShareFetch asks for when its MaxRecords is not positive.
 _DEFAULT_MAX_RECORDS = 500
@@ -170,13 +176,13 @@ class ShareHandlers:
             return m.ShareGroupDescribeResponse(
                 groups=tuple(
                     m.ShareDescribedGroup(group_id=g, error_code=ErrorCode.UNSUPPORTED_VERSION)
-                    for g in req.body.group_ids
+                    for g in dict.fromkeys(req.body.group_ids)
                 )
             )
         body: m.ShareGroupDescribeRequest = req.body
         ids = self._ids()
         out = []
-        for group_id in body.group_ids:
+        for group_id in dict.fromkeys(body.group_ids):  # one answer per group id
             group = self._s.coordinator.groups.get(group_id)
             if group is None and group_id not in self._s.service.engine.groups():
                 out.append(
@@ -320,7 +326,7 @@ class ShareHandlers:
         if not group or not member:
             return m.ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
         if body.share_session_epoch == 0:
-            return m.ShareAcknowledgeResponse(error_code=INVALID_SHARE_SESSION_EPOCH)
+            return m.ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_SHARE_SESSION_EPOCH)
         named, unknown = self._resolve(body.topics)
         session = s.coordinator.session(group, member, body.share_session_epoch, (), ())
         if isinstance(session, SessionError):
@@ -418,7 +424,7 @@ class ShareHandlers:
                 await self._s.service.acknowledge(group, key[0], key[1], member, batches)
                 out[key] = 0
             except (InvalidAcknowledgement, KeyError, ValueError):
-                out[key] = INVALID_RECORD_STATE
+                out[key] = ErrorCode.INVALID_RECORD_STATE
             except Exception as exc:
                 out[key] = int(error_code_for(exc))
         return out
@@ -438,20 +444,37 @@ def heartbeat_rule(access: Access, req: Request) -> Gate:
 
 
 def describe_rule(access: Access, req: Request) -> Gate:
+    """DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED once per group id otherwise);
+    a group whose members use a topic the principal may not DESCRIBE is answered
+    TOPIC_AUTHORIZATION_FAILED without its members."""
     body: m.ShareGroupDescribeRequest = req.body
-    allowed = tuple(g for g in body.group_ids if access.group(Operation.DESCRIBE, g))
-    denied = tuple(g for g in body.group_ids if g not in allowed)
-    if not denied:
-        return Gate(req)
+    distinct = tuple(dict.fromkeys(body.group_ids))
+    allowed = tuple(g for g in distinct if access.group(Operation.DESCRIBE, g))
+    denied = tuple(g for g in distinct if g not in allowed)
+    refuse = refuse_groups_with_denied_topics(access, _topics_used, _topics_refusal)
     return Gate(
         attrs.evolve(req, body=attrs.evolve(body, group_ids=allowed)),
         finish=lambda r: attrs.evolve(
             r,
             groups=(
-                *r.groups,
+                *refuse(r.groups),
                 *(m.ShareDescribedGroup(group_id=g, error_code=GROUP_DENIED) for g in denied),
             ),
         ),
+    )
+
+
+def _topics_used(group: m.ShareDescribedGroup) -> Iterator[str]:
+    # Subscriptions too, not only assignments as Kafka (see docs/security.md).
+    for member in group.members:
+        yield from member.subscribed_topic_names
+        for tp in member.assignment.topic_partitions:
+            yield tp.topic_name
+
+
+def _topics_refusal(group: m.ShareDescribedGroup, message: str) -> m.ShareDescribedGroup:
+    return m.ShareDescribedGroup(
+        group_id=group.group_id, error_code=TOPIC_DENIED, error_message=message
     )
 
 

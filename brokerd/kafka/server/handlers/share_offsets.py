@@ -12,6 +12,7 @@ Kafka: DESCRIBE on the group and the topics for describe, READ for alter and del
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -19,7 +20,14 @@ import attrs
 from brokerd.core.api import CoreTopics
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.share.state_service import ShareGroups
-from brokerd.kafka.server.acl_gate import GROUP_DENIED, TOPIC_DENIED, Access, Gate, answer_now
+from brokerd.kafka.server.acl_gate import (
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    Access,
+    Gate,
+    answer_now,
+    topic_check,
+)
 from brokerd.kafka.server.handler_base import Connection
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
@@ -59,14 +67,14 @@ class ShareOffsetHandlers:
                     m.DescribedShareOffsetsGroup(
                         group_id=g.group_id, error_code=ErrorCode.UNSUPPORTED_VERSION
                     )
-                    for g in req.body.groups
+                    for g in distinct_groups(req.body.groups)
                 )
             )
         body: m.DescribeShareGroupOffsetsRequest = req.body
         service = self._s.service
         topics = self._core.topics()
         out = []
-        for g in body.groups:
+        for g in distinct_groups(body.groups):
             if not self._known(g.group_id):
                 out.append(
                     m.DescribedShareOffsetsGroup(
@@ -193,50 +201,72 @@ class ShareOffsetHandlers:
 
 
 def describe_rule(access: Access, req: Request) -> Gate:
+    """DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED once per group id otherwise)
+    and on each topic: a topic named and refused gets TOPIC_AUTHORIZATION_FAILED on each
+    partition named; of a group's every topic (topics null) only those the principal may
+    DESCRIBE are listed, as Kafka does."""
     body: m.DescribeShareGroupOffsetsRequest = req.body
-    denied = {g.group_id for g in body.groups if not access.group(Operation.DESCRIBE, g.group_id)}
+    may_describe = topic_check(access, Operation.DESCRIBE)
+    groups = distinct_groups(body.groups)
+    denied = tuple(
+        g.group_id for g in groups if not access.group(Operation.DESCRIBE, g.group_id)
+    )
     kept = []
-    for g in body.groups:
+    denied_topics: dict[str, tuple[m.DescribeShareOffsetsTopic, ...]] = {}
+    for g in groups:
         if g.group_id in denied:
             continue
         if g.topics is not None:
-            g = attrs.evolve(
-                g,
-                topics=tuple(t for t in g.topics if access.topic(Operation.DESCRIBE, t.topic_name)),
+            denied_topics[g.group_id] = tuple(
+                t for t in g.topics if not may_describe(t.topic_name)
             )
+            g = attrs.evolve(g, topics=tuple(t for t in g.topics if may_describe(t.topic_name)))
         kept.append(g)
-    denied_topics = {
-        (g.group_id, t.topic_name): t.partitions
-        for g in body.groups
-        if g.group_id not in denied and g.topics is not None
-        for t in g.topics
-        if not access.topic(Operation.DESCRIBE, t.topic_name)
-    }
-    if not denied and not denied_topics:
-        return Gate(req)
 
     def finish(r: m.DescribeShareGroupOffsetsResponse) -> m.DescribeShareGroupOffsetsResponse:
-        groups = []
+        answered = []
         for g in r.groups:
-            extra = tuple(
+            refused = tuple(
                 m.DescribedShareOffsetsTopic(
-                    topic_name=name,
+                    topic_name=t.topic_name,
                     partitions=tuple(
                         m.DescribedShareOffsetsPartition(partition_index=p, error_code=TOPIC_DENIED)
-                        for p in parts
+                        for p in t.partitions
                     ),
                 )
-                for (gid, name), parts in denied_topics.items()
-                if gid == g.group_id
+                for t in denied_topics.get(g.group_id, ())
             )
-            groups.append(attrs.evolve(g, topics=(*g.topics, *extra)))
-        groups.extend(
-            m.DescribedShareOffsetsGroup(group_id=gid, error_code=GROUP_DENIED)
-            for gid in sorted(denied)
+            shown = tuple(t for t in g.topics if may_describe(t.topic_name))
+            answered.append(attrs.evolve(g, topics=(*shown, *refused)))
+        answered.extend(
+            m.DescribedShareOffsetsGroup(group_id=gid, error_code=GROUP_DENIED) for gid in denied
         )
-        return attrs.evolve(r, groups=tuple(groups))
+        return attrs.evolve(r, groups=tuple(answered))
 
     return Gate(attrs.evolve(req, body=attrs.evolve(body, groups=tuple(kept))), finish=finish)
+
+
+def distinct_groups(
+    groups: Iterable[m.DescribeShareOffsetsGroup],
+) -> tuple[m.DescribeShareOffsetsGroup, ...]:
+    """One entry per group id, in the order first named: a group named twice is asked
+    for the topics and partitions of both (every topic if either asks for all)."""
+    merged: dict[str, m.DescribeShareOffsetsGroup] = {}
+    for g in groups:
+        seen = merged.get(g.group_id)
+        if seen is None:
+            merged[g.group_id] = g
+        elif seen.topics is None or g.topics is None:
+            merged[g.group_id] = attrs.evolve(seen, topics=None)
+        else:
+            partitions: dict[str, dict[int, None]] = {}
+            for t in (*seen.topics, *g.topics):
+                partitions.setdefault(t.topic_name, {}).update(dict.fromkeys(t.partitions))
+            merged[g.group_id] = attrs.evolve(seen, topics=tuple(
+                m.DescribeShareOffsetsTopic(topic_name=name, partitions=tuple(ps))
+                for name, ps in partitions.items()
+            ))
+    return tuple(merged.values())
 
 
 def alter_rule(access: Access, req: Request) -> Gate:

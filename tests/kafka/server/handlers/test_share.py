@@ -101,6 +101,10 @@ class ShareHandlerTests(KafkaTestCase):
         group, missing = described.groups
         assert group.group_state == "Stable" and group.members[0].member_id == "m1"
         assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        # One answer per group id, however often it is named.
+        self.send(ApiKey.SHARE_GROUP_DESCRIBE, 1, m.ShareGroupDescribeRequest(
+            group_ids=("g", "nope", "g", "nope")))
+        assert [g.group_id for g in self.one().groups] == ["g", "nope"]
 
     def test_session_errors_and_unknown_members_and_topics(self) -> None:
         assert self.fetch(0).error_code == ErrorCode.UNKNOWN_MEMBER_ID
@@ -114,6 +118,21 @@ class ShareHandlerTests(KafkaTestCase):
         self.send(ApiKey.SHARE_ACKNOWLEDGE, 1, m.ShareAcknowledgeRequest(
             group_id="g", member_id="m1", share_session_epoch=0))
         assert self.one().error_code == 123
+
+    def test_a_new_session_beyond_the_cap_is_refused_whole(self) -> None:
+        """At the broker's most share sessions a new one gets SHARE_SESSION_LIMIT_REACHED
+        (133) for the whole request; the session already there answers as before."""
+        self.coordinator.max_sessions = 1
+        self.join("m1")
+        self.join("m2")
+        assert self.fetch(0, member="m1").error_code == 0
+        refused = self.fetch(0, member="m2")
+        assert refused.error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED == 133
+        assert refused.responses == ()
+        ack = m.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=(1,))
+        (part,) = self.fetch(1, (ack,), member="m1").responses[0].partitions
+        assert part.acknowledge_error_code == 0
+        assert [(a.first_offset, a.delivery_count) for a in part.acquired_records] == [(2, 1)]
 
     def test_heartbeat_errors(self) -> None:
         self.send(ApiKey.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
