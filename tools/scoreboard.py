@@ -154,6 +154,12 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "-k linear (3,000; --long 10,000)",
         ("-k", "linear"),
     ),
+    (
+        "idle connections announcing large frames vs a 900 KiB producer and Metadata",
+        "tests/net/test_budget_hostage.py",
+        "12 per listener, 8 records (--long: 24 per listener, 70 records over 75 s)",
+        (),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")
