@@ -157,7 +157,7 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
     (
         "idle connections announcing large frames vs a 900 KiB producer and Metadata",
         "tests/net/test_budget_hostage.py",
-        "12 per listener, 8 records (--long: 24 per listener, 70 records over 75 s)",
+        "24 idle, or 12 of one address sending 128 KiB; 8 records (--long: 48 idle, 70 over 75 s)",
         (),
     ),
 ]

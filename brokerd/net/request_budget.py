@@ -35,8 +35,10 @@ Rules, and why:
 * **Small reservations have a pool.** Reservations within ``small_bytes`` (partly
   received frames, first reads) may together take at most ``small_pool`` bytes (half the
   budget), so that many half-received frames waiting for their claims cannot fill the
-  budget and leave no room for any claim (a deadlock). One small reservation is always
-  allowed while the pool is empty; a waiter for the pool holds up nobody else.
+  budget and leave no room for any claim (a deadlock). That holds while the largest
+  frame fits in the other half (at the defaults 8 MiB of 64); with a budget below two
+  largest frames the frame deadline is what ends such a wait. One small reservation is
+  always allowed while the pool is empty; a waiter for the pool holds up nobody else.
 
 A waiter has a deadline too: it is the connection's frame deadline
 (``brokerd.net.connection``), which keeps running while the connection waits here.
@@ -58,6 +60,7 @@ from collections.abc import Callable
 __all__ = [
     "DEFAULT_QUEUED_MAX_REQUEST_BYTES",
     "PROOF_BYTES",
+    "SMALL_BYTES",
     "Account",
     "RequestBudget",
     "claim",
@@ -73,8 +76,17 @@ DEFAULT_QUEUED_MAX_REQUEST_BYTES = 64 * 1024 * 1024
 #: brings and an idle one never sends.
 PROOF_BYTES = 64 * 1024
 
-#: What fraction of the budget one client address may hold beyond small reservations.
+#: A reservation this small is what arrived of a frame not yet claimed (less than
+#: :data:`PROOF_BYTES`) plus the one read that may pass it: small needs are these.
+SMALL_BYTES = 2 * PROOF_BYTES
+
+#: One client address may hold this fraction of the budget beyond small reservations:
+#: a few of its connections cannot take it all, and another address always has room.
 ADDRESS_SHARE_DIVISOR = 2
+
+#: Small reservations together may hold this fraction of the budget: the rest stays for
+#: claims (so no more than half of it waits in half-received frames).
+SMALL_POOL_DIVISOR = 2
 
 
 def claim(owed: int, arrived: int) -> int:
@@ -88,16 +100,16 @@ class RequestBudget:
     then always granted at once).
 
     ``small_bytes``: an account reserving at most this much is small (it may overtake,
-    it draws from the small pool, it does not count toward its address's share).
-    ``address_share``: what one address may hold beyond small reservations (default a
-    half of the capacity). ``small_pool``: what small reservations may hold together
-    (default half the capacity)."""
+    it draws from the small pool; only what an account reserves beyond it counts toward
+    its address's share). ``address_share``: what one address may hold beyond small
+    reservations (default :data:`ADDRESS_SHARE_DIVISOR`). ``small_pool``: what small
+    reservations may hold together (default :data:`SMALL_POOL_DIVISOR`)."""
 
     def __init__(
         self,
         capacity: int | None,
         *,
-        small_bytes: int = 2 * PROOF_BYTES,
+        small_bytes: int = SMALL_BYTES,
         address_share: int | None = None,
         small_pool: int | None = None,
     ) -> None:
@@ -112,7 +124,9 @@ class RequestBudget:
             self.address_share = (
                 capacity // ADDRESS_SHARE_DIVISOR if address_share is None else address_share
             )
-            self.small_pool = capacity // 2 if small_pool is None else small_pool
+            self.small_pool = (
+                capacity // SMALL_POOL_DIVISOR if small_pool is None else small_pool
+            )
         #: Bytes reserved by all accounts together.
         self.reserved = 0
         #: Of those, the reservations of small accounts (at most ``small_bytes`` each).
