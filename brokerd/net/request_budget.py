@@ -238,8 +238,13 @@ class RequestBudget:
 
     def _grant_one(self) -> bool:
         """Grant the first waiter the rules allow (module docstring); False if none."""
+        available = self.available
+        if available is not None and available <= 0:
+            return False  # the common case under load: nobody can grow, look no further
         blocked: Account | None = None  # the oldest waiter that does not fit
         for account in self._waiting:
+            if blocked is not None and blocked.overtaken >= blocked.need:
+                return False  # strict order now: nobody behind it may pass
             reserved = account.reserved + account.need
             if self._over_share(account, reserved) or self._pool_full(account, reserved):
                 continue  # waits for its address or the small pool, holding up nobody
@@ -250,7 +255,7 @@ class RequestBudget:
             if blocked is not None:
                 # Overtaking: only small needs, and only while the oldest blocked
                 # waiter has not been overtaken by its own need already.
-                if reserved > self.small_bytes or blocked.overtaken >= blocked.need:
+                if reserved > self.small_bytes:
                     continue
                 blocked.overtaken += account.need
             self._waiting.remove(account)
