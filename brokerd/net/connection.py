@@ -15,7 +15,7 @@ the protocol spoken over it.
   reading ahead (to notice a client closing during a long wait).
 * An idle deadline (no traffic either way; waiting on the core is not idleness) and a
   frame deadline (a frame must be complete this long after its first byte, while we
-  read), both on an injected clock.
+  read or it waits for the request budget), both on an injected clock.
 * Closing (graceful or abort), the connection-limit release, TCP_NODELAY, and one place
   that sees a connection's first bytes (:meth:`RequestConnection.firstDataReceived`).
 * The phase of the connection (``brokerd.net.phase``: open, blocked, splicing, closing,

@@ -107,7 +107,8 @@ MAX_PIPELINED_PRODUCES = 16
 #: ``connections.max.idle.ms`` default). A parked request does not count as idle.
 DEFAULT_IDLE_TIMEOUT = 600.0
 #: A frame must be complete this long after its first byte arrived, so that a client
-#: trickling bytes cannot hold a partial buffer forever.
+#: trickling bytes cannot hold a partial buffer (or its reservation, or its place among
+#: those waiting for the request budget) forever.
 DEFAULT_FRAME_TIMEOUT = 60.0
 
 
