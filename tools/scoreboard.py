@@ -162,6 +162,12 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "2,100 sessions, 1,500 records",
         (),
     ),
+    (
+        "idle connections announcing large frames vs a 900 KiB producer and Metadata",
+        "tests/net/test_budget_hostage.py",
+        "24 idle, or 12 of one address sending 128 KiB; 8 records (--long: 48 idle, 70 over 75 s)",
+        (),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")

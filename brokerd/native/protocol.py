@@ -190,6 +190,10 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
     def inputOwed(self) -> int:
         return self._decoder.owed
 
+    def inputArrived(self) -> int:
+        # The owed value (or admin body) starts the undecoded buffer.
+        return self._decoder.buffered
+
     def lastRequestBytes(self) -> int:
         return self._decoder.last_frame_bytes
 

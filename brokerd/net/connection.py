@@ -15,17 +15,18 @@ the protocol spoken over it.
   reading ahead (to notice a client closing during a long wait).
 * An idle deadline (no traffic either way; waiting on the core is not idleness) and a
   frame deadline (a frame must be complete this long after its first byte, while we
-  read), both on an injected clock.
+  read or it waits for the request budget), both on an injected clock.
 * Closing (graceful or abort), the connection-limit release, TCP_NODELAY, and one place
   that sees a connection's first bytes (:meth:`RequestConnection.firstDataReceived`).
 * The phase of the connection (``brokerd.net.phase``: open, blocked, splicing, closing,
   lost, closed), changed only through that module's transition table.
 * Its share of the broker-wide request budget (``brokerd.net.request_budget``): after
   every read and every finished request its reservation is made to cover the request
-  bytes it holds plus those a size prefix announced (the protocol says how many:
-  :meth:`RequestConnection.inputHeld`, :meth:`RequestConnection.inputOwed`,
-  :meth:`RequestConnection.lastRequestBytes`); while the budget cannot cover them, the
-  transport does not read.
+  bytes it holds plus its claim on those a size prefix announced (the protocol says how
+  many: :meth:`RequestConnection.inputHeld`, :meth:`RequestConnection.inputOwed`,
+  :meth:`RequestConnection.inputArrived`, :meth:`RequestConnection.lastRequestBytes`);
+  while the budget cannot cover them, the transport does not read, and the frame
+  deadline keeps running.
 * Leaving nothing behind: when the connection is lost it gives back its producer
   registration (Twisted's TLS layer would keep it, and with it this object), its
   reservation once nothing is held, its timers and file regions.
@@ -71,7 +72,7 @@ from brokerd.net.chunked import ChunkedSender
 from brokerd.net.connlimit import ConnectionLimit
 from brokerd.net.frames import Frame, SplicedFrame, frame_memory_bytes
 from brokerd.net.phase import Event, Phase, next_phase
-from brokerd.net.request_budget import Account, RequestBudget
+from brokerd.net.request_budget import Account, RequestBudget, claim
 from brokerd.net.sendfile import (
     RegionLedger,
     SpliceSender,
@@ -166,7 +167,8 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._pumping = False  # re-entrancy guard for _pump
         self._seen_data = False
         self._registered = False  # we are the transport's producer
-        self._account: Account = (request_budget or _UNLIMITED).account()
+        self._budget = request_budget or _UNLIMITED
+        self._account: Account = self._budget.account()  # its address is set when made
         self._idle_call: DelayedCall | None = None
         self._frame_call: DelayedCall | None = None
         self._timers: list[DelayedCall] = []  # the protocol's, through schedule()
@@ -226,7 +228,12 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
 
     def inputOwed(self) -> int:
         """Bytes a size prefix already read announced and the client has not sent yet:
-        reserved before they are read."""
+        claimed before they are read (``brokerd.net.request_budget.claim``)."""
+        return 0
+
+    def inputArrived(self) -> int:
+        """Bytes that have arrived of the item whose rest :meth:`inputOwed` counts: its
+        whole rest is claimed only once enough of it has arrived."""
         return 0
 
     def lastRequestBytes(self) -> int:
@@ -307,6 +314,9 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         disable_nagle(self.transport)
         self.metrics.connection_opened()
         self.state = self.makeState(str(getattr(self._t.getPeer(), "host", "")))
+        # Nothing is reserved before the first read: the new account draws on its
+        # address's share from the start.
+        self._account = self._budget.account(self.state.peer_host)
         if can_splice(self.transport) or can_chunk(self.transport):
             self.state.regions = RegionLedger()
         # The transport tells us when its send buffer is full; we then stop taking
@@ -562,7 +572,9 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         connection is gone: it reads nothing more, so it must never wait)."""
         account = self._account
         wanted = (
-            self.inputHeld() + self.inputOwed() + sum(slot.held for slot in self._in_flight)
+            self.inputHeld()
+            + claim(self.inputOwed(), self.inputArrived())
+            + sum(slot.held for slot in self._in_flight)
         )
         capacity = account.budget.capacity
         if capacity is not None:
@@ -614,11 +626,18 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
 
     def _waiting_for_frame(self) -> bool:
         phase = self._phase
-        return phase.connected and not phase.closing and self._reading and self.framePending()
+        return (
+            phase.connected
+            and not phase.closing
+            and (self._reading or self._account.waiting)
+            and self.framePending()
+        )
 
     def _update_frame_timer(self) -> None:
-        """Run the frame deadline only while we read and a frame is incomplete: bytes
-        we are not reading are not the client's delay."""
+        """Run the frame deadline while a frame is incomplete and we read, or wait for
+        the request budget to read it: a waiter must not keep its place (and what it
+        holds) forever. Bytes we do not read for other reasons (the client does not
+        read our answers, a request is in flight) are not the client's delay."""
         if self._frame_timeout is None:
             return
         call = self._frame_call

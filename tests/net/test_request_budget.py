@@ -1,7 +1,9 @@
 """The broker-wide request budget (``brokerd.net.request_budget``) and the limits on what
-a connection buffers: reservation at the size prefix, waiting in order with the transport
-paused, resuming as budget comes back, refusal of a frame larger than the budget, the
-SASL pre-authentication frame limit, and the native decoder's held and owed bytes.
+a connection buffers: each rule of the budget (claims that follow what arrived, bounded
+overtaking by small needs, the address share, the small pool), waiting with the
+transport paused and within the frame deadline, resuming as budget comes back, refusal
+of a frame larger than the budget, the SASL pre-authentication frame limit, and the
+native decoder's held and owed bytes.
 StringTransport and task.Clock: synchronous, so trial runs these too."""
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
+from brokerd.kafka.listener.protocol import DEFAULT_FRAME_TIMEOUT, KafkaFactory, KafkaProtocol
 from brokerd.kafka.server.sasl import SaslConfig
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
 from brokerd.native.protocol import NativeFactory
 from brokerd.native.server_codec import RequestDecoder
-from brokerd.net.request_budget import RequestBudget
+from brokerd.net.request_budget import PROOF_BYTES, RequestBudget, claim
 from brokerd.security.auth_throttle import AuthThrottle
 
 from tests.kafka.server.handlers.test_sasl import SaslProtocolTestCase
@@ -29,10 +31,22 @@ from tests.kafka.server.test_protocol import FakeCoordinator, FakeCore
 from tests.native_helpers import FakeCore as NativeFakeCore
 from tests.native_helpers import produce_frame
 
+KIB = 1024
+MIB = 1024 * KIB
+
+
+def announce(size: int, sent: int) -> bytes:
+    """A Kafka size prefix announcing ``size`` bytes and the first ``sent`` of them."""
+    return size.to_bytes(4, "big") + b"\0" * sent
+
 
 class BudgetTests(SynchronousTestCase):
+    """The budget's rules on bare accounts: 100 bytes, of which reservations up to 10
+    bytes are small; addresses and the small pool stay out of the way unless a test
+    brings them in."""
+
     def setUp(self) -> None:
-        self.budget = RequestBudget(100)
+        self.budget = RequestBudget(100, small_bytes=10, small_pool=100)
         self.granted: list[str] = []
 
     def on(self, name: str) -> Any:
@@ -45,25 +59,25 @@ class BudgetTests(SynchronousTestCase):
         self.assertTrue(a.cover(20))  # shrinking gives back
         self.assertEqual(self.budget.reserved, 20)
 
-    def test_waiters_are_served_in_order_and_nobody_overtakes(self) -> None:
+    def test_large_waiters_are_served_in_order(self) -> None:
         a, b, c = (self.budget.account() for _ in range(3))
         self.assertTrue(a.cover(90))
         self.assertFalse(b.cover(50, self.on("b")))
-        # c would fit in what is left (10), but b waits first.
-        self.assertFalse(c.cover(5, self.on("c")))
+        self.assertFalse(c.cover(30, self.on("c")))
         self.assertEqual(self.budget.waiting, 2)
         a.cover(60)
-        self.assertEqual(self.granted, [])  # 40 free: b still does not fit
+        # 40 free: c would fit, but it is not small, so it does not pass b.
+        self.assertEqual(self.granted, [])
         a.close()
         self.assertEqual(self.granted, ["b", "c"])
-        self.assertEqual((b.reserved, c.reserved, self.budget.reserved), (50, 5, 55))
+        self.assertEqual((b.reserved, c.reserved, self.budget.reserved), (50, 30, 80))
         self.assertFalse(b.waiting or c.waiting)
 
     def test_a_waiter_that_needs_less_keeps_its_place(self) -> None:
         a, b, c = (self.budget.account() for _ in range(3))
         a.cover(100)
         b.cover(80, self.on("b"))
-        c.cover(10, self.on("c"))
+        c.cover(20, self.on("c"))
         b.cover(90, self.on("b"))
         a.cover(10)
         self.assertEqual(self.granted, ["b"])  # b first, though it now asks for more
@@ -78,68 +92,170 @@ class BudgetTests(SynchronousTestCase):
         self.assertEqual(self.granted, ["c"])
         self.assertIsNone(b.on_granted)  # no callback held outside a wait
 
+    def test_small_needs_overtake_a_blocked_large_one(self) -> None:
+        a, large, small = (self.budget.account() for _ in range(3))
+        a.cover(60)
+        self.assertFalse(large.cover(50, self.on("large")))
+        # A metadata request, say: it fits in what is free and passes the large frame.
+        self.assertTrue(small.cover(8, self.on("small")))
+        self.assertTrue(large.waiting)
+        a.close()
+        self.assertEqual(self.granted, ["large"])
+
+    def test_overtaking_is_bounded_so_a_large_frame_is_not_starved(self) -> None:
+        a, large = self.budget.account(), self.budget.account()
+        a.cover(60)
+        self.assertFalse(large.cover(50, self.on("large")))
+        smalls = [self.budget.account() for _ in range(8)]
+        covered = [s.cover(10, self.on(f"s{i}")) for i, s in enumerate(smalls)]
+        self.assertEqual(covered, [True] * 4 + [False] * 4)  # the 40 free bytes
+        self.assertEqual(large.overtaken, 40)
+        smalls[0].close()  # s4 fits and may still pass: 40 of the 50 the large one needs
+        self.assertEqual(self.granted, ["s4"])
+        smalls[1].close()  # s5 fits, but the large frame was passed by its need: its turn
+        self.assertEqual(self.granted, ["s4"])
+        a.close()
+        self.assertEqual(self.granted, ["s4", "large", "s5", "s6"])
+        self.assertEqual(large.overtaken, 0)
+
+    def test_an_address_holds_its_share_and_waits_without_holding_up_others(self) -> None:
+        budget = RequestBudget(100, small_bytes=10, address_share=40)
+        a1, a2 = budget.account("10.0.0.1"), budget.account("10.0.0.1")
+        other = budget.account("10.0.0.2")
+        self.assertTrue(a1.cover(50))  # 40 beyond its small part: the share is full
+        self.assertEqual(budget.held_by("10.0.0.1"), 40)
+        self.assertFalse(a2.cover(30, self.on("a2")))  # fits the budget, not the share
+        self.assertTrue(a2.cover(10))  # small needs still pass the address's share
+        self.assertTrue(other.cover(30, self.on("other")))  # a2 waits, nobody else does
+        self.assertFalse(a2.cover(30, self.on("a2")))
+        a1.cover(20)  # 10 beyond the small part: a2 may grow
+        self.assertEqual(self.granted, ["a2"])
+        self.assertEqual(budget.held_by("10.0.0.1"), 30)
+        for account in (a1, a2, other):
+            account.close()
+        self.assertEqual((budget.reserved, budget.reserved_small, budget.held_by("10.0.0.1")),
+                         (0, 0, 0))
+
+    def test_an_address_may_always_take_one_frame_beyond_its_share(self) -> None:
+        budget = RequestBudget(100, small_bytes=10, address_share=20)
+        a = budget.account("10.0.0.1")
+        self.assertTrue(a.cover(90))  # larger than the share: nothing else held
+        unaddressed = [budget.account() for _ in range(2)]  # UNIX sockets: no share
+        self.assertTrue(unaddressed[0].cover(5))
+        self.assertTrue(unaddressed[1].cover(5))
+
+    def test_the_small_pool_keeps_room_for_claims(self) -> None:
+        budget = RequestBudget(100, small_bytes=10, small_pool=25)
+        partial = [budget.account() for _ in range(4)]
+        covered = [p.cover(10, self.on(f"p{i}")) for i, p in enumerate(partial)]
+        self.assertEqual(covered, [True, True, False, False])  # 20 held; 30 would pass 25
+        # A claim is not small: the pool does not stop it, and its waiters do not either.
+        claim_ = budget.account()
+        self.assertTrue(claim_.cover(70, self.on("claim")))
+        partial[0].close()
+        self.assertEqual(self.granted, ["p2"])
+
     def test_admits_and_unlimited(self) -> None:
         self.assertTrue(self.budget.admits(100))
         self.assertFalse(self.budget.admits(101))
         unlimited = RequestBudget(None)
         self.assertTrue(unlimited.admits(1 << 40))
-        self.assertTrue(unlimited.account().cover(1 << 40))
+        self.assertTrue(unlimited.account("10.0.0.1").cover(1 << 40))
         with self.assertRaises(ValueError):
             RequestBudget(0)
 
 
+class ClaimTests(SynchronousTestCase):
+    def test_the_announced_rest_is_claimed_once_one_read_of_it_arrived(self) -> None:
+        announced = 8 * 1024 * 1024
+        self.assertEqual(claim(announced - 8, 8), 0)  # an idle announcer: what it sent
+        self.assertEqual(claim(announced - PROOF_BYTES, PROOF_BYTES), announced - PROOF_BYTES)
+        self.assertEqual(claim(0, 0), 0)
+
+
 class KafkaBudgetTests(SynchronousTestCase):
-    """Two Kafka connections sharing a budget that holds one of their frames."""
+    """Kafka connections sharing a budget of 1 MiB, frames announced by size prefixes."""
 
     def setUp(self) -> None:
         self.clock = task.Clock()
-        self.correlation = 0
-        frame = self.frame()
-        self.size = len(frame) - 4
-        self.budget = RequestBudget(self.size + self.size // 2)
+        self.budget = RequestBudget(MIB)
         self.factory = KafkaFactory(
             FakeCore(), FakeCoordinator(), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092,
             request_budget=self.budget,
         )
-
-    def frame(self) -> bytes:
-        self.correlation += 1
-        # A long client id makes a frame of some size.
-        header = RequestHeader(int(ApiKey.API_VERSIONS), 0, self.correlation, "x" * 400)
-        return apis.encode_request(header, apis.ApiVersionsRequest())
+        self.peers = 0
 
     def connect(self) -> tuple[KafkaProtocol, StringTransport]:
+        """A connection from an address of its own (the address share stays out)."""
+        self.peers += 1
         proto = self.factory.buildProtocol(None)
         assert proto is not None
-        tr = StringTransport(peerAddress=IPv4Address("TCP", "10.1.2.3", 5555))
+        tr = StringTransport(peerAddress=IPv4Address("TCP", f"10.1.2.{self.peers}", 5555))
         proto.makeConnection(tr)
         return proto, tr
 
-    def test_reserved_at_the_prefix_waits_paused_and_resumes(self) -> None:
+    def test_an_idle_announcer_holds_what_it_sent_not_what_it_announced(self) -> None:
+        # The attack: connections announce the largest frame, send a few bytes, go quiet.
+        idle = [self.connect() for _ in range(16)]
+        for proto, _ in idle:
+            proto.dataReceived(announce(MIB, 8))
+        self.assertEqual(self.budget.reserved, 16 * 8)
+        self.assertEqual(self.budget.waiting, 0)
+        self.assertEqual({tr.producerState for _, tr in idle}, {"producing"})
+        # A sender's frame is claimed whole once one read of it is here, at once.
         a, ta = self.connect()
-        b, tb = self.connect()
-        fa, fb = self.frame(), self.frame()
-        a.dataReceived(fa[:4])
-        self.assertEqual(self.budget.reserved, self.size)  # before any of the body
+        a.dataReceived(announce(600 * KIB, PROOF_BYTES))
+        self.assertFalse(a.budgetWaiting)
         self.assertEqual(ta.producerState, "producing")
-        b.dataReceived(fb[:4])
+        self.assertEqual(self.budget.reserved, 16 * 8 + 600 * KIB)
+        # A second one does not fit beside it: it waits, not reading, until a gives back.
+        b, tb = self.connect()
+        b.dataReceived(announce(600 * KIB, PROOF_BYTES))
         self.assertTrue(b.budgetWaiting)
-        self.assertEqual(tb.producerState, "paused")  # stops reading instead of buffering
-        a.dataReceived(fa[4:])
-        self.assertTrue(ta.value())  # answered, and its frame given back
+        self.assertEqual(tb.producerState, "paused")
+        a.connectionLost(Failure(ConnectionDone()))
         self.assertFalse(b.budgetWaiting)
         self.assertEqual(tb.producerState, "producing")
-        self.assertEqual(self.budget.reserved, self.size)  # b's frame now
-        b.dataReceived(fb[4:])
-        self.assertTrue(tb.value())
-        self.assertEqual(self.budget.reserved, 0)
+        self.assertEqual(self.budget.reserved, 16 * 8 + 600 * KIB)
+
+    def test_a_small_frame_passes_a_waiting_large_one(self) -> None:
+        a, _ = self.connect()
+        a.dataReceived(announce(600 * KIB, PROOF_BYTES))
+        b, _ = self.connect()
+        b.dataReceived(announce(600 * KIB, PROOF_BYTES))
+        self.assertTrue(b.budgetWaiting)
+        c, tc = self.connect()
+        frame = apis.encode_request(
+            RequestHeader(int(ApiKey.API_VERSIONS), 0, 1, "small"), apis.ApiVersionsRequest()
+        )
+        c.dataReceived(frame[:10])  # a prefix and a few bytes, then the rest
+        self.assertFalse(c.budgetWaiting)  # it reads on: what arrived fits
+        c.dataReceived(frame[10:])
+        self.assertTrue(tc.value())  # answered while b waits
+        self.assertFalse(c.budgetWaiting)
+        self.assertTrue(b.budgetWaiting)
+
+    def test_a_connection_waiting_for_the_budget_meets_its_frame_deadline(self) -> None:
+        a, _ = self.connect()
+        a.dataReceived(announce(600 * KIB, PROOF_BYTES))
+        b, tb = self.connect()
+        b.dataReceived(announce(600 * KIB, PROOF_BYTES))
+        self.assertTrue(b.budgetWaiting)
+        self.clock.advance(DEFAULT_FRAME_TIMEOUT - 1)
+        self.assertFalse(tb.disconnecting)
+        self.clock.advance(1)
+        # Its place in the queue is not held forever (nor what it buffered).
+        self.assertTrue(tb.disconnecting)
+        b.connectionLost(Failure(ConnectionDone()))
+        self.assertEqual(self.budget.waiting, 0)
 
     def test_a_waiting_connection_lost_leaves_the_queue_and_gives_back(self) -> None:
         a, _ = self.connect()
         b, _ = self.connect()
-        a.dataReceived(self.frame()[:4])
-        b.dataReceived(self.frame()[:4])
+        a.dataReceived(announce(600 * KIB, PROOF_BYTES))
+        b.dataReceived(announce(600 * KIB, PROOF_BYTES))
+        self.assertEqual(self.budget.waiting, 1)
         b.connectionLost(Failure(ConnectionDone()))
         self.assertEqual(self.budget.waiting, 0)
         a.connectionLost(Failure(ConnectionDone()))
@@ -198,18 +314,30 @@ class NativeBudgetTests(SynchronousTestCase):
         self.assertEqual(decoder.last_frame_bytes, len(frame))
 
     def test_a_second_connection_waits_while_the_first_holds_the_budget(self) -> None:
-        budget = RequestBudget(8000)
+        budget = RequestBudget(300 * KIB)
         factory = NativeFactory(NativeFakeCore(), clock=task.Clock(), request_budget=budget)
         first, second = factory.buildProtocol(None), factory.buildProtocol(None)
         t1, t2 = StringTransport(), StringTransport()
         first.makeConnection(t1)
         second.makeConnection(t2)
-        big = produce_frame("t", 0, [b"a" * 6000])
-        first.dataReceived(big[:-100])  # the value's size is read: all of it is reserved
-        self.assertEqual(budget.reserved, 4 + 6000)  # the record, before its last bytes
-        second.dataReceived(produce_frame("t", 0, [b"b" * 3000])[:-10])
+        big = produce_frame("t", 0, [b"a" * 200_000])
+        first.dataReceived(big[:-100])  # one read of the value is here: all of it claimed
+        self.assertEqual(budget.reserved, 4 + 200_000)  # the record, before its last bytes
+        second.dataReceived(produce_frame("t", 0, [b"b" * 150_000])[:-10])
         self.assertTrue(second.budgetWaiting)
         self.assertEqual(t2.producerState, "paused")
         first.connectionLost(Failure(ConnectionDone()))
         self.assertFalse(second.budgetWaiting)
         self.assertEqual(t2.producerState, "producing")
+
+    def test_an_idle_announcer_holds_what_it_sent(self) -> None:
+        budget = RequestBudget(2 * MIB)
+        factory = NativeFactory(NativeFakeCore(), clock=task.Clock(), request_budget=budget)
+        protos = [factory.buildProtocol(None) for _ in range(8)]
+        for proto in protos:
+            proto.makeConnection(StringTransport())
+            # A value of almost the largest produce announced, 8 bytes of it sent (13
+            # bytes of type, topic, partition and count before the value's length).
+            proto.dataReceived(produce_frame("t", 0, [b"v" * (MIB - 64)])[: 13 + 4 + 8])
+        self.assertEqual(budget.reserved, 8 * (4 + 8))  # the record's header and bytes
+        self.assertEqual(budget.waiting, 0)

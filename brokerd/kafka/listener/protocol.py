@@ -34,9 +34,10 @@ in request order. Its own policies:
   hold (a failure, or an attempt of a user that failed recently from this address)
   is sent that much later through ``callLater``; nothing else of the connection is
   served meanwhile, and failure log lines are rate-limited;
-* every frame is reserved from the broker-wide request budget when its size prefix is
-  read (``brokerd.net.request_budget``), and given back when its request is answered;
-  a frame larger than the whole budget is refused as too large.
+* every frame is reserved from the broker-wide request budget as it arrives
+  (``brokerd.net.request_budget``: the announced rest in full once one read of it is
+  here), and given back when its request is answered; a frame larger than the whole
+  budget is refused as too large.
 
 What it does not do: parse or build bytes (the codecs do), know what any API means (the
 handlers do), touch files or threads, or use the global reactor (the clock is injected).
@@ -106,7 +107,8 @@ MAX_PIPELINED_PRODUCES = 16
 #: ``connections.max.idle.ms`` default). A parked request does not count as idle.
 DEFAULT_IDLE_TIMEOUT = 600.0
 #: A frame must be complete this long after its first byte arrived, so that a client
-#: trickling bytes cannot hold a partial buffer forever.
+#: trickling bytes cannot hold a partial buffer (or its reservation, or its place among
+#: those waiting for the request budget) forever.
 DEFAULT_FRAME_TIMEOUT = 60.0
 
 
@@ -300,6 +302,9 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
 
     def inputOwed(self) -> int:
         return self._decoder.owed
+
+    def inputArrived(self) -> int:
+        return self._decoder.buffered  # complete frames are split off: the one owed
 
     def lastRequestBytes(self) -> int:
         return self._handed_bytes
