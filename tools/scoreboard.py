@@ -154,6 +154,12 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "-k linear (3,000; --long 10,000)",
         ("-k", "linear"),
     ),
+    (
+        "topic deleted and created again under parked fetches (by name and by topic ID)",
+        "tests/kafka/server/handlers/test_fetch_broker.py",
+        "-k deleted_and_created (2 parked fetches)",
+        ("-k", "deleted_and_created"),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")
