@@ -147,8 +147,9 @@ class AdminOps:
         return view
 
     def list_groups(self) -> list[GroupView]:
+        """Every group of every type (consumer groups and share groups)."""
         self._coordinator()
-        return self._inspector.groups()
+        return self._inspector.every_group()
 
     def describe_group(self, group_id: str) -> GroupView:
         self._coordinator()
