@@ -24,12 +24,12 @@ fetch waits for room before it reads.
 Versions 13+ name topics by topic ID: each is looked up (``topic_by_id``) and read by
 its name; an ID no topic has is answered UNKNOWN_TOPIC_ID for each of its partitions,
 before any ACL check (an ID reveals nothing the client did not have), and so is a topic
-deleted while the fetch waited (the deletion answers a parked fetch at once; each of the
-other partitions answers as it is). Fetch sessions
-(KIP-227) are answered as a Kafka broker whose session cache has no room: a full fetch
-(session epoch 0 or -1) gets every partition it names and session ID 0, which tells
-the client to send full fetches again; an incremental fetch (epoch > 0) names a session
-that does not exist and gets FETCH_SESSION_ID_NOT_FOUND with no partitions.
+deleted while the fetch waited (the deletion answers a parked fetch at once; its other
+partitions are answered as they are). Fetch sessions (KIP-227) are answered as a Kafka
+broker whose session cache has no room: a full fetch (session epoch 0 or -1) gets every
+partition it names and session ID 0, which tells the client to send full fetches again;
+an incremental fetch (epoch > 0) names a session that does not exist and gets
+FETCH_SESSION_ID_NOT_FOUND with no partitions.
 
 It does not parse or build bytes, touch transports or decide request order.
 """
