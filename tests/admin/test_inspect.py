@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
+from brokerd.admin.errors import GroupNotFound
 from brokerd.admin.inspect import Inspector
-from brokerd.admin.operations import AdminOps
+from brokerd.admin.operations import AdminOps, ResetMode, ResetSpec
 from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.admin.views import (
     CLASSIC_GROUP,
@@ -255,6 +256,12 @@ class ShareGroupAsGroupTests(AdminCase):
         view = self.ops.describe_group("sg")
         self.assertEqual((view.state, view.members, len(view.share_partitions)),
                          ("Empty", (), 1))
+
+    def test_resetting_a_share_group_as_a_consumer_group_is_refused(self) -> None:
+        error = self.reset_fails("sg", "t", ResetSpec(ResetMode.EARLIEST))
+        self.assertIsInstance(error, GroupNotFound)
+        self.assertIn("is a share group", str(error))
+        self.assertEqual(self.committed("sg"), {})  # no consumer group of its id made
 
     def test_the_console_group_page_of_a_share_group(self) -> None:
         root = make_console(self.inspector, clock=self.clock, settings={})
