@@ -257,11 +257,14 @@ class ShareGroupAsGroupTests(AdminCase):
         self.assertEqual((view.state, view.members, len(view.share_partitions)),
                          ("Empty", (), 1))
 
-    def test_resetting_a_share_group_as_a_consumer_group_is_refused(self) -> None:
+    def test_resetting_or_deleting_a_share_group_as_a_consumer_group_is_refused(self) -> None:
         error = self.reset_fails("sg", "t", ResetSpec(ResetMode.EARLIEST))
         self.assertIsInstance(error, GroupNotFound)
         self.assertIn("is a share group", str(error))
         self.assertEqual(self.committed("sg"), {})  # no consumer group of its id made
+        deleted = self.failureResultOf(self.ops.delete_group("sg"), GroupNotFound)
+        self.assertIn("kafka-share-groups.sh --delete", str(deleted.value))
+        self.assertIsNotNone(self.ops.describe_group("sg"))
 
     def test_the_console_group_page_of_a_share_group(self) -> None:
         root = make_console(self.inspector, clock=self.clock, settings={})
