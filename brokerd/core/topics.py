@@ -15,10 +15,11 @@ read from the directory in the reactor thread. It does not append or read record
 A topic being deleted is gone for the registry from the moment the deletion starts, as
 a Kafka topic is gone from the metadata: its partitions are dropped, the fetches parked
 on them are answered, and until the directory has deleted it the topic is not listed and
-none of its partitions opens again (it is unknown). A parked fetch
-answered by the deletion reads again at once; if that read reopened the log the
-directory is about to close, the registry would keep the closed log under the topic's
-name, and a topic created again under that name would be served from it.
+none of its partitions opens again (it is unknown). A parked fetch answered by the
+deletion reads again at once; if that read reopened the log the directory is about to
+close, the registry would keep the closed log under the topic's name, and a topic
+created again under that name would be served from it. For the same reason an
+auto-create whose answer comes back after the topic's deletion registers nothing.
 """
 
 from __future__ import annotations
@@ -193,8 +194,8 @@ class TopicRegistry:
 
         def done(outcome: PartitionStore | Failure) -> None:
             del self._creating[key]
-            if topic in self._deleting:
-                # Deleted while it was being created: the log is closing, keep none of it.
+            if not isinstance(outcome, Failure) and not self._current(topic, index, outcome):
+                # Deleted while it was being created: the log is closed or closing.
                 outcome = Failure(UnknownTopicOrPartition(f"topic {topic!r} was deleted"))
             for w in waiting:
                 if isinstance(outcome, Failure):
@@ -204,6 +205,16 @@ class TopicRegistry:
 
         self._run_write(self.logdir.get, topic, index, create=True).addBoth(done)
         return d
+
+    def _current(self, topic: str, index: int, log: PartitionStore) -> bool:
+        """Whether ``log`` is still the directory's log of the partition and its topic
+        is not being deleted."""
+        if topic in self._deleting:
+            return False
+        try:
+            return self.logdir.get(topic, index, create=False) is log
+        except BrokerError:
+            return False
 
     def adopt(self, topic: str, index: int, log: PartitionStore) -> Partition:
         """Register an open log (once; later calls return the same state)."""

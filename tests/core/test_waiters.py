@@ -32,7 +32,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from brokerd.core import Broker, FsyncPolicy
 from brokerd.core.appends import ValuesAppend
 from brokerd.core.waiters import Shortfall, WaiterRegistry, long_poll
-from brokerd.errors import TooManyWaiters
+from brokerd.errors import TooManyWaiters, UnknownTopicOrPartition
 from brokerd.kafka.errors import ErrorCode as KafkaCode
 from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
 from brokerd.kafka.wire import codec as kcodec
@@ -638,6 +638,26 @@ class TopicDeletedWhileParkedTests(_HarnessCase):
         got = {t.topic_id: [p.error_code for p in t.partitions] for t in response.responses}
         assert got == {ids["t"]: [KafkaCode.UNKNOWN_TOPIC_ID], ids["u"]: [0]}
         assert h.timers() == [] and h.broker.waiter_count == 0
+
+    def test_an_auto_create_answered_after_the_deletion_keeps_nothing(self) -> None:
+        h = self.h
+        # A produce auto-creates topic n; the topic is deleted before the creation's
+        # answer reaches the reactor (the deletion's answer comes first): the registry
+        # must not take the log the deletion closed.
+        h.writes.hold = True
+        produced = h.broker.produce_values("n", 0, [b"lost"])
+        h.broker.delete_topic("n")
+        assert len(h.writes.held) == 2
+        deletion, result = h.writes.held.pop(1)
+        deletion.callback(result)
+        h.writes.deliver()  # the creation's answer
+        h.writes.hold = False
+        self.failureResultOf(produced, UnknownTopicOrPartition)
+        assert h.broker.partitions.get(("n", 0)) is None
+        assert h.produce("n", 0, b"fresh") == 0  # auto-created again, empty
+        c = h.native()
+        c.poll("n", 0, 0, wait_ms=60_000)
+        assert [polled(r) for r in c.responses()] == [[(0, b"fresh")]]
 
     def test_kafka_read_in_the_pool_across_the_deletion_does_not_park(self) -> None:
         h = self.h
