@@ -126,11 +126,16 @@ def add_topic_admin_parsers(
 
 def add_groups_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``groups list|describe|reset-offsets|delete``."""
-    groups = sub.add_parser("groups", help="inspect and manage consumer groups")
+    groups = sub.add_parser("groups", help="inspect and manage consumer and share groups")
     cmds = groups.add_subparsers(dest="groups_command", required=True)
-    listing = cmds.add_parser("list", help="every consumer group with its state and lag")
+    listing = cmds.add_parser(
+        "list", help="every group with its state, type (Classic, Consumer, Share) and lag"
+    )
     _json_flag(listing)
-    describe = cmds.add_parser("describe", help="members, assignments, offsets and lag")
+    describe = cmds.add_parser(
+        "describe",
+        help="members, assignments, offsets and lag (a share group: start offsets and lag)",
+    )
     describe.add_argument("group")
     _json_flag(describe)
     reset = cmds.add_parser(

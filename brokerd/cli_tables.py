@@ -113,14 +113,25 @@ def render_topic(topic: JsonObject) -> list[str]:
     return [head, "", *table, "", *render_topic_configs(topic)]
 
 
+def _group_type(group: JsonObject) -> str:
+    """A group's type as Kafka's tools print it (``kafka-groups.sh --list``,
+    ``kafka-consumer-groups.sh --list --type``): Classic, Consumer or Share; the JSON
+    keeps ListGroups' lower-case name."""
+    kind = group.get("group_type")
+    return kind.capitalize() if isinstance(kind, str) and kind else "-"
+
+
 def render_groups(groups: Sequence[JsonObject]) -> list[str]:
-    """ListGroups' summaries, one line each."""
+    """ListGroups' summaries, one line each: TYPE is the group's type (Classic,
+    Consumer, Share), PROTOCOL its protocol type (``consumer`` for both kinds of
+    consumer group, none for a group known only by its committed offsets)."""
     if not groups:
-        return ["no consumer groups"]
+        return ["no groups"]
     rows: list[list[JsonValue]] = [
         [
             g.get("group_id"),
             g.get("state"),
+            _group_type(g),
             g.get("protocol_type") or "-",
             g.get("member_count"),
             g.get("partitions"),
@@ -128,16 +139,20 @@ def render_groups(groups: Sequence[JsonObject]) -> list[str]:
         ]
         for g in groups
     ]
-    return render_table(["GROUP", "STATE", "TYPE", "MEMBERS", "PARTITIONS", "LAG"], rows)
+    return render_table(
+        ["GROUP", "STATE", "TYPE", "PROTOCOL", "MEMBERS", "PARTITIONS", "LAG"], rows
+    )
 
 
 def render_group(group: JsonObject) -> list[str]:
-    """A group: a summary line, its members with their assignments, its offsets."""
+    """A group: a summary line, its members with their assignments, then a consumer
+    group's committed offsets, or a share group's partitions (start offset, lag)."""
     members = _objects(group.get("members"))
     offsets = _objects(group.get("offsets"))
+    shared = _objects(group.get("share_partitions"))
     protocol = "/".join(str(p) for p in (group.get("protocol_type"), group.get("protocol")) if p)
     head = (
-        f"group {group.get('group_id')}: {group.get('state')}"
+        f"group {group.get('group_id')} ({_group_type(group)}): {group.get('state')}"
         f"{', protocol ' + protocol if protocol else ''}, {len(members)} member(s), "
         f"total lag {_int(group, 'total_lag')}"
     )
@@ -157,7 +172,21 @@ def render_group(group: JsonObject) -> list[str]:
         lines.append("")
     else:
         lines.append("no members")
-    if offsets:
+    if group.get("group_type") == "share":
+        # As kafka-share-groups.sh --describe: the share-partition start offset and the
+        # lag (records from it to the log's end not yet acknowledged or archived).
+        rows = [
+            [p.get("topic"), p.get("partition"), p.get("start_offset"), p.get("end_offset"),
+             p.get("backlog"), p.get("in_flight")]
+            for p in shared
+        ]
+        if rows:
+            lines += render_table(
+                ["TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG", "IN-FLIGHT"], rows
+            )
+        else:
+            lines.append("no partitions read")
+    elif offsets:
         rows = [
             [o.get("topic"), o.get("partition"), o.get("committed_offset"),
              o.get("high_watermark"), o.get("lag")]

@@ -17,7 +17,7 @@ from brokerd.cli_admin import parse_datetime_ms
 from brokerd.cli_tables import render_table
 
 from tests.brokerproc import BROKERCTL, BrokerProcess, env, free_port
-from tests.kafka_helpers import module_broker
+from tests.kafka_helpers import WAIT, module_broker, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -147,14 +147,15 @@ def test_groups_reset_list_describe_delete(broker: BrokerProcess, ctl: Ctl) -> N
 
     code, out, _ = ctl("groups", "list")
     row = next(line.split() for line in out.splitlines() if line.startswith("cli-group "))
-    assert row == ["cli-group", "Empty", "-", "0", "2", "2"]
+    assert row == ["cli-group", "Empty", "Classic", "-", "0", "2", "2"]
     listed = ctl.json("groups", "list")
-    assert {"group_id": "cli-group", "state": "Empty", "protocol_type": "", "protocol": "",
-            "member_count": 0, "partitions": 2, "total_lag": 2} in listed
+    assert {"group_id": "cli-group", "group_type": "classic", "state": "Empty",
+            "protocol_type": "", "protocol": "", "member_count": 0, "partitions": 2,
+            "total_lag": 2} in listed
 
     code, out, _ = ctl("groups", "describe", "cli-group")
     assert code == 0
-    assert out.splitlines()[0] == "group cli-group: Empty, 0 member(s), total lag 2"
+    assert out.splitlines()[0] == "group cli-group (Classic): Empty, 0 member(s), total lag 2"
     assert "no members" in out
     assert ["cli-g", "0", "3", "5", "2"] in [line.split() for line in out.splitlines()]
     doc = ctl.json("groups", "describe", "cli-group")
@@ -165,6 +166,61 @@ def test_groups_reset_list_describe_delete(broker: BrokerProcess, ctl: Ctl) -> N
     assert code == cli.EXIT_ERROR and "GROUP_ID_NOT_FOUND" in err
     code, _, err = ctl("groups", "delete", "cli-group")
     assert code == cli.EXIT_ERROR and "GROUP_ID_NOT_FOUND" in err
+
+
+def test_groups_of_every_type_listed_and_a_share_group_described(
+    broker: BrokerProcess, ctl: Ctl
+) -> None:
+    """A share group (a confluent-kafka ShareConsumer) and a consumer-protocol group
+    (KIP-848) are listed with Kafka's tools' types, Share and Consumer; the share group
+    is described with its member, its assignment, and its start offset and lag."""
+    ck = pytest.importorskip("confluent_kafka")
+    bootstrap = broker.kafka_bootstrap
+    assert ctl("topics", "create", "cli-sq")[0] == 0
+    producer = ck.Producer({"bootstrap.servers": bootstrap})
+    for i in range(10):
+        producer.produce("cli-sq", b"v%d" % i)
+    assert producer.flush(WAIT) == 0
+    share = ck.ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "cli-share"})
+    modern = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "cli-modern",
+                          "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    try:
+        share.subscribe(["cli-sq"])
+        modern.subscribe(["cli-sq"])
+
+        def joined() -> bool:
+            share.poll(timeout=0.2)  # the share-partition starts at the log's end (latest)
+            modern.poll(timeout=0.2)
+            doc = ctl.json("groups", "describe", "cli-share")
+            return bool(doc["members"] and doc["share_partitions"] and modern.assignment())
+
+        wait_until(joined, "the share group and the consumer group to have a member")
+        for i in range(3):  # not polled: the share group's lag
+            producer.produce("cli-sq", b"late-%d" % i)
+        assert producer.flush(WAIT) == 0
+
+        code, out, _ = ctl("groups", "list")
+        assert code == 0
+        rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+        assert out.splitlines()[0].split() == [
+            "GROUP", "STATE", "TYPE", "PROTOCOL", "MEMBERS", "PARTITIONS", "LAG"]
+        assert rows["cli-share"] == ["cli-share", "Stable", "Share", "share", "1", "1", "3"]
+        assert rows["cli-modern"][:5] == ["cli-modern", "Stable", "Consumer", "consumer", "1"]
+        types = {g["group_id"]: g["group_type"] for g in ctl.json("groups", "list")}
+        assert (types["cli-share"], types["cli-modern"]) == ("share", "consumer")
+
+        code, out, _ = ctl("groups", "describe", "cli-share")
+        assert code == 0, out
+        lines = [line.split() for line in out.splitlines()]
+        assert out.splitlines()[0].startswith(
+            "group cli-share (Share): Stable, protocol share, 1 member(s), total lag 3")
+        assert lines[lines.index(["MEMBER", "CLIENT-ID", "HOST", "INSTANCE", "ASSIGNMENT"]) + 1][
+            -1] == "cli-sq/0"
+        header = ["TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG", "IN-FLIGHT"]
+        assert lines[lines.index(header) + 1][:5] == ["cli-sq", "0", "10", "13", "3"]
+    finally:
+        share.close()
+        modern.close()
 
 
 def test_groups_errors(ctl: Ctl) -> None:

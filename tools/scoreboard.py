@@ -168,6 +168,12 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "24 idle, or 12 of one address sending 128 KiB; 8 records (--long: 48 idle, 70 over 75 s)",
         (),
     ),
+    (
+        "topic deleted and created again under parked fetches (by name and by topic ID)",
+        "tests/kafka/server/handlers/test_fetch_broker.py",
+        "-k deleted_and_created (2 parked fetches)",
+        ("-k", "deleted_and_created"),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")

@@ -1,7 +1,9 @@
-"""What the operator surface reads and asks of the consumer-group coordinator, as typed
-Protocols: the coordinator (``brokerd.kafka.groups``) satisfies them, and the service
-wiring (``brokerd/app/wiring.py``) hands it to :class:`~brokerd.admin.inspect.Inspector` and
-:class:`~brokerd.admin.operations.AdminOps`, so nothing here imports the Kafka listener.
+"""What the operator surface reads and asks of the consumer-group coordinator (and of the
+share group coordinator), as typed Protocols: the coordinators (``brokerd.kafka.groups``)
+satisfy them, and the service wiring (``brokerd/app/wiring.py``) hands them to
+:class:`~brokerd.admin.inspect.Inspector`, :class:`~brokerd.admin.operations.AdminOps`
+and :class:`~brokerd.admin.share_groups.ShareGroupInspector`, so nothing here imports
+the Kafka listener.
 
 The coordinator answers with Kafka's numeric error codes (0 = none); their meaning for
 an operator is the wiring's :data:`GroupErrorOf`, supplied with the coordinator.
@@ -70,8 +72,25 @@ class GroupAdminFace(Protocol):
 
     def describe(self, group_ids: list[str]) -> Sequence[DescribedGroupView]: ...
 
+    def group_type(self, group_id: str) -> str:
+        """ListGroups v5's type of a listed group: ``classic`` or ``consumer``."""
+        ...
+
     def delete_groups(self, group_ids: list[str]) -> Deferred[list[tuple[str, int]]]:
         """``[(group_id, error_code)]`` once the deletions are durable."""
+        ...
+
+
+class ShareMembersFace(Protocol):
+    """The members of share groups, as the share group coordinator keeps them (members
+    join with ShareGroupHeartbeat; memory only)."""
+
+    def member_groups(self) -> Collection[str]:
+        """The share groups the coordinator holds (with members, or empty)."""
+        ...
+
+    def members(self, group_id: str) -> Sequence[DescribedMemberView]:
+        """The members of share group ``group_id`` by member id (none if unknown)."""
         ...
 
 
@@ -99,4 +118,5 @@ __all__ = [
     "DescribedMemberView",
     "GroupAdminFace",
     "GroupErrorOf",
+    "ShareMembersFace",
 ]

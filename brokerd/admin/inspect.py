@@ -1,6 +1,13 @@
 """Snapshots of the live broker for operators: :class:`Inspector` builds the views of
-:mod:`brokerd.admin.views` from the core's open partitions, the topic registry and the
-consumer-group coordinator.
+:mod:`brokerd.admin.views` from the core's open partitions, the topic registry, the
+consumer-group coordinator and the share groups.
+
+Consumer groups (classic and consumer protocol) and share groups share one namespace of
+group ids, as in Kafka: :meth:`Inspector.group` finds a group of any type (a consumer
+group first, should a share group have the same id), and :meth:`Inspector.every_group`
+lists them all (``brokerctl groups list``, as ``kafka-groups.sh --list``), while
+:meth:`Inspector.groups` is the consumer groups alone (the console's, the metrics'
+committed offsets and lag).
 
 Reactor thread only, memory only: every figure comes from state the broker already keeps
 (offsets, sizes and segment lists are maintained by the logs; committed offsets by the
@@ -14,7 +21,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from brokerd.admin.group_face import GroupAdminFace
-from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
+from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
+from brokerd.admin.views import (
+    SHARE_GROUP,
+    GroupOffsetView,
+    GroupView,
+    MemberView,
+    PartitionView,
+    TopicView,
+)
 from brokerd.core.api import CoreApi
 from brokerd.core.interfaces import PartitionStore
 from brokerd.storage.stores.offsets import OffsetStore
@@ -30,6 +45,7 @@ class Inspector:
         one (the service tree always builds it; some tests do not): then there are no
         groups.
     :param offsets: the committed-offsets store (None with ``groups``).
+    :param shares: the share groups' views (None: no share groups are shown).
     """
 
     def __init__(
@@ -37,10 +53,12 @@ class Inspector:
         broker: CoreApi,
         groups: GroupAdminFace | None = None,
         offsets: OffsetStore | None = None,
+        shares: ShareGroupInspector | None = None,
     ) -> None:
         self._broker = broker
         self._groups = groups
         self._offsets = offsets
+        self._shares = shares
 
     @property
     def has_groups(self) -> bool:
@@ -109,17 +127,40 @@ class Inspector:
     # -- groups -------------------------------------------------------------------------
 
     def group_ids(self) -> list[str]:
-        """Every group the coordinator holds or has committed offsets for, by id."""
+        """Every consumer group the coordinator holds or has committed offsets for, by
+        id."""
         if self._groups is None:
             return []
         return [group_id for group_id, _, _ in self._groups.list_groups_with_states()[1]]
 
     def groups(self) -> list[GroupView]:
-        """Every group, by id, with members, offsets and lag."""
-        return [view for g in self.group_ids() if (view := self.group(g)) is not None]
+        """Every consumer group, by id, with members, offsets and lag."""
+        return [view for g in self.group_ids() if (view := self._consumer_group(g)) is not None]
+
+    def every_group(self) -> list[GroupView]:
+        """Every group of every type (consumer groups, then the share groups whose id
+        no consumer group has), by id."""
+        if self._groups is None:
+            return []
+        consumer = self.groups()
+        taken = {g.group_id for g in consumer}
+        shares = [
+            _share_group_view(v)
+            for v in (self._shares.groups() if self._shares is not None else ())
+            if v.group_id not in taken
+        ]
+        return sorted(consumer + shares, key=lambda g: g.group_id)
 
     def group(self, group_id: str) -> GroupView | None:
-        """One group, or None if the broker knows nothing of it (or has no groups)."""
+        """One group of any type, or None if the broker knows nothing of it (or has no
+        groups)."""
+        view = self._consumer_group(group_id)
+        if view is not None or self._groups is None or self._shares is None:
+            return view
+        share = self._shares.group(group_id)
+        return None if share is None else _share_group_view(share)
+
+    def _consumer_group(self, group_id: str) -> GroupView | None:
         if self._groups is None:
             return None
         (described,) = self._groups.describe([group_id])
@@ -142,6 +183,7 @@ class Inspector:
             described.protocol,
             members,
             self._group_offsets(group_id),
+            group_type=self._groups.group_type(group_id),
         )
 
     def _group_offsets(self, group_id: str) -> tuple[GroupOffsetView, ...]:
@@ -157,6 +199,20 @@ class Inspector:
             lag = None if end is None else max(0, end - offset)
             rows.append(GroupOffsetView(topic, partition, offset, end, lag, metadata))
         return tuple(rows)
+
+
+def _share_group_view(share: ShareGroupView) -> GroupView:
+    """A share group as a group of the listing: its members, and per partition its start
+    offset and backlog in place of committed offsets and lag."""
+    return GroupView(
+        share.group_id,
+        share.state,
+        SHARE_GROUP,
+        "",
+        share.members,
+        group_type=SHARE_GROUP,
+        share_partitions=share.partitions,
+    )
 
 
 __all__ = ["Inspector"]

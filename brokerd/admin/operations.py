@@ -8,7 +8,9 @@ a Kafka admin client (or ``kafka-consumer-groups``) end the same way:
 
 - a group's offsets are reset only while the group is inactive (no members: Empty, or
   unknown to the coordinator, which creates its offsets); a group with members is
-  refused with :class:`~brokerd.admin.errors.GroupNotEmpty`;
+  refused with :class:`~brokerd.admin.errors.GroupNotEmpty`, and a share group's id with
+  :class:`~brokerd.admin.errors.GroupNotFound` (it is no consumer group; nor is it
+  deleted here, but with a message saying how);
 - reset targets are clamped to ``[log start offset, high watermark]`` of each
   partition; ``--to-datetime`` takes the first offset whose record timestamp is at or
   after the time, and the high watermark when no record is that new;
@@ -35,7 +37,7 @@ from twisted.internet import defer
 from brokerd.admin.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
 from brokerd.admin.group_face import AdminGroups, GroupErrorOf
 from brokerd.admin.inspect import Inspector
-from brokerd.admin.views import GroupView, OffsetResetView, TopicView
+from brokerd.admin.views import SHARE_GROUP, GroupView, OffsetResetView, TopicView
 from brokerd.core.api import CoreApi
 from brokerd.errors import BrokerError, InvalidConfig, UnknownTopicOrPartition
 from brokerd.names import MAX_GROUP_ID_LENGTH, validate_topic_name
@@ -147,8 +149,9 @@ class AdminOps:
         return view
 
     def list_groups(self) -> list[GroupView]:
+        """Every group of every type (consumer groups and share groups)."""
         self._coordinator()
-        return self._inspector.groups()
+        return self._inspector.every_group()
 
     def describe_group(self, group_id: str) -> GroupView:
         self._coordinator()
@@ -251,6 +254,9 @@ class AdminOps:
             )
         if spec.mode is ResetMode.OFFSET and spec.value < 0:
             raise BrokerError(f"offset {spec.value} is negative")
+        self._refuse_share_group(
+            group_id, "reset its start offsets with kafka-share-groups.sh --reset-offsets"
+        )
         self._check_inactive(groups, group_id)
         committed = self._inspector_committed(group_id)
         rows = [
@@ -269,6 +275,16 @@ class AdminOps:
         if failed:
             raise self._group_error(failed[0], group_id)
         return rows
+
+    def _refuse_share_group(self, group_id: str, instead: str) -> None:
+        # Committed offsets under a share group's id would make a consumer group of the
+        # same id (Kafka keeps one namespace and answers an OffsetCommit to a share group
+        # GROUP_ID_NOT_FOUND); a share group is reset and deleted its own way.
+        view = self._inspector.group(group_id)
+        if view is not None and view.group_type == SHARE_GROUP:
+            raise GroupNotFound(
+                f"group {group_id!r} is a share group, not a consumer group: {instead}"
+            )
 
     def _inspector_committed(self, group_id: str) -> dict[tuple[str, int], int]:
         view = self._inspector.group(group_id)
@@ -298,6 +314,7 @@ class AdminOps:
         try:
             groups = self._coordinator()
             _check_group_id(group_id)
+            self._refuse_share_group(group_id, "delete it with kafka-share-groups.sh --delete")
         except BrokerError as exc:
             return defer.fail(exc)
 

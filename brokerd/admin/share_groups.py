@@ -9,8 +9,10 @@ the window), how many of those are redeliveries, and the totals of redeliveries 
 archived records since the broker started. The native describe and list requests,
 ``brokerctl share-groups``, the console and ``/metrics`` all show these views.
 
-What it does not do: change anything, or know the members of a Kafka share group (the
-Kafka listener's coordinator keeps those; the figures here are the records').
+The members of a Kafka share group, and the partitions each is assigned, come from the
+share group coordinator (:class:`~brokerd.admin.group_face.ShareMembersFace`, when it is
+given); a group is Stable while it has members and Empty otherwise, as the coordinator
+says. What it does not do: change anything.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from brokerd.admin.group_face import ShareMembersFace
+from brokerd.admin.views import MemberView, to_json
 from brokerd.core.interfaces import PartitionStore
 from brokerd.core.share.config import IsolationLevel
 from brokerd.core.share.engine import ShareEngine
@@ -50,10 +54,13 @@ class SharePartitionView:
 
 @attrs.frozen
 class ShareGroupView:
-    """A share group: its partitions by (topic, partition)."""
+    """A share group: its partitions by (topic, partition), its state and members."""
 
     group_id: str
     partitions: tuple[SharePartitionView, ...] = ()
+    #: Stable while it has members, Empty otherwise (the share group coordinator's rule).
+    state: str = "Empty"
+    members: tuple[MemberView, ...] = ()
 
     @property
     def backlog(self) -> int:
@@ -85,6 +92,8 @@ class ShareGroupView:
     def to_json(self) -> dict[str, object]:
         return {
             **self.summary(),
+            "state": self.state,
+            "members": to_json(self.members),
             "partitions": [attrs.asdict(p) for p in self.partitions],
         }
 
@@ -94,26 +103,36 @@ class ShareGroupInspector:
 
     :param engine: the share engine (``ShareService.engine``).
     :param logs: the open logs by (topic, partition) (``broker.logdir.logs``).
+    :param members: the share group coordinator's members (None: no member is known,
+        as on a broker whose share groups are read only over the native protocol).
     """
 
     def __init__(
         self,
         engine: ShareEngine,
         logs: Callable[[], Mapping[tuple[str, int], PartitionStore]],
+        members: ShareMembersFace | None = None,
     ) -> None:
         self._engine = engine
         self._logs = logs
+        self._members = members
 
     def group_ids(self) -> list[str]:
-        return [g for g in self._engine.groups() if self._engine.partitions(g)]
+        """Every share group with a partition used, or known to the coordinator."""
+        used = {g for g in self._engine.groups() if self._engine.partitions(g)}
+        if self._members is not None:
+            used.update(self._members.member_groups())
+        return sorted(used)
 
     def groups(self) -> list[ShareGroupView]:
         logs = self._logs()
         return [self._view(g, logs) for g in self.group_ids()]
 
     def group(self, group_id: str) -> ShareGroupView | None:
-        """The group, or None when no partition of it was ever used."""
-        if not self._engine.partitions(group_id):
+        """The group, or None when no partition of it was ever used and the coordinator
+        does not hold it."""
+        known = self._members is not None and group_id in self._members.member_groups()
+        if not known and not self._engine.partitions(group_id):
             return None
         return self._view(group_id, self._logs())
 
@@ -130,7 +149,14 @@ class ShareGroupInspector:
             if log is not None:
                 end = log.last_stable_offset if committed else log.high_watermark
             rows.append(_partition_view(topic, index, part, end))
-        return ShareGroupView(group_id, tuple(rows))
+        members = tuple(
+            MemberView(m.member_id, m.client_id, m.client_host, m.group_instance_id,
+                       m.assigned_partitions())
+            for m in (self._members.members(group_id) if self._members is not None else ())
+        )
+        return ShareGroupView(
+            group_id, tuple(rows), "Stable" if members else "Empty", members
+        )
 
 
 def _partition_view(

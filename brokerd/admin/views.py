@@ -10,9 +10,20 @@ JSON-ready values, so every output form shows the same fields under the same nam
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
+
+if TYPE_CHECKING:
+    from brokerd.admin.share_groups import SharePartitionView
+
+#: A group's type, as ListGroups v5 and Kafka's Admin API name it: a group of the classic
+#: protocol (or known only by its committed offsets), of the consumer protocol (KIP-848),
+#: or a share group (KIP-932). Kafka's tools print them capitalized (Classic, Consumer,
+#: Share).
+CLASSIC_GROUP = "classic"
+CONSUMER_GROUP = "consumer"
+SHARE_GROUP = "share"
 
 
 def _frozen_mapping(value: Mapping[str, str]) -> Mapping[str, str]:
@@ -99,7 +110,13 @@ class GroupOffsetView:
 
 @attrs.frozen
 class GroupView:
-    """One consumer group: state, members, committed offsets and lag."""
+    """One group: state, members, and what it has read.
+
+    A consumer group (``group_type`` classic or consumer) has committed ``offsets`` and
+    its lag; a share group has no committed offsets but ``share_partitions``: per
+    partition its start offset and its backlog, which is a share group's lag (records
+    from the start offset to the log's end not yet acknowledged or archived).
+    """
 
     group_id: str
     state: str
@@ -107,10 +124,14 @@ class GroupView:
     protocol: str = ""
     members: tuple[MemberView, ...] = ()
     offsets: tuple[GroupOffsetView, ...] = ()
+    group_type: str = attrs.field(default=CLASSIC_GROUP, kw_only=True)
+    share_partitions: tuple[SharePartitionView, ...] = attrs.field(default=(), kw_only=True)
 
     @property
     def total_lag(self) -> int:
-        return sum(o.lag for o in self.offsets if o.lag is not None)
+        return sum(o.lag for o in self.offsets if o.lag is not None) + sum(
+            p.backlog for p in self.share_partitions
+        )
 
 
 @attrs.frozen
@@ -148,6 +169,9 @@ def to_json(value: object) -> Any:
 
 
 __all__ = [
+    "CLASSIC_GROUP",
+    "CONSUMER_GROUP",
+    "SHARE_GROUP",
     "GroupOffsetView",
     "GroupView",
     "MemberView",

@@ -17,11 +17,15 @@ Pure: no Twisted, no I/O; the decision is :class:`~brokerd.security.acl.AclAutho
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import attrs
 
-from brokerd.admin.views import GroupView, TopicView
+from brokerd.admin.views import GroupView, MemberView, TopicView
 from brokerd.security.acl import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
+
+if TYPE_CHECKING:
+    from brokerd.admin.share_groups import ShareGroupView
 
 __all__ = ["Visibility"]
 
@@ -69,13 +73,30 @@ class Visibility:
 
     def group_view(self, group: GroupView) -> GroupView:
         """``group`` with only the partitions of topics the principal may DESCRIBE, in
-        its offsets and in its members' assignments."""
-        members = tuple(
-            attrs.evolve(m, assignment=tuple(p for p in m.assignment if self.topic(p[0])))
-            for m in group.members
-        )
+        its offsets (a share group's partitions) and in its members' assignments."""
         offsets = tuple(o for o in group.offsets if self.topic(o.topic))
-        return attrs.evolve(group, members=members, offsets=offsets)
+        shared = tuple(p for p in group.share_partitions if self.topic(p.topic))
+        return attrs.evolve(
+            group, members=self._members(group.members), offsets=offsets,
+            share_partitions=shared,
+        )
+
+    def share_group_view(self, group: ShareGroupView) -> ShareGroupView:
+        """A share group (one the principal may DESCRIBE) with only the partitions of
+        topics the principal may DESCRIBE, in its figures and its members' assignments."""
+        partitions = tuple(p for p in group.partitions if self.topic(p.topic))
+        return attrs.evolve(group, partitions=partitions, members=self._members(group.members))
+
+    def share_group_views(self, groups: Iterable[ShareGroupView]) -> list[ShareGroupView]:
+        """The share groups the principal may DESCRIBE, each filtered by
+        :meth:`share_group_view`."""
+        return [self.share_group_view(g) for g in groups if self.group(g.group_id)]
+
+    def _members(self, members: tuple[MemberView, ...]) -> tuple[MemberView, ...]:
+        return tuple(
+            attrs.evolve(m, assignment=tuple(p for p in m.assignment if self.topic(p[0])))
+            for m in members
+        )
 
     def group_views(self, groups: Iterable[GroupView]) -> list[GroupView]:
         """The groups the principal may DESCRIBE, each filtered by :meth:`group_view`."""

@@ -135,8 +135,12 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     cleaner = add_cleaner(broker, logdir, settings, reactor)
     authorization = build_authorization(broker, settings)
     coordinators = add_coordinators(broker, settings, reactor)
-    inspector = Inspector(broker, coordinators.groups.admin, coordinators.offsets)
-    share_inspector = ShareGroupInspector(coordinators.shares.service.engine, broker.open_logs)
+    share_inspector = ShareGroupInspector(
+        coordinators.shares.service.engine, broker.open_logs, coordinators.shares.coordinator
+    )
+    inspector = Inspector(
+        broker, coordinators.groups.admin, coordinators.offsets, share_inspector
+    )
     metrics = (
         build_metrics(broker, inspector, cleaner, coordinators)
         if settings.listeners.http is not None

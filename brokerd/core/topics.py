@@ -11,6 +11,15 @@ sequence stays in order).
 
 Blocking directory calls go through the injected write-pool runner; topic metadata is
 read from the directory in the reactor thread. It does not append or read records.
+
+A topic being deleted is gone for the registry from the moment the deletion starts, as
+a Kafka topic is gone from the metadata: its partitions are dropped, the fetches parked
+on them are answered, and until the directory has deleted it the topic is not listed and
+none of its partitions opens again (it is unknown). A parked fetch answered by the
+deletion reads again at once; if that read reopened the log the directory is about to
+close, the registry would keep the closed log under the topic's name, and a topic
+created again under that name would be served from it. For the same reason an
+auto-create whose answer comes back after the topic's deletion registers nothing.
 """
 
 from __future__ import annotations
@@ -75,6 +84,8 @@ class TopicRegistry:
         self._forget = forget
         self._partitions: dict[PartitionKey, Partition] = {}
         self._creating: dict[PartitionKey, list[defer.Deferred[Partition]]] = {}
+        #: Topics whose deletion has begun and not finished: none of their partitions opens.
+        self._deleting: set[str] = set()
         self._idle: defer.Deferred[None] | None = None
         self.deleted: list[Callable[[str], object]] = []
 
@@ -89,10 +100,15 @@ class TopicRegistry:
         return bool(self.logdir.auto_create)
 
     def topics(self) -> dict[str, TopicInfo]:
-        return self.logdir.topics()
+        """Every topic, but those being deleted (gone from the deletion's start)."""
+        topics = self.logdir.topics()
+        if self._deleting:
+            topics = {name: info for name, info in topics.items() if name not in self._deleting}
+        return topics
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        return self.logdir.topic_by_id(topic_id)
+        info = self.logdir.topic_by_id(topic_id)
+        return None if info is None or info.name in self._deleting else info
 
     def create_topic(
         self,
@@ -117,30 +133,43 @@ class TopicRegistry:
         info = self.topics().get(name)
         if info is not None:
             return defer.succeed(info)
-        if not self.auto_create:
+        if not self.auto_create or name in self._deleting:
             return defer.fail(UnknownTopicOrPartition(f"unknown topic {name!r}"))
         d = self._run_write(self.logdir.get, name, 0, create=True)
         return d.addCallback(lambda _: self.topics()[name])
 
     def delete_topic(self, name: str) -> defer.Deferred[None]:
-        """Delete a topic with no append in flight, answering fetches parked on it."""
+        """Delete a topic with no append in flight, answering fetches parked on it.
+
+        From now until the directory has deleted it, its partitions do not open (see the
+        module docstring); a second deletion meanwhile finds no such topic, as Kafka's."""
+        if name in self._deleting:
+            return defer.fail(UnknownTopicOrPartition(f"topic {name!r} is being deleted"))
         keys = [k for k in self._partitions if k[0] == name]
         if any(not self._partitions[k].writer.idle for k in keys):
             return defer.fail(BrokerError(f"topic {name!r} has appends in flight"))
+        self._deleting.add(name)
         for key in keys:
             del self._partitions[key]
             self._forget(key)
         d: defer.Deferred[None] = self._run_write(self.logdir.delete_topic, name)
 
+        def settled(outcome: object) -> object:
+            self._deleting.discard(name)
+            return outcome
+
         def done(_: object) -> None:
             for call in self.deleted:
                 call(name)
 
-        return d.addCallback(done)
+        return d.addBoth(settled).addCallback(done)
 
     def open(self, topic: str, index: int, *, create: bool) -> defer.Deferred[Partition]:
         """The partition's state, opening its log (and auto-creating its topic when
-        ``create`` and the broker allows it) if needed."""
+        ``create`` and the broker allows it) if needed. A topic being deleted is
+        unknown."""
+        if topic in self._deleting:
+            return defer.fail(UnknownTopicOrPartition(f"topic {topic!r} is being deleted"))
         part = self._partitions.get((topic, index))
         if part is not None:
             return defer.succeed(part)
@@ -165,6 +194,9 @@ class TopicRegistry:
 
         def done(outcome: PartitionStore | Failure) -> None:
             del self._creating[key]
+            if not isinstance(outcome, Failure) and not self._current(topic, index, outcome):
+                # Deleted while it was being created: the log is closed or closing.
+                outcome = Failure(UnknownTopicOrPartition(f"topic {topic!r} was deleted"))
             for w in waiting:
                 if isinstance(outcome, Failure):
                     w.errback(outcome)
@@ -173,6 +205,16 @@ class TopicRegistry:
 
         self._run_write(self.logdir.get, topic, index, create=True).addBoth(done)
         return d
+
+    def _current(self, topic: str, index: int, log: PartitionStore) -> bool:
+        """Whether ``log`` is still the directory's log of the partition and its topic
+        is not being deleted."""
+        if topic in self._deleting:
+            return False
+        try:
+            return self.logdir.get(topic, index, create=False) is log
+        except BrokerError:
+            return False
 
     def adopt(self, topic: str, index: int, log: PartitionStore) -> Partition:
         """Register an open log (once; later calls return the same state)."""

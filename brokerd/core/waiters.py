@@ -8,7 +8,8 @@ again; repeat within the one deadline. It keeps these rules:
 
 - A park is given the high watermarks its read saw (``Shortfall.seen``). If one has moved
   by the time it parks, an append landed between the read and now whose notification
-  may have gone by, so the park fires at once and the loop reads again.
+  may have gone by, so the park fires at once and the loop reads again. So does a park
+  on a partition deleted since the read (the deletion answers those already parked).
 - An append below a seen high watermark was already in what the read counted, so its
   late notification does not count again.
 - A park refused by the waiter limit (:class:`~brokerd.errors.TooManyWaiters`) fails the
@@ -119,7 +120,9 @@ class WaiterRegistry:
     """Parked long polls by partition, with a global limit (reactor thread).
 
     :param high_watermark: the current high watermark of a partition, or None if the
-        core has not opened it (nothing can have moved there).
+        core does not have it open. A read opens what it reads, so a partition a
+        park's read saw and that is not open was deleted since: the park answers at
+        once (as the deletion answered those already parked, :meth:`wake`).
     """
 
     def __init__(
@@ -158,11 +161,12 @@ class WaiterRegistry:
             return defer.succeed(None)
         if seen is not None:
             for key, high in seen.items():
-                now = self._high_watermark(key)
-                if now is not None and now != high:
+                if self._high_watermark(key) != high:
                     # An append became readable after the caller's read and before now;
                     # its notification may already have gone by (lost wake-up), so let
                     # the caller read again instead of waiting for bytes already there.
+                    # Likewise a partition the read saw that is no longer open: its
+                    # topic was deleted meanwhile, and the read again says so.
                     return defer.succeed(None)
         if self._count >= self.max_waiters:
             return defer.fail(TooManyWaiters(f"{self._count} fetches already wait"))

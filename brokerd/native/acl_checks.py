@@ -145,14 +145,8 @@ class NativeAccess:
     def visible_share_groups(self, groups: Sequence[ShareGroupView]) -> list[ShareGroupView]:
         """The share groups of a ListShareGroups or DescribeShareGroup answer the
         principal may DESCRIBE, each with only the partitions of topics it may DESCRIBE
-        (so its figures leave those out)."""
-        return [
-            attrs.evolve(g, partitions=tuple(
-                p for p in g.partitions if self._topic(Operation.DESCRIBE, p.topic)
-            ))
-            for g in groups
-            if self._group(Operation.DESCRIBE, g.group_id)
-        ]
+        (so its figures leave those out), in its figures and its members' assignments."""
+        return self._visibility().share_group_views(groups)
 
     def visible_groups(self, groups: Sequence[GroupView]) -> list[GroupView]:
         """The groups of a ListGroups answer the principal may DESCRIBE, each as

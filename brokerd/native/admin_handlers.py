@@ -90,14 +90,16 @@ def admin_call(ops: AdminOps, request: AdminRequest) -> defer.Deferred[AdminResu
 
 def group_summary(view: GroupView) -> dict[str, JsonValue]:
     """One group of a ListGroups answer: the :class:`GroupView` fields without the
-    member and offset lists, with their counts instead."""
+    member and partition lists, with their counts instead (a consumer group's partitions
+    are those it committed offsets of, a share group's those it has read)."""
     return {
         "group_id": view.group_id,
+        "group_type": view.group_type,
         "state": view.state,
         "protocol_type": view.protocol_type,
         "protocol": view.protocol,
         "member_count": len(view.members),
-        "partitions": len(view.offsets),
+        "partitions": len(view.offsets) + len(view.share_partitions),
         "total_lag": view.total_lag,
     }
 

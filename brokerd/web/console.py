@@ -2,9 +2,9 @@
 the broker, refreshing live in the browser.
 
 This module is the HTTP layer: which URL shows which page, status codes and headers.
-``/`` is the overview, ``/topics/<name>`` one topic, ``/groups/<id>`` one group,
-``/share-groups/<id>`` one share group (names URL-quoted); anything else, or a topic or
-group that does not exist, is a 404 page.
+``/`` is the overview, ``/topics/<name>`` one topic, ``/groups/<id>`` one group (of any
+type: a share group's too), ``/share-groups/<id>`` one share group (names URL-quoted);
+anything else, or a topic or group that does not exist, is a 404 page.
 ``?fragment=1`` answers the page's body alone (what the refresh script swaps in). Only GET
 and HEAD are served: nothing here changes the broker. The root resource is not a leaf, so
 the site adds ``/metrics`` and the health checks beside the pages. Page bodies are built by
@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import cast
 
-import attrs
 from twisted.internet.interfaces import IReactorTime
 from twisted.web.resource import Resource
 from twisted.web.server import Request
@@ -77,11 +76,7 @@ class _Console:
         groups = self.shares.groups()
         if visibility is None:
             return groups
-        return [
-            attrs.evolve(g, partitions=tuple(p for p in g.partitions if visibility.topic(p.topic)))
-            for g in groups
-            if visibility.group(g.group_id)
-        ]
+        return visibility.share_group_views(groups)
 
     def settings_for(self, request: Request) -> Mapping[str, str]:
         return self.settings if self.scope_of(request).shows_settings else {}

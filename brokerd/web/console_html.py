@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from html import escape
 from urllib.parse import quote
 
@@ -127,19 +127,34 @@ def raw_cell(html: str, *, num: bool = False) -> str:
 
 
 def table(
-    headers: Sequence[str], rows: Iterable[str], *, empty: str, numeric: Collection[int] = ()
+    headers: Sequence[str],
+    rows: Iterable[str],
+    *,
+    empty: str,
+    numeric: Collection[int] = (),
+    explained: Mapping[int, str] | None = None,
 ) -> str:
     """A table of ``rows`` (each a ``<tr>``), or the ``empty`` sentence when there are
     none. The headers of the ``numeric`` columns (indexes) are right-aligned like their
-    figures."""
+    figures; a header in ``explained`` (by index) carries that text as its tooltip."""
     body = "".join(rows)
     if not body:
         return f'<p class="muted">{escape(empty)}</p>'
-    head = "".join(
-        f'<th class="num">{escape(h)}</th>' if i in numeric else f"<th>{escape(h)}</th>"
-        for i, h in enumerate(headers)
-    )
+    notes = explained or {}
+
+    def header(i: int, text: str) -> str:
+        label = escape(text)
+        if i in notes:
+            label = explain(text, notes[i])
+        return f'<th class="num">{label}</th>' if i in numeric else f"<th>{label}</th>"
+
+    head = "".join(header(i, h) for i, h in enumerate(headers))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def explain(label: str, why: str) -> str:
+    """``label`` with ``why`` as its tooltip (an ``abbr``, dotted underline)."""
+    return f'<abbr title="{escape(why)}">{escape(label)}</abbr>'
 
 
 def topic_link(name: str) -> str:
@@ -200,6 +215,7 @@ __all__ = [
     "count",
     "document",
     "duration",
+    "explain",
     "group_link",
     "per_second",
     "raw_cell",

@@ -16,14 +16,15 @@ from urllib.parse import quote
 
 import attrs
 
-from brokerd.admin.share_groups import ShareGroupView
-from brokerd.admin.views import GroupView, PartitionView, TopicView
+from brokerd.admin.share_groups import ShareGroupView, SharePartitionView
+from brokerd.admin.views import SHARE_GROUP, GroupView, MemberView, PartitionView, TopicView
 from brokerd.web import console_history as history
 from brokerd.web.console_history import ConsoleSource, Sample
 from brokerd.web.console_html import (
     cell,
     count,
     duration,
+    explain,
     group_link,
     per_second,
     raw_cell,
@@ -33,6 +34,14 @@ from brokerd.web.console_html import (
     topic_link,
 )
 from brokerd.web.console_svg import bar, line_chart, sparkline
+
+#: What the "offsets" figures count: they are not records (counting those would read
+#: the logs; Kafka's UIs show the same difference as "messages", with the same caveat).
+OFFSETS_EXPLAINED = (
+    "Offsets from the log start to the end (high watermark). Not a record count: "
+    "transaction markers and aborted records take offsets too, and compaction leaves "
+    "gaps, so a topic holds at most this many records."
+)
 
 
 @attrs.frozen
@@ -109,10 +118,11 @@ def overview(
     topics = source.topics()
     topic_rows = (_topic_row(t, moment) for t in topics)
     topics_html = table(
-        ("topic", "partitions", "records", "size", "produce rate", "last 10 min"),
+        ("topic", "partitions", "offsets", "size", "produce rate", "last 10 min"),
         topic_rows,
         empty="No topics yet.",
         numeric=(1, 2, 3, 4),
+        explained={2: OFFSETS_EXPLAINED},
     )
     if source.has_groups:
         groups_html = table(
@@ -196,7 +206,8 @@ def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) ->
         [
             ("topic ID", escape(topic.topic_id)),
             ("partitions", count(len(topic.partitions))),
-            ("records", count(topic.records)),
+            # _facts escapes names; this one's tooltip is markup, so it is a value's.
+            ("offsets", count(topic.records) + " " + explain("(not records)", OFFSETS_EXPLAINED)),
             ("size", escape(size(topic.size_bytes))),
             ("produce rate", escape(per_second(history.rate(moment.samples, figure)))),
         ]
@@ -212,13 +223,14 @@ def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) ->
             "log start",
             "end (high watermark)",
             "last stable",
-            "records",
+            "offsets",
             "size",
             "segments",
         ),
         (_partition_row(p) for p in topic.partitions),
         empty="No partitions.",
         numeric=range(7),
+        explained={4: OFFSETS_EXPLAINED},
     )
     config_rows = (
         "<tr>"
@@ -272,9 +284,32 @@ def _assignment(pairs: Sequence[tuple[str, int]]) -> str:
     )
 
 
+def _members_table(members: Sequence[MemberView]) -> str:
+    return table(
+        ("member", "client id", "host", "instance id", "assigned partitions"),
+        (
+            "<tr>"
+            + cell(m.member_id)
+            + cell(m.client_id)
+            + cell(m.client_host)
+            + cell(m.group_instance_id or "")
+            + raw_cell(_assignment(m.assignment))
+            + "</tr>"
+            for m in members
+        ),
+        empty="No members.",
+    )
+
+
 def group_page(group: GroupView, moment: Moment) -> str:
     """``/groups/<id>``: state, members and their assignments, committed offsets and lag
-    per partition, and the lag over time (total and per topic)."""
+    per partition, and the lag over time (total and per topic). A share group's page has
+    its members and, per partition, its start offset and lag
+    (:func:`share_group_page`'s figures)."""
+    if group.group_type == SHARE_GROUP:
+        return _share_group_body(
+            group.group_id, group.state, group.members, group.share_partitions, moment
+        )
     consumed = history.rate(moment.samples, history.group_committed(group.group_id))
     facts = _facts(
         [
@@ -295,20 +330,7 @@ def group_page(group: GroupView, moment: Moment) -> str:
         total = history.value_series(moment.samples, history.group_lag(group.group_id))
         series.insert(0, ("total", total))
     chart = line_chart(series, now=moment.now, title=f"lag of {group.group_id}, records")
-    members = table(
-        ("member", "client id", "host", "instance id", "assigned partitions"),
-        (
-            "<tr>"
-            + cell(m.member_id)
-            + cell(m.client_id)
-            + cell(m.client_host)
-            + cell(m.group_instance_id or "")
-            + raw_cell(_assignment(m.assignment))
-            + "</tr>"
-            for m in group.members
-        ),
-        empty="No members.",
-    )
+    members = _members_table(group.members)
     most = max((o.lag or 0 for o in group.offsets), default=0)
     offsets = table(
         ("topic", "partition", "committed", "end", "lag", "", "metadata"),
@@ -365,14 +387,27 @@ def _share_groups_section(groups: Sequence[ShareGroupView]) -> str:
 
 
 def share_group_page(group: ShareGroupView, moment: Moment) -> str:
-    """``/share-groups/<id>``: the group's totals and its figures per partition."""
+    """``/share-groups/<id>`` (and ``/groups/<id>`` of a share group): the group's state,
+    totals and members, and its figures per partition."""
+    return _share_group_body(group.group_id, group.state, group.members, group.partitions, moment)
+
+
+def _share_group_body(
+    group_id: str,
+    state: str,
+    members: Sequence[MemberView],
+    partitions: Sequence[SharePartitionView],
+    moment: Moment,
+) -> str:
     facts = _facts(
         [
-            ("partitions", count(len(group.partitions))),
-            ("backlog", count(group.backlog)),
-            ("in flight", count(group.in_flight)),
-            ("redelivered", count(group.redelivered_total)),
-            ("archived", count(group.archived)),
+            ("state", escape(state)),
+            ("members", count(len(members))),
+            ("partitions", count(len(partitions))),
+            ("backlog", count(sum(p.backlog for p in partitions))),
+            ("in flight", count(sum(p.in_flight for p in partitions))),
+            ("redelivered", count(sum(p.redelivered_total for p in partitions))),
+            ("archived", count(sum(p.archived for p in partitions))),
         ]
     )
     rows = (
@@ -387,9 +422,9 @@ def share_group_page(group: ShareGroupView, moment: Moment) -> str:
         + cell(count(p.redelivered_total), num=True)
         + cell(count(p.archived), num=True)
         + "</tr>"
-        for p in group.partitions
+        for p in partitions
     )
-    partitions = table(
+    partitions_html = table(
         ("topic", "partition", "start", "end", "backlog", "in flight", "acquired",
          "redelivered", "archived"),
         rows,
@@ -398,9 +433,10 @@ def share_group_page(group: ShareGroupView, moment: Moment) -> str:
     )
     return (
         stamp(moment.render, moment.now)
-        + f"<h1>Share group {escape(group.group_id)}</h1>"
+        + f"<h1>Share group {escape(group_id)}</h1>"
         + facts
-        + f'<section id="partitions"><h2>Partitions</h2>{partitions}</section>'
+        + f'<section id="members"><h2>Members</h2>{_members_table(members)}</section>'
+        + f'<section id="partitions"><h2>Partitions</h2>{partitions_html}</section>'
     )
 
 

@@ -1,7 +1,7 @@
 """The Inspector (brokerd/admin/inspect.py) over a real core, data directory, group
 coordinator and offsets store: topic and partition views, effective configs, offline
-partitions, groups with members, assignments, offsets and lag; and the consumer-protocol
-assignment parser with hostile bytes."""
+partitions, groups with members, assignments, offsets and lag, share groups among the
+groups; and the consumer-protocol assignment parser with hostile bytes."""
 
 from __future__ import annotations
 
@@ -14,13 +14,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
+from brokerd.admin.errors import GroupNotFound
 from brokerd.admin.inspect import Inspector
-from brokerd.admin.views import GroupOffsetView, PartitionView, to_json
-from brokerd.kafka.groups.admin import assigned_partitions
+from brokerd.admin.operations import AdminOps, ResetMode, ResetSpec
+from brokerd.admin.share_groups import ShareGroupInspector
+from brokerd.admin.views import (
+    CLASSIC_GROUP,
+    SHARE_GROUP,
+    GroupOffsetView,
+    PartitionView,
+    to_json,
+)
+from brokerd.core.share.engine import ShareEngine
+from brokerd.core.share.partition import AckBatch, LogSpan
+from brokerd.core.share.states import AckType
+from brokerd.kafka.groups.admin import assigned_partitions, operator_error
+from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
+from brokerd.web.console import make_console
 
 from tests.admin.test_operations import AdminCase, assignment
+from tests.web.test_console import get
 
 
 class AssignedPartitionsTests(SynchronousTestCase):
@@ -178,3 +193,86 @@ class GroupViewTests(AdminCase):
         self.commit("g", "t", {0: 1})
         self.successResultOf(self.ops.delete_group("g"))
         self.assertEqual(self.inspector.group_ids(), [])
+
+
+class ShareGroupAsGroupTests(AdminCase):
+    """A share group among the groups: described and listed by the operators' views (so
+    ``brokerctl groups describe|list``) and shown on the console's group page, with its
+    members, their assignments, and per partition its start offset and lag; beside a
+    consumer group that has only committed offsets (a Classic one)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.create("t", 2)
+        self.produce("t", 0, 5)
+        self.engine = ShareEngine()
+        self.shares = ShareGroupCoordinator(
+            clock=self.clock,
+            partition_counts=lambda: {n: i.partitions for n, i in self.broker.topics().items()},
+            on_member_gone=lambda group, member: None,
+            session_timeout_ms=lambda group: 45_000,
+            heartbeat_interval_ms=lambda group: 5_000,
+        )
+        self.addCleanup(self.shares.stop)
+        assert self.coordinator is not None and self.store is not None
+        self.inspector = Inspector(
+            self.broker, self.coordinator.admin, self.store,
+            ShareGroupInspector(self.engine, self.broker.open_logs, self.shares),
+        )
+        self.ops = AdminOps(self.broker, self.inspector, self.coordinator, operator_error)
+        # A member joined (assigned both partitions); it acquired records 0-1 of t/0 and
+        # accepted record 0: the share-partition starts at 1, and 4 records are not done.
+        joined = self.shares.heartbeat("sg", "m1", 0, ["t"], client_id="app",
+                                       client_host="/127.0.0.1")
+        self.assertEqual(joined.assignment, frozenset({("t", 0), ("t", 1)}))
+        self.engine.ensure("sg", "t", 0, log_start=0, log_end=0)
+        self.engine.acquire("sg", "t", 0, "m1", [LogSpan(0, 4)], 2, 0.0)
+        self.engine.acknowledge("sg", "t", 0, "m1", [AckBatch(0, 0, (AckType.ACCEPT,))])
+        self.commit("classic", "t", {0: 3})
+
+    def test_describe_a_share_group(self) -> None:
+        view = self.ops.describe_group("sg")
+        self.assertEqual((view.group_type, view.state, view.protocol_type, view.offsets),
+                         (SHARE_GROUP, "Stable", "share", ()))
+        (m,) = view.members
+        self.assertEqual((m.member_id, m.client_id, m.client_host, m.assignment),
+                         ("m1", "app", "/127.0.0.1", (("t", 0), ("t", 1))))
+        (p,) = view.share_partitions
+        self.assertEqual((p.topic, p.partition, p.start_offset, p.backlog, p.in_flight),
+                         ("t", 0, 1, 4, 1))
+        self.assertEqual(view.total_lag, 4)
+        self.assertEqual(to_json(view)["share_partitions"][0]["start_offset"], 1)
+
+    def test_list_every_type(self) -> None:
+        listed = {g.group_id: (g.group_type, g.state, len(g.members), g.total_lag)
+                  for g in self.ops.list_groups()}
+        self.assertEqual(listed, {"classic": (CLASSIC_GROUP, "Empty", 0, 2),
+                                  "sg": (SHARE_GROUP, "Stable", 1, 4)})
+        # The consumer groups alone stay what the metrics and the console's list show.
+        self.assertEqual([g.group_id for g in self.inspector.groups()], ["classic"])
+
+    def test_a_share_group_left_by_its_members_is_empty(self) -> None:
+        self.shares.heartbeat("sg", "m1", -1, None)
+        view = self.ops.describe_group("sg")
+        self.assertEqual((view.state, view.members, len(view.share_partitions)),
+                         ("Empty", (), 1))
+
+    def test_resetting_or_deleting_a_share_group_as_a_consumer_group_is_refused(self) -> None:
+        error = self.reset_fails("sg", "t", ResetSpec(ResetMode.EARLIEST))
+        self.assertIsInstance(error, GroupNotFound)
+        self.assertIn("is a share group", str(error))
+        self.assertEqual(self.committed("sg"), {})  # no consumer group of its id made
+        deleted = self.failureResultOf(self.ops.delete_group("sg"), GroupNotFound)
+        self.assertIn("kafka-share-groups.sh --delete", str(deleted.value))
+        self.assertIsNotNone(self.ops.describe_group("sg"))
+
+    def test_the_console_group_page_of_a_share_group(self) -> None:
+        root = make_console(self.inspector, clock=self.clock, settings={})
+        code, _, body = get(root, "/groups/sg")
+        self.assertEqual(code, 200)
+        self.assertIn("<h1>Share group sg</h1>", body)
+        self.assertIn("<dt>state</dt><dd>Stable</dd>", body)
+        self.assertIn("<td>m1</td><td>app</td>", body)
+        self.assertIn('<a href="/topics/t">t</a> [0, 1]', body)  # the member's assignment
+        self.assertIn("<dt>backlog</dt><dd>4</dd>", body)
+        self.assertEqual(get(root, "/groups/nosuch")[0], 404)

@@ -32,7 +32,8 @@ from twisted.trial.unittest import SynchronousTestCase
 from brokerd.core import Broker, FsyncPolicy
 from brokerd.core.appends import ValuesAppend
 from brokerd.core.waiters import Shortfall, WaiterRegistry, long_poll
-from brokerd.errors import TooManyWaiters
+from brokerd.errors import TooManyWaiters, UnknownTopicOrPartition
+from brokerd.kafka.errors import ErrorCode as KafkaCode
 from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
 from brokerd.kafka.wire import codec as kcodec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
@@ -548,6 +549,135 @@ class ReadAppendRaceTests(_HarnessCase):
 # -- measuring min_bytes ---------------------------------------------------------------
 
 
+class TopicDeletedWhileParkedTests(_HarnessCase):
+    """A topic deleted (and created again) while fetches wait on it: the deletion answers
+    them at once, unknown, and nothing keeps the deleted topic's closed log, so the topic
+    created again under the same name starts empty and takes appends."""
+
+    def kafka_fetch(
+        self, c: KafkaConn, offset: int, *, wait_ms: int = 60_000
+    ) -> apis.FetchPartitionResponse | None:
+        c.fetch([("t", 0, offset)], wait_ms=wait_ms)
+        answers = c.responses()
+        if not answers:
+            return None
+        [answer] = answers
+        part: apis.FetchPartitionResponse = answer.responses[0].partitions[0]
+        return part
+
+    def test_native_parked_poll_answers_unknown_and_the_new_topic_is_fresh(self) -> None:
+        h = self.h
+        h.produce("t", 0, b"a", b"b", b"c")
+        c = h.native()
+        c.poll("t", 0, 3, wait_ms=60_000)
+        assert c.responses() == [] and h.broker.waiter_count == 1
+        h.writes.hold = True  # the directory's deletion is done, its answer not yet here
+        h.broker.delete_topic("t")
+        [answer] = c.responses()
+        assert isinstance(answer, messages.ErrorResponse), answer
+        assert answer.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert h.timers() == [] and h.broker.waiter_count == 0
+        # Meanwhile the topic is unknown, not served from the log being closed.
+        c.poll("t", 0, 3, wait_ms=60_000)
+        [meanwhile] = c.responses()
+        assert isinstance(meanwhile, messages.ErrorResponse), meanwhile
+        assert "t" not in h.broker.topics()
+        h.writes.hold = False
+        h.writes.deliver()
+        h.create("t")
+        assert h.produce("t", 0, b"new") == 0
+        c.poll("t", 0, 0, wait_ms=60_000)
+        [fresh] = c.responses()
+        assert polled(fresh) == [(0, b"new")]
+        assert isinstance(fresh, messages.LongPollFetchResponse) and fresh.high_watermark == 1
+
+    def test_kafka_parked_fetch_answers_unknown_and_the_new_topic_is_fresh(self) -> None:
+        h = self.h
+        h.create("u")
+        h.produce("t", 0, b"a", b"b", b"c")
+        c, other = h.kafka(), h.kafka()
+        c.fetch([("t", 0, 3), ("u", 0, 0)], wait_ms=60_000)
+        assert c.responses() == [] and h.broker.waiter_count == 1
+        h.broker.delete_topic("t")
+        [response] = c.responses()
+        got = {
+            (t.topic, p.partition_index): (p.error_code, p.high_watermark)
+            for t in response.responses
+            for p in t.partitions
+        }
+        assert got == {("t", 0): (KafkaCode.UNKNOWN_TOPIC_OR_PARTITION, -1), ("u", 0): (0, 0)}
+        assert h.timers() == [] and h.broker.waiter_count == 0
+        h.create("t")
+        # The old end is out of range of the topic created again, which starts empty
+        # (and its fetch at 0 parks as on any empty topic, until the append below).
+        gone = self.kafka_fetch(other, 3)
+        assert gone is not None and gone.error_code == KafkaCode.OFFSET_OUT_OF_RANGE
+        assert self.kafka_fetch(other, 0) is None
+        assert h.produce("t", 0, b"new") == 0
+        [fresh] = other.responses()
+        part = fresh.responses[0].partitions[0]
+        assert (part.error_code, part.high_watermark, values_in(part)) == (0, 1, [b"new"])
+
+    def test_kafka_parked_fetch_by_topic_id_answers_unknown_topic_id(self) -> None:
+        h = self.h
+        h.create("u")
+        ids = {name: info.topic_id for name, info in h.broker.topics().items()}
+        c = h.kafka()
+        c.send(ApiKey.FETCH, 16, apis.FetchRequest(
+            max_wait_ms=60_000, min_bytes=1, max_bytes=1 << 20,
+            topics=tuple(
+                apis.FetchTopic(topic_id=ids[name], partitions=(apis.FetchPartition(
+                    partition=0, fetch_offset=0, partition_max_bytes=1 << 20),))
+                for name in ("t", "u")
+            ),
+        ))
+        assert c.responses() == [] and h.broker.waiter_count == 1
+        h.broker.delete_topic("t")
+        h.create("t")
+        [response] = c.responses()
+        got = {t.topic_id: [p.error_code for p in t.partitions] for t in response.responses}
+        assert got == {ids["t"]: [KafkaCode.UNKNOWN_TOPIC_ID], ids["u"]: [0]}
+        assert h.timers() == [] and h.broker.waiter_count == 0
+
+    def test_an_auto_create_answered_after_the_deletion_keeps_nothing(self) -> None:
+        h = self.h
+        # A produce auto-creates topic n; the topic is deleted before the creation's
+        # answer reaches the reactor (the deletion's answer comes first): the registry
+        # must not take the log the deletion closed.
+        h.writes.hold = True
+        produced = h.broker.produce_values("n", 0, [b"lost"])
+        h.broker.delete_topic("n")
+        assert len(h.writes.held) == 2
+        deletion, result = h.writes.held.pop(1)
+        deletion.callback(result)
+        h.writes.deliver()  # the creation's answer
+        h.writes.hold = False
+        self.failureResultOf(produced, UnknownTopicOrPartition)
+        assert h.broker.partitions.get(("n", 0)) is None
+        assert h.produce("n", 0, b"fresh") == 0  # auto-created again, empty
+        c = h.native()
+        c.poll("n", 0, 0, wait_ms=60_000)
+        assert [polled(r) for r in c.responses()] == [[(0, b"fresh")]]
+
+    def test_kafka_read_in_the_pool_across_the_deletion_does_not_park(self) -> None:
+        h = self.h
+        # The fetch's read is in the pool when the topic is deleted; it comes back short
+        # of MinBytes, with the deleted log's high watermark: parking on it would wait
+        # for a partition no append can reach, so it reads again and learns it is gone.
+        h.produce("t", 0, b"a" * 100)
+        h.logdir.get("t", 0)._state.tail.forget()  # so the read goes to the pool
+        c = h.kafka()
+        h.reads.hold = True
+        c.fetch([("t", 0, 0)], wait_ms=60_000, min_bytes=1 << 20)
+        assert len(h.reads.held) == 1
+        h.broker.delete_topic("t")
+        h.reads.deliver()
+        [response] = c.responses()
+        part = response.responses[0].partitions[0]
+        assert part.error_code == KafkaCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert h.timers() == [] and h.broker.waiter_count == 0
+
+
 class MinBytesMeasureTests(_HarnessCase):
     @given(st.lists(st.one_of(st.none(), st.binary(max_size=300)), min_size=1, max_size=300))
     @settings(max_examples=200, deadline=None)
@@ -711,6 +841,13 @@ class WaiterRegistryTests(SynchronousTestCase):
         self.assertEqual(self.reads, [0])
         self.successResultOf(self.registry.park([("t", 0)], 1, 1000))  # no more parking
         self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_a_partition_gone_since_the_read_answers_at_once(self) -> None:
+        # Its topic was deleted after the read: no append can come to wake the park.
+        del self.high[("t", 0)]
+        d = self.registry.park([("t", 0)], 10, 1000, seen={("t", 0): 0})
+        self.successResultOf(d)
+        self.assertEqual((self.registry.count, self.clock.getDelayedCalls()), (0, []))
 
     def test_cancel_removes_timer_and_registration(self) -> None:
         d = self.poll()

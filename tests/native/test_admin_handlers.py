@@ -115,8 +115,8 @@ class AnswerTests(NativeAdminCase):
             "new_offset": 1, "log_start_offset": 0, "high_watermark": 4,
         }])
         self.assertEqual(self.document(ListGroupsRequest()), [{
-            "group_id": "g", "state": "Empty", "protocol_type": "", "protocol": "",
-            "member_count": 0, "partitions": 1, "total_lag": 3,
+            "group_id": "g", "group_type": "classic", "state": "Empty", "protocol_type": "",
+            "protocol": "", "member_count": 0, "partitions": 1, "total_lag": 3,
         }])
         doc = self.document(DescribeGroupRequest("g"))
         assert isinstance(doc, dict)

@@ -183,6 +183,19 @@ class PagesTests(ConsoleTestCase):
         self.assertRegex(body, r"<td>retention\.ms</td><td><code>604800000</code></td><td></td>")
         self.assertIn('<a href="/groups/billing">billing</a>', body)
 
+    def test_offsets_are_not_called_records(self) -> None:
+        # End minus start counts offsets: transaction markers, aborted records and what
+        # compaction removed count too, so the column says offsets, and why, not records.
+        for path in ("/", "/topics/orders"):
+            body = self.page(path)
+            self.assertRegex(
+                body,
+                r'<th class="num"><abbr title="[^"<]*transaction markers and aborted records'
+                r'[^"<]*">offsets</abbr></th>',
+            )
+            self.assertNotIn(">records</th>", body)
+        self.assertIn("<dt>offsets</dt><dd>26 <abbr", self.page("/topics/orders"))
+
     def test_group_page_members_offsets_and_lag_chart(self) -> None:
         body = self.page("/groups/billing")
         self.assertIn("<h1>Consumer group billing</h1>", body)

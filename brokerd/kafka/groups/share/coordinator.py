@@ -23,13 +23,15 @@ sessions. Only a session whose member is gone (it left without closing it) is ev
 make room. Everything here is memory only: a restart forgets members and sessions
 (clients rejoin), while the records' state is durable in the share state journal.
 
-What it does not do: read or write records, or encode anything.
+Operators' views (``brokerd.admin``) read the members through
+:class:`~brokerd.admin.group_face.ShareMembersFace`. What it does not do: read or write
+records, or encode anything.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 import attrs
 
@@ -74,6 +76,15 @@ class Member:
     rack_id: str | None = None
     assigned: set[TopicPartition] = attrs.Factory(set)
     timer: DelayedCall | None = None
+
+    @property
+    def group_instance_id(self) -> None:
+        """Share groups have no static members (what operators' views ask of a member)."""
+        return None
+
+    def assigned_partitions(self) -> tuple[TopicPartition, ...]:
+        """Its assignment, sorted (what operators' views ask of a member)."""
+        return tuple(sorted(self.assigned))
 
 
 @attrs.define
@@ -231,6 +242,15 @@ class ShareGroupCoordinator:
             return
         self._forget_session(key)
         self._on_member_gone(group.group_id, member.member_id)
+
+    def member_groups(self) -> Collection[str]:
+        """The groups held, with members or empty (operators' views)."""
+        return self.groups.keys()
+
+    def members(self, group_id: str) -> list[Member]:
+        """Group ``group_id``'s members by member id (operators' views)."""
+        group = self.groups.get(group_id)
+        return [] if group is None else [m for _, m in sorted(group.members.items())]
 
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)

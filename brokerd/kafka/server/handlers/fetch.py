@@ -23,11 +23,13 @@ fetch waits for room before it reads.
 
 Versions 13+ name topics by topic ID: each is looked up (``topic_by_id``) and read by
 its name; an ID no topic has is answered UNKNOWN_TOPIC_ID for each of its partitions,
-before any ACL check (an ID reveals nothing the client did not have). Fetch sessions
-(KIP-227) are answered as a Kafka broker whose session cache has no room: a full fetch
-(session epoch 0 or -1) gets every partition it names and session ID 0, which tells
-the client to send full fetches again; an incremental fetch (epoch > 0) names a session
-that does not exist and gets FETCH_SESSION_ID_NOT_FOUND with no partitions.
+before any ACL check (an ID reveals nothing the client did not have), and so is a topic
+deleted while the fetch waited (the deletion answers a parked fetch at once; its other
+partitions are answered as they are). Fetch sessions (KIP-227) are answered as a Kafka
+broker whose session cache has no room: a full fetch (session epoch 0 or -1) gets every
+partition it names and session ID 0, which tells the client to send full fetches again;
+an incremental fetch (epoch > 0) names a session that does not exist and gets
+FETCH_SESSION_ID_NOT_FOUND with no partitions.
 
 It does not parse or build bytes, touch transports or decide request order.
 """
@@ -176,7 +178,8 @@ class FetchHandler:
             return apis.FetchResponse(
                 error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0
             )
-        unknown: list[apis.FetchTopic] = []
+        # The topics named by an ID no topic has (None: the request names them by name).
+        unknown: list[apis.FetchTopic] | None = None
         if req.api_version >= FETCH_TOPIC_IDS_FROM:
             known, unknown = _by_id(self._core, body.topics)
             body = attrs.evolve(body, topics=tuple(known))
@@ -264,13 +267,20 @@ class FetchHandler:
             n = len(t.partitions)
             parts = results[i : i + n]
             i += n
+            if unknown is not None and self._core.topic_by_id(t.topic_id) is None:
+                # Deleted while the fetch waited: its ID names nothing now, whatever a
+                # topic of the same name, created since, holds.
+                for r in parts:
+                    release_records(r.records)
+                out.append(_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID))
+                continue
             if read_committed:
                 # Kafka sends an (empty) aborted list only to read_committed consumers.
                 parts = [_with_aborted(r) for r in parts]
             out.append(apis.FetchTopicResponse(
                 topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)
             ))
-        out.extend(_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown)
+        out.extend(_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown or ())
         return apis.FetchResponse(error_code=0, session_id=0, responses=tuple(out))
 
     async def _read_partitions(

@@ -1,9 +1,10 @@
 """Fetch v12-18 against a real ``twistd broker`` on loopback: records a real client
 (confluent-kafka) produced are fetched by topic ID at the highest version over a plain
 socket (the zero-copy path), an unknown or deleted topic's ID is UNKNOWN_TOPIC_ID, an
-incremental fetch is refused as a session the broker does not have, and a confluent-kafka
+incremental fetch is refused as a session the broker does not have, a confluent-kafka
 consumer (librdkafka fetches by topic ID once Metadata gives it the IDs) reads the records
-back.
+back, and fetches parked on a topic deleted and created again are answered at once and
+leave the new topic fresh.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from brokerd.storage.record.header import read_header
 
 from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import admin, confluent
+from tests.figures import record
 from tests.kafka_helpers import WAIT, RawKafka, module_broker
 
 pytestmark = pytest.mark.clients
@@ -147,3 +149,54 @@ def test_a_librdkafka_consumer_reads_back_by_topic_id(broker: BrokerProcess) -> 
     finally:
         consumer.close()
     assert got == VALUES
+
+
+def test_a_topic_deleted_and_created_again_under_parked_fetches(broker: BrokerProcess) -> None:
+    """Fetches parked on a topic (one by name, one by topic ID) are answered at once when
+    it is deleted; the topic created again under the same name starts empty for every
+    connection and takes a real producer's records (the deleted log's end is out of
+    range, offset 0 is readable)."""
+    confluent()
+    from confluent_kafka.admin import NewTopic
+
+    client = admin(broker)
+    for future in client.create_topics([NewTopic("recreated", 1, 1)]).values():
+        future.result(WAIT)
+    _produce(broker, "recreated")
+    end = len(VALUES)
+    with RawKafka(broker, timeout=WAIT) as by_name, RawKafka(broker, timeout=WAIT) as by_id:
+        old_id = _topic_id(by_id, "recreated")
+        named = _fetch(uuid.UUID(int=0), end, max_wait_ms=60_000)
+        named = attrs.evolve(named, topics=(attrs.evolve(named.topics[0], topic="recreated"),))
+        by_name.send(ApiKey.FETCH, 12, named)
+        by_id.send(ApiKey.FETCH, 18, _fetch(old_id, end, max_wait_ms=60_000))
+        time.sleep(0.5)  # both parked (nothing can answer them for a minute)
+        started = time.monotonic()
+        for future in client.delete_topics(["recreated"]).values():
+            future.result(WAIT)
+        [[part]] = [t.partitions for t in by_name.receive().responses]
+        assert part.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        [topic] = by_id.receive().responses
+        assert topic.topic_id == old_id
+        assert [p.error_code for p in topic.partitions] == [ErrorCode.UNKNOWN_TOPIC_ID]
+        answered = time.monotonic() - started
+        assert answered < WAIT  # answered by the deletion, not after MaxWaitMs (60 s)
+        record("parked fetches answered after the topic's deletion",
+               f"{answered * 1000:.0f} ms from DeleteTopics sent (MaxWaitMs 60,000)")
+
+    for future in client.create_topics([NewTopic("recreated", 1, 1)]).values():
+        future.result(WAIT)
+    ck = confluent()
+    producer = ck.Producer({"bootstrap.servers": broker.kafka_bootstrap})
+    producer.produce("recreated", b"after")
+    assert producer.flush(WAIT) == 0
+    with RawKafka(broker) as conn:
+        new_id = _topic_id(conn, "recreated")
+        assert new_id != old_id
+        answer = conn.call(ApiKey.FETCH, 18, _fetch(new_id, end))
+        [[stale]] = [t.partitions for t in answer.responses]
+        assert stale.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        answer = conn.call(ApiKey.FETCH, 18, _fetch(new_id, 0))
+        [[fresh]] = [t.partitions for t in answer.responses]
+        assert (fresh.error_code, fresh.high_watermark) == (0, 1)
+        assert _values(fresh.records) == ([b"after"], 1)
