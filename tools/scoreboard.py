@@ -154,6 +154,12 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "-k linear (3,000; --long 10,000)",
         ("-k", "linear"),
     ),
+    (
+        "time retention deletes a quiet topic's records (retention.ms=3000, 1 s checks)",
+        "tests/kafka/test_retention_clients.py",
+        "5 records (--long: and kill -9 after)",
+        (),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")
