@@ -28,6 +28,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from brokerd.errors import StorageError
 from brokerd.storage.fileio import fsync_dir
 from brokerd.storage.log.loader import install_cleaned
 from brokerd.storage.log.log_state import LogState
@@ -72,7 +73,12 @@ class LogMaintenance:
             )
 
         if deletable() == len(state.segments):
-            self._roll_expired_active(deletable)
+            try:
+                self._roll_expired_active(deletable)
+            except StorageError as exc:
+                # The sealed segments still go (a full disk is when their space matters
+                # most); the active one waits for a pass whose roll succeeds.
+                log.warning("%s: cannot roll the expired active segment: %s", state.path, exc)
         with state.swap_lock:
             with state.seg_lock:
                 if state.closed:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import attrs
 
+from brokerd.errors import StorageError
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.log_state import LogState
 from brokerd.storage.log.maintenance import LogMaintenance
@@ -84,6 +85,27 @@ def test_expired_active_segment_is_rolled_then_deleted(tmp_path: Path) -> None:
         # Nothing more to delete in an empty log, and no further roll.
         assert maintenance.enforce_retention(now=100.0) == 0
         assert state.segments == (active,)
+    finally:
+        close(state)
+
+
+def test_a_failed_roll_still_deletes_the_sealed_segments(tmp_path: Path) -> None:
+    """The new segment cannot be created (a full disk): the expired sealed segments go
+    all the same, the active one stays for a later pass."""
+    state = new_state(tmp_path / "t-0", LogConfig(retention_ms=3000))
+
+    def full_disk() -> Segment:
+        raise StorageError("cannot create segment: [Errno 28] No space left on device")
+
+    maintenance = LogMaintenance(state, full_disk)
+    try:
+        append(state, [b"a"], timestamp_ms=1_000)
+        roll(state)
+        append(state, [b"b"], timestamp_ms=1_000)
+        publish(state)
+        active = state.segments[-1]
+        assert maintenance.enforce_retention(now=100.0) == 1
+        assert state.segments == (active,) and state.log_start_offset == 1
     finally:
         close(state)
 
