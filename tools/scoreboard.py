@@ -174,6 +174,12 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "-k deleted_and_created (2 parked fetches)",
         ("-k", "deleted_and_created"),
     ),
+    (
+        "time retention deletes a quiet topic's records (retention.ms=3000, 1 s checks)",
+        "tests/kafka/test_retention_clients.py",
+        "5 records (--long: and kill -9 after)",
+        (),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING
 
 from twisted.python import usage
 
+from brokerd.core.policy import DEFAULT_FSYNC
+from brokerd.storage.config.log_config import DEFAULT_SEGMENT_MS
+
 if TYPE_CHECKING:
     from brokerd.app.settings import Settings
 
@@ -68,11 +71,17 @@ class Options(usage.Options):
         [
             "fsync",
             None,
-            "always",
+            str(DEFAULT_FSYNC),
             "always | interval:MS | never (see Durability in docs/operations.md).",
         ],
         ["segment-bytes", None, DEFAULT_SEGMENT_BYTES, "Roll a segment at this size.", int],
-        ["segment-ms", None, 0, "Also roll a non-empty segment this old (0: never).", int],
+        [
+            "segment-ms",
+            None,
+            DEFAULT_SEGMENT_MS,
+            "Also roll a non-empty segment this old (Kafka's 7 days; 0: never).",
+            int,
+        ],
         ["retention-bytes", None, -1, "Default per-partition size limit (-1: none).", int],
         ["retention-ms", None, DEFAULT_RETENTION_MS, "Default age limit (-1: none).", int],
         [

@@ -54,6 +54,9 @@ class FsyncPolicy:
         return {}
 
 
+#: ``--fsync`` when the operator does not say: every append synced before its answer.
+DEFAULT_FSYNC = FsyncPolicy("always")
+
 #: Kafka's "never" for ``flush.messages``.
 _NEVER = 2**63 - 1
 

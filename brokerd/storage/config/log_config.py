@@ -6,6 +6,8 @@ Kafka's config names and strings onto it. What it does not do: read or write fil
 
 from __future__ import annotations
 
+from typing import cast
+
 import attrs
 
 from brokerd.storage.record.compression import CODECS_BY_NAME, Compression
@@ -13,6 +15,9 @@ from brokerd.storage.record.compression import CODECS_BY_NAME, Compression
 INT32_MAX = 2**31 - 1
 DEFAULT_SEGMENT_BYTES = 1024**3
 DEFAULT_INDEX_INTERVAL = 4096
+#: Kafka's ``segment.ms`` default (7 days): without it a quiet partition's active segment
+#: would never roll, and retention could not tell its old records from new ones.
+DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000
 #: Bytes of one offset index entry and one time index entry, as Kafka counts them for
 #: ``segment.index.bytes``.
 OFFSET_ENTRY_BYTES = 8
@@ -73,15 +78,20 @@ def _segment_bytes_ok(_inst: object, attribute: attrs.Attribute[int], value: int
 class LogConfig:
     """Per-partition storage settings (Kafka's names in snake case).
 
-    ``segment_ms`` rolls a non-empty active segment older than that: its age counts from
-    its first append (by the injected clock), or after a restart from its first batch's
-    timestamp, as Kafka does. ``retention_bytes`` bounds the partition's total size and
-    ``retention_ms`` the age of each segment's newest record timestamp (file mtime if it
-    has none); both delete whole segments. None means no limit.
+    ``segment_ms`` rolls a non-empty active segment older than that (Kafka's 7 days by
+    default; None: never by age): its age counts from its first append (by the injected
+    clock), or after a restart from its first batch's timestamp, as Kafka does.
+    ``retention_bytes`` bounds the partition's total size and ``retention_ms`` the age of
+    each segment's newest record timestamp (file mtime if it has none); both delete whole
+    segments, the active one included once all its records are expired. None means no
+    limit.
     """
 
     segment_bytes: int = attrs.field(default=DEFAULT_SEGMENT_BYTES, validator=_segment_bytes_ok)
-    segment_ms: int | None = attrs.field(default=None, validator=_optional_nonneg)
+    # The cast: attrs' mypy plugin would type the field by its int default.
+    segment_ms: int | None = attrs.field(
+        default=cast("int | None", DEFAULT_SEGMENT_MS), validator=_optional_nonneg
+    )
     #: ``index.interval.bytes``; 0 indexes every batch.
     index_interval_bytes: int = attrs.field(default=DEFAULT_INDEX_INTERVAL, validator=_nonneg)
     retention_bytes: int | None = attrs.field(default=None, validator=_optional_nonneg)

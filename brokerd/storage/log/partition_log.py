@@ -85,7 +85,7 @@ class PartitionLog:
         self.path = path
         self._state = state = LogState(path, config, clock, segments)
         self._start = LogStart(state)
-        self._maintenance = LogMaintenance(state)
+        self._maintenance = LogMaintenance(state, self._roll)
         #: Producers' epochs and sequences and the ongoing transactions (write lock).
         self.producers = ProducerStateManager()
         self._txns = PartitionTxns(state, self._write, self.producers)
@@ -196,11 +196,19 @@ class PartitionLog:
         )
         if not roll:
             return active
+        return self._roll()
+
+    def _roll(self) -> Segment:
+        """Seal the active segment and start a new empty one at the log end offset
+        (under the write lock): an append's roll, or retention's before it deletes an
+        expired active segment."""
+        state = self._state
+        active = state.segments[-1]
         try:
             active.seal()
         except StorageError as exc:
             raise state.fail(f"cannot seal segment {active.log_path}: {exc}") from exc
-        new = Segment.create(self.path, state.log_end_offset, cfg.index_interval_bytes)
+        new = Segment.create(self.path, state.log_end_offset, state.config.index_interval_bytes)
         with state.seg_lock:
             state.set_segments((*state.segments, new))
         return new

@@ -2,16 +2,20 @@
 
 Retention deletes whole segments, oldest first, while the partition stays over
 ``retention_bytes`` without the segment, or while the segment's newest record (its file
-mtime if no record carries a timestamp) is older than ``retention_ms``. It never deletes
-the active (last) segment, nor a segment whose successor starts above the high watermark:
-data readers cannot see yet stays. Only a prefix of the log goes, so the log start offset
-simply moves to the first remaining segment. As in Kafka, time and size retention apply
-only to topics whose ``cleanup.policy`` includes ``delete`` (:func:`retention_limits`):
-a compact-only topic keeps its old segments for the cleaner.
+mtime if no record carries a timestamp) is older than ``retention_ms``; it stops at the
+first segment that is not deletable, as Kafka's ``UnifiedLog.deleteOldSegments`` does.
+Nothing readers cannot see yet goes: a segment is deletable only when everything in it
+is below the high watermark. The active (last) segment is deletable too once it holds
+records and all of them are expired: a quiet topic's data then goes as in Kafka, whose
+retention rolls a new empty active segment at the log end offset first
+(``LogMaintenance.enforce_retention`` does that roll). Only a prefix of the log goes, so
+the log start offset simply moves to the first remaining segment. As in Kafka, time and
+size retention apply only to topics whose ``cleanup.policy`` includes ``delete``
+(:func:`retention_limits`): a compact-only topic keeps its old segments for the cleaner.
 
-What this module does not do: delete files, move the log start offset or lock anything
-(``PartitionLog.enforce_retention`` does), or decide when retention runs (the broker core's
-timer). No Twisted.
+What this module does not do: roll, delete files, move the log start offset or lock
+anything (``PartitionLog.enforce_retention`` does), or decide when retention runs (the
+broker core's timer). No Twisted.
 """
 
 from __future__ import annotations
@@ -52,12 +56,18 @@ def segments_to_delete(
     now_ms: float,
 ) -> int:
     """How many segments from the start of ``segments`` retention deletes (None: no
-    limit of that kind)."""
+    limit of that kind). ``len(segments)`` when the active segment goes too: the caller
+    must roll first, since a log always keeps one segment."""
     total = sum(s.size for s in segments)
     count = 0
-    while count < len(segments) - 1:
+    while count < len(segments):
         segment = segments[count]
-        if segments[count + 1].base_offset > high_watermark:
+        last = count == len(segments) - 1
+        if last and segment.size == 0:
+            break  # an empty active segment: nothing to delete
+        # The offset after the segment: its successor's base, or the log end.
+        end = segment.next_offset if last else segments[count + 1].base_offset
+        if end > high_watermark:
             break
         by_size = retention_bytes is not None and total - segment.size >= retention_bytes
         by_time = retention_ms is not None and segment.newest_time_ms() < now_ms - retention_ms

@@ -143,7 +143,7 @@ class FakeCore:
         return defer.succeed(None)
 
     def topic_config_defaults(self) -> dict[str, str]:
-        return broker_values(LogConfig(segment_ms=None))
+        return broker_values(LogConfig())
 
     def alter_topic_configs(
         self,

@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
+from brokerd.kafka.server.handlers.configs import BUILTIN_DEFAULTS
 from brokerd.storage.config.topic_config import LONG_MAX, TOPIC_CONFIGS
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.header import scan_batches
@@ -37,6 +38,7 @@ from tests.kafka_helpers import WAIT, module_broker
 pytestmark = pytest.mark.clients
 
 DYNAMIC_TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 INVALID_CONFIG = 40
 
@@ -118,7 +120,7 @@ def test_every_config_is_created_and_described_with_source_and_synonyms(
         definition = TOPIC_CONFIGS[name]
         expected = [(name, value, DYNAMIC_TOPIC_CONFIG)]
         if definition.broker_name is not None:
-            expected.append((definition.broker_name, definition.default, DEFAULT_CONFIG))
+            expected.append((definition.broker_name, BUILTIN_DEFAULTS[name], DEFAULT_CONFIG))
         # confluent-kafka keys synonyms by name: a broker config spelled like the topic
         # config (min.insync.replicas, compression.type, ...) shows as one entry.
         by_name = {n: (n, v, src) for n, v, src in expected}
@@ -129,10 +131,12 @@ def test_every_config_is_created_and_described_with_source_and_synonyms(
     assert plain["message.timestamp.after.max.ms"].value == "3600000"
     assert plain["compression.type"].value == "producer"
     assert plain["min.insync.replicas"].source == DEFAULT_CONFIG
+    # --fsync never: the operator's change from brokerd's default (a sync per append,
+    # flush.messages=1), a static broker config.
     flush = plain["flush.messages"]
-    assert (flush.value, flush.source) == (str(LONG_MAX), DEFAULT_CONFIG)
-    assert [(s.name, s.source) for s in flush.synonyms.values()] == [
-        ("log.flush.interval.messages", DEFAULT_CONFIG)]
+    assert (flush.value, flush.source) == (str(LONG_MAX), STATIC_BROKER_CONFIG)
+    assert not flush.is_default
+    assert plain["segment.ms"].value == "604800000" and plain["segment.ms"].is_default
     assert plain["remote.storage.enable"].synonyms == {}
 
 

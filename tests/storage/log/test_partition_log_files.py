@@ -20,6 +20,7 @@ from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.encode import encode_batch, rebuild_batch
 from brokerd.storage.record.header import parse_batches, read_header, scan_batches
+from brokerd.storage.segment.segment import Segment
 from brokerd.storage.types import Record
 
 from tests.read_specs import BYTES, COMMITTED_RECORDS
@@ -247,7 +248,7 @@ def test_retention_by_size(tmp_path: Path) -> None:
     assert plog.enforce_retention() == 0
 
 
-def test_retention_by_time_never_deletes_active(tmp_path: Path) -> None:
+def test_retention_by_time_deletes_old_segments_then_the_active_one(tmp_path: Path) -> None:
     clock = FakeClock(1000.0)
     plog = open_log(tmp_path / "t-0", clock=clock, segment_bytes=300, retention_ms=10_000)
     for i in range(30):
@@ -259,13 +260,112 @@ def test_retention_by_time_never_deletes_active(tmp_path: Path) -> None:
     deleted = plog.enforce_retention(now=(1_000_000 + 1500 + 10_000) / 1000)
     assert 0 < deleted < segments
     assert plog.log_start_offset == plog.segment_bases[0]
-    # Far future: everything but the active segment.
+    # Far future: every record is expired, the active segment's too: it is rolled and
+    # deleted, and the log is empty from its end offset on.
     plog.enforce_retention(now=10**9)
-    assert len(plog.segment_bases) == 1
-    assert plog.read(plog.log_start_offset, 10**6, COMMITTED_RECORDS).decoded
+    assert plog.segment_bases == (30,)
+    assert plog.log_start_offset == plog.log_end_offset == plog.high_watermark == 30
+    assert plog.read(30, 10**6, COMMITTED_RECORDS).decoded == ()
     plog.append_values([b"after"], timestamp_ms=2)
     plog.publish()
     assert plog.read(plog.high_watermark - 1, 10, COMMITTED_RECORDS).decoded[0].value == b"after"
+    plog.close()
+
+
+def _log_files(path: Path) -> list[str]:
+    return sorted(n for n in os.listdir(path) if n.endswith(".log"))
+
+
+def test_retention_deletes_a_quiet_topics_records(tmp_path: Path) -> None:
+    """retention.ms=3000 and 5 records, then nothing: the records go once all are 3 s
+    old, though they are in the active segment (Kafka rolls, then deletes it); the log
+    end offset stays, the start moves to it, and a restart sees the same."""
+    clock = FakeClock(1000.0)
+    path = tmp_path / "t-0"
+    plog = open_log(path, clock=clock, retention_ms=3000)
+    for i in range(5):
+        plog.append_values([b"r%d" % i], timestamp_ms=1_000_000 + i)
+    plog.flush()
+    plog.publish()
+    clock.now = 1003.0  # the newest record is 2.996 s old
+    assert plog.enforce_retention() == 0
+    assert plog.read(0, 10**6, COMMITTED_RECORDS).decoded
+    clock.now = 1003.1
+    assert plog.enforce_retention() == 1
+    assert plog.segment_bases == (5,)
+    assert (plog.log_start_offset, plog.log_end_offset, plog.high_watermark) == (5, 5, 5)
+    with pytest.raises(OffsetOutOfRange):
+        plog.read(4, 100, COMMITTED_RECORDS)
+    assert plog.read(5, 100, COMMITTED_RECORDS).decoded == ()
+    assert _log_files(path) == ["00000000000000000005.log"]
+    plog.close()
+    plog = PartitionLog.open(str(path), LogConfig(retention_ms=3000), recovery_point=0)
+    try:
+        assert (plog.log_start_offset, plog.log_end_offset) == (5, 5)
+        assert plog.append_values([b"next"], timestamp_ms=1_000_000).base_offset == 5
+    finally:
+        plog.close()
+
+
+class _Crash(Exception):
+    """The process dying at this point (nothing after it runs)."""
+
+
+def test_a_crash_between_the_roll_and_the_delete_keeps_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retention rolls the expired active segment, then the process dies before the old
+    segment is deleted: the reopened log has every record, its end offset, and an empty
+    active segment; the next pass deletes the old one. A crash in the middle of the
+    deletion (the log file unlinked, its indexes not yet) reopens as the deletion done."""
+    clock = FakeClock(1000.0)
+    path = tmp_path / "t-0"
+    plog = open_log(path, clock=clock, retention_ms=3000)
+    for i in range(5):
+        plog.append_values([b"r%d" % i], timestamp_ms=1_000_000 + i)
+    plog.flush()
+    plog.publish()
+    clock.now = 1010.0
+
+    def crash(self: Segment) -> None:
+        raise _Crash
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Segment, "delete", crash)
+        with pytest.raises(_Crash):
+            plog.enforce_retention()
+    # The dead process's log is left as it was (its files are not closed cleanly).
+    assert _log_files(path) == ["00000000000000000000.log", "00000000000000000005.log"]
+    plog = PartitionLog.open(str(path), LogConfig(retention_ms=3000), recovery_point=0,
+                             clock=clock)
+    try:
+        assert plog.segment_bases == (0, 5)
+        assert (plog.log_start_offset, plog.log_end_offset, plog.high_watermark) == (0, 5, 5)
+        values = [r.value for r in plog.read(0, 10**6, COMMITTED_RECORDS).decoded]
+        assert values == [b"r%d" % i for i in range(5)]
+        assert plog.enforce_retention() == 1
+        assert plog.segment_bases == (5,)
+        assert (plog.log_start_offset, plog.log_end_offset) == (5, 5)
+    finally:
+        plog.close()
+    # Half a deletion: the old log file gone, its indexes left behind.
+    plog = open_log(path, clock=clock, retention_ms=3000)
+    plog.append_values([b"late"], timestamp_ms=1_000_000)
+    plog.flush()
+    plog.publish()
+    plog.enforce_retention()  # rolls to 6 and deletes segment 5
+    plog.close()
+    Segment.create(str(path), 5, 4096).close()  # its index files back, as if not yet unlinked
+    os.unlink(path / "00000000000000000005.log")
+    plog = PartitionLog.open(str(path), LogConfig(retention_ms=3000), recovery_point=0)
+    try:
+        assert plog.segment_bases == (6,)
+        assert (plog.log_start_offset, plog.log_end_offset) == (6, 6)
+        assert sorted(os.listdir(path)) == [
+            "00000000000000000006" + suffix for suffix in (".index", ".log", ".timeindex")
+        ]
+    finally:
+        plog.close()
 
 
 def test_retention_races_reads(tmp_path: Path) -> None:

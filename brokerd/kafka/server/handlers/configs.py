@@ -7,10 +7,15 @@ broker-wide defaults, and the broker (type 4, named by its node id, ``"0"``), wh
 configs are those defaults under Kafka's broker-level names plus ``broker.id``,
 ``num.partitions`` and ``auto.create.topics.enable``. Each described value says where it
 comes from as Kafka does (``config_source``: DYNAMIC_TOPIC_CONFIG for a topic override,
-STATIC_BROKER_CONFIG for a value set on the command line that differs from Kafka's
-default, DEFAULT_CONFIG otherwise), with the synonyms that explain it (v1+): a topic's
-``retention.ms`` lists its override, then ``log.retention.ms`` as the broker has it,
-then Kafka's default.
+STATIC_BROKER_CONFIG for a value set on the command line that differs from brokerd's
+built-in default, DEFAULT_CONFIG otherwise), with the synonyms that explain it (v1+): a
+topic's ``retention.ms`` lists its override, then ``log.retention.ms`` as the broker has
+it, then the built-in default. The built-in defaults (:data:`BUILTIN_DEFAULTS`) are
+Kafka's, but for ``flush.messages``: brokerd's default ``--fsync always`` syncs every
+append before answering it, which is ``flush.messages=1``. That is described as it is
+(the effective value, DEFAULT_CONFIG): a topic's durability comes from the broker-level
+setting, which nobody changed, and a Kafka tool showing "1, static broker config" on
+every topic would suggest an override that no operator made.
 
 A group (type 32, named by its group id) has the group configs of
 :mod:`brokerd.kafka.groups.group_configs` (``consumer.session.timeout.ms``,
@@ -39,6 +44,7 @@ import attrs
 from twisted.logger import Logger
 
 from brokerd.core.api import CoreApi
+from brokerd.core.policy import DEFAULT_FSYNC
 from brokerd.errors import InvalidConfig, InvalidTopic
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.group_configs import (
@@ -98,6 +104,13 @@ class ConfigSource(enum.IntEnum):
     GROUP_CONFIG = 8
 
 
+#: The value of each topic config (and of its broker synonym) when the operator sets
+#: nothing: Kafka's default, but for what brokerd's default ``--fsync`` amounts to.
+BUILTIN_DEFAULTS: Mapping[str, str] = {
+    **{name: definition.default for name, definition in TOPIC_CONFIGS.items()},
+    **DEFAULT_FSYNC.flush_defaults(),
+}
+
 #: Kafka's defaults of the broker configs brokerd describes besides the topic defaults.
 KAFKA_BROKER_ID_DEFAULT = "-1"
 KAFKA_NUM_PARTITIONS_DEFAULT = "1"
@@ -147,20 +160,15 @@ def _entry(
 DEFAULT = ConfigSource.DEFAULT_CONFIG
 
 
-def _broker_source(value: str, kafka_default: str) -> ConfigSource:
-    if value == kafka_default:
-        return ConfigSource.DEFAULT_CONFIG
-    return ConfigSource.STATIC_BROKER_CONFIG
-
-
 def _broker_synonyms(
-    broker_name: str, value: str, kafka_default: str
+    broker_name: str, value: str, default: str
 ) -> list[tuple[str, str, ConfigSource]]:
-    """The broker-level synonyms of a value, most specific first (Kafka's order)."""
+    """The broker-level synonyms of a value, most specific first (Kafka's order):
+    ``default`` is the value when the operator sets nothing."""
     out = []
-    if value != kafka_default:
+    if value != default:
         out.append((broker_name, value, ConfigSource.STATIC_BROKER_CONFIG))
-    out.append((broker_name, kafka_default, ConfigSource.DEFAULT_CONFIG))
+    out.append((broker_name, default, ConfigSource.DEFAULT_CONFIG))
     return out
 
 
@@ -179,7 +187,7 @@ def topic_entries(
             continue
         chain: list[tuple[str, str, ConfigSource]] = []
         if definition.broker_name is not None:
-            chain = _broker_synonyms(definition.broker_name, defaults[name], definition.default)
+            chain = _broker_synonyms(definition.broker_name, defaults[name], BUILTIN_DEFAULTS[name])
         override = info.configs.get(name)
         if override is not None:
             chain.insert(0, (name, override, ConfigSource.DYNAMIC_TOPIC_CONFIG))
@@ -233,7 +241,7 @@ def broker_entries(
     """The broker's configs: the topic defaults under their broker names, then
     ``extra`` (name, value, Kafka's default, type, doc). All read-only."""
     rows = [
-        (d.broker_name, defaults[name], d.default, d.type, d.documentation)
+        (d.broker_name, defaults[name], BUILTIN_DEFAULTS[name], d.type, d.documentation)
         for name, d in TOPIC_CONFIGS.items()
         if d.broker_name is not None
     ]

@@ -84,6 +84,57 @@ def test_confluent_create_with_configs_and_validate_only(broker: BrokerProcess) 
     assert not configs["retention.ms"].is_read_only
 
 
+def test_a_topic_without_overrides_is_described_with_brokerds_real_defaults(
+    broker: BrokerProcess,
+) -> None:
+    """segment.ms is Kafka's 7 days and flush.messages the 1 that the default
+    ``--fsync always`` amounts to, both as defaults (no operator set them); a topic
+    that sets them shows its values as topic overrides."""
+    from kafka.admin import ConfigResource as KpResource
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+
+    client = admin(broker)
+    results(client.create_topics([
+        NewTopic("cfk-plain", 1, 1),
+        NewTopic("cfk-set", 1, 1, config={"segment.ms": "3600000", "flush.messages": "5"}),
+    ]))
+    plain = describe(client, ResourceType.TOPIC, "cfk-plain")
+    for name, value, broker_name in (
+        ("segment.ms", "604800000", "log.roll.ms"),
+        ("flush.messages", "1", "log.flush.interval.messages"),
+    ):
+        entry = plain[name]
+        assert (entry.value, entry.source, entry.is_default) == (value, DEFAULT_CONFIG, True)
+        assert [(s.name, s.value, s.source) for s in entry.synonyms.values()] == [
+            (broker_name, value, DEFAULT_CONFIG)]
+    overridden = describe(client, ResourceType.TOPIC, "cfk-set")
+    assert overridden["segment.ms"].value == "3600000"
+    assert overridden["flush.messages"].value == "5"
+    for name in ("segment.ms", "flush.messages"):
+        assert overridden[name].source == DYNAMIC_TOPIC_CONFIG and not overridden[name].is_default
+    brokers = describe(client, ResourceType.BROKER, "0")
+    assert (brokers["log.roll.ms"].value, brokers["log.roll.ms"].source) == (
+        "604800000", DEFAULT_CONFIG)
+    assert brokers["log.flush.interval.messages"].source == DEFAULT_CONFIG
+
+    kp = KafkaAdminClient(bootstrap_servers=broker.kafka_bootstrap)
+    try:
+        # kafka-python lists only modified configs by default: none for the plain topic.
+        got = kp.describe_configs([KpResource(ConfigResourceType.TOPIC, "cfk-plain")])
+        assert got["topic"]["cfk-plain"] == {}
+        got = kp.describe_configs([KpResource(ConfigResourceType.TOPIC, "cfk-set")])
+        assert {k: v["value"] for k, v in got["topic"]["cfk-set"].items()} == {
+            "segment.ms": "3600000", "flush.messages": "5"}
+        every = kp.describe_configs(
+            [KpResource(ConfigResourceType.TOPIC, "cfk-plain")], config_filter="all"
+        )["topic"]["cfk-plain"]
+        assert every["segment.ms"]["value"] == "604800000"
+        assert every["segment.ms"]["config_source"] == "DEFAULT_CONFIG"
+        assert every["flush.messages"]["config_source"] == "DEFAULT_CONFIG"
+    finally:
+        kp.close()
+
+
 def test_confluent_describe_broker(broker: BrokerProcess) -> None:
     configs = describe(admin(broker), ResourceType.BROKER, "0")
     assert configs["log.retention.bytes"].value == "1000000000"
