@@ -54,6 +54,7 @@ from brokerd.kafka.groups.consumer.classic_members import (
     subscription_version,
 )
 from brokerd.kafka.groups.consumer.reconcile import Partitions, flatten, next_assignment
+from brokerd.kafka.groups.consumer.regex_resolver import MayDescribe, RegexResolver, every_topic
 from brokerd.kafka.groups.consumer.state import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -63,12 +64,7 @@ from brokerd.kafka.groups.consumer.state import (
     ConsumerMember,
     MemberState,
 )
-from brokerd.kafka.groups.consumer.subscriptions import (
-    InvalidRegex,
-    compile_regex,
-    matching_topics,
-    subscribed,
-)
+from brokerd.kafka.regex import InvalidRegex, compile_regex
 
 #: Topic metadata as the coordinator reads it: name -> (topic ID, partition count).
 TopicMetadata = Mapping[str, tuple[uuid.UUID, int]]
@@ -109,6 +105,9 @@ class HeartbeatInput:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    #: Whether the member's principal may DESCRIBE a topic: the topics its regex
+    #: resolves to are filtered by it (every topic when no ACLs apply).
+    may_describe: MayDescribe = every_topic
 
 
 @attrs.frozen
@@ -201,6 +200,8 @@ class ConsumerGroupCoordinator:
         self.groups: dict[str, ConsumerGroup] = {}
         self._topics: TopicMetadata = {}
         self._stopped = False
+        #: The subscription regexes, resolved in bounded slices.
+        self.regexes = RegexResolver(clock, self._regex_resolved)
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------
 
@@ -226,7 +227,7 @@ class ConsumerGroupCoordinator:
         group.members[member.member_id] = member
         if member.instance_id is not None:
             group.static_members[member.instance_id] = member.member_id
-        if self._refresh_metadata(group) or changed:
+        if self._refresh_metadata(group, request.may_describe) or changed:
             group.group_epoch += 1
         self._update_target(group)
         before = (member.member_epoch, dict(member.assigned))
@@ -564,9 +565,13 @@ class ConsumerGroupCoordinator:
 
     # -- group epoch, target, reconciliation --------------------------------------------
 
-    def _refresh_metadata(self, group: ConsumerGroup) -> bool:
+    def _refresh_metadata(
+        self, group: ConsumerGroup, requester: MayDescribe | None = None
+    ) -> bool:
         """Take the subscribed topics' metadata as it is now; True if it changed (the
-        group epoch must then move)."""
+        group epoch must then move). ``requester``: the DESCRIBE rights of the heartbeat
+        asking (None: no heartbeat asks); only a heartbeat spends work on the regexes
+        (:mod:`.regex_resolver`), the others see them as resolved so far."""
         # Each distinct regex once: members of one application share theirs.
         names: set[str] = set()
         regexes: set[str] = set()
@@ -574,9 +579,11 @@ class ConsumerGroupCoordinator:
             names.update(m.subscribed_topic_names)
             if m.subscribed_topic_regex is not None:
                 regexes.add(m.subscribed_topic_regex)
-        found = subscribed(names, None, self._topics)
-        for regex in regexes:
-            found |= matching_topics(regex, self._topics)
+        found = {n for n in names if n in self._topics}
+        for matched in self.regexes.resolve(
+            group.group_id, regexes, self._topics, requester
+        ).values():
+            found |= matched
         metadata = {n: self._topics[n] for n in found}
         if metadata == group.subscribed_metadata:
             return False
@@ -588,10 +595,7 @@ class ConsumerGroupCoordinator:
             return
         by_name = group.subscribed_metadata
         subscriptions = {
-            m.member_id: {
-                by_name[n][0]
-                for n in subscribed(m.subscribed_topic_names, m.subscribed_topic_regex, by_name)
-            }
+            m.member_id: {by_name[n][0] for n in self._subscribed(group, m) if n in by_name}
             for m in group.members.values()
         }
         partitions = {topic_id: count for topic_id, count in by_name.values()}
@@ -605,6 +609,24 @@ class ConsumerGroupCoordinator:
             group=group.group_id, epoch=group.group_epoch, count=len(group.members),
             assignor=group.assignor,
         )
+
+    def _subscribed(self, group: ConsumerGroup, member: ConsumerMember) -> set[str]:
+        """The topic names a member subscribes to, its regex as resolved so far."""
+        found = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex is not None:
+            found |= self.regexes.matched(group.group_id, member.subscribed_topic_regex)
+        return found
+
+    def _regex_resolved(self, group_id: str) -> None:
+        """A regex of the group has its answer (in a later slice): the group epoch moves
+        if its subscribed topics did; members catch up on their next heartbeats."""
+        group = self.groups.get(group_id)
+        if self._stopped or group is None or not self._refresh_metadata(group):
+            return
+        group.group_epoch += 1
+        self._update_target(group)
+        group.refresh_state()
+        self._changed(group)
 
     def _reconcile(
         self, group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None
@@ -782,6 +804,7 @@ class ConsumerGroupCoordinator:
     def stop(self) -> None:
         """Cancel every timer; later heartbeats get COORDINATOR_NOT_AVAILABLE."""
         self._stopped = True
+        self.regexes.stop()
         for group in self.groups.values():
             for member in group.members.values():
                 _cancel(member.session_timer)

@@ -523,7 +523,7 @@ class ListFilterTests(TxnTestCase):
         self.assertEqual(len(self.listed(2, transactional_id_pattern=None)), 2)
 
     def test_bad_patterns_are_invalid_regular_expressions(self) -> None:
-        for bad in ("[", "(a+)+$", "x(?=y)", "(a)\\1", "a" * 2000):
+        for bad in ("[", "a*+", "x(?=y)", "(a)\\1", "a" * 5000, ".{0,249}" * 40):
             self.send(ApiKey.LIST_TRANSACTIONS, 2,
                       apis.ListTransactionsRequest(transactional_id_pattern=bad))
             resp = self.one()
