@@ -666,7 +666,6 @@ class StopAndQueryTests(CoordinatorTestCase):
         self.assertEqual(listing([], [a.producer_id])[0].producer_id, a.producer_id)
 
     def test_list_duration_and_pattern_filters(self) -> None:
-
         self.begin(P0, tid="orders-1")
         self.clock.advance(10)
         self.begin(P1, tid="orders-2")

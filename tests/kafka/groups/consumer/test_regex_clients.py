@@ -1,0 +1,86 @@
+"""A hostile subscription regex against a real ``twistd broker``: a confluent-kafka
+consumer (``group.protocol=consumer``) subscribes to the issue's pattern
+``"^" + ".{0,249}" * 16 + "x"`` while a 30-character topic exists. A backtracking engine
+held the reactor for over a minute on it; with RE2 and sliced resolution another
+client's Metadata and a ~900 KiB produce are answered promptly, and the member is
+assigned exactly the topic the pattern matches.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.brokerproc import BrokerProcess
+from tests.core.test_topics_control_plane_load import MetadataProbe, percentile
+from tests.figures import record
+from tests.kafka_helpers import WAIT, Poller, close_consumer, module_broker, wait_until
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+pytestmark = pytest.mark.clients
+
+HOSTILE = "^" + ".{0,249}" * 16 + "x"
+#: The names it is tried against: one that nearly matches (the costly case), one that
+#: matches, and more names of the same lengths.
+NEAR = "a" * 30
+MATCHING = "a" * 29 + "x"
+OTHERS = [f"regex-other-{n:02d}-" + "b" * 16 for n in range(20)]
+PAYLOAD = b"p" * (900 * 1024)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    yield from module_broker(
+        tmp_path_factory, "hostile-regex",
+        "--group-consumer-heartbeat-interval-ms", "500",
+    )
+
+
+def test_a_hostile_regex_does_not_stall_other_clients(broker: BrokerProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.kafka_bootstrap})
+    names = [NEAR, MATCHING, "regex-own", "regex-big", *OTHERS]
+    for future in admin.create_topics([NewTopic(n, 1, 1) for n in names]).values():
+        future.result(WAIT)
+    producer = ck.Producer({"bootstrap.servers": broker.kafka_bootstrap, "linger.ms": 0,
+                            "message.max.bytes": 1_000_000})
+    producer.produce("regex-big", PAYLOAD)
+    producer.flush(WAIT)
+    member = ck.Consumer({
+        "bootstrap.servers": broker.kafka_bootstrap, "group.id": "hostile-regex",
+        "group.protocol": "consumer", "auto.offset.reset": "earliest",
+    })
+    produce_s: list[float] = []
+    with MetadataProbe(broker, "regex-own", "regex-own") as probe:
+        time.sleep(0.3)
+        member.subscribe([HOSTILE])
+        poller = Poller("hostile", lambda: [
+            (m.partition(), m.offset(), m.value())
+            for m in member.consume(10, timeout=0.1) if m.error() is None
+        ])
+        try:
+            deadline = time.monotonic() + 6
+            while time.monotonic() < deadline:
+                start = time.perf_counter()
+                producer.produce("regex-big", PAYLOAD)
+                assert producer.flush(WAIT) == 0
+                produce_s.append(time.perf_counter() - start)
+                time.sleep(0.1)
+            assigned = wait_until(lambda: {
+                tp.topic for tp in poller.call(member.assignment)
+            } or None, "the member's assignment")
+        finally:
+            poller.stop(lambda: close_consumer(member))
+    assert assigned == {MATCHING}
+    metadata_p99 = percentile(probe.samples, 0.99)
+    produce_p99 = percentile(produce_s, 0.99)
+    record("Metadata p99 while a KIP-848 member subscribes to .{0,249}x16",
+           f"{metadata_p99 * 1000:.1f} ms (max {max(probe.samples) * 1000:.1f} ms, "
+           f"{len(probe.samples)} requests)")
+    record("900 KiB produce p99 meanwhile",
+           f"{produce_p99 * 1000:.1f} ms ({len(produce_s)} produces)")
+    # Generous: the backtracking engine held every listener for over a minute.
+    assert max(probe.samples) < 5 and max(produce_s) < 5
