@@ -154,6 +154,12 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "-k linear (3,000; --long 10,000)",
         ("-k", "linear"),
     ),
+    (
+        "hostile KIP-848 subscription regex (.{0,249} x16 + x, 30-char topic): other clients",
+        "tests/kafka/groups/consumer/test_regex_clients.py",
+        "-k hostile: Metadata p99, 900 KiB produce p99",
+        ("-k", "hostile"),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")
