@@ -580,9 +580,12 @@ class ConsumerGroupCoordinator:
             if m.subscribed_topic_regex is not None:
                 regexes.add(m.subscribed_topic_regex)
         found = {n for n in names if n in self._topics}
-        for matched in self.regexes.resolve(
-            group.group_id, regexes, self._topics, requester
-        ).values():
+        resolved = self.regexes.resolve(group.group_id, regexes, self._topics, requester)
+        if len(resolved) < len(regexes):
+            # A regex restored from storage that no heartbeat has asked about (whose
+            # principal is not known yet): the topics stay as they are until one does.
+            return False
+        for matched in resolved.values():
             found |= matched
         metadata = {n: self._topics[n] for n in found}
         if metadata == group.subscribed_metadata:
@@ -613,9 +616,19 @@ class ConsumerGroupCoordinator:
     def _subscribed(self, group: ConsumerGroup, member: ConsumerMember) -> set[str]:
         """The topic names a member subscribes to, its regex as resolved so far."""
         found = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex is not None:
-            found |= self.regexes.matched(group.group_id, member.subscribed_topic_regex)
-        return found
+        regex = member.subscribed_topic_regex
+        if regex is None:
+            return found
+        matched = self.regexes.matched(group.group_id, regex)
+        if matched is None:
+            # Restored and not asked about yet: what it matches among the topics the
+            # group was subscribed to (resolved, and ACL-checked, before the restart).
+            try:
+                compiled = compile_regex(regex)
+            except InvalidRegex:
+                return found
+            matched = frozenset(n for n in group.subscribed_metadata if compiled.fullmatch(n))
+        return found | matched
 
     def _regex_resolved(self, group_id: str) -> None:
         """A regex of the group has its answer (in a later slice): the group epoch moves

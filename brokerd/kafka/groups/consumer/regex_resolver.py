@@ -120,7 +120,8 @@ class RegexResolver:
 
         :param requester: what the principal of the request that asks may DESCRIBE
             (``None``: no request asks, as on a session timeout or a finished slice;
-            nothing is checked now, and a regex new to the group waits for a request).
+            nothing is checked now, and a regex new to the group, one restored from
+            storage, is left out of the answer until a request asks).
         """
         known = self._groups.get(group_id, {})
         current: dict[str, _Resolution] = {}
@@ -142,10 +143,11 @@ class RegexResolver:
             self._schedule()
         return {pattern: r.matched for pattern, r in current.items()}
 
-    def matched(self, group_id: str, pattern: str) -> frozenset[str]:
-        """What ``pattern`` matches for the group as last resolved (no work)."""
+    def matched(self, group_id: str, pattern: str) -> frozenset[str] | None:
+        """What ``pattern`` matches for the group as last resolved (no work); None if
+        no request has asked for it yet."""
         resolution = self._groups.get(group_id, {}).get(pattern)
-        return frozenset() if resolution is None else resolution.matched
+        return None if resolution is None else resolution.matched
 
     @property
     def busy(self) -> bool:
