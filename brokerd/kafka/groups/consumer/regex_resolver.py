@@ -70,6 +70,9 @@ class _Resolution:
             self.matched = self.matched.difference(gone)
         if self.pending:
             self.pending = [n for n in self.pending if n in topics]
+            if not self.pending:
+                # The names left to check were deleted: what was checked is the answer.
+                self.publish()
         queued = set(self.pending)
         self.pending.extend(n for n in topics if n not in self.answers and n not in queued)
 

@@ -123,3 +123,17 @@ def test_regexes_no_member_uses_are_forgotten() -> None:
     h.hb("a", h.epochs["a"], subscribed_topic_regex="t1")
     assert h.coord.regexes.matched("g", "t.*") is None
     assert h.coord.regexes.matched("g", "t1") == {"t1"}
+
+
+def test_topics_deleted_while_a_regex_resolves_are_left_out() -> None:
+    h = Harness()
+    h.topics = {f"t{n:04d}-" + "a" * 40 + "x": _topic(n) for n in range(50)}
+    h.hb("a", subscribed_topic_names=None, subscribed_topic_regex=HOSTILE_16)
+    assert h.coord.regexes.busy
+    kept = {name: value for name, value in h.topics.items() if name.startswith("t000")}
+    h.topics = kept
+    h.hb("a")
+    h.clock.advance(0)
+    h.hb("a")
+    assert set(h.group().subscribed_metadata) == set(kept)
+    assert set(h.owned["a"]) == {topic_id for topic_id, _ in kept.values()}
