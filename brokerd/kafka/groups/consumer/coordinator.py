@@ -5,10 +5,12 @@ Every member heartbeats with its member epoch; the coordinator answers with the 
 and the partitions the member may use now. The group epoch moves when a member joins or
 leaves, a subscription or the requested assignor changes, or the subscribed topics'
 metadata changes (new partitions, a new topic a regex matches, a deleted topic: the
-topics are read on every heartbeat). The target assignment is then computed at once by
-the group's assignor (:mod:`.assignors`) and each member reconciles towards it on its
-own heartbeats (:mod:`.reconcile`): a partition moves only after its previous owner
-confirmed its revocation, and members keep what they are not asked to give up.
+topics are read on every heartbeat; a subscription regex is resolved in bounded slices,
+:mod:`.regex_resolver`, and may take effect a few reactor turns later). The target
+assignment is then computed at once by the group's assignor (:mod:`.assignors`) and
+each member reconciles towards it on its own heartbeats (:mod:`.reconcile`): a partition
+moves only after its previous owner confirmed its revocation, and members keep what they
+are not asked to give up.
 
 Static members (an instance id) may leave with epoch -2 and come back under a new member
 id, taking over the same assignment; a new member id for an instance id whose member has
