@@ -2,9 +2,11 @@
 slices so that no heartbeat, and no refresh, holds the reactor for long.
 
 Even RE2's linear matching (:mod:`brokerd.kafka.regex`) is CPU: thousands of topics
-against many large patterns add up. Each (group, regex) keeps the answer of every topic
-name it has checked, so steady heartbeats check nothing, a new topic is checked once and
-a deleted one is dropped. Checking is charged in units of RE2 work, the pattern's
+against many large patterns add up. Each (group, regex) keeps its matches and the set of
+topic names they are complete for, so steady heartbeats check nothing, a new topic is
+checked once and a deleted one is dropped. That set is one snapshot of the names shared
+by every resolution that is up to date, so a regex costs memory for its matches only,
+however many groups hold one. Checking is charged in units of RE2 work, the pattern's
 program size times the name's length (plus :data:`MATCH_OVERHEAD` per name for the call
 and the ACL check); one slice spends at most :data:`SLICE_COST`. A heartbeat that brings
 a new regex or finds new topics spends one slice at once, which resolves the ordinary
@@ -23,7 +25,7 @@ Reactor thread only; time comes from the injected clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 import attrs
 
@@ -50,43 +52,63 @@ def every_topic(_topic: str) -> bool:
 
 @attrs.define
 class _Resolution:
-    """One regex of one group."""
+    """One regex of one group: its answer for the topic names of ``base``, and the pass
+    that brings it up to ``target`` while one runs."""
 
     regex: Regex
     may_describe: MayDescribe
-    #: Every name checked, and whether it counts.
-    answers: dict[str, bool] = attrs.Factory(dict)
-    #: Names still to check (taken from the end).
-    pending: list[str] = attrs.Factory(list)
-    #: The answer as of the last complete pass (what the coordinator is shown).
+    #: The names the answer is complete for. A snapshot shared with every other
+    #: resolution that is up to date: a regex costs memory for its matches only.
+    base: frozenset[str] = frozenset()
+    #: What matches among ``base`` (deleted topics taken out as they go).
     matched: frozenset[str] = frozenset()
+    #: The pass under way (``target`` None: none): names to check, how many are done,
+    #: and the matches among them.
+    target: frozenset[str] | None = None
+    todo: Sequence[str] = ()
+    done: int = 0
+    found: list[str] = attrs.Factory(list)
 
-    def update(self, topics: Collection[str]) -> None:
-        """Drop deleted topics; queue the names never checked."""
-        gone = [n for n in self.answers if n not in topics]
-        for name in gone:
-            del self.answers[name]
-        if gone:
-            self.matched = self.matched.difference(gone)
-        if self.pending:
-            self.pending = [n for n in self.pending if n in topics]
-            if not self.pending:
-                # The names left to check were deleted: what was checked is the answer.
-                self.publish()
-        queued = set(self.pending)
-        self.pending.extend(n for n in topics if n not in self.answers and n not in queued)
+    @property
+    def pending(self) -> bool:
+        return self.target is not None
+
+    def update(self, names: frozenset[str], ordered: Sequence[str]) -> None:
+        """Catch up with the topic names as they are now (``ordered``: the same, as a
+        sequence): deleted topics leave the answer at once; names never checked start a
+        pass, unless one runs (the next takes them)."""
+        self.trim(names)
+        if self.target is not None or names is self.base:
+            return
+        todo: Sequence[str] = ordered if not self.base else tuple(names - self.base)
+        if not todo:
+            self.base = names
+            return
+        self.target, self.todo, self.done, self.found = names, todo, 0, []
+
+    def trim(self, names: frozenset[str]) -> frozenset[str]:
+        """The answer without deleted topics (a pass may end with names deleted since
+        it began)."""
+        if self.matched and not self.matched <= names:
+            self.matched = self.matched & names
+        return self.matched
+
+    def step(self) -> int:
+        """Check the next name of the pass; its cost. The last one ends the pass."""
+        assert self.target is not None
+        cost = self.check(self.todo[self.done])
+        self.done += 1
+        if self.done == len(self.todo):
+            self.matched = (self.matched & self.target) | frozenset(self.found)
+            self.base, self.target, self.todo, self.done, self.found = (
+                self.target, None, (), 0, [])
+        return cost
 
     def check(self, name: str) -> int:
         """Check one name; its cost."""
-        self.answers[name] = (
-            not name.startswith("__")
-            and self.regex.fullmatch(name)
-            and self.may_describe(name)
-        )
+        if not name.startswith("__") and self.regex.fullmatch(name) and self.may_describe(name):
+            self.found.append(name)
         return self.regex.cost * (len(name) + 1) + MATCH_OVERHEAD
-
-    def publish(self) -> None:
-        self.matched = frozenset(n for n, counts in self.answers.items() if counts)
 
 
 class RegexResolver:
@@ -110,6 +132,9 @@ class RegexResolver:
         self._slice_cost = slice_cost
         self._groups: dict[str, dict[str, _Resolution]] = {}
         self._next: DelayedCall | None = None
+        #: The topic names last seen, as a set and in order (shared by resolutions).
+        self._names: frozenset[str] = frozenset()
+        self._ordered: tuple[str, ...] = ()
 
     def resolve(
         self,
@@ -126,6 +151,7 @@ class RegexResolver:
             nothing is checked now, and a regex new to the group, one restored from
             storage, is left out of the answer until a request asks).
         """
+        names = self._snapshot(topics)
         known = self._groups.get(group_id, {})
         current: dict[str, _Resolution] = {}
         for pattern in regexes:
@@ -134,7 +160,7 @@ class RegexResolver:
                 if requester is None:
                     continue
                 resolution = _Resolution(compile_regex(pattern), requester)
-            resolution.update(topics)
+            resolution.update(names, self._ordered)
             current[pattern] = resolution
         if current:
             self._groups[group_id] = current
@@ -144,7 +170,15 @@ class RegexResolver:
             self._spend(((group_id, r) for r in current.values()), notify=False)
         else:
             self._schedule()
-        return {pattern: r.matched for pattern, r in current.items()}
+        return {pattern: r.trim(names) for pattern, r in current.items()}
+
+    def _snapshot(self, topics: Collection[str]) -> frozenset[str]:
+        """The names of ``topics``: the same object as long as they do not change."""
+        names = self._names
+        if len(topics) != len(names) or any(n not in names for n in topics):
+            self._names = names = frozenset(topics)
+            self._ordered = tuple(names)
+        return names
 
     def matched(self, group_id: str, pattern: str) -> frozenset[str] | None:
         """What ``pattern`` matches for the group as last resolved (no work); None if
@@ -178,11 +212,9 @@ class RegexResolver:
             if not resolution.pending:
                 continue
             while resolution.pending and budget > 0:
-                budget -= resolution.check(resolution.pending.pop())
-            if not resolution.pending:
-                resolution.publish()
-                if group_id not in resolved:
-                    resolved.append(group_id)
+                budget -= resolution.step()
+            if not resolution.pending and group_id not in resolved:
+                resolved.append(group_id)
         self._schedule()
         if notify:
             for group_id in resolved:

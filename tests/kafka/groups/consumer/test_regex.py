@@ -137,3 +137,29 @@ def test_topics_deleted_while_a_regex_resolves_are_left_out() -> None:
     h.hb("a")
     assert set(h.group().subscribed_metadata) == set(kept)
     assert set(h.owned["a"]) == {topic_id for topic_id, _ in kept.values()}
+
+
+def test_a_pass_that_ends_in_a_heartbeat_after_deletions_shows_only_live_topics() -> None:
+    h = Harness()
+    h.topics = {f"t{n:04d}-" + "a" * 40 + "x": _topic(n) for n in range(3)}
+    h.hb("a", subscribed_topic_names=None, subscribed_topic_regex=HOSTILE_16)
+    assert h.coord.regexes.busy
+    # The pass goes on over the names it began with; one is gone when it ends.
+    (first, *rest) = sorted(h.topics)
+    del h.topics[first]
+    for _ in range(3):
+        assert h.hb("a").error_code == 0
+    assert set(h.group().subscribed_metadata) == set(rest)
+
+
+def test_resolved_regexes_share_one_snapshot_of_the_topic_names() -> None:
+    # Many groups with a regex each must not hold a copy of every topic name each.
+    h = Harness()
+    h.topics = {f"t{n:04d}": _topic(n) for n in range(500)}
+    for g in range(20):
+        h.hb(f"m{g}", group=f"g{g}", subscribed_topic_names=None,
+             subscribed_topic_regex=f"t00{g % 10}.")
+    resolutions = [r for rs in h.coord.regexes._groups.values() for r in rs.values()]
+    assert len(resolutions) == 20 and not h.coord.regexes.busy
+    assert len({id(r.base) for r in resolutions}) == 1
+    assert all(len(r.matched) == 10 for r in resolutions)
