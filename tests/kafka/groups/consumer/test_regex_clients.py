@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from brokerd.kafka.wire.codec import ApiKey
-from brokerd.kafka.wire.messages.consumer_groups import ConsumerGroupDescribeRequest
+from brokerd.kafka.wire.messages.consumer_groups import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+)
 
 from tests.brokerproc import BrokerProcess
 from tests.core.test_topics_control_plane_load import MetadataProbe, percentile
@@ -104,6 +107,32 @@ def test_a_hostile_regex_does_not_stall_other_clients(broker: BrokerProcess) -> 
            f"{ms(produce_s)} ({len(produce_s)} produces; {ms(quiet_produce)} before)")
     # Generous: the backtracking engine held every listener for over a minute.
     assert max(during) < 5 and max(produce_s) < 5
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [("orders-(?=eu)", "invalid perl operator"), ("(o)\\1", "invalid escape sequence"),
+     ("o*+", "bad repetition operator"), (".{0,249}" * 40, "pattern too large")],
+)
+def test_refused_regexes_are_invalid_regular_expression_on_the_wire(
+    broker: BrokerProcess, pattern: str, why: str
+) -> None:
+    with RawKafka(broker) as raw:
+        answer = raw.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, ConsumerGroupHeartbeatRequest(
+            group_id="refused-regex", member_id="m-refused", member_epoch=0,
+            rebalance_timeout_ms=30_000, subscribed_topic_names=(),
+            subscribed_topic_regex=pattern, topic_partitions=(),
+        ))
+        # The connection serves on: only the request was refused.
+        joined = raw.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, ConsumerGroupHeartbeatRequest(
+            group_id="refused-regex", member_id="m-refused", member_epoch=0,
+            rebalance_timeout_ms=30_000, subscribed_topic_names=(),
+            subscribed_topic_regex="(^topic_a.*)|(^topic_b.*)|(^topic_c.*)|(^topic_d.*)",
+            topic_partitions=(),
+        ))
+    assert answer.error_code == 128  # INVALID_REGULAR_EXPRESSION
+    assert answer.error_message is not None and why in answer.error_message
+    assert joined.error_code == 0
 
 
 def test_with_acls_a_regex_member_gets_only_topics_it_may_describe(tmp_path: Path) -> None:
