@@ -180,6 +180,12 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "5 records (--long: and kill -9 after)",
         (),
     ),
+    (
+        "hostile KIP-848 subscription regex (.{0,249} x16 + x, 30-char topic): other clients",
+        "tests/kafka/groups/consumer/test_regex_clients.py",
+        "-k hostile: 1 member, 41 near-miss topics, 6 s of 900 KiB produces",
+        ("-k", "hostile"),
+    ),
 ]
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected)")

@@ -28,7 +28,6 @@ old request versions (``txn_handlers.py``), or write markers itself (the core do
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
@@ -44,6 +43,7 @@ from brokerd.errors import StorageError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import cancel_call
 from brokerd.kafka.groups.store import offset_entry_error
+from brokerd.kafka.regex import Regex
 from brokerd.kafka.txn.checks import (
     BUMPED_END_RETRY,
     MAX_PARTITIONS_PER_TXN,
@@ -561,7 +561,7 @@ class TransactionCoordinator(service.Service):
         producer_id_filters: Sequence[int],
         *,
         duration_filter_ms: int = -1,
-        transactional_id_pattern: re.Pattern[str] | None = None,
+        transactional_id_pattern: Regex | None = None,
     ) -> list[TxnListing]:
         """Every id matching every filter
         (:func:`~brokerd.kafka.txn.views.list_transactions`); nothing once stopped."""

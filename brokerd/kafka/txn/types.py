@@ -10,7 +10,6 @@ I/O.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -18,6 +17,7 @@ import attrs
 from twisted.internet.defer import Deferred
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.regex import Regex
 
 #: ``(topic, partition)``.
 TopicPartition = tuple[str, int]
@@ -177,7 +177,7 @@ class TransactionCoordinatorLike(Protocol):
         producer_id_filters: Sequence[int],
         *,
         duration_filter_ms: int = -1,
-        transactional_id_pattern: re.Pattern[str] | None = None,
+        transactional_id_pattern: Regex | None = None,
     ) -> list[TxnListing]:
         """ListTransactions (from memory); empty filters match everything, a negative
         duration and a None pattern too."""

@@ -6,11 +6,11 @@ What this module does not do: change any state or touch the log.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from brokerd.errors import InvalidProducerEpoch, InvalidTxnState
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.regex import Regex
 from brokerd.kafka.txn.checks import check_producer, transactional_id_error
 from brokerd.kafka.txn.state import TxnState
 from brokerd.kafka.txn.table import TxnTable
@@ -88,7 +88,7 @@ def list_transactions(
     *,
     now_ms: int,
     duration_filter_ms: int = -1,
-    transactional_id_pattern: re.Pattern[str] | None = None,
+    transactional_id_pattern: Regex | None = None,
 ) -> list[TxnListing]:
     """ListTransactions: every id whose state and producer id match (an empty filter
     matches everything; an unknown state name matches nothing), whose transaction has

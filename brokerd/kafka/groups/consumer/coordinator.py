@@ -5,10 +5,12 @@ Every member heartbeats with its member epoch; the coordinator answers with the 
 and the partitions the member may use now. The group epoch moves when a member joins or
 leaves, a subscription or the requested assignor changes, or the subscribed topics'
 metadata changes (new partitions, a new topic a regex matches, a deleted topic: the
-topics are read on every heartbeat). The target assignment is then computed at once by
-the group's assignor (:mod:`.assignors`) and each member reconciles towards it on its
-own heartbeats (:mod:`.reconcile`): a partition moves only after its previous owner
-confirmed its revocation, and members keep what they are not asked to give up.
+topics are read on every heartbeat; a subscription regex is resolved in bounded slices,
+:mod:`.regex_resolver`, and may take effect a few reactor turns later). The target
+assignment is then computed at once by the group's assignor (:mod:`.assignors`) and
+each member reconciles towards it on its own heartbeats (:mod:`.reconcile`): a partition
+moves only after its previous owner confirmed its revocation, and members keep what they
+are not asked to give up.
 
 Static members (an instance id) may leave with epoch -2 and come back under a new member
 id, taking over the same assignment; a new member id for an instance id whose member has
@@ -54,6 +56,7 @@ from brokerd.kafka.groups.consumer.classic_members import (
     subscription_version,
 )
 from brokerd.kafka.groups.consumer.reconcile import Partitions, flatten, next_assignment
+from brokerd.kafka.groups.consumer.regex_resolver import MayDescribe, RegexResolver, every_topic
 from brokerd.kafka.groups.consumer.state import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -63,12 +66,7 @@ from brokerd.kafka.groups.consumer.state import (
     ConsumerMember,
     MemberState,
 )
-from brokerd.kafka.groups.consumer.subscriptions import (
-    InvalidRegex,
-    compile_regex,
-    matching_topics,
-    subscribed,
-)
+from brokerd.kafka.regex import InvalidRegex, compile_regex
 
 #: Topic metadata as the coordinator reads it: name -> (topic ID, partition count).
 TopicMetadata = Mapping[str, tuple[uuid.UUID, int]]
@@ -109,6 +107,9 @@ class HeartbeatInput:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    #: Whether the member's principal may DESCRIBE a topic: the topics its regex
+    #: resolves to are filtered by it (every topic when no ACLs apply).
+    may_describe: MayDescribe = every_topic
 
 
 @attrs.frozen
@@ -201,6 +202,8 @@ class ConsumerGroupCoordinator:
         self.groups: dict[str, ConsumerGroup] = {}
         self._topics: TopicMetadata = {}
         self._stopped = False
+        #: The subscription regexes, resolved in bounded slices.
+        self.regexes = RegexResolver(clock, self._regex_resolved)
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------
 
@@ -226,7 +229,7 @@ class ConsumerGroupCoordinator:
         group.members[member.member_id] = member
         if member.instance_id is not None:
             group.static_members[member.instance_id] = member.member_id
-        if self._refresh_metadata(group) or changed:
+        if self._refresh_metadata(group, request.may_describe) or changed:
             group.group_epoch += 1
         self._update_target(group)
         before = (member.member_epoch, dict(member.assigned))
@@ -564,9 +567,13 @@ class ConsumerGroupCoordinator:
 
     # -- group epoch, target, reconciliation --------------------------------------------
 
-    def _refresh_metadata(self, group: ConsumerGroup) -> bool:
+    def _refresh_metadata(
+        self, group: ConsumerGroup, requester: MayDescribe | None = None
+    ) -> bool:
         """Take the subscribed topics' metadata as it is now; True if it changed (the
-        group epoch must then move)."""
+        group epoch must then move). ``requester``: the DESCRIBE rights of the heartbeat
+        asking (None: no heartbeat asks); only a heartbeat spends work on the regexes
+        (:mod:`.regex_resolver`), the others see them as resolved so far."""
         # Each distinct regex once: members of one application share theirs.
         names: set[str] = set()
         regexes: set[str] = set()
@@ -574,9 +581,14 @@ class ConsumerGroupCoordinator:
             names.update(m.subscribed_topic_names)
             if m.subscribed_topic_regex is not None:
                 regexes.add(m.subscribed_topic_regex)
-        found = subscribed(names, None, self._topics)
-        for regex in regexes:
-            found |= matching_topics(regex, self._topics)
+        found = {n for n in names if n in self._topics}
+        resolved = self.regexes.resolve(group.group_id, regexes, self._topics, requester)
+        if len(resolved) < len(regexes):
+            # A regex restored from storage that no heartbeat has asked about (whose
+            # principal is not known yet): the topics stay as they are until one does.
+            return False
+        for matched in resolved.values():
+            found |= matched
         metadata = {n: self._topics[n] for n in found}
         if metadata == group.subscribed_metadata:
             return False
@@ -588,10 +600,7 @@ class ConsumerGroupCoordinator:
             return
         by_name = group.subscribed_metadata
         subscriptions = {
-            m.member_id: {
-                by_name[n][0]
-                for n in subscribed(m.subscribed_topic_names, m.subscribed_topic_regex, by_name)
-            }
+            m.member_id: {by_name[n][0] for n in self._subscribed(group, m) if n in by_name}
             for m in group.members.values()
         }
         partitions = {topic_id: count for topic_id, count in by_name.values()}
@@ -605,6 +614,34 @@ class ConsumerGroupCoordinator:
             group=group.group_id, epoch=group.group_epoch, count=len(group.members),
             assignor=group.assignor,
         )
+
+    def _subscribed(self, group: ConsumerGroup, member: ConsumerMember) -> set[str]:
+        """The topic names a member subscribes to, its regex as resolved so far."""
+        found = set(member.subscribed_topic_names)
+        regex = member.subscribed_topic_regex
+        if regex is None:
+            return found
+        matched = self.regexes.matched(group.group_id, regex)
+        if matched is None:
+            # Restored and not asked about yet: what it matches among the topics the
+            # group was subscribed to (resolved, and ACL-checked, before the restart).
+            try:
+                compiled = compile_regex(regex)
+            except InvalidRegex:
+                return found
+            matched = frozenset(n for n in group.subscribed_metadata if compiled.fullmatch(n))
+        return found | matched
+
+    def _regex_resolved(self, group_id: str) -> None:
+        """A regex of the group has its answer (in a later slice): the group epoch moves
+        if its subscribed topics did; members catch up on their next heartbeats."""
+        group = self.groups.get(group_id)
+        if self._stopped or group is None or not self._refresh_metadata(group):
+            return
+        group.group_epoch += 1
+        self._update_target(group)
+        group.refresh_state()
+        self._changed(group)
 
     def _reconcile(
         self, group: ConsumerGroup, member: ConsumerMember, owned: Partitions | None
@@ -782,6 +819,7 @@ class ConsumerGroupCoordinator:
     def stop(self) -> None:
         """Cancel every timer; later heartbeats get COORDINATOR_NOT_AVAILABLE."""
         self._stopped = True
+        self.regexes.stop()
         for group in self.groups.values():
             for member in group.members.values():
                 _cancel(member.session_timer)

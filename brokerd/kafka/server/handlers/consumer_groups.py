@@ -7,7 +7,9 @@ Each handler turns a decoded request body
 consumer-protocol coordinator (:mod:`brokerd.kafka.groups.consumer.coordinator`, reached
 as the classic coordinator's ``consumer``). Topics are named by ID on the wire; the
 handler reads the topics' names, IDs and partition counts from the core on every
-heartbeat, which is how the coordinator sees new partitions and new topics.
+heartbeat, which is how the coordinator sees new partitions and new topics. Where ACLs
+apply, the heartbeat carries what its principal may DESCRIBE: the topics a subscription
+regex resolves to are only those (Kafka 4's rule).
 
 It does not parse or build bytes, keep group state, or dispatch:
 :class:`~brokerd.kafka.listener.dispatch.KafkaHandlers` routes requests here.
@@ -15,6 +17,7 @@ It does not parse or build bytes, keep group state, or dispatch:
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -28,6 +31,7 @@ from brokerd.kafka.groups.consumer.coordinator import (
     TopicMetadata,
     describe_assignment,
 )
+from brokerd.kafka.groups.consumer.regex_resolver import MayDescribe, every_topic
 from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerMember
 from brokerd.kafka.server.acl_gate import (
     DENIED_TEXT,
@@ -46,7 +50,7 @@ from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import consumer_groups as cg
 from brokerd.kafka.wire.requests.apis import Request
-from brokerd.security.acl import Operation
+from brokerd.security.acl import Operation, ResourceType
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
@@ -123,6 +127,7 @@ class ConsumerGroupHandlers:
                 client_id=req.header.client_id or "",
                 client_host=conn.client_host,
                 version=req.api_version,
+                may_describe=self._may_describe(conn),
             ),
             topic_metadata(self._core),
         )
@@ -140,6 +145,15 @@ class ConsumerGroupHandlers:
             member_epoch=answer.member_epoch,
             heartbeat_interval_ms=answer.heartbeat_interval_ms,
             assignment=assignment,
+        )
+
+    def _may_describe(self, conn: Connection) -> MayDescribe:
+        authorizer = self._operations.authorizer
+        if authorizer is None:
+            return every_topic
+        return functools.partial(
+            authorizer.authorize, conn.state.principal, conn.state.peer_host,
+            Operation.DESCRIBE, ResourceType.TOPIC,
         )
 
     async def describe(self, conn: Connection, req: Request) -> Any:

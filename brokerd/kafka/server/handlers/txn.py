@@ -33,7 +33,6 @@ WriteTxnMarkers (through the core, as the coordinator does); dispatch is
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +41,7 @@ from twisted.logger import Logger
 
 from brokerd.errors import UnknownTopicOrPartition
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.regex import InvalidRegex, Regex, compile_regex
 from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     GROUP_DENIED,
@@ -59,7 +59,6 @@ from brokerd.kafka.server.acl_gate import (
 )
 from brokerd.kafka.server.handler_base import Connection, unexpected_code
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.txn.patterns import PatternRefused, compile_bounded
 from brokerd.kafka.txn.types import (
     TXN_STATE_NAMES,
     TopicPartition,
@@ -439,11 +438,11 @@ class TxnHandlers:
     async def list_transactions(self, conn: Connection, req: Request) -> Any:
         body: apis.ListTransactionsRequest = req.body
         unknown = tuple(s for s in body.state_filters if s not in TXN_STATE_NAMES)
-        pattern: re.Pattern[str] | None = None
+        pattern: Regex | None = None
         if body.transactional_id_pattern:
             try:
-                pattern = compile_bounded(body.transactional_id_pattern)
-            except PatternRefused as e:
+                pattern = compile_regex(body.transactional_id_pattern)
+            except InvalidRegex as e:
                 self._log.debug("ListTransactions pattern refused: {why}", why=e)
                 return apis.ListTransactionsResponse(
                     error_code=ErrorCode.INVALID_REGULAR_EXPRESSION

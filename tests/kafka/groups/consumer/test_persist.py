@@ -182,3 +182,21 @@ def test_persist_round_trip_and_refusals(tmp_path: Path) -> None:
                 data.replace(b'"epoch":', b'"epoch":"x","e":')):
         with pytest.raises(ValueError):
             decode_group("g", bad)
+
+
+def test_a_restored_regex_keeps_its_topics_until_its_member_heartbeats(tmp_path: Path) -> None:
+    b = Broker(tmp_path)
+    b.hb("a", subscribed_topic_names=None, subscribed_topic_regex="t.*")
+    b.hb("b", subscribed_topic_names=("t",))
+    for _ in range(4):
+        b.hb("a")
+        b.hb("b")
+    b.restart()
+    # b leaves before a's first heartbeat after the restart: a's regex, not resolved
+    # again yet, still stands for the topic it matched.
+    b.hb("b", -1)
+    group = b.coord.consumer.groups["g"]
+    assert set(group.subscribed_metadata) == {"t"}
+    assert group.target["a"] == {T1: frozenset(range(4))}
+    assert b.hb("a").error_code == 0
+    assert b.coord.consumer.regexes.matched("g", "t.*") == {"t"}
