@@ -48,15 +48,6 @@ DEADLINE = 90.0
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data").start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-
-
-@pytest.fixture
 def attackers(broker: BrokerProcess) -> Iterator[list[RawKafka]]:
     """The attacker's connections, open until the test ends (its sessions with them)."""
     conns = [RawKafka(broker, timeout=60) for _ in range(CONNECTIONS)]
