@@ -5,7 +5,10 @@ Every member heartbeats with its member epoch; the coordinator answers with the 
 and the partitions the member may use now. The group epoch moves when a member joins or
 leaves, a subscription or the requested assignor changes, or the subscribed topics'
 metadata changes (new partitions, a new topic a regex matches, a deleted topic: the
-topics are read on every heartbeat). The target assignment is then computed at once by
+topics are read on every heartbeat). A regex a member brings is resolved after the
+heartbeat that brought it, as Kafka resolves regexes asynchronously: that heartbeat's
+answer has the member's named topics only, and the regex's topics come with a new group
+epoch, on a later heartbeat. The target assignment is then computed at once by
 the group's assignor (:mod:`.assignors`) and each member reconciles towards it on its
 own heartbeats (:mod:`.reconcile`): a partition moves only after its previous owner
 confirmed its revocation, and members keep what they are not asked to give up.
@@ -201,6 +204,8 @@ class ConsumerGroupCoordinator:
         self.groups: dict[str, ConsumerGroup] = {}
         self._topics: TopicMetadata = {}
         self._stopped = False
+        #: group id -> its pending regex resolution.
+        self._resolving: dict[str, DelayedCall] = {}
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------
 
@@ -574,14 +579,46 @@ class ConsumerGroupCoordinator:
             names.update(m.subscribed_topic_names)
             if m.subscribed_topic_regex is not None:
                 regexes.add(m.subscribed_topic_regex)
+        # A regex no member uses any more is forgotten (subscribing to it again resolves
+        # it afresh); a new one is resolved after this heartbeat, as Kafka does.
+        group.resolved_regexes &= regexes
+        if regexes - group.resolved_regexes:
+            self._schedule_resolution(group)
         found = subscribed(names, None, self._topics)
-        for regex in regexes:
+        for regex in group.resolved_regexes:
             found |= matching_topics(regex, self._topics)
         metadata = {n: self._topics[n] for n in found}
         if metadata == group.subscribed_metadata:
             return False
         group.subscribed_metadata = metadata
         return True
+
+    def _schedule_resolution(self, group: ConsumerGroup) -> None:
+        if group.group_id not in self._resolving:
+            self._resolving[group.group_id] = self._clock.callLater(
+                0, self._resolve_regexes, group.group_id)
+
+    def _resolve_regexes(self, group_id: str) -> None:
+        """Resolve the regexes a group's members brought since the last resolution: the
+        topics they match join the subscriptions, the group epoch moves and the target
+        is recomputed; the members learn it on their next heartbeat."""
+        self._resolving.pop(group_id, None)
+        group = self.groups.get(group_id)
+        if group is None or self._stopped:
+            return
+        group.resolved_regexes.update(
+            m.subscribed_topic_regex for m in group.members.values()
+            if m.subscribed_topic_regex is not None
+        )
+        self._fresh_topics()
+        if not self._refresh_metadata(group):
+            return
+        group.group_epoch += 1
+        self._log.info("group {group!r}: subscription regexes resolved; group epoch {epoch}",
+                       group=group_id, epoch=group.group_epoch)
+        self._update_target(group)
+        group.refresh_state()
+        self._changed(group)
 
     def _update_target(self, group: ConsumerGroup) -> None:
         if group.group_epoch <= group.assignment_epoch:
@@ -590,7 +627,7 @@ class ConsumerGroupCoordinator:
         subscriptions = {
             m.member_id: {
                 by_name[n][0]
-                for n in subscribed(m.subscribed_topic_names, m.subscribed_topic_regex, by_name)
+                for n in subscribed(m.subscribed_topic_names, _resolved_regex(group, m), by_name)
             }
             for m in group.members.values()
         }
@@ -613,8 +650,10 @@ class ConsumerGroupCoordinator:
             holder = group.owner_of(topic_id, partition)
             return holder is not None and holder != member.member_id
 
+        live = {topic_id for topic_id, _ in self._topics.values()}
         step = next_assignment(member, group.assignment_epoch,
-                               group.target.get(member.member_id, {}), owned, held_by_other)
+                               group.target.get(member.member_id, {}), owned, held_by_other,
+                               live.__contains__)
         was = member.state
         if step.member_epoch != member.member_epoch:
             member.previous_member_epoch = member.member_epoch
@@ -782,6 +821,9 @@ class ConsumerGroupCoordinator:
     def stop(self) -> None:
         """Cancel every timer; later heartbeats get COORDINATOR_NOT_AVAILABLE."""
         self._stopped = True
+        for call in self._resolving.values():
+            _cancel(call)
+        self._resolving.clear()
         for group in self.groups.values():
             for member in group.members.values():
                 _cancel(member.session_timer)
@@ -791,13 +833,22 @@ class ConsumerGroupCoordinator:
 
     def restore(self, group: ConsumerGroup) -> None:
         """Take a group back from storage: every member gets a fresh session (they come
-        back, or are fenced when it runs out, as in Kafka)."""
+        back, or are fenced when it runs out, as in Kafka). Its members' regexes count
+        as resolved: the stored metadata was computed with them."""
         self.groups[group.group_id] = group
+        group.resolved_regexes = {m.subscribed_topic_regex for m in group.members.values()
+                                  if m.subscribed_topic_regex is not None}
         for member in group.members.values():
             self._arm_session(group, member)
             if member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._arm_revocation(group, member)
         group.state = group.derived_state()
+
+
+def _resolved_regex(group: ConsumerGroup, member: ConsumerMember) -> str | None:
+    """The member's regex once the group resolved it (before, it subscribes to no topic)."""
+    regex = member.subscribed_topic_regex
+    return regex if regex in group.resolved_regexes else None
 
 
 def _kept(group: ConsumerGroup, member_id: str) -> tuple[object, ...]:

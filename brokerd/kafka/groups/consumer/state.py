@@ -179,6 +179,10 @@ class ConsumerGroup:
     subscribed_metadata: dict[str, tuple[uuid.UUID, int]] = attrs.field(factory=dict)
     #: The assignor the last target was computed with.
     assignor: str = DEFAULT_ASSIGNOR
+    #: The subscription regexes the group has resolved. As in Kafka, a regex is
+    #: resolved after the heartbeat that brought it: until then it adds no topic to
+    #: its members' subscriptions. One no member uses any more is forgotten.
+    resolved_regexes: set[str] = attrs.field(factory=set)
 
     def transition_to(self, state: ConsumerGroupState) -> None:
         if state not in GROUP_TRANSITIONS[self.state]:

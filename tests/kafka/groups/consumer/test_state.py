@@ -462,6 +462,8 @@ def test_names_and_a_regex_together_subscribe_to_both() -> None:
     # librdkafka joins with an empty name list and its regex.
     h = Harness()
     h.hb("a", subscribed_topic_names=(), subscribed_topic_regex="(^t2)")
+    h.clock.advance(0)  # the regex is resolved
+    h.hb("a")
     assert h.owned["a"] == {T2: frozenset({0, 1})}
     h.hb("b", subscribed_topic_names=("t1",), subscribed_topic_regex="t2")
     member = h.group().members["b"]
@@ -483,6 +485,8 @@ def test_range_assignor_by_request() -> None:
 def test_regex_subscription_and_a_new_matching_topic() -> None:
     h = Harness()
     h.hb("a", subscribed_topic_names=None, subscribed_topic_regex="t.*")
+    h.clock.advance(0)
+    h.hb("a")
     assert h.owned["a"] == {T1: frozenset(range(6)), T2: frozenset({0, 1})}
     epoch = h.group().group_epoch
     t3 = uuid.UUID(int=3)
