@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 
+from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
 from brokerd.kafka.groups.consumer.state import MemberState
 
 from tests.kafka.groups.consumer.test_state import T1, T2, Harness
@@ -125,3 +126,21 @@ def test_grown_partitions_are_added_without_a_revocation() -> None:
     answer = h.hb("a")
     assert answer.assignment == {T2: frozenset(range(4))}
     assert h.group().members["a"].state is MemberState.STABLE
+
+
+def test_a_restored_groups_regexes_count_as_resolved() -> None:
+    # The stored subscription metadata was computed with them: a restart must not take
+    # the regex's topics away until a new resolution.
+    h = Harness()
+    h.hb("a", subscribed_topic_names=(), subscribed_topic_regex="t.*")
+    h.clock.advance(0)
+    h.hb("a")
+    stored = decode_group("g", encode_group(h.group()))
+    assert stored.resolved_regexes == set()
+    after = Harness()
+    after.coord.restore(stored)
+    assert stored.resolved_regexes == {"t.*"}
+    epoch = stored.group_epoch
+    answer = after.hb("a", h.epochs["a"], owned=h.owned["a"])
+    assert (answer.error_code, answer.member_epoch) == (0, epoch)
+    assert stored.group_epoch == epoch and stored.members["a"].assigned == REGEX_TOPICS
