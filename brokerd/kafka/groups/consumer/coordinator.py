@@ -5,12 +5,14 @@ Every member heartbeats with its member epoch; the coordinator answers with the 
 and the partitions the member may use now. The group epoch moves when a member joins or
 leaves, a subscription or the requested assignor changes, or the subscribed topics'
 metadata changes (new partitions, a new topic a regex matches, a deleted topic: the
-topics are read on every heartbeat; a subscription regex is resolved in bounded slices,
-:mod:`.regex_resolver`, and may take effect a few reactor turns later). The target
-assignment is then computed at once by the group's assignor (:mod:`.assignors`) and
-each member reconciles towards it on its own heartbeats (:mod:`.reconcile`): a partition
-moves only after its previous owner confirmed its revocation, and members keep what they
-are not asked to give up.
+topics are read on every heartbeat). A regex a member brings is resolved after the
+heartbeat that brought it, as Kafka resolves regexes asynchronously, in bounded
+slices (:mod:`.regex_resolver`): that heartbeat's answer has the member's named
+topics only, and the regex's topics come with a new group epoch, on a later
+heartbeat. The target assignment is then computed at once by the group's assignor
+(:mod:`.assignors`) and each member reconciles towards it on its own heartbeats
+(:mod:`.reconcile`): a partition moves only after its previous owner confirmed its
+revocation, and members keep what they are not asked to give up.
 
 Static members (an instance id) may leave with epoch -2 and come back under a new member
 id, taking over the same assignment; a new member id for an instance id whose member has
@@ -38,6 +40,7 @@ Reactor thread only; time comes from the injected clock.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
@@ -204,6 +207,9 @@ class ConsumerGroupCoordinator:
         self._stopped = False
         #: The subscription regexes, resolved in bounded slices.
         self.regexes = RegexResolver(clock, self._regex_resolved)
+        #: Groups restored from storage whose regexes no heartbeat has asked about yet:
+        #: those keep the topics they had while they are resolved again.
+        self._restored: set[str] = set()
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------
 
@@ -582,7 +588,12 @@ class ConsumerGroupCoordinator:
             if m.subscribed_topic_regex is not None:
                 regexes.add(m.subscribed_topic_regex)
         found = {n for n in names if n in self._topics}
-        resolved = self.regexes.resolve(group.group_id, regexes, self._topics, requester)
+        known = None
+        if requester is not None and group.group_id in self._restored:
+            self._restored.discard(group.group_id)
+            known = functools.partial(_restored_matches, group)
+        resolved = self.regexes.resolve(
+            group.group_id, regexes, self._topics, requester, known=known)
         if len(resolved) < len(regexes):
             # A regex restored from storage that no heartbeat has asked about (whose
             # principal is not known yet): the topics stay as they are until one does.
@@ -623,13 +634,7 @@ class ConsumerGroupCoordinator:
             return found
         matched = self.regexes.matched(group.group_id, regex)
         if matched is None:
-            # Restored and not asked about yet: what it matches among the topics the
-            # group was subscribed to (resolved, and ACL-checked, before the restart).
-            try:
-                compiled = compile_regex(regex)
-            except InvalidRegex:
-                return found
-            matched = frozenset(n for n in group.subscribed_metadata if compiled.fullmatch(n))
+            matched = _restored_matches(group, regex)
         return found | matched
 
     def _regex_resolved(self, group_id: str) -> None:
@@ -650,8 +655,10 @@ class ConsumerGroupCoordinator:
             holder = group.owner_of(topic_id, partition)
             return holder is not None and holder != member.member_id
 
+        live = {topic_id for topic_id, _ in self._topics.values()}
         step = next_assignment(member, group.assignment_epoch,
-                               group.target.get(member.member_id, {}), owned, held_by_other)
+                               group.target.get(member.member_id, {}), owned, held_by_other,
+                               live.__contains__)
         was = member.state
         if step.member_epoch != member.member_epoch:
             member.previous_member_epoch = member.member_epoch
@@ -735,6 +742,8 @@ class ConsumerGroupCoordinator:
         """Take a classic group just converted (online upgrade): its members keep their
         generation as member epoch, with a fresh session each."""
         self.groups[group.group_id] = group
+        if any(m.subscribed_topic_regex is not None for m in group.members.values()):
+            self._restored.add(group.group_id)
         for member in group.members.values():
             self._arm_session(group, member)
         group.refresh_state()
@@ -805,6 +814,7 @@ class ConsumerGroupCoordinator:
             return ErrorCode.NON_EMPTY_GROUP
         group.transition_to(ConsumerGroupState.DEAD)
         del self.groups[group_id]
+        self._restored.discard(group_id)
         self._changed(group)
         return ErrorCode.NONE
 
@@ -814,6 +824,7 @@ class ConsumerGroupCoordinator:
         if group is not None and not group.members:
             group.transition_to(ConsumerGroupState.DEAD)
             del self.groups[group_id]
+            self._restored.discard(group_id)
             self._changed(group)
 
     def stop(self) -> None:
@@ -829,13 +840,26 @@ class ConsumerGroupCoordinator:
 
     def restore(self, group: ConsumerGroup) -> None:
         """Take a group back from storage: every member gets a fresh session (they come
-        back, or are fenced when it runs out, as in Kafka)."""
+        back, or are fenced when it runs out, as in Kafka). Its members' regexes keep
+        the topics the stored metadata was computed with until a heartbeat asks."""
         self.groups[group.group_id] = group
+        if any(m.subscribed_topic_regex is not None for m in group.members.values()):
+            self._restored.add(group.group_id)
         for member in group.members.values():
             self._arm_session(group, member)
             if member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._arm_revocation(group, member)
         group.state = group.derived_state()
+
+
+def _restored_matches(group: ConsumerGroup, regex: str) -> frozenset[str]:
+    """What a regex restored from storage matches among the topics the group was
+    subscribed to (resolved, and ACL-checked, before the restart)."""
+    try:
+        compiled = compile_regex(regex)
+    except InvalidRegex:
+        return frozenset()
+    return frozenset(n for n in group.subscribed_metadata if compiled.fullmatch(n))
 
 
 def _kept(group: ConsumerGroup, member_id: str) -> tuple[object, ...]:

@@ -7,7 +7,9 @@ listing what it owns, that it gave it up; only then is the partition handed to i
 owner. Members keep the partitions both assignments share throughout, so a change in
 membership stops nobody. A member that has nothing to revoke moves to the target's epoch
 at once and gets the target's partitions that nobody holds any more; the others follow
-when their previous owners release them (UnreleasedPartitions until then).
+when their previous owners release them (UnreleasedPartitions until then). A member
+whose heartbeat lists what it owns without the partitions to revoke has given them up
+already and goes on at once; a deleted topic's partitions simply leave the assignment.
 
 Pure: one function of the member's state, the target and a lookup of who holds what.
 """
@@ -58,6 +60,7 @@ def next_assignment(
     target: Assignment,
     reported_owned: Partitions | None,
     held_by_other: Callable[[uuid.UUID, int], bool],
+    topic_exists: Callable[[uuid.UUID], bool] = lambda _topic_id: True,
 ) -> Step:
     """One reconciliation step of ``member`` towards ``target`` (at ``target_epoch``).
 
@@ -65,25 +68,31 @@ def next_assignment(
         the heartbeat left them out (unchanged since the last one).
     :param held_by_other: whether another member still holds a partition (assigned to it
         or waiting for its revocation).
+    :param topic_exists: whether a topic still exists. A deleted topic's partitions leave
+        the member's assignment without a revocation: nobody else can be given them, so
+        there is nothing to wait for.
     """
     state = member.state
-    current = flatten(member.assigned)
+    current = {tp for tp in flatten(member.assigned) if topic_exists(tp[0])}
     if state is MemberState.UNREVOKED_PARTITIONS:
-        pending = flatten(member.pending_revocation)
-        if reported_owned is None or pending & reported_owned:
+        pending = {tp for tp in flatten(member.pending_revocation) if topic_exists(tp[0])}
+        if pending and (reported_owned is None or pending & reported_owned):
             return _step(member, Reconciliation.REVOCATION_PENDING, member.member_epoch,
                          current, pending)
     elif state is MemberState.STABLE and member.member_epoch == target_epoch:
         return _step(member, Reconciliation.COMPLETE, target_epoch, current, set())
     wanted = flatten(target)
     revoke = current - wanted
-    if revoke:
+    # As Kafka: a member whose heartbeat lists what it owns, none of it to revoke, has
+    # already let those partitions go and goes on at once.
+    if revoke and (reported_owned is None or revoke & reported_owned):
         return _step(member, Reconciliation.MUST_REVOKE, member.member_epoch,
                      current & wanted, revoke)
-    missing = wanted - current
+    kept = current & wanted
+    missing = wanted - kept
     free = {tp for tp in missing if not held_by_other(*tp)}
     outcome = Reconciliation.WAITING_FOR_RELEASE if missing - free else Reconciliation.COMPLETE
-    return _step(member, outcome, target_epoch, current | free, set())
+    return _step(member, outcome, target_epoch, kept | free, set())
 
 
 def _step(

@@ -8,13 +8,13 @@ checked once and a deleted one is dropped. That set is one snapshot of the names
 by every resolution that is up to date, so a regex costs memory for its matches only,
 however many groups hold one. Checking is charged in units of RE2 work, the pattern's
 program size times the name's length (plus :data:`MATCH_OVERHEAD` per name for the call
-and the ACL check); one slice spends at most :data:`SLICE_COST`. A heartbeat that brings
-a new regex or finds new topics spends one slice at once, which resolves the ordinary
-cases in the same heartbeat; what is left is worked on one slice per reactor turn
-(``callLater(0)``: other connections are served in between), round-robin over every
-group's work, and ``on_resolved(group_id)`` tells the coordinator when a group's regex
-has its new answer. Until then the regex keeps its previous answer (nothing, when new),
-as Kafka, which resolves regexes asynchronously, does.
+and the ACL check); one slice spends at most :data:`SLICE_COST`. No heartbeat does that
+work: as in Kafka, which resolves regexes asynchronously, a heartbeat that brings a new
+regex or finds new topics only starts a pass, and the work runs one slice per reactor
+turn (``callLater(0)``: other connections are served in between), round-robin over every
+group's work; ``on_resolved(group_id)`` tells the coordinator when a group's regex has
+its new answer. Until then the regex keeps its previous answer (nothing, when new), so
+the heartbeat that brought it is answered with the member's named topics only.
 
 Internal topics (``__`` prefixed) never match. Where ACLs apply, a topic counts only if
 the principal may DESCRIBE it (Kafka 4's rule): the principal of the heartbeat that first
@@ -142,6 +142,8 @@ class RegexResolver:
         regexes: Collection[str],
         topics: Collection[str],
         requester: MayDescribe | None,
+        *,
+        known: Callable[[str], frozenset[str]] | None = None,
     ) -> Mapping[str, frozenset[str]]:
         """The topics each of ``regexes`` matches as far as resolved (a regex still being
         resolved shows its previous answer). The group's other regexes are forgotten.
@@ -150,26 +152,28 @@ class RegexResolver:
             (``None``: no request asks, as on a session timeout or a finished slice;
             nothing is checked now, and a regex new to the group, one restored from
             storage, is left out of the answer until a request asks).
+        :param known: the answer a regex new to the resolver starts from while its first
+            pass runs (a regex restored from storage keeps the topics it had; without
+            it a new regex matches nothing until resolved).
         """
         names = self._snapshot(topics)
-        known = self._groups.get(group_id, {})
+        before = self._groups.get(group_id, {})
         current: dict[str, _Resolution] = {}
         for pattern in regexes:
-            resolution = known.get(pattern)
+            resolution = before.get(pattern)
             if resolution is None:
                 if requester is None:
                     continue
                 resolution = _Resolution(compile_regex(pattern), requester)
+                if known is not None:
+                    resolution.matched = known(pattern)
             resolution.update(names, self._ordered)
             current[pattern] = resolution
         if current:
             self._groups[group_id] = current
         else:
             self._groups.pop(group_id, None)
-        if requester is not None:
-            self._spend(((group_id, r) for r in current.values()), notify=False)
-        else:
-            self._schedule()
+        self._schedule()
         return {pattern: r.trim(names) for pattern, r in current.items()}
 
     def _snapshot(self, topics: Collection[str]) -> frozenset[str]:
@@ -202,7 +206,7 @@ class RegexResolver:
             for resolution in resolutions.values():
                 yield group_id, resolution
 
-    def _spend(self, work: Iterator[tuple[str, _Resolution]], *, notify: bool) -> None:
+    def _spend(self, work: Iterator[tuple[str, _Resolution]]) -> None:
         """One slice over ``work``, then schedule the next if any is left."""
         budget = self._slice_cost
         resolved: list[str] = []
@@ -216,9 +220,8 @@ class RegexResolver:
             if not resolution.pending and group_id not in resolved:
                 resolved.append(group_id)
         self._schedule()
-        if notify:
-            for group_id in resolved:
-                self._on_resolved(group_id)
+        for group_id in resolved:
+            self._on_resolved(group_id)
 
     def _schedule(self) -> None:
         left = any(r.pending for _, r in self._all())
@@ -231,7 +234,7 @@ class RegexResolver:
         work = list(self._all())
         if work:
             self._rotate()
-        self._spend(iter(work), notify=True)
+        self._spend(iter(work))
 
     def _rotate(self) -> None:
         first = next(iter(self._groups))

@@ -12,6 +12,8 @@
   ListGroups with the group type.
 - A broker restart (SIGKILL): the group is restored from the journal at the same group
   epoch and the members carry on without a rebalance.
+- A regex and a name subscribed together: the named topic comes first, the regex's
+  topics once the coordinator resolved it; again after an unsubscribe.
 
 The broker runs with a 500 ms heartbeat interval (``--group-consumer-heartbeat-interval-ms``)
 so a rebalance takes about a second.
@@ -283,5 +285,47 @@ def test_new_partitions_and_a_new_matching_topic_are_assigned(broker: BrokerProc
             | {("kip848-re-b", 0), ("kip848-re-b", 1)},
             "the new matching topic (and not the other one)",
         )
+    finally:
+        poller.stop(lambda: close_consumer(member))
+
+
+def test_a_regex_subscription_gets_its_named_topic_first_then_the_matches(
+    broker: BrokerProcess,
+) -> None:
+    """librdkafka's 0045_resubscribe_with_regex: a member subscribing to a regex and a
+    name gets the named topic in its first assignment and the regex's topics once the
+    coordinator resolved the regex (a later heartbeat), as Kafka resolves regexes
+    asynchronously; after an unsubscribe, subscribing again resolves the regex again."""
+    for name, count in (("kip848-rs-1", 2), ("kip848-rs-2", 2), ("kip848-lit", 1)):
+        _create_topic(broker, name, count)
+    everything = {("kip848-rs-1", 0), ("kip848-rs-1", 1), ("kip848-rs-2", 0),
+                  ("kip848-rs-2", 1), ("kip848-lit", 0)}
+    member = ck.Consumer({
+        "bootstrap.servers": broker.kafka_bootstrap, "group.id": "kip848-resubscribe",
+        "group.protocol": "consumer", "auto.offset.reset": "earliest",
+    })
+    assigns: list[set[tuple[str, int]]] = []
+
+    def on_assign(_consumer: Any, partitions: list[Any]) -> None:
+        assigns.append({(tp.topic, tp.partition) for tp in partitions})
+
+    poller = Poller("resubscribe", lambda: [
+        (m.partition(), m.offset(), m.value())
+        for m in member.consume(100, timeout=0.1) if m.error() is None
+    ])
+
+    def assigned() -> set[tuple[str, int]]:
+        return {(tp.topic, tp.partition) for tp in poller.call(member.assignment)}
+
+    try:
+        for round_ in range(2):
+            del assigns[:]
+            poller.call(lambda: member.subscribe(["^kip848-rs-.*", "kip848-lit"],
+                                                 on_assign=on_assign))
+            wait_until(lambda: assigned() == everything, f"round {round_}: every topic")
+            assert assigns[0] == {("kip848-lit", 0)}, assigns
+            assert set().union(*assigns[1:]) == everything - {("kip848-lit", 0)}
+            poller.call(member.unsubscribe)
+            wait_until(lambda: assigned() == set(), f"round {round_}: nothing")
     finally:
         poller.stop(lambda: close_consumer(member))

@@ -137,6 +137,8 @@ RECONCILE_CASES: list[tuple[str, ConsumerMember, int, set[int], set[int] | None,
      (_UL, 4, {0}, set())),
     ("stable, new target to shrink", _member(_MS, 3, {0, 1}, set()), 4, {0}, None, set(),
      (_UR, 3, {0}, {1})),
+    ("stable, new target to shrink, already given up", _member(_MS, 3, {0, 1}, set()), 4,
+     {0}, {0}, set(), (_MS, 4, {0}, set())),
     ("unrevoked, not acknowledged", _member(_UR, 3, {0}, {1}), 4, {0}, {0, 1}, set(),
      (_UR, 3, {0}, {1})),
     ("unrevoked, owned not reported", _member(_UR, 3, {0}, {1}), 4, {0}, None, set(),
@@ -461,6 +463,8 @@ def test_names_and_a_regex_together_subscribe_to_both() -> None:
     # librdkafka joins with an empty name list and its regex.
     h = Harness()
     h.hb("a", subscribed_topic_names=(), subscribed_topic_regex="(^t2)")
+    h.clock.advance(0)  # the regex is resolved
+    h.hb("a")
     assert h.owned["a"] == {T2: frozenset({0, 1})}
     h.hb("b", subscribed_topic_names=("t1",), subscribed_topic_regex="t2")
     member = h.group().members["b"]
@@ -482,11 +486,15 @@ def test_range_assignor_by_request() -> None:
 def test_regex_subscription_and_a_new_matching_topic() -> None:
     h = Harness()
     h.hb("a", subscribed_topic_names=None, subscribed_topic_regex="t.*")
+    h.clock.advance(0)
+    h.hb("a")
     assert h.owned["a"] == {T1: frozenset(range(6)), T2: frozenset({0, 1})}
     epoch = h.group().group_epoch
     t3 = uuid.UUID(int=3)
     h.topics["t3"] = (t3, 1)
     h.topics["__internal"] = (uuid.UUID(int=4), 1)
+    h.hb("a")  # finds the new topics: the regex is checked against them after it
+    h.clock.advance(0)
     h.hb("a")
     assert h.group().group_epoch == epoch + 1
     assert h.owned["a"][t3] == frozenset({0}) and len(h.owned["a"]) == 3
@@ -602,6 +610,7 @@ def test_regexes_match_whole_names_and_skip_internal_topics() -> None:
     h.topics = {"t1": (T1, 1), "t10": (T2, 1), "__t1": (uuid.UUID(int=3), 1),
                 "x": (uuid.UUID(int=4), 1)}
     h.hb("a", subscribed_topic_names=None, subscribed_topic_regex="t.")
+    h.clock.advance(0)
     assert set(h.group().subscribed_metadata) == {"t1"}
 
 
