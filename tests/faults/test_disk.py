@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,8 +59,11 @@ def test_disk_full_after_crash(tiny_disk: Path, caplog: pytest.LogCaptureFixture
     directory = LogDirectory.open(str(data), CONFIG)
     directory.create_topic("t", 1)
     plog = directory.get("t", 0)
+    # Timestamps of now: 1970's would make the reopened segment due to roll by age
+    # (segment.ms, 7 days), and the roll, not the append, would meet the full disk.
+    now_ms = int(time.time() * 1000)
     for i in range(100):
-        plog.append_values([b"v%04d" % i + b"x" * 500], timestamp_ms=i)
+        plog.append_values([b"v%04d" % i + b"x" * 500], timestamp_ms=now_ms + i)
     plog.flush()
     plog.publish()
     crash(directory)
@@ -77,7 +81,7 @@ def test_disk_full_after_crash(tiny_disk: Path, caplog: pytest.LogCaptureFixture
         caplog.clear()
         for _ in range(5):
             with pytest.raises(StorageError, match="No space left"):
-                plog.append_values([b"y" * 100_000], timestamp_ms=1)
+                plog.append_values([b"y" * 100_000], timestamp_ms=now_ms)
         lines = [r for r in caplog.records if "append failed" in r.getMessage()]
         assert len(lines) == 1
         # Deleting the topic works on a full disk.

@@ -43,8 +43,9 @@ class DescribeConfigsTests(KafkaTestCase):
         self.assertEqual([(s.name, s.value, s.source) for s in retention.synonyms],
                          [("retention.ms", "5000", 1), ("log.retention.ms", "-1", 4),
                           ("log.retention.ms", "604800000", 5)])
-        # The fake core's broker never rolls by time: differs from Kafka's default.
-        self.assertEqual(by_name["segment.ms"].config_source, 4)
+        # The fake core's broker rolls by time at Kafka's default: DEFAULT_CONFIG.
+        segment_ms = by_name["segment.ms"]
+        self.assertEqual((segment_ms.value, segment_ms.config_source), ("604800000", 5))
 
     def test_v1_default_source_and_v3_v4_types_and_docs(self) -> None:
         self.core.add_topic("t")
