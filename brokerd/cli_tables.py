@@ -83,11 +83,13 @@ def render_topic_configs(topic: JsonObject) -> list[str]:
 
 
 def render_topic(topic: JsonObject) -> list[str]:
-    """A topic: a summary line, its partitions, then its configs."""
+    """A topic: a summary line, its partitions, then its configs. Its size in offsets is
+    the high watermark less the log start: transaction markers, aborted records and
+    compaction's gaps count (counting records would mean reading the log)."""
     partitions = _objects(topic.get("partitions"))
     head = (
         f"topic {topic.get('name')}: {len(partitions)} partition(s), "
-        f"{_int(topic, 'records')} record(s), {_int(topic, 'size_bytes')} bytes"
+        f"{_int(topic, 'records')} offset(s), {_int(topic, 'size_bytes')} bytes"
     )
     topic_id = topic.get("topic_id")
     if isinstance(topic_id, str) and topic_id:
@@ -106,7 +108,7 @@ def render_topic(topic: JsonObject) -> list[str]:
         for p in partitions
     ]
     table = render_table(
-        ["PARTITION", "LOG-START", "HIGH-WATERMARK", "LSO", "RECORDS", "BYTES", "SEGMENTS",
+        ["PARTITION", "LOG-START", "HIGH-WATERMARK", "LSO", "OFFSETS", "BYTES", "SEGMENTS",
          "STATUS"],
         rows,
     )

@@ -71,9 +71,9 @@ def test_topics_describe(broker: BrokerProcess, ctl: Ctl) -> None:
     code, out, _ = ctl("topics", "describe", "cli-desc")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("topic cli-desc: 2 partition(s), 3 record(s), ")
+    assert lines[0].startswith("topic cli-desc: 2 partition(s), 3 offset(s), ")
     header = lines[2].split()
-    assert header[:5] == ["PARTITION", "LOG-START", "HIGH-WATERMARK", "LSO", "RECORDS"]
+    assert header[:5] == ["PARTITION", "LOG-START", "HIGH-WATERMARK", "LSO", "OFFSETS"]
     assert lines[4].split()[:5] == ["1", "0", "3", "3", "3"]
     assert lines[4].split()[-1] == "online"
     # Columns line up: every row is as wide as the header's columns.
