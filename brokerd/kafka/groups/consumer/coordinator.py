@@ -655,10 +655,8 @@ class ConsumerGroupCoordinator:
             holder = group.owner_of(topic_id, partition)
             return holder is not None and holder != member.member_id
 
-        live = {topic_id for topic_id, _ in self._topics.values()}
         step = next_assignment(member, group.assignment_epoch,
-                               group.target.get(member.member_id, {}), owned, held_by_other,
-                               live.__contains__)
+                               group.target.get(member.member_id, {}), owned, held_by_other)
         was = member.state
         if step.member_epoch != member.member_epoch:
             member.previous_member_epoch = member.member_epoch

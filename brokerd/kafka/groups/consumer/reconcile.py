@@ -9,7 +9,9 @@ membership stops nobody. A member that has nothing to revoke moves to the target
 at once and gets the target's partitions that nobody holds any more; the others follow
 when their previous owners release them (UnreleasedPartitions until then). A member
 whose heartbeat lists what it owns without the partitions to revoke has given them up
-already and goes on at once; a deleted topic's partitions simply leave the assignment.
+already and goes on at once. A deleted topic's partitions are revoked like any others
+(the target has none of them), as Kafka's ``CurrentAssignmentBuilder`` does: the member
+keeps its epoch until a heartbeat shows it no longer owns them.
 
 Pure: one function of the member's state, the target and a lookup of who holds what.
 """
@@ -60,7 +62,6 @@ def next_assignment(
     target: Assignment,
     reported_owned: Partitions | None,
     held_by_other: Callable[[uuid.UUID, int], bool],
-    topic_exists: Callable[[uuid.UUID], bool] = lambda _topic_id: True,
 ) -> Step:
     """One reconciliation step of ``member`` towards ``target`` (at ``target_epoch``).
 
@@ -68,14 +69,11 @@ def next_assignment(
         the heartbeat left them out (unchanged since the last one).
     :param held_by_other: whether another member still holds a partition (assigned to it
         or waiting for its revocation).
-    :param topic_exists: whether a topic still exists. A deleted topic's partitions leave
-        the member's assignment without a revocation: nobody else can be given them, so
-        there is nothing to wait for.
     """
     state = member.state
-    current = {tp for tp in flatten(member.assigned) if topic_exists(tp[0])}
+    current = flatten(member.assigned)
     if state is MemberState.UNREVOKED_PARTITIONS:
-        pending = {tp for tp in flatten(member.pending_revocation) if topic_exists(tp[0])}
+        pending = flatten(member.pending_revocation)
         if pending and (reported_owned is None or pending & reported_owned):
             return _step(member, Reconciliation.REVOCATION_PENDING, member.member_epoch,
                          current, pending)

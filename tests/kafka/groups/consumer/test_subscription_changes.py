@@ -62,33 +62,61 @@ def test_a_regex_other_members_resolved_serves_a_joiner_at_once() -> None:
     assert len(h.owned["a"][T2]) == len(h.owned["b"][T2]) == 1
 
 
-def test_a_deleted_topics_partitions_leave_the_assignment_without_a_revocation() -> None:
-    # librdkafka's 0045_subscribe_update_topic_remove: the partitions of the topic that
-    # is left stay; the deleted topic's disappear, nobody waits for them.
+def test_a_deleted_topics_partitions_are_revoked_before_the_member_moves_on() -> None:
+    # librdkafka's 0045_subscribe_update_topic_remove against Kafka 4.2.1: after f is
+    # deleted, the heartbeat is answered with g's partitions only and the member's epoch
+    # unchanged (Kafka's CurrentAssignmentBuilder takes the deleted topic's partitions
+    # as partitions to revoke); the next epoch comes once the member confirms.
     h = Harness()
     h.hb("a", subscribed_topic_names=("t1", "t2"))
     assert h.owned["a"] == REGEX_TOPICS
     epoch = h.group().group_epoch
     del h.topics["t2"]
-    answer = h.hb("a")
+    # librdkafka leaves its unchanged owned partitions out of the heartbeat.
+    answer = h.hb("a", owned=None)
     member = h.group().members["a"]
-    assert answer.member_epoch == epoch + 1 and member.state is MemberState.STABLE
+    assert answer.member_epoch == epoch and member.state is MemberState.UNREVOKED_PARTITIONS
     assert answer.assignment == {T1: frozenset(range(6))}
-    assert member.pending_revocation == {}
+    assert member.pending_revocation == {T2: frozenset({0, 1})}
+    # Still owning t2's partitions: nothing moves.
+    assert h.hb("a", owned=REGEX_TOPICS).member_epoch == epoch
+    # It lists only t1's: the new epoch.
+    answer = h.hb("a")
+    assert answer.member_epoch == h.group().group_epoch > epoch
+    assert h.group().members["a"].state is MemberState.STABLE
+    assert h.group().members["a"].pending_revocation == {}
+    epoch = answer.member_epoch
     del h.topics["t1"]
-    assert h.hb("a").assignment == {}
+    answer = h.hb("a", owned=None)
+    assert answer.assignment == {} and answer.member_epoch == epoch
+    assert h.group().members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    assert h.hb("a", owned={}).member_epoch == h.group().group_epoch > epoch
     assert h.group().members["a"].state is MemberState.STABLE
 
 
-def test_a_member_revoking_a_topic_that_is_then_deleted_stops_waiting() -> None:
+def test_a_member_that_no_longer_lists_a_deleted_topic_moves_on_at_once() -> None:
     h = Harness()
     h.hb("a", subscribed_topic_names=("t1", "t2"))
+    epoch = h.group().group_epoch
+    del h.topics["t2"]
+    answer = h.hb("a", owned={T1: frozenset(range(6))})
+    assert answer.member_epoch == h.group().group_epoch > epoch
+    assert h.group().members["a"].state is MemberState.STABLE
+
+
+def test_a_member_revoking_a_topic_that_is_then_deleted_still_confirms() -> None:
+    h = Harness()
+    h.hb("a", subscribed_topic_names=("t1", "t2"))
+    epoch = h.group().group_epoch
     # It drops t2 from its subscription: t2 must be revoked...
     h.hb("a", subscribed_topic_names=("t1",), owned=None)
     assert h.group().members["a"].state is MemberState.UNREVOKED_PARTITIONS
-    # ...and t2 is deleted before it confirms: nothing is left to wait for.
+    # ...and t2 is deleted before it confirms: as in Kafka, it is still waited for.
     del h.topics["t2"]
     h.hb("a", owned=None)
+    member = h.group().members["a"]
+    assert member.state is MemberState.UNREVOKED_PARTITIONS and member.member_epoch == epoch
+    h.hb("a")
     member = h.group().members["a"]
     assert member.state is MemberState.STABLE
     assert member.member_epoch == h.group().group_epoch
