@@ -18,14 +18,19 @@ Rules, and why:
   the client is sending and the whole announced rest is claimed at once. Claiming the
   rest in one step (as Kafka's ``MemoryPool`` allocates a frame's buffer whole) keeps
   honest senders from deadlocking on half-received frames: a frame granted its claim
-  never waits again. So an idle connection holds what it sent, however much it
-  announced.
+  never waits again. So a connection that goes quiet before one read of its frame holds
+  what it sent, however much it announced; one that sent the read holds the frame until
+  it is complete or the frame deadline ends it, within its address's share.
 * **Small needs overtake, boundedly.** Waiters are served in the order they started
   waiting, except that an account whose whole reservation stays within ``small_bytes``
   (a metadata request, the first read of a frame) may be granted past an older waiter
   that does not fit yet. Each blocked waiter can be overtaken by at most its own need
-  in bytes; after that, order is strict until it is served, so a large frame is never
-  starved by a stream of small ones.
+  in bytes; after that, order is strict until it is served whenever small reservations
+  are what keeps it out, so a large frame is never starved by a stream of small ones.
+  When other claims fill the budget instead, small needs keep passing: holding them back
+  would not make room for the waiter, only stall every other client (claims from a few
+  addresses that stop sending would otherwise stop all small requests until their frame
+  deadline).
 * **One address holds a share.** Reservation beyond ``small_bytes`` per account counts
   toward its client address; once an address's such bytes reach ``address_share``, its
   accounts grow no further until its other claims are given back (small needs still
@@ -222,6 +227,14 @@ class RequestBudget:
             return False
         return self.reserved_small + reserved - account.reserved > pool
 
+    def _kept_out_by_small(self, waiter: Account) -> bool:
+        """Whether small reservations are what keeps ``waiter`` out: only then does
+        holding small needs back help it. When claims fill the budget, it waits for
+        those, and holding small requests back would only stall everyone else until
+        the claims' frames arrive or their deadline ends them."""
+        available = self.available
+        return available is None or waiter.need <= available + self.reserved_small
+
     def _fits(self, account: Account, reserved: int) -> bool:
         available = self.available
         return available is None or reserved - account.reserved <= available
@@ -243,7 +256,11 @@ class RequestBudget:
             return False  # the common case under load: nobody can grow, look no further
         blocked: Account | None = None  # the oldest waiter that does not fit
         for account in self._waiting:
-            if blocked is not None and blocked.overtaken >= blocked.need:
+            if (
+                blocked is not None
+                and blocked.overtaken >= blocked.need
+                and self._kept_out_by_small(blocked)
+            ):
                 return False  # strict order now: nobody behind it may pass
             reserved = account.reserved + account.need
             if self._over_share(account, reserved) or self._pool_full(account, reserved):

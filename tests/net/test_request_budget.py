@@ -112,11 +112,47 @@ class BudgetTests(SynchronousTestCase):
         self.assertEqual(large.overtaken, 40)
         smalls[0].close()  # s4 fits and may still pass: 40 of the 50 the large one needs
         self.assertEqual(self.granted, ["s4"])
-        smalls[1].close()  # s5 fits, but the large frame was passed by its need: its turn
-        self.assertEqual(self.granted, ["s4"])
+        # s5 fits; the large frame was passed by its need, but a's claim, not the small
+        # reservations, keeps it out: holding s5 back would not help it.
+        smalls[1].close()
+        self.assertEqual(self.granted, ["s4", "s5"])
         a.close()
-        self.assertEqual(self.granted, ["s4", "large", "s5", "s6"])
+        self.assertEqual(self.granted, ["s4", "s5", "large", "s6"])
         self.assertEqual(large.overtaken, 0)
+
+    def test_overtaking_stops_once_small_reservations_keep_a_large_frame_out(self) -> None:
+        held = [self.budget.account() for _ in range(10)]
+        self.assertEqual([h.cover(10) for h in held], [True] * 10)
+        large = self.budget.account()
+        self.assertFalse(large.cover(50, self.on("large")))
+        waiting = [self.budget.account() for _ in range(10)]
+        for i, w in enumerate(waiting):
+            self.assertFalse(w.cover(10, self.on(f"w{i}")))
+        for h in held[:5]:
+            h.close()  # each frees 10 bytes that a small waiter may take: 50 in all
+        self.assertEqual(self.granted, [f"w{i}" for i in range(5)])
+        for h in held[5:9]:
+            h.close()  # strict order now: the room goes to the large frame
+        self.assertEqual(len(self.granted), 5)
+        held[9].close()
+        self.assertEqual(self.granted[5:], ["large"])
+
+    def test_claims_filling_the_budget_do_not_stop_small_requests(self) -> None:
+        # Two addresses' claims (frames announced, one read sent, then silence) fill the
+        # budget and a third claim waits: small requests must go on meanwhile.
+        budget = RequestBudget(100, small_bytes=10, small_pool=100)
+        a, b = budget.account("10.0.0.1"), budget.account("10.0.0.2")
+        self.assertTrue(a.cover(45))
+        self.assertTrue(b.cover(45))
+        third = budget.account("10.0.0.2")
+        self.assertFalse(third.cover(30, self.on("third")))
+        for _ in range(50):  # far more than the third claim's need of 30
+            small = budget.account("10.0.0.3")
+            self.assertTrue(small.cover(10))
+            small.close()
+        self.assertGreaterEqual(third.overtaken, 30)
+        a.close()
+        self.assertEqual(self.granted, ["third"])
 
     def test_an_address_holds_its_share_and_waits_without_holding_up_others(self) -> None:
         budget = RequestBudget(100, small_bytes=10, address_share=40)
