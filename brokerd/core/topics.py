@@ -136,7 +136,15 @@ class TopicRegistry:
         if not self.auto_create or name in self._deleting:
             return defer.fail(UnknownTopicOrPartition(f"unknown topic {name!r}"))
         d = self._run_write(self.logdir.get, name, 0, create=True)
-        return d.addCallback(lambda _: self.topics()[name])
+        return d.addCallback(lambda _: self._created(name))
+
+    def _created(self, name: str) -> TopicInfo:
+        """The info of a topic just auto-created; a deletion that began meanwhile makes
+        it unknown, as any later lookup would."""
+        info = self.topics().get(name)
+        if info is None:
+            raise UnknownTopicOrPartition(f"unknown topic {name!r}")
+        return info
 
     def delete_topic(self, name: str) -> defer.Deferred[None]:
         """Delete a topic with no append in flight, answering fetches parked on it.

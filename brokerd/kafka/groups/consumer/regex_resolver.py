@@ -173,7 +173,10 @@ class RegexResolver:
             self._groups[group_id] = current
         else:
             self._groups.pop(group_id, None)
-        self._schedule()
+        # Only this group's regexes can have new work: a heartbeat costs its own group,
+        # not a scan of every group's.
+        if self._next is None and any(r.pending for r in current.values()):
+            self._next = self._clock.callLater(0, self._turn)
         return {pattern: r.trim(names) for pattern, r in current.items()}
 
     def _snapshot(self, topics: Collection[str]) -> frozenset[str]:

@@ -164,27 +164,31 @@ class ShareGroupCoordinator:
     ) -> HeartbeatResult:
         if not member_id or len(member_id) > MAX_MEMBER_ID:
             return HeartbeatResult(HeartbeatError.INVALID, message="MemberId can't be empty.")
-        group = self.groups.setdefault(group_id, ShareGroup(group_id))
-        member = group.members.get(member_id)
+        # Only a member joining makes a group: a heartbeat of any other epoch for an
+        # unknown group must not leave an empty group behind (a client could invent
+        # ids without end).
+        known = self.groups.get(group_id)
+        member = None if known is None else known.members.get(member_id)
         if member_epoch == -1:
-            if member is not None:
-                self._remove(group, member, left=True)
+            if known is not None and member is not None:
+                self._remove(known, member, left=True)
             return HeartbeatResult(HeartbeatError.NONE, member_epoch=-1)
-        if member_epoch == 0:
-            if topics is None:
-                return HeartbeatResult(
-                    HeartbeatError.INVALID,
-                    message="SubscribedTopicNames must be set in first request.",
-                )
-            if member is None:
-                if len(group.members) >= MAX_MEMBERS:
-                    return HeartbeatResult(HeartbeatError.GROUP_FULL)
-                member = Member(member_id, 0, tuple(sorted(set(topics))), client_id, client_host)
-                group.members[member_id] = member
-                group.epoch += 1
-        elif member is None:
+        if member_epoch != 0 and member is None:
             return HeartbeatResult(HeartbeatError.UNKNOWN_MEMBER)
-        elif member_epoch != member.epoch:
+        if member_epoch == 0 and topics is None:
+            return HeartbeatResult(
+                HeartbeatError.INVALID,
+                message="SubscribedTopicNames must be set in first request.",
+            )
+        group = self.groups.setdefault(group_id, ShareGroup(group_id))
+        if member is None:  # joining: any other epoch was answered above
+            if len(group.members) >= MAX_MEMBERS:
+                return HeartbeatResult(HeartbeatError.GROUP_FULL)
+            member = Member(member_id, 0, tuple(sorted(set(topics or ()))), client_id,
+                            client_host)
+            group.members[member_id] = member
+            group.epoch += 1
+        elif member_epoch not in (0, member.epoch):
             return HeartbeatResult(HeartbeatError.FENCED)
         if topics is not None and tuple(sorted(set(topics))) != member.topics:
             member.topics = tuple(sorted(set(topics)))

@@ -64,6 +64,18 @@ def test_join_heartbeat_leave() -> None:
     assert c.delete_group("g")
 
 
+def test_only_a_joining_member_makes_a_group() -> None:
+    # Heartbeats of unknown members with any other epoch, or without topics, are
+    # refused and leave nothing: a client inventing group ids fills no table.
+    c = coordinator(task.Clock(), [])
+    assert c.heartbeat("x1", "m", 3, None).error is HeartbeatError.UNKNOWN_MEMBER
+    assert c.heartbeat("x2", "m", -1, None).member_epoch == -1
+    assert c.heartbeat("x3", "m", 0, None).error is HeartbeatError.INVALID
+    assert c.groups == {}
+    assert c.heartbeat("g", "m", 0, ["t"]).error is HeartbeatError.NONE
+    assert set(c.groups) == {"g"}
+
+
 def test_a_silent_member_is_removed() -> None:
     clock, gone = task.Clock(), []
     c = coordinator(clock, gone)
