@@ -32,6 +32,7 @@ import re2
 __all__ = [
     "MAX_PROGRAM_MEMORY",
     "MAX_REGEX_LENGTH",
+    "SLICE_COST",
     "InvalidRegex",
     "Regex",
     "compile_regex",
@@ -44,6 +45,12 @@ MAX_REGEX_LENGTH = 4096
 #: about 36,000 instructions (``.{0,249}`` sixteen times), which compile in about 40 ms;
 #: RE2's default of 8 MiB lets one pattern hold the reactor for most of a second.
 MAX_PROGRAM_MEMORY = 1 << 20
+
+
+#: The matching work one slice may do before the reactor serves others, in RE2
+#: instruction-characters (program size times text length, the NFA's worst case; RE2's
+#: DFA usually does far less): a few milliseconds.
+SLICE_COST = 1_000_000
 
 
 class InvalidRegex(ValueError):
@@ -76,6 +83,10 @@ class Regex:
     def fullmatch(self, text: str) -> bool:
         """Whether the whole of ``text`` matches (RE2/J's ``matches()``)."""
         return self._compiled.fullmatch(text) is not None
+
+    def work(self, text: str) -> int:
+        """The most RE2 work matching ``text`` can take, in :data:`SLICE_COST` units."""
+        return self.cost * (len(text) + 1)
 
 
 @functools.lru_cache(maxsize=256)

@@ -135,7 +135,7 @@ class KafkaHandlers:
         answer_budget: AnswerBudget | None = None,
         shares: ShareGroups | None = None,
     ) -> None:
-        txn = TxnHandlers(core, transactions)
+        txn = TxnHandlers(core, transactions, clock=clock)
         operations = AuthorizedOperations(authorizer)
         is_share_group = shares.exists if shares is not None else _no_share_groups
         families = (

@@ -43,7 +43,6 @@ from brokerd.errors import StorageError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import cancel_call
 from brokerd.kafka.groups.store import offset_entry_error
-from brokerd.kafka.regex import Regex
 from brokerd.kafka.txn.checks import (
     BUMPED_END_RETRY,
     MAX_PARTITIONS_PER_TXN,
@@ -561,7 +560,6 @@ class TransactionCoordinator(service.Service):
         producer_id_filters: Sequence[int],
         *,
         duration_filter_ms: int = -1,
-        transactional_id_pattern: Regex | None = None,
     ) -> list[TxnListing]:
         """Every id matching every filter
         (:func:`~brokerd.kafka.txn.views.list_transactions`); nothing once stopped."""
@@ -573,5 +571,4 @@ class TransactionCoordinator(service.Service):
             producer_id_filters,
             now_ms=self._now_ms(),
             duration_filter_ms=duration_filter_ms,
-            transactional_id_pattern=transactional_id_pattern,
         )

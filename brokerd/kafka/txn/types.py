@@ -17,7 +17,6 @@ import attrs
 from twisted.internet.defer import Deferred
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.regex import Regex
 
 #: ``(topic, partition)``.
 TopicPartition = tuple[str, int]
@@ -177,8 +176,8 @@ class TransactionCoordinatorLike(Protocol):
         producer_id_filters: Sequence[int],
         *,
         duration_filter_ms: int = -1,
-        transactional_id_pattern: Regex | None = None,
     ) -> list[TxnListing]:
         """ListTransactions (from memory); empty filters match everything, a negative
-        duration and a None pattern too."""
+        duration too. (The transactional-id pattern is matched by the handler, in
+        slices.)"""
         ...

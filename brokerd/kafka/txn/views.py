@@ -10,7 +10,6 @@ from collections.abc import Sequence
 
 from brokerd.errors import InvalidProducerEpoch, InvalidTxnState
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.regex import Regex
 from brokerd.kafka.txn.checks import check_producer, transactional_id_error
 from brokerd.kafka.txn.state import TxnState
 from brokerd.kafka.txn.table import TxnTable
@@ -88,13 +87,11 @@ def list_transactions(
     *,
     now_ms: int,
     duration_filter_ms: int = -1,
-    transactional_id_pattern: Regex | None = None,
 ) -> list[TxnListing]:
     """ListTransactions: every id whose state and producer id match (an empty filter
     matches everything; an unknown state name matches nothing), whose transaction has
     been running for more than ``duration_filter_ms`` (when it is not negative: an id
-    with no transaction running then never matches) and whose whole id
-    ``transactional_id_pattern`` matches (when given)."""
+    with no transaction running then never matches)."""
     states, pids = set(state_filters), set(producer_id_filters)
     out: list[TxnListing] = []
     for m in table.values():
@@ -104,10 +101,6 @@ def list_transactions(
             continue
         if duration_filter_ms >= 0 and (
             m.start_time_ms < 0 or now_ms - m.start_time_ms <= duration_filter_ms
-        ):
-            continue
-        if transactional_id_pattern is not None and not transactional_id_pattern.fullmatch(
-            m.transactional_id
         ):
             continue
         out.append(TxnListing(m.transactional_id, m.producer_id, m.state.value))

@@ -19,7 +19,6 @@ from brokerd.core.api import TxnVerifier
 from brokerd.errors import InvalidProducerEpoch, InvalidTxnState, StorageError
 from brokerd.kafka.errors import ErrorCode as C
 from brokerd.kafka.groups.coordinator import GroupCoordinator
-from brokerd.kafka.regex import compile_regex
 from brokerd.kafka.txn.coordinator import TransactionCoordinator
 from brokerd.kafka.txn.deps import OffsetEntry
 from brokerd.kafka.txn.types import InitProducerIdResult, TxnOffset
@@ -681,9 +680,6 @@ class StopAndQueryTests(CoordinatorTestCase):
         self.clock.advance(1)
         self.assertEqual(ids(duration_filter_ms=0), ["orders-1", "orders-2"])
         self.assertEqual(ids(duration_filter_ms=-1), ["billing", "orders-1", "orders-2"])
-        self.assertEqual(ids(transactional_id_pattern=compile_regex("orders-.")),
-                         ["orders-1", "orders-2"])
-        self.assertEqual(ids(transactional_id_pattern=compile_regex("orders")), [])
 
 
 class VerifyPartitionsTests(CoordinatorTestCase):

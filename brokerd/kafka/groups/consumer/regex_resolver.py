@@ -30,14 +30,10 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 import attrs
 
 from brokerd.clock import Clock, DelayedCall
-from brokerd.kafka.regex import Regex, compile_regex
+from brokerd.kafka.regex import SLICE_COST, Regex, compile_regex
 
 __all__ = ["MATCH_OVERHEAD", "SLICE_COST", "MayDescribe", "RegexResolver", "every_topic"]
 
-#: The work of one slice, in RE2 instruction-characters: at most a few milliseconds, as
-#: the program size times the name's length is the NFA's worst case and RE2's DFA
-#: usually does far less.
-SLICE_COST = 1_000_000
 #: What checking one name costs beyond RE2's own work (a Python call, an ACL lookup).
 MATCH_OVERHEAD = 1_000
 
@@ -108,7 +104,7 @@ class _Resolution:
         """Check one name; its cost."""
         if not name.startswith("__") and self.regex.fullmatch(name) and self.may_describe(name):
             self.found.append(name)
-        return self.regex.cost * (len(name) + 1) + MATCH_OVERHEAD
+        return self.regex.work(name) + MATCH_OVERHEAD
 
 
 class RegexResolver:

@@ -93,8 +93,8 @@ class AdminHandlers:
     :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
     :param identity: node id, advertised host/port and cluster id (read live).
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
-    :param transactional: answers InitProducerId with a transactional id (default: as a
-        broker without a transaction coordinator does).
+    :param transactional: answers InitProducerId with a transactional id (as a broker
+        without a transaction coordinator does when it has none).
     :param operations: fills Metadata's authorized-operations fields when asked
         (default: no authorizer, every operation).
     """
@@ -106,15 +106,15 @@ class AdminHandlers:
         core: CoreApi,
         identity: BrokerIdentity,
         *,
+        transactional: TxnHandlers,
         default_partitions: int = DEFAULT_PARTITIONS,
-        transactional: TxnHandlers | None = None,
         operations: AuthorizedOperations | None = None,
     ) -> None:
         self._core = core
         self._id = identity
         self._operations = operations if operations is not None else AuthorizedOperations()
         self._default_partitions = default_partitions
-        self._txn = transactional if transactional is not None else TxnHandlers(core, None)
+        self._txn = transactional
         # Topic name -> ((partition count, node id, topic ID), its Metadata entry).
         self._metadata_cache: dict[
             str, tuple[tuple[int, int, uuid.UUID], apis.MetadataTopic]

@@ -37,11 +37,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from twisted.internet import defer
 from twisted.logger import Logger
 
+from brokerd.clock import Clock
 from brokerd.errors import UnknownTopicOrPartition
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.regex import InvalidRegex, Regex, compile_regex
+from brokerd.kafka.regex import SLICE_COST, InvalidRegex, Regex, compile_regex
 from brokerd.kafka.server.acl_gate import (
     CLUSTER_DENIED,
     GROUP_DENIED,
@@ -64,6 +66,7 @@ from brokerd.kafka.txn.types import (
     TopicPartition,
     TransactionCoordinatorLike,
     TxnDescription,
+    TxnListing,
     TxnOffset,
 )
 from brokerd.kafka.wire.codec import ApiKey
@@ -133,9 +136,12 @@ class TxnHandlers:
 
     _log = Logger()
 
-    def __init__(self, core: CoreApi, transactions: TransactionCoordinatorLike | None) -> None:
+    def __init__(
+        self, core: CoreApi, transactions: TransactionCoordinatorLike | None, *, clock: Clock
+    ) -> None:
         self._core = core
         self._txn = transactions
+        self._clock = clock
 
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
@@ -454,8 +460,9 @@ class TxnHandlers:
                 list(body.state_filters),
                 list(body.producer_id_filters),
                 duration_filter_ms=body.duration_filter,
-                transactional_id_pattern=pattern,
             )
+            if pattern is not None:
+                listed = await _matching(listed, pattern, self._clock)
         except Exception as e:
             return apis.ListTransactionsResponse(
                 error_code=self._unexpected("list transactions", e),
@@ -694,6 +701,31 @@ def describe_transactions_rule(access: Access, req: Request) -> Gate:
             r, transaction_states=(*r.transaction_states, *denied)
         ),
     )
+
+
+async def _matching(
+    listed: Sequence[TxnListing], pattern: Regex, clock: Clock
+) -> list[TxnListing]:
+    """The listings whose transactional id ``pattern`` matches, matched in slices of
+    :data:`~brokerd.kafka.regex.SLICE_COST` work with a reactor turn between them: a
+    costly pattern against thousands of ids would otherwise hold every connection."""
+    kept: list[TxnListing] = []
+    spent = 0
+    for listing in listed:
+        if spent >= SLICE_COST:
+            await _next_turn(clock)
+            spent = 0
+        spent += pattern.work(listing.transactional_id)
+        if pattern.fullmatch(listing.transactional_id):
+            kept.append(listing)
+    return kept
+
+
+def _next_turn(clock: Clock) -> defer.Deferred[None]:
+    """Fires on the reactor's next turn, after what is ready to run now."""
+    d: defer.Deferred[None] = defer.Deferred()
+    clock.callLater(0, d.callback, None)
+    return d
 
 
 def list_transactions_rule(access: Access, req: Request) -> Gate:

@@ -14,7 +14,7 @@ from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.listener.protocol import KafkaFactory
-from brokerd.kafka.regex import Regex
+from brokerd.kafka.regex import SLICE_COST, compile_regex
 from brokerd.kafka.server.handlers.txn import code_for_version
 from brokerd.kafka.txn.types import (
     EndTxnResult,
@@ -124,20 +124,16 @@ class FakeTransactions:
 
     def list_transactions(
         self, state_filters: Sequence[str], producer_id_filters: Sequence[int], *,
-        duration_filter_ms: int = -1, transactional_id_pattern: Regex | None = None,
+        duration_filter_ms: int = -1,
     ) -> list[TxnListing]:
         self.calls.append(("list", list(state_filters), list(producer_id_filters)))
-        if duration_filter_ms != -1 or transactional_id_pattern is not None:
-            self.calls.append(("list_filters", duration_filter_ms,
-                               None if transactional_id_pattern is None
-                               else transactional_id_pattern.pattern))
+        if duration_filter_ms != -1:
+            self.calls.append(("list_filters", duration_filter_ms))
         if self.fail is not None:
             raise self.fail
         return [t for t in self.listings
                 if (not state_filters or t.state in state_filters)
-                and (not producer_id_filters or t.producer_id in producer_id_filters)
-                and (transactional_id_pattern is None
-                     or transactional_id_pattern.fullmatch(t.transactional_id))]
+                and (not producer_id_filters or t.producer_id in producer_id_filters)]
 
 
 class TxnTestCase(KafkaTestCase):
@@ -502,13 +498,15 @@ class ListFilterTests(TxnTestCase):
 
     def listed(self, version: int, **filters: Any) -> list[str]:
         self.send(ApiKey.LIST_TRANSACTIONS, version, apis.ListTransactionsRequest(**filters))
+        for _ in range(len(self.txn.listings) + 1):
+            self.clock.advance(0)  # the pattern is matched in slices, a turn between
         resp = self.one()
         self.assertEqual(resp.error_code, 0)
         return [t.transactional_id for t in resp.transaction_states]
 
     def test_v1_duration_filter_reaches_the_coordinator(self) -> None:
         self.listed(1, duration_filter=5000)
-        self.assertEqual(self.txn.calls[-1], ("list_filters", 5000, None))
+        self.assertEqual(self.txn.calls[-1], ("list_filters", 5000))
 
     def test_v0_has_no_duration_filter(self) -> None:
         self.listed(0, duration_filter=5000)  # not on the wire at v0
@@ -517,7 +515,6 @@ class ListFilterTests(TxnTestCase):
     def test_v2_pattern_matches_the_whole_id(self) -> None:
         self.assertEqual(self.listed(2, transactional_id_pattern="orders-.*"), ["orders-1"])
         self.assertEqual(self.listed(2, transactional_id_pattern="orders"), [])
-        self.assertEqual(self.txn.calls[-1], ("list_filters", -1, "orders"))
 
     def test_empty_or_null_pattern_lists_everything(self) -> None:
         self.assertEqual(len(self.listed(2, transactional_id_pattern="")), 2)
@@ -531,6 +528,30 @@ class ListFilterTests(TxnTestCase):
         listed = self.listed(2, transactional_id_pattern="^" + ".{0,249}" * 8 + "x")
         self.assertEqual(listed, ["a" * 59 + "x"])
         self.assertLess(time.monotonic() - started, 10)
+
+    def test_a_costly_pattern_is_matched_in_slices_with_turns_between(self) -> None:
+        # A pattern near the program bound against many ids: each slice of matching
+        # work waits for a reactor turn, so other connections are served in between.
+        self.txn.listings = [TxnListing(f"id-{n:04d}-" + "a" * 40, n, "Ongoing")
+                             for n in range(200)]
+        pattern = "^" + ".{0,249}" * 8 + "x"
+        turns: list[float] = []
+        call_later = self.clock.callLater
+
+        def counting(delay: float, f: Any, *args: Any, **kw: Any) -> Any:
+            turns.append(delay)
+            return call_later(delay, f, *args, **kw)
+
+        self.clock.callLater = counting  # type: ignore[method-assign]
+        self.send(ApiKey.LIST_TRANSACTIONS, 2,
+                  apis.ListTransactionsRequest(transactional_id_pattern=pattern))
+        self.assertEqual(self.tr.value(), b"")  # not answered in one go
+        self.clock.advance(0)  # (task.Clock runs the turns scheduled meanwhile too)
+        work = compile_regex(pattern).work("id-0000-" + "a" * 40)
+        # A slice ends once its work reaches SLICE_COST: at most one id past it.
+        self.assertGreaterEqual(turns.count(0), 200 * work // (SLICE_COST + work) - 1)
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.transaction_states), (0, ()))
 
     def test_bad_patterns_are_invalid_regular_expressions(self) -> None:
         for bad in ("[", "a*+", "x(?=y)", "(a)\\1", "a" * 5000, ".{0,249}" * 40):
