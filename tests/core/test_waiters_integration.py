@@ -394,6 +394,10 @@ class LineReader:
         return out
 
 
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_consume_follow_prints_as_records_arrive_across_restart_and_crash(
     tmp_path: Path,
 ) -> None:
@@ -411,6 +415,9 @@ def test_consume_follow_prints_as_records_arrive_across_restart_and_crash(
             [str(BROKERCTL), "--bootstrap", broker.native_bootstrap, "consume", "follow",
              "--follow"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
+            # A suite started as a background job inherits SIGINT ignored, and Python
+            # keeps an ignored SIGINT ignored: brokerctl must get Ctrl-C as a user's has.
+            preexec_fn=_interruptible,
         )
         out = LineReader(proc)
         assert out.take(3, 10) == [b"a0", b"a1", b"a2"]
