@@ -1,4 +1,5 @@
-// Command judge drives one Go Kafka client (franz-go, sarama or segmentio/kafka-go) through
+// Command judge drives one Go Kafka client (franz-go, sarama or segmentio/kafka-go), or
+// franz-go's schema registry client (sr, whose BOOTSTRAP is the registry's URL), through
 // one scenario of tests/e2e/test_judges.py and prints its outcome as one line of JSON:
 // {"ok": ...} or {"error": "..."}. Usage: judge CLIENT SCENARIO BOOTSTRAP [ARGS...].
 // The assertions live in the Python suite; a driver only says what its client reported.
@@ -24,6 +25,7 @@ var clients = map[string]map[string]scenario{
 	"franz":   franzScenarios,
 	"sarama":  saramaScenarios,
 	"kafkago": kafkaGoScenarios,
+	"sr":      srScenarios,
 }
 
 // record is one consumed record: partition, offset, key, value.

@@ -129,6 +129,7 @@ public final class Judge {
             case "acls": return acls();
             case "share": return ShareScenario.run(bootstrap, args);
             case "share_features": return ShareScenario.features(bootstrap);
+            case "registry": return RegistryScenario.run(bootstrap, args);
             default: throw new IllegalArgumentException("unknown scenario " + scenario);
         }
     }

@@ -1,0 +1,124 @@
+// Runs @kafkajs/confluent-schema-registry against one schema registry and prints what it
+// saw as one line of JSON: {"ok": {...}} or {"error": {...}}.
+//
+//   node schema_registry.js REGISTRY_URL SUBJECT_PREFIX
+//
+// For each of Avro, JSON Schema and Protobuf: register a schema under PREFIX-<kind>-value,
+// register it again (the same id must come back), encode a value with the registry's id,
+// decode it with a fresh client (which must fetch the schema by id), then register a
+// compatible second version and try an incompatible third. The client's own errors are
+// reported as it raised them (class name and message). Nothing here knows what the test
+// expects: tests/e2e/test_platform_judges.py asserts.
+'use strict'
+
+const {
+  SchemaRegistry,
+  SchemaType,
+} = require('@kafkajs/confluent-schema-registry')
+
+function describeError(e) {
+  if (e === null || typeof e !== 'object') return { name: 'thrown', message: String(e) }
+  return { name: e.name, message: e.message, status: e.status }
+}
+
+const KINDS = {
+  avro: {
+    type: SchemaType.AVRO,
+    v1: {
+      type: 'record', name: 'User', namespace: 'brokerd.judge',
+      fields: [{ name: 'name', type: 'string' }],
+    },
+    // A new field with a default: readers of v2 can read v1 data (BACKWARD).
+    v2: {
+      type: 'record', name: 'User', namespace: 'brokerd.judge',
+      fields: [{ name: 'name', type: 'string' }, { name: 'age', type: 'int', default: 0 }],
+    },
+    // A new field without a default: v3 readers cannot read v1 data.
+    v3: {
+      type: 'record', name: 'User', namespace: 'brokerd.judge',
+      fields: [{ name: 'name', type: 'string' }, { name: 'email', type: 'string' }],
+    },
+    value: { name: 'ada' },
+    text: s => JSON.stringify(s),
+  },
+  json: {
+    type: SchemaType.JSON,
+    v1: {
+      type: 'object',
+      properties: { name: { type: 'string' } },
+      required: ['name'],
+    },
+    // An optional property in an open content model: BACKWARD compatible.
+    v2: {
+      type: 'object',
+      properties: { name: { type: 'string' }, age: { type: 'integer' } },
+      required: ['name'],
+    },
+    // name changes type: data written with v1 is invalid under v3.
+    v3: {
+      type: 'object',
+      properties: { name: { type: 'integer' } },
+      required: ['name'],
+    },
+    value: { name: 'ada' },
+    text: s => JSON.stringify(s),
+  },
+  protobuf: {
+    type: SchemaType.PROTOBUF,
+    v1: 'syntax = "proto3";\npackage brokerd.judge;\n\nmessage User {\n  string name = 1;\n}\n',
+    v2: 'syntax = "proto3";\npackage brokerd.judge;\n\nmessage User {\n  string name = 1;\n  int32 age = 2;\n}\n',
+    // Field 1 changes from a string to an int64 (wire types differ): incompatible.
+    v3: 'syntax = "proto3";\npackage brokerd.judge;\n\nmessage User {\n  int64 name = 1;\n}\n',
+    value: { name: 'ada' },
+    text: s => s,
+  },
+}
+
+async function attempt(fn) {
+  try {
+    return { ok: await fn() }
+  } catch (e) {
+    return { error: describeError(e) }
+  }
+}
+
+async function judge(url, prefix, kind, spec) {
+  const subject = `${prefix}-${kind}-value`
+  const writer = new SchemaRegistry({ host: url, retry: { retries: 0 } })
+  const schema = v => ({ type: spec.type, schema: spec.text(spec[v]) })
+  const out = { subject }
+  const first = await writer.register(schema('v1'), { subject })
+  out.id = first.id
+  out.again = (await writer.register(schema('v1'), { subject })).id
+  out.latest = await writer.getLatestSchemaId(subject)
+  out.byVersion = await writer.getRegistryId(subject, 1)
+  out.bySchema = await writer.getRegistryIdBySchema(subject, schema('v1'))
+  const encoded = await writer.encode(first.id, spec.value)
+  out.encoded = encoded.toString('hex')
+  // A second client has nothing cached: decode must fetch the schema by id.
+  const reader = new SchemaRegistry({ host: url, retry: { retries: 0 } })
+  const decoded = await reader.decode(encoded)
+  out.decoded = JSON.parse(JSON.stringify(decoded))
+  out.v2 = await attempt(async () => (await writer.register(schema('v2'), { subject })).id)
+  out.v3 = await attempt(async () => (await writer.register(schema('v3'), { subject })).id)
+  out.latestAfter = await writer.getLatestSchemaId(subject)
+  return out
+}
+
+async function main() {
+  const [url, prefix] = process.argv.slice(2)
+  const result = {}
+  for (const [kind, spec] of Object.entries(KINDS)) {
+    try {
+      result[kind] = await judge(url, prefix, kind, spec)
+    } catch (e) {
+      result[kind] = { error: describeError(e) }
+    }
+  }
+  process.stdout.write(JSON.stringify({ ok: result }) + '\n')
+}
+
+main().catch(e => {
+  process.stdout.write(JSON.stringify({ error: describeError(e) }) + '\n')
+  process.exitCode = 1
+})
