@@ -14,6 +14,8 @@ from bench.kafka_peer import SYSTEM as KAFKA
 from bench.kafka_runs import PAIRED as KAFKA_PAIRED
 from bench.peers import NATS_CLIENT_BOUND, XADD_WHAT, XRANGE_WHAT
 from bench.plots import MISSING
+from bench.registry_proxy import SECTION as REGISTRY_PROXY
+from bench.registry_proxy import TITLE as REGISTRY_PROXY_TITLE
 from bench.scaling import SECTION as SCALING
 
 NOT_MEASURED = "not measured"
@@ -182,6 +184,7 @@ SECTION_TITLES = {
     "ceilings": "Ceilings: loopback TCP and the disk",
     "features": "Compaction and transactions beside plain produce",
     SCALING: "Scaling",
+    REGISTRY_PROXY: REGISTRY_PROXY_TITLE,
     "resources": "Resources: memory and restart time",
 }
 
@@ -214,6 +217,17 @@ SECTION_METHODS = {
         "`group.protocol=classic`) reads the same records, from its assignment to its "
         "offset commit: a classic group gives one partition to one member, so more members "
         "would not help; and one plain native reader reads them without a group."
+    ),
+    REGISTRY_PROXY: (
+        "One Python client (`http.client`) on one keep-alive connection, a request at a "
+        "time, each answer parsed and checked: the figures are client + server on this "
+        "box. Lookups cycle over 20 registered Avro schemas (ids and subjects); the "
+        "registry answers them from memory. The proxy rows produce JSON records of about "
+        "100 bytes, 100 per `POST /topics/NAME` (REST Proxy v2, embedded format json; "
+        "the broker answers after the fsync), then one v2 consumer instance, assigned the "
+        "partition, reads them back with `GET .../records`. No peer stands beside these "
+        "rows: neither Confluent's Schema Registry and REST Proxy (not on Maven Central) "
+        "nor Karapace (not on PyPI) can be installed here."
     ),
     "resources": (
         "RSS is the twistd process's VmRSS, a second after each change. 10,000 partitions "
@@ -266,7 +280,7 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
     order = ["ceilings"]
     order += sorted({r.section for r in results.rows if r.section.startswith("throughput")},
                     key=lambda s: int(s.split()[1]))
-    order += ["features", SCALING, "resources"]
+    order += ["features", SCALING, REGISTRY_PROXY, "resources"]
     for section in order:
         # brokerd's rows first, then the peers', each in run order.
         rows = sorted((r for r in results.rows if r.section == section),

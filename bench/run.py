@@ -7,7 +7,8 @@ through the native client, confluent-kafka and kcat (``--fsync always`` and ``ne
 end-to-end latency at 1,000 records/s, compaction and transactions, scaling curves
 (producers, partitions, random-offset fetch), share-group consumption on one partition
 (1, 4 and 16 native queue consumers, 1 and 4 confluent-kafka ShareConsumers, beside a
-classic group's one member), memory and restart time, then Apache Kafka
+classic group's one member), the Schema Registry's lookups and the HTTP proxy's produce
+and consume, memory and restart time, then Apache Kafka
 (a single-node KRaft broker from the JVM kit's jars) through the same clients and
 commands: throughput and latency, RSS, restart time (last: the longest, and the first the
 time bound would cut). One progress line per step; the whole run is bounded
@@ -44,6 +45,7 @@ from bench import (  # noqa: E402
     machine,
     peers,
     plots,
+    registry_proxy,
     report,
     resources,
     scaling,
@@ -81,6 +83,8 @@ class Sizes:
     rss_levels: tuple[int, ...]
     restart_partitions: int
     restart_bytes: int
+    registry_lookups: int
+    proxy_records: int
     # Apache Kafka's throughput rows (its RSS and restart rows use the sizes above).
     kafka_records: dict[int, int]
     # Expected seconds per step, for the progress estimate.
@@ -106,11 +110,13 @@ FULL = Sizes(
     rss_levels=(1_000, 10_000),
     restart_partitions=1_000,
     restart_bytes=5_000_000_000,
+    registry_lookups=20_000,
+    proxy_records=100_000,
     kafka_records={100: 1_000_000, 1000: 300_000},
     expected={"facts": 1, "disk": 6, "iperf3": 6, "brokerd 100 B": 75, "brokerd 1000 B": 60,
               "latency": 75, "compaction, transactions": 40, "scaling curves": 60,
               "share groups": 55, "random-offset fetch": 45, "rss": 90, "restart": 120,
-              "redis": 20, "nats": 25,
+              "registry, proxy": 45, "redis": 20, "nats": 25,
               "kafka throughput": 180, "kafka rss": 120, "kafka restart": 240},
 )
 QUICK = Sizes(
@@ -132,11 +138,13 @@ QUICK = Sizes(
     rss_levels=(1_000,),
     restart_partitions=1_000,
     restart_bytes=20_000_000,
+    registry_lookups=500,
+    proxy_records=1_000,
     kafka_records={100: 50_000, 1000: 10_000},
     expected={"facts": 1, "disk": 1, "iperf3": 2, "brokerd 100 B": 10, "brokerd 1000 B": 4,
               "latency": 8, "compaction, transactions": 8, "scaling curves": 10,
               "share groups": 12, "random-offset fetch": 3, "rss": 12, "restart": 15,
-              "redis": 5, "nats": 4,
+              "registry, proxy": 4, "redis": 5, "nats": 4,
               "kafka throughput": 1, "kafka rss": 1, "kafka restart": 1},
 )
 # --quick --kafka: the Kafka steps' expected seconds (JVM starts dominate them).
@@ -182,6 +190,8 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
         ("random-offset fetch", lambda: scaling.random_fetch(
             results, brokers.shared("--fsync=never"), small=sizes.random_small,
             large=sizes.random_large, samples=sizes.random_samples)),
+        ("registry, proxy", lambda: registry_proxy.measure(
+            results, brokers, lookups=sizes.registry_lookups, records=sizes.proxy_records)),
         ("rss", lambda: resources.rss(results, brokers, list(sizes.rss_levels))),
         ("restart", lambda: resources.restart(results, brokers, sizes.restart_partitions,
                                               sizes.restart_bytes)),

@@ -234,6 +234,13 @@ def _expected_rows() -> list[tuple[str, str, str, str]]:
                  "member", "read (page cache)"))
     rows.append(("Scaling", "brokerd", "plain native consume of the same partition",
                  "read (page cache)"))
+    platform = "Schema Registry and HTTP proxy"
+    rows += [
+        (platform, "brokerd", "registry GET /schemas/ids/{id}", ""),
+        (platform, "brokerd", "registry POST /subjects/{subject}", ""),
+        (platform, "brokerd", "proxy v2 produce, JSON records", "fsync always"),
+        (platform, "brokerd", "proxy v2 consumer instance", "read (page cache)"),
+    ]
     resources = "Resources: memory and restart time"
     rows += [
         (resources, "brokerd", "RSS, empty broker", ""),
@@ -276,8 +283,8 @@ def test_quick_run_reports_every_row(tmp_path: Path) -> None:
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     # One progress line per step, each with the elapsed time and the estimate.
-    progress = [x for x in done.stderr.splitlines() if re.match(r"\[\s*\d+/17\]", x)]
-    assert len(progress) == 17, done.stderr
+    progress = [x for x in done.stderr.splitlines() if re.match(r"\[\s*\d+/18\]", x)]
+    assert len(progress) == 18, done.stderr
     unfinished = [x for x in progress if not re.search(r"elapsed \d+:\d\d, run ~\d+:\d\d", x)]
     assert not unfinished, done.stderr
 
