@@ -79,6 +79,9 @@ public final class Judge {
     public static void main(String[] argv) throws Exception {
         // stdout carries the answers only; the client's logging goes to stderr.
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        // Libraries that print to System.out (spring-jcl's notice about commons-logging)
+        // would break the one-line answers: their output goes to stderr.
+        System.setOut(System.err);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {

@@ -61,11 +61,17 @@ final class RegistryScenario {
         return client;
     }
 
+    /** The id of a registration, or the registry's refusal (the client wraps it). */
     private static Object attempt(String url, String subject, String schema) {
         try {
             return Json.obj("id", client(url).register(subject, "avro", schema).getId());
-        } catch (HttpStatusCodeException e) {
-            return Json.obj("status", e.getStatusCode().value(), "body", e.getResponseBodyAsString());
+        } catch (RuntimeException e) {
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                if (t instanceof HttpStatusCodeException http) {
+                    return Json.obj("status", http.getStatusCode().value(), "body", http.getResponseBodyAsString());
+                }
+            }
+            throw e;
         }
     }
 
@@ -97,6 +103,7 @@ final class RegistryScenario {
         pp.putAll(common);
         pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        pp.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         pp.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "25000");
         pp.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "20000");
         long offset;
