@@ -300,3 +300,162 @@ def test_spring_confluent_client_with_avro_and_the_java_client(platform: Platfor
     assert seen["v3"]["status"] == 409 and json.loads(seen["v3"]["body"])["error_code"] == 409
     assert "id" in seen["v2"] and platform.versions(subject) == [1, 2]
     assert seen["missing_id"] == {"error": "SchemaNotFoundException"}
+
+
+# -- curl: the REST Proxy's documented flows ----------------------------------------------
+
+V2 = "application/vnd.kafka.v2+json"
+
+
+def curl(method: str, url: str, *, data: Any = None, content_type: str | None = None,
+         accept: str | None = None) -> tuple[int, Any]:
+    """One request as the REST Proxy's documentation makes it, with curl: the status and
+    the body (parsed JSON, or None when empty)."""
+    if shutil.which("curl") is None:
+        missing("curl is not installed")
+    command = ["curl", "-sS", "-X", method, "-w", "\n%{http_code}", "--max-time", str(int(WAIT))]
+    if content_type:
+        command += ["-H", f"Content-Type: {content_type}"]
+    if accept:
+        command += ["-H", f"Accept: {accept}"]
+    if data is not None:
+        command += ["--data", data if isinstance(data, str) else json.dumps(data)]
+    done = subprocess.run([*command, url], capture_output=True, text=True, timeout=WAIT + 5,
+                          check=True)
+    body, _, code = done.stdout.rpartition("\n")
+    return int(code), json.loads(body) if body.strip() else None
+
+
+def test_curl_rest_proxy_v2_json_binary_and_consumer(platform: Platform) -> None:
+    base = platform.proxy_url
+    status, produced_json = curl(
+        "POST", f"{base}/topics/jsontest", data='{"records":[{"value":{"foo":"bar"}}]}',
+        content_type="application/vnd.kafka.json.v2+json", accept=V2)
+    assert status == 200, produced_json
+    assert produced_json["offsets"] == [
+        {"partition": 0, "offset": 0, "error_code": None, "error": None}]
+    status, produced_binary = curl(
+        "POST", f"{base}/topics/binarytest", data='{"records":[{"value":"S2Fma2E="}]}',
+        content_type="application/vnd.kafka.binary.v2+json", accept=V2)
+    assert status == 200 and produced_binary["offsets"][0]["offset"] == 0, produced_binary
+    assert [json.loads(v) for v in consumed(platform.broker, "jsontest", 1)] == [{"foo": "bar"}]
+    assert consumed(platform.broker, "binarytest", 1) == [b"Kafka"]
+
+    status, topics = curl("GET", f"{base}/topics", accept=V2)
+    assert status == 200 and {"jsontest", "binarytest"} <= set(topics), topics
+    status, topic = curl("GET", f"{base}/topics/jsontest", accept=V2)
+    assert status == 200 and topic["name"] == "jsontest", topic
+    status, partitions = curl("GET", f"{base}/topics/jsontest/partitions", accept=V2)
+    assert status == 200 and [p["partition"] for p in partitions] == [0], partitions
+
+    group, name = "my_json_consumer", "my_consumer_instance"
+    status, created = curl(
+        "POST", f"{base}/consumers/{group}", content_type=V2,
+        data={"name": name, "format": "json", "auto.offset.reset": "earliest"})
+    assert status == 200 and created["instance_id"] == name, created
+    assert created["base_uri"].endswith(f"/consumers/{group}/instances/{name}")
+    instance = f"{base}/consumers/{group}/instances/{name}"
+    status, _ = curl("POST", f"{instance}/subscription", data='{"topics":["jsontest"]}',
+                     content_type=V2)
+    assert status == 204
+    records: list[Any] = []
+    for _ in range(20):  # the first fetches may come before the group's assignment
+        status, batch = curl("GET", f"{instance}/records?timeout=500",
+                             accept="application/vnd.kafka.json.v2+json")
+        assert status == 200, batch
+        records += batch
+        if records:
+            break
+    assert records == [
+        {"topic": "jsontest", "key": None, "value": {"foo": "bar"}, "partition": 0, "offset": 0}]
+    status, _ = curl("POST", f"{instance}/offsets", content_type=V2)
+    assert status == 200 or status == 204
+    status, committed = curl(
+        "GET", f"{instance}/offsets", content_type=V2, accept=V2,
+        data={"partitions": [{"topic": "jsontest", "partition": 0}]})
+    assert status == 200 and committed["offsets"][0]["offset"] == 1, committed
+    status, _ = curl("DELETE", instance, content_type=V2)
+    assert status == 204
+    status, gone = curl("GET", f"{instance}/records", accept="application/vnd.kafka.json.v2+json")
+    assert status == 404 and gone["error_code"] == 40403, gone
+
+
+def test_curl_rest_proxy_v2_avro_through_the_registry(platform: Platform) -> None:
+    base = platform.proxy_url
+    value_schema = json.dumps({"type": "record", "name": "User",
+                               "fields": [{"name": "name", "type": "string"}]})
+    status, produced = curl(
+        "POST", f"{base}/topics/avrotest", content_type="application/vnd.kafka.avro.v2+json",
+        accept=V2,
+        data={"value_schema": value_schema, "records": [{"value": {"name": "testUser"}}]})
+    assert status == 200, produced
+    schema_id = produced["value_schema_id"]
+    assert platform.get("/subjects/avrotest-value/versions/latest")["id"] == schema_id
+    (value,) = consumed(platform.broker, "avrotest", 1)
+    assert unframe(value) == (schema_id, b"\x10testUser")
+
+    group, name = "my_avro_consumer", "my_consumer_instance"
+    status, _ = curl("POST", f"{base}/consumers/{group}", content_type=V2,
+                     data={"name": name, "format": "avro", "auto.offset.reset": "earliest"})
+    assert status == 200
+    instance = f"{base}/consumers/{group}/instances/{name}"
+    status, _ = curl("POST", f"{instance}/assignments", content_type=V2,
+                     data={"partitions": [{"topic": "avrotest", "partition": 0}]})
+    assert status == 204
+    records: list[Any] = []
+    for _ in range(20):
+        status, batch = curl("GET", f"{instance}/records?timeout=500",
+                             accept="application/vnd.kafka.avro.v2+json")
+        assert status == 200, batch
+        records += batch
+        if records:
+            break
+    assert [(r["value"], r["offset"]) for r in records] == [({"name": "testUser"}, 0)]
+    status, _ = curl("DELETE", instance, content_type=V2)
+    assert status == 204
+
+
+def test_curl_rest_proxy_v3_clusters_topics_configs_records(platform: Platform) -> None:
+    base = f"{platform.proxy_url}/v3/clusters"
+    status, clusters = curl("GET", base)
+    assert status == 200 and clusters["kind"] == "KafkaClusterList", clusters
+    (cluster,) = clusters["data"]
+    topics = f"{base}/{cluster['cluster_id']}/topics"
+    status, created = curl(
+        "POST", topics, content_type="application/json",
+        data={"topic_name": "v3-topic", "partitions_count": 2,
+              "configs": [{"name": "cleanup.policy", "value": "compact"}]})
+    assert status == 201 and created["topic_name"] == "v3-topic", created
+    status, listed = curl("GET", topics)
+    assert status == 200 and "v3-topic" in [t["topic_name"] for t in listed["data"]]
+    status, config = curl("GET", f"{topics}/v3-topic/configs/cleanup.policy")
+    assert status == 200 and config["value"] == "compact", config
+
+    status, record = curl(
+        "POST", f"{topics}/v3-topic/records", content_type="application/json",
+        data={"partition_id": 1, "key": {"type": "JSON", "data": "k"},
+              "value": {"type": "JSON", "data": {"foo": "bar"}}})
+    assert status == 200 and record["error_code"] == 200, record
+    assert (record["partition_id"], record["offset"]) == (1, 0)
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": platform.broker.kafka_bootstrap, "group.id": "v3-reader"})
+    try:
+        c.assign([TopicPartition("v3-topic", 1, OFFSET_BEGINNING)])
+        m = None
+        for _ in range(int(WAIT / 0.5)):
+            m = c.poll(0.5)
+            if m is not None:
+                break
+        assert m is not None and not m.error()
+        assert (json.loads(m.key()), json.loads(m.value())) == ("k", {"foo": "bar"})
+    finally:
+        c.close()
+
+    status, groups = curl("GET", f"{base}/{cluster['cluster_id']}/consumer-groups")
+    assert status == 200 and groups["kind"] == "KafkaConsumerGroupList", groups
+    status, _ = curl("DELETE", f"{topics}/v3-topic")
+    assert status == 204
+    status, gone = curl("GET", f"{topics}/v3-topic")
+    assert status == 404, gone
