@@ -8,7 +8,8 @@ one writes; ``FULL``: both; ``NONE``: nothing is checked. The rule of each schem
 language (a field added without a default, a type narrowed, ...) is its format's
 (:meth:`~brokerd.registry.model.ParsedSchema.incompatibilities`); this module only
 decides which pairs are checked in which direction, and words the answer as Confluent's
-verbose messages do. Pure.
+verbose messages do: the formats' messages, then the old version they concern, then the
+level. Pure.
 """
 
 from __future__ import annotations
@@ -47,11 +48,9 @@ def incompatibilities(
     for version, old in reversed(checked):
         found: list[str] = []
         if level in _BACKWARD:
-            found += [f"{{direction: 'BACKWARD', description: '{m}'}}"
-                      for m in new.incompatibilities(old)]
+            found += new.incompatibilities(old)
         if level in _FORWARD:
-            found += [f"{{direction: 'FORWARD', description: '{m}'}}"
-                      for m in old.incompatibilities(new)]
+            found += [m for m in old.incompatibilities(new) if m not in found]
         if found:
             messages += found
             messages.append(f"{{oldSchemaVersion: {version}}}")
