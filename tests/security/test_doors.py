@@ -126,7 +126,8 @@ def run_broker(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [str(TWISTD), "--nodaemon", "--pidfile=", "broker", f"--data-dir={tmp_path / 'd'}",
          f"--native=tcp:{free_port()}:interface=127.0.0.1",
          f"--kafka=tcp:{free_port()}:interface=127.0.0.1",
-         f"--http=tcp:{free_port()}:interface=127.0.0.1", *args],
+         f"--http=tcp:{free_port()}:interface=127.0.0.1",
+         f"--schema-registry=tcp:{free_port()}:interface=127.0.0.1", *args],
         capture_output=True, text=True, timeout=60, env=env(), check=False, cwd=tmp_path,
     )
 
