@@ -76,6 +76,8 @@ class BrokerProcess:
         self.native_port = free_port()
         self.kafka_port = free_port() if kafka else None
         self.http_port = free_port()
+        #: The REST Proxy's port (never the default 8082: a developer's broker may hold it).
+        self.http_proxy_port = free_port()
         self.args = args
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-twistd.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -101,6 +103,7 @@ class BrokerProcess:
             f"--native={native}",
             f"--kafka={kafka}",
             f"--http=tcp:{self.http_port}:interface=127.0.0.1",
+            f"--http-proxy=tcp:{self.http_proxy_port}:interface=127.0.0.1",
             *self.args,
         ]
 

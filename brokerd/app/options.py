@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 DEFAULT_NATIVE = "tcp:7070:interface=127.0.0.1"
 DEFAULT_KAFKA = "tcp:9092:interface=127.0.0.1"
 DEFAULT_HTTP = "tcp:8070:interface=127.0.0.1"
+DEFAULT_HTTP_PROXY = "tcp:8082:interface=127.0.0.1"
 #: Kafka's defaults: 1 GiB segments, 7 days of retention, no size limit.
 DEFAULT_SEGMENT_BYTES = 1024**3
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -60,6 +61,13 @@ class Options(usage.Options):
             None,
             DEFAULT_HTTP,
             "Endpoint of the metrics, health checks and web console, or 'none'.",
+        ],
+        [
+            "http-proxy",
+            None,
+            DEFAULT_HTTP_PROXY,
+            "Endpoint of the Confluent REST Proxy API (v2 and v3; docs/http-proxy.md), "
+            "or 'none'.",
         ],
         [
             "advertised-host",

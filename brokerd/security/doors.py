@@ -71,6 +71,8 @@ class ListenerSecurity:
     #: ``--ssl-client-auth required`` (every ``ssl:`` listener then demands a certificate).
     certificates_required: bool
     http_auth: HttpAuth
+    #: ``--http-proxy`` (the REST Proxy; under the same ``--http-auth``).
+    http_proxy: str = DISABLED
 
 
 @attrs.frozen
@@ -82,6 +84,12 @@ class DoorReport:
     description: str
     why: str
     needs_allowing: bool
+    #: The option of the listener, when it is not the door's own name.
+    option: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return self.option or self.door.value
 
 
 def split_description(description: str) -> list[str]:
@@ -167,6 +175,21 @@ def anonymous_doors(listeners: ListenerSecurity) -> list[DoorReport]:
             + (" (to local clients only)" if local else ""),
             needs_allowing=not local,
         ))
+    proxy = listeners.http_proxy
+    if proxy.lower() != DISABLED and not (
+        listeners.http_auth is not HttpAuth.NONE or (
+            listeners.certificates_required and _is_tls(proxy)
+        )
+    ):
+        local = is_local_description(proxy)
+        doors.append(DoorReport(
+            Door.HTTP, proxy,
+            "the REST Proxy (--http-proxy) produces, consumes and administers topics "
+            "without --http-auth"
+            + (" (for local clients only)" if local else ""),
+            needs_allowing=not local,
+            option="http-proxy",
+        ))
     return doors
 
 
@@ -192,7 +215,7 @@ _FIXES = {
     Door.NATIVE: "make it ssl: with --ssl-client-auth required, or disable it with "
     "--native none",
     Door.HTTP: "require credentials with --http-auth basic or certificate, bind it to "
-    "127.0.0.1, or disable it with --http none",
+    "127.0.0.1, or disable it with --http none (or --http-proxy none)",
 }
 
 
@@ -213,7 +236,7 @@ def refusal(listeners: ListenerSecurity, allowed: Iterable[Door]) -> str | None:
     ]
     for d in blocked:
         lines.append(
-            f"  --{d.door.value} {d.description}: {d.why}; {_FIXES[d.door]}, "
+            f"  --{d.flag} {d.description}: {d.why}; {_FIXES[d.door]}, "
             f"or accept it with --allow-anonymous {d.door.value}"
         )
     return "\n".join(lines)
