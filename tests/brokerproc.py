@@ -78,6 +78,8 @@ class BrokerProcess:
         self.http_port = free_port()
         #: The platform's HTTP services, each on a free port (never 8081/8082 here).
         self.schema_registry_port = free_port()
+        #: The REST Proxy's port (never the default 8082: a developer's broker may hold it).
+        self.http_proxy_port = free_port()
         self.args = args
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-twistd.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -108,6 +110,7 @@ class BrokerProcess:
             f"--kafka={kafka}",
             f"--http=tcp:{self.http_port}:interface=127.0.0.1",
             f"--schema-registry=tcp:{self.schema_registry_port}:interface=127.0.0.1",
+            f"--http-proxy=tcp:{self.http_proxy_port}:interface=127.0.0.1",
             *self.args,
         ]
 

@@ -115,6 +115,7 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
             http=_enabled(options["http"]),
             advertised_host=options["advertised-host"],
             schema_registry=_enabled(options["schema-registry"]),
+            http_proxy=_enabled(options["http-proxy"]),
         ),
         limits=limits,
         tls=tls,
@@ -326,6 +327,20 @@ def _check_http_auth(options: Mapping[str, Any], http_auth: HttpAuth, sasl: Sasl
         return
     if http.lower() == "none":
         raise usage.UsageError(f"--http-auth {http_auth.value} needs an --http listener")
+    # The REST Proxy takes the same --http-auth, with the same demands of its listener.
+    proxy = options["http-proxy"]
+    if proxy.lower() != "none":
+        if http_auth is HttpAuth.BASIC and not (
+            is_tls_description(proxy) or is_local_description(proxy)
+        ):
+            raise usage.UsageError(
+                f"--http-auth basic sends passwords in clear text on --http-proxy {proxy}: "
+                "use an ssl: listener, or bind it to 127.0.0.1"
+            )
+        if http_auth is HttpAuth.CERTIFICATE and not is_tls_description(proxy):
+            raise usage.UsageError(
+                f"--http-auth certificate needs an ssl: --http-proxy listener, not {proxy}"
+            )
     if http_auth is HttpAuth.BASIC:
         if sasl.credentials is None:
             raise usage.UsageError("--http-auth basic needs --credentials FILE")
@@ -380,6 +395,7 @@ def _doors(
         kafka=options["kafka"],
         http=options["http"],
         schema_registry=options["schema-registry"],
+        http_proxy=options["http-proxy"],
         sasl=sasl.mechanisms is not None,
         certificates_required=(
             verification is not None and verification.mode is ClientAuth.REQUIRED

@@ -26,6 +26,7 @@ DEFAULT_KAFKA = "tcp:9092:interface=127.0.0.1"
 DEFAULT_HTTP = "tcp:8070:interface=127.0.0.1"
 #: The platform's HTTP services: Confluent's Schema Registry API (docs/schema-registry.md).
 DEFAULT_SCHEMA_REGISTRY = "tcp:8081:interface=127.0.0.1"
+DEFAULT_HTTP_PROXY = "tcp:8082:interface=127.0.0.1"
 #: Kafka's defaults: 1 GiB segments, 7 days of retention, no size limit.
 DEFAULT_SEGMENT_BYTES = 1024**3
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -70,6 +71,13 @@ class Options(usage.Options):
             None,
             DEFAULT_SCHEMA_REGISTRY,
             "Endpoint of the Confluent Schema Registry API (docs/schema-registry.md), "
+            "or 'none'.",
+        ],
+        [
+            "http-proxy",
+            None,
+            DEFAULT_HTTP_PROXY,
+            "Endpoint of the Confluent REST Proxy API (v2 and v3; docs/http-proxy.md), "
             "or 'none'.",
         ],
         [

@@ -80,6 +80,8 @@ class ListenerSettings:
     advertised_host: str | None
     #: ``--schema-registry`` (None: no registry).
     schema_registry: str | None = None
+    #: ``--http-proxy``: the REST Proxy's endpoint (docs/http-proxy.md).
+    http_proxy: str | None = None
 
 
 @attrs.frozen

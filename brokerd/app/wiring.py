@@ -18,6 +18,8 @@ the last added first, each after the previous one finished)::
     ├── HTTP endpoint               metrics, health checks, console (unless --http none)
     ├── schema registry             tails _schemas (unless --schema-registry none)
     ├── schema registry listener    Confluent's REST API
+    ├── REST Proxy instances        close (leave their groups) after its listener stops
+    ├── REST Proxy listener         (unless --http-proxy none)
     └── readiness notifier          STOPPING=1 first
 
 So at SIGTERM the listeners stop accepting first; the broker then refuses new appends,
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
     from brokerd.net.connlimit import AddressLimits
     from brokerd.net.request_budget import RequestBudget
     from brokerd.net.tls import ClientVerification
+    from brokerd.registry.model import SchemaLookup
     from brokerd.security.acl import AclAuthorizer
     from brokerd.storage.logdir.log_directory import LogDirectory
     from brokerd.storage.stores.offsets import OffsetStore
@@ -165,7 +168,8 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     log_anonymous_doors(settings)
     add_kafka(services, settings, reactor)
     add_http(services, settings, reactor)
-    add_schema_registry(services, settings, reactor)
+    registry = add_schema_registry(services, settings, reactor)
+    add_http_proxy(services, settings, reactor, registry)
     ReadyNotifier(reactor).setServiceParent(top)
     # Runs once the service tree has started (twistd starts it before the reactor runs).
     reactor.callWhenRunning(start_gc.resume)
@@ -456,7 +460,7 @@ def log_anonymous_doors(settings: Settings) -> None:
         _log.warn(
             "Anonymous door: --{name} {description} serves clients nobody authenticated "
             "({how}): {why}",
-            name=door.door.value, description=door.description, how=how, why=door.why,
+            name=door.flag, description=door.description, how=how, why=door.why,
         )
 
 
@@ -574,14 +578,16 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
     )
 
 
-def add_schema_registry(services: BrokerServices, settings: Settings, reactor: Any) -> None:
+def add_schema_registry(
+    services: BrokerServices, settings: Settings, reactor: Any
+) -> SchemaLookup | None:
     """The schema registry (unless ``--schema-registry none``): the service tailing
     ``_schemas``, its REST listener (``--http-auth``, ``--authorizer`` as the console),
     and the produce validation of topics with ``confluent.*.schema.validation``. The
     registry is added before its listener, so the listener stops first."""
     description = settings.listeners.schema_registry
     if description is None:
-        return
+        return None
     from brokerd.registry.http import make_registry_site
     from brokerd.registry.service import SchemaRegistry
     from brokerd.registry.validation import SchemaValidator
@@ -601,6 +607,73 @@ def add_schema_registry(services: BrokerServices, settings: Settings, reactor: A
     def on_listen(address: Any) -> None:
         bound()
         _log.info("Schema registry (Confluent's REST API) on {address}", address=address)
+
+    verification: ClientVerification | None = (
+        settings.tls.http_client_verification or settings.tls.client_verification
+    )
+    listener_service(reactor, description, site, verification, on_listen).setServiceParent(
+        services.top
+    )
+    return registry
+
+
+def add_http_proxy(
+    services: BrokerServices,
+    settings: Settings,
+    reactor: Any,
+    registry: SchemaLookup | None = None,
+) -> None:
+    """The REST Proxy (unless ``--http-proxy none``): Confluent's v2 and v3 APIs
+    (``brokerd.proxy``), with the ``--http-auth`` identity and the ACLs; its consumer
+    instances are members of the coordinator's groups; the schema formats go through
+    ``registry`` (None: refused)."""
+    description = settings.listeners.http_proxy
+    if description is None:
+        return
+    from brokerd.admin.operations import AdminOps
+    from brokerd.kafka.groups.admin import operator_error
+    from brokerd.kafka.groups.proxy_members import ProxyMembers
+    from brokerd.kafka.listener.protocol import DEFAULT_CLUSTER_ID
+    from brokerd.proxy.context import ProxyContext
+    from brokerd.proxy.instances import ConsumerInstances
+    from brokerd.proxy.limits import ProxyLimits
+    from brokerd.proxy.produce import Appender
+    from brokerd.proxy.site import InstancesService, make_site
+    from brokerd.security.doors import split_description
+
+    broker, groups = services.broker, services.coordinators.groups
+    limits = ProxyLimits()
+    members = ProxyMembers(
+        groups, lambda: {n: (i.topic_id, i.partitions) for n, i in broker.topics().items()}
+    )
+    kafka = settings.listeners.kafka
+    kafka_port = None
+    if kafka is not None:
+        port = next((p for p in split_description(kafka)[1:] if p.isdigit()), None)
+        kafka_port = None if port is None else int(port)
+    ctx = ProxyContext(
+        core=broker,
+        inspector=services.inspector,
+        admin=AdminOps(broker, services.inspector, groups, operator_error),
+        appender=Appender(broker, lambda: int(reactor.seconds() * 1000)),
+        instances=ConsumerInstances(members, reactor, limits),
+        limits=limits,
+        registry=registry,
+        cluster_id=DEFAULT_CLUSTER_ID,
+        kafka_host=settings.listeners.advertised_host or "127.0.0.1",
+        kafka_port=kafka_port,
+    )
+    InstancesService(ctx).setServiceParent(services.top)
+    scheme = "https" if split_description(description)[0] == "ssl" else "http"
+    site = make_site(
+        ctx, identity=http_identity(settings, reactor),
+        authorizer=services.authorization.authorizer, scheme=scheme,
+    )
+    bound = services.readiness.wait_for("http proxy listener", "not bound yet")
+
+    def on_listen(address: Any) -> None:
+        bound()
+        _log.info("REST Proxy (Confluent v2, v3) on {address}", address=address)
 
     verification: ClientVerification | None = (
         settings.tls.http_client_verification or settings.tls.client_verification

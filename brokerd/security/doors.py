@@ -77,6 +77,8 @@ class ListenerSecurity:
     http_auth: HttpAuth
     #: ``--schema-registry`` (it takes ``--http-auth`` as the console does).
     schema_registry: str = "none"
+    #: ``--http-proxy`` (the REST Proxy; under the same ``--http-auth``).
+    http_proxy: str = DISABLED
 
 
 @attrs.frozen
@@ -88,6 +90,12 @@ class DoorReport:
     description: str
     why: str
     needs_allowing: bool
+    #: The option of the listener, when it is not the door's own name.
+    option: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return self.option or self.door.value
 
 
 def split_description(description: str) -> list[str]:
@@ -185,6 +193,21 @@ def anonymous_doors(listeners: ListenerSecurity) -> list[DoorReport]:
             + (" (for local clients only)" if local else ""),
             needs_allowing=not local,
         ))
+    proxy = listeners.http_proxy
+    if proxy.lower() != DISABLED and not (
+        listeners.http_auth is not HttpAuth.NONE or (
+            listeners.certificates_required and _is_tls(proxy)
+        )
+    ):
+        local = is_local_description(proxy)
+        doors.append(DoorReport(
+            Door.HTTP, proxy,
+            "the REST Proxy (--http-proxy) produces, consumes and administers topics "
+            "without --http-auth"
+            + (" (for local clients only)" if local else ""),
+            needs_allowing=not local,
+            option="http-proxy",
+        ))
     return doors
 
 
@@ -210,7 +233,7 @@ _FIXES = {
     Door.NATIVE: "make it ssl: with --ssl-client-auth required, or disable it with "
     "--native none",
     Door.HTTP: "require credentials with --http-auth basic or certificate, bind it to "
-    "127.0.0.1, or disable it with --http none",
+    "127.0.0.1, or disable it with --http none (or --http-proxy none)",
     Door.SCHEMA_REGISTRY: "require credentials with --http-auth basic or certificate, "
     "bind it to 127.0.0.1, or disable it with --schema-registry none",
 }
@@ -233,7 +256,7 @@ def refusal(listeners: ListenerSecurity, allowed: Iterable[Door]) -> str | None:
     ]
     for d in blocked:
         lines.append(
-            f"  --{d.door.value} {d.description}: {d.why}; {_FIXES[d.door]}, "
+            f"  --{d.flag} {d.description}: {d.why}; {_FIXES[d.door]}, "
             f"or accept it with --allow-anonymous {d.door.value}"
         )
     return "\n".join(lines)

@@ -1,0 +1,37 @@
+"""What the v2 and v3 handlers work with: the broker's parts they call, and the
+proxy's own state (consumer instances, the appender), in one frozen value the wiring
+builds. Only the seams' types: nothing here imports the Kafka listener.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from brokerd.admin.inspect import Inspector
+from brokerd.admin.operations import AdminOps
+from brokerd.core.api import CoreApi
+from brokerd.proxy.instances import ConsumerInstances
+from brokerd.proxy.limits import ProxyLimits
+from brokerd.proxy.produce import Appender
+from brokerd.registry.model import SchemaLookup
+
+#: The broker's cluster id (what Kafka's Metadata answers) and node id.
+DEFAULT_CLUSTER_ID = "brokerd-single-node"
+NODE_ID = 0
+
+
+@attrs.frozen
+class ProxyContext:
+    core: CoreApi
+    inspector: Inspector
+    admin: AdminOps
+    appender: Appender
+    instances: ConsumerInstances
+    limits: ProxyLimits
+    #: The Schema Registry (None: the schema formats are refused).
+    registry: SchemaLookup | None = None
+    cluster_id: str = DEFAULT_CLUSTER_ID
+    node_id: int = NODE_ID
+    #: Host and port Kafka clients are told (v3 brokers' ``host``/``port``).
+    kafka_host: str = "127.0.0.1"
+    kafka_port: int | None = None
