@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import urllib.error
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,10 +39,10 @@ import pytest
 
 from brokerd.registry.model import unframe
 
-from tests.brokerproc import REPO, BrokerProcess, free_port
+from tests.brokerproc import REPO, BrokerProcess, wait_for_port
 from tests.faust_process import FaustProcess
 from tests.judge_drivers import GO_BINARY, NODE_DIR, SCENARIO_TIMEOUT, JavaJudge, answer, missing
-from tests.kafka_helpers import WAIT
+from tests.kafka_helpers import WAIT, wait_until
 
 pytestmark = pytest.mark.clients
 
@@ -71,22 +71,16 @@ PERSON = {
 class Platform:
     """The module's broker and the addresses of its registry and proxy."""
 
-    def __init__(self, broker: BrokerProcess, registry_port: int, proxy_port: int) -> None:
+    def __init__(self, broker: BrokerProcess) -> None:
         self.broker = broker
-        self.registry_url = f"http://127.0.0.1:{registry_port}"
-        self.proxy_url = f"http://127.0.0.1:{proxy_port}"
+        self.registry_url = f"http://127.0.0.1:{broker.schema_registry_port}"
+        self.proxy_url = f"http://127.0.0.1:{broker.http_proxy_port}"
 
     def get(self, path: str) -> Any:
         """A registry answer read with plain HTTP: the judges' independent witness."""
         request = urllib.request.Request(self.registry_url + path, headers={"Accept": CONTENT_TYPE})
         with urllib.request.urlopen(request, timeout=WAIT) as response:
             return json.loads(response.read())
-
-    def status(self, path: str) -> tuple[int, Any]:
-        try:
-            return 200, self.get(path)
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"null")
 
     def schema_of(self, schema_id: int) -> Any:
         """The registered schema text of an id, parsed (Avro and JSON Schema are JSON)."""
@@ -99,16 +93,25 @@ class Platform:
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     pytest.importorskip("confluent_kafka")
-    registry_port, proxy_port = free_port(), free_port()
-    args = (
-        f"--schema-registry=tcp:{registry_port}:interface=127.0.0.1",
-        f"--http-proxy=tcp:{proxy_port}:interface=127.0.0.1",
-    )
-    broker = BrokerProcess(tmp_path_factory.mktemp("platform") / "data", args=args).start()
+    broker = BrokerProcess(tmp_path_factory.mktemp("platform") / "data").start()
     try:
-        yield Platform(broker, registry_port, proxy_port)
+        deadline = time.monotonic() + WAIT
+        for port in (broker.schema_registry_port, broker.http_proxy_port):
+            assert wait_for_port(port, deadline), f"port {port} never listened:\n{broker.log()}"
+        platform = Platform(broker)
+        wait_until(lambda: _answers(platform), "the registry's first answer")
+        yield platform
     finally:
         broker.kill()
+
+
+def _answers(platform: Platform) -> bool:
+    """True once the registry answers (it serves after reading ``_schemas``)."""
+    try:
+        platform.get("/subjects")
+        return True
+    except OSError:
+        return False
 
 
 def consumed(broker: BrokerProcess, topic: str, count: int, timeout: float = WAIT) -> list[bytes]:
