@@ -151,6 +151,9 @@ def service_command(state_dir: Path, http_port: int) -> list[str]:
     http = [i for i, arg in enumerate(argv) if arg.startswith("--http=")]
     assert len(http) == 1, f"ExecStart must pass --http: {exec_start}"
     argv[http[0]] = re.sub(r"^--http=tcp:\d+", f"--http=tcp:{http_port}", argv[http[0]])
+    # Never the REST Proxy's default port here (a developer's broker may hold it).
+    argv = [re.sub(r"^--http-proxy=tcp:\d+", f"--http-proxy=tcp:{free_port()}", arg)
+            for arg in argv]
     return argv
 
 
