@@ -155,6 +155,9 @@ def service_command(state_dir: Path, http_port: int) -> list[str]:
     for i, arg in enumerate(argv):
         if arg.startswith("--schema-registry=tcp:"):
             argv[i] = re.sub(r"=tcp:\d+", f"=tcp:{free_port()}", arg)
+    # Never the REST Proxy's default port here (a developer's broker may hold it).
+    argv = [re.sub(r"^--http-proxy=tcp:\d+", f"--http-proxy=tcp:{free_port()}", arg)
+            for arg in argv]
     return argv
 
 

@@ -327,20 +327,6 @@ def _check_http_auth(options: Mapping[str, Any], http_auth: HttpAuth, sasl: Sasl
         return
     if http.lower() == "none":
         raise usage.UsageError(f"--http-auth {http_auth.value} needs an --http listener")
-    # The REST Proxy takes the same --http-auth, with the same demands of its listener.
-    proxy = options["http-proxy"]
-    if proxy.lower() != "none":
-        if http_auth is HttpAuth.BASIC and not (
-            is_tls_description(proxy) or is_local_description(proxy)
-        ):
-            raise usage.UsageError(
-                f"--http-auth basic sends passwords in clear text on --http-proxy {proxy}: "
-                "use an ssl: listener, or bind it to 127.0.0.1"
-            )
-        if http_auth is HttpAuth.CERTIFICATE and not is_tls_description(proxy):
-            raise usage.UsageError(
-                f"--http-auth certificate needs an ssl: --http-proxy listener, not {proxy}"
-            )
     if http_auth is HttpAuth.BASIC:
         if sasl.credentials is None:
             raise usage.UsageError("--http-auth basic needs --credentials FILE")
@@ -354,6 +340,18 @@ def _check_http_auth(options: Mapping[str, Any], http_auth: HttpAuth, sasl: Sasl
                                f"not {http}")
     elif options["ssl-client-ca"] is None:
         raise usage.UsageError("--http-auth certificate needs --ssl-client-ca FILE")
+    # The REST Proxy takes the same --http-auth: never a password in clear text beyond
+    # loopback there either. (Under certificate, a plaintext --http-proxy lets no one in.)
+    proxy = options["http-proxy"]
+    if (
+        http_auth is HttpAuth.BASIC
+        and proxy.lower() != "none"
+        and not (is_tls_description(proxy) or is_local_description(proxy))
+    ):
+        raise usage.UsageError(
+            f"--http-auth basic sends passwords in clear text on --http-proxy {proxy}: "
+            "use an ssl: listener, or bind it to 127.0.0.1"
+        )
     _check_service_auth("schema-registry", options["schema-registry"], http_auth)
 
 

@@ -60,6 +60,9 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
         "native": (["--native", "none"], lambda s: s.listeners.native is None),
         "kafka": (["--kafka", "tcp:19092"], lambda s: s.listeners.kafka == "tcp:19092"),
         "http": (["--http", "None"], lambda s: s.listeners.http is None),
+        "http-proxy": (
+            ["--http-proxy", "tcp:18082"], lambda s: s.listeners.http_proxy == "tcp:18082"
+        ),
         "advertised-host": (
             ["--advertised-host", "b.example"],
             lambda s: s.listeners.advertised_host == "b.example",

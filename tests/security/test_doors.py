@@ -117,6 +117,14 @@ def test_options(tmp_path: Path) -> None:
         parse("--http-auth", "basic")
     with pytest.raises(usage.UsageError, match="ssl: --http listener"):
         parse("--http-auth", "certificate")
+    # The REST Proxy: the same --http-auth, and the same refusal beyond loopback.
+    with pytest.raises(usage.UsageError, match="clear text on --http-proxy"):
+        parse("--http-proxy", "tcp:8082", "--http-auth", "basic", "--credentials", creds)
+    with pytest.raises(usage.UsageError, match="--http-proxy tcp:8082"):
+        parse("--sasl", "SCRAM-SHA-256", "--credentials", creds, "--native", "none",
+              "--http-proxy", "tcp:8082")
+    assert parse("--sasl", "SCRAM-SHA-256", "--credentials", creds, "--native", "none",
+                 "--http-proxy", "tcp:8082", "--allow-anonymous", "http")
     with pytest.raises(usage.UsageError, match="must be one of"):
         parse("--http-auth", "digest")
 
@@ -164,12 +172,15 @@ def test_an_allowed_door_starts_and_is_logged(tmp_path: Path) -> None:
     finally:
         proc.stop()
     doors = [line for line in log.splitlines() if "Anonymous door" in line]
-    assert len(doors) == 2, log
-    native, http = doors
+    assert len(doors) == 3, log
+    native, http, proxy = doors
     assert f"--native tcp:{proc.native_port}:interface=127.0.0.1" in native
     assert "allowed by --allow-anonymous native" in native
     assert f"--http tcp:{proc.http_port}:interface=127.0.0.1" in http
     assert "loopback only" in http
+    # The REST Proxy on loopback: reported, allowed (local clients only), as the console.
+    assert f"--http-proxy tcp:{proc.http_proxy_port}:interface=127.0.0.1" in proxy
+    assert "loopback only" in proxy
 
 
 def test_native_none_with_sasl_starts_without_a_door(tmp_path: Path) -> None:
