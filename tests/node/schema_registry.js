@@ -43,22 +43,27 @@ const KINDS = {
   },
   json: {
     type: SchemaType.JSON,
+    // A closed content model: v1 data holds no property but name.
     v1: {
       type: 'object',
       properties: { name: { type: 'string' } },
       required: ['name'],
+      additionalProperties: false,
     },
-    // An optional property in an open content model: BACKWARD compatible.
+    // An optional property added to a closed model: v2 reads all v1 data (BACKWARD). In
+    // an open model it would not be: v1 data may hold an age of any type.
     v2: {
       type: 'object',
       properties: { name: { type: 'string' }, age: { type: 'integer' } },
       required: ['name'],
+      additionalProperties: false,
     },
     // name changes type: data written with v1 is invalid under v3.
     v3: {
       type: 'object',
       properties: { name: { type: 'integer' } },
       required: ['name'],
+      additionalProperties: false,
     },
     value: { name: 'ada' },
     text: s => JSON.stringify(s),
