@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c 'from twisted.plugin import IPlugin, getPlugins; list(getPlugins(IPlugin))'
 	touch $(STAMP)
 
-# kafkajs for tests/e2e/test_kafkajs.py, exactly as tests/node/package-lock.json pins it. Without
-# npm the kafkajs tests skip (saying so); nothing else needs node.
+# kafkajs for tests/e2e/test_kafkajs.py (and @platformatic/kafka, @kafkajs/confluent-schema-registry
+# for the judges), exactly as tests/node/package-lock.json pins them. Without npm those tests
+# skip (saying so); nothing else needs node.
 NODE_DIR := tests/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed-stamp
 
@@ -34,11 +35,13 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	  echo "npm not found: the kafkajs tests will be skipped"; \
 	fi
 
-# The judges of tests/e2e/test_judges.py (tests/judge_drivers.py). `jvm-deps`: Kafka's Java
-# client jars, as tests/jvm/pom.xml pins them, copied once into tests/jvm/lib (Maven's
-# local repository keeps them, so later runs are offline), and the driver compiled
-# against them into build/jvm/classes. `go-deps`: the Go clients' driver (tests/go,
-# modules as go.sum pins them) built into build/go/judge. Without mvn and javac, or go,
+# The judges of tests/e2e/test_judges.py (tests/judge_drivers.py) and of the registry and
+# proxy (tests/e2e/test_platform_judges.py). `jvm-deps`: Kafka's Java client jars and
+# Spring Cloud Stream's schema registry client, as tests/jvm/pom.xml pins them, copied once
+# into tests/jvm/lib (Maven's local repository keeps them, so later runs are offline), and
+# the driver compiled against them into build/jvm/classes. `go-deps`: the Go clients'
+# driver (tests/go, modules as go.sum pins them, franz-go's pkg/sr among them) built into
+# build/go/judge. Without mvn and javac, or go,
 # the tests of those clients skip, saying so.
 JVM_DIR := tests/jvm
 JVM_LIB_STAMP := $(JVM_DIR)/lib/.installed-stamp
