@@ -69,7 +69,8 @@ def test_message_indexes_pick_nested_and_later_messages() -> None:
     refund = message_indexes([1]) + b"\x0a\x02o9"
     assert refund[:2] == b"\x02\x02"
     assert parsed.decode(refund) == {"order_id": "o9"}
-    line = message_indexes([0, 0]) + b"\x0a\x01x\x18\x05"
+    # Order's nested messages as its descriptor lists them: protoc's LabelsEntry, Line.
+    line = message_indexes([0, 1]) + b"\x0a\x01x\x18\x05"
     assert parsed.decode(line) == {"sku": "x", "quantity": 5}
     with pytest.raises(ValueError, match="message index 2 at depth 0: there are 2"):
         parsed.decode(message_indexes([2]) + b"")

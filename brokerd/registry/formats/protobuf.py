@@ -26,8 +26,9 @@
   file's messages and their nested messages, a lone ``0`` byte meaning the first
   message), then the message, and answers it as protobuf's JSON mapping with the
   ``.proto`` field names. :meth:`ParsedProtobuf.encode` writes the file's first message
-  from such JSON, behind the ``0`` index byte. Nested messages are counted without the
-  entries protoc generates for ``map`` fields, as Confluent's registry counts them.
+  from such JSON, behind the ``0`` index byte. Nested messages are counted as the
+  descriptor lists them, with the entries protoc generates for ``map`` fields, as
+  confluent-kafka's serializers count them.
 
 This module is imported on first use of a Protobuf schema (``formats.for_type``): it
 loads ``google.protobuf`` and protoc's compiler from ``grpcio-tools``.
@@ -335,7 +336,11 @@ class _Types:
         container: Any = file
         name = str(file.package)
         for depth, index in enumerate(indexes):
-            candidates = _messages(container)
+            # protoc's map entries count: confluent-kafka's serializers (Python's, and
+            # Java's from a descriptor) number nested messages as the descriptor lists them.
+            candidates = list(
+                container.message_type if isinstance(container, FDP) else container.nested_type
+            )
             if not 0 <= index < len(candidates):
                 raise ValueError(
                     f"message index {index} at depth {depth}: there are {len(candidates)}"
