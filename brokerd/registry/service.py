@@ -2,8 +2,11 @@
 """The Schema Registry over the broker's core: ``_schemas`` read into a
 :class:`~brokerd.registry.store.RegistryState`, and every change written there first.
 
-At start the service creates ``_schemas`` (one partition, ``cleanup.policy=compact``)
-when it does not exist, replays it from its first record, and then keeps tailing it
+The first write creates ``_schemas`` (one partition, ``cleanup.policy=compact``; not at
+start, so a broker whose registry is never used lists no topic it did not ask for). At
+start the service replays the topic, when it exists, from its first record (without it
+the registry is ready and empty, and looks for the topic every
+:data:`TOPIC_POLL_SECONDS`), and then keeps tailing it
 with the core's long poll, so that records someone else appends (a MirrorMaker 2
 import, a registry pointed at the same topic) are applied like its own. Until the
 replay has reached the high watermark seen at start the registry is not ready: reads
@@ -34,7 +37,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
-from brokerd.core.api import CoreAdmin, CoreLongPoll, CoreReads, CoreWrites
+from brokerd.core.api import CoreAdmin, CoreLongPoll, CoreReads, CoreTopics, CoreWrites
 from brokerd.errors import OffsetOutOfRange, ShuttingDown, TopicAlreadyExists
 from brokerd.registry import compat
 from brokerd.registry.model import (
@@ -84,13 +87,15 @@ READ_BYTES = 1024 * 1024
 TAIL_WAIT_MS = 30_000
 #: How long a write waits for the tail to apply it (Confluent's 50002 after).
 WRITE_TIMEOUT_SECONDS = 30.0
+#: How often a registry without ``_schemas`` looks for it (created by someone else).
+TOPIC_POLL_SECONDS = 5.0
 #: Pause before the tail reads again after a failed read.
 RETRY_SECONDS = 1.0
 #: Deepest chain of references followed.
 MAX_REFERENCE_DEPTH = 32
 
 
-class RegistryCore(CoreAdmin, CoreWrites, CoreReads, CoreLongPoll, Protocol):
+class RegistryCore(CoreTopics, CoreAdmin, CoreWrites, CoreReads, CoreLongPoll, Protocol):
     """What the registry uses of the broker's core."""
 
 
@@ -160,6 +165,8 @@ class SchemaRegistry(service.Service):
         self._next_offset = 0
         self._ready_at = 0
         self._tail: defer.Deferred[Any] | None = None
+        #: Fired when ``_schemas`` may have been created (the tail waits for it).
+        self._appeared: defer.Deferred[None] | None = None
         self._waiters: list[tuple[int, defer.Deferred[None]]] = []
         self._write_lock = defer.DeferredLock()
         self._parsed: collections.OrderedDict[int, ParsedSchema] = collections.OrderedDict()
@@ -188,15 +195,28 @@ class SchemaRegistry(service.Service):
         return self.status is State.READY
 
     async def _run(self) -> None:
-        try:
-            await self._core.create_topic(self.topic, 1, {"cleanup.policy": "compact"})
-            _log.info("schema registry: created {topic}", topic=self.topic)
-        except TopicAlreadyExists:
-            pass
+        while self.topic not in self._core.topics():
+            # Nothing to replay: ready, empty, until a write creates the topic (or
+            # someone else does: a MirrorMaker 2 import).
+            if self.status is State.STARTING:
+                self.status = State.READY
+                self._on_ready()
+            self._appeared = defer.Deferred()
+            timer = self._clock.callLater(TOPIC_POLL_SECONDS, self._topic_may_exist)
+            try:
+                await self._appeared
+            finally:
+                if timer.active():
+                    timer.cancel()
+            if self.status is State.STOPPED:
+                return
         offsets = await self._core.offsets(self.topic, 0)
         self._next_offset = offsets.log_start_offset
         self._ready_at = offsets.high_watermark
-        self.status = State.REPLAYING
+        if self.status is State.STARTING:
+            # Once ready, the registry stays ready: a topic that appears later is
+            # applied as it is read, as any record appended later is.
+            self.status = State.REPLAYING
         self._check_ready()
         while self.status is not State.STOPPED:
             try:
@@ -220,6 +240,22 @@ class SchemaRegistry(service.Service):
                     max_wait_ms=TAIL_WAIT_MS,
                     seen={(self.topic, 0): read.high_watermark},
                 )
+
+    def _topic_may_exist(self) -> None:
+        appeared, self._appeared = self._appeared, None
+        if appeared is not None and not appeared.called:
+            appeared.callback(None)
+
+    async def _create_topic(self) -> None:
+        """Create ``_schemas`` before the first write (1 partition, compacted)."""
+        if self.topic in self._core.topics():
+            return
+        try:
+            await self._core.create_topic(self.topic, 1, {"cleanup.policy": "compact"})
+            _log.info("schema registry: created {topic}", topic=self.topic)
+        except TopicAlreadyExists:
+            pass
+        self._topic_may_exist()
 
     def _sleep(self, seconds: float) -> defer.Deferred[None]:
         call = None
@@ -271,7 +307,8 @@ class SchemaRegistry(service.Service):
             return
         self._waiters = [w for w in self._waiters if w[0] >= self._next_offset]
         for _offset, d in done:
-            d.callback(None)
+            if not d.called:
+                d.callback(None)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -289,6 +326,7 @@ class SchemaRegistry(service.Service):
 
         if self.status is State.STOPPED:
             raise RegistryError(503, 50003, "the schema registry is stopping")
+        await self._create_topic()
         pairs = [encode_record(r) for r in records]
         batch = encode_batch(
             [v for _k, v in pairs], keys=[k for k, _v in pairs],

@@ -172,12 +172,14 @@ def test_an_allowed_door_starts_and_is_logged(tmp_path: Path) -> None:
     finally:
         proc.stop()
     doors = [line for line in log.splitlines() if "Anonymous door" in line]
-    assert len(doors) == 3, log
-    native, http, proxy = doors
+    assert len(doors) == 4, log
+    native, http, registry, proxy = doors
     assert f"--native tcp:{proc.native_port}:interface=127.0.0.1" in native
     assert "allowed by --allow-anonymous native" in native
     assert f"--http tcp:{proc.http_port}:interface=127.0.0.1" in http
     assert "loopback only" in http
+    assert f"--schema-registry tcp:{proc.schema_registry_port}:interface=127.0.0.1" in registry
+    assert "loopback only" in registry
     # The REST Proxy on loopback: reported, allowed (local clients only), as the console.
     assert f"--http-proxy tcp:{proc.http_proxy_port}:interface=127.0.0.1" in proxy
     assert "loopback only" in proxy
