@@ -116,7 +116,7 @@ FULL = Sizes(
     expected={"facts": 1, "disk": 6, "iperf3": 6, "brokerd 100 B": 75, "brokerd 1000 B": 60,
               "latency": 75, "compaction, transactions": 40, "scaling curves": 60,
               "share groups": 55, "random-offset fetch": 45, "rss": 90, "restart": 120,
-              "registry, proxy": 45, "redis": 20, "nats": 25,
+              "registry, proxy": 55, "redis": 20, "nats": 25,
               "kafka throughput": 180, "kafka rss": 120, "kafka restart": 240},
 )
 QUICK = Sizes(
