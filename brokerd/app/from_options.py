@@ -121,7 +121,8 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
         authorization=authorization,
         doors=doors,
         web=WebSettings(
-            auth=http_auth, shown_options=options_text(options, authorization.super_users)
+            auth=http_auth, shown_options=options_text(options, authorization.super_users),
+            console_actions=not options["http-console-readonly"],
         ),
     )
 

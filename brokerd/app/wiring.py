@@ -541,9 +541,15 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
     description, metrics = settings.listeners.http, services.metrics
     if description is None or metrics is None:
         return
+    from brokerd.admin.operations import AdminOps
+    from brokerd.kafka.groups.admin import operator_error
     from brokerd.web.console import ConsoleSampler
+    from brokerd.web.data_face import BrokerData
     from brokerd.web.site import make_site
 
+    admin = AdminOps(
+        services.broker, services.inspector, services.coordinators.groups, operator_error
+    )
     sampler = ConsoleSampler(services.inspector, clock=reactor)
     sampler.setServiceParent(services.top)
     site = make_site(
@@ -556,6 +562,8 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
         identity=http_identity(settings, reactor),
         authorizer=services.authorization.authorizer,
         shares=services.share_inspector,
+        data=BrokerData(services.broker, admin),
+        actions=settings.web.console_actions,
     )
     bound = services.readiness.wait_for("http listener", "not bound yet")
 
