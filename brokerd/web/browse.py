@@ -327,8 +327,8 @@ class ScanStop(enum.Enum):
 
     LIMIT = "the limit of records shown"
     END = "the end of the partition's committed records"
-    BYTES = f"the scan bound of {MAX_SCAN_BYTES // (1024 * 1024)} MiB examined"
-    TIME = f"the scan bound of {MAX_SCAN_SECONDS:g} s"
+    BYTES = "the scan's bound on bytes examined"
+    TIME = "the scan's bound on time"
 
 
 @attrs.frozen
@@ -446,6 +446,8 @@ async def scan(
         turn: Deferred[None] = Deferred()
         clock.callLater(0, turn.callback, None)
         await turn
+    if stop is ScanStop.LIMIT and offset >= offsets.last_stable_offset:
+        stop = ScanStop.END  # nothing is left to page to
     if stop is ScanStop.END:
         # Past control records or an aborted transaction's, the next read starts at the end.
         offset = max(offset, offsets.last_stable_offset)

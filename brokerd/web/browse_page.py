@@ -170,7 +170,8 @@ class MessagesPage(Resource):
                            tags.p(f"Bad query: {e}", class_="banner error", id="error"))
         names = SchemaNames(pages.lookup) if pages.lookup is not None else None
         d = defer.Deferred.fromCoroutine(
-            browse.scan(pages.data, pages.clock, name, query, names)
+            browse.scan(pages.data, pages.clock, name, query, names,
+                        max_bytes=pages.scan_bytes, max_seconds=pages.scan_seconds)
         )
 
         def found(result: browse.Scan) -> None:

@@ -31,6 +31,7 @@ import attrs
 from brokerd.clock import Clock
 from brokerd.registry.model import SchemaLookup
 from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
+from brokerd.web.browse import MAX_SCAN_BYTES, MAX_SCAN_SECONDS
 from brokerd.web.console_history import ConsoleSource
 from brokerd.web.csrf import CsrfGuard
 from brokerd.web.data_face import ConsoleData
@@ -52,7 +53,9 @@ class DataPages:
     :param source: the views (which topics and groups exist for a request).
     :param csrf: the form tokens.
     :param actions: whether the console may change anything (``False``: read-only).
-    :param now_ms: the time stamped on produced records.
+    :param now_ms: the time stamped on produced records (None: the clock's).
+    :param scan_bytes: the message browser's bound on bytes examined per scan.
+    :param scan_seconds: its bound on wall time per scan.
     """
 
     data: ConsoleData | None
@@ -63,6 +66,8 @@ class DataPages:
     csrf: CsrfGuard
     actions: bool = True
     now_ms: Callable[[], int] | None = None
+    scan_bytes: int = MAX_SCAN_BYTES
+    scan_seconds: float = MAX_SCAN_SECONDS
 
     def time_ms(self) -> int:
         if self.now_ms is not None:
