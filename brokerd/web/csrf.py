@@ -11,7 +11,10 @@ Two checks, both needed for every POST:
   left open across a restart is refused and must be loaded again;
 - the browser's own word where it gives it: a ``Sec-Fetch-Site`` other than
   ``same-origin`` (or ``none``: typed by the user), or an ``Origin`` whose host and port
-  are not the request's ``Host``, is refused whatever the token.
+  are not the request's ``Host`` (``null`` included: an opaque origin, a sandboxed or
+  ``data:`` page), is refused whatever the token. (So the data pages' referrer policy is
+  ``same-origin``: under ``no-referrer`` browsers send ``Origin: null`` on their own
+  form posts too.)
 
 What it does not do: authenticate (:mod:`brokerd.web.auth`) or authorize
 (:mod:`brokerd.web.actions` asks the ACLs).

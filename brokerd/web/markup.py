@@ -63,7 +63,9 @@ DATA_HEADERS: dict[bytes, bytes] = {
     b"cache-control": b"no-store",
     b"x-content-type-options": b"nosniff",
     b"x-frame-options": b"DENY",
-    b"referrer-policy": b"no-referrer",
+    # Not no-referrer: under it a browser sends "Origin: null" even on the console's own
+    # form posts, which the CSRF check refuses (another site's must not pass as ours).
+    b"referrer-policy": b"same-origin",
     b"content-security-policy": (
         b"default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
         b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"

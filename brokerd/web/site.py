@@ -42,9 +42,11 @@ MAX_FORM_BYTES = 4 * 1024 * 1024
 
 class BoundedRequest(Request):
     """A request whose body may not exceed :data:`MAX_FORM_BYTES`: a declared length over
-    it, or a body growing past it, is answered 413 and the connection closed."""
+    it, or a body growing past it, is answered 413 and the connection closed; nothing of
+    the body is kept and the request is never rendered."""
 
     _received = 0
+    _refused = False
 
     def gotLength(self, length: int | None) -> None:
         if length is not None and length > MAX_FORM_BYTES:
@@ -53,15 +55,22 @@ class BoundedRequest(Request):
         super().gotLength(length)
 
     def handleContentChunk(self, data: bytes) -> None:
+        if self._refused:
+            return
         self._received += len(data)
         if self._received > MAX_FORM_BYTES:
             self._refuse()
             return
         super().handleContentChunk(data)
 
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+        if not self._refused:
+            super().requestReceived(command, path, version)
+
     def _refuse(self) -> None:
-        channel = self.channel
-        transport: Any = channel.transport if channel is not None else None
+        self._refused = True
+        self.content = None
+        transport: Any = self.channel.transport if self.channel is not None else None
         if transport is None:
             return
         body = f"Request body over {MAX_FORM_BYTES} bytes.\n".encode()
@@ -71,7 +80,6 @@ class BoundedRequest(Request):
             + b"\r\n\r\n" + body
         )
         transport.loseConnection()
-        channel.transport = None
 
 
 def make_site(

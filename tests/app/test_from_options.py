@@ -202,6 +202,9 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
             lambda s: s.web.auth is HttpAuth.BASIC,
         ),
         "no-auto-create": (["--no-auto-create"], lambda s: not s.storage.auto_create),
+        "http-console-readonly": (
+            ["--http-console-readonly"], lambda s: not s.web.console_actions
+        ),
     }
     topic_values = {
         "log-cleanup-policy": "compact",

@@ -19,6 +19,9 @@ import attrs
 import pytest
 import pytest_twisted
 from twisted.internet import defer, reactor
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.protocol import Protocol, connectionDone
+from twisted.python.failure import Failure
 from twisted.web.client import Agent, readBody
 from twisted.web.http_headers import Headers
 from twisted.web.server import Site
@@ -30,13 +33,13 @@ from brokerd.registry.model import Compatibility, Schema, SchemaType, framed
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.types import Record
 from brokerd.web import browse
-from brokerd.web.browse import BrowseQuery, SchemaNames, ScanStop, Start, StartAt
+from brokerd.web.browse import BrowseQuery, ScanStop, SchemaNames, Start, StartAt
 from brokerd.web.console import make_console
 from brokerd.web.csrf import CsrfGuard
 from brokerd.web.data_face import BrokerData
 from brokerd.web.permits import DataPages
 from brokerd.web.scope import EVERYTHING
-from brokerd.web.site import BoundedRequest
+from brokerd.web.site import MAX_FORM_BYTES, BoundedRequest
 
 from tests.web.memory_registry import MemoryRegistry, avro
 
@@ -94,7 +97,7 @@ async def fill(broker: Broker, registry: MemoryRegistry) -> None:
     ]
     for i, r in enumerate(later, start=10):
         await data.produce("orders", 0, [r], BASE_MS + 1000 * i)
-    for i in range(5):
+    for _ in range(5):
         await data.produce("big", 0, [record(None, b"y" * 100_000)], BASE_MS)
 
 
@@ -126,8 +129,9 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
 async def request(console: Console, method: str, path: str,
                   form: dict[str, str] | None = None,
                   headers: dict[str, str] | None = None) -> tuple[int, str]:
-    from twisted.web.client import FileBodyProducer
     import io
+
+    from twisted.web.client import FileBodyProducer
 
     agent = Agent(reactor)
     sent = Headers({k: [v] for k, v in (headers or {}).items()})
@@ -323,3 +327,51 @@ def test_schema_names_find_a_subject_per_id() -> None:
     registry.add("a-value", Schema(SchemaType.JSON, '{"type": "object"}'))
     names = SchemaNames(registry)
     assert names.subject_of(1) == "a-value" and names.subject_of(2) == ""
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_read_only_console_refuses_every_action(console: Console) -> None:
+    pages = attrs.evolve(console.pages, actions=False)
+    inspector = Inspector(console.broker)
+    root = make_console(inspector, clock=reactor, settings={}, data=pages)
+    port = reactor.listenTCP(0, Site(root), interface="127.0.0.1")  # type: ignore[attr-defined]
+    try:
+        readonly = attrs.evolve(console, port=port)
+        token = console.csrf.token("User:ANONYMOUS")
+        for path in ("/topics/orders/produce", "/topics/orders/configs", "/topics/orders/delete",
+                     "/new-topic"):
+            status, html = await get(readonly, path)
+            assert status == 403 and "read-only" in html, path
+            status, _ = await request(readonly, "POST", path, {"csrf": token, "step": "confirm"})
+            assert status == 403, path
+        status, html = await get(readonly, "/topics/orders")
+        assert 'id="browse"' in html and 'id="produce"' not in html
+        assert (await get(readonly, "/topics/orders/messages?limit=1"))[0] == 200
+    finally:
+        await port.stopListening()
+
+
+class RawClient(Protocol):
+    def __init__(self) -> None:
+        self.received = b""
+        self.done: defer.Deferred[bytes] = defer.Deferred()
+
+    def dataReceived(self, data: bytes) -> None:
+        self.received += data
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
+        self.done.callback(self.received)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_body_over_the_bound_is_refused_before_it_is_read(console: Console) -> None:
+    endpoint = TCP4ClientEndpoint(reactor, "127.0.0.1", console.port.getHost().port)
+    client = await connectProtocol(endpoint, RawClient())
+    assert client.transport is not None
+    client.transport.write(
+        b"POST /new-topic HTTP/1.1\r\nHost: console\r\n"
+        b"Content-Type: application/x-www-form-urlencoded\r\n"
+        b"Content-Length: %d\r\n\r\nname=x" % (MAX_FORM_BYTES + 1)
+    )
+    answer = await client.done
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
