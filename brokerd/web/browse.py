@@ -21,7 +21,8 @@ offset. The reactor gets a turn after every read, so a long scan holds no other 
 
 How a value is shown (``auto``): a value framed as Confluent's (magic byte 0, schema id)
 whose id the registry knows, decoded by its schema, as JSON, with the schema id and
-subject; else a JSON object or array, pretty-printed; else UTF-8 text; else hex. Only
+subject; else a JSON object or array, pretty-printed; else UTF-8 text (without control
+characters but tab, newline and carriage return); else hex. Only
 :data:`MAX_DECODE_BYTES` of a value are ever decoded and :data:`MAX_SHOWN_CHARS` of it
 shown (the page says a value was cut).
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 import datetime
 import enum
 import json
+import re
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -243,7 +245,12 @@ def _hex(data: bytes, note: str = "") -> Shown:
     return _bounded("hex", head.hex(" "), note, len(head) < len(data))
 
 
-def _text(data: bytes, note: str = "") -> Shown | None:
+#: Control characters other than tab, newline and carriage return: bytes holding them
+#: are binary, shown as hex unless text is asked for.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _text(data: bytes, note: str = "", *, binary_ok: bool = False) -> Shown | None:
     head = data[:MAX_DECODE_BYTES]
     try:
         text = head.decode("utf-8")
@@ -253,6 +260,8 @@ def _text(data: bytes, note: str = "") -> Shown | None:
             text = head[: e.start].decode("utf-8")
         else:
             return None
+    if not binary_ok and _CONTROL.search(text):
+        return None
     return _bounded("text", text, note, len(head) < len(data))
 
 
@@ -280,7 +289,7 @@ def shown(data: bytes | None, show: ShowAs, names: SchemaNames | None) -> Shown:
     if show is ShowAs.HEX:
         return _hex(data)
     if show is ShowAs.TEXT:
-        return _text(data) or _bounded(
+        return _text(data, binary_ok=True) or _bounded(
             "text", data[:MAX_DECODE_BYTES].decode("utf-8", "replace"),
             "not UTF-8: undecodable bytes shown as \ufffd", len(data) > MAX_DECODE_BYTES,
         )
