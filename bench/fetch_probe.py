@@ -315,6 +315,10 @@ def _start_checkout(checkout: Path, data_dir: Path) -> tuple[subprocess.Popen[by
         f"--kafka=tcp:{kafka}:interface=127.0.0.1",
         f"--http=tcp:{http}:interface=127.0.0.1",
     ]
+    options = checkout / "brokerd" / "app" / "options.py"
+    if "schema-registry" in options.read_text():
+        # A checkout with the schema registry: on a free port, never 8081.
+        command.append(f"--schema-registry=tcp:{free_port()}:interface=127.0.0.1")
     proc = subprocess.Popen(command, env=environ, cwd=data_dir.parent)
     if not wait_for_port(kafka, time.monotonic() + 30) or proc.poll() is not None:
         proc.kill()

@@ -78,6 +78,8 @@ class ListenerSettings:
     http: str | None
     #: The host Kafka clients are told to connect to (None: from the bound address).
     advertised_host: str | None
+    #: ``--schema-registry`` (None: no registry).
+    schema_registry: str | None = None
 
 
 @attrs.frozen

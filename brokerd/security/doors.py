@@ -14,7 +14,10 @@ door, and the broker refuses to start unless ``--allow-anonymous`` names it:
   listener is ``ssl:`` with ``--ssl-client-auth required``. Bound to loopback (or a
   ``unix:`` socket) it is still reported, but allowed without ``--allow-anonymous``: it
   only reads, and only local users reach it. A ``systemd:`` socket's address is not
-  known from its description: it counts as beyond loopback.
+  known from its description: it counts as beyond loopback;
+* the schema registry (``--schema-registry``), under the same rules as the console (it
+  takes ``--http-auth`` too): on loopback it is reported and allowed, beyond it it
+  needs ``--allow-anonymous schema-registry``.
 
 Pure: the listeners are judged from their endpoint descriptions alone.
 """
@@ -49,6 +52,7 @@ class Door(enum.Enum):
 
     NATIVE = "native"
     HTTP = "http"
+    SCHEMA_REGISTRY = "schema-registry"
 
 
 class HttpAuth(enum.Enum):
@@ -71,6 +75,8 @@ class ListenerSecurity:
     #: ``--ssl-client-auth required`` (every ``ssl:`` listener then demands a certificate).
     certificates_required: bool
     http_auth: HttpAuth
+    #: ``--schema-registry`` (it takes ``--http-auth`` as the console does).
+    schema_registry: str = "none"
 
 
 @attrs.frozen
@@ -167,6 +173,18 @@ def anonymous_doors(listeners: ListenerSecurity) -> list[DoorReport]:
             + (" (to local clients only)" if local else ""),
             needs_allowing=not local,
         ))
+    registry = listeners.schema_registry
+    if registry.lower() != DISABLED and not (
+        listeners.http_auth is not HttpAuth.NONE
+        or (listeners.certificates_required and _is_tls(registry))
+    ):
+        local = is_local_description(registry)
+        doors.append(DoorReport(
+            Door.SCHEMA_REGISTRY, registry,
+            "the schema registry registers, shows and deletes schemas without --http-auth"
+            + (" (for local clients only)" if local else ""),
+            needs_allowing=not local,
+        ))
     return doors
 
 
@@ -193,6 +211,8 @@ _FIXES = {
     "--native none",
     Door.HTTP: "require credentials with --http-auth basic or certificate, bind it to "
     "127.0.0.1, or disable it with --http none",
+    Door.SCHEMA_REGISTRY: "require credentials with --http-auth basic or certificate, "
+    "bind it to 127.0.0.1, or disable it with --schema-registry none",
 }
 
 
