@@ -54,7 +54,7 @@ _MORE_CSS = (
     "button.danger{color:#fff;background:#cf222e;border:0;padding:.3em 1em;"
     "border-radius:4px}"
     "del{background:#ffebe9}ins{background:#dafbe1}"
-    "pre.diff span{display:block}"
+    "pre.diff span,pre.diff ins,pre.diff del{display:block;text-decoration:none}"
 )
 
 #: Response headers of the data pages: no script, forms post to this origin only.

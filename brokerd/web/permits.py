@@ -13,9 +13,11 @@ editing a topic's configs              ALTER_CONFIGS on the topic
 deleting a topic                       DELETE on the topic
 resetting a group's offsets            READ on the group and on the topic (as an
                                        OffsetCommit)
-seeing a schema subject                DESCRIBE on the topic the subject names by
-                                       Confluent's TopicNameStrategy (``T-key``,
-                                       ``T-value``), else DESCRIBE on the cluster
+seeing a schema subject                READ on the topic the subject names, as the
+                                       registry's own API asks (Confluent's
+                                       TopicNameStrategy: ``T-key`` and ``T-value``
+                                       are topic ``T``; another subject is the topic
+                                       of its own name, :mod:`brokerd.registry.acl`)
 =====================================  ===============================================
 
 A topic the principal may not DESCRIBE is not found at all (as on the other pages).
@@ -29,6 +31,7 @@ from collections.abc import Callable
 import attrs
 
 from brokerd.clock import Clock
+from brokerd.registry.acl import subject_topic
 from brokerd.registry.model import SchemaLookup
 from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 from brokerd.web.browse import MAX_SCAN_BYTES, MAX_SCAN_SECONDS
@@ -37,7 +40,7 @@ from brokerd.web.csrf import CsrfGuard
 from brokerd.web.data_face import ConsoleData
 from brokerd.web.scope import RequestScope, ScopeOf
 
-__all__ = ["DataPages", "permits", "subject_topic"]
+__all__ = ["DataPages", "may_create_topic", "may_see_subject", "permits"]
 
 
 @attrs.frozen
@@ -93,16 +96,5 @@ def may_create_topic(scope: RequestScope, name: str) -> bool:
     )
 
 
-def subject_topic(subject: str) -> str | None:
-    """The topic a subject names by Confluent's TopicNameStrategy, or None."""
-    for suffix in ("-key", "-value"):
-        if subject.endswith(suffix) and len(subject) > len(suffix):
-            return subject[: -len(suffix)]
-    return None
-
-
 def may_see_subject(scope: RequestScope, subject: str) -> bool:
-    topic = subject_topic(subject)
-    if topic is not None:
-        return permits(scope, Operation.DESCRIBE, ResourceType.TOPIC, topic)
-    return permits(scope, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
+    return permits(scope, Operation.READ, ResourceType.TOPIC, subject_topic(subject))

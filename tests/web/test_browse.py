@@ -25,7 +25,6 @@ from brokerd.web.browse import (
     shown,
 )
 from brokerd.web.data_face import murmur2, partition_for
-from brokerd.web.permits import subject_topic
 
 from tests.web.memory_registry import MemoryRegistry
 
@@ -137,9 +136,3 @@ def test_encode_records_keeps_keys_values_and_headers() -> None:
         Record(0, 1234, b"k", b"v", (("h", b"1"), ("n", None))),
         Record(1, 1234, None, None),
     ]
-
-
-def test_subjects_name_topics_by_topic_name_strategy() -> None:
-    assert subject_topic("orders-value") == "orders"
-    assert subject_topic("orders-key") == "orders"
-    assert subject_topic("-value") is None and subject_topic("com.acme.Order") is None

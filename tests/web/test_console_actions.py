@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import http.client
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -207,6 +208,61 @@ def test_xss_payloads_in_records_are_inert(seeded: BrokerProcess) -> None:
     assert "<script>alert(1)" not in html and "<svg" not in html and "<img src=x>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;svg onload=x&gt;" in html and "ff fe" in html
+
+
+# -- the broker's own schema registry --------------------------------------------------
+
+ORDER_V1 = {"type": "record", "name": "Order", "namespace": "shop",
+            "fields": [{"name": "id", "type": "long"}]}
+ORDER_V2 = {**ORDER_V1, "fields": [*ORDER_V1["fields"],
+                                   {"name": "note", "type": "string", "default": ""}]}
+
+
+def test_records_decoded_through_the_registry_and_its_pages(seeded: BrokerProcess) -> None:
+    """A record written by confluent-kafka's AvroSerializer against the broker's registry
+    is shown decoded; the produce form encodes with the subject's latest schema; the
+    registry pages list the subject, its versions and their diff."""
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from tests.registry.rest_helpers import Rest
+
+    topic, subject = "actions-avro", "actions-avro-value"
+    Rest(seeded.schema_registry_url).wait_ready()
+    with seeded.client() as client:
+        client.create_topic(topic, 1)
+    registry = SchemaRegistryClient({"url": seeded.schema_registry_url})
+    serializer = AvroSerializer(registry, json.dumps(ORDER_V1))
+    value = serializer({"id": 41}, SerializationContext(topic, MessageField.VALUE))
+    producer = confluent_kafka.Producer({"bootstrap.servers": seeded.kafka_bootstrap})
+    producer.produce(topic, value=value, key=b"first")
+    assert producer.flush(WAIT) == 0
+    v1_id = registry.get_latest_version(subject).schema_id
+    port = seeded.http_port
+    _, html = call(port, "GET", f"/topics/{topic}/messages")
+    assert f"schema id {v1_id}, subject {subject} (AVRO)" in html
+    assert "<pre>{\n  &quot;id&quot;: 41\n}</pre>" in html.replace('"', "&quot;")
+    # Version 2 (a field with a default: BACKWARD compatible), then the form's encoding.
+    v2_id = registry.register_schema(subject, Schema(json.dumps(ORDER_V2), "AVRO"))
+    token = token_of(port, f"/topics/{topic}/produce")
+    status, html = call(port, "POST", f"/topics/{topic}/produce", {
+        "key": "second", "value": json.dumps({"id": 42, "note": "<from the form>"}),
+        "value_subject": subject, "partition": "0", "csrf": token, "step": "confirm"})
+    assert status == 200, html
+    _, html = call(port, "GET", f"/topics/{topic}/messages?offset=1")
+    assert f"schema id {v2_id}, subject {subject} (AVRO)" in html
+    assert "&lt;from the form&gt;" in html
+    status, html = call(port, "GET", "/schemas")
+    row = re.search(rf'<tr><td><a href="/schemas/{subject}">{subject}</a></td>.*?</tr>', html)
+    assert status == 200 and row, html
+    assert '<td class="num">2</td>' in row.group(0) and "<td>BACKWARD</td>" in row.group(0)
+    status, html = call(port, "GET", f"/schemas/{subject}")
+    assert status == 200 and 'id="version-2"' in html
+    diff = re.search(r'<pre class="diff" id="diff">(.*?)</pre>', html, re.S)
+    assert diff, html
+    added = re.findall(r"<ins>(.*?)</ins>", diff.group(1), re.S)
+    assert any("&quot;note&quot;" in line.replace('"', "&quot;") for line in added), added
 
 
 # -- Chromium --------------------------------------------------------------------------
