@@ -41,7 +41,6 @@ from brokerd.admin.errors import GroupNotEmpty
 from brokerd.admin.operations import ResetMode, ResetSpec
 from brokerd.admin.views import OffsetResetView
 from brokerd.errors import BrokerError
-from brokerd.registry.model import RegistryError, framed
 from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.types import Record
 from brokerd.web.browse import BadQuery, parse_time
@@ -49,6 +48,7 @@ from brokerd.web.csrf import TOKEN_FIELD
 from brokerd.web.data_face import partition_for
 from brokerd.web.markup import Flattenable, facts, hidden, respond, table, topic_href, url
 from brokerd.web.permits import DataPages, may_create_topic, permits
+from brokerd.web.schema_face import framed
 from brokerd.web.scope import RequestScope
 
 __all__ = ["MAX_FIELD_CHARS", "MAX_HEADERS", "Action", "ActionError", "ActionPage"]
@@ -226,7 +226,7 @@ class ActionPage(Resource):
         error = failure.value
         if isinstance(error, ActionError | BadQuery):
             self._form(request, principal, fields, BAD_REQUEST, str(error))
-        elif isinstance(error, BrokerError | RegistryError):
+        elif isinstance(error, BrokerError):
             status = CONFLICT if isinstance(error, GroupNotEmpty) else BAD_REQUEST
             self._form(request, principal, fields, status,
                        f"The broker refused it: {error}. Nothing was changed.")

@@ -42,9 +42,9 @@ import attrs
 from twisted.internet.defer import Deferred
 
 from brokerd.clock import Clock
-from brokerd.registry.model import SchemaLookup, unframe
 from brokerd.storage.types import PartitionOffsets, Record
 from brokerd.web.data_face import ConsoleData
+from brokerd.web.schema_face import SchemaSource, unframe
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -268,7 +268,7 @@ def _text(data: bytes, note: str = "", *, binary_ok: bool = False) -> Shown | No
 class SchemaNames:
     """Schema id -> a subject that has it, asked of the registry once per page."""
 
-    def __init__(self, lookup: SchemaLookup) -> None:
+    def __init__(self, lookup: SchemaSource) -> None:
         self.lookup = lookup
         self._subjects: dict[int, str] | None = None
 

@@ -17,7 +17,7 @@ seeing a schema subject                READ on the topic the subject names, as t
                                        registry's own API asks (Confluent's
                                        TopicNameStrategy: ``T-key`` and ``T-value``
                                        are topic ``T``; another subject is the topic
-                                       of its own name, :mod:`brokerd.registry.acl`)
+                                       of its own name, as in ``brokerd.registry.acl``)
 =====================================  ===============================================
 
 A topic the principal may not DESCRIBE is not found at all (as on the other pages).
@@ -31,13 +31,12 @@ from collections.abc import Callable
 import attrs
 
 from brokerd.clock import Clock
-from brokerd.registry.acl import subject_topic
-from brokerd.registry.model import SchemaLookup
 from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 from brokerd.web.browse import MAX_SCAN_BYTES, MAX_SCAN_SECONDS
 from brokerd.web.console_history import ConsoleSource
 from brokerd.web.csrf import CsrfGuard
 from brokerd.web.data_face import ConsoleData
+from brokerd.web.schema_face import SchemaSource, subject_topic
 from brokerd.web.scope import RequestScope, ScopeOf
 
 __all__ = ["DataPages", "may_create_topic", "may_see_subject", "permits"]
@@ -62,7 +61,7 @@ class DataPages:
     """
 
     data: ConsoleData | None
-    lookup: SchemaLookup | None
+    lookup: SchemaSource | None
     clock: Clock
     scope_of: ScopeOf
     source: ConsoleSource

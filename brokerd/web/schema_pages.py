@@ -4,7 +4,7 @@ schema type, compatibility level) and ``/schemas/SUBJECT`` (its versions with th
 ids, each schema's text pretty-printed, and a unified diff between two versions chosen
 with ``?from=V&to=V``, by default the last two).
 
-Read through :class:`~brokerd.registry.model.SchemaLookup` (answers from memory). Under
+Read through :class:`~brokerd.web.schema_face.SchemaSource` (answers from memory). Under
 ``--authorizer acl`` a subject is listed and shown only to a principal that may see it
 (:func:`brokerd.web.permits.may_see_subject`). What this module does not do: change the
 registry (its REST API does).
@@ -20,9 +20,9 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request
 from twisted.web.template import Tag, tags
 
-from brokerd.registry.model import RegisteredSchema, SchemaLookup, SchemaType
 from brokerd.web.markup import Flattenable, facts, respond, table
 from brokerd.web.permits import DataPages, may_see_subject
+from brokerd.web.schema_face import Named, SchemaSource, SchemaVersion
 
 __all__ = ["SchemasPage", "pretty", "unified_diff"]
 
@@ -35,9 +35,9 @@ def _href(subject: str) -> str:
     return "/schemas/" + quote(subject, safe="")
 
 
-def pretty(text: str, schema_type: SchemaType) -> str:
+def pretty(text: str, schema_type: Named) -> str:
     """A schema's text as shown: JSON (Avro, JSON Schema) indented, Protobuf as is."""
-    if schema_type is SchemaType.PROTOBUF:
+    if schema_type.value == "PROTOBUF":
         return text
     try:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
@@ -45,7 +45,7 @@ def pretty(text: str, schema_type: SchemaType) -> str:
         return text
 
 
-def unified_diff(old: RegisteredSchema, new: RegisteredSchema) -> Tag:
+def unified_diff(old: SchemaVersion, new: SchemaVersion) -> Tag:
     """``old`` to ``new`` as a unified diff, each line marked up by its kind."""
     lines = list(difflib.unified_diff(
         pretty(old.schema.text, old.schema.schema_type).splitlines(),
@@ -94,7 +94,7 @@ class SchemasPage(Resource):
             subject = ""
         return self._subject(request, lookup, subject)
 
-    def _subjects(self, request: Request, lookup: SchemaLookup) -> object:
+    def _subjects(self, request: Request, lookup: SchemaSource) -> object:
         scope = self._pages.scope_of(request)
         rows = []
         for subject in lookup.subjects():
@@ -116,7 +116,7 @@ class SchemasPage(Resource):
                   empty="No subjects registered.", numeric=(1, 2)),
         ))
 
-    def _subject(self, request: Request, lookup: SchemaLookup, subject: str) -> object:
+    def _subject(self, request: Request, lookup: SchemaSource, subject: str) -> object:
         scope = self._pages.scope_of(request)
         versions = lookup.versions(subject) if subject else []
         if not versions or not may_see_subject(scope, subject):
@@ -147,7 +147,7 @@ class SchemasPage(Resource):
         return respond(request, OK, f"Subject {subject}", *body)
 
     def _diff_section(self, request: Request, subject: str,
-                      by_number: dict[int, RegisteredSchema], numbers: list[int]) -> Tag:
+                      by_number: dict[int, SchemaVersion], numbers: list[int]) -> Tag:
         if len(numbers) < 2:
             return tags.section(tags.h2("Diff"), tags.p("Only one version: nothing to compare.",
                                                         class_="muted"))

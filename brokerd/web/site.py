@@ -23,7 +23,6 @@ from twisted.web.server import Request, Site
 from brokerd.admin.inspect import Inspector
 from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.clock import Clock
-from brokerd.registry.model import SchemaLookup
 from brokerd.security.acl import AclAuthorizer
 from brokerd.security.doors import HttpAuth
 from brokerd.web.auth import AuthGuard, HttpIdentity
@@ -33,6 +32,7 @@ from brokerd.web.data_face import ConsoleData
 from brokerd.web.health import HealthResource, Readiness, ReadyResource
 from brokerd.web.metrics_resource import MetricsResource
 from brokerd.web.permits import DataPages
+from brokerd.web.schema_face import SchemaSource
 from brokerd.web.scope import Scoper
 
 #: The largest request body the HTTP endpoint reads (a console form: a produced value
@@ -94,7 +94,7 @@ def make_site(
     authorizer: AclAuthorizer | None = None,
     shares: ShareGroupInspector | None = None,
     data: ConsoleData | None = None,
-    schemas: SchemaLookup | None = None,
+    schemas: SchemaSource | None = None,
     actions: bool = True,
 ) -> Site:
     """The HTTP site: the console at ``/`` (``settings`` are the broker's effective
