@@ -560,6 +560,11 @@ def add_http(
     admin = AdminOps(
         services.broker, services.inspector, services.coordinators.groups, operator_error
     )
+    if not settings.web.console_actions:
+        _log.info(
+            "The web console is read-only (--http-console-readonly, or anonymous on a "
+            "broker that requires authentication without --authorizer acl)"
+        )
     sampler = ConsoleSampler(services.inspector, clock=reactor)
     sampler.setServiceParent(services.top)
     site = make_site(

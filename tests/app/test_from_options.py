@@ -413,3 +413,14 @@ def test_settings_are_frozen() -> None:
     s: Any = settings()
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         s.core = None
+
+
+def test_an_anonymous_console_of_a_closed_broker_only_reads(creds: str) -> None:
+    """The console's actions are off where it is an anonymous door (loopback, allowed
+    because it only reads) unless ACLs decide what User:ANONYMOUS may do."""
+    closed = ("--sasl", "SCRAM-SHA-256", "--credentials", creds, "--native", "none")
+    assert settings().web.console_actions
+    assert not settings("--http-console-readonly").web.console_actions
+    assert not settings(*closed).web.console_actions
+    assert settings(*closed, "--authorizer", "acl").web.console_actions
+    assert settings(*closed, "--http-auth", "basic").web.console_actions
