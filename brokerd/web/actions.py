@@ -46,7 +46,16 @@ from brokerd.storage.types import Record
 from brokerd.web.browse import BadQuery, parse_time
 from brokerd.web.csrf import TOKEN_FIELD
 from brokerd.web.data_face import partition_for
-from brokerd.web.markup import Flattenable, facts, hidden, respond, table, topic_href, url
+from brokerd.web.markup import (
+    Flattenable,
+    facts,
+    hidden,
+    method_not_allowed,
+    respond,
+    table,
+    topic_href,
+    url,
+)
 from brokerd.web.permits import DataPages, may_create_topic, permits
 from brokerd.web.schema_face import framed
 from brokerd.web.scope import RequestScope
@@ -127,6 +136,11 @@ class ActionPage(Resource):
 
     isLeaf = True
 
+    def render(self, request: Request) -> object:
+        if request.method not in (b"GET", b"HEAD", b"POST"):
+            return method_not_allowed(request, b"GET, HEAD, POST")
+        return super().render(request)
+
     def __init__(self, pages: DataPages, action: Action) -> None:
         super().__init__()
         self._pages = pages
@@ -134,6 +148,8 @@ class ActionPage(Resource):
 
     def _refusal(self, request: Request, scope: RequestScope, fields: Fields) -> object | None:
         action = self._action
+        if request.postpath not in ([], [b""]):
+            return self._page(request, NOT_FOUND, tags.p("No such page.", class_="banner error"))
         if not self._pages.actions:
             return self._page(request, FORBIDDEN, tags.p(
                 "The console is read-only (--http-console-readonly).",

@@ -23,7 +23,15 @@ from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.types import Record
 from brokerd.web import browse
 from brokerd.web.browse import BadQuery, BrowseQuery, SchemaNames, ShowAs, Shown, StartAt
-from brokerd.web.markup import Flattenable, facts, respond, table, topic_href, url
+from brokerd.web.markup import (
+    Flattenable,
+    facts,
+    method_not_allowed,
+    respond,
+    table,
+    topic_href,
+    url,
+)
 from brokerd.web.permits import DataPages, permits
 
 __all__ = ["MessagesPage", "shown_cell"]
@@ -143,6 +151,11 @@ class MessagesPage(Resource):
 
     isLeaf = True
 
+    def render(self, request: Request) -> object:
+        if request.method not in (b"GET", b"HEAD"):
+            return method_not_allowed(request, b"GET, HEAD")
+        return super().render(request)
+
     def __init__(self, pages: DataPages, topic: str) -> None:
         super().__init__()
         self._pages = pages
@@ -153,7 +166,7 @@ class MessagesPage(Resource):
         scope = pages.scope_of(request)
         view = scope.source(pages.source).topic(name)
         title = f"Messages of {name}"
-        if view is None or pages.data is None:
+        if view is None or pages.data is None or request.postpath not in ([], [b""]):
             return respond(request, NOT_FOUND, "Not found", tags.h1("Not found"),
                            tags.p(f"There is no topic {name!r}."))
         back = tags.p(tags.a(f"\u2190 topic {name}", href=topic_href(name)), " \u00b7 ",

@@ -28,6 +28,7 @@ __all__ = [
     "Flattenable",
     "facts",
     "hidden",
+    "method_not_allowed",
     "page",
     "respond",
     "table",
@@ -116,6 +117,14 @@ def respond(request: Request, status: int, title: str, *body: Flattenable) -> ob
 
     d.addCallbacks(written, failed)
     return NOT_DONE_YET
+
+
+def method_not_allowed(request: Request, allowed: bytes) -> bytes:
+    """A 405 for a method the page does not serve, naming the ones it does."""
+    request.setResponseCode(405)
+    request.setHeader(b"allow", allowed)
+    request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+    return b"Method not allowed here: " + allowed + b" only.\n"
 
 
 def url(path: str, arguments: Mapping[str, str] | None = None) -> str:

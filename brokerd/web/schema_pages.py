@@ -20,7 +20,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request
 from twisted.web.template import Tag, tags
 
-from brokerd.web.markup import Flattenable, facts, respond, table
+from brokerd.web.markup import Flattenable, facts, method_not_allowed, respond, table
 from brokerd.web.permits import DataPages, may_see_subject
 from brokerd.web.schema_face import Named, SchemaSource, SchemaVersion
 
@@ -75,6 +75,11 @@ class SchemasPage(Resource):
     """``/schemas`` and ``/schemas/SUBJECT`` (GET, HEAD)."""
 
     isLeaf = True
+
+    def render(self, request: Request) -> object:
+        if request.method not in (b"GET", b"HEAD"):
+            return method_not_allowed(request, b"GET, HEAD")
+        return super().render(request)
 
     def __init__(self, pages: DataPages) -> None:
         super().__init__()

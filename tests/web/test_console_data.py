@@ -375,3 +375,26 @@ async def test_a_body_over_the_bound_is_refused_before_it_is_read(console: Conso
     )
     answer = await client.done
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_chunked_body_growing_over_the_bound_is_cut_off(console: Console) -> None:
+    endpoint = TCP4ClientEndpoint(reactor, "127.0.0.1", console.port.getHost().port)
+    client = await connectProtocol(endpoint, RawClient())
+    assert client.transport is not None
+    client.transport.write(
+        b"POST /new-topic HTTP/1.1\r\nHost: console\r\nTransfer-Encoding: chunked\r\n"
+        b"Content-Type: application/x-www-form-urlencoded\r\n\r\n"
+    )
+    chunk = b"%x\r\n%s\r\n" % (1 << 20, b"a" * (1 << 20))
+    for _ in range(MAX_FORM_BYTES // (1 << 20) + 1):
+        client.transport.write(chunk)
+    answer = await client.done
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+
+
+@pytest_twisted.ensureDeferred
+async def test_paths_below_a_page_are_404(console: Console) -> None:
+    assert (await get(console, "/topics/orders/messages/more"))[0] == 404
+    assert (await get(console, "/topics/orders/produce/more"))[0] == 404
+    assert (await request(console, "POST", "/topics/orders/messages", {}))[0] == 405
