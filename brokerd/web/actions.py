@@ -32,6 +32,7 @@ from urllib.parse import quote
 
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
+from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
@@ -63,6 +64,8 @@ from brokerd.web.scope import RequestScope
 __all__ = ["MAX_FIELD_CHARS", "MAX_HEADERS", "Action", "ActionError", "ActionPage"]
 
 OK, BAD_REQUEST, FORBIDDEN, NOT_FOUND, CONFLICT = 200, 400, 403, 404, 409
+
+_log = Logger()
 
 #: The longest field of a form (a produced value's text included).
 MAX_FIELD_CHARS = 1024 * 1024
@@ -136,15 +139,15 @@ class ActionPage(Resource):
 
     isLeaf = True
 
-    def render(self, request: Request) -> object:
-        if request.method not in (b"GET", b"HEAD", b"POST"):
-            return method_not_allowed(request, b"GET, HEAD, POST")
-        return super().render(request)
-
     def __init__(self, pages: DataPages, action: Action) -> None:
         super().__init__()
         self._pages = pages
         self._action = action
+
+    def render(self, request: Request) -> object:
+        if request.method not in (b"GET", b"HEAD", b"POST"):
+            return method_not_allowed(request, b"GET, HEAD, POST")
+        return super().render(request)
 
     def _refusal(self, request: Request, scope: RequestScope, fields: Fields) -> object | None:
         action = self._action
@@ -247,8 +250,10 @@ class ActionPage(Resource):
             self._form(request, principal, fields, status,
                        f"The broker refused it: {error}. Nothing was changed.")
         else:
-            self._page(request, 500, tags.p(f"The action failed: {error!r}",
-                                            class_="banner error", id="error"))
+            _log.failure("console action {title}", failure, title=self._action.title)
+            self._page(request, 500, tags.p(
+                "The action failed; the broker's log says why. It may or may not have "
+                "been done: look before trying again.", class_="banner error", id="error"))
 
 
 def _text_input(label: str, name: str, fields: Fields, **extra: str) -> Tag:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 
 from twisted.internet import defer
+from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
@@ -37,6 +38,8 @@ from brokerd.web.permits import DataPages, permits
 __all__ = ["MessagesPage", "shown_cell"]
 
 OK, BAD_REQUEST, FORBIDDEN, NOT_FOUND = 200, 400, 403, 404
+
+_log = Logger()
 
 
 def _when(timestamp_ms: int) -> str:
@@ -151,15 +154,15 @@ class MessagesPage(Resource):
 
     isLeaf = True
 
-    def render(self, request: Request) -> object:
-        if request.method not in (b"GET", b"HEAD"):
-            return method_not_allowed(request, b"GET, HEAD")
-        return super().render(request)
-
     def __init__(self, pages: DataPages, topic: str) -> None:
         super().__init__()
         self._pages = pages
         self._topic = topic
+
+    def render(self, request: Request) -> object:
+        if request.method not in (b"GET", b"HEAD"):
+            return method_not_allowed(request, b"GET, HEAD")
+        return super().render(request)
 
     def render_GET(self, request: Request) -> object:
         pages, name = self._pages, self._topic
@@ -204,7 +207,14 @@ class MessagesPage(Resource):
                     tags.p(f"The read failed: {failure.value}", class_="banner error",
                            id="error"))
 
-        d.addCallback(found).addErrback(failed).addErrback(
-            lambda f: respond(request, 500, title, tags.p("The page failed.")) and None
-        )
+        def broken(failure: Failure) -> None:
+            if failure.check(defer.CancelledError):
+                return  # the client went away
+            _log.failure("browsing {topic}", failure, topic=name)
+            respond(request, 500, title, back, tags.p("The page failed; the broker's log "
+                                                      "says why.", class_="banner error"))
+
+        d.addCallback(found).addErrback(failed).addErrback(broken)
+        # A client that goes away stops its scan at the next read.
+        request.notifyFinish().addErrback(lambda _: d.cancel())
         return NOT_DONE_YET

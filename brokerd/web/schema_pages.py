@@ -76,14 +76,14 @@ class SchemasPage(Resource):
 
     isLeaf = True
 
+    def __init__(self, pages: DataPages) -> None:
+        super().__init__()
+        self._pages = pages
+
     def render(self, request: Request) -> object:
         if request.method not in (b"GET", b"HEAD"):
             return method_not_allowed(request, b"GET, HEAD")
         return super().render(request)
-
-    def __init__(self, pages: DataPages) -> None:
-        super().__init__()
-        self._pages = pages
 
     def render_GET(self, request: Request) -> object:
         lookup = self._pages.lookup
