@@ -123,7 +123,8 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
         authorization=authorization,
         doors=doors,
         web=WebSettings(
-            auth=http_auth, shown_options=options_text(options, authorization.super_users)
+            auth=http_auth, shown_options=options_text(options, authorization.super_users),
+            console_actions=_console_acts(options, doors, authorization),
         ),
     )
 
@@ -374,6 +375,21 @@ def _check_service_auth(name: str, description: str, http_auth: HttpAuth) -> Non
             f"--http-auth certificate needs an ssl: --{name} listener, not {description} "
             f"(or --{name} none)"
         )
+
+
+def _console_acts(
+    options: Mapping[str, Any], doors: DoorSettings, authorization: AuthorizationSettings
+) -> bool:
+    """Whether the console's actions are on: not with ``--http-console-readonly``, nor
+    where the console is an anonymous door of a broker that requires authentication and
+    no ACLs decide what ``User:ANONYMOUS`` may do (the doors are allowed on loopback on
+    the grounds that the console only reads there)."""
+    from brokerd.security.doors import Door, anonymous_doors
+
+    if options["http-console-readonly"]:
+        return False
+    door = any(d.door is Door.HTTP for d in anonymous_doors(doors.listeners))
+    return authorization.acl or not door
 
 
 def _doors(

@@ -352,6 +352,12 @@ class Options(usage.Options):
     ]
     optFlags = [
         ["no-auto-create", None, "Refuse produce/metadata for unknown topics."],
+        [
+            "http-console-readonly",
+            None,
+            "The web console shows the broker and its records but changes nothing (no "
+            "produce, topic create, config edit, delete or offset reset).",
+        ],
     ]
 
     def parseOptions(self, options: list[str] | None = None) -> None:

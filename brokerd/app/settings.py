@@ -149,6 +149,8 @@ class WebSettings:
     auth: HttpAuth
     #: The effective options as text, by option name (file names, never contents).
     shown_options: Mapping[str, str]
+    #: Whether the console may change anything (``--http-console-readonly`` says no).
+    console_actions: bool = True
 
 
 @attrs.frozen

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from brokerd.net.request_budget import RequestBudget
     from brokerd.net.tls import ClientVerification
     from brokerd.registry.model import SchemaLookup
+    from brokerd.registry.service import SchemaRegistry
     from brokerd.security.acl import AclAuthorizer
     from brokerd.storage.logdir.log_directory import LogDirectory
     from brokerd.storage.stores.offsets import OffsetStore
@@ -167,9 +168,11 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     add_native(services, settings, reactor)
     log_anonymous_doors(settings)
     add_kafka(services, settings, reactor)
-    add_http(services, settings, reactor)
-    registry = add_schema_registry(services, settings, reactor)
-    add_http_proxy(services, settings, reactor, registry)
+    # Built before the HTTP endpoint, whose console reads it; started after it.
+    schemas = build_schema_registry(services, settings, reactor)
+    add_http(services, settings, reactor, schemas)
+    add_schema_registry(services, settings, reactor, schemas)
+    add_http_proxy(services, settings, reactor, schemas)
     ReadyNotifier(reactor).setServiceParent(top)
     # Runs once the service tree has started (twistd starts it before the reactor runs).
     reactor.callWhenRunning(start_gc.resume)
@@ -542,15 +545,30 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
     ).setServiceParent(services.top)
 
 
-def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None:
+def add_http(
+    services: BrokerServices, settings: Settings, reactor: Any,
+    schemas: SchemaRegistry | None = None,
+) -> None:
     """The HTTP endpoint (unless ``--http none``): console, metrics and health checks
-    (``brokerd.web``), showing each principal what the authorizer lets it DESCRIBE."""
+    (``brokerd.web``), showing each principal what the authorizer lets it DESCRIBE; the
+    console's registry pages and record decoding read ``schemas`` (None: none)."""
     description, metrics = settings.listeners.http, services.metrics
     if description is None or metrics is None:
         return
+    from brokerd.admin.operations import AdminOps
+    from brokerd.kafka.groups.admin import operator_error
     from brokerd.web.console import ConsoleSampler
+    from brokerd.web.data_face import BrokerData
     from brokerd.web.site import make_site
 
+    admin = AdminOps(
+        services.broker, services.inspector, services.coordinators.groups, operator_error
+    )
+    if not settings.web.console_actions:
+        _log.info(
+            "The web console is read-only (--http-console-readonly, or anonymous on a "
+            "broker that requires authentication without --authorizer acl)"
+        )
     sampler = ConsoleSampler(services.inspector, clock=reactor)
     sampler.setServiceParent(services.top)
     site = make_site(
@@ -563,6 +581,9 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
         identity=http_identity(settings, reactor),
         authorizer=services.authorization.authorizer,
         shares=services.share_inspector,
+        data=BrokerData(services.broker, admin),
+        schemas=schemas,
+        actions=settings.web.console_actions,
     )
     bound = services.readiness.wait_for("http listener", "not bound yet")
 
@@ -578,23 +599,34 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
     )
 
 
-def add_schema_registry(
+def build_schema_registry(
     services: BrokerServices, settings: Settings, reactor: Any
-) -> SchemaLookup | None:
+) -> SchemaRegistry | None:
+    """The schema registry's service, not yet in the tree (None with
+    ``--schema-registry none``): the console reads it too."""
+    if settings.listeners.schema_registry is None:
+        return None
+    from brokerd.registry.service import SchemaRegistry
+
+    replayed = services.readiness.wait_for("schema registry", "reading _schemas")
+    return SchemaRegistry(services.broker, clock=reactor, on_ready=replayed)
+
+
+def add_schema_registry(
+    services: BrokerServices, settings: Settings, reactor: Any,
+    registry: SchemaRegistry | None,
+) -> None:
     """The schema registry (unless ``--schema-registry none``): the service tailing
     ``_schemas``, its REST listener (``--http-auth``, ``--authorizer`` as the console),
     and the produce validation of topics with ``confluent.*.schema.validation``. The
     registry is added before its listener, so the listener stops first."""
     description = settings.listeners.schema_registry
-    if description is None:
-        return None
+    if description is None or registry is None:
+        return
     from brokerd.registry.http import make_registry_site
-    from brokerd.registry.service import SchemaRegistry
     from brokerd.registry.validation import SchemaValidator
 
     broker = services.broker
-    replayed = services.readiness.wait_for("schema registry", "reading _schemas")
-    registry = SchemaRegistry(broker, clock=reactor, on_ready=replayed)
     registry.setServiceParent(services.top)
     broker.set_record_validator(SchemaValidator(registry).validate)
     site = make_registry_site(
@@ -614,7 +646,6 @@ def add_schema_registry(
     listener_service(reactor, description, site, verification, on_listen).setServiceParent(
         services.top
     )
-    return registry
 
 
 def add_http_proxy(

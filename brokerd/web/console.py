@@ -5,11 +5,17 @@ This module is the HTTP layer: which URL shows which page, status codes and head
 ``/`` is the overview, ``/topics/<name>`` one topic, ``/groups/<id>`` one group (of any
 type: a share group's too), ``/share-groups/<id>`` one share group (names URL-quoted);
 anything else, or a topic or group that does not exist, is a 404 page.
-``?fragment=1`` answers the page's body alone (what the refresh script swaps in). Only GET
-and HEAD are served: nothing here changes the broker. The root resource is not a leaf, so
-the site adds ``/metrics`` and the health checks beside the pages. Page bodies are built by
+``?fragment=1`` answers the page's body alone (what the refresh script swaps in). These
+pages serve GET and HEAD only. The root resource is not a leaf, so the site adds
+``/metrics`` and the health checks beside the pages. Page bodies are built by
 :mod:`brokerd.web.console_pages`; the history behind rates and charts by
 :class:`ConsoleSampler` (:mod:`brokerd.web.console_history`).
+
+Given :class:`~brokerd.web.permits.DataPages`, the console also routes to the data pages:
+``/topics/<name>/messages`` (:mod:`brokerd.web.browse_page`), ``/schemas``
+(:mod:`brokerd.web.schema_pages`) and the actions (:mod:`brokerd.web.actions`:
+``/topics/<name>/produce``, ``/configs``, ``/delete``, ``/new-topic``,
+``/groups/<id>/reset-offsets``), which are built with :mod:`twisted.web.template`.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from twisted.web.server import Request
 from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
 from brokerd.clock import Seconds
 from brokerd.web import console_pages as pages
+from brokerd.web import data_pages
 from brokerd.web.console_history import (
     HISTORY_SAMPLES,
     SAMPLE_SECONDS,
@@ -31,6 +38,8 @@ from brokerd.web.console_history import (
     ConsoleSource,
 )
 from brokerd.web.console_html import FRAGMENT_ARG, HEADERS, document
+from brokerd.web.data_pages import ROOT_PAGES, TOPIC_PAGES
+from brokerd.web.permits import DataPages
 from brokerd.web.scope import EVERYTHING, ScopeOf
 
 #: A page: ``(HTTP status, title, body markup)`` rendered at a moment.
@@ -53,7 +62,9 @@ class _Console:
         sampler: ConsoleSampler | None,
         scope_of: ScopeOf,
         shares: ShareGroupInspector | None = None,
+        data: DataPages | None = None,
     ) -> None:
+        self.data = data
         self.source = source
         self.shares = shares
         self.clock = clock
@@ -167,16 +178,26 @@ class _Topics(_ReadOnly):
         if topic is None:
             shown = path.decode("utf-8", "replace")
             return _Page(self._console, self._console.not_found("topic", shown))
-        return _Page(self._console, self._topic(topic.name, source))
+        data = self._console.data
+        postpath = request.postpath or []
+        below = postpath[:1]
+        if data is not None and data.data is not None and below and below[0] in TOPIC_PAGES:
+            (request.prepath or []).append(postpath.pop(0))
+            return data_pages.topic_page(data, below[0].decode(), topic)
+        links = data if data is not None and data.data is not None else None
+        return _Page(self._console, self._topic(topic.name, source, links))
 
-    def _topic(self, name: str, source: ConsoleSource) -> Render:
+    def _topic(self, name: str, source: ConsoleSource, links: DataPages | None) -> Render:
 
         def render(moment: pages.Moment) -> tuple[int, str, str]:
             # Looked up again at render time: the topic may be gone by the next refresh.
             topic = source.topic(name)
             if topic is None:
                 return NOT_FOUND, "Not found", pages.not_found("topic", name)
-            return OK, f"Topic {name}", pages.topic_page(topic, source.groups(), moment)
+            body = pages.topic_page(topic, source.groups(), moment)
+            if links is not None:
+                body = data_pages.topic_links(links, name) + body
+            return OK, f"Topic {name}", body
 
         return render
 
@@ -196,15 +217,25 @@ class _Groups(_ReadOnly):
             return self
         group_id = _decoded(path)
         source = self._console.source_for(request)
-        if group_id is None or source.group(group_id) is None:
+        found = None if group_id is None else source.group(group_id)
+        if group_id is None or found is None:
             shown = path.decode("utf-8", "replace")
             return _Page(self._console, self._console.not_found("consumer group", shown))
+        data = self._console.data
+        links = data is not None and data.data is not None
+        postpath = request.postpath or []
+        if links and postpath[:1] == [b"reset-offsets"] and data is not None:
+            (request.prepath or []).append(postpath.pop(0))
+            return data_pages.reset_page(data, found)
 
         def render(moment: pages.Moment) -> tuple[int, str, str]:
             group = source.group(group_id)
             if group is None:
                 return NOT_FOUND, "Not found", pages.not_found("consumer group", group_id)
-            return OK, f"Group {group_id}", pages.group_page(group, moment)
+            body = pages.group_page(group, moment)
+            if links and data is not None and data.actions:
+                body = data_pages.group_links(group) + body
+            return OK, f"Group {group_id}", body
 
         return _Page(self._console, render)
 
@@ -262,6 +293,9 @@ class _Root(_ReadOnly):
             return self._groups
         if path == b"share-groups":
             return self._share_groups
+        data = self._console.data
+        if data is not None and path in ROOT_PAGES:
+            return data_pages.root_page(data, path.decode())
         shown = path.decode("utf-8", "replace")
         return _Page(self._console, self._console.not_found("page", "/" + shown))
 
@@ -275,6 +309,8 @@ class _Root(_ReadOnly):
                 source, moment, settings=settings, started=console.started,
                 share_groups=console.share_groups_for(request),
             )
+            if console.data is not None:
+                body = data_pages.overview_links(console.data) + body
             return OK, "Overview", body
 
         return console.respond(request, render)
@@ -288,6 +324,7 @@ def make_console(
     sampler: ConsoleSampler | None = None,
     scope_of: ScopeOf | None = None,
     shares: ShareGroupInspector | None = None,
+    data: DataPages | None = None,
 ) -> Resource:
     """The console's root resource. ``inspector``: where the figures come from
     (:class:`brokerd.admin.inspect.Inspector`); ``clock``: the time shown and uptime's
@@ -295,12 +332,13 @@ def make_console(
     shown on the overview; ``sampler``: the history its rates and charts come from (None
     shows current figures only); ``scope_of``: what each request may see
     (:mod:`brokerd.web.scope`; None: everything); ``shares``: the share groups'
-    figures (None: the console shows no share groups)."""
+    figures (None: the console shows no share groups); ``data``: the data pages'
+    (message browser, schemas, actions; None: none)."""
     return _Root(
         _Console(
             inspector, cast(Seconds, clock), settings, sampler,
             scope_of if scope_of is not None else (lambda request: EVERYTHING),
-            shares,
+            shares, data,
         )
     )
 

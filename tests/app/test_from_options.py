@@ -208,6 +208,9 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
             lambda s: s.web.auth is HttpAuth.BASIC,
         ),
         "no-auto-create": (["--no-auto-create"], lambda s: not s.storage.auto_create),
+        "http-console-readonly": (
+            ["--http-console-readonly"], lambda s: not s.web.console_actions
+        ),
     }
     topic_values = {
         "log-cleanup-policy": "compact",
@@ -413,3 +416,14 @@ def test_settings_are_frozen() -> None:
     s: Any = settings()
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         s.core = None
+
+
+def test_an_anonymous_console_of_a_closed_broker_only_reads(creds: str) -> None:
+    """The console's actions are off where it is an anonymous door (loopback, allowed
+    because it only reads) unless ACLs decide what User:ANONYMOUS may do."""
+    closed = ("--sasl", "SCRAM-SHA-256", "--credentials", creds, "--native", "none")
+    assert settings().web.console_actions
+    assert not settings("--http-console-readonly").web.console_actions
+    assert not settings(*closed).web.console_actions
+    assert settings(*closed, "--authorizer", "acl").web.console_actions
+    assert settings(*closed, "--http-auth", "basic").web.console_actions

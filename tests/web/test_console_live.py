@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -191,6 +192,27 @@ def test_rates_from_the_sampler(broker: BrokerProcess, group_member: Member) -> 
     # Put the commits back where the other tests expect them.
     back = [confluent_kafka.TopicPartition(TOPIC, p, c) for p, c in enumerate(COMMITTED)]
     group_member.commit(back)
+
+
+def test_resetting_a_group_with_members_is_refused(
+    broker: BrokerProcess, group_member: Member
+) -> None:
+    """The console resets offsets only while the group is inactive, as ``brokerctl``: the
+    broker's refusal is shown (409) and nothing is committed."""
+    path = f"/groups/{GROUP}/reset-offsets"
+    _, form = http_get(broker, path)
+    token = re.search(r'name="csrf" value="([0-9a-f]{64})"', form)
+    assert token, form
+    body = urllib.parse.urlencode(
+        {"topic": TOPIC, "mode": "earliest", "csrf": token.group(1), "step": "confirm"}
+    ).encode()
+    url = f"http://127.0.0.1:{broker.http_port}{path}"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url, data=body, timeout=WAIT)
+    assert refused.value.code == 409
+    assert "offsets can be reset only while the group is inactive" in refused.value.read().decode()
+    _, group = http_get(broker, f"/groups/{GROUP}")
+    assert f'<td class="num">0</td><td class="num">{COMMITTED[0]}</td>' in group
 
 
 def test_unknown_names_are_404(broker: BrokerProcess) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+import attrs
 import crc32c
 
 from brokerd.errors import RecordTooLarge
@@ -40,7 +41,13 @@ from brokerd.storage.record.header import (
 )
 from brokerd.storage.types import Record
 
-__all__ = ["encode_batch", "rebuild_batch", "recompress_batch", "stored_size"]
+__all__ = [
+    "encode_batch",
+    "encode_records",
+    "rebuild_batch",
+    "recompress_batch",
+    "stored_size",
+]
 
 #: Precomputed zig-zag varints of small non-negative ints: record lengths, offset deltas
 #: and value lengths below this are table lookups on the encode hot path.
@@ -170,6 +177,21 @@ def _encode_record(record: Record, base_offset: int, base_ts: int) -> bytes:
         )
     )
     return _zz(len(body)) + body
+
+
+def encode_records(records: Sequence[Record], *, timestamp_ms: int) -> bytes:
+    """One uncompressed RecordBatch v2 of ``records`` with their keys and headers, all
+    stamped ``timestamp_ms`` (offsets are deltas from the first record's, which the
+    log assigns): what the console's produce form appends."""
+    if not records:
+        raise ValueError("a batch holds at least one record")
+    base = records[0].offset
+    stamped = [attrs.evolve(r, offset=base + i, timestamp=timestamp_ms)
+               for i, r in enumerate(records)]
+    payload = b"".join(_encode_record(r, base, timestamp_ms) for r in stamped)
+    tail = HEADER_TAIL.pack(0, len(records) - 1, timestamp_ms, timestamp_ms, -1, -1, -1,
+                            len(records))
+    return _assemble(0, 0, tail, payload)
 
 
 def rebuild_batch(header: BatchHeader, kept: Sequence[Record]) -> bytes:

@@ -1,0 +1,176 @@
+"""What the console's data pages and actions ask of the broker: records of one
+partition, its offsets, a produce, and the admin operations (topic create, config edit,
+delete, a consumer group's offset reset).
+
+:class:`ConsoleData` is the seam; :class:`BrokerData` is the broker's side of it, built
+by the service wiring from the core (:class:`~brokerd.core.api.CoreApi`) and the admin
+operations (:class:`~brokerd.admin.operations.AdminOps`, the same rules as ``brokerctl``
+and Kafka's admin client). Tests of the pages may pass anything that has these methods.
+
+Reads are of committed records, decoded (:data:`~brokerd.storage.types.COMMITTED_RECORDS`,
+the native fetch's read): the browser shows what a read_committed consumer would see,
+control records and aborted transactions' records being gaps in the offsets.
+
+The default partitioner is Kafka's: a keyed record goes to ``murmur2(key) % partitions``
+(the Java client's and librdkafka's ``murmur2_random``), so the form lands a key where a
+Kafka producer would; a record without a key goes round-robin.
+
+What it does not do: check ACLs or CSRF tokens (:mod:`brokerd.web.actions` does), render.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection, Mapping, Sequence
+from typing import Protocol
+
+from twisted.internet import defer
+from twisted.internet.defer import Deferred
+
+from brokerd.admin.operations import AdminOps, ResetSpec
+from brokerd.admin.views import OffsetResetView, TopicView
+from brokerd.core.api import CoreApi
+from brokerd.errors import BrokerError, UnknownTopicOrPartition
+from brokerd.storage.record.encode import encode_records
+from brokerd.storage.types import (
+    COMMITTED_RECORDS,
+    AppendInfo,
+    LogRead,
+    PartitionOffsets,
+    Record,
+)
+
+__all__ = ["BrokerData", "ConsoleData", "murmur2", "partition_for"]
+
+
+class ConsoleData(Protocol):
+    """The broker as the console's data pages and actions see it (reactor thread)."""
+
+    def offsets(self, topic: str, partition: int) -> Deferred[PartitionOffsets]: ...
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> Deferred[tuple[int, int] | None]:
+        """``(offset, timestamp)`` of the first record at or after ``timestamp_ms``."""
+        ...
+
+    def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> Deferred[LogRead]:
+        """Committed records decoded from exactly ``offset``: values totalling at most
+        ``max_bytes`` (at least one record when one exists)."""
+        ...
+
+    def produce(
+        self, topic: str, partition: int, records: Sequence[Record], timestamp_ms: int
+    ) -> Deferred[AppendInfo]:
+        """Append ``records`` (keys, values, headers) as one batch, durably."""
+        ...
+
+    def create_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str]
+    ) -> Deferred[None]: ...
+
+    def alter_topic_configs(
+        self, name: str, set_configs: Mapping[str, str], delete: Collection[str]
+    ) -> Deferred[TopicView]: ...
+
+    def delete_topic(self, name: str) -> Deferred[None]: ...
+
+    def reset_offsets(
+        self, group_id: str, topic: str, spec: ResetSpec, *, dry_run: bool
+    ) -> Deferred[list[OffsetResetView]]:
+        """As ``brokerctl groups reset-offsets``: only while the group is inactive."""
+        ...
+
+
+class BrokerData:
+    """:class:`ConsoleData` of the broker: the core's reads and writes, the admin
+    operations for the rest."""
+
+    def __init__(self, broker: CoreApi, admin: AdminOps) -> None:
+        self._broker = broker
+        self._admin = admin
+
+    def offsets(self, topic: str, partition: int) -> Deferred[PartitionOffsets]:
+        return self._broker.offsets(topic, partition)
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> Deferred[tuple[int, int] | None]:
+        return self._broker.offset_for_timestamp(topic, partition, timestamp_ms)
+
+    def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> Deferred[LogRead]:
+        # The core answers from memory directly, else with a Deferred of the read pool;
+        # an OffsetOutOfRange raised at once becomes a failure like a later one.
+        try:
+            answer = self._broker.read(topic, partition, offset, max_bytes, COMMITTED_RECORDS)
+        except BrokerError:
+            return defer.fail()
+        return answer if isinstance(answer, Deferred) else defer.succeed(answer)
+
+    def produce(
+        self, topic: str, partition: int, records: Sequence[Record], timestamp_ms: int
+    ) -> Deferred[AppendInfo]:
+        info = self._broker.topics().get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            # The core would create a missing topic or partition on a produce.
+            return defer.fail(
+                UnknownTopicOrPartition(f"topic {topic!r} has no partition {partition}")
+            )
+        batch = encode_records(records, timestamp_ms=timestamp_ms)
+        return self._broker.produce_batches(topic, partition, batch, acks=-1)
+
+    def create_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str]
+    ) -> Deferred[None]:
+        return self._broker.create_topic(name, partitions, dict(configs))
+
+    def alter_topic_configs(
+        self, name: str, set_configs: Mapping[str, str], delete: Collection[str]
+    ) -> Deferred[TopicView]:
+        return self._admin.alter_topic_configs(name, set_configs, delete)
+
+    def delete_topic(self, name: str) -> Deferred[None]:
+        return self._admin.delete_topic(name)
+
+    def reset_offsets(
+        self, group_id: str, topic: str, spec: ResetSpec, *, dry_run: bool
+    ) -> Deferred[list[OffsetResetView]]:
+        return self._admin.reset_offsets(group_id, topic, spec, dry_run=dry_run)
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's 32-bit murmur2 of ``data`` (seed 0x9747b28c), as a signed int."""
+    m, r, mask = 0x5BD1E995, 24, 0xFFFFFFFF
+    length = len(data)
+    h = (0x9747B28C ^ length) & mask
+    whole = length - length % 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> r
+        k = (k * m) & mask
+        h = (h * m) & mask
+        h ^= k
+    rest = data[whole:]
+    if len(rest) >= 3:
+        h ^= rest[2] << 16
+    if len(rest) >= 2:
+        h ^= rest[1] << 8
+    if rest:
+        h ^= rest[0]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+_round_robin = itertools.count()
+
+
+def partition_for(key: bytes | None, partitions: int) -> int:
+    """Kafka's default partition of a record: by the key's murmur2, positive part
+    (``& 0x7fffffff``), else round-robin."""
+    if key is None:
+        return next(_round_robin) % partitions
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
