@@ -96,7 +96,9 @@ FORMAT = ProtobufFormat()
 def _descriptor_of(text: str) -> FDP | None:
     """The ``FileDescriptorProto`` that ``text`` is the base64 of, or None when it is
     ``.proto`` text."""
-    if not _BASE64.match(text) or "syntax" in text or "message" in text:
+    # .proto text always holds characters base64 has not (";", "{", quotes, spaces
+    # between words): base64 is tried only on text of its alphabet.
+    if not text.strip() or not _BASE64.match(text):
         return None
     try:
         raw = base64.b64decode("".join(text.split()), validate=True)
