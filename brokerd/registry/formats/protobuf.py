@@ -202,7 +202,11 @@ class ParsedProtobuf:
             message.ParseFromString(payload[pos:])
         except (DecodeError, RecursionError) as e:
             raise ValueError(f"not a {cls.DESCRIPTOR.full_name}: {e}") from None
-        return json_format.MessageToDict(message, preserving_proto_field_name=True)
+        try:
+            return json_format.MessageToDict(message, preserving_proto_field_name=True)
+        except (json_format.Error, TypeError, KeyError, ValueError) as e:
+            # e.g. a google.protobuf.Any naming a type the schema does not import
+            raise ValueError(f"{cls.DESCRIPTOR.full_name} has no JSON form: {e}") from None
 
     def encode(self, value: object) -> bytes:
         if not isinstance(value, dict):
