@@ -622,10 +622,10 @@ class _Printer:
 
     def text(self) -> str:
         file = self._file
-        if file.syntax and file.syntax != "editions":
-            self._lines.append(f'syntax = "{file.syntax}";')
-        elif file.syntax == "editions":
+        if file.syntax == "editions":
             self._lines.append(f'edition = "{_edition(file)}";')
+        else:  # a descriptor leaves proto2 unsaid; protoc warns when the text does
+            self._lines.append(f'syntax = "{file.syntax or "proto2"}";')
         if file.package:
             self._lines.append(f"package {file.package};")
         imports = list(file.dependency)
