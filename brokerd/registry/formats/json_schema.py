@@ -976,8 +976,8 @@ def _bound(old: _Node, new: _Node, keyword: str, path: str, out: list[_Differenc
            up: _D, down: _D, added: _D, removed: _D, numeric_only: bool = False) -> None:
     before, after = old.data.get(keyword), new.data.get(keyword)
     if numeric_only:  # draft-04's boolean exclusiveMaximum is no limit of its own
-        before = before if isinstance(before, (int, float)) and before is not True else None
-        after = after if isinstance(after, (int, float)) and after is not True else None
+        before = None if isinstance(before, bool) else before
+        after = None if isinstance(after, bool) else after
     if before == after:
         return
     where = f"{path}/{keyword}"
