@@ -213,7 +213,7 @@ def test_references_and_referencedby(rest: Rest) -> None:
                       {"schema": person, "references": missing})) == (422, 42201)
 
 
-def test_restart_keeps_every_schema_and_id(broker: BrokerProcess, rest: Rest) -> None:
+def test_restart_and_crash_keep_every_schema_and_id(broker: BrokerProcess, rest: Rest) -> None:
     before = {
         path: rest("GET", path)
         for path in ("/subjects", "/subjects?deleted=true", "/schemas?deleted=true",
@@ -222,8 +222,12 @@ def test_restart_keeps_every_schema_and_id(broker: BrokerProcess, rest: Rest) ->
     }
     broker.restart()
     rest.wait_ready()
-    after = {path: rest("GET", path) for path in before}
-    assert after == before
+    assert {path: rest("GET", path) for path in before} == before
+    # After a crash too: every answered write was durable (--fsync always) and applied.
+    broker.kill()
+    broker.start()
+    rest.wait_ready()
+    assert {path: rest("GET", path) for path in before} == before
     # Ids go on from where they were.
     status, body = rest("POST", "/subjects/new-after-restart/versions",
                         {"schema": avro(("y", "double"))})
