@@ -262,3 +262,17 @@ def test_records_someone_else_appends_are_served(broker: BrokerProcess, rest: Re
     status, body = rest("POST", "/subjects/after-mirror/versions",
                         {"schema": avro(("z", "boolean"))})
     assert (status, body) == (200, {"id": 9001})
+
+
+def test_deleting_the_topic_forgets_every_schema(broker: BrokerProcess, rest: Rest) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": broker.kafka_bootstrap})
+    admin.delete_topics(["_schemas"])["_schemas"].result(10)
+    deadline = time.monotonic() + 10
+    while rest("GET", "/subjects?deleted=true") != (200, []):
+        assert time.monotonic() < deadline, "the registry still serves a deleted topic"
+        time.sleep(0.02)
+    # The next write creates the topic again and the registry follows it.
+    assert rest("POST", "/subjects/reborn/versions", {"schema": V1}) == (200, {"id": 1})
+    assert rest("GET", "/subjects") == (200, ["reborn"])
