@@ -29,7 +29,7 @@ import collections
 import enum
 import importlib
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.application import service
 from twisted.internet import defer
@@ -54,6 +54,7 @@ from brokerd.registry.model import (
     RegistryError,
     Schema,
     SchemaFormat,
+    SchemaLookup,
     SchemaReference,
     SchemaType,
 )
@@ -749,3 +750,11 @@ def parse_version(text: str) -> int:
             "Allowed values are between [1, 2^31-1] and the string \"latest\""
         )
     return number
+
+
+if TYPE_CHECKING:
+
+    def _is_a_lookup(registry: SchemaRegistry) -> SchemaLookup:
+        # mypy checks here that the registry answers what the proxy, the console and
+        # produce validation ask.
+        return registry
