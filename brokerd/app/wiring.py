@@ -14,9 +14,9 @@ the last added first, each after the previous one finished)::
     │   └── store recovery          no reopen while the stores close
     ├── native listener             (unless --native none)
     ├── Kafka listener              (unless --kafka none)
+    ├── schema registry             tails _schemas (unless --schema-registry none)
     ├── console sampler             (unless --http none)
     ├── HTTP endpoint               metrics, health checks, console (unless --http none)
-    ├── schema registry             tails _schemas (unless --schema-registry none)
     ├── schema registry listener    Confluent's REST API
     └── readiness notifier          STOPPING=1 first
 
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from brokerd.net.connlimit import AddressLimits
     from brokerd.net.request_budget import RequestBudget
     from brokerd.net.tls import ClientVerification
+    from brokerd.registry.service import SchemaRegistry
     from brokerd.security.acl import AclAuthorizer
     from brokerd.storage.logdir.log_directory import LogDirectory
     from brokerd.storage.stores.offsets import OffsetStore
@@ -122,6 +123,9 @@ class BrokerServices:
     metrics: BrokerMetrics | None
     readiness: Readiness
     edge: Edge
+    #: The schema registry (None: ``--schema-registry none``), for the HTTP services
+    #: that read it (the console, the proxy) and produce validation.
+    registry: SchemaRegistry | None = None
 
 
 def build_services(settings: Settings, reactor: Any) -> BrokerServices:
@@ -150,6 +154,7 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     )
     if metrics is not None:
         metrics.add_share_groups(share_inspector)
+    readiness = build_readiness(inspector, coordinators)
     services = BrokerServices(
         top=top,
         broker=broker,
@@ -158,12 +163,16 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
         share_inspector=share_inspector,
         authorization=authorization,
         metrics=metrics,
-        readiness=build_readiness(inspector, coordinators),
+        readiness=readiness,
         edge=build_edge(settings),
+        registry=build_schema_registry(broker, settings, reactor, readiness),
     )
     add_native(services, settings, reactor)
     log_anonymous_doors(settings)
     add_kafka(services, settings, reactor)
+    if services.registry is not None:
+        # Before the HTTP services that read it, so it stops after them.
+        services.registry.setServiceParent(top)
     add_http(services, settings, reactor)
     add_schema_registry(services, settings, reactor)
     ReadyNotifier(reactor).setServiceParent(top)
@@ -574,23 +583,31 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
     )
 
 
-def add_schema_registry(services: BrokerServices, settings: Settings, reactor: Any) -> None:
+def build_schema_registry(
+    broker: Broker, settings: Settings, reactor: Any, readiness: Readiness
+) -> SchemaRegistry | None:
     """The schema registry (unless ``--schema-registry none``): the service tailing
-    ``_schemas``, its REST listener (``--http-auth``, ``--authorizer`` as the console),
-    and the produce validation of topics with ``confluent.*.schema.validation``. The
-    registry is added before its listener, so the listener stops first."""
-    description = settings.listeners.schema_registry
-    if description is None:
-        return
-    from brokerd.registry.http import make_registry_site
+    ``_schemas`` (ready once replayed), installed as the core's validator of topics with
+    ``confluent.*.schema.validation``. The caller adds it to the tree."""
+    if settings.listeners.schema_registry is None:
+        return None
     from brokerd.registry.service import SchemaRegistry
     from brokerd.registry.validation import SchemaValidator
 
-    broker = services.broker
-    replayed = services.readiness.wait_for("schema registry", "reading _schemas")
+    replayed = readiness.wait_for("schema registry", "reading _schemas")
     registry = SchemaRegistry(broker, clock=reactor, on_ready=replayed)
-    registry.setServiceParent(services.top)
     broker.set_record_validator(SchemaValidator(registry).validate)
+    return registry
+
+
+def add_schema_registry(services: BrokerServices, settings: Settings, reactor: Any) -> None:
+    """The schema registry's REST listener (``--http-auth`` and ``--authorizer`` as the
+    console's)."""
+    description, registry = settings.listeners.schema_registry, services.registry
+    if description is None or registry is None:
+        return
+    from brokerd.registry.http import make_registry_site
+
     site = make_registry_site(
         registry,
         identity=http_identity(settings, reactor),
