@@ -329,7 +329,7 @@ class Options(usage.Options):
             None,
             "",
             "With authentication on the Kafka listener, these listeners may still serve "
-            "anonymous clients: a comma list of native, http.",
+            "anonymous clients: a comma list of native, http, http-proxy.",
         ],
         [
             "http-auth",
