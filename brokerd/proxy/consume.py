@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_v2 -*-
+# -*- test-case-name: tests.proxy.test_proxy_broker -*-
 """A consumer instance's records call: where each assigned partition is read from, the
 reads through the core's read API (decoded committed records, as the native fetch reads),
 and the wait for data when there is none yet.
@@ -7,10 +7,11 @@ A partition without a position starts at the group's committed offset, else at
 ``auto.offset.reset``; a position out of the log's range (retention deleted it) is reset
 the same way. The answer holds at most ``max_bytes`` (capped by
 :data:`~brokerd.proxy.limits.MAX_RECORDS_BYTES`) of keys and values plus
-:data:`RECORD_OVERHEAD` per record, but always at least one record when there is one, so a record larger than the budget is not stuck. Partitions are read in
-turn from where the previous call stopped, so one busy partition does not starve the
-others. Nothing is found: the call parks until data is appended past the positions or
-its ``timeout`` passes (capped by :data:`~brokerd.proxy.limits.MAX_RECORDS_WAIT_MS`).
+:data:`RECORD_OVERHEAD` per record, but always at least one record when there is one,
+so a record larger than the budget is not stuck. Partitions are read in turn from where
+the previous call stopped, so one busy partition does not starve the others. Nothing is
+found: the call parks until data is appended past the positions or its ``timeout``
+passes (capped by :data:`~brokerd.proxy.limits.MAX_RECORDS_WAIT_MS`).
 """
 
 from __future__ import annotations

@@ -241,23 +241,27 @@ def test_the_v3_flows(broker: BrokerProcess) -> None:
     assert call(port, "GET", c + "/topics/v3topic").status == 404
 
 
-def test_a_proxy_consumer_and_a_kafka_consumer_split_a_group(broker: BrokerProcess) -> None:
+@pytest.mark.parametrize("protocol", ["consumer", "classic"])
+def test_a_proxy_consumer_and_a_kafka_consumer_split_a_group(
+    broker: BrokerProcess, protocol: str
+) -> None:
     confluent_kafka = pytest.importorskip("confluent_kafka")
     port = broker.http_proxy_port
     c = f"/v3/clusters/{CLUSTER}"
-    call(port, "POST", c + "/topics", {"topic_name": "shared", "partitions_count": 2},
+    topic, group = f"shared-{protocol}", f"shared-{protocol}"
+    call(port, "POST", c + "/topics", {"topic_name": topic, "partitions_count": 2},
          content_type="application/json")
-    base = "/consumers/shared_group/instances/rest"
-    assert call(port, "POST", "/consumers/shared_group",
+    base = f"/consumers/{group}/instances/rest"
+    assert call(port, "POST", f"/consumers/{group}",
                 {"name": "rest", "format": "json", "auto.offset.reset": "earliest"}).status == 200
-    assert call(port, "POST", base + "/subscription", {"topics": ["shared"]}).status == 204
+    assert call(port, "POST", base + "/subscription", {"topics": [topic]}).status == 204
     assert len(call(port, "GET", base + "/assignments").json["partitions"]) == 2
     consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": broker.kafka_bootstrap, "group.id": "shared_group",
-        "group.protocol": "consumer", "auto.offset.reset": "earliest",
+        "bootstrap.servers": broker.kafka_bootstrap, "group.id": group,
+        "group.protocol": protocol, "auto.offset.reset": "earliest",
     })
     try:
-        consumer.subscribe(["shared"])
+        consumer.subscribe([topic])
         deadline = time.monotonic() + 20
         kafka_side: set[int] = set()
         rest_side: set[int] = {0, 1}
@@ -272,7 +276,7 @@ def test_a_proxy_consumer_and_a_kafka_consumer_split_a_group(broker: BrokerProce
             kafka_side, rest_side)
         (rest_partition,) = rest_side
         for p in (0, 1):
-            call(port, "POST", f"/topics/shared/partitions/{p}",
+            call(port, "POST", f"/topics/{topic}/partitions/{p}",
                  {"records": [{"value": f"to {p}"}]}, content_type=JSON_V2)
         read = call(port, "GET", base + "/records?timeout=2000", accept=JSON_V2).json
         assert [(r["partition"], r["value"]) for r in read] == [
