@@ -76,6 +76,8 @@ class BrokerProcess:
         self.native_port = free_port()
         self.kafka_port = free_port() if kafka else None
         self.http_port = free_port()
+        #: The platform's HTTP services, each on a free port (never 8081/8082 here).
+        self.schema_registry_port = free_port()
         #: The REST Proxy's port (never the default 8082: a developer's broker may hold it).
         self.http_proxy_port = free_port()
         self.args = args
@@ -85,6 +87,10 @@ class BrokerProcess:
     @property
     def kafka_bootstrap(self) -> str:
         return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def schema_registry_url(self) -> str:
+        return f"http://127.0.0.1:{self.schema_registry_port}"
 
     @property
     def native_bootstrap(self) -> str:
@@ -103,6 +109,7 @@ class BrokerProcess:
             f"--native={native}",
             f"--kafka={kafka}",
             f"--http=tcp:{self.http_port}:interface=127.0.0.1",
+            f"--schema-registry=tcp:{self.schema_registry_port}:interface=127.0.0.1",
             f"--http-proxy=tcp:{self.http_proxy_port}:interface=127.0.0.1",
             *self.args,
         ]

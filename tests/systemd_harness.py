@@ -151,6 +151,10 @@ def service_command(state_dir: Path, http_port: int) -> list[str]:
     http = [i for i, arg in enumerate(argv) if arg.startswith("--http=")]
     assert len(http) == 1, f"ExecStart must pass --http: {exec_start}"
     argv[http[0]] = re.sub(r"^--http=tcp:\d+", f"--http=tcp:{http_port}", argv[http[0]])
+    # The other HTTP services on free ports too (never a developer's 8081/8082).
+    for i, arg in enumerate(argv):
+        if arg.startswith("--schema-registry=tcp:"):
+            argv[i] = re.sub(r"=tcp:\d+", f"=tcp:{free_port()}", arg)
     # Never the REST Proxy's default port here (a developer's broker may hold it).
     argv = [re.sub(r"^--http-proxy=tcp:\d+", f"--http-proxy=tcp:{free_port()}", arg)
             for arg in argv]

@@ -114,6 +114,7 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
             kafka=_enabled(options["kafka"]),
             http=_enabled(options["http"]),
             advertised_host=options["advertised-host"],
+            schema_registry=_enabled(options["schema-registry"]),
             http_proxy=_enabled(options["http-proxy"]),
         ),
         limits=limits,
@@ -256,7 +257,8 @@ def _tls(options: Mapping[str, Any], http_auth: HttpAuth) -> TlsSettings:
     except ValueError as e:
         raise usage.UsageError(str(e)) from None
     if verification is not None and not any(
-        is_tls_description(options[name]) for name in ("native", "kafka", "http")
+        is_tls_description(options[name])
+        for name in ("native", "kafka", "http", "schema-registry", "http-proxy")
     ):
         raise usage.UsageError(
             f"--ssl-client-auth {verification.mode.value} needs an ssl: listener "
@@ -338,17 +340,28 @@ def _check_http_auth(options: Mapping[str, Any], http_auth: HttpAuth, sasl: Sasl
                                f"not {http}")
     elif options["ssl-client-ca"] is None:
         raise usage.UsageError("--http-auth certificate needs --ssl-client-ca FILE")
-    # The REST Proxy takes the same --http-auth: never a password in clear text beyond
-    # loopback there either. (Under certificate, a plaintext --http-proxy lets no one in.)
-    proxy = options["http-proxy"]
-    if (
-        http_auth is HttpAuth.BASIC
-        and proxy.lower() != "none"
-        and not (is_tls_description(proxy) or is_local_description(proxy))
+    _check_service_auth("schema-registry", options["schema-registry"], http_auth)
+    _check_service_auth("http-proxy", options["http-proxy"], http_auth)
+
+
+def _check_service_auth(name: str, description: str, http_auth: HttpAuth) -> None:
+    """An HTTP service listener under ``--http-auth``: Basic passwords never in clear
+    text beyond loopback, certificates only on ``ssl:``."""
+    from brokerd.security.doors import is_local_description
+
+    if description.lower() == "none":
+        return
+    if http_auth is HttpAuth.BASIC and not (
+        is_tls_description(description) or is_local_description(description)
     ):
         raise usage.UsageError(
-            f"--http-auth basic sends passwords in clear text on --http-proxy {proxy}: "
-            "use an ssl: listener, or bind it to 127.0.0.1"
+            f"--http-auth basic sends passwords in clear text on --{name} {description}: "
+            f"use an ssl: listener, bind it to 127.0.0.1, or --{name} none"
+        )
+    if http_auth is HttpAuth.CERTIFICATE and not is_tls_description(description):
+        raise usage.UsageError(
+            f"--http-auth certificate needs an ssl: --{name} listener, not {description} "
+            f"(or --{name} none)"
         )
 
 
@@ -368,6 +381,7 @@ def _doors(
         native=options["native"],
         kafka=options["kafka"],
         http=options["http"],
+        schema_registry=options["schema-registry"],
         http_proxy=options["http-proxy"],
         sasl=sasl.mechanisms is not None,
         certificates_required=(

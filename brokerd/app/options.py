@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 DEFAULT_NATIVE = "tcp:7070:interface=127.0.0.1"
 DEFAULT_KAFKA = "tcp:9092:interface=127.0.0.1"
 DEFAULT_HTTP = "tcp:8070:interface=127.0.0.1"
+#: The platform's HTTP services: Confluent's Schema Registry API (docs/schema-registry.md).
+DEFAULT_SCHEMA_REGISTRY = "tcp:8081:interface=127.0.0.1"
 DEFAULT_HTTP_PROXY = "tcp:8082:interface=127.0.0.1"
 #: Kafka's defaults: 1 GiB segments, 7 days of retention, no size limit.
 DEFAULT_SEGMENT_BYTES = 1024**3
@@ -61,6 +63,15 @@ class Options(usage.Options):
             None,
             DEFAULT_HTTP,
             "Endpoint of the metrics, health checks and web console, or 'none'.",
+        ],
+        # The platform's HTTP services beside the console, each on its own listener
+        # (--schema-registry here; further services go after it).
+        [
+            "schema-registry",
+            None,
+            DEFAULT_SCHEMA_REGISTRY,
+            "Endpoint of the Confluent Schema Registry API (docs/schema-registry.md), "
+            "or 'none'.",
         ],
         [
             "http-proxy",
@@ -329,14 +340,15 @@ class Options(usage.Options):
             None,
             "",
             "With authentication on the Kafka listener, these listeners may still serve "
-            "anonymous clients: a comma list of native, http, http-proxy.",
+            "anonymous clients: a comma list of native, http, schema-registry, http-proxy.",
         ],
         [
             "http-auth",
             None,
             "none",
-            "What the console and /metrics ask of a client: none, basic (HTTP Basic "
-            "against --credentials) or certificate (an ssl: --http listener).",
+            "What the console, /metrics, the schema registry and the REST Proxy ask of a "
+            "client: none, basic (HTTP Basic against --credentials) or certificate (ssl: "
+            "listeners).",
         ],
     ]
     optFlags = [

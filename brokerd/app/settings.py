@@ -78,6 +78,8 @@ class ListenerSettings:
     http: str | None
     #: The host Kafka clients are told to connect to (None: from the bound address).
     advertised_host: str | None
+    #: ``--schema-registry`` (None: no registry).
+    schema_registry: str | None = None
     #: ``--http-proxy``: the REST Proxy's endpoint (docs/http-proxy.md).
     http_proxy: str | None = None
 

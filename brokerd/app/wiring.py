@@ -16,6 +16,8 @@ the last added first, each after the previous one finished)::
     ├── Kafka listener              (unless --kafka none)
     ├── console sampler             (unless --http none)
     ├── HTTP endpoint               metrics, health checks, console (unless --http none)
+    ├── schema registry             tails _schemas (unless --schema-registry none)
+    ├── schema registry listener    Confluent's REST API
     ├── REST Proxy instances        close (leave their groups) after its listener stops
     ├── REST Proxy listener         (unless --http-proxy none)
     └── readiness notifier          STOPPING=1 first
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
     from brokerd.net.request_budget import RequestBudget
     from brokerd.net.tls import ClientVerification
     from brokerd.registry.model import SchemaLookup
+    from brokerd.registry.service import SchemaRegistry
     from brokerd.security.acl import AclAuthorizer
     from brokerd.storage.logdir.log_directory import LogDirectory
     from brokerd.storage.stores.offsets import OffsetStore
@@ -166,7 +169,8 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     log_anonymous_doors(settings)
     add_kafka(services, settings, reactor)
     add_http(services, settings, reactor)
-    add_http_proxy(services, settings, reactor)
+    registry = add_schema_registry(services, settings, reactor)
+    add_http_proxy(services, settings, reactor, registry)
     ReadyNotifier(reactor).setServiceParent(top)
     # Runs once the service tree has started (twistd starts it before the reactor runs).
     reactor.callWhenRunning(start_gc.resume)
@@ -573,6 +577,46 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
     listener_service(reactor, description, site, verification, on_listen).setServiceParent(
         services.top
     )
+
+
+def add_schema_registry(
+    services: BrokerServices, settings: Settings, reactor: Any
+) -> SchemaRegistry | None:
+    """The schema registry (unless ``--schema-registry none``): the service tailing
+    ``_schemas``, its REST listener (``--http-auth``, ``--authorizer`` as the console),
+    and the produce validation of topics with ``confluent.*.schema.validation``. The
+    registry is added before its listener, so the listener stops first."""
+    description = settings.listeners.schema_registry
+    if description is None:
+        return None
+    from brokerd.registry.http import make_registry_site
+    from brokerd.registry.service import SchemaRegistry
+    from brokerd.registry.validation import SchemaValidator
+
+    broker = services.broker
+    replayed = services.readiness.wait_for("schema registry", "reading _schemas")
+    registry = SchemaRegistry(broker, clock=reactor, on_ready=replayed)
+    registry.setServiceParent(services.top)
+    broker.set_record_validator(SchemaValidator(registry).validate)
+    site = make_registry_site(
+        registry,
+        identity=http_identity(settings, reactor),
+        authorizer=services.authorization.authorizer,
+    )
+    bound = services.readiness.wait_for("schema registry listener", "not bound yet")
+
+    def on_listen(address: Any) -> None:
+        bound()
+        _log.info("Schema registry (Confluent's REST API) on {address}", address=address)
+
+    verification: ClientVerification | None = (
+        settings.tls.http_client_verification or settings.tls.client_verification
+    )
+    listener_service(reactor, description, site, verification, on_listen).setServiceParent(
+        services.top
+    )
+    # The REST Proxy's schema formats go through it.
+    return registry
 
 
 def add_http_proxy(

@@ -43,6 +43,12 @@ from brokerd.storage.types import (
 #: ``InvalidProducerEpoch`` for a fenced, older epoch) otherwise.
 TxnVerifier = Callable[[str, int, int, int], None]
 
+#: ``validate(topic, records, check_keys, check_values)``: the records (key, value) of
+#: one produced batch, of a topic whose ``confluent.key.schema.validation`` (check_keys)
+#: or ``confluent.value.schema.validation`` (check_values) is on; raises
+#: ``InvalidRecord`` naming each refused record (its index in the batch) and why.
+RecordValidator = Callable[[str, Sequence[tuple[bytes | None, bytes | None]], bool, bool], None]
+
 #: ``update(current overrides) -> new overrides`` of ``alter_topic_configs`` (None
 #: values remove a key).
 ConfigUpdate = Callable[[Mapping[str, str]], Mapping[str, str | None]]
@@ -142,6 +148,11 @@ class CoreWrites(Protocol):
 
     def init_producer_id(self) -> Deferred[int]:
         """A producer id never handed out before."""
+        ...
+
+    def set_record_validator(self, validate: RecordValidator | None) -> None:
+        """Install (None: remove) the check of produces to topics with schema
+        validation on (the schema registry's); without one those produces pass."""
         ...
 
 
@@ -258,6 +269,7 @@ __all__ = [
     "CoreTopics",
     "CoreTransactions",
     "CoreWrites",
+    "RecordValidator",
     "Shortfall",
     "TxnVerifier",
     "long_poll",

@@ -34,7 +34,7 @@ from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from brokerd.core.api import CoreApi, TxnVerifier
+from brokerd.core.api import CoreApi, RecordValidator, TxnVerifier
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.fetcher import Fetcher
 from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
@@ -58,8 +58,9 @@ from brokerd.names import refuse_internal_topic
 from brokerd.observers import NULL_WRITES, WriteObserver
 from brokerd.storage.config.topic_config import broker_values
 from brokerd.storage.log.prepared_append import prepare_batches
-from brokerd.storage.log.produce_checks import check_values
+from brokerd.storage.log.produce_checks import MAX_CHECKED_BATCH_BYTES, check_values
 from brokerd.storage.log.producer_state import ActiveProducer
+from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.header import BatchHeader, parse_batches
 from brokerd.storage.types import (
     COMMITTED_RECORDS,
@@ -113,6 +114,7 @@ class Broker(SequentialMultiService):
         self._retention_seconds = retention_check_seconds
         self._checkpoint_seconds = checkpoint_seconds
         self._stopping = False
+        self._record_validator: RecordValidator | None = None
         self._next_producer_id: Callable[[], int] | None = None
         self.pools = WorkerPools(
             reactor,
@@ -391,9 +393,43 @@ class Broker(SequentialMultiService):
     def _submit_values(self, part: Partition, append: ValuesAppend) -> defer.Deferred[AppendInfo]:
         try:
             check_values(part.log.config, part.topic, part.index)
+            config = part.log.config
+            if self._record_validator is not None and (
+                config.key_schema_validation or config.value_schema_validation
+            ):
+                self._record_validator(
+                    part.topic, [(None, v) for v in append.values],
+                    config.key_schema_validation, config.value_schema_validation,
+                )
         except BrokerError:
             return defer.fail()
         return part.writer.submit(append)
+
+    def set_record_validator(self, validate: RecordValidator | None) -> None:
+        """Install (None: remove) the schema check of produces to topics with
+        ``confluent.*.schema.validation`` on; only those topics pay for it (each of
+        their batches is decoded, decompressed if need be, before it is appended)."""
+        self._record_validator = validate
+
+    def _validate_records(
+        self, part: Partition, data: bytes, headers: list[BatchHeader]
+    ) -> None:
+        config = part.log.config
+        validate = self._record_validator
+        if validate is None or not (
+            config.key_schema_validation or config.value_schema_validation
+        ):
+            return
+        pos = 0
+        for header in headers:
+            records = decode_records(
+                data[pos : pos + header.size], max_uncompressed=MAX_CHECKED_BATCH_BYTES
+            )
+            validate(
+                part.topic, [(r.key, r.value) for r in records],
+                config.key_schema_validation, config.value_schema_validation,
+            )
+            pos += header.size
 
     def _enqueue_batches(
         self, part: Partition, data: bytes, headers: list[BatchHeader]
@@ -403,6 +439,7 @@ class Broker(SequentialMultiService):
         # is checked and updated by the log in the write job (append_prepared), so a
         # retry queued behind its original is answered with the original's offsets.
         try:
+            self._validate_records(part, data, headers)
             prepared = prepare_batches(
                 part.log.config, data, headers, topic=part.topic, partition=part.index,
                 now_ms=int(self._wall_clock() * 1000),

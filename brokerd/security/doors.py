@@ -15,6 +15,9 @@ door, and the broker refuses to start unless ``--allow-anonymous`` names it:
   ``unix:`` socket) it is still reported, but allowed without ``--allow-anonymous``: it
   only reads, and only local users reach it. A ``systemd:`` socket's address is not
   known from its description: it counts as beyond loopback;
+* the schema registry (``--schema-registry``), under the same rules as the console (it
+  takes ``--http-auth`` too): on loopback it is reported and allowed, beyond it it
+  needs ``--allow-anonymous schema-registry``;
 * the REST Proxy (``--http-proxy``), under the console's rules (it takes ``--http-auth``
   too), but a door of its own: it produces, consumes and administers topics, so opening
   the console (``--allow-anonymous http``) does not open it; on loopback it is reported
@@ -53,6 +56,7 @@ class Door(enum.Enum):
 
     NATIVE = "native"
     HTTP = "http"
+    SCHEMA_REGISTRY = "schema-registry"
     HTTP_PROXY = "http-proxy"
 
 
@@ -76,6 +80,8 @@ class ListenerSecurity:
     #: ``--ssl-client-auth required`` (every ``ssl:`` listener then demands a certificate).
     certificates_required: bool
     http_auth: HttpAuth
+    #: ``--schema-registry`` (it takes ``--http-auth`` as the console does).
+    schema_registry: str = "none"
     #: ``--http-proxy`` (the REST Proxy, under the same ``--http-auth``).
     http_proxy: str = DISABLED
 
@@ -174,6 +180,18 @@ def anonymous_doors(listeners: ListenerSecurity) -> list[DoorReport]:
             + (" (to local clients only)" if local else ""),
             needs_allowing=not local,
         ))
+    registry = listeners.schema_registry
+    if registry.lower() != DISABLED and not (
+        listeners.http_auth is not HttpAuth.NONE
+        or (listeners.certificates_required and _is_tls(registry))
+    ):
+        local = is_local_description(registry)
+        doors.append(DoorReport(
+            Door.SCHEMA_REGISTRY, registry,
+            "the schema registry registers, shows and deletes schemas without --http-auth"
+            + (" (for local clients only)" if local else ""),
+            needs_allowing=not local,
+        ))
     proxy = listeners.http_proxy
     proxy_closed = listeners.http_auth is not HttpAuth.NONE or (
         listeners.certificates_required and _is_tls(proxy)
@@ -191,8 +209,8 @@ def anonymous_doors(listeners: ListenerSecurity) -> list[DoorReport]:
 
 
 def parse_allow_anonymous(text: str | None) -> frozenset[Door]:
-    """``--allow-anonymous``: a comma list of ``native``, ``http`` and ``http-proxy``
-    (empty: none).
+    """``--allow-anonymous``: a comma list of ``native``, ``http``, ``schema-registry``
+    and ``http-proxy`` (empty: none).
     Raises ValueError naming an unknown listener."""
     doors: set[Door] = set()
     for name in (text or "").split(","):
@@ -214,6 +232,8 @@ _FIXES = {
     "--native none",
     Door.HTTP: "require credentials with --http-auth basic or certificate, bind it to "
     "127.0.0.1, or disable it with --http none",
+    Door.SCHEMA_REGISTRY: "require credentials with --http-auth basic or certificate, "
+    "bind it to 127.0.0.1, or disable it with --schema-registry none",
     Door.HTTP_PROXY: "require credentials with --http-auth basic or certificate, bind it "
     "to 127.0.0.1, or disable it with --http-proxy none",
 }

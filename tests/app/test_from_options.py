@@ -60,6 +60,9 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
         "native": (["--native", "none"], lambda s: s.listeners.native is None),
         "kafka": (["--kafka", "tcp:19092"], lambda s: s.listeners.kafka == "tcp:19092"),
         "http": (["--http", "None"], lambda s: s.listeners.http is None),
+        "schema-registry": (
+            ["--schema-registry", "none"], lambda s: s.listeners.schema_registry is None
+        ),
         "http-proxy": (
             ["--http-proxy", "tcp:18082"], lambda s: s.listeners.http_proxy == "tcp:18082"
         ),
@@ -271,7 +274,10 @@ def test_defaults() -> None:
 
 def test_http_certificate_gets_its_own_verification(pki: Pki) -> None:
     tls = ssl_description(8443, pki)
-    s = settings("--http", tls, "--http-auth", "certificate", "--ssl-client-ca", str(pki.ca))
+    s = settings("--http", tls, "--http-auth", "certificate", "--ssl-client-ca", str(pki.ca),
+                 "--schema-registry", ssl_description(8444, pki),
+                 "--http-proxy", ssl_description(8445, pki))
+    assert s.listeners.schema_registry is not None
     assert s.tls.client_verification is None
     assert s.tls.http_client_verification is not None
     assert s.tls.http_client_verification.mode is ClientAuth.REQUIRED

@@ -74,6 +74,7 @@ def test_bind_failure_exits_non_zero(tmp_path: Path) -> None:
                 f"--data-dir={tmp_path / 'd'}",
                 f"--native=tcp:{port}:interface=127.0.0.1",
                 "--kafka=none",
+                "--schema-registry=none",
                 "--http-proxy=none",
             ],
             cwd=tmp_path,

@@ -23,6 +23,7 @@ from brokerd.kafka.txn.coordinator import TransactionCoordinator
 from brokerd.kafka.txn.txn_service import TxnStateService
 from brokerd.native.protocol import NativeFactory
 from brokerd.proxy.site import InstancesService
+from brokerd.registry.service import SchemaRegistry
 from brokerd.sdnotify import ReadyNotifier
 from brokerd.web.console import ConsoleSampler
 
@@ -52,6 +53,8 @@ def test_the_tree_in_its_shutdown_order(tmp_path: Path) -> None:
         StreamServerEndpointService,
         StreamServerEndpointService,
         ConsoleSampler,
+        StreamServerEndpointService,
+        SchemaRegistry,
         StreamServerEndpointService,
         InstancesService,
         StreamServerEndpointService,
@@ -92,6 +95,7 @@ def test_group_and_txn_state_whatever_the_listeners(tmp_path: Path, off: tuple[s
 
 def test_listeners_off_are_not_built(tmp_path: Path) -> None:
     services, _ = build(tmp_path, "--kafka", "none", "--native", "none", "--http", "none",
+                        "--schema-registry", "none",
                         "--http-proxy", "none")
     assert listeners(services) == []
     assert services.metrics is None

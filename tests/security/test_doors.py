@@ -137,7 +137,8 @@ def run_broker(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [str(TWISTD), "--nodaemon", "--pidfile=", "broker", f"--data-dir={tmp_path / 'd'}",
          f"--native=tcp:{free_port()}:interface=127.0.0.1",
          f"--kafka=tcp:{free_port()}:interface=127.0.0.1",
-         f"--http=tcp:{free_port()}:interface=127.0.0.1", *args],
+         f"--http=tcp:{free_port()}:interface=127.0.0.1",
+         f"--schema-registry=tcp:{free_port()}:interface=127.0.0.1", *args],
         capture_output=True, text=True, timeout=60, env=env(), check=False, cwd=tmp_path,
     )
 
@@ -174,12 +175,14 @@ def test_an_allowed_door_starts_and_is_logged(tmp_path: Path) -> None:
     finally:
         proc.stop()
     doors = [line for line in log.splitlines() if "Anonymous door" in line]
-    assert len(doors) == 3, log
-    native, http, proxy = doors
+    assert len(doors) == 4, log
+    native, http, registry, proxy = doors
     assert f"--native tcp:{proc.native_port}:interface=127.0.0.1" in native
     assert "allowed by --allow-anonymous native" in native
     assert f"--http tcp:{proc.http_port}:interface=127.0.0.1" in http
     assert "loopback only" in http
+    assert f"--schema-registry tcp:{proc.schema_registry_port}:interface=127.0.0.1" in registry
+    assert "loopback only" in registry
     # The REST Proxy on loopback: reported, allowed (local clients only), as the console.
     assert f"--http-proxy tcp:{proc.http_proxy_port}:interface=127.0.0.1" in proxy
     assert "loopback only" in proxy and "REST Proxy" in proxy

@@ -143,6 +143,11 @@ class LogConfig:
     compression_gzip_level: int = -1
     compression_lz4_level: int = 9
     compression_zstd_level: int = 3
+    #: ``confluent.key.schema.validation`` / ``confluent.value.schema.validation``:
+    #: every record's key (value) must carry a schema id of the topic's subject (the
+    #: broker core asks the schema registry, ``brokerd.registry.validation``).
+    key_schema_validation: bool = False
+    value_schema_validation: bool = False
 
     @property
     def compression(self) -> tuple[Compression, int | None] | None:

@@ -283,4 +283,15 @@ DEFS: tuple[ConfigDef, ...] = (
         "Delete the remote data when tiered storage is turned off.",
         effect=_NO_TIERED,
     ),
+    # Confluent Server's broker-side schema validation (docs/schema-registry.md).
+    ConfigDef(
+        "confluent.key.schema.validation", (), ConfigType.BOOLEAN, "false",
+        "Refuse a produce whose record keys do not carry a schema id registered under "
+        "the subject <topic>-key.",
+    ),
+    ConfigDef(
+        "confluent.value.schema.validation", (), ConfigType.BOOLEAN, "false",
+        "Refuse a produce whose record values do not carry a schema id registered under "
+        "the subject <topic>-value.",
+    ),
 )

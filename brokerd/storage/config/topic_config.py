@@ -147,6 +147,10 @@ def _policy_text(value: object) -> str:
     return ",".join(sorted(value & CLEANUP_POLICIES))
 
 
+def _bool_text(value: object) -> str:
+    return "true" if value else "false"
+
+
 def _ratio_text(value: object) -> str:
     assert isinstance(value, int | float)
     return repr(float(value))
@@ -180,6 +184,8 @@ _FIELDS: Mapping[str, tuple[str, Callable[[Parsed], object], Callable[[object], 
         "message_timestamp_before_max_ms", _never, _never_text
     ),
     "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _never, _never_text),
+    "confluent.key.schema.validation": ("key_schema_validation", _same, _bool_text),
+    "confluent.value.schema.validation": ("value_schema_validation", _same, _bool_text),
 }
 
 

@@ -48,7 +48,7 @@ BIG = 1 << 20
 
 def test_names_and_defaults_are_kafkas() -> None:
     # Every topic config of Kafka 4.x (its LogConfig), in Kafka's order, plus Kafka
-    # 3.x's message.format.version.
+    # 3.x's message.format.version and Confluent Server's schema validation.
     assert list(TOPIC_CONFIGS) == [
         "segment.bytes", "segment.ms", "segment.jitter.ms", "segment.index.bytes",
         "flush.messages", "flush.ms", "retention.bytes", "retention.ms",
@@ -62,6 +62,8 @@ def test_names_and_defaults_are_kafkas() -> None:
         "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
         "remote.storage.enable", "local.retention.ms", "local.retention.bytes",
         "remote.log.copy.disable", "remote.log.delete.on.disable",
+        # Confluent Server's schema validation (docs/schema-registry.md).
+        "confluent.key.schema.validation", "confluent.value.schema.validation",
     ]
     assert kafka_default("retention.ms") == "604800000"
     assert kafka_default("max.message.bytes") == "1048588"

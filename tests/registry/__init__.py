@@ -1,0 +1,1 @@
+"""The Schema Registry: formats, compatibility, the registry service and its REST API."""
