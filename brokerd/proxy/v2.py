@@ -32,6 +32,7 @@ from brokerd.proxy.errors import (
     CONSUMER_INSTANCE_NOT_FOUND,
     INVALID_SCHEMA,
     KEY_SCHEMA_MISSING,
+    NO_REGISTRY,
     NOT_ACCEPTABLE,
     UNSUPPORTED_CONTENT_TYPE,
     VALUE_SCHEMA_MISSING,
@@ -229,7 +230,7 @@ class V2Api:
         """The schema id and parsed schema of a produce's keys or values."""
         registry = self._ctx.registry
         if registry is None:
-            raise ProxyError(422, 42207, "the schema formats need the Schema Registry "
+            raise ProxyError(422, NO_REGISTRY, "the schema formats need the Schema Registry "
                                          "(--schema-registry)")
         given_id = body.get(f"{part}_schema_id")
         text = body.get(f"{part}_schema")

@@ -313,3 +313,105 @@ def test_limits(broker: BrokerProcess) -> None:
 def test_the_log_names_the_proxy(broker: BrokerProcess) -> None:
     assert "REST Proxy (Confluent v2, v3) on" in broker.log()
     assert Path(broker.data_dir).exists()
+
+
+AVRO_USER = json.dumps({"type": "record", "name": "User", "namespace": "example",
+                        "fields": [{"name": "name", "type": "string"},
+                                   {"name": "age", "type": ["null", "int"], "default": None}]})
+
+
+def test_avro_through_the_registry_both_ways(broker: BrokerProcess) -> None:
+    port = broker.http_proxy_port
+    avro = "application/vnd.kafka.avro.v2+json"
+    first = call(port, "POST", "/topics/avrotest", {
+        "value_schema": AVRO_USER,
+        "records": [{"value": {"name": "testUser", "age": {"int": 31}}}],
+    }, content_type=avro)
+    assert first.status == 200, first
+    schema_id = first.json["value_schema_id"]
+    assert isinstance(schema_id, int)
+    # Registered under TopicNameStrategy's subject, in the broker's own registry.
+    versions = call(broker.schema_registry_port, "GET", "/subjects/avrotest-value/versions")
+    assert versions.json == [1]
+    again = call(port, "POST", "/topics/avrotest", {
+        "value_schema_id": schema_id,
+        "records": [{"value": {"name": "second", "age": None}}, {"value": {"nom": 1}}],
+    }, content_type=avro)
+    assert (again.status, again.json["error_code"]) == (422, 42203)
+    assert "nom" in again.json["message"]
+    missing = call(port, "POST", "/topics/avrotest", {"records": [{"value": {"name": "x"}}]},
+                   content_type=avro)
+    assert (missing.status, missing.json["error_code"]) == (422, 42202)
+
+    base = "/consumers/avro_group/instances/a"
+    call(port, "POST", "/consumers/avro_group",
+         {"name": "a", "format": "avro", "auto.offset.reset": "earliest"})
+    call(port, "POST", base + "/subscription", {"topics": ["avrotest"]})
+    read = call(port, "GET", base + "/records", accept=avro)
+    assert read.json == [{"topic": "avrotest", "key": None,
+                          "value": {"name": "testUser", "age": {"int": 31}},
+                          "partition": 0, "offset": 0}], read
+    call(port, "DELETE", base)
+
+    # confluent-kafka's own Avro deserializer reads what the proxy wrote.
+    schema_registry = pytest.importorskip("confluent_kafka.schema_registry")
+    avro_module = pytest.importorskip("confluent_kafka.schema_registry.avro")
+    from confluent_kafka import Consumer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    client = schema_registry.SchemaRegistryClient(
+        {"url": f"http://127.0.0.1:{broker.schema_registry_port}"})
+    deserializer = avro_module.AvroDeserializer(client)
+    consumer = Consumer({"bootstrap.servers": broker.kafka_bootstrap, "group.id": "avro-k",
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["avrotest"])
+        message = None
+        for _ in range(100):
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                break
+        assert message is not None and message.error() is None
+        value = deserializer(message.value(),
+                             SerializationContext("avrotest", MessageField.VALUE))
+        assert value == {"name": "testUser", "age": 31}
+    finally:
+        consumer.close()
+
+
+def test_json_schema_and_protobuf_and_v3_schemas(broker: BrokerProcess) -> None:
+    port = broker.http_proxy_port
+    js = "application/vnd.kafka.jsonschema.v2+json"
+    schema = json.dumps({"type": "object", "properties": {"n": {"type": "integer"}},
+                         "required": ["n"]})
+    produced = call(port, "POST", "/topics/jstest", {
+        "value_schema": schema, "records": [{"value": {"n": 7}}]}, content_type=js)
+    assert produced.status == 200, produced
+    refused = call(port, "POST", "/topics/jstest", {
+        "value_schema_id": produced.json["value_schema_id"], "records": [{"value": {"m": 1}}]},
+        content_type=js)
+    assert refused.status == 422, refused
+
+    pb = "application/vnd.kafka.protobuf.v2+json"
+    proto = 'syntax = "proto3";\nmessage Order {\n  int32 id = 1;\n  string item = 2;\n}\n'
+    produced = call(port, "POST", "/topics/pbtest", {
+        "value_schema": proto, "key_schema": proto,
+        "records": [{"key": {"id": 1}, "value": {"id": 5, "item": "book"}}]}, content_type=pb)
+    assert produced.status == 200, produced
+    assert produced.json["key_schema_id"] is not None
+
+    c = f"/v3/clusters/{CLUSTER}/topics/jstest/records"
+    v3 = call(port, "POST", c, {"value": {"type": "JSONSCHEMA", "data": {"n": 8}}},
+              content_type="application/json")
+    assert v3.status == 200 and v3.json["value"]["type"] == "JSONSCHEMA", v3
+
+    for topic, kind, expected in (("jstest", "jsonschema", [{"n": 7}, {"n": 8}]),
+                                  ("pbtest", "protobuf", [{"id": 5, "item": "book"}])):
+        base = f"/consumers/{topic}_g/instances/c"
+        call(port, "POST", f"/consumers/{topic}_g",
+             {"name": "c", "format": kind, "auto.offset.reset": "earliest"})
+        call(port, "POST", base + "/subscription", {"topics": [topic]})
+        read = call(port, "GET", base + "/records",
+                    accept=f"application/vnd.kafka.{kind}.v2+json")
+        assert [r["value"] for r in read.json] == expected, read
+        call(port, "DELETE", base)
