@@ -436,3 +436,37 @@ def test_a_pattern_subscription(broker: BrokerProcess) -> None:
     assert sorted(seen) == ["pat-a", "pat-b"]
     assert call(port, "GET", base + "/subscription").json == {"topics": ["pat-a", "pat-b"]}
     call(port, "DELETE", base)
+
+
+def test_a_records_call_waits_for_data_and_max_bytes_bounds_it(broker: BrokerProcess) -> None:
+    import threading
+
+    port = broker.http_proxy_port
+    call(port, "POST", f"/v3/clusters/{CLUSTER}/topics", {"topic_name": "waits"},
+         content_type="application/json")
+    base = "/consumers/wait_group/instances/w"
+    call(port, "POST", "/consumers/wait_group",
+         {"name": "w", "format": "binary", "auto.offset.reset": "earliest"})
+    call(port, "POST", base + "/assignments", {"partitions": [{"topic": "waits",
+                                                               "partition": 0}]})
+    got: list[object] = []
+    reader = threading.Thread(target=lambda: got.append(call(
+        port, "GET", base + "/records?timeout=10000", accept=BINARY_V2)))
+    started = time.monotonic()
+    reader.start()
+    # A parked call shows only in its timing: give it the time to park.
+    time.sleep(0.3)
+    call(port, "POST", "/topics/waits", {"records": [{"value": "AAAA"}] * 50},
+         content_type=BINARY_V2)
+    reader.join(15)
+    assert time.monotonic() - started < 5, "answered on the append, not at the timeout"
+    (answer,) = got
+    assert len(answer.json) >= 1  # type: ignore[attr-defined]
+    # 3 value bytes + 64 per record: a budget of 200 bytes holds 2 records.
+    call(port, "POST", base + "/positions/beginning",
+         {"partitions": [{"topic": "waits", "partition": 0}]})
+    small = call(port, "GET", base + "/records?max_bytes=200", accept=BINARY_V2).json
+    assert [r["offset"] for r in small] == [0, 1]
+    # A budget smaller than one record still answers that record.
+    assert len(call(port, "GET", base + "/records?max_bytes=1", accept=BINARY_V2).json) == 1
+    call(port, "DELETE", base)
