@@ -387,15 +387,16 @@ class ConsumerInstances:
                       message=answer.error_message or "")
             return _RETRY_SECONDS
         instance.member_id = answer.member_id or instance.member_id
+        # The coordinator holds the member at this epoch now: commits go with it.
+        instance.member_epoch = answer.member_epoch
         if answer.assignment is not None:
             before = {tp: instance.uncommitted[tp] for tp in instance.assignment - answer.assignment
                       if tp in instance.uncommitted}
             if before and instance.config.auto_commit:
                 # The partitions' new owner starts where this one stopped.
-                self._commit(instance, before, epoch=instance.member_epoch).addErrback(
+                self._commit(instance, before).addErrback(
                     lambda f: _log.failure("committing revoked partitions' offsets", f))
             instance.take_assignment(answer.assignment)
-        instance.member_epoch = answer.member_epoch
         return max(answer.heartbeat_interval_ms, 100) / 1000
 
     def _leave(self, instance: ConsumerInstance) -> None:
@@ -439,14 +440,14 @@ class ConsumerInstances:
         return d.addCallback(judged)
 
     def _commit(
-        self, instance: ConsumerInstance, positions: Mapping[TopicPartition, int], *, epoch: int
+        self, instance: ConsumerInstance, positions: Mapping[TopicPartition, int]
     ) -> Deferred[None]:
         return self.commit(instance, {tp: (o, "") for tp, o in positions.items()})
 
     def _auto_commit(self, instance: ConsumerInstance) -> Deferred[None]:
         if not instance.config.auto_commit or not instance.uncommitted:
             return succeed(None)
-        return self._commit(instance, dict(instance.uncommitted), epoch=instance.member_epoch)
+        return self._commit(instance, dict(instance.uncommitted))
 
     def auto_commit(self, instance: ConsumerInstance) -> Deferred[None]:
         """What the previous records call answered, committed (auto commit)."""
