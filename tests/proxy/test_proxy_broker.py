@@ -446,7 +446,8 @@ def test_a_records_call_waits_for_data_and_max_bytes_bounds_it(broker: BrokerPro
          content_type="application/json")
     base = "/consumers/wait_group/instances/w"
     call(port, "POST", "/consumers/wait_group",
-         {"name": "w", "format": "binary", "auto.offset.reset": "earliest"})
+         {"name": "w", "format": "binary", "auto.offset.reset": "earliest",
+          "consumer.request.timeout.ms": "10000"})
     call(port, "POST", base + "/assignments", {"partitions": [{"topic": "waits",
                                                                "partition": 0}]})
     got: list[object] = []
