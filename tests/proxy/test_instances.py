@@ -140,3 +140,14 @@ class InstancesTests(SynchronousTestCase):
         self.clock.advance(0)
         self.assertEqual(one.member_epoch > 0, True)
         self.assertEqual(self.members(), {one.member_id})
+
+    def test_a_refused_join_is_told_and_leaves_the_instance_idle(self) -> None:
+        one = self.create("one")
+        with self.assertRaises(ProxyError) as refused:
+            self.instances.subscribe(one, pattern="(unclosed")
+        self.assertIn("refused the subscription", refused.exception.message)
+        self.assertIs(one.state, InstanceState.IDLE)
+        self.assertEqual(self.members(), set())
+        self.assertEqual(self.clock.getDelayedCalls(), [one.expiry])
+        self.instances.subscribe(one, topics=("orders",))  # a good one still joins
+        self.assertEqual(self.members(), {one.member_id})
