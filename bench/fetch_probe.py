@@ -319,7 +319,7 @@ def _start_checkout(checkout: Path, data_dir: Path) -> tuple[subprocess.Popen[by
     if "schema-registry" in options.read_text():
         # A checkout with the schema registry: on a free port, never 8081.
         command.append(f"--schema-registry=tcp:{free_port()}:interface=127.0.0.1")
-    if "http-proxy" in (checkout / "brokerd" / "app" / "options.py").read_text():
+    if "http-proxy" in options.read_text():
         # Never the REST Proxy's default port (a developer's broker may hold it).
         command.append(f"--http-proxy=tcp:{free_port()}:interface=127.0.0.1")
     proc = subprocess.Popen(command, env=environ, cwd=data_dir.parent)

@@ -259,7 +259,7 @@ def _tls(options: Mapping[str, Any], http_auth: HttpAuth) -> TlsSettings:
         raise usage.UsageError(str(e)) from None
     if verification is not None and not any(
         is_tls_description(options[name])
-        for name in ("native", "kafka", "http", "schema-registry")
+        for name in ("native", "kafka", "http", "schema-registry", "http-proxy")
     ):
         raise usage.UsageError(
             f"--ssl-client-auth {verification.mode.value} needs an ssl: listener "
@@ -341,19 +341,8 @@ def _check_http_auth(options: Mapping[str, Any], http_auth: HttpAuth, sasl: Sasl
                                f"not {http}")
     elif options["ssl-client-ca"] is None:
         raise usage.UsageError("--http-auth certificate needs --ssl-client-ca FILE")
-    # The REST Proxy takes the same --http-auth: never a password in clear text beyond
-    # loopback there either. (Under certificate, a plaintext --http-proxy lets no one in.)
-    proxy = options["http-proxy"]
-    if (
-        http_auth is HttpAuth.BASIC
-        and proxy.lower() != "none"
-        and not (is_tls_description(proxy) or is_local_description(proxy))
-    ):
-        raise usage.UsageError(
-            f"--http-auth basic sends passwords in clear text on --http-proxy {proxy}: "
-            "use an ssl: listener, or bind it to 127.0.0.1"
-        )
     _check_service_auth("schema-registry", options["schema-registry"], http_auth)
+    _check_service_auth("http-proxy", options["http-proxy"], http_auth)
 
 
 def _check_service_auth(name: str, description: str, http_auth: HttpAuth) -> None:

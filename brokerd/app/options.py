@@ -340,14 +340,15 @@ class Options(usage.Options):
             None,
             "",
             "With authentication on the Kafka listener, these listeners may still serve "
-            "anonymous clients: a comma list of native, http, schema-registry.",
+            "anonymous clients: a comma list of native, http, schema-registry, http-proxy.",
         ],
         [
             "http-auth",
             None,
             "none",
-            "What the console, /metrics and the schema registry ask of a client: none, "
-            "basic (HTTP Basic against --credentials) or certificate (ssl: listeners).",
+            "What the console, /metrics, the schema registry and the REST Proxy ask of a "
+            "client: none, basic (HTTP Basic against --credentials) or certificate (ssl: "
+            "listeners).",
         ],
     ]
     optFlags = [

@@ -469,7 +469,7 @@ def log_anonymous_doors(settings: Settings) -> None:
         _log.warn(
             "Anonymous door: --{name} {description} serves clients nobody authenticated "
             "({how}): {why}",
-            name=door.flag, description=door.description, how=how, why=door.why,
+            name=door.door.value, description=door.description, how=how, why=door.why,
         )
 
 

@@ -1,16 +1,17 @@
-# -*- test-case-name: tests.proxy.test_proxy_v2 -*-
+# -*- test-case-name: tests.proxy.test_proxy_broker -*-
 """A consumer instance's records call: where each assigned partition is read from, the
 reads through the core's read API (decoded committed records, as the native fetch reads),
 and the wait for data when there is none yet.
 
 A partition without a position starts at the group's committed offset, else at
 ``auto.offset.reset``; a position out of the log's range (retention deleted it) is reset
-the same way. The answer holds at most ``max_bytes`` of keys and values (capped by
-:data:`~brokerd.proxy.limits.MAX_RECORDS_BYTES`), but always at least one record when
-there is one, so a record larger than the budget is not stuck. Partitions are read in
-turn from where the previous call stopped, so one busy partition does not starve the
-others. Nothing is found: the call parks until data is appended past the positions or
-its ``timeout`` passes (capped by :data:`~brokerd.proxy.limits.MAX_RECORDS_WAIT_MS`).
+the same way. The answer holds at most ``max_bytes`` (capped by
+:data:`~brokerd.proxy.limits.MAX_RECORDS_BYTES`) of keys and values plus
+:data:`RECORD_OVERHEAD` per record, but always at least one record when there is one,
+so a record larger than the budget is not stuck. Partitions are read in turn from where
+the previous call stopped, so one busy partition does not starve the others. Nothing is
+found: the call parks until data is appended past the positions or its ``timeout``
+passes (capped by :data:`~brokerd.proxy.limits.MAX_RECORDS_WAIT_MS`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from brokerd.proxy.instances import ConsumerInstance, ConsumerInstances, OffsetR
 from brokerd.storage.types import COMMITTED_RECORDS, LogRead, Record
 
 Fetched = list[tuple[str, int, Record]]
+
+#: What one record costs of a records call's budget beyond its key and value: its JSON
+#: fields (topic, partition, offset, the names), so empty records are bounded too.
+RECORD_OVERHEAD = 64
 
 
 async def reset_position(core: CoreApi, tp: TopicPartition, reset: OffsetReset) -> int:
@@ -108,7 +113,7 @@ async def _read_once(
         for record in read.decoded:
             if record.offset < position:
                 continue
-            size = len(record.key or b"") + len(record.value or b"")
+            size = len(record.key or b"") + len(record.value or b"") + RECORD_OVERHEAD
             if fetched and size > budget:
                 budget = 0
                 break

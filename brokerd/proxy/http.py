@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_http -*-
+# -*- test-case-name: tests.proxy.test_proxy_broker -*-
 """The ``--http-proxy`` listener's HTTP side: bounded request bodies, who is asking,
 routing to the v2 and v3 handlers, and JSON answers.
 
@@ -274,6 +274,7 @@ def _write(request: Request, answer: Answer) -> None:
     else:
         data = json.dumps(answer.body, separators=(",", ":"), ensure_ascii=False).encode()
     request.setHeader(b"content-type", answer.content_type.encode("latin-1"))
+    request.setHeader(b"content-length", str(len(data)).encode("ascii"))
     request.write(data)
     request.finish()
 

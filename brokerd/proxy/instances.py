@@ -185,6 +185,8 @@ class ConsumerInstance:
         self.reading = False
         #: Where the next records call starts in the sorted partitions (round robin).
         self.next_start = 0
+        #: The last heartbeat's error code (0: none), so a failure is logged once.
+        self.last_error = 0
 
     @property
     def is_member(self) -> bool:
@@ -326,11 +328,25 @@ class ConsumerInstances:
         instance.topics = topics
         instance.topic_pattern = pattern
         instance.may_describe = may_describe
-        if instance.state is not InstanceState.SUBSCRIBED:
+        joining = instance.state is not InstanceState.SUBSCRIBED
+        if joining:
             instance.state = InstanceState.SUBSCRIBED
             instance.member_id = _member_id(instance)
             instance.member_epoch = 0
-        self._beat(instance)
+        answer = self._beat(instance)
+        if joining and answer is not None and answer.error_code != NONE:
+            # Refused at once (a classic group that cannot be converted, a full group, a
+            # bad regex): the client hears why, and the instance stays as it was.
+            self._leave(instance)
+            instance.state = InstanceState.IDLE
+            instance.member_id = ""
+            instance.topics, instance.topic_pattern = (), None
+            why = f": {answer.error_message}" if answer.error_message else ""
+            raise ProxyError(
+                409, ILLEGAL_STATE,
+                f"the group coordinator refused the subscription (Kafka error "
+                f"{answer.error_code}{why})",
+            )
 
     def unsubscribe(self, instance: ConsumerInstance) -> Deferred[None]:
         d = self._auto_commit(instance)
@@ -354,12 +370,12 @@ class ConsumerInstances:
         if instance.is_member and not instance.assignment:
             self._beat(instance)
 
-    def _beat(self, instance: ConsumerInstance) -> None:
+    def _beat(self, instance: ConsumerInstance) -> MemberAnswer | None:
         if instance.heartbeat is not None and instance.heartbeat.active():
             instance.heartbeat.cancel()
         instance.heartbeat = None
         if instance.state is not InstanceState.SUBSCRIBED or self._stopped:
-            return
+            return None
         answer = self._groups.heartbeat(MemberHeartbeat(
             group_id=instance.group,
             member_id=instance.member_id,
@@ -373,29 +389,38 @@ class ConsumerInstances:
         ))
         delay = self._apply(instance, answer)
         instance.heartbeat = self._clock.callLater(delay, self._beat, instance)
+        return answer
 
     def _apply(self, instance: ConsumerInstance, answer: MemberAnswer) -> float:
         """Take a heartbeat's answer; the seconds until the next heartbeat."""
-        if answer.error_code in (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH):
-            # Fenced (a session timed out, say): lose the partitions, join again.
+        if answer.error_code in (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH) and (
+            instance.member_epoch > 0
+        ):
+            # Fenced (a session timed out, say): lose the partitions, join again now.
             instance.take_assignment(frozenset())
             instance.member_epoch = 0
             return 0.0
         if answer.error_code != NONE:
-            _log.warn("REST Proxy consumer {group}/{name}: heartbeat error {code} {message}",
-                      group=instance.group, name=instance.name, code=answer.error_code,
-                      message=answer.error_message or "")
+            if answer.error_code != instance.last_error:
+                # Once per kind of failure, not once per retry.
+                _log.warn("REST Proxy consumer {group}/{name}: heartbeat error {code} "
+                          "{message}; retrying every {seconds} s", group=instance.group,
+                          name=instance.name, code=answer.error_code,
+                          message=answer.error_message or "", seconds=_RETRY_SECONDS)
+            instance.last_error = answer.error_code
             return _RETRY_SECONDS
+        instance.last_error = NONE
         instance.member_id = answer.member_id or instance.member_id
+        # The coordinator holds the member at this epoch now: commits go with it.
+        instance.member_epoch = answer.member_epoch
         if answer.assignment is not None:
             before = {tp: instance.uncommitted[tp] for tp in instance.assignment - answer.assignment
                       if tp in instance.uncommitted}
             if before and instance.config.auto_commit:
                 # The partitions' new owner starts where this one stopped.
-                self._commit(instance, before, epoch=instance.member_epoch).addErrback(
+                self._commit(instance, before).addErrback(
                     lambda f: _log.failure("committing revoked partitions' offsets", f))
             instance.take_assignment(answer.assignment)
-        instance.member_epoch = answer.member_epoch
         return max(answer.heartbeat_interval_ms, 100) / 1000
 
     def _leave(self, instance: ConsumerInstance) -> None:
@@ -439,14 +464,14 @@ class ConsumerInstances:
         return d.addCallback(judged)
 
     def _commit(
-        self, instance: ConsumerInstance, positions: Mapping[TopicPartition, int], *, epoch: int
+        self, instance: ConsumerInstance, positions: Mapping[TopicPartition, int]
     ) -> Deferred[None]:
         return self.commit(instance, {tp: (o, "") for tp, o in positions.items()})
 
     def _auto_commit(self, instance: ConsumerInstance) -> Deferred[None]:
         if not instance.config.auto_commit or not instance.uncommitted:
             return succeed(None)
-        return self._commit(instance, dict(instance.uncommitted), epoch=instance.member_epoch)
+        return self._commit(instance, dict(instance.uncommitted))
 
     def auto_commit(self, instance: ConsumerInstance) -> Deferred[None]:
         """What the previous records call answered, committed (auto commit)."""

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_v2 -*-
+# -*- test-case-name: tests.proxy.test_proxy_broker -*-
 """Confluent REST Proxy v2: topics and partitions (metadata, produce), brokers, and
 consumer instances (``/consumers/...``), answered in ``application/vnd.kafka.v2+json``
 with Confluent's shapes and error codes.
@@ -32,6 +32,7 @@ from brokerd.proxy.errors import (
     CONSUMER_INSTANCE_NOT_FOUND,
     INVALID_SCHEMA,
     KEY_SCHEMA_MISSING,
+    NO_REGISTRY,
     NOT_ACCEPTABLE,
     UNSUPPORTED_CONTENT_TYPE,
     VALUE_SCHEMA_MISSING,
@@ -229,7 +230,7 @@ class V2Api:
         """The schema id and parsed schema of a produce's keys or values."""
         registry = self._ctx.registry
         if registry is None:
-            raise ProxyError(422, 42207, "the schema formats need the Schema Registry "
+            raise ProxyError(422, NO_REGISTRY, "the schema formats need the Schema Registry "
                                          "(--schema-registry)")
         given_id = body.get(f"{part}_schema_id")
         text = body.get(f"{part}_schema")
@@ -396,24 +397,34 @@ class V2Api:
             self._ctx.instances.poll_membership(instance)
             for topic in {t for t, _p in instance.assignment}:
                 call.access.topic(Operation.READ, topic)
+            positions, uncommitted = dict(instance.positions), dict(instance.uncommitted)
             fetched = await consume.read_records(
                 self._ctx.core, self._ctx.instances, instance,
                 max_bytes=max_bytes, wait_ms=wait_ms,
                 min_bytes=instance.config.fetch_min_bytes,
             )
+            registry = self._ctx.registry
+            try:
+                answer = [
+                    {
+                        "topic": topic,
+                        "key": decode(fmt, record.key, registry),
+                        "value": decode(fmt, record.value, registry),
+                        "partition": partition,
+                        "offset": record.offset,
+                    }
+                    for topic, partition, record in fetched
+                ]
+            except ProxyError:
+                # A record the format cannot decode: nothing is skipped, the positions
+                # stay where they were (a consumer of another format can read it).
+                kept = instance.assignment
+                instance.positions = {tp: o for tp, o in positions.items() if tp in kept}
+                instance.uncommitted = {tp: o for tp, o in uncommitted.items() if tp in kept}
+                raise
         finally:
             instance.reading = False
-        registry = self._ctx.registry
-        return Answer([
-            {
-                "topic": topic,
-                "key": decode(fmt, record.key, registry),
-                "value": decode(fmt, record.value, registry),
-                "partition": partition,
-                "offset": record.offset,
-            }
-            for topic, partition, record in fetched
-        ], content_type=fmt.content_type)
+        return Answer(answer, content_type=fmt.content_type)
 
     async def commit(self, call: Call, group: str, name: str) -> Answer:
         instance = self._instance(call, group, name)

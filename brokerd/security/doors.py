@@ -17,7 +17,11 @@ door, and the broker refuses to start unless ``--allow-anonymous`` names it:
   known from its description: it counts as beyond loopback;
 * the schema registry (``--schema-registry``), under the same rules as the console (it
   takes ``--http-auth`` too): on loopback it is reported and allowed, beyond it it
-  needs ``--allow-anonymous schema-registry``.
+  needs ``--allow-anonymous schema-registry``;
+* the REST Proxy (``--http-proxy``), under the console's rules (it takes ``--http-auth``
+  too), but a door of its own: it produces, consumes and administers topics, so opening
+  the console (``--allow-anonymous http``) does not open it; on loopback it is reported
+  and allowed, beyond it it needs ``--allow-anonymous http-proxy``.
 
 Pure: the listeners are judged from their endpoint descriptions alone.
 """
@@ -53,6 +57,7 @@ class Door(enum.Enum):
     NATIVE = "native"
     HTTP = "http"
     SCHEMA_REGISTRY = "schema-registry"
+    HTTP_PROXY = "http-proxy"
 
 
 class HttpAuth(enum.Enum):
@@ -77,7 +82,7 @@ class ListenerSecurity:
     http_auth: HttpAuth
     #: ``--schema-registry`` (it takes ``--http-auth`` as the console does).
     schema_registry: str = "none"
-    #: ``--http-proxy`` (the REST Proxy; under the same ``--http-auth``).
+    #: ``--http-proxy`` (the REST Proxy, under the same ``--http-auth``).
     http_proxy: str = DISABLED
 
 
@@ -90,12 +95,6 @@ class DoorReport:
     description: str
     why: str
     needs_allowing: bool
-    #: The option of the listener, when it is not the door's own name.
-    option: str | None = None
-
-    @property
-    def flag(self) -> str:
-        return self.option or self.door.value
 
 
 def split_description(description: str) -> list[str]:
@@ -194,25 +193,24 @@ def anonymous_doors(listeners: ListenerSecurity) -> list[DoorReport]:
             needs_allowing=not local,
         ))
     proxy = listeners.http_proxy
-    if proxy.lower() != DISABLED and not (
-        listeners.http_auth is not HttpAuth.NONE or (
-            listeners.certificates_required and _is_tls(proxy)
-        )
-    ):
+    proxy_closed = listeners.http_auth is not HttpAuth.NONE or (
+        listeners.certificates_required and _is_tls(proxy)
+    )
+    if proxy.lower() != DISABLED and not proxy_closed:
         local = is_local_description(proxy)
         doors.append(DoorReport(
-            Door.HTTP, proxy,
-            "the REST Proxy (--http-proxy) produces, consumes and administers topics "
-            "without --http-auth"
+            Door.HTTP_PROXY, proxy,
+            "the REST Proxy produces, consumes, creates and deletes topics without "
+            "--http-auth"
             + (" (for local clients only)" if local else ""),
             needs_allowing=not local,
-            option="http-proxy",
         ))
     return doors
 
 
 def parse_allow_anonymous(text: str | None) -> frozenset[Door]:
-    """``--allow-anonymous``: a comma list of ``native`` and ``http`` (empty: none).
+    """``--allow-anonymous``: a comma list of ``native``, ``http``, ``schema-registry``
+    and ``http-proxy`` (empty: none).
     Raises ValueError naming an unknown listener."""
     doors: set[Door] = set()
     for name in (text or "").split(","):
@@ -233,9 +231,11 @@ _FIXES = {
     Door.NATIVE: "make it ssl: with --ssl-client-auth required, or disable it with "
     "--native none",
     Door.HTTP: "require credentials with --http-auth basic or certificate, bind it to "
-    "127.0.0.1, or disable it with --http none (or --http-proxy none)",
+    "127.0.0.1, or disable it with --http none",
     Door.SCHEMA_REGISTRY: "require credentials with --http-auth basic or certificate, "
     "bind it to 127.0.0.1, or disable it with --schema-registry none",
+    Door.HTTP_PROXY: "require credentials with --http-auth basic or certificate, bind it "
+    "to 127.0.0.1, or disable it with --http-proxy none",
 }
 
 
@@ -256,7 +256,7 @@ def refusal(listeners: ListenerSecurity, allowed: Iterable[Door]) -> str | None:
     ]
     for d in blocked:
         lines.append(
-            f"  --{d.flag} {d.description}: {d.why}; {_FIXES[d.door]}, "
+            f"  --{d.door.value} {d.description}: {d.why}; {_FIXES[d.door]}, "
             f"or accept it with --allow-anonymous {d.door.value}"
         )
     return "\n".join(lines)

@@ -278,7 +278,8 @@ def test_defaults() -> None:
 def test_http_certificate_gets_its_own_verification(pki: Pki) -> None:
     tls = ssl_description(8443, pki)
     s = settings("--http", tls, "--http-auth", "certificate", "--ssl-client-ca", str(pki.ca),
-                 "--schema-registry", ssl_description(8444, pki))
+                 "--schema-registry", ssl_description(8444, pki),
+                 "--http-proxy", ssl_description(8445, pki))
     assert s.listeners.schema_registry is not None
     assert s.tls.client_verification is None
     assert s.tls.http_client_verification is not None

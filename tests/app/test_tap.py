@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from twisted.python import usage
 
-from brokerd.app.options import DEFAULT_KAFKA, DEFAULT_NATIVE
+from brokerd.app.options import DEFAULT_HTTP_PROXY, DEFAULT_KAFKA, DEFAULT_NATIVE
 from brokerd.core import FsyncPolicy
 from brokerd.tap import Options
 
@@ -29,6 +29,7 @@ def test_defaults_are_the_pinned_ones() -> None:
     assert o["data-dir"] == "./data"
     assert o["native"] == DEFAULT_NATIVE == "tcp:7070:interface=127.0.0.1"
     assert o["kafka"] == DEFAULT_KAFKA == "tcp:9092:interface=127.0.0.1"
+    assert o["http-proxy"] == DEFAULT_HTTP_PROXY == "tcp:8082:interface=127.0.0.1"
     assert o.settings.core.fsync == FsyncPolicy("always")
     assert o["segment-bytes"] == 1024**3
     assert not o["no-auto-create"]

@@ -123,8 +123,11 @@ def test_options(tmp_path: Path) -> None:
     with pytest.raises(usage.UsageError, match="--http-proxy tcp:8082"):
         parse("--sasl", "SCRAM-SHA-256", "--credentials", creds, "--native", "none",
               "--http-proxy", "tcp:8082")
+    with pytest.raises(usage.UsageError, match="--allow-anonymous http-proxy"):
+        parse("--sasl", "SCRAM-SHA-256", "--credentials", creds, "--native", "none",
+              "--http-proxy", "tcp:8082", "--allow-anonymous", "http")
     assert parse("--sasl", "SCRAM-SHA-256", "--credentials", creds, "--native", "none",
-                 "--http-proxy", "tcp:8082", "--allow-anonymous", "http")
+                 "--http-proxy", "tcp:8082", "--allow-anonymous", "http-proxy")
     with pytest.raises(usage.UsageError, match="must be one of"):
         parse("--http-auth", "digest")
 
@@ -182,7 +185,7 @@ def test_an_allowed_door_starts_and_is_logged(tmp_path: Path) -> None:
     assert "loopback only" in registry
     # The REST Proxy on loopback: reported, allowed (local clients only), as the console.
     assert f"--http-proxy tcp:{proc.http_proxy_port}:interface=127.0.0.1" in proxy
-    assert "loopback only" in proxy
+    assert "loopback only" in proxy and "REST Proxy" in proxy
 
 
 def test_native_none_with_sasl_starts_without_a_door(tmp_path: Path) -> None:

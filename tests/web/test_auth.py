@@ -162,6 +162,7 @@ def test_certificate_auth_on_an_ssl_http_listener(tmp_path: Path, pki: Pki) -> N
         "--http-auth", "certificate",
         f"--ssl-client-ca={pki.ca}",
         f"--schema-registry={ssl_description(proc.schema_registry_port, pki)}",
+        f"--http-proxy={ssl_description(proc.http_proxy_port, pki)}",
         # The certificate's subject is the principal, allowed to see the settings.
         "--authorizer", "acl",
     )
