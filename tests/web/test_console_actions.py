@@ -383,3 +383,20 @@ def test_actions_are_checked_against_the_acls(acl_broker: BrokerProcess) -> None
                         {"value": "yes", "partition": "0", "csrf": admin_token,
                          "step": "confirm"}, user=ADMIN)
     assert status == 200 and "Produced to open partition 0 at offset 1." in html
+
+
+def test_schema_subjects_are_shown_as_the_registry_allows(acl_broker: BrokerProcess) -> None:
+    from tests.registry.rest_helpers import Rest
+
+    rest = Rest(acl_broker.schema_registry_url, *ADMIN)
+    rest.wait_ready()
+    for subject in ("open-value", "closed-value"):
+        status, _ = rest("POST", f"/subjects/{subject}/versions",
+                         {"schema": '{"type": "string"}'})
+        assert status == 200, subject
+    port = acl_broker.http_port
+    status, html = call(port, "GET", "/schemas", user=ALICE)
+    assert status == 200 and "open-value" in html and "closed-value" not in html
+    assert call(port, "GET", "/schemas/open-value", user=ALICE)[0] == 200
+    assert call(port, "GET", "/schemas/closed-value", user=ALICE)[0] == 404
+    assert call(port, "GET", "/schemas/closed-value", user=ADMIN)[0] == 200
