@@ -254,9 +254,10 @@ class RegistryResource(Resource):
         if any(len(s) > MAX_SUBJECT_CHARS for s in segments):
             return self._error(request, RegistryError(404, 40401, "Subject name too long"))
         call = _Call(request, segments, gate)
+        # A client that goes away does not cancel its request: a write it started is
+        # carried out (and its answer dropped), as a registry cannot half-register.
+        request.notifyFinish().addErrback(lambda _f: None)
         d = defer.Deferred.fromCoroutine(self._dispatch(call))
-        finished = request.notifyFinish()
-        finished.addErrback(lambda _f: d.cancel())
         d.addCallbacks(lambda answer: self._answer(request, answer),
                        lambda f: self._failed(request, f))
         return NOT_DONE_YET

@@ -307,7 +307,8 @@ class SchemaRegistry(service.Service):
             return
         self._waiters = [w for w in self._waiters if w[0] >= self._next_offset]
         for _offset, d in done:
-            d.callback(None)
+            if not d.called:
+                d.callback(None)
 
     # -- writing -------------------------------------------------------------------------
 

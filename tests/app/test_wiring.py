@@ -149,3 +149,10 @@ def test_a_broker_restarts_with_its_settings(tmp_path: Path) -> None:
     finally:
         proc.kill()
     assert json.loads((tmp_path / "data" / "topics.json").read_text())
+
+
+def test_readiness_waits_for_the_schema_registry(tmp_path: Path) -> None:
+    services, _ = build(tmp_path)
+    problems = services.readiness.problems()
+    assert "schema registry: reading _schemas" in problems
+    assert "schema registry listener: not bound yet" in problems

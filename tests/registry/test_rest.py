@@ -4,6 +4,7 @@ codes, answered from ``_schemas``; a restart keeps every schema, id and setting.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -227,3 +228,33 @@ def test_restart_keeps_every_schema_and_id(broker: BrokerProcess, rest: Rest) ->
     status, body = rest("POST", "/subjects/new-after-restart/versions",
                         {"schema": avro(("y", "double"))})
     assert status == 200 and body["id"] > 501
+
+
+def test_records_someone_else_appends_are_served(broker: BrokerProcess, rest: Rest) -> None:
+    # As a MirrorMaker 2 copy of a Confluent registry's _schemas would arrive: Confluent's
+    # bytes (no schemaType for Avro, no references field, a newer field), and a key in
+    # Karapace's old order, produced by a Kafka client.
+    from confluent_kafka import Producer
+
+    schema = avro(("sku", "string"))
+    records = [
+        (b'{"keytype":"SCHEMA","subject":"mirrored-value","version":1,"magic":1}',
+         json.dumps({"subject": "mirrored-value", "version": 1, "id": 9000, "schema": schema,
+                     "deleted": False, "metadata": None}).encode()),
+        (b'{"subject":"mirrored-value","magic":0,"keytype":"CONFIG"}',
+         b'{"compatibilityLevel":"FORWARD"}'),
+    ]
+    producer = Producer({"bootstrap.servers": broker.kafka_bootstrap})
+    for key, value in records:
+        producer.produce("_schemas", key=key, value=value)
+    assert producer.flush(10) == 0
+    deadline = time.monotonic() + 10
+    while rest("GET", "/subjects/mirrored-value/versions")[0] != 200:
+        assert time.monotonic() < deadline, "the appended records were never applied"
+        time.sleep(0.02)
+    assert rest("GET", "/schemas/ids/9000")[1]["schema"] == schema
+    assert rest("GET", "/config/mirrored-value") == (200, {"compatibilityLevel": "FORWARD"})
+    # The next id follows the largest one read.
+    status, body = rest("POST", "/subjects/after-mirror/versions",
+                        {"schema": avro(("z", "boolean"))})
+    assert (status, body) == (200, {"id": 9001})
