@@ -263,6 +263,16 @@ def test_records_decoded_through_the_registry_and_its_pages(seeded: BrokerProces
     assert diff, html
     added = re.findall(r"<ins>(.*?)</ins>", diff.group(1), re.S)
     assert any("&quot;note&quot;" in line.replace('"', "&quot;") for line in added), added
+    # With the topic's schema validation on (set from the console), a value that is not
+    # framed with the subject's schema is refused, as from any producer.
+    path = f"/topics/{topic}/configs"
+    status, html = call(port, "POST", path, {
+        "configs": "confluent.value.schema.validation=true", "csrf": token, "step": "confirm"})
+    assert status == 200, html
+    status, html = call(port, "POST", f"/topics/{topic}/produce", {
+        "value": "not framed", "partition": "0", "csrf": token, "step": "confirm"})
+    assert status == 400 and "The broker refused it" in html, html
+    assert "schema" in html.split('id="error"')[1][:400]
 
 
 # -- Chromium --------------------------------------------------------------------------
