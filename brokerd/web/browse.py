@@ -49,6 +49,7 @@ from brokerd.web.schema_face import SchemaSource, unframe
 __all__ = [
     "DEFAULT_LIMIT",
     "MAX_DECODE_BYTES",
+    "MAX_FILTER_CHARS",
     "MAX_LIMIT",
     "MAX_SCAN_BYTES",
     "MAX_SCAN_SECONDS",
@@ -58,11 +59,15 @@ __all__ = [
     "BrowseQuery",
     "Scan",
     "ScanStop",
+    "SchemaNames",
     "ShowAs",
     "Shown",
     "Start",
     "StartAt",
+    "first_offset",
+    "matches",
     "parse_query",
+    "parse_time",
     "scan",
     "shown",
 ]
