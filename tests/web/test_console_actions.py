@@ -288,6 +288,13 @@ def test_chromium_browses_and_produces_through_the_form(
             dom = await browser.open(f"{base}/topics/{TOPIC}/messages?partition=0")
             assert "customer-0" in dom and "&quot;order&quot;: 0" in dom.replace('"', "&quot;")
             assert "<code>origin</code>: shop" in dom
+            # The query form: a key filter, run by the broker.
+            dom = await browser.submit(
+                fill("input[name=key]", "customer-2")
+                + "document.querySelector('form.inline button').click();"
+            )
+            keys = re.findall(r'<td class="value text"><pre>(customer-\d)</pre>', dom)
+            assert keys and set(keys) == {"customer-2"}, dom[-3000:]
             await browser.open(f"{base}/topics/{TOPIC}/produce")
             dom = await browser.submit(
                 fill("input[name=key]", "from-chromium")
