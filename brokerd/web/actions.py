@@ -324,7 +324,9 @@ class Produce:
 
     def _record(self, fields: Fields) -> tuple[int, Record, str]:
         key = fields.get("key", "").encode("utf-8") or None
-        value_text = fields.get("value", "")
+        # Browsers send a textarea's line breaks as CRLF; a value typed with Enter keeps
+        # the newline it shows.
+        value_text = fields.get("value", "").replace("\r\n", "\n")
         value = value_text.encode("utf-8")
         note = "as UTF-8 text"
         subject = fields.get("value_subject", "").strip()

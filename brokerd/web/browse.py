@@ -49,6 +49,7 @@ from brokerd.web.schema_face import SchemaSource, unframe
 __all__ = [
     "DEFAULT_LIMIT",
     "MAX_DECODE_BYTES",
+    "MAX_FILTER_CHARS",
     "MAX_LIMIT",
     "MAX_SCAN_BYTES",
     "MAX_SCAN_SECONDS",
@@ -58,11 +59,15 @@ __all__ = [
     "BrowseQuery",
     "Scan",
     "ScanStop",
+    "SchemaNames",
     "ShowAs",
     "Shown",
     "Start",
     "StartAt",
+    "first_offset",
+    "matches",
     "parse_query",
+    "parse_time",
     "scan",
     "shown",
 ]
@@ -360,28 +365,28 @@ class Scan:
         return self.stop in (ScanStop.BYTES, ScanStop.TIME)
 
 
-def _contains(needle: str, data: bytes | None, text: str) -> bool:
+def _contains(
+    needle: str, data: bytes | None, show: ShowAs, names: SchemaNames | None
+) -> bool:
+    """Whether ``data``'s bytes, or else the text it is shown as, contain ``needle``
+    (the text is worked out only when the bytes do not match)."""
     if data is None:
         return False
-    return needle.encode("utf-8") in data or needle in text
+    return needle.encode("utf-8") in data or needle in shown(data, show, names).text
 
 
 def matches(record: Record, query: BrowseQuery, names: SchemaNames | None) -> bool:
     """Whether ``record`` passes the query's filters."""
-    if query.key and not _contains(
-        query.key, record.key, shown(record.key, query.show, names).text
-    ):
+    if query.key and not _contains(query.key, record.key, query.show, names):
         return False
-    if query.value and not _contains(
-        query.value, record.value, shown(record.value, query.show, names).text
-    ):
+    if query.value and not _contains(query.value, record.value, query.show, names):
         return False
     if query.header or query.header_value:
         for name, value in record.headers:
             if query.header and name != query.header:
                 continue
             if not query.header_value or _contains(
-                query.header_value, value, shown(value, ShowAs.AUTO, None).text
+                query.header_value, value, ShowAs.AUTO, None
             ):
                 break
         else:

@@ -143,9 +143,18 @@ def _summary(topic: str, query: BrowseQuery, found: browse.Scan) -> list[Flatten
             tags.a(f"Continue from offset {found.next_offset}", href=more, id="continue"),
             class_="banner",
         ))
-    elif found.stop is browse.ScanStop.LIMIT:
-        out.append(tags.p(tags.a(f"Next records from offset {found.next_offset}", href=more,
-                                 id="next")))
+    links: list[Flattenable] = []
+    if found.first_offset > o.log_start_offset and not query.filtered:
+        # Without filters a page of ``limit`` offsets back is the previous page (gaps
+        # of markers or compaction make it a little shorter).
+        earlier = max(o.log_start_offset, found.first_offset - query.limit)
+        links.append(tags.a(f"Earlier records from offset {earlier}", id="earlier", href=url(
+            topic_href(topic, "messages"), query.arguments(offset=str(earlier)))))
+    if found.stop is browse.ScanStop.LIMIT:
+        links += [" \u00b7 " if links else "",
+                  tags.a(f"Next records from offset {found.next_offset}", href=more, id="next")]
+    if links:
+        out.append(tags.p(*links))
     return out
 
 

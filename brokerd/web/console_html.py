@@ -100,6 +100,7 @@ def document(title: str, body: str) -> str:
         f"<style>{CSS}</style></head>"
         '<body data-refreshes="0"><header><a class="brand" href="/">brokerd</a>'
         '<nav><a href="/#topics">Topics</a> &middot; <a href="/#groups">Groups</a> '
+        '&middot; <a href="/schemas">Schemas</a> '
         '&middot; <a href="/#broker">Broker</a></nav>'
         f'<span id="status">refreshes every {REFRESH_SECONDS} s</span></header>'
         f'<main id="live">{body}</main><script>{SCRIPT}</script></body></html>'

@@ -47,6 +47,7 @@ _MORE_CSS = (
     "form.stack{display:grid;gap:.6em;max-width:48em}"
     "input,select,textarea{font:inherit;padding:.2em .4em}"
     "textarea{font-family:ui-monospace,monospace;min-height:5em}"
+    "tr.record td:nth-child(3){white-space:nowrap}tr.record td:nth-child(5){width:45%}"
     ".note{font-size:.8em;color:#57606a}.cut{font-size:.8em;color:#9a6700}"
     ".banner{padding:.5em 1em;border-radius:6px;margin:.6em 0;background:#fff8c5;"
     "border:1px solid #d4a72c}"

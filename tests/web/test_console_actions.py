@@ -263,6 +263,16 @@ def test_records_decoded_through_the_registry_and_its_pages(seeded: BrokerProces
     assert diff, html
     added = re.findall(r"<ins>(.*?)</ins>", diff.group(1), re.S)
     assert any("&quot;note&quot;" in line.replace('"', "&quot;") for line in added), added
+    # With the topic's schema validation on (set from the console), a value that is not
+    # framed with the subject's schema is refused, as from any producer.
+    path = f"/topics/{topic}/configs"
+    status, html = call(port, "POST", path, {
+        "configs": "confluent.value.schema.validation=true", "csrf": token, "step": "confirm"})
+    assert status == 200, html
+    status, html = call(port, "POST", f"/topics/{topic}/produce", {
+        "value": "not framed", "partition": "0", "csrf": token, "step": "confirm"})
+    assert status == 400 and "The broker refused it" in html, html
+    assert "schema" in html.split('id="error"')[1][:400]
 
 
 # -- Chromium --------------------------------------------------------------------------
@@ -278,10 +288,17 @@ def test_chromium_browses_and_produces_through_the_form(
             dom = await browser.open(f"{base}/topics/{TOPIC}/messages?partition=0")
             assert "customer-0" in dom and "&quot;order&quot;: 0" in dom.replace('"', "&quot;")
             assert "<code>origin</code>: shop" in dom
+            # The query form: a key filter, run by the broker.
+            dom = await browser.submit(
+                fill("input[name=key]", "customer-2")
+                + "document.querySelector('form.inline button').click();"
+            )
+            keys = re.findall(r'<td class="value text"><pre>(customer-\d)</pre>', dom)
+            assert keys and set(keys) == {"customer-2"}, dom[-3000:]
             await browser.open(f"{base}/topics/{TOPIC}/produce")
             dom = await browser.submit(
                 fill("input[name=key]", "from-chromium")
-                + fill("textarea[name=value]", '{"browser": "chromium"}')
+                + fill("textarea[name=value]", 'line one\nline two "chromium"')
                 + fill("textarea[name=headers]", "via: chromium\nlang: <en>")
                 + "document.getElementById('continue').click();"
             )
@@ -290,7 +307,8 @@ def test_chromium_browses_and_produces_through_the_form(
             found = re.search(r"Produced to \S+ partition (\d) at offset (\d+)\.", dom)
             assert found, dom[-3000:]
             dom = await browser.submit("document.getElementById('see-it').click();")
-            assert "from-chromium" in dom and "chromium" in dom
+            # The textarea's line break arrives as the newline it showed (not CRLF).
+            assert "from-chromium" in dom and 'line one\nline two "chromium"' in dom
             assert "<code>lang</code>: &lt;en&gt;" in dom
             # A form on another origin (a data: page) posting to the console is refused.
             forged = (
@@ -382,3 +400,20 @@ def test_actions_are_checked_against_the_acls(acl_broker: BrokerProcess) -> None
                         {"value": "yes", "partition": "0", "csrf": admin_token,
                          "step": "confirm"}, user=ADMIN)
     assert status == 200 and "Produced to open partition 0 at offset 1." in html
+
+
+def test_schema_subjects_are_shown_as_the_registry_allows(acl_broker: BrokerProcess) -> None:
+    from tests.registry.rest_helpers import Rest
+
+    rest = Rest(acl_broker.schema_registry_url, *ADMIN)
+    rest.wait_ready()
+    for subject in ("open-value", "closed-value"):
+        status, _ = rest("POST", f"/subjects/{subject}/versions",
+                         {"schema": '{"type": "string"}'})
+        assert status == 200, subject
+    port = acl_broker.http_port
+    status, html = call(port, "GET", "/schemas", user=ALICE)
+    assert status == 200 and "open-value" in html and "closed-value" not in html
+    assert call(port, "GET", "/schemas/open-value", user=ALICE)[0] == 200
+    assert call(port, "GET", "/schemas/closed-value", user=ALICE)[0] == 404
+    assert call(port, "GET", "/schemas/closed-value", user=ADMIN)[0] == 200

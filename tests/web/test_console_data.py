@@ -161,6 +161,11 @@ async def test_earliest_with_a_limit_and_the_next_page(console: Console) -> None
     assert 'id="next"' in html and "offset=3" in html
     status, html = await get(console, "/topics/orders/messages?offset=3&limit=2")
     assert offsets_shown(html) == [3, 4]
+    earlier = re.search(r'<a id="earlier" href="([^"]+)">Earlier records from offset 1</a>',
+                        html)
+    assert earlier, html
+    _, html = await get(console, earlier.group(1).replace("&amp;", "&"))
+    assert offsets_shown(html) == [1, 2]
 
 
 @pytest_twisted.ensureDeferred
