@@ -7,7 +7,8 @@ broker`` with its registry and HTTP proxy on.
   produce and a consume through confluent-kafka;
 - @kafkajs/confluent-schema-registry (npm, ``tests/node/schema_registry.js``): Avro, JSON
   Schema and Protobuf, each registered, encoded, decoded by a client with an empty cache,
-  evolved, and refused an incompatible change;
+  evolved, and refused an incompatible change; an Avro schema referencing another
+  subject's;
 - franz-go's ``pkg/sr`` (``tests/go/schemaregistry.go``): register, by id, lookup by schema,
   compatibility checks, Serde encode and decode;
 - a Faust app (``tests/apps/faust_registry.py``) with python-schema-registry-client's
@@ -253,6 +254,14 @@ def test_kafkajs_schema_registry_avro_json_protobuf(platform: Platform) -> None:
         assert platform.versions(subject) == [1, 2], kind
         # The client sets the subject's level to its own default when it first registers.
         assert platform.get(f"/config/{subject}")["compatibilityLevel"] == "BACKWARD"
+
+    refs = result["references"]
+    assert "error" not in refs, refs
+    registered = platform.get(f"/subjects/{refs['subject']}/versions/latest")
+    assert registered["id"] == refs["id"] and registered["references"] == [refs["reference"]]
+    assert platform.get("/subjects/js-address/versions/1/referencedby") == [refs["id"]]
+    assert unframe(bytes.fromhex(refs["encoded"]))[0] == refs["id"]  # type: ignore[index]
+    assert refs["decoded"] == {"name": "ada", "address": {"city": "London"}}
 
 
 # -- franz-go pkg/sr --------------------------------------------------------------------

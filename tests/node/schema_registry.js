@@ -6,7 +6,8 @@
 // For each of Avro, JSON Schema and Protobuf: register a schema under PREFIX-<kind>-value,
 // register it again (the same id must come back), encode a value with the registry's id,
 // decode it with a fresh client (which must fetch the schema by id), then register a
-// compatible second version and try an incompatible third. The client's own errors are
+// compatible second version and try an incompatible third; then an Avro schema with a
+// reference to another subject's, registered, encoded and decoded. The client's errors are
 // reported as it raised them (class name and message). Nothing here knows what the test
 // expects: tests/e2e/test_platform_judges.py asserts.
 'use strict'
@@ -110,6 +111,34 @@ async function judge(url, prefix, kind, spec) {
   return out
 }
 
+// An Avro schema that names a type registered under another subject (a schema
+// reference): the client resolves the reference through the registry when it registers
+// and when a fresh client decodes.
+async function references(url, prefix) {
+  const addressSubject = `${prefix}-address`
+  const subject = `${prefix}-customer-value`
+  const writer = new SchemaRegistry({ host: url, retry: { retries: 0 } })
+  const address = {
+    type: 'record', name: 'Address', namespace: 'brokerd.judge',
+    fields: [{ name: 'city', type: 'string' }],
+  }
+  const customer = {
+    type: 'record', name: 'Customer', namespace: 'brokerd.judge',
+    fields: [{ name: 'name', type: 'string' }, { name: 'address', type: 'brokerd.judge.Address' }],
+  }
+  const base = await writer.register(
+    { type: SchemaType.AVRO, schema: JSON.stringify(address) }, { subject: addressSubject })
+  const reference = { name: 'brokerd.judge.Address', subject: addressSubject, version: 1 }
+  const top = await writer.register(
+    { type: SchemaType.AVRO, schema: JSON.stringify(customer), references: [reference] },
+    { subject })
+  const value = { name: 'ada', address: { city: 'London' } }
+  const encoded = await writer.encode(top.id, value)
+  const reader = new SchemaRegistry({ host: url, retry: { retries: 0 } })
+  const decoded = JSON.parse(JSON.stringify(await reader.decode(encoded)))
+  return { subject, addressId: base.id, id: top.id, reference, encoded: encoded.toString('hex'), decoded }
+}
+
 async function main() {
   const [url, prefix] = process.argv.slice(2)
   const result = {}
@@ -119,6 +148,11 @@ async function main() {
     } catch (e) {
       result[kind] = { error: describeError(e) }
     }
+  }
+  try {
+    result.references = await references(url, prefix)
+  } catch (e) {
+    result.references = { error: describeError(e) }
   }
   process.stdout.write(JSON.stringify({ ok: result }) + '\n')
 }
