@@ -123,7 +123,8 @@ class _Call:
             return {}
         try:
             body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            # RecursionError: nesting deeper than the interpreter's stack.
             raise RegistryError(400, 400, f"Unrecognized request body: {e}") from None
         if not isinstance(body, dict):
             raise RegistryError(400, 400, "Unrecognized request body: not a JSON object")
