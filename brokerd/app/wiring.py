@@ -636,6 +636,7 @@ def add_http_proxy(
     from brokerd.kafka.groups.admin import operator_error
     from brokerd.kafka.groups.proxy_members import ProxyMembers
     from brokerd.kafka.listener.protocol import DEFAULT_CLUSTER_ID
+    from brokerd.net.connlimit import ConnectionLimit
     from brokerd.proxy.context import ProxyContext
     from brokerd.proxy.instances import ConsumerInstances
     from brokerd.proxy.limits import ProxyLimits
@@ -670,6 +671,9 @@ def add_http_proxy(
     site = make_site(
         ctx, identity=http_identity(settings, reactor),
         authorizer=services.authorization.authorizer, scheme=scheme,
+        connections=ConnectionLimit(
+            settings.limits.max_connections, "http-proxy", services.edge.addresses
+        ),
     )
     bound = services.readiness.wait_for("http proxy listener", "not bound yet")
 

@@ -27,6 +27,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     # Short heartbeats: a group's partitions move within a second, not five.
     proc = BrokerProcess(data, args=(
         "--group-consumer-heartbeat-interval-ms=200", "--fsync=never",
+        # One connection for clients from 127.0.0.2 (the limits test), across listeners.
+        "--max-connections-per-ip-overrides=127.0.0.2:1",
     )).start()
     try:
         yield proc
@@ -471,3 +473,39 @@ def test_a_records_call_waits_for_data_and_max_bytes_bounds_it(broker: BrokerPro
     # A budget smaller than one record still answers that record.
     assert len(call(port, "GET", base + "/records?max_bytes=1", accept=BINARY_V2).json) == 1
     call(port, "DELETE", base)
+
+
+def test_connections_are_counted_with_the_other_listeners(broker: BrokerProcess) -> None:
+    import socket
+
+    def connect() -> socket.socket:
+        sock = socket.socket()
+        sock.settimeout(5)
+        sock.bind(("127.0.0.2", 0))
+        sock.connect(("127.0.0.1", broker.http_proxy_port))
+        return sock
+
+    request = b"GET /brokers HTTP/1.1\r\nHost: x\r\n\r\n"
+    first = connect()
+    try:
+        first.sendall(request)
+        assert first.recv(4096).startswith(b"HTTP/1.1 200")
+        with connect() as second:
+            # Refused: closed at once, unanswered (a reset if the request was sent).
+            try:
+                second.sendall(request)
+                assert second.recv(4096) == b""
+            except ConnectionResetError:
+                pass
+    finally:
+        first.close()
+    for _ in range(50):  # the close reaches the broker soon after
+        with connect() as third:
+            try:
+                third.sendall(request)
+                if third.recv(4096).startswith(b"HTTP/1.1 200"):
+                    break
+            except ConnectionResetError:
+                time.sleep(0.02)
+    else:
+        raise AssertionError("the address's slot did not come back")
