@@ -14,12 +14,12 @@ the last added first, each after the previous one finished)::
     │   └── store recovery          no reopen while the stores close
     ├── native listener             (unless --native none)
     ├── Kafka listener              (unless --kafka none)
+    ├── schema registry             tails _schemas (unless --schema-registry none)
     ├── console sampler             (unless --http none)
     ├── HTTP endpoint               metrics, health checks, console (unless --http none)
-    ├── schema registry             tails _schemas (unless --schema-registry none)
-    ├── schema registry listener    Confluent's REST API
     ├── REST Proxy instances        close (leave their groups) after its listener stops
     ├── REST Proxy listener         (unless --http-proxy none)
+    ├── schema registry listener    Confluent's REST API
     └── readiness notifier          STOPPING=1 first
 
 So at SIGTERM the listeners stop accepting first; the broker then refuses new appends,
@@ -66,7 +66,6 @@ if TYPE_CHECKING:
     from brokerd.net.connlimit import AddressLimits
     from brokerd.net.request_budget import RequestBudget
     from brokerd.net.tls import ClientVerification
-    from brokerd.registry.model import SchemaLookup
     from brokerd.registry.service import SchemaRegistry
     from brokerd.security.acl import AclAuthorizer
     from brokerd.storage.logdir.log_directory import LogDirectory
@@ -126,6 +125,9 @@ class BrokerServices:
     metrics: BrokerMetrics | None
     readiness: Readiness
     edge: Edge
+    #: The schema registry (None: ``--schema-registry none``), for the HTTP services
+    #: that read it (the console, the proxy) and produce validation.
+    registry: SchemaRegistry | None = None
 
 
 def build_services(settings: Settings, reactor: Any) -> BrokerServices:
@@ -154,6 +156,7 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     )
     if metrics is not None:
         metrics.add_share_groups(share_inspector)
+    readiness = build_readiness(inspector, coordinators)
     services = BrokerServices(
         top=top,
         broker=broker,
@@ -162,15 +165,19 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
         share_inspector=share_inspector,
         authorization=authorization,
         metrics=metrics,
-        readiness=build_readiness(inspector, coordinators),
+        readiness=readiness,
         edge=build_edge(settings),
+        registry=build_schema_registry(broker, settings, reactor, readiness),
     )
     add_native(services, settings, reactor)
     log_anonymous_doors(settings)
     add_kafka(services, settings, reactor)
+    if services.registry is not None:
+        # Before the HTTP services that read it, so it stops after them.
+        services.registry.setServiceParent(top)
     add_http(services, settings, reactor)
-    registry = add_schema_registry(services, settings, reactor)
-    add_http_proxy(services, settings, reactor, registry)
+    add_http_proxy(services, settings, reactor)
+    add_schema_registry(services, settings, reactor)
     ReadyNotifier(reactor).setServiceParent(top)
     # Runs once the service tree has started (twistd starts it before the reactor runs).
     reactor.callWhenRunning(start_gc.resume)
@@ -579,25 +586,31 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
     )
 
 
-def add_schema_registry(
-    services: BrokerServices, settings: Settings, reactor: Any
+def build_schema_registry(
+    broker: Broker, settings: Settings, reactor: Any, readiness: Readiness
 ) -> SchemaRegistry | None:
     """The schema registry (unless ``--schema-registry none``): the service tailing
-    ``_schemas``, its REST listener (``--http-auth``, ``--authorizer`` as the console),
-    and the produce validation of topics with ``confluent.*.schema.validation``. The
-    registry is added before its listener, so the listener stops first."""
-    description = settings.listeners.schema_registry
-    if description is None:
+    ``_schemas`` (ready once replayed), installed as the core's validator of topics with
+    ``confluent.*.schema.validation``. The caller adds it to the tree."""
+    if settings.listeners.schema_registry is None:
         return None
-    from brokerd.registry.http import make_registry_site
     from brokerd.registry.service import SchemaRegistry
     from brokerd.registry.validation import SchemaValidator
 
-    broker = services.broker
-    replayed = services.readiness.wait_for("schema registry", "reading _schemas")
+    replayed = readiness.wait_for("schema registry", "reading _schemas")
     registry = SchemaRegistry(broker, clock=reactor, on_ready=replayed)
-    registry.setServiceParent(services.top)
     broker.set_record_validator(SchemaValidator(registry).validate)
+    return registry
+
+
+def add_schema_registry(services: BrokerServices, settings: Settings, reactor: Any) -> None:
+    """The schema registry's REST listener (``--http-auth`` and ``--authorizer`` as the
+    console's)."""
+    description, registry = settings.listeners.schema_registry, services.registry
+    if description is None or registry is None:
+        return
+    from brokerd.registry.http import make_registry_site
+
     site = make_registry_site(
         registry,
         identity=http_identity(settings, reactor),
@@ -615,20 +628,13 @@ def add_schema_registry(
     listener_service(reactor, description, site, verification, on_listen).setServiceParent(
         services.top
     )
-    # The REST Proxy's schema formats go through it.
-    return registry
 
 
-def add_http_proxy(
-    services: BrokerServices,
-    settings: Settings,
-    reactor: Any,
-    registry: SchemaLookup | None = None,
-) -> None:
+def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -> None:
     """The REST Proxy (unless ``--http-proxy none``): Confluent's v2 and v3 APIs
     (``brokerd.proxy``), with the ``--http-auth`` identity and the ACLs; its consumer
     instances are members of the coordinator's groups; the schema formats go through
-    ``registry`` (None: refused)."""
+    the schema registry (refused with ``--schema-registry none``)."""
     description = settings.listeners.http_proxy
     if description is None:
         return
@@ -661,7 +667,7 @@ def add_http_proxy(
         appender=Appender(broker, lambda: int(reactor.seconds() * 1000)),
         instances=ConsumerInstances(members, reactor, limits),
         limits=limits,
-        registry=registry,
+        registry=services.registry,
         cluster_id=DEFAULT_CLUSTER_ID,
         kafka_host=settings.listeners.advertised_host or "127.0.0.1",
         kafka_port=kafka_port,

@@ -256,10 +256,11 @@ class RegistryResource(Resource):
         call = _Call(request, segments, gate)
         # A client that goes away does not cancel its request: a write it started is
         # carried out (and its answer dropped), as a registry cannot half-register.
-        request.notifyFinish().addErrback(lambda _f: None)
+        gone: list[bool] = []
+        request.notifyFinish().addErrback(lambda _f: gone.append(True))
         d = defer.Deferred.fromCoroutine(self._dispatch(call))
-        d.addCallbacks(lambda answer: self._answer(request, answer),
-                       lambda f: self._failed(request, f))
+        d.addCallbacks(self._answer, self._failed, callbackArgs=(request, gone),
+                       errbackArgs=(request, gone))
         return NOT_DONE_YET
 
     async def _dispatch(self, call: _Call) -> Answer:
@@ -270,8 +271,8 @@ class RegistryResource(Resource):
         answer: Answer = await method(call)
         return answer
 
-    def _answer(self, request: Request, answer: Answer) -> None:
-        if request.finished or request._disconnected:
+    def _answer(self, answer: Answer, request: Request, gone: list[bool]) -> None:
+        if gone:  # the client went away: nobody to answer
             return
         status, body = answer
         request.setResponseCode(status)
@@ -281,15 +282,15 @@ class RegistryResource(Resource):
             request.write(json.dumps(body).encode("utf-8"))
         request.finish()
 
-    def _failed(self, request: Request, failure: Failure) -> None:
-        if request.finished or request._disconnected:
-            return
+    def _failed(self, failure: Failure, request: Request, gone: list[bool]) -> None:
         error = failure.value
         if not isinstance(error, RegistryError):
-            if not failure.check(defer.CancelledError):
-                _log.failure("schema registry request {path}", failure,
-                             path=request.path.decode("latin-1"))
+            # Unexpected: logged even when the client is gone.
+            _log.failure("schema registry request {path}", failure,
+                         path=request.path.decode("latin-1"))
             error = RegistryError(500, 50001, f"Error in the backend data store: {error}")
+        if gone:
+            return
         request.write(self._error(request, error))
         request.finish()
 

@@ -52,11 +52,11 @@ def test_the_tree_in_its_shutdown_order(tmp_path: Path) -> None:
     assert [type(c) for c in top[1:]] == [
         StreamServerEndpointService,
         StreamServerEndpointService,
+        SchemaRegistry,
         ConsoleSampler,
         StreamServerEndpointService,
-        SchemaRegistry,
-        StreamServerEndpointService,
         InstancesService,
+        StreamServerEndpointService,
         StreamServerEndpointService,
         ReadyNotifier,
     ]
@@ -153,3 +153,10 @@ def test_a_broker_restarts_with_its_settings(tmp_path: Path) -> None:
     finally:
         proc.kill()
     assert json.loads((tmp_path / "data" / "topics.json").read_text())
+
+
+def test_readiness_waits_for_the_schema_registry(tmp_path: Path) -> None:
+    services, _ = build(tmp_path)
+    problems = services.readiness.problems()
+    assert "schema registry: reading _schemas" in problems
+    assert "schema registry listener: not bound yet" in problems
