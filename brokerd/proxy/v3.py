@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from brokerd.admin.views import GroupView, TopicView
+from brokerd.admin.views import GroupView, MemberView, TopicView
 from brokerd.proxy.context import ProxyContext
 from brokerd.proxy.embedded import encode_with
 from brokerd.proxy.errors import (
@@ -81,7 +81,9 @@ class V3Api:
             Route("GET", _C + "/consumer-groups", self.groups),
             Route("GET", _G, self.group),
             Route("GET", _G + "/consumers", self.consumers),
+            Route("GET", _G + "/consumers/{consumer}", self.consumer),
             Route("GET", _G + "/lags", self.lags),
+            Route("GET", _G + "/lags/{topic}/partitions/{partition}", self.lag),
             Route("GET", _G + "/lag-summary", self.lag_summary),
         ]
 
@@ -396,11 +398,8 @@ class V3Api:
         return Answer(self._group_json(call.base_url, self._visible_group(call, group)),
                       content_type=_JSON)
 
-    async def consumers(self, call: Call, cluster: str, group: str) -> Answer:
-        path = self._check_cluster(cluster)
-        view = self._visible_group(call, group)
-        base = f"{call.base_url}{path}/consumer-groups/{group}/consumers"
-        data = [{
+    def _consumer_json(self, base: str, group: str, m: MemberView) -> dict[str, Any]:
+        return {
             "kind": "KafkaConsumer",
             "metadata": {"self": f"{base}/{m.member_id}",
                          "resource_name": self._crn(f"consumer-group={group}",
@@ -411,8 +410,23 @@ class V3Api:
             "instance_id": m.group_instance_id,
             "client_id": m.client_id,
             "assignments": {"related": f"{base}/{m.member_id}/assignments"},
-        } for m in view.members]
+        }
+
+    async def consumers(self, call: Call, cluster: str, group: str) -> Answer:
+        path = self._check_cluster(cluster)
+        view = self._visible_group(call, group)
+        base = f"{call.base_url}{path}/consumer-groups/{group}/consumers"
+        data = [self._consumer_json(base, group, m) for m in view.members]
         return Answer(_listing("KafkaConsumerList", base, data), content_type=_JSON)
+
+    async def consumer(self, call: Call, cluster: str, group: str, consumer: str) -> Answer:
+        path = self._check_cluster(cluster)
+        view = self._visible_group(call, group)
+        base = f"{call.base_url}{path}/consumer-groups/{group}/consumers"
+        for m in view.members:
+            if m.member_id == consumer:
+                return Answer(self._consumer_json(base, group, m), content_type=_JSON)
+        raise ProxyError(404, 404, f"Consumer {consumer} cannot be found.")
 
     def _owners(self, view: GroupView) -> dict[tuple[str, int], tuple[str, str | None, str]]:
         return {
@@ -420,8 +434,7 @@ class V3Api:
             for m in view.members for tp in m.assignment
         }
 
-    async def lags(self, call: Call, cluster: str, group: str) -> Answer:
-        path = self._check_cluster(cluster)
+    def _lags(self, call: Call, path: str, group: str) -> list[dict[str, Any]]:
         view = self._visible_group(call, group)
         owners = self._owners(view)
         base = f"{call.base_url}{path}/consumer-groups/{group}/lags"
@@ -447,7 +460,23 @@ class V3Api:
                 "instance_id": owner[1],
                 "client_id": owner[2],
             })
-        return Answer(_listing("KafkaConsumerLagList", base, data), content_type=_JSON)
+        return data
+
+    async def lags(self, call: Call, cluster: str, group: str) -> Answer:
+        path = self._check_cluster(cluster)
+        base = f"{call.base_url}{path}/consumer-groups/{group}/lags"
+        return Answer(_listing("KafkaConsumerLagList", base, self._lags(call, path, group)),
+                      content_type=_JSON)
+
+    async def lag(
+        self, call: Call, cluster: str, group: str, topic: str, partition: str
+    ) -> Answer:
+        path = self._check_cluster(cluster)
+        for entry in self._lags(call, path, group):
+            if entry["topic_name"] == topic and str(entry["partition_id"]) == partition:
+                return Answer(entry, content_type=_JSON)
+        raise ProxyError(404, 404, f"No committed offset of {topic}-{partition} in group "
+                                   f"{group}.")
 
     async def lag_summary(self, call: Call, cluster: str, group: str) -> Answer:
         path = self._check_cluster(cluster)

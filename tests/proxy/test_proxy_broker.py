@@ -230,6 +230,11 @@ def test_the_v3_flows(broker: BrokerProcess) -> None:
     assert call(port, "GET", c + "/consumer-groups/v3group/lag-summary").json[
         "total_lag"] == 1
     assert lags[("v3topic", 1)]["consumer_id"] == consumers[0]["consumer_id"]
+    one_lag = call(port, "GET", c + "/consumer-groups/v3group/lags/v3topic/partitions/1").json
+    assert one_lag == lags[("v3topic", 1)]
+    member = consumers[0]["consumer_id"]
+    assert call(port, "GET", c + f"/consumer-groups/v3group/consumers/{member}").json == (
+        consumers[0])
     # A record JSON cannot decode is an error, and nothing is skipped.
     call(port, "POST", "/topics/v3topic/partitions/1", {"records": [{"value": "/w=="}]},
          content_type=BINARY_V2)
