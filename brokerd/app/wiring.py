@@ -128,6 +128,9 @@ class BrokerServices:
     #: The schema registry (None: ``--schema-registry none``), for the HTTP services
     #: that read it (the console, the proxy) and produce validation.
     registry: SchemaRegistry | None = None
+    #: Who an HTTP request is (``--http-auth``), one for every HTTP listener: a client
+    #: failing Basic logins is refused on all of them, not counted anew on each.
+    http_identity: HttpIdentity | None = None
 
 
 def build_services(settings: Settings, reactor: Any) -> BrokerServices:
@@ -168,6 +171,7 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
         readiness=readiness,
         edge=build_edge(settings),
         registry=build_schema_registry(broker, settings, reactor, readiness),
+        http_identity=http_identity(settings, reactor),
     )
     add_native(services, settings, reactor)
     log_anonymous_doors(settings)
@@ -568,7 +572,7 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
         sampler=sampler,
         registry=metrics.registry,
         readiness=services.readiness,
-        identity=http_identity(settings, reactor),
+        identity=services.http_identity or http_identity(settings, reactor),
         authorizer=services.authorization.authorizer,
         shares=services.share_inspector,
     )
@@ -613,7 +617,7 @@ def add_schema_registry(services: BrokerServices, settings: Settings, reactor: A
 
     site = make_registry_site(
         registry,
-        identity=http_identity(settings, reactor),
+        identity=services.http_identity or http_identity(settings, reactor),
         authorizer=services.authorization.authorizer,
     )
     bound = services.readiness.wait_for("schema registry listener", "not bound yet")

@@ -123,7 +123,8 @@ class _Call:
             return {}
         try:
             body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            # RecursionError: nesting deeper than the interpreter's stack.
             raise RegistryError(400, 400, f"Unrecognized request body: {e}") from None
         if not isinstance(body, dict):
             raise RegistryError(400, 400, "Unrecognized request body: not a JSON object")
@@ -331,7 +332,7 @@ class RegistryResource(Resource):
             subject, _schema_of(call.body()), normalize=call.flag("normalize"),
             deleted=call.flag("deleted"),
         )
-        return 200, _version_body(found)
+        return self._version_answer(call, found)
 
     async def delete_subject(self, call: _Call) -> Answer:
         subject = call.segments[1]
@@ -370,7 +371,7 @@ class RegistryResource(Resource):
         call.gate.subject(subject, Operation.READ)
         found = self._registry.resolve_version(subject, call.segments[3],
                                                deleted=call.flag("deleted"))
-        return 200, _version_body(found)
+        return self._version_answer(call, found)
 
     async def get_version_schema(self, call: _Call) -> Answer:
         subject = call.segments[1]
@@ -416,12 +417,21 @@ class RegistryResource(Resource):
         self._readable_carriers(call, schema_id)
         schema = self._registry.schema_by_id(schema_id)
         assert schema is not None
-        body: dict[str, Any] = {**_schema_fields(schema), "schema": schema.text}
+        return 200, {**_schema_fields(schema), "schema": self._text(call, schema_id, schema)}
+
+    def _text(self, call: _Call, schema_id: int, schema: Schema) -> str:
+        """The schema's text, or with ``?format=serialized`` a Protobuf schema's base64
+        ``FileDescriptorProto`` (what confluent-kafka's Protobuf serde asks for, when
+        the format offers it: an optional ``serialized()`` of its parsed schema)."""
         if call.arg("format") == "serialized" and schema.schema_type is SchemaType.PROTOBUF:
-            parsed = self._registry.parsed_by_id(schema_id)
-            serialized = getattr(parsed, "serialized", None)
+            serialized = getattr(self._registry.parsed_by_id(schema_id), "serialized", None)
             if callable(serialized):
-                body["schema"] = serialized()
+                return str(serialized())
+        return schema.text
+
+    def _version_answer(self, call: _Call, found: RegisteredSchema) -> Answer:
+        body = _version_body(found)
+        body["schema"] = self._text(call, found.schema_id, found.schema)
         return 200, body
 
     async def schema_text_by_id(self, call: _Call) -> Answer:

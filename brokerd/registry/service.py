@@ -133,10 +133,6 @@ def not_found_version(subject: str, version: object) -> RegistryError:
     return RegistryError(404, 40402, f"Version {version} not found.")
 
 
-def not_found_schema(what: object = "") -> RegistryError:
-    return RegistryError(404, 40403, f"Schema {what} not found.".replace("  ", " "))
-
-
 def not_permitted(message: str) -> RegistryError:
     return RegistryError(422, 42205, message)
 

@@ -135,6 +135,8 @@ def test_invalid_input_codes(rest: Rest) -> None:
     assert error(rest("PUT", "/mode", {"mode": "MAYBE"})) == (422, 42204)
     status, raw, _ = rest.raw("POST", "/subjects/x/versions", b"{]")
     assert status == 400 and json.loads(raw)["error_code"] == 400
+    status, raw, _ = rest.raw("POST", "/subjects/x/versions", b"[" * 100_000)
+    assert status == 400 and json.loads(raw)["error_code"] == 400
     status, raw, _ = rest.raw("POST", "/subjects/x/versions", b"{}", "text/html")
     assert status == 415
     status, raw, _ = rest.raw("POST", "/subjects/x/versions", b" " * (MAX_BODY_BYTES + 1))
