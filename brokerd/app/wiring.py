@@ -679,7 +679,7 @@ def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -
     InstancesService(ctx).setServiceParent(services.top)
     scheme = "https" if split_description(description)[0] == "ssl" else "http"
     site = make_site(
-        ctx, identity=http_identity(settings, reactor),
+        ctx, identity=services.http_identity or http_identity(settings, reactor),
         authorizer=services.authorization.authorizer, scheme=scheme,
         connections=ConnectionLimit(
             settings.limits.max_connections, "http-proxy", services.edge.addresses

@@ -3,6 +3,7 @@ it acts as the request's principal, with the ACLs a Kafka client would need."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from brokerd.security.acl import AclBinding, Operation, PatternType, Permission, ResourceType
 from brokerd.security.acl_store import AclStore
 
-from tests.brokerproc import BrokerProcess
+from tests.brokerproc import BrokerProcess, wait_for_port
 from tests.proxy.proxy_http import JSON_V2, call
 from tests.web.test_auth import write_credentials
 
@@ -39,6 +40,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "--credentials", write_credentials(tmp / "credentials.json"),
         "--authorizer", "acl", "--super-users", "User:admin", "--http-auth", "basic",
     )).start()
+    # start() waits for the Kafka listener; the proxy's binds beside it.
+    assert wait_for_port(proc.http_proxy_port, time.monotonic() + 30), proc.log()
     try:
         for topic in ("open", "secret", "readonly"):
             assert call(proc.http_proxy_port, "POST", CLUSTER + "/topics",

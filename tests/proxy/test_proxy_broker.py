@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.brokerproc import BrokerProcess
+from tests.brokerproc import BrokerProcess, wait_for_port
 from tests.proxy.proxy_http import BINARY_V2, JSON_V2, V2, call
 
 CLUSTER = "brokerd-single-node"
@@ -30,6 +30,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         # One connection for clients from 127.0.0.2 (the limits test), across listeners.
         "--max-connections-per-ip-overrides=127.0.0.2:1",
     )).start()
+    # start() waits for the native and Kafka listeners; the proxy's binds beside them.
+    assert wait_for_port(proc.http_proxy_port, time.monotonic() + 30), proc.log()
     try:
         yield proc
     finally:
