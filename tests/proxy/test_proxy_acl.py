@@ -84,6 +84,17 @@ def test_produce_needs_write(broker: BrokerProcess) -> None:
               {"value": {"type": "JSON", "data": 1}}, content_type="application/json",
               user=ALICE)
     assert v3.status == 403
+    # A schema registered on the way needs the registry's own rule: WRITE on the
+    # subject's topic (here another topic's subject).
+    schema = '{"type": "string"}'
+    other = call(port, "POST", CLUSTER + "/topics/open/records", {"value": {
+        "type": "AVRO", "subject": "secret-value", "schema": schema, "data": "x"}},
+        content_type="application/json", user=ALICE)
+    assert (other.status, other.json["error_code"]) == (403, 403), other
+    own = call(port, "POST", CLUSTER + "/topics/open/records", {"value": {
+        "type": "AVRO", "schema": schema, "data": "x"}},
+        content_type="application/json", user=ALICE)
+    assert own.status == 200, own
 
 
 def test_topic_administration_needs_kafkas_acls(broker: BrokerProcess) -> None:
