@@ -3,6 +3,8 @@ it acts as the request's principal, with the ACLs a Kafka client would need."""
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from collections.abc import Iterator
 
@@ -12,7 +14,7 @@ from brokerd.security.acl import AclBinding, Operation, PatternType, Permission,
 from brokerd.security.acl_store import AclStore
 
 from tests.brokerproc import BrokerProcess, wait_for_port
-from tests.proxy.proxy_http import JSON_V2, call
+from tests.proxy.proxy_http import BINARY_V2, JSON_V2, call
 from tests.web.test_auth import write_credentials
 
 ALICE = ("alice", "alice-secret")
@@ -114,7 +116,7 @@ def test_consumers_need_group_and_topic_read(broker: BrokerProcess) -> None:
     assert refused.status == 403
     base = "/consumers/alice-group/instances/c"
     assert call(port, "POST", "/consumers/alice-group",
-                {"name": "c", "format": "json", "auto.offset.reset": "earliest"},
+                {"name": "c", "format": "binary", "auto.offset.reset": "earliest"},
                 user=ALICE).status == 200
     try:
         assert call(port, "POST", base + "/subscription", {"topics": ["secret"]},
@@ -123,8 +125,9 @@ def test_consumers_need_group_and_topic_read(broker: BrokerProcess) -> None:
         assert call(port, "GET", base + "/assignments", user=ADMIN).status == 404
         assert call(port, "POST", base + "/subscription", {"topics": ["open"]},
                     user=ALICE).status == 204
-        read = call(port, "GET", base + "/records", accept=JSON_V2, user=ALICE)
-        assert read.status == 200 and [r["value"] for r in read.json] == [{"n": 1}]
+        read = call(port, "GET", base + "/records", accept=BINARY_V2, user=ALICE)
+        assert read.status == 200, read
+        assert json.loads(base64.b64decode(read.json[0]["value"])) == {"n": 1}
         assert call(port, "POST", base + "/offsets", user=ALICE).status == 200
     finally:
         call(port, "DELETE", base, user=ALICE)
