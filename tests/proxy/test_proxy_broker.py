@@ -143,16 +143,29 @@ def test_binary_produce_metadata_and_a_manual_assignment(broker: BrokerProcess) 
 
 def test_v2_errors(broker: BrokerProcess) -> None:
     port = broker.http_proxy_port
-    for path, code in (("/topics/nope", 40401), ("/topics/bin/partitions/9", 40402),
+    call(port, "POST", f"/v3/clusters/{CLUSTER}/topics", {
+        "topic_name": "small", "partitions_count": 2,
+        "configs": [{"name": "max.message.bytes", "value": "1000"}]},
+        content_type="application/json")
+    for path, code in (("/topics/nope", 40401), ("/topics/small/partitions/9", 40402),
                        ("/consumers/g/instances/nobody/assignments", 40403)):
         answer = call(port, "GET", path)
         assert (answer.status, answer.json["error_code"]) == (404, code), path
-    wrong = call(port, "POST", "/topics/bin", {"records": [{"value": 1}]},
+    wrong = call(port, "POST", "/topics/small", {"records": [{"value": 1}]},
                  content_type="text/plain")
     assert (wrong.status, wrong.json["error_code"]) == (415, 40601)
-    bad = call(port, "POST", "/topics/bin", raw=b"{not json", content_type=JSON_V2)
+    bad = call(port, "POST", "/topics/small", raw=b"{not json", content_type=JSON_V2)
     assert bad.status == 400
     assert call(port, "PATCH", "/topics").status == 405
+    # Errors per record: a partition that does not exist, a batch over max.message.bytes.
+    answer = call(port, "POST", "/topics/small", {"records": [
+        {"value": "ok", "partition": 0}, {"value": "x" * 2000, "partition": 1},
+        {"value": "nowhere", "partition": 7}]}, content_type=JSON_V2)
+    assert answer.status == 200
+    ok, big, nowhere = answer.json["offsets"]
+    assert (ok["offset"], ok["error_code"]) == (0, None)
+    assert (big["offset"], big["error_code"]) == (None, 413) and big["error"]
+    assert (nowhere["offset"], nowhere["error_code"]) == (None, 40402)
 
 
 def test_the_v3_flows(broker: BrokerProcess) -> None:
