@@ -17,9 +17,9 @@ the last added first, each after the previous one finished)::
     ├── schema registry             tails _schemas (unless --schema-registry none)
     ├── console sampler             (unless --http none)
     ├── HTTP endpoint               metrics, health checks, console (unless --http none)
-    ├── schema registry listener    Confluent's REST API
     ├── REST Proxy instances        close (leave their groups) after its listener stops
     ├── REST Proxy listener         (unless --http-proxy none)
+    ├── schema registry listener    Confluent's REST API
     └── readiness notifier          STOPPING=1 first
 
 So at SIGTERM the listeners stop accepting first; the broker then refuses new appends,
@@ -66,7 +66,6 @@ if TYPE_CHECKING:
     from brokerd.net.connlimit import AddressLimits
     from brokerd.net.request_budget import RequestBudget
     from brokerd.net.tls import ClientVerification
-    from brokerd.registry.model import SchemaLookup
     from brokerd.registry.service import SchemaRegistry
     from brokerd.security.acl import AclAuthorizer
     from brokerd.storage.logdir.log_directory import LogDirectory
@@ -181,8 +180,8 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
         # Before the HTTP services that read it, so it stops after them.
         services.registry.setServiceParent(top)
     add_http(services, settings, reactor, services.registry)
+    add_http_proxy(services, settings, reactor)
     add_schema_registry(services, settings, reactor)
-    add_http_proxy(services, settings, reactor, services.registry)
     ReadyNotifier(reactor).setServiceParent(top)
     # Runs once the service tree has started (twistd starts it before the reactor runs).
     reactor.callWhenRunning(start_gc.resume)
@@ -653,16 +652,11 @@ def add_schema_registry(services: BrokerServices, settings: Settings, reactor: A
     )
 
 
-def add_http_proxy(
-    services: BrokerServices,
-    settings: Settings,
-    reactor: Any,
-    registry: SchemaLookup | None = None,
-) -> None:
+def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -> None:
     """The REST Proxy (unless ``--http-proxy none``): Confluent's v2 and v3 APIs
     (``brokerd.proxy``), with the ``--http-auth`` identity and the ACLs; its consumer
     instances are members of the coordinator's groups; the schema formats go through
-    ``registry`` (None: refused)."""
+    the schema registry (refused with ``--schema-registry none``)."""
     description = settings.listeners.http_proxy
     if description is None:
         return
@@ -670,6 +664,7 @@ def add_http_proxy(
     from brokerd.kafka.groups.admin import operator_error
     from brokerd.kafka.groups.proxy_members import ProxyMembers
     from brokerd.kafka.listener.protocol import DEFAULT_CLUSTER_ID
+    from brokerd.net.connlimit import ConnectionLimit
     from brokerd.proxy.context import ProxyContext
     from brokerd.proxy.instances import ConsumerInstances
     from brokerd.proxy.limits import ProxyLimits
@@ -694,7 +689,7 @@ def add_http_proxy(
         appender=Appender(broker, lambda: int(reactor.seconds() * 1000)),
         instances=ConsumerInstances(members, reactor, limits),
         limits=limits,
-        registry=registry,
+        registry=services.registry,
         cluster_id=DEFAULT_CLUSTER_ID,
         kafka_host=settings.listeners.advertised_host or "127.0.0.1",
         kafka_port=kafka_port,
@@ -702,8 +697,11 @@ def add_http_proxy(
     InstancesService(ctx).setServiceParent(services.top)
     scheme = "https" if split_description(description)[0] == "ssl" else "http"
     site = make_site(
-        ctx, identity=http_identity(settings, reactor),
+        ctx, identity=services.http_identity or http_identity(settings, reactor),
         authorizer=services.authorization.authorizer, scheme=scheme,
+        connections=ConnectionLimit(
+            settings.limits.max_connections, "http-proxy", services.edge.addresses
+        ),
     )
     bound = services.readiness.wait_for("http proxy listener", "not bound yet")
 

@@ -31,6 +31,7 @@ from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
+from brokerd.net.connlimit import ConnectionLimit
 from brokerd.proxy.access import Access
 from brokerd.proxy.errors import (
     KAFKA_ERROR,
@@ -279,12 +280,43 @@ def _write(request: Request, answer: Answer) -> None:
     request.finish()
 
 
-def make_proxy_site(resource: ProxyResource, limits: ProxyLimits) -> Site:
-    site = Site(resource)
+class LimitedSite(Site):
+    """A Site that admits a connection only within ``connections`` (the listener's
+    ``--max-connections`` and the per-address limits the other listeners share), so the
+    bodies held at once are bounded too: at most connections x the body limit."""
+
+    def __init__(self, resource: Resource, connections: ConnectionLimit | None) -> None:
+        super().__init__(resource)
+        self._connections = connections
+
+    def buildProtocol(self, addr: Any) -> Any:
+        limit = self._connections
+        host = str(getattr(addr, "host", ""))
+        if limit is not None and not limit.admit(host):
+            return None  # Twisted closes the socket at once
+        protocol = super().buildProtocol(addr)
+        if limit is not None and protocol is not None:
+            lost = protocol.connectionLost
+
+            def released(reason: Failure) -> None:
+                limit.release(host)
+                lost(reason)
+
+            protocol.connectionLost = released
+        return protocol
+
+
+def make_proxy_site(
+    resource: ProxyResource, limits: ProxyLimits, connections: ConnectionLimit | None = None
+) -> Site:
+    site = LimitedSite(resource, connections)
     site.requestFactory = bounded_request(limits.max_body_bytes)
     site.noisy = False
     site.log = lambda request: None  # type: ignore[method-assign]
     return site
 
 
-__all__ = ["Answer", "Call", "ProxyResource", "Route", "make_proxy_site", "parse_json", "too_deep"]
+__all__ = [
+    "Answer", "Call", "LimitedSite", "ProxyResource", "Route", "make_proxy_site", "parse_json",
+    "too_deep",
+]

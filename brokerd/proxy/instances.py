@@ -15,7 +15,7 @@ outside the group protocol (allowed while the group has no members, as Kafka's).
 
 Positions: a partition without one starts at the group's committed offset, else where
 ``auto.offset.reset`` says (earliest or latest; ``none`` is an error). A records call
-moves them past what it answered; ``auto.commit.enable`` (Kafka's default, true) commits
+moves them past what it answered; ``auto.commit.enable`` (true by default, as Kafka's) commits
 them at the start of the next records call and at deletion, as a Kafka consumer's poll
 does.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from twisted.application import service
 from twisted.web.server import Site
 
+from brokerd.net.connlimit import ConnectionLimit
 from brokerd.proxy.context import ProxyContext
 from brokerd.proxy.http import ProxyResource, make_proxy_site
 from brokerd.proxy.v2 import V2Api
@@ -23,12 +24,13 @@ def make_site(
     identity: HttpIdentity,
     authorizer: AclAuthorizer | None,
     scheme: str = "http",
+    connections: ConnectionLimit | None = None,
 ) -> Site:
     routes = [*V3Api(ctx).routes(), *V2Api(ctx).routes()]
     resource = ProxyResource(
         routes, identity=identity, authorizer=authorizer, limits=ctx.limits, scheme=scheme
     )
-    return make_proxy_site(resource, ctx.limits)
+    return make_proxy_site(resource, ctx.limits, connections)
 
 
 class InstancesService(service.Service):

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from brokerd.admin.views import GroupView, TopicView
+from brokerd.admin.views import GroupView, MemberView, TopicView
 from brokerd.proxy.context import ProxyContext
 from brokerd.proxy.embedded import encode_with
 from brokerd.proxy.errors import (
@@ -34,6 +34,7 @@ from brokerd.proxy.errors import (
 )
 from brokerd.proxy.http import Answer, Call, Route, too_deep
 from brokerd.proxy.produce import OutRecord
+from brokerd.registry.acl import subject_topic
 from brokerd.registry.model import RegistryError, Schema, SchemaType
 from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.config.topic_config import TOPIC_CONFIGS
@@ -81,7 +82,9 @@ class V3Api:
             Route("GET", _C + "/consumer-groups", self.groups),
             Route("GET", _G, self.group),
             Route("GET", _G + "/consumers", self.consumers),
+            Route("GET", _G + "/consumers/{consumer}", self.consumer),
             Route("GET", _G + "/lags", self.lags),
+            Route("GET", _G + "/lags/{topic}/partitions/{partition}", self.lag),
             Route("GET", _G + "/lag-summary", self.lag_summary),
         ]
 
@@ -396,11 +399,8 @@ class V3Api:
         return Answer(self._group_json(call.base_url, self._visible_group(call, group)),
                       content_type=_JSON)
 
-    async def consumers(self, call: Call, cluster: str, group: str) -> Answer:
-        path = self._check_cluster(cluster)
-        view = self._visible_group(call, group)
-        base = f"{call.base_url}{path}/consumer-groups/{group}/consumers"
-        data = [{
+    def _consumer_json(self, base: str, group: str, m: MemberView) -> dict[str, Any]:
+        return {
             "kind": "KafkaConsumer",
             "metadata": {"self": f"{base}/{m.member_id}",
                          "resource_name": self._crn(f"consumer-group={group}",
@@ -411,8 +411,23 @@ class V3Api:
             "instance_id": m.group_instance_id,
             "client_id": m.client_id,
             "assignments": {"related": f"{base}/{m.member_id}/assignments"},
-        } for m in view.members]
+        }
+
+    async def consumers(self, call: Call, cluster: str, group: str) -> Answer:
+        path = self._check_cluster(cluster)
+        view = self._visible_group(call, group)
+        base = f"{call.base_url}{path}/consumer-groups/{group}/consumers"
+        data = [self._consumer_json(base, group, m) for m in view.members]
         return Answer(_listing("KafkaConsumerList", base, data), content_type=_JSON)
+
+    async def consumer(self, call: Call, cluster: str, group: str, consumer: str) -> Answer:
+        path = self._check_cluster(cluster)
+        view = self._visible_group(call, group)
+        base = f"{call.base_url}{path}/consumer-groups/{group}/consumers"
+        for m in view.members:
+            if m.member_id == consumer:
+                return Answer(self._consumer_json(base, group, m), content_type=_JSON)
+        raise ProxyError(404, 404, f"Consumer {consumer} cannot be found.")
 
     def _owners(self, view: GroupView) -> dict[tuple[str, int], tuple[str, str | None, str]]:
         return {
@@ -420,8 +435,7 @@ class V3Api:
             for m in view.members for tp in m.assignment
         }
 
-    async def lags(self, call: Call, cluster: str, group: str) -> Answer:
-        path = self._check_cluster(cluster)
+    def _lags(self, call: Call, path: str, group: str) -> list[dict[str, Any]]:
         view = self._visible_group(call, group)
         owners = self._owners(view)
         base = f"{call.base_url}{path}/consumer-groups/{group}/lags"
@@ -447,7 +461,23 @@ class V3Api:
                 "instance_id": owner[1],
                 "client_id": owner[2],
             })
-        return Answer(_listing("KafkaConsumerLagList", base, data), content_type=_JSON)
+        return data
+
+    async def lags(self, call: Call, cluster: str, group: str) -> Answer:
+        path = self._check_cluster(cluster)
+        base = f"{call.base_url}{path}/consumer-groups/{group}/lags"
+        return Answer(_listing("KafkaConsumerLagList", base, self._lags(call, path, group)),
+                      content_type=_JSON)
+
+    async def lag(
+        self, call: Call, cluster: str, group: str, topic: str, partition: str
+    ) -> Answer:
+        path = self._check_cluster(cluster)
+        for entry in self._lags(call, path, group):
+            if entry["topic_name"] == topic and str(entry["partition_id"]) == partition:
+                return Answer(entry, content_type=_JSON)
+        raise ProxyError(404, 404, f"No committed offset of {topic}-{partition} in group "
+                                   f"{group}.")
 
     async def lag_summary(self, call: Call, cluster: str, group: str) -> Answer:
         path = self._check_cluster(cluster)
@@ -474,11 +504,12 @@ class V3Api:
         self._check_cluster(cluster)
         call.access.topic(Operation.WRITE, topic)
         records = _json_stream(call.body, self._ctx.limits.max_records_per_produce)
-        info = await self._ctx.appender.topic(topic)
+        # The topic first (40401 for the whole stream when it is missing).
+        await self._ctx.appender.topic(topic)
         answers: list[dict[str, Any]] = []
         for record in records:
             try:
-                answers.append(await self._produce_one(topic, info.partitions, record))
+                answers.append(await self._produce_one(call, topic, record))
             except ProxyError as e:
                 answers.append({"error_code": e.http_status if e.error_code >= 1000
                                 else e.error_code, "message": e.message})
@@ -489,15 +520,15 @@ class V3Api:
         raw = b"".join(json.dumps(a, separators=(",", ":")).encode() for a in answers)
         return Answer(raw=raw, content_type=_JSON)
 
-    async def _produce_one(self, topic: str, partitions: int, record: object) -> dict[str, Any]:
+    async def _produce_one(self, call: Call, topic: str, record: object) -> dict[str, Any]:
         if not isinstance(record, dict):
             raise bad_request("a record is a JSON object")
         partition = record.get("partition_id")
         if partition is not None and (isinstance(partition, bool) or not isinstance(
                 partition, int)):
             raise bad_request("partition_id must be an integer")
-        key, key_type = await self._data(topic, "key", record.get("key"))
-        value, value_type = await self._data(topic, "value", record.get("value"))
+        key, key_type = await self._data(call, topic, "key", record.get("key"))
+        value, value_type = await self._data(call, topic, "value", record.get("value"))
         headers = []
         raw_headers = record.get("headers") or []
         if not isinstance(raw_headers, list) or len(raw_headers) > 1000:
@@ -528,7 +559,9 @@ class V3Api:
             "type": value_type, "size": len(value) if value is not None else 0}
         return answer
 
-    async def _data(self, topic: str, part: str, data: object) -> tuple[bytes | None, str | None]:
+    async def _data(
+        self, call: Call, topic: str, part: str, data: object
+    ) -> tuple[bytes | None, str | None]:
         """A v3 record's key or value: its bytes and the type answered."""
         if data is None:
             return None, None
@@ -549,31 +582,34 @@ class V3Api:
         if kind == "JSON":
             return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(), kind
         if kind in _SCHEMA_TYPES or "schema_id" in data or "schema" in data:
-            return await self._schema_data(topic, part, kind, data)
+            return await self._schema_data(call, topic, part, kind, data)
         raise bad_request(f"{part} type {kind or 'missing'}: BINARY, JSON, STRING, AVRO, "
                           "PROTOBUF or JSONSCHEMA")
 
     async def _schema_data(
-        self, topic: str, part: str, kind: str, data: Mapping[str, Any]
+        self, call: Call, topic: str, part: str, kind: str, data: Mapping[str, Any]
     ) -> tuple[bytes | None, str]:
         registry = self._ctx.registry
         if registry is None:
             raise ProxyError(400, 400, "schema types need the Schema Registry "
                                        "(--schema-registry)")
-        subject = data.get("subject") or f"{topic}-{part}"
+        subject = str(data.get("subject") or f"{topic}-{part}")
         schema_id = data.get("schema_id")
         if schema_id is None and isinstance(data.get("schema"), str):
+            # The registry's own rule for registering: WRITE on the subject's topic.
+            call.access.topic(Operation.WRITE, subject_topic(subject))
             schema_type = _SCHEMA_TYPES.get(kind)
             if schema_type is None:
                 raise bad_request(f"{part}: a schema needs type AVRO, PROTOBUF or JSONSCHEMA")
             try:
-                registered = await registry.register(str(subject),
+                registered = await registry.register(subject,
                                                      Schema(schema_type, data["schema"]))
             except RegistryError as e:
                 raise ProxyError(e.http_status, e.error_code, e.message) from None
             schema_id = registered.schema_id
         elif schema_id is None:
-            latest = registry.latest(str(subject))
+            call.access.topic(Operation.READ, subject_topic(subject))
+            latest = registry.latest(subject)
             if latest is None:
                 raise ProxyError(400, 40403, f"no schema for subject {subject}")
             schema_id = latest.schema_id

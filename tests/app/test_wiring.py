@@ -55,8 +55,8 @@ def test_the_tree_in_its_shutdown_order(tmp_path: Path) -> None:
         SchemaRegistry,
         ConsoleSampler,
         StreamServerEndpointService,
-        StreamServerEndpointService,
         InstancesService,
+        StreamServerEndpointService,
         StreamServerEndpointService,
         ReadyNotifier,
     ]

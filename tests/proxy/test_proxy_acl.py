@@ -3,6 +3,9 @@ it acts as the request's principal, with the ACLs a Kafka client would need."""
 
 from __future__ import annotations
 
+import base64
+import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -10,8 +13,8 @@ import pytest
 from brokerd.security.acl import AclBinding, Operation, PatternType, Permission, ResourceType
 from brokerd.security.acl_store import AclStore
 
-from tests.brokerproc import BrokerProcess
-from tests.proxy.proxy_http import JSON_V2, call
+from tests.brokerproc import BrokerProcess, wait_for_port
+from tests.proxy.proxy_http import BINARY_V2, JSON_V2, call
 from tests.web.test_auth import write_credentials
 
 ALICE = ("alice", "alice-secret")
@@ -39,6 +42,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "--credentials", write_credentials(tmp / "credentials.json"),
         "--authorizer", "acl", "--super-users", "User:admin", "--http-auth", "basic",
     )).start()
+    # start() waits for the Kafka listener; the proxy's binds beside it.
+    assert wait_for_port(proc.http_proxy_port, time.monotonic() + 30), proc.log()
     try:
         for topic in ("open", "secret", "readonly"):
             assert call(proc.http_proxy_port, "POST", CLUSTER + "/topics",
@@ -81,6 +86,17 @@ def test_produce_needs_write(broker: BrokerProcess) -> None:
               {"value": {"type": "JSON", "data": 1}}, content_type="application/json",
               user=ALICE)
     assert v3.status == 403
+    # A schema registered on the way needs the registry's own rule: WRITE on the
+    # subject's topic (here another topic's subject).
+    schema = '{"type": "string"}'
+    other = call(port, "POST", CLUSTER + "/topics/open/records", {"value": {
+        "type": "AVRO", "subject": "secret-value", "schema": schema, "data": "x"}},
+        content_type="application/json", user=ALICE)
+    assert (other.status, other.json["error_code"]) == (403, 403), other
+    own = call(port, "POST", CLUSTER + "/topics/open/records", {"value": {
+        "type": "AVRO", "schema": schema, "data": "x"}},
+        content_type="application/json", user=ALICE)
+    assert own.status == 200, own
 
 
 def test_topic_administration_needs_kafkas_acls(broker: BrokerProcess) -> None:
@@ -100,7 +116,7 @@ def test_consumers_need_group_and_topic_read(broker: BrokerProcess) -> None:
     assert refused.status == 403
     base = "/consumers/alice-group/instances/c"
     assert call(port, "POST", "/consumers/alice-group",
-                {"name": "c", "format": "json", "auto.offset.reset": "earliest"},
+                {"name": "c", "format": "binary", "auto.offset.reset": "earliest"},
                 user=ALICE).status == 200
     try:
         assert call(port, "POST", base + "/subscription", {"topics": ["secret"]},
@@ -109,8 +125,9 @@ def test_consumers_need_group_and_topic_read(broker: BrokerProcess) -> None:
         assert call(port, "GET", base + "/assignments", user=ADMIN).status == 404
         assert call(port, "POST", base + "/subscription", {"topics": ["open"]},
                     user=ALICE).status == 204
-        read = call(port, "GET", base + "/records", accept=JSON_V2, user=ALICE)
-        assert read.status == 200 and [r["value"] for r in read.json] == [{"n": 1}]
+        read = call(port, "GET", base + "/records", accept=BINARY_V2, user=ALICE)
+        assert read.status == 200, read
+        assert json.loads(base64.b64decode(read.json[0]["value"])) == {"n": 1}
         assert call(port, "POST", base + "/offsets", user=ALICE).status == 200
     finally:
         call(port, "DELETE", base, user=ALICE)

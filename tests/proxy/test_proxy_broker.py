@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.brokerproc import BrokerProcess
+from tests.brokerproc import BrokerProcess, wait_for_port
 from tests.proxy.proxy_http import BINARY_V2, JSON_V2, V2, call
 
 CLUSTER = "brokerd-single-node"
@@ -27,7 +27,11 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     # Short heartbeats: a group's partitions move within a second, not five.
     proc = BrokerProcess(data, args=(
         "--group-consumer-heartbeat-interval-ms=200", "--fsync=never",
+        # One connection for clients from 127.0.0.2 (the limits test), across listeners.
+        "--max-connections-per-ip-overrides=127.0.0.2:1",
     )).start()
+    # start() waits for the native and Kafka listeners; the proxy's binds beside them.
+    assert wait_for_port(proc.http_proxy_port, time.monotonic() + 30), proc.log()
     try:
         yield proc
     finally:
@@ -139,16 +143,29 @@ def test_binary_produce_metadata_and_a_manual_assignment(broker: BrokerProcess) 
 
 def test_v2_errors(broker: BrokerProcess) -> None:
     port = broker.http_proxy_port
-    for path, code in (("/topics/nope", 40401), ("/topics/bin/partitions/9", 40402),
+    call(port, "POST", f"/v3/clusters/{CLUSTER}/topics", {
+        "topic_name": "small", "partitions_count": 2,
+        "configs": [{"name": "max.message.bytes", "value": "1000"}]},
+        content_type="application/json")
+    for path, code in (("/topics/nope", 40401), ("/topics/small/partitions/9", 40402),
                        ("/consumers/g/instances/nobody/assignments", 40403)):
         answer = call(port, "GET", path)
         assert (answer.status, answer.json["error_code"]) == (404, code), path
-    wrong = call(port, "POST", "/topics/bin", {"records": [{"value": 1}]},
+    wrong = call(port, "POST", "/topics/small", {"records": [{"value": 1}]},
                  content_type="text/plain")
     assert (wrong.status, wrong.json["error_code"]) == (415, 40601)
-    bad = call(port, "POST", "/topics/bin", raw=b"{not json", content_type=JSON_V2)
+    bad = call(port, "POST", "/topics/small", raw=b"{not json", content_type=JSON_V2)
     assert bad.status == 400
     assert call(port, "PATCH", "/topics").status == 405
+    # Errors per record: a partition that does not exist, a batch over max.message.bytes.
+    answer = call(port, "POST", "/topics/small", {"records": [
+        {"value": "ok", "partition": 0}, {"value": "x" * 2000, "partition": 1},
+        {"value": "nowhere", "partition": 7}]}, content_type=JSON_V2)
+    assert answer.status == 200
+    ok, big, nowhere = answer.json["offsets"]
+    assert (ok["offset"], ok["error_code"]) == (0, None)
+    assert (big["offset"], big["error_code"]) == (None, 413) and big["error"]
+    assert (nowhere["offset"], nowhere["error_code"]) == (None, 40402)
 
 
 def test_the_v3_flows(broker: BrokerProcess) -> None:
@@ -228,6 +245,11 @@ def test_the_v3_flows(broker: BrokerProcess) -> None:
     assert call(port, "GET", c + "/consumer-groups/v3group/lag-summary").json[
         "total_lag"] == 1
     assert lags[("v3topic", 1)]["consumer_id"] == consumers[0]["consumer_id"]
+    one_lag = call(port, "GET", c + "/consumer-groups/v3group/lags/v3topic/partitions/1").json
+    assert one_lag == lags[("v3topic", 1)]
+    member = consumers[0]["consumer_id"]
+    assert call(port, "GET", c + f"/consumer-groups/v3group/consumers/{member}").json == (
+        consumers[0])
     # A record JSON cannot decode is an error, and nothing is skipped.
     call(port, "POST", "/topics/v3topic/partitions/1", {"records": [{"value": "/w=="}]},
          content_type=BINARY_V2)
@@ -471,3 +493,39 @@ def test_a_records_call_waits_for_data_and_max_bytes_bounds_it(broker: BrokerPro
     # A budget smaller than one record still answers that record.
     assert len(call(port, "GET", base + "/records?max_bytes=1", accept=BINARY_V2).json) == 1
     call(port, "DELETE", base)
+
+
+def test_connections_are_counted_with_the_other_listeners(broker: BrokerProcess) -> None:
+    import socket
+
+    def connect() -> socket.socket:
+        sock = socket.socket()
+        sock.settimeout(5)
+        sock.bind(("127.0.0.2", 0))
+        sock.connect(("127.0.0.1", broker.http_proxy_port))
+        return sock
+
+    request = b"GET /brokers HTTP/1.1\r\nHost: x\r\n\r\n"
+    first = connect()
+    try:
+        first.sendall(request)
+        assert first.recv(4096).startswith(b"HTTP/1.1 200")
+        with connect() as second:
+            # Refused: closed at once, unanswered (a reset if the request was sent).
+            try:
+                second.sendall(request)
+                assert second.recv(4096) == b""
+            except ConnectionResetError:
+                pass
+    finally:
+        first.close()
+    for _ in range(50):  # the close reaches the broker soon after
+        with connect() as third:
+            try:
+                third.sendall(request)
+                if third.recv(4096).startswith(b"HTTP/1.1 200"):
+                    break
+            except ConnectionResetError:
+                time.sleep(0.02)
+    else:
+        raise AssertionError("the address's slot did not come back")
