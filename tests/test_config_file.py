@@ -322,6 +322,7 @@ class ConfigBroker(BrokerProcess):
             f'native = "tcp:{self.native_port}:interface=127.0.0.1"\n'
             f'kafka = "tcp:{self.kafka_port}:interface=127.0.0.1"\n'
             f'http = "tcp:{self.http_port}:interface=127.0.0.1"\n'
+            f'schema-registry = "tcp:{self.schema_registry_port}:interface=127.0.0.1"\n'
             'fsync = "never"\n'
             "segment-bytes = 65536\n"
             "no-auto-create = true\n"

@@ -14,9 +14,9 @@ the last added first, each after the previous one finished)::
     │   └── store recovery          no reopen while the stores close
     ├── native listener             (unless --native none)
     ├── Kafka listener              (unless --kafka none)
+    ├── schema registry             tails _schemas (unless --schema-registry none)
     ├── console sampler             (unless --http none)
     ├── HTTP endpoint               metrics, health checks, console (unless --http none)
-    ├── schema registry             tails _schemas (unless --schema-registry none)
     ├── schema registry listener    Confluent's REST API
     └── readiness notifier          STOPPING=1 first
 
@@ -123,6 +123,12 @@ class BrokerServices:
     metrics: BrokerMetrics | None
     readiness: Readiness
     edge: Edge
+    #: The schema registry (None: ``--schema-registry none``), for the HTTP services
+    #: that read it (the console, the proxy) and produce validation.
+    registry: SchemaRegistry | None = None
+    #: Who an HTTP request is (``--http-auth``), one for every HTTP listener: a client
+    #: failing Basic logins is refused on all of them, not counted anew on each.
+    http_identity: HttpIdentity | None = None
 
 
 def build_services(settings: Settings, reactor: Any) -> BrokerServices:
@@ -151,6 +157,7 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     )
     if metrics is not None:
         metrics.add_share_groups(share_inspector)
+    readiness = build_readiness(inspector, coordinators)
     services = BrokerServices(
         top=top,
         broker=broker,
@@ -159,16 +166,19 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
         share_inspector=share_inspector,
         authorization=authorization,
         metrics=metrics,
-        readiness=build_readiness(inspector, coordinators),
+        readiness=readiness,
         edge=build_edge(settings),
+        registry=build_schema_registry(broker, settings, reactor, readiness),
+        http_identity=http_identity(settings, reactor),
     )
     add_native(services, settings, reactor)
     log_anonymous_doors(settings)
     add_kafka(services, settings, reactor)
-    # Built before the HTTP endpoint, whose console reads it; started after it.
-    schemas = build_schema_registry(services, settings, reactor)
-    add_http(services, settings, reactor, schemas)
-    add_schema_registry(services, settings, reactor, schemas)
+    if services.registry is not None:
+        # Before the HTTP services that read it, so it stops after them.
+        services.registry.setServiceParent(top)
+    add_http(services, settings, reactor)
+    add_schema_registry(services, settings, reactor)
     ReadyNotifier(reactor).setServiceParent(top)
     # Runs once the service tree has started (twistd starts it before the reactor runs).
     reactor.callWhenRunning(start_gc.resume)
@@ -541,13 +551,10 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
     ).setServiceParent(services.top)
 
 
-def add_http(
-    services: BrokerServices, settings: Settings, reactor: Any,
-    schemas: SchemaRegistry | None = None,
-) -> None:
+def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None:
     """The HTTP endpoint (unless ``--http none``): console, metrics and health checks
     (``brokerd.web``), showing each principal what the authorizer lets it DESCRIBE; the
-    console's registry pages and record decoding read ``schemas`` (None: none)."""
+    console's registry pages and record decoding read the schema registry (if on)."""
     description, metrics = settings.listeners.http, services.metrics
     if description is None or metrics is None:
         return
@@ -574,11 +581,11 @@ def add_http(
         sampler=sampler,
         registry=metrics.registry,
         readiness=services.readiness,
-        identity=http_identity(settings, reactor),
+        identity=services.http_identity or http_identity(settings, reactor),
         authorizer=services.authorization.authorizer,
         shares=services.share_inspector,
         data=BrokerData(services.broker, admin),
-        schemas=schemas,
+        schemas=services.registry,
         actions=settings.web.console_actions,
     )
     bound = services.readiness.wait_for("http listener", "not bound yet")
@@ -596,38 +603,33 @@ def add_http(
 
 
 def build_schema_registry(
-    services: BrokerServices, settings: Settings, reactor: Any
+    broker: Broker, settings: Settings, reactor: Any, readiness: Readiness
 ) -> SchemaRegistry | None:
-    """The schema registry's service, not yet in the tree (None with
-    ``--schema-registry none``): the console reads it too."""
+    """The schema registry (unless ``--schema-registry none``): the service tailing
+    ``_schemas`` (ready once replayed), installed as the core's validator of topics with
+    ``confluent.*.schema.validation``. The caller adds it to the tree."""
     if settings.listeners.schema_registry is None:
         return None
     from brokerd.registry.service import SchemaRegistry
+    from brokerd.registry.validation import SchemaValidator
 
-    replayed = services.readiness.wait_for("schema registry", "reading _schemas")
-    return SchemaRegistry(services.broker, clock=reactor, on_ready=replayed)
+    replayed = readiness.wait_for("schema registry", "reading _schemas")
+    registry = SchemaRegistry(broker, clock=reactor, on_ready=replayed)
+    broker.set_record_validator(SchemaValidator(registry).validate)
+    return registry
 
 
-def add_schema_registry(
-    services: BrokerServices, settings: Settings, reactor: Any,
-    registry: SchemaRegistry | None,
-) -> None:
-    """The schema registry (unless ``--schema-registry none``): the service tailing
-    ``_schemas``, its REST listener (``--http-auth``, ``--authorizer`` as the console),
-    and the produce validation of topics with ``confluent.*.schema.validation``. The
-    registry is added before its listener, so the listener stops first."""
-    description = settings.listeners.schema_registry
+def add_schema_registry(services: BrokerServices, settings: Settings, reactor: Any) -> None:
+    """The schema registry's REST listener (``--http-auth`` and ``--authorizer`` as the
+    console's)."""
+    description, registry = settings.listeners.schema_registry, services.registry
     if description is None or registry is None:
         return
     from brokerd.registry.http import make_registry_site
-    from brokerd.registry.validation import SchemaValidator
 
-    broker = services.broker
-    registry.setServiceParent(services.top)
-    broker.set_record_validator(SchemaValidator(registry).validate)
     site = make_registry_site(
         registry,
-        identity=http_identity(settings, reactor),
+        identity=services.http_identity or http_identity(settings, reactor),
         authorizer=services.authorization.authorizer,
     )
     bound = services.readiness.wait_for("schema registry listener", "not bound yet")

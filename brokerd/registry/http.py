@@ -123,7 +123,8 @@ class _Call:
             return {}
         try:
             body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            # RecursionError: nesting deeper than the interpreter's stack.
             raise RegistryError(400, 400, f"Unrecognized request body: {e}") from None
         if not isinstance(body, dict):
             raise RegistryError(400, 400, "Unrecognized request body: not a JSON object")
@@ -256,10 +257,11 @@ class RegistryResource(Resource):
         call = _Call(request, segments, gate)
         # A client that goes away does not cancel its request: a write it started is
         # carried out (and its answer dropped), as a registry cannot half-register.
-        request.notifyFinish().addErrback(lambda _f: None)
+        gone: list[bool] = []
+        request.notifyFinish().addErrback(lambda _f: gone.append(True))
         d = defer.Deferred.fromCoroutine(self._dispatch(call))
-        d.addCallbacks(lambda answer: self._answer(request, answer),
-                       lambda f: self._failed(request, f))
+        d.addCallbacks(self._answer, self._failed, callbackArgs=(request, gone),
+                       errbackArgs=(request, gone))
         return NOT_DONE_YET
 
     async def _dispatch(self, call: _Call) -> Answer:
@@ -270,8 +272,8 @@ class RegistryResource(Resource):
         answer: Answer = await method(call)
         return answer
 
-    def _answer(self, request: Request, answer: Answer) -> None:
-        if request.finished or request._disconnected:
+    def _answer(self, answer: Answer, request: Request, gone: list[bool]) -> None:
+        if gone:  # the client went away: nobody to answer
             return
         status, body = answer
         request.setResponseCode(status)
@@ -281,15 +283,15 @@ class RegistryResource(Resource):
             request.write(json.dumps(body).encode("utf-8"))
         request.finish()
 
-    def _failed(self, request: Request, failure: Failure) -> None:
-        if request.finished or request._disconnected:
-            return
+    def _failed(self, failure: Failure, request: Request, gone: list[bool]) -> None:
         error = failure.value
         if not isinstance(error, RegistryError):
-            if not failure.check(defer.CancelledError):
-                _log.failure("schema registry request {path}", failure,
-                             path=request.path.decode("latin-1"))
+            # Unexpected: logged even when the client is gone.
+            _log.failure("schema registry request {path}", failure,
+                         path=request.path.decode("latin-1"))
             error = RegistryError(500, 50001, f"Error in the backend data store: {error}")
+        if gone:
+            return
         request.write(self._error(request, error))
         request.finish()
 
@@ -330,7 +332,7 @@ class RegistryResource(Resource):
             subject, _schema_of(call.body()), normalize=call.flag("normalize"),
             deleted=call.flag("deleted"),
         )
-        return 200, _version_body(found)
+        return self._version_answer(call, found)
 
     async def delete_subject(self, call: _Call) -> Answer:
         subject = call.segments[1]
@@ -369,7 +371,7 @@ class RegistryResource(Resource):
         call.gate.subject(subject, Operation.READ)
         found = self._registry.resolve_version(subject, call.segments[3],
                                                deleted=call.flag("deleted"))
-        return 200, _version_body(found)
+        return self._version_answer(call, found)
 
     async def get_version_schema(self, call: _Call) -> Answer:
         subject = call.segments[1]
@@ -415,12 +417,21 @@ class RegistryResource(Resource):
         self._readable_carriers(call, schema_id)
         schema = self._registry.schema_by_id(schema_id)
         assert schema is not None
-        body: dict[str, Any] = {**_schema_fields(schema), "schema": schema.text}
+        return 200, {**_schema_fields(schema), "schema": self._text(call, schema_id, schema)}
+
+    def _text(self, call: _Call, schema_id: int, schema: Schema) -> str:
+        """The schema's text, or with ``?format=serialized`` a Protobuf schema's base64
+        ``FileDescriptorProto`` (what confluent-kafka's Protobuf serde asks for, when
+        the format offers it: an optional ``serialized()`` of its parsed schema)."""
         if call.arg("format") == "serialized" and schema.schema_type is SchemaType.PROTOBUF:
-            parsed = self._registry.parsed_by_id(schema_id)
-            serialized = getattr(parsed, "serialized", None)
+            serialized = getattr(self._registry.parsed_by_id(schema_id), "serialized", None)
             if callable(serialized):
-                body["schema"] = serialized()
+                return str(serialized())
+        return schema.text
+
+    def _version_answer(self, call: _Call, found: RegisteredSchema) -> Answer:
+        body = _version_body(found)
+        body["schema"] = self._text(call, found.schema_id, found.schema)
         return 200, body
 
     async def schema_text_by_id(self, call: _Call) -> Answer:

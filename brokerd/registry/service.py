@@ -28,8 +28,8 @@ from __future__ import annotations
 import collections
 import enum
 import importlib
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.application import service
 from twisted.internet import defer
@@ -38,7 +38,12 @@ from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
 from brokerd.core.api import CoreAdmin, CoreLongPoll, CoreReads, CoreTopics, CoreWrites
-from brokerd.errors import OffsetOutOfRange, ShuttingDown, TopicAlreadyExists
+from brokerd.errors import (
+    OffsetOutOfRange,
+    ShuttingDown,
+    TopicAlreadyExists,
+    UnknownTopicOrPartition,
+)
 from brokerd.registry import compat
 from brokerd.registry.model import (
     Compatibility,
@@ -49,6 +54,7 @@ from brokerd.registry.model import (
     RegistryError,
     Schema,
     SchemaFormat,
+    SchemaLookup,
     SchemaReference,
     SchemaType,
 )
@@ -127,10 +133,6 @@ def not_found_version(subject: str, version: object) -> RegistryError:
     return RegistryError(404, 40402, f"Version {version} not found.")
 
 
-def not_found_schema(what: object = "") -> RegistryError:
-    return RegistryError(404, 40403, f"Schema {what} not found.".replace("  ", " "))
-
-
 def not_permitted(message: str) -> RegistryError:
     return RegistryError(422, 42205, message)
 
@@ -195,6 +197,17 @@ class SchemaRegistry(service.Service):
         return self.status is State.READY
 
     async def _run(self) -> None:
+        while not self._stopped():
+            await self._wait_for_topic()
+            if self._stopped():
+                return
+            await self._tail_topic()
+
+    def _stopped(self) -> bool:
+        # A method, not an inline test: the status changes across awaits.
+        return self.status is State.STOPPED
+
+    async def _wait_for_topic(self) -> None:
         while self.topic not in self._core.topics():
             # Nothing to replay: ready, empty, until a write creates the topic (or
             # someone else does: a MirrorMaker 2 import).
@@ -210,6 +223,9 @@ class SchemaRegistry(service.Service):
                     timer.cancel()
             if self.status is State.STOPPED:
                 return
+
+    async def _tail_topic(self) -> None:
+        """Replay the topic, then follow it; returns if it is deleted."""
         offsets = await self._core.offsets(self.topic, 0)
         self._next_offset = offsets.log_start_offset
         self._ready_at = offsets.high_watermark
@@ -222,6 +238,13 @@ class SchemaRegistry(service.Service):
             try:
                 read = await self._read()
             except ShuttingDown:
+                return
+            except UnknownTopicOrPartition:
+                # Someone deleted _schemas: what it said is gone with it.
+                _log.warn("schema registry: {topic} was deleted; every schema is gone",
+                          topic=self.topic)
+                self.state = RegistryState()
+                self._parsed.clear()
                 return
             except OffsetOutOfRange as e:
                 # Retention moved the log start past us (a misconfigured topic).
@@ -697,9 +720,6 @@ class SchemaRegistry(service.Service):
 
         await self._serialized(work)
 
-    def configs(self) -> Mapping[str, Compatibility]:
-        return dict(self.state.subject_compatibility)
-
 
 def _pairwise(level: Compatibility) -> Compatibility:
     """A level applied to one given version: the transitive levels as their plain ones."""
@@ -726,3 +746,11 @@ def parse_version(text: str) -> int:
             "Allowed values are between [1, 2^31-1] and the string \"latest\""
         )
     return number
+
+
+if TYPE_CHECKING:
+
+    def _is_a_lookup(registry: SchemaRegistry) -> SchemaLookup:
+        # mypy checks here that the registry answers what the proxy, the console and
+        # produce validation ask.
+        return registry

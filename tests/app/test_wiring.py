@@ -51,9 +51,9 @@ def test_the_tree_in_its_shutdown_order(tmp_path: Path) -> None:
     assert [type(c) for c in top[1:]] == [
         StreamServerEndpointService,
         StreamServerEndpointService,
+        SchemaRegistry,
         ConsoleSampler,
         StreamServerEndpointService,
-        SchemaRegistry,
         StreamServerEndpointService,
         ReadyNotifier,
     ]

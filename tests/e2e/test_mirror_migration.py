@@ -50,6 +50,8 @@ pytestmark = pytest.mark.clients
 
 ORDERS = "orders"
 CUSTOMERS = "customers"
+#: The schema registry's topic, carried like the others (docs/schema-registry.md).
+SCHEMAS = "_schemas"
 PY_GROUP = "py-app"
 JAVA_GROUP = "java-app"
 #: MirrorMaker's first start makes its Connect herders join their groups and create its
@@ -95,7 +97,7 @@ def mirror_properties(
         f"clusters = {', '.join(bootstraps)}",
         *(f"{alias}.bootstrap.servers = {servers}" for alias, servers in bootstraps.items()),
         f"{source}->{target}.enabled = true",
-        f"{source}->{target}.topics = {ORDERS}, {CUSTOMERS}",
+        f"{source}->{target}.topics = {ORDERS}, {CUSTOMERS}, {SCHEMAS}",
         f"{source}->{target}.groups = {PY_GROUP}, {JAVA_GROUP}",
         f"{other}.enabled = false",
         "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
@@ -341,6 +343,62 @@ def records(bootstrap: str, topic: str) -> dict[tuple[int, int], bytes | None]:
     return out
 
 
+def keyed_records(bootstrap: str, topic: str) -> dict[int, tuple[bytes | None, bytes | None]]:
+    """Offset -> (key, value) of every record of partition 0 of ``topic``."""
+    ends = end_offsets(bootstrap, topic)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "probe", "enable.auto.commit": False}
+    )
+    out: dict[int, tuple[bytes | None, bytes | None]] = {}
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + WAIT
+        while len(out) < ends.get(0, 0) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                out[msg.offset()] = (msg.key(), msg.value())
+    finally:
+        consumer.close()
+    return out
+
+
+SCHEMA_V1 = json.dumps({"type": "record", "name": "Order", "fields": [
+    {"name": "id", "type": "long"}]})
+SCHEMA_V2 = json.dumps({"type": "record", "name": "Order", "fields": [
+    {"name": "id", "type": "long"}, {"name": "note", "type": "string", "default": ""}]})
+
+
+def register_schemas(registry_url: str) -> dict[tuple[str, int], int]:
+    """Two versions of orders-value and one of customers-value (sharing v1's text, so
+    its id): (subject, version) -> id, as the registry answers."""
+    from tests.registry.rest_helpers import Rest
+
+    rest = Rest(registry_url)
+    rest.wait_ready()
+    for subject, schema in (("orders-value", SCHEMA_V1), ("orders-value", SCHEMA_V2),
+                            ("customers-value", SCHEMA_V1)):
+        status, body = rest("POST", f"/subjects/{subject}/versions", {"schema": schema})
+        assert status == 200, body
+    ids = {}
+    for subject, version in (("orders-value", 1), ("orders-value", 2), ("customers-value", 1)):
+        ids[(subject, version)] = rest("GET", f"/subjects/{subject}/versions/{version}")[1]["id"]
+    assert ids[("orders-value", 1)] == ids[("customers-value", 1)]
+    return ids
+
+
+def schema_ids(bootstrap: str) -> dict[tuple[str, int], int]:
+    """(subject, version) -> id, as the records of ``_schemas`` on ``bootstrap`` say."""
+    from brokerd.registry.records import SchemaRecord, decode_record
+
+    out = {}
+    for key, value in keyed_records(bootstrap, SCHEMAS).values():
+        record = decode_record(key, value)
+        if isinstance(record, SchemaRecord):
+            r = record.registered
+            out[(r.subject, r.version)] = r.schema_id
+    return out
+
+
 def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
     client = AdminClient({"bootstrap.servers": bootstrap})
     resource = ConfigResource("topic", topic)
@@ -441,6 +499,7 @@ def run_migration(tmp_path: Path, size: int, way_back: bool) -> None:
         cluster_up = time.monotonic() - started
         source, target = brokerd.kafka_bootstrap, cluster.bootstrap
         create_topics(source)
+        registered = register_schemas(brokerd.schema_registry_url)
         ledger = Ledger()
 
         # Before MirrorMaker: both applications produce and consume on brokerd; py-app
@@ -483,7 +542,9 @@ def run_migration(tmp_path: Path, size: int, way_back: bool) -> None:
             src, dst = end_offsets(source, ORDERS), end_offsets(target, ORDERS)
             lag = sum(src.values()) - sum(dst.get(p, 0) for p in src)
             max_lag = max(max_lag, lag)
-            return lag == 0 and end_offsets(source, CUSTOMERS) == end_offsets(target, CUSTOMERS)
+            return lag == 0 and all(
+                end_offsets(source, t) == end_offsets(target, t) for t in (CUSTOMERS, SCHEMAS)
+            )
 
         wait_until("MirrorMaker's lag to reach 0", caught_up, MIRROR_TIMEOUT, forward.log)
         copy_seconds = time.monotonic() - mirror_started
@@ -504,6 +565,12 @@ def run_migration(tmp_path: Path, size: int, way_back: bool) -> None:
         target_orders = topic_configs(target, ORDERS)
         assert target_orders["max.message.bytes"] == MAX_MESSAGE_BYTES
         assert topic_configs(target, CUSTOMERS)["cleanup.policy"] == "compact"
+        # The schemas arrived as they were written: the same keys and values at the same
+        # offsets, compacted, one partition; so a registry reading them serves the ids.
+        assert keyed_records(target, SCHEMAS) == keyed_records(source, SCHEMAS)
+        assert schema_ids(target) == registered
+        assert topic_configs(target, SCHEMAS)["cleanup.policy"] == "compact"
+        assert list(end_offsets(target, SCHEMAS)) == [0]
 
         brokerd_commits = {
             PY_GROUP: committed(source, PY_GROUP, 3),
@@ -573,7 +640,7 @@ def run_migration(tmp_path: Path, size: int, way_back: bool) -> None:
         def standby_caught_up() -> bool:
             return all(
                 end_offsets(standby.kafka_bootstrap, t) == end_offsets(target, t)
-                for t in (ORDERS, CUSTOMERS)
+                for t in (ORDERS, CUSTOMERS, SCHEMAS)
             )
 
         wait_until("the standby to catch up", standby_caught_up, MIRROR_TIMEOUT, back.log)
@@ -584,6 +651,19 @@ def run_migration(tmp_path: Path, size: int, way_back: bool) -> None:
         assert standby_orders["retention.ms"] == RETENTION_MS_CHANGED
         assert standby_orders["max.message.bytes"] == MAX_MESSAGE_BYTES
         assert topic_configs(standby.kafka_bootstrap, CUSTOMERS)["cleanup.policy"] == "compact"
+        # The standby's registry finds the mirrored _schemas and serves the same ids.
+        from tests.registry.rest_helpers import Rest
+
+        standby_registry = Rest(standby.schema_registry_url)
+
+        def standby_serves_the_ids() -> bool:
+            return all(
+                standby_registry("GET", f"/subjects/{s}/versions/{v}")[1].get("id") == sid
+                for (s, v), sid in registered.items()
+            )
+
+        wait_until("the standby's registry to serve the schemas", standby_serves_the_ids,
+                   WAIT, back.log)
         kafka_commits = {
             PY_GROUP: committed(target, PY_GROUP, 3),
             JAVA_GROUP: committed(target, JAVA_GROUP, 3),

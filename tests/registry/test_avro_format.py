@@ -12,6 +12,8 @@ from typing import Any
 
 import fastavro
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from brokerd.registry.formats import for_type
 from brokerd.registry.model import InvalidSchema, SchemaType
@@ -212,3 +214,33 @@ def test_importing_the_formats_package_loads_no_schema_library() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+SMALL = {
+    "type": "record", "name": "Small", "fields": [
+        {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
+        {"name": "d", "type": "double"}, {"name": "s", "type": "string"},
+        {"name": "b", "type": "bytes"},
+        {"name": "u", "type": ["null", "long", "string"]},
+        {"name": "a", "type": {"type": "array", "items": "int"}},
+        {"name": "m", "type": {"type": "map", "values": "boolean"}},
+    ],
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    i=st.integers(-(2**31), 2**31 - 1), l=st.integers(-(2**63), 2**63 - 1),
+    d=st.floats(allow_nan=False), s=st.text(), b=st.binary(),
+    u=st.none() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+    a=st.lists(st.integers(-(2**31), 2**31 - 1)),
+    m=st.dictionaries(st.text(), st.booleans()),
+)
+def test_any_record_fastavro_writes_reads_and_writes_back_the_same(
+    i: int, l: int, d: float, s: str, b: bytes, u: Any, a: list[int], m: dict[str, bool],  # noqa: E741
+) -> None:
+    parsed = AVRO.parse(json.dumps(SMALL), {})
+    body = fastavro_bytes(SMALL, {"i": i, "l": l, "d": d, "s": s, "b": b, "u": u, "a": a, "m": m})
+    value = parsed.decode(body)
+    assert isinstance(value, dict) and value["b"] == b.decode("latin-1")
+    assert parsed.encode(value) == body

@@ -97,3 +97,25 @@ def test_boolean_schemas_are_schemas() -> None:
     assert JSON.parse("true", {}).encode([1]) == b"[1]"
     with pytest.raises(ValueError, match="does not match"):
         JSON.parse("false", {}).encode(1)
+
+
+def tree(leaf: str) -> str:
+    return json.dumps({
+        "$ref": "#/definitions/node",
+        "definitions": {"node": {"type": "object", "properties": {
+            "v": {"type": leaf},
+            "kids": {"type": "array", "items": {"$ref": "#/definitions/node"}},
+        }}},
+    })
+
+
+def test_recursive_schemas_compare_and_validate() -> None:
+    integers = JSON.parse(tree("integer"), {})
+    assert JSON.parse(tree("number"), {}).incompatibilities(integers) == []
+    (message,) = JSON.parse(tree("string"), {}).incompatibilities(integers)
+    assert "TYPE_CHANGED" in message and "#/properties/v" in message
+    assert integers.encode({"v": 1, "kids": [{"v": 2, "kids": []}]}) == (
+        b'{"v":1,"kids":[{"v":2,"kids":[]}]}'
+    )
+    with pytest.raises(ValueError, match=r"\['kids'\]\[0\]\['v'\]"):
+        integers.encode({"v": 1, "kids": [{"v": "two"}]})

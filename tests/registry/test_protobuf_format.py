@@ -121,3 +121,33 @@ def test_normalized_is_the_same_for_reordered_equivalent_text() -> None:
 def test_invalid_schemas_are_refused_with_protocs_message(text: str, message: str) -> None:
     with pytest.raises(InvalidSchema, match=message):
         PROTOBUF.parse(text, {})
+
+
+PROTO2 = """\
+syntax = "proto2";
+package legacy;
+option java_package = "com.example.legacy";
+message A {
+  optional int32 a = 1 [default = 5];
+  required string s = 2 [default = "q\\"x"];
+  repeated int32 p = 3 [packed = true];
+  enum E { option allow_alias = true; Z = 0; Y = 0; }
+  extensions 100 to max;
+  reserved 8, 9 to 11;
+  reserved "foo";
+}
+extend A { optional int32 ext = 100; }
+service S { rpc Call(A) returns (stream A); }
+"""
+
+
+def test_proto2_descriptors_print_back_to_the_same_descriptor() -> None:
+    parsed = PROTOBUF.parse(PROTO2, {})
+    assert isinstance(parsed, ParsedProtobuf)
+    printed = PROTOBUF.parse(parsed.serialized(), {})
+    assert printed.canonical().startswith('syntax = "proto2";\npackage legacy;\n')
+    again = PROTOBUF.parse(printed.canonical(), {})
+    assert isinstance(again, ParsedProtobuf)
+    assert again.serialized() == parsed.serialized()
+    normalized = PROTOBUF.parse(parsed.normalized(), {})
+    assert normalized.normalized() == parsed.normalized()

@@ -108,3 +108,20 @@ def test_confluent_client_sees_the_refusal(broker: BrokerProcess) -> None:
         bob.register_schema("orders-key", Schema(SCHEMA, "AVRO"))
     assert (refused.value.http_status_code, refused.value.error_code) == (403, 40301)
     assert bob.get_latest_version("orders-value").version == 2
+
+
+def test_failed_logins_count_across_the_http_listeners(broker: BrokerProcess) -> None:
+    # Last in the module: it gets 127.0.0.1 refused for a minute.
+    import urllib.error
+    import urllib.request
+
+    wrong = Rest(broker.schema_registry_url, "bob", "wrong")
+    # Five failures within a minute (one was the first test's) refuse the address.
+    statuses = [wrong("GET", "/subjects")[0] for _ in range(5)]
+    assert statuses == [401] * 4 + [429]
+    # The console (--http) refuses the address too: one identity for both listeners.
+    request = urllib.request.Request(f"http://127.0.0.1:{broker.http_port}/",
+                                     headers={"authorization": wrong.auth or ""})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 429

@@ -188,6 +188,48 @@ def test_protobuf_serializers(broker: BrokerProcess, registry: SchemaRegistryCli
     assert refused.value.http_status_code == 409
 
 
+ORDER_PROTO = """syntax = "proto3";
+package shop;
+import "item.proto";
+message Order {
+  repeated Item items = 1;
+}
+"""
+
+
+def test_protobuf_with_an_import_and_the_latest_version(
+    broker: BrokerProcess, registry: SchemaRegistryClient, tmp_path: Path
+) -> None:
+    from confluent_kafka.schema_registry.protobuf import (
+        ProtobufDeserializer,
+        ProtobufSerializer,
+    )
+
+    (tmp_path / "item.proto").write_text(PROTO)
+    (tmp_path / "order.proto").write_text(ORDER_PROTO)
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}",
+                    f"--python_out={tmp_path}", "item.proto", "order.proto"], check=True)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import order_pb2  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+    # The serializer registers item.proto as a subject of its own (a reference), then
+    # the order schema; the deserializer fetches both as serialized descriptors.
+    serializer = ProtobufSerializer(order_pb2.Order, registry, {"use.deprecated.format": False})
+    ctx = SerializationContext("proto-orders", MessageField.VALUE)
+    value = serializer(order_pb2.Order(items=[{"name": "pen", "count": 2}]), ctx)
+    latest = registry.get_latest_version("proto-orders-value")
+    assert [r.name for r in latest.schema.references] == ["item.proto"]
+    # A client of its own: the client caches the latest version by subject whatever the
+    # format asked, and the one above asked for the text.
+    fresh = SchemaRegistryClient({"url": broker.schema_registry_url})
+    reader = ProtobufDeserializer(order_pb2.Order, {"use.latest.version": True},
+                                  schema_registry_client=fresh)
+    got = reader(value, ctx)
+    assert [(i.name, i.count) for i in got.items] == [("pen", 2)]
+
+
 def test_python_schema_registry_client(broker: BrokerProcess) -> None:
     from schema_registry.client import SchemaRegistryClient as OtherClient
     from schema_registry.client import schema as other_schema

@@ -135,6 +135,8 @@ def test_invalid_input_codes(rest: Rest) -> None:
     assert error(rest("PUT", "/mode", {"mode": "MAYBE"})) == (422, 42204)
     status, raw, _ = rest.raw("POST", "/subjects/x/versions", b"{]")
     assert status == 400 and json.loads(raw)["error_code"] == 400
+    status, raw, _ = rest.raw("POST", "/subjects/x/versions", b"[" * 100_000)
+    assert status == 400 and json.loads(raw)["error_code"] == 400
     status, raw, _ = rest.raw("POST", "/subjects/x/versions", b"{}", "text/html")
     assert status == 415
     status, raw, _ = rest.raw("POST", "/subjects/x/versions", b" " * (MAX_BODY_BYTES + 1))
@@ -213,7 +215,7 @@ def test_references_and_referencedby(rest: Rest) -> None:
                       {"schema": person, "references": missing})) == (422, 42201)
 
 
-def test_restart_keeps_every_schema_and_id(broker: BrokerProcess, rest: Rest) -> None:
+def test_restart_and_crash_keep_every_schema_and_id(broker: BrokerProcess, rest: Rest) -> None:
     before = {
         path: rest("GET", path)
         for path in ("/subjects", "/subjects?deleted=true", "/schemas?deleted=true",
@@ -222,8 +224,12 @@ def test_restart_keeps_every_schema_and_id(broker: BrokerProcess, rest: Rest) ->
     }
     broker.restart()
     rest.wait_ready()
-    after = {path: rest("GET", path) for path in before}
-    assert after == before
+    assert {path: rest("GET", path) for path in before} == before
+    # After a crash too: every answered write was durable (--fsync always) and applied.
+    broker.kill()
+    broker.start()
+    rest.wait_ready()
+    assert {path: rest("GET", path) for path in before} == before
     # Ids go on from where they were.
     status, body = rest("POST", "/subjects/new-after-restart/versions",
                         {"schema": avro(("y", "double"))})
@@ -258,3 +264,17 @@ def test_records_someone_else_appends_are_served(broker: BrokerProcess, rest: Re
     status, body = rest("POST", "/subjects/after-mirror/versions",
                         {"schema": avro(("z", "boolean"))})
     assert (status, body) == (200, {"id": 9001})
+
+
+def test_deleting_the_topic_forgets_every_schema(broker: BrokerProcess, rest: Rest) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": broker.kafka_bootstrap})
+    admin.delete_topics(["_schemas"])["_schemas"].result(10)
+    deadline = time.monotonic() + 10
+    while rest("GET", "/subjects?deleted=true") != (200, []):
+        assert time.monotonic() < deadline, "the registry still serves a deleted topic"
+        time.sleep(0.02)
+    # The next write creates the topic again and the registry follows it.
+    assert rest("POST", "/subjects/reborn/versions", {"schema": V1}) == (200, {"id": 1})
+    assert rest("GET", "/subjects") == (200, ["reborn"])

@@ -4,8 +4,10 @@ SchemaFormat`: ``AVRO`` (:mod:`.avro`), ``JSON`` (:mod:`.json_schema`) and ``PRO
 (:mod:`.protobuf`).
 
 :func:`for_type` imports a format's module on its first use, and the module imports its
-library then: a broker that never sees a schema never loads Avro, jsonschema or protobuf
-(each costs megabytes of resident memory; docs/schema-registry.md has the numbers).
+library then: a broker that never sees a schema never loads Avro, jsonschema or protobuf.
+Each costs resident memory once loaded (measured on CPython 3.11): Avro about 3 MiB,
+JSON Schema about 4 MiB, Protobuf about 5 MiB, and 12 MiB once protoc's compiler has
+compiled a first ``.proto`` text.
 """
 
 from __future__ import annotations

@@ -546,16 +546,37 @@ class _Printer:
 # -- compatibility ---------------------------------------------------------------------
 
 
+#: What each kind of finding of Avro's checker means, said of the new schema (the
+#: reader) and the old one (the writer).
+_FINDINGS = {
+    "READER_FIELD_MISSING_DEFAULT_VALUE":
+        "the new schema's field {detail} has no default and the old schema lacks it",
+    "TYPE_MISMATCH": "the type changed ({detail})",
+    "NAME_MISMATCH": "the type's name changed ({detail}) and no alias names the old one",
+    "MISSING_ENUM_SYMBOLS": "the new enum lacks the old symbols {detail} and has no default",
+    "MISSING_UNION_BRANCH": "the new union cannot read the old value ({detail})",
+    "FIXED_SIZE_MISMATCH": "the fixed size changed ({detail})",
+}
+
+
 def _describe(result: avro.compatibility.SchemaCompatibilityResult) -> list[str]:
     """Confluent-style messages from the checker's result. The checker keeps the kinds,
     the paths and the details of its findings as separate sets: one finding is described
     exactly, several in one message naming them all."""
-    kinds = ", ".join(dict.fromkeys(k.name.upper() for k in result.incompatibilities))
-    paths = ", ".join(sorted(result.locations))
-    details = "; ".join(sorted(result.messages))
+    kinds = list(dict.fromkeys(k.name.upper() for k in result.incompatibilities))
+    # "/" is the root's place holder, merged in beside the real paths.
+    paths = sorted(result.locations - {"/"}) or ["/"]
+    details = sorted(result.messages)
+    if len(kinds) == 1 and len(paths) == 1 and len(details) == 1:
+        description = _FINDINGS.get(kinds[0], "{detail}").format(detail=details[0])
+        return [
+            f"{{errorType:'{kinds[0]}', description:'At path {paths[0]}: {description}', "
+            f"additionalInfo:'{details[0]}'}}"
+        ]
     return [
-        f"{{errorType:'{kinds}', description:'The new schema cannot read data written "
-        f"with the old schema at path {paths}', additionalInfo:'{details}'}}"
+        f"{{errorType:'{', '.join(kinds)}', description:'The new schema cannot read data "
+        f"written with the old schema at paths {', '.join(paths)}', "
+        f"additionalInfo:'{'; '.join(details)}'}}"
     ]
 
 

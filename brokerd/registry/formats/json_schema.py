@@ -51,8 +51,9 @@ from brokerd.registry.model import InvalidSchema, ParsedSchema, SchemaType
 __all__ = ["FORMAT", "JsonSchemaFormat", "ParsedJsonSchema"]
 
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
-#: How many ``$ref`` hops one comparison may take before it gives up (a cycle of
-#: references is caught earlier; this bounds a very large acyclic graph).
+#: How many pairs of sub-schemas one comparison may compare before it answers that the
+#: schemas are too large to compare (a cycle of references is cut earlier; this bounds
+#: a large graph of references and combinations).
 MAX_COMPARED_PAIRS = 100_000
 
 
@@ -148,7 +149,13 @@ class ParsedJsonSchema:
     def incompatibilities(self, writer: ParsedSchema) -> list[str]:
         if not isinstance(writer, ParsedJsonSchema):
             return ["Incompatible because of different schema type"]
-        differences = _Diff().compare(writer.model(), self.model())
+        try:
+            differences = _Diff().compare(writer.model(), self.model())
+        except _TooLarge:
+            return [
+                f"{{errorType:'TOO_LARGE', description:'the schemas need more than "
+                f"{MAX_COMPARED_PAIRS} comparisons of sub-schemas'}}"
+            ]
         return [d.message() for d in differences if d.kind not in _COMPATIBLE]
 
     def decode(self, payload: bytes) -> object:
@@ -164,6 +171,8 @@ class ParsedJsonSchema:
             error = jsonschema.exceptions.best_match(self._validator.iter_errors(value))
         except RecursionError:
             raise ValueError("value nested too deeply") from None
+        except referencing.exceptions.Unresolvable as e:
+            raise ValueError(f"the schema's {e} does not resolve") from None
         if error is not None:
             where = "".join(f"[{p!r}]" for p in error.absolute_path) or "the value"
             raise ValueError(f"{where} does not match the schema: {error.message}")
@@ -266,7 +275,7 @@ class _Node:
             for value in (self.data.get(key) or {}).values():
                 if isinstance(value, (dict, bool)):
                     yield self.sub(value)
-        for key in ("additionalProperties", "additionalItems", "contains",
+        for key in ("additionalProperties", "additionalItems", "contains", "propertyNames",
                     "unevaluatedProperties", "unevaluatedItems", "if", "then", "else"):
             if isinstance(self.data.get(key), (dict, bool)):
                 yield self.sub(self.data[key])
@@ -525,6 +534,10 @@ class _Difference:
         return f"{{errorType:'{self.kind.name}', description:'{words} at path '{self.path}''}}"
 
 
+class _TooLarge(Exception):
+    """The comparison took more than :data:`MAX_COMPARED_PAIRS` steps."""
+
+
 class _Diff:
     """Differences from an old schema to a new one, each with its path (``#/...``)."""
 
@@ -546,7 +559,7 @@ class _Diff:
             return []  # a cycle: the pair is being compared further up
         self._pairs += 1
         if self._pairs > MAX_COMPARED_PAIRS:
-            raise InvalidSchema("JSON schemas too large to compare")
+            raise _TooLarge
         self._in_progress.add(key)
         try:
             return self._compare(old, new, path)
@@ -963,8 +976,8 @@ def _bound(old: _Node, new: _Node, keyword: str, path: str, out: list[_Differenc
            up: _D, down: _D, added: _D, removed: _D, numeric_only: bool = False) -> None:
     before, after = old.data.get(keyword), new.data.get(keyword)
     if numeric_only:  # draft-04's boolean exclusiveMaximum is no limit of its own
-        before = before if isinstance(before, (int, float)) and before is not True else None
-        after = after if isinstance(after, (int, float)) and after is not True else None
+        before = None if isinstance(before, bool) else before
+        after = None if isinstance(after, bool) else after
     if before == after:
         return
     where = f"{path}/{keyword}"

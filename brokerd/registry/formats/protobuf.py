@@ -96,7 +96,9 @@ FORMAT = ProtobufFormat()
 def _descriptor_of(text: str) -> FDP | None:
     """The ``FileDescriptorProto`` that ``text`` is the base64 of, or None when it is
     ``.proto`` text."""
-    if not _BASE64.match(text) or "syntax" in text or "message" in text:
+    # .proto text always holds characters base64 has not (";", "{", quotes, spaces
+    # between words): base64 is tried only on text of its alphabet.
+    if not text.strip() or not _BASE64.match(text):
         return None
     try:
         raw = base64.b64decode("".join(text.split()), validate=True)
@@ -200,7 +202,11 @@ class ParsedProtobuf:
             message.ParseFromString(payload[pos:])
         except (DecodeError, RecursionError) as e:
             raise ValueError(f"not a {cls.DESCRIPTOR.full_name}: {e}") from None
-        return json_format.MessageToDict(message, preserving_proto_field_name=True)
+        try:
+            return json_format.MessageToDict(message, preserving_proto_field_name=True)
+        except (json_format.Error, TypeError, KeyError, ValueError) as e:
+            # e.g. a google.protobuf.Any naming a type the schema does not import
+            raise ValueError(f"{cls.DESCRIPTOR.full_name} has no JSON form: {e}") from None
 
     def encode(self, value: object) -> bytes:
         if not isinstance(value, dict):
@@ -616,10 +622,10 @@ class _Printer:
 
     def text(self) -> str:
         file = self._file
-        if file.syntax and file.syntax != "editions":
-            self._lines.append(f'syntax = "{file.syntax}";')
-        elif file.syntax == "editions":
+        if file.syntax == "editions":
             self._lines.append(f'edition = "{_edition(file)}";')
+        else:  # a descriptor leaves proto2 unsaid; protoc warns when the text does
+            self._lines.append(f'syntax = "{file.syntax or "proto2"}";')
         if file.package:
             self._lines.append(f"package {file.package};")
         imports = list(file.dependency)
