@@ -554,13 +554,10 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
     ).setServiceParent(services.top)
 
 
-def add_http(
-    services: BrokerServices, settings: Settings, reactor: Any,
-    schemas: SchemaRegistry | None = None,
-) -> None:
+def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None:
     """The HTTP endpoint (unless ``--http none``): console, metrics and health checks
     (``brokerd.web``), showing each principal what the authorizer lets it DESCRIBE; the
-    console's registry pages and record decoding read ``schemas`` (None: none)."""
+    console's registry pages and record decoding read the schema registry (if on)."""
     description, metrics = settings.listeners.http, services.metrics
     if description is None or metrics is None:
         return
@@ -591,7 +588,7 @@ def add_http(
         authorizer=services.authorization.authorizer,
         shares=services.share_inspector,
         data=BrokerData(services.broker, admin),
-        schemas=schemas,
+        schemas=services.registry,
         actions=settings.web.console_actions,
     )
     bound = services.readiness.wait_for("http listener", "not bound yet")
