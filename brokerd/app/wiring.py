@@ -179,7 +179,7 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     if services.registry is not None:
         # Before the HTTP services that read it, so it stops after them.
         services.registry.setServiceParent(top)
-    add_http(services, settings, reactor, services.registry)
+    add_http(services, settings, reactor)
     add_http_proxy(services, settings, reactor)
     add_schema_registry(services, settings, reactor)
     ReadyNotifier(reactor).setServiceParent(top)
