@@ -10,14 +10,15 @@ record at or after it and takes precedence over ``offset``; ``limit`` records sh
 (default :data:`DEFAULT_LIMIT`, at most :data:`MAX_LIMIT`); filters ``key`` (key
 contains), ``value`` (value contains), ``header`` (a header of that name) and
 ``header_value`` (that header's value contains), all case-sensitive substrings, matched
-against the raw bytes and against the text shown (so a registry-decoded value matches by
-its JSON); ``show`` ``auto`` (default), ``text`` or ``hex``.
+against the raw bytes and, for a key or value framed with a schema the registry knows,
+against its decoded JSON written on one line; ``show`` ``auto`` (default), ``text`` or ``hex``.
 
 A scan reads forward from the start in reads of :data:`READ_BYTES` and stops at the
 first of: ``limit`` matching records, the end of the committed records, then
 :data:`MAX_SCAN_BYTES` of keys and values examined, or :data:`MAX_SCAN_SECONDS` of wall
 time. The page says which bound stopped it and links to the same query from the next
-offset. The reactor gets a turn after every read, so a long scan holds no other client.
+offset. The reactor gets a turn after every read and every :data:`SLICE_SECONDS` of
+work, so a long scan holds up no other client.
 
 How a value is shown (``auto``): a value framed as Confluent's (magic byte 0, schema id)
 whose id the registry knows, decoded by its schema, as JSON, with the schema id and
@@ -44,7 +45,7 @@ from twisted.internet.defer import Deferred
 from brokerd.clock import Clock
 from brokerd.storage.types import PartitionOffsets, Record
 from brokerd.web.data_face import ConsoleData
-from brokerd.web.schema_face import SchemaSource, unframe
+from brokerd.web.schema_face import SchemaSource, Serializer, unframe
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -86,6 +87,11 @@ READ_BYTES = 1024 * 1024
 MAX_DECODE_BYTES = 256 * 1024
 #: Characters of a shown key, value or header value.
 MAX_SHOWN_CHARS = 4096
+#: Parsed schemas one page keeps (a scan over records of many schema ids asks the
+#: registry again for those beyond).
+MAX_SCHEMAS_PER_PAGE = 64
+#: The longest the scan works on the reactor thread without a turn for other clients.
+SLICE_SECONDS = 0.02
 #: The longest filter text accepted (a URL's query is bounded by the HTTP server too).
 MAX_FILTER_CHARS = 1024
 
@@ -276,6 +282,15 @@ class SchemaNames:
     def __init__(self, lookup: SchemaSource) -> None:
         self.lookup = lookup
         self._subjects: dict[int, str] | None = None
+        self._parsed: dict[int, Serializer | None] = {}
+
+    def parsed(self, schema_id: int) -> Serializer | None:
+        """The schema of that id, asked of the registry once per page."""
+        if schema_id not in self._parsed:
+            if len(self._parsed) >= MAX_SCHEMAS_PER_PAGE:
+                return self.lookup.parsed_by_id(schema_id)
+            self._parsed[schema_id] = self.lookup.parsed_by_id(schema_id)
+        return self._parsed[schema_id]
 
     def subject_of(self, schema_id: int) -> str:
         if self._subjects is None:
@@ -320,7 +335,7 @@ def _by_schema(
 ) -> tuple[str, Shown | None]:
     if size > MAX_DECODE_BYTES:
         return f"schema id {schema_id}: not decoded (over {MAX_DECODE_BYTES} bytes)", None
-    parsed = names.lookup.parsed_by_id(schema_id)
+    parsed = names.parsed(schema_id)
     if parsed is None:
         return f"framed with schema id {schema_id}, which the registry does not know", None
     try:
@@ -330,7 +345,8 @@ def _by_schema(
     subject = names.subject_of(schema_id)
     note = f"schema id {schema_id}" + (f", subject {subject}" if subject else "")
     note += f" ({parsed.schema_type.value})"
-    return note, _bounded("schema", json.dumps(value, indent=2, ensure_ascii=False), note, False)
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return note, _bounded("schema", text, note, False)
 
 
 # -- the scan --------------------------------------------------------------------------
@@ -365,29 +381,42 @@ class Scan:
         return self.stop in (ScanStop.BYTES, ScanStop.TIME)
 
 
-def _contains(
-    needle: str, data: bytes | None, show: ShowAs, names: SchemaNames | None
-) -> bool:
-    """Whether ``data``'s bytes, or else the text it is shown as, contain ``needle``
-    (the text is worked out only when the bytes do not match)."""
+def _decoded_text(data: bytes, names: SchemaNames | None) -> str:
+    """A framed value's JSON as its schema decodes it, compact (no layout to match
+    across); empty when it is not framed with a known schema, or too long to decode."""
+    framed = unframe(data) if names is not None and len(data) <= MAX_DECODE_BYTES else None
+    if framed is None or names is None:
+        return ""
+    parsed = names.parsed(framed[0])
+    if parsed is None:
+        return ""
+    try:
+        return json.dumps(parsed.decode(framed[1]), ensure_ascii=False, default=str)
+    except ValueError:
+        return ""
+
+
+def _contains(needle: str, data: bytes | None, names: SchemaNames | None) -> bool:
+    """Whether ``data``'s bytes, or else its JSON as the registry decodes it, contain
+    ``needle`` (the decoding only when the bytes do not match)."""
     if data is None:
         return False
-    return needle.encode("utf-8") in data or needle in shown(data, show, names).text
+    return needle.encode("utf-8") in data or (
+        names is not None and needle in _decoded_text(data, names)
+    )
 
 
 def matches(record: Record, query: BrowseQuery, names: SchemaNames | None) -> bool:
     """Whether ``record`` passes the query's filters."""
-    if query.key and not _contains(query.key, record.key, query.show, names):
+    if query.key and not _contains(query.key, record.key, names):
         return False
-    if query.value and not _contains(query.value, record.value, query.show, names):
+    if query.value and not _contains(query.value, record.value, names):
         return False
     if query.header or query.header_value:
         for name, value in record.headers:
             if query.header and name != query.header:
                 continue
-            if not query.header_value or _contains(
-                query.header_value, value, ShowAs.AUTO, None
-            ):
+            if not query.header_value or _contains(query.header_value, value, None):
                 break
         else:
             return False
@@ -426,6 +455,7 @@ async def scan(
     offsets = await data.offsets(topic, query.partition)
     offset = begin = await first_offset(data, topic, query, offsets)
     deadline = clock.seconds() + max_seconds
+    turn_at = clock.seconds() + SLICE_SECONDS
     found: list[Record] = []
     examined = examined_bytes = 0
     stop = ScanStop.END
@@ -445,8 +475,12 @@ async def scan(
                 found.append(record)
                 if len(found) >= query.limit:
                     break
-            if examined_bytes >= max_bytes or clock.seconds() >= deadline:
+            now = clock.seconds()
+            if examined_bytes >= max_bytes or now >= deadline:
                 break
+            if now >= turn_at:
+                await _turn(clock)
+                turn_at = clock.seconds() + SLICE_SECONDS
         if len(found) >= query.limit:
             stop = ScanStop.LIMIT
             break
@@ -456,13 +490,19 @@ async def scan(
         if clock.seconds() >= deadline:
             stop = ScanStop.TIME
             break
-        # A turn of the reactor between reads: other clients go on meanwhile.
-        turn: Deferred[None] = Deferred()
-        clock.callLater(0, turn.callback, None)
-        await turn
+        # A turn of the reactor between reads too: other clients go on meanwhile.
+        await _turn(clock)
+        turn_at = clock.seconds() + SLICE_SECONDS
     if stop is ScanStop.LIMIT and offset >= offsets.last_stable_offset:
         stop = ScanStop.END  # nothing is left to page to
     if stop is ScanStop.END:
         # Past control records or an aborted transaction's, the next read starts at the end.
         offset = max(offset, offsets.last_stable_offset)
     return Scan(tuple(found), offset, stop, examined, examined_bytes, offsets, begin)
+
+
+async def _turn(clock: Clock) -> None:
+    """Let the reactor run whatever else is due, then go on."""
+    turn: Deferred[None] = Deferred()
+    clock.callLater(0, turn.callback, None)
+    await turn

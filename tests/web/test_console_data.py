@@ -195,8 +195,10 @@ async def test_filters_on_key_value_and_headers(console: Console) -> None:
     by_header = (await get(console, path + "header=source&header_value=web"))[1]
     assert offsets_shown(by_header) == [0, 2, 4, 6, 8]
     assert offsets_shown((await get(console, path + "header=source"))[1]) == list(range(10))
-    # A value decoded through the registry matches by its JSON text.
+    # A value decoded through the registry matches by its bytes, and by its JSON.
     assert offsets_shown((await get(console, path + "value=bold"))[1]) == [10]
+    by_json = (await get(console, path + urlencode({"value": '{"id": 7, "note"'})))[1]
+    assert offsets_shown(by_json) == [10]
 
 
 @pytest_twisted.ensureDeferred
