@@ -17,6 +17,7 @@ from typing import TypeVar
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from brokerd.native.batch_framing import FramedValues
 from brokerd.native.messages import ErrorCode as NativeError
 from brokerd.native.messages import RequestType, error_code_for
 from brokerd.observers import RequestObserver, api_name
@@ -53,9 +54,13 @@ def observe_native(
     api = api_name(request_type)
 
     def answered(result: T) -> T:
-        if isinstance(result, LogRead) and result.decoded and topic is not None:
-            size = sum(len(r.value or b"") for r in result.decoded)
-            observer.records_out(topic, len(result.decoded), size)
+        if topic is not None:
+            if isinstance(result, FramedValues):
+                if result.count:
+                    observer.records_out(topic, result.count, result.value_bytes)
+            elif isinstance(result, LogRead) and result.decoded:
+                size = sum(len(r.value or b"") for r in result.decoded)
+                observer.records_out(topic, len(result.decoded), size)
         observer.request_done(api, started, ())
         return result
 

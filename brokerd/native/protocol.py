@@ -42,6 +42,7 @@ from brokerd.native.admin_messages import DescribeGroupRequest, ListGroupsReques
 from brokerd.native.admin_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
 from brokerd.native.admin_wire import AdminWireError
 from brokerd.native.answer_metrics import observe_native, observe_refusal
+from brokerd.native.batch_framing import FramedValues, frame_batches, raw_fetch_budget
 from brokerd.native.messages import (
     DEFAULT_MAX_FETCH_BYTES,
     DEFAULT_MAX_PRODUCE_BYTES,
@@ -70,7 +71,13 @@ from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, Connec
 from brokerd.net.request_budget import RequestBudget
 from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
-from brokerd.storage.types import COMMITTED_RECORDS, AppendInfo, LogRead, TopicInfo
+from brokerd.storage.types import (
+    COMMITTED_BATCHES,
+    COMMITTED_RECORDS,
+    AppendInfo,
+    LogRead,
+    TopicInfo,
+)
 
 __all__ = [
     "DEFAULT_FRAME_TIMEOUT",
@@ -282,10 +289,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
                     request.topic, request.partition, list(request.values)
                 )
             case FetchRequest():
-                return RequestType.FETCH, lambda: core.read(
-                    request.topic, request.partition, request.offset, self._max_fetch_bytes,
-                    COMMITTED_RECORDS,
-                )
+                return RequestType.FETCH, lambda: self._fetch(request)
             case CreateTopicRequest():
                 return RequestType.CREATE_TOPIC, lambda: core.create_topic(
                     request.topic, request.partitions
@@ -307,6 +311,31 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
                     max_wait_ms=min(request.max_wait_ms, MAX_LONG_POLL_WAIT_MS),
                 )
         raise TypeError(f"not a native request: {request!r}")
+
+    def _fetch(self, request: FetchRequest) -> defer.Deferred[FramedValues | LogRead]:
+        """A type-2 Fetch: the committed batches as stored, framed in one pass
+        (:mod:`brokerd.native.batch_framing`); a read whose batches need the transaction
+        state or the decoder (compressed, transactional, compacted, aborted data) is read
+        again as decoded records."""
+        core = self._core
+        max_bytes = self._max_fetch_bytes
+        topic, partition, offset = request.topic, request.partition, request.offset
+
+        async def fetch() -> FramedValues | LogRead:
+            read = core.read(
+                topic, partition, offset, raw_fetch_budget(max_bytes), COMMITTED_BATCHES
+            )
+            if not isinstance(read, LogRead):
+                read = await read
+            data = read.records
+            if isinstance(data, bytes) and not read.aborted:
+                framed = frame_batches(data, offset, max_bytes)
+                if framed is not None and (framed.count or not data):
+                    return framed
+            decoded = core.read(topic, partition, offset, max_bytes, COMMITTED_RECORDS)
+            return decoded if isinstance(decoded, LogRead) else await decoded
+
+        return defer.ensureDeferred(fetch())
 
     def _admin_call(self, request: Request) -> defer.Deferred[AdminResult]:
         if self._admin is None:
@@ -340,6 +369,8 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             case ProduceRequest():
                 return server_codec.encode_produce_response(cast(AppendInfo, result).base_offset)
             case FetchRequest():
+                if isinstance(result, FramedValues):
+                    return server_codec.encode_framed_fetch_response(result)
                 records = cast(LogRead, result).decoded
                 return server_codec.encode_fetch_response([r.value for r in records])
             case CreateTopicRequest():
