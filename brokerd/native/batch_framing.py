@@ -99,15 +99,177 @@ def frame_batches(data: bytes, offset: int, max_value_bytes: int) -> FramedValue
             return None
         if base + lod >= offset:
             skip = max(offset - base, 0)
-            taken, total, complete = _frame_records(
+            framed = _frame_uniform(
                 data, view, pos + BATCH_HEADER_SIZE, pos + size, n, skip, parts, total,
                 max_value_bytes, need_one=not count,
             )
+            if framed is None:
+                framed = _frame_records(
+                    data, view, pos + BATCH_HEADER_SIZE, pos + size, n, skip, parts, total,
+                    max_value_bytes, need_one=not count,
+                )
+            taken, total, complete = framed
             count += taken
             if not complete:
                 return FramedValues(parts, count, total, True)
         pos += size
     return FramedValues(parts, count, total, False)
+
+
+def _zigzag(value: int) -> bytes:
+    u = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+#: Runs of offset deltas whose zig-zag varint has one width: (first, past the last, width).
+_DELTA_RUNS = tuple(
+    (0 if w == 1 else 1 << (7 * (w - 1) - 1), 1 << (7 * w - 1), w) for w in range(1, 4)
+)
+#: The bytes of the offset deltas of a run, by (run start, byte within the varint):
+#: byte ``k`` of the varint of every delta of the run, in delta order. Built on first use
+#: (at most the few runs a batch of ``MAX_UNIFORM_RECORDS`` reaches).
+_DELTA_BYTES: dict[tuple[int, int], bytes] = {}
+#: Batches of more records take the loop (their offset-delta tables would be large).
+MAX_UNIFORM_RECORDS = 1 << 16
+_NULL_KEY = 1
+_ZERO_RUN: dict[int, bytes] = {}
+
+
+def _delta_bytes(first: int, k: int, last: int) -> bytes:
+    """Byte ``k`` of the zig-zag varint of each delta in ``first..last - 1`` (one run)."""
+    table = _DELTA_BYTES.get((first, k))
+    if table is None or len(table) < last - first:
+        run_end = next(end for start, end, _ in _DELTA_RUNS if start == first)
+        stop = min(run_end, max(last, first + 1024, 2 * (last - first) + first))
+        table = bytes(_zigzag(i)[k] for i in range(first, stop))
+        _DELTA_BYTES[(first, k)] = table
+    return table[: last - first]
+
+
+def _frame_uniform(
+    buf: bytes,
+    view: memoryview,
+    pos: int,
+    end: int,
+    n: int,
+    skip: int,
+    parts: list[bytes | memoryview],
+    total: int,
+    budget: int,
+    *,
+    need_one: bool,
+) -> tuple[int, int, bool] | None:
+    """Frame a batch whose records all share one layout, without a loop per record; None
+    when they do not (the caller takes the loop).
+
+    The layout: no key, no headers, attributes 0, a one-byte timestamp delta, and values
+    of one length ``L`` (what a native produce of equal values writes, and most
+    producers' batches of fixed-size values). Then every record of an offset-delta run
+    of one varint width has the same size, so record ``i`` starts at a computable place.
+    That is checked, not assumed: the sizes must add up to the batch, and each byte
+    position of the record heads and the trailing header count is compared, across
+    all records at once, with what the layout says (a strided slice against a constant,
+    the offset deltas against their table, the timestamp deltas by their maximum).
+    Values are then slices at computed places: per record, only the slice itself."""
+    if n > MAX_UNIFORM_RECORDS or end - pos < 8:
+        return None
+    # The first record's head gives the candidate layout.
+    try:
+        _length, p = _head_varint(buf, pos)
+        if buf[p] != 0 or buf[p + 1] >= 0x80 or buf[p + 2] != 0 or buf[p + 3] != _NULL_KEY:
+            return None
+        value_len, value_at = _head_varint(buf, p + 4)
+    except (IndexError, CorruptBatch):
+        return None  # the loop reports the damage
+    if value_len < 0 or value_at + value_len >= end or buf[value_at + value_len] != 0:
+        return None
+    value_part = len(_zigzag(value_len))
+    # Per run of one offset-delta width: (first delta, past the last, width, record
+    # start, record size, the record's length varint).
+    runs: list[tuple[int, int, int, int, int, bytes]] = []
+    at = pos
+    for first, past, width in _DELTA_RUNS:
+        if first >= n:
+            break
+        last = min(past, n)
+        # Attributes, timestamp delta, offset delta, null key, value, header count.
+        body = 2 + width + 1 + value_part + value_len + 1
+        length_bytes = _zigzag(body)
+        size = len(length_bytes) + body
+        runs.append((first, last, width, at, size, length_bytes))
+        at += (last - first) * size
+    if at != end or runs[-1][1] != n:
+        return None
+    for first, last, width, start, size, length_bytes in runs:
+        count = last - first
+        stop = start + count * size
+        h = 0
+        for byte in length_bytes:
+            if buf[start + h : stop : size] != _repeat(byte, count):
+                return None
+            h += 1
+        zeros = _repeat(0, count)
+        if buf[start + h : stop : size] != zeros:  # attributes
+            return None
+        if max(buf[start + h + 1 : stop : size]) >= 0x80:  # timestamp delta, one byte
+            return None
+        h += 2
+        for k in range(width):
+            if buf[start + h + k : stop : size] != _delta_bytes(first, k, last):
+                return None
+        h += width
+        for byte in (_NULL_KEY, *_zigzag(value_len)):
+            if buf[start + h : stop : size] != _repeat(byte, count):
+                return None
+            h += 1
+        if buf[start + size - 1 : stop : size] != zeros:  # no headers
+            return None
+    # Every record checks out: take them from ``skip`` on, within the budget.
+    wanted = n - skip
+    if value_len and total + wanted * value_len > budget:
+        fit = max(0, (budget - total) // value_len)
+        if fit == 0 and need_one:
+            fit = 1
+        wanted = min(wanted, fit)
+    prefix = prefixes_for(value_len)
+    taken = 0
+    for first, last, _width, start, size, _length_bytes in runs:
+        if taken == wanted:
+            break
+        lo = max(first, skip)
+        if lo >= last:
+            continue
+        hi = min(last, lo + wanted - taken)
+        offset_in = size - 1 - value_len
+        begin = start + (lo - first) * size + offset_in
+        values = [view[a : a + value_len] for a in range(begin, begin + (hi - lo) * size, size)]
+        pairs: list[bytes | memoryview] = [prefix] * (2 * len(values))
+        pairs[1::2] = values
+        parts.extend(pairs)
+        taken += hi - lo
+    total += taken * value_len
+    return taken, total, taken == n - skip
+
+
+def _repeat(byte: int, count: int) -> bytes:
+    return bytes((byte,)) * count
+
+
+def prefixes_for(value_len: int) -> bytes:
+    return _PREFIXES[value_len] if value_len < _PREFIX_TABLE_SIZE else _U32.pack(value_len)
+
+
+def _head_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varint of a record head (bounds checked by the caller's IndexError)."""
+    u = buf[pos]
+    if u < 0x80:
+        return _UNZIGZAG_1[u], pos + 1
+    return _varint(buf, pos)
 
 
 def _frame_records(

@@ -119,3 +119,77 @@ def test_same_answer_as_the_decoded_path(
     data = batches(*runs)
     offset = min(offset, sum(map(len, runs)) - 1)
     assert framed_answer(data, offset, cap) == decoded_answer(data, offset, cap)
+
+
+def test_equal_values_take_the_bulk_path_and_match_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from brokerd.native import batch_framing
+
+    data = batches([bytes([i % 251]) * 100 for i in range(3000)], [b"z" * 7] * 70)
+
+    def no_loop(*args: object, **kw: object) -> object:
+        raise AssertionError("the per-record loop was used")
+
+    with monkeypatch.context() as m:
+        m.setattr(batch_framing, "_frame_records", no_loop)
+        for offset, cap in ((0, MiB), (17, MiB), (2999, 50), (100, 10_000), (3050, 0)):
+            assert framed_answer(data, offset, cap) == decoded_answer(data, offset, cap)
+
+
+@pytest.mark.parametrize("where", [0, 1, 2, 3, 4, 5, 6, -1])
+def test_a_changed_head_byte_leaves_the_bulk_path(
+    where: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One record's head (or its header count, -1) differs from the others': the bulk
+    # check refuses the batch, and the loop answers it (as it would without the bulk
+    # path) or calls it damage. (The stored CRC would catch this first; the framing
+    # does not lean on it.)
+    from brokerd.native import batch_framing
+
+    data = bytearray(batches([b"v" * 30] * 60))
+    size = (len(data) - 61) // 60  # offset deltas of one byte: records of one size
+    record = 61 + 10 * size
+    data[record + size - 1 if where == -1 else record + where] ^= 0x01
+    try:
+        got = framed_answer(bytes(data), 0, MiB)
+    except CorruptBatch:
+        got = None
+    with monkeypatch.context() as m:
+        m.setattr(batch_framing, "_frame_uniform", lambda *a, **k: None)
+        try:
+            loop = framed_answer(bytes(data), 0, MiB)
+        except CorruptBatch:
+            loop = None
+    assert got == loop
+
+
+def test_client_decodes_equal_and_mixed_sizes_alike() -> None:
+    from brokerd.native import client_codec
+    from brokerd.native.messages import FetchResponse, RequestType
+
+    values = [b"a" * 5] * 50 + [b"b" * 6] + [b"c" * 5] * 10 + [b""] * 3
+    answer = server_codec.encode_fetch_response(values)
+    for chunk in (1, 7, 64, len(answer)):
+        decoder = client_codec.ResponseDecoder()
+        decoder.expect(RequestType.FETCH)
+        got = []
+        for i in range(0, len(answer), chunk):
+            got.extend(decoder.feed(answer[i : i + chunk]))
+        assert got == [FetchResponse(tuple(values))]
+
+
+equal_runs = st.builds(
+    lambda value, n: [value] * n, st.binary(max_size=300), st.integers(1, 150)
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(equal_runs, values), min_size=1, max_size=3), st.integers(0, 400),
+       st.integers(0, 20_000))
+def test_equal_runs_same_answer_as_the_decoded_path(
+    runs: list[list[bytes | None]], offset: int, cap: int
+) -> None:
+    data = batches(*runs)
+    offset = min(offset, sum(map(len, runs)) - 1)
+    assert framed_answer(data, offset, cap) == decoded_answer(data, offset, cap)
