@@ -18,11 +18,13 @@ control batch or compacted (offsets with gaps) makes :func:`frame_batches` answe
 
 from __future__ import annotations
 
+import operator
 import struct
 
 import attrs
 
 from brokerd.errors import CorruptBatch
+from brokerd.native.wire import fixed_records
 from brokerd.storage.record.header import (
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
@@ -245,15 +247,16 @@ def _frame_uniform(
         if lo >= last:
             continue
         hi = min(last, lo + wanted - taken)
-        offset_in = size - 1 - value_len
-        begin = start + (lo - first) * size + offset_in
-        values = [view[a : a + value_len] for a in range(begin, begin + (hi - lo) * size, size)]
-        pairs: list[bytes | memoryview] = [prefix] * (2 * len(values))
-        pairs[1::2] = values
-        parts.extend(pairs)
+        region = view[start + (lo - first) * size : start + (hi - first) * size]
+        record = fixed_records(size - 1 - value_len, value_len, 1)
+        # Each record unpacks to its value (in C); the prefix goes between them.
+        parts.append(prefix + prefix.join(map(_first, record.iter_unpack(region))))
         taken += hi - lo
     total += taken * value_len
     return taken, total, taken == n - skip
+
+
+_first = operator.itemgetter(0)
 
 
 def _repeat(byte: int, count: int) -> bytes:
@@ -261,6 +264,7 @@ def _repeat(byte: int, count: int) -> bytes:
 
 
 def prefixes_for(value_len: int) -> bytes:
+    """The ``u32`` size prefix of a value of ``value_len`` bytes."""
     return _PREFIXES[value_len] if value_len < _PREFIX_TABLE_SIZE else _U32.pack(value_len)
 
 

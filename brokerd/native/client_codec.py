@@ -15,6 +15,7 @@ decoder, response encoders) is ``brokerd.native.server_codec``.
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from collections.abc import Sequence
 from typing import cast
@@ -58,6 +59,7 @@ from brokerd.native.wire import (
     U32,
     U64,
     check_range,
+    fixed_records,
     string_bytes,
 )
 
@@ -332,9 +334,11 @@ def _take_uniform(
     for k in range(4):
         if buf[pos + k : stop : step] != head[k : k + 1] * run:
             return pos, left
-    chunk = view[pos:stop].tobytes()
-    items.extend([chunk[a : a + size] for a in range(4, 4 + run * step, step)])
+    items.extend(map(_first, fixed_records(4, size, 0).iter_unpack(view[pos:stop])))
     return stop, left - run
+
+
+_first = operator.itemgetter(0)
 
 
 def decode_response(request_type: int, data: bytes) -> Response:
