@@ -49,7 +49,7 @@ RAW_OVERHEAD_ALLOWANCE = 256 * 1024
 _GENERAL_PATH_BITS = COMPRESSION_MASK | TRANSACTIONAL_MASK | CONTROL_MASK
 _U32 = struct.Struct(">I")
 #: ``u32`` size prefixes of the common value sizes, looked up rather than packed.
-_PREFIX_TABLE_SIZE = 1 << 14
+_PREFIX_TABLE_SIZE = 1 << 12
 _PREFIXES = tuple(_U32.pack(n) for n in range(_PREFIX_TABLE_SIZE))
 _EMPTY = _PREFIXES[0]
 #: Zig-zag decoding of one-byte varints.
