@@ -139,7 +139,6 @@ _DELTA_BYTES: dict[tuple[int, int], bytes] = {}
 #: Batches of more records take the loop (their offset-delta tables would be large).
 MAX_UNIFORM_RECORDS = 1 << 16
 _NULL_KEY = 1
-_ZERO_RUN: dict[int, bytes] = {}
 
 
 def _delta_bytes(first: int, k: int, last: int) -> bytes:
