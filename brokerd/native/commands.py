@@ -27,6 +27,7 @@ from twisted.internet import defer
 
 from brokerd.admin.errors import AdminUnavailable
 from brokerd.admin.operations import AdminOps
+from brokerd.admin.share_groups import ShareGroupView
 from brokerd.admin.views import GroupView, OffsetResetView, TopicView
 from brokerd.core.api import CoreApi
 from brokerd.native import admin_wire, server_codec
@@ -241,9 +242,14 @@ def _queue_fetch(context: NativeContext, request: QueueFetchRequest) -> defer.De
     )
 
 
-def _share_groups_filter(context: NativeContext) -> Any:
+def _share_groups_filter(
+    context: NativeContext,
+) -> Callable[[list[ShareGroupView]], list[ShareGroupView]]:
+    """What the share-group answers may show: the principal's DESCRIBE filter, or all."""
     access = context.access
-    return access.visible_share_groups if access is not None else (lambda groups: groups)
+    if access is None:
+        return lambda groups: groups
+    return access.visible_share_groups
 
 
 def _admin_answer(request_type: RequestType) -> Callable[[object, Any], bytes]:
