@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 from twisted.internet import defer
 
+from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.types import AppendInfo, LogRead, ReadSpec, Record, TopicInfo
 
 
@@ -78,10 +79,12 @@ def fetch_ok(values: list[bytes]) -> bytes:
 def records(
     start: int, values: list[bytes | None], *, high_watermark: int | None = None
 ) -> LogRead:
-    """A read of decoded records holding ``values`` at offsets from ``start``."""
+    """A read holding ``values`` at offsets from ``start``: as one stored batch (what a
+    type-2 Fetch frames) and as decoded records (what the other reads answer)."""
     recs = tuple(Record(start + i, 0, None, v) for i, v in enumerate(values))
     hw = start + len(values) if high_watermark is None else high_watermark
-    return LogRead(b"", hw, 0, hw, decoded=recs)
+    stored = encode_batch(values, timestamp_ms=0, base_offset=start) if values else b""
+    return LogRead(stored, hw, 0, hw, decoded=recs)
 
 
 def append_info(base: int, count: int = 1) -> AppendInfo:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from brokerd.errors import CorruptBatch, RecordTooLarge
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.requests import apis
+from brokerd.native.batch_framing import frame_batches
 from brokerd.native.messages import RequestEvent
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.storage.record.decode import decode_records
@@ -69,6 +70,35 @@ def batch_garbage(data: bytes, flip: int) -> None:
     assert flip % len(good) < 17, headers
     with contextlib.suppress(CorruptBatch):
         decode_records(bytes(good), max_uncompressed=1 << 20)
+
+
+def framing_garbage(data: bytes, flip: int, count: int) -> None:
+    # The Fetch framing trusts the read's CRC check, but never its own arithmetic: a
+    # changed byte anywhere (past the CRC) is damage, a refusal of the bulk path, or a
+    # framing of values inside the batch; never another exception or an overrun.
+    with contextlib.suppress(CorruptBatch):
+        frame_batches(data, 0, 1 << 20)
+    good = bytearray(encode_batch([data[:40]] * count, timestamp_ms=1))
+    good[flip % len(good)] ^= 0xFF
+    try:
+        framed = frame_batches(bytes(good), 0, 1 << 20)
+    except CorruptBatch:
+        return
+    if framed is not None:
+        assert len(framed.body()) <= len(good)
+
+
+@SHORT
+@given(st.binary(max_size=300), st.integers(0, 10_000), st.integers(1, 80))
+def test_fetch_framing_short(data: bytes, flip: int, count: int) -> None:
+    framing_garbage(data, flip, count)
+
+
+@pytest.mark.slow
+@LONG
+@given(st.binary(max_size=2000), st.integers(0, 100_000), st.integers(1, 300))
+def test_fetch_framing_long(data: bytes, flip: int, count: int) -> None:
+    framing_garbage(data, flip, count)
 
 
 @SHORT

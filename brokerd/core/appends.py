@@ -26,7 +26,10 @@ class ValuesAppend:
     values: tuple[bytes | None, ...]
 
     def value_bytes(self) -> int:
-        return sum(len(v) for v in self.values if v is not None)
+        values = self.values
+        if None in values:
+            return sum(len(v) for v in values if v is not None)
+        return sum(map(len, values))  # type: ignore[arg-type]
 
     def stored_bytes(self) -> int:
         return stored_size(self.values)

@@ -20,13 +20,16 @@ A topic refusal is :class:`~brokerd.errors.AuthorizationFailed` (native
 said the same way whether the topic or group exists or not, so a client learns nothing
 about what it may not describe.
 
-Without a client certificate a native connection is ``User:ANONYMOUS``. Pure: no
-Twisted, no I/O.
+Which rule a request type obeys is declared in its row of
+:data:`brokerd.native.commands.COMMANDS`; this module holds the rules' primitives and the
+answer filters. Without a client certificate a native connection is ``User:ANONYMOUS``.
+Pure: no Twisted, no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
+from typing import NoReturn
 
 import attrs
 
@@ -35,31 +38,6 @@ from brokerd.admin.share_groups import ShareGroupView
 from brokerd.admin.views import GroupView
 from brokerd.admin.visibility import Visibility
 from brokerd.errors import AuthorizationFailed
-from brokerd.native.admin_messages import (
-    AlterTopicConfigsRequest,
-    CreatePartitionsRequest,
-    DeleteGroupRequest,
-    DeleteTopicRequest,
-    DescribeGroupRequest,
-    DescribeTopicRequest,
-    ListGroupsRequest,
-    ResetOffsetsRequest,
-)
-from brokerd.native.messages import (
-    CreateTopicRequest,
-    FetchRequest,
-    ListOffsetsRequest,
-    ListTopicsRequest,
-    LongPollFetchRequest,
-    ProduceRequest,
-    Request,
-)
-from brokerd.native.queue_messages import (
-    DescribeShareGroupRequest,
-    ListShareGroupsRequest,
-    QueueAckRequest,
-    QueueFetchRequest,
-)
 from brokerd.security.acl import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 from brokerd.storage.types import TopicInfo
 
@@ -80,63 +58,38 @@ class NativeAccess:
     def _topic(self, op: Operation, name: str) -> bool:
         return self._allows(op, ResourceType.TOPIC, name)
 
-    def _group(self, op: Operation, group_id: str) -> bool:
-        return self._allows(op, ResourceType.GROUP, group_id)
-
-    def _check_group(self, op: Operation, group_id: str) -> None:
-        if not self._group(op, group_id):
-            raise GroupAuthorizationFailed(f"{self.principal} is not authorized for this group")
-
     def _may_create(self, name: str) -> bool:
         return self._allows(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) or self._topic(
             Operation.CREATE, name
         )
 
-    def check(self, request: Request) -> None:
-        """Raise :class:`AuthorizationFailed` unless ``request`` is allowed (ListTopics
-        and ListGroups always are: their answers are filtered by :meth:`visible` and
-        :meth:`visible_groups`)."""
-        match request:
-            case ProduceRequest():
-                allowed = self._topic(Operation.WRITE, request.topic) and (
-                    request.topic in self.existing() or self._may_create(request.topic)
-                )
-            case FetchRequest() | LongPollFetchRequest():
-                allowed = self._topic(Operation.READ, request.topic)
-            case ListOffsetsRequest():
-                allowed = self._topic(Operation.DESCRIBE, request.topic)
-            case CreateTopicRequest():
-                allowed = self._may_create(request.topic)
-            case ListTopicsRequest() | ListGroupsRequest() | ListShareGroupsRequest():
-                allowed = True
-            case QueueFetchRequest() | QueueAckRequest():
-                # Kafka's ShareFetch and ShareAcknowledge rule: READ on both.
-                self._check_group(Operation.READ, request.group_id)
-                allowed = self._topic(Operation.READ, request.topic)
-            case DescribeShareGroupRequest():
-                self._check_group(Operation.DESCRIBE, request.group_id)
-                allowed = True
-            case DescribeTopicRequest():
-                allowed = self._topic(Operation.DESCRIBE, request.topic)
-            case AlterTopicConfigsRequest():
-                allowed = self._topic(Operation.ALTER_CONFIGS, request.topic)
-            case DeleteTopicRequest():
-                allowed = self._topic(Operation.DELETE, request.topic)
-            case CreatePartitionsRequest():
-                allowed = self._topic(Operation.ALTER, request.topic)
-            case DescribeGroupRequest():
-                self._check_group(Operation.DESCRIBE, request.group_id)
-                allowed = True
-            case DeleteGroupRequest():
-                self._check_group(Operation.DELETE, request.group_id)
-                allowed = True
-            case ResetOffsetsRequest():
-                self._check_group(Operation.READ, request.group_id)
-                allowed = self._topic(Operation.READ, request.topic)
-            case _:
-                allowed = False
-        if not allowed:
-            raise AuthorizationFailed(f"{self.principal} is not authorized for this topic")
+    def refuse(self) -> NoReturn:
+        """Raise the topic refusal (the same words whatever the topic)."""
+        raise AuthorizationFailed(f"{self.principal} is not authorized for this topic")
+
+    def require_topic(self, op: Operation, name: str) -> None:
+        """Refuse unless the principal may ``op`` on topic ``name``."""
+        if not self._topic(op, name):
+            self.refuse()
+
+    def require_group(self, op: Operation, group_id: str) -> None:
+        """Refuse (the group form) unless the principal may ``op`` on ``group_id``."""
+        if not self._allows(op, ResourceType.GROUP, group_id):
+            raise GroupAuthorizationFailed(f"{self.principal} is not authorized for this group")
+
+    def require_create(self, name: str) -> None:
+        """Refuse unless the principal may create topic ``name`` (CREATE on the topic
+        or on the cluster)."""
+        if not self._may_create(name):
+            self.refuse()
+
+    def require_produce(self, name: str) -> None:
+        """Refuse unless the principal may WRITE to ``name``, and create it when it does
+        not exist yet (a produce auto-creates)."""
+        if not self._topic(Operation.WRITE, name) or not (
+            name in self.existing() or self._may_create(name)
+        ):
+            self.refuse()
 
     def visible(self, topics: Sequence[TopicInfo]) -> list[TopicInfo]:
         """The topics of a ListTopics answer the principal may DESCRIBE."""

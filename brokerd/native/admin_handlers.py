@@ -1,13 +1,11 @@
 # -*- test-case-name: tests.native.test_admin_handlers -*-
-"""What the native protocol does with an admin request (types 7 to 14): the call into
-:class:`~brokerd.admin.operations.AdminOps`, and the JSON document of its answer.
-
-:func:`admin_call` runs one request and fires with its result (views, or None);
-:func:`admin_document` turns that result into the answer's JSON document: the views'
-:func:`~brokerd.admin.views.to_json` form (ListGroups sends one summary per group,
-:func:`group_summary`, so that its size does not grow with every group's offsets). The
-wire encoding and the ACL checks are the protocol's (``brokerd.native.protocol``,
-``brokerd.native.acl_checks``).
+"""The admin requests' (types 7 to 14) pieces their rows in
+:data:`brokerd.native.commands.COMMANDS` use: :func:`admin_document` turns an
+:class:`~brokerd.admin.operations.AdminOps` result into the answer's JSON document, the
+views' :func:`~brokerd.admin.views.to_json` form (ListGroups sends one summary per
+group, :func:`group_summary`, so that its size does not grow with every group's
+offsets), and :func:`reset_spec` the operations' form of a reset target. Each row holds
+its own call into ``AdminOps`` and its ACL rule.
 
 What this module does not do: touch bytes, sockets, or the core directly.
 """
@@ -16,25 +14,16 @@ from __future__ import annotations
 
 from typing import cast
 
-from twisted.internet import defer
-
-from brokerd.admin.operations import AdminOps, ResetMode, ResetSpec
+from brokerd.admin.operations import ResetMode, ResetSpec
 from brokerd.admin.views import GroupView, OffsetResetView, TopicView, to_json
 from brokerd.native.admin_messages import (
-    AdminRequest,
-    AlterTopicConfigsRequest,
-    CreatePartitionsRequest,
-    DeleteGroupRequest,
-    DeleteTopicRequest,
-    DescribeGroupRequest,
-    DescribeTopicRequest,
     JsonValue,
     ListGroupsRequest,
     ResetOffsetsRequest,
 )
 from brokerd.native.admin_messages import ResetMode as WireResetMode
 
-__all__ = ["AdminResult", "admin_call", "admin_document", "group_summary"]
+__all__ = ["AdminResult", "admin_document", "group_summary", "reset_spec"]
 
 #: What an admin operation answers with, before it becomes JSON.
 AdminResult = TopicView | GroupView | list[GroupView] | list[OffsetResetView] | None
@@ -47,45 +36,9 @@ _MODES = {
 }
 
 
-def admin_call(ops: AdminOps, request: AdminRequest) -> defer.Deferred[AdminResult]:
-    """Run ``request``; failures carry the operations' exceptions."""
-    result: AdminResult | defer.Deferred[AdminResult]
-    match request:
-        case DescribeTopicRequest():
-            result = ops.describe_topic(request.topic)
-        case AlterTopicConfigsRequest():
-            result = cast(
-                defer.Deferred[AdminResult],
-                ops.alter_topic_configs(request.topic, dict(request.set_configs), request.delete),
-            )
-        case DeleteTopicRequest():
-            result = cast(defer.Deferred[AdminResult], ops.delete_topic(request.topic))
-        case CreatePartitionsRequest():
-            result = cast(
-                defer.Deferred[AdminResult], ops.create_partitions(request.topic, request.total)
-            )
-        case ListGroupsRequest():
-            result = ops.list_groups()
-        case DescribeGroupRequest():
-            result = ops.describe_group(request.group_id)
-        case ResetOffsetsRequest():
-            result = cast(
-                defer.Deferred[AdminResult],
-                ops.reset_offsets(
-                    request.group_id,
-                    request.topic,
-                    ResetSpec(_MODES[request.mode], request.value),
-                    partitions=request.partitions or None,
-                    dry_run=request.dry_run,
-                ),
-            )
-        case DeleteGroupRequest():
-            result = cast(defer.Deferred[AdminResult], ops.delete_group(request.group_id))
-        case _:
-            raise TypeError(f"not a native admin request: {request!r}")
-    if isinstance(result, defer.Deferred):
-        return result
-    return defer.succeed(result)
+def reset_spec(request: ResetOffsetsRequest) -> ResetSpec:
+    """The operations' form of a ResetOffsets request's target."""
+    return ResetSpec(_MODES[request.mode], request.value)
 
 
 def group_summary(view: GroupView) -> dict[str, JsonValue]:
@@ -104,7 +57,7 @@ def group_summary(view: GroupView) -> dict[str, JsonValue]:
     }
 
 
-def admin_document(request: AdminRequest, result: AdminResult) -> JsonValue:
+def admin_document(request: object, result: AdminResult) -> JsonValue:
     """The JSON document answering ``request`` with ``result`` (None: no document)."""
     if isinstance(request, ListGroupsRequest):
         return [group_summary(v) for v in cast(list[GroupView], result)]

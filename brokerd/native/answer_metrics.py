@@ -17,6 +17,7 @@ from typing import TypeVar
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from brokerd.native.batch_framing import FramedValues
 from brokerd.native.messages import ErrorCode as NativeError
 from brokerd.native.messages import RequestType, error_code_for
 from brokerd.observers import RequestObserver, api_name
@@ -44,18 +45,13 @@ def native_error(failure: Failure) -> str:
 def observe_native(
     observer: RequestObserver,
     request_type: RequestType,
-    topic: str | None,
     started: float,
     d: Deferred[T],
 ) -> Deferred[T]:
-    """Count a native request when the core's result ``d`` fires or fails (before it is
-    encoded); a fetch's records are counted against ``topic``."""
+    """Count a native request when its answer ``d`` fires or fails."""
     api = api_name(request_type)
 
     def answered(result: T) -> T:
-        if isinstance(result, LogRead) and result.decoded and topic is not None:
-            size = sum(len(r.value or b"") for r in result.decoded)
-            observer.records_out(topic, len(result.decoded), size)
         observer.request_done(api, started, ())
         return result
 
@@ -64,6 +60,18 @@ def observe_native(
         return failure
 
     return d.addCallbacks(answered, failed)
+
+
+def observe_records(observer: RequestObserver, topic: str | None, result: object) -> None:
+    """Count the records a fetch's result (framed or decoded) sends from ``topic``."""
+    if topic is None:
+        return
+    if isinstance(result, FramedValues):
+        if result.count:
+            observer.records_out(topic, result.count, result.value_bytes)
+    elif isinstance(result, LogRead) and result.decoded:
+        size = sum(len(r.value or b"") for r in result.decoded)
+        observer.records_out(topic, len(result.decoded), size)
 
 
 def observe_refusal(observer: RequestObserver, request_type: int, error: NativeError) -> None:
@@ -75,5 +83,6 @@ __all__ = [
     "native_api_name",
     "native_error",
     "observe_native",
+    "observe_records",
     "observe_refusal",
 ]

@@ -15,6 +15,7 @@ decoder, response encoders) is ``brokerd.native.server_codec``.
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from collections.abc import Sequence
 from typing import cast
@@ -58,6 +59,7 @@ from brokerd.native.wire import (
     U32,
     U64,
     check_range,
+    fixed_records,
     string_bytes,
 )
 
@@ -274,6 +276,8 @@ class ResponseDecoder:
                     left -= 1
             else:
                 unpack_size = U32.unpack_from
+                if left > 1 and end - pos >= 4:
+                    pos, left = _take_uniform(buf, view, pos, end, left, items)
                 while left and end - pos >= 4:
                     (size,) = unpack_size(buf, pos)
                     stop = pos + 4 + size
@@ -311,6 +315,30 @@ class ResponseDecoder:
             self._partial = (left, pos, items)
             return None
         return ListTopicsResponse(cast(tuple[TopicEntry, ...], tuple(items))), pos
+
+
+def _take_uniform(
+    buf: bytearray, view: memoryview, pos: int, end: int, left: int, items: list[_Item]
+) -> tuple[int, int]:
+    """Take the Fetch values at ``pos`` in bulk while they all have the first one's size:
+    that is checked, not assumed (every size field of the run is compared, across the
+    run at once, with the first), then the values are sliced at computed places with no
+    size read per value. Returns the new ``(pos, left)``; the loop takes what remains."""
+    (size,) = U32.unpack_from(buf, pos)
+    step = 4 + size
+    run = min(left, (end - pos) // step)
+    if run < 2:
+        return pos, left
+    stop = pos + run * step
+    head = buf[pos : pos + 4]
+    for k in range(4):
+        if buf[pos + k : stop : step] != head[k : k + 1] * run:
+            return pos, left
+    items.extend(map(_first, fixed_records(4, size, 0).iter_unpack(view[pos:stop])))
+    return stop, left - run
+
+
+_first = operator.itemgetter(0)
 
 
 def decode_response(request_type: int, data: bytes) -> Response:

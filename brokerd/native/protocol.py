@@ -4,17 +4,16 @@
 What this module does: supplies the native protocol's decoder and dispatch to the shared
 connection machinery (:class:`brokerd.net.connection.RequestConnection`, which owns flow
 control, read pausing, the idle and frame deadlines, closing and the connection limit).
-It feeds received bytes to the sans-IO :class:`~brokerd.native.server_codec.RequestDecoder`,
-calls the broker core for one request at a time (so answers keep request order), and
-writes the codec's encoded answers. Its own policies: exactly one request in flight;
-refusals the decoder reports are answered in their turn, and an unknown request type is
-answered and then closes the connection; a parked long poll keeps reading a little, so a
-client closing meanwhile is noticed; undecoded input beyond a bound aborts a client that
-ignores flow control; whatever is in flight is cancelled when the connection goes away.
-The admin requests (types 7 to 14) go to :mod:`brokerd.native.admin_handlers` and
-:class:`~brokerd.admin.operations.AdminOps`, the queue requests (types 15 to 18) to
-:mod:`brokerd.native.queue_handlers` (the connection is one share-group member, released
-when it closes), in the same one-at-a-time order.
+It feeds received bytes to the sans-IO :class:`~brokerd.native.server_codec.RequestDecoder`
+and hands each request to its row of :data:`~brokerd.native.commands.COMMANDS`, which
+checks its ACL, calls the broker and encodes the answer, one request at a time (so
+answers keep request order). Its own policies: exactly one request in flight; refusals
+the decoder reports are answered in their turn, and an unknown request type is answered
+and then closes the connection; a parked request (a row that ``parks``) keeps reading a
+little, so a client closing meanwhile is noticed; undecoded input beyond a bound aborts
+a client that ignores flow control; whatever is in flight is cancelled when the
+connection goes away. The connection is one share-group member for the queue requests,
+released when it closes.
 
 What it does not do: parse or build bytes (the codec does), touch files or threads (the
 core does), or use the global reactor (the clock is injected).
@@ -22,55 +21,34 @@ core does), or use the global reactor (the clock is injected).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import cast
-
 from twisted.internet import defer
 from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.python.failure import Failure
 
-from brokerd.admin.errors import AdminUnavailable
 from brokerd.admin.operations import AdminOps
-from brokerd.admin.share_groups import ShareGroupView
-from brokerd.admin.views import GroupView
 from brokerd.core.api import CoreApi
-from brokerd.native import admin_wire, server_codec
+from brokerd.native import server_codec
 from brokerd.native.acl_checks import NativeAccess
-from brokerd.native.admin_handlers import AdminResult, admin_call, admin_document
-from brokerd.native.admin_messages import DescribeGroupRequest, ListGroupsRequest
-from brokerd.native.admin_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
 from brokerd.native.admin_wire import AdminWireError
-from brokerd.native.answer_metrics import observe_native, observe_refusal
+from brokerd.native.answer_metrics import observe_native, observe_records, observe_refusal
+from brokerd.native.commands import COMMANDS, MAX_LONG_POLL_WAIT_MS, NativeContext
 from brokerd.native.messages import (
     DEFAULT_MAX_FETCH_BYTES,
     DEFAULT_MAX_PRODUCE_BYTES,
-    CreateTopicRequest,
     ErrorCode,
-    FetchRequest,
-    ListOffsetsRequest,
-    ListTopicsRequest,
-    LongPollFetchRequest,
-    ProduceRequest,
     Request,
     RequestError,
     RequestType,
     error_code_for,
 )
-from brokerd.native.queue_handlers import QueueMember, QueueOps, queue_call
-from brokerd.native.queue_messages import (
-    DescribeShareGroupRequest,
-    ListShareGroupsRequest,
-    QueueFetchRequest,
-)
-from brokerd.native.queue_wire import TYPE_OF_CLASS as QUEUE_TYPE_OF_CLASS
+from brokerd.native.queue_handlers import QueueMember, QueueOps
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
 from brokerd.net.request_budget import RequestBudget
 from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
-from brokerd.storage.types import COMMITTED_RECORDS, AppendInfo, LogRead, TopicInfo
 
 __all__ = [
     "DEFAULT_FRAME_TIMEOUT",
@@ -88,9 +66,6 @@ DEFAULT_IDLE_TIMEOUT = 600.0
 #: A frame must be complete this long after its first byte arrives, so a client trickling
 #: one byte at a time (slowloris) cannot hold a connection and a partial buffer forever.
 DEFAULT_FRAME_TIMEOUT = 30.0
-#: A long poll waits at most this long whatever the client asks, so a parked request
-#: cannot outlive every timeout (the idle timeout never fires while one is in flight).
-MAX_LONG_POLL_WAIT_MS = 300_000
 #: Undecoded input allowed beyond ``max_produce_bytes`` (which bounds one partial record)
 #: before the connection is dropped. A transport stops delivering soon after it is paused,
 #: so this only trips on a transport that ignores pauseProducing: defence in depth.
@@ -180,7 +155,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         in_flight = self.inFlight
         return (
             bool(in_flight)
-            and isinstance(in_flight[0], LongPollFetchRequest | QueueFetchRequest)
+            and COMMANDS[type(in_flight[0])].parks
             and self._decoder.buffered < LONG_POLL_EAGER_READ_BYTES
         )
 
@@ -223,141 +198,34 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
     # ----------------------------------------------------------------- dispatch
 
     def handleRequest(self, request: Request) -> defer.Deferred[bytes | None]:
-        request_type, call = self._plan(request)
+        command = COMMANDS[type(request)]
+        access = None
         if self._authorizer is not None:
-            call = self._authorized(request, call)
-        started = self.metrics.now()
-        d: defer.Deferred[object] = defer.maybeDeferred(call)
-        d = observe_native(self.metrics, request_type, getattr(request, "topic", None), started, d)
-        return d.addCallback(self._encode, request).addErrback(
-            self._encode_failure, request_type
+            # The principal is read now: the TLS handshake sets it before the first
+            # request.
+            access = NativeAccess(
+                self._authorizer,
+                self.state.principal,
+                self.state.peer_host,
+                lambda: self._core.topics(),
+            )
+        context = NativeContext(
+            self._core, self._max_fetch_bytes, self.queue_member, self._admin, self._queues,
+            access,
         )
-
-    def _authorized(
-        self, request: Request, call: Callable[[], object]
-    ) -> Callable[[], object]:
-        """``call`` behind the ACL check of ``request`` (the principal is read now: the
-        TLS handshake sets it before the first request)."""
-        assert self._authorizer is not None
-        access = NativeAccess(
-            self._authorizer,
-            self.state.principal,
-            self.state.peer_host,
-            lambda: self._core.topics(),
+        metrics = self.metrics
+        topic = getattr(request, "topic", None)
+        started = metrics.now()
+        d = defer.maybeDeferred(
+            command.run, context, request, lambda result: observe_records(metrics, topic, result)
         )
-
-        def checked() -> object:
-            access.check(request)
-            if isinstance(request, ListTopicsRequest):
-                listed = cast(defer.Deferred[list[TopicInfo]], call())
-                return listed.addCallback(access.visible)
-            if isinstance(request, ListGroupsRequest):
-                groups = cast(defer.Deferred[list[GroupView]], call())
-                return groups.addCallback(access.visible_groups)
-            if isinstance(request, ListShareGroupsRequest | DescribeShareGroupRequest):
-                return self._queue_call(request, access.visible_share_groups)
-            if isinstance(request, DescribeGroupRequest):
-                group = cast(defer.Deferred[GroupView], call())
-                return group.addCallback(access.visible_group)
-            return call()
-
-        return checked
+        answered = observe_native(metrics, command.request_type, started, d)
+        return answered.addErrback(self._encode_failure, command.request_type)
 
     def deliverAnswer(self, request: Request, answer: bytes | None) -> bool:
         if answer is not None:
             self.write(answer)
         return True
-
-    def _plan(self, request: Request) -> tuple[RequestType, Callable[[], object]]:
-        core = self._core
-        admin_type = ADMIN_TYPE_OF_CLASS.get(type(request))
-        if admin_type is not None:
-            return admin_type, lambda: self._admin_call(request)
-        queue_type = QUEUE_TYPE_OF_CLASS.get(type(request))
-        if queue_type is not None:
-            return queue_type, lambda: self._queue_call(request)
-        match request:
-            case ProduceRequest():
-                return RequestType.PRODUCE, lambda: core.produce_values(
-                    request.topic, request.partition, list(request.values)
-                )
-            case FetchRequest():
-                return RequestType.FETCH, lambda: core.read(
-                    request.topic, request.partition, request.offset, self._max_fetch_bytes,
-                    COMMITTED_RECORDS,
-                )
-            case CreateTopicRequest():
-                return RequestType.CREATE_TOPIC, lambda: core.create_topic(
-                    request.topic, request.partitions
-                )
-            case ListOffsetsRequest():
-                # The native fetch reads committed data only: "latest" is the LSO.
-                return RequestType.LIST_OFFSETS, lambda: core.list_offsets(
-                    request.topic, request.partition, read_committed=True
-                )
-            case ListTopicsRequest():
-                return RequestType.LIST_TOPICS, core.list_topics
-            case LongPollFetchRequest():
-                return RequestType.LONG_POLL_FETCH, lambda: core.wait_records(
-                    request.topic,
-                    request.partition,
-                    request.offset,
-                    max_value_bytes=min(request.max_bytes, self._max_fetch_bytes),
-                    min_bytes=request.min_bytes,
-                    max_wait_ms=min(request.max_wait_ms, MAX_LONG_POLL_WAIT_MS),
-                )
-        raise TypeError(f"not a native request: {request!r}")
-
-    def _admin_call(self, request: Request) -> defer.Deferred[AdminResult]:
-        if self._admin is None:
-            raise AdminUnavailable("this listener does not serve admin requests")
-        return admin_call(self._admin, request)  # type: ignore[arg-type]
-
-    def _queue_call(
-        self,
-        request: Request,
-        visible: Callable[[list[ShareGroupView]], list[ShareGroupView]] | None = None,
-    ) -> defer.Deferred[bytes]:
-        if self._queues is None:
-            raise AdminUnavailable("this listener does not serve share groups")
-        return queue_call(
-            self._queues,
-            self.queue_member,
-            request,  # type: ignore[arg-type]
-            max_bytes=self._max_fetch_bytes,
-            max_wait_ms=min(getattr(request, "max_wait_ms", 0), MAX_LONG_POLL_WAIT_MS),
-            **({"visible": visible} if visible is not None else {}),
-        )
-
-    def _encode(self, result: object, request: Request) -> bytes:
-        """Turn the core's answer into response bytes."""
-        if type(request) in QUEUE_TYPE_OF_CLASS:
-            return cast(bytes, result)  # the queue handlers encode their own answers
-        if type(request) in ADMIN_TYPE_OF_CLASS:
-            document = admin_document(request, cast(AdminResult, result))  # type: ignore[arg-type]
-            return admin_wire.encode_answer(ADMIN_TYPE_OF_CLASS[type(request)], document)
-        match request:
-            case ProduceRequest():
-                return server_codec.encode_produce_response(cast(AppendInfo, result).base_offset)
-            case FetchRequest():
-                records = cast(LogRead, result).decoded
-                return server_codec.encode_fetch_response([r.value for r in records])
-            case CreateTopicRequest():
-                return server_codec.encode_create_topic_response()
-            case ListOffsetsRequest():
-                start, high = cast(tuple[int, int], result)
-                return server_codec.encode_list_offsets_response(start, high)
-            case ListTopicsRequest():
-                topics = sorted(cast(Iterable[TopicInfo], result), key=lambda t: t.name)
-                return server_codec.encode_list_topics_response(
-                    (t.name, t.partitions) for t in topics
-                )
-            case LongPollFetchRequest():
-                found = cast(LogRead, result)
-                return server_codec.encode_long_poll_fetch_response(
-                    found.high_watermark, [(r.offset, r.value) for r in found.decoded]
-                )
-        raise TypeError(f"not a native request: {request!r}")
 
     def _encode_failure(self, failure: Failure, request_type: RequestType) -> bytes | None:
         if not self.isConnected:

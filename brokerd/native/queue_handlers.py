@@ -11,9 +11,11 @@ timer however the connection fares. There is no join, heartbeat or assignment: a
 consumer names the partition it reads, and several consumers may read one partition,
 which is what a share group is for (``docs/queues.md``).
 
-:func:`queue_call` runs one request against :class:`QueueOps` (the share service and
-the share-group views) and fires with its answer's bytes. The framing is
-``brokerd.native.queue_wire``'s; the ACL checks are ``brokerd.native.acl_checks``'s.
+:func:`fetch_records`, :func:`acknowledge`, :func:`describe_share_group` and
+:func:`list_share_groups` answer one request each against :class:`QueueOps` (the share
+service and the share-group views), with the answer's bytes; their rows in
+:data:`brokerd.native.commands.COMMANDS` call them and hold their ACL rules. The framing
+is ``brokerd.native.queue_wire``'s.
 
 What this module does not do: touch sockets, know Kafka's share group coordinator, or
 decide record states (``brokerd.core.share`` does).
@@ -36,17 +38,23 @@ from brokerd.core.share.states import AckType
 from brokerd.native import queue_wire
 from brokerd.native.queue_messages import (
     DescribeShareGroupRequest,
-    ListShareGroupsRequest,
     QueueAckRequest,
     QueueFetchRequest,
     QueueRecord,
-    QueueRequest,
 )
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
 from brokerd.storage.segment.batch_reads import MAX_DECODED_BATCH_BYTES
 
-__all__ = ["QueueMember", "QueueOps", "queue_call", "records_of"]
+__all__ = [
+    "QueueMember",
+    "QueueOps",
+    "acknowledge",
+    "describe_share_group",
+    "fetch_records",
+    "list_share_groups",
+    "records_of",
+]
 
 _ACK_TYPES = {1: AckType.ACCEPT, 2: AckType.RELEASE, 3: AckType.REJECT}
 
@@ -104,7 +112,7 @@ def records_of(result: AcquireResult) -> list[QueueRecord]:
     return out
 
 
-def _fetch(
+def fetch_records(
     ops: QueueOps,
     member: QueueMember,
     request: QueueFetchRequest,
@@ -156,7 +164,7 @@ def _fetch(
     return answer
 
 
-async def _acknowledge(ops: QueueOps, member: QueueMember, request: QueueAckRequest) -> bytes:
+async def acknowledge(ops: QueueOps, member: QueueMember, request: QueueAckRequest) -> bytes:
     batches = [AckBatch(r.first, r.last, (_ACK_TYPES[int(r.kind)],)) for r in request.ranges]
     try:
         await ops.service.acknowledge(
@@ -171,33 +179,23 @@ async def _acknowledge(ops: QueueOps, member: QueueMember, request: QueueAckRequ
     return queue_wire.encode_ack_answer()
 
 
-def queue_call(
+def describe_share_group(
     ops: QueueOps,
-    member: QueueMember,
-    request: QueueRequest,
-    *,
-    max_bytes: int,
-    max_wait_ms: int,
-    visible: Callable[[list[ShareGroupView]], list[ShareGroupView]] = lambda groups: groups,
-) -> defer.Deferred[bytes]:
-    """Run ``request`` for ``member``; the answer's bytes, or a failure carrying the
-    broker's exceptions (:class:`InvalidAcknowledgement` for a refused acknowledgement,
-    answered INVALID_RECORD_STATE).
-    ``visible`` filters the groups and partitions an answer may show (the ACLs'
-    DESCRIBE)."""
-    match request:
-        case QueueFetchRequest():
-            return _fetch(ops, member, request, max_bytes, max_wait_ms)
-        case QueueAckRequest():
-            return defer.Deferred.fromCoroutine(_acknowledge(ops, member, request))
-        case DescribeShareGroupRequest():
-            view = ops.inspector.group(request.group_id)
-            if view is None:
-                raise GroupNotFound(f"share group {request.group_id!r} is not known")
-            shown = visible([view])
-            view = shown[0] if shown else ShareGroupView(request.group_id)
-            return defer.succeed(queue_wire.encode_document_answer(view.to_json()))  # type: ignore[arg-type]
-        case ListShareGroupsRequest():
-            rows = [v.summary() for v in visible(ops.inspector.groups())]
-            return defer.succeed(queue_wire.encode_document_answer(rows))  # type: ignore[arg-type]
-    raise TypeError(f"not a native queue request: {request!r}")
+    request: DescribeShareGroupRequest,
+    visible: Callable[[list[ShareGroupView]], list[ShareGroupView]],
+) -> bytes:
+    """The DescribeShareGroup answer: the group as ``visible`` lets it be seen."""
+    view = ops.inspector.group(request.group_id)
+    if view is None:
+        raise GroupNotFound(f"share group {request.group_id!r} is not known")
+    shown = visible([view])
+    view = shown[0] if shown else ShareGroupView(request.group_id)
+    return queue_wire.encode_document_answer(view.to_json())  # type: ignore[arg-type]
+
+
+def list_share_groups(
+    ops: QueueOps, visible: Callable[[list[ShareGroupView]], list[ShareGroupView]]
+) -> bytes:
+    """The ListShareGroups answer: one summary per group ``visible`` shows."""
+    rows = [v.summary() for v in visible(ops.inspector.groups())]
+    return queue_wire.encode_document_answer(rows)  # type: ignore[arg-type]

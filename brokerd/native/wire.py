@@ -14,6 +14,7 @@ the messages themselves (``messages``). The format is specified in ``docs/protoc
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 
@@ -51,6 +52,7 @@ __all__ = [
     "Field",
     "RequestLayout",
     "check_range",
+    "fixed_records",
     "string_bytes",
 ]
 
@@ -177,3 +179,11 @@ def string_bytes(text: str, what: str = "topic") -> bytes:
     raw = text.encode("utf-8")
     check_range(f"{what} length", len(raw), MAX_U16)
     return U16.pack(len(raw)) + raw
+
+
+@functools.lru_cache(maxsize=64)
+def fixed_records(before: int, value_len: int, after: int) -> struct.Struct:
+    """The layout of a record of fixed size whose value lies between ``before`` and
+    ``after`` other bytes: ``iter_unpack`` walks a run of them in C, one value each
+    (the bulk paths of both codecs, once they checked every record has this size)."""
+    return struct.Struct(f"{before}x{value_len}s{after}x")

@@ -128,6 +128,8 @@ class ReadSpec:
 
 #: A native fetch's read: decoded committed records.
 COMMITTED_RECORDS = ReadSpec(Isolation.READ_COMMITTED, Delivery.RECORDS)
+#: A native type-2 fetch's first read: the committed batches as stored, read and checked.
+COMMITTED_BATCHES = ReadSpec(Isolation.READ_COMMITTED, Delivery.BYTES)
 
 
 @attrs.frozen

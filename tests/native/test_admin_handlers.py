@@ -31,6 +31,7 @@ from brokerd.native.admin_messages import (
 )
 from brokerd.native.admin_wire import TYPE_OF_CLASS
 from brokerd.native.client_codec import ResponseDecoder, encode_request
+from brokerd.native.commands import authorize
 from brokerd.native.messages import ErrorCode, ErrorResponse, ListTopicsResponse, RequestType
 from brokerd.native.protocol import NativeFactory, NativeProtocol
 from brokerd.security.acl import (
@@ -237,24 +238,26 @@ def test_each_admin_type_needs_kafkas_operation(
 
     names = {T: "t", G: "g"}
     everything = [allow(rtype, names[rtype], op) for rtype, op in needed]
-    access(everything).check(request_)
+    authorize(access(everything), request_)
     for missing, (rtype, _op) in enumerate(needed):
         partial = [b for i, b in enumerate(everything) if i != missing]
         with pytest.raises(AuthorizationFailed) as refused:
-            access(partial).check(request_)
+            authorize(access(partial), request_)
         # A group refusal says GROUP_AUTHORIZATION_FAILED, a topic one the topic's code.
         assert isinstance(refused.value, GroupAuthorizationFailed) == (rtype is G)
     # Another operation on the same resource is not enough.
     with pytest.raises(AuthorizationFailed):
-        access([allow(rtype, names[rtype], Operation.CREATE) for rtype, _ in needed]).check(
-            request_)
+        authorize(
+            access([allow(rtype, names[rtype], Operation.CREATE) for rtype, _ in needed]),
+            request_,
+        )
 
 
 def test_group_refusal_is_a_group_error() -> None:
     access = NativeAccess(AclAuthorizer([], frozenset()), ANONYMOUS, "h", lambda: set())
     with pytest.raises(GroupAuthorizationFailed):
-        access.check(ResetOffsetsRequest("g", "t", ResetMode.LATEST))
-    access.check(ListGroupsRequest())  # always allowed: filtered instead
+        authorize(access, ResetOffsetsRequest("g", "t", ResetMode.LATEST))
+    authorize(access, ListGroupsRequest())  # always allowed: filtered instead
     views = [GroupView("a", "Empty"), GroupView("b", "Empty")]
     self_access = NativeAccess(AclAuthorizer([allow(G, "b", Operation.DESCRIBE)], frozenset()),
                                ANONYMOUS, "h", lambda: set())

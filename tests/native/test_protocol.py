@@ -15,6 +15,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from brokerd import errors
 from brokerd.native import client_codec as client
 from brokerd.native import server_codec as server
+from brokerd.native.batch_framing import raw_fetch_budget
 from brokerd.native.messages import ErrorCode
 from brokerd.native.protocol import (
     LONG_POLL_EAGER_READ_BYTES,
@@ -23,7 +24,7 @@ from brokerd.native.protocol import (
     NativeFactory,
     NativeProtocol,
 )
-from brokerd.storage.types import COMMITTED_RECORDS, TopicInfo
+from brokerd.storage.types import COMMITTED_BATCHES, TopicInfo
 
 from tests.native_helpers import (
     Call,
@@ -104,7 +105,10 @@ class WiringTests(ProtocolTestCase):
             self.assertEqual(self.core.calls, [])
             self.send(frame[i : i + 1])
         call = self.only_call("read")
-        self.assertEqual(call.args, ("orders", 1, 7, self.max_fetch_bytes, COMMITTED_RECORDS))
+        self.assertEqual(
+            call.args,
+            ("orders", 1, 7, raw_fetch_budget(self.max_fetch_bytes), COMMITTED_BATCHES),
+        )
         call.deferred.callback(records(7, [b"a", None, b"ccc"]))
         self.assertEqual(self.take(), fetch_ok([b"a", b"", b"ccc"]))
 

@@ -275,6 +275,29 @@ def test_produce_at_the_limit_is_accepted_one_byte_more_is_refused() -> None:
     assert not event.fatal
 
 
+@pytest.mark.parametrize("chunk", [1, 13, 100, 10_000])
+def test_equal_values_in_bulk_keep_the_limit_and_the_order(chunk: int) -> None:
+    # Equal values are taken in runs; a run never passes the produce limit, and a size
+    # that differs (or one that does not fit) is met by the record loop as before.
+    equal = [bytes([i]) * 20 for i in range(40)]
+    mixed = [*equal[:10], b"odd" * 3, *equal[10:]]
+    for values, limit, refused in (
+        (equal, 40 * 24, False),
+        (mixed, 40 * 24 + 13, False),
+        (equal, 40 * 24 - 1, True),
+    ):
+        decoder = RequestDecoder(max_produce_bytes=limit)
+        frame = client.encode_produce("t", 0, values)
+        events = []
+        for i in range(0, len(frame), chunk):
+            events.extend(decoder.feed(frame[i : i + chunk]))
+        if refused:
+            assert [getattr(e, "code", None) for e in events] == [ErrorCode.REQUEST_TOO_LARGE]
+        else:
+            assert events == [ProduceRequest("t", 0, tuple(values))]
+        assert decoder.buffered == 0 and decoder.held == 0
+
+
 def test_oversized_produce_is_skipped_without_buffering() -> None:
     limit = 1024
     frame = client.encode_produce("t", 0, [b"v" * 700, b"w" * 5000, b"z" * 3000])

@@ -75,7 +75,57 @@ def _zz(value: int) -> bytes:
     return _ZZ[value] if 0 <= value < _SMALL else _zigzag_bytes(value)
 
 
+#: Record heads of key-less records with values of one length, by that length: entry
+#: ``i`` is the head of the record at offset delta ``i``, preceded (for ``i > 0``) by the
+#: previous record's closing "no headers" byte. Built on first use, for lengths below
+#: :data:`_SMALL` and batches of at most :data:`_MAX_TABLE_RECORDS` records; at most
+#: :data:`_MAX_TABLES` lengths are kept (the table is cleared past that).
+_HEADS: dict[int, list[bytes]] = {}
+_MAX_TABLE_RECORDS = 1 << 16
+_MAX_TABLES = 32
+
+
+def _heads_for(value_len: int, count: int) -> list[bytes]:
+    table = _HEADS.get(value_len)
+    if table is None or len(table) < count:
+        size = min(_MAX_TABLE_RECORDS, max(count, 1024))
+        value_part = _ZZ[value_len]
+        table = []
+        for i in range(size):
+            delta = _ZZ[i] if i < _SMALL else _zigzag_bytes(i)
+            body = 2 + len(delta) + 1 + len(value_part) + value_len + 1
+            head = _zz(body) + b"\x00\x00" + delta + _ZZ_NULL + value_part
+            table.append(b"\x00" + head if i else head)
+        if len(_HEADS) >= _MAX_TABLES:
+            _HEADS.clear()
+        _HEADS[value_len] = table
+    return table
+
+
+def _equal_length(values: Sequence[bytes | None]) -> int | None:
+    """The one length of ``values`` when they all have it (and none is null), else None."""
+    if not values or None in values:
+        return None
+    lengths = set(map(len, values))  # type: ignore[arg-type]
+    return lengths.pop() if len(lengths) == 1 else None
+
+
+def _encode_equal(values: Sequence[bytes], value_len: int) -> bytes:
+    """Key-less records of equal values, joined in one pass from the head table: no
+    per-record Python beyond the join itself."""
+    count = len(values)
+    parts = _heads_for(value_len, count)[:count]
+    joined: list[bytes] = [b""] * (2 * count + 1)
+    joined[0::2] = [*parts, b"\x00"]
+    joined[1::2] = values
+    return b"".join(joined)
+
+
 def _encode_records(values: Sequence[bytes | None], keys: Sequence[bytes | None] | None) -> bytes:
+    if keys is None and len(values) <= _MAX_TABLE_RECORDS:
+        value_len = _equal_length(values)
+        if value_len is not None and value_len < _SMALL:
+            return _encode_equal(values, value_len)  # type: ignore[arg-type]
     parts: list[bytes] = []
     append = parts.append
     zz = _ZZ
@@ -246,6 +296,19 @@ def stored_size(values: Sequence[bytes | None]) -> int:
     and so what a Kafka reader's ``MinBytes`` counts for it."""
     total = BATCH_HEADER_SIZE
     small = _SMALL
+    value_len = _equal_length(values)
+    if value_len is not None:
+        # Equal values: records of one size per run of offset deltas of one width.
+        value_part = len(_zz(value_len)) + value_len
+        count = len(values)
+        first = 0
+        for width in range(1, 6):
+            past = min(count, 1 << (7 * width - 1))
+            if past > first:
+                body_len = 2 + width + len(_ZZ_NULL) + value_part + 1
+                total += (past - first) * (len(_zz(body_len)) + body_len)
+            first = past
+        return total
     for i, value in enumerate(values):
         delta = len(_ZZ[i]) if i < small else len(_zigzag_bytes(i))
         if value is None:

@@ -424,3 +424,23 @@ def test_decode_run_matches_decode_records(
     cut = data.draw(st.integers(0, len(buf)))
     end, _, reason = verify_run(buf, 0, cut, 0)
     assert reason is None and end <= cut
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.binary(max_size=300), st.sampled_from([1, 2, 63, 64, 65, 700]))
+def test_equal_values_encode_as_the_record_loop_does(value: bytes, count: int) -> None:
+    # Equal values take the head table and a closed-form size; the bytes and the size
+    # are those the general loop (which every mixed batch takes) gives.
+    from unittest import mock
+
+    from brokerd.storage.record import encode
+
+    values: list[bytes | None] = [value] * count
+    fast = encode.encode_batch(values, timestamp_ms=5, base_offset=9)
+    fast_size = encode.stored_size(values)
+    with mock.patch.object(encode, "_equal_length", lambda _values: None):
+        assert encode.encode_batch(values, timestamp_ms=5, base_offset=9) == fast
+        assert encode.stored_size(values) == fast_size == len(fast)
+    records = decode_records(fast, max_uncompressed=1 << 20)
+    assert [r.value for r in records] == values
+    assert [r.offset for r in records] == list(range(9, 9 + count))
