@@ -15,7 +15,8 @@ the two-thread speed-up. Compare the per-record figures with the broker CPU per 
 ``make bench`` (its cost rows).
 
 ``--brokers`` measures what a user with more cores can do today: the same produce load
-(kcat producers, 100-byte values, ``acks=all``, one partition each, ``--fsync never``)
+(kcat producers, 100-byte values, ``acks=all``, one partition each, ``--fsync never``;
+``--batch`` caps the records per request)
 against one broker, then split over two independent brokers (two processes, each with its
 own data directory and half the topics). It prints the aggregate rate and each broker's
 CPU per record, the best of ``--tries`` runs of each.
@@ -95,7 +96,8 @@ def probes(size: int) -> list[tuple[str, int, Callable[[], object]]]:
     ]
 
 
-def _kcat_load(bootstraps: list[str], producers: int, records: int, root: Path) -> float:
+def _kcat_load(bootstraps: list[str], producers: int, records: int, root: Path,
+               batch: int) -> float:
     """Wall seconds for ``producers`` kcat processes (round-robin over ``bootstraps``),
     each producing ``records`` values to a topic of its own."""
     import subprocess
@@ -115,7 +117,7 @@ def _kcat_load(bootstraps: list[str], producers: int, records: int, root: Path) 
         bootstrap = bootstraps[i % len(bootstraps)]
         procs.append(subprocess.Popen(
             [kcat, "-P", "-b", bootstrap, "-t", f"{topic_base}-{i}", "-p", "0",
-             "-X", "acks=all", "-l", str(path)],
+             "-X", "acks=all", "-X", f"batch.num.messages={batch}", "-l", str(path)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     for proc in procs:
         if proc.wait(600) != 0:
@@ -123,13 +125,13 @@ def _kcat_load(bootstraps: list[str], producers: int, records: int, root: Path) 
     return time.perf_counter() - start
 
 
-def brokers_probe(producers: int, records: int, tries: int) -> None:
+def brokers_probe(producers: int, records: int, tries: int, batch: int) -> None:
     from bench.common import Brokers, scratch
     from bench.cost import cpu_seconds
 
-    print("| brokers | kcat producers | records | aggregate rec/s (best) "
-          "| broker CPU µs/rec (each) |")
-    print("|---|---|---|---|---|")
+    print("| brokers | kcat producers | records per request (at most) | records "
+          "| aggregate rec/s (best) | broker CPU µs/rec (each) |")
+    print("|---|---|---|---|---|---|")
     with scratch("multicore-") as root:
         for count in (1, 2):
             brokers = Brokers(root / f"b{count}")
@@ -141,14 +143,14 @@ def brokers_probe(producers: int, records: int, tries: int) -> None:
                 for _ in range(tries):
                     before = [cpu_seconds(pid) for pid in pids]
                     seconds = _kcat_load([p.kafka_bootstrap for p in procs], producers,
-                                         records, root)
+                                         records, root, batch)
                     rate = producers * records / seconds
                     if rate > best_rate:
                         best_rate = rate
                         share = producers * records / count
                         costs = [(cpu_seconds(pid) - b) * 1e6 / share
                                  for pid, b in zip(pids, before, strict=True)]
-                print(f"| {count} | {producers} | {producers * records:,} | "
+                print(f"| {count} | {producers} | {batch:,} | {producers * records:,} | "
                       f"{best_rate:,.0f} | {', '.join(f'{c:.2f}' for c in costs)} |")
 
 
@@ -161,9 +163,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="the one-broker / two-broker produce probe instead")
     parser.add_argument("--producers", type=int, default=4)
     parser.add_argument("--records", type=int, default=200_000, help="per producer")
+    parser.add_argument("--batch", type=int, default=10_000,
+                        help="kcat's batch.num.messages: records per request at most "
+                             "(16 makes many small requests, as a Java producer's 16 KiB "
+                             "batches of 1,000 B would)")
     args = parser.parse_args(argv)
     if args.brokers:
-        brokers_probe(args.producers, args.records, args.tries)
+        brokers_probe(args.producers, args.records, args.tries, args.batch)
         return
     print("| value size | work | ns/byte | µs per 1,000-record batch | µs per record "
           "| 2 threads: speed-up |")

@@ -192,7 +192,7 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
             results, brokers.shared("--fsync=never"), small=sizes.random_small,
             large=sizes.random_large, samples=sizes.random_samples)),
         ("workload matrix", lambda: workloads.brokerd(
-            results, brokers.shared(*workloads.BROKERD_ARGS).kafka_bootstrap, sizes.workload)),
+            results, brokers.shared(*workloads.BROKERD_ARGS), sizes.workload)),
         ("rss", lambda: resources.rss(results, brokers, list(sizes.rss_levels))),
         ("restart", lambda: resources.restart(results, brokers, sizes.restart_partitions,
                                               sizes.restart_bytes)),
