@@ -310,6 +310,8 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
         lines.append("")
         if section == cost.SECTION:
             lines += [*_table(CEILING_HEAD, cost.ceilings(results)), ""]
+            if "cost" in rel:
+                lines += [f"![cost]({rel['cost']})", ""]
         if section in SECTION_METHODS:
             lines += [SECTION_METHODS[section], ""]
         if throughput:

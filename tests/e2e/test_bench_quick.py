@@ -346,8 +346,8 @@ def test_quick_run_reports_every_row(tmp_path: Path) -> None:
     if importlib.util.find_spec("matplotlib") is None:
         assert "charts not drawn" in text
         return
-    for name in ("throughput-100", "throughput-1000", "producers", "partitions",
-                 "random-fetch", "share-groups", "rss", "restart"):
+    for name in ("throughput-100", "throughput-1000", "cost", "workloads", "producers",
+                 "partitions", "random-fetch", "share-groups", "rss", "restart"):
         png = charts / f"{name}.png"
         assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5000, name
         assert f"](bench/{name}.png)" in text
