@@ -45,6 +45,9 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 # the tests of those clients skip, saying so.
 JVM_DIR := tests/jvm
 JVM_LIB_STAMP := $(JVM_DIR)/lib/.installed-stamp
+# Kafka Connect and MirrorMaker 2 on a class path of their own (tests/jvm/connect/pom.xml
+# says why they are another release).
+JVM_CONNECT_LIB_STAMP := $(JVM_DIR)/lib-connect/.installed-stamp
 JVM_CLASSES := build/jvm/classes
 JVM_BUILD_STAMP := build/jvm/.built-stamp
 JVM_SOURCES := $(wildcard $(JVM_DIR)/src/brokerd/*/*.java)
@@ -52,7 +55,18 @@ GO_DIR := tests/go
 GO_JUDGE := build/go/judge
 GO_SOURCES := $(wildcard $(GO_DIR)/*.go) $(GO_DIR)/go.mod $(GO_DIR)/go.sum
 
-jvm-deps: $(JVM_BUILD_STAMP)
+jvm-deps: $(JVM_BUILD_STAMP) $(JVM_CONNECT_LIB_STAMP)
+
+$(JVM_CONNECT_LIB_STAMP): $(JVM_DIR)/connect/pom.xml
+	@if command -v mvn >/dev/null 2>&1; then \
+	  rm -rf $(JVM_DIR)/lib-connect && \
+	  mkdir -p build/jvm && \
+	  (cd $(JVM_DIR)/connect && mvn -q -B dependency:copy-dependencies -DoutputDirectory=../lib-connect -DincludeScope=runtime) \
+	    > build/jvm/mvn-connect.log 2>&1 || { cat build/jvm/mvn-connect.log; exit 1; }; \
+	  touch $(JVM_CONNECT_LIB_STAMP); \
+	else \
+	  echo "mvn not found: the Kafka Connect and MirrorMaker 2 tests will be skipped"; \
+	fi
 
 $(JVM_LIB_STAMP): $(JVM_DIR)/pom.xml
 	@if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then \
@@ -167,4 +181,4 @@ verify-units: install
 	  test -z "$$out" || { echo "$$out"; exit 1; }
 
 clean:
-	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis $(NODE_DIR)/node_modules $(JVM_DIR)/lib
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis $(NODE_DIR)/node_modules $(JVM_DIR)/lib $(JVM_DIR)/lib-connect

@@ -16,9 +16,10 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
-from bench import kafka_tools
+from bench import cost, kafka_tools
 from bench.common import (
     NATIVE_BATCH,
     NATIVE_DEPTH,
@@ -249,12 +250,31 @@ def throughput(results: Results, brokers: dict[str, BrokerProcess], size: int,
     ]
     for name, produce_what, consume_what, produce, consume, missing in clients:
         for mode in FSYNC_MODES:
-            figure = None if missing else produce(brokers[mode], f"{name}-{size}", records, size)
+            broker = brokers[mode]
+            figure = cost.costed(
+                results, broker_pid(broker), system="brokerd", size=size, what=produce_what,
+                durability=f"fsync {mode}", served=records, missing=missing,
+                run=None if missing else partial(produce, broker, f"{name}-{size}", records,
+                                                 size))
             results.add(Row(section, "brokerd", produce_what, f"fsync {mode}", figure, "rec/s",
                             missing or note, size))
-        figure = None if missing else consume(brokers["always"], f"{name}-{size}", records)
+        always = brokers["always"]
+        figure = cost.costed(
+            results, broker_pid(always), system="brokerd", size=size, what=consume_what,
+            durability="read (page cache)", served=records * reads_per_consume(consume),
+            missing=missing,
+            run=None if missing else partial(consume, always, f"{name}-{size}", records))
         results.add(Row(section, "brokerd", consume_what, "read (page cache)", figure, "rec/s",
                         missing or note, size))
+
+
+def broker_pid(proc: BrokerProcess) -> int | None:
+    return None if proc.proc is None else proc.proc.pid
+
+
+def reads_per_consume(consume: Consume) -> int:
+    """How many times a consume row reads its partition (kcat: the best of several)."""
+    return KCAT_READS if consume is kcat_consume else 1
 
 
 def _has_confluent() -> bool:

@@ -19,12 +19,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.brokerproc import BrokerProcess, env  # noqa: E402
+
+if TYPE_CHECKING:
+    from bench.workloads import WorkloadRun
 
 SIZES = (100, 1000)
 MB = 1_000_000
@@ -93,6 +97,8 @@ class Results:
     facts: dict[str, str] = field(default_factory=dict)
     # (step, seconds, status) in run order; status is "ok" or why the step fell short.
     steps: list[tuple[str, float, str]] = field(default_factory=list)
+    # The workload matrix (bench/workloads.py), brokerd's and Apache Kafka's runs.
+    workloads: list[WorkloadRun] = field(default_factory=list)
 
     def add(self, row: Row) -> None:
         self.rows.append(row)

@@ -24,9 +24,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
-from bench import brokerd_runs, kafka_tools, latency, resources
+from bench import brokerd_runs, cost, kafka_tools, latency, resources
 from bench.common import SIZES, Curve, Latency, Results, Row
 from bench.kafka_peer import BROKER_HEAP, SYSTEM, KafkaPeer
 
@@ -89,17 +90,23 @@ def _throughput_rows(results: Results, records: dict[int, int],
         section = f"throughput {size} B"
         note = f"{count:,} records"
         for name, produce_what, consume_what, produce, consume, missing in clients:
+            live = peer is not None and not missing
+            pid = peer.pid if peer is not None and live else None
             for durability, config, suffix in MODES:
-                figure = None
-                if peer is not None and not missing:
-                    topic = f"{name}-{size}-{suffix}"
+                topic = f"{name}-{size}-{suffix}"
+                if peer is not None and live:
                     peer.create_topic(topic, 1, config)
-                    figure = produce(peer, topic, count, size)
+                figure = cost.costed(
+                    results, pid, system=SYSTEM, size=size, what=produce_what,
+                    durability=durability, served=count, missing=missing,
+                    run=partial(produce, peer, topic, count, size) if live else None)
                 results.add(Row(section, SYSTEM, produce_what, durability, figure, "rec/s",
                                 missing or note, size))
-            figure = None
-            if peer is not None and not missing:
-                figure = consume(peer, f"{name}-{size}-{MODES[0][2]}", count)
+            figure = cost.costed(
+                results, pid, system=SYSTEM, size=size, what=consume_what, durability=READ,
+                served=count * brokerd_runs.reads_per_consume(consume), missing=missing,
+                run=partial(consume, peer, f"{name}-{size}-{MODES[0][2]}", count)
+                if live else None)
             results.add(Row(section, SYSTEM, consume_what, READ, figure, "rec/s",
                             missing or note, size))
 

@@ -17,7 +17,7 @@ try:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 except ImportError:
     if TYPE_CHECKING:
         raise
@@ -25,6 +25,7 @@ except ImportError:
 else:
     HAVE_MATPLOTLIB = True
     THOUSANDS = FuncFormatter(lambda v, _pos: f"{v:,.0f}")
+    PLAIN = FuncFormatter(lambda v, _pos: f"{v:g}")
 
 DPI = 100
 MISSING = "charts not drawn: matplotlib is not installed (make bench-deps)"
@@ -96,6 +97,55 @@ def _throughput(section: str, rows: list[Row], path: Path) -> None:
     plt.close(fig)
 
 
+def _cost(rows: list[Row], path: Path) -> None:
+    """The broker's CPU per record of every measured cost row (log scale: 0.2 to 60 µs)."""
+    measured = [r for r in rows if r.section == "cost" and r.value]
+    if not measured:
+        return
+    measured.sort(key=lambda r: (r.size, r.system != "brokerd"))
+    fig, ax = plt.subplots(figsize=(9.0, 0.26 * len(measured) + 1.2))
+    labels = [f"{r.system}, {r.size:,} B: {r.what[:48]} [{r.durability}]" for r in measured]
+    colors = [SYSTEM_COLORS.get(r.system, PEER_COLOR) for r in measured]
+    bars = ax.barh(labels, [r.value or 0.0 for r in measured], color=colors)
+    ax.bar_label(bars, labels=[f"{r.value or 0:,.2f}" for r in measured], fontsize=6, padding=2)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(PLAIN)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.tick_params(axis="y", labelsize=6)
+    ax.set_xlabel("broker CPU µs per record (log scale)")
+    ax.set_title("Broker CPU per record (blue: brokerd, green: Apache Kafka)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+def _workloads(results: Results, path: Path) -> None:
+    """Publish latency p50 and p99 of every measured workload (log scale)."""
+    runs = [w for w in results.workloads if w.latency]
+    if not runs:
+        return
+    fig, ax = plt.subplots(figsize=(9.0, 0.42 * len(runs) + 1.2))
+    labels = [f"{w.system}: {w.workload}" for w in runs]
+    ys = list(range(len(runs)))
+    for offset, name, alpha in ((-0.2, "p50", 1.0), (0.2, "p99", 0.5)):
+        ax.barh([y + offset for y in ys], [w.latency[name] for w in runs], height=0.4,
+                color=[SYSTEM_COLORS.get(w.system, PEER_COLOR) for w in runs], alpha=alpha,
+                label=name)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(PLAIN)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("publish latency, ms (log scale; solid p50, light p99)")
+    ax.set_title("Workload matrix: publish latency\n(blue: brokerd, green: Apache Kafka)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
 def draw(results: Results, directory: Path) -> list[Path]:
     """Write every chart into ``directory``; the paths written, in report order."""
     written: list[Path] = []
@@ -107,6 +157,13 @@ def draw(results: Results, directory: Path) -> list[Path]:
         path = directory / f"throughput-{section.split()[1]}.png"
         path.unlink(missing_ok=True)  # a chart from an earlier run must not pass for this one
         _throughput(section, results.rows, path)
+        if path.exists():
+            written.append(path)
+    for stem, chart in (("cost", lambda p: _cost(results.rows, p)),
+                        ("workloads", lambda p: _workloads(results, p))):
+        path = directory / f"{stem}.png"
+        path.unlink(missing_ok=True)
+        chart(path)
         if path.exists():
             written.append(path)
     for name, curve in results.curves.items():

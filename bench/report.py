@@ -9,6 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench import cost, workloads
 from bench.common import Latency, Results, Row
 from bench.kafka_peer import SYSTEM as KAFKA
 from bench.kafka_runs import PAIRED as KAFKA_PAIRED
@@ -25,6 +26,9 @@ LATENCY_HEAD = ("what", "durability", "n", "p50 ms", "p99 ms", "p99.9 ms", "max 
 KAFKA_HEAD = ("what", "brokerd durability", "brokerd", "Kafka durability", "Apache Kafka",
               "brokerd / Kafka")
 KAFKA_TITLE = "brokerd beside Apache Kafka"
+COST_HEAD = ("system", "row", "durability", "broker CPU per record", "note")
+CEILING_HEAD = ("system", "direction, value size", "cheapest µs/rec", "one core, rec/s",
+                "at the cost of")
 
 
 def figure(row: Row) -> str:
@@ -36,6 +40,8 @@ def figure(row: Row) -> str:
         return f"{row.value:,.2f}x"
     if row.unit == "s":
         return f"{row.value:,.2f} s"
+    if row.unit == cost.UNIT:
+        return f"{row.value:,.2f} {row.unit}"
     return f"{row.value:,.1f} {row.unit}"
 
 
@@ -134,6 +140,8 @@ def kafka_pairs(results: Results) -> list[tuple[str, ...]]:
         what = theirs.what
         if theirs.section.startswith("throughput"):
             what = f"{_size_text(theirs.section)}: {what}"
+        elif theirs.section == cost.SECTION:
+            what = f"CPU per record, {theirs.size:,} B: {what}"
         out.append((what, durability, NOT_MEASURED if ours is None else figure(ours),
                     theirs.durability, figure(theirs),
                     _ratio(None if ours is None else ours.value, theirs.value)))
@@ -166,6 +174,8 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def _row_cells(row: Row, throughput: bool) -> tuple[str, ...]:
     note = row.note if row.value is not None else f"**not measured: {row.note}**"
+    if row.section == cost.SECTION:
+        return (row.system, f"{row.size:,} B: {row.what}", row.durability, figure(row), note)
     if throughput:
         value = NOT_MEASURED if row.value is None else f"{row.value:,.0f}"
         mbps = "" if row.mb_per_s is None else f"{row.mb_per_s:,.1f}"
@@ -186,6 +196,7 @@ SECTION_TITLES = {
     SCALING: "Scaling",
     REGISTRY_PROXY: REGISTRY_PROXY_TITLE,
     "resources": "Resources: memory and restart time",
+    cost.SECTION: "Cost per record and the one-core ceiling",
 }
 
 
@@ -196,6 +207,18 @@ SECTION_METHODS = {
         "beside). Transactions are committed one after another. The cleaner rows run the "
         "storage engine in-process: one pass over the partition while a writer appends and "
         "flushes (fsync) every 100 records."
+    ),
+    cost.SECTION: (
+        "The broker process's CPU time (user + system, all its threads, from "
+        "`/proc/PID/stat`) over each throughput row above, divided by the records the row "
+        "moved (a kcat consume row reads the partition three times). The one-core figure "
+        "is 1,000,000 / µs per record: the rate one fully busy core carries at that cost. "
+        "brokerd does its Python work on one reactor thread, so its figure is also where one "
+        "broker saturates, however many cores the machine has; Kafka spreads the work over "
+        "many threads, so its figure is a rate per core that more cores multiply. Rows "
+        "with fsync include the kernel's time for the syncs. The figure is the broker's "
+        "alone: the client's CPU is not in it (docs/performance.md, \"The one-core "
+        "ceiling\")."
     ),
     SCALING: (
         "Producers are separate processes, each with its own native connection and "
@@ -280,7 +303,7 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
     order = ["ceilings"]
     order += sorted({r.section for r in results.rows if r.section.startswith("throughput")},
                     key=lambda s: int(s.split()[1]))
-    order += ["features", SCALING, REGISTRY_PROXY, "resources"]
+    order += [cost.SECTION, "features", SCALING, REGISTRY_PROXY, "resources"]
     for section in order:
         # brokerd's rows first, then the peers', each in run order.
         rows = sorted((r for r in results.rows if r.section == section),
@@ -294,8 +317,15 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
             title = f"Throughput, {_size_text(section)} values"
         lines += [f"## {title}", ""]
         head = THROUGHPUT_HEAD if throughput else OTHER_HEAD
+        if section == cost.SECTION:
+            head = COST_HEAD
+            rows.sort(key=lambda r: (r.system != "brokerd", r.size))
         lines += _table(head, [_row_cells(r, throughput) for r in rows])
         lines.append("")
+        if section == cost.SECTION:
+            lines += [*_table(CEILING_HEAD, cost.ceilings(results)), ""]
+            if "cost" in rel:
+                lines += [f"![cost]({rel['cost']})", ""]
         if section in SECTION_METHODS:
             lines += [SECTION_METHODS[section], ""]
         if throughput:
@@ -330,6 +360,7 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
     lines += [*_table(KAFKA_HEAD, kafka_pairs(results)), ""]
     if "restart-kafka" in rel:
         lines += [f"![restart-kafka]({rel['restart-kafka']})", ""]
+    lines += workloads.report_lines(results, rel)
     lines += ["## End-to-end latency at a fixed rate", "",
               "A producer sends at a steady 1,000 records/s while a consumer long-polls; each "
               "value carries the send time. The consumer runs in a process of its own "

@@ -7,12 +7,15 @@ through the native client, confluent-kafka and kcat (``--fsync always`` and ``ne
 end-to-end latency at 1,000 records/s, compaction and transactions, scaling curves
 (producers, partitions, random-offset fetch), share-group consumption on one partition
 (1, 4 and 16 native queue consumers, 1 and 4 confluent-kafka ShareConsumers, beside a
-classic group's one member), the Schema Registry's lookups and the HTTP proxy's produce
-and consume, memory and restart time, then Apache Kafka
+classic group's one member), an OpenMessaging-Benchmark-style workload matrix (1, 4 and
+50 producers on 16 partitions, keys off and on, a run past retention), the Schema
+Registry's lookups and the HTTP proxy's produce and consume, memory and restart time,
+then Apache Kafka
 (a single-node KRaft broker from the JVM kit's jars) through the same clients and
-commands: throughput and latency, RSS, restart time (last: the longest, and the first the
+commands: throughput and latency (with the broker's CPU per record beside each throughput
+row on both), the workload matrix, RSS, restart time (last: the longest, and the first the
 time bound would cut). One progress line per step; the whole run is bounded
-(``--time-limit``, 25 minutes by default). ``--quick`` runs every step at small sizes
+(``--time-limit``, 32 minutes by default). ``--quick`` runs every step at small sizes
 (under two minutes) for the smoke test and leaves the JVM out (Kafka's perf tools and
 broker: their rows say so) unless ``--kafka`` is given, which adds a few minutes of JVM
 starts. Everything runs on 127.0.0.1 in scratch directories; every server is started here
@@ -50,13 +53,14 @@ from bench import (  # noqa: E402
     resources,
     scaling,
     share_groups,
+    workloads,
 )
 from bench.common import SIZES, Brokers, Results, scratch  # noqa: E402
 from bench.progress import Progress, Step  # noqa: E402
 
 from tests.brokerproc import BrokerProcess  # noqa: E402
 
-TIME_LIMIT = 25 * 60.0
+TIME_LIMIT = 32 * 60.0
 # Kept for stopping the shared brokers, drawing and writing once the steps are done.
 REPORT_RESERVE = 30.0
 LATENCY_RATE = 1000
@@ -87,6 +91,8 @@ class Sizes:
     proxy_records: int
     # Apache Kafka's throughput rows (its RSS and restart rows use the sizes above).
     kafka_records: dict[int, int]
+    # Every workload of the matrix (bench/workloads.py), on brokerd and on Kafka.
+    workload: workloads.Load
     # Expected seconds per step, for the progress estimate.
     expected: dict[str, float]
 
@@ -113,11 +119,13 @@ FULL = Sizes(
     registry_lookups=20_000,
     proxy_records=100_000,
     kafka_records={100: 1_000_000, 1000: 300_000},
+    workload=workloads.Load(rate=10_000, seconds=10.0, warmup=2.0),
     expected={"facts": 1, "disk": 6, "iperf3": 6, "brokerd 100 B": 75, "brokerd 1000 B": 60,
               "latency": 75, "compaction, transactions": 40, "scaling curves": 60,
-              "share groups": 55, "random-offset fetch": 45, "rss": 90, "restart": 120,
-              "registry, proxy": 55, "redis": 20, "nats": 25,
-              "kafka throughput": 180, "kafka rss": 120, "kafka restart": 240},
+              "share groups": 55, "random-offset fetch": 45, "workload matrix": 200,
+              "rss": 90, "restart": 120, "registry, proxy": 55, "redis": 20, "nats": 25,
+              "kafka throughput": 180, "kafka workloads": 130, "kafka rss": 120,
+              "kafka restart": 240},
 )
 QUICK = Sizes(
     records={100: 50_000, 1000: 10_000},
@@ -141,15 +149,16 @@ QUICK = Sizes(
     registry_lookups=500,
     proxy_records=1_000,
     kafka_records={100: 50_000, 1000: 10_000},
+    workload=workloads.Load(rate=400, seconds=0.5, warmup=0.25),
     expected={"facts": 1, "disk": 1, "iperf3": 2, "brokerd 100 B": 10, "brokerd 1000 B": 4,
               "latency": 8, "compaction, transactions": 8, "scaling curves": 10,
-              "share groups": 12, "random-offset fetch": 3, "rss": 12, "restart": 15,
-              "registry, proxy": 4, "redis": 5, "nats": 4,
-              "kafka throughput": 1, "kafka rss": 1, "kafka restart": 1},
+              "share groups": 12, "random-offset fetch": 3, "workload matrix": 25,
+              "rss": 12, "restart": 15, "registry, proxy": 4, "redis": 5, "nats": 4,
+              "kafka throughput": 1, "kafka workloads": 1, "kafka rss": 1, "kafka restart": 1},
 )
 # --quick --kafka: the Kafka steps' expected seconds (JVM starts dominate them).
 QUICK_KAFKA_EXPECTED = {"brokerd 100 B": 40, "brokerd 1000 B": 35, "kafka throughput": 120,
-                        "kafka rss": 60, "kafka restart": 90}
+                        "kafka workloads": 60, "kafka rss": 60, "kafka restart": 90}
 
 
 def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
@@ -190,6 +199,8 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
         ("random-offset fetch", lambda: scaling.random_fetch(
             results, brokers.shared("--fsync=never"), small=sizes.random_small,
             large=sizes.random_large, samples=sizes.random_samples)),
+        ("workload matrix", lambda: workloads.brokerd(
+            results, brokers.shared(*workloads.BROKERD_ARGS), sizes.workload)),
         ("registry, proxy", lambda: registry_proxy.measure(
             results, brokers, lookups=sizes.registry_lookups, records=sizes.proxy_records)),
         ("rss", lambda: resources.rss(results, brokers, list(sizes.rss_levels))),
@@ -198,6 +209,8 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
         ("kafka throughput", lambda: kafka_runs.throughput(
             results, root, sizes.kafka_records, LATENCY_RATE, sizes.latency_seconds,
             why=kafka_missing)),
+        ("kafka workloads", lambda: workloads.kafka(results, root, sizes.workload,
+                                                    why=kafka_missing)),
         ("kafka rss", lambda: kafka_runs.rss(results, root, list(sizes.rss_levels),
                                              why=kafka_missing)),
         ("kafka restart", lambda: kafka_runs.restart(

@@ -36,6 +36,8 @@ SCENARIO_TIMEOUT = 90.0
 
 JVM_DIR = REPO / "tests" / "jvm"
 JVM_LIB = JVM_DIR / "lib"
+#: Kafka Connect and MirrorMaker 2, a release of their own (tests/jvm/connect/pom.xml).
+JVM_CONNECT_LIB = JVM_DIR / "lib-connect"
 JVM_CLASSES = REPO / "build" / "jvm" / "classes"
 GO_BINARY = REPO / "build" / "go" / "judge"
 NODE_DIR = REPO / "tests" / "node"

@@ -1,17 +1,19 @@
 """``make bench``'s Apache Kafka peer (bench/kafka_peer.py, bench/kafka_runs.py): its
 generated config, the pairing of its rows with brokerd's in the report, the rows it gives
-where it cannot run, and a real single-node KRaft broker from the JVM kit's jars that
-answers and takes records (one JVM start, ten seconds on a quiet machine); its clean stop
-and restart on the same data (two starts) is ``slow``.
+where it cannot run, the CPU-per-record rows (bench/cost.py, on this process's own /proc),
+and a real single-node KRaft broker from the JVM kit's jars that answers and takes records
+(one JVM start, ten seconds on a quiet machine); its clean stop and restart on the same
+data (two starts) is ``slow``.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from bench import kafka_peer, kafka_runs, resources
+from bench import cost, kafka_peer, kafka_runs, resources, workloads
 from bench.common import Latency, Results, Row
 from bench.kafka_peer import SYSTEM, KafkaPeer
 from bench.report import NOT_MEASURED, kafka_pairs, markdown
@@ -71,18 +73,52 @@ def test_report_pairs_each_kafka_row_with_brokerd_at_the_paired_durability(
     assert f"| {SYSTEM}, {receipt} (sent at 1,000 rec/s) |" in text
 
 
+def test_cost_rows_read_the_process_cpu_and_give_the_one_core_rate() -> None:
+    results = Results()
+
+    def burn() -> float:
+        # Enough CPU for the clock ticks of /proc/PID/stat (10 ms each) to count it.
+        deadline = os.times().user + 0.2
+        while os.times().user < deadline:
+            pass
+        return 123.0
+
+    rate = cost.costed(results, os.getpid(), system="brokerd", size=100, what="kcat -P produce",
+                       durability="fsync never", served=1000, run=burn)
+    assert rate == 123.0
+    (row,) = results.rows
+    assert row.section == cost.SECTION and row.unit == cost.UNIT
+    # 0.2 s of CPU over 1,000 records: about 200 µs each (ticks and the loop's exit blur it).
+    assert row.value is not None and 150 < row.value < 1000
+    assert f"one core: {1_000_000 / row.value:,.0f} rec/s" in row.note
+    cost.costed(results, os.getpid(), system="brokerd", size=100, what="kcat -C -e -q consume",
+                durability="read (page cache)", served=1000, run=None, missing="kcat missing")
+    assert results.rows[1].value is None and results.rows[1].note == "kcat missing"
+    ((system, direction, _us, one_core, which),) = cost.ceilings(results)
+    assert (system, direction) == ("brokerd", "produce, 100 B")
+    assert one_core == f"{cost.ceiling(row.value) or 0:,.0f}" and which.startswith("kcat -P")
+    text = markdown(results, [], Path("benchmarks.md"), quick=True, seconds=1)
+    assert "## Cost per record and the one-core ceiling" in text
+    assert "| brokerd | 100 B: kcat -P produce | fsync never |" in text
+
+
 def test_without_the_jvm_every_kafka_row_says_why(tmp_path: Path) -> None:
     results = Results()
     why = "java not found"
     kafka_runs.throughput(results, tmp_path, {100: 10, 1000: 10}, 1000, 1.0, why=why)
     kafka_runs.rss(results, tmp_path, [1000, 10_000], why=why)
     kafka_runs.restart(results, tmp_path, 1000, 10**9, why=why)
-    # 3 clients x (2 produce durabilities + 1 consume) x 2 sizes; 3 RSS; 3 restart.
-    assert len(results.rows) == 18 + 3 + 3
+    workloads.kafka(results, tmp_path, workloads.Load(rate=10, seconds=1, warmup=0), why=why)
+    # 3 clients x (2 produce durabilities + 1 consume) x 2 sizes, each with its cost row;
+    # 3 RSS; 3 restart.
+    assert len(results.rows) == 18 * 2 + 3 + 3
+    assert len([r for r in results.rows if r.section == cost.SECTION]) == 18
     assert all(r.system == SYSTEM and r.value is None and why in r.note for r in results.rows)
     assert {r.what for r in results.rows if r.section == "resources"} >= set(
         resources.restart_whats(1000, 10**9))
     assert len(results.latencies) == 4 and all(x.n == 0 for x in results.latencies)
+    assert len(results.workloads) == len(workloads.MATRIX)
+    assert all(w.achieved is None and w.note == why for w in results.workloads)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import kafka_tools, peers
+from bench import kafka_tools, peers, workloads
 from bench.common import Latency, Results, Row
 from bench.kafka_peer import SYSTEM as KAFKA
 from bench.kafka_runs import DEFAULT as KAFKA_DEFAULT
@@ -200,6 +200,18 @@ def _expected_rows() -> list[tuple[str, str, str, str]]:
             rows.append((section, "Redis", "XRANGE s - + COUNT 1000", mode))
         rows.append((section, "NATS", "JetStream publish_async", "JetStream defaults (file)"))
         rows.append((section, "NATS", "JetStream pull fetch", "JetStream defaults (file)"))
+        # The broker's CPU per record beside every Kafka-protocol and native row.
+        cost = "Cost per record and the one-core ceiling"
+        for client in ("native produce", "confluent-kafka produce", "kcat -P produce"):
+            for mode in ("fsync always", "fsync never"):
+                rows.append((cost, "brokerd", f"{size}: {client}", mode))
+            for mode in (FLUSH_EACH, KAFKA_DEFAULT):
+                if client != "native produce":
+                    rows.append((cost, KAFKA, f"{size}: {client}", mode))
+        for client in ("native consume", "confluent-kafka consume", "kcat -C"):
+            rows.append((cost, "brokerd", f"{size}: {client}", "read (page cache)"))
+            if client != "native consume":
+                rows.append((cost, KAFKA, f"{size}: {client}", "read (page cache)"))
     ceilings = "Ceilings: loopback TCP and the disk"
     rows += [
         (ceilings, "disk", "sequential write", "no sync"),
@@ -283,13 +295,14 @@ def test_quick_run_reports_every_row(tmp_path: Path) -> None:
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     # One progress line per step, each with the elapsed time and the estimate.
-    progress = [x for x in done.stderr.splitlines() if re.match(r"\[\s*\d+/18\]", x)]
-    assert len(progress) == 18, done.stderr
+    progress = [x for x in done.stderr.splitlines() if re.match(r"\[\s*\d+/20\]", x)]
+    assert len(progress) == 20, done.stderr
     unfinished = [x for x in progress if not re.search(r"elapsed \d+:\d\d, run ~\d+:\d\d", x)]
     assert not unfinished, done.stderr
 
     text = report.read_text()
     tables = _tables(text)
+    cost = "Cost per record and the one-core ceiling"
     for section, system, what, durability in _expected_rows():
         found = [r for r in tables.get(section, []) if r[0] == system and r[2] == durability
                  and (r[1] == what[:-1] if what.endswith("$") else r[1].startswith(what))]
@@ -304,6 +317,21 @@ def test_quick_run_reports_every_row(tmp_path: Path) -> None:
             assert row[3] == NOT_MEASURED and "missing" in row[-1], row
         else:
             assert row[3] != NOT_MEASURED and re.match(r"[\d,.]+", row[3]), row
+
+    # The one-core ceiling: brokerd's cheapest produce and consume at each size.
+    ceilings = [r for r in tables[cost] if len(r) == 5 and r[0] == "brokerd"
+                and re.match(r"[\d,]+$", r[3])]
+    assert {r[1] for r in ceilings} == {"produce, 100 B", "consume, 100 B",
+                                        "produce, 1,000 B", "consume, 1,000 B"}, ceilings
+    # The workload matrix: every workload on brokerd with its percentiles; Kafka's say why.
+    matrix = tables["Workload matrix (OpenMessaging Benchmark style)"]
+    for workload in workloads.MATRIX:
+        (ours,) = [r for r in matrix if r[0] == workload.name and r[1] == "brokerd"]
+        assert re.match(r"[\d,]+ \(", ours[3]) and all(re.match(r"[\d,.]+$", c)
+                                                        for c in ours[4:13]), ours
+        (theirs,) = [r for r in matrix if r[0] == workload.name and r[1] == KAFKA]
+        assert theirs[3] == NOT_MEASURED and "leaves the JVM out" in theirs[-1], theirs
+    assert "segments deleted during the run" in " ".join(r[-1] for r in matrix)
 
     latencies = {r[0] for rows in tables.values() for r in rows if r and len(r) == 7}
     for what in ("native: produce to long-poll receipt", "native: produce to acknowledgement",
@@ -325,8 +353,8 @@ def test_quick_run_reports_every_row(tmp_path: Path) -> None:
     if importlib.util.find_spec("matplotlib") is None:
         assert "charts not drawn" in text
         return
-    for name in ("throughput-100", "throughput-1000", "producers", "partitions",
-                 "random-fetch", "share-groups", "rss", "restart"):
+    for name in ("throughput-100", "throughput-1000", "cost", "workloads", "producers",
+                 "partitions", "random-fetch", "share-groups", "rss", "restart"):
         png = charts / f"{name}.png"
         assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5000, name
         assert f"](bench/{name}.png)" in text

@@ -1,7 +1,7 @@
 """The judges: clients that brokerd has not been written against, each through its own
 small driver (``tests/judge_drivers.py``), against a real ``twistd broker``.
 
-- Kafka's Java client 4.2 (producer idempotent and transactional, a consumer in a group,
+- Kafka's Java client 4.4 (producer idempotent and transactional, a consumer in a group,
   the AdminClient calls an operator's tools make), one JVM for the module;
 - the Go clients franz-go (kgo, kadm: the highest versions of each API), sarama (set to
   Kafka 4.2.1) and segmentio/kafka-go: produce, consume, groups, admin;

@@ -40,7 +40,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.brokerproc import BrokerProcess, free_port
 from tests.figures import record
-from tests.judge_drivers import JVM_LIB, JVM_OPTIONS, missing
+from tests.judge_drivers import JVM_CONNECT_LIB, JVM_OPTIONS, missing
 
 WORKER_CLASS = "org.apache.kafka.connect.cli.ConnectDistributed"
 #: The worker's first start creates its three topics and joins its group; ~20 s on two
@@ -60,8 +60,8 @@ SINK = "lines-sink"
 def require_connect() -> None:
     if shutil.which("java") is None:
         missing("java is not installed (CI installs JDK 17)")
-    if not any(JVM_LIB.glob("connect-runtime-*.jar")) or not any(
-        JVM_LIB.glob("connect-file-*.jar")
+    if not any(JVM_CONNECT_LIB.glob("connect-runtime-*.jar")) or not any(
+        JVM_CONNECT_LIB.glob("connect-file-*.jar")
     ):
         missing("Kafka Connect's jars are missing: run `make jvm-deps`")
 
@@ -130,7 +130,7 @@ class ConnectWorker:
                     *JVM_OPTIONS,
                     "-Dorg.slf4j.simpleLogger.showDateTime=true",
                     "-cp",
-                    str(JVM_LIB / "*"),
+                    str(JVM_CONNECT_LIB / "*"),
                     WORKER_CLASS,
                     str(self.properties),
                 ],
@@ -426,7 +426,7 @@ def run_kill_restart(
 
 def test_rest_api_and_internal_topics(worker: ConnectWorker, broker: BrokerProcess) -> None:
     root = worker.get("/")
-    assert root["version"] == "4.2.1"
+    assert root["version"] == "4.3.1"
     assert root["kafka_cluster_id"]
     assert worker.get("/connectors") == []
     plugins = {p["class"]: p["type"] for p in worker.get("/connector-plugins")}

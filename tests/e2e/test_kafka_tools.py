@@ -1,4 +1,4 @@
-"""Kafka's own command-line tools (``tests/jvm/bin``, the classes of Kafka 4.2.1) against a
+"""Kafka's own command-line tools (``tests/jvm/bin``, the classes of Kafka 4.4.0) against a
 real ``twistd broker``, run as an operator of one node runs them.
 
 Each test runs a tool the way its ``--help`` documents and then checks the outcome through

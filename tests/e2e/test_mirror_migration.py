@@ -43,7 +43,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from tests.brokerproc import BrokerProcess
 from tests.figures import record
-from tests.judge_drivers import JVM_LIB, missing
+from tests.judge_drivers import JVM_CONNECT_LIB, JVM_LIB, missing
 from tests.kraft_cluster import TOOLS, KraftCluster
 
 pytestmark = pytest.mark.clients
@@ -71,9 +71,11 @@ OFFSET_LAG_MAX = 0
 def require_mirror_maker() -> None:
     if shutil.which("java") is None:
         missing("java is not installed (CI installs JDK 17)")
-    for jar in ("connect-mirror-*.jar", "kafka_2.13-*.jar", "kafka-tools-*.jar"):
-        if not any(JVM_LIB.glob(jar)):
-            missing(f"{jar} is missing from tests/jvm/lib: run `make jvm-deps`")
+    for lib, jar in ((JVM_CONNECT_LIB, "connect-mirror-*.jar"), (JVM_LIB, "kafka_2.13-*.jar"),
+                     (JVM_LIB, "kafka-tools-*.jar")):
+        if not any(lib.glob(jar)):
+            missing(f"{jar} is missing from {lib.relative_to(JVM_LIB.parent.parent.parent)}: "
+                    "run `make jvm-deps`")
 
 
 def wait_until(

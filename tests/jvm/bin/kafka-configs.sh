@@ -1,5 +1,5 @@
 #!/bin/sh
-# Kafka's kafka-configs.sh: runs kafka.admin.ConfigCommand on the kit's classpath.
+# Kafka's kafka-configs.sh: runs org.apache.kafka.tools.ConfigCommand on the kit's classpath.
 self=$0
 [ -L "$self" ] && self=$(readlink -f "$self")
-exec "$(dirname "$self")/kafka-run-class.sh" kafka.admin.ConfigCommand "$@"
+exec "$(dirname "$self")/kafka-run-class.sh" org.apache.kafka.tools.ConfigCommand "$@"
