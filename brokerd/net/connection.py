@@ -67,13 +67,16 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from brokerd.clock import Clock, DelayedCall
+from brokerd.errors import StorageError
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.chunked import ChunkedSender
 from brokerd.net.connlimit import ConnectionLimit
 from brokerd.net.frames import Frame, SplicedFrame, frame_memory_bytes
 from brokerd.net.phase import Event, Phase, next_phase
+from brokerd.net.prompt_write import small_frame_bytes, write_now, write_sequence_now
 from brokerd.net.request_budget import Account, RequestBudget, claim
 from brokerd.net.sendfile import (
+    RegionGone,
     RegionLedger,
     SpliceSender,
     SpliceTransport,
@@ -401,7 +404,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if isinstance(data, SplicedFrame):
             self._write_spliced(data)
         else:
-            self._t.write(data)
+            write_now(self.transport, data)
 
     def _write_spliced(self, frame: SplicedFrame) -> None:
         """Send a spliced frame: in-memory parts without joining them, file regions by
@@ -412,11 +415,20 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         splice = can_splice(t)
         if not frame.regions and (ledger is None or splice):
             # Bytes only, and no encryption to spread over reactor turns.
-            t.writeSequence([p for p in frame.parts if isinstance(p, bytes)])
+            write_sequence_now(t, [p for p in frame.parts if isinstance(p, bytes)])
             return
         if ledger is None:
             # Regions are handed out only to connections with a ledger.
             raise TypeError(f"{frame!r} holds file regions; this connection takes none")
+        if splice:
+            try:
+                small = small_frame_bytes(frame, ledger)
+            except (OSError, StorageError, RegionGone) as exc:
+                self._send_failed(exc)
+                return
+            if small is not None:
+                write_sequence_now(t, small)
+                return
         blocked = self._phase.write_blocked
         sender: SpliceSender | ChunkedSender
         if splice:
@@ -451,11 +463,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if not self._phase.connected:
             return
         if failure is not None:
-            self._log.info("{name}: sending a response to {peer} failed: {why}",
-                           name=self.protocolName, peer=self.state.peer_host,
-                           why=failure)
-            self._queued_out.clear()
-            self.close(abort=True)
+            self._send_failed(failure)
             return
         if isinstance(sender, ChunkedSender):
             # The connection stayed the producer: the transport's buffer may still be
@@ -471,6 +479,12 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             self.write(self._queued_out.popleft())
         if self._splicing is None and not self._phase.write_blocked:
             self._pump()
+
+    def _send_failed(self, failure: BaseException) -> None:
+        self._log.info("{name}: sending a response to {peer} failed: {why}",
+                       name=self.protocolName, peer=self.state.peer_host, why=failure)
+        self._queued_out.clear()
+        self.close(abort=True)
 
     def _give_back_splice(self) -> None:
         if self._splice_held:
