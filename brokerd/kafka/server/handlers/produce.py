@@ -203,7 +203,8 @@ class ProduceHandler:
             )
         try:
             d = self._core.produce_batches(topic, part.index, records, acks=acks)
-            if timeout is not None:
+            if timeout is not None and not d.called:
+                # (A small append without a sync is done already: nothing to time.)
                 d = _deadline(d, timeout, self._clock)
             info = await d
         except _Timeout as e:
