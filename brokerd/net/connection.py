@@ -32,8 +32,11 @@ the protocol spoken over it.
   reservation once nothing is held, its timers and file regions.
 * The TLS facts of a connection: whether it is encrypted, and the principal of a verified
   client certificate, both set when the handshake completes (before any request arrives).
+* Answers sent when written, not at the end of the reactor turn, whenever that keeps
+  their order (``brokerd.net.prompt_write``).
 * Spliced answers (a Kafka Fetch response whose records are file regions of the log,
-  ``brokerd.net.frames``): sent by ``os.sendfile`` through a
+  ``brokerd.net.frames``): read and sent as bytes when the frame is small
+  (``brokerd.net.prompt_write.small_frame_bytes``), else sent by ``os.sendfile`` through a
   :class:`~brokerd.net.sendfile.SpliceSender` on plain socket transports, which stands in for
   the connection as the transport's producer until the frame is sent; on TLS through a
   :class:`~brokerd.net.chunked.ChunkedSender`, which reads and writes bounded chunks while
@@ -393,7 +396,9 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     # ----------------------------------------------------------------- output
 
     def write(self, data: Frame) -> None:
-        """The one place that writes to the transport (always in the reactor thread).
+        """The one place that writes to the transport (always in the reactor thread):
+        sent at once when the transport holds nothing ahead of it
+        (``brokerd.net.prompt_write``), not at the end of the reactor turn.
         ``data`` may be a :class:`~brokerd.net.frames.SplicedFrame`."""
         if not self._phase.connected:
             return

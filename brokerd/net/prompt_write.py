@@ -8,8 +8,8 @@ is in. For a request/response protocol that puts each answer behind whatever els
 turn holds: the pipelined requests read in the same turn (decoded and dispatched before
 the answers to earlier ones leave), the long polls an append wakes, the other
 connections. Measured with librdkafka at 1,000 records/s (docs/performance.md,
-"librdkafka's latency"), an encoded Produce answer waited there about 1 ms at the
-median before its ``send``.
+"librdkafka's latency"), an encoded Produce answer waited there 1-2 ms before its
+``send``.
 
 :func:`write_now` sends the bytes at once with one non-blocking ``send`` when that
 keeps their order: a plain socket transport (TCP or UNIX, not TLS) that holds nothing
