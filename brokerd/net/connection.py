@@ -76,7 +76,12 @@ from brokerd.net.chunked import ChunkedSender
 from brokerd.net.connlimit import ConnectionLimit
 from brokerd.net.frames import Frame, SplicedFrame, frame_memory_bytes
 from brokerd.net.phase import Event, Phase, next_phase
-from brokerd.net.prompt_write import small_frame_bytes, write_now, write_sequence_now
+from brokerd.net.prompt_write import (
+    SMALL_FRAME_BYTES,
+    small_frame_bytes,
+    write_now,
+    write_sequence_now,
+)
 from brokerd.net.request_budget import Account, RequestBudget, claim
 from brokerd.net.sendfile import (
     RegionGone,
@@ -148,6 +153,9 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     #: The listener's budget of answer bytes held in memory (the factory sets it;
     #: unbounded by default).
     answer_budget: AnswerBudget = AnswerBudget(None)
+    #: Spliced frames up to this many bytes are read and sent as bytes
+    #: (``brokerd.net.prompt_write.small_frame_bytes``); 0: every region by sendfile.
+    small_frame_limit: int = SMALL_FRAME_BYTES
 
     def __init__(
         self,
@@ -427,7 +435,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             raise TypeError(f"{frame!r} holds file regions; this connection takes none")
         if splice:
             try:
-                small = small_frame_bytes(frame, ledger)
+                small = small_frame_bytes(frame, ledger, self.small_frame_limit)
             except (OSError, StorageError, RegionGone) as exc:
                 self._send_failed(exc)
                 return

@@ -87,13 +87,14 @@ def write_sequence_now(transport: object, parts: Sequence[bytes]) -> None:
         transport.writeSequence(rest)  # type: ignore[attr-defined]
 
 
-def small_frame_bytes(frame: SplicedFrame, ledger: RegionLedger) -> list[bytes] | None:
+def small_frame_bytes(
+    frame: SplicedFrame, ledger: RegionLedger, limit: int = SMALL_FRAME_BYTES
+) -> list[bytes] | None:
     """``frame``'s parts as bytes, its regions read and given back through ``ledger``,
-    when it is at most :data:`SMALL_FRAME_BYTES` long; None when it is longer (nothing
-    read). A region that cannot be read raises (``OSError``, :class:`RegionGone`, or the
-    storage error of a file shorter than the region); every region is given back even
-    then."""
-    if frame.size > SMALL_FRAME_BYTES:
+    when it is at most ``limit`` bytes long; None when it is longer (nothing read). A
+    region that cannot be read raises (``OSError``, :class:`RegionGone`, or the storage
+    error of a file shorter than the region); every region is given back even then."""
+    if frame.size > limit:
         return None
     parts: list[bytes] = []
     try:
