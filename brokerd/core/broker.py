@@ -52,7 +52,7 @@ from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
 from brokerd.core.txn_markers import TxnMarkers
 from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
 from brokerd.core.write_stats import WriteStats
-from brokerd.core.writer import PartitionWriter
+from brokerd.core.writer import INLINE_APPEND_BYTES, PartitionWriter
 from brokerd.errors import BrokerError, ShuttingDown
 from brokerd.names import refuse_internal_topic
 from brokerd.observers import NULL_WRITES, WriteObserver
@@ -105,9 +105,12 @@ class Broker(SequentialMultiService):
         retention_check_seconds: float = RETENTION_CHECK_SECONDS,
         checkpoint_seconds: float = CHECKPOINT_SECONDS,
         wall_clock: Callable[[], float] = time.time,
+        inline_append_bytes: int = INLINE_APPEND_BYTES,
     ) -> None:
         super().__init__()
         self.logdir = logdir
+        #: Unsynced write jobs up to this size run in the reactor thread (0: none).
+        self._inline_append_bytes = inline_append_bytes
         self._clock = reactor
         self.fsync = fsync or FsyncPolicy("always")
         self._wall_clock = wall_clock
@@ -157,6 +160,7 @@ class Broker(SequentialMultiService):
             on_appended=lambda appended: self.waiters.notify(key, appended),
             on_idle=lambda: self.partitions.writer_idle(),
             stats=WriteStats(topic, self.writes),
+            inline_bytes=self._inline_append_bytes,
         )
         return Partition(topic, index, log, writer, ProducerSnapshots(log))
 

@@ -32,8 +32,11 @@ the protocol spoken over it.
   reservation once nothing is held, its timers and file regions.
 * The TLS facts of a connection: whether it is encrypted, and the principal of a verified
   client certificate, both set when the handshake completes (before any request arrives).
+* Answers sent when written, not at the end of the reactor turn, whenever that keeps
+  their order (``brokerd.net.prompt_write``).
 * Spliced answers (a Kafka Fetch response whose records are file regions of the log,
-  ``brokerd.net.frames``): sent by ``os.sendfile`` through a
+  ``brokerd.net.frames``): read and sent as bytes when the frame is small
+  (``brokerd.net.prompt_write.small_frame_bytes``), else sent by ``os.sendfile`` through a
   :class:`~brokerd.net.sendfile.SpliceSender` on plain socket transports, which stands in for
   the connection as the transport's producer until the frame is sent; on TLS through a
   :class:`~brokerd.net.chunked.ChunkedSender`, which reads and writes bounded chunks while
@@ -67,13 +70,21 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from brokerd.clock import Clock, DelayedCall
+from brokerd.errors import StorageError
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.chunked import ChunkedSender
 from brokerd.net.connlimit import ConnectionLimit
 from brokerd.net.frames import Frame, SplicedFrame, frame_memory_bytes
 from brokerd.net.phase import Event, Phase, next_phase
+from brokerd.net.prompt_write import (
+    SMALL_FRAME_BYTES,
+    small_frame_bytes,
+    write_now,
+    write_sequence_now,
+)
 from brokerd.net.request_budget import Account, RequestBudget, claim
 from brokerd.net.sendfile import (
+    RegionGone,
     RegionLedger,
     SpliceSender,
     SpliceTransport,
@@ -142,6 +153,9 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     #: The listener's budget of answer bytes held in memory (the factory sets it;
     #: unbounded by default).
     answer_budget: AnswerBudget = AnswerBudget(None)
+    #: Spliced frames up to this many bytes are read and sent as bytes
+    #: (``brokerd.net.prompt_write.small_frame_bytes``); 0: every region by sendfile.
+    small_frame_limit: int = SMALL_FRAME_BYTES
 
     def __init__(
         self,
@@ -390,7 +404,9 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     # ----------------------------------------------------------------- output
 
     def write(self, data: Frame) -> None:
-        """The one place that writes to the transport (always in the reactor thread).
+        """The one place that writes to the transport (always in the reactor thread):
+        sent at once when the transport holds nothing ahead of it
+        (``brokerd.net.prompt_write``), not at the end of the reactor turn.
         ``data`` may be a :class:`~brokerd.net.frames.SplicedFrame`."""
         if not self._phase.connected:
             return
@@ -401,7 +417,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if isinstance(data, SplicedFrame):
             self._write_spliced(data)
         else:
-            self._t.write(data)
+            write_now(self.transport, data)
 
     def _write_spliced(self, frame: SplicedFrame) -> None:
         """Send a spliced frame: in-memory parts without joining them, file regions by
@@ -412,11 +428,20 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         splice = can_splice(t)
         if not frame.regions and (ledger is None or splice):
             # Bytes only, and no encryption to spread over reactor turns.
-            t.writeSequence([p for p in frame.parts if isinstance(p, bytes)])
+            write_sequence_now(t, [p for p in frame.parts if isinstance(p, bytes)])
             return
         if ledger is None:
             # Regions are handed out only to connections with a ledger.
             raise TypeError(f"{frame!r} holds file regions; this connection takes none")
+        if splice:
+            try:
+                small = small_frame_bytes(frame, ledger, self.small_frame_limit)
+            except (OSError, StorageError, RegionGone) as exc:
+                self._send_failed(exc)
+                return
+            if small is not None:
+                write_sequence_now(t, small)
+                return
         blocked = self._phase.write_blocked
         sender: SpliceSender | ChunkedSender
         if splice:
@@ -451,11 +476,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if not self._phase.connected:
             return
         if failure is not None:
-            self._log.info("{name}: sending a response to {peer} failed: {why}",
-                           name=self.protocolName, peer=self.state.peer_host,
-                           why=failure)
-            self._queued_out.clear()
-            self.close(abort=True)
+            self._send_failed(failure)
             return
         if isinstance(sender, ChunkedSender):
             # The connection stayed the producer: the transport's buffer may still be
@@ -471,6 +492,12 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             self.write(self._queued_out.popleft())
         if self._splicing is None and not self._phase.write_blocked:
             self._pump()
+
+    def _send_failed(self, failure: BaseException) -> None:
+        self._log.info("{name}: sending a response to {peer} failed: {why}",
+                       name=self.protocolName, peer=self.state.peer_host, why=failure)
+        self._queued_out.clear()
+        self.close(abort=True)
 
     def _give_back_splice(self) -> None:
         if self._splice_held:

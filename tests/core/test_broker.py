@@ -15,7 +15,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.core import Broker, FsyncPolicy
 from brokerd.core.appends import ValuesAppend
-from brokerd.core.writer import write_job
+from brokerd.core.writer import INLINE_APPEND_BYTES, write_job
 from brokerd.errors import (
     OffsetOutOfRange,
     OutOfOrderSequence,
@@ -269,6 +269,78 @@ class GroupCommitTests(SynchronousTestCase):
         runner.run_one()  # logdir.close
         self.successResultOf(stopped)
         self.assertTrue(logdir.closed)
+
+
+class InlineAppendTests(SynchronousTestCase):
+    """Small unsynced jobs run in the reactor thread: no pool hand-off, answered before
+    ``produce`` returns, still one job at a time and in order."""
+
+    def test_unsynced_small_append_needs_no_pool(self) -> None:
+        runner = HeldRunner()
+        broker, logdir, _ = make("never", writes=runner)
+        d = broker.produce_values("t", 0, [b"a"])
+        self.assertEqual(runner.jobs, [])
+        self.assertEqual(self.successResultOf(d).base_offset, 0)
+        self.assertEqual(logdir.parts[("t", 0)].calls, ["append", "publish"])
+        self.assertEqual(self.successResultOf(broker.list_offsets("t", 0)), (0, 1))
+
+    def test_a_parked_fetch_is_answered_within_the_produce(self) -> None:
+        runner = HeldRunner()
+        broker, _logdir, _clock = make("never", writes=runner)
+        parked = broker.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=500)
+        self.assertNoResult(parked)
+        broker.produce_values("t", 0, [b"a"])
+        # Woken by the append itself, not by its timer (the clock never moved).
+        self.successResultOf(parked)
+
+    def test_synced_and_large_jobs_still_go_to_the_pool(self) -> None:
+        runner = HeldRunner()
+        broker, _logdir, _ = make("always", writes=runner)
+        d = broker.produce_values("t", 0, [b"a"])
+        self.assertEqual(len(runner.jobs), 1, "--fsync always: the sync runs in the pool")
+        runner.run_one()
+        self.successResultOf(d)
+
+        broker, _logdir, _ = make("never", writes=runner)
+        big = broker.produce_values("t", 0, [b"x" * (INLINE_APPEND_BYTES + 1)])
+        self.assertEqual(len(runner.jobs), 1, "too large to write in the reactor")
+        self.assertNoResult(big)
+        runner.run_one()
+        self.successResultOf(big)
+
+    def test_appends_queued_while_answering_form_the_next_job_in_order(self) -> None:
+        runner = HeldRunner()
+        broker, logdir, _ = make("never", writes=runner)
+        results: list[int] = []
+        later: list[defer.Deferred[AppendInfo]] = []
+
+        def answered(info: AppendInfo) -> None:
+            results.append(info.base_offset)
+            if len(later) < 3:
+                # As a pipelined produce started by its predecessor's answer does.
+                d = broker.produce_values("t", 0, [b"next"])
+                later.append(d)
+                d.addCallback(answered)
+
+        broker.produce_values("t", 0, [b"first"]).addCallback(answered)
+        self.assertEqual(results, [0, 1, 2, 3])
+        self.assertEqual(logdir.parts[("t", 0)].values, [b"first", b"next", b"next", b"next"])
+        calls = logdir.parts[("t", 0)].calls
+        self.assertEqual(calls, ["append", "publish"] * 4, "one job at a time")
+
+    def test_off_when_the_broker_says_so(self) -> None:
+        runner = HeldRunner()
+        clock = Clock()
+        logdir = FakeLogDir()
+        logdir.get("t", 0, create=True)
+        broker = Broker(
+            logdir, reactor=clock, fsync=FsyncPolicy.parse("never"), run_read=sync_runner,
+            run_write=runner, retention_check_seconds=0, checkpoint_seconds=0,
+            inline_append_bytes=0,
+        )
+        broker.startService()
+        broker.produce_values("t", 0, [b"a"])
+        self.assertEqual(len(runner.jobs), 1)
 
 
 def batch(pid: int, epoch: int, seq: int, n: int = 2) -> bytes:

@@ -105,6 +105,9 @@ Handler = Callable[[Connection, Request], Awaitable[Any]]
 
 def gather(coros: Sequence[Coroutine[Any, Any, T]]) -> defer.Deferred[list[T]]:
     """Run coroutines concurrently; results in order. They must not raise."""
+    if len(coros) == 1:
+        # The common produce or fetch of one partition: no DeferredList to build.
+        return defer.Deferred.fromCoroutine(coros[0]).addCallback(lambda result: [result])
     ds = [defer.Deferred.fromCoroutine(c) for c in coros]
     d: defer.Deferred[list[T]] = defer.gatherResults(ds, consumeErrors=True)
     return d

@@ -140,13 +140,13 @@ class ProduceHandler:
         timeout = body.timeout_ms / 1000.0 if acks == -1 and body.timeout_ms > 0 else None
         names = [self._topic_name(t, version) for t in body.topic_data]
         # Every partition at once: each has its own append queue and sync.
-        flat = await _gather(
-            [
-                self._produce_one(name, p, acks, version, timeout)
-                for t, name in zip(body.topic_data, names, strict=True)
-                for p in t.partition_data
-            ]
-        )
+        produces = [
+            self._produce_one(name, p, acks, version, timeout)
+            for t, name in zip(body.topic_data, names, strict=True)
+            for p in t.partition_data
+        ]
+        # One partition (a librdkafka producer at linger.ms=0): awaited as it is.
+        flat = [await produces[0]] if len(produces) == 1 else await _gather(produces)
         per_topic: list[list[apis.ProducePartitionResponse]] = []
         for t in body.topic_data:
             per_topic.append(flat[: len(t.partition_data)])
@@ -203,7 +203,8 @@ class ProduceHandler:
             )
         try:
             d = self._core.produce_batches(topic, part.index, records, acks=acks)
-            if timeout is not None:
+            if timeout is not None and not d.called:
+                # (A small append without a sync is done already: nothing to time.)
                 d = _deadline(d, timeout, self._clock)
             info = await d
         except _Timeout as e:
