@@ -591,17 +591,9 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
         schemas=services.registry,
         actions=settings.web.console_actions,
     )
-    bound = services.readiness.wait_for("http listener", "not bound yet")
-
-    def on_listen(address: Any) -> None:
-        bound()
-        _log.info("HTTP endpoint (metrics, health, console) on {address}", address=address)
-
-    verification: ClientVerification | None = (
-        settings.tls.http_client_verification or settings.tls.client_verification
-    )
-    listener_service(reactor, description, site, verification, on_listen).setServiceParent(
-        services.top
+    serve_http(
+        services, settings, reactor, description, site,
+        "http listener", "HTTP endpoint (metrics, health, console)",
     )
 
 
@@ -635,17 +627,9 @@ def add_schema_registry(services: BrokerServices, settings: Settings, reactor: A
         identity=services.http_identity or http_identity(settings, reactor),
         authorizer=services.authorization.authorizer,
     )
-    bound = services.readiness.wait_for("schema registry listener", "not bound yet")
-
-    def on_listen(address: Any) -> None:
-        bound()
-        _log.info("Schema registry (Confluent's REST API) on {address}", address=address)
-
-    verification: ClientVerification | None = (
-        settings.tls.http_client_verification or settings.tls.client_verification
-    )
-    listener_service(reactor, description, site, verification, on_listen).setServiceParent(
-        services.top
+    serve_http(
+        services, settings, reactor, description, site,
+        "schema registry listener", "Schema registry (Confluent's REST API)",
     )
 
 
@@ -700,11 +684,30 @@ def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -
             settings.limits.max_connections, "http-proxy", services.edge.addresses
         ),
     )
-    bound = services.readiness.wait_for("http proxy listener", "not bound yet")
+    serve_http(
+        services, settings, reactor, description, site,
+        "http proxy listener", "REST Proxy (Confluent v2, v3)",
+    )
+
+
+
+def serve_http(
+    services: BrokerServices,
+    settings: Settings,
+    reactor: Any,
+    description: str,
+    site: Any,
+    ready: str,
+    what: str,
+) -> None:
+    """Listen with one of the HTTP sites (console, registry, proxy) on ``description``,
+    asking client certificates as ``--http-auth certificate`` or ``--ssl-client-auth``
+    say; ``/readyz`` waits for ``ready`` until it is bound."""
+    bound = services.readiness.wait_for(ready, "not bound yet")
 
     def on_listen(address: Any) -> None:
         bound()
-        _log.info("REST Proxy (Confluent v2, v3) on {address}", address=address)
+        _log.info("{what} on {address}", what=what, address=address)
 
     verification: ClientVerification | None = (
         settings.tls.http_client_verification or settings.tls.client_verification
@@ -712,7 +715,6 @@ def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -
     listener_service(reactor, description, site, verification, on_listen).setServiceParent(
         services.top
     )
-
 
 def http_identity(settings: Settings, reactor: Any) -> HttpIdentity:
     """Who an HTTP client is: nobody asked, HTTP Basic against the credentials file, or
