@@ -10,6 +10,8 @@ import attrs
 from brokerd.admin.inspect import Inspector
 from brokerd.admin.operations import AdminOps
 from brokerd.core.api import CoreApi
+from brokerd.proxy.access import Access
+from brokerd.proxy.errors import topic_not_found
 from brokerd.proxy.instances import ConsumerInstances
 from brokerd.proxy.limits import ProxyLimits
 from brokerd.proxy.produce import Appender
@@ -35,3 +37,11 @@ class ProxyContext:
     #: Host and port Kafka clients are told (v3 brokers' ``host``/``port``).
     kafka_host: str = "127.0.0.1"
     kafka_port: int | None = None
+
+    def visible_partitions(self, access: Access, topic: str) -> int:
+        """The partition count of ``topic``, or 40401 when it does not exist or the
+        principal may not DESCRIBE it (as Kafka: such a topic is not told to exist)."""
+        info = self.core.topics().get(topic) if access.may_describe_topic(topic) else None
+        if info is None:
+            raise topic_not_found(topic)
+        return info.partitions

@@ -39,7 +39,6 @@ from brokerd.proxy.errors import (
     ProxyError,
     bad_request,
     partition_not_found,
-    topic_not_found,
 )
 from brokerd.proxy.group_face import TopicPartition
 from brokerd.proxy.http import Answer, Call, Route
@@ -127,17 +126,8 @@ class V2Api:
         names = sorted(self._ctx.core.topics())
         return Answer([n for n in names if call.access.may_describe_topic(n)])
 
-    def _topic_partitions(self, call: Call, topic: str) -> int:
-        if not call.access.may_describe_topic(topic):
-            # As Kafka: a topic one may not describe is not told to exist.
-            raise topic_not_found(topic)
-        info = self._ctx.core.topics().get(topic)
-        if info is None:
-            raise topic_not_found(topic)
-        return info.partitions
-
     async def get_topic(self, call: Call, topic: str) -> Answer:
-        count = self._topic_partitions(call, topic)
+        count = self._ctx.visible_partitions(call.access, topic)
         view = self._ctx.inspector.topic(topic)
         configs = dict(view.configs) if view is not None and call.access.may_topic(
             Operation.DESCRIBE_CONFIGS, topic) else {}
@@ -148,11 +138,11 @@ class V2Api:
         })
 
     async def list_partitions(self, call: Call, topic: str) -> Answer:
-        count = self._topic_partitions(call, topic)
+        count = self._ctx.visible_partitions(call.access, topic)
         return Answer([partition_json(self._ctx, p) for p in range(count)])
 
     def _partition(self, call: Call, topic: str, text: str) -> int:
-        count = self._topic_partitions(call, topic)
+        count = self._ctx.visible_partitions(call.access, topic)
         try:
             partition = int(text)
         except ValueError:

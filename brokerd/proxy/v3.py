@@ -222,14 +222,6 @@ class V3Api:
 
     # -- topics -------------------------------------------------------------------------
 
-    def _partitions_of(self, call: Call, topic: str) -> int:
-        if not call.access.may_describe_topic(topic):
-            raise topic_not_found(topic)
-        info = self._ctx.core.topics().get(topic)
-        if info is None:
-            raise topic_not_found(topic)
-        return info.partitions
-
     async def topics(self, call: Call, cluster: str) -> Answer:
         path = self._check_cluster(cluster)
         data = [
@@ -242,7 +234,7 @@ class V3Api:
 
     async def topic(self, call: Call, cluster: str, topic: str) -> Answer:
         self._check_cluster(cluster)
-        count = self._partitions_of(call, topic)
+        count = self._ctx.visible_partitions(call.access, topic)
         return Answer(self._topic_json(call.base_url, topic, count), content_type=_JSON)
 
     async def create_topic(self, call: Call, cluster: str) -> Answer:
@@ -283,7 +275,7 @@ class V3Api:
 
     async def delete_topic(self, call: Call, cluster: str, topic: str) -> Answer:
         self._check_cluster(cluster)
-        self._partitions_of(call, topic)
+        self._ctx.visible_partitions(call.access, topic)
         call.access.topic(Operation.DELETE, topic)
         try:
             await self._ctx.admin.delete_topic(topic)
@@ -293,7 +285,7 @@ class V3Api:
 
     async def partitions(self, call: Call, cluster: str, topic: str) -> Answer:
         path = self._check_cluster(cluster)
-        count = self._partitions_of(call, topic)
+        count = self._ctx.visible_partitions(call.access, topic)
         data = [self._partition_json(call.base_url, topic, p) for p in range(count)]
         return Answer(_listing("KafkaPartitionList",
                                f"{call.base_url}{path}/topics/{topic}/partitions", data),
@@ -301,7 +293,7 @@ class V3Api:
 
     async def partition(self, call: Call, cluster: str, topic: str, partition: str) -> Answer:
         self._check_cluster(cluster)
-        count = self._partitions_of(call, topic)
+        count = self._ctx.visible_partitions(call.access, topic)
         if not partition.isdigit() or int(partition) >= count:
             raise partition_not_found(topic, -1 if not partition.isdigit() else int(partition))
         return Answer(self._partition_json(call.base_url, topic, int(partition)),
@@ -310,7 +302,7 @@ class V3Api:
     # -- configs ------------------------------------------------------------------------
 
     def _view(self, call: Call, topic: str, operation: Operation) -> TopicView:
-        self._partitions_of(call, topic)
+        self._ctx.visible_partitions(call.access, topic)
         call.access.topic(operation, topic)
         view = self._ctx.inspector.topic(topic)
         if view is None:
