@@ -16,7 +16,14 @@ Memory must not run ahead of the journal for good: when a write fails, or a writ
 the journal was reopened from disk since memory was last loaded from it, ``reload``
 loads the state machine from the journal's view, and every result still pending (its
 records were made on the state just discarded) fails with the batch. Their callers
-answer an error; nothing they changed stays applied.
+answer an error; nothing they changed stays applied. A coordinator whose records are
+independent of each other (the group coordinator's commits: a lost one is answered
+with an error and the client commits again) passes no ``reload``: a failed write fails
+its own batch only.
+
+Before a write takes them, submitted records may be withdrawn
+(:meth:`OrderedJournalWriter.withdraw`): a record superseded by a newer one of the
+same key, or requests refused at shutdown.
 
 What it does not do: decide anything (the coordinators do), or block the reactor (the
 write runs in the broker's write pool, ``run_write``).
@@ -54,7 +61,8 @@ class OrderedJournalWriter(Generic[Record]):
     :param write: appends a list of records with one write and one sync (blocking; run
         in ``run_write``); raises when nothing was stored.
     :param run_write: runs a blocking call in the write pool, answering a Deferred.
-    :param reload: loads the coordinator's memory from the journal's view.
+    :param reload: loads the coordinator's memory from the journal's view; None when a
+        failed write should fail its own batch only.
     :param reopens: how many times the journal was reopened from disk so far.
     :param name: the journal's name, for the error its pending callers get.
     """
@@ -63,7 +71,7 @@ class OrderedJournalWriter(Generic[Record]):
         self,
         write: Callable[[list[Record]], None],
         run_write: Callable[..., defer.Deferred[Any]],
-        reload: Callable[[], None],
+        reload: Callable[[], None] | None,
         *,
         reopens: Callable[[], int] = lambda: 0,
         name: str = "journal",
@@ -76,6 +84,7 @@ class OrderedJournalWriter(Generic[Record]):
         self._loaded_at = reopens()
         self._pending: list[tuple[Sequence[Record], defer.Deferred[None]]] = []
         self._running = False
+        self._drained: list[defer.Deferred[None]] = []
         #: Writes started (each one sync), for tests and metrics.
         self.writes = 0
 
@@ -103,6 +112,24 @@ class OrderedJournalWriter(Generic[Record]):
         answer = result.answer
         return self.submit(result.records).addCallback(lambda _: answer)
 
+    def withdraw(self, d: defer.Deferred[None]) -> bool:
+        """Take a submission no write has taken yet back out (its Deferred is left
+        unfired, for the caller to answer); False when it is being written or done."""
+        for i, (_, pending) in enumerate(self._pending):
+            if pending is d:
+                del self._pending[i]
+                return True
+        return False
+
+    def drained(self) -> defer.Deferred[None]:
+        """Fires once nothing is pending and no write runs."""
+        d: defer.Deferred[None] = defer.Deferred()
+        if self.idle:
+            d.callback(None)
+        else:
+            self._drained.append(d)
+        return d
+
     @property
     def idle(self) -> bool:
         return not self._running and not self._pending
@@ -110,6 +137,9 @@ class OrderedJournalWriter(Generic[Record]):
     def _next(self) -> None:
         if not self._pending:
             self._running = False
+            drained, self._drained = self._drained, []
+            for d in drained:
+                d.callback(None)
             return
         self._running = True
         batch, self._pending = self._pending, []
@@ -122,7 +152,9 @@ class OrderedJournalWriter(Generic[Record]):
             else:
                 stored, failed = batch, []
                 reason = Failure(StorageError(f"the {self._name} was reopened from disk: retry"))
-            if failed or self._reopens() != self._loaded_at:
+            if self._reload is None:
+                pass  # independent records: only the failed batch fails
+            elif failed or self._reopens() != self._loaded_at:
                 failed = failed + self._pending
                 self._pending = []
                 self._loaded_at = self._reopens()
