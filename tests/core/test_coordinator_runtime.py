@@ -99,3 +99,32 @@ def test_a_journal_reopened_from_disk_reloads_and_fails_what_was_pending() -> No
     assert first == [None] and reloads == [1]
     assert isinstance(second[0], Failure) and second[0].check(StorageError)
     assert "reopened" in second[0].getErrorMessage() and journal == [["a"]]
+
+
+def test_without_reload_a_failed_write_fails_its_own_batch_only() -> None:
+    pool, journal = Pool(), []
+    w: OrderedJournalWriter[str] = OrderedJournalWriter(journal.append, pool, None)
+    first = fired(w.submit(["a"]))
+    second = fired(w.submit(["b"]))
+    d, _job = pool.jobs.pop(0)
+    d.errback(StorageError("disk full"))
+    assert isinstance(first[0], Failure) and not second
+    pool.run_next()
+    assert second == [None] and journal == [["b"]]
+
+
+def test_withdraw_takes_back_what_no_write_took_and_drained_waits_for_the_rest() -> None:
+    pool, journal = Pool(), []
+    w: OrderedJournalWriter[str] = OrderedJournalWriter(journal.append, pool, None)
+    assert fired(w.drained()) == [None]  # idle: at once
+    running = w.submit(["a"])
+    waiting = w.submit(["b"])
+    kept = w.submit(["c"])
+    assert not w.withdraw(running)  # being written
+    assert w.withdraw(waiting) and not w.withdraw(waiting)
+    drained = fired(w.drained())
+    pool.run_next()
+    assert not drained
+    pool.run_next()
+    assert journal == [["a"], ["c"]] and drained == [None]
+    assert fired(kept) == [None] and not fired(waiting)
