@@ -25,8 +25,12 @@ Before a write takes them, submitted records may be withdrawn
 (:meth:`OrderedJournalWriter.withdraw`): a record superseded by a newer one of the
 same key, or requests refused at shutdown.
 
-What it does not do: decide anything (the coordinators do), or block the reactor (the
-write runs in the broker's write pool, ``run_write``).
+Its users: the share groups' records engine (:mod:`brokerd.core.share.service`, with
+``reload``), the group coordinator's offsets journal
+(:class:`~brokerd.kafka.groups.store.CommitQueue`) and the transaction table
+(:class:`~brokerd.kafka.txn.table.TxnTable`), both without. What it does not do:
+decide anything (the coordinators do), or block the reactor (the write runs in the
+broker's write pool, ``run_write``).
 """
 
 from __future__ import annotations
