@@ -239,22 +239,27 @@ class SharePartition:
             in flight), or a type is unknown; nothing changed.
         """
         plan: list[tuple[int, Event]] = []
+        records = self.records
+        acquired = RecordState.ACQUIRED
         for batch in batches:
             if batch.last < batch.first or (
                 len(batch.types) not in (1, batch.last - batch.first + 1)
             ):
                 raise InvalidAcknowledgement("acknowledgement batch of the wrong shape")
+            # One type for the batch (the usual case): looked up once, not per offset.
+            single = batch.types[0] if len(batch.types) == 1 else None
             for offset in range(batch.first, batch.last + 1):
-                entry = self.records.get(offset)
+                kind = single if single is not None else batch.types[offset - batch.first]
+                entry = records.get(offset)
                 if entry is None:
-                    if offset < self.end and batch.type_at(offset) is AckType.GAP:
+                    if offset < self.end and kind is AckType.GAP:
                         continue  # a gap the window already counts as done
                     raise InvalidAcknowledgement(f"offset {offset} is not in flight")
-                if entry.state is not RecordState.ACQUIRED or entry.member != member:
+                if entry.state is not acquired or entry.member != member:
                     raise InvalidAcknowledgement(
                         f"offset {offset} is not acquired by this member"
                     )
-                plan.append((offset, ACK_EVENTS[batch.type_at(offset)]))
+                plan.append((offset, ACK_EVENTS[kind]))
         changed: set[int] = set()
         for offset, event in plan:
             entry = self.records[offset]
@@ -317,13 +322,24 @@ class SharePartition:
 
     def _advance(self, changed: set[int]) -> None:
         done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
-        while self.records:
-            offset = next(iter(self.records))
-            if self.records[offset].state not in done:
-                self.start = max(self.start, offset)
-                return
-            del self.records[offset]
-            self.start = offset + 1
+        records = self.records
+        # One pass from the front: a dict that lost entries at its front makes every
+        # fresh iteration walk past their empty slots first, so asking for its first
+        # key once per removed entry would cost the window's size each time.
+        finished: list[int] = []
+        pending: int | None = None
+        for offset, entry in records.items():
+            if entry.state not in done:
+                pending = offset
+                break
+            finished.append(offset)
+        for offset in finished:
+            del records[offset]
+        if finished:
+            self.start = finished[-1] + 1
+        if pending is not None:
+            self.start = max(self.start, pending)
+            return
         self.start = max(self.start, self.end)
 
     # -- persistence ---------------------------------------------------------------------
