@@ -59,8 +59,8 @@ CLASSIC_BATCH = 1000
 SHARE_CHILD = "--share-child"
 CLASSIC_WHAT = "classic group consume, confluent-kafka Consumer, one member, one partition"
 KAFKA_SHARE_WHAT = "share-group consume, {n} confluent-kafka ShareConsumer(s), one partition"
-KAFKA_EXPLICIT_WHAT = ("share-group consume, {n} confluent-kafka ShareConsumer(s), explicit "
-                       "acknowledgements, one partition")
+KAFKA_EXPLICIT_WHAT = ("share-group consume, explicit acknowledgements, {n} confluent-kafka "
+                       "ShareConsumer(s), one partition")
 #: ShareConsumer acknowledgement modes (:func:`_share_child`).
 IMPLICIT = "implicit"
 EXPLICIT = "explicit"
