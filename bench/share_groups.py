@@ -9,12 +9,14 @@ for 200 ms. A native one (forked) acquires up to 100 records per QueueFetch and
 acknowledges them ACCEPT in one QueueAcknowledge. A ShareConsumer (a fresh interpreter
 running this module: librdkafka is not fork-safe) joins the group, polls up to 100
 records (``max.poll.records``) and accepts them with ``commit_sync`` before the next poll
-(implicit acknowledgement mode). The records are produced first (the groups
-start at the log's start), so the figure is the broker's acquire/acknowledge path, not a
-race with producers: all records acquired, each exactly once (checked), over the time
-from the consumers' start (for ShareConsumers: before joining) to the last
-acknowledgement. The classic group (one confluent-kafka Consumer, group.protocol
-classic) is timed from its assignment to its offset commit after the last record; the
+(implicit acknowledgement mode: two requests per poll); one more row has 4 of them in
+explicit acknowledgement mode, accepting each record with ``acknowledge`` so that the
+next poll's ShareFetch carries the acknowledgements (one request per poll). The records
+are produced first (the groups start at the log's start), so the figure is the broker's
+acquire/acknowledge path, not a race with producers: all records acquired, each exactly
+once (checked), over the time from the consumers' start (for ShareConsumers: before
+joining) to the last acknowledgement. The classic group (one confluent-kafka Consumer,
+group.protocol classic) is timed from its assignment to its offset commit after the last record; the
 plain reader reads the same records with the native Fetch (no group, no
 acknowledgements). Consumer processes are stopped by their PID when they do not finish.
 """
@@ -57,6 +59,11 @@ CLASSIC_BATCH = 1000
 SHARE_CHILD = "--share-child"
 CLASSIC_WHAT = "classic group consume, confluent-kafka Consumer, one member, one partition"
 KAFKA_SHARE_WHAT = "share-group consume, {n} confluent-kafka ShareConsumer(s), one partition"
+KAFKA_EXPLICIT_WHAT = ("share-group consume, explicit acknowledgements, {n} confluent-kafka "
+                       "ShareConsumer(s), one partition")
+#: ShareConsumer acknowledgement modes (:func:`_share_child`).
+IMPLICIT = "implicit"
+EXPLICIT = "explicit"
 
 
 def _consume_child(port: int, group: str, topic: str, go: Event, out: Connection) -> None:
@@ -137,15 +144,23 @@ def queue_rate(proc: BrokerProcess, consumers: int, records: int) -> float:
 
 
 
-def _share_child(bootstrap: str, group: str, topic: str) -> None:
+def _share_child(bootstrap: str, group: str, topic: str, mode: str = IMPLICIT) -> None:
     """One ShareConsumer process: says "ready", joins once a line arrives on stdin, and
     prints one JSON line: start, first record and last acknowledgement times (monotonic,
-    the system-wide clock) and the offsets it was given."""
+    the system-wide clock) and the offsets it was given.
+
+    ``mode`` :data:`IMPLICIT`: each poll's records are accepted with ``commit_sync``
+    before the next poll (a ShareAcknowledge, then a ShareFetch). :data:`EXPLICIT`: each
+    record is accepted with ``acknowledge`` and the next poll carries the
+    acknowledgements in its ShareFetch; a last ``commit_sync`` sends the final ones."""
     from confluent_kafka import ShareConsumer
 
     # log_level 3: the client's "Preview" warning is said once, in the row's note.
-    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                              "max.poll.records": BATCH, "log_level": 3})
+    config = {"bootstrap.servers": bootstrap, "group.id": group,
+              "max.poll.records": BATCH, "log_level": 3}
+    if mode == EXPLICIT:
+        config["share.acknowledgement.mode"] = "explicit"
+    consumer = ShareConsumer(config)
     try:
         print("ready", flush=True)
         sys.stdin.readline()
@@ -154,18 +169,31 @@ def _share_child(bootstrap: str, group: str, topic: str) -> None:
         consumer.subscribe([topic])
         offsets: list[int] = []
         while time.monotonic() - start < RUN_TIMEOUT:
-            got = [m.offset() for m in consumer.poll(IDLE_MS / 1000) if m.error() is None]
+            polled = [m for m in consumer.poll(IDLE_MS / 1000) if m.error() is None]
+            got = [m.offset() for m in polled]
             if not got:
                 if offsets or time.monotonic() - start > JOIN_GRACE:
                     break
                 continue
             first = first or time.monotonic()
+            if mode == EXPLICIT:
+                for message in polled:
+                    consumer.acknowledge(message)
+                last = time.monotonic()
+                offsets += [o for o in got if o is not None]
+                continue
             # Implicit acknowledgement: this accepts every record of the poll above.
             for tp, error in consumer.commit_sync(RUN_TIMEOUT).items():
                 if error is not None:
                     raise RuntimeError(f"acknowledging {tp}: {error}")
             last = time.monotonic()
             offsets += [o for o in got if o is not None]
+        if mode == EXPLICIT and offsets:
+            # The final acknowledgements; the idle poll before already sent the others.
+            for tp, error in consumer.commit_sync(RUN_TIMEOUT).items():
+                if error is not None:
+                    raise RuntimeError(f"acknowledging {tp}: {error}")
+            last = time.monotonic()
         print(json.dumps({"start": start, "first": first, "last": last, "offsets": offsets}),
               flush=True)
     finally:
@@ -193,9 +221,9 @@ def _ready(child: subprocess.Popen[bytes], deadline: float) -> None:
 
 
 def _share_children(bootstrap: str, group: str, topic: str,
-                    consumers: int) -> list[dict[str, Any]]:
+                    consumers: int, mode: str = IMPLICIT) -> list[dict[str, Any]]:
     command = [sys.executable, "-m", "bench.share_groups", SHARE_CHILD, bootstrap, group,
-               topic]
+               topic, mode]
     children: list[subprocess.Popen[bytes]] = []
     answers = []
     try:
@@ -243,13 +271,14 @@ def _set_earliest(bootstrap: str, group: str) -> None:
 
 
 def kafka_share_rate(proc: BrokerProcess, consumers: int, topic: str,
-                     records: int) -> tuple[float, str]:
+                     records: int, mode: str = IMPLICIT) -> tuple[float, str]:
     """Records/s of ``consumers`` ShareConsumer processes draining ``topic``'s one
-    partition (``records`` already there) through a new share group, and a note: how
-    long the first record took (the join) and how the records were split."""
-    group = f"bench-kshare-{consumers}"
+    partition (``records`` already there) through a new share group, acknowledging as
+    ``mode`` says (:func:`_share_child`), and a note: how long the first record took
+    (the join) and how the records were split."""
+    group = f"bench-kshare-{mode}-{consumers}"
     _set_earliest(proc.kafka_bootstrap, group)
-    answers = _share_children(proc.kafka_bootstrap, group, topic, consumers)
+    answers = _share_children(proc.kafka_bootstrap, group, topic, consumers, mode)
     seen = [o for a in answers for o in a["offsets"]]
     if sorted(seen) != list(range(records)):
         raise RuntimeError(f"{topic}, Kafka share group: {len(seen)} deliveries of "
@@ -335,6 +364,16 @@ def consumption(results: Results, proc: BrokerProcess, records: int) -> None:
                     f"{how}")
         results.add(Row(SECTION, "brokerd", KAFKA_SHARE_WHAT.format(n=n), "fsync always",
                         figure, "rec/s", note, SIZE))
+    if not missing:
+        n = KAFKA_CONSUMERS[-1]
+        figure, how = kafka_share_rate(proc, n, topic, records, EXPLICIT)
+        curve.series.setdefault("ShareConsumers, explicit acknowledgements", []).append(
+            (n, figure))
+        results.add(Row(SECTION, "brokerd", KAFKA_EXPLICIT_WHAT.format(n=n), "fsync always",
+                        figure, "rec/s",
+                        f"{records:,} records, up to {BATCH} per poll, each record accepted "
+                        f"with acknowledge, sent with the next poll's ShareFetch; {how}",
+                        SIZE))
     classic, how = classic_rate(proc, topic, records)
     curve.series["classic group, one member"] = [(1, classic)]
     results.add(Row(SECTION, "brokerd", CLASSIC_WHAT, "read (page cache)", classic, "rec/s",
@@ -347,4 +386,4 @@ def consumption(results: Results, proc: BrokerProcess, records: int) -> None:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == [SHARE_CHILD]:
-    _share_child(*sys.argv[2:5])
+    _share_child(*sys.argv[2:6])

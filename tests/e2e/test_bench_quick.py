@@ -242,6 +242,8 @@ def _expected_rows() -> list[tuple[str, str, str, str]]:
     for n in (1, 4):
         rows.append(("Scaling", "brokerd",
                      f"share-group consume, {n} confluent-kafka ShareConsumer", "fsync always"))
+    rows.append(("Scaling", "brokerd", "share-group consume, explicit acknowledgements, 4 "
+                 "confluent-kafka ShareConsumer", "fsync always"))
     rows.append(("Scaling", "brokerd", "classic group consume, confluent-kafka Consumer, one "
                  "member", "read (page cache)"))
     rows.append(("Scaling", "brokerd", "plain native consume of the same partition",

@@ -133,6 +133,9 @@ class SharePartition:
         self.archived_total = 0
         #: Deliveries after a record's first since the engine opened (operators' figure).
         self.redelivered_total = 0
+        #: How many entries are ACQUIRED, kept as they change: counting the window on
+        #: every acquisition was a tenth of a share fetch's time.
+        self._acquired = 0
 
     # -- reading -------------------------------------------------------------------------
 
@@ -148,7 +151,7 @@ class SharePartition:
         return any(e.state is RecordState.AVAILABLE for e in self.records.values())
 
     def acquired_count(self) -> int:
-        return sum(1 for e in self.records.values() if e.state is RecordState.ACQUIRED)
+        return self._acquired
 
     def summary(self, log_end: int | None = None) -> PartitionSummary:
         counts = dict.fromkeys(RecordState, 0)
@@ -210,10 +213,9 @@ class SharePartition:
                     if span.skip:
                         self._move(offset, entry, Event.SKIP, changed)
                         continue
-                entry.state = next_state(
-                    entry.state, Event.ACQUIRE, delivery_count=entry.delivery_count,
-                    limit=self.limit,
-                )
+                # Only AVAILABLE records get here, and the table takes them to ACQUIRED.
+                entry.state = RecordState.ACQUIRED
+                self._acquired += 1
                 entry.delivery_count += 1
                 if entry.delivery_count > 1:
                     self.redelivered_total += 1
@@ -237,22 +239,27 @@ class SharePartition:
             in flight), or a type is unknown; nothing changed.
         """
         plan: list[tuple[int, Event]] = []
+        records = self.records
+        acquired = RecordState.ACQUIRED
         for batch in batches:
             if batch.last < batch.first or (
                 len(batch.types) not in (1, batch.last - batch.first + 1)
             ):
                 raise InvalidAcknowledgement("acknowledgement batch of the wrong shape")
+            # One type for the batch (the usual case): looked up once, not per offset.
+            single = batch.types[0] if len(batch.types) == 1 else None
             for offset in range(batch.first, batch.last + 1):
-                entry = self.records.get(offset)
+                kind = single if single is not None else batch.types[offset - batch.first]
+                entry = records.get(offset)
                 if entry is None:
-                    if offset < self.end and batch.type_at(offset) is AckType.GAP:
+                    if offset < self.end and kind is AckType.GAP:
                         continue  # a gap the window already counts as done
                     raise InvalidAcknowledgement(f"offset {offset} is not in flight")
-                if entry.state is not RecordState.ACQUIRED or entry.member != member:
+                if entry.state is not acquired or entry.member != member:
                     raise InvalidAcknowledgement(
                         f"offset {offset} is not acquired by this member"
                     )
-                plan.append((offset, ACK_EVENTS[batch.type_at(offset)]))
+                plan.append((offset, ACK_EVENTS[kind]))
         changed: set[int] = set()
         for offset, event in plan:
             entry = self.records[offset]
@@ -292,7 +299,8 @@ class SharePartition:
         entries below it go, and an end below it follows it."""
         changed: set[int] = set()
         for key in [k for k in self.records if k < offset]:
-            del self.records[key]
+            if self.records.pop(key).state is RecordState.ACQUIRED:
+                self._acquired -= 1
         self.start = offset
         self.end = max(self.end, offset)
         if not self.records:
@@ -305,6 +313,7 @@ class SharePartition:
         )
         if state is RecordState.ARCHIVED:
             self.archived_total += 1
+        self._acquired += (state is RecordState.ACQUIRED) - (entry.state is RecordState.ACQUIRED)
         entry.state = state
         if state is not RecordState.ACQUIRED:
             entry.member = None
@@ -313,13 +322,24 @@ class SharePartition:
 
     def _advance(self, changed: set[int]) -> None:
         done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
-        while self.records:
-            offset = next(iter(self.records))
-            if self.records[offset].state not in done:
-                self.start = max(self.start, offset)
-                return
-            del self.records[offset]
-            self.start = offset + 1
+        records = self.records
+        # One pass from the front: a dict that lost entries at its front makes every
+        # fresh iteration walk past their empty slots first, so asking for its first
+        # key once per removed entry would cost the window's size each time.
+        finished: list[int] = []
+        pending: int | None = None
+        for offset, entry in records.items():
+            if entry.state not in done:
+                pending = offset
+                break
+            finished.append(offset)
+        for offset in finished:
+            del records[offset]
+        if finished:
+            self.start = finished[-1] + 1
+        if pending is not None:
+            self.start = max(self.start, pending)
+            return
         self.start = max(self.start, self.end)
 
     # -- persistence ---------------------------------------------------------------------
@@ -329,19 +349,25 @@ class SharePartition:
         state and count; an ACQUIRED record is stored as ACQUIRED (a restart makes it
         available again, its count kept)."""
         chosen = self.records if offsets is None else (o for o in offsets if o in self.records)
-        keys = sorted(chosen)
-        out: list[StateRun] = []
-        for offset in keys:
-            entry = self.records[offset]
-            last = out[-1] if out else None
+        records = self.records
+        # Plain lists while merging: a run object per offset would cost more than the
+        # whole acquisition of the offset.
+        spans: list[list[int]] = []
+        states: list[RecordState] = []
+        for offset in sorted(chosen):
+            entry = records[offset]
             if (
-                last is not None and last.last + 1 == offset and last.state is entry.state
-                and last.delivery_count == entry.delivery_count
+                spans and spans[-1][1] + 1 == offset and states[-1] is entry.state
+                and spans[-1][2] == entry.delivery_count
             ):
-                out[-1] = attrs.evolve(last, last=offset)
+                spans[-1][1] = offset
             else:
-                out.append(StateRun(offset, offset, entry.state, entry.delivery_count))
-        return out
+                spans.append([offset, offset, entry.delivery_count])
+                states.append(entry.state)
+        return [
+            StateRun(first, last, state, count)
+            for (first, last, count), state in zip(spans, states, strict=True)
+        ]
 
     def restore(
         self,
@@ -385,17 +411,18 @@ class SharePartition:
                     )
                 entries[offset] = InFlight(state, run.delivery_count)
         self.records = dict(sorted(entries.items()))
+        self._acquired = sum(1 for e in entries.values() if e.state is RecordState.ACQUIRED)
         self._advance(set())
 
 
 def _ranges(taken: list[tuple[int, int]]) -> list[AcquiredRange]:
-    out: list[AcquiredRange] = []
+    spans: list[list[int]] = []
     for offset, count in taken:
-        if out and out[-1].last + 1 == offset and out[-1].delivery_count == count:
-            out[-1] = attrs.evolve(out[-1], last=offset)
+        if spans and spans[-1][1] + 1 == offset and spans[-1][2] == count:
+            spans[-1][1] = offset
         else:
-            out.append(AcquiredRange(offset, offset, count))
-    return out
+            spans.append([offset, offset, count])
+    return [AcquiredRange(first, last, count) for first, last, count in spans]
 
 
 def iter_offsets(ranges: Iterable[AcquiredRange]) -> Iterator[int]:

@@ -11,12 +11,17 @@ durable in the share-state journal before it answers:
   ``share.isolation.level`` says otherwise: only below the last stable offset, aborted
   transactions' batches and control batches archived, never delivered), acquires, and
   answers the acquired ranges with the whole batches holding them;
-- :meth:`~ShareService.acknowledge`, :meth:`~ShareService.release_member`, offsets and
-  group admin;
+- :meth:`~ShareService.acknowledge_many`, :meth:`~ShareService.release_member`, offsets
+  and group admin;
 - :meth:`~ShareService.acquire_many`: a long poll over several partitions with the core's
-  :func:`~brokerd.core.waiters.long_poll` (parks until an append lands or the wait ends).
+  :func:`~brokerd.core.waiters.long_poll`. It parks until an append lands, records of
+  its partitions come back to the group (released, rejected, their lock expired) or are
+  acknowledged (which may leave room under the lock limit), or the wait ends.
 
-Journal writes go through one queue in order (:class:`_JournalQueue`): what is pending
+A request over many partitions changes the engine in one synchronous step and makes the
+change durable with one journal write (an acquisition reads every partition's log
+first). Journal writes go through the coordinator runtime's ordered writer
+(:class:`~brokerd.core.coordinator_runtime.OrderedJournalWriter`): what is submitted
 while a write runs forms the next write, one fdatasync for the lot (group commit), so
 the file's order is the engine's order. Lock expiry runs on a timer of the injected
 clock. What it does not do: group membership or any wire format.
@@ -34,22 +39,31 @@ from twisted.python.failure import Failure
 
 from brokerd.clock import Clock, DelayedCall
 from brokerd.core.api import CoreLongPoll, CoreReads
+from brokerd.core.coordinator_runtime import OrderedJournalWriter
 from brokerd.core.share.config import DEFAULTS, AutoOffsetReset, IsolationLevel
 from brokerd.core.share.engine import ShareEngine, TopicPartition
 from brokerd.core.share.partition import AckBatch, AcquiredRange, LogSpan, PartitionSummary
 from brokerd.core.waiters import Shortfall, long_poll
-from brokerd.errors import OffsetOutOfRange, StorageError
+from brokerd.errors import OffsetOutOfRange, TooManyWaiters
 from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
-from brokerd.storage.stores.share_state import ShareStateRecord, ShareStateStore
+from brokerd.storage.stores.share_state import (
+    PartitionState,
+    ShareStateRecord,
+    ShareStateStore,
+)
 from brokerd.storage.types import Delivery, Isolation, LogRead, ReadSpec
 
-__all__ = ["AcquireResult", "ShareCore", "ShareService", "spans_of"]
+__all__ = ["AcquireResult", "FetchResult", "ShareCore", "ShareService", "spans_of"]
 
 #: How a share fetch reads the log: stored batches by value, committed or not.
 COMMITTED_BYTES = ReadSpec(Isolation.READ_COMMITTED, Delivery.BYTES)
 UNCOMMITTED_BYTES = ReadSpec(Isolation.READ_UNCOMMITTED, Delivery.BYTES)
 #: Most bytes one partition's share fetch reads from the log.
 MAX_READ_BYTES = 1 << 20
+#: A partition's first read when its record size is not known yet, and the least any
+#: read asks for (a read answers at least one whole batch however small it is).
+FIRST_READ_BYTES = 64 * 1024
+MIN_READ_BYTES = 16 * 1024
 #: How often the lock timer looks when no lock is held (it is set to the next deadline
 #: otherwise).
 IDLE_CHECK_SECONDS = 1.0
@@ -103,69 +117,6 @@ def spans_of(
     return spans, bounds
 
 
-class _JournalQueue:
-    """Ordered group commit of journal records in the write pool.
-
-    Memory must not run ahead of the journal for good: when a write fails, or a write
-    finds the journal was reopened from disk since the engine last loaded it, ``reload``
-    loads the engine from the journal's view, and every write still pending (its
-    records were made on the state just discarded) fails with the batch. Their callers
-    answer an error; nothing they changed stays applied.
-    """
-
-    def __init__(
-        self,
-        store: ShareStateStore,
-        run_write: Callable[..., defer.Deferred[Any]],
-        reload: Callable[[], None],
-    ) -> None:
-        self._store = store
-        self._run_write = run_write
-        self._reload = reload
-        self._loaded_at = store.reopens
-        self._pending: list[tuple[list[ShareStateRecord], defer.Deferred[None]]] = []
-        self._running = False
-
-    def write(self, records: list[ShareStateRecord]) -> defer.Deferred[None]:
-        d: defer.Deferred[None] = defer.Deferred()
-        if not records:
-            d.callback(None)
-            return d
-        self._pending.append((records, d))
-        if not self._running:
-            self._next()
-        return d
-
-    def _next(self) -> None:
-        if not self._pending:
-            self._running = False
-            return
-        self._running = True
-        batch, self._pending = self._pending, []
-        records = [r for recs, _ in batch for r in recs]
-
-        def done(result: object) -> None:
-            if isinstance(result, Failure):
-                stored, failed, reason = [], batch, result
-            else:
-                stored, failed = batch, []
-                reason = Failure(StorageError(
-                    f"the {self._store.journal.name} was reopened from disk: retry"
-                ))
-            if failed or self._store.reopens != self._loaded_at:
-                failed = failed + self._pending
-                self._pending = []
-                self._loaded_at = self._store.reopens
-                self._reload()
-            for _, d in stored:
-                d.callback(None)
-            for _, d in failed:
-                d.errback(reason)
-            self._next()
-
-        self._run_write(self._store.write, records).addBoth(done)
-
-
 class ShareService:
     """See the module docstring.
 
@@ -190,11 +141,17 @@ class ShareService:
         self._clock = clock
         self.engine = ShareEngine(defaults)
         self.engine.restore(store.partitions(), store.group_configs())
-        self._journal = _JournalQueue(store, core.run_write, self._reload)
+        self._journal: OrderedJournalWriter[ShareStateRecord] = OrderedJournalWriter(
+            store.write, core.run_write, self._reload,
+            reopens=lambda: store.reopens, name=store.journal.name,
+        )
         self._timer: DelayedCall | None = None
         self._stopped = False
-        #: Partitions whose acquisition or initialisation is under way (one at a time).
-        self._busy: dict[tuple[str, str, int], defer.Deferred[None]] = {}
+        #: Parked share fetches by share-partition: fired when records there may have
+        #: become available to acquire (released, rejected, expired, or the window moved).
+        self._wakers: dict[tuple[str, str, int], set[defer.Deferred[None]]] = {}
+        #: Bytes per record each partition's last share read saw (its read sizes).
+        self._record_bytes: dict[TopicPartition, float] = {}
 
     def now_ms(self) -> float:
         return self._clock.seconds() * 1000.0
@@ -227,7 +184,8 @@ class ShareService:
         self._timer = None
         records = self.engine.expire_locks(self.now_ms())
         if records:
-            self._journal.write(records).addErrback(self._write_failed)
+            self._journal.submit(records).addErrback(self._write_failed)
+            self._wake(records)
         self._schedule()
 
     def _write_failed(self, failure: Failure) -> None:
@@ -251,28 +209,84 @@ class ShareService:
     ) -> AcquireResult:
         """Acquire up to ``max_records`` records of the partition for ``member``; durable
         when it returns. Errors (unknown partition, storage) come back in ``error``."""
-        key = (group, topic, partition)
-        while key in self._busy:
-            await self._busy[key]
-        gate: defer.Deferred[None] = defer.Deferred()
-        self._busy[key] = gate
-        try:
-            return await self._acquire(group, topic, partition, member, max_records, max_bytes)
-        except Exception as exc:  # answered per partition
-            return AcquireResult(topic, partition, error=exc)
-        finally:
-            del self._busy[key]
-            gate.callback(None)
+        (got,), _ = await self._acquire_all(
+            group, member, [(topic, partition)], max_records, min(max_bytes, MAX_READ_BYTES)
+        )
+        return got
 
-    async def _acquire(
+    async def _acquire_all(
         self,
         group: str,
-        topic: str,
-        partition: int,
         member: str,
+        partitions: Sequence[TopicPartition],
         max_records: int,
         max_bytes: int,
-    ) -> AcquireResult:
+        acknowledgements: Sequence[tuple[str, int, Sequence[AckBatch]]] = (),
+    ) -> tuple[list[AcquireResult], tuple[BaseException | None, ...]]:
+        """One acquisition over ``partitions``: read each partition's log (the only
+        waiting), then in one synchronous step apply ``acknowledgements`` and acquire
+        from every partition, and make it all durable with one journal write. Memory
+        changes in that step only, so the journal's order is the engine's even with
+        other fetches running meanwhile; a read that another fetch overtook acquires
+        what is still available in it. Answers the acquisitions and the outcome of each
+        acknowledgement (as :meth:`acknowledge_many`)."""
+        reads: list[_Read | AcquireResult] = []
+        for topic, index in partitions:
+            try:
+                reads.append(await self._read(group, topic, index, max_records, max_bytes))
+            except Exception as exc:  # answered per partition
+                reads.append(AcquireResult(topic, index, error=exc))
+        out: list[AcquireResult] = []
+        acquired: list[tuple[int, _Read, list[AcquiredRange]]] = []
+        acked, acknowledged = self._apply_acknowledgements(group, member, acknowledgements)
+        records = list(acknowledged)
+        left = max_records
+        now = self.now_ms()
+        for read in reads:
+            if isinstance(read, AcquireResult):
+                out.append(read)
+                continue
+            if left <= 0 or not read.spans:
+                out.append(AcquireResult(read.topic, read.partition))
+                continue
+            try:
+                ranges, changed = self.engine.acquire(
+                    group, read.topic, read.partition, member, read.spans, left, now
+                )
+            except Exception as exc:  # the share-partition went (a reload, a deletion)
+                out.append(AcquireResult(read.topic, read.partition, error=exc))
+                continue
+            left -= sum(r.last - r.first + 1 for r in ranges)
+            records += changed
+            acquired.append((len(out), read, ranges))
+            out.append(AcquireResult(read.topic, read.partition))
+        written = self._journal.submit(records)
+        self._wake(acknowledged)
+        try:
+            # Not durable: the write's failure reloaded the engine from the journal, so
+            # the records are back with the group, and the error is answered instead.
+            await written
+        except Exception as exc:
+            for at, read, _ in acquired:
+                out[at] = AcquireResult(read.topic, read.partition, error=exc)
+            return out, _failed(acked, exc)
+        finally:
+            if len(records) > len(acknowledged):
+                self._schedule()
+        for at, read, ranges in acquired:
+            out[at] = AcquireResult(
+                read.topic, read.partition, tuple(ranges),
+                _batches_holding(read.data, read.bounds, ranges),
+            )
+        return out, _outcomes(acked)
+
+    async def _read(
+        self, group: str, topic: str, partition: int, max_records: int, max_bytes: int
+    ) -> _Read:
+        """The share-partition (initialised or moved past the log's start, durably in
+        order with any later change) and the log's batches from its fetch offset: about
+        what ``max_records`` records take, by the record size the last reads of the
+        partition saw (a read answers at least one whole batch), at most ``max_bytes``."""
         offsets = await self._core.offsets(topic, partition)
         config = self.engine.config(group)
         committed = config.isolation_level is IsolationLevel.READ_COMMITTED
@@ -293,45 +307,38 @@ class ShareService:
             found=found,
         )
         if records:
-            await self._journal.write(records)
+            await self._journal.submit(records)
         offset = part.fetch_offset()
-        if offset >= end or max_records <= 0:
-            return AcquireResult(topic, partition)
+        if offset >= end or max_bytes <= 0:
+            return _Read(topic, partition)
         try:
             got = self._core.read(
                 topic,
                 partition,
                 offset,
-                min(max_bytes, MAX_READ_BYTES),
+                self._read_size((topic, partition), max_records, max_bytes),
                 COMMITTED_BYTES if committed else UNCOMMITTED_BYTES,
             )
             read = got if isinstance(got, LogRead) else await got
         except OffsetOutOfRange:
-            return AcquireResult(topic, partition)
+            return _Read(topic, partition)
         assert isinstance(read.records, bytes), "a read by value answers bytes"
         data = read.records
         spans, bounds = spans_of(data, ((a.producer_id, a.first_offset) for a in read.aborted))
-        if not spans:
-            return AcquireResult(topic, partition)
-        ranges, records = self.engine.acquire(
-            group,
-            topic,
-            partition,
-            member,
-            spans,
-            max_records,
-            self.now_ms(),
-        )
-        # Not durable: the write's failure reloaded the engine from the journal, so the
-        # records are back with the group, and the error is answered instead of them.
-        await self._journal.write(records)
-        self._schedule()
-        return AcquireResult(
-            topic,
-            partition,
-            tuple(ranges),
-            _batches_holding(data, bounds, ranges),
-        )
+        if spans:
+            count = spans[-1].last - spans[0].first + 1
+            self._record_bytes[(topic, partition)] = max(1.0, len(data) / max(1, count))
+        return _Read(topic, partition, data, spans, bounds)
+
+    def _read_size(self, key: TopicPartition, max_records: int, max_bytes: int) -> int:
+        """Bytes to read for ``max_records`` records of partition ``key``. Reading
+        MAX_READ_BYTES for a hundred small records would spend most of a fetch on bytes
+        nobody is given; twice the estimate leaves room for records others hold."""
+        cap = min(max_bytes, MAX_READ_BYTES)
+        per_record = self._record_bytes.get(key)
+        if per_record is None:
+            return min(cap, FIRST_READ_BYTES)
+        return max(1, min(cap, max(MIN_READ_BYTES, int(2 * max_records * per_record))))
 
     def acquire_many(
         self,
@@ -345,32 +352,57 @@ class ShareService:
         max_wait_ms: int,
         cancelled: Callable[[], bool] = lambda: False,
     ) -> defer.Deferred[list[AcquireResult]]:
-        """Acquire across ``partitions`` (``max_records`` in all), waiting up to
-        ``max_wait_ms`` for records to arrive when none are there. A ``max_bytes`` of 0
-        or less takes nothing: it waits out ``max_wait_ms`` and answers no records, as
-        Kafka answers a ShareFetch with MaxBytes 0."""
+        """Acquire across ``partitions`` (``max_records`` in all, one journal write),
+        waiting up to ``max_wait_ms`` for records to arrive or come back when none are
+        there. A ``max_bytes`` of 0 or less takes nothing: it waits out ``max_wait_ms``
+        and answers no records, as Kafka answers a ShareFetch with MaxBytes 0."""
+        d = self.fetch(
+            group, member, (), partitions, max_records=max_records, max_bytes=max_bytes,
+            min_bytes=min_bytes, max_wait_ms=max_wait_ms, cancelled=cancelled,
+        )
+
+        def results(fetched: FetchResult) -> list[AcquireResult]:
+            if fetched.refused is not None:
+                raise fetched.refused
+            return fetched.results
+
+        return d.addCallback(results)
+
+    def fetch(
+        self,
+        group: str,
+        member: str,
+        acknowledgements: Sequence[tuple[str, int, Sequence[AckBatch]]],
+        partitions: Sequence[TopicPartition],
+        *,
+        max_records: int,
+        max_bytes: int,
+        min_bytes: int,
+        max_wait_ms: int,
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> defer.Deferred[FetchResult]:
+        """A share fetch: apply ``member``'s acknowledgements (as
+        :meth:`acknowledge_many`), then acquire as :meth:`acquire_many`; the
+        acknowledgements and the first acquisition share one journal write."""
         per_partition = max(1, max_bytes // max(1, len(partitions)))
+        carry = acknowledgements
+        acked: list[tuple[BaseException | None, ...]] = []
 
         async def read() -> list[AcquireResult]:
-            out: list[AcquireResult] = []
-            if max_bytes <= 0:
-                return [AcquireResult(topic, index) for topic, index in partitions]
-            left = max_records
-            for topic, index in partitions:
-                if left <= 0:
-                    out.append(AcquireResult(topic, index))
-                    continue
-                result = await self.acquire(
-                    group,
-                    topic,
-                    index,
-                    member,
-                    max_records=left,
-                    max_bytes=per_partition,
-                )
-                left -= sum(r.last - r.first + 1 for r in result.ranges)
-                out.append(result)
-            return out
+            nonlocal carry
+            first, carry = carry, ()
+            if max_bytes <= 0 or not partitions:
+                results = [AcquireResult(topic, index) for topic, index in partitions]
+                if first:
+                    acked.append(await self.acknowledge_many(group, member, first))
+                return results
+            results, outcomes = await self._acquire_all(
+                group, member, partitions, max_records, min(per_partition, MAX_READ_BYTES),
+                first,
+            )
+            if first:
+                acked.append(outcomes)
+            return results
 
         def short_of(results: list[AcquireResult]) -> Shortfall | None:
             if cancelled() or self._stopped or not partitions:
@@ -380,16 +412,59 @@ class ShareService:
             return Shortfall(0, max(1, min_bytes), {})
 
         async def park(short: Shortfall, left_ms: int) -> bool:
-            positions = [(t, p, 0) for t, p in partitions]
-            # Released records wake nobody: look again at least every 100 ms.
-            await self._core.wait_for_data(
-                positions,
-                min_bytes=1,
-                max_wait_ms=min(left_ms, 100),
-            )
+            await self._park(group, partitions, left_ms)
             return not cancelled()
 
-        return long_poll(read, short_of, park, clock=self._clock, max_wait_ms=max_wait_ms)
+        def done(results: list[AcquireResult]) -> FetchResult:
+            return FetchResult(acked[0] if acked else (), results)
+
+        def refused(failure: Failure) -> FetchResult:
+            # The waiter limit refused the first park: the first read, acknowledgements
+            # included, is done, and acquired nothing.
+            failure.trap(TooManyWaiters)
+            exc = failure.value
+            assert isinstance(exc, TooManyWaiters)
+            return FetchResult(acked[0] if acked else (), [], refused=exc)
+
+        polled = long_poll(read, short_of, park, clock=self._clock, max_wait_ms=max_wait_ms)
+        return polled.addCallbacks(done, refused)
+
+    async def _park(
+        self, group: str, partitions: Sequence[TopicPartition], left_ms: int
+    ) -> None:
+        """Until an append lands on one of ``partitions``, records there come back to
+        the group (:meth:`_wake`), or ``left_ms`` passes."""
+        appended = self._core.wait_for_data(
+            [(t, p, 0) for t, p in partitions], min_bytes=1, max_wait_ms=left_ms
+        )
+        if appended.called:
+            await appended  # at once: shutdown, or refused (TooManyWaiters)
+            return
+        woken: defer.Deferred[None] = defer.Deferred()
+        keys = [(group, t, p) for t, p in partitions]
+        for key in keys:
+            self._wakers.setdefault(key, set()).add(woken)
+        try:
+            await defer.race([appended, woken])
+        finally:
+            for key in keys:
+                waiting = self._wakers.get(key)
+                if waiting is not None:
+                    waiting.discard(woken)
+                    if not waiting:
+                        del self._wakers[key]
+
+    def _wake(self, records: Iterable[ShareStateRecord]) -> None:
+        """Wake the fetches parked on the share-partitions ``records`` changed: released,
+        rejected, expired or acknowledged records may be acquirable now (or leave room
+        under the lock limit)."""
+        fired: list[defer.Deferred[None]] = []
+        for record in records:
+            if isinstance(record, PartitionState):
+                fired += self._wakers.pop((record.group, record.topic, record.partition), ())
+        for d in fired:
+            if not d.called:
+                d.callback(None)
 
     # -- acknowledging -------------------------------------------------------------------
 
@@ -406,13 +481,57 @@ class ShareService:
         :raises InvalidAcknowledgement: nothing changed.
         :raises KeyError: the share-partition was never used.
         """
-        records = self.engine.acknowledge(
-            group, topic, partition, member, batches, self.now_ms()
-        )
-        await self._journal.write(records)
+        (error,) = (await self.acknowledge_many(group, member, [(topic, partition, batches)]))
+        if error is not None:
+            raise error
+
+    async def acknowledge_many(
+        self,
+        group: str,
+        member: str,
+        acknowledgements: Sequence[tuple[str, int, Sequence[AckBatch]]],
+    ) -> tuple[BaseException | None, ...]:
+        """Apply ``member``'s acknowledgements of several partitions, each partition's
+        all or none, and make them durable with one journal write: per partition, None
+        once durable, or what refused it (:class:`InvalidAcknowledgement`, KeyError for
+        a share-partition never used, the write's error)."""
+        acked, records = self._apply_acknowledgements(group, member, acknowledgements)
+        written = self._journal.submit(records)
+        self._wake(records)
+        try:
+            await written
+        except Exception as exc:
+            return _failed(acked, exc)
+        return _outcomes(acked)
+
+    def _apply_acknowledgements(
+        self,
+        group: str,
+        member: str,
+        acknowledgements: Sequence[tuple[str, int, Sequence[AckBatch]]],
+    ) -> tuple[list[BaseException], list[ShareStateRecord]]:
+        """Apply them to the engine: per partition :data:`_APPLIED` or what refused it,
+        and the records to write (the caller submits them, then :meth:`_wake` s the
+        fetches parked on their partitions: after, so the journal's order stays the
+        engine's)."""
+        out: list[BaseException] = []
+        records: list[ShareStateRecord] = []
+        now = self.now_ms()
+        for topic, partition, batches in acknowledgements:
+            try:
+                changed = self.engine.acknowledge(group, topic, partition, member, batches, now)
+            except Exception as exc:
+                out.append(exc)
+                continue
+            records += changed
+            out.append(_APPLIED)
+        return out, records
 
     async def release_member(self, group: str, member: str) -> None:
-        await self._journal.write(self.engine.release_member(group, member))
+        records = self.engine.release_member(group, member)
+        written = self._journal.submit(records)
+        self._wake(records)
+        await written
 
     # -- admin ---------------------------------------------------------------------------
 
@@ -436,13 +555,13 @@ class ShareService:
         return part.start, max(0, end - part.start - done)
 
     async def set_overrides(self, group: str, overrides: dict[str, str]) -> None:
-        await self._journal.write(self.engine.set_overrides(group, overrides))
+        await self._journal.submit(self.engine.set_overrides(group, overrides))
 
     async def set_start(self, group: str, topic: str, partition: int, offset: int) -> None:
-        await self._journal.write(self.engine.set_start(group, topic, partition, offset))
+        await self._journal.submit(self.engine.set_start(group, topic, partition, offset))
 
     async def delete_partition(self, group: str, topic: str, partition: int) -> None:
-        await self._journal.write(self.engine.delete_partition(group, topic, partition))
+        await self._journal.submit(self.engine.delete_partition(group, topic, partition))
 
     def forget_topic(self, topic: str) -> None:
         """A topic was deleted: every group's share-partitions of it go, durably (as
@@ -450,10 +569,52 @@ class ShareService:
         under the name starts afresh by ``share.auto.offset.reset``."""
         records = self.engine.forget_topic(topic)
         if records:
-            self._journal.write(records).addErrback(self._write_failed)
+            self._journal.submit(records).addErrback(self._write_failed)
 
     async def delete_group(self, group: str) -> None:
-        await self._journal.write(self.engine.delete_group(group))
+        await self._journal.submit(self.engine.delete_group(group))
+
+
+class _Applied(Exception):
+    """Marks an acknowledgement applied to memory, its write still to come."""
+
+
+_APPLIED = _Applied()
+
+
+def _failed(
+    acked: Sequence[BaseException], error: BaseException
+) -> tuple[BaseException | None, ...]:
+    """The acknowledgements' outcomes when their write failed: the applied ones failed
+    with it."""
+    return tuple(error if e is _APPLIED else e for e in acked)
+
+
+def _outcomes(acked: Sequence[BaseException]) -> tuple[BaseException | None, ...]:
+    """The acknowledgements' outcomes once their write is durable."""
+    return tuple(None if e is _APPLIED else e for e in acked)
+
+
+@attrs.frozen
+class FetchResult:
+    """A share fetch's outcome: per acknowledged partition (in the order given) None
+    once durable or what refused it, then the acquisitions."""
+
+    acknowledged: tuple[BaseException | None, ...]
+    results: list[AcquireResult]
+    #: Set when the broker's waiter limit refused the wait (nothing was acquired).
+    refused: TooManyWaiters | None = None
+
+
+@attrs.frozen
+class _Read:
+    """One partition's log read for an acquisition: the batches and their spans."""
+
+    topic: str
+    partition: int
+    data: bytes = b""
+    spans: list[LogSpan] = attrs.field(factory=list)
+    bounds: list[tuple[int, int, int]] = attrs.field(factory=list)
 
 
 def _batches_holding(

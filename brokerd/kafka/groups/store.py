@@ -7,10 +7,11 @@
 - :func:`stored_group` / :func:`restored_group` map a group to the
   :class:`~brokerd.storage.stores.offsets.StoredGroup` record the journal keeps of its last
   Stable generation (or of an Empty group: protocol type and generation), and back.
-- :class:`CommitQueue` is the ordered write queue: commits, membership records and group
-  or offset deletions queue in the reactor and are written one batch at a time, each
-  batch in one store call (one journal write and one fsync: group commit), so they reach
-  the journal in arrival order.
+- :class:`CommitQueue` is the group coordinator's face of the coordinator runtime's
+  ordered writer: commits, membership records and group or offset deletions queue in
+  the reactor and are written one batch at a time, each batch in one store call (one
+  journal write and one fsync: group commit), so they reach the journal in arrival
+  order.
 
 What this module does not do: group-membership rules (whether a member may commit is the
 coordinator's call), reading offsets back, or any blocking I/O in the reactor thread (the
@@ -27,6 +28,7 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd.core.coordinator_runtime import OrderedJournalWriter
 from brokerd.errors import InvalidTopic, StorageError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import GroupMetadata, GroupState, Member
@@ -250,13 +252,13 @@ class _AwaitedRecord:
     waiter: Deferred[int]
 
 
-_Queued = _PendingCommit | _AwaitedRecord | GroupUpdate | ConsumerGroupUpdate
-
-
 class CommitQueue:
     """Ordered, batched writes of commits, group records and deletions to an
-    :class:`OffsetStore`: everything queued while a write runs goes, in arrival order,
-    into the next one (one journal write and one fsync).
+    :class:`OffsetStore`, through the coordinator runtime's
+    :class:`~brokerd.core.coordinator_runtime.OrderedJournalWriter`: everything queued
+    while a write runs goes, in arrival order, into the next one (one journal write and
+    one fsync). A failed write fails its own batch only (each commit answered with
+    :data:`STORE_FAILED`; a lost group record only costs a rebalance after a restart).
 
     :param offsets: the store (already open).
     :param run_blocking: ``run_blocking(f, *args) -> Deferred`` runs ``f`` off the reactor.
@@ -265,12 +267,14 @@ class CommitQueue:
     _log = Logger()
 
     def __init__(self, *, offsets: OffsetStore, run_blocking: Callable[..., Deferred[Any]]) -> None:
-        self._offsets = offsets
-        self._run_blocking = run_blocking
-        self._queue: list[_Queued] = []
-        self._in_flight = False
-        #: Fired once no journal write is queued or running (see :meth:`drained`).
-        self._drained: list[Deferred[None]] = []
+        self._journal: OrderedJournalWriter[JournalOp] = OrderedJournalWriter(
+            offsets.write_batch, run_blocking, None, name="offsets journal"
+        )
+        #: Commits and deletions not yet answered, with their answers on refusal.
+        self._waiting: dict[Deferred[None], _PendingCommit | _AwaitedRecord] = {}
+        #: Each group's membership record still waiting for a write (superseded by a
+        #: newer one of the group).
+        self._group_records: dict[tuple[type, str], Deferred[None]] = {}
 
     def commit(
         self, group_id: str, entries: list[OffsetEntry], results: CommitResults
@@ -278,38 +282,46 @@ class CommitQueue:
         """Queue accepted ``entries``; fires with ``results`` once they are durable (with
         :data:`STORE_FAILED` for ``entries`` if the journal write failed)."""
         d: Deferred[CommitResults] = Deferred()
-        self._queue.append(_PendingCommit(group_id, entries, results, d))
-        self._start()
+        self._await(_PendingCommit(group_id, entries, results, d),
+                    CommitOp(group_id, tuple(entries)))
         return d
 
     def store_group(self, group_id: str, stored: StoredGroup | None) -> None:
         """Queue ``group_id``'s membership record (None: tombstone). Queued before the
         members of that generation are answered, so it is written ahead of every commit
         they make with it."""
-        # Only the latest record per group matters; an earlier queued one is superseded
-        # (even across a queued deletion of the group: the deletion erases it anyway).
-        self._queue = [
-            q for q in self._queue if not (isinstance(q, GroupUpdate) and q.group_id == group_id)
-        ]
-        self._queue.append(GroupUpdate(group_id, stored))
-        self._start()
+        self._store_latest(GroupUpdate(group_id, stored))
 
     def store_consumer_group(self, group_id: str, state: bytes | None) -> None:
         """Queue a consumer-protocol group's state (None: tombstone); only the latest
         queued one per group is written."""
-        self._queue = [
-            q for q in self._queue
-            if not (isinstance(q, ConsumerGroupUpdate) and q.group_id == group_id)
-        ]
-        self._queue.append(ConsumerGroupUpdate(group_id, state))
-        self._start()
+        self._store_latest(ConsumerGroupUpdate(group_id, state))
+
+    def _store_latest(self, record: GroupUpdate | ConsumerGroupUpdate) -> None:
+        # Only the latest record per group matters; an earlier one still waiting is
+        # superseded (even across a queued deletion of the group: the deletion erases
+        # it anyway).
+        key = (type(record), record.group_id)
+        earlier = self._group_records.pop(key, None)
+        if earlier is not None:
+            self._journal.withdraw(earlier)
+        d = self._journal.submit([record])
+        self._group_records[key] = d
+
+        def written(result: object) -> None:
+            if self._group_records.get(key) is d:
+                del self._group_records[key]
+            if isinstance(result, Failure):
+                self._failed(result)
+
+        d.addBoth(written)
 
     def store_group_configs(self, group_id: str, configs: dict[str, str]) -> Deferred[int]:
         """Queue a group's whole set of dynamic configs; fires with 0 once durable, or
         with :data:`STORE_FAILED`."""
         d: Deferred[int] = Deferred()
-        self._queue.append(_AwaitedRecord(GroupConfigUpdate(group_id, configs), d))
-        self._start()
+        op = GroupConfigUpdate(group_id, configs)
+        self._await(_AwaitedRecord(op, d), op)
         return d
 
     def delete(self, op: GroupDeletion | OffsetDeletion) -> Deferred[int]:
@@ -317,8 +329,7 @@ class CommitQueue:
         applied), or with :data:`STORE_FAILED` if the journal write failed. Commits queued
         before it are deleted with it; commits queued after it survive."""
         d: Deferred[int] = Deferred()
-        self._queue.append(_AwaitedRecord(op, d))
-        self._start()
+        self._await(_AwaitedRecord(op, d), op)
         return d
 
     def refuse_queued(self, code: ErrorCode) -> list[tuple[Deferred[Any], object]]:
@@ -326,70 +337,49 @@ class CommitQueue:
         the answers (``code`` for their entries) for the caller to deliver. Group records
         stay."""
         answers: list[tuple[Deferred[Any], object]] = []
-        kept: list[_Queued] = []
-        for item in self._queue:
-            if isinstance(item, _PendingCommit):
-                answer = dict(item.results)
-                for topic, partition, *_ in item.entries:
-                    answer[(topic, partition)] = int(code)
-                answers.append((item.waiter, answer))
-            elif isinstance(item, _AwaitedRecord):
-                answers.append((item.waiter, int(code)))
-            else:
-                kept.append(item)
-        self._queue = kept
+        for written, item in list(self._waiting.items()):
+            if self._journal.withdraw(written):
+                del self._waiting[written]
+                answers.append((item.waiter, _answer(item, code)))
         return answers
 
     def drained(self) -> Deferred[None]:
         """A Deferred that fires once the queue is empty and no write is running."""
-        d: Deferred[None] = Deferred()
-        self._drained.append(d)
-        self._start()
-        return d
+        return self._journal.drained()
 
-    def _start(self) -> None:
-        if self._in_flight:
-            return
-        if not self._queue:
-            drained, self._drained = self._drained, []
-            for d in drained:
-                d.callback(None)
-            return
-        batch, self._queue = self._queue, []
-        ops: list[JournalOp] = []
-        for item in batch:
-            if isinstance(item, _PendingCommit):
-                ops.append(CommitOp(item.group_id, tuple(item.entries)))
-            elif isinstance(item, _AwaitedRecord):
-                ops.append(item.op)
-            else:
-                ops.append(item)
-        self._in_flight = True
-        d = self._run_blocking(self._offsets.write_batch, ops)
-        d.addBoth(self._done, batch)
+    def _await(self, item: _PendingCommit | _AwaitedRecord, op: JournalOp) -> None:
+        written = self._journal.submit([op])
+        self._waiting[written] = item
 
-    def _done(self, result: object, batch: list[_Queued]) -> None:
-        self._in_flight = False
-        code = ErrorCode.NONE
-        if isinstance(result, Failure):
-            # Group records lost this way only cost a rebalance after a restart. A
-            # storage error was already logged by the store, at a bounded rate and
-            # without a traceback (a full disk fails every commit until space returns).
-            code = STORE_FAILED
-            if not isinstance(result.value, StorageError):
-                code = ErrorCode.UNKNOWN_SERVER_ERROR
-                self._log.failure("writing consumer offsets / group metadata failed", result)
-        for item in batch:
-            if isinstance(item, _PendingCommit):
-                answer = dict(item.results)
-                if code is not ErrorCode.NONE:
-                    for topic, partition, *_ in item.entries:
-                        answer[(topic, partition)] = int(code)
-                if not item.waiter.called:
-                    item.waiter.callback(answer)
-            elif isinstance(item, _AwaitedRecord) and not item.waiter.called:
-                item.waiter.callback(int(code))
-        self._start()
+        def answer(result: object) -> None:
+            del self._waiting[written]
+            code = ErrorCode.NONE
+            if isinstance(result, Failure):
+                code = self._failed(result)
+            if not item.waiter.called:
+                item.waiter.callback(_answer(item, code))
+
+        written.addBoth(answer)
+
+    def _failed(self, failure: Failure) -> ErrorCode:
+        # A storage error was already logged by the store, at a bounded rate and without
+        # a traceback (a full disk fails every commit until space returns).
+        if isinstance(failure.value, StorageError):
+            return STORE_FAILED
+        self._log.failure("writing consumer offsets / group metadata failed", failure)
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def _answer(item: _PendingCommit | _AwaitedRecord, code: ErrorCode) -> Any:
+    """A queued request's answer: its results with ``code`` for its entries (a commit),
+    or ``code`` (a deletion or configs update)."""
+    if isinstance(item, _AwaitedRecord):
+        return int(code)
+    answer = dict(item.results)
+    if code is not ErrorCode.NONE:
+        for topic, partition, *_ in item.entries:
+            answer[(topic, partition)] = int(code)
+    return answer
 
 
 __all__ = [

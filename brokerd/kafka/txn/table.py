@@ -4,6 +4,10 @@ the durable transaction log.
 - :meth:`TxnTable.persist` writes a new value of one id to the log (in a worker thread
   through the injected ``run_blocking``) and installs it in memory only once the write
   is durable, so a failed write changes nothing and every answer reflects durable state.
+  Writes go through the coordinator runtime's ordered writer
+  (:class:`~brokerd.core.coordinator_runtime.OrderedJournalWriter`): changes of
+  different ids made while a write runs share the next write and its fsync; a failed
+  write fails the changes in it and no other.
 - Lookups by transactional id and by producer id (the produce verifier's question).
 - A per-id count of operations in progress: the coordinator runs one operation per id
   at a time and answers the others CONCURRENT_TRANSACTIONS, as Kafka does while a state
@@ -19,11 +23,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from brokerd.core.coordinator_runtime import OrderedJournalWriter
 from brokerd.kafka.txn.state import TxnMetadata, from_stored
-from brokerd.storage.stores.txn_log import TxnLog
+from brokerd.storage.stores.txn_log import StoredTxn, TxnLog, encode_state
 
 __all__ = ["TxnTable"]
 
@@ -39,8 +45,9 @@ class TxnTable:
     _log = Logger()
 
     def __init__(self, *, log: TxnLog, run_blocking: Callable[..., Deferred[Any]]) -> None:
-        self._txn_log = log
-        self._run_blocking = run_blocking
+        self._journal: OrderedJournalWriter[StoredTxn | str] = OrderedJournalWriter(
+            log.write_records, run_blocking, None, name="transaction log"
+        )
         self._txns: dict[str, TxnMetadata] = {}
         self._by_pid: dict[int, str] = {}
         self._busy: Counter[str] = Counter()
@@ -84,7 +91,13 @@ class TxnTable:
     def persist(self, meta: TxnMetadata) -> Deferred[TxnMetadata]:
         """Write ``meta`` to the log, then install it; fires with it (errback: the write
         failed and memory still holds the previous value)."""
-        d = self._run_blocking(self._txn_log.write, [meta.to_stored()])
+        stored = meta.to_stored()
+        try:
+            # Refused here, not in the write: it would fail other ids' changes with it.
+            encode_state(stored)
+        except ValueError:
+            return defer.fail()
+        d = self._journal.submit([stored])
 
         def installed(_: object) -> TxnMetadata:
             self._install(meta)
@@ -94,7 +107,7 @@ class TxnTable:
 
     def forget(self, transactional_id: str) -> Deferred[None]:
         """Write the id's tombstone, then drop it from memory."""
-        d = self._run_blocking(self._txn_log.write, (), [transactional_id])
+        d = self._journal.submit([transactional_id])
 
         def dropped(_: object) -> None:
             old = self._txns.pop(transactional_id, None)

@@ -233,12 +233,23 @@ class _View:
             part = self.partitions.get(key)
             if part is None or record.replace:
                 part = self.partitions[key] = StoredPartition(record.start, record.end)
+            before = part.start
             part.start, part.end = record.start, max(record.end, record.start)
+            entries = part.entries
             for run in record.runs:
-                for offset in range(run.first, run.last + 1):
-                    part.entries[offset] = (run.state, run.delivery_count)
-            for offset in [o for o in part.entries if o < part.start]:
-                del part.entries[offset]
+                entries.update(
+                    dict.fromkeys(range(run.first, run.last + 1), (run.state, run.delivery_count))
+                )
+            # Entries are all at or above the previous start: when the start moved up by
+            # less than the window holds, drop that stretch instead of scanning them all.
+            if 0 <= part.start - before <= len(entries) and all(
+                r.first >= before for r in record.runs
+            ):
+                for offset in range(before, part.start):
+                    entries.pop(offset, None)
+            else:
+                for offset in [o for o in entries if o < part.start]:
+                    del entries[offset]
         elif isinstance(record, PartitionDeleted):
             self.partitions.pop((record.group, record.topic, record.partition), None)
         elif isinstance(record, GroupConfigs):

@@ -197,3 +197,27 @@ def test_offset_reset_refuses_what_kafka_refuses(text: str) -> None:
         parse_offset_reset(text)
     with pytest.raises(InvalidShareConfig, match=re.escape("by_duration:<PnDTnHnMn.nS>")):
         validate("share.auto.offset.reset", text)
+
+
+def test_the_acquired_count_follows_every_change() -> None:
+    p = part(limit=2)
+
+    def counted() -> int:
+        return sum(1 for e in p.records.values() if e.state is RecordState.ACQUIRED)
+
+    steps = [
+        lambda: p.acquire("m", [LogSpan(0, 9)], 6, 0.0),
+        lambda: p.acquire("n", [LogSpan(0, 9)], 10, 0.0),
+        lambda: p.acknowledge("m", [AckBatch(0, 1, (AckType.ACCEPT,))]),
+        lambda: p.acknowledge("m", [AckBatch(2, 3, (AckType.RELEASE,))]),
+        lambda: p.acknowledge("n", [AckBatch(6, 6, (AckType.RENEW,))], 5.0),
+        lambda: p.acquire("o", [LogSpan(0, 9)], 1, 10.0),
+        lambda: p.release_member("n"),
+        lambda: p.expire_locks(10**9),
+        lambda: p.acquire("m", [LogSpan(0, 12)], 20, 0.0),
+        lambda: p.move_start(8),
+    ]
+    for step in steps:
+        step()
+        assert p.acquired_count() == counted()
+    assert p.acquired_count() > 0

@@ -161,6 +161,139 @@ def test_acquire_many_waits_then_answers_empty(tmp_path: Path) -> None:
     store.close()
 
 
+# -- one journal write per request, and wake-ups ---------------------------------------
+
+
+def counting_syncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the journal's fdatasyncs."""
+    calls: list[int] = []
+    datasync = fileio.datasync
+
+    def counted(fd: int) -> None:
+        calls.append(fd)
+        datasync(fd)
+
+    monkeypatch.setattr(fileio, "datasync", counted)
+    return calls
+
+
+def test_a_fetch_over_partitions_is_one_journal_write_acknowledgements_included(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc, core, _clock, store = service(tmp_path)
+    core.add(0, batch(0, 4), 4)
+    partitions = [("t", 0), ("t", 1), ("u", 0)]
+    first = result(svc.acquire_many("g", "m", partitions, max_records=6, max_bytes=1 << 20,
+                                    min_bytes=1, max_wait_ms=0))
+    assert [r.ranges for r in first] == [
+        (AcquiredRange(0, 3, 1),), (AcquiredRange(0, 1, 1),), (),
+    ]
+    writes = counting_syncs(monkeypatch)
+    fetched = result(svc.fetch(
+        "g", "m",
+        [("t", 0, [AckBatch(0, 3, (AckType.ACCEPT,))]),
+         ("t", 1, [AckBatch(0, 1, (AckType.RELEASE,))]),
+         ("u", 0, [AckBatch(0, 0, (AckType.ACCEPT,))])],
+        partitions, max_records=10, max_bytes=1 << 20, min_bytes=1, max_wait_ms=0,
+    ))
+    assert len(writes) == 1
+    assert fetched.acknowledged[:2] == (None, None)
+    assert isinstance(fetched.acknowledged[2], Exception)  # u-0 holds nothing of m's
+    # The released records come back in the same fetch, delivered a second time.
+    assert [r.ranges for r in fetched.results] == [
+        (), (AcquiredRange(0, 1, 2), AcquiredRange(2, 3, 1)), (AcquiredRange(0, 3, 1),),
+    ]
+    as_journal_holds(svc, tmp_path)
+    assert result(svc.acknowledge_many("g", "m", [
+        ("t", 1, [AckBatch(0, 3, (AckType.ACCEPT,))]),
+        ("u", 0, [AckBatch(0, 3, (AckType.ACCEPT,))]),
+    ])) == (None, None)
+    assert len(writes) == 2
+    as_journal_holds(svc, tmp_path)
+    store.close()
+
+
+def test_concurrent_fetches_share_a_write_and_none_waits_for_anothers_sync(
+    tmp_path: Path,
+) -> None:
+    svc, core, _clock, store = service(tmp_path)
+    core.add(0, batch(0, 9), 9)
+    result(svc.acquire("g", "t", 0, "m", max_records=0))  # initialised, nothing taken
+    held = core.held_writes = []
+    fetches = [
+        svc.acquire_many("g", member, [("t", 0)], max_records=3, max_bytes=1 << 20,
+                         min_bytes=1, max_wait_ms=0)
+        for member in ("a", "b", "c")
+    ]
+    # The first is syncing; the other two acquired meanwhile and wait for the next write.
+    assert len(held) == 1
+    d, write = held.pop()
+    defer.maybeDeferred(write).chainDeferred(d)
+    assert len(held) == 1
+    d, write = held.pop()
+    defer.maybeDeferred(write).chainDeferred(d)
+    assert [result(f)[0].ranges for f in fetches] == [
+        (AcquiredRange(0, 2, 1),), (AcquiredRange(3, 5, 1),), (AcquiredRange(6, 8, 1),),
+    ]
+    as_journal_holds(svc, tmp_path)
+    store.close()
+
+
+def parked(svc: ShareService, member: str, wait_ms: int = 60_000) -> list[Any]:
+    out: list[Any] = []
+    svc.acquire_many("g", member, [("t", 0)], max_records=10, max_bytes=1 << 20,
+                     min_bytes=1, max_wait_ms=wait_ms).addBoth(out.append)
+    assert not out, "nothing to acquire: it waits"
+    return out
+
+
+def test_released_and_rejected_records_wake_a_parked_fetch_at_once(tmp_path: Path) -> None:
+    svc, core, _clock, store = service(tmp_path)
+    core.add(0, batch(0, 4), 4)
+    result(svc.acquire("g", "t", 0, "m", max_records=4))
+    waiting = parked(svc, "n")
+    # A rejection frees nothing to acquire, but the window moves: the fetch looks again
+    # and, finding nothing, parks again.
+    result(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 0, (AckType.REJECT,))]))
+    assert not waiting
+    result(svc.acknowledge("g", "t", 0, "m", [AckBatch(1, 2, (AckType.RELEASE,))]))
+    assert waiting and waiting[0][0].ranges == (AcquiredRange(1, 2, 2),)
+    # A member leaving gives back what it holds, to whoever waits.
+    waiting = parked(svc, "n2")
+    result(svc.release_member("g", "m"))
+    assert waiting and waiting[0][0].ranges == (AcquiredRange(3, 3, 2),)
+    as_journal_holds(svc, tmp_path)
+    store.close()
+
+
+def test_an_expired_lock_wakes_a_parked_fetch(tmp_path: Path) -> None:
+    svc, core, clock, store = service(tmp_path)
+    svc.start()
+    core.add(0, batch(0, 2), 2)
+    result(svc.acquire("g", "t", 0, "m", max_records=2))
+    waiting = parked(svc, "n")
+    clock.advance(29)
+    assert not waiting
+    clock.advance(1.5)  # the 30 s lock runs out: the waiting fetch gets the records now
+    assert waiting and waiting[0][0].ranges == (AcquiredRange(0, 1, 2),)
+    svc.stop()
+    store.close()
+
+
+def test_an_acceptance_under_the_lock_limit_wakes_a_parked_fetch(tmp_path: Path) -> None:
+    svc, core, _clock, store = service(tmp_path)
+    result(svc.set_overrides("g", {"share.auto.offset.reset": "earliest",
+                                   "share.partition.max.record.locks": "100"}))
+    core.add(0, batch(0, 150), 150)
+    assert result(svc.acquire("g", "t", 0, "m", max_records=150)).ranges == (
+        AcquiredRange(0, 99, 1),
+    )
+    waiting = parked(svc, "n")  # every lock is taken
+    result(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 9, (AckType.ACCEPT,))]))
+    assert waiting and waiting[0][0].ranges == (AcquiredRange(100, 109, 1),)
+    store.close()
+
+
 # -- a journal that fails ---------------------------------------------------------------
 
 

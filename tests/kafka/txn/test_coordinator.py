@@ -132,7 +132,7 @@ class CoordinatorTestCase(SynchronousTestCase):
         return WALL0 + self.clock.seconds()
 
     def run_blocking(self, f: Callable[..., Any], *args: Any, **kw: Any) -> Deferred[Any]:
-        if self.log_fails and getattr(f, "__name__", "") == "write":
+        if self.log_fails and getattr(f, "__name__", "") in ("write", "write_records"):
             return defer.fail(StorageError("journal disk full"))
         return sync_run(f, *args, **kw)
 

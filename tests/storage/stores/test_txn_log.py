@@ -73,6 +73,14 @@ class TxnLogTests(SynchronousTestCase):
             self.assertEqual(f.read(), MAGIC)
         self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o600)
 
+    def test_write_records_keeps_puts_and_forgets_in_their_order(self) -> None:
+        log = self.reopen()
+        a, b = txn("a"), txn("b", "Empty", partitions=(), offsets=())
+        log.write_records([a, "a", b, "b", b])  # one write: a forgotten, b put again
+        self.assertEqual(set(log.transactions()), {"b"})
+        log = self.reopen(log)
+        self.assertEqual(log.transactions(), {"b": b})
+
     def test_round_trip_last_record_wins_and_tombstones(self) -> None:
         log = self.reopen()
         a, b = txn("a"), txn("b", "Empty", partitions=(), offsets=())

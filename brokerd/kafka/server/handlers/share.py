@@ -17,7 +17,7 @@ It does not parse bytes or keep state.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -28,7 +28,6 @@ from brokerd.core.api import CoreTopics
 from brokerd.core.share.partition import AckBatch, InvalidAcknowledgement
 from brokerd.core.share.service import AcquireResult
 from brokerd.core.share.states import AckType
-from brokerd.errors import TooManyWaiters
 from brokerd.kafka.errors import ErrorCode, error_code_for
 from brokerd.kafka.groups.share.coordinator import (
     ASSIGNOR_NAME,
@@ -264,18 +263,21 @@ class ShareHandlers:
             return m.ShareFetchResponse(
                 error_code=_SESSION_ERRORS[session], error_message=session.value
             )
-        ack_errors = await self._acknowledge_all(group, member, named)
         fetched: dict[TopicPartition, AcquireResult] = {}
-        if body.share_session_epoch == -1:
-            await self._close(group, member)
-        elif not body.is_renew_ack:  # v2: a renewing request only acknowledges
-            wanted = sorted(session)
+        if body.share_session_epoch == -1 or body.is_renew_ack:
+            # Closing, or (v2) a renewing request: it only acknowledges.
+            ack_errors = await self._acknowledge_all(group, member, named)
+            if body.share_session_epoch == -1:
+                await self._close(group, member)
+        else:
+            keys, acks, ack_errors = _acknowledgements(named)
             try:
-                results = await conn.track(
-                    service.acquire_many(
+                outcome = await conn.track(
+                    service.fetch(
                         group,
                         member,
-                        wanted,
+                        acks,
+                        sorted(session),
                         max_records=(
                             body.max_records if body.max_records > 0 else _DEFAULT_MAX_RECORDS
                         ),
@@ -289,9 +291,9 @@ class ShareHandlers:
                 # The connection went away: nobody to answer; what the last read acquired
                 # comes back when its locks expire.
                 return NO_RESPONSE
-            except TooManyWaiters:
-                results = []  # answer now, with nothing acquired: stay responsive
-            fetched = {(r.topic, r.partition): r for r in results}
+            # Refused by the waiter limit: answered now, nothing acquired (responsive).
+            fetched = {(r.topic, r.partition): r for r in outcome.results}
+            ack_errors.update(_ack_codes(keys, outcome.acknowledged))
         answers = []
         for topic, p in sorted(set(fetched) | set(ack_errors)):
             r = fetched.get((topic, p))
@@ -406,28 +408,53 @@ class ShareHandlers:
         member: str,
         named: list[tuple[TopicInfo, m.ShareFetchPartition]],
     ) -> dict[TopicPartition, int]:
-        """Apply each partition's acknowledgement batches: its error code (0 = done)."""
-        out: dict[TopicPartition, int] = {}
-        for info, p in named:
-            if not p.acknowledgement_batches:
-                continue
-            key = (info.name, p.partition_index)
-            try:
-                batches = [
-                    AckBatch(
-                        b.first_offset,
-                        b.last_offset,
-                        tuple(AckType(t) for t in b.acknowledge_types),
-                    )
-                    for b in p.acknowledgement_batches
-                ]
-                await self._s.service.acknowledge(group, key[0], key[1], member, batches)
-                out[key] = 0
-            except (InvalidAcknowledgement, KeyError, ValueError):
-                out[key] = ErrorCode.INVALID_RECORD_STATE
-            except Exception as exc:
-                out[key] = int(error_code_for(exc))
+        """Apply each partition's acknowledgement batches, all partitions with one
+        journal write: each one's error code (0 = done)."""
+        keys, acks, out = _acknowledgements(named)
+        out.update(_ack_codes(keys, await self._s.service.acknowledge_many(group, member, acks)))
         return out
+
+
+def _acknowledgements(
+    named: list[tuple[TopicInfo, m.ShareFetchPartition]],
+) -> tuple[list[TopicPartition], list[tuple[str, int, list[AckBatch]]], dict[TopicPartition, int]]:
+    """The partitions carrying acknowledgements, their batches, and the error code of
+    each partition whose batches do not parse."""
+    keys: list[TopicPartition] = []
+    acks: list[tuple[str, int, list[AckBatch]]] = []
+    refused: dict[TopicPartition, int] = {}
+    for info, p in named:
+        if not p.acknowledgement_batches:
+            continue
+        key = (info.name, p.partition_index)
+        try:
+            batches = [
+                AckBatch(
+                    b.first_offset, b.last_offset, tuple(AckType(t) for t in b.acknowledge_types)
+                )
+                for b in p.acknowledgement_batches
+            ]
+        except ValueError:
+            refused[key] = ErrorCode.INVALID_RECORD_STATE
+            continue
+        keys.append(key)
+        acks.append((key[0], key[1], batches))
+    return keys, acks, refused
+
+
+def _ack_codes(
+    keys: list[TopicPartition], outcomes: Sequence[BaseException | None]
+) -> dict[TopicPartition, int]:
+    """Each acknowledged partition's error code (0 = durable)."""
+    out: dict[TopicPartition, int] = {}
+    for key, error in zip(keys, outcomes, strict=True):
+        if error is None:
+            out[key] = 0
+        elif isinstance(error, (InvalidAcknowledgement, KeyError, ValueError)):
+            out[key] = ErrorCode.INVALID_RECORD_STATE
+        else:
+            out[key] = int(error_code_for(error))
+    return out
 
 
 # -- ACL rules -----------------------------------------------------------------------
