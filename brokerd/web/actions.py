@@ -530,7 +530,7 @@ class EditConfigs:
             changed, removed = self._plan(fields)
         except ActionError as e:
             return defer.fail(e)
-        return data.alter_topic_configs(self._topic, changed, removed).addCallback(
+        return data.admin.alter_topic_configs(self._topic, changed, removed).addCallback(
             lambda _: [tags.p(f"Changed {len(changed) + len(removed)} config(s) of "
                               f"{self._topic}."),
                        tags.p(tags.a(f"Go to {self._topic}", href=topic_href(self._topic),
@@ -580,7 +580,7 @@ class DeleteTopic:
             self._check(fields)
         except ActionError as e:
             return defer.fail(e)
-        return data.delete_topic(self._topic).addCallback(
+        return data.admin.delete_topic(self._topic).addCallback(
             lambda _: [tags.p(f"Deleted topic {self._topic}.")])
 
 
@@ -658,7 +658,7 @@ class ResetOffsets:
             topic, spec = self._plan(fields)
         except ActionError as e:
             return defer.fail(e)
-        d = data.reset_offsets(self._group, topic, spec, dry_run=dry_run)
+        d = data.admin.reset_offsets(self._group, topic, spec, dry_run=dry_run)
         return d.addCallback(lambda rows: (topic, self._rows(rows)))
 
     def settle(self, fields: Fields) -> Fields:

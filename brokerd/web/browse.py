@@ -436,7 +436,7 @@ async def first_offset(
     elif start.at is StartAt.OFFSET:
         wanted = start.value
     else:
-        found = await data.offset_for_timestamp(topic, query.partition, start.value)
+        found = await data.reads.offset_for_timestamp(topic, query.partition, start.value)
         wanted = high if found is None else found[0]
     return min(max(wanted, low), high)
 
@@ -452,7 +452,7 @@ async def scan(
     max_seconds: float = MAX_SCAN_SECONDS,
 ) -> Scan:
     """Run ``query`` over ``topic``'s partition (bounds overridable for tests)."""
-    offsets = await data.offsets(topic, query.partition)
+    offsets = await data.reads.offsets(topic, query.partition)
     offset = begin = await first_offset(data, topic, query, offsets)
     deadline = clock.seconds() + max_seconds
     turn_at = clock.seconds() + SLICE_SECONDS

@@ -21,22 +21,20 @@ What it does not do: check ACLs or CSRF tokens (:mod:`brokerd.web.actions` does)
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
 
-from brokerd.admin.operations import AdminOps, ResetSpec
-from brokerd.admin.views import OffsetResetView, TopicView
-from brokerd.core.api import CoreApi
+from brokerd.admin.operations import AdminOps
+from brokerd.core.api import CoreApi, CoreReads
 from brokerd.errors import BrokerError, UnknownTopicOrPartition
 from brokerd.storage.record.encode import encode_records
 from brokerd.storage.types import (
     COMMITTED_RECORDS,
     AppendInfo,
     LogRead,
-    PartitionOffsets,
     Record,
 )
 
@@ -44,15 +42,15 @@ __all__ = ["BrokerData", "ConsoleData", "murmur2", "partition_for"]
 
 
 class ConsoleData(Protocol):
-    """The broker as the console's data pages and actions see it (reactor thread)."""
+    """The broker as the console's data pages and actions see it (reactor thread): the
+    core's reads for offsets, the admin operations for topic and group changes, and the
+    two calls shaped for the console (a bounded committed read, a produce of records)."""
 
-    def offsets(self, topic: str, partition: int) -> Deferred[PartitionOffsets]: ...
+    @property
+    def reads(self) -> CoreReads: ...
 
-    def offset_for_timestamp(
-        self, topic: str, partition: int, timestamp_ms: int
-    ) -> Deferred[tuple[int, int] | None]:
-        """``(offset, timestamp)`` of the first record at or after ``timestamp_ms``."""
-        ...
+    @property
+    def admin(self) -> AdminOps: ...
 
     def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> Deferred[LogRead]:
         """Committed records decoded from exactly ``offset``: values totalling at most
@@ -69,18 +67,6 @@ class ConsoleData(Protocol):
         self, name: str, partitions: int, configs: Mapping[str, str]
     ) -> Deferred[None]: ...
 
-    def alter_topic_configs(
-        self, name: str, set_configs: Mapping[str, str], delete: Collection[str]
-    ) -> Deferred[TopicView]: ...
-
-    def delete_topic(self, name: str) -> Deferred[None]: ...
-
-    def reset_offsets(
-        self, group_id: str, topic: str, spec: ResetSpec, *, dry_run: bool
-    ) -> Deferred[list[OffsetResetView]]:
-        """As ``brokerctl groups reset-offsets``: only while the group is inactive."""
-        ...
-
 
 class BrokerData:
     """:class:`ConsoleData` of the broker: the core's reads and writes, the admin
@@ -88,15 +74,11 @@ class BrokerData:
 
     def __init__(self, broker: CoreApi, admin: AdminOps) -> None:
         self._broker = broker
-        self._admin = admin
+        self.admin = admin
 
-    def offsets(self, topic: str, partition: int) -> Deferred[PartitionOffsets]:
-        return self._broker.offsets(topic, partition)
-
-    def offset_for_timestamp(
-        self, topic: str, partition: int, timestamp_ms: int
-    ) -> Deferred[tuple[int, int] | None]:
-        return self._broker.offset_for_timestamp(topic, partition, timestamp_ms)
+    @property
+    def reads(self) -> CoreReads:
+        return self._broker
 
     def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> Deferred[LogRead]:
         # The core answers from memory directly, else with a Deferred of the read pool;
@@ -123,19 +105,6 @@ class BrokerData:
         self, name: str, partitions: int, configs: Mapping[str, str]
     ) -> Deferred[None]:
         return self._broker.create_topic(name, partitions, dict(configs))
-
-    def alter_topic_configs(
-        self, name: str, set_configs: Mapping[str, str], delete: Collection[str]
-    ) -> Deferred[TopicView]:
-        return self._admin.alter_topic_configs(name, set_configs, delete)
-
-    def delete_topic(self, name: str) -> Deferred[None]:
-        return self._admin.delete_topic(name)
-
-    def reset_offsets(
-        self, group_id: str, topic: str, spec: ResetSpec, *, dry_run: bool
-    ) -> Deferred[list[OffsetResetView]]:
-        return self._admin.reset_offsets(group_id, topic, spec, dry_run=dry_run)
 
 
 def murmur2(data: bytes) -> int:
