@@ -8,7 +8,8 @@ anything else, or a topic or group that does not exist, is a 404 page.
 ``?fragment=1`` answers the page's body alone (what the refresh script swaps in). These
 pages serve GET and HEAD only. The root resource is not a leaf, so the site adds
 ``/metrics`` and the health checks beside the pages. Page bodies are built by
-:mod:`brokerd.web.console_pages`; the history behind rates and charts by
+:mod:`brokerd.web.console_pages` as :mod:`twisted.web.template` tag trees, written out
+by :func:`brokerd.web.console_html.flat`; the history behind rates and charts by
 :class:`ConsoleSampler` (:mod:`brokerd.web.console_history`).
 
 Given :class:`~brokerd.web.permits.DataPages`, the console also routes to the data pages:

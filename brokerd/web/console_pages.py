@@ -33,6 +33,7 @@ from brokerd.web.console_html import (
     topic_link,
 )
 from brokerd.web.console_svg import bar, line_chart, sparkline
+from brokerd.web.markup import facts
 
 #: What the "offsets" figures count: they are not records (counting those would read
 #: the logs; Kafka's UIs show the same difference as "messages", with the same caveat).
@@ -51,14 +52,6 @@ class Moment:
     now: float
     render: int
     samples: Sequence[Sample] = ()
-
-
-def _facts(items: Sequence[tuple[str, Flattenable]]) -> Tag:
-    """A definition list of ``(name, value)``."""
-    out: list[Tag] = []
-    for name, value in items:
-        out.extend((tags.dt(name), tags.dd(value)))
-    return tags.dl(*out, class_="facts")
 
 
 def _section(heading: str, *body: Flattenable, id_: str | None = None) -> Tag:
@@ -147,7 +140,7 @@ def overview(
         else tags.span("none offline", class_="good")
     )
     broker: list[Flattenable] = [
-        _facts(
+        facts(
             [
                 ("uptime", duration(moment.now - started)),
                 ("topics", count(len(topics))),
@@ -212,7 +205,7 @@ def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) ->
     """``/topics/<name>``: partitions, configs, the produce rate over time and the groups
     that committed offsets of it."""
     figure = history.topic_end(topic.name)
-    facts = _facts(
+    summary = facts(
         [
             ("topic ID", topic.topic_id),
             ("partitions", count(len(topic.partitions))),
@@ -272,7 +265,7 @@ def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) ->
     return [
         stamp(moment.render, moment.now),
         tags.h1(f"Topic {topic.name}"),
-        _section("Summary", facts, chart),
+        _section("Summary", summary, chart),
         _section("Partitions", partitions, id_="partitions"),
         _section(
             "Configs",
@@ -330,7 +323,7 @@ def group_page(group: GroupView, moment: Moment) -> list[Tag]:
             group.group_id, group.state, group.members, group.share_partitions, moment
         )
     consumed = history.rate(moment.samples, history.group_committed(group.group_id))
-    facts = _facts(
+    summary = facts(
         [
             ("state", group.state),
             ("protocol", f"{group.protocol_type or '-'} / {group.protocol or '-'}"),
@@ -370,7 +363,7 @@ def group_page(group: GroupView, moment: Moment) -> list[Tag]:
     return [
         stamp(moment.render, moment.now),
         tags.h1(f"Consumer group {group.group_id}"),
-        _section("Summary", facts, chart),
+        _section("Summary", summary, chart),
         _section("Members", _members_table(group.members), id_="members"),
         _section("Committed offsets and lag", offsets, id_="offsets"),
     ]
@@ -417,7 +410,7 @@ def _share_group_body(
     partitions: Sequence[SharePartitionView],
     moment: Moment,
 ) -> list[Tag]:
-    facts = _facts(
+    summary = facts(
         [
             ("state", state),
             ("members", count(len(members))),
@@ -452,7 +445,7 @@ def _share_group_body(
     return [
         stamp(moment.render, moment.now),
         tags.h1(f"Share group {group_id}"),
-        facts,
+        summary,
         _section("Members", _members_table(members), id_="members"),
         _section("Partitions", partitions_table, id_="partitions"),
     ]
