@@ -128,7 +128,7 @@ def flat(tree: Flattenable) -> bytes:
     """``tree`` as UTF-8 markup, now, byte for byte what :func:`twisted.web.template.flatten`
     writes of it.
 
-    The live pages are big (the overview of a few hundred topics is ten thousands of
+    The live pages are big (the overview of a few hundred topics is thousands of
     tags) and are rendered again every few seconds per open tab, so trees of tags, text,
     lists and tuples, which is all the console builds, take a direct walk; anything
     else (a renderer, a slot, a Deferred, a generator) goes through Twisted's flattener,
