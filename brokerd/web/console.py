@@ -8,7 +8,8 @@ anything else, or a topic or group that does not exist, is a 404 page.
 ``?fragment=1`` answers the page's body alone (what the refresh script swaps in). These
 pages serve GET and HEAD only. The root resource is not a leaf, so the site adds
 ``/metrics`` and the health checks beside the pages. Page bodies are built by
-:mod:`brokerd.web.console_pages`; the history behind rates and charts by
+:mod:`brokerd.web.console_pages` as :mod:`twisted.web.template` tag trees, written out
+by :func:`brokerd.web.console_html.flat`; the history behind rates and charts by
 :class:`ConsoleSampler` (:mod:`brokerd.web.console_history`).
 
 Given :class:`~brokerd.web.permits.DataPages`, the console also routes to the data pages:
@@ -26,6 +27,7 @@ from typing import cast
 from twisted.internet.interfaces import IReactorTime
 from twisted.web.resource import Resource
 from twisted.web.server import Request
+from twisted.web.template import Flattenable
 
 from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
 from brokerd.clock import Seconds
@@ -37,13 +39,13 @@ from brokerd.web.console_history import (
     ConsoleSampler,
     ConsoleSource,
 )
-from brokerd.web.console_html import FRAGMENT_ARG, HEADERS, document
+from brokerd.web.console_html import FRAGMENT_ARG, HEADERS, document, flat
 from brokerd.web.data_pages import ROOT_PAGES, TOPIC_PAGES
 from brokerd.web.permits import DataPages
 from brokerd.web.scope import EVERYTHING, ScopeOf
 
-#: A page: ``(HTTP status, title, body markup)`` rendered at a moment.
-Render = Callable[[pages.Moment], tuple[int, str, str]]
+#: A page: ``(HTTP status, title, body tree)`` rendered at a moment.
+Render = Callable[[pages.Moment], tuple[int, str, Flattenable]]
 
 OK = 200
 NOT_FOUND = 404
@@ -106,8 +108,8 @@ class _Console:
         for name, value in HEADERS.items():
             request.setHeader(name, value)
         if FRAGMENT_ARG in request.args:
-            return body.encode()
-        return document(title, body).encode()
+            return flat(body)
+        return b"<!doctype html>" + flat(document(title, body))
 
     def not_found(self, what: str, name: str) -> Render:
         return lambda moment: (NOT_FOUND, "Not found", pages.not_found(what, name))
@@ -189,14 +191,14 @@ class _Topics(_ReadOnly):
 
     def _topic(self, name: str, source: ConsoleSource, links: DataPages | None) -> Render:
 
-        def render(moment: pages.Moment) -> tuple[int, str, str]:
+        def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
             # Looked up again at render time: the topic may be gone by the next refresh.
             topic = source.topic(name)
             if topic is None:
                 return NOT_FOUND, "Not found", pages.not_found("topic", name)
             body = pages.topic_page(topic, source.groups(), moment)
             if links is not None:
-                body = data_pages.topic_links(links, name) + body
+                return OK, f"Topic {name}", [data_pages.topic_links(links, name), body]
             return OK, f"Topic {name}", body
 
         return render
@@ -228,13 +230,13 @@ class _Groups(_ReadOnly):
             (request.prepath or []).append(postpath.pop(0))
             return data_pages.reset_page(data, found)
 
-        def render(moment: pages.Moment) -> tuple[int, str, str]:
+        def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
             group = source.group(group_id)
             if group is None:
                 return NOT_FOUND, "Not found", pages.not_found("consumer group", group_id)
             body = pages.group_page(group, moment)
             if links and data is not None and data.actions:
-                body = data_pages.group_links(group) + body
+                return OK, f"Group {group_id}", [data_pages.group_links(group), body]
             return OK, f"Group {group_id}", body
 
         return _Page(self._console, render)
@@ -264,7 +266,7 @@ class _ShareGroups(_ReadOnly):
             shown = path.decode("utf-8", "replace")
             return _Page(console, console.not_found("share group", shown))
 
-        def render(moment: pages.Moment) -> tuple[int, str, str]:
+        def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
             group = find()
             if group is None:
                 return NOT_FOUND, "Not found", pages.not_found("share group", str(group_id))
@@ -304,13 +306,13 @@ class _Root(_ReadOnly):
         source = console.source_for(request)
         settings = console.settings_for(request)
 
-        def render(moment: pages.Moment) -> tuple[int, str, str]:
+        def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
             body = pages.overview(
                 source, moment, settings=settings, started=console.started,
                 share_groups=console.share_groups_for(request),
             )
             if console.data is not None:
-                body = data_pages.overview_links(console.data) + body
+                return OK, "Overview", [data_pages.overview_links(console.data), body]
             return OK, "Overview", body
 
         return console.respond(request, render)

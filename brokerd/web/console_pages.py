@@ -2,19 +2,19 @@
 one topic, one consumer group, one share group, and "not found".
 
 Each function turns views (:mod:`brokerd.admin.views`) and the sampler's history into
-the HTML of a page body; every text that came from a client (group ids, client ids,
-member ids, metadata, config values) is escaped here or by the helpers of
-:mod:`brokerd.web.console_html`. What this module does not do: HTTP (see
-:mod:`brokerd.web.console`) or change anything: every page is read-only.
+a page body, a :mod:`twisted.web.template` tag tree: every text that came from a client
+(group ids, client ids, member ids, metadata, config values) is a string in the tree
+and the flattener escapes it, so none can become markup. What this module does not do:
+HTTP (see :mod:`brokerd.web.console`) or change anything: every page is read-only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from html import escape
 from urllib.parse import quote
 
 import attrs
+from twisted.web.template import Flattenable, Tag, tags
 
 from brokerd.admin.share_groups import ShareGroupView, SharePartitionView
 from brokerd.admin.views import SHARE_GROUP, GroupView, MemberView, PartitionView, TopicView
@@ -27,13 +27,13 @@ from brokerd.web.console_html import (
     explain,
     group_link,
     per_second,
-    raw_cell,
     size,
     stamp,
     table,
     topic_link,
 )
 from brokerd.web.console_svg import bar, line_chart, sparkline
+from brokerd.web.markup import facts
 
 #: What the "offsets" figures count: they are not records (counting those would read
 #: the logs; Kafka's UIs show the same difference as "messages", with the same caveat).
@@ -54,54 +54,51 @@ class Moment:
     samples: Sequence[Sample] = ()
 
 
-def _facts(items: Sequence[tuple[str, str]]) -> str:
-    """A definition list of ``(name, markup)``; names escaped, values already markup."""
-    rows = "".join(f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in items)
-    return f'<dl class="facts">{rows}</dl>'
+def _section(heading: str, *body: Flattenable, id_: str | None = None) -> Tag:
+    section = tags.section(tags.h2(heading), *body)
+    if id_ is not None:
+        section(id=id_)
+    return section
 
 
 # -- overview --------------------------------------------------------------------------
 
 
-def _topic_row(topic: TopicView, moment: Moment) -> str:
+def _topic_row(topic: TopicView, moment: Moment) -> Tag:
     figure = history.topic_end(topic.name)
     offline = sum(1 for p in topic.partitions if p.offline is not None)
-    parts = count(len(topic.partitions))
+    parts: list[Flattenable] = [count(len(topic.partitions))]
     if offline:
-        parts += f' <span class="bad">({offline} offline)</span>'
-    return (
-        f'<tr class="{"offline" if offline else ""}">'
-        + raw_cell(topic_link(topic.name))
-        + raw_cell(parts, num=True)
-        + cell(count(topic.records), num=True)
-        + cell(size(topic.size_bytes), num=True)
-        + cell(per_second(history.rate(moment.samples, figure)), num=True)
-        + raw_cell(
+        parts += [" ", tags.span(f"({offline} offline)", class_="bad")]
+    return tags.tr(class_="offline" if offline else "")(
+        cell(topic_link(topic.name)),
+        cell(parts, num=True),
+        cell(count(topic.records), num=True),
+        cell(size(topic.size_bytes), num=True),
+        cell(per_second(history.rate(moment.samples, figure)), num=True),
+        cell(
             sparkline(
                 history.rate_series(moment.samples, figure),
                 label=f"produce rate of {topic.name}",
             )
-        )
-        + "</tr>"
+        ),
     )
 
 
-def _group_row(group: GroupView, moment: Moment) -> str:
+def _group_row(group: GroupView, moment: Moment) -> Tag:
     consumed = history.rate(moment.samples, history.group_committed(group.group_id))
-    return (
-        "<tr>"
-        + raw_cell(group_link(group.group_id))
-        + cell(group.state)
-        + cell(count(len(group.members)), num=True)
-        + cell(count(group.total_lag), num=True)
-        + cell(per_second(consumed), num=True)
-        + raw_cell(
+    return tags.tr(
+        cell(group_link(group.group_id)),
+        cell(group.state),
+        cell(count(len(group.members)), num=True),
+        cell(count(group.total_lag), num=True),
+        cell(per_second(consumed), num=True),
+        cell(
             sparkline(
                 history.value_series(moment.samples, history.group_lag(group.group_id)),
                 label=f"lag of {group.group_id}",
             )
-        )
-        + "</tr>"
+        ),
     )
 
 
@@ -112,104 +109,109 @@ def overview(
     settings: Mapping[str, str],
     started: float,
     share_groups: Sequence[ShareGroupView] | None = None,
-) -> str:
+) -> list[Flattenable]:
     """``/``: every topic, every group (consumer groups, and the share groups when
     ``share_groups`` is given), and the broker's settings and health."""
     topics = source.topics()
-    topic_rows = (_topic_row(t, moment) for t in topics)
-    topics_html = table(
+    topics_table = table(
         ("topic", "partitions", "offsets", "size", "produce rate", "last 10 min"),
-        topic_rows,
+        (_topic_row(t, moment) for t in topics),
         empty="No topics yet.",
         numeric=(1, 2, 3, 4),
         explained={2: OFFSETS_EXPLAINED},
     )
+    groups_body: Tag
     if source.has_groups:
-        groups_html = table(
+        groups_body = table(
             ("group", "state", "members", "lag", "consume rate", "lag, last 10 min"),
             (_group_row(g, moment) for g in source.groups()),
             empty="No consumer groups yet.",
             numeric=(2, 3, 4),
         )
     else:
-        groups_html = (
-            '<p class="muted">The Kafka listener is off: consumer groups exist only on '
-            "the Kafka protocol.</p>"
+        groups_body = tags.p(
+            "The Kafka listener is off: consumer groups exist only on the Kafka protocol.",
+            class_="muted",
         )
     offline = source.offline_partitions()
-    offline_rows = (
-        "<tr>" + raw_cell(topic_link(t)) + cell(str(p), num=True) + cell(reason) + "</tr>"
-        for (t, p), reason in sorted(offline.items())
-    )
     health = (
-        f'<span class="bad">{count(len(offline))} offline</span>'
+        tags.span(f"{count(len(offline))} offline", class_="bad")
         if offline
-        else '<span class="good">none offline</span>'
+        else tags.span("none offline", class_="good")
     )
-    broker = _facts(
-        [
-            ("uptime", escape(duration(moment.now - started))),
-            ("topics", count(len(topics))),
-            ("partitions", count(sum(len(t.partitions) for t in topics)) + f" ({health})"),
-        ]
-    )
-    settings_html = "".join(
-        f"<div><dt>{escape(k)}</dt><dd><code>{escape(v)}</code></dd></div>"
-        for k, v in sorted(settings.items())
-    )
-    return (
-        stamp(moment.render, moment.now)
-        + f'<section id="topics"><h2>Topics</h2>{topics_html}</section>'
-        + f'<section id="groups"><h2>Consumer groups</h2>{groups_html}</section>'
-        + (_share_groups_section(share_groups) if share_groups is not None else "")
-        + f'<section id="broker"><h2>Broker</h2>{broker}'
-        + (
-            "<h2>Offline partitions</h2>"
-            + table(("topic", "partition", "reason"), offline_rows, empty="", numeric=(1,))
-            if offline
-            else ""
+    broker: list[Flattenable] = [
+        facts(
+            [
+                ("uptime", duration(moment.now - started)),
+                ("topics", count(len(topics))),
+                (
+                    "partitions",
+                    [count(sum(len(t.partitions) for t in topics)), " (", health, ")"],
+                ),
+            ]
         )
-        + "<h2>Settings</h2>"
-        + (f'<dl class="settings">{settings_html}</dl>' if settings else "")
-        + "</section>"
-    )
+    ]
+    if offline:
+        offline_rows = (
+            tags.tr(cell(topic_link(t)), cell(str(p), num=True), cell(reason))
+            for (t, p), reason in sorted(offline.items())
+        )
+        broker += [
+            tags.h2("Offline partitions"),
+            table(("topic", "partition", "reason"), offline_rows, empty="", numeric=(1,)),
+        ]
+    broker.append(tags.h2("Settings"))
+    if settings:
+        broker.append(
+            tags.dl(
+                *(
+                    tags.div(tags.dt(k), tags.dd(tags.code(v)))
+                    for k, v in sorted(settings.items())
+                ),
+                class_="settings",
+            )
+        )
+    return [
+        stamp(moment.render, moment.now),
+        _section("Topics", topics_table, id_="topics"),
+        _section("Consumer groups", groups_body, id_="groups"),
+        _share_groups_section(share_groups) if share_groups is not None else "",
+        _section("Broker", *broker, id_="broker"),
+    ]
 
 
 # -- one topic -------------------------------------------------------------------------
 
 
-def _partition_row(p: PartitionView) -> str:
+def _partition_row(p: PartitionView) -> Tag:
     if p.offline is not None:
-        return (
-            '<tr class="offline">'
-            + cell(str(p.partition), num=True)
-            + f'<td colspan="6" class="bad">offline: {escape(p.offline)}</td></tr>'
+        return tags.tr(
+            cell(str(p.partition), num=True),
+            tags.td(f"offline: {p.offline}", colspan="6", class_="bad"),
+            class_="offline",
         )
-    return (
-        "<tr>"
-        + cell(str(p.partition), num=True)
-        + cell(count(p.log_start_offset), num=True)
-        + cell(count(p.high_watermark), num=True)
-        + cell(count(p.last_stable_offset), num=True)
-        + cell(count(p.records), num=True)
-        + cell(size(p.size_bytes), num=True)
-        + cell(count(p.segments), num=True)
-        + "</tr>"
+    return tags.tr(
+        cell(str(p.partition), num=True),
+        cell(count(p.log_start_offset), num=True),
+        cell(count(p.high_watermark), num=True),
+        cell(count(p.last_stable_offset), num=True),
+        cell(count(p.records), num=True),
+        cell(size(p.size_bytes), num=True),
+        cell(count(p.segments), num=True),
     )
 
 
-def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) -> str:
+def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) -> list[Tag]:
     """``/topics/<name>``: partitions, configs, the produce rate over time and the groups
     that committed offsets of it."""
     figure = history.topic_end(topic.name)
-    facts = _facts(
+    summary = facts(
         [
-            ("topic ID", escape(topic.topic_id)),
+            ("topic ID", topic.topic_id),
             ("partitions", count(len(topic.partitions))),
-            # _facts escapes names; this one's tooltip is markup, so it is a value's.
-            ("offsets", count(topic.records) + " " + explain("(not records)", OFFSETS_EXPLAINED)),
-            ("size", escape(size(topic.size_bytes))),
-            ("produce rate", escape(per_second(history.rate(moment.samples, figure)))),
+            ("offsets", [count(topic.records), " ", explain("(not records)", OFFSETS_EXPLAINED)]),
+            ("size", size(topic.size_bytes)),
+            ("produce rate", per_second(history.rate(moment.samples, figure))),
         ]
     )
     chart = line_chart(
@@ -233,75 +235,85 @@ def topic_page(topic: TopicView, groups: Sequence[GroupView], moment: Moment) ->
         explained={4: OFFSETS_EXPLAINED},
     )
     config_rows = (
-        "<tr>"
-        + cell(key)
-        + f"<td><code>{escape(value)}</code></td>"
-        + raw_cell('<span class="tag">override</span>' if key in topic.overrides else "")
-        + "</tr>"
+        tags.tr(
+            cell(key),
+            cell(tags.code(value)),
+            cell(tags.span("override", class_="tag") if key in topic.overrides else ""),
+        )
         for key, value in sorted(topic.configs.items())
     )
     configs = table(("config", "effective value", ""), config_rows, empty="No configs.")
-    readers: list[str] = []
+    readers: list[Tag] = []
     for group in groups:
         mine = [o for o in group.offsets if o.topic == topic.name]
         if mine:
             lag = sum(o.lag for o in mine if o.lag is not None)
             readers.append(
-                "<tr>"
-                + raw_cell(group_link(group.group_id))
-                + cell(group.state)
-                + cell(count(len(mine)), num=True)
-                + cell(count(lag), num=True)
-                + "</tr>"
+                tags.tr(
+                    cell(group_link(group.group_id)),
+                    cell(group.state),
+                    cell(count(len(mine)), num=True),
+                    cell(count(lag), num=True),
+                )
             )
-    groups_html = table(
+    groups_table = table(
         ("group", "state", "partitions committed", "lag"),
         readers,
         empty="No consumer group has committed offsets of this topic.",
         numeric=(2, 3),
     )
-    return (
-        stamp(moment.render, moment.now)
-        + f"<h1>Topic {escape(topic.name)}</h1>"
-        + f"<section><h2>Summary</h2>{facts}{chart}</section>"
-        + f'<section id="partitions"><h2>Partitions</h2>{partitions}</section>'
-        + '<section id="configs"><h2>Configs</h2><p class="muted">The broker\'s defaults '
-        + "with the topic's overrides on top; overrides are marked.</p>"
-        + f"{configs}</section>"
-        + f'<section id="readers"><h2>Consumer groups</h2>{groups_html}</section>'
-    )
+    return [
+        stamp(moment.render, moment.now),
+        tags.h1(f"Topic {topic.name}"),
+        _section("Summary", summary, chart),
+        _section("Partitions", partitions, id_="partitions"),
+        _section(
+            "Configs",
+            tags.p(
+                "The broker's defaults with the topic's overrides on top; overrides are "
+                "marked.",
+                class_="muted",
+            ),
+            configs,
+            id_="configs",
+        ),
+        _section("Consumer groups", groups_table, id_="readers"),
+    ]
 
 
 # -- one group -------------------------------------------------------------------------
 
 
-def _assignment(pairs: Sequence[tuple[str, int]]) -> str:
+def _assignment(pairs: Sequence[tuple[str, int]]) -> list[Flattenable]:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in pairs:
         by_topic.setdefault(topic, []).append(partition)
-    return ", ".join(
-        f"{topic_link(t)} [{', '.join(str(p) for p in ps)}]" for t, ps in by_topic.items()
-    )
+    out: list[Flattenable] = []
+    for t, ps in by_topic.items():
+        if out:
+            out.append(", ")
+        out += [topic_link(t), f" [{', '.join(str(p) for p in ps)}]"]
+    return out
 
 
-def _members_table(members: Sequence[MemberView]) -> str:
+def _members_table(members: Sequence[MemberView]) -> Tag:
     return table(
         ("member", "client id", "host", "instance id", "assigned partitions"),
         (
-            "<tr>"
-            + cell(m.member_id)
-            + cell(m.client_id)
-            + cell(m.client_host)
-            + cell(m.group_instance_id or "")
-            + raw_cell(_assignment(m.assignment))
-            + "</tr>"
+            tags.tr(
+                cell(m.member_id),
+                cell(m.client_id),
+                cell(m.client_host),
+                cell(m.group_instance_id or ""),
+                cell(_assignment(m.assignment)),
+            )
             for m in members
         ),
         empty="No members.",
     )
 
 
-def group_page(group: GroupView, moment: Moment) -> str:
+def group_page(group: GroupView, moment: Moment) -> list[Tag]:
     """``/groups/<id>``: state, members and their assignments, committed offsets and lag
     per partition, and the lag over time (total and per topic). A share group's page has
     its members and, per partition, its start offset and lag
@@ -311,13 +323,13 @@ def group_page(group: GroupView, moment: Moment) -> str:
             group.group_id, group.state, group.members, group.share_partitions, moment
         )
     consumed = history.rate(moment.samples, history.group_committed(group.group_id))
-    facts = _facts(
+    summary = facts(
         [
-            ("state", escape(group.state)),
-            ("protocol", escape(f"{group.protocol_type or '-'} / {group.protocol or '-'}")),
+            ("state", group.state),
+            ("protocol", f"{group.protocol_type or '-'} / {group.protocol or '-'}"),
             ("members", count(len(group.members))),
             ("total lag", count(group.total_lag)),
-            ("consume rate", escape(per_second(consumed))),
+            ("consume rate", per_second(consumed)),
         ]
     )
     topics = sorted({o.topic for o in group.offsets})
@@ -330,63 +342,62 @@ def group_page(group: GroupView, moment: Moment) -> str:
         total = history.value_series(moment.samples, history.group_lag(group.group_id))
         series.insert(0, ("total", total))
     chart = line_chart(series, now=moment.now, title=f"lag of {group.group_id}, records")
-    members = _members_table(group.members)
     most = max((o.lag or 0 for o in group.offsets), default=0)
     offsets = table(
         ("topic", "partition", "committed", "end", "lag", "", "metadata"),
         (
-            "<tr>"
-            + raw_cell(topic_link(o.topic))
-            + cell(str(o.partition), num=True)
-            + cell(count(o.committed_offset), num=True)
-            + cell("-" if o.high_watermark is None else count(o.high_watermark), num=True)
-            + cell("-" if o.lag is None else count(o.lag), num=True)
-            + raw_cell(bar(o.lag or 0, most, label=f"lag of {o.topic} {o.partition}"))
-            + cell(o.metadata or "")
-            + "</tr>"
+            tags.tr(
+                cell(topic_link(o.topic)),
+                cell(str(o.partition), num=True),
+                cell(count(o.committed_offset), num=True),
+                cell("-" if o.high_watermark is None else count(o.high_watermark), num=True),
+                cell("-" if o.lag is None else count(o.lag), num=True),
+                cell(bar(o.lag or 0, most, label=f"lag of {o.topic} {o.partition}")),
+                cell(o.metadata or ""),
+            )
             for o in group.offsets
         ),
         empty="No committed offsets.",
         numeric=(1, 2, 3, 4),
     )
-    return (
-        stamp(moment.render, moment.now)
-        + f"<h1>Consumer group {escape(group.group_id)}</h1>"
-        + f"<section><h2>Summary</h2>{facts}{chart}</section>"
-        + f'<section id="members"><h2>Members</h2>{members}</section>'
-        + f'<section id="offsets"><h2>Committed offsets and lag</h2>{offsets}</section>'
-    )
+    return [
+        stamp(moment.render, moment.now),
+        tags.h1(f"Consumer group {group.group_id}"),
+        _section("Summary", summary, chart),
+        _section("Members", _members_table(group.members), id_="members"),
+        _section("Committed offsets and lag", offsets, id_="offsets"),
+    ]
 
 
 # -- share groups ----------------------------------------------------------------------
 
 
-def share_group_link(group_id: str) -> str:
-    return f'<a href="/share-groups/{quote(group_id, safe="")}">{escape(group_id)}</a>'
+def share_group_link(group_id: str) -> Tag:
+    return tags.a(group_id, href=f"/share-groups/{quote(group_id, safe='')}")
 
 
-def _share_groups_section(groups: Sequence[ShareGroupView]) -> str:
+def _share_groups_section(groups: Sequence[ShareGroupView]) -> Tag:
     rows = (
-        "<tr>"
-        + raw_cell(share_group_link(g.group_id))
-        + cell(count(len(g.partitions)), num=True)
-        + cell(count(g.backlog), num=True)
-        + cell(count(g.in_flight), num=True)
-        + cell(count(g.redelivered_total), num=True)
-        + cell(count(g.archived), num=True)
-        + "</tr>"
+        tags.tr(
+            cell(share_group_link(g.group_id)),
+            cell(count(len(g.partitions)), num=True),
+            cell(count(g.backlog), num=True),
+            cell(count(g.in_flight), num=True),
+            cell(count(g.redelivered_total), num=True),
+            cell(count(g.archived), num=True),
+        )
         for g in groups
     )
-    html = table(
+    groups_table = table(
         ("share group", "partitions", "backlog", "in flight", "redelivered", "archived"),
         rows,
         empty="No share groups yet.",
         numeric=(1, 2, 3, 4, 5),
     )
-    return f'<section id="share-groups"><h2>Share groups</h2>{html}</section>'
+    return _section("Share groups", groups_table, id_="share-groups")
 
 
-def share_group_page(group: ShareGroupView, moment: Moment) -> str:
+def share_group_page(group: ShareGroupView, moment: Moment) -> list[Tag]:
     """``/share-groups/<id>`` (and ``/groups/<id>`` of a share group): the group's state,
     totals and members, and its figures per partition."""
     return _share_group_body(group.group_id, group.state, group.members, group.partitions, moment)
@@ -398,10 +409,10 @@ def _share_group_body(
     members: Sequence[MemberView],
     partitions: Sequence[SharePartitionView],
     moment: Moment,
-) -> str:
-    facts = _facts(
+) -> list[Tag]:
+    summary = facts(
         [
-            ("state", escape(state)),
+            ("state", state),
             ("members", count(len(members))),
             ("partitions", count(len(partitions))),
             ("backlog", count(sum(p.backlog for p in partitions))),
@@ -411,42 +422,42 @@ def _share_group_body(
         ]
     )
     rows = (
-        "<tr>"
-        + raw_cell(topic_link(p.topic))
-        + cell(str(p.partition), num=True)
-        + cell(count(p.start_offset), num=True)
-        + cell(count(p.end_offset), num=True)
-        + cell(count(p.backlog), num=True)
-        + cell(count(p.in_flight), num=True)
-        + cell(count(p.acquired), num=True)
-        + cell(count(p.redelivered_total), num=True)
-        + cell(count(p.archived), num=True)
-        + "</tr>"
+        tags.tr(
+            cell(topic_link(p.topic)),
+            cell(str(p.partition), num=True),
+            cell(count(p.start_offset), num=True),
+            cell(count(p.end_offset), num=True),
+            cell(count(p.backlog), num=True),
+            cell(count(p.in_flight), num=True),
+            cell(count(p.acquired), num=True),
+            cell(count(p.redelivered_total), num=True),
+            cell(count(p.archived), num=True),
+        )
         for p in partitions
     )
-    partitions_html = table(
+    partitions_table = table(
         ("topic", "partition", "start", "end", "backlog", "in flight", "acquired",
          "redelivered", "archived"),
         rows,
         empty="No partitions.",
         numeric=(1, 2, 3, 4, 5, 6, 7, 8),
     )
-    return (
-        stamp(moment.render, moment.now)
-        + f"<h1>Share group {escape(group_id)}</h1>"
-        + facts
-        + f'<section id="members"><h2>Members</h2>{_members_table(members)}</section>'
-        + f'<section id="partitions"><h2>Partitions</h2>{partitions_html}</section>'
-    )
+    return [
+        stamp(moment.render, moment.now),
+        tags.h1(f"Share group {group_id}"),
+        summary,
+        _section("Members", _members_table(members), id_="members"),
+        _section("Partitions", partitions_table, id_="partitions"),
+    ]
 
 
-def not_found(what: str, name: str) -> str:
+def not_found(what: str, name: str) -> list[Tag]:
     """The body of a 404: ``what`` (a topic, a group, a page) named ``name``."""
-    return (
-        f"<h1>Not found</h1><p>There is no {escape(what)} "
-        f"<code>{escape(name)}</code> on this broker.</p>"
-        '<p><a href="/">Back to the overview</a></p>'
-    )
+    return [
+        tags.h1("Not found"),
+        tags.p(f"There is no {what} ", tags.code(name), " on this broker."),
+        tags.p(tags.a("Back to the overview", href="/")),
+    ]
 
 
 __all__ = [

@@ -1,18 +1,18 @@
 """Where the console's data pages hang in its URL tree, and the links to them from the
 overview, topic and group pages.
 
-The links are the one piece of the data pages written into the older, string-built
-pages (:mod:`brokerd.web.console_pages`); names are escaped and URL-quoted as there.
+The links are the one piece of the data pages written into the live pages
+(:mod:`brokerd.web.console_pages`): tags like theirs, with names URL-quoted.
 Which pages exist: :data:`TOPIC_PAGES` below ``/topics/NAME/``, :data:`ROOT_PAGES` at
 the root, and ``/groups/ID/reset-offsets``.
 """
 
 from __future__ import annotations
 
-from html import escape
 from urllib.parse import quote
 
 from twisted.web.resource import Resource
+from twisted.web.template import Flattenable, Tag, tags
 
 from brokerd.admin.views import SHARE_GROUP, GroupView, TopicView
 from brokerd.web.actions import ActionPage, CreateTopic, DeleteTopic, EditConfigs, Produce
@@ -59,15 +59,17 @@ def reset_page(pages: DataPages, group: GroupView) -> Resource:
     return ActionPage(pages, ResetAction(pages, group.group_id, topics))
 
 
-def _links(*items: tuple[str, str, str]) -> str:
+def _links(*items: tuple[str, str, str]) -> Tag:
     """``(href, label, id)`` as one line of links (hrefs already quoted)."""
-    return '<p class="actions">' + " &middot; ".join(
-        f'<a href="{escape(href)}" id="{escape(id_)}">{escape(label)}</a>'
-        for href, label, id_ in items
-    ) + "</p>"
+    line: list[Flattenable] = []
+    for href, label, id_ in items:
+        if line:
+            line.append(" \u00b7 ")
+        line.append(tags.a(label, href=href, id=id_))
+    return tags.p(*line, class_="actions")
 
 
-def topic_links(pages: DataPages, name: str) -> str:
+def topic_links(pages: DataPages, name: str) -> Tag:
     base = "/topics/" + quote(name, safe="")
     items = [(f"{base}/messages", "Browse messages", "browse")]
     if pages.actions:
@@ -79,14 +81,14 @@ def topic_links(pages: DataPages, name: str) -> str:
     return _links(*items)
 
 
-def group_links(group: GroupView) -> str:
+def group_links(group: GroupView) -> Flattenable:
     if group.group_type == SHARE_GROUP:
         return ""
     href = "/groups/" + quote(group.group_id, safe="") + "/reset-offsets"
     return _links((href, "Reset offsets", "reset-offsets"))
 
 
-def overview_links(pages: DataPages) -> str:
+def overview_links(pages: DataPages) -> Tag:
     items = [("/schemas", "Schema registry", "schemas")]
     if pages.actions and pages.data is not None:
         items.append(("/new-topic", "Create a topic", "new-topic"))
