@@ -101,7 +101,7 @@ run: install
 	$(BIN)/twistd --nodaemon --pidfile= broker --data-dir $(DATA)
 
 test: install judges-deps
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q --durations=40 $(PYTEST_ARGS)
 
 test-long: install judges-deps
 	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)
