@@ -167,43 +167,28 @@ def anonymous_doors(listeners: ListenerSecurity) -> list[DoorReport]:
             "anyone who connects may produce, fetch, create and delete",
             needs_allowing=True,
         ))
-    http = listeners.http
-    http_closed = listeners.http_auth is not HttpAuth.NONE or (
-        listeners.certificates_required and _is_tls(http)
+    # The HTTP listeners share --http-auth: each is open unless it asks for a login or a
+    # required client certificate on a TLS endpoint.
+    http_doors = (
+        (Door.HTTP, listeners.http,
+         "the console and /metrics show topics, groups, offsets and commit metadata "
+         "without --http-auth", " (to local clients only)"),
+        (Door.SCHEMA_REGISTRY, listeners.schema_registry,
+         "the schema registry registers, shows and deletes schemas without --http-auth",
+         " (for local clients only)"),
+        (Door.HTTP_PROXY, listeners.http_proxy,
+         "the REST Proxy produces, consumes, creates and deletes topics without "
+         "--http-auth", " (for local clients only)"),
     )
-    if http.lower() != DISABLED and not http_closed:
-        local = is_local_description(http)
+    for door, description, what, local_only in http_doors:
+        closed = listeners.http_auth is not HttpAuth.NONE or (
+            listeners.certificates_required and _is_tls(description)
+        )
+        if description.lower() == DISABLED or closed:
+            continue
+        local = is_local_description(description)
         doors.append(DoorReport(
-            Door.HTTP, http,
-            "the console and /metrics show topics, groups, offsets and commit metadata "
-            "without --http-auth"
-            + (" (to local clients only)" if local else ""),
-            needs_allowing=not local,
-        ))
-    registry = listeners.schema_registry
-    if registry.lower() != DISABLED and not (
-        listeners.http_auth is not HttpAuth.NONE
-        or (listeners.certificates_required and _is_tls(registry))
-    ):
-        local = is_local_description(registry)
-        doors.append(DoorReport(
-            Door.SCHEMA_REGISTRY, registry,
-            "the schema registry registers, shows and deletes schemas without --http-auth"
-            + (" (for local clients only)" if local else ""),
-            needs_allowing=not local,
-        ))
-    proxy = listeners.http_proxy
-    proxy_closed = listeners.http_auth is not HttpAuth.NONE or (
-        listeners.certificates_required and _is_tls(proxy)
-    )
-    if proxy.lower() != DISABLED and not proxy_closed:
-        local = is_local_description(proxy)
-        doors.append(DoorReport(
-            Door.HTTP_PROXY, proxy,
-            "the REST Proxy produces, consumes, creates and deletes topics without "
-            "--http-auth"
-            + (" (for local clients only)" if local else ""),
-            needs_allowing=not local,
+            door, description, what + (local_only if local else ""), needs_allowing=not local,
         ))
     return doors
 
