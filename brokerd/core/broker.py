@@ -397,14 +397,9 @@ class Broker(SequentialMultiService):
     def _submit_values(self, part: Partition, append: ValuesAppend) -> defer.Deferred[AppendInfo]:
         try:
             check_values(part.log.config, part.topic, part.index)
-            config = part.log.config
-            if self._record_validator is not None and (
-                config.key_schema_validation or config.value_schema_validation
-            ):
-                self._record_validator(
-                    part.topic, [(None, v) for v in append.values],
-                    config.key_schema_validation, config.value_schema_validation,
-                )
+            validate = self._validation_of(part)
+            if validate is not None:
+                validate([(None, v) for v in append.values])
         except BrokerError:
             return defer.fail()
         return part.writer.submit(append)
@@ -415,24 +410,33 @@ class Broker(SequentialMultiService):
         their batches is decoded, decompressed if need be, before it is appended)."""
         self._record_validator = validate
 
-    def _validate_records(
-        self, part: Partition, data: bytes, headers: list[BatchHeader]
-    ) -> None:
+    def _validation_of(
+        self, part: Partition
+    ) -> Callable[[list[tuple[bytes | None, bytes | None]]], None] | None:
+        """The schema check of a produce to ``part``'s topic, or None when its topic
+        has no ``confluent.*.schema.validation`` on (or no validator is installed)."""
         config = part.log.config
         validate = self._record_validator
         if validate is None or not (
             config.key_schema_validation or config.value_schema_validation
         ):
+            return None
+        topic, keys = part.topic, config.key_schema_validation
+        values = config.value_schema_validation
+        return lambda records: validate(topic, records, keys, values)
+
+    def _validate_records(
+        self, part: Partition, data: bytes, headers: list[BatchHeader]
+    ) -> None:
+        validate = self._validation_of(part)
+        if validate is None:
             return
         pos = 0
         for header in headers:
             records = decode_records(
                 data[pos : pos + header.size], max_uncompressed=MAX_CHECKED_BATCH_BYTES
             )
-            validate(
-                part.topic, [(r.key, r.value) for r in records],
-                config.key_schema_validation, config.value_schema_validation,
-            )
+            validate([(r.key, r.value) for r in records])
             pos += header.size
 
     def _enqueue_batches(
