@@ -47,6 +47,7 @@ _POSITIVE = (
     "max-fetch-bytes",
     "max-request-bytes",
     "fetch-max-bytes",
+    "telemetry-max-bytes",
     "max-inflight-answer-bytes",
     "read-threads",
     "write-threads",
@@ -176,6 +177,7 @@ def _limits(options: Mapping[str, Any]) -> LimitSettings:
         max_inflight_answer_bytes=options["max-inflight-answer-bytes"],
         sasl_max_receive_bytes=options["sasl-server-max-receive-size"],
         transaction_max_timeout_ms=options["transaction-max-timeout-ms"],
+        telemetry_max_bytes=options["telemetry-max-bytes"],
     )
 
 

@@ -192,6 +192,14 @@ class Options(usage.Options):
             "Cap of a Kafka Fetch answer's records (Kafka's fetch.max.bytes).",
             int,
         ],
+        # Client telemetry (KIP-714; docs/operations.md, "Client telemetry").
+        [
+            "telemetry-max-bytes",
+            None,
+            MEBIBYTE,
+            "Largest metrics payload of a client's PushTelemetry (Kafka's telemetry.max.bytes).",
+            int,
+        ],
         [
             "max-inflight-answer-bytes",
             None,

@@ -102,6 +102,8 @@ class LimitSettings:
     max_inflight_answer_bytes: int
     sasl_max_receive_bytes: int
     transaction_max_timeout_ms: int
+    #: Largest metrics payload of a PushTelemetry (Kafka's ``telemetry.max.bytes``).
+    telemetry_max_bytes: int = 1024 * 1024
 
 
 @attrs.frozen

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from brokerd.kafka.groups.share.state_service import ShareGroups
     from brokerd.kafka.server.handlers.acl import AclHandlers
     from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.kafka.telemetry.clients import ClientTelemetry
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.metrics.registry import BrokerMetrics
     from brokerd.net.connlimit import AddressLimits
@@ -131,6 +132,9 @@ class BrokerServices:
     #: Who an HTTP request is (``--http-auth``), one for every HTTP listener: a client
     #: failing Basic logins is refused on all of them, not counted anew on each.
     http_identity: HttpIdentity | None = None
+    #: Client telemetry (KIP-714): client-metrics resources, client instances and what
+    #: they pushed (None: ``--kafka none``).
+    telemetry: ClientTelemetry | None = None
 
 
 def build_services(settings: Settings, reactor: Any) -> BrokerServices:
@@ -157,8 +161,11 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
         if settings.listeners.http is not None
         else None
     )
+    telemetry = build_telemetry(broker, settings, reactor)
     if metrics is not None:
         metrics.add_share_groups(share_inspector)
+        if telemetry is not None:
+            metrics.add_client_telemetry(telemetry)
     readiness = build_readiness(inspector, coordinators)
     services = BrokerServices(
         top=top,
@@ -172,6 +179,7 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
         edge=build_edge(settings),
         registry=build_schema_registry(broker, settings, reactor, readiness),
         http_identity=http_identity(settings, reactor),
+        telemetry=telemetry,
     )
     add_native(services, settings, reactor)
     log_anonymous_doors(settings)
@@ -400,6 +408,27 @@ def build_metrics(
     return metrics
 
 
+def build_telemetry(broker: Broker, settings: Settings, reactor: Any) -> ClientTelemetry | None:
+    """Client telemetry (unless ``--kafka none``): the client-metrics resources from
+    ``client-metrics.json`` (written in the write pool), pushes decoded in the read pool."""
+    if settings.listeners.kafka is None:
+        return None
+    from brokerd.kafka.telemetry.clients import ClientTelemetry
+    from brokerd.kafka.telemetry.resources import ClientMetricsResources
+    from brokerd.storage.stores.client_metrics import ClientMetricsStore
+
+    resources = ClientMetricsResources(
+        ClientMetricsStore.in_directory(settings.storage.data_dir),
+        run_blocking=broker.run_write,
+    )
+    return ClientTelemetry(
+        resources,
+        clock=reactor,
+        max_bytes=settings.limits.telemetry_max_bytes,
+        run_blocking=broker.pools.run_read,
+    )
+
+
 def build_readiness(inspector: Inspector, coordinators: Coordinators) -> Readiness:
     """What ``/readyz`` waits for: the listeners (each marks itself bound), no offline
     partition, and the transaction coordinator's start-up completions (built now, before
@@ -531,6 +560,7 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         request_budget=services.edge.request_budget,
         addresses=services.edge.addresses,
         shares=coordinators.shares,
+        telemetry=services.telemetry,
     )
     listening = services.readiness.wait_for("kafka listener", "not bound yet")
 

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, PlatformCollector, ProcessColle
 
 from brokerd.admin.inspect import Inspector
 from brokerd.admin.share_groups import ShareGroupInspector
+from brokerd.admin.telemetry_face import TelemetryFace
 from brokerd.admin.txn_face import TxnListingFace
 from brokerd.metrics.collectors import (
     CleanerCollector,
@@ -25,6 +26,7 @@ from brokerd.metrics.collectors import (
     TransactionsCollector,
 )
 from brokerd.metrics.live import ListenerMetrics, RequestMetrics, WriteMetrics
+from brokerd.metrics.telemetry import TelemetryCollector
 from brokerd.metrics.traffic import TopicTraffic
 from brokerd.storage.journal.engine import JournalStore
 
@@ -60,6 +62,10 @@ class BrokerMetrics:
 
     def add_share_groups(self, inspector: ShareGroupInspector) -> None:
         self.registry.register(ShareGroupsCollector(inspector))
+
+    def add_client_telemetry(self, telemetry: TelemetryFace) -> None:
+        """The metrics clients push (KIP-714)."""
+        self.registry.register(TelemetryCollector(telemetry))
 
     def add_stores(self, stores: Sequence[JournalStore]) -> None:
         self.registry.register(StoresCollector(stores))

@@ -101,6 +101,9 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
         "max-request-bytes": (
             ["--max-request-bytes", "1002"], lambda s: s.limits.max_request_bytes == 1002
         ),
+        "telemetry-max-bytes": (
+            ["--telemetry-max-bytes", "2048"], lambda s: s.limits.telemetry_max_bytes == 2048
+        ),
         "fetch-max-bytes": (
             ["--fetch-max-bytes", "1003"], lambda s: s.limits.fetch_max_bytes == 1003
         ),

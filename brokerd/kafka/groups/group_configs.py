@@ -128,6 +128,10 @@ class GroupConfigs:
         }
         self._write = write
 
+    def configured(self) -> list[str]:
+        """The groups that have an override (ListConfigResources lists them)."""
+        return sorted(g for g, c in self._overrides.items() if c)
+
     def bounds(self, name: str) -> tuple[int, int]:
         d = GROUP_CONFIG_TABLE[name]
         broker = self._broker[name]

@@ -58,9 +58,12 @@ from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
 from brokerd.kafka.server.handlers.share import ShareHandlers
 from brokerd.kafka.server.handlers.share_configs import ShareGroupConfigs
 from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
+from brokerd.kafka.server.handlers.telemetry import TelemetryHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route, route_table
+from brokerd.kafka.telemetry.clients import ClientTelemetry
+from brokerd.kafka.telemetry.resources import ClientMetricsResources
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests.apis import Request
@@ -114,6 +117,8 @@ class KafkaHandlers:
         (see :mod:`brokerd.kafka.server.handlers.txn` for what is answered then).
     :param authorizer: checks every request (:mod:`brokerd.kafka.server.acl_gate`); None =
         everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
+    :param telemetry: the client instances and client-metrics resources of client
+        telemetry (KIP-714); None: in memory only.
     :param credentials: the SCRAM credentials store of the credential admin APIs; None
         = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and
         SaslAuthenticate are answered by the protocol (they change connection state).
@@ -134,8 +139,12 @@ class KafkaHandlers:
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
         shares: ShareGroups | None = None,
+        telemetry: ClientTelemetry | None = None,
     ) -> None:
         txn = TxnHandlers(core, transactions, clock=clock)
+        if telemetry is None:
+            telemetry = ClientTelemetry(ClientMetricsResources(), clock=clock)
+        group_configs = cast(HasGroupConfigs, coordinator)
         operations = AuthorizedOperations(authorizer)
         is_share_group = shares.exists if shares is not None else _no_share_groups
         families = (
@@ -163,8 +172,9 @@ class KafkaHandlers:
             ),
             ConfigHandlers(
                 core, identity, default_partitions=default_partitions,
-                groups=cast(HasGroupConfigs, coordinator),
+                groups=group_configs,
                 shares=ShareGroupConfigs(shares.service) if shares is not None else None,
+                client_metrics=telemetry.resources,
             ),
             PartitionAdminHandlers(core, identity, clock=clock),
             txn,
@@ -175,6 +185,10 @@ class KafkaHandlers:
                 classic_group=_classic_group(coordinator),
             ),
             ShareOffsetHandlers(core, shares),
+            TelemetryHandlers(
+                core, identity, telemetry,
+                configured_groups=lambda: group_configs.group_configs.configured(),
+            ),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
         self.routes: dict[ApiKey, Route] = route_table(

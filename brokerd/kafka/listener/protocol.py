@@ -68,6 +68,7 @@ from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
+from brokerd.kafka.telemetry.clients import ClientTelemetry
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, CodecError, FrameError, FrameTooLarge
@@ -147,6 +148,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
     def connectionMade(self) -> None:
         super().connectionMade()
         self._conn = Connection("/" + self.state.peer_host, self.state)
+        self._conn.client_port = int(getattr(self._t.getPeer(), "port", 0) or 0)
 
     # ----------------------------------------------------------------- decoding
 
@@ -443,6 +445,7 @@ class KafkaFactory(Factory):
         request_budget: RequestBudget | None = None,
         addresses: AddressLimits | None = None,
         shares: ShareGroups | None = None,
+        telemetry: ClientTelemetry | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -473,7 +476,7 @@ class KafkaFactory(Factory):
             authorizer=authorizer, acls=acls,
             credentials=credentials,
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
-            shares=shares,
+            shares=shares, telemetry=telemetry,
         )
 
     def frame_limit(self, *, authenticated: bool) -> int:

@@ -73,6 +73,10 @@ class Connection:
         self.state = (
             state if state is not None else ConnectionState(peer_host=client_host.lstrip("/"))
         )
+        #: The peer's port (0 when the transport has none).
+        self.client_port = 0
+        #: The software name and version of the client's ApiVersions v3+ request.
+        self.client_software = ("", "")
         self.closed = False
         self._waits: set[defer.Deferred[Any]] = set()
 

@@ -148,6 +148,11 @@ class AdminHandlers:
         return unexpected_code(self._log, what, exc)
 
     async def api_versions(self, conn: Connection, req: Request) -> Any:
+        if req.api_version >= 3 and req.body is not None:
+            # Client telemetry matches subscriptions on these (KIP-714).
+            conn.client_software = (
+                req.body.client_software_name, req.body.client_software_version
+            )
         return apis.api_versions_response(req.api_version, req.body)
 
     def _topic_metadata(self, info: TopicInfo) -> apis.MetadataTopic:

@@ -24,6 +24,11 @@ the share groups' ``share.*`` (``share_configs.py``): a group's override is GROU
 else the broker's value; IncrementalAlterConfigs sets or deletes them, checked against the
 broker's bounds as Kafka checks them (AlterConfigs does not take groups, as in Kafka).
 
+A client-metrics resource (type 16, KIP-714: :mod:`brokerd.kafka.telemetry.resources`)
+describes the configs set on it (CLIENT_METRICS_CONFIG; a name never set has none);
+IncrementalAlterConfigs sets, deletes, appends to or subtracts from them (a resource whose
+last config is deleted is gone). Its access checks are the cluster's, as in Kafka.
+
 AlterConfigs replaces a topic's whole set of overrides (Kafka's legacy semantics);
 IncrementalAlterConfigs sets, deletes, appends to or subtracts from single configs. Both
 honour ``validate_only``. Broker configs are read-only in brokerd (they come from the
@@ -64,6 +69,13 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import BrokerIdentity, Connection, message, unexpected_code
 from brokerd.kafka.server.handlers.share_configs import GroupConfigRefused, ShareGroupConfigs
 from brokerd.kafka.server.route import Route
+from brokerd.kafka.telemetry.resources import (
+    CONFIGS as CLIENT_METRICS_CONFIGS,
+)
+from brokerd.kafka.telemetry.resources import (
+    ClientMetricsResources,
+    InvalidClientMetricsConfig,
+)
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
 from brokerd.kafka.wire.requests import apis
@@ -89,6 +101,7 @@ class ResourceType(enum.IntEnum):
 
     TOPIC = 2
     BROKER = 4
+    CLIENT_METRICS = 16
     GROUP = 32
 
 
@@ -101,6 +114,7 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    CLIENT_METRICS_CONFIG = 7
     GROUP_CONFIG = 8
 
 
@@ -115,6 +129,11 @@ BUILTIN_DEFAULTS: Mapping[str, str] = {
 KAFKA_BROKER_ID_DEFAULT = "-1"
 KAFKA_NUM_PARTITIONS_DEFAULT = "1"
 KAFKA_AUTO_CREATE_DEFAULT = "true"
+
+
+#: Resource types whose configs are kept outside the topic store (groups' by the group
+#: coordinator and the share state, client metrics' in their own file).
+_OWN_STORES = (ResourceType.GROUP, ResourceType.CLIENT_METRICS)
 
 
 class HasGroupConfigs(Protocol):
@@ -283,8 +302,10 @@ class ConfigHandlers:
         default_partitions: int,
         groups: HasGroupConfigs | None = None,
         shares: ShareGroupConfigs | None = None,
+        client_metrics: ClientMetricsResources | None = None,
     ) -> None:
         self._core = core
+        self._client_metrics = client_metrics
         self._id = identity
         self._default_partitions = default_partitions
         self._groups = groups
@@ -336,7 +357,7 @@ class ConfigHandlers:
         return _Refused(
             ErrorCode.INVALID_REQUEST,
             f"brokerd has no configs for resource type {resource_type} "
-            "(only topics, 2, the broker, 4, and groups, 32)",
+            "(only topics, 2, the broker, 4, client metrics, 16, and groups, 32)",
         )
 
     def _broker_extra(self) -> list[tuple[str, str, str, ConfigType, str]]:
@@ -417,7 +438,30 @@ class ConfigHandlers:
             if self._shares is not None:
                 entries.extend(self._shares.describe(res.resource_name, keys))
             return entries
+        if res.resource_type == ResourceType.CLIENT_METRICS:
+            return self._describe_client_metrics(res.resource_name, keys, documentation)
         raise self._unsupported_type(res.resource_type)
+
+    def _metrics_resources(self, name: str) -> ClientMetricsResources:
+        if self._client_metrics is None:
+            raise self._unsupported_type(ResourceType.CLIENT_METRICS)
+        if not name:
+            raise _Refused(ErrorCode.INVALID_REQUEST, "Client metrics name must not be empty")
+        return self._client_metrics
+
+    def _describe_client_metrics(
+        self, name: str, keys: Sequence[str] | None, documentation: bool
+    ) -> list[apis.DescribeConfigsResourceResult]:
+        configs = self._metrics_resources(name).configs(name) or {}
+        return [
+            _entry(
+                key, value, ConfigSource.CLIENT_METRICS_CONFIG, (),
+                read_only=False, config_type=CLIENT_METRICS_CONFIGS[key].type,
+                doc=CLIENT_METRICS_CONFIGS[key].documentation if documentation else None,
+            )
+            for key, value in sorted(configs.items())
+            if key in CLIENT_METRICS_CONFIGS and (keys is None or key in keys)
+        ]
 
     # -- AlterConfigs and IncrementalAlterConfigs --------------------------------------
 
@@ -441,7 +485,7 @@ class ConfigHandlers:
 
     async def incremental_alter_configs(self, conn: Connection, req: Request) -> Any:
         body: apis.IncrementalAlterConfigsRequest = req.body
-        if any(r.resource_type == ResourceType.GROUP for r in body.resources):
+        if any(r.resource_type in _OWN_STORES for r in body.resources):
             return await self._alter_with_groups(body)
         return IncrementalAlterConfigsResponse(responses=await self._incremental(body))
 
@@ -471,9 +515,9 @@ class ConfigHandlers:
         return await self._alter(body.resources, body.validate_only, update_for)
 
     async def _alter_with_groups(self, body: apis.IncrementalAlterConfigsRequest) -> Any:
-        """An IncrementalAlterConfigs naming groups: the groups here, the rest as usual,
-        the answers in request order."""
-        others = [r for r in body.resources if r.resource_type != ResourceType.GROUP]
+        """An IncrementalAlterConfigs naming groups or client-metrics resources: those
+        here, the rest as usual, the answers in request order."""
+        others = [r for r in body.resources if r.resource_type not in _OWN_STORES]
         rest: dict[tuple[int, str], Any] = {}
         if others:
             answered = await self._incremental(attrs.evolve(body, resources=tuple(others)))
@@ -482,14 +526,17 @@ class ConfigHandlers:
         out = []
         for res in body.resources:
             key = (res.resource_type, res.resource_name)
-            if res.resource_type != ResourceType.GROUP:
+            if res.resource_type not in _OWN_STORES:
                 out.append(rest[key])
                 continue
             code, text = ErrorCode.NONE, ""
             try:
                 if keys.count(key) > 1:
                     raise _Refused(ErrorCode.INVALID_REQUEST, "Duplicate resource in request")
-                await self._alter_group(res, body.validate_only)
+                if res.resource_type == ResourceType.CLIENT_METRICS:
+                    await self._alter_client_metrics(res, body.validate_only)
+                else:
+                    await self._alter_group(res, body.validate_only)
             except _Refused as e:
                 code, text = e.code, e.text
             out.append(apis.AlterConfigsResourceResponse(
@@ -497,6 +544,21 @@ class ConfigHandlers:
                 resource_type=res.resource_type, resource_name=res.resource_name,
             ))
         return IncrementalAlterConfigsResponse(responses=tuple(out))
+
+    async def _alter_client_metrics(self, res: Any, validate_only: bool) -> None:
+        resources = self._metrics_resources(res.resource_name)
+        names = [c.name for c in res.configs]
+        if len(set(names)) != len(names):
+            raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        ops = [(c.name, c.config_operation, c.value) for c in res.configs]
+        try:
+            await resources.alter(res.resource_name, ops, validate_only=validate_only)
+        except InvalidClientMetricsConfig as e:
+            raise _Refused(ErrorCode.INVALID_CONFIG, str(e)) from None
+        except OSError as e:
+            raise _Refused(
+                unexpected_code(self._log, "alter client metrics", e), message(e)
+            ) from None
 
     async def _alter_group(self, res: Any, validate_only: bool) -> None:
         configs = self._group_configs(res.resource_name)
