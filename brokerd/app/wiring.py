@@ -620,6 +620,7 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
         data=BrokerData(services.broker, admin),
         schemas=services.registry,
         actions=settings.web.console_actions,
+        telemetry=services.telemetry,
     )
     serve_http(
         services, settings, reactor, description, site,

@@ -2,7 +2,8 @@
 the broker, refreshing live in the browser.
 
 This module is the HTTP layer: which URL shows which page, status codes and headers.
-``/`` is the overview, ``/topics/<name>`` one topic, ``/groups/<id>`` one group (of any
+``/`` is the overview, ``/clients`` the clients known by their telemetry (KIP-714:
+:mod:`brokerd.web.client_pages`), ``/topics/<name>`` one topic, ``/groups/<id>`` one group (of any
 type: a share group's too), ``/share-groups/<id>`` one share group (names URL-quoted);
 anything else, or a topic or group that does not exist, is a 404 page.
 ``?fragment=1`` answers the page's body alone (what the refresh script swaps in). These
@@ -21,7 +22,7 @@ Given :class:`~brokerd.web.permits.DataPages`, the console also routes to the da
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 from twisted.internet.interfaces import IReactorTime
@@ -30,9 +31,10 @@ from twisted.web.server import Request
 from twisted.web.template import Flattenable
 
 from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
+from brokerd.admin.telemetry_face import TelemetryClientView, TelemetryFace
 from brokerd.clock import Seconds
+from brokerd.web import client_pages, data_pages
 from brokerd.web import console_pages as pages
-from brokerd.web import data_pages
 from brokerd.web.console_history import (
     HISTORY_SAMPLES,
     SAMPLE_SECONDS,
@@ -65,8 +67,10 @@ class _Console:
         scope_of: ScopeOf,
         shares: ShareGroupInspector | None = None,
         data: DataPages | None = None,
+        telemetry: TelemetryFace | None = None,
     ) -> None:
         self.data = data
+        self.telemetry = telemetry
         self.source = source
         self.shares = shares
         self.clock = clock
@@ -90,6 +94,13 @@ class _Console:
         if visibility is None:
             return groups
         return visibility.share_group_views(groups)
+
+    def clients_for(self, request: Request) -> Sequence[TelemetryClientView] | None:
+        """The telemetry clients, for a principal that may see the broker's settings;
+        None when it may not, or the broker has no telemetry."""
+        if self.telemetry is None or not self.scope_of(request).shows_settings:
+            return None
+        return self.telemetry.clients()
 
     def settings_for(self, request: Request) -> Mapping[str, str]:
         return self.settings if self.scope_of(request).shows_settings else {}
@@ -295,11 +306,24 @@ class _Root(_ReadOnly):
             return self._groups
         if path == b"share-groups":
             return self._share_groups
+        if path == b"clients" and self._console.telemetry is not None:
+            return _Page(self._console, self._clients(request))
         data = self._console.data
         if data is not None and path in ROOT_PAGES:
             return data_pages.root_page(data, path.decode())
         shown = path.decode("utf-8", "replace")
         return _Page(self._console, self._console.not_found("page", "/" + shown))
+
+    def _clients(self, request: Request) -> Render:
+        console = self._console
+
+        def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
+            clients = console.clients_for(request)
+            if clients is None:
+                return NOT_FOUND, "Not found", pages.not_found("page", "/clients")
+            return OK, "Clients", client_pages.clients_page(clients, moment.now, moment.render)
+
+        return render
 
     def render_GET(self, request: Request) -> bytes:
         console = self._console
@@ -311,6 +335,9 @@ class _Root(_ReadOnly):
                 source, moment, settings=settings, started=console.started,
                 share_groups=console.share_groups_for(request),
             )
+            clients = console.clients_for(request)
+            if clients is not None:
+                body.insert(-1, client_pages.clients_section(clients, moment.now))
             if console.data is not None:
                 return OK, "Overview", [data_pages.overview_links(console.data), body]
             return OK, "Overview", body
@@ -327,6 +354,7 @@ def make_console(
     scope_of: ScopeOf | None = None,
     shares: ShareGroupInspector | None = None,
     data: DataPages | None = None,
+    telemetry: TelemetryFace | None = None,
 ) -> Resource:
     """The console's root resource. ``inspector``: where the figures come from
     (:class:`brokerd.admin.inspect.Inspector`); ``clock``: the time shown and uptime's
@@ -335,12 +363,13 @@ def make_console(
     shows current figures only); ``scope_of``: what each request may see
     (:mod:`brokerd.web.scope`; None: everything); ``shares``: the share groups'
     figures (None: the console shows no share groups); ``data``: the data pages'
-    (message browser, schemas, actions; None: none)."""
+    (message browser, schemas, actions; None: none); ``telemetry``: the clients known
+    by their telemetry (None: no clients section or page)."""
     return _Root(
         _Console(
             inspector, cast(Seconds, clock), settings, sampler,
             scope_of if scope_of is not None else (lambda request: EVERYTHING),
-            shares, data,
+            shares, data, telemetry,
         )
     )
 

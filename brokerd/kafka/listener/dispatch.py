@@ -99,6 +99,18 @@ def _classic_group(coordinator: GroupCoordinatorLike) -> Callable[[str], bool]:
     return exists
 
 
+def _configured_groups(coordinator: GroupCoordinatorLike) -> Callable[[], list[str]]:
+    """The groups with config overrides (none for a coordinator without group configs,
+    as tests' fakes are)."""
+
+    def configured() -> list[str]:
+        if getattr(coordinator, "group_configs", None) is None:
+            return []
+        return cast(HasGroupConfigs, coordinator).group_configs.configured()
+
+    return configured
+
+
 def _no_share_groups(group_id: str) -> bool:
     """Without share groups no id is a share group's."""
     return False
@@ -187,7 +199,7 @@ class KafkaHandlers:
             ShareOffsetHandlers(core, shares),
             TelemetryHandlers(
                 core, identity, telemetry,
-                configured_groups=lambda: group_configs.group_configs.configured(),
+                configured_groups=_configured_groups(coordinator),
             ),
         )
         #: Every routed API, by key (the ACL tests read the rules here).

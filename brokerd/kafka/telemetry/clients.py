@@ -156,7 +156,8 @@ def _signed32(v: int) -> int:
 
 
 def subscription_id(metrics: Sequence[str], interval_ms: int, instance_id: uuid.UUID) -> int:
-    text = "[" + ", ".join(sorted(metrics)) + "]" + str(interval_ms)
+    # repr keeps "every metric" ([""]) apart from "none" ([]).
+    text = repr(sorted(metrics)) + str(interval_ms)
     return _signed32(int(crc32c.crc32c(text.encode())) ^ java_uuid_hash(instance_id))
 
 
