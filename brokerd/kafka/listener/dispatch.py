@@ -187,6 +187,7 @@ class KafkaHandlers:
                 groups=group_configs,
                 shares=ShareGroupConfigs(shares.service) if shares is not None else None,
                 client_metrics=telemetry.resources,
+                telemetry_max_bytes=telemetry.max_bytes,
             ),
             PartitionAdminHandlers(core, identity, clock=clock),
             txn,

@@ -129,6 +129,7 @@ BUILTIN_DEFAULTS: Mapping[str, str] = {
 KAFKA_BROKER_ID_DEFAULT = "-1"
 KAFKA_NUM_PARTITIONS_DEFAULT = "1"
 KAFKA_AUTO_CREATE_DEFAULT = "true"
+KAFKA_TELEMETRY_MAX_BYTES_DEFAULT = 1024 * 1024
 
 
 #: Resource types whose configs are kept outside the topic store (groups' by the group
@@ -303,8 +304,10 @@ class ConfigHandlers:
         groups: HasGroupConfigs | None = None,
         shares: ShareGroupConfigs | None = None,
         client_metrics: ClientMetricsResources | None = None,
+        telemetry_max_bytes: int | None = None,
     ) -> None:
         self._core = core
+        self._telemetry_max_bytes = telemetry_max_bytes
         self._client_metrics = client_metrics
         self._id = identity
         self._default_partitions = default_partitions
@@ -360,6 +363,13 @@ class ConfigHandlers:
             "(only topics, 2, the broker, 4, client metrics, 16, and groups, 32)",
         )
 
+    def _telemetry_row(self) -> list[tuple[str, str, str, ConfigType, str]]:
+        if self._telemetry_max_bytes is None:
+            return []
+        return [("telemetry.max.bytes", str(self._telemetry_max_bytes),
+                 str(KAFKA_TELEMETRY_MAX_BYTES_DEFAULT), ConfigType.INT,
+                 "Largest metrics payload of a client's PushTelemetry (--telemetry-max-bytes).")]
+
     def _broker_extra(self) -> list[tuple[str, str, str, ConfigType, str]]:
         return [
             ("broker.id", str(self._id.node_id), KAFKA_BROKER_ID_DEFAULT, ConfigType.INT,
@@ -369,6 +379,7 @@ class ConfigHandlers:
             ("auto.create.topics.enable", "true" if self._core.auto_create_topics else "false",
              KAFKA_AUTO_CREATE_DEFAULT, ConfigType.BOOLEAN,
              "Create unknown topics on Metadata and Produce (off with --no-auto-create)."),
+            *self._telemetry_row(),
             *(
                 (name, value, kafka_default, ConfigType.INT,
                  f"Share groups' default of {name.removeprefix('group.')} "

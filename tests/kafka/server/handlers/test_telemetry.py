@@ -96,6 +96,14 @@ class TelemetryHandlerTests(KafkaTestCase):
         self.assertEqual(self.get(got.client_instance_id).subscription_id,
                          got.subscription_id)
 
+    def test_the_broker_describes_telemetry_max_bytes(self) -> None:
+        self.send(ApiKey.DESCRIBE_CONFIGS, 4, apis.DescribeConfigsRequest(resources=(
+            apis.DescribeConfigsResource(resource_type=BROKER, resource_name="0",
+                                         configuration_keys=("telemetry.max.bytes",)),
+        )))
+        (entry,) = self.one().results[0].configs
+        self.assertEqual((entry.value, entry.read_only, entry.config_source), ("1000", True, 4))
+
     def test_another_software_is_not_matched(self) -> None:
         self.alter("java", ("metrics", 0, "*"), ("match", 0, "client_software_name=java"))
         got = self.get()
