@@ -239,6 +239,8 @@ class ClientTelemetry:
         self._max_series = max_series
         #: Least recently seen first.
         self._instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
+        #: The instances whose series are kept, least recently pushed first.
+        self._reporting: OrderedDict[uuid.UUID, None] = OrderedDict()
         self.dropped_series = 0
         #: Why the last push whose metrics did not decode was dropped ("" if none).
         self.last_decode_error = ""
@@ -281,7 +283,7 @@ class ClientTelemetry:
             found = fresh
             self._instances[instance_id] = found
             while len(self._instances) > self._max_instances:
-                self._instances.popitem(last=False)
+                self._forget_oldest()
         found.facts = facts
         found.last_seen = now
         self._instances.move_to_end(instance_id)
@@ -295,7 +297,11 @@ class ClientTelemetry:
                 # Mostly ordered by expiry too (intervals differ, so a later one may
                 # expire first; it goes when it reaches the front).
                 return
-            self._instances.popitem(last=False)
+            self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        instance_id, _ = self._instances.popitem(last=False)
+        self._reporting.pop(instance_id, None)
 
     # -- GetTelemetrySubscriptions -----------------------------------------------------
 
@@ -445,11 +451,15 @@ class ClientTelemetry:
         while len(inst.series) > self._max_series:
             inst.series.popitem(last=False)
             self.dropped_series += 1
-        reporting = [i for i in self._instances.values() if i.series]
-        # The least recently seen reporting clients lose their series first.
-        for old in reporting[: max(0, len(reporting) - self._max_reporting)]:
-            self.dropped_series += len(old.series)
-            old.series = OrderedDict()
+        self._reporting[inst.instance_id] = None
+        self._reporting.move_to_end(inst.instance_id)
+        # The least recently pushing clients lose their series first.
+        while len(self._reporting) > self._max_reporting:
+            old_id, _ = self._reporting.popitem(last=False)
+            old = self._instances.get(old_id)
+            if old is not None:
+                self.dropped_series += len(old.series)
+                old.series = OrderedDict()
 
     # -- what operators see (brokerd.admin.telemetry_face.TelemetryFace) --------------
 
