@@ -19,7 +19,9 @@ from brokerd.kafka.wire.messages.telemetry import (
     PushTelemetryRequest,
 )
 from brokerd.kafka.wire.requests import apis
+from brokerd.security.acl import Operation, ResourceType
 
+from tests.kafka.server.handlers.test_acl import AclTestCase
 from tests.kafka.server.test_protocol import KafkaTestCase
 from tests.kafka.telemetry import otlp_encode as enc
 
@@ -147,3 +149,21 @@ class TelemetryHandlerTests(KafkaTestCase):
         self.assertEqual(self.alter("r", ("metrics", 1, None)).error_code, 0)
         self.send(ApiKey.LIST_CONFIG_RESOURCES, 0, ListConfigResourcesRequest())
         self.assertEqual(self.one().config_resources, ())
+
+
+class TelemetryAclTests(AclTestCase):
+    """With ``--authorizer acl``: the telemetry APIs need nothing (a client pushes its
+    own metrics); ListConfigResources and the client-metrics configs need the cluster."""
+
+    def test_telemetry_unchecked_listing_and_configs_need_the_cluster(self) -> None:
+        self.send(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, 0, GetTelemetrySubscriptionsRequest())
+        self.assertEqual(self.one().error_code, 0)
+        self.send(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest())
+        self.assertEqual(self.one().error_code, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        self.send(ApiKey.DESCRIBE_CONFIGS, 4, apis.DescribeConfigsRequest(resources=(
+            apis.DescribeConfigsResource(resource_type=CLIENT_METRICS, resource_name="r"),)))
+        self.assertEqual(self.one().results[0].error_code,
+                         ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        self.grant(ResourceType.CLUSTER, "kafka-cluster", Operation.DESCRIBE_CONFIGS)
+        self.send(ApiKey.LIST_CONFIG_RESOURCES, 1, ListConfigResourcesRequest())
+        self.assertEqual(self.one().error_code, 0)
