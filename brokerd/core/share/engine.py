@@ -64,6 +64,10 @@ class ShareEngine:
     def overrides(self, group: str) -> dict[str, str]:
         return dict(self._overrides.get(group, {}))
 
+    def configured(self) -> list[str]:
+        """The groups with a ``share.*`` override (ListConfigResources lists them)."""
+        return sorted(g for g, c in self._overrides.items() if c)
+
     def set_overrides(self, group: str, overrides: Mapping[str, str]) -> list[ShareStateRecord]:
         """Replace the group's config overrides (already validated)."""
         if overrides:

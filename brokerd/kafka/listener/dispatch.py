@@ -99,14 +99,19 @@ def _classic_group(coordinator: GroupCoordinatorLike) -> Callable[[str], bool]:
     return exists
 
 
-def _configured_groups(coordinator: GroupCoordinatorLike) -> Callable[[], list[str]]:
-    """The groups with config overrides (none for a coordinator without group configs,
-    as tests' fakes are)."""
+def _configured_groups(
+    coordinator: GroupCoordinatorLike, shares: ShareGroups | None
+) -> Callable[[], list[str]]:
+    """The groups with config overrides, ``consumer.*`` or ``share.*`` (none of the
+    former for a coordinator without group configs, as tests' fakes are)."""
 
     def configured() -> list[str]:
-        if getattr(coordinator, "group_configs", None) is None:
-            return []
-        return cast(HasGroupConfigs, coordinator).group_configs.configured()
+        found: set[str] = set()
+        if getattr(coordinator, "group_configs", None) is not None:
+            found.update(cast(HasGroupConfigs, coordinator).group_configs.configured())
+        if shares is not None:
+            found.update(shares.service.engine.configured())
+        return sorted(found)
 
     return configured
 
@@ -200,7 +205,7 @@ class KafkaHandlers:
             ShareOffsetHandlers(core, shares),
             TelemetryHandlers(
                 core, identity, telemetry,
-                configured_groups=_configured_groups(coordinator),
+                configured_groups=_configured_groups(coordinator, shares),
             ),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
