@@ -26,7 +26,7 @@ import struct
 import attrs
 
 #: Most data points read from one push; the rest are ignored.
-MAX_POINTS = 10_000
+MAX_POINTS = 2_000
 #: Most attributes kept per data point (resource attributes included).
 MAX_ATTRIBUTES = 16
 #: Longest metric name, attribute key or attribute value kept (longer ones are cut).
