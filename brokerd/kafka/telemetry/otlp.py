@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Iterable, Iterator
 
 import attrs
 
@@ -83,11 +84,10 @@ def _varint(data: memoryview, pos: int) -> tuple[int, int]:
             raise InvalidMetrics("varint longer than 10 bytes")
 
 
-def _fields(data: memoryview) -> list[tuple[int, int, object]]:
-    """The (field number, wire type, value) of a message: ints for varint and fixed
-    fields (fixed ones as raw 8/4 bytes in a memoryview), memoryviews for
-    length-delimited ones."""
-    out: list[tuple[int, int, object]] = []
+def _fields(data: memoryview) -> Iterator[tuple[int, int, object]]:
+    """The (field number, wire type, value) of a message, one at a time (a message of
+    a million points is never a million-entry list): ints for varint fields, memoryviews
+    for fixed (8 or 4 raw bytes) and length-delimited ones."""
     pos = 0
     n = len(data)
     while pos < n:
@@ -97,26 +97,25 @@ def _fields(data: memoryview) -> list[tuple[int, int, object]]:
             raise InvalidMetrics("field number 0")
         if wire == 0:
             value, pos = _varint(data, pos)
-            out.append((number, wire, value))
+            yield number, wire, value
         elif wire == 1:
             if pos + 8 > n:
                 raise InvalidMetrics("truncated 64-bit field")
-            out.append((number, wire, data[pos:pos + 8]))
+            yield number, wire, data[pos:pos + 8]
             pos += 8
         elif wire == 2:
             length, pos = _varint(data, pos)
             if pos + length > n:
                 raise InvalidMetrics("length-delimited field runs past its message")
-            out.append((number, wire, data[pos:pos + length]))
+            yield number, wire, data[pos:pos + length]
             pos += length
         elif wire == 5:
             if pos + 4 > n:
                 raise InvalidMetrics("truncated 32-bit field")
-            out.append((number, wire, data[pos:pos + 4]))
+            yield number, wire, data[pos:pos + 4]
             pos += 4
         else:
             raise InvalidMetrics(f"wire type {wire} is not supported")
-    return out
 
 
 def _text(value: object) -> str:
@@ -145,9 +144,11 @@ def _any_value(data: memoryview) -> str:
     return ""
 
 
-def _attributes(values: list[memoryview]) -> list[tuple[str, str]]:
-    out = []
-    for kv in values[:MAX_ATTRIBUTES]:
+def _attributes(values: Iterable[memoryview]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for kv in values:
+        if len(out) >= MAX_ATTRIBUTES:
+            break
         key, val = "", ""
         for number, wire, value in _fields(kv):
             if number == 1 and wire == 2:
@@ -171,12 +172,12 @@ class _Reader:
                 self._resource_metrics(_sub(value))
 
     def _resource_metrics(self, data: memoryview) -> None:
-        fields = _fields(data)
+        fields = list(_fields(data))  # a resource and its scopes: a few fields
         resource: list[tuple[str, str]] = []
         for number, wire, value in fields:
             if number == 1 and wire == 2:
                 resource = _attributes(
-                    [_sub(v) for n, w, v in _fields(_sub(value)) if n == 1 and w == 2]
+                    _sub(v) for n, w, v in _fields(_sub(value)) if n == 1 and w == 2
                 )
         for number, wire, value in fields:
             if number == 2 and wire == 2:
@@ -186,18 +187,24 @@ class _Reader:
 
     def _metric(self, data: memoryview, resource: list[tuple[str, str]]) -> None:
         name = ""
-        fields = _fields(data)
+        fields = list(_fields(data))  # a name, a description, a unit, one data field
         for number, wire, value in fields:
             if number == 1 and wire == 2:
                 name = _text(value)
         for number, wire, value in fields:
             if wire != 2 or number not in (5, 7, 9, 11):
                 continue
-            body = _fields(_sub(value))
             temporality = Temporality.UNSPECIFIED
             monotonic = False
-            for n, w, v in body:
-                if n == 2 and w == 0 and number in (7, 9):
+            # One pass: the points are kept up to what may still be read, and the scan
+            # goes on for the temporality and monotonic flags, which may follow them.
+            room = MAX_POINTS - len(self.points)
+            points: list[memoryview] = []
+            for n, w, v in _fields(_sub(value)):
+                if n == 1 and w == 2:
+                    if len(points) < room:
+                        points.append(_sub(v))
+                elif n == 2 and w == 0 and number in (7, 9):
                     assert isinstance(v, int)
                     temporality = Temporality(v) if v in (0, 1, 2) else Temporality.UNSPECIFIED
                 elif n == 3 and w == 0 and number == 7:
@@ -205,13 +212,13 @@ class _Reader:
             kind = Kind.GAUGE
             if number == 7:
                 kind = Kind.COUNTER if monotonic else Kind.SUM
-            for n, w, v in body:
-                if n != 1 or w != 2 or self.full():
-                    continue
+            for point in points:
+                if self.full():
+                    break
                 if number in (5, 7):
-                    self._number_point(_sub(v), name, kind, temporality, resource)
+                    self._number_point(point, name, kind, temporality, resource)
                 else:
-                    self._summary_point(_sub(v), name, number == 9, temporality, resource)
+                    self._summary_point(point, name, number == 9, temporality, resource)
 
     def _number_point(
         self, data: memoryview, name: str, kind: Kind, temporality: Temporality,
@@ -224,7 +231,7 @@ class _Reader:
                 value = _DOUBLE.unpack(_sub(v))[0]
             elif number == 6 and wire == 1:
                 value = float(_INT64.unpack(_sub(v))[0])
-            elif number == 7 and wire == 2:
+            elif number == 7 and wire == 2 and len(attrs_raw) < MAX_ATTRIBUTES:
                 attrs_raw.append(_sub(v))
         if value is None:
             return
@@ -245,7 +252,7 @@ class _Reader:
                 count = float(_INT64.unpack(_sub(v))[0])
             elif number == 5 and wire == 1:
                 total = _DOUBLE.unpack(_sub(v))[0]
-            elif number == attributes_field and wire == 2:
+            elif number == attributes_field and wire == 2 and len(attrs_raw) < MAX_ATTRIBUTES:
                 attrs_raw.append(_sub(v))
         labels = tuple((resource + _attributes(attrs_raw))[:MAX_ATTRIBUTES])
         for suffix, value in ((".count", count), (".sum", total)):
