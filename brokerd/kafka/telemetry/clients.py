@@ -55,6 +55,7 @@ from brokerd.kafka.telemetry.resources import (
     ClientFacts,
     ClientMetricsResources,
 )
+from brokerd.net.refusals import RefusalLog
 from brokerd.storage.record.compression import Compression, decompress
 
 #: Kafka's default of ``telemetry.max.bytes``: the largest metrics payload of a push.
@@ -244,6 +245,8 @@ class ClientTelemetry:
         self.dropped_series = 0
         #: Why the last push whose metrics did not decode was dropped ("" if none).
         self.last_decode_error = ""
+        #: Such pushes, counted and logged at a bounded rate.
+        self.undecodable = RefusalLog()
 
     def _now(self) -> float:
         return self._clock.seconds()
@@ -430,6 +433,10 @@ class ClientTelemetry:
             )
         except (InvalidMetrics, CorruptBatch) as e:
             self.last_decode_error = f"{instance_id}: {e}"
+            self.undecodable.refused(
+                "kafka: the metrics client {client} pushed did not decode, dropped: {error}",
+                client=instance_id, error=str(e),
+            )
             return
         self._keep(inst, points)
 
