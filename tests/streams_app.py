@@ -38,9 +38,10 @@ class StreamsApp:
     """One instance of the topology; start, kill -9, stop cleanly, start again."""
 
     def __init__(
-        self, bootstrap: str, app_id: str, guarantee: str, state_dir: Path, prefix: str
+        self, bootstrap: str, app_id: str, guarantee: str, state_dir: Path, prefix: str,
+        protocol: str = "classic",
     ) -> None:
-        self.args = [bootstrap, app_id, guarantee, str(state_dir), prefix]
+        self.args = [bootstrap, app_id, guarantee, str(state_dir), prefix, protocol]
         self.state_dir = state_dir
         self.log_path = state_dir.parent / f"{app_id}-streams.log"
         self.proc: subprocess.Popen[str] | None = None

@@ -136,16 +136,19 @@ def internal_topics(bootstrap: str, app_id: str) -> set[str]:
 
 
 def run_scenario(
-    broker: BrokerProcess, tmp_path: Path, guarantee: str, action: str, lines_per_phase: int
+    broker: BrokerProcess, tmp_path: Path, guarantee: str, action: str, lines_per_phase: int,
+    protocol: str = "classic",
 ) -> dict[str, Any]:
+    """One scenario; ``protocol`` is the app's group.protocol (``classic`` or ``streams``,
+    KIP-1071: the broker then assigns the tasks and creates the internal topics)."""
     need_streams_app()
-    prefix = f"{guarantee.replace('_', '')}-{action}-{lines_per_phase}-"
+    prefix = f"{protocol[0]}{guarantee.replace('_', '')}-{action}-{lines_per_phase}-"
     app_id = prefix + "app"
     bootstrap = broker.kafka_bootstrap
     create_topics(bootstrap, prefix)
     lines = Lines(bootstrap, prefix + "lines")
     produce_categories(bootstrap, prefix + "categories", lines.t0)
-    app = StreamsApp(bootstrap, app_id, guarantee, tmp_path / "state", prefix)
+    app = StreamsApp(bootstrap, app_id, guarantee, tmp_path / "state", prefix, protocol)
     outputs = Outputs(bootstrap, prefix, guarantee)
     exact = guarantee == "exactly_once_v2" or action in ("none", "wipe")
     started = time.monotonic()

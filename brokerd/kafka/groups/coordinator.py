@@ -101,6 +101,7 @@ from brokerd.kafka.groups.store import (
     stored_group,
     txn_member_error,
 )
+from brokerd.kafka.groups.streams.coordinator import StreamsGroupCoordinator
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage.stores.offsets import OffsetStore
 
@@ -190,15 +191,25 @@ class GroupCoordinator:
         )
         #: The last state queued for the journal per consumer group (written on change).
         self._consumer_written: dict[str, bytes] = {}
+        #: Streams groups (KIP-1071), in the same namespace of group ids.
+        self.streams = StreamsGroupCoordinator(
+            clock=cast(Clock, clock),
+            settings=self.group_configs.streams_settings,
+            is_other_group=self._is_classic_or_consumer,
+        )
         #: ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
         self.admin = GroupAdmin(
             groups=self._groups, offsets=offsets, writes=self._writes,
-            stopped=self._is_stopped, consumer=self.consumer,
+            stopped=self._is_stopped, consumer=self.consumer, streams=self.streams,
         )
         self._restore()
 
     def _is_stopped(self) -> bool:
         return self._stopped
+
+    def _is_classic_or_consumer(self, group_id: str) -> bool:
+        """Whether a classic or consumer group holds an id (a streams group may not)."""
+        return group_id in self._groups or group_id in self.consumer.groups
 
     def _classic_has_members(self, group_id: str) -> bool | None:
         """None without a classic group of that id, else whether it has members (or
@@ -641,6 +652,8 @@ class GroupCoordinator:
             is GROUP_ID_NOT_FOUND, as Kafka answers those versions; below v9 it stays 25.
         """
         consumer_code = self.consumer.commit_error(group_id, member_id, generation_id)
+        if consumer_code is None:
+            consumer_code = self.streams.commit_error(group_id, member_id, generation_id)
         if consumer_code is not None:
             return self._store_offsets(group_id, offsets, self._precheck(group_id) or consumer_code)
         code = self._check_commit(group_id, generation_id, member_id, group_instance_id)
@@ -667,6 +680,8 @@ class GroupCoordinator:
         """TxnOffsetCommit's group check (:func:`~brokerd.kafka.groups.store.txn_member_error`)."""
         code = self._precheck(group_id)
         consumer = self.consumer.txn_commit_error(group_id, member_id, generation_id)
+        if consumer is None:
+            consumer = self.streams.txn_commit_error(group_id, member_id, generation_id)
         if consumer is not None:
             return code or consumer
         group = self._groups.get(group_id)
@@ -711,7 +726,8 @@ class GroupCoordinator:
 
     def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """OffsetFetch v9+'s member check of a consumer-protocol group (0: none)."""
-        return int(self._precheck(group_id) or self.consumer.fetch_error(
+        streams = self.streams.fetch_error(group_id, member_id, member_epoch)
+        return int(self._precheck(group_id) or streams or self.consumer.fetch_error(
             group_id, member_id, member_epoch
         ))
 
@@ -728,6 +744,7 @@ class GroupCoordinator:
         if not self._stopped:
             self._stopped = True
             self.consumer.stop()
+            self.streams.stop()
             for group in self._groups.values():
                 self._rebalancer.kill(group)
             self._groups.clear()

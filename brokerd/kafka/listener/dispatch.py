@@ -58,6 +58,7 @@ from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
 from brokerd.kafka.server.handlers.share import ShareHandlers
 from brokerd.kafka.server.handlers.share_configs import ShareGroupConfigs
 from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
+from brokerd.kafka.server.handlers.streams_groups import HasStreamsGroups, StreamsGroupHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route, route_table
@@ -159,6 +160,10 @@ class KafkaHandlers:
             ),
             ConsumerGroupHandlers(
                 core, cast(HasConsumerGroups, coordinator), operations,
+                is_share_group=is_share_group,
+            ),
+            StreamsGroupHandlers(
+                core, cast(HasStreamsGroups, coordinator), operations,
                 is_share_group=is_share_group,
             ),
             ConfigHandlers(

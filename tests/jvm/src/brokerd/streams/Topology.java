@@ -26,7 +26,9 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  * The Kafka Streams application of tests/e2e/test_kafka_streams.py, run as its own process.
  *
  * <p>Arguments: bootstrap servers, application id, processing guarantee
- * ({@code at_least_once} or {@code exactly_once_v2}), state directory, topic prefix.
+ * ({@code at_least_once} or {@code exactly_once_v2}), state directory, topic prefix and,
+ * optionally, the group protocol ({@code classic}, the default, or {@code streams}: KIP-1071,
+ * the broker assigns the tasks and creates the internal topics).
  * Inputs: {@code <prefix>lines} (lines of words) and {@code <prefix>categories} (word to
  * category, read as a table). Outputs, every value a decimal count:
  * {@code <prefix>word-counts} (word), {@code <prefix>window-counts} ("word@windowStartMs",
@@ -43,8 +45,8 @@ public final class Topology {
     private Topology() {}
 
     public static void main(String[] args) throws InterruptedException {
-        if (args.length != 5) {
-            System.err.println("usage: Topology BOOTSTRAP APP_ID GUARANTEE STATE_DIR PREFIX");
+        if (args.length != 5 && args.length != 6) {
+            System.err.println("usage: Topology BOOTSTRAP APP_ID GUARANTEE STATE_DIR PREFIX [PROTOCOL]");
             System.exit(2);
         }
         String prefix = args[4];
@@ -61,10 +63,17 @@ public final class Topology {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        // A killed instance leaves its member in the group until the session times out;
-        // the broker's minimum keeps the restart's rebalance to seconds.
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+        String protocol = args.length == 6 ? args[5] : "classic";
+        if (protocol.equals("streams")) {
+            // The session and heartbeat times of a streams group are the group's configs
+            // (streams.session.timeout.ms), set by the test, not the client's.
+            props.put("group.protocol", "streams");
+        } else {
+            // A killed instance leaves its member in the group until the session times
+            // out; the broker's minimum keeps the restart's rebalance to seconds.
+            props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
+            props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> words = builder
