@@ -24,7 +24,7 @@ at least the true count (nothing lost) and the excess is reported; without a kil
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,9 +138,12 @@ def internal_topics(bootstrap: str, app_id: str) -> set[str]:
 def run_scenario(
     broker: BrokerProcess, tmp_path: Path, guarantee: str, action: str, lines_per_phase: int,
     protocol: str = "classic",
+    while_running: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """One scenario; ``protocol`` is the app's group.protocol (``classic`` or ``streams``,
-    KIP-1071: the broker then assigns the tasks and creates the internal topics)."""
+    KIP-1071: the broker then assigns the tasks and creates the internal topics).
+    ``while_running`` is called with the application id once the outputs caught up,
+    the app still running."""
     need_streams_app()
     prefix = f"{protocol[0]}{guarantee.replace('_', '')}-{action}-{lines_per_phase}-"
     app_id = prefix + "app"
@@ -213,6 +216,8 @@ def run_scenario(
             time.sleep(2)
             outputs.poll()
             assert caught_up(), f"outputs changed after catching up: {outputs.tables}"
+        if while_running is not None:
+            while_running(app_id)
         internal = internal_topics(bootstrap, app_id)
         for topic in (
             "word-counts-changelog",

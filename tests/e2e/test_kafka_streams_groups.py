@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.brokerproc import BrokerProcess
 from tests.e2e.test_kafka_streams import run_scenario
+from tests.e2e.test_kafka_tools import tool
 from tests.kafka_helpers import module_broker
 
 
@@ -34,8 +35,27 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 def test_word_count_exact(broker: BrokerProcess, tmp_path: Path, guarantee: str) -> None:
     """One instance, the streams protocol: every count exact; the internal topics made
     by the broker with the source topics' partition count."""
-    result = run_scenario(broker, tmp_path, guarantee, "none", 100, protocol="streams")
+    described: list[str] = []
+
+    def describe(app_id: str) -> None:
+        bs = broker.kafka_bootstrap
+        described.append(tool("kafka-streams-groups.sh", "--bootstrap-server", bs, "--list"))
+        described.append(tool("kafka-streams-groups.sh", "--bootstrap-server", bs,
+                              "--describe", "--group", app_id, "--members", "--verbose"))
+
+    result = run_scenario(broker, tmp_path, guarantee, "none", 100, protocol="streams",
+                          while_running=describe if guarantee == "at_least_once" else None)
     assert result["excess"] == 0
+    if described:
+        listed, members = described
+        app = f"s{guarantee.replace('_', '')}-none-100-app"
+        assert app in listed.split()
+        rows = [line.split() for line in members.splitlines() if line.startswith(app)]
+        assert len(rows) == 1, members
+        # One member, "streams" protocol, every task of the five subtopologies active.
+        assert "streams" in rows[0], members
+        active = members[members.index("ACTIVE:"):members.index("TARGET-ACTIVE:")]
+        assert active.split() == ["ACTIVE:", *(f"{s}:[0,1];" for s in range(5))], members
     topics = AdminClient({"bootstrap.servers": broker.kafka_bootstrap}).list_topics(
         timeout=10).topics
     app = f"s{guarantee.replace('_', '')}-none-100-app"
