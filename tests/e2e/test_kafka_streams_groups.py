@@ -21,9 +21,19 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.brokerproc import BrokerProcess
-from tests.e2e.test_kafka_streams import run_scenario
+from tests.e2e.test_kafka_streams import (
+    CATCH_UP,
+    CATEGORY,
+    OUTPUTS,
+    Lines,
+    Outputs,
+    create_topics,
+    produce_categories,
+    run_scenario,
+)
 from tests.e2e.test_kafka_tools import tool
-from tests.kafka_helpers import module_broker
+from tests.kafka_helpers import module_broker, wait_until
+from tests.streams_app import StreamsApp, need_streams_app, true_counts
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +72,53 @@ def test_word_count_exact(broker: BrokerProcess, tmp_path: Path, guarantee: str)
     internal = {n: len(t.partitions) for n, t in topics.items() if n.startswith(app + "-")}
     assert internal[f"{app}-word-counts-changelog"] == 2, internal
     assert internal[f"{app}-to-join-repartition"] == 2, internal
+
+
+def _members_with_tasks(broker: BrokerProcess, app_id: str) -> list[str]:
+    """The describe rows of the group's members that have active tasks."""
+    out = tool("kafka-streams-groups.sh", "--bootstrap-server", broker.kafka_bootstrap,
+               "--describe", "--group", app_id, "--members", check=False)
+    return [line for line in out.splitlines()
+            if line.startswith(app_id) and "ACTIVE: " in line
+            and line.split("ACTIVE: ")[1].split("TARGET-ACTIVE")[0].strip()]
+
+
+@pytest.mark.slow
+def test_scaled_to_two_members_and_back(broker: BrokerProcess, tmp_path: Path) -> None:
+    """exactly_once_v2: a stream thread added (a second member: the tasks are split,
+    each moving only after its owner revoked it) and removed again (its tasks go back);
+    every count exact throughout."""
+    need_streams_app()
+    prefix = "sscale-"
+    app_id = prefix + "app"
+    bootstrap = broker.kafka_bootstrap
+    create_topics(bootstrap, prefix)
+    lines = Lines(bootstrap, prefix + "lines")
+    produce_categories(bootstrap, prefix + "categories", lines.t0)
+    app = StreamsApp(bootstrap, app_id, "exactly_once_v2", tmp_path / "state", prefix,
+                     "streams")
+    outputs = Outputs(bootstrap, prefix, "exactly_once_v2")
+
+    def exact() -> bool:
+        outputs.poll()
+        want = true_counts(lines.sent, CATEGORY)
+        return all(outputs.tables[n] == t for n, t in zip(OUTPUTS, want, strict=True))
+
+    try:
+        app.start().wait_for("STATE RUNNING")
+        lines.produce(60)
+        wait_until(exact, "exact counts with one member", timeout=CATCH_UP)
+        app.command("add-thread")
+        app.wait_prefix("THREAD-ADDED")
+        wait_until(lambda: len(_members_with_tasks(broker, app_id)) == 2,
+                   "two members with tasks", timeout=CATCH_UP, interval=2.0)
+        lines.produce(60)
+        wait_until(exact, "exact counts with two members", timeout=CATCH_UP)
+        app.command("remove-thread")
+        app.wait_prefix("THREAD-REMOVED")
+        lines.produce(60)
+        wait_until(exact, "exact counts back to one member", timeout=CATCH_UP)
+        assert len(_members_with_tasks(broker, app_id)) == 1
+    finally:
+        outputs.close()
+        app.kill()

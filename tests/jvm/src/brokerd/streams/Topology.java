@@ -37,7 +37,8 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  *
  * <p>It prints one line per event on stdout for the test to wait on: {@code STATE <new>}
  * and {@code RESTORED <store> <partition> <records>} when a store finishes restoring from its
- * changelog.
+ * changelog. It reads {@code add-thread} and {@code remove-thread} on stdin (answered
+ * {@code THREAD-ADDED <name>} and {@code THREAD-REMOVED <name>}).
  */
 public final class Topology {
     static final long WINDOW_MS = 10_000;
@@ -150,6 +151,25 @@ public final class Topology {
             done.countDown();
         }));
         streams.start();
+        // Scaling without a second JVM: "add-thread" / "remove-thread" on stdin add or
+        // remove a stream thread, each thread being a member of the group of its own.
+        Thread commands = new Thread(() -> {
+            try (java.io.BufferedReader in = new java.io.BufferedReader(
+                    new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8))) {
+                for (String line = in.readLine(); line != null; line = in.readLine()) {
+                    if (line.equals("add-thread")) {
+                        say("THREAD-ADDED " + streams.addStreamThread().orElse("none"));
+                    } else if (line.equals("remove-thread")) {
+                        say("THREAD-REMOVED "
+                            + streams.removeStreamThread(Duration.ofSeconds(60)).orElse("none"));
+                    }
+                }
+            } catch (java.io.IOException e) {
+                say("FAILED stdin " + e);
+            }
+        }, "commands");
+        commands.setDaemon(true);
+        commands.start();
         done.await();
     }
 
