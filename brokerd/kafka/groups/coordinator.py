@@ -101,7 +101,9 @@ from brokerd.kafka.groups.store import (
     stored_group,
     txn_member_error,
 )
+from brokerd.kafka.groups.streams import persist as streams_persist
 from brokerd.kafka.groups.streams.coordinator import StreamsGroupCoordinator
+from brokerd.kafka.groups.streams.state import StreamsGroup, StreamsGroupState
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage.stores.offsets import OffsetStore
 
@@ -196,7 +198,10 @@ class GroupCoordinator:
             clock=cast(Clock, clock),
             settings=self.group_configs.streams_settings,
             is_other_group=self._is_classic_or_consumer,
+            on_change=self._streams_changed,
         )
+        #: The last state queued for the journal per streams group.
+        self._streams_written: dict[str, bytes] = {}
         #: ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
         self.admin = GroupAdmin(
             groups=self._groups, offsets=offsets, writes=self._writes,
@@ -263,11 +268,39 @@ class GroupCoordinator:
             self._consumer_written[group.group_id] = state
             self._writes.store_consumer_group(group.group_id, state)
 
+    def _streams_changed(self, group: StreamsGroup) -> None:
+        """Journal a streams group's state when what is kept of it changed, or its
+        tombstone once it is gone (beside the consumer groups' records: one namespace)."""
+        if group.state is StreamsGroupState.DEAD:
+            if self._streams_written.pop(group.group_id, None) is not None:
+                self._writes.store_consumer_group(group.group_id, None)
+            return
+        state = streams_persist.encode_group(group)
+        if self._streams_written.get(group.group_id) != state:
+            self._streams_written[group.group_id] = state
+            self._writes.store_consumer_group(group.group_id, state)
+
+    def _restore_streams(self, group_id: str, blob: bytes) -> None:
+        try:
+            group = streams_persist.decode_group(group_id, blob)
+        except ValueError as e:
+            self._log.error("group {group!r}: stored streams group state unreadable "
+                            "({why}); left out", group=group_id, why=str(e))
+            return
+        self.streams.restore(group)
+        self._streams_written[group_id] = blob
+        self._log.info("group {group!r}: restored streams group at epoch {epoch} with "
+                       "{count} member(s)", group=group_id, epoch=group.group_epoch,
+                       count=len(group.members))
+
     def _restore(self) -> None:
         """Rebuild every group the store holds as of its last stored generation: Stable,
         or Empty (keeping its generation) if it had no members; and every
         consumer-protocol group as it last was, each member with a fresh session."""
         for group_id, blob in sorted(self._offsets.consumer_groups_state().items()):
+            if streams_persist.is_streams_record(blob):
+                self._restore_streams(group_id, blob)
+                continue
             try:
                 consumer = decode_group(group_id, blob)
             except ValueError as e:
@@ -282,7 +315,7 @@ class GroupCoordinator:
                 count=len(consumer.members),
             )
         for group_id, stored in sorted(self._offsets.groups_metadata().items()):
-            if group_id in self.consumer.groups:
+            if group_id in self.consumer.groups or group_id in self.streams.groups:
                 continue
             group = restored_group(group_id, stored)
             self._groups[group_id] = group
