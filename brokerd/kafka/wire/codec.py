@@ -134,6 +134,7 @@ class ApiKey(enum.IntEnum):
     # Streams groups (KIP-1071).
     STREAMS_GROUP_HEARTBEAT = 88
     STREAMS_GROUP_DESCRIBE = 89
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
 
 
 # -- errors --------------------------------------------------------------------------

@@ -169,6 +169,8 @@ class StreamsGroupCoordinator:
         self.groups: dict[str, StreamsGroup] = {}
         #: Members that asked the application to shut down, per group.
         self._shutdown: dict[str, str] = {}
+        #: The topology description per group, with its topology epoch (KIP-1331).
+        self._descriptions: dict[str, tuple[int, object]] = {}
         self._stopped = False
 
     # -- StreamsGroupHeartbeat ----------------------------------------------------------
@@ -481,6 +483,43 @@ class StreamsGroupCoordinator:
         if self._on_change is not None:
             self._on_change(group)
 
+    # -- topology descriptions (KIP-1331) -----------------------------------------------
+
+    def description_required(self, group_id: str) -> bool:
+        """Whether the group has no description of the topology it runs (a heartbeat
+        answer then asks the member for one)."""
+        group = self.groups.get(group_id)
+        if group is None or group.topology is None:
+            return False
+        stored = self._descriptions.get(group_id)
+        return stored is None or stored[0] != group.topology.epoch
+
+    def store_description(
+        self, group_id: str, member_id: str, topology_epoch: int, description: object
+    ) -> tuple[ErrorCode, str | None]:
+        """Keep a member's description of the group's topology (in memory: after a
+        restart the next heartbeat asks again). Refused as Kafka refuses: UNKNOWN_MEMBER_ID
+        for a member (or group) it does not know, STREAMS_INVALID_TOPOLOGY_EPOCH for an
+        epoch that is not the group's topology's."""
+        group = self.groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID, (
+                f"Member {member_id} is not a member of streams group {group_id}.")
+        if group.topology is None or topology_epoch != group.topology.epoch:
+            current = None if group.topology is None else group.topology.epoch
+            return ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH, (
+                f"Topology epoch {topology_epoch} is not the group's ({current}).")
+        self._descriptions[group_id] = (topology_epoch, description)
+        return ErrorCode.NONE, None
+
+    def description(self, group_id: str) -> object | None:
+        """The stored description of the topology the group runs, if any."""
+        group = self.groups.get(group_id)
+        stored = self._descriptions.get(group_id)
+        if group is None or group.topology is None or stored is None:
+            return None
+        return stored[1] if stored[0] == group.topology.epoch else None
+
     # -- offsets, admin -----------------------------------------------------------------
 
     def commit_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
@@ -538,6 +577,7 @@ class StreamsGroupCoordinator:
         group.transition_to(StreamsGroupState.DEAD)
         del self.groups[group_id]
         self._shutdown.pop(group_id, None)
+        self._descriptions.pop(group_id, None)
         self._changed(group)
         return ErrorCode.NONE
 

@@ -95,6 +95,8 @@ class StreamsGroupHandlers:
         return (
             Route(ApiKey.STREAMS_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
             Route(ApiKey.STREAMS_GROUP_DESCRIBE, self.describe, describe_rule),
+            Route(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, self.update_description,
+                  update_description_rule),
         )
 
     def _topics(self) -> dict[str, int]:
@@ -114,7 +116,7 @@ class StreamsGroupHandlers:
                 topology = _topology(body.topology)
             except ValueError as e:
                 return sg.StreamsGroupHeartbeatResponse(
-                    error_code=ErrorCode.INVALID_REQUEST, error_message=str(e)
+                    error_code=ErrorCode.STREAMS_INVALID_TOPOLOGY, error_message=str(e)
                 )
         if body.member_epoch >= 0:
             needed = streams.internal_topics_needed(body.group_id, topology, self._topics())
@@ -143,6 +145,7 @@ class StreamsGroupHandlers:
             self._topics(),
         )
         tasks = answer.assignment
+        required = answer.error_code == 0 and streams.description_required(body.group_id)
         return sg.StreamsGroupHeartbeatResponse(
             error_code=answer.error_code,
             error_message=answer.error_message,
@@ -159,6 +162,7 @@ class StreamsGroupHandlers:
             active_tasks=None if tasks is None else _task_ids(tasks.active),
             standby_tasks=None if tasks is None else _task_ids(tasks.standby),
             warmup_tasks=None if tasks is None else _task_ids(tasks.warmup),
+            topology_description_required=required,
             endpoint_information_epoch=answer.endpoint_information_epoch,
             partitions_by_user_endpoint=None if answer.endpoints is None else tuple(
                 sg.EndpointToPartitions(
@@ -187,6 +191,17 @@ class StreamsGroupHandlers:
             group=group_id, topic=topic.name, n=topic.partitions,
         )
 
+    async def update_description(self, conn: Connection, req: Request) -> Any:
+        """Keep the topology description a member sends when its heartbeat answer asked
+        for one (KIP-1331); StreamsGroupDescribe v1 gives it back."""
+        body: sg.StreamsGroupTopologyDescriptionUpdateRequest = req.body
+        code, message = self._coordinator.streams.store_description(
+            body.group_id, body.member_id, body.topology_epoch, body.topology_description
+        )
+        return sg.StreamsGroupTopologyDescriptionUpdateResponse(
+            error_code=code, error_message=message
+        )
+
     async def describe(self, conn: Connection, req: Request) -> Any:
         body: sg.StreamsGroupDescribeRequest = req.body
         streams = self._coordinator.streams
@@ -199,6 +214,17 @@ class StreamsGroupHandlers:
                     error_message=f"Group {group_id} not found.",
                 )
             described = _described(group)
+            if body.include_topology_description:
+                kept = streams.description(group_id)
+                stored = kept if isinstance(kept, sg.TopologyDescription) else None
+                described = attrs.evolve(
+                    described,
+                    topology_description=stored,
+                    topology_description_status=(
+                        sg.DESCRIPTION_NOT_STORED if stored is None
+                        else sg.DESCRIPTION_AVAILABLE
+                    ),
+                )
             if body.include_authorized_operations:
                 described = attrs.evolve(
                     described, authorized_operations=self._operations.group(conn, group_id)
@@ -366,4 +392,19 @@ def describe_rule(access: Access, req: Request) -> Gate:
     )
 
 
-__all__ = ["StreamsGroupHandlers", "describe_rule", "heartbeat_rule"]
+def update_description_rule(access: Access, req: Request) -> Gate:
+    """READ on the group, as its heartbeat."""
+    body: sg.StreamsGroupTopologyDescriptionUpdateRequest = req.body
+    if not access.group(Operation.READ, body.group_id):
+        return answer_now(req, sg.StreamsGroupTopologyDescriptionUpdateResponse(
+            error_code=GROUP_DENIED, error_message=DENIED_TEXT
+        ))
+    return Gate(req)
+
+
+__all__ = [
+    "StreamsGroupHandlers",
+    "describe_rule",
+    "heartbeat_rule",
+    "update_description_rule",
+]

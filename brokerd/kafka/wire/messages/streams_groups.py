@@ -1,6 +1,7 @@
 # -*- test-case-name: tests.kafka.wire.test_streams_groups -*-
 """Request and response bodies of the streams group protocol (KIP-1071):
-StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89), and the version range brokerd
+StreamsGroupHeartbeat (88), StreamsGroupDescribe (89) and
+StreamsGroupTopologyDescriptionUpdate (93, KIP-1331), and the version range brokerd
 answers of each (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.requests.registry`).
 
 Transcribed from Kafka 4.4's JSON message schemas (``StreamsGroupHeartbeatRequest.json``
@@ -224,6 +225,82 @@ class StreamsGroupHeartbeatResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 0
 
 
+# -- topology descriptions (KIP-1331), shared by 89 v1 and 93 ------------------------------
+
+#: A described node's types.
+NODE_SOURCE = 1
+NODE_PROCESSOR = 2
+NODE_SINK = 3
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class TopologyDescriptionNode:
+    name: Annotated[str, Wire(STRING)]
+    node_type: Annotated[int, Wire(INT8)] = NODE_PROCESSOR
+    source_topics: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
+    sink_topic: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    stores: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
+    successors: Annotated[tuple[str, ...], Wire(Array(STRING))] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class TopologyDescriptionSubtopology:
+    subtopology_id: Annotated[str, Wire(STRING)]
+    nodes: Annotated[
+        tuple[TopologyDescriptionNode, ...], Wire(Array(Struct(TopologyDescriptionNode)))
+    ] = array()
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class TopologyDescriptionGlobalStore:
+    source: Annotated[TopologyDescriptionNode, Wire(Struct(TopologyDescriptionNode))]
+    processor: Annotated[TopologyDescriptionNode, Wire(Struct(TopologyDescriptionNode))]
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class TopologyDescription:
+    subtopologies: Annotated[
+        tuple[TopologyDescriptionSubtopology, ...],
+        Wire(Array(Struct(TopologyDescriptionSubtopology))),
+    ] = array()
+    global_stores: Annotated[
+        tuple[TopologyDescriptionGlobalStore, ...],
+        Wire(Array(Struct(TopologyDescriptionGlobalStore))),
+    ] = array()
+
+
+# -- StreamsGroupTopologyDescriptionUpdate (93) ------------------------------------------
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class StreamsGroupTopologyDescriptionUpdateRequest:
+    group_id: Annotated[str, Wire(STRING)]
+    member_id: Annotated[str, Wire(STRING)]
+    topology_epoch: Annotated[int, Wire(INT32)]
+    topology_description: Annotated[TopologyDescription, Wire(Struct(TopologyDescription))]
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+
+
+@wire_message
+@attrs.frozen(kw_only=True)
+class StreamsGroupTopologyDescriptionUpdateResponse:
+    throttle_time_ms: Annotated[int, Wire(INT32)] = 0
+    error_code: Annotated[int, Wire(INT16)] = 0
+    error_message: Annotated[str | None, Wire(STRING, nullable_from=0)] = None
+    FLEXIBLE_FROM: ClassVar[int | None] = 0
+
+
+#: StreamsGroupDescribe v1's TopologyDescriptionStatus values.
+DESCRIPTION_NOT_REQUESTED = 0
+DESCRIPTION_NOT_STORED = 1
+DESCRIPTION_AVAILABLE = 3
+
+
 # -- StreamsGroupDescribe (89) -----------------------------------------------------------
 
 
@@ -312,12 +389,12 @@ class DescribedStreamsGroup:
         array()
     )
     authorized_operations: Annotated[int, Wire(INT32)] = AUTHORIZED_OPERATIONS_OMITTED
-    #: v1+: the topology description (KIP-1071's update API, not answered: always null)
-    #: and its status (0: none known).
+    #: v1+: the topology description its members sent (KIP-1331), and its status.
     topology_description: Annotated[
-        None, Wire(NullableStruct(DescribedTopology), 1, nullable_from=1)
+        TopologyDescription | None,
+        Wire(NullableStruct(TopologyDescription), 1, nullable_from=1),
     ] = None
-    topology_description_status: Annotated[int, Wire(INT8, 1)] = 0
+    topology_description_status: Annotated[int, Wire(INT8, 1)] = DESCRIPTION_NOT_REQUESTED
     assignor_name: Annotated[str | None, Wire(STRING, 1, nullable_from=1)] = None
 
 
@@ -346,6 +423,13 @@ APIS: tuple[ApiSpec, ...] = (
         StreamsGroupDescribeResponse,
         0,
         1,
+    ),
+    ApiSpec(
+        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+        StreamsGroupTopologyDescriptionUpdateRequest,
+        StreamsGroupTopologyDescriptionUpdateResponse,
+        0,
+        0,
     ),
 )
 

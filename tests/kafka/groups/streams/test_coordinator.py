@@ -314,3 +314,15 @@ def test_dead_is_final() -> None:
     with pytest.raises(InvalidTransition):
         group.transition_to(StreamsGroupState.EMPTY)
     assert GROUP_TRANSITIONS[StreamsGroupState.DEAD] == {StreamsGroupState.DEAD}
+
+
+def test_topology_description_is_asked_for_until_stored() -> None:
+    h = Harness()
+    h.beat("a", 0)
+    c = h.coordinator
+    assert c.description_required("g")
+    code, _ = c.store_description("g", "a", WORD_COUNT.epoch + 1, "d")
+    assert code == ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH
+    assert c.store_description("g", "zz", WORD_COUNT.epoch, "d")[0] == ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.store_description("g", "a", WORD_COUNT.epoch, "d") == (ErrorCode.NONE, None)
+    assert not c.description_required("g") and c.description("g") == "d"
