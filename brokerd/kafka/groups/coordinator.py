@@ -416,6 +416,8 @@ class GroupCoordinator:
             return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
         if not protocol_type or not candidate.protocols:
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if group_id in self.streams.groups:
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # Kafka's answer
         consumer = self.consumer.groups.get(group_id)
         if consumer is not None:
             if consumer.members:

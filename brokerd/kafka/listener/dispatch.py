@@ -23,7 +23,7 @@ change the connection's state).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from twisted.internet import defer
@@ -139,6 +139,11 @@ class KafkaHandlers:
         txn = TxnHandlers(core, transactions, clock=clock)
         operations = AuthorizedOperations(authorizer)
         is_share_group = shares.exists if shares is not None else _no_share_groups
+
+        def streams_groups() -> Mapping[str, object]:
+            streams = getattr(coordinator, "streams", None)
+            return {} if streams is None else cast(HasStreamsGroups, coordinator).streams.groups
+
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
@@ -160,7 +165,8 @@ class KafkaHandlers:
             ),
             ConsumerGroupHandlers(
                 core, cast(HasConsumerGroups, coordinator), operations,
-                is_share_group=is_share_group,
+                # A streams group's id is no consumer group's either.
+                is_share_group=lambda g: is_share_group(g) or g in streams_groups(),
             ),
             StreamsGroupHandlers(
                 core, cast(HasStreamsGroups, coordinator), operations,

@@ -13,6 +13,7 @@ from twisted.internet import defer, task
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.streams.coordinator import HeartbeatAnswer, HeartbeatInput
 from brokerd.kafka.groups.streams.persist import decode_group, encode_group
@@ -106,3 +107,19 @@ def test_only_changes_are_written_and_delete_erases(tmp_path: Path) -> None:
     assert results == [[("g", 0)]]
     b.restart()
     assert "g" not in b.coord.streams.groups
+
+
+def test_a_streams_group_id_is_no_classic_group(tmp_path: Path) -> None:
+    """JoinGroup with a streams group's id: INCONSISTENT_GROUP_PROTOCOL, as Kafka; the
+    id is listed with type "streams"."""
+    b = Broker(tmp_path)
+    b.hb("a")
+    results: list[Any] = []
+    b.coord.join(
+        "g", "", client_id="c", client_host="/127.0.0.1", session_timeout_ms=10_000,
+        rebalance_timeout_ms=10_000, protocol_type="consumer", protocols=[("range", b"")],
+        group_instance_id=None, require_known_member_id=False,
+    ).addCallback(results.append)
+    assert results[0].error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    code, listed = b.coord.admin.list_groups_with_states(types_filter=["streams"])
+    assert (code, listed) == (0, [("g", "streams", "Stable")])
