@@ -122,3 +122,24 @@ def test_scaled_to_two_members_and_back(broker: BrokerProcess, tmp_path: Path) -
     finally:
         outputs.close()
         app.kill()
+
+
+@pytest.mark.slow
+def test_exactly_once_killed_and_restarted(broker: BrokerProcess, tmp_path: Path) -> None:
+    """exactly_once_v2, the app killed -9 mid-stream and restarted on its state
+    directory: the killed member keeps its tasks until its session (45 s, Kafka's
+    minimum) runs out, then the new one takes them; every count exact."""
+    result = run_scenario(broker, tmp_path, "exactly_once_v2", "kill", 100, protocol="streams")
+    assert result["excess"] == 0
+
+
+@pytest.mark.slow
+def test_exactly_once_broker_killed(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """exactly_once_v2 with the broker killed -9 and restarted under the running app:
+    the group comes back from the offsets journal, every count exact."""
+    for own in module_broker(tmp_path_factory, "streams-groups-crash"):
+        result = run_scenario(own, tmp_path, "exactly_once_v2", "broker-kill", 100,
+                              protocol="streams")
+        assert result["excess"] == 0

@@ -38,7 +38,7 @@ from brokerd.kafka.groups.consumer.state import ConsumerGroup
 from brokerd.kafka.groups.state import GroupMetadata, GroupState
 from brokerd.kafka.groups.store import CommitQueue
 from brokerd.kafka.groups.streams.coordinator import StreamsGroupCoordinator
-from brokerd.kafka.groups.streams.state import StreamsGroup
+from brokerd.kafka.groups.streams.state import StreamsGroup, StreamsMember
 from brokerd.kafka.wire.codec import CodecError, Reader, Writer
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage.stores.offsets import GroupDeletion, OffsetDeletion, OffsetStore
@@ -164,12 +164,32 @@ def _consumer_description(group: ConsumerGroup) -> GroupDescription:
 
 
 def _streams_description(group: StreamsGroup) -> GroupDescription:
-    """A streams group as operators see it: members and no classic metadata (its tasks
-    are not partitions of a consumer protocol)."""
+    """A streams group as operators see it: each member with the input partitions of its
+    active tasks (a task's partition of each of its subtopology's source and repartition
+    topics), encoded as a consumer-protocol assignment, what operators' views parse."""
+    inputs = {} if group.configured is None else group.configured.inputs
+
+    def partitions(m: StreamsMember) -> bytes:
+        by_topic: dict[str, set[int]] = {}
+        for subtopology, p in m.assigned.active:
+            for topic in inputs.get(subtopology, ()):
+                by_topic.setdefault(topic, set()).add(p)
+        w = Writer()
+        w.int16(0)
+        w.int32(len(by_topic))
+        for topic, ps in sorted(by_topic.items()):
+            w.nullable_string(topic)
+            w.int32(len(ps))
+            for p in sorted(ps):
+                w.int32(p)
+        w.int32(-1)
+        return w.getvalue()
+
     return GroupDescription(
         group.group_id, 0, group.state.value, STREAMS_GROUP_TYPE, "",
         tuple(
-            DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host, b"", b"")
+            DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host, b"",
+                            partitions(m))
             for _, m in sorted(group.members.items())
         ),
     )

@@ -123,3 +123,17 @@ def test_a_streams_group_id_is_no_classic_group(tmp_path: Path) -> None:
     assert results[0].error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     code, listed = b.coord.admin.list_groups_with_states(types_filter=["streams"])
     assert (code, listed) == (0, [("g", "streams", "Stable")])
+
+
+def test_operators_see_a_streams_group_with_its_members_partitions(tmp_path: Path) -> None:
+    """The operator view (brokerctl, the console, /metrics): type "streams", each member
+    with the input partitions of its active tasks."""
+    b = Broker(tmp_path)
+    for _ in range(3):
+        b.hb("a")
+        b.hb("b")
+    (described,) = b.coord.admin.describe(["g"])
+    assert (described.state, described.protocol_type) == ("Stable", "streams")
+    owned = sorted(tp for m in described.members for tp in m.assigned_partitions())
+    assert owned == sorted([("lines", p) for p in range(4)]
+                           + [("app-by-word-repartition", p) for p in range(4)])
