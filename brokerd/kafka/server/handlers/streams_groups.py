@@ -7,7 +7,8 @@ into a response by calling the streams coordinator
 (:mod:`brokerd.kafka.groups.streams.coordinator`, reached as the group coordinator's
 ``streams``). The topics' partition counts are read from the core on every heartbeat.
 Before a heartbeat is answered, the internal topics its group's topology needs and that
-do not exist are created here (repartition and changelog topics, with the partition
+do not exist are created here (where ACLs apply, only with CREATE on the cluster or the
+topic, Kafka's rule) (repartition and changelog topics, with the partition
 counts the coordinator decided and the configs the topology declares), so the answer
 can carry tasks at once; a topic that cannot be created leaves the group NotReady with
 MISSING_INTERNAL_TOPICS in every answer, as Kafka answers, and is tried again on the
@@ -52,7 +53,7 @@ from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import streams_groups as sg
 from brokerd.kafka.wire.requests.apis import Request
-from brokerd.security.acl import Operation
+from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
@@ -121,7 +122,8 @@ class StreamsGroupHandlers:
         if body.member_epoch >= 0:
             needed = streams.internal_topics_needed(body.group_id, topology, self._topics())
             for topic in needed:
-                await self._create(body.group_id, topic)
+                if self._may_create(conn, topic.name):
+                    await self._create(body.group_id, topic)
         answer = streams.heartbeat(
             HeartbeatInput(
                 group_id=body.group_id,
@@ -173,6 +175,16 @@ class StreamsGroupHandlers:
                 for e in answer.endpoints
             ),
         )
+
+    def _may_create(self, conn: Connection, topic: str) -> bool:
+        """Kafka's rule for the internal topics a heartbeat makes: CREATE on the cluster
+        or on the topic (without it they stay missing: MISSING_INTERNAL_TOPICS)."""
+        authorizer = self._operations.authorizer
+        if authorizer is None:
+            return True
+        who = (conn.state.principal, conn.state.peer_host, Operation.CREATE)
+        return authorizer.authorize(*who, ResourceType.CLUSTER, CLUSTER_NAME) or (
+            authorizer.authorize(*who, ResourceType.TOPIC, topic))
 
     async def _create(self, group_id: str, topic: InternalTopic) -> None:
         if topic.name in self._core.topics():
