@@ -189,6 +189,7 @@ class StreamsGroupCoordinator:
 
     def _heartbeat(self, request: HeartbeatInput, topics: Mapping[str, int]) -> HeartbeatAnswer:
         group = self._group_for(request)
+        kept_before = _kept(group, request.member_id)
         joining = request.member_epoch == 0
         member = self._joining(group, request) if joining else self._member_for(group, request)
         bump = member.member_id not in group.members
@@ -218,7 +219,8 @@ class StreamsGroupCoordinator:
         self._reconcile(group, member, request.owned)
         self._arm_session(group, member)
         group.refresh_state()
-        self._changed(group)
+        if _kept(group, member.member_id) != kept_before:
+            self._changed(group)
         full = joining or request.owned is not None
         send = full or before != (member.member_epoch, member.assigned)
         configured = group.configured
@@ -599,6 +601,23 @@ class StreamsGroupCoordinator:
                 _cancel(member.revocation_timer)
             group.transition_to(StreamsGroupState.DEAD)
         self.groups.clear()
+
+
+def _kept(group: StreamsGroup, member_id: str) -> tuple[object, ...]:
+    """What a heartbeat of ``member_id`` may change of what is kept durably: the group's
+    epochs, topology, configuration and membership, and that member's fields (a
+    heartbeat changes no other member; the target moves only with the assignment epoch).
+    Most heartbeats change none of it, and then nothing is written."""
+    m = group.members.get(member_id)
+    member = None if m is None else (
+        m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+        m.topology_epoch, m.process_id, m.user_endpoint, m.client_tags, m.state,
+        m.member_epoch, m.previous_member_epoch, m.assigned, m.revoking,
+    )
+    configured = None if group.configured is None else (
+        tuple(sorted(group.configured.task_counts.items())), group.configured.ready)
+    return (group.group_epoch, group.assignment_epoch, group.topology, configured,
+            frozenset(group.members), member)
 
 
 def _relevant(topology: Topology, topics: Mapping[str, int]) -> dict[str, int]:

@@ -180,6 +180,10 @@ def test_one_member_gets_every_task() -> None:
     assert a.error_code == 0 and a.member_epoch == 1 and a.status == ()
     assert active(a) == {(s, p) for s in "01" for p in range(4)}
     assert h.group().state is StreamsGroupState.STABLE
+    # A heartbeat that changes nothing kept writes nothing.
+    written = h.changes
+    again = h.beat("a", a.member_epoch, owned=a.assignment)
+    assert again.assignment == a.assignment and h.changes == written
 
 
 def test_missing_internal_topics_leave_the_group_not_ready() -> None:
