@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.groups.streams.test_streams_judge -*-
+# -*- test-case-name: tests.kafka.groups.streams.test_streams_wire -*-
 """Kafka's streams group protocol APIs (KIP-1071): StreamsGroupHeartbeat and
 StreamsGroupDescribe.
 
