@@ -38,9 +38,10 @@ class StreamsApp:
     """One instance of the topology; start, kill -9, stop cleanly, start again."""
 
     def __init__(
-        self, bootstrap: str, app_id: str, guarantee: str, state_dir: Path, prefix: str
+        self, bootstrap: str, app_id: str, guarantee: str, state_dir: Path, prefix: str,
+        protocol: str = "classic",
     ) -> None:
-        self.args = [bootstrap, app_id, guarantee, str(state_dir), prefix]
+        self.args = [bootstrap, app_id, guarantee, str(state_dir), prefix, protocol]
         self.state_dir = state_dir
         self.log_path = state_dir.parent / f"{app_id}-streams.log"
         self.proc: subprocess.Popen[str] | None = None
@@ -55,7 +56,7 @@ class StreamsApp:
         log = self.log_path.open("a")
         self.proc = subprocess.Popen(
             ["java", *JVM_OPTIONS, "-cp", classpath, "brokerd.streams.Topology", *self.args],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -86,6 +87,27 @@ class StreamsApp:
             f"streams app: no {line!r} after {timeout:.0f}s; stdout {self.lines};"
             f" log tail:\n{self.log_tail()}"
         )
+
+    def command(self, line: str) -> None:
+        """Send ``add-thread`` or ``remove-thread`` (the app answers THREAD-ADDED or
+        THREAD-REMOVED with the thread's name)."""
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def wait_prefix(self, prefix: str, timeout: float = START_WAIT) -> str:
+        """The first stdout line starting with ``prefix`` (waited for)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self.lines:
+                    if line.startswith(prefix):
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, 0.5))
+        raise AssertionError(f"streams app: no {prefix!r} line; stdout {self.lines}")
 
     def restored(self) -> dict[str, int]:
         """Records restored from the changelogs per store, as the app reported them."""

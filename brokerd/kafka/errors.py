@@ -98,6 +98,10 @@ class ErrorCode(enum.IntEnum):
     INVALID_RECORD_STATE = 121
     SHARE_SESSION_NOT_FOUND = 122
     INVALID_SHARE_SESSION_EPOCH = 123
+    # Streams groups (KIP-1071): a topology that cannot be one, a description (KIP-1331)
+    # of another topology epoch than the group's.
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
     #: ShareFetch: the broker holds as many share sessions as it may; a new one is
     #: refused, the existing ones go on.
     SHARE_SESSION_LIMIT_REACHED = 133

@@ -24,7 +24,7 @@ at least the true count (nothing lost) and the excess is reported; without a kil
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,16 +136,22 @@ def internal_topics(bootstrap: str, app_id: str) -> set[str]:
 
 
 def run_scenario(
-    broker: BrokerProcess, tmp_path: Path, guarantee: str, action: str, lines_per_phase: int
+    broker: BrokerProcess, tmp_path: Path, guarantee: str, action: str, lines_per_phase: int,
+    protocol: str = "classic",
+    while_running: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
+    """One scenario; ``protocol`` is the app's group.protocol (``classic`` or ``streams``,
+    KIP-1071: the broker then assigns the tasks and creates the internal topics).
+    ``while_running`` is called with the application id once the outputs caught up,
+    the app still running."""
     need_streams_app()
-    prefix = f"{guarantee.replace('_', '')}-{action}-{lines_per_phase}-"
+    prefix = f"{protocol[0]}{guarantee.replace('_', '')}-{action}-{lines_per_phase}-"
     app_id = prefix + "app"
     bootstrap = broker.kafka_bootstrap
     create_topics(bootstrap, prefix)
     lines = Lines(bootstrap, prefix + "lines")
     produce_categories(bootstrap, prefix + "categories", lines.t0)
-    app = StreamsApp(bootstrap, app_id, guarantee, tmp_path / "state", prefix)
+    app = StreamsApp(bootstrap, app_id, guarantee, tmp_path / "state", prefix, protocol)
     outputs = Outputs(bootstrap, prefix, guarantee)
     exact = guarantee == "exactly_once_v2" or action in ("none", "wipe")
     started = time.monotonic()
@@ -210,6 +216,8 @@ def run_scenario(
             time.sleep(2)
             outputs.poll()
             assert caught_up(), f"outputs changed after catching up: {outputs.tables}"
+        if while_running is not None:
+            while_running(app_id)
         internal = internal_topics(bootstrap, app_id)
         for topic in (
             "word-counts-changelog",

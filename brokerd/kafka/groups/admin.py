@@ -37,6 +37,8 @@ from brokerd.kafka.groups.consumer.coordinator import ConsumerGroupCoordinator
 from brokerd.kafka.groups.consumer.state import ConsumerGroup
 from brokerd.kafka.groups.state import GroupMetadata, GroupState
 from brokerd.kafka.groups.store import CommitQueue
+from brokerd.kafka.groups.streams.coordinator import StreamsGroupCoordinator
+from brokerd.kafka.groups.streams.state import StreamsGroup, StreamsMember
 from brokerd.kafka.wire.codec import CodecError, Reader, Writer
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage.stores.offsets import GroupDeletion, OffsetDeletion, OffsetStore
@@ -44,10 +46,11 @@ from brokerd.storage.stores.offsets import GroupDeletion, OffsetDeletion, Offset
 #: The protocol type of Kafka's consumer clients; only their member metadata is parsed.
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
-#: ListGroups v5's group types: Kafka's "classic" protocol and the consumer protocol
-#: (KIP-848).
+#: ListGroups v5's group types: Kafka's "classic" protocol, the consumer protocol
+#: (KIP-848) and streams groups (KIP-1071, whose protocol type is the same word).
 CLASSIC_GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
+STREAMS_GROUP_TYPE = "streams"
 
 #: Bytes of a string's length prefix: the least a subscribed topic can take.
 _I16_SIZE = 2
@@ -160,6 +163,38 @@ def _consumer_description(group: ConsumerGroup) -> GroupDescription:
     )
 
 
+def _streams_description(group: StreamsGroup) -> GroupDescription:
+    """A streams group as operators see it: each member with the input partitions of its
+    active tasks (a task's partition of each of its subtopology's source and repartition
+    topics), encoded as a consumer-protocol assignment, what operators' views parse."""
+    inputs = {} if group.configured is None else group.configured.inputs
+
+    def partitions(m: StreamsMember) -> bytes:
+        by_topic: dict[str, set[int]] = {}
+        for subtopology, p in m.assigned.active:
+            for topic in inputs.get(subtopology, ()):
+                by_topic.setdefault(topic, set()).add(p)
+        w = Writer()
+        w.int16(0)
+        w.int32(len(by_topic))
+        for topic, ps in sorted(by_topic.items()):
+            w.nullable_string(topic)
+            w.int32(len(ps))
+            for p in sorted(ps):
+                w.int32(p)
+        w.int32(-1)
+        return w.getvalue()
+
+    return GroupDescription(
+        group.group_id, 0, group.state.value, STREAMS_GROUP_TYPE, "",
+        tuple(
+            DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host, b"",
+                            partitions(m))
+            for _, m in sorted(group.members.items())
+        ),
+    )
+
+
 def _group_id_error(group_id: str) -> ErrorCode:
     # Kafka allows an empty group id in the admin APIs (it is just never found).
     if len(group_id.encode("utf-8", "surrogatepass")) > MAX_GROUP_ID_LENGTH:
@@ -204,12 +239,17 @@ class GroupAdmin:
         writes: CommitQueue,
         stopped: Callable[[], bool],
         consumer: ConsumerGroupCoordinator | None = None,
+        streams: StreamsGroupCoordinator | None = None,
     ) -> None:
         self._groups = groups
         self._offsets = offsets
         self._writes = writes
         self._stopped = stopped
         self._consumer = consumer
+        self._streams = streams
+
+    def _streams_groups(self) -> Mapping[str, StreamsGroup]:
+        return {} if self._streams is None else self._streams.groups
 
     def _consumer_groups(self) -> Mapping[str, object]:
         return {} if self._consumer is None else self._consumer.groups
@@ -218,6 +258,7 @@ class GroupAdmin:
         return (
             group_id in self._groups
             or group_id in self._consumer_groups()
+            or group_id in self._streams_groups()
             or bool(self._offsets.committed(group_id))
         )
 
@@ -225,6 +266,8 @@ class GroupAdmin:
         """ListGroups v5's type of a listed group."""
         if group_id in self._consumer_groups():
             return CONSUMER_GROUP_TYPE
+        if group_id in self._streams_groups():
+            return STREAMS_GROUP_TYPE
         return CLASSIC_GROUP_TYPE
 
     # -- ListGroups ---------------------------------------------------------------------
@@ -253,6 +296,8 @@ class GroupAdmin:
         if self._consumer is not None:
             for g in self._consumer.groups.values():
                 listed[g.group_id] = (CONSUMER_PROTOCOL_TYPE, g.state.value)
+        for sg in self._streams_groups().values():
+            listed[sg.group_id] = (STREAMS_GROUP_TYPE, sg.state.value)
         for group_id in self._offsets.groups():
             listed.setdefault(group_id, ("", GroupState.EMPTY.value))
         wanted = {s.strip().lower() for s in states_filter}
@@ -293,7 +338,10 @@ class GroupAdmin:
         consumer = None if self._consumer is None else self._consumer.groups.get(group_id)
         if consumer is not None and not classic_only:
             return _consumer_description(consumer)
-        if consumer is not None:
+        streams = self._streams_groups().get(group_id)
+        if streams is not None and not classic_only:
+            return _streams_description(streams)
+        if consumer is not None or streams is not None:
             if missing_not_found:
                 return GroupDescription(
                     group_id,
@@ -352,6 +400,8 @@ class GroupAdmin:
                 continue
             if self._consumer is not None:
                 self._consumer.delete(group_id)
+            if self._streams is not None:
+                self._streams.delete(group_id)
             group = self._groups.pop(group_id, None)
             if group is not None:
                 # Member ids handed out with MEMBER_ID_REQUIRED die with the group.
@@ -374,6 +424,9 @@ class GroupAdmin:
             return ErrorCode.NON_EMPTY_GROUP
         consumer = None if self._consumer is None else self._consumer.groups.get(group_id)
         if consumer is not None and consumer.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        streams = self._streams_groups().get(group_id)
+        if streams is not None and streams.members:
             return ErrorCode.NON_EMPTY_GROUP
         return ErrorCode.NONE
 

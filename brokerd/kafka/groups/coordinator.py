@@ -101,6 +101,9 @@ from brokerd.kafka.groups.store import (
     stored_group,
     txn_member_error,
 )
+from brokerd.kafka.groups.streams import persist as streams_persist
+from brokerd.kafka.groups.streams.coordinator import StreamsGroupCoordinator
+from brokerd.kafka.groups.streams.state import StreamsGroup, StreamsGroupState
 from brokerd.names import MAX_GROUP_ID_LENGTH
 from brokerd.storage.stores.offsets import OffsetStore
 
@@ -190,15 +193,28 @@ class GroupCoordinator:
         )
         #: The last state queued for the journal per consumer group (written on change).
         self._consumer_written: dict[str, bytes] = {}
+        #: Streams groups (KIP-1071), in the same namespace of group ids.
+        self.streams = StreamsGroupCoordinator(
+            clock=cast(Clock, clock),
+            settings=self.group_configs.streams_settings,
+            is_other_group=self._is_classic_or_consumer,
+            on_change=self._streams_changed,
+        )
+        #: The last state queued for the journal per streams group.
+        self._streams_written: dict[str, bytes] = {}
         #: ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
         self.admin = GroupAdmin(
             groups=self._groups, offsets=offsets, writes=self._writes,
-            stopped=self._is_stopped, consumer=self.consumer,
+            stopped=self._is_stopped, consumer=self.consumer, streams=self.streams,
         )
         self._restore()
 
     def _is_stopped(self) -> bool:
         return self._stopped
+
+    def _is_classic_or_consumer(self, group_id: str) -> bool:
+        """Whether a classic or consumer group holds an id (a streams group may not)."""
+        return group_id in self._groups or group_id in self.consumer.groups
 
     def _classic_has_members(self, group_id: str) -> bool | None:
         """None without a classic group of that id, else whether it has members (or
@@ -252,11 +268,39 @@ class GroupCoordinator:
             self._consumer_written[group.group_id] = state
             self._writes.store_consumer_group(group.group_id, state)
 
+    def _streams_changed(self, group: StreamsGroup) -> None:
+        """Journal a streams group's state when what is kept of it changed, or its
+        tombstone once it is gone (beside the consumer groups' records: one namespace)."""
+        if group.state is StreamsGroupState.DEAD:
+            if self._streams_written.pop(group.group_id, None) is not None:
+                self._writes.store_consumer_group(group.group_id, None)
+            return
+        state = streams_persist.encode_group(group)
+        if self._streams_written.get(group.group_id) != state:
+            self._streams_written[group.group_id] = state
+            self._writes.store_consumer_group(group.group_id, state)
+
+    def _restore_streams(self, group_id: str, blob: bytes) -> None:
+        try:
+            group = streams_persist.decode_group(group_id, blob)
+        except ValueError as e:
+            self._log.error("group {group!r}: stored streams group state unreadable "
+                            "({why}); left out", group=group_id, why=str(e))
+            return
+        self.streams.restore(group)
+        self._streams_written[group_id] = blob
+        self._log.info("group {group!r}: restored streams group at epoch {epoch} with "
+                       "{count} member(s)", group=group_id, epoch=group.group_epoch,
+                       count=len(group.members))
+
     def _restore(self) -> None:
         """Rebuild every group the store holds as of its last stored generation: Stable,
         or Empty (keeping its generation) if it had no members; and every
         consumer-protocol group as it last was, each member with a fresh session."""
         for group_id, blob in sorted(self._offsets.consumer_groups_state().items()):
+            if streams_persist.is_streams_record(blob):
+                self._restore_streams(group_id, blob)
+                continue
             try:
                 consumer = decode_group(group_id, blob)
             except ValueError as e:
@@ -271,7 +315,7 @@ class GroupCoordinator:
                 count=len(consumer.members),
             )
         for group_id, stored in sorted(self._offsets.groups_metadata().items()):
-            if group_id in self.consumer.groups:
+            if group_id in self.consumer.groups or group_id in self.streams.groups:
                 continue
             group = restored_group(group_id, stored)
             self._groups[group_id] = group
@@ -372,6 +416,8 @@ class GroupCoordinator:
             return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
         if not protocol_type or not candidate.protocols:
             return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if group_id in self.streams.groups:
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # Kafka's answer
         consumer = self.consumer.groups.get(group_id)
         if consumer is not None:
             if consumer.members:
@@ -641,6 +687,8 @@ class GroupCoordinator:
             is GROUP_ID_NOT_FOUND, as Kafka answers those versions; below v9 it stays 25.
         """
         consumer_code = self.consumer.commit_error(group_id, member_id, generation_id)
+        if consumer_code is None:
+            consumer_code = self.streams.commit_error(group_id, member_id, generation_id)
         if consumer_code is not None:
             return self._store_offsets(group_id, offsets, self._precheck(group_id) or consumer_code)
         code = self._check_commit(group_id, generation_id, member_id, group_instance_id)
@@ -667,6 +715,8 @@ class GroupCoordinator:
         """TxnOffsetCommit's group check (:func:`~brokerd.kafka.groups.store.txn_member_error`)."""
         code = self._precheck(group_id)
         consumer = self.consumer.txn_commit_error(group_id, member_id, generation_id)
+        if consumer is None:
+            consumer = self.streams.txn_commit_error(group_id, member_id, generation_id)
         if consumer is not None:
             return code or consumer
         group = self._groups.get(group_id)
@@ -711,7 +761,8 @@ class GroupCoordinator:
 
     def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """OffsetFetch v9+'s member check of a consumer-protocol group (0: none)."""
-        return int(self._precheck(group_id) or self.consumer.fetch_error(
+        streams = self.streams.fetch_error(group_id, member_id, member_epoch)
+        return int(self._precheck(group_id) or streams or self.consumer.fetch_error(
             group_id, member_id, member_epoch
         ))
 
@@ -728,6 +779,7 @@ class GroupCoordinator:
         if not self._stopped:
             self._stopped = True
             self.consumer.stop()
+            self.streams.stop()
             for group in self._groups.values():
                 self._rebalancer.kill(group)
             self._groups.clear()

@@ -27,11 +27,15 @@ from brokerd.kafka.groups.consumer.coordinator import (
     DEFAULT_SESSION_TIMEOUT_MS,
     GroupSettings,
 )
+from brokerd.kafka.groups.streams.coordinator import StreamsSettings
 
 #: Kafka's group-level names (``GroupConfig``); each defaults to its broker config,
 #: ``group.`` and the same name (:attr:`GroupConfigDef.broker_name`).
 SESSION_TIMEOUT = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
+STREAMS_SESSION_TIMEOUT = "streams.session.timeout.ms"
+STREAMS_HEARTBEAT_INTERVAL = "streams.heartbeat.interval.ms"
+STREAMS_NUM_STANDBYS = "streams.num.standby.replicas"
 
 
 class GroupConfigOp(enum.IntEnum):
@@ -76,7 +80,27 @@ GROUP_CONFIG_TABLE: dict[str, GroupConfigDef] = {
         "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms",
         "The heartbeat interval given to the members of a consumer group.",
     ),
+    STREAMS_SESSION_TIMEOUT: GroupConfigDef(
+        STREAMS_SESSION_TIMEOUT, 45_000, 45_000, 60_000,
+        "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms",
+        "The timeout to detect client failures when using the streams group protocol.",
+    ),
+    STREAMS_HEARTBEAT_INTERVAL: GroupConfigDef(
+        STREAMS_HEARTBEAT_INTERVAL, 5_000, 5_000, 15_000,
+        "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms",
+        "The heartbeat interval given to the members of a streams group.",
+    ),
+    STREAMS_NUM_STANDBYS: GroupConfigDef(
+        STREAMS_NUM_STANDBYS, 0, 0, 2,
+        "group.streams.min.standby.replicas", "group.streams.max.standby.replicas",
+        "The number of standby replicas for each task of a streams group.",
+    ),
 }
+
+#: Each group type's (session timeout, heartbeat interval) pair: the interval must stay
+#: below the timeout.
+_TIMING_PAIRS = ((SESSION_TIMEOUT, HEARTBEAT_INTERVAL),
+                 (STREAMS_SESSION_TIMEOUT, STREAMS_HEARTBEAT_INTERVAL))
 
 
 class InvalidGroupConfig(ValueError):
@@ -147,6 +171,13 @@ class GroupConfigs:
             heartbeat_interval_ms=self.value(group_id, HEARTBEAT_INTERVAL),
         )
 
+    def streams_settings(self, group_id: str) -> StreamsSettings:
+        return StreamsSettings(
+            session_timeout_ms=self.value(group_id, STREAMS_SESSION_TIMEOUT),
+            heartbeat_interval_ms=self.value(group_id, STREAMS_HEARTBEAT_INTERVAL),
+            num_standby_replicas=self.value(group_id, STREAMS_NUM_STANDBYS),
+        )
+
     def describe(
         self, group_id: str, names: Sequence[str] | None = None
     ) -> list[DescribedGroupConfig]:
@@ -190,12 +221,11 @@ class GroupConfigs:
                     f"Config {name} of type INT does not support operation {_op_name(op)}"
                 )
             current[name] = str(self._checked(name, value))
-        session = int(current.get(SESSION_TIMEOUT, self._broker[SESSION_TIMEOUT]))
-        heartbeat = int(current.get(HEARTBEAT_INTERVAL, self._broker[HEARTBEAT_INTERVAL]))
-        if heartbeat >= session:
-            raise InvalidGroupConfig(
-                f"{HEARTBEAT_INTERVAL} must be less than {SESSION_TIMEOUT}"
-            )
+        for session_name, heartbeat_name in _TIMING_PAIRS:
+            session = int(current.get(session_name, self._broker[session_name]))
+            heartbeat = int(current.get(heartbeat_name, self._broker[heartbeat_name]))
+            if heartbeat >= session:
+                raise InvalidGroupConfig(f"{heartbeat_name} must be less than {session_name}")
         if validate_only:
             return defer.succeed(0)
         d = self._write(group_id, current)
@@ -230,6 +260,9 @@ __all__ = [
     "GROUP_CONFIG_TABLE",
     "HEARTBEAT_INTERVAL",
     "SESSION_TIMEOUT",
+    "STREAMS_HEARTBEAT_INTERVAL",
+    "STREAMS_NUM_STANDBYS",
+    "STREAMS_SESSION_TIMEOUT",
     "DescribedGroupConfig",
     "GroupConfigDef",
     "GroupConfigOp",

@@ -23,7 +23,7 @@ change the connection's state).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from twisted.internet import defer
@@ -58,6 +58,7 @@ from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
 from brokerd.kafka.server.handlers.share import ShareHandlers
 from brokerd.kafka.server.handlers.share_configs import ShareGroupConfigs
 from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
+from brokerd.kafka.server.handlers.streams_groups import HasStreamsGroups, StreamsGroupHandlers
 from brokerd.kafka.server.handlers.telemetry import TelemetryHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
@@ -164,6 +165,11 @@ class KafkaHandlers:
         group_configs = cast(HasGroupConfigs, coordinator)
         operations = AuthorizedOperations(authorizer)
         is_share_group = shares.exists if shares is not None else _no_share_groups
+
+        def streams_groups() -> Mapping[str, object]:
+            streams = getattr(coordinator, "streams", None)
+            return {} if streams is None else cast(HasStreamsGroups, coordinator).streams.groups
+
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
@@ -185,6 +191,11 @@ class KafkaHandlers:
             ),
             ConsumerGroupHandlers(
                 core, cast(HasConsumerGroups, coordinator), operations,
+                # A streams group's id is no consumer group's either.
+                is_share_group=lambda g: is_share_group(g) or g in streams_groups(),
+            ),
+            StreamsGroupHandlers(
+                core, cast(HasStreamsGroups, coordinator), operations,
                 is_share_group=is_share_group,
             ),
             ConfigHandlers(

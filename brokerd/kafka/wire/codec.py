@@ -134,6 +134,10 @@ class ApiKey(enum.IntEnum):
     GET_TELEMETRY_SUBSCRIPTIONS = 71
     PUSH_TELEMETRY = 72
     LIST_CONFIG_RESOURCES = 74
+    # Streams groups (KIP-1071).
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
 
 
 # -- errors --------------------------------------------------------------------------
@@ -597,6 +601,24 @@ class _Int:
         return self._name
 
 
+class _Uint16:
+    """Two bytes, unsigned (Kafka's one ``uint16`` field: an endpoint's port)."""
+
+    def read(self, r: Reader, version: int, nullable: bool) -> int:
+        return r.int16() & 0xFFFF
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        if not 0 <= value <= 0xFFFF:
+            raise ValueError(f"uint16 out of range: {value}")
+        w.int16(value - 0x10000 if value >= 0x8000 else value)
+
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 2
+
+    def __repr__(self) -> str:
+        return "UINT16"
+
+
 class _Bool:
     def read(self, r: Reader, version: int, nullable: bool) -> bool:
         return r.boolean()
@@ -665,6 +687,7 @@ INT8: WireType = _Int(1, "INT8")
 INT16: WireType = _Int(2, "INT16")
 INT32: WireType = _Int(4, "INT32")
 INT64: WireType = _Int(8, "INT64")
+UINT16: WireType = _Uint16()
 BOOL: WireType = _Bool()
 #: ``int16`` length + UTF-8 (compact in flexible versions); nullability from the field.
 STRING: WireType = _String()

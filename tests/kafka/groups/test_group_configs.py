@@ -22,6 +22,9 @@ from brokerd.kafka.groups.group_configs import (
     GROUP_CONFIG_TABLE,
     HEARTBEAT_INTERVAL,
     SESSION_TIMEOUT,
+    STREAMS_HEARTBEAT_INTERVAL,
+    STREAMS_NUM_STANDBYS,
+    STREAMS_SESSION_TIMEOUT,
     GroupConfigOp,
     GroupConfigs,
     InvalidGroupConfig,
@@ -49,8 +52,12 @@ def _configs(**broker: int) -> tuple[GroupConfigs, dict[str, dict[str, str]]]:
     return GroupConfigs(broker_values=values, stored={}, write=write), written
 
 
-def test_the_table_has_kafkas_consumer_configs() -> None:
-    assert set(GROUP_CONFIG_TABLE) == {SESSION_TIMEOUT, HEARTBEAT_INTERVAL}
+def test_the_table_has_kafkas_consumer_and_streams_configs() -> None:
+    assert set(GROUP_CONFIG_TABLE) == {
+        SESSION_TIMEOUT, HEARTBEAT_INTERVAL, STREAMS_SESSION_TIMEOUT,
+        STREAMS_HEARTBEAT_INTERVAL, STREAMS_NUM_STANDBYS,
+    }
+    assert GROUP_CONFIG_TABLE[STREAMS_NUM_STANDBYS].maximum == 2
     assert GROUP_CONFIG_TABLE[SESSION_TIMEOUT].kafka_default == 45_000
     assert (GROUP_CONFIG_TABLE[HEARTBEAT_INTERVAL].minimum,
             GROUP_CONFIG_TABLE[HEARTBEAT_INTERVAL].maximum) == (5_000, 15_000)

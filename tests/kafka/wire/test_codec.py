@@ -847,6 +847,8 @@ def _type_strategy(t: Any, version: int) -> st.SearchStrategy[Any]:
     bits = _INT_RANGES.get(id(t))
     if bits is not None:
         return st.integers(min_value=-(2**bits), max_value=2**bits - 1)
+    if t is codec.UINT16:
+        return st.integers(min_value=0, max_value=0xFFFF)
     if t is codec.BOOL:
         return st.booleans()
     if t is codec.STRING:

@@ -26,7 +26,9 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  * The Kafka Streams application of tests/e2e/test_kafka_streams.py, run as its own process.
  *
  * <p>Arguments: bootstrap servers, application id, processing guarantee
- * ({@code at_least_once} or {@code exactly_once_v2}), state directory, topic prefix.
+ * ({@code at_least_once} or {@code exactly_once_v2}), state directory, topic prefix and,
+ * optionally, the group protocol ({@code classic}, the default, or {@code streams}: KIP-1071,
+ * the broker assigns the tasks and creates the internal topics).
  * Inputs: {@code <prefix>lines} (lines of words) and {@code <prefix>categories} (word to
  * category, read as a table). Outputs, every value a decimal count:
  * {@code <prefix>word-counts} (word), {@code <prefix>window-counts} ("word@windowStartMs",
@@ -35,7 +37,8 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  *
  * <p>It prints one line per event on stdout for the test to wait on: {@code STATE <new>}
  * and {@code RESTORED <store> <partition> <records>} when a store finishes restoring from its
- * changelog.
+ * changelog. It reads {@code add-thread} and {@code remove-thread} on stdin (answered
+ * {@code THREAD-ADDED <name>} and {@code THREAD-REMOVED <name>}).
  */
 public final class Topology {
     static final long WINDOW_MS = 10_000;
@@ -43,8 +46,8 @@ public final class Topology {
     private Topology() {}
 
     public static void main(String[] args) throws InterruptedException {
-        if (args.length != 5) {
-            System.err.println("usage: Topology BOOTSTRAP APP_ID GUARANTEE STATE_DIR PREFIX");
+        if (args.length != 5 && args.length != 6) {
+            System.err.println("usage: Topology BOOTSTRAP APP_ID GUARANTEE STATE_DIR PREFIX [PROTOCOL]");
             System.exit(2);
         }
         String prefix = args[4];
@@ -61,10 +64,17 @@ public final class Topology {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        // A killed instance leaves its member in the group until the session times out;
-        // the broker's minimum keeps the restart's rebalance to seconds.
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+        String protocol = args.length == 6 ? args[5] : "classic";
+        if (protocol.equals("streams")) {
+            // The session and heartbeat times of a streams group are the group's configs
+            // (streams.session.timeout.ms), set by the test, not the client's.
+            props.put("group.protocol", "streams");
+        } else {
+            // A killed instance leaves its member in the group until the session times
+            // out; the broker's minimum keeps the restart's rebalance to seconds.
+            props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
+            props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> words = builder
@@ -141,6 +151,25 @@ public final class Topology {
             done.countDown();
         }));
         streams.start();
+        // Scaling without a second JVM: "add-thread" / "remove-thread" on stdin add or
+        // remove a stream thread, each thread being a member of the group of its own.
+        Thread commands = new Thread(() -> {
+            try (java.io.BufferedReader in = new java.io.BufferedReader(
+                    new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8))) {
+                for (String line = in.readLine(); line != null; line = in.readLine()) {
+                    if (line.equals("add-thread")) {
+                        say("THREAD-ADDED " + streams.addStreamThread().orElse("none"));
+                    } else if (line.equals("remove-thread")) {
+                        say("THREAD-REMOVED "
+                            + streams.removeStreamThread(Duration.ofSeconds(60)).orElse("none"));
+                    }
+                }
+            } catch (java.io.IOException e) {
+                say("FAILED stdin " + e);
+            }
+        }, "commands");
+        commands.setDaemon(true);
+        commands.start();
         done.await();
     }
 
