@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from brokerd.app.settings import Settings
     from brokerd.core import Broker
     from brokerd.core.cleaner_service import CleanerService
+    from brokerd.core.quotas.manager import QuotaManager
+    from brokerd.core.quotas.store import QuotaStore
     from brokerd.core.store_recovery import StoreRecovery
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.groups.share.state_service import ShareGroups
@@ -103,6 +105,15 @@ class Authorization:
 
 
 @attrs.frozen
+class ClientQuotas:
+    """The client quotas the Kafka listener enforces, and their file
+    (``client-quotas.json``)."""
+
+    manager: QuotaManager
+    store: QuotaStore
+
+
+@attrs.frozen
 class Edge:
     """What both listeners share at the connection edge, counted while they run."""
 
@@ -131,6 +142,8 @@ class BrokerServices:
     #: Who an HTTP request is (``--http-auth``), one for every HTTP listener: a client
     #: failing Basic logins is refused on all of them, not counted anew on each.
     http_identity: HttpIdentity | None = None
+    #: Client quotas by user and client id (None: in memory only, as tests build it).
+    quotas: ClientQuotas | None = None
 
 
 def build_services(settings: Settings, reactor: Any) -> BrokerServices:
@@ -145,6 +158,7 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     broker = add_core(top, logdir, settings, reactor)
     cleaner = add_cleaner(broker, logdir, settings, reactor)
     authorization = build_authorization(broker, settings)
+    quotas = build_quotas(settings)
     coordinators = add_coordinators(broker, settings, reactor)
     share_inspector = ShareGroupInspector(
         coordinators.shares.service.engine, broker.open_logs, coordinators.shares.coordinator
@@ -172,7 +186,10 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
         edge=build_edge(settings),
         registry=build_schema_registry(broker, settings, reactor, readiness),
         http_identity=http_identity(settings, reactor),
+        quotas=quotas,
     )
+    if metrics is not None:
+        metrics.add_quotas(quotas.manager, reactor.seconds)
     add_native(services, settings, reactor)
     log_anonymous_doors(settings)
     add_kafka(services, settings, reactor)
@@ -267,6 +284,21 @@ def build_authorization(broker: Broker, settings: Settings) -> Authorization:
         count=len(authorizer.acls), users=sorted(authorizer.super_users) or "none",
     )
     return Authorization(authorizer, AclHandlers(authorizer, store, run_blocking=broker.run_write))
+
+
+def build_quotas(settings: Settings) -> ClientQuotas:
+    """The client quotas, ``client-quotas.json`` loaded now (a file that cannot be read
+    stops the start: running without its quotas would let every client run free)."""
+    from brokerd.core.quotas.entities import QuotaConfigs
+    from brokerd.core.quotas.manager import QuotaManager
+    from brokerd.core.quotas.store import QuotaStore
+
+    store = QuotaStore.in_directory(settings.storage.data_dir)
+    configs = QuotaConfigs(store.load())
+    if configs.entities():
+        _log.info("client quotas: {count} entit(ies) with quotas",
+                  count=len(configs.entities()))
+    return ClientQuotas(QuotaManager(configs), store)
 
 
 def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordinators:
@@ -531,6 +563,7 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         request_budget=services.edge.request_budget,
         addresses=services.edge.addresses,
         shares=coordinators.shares,
+        **kafka_quotas(services, broker=services.broker, clock=reactor),
     )
     listening = services.readiness.wait_for("kafka listener", "not bound yet")
 
@@ -552,6 +585,21 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
     listener_service(
         reactor, description, factory, settings.tls.client_verification, on_listen
     ).setServiceParent(services.top)
+
+
+def kafka_quotas(services: BrokerServices, *, broker: Broker, clock: Any) -> dict[str, Any]:
+    """The Kafka listener's client quota enforcement and APIs over the broker's quotas."""
+    from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
+    from brokerd.kafka.server.throttle import QuotaEnforcer
+
+    quotas = services.quotas
+    if quotas is None:
+        return {}
+    return {
+        "quotas": QuotaEnforcer(quotas.manager, clock),
+        "quota_handlers": ClientQuotaHandlers(
+            quotas.manager, quotas.store, run_blocking=broker.run_write),
+    }
 
 
 def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None:

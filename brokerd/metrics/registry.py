@@ -9,13 +9,14 @@ parts of the broker exist (the service tree passes them in).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
 from brokerd.admin.inspect import Inspector
 from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.admin.txn_face import TxnListingFace
+from brokerd.core.quotas.manager import QuotaManager
 from brokerd.metrics.collectors import (
     CleanerCollector,
     CleanerCounters,
@@ -60,6 +61,11 @@ class BrokerMetrics:
 
     def add_share_groups(self, inspector: ShareGroupInspector) -> None:
         self.registry.register(ShareGroupsCollector(inspector))
+
+    def add_quotas(self, quotas: QuotaManager, seconds: Callable[[], float]) -> None:
+        from brokerd.metrics.quotas import QuotasCollector
+
+        self.registry.register(QuotasCollector(quotas, seconds))
 
     def add_stores(self, stores: Sequence[JournalStore]) -> None:
         self.registry.register(StoresCollector(stores))

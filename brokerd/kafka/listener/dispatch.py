@@ -30,6 +30,7 @@ from twisted.internet import defer
 
 from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
+from brokerd.core.quotas.manager import QuotaManager
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.server import acl_gate as authorize
 from brokerd.kafka.server.handler_base import (
@@ -54,6 +55,7 @@ from brokerd.kafka.server.handlers.groups import (
 from brokerd.kafka.server.handlers.list_offsets import ListOffsetsHandler
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.server.handlers.produce import ProduceHandler
+from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
 from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
 from brokerd.kafka.server.handlers.share import ShareHandlers
 from brokerd.kafka.server.handlers.share_configs import ShareGroupConfigs
@@ -114,6 +116,8 @@ class KafkaHandlers:
         (see :mod:`brokerd.kafka.server.handlers.txn` for what is answered then).
     :param authorizer: checks every request (:mod:`brokerd.kafka.server.acl_gate`); None =
         everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
+    :param quotas: the client quota APIs (DescribeClientQuotas, AlterClientQuotas) over
+        the quotas the listener enforces (default: a set of their own, in memory).
     :param credentials: the SCRAM credentials store of the credential admin APIs; None
         = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and
         SaslAuthenticate are answered by the protocol (they change connection state).
@@ -134,6 +138,7 @@ class KafkaHandlers:
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
         shares: ShareGroups | None = None,
+        quotas: ClientQuotaHandlers | None = None,
     ) -> None:
         txn = TxnHandlers(core, transactions, clock=clock)
         operations = AuthorizedOperations(authorizer)
@@ -175,6 +180,7 @@ class KafkaHandlers:
                 classic_group=_classic_group(coordinator),
             ),
             ShareOffsetHandlers(core, shares),
+            quotas if quotas is not None else ClientQuotaHandlers(QuotaManager()),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
         self.routes: dict[ApiKey, Route] = route_table(
