@@ -47,6 +47,8 @@ _POSITIVE = (
     "max-fetch-bytes",
     "max-request-bytes",
     "fetch-max-bytes",
+    "quota-window-num",
+    "quota-window-size-seconds",
     "max-inflight-answer-bytes",
     "read-threads",
     "write-threads",
@@ -176,6 +178,8 @@ def _limits(options: Mapping[str, Any]) -> LimitSettings:
         max_inflight_answer_bytes=options["max-inflight-answer-bytes"],
         sasl_max_receive_bytes=options["sasl-server-max-receive-size"],
         transaction_max_timeout_ms=options["transaction-max-timeout-ms"],
+        quota_window_num=options["quota-window-num"],
+        quota_window_size_seconds=options["quota-window-size-seconds"],
     )
 
 

@@ -102,6 +102,9 @@ class LimitSettings:
     max_inflight_answer_bytes: int
     sasl_max_receive_bytes: int
     transaction_max_timeout_ms: int
+    #: Client quota rates: samples and their length (Kafka's quota.window.*).
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
 
 
 @attrs.frozen

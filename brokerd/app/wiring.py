@@ -298,7 +298,11 @@ def build_quotas(settings: Settings) -> ClientQuotas:
     if configs.entities():
         _log.info("client quotas: {count} entit(ies) with quotas",
                   count=len(configs.entities()))
-    return ClientQuotas(QuotaManager(configs), store)
+    limits = settings.limits
+    return ClientQuotas(QuotaManager(
+        configs, samples=limits.quota_window_num,
+        window_ms=limits.quota_window_size_seconds * 1000,
+    ), store)
 
 
 def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordinators:

@@ -33,8 +33,8 @@ class SampledRate:
     __slots__ = ("_current", "_samples", "_starts", "_values", "_window_ms")
 
     def __init__(self, samples: int = DEFAULT_SAMPLES, window_ms: int = DEFAULT_WINDOW_MS):
-        if samples < 2 or window_ms <= 0:
-            raise ValueError("a sampled rate needs at least 2 windows of positive length")
+        if samples < 1 or window_ms <= 0:
+            raise ValueError("a sampled rate needs windows of positive length")
         self._samples = samples
         self._window_ms = window_ms
         self._starts: list[float] = []

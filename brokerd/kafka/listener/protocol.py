@@ -349,14 +349,15 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         """Dispatch while client quotas are set: note the request's size and time (and
         cut a fetch to what the consumer quota allows in its window)."""
         begun = perf_counter()
+        # Keyed by the request handed out: its answer is delivered with that one.
+        charge = [float(self._handed_bytes), 0.0]
+        self._charges[id(request)] = charge
         if request.api_key is ApiKey.FETCH:
             cap = quotas.fetch_cap(self.state.principal, request.header.client_id)
             if cap is not None and cap < request.body.max_bytes:
                 body = request.body
                 request = attrs.evolve(request, body=attrs.evolve(
                     body, max_bytes=cap, min_bytes=min(body.min_bytes, cap)))
-        charge = [float(self._handed_bytes), 0.0]
-        self._charges[id(request)] = charge
         d = observe_kafka(self.metrics, request, started, self._dispatch(request))
         charge[1] += perf_counter() - begun
         return d
