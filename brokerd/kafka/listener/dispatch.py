@@ -63,6 +63,7 @@ from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route, route_table
+from brokerd.kafka.server.throttle import QuotaEnforcer
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests.apis import Request
@@ -117,7 +118,8 @@ class KafkaHandlers:
     :param authorizer: checks every request (:mod:`brokerd.kafka.server.acl_gate`); None =
         everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
     :param quotas: the client quota APIs (DescribeClientQuotas, AlterClientQuotas) over
-        the quotas the listener enforces (default: a set of their own, in memory).
+        the quotas the listener enforces (default: a set of their own, in memory);
+        ``enforcer`` charges the controller mutation quota in the admin handlers.
     :param credentials: the SCRAM credentials store of the credential admin APIs; None
         = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and
         SaslAuthenticate are answered by the protocol (they change connection state).
@@ -139,6 +141,7 @@ class KafkaHandlers:
         answer_budget: AnswerBudget | None = None,
         shares: ShareGroups | None = None,
         quotas: ClientQuotaHandlers | None = None,
+        enforcer: QuotaEnforcer | None = None,
     ) -> None:
         txn = TxnHandlers(core, transactions, clock=clock)
         operations = AuthorizedOperations(authorizer)
@@ -146,7 +149,7 @@ class KafkaHandlers:
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
-                operations=operations,
+                operations=operations, quotas=enforcer,
             ),
             ProduceHandler(core, clock=clock),
             FetchHandler(
@@ -171,7 +174,7 @@ class KafkaHandlers:
                 groups=cast(HasGroupConfigs, coordinator),
                 shares=ShareGroupConfigs(shares.service) if shares is not None else None,
             ),
-            PartitionAdminHandlers(core, identity, clock=clock),
+            PartitionAdminHandlers(core, identity, clock=clock, quotas=enforcer),
             txn,
             ScramAdminHandlers(credentials),
             acls if acls is not None else AclHandlers(None, None),

@@ -556,7 +556,7 @@ class KafkaFactory(Factory):
             authorizer=authorizer, acls=acls,
             credentials=credentials,
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
-            shares=shares, quotas=quota_handlers,
+            shares=shares, quotas=quota_handlers, enforcer=self.quotas,
         )
 
     def frame_limit(self, *, authenticated: bool) -> int:

@@ -18,7 +18,10 @@ QuotaManager` measures):
   ``request_percentage``, except ApiVersions and the SASL exchange (Kafka exempts them
   too); the answer carries the larger of the two throttle times.
 
-The controller mutation quota is the admin handlers' (:meth:`QuotaEnforcer.mutations`).
+The controller mutation quota is charged by the admin handlers, per topic
+(:meth:`QuotaEnforcer.mutations`): they refuse a topic with THROTTLING_QUOTA_EXCEEDED
+while the share's bucket is empty (strict versions) and set the answer's throttle time,
+for which the listener then mutes the connection.
 The listener calls :meth:`QuotaEnforcer.charge` only while some quota is set
 (``QuotaManager.keys_set`` non-empty): with none, the hot path pays one attribute test.
 """
@@ -32,6 +35,7 @@ import attrs
 from brokerd.clock import Seconds
 from brokerd.core.quotas.entities import (
     CONSUMER_BYTE_RATE,
+    CONTROLLER_MUTATION_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
 )
@@ -44,6 +48,8 @@ from brokerd.net.tls import ANONYMOUS
 #: be able to learn versions and authenticate whatever it used).
 _EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 _PRINCIPAL_PREFIX = "User:"
+#: The requests the controller mutation quota charges.
+_MUTATING = frozenset({ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.DELETE_TOPICS})
 
 
 def quota_user(principal: str | None) -> str:
@@ -107,6 +113,9 @@ class QuotaEnforcer:
             if throttle > 0:
                 quotas.unrecord(CONSUMER_BYTE_RATE, user, client, answer_bytes, now)
                 answer = attrs.evolve(answer, responses=())
+        if api_key in _MUTATING and CONTROLLER_MUTATION_RATE in keys and answer is not None:
+            # The admin handler set the answer's throttle time (its bucket's deficit).
+            throttle = int(getattr(answer, "throttle_time_ms", 0))
         if REQUEST_PERCENTAGE in keys and api_key not in _EXEMPT:
             # Kafka's unit: percent of one thread, over a second.
             spent = quotas.record(REQUEST_PERCENTAGE, user, client, busy_seconds * 100.0, now)
@@ -122,32 +131,50 @@ class QuotaEnforcer:
             return None
         return self.quotas.window_bytes(quota_user(principal), client_id or "")
 
-    def mutations(self, principal: str | None, client_id: str | None) -> MutationCharge:
-        """The controller mutation quota of one admin request's share."""
-        return MutationCharge(self.quotas, quota_user(principal), client_id or "",
-                              self._now_ms())
+    def mutations(self, conn_principal: str | None, client_id: str | None,
+                  strict: bool) -> MutationCharge | None:
+        """The controller mutation quota of one CreateTopics/CreatePartitions/DeleteTopics
+        request's share (None: no such quota is set)."""
+        if CONTROLLER_MUTATION_RATE not in self.quotas.keys_set:
+            return None
+        return MutationCharge(self.quotas, quota_user(conn_principal), client_id or "",
+                              self._now_ms(), strict)
+
+
+#: Kafka's message beside THROTTLING_QUOTA_EXCEEDED.
+THROTTLED_TEXT = "The throttling quota has been exceeded."
 
 
 class MutationCharge:
-    """One CreateTopics/CreatePartitions/DeleteTopics request's view of the controller
-    mutation quota: whether a strict request is refused now, then the charge."""
+    """One admin request's view of the controller mutation quota. ``strict`` (the
+    versions that know THROTTLING_QUOTA_EXCEEDED: CreateTopics v6+, DeleteTopics v5+,
+    CreatePartitions v3+): a topic is refused while the share's bucket is below zero;
+    otherwise every mutation is done and only throttled."""
 
-    def __init__(self, quotas: QuotaManager, user: str, client_id: str, now_ms: float) -> None:
+    def __init__(self, quotas: QuotaManager, user: str, client_id: str, now_ms: float,
+                 strict: bool) -> None:
         self._quotas = quotas
         self._user = user
         self._client = client_id
         self._now = now_ms
+        self.strict = strict
 
-    def refused_for(self) -> int:
-        """The throttle time when the share's bucket is exhausted (0: go ahead)."""
+    def refused(self) -> bool:
+        """Whether the next topic of a strict request is refused."""
+        if not self.strict:
+            return False
         delay = self._quotas.mutation_throttle(self._user, self._client, self._now)
         if delay > 0:
             self._quotas.note_refused(self._user, self._client, delay)
-        return delay
+        return delay > 0
 
-    def charge(self, count: int) -> int:
-        """Charge ``count`` partitions created or deleted; the throttle time."""
-        return self._quotas.record_mutations(self._user, self._client, count, self._now)
+    def charge(self, count: int) -> None:
+        """Charge ``count`` partitions created or deleted."""
+        self._quotas.record_mutations(self._user, self._client, count, self._now)
+
+    def throttle_ms(self) -> int:
+        """The answer's throttle time: how long until the share's bucket is back at 0."""
+        return self._quotas.mutation_throttle(self._user, self._client, self._now)
 
 
-__all__ = ["Charged", "MutationCharge", "QuotaEnforcer", "quota_user"]
+__all__ = ["THROTTLED_TEXT", "Charged", "MutationCharge", "QuotaEnforcer", "quota_user"]

@@ -247,3 +247,27 @@ def test_quotas_survive_kill_9(broker: BrokerProcess) -> None:
     found = _described(_describe(broker, exact))
     assert found == {(("user", None), ("client-id", "durable")): {
         "controller_mutation_rate": 3.0}}
+
+
+def test_controller_mutations_beyond_the_quota_are_refused_when_strict(
+    broker: BrokerProcess,
+) -> None:
+    entity = _entity(client_id="brokerd-tests")
+    # 1 partition mutation a second: a burst of 3 (3 windows of 1 s).
+    assert _alter(broker, entity, "controller_mutation_rate", 1.0).entries[0].error_code == 0
+
+    def topic(name: str, partitions: int) -> apis.CreatableTopic:
+        return apis.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)
+
+    try:
+        with RawKafka(broker) as raw:
+            answer = raw.call(ApiKey.CREATE_TOPICS, 7, apis.CreateTopicsRequest(topics=(
+                topic("quota-mut-a", 3), topic("quota-mut-b", 2), topic("quota-mut-c", 1))))
+        codes = {t.name: t.error_code for t in answer.topics}
+        # The burst covers a; b runs the bucket to -2 (allowed: it was not below 0);
+        # c is refused, and the answer says how long until the bucket is back at 0.
+        assert codes == {"quota-mut-a": 0, "quota-mut-b": 0,
+                         "quota-mut-c": ErrorCode.THROTTLING_QUOTA_EXCEEDED}
+        assert 1900 <= answer.throttle_time_ms <= 2000, answer.throttle_time_ms
+    finally:
+        _alter(broker, entity, "controller_mutation_rate", None)
