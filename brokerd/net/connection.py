@@ -12,7 +12,9 @@ the protocol spoken over it.
   the transport stops reading, so a client that does not read cannot make us buffer
   answers without end.
 * Read pausing while requests are in flight, with a protocol-chosen allowance for
-  reading ahead (to notice a client closing during a long wait).
+  reading ahead (to notice a client closing during a long wait); and muting
+  (:meth:`RequestConnection.mute`): nothing read or handed out for a while, what a
+  client quota's throttle asks after its answer is written.
 * An idle deadline (no traffic either way; waiting on the core is not idleness) and a
   frame deadline (a frame must be complete this long after its first byte, while we
   read or it waits for the request budget), both on an injected clock.
