@@ -642,6 +642,7 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
         data=BrokerData(services.broker, admin),
         schemas=services.registry,
         actions=settings.web.console_actions,
+        quotas=services.quotas.manager if services.quotas is not None else None,
     )
     serve_http(
         services, settings, reactor, description, site,

@@ -31,6 +31,7 @@ from twisted.web.template import Flattenable
 
 from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
 from brokerd.clock import Seconds
+from brokerd.core.quotas.manager import QuotaManager
 from brokerd.web import console_pages as pages
 from brokerd.web import data_pages
 from brokerd.web.console_history import (
@@ -48,6 +49,8 @@ from brokerd.web.scope import EVERYTHING, ScopeOf
 Render = Callable[[pages.Moment], tuple[int, str, Flattenable]]
 
 OK = 200
+#: Measured client quota shares the overview lists at most (the most recently active).
+QUOTA_SHARES_SHOWN = 50
 NOT_FOUND = 404
 METHOD_NOT_ALLOWED = 405
 
@@ -65,8 +68,10 @@ class _Console:
         scope_of: ScopeOf,
         shares: ShareGroupInspector | None = None,
         data: DataPages | None = None,
+        quotas: QuotaManager | None = None,
     ) -> None:
         self.data = data
+        self.quotas = quotas
         self.source = source
         self.shares = shares
         self.clock = clock
@@ -90,6 +95,22 @@ class _Console:
         if visibility is None:
             return groups
         return visibility.share_group_views(groups)
+
+    def quotas_for(self, request: Request) -> pages.ClientQuotasView | None:
+        """The client quotas, for a principal that may see the broker's configs."""
+        quotas = self.quotas
+        if quotas is None or not self.scope_of(request).shows_settings:
+            return None
+        configured = [
+            (entity.label(), key, value)
+            for entity, values in sorted(quotas.entities().items(), key=lambda e: e[0].label())
+            for key, value in sorted(values.items())
+        ]
+        shares = [
+            (v.key, v.user, v.client_id, v.bound, v.rate, v.throttled)
+            for v in quotas.sensors(self.clock.seconds() * 1000.0, QUOTA_SHARES_SHOWN)
+        ]
+        return pages.ClientQuotasView(configured, shares)
 
     def settings_for(self, request: Request) -> Mapping[str, str]:
         return self.settings if self.scope_of(request).shows_settings else {}
@@ -310,6 +331,7 @@ class _Root(_ReadOnly):
             body = pages.overview(
                 source, moment, settings=settings, started=console.started,
                 share_groups=console.share_groups_for(request),
+                client_quotas=console.quotas_for(request),
             )
             if console.data is not None:
                 return OK, "Overview", [data_pages.overview_links(console.data), body]
@@ -327,6 +349,7 @@ def make_console(
     scope_of: ScopeOf | None = None,
     shares: ShareGroupInspector | None = None,
     data: DataPages | None = None,
+    quotas: QuotaManager | None = None,
 ) -> Resource:
     """The console's root resource. ``inspector``: where the figures come from
     (:class:`brokerd.admin.inspect.Inspector`); ``clock``: the time shown and uptime's
@@ -335,12 +358,13 @@ def make_console(
     shows current figures only); ``scope_of``: what each request may see
     (:mod:`brokerd.web.scope`; None: everything); ``shares``: the share groups'
     figures (None: the console shows no share groups); ``data``: the data pages'
-    (message browser, schemas, actions; None: none)."""
+    (message browser, schemas, actions; None: none); ``quotas``: the client quotas shown
+    to principals that may see the broker's configs (None: none)."""
     return _Root(
         _Console(
             inspector, cast(Seconds, clock), settings, sampler,
             scope_of if scope_of is not None else (lambda request: EVERYTHING),
-            shares, data,
+            shares, data, quotas,
         )
     )
 

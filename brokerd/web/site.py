@@ -23,6 +23,7 @@ from twisted.web.server import Request, Site
 from brokerd.admin.inspect import Inspector
 from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.clock import Clock
+from brokerd.core.quotas.manager import QuotaManager
 from brokerd.security.acl import AclAuthorizer
 from brokerd.security.doors import HttpAuth
 from brokerd.web.auth import AuthGuard, HttpIdentity
@@ -96,6 +97,7 @@ def make_site(
     data: ConsoleData | None = None,
     schemas: SchemaSource | None = None,
     actions: bool = True,
+    quotas: QuotaManager | None = None,
 ) -> Site:
     """The HTTP site: the console at ``/`` (``settings`` are the broker's effective
     options, shown on its broker page; ``sampler`` its history), ``/metrics`` serving
@@ -105,7 +107,8 @@ def make_site(
     everything), ``shares`` the share groups the console shows (None: none); ``data``
     the records and operations of the message browser and the actions (None: neither),
     ``schemas`` the registry its pages read (None: none), ``actions`` whether the
-    console may change anything (``--http-console-readonly`` says no)."""
+    console may change anything (``--http-console-readonly`` says no), ``quotas`` the
+    client quotas its overview shows (None: none)."""
     identity = identity or HttpIdentity(HttpAuth.NONE)
     scope_of = Scoper(identity, authorizer)
     pages = DataPages(
@@ -113,7 +116,7 @@ def make_site(
     )
     root: Resource = make_console(
         inspector, clock=clock, settings=settings, sampler=sampler, scope_of=scope_of,
-        shares=shares, data=pages,
+        shares=shares, data=pages, quotas=quotas,
     )
     children: dict[bytes, Resource] = {
         b"healthz": HealthResource(),
