@@ -138,8 +138,8 @@ def test_a_throttled_answer_carries_the_time_and_the_connection_is_muted(
             assert first.throttle_time_ms == 0
             second = raw.call(ApiKey.PRODUCE, 9, _produce_request("quota-mute", 15_000))
             # 30 kB (and the request headers) over the 2 s assumed: 15 kB/s, half over
-            # the bound: 1 s.
-            assert 1000 <= second.throttle_time_ms <= 1100, second
+            # the bound: 1 s (less the time between the two, which the span grows by).
+            assert 800 <= second.throttle_time_ms <= 1100, second
             sent = time.monotonic()
             raw.call(ApiKey.API_VERSIONS, 3, apis.ApiVersionsRequest(
                 client_software_name="t", client_software_version="1"))
