@@ -48,6 +48,8 @@ _POSITIVE = (
     "max-request-bytes",
     "fetch-max-bytes",
     "telemetry-max-bytes",
+    "quota-window-num",
+    "quota-window-size-seconds",
     "max-inflight-answer-bytes",
     "read-threads",
     "write-threads",
@@ -178,6 +180,8 @@ def _limits(options: Mapping[str, Any]) -> LimitSettings:
         sasl_max_receive_bytes=options["sasl-server-max-receive-size"],
         transaction_max_timeout_ms=options["transaction-max-timeout-ms"],
         telemetry_max_bytes=options["telemetry-max-bytes"],
+        quota_window_num=options["quota-window-num"],
+        quota_window_size_seconds=options["quota-window-size-seconds"],
     )
 
 

@@ -200,6 +200,21 @@ class Options(usage.Options):
             "Largest metrics payload of a client's PushTelemetry (Kafka's telemetry.max.bytes).",
             int,
         ],
+        # Client quotas (docs/operations.md, "Client quotas").
+        [
+            "quota-window-num",
+            None,
+            11,
+            "Samples a client quota's rate is measured over (Kafka's quota.window.num).",
+            int,
+        ],
+        [
+            "quota-window-size-seconds",
+            None,
+            1,
+            "Length of one quota sample (Kafka's quota.window.size.seconds).",
+            int,
+        ],
         [
             "max-inflight-answer-bytes",
             None,

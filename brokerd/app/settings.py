@@ -104,6 +104,9 @@ class LimitSettings:
     transaction_max_timeout_ms: int
     #: Largest metrics payload of a PushTelemetry (Kafka's ``telemetry.max.bytes``).
     telemetry_max_bytes: int = 1024 * 1024
+    #: Client quota rates: samples and their length (Kafka's quota.window.*).
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
 
 
 @attrs.frozen

@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from brokerd.app.settings import Settings
     from brokerd.core import Broker
     from brokerd.core.cleaner_service import CleanerService
+    from brokerd.core.quotas.manager import QuotaManager
+    from brokerd.core.quotas.store import QuotaStore
     from brokerd.core.store_recovery import StoreRecovery
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.groups.share.state_service import ShareGroups
@@ -104,6 +106,15 @@ class Authorization:
 
 
 @attrs.frozen
+class ClientQuotas:
+    """The client quotas the Kafka listener enforces, and their file
+    (``client-quotas.json``)."""
+
+    manager: QuotaManager
+    store: QuotaStore
+
+
+@attrs.frozen
 class Edge:
     """What both listeners share at the connection edge, counted while they run."""
 
@@ -135,6 +146,8 @@ class BrokerServices:
     #: Client telemetry (KIP-714): client-metrics resources, client instances and what
     #: they pushed (None: ``--kafka none``).
     telemetry: ClientTelemetry | None = None
+    #: Client quotas by user and client id (None: in memory only, as tests build it).
+    quotas: ClientQuotas | None = None
 
 
 def build_services(settings: Settings, reactor: Any) -> BrokerServices:
@@ -149,6 +162,7 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     broker = add_core(top, logdir, settings, reactor)
     cleaner = add_cleaner(broker, logdir, settings, reactor)
     authorization = build_authorization(broker, settings)
+    quotas = build_quotas(settings)
     coordinators = add_coordinators(broker, settings, reactor)
     share_inspector = ShareGroupInspector(
         coordinators.shares.service.engine, broker.open_logs, coordinators.shares.coordinator
@@ -180,7 +194,10 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
         registry=build_schema_registry(broker, settings, reactor, readiness),
         http_identity=http_identity(settings, reactor),
         telemetry=telemetry,
+        quotas=quotas,
     )
+    if metrics is not None:
+        metrics.add_quotas(quotas.manager, reactor.seconds)
     add_native(services, settings, reactor)
     log_anonymous_doors(settings)
     add_kafka(services, settings, reactor)
@@ -275,6 +292,25 @@ def build_authorization(broker: Broker, settings: Settings) -> Authorization:
         count=len(authorizer.acls), users=sorted(authorizer.super_users) or "none",
     )
     return Authorization(authorizer, AclHandlers(authorizer, store, run_blocking=broker.run_write))
+
+
+def build_quotas(settings: Settings) -> ClientQuotas:
+    """The client quotas, ``client-quotas.json`` loaded now (a file that cannot be read
+    stops the start: running without its quotas would let every client run free)."""
+    from brokerd.core.quotas.entities import QuotaConfigs
+    from brokerd.core.quotas.manager import QuotaManager
+    from brokerd.core.quotas.store import QuotaStore
+
+    store = QuotaStore.in_directory(settings.storage.data_dir)
+    configs = QuotaConfigs(store.load())
+    if configs.entities():
+        _log.info("client quotas: {count} entit(ies) with quotas",
+                  count=len(configs.entities()))
+    limits = settings.limits
+    return ClientQuotas(QuotaManager(
+        configs, samples=limits.quota_window_num,
+        window_ms=limits.quota_window_size_seconds * 1000,
+    ), store)
 
 
 def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordinators:
@@ -561,6 +597,7 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         addresses=services.edge.addresses,
         shares=coordinators.shares,
         telemetry=services.telemetry,
+        **kafka_quotas(services, broker=services.broker, clock=reactor),
     )
     listening = services.readiness.wait_for("kafka listener", "not bound yet")
 
@@ -582,6 +619,21 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
     listener_service(
         reactor, description, factory, settings.tls.client_verification, on_listen
     ).setServiceParent(services.top)
+
+
+def kafka_quotas(services: BrokerServices, *, broker: Broker, clock: Any) -> dict[str, Any]:
+    """The Kafka listener's client quota enforcement and APIs over the broker's quotas."""
+    from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
+    from brokerd.kafka.server.throttle import QuotaEnforcer
+
+    quotas = services.quotas
+    if quotas is None:
+        return {}
+    return {
+        "quotas": QuotaEnforcer(quotas.manager, clock),
+        "quota_handlers": ClientQuotaHandlers(
+            quotas.manager, quotas.store, run_blocking=broker.run_write),
+    }
 
 
 def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None:
@@ -621,6 +673,7 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
         schemas=services.registry,
         actions=settings.web.console_actions,
         telemetry=services.telemetry,
+        quotas=services.quotas.manager if services.quotas is not None else None,
     )
     serve_http(
         services, settings, reactor, description, site,

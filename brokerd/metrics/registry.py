@@ -9,7 +9,7 @@ parts of the broker exist (the service tree passes them in).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
@@ -17,6 +17,7 @@ from brokerd.admin.inspect import Inspector
 from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.admin.telemetry_face import TelemetryFace
 from brokerd.admin.txn_face import TxnListingFace
+from brokerd.core.quotas.manager import QuotaManager
 from brokerd.metrics.collectors import (
     CleanerCollector,
     CleanerCounters,
@@ -66,6 +67,10 @@ class BrokerMetrics:
     def add_client_telemetry(self, telemetry: TelemetryFace) -> None:
         """The metrics clients push (KIP-714)."""
         self.registry.register(TelemetryCollector(telemetry))
+    def add_quotas(self, quotas: QuotaManager, seconds: Callable[[], float]) -> None:
+        from brokerd.metrics.quotas import QuotasCollector
+
+        self.registry.register(QuotasCollector(quotas, seconds))
 
     def add_stores(self, stores: Sequence[JournalStore]) -> None:
         self.registry.register(StoresCollector(stores))

@@ -12,7 +12,9 @@ the protocol spoken over it.
   the transport stops reading, so a client that does not read cannot make us buffer
   answers without end.
 * Read pausing while requests are in flight, with a protocol-chosen allowance for
-  reading ahead (to notice a client closing during a long wait).
+  reading ahead (to notice a client closing during a long wait); and muting
+  (:meth:`RequestConnection.mute`): nothing read or handed out for a while, what a
+  client quota's throttle asks after its answer is written.
 * An idle deadline (no traffic either way; waiting on the core is not idleness) and a
   frame deadline (a frame must be complete this long after its first byte, while we
   read or it waits for the request budget), both on an injected clock.
@@ -179,6 +181,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         # Facts beside the phase:
         self._reading = True  # whether we last told the transport to read
         self._pumping = False  # re-entrancy guard for _pump
+        self._mutes = 0  # throttles running (mute): nothing is read or handed out
         self._seen_data = False
         self._registered = False  # we are the transport's producer
         self._budget = request_budget or _UNLIMITED
@@ -307,6 +310,24 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         connection is lost first (the timer is cancelled then, so it holds nothing)."""
         self._timers = [t for t in self._timers if t.active()]
         self._timers.append(self._clock.callLater(delay, call))
+
+    def mute(self, seconds: float) -> None:
+        """Read and hand out nothing for ``seconds`` (a client quota's throttle, after
+        its answer is written); overlapping mutes last until the last one ends."""
+        if seconds <= 0:
+            return
+        self._mutes += 1
+        self.schedule(seconds, self._unmute)
+        self._update_reading()
+
+    @property
+    def muted(self) -> bool:
+        return self._mutes > 0
+
+    def _unmute(self) -> None:
+        self._mutes -= 1
+        if not self._mutes:
+            self._pump()
 
     def refuseRequests(self) -> None:
         """Take nothing more, without touching the transport (it is going away, or the
@@ -540,7 +561,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             return  # the loop further up this stack carries on
         self._pumping = True
         try:
-            while self._phase.taking:
+            while self._phase.taking and not self._mutes:
                 request = self.nextRequest()
                 if request is None:
                     break
@@ -623,6 +644,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         want = (
             not phase.write_blocked
             and not self._account.waiting
+            and not self._mutes
             and (not self._in_flight or self.readAhead())
         )
         if want != self._reading:

@@ -33,6 +33,7 @@ from twisted.web.template import Flattenable
 from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
 from brokerd.admin.telemetry_face import TelemetryClientView, TelemetryFace
 from brokerd.clock import Seconds
+from brokerd.core.quotas.manager import QuotaManager
 from brokerd.web import client_pages, data_pages
 from brokerd.web import console_pages as pages
 from brokerd.web.console_history import (
@@ -50,6 +51,8 @@ from brokerd.web.scope import EVERYTHING, ScopeOf
 Render = Callable[[pages.Moment], tuple[int, str, Flattenable]]
 
 OK = 200
+#: Measured client quota shares the overview lists at most (the most recently active).
+QUOTA_SHARES_SHOWN = 50
 NOT_FOUND = 404
 METHOD_NOT_ALLOWED = 405
 
@@ -68,9 +71,11 @@ class _Console:
         shares: ShareGroupInspector | None = None,
         data: DataPages | None = None,
         telemetry: TelemetryFace | None = None,
+        quotas: QuotaManager | None = None,
     ) -> None:
         self.data = data
         self.telemetry = telemetry
+        self.quotas = quotas
         self.source = source
         self.shares = shares
         self.clock = clock
@@ -101,6 +106,21 @@ class _Console:
         if self.telemetry is None or not self.scope_of(request).shows_settings:
             return None
         return self.telemetry.clients()
+    def quotas_for(self, request: Request) -> pages.ClientQuotasView | None:
+        """The client quotas, for a principal that may see the broker's configs."""
+        quotas = self.quotas
+        if quotas is None or not self.scope_of(request).shows_settings:
+            return None
+        configured = [
+            (entity.label(), key, value)
+            for entity, values in sorted(quotas.entities().items(), key=lambda e: e[0].label())
+            for key, value in sorted(values.items())
+        ]
+        shares = [
+            (v.key, v.user, v.client_id, v.bound, v.rate, v.throttled)
+            for v in quotas.sensors(self.clock.seconds() * 1000.0, QUOTA_SHARES_SHOWN)
+        ]
+        return pages.ClientQuotasView(configured, shares)
 
     def settings_for(self, request: Request) -> Mapping[str, str]:
         return self.settings if self.scope_of(request).shows_settings else {}
@@ -334,6 +354,7 @@ class _Root(_ReadOnly):
             body = pages.overview(
                 source, moment, settings=settings, started=console.started,
                 share_groups=console.share_groups_for(request),
+                client_quotas=console.quotas_for(request),
             )
             clients = console.clients_for(request)
             if clients is not None:
@@ -355,6 +376,7 @@ def make_console(
     shares: ShareGroupInspector | None = None,
     data: DataPages | None = None,
     telemetry: TelemetryFace | None = None,
+    quotas: QuotaManager | None = None,
 ) -> Resource:
     """The console's root resource. ``inspector``: where the figures come from
     (:class:`brokerd.admin.inspect.Inspector`); ``clock``: the time shown and uptime's
@@ -364,12 +386,13 @@ def make_console(
     (:mod:`brokerd.web.scope`; None: everything); ``shares``: the share groups'
     figures (None: the console shows no share groups); ``data``: the data pages'
     (message browser, schemas, actions; None: none); ``telemetry``: the clients known
-    by their telemetry (None: no clients section or page)."""
+    by their telemetry (None: no clients section or page); ``quotas``: the client quotas
+    shown to principals that may see the broker's configs (None: none)."""
     return _Root(
         _Console(
             inspector, cast(Seconds, clock), settings, sampler,
             scope_of if scope_of is not None else (lambda request: EVERYTHING),
-            shares, data, telemetry,
+            shares, data, telemetry, quotas,
         )
     )
 

@@ -109,9 +109,11 @@ def overview(
     settings: Mapping[str, str],
     started: float,
     share_groups: Sequence[ShareGroupView] | None = None,
+    client_quotas: ClientQuotasView | None = None,
 ) -> list[Flattenable]:
     """``/``: every topic, every group (consumer groups, and the share groups when
-    ``share_groups`` is given), and the broker's settings and health."""
+    ``share_groups`` is given), the client quotas (when ``client_quotas`` is given: the
+    principal may see the broker's configs), and the broker's settings and health."""
     topics = source.topics()
     topics_table = table(
         ("topic", "partitions", "offsets", "size", "produce rate", "last 10 min"),
@@ -176,8 +178,42 @@ def overview(
         _section("Topics", topics_table, id_="topics"),
         _section("Consumer groups", groups_body, id_="groups"),
         _share_groups_section(share_groups) if share_groups is not None else "",
+        _quotas_section(client_quotas) if client_quotas is not None else "",
         _section("Broker", *broker, id_="broker"),
     ]
+
+
+@attrs.frozen
+class ClientQuotasView:
+    """The configured client quotas (entity label, key, value) and the measured shares
+    (key, user, client id, bound, rate, throttled answers)."""
+
+    configured: Sequence[tuple[str, str, float]]
+    shares: Sequence[tuple[str, str, str, float, float, int]]
+
+
+def _quota_value(value: float) -> str:
+    return f"{int(value):,}" if value == int(value) else f"{value:g}"
+
+
+def _quotas_section(view: ClientQuotasView) -> Tag:
+    configured = table(
+        ("entity", "quota", "value"),
+        (tags.tr(cell(entity), cell(key), cell(_quota_value(value), num=True))
+         for entity, key, value in view.configured),
+        empty="No client quotas (kafka-configs --entity-type users|clients sets them).",
+        numeric=(2,),
+    )
+    shares = table(
+        ("quota", "user", "client id", "bound", "rate now", "throttled answers"),
+        (tags.tr(cell(key), cell(user or "(any)"), cell(client or "(any)"),
+                 cell(_quota_value(bound), num=True), cell(f"{rate:,.0f}", num=True),
+                 cell(count(throttled), num=True))
+         for key, user, client, bound, rate, throttled in view.shares),
+        empty="No client measured yet.",
+        numeric=(3, 4, 5),
+    )
+    return _section("Client quotas", configured, tags.h2("Measured"), shares, id_="quotas")
 
 
 # -- one topic -------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from brokerd.admin.inspect import Inspector
 from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.admin.telemetry_face import TelemetryFace
 from brokerd.clock import Clock
+from brokerd.core.quotas.manager import QuotaManager
 from brokerd.security.acl import AclAuthorizer
 from brokerd.security.doors import HttpAuth
 from brokerd.web.auth import AuthGuard, HttpIdentity
@@ -98,6 +99,7 @@ def make_site(
     schemas: SchemaSource | None = None,
     actions: bool = True,
     telemetry: TelemetryFace | None = None,
+    quotas: QuotaManager | None = None,
 ) -> Site:
     """The HTTP site: the console at ``/`` (``settings`` are the broker's effective
     options, shown on its broker page; ``sampler`` its history), ``/metrics`` serving
@@ -108,7 +110,8 @@ def make_site(
     the records and operations of the message browser and the actions (None: neither),
     ``schemas`` the registry its pages read (None: none), ``actions`` whether the
     console may change anything (``--http-console-readonly`` says no), ``telemetry``
-    the clients known by their pushed metrics (None: none)."""
+    the clients known by their pushed metrics (None: none), ``quotas`` the client quotas
+    its overview shows (None: none)."""
     identity = identity or HttpIdentity(HttpAuth.NONE)
     scope_of = Scoper(identity, authorizer)
     pages = DataPages(
@@ -116,7 +119,7 @@ def make_site(
     )
     root: Resource = make_console(
         inspector, clock=clock, settings=settings, sampler=sampler, scope_of=scope_of,
-        shares=shares, data=pages, telemetry=telemetry,
+        shares=shares, data=pages, telemetry=telemetry, quotas=quotas,
     )
     children: dict[bytes, Resource] = {
         b"healthz": HealthResource(),

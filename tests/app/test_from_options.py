@@ -107,6 +107,13 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
         "fetch-max-bytes": (
             ["--fetch-max-bytes", "1003"], lambda s: s.limits.fetch_max_bytes == 1003
         ),
+        "quota-window-num": (
+            ["--quota-window-num", "3"], lambda s: s.limits.quota_window_num == 3
+        ),
+        "quota-window-size-seconds": (
+            ["--quota-window-size-seconds", "2"],
+            lambda s: s.limits.quota_window_size_seconds == 2,
+        ),
         "max-inflight-answer-bytes": (
             ["--max-inflight-answer-bytes", "1004"],
             lambda s: s.limits.max_inflight_answer_bytes == 1004,

@@ -202,6 +202,41 @@ class FlowControlTests(ConnectionTestCase):
         self.assertEqual(len(self.proto.handled), 2)
 
 
+class MuteTests(ConnectionTestCase):
+    """A client quota's throttle: after its answer, nothing is read or taken for a while
+    (KIP-219), overlapping mutes ending with the last."""
+
+    def test_nothing_read_or_taken_while_muted(self) -> None:
+        self.send(b"a\n")
+        self.answer(0, b"A")
+        self.proto.mute(2.0)
+        self.assertTrue(self.proto.muted)
+        self.assertTrue(self.paused)
+        self.send(b"b\n")  # already in the socket buffer: kept, not taken
+        self.assertEqual(len(self.proto.handled), 1)
+        self.clock.advance(1.999)
+        self.assertEqual(len(self.proto.handled), 1)
+        self.clock.advance(0.001)
+        self.assertFalse(self.proto.muted)
+        self.assertEqual([r for r, _ in self.proto.handled], [b"a", b"b"])
+        self.assertTrue(self.paused)  # b in flight
+
+    def test_overlapping_mutes_end_with_the_last(self) -> None:
+        self.proto.mute(1.0)
+        self.proto.mute(3.0)
+        self.send(b"a\n")
+        self.clock.advance(1.0)
+        self.assertTrue(self.proto.muted)
+        self.assertEqual(self.proto.handled, [])
+        self.clock.advance(2.0)
+        self.assertEqual([r for r, _ in self.proto.handled], [b"a"])
+
+    def test_no_mute_for_no_time(self) -> None:
+        self.proto.mute(0.0)
+        self.assertFalse(self.proto.muted)
+        self.assertFalse(self.paused)
+
+
 class CloseTests(ConnectionTestCase):
     def test_connection_lost_cancels_in_flight_and_drops_late_answers(self) -> None:
         self.send(b"a\nb\n")

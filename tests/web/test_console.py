@@ -170,6 +170,28 @@ class PagesTests(ConsoleTestCase):
         self.assertIn("none offline", body)
         self.assertIn("<script>" + SCRIPT + "</script>", body)
 
+    def test_overview_shows_client_quotas_and_their_use(self) -> None:
+        from brokerd.core.quotas.entities import DEFAULT, QuotaConfigs, QuotaEntity
+        from brokerd.core.quotas.manager import QuotaManager
+
+        quotas = QuotaManager(QuotaConfigs({
+            QuotaEntity("alice", DEFAULT): {"producer_byte_rate": 1048576.0},
+            QuotaEntity(None, "etl"): {"request_percentage": 12.5},
+        }))
+        quotas.record("producer_byte_rate", "alice", "app", 30_000_000, self.clock.seconds() * 1000)
+        root = make_console(self.source, clock=self.clock, settings={}, quotas=quotas)
+        code, _, body = get(root, "/")
+        self.assertEqual(code, 200)
+        self.assertIn("<td>user=alice,client-id=&lt;default&gt;</td><td>producer_byte_rate"
+                      '</td><td class="num">1,048,576</td>', body)
+        self.assertIn('<td>client-id=etl</td><td>request_percentage</td>'
+                      '<td class="num">12.5</td>', body)
+        # 30 MB over the 10 s assumed: 3,000,000 B/s, one throttled answer.
+        self.assertIn('<td>producer_byte_rate</td><td>alice</td><td>app</td>'
+                      '<td class="num">1,048,576</td><td class="num">3,000,000</td>'
+                      '<td class="num">1</td>', body)
+        self.assertNotIn("Client quotas", self.page("/"))  # a console without quotas
+
     def test_topic_page_partitions_and_marked_overrides(self) -> None:
         body = self.page("/topics/orders")
         self.assertIn("<h1>Topic orders</h1>", body)

@@ -30,6 +30,7 @@ from twisted.internet import defer
 
 from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
+from brokerd.core.quotas.manager import QuotaManager
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.server import acl_gate as authorize
 from brokerd.kafka.server.handler_base import (
@@ -54,6 +55,7 @@ from brokerd.kafka.server.handlers.groups import (
 from brokerd.kafka.server.handlers.list_offsets import ListOffsetsHandler
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.server.handlers.produce import ProduceHandler
+from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
 from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
 from brokerd.kafka.server.handlers.share import ShareHandlers
 from brokerd.kafka.server.handlers.share_configs import ShareGroupConfigs
@@ -63,6 +65,7 @@ from brokerd.kafka.server.handlers.telemetry import TelemetryHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route, route_table
+from brokerd.kafka.server.throttle import QuotaEnforcer
 from brokerd.kafka.telemetry.clients import ClientTelemetry
 from brokerd.kafka.telemetry.resources import ClientMetricsResources
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
@@ -137,6 +140,9 @@ class KafkaHandlers:
         everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
     :param telemetry: the client instances and client-metrics resources of client
         telemetry (KIP-714); None: in memory only.
+    :param quotas: the client quota APIs (DescribeClientQuotas, AlterClientQuotas) over
+        the quotas the listener enforces (default: a set of their own, in memory);
+        ``enforcer`` charges the controller mutation quota in the admin handlers.
     :param credentials: the SCRAM credentials store of the credential admin APIs; None
         = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and
         SaslAuthenticate are answered by the protocol (they change connection state).
@@ -158,6 +164,8 @@ class KafkaHandlers:
         answer_budget: AnswerBudget | None = None,
         shares: ShareGroups | None = None,
         telemetry: ClientTelemetry | None = None,
+        quotas: ClientQuotaHandlers | None = None,
+        enforcer: QuotaEnforcer | None = None,
     ) -> None:
         txn = TxnHandlers(core, transactions, clock=clock)
         if telemetry is None:
@@ -173,7 +181,7 @@ class KafkaHandlers:
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
-                operations=operations,
+                operations=operations, quotas=enforcer,
             ),
             ProduceHandler(core, clock=clock),
             FetchHandler(
@@ -205,7 +213,7 @@ class KafkaHandlers:
                 client_metrics=telemetry.resources,
                 telemetry_max_bytes=telemetry.max_bytes,
             ),
-            PartitionAdminHandlers(core, identity, clock=clock),
+            PartitionAdminHandlers(core, identity, clock=clock, quotas=enforcer),
             txn,
             ScramAdminHandlers(credentials),
             acls if acls is not None else AclHandlers(None, None),
@@ -218,6 +226,7 @@ class KafkaHandlers:
                 core, identity, telemetry,
                 configured_groups=_configured_groups(coordinator, shares),
             ),
+            quotas if quotas is not None else ClientQuotaHandlers(QuotaManager()),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
         self.routes: dict[ApiKey, Route] = route_table(

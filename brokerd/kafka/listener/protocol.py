@@ -46,8 +46,10 @@ handlers do), touch files or threads, or use the global reactor (the clock is in
 from __future__ import annotations
 
 from collections import deque
-from typing import cast
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, cast
 
+import attrs
 from twisted.internet import defer
 from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory
@@ -55,6 +57,7 @@ from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
+from brokerd.core.quotas.manager import QuotaManager
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.listener.dispatch import (
     DEFAULT_PARTITIONS,
@@ -68,6 +71,7 @@ from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
+from brokerd.kafka.server.throttle import QuotaEnforcer
 from brokerd.kafka.telemetry.clients import ClientTelemetry
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
 from brokerd.kafka.wire import codec
@@ -80,6 +84,9 @@ from brokerd.net.refusals import RefusalLog
 from brokerd.net.request_budget import RequestBudget
 from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
+
+if TYPE_CHECKING:
+    from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
 
 #: Seconds between writing the answer to a failed authentication and closing the
 #: connection: a client that handles the close before reading what arrived
@@ -144,6 +151,10 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         self._close_after_answer = False
         self._auth_failed = False  # answered a failed authentication: close soon
         self._holding_raw_token = False  # a raw SASL token answer waits for its delay
+        self._quotas = factory.quotas
+        # While some quota is set: per request handed out (by id), its frame size and
+        # the reactor time spent on it so far.
+        self._charges: dict[int, list[float]] = {}
 
     def connectionMade(self) -> None:
         super().connectionMade()
@@ -329,7 +340,29 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
 
     def handleRequest(self, request: apis.Request) -> defer.Deferred[object]:
         started = self.metrics.now()
+        quotas = self._quotas
+        if quotas.quotas.keys_set and request.api_key not in SASL_API_KEYS:
+            return self._handle_charged(quotas, request, started)
         return observe_kafka(self.metrics, request, started, self._dispatch(request))
+
+    def _handle_charged(
+        self, quotas: QuotaEnforcer, request: apis.Request, started: float
+    ) -> defer.Deferred[object]:
+        """Dispatch while client quotas are set: note the request's size and time (and
+        cut a fetch to what the consumer quota allows in its window)."""
+        begun = perf_counter()
+        # Keyed by the request handed out: its answer is delivered with that one.
+        charge = [float(self._handed_bytes), 0.0]
+        self._charges[id(request)] = charge
+        if request.api_key is ApiKey.FETCH:
+            cap = quotas.fetch_cap(self.state.principal, request.header.client_id)
+            if cap is not None and cap < request.body.max_bytes:
+                body = request.body
+                request = attrs.evolve(request, body=attrs.evolve(
+                    body, max_bytes=cap, min_bytes=min(body.min_bytes, cap)))
+        d = observe_kafka(self.metrics, request, started, self._dispatch(request))
+        charge[1] += perf_counter() - begun
+        return d
 
     def _dispatch(self, request: apis.Request) -> defer.Deferred[object]:
         if request.api_key in SASL_API_KEYS:
@@ -351,6 +384,9 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         return self._handlers.handle(self._conn, request)
 
     def deliverAnswer(self, request: apis.Request, answer: object) -> bool:
+        charge = self._charges.pop(id(request), None) if self._charges else None
+        if charge is not None:
+            return self._deliver_charged(self._quotas, request, answer, charge)
         if answer is Outcome.NO_RESPONSE or self.closing or not self.isConnected:
             return True  # acks=0, or the connection is going away: nobody to answer
         if answer is Outcome.CLOSE_CONNECTION:
@@ -360,6 +396,44 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             request.header.correlation_id, request.api_version, answer))
         if self._close_after_answer:
             self._close_after_failure()
+            return False
+        return True
+
+    def _deliver_charged(
+        self, quotas: QuotaEnforcer, request: apis.Request, answer: object,
+        charge: list[float],
+    ) -> bool:
+        """Charge the request to its client quotas, answer it (with its throttle time)
+        and mute the connection for that long."""
+        begun = perf_counter()
+        response: Any = None if isinstance(answer, Outcome) else answer
+        frame = None
+        answer_bytes = 0
+        if request.api_key is ApiKey.FETCH and response is not None:
+            frame = apis.encode_response(
+                request.header.correlation_id, request.api_version, response)
+            answer_bytes = frame.size if not isinstance(frame, bytes) else len(frame)
+        charged = quotas.charge(
+            request.api_key, self.state.principal, request.header.client_id, response,
+            int(charge[0]), answer_bytes, charge[1] + (perf_counter() - begun),
+        )
+        if charged.throttle_ms > 0:
+            frame = None  # the answer changed (its throttle time, an emptied fetch)
+        if isinstance(answer, Outcome):
+            go_on = self._deliver_outcome(answer)
+        elif self.closing or not self.isConnected:
+            return True
+        else:
+            self.write(frame if frame is not None else apis.encode_response(
+                request.header.correlation_id, request.api_version, charged.answer))
+            go_on = True
+        if charged.throttle_ms > 0 and go_on:
+            self.mute(charged.throttle_ms / 1000.0)
+        return go_on
+
+    def _deliver_outcome(self, outcome: Outcome) -> bool:
+        if outcome is Outcome.CLOSE_CONNECTION and not self.closing and self.isConnected:
+            self.close()
             return False
         return True
 
@@ -446,6 +520,8 @@ class KafkaFactory(Factory):
         addresses: AddressLimits | None = None,
         shares: ShareGroups | None = None,
         telemetry: ClientTelemetry | None = None,
+        quotas: QuotaEnforcer | None = None,
+        quota_handlers: ClientQuotaHandlers | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -470,13 +546,20 @@ class KafkaFactory(Factory):
         self.cluster_id = cluster_id
         self.idle_timeout = idle_timeout
         self.frame_timeout = frame_timeout
+        #: Client quota enforcement (nothing is measured while no quota is set).
+        self.quotas = quotas if quotas is not None else QuotaEnforcer(
+            QuotaManager(), cast(Clock, clock))
+        if quota_handlers is None:
+            from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
+
+            quota_handlers = ClientQuotaHandlers(self.quotas.quotas)
         self.handlers = KafkaHandlers(
             core, coordinator, self, clock=cast(Clock, clock),
             default_partitions=default_partitions, transactions=transactions,
             authorizer=authorizer, acls=acls,
             credentials=credentials,
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
-            shares=shares, telemetry=telemetry,
+            shares=shares, telemetry=telemetry, quotas=quota_handlers, enforcer=self.quotas,
         )
 
     def frame_limit(self, *, authenticated: bool) -> int:

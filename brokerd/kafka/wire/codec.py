@@ -59,6 +59,7 @@ _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+_F64 = struct.Struct(">d")
 _HEADER = struct.Struct(">hhi")
 #: The varints of 0-127: one byte each, shared (written without building them).
 _ONE_BYTE_VARINTS = tuple(bytes((i,)) for i in range(0x80))
@@ -138,6 +139,9 @@ class ApiKey(enum.IntEnum):
     STREAMS_GROUP_HEARTBEAT = 88
     STREAMS_GROUP_DESCRIBE = 89
     STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
+    # Client quotas.
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
 
 
 # -- errors --------------------------------------------------------------------------
@@ -680,6 +684,22 @@ class _Uuid:
         return "UUID"
 
 
+class _Float64:
+    """An IEEE 754 double, big-endian (Kafka's ``float64``: client quota values)."""
+
+    def read(self, r: Reader, version: int, nullable: bool) -> float:
+        return float(_F64.unpack(r.raw(8))[0])
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        w.raw(_F64.pack(float(value)))
+
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 8
+
+    def __repr__(self) -> str:
+        return "FLOAT64"
+
+
 #: Kafka's all-zero UUID: "no topic ID" in a request or an answer.
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -689,6 +709,7 @@ INT32: WireType = _Int(4, "INT32")
 INT64: WireType = _Int(8, "INT64")
 UINT16: WireType = _Uint16()
 BOOL: WireType = _Bool()
+FLOAT64: WireType = _Float64()
 #: ``int16`` length + UTF-8 (compact in flexible versions); nullability from the field.
 STRING: WireType = _String()
 #: ``int32`` length + bytes (compact in flexible versions; also the ``records`` type);

@@ -53,6 +53,7 @@ from brokerd.kafka.server.handlers.configs import topic_entries
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
+from brokerd.kafka.server.throttle import THROTTLED_TEXT, MutationCharge, QuotaEnforcer
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages.cluster import (
     ENDPOINT_BROKERS,
@@ -109,9 +110,11 @@ class AdminHandlers:
         transactional: TxnHandlers,
         default_partitions: int = DEFAULT_PARTITIONS,
         operations: AuthorizedOperations | None = None,
+        quotas: QuotaEnforcer | None = None,
     ) -> None:
         self._core = core
         self._id = identity
+        self._quotas = quotas
         self._operations = operations if operations is not None else AuthorizedOperations()
         self._default_partitions = default_partitions
         self._txn = transactional
@@ -395,14 +398,21 @@ class AdminHandlers:
     async def create_topics(self, conn: Connection, req: Request) -> Any:
         body: apis.CreateTopicsRequest = req.body
         twice = repeated(t.name for t in body.topics)
+        quota = None if self._quotas is None else self._quotas.mutations(
+            conn.state.principal, req.header.client_id, strict=req.api_version >= 6)
         results = []
         for t in body.topics:
             if t.name in twice:
                 result = _create_failed(t, ErrorCode.INVALID_REQUEST, "topic named more than once")
+            elif quota is not None and quota.refused():
+                result = _create_failed(t, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_TEXT)
             else:
                 result = await self._create_one(t, body.validate_only)
+                if quota is not None and result.error_code == 0 and not body.validate_only:
+                    quota.charge(result.num_partitions)
             results.append(result)
-        return apis.CreateTopicsResponse(topics=tuple(results))
+        return apis.CreateTopicsResponse(
+            throttle_time_ms=0 if quota is None else quota.throttle_ms(), topics=tuple(results))
 
     async def _create_one(
         self, t: apis.CreatableTopic, validate_only: bool
@@ -493,6 +503,8 @@ class AdminHandlers:
         wanted = _topics_to_delete(body, req.api_version)
         twice_names = repeated(t.name for t in wanted if t.name is not None)
         twice_ids = repeated(str(t.topic_id) for t in wanted if t.name is None)
+        quota = None if self._quotas is None else self._quotas.mutations(
+            conn.state.principal, req.header.client_id, strict=req.api_version >= 5)
         results = []
         for t in wanted:
             if t.name is None and t.topic_id == ZERO_UUID:
@@ -503,12 +515,18 @@ class AdminHandlers:
                 result = _delete_failed(
                     t, ErrorCode.INVALID_REQUEST, "The topic is named more than once."
                 )
+            elif quota is not None and quota.refused():
+                result = _delete_failed(t, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_TEXT)
             else:
-                result = await self._delete_one(t)
+                result = await self._delete_one(t, quota)
             results.append(result)
-        return apis.DeleteTopicsResponse(responses=tuple(results))
+        return apis.DeleteTopicsResponse(
+            throttle_time_ms=0 if quota is None else quota.throttle_ms(),
+            responses=tuple(results))
 
-    async def _delete_one(self, t: DeleteTopicState) -> apis.DeletableTopicResult:
+    async def _delete_one(
+        self, t: DeleteTopicState, quota: MutationCharge | None
+    ) -> apis.DeletableTopicResult:
         # A name wins over an ID when both are given (as in Kafka).
         if t.name is not None:
             info = self._core.topics().get(t.name)
@@ -529,6 +547,8 @@ class AdminHandlers:
                 name=info.name, topic_id=info.topic_id,
                 error_code=self._unexpected("delete topic", e), error_message=message(e),
             )
+        if quota is not None:
+            quota.charge(info.partitions)
         return apis.DeletableTopicResult(name=info.name, topic_id=info.topic_id, error_code=0)
 
     async def init_producer_id(self, conn: Connection, req: Request) -> Any:

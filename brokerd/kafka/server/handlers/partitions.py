@@ -51,6 +51,7 @@ from brokerd.kafka.server.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.server.route import Route
+from brokerd.kafka.server.throttle import THROTTLED_TEXT, QuotaEnforcer
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
@@ -107,11 +108,13 @@ class PartitionAdminHandlers:
     _log = Logger()
 
     def __init__(
-        self, core: CoreApi, identity: BrokerIdentity, *, clock: Clock
+        self, core: CoreApi, identity: BrokerIdentity, *, clock: Clock,
+        quotas: QuotaEnforcer | None = None,
     ) -> None:
         self._core = core
         self._id = identity
         self._clock = clock
+        self._quotas = quotas
 
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
@@ -131,18 +134,29 @@ class PartitionAdminHandlers:
     async def create_partitions(self, conn: Connection, req: Request) -> Any:
         body: apis.CreatePartitionsRequest = req.body
         twice = repeated(t.name for t in body.topics)
+        quota = None if self._quotas is None else self._quotas.mutations(
+            conn.state.principal, req.header.client_id, strict=req.api_version >= 3)
         results = []
         for t in body.topics:
             if t.name in twice:
                 code, text = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+            elif quota is not None and quota.refused():
+                code, text = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_TEXT
             else:
+                before = self._core.topics().get(t.name)
                 code, text = await self._grow(t, body.validate_only, body.timeout_ms)
+                if quota is not None and code == 0 and before is not None and not (
+                    body.validate_only
+                ):
+                    quota.charge(t.count - before.partitions)
             results.append(
                 apis.CreatePartitionsTopicResult(
                     name=t.name, error_code=code, error_message=text if code else None
                 )
             )
-        return apis.CreatePartitionsResponse(results=tuple(results))
+        return apis.CreatePartitionsResponse(
+            throttle_time_ms=0 if quota is None else quota.throttle_ms(),
+            results=tuple(results))
 
     def _refusal(self, t: apis.CreatePartitionsTopic) -> tuple[ErrorCode, str] | None:
         info = self._core.topics().get(t.name)

@@ -387,6 +387,28 @@ class AdminAndGroupTests(AclTestCase):
         codes = {r.resource_type: r.error_code for r in self.one().results}
         self.assertEqual(codes, {2: 0, 4: ErrorCode.CLUSTER_AUTHORIZATION_FAILED})
 
+    def test_client_quotas_need_describe_and_alter_configs_on_the_cluster(self) -> None:
+        from brokerd.kafka.wire.messages import quotas as q
+
+        entity = (q.QuotaEntityPart(entity_type="user", entity_name="bob"),)
+        alter = q.AlterClientQuotasRequest(entries=(q.QuotaAlteration(
+            entity=entity, ops=(q.QuotaOp(key="producer_byte_rate", value=1024.0),)),))
+        self.send(ApiKey.ALTER_CLIENT_QUOTAS, 1, alter)
+        denied = self.one().entries[0]
+        self.assertEqual((denied.error_code, denied.entity),
+                         (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, entity))
+        self.send(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, q.DescribeClientQuotasRequest())
+        answer = self.one()
+        self.assertEqual((answer.error_code, answer.entries),
+                         (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None))
+        self.grant(ResourceType.CLUSTER, "kafka-cluster", OP.ALTER_CONFIGS)
+        self.send(ApiKey.ALTER_CLIENT_QUOTAS, 1, alter)
+        self.assertEqual(self.one().entries[0].error_code, 0)
+        self.grant(ResourceType.CLUSTER, "kafka-cluster", OP.DESCRIBE_CONFIGS)
+        self.send(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, q.DescribeClientQuotasRequest())
+        (entry,) = self.one().entries
+        self.assertEqual((entry.entity, entry.values[0].value), (entity, 1024.0))
+
     def test_describe_log_dirs_denied_says_why_from_v3(self) -> None:
         for version in (1, 2, 3, 4):
             self.send(ApiKey.DESCRIBE_LOG_DIRS, version,
