@@ -246,25 +246,31 @@ class Reader:
         return len(self._data) - self._pos
 
     def _take(self, n: int) -> int:
-        if n < 0 or n > self.remaining:
-            raise MalformedRequest(
-                f"need {n} bytes at position {self._pos}, {self.remaining} remain"
-            )
+        # Every read passes here: the bound is worked out inline, not by `remaining`.
         pos = self._pos
-        self._pos += n
+        end = pos + n
+        if n < 0 or end > len(self._data):
+            raise MalformedRequest(
+                f"need {n} bytes at position {pos}, {self.remaining} remain"
+            )
+        self._pos = end
         return pos
 
     def int8(self) -> int:
-        return int(_I8.unpack_from(self._data, self._take(1))[0])
+        value: int = _I8.unpack_from(self._data, self._take(1))[0]
+        return value
 
     def int16(self) -> int:
-        return int(_I16.unpack_from(self._data, self._take(2))[0])
+        value: int = _I16.unpack_from(self._data, self._take(2))[0]
+        return value
 
     def int32(self) -> int:
-        return int(_I32.unpack_from(self._data, self._take(4))[0])
+        value: int = _I32.unpack_from(self._data, self._take(4))[0]
+        return value
 
     def int64(self) -> int:
-        return int(_I64.unpack_from(self._data, self._take(8))[0])
+        value: int = _I64.unpack_from(self._data, self._take(8))[0]
+        return value
 
     def boolean(self) -> bool:
         return self.int8() != 0
@@ -354,7 +360,7 @@ class Reader:
             self.skip(self.uvarint())
 
     def _check_fits(self, n: int, min_item_size: int, what: str) -> None:
-        if n * max(min_item_size, 1) > self.remaining:
+        if n * max(min_item_size, 1) > len(self._data) - self._pos:
             raise MalformedRequest(
                 f"{what} of {n} items cannot fit in the {self.remaining} remaining bytes"
             )
