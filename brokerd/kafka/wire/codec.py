@@ -834,12 +834,129 @@ def is_flexible(cls: type[Any], version: int) -> bool:
     return start is not None and version >= start
 
 
+# -- readers specialised per class, version and mode -----------------------------------
+#
+# Decoding is the largest Python step of a small request (docs/performance.md,
+# "librdkafka's latency"): through the generic path every field costs a
+# ``WireType.read``, a ``Reader`` method and its bounds check, three or four calls. A
+# struct's plan is turned once per (class, version, flexible) into one function per
+# field: an integer is one call with its bounds check inline, a string or bytes field
+# the ``Reader`` method itself, an array of structs a loop over the nested struct's own
+# readers. Every check and error of the generic path is kept; types this does not know
+# (custom ``WireType`` classes) are read through their own ``read``.
+
+#: One field's reader: ``(attribute name, read(r))``.
+FieldReader = tuple[str, Callable[[Reader], Any]]
+_READERS: dict[tuple[type[Any], int, bool], tuple[FieldReader, ...]] = {}
+#: Keys whose readers are being built (a struct nested in itself is not inlined).
+_BUILDING: set[tuple[type[Any], int, bool]] = set()
+
+
+def _int_reader(
+    unpack: Callable[[bytes, int], tuple[Any, ...]], size: int
+) -> Callable[[Reader], Any]:
+    def read(r: Reader) -> Any:
+        pos = r._pos
+        end = pos + size
+        if end > len(r._data):
+            r._take(size)  # raises MalformedRequest, with the generic path's message
+        r._pos = end
+        return unpack(r._data, pos)[0]
+
+    return read
+
+
+_INT_READERS: dict[int, Callable[[Reader], Any]] = {
+    1: _int_reader(_I8.unpack_from, 1),
+    2: _int_reader(_I16.unpack_from, 2),
+    4: _int_reader(_I32.unpack_from, 4),
+    8: _int_reader(_I64.unpack_from, 8),
+}
+
+
+def _not_null(read: Callable[[Reader], Any], what: str) -> Callable[[Reader], Any]:
+    def checked(r: Reader) -> Any:
+        value = read(r)
+        if value is None:
+            raise MalformedRequest(f"null {what} where the schema forbids it")
+        return value
+
+    return checked
+
+
+def _array_reader(
+    item: Struct, version: int, flexible: bool, nullable: bool
+) -> Callable[[Reader], Any]:
+    cls = item.cls
+    item_size = item.min_size(version, flexible)
+    fields = _readers(cls, version, flexible)
+
+    def read(r: Reader) -> Any:
+        n = r.compact_array_count(item_size) if flexible else r.array_count(item_size)
+        if n is None:
+            if not nullable:
+                raise MalformedRequest("null array where the schema forbids it")
+            return None
+        out = []
+        for _ in range(n):
+            kwargs = {name: f(r) for name, f in fields}
+            if flexible:
+                r.skip_tagged_fields()
+            out.append(cls(**kwargs))
+        return tuple(out)
+
+    return read
+
+
+def _field_reader(
+    t: WireType, version: int, flexible: bool, nullable: bool
+) -> Callable[[Reader], Any]:
+    kind = type(t)
+    if kind is _Int:
+        return _INT_READERS[cast(_Int, t)._size]
+    if kind is _String:
+        text = Reader.compact_nullable_string if flexible else Reader.nullable_string
+        return text if nullable else _not_null(text, "string")
+    if kind is _Bytes:
+        data = Reader.compact_nullable_bytes if flexible else Reader.nullable_bytes
+        return data if nullable else _not_null(data, "bytes")
+    if (
+        kind is Array
+        and type(cast(Array, t).item) is Struct
+        and (cast(Struct, cast(Array, t).item).cls, version, flexible) not in _BUILDING
+    ):
+        # (A struct holding an array of itself is read through the generic path.)
+        return _array_reader(cast(Struct, cast(Array, t).item), version, flexible, nullable)
+
+    def generic(r: Reader) -> Any:
+        return t.read(r, version, nullable)
+
+    return generic
+
+
+def _readers(cls: type[Any], version: int, flexible: bool) -> tuple[FieldReader, ...]:
+    key = (cls, version, flexible)
+    readers = _READERS.get(key)
+    if readers is None:
+        plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
+        _BUILDING.add(key)
+        try:
+            readers = _READERS[key] = tuple(
+                (name, _field_reader(t, version, flexible, nullable))
+                for name, t, nullable in plan
+            )
+        finally:
+            _BUILDING.discard(key)
+    return readers
+
+
 def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
     """Read an instance of ``cls`` at ``version``; absent fields take their defaults.
     In a flexible reader the struct's tagged fields are read and skipped."""
-    plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
-    kwargs = {name: t.read(r, version, nullable) for name, t, nullable in plan}
-    if r.flexible:
+    flexible = r.flexible
+    fields = _READERS.get((cls, version, flexible)) or _readers(cls, version, flexible)
+    kwargs = {name: read(r) for name, read in fields}
+    if flexible:
         r.skip_tagged_fields()
     return cls(**kwargs)
 
