@@ -961,14 +961,96 @@ def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
     return cls(**kwargs)
 
 
+# The writing side of the same idea: per (class, version, flexible), one function per
+# field; an integer appends its packed bytes, a string or bytes field is the ``Writer``
+# method itself (after the generic path's null check), other types write themselves.
+
+#: One field's writer: ``(attribute name, write(w, value))``.
+FieldWriter = tuple[str, Callable[[Writer, Any], None]]
+_WRITERS: dict[tuple[type[Any], int, bool], tuple[FieldWriter, ...]] = {}
+
+
+def _int_writer(pack: Callable[[int], bytes]) -> Callable[[Writer, Any], None]:
+    def write(w: Writer, v: Any) -> None:
+        w._parts.append(pack(v))
+
+    return write
+
+
+_INT_WRITERS: dict[int, Callable[[Writer, Any], None]] = {
+    1: _int_writer(_I8.pack), 2: _int_writer(_I16.pack),
+    4: _int_writer(_I32.pack), 8: _int_writer(_I64.pack),
+}
+
+
+def _null_checked(
+    write: Callable[[Writer, Any], None], what: str
+) -> Callable[[Writer, Any], None]:
+    def checked(w: Writer, v: Any) -> None:
+        _null_check(v, False, what)
+        write(w, v)
+
+    return checked
+
+
+def _field_writer(
+    t: WireType, version: int, flexible: bool, nullable: bool
+) -> Callable[[Writer, Any], None]:
+    kind = type(t)
+    if kind is _Int:
+        return _INT_WRITERS[cast(_Int, t)._size]
+    if kind is _String:
+        text = Writer.compact_nullable_string if flexible else Writer.nullable_string
+        return text if nullable else _null_checked(text, "string")
+    if kind is _Bytes:
+        data = Writer.compact_nullable_bytes if flexible else Writer.nullable_bytes
+        return data if nullable else _null_checked(data, "bytes")
+    if kind is Array and type(cast(Array, t).item) is Struct:
+        return _array_writer(version, flexible, nullable)
+
+    def generic(w: Writer, v: Any) -> None:
+        t.write(w, v, version, nullable)
+
+    return generic
+
+
+def _array_writer(version: int, flexible: bool, nullable: bool) -> Callable[[Writer, Any], None]:
+    def write(w: Writer, items: Any) -> None:
+        _null_check(items, nullable, "array")
+        if flexible:
+            w.compact_array_count(None if items is None else len(items))
+        elif items is None:
+            w.int32(-1)
+        else:
+            w.int32(len(items))
+        for item in items or ():
+            write_struct(w, item, version)
+
+    return write
+
+
+def _writers(cls: type[Any], version: int, flexible: bool) -> tuple[FieldWriter, ...]:
+    key = (cls, version, flexible)
+    writers = _WRITERS.get(key)
+    if writers is None:
+        plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
+        writers = _WRITERS[key] = tuple(
+            (name, _field_writer(t, version, flexible, nullable))
+            for name, t, nullable in plan
+        )
+    return writers
+
+
 def write_struct(w: Writer, obj: Any, version: int) -> None:
     """Write the fields of ``obj`` that exist at ``version``, in schema order (and an
     empty tagged-fields section in a flexible writer)."""
     cls = type(obj)
-    layout = _LAYOUTS.get(cls) or _layout(cls)
-    for name, t, nullable in layout.plan(version):
-        t.write(w, getattr(obj, name), version, nullable)
-    if w.flexible:
+    flexible = w.flexible
+    fields = _WRITERS.get((cls, version, flexible)) or _writers(cls, version, flexible)
+    for name, write in fields:
+        write(w, getattr(obj, name))
+    if flexible:
+        layout = _LAYOUTS.get(cls) or _layout(cls)
         if layout.tagged is None:
             w.empty_tagged_fields()
         else:
