@@ -391,6 +391,13 @@ class Broker(SequentialMultiService):
             headers = parse_batches(data, max_batch_bytes=len(data))
         except BrokerError:
             return defer.fail()
+        part = self.partitions.open_now(topic, partition)
+        if part is not None:
+            # The usual case: no Deferred to open with and chain the append's onto.
+            try:
+                return self._enqueue_batches(part, data, headers)
+            except Exception:
+                return defer.fail()  # as a callback's exception would
         d = self.partitions.open(topic, partition, create=True)
         return d.addCallback(self._enqueue_batches, data, headers)
 

@@ -95,6 +95,13 @@ class TopicRegistry:
     def get(self, key: PartitionKey) -> Partition | None:
         return self._partitions.get(key)
 
+    def open_now(self, topic: str, index: int) -> Partition | None:
+        """The partition when it is open and its topic is not being deleted (what
+        :meth:`open` would answer at once); None when :meth:`open` has more to say."""
+        if topic in self._deleting:
+            return None
+        return self._partitions.get((topic, index))
+
     @property
     def auto_create(self) -> bool:
         return bool(self.logdir.auto_create)

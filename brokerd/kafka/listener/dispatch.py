@@ -24,6 +24,7 @@ change the connection's state).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import CoroutineType
 from typing import Any, cast
 
 from twisted.internet import defer
@@ -244,9 +245,20 @@ class KafkaHandlers:
         protocol then logs it and closes the connection.
         """
         handler = self._handlers[request.api_key]
+        try:
+            answer = handler(conn, request)
+        except Exception:
+            return defer.fail()
+        # A handler's coroutine is driven as it is: no wrapping coroutine, one frame
+        # and one step less on every request.
+        if isinstance(answer, defer.Deferred):
+            return answer
+        if isinstance(answer, CoroutineType):
+            return defer.Deferred.fromCoroutine(answer)
+        awaitable = answer
 
         async def run() -> Any:
-            return await handler(conn, request)
+            return await awaitable
 
         return defer.Deferred.fromCoroutine(run())
 

@@ -38,6 +38,17 @@ def _error_name(enum_type: type[enum.IntEnum], code: int) -> str:
 # Per response class: whether it has an error_code field, and its other fields.
 _plans: dict[type, tuple[bool, tuple[str, ...]]] = {}
 _ERROR_FIELD = "error_code"
+# Per type met in a response: whether it is an attrs class to walk into. A dictionary
+# look-up instead of ``attrs.has`` on every field value: the walk runs for every answer,
+# and most values it meets are ints and strings.
+_walked: dict[type, bool] = {}
+
+
+def _is_message(kind: type) -> bool:
+    walk = _walked.get(kind)
+    if walk is None:
+        walk = _walked[kind] = attrs.has(kind)
+    return walk
 
 
 def _plan(cls: type) -> tuple[bool, tuple[str, ...]]:
@@ -56,17 +67,18 @@ def _collect_codes(value: object, codes: set[int]) -> None:
             codes.add(code)
     for name in others:
         child = getattr(value, name)
-        if isinstance(child, tuple):
+        kind = type(child)
+        if kind is tuple:
             for item in child:
-                if attrs.has(type(item)):
+                if _is_message(type(item)):
                     _collect_codes(item, codes)
-        elif attrs.has(type(child)):
+        elif _is_message(kind):
             _collect_codes(child, codes)
 
 
 def kafka_errors(answer: object) -> list[str]:
     """The names of the error codes anywhere in a Kafka response, each once, sorted."""
-    if not attrs.has(type(answer)):
+    if not _is_message(type(answer)):
         return []
     codes: set[int] = set()
     _collect_codes(answer, codes)

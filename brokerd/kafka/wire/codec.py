@@ -257,25 +257,31 @@ class Reader:
         return len(self._data) - self._pos
 
     def _take(self, n: int) -> int:
-        if n < 0 or n > self.remaining:
-            raise MalformedRequest(
-                f"need {n} bytes at position {self._pos}, {self.remaining} remain"
-            )
+        # Every read passes here: the bound is worked out inline, not by `remaining`.
         pos = self._pos
-        self._pos += n
+        end = pos + n
+        if n < 0 or end > len(self._data):
+            raise MalformedRequest(
+                f"need {n} bytes at position {pos}, {self.remaining} remain"
+            )
+        self._pos = end
         return pos
 
     def int8(self) -> int:
-        return int(_I8.unpack_from(self._data, self._take(1))[0])
+        value: int = _I8.unpack_from(self._data, self._take(1))[0]
+        return value
 
     def int16(self) -> int:
-        return int(_I16.unpack_from(self._data, self._take(2))[0])
+        value: int = _I16.unpack_from(self._data, self._take(2))[0]
+        return value
 
     def int32(self) -> int:
-        return int(_I32.unpack_from(self._data, self._take(4))[0])
+        value: int = _I32.unpack_from(self._data, self._take(4))[0]
+        return value
 
     def int64(self) -> int:
-        return int(_I64.unpack_from(self._data, self._take(8))[0])
+        value: int = _I64.unpack_from(self._data, self._take(8))[0]
+        return value
 
     def boolean(self) -> bool:
         return self.int8() != 0
@@ -365,7 +371,7 @@ class Reader:
             self.skip(self.uvarint())
 
     def _check_fits(self, n: int, min_item_size: int, what: str) -> None:
-        if n * max(min_item_size, 1) > self.remaining:
+        if n * max(min_item_size, 1) > len(self._data) - self._pos:
             raise MalformedRequest(
                 f"{what} of {n} items cannot fit in the {self.remaining} remaining bytes"
             )
@@ -875,24 +881,223 @@ def is_flexible(cls: type[Any], version: int) -> bool:
     return start is not None and version >= start
 
 
+# -- readers specialised per class, version and mode -----------------------------------
+#
+# Decoding is the largest Python step of a small request (docs/performance.md,
+# "librdkafka's latency"): through the generic path every field costs a
+# ``WireType.read``, a ``Reader`` method and its bounds check, three or four calls. A
+# struct's plan is turned once per (class, version, flexible) into one function per
+# field: an integer is one call with its bounds check inline, a string or bytes field
+# the ``Reader`` method itself, an array of structs a loop over the nested struct's own
+# readers. Every check and error of the generic path is kept; types this does not know
+# (custom ``WireType`` classes) are read through their own ``read``.
+
+#: One field's reader: ``(attribute name, read(r))``.
+FieldReader = tuple[str, Callable[[Reader], Any]]
+_READERS: dict[tuple[type[Any], int, bool], tuple[FieldReader, ...]] = {}
+#: Keys whose readers are being built (a struct nested in itself is not inlined).
+_BUILDING: set[tuple[type[Any], int, bool]] = set()
+
+
+def _int_reader(
+    unpack: Callable[[bytes, int], tuple[Any, ...]], size: int
+) -> Callable[[Reader], Any]:
+    def read(r: Reader) -> Any:
+        pos = r._pos
+        end = pos + size
+        if end > len(r._data):
+            r._take(size)  # raises MalformedRequest, with the generic path's message
+        r._pos = end
+        return unpack(r._data, pos)[0]
+
+    return read
+
+
+_INT_READERS: dict[int, Callable[[Reader], Any]] = {
+    1: _int_reader(_I8.unpack_from, 1),
+    2: _int_reader(_I16.unpack_from, 2),
+    4: _int_reader(_I32.unpack_from, 4),
+    8: _int_reader(_I64.unpack_from, 8),
+}
+
+
+def _not_null(read: Callable[[Reader], Any], what: str) -> Callable[[Reader], Any]:
+    def checked(r: Reader) -> Any:
+        value = read(r)
+        if value is None:
+            raise MalformedRequest(f"null {what} where the schema forbids it")
+        return value
+
+    return checked
+
+
+def _array_reader(
+    item: Struct, version: int, flexible: bool, nullable: bool
+) -> Callable[[Reader], Any]:
+    cls = item.cls
+    item_size = item.min_size(version, flexible)
+    fields = _readers(cls, version, flexible)
+
+    def read(r: Reader) -> Any:
+        n = r.compact_array_count(item_size) if flexible else r.array_count(item_size)
+        if n is None:
+            if not nullable:
+                raise MalformedRequest("null array where the schema forbids it")
+            return None
+        out = []
+        for _ in range(n):
+            kwargs = {name: f(r) for name, f in fields}
+            if flexible:
+                r.skip_tagged_fields()
+            out.append(cls(**kwargs))
+        return tuple(out)
+
+    return read
+
+
+def _field_reader(
+    t: WireType, version: int, flexible: bool, nullable: bool
+) -> Callable[[Reader], Any]:
+    kind = type(t)
+    if kind is _Int:
+        return _INT_READERS[cast(_Int, t)._size]
+    if kind is _String:
+        text = Reader.compact_nullable_string if flexible else Reader.nullable_string
+        return text if nullable else _not_null(text, "string")
+    if kind is _Bytes:
+        data = Reader.compact_nullable_bytes if flexible else Reader.nullable_bytes
+        return data if nullable else _not_null(data, "bytes")
+    if (
+        kind is Array
+        and type(cast(Array, t).item) is Struct
+        and (cast(Struct, cast(Array, t).item).cls, version, flexible) not in _BUILDING
+    ):
+        # (A struct holding an array of itself is read through the generic path.)
+        return _array_reader(cast(Struct, cast(Array, t).item), version, flexible, nullable)
+
+    def generic(r: Reader) -> Any:
+        return t.read(r, version, nullable)
+
+    return generic
+
+
+def _readers(cls: type[Any], version: int, flexible: bool) -> tuple[FieldReader, ...]:
+    key = (cls, version, flexible)
+    readers = _READERS.get(key)
+    if readers is None:
+        plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
+        _BUILDING.add(key)
+        try:
+            readers = _READERS[key] = tuple(
+                (name, _field_reader(t, version, flexible, nullable))
+                for name, t, nullable in plan
+            )
+        finally:
+            _BUILDING.discard(key)
+    return readers
+
+
 def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
     """Read an instance of ``cls`` at ``version``; absent fields take their defaults.
     In a flexible reader the struct's tagged fields are read and skipped."""
-    plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
-    kwargs = {name: t.read(r, version, nullable) for name, t, nullable in plan}
-    if r.flexible:
+    flexible = r.flexible
+    fields = _READERS.get((cls, version, flexible)) or _readers(cls, version, flexible)
+    kwargs = {name: read(r) for name, read in fields}
+    if flexible:
         r.skip_tagged_fields()
     return cls(**kwargs)
+
+
+# The writing side of the same idea: per (class, version, flexible), one function per
+# field; an integer appends its packed bytes, a string or bytes field is the ``Writer``
+# method itself (after the generic path's null check), other types write themselves.
+
+#: One field's writer: ``(attribute name, write(w, value))``.
+FieldWriter = tuple[str, Callable[[Writer, Any], None]]
+_WRITERS: dict[tuple[type[Any], int, bool], tuple[FieldWriter, ...]] = {}
+
+
+def _int_writer(pack: Callable[[int], bytes]) -> Callable[[Writer, Any], None]:
+    def write(w: Writer, v: Any) -> None:
+        w._parts.append(pack(v))
+
+    return write
+
+
+_INT_WRITERS: dict[int, Callable[[Writer, Any], None]] = {
+    1: _int_writer(_I8.pack), 2: _int_writer(_I16.pack),
+    4: _int_writer(_I32.pack), 8: _int_writer(_I64.pack),
+}
+
+
+def _null_checked(
+    write: Callable[[Writer, Any], None], what: str
+) -> Callable[[Writer, Any], None]:
+    def checked(w: Writer, v: Any) -> None:
+        _null_check(v, False, what)
+        write(w, v)
+
+    return checked
+
+
+def _field_writer(
+    t: WireType, version: int, flexible: bool, nullable: bool
+) -> Callable[[Writer, Any], None]:
+    kind = type(t)
+    if kind is _Int:
+        return _INT_WRITERS[cast(_Int, t)._size]
+    if kind is _String:
+        text = Writer.compact_nullable_string if flexible else Writer.nullable_string
+        return text if nullable else _null_checked(text, "string")
+    if kind is _Bytes:
+        data = Writer.compact_nullable_bytes if flexible else Writer.nullable_bytes
+        return data if nullable else _null_checked(data, "bytes")
+    if kind is Array and type(cast(Array, t).item) is Struct:
+        return _array_writer(version, flexible, nullable)
+
+    def generic(w: Writer, v: Any) -> None:
+        t.write(w, v, version, nullable)
+
+    return generic
+
+
+def _array_writer(version: int, flexible: bool, nullable: bool) -> Callable[[Writer, Any], None]:
+    def write(w: Writer, items: Any) -> None:
+        _null_check(items, nullable, "array")
+        if flexible:
+            w.compact_array_count(None if items is None else len(items))
+        elif items is None:
+            w.int32(-1)
+        else:
+            w.int32(len(items))
+        for item in items or ():
+            write_struct(w, item, version)
+
+    return write
+
+
+def _writers(cls: type[Any], version: int, flexible: bool) -> tuple[FieldWriter, ...]:
+    key = (cls, version, flexible)
+    writers = _WRITERS.get(key)
+    if writers is None:
+        plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
+        writers = _WRITERS[key] = tuple(
+            (name, _field_writer(t, version, flexible, nullable))
+            for name, t, nullable in plan
+        )
+    return writers
 
 
 def write_struct(w: Writer, obj: Any, version: int) -> None:
     """Write the fields of ``obj`` that exist at ``version``, in schema order (and an
     empty tagged-fields section in a flexible writer)."""
     cls = type(obj)
-    layout = _LAYOUTS.get(cls) or _layout(cls)
-    for name, t, nullable in layout.plan(version):
-        t.write(w, getattr(obj, name), version, nullable)
-    if w.flexible:
+    flexible = w.flexible
+    fields = _WRITERS.get((cls, version, flexible)) or _writers(cls, version, flexible)
+    for name, write in fields:
+        write(w, getattr(obj, name))
+    if flexible:
+        layout = _LAYOUTS.get(cls) or _layout(cls)
         if layout.tagged is None:
             w.empty_tagged_fields()
         else:
