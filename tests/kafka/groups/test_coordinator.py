@@ -857,15 +857,20 @@ class RestoreTests(_Base):
             return d
 
         self.coord = self.make_coordinator(run_blocking=run)
-        a, _b, gen = self.stable_pair()
+        d = self.join()
+        self.clock.advance(DELAY_MS / 1000)
+        a = self.result(d).member_id
+        synced = self.coord.sync("g", 1, a, [(a, b"A")])
+        self.assertNoResult(synced)  # answered once the Stable generation is durable
         stopped = self.coord.stop()
         self.assertNoResult(stopped)  # the Stable generation's record is still being written
         while held:
             f, args, d = held.pop(0)
             d.callback(f(*args))
+        self.assertEqual(self.result(synced), synced_with(b"A"))
         self.successResultOf(stopped)
         self.coord = self.make_coordinator()
-        self.assertEqual(self.coord.heartbeat("g", gen, a), 0)
+        self.assertEqual(self.coord.heartbeat("g", 1, a), 0)
 
     def test_members_carry_on_with_their_generation(self) -> None:
         a, b, gen = self.stable_pair()
