@@ -73,6 +73,8 @@ from brokerd.kafka.groups.consumer.coordinator import (
     ClassicFace,
     ConsumerGroupCoordinator,
     GroupSettings,
+    HeartbeatAnswer,
+    HeartbeatInput,
     TopicMetadata,
 )
 from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
@@ -103,7 +105,12 @@ from brokerd.kafka.groups.store import (
     txn_member_error,
 )
 from brokerd.names import MAX_GROUP_ID_LENGTH
-from brokerd.storage.stores.offsets import GroupUpdate, JournalOp, OffsetStore
+from brokerd.storage.stores.offsets import (
+    ConsumerGroupUpdate,
+    GroupUpdate,
+    JournalOp,
+    OffsetStore,
+)
 
 #: Kafka's group.max.size is effectively unbounded; this cap (members plus member ids
 #: handed out with MEMBER_ID_REQUIRED and not yet used) keeps a client that loops on
@@ -194,6 +201,10 @@ class GroupCoordinator:
         )
         #: The last state queued for the journal per consumer group (written on change).
         self._consumer_written: dict[str, bytes] = {}
+        #: The result being built while a request runs in the consumer coordinator: its
+        #: group records go with the request's answer (None: a timer's change, queued
+        #: on its own).
+        self._collecting: Out | None = None
         #: ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
         self.admin = GroupAdmin(
             groups=self._groups, offsets=offsets, writes=self._writes,
@@ -257,12 +268,42 @@ class GroupCoordinator:
         heartbeats change nothing), or its tombstone once it is gone."""
         if group.state is ConsumerGroupState.DEAD:
             if self._consumer_written.pop(group.group_id, None) is not None:
-                self._writes.store_consumer_group(group.group_id, None)
+                self._store_consumer(group.group_id, None)
             return
         state = encode_group(group)
         if self._consumer_written.get(group.group_id) != state:
             self._consumer_written[group.group_id] = state
-            self._writes.store_consumer_group(group.group_id, state)
+            self._store_consumer(group.group_id, state)
+
+    def _store_consumer(self, group_id: str, state: bytes | None) -> None:
+        if self._collecting is not None:
+            self._collecting.record(ConsumerGroupUpdate(group_id, state))
+        else:
+            self._writes.store_consumer_group(group_id, state)
+
+    def consumer_heartbeat(
+        self, request: HeartbeatInput, topics: TopicMetadata
+    ) -> Deferred[HeartbeatAnswer]:
+        """A ConsumerGroupHeartbeat (KIP-848), answered once the group state it
+        changed is durable; NOT_COORDINATOR (retriable) if that write failed."""
+        out = Out()
+        self._collecting = out
+        try:
+            answer = self.consumer.heartbeat(request, topics)
+        finally:
+            self._collecting = None
+        d = self._runtime.run(out.result(answer, HeartbeatAnswer(int(STORE_FAILED))))
+        if out.records:
+            group_id = request.group_id
+
+            def forget_written(answered: HeartbeatAnswer) -> HeartbeatAnswer:
+                # Not stored after all: the next change writes the group's whole state.
+                if answered.error_code == STORE_FAILED and answer.error_code != STORE_FAILED:
+                    self._consumer_written.pop(group_id, None)
+                return answered
+
+            d.addCallback(forget_written)
+        return d
 
     def _restore(self) -> None:
         """Rebuild every group the store holds as of its last stored generation: Stable,
@@ -357,13 +398,17 @@ class GroupCoordinator:
             protocols=list(protocols),
         )
         out = Out()
-        answer = self._join(
-            out,
-            group_id,
-            candidate,
-            protocol_type,
-            _JoinOptions(require_known_member_id, skip_assignment_supported, reason),
-        )
+        self._collecting = out
+        try:
+            answer = self._join(
+                out,
+                group_id,
+                candidate,
+                protocol_type,
+                _JoinOptions(require_known_member_id, skip_assignment_supported, reason),
+            )
+        finally:
+            self._collecting = None
         failed = None
         if isinstance(answer, JoinResult):
             failed = join_error(STORE_FAILED, answer.member_id)
@@ -530,10 +575,14 @@ class GroupCoordinator:
         the group's, else INCONSISTENT_GROUP_PROTOCOL (checked after the generation, as
         Kafka checks it)."""
         out = Out()
-        answer = self._sync(
-            out, group_id, generation_id, member_id, assignments,
-            group_instance_id, protocol_type, protocol_name,
-        )
+        self._collecting = out
+        try:
+            answer = self._sync(
+                out, group_id, generation_id, member_id, assignments,
+                group_instance_id, protocol_type, protocol_name,
+            )
+        finally:
+            self._collecting = None
         return self._runtime.run(out.result(answer, SyncResult(STORE_FAILED)))
 
     def _sync(
