@@ -287,11 +287,11 @@ class GroupCoordinator:
         """A ConsumerGroupHeartbeat (KIP-848), answered once the group state it
         changed is durable; NOT_COORDINATOR (retriable) if that write failed."""
         out = Out()
-        self._collecting = out
+        outer, self._collecting = self._collecting, out
         try:
             answer = self.consumer.heartbeat(request, topics)
         finally:
-            self._collecting = None
+            self._collecting = outer
         d = self._runtime.run(out.result(answer, HeartbeatAnswer(int(STORE_FAILED))))
         if out.records:
             group_id = request.group_id
@@ -398,7 +398,7 @@ class GroupCoordinator:
             protocols=list(protocols),
         )
         out = Out()
-        self._collecting = out
+        outer, self._collecting = self._collecting, out
         try:
             answer = self._join(
                 out,
@@ -408,7 +408,7 @@ class GroupCoordinator:
                 _JoinOptions(require_known_member_id, skip_assignment_supported, reason),
             )
         finally:
-            self._collecting = None
+            self._collecting = outer
         failed = None
         if isinstance(answer, JoinResult):
             failed = join_error(STORE_FAILED, answer.member_id)
@@ -575,14 +575,14 @@ class GroupCoordinator:
         the group's, else INCONSISTENT_GROUP_PROTOCOL (checked after the generation, as
         Kafka checks it)."""
         out = Out()
-        self._collecting = out
+        outer, self._collecting = self._collecting, out
         try:
             answer = self._sync(
                 out, group_id, generation_id, member_id, assignments,
                 group_instance_id, protocol_type, protocol_name,
             )
         finally:
-            self._collecting = None
+            self._collecting = outer
         return self._runtime.run(out.result(answer, SyncResult(STORE_FAILED)))
 
     def _sync(
