@@ -15,7 +15,11 @@ Time comes from an injected ``IReactorTime`` (session timeouts, rebalance timeou
 initial rebalance delay), so tests drive it with ``task.Clock``. Committed offsets go to
 an :class:`~brokerd.storage.stores.offsets.OffsetStore` through the injected ``run_blocking``
 (a worker thread in production) via the ordered, batched write queue of
-:mod:`brokerd.kafka.groups.store` (group commit).
+:mod:`brokerd.kafka.groups.store` (group commit). Every group operation (a request, a
+timer, a client giving up) returns its group records and answers as a
+:class:`~brokerd.core.coordinator_runtime.CoordinatorResult`, which the coordinator's
+:class:`~brokerd.core.coordinator_runtime.CoordinatorRuntime` writes through that same
+queue before it releases the answers.
 
 Membership survives restarts as in Kafka: whenever a generation becomes Stable the group
 (protocol, generation, leader, members with their chosen-protocol metadata and assignment)
