@@ -25,12 +25,25 @@ Before a write takes them, submitted records may be withdrawn
 (:meth:`OrderedJournalWriter.withdraw`): a record superseded by a newer one of the
 same key, or requests refused at shutdown.
 
+A coordinator that holds requests to answer them later (a JoinGroup parked until the
+rebalance completes) never touches a Deferred: it parks a :class:`ParkedRequest` token,
+and a later operation's result names the answers it gives those tokens
+(:class:`Release`). :class:`CoordinatorRuntime` is the one place that turns results into
+effects: it hands the caller a Deferred for a parked request, submits the result's
+records with :meth:`OrderedJournalWriter.submit_in_order`, and once they are durable
+gives the answers, the released ones first, in submission order. A result without
+records still waits for every earlier submission, as Kafka's runtime makes a read wait
+for the last written offset: its answers may report state that those records carry.
+Timers are follow-ups: the coordinator schedules its own callbacks and hands their
+results to :meth:`CoordinatorRuntime.run`.
+
 Its users: the share groups' records engine (:mod:`brokerd.core.share.service`, with
 ``reload``), the group coordinator's offsets journal
-(:class:`~brokerd.kafka.groups.store.CommitQueue`) and the transaction table
-(:class:`~brokerd.kafka.txn.table.TxnTable`), both without. What it does not do:
-decide anything (the coordinators do), or block the reactor (the write runs in the
-broker's write pool, ``run_write``).
+(:class:`~brokerd.kafka.groups.store.CommitQueue`, whose writer the classic
+coordinator's :class:`CoordinatorRuntime` also writes through) and the transaction
+table (:class:`~brokerd.kafka.txn.table.TxnTable`), both without ``reload``. What it
+does not do: decide anything (the coordinators do), or block the reactor (the write
+runs in the broker's write pool, ``run_write``).
 """
 
 from __future__ import annotations
@@ -44,19 +57,74 @@ from twisted.python.failure import Failure
 
 from brokerd.errors import StorageError
 
-__all__ = ["CoordinatorResult", "OrderedJournalWriter"]
+__all__ = [
+    "CoordinatorResult",
+    "CoordinatorRuntime",
+    "OrderedJournalWriter",
+    "ParkedRequest",
+    "Release",
+    "ResultBuilder",
+]
 
 Record = TypeVar("Record")
 Answer = TypeVar("Answer")
 
 
+@attrs.frozen(eq=False)
+class ParkedRequest:
+    """A request a coordinator holds to answer later; compared by identity. ``holder``
+    is the coordinator's key of what holds it (a group id), for finding it again when
+    its caller gives up."""
+
+    holder: str = ""
+
+
+@attrs.frozen
+class Release:
+    """The answer a result gives a request parked earlier: ``answer`` once the result's
+    records are durable, ``if_failed`` when their write failed."""
+
+    to: ParkedRequest
+    answer: object
+    if_failed: object
+
+
 @attrs.frozen
 class CoordinatorResult(Generic[Record, Answer]):
     """What one coordinator operation did: ``records`` to make durable, then ``answer``
-    to give (released only after the records are synced)."""
+    to give (released only after the records are synced).
+
+    ``answer`` may be a :class:`ParkedRequest`: the caller's request is held, and a
+    later result's :class:`Release` answers it. ``released`` answers requests parked
+    before. ``if_failed`` is the answer when the records' write failed (None: the
+    caller's Deferred fails with the write's error)."""
 
     records: tuple[Record, ...]
     answer: Answer
+    released: tuple[Release, ...] = ()
+    if_failed: Answer | None = None
+
+
+class ResultBuilder(Generic[Record]):
+    """Collects one operation's records and releases while the state machine works,
+    for helpers that several operations share."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.released: list[Release] = []
+
+    def record(self, record: Record) -> None:
+        self.records.append(record)
+
+    def release(self, to: ParkedRequest, answer: object, if_failed: object) -> None:
+        self.released.append(Release(to, answer, if_failed))
+
+    def result(
+        self, answer: Answer, if_failed: Answer | None = None
+    ) -> CoordinatorResult[Record, Answer]:
+        return CoordinatorResult(
+            tuple(self.records), answer, tuple(self.released), if_failed
+        )
 
 
 class OrderedJournalWriter(Generic[Record]):
@@ -111,6 +179,17 @@ class OrderedJournalWriter(Generic[Record]):
             self._next()
         return out
 
+    def submit_in_order(self, records: Sequence[Record]) -> defer.Deferred[None]:
+        """As :meth:`submit`, but with no records it still fires only after every
+        earlier submission is written (at once only when nothing is pending or being
+        written). Without ``reload``, records are independent of each other, so such an
+        empty submission succeeds even when the write it waited for failed."""
+        if records or not (self._running or self._pending):
+            return self.submit(records)
+        d: defer.Deferred[None] = defer.Deferred()
+        self._pending.append((records, d))
+        return d
+
     def apply(self, result: CoordinatorResult[Record, Answer]) -> defer.Deferred[Answer]:
         """``result``'s answer, released once its records are durable."""
         answer = result.answer
@@ -148,6 +227,11 @@ class OrderedJournalWriter(Generic[Record]):
         self._running = True
         batch, self._pending = self._pending, []
         records = [r for recs, _ in batch for r in recs]
+        if not records:  # only in-order waiters: everything before them is written
+            for _, d in batch:
+                d.callback(None)
+            self._next()
+            return
         self.writes += 1
 
         def done(result: object) -> None:
@@ -157,7 +241,10 @@ class OrderedJournalWriter(Generic[Record]):
                 stored, failed = batch, []
                 reason = Failure(StorageError(f"the {self._name} was reopened from disk: retry"))
             if self._reload is None:
-                pass  # independent records: only the failed batch fails
+                # Independent records: only the failed batch fails, and of it only
+                # the submissions that had records in it.
+                stored = stored + [(recs, d) for recs, d in failed if not recs]
+                failed = [(recs, d) for recs, d in failed if recs]
             elif failed or self._reopens() != self._loaded_at:
                 failed = failed + self._pending
                 self._pending = []
@@ -170,3 +257,69 @@ class OrderedJournalWriter(Generic[Record]):
             self._next()
 
         self._run_write(self._write, records).addBoth(done)
+
+
+class CoordinatorRuntime(Generic[Record]):
+    """Applies a coordinator's results through one journal's ordered writer (see the
+    module docstring). Reactor thread only.
+
+    :param writer: the journal's ordered writer (shared with other users of the journal,
+        so everything reaches it in one order).
+    :param on_cancel: called when the caller of a parked request gives up (its Deferred
+        is cancelled: the client went away); returns the coordinator's result of that.
+    """
+
+    def __init__(
+        self,
+        writer: OrderedJournalWriter[Record],
+        on_cancel: Callable[[ParkedRequest], CoordinatorResult[Record, None]],
+    ) -> None:
+        self._writer = writer
+        self._on_cancel = on_cancel
+        self._parked: dict[ParkedRequest, defer.Deferred[Any]] = {}
+
+    def run(self, result: CoordinatorResult[Record, Answer]) -> defer.Deferred[Any]:
+        """Make ``result``'s records durable, then give its answers; the caller's
+        Deferred (held while ``result.answer`` is a :class:`ParkedRequest`)."""
+        answer = result.answer
+        own: defer.Deferred[Any]
+        if isinstance(answer, ParkedRequest):
+            own = defer.Deferred(lambda d: self._cancelled(answer, d))
+            self._parked[answer] = own
+        else:
+            own = defer.Deferred()
+        written = self._writer.submit_in_order(result.records)
+
+        def durable(_: object) -> None:
+            for r in result.released:
+                self._give(r.to, r.answer)
+            if not isinstance(answer, ParkedRequest):
+                own.callback(answer)
+
+        def failed(reason: Failure) -> None:
+            for r in result.released:
+                self._give(r.to, r.if_failed)
+            if isinstance(answer, ParkedRequest):
+                pass  # parked: a later result answers it
+            elif result.if_failed is not None:
+                own.callback(result.if_failed)
+            else:
+                own.errback(reason)
+
+        written.addCallbacks(durable, failed)
+        return own
+
+    @property
+    def parked(self) -> int:
+        """Requests held, for tests and metrics."""
+        return len(self._parked)
+
+    def _give(self, to: ParkedRequest, answer: object) -> None:
+        d = self._parked.pop(to, None)
+        if d is not None and not d.called:
+            d.callback(answer)
+
+    def _cancelled(self, parked: ParkedRequest, d: defer.Deferred[Any]) -> None:
+        if self._parked.get(parked) is d:
+            del self._parked[parked]
+            self.run(self._on_cancel(parked))

@@ -1,5 +1,6 @@
-"""The coordinator runtime's ordered journal writer: order, group commit, answers
-released after the write, and a failed write failing everything made on its state."""
+"""The coordinator runtime: its ordered journal writer (order, group commit, answers
+released after the write, a failed write failing everything made on its state) and
+:class:`CoordinatorRuntime`'s contract with the coordinators."""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ from typing import Any
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
+from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.core.coordinator_runtime import CoordinatorResult, OrderedJournalWriter
+from brokerd.core.coordinator_runtime import (
+    CoordinatorResult,
+    CoordinatorRuntime,
+    OrderedJournalWriter,
+    ParkedRequest,
+    Release,
+)
 from brokerd.errors import StorageError
 
 
@@ -128,3 +136,98 @@ def test_withdraw_takes_back_what_no_write_took_and_drained_waits_for_the_rest()
     pool.run_next()
     assert journal == [["a"], ["c"]] and drained == [None]
     assert fired(kept) == [None] and not fired(waiting)
+
+
+class RuntimeContractTests(SynchronousTestCase):
+    """:class:`CoordinatorRuntime`: the one place a coordinator's results take effect."""
+
+    def setUp(self) -> None:
+        self.pool = Pool()
+        self.journal: list[list[str]] = []
+        self.writer: OrderedJournalWriter[str] = OrderedJournalWriter(
+            self.journal.append, self.pool, None, name="test journal"
+        )
+        self.cancelled: list[ParkedRequest] = []
+        self.runtime: CoordinatorRuntime[str] = CoordinatorRuntime(self.writer, self._cancel)
+
+    def _cancel(self, parked: ParkedRequest) -> CoordinatorResult[str, None]:
+        self.cancelled.append(parked)
+        return CoordinatorResult(("cancelled",), None)
+
+    def test_answers_are_not_released_before_the_sync(self) -> None:
+        parked = ParkedRequest("g")
+        held = self.runtime.run(CoordinatorResult((), parked))
+        d = self.runtime.run(CoordinatorResult(
+            ("stable",), "synced", (Release(parked, "joined", "failed"),)
+        ))
+        self.assertNoResult(held)
+        self.assertNoResult(d)
+        self.assertEqual(len(self.pool.jobs), 1)
+        self.pool.run_next()
+        self.assertEqual(self.successResultOf(held), "joined")
+        self.assertEqual(self.successResultOf(d), "synced")
+        self.assertEqual(self.journal, [["stable"]])
+        self.assertEqual(self.runtime.parked, 0)
+
+    def test_answers_leave_in_submission_order_even_without_records(self) -> None:
+        order: list[str] = []
+        first = self.runtime.run(CoordinatorResult(("a",), "first"))
+        # No records of its own, but it may report state that "a" carries: it waits.
+        second = self.runtime.run(CoordinatorResult((), "second"))
+        for d in (first, second):
+            d.addCallback(order.append)
+        self.assertEqual(order, [])
+        self.pool.run_next()
+        self.assertEqual(order, ["first", "second"])
+        self.assertEqual(self.writer.writes, 1)  # the empty result cost no write
+        # Nothing pending: a result without records is answered at once.
+        self.assertEqual(self.successResultOf(self.runtime.run(CoordinatorResult((), 3))), 3)
+
+    def test_a_failed_write_gives_the_failure_answers_and_loses_nothing_after_it(
+        self,
+    ) -> None:
+        parked = ParkedRequest("g")
+        held = self.runtime.run(CoordinatorResult((), parked))
+        busy = self.runtime.run(CoordinatorResult(("first",), "first"))
+        failing = self.runtime.run(CoordinatorResult(
+            ("lost",), "ok", (Release(parked, "joined", "NOT_COORDINATOR"),),
+            if_failed="NOT_COORDINATOR",
+        ))
+        errored = self.runtime.run(CoordinatorResult(("lost too",), "ok"))
+        independent = self.runtime.run(CoordinatorResult((), "read"))
+        self.pool.run_next()
+        self.assertEqual(self.successResultOf(busy), "first")
+        job, _ = self.pool.jobs.pop(0)  # the next three results' one write fails
+        job.errback(StorageError("No space left on device"))
+        self.assertEqual(self.successResultOf(held), "NOT_COORDINATOR")
+        self.assertEqual(self.successResultOf(failing), "NOT_COORDINATOR")
+        self.failureResultOf(errored, StorageError)  # no if_failed: the write's error
+        self.assertEqual(self.successResultOf(independent), "read")
+        later = self.runtime.run(CoordinatorResult(("kept",), "ok"))
+        self.pool.run_next()
+        self.assertEqual(self.successResultOf(later), "ok")
+        self.assertEqual(self.journal, [["first"], ["kept"]])
+
+    def test_group_commit_n_operations_one_sync(self) -> None:
+        first = self.runtime.run(CoordinatorResult(("r0",), 0))
+        rest = [self.runtime.run(CoordinatorResult((f"r{i}",), i)) for i in range(1, 50)]
+        self.pool.run_next()
+        self.assertEqual(self.successResultOf(first), 0)
+        self.assertEqual(len(self.pool.jobs), 1)  # the 49 that came during the write
+        self.pool.run_next()
+        self.assertEqual([self.successResultOf(d) for d in rest], list(range(1, 50)))
+        self.assertEqual(self.writer.writes, 2)
+        self.assertEqual(self.journal[1], [f"r{i}" for i in range(1, 50)])
+
+    def test_a_cancelled_parked_request_goes_back_to_the_coordinator(self) -> None:
+        parked = ParkedRequest("g")
+        held = self.runtime.run(CoordinatorResult((), parked))
+        held.cancel()
+        self.failureResultOf(held, defer.CancelledError)
+        self.assertEqual(self.cancelled, [parked])
+        self.pool.run_next()
+        self.assertEqual(self.journal, [["cancelled"]])  # the cancel's result applied too
+        # A later answer to it goes nowhere.
+        late = self.runtime.run(CoordinatorResult((), None, (Release(parked, "x", "y"),)))
+        self.assertIsNone(self.successResultOf(late))
+        self.assertEqual(self.runtime.parked, 0)

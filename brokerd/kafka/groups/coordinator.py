@@ -15,7 +15,11 @@ Time comes from an injected ``IReactorTime`` (session timeouts, rebalance timeou
 initial rebalance delay), so tests drive it with ``task.Clock``. Committed offsets go to
 an :class:`~brokerd.storage.stores.offsets.OffsetStore` through the injected ``run_blocking``
 (a worker thread in production) via the ordered, batched write queue of
-:mod:`brokerd.kafka.groups.store` (group commit).
+:mod:`brokerd.kafka.groups.store` (group commit). Every group operation (a request, a
+timer, a client giving up) returns its group records and answers as a
+:class:`~brokerd.core.coordinator_runtime.CoordinatorResult`, which the coordinator's
+:class:`~brokerd.core.coordinator_runtime.CoordinatorRuntime` writes through that same
+queue before it releases the answers.
 
 Membership survives restarts as in Kafka: whenever a generation becomes Stable the group
 (protocol, generation, leader, members with their chosen-protocol metadata and assignment)
@@ -66,12 +70,15 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
 from brokerd.clock import Clock
+from brokerd.core.coordinator_runtime import CoordinatorResult, CoordinatorRuntime, ParkedRequest
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.admin import GroupAdmin
 from brokerd.kafka.groups.consumer.coordinator import (
     ClassicFace,
     ConsumerGroupCoordinator,
     GroupSettings,
+    HeartbeatAnswer,
+    HeartbeatInput,
     TopicMetadata,
 )
 from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
@@ -81,7 +88,7 @@ from brokerd.kafka.groups.migration import (
     classic_group_from_consumer,
     consumer_group_from_classic,
 )
-from brokerd.kafka.groups.rebalance import Outbox, Rebalancer
+from brokerd.kafka.groups.rebalance import Out, Rebalancer, record_group
 from brokerd.kafka.groups.state import (
     GroupMetadata,
     GroupState,
@@ -91,6 +98,7 @@ from brokerd.kafka.groups.state import (
     join_error,
 )
 from brokerd.kafka.groups.store import (
+    STORE_FAILED,
     CommitQueue,
     CommitResults,
     OffsetEntry,
@@ -98,14 +106,18 @@ from brokerd.kafka.groups.store import (
     commit_member_error,
     fetch_rows,
     restored_group,
-    stored_group,
     txn_member_error,
 )
 from brokerd.kafka.groups.streams import persist as streams_persist
 from brokerd.kafka.groups.streams.coordinator import StreamsGroupCoordinator
 from brokerd.kafka.groups.streams.state import StreamsGroup, StreamsGroupState
 from brokerd.names import MAX_GROUP_ID_LENGTH
-from brokerd.storage.stores.offsets import OffsetStore
+from brokerd.storage.stores.offsets import (
+    ConsumerGroupUpdate,
+    GroupUpdate,
+    JournalOp,
+    OffsetStore,
+)
 
 #: Kafka's group.max.size is effectively unbounded; this cap (members plus member ids
 #: handed out with MEMBER_ID_REQUIRED and not yet used) keeps a client that loops on
@@ -160,14 +172,17 @@ class GroupCoordinator:
         self._max_group_size = max_group_size
         self._groups: dict[str, GroupMetadata] = {}
         self._stopped = False
-        self._outbox = Outbox()
         self._writes = CommitQueue(offsets=offsets, run_blocking=run_blocking)
+        # Group records go through the offsets journal's writer, in one order with the
+        # commits, and the answers that report them wait for them.
+        self._runtime: CoordinatorRuntime[JournalOp] = CoordinatorRuntime(
+            self._writes.journal, self._cancelled
+        )
         self._rebalancer = Rebalancer(
             clock=cast(Clock, clock),
             groups=self._groups,
-            writes=self._writes,
-            outbox=self._outbox,
             initial_rebalance_delay_ms=initial_rebalance_delay_ms,
+            run=self._runtime.run,
         )
         defaults = consumer_defaults or GroupSettings()
         #: Every group's config overrides (the GROUP config resource).
@@ -202,6 +217,10 @@ class GroupCoordinator:
         )
         #: The last state queued for the journal per streams group.
         self._streams_written: dict[str, bytes] = {}
+        #: The result being built while a request runs in the consumer coordinator: its
+        #: group records go with the request's answer (None: a timer's change, queued
+        #: on its own).
+        self._collecting: Out | None = None
         #: ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
         self.admin = GroupAdmin(
             groups=self._groups, offsets=offsets, writes=self._writes,
@@ -215,6 +234,9 @@ class GroupCoordinator:
     def _is_classic_or_consumer(self, group_id: str) -> bool:
         """Whether a classic or consumer group holds an id (a streams group may not)."""
         return group_id in self._groups or group_id in self.consumer.groups
+    def _cancelled(self, parked: ParkedRequest) -> CoordinatorResult[JournalOp, None]:
+        self._rebalancer.cancelled(parked)
+        return CoordinatorResult((), None)
 
     def _classic_has_members(self, group_id: str) -> bool | None:
         """None without a classic group of that id, else whether it has members (or
@@ -227,9 +249,11 @@ class GroupCoordinator:
         committed offsets stay in the store)."""
         group = self._groups.get(group_id)
         if group is not None and group.size() == 0:
-            self._rebalancer.kill(group)
+            out = Out()
+            self._rebalancer.kill(out, group)
             del self._groups[group_id]
-            self._writes.store_group(group_id, None)
+            out.record(GroupUpdate(group_id, None))
+            self._runtime.run(out.result(None))
 
     def _upgrade_classic(self, group_id: str, topics: TopicMetadata) -> ConsumerGroup | str:
         """Online upgrade: hand a classic group with members over to the consumer
@@ -242,10 +266,11 @@ class GroupCoordinator:
             self._log.info("group {group!r}: {why}", group=group_id, why=converted)
             return converted
         # Members parked in a rebalance join again, now into the consumer group.
-        self._rebalancer.kill(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        out = Out()
+        self._rebalancer.kill(out, group, ErrorCode.REBALANCE_IN_PROGRESS)
         del self._groups[group_id]
-        self._writes.store_group(group_id, None)
-        self._outbox.flush()
+        out.record(GroupUpdate(group_id, None))
+        self._runtime.run(out.result(None))
         return converted
 
     def _downgrade_consumer(self, consumer: ConsumerGroup) -> None:
@@ -253,20 +278,51 @@ class GroupCoordinator:
         group, which rebalances at once."""
         group = classic_group_from_consumer(consumer)
         self._groups[group.group_id] = group
-        self._rebalancer.adopt(group, "converted back from the consumer protocol")
-        self._outbox.flush()
+        out = Out()
+        self._rebalancer.adopt(out, group, "converted back from the consumer protocol")
+        self._runtime.run(out.result(None))
 
     def _consumer_changed(self, group: ConsumerGroup) -> None:
         """Journal a consumer group's state when what is kept of it changed (most
         heartbeats change nothing), or its tombstone once it is gone."""
         if group.state is ConsumerGroupState.DEAD:
             if self._consumer_written.pop(group.group_id, None) is not None:
-                self._writes.store_consumer_group(group.group_id, None)
+                self._store_consumer(group.group_id, None)
             return
         state = encode_group(group)
         if self._consumer_written.get(group.group_id) != state:
             self._consumer_written[group.group_id] = state
-            self._writes.store_consumer_group(group.group_id, state)
+            self._store_consumer(group.group_id, state)
+
+    def _store_consumer(self, group_id: str, state: bytes | None) -> None:
+        if self._collecting is not None:
+            self._collecting.record(ConsumerGroupUpdate(group_id, state))
+        else:
+            self._writes.store_consumer_group(group_id, state)
+
+    def consumer_heartbeat(
+        self, request: HeartbeatInput, topics: TopicMetadata
+    ) -> Deferred[HeartbeatAnswer]:
+        """A ConsumerGroupHeartbeat (KIP-848), answered once the group state it
+        changed is durable; NOT_COORDINATOR (retriable) if that write failed."""
+        out = Out()
+        outer, self._collecting = self._collecting, out
+        try:
+            answer = self.consumer.heartbeat(request, topics)
+        finally:
+            self._collecting = outer
+        d = self._runtime.run(out.result(answer, HeartbeatAnswer(int(STORE_FAILED))))
+        if out.records:
+            group_id = request.group_id
+
+            def forget_written(answered: HeartbeatAnswer) -> HeartbeatAnswer:
+                # Not stored after all: the next change writes the group's whole state.
+                if answered.error_code == STORE_FAILED and answer.error_code != STORE_FAILED:
+                    self._consumer_written.pop(group_id, None)
+                return answered
+
+            d.addCallback(forget_written)
+        return d
 
     def _streams_changed(self, group: StreamsGroup) -> None:
         """Journal a streams group's state when what is kept of it changed, or its
@@ -388,25 +444,36 @@ class GroupCoordinator:
             ),
             protocols=list(protocols),
         )
+        out = Out()
+        outer, self._collecting = self._collecting, out
         try:
-            d = self._join(
+            answer = self._join(
+                out,
                 group_id,
                 candidate,
                 protocol_type,
                 _JoinOptions(require_known_member_id, skip_assignment_supported, reason),
             )
         finally:
-            self._outbox.flush()
-        return d
+            self._collecting = outer
+        failed = None
+        if isinstance(answer, JoinResult):
+            failed = join_error(STORE_FAILED, answer.member_id)
+        return self._runtime.run(out.result(answer, failed))
 
     def _join(
-        self, group_id: str, candidate: Member, protocol_type: str, options: _JoinOptions
-    ) -> Deferred[JoinResult]:
+        self,
+        out: Out,
+        group_id: str,
+        candidate: Member,
+        protocol_type: str,
+        options: _JoinOptions,
+    ) -> ParkedRequest | JoinResult:
         member_id = candidate.member_id
         instance_id = candidate.group_instance_id
 
-        def fail(code: ErrorCode, mid: str = member_id) -> Deferred[JoinResult]:
-            return defer.succeed(join_error(code, mid))
+        def fail(code: ErrorCode, mid: str = member_id) -> JoinResult:
+            return join_error(code, mid)
 
         if self._stopped:
             return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -430,10 +497,10 @@ class GroupCoordinator:
                     protocol_type=protocol_type, protocols=candidate.protocols,
                     require_known_member_id=options.require_known,
                 )
-                return defer.succeed(JoinResult(
+                return JoinResult(
                     answer.error_code, answer.generation_id, answer.protocol_name or "", "",
                     answer.member_id, [], protocol_type=answer.protocol_type,
-                ))
+                )
             self.consumer.drop_empty(group_id)
         group = self._groups.get(group_id)
         member = None if group is None else group.members.get(member_id)
@@ -456,10 +523,10 @@ class GroupCoordinator:
             if instance_id is not None and member.group_instance_id != instance_id:
                 return fail(ErrorCode.FENCED_INSTANCE_ID)
             changed = _update_member(member, candidate)
-            return self._rebalancer.rejoin(group, member, changed, options.reason)
+            return self._rebalancer.rejoin(out, group, member, changed, options.reason)
         if replaced is not None:
             assert group is not None
-            return self._replace_static(group, replaced, candidate, options)
+            return self._replace_static(out, group, replaced, candidate, options)
 
         size = 0 if group is None else group.size()
         if replaced is None and not member_id and size >= self._max_group_size:
@@ -479,15 +546,20 @@ class GroupCoordinator:
         else:
             group.take_pending(member_id)
 
-        return self._rebalancer.admit(group, candidate, protocol_type, options.reason)
+        return self._rebalancer.admit(out, group, candidate, protocol_type, options.reason)
 
     def _replace_static(
-        self, group: GroupMetadata, member: Member, candidate: Member, options: _JoinOptions
-    ) -> Deferred[JoinResult]:
+        self,
+        out: Out,
+        group: GroupMetadata,
+        member: Member,
+        candidate: Member,
+        options: _JoinOptions,
+    ) -> ParkedRequest | JoinResult:
         """Kafka's ``updateStaticMemberAndRebalance``: a static member re-joined with an
         empty member id; it takes over its old incarnation's place under a new id."""
         old_leader = group.leader_id
-        self._rebalancer.fence(member)
+        self._rebalancer.fence(out, member)
         old_id = group.replace_member_id(member, _new_member_id(candidate.group_instance_id or ""))
         changed = _update_member(member, candidate)
         self._log.info(
@@ -501,20 +573,18 @@ class GroupCoordinator:
             # No rebalance: the member gets this generation, and at SyncGroup its old
             # assignment.
             self._rebalancer.arm_session(group, member)
-            self._writes.store_group(group.group_id, stored_group(group))
+            record_group(out, group)
             result = group.join_result(member)
             if options.skip_assignment_supported:
                 # v9+ (as Kafka): the leader learns it leads, with the members, and that
                 # it must not compute an assignment a Stable group would never hand out.
-                return defer.succeed(
-                    attrs.evolve(result, skip_assignment=member.member_id == group.leader_id)
-                )
+                return attrs.evolve(result, skip_assignment=member.member_id == group.leader_id)
             # Below v9 the leader id answered is the one before the replacement (as
             # Kafka does), so a re-joining leader takes itself for a follower.
-            return defer.succeed(attrs.evolve(result, leader_id=old_leader or "", members=[]))
+            return attrs.evolve(result, leader_id=old_leader or "", members=[])
         # CompletingRebalance (the leader may be assigning the old id), changed protocols,
         # or a rebalance already being prepared: the member joins the round.
-        return self._rebalancer.rejoin(group, member, True, options.reason)
+        return self._rebalancer.rejoin(out, group, member, True, options.reason)
 
     # -- SyncGroup, Heartbeat, LeaveGroup -----------------------------------------------
 
@@ -553,26 +623,44 @@ class GroupCoordinator:
         ``protocol_type`` and ``protocol_name`` (SyncGroup v5+; None = not given) must be
         the group's, else INCONSISTENT_GROUP_PROTOCOL (checked after the generation, as
         Kafka checks it)."""
+        out = Out()
+        outer, self._collecting = self._collecting, out
+        try:
+            answer = self._sync(
+                out, group_id, generation_id, member_id, assignments,
+                group_instance_id, protocol_type, protocol_name,
+            )
+        finally:
+            self._collecting = outer
+        return self._runtime.run(out.result(answer, SyncResult(STORE_FAILED)))
+
+    def _sync(
+        self,
+        out: Out,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        assignments: list[tuple[str, bytes]],
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+    ) -> ParkedRequest | SyncResult:
         if not self._stopped and self.consumer.has_members(group_id):
             answer = self.consumer.classic_sync(
                 group_id, generation_id, member_id, instance_id=group_instance_id,
                 protocol_type=protocol_type, protocol_name=protocol_name,
             )
-            return defer.succeed(SyncResult(answer.error_code, answer.assignment,
-                                            answer.protocol_type, answer.protocol_name))
+            return SyncResult(answer.error_code, answer.assignment,
+                              answer.protocol_type, answer.protocol_name)
         found = self._member_for(group_id, generation_id, member_id, group_instance_id)
         if isinstance(found, ErrorCode):
-            return defer.succeed(SyncResult(found))
+            return SyncResult(found)
         group, member = found
         if group.protocol_mismatch(protocol_type, protocol_name):
-            return defer.succeed(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if group.state is GroupState.PREPARING_REBALANCE:
-            return defer.succeed(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-        try:
-            d = self._rebalancer.sync(group, member, assignments)
-        finally:
-            self._outbox.flush()
-        return d
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
+        return self._rebalancer.sync(out, group, member, assignments)
 
     def heartbeat(
         self,
@@ -625,25 +713,29 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return int(ErrorCode.UNKNOWN_MEMBER_ID), []
-        try:
-            codes = [
-                int(self._leave_one(group, member_id, instance_id, reason))
-                for member_id, instance_id, reason in leaving
-            ]
-            self._rebalancer.forget_if_disposable(group)
-        finally:
-            self._outbox.flush()
+        out = Out()
+        codes = [
+            int(self._leave_one(out, group, member_id, instance_id, reason))
+            for member_id, instance_id, reason in leaving
+        ]
+        self._rebalancer.forget_if_disposable(group)
+        self._runtime.run(out.result(None))
         return int(ErrorCode.NONE), codes
 
     def _leave_one(
-        self, group: GroupMetadata, member_id: str, instance_id: str | None, reason: str | None
+        self,
+        out: Out,
+        group: GroupMetadata,
+        member_id: str,
+        instance_id: str | None,
+        reason: str | None,
     ) -> ErrorCode:
         why = "left the group" if reason is None else f"left the group ({reason})"
         if not member_id:
             static = None if instance_id is None else group.static_member(instance_id)
             if static is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID
-            self._rebalancer.remove_member(group, static, why)
+            self._rebalancer.remove_member(out, group, static, why)
             return ErrorCode.NONE
         if group.take_pending(member_id):
             return ErrorCode.NONE
@@ -656,7 +748,7 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        self._rebalancer.remove_member(group, member, why)
+        self._rebalancer.remove_member(out, group, member, why)
         return ErrorCode.NONE
 
     # -- offsets ------------------------------------------------------------------------
@@ -780,12 +872,15 @@ class GroupCoordinator:
             self._stopped = True
             self.consumer.stop()
             self.streams.stop()
+            out = Out()
             for group in self._groups.values():
-                self._rebalancer.kill(group)
+                self._rebalancer.kill(out, group)
             self._groups.clear()
-            for waiter, answer in self._writes.refuse_queued(ErrorCode.COORDINATOR_NOT_AVAILABLE):
-                self._outbox.deliver(waiter, answer)
-            self._outbox.flush()
+            refused = self._writes.refuse_queued(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            self._runtime.run(out.result(None))
+            for waiter, answer in refused:
+                if not waiter.called:
+                    waiter.callback(answer)
         return self._writes.drained()
 
 

@@ -18,24 +18,31 @@ syncing, heartbeating, leaving and timing out:
   Empty-group record (protocol type and generation) is queued, as Kafka does; a group
   that never had a generation is forgotten once no member id is outstanding.
 
-Answers are queued in an :class:`Outbox` and fired only once the state change that
-produced them is complete, so a callback that calls back into the coordinator sees a
-consistent group.
+Every operation works on a :class:`~brokerd.core.coordinator_runtime.ResultBuilder`:
+the group records it makes and the answers it gives requests held earlier (a parked
+JoinGroup or SyncGroup is a :class:`~brokerd.core.coordinator_runtime.ParkedRequest`,
+never a Deferred). The coordinator's runtime gives those answers once the records are
+durable, after the whole state change is made, so a client callback that calls back
+into the coordinator sees a consistent group. Timers are the one place this module
+starts an operation itself; it hands their results to the ``run`` it is given.
 
 What this module does not do: validate requests, look groups up by id for clients, or
-write anything itself (records go through :class:`~brokerd.kafka.groups.store.CommitQueue`).
+write or answer anything itself (the runtime,
+:class:`~brokerd.core.coordinator_runtime.CoordinatorRuntime`, does both).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Any, TypeVar
+from collections.abc import Callable
 
-from twisted.internet import defer
-from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from brokerd.clock import Clock
+from brokerd.core.coordinator_runtime import (
+    CoordinatorResult,
+    ParkedRequest,
+    ResultBuilder,
+)
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import (
     GroupMetadata,
@@ -46,25 +53,27 @@ from brokerd.kafka.groups.state import (
     cancel_call,
     join_error,
 )
-from brokerd.kafka.groups.store import CommitQueue, stored_group
+from brokerd.kafka.groups.store import STORE_FAILED, stored_group
+from brokerd.storage.stores.offsets import GroupUpdate, JournalOp
 
-_T = TypeVar("_T")
+#: What one group operation builds: group records (the offsets journal's) and answers.
+Out = ResultBuilder[JournalOp]
+#: A finished operation, as the runtime takes it.
+GroupResult = CoordinatorResult[JournalOp, object]
 
 
-class Outbox:
-    """Answers to fire once the current state change is complete."""
+def _answer_join(out: Out, to: ParkedRequest, result: JoinResult) -> None:
+    out.release(to, result, join_error(STORE_FAILED, result.member_id))
 
-    def __init__(self) -> None:
-        self._queue: deque[tuple[Deferred[Any], object]] = deque()
 
-    def deliver(self, d: Deferred[_T], result: _T) -> None:
-        self._queue.append((d, result))
+def _answer_sync(out: Out, to: ParkedRequest, result: SyncResult) -> None:
+    out.release(to, result, SyncResult(STORE_FAILED))
 
-    def flush(self) -> None:
-        while self._queue:
-            d, result = self._queue.popleft()
-            if not d.called:  # a cancelled Deferred has already fired with CancelledError
-                d.callback(result)
+
+def record_group(out: Out, group: GroupMetadata) -> None:
+    """Record ``group``'s membership (its Stable generation, or Empty with its
+    generation) for the journal."""
+    out.record(GroupUpdate(group.group_id, stored_group(group)))
 
 
 class Rebalancer:
@@ -73,6 +82,7 @@ class Rebalancer:
     :param groups: the coordinator's groups by id (shared; groups that go Empty with no
         outstanding member id are removed from it here).
     :param initial_rebalance_delay_ms: Kafka's ``group.initial.rebalance.delay.ms``.
+    :param run: applies the result of an operation a timer started (the runtime's).
     """
 
     _log = Logger()
@@ -82,25 +92,27 @@ class Rebalancer:
         *,
         clock: Clock,
         groups: dict[str, GroupMetadata],
-        writes: CommitQueue,
-        outbox: Outbox,
         initial_rebalance_delay_ms: int,
+        run: Callable[[GroupResult], object],
     ) -> None:
         self._clock = clock
         self._groups = groups
-        self._writes = writes
-        self._outbox = outbox
         self._initial_delay_ms = initial_rebalance_delay_ms
+        self._run = run
+
+    def _timer_done(self, out: Out) -> None:
+        self._run(out.result(None))
 
     # -- joining --------------------------------------------------------------------------
 
     def admit(
         self,
+        out: Out,
         group: GroupMetadata,
         member: Member,
         protocol_type: str,
         client_reason: str | None = None,
-    ) -> Deferred[JoinResult]:
+    ) -> ParkedRequest:
         """A new member joins: it is added and the group (re)balances. ``client_reason``
         (JoinGroup v8+) goes into the log line of the rebalance it starts."""
         group.add_member(member, protocol_type)
@@ -115,21 +127,22 @@ class Rebalancer:
                 group.new_member_added = True
         else:
             self._prepare_rebalance(
-                group, _with_reason(f"new member {member.member_id} joined", client_reason)
+                out, group, _with_reason(f"new member {member.member_id} joined", client_reason)
             )
-        return self._join_round(group, member)
+        return self._join_round(out, group, member)
 
     def rejoin(
         self,
+        out: Out,
         group: GroupMetadata,
         member: Member,
         changed: bool,
         client_reason: str | None = None,
-    ) -> Deferred[JoinResult]:
+    ) -> ParkedRequest | JoinResult:
         """A known member joins again (its fields already updated; ``changed``: its
         protocols differ from before)."""
         if group.state is GroupState.PREPARING_REBALANCE:
-            return self._join_round(group, member)
+            return self._join_round(out, group, member)
         # CompletingRebalance or Stable (an Empty group has no members). A follower that
         # re-joins with unchanged metadata just gets the current generation again; the
         # leader re-joining means it wants a new assignment (e.g. topic metadata changed).
@@ -138,12 +151,12 @@ class Rebalancer:
         )
         if not rebalance:
             self.arm_session(group, member)
-            return defer.succeed(group.join_result(member))
+            return group.join_result(member)
         reason = "member metadata changed" if changed else "leader re-joined"
         self._prepare_rebalance(
-            group, _with_reason(f"{reason} ({member.member_id})", client_reason)
+            out, group, _with_reason(f"{reason} ({member.member_id})", client_reason)
         )
-        return self._join_round(group, member)
+        return self._join_round(out, group, member)
 
     def hand_out_member_id(self, group: GroupMetadata, member_id: str, timeout_ms: int) -> None:
         """Remember an id given with MEMBER_ID_REQUIRED until it is used or expires."""
@@ -156,48 +169,53 @@ class Rebalancer:
         del group.pending[member_id]
         self.forget_if_disposable(group)
 
-    def _join_round(self, group: GroupMetadata, member: Member) -> Deferred[JoinResult]:
-        d = self._await_join(group, member)
-        self._maybe_complete_join(group)
-        return d
+    def _join_round(self, out: Out, group: GroupMetadata, member: Member) -> ParkedRequest:
+        parked = self._await_join(out, group, member)
+        self._maybe_complete_join(out, group)
+        return parked
 
-    def _await_join(self, group: GroupMetadata, member: Member) -> Deferred[JoinResult]:
+    def _await_join(self, out: Out, group: GroupMetadata, member: Member) -> ParkedRequest:
         """Park ``member``'s JoinGroup until the join phase completes."""
         old = member.join_waiter
         if old is not None:
             # The same member joined again while its first JoinGroup was held (its client
             # reconnected): the first request's answer goes nowhere useful; tell it to retry.
-            self._outbox.deliver(old, join_error(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
-        d: Deferred[JoinResult] = Deferred(
-            lambda cancelled: self._join_cancelled(group, member, cancelled)
-        )
-        member.join_waiter = d
+            _answer_join(out, old, join_error(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+        parked = ParkedRequest(group.group_id)
+        member.join_waiter = parked
         group.mark_joined(member)
         # A member parked in JoinGroup cannot heartbeat; the rebalance timeout bounds it.
         self.arm_session(group, member)
-        return d
+        return parked
 
-    def _join_cancelled(
-        self, group: GroupMetadata, member: Member, d: Deferred[JoinResult]
-    ) -> None:
-        # A removed member's waiter was already taken, so this is a current member. It
-        # still counts as joined for this round; if it never comes back, its session times
-        # out like any silent member's.
-        if member.join_waiter is d:
-            member.join_waiter = None
+    def cancelled(self, parked: ParkedRequest) -> None:
+        """The client of a parked JoinGroup or SyncGroup went away. A removed member's
+        request was already answered, so this is a current member's. It still counts as
+        joined for this round; if it never comes back, its session times out like any
+        silent member's."""
+        group = self._groups.get(parked.holder)
+        if group is None:
+            return
+        for member in group.members.values():
+            if member.join_waiter is parked:
+                member.join_waiter = None
+            elif member.sync_waiter is parked:
+                member.sync_waiter = None
+            else:
+                continue
             self.arm_session(group, member)
-        self._outbox.flush()
+            return
 
     # -- PreparingRebalance -> CompletingRebalance ----------------------------------------
 
-    def adopt(self, group: GroupMetadata, reason: str) -> None:
+    def adopt(self, out: Out, group: GroupMetadata, reason: str) -> None:
         """Take in a group converted from the consumer protocol (Empty, with members):
         every member gets a session and must join again."""
         for m in group.members.values():
             self.arm_session(group, m)
-        self._prepare_rebalance(group, reason)
+        self._prepare_rebalance(out, group, reason)
 
-    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+    def _prepare_rebalance(self, out: Out, group: GroupMetadata, reason: str) -> None:
         """Enter PreparingRebalance: every member must join again."""
         was_empty = group.state is GroupState.EMPTY
         self._log.info(
@@ -211,7 +229,7 @@ class Rebalancer:
             m.joined = False
             if m.sync_waiter is not None:
                 waiter, m.sync_waiter = m.sync_waiter, None
-                self._outbox.deliver(waiter, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+                _answer_sync(out, waiter, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
                 self.arm_session(group, m)
         timeout_ms = group.max_rebalance_timeout_ms()
         if was_empty and self._initial_delay_ms > 0:
@@ -243,25 +261,27 @@ class Rebalancer:
             )
             return
         group.initial_delay = False
-        self._complete_join(group)
-        self._outbox.flush()
+        out = Out()
+        self._complete_join(out, group)
+        self._timer_done(out)
 
     def _on_rebalance_timeout(self, group: GroupMetadata) -> None:
         # Armed only in PreparingRebalance; any transition cancels it.
         assert group.state is GroupState.PREPARING_REBALANCE
         group.rebalance_timer = None
-        self._complete_join(group)
-        self._outbox.flush()
+        out = Out()
+        self._complete_join(out, group)
+        self._timer_done(out)
 
-    def _maybe_complete_join(self, group: GroupMetadata) -> None:
+    def _maybe_complete_join(self, out: Out, group: GroupMetadata) -> None:
         if (
             group.state is GroupState.PREPARING_REBALANCE
             and not group.initial_delay
             and group.all_joined()
         ):
-            self._complete_join(group)
+            self._complete_join(out, group)
 
-    def _complete_join(self, group: GroupMetadata) -> None:
+    def _complete_join(self, out: Out, group: GroupMetadata) -> None:
         """End the join phase: drop stragglers, start the next generation, answer joins."""
         for straggler in [m for m in group.members.values() if not m.joined]:
             self._log.info(
@@ -269,9 +289,9 @@ class Rebalancer:
                 group=group.group_id,
                 member=straggler.member_id,
             )
-            self.drop_member(group, straggler, ErrorCode.UNKNOWN_MEMBER_ID)
+            self.drop_member(out, group, straggler, ErrorCode.UNKNOWN_MEMBER_ID)
         if not group.members:
-            self._go_empty(group)
+            self._go_empty(out, group)
             return
         group.next_generation()
         group.sync_timer = self._clock.callLater(
@@ -289,14 +309,14 @@ class Rebalancer:
         for m in group.members.values():
             if m.join_waiter is not None:
                 waiter, m.join_waiter = m.join_waiter, None
-                self._outbox.deliver(waiter, group.join_result(m))
+                _answer_join(out, waiter, group.join_result(m))
             self.arm_session(group, m)
 
     # -- CompletingRebalance -> Stable ----------------------------------------------------
 
     def sync(
-        self, group: GroupMetadata, member: Member, assignments: list[tuple[str, bytes]]
-    ) -> Deferred[SyncResult]:
+        self, out: Out, group: GroupMetadata, member: Member, assignments: list[tuple[str, bytes]]
+    ) -> ParkedRequest | SyncResult:
         """SyncGroup of a current member in CompletingRebalance or Stable."""
         group.pending_sync.discard(member.member_id)
         if not group.pending_sync:
@@ -304,19 +324,17 @@ class Rebalancer:
             group.sync_timer = None
         if group.state is GroupState.STABLE:
             self.arm_session(group, member)
-            return defer.succeed(group.sync_result(member))
+            return group.sync_result(member)
         if member.sync_waiter is not None:
-            self._outbox.deliver(member.sync_waiter, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-        d: Deferred[SyncResult] = Deferred(
-            lambda cancelled: self._sync_cancelled(group, member, cancelled)
-        )
-        member.sync_waiter = d
+            _answer_sync(out, member.sync_waiter, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        parked = ParkedRequest(group.group_id)
+        member.sync_waiter = parked
         self.arm_session(group, member)
         if member.member_id == group.leader_id:
-            self._complete_sync(group, dict(assignments))  # a repeated id: the last wins
-        return d
+            self._complete_sync(out, group, dict(assignments))  # a repeated id: the last wins
+        return parked
 
-    def _complete_sync(self, group: GroupMetadata, given: dict[str, bytes]) -> None:
+    def _complete_sync(self, out: Out, group: GroupMetadata, given: dict[str, bytes]) -> None:
         group.transition_to(GroupState.STABLE)
         self._log.info(
             "group {group!r}: generation {generation} is stable",
@@ -325,22 +343,15 @@ class Rebalancer:
         )
         for m in group.members.values():
             m.assignment = given.get(m.member_id, b"")
-        # Queued before any member is answered, so the record is in the write queue
-        # ahead of every commit those members make with this generation.
-        self._writes.store_group(group.group_id, stored_group(group))
+        # The members are answered once the record is durable (as Kafka answers
+        # SyncGroup after its append), so it is written ahead of every commit they make
+        # with this generation.
+        record_group(out, group)
         for m in group.members.values():
             if m.sync_waiter is not None:
                 waiter, m.sync_waiter = m.sync_waiter, None
-                self._outbox.deliver(waiter, group.sync_result(m))
+                _answer_sync(out, waiter, group.sync_result(m))
                 self.arm_session(group, m)
-
-    def _sync_cancelled(
-        self, group: GroupMetadata, member: Member, d: Deferred[SyncResult]
-    ) -> None:
-        if member.sync_waiter is d:  # else already answered, or the member is gone
-            member.sync_waiter = None
-            self.arm_session(group, member)
-        self._outbox.flush()
 
     def _on_sync_timeout(self, group: GroupMetadata) -> None:
         # Armed on entering CompletingRebalance; every transition but -> Stable cancels it.
@@ -354,41 +365,42 @@ class Rebalancer:
         group.pending_sync.clear()
         if not late:
             return
+        out = Out()
         for m in late:
             self._log.info(
                 "group {group!r}: member {member!r} did not sync in time, removed",
                 group=group.group_id,
                 member=m.member_id,
             )
-            self.drop_member(group, m, ErrorCode.UNKNOWN_MEMBER_ID)
-        self._after_departure(group, "members did not sync in time")
-        self._outbox.flush()
+            self.drop_member(out, group, m, ErrorCode.UNKNOWN_MEMBER_ID)
+        self._after_departure(out, group, "members did not sync in time")
+        self._timer_done(out)
 
     # -- departures -----------------------------------------------------------------------
 
-    def fence(self, member: Member) -> None:
+    def fence(self, out: Out, member: Member) -> None:
         """Answer a static member's parked requests with FENCED_INSTANCE_ID: they were
         made by the incarnation that a re-join is replacing (it stays in the group)."""
         if member.join_waiter is not None:
             waiter, member.join_waiter = member.join_waiter, None
-            self._outbox.deliver(
-                waiter, join_error(ErrorCode.FENCED_INSTANCE_ID, member.member_id)
-            )
+            _answer_join(out, waiter, join_error(ErrorCode.FENCED_INSTANCE_ID, member.member_id))
         if member.sync_waiter is not None:
             sync_waiter, member.sync_waiter = member.sync_waiter, None
-            self._outbox.deliver(sync_waiter, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+            _answer_sync(out, sync_waiter, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
 
-    def drop_member(self, group: GroupMetadata, member: Member, code: ErrorCode) -> None:
+    def drop_member(
+        self, out: Out, group: GroupMetadata, member: Member, code: ErrorCode
+    ) -> None:
         """Remove ``member`` and answer whatever it has parked; no state transition."""
         if member.join_waiter is not None:
             waiter, member.join_waiter = member.join_waiter, None
-            self._outbox.deliver(waiter, join_error(code, member.member_id))
+            _answer_join(out, waiter, join_error(code, member.member_id))
         if member.sync_waiter is not None:
             sync_waiter, member.sync_waiter = member.sync_waiter, None
-            self._outbox.deliver(sync_waiter, SyncResult(code))
+            _answer_sync(out, sync_waiter, SyncResult(code))
         group.remove_member(member)
 
-    def remove_member(self, group: GroupMetadata, member: Member, why: str) -> None:
+    def remove_member(self, out: Out, group: GroupMetadata, member: Member, why: str) -> None:
         """A member left or timed out: drop it and rebalance the rest (or go Empty)."""
         self._log.info(
             "group {group!r}: member {member!r} removed: {why}",
@@ -396,18 +408,18 @@ class Rebalancer:
             member=member.member_id,
             why=why,
         )
-        self.drop_member(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
-        self._after_departure(group, f"member {member.member_id} {why}")
+        self.drop_member(out, group, member, ErrorCode.UNKNOWN_MEMBER_ID)
+        self._after_departure(out, group, f"member {member.member_id} {why}")
 
-    def _after_departure(self, group: GroupMetadata, reason: str) -> None:
+    def _after_departure(self, out: Out, group: GroupMetadata, reason: str) -> None:
         if not group.members:
-            self._go_empty(group)
+            self._go_empty(out, group)
         elif group.state is GroupState.PREPARING_REBALANCE:
-            self._maybe_complete_join(group)
+            self._maybe_complete_join(out, group)
         elif group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
-            self._prepare_rebalance(group, reason)
+            self._prepare_rebalance(out, group, reason)
 
-    def _go_empty(self, group: GroupMetadata) -> None:
+    def _go_empty(self, out: Out, group: GroupMetadata) -> None:
         group.become_empty()
         self._log.info(
             "group {group!r} is empty (generation {generation})",
@@ -416,7 +428,7 @@ class Rebalancer:
         )
         # No member to restore after a restart, but the generation and protocol type are
         # kept, so the next generation continues from this one (as in Kafka).
-        self._writes.store_group(group.group_id, stored_group(group))
+        record_group(out, group)
         self.forget_if_disposable(group)
 
     def forget_if_disposable(self, group: GroupMetadata) -> None:
@@ -445,13 +457,17 @@ class Rebalancer:
     def _on_session_expired(self, group: GroupMetadata, member: Member) -> None:
         # Removing a member cancels its session timer, so the member is still current.
         member.session_timer = None
-        self.remove_member(group, member, "session timed out")
-        self._outbox.flush()
+        out = Out()
+        self.remove_member(out, group, member, "session timed out")
+        self._timer_done(out)
 
     # -- shutdown -------------------------------------------------------------------------
 
     def kill(
-        self, group: GroupMetadata, code: ErrorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        self,
+        out: Out,
+        group: GroupMetadata,
+        code: ErrorCode = ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ) -> None:
         """Cancel every timer of ``group`` and answer its parked requests with ``code``
         (COORDINATOR_NOT_AVAILABLE at shutdown; REBALANCE_IN_PROGRESS when the group is
@@ -461,10 +477,10 @@ class Rebalancer:
             m.cancel_session()
             if m.join_waiter is not None:
                 waiter, m.join_waiter = m.join_waiter, None
-                self._outbox.deliver(waiter, join_error(code, m.member_id))
+                _answer_join(out, waiter, join_error(code, m.member_id))
             if m.sync_waiter is not None:
                 sync_waiter, m.sync_waiter = m.sync_waiter, None
-                self._outbox.deliver(sync_waiter, SyncResult(code))
+                _answer_sync(out, sync_waiter, SyncResult(code))
         group.transition_to(GroupState.DEAD)
 
 
@@ -473,4 +489,4 @@ def _with_reason(why: str, client_reason: str | None) -> str:
     return why if client_reason is None else f"{why}; client reason: {client_reason}"
 
 
-__all__ = ["Outbox", "Rebalancer"]
+__all__ = ["GroupResult", "Out", "Rebalancer", "record_group"]

@@ -27,9 +27,9 @@ from collections import Counter
 from collections.abc import Mapping
 
 import attrs
-from twisted.internet.defer import Deferred
 
 from brokerd.clock import DelayedCall
+from brokerd.core.coordinator_runtime import ParkedRequest
 from brokerd.kafka.errors import ErrorCode
 
 
@@ -119,8 +119,9 @@ class Member:
     protocols: list[tuple[str, bytes]]
     #: Has (re)joined in the current PreparingRebalance round.
     joined: bool = False
-    join_waiter: Deferred[JoinResult] | None = None
-    sync_waiter: Deferred[SyncResult] | None = None
+    #: Its JoinGroup / SyncGroup held until the rebalance answers it.
+    join_waiter: ParkedRequest | None = None
+    sync_waiter: ParkedRequest | None = None
     session_timer: DelayedCall | None = None
     assignment: bytes = b""
 

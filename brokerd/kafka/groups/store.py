@@ -8,10 +8,11 @@
   :class:`~brokerd.storage.stores.offsets.StoredGroup` record the journal keeps of its last
   Stable generation (or of an Empty group: protocol type and generation), and back.
 - :class:`CommitQueue` is the group coordinator's face of the coordinator runtime's
-  ordered writer: commits, membership records and group or offset deletions queue in
-  the reactor and are written one batch at a time, each batch in one store call (one
+  ordered writer: commits, consumer-group records and group or offset deletions queue
+  in the reactor and are written one batch at a time, each batch in one store call (one
   journal write and one fsync: group commit), so they reach the journal in arrival
-  order.
+  order. Classic group records reach the same writer from the coordinator's runtime
+  (:class:`~brokerd.core.coordinator_runtime.CoordinatorRuntime`), in the same order.
 
 What this module does not do: group-membership rules (whether a member may commit is the
 coordinator's call), reading offsets back, or any blocking I/O in the reactor thread (the
@@ -39,7 +40,6 @@ from brokerd.storage.stores.offsets import (
     ConsumerGroupUpdate,
     GroupConfigUpdate,
     GroupDeletion,
-    GroupUpdate,
     JournalOp,
     OffsetDeletion,
     OffsetStore,
@@ -272,9 +272,15 @@ class CommitQueue:
         )
         #: Commits and deletions not yet answered, with their answers on refusal.
         self._waiting: dict[Deferred[None], _PendingCommit | _AwaitedRecord] = {}
-        #: Each group's membership record still waiting for a write (superseded by a
+        #: Each consumer group's record still waiting for a write (superseded by a
         #: newer one of the group).
-        self._group_records: dict[tuple[type, str], Deferred[None]] = {}
+        self._group_records: dict[str, Deferred[None]] = {}
+
+    @property
+    def journal(self) -> OrderedJournalWriter[JournalOp]:
+        """The offsets journal's ordered writer (the group coordinator's runtime writes
+        its group records through it)."""
+        return self._journal
 
     def commit(
         self, group_id: str, entries: list[OffsetEntry], results: CommitResults
@@ -286,22 +292,16 @@ class CommitQueue:
                     CommitOp(group_id, tuple(entries)))
         return d
 
-    def store_group(self, group_id: str, stored: StoredGroup | None) -> None:
-        """Queue ``group_id``'s membership record (None: tombstone). Queued before the
-        members of that generation are answered, so it is written ahead of every commit
-        they make with it."""
-        self._store_latest(GroupUpdate(group_id, stored))
-
     def store_consumer_group(self, group_id: str, state: bytes | None) -> None:
         """Queue a consumer-protocol group's state (None: tombstone); only the latest
         queued one per group is written."""
         self._store_latest(ConsumerGroupUpdate(group_id, state))
 
-    def _store_latest(self, record: GroupUpdate | ConsumerGroupUpdate) -> None:
+    def _store_latest(self, record: ConsumerGroupUpdate) -> None:
         # Only the latest record per group matters; an earlier one still waiting is
         # superseded (even across a queued deletion of the group: the deletion erases
         # it anyway).
-        key = (type(record), record.group_id)
+        key = record.group_id
         earlier = self._group_records.pop(key, None)
         if earlier is not None:
             self._journal.withdraw(earlier)

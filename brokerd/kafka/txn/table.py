@@ -27,7 +27,7 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
-from brokerd.core.coordinator_runtime import OrderedJournalWriter
+from brokerd.core.coordinator_runtime import CoordinatorResult, OrderedJournalWriter
 from brokerd.kafka.txn.state import TxnMetadata, from_stored
 from brokerd.storage.stores.txn_log import StoredTxn, TxnLog, encode_state
 
@@ -97,19 +97,21 @@ class TxnTable:
             encode_state(stored)
         except ValueError:
             return defer.fail()
-        d = self._journal.submit([stored])
+        # The change is the result of the coordinator's decision: one record, and the
+        # new value as the answer, installed once the record is durable.
+        d = self._journal.apply(CoordinatorResult((stored,), meta))
 
-        def installed(_: object) -> TxnMetadata:
-            self._install(meta)
-            return meta
+        def installed(durable: TxnMetadata) -> TxnMetadata:
+            self._install(durable)
+            return durable
 
         return d.addCallback(installed)
 
     def forget(self, transactional_id: str) -> Deferred[None]:
         """Write the id's tombstone, then drop it from memory."""
-        d = self._journal.submit([transactional_id])
+        d = self._journal.apply(CoordinatorResult((transactional_id,), None))
 
-        def dropped(_: object) -> None:
+        def dropped(_: None) -> None:
             old = self._txns.pop(transactional_id, None)
             if old is not None and self._by_pid.get(old.producer_id) == transactional_id:
                 del self._by_pid[old.producer_id]

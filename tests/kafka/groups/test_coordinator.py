@@ -554,6 +554,33 @@ class OffsetTests(_Base):
         self.assertEqual(self.flushLoggedErrors(StorageError), [])
         self.assertEqual(self.coord.fetch_offsets("g", [("t", 0)]), [("t", 0, -1, -1, "", 0)])
 
+    def test_sync_is_answered_after_its_record_and_a_failed_record_is_not_coordinator(
+        self,
+    ) -> None:
+        """The Stable generation's record is written before SyncGroup is answered; when
+        that write fails the members get NOT_COORDINATOR (retriable), and once the disk
+        is back their next round is stored and answered."""
+        failing = [True]
+
+        def run(f: Any, *args: Any) -> Deferred[Any]:
+            if failing[0]:
+                return defer.fail(StorageError("No space left on device"))
+            return _sync_run(f, *args)
+
+        self.coord = self.make_coordinator(run_blocking=run)
+        d = self.join()
+        self.clock.advance(DELAY_MS / 1000)
+        a = self.result(d).member_id
+        self.assertEqual(self.result(self.coord.sync("g", 1, a, [(a, b"A")])), SyncResult(16))
+        self.assertEqual(self.flushLoggedErrors(StorageError), [])
+        self.assertEqual(self.store.groups_metadata(), {})
+        failing[0] = False
+        # The client looks the coordinator up again and re-joins: a new generation.
+        again = self.result(self.join(a))
+        self.assertEqual(again.generation_id, 2)
+        self.assertEqual(self.result(self.coord.sync("g", 2, a, [(a, b"A")])), synced_with(b"A"))
+        self.assertEqual(self.store.groups_metadata()["g"].generation, 2)
+
     def test_unexpected_store_failure_is_unknown_server_error(self) -> None:
         def failing(f: Any, *args: Any) -> Deferred[Any]:
             return defer.fail(RuntimeError("a bug"))
@@ -857,15 +884,20 @@ class RestoreTests(_Base):
             return d
 
         self.coord = self.make_coordinator(run_blocking=run)
-        a, _b, gen = self.stable_pair()
+        d = self.join()
+        self.clock.advance(DELAY_MS / 1000)
+        a = self.result(d).member_id
+        synced = self.coord.sync("g", 1, a, [(a, b"A")])
+        self.assertNoResult(synced)  # answered once the Stable generation is durable
         stopped = self.coord.stop()
         self.assertNoResult(stopped)  # the Stable generation's record is still being written
         while held:
             f, args, d = held.pop(0)
             d.callback(f(*args))
+        self.assertEqual(self.result(synced), synced_with(b"A"))
         self.successResultOf(stopped)
         self.coord = self.make_coordinator()
-        self.assertEqual(self.coord.heartbeat("g", gen, a), 0)
+        self.assertEqual(self.coord.heartbeat("g", 1, a), 0)
 
     def test_members_carry_on_with_their_generation(self) -> None:
         a, b, gen = self.stable_pair()

@@ -23,10 +23,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
+from twisted.internet.defer import Deferred
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.consumer.coordinator import (
     ConsumerGroupCoordinator,
+    HeartbeatAnswer,
     HeartbeatInput,
     TopicMetadata,
     describe_assignment,
@@ -64,6 +66,12 @@ class HasConsumerGroups(Protocol):
 
     def group_state(self, group_id: str, /) -> object | None:
         """A classic group's state, None when there is no classic group of that id."""
+        ...
+
+    def consumer_heartbeat(
+        self, request: HeartbeatInput, topics: TopicMetadata, /
+    ) -> Deferred[HeartbeatAnswer]:
+        """The consumer coordinator's heartbeat, answered once its change is durable."""
         ...
 
 
@@ -112,7 +120,7 @@ class ConsumerGroupHandlers:
         owned = None
         if body.topic_partitions is not None:
             owned = {t.topic_id: frozenset(t.partitions) for t in body.topic_partitions}
-        answer = self._coordinator.consumer.heartbeat(
+        answer = await self._coordinator.consumer_heartbeat(
             HeartbeatInput(
                 group_id=body.group_id,
                 member_id=body.member_id,

@@ -14,11 +14,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from twisted.internet import defer, task
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from brokerd.errors import StorageError
 from brokerd.kafka.groups.consumer.coordinator import HeartbeatAnswer, HeartbeatInput
 from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
 from brokerd.kafka.groups.consumer.state import ConsumerGroupState
@@ -200,3 +202,51 @@ def test_a_restored_regex_keeps_its_topics_until_its_member_heartbeats(tmp_path:
     assert group.target["a"] == {T1: frozenset(range(4))}
     assert b.hb("a").error_code == 0
     assert b.coord.consumer.regexes.matched("g", "t.*") == {"t"}
+
+
+def test_a_heartbeat_is_answered_once_its_group_state_is_durable(tmp_path: Path) -> None:
+    """ConsumerGroupHeartbeat through the coordinator runtime: the answer that gives a
+    member its epoch waits for the group's record; a failed write answers
+    NOT_COORDINATOR, and the member's retry stores the state."""
+    held: list[tuple[Any, tuple[Any, ...], Deferred[Any]]] = []
+    fail = [False]
+
+    def run(f: Any, *args: Any) -> Deferred[Any]:
+        d: Deferred[Any] = Deferred()
+        held.append((f, args, d))
+        return d
+
+    def finish() -> None:
+        while held:
+            f, args, d = held.pop(0)
+            if fail[0]:
+                d.errback(StorageError("No space left on device"))
+            else:
+                d.callback(f(*args))
+
+    store = OffsetStore.open(str(tmp_path / "offsets.log"))
+    coord = GroupCoordinator(clock=task.Clock(), offsets=store, run_blocking=run)
+    join = HeartbeatInput(group_id="g", member_id="a", member_epoch=0,
+                          rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
+                          owned={})
+    answers: list[HeartbeatAnswer] = []
+    coord.consumer_heartbeat(join, TOPICS).addCallback(answers.append)
+    assert answers == [] and len(held) == 1
+    assert store.consumer_groups_state() == {}
+    finish()
+    assert answers[0].error_code == 0 and answers[0].member_epoch == 1
+    assert decode_group("g", store.consumer_groups_state()["g"]).group_epoch == 1
+
+    fail[0] = True
+    b = attrs.evolve(join, member_id="b")
+    coord.consumer_heartbeat(b, TOPICS).addCallback(answers.append)
+    finish()
+    assert answers[1].error_code == 16  # NOT_COORDINATOR: retriable
+    fail[0] = False
+    # Memory moved on without the journal; the next change writes the whole state.
+    coord.consumer_heartbeat(attrs.evolve(b, member_epoch=-1), TOPICS)  # b leaves
+    finish()
+    stored = decode_group("g", store.consumer_groups_state()["g"])
+    assert set(stored.members) == {"a"} and stored.group_epoch == 3
+    coord.stop()
+    store.close()
