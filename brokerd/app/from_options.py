@@ -78,6 +78,8 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
         )
     if options["segment-bytes"] < 1024:
         raise usage.UsageError("--segment-bytes must be at least 1024")
+    if options["max-incremental-fetch-session-cache-slots"] < 0:
+        raise usage.UsageError("--max-incremental-fetch-session-cache-slots must be 0 or more")
     if options["max-connections"] < 0:
         raise usage.UsageError("--max-connections must be 0 (no limit) or positive")
     limits = _limits(options)
@@ -176,6 +178,7 @@ def _limits(options: Mapping[str, Any]) -> LimitSettings:
         max_inflight_answer_bytes=options["max-inflight-answer-bytes"],
         sasl_max_receive_bytes=options["sasl-server-max-receive-size"],
         transaction_max_timeout_ms=options["transaction-max-timeout-ms"],
+        fetch_session_slots=options["max-incremental-fetch-session-cache-slots"],
     )
 
 

@@ -102,6 +102,8 @@ class LimitSettings:
     max_inflight_answer_bytes: int
     sasl_max_receive_bytes: int
     transaction_max_timeout_ms: int
+    #: Most Kafka fetch sessions held (KIP-227); 0: none.
+    fetch_session_slots: int = 1000
 
 
 @attrs.frozen

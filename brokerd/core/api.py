@@ -173,6 +173,12 @@ class CoreReads(Protocol):
         """Log start offset, high watermark and last stable offset (no I/O)."""
         ...
 
+    def open_log(self, topic: str, partition: int) -> PartitionStore | None:
+        """The partition's log if it is open, else None (no I/O, opens nothing): its
+        offsets, read this way, cost no Deferred (a fetch session's look at each of
+        its partitions per poll)."""
+        ...
+
     def list_offsets(
         self, topic: str, partition: int, *, read_committed: bool = False
     ) -> Deferred[tuple[int, int]]:

@@ -334,6 +334,11 @@ class Broker(SequentialMultiService):
         """A fetch's read of one partition: :meth:`Fetcher.read`."""
         return self.fetcher.read(topic, partition, offset, max_bytes, spec)
 
+    def open_log(self, topic: str, partition: int) -> PartitionStore | None:
+        """The partition's log if it is open, else None (no I/O, opens nothing)."""
+        part = self.partitions.get((topic, partition))
+        return None if part is None else part.log
+
     def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
         """A partition's log start offset, high watermark and LSO (no I/O)."""
         return self.fetcher.offsets(topic, partition)

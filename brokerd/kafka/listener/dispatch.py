@@ -32,6 +32,7 @@ from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.server import acl_gate as authorize
+from brokerd.kafka.server.fetch_sessions import DEFAULT_SESSION_SLOTS
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
@@ -134,6 +135,7 @@ class KafkaHandlers:
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
         shares: ShareGroups | None = None,
+        fetch_session_slots: int = DEFAULT_SESSION_SLOTS,
     ) -> None:
         txn = TxnHandlers(core, transactions, clock=clock)
         operations = AuthorizedOperations(authorizer)
@@ -145,7 +147,8 @@ class KafkaHandlers:
             ),
             ProduceHandler(core, clock=clock),
             FetchHandler(
-                core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget
+                core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget,
+                session_slots=fetch_session_slots,
             ),
             ListOffsetsHandler(core),
             GroupHandlers(

@@ -230,6 +230,14 @@ class FakeCore:
         return defer.succeed(FakePartitionOffsets(
             self.log_start[(topic, partition)], len(log), self._lso(topic, partition)))
 
+    def open_log(self, topic: str, partition: int) -> FakePartitionOffsets | None:
+        """The offsets a fetch session looks at (shaped like the log's)."""
+        if (topic, partition) not in self.logs:
+            return None
+        return FakePartitionOffsets(
+            self.log_start[(topic, partition)], len(self.logs[(topic, partition)]),
+            self._lso(topic, partition))
+
     def wait_for_data(
         self,
         positions: Sequence[tuple[str, int, int]],
