@@ -533,6 +533,8 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         addresses=services.edge.addresses,
         shares=coordinators.shares,
     )
+    if metrics is not None:
+        metrics.add_fetch_sessions(factory.handlers.fetch_sessions)
     listening = services.readiness.wait_for("kafka listener", "not bound yet")
 
     def on_listen(address: Any) -> None:

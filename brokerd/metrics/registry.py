@@ -19,6 +19,8 @@ from brokerd.admin.txn_face import TxnListingFace
 from brokerd.metrics.collectors import (
     CleanerCollector,
     CleanerCounters,
+    FetchSessionCounters,
+    FetchSessionsCollector,
     InspectorCollector,
     ShareGroupsCollector,
     StoresCollector,
@@ -60,6 +62,9 @@ class BrokerMetrics:
 
     def add_share_groups(self, inspector: ShareGroupInspector) -> None:
         self.registry.register(ShareGroupsCollector(inspector))
+
+    def add_fetch_sessions(self, sessions: FetchSessionCounters) -> None:
+        self.registry.register(FetchSessionsCollector(sessions))
 
     def add_stores(self, stores: Sequence[JournalStore]) -> None:
         self.registry.register(StoresCollector(stores))

@@ -140,16 +140,19 @@ class KafkaHandlers:
         txn = TxnHandlers(core, transactions, clock=clock)
         operations = AuthorizedOperations(authorizer)
         is_share_group = shares.exists if shares is not None else _no_share_groups
+        fetch = FetchHandler(
+            core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget,
+            session_slots=fetch_session_slots,
+        )
+        #: The listener's fetch sessions (``/metrics`` reads them).
+        self.fetch_sessions = fetch.sessions
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
                 operations=operations,
             ),
             ProduceHandler(core, clock=clock),
-            FetchHandler(
-                core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget,
-                session_slots=fetch_session_slots,
-            ),
+            fetch,
             ListOffsetsHandler(core),
             GroupHandlers(
                 core, coordinator, identity,

@@ -268,9 +268,11 @@ class FetchSessionCache:
         self._rng = rng if rng is not None else random.Random()
         # By last use, least recent first: the stale session to evict is the first.
         self._sessions: OrderedDict[int, FetchSession] = OrderedDict()
-        #: Sessions created, and sessions evicted to make room (for ``/metrics``).
+        #: Sessions created, sessions evicted to make room, and incremental fetches
+        #: served (for ``/metrics``).
         self.created = 0
         self.evicted = 0
+        self.incremental = 0
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -313,6 +315,7 @@ class FetchSessionCache:
             return _SESSIONLESS
         self._touch(session)
         session.epoch = next_epoch(session.epoch)
+        self.incremental += 1
         return FetchContext(Kind.INCREMENTAL, session=session)
 
     def refusal(self, session_id: int, epoch: int, *, uses_topic_ids: bool) -> ErrorCode | None:
