@@ -27,7 +27,7 @@ from typing import Protocol
 from twisted.internet.defer import Deferred
 
 from brokerd.core.interfaces import PartitionStore
-from brokerd.core.waiters import Shortfall, long_poll
+from brokerd.core.waiters import AppendWatcher, Shortfall, long_poll
 from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.types import (
     AppendInfo,
@@ -216,6 +216,14 @@ class CoreLongPoll(Protocol):
         moved. Cancelling it removes every trace."""
         ...
 
+    def watch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
+        """Tell ``watcher`` of every append to ``key`` (and of its deletion) until
+        :meth:`unwatch_appends`: a fetch session's standing interest, so a parked
+        session fetch is not registered partition by partition on every poll."""
+        ...
+
+    def unwatch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None: ...
+
     def wait_records(
         self,
         topic: str,
@@ -267,6 +275,7 @@ class CoreApi(
 
 
 __all__ = [
+    "AppendWatcher",
     "ConfigUpdate",
     "CoreAdmin",
     "CoreApi",

@@ -40,6 +40,7 @@ import random
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol
 
 import attrs
 
@@ -51,12 +52,15 @@ __all__ = [
     "FINAL_EPOCH",
     "INITIAL_EPOCH",
     "INVALID_SESSION_ID",
+    "MAX_CACHED_PARTITIONS",
     "CachedPartition",
     "FetchContext",
     "FetchSession",
     "FetchSessionCache",
     "Kind",
     "SessionKey",
+    "SessionWatch",
+    "Update",
     "WantedPartition",
     "next_epoch",
 ]
@@ -72,6 +76,11 @@ DEFAULT_SESSION_SLOTS = 1000
 #: How long a session must be unused before any new session may take its place, and
 #: how old it must be before a larger one may (Kafka's fixed 120 s).
 EVICTION_MS = 120_000
+#: Most partitions all sessions together hold (about 600 bytes each, watch included:
+#: ~300 MiB). A full fetch that would pass it opens no session; an incremental one that
+#: adds partitions past it closes its session and is answered as a full fetch without one
+#: (session ID 0: the client goes back to full fetches). Kafka bounds only the sessions.
+MAX_CACHED_PARTITIONS = 500_000
 #: Largest session ID (a positive int32).
 _MAX_SESSION_ID = 0x7FFFFFFF
 
@@ -120,6 +129,8 @@ class CachedPartition:
     high_watermark: int = -1
     last_stable_offset: int = -1
     broker_log_start_offset: int = -1
+    #: Answer order within the session: lower first (:meth:`FetchSession.to_end`).
+    order: int = 0
 
     def wanted(self) -> WantedPartition:
         return WantedPartition(
@@ -168,11 +179,33 @@ class CachedPartition:
         return True
 
 
+class SessionWatch(Protocol):
+    """What the Fetch handler attaches to a session (its standing watch on the
+    partitions' appends), told of the partitions that join and leave."""
+
+    def add(self, key: SessionKey, partition: CachedPartition) -> None: ...
+    def remove(self, partition: CachedPartition) -> None: ...
+    def close(self) -> None: ...
+
+
+@attrs.frozen
+class Update:
+    """What an incremental request changed in its session."""
+
+    added: tuple[CachedPartition, ...]
+    updated: int
+    removed: tuple[CachedPartition, ...]
+
+
 @attrs.define(eq=False)
 class FetchSession:
     """One client's session: its partitions in answer order (a partition that returned
     records moves to the end, so a full answer does not always favour the same ones),
-    the epoch its next request must carry, and its use times."""
+    the epoch its next request must carry, and its use times.
+
+    ``pending`` (kept by the Fetch handler) holds the partitions that must be read
+    again whatever is appended: records left past the client's position, or an error;
+    ``scanned_ms`` is when every partition's offsets were last looked at."""
 
     id: int
     privileged: bool
@@ -181,37 +214,60 @@ class FetchSession:
     last_used_ms: int
     epoch: int
     partitions: OrderedDict[SessionKey, CachedPartition] = attrs.field(factory=OrderedDict)
+    pending: set[SessionKey] = attrs.field(factory=set)
+    scanned_ms: int = 0
+    watch: SessionWatch | None = None
+    _next_order: int = 0
 
     @property
     def size(self) -> int:
         return len(self.partitions)
 
-    def update(
-        self, wanted: Iterable[WantedPartition], forgotten: Iterable[SessionKey]
-    ) -> tuple[int, int, int]:
-        """Apply an incremental request: ``(added, updated, removed)`` counts."""
-        added = updated = removed = 0
+    def add(self, key: SessionKey, partition: CachedPartition) -> None:
+        partition.order = self._next_order
+        self._next_order += 1
+        self.partitions[key] = partition
+        if self.watch is not None:
+            self.watch.add(key, partition)
+
+    def update(self, wanted: Iterable[WantedPartition], forgotten: Iterable[SessionKey]) -> Update:
+        """Apply an incremental request: the partitions it adds, moves and forgets."""
+        added: list[CachedPartition] = []
+        removed: list[CachedPartition] = []
+        updated = 0
         by_id = self.uses_topic_ids
         for w in wanted:
             key = w.key(by_id)
             cached = self.partitions.get(key)
             if cached is None:
-                self.partitions[key] = CachedPartition(
+                cached = CachedPartition(
                     w.topic, w.topic_id, w.partition, w.fetch_offset, w.max_bytes,
                     w.log_start_offset,
                 )
-                added += 1
+                self.add(key, cached)
+                added.append(cached)
             else:
                 cached.update(w)
                 updated += 1
         for key in forgotten:
-            if self.partitions.pop(key, None) is not None:
-                removed += 1
-        return added, updated, removed
+            gone = self.partitions.pop(key, None)
+            if gone is not None:
+                self.pending.discard(key)
+                removed.append(gone)
+                if self.watch is not None:
+                    self.watch.remove(gone)
+        return Update(tuple(added), updated, tuple(removed))
 
     def to_end(self, key: SessionKey) -> None:
         """Answer ``key`` last from now on (it just returned records)."""
         self.partitions.move_to_end(key)
+        self.partitions[key].order = self._next_order
+        self._next_order += 1
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+            self.watch = None
 
 
 class Kind(enum.Enum):
@@ -250,6 +306,7 @@ class FetchSessionCache:
     :param now_ms: the clock, in milliseconds.
     :param eviction_ms: see :data:`EVICTION_MS`.
     :param rng: picks session IDs (a seeded one in tests).
+    :param max_partitions: see :data:`MAX_CACHED_PARTITIONS`.
     """
 
     def __init__(
@@ -259,10 +316,12 @@ class FetchSessionCache:
         now_ms: Callable[[], int],
         eviction_ms: int = EVICTION_MS,
         rng: random.Random | None = None,
+        max_partitions: int = MAX_CACHED_PARTITIONS,
     ) -> None:
         if slots < 0:
             raise ValueError(f"fetch session slots must be at least 0, not {slots}")
         self.slots = slots
+        self.max_partitions = max_partitions
         self._now_ms = now_ms
         self._eviction_ms = eviction_ms
         self._rng = rng if rng is not None else random.Random()
@@ -308,9 +367,12 @@ class FetchSessionCache:
         if error is not None:
             return FetchContext(Kind.ERROR, error=error)
         session = self._sessions[session_id]
-        session.update(wanted, forgotten)
-        if not session.partitions:
-            # Nothing left to fetch: the session ends, the answer is sessionless.
+        update = session.update(wanted, forgotten)
+        if not session.partitions or (
+            update.added and self.partitions > self.max_partitions
+        ):
+            # Nothing left to fetch (or too much to hold): the session ends, the
+            # answer is sessionless.
             self.remove(session_id)
             return _SESSIONLESS
         self._touch(session)
@@ -336,27 +398,34 @@ class FetchSessionCache:
         privileged: bool,
         uses_topic_ids: bool,
         size: int,
+        watch: SessionWatch | None = None,
     ) -> int:
         """A new session of ``partitions`` (``size`` of them) after a full fetch, if
         there is room or a session may be evicted for it; its ID, else
-        :data:`INVALID_SESSION_ID`."""
+        :data:`INVALID_SESSION_ID`. ``watch`` is told of its partitions."""
         now = self._now_ms()
         if self.slots <= 0:
+            return INVALID_SESSION_ID
+        if self.partitions + size > self.max_partitions:
             return INVALID_SESSION_ID
         if len(self._sessions) >= self.slots and not self._evict_for(privileged, size, now):
             return INVALID_SESSION_ID
         session = FetchSession(
-            self._new_id(), privileged, uses_topic_ids, now, now, next_epoch(INITIAL_EPOCH)
+            self._new_id(), privileged, uses_topic_ids, now, now, next_epoch(INITIAL_EPOCH),
+            scanned_ms=now, watch=watch,
         )
         by_id = uses_topic_ids
         for p in partitions:
-            session.partitions[(p.topic_id if by_id else p.topic, p.partition)] = p
+            session.add((p.topic_id if by_id else p.topic, p.partition), p)
         self._sessions[session.id] = session
         self.created += 1
         return session.id
 
     def remove(self, session_id: int) -> FetchSession | None:
-        return self._sessions.pop(session_id, None)
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
+        return session
 
     def _touch(self, session: FetchSession) -> None:
         session.last_used_ms = self._now_ms()
@@ -386,6 +455,7 @@ class FetchSessionCache:
 
     def _evict(self, session: FetchSession) -> None:
         del self._sessions[session.id]
+        session.close()
         self.evicted += 1
 
     def _new_id(self) -> int:

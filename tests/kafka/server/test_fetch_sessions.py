@@ -92,9 +92,11 @@ class EpochTests(Clocked):
         sid = cache.create(parts(3), privileged=False, uses_topic_ids=False, size=3)
         session = cache.get(sid)
         assert session is not None
+        update = session.update([wanted("t", 1, 50), wanted("u", 0, 7)], [("t", 2), ("t", 9)])
         self.assertEqual(
-            session.update([wanted("t", 1, 50), wanted("u", 0, 7)], [("t", 2), ("t", 9)]),
-            (1, 1, 1))
+            ([(p.topic, p.partition) for p in update.added], update.updated,
+             [(p.topic, p.partition) for p in update.removed]),
+            ([("u", 0)], 1, [("t", 2)]))
         self.assertEqual(list(session.partitions), [("t", 0), ("t", 1), ("u", 0)])
         self.assertEqual(session.partitions[("t", 1)].fetch_offset, 50)
         # Forgetting every partition ends the session: the answer is sessionless.
@@ -187,3 +189,18 @@ class EvictionTests(Clocked):
         self.assertEqual(len(set(ids)), 200)
         self.assertTrue(all(0 < i <= 0x7FFFFFFF for i in ids))
         self.assertEqual((len(cache), cache.partitions), (200, 200))
+
+
+class PartitionBoundTests(Clocked):
+    def test_the_cache_holds_at_most_max_partitions(self) -> None:
+        cache = FetchSessionCache(10, now_ms=lambda: self.now, max_partitions=5)
+        a = cache.create(parts(3), privileged=False, uses_topic_ids=False, size=3)
+        self.assertEqual(cache.create(parts(3), privileged=False, uses_topic_ids=False,
+                                      size=3), INVALID_SESSION_ID)
+        # Growing past the bound ends the session: that fetch is served sessionless.
+        self.assertIs(cache.open(a, 1, uses_topic_ids=False,
+                                 wanted=[wanted("u", 0, 0)]).kind, Kind.INCREMENTAL)
+        ctx = cache.open(a, 2, uses_topic_ids=False,
+                         wanted=[wanted("u", 1, 0), wanted("u", 2, 0)])
+        self.assertIs(ctx.kind, Kind.SESSIONLESS)
+        self.assertEqual((len(cache), cache.partitions), (0, 0))

@@ -73,6 +73,7 @@ from brokerd.kafka.server.fetch_sessions import (
 from brokerd.kafka.server.handler_base import NO_RESPONSE, Connection, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch_catchup import CatchUp
+from brokerd.kafka.server.handlers.fetch_watch import AppendsWatch
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.fetch import FETCH_TOPIC_IDS_FROM
@@ -112,6 +113,9 @@ _SPECS = {
 #: Kafka's fetch-session epochs that ask for a full fetch: 0 opens a session, -1 (also
 #: the default of versions without sessions) asks for none.
 _FULL_FETCH_EPOCHS = (0, -1)
+#: How often an incremental fetch looks at the offsets of every partition of its session,
+#: not only those appended to (a log start offset moved by retention is news too).
+SCAN_INTERVAL_MS = 1000
 
 
 def is_full_fetch(body: apis.FetchRequest) -> bool:
@@ -375,7 +379,8 @@ class FetchHandler:
                     )
                 cached.append(c)
         return self.sessions.create(
-            cached, privileged=body.replica_id >= 0, uses_topic_ids=by_id, size=len(cached)
+            cached, privileged=body.replica_id >= 0, uses_topic_ids=by_id, size=len(cached),
+            watch=AppendsWatch(self._core, self._clock),
         )
 
     async def _incremental(
@@ -383,19 +388,22 @@ class FetchHandler:
     ) -> Any:
         """An incremental fetch in ``session`` (already updated with the request).
 
-        Only the partitions that may have something to say are read: those the request
-        names, those with records past the client's position, those whose offsets moved
-        since the client was last told them, and those last answered with an error. The
-        others are looked at (their offsets, no read) and left out of the answer, as
-        Kafka leaves out partitions without news. The long poll parks on every
-        partition of the session."""
+        Only the partitions that may have something to say are looked at and read:
+        those the request names, those appended to since the last read (the session's
+        :class:`~brokerd.kafka.server.handlers.fetch_watch.AppendsWatch`), and those
+        left pending (records past the client's position, or an error). Once every
+        :data:`SCAN_INTERVAL_MS` every partition's offsets are looked at as well (a log
+        start moved by retention appends nothing). Of those read, the partitions without
+        news are left out of the answer, as Kafka leaves them out. The long poll parks
+        on the session's watch: no per-partition work while the consumer waits."""
         named = {w.key(by_id) for w in self._wanted(body, by_id)}
         read_committed = body.isolation_level == READ_COMMITTED
         ledger = conn.state.regions
         spec = _SPECS[read_committed, ledger is not None]
         last: list[list[apis.FetchPartitionResponse]] = []
-        # Per read: the partitions read (their keys, in session order), and the
-        # partitions named by a topic ID no topic has now.
+        watch = session.watch if isinstance(session.watch, AppendsWatch) else None
+        # Per read: the partitions read, in answer order, and the partitions named by a
+        # topic ID no topic has now.
         due: list[tuple[SessionKey, CachedPartition]] = []
         gone: list[tuple[SessionKey, CachedPartition]] = []
 
@@ -405,12 +413,25 @@ class FetchHandler:
                     release_records(r.records)
             last.clear()
 
+        def candidates() -> list[tuple[SessionKey, CachedPartition]]:
+            parts = session.partitions
+            now = int(self._clock.seconds() * 1000)
+            if watch is None or now - session.scanned_ms >= SCAN_INTERVAL_MS:
+                session.scanned_ms = now
+                if watch is not None:
+                    watch.take_dirty()
+                return list(parts.items())
+            keys = named | session.pending | watch.take_dirty()
+            found = [(k, parts[k]) for k in keys if k in parts]
+            found.sort(key=lambda kc: kc[1].order)
+            return found
+
         def select() -> None:
             due.clear()
             gone.clear()
             alive: dict[uuid.UUID, bool] = {}
             open_log = self._core.open_log
-            for key, c in session.partitions.items():
+            for key, c in candidates():
                 if by_id:
                     # The ID still names the topic the session knows by that name
                     # (else it was deleted, whatever was created under its name since).
@@ -444,34 +465,19 @@ class FetchHandler:
             return results
 
         def short_of(results: list[apis.FetchPartitionResponse]) -> Shortfall | None:
-            if conn.closed or gone or any(r.error_code for r in results):
+            if conn.closed or gone or watch is None or any(r.error_code for r in results):
                 return None
             have = sum(records_size(r.records) for r in results)
             if have == 0 and self._catch_up.behind(
                 conn, [(c.topic, c.partition) for _key, c in due]
             ):
                 return None
-            # Every partition of the session: the ones read at what the read saw, the
-            # others at what the client was told (the offsets they have now).
-            seen = {(c.topic, c.partition): c.high_watermark for c in session.partitions.values()}
-            for (_key, c), r in zip(due, results, strict=True):
-                seen[c.topic, c.partition] = r.high_watermark
-            return Shortfall(have, body.min_bytes, seen)
+            return Shortfall(have, body.min_bytes, {})
 
         async def park(short: Shortfall, left_ms: int) -> bool:
-            positions = [
-                (c.topic, c.partition, c.fetch_offset) for c in session.partitions.values()
-            ]
-            await conn.track(
-                self._core.wait_for_data(
-                    positions,
-                    min_bytes=short.want,
-                    max_wait_ms=left_ms,
-                    already=short.have,
-                    seen=dict(short.seen),
-                )
-            )
-            return not conn.closed
+            assert watch is not None
+            again = await conn.track(watch.park(short.needed, left_ms))
+            return again and not conn.closed
 
         results = await self._poll(conn, read, short_of, park, body.max_wait_ms, drop_last)
         if results is None:
@@ -485,6 +491,11 @@ class FetchHandler:
         moved: list[SessionKey] = []
         for (key, c), r in zip(due, results, strict=True):
             size = records_size(r.records)
+            end = r.last_stable_offset if read_committed else r.high_watermark
+            if r.error_code or c.fetch_offset < end:
+                session.pending.add(key)  # read it again next time, news or not
+            else:
+                session.pending.discard(key)
             if not c.answered(
                 error=bool(r.error_code), has_records=size > 0,
                 high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
@@ -499,6 +510,7 @@ class FetchHandler:
             by_topic.setdefault(key[0], []).append(r)
             names[key[0]] = (c.topic, c.topic_id)
         for key, c in gone:
+            session.pending.add(key)
             c.answered(error=True, has_records=False, high_watermark=-1,
                        last_stable_offset=-1, log_start=-1)
             by_topic.setdefault(key[0], []).append(

@@ -13,6 +13,7 @@ import attrs
 import pytest
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.handlers.fetch import SCAN_INTERVAL_MS
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
 from brokerd.net.frames import SplicedFrame
@@ -292,34 +293,39 @@ class FetchSessionTests(KafkaTestCase):
             self.assertEqual(self.one().responses, ())
             self.assertEqual(self.core.fetch_calls, [])
             # Records on t-2: only t-2 is read and answered.
-            self.core.logs[("t", 2)].append(batch(90))
+            self.core.append(("t", 2), batch(90))
             self.incremental(version, sid, 3)
             answer = self.one()
             self.assertEqual(list(self.named(answer)), [2])
             self.assertEqual(self.named(answer)[2].records, batch(90))
             self.assertEqual(self.named(answer)[2].high_watermark, 1)
             self.assertEqual([c[:3] for c in self.core.fetch_calls], [("t", 2, 0)])
-            # The log start moving (records deleted) is news too, without records.
+            # The log start moving (records deleted, nothing appended) is news too,
+            # seen once a second, when every partition's offsets are looked at.
             self.core.fetch_calls.clear()
             self.incremental(version, sid, 4, [(2, 1)])
             self.assertEqual(self.one().responses, ())
             self.core.log_start[("t", 2)] = 1
             self.incremental(version, sid, 5)
+            self.assertEqual(self.one().responses, ())
+            self.clock.advance(SCAN_INTERVAL_MS / 1000)
+            self.incremental(version, sid, 6)
             self.assertEqual(
                 [(p.partition_index, p.log_start_offset, p.records)
                  for p in self.named(self.one()).values()], [(2, 1, b"")])
             # Forgotten partitions are neither read nor answered.
-            self.incremental(version, sid, 6, forget=(2,))
+            self.incremental(version, sid, 7, forget=(2,))
             self.one()
-            self.core.logs[("t", 2)].append(batch(80))
+            self.core.append(("t", 2), batch(80))
+            self.clock.advance(SCAN_INTERVAL_MS / 1000)  # not even in a full look
             self.core.fetch_calls.clear()
-            self.incremental(version, sid, 7)
+            self.incremental(version, sid, 8)
             self.assertEqual(self.one().responses, ())
             self.assertEqual(self.core.fetch_calls, [])
             # Epoch -1 closes the session; its ID is unknown from then on.
             closed = self.full(version, epoch=-1, session_id=sid)
             self.assertEqual(closed.session_id, 0)
-            self.incremental(version, sid, 8)
+            self.incremental(version, sid, 9)
             self.assertEqual(self.one().error_code, ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
             self.core.logs[("t", 2)] = []
             self.core.log_start[("t", 2)] = 0
@@ -343,24 +349,41 @@ class FetchSessionTests(KafkaTestCase):
         self.incremental(12, sid, 1)
         self.assertEqual(self.one().error_code, 0)
 
-    def test_an_incremental_fetch_parks_on_every_partition_of_its_session(self) -> None:
+    def test_an_incremental_fetch_parks_on_its_session_watch(self) -> None:
         sid = self.full(13).session_id
-        self.incremental(13, sid, 1, [(0, 1)], max_wait_ms=500, min_bytes=10)
+        self.core.fetch_calls.clear()
+        self.incremental(13, sid, 1, [(0, 1)], max_wait_ms=500, min_bytes=150)
         self.assertEqual(self.tr.value(), b"")
-        [(positions, min_bytes, _wait, _already)] = self.core.waits
-        self.assertEqual(sorted(positions), [("t", 0, 1), ("t", 1, 0), ("t", 2, 0)])
-        self.assertEqual(min_bytes, 10)
-        self.core.logs[("t", 1)].append(batch(100))
-        self.core.wait_deferreds[0].callback(None)
+        # Parked without a registration per partition (the session's watch stands).
+        self.assertEqual(self.core.waits, [])
+        self.assertEqual(sorted(self.core.watchers), [("t", 0), ("t", 1), ("t", 2)])
+        self.core.append(("t", 1), batch(100))  # short of MinBytes: it reads, parks again
+        self.assertEqual(self.tr.value(), b"")
+        self.core.append(("t", 2), batch(100))
         answer = self.one()
-        self.assertEqual(list(self.named(answer)), [1])
-        self.assertEqual(self.named(answer)[1].records, batch(100))
+        self.assertEqual(sorted(self.named(answer)), [1, 2])
+        self.assertEqual(self.named(answer)[2].records, batch(100))
+        # Only the named and the appended partitions were read.
+        self.assertEqual(sorted({c[:2] for c in self.core.fetch_calls}),
+                         [("t", 0), ("t", 1), ("t", 2)])
+        self.assertNotIn(("t", 2, 0), [c[:3] for c in self.core.fetch_calls[:2]])
+        # Nothing appended: it waits MaxWaitMs, then answers nothing new.
+        self.incremental(13, sid, 2, [(1, 1), (2, 1)], max_wait_ms=500)
+        self.assertEqual(self.tr.value(), b"")
+        self.clock.advance(0.5)
+        self.assertEqual(self.one().responses, ())
+        # The session's end takes its watch away.
+        self.full(13, epoch=-1, session_id=sid)
+        self.assertEqual({k: v for k, v in self.core.watchers.items() if v}, {})
 
     def test_a_deleted_topic_is_unknown_in_its_session(self) -> None:
         sid = self.full(13).session_id
         del self.core._topics["t"]
         for p in range(3):
             del self.core.logs[("t", p)]
+            # As the core's deletion does: the partition's watchers are told.
+            for watcher in list(self.core.watchers.get(("t", p), ())):
+                watcher.changed(("t", p), None)
         self.incremental(13, sid, 1)
         [topic] = self.one().responses
         self.assertEqual(topic.topic_id, self.t_id)
@@ -370,7 +393,7 @@ class FetchSessionTests(KafkaTestCase):
     def test_partitions_with_records_are_answered_last_next_time(self) -> None:
         sid = self.full(12).session_id
         for p in (1, 2):
-            self.core.logs[("t", p)].append(batch(100))
+            self.core.append(("t", p), batch(100))
         # Room for one batch: t-1 gets it, t-2 only its offsets.
         self.incremental(12, sid, 1, [(0, 1)], max_bytes=100)
         got = self.named(self.one())
