@@ -359,6 +359,10 @@ class FetchHandler:
             for t in answer for r in t.partitions
         }
         cached: list[CachedPartition] = []
+        # Read again by the next fetch whatever is appended: an error, or records left
+        # past the client's position (a partition the answer's max_bytes cut short).
+        pending: list[SessionKey] = []
+        read_committed = body.isolation_level == READ_COMMITTED
         for t in body.topics:
             name = t.topic
             if by_id:
@@ -369,7 +373,8 @@ class FetchHandler:
                     name, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
                     p.log_start_offset,
                 )
-                r = told.get((t.topic_id if by_id else t.topic, p.partition))
+                key = (t.topic_id if by_id else t.topic, p.partition)
+                r = told.get(key)
                 if r is not None:
                     c.answered(
                         error=bool(r.error_code), has_records=True,
@@ -377,11 +382,20 @@ class FetchHandler:
                         last_stable_offset=r.last_stable_offset,
                         log_start=r.log_start_offset,
                     )
+                    end = r.last_stable_offset if read_committed else r.high_watermark
+                    if r.error_code or p.fetch_offset < end:
+                        pending.append(key)
+                else:
+                    pending.append(key)
                 cached.append(c)
-        return self.sessions.create(
+        session_id = self.sessions.create(
             cached, privileged=body.replica_id >= 0, uses_topic_ids=by_id, size=len(cached),
             watch=AppendsWatch(self._core, self._clock),
         )
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.pending.update(pending)
+        return session_id
 
     async def _incremental(
         self, conn: Connection, body: apis.FetchRequest, session: FetchSession, by_id: bool

@@ -243,12 +243,13 @@ class FetchSessionTests(KafkaTestCase):
         self.core.logs[("t", 0)] = [batch(100)]
         self.t_id = self.core.topics()["t"].topic_id
 
-    def full(self, version: int, *, epoch: int = 0, session_id: int = 0) -> apis.FetchResponse:
+    def full(self, version: int, *, epoch: int = 0, session_id: int = 0,
+             **fields: object) -> apis.FetchResponse:
         req = self.fetch_request([("t", p, 0, 1000) for p in range(3)])
         if version >= 13:
             req = _fetch([(self.t_id, p, 0) for p in range(3)])
         self.send(ApiKey.FETCH, version, attrs.evolve(
-            req, session_id=session_id, session_epoch=epoch))
+            req, session_id=session_id, session_epoch=epoch, **fields))
         answer: apis.FetchResponse = self.one()
         return answer
 
@@ -375,6 +376,16 @@ class FetchSessionTests(KafkaTestCase):
         # The session's end takes its watch away.
         self.full(13, epoch=-1, session_id=sid)
         self.assertEqual({k: v for k, v in self.core.watchers.items() if v}, {})
+
+    def test_records_a_full_fetch_left_behind_come_with_the_next_fetch(self) -> None:
+        self.core.logs[("t", 1)] = [batch(100)]
+        first = self.full(12, max_bytes=100)  # room for t-0's batch only
+        self.assertEqual(self.named(first)[1].records, b"")
+        # Nothing appended since, no time passed: t-1 is read all the same.
+        self.incremental(12, first.session_id, 1, [(0, 1)])
+        got = self.named(self.one())
+        self.assertEqual(list(got), [1])
+        self.assertEqual(got[1].records, batch(100))
 
     def test_a_deleted_topic_is_unknown_in_its_session(self) -> None:
         sid = self.full(13).session_id
