@@ -434,6 +434,24 @@ class FetchByTopicIdAclTests(AclTestCase):
         })
         self.assertEqual([c[0] for c in self.core.fetch_calls], ["ok"])
 
+    def test_an_incremental_fetch_adds_no_topic_it_may_not_read(self) -> None:
+        self.core.add_topic("ok")
+        self.core.add_topic("secret")
+        self.grant(ResourceType.TOPIC, "ok", OP.READ)
+        self.send(ApiKey.FETCH, 12, attrs.evolve(
+            self.fetch_request([("ok", 0, 0, 1000)]), session_epoch=0))
+        sid = self.one().session_id
+        self.assertNotEqual(sid, 0)
+        self.send(ApiKey.FETCH, 12, attrs.evolve(
+            self.fetch_request([("secret", 0, 0, 1000)]), session_id=sid, session_epoch=1))
+        answer = self.one()
+        self.assertEqual(
+            [(t.topic, [p.error_code for p in t.partitions]) for t in answer.responses],
+            [("secret", [ErrorCode.TOPIC_AUTHORIZATION_FAILED])])
+        session = self.factory.handlers.fetch_sessions.get(sid)
+        assert session is not None
+        self.assertEqual(list(session.partitions), [("ok", 0)])
+
     def test_an_incremental_fetch_is_refused_whatever_the_acls(self) -> None:
         self.core.add_topic("secret")
         self.send(ApiKey.FETCH, 12, attrs.evolve(
