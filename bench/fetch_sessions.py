@@ -4,8 +4,9 @@ sessions (KIP-227).
 One consumer (kafka-python, in a child process, fetch sessions on as by default,
 ``fetch.max.wait.ms`` 500) is assigned every partition of a 2,000-partition topic while a
 producer sends a trickle (20 records/s, each to a random partition). Over the measured
-seconds the broker process's CPU time (user + system, all threads, ``/proc/PID/stat``)
-is divided by the seconds and by the consumer's fetch requests.
+seconds the broker process's CPU time (user + system, all threads, ``/proc/PID/stat``),
+less what the same trickle costs it without the consumer (measured just before, as
+long), is divided by the seconds and by the consumer's fetch requests.
 
 brokerd runs twice, alternately (A B A B, medians): with its session cache (the default,
 1000 slots) and with ``--max-incremental-fetch-session-cache-slots 0``, which answers
@@ -93,8 +94,27 @@ def _trickle(bootstrap: str, topic: str, stop: threading.Event) -> None:
     producer.flush(10)
 
 
-def measure(bootstrap: str, pid: int, seconds: float, *, sessions: bool = True) -> dict[str, float]:
-    """One run: broker CPU ms per second and per fetch, fetches per second."""
+def baseline(bootstrap: str, pid: int, seconds: float) -> float:
+    """Broker CPU ms per second with the trickle and no consumer: what the produces and
+    the broker's own timers cost, taken off the consumer runs."""
+    stop = threading.Event()
+    producer = threading.Thread(target=_trickle, args=(bootstrap, TOPIC, stop), daemon=True)
+    producer.start()
+    try:
+        time.sleep(1.0)
+        before = cpu_seconds(pid)
+        time.sleep(seconds)
+        cpu = cpu_seconds(pid) - before
+    finally:
+        stop.set()
+        producer.join(15)
+    return cpu * 1000 / seconds
+
+
+def measure(bootstrap: str, pid: int, seconds: float, *, sessions: bool = True,
+            base_ms_per_s: float = 0.0) -> dict[str, float]:
+    """One run: broker CPU ms per second (less ``base_ms_per_s``, the trickle's own
+    cost) and per fetch, fetches per second."""
     child = subprocess.Popen(
         [sys.executable, "-m", "bench.fetch_sessions", "--child", bootstrap,
          "--seconds", str(seconds), *(() if sessions else ("--no-sessions",))],
@@ -123,8 +143,14 @@ def measure(bootstrap: str, pid: int, seconds: float, *, sessions: bool = True) 
                 child.wait()
     producer.join(15)
     fetches = max(int(done["fetches"]), 1)
-    return {"cpu_ms_per_s": cpu * 1000 / seconds, "cpu_ms_per_fetch": cpu * 1000 / fetches,
-            "fetches_per_s": fetches / seconds, "records": float(done["records"])}
+    consumer_ms = max(cpu * 1000 - base_ms_per_s * seconds, 0.0)
+    return {"cpu_ms_per_s": consumer_ms / seconds, "cpu_ms_per_fetch": consumer_ms / fetches,
+            "fetches_per_s": fetches / seconds, "records": float(done["records"]),
+            "base_ms_per_s": base_ms_per_s}
+
+
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def _create(bootstrap: str) -> None:
@@ -140,7 +166,8 @@ def _rows(results: Results, system: str, label: str, runs: list[dict[str, float]
     def median(key: str) -> float:
         return statistics.median(r[key] for r in runs)
 
-    note = f"median of {len(runs)}; {median('fetches_per_s'):.1f} fetches/s"
+    note = (f"median of {len(runs)}; {median('fetches_per_s'):.1f} fetches/s; "
+            f"less {median('base_ms_per_s'):.0f} ms/s the trickle costs without a consumer")
     results.add(Row(SECTION, system, f"{WHAT} per second, {label}", "", median("cpu_ms_per_s"),
                     "ms/s", note))
     results.add(Row(SECTION, system, f"{WHAT} per fetch, {label}", "",
@@ -157,7 +184,10 @@ def brokerd(results: Results, brokers: Brokers, seconds: float, rounds: int) -> 
     for _ in range(rounds):
         for label, proc in (("no sessions", off), ("sessions", on)):
             assert proc.proc is not None
-            runs[label].append(measure(proc.kafka_bootstrap, proc.proc.pid, seconds))
+            base = baseline(proc.kafka_bootstrap, proc.proc.pid, seconds)
+            runs[label].append(measure(proc.kafka_bootstrap, proc.proc.pid, seconds,
+                                       base_ms_per_s=base))
+            _log(f"brokerd {label}: {runs[label][-1]}")
     _rows(results, "brokerd", "with sessions", runs["sessions"])
     _rows(results, "brokerd", "every fetch full (slots 0)", runs["no sessions"])
 
@@ -175,8 +205,10 @@ def kafka(results: Results, root: Path, seconds: float, rounds: int, *, why: str
         runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
         for _ in range(rounds):
             for sessions in (False, True):
+                base = baseline(peer.kafka_bootstrap, peer.pid, seconds)
                 runs[sessions].append(measure(peer.kafka_bootstrap, peer.pid, seconds,
-                                              sessions=sessions))
+                                              sessions=sessions, base_ms_per_s=base))
+                _log(f"kafka sessions={sessions}: {runs[sessions][-1]}")
     finally:
         peer.kill()
     _rows(results, kafka_peer.SYSTEM, "with sessions", runs[True])
