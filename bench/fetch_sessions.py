@@ -202,6 +202,8 @@ def kafka(results: Results, root: Path, seconds: float, rounds: int, *, why: str
     peer = kafka_peer.KafkaPeer(root / "kafka-fetch-sessions").start()
     try:
         _create(peer.kafka_bootstrap)
+        # A first run, not counted: a fresh JVM compiles and collects for a while.
+        measure(peer.kafka_bootstrap, peer.pid, seconds)
         runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
         for _ in range(rounds):
             for sessions in (False, True):
