@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bench import cost, workloads
 from bench.common import Latency, Results, Row
+from bench.fetch_sessions import SECTION as FETCH_SESSIONS
 from bench.kafka_peer import SYSTEM as KAFKA
 from bench.kafka_runs import PAIRED as KAFKA_PAIRED
 from bench.peers import NATS_CLIENT_BOUND, XADD_WHAT, XRANGE_WHAT
@@ -196,6 +197,7 @@ SECTION_TITLES = {
     SCALING: "Scaling",
     REGISTRY_PROXY: REGISTRY_PROXY_TITLE,
     "resources": "Resources: memory and restart time",
+    FETCH_SESSIONS: "Fetch sessions: a quiet consumer of 2,000 partitions",
     cost.SECTION: "Cost per record and the one-core ceiling",
 }
 
@@ -255,6 +257,18 @@ SECTION_METHODS = {
         "rows: neither Confluent's Schema Registry and REST Proxy (not on Maven Central) "
         "nor Karapace (not on PyPI) can be installed here."
     ),
+    FETCH_SESSIONS: (
+        "One kafka-python consumer (fetch sessions on, `fetch.max.wait.ms` 500, in its own "
+        "process) assigned every partition of a 2,000-partition topic while a producer "
+        "sends 20 records/s of 100 bytes, each to a random partition. The figure is the "
+        "broker process's CPU time (user + system, all threads, `/proc/PID/stat`) over the "
+        "measured seconds, per second and per fetch the consumer made; the runs alternate "
+        "(A B A B) and each row is their median. brokerd's second row runs with "
+        "`--max-incremental-fetch-session-cache-slots 0`: every fetch is a full fetch of "
+        "the 2,000 partitions, as before brokerd kept sessions. Apache Kafka's second row "
+        "turns the client's sessions off. The consumer's own CPU shares the cores, so "
+        "fetches per second depend on the machine as well (the note gives them)."
+    ),
     "resources": (
         "RSS is the twistd process's VmRSS, a second after each change. 10,000 partitions "
         "need three descriptors each (a segment's log, index and time index): where the "
@@ -306,7 +320,7 @@ def markdown(results: Results, plots: list[Path], report: Path, *, quick: bool,
     order = ["ceilings"]
     order += sorted({r.section for r in results.rows if r.section.startswith("throughput")},
                     key=lambda s: int(s.split()[1]))
-    order += [cost.SECTION, "features", SCALING, REGISTRY_PROXY, "resources"]
+    order += [cost.SECTION, "features", SCALING, FETCH_SESSIONS, REGISTRY_PROXY, "resources"]
     for section in order:
         # brokerd's rows first, then the peers', each in run order.
         rows = sorted((r for r in results.rows if r.section == section),

@@ -8,14 +8,15 @@ end-to-end latency at 1,000 records/s, compaction and transactions, scaling curv
 (producers, partitions, random-offset fetch), share-group consumption on one partition
 (1, 4 and 16 native queue consumers, 1 and 4 confluent-kafka ShareConsumers, beside a
 classic group's one member), an OpenMessaging-Benchmark-style workload matrix (1, 4 and
-50 producers on 16 partitions, keys off and on, a run past retention), the Schema
-Registry's lookups and the HTTP proxy's produce and consume, memory and restart time,
+50 producers on 16 partitions, keys off and on, a run past retention), the broker's
+CPU for one consumer of 2,000 partitions at a trickle with and without fetch sessions, the
+Schema Registry's lookups and the HTTP proxy's produce and consume, memory and restart time,
 then Apache Kafka
 (a single-node KRaft broker from the JVM kit's jars) through the same clients and
 commands: throughput and latency (with the broker's CPU per record beside each throughput
-row on both), the workload matrix, RSS, restart time (last: the longest, and the first the
-time bound would cut). One progress line per step; the whole run is bounded
-(``--time-limit``, 32 minutes by default). ``--quick`` runs every step at small sizes
+row on both), the workload matrix, the fetch-session rows, RSS, restart time (last: the
+longest, and the first the time bound would cut). One progress line per step; the whole
+run is bounded (``--time-limit``, 32 minutes by default). ``--quick`` runs every step at small sizes
 (under two minutes) for the smoke test and leaves the JVM out (Kafka's perf tools and
 broker: their rows say so) unless ``--kafka`` is given, which adds a few minutes of JVM
 starts. Everything runs on 127.0.0.1 in scratch directories; every server is started here
@@ -41,6 +42,7 @@ from bench import (  # noqa: E402
     brokerd_runs,
     disk,
     features,
+    fetch_sessions,
     kafka_peer,
     kafka_runs,
     kafka_tools,
@@ -93,6 +95,9 @@ class Sizes:
     kafka_records: dict[int, int]
     # Every workload of the matrix (bench/workloads.py), on brokerd and on Kafka.
     workload: workloads.Load
+    # The fetch-session rows (bench/fetch_sessions.py): measured seconds, A/B rounds.
+    session_seconds: float
+    session_rounds: int
     # Expected seconds per step, for the progress estimate.
     expected: dict[str, float]
 
@@ -120,7 +125,10 @@ FULL = Sizes(
     proxy_records=100_000,
     kafka_records={100: 1_000_000, 1000: 300_000},
     workload=workloads.Load(rate=10_000, seconds=10.0, warmup=2.0),
-    expected={"facts": 1, "disk": 6, "iperf3": 6, "brokerd 100 B": 75, "brokerd 1000 B": 60,
+    session_seconds=15.0,
+    session_rounds=2,
+    expected={"fetch sessions": 150, "kafka fetch sessions": 150,
+              "facts": 1, "disk": 6, "iperf3": 6, "brokerd 100 B": 75, "brokerd 1000 B": 60,
               "latency": 75, "compaction, transactions": 40, "scaling curves": 60,
               "share groups": 55, "random-offset fetch": 45, "workload matrix": 200,
               "rss": 90, "restart": 120, "registry, proxy": 55, "redis": 20, "nats": 25,
@@ -150,7 +158,10 @@ QUICK = Sizes(
     proxy_records=1_000,
     kafka_records={100: 50_000, 1000: 10_000},
     workload=workloads.Load(rate=400, seconds=0.5, warmup=0.25),
-    expected={"facts": 1, "disk": 1, "iperf3": 2, "brokerd 100 B": 10, "brokerd 1000 B": 4,
+    session_seconds=2.0,
+    session_rounds=1,
+    expected={"fetch sessions": 40, "kafka fetch sessions": 1,
+              "facts": 1, "disk": 1, "iperf3": 2, "brokerd 100 B": 10, "brokerd 1000 B": 4,
               "latency": 8, "compaction, transactions": 8, "scaling curves": 10,
               "share groups": 12, "random-offset fetch": 3, "workload matrix": 25,
               "rss": 12, "restart": 15, "registry, proxy": 4, "redis": 5, "nats": 4,
@@ -158,7 +169,8 @@ QUICK = Sizes(
 )
 # --quick --kafka: the Kafka steps' expected seconds (JVM starts dominate them).
 QUICK_KAFKA_EXPECTED = {"brokerd 100 B": 40, "brokerd 1000 B": 35, "kafka throughput": 120,
-                        "kafka workloads": 60, "kafka rss": 60, "kafka restart": 90}
+                        "kafka workloads": 60, "kafka rss": 60, "kafka restart": 90,
+                        "kafka fetch sessions": 60}
 
 
 def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
@@ -201,6 +213,8 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
             large=sizes.random_large, samples=sizes.random_samples)),
         ("workload matrix", lambda: workloads.brokerd(
             results, brokers.shared(*workloads.BROKERD_ARGS), sizes.workload)),
+        ("fetch sessions", lambda: fetch_sessions.brokerd(
+            results, brokers, sizes.session_seconds, sizes.session_rounds)),
         ("registry, proxy", lambda: registry_proxy.measure(
             results, brokers, lookups=sizes.registry_lookups, records=sizes.proxy_records)),
         ("rss", lambda: resources.rss(results, brokers, list(sizes.rss_levels))),
@@ -211,6 +225,8 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
             why=kafka_missing)),
         ("kafka workloads", lambda: workloads.kafka(results, root, sizes.workload,
                                                     why=kafka_missing)),
+        ("kafka fetch sessions", lambda: fetch_sessions.kafka(
+            results, root, sizes.session_seconds, sizes.session_rounds, why=kafka_missing)),
         ("kafka rss", lambda: kafka_runs.rss(results, root, list(sizes.rss_levels),
                                              why=kafka_missing)),
         ("kafka restart", lambda: kafka_runs.restart(

@@ -81,6 +81,8 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
         )
     if options["segment-bytes"] < 1024:
         raise usage.UsageError("--segment-bytes must be at least 1024")
+    if options["max-incremental-fetch-session-cache-slots"] < 0:
+        raise usage.UsageError("--max-incremental-fetch-session-cache-slots must be 0 or more")
     if options["max-connections"] < 0:
         raise usage.UsageError("--max-connections must be 0 (no limit) or positive")
     limits = _limits(options)
@@ -182,6 +184,7 @@ def _limits(options: Mapping[str, Any]) -> LimitSettings:
         telemetry_max_bytes=options["telemetry-max-bytes"],
         quota_window_num=options["quota-window-num"],
         quota_window_size_seconds=options["quota-window-size-seconds"],
+        fetch_session_slots=options["max-incremental-fetch-session-cache-slots"],
     )
 
 

@@ -216,6 +216,14 @@ class Options(usage.Options):
             int,
         ],
         [
+            "max-incremental-fetch-session-cache-slots",
+            None,
+            1000,
+            "Most Kafka fetch sessions held (KIP-227; Kafka's option of that name; "
+            "0: none, every fetch is a full fetch).",
+            int,
+        ],
+        [
             "max-inflight-answer-bytes",
             None,
             64 * MEBIBYTE,

@@ -107,6 +107,8 @@ class LimitSettings:
     #: Client quota rates: samples and their length (Kafka's quota.window.*).
     quota_window_num: int = 11
     quota_window_size_seconds: int = 1
+    #: Most Kafka fetch sessions held (KIP-227); 0: none.
+    fetch_session_slots: int = 1000
 
 
 @attrs.frozen

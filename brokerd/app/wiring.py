@@ -591,6 +591,7 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         credentials=settings.sasl.credentials,
         metrics=metrics.listener("kafka") if metrics is not None else NULL_REQUESTS,
         fetch_max_bytes=limits.fetch_max_bytes,
+        fetch_session_slots=limits.fetch_session_slots,
         answer_budget=AnswerBudget(limits.max_inflight_answer_bytes),
         sasl_max_receive_bytes=limits.sasl_max_receive_bytes,
         request_budget=services.edge.request_budget,
@@ -599,6 +600,8 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         telemetry=services.telemetry,
         **kafka_quotas(services, broker=services.broker, clock=reactor),
     )
+    if metrics is not None:
+        metrics.add_fetch_sessions(factory.handlers.fetch_sessions)
     listening = services.readiness.wait_for("kafka listener", "not bound yet")
 
     def on_listen(address: Any) -> None:

@@ -27,7 +27,7 @@ from typing import Protocol
 from twisted.internet.defer import Deferred
 
 from brokerd.core.interfaces import PartitionStore
-from brokerd.core.waiters import Shortfall, long_poll
+from brokerd.core.waiters import AppendWatcher, Shortfall, long_poll
 from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.types import (
     AppendInfo,
@@ -173,6 +173,12 @@ class CoreReads(Protocol):
         """Log start offset, high watermark and last stable offset (no I/O)."""
         ...
 
+    def open_log(self, topic: str, partition: int) -> PartitionStore | None:
+        """The partition's log if it is open, else None (no I/O, opens nothing): its
+        offsets, read this way, cost no Deferred (a fetch session's look at each of
+        its partitions per poll)."""
+        ...
+
     def list_offsets(
         self, topic: str, partition: int, *, read_committed: bool = False
     ) -> Deferred[tuple[int, int]]:
@@ -209,6 +215,14 @@ class CoreLongPoll(Protocol):
         ``positions`` or ``max_wait_ms`` passes; at once if a ``seen`` high watermark
         moved. Cancelling it removes every trace."""
         ...
+
+    def watch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
+        """Tell ``watcher`` of every append to ``key`` (and of its deletion) until
+        :meth:`unwatch_appends`: a fetch session's standing interest, so a parked
+        session fetch is not registered partition by partition on every poll."""
+        ...
+
+    def unwatch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None: ...
 
     def wait_records(
         self,
@@ -261,6 +275,7 @@ class CoreApi(
 
 
 __all__ = [
+    "AppendWatcher",
     "ConfigUpdate",
     "CoreAdmin",
     "CoreApi",

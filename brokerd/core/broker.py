@@ -50,7 +50,13 @@ from brokerd.core.timers import (
 )
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
 from brokerd.core.txn_markers import TxnMarkers
-from brokerd.core.waiters import MAX_WAITERS, Shortfall, WaiterRegistry, long_poll
+from brokerd.core.waiters import (
+    MAX_WAITERS,
+    AppendWatcher,
+    Shortfall,
+    WaiterRegistry,
+    long_poll,
+)
 from brokerd.core.write_stats import WriteStats
 from brokerd.core.writer import INLINE_APPEND_BYTES, PartitionWriter
 from brokerd.errors import BrokerError, ShuttingDown
@@ -334,6 +340,11 @@ class Broker(SequentialMultiService):
         """A fetch's read of one partition: :meth:`Fetcher.read`."""
         return self.fetcher.read(topic, partition, offset, max_bytes, spec)
 
+    def open_log(self, topic: str, partition: int) -> PartitionStore | None:
+        """The partition's log if it is open, else None (no I/O, opens nothing)."""
+        part = self.partitions.get((topic, partition))
+        return None if part is None else part.log
+
     def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
         """A partition's log start offset, high watermark and LSO (no I/O)."""
         return self.fetcher.offsets(topic, partition)
@@ -532,6 +543,13 @@ class Broker(SequentialMultiService):
         """
         keys = [(t, p) for t, p, _ in positions]
         return self.waiters.park(keys, min_bytes - already, max_wait_ms, seen=seen)
+
+    def watch_appends(self, key: PartitionKey, watcher: AppendWatcher) -> None:
+        """:meth:`WaiterRegistry.watch`."""
+        self.waiters.watch(key, watcher)
+
+    def unwatch_appends(self, key: PartitionKey, watcher: AppendWatcher) -> None:
+        self.waiters.unwatch(key, watcher)
 
     def wait_records(
         self,

@@ -24,7 +24,7 @@ them. It reads no log and knows no protocol; the reads are the caller's.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import attrs
 from twisted.internet import defer
@@ -57,6 +57,16 @@ class Shortfall:
     @property
     def needed(self) -> int:
         return self.want - self.have
+
+
+class AppendWatcher(Protocol):
+    """A standing interest in partitions' appends (a Kafka fetch session's): told of
+    every append as it lands, whether or not a fetch of its is parked."""
+
+    def changed(self, key: PartitionKey, stored_bytes: int | None) -> None:
+        """``stored_bytes`` landed on ``key``; None: answer now (the partition's topic
+        is being deleted, or the broker is stopping)."""
+        ...
 
 
 #: ``park(shortfall, ms_left)``: fires True when worth reading again, False when the poll
@@ -136,6 +146,7 @@ class WaiterRegistry:
         self._high_watermark = high_watermark
         self.max_waiters = max_waiters
         self._waiters: dict[PartitionKey, set[_Waiter]] = {}
+        self._watchers: dict[PartitionKey, set[AppendWatcher]] = {}
         self._count = 0
         #: Set at shutdown: parks answer at once and polls stop reading.
         self.closed = False
@@ -190,8 +201,29 @@ class WaiterRegistry:
         d = self.park(short.seen, short.needed, max_wait_ms, values=values, seen=short.seen)
         return d.addCallback(lambda _: not self.closed)
 
+    def watch(self, key: PartitionKey, watcher: AppendWatcher) -> None:
+        """Tell ``watcher`` of every append to ``key`` from now until :meth:`unwatch`."""
+        self._watchers.setdefault(key, set()).add(watcher)
+
+    def unwatch(self, key: PartitionKey, watcher: AppendWatcher) -> None:
+        bucket = self._watchers.get(key)
+        if bucket is not None:
+            bucket.discard(watcher)
+            if not bucket:
+                del self._watchers[key]
+
     def notify(self, key: PartitionKey, appended: Sequence[tuple[Append, AppendInfo]]) -> None:
-        """Count appends that landed on ``key`` toward its waiters; wake those satisfied."""
+        """Count appends that landed on ``key`` toward its waiters; wake those satisfied.
+        Its watchers are told the stored bytes."""
+        watchers = self._watchers.get(key)
+        if watchers:
+            size = sum(
+                wake_bytes(append, values=False)
+                for append, info in appended
+                if not info.duplicate
+            )
+            for watcher in list(watchers):
+                watcher.changed(key, size)
         waiters = self._waiters.get(key)
         if not waiters:
             return  # the usual case: sizes are only worked out for someone waiting
@@ -214,12 +246,17 @@ class WaiterRegistry:
 
     def wake(self, key: PartitionKey) -> None:
         """Answer every waiter on ``key`` now (its topic is being deleted)."""
+        for watcher in list(self._watchers.get(key, ())):
+            watcher.changed(key, None)
         for waiter in list(self._waiters.get(key, ())):
             self._fire(waiter)
 
     def close(self) -> None:
         """Shutdown: answer every parked poll; later parks answer at once."""
         self.closed = True
+        for key, watchers in list(self._watchers.items()):
+            for watcher in list(watchers):
+                watcher.changed(key, None)
         for waiters in list(self._waiters.values()):
             for waiter in list(waiters):
                 self._fire(waiter)

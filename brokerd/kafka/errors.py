@@ -74,6 +74,10 @@ class ErrorCode(enum.IntEnum):
     GROUP_ID_NOT_FOUND = 69
     #: Fetch: an incremental fetch in a session the broker does not have.
     FETCH_SESSION_ID_NOT_FOUND = 70
+    #: Fetch: an incremental fetch whose epoch is not the one its session expects.
+    INVALID_FETCH_SESSION_EPOCH = 71
+    #: Fetch: a session opened with topic IDs continued without them, or the reverse.
+    FETCH_SESSION_TOPIC_ID_ERROR = 106
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88

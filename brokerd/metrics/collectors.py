@@ -36,6 +36,20 @@ class CleanerCounters(Protocol):
     last_pass_time: float | None
 
 
+class FetchSessionCounters(Protocol):
+    """What the fetch-session collector reads
+    (:class:`brokerd.kafka.server.fetch_sessions.FetchSessionCache`)."""
+
+    slots: int
+    created: int
+    evicted: int
+    incremental: int
+
+    def __len__(self) -> int: ...
+    @property
+    def partitions(self) -> int: ...
+
+
 def _gauge(name: str, documentation: str, labels: Sequence[str]) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, labels=list(labels))
 
@@ -131,6 +145,33 @@ class CleanerCollector:
             "When the last pass completed (Unix time; 0: none yet).",
             value=last if last is not None else 0,
         )
+
+
+class FetchSessionsCollector:
+    """Kafka fetch sessions (KIP-227): held, their partitions, and what they did."""
+
+    def __init__(self, sessions: FetchSessionCounters) -> None:
+        self._sessions = sessions
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._sessions
+        for name, documentation, value in (
+            ("brokerd_fetch_sessions", "Kafka fetch sessions held now.", len(s)),
+            ("brokerd_fetch_session_partitions",
+             "Partitions held across the fetch sessions.", s.partitions),
+            ("brokerd_fetch_session_slots",
+             "Most fetch sessions held (--max-incremental-fetch-session-cache-slots).",
+             s.slots),
+        ):
+            yield GaugeMetricFamily(name, documentation, value=value)
+        for name, documentation, value in (
+            ("brokerd_fetch_sessions_created", "Fetch sessions opened.", s.created),
+            ("brokerd_fetch_session_evictions",
+             "Fetch sessions evicted to make room for a new one.", s.evicted),
+            ("brokerd_fetch_session_incremental_fetches",
+             "Incremental fetches served in a session.", s.incremental),
+        ):
+            yield CounterMetricFamily(name, documentation, value=value)
 
 
 class StoresCollector:

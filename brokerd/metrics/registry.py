@@ -21,6 +21,8 @@ from brokerd.core.quotas.manager import QuotaManager
 from brokerd.metrics.collectors import (
     CleanerCollector,
     CleanerCounters,
+    FetchSessionCounters,
+    FetchSessionsCollector,
     InspectorCollector,
     ShareGroupsCollector,
     StoresCollector,
@@ -67,10 +69,14 @@ class BrokerMetrics:
     def add_client_telemetry(self, telemetry: TelemetryFace) -> None:
         """The metrics clients push (KIP-714)."""
         self.registry.register(TelemetryCollector(telemetry))
+
     def add_quotas(self, quotas: QuotaManager, seconds: Callable[[], float]) -> None:
         from brokerd.metrics.quotas import QuotasCollector
 
         self.registry.register(QuotasCollector(quotas, seconds))
+
+    def add_fetch_sessions(self, sessions: FetchSessionCounters) -> None:
+        self.registry.register(FetchSessionsCollector(sessions))
 
     def add_stores(self, stores: Sequence[JournalStore]) -> None:
         self.registry.register(StoresCollector(stores))

@@ -114,6 +114,10 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
             ["--quota-window-size-seconds", "2"],
             lambda s: s.limits.quota_window_size_seconds == 2,
         ),
+        "max-incremental-fetch-session-cache-slots": (
+            ["--max-incremental-fetch-session-cache-slots", "7"],
+            lambda s: s.limits.fetch_session_slots == 7,
+        ),
         "max-inflight-answer-bytes": (
             ["--max-inflight-answer-bytes", "1004"],
             lambda s: s.limits.max_inflight_answer_bytes == 1004,

@@ -194,7 +194,10 @@ class KafkaConn:
             apis.encode_request(RequestHeader(int(key), version, self.correlation, "test"), body)
         )
 
-    def fetch(self, parts: list[tuple[str, int, int]], *, wait_ms: int, min_bytes: int = 1) -> None:
+    def fetch(
+        self, parts: list[tuple[str, int, int]], *, wait_ms: int, min_bytes: int = 1,
+        session_id: int = 0, epoch: int = -1,
+    ) -> None:
         topics: dict[str, list[apis.FetchPartition]] = {}
         for topic, partition, offset in parts:
             topics.setdefault(topic, []).append(
@@ -209,6 +212,8 @@ class KafkaConn:
                 max_wait_ms=wait_ms,
                 min_bytes=min_bytes,
                 max_bytes=1 << 20,
+                session_id=session_id,
+                session_epoch=epoch,
                 topics=tuple(
                     apis.FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()
                 ),
@@ -379,6 +384,63 @@ class NativeLongPollTests(_HarnessCase):
         assert [values_in(r.responses[0].partitions[0]) for r in k50.responses()] == [[b"x" * 20]]
         assert n100.responses() == [] and k200.responses() == []
         assert h.broker.waiter_count == 2
+
+
+# -- Kafka Fetch in a fetch session -------------------------------------------------
+
+
+class KafkaSessionFetchTests(_HarnessCase):
+    """An incremental fetch parks on its session's standing watch (no waiter per
+    partition), wakes on an append to any partition of the session, and is answered at
+    a deletion or shutdown."""
+
+    def session(self, c: KafkaConn) -> int:
+        self.h.create("u")
+        c.fetch([("t", 0, 0), ("u", 0, 0)], wait_ms=0, epoch=0)
+        [full] = c.responses()
+        assert full.error_code == 0 and full.session_id != 0
+        sid: int = full.session_id
+        return sid
+
+    def test_an_append_to_any_partition_wakes_the_session(self) -> None:
+        h = self.h
+        c = h.kafka()
+        sid = self.session(c)
+        c.fetch([], wait_ms=60_000, session_id=sid, epoch=1)
+        assert c.responses() == [] and h.broker.waiter_count == 0
+        h.produce("u", 0, b"hello")
+        [answer] = c.responses()
+        assert [(t.topic, [values_in(p) for p in t.partitions]) for t in answer.responses] == [
+            ("u", [[b"hello"]])]
+        # Nothing new: it waits MaxWaitMs and answers nothing, leaving no timer.
+        c.fetch([("u", 0, 1)], wait_ms=500, session_id=sid, epoch=2)
+        h.clock.advance(0.5)
+        [quiet] = c.responses()
+        assert quiet.responses == () and h.timers() == []
+
+    def test_a_deletion_answers_a_parked_session_fetch(self) -> None:
+        h = self.h
+        c = h.kafka()
+        sid = self.session(c)
+        c.fetch([], wait_ms=60_000, session_id=sid, epoch=1)
+        h.broker.delete_topic("t")
+        [answered] = c.responses()
+        assert answered.error_code == 0
+        # The next fetch reads the deleted partition and says so.
+        c.fetch([], wait_ms=60_000, session_id=sid, epoch=2)
+        [gone] = c.responses()
+        assert [(t.topic, [p.error_code for p in t.partitions]) for t in gone.responses] == [
+            ("t", [KafkaCode.UNKNOWN_TOPIC_OR_PARTITION])]
+
+    def test_a_shutdown_answers_a_parked_session_fetch(self) -> None:
+        h = self.h
+        c = h.kafka()
+        sid = self.session(c)
+        c.fetch([], wait_ms=60_000, session_id=sid, epoch=1)
+        assert c.responses() == []
+        h.broker.stopService()
+        [last] = c.responses()
+        assert last.error_code == 0 and h.timers() == []
 
 
 # -- Kafka Fetch ---------------------------------------------------------------------

@@ -3,6 +3,7 @@ write observers, the scrape-time collectors and the /metrics resource."""
 
 from __future__ import annotations
 
+import uuid
 from typing import cast
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -241,6 +242,24 @@ class OptionalCollectorsTest(SynchronousTestCase):
         self.assertEqual(got[("brokerd_transactional_ids", (("state", "Ongoing"),))], 2)
         self.assertEqual(got[("brokerd_transactional_ids", (("state", "CompleteAbort"),))], 1)
         self.assertEqual(got[("brokerd_transactional_ids", (("state", "CompleteCommit"),))], 0)
+
+    def test_fetch_sessions(self) -> None:
+        from brokerd.kafka.server.fetch_sessions import CachedPartition, FetchSessionCache
+
+        now = [0]
+        cache = FetchSessionCache(2, now_ms=lambda: now[0])
+        parts = [CachedPartition("t", uuid.UUID(int=0), p, 0, 1000) for p in range(3)]
+        sid = cache.create(parts, privileged=False, uses_topic_ids=False, size=3)
+        cache.open(sid, 1, uses_topic_ids=False)
+        metrics = BrokerMetrics(cast(Inspector, FakeInspector()), process=False)
+        metrics.add_fetch_sessions(cache)
+        got = samples(metrics.registry)
+        self.assertEqual(got[("brokerd_fetch_sessions", ())], 1)
+        self.assertEqual(got[("brokerd_fetch_session_partitions", ())], 3)
+        self.assertEqual(got[("brokerd_fetch_session_slots", ())], 2)
+        self.assertEqual(got[("brokerd_fetch_sessions_created_total", ())], 1)
+        self.assertEqual(got[("brokerd_fetch_session_evictions_total", ())], 0)
+        self.assertEqual(got[("brokerd_fetch_session_incremental_fetches_total", ())], 1)
 
     def test_cleaner_without_a_pass(self) -> None:
         cleaner = FakeCleaner()

@@ -34,6 +34,7 @@ from brokerd.core.api import CoreApi
 from brokerd.core.quotas.manager import QuotaManager
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.server import acl_gate as authorize
+from brokerd.kafka.server.fetch_sessions import DEFAULT_SESSION_SLOTS
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
@@ -167,6 +168,7 @@ class KafkaHandlers:
         telemetry: ClientTelemetry | None = None,
         quotas: ClientQuotaHandlers | None = None,
         enforcer: QuotaEnforcer | None = None,
+        fetch_session_slots: int = DEFAULT_SESSION_SLOTS,
     ) -> None:
         txn = TxnHandlers(core, transactions, clock=clock)
         if telemetry is None:
@@ -179,15 +181,19 @@ class KafkaHandlers:
             streams = getattr(coordinator, "streams", None)
             return {} if streams is None else cast(HasStreamsGroups, coordinator).streams.groups
 
+        fetch = FetchHandler(
+            core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget,
+            session_slots=fetch_session_slots,
+        )
+        #: The listener's fetch sessions (``/metrics`` reads them).
+        self.fetch_sessions = fetch.sessions
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
                 operations=operations, quotas=enforcer,
             ),
             ProduceHandler(core, clock=clock),
-            FetchHandler(
-                core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget
-            ),
+            fetch,
             ListOffsetsHandler(core),
             GroupHandlers(
                 core, coordinator, identity,

@@ -66,6 +66,7 @@ from brokerd.kafka.listener.dispatch import (
     KafkaHandlers,
     Outcome,
 )
+from brokerd.kafka.server.fetch_sessions import DEFAULT_SESSION_SLOTS
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
@@ -482,6 +483,8 @@ class KafkaFactory(Factory):
     :param metrics: where connections and requests are counted (``brokerd.metrics``).
     :param fetch_max_bytes: the broker's cap of one Fetch answer's records (Kafka's
         ``fetch.max.bytes``).
+    :param fetch_session_slots: most fetch sessions held (Kafka's
+        ``max.incremental.fetch.session.cache.slots``; 0: none).
     :param answer_budget: answer bytes held in memory across the listener's connections
         (``brokerd/net/answer_budget.py``); default unbounded.
     :param sasl_max_receive_bytes: largest frame before SASL authentication completes
@@ -514,6 +517,7 @@ class KafkaFactory(Factory):
         credentials: ScramStore | None = None,
         metrics: RequestObserver = NULL_REQUESTS,
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        fetch_session_slots: int = DEFAULT_SESSION_SLOTS,
         answer_budget: AnswerBudget | None = None,
         sasl_max_receive_bytes: int = DEFAULT_SASL_MAX_RECEIVE_BYTES,
         request_budget: RequestBudget | None = None,
@@ -560,6 +564,7 @@ class KafkaFactory(Factory):
             credentials=credentials,
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
             shares=shares, telemetry=telemetry, quotas=quota_handlers, enforcer=self.quotas,
+            fetch_session_slots=fetch_session_slots,
         )
 
     def frame_limit(self, *, authenticated: bool) -> int:

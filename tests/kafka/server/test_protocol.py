@@ -90,6 +90,8 @@ class FakeCore:
         self.produce_error: Exception | None = None
         self.waits: list[tuple[list[tuple[str, int, int]], int, int, int]] = []
         self.wait_deferreds: list[defer.Deferred[None]] = []
+        #: Fetch sessions' standing watches, by partition.
+        self.watchers: dict[tuple[str, int], set[Any]] = {}
         self.cancelled_waits = 0
         self.wait_error: Exception | None = None
         self.fetch_calls: list[tuple[str, int, int, int, bool]] = []
@@ -229,6 +231,26 @@ class FakeCore:
             return defer.fail()
         return defer.succeed(FakePartitionOffsets(
             self.log_start[(topic, partition)], len(log), self._lso(topic, partition)))
+
+    def watch_appends(self, key: tuple[str, int], watcher: Any) -> None:
+        self.watchers.setdefault(key, set()).add(watcher)
+
+    def unwatch_appends(self, key: tuple[str, int], watcher: Any) -> None:
+        self.watchers.get(key, set()).discard(watcher)
+
+    def append(self, key: tuple[str, int], data: bytes) -> None:
+        """A batch lands on ``key``: its watchers (fetch sessions) are told."""
+        self.logs[key].append(data)
+        for watcher in list(self.watchers.get(key, ())):
+            watcher.changed(key, len(data))
+
+    def open_log(self, topic: str, partition: int) -> FakePartitionOffsets | None:
+        """The offsets a fetch session looks at (shaped like the log's)."""
+        if (topic, partition) not in self.logs:
+            return None
+        return FakePartitionOffsets(
+            self.log_start[(topic, partition)], len(self.logs[(topic, partition)]),
+            self._lso(topic, partition))
 
     def wait_for_data(
         self,

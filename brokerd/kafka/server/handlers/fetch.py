@@ -25,18 +25,24 @@ Versions 13+ name topics by topic ID: each is looked up (``topic_by_id``) and re
 its name; an ID no topic has is answered UNKNOWN_TOPIC_ID for each of its partitions,
 before any ACL check (an ID reveals nothing the client did not have), and so is a topic
 deleted while the fetch waited (the deletion answers a parked fetch at once; its other
-partitions are answered as they are). Fetch sessions (KIP-227) are answered as a Kafka
-broker whose session cache has no room: a full fetch (session epoch 0 or -1) gets every
-partition it names and session ID 0, which tells the client to send full fetches again;
-an incremental fetch (epoch > 0) names a session that does not exist and gets
-FETCH_SESSION_ID_NOT_FOUND with no partitions.
+partitions are answered as they are).
+
+Fetch sessions (KIP-227): a full fetch with epoch 0 gets every partition it names and,
+when the broker's :class:`~brokerd.kafka.server.fetch_sessions.FetchSessionCache` has or
+makes room, a session of them (its ID in the answer). An incremental fetch in that
+session names only what changed on the client's side and is answered only what changed
+on the broker's; and it reads only the partitions that may have news (see
+:meth:`FetchHandler._incremental`), so a quiet consumer of thousands of partitions costs
+the broker a look at their offsets per poll, not a read of each. The session rules and
+errors are the cache's.
 
 It does not parse or build bytes, touch transports or decide request order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
@@ -54,9 +60,20 @@ from brokerd.kafka.server.acl_gate import (
     Rule,
     split_entries,
 )
+from brokerd.kafka.server.fetch_sessions import (
+    DEFAULT_SESSION_SLOTS,
+    INVALID_SESSION_ID,
+    CachedPartition,
+    FetchSession,
+    FetchSessionCache,
+    Kind,
+    SessionKey,
+    WantedPartition,
+)
 from brokerd.kafka.server.handler_base import NO_RESPONSE, Connection, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch_catchup import CatchUp
+from brokerd.kafka.server.handlers.fetch_watch import AppendsWatch
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.fetch import FETCH_TOPIC_IDS_FROM
@@ -96,12 +113,31 @@ _SPECS = {
 #: Kafka's fetch-session epochs that ask for a full fetch: 0 opens a session, -1 (also
 #: the default of versions without sessions) asks for none.
 _FULL_FETCH_EPOCHS = (0, -1)
+#: How often an incremental fetch looks at the offsets of every partition of its session,
+#: not only those appended to (a log start offset moved by retention is news too).
+SCAN_INTERVAL_MS = 1000
 
 
 def is_full_fetch(body: apis.FetchRequest) -> bool:
     """Whether ``body`` is a full fetch (every partition named), not an incremental one
-    in a fetch session: brokerd keeps no session, so only full fetches are served."""
+    in a fetch session."""
     return body.session_epoch in _FULL_FETCH_EPOCHS
+
+
+def _forgotten(body: apis.FetchRequest, by_id: bool) -> list[SessionKey]:
+    """The session partitions an incremental request drops."""
+    return [
+        (t.topic_id if by_id else t.topic, p)
+        for t in body.forgotten_topics_data for p in t.partitions
+    ]
+
+
+def _fetch_partition(c: CachedPartition) -> apis.FetchPartition:
+    """A session partition as a request would name it."""
+    return apis.FetchPartition(
+        partition=c.partition, fetch_offset=c.fetch_offset,
+        log_start_offset=c.log_start_offset, partition_max_bytes=c.max_bytes,
+    )
 
 
 def _by_id(
@@ -139,6 +175,8 @@ class FetchHandler:
         ``partition_max_bytes``.
     :param answer_budget: the listener's budget of answer bytes held in memory; a fetch
         waits for room before reading while it is full (None: no budget).
+    :param session_slots: most fetch sessions held (Kafka's
+        ``max.incremental.fetch.session.cache.slots``; 0: none).
     """
 
     _log = Logger()
@@ -150,6 +188,7 @@ class FetchHandler:
         clock: Clock,
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
+        session_slots: int = DEFAULT_SESSION_SLOTS,
     ) -> None:
         if fetch_max_bytes <= 0:
             raise ValueError(f"fetch_max_bytes must be positive, not {fetch_max_bytes}")
@@ -160,24 +199,65 @@ class FetchHandler:
         # Connections that are reading a backlog: their first empty fetch at the end of
         # the log is answered at once (brokerd/kafka/server/handlers/fetch_catchup.py).
         self._catch_up = CatchUp()
+        #: The broker's fetch sessions (one Kafka listener, so one cache).
+        self.sessions = FetchSessionCache(
+            session_slots, now_ms=lambda: int(clock.seconds() * 1000)
+        )
 
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.FETCH, self.fetch, fetch_rule(self._core)),
+            Route(ApiKey.FETCH, self.fetch, fetch_rule(self._core, self.sessions)),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
 
     async def fetch(self, conn: Connection, req: Request) -> Any:
-        """The Fetch API's handler."""
+        """The Fetch API's handler: a full fetch (which may open a session), or an
+        incremental one in a session (:mod:`brokerd.kafka.server.fetch_sessions`)."""
         body: apis.FetchRequest = req.body
-        if not is_full_fetch(body):
-            # An incremental fetch: its session cannot exist (none is ever created).
-            return apis.FetchResponse(
-                error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0
+        by_id = req.api_version >= FETCH_TOPIC_IDS_FROM
+        if is_full_fetch(body):
+            context = self.sessions.open(
+                body.session_id, body.session_epoch, uses_topic_ids=by_id
             )
+        else:
+            context = self.sessions.open(
+                body.session_id, body.session_epoch, uses_topic_ids=by_id,
+                wanted=self._wanted(body, by_id), forgotten=_forgotten(body, by_id),
+            )
+        if context.kind is Kind.ERROR:
+            # Nothing is read: the client starts over with a full fetch.
+            return apis.FetchResponse(error_code=context.error or 0, session_id=0)
+        if context.session is not None:
+            return await self._incremental(conn, body, context.session, by_id)
+        return await self._full(conn, req, body, open_session=context.kind is Kind.FULL)
+
+    def _wanted(self, body: apis.FetchRequest, by_id: bool) -> list[WantedPartition]:
+        """The partitions an incremental request names (added or moved), their topics'
+        names looked up by ID from version 13 ("" for an ID no topic has)."""
+        out: list[WantedPartition] = []
+        for t in body.topics:
+            name = t.topic
+            if by_id:
+                info = self._core.topic_by_id(t.topic_id)
+                name = "" if info is None else info.name
+            out.extend(
+                WantedPartition(
+                    name, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                    p.log_start_offset,
+                )
+                for p in t.partitions
+            )
+        return out
+
+    async def _full(
+        self, conn: Connection, req: Request, body: apis.FetchRequest, *, open_session: bool
+    ) -> Any:
+        """A full fetch: every partition it names is answered; with ``open_session``
+        they become a new session if the cache has (or makes) room for it."""
+        full_body = body
         # The topics named by an ID no topic has (None: the request names them by name).
         unknown: list[apis.FetchTopic] | None = None
         if req.api_version >= FETCH_TOPIC_IDS_FROM:
@@ -237,30 +317,10 @@ class FetchHandler:
             )
             return not conn.closed
 
-        # Otherwise the request parks until enough arrives or MaxWaitMs passes; the core
-        # wakes it early when an append landed after the read (the high watermarks in
-        # ``seen``), and the loop reads again within the original deadline.
-        try:
-            results = await long_poll(
-                read, short_of, park, clock=self._clock, max_wait_ms=body.max_wait_ms
-            )
-        except defer.CancelledError:
-            drop_last()
-            return NO_RESPONSE  # the connection went away; nobody to answer
-        except TooManyWaiters:
-            results = await read()  # answer now with what there is: stay responsive
-        except Exception as e:
-            self._unexpected("fetch wait", e)
-            results = await read()
-        if conn.closed:
-            drop_last()
+        results = await self._poll(conn, read, short_of, park, body.max_wait_ms, drop_last)
+        if results is None:
             return NO_RESPONSE
-        for (_topic, p), key, r in zip(wanted, keys, results, strict=True):
-            if not r.error_code:
-                self._catch_up.answered(
-                    conn, key, records_size(r.records),
-                    min(p.partition_max_bytes, body.max_bytes, self._fetch_max_bytes),
-                )
+        self._note_answered(conn, body, [p for _t, p in wanted], keys, results)
         out: list[apis.FetchTopicResponse] = []
         i = 0
         for t in body.topics:
@@ -281,7 +341,252 @@ class FetchHandler:
                 topic=t.topic, topic_id=t.topic_id, partitions=tuple(parts)
             ))
         out.extend(_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown or ())
-        return apis.FetchResponse(error_code=0, session_id=0, responses=tuple(out))
+        session_id = INVALID_SESSION_ID
+        if open_session:
+            session_id = self._open_session(full_body, out, by_id=unknown is not None)
+        return apis.FetchResponse(error_code=0, session_id=session_id, responses=tuple(out))
+
+    def _open_session(
+        self,
+        body: apis.FetchRequest,
+        answer: Sequence[apis.FetchTopicResponse],
+        *,
+        by_id: bool,
+    ) -> int:
+        """A new session of a full fetch's partitions, told what its answer said."""
+        told = {
+            (t.topic_id if by_id else t.topic, r.partition_index): r
+            for t in answer for r in t.partitions
+        }
+        cached: list[CachedPartition] = []
+        # Read again by the next fetch whatever is appended: an error, or records left
+        # past the client's position (a partition the answer's max_bytes cut short).
+        pending: list[SessionKey] = []
+        read_committed = body.isolation_level == READ_COMMITTED
+        for t in body.topics:
+            name = t.topic
+            if by_id:
+                info = self._core.topic_by_id(t.topic_id)
+                name = "" if info is None else info.name
+            for p in t.partitions:
+                c = CachedPartition(
+                    name, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                    p.log_start_offset,
+                )
+                key = (t.topic_id if by_id else t.topic, p.partition)
+                r = told.get(key)
+                if r is not None:
+                    c.answered(
+                        error=bool(r.error_code), has_records=True,
+                        high_watermark=r.high_watermark,
+                        last_stable_offset=r.last_stable_offset,
+                        log_start=r.log_start_offset,
+                    )
+                    end = r.last_stable_offset if read_committed else r.high_watermark
+                    if r.error_code or p.fetch_offset < end:
+                        pending.append(key)
+                else:
+                    pending.append(key)
+                cached.append(c)
+        session_id = self.sessions.create(
+            cached, privileged=body.replica_id >= 0, uses_topic_ids=by_id, size=len(cached),
+            watch=AppendsWatch(self._core, self._clock),
+        )
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.pending.update(pending)
+        return session_id
+
+    async def _incremental(
+        self, conn: Connection, body: apis.FetchRequest, session: FetchSession, by_id: bool
+    ) -> Any:
+        """An incremental fetch in ``session`` (already updated with the request).
+
+        Only the partitions that may have something to say are looked at and read:
+        those the request names, those appended to since the last read (the session's
+        :class:`~brokerd.kafka.server.handlers.fetch_watch.AppendsWatch`), and those
+        left pending (records past the client's position, or an error). Once every
+        :data:`SCAN_INTERVAL_MS` every partition's offsets are looked at as well (a log
+        start moved by retention appends nothing). Of those read, the partitions without
+        news are left out of the answer, as Kafka leaves them out. The long poll parks
+        on the session's watch: no per-partition work while the consumer waits."""
+        named = {w.key(by_id) for w in self._wanted(body, by_id)}
+        read_committed = body.isolation_level == READ_COMMITTED
+        ledger = conn.state.regions
+        spec = _SPECS[read_committed, ledger is not None]
+        last: list[list[apis.FetchPartitionResponse]] = []
+        watch = session.watch if isinstance(session.watch, AppendsWatch) else None
+        # Per read: the partitions read, in answer order, and the partitions named by a
+        # topic ID no topic has now.
+        due: list[tuple[SessionKey, CachedPartition]] = []
+        gone: list[tuple[SessionKey, CachedPartition]] = []
+
+        def drop_last() -> None:
+            for results in last:
+                for r in results:
+                    release_records(r.records)
+            last.clear()
+
+        def candidates() -> list[tuple[SessionKey, CachedPartition]]:
+            parts = session.partitions
+            now = int(self._clock.seconds() * 1000)
+            if watch is None or now - session.scanned_ms >= SCAN_INTERVAL_MS:
+                session.scanned_ms = now
+                if watch is not None:
+                    watch.take_dirty()
+                return list(parts.items())
+            keys = named | session.pending | watch.take_dirty()
+            found = [(k, parts[k]) for k in keys if k in parts]
+            found.sort(key=lambda kc: kc[1].order)
+            return found
+
+        def select() -> None:
+            due.clear()
+            gone.clear()
+            alive: dict[uuid.UUID, bool] = {}
+            open_log = self._core.open_log
+            for key, c in candidates():
+                if by_id:
+                    # The ID still names the topic the session knows by that name
+                    # (else it was deleted, whatever was created under its name since).
+                    known = alive.get(c.topic_id)
+                    if known is None:
+                        info = self._core.topic_by_id(c.topic_id)
+                        known = alive[c.topic_id] = info is not None and info.name == c.topic
+                    if not known:
+                        gone.append((key, c))
+                        continue
+                log = open_log(c.topic, c.partition)
+                if log is None or key in named or c.high_watermark < 0:
+                    due.append((key, c))
+                    continue
+                high = log.high_watermark
+                lso = log.last_stable_offset
+                if (
+                    c.fetch_offset < (lso if read_committed else high)
+                    or not c.unchanged(high, lso, log.log_start_offset)
+                ):
+                    due.append((key, c))
+
+        async def read() -> list[apis.FetchPartitionResponse]:
+            drop_last()
+            if self._budget is not None and self._budget.full:
+                await conn.track(self._budget.room())
+            select()
+            wanted = [(c.topic, _fetch_partition(c)) for _key, c in due]
+            results = await self._read_partitions(body, wanted, spec, ledger)
+            last.append(results)
+            return results
+
+        def short_of(results: list[apis.FetchPartitionResponse]) -> Shortfall | None:
+            if conn.closed or gone or watch is None or any(r.error_code for r in results):
+                return None
+            have = sum(records_size(r.records) for r in results)
+            if have == 0 and self._catch_up.behind(
+                conn, [(c.topic, c.partition) for _key, c in due]
+            ):
+                return None
+            return Shortfall(have, body.min_bytes, {})
+
+        async def park(short: Shortfall, left_ms: int) -> bool:
+            assert watch is not None
+            again = await conn.track(watch.park(short.needed, left_ms))
+            return again and not conn.closed
+
+        results = await self._poll(conn, read, short_of, park, body.max_wait_ms, drop_last)
+        if results is None:
+            return NO_RESPONSE
+        self._note_answered(
+            conn, body, [_fetch_partition(c) for _key, c in due],
+            [(c.topic, c.partition) for _key, c in due], results,
+        )
+        by_topic: dict[uuid.UUID | str, list[apis.FetchPartitionResponse]] = {}
+        names: dict[uuid.UUID | str, tuple[str, uuid.UUID]] = {}
+        moved: list[SessionKey] = []
+        for (key, c), r in zip(due, results, strict=True):
+            size = records_size(r.records)
+            end = r.last_stable_offset if read_committed else r.high_watermark
+            if r.error_code or c.fetch_offset < end:
+                session.pending.add(key)  # read it again next time, news or not
+            else:
+                session.pending.discard(key)
+            if not c.answered(
+                error=bool(r.error_code), has_records=size > 0,
+                high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
+                log_start=r.log_start_offset,
+            ):
+                release_records(r.records)
+                continue
+            if size > 0:
+                moved.append(key)
+            if read_committed:
+                r = _with_aborted(r)
+            by_topic.setdefault(key[0], []).append(r)
+            names[key[0]] = (c.topic, c.topic_id)
+        for key, c in gone:
+            session.pending.add(key)
+            c.answered(error=True, has_records=False, high_watermark=-1,
+                       last_stable_offset=-1, log_start=-1)
+            by_topic.setdefault(key[0], []).append(
+                _fetch_error(c.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+            )
+            names[key[0]] = (c.topic, c.topic_id)
+        for key in moved:
+            session.to_end(key)  # answered last next time: the others' turn first
+        out = tuple(
+            apis.FetchTopicResponse(
+                topic=names[ref][0], topic_id=names[ref][1], partitions=tuple(parts)
+            )
+            for ref, parts in by_topic.items()
+        )
+        return apis.FetchResponse(error_code=0, session_id=session.id, responses=out)
+
+    async def _poll(
+        self,
+        conn: Connection,
+        read: Callable[[], Awaitable[list[apis.FetchPartitionResponse]]],
+        short_of: Callable[[list[apis.FetchPartitionResponse]], Shortfall | None],
+        park: Callable[[Shortfall, int], Awaitable[bool]],
+        max_wait_ms: int,
+        drop_last: Callable[[], None],
+    ) -> list[apis.FetchPartitionResponse] | None:
+        """Read, parking until MinBytes arrive or MaxWaitMs passes; None when the
+        connection went away (nobody to answer)."""
+        # The request parks until enough arrives or MaxWaitMs passes; the core wakes it
+        # early when an append landed after the read (the high watermarks in ``seen``),
+        # and the loop reads again within the original deadline.
+        try:
+            results = await long_poll(
+                read, short_of, park, clock=self._clock, max_wait_ms=max_wait_ms
+            )
+        except defer.CancelledError:
+            drop_last()
+            return None
+        except TooManyWaiters:
+            results = await read()  # answer now with what there is: stay responsive
+        except Exception as e:
+            self._unexpected("fetch wait", e)
+            results = await read()
+        if conn.closed:
+            drop_last()
+            return None
+        return results
+
+    def _note_answered(
+        self,
+        conn: Connection,
+        body: apis.FetchRequest,
+        partitions: Sequence[apis.FetchPartition],
+        keys: Sequence[tuple[str, int]],
+        results: Sequence[apis.FetchPartitionResponse],
+    ) -> None:
+        """Tell the catch-up marks what each partition was answered."""
+        for p, key, r in zip(partitions, keys, results, strict=True):
+            if not r.error_code:
+                self._catch_up.answered(
+                    conn, key, records_size(r.records),
+                    min(p.partition_max_bytes, body.max_bytes, self._fetch_max_bytes),
+                )
 
     async def _read_partitions(
         self,
@@ -437,17 +742,21 @@ def _with_aborted(r: apis.FetchPartitionResponse) -> apis.FetchPartitionResponse
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def fetch_rule(core: CoreTopics) -> Rule:
+def fetch_rule(core: CoreTopics, sessions: FetchSessionCache | None = None) -> Rule:
     """READ on each topic fetched (by name, or by topic ID from version 13: an unknown ID
     passes, to be answered UNKNOWN_TOPIC_ID whatever the ACLs say, as Kafka does). An
-    incremental fetch passes unchanged: it is answered with a session error, reading
-    nothing."""
+    incremental fetch is checked on the topics it adds or moves (a denied one is not
+    added to the session); one its session refuses passes unchanged, to be answered
+    with the session error alone, as Kafka answers it."""
 
     def rule(access: Access, req: Request) -> Gate:
         body: apis.FetchRequest = req.body
-        if not is_full_fetch(body):
-            return Gate(req)
         by_id = req.api_version >= FETCH_TOPIC_IDS_FROM
+        if not is_full_fetch(body) and (
+            sessions is None
+            or sessions.refusal(body.session_id, body.session_epoch, uses_topic_ids=by_id)
+        ):
+            return Gate(req)
 
         def name_of(t: apis.FetchTopic) -> str | None:
             if not by_id:

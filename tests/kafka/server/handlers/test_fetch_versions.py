@@ -1,8 +1,7 @@
 """Fetch at versions 12-18: the flexible encodings (compact records length, tagged
-fields skipped), topics by topic ID (13+), and fetch sessions answered as a broker
-without room for one. Frames are built by hand from Kafka's message schemas; handler
-tests run the real listener on a StringTransport with the fake core of
-tests/kafka/server/test_protocol.py. Synchronous.
+fields skipped), topics by topic ID (13+), and fetch sessions (KIP-227). Frames are
+built by hand from Kafka's message schemas; handler tests run the real listener on a
+StringTransport with the fake core of tests/kafka/server/test_protocol.py. Synchronous.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import attrs
 import pytest
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.server.handlers.fetch import SCAN_INTERVAL_MS
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
 from brokerd.net.frames import SplicedFrame
@@ -26,6 +26,7 @@ from tests.kafka.server.test_protocol import KafkaTestCase, batch
 from tests.kafka.wire.test_codec import NO_TAGS, carr, cb, cs, i8, i16, i32, i64, s, uv
 
 TOPIC_ID = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
+ZERO = uuid.UUID(int=0)
 
 
 def _flex_fetch(version: int, body: bytes) -> bytes:
@@ -233,39 +234,186 @@ class FetchByTopicIdTests(KafkaTestCase):
 
 
 class FetchSessionTests(KafkaTestCase):
-    """brokerd keeps no fetch session: Kafka's answers when its session cache is full."""
+    """Fetch sessions (KIP-227) through the real listener and handler: a full fetch opens
+    one, incremental fetches read and answer only what changed."""
 
     def setUp(self) -> None:
         super().setUp()
-        self.core.add_topic("t", 1)
+        self.core.add_topic("t", 3)
         self.core.logs[("t", 0)] = [batch(100)]
+        self.t_id = self.core.topics()["t"].topic_id
 
-    def test_a_full_fetch_asking_for_a_session_gets_session_id_0(self) -> None:
-        # Epoch 0 opens a session (a new one, closing session 42 if it existed); -1
-        # asks for none. Either way every partition is answered, with session ID 0.
-        for version in (7, 11, 12, 18):
-            for session_id, epoch in ((0, 0), (42, 0), (0, -1), (42, -1)):
-                req = self.fetch_request([("t", 0, 0, 1000)])
-                if version >= 13:
-                    req = _fetch([(self.core.topics()["t"].topic_id, 0, 0)])
-                self.send(ApiKey.FETCH, version, attrs.evolve(
-                    req, session_id=session_id, session_epoch=epoch,
-                    forgotten_topics_data=(apis.ForgottenTopic(topic="t", partitions=(0,)),)))
-                answer = self.one()
-                self.assertEqual((answer.error_code, answer.session_id), (0, 0))
-                self.assertEqual(answer.responses[0].partitions[0].records, batch(100))
+    def full(self, version: int, *, epoch: int = 0, session_id: int = 0,
+             **fields: object) -> apis.FetchResponse:
+        req = self.fetch_request([("t", p, 0, 1000) for p in range(3)])
+        if version >= 13:
+            req = _fetch([(self.t_id, p, 0) for p in range(3)])
+        self.send(ApiKey.FETCH, version, attrs.evolve(
+            req, session_id=session_id, session_epoch=epoch, **fields))
+        answer: apis.FetchResponse = self.one()
+        return answer
 
-    def test_an_incremental_fetch_names_a_session_that_does_not_exist(self) -> None:
-        for version in (7, 12, 18):
-            for session_id in (0, 42):
-                self.send(ApiKey.FETCH, version, attrs.evolve(
-                    self.fetch_request([("t", 0, 0, 1000)], max_wait=500),
-                    session_id=session_id, session_epoch=1))
-                answer = self.one()
-                self.assertEqual(
-                    (answer.error_code, answer.session_id, answer.responses),
-                    (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, 0, ()))
+    def incremental(
+        self, version: int, session_id: int, epoch: int,
+        parts: list[tuple[int, int]] = (),  # type: ignore[assignment]
+        forget: tuple[int, ...] = (), **fields: object,
+    ) -> int:
+        topic = apis.FetchTopic(
+            topic="t" if version < 13 else "", topic_id=self.t_id if version >= 13 else ZERO,
+            partitions=tuple(apis.FetchPartition(partition=p, fetch_offset=o,
+                                                 partition_max_bytes=1000) for p, o in parts))
+        forgotten = apis.ForgottenTopic(
+            topic="t" if version < 13 else "", topic_id=self.t_id if version >= 13 else ZERO,
+            partitions=forget)
+        req = apis.FetchRequest(
+            max_wait_ms=0, min_bytes=1, session_id=session_id, session_epoch=epoch,
+            topics=(topic,) if parts else (), forgotten_topics_data=(forgotten,) if forget else ())
+        return self.send(ApiKey.FETCH, version, attrs.evolve(req, **fields))
+
+    def named(self, answer: apis.FetchResponse) -> dict[int, apis.FetchPartitionResponse]:
+        return {p.partition_index: p for t in answer.responses for p in t.partitions}
+
+    def test_a_full_fetch_opens_a_session_and_incremental_ones_answer_what_changed(self) -> None:
+        for version in (7, 12, 13, 18):
+            first = self.full(version)
+            self.assertEqual(first.error_code, 0)
+            self.assertNotEqual(first.session_id, 0)
+            self.assertEqual(sorted(self.named(first)), [0, 1, 2])
+            sid = first.session_id
+            self.core.fetch_calls.clear()
+            # The client moves to offset 1 on t-0; nothing else changed. The answer
+            # names nothing (t-0 is at its end), and only t-0 was read.
+            self.incremental(version, sid, 1, [(0, 1)])
+            answer = self.one()
+            self.assertEqual((answer.error_code, answer.session_id, answer.responses),
+                             (0, sid, ()))
+            self.assertEqual([c[:3] for c in self.core.fetch_calls], [("t", 0, 1)])
+            # Nothing named, nothing new: no partition is even read.
+            self.core.fetch_calls.clear()
+            self.incremental(version, sid, 2)
+            self.assertEqual(self.one().responses, ())
+            self.assertEqual(self.core.fetch_calls, [])
+            # Records on t-2: only t-2 is read and answered.
+            self.core.append(("t", 2), batch(90))
+            self.incremental(version, sid, 3)
+            answer = self.one()
+            self.assertEqual(list(self.named(answer)), [2])
+            self.assertEqual(self.named(answer)[2].records, batch(90))
+            self.assertEqual(self.named(answer)[2].high_watermark, 1)
+            self.assertEqual([c[:3] for c in self.core.fetch_calls], [("t", 2, 0)])
+            # The log start moving (records deleted, nothing appended) is news too,
+            # seen once a second, when every partition's offsets are looked at.
+            self.core.fetch_calls.clear()
+            self.incremental(version, sid, 4, [(2, 1)])
+            self.assertEqual(self.one().responses, ())
+            self.core.log_start[("t", 2)] = 1
+            self.incremental(version, sid, 5)
+            self.assertEqual(self.one().responses, ())
+            self.clock.advance(SCAN_INTERVAL_MS / 1000)
+            self.incremental(version, sid, 6)
+            self.assertEqual(
+                [(p.partition_index, p.log_start_offset, p.records)
+                 for p in self.named(self.one()).values()], [(2, 1, b"")])
+            # Forgotten partitions are neither read nor answered.
+            self.incremental(version, sid, 7, forget=(2,))
+            self.one()
+            self.core.append(("t", 2), batch(80))
+            self.clock.advance(SCAN_INTERVAL_MS / 1000)  # not even in a full look
+            self.core.fetch_calls.clear()
+            self.incremental(version, sid, 8)
+            self.assertEqual(self.one().responses, ())
+            self.assertEqual(self.core.fetch_calls, [])
+            # Epoch -1 closes the session; its ID is unknown from then on.
+            closed = self.full(version, epoch=-1, session_id=sid)
+            self.assertEqual(closed.session_id, 0)
+            self.incremental(version, sid, 9)
+            self.assertEqual(self.one().error_code, ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+            self.core.logs[("t", 2)] = []
+            self.core.log_start[("t", 2)] = 0
+
+    def test_session_errors_read_nothing(self) -> None:
+        sid = self.full(12).session_id
+        self.core.fetch_calls.clear()
+        cases = [
+            (12, sid + 1, 1, ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+            (12, sid, 2, ErrorCode.INVALID_FETCH_SESSION_EPOCH),
+            # Opened by name (version 12): going on by topic ID is refused.
+            (13, sid, 1, ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR),
+        ]
+        for version, session_id, epoch, code in cases:
+            self.incremental(version, session_id, epoch, [(0, 0)], max_wait_ms=500)
+            answer = self.one()
+            self.assertEqual((answer.error_code, answer.session_id, answer.responses),
+                             (code, 0, ()))
         self.assertEqual((self.core.fetch_calls, self.core.waits), ([], []))
+        # The session is still there at epoch 1.
+        self.incremental(12, sid, 1)
+        self.assertEqual(self.one().error_code, 0)
+
+    def test_an_incremental_fetch_parks_on_its_session_watch(self) -> None:
+        sid = self.full(13).session_id
+        self.core.fetch_calls.clear()
+        self.incremental(13, sid, 1, [(0, 1)], max_wait_ms=500, min_bytes=150)
+        self.assertEqual(self.tr.value(), b"")
+        # Parked without a registration per partition (the session's watch stands).
+        self.assertEqual(self.core.waits, [])
+        self.assertEqual(sorted(self.core.watchers), [("t", 0), ("t", 1), ("t", 2)])
+        self.core.append(("t", 1), batch(100))  # short of MinBytes: it reads, parks again
+        self.assertEqual(self.tr.value(), b"")
+        self.core.append(("t", 2), batch(100))
+        answer = self.one()
+        self.assertEqual(sorted(self.named(answer)), [1, 2])
+        self.assertEqual(self.named(answer)[2].records, batch(100))
+        # Only the named and the appended partitions were read.
+        self.assertEqual(sorted({c[:2] for c in self.core.fetch_calls}),
+                         [("t", 0), ("t", 1), ("t", 2)])
+        self.assertNotIn(("t", 2, 0), [c[:3] for c in self.core.fetch_calls[:2]])
+        # Nothing appended: it waits MaxWaitMs, then answers nothing new.
+        self.incremental(13, sid, 2, [(1, 1), (2, 1)], max_wait_ms=500)
+        self.assertEqual(self.tr.value(), b"")
+        self.clock.advance(0.5)
+        self.assertEqual(self.one().responses, ())
+        # The session's end takes its watch away.
+        self.full(13, epoch=-1, session_id=sid)
+        self.assertEqual({k: v for k, v in self.core.watchers.items() if v}, {})
+
+    def test_records_a_full_fetch_left_behind_come_with_the_next_fetch(self) -> None:
+        self.core.logs[("t", 1)] = [batch(100)]
+        first = self.full(12, max_bytes=100)  # room for t-0's batch only
+        self.assertEqual(self.named(first)[1].records, b"")
+        # Nothing appended since, no time passed: t-1 is read all the same.
+        self.incremental(12, first.session_id, 1, [(0, 1)])
+        got = self.named(self.one())
+        self.assertEqual(list(got), [1])
+        self.assertEqual(got[1].records, batch(100))
+
+    def test_a_deleted_topic_is_unknown_in_its_session(self) -> None:
+        sid = self.full(13).session_id
+        del self.core._topics["t"]
+        for p in range(3):
+            del self.core.logs[("t", p)]
+            # As the core's deletion does: the partition's watchers are told.
+            for watcher in list(self.core.watchers.get(("t", p), ())):
+                watcher.changed(("t", p), None)
+        self.incremental(13, sid, 1)
+        [topic] = self.one().responses
+        self.assertEqual(topic.topic_id, self.t_id)
+        self.assertEqual([(p.partition_index, p.error_code) for p in topic.partitions],
+                         [(p, ErrorCode.UNKNOWN_TOPIC_ID) for p in range(3)])
+
+    def test_partitions_with_records_are_answered_last_next_time(self) -> None:
+        sid = self.full(12).session_id
+        for p in (1, 2):
+            self.core.append(("t", p), batch(100))
+        # Room for one batch: t-1 gets it, t-2 only its offsets.
+        self.incremental(12, sid, 1, [(0, 1)], max_bytes=100)
+        got = self.named(self.one())
+        self.assertEqual((got[1].records, got[2].records), (batch(100), b""))
+        # t-1 (answered records, position not moved by the client) goes to the back:
+        # now t-2 is read first and gets the room.
+        self.incremental(12, sid, 2, max_bytes=100)
+        got = self.named(self.one())
+        self.assertEqual(got[2].records, batch(100))
 
 
 class FetchByTopicIdAclTests(AclTestCase):
@@ -285,6 +433,24 @@ class FetchByTopicIdAclTests(AclTestCase):
             unknown: ErrorCode.UNKNOWN_TOPIC_ID,
         })
         self.assertEqual([c[0] for c in self.core.fetch_calls], ["ok"])
+
+    def test_an_incremental_fetch_adds_no_topic_it_may_not_read(self) -> None:
+        self.core.add_topic("ok")
+        self.core.add_topic("secret")
+        self.grant(ResourceType.TOPIC, "ok", OP.READ)
+        self.send(ApiKey.FETCH, 12, attrs.evolve(
+            self.fetch_request([("ok", 0, 0, 1000)]), session_epoch=0))
+        sid = self.one().session_id
+        self.assertNotEqual(sid, 0)
+        self.send(ApiKey.FETCH, 12, attrs.evolve(
+            self.fetch_request([("secret", 0, 0, 1000)]), session_id=sid, session_epoch=1))
+        answer = self.one()
+        self.assertEqual(
+            [(t.topic, [p.error_code for p in t.partitions]) for t in answer.responses],
+            [("secret", [ErrorCode.TOPIC_AUTHORIZATION_FAILED])])
+        session = self.factory.handlers.fetch_sessions.get(sid)
+        assert session is not None
+        self.assertEqual(list(session.partitions), [("ok", 0)])
 
     def test_an_incremental_fetch_is_refused_whatever_the_acls(self) -> None:
         self.core.add_topic("secret")
