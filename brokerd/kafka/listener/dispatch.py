@@ -51,6 +51,7 @@ from brokerd.kafka.server.handlers.groups import (
     GroupHandlers,
     PendingOffsets,
 )
+from brokerd.kafka.server.handlers.leadership import LeadershipHandlers
 from brokerd.kafka.server.handlers.list_offsets import ListOffsetsHandler
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.server.handlers.produce import ProduceHandler
@@ -175,6 +176,7 @@ class KafkaHandlers:
                 classic_group=_classic_group(coordinator),
             ),
             ShareOffsetHandlers(core, shares),
+            LeadershipHandlers(core, identity, clock=clock),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
         self.routes: dict[ApiKey, Route] = route_table(

@@ -131,6 +131,9 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
+    # What one node answers about leadership: partitions' leader epochs, the quorum.
+    OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_QUORUM = 55
 
 
 # -- errors --------------------------------------------------------------------------
@@ -594,6 +597,25 @@ class _Int:
         return self._name
 
 
+class _UInt16:
+    """An unsigned 16-bit integer (a port)."""
+
+    _FORMAT = struct.Struct(">H")
+
+    def read(self, r: Reader, version: int, nullable: bool) -> int:
+        value: int = self._FORMAT.unpack(r.raw(2))[0]
+        return value
+
+    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
+        w.raw(self._FORMAT.pack(value))
+
+    def min_size(self, version: int, flexible: bool = False) -> int:
+        return 2
+
+    def __repr__(self) -> str:
+        return "UINT16"
+
+
 class _Bool:
     def read(self, r: Reader, version: int, nullable: bool) -> bool:
         return r.boolean()
@@ -662,6 +684,7 @@ INT8: WireType = _Int(1, "INT8")
 INT16: WireType = _Int(2, "INT16")
 INT32: WireType = _Int(4, "INT32")
 INT64: WireType = _Int(8, "INT64")
+UINT16: WireType = _UInt16()
 BOOL: WireType = _Bool()
 #: ``int16`` length + UTF-8 (compact in flexible versions); nullability from the field.
 STRING: WireType = _String()

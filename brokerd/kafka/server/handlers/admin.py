@@ -148,7 +148,9 @@ class AdminHandlers:
         return unexpected_code(self._log, what, exc)
 
     async def api_versions(self, conn: Connection, req: Request) -> Any:
-        return apis.api_versions_response(req.api_version, req.body)
+        return apis.api_versions_response(
+            req.api_version, req.body, cluster_id=self._id.cluster_id, node_id=self._id.node_id
+        )
 
     def _topic_metadata(self, info: TopicInfo) -> apis.MetadataTopic:
         # Building the entry of a 10,000-partition topic takes ~50 ms of the reactor;

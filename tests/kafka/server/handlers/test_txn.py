@@ -7,6 +7,7 @@ records its calls and answers what each test sets (the real one is tested on its
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -396,6 +397,32 @@ class TxnOffsetCommitTests(TxnTestCase):
         self.assertEqual(got, [("t", [(0, 0)])])
         self.assertEqual(self.txn.calls[0][5], {("t", 0): TxnOffset(2, 0, "m2")})
 
+    def test_v6_names_topics_by_id(self) -> None:
+        """KIP-1319: the topic's ID resolves to its name for the coordinator; the answer
+        carries the ID back; an ID no topic has is UNKNOWN_TOPIC_ID, each one answered."""
+        t_id = self.core.topics()["t"].topic_id
+        ghosts = (uuid.UUID(int=1), uuid.UUID(int=2))
+
+        def topic(topic_id: uuid.UUID, partition: int) -> apis.TxnOffsetCommitRequestTopic:
+            return apis.TxnOffsetCommitRequestTopic(topic_id=topic_id, partitions=(
+                apis.TxnOffsetCommitRequestPartition(
+                    partition_index=partition, committed_offset=9, committed_metadata=None),))
+
+        self.send(ApiKey.TXN_OFFSET_COMMIT, 6, apis.TxnOffsetCommitRequest(
+            transactional_id="tx", group_id="g", producer_id=4000, producer_epoch=2,
+            generation_id=5, member_id="m1",
+            topics=(topic(t_id, 1), topic(ghosts[0], 0), topic(ghosts[1], 0))))
+        answered = [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions])
+                    for t in self.one().topics]
+        self.assertEqual(answered, [
+            (t_id, [(1, 0)]),
+            (ghosts[0], [(0, ErrorCode.UNKNOWN_TOPIC_ID)]),
+            (ghosts[1], [(0, ErrorCode.UNKNOWN_TOPIC_ID)]),
+        ])
+        call, add_group = self.txn.calls
+        self.assertEqual(call[5], {("t", 1): TxnOffset(9, -1, None)})
+        self.assertEqual(add_group, ("add_group", "g"))  # v5+: KIP-890 part 2
+
     def test_coordinator_failure(self) -> None:
         self.txn.fail = RuntimeError("bug")
         got = self.commit(3, ("t", ((0, 1),)))
@@ -769,7 +796,7 @@ class VersionMappingTests(KafkaTestCase):
         got = {r.api_key: (r.min_version, r.max_version) for r in self.one().api_keys}
         self.assertEqual(
             {k: got[k] for k in (22, 24, 25, 26, 27, 28, 61, 65, 66)},
-            {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5),
+            {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 6),
              61: (0, 0), 65: (0, 0), 66: (0, 2)},
         )
 
