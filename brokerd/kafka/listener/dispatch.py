@@ -60,6 +60,7 @@ from brokerd.kafka.server.handlers.share import ShareHandlers
 from brokerd.kafka.server.handlers.share_configs import ShareGroupConfigs
 from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
+from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route, route_table
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
@@ -139,10 +140,11 @@ class KafkaHandlers:
         txn = TxnHandlers(core, transactions, clock=clock)
         operations = AuthorizedOperations(authorizer)
         is_share_group = shares.exists if shares is not None else _no_share_groups
+        internal_topics = InternalTopics(lambda: identity.cluster_id)
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
-                operations=operations,
+                operations=operations, internal_topics=internal_topics,
             ),
             ProduceHandler(core, clock=clock),
             FetchHandler(
@@ -152,7 +154,7 @@ class KafkaHandlers:
             GroupHandlers(
                 core, coordinator, identity,
                 pending_offsets=_pending_offsets(transactions),
-                is_share_group=is_share_group,
+                is_share_group=is_share_group, internal_topics=internal_topics,
             ),
             GroupAdminHandlers(
                 core, cast(HasGroupAdmin, coordinator), operations,
@@ -175,7 +177,7 @@ class KafkaHandlers:
                 core, shares, identity, clock=clock, operations=operations,
                 classic_group=_classic_group(coordinator),
             ),
-            ShareOffsetHandlers(core, shares),
+            ShareOffsetHandlers(core, shares, classic_group=_classic_group(coordinator)),
             LeadershipHandlers(core, identity, clock=clock),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
