@@ -80,6 +80,9 @@ class ErrorCode(enum.IntEnum):
     # Transactions.
     PRODUCER_FENCED = 90
     TRANSACTIONAL_ID_NOT_FOUND = 105
+    # Leader elections and reassignments (one node: never needed, none in progress).
+    ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
     # Leader epochs (KIP-320): the client's epoch is older / newer than the leader's.
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 76

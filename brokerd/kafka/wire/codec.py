@@ -134,6 +134,9 @@ class ApiKey(enum.IntEnum):
     # What one node answers about leadership: partitions' leader epochs, the quorum.
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_QUORUM = 55
+    ELECT_LEADERS = 43
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
 
 
 # -- errors --------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 # -*- test-case-name: tests.kafka.server.handlers.test_leadership -*-
-"""What one node answers about leadership: OffsetForLeaderEpoch (23) and DescribeQuorum
-(55), and their ACL rules.
+"""What one node answers about leadership and replica placement: OffsetForLeaderEpoch
+(23), DescribeQuorum (55), ElectLeaders (43), AlterPartitionReassignments (45) and
+ListPartitionReassignments (46), and their ACL rules.
 
 brokerd is its own leader for every partition, in one leader epoch
 (:data:`~brokerd.kafka.server.handler_base.LEADER_EPOCH`) that starts at the log start
@@ -18,11 +19,20 @@ watermark and the voter's log end offset are 0. The request must name
 ``__cluster_metadata`` partition 0 alone, as Kafka requires (else
 UNKNOWN_TOPIC_OR_PARTITION per named partition); v2's node list gives the voter's one
 listener, the Kafka listener clients reach it on.
+
+Every partition has one replica, this node, which is its preferred leader and leads it:
+ElectLeaders finds no election needed (ELECTION_NOT_NEEDED for each partition named, an
+empty answer for "every partition", as Kafka leaves those out), no reassignment is ever
+in progress (ListPartitionReassignments lists none), and a reassignment can only name
+the replicas a partition already has, this node alone (done at once); any other broker
+id is INVALID_REPLICA_ASSIGNMENT, as Kafka answers for a broker that is not registered,
+and cancelling is NO_REASSIGNMENT_IN_PROGRESS. The cluster rights are Kafka's: ALTER on
+the cluster to elect or reassign, DESCRIBE to list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -63,8 +73,23 @@ from brokerd.kafka.wire.messages.leadership import (
     QuorumNode,
     ReplicaState,
 )
+from brokerd.kafka.wire.messages.placement import (
+    PREFERRED_ELECTION,
+    UNCLEAN_ELECTION,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ElectionPartitionResult,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsResponse,
+    ReassignablePartition,
+    ReassignablePartitionResponse,
+    ReassignableTopicResponse,
+    ReplicaElectionResult,
+)
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
+from brokerd.storage.types import TopicInfo
 
 #: Kafka's "no epoch" and "no offset" in an OffsetForLeaderEpoch answer.
 UNDEFINED_EPOCH = -1
@@ -125,6 +150,17 @@ class LeadershipHandlers:
                 offset_for_leader_epoch_rule,
             ),
             Route(ApiKey.DESCRIBE_QUORUM, self.describe_quorum, describe_quorum_rule),
+            Route(ApiKey.ELECT_LEADERS, self.elect_leaders, cluster_rule(Operation.ALTER)),
+            Route(
+                ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+                self.alter_partition_reassignments,
+                cluster_rule(Operation.ALTER),
+            ),
+            Route(
+                ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                self.list_partition_reassignments,
+                cluster_rule(Operation.DESCRIBE),
+            ),
         )
 
     # -- OffsetForLeaderEpoch -----------------------------------------------------------
@@ -198,6 +234,114 @@ class LeadershipHandlers:
         )
 
 
+    # -- ElectLeaders ---------------------------------------------------------------------
+
+    async def elect_leaders(self, conn: Connection, req: Request) -> Any:
+        body: ElectLeadersRequest = req.body
+        if body.election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
+            return ElectLeadersResponse(error_code=ErrorCode.INVALID_REQUEST)
+        if body.topic_partitions is None:
+            # Every partition: Kafka answers only those it elected a leader for; none.
+            return ElectLeadersResponse()
+        known = self._core.topics()
+        return ElectLeadersResponse(
+            replica_election_results=tuple(
+                ReplicaElectionResult(
+                    topic=t.topic,
+                    partition_result=tuple(
+                        _election(known.get(t.topic), t.topic, p) for p in t.partitions
+                    ),
+                )
+                for t in body.topic_partitions
+            )
+        )
+
+    # -- AlterPartitionReassignments and ListPartitionReassignments ---------------------
+
+    async def alter_partition_reassignments(self, conn: Connection, req: Request) -> Any:
+        body: AlterPartitionReassignmentsRequest = req.body
+        known = self._core.topics()
+        node = self._id.node_id
+        return AlterPartitionReassignmentsResponse(
+            allow_replication_factor_change=body.allow_replication_factor_change,
+            responses=tuple(
+                ReassignableTopicResponse(
+                    name=t.name,
+                    partitions=tuple(
+                        _reassignment(
+                            known.get(t.name), p, node, body.allow_replication_factor_change
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in body.topics
+            ),
+        )
+
+    async def list_partition_reassignments(self, conn: Connection, req: Request) -> Any:
+        # Reassignments complete as they are asked for (see the module docstring).
+        return ListPartitionReassignmentsResponse()
+
+
+#: Kafka's text for a partition whose preferred leader already leads it.
+_ELECTION_NOT_NEEDED_TEXT = "Leader election not needed for topic partition."
+
+
+def _election(info: TopicInfo | None, topic: str, partition: int) -> ElectionPartitionResult:
+    if info is None or not 0 <= partition < info.partitions:
+        return ElectionPartitionResult(
+            partition_id=partition,
+            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            error_message=f"No such topic or partition: {topic}-{partition}",
+        )
+    return ElectionPartitionResult(
+        partition_id=partition,
+        error_code=ErrorCode.ELECTION_NOT_NEEDED,
+        error_message=_ELECTION_NOT_NEEDED_TEXT,
+    )
+
+
+def _reassignment(
+    info: TopicInfo | None, p: ReassignablePartition, node: int, allow_rf_change: bool
+) -> ReassignablePartitionResponse:
+    def refuse(code: ErrorCode, text: str) -> ReassignablePartitionResponse:
+        return ReassignablePartitionResponse(
+            partition_index=p.partition_index, error_code=code, error_message=text
+        )
+
+    if info is None or not 0 <= p.partition_index < info.partitions:
+        return refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find partition.")
+    if p.replicas is None:
+        return refuse(
+            ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No ongoing reassignment to cancel."
+        )
+    if not p.replicas:
+        return refuse(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes an empty replica list.",
+        )
+    if len(set(p.replicas)) != len(p.replicas):
+        return refuse(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes duplicate replicas.",
+        )
+    other = next((r for r in p.replicas if r != node), None)
+    if other is not None:
+        if not allow_rf_change and len(p.replicas) != 1:
+            return refuse(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                "The replication factor is changed from 1 to "
+                f"{len(p.replicas)} but allowReplicationFactorChange is false.",
+            )
+        return refuse(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"The manual partition assignment includes broker {other}, but no such "
+            "broker is registered.",
+        )
+    # The replicas the partition already has: nothing to move.
+    return ReassignablePartitionResponse(partition_index=p.partition_index)
+
+
 def _names_metadata_partition(body: DescribeQuorumRequest) -> bool:
     """Whether the request names the metadata log's partition and nothing else."""
     if len(body.topics) != 1:
@@ -259,6 +403,37 @@ def offset_for_leader_epoch_rule(access: Access, req: Request) -> Gate:
         narrow=lambda kept: attrs.evolve(body, topics=kept),
         widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
     )
+
+
+def cluster_rule(op: Operation) -> Callable[[Access, Request], Gate]:
+    """A rule needing ``op`` on the cluster: otherwise the API's answer with the
+    top-level CLUSTER_AUTHORIZATION_FAILED (ElectLeaders v0, which has none, gets it on
+    each partition)."""
+
+    def rule(access: Access, req: Request) -> Gate:
+        if access.cluster(op):
+            return Gate(req)
+        return answer_now(req, _cluster_denied(req))
+
+    return rule
+
+
+def _cluster_denied(req: Request) -> Any:
+    body = req.body
+    if isinstance(body, ElectLeadersRequest):
+        return ElectLeadersResponse(
+            error_code=CLUSTER_DENIED,
+            replica_election_results=tuple(
+                ReplicaElectionResult(topic=t.topic, partition_result=tuple(
+                    ElectionPartitionResult(partition_id=p, error_code=CLUSTER_DENIED)
+                    for p in t.partitions
+                ))
+                for t in body.topic_partitions or ()
+            ),
+        )
+    if isinstance(body, AlterPartitionReassignmentsRequest):
+        return AlterPartitionReassignmentsResponse(error_code=CLUSTER_DENIED)
+    return ListPartitionReassignmentsResponse(error_code=CLUSTER_DENIED)
 
 
 def describe_quorum_rule(access: Access, req: Request) -> Gate:

@@ -13,6 +13,7 @@ from brokerd.kafka.server.handlers.leadership import (
 )
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import leadership as lead
+from brokerd.kafka.wire.messages import placement as pl
 from brokerd.security.acl import Operation, ResourceType
 
 from tests.kafka.server.handlers.test_acl import AclTestCase
@@ -151,3 +152,79 @@ class LeadershipAclTests(AclTestCase):
         self.grant(ResourceType.CLUSTER, "kafka-cluster", Operation.DESCRIBE)
         self.send(ApiKey.DESCRIBE_QUORUM, 2, _quorum())
         self.assertEqual(self.one().topics[0].partitions[0].leader_id, 0)
+
+
+class PlacementTests(KafkaTestCase):
+    """ElectLeaders and the reassignment APIs: one replica per partition, this node."""
+
+    def test_no_election_is_ever_needed(self) -> None:
+        self.core.add_topic("t", 2)
+        for version in (0, 1, 2):
+            self.send(ApiKey.ELECT_LEADERS, version, pl.ElectLeadersRequest(
+                topic_partitions=(pl.ElectionTopicPartitions(topic="t", partitions=(0, 1, 5)),
+                                  pl.ElectionTopicPartitions(topic="nope", partitions=(0,)))))
+            got = [(r.topic, p.partition_id, p.error_code)
+                   for r in self.one().replica_election_results for p in r.partition_result]
+            self.assertEqual(got, [
+                ("t", 0, ErrorCode.ELECTION_NOT_NEEDED), ("t", 1, ErrorCode.ELECTION_NOT_NEEDED),
+                ("t", 5, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                ("nope", 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+            ])
+        self.send(ApiKey.ELECT_LEADERS, 2, pl.ElectLeadersRequest(
+            election_type=pl.UNCLEAN_ELECTION, topic_partitions=None))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.replica_election_results), (0, ()))
+        self.send(ApiKey.ELECT_LEADERS, 2, pl.ElectLeadersRequest(election_type=7))
+        self.assertEqual(self.one().error_code, ErrorCode.INVALID_REQUEST)
+
+    def test_reassignments(self) -> None:
+        self.core.add_topic("t", 1)
+
+        def alter(replicas: tuple[int, ...] | None, partition: int = 0,
+                  allow_rf: bool = True) -> tuple[int, str | None]:
+            self.send(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 1,
+                      pl.AlterPartitionReassignmentsRequest(
+                          allow_replication_factor_change=allow_rf,
+                          topics=(pl.ReassignableTopic(name="t", partitions=(
+                              pl.ReassignablePartition(partition_index=partition,
+                                                       replicas=replicas),)),)))
+            resp = self.one()
+            self.assertEqual(resp.error_code, 0)
+            part = resp.responses[0].partitions[0]
+            return part.error_code, part.error_message
+
+        self.assertEqual(alter((0,)), (0, None))  # where it is already
+        self.assertEqual(alter(None)[0], ErrorCode.NO_REASSIGNMENT_IN_PROGRESS)
+        self.assertEqual(alter((0, 1)), (
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes broker 1, but no such broker is "
+            "registered."))
+        self.assertEqual(alter((0, 1), allow_rf=False)[0], ErrorCode.INVALID_REPLICATION_FACTOR)
+        self.assertEqual(alter((0, 0))[0], ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+        self.assertEqual(alter(())[0], ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+        self.assertEqual(alter((0,), partition=3)[0], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        self.send(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0,
+                  pl.ListPartitionReassignmentsRequest(topics=None))
+        resp = self.one()
+        self.assertEqual((resp.error_code, resp.topics), (0, ()))
+
+
+class PlacementAclTests(AclTestCase):
+    def test_alter_on_the_cluster_to_elect_or_reassign_describe_to_list(self) -> None:
+        self.core.add_topic("t")
+        self.send(ApiKey.ELECT_LEADERS, 2, pl.ElectLeadersRequest(
+            topic_partitions=(pl.ElectionTopicPartitions(topic="t", partitions=(0,)),)))
+        resp = self.one()
+        self.assertEqual(resp.error_code, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        self.assertEqual(resp.replica_election_results[0].partition_result[0].error_code,
+                         ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        self.send(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0,
+                  pl.AlterPartitionReassignmentsRequest())
+        self.assertEqual(self.one().error_code, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        self.send(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, pl.ListPartitionReassignmentsRequest())
+        self.assertEqual(self.one().error_code, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        self.grant(ResourceType.CLUSTER, "kafka-cluster", Operation.ALTER)
+        self.send(ApiKey.ELECT_LEADERS, 2, pl.ElectLeadersRequest(
+            topic_partitions=(pl.ElectionTopicPartitions(topic="t", partitions=(0,)),)))
+        self.assertEqual(self.one().replica_election_results[0].partition_result[0].error_code,
+                         ErrorCode.ELECTION_NOT_NEEDED)
