@@ -162,7 +162,7 @@ class KafkaHandlers:
             ),
             ConsumerGroupHandlers(
                 core, cast(HasConsumerGroups, coordinator), operations,
-                is_share_group=is_share_group,
+                is_share_group=is_share_group, internal_topics=internal_topics,
             ),
             ConfigHandlers(
                 core, identity, default_partitions=default_partitions,

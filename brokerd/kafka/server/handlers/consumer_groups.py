@@ -45,6 +45,7 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
 )
 from brokerd.kafka.server.handler_base import Connection, Outcome
+from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
@@ -67,9 +68,15 @@ class HasConsumerGroups(Protocol):
         ...
 
 
-def topic_metadata(core: CoreApi) -> TopicMetadata:
-    """Every topic's ID and partition count, by name (no I/O)."""
-    return {name: (info.topic_id, info.partitions) for name, info in core.topics().items()}
+def topic_metadata(core: CoreApi, internal: InternalTopics | None = None) -> TopicMetadata:
+    """Every topic's ID and partition count, by name (no I/O), with the internal topics
+    presented: Kafka's server-side regex resolution (KIP-848) does not skip internal
+    topics, and a subscription may name one."""
+    found = {name: (info.topic_id, info.partitions) for name, info in core.topics().items()}
+    if internal is not None:
+        for name, info in internal.topics().items():
+            found.setdefault(name, (info.topic_id, info.partitions))
+    return found
 
 
 class ConsumerGroupHandlers:
@@ -88,8 +95,10 @@ class ConsumerGroupHandlers:
         operations: AuthorizedOperations | None = None,
         *,
         is_share_group: Callable[[str], bool],
+        internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
+        self._internal = internal_topics
         self._coordinator = coordinator
         self._operations = operations if operations is not None else AuthorizedOperations()
         self._is_share_group = is_share_group
@@ -129,7 +138,7 @@ class ConsumerGroupHandlers:
                 version=req.api_version,
                 may_describe=self._may_describe(conn),
             ),
-            topic_metadata(self._core),
+            topic_metadata(self._core, self._internal),
         )
         assignment = None
         if answer.assignment is not None:
