@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.groups.share.state_service import ShareGroups
     from brokerd.kafka.server.handlers.acl import AclHandlers
+    from brokerd.kafka.server.internal_topics import InternalTopics
     from brokerd.kafka.server.sasl import SaslConfig
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.metrics.registry import BrokerMetrics
@@ -91,6 +92,8 @@ class Coordinators:
     recovery: StoreRecovery
     #: Share groups (KIP-932): members and sessions, and the records engine.
     shares: ShareGroups
+    #: Kafka's internal topics as clients see them (Metadata; KIP-848 regexes).
+    internal_topics: InternalTopics
 
 
 @attrs.frozen
@@ -276,6 +279,9 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
     from brokerd.kafka.groups.consumer.coordinator import GroupSettings as ConsumerGroupDefaults
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.groups.group_service import GroupStateService
+    from brokerd.kafka.listener.protocol import DEFAULT_CLUSTER_ID
+    from brokerd.kafka.server.internal_topics import InternalTopics as _InternalTopics
+    from brokerd.kafka.server.internal_topics import with_internal
     from brokerd.storage.stores.offsets import OffsetStore
     from brokerd.storage.stores.producer_ids import ProducerIdAllocator
 
@@ -287,12 +293,17 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
         session_timeout_ms=settings.groups.consumer_session_timeout_ms,
         heartbeat_interval_ms=settings.groups.consumer_heartbeat_interval_ms,
     )
+    internal_topics = _InternalTopics(lambda: DEFAULT_CLUSTER_ID)
     groups = GroupCoordinator(
         clock=reactor,
         offsets=offsets,
         run_blocking=broker.run_write,
         consumer_defaults=consumer_defaults,
-        topics=lambda: {n: (i.topic_id, i.partitions) for n, i in broker.topics().items()},
+        # The internal topics presented too: Kafka's KIP-848 regexes do not skip them.
+        topics=lambda: with_internal(
+            {n: (i.topic_id, i.partitions) for n, i in broker.topics().items()},
+            internal_topics,
+        ),
     )
     GroupStateService(groups, offsets, producer_ids).setServiceParent(broker)
 
@@ -313,7 +324,7 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
         run_blocking=broker.run_write,
     )
     recovery.setServiceParent(broker)
-    return Coordinators(groups, offsets, transactions, recovery, shares)
+    return Coordinators(groups, offsets, transactions, recovery, shares, internal_topics)
 
 
 def add_share_groups(
@@ -531,6 +542,7 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         request_budget=services.edge.request_budget,
         addresses=services.edge.addresses,
         shares=coordinators.shares,
+        internal_topics=coordinators.internal_topics,
     )
     listening = services.readiness.wait_for("kafka listener", "not bound yet")
 

@@ -119,6 +119,8 @@ class KafkaHandlers:
     :param credentials: the SCRAM credentials store of the credential admin APIs; None
         = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and
         SaslAuthenticate are answered by the protocol (they change connection state).
+    :param internal_topics: the internal topics presented (shared with the group
+        coordinator, whose KIP-848 regexes see them); by default this listener's own.
     """
 
     def __init__(
@@ -136,11 +138,13 @@ class KafkaHandlers:
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
         shares: ShareGroups | None = None,
+        internal_topics: InternalTopics | None = None,
     ) -> None:
         txn = TxnHandlers(core, transactions, clock=clock)
         operations = AuthorizedOperations(authorizer)
         is_share_group = shares.exists if shares is not None else _no_share_groups
-        internal_topics = InternalTopics(lambda: identity.cluster_id)
+        if internal_topics is None:
+            internal_topics = InternalTopics(lambda: identity.cluster_id)
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,

@@ -66,6 +66,7 @@ from brokerd.kafka.listener.dispatch import (
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
+from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
@@ -443,6 +444,7 @@ class KafkaFactory(Factory):
         request_budget: RequestBudget | None = None,
         addresses: AddressLimits | None = None,
         shares: ShareGroups | None = None,
+        internal_topics: InternalTopics | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -473,7 +475,7 @@ class KafkaFactory(Factory):
             authorizer=authorizer, acls=acls,
             credentials=credentials,
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
-            shares=shares,
+            shares=shares, internal_topics=internal_topics,
         )
 
     def frame_limit(self, *, authenticated: bool) -> int:

@@ -119,6 +119,17 @@ class InternalTopics:
         return next((t for t in self._created.values() if t.topic_id == topic_id), None)
 
 
+def with_internal(
+    topics: dict[str, tuple[uuid.UUID, int]], internal: InternalTopics
+) -> dict[str, tuple[uuid.UUID, int]]:
+    """``topics`` (name -> ID and partition count) with the internal topics presented
+    added: Kafka's server-side regex resolution (KIP-848) does not skip internal topics,
+    and a subscription may name one."""
+    for name, info in internal.topics().items():
+        topics.setdefault(name, (info.topic_id, info.partitions))
+    return topics
+
+
 __all__ = [
     "OFFSETS_TOPIC",
     "OFFSETS_TOPIC_PARTITIONS",
@@ -127,4 +138,5 @@ __all__ = [
     "TRANSACTION_STATE_TOPIC",
     "InternalTopics",
     "internal_topic_id",
+    "with_internal",
 ]

@@ -45,7 +45,7 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
 )
 from brokerd.kafka.server.handler_base import Connection, Outcome
-from brokerd.kafka.server.internal_topics import InternalTopics
+from brokerd.kafka.server.internal_topics import InternalTopics, with_internal
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
@@ -73,10 +73,7 @@ def topic_metadata(core: CoreApi, internal: InternalTopics | None = None) -> Top
     presented: Kafka's server-side regex resolution (KIP-848) does not skip internal
     topics, and a subscription may name one."""
     found = {name: (info.topic_id, info.partitions) for name, info in core.topics().items()}
-    if internal is not None:
-        for name, info in internal.topics().items():
-            found.setdefault(name, (info.topic_id, info.partitions))
-    return found
+    return found if internal is None else with_internal(found, internal)
 
 
 class ConsumerGroupHandlers:
