@@ -310,10 +310,11 @@ def test_api_versions_v3_response_bytes_exactly() -> None:
     resp = apis.ApiVersionsResponse(
         error_code=0, api_keys=(apis.ApiVersionRange(api_key=0, min_version=0, max_version=13),)
     )
-    for version in (3, 4):
+    for version in (3, 4, 5):
         out = apis.encode_response(7, version, resp)
         name = uv(len(b"share.version") + 1) + b"share.version"
-        supported = carr(name + i16(0) + i16(1) + NO_TAGS)
+        # Below v4 a supported feature with minimum 0 is left out (KAFKA-17011).
+        supported = carr(name + i16(0) + i16(1) + NO_TAGS) if version >= 4 else carr()
         finalized = carr(name + i16(1) + i16(1) + NO_TAGS)
         # The tagged features (KIP-932's share.version): SupportedFeatures (0),
         # FinalizedFeaturesEpoch (1), FinalizedFeatures (2).
