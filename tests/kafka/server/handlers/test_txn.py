@@ -29,8 +29,10 @@ from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
 from brokerd.kafka.wire.requests import apis
+from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.log.producer_state import ActiveProducer
 
+from tests.kafka.server.handlers.test_acl import AclTestCase
 from tests.kafka.server.test_protocol import KafkaTestCase
 
 
@@ -812,3 +814,28 @@ class VersionMappingTests(KafkaTestCase):
                 self.assertEqual(code_for_version(api, version, fenced), want, (api, version))
                 self.assertEqual(code_for_version(api, version, ErrorCode.INVALID_TXN_STATE),
                                  ErrorCode.INVALID_TXN_STATE)
+
+
+class TxnOffsetCommitV6AclTests(AclTestCase):
+    def test_read_on_the_topic_its_id_names(self) -> None:
+        """v6's ACL check is READ on the topic the ID names now; an ID no topic has is
+        answered UNKNOWN_TOPIC_ID, not refused (there is no name to check)."""
+        self.core.add_topic("open")
+        self.core.add_topic("closed")
+        ids = {n: i.topic_id for n, i in self.core.topics().items()}
+        self.grant(ResourceType.TRANSACTIONAL_ID, "tx", Operation.WRITE)
+        self.grant(ResourceType.GROUP, "g", Operation.READ)
+        self.grant(ResourceType.TOPIC, "open", Operation.READ)
+        ghost = uuid.UUID(int=7)
+        self.send(ApiKey.TXN_OFFSET_COMMIT, 6, apis.TxnOffsetCommitRequest(
+            transactional_id="tx", group_id="g", producer_id=1, producer_epoch=0,
+            topics=tuple(apis.TxnOffsetCommitRequestTopic(topic_id=t, partitions=(
+                apis.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1),))
+                for t in (ids["open"], ids["closed"], ghost))))
+        codes = {t.topic_id: t.partitions[0].error_code for t in self.one().topics}
+        self.assertEqual(codes, {
+            # No transaction coordinator in this harness: what a broker without one answers.
+            ids["open"]: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            ids["closed"]: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            ghost: ErrorCode.UNKNOWN_TOPIC_ID,
+        })
