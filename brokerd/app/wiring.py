@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.groups.share.state_service import ShareGroups
     from brokerd.kafka.server.handlers.acl import AclHandlers
+    from brokerd.kafka.server.internal_topics import InternalTopics
     from brokerd.kafka.server.sasl import SaslConfig
     from brokerd.kafka.telemetry.clients import ClientTelemetry
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
@@ -94,6 +95,8 @@ class Coordinators:
     recovery: StoreRecovery
     #: Share groups (KIP-932): members and sessions, and the records engine.
     shares: ShareGroups
+    #: Kafka's internal topics as clients see them (Metadata; KIP-848 regexes).
+    internal_topics: InternalTopics
 
 
 @attrs.frozen
@@ -320,6 +323,9 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
     from brokerd.kafka.groups.consumer.coordinator import GroupSettings as ConsumerGroupDefaults
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.groups.group_service import GroupStateService
+    from brokerd.kafka.listener.protocol import DEFAULT_CLUSTER_ID
+    from brokerd.kafka.server.internal_topics import InternalTopics as _InternalTopics
+    from brokerd.kafka.server.internal_topics import with_internal
     from brokerd.storage.stores.offsets import OffsetStore
     from brokerd.storage.stores.producer_ids import ProducerIdAllocator
 
@@ -331,12 +337,17 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
         session_timeout_ms=settings.groups.consumer_session_timeout_ms,
         heartbeat_interval_ms=settings.groups.consumer_heartbeat_interval_ms,
     )
+    internal_topics = _InternalTopics(lambda: DEFAULT_CLUSTER_ID)
     groups = GroupCoordinator(
         clock=reactor,
         offsets=offsets,
         run_blocking=broker.run_write,
         consumer_defaults=consumer_defaults,
-        topics=lambda: {n: (i.topic_id, i.partitions) for n, i in broker.topics().items()},
+        # The internal topics presented too: Kafka's KIP-848 regexes do not skip them.
+        topics=lambda: with_internal(
+            {n: (i.topic_id, i.partitions) for n, i in broker.topics().items()},
+            internal_topics,
+        ),
     )
     GroupStateService(groups, offsets, producer_ids).setServiceParent(broker)
 
@@ -357,7 +368,7 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
         run_blocking=broker.run_write,
     )
     recovery.setServiceParent(broker)
-    return Coordinators(groups, offsets, transactions, recovery, shares)
+    return Coordinators(groups, offsets, transactions, recovery, shares, internal_topics)
 
 
 def add_share_groups(
@@ -599,6 +610,7 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         shares=coordinators.shares,
         telemetry=services.telemetry,
         **kafka_quotas(services, broker=services.broker, clock=reactor),
+        internal_topics=coordinators.internal_topics,
     )
     if metrics is not None:
         metrics.add_fetch_sessions(factory.handlers.fetch_sessions)

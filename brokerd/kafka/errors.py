@@ -85,11 +85,19 @@ class ErrorCode(enum.IntEnum):
     # Transactions.
     PRODUCER_FENCED = 90
     TRANSACTIONAL_ID_NOT_FOUND = 105
+    # Leader elections and reassignments (one node: never needed, none in progress).
+    ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
+    # Leader epochs (KIP-320): the client's epoch is older / newer than the leader's.
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 76
     # Topic IDs and DescribeCluster's endpoint types.
     UNKNOWN_TOPIC_ID = 100
     MISMATCHED_ENDPOINT_TYPE = 114
     UNSUPPORTED_ENDPOINT_TYPE = 115
     INVALID_REGULAR_EXPRESSION = 128
+    #: ApiVersions v5+ (KIP-1242): the client meant another cluster or node.
+    REBOOTSTRAP_REQUIRED = 129
     # The consumer group protocol (KIP-848).
     FENCED_MEMBER_EPOCH = 110
     UNRELEASED_INSTANCE_ID = 111

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -370,12 +371,43 @@ def test_log_dirs(broker: BrokerProcess) -> None:
     assert sizes["tools-logdirs-0"] == 0 and sizes["tools-logdirs-1"] > 0
 
 
+#: What Kafka 4.4's kafka-broker-api-versions lists as UNSUPPORTED on brokerd, each left
+#: out for the reason docs/kafka.md ("Kafka 4.4's kafka-broker-api-versions") gives.
+UNSUPPORTED_APIS = {
+    # Delegation tokens (no token authentication).
+    38, 39, 40, 41,
+    # Another node's business: replica directories moved, features changed cluster-wide,
+    # brokers and controllers unregistered, KRaft voters added or removed.
+    34, 57, 64, 80, 81, 94,
+    # Broker-to-share-coordinator state RPCs (no share coordinator: share state is
+    # brokerd's own journal).
+    83, 84, 85, 86, 87,
+}
+
+
 def test_broker_api_versions(broker: BrokerProcess) -> None:
     out = tool("kafka-broker-api-versions.sh", "--bootstrap-server", broker.kafka_bootstrap)
     assert f"{broker.kafka_bootstrap} (id: 0" in out
     for api in ("Produce(0)", "Fetch(1)", "Metadata(3)", "CreateTopics(19)", "ApiVersions(18)"):
         assert api in out
     assert "UNSUPPORTED" not in out.split("Produce(0)")[1].split(",")[0]
+    unsupported = {int(key) for key in re.findall(r"\((\d+)\): UNSUPPORTED", out)}
+    assert unsupported == UNSUPPORTED_APIS, sorted(unsupported ^ UNSUPPORTED_APIS)
+    # Kafka 4.4's ranges, as a 4.4 client reads them.
+    for api in ("ApiVersions(18): 0 to 5", "TxnOffsetCommit(28): 0 to 6",
+                "DescribeLogDirs(35): 1 to 5", "DeleteGroups(42): 0 to 3",
+                "OffsetForLeaderEpoch(23): 2 to 4", "DescribeQuorum(55): 0 to 2"):
+        assert api in out, api
+
+
+def test_metadata_quorum(broker: BrokerProcess) -> None:
+    """kafka-metadata-quorum.sh (DescribeQuorum): one voter, itself the leader."""
+    status = tool("kafka-metadata-quorum.sh", "--bootstrap-server", broker.kafka_bootstrap,
+                  "describe", "--status")
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    assert fields["LeaderId"].strip() == "0" and fields["MaxFollowerLag"].strip() == "0"
+    assert fields["CurrentObservers"].strip() == "[]"
+    assert f'"endpoints": ["BROKER://{broker.kafka_bootstrap}"]' in fields["CurrentVoters"]
 
 
 def test_perf_tests(broker: BrokerProcess) -> None:

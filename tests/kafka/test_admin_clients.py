@@ -19,6 +19,7 @@ import pytest
 
 from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import (
+    admin,
     advertised_api_keys,
     confluent,
     create_topic,
@@ -589,3 +590,37 @@ def test_aiokafka_list_consumer_group_offsets(broker: BrokerProcess) -> None:
         TopicPartition("aio-offsets", 0): 7,
         TopicPartition("aio-offsets", 1): 0,
     }
+
+
+def test_internal_topics_as_confluent_kafka_sees_them(broker: BrokerProcess) -> None:
+    """After a consumer group looked its coordinator up, `__consumer_offsets` is listed and
+    described as an internal topic of 50 partitions; a produce to it fails with
+    INVALID_TOPIC_EXCEPTION, as against Kafka."""
+    ck = confluent()
+    from confluent_kafka import TopicCollection
+
+    consumer = ck.Consumer({
+        "bootstrap.servers": broker.kafka_bootstrap, "group.id": "internal-topics-group",
+        "enable.auto.commit": False,
+    })
+    try:
+        # The group's first step: FindCoordinator for the group.
+        consumer.list_topics(timeout=WAIT)
+        consumer.committed([ck.TopicPartition("internal-topics-any", 0)], timeout=WAIT)
+    finally:
+        consumer.close()
+    client = admin(broker)
+    listed = client.list_topics(timeout=WAIT).topics
+    assert "__consumer_offsets" in listed
+    assert len(listed["__consumer_offsets"].partitions) == 50
+    (future,) = client.describe_topics(TopicCollection(["__consumer_offsets"])).values()
+    described = future.result(WAIT)
+    assert described.is_internal and len(described.partitions) == 50
+    producer = ck.Producer({"bootstrap.servers": broker.kafka_bootstrap,
+                            "message.timeout.ms": 10000})
+    failed: list[Any] = []
+    producer.produce("__consumer_offsets", b"v", partition=0,
+                     on_delivery=lambda err, msg: failed.append(err))
+    producer.flush(WAIT)
+    (err,) = failed
+    assert err is not None and err.code() == ck.KafkaError.TOPIC_EXCEPTION, err

@@ -49,9 +49,9 @@ def test_raw_socket_rules(broker: BrokerProcess) -> None:
     assert {r.api_key: (r.min_version, r.max_version) for r in versions.api_keys} == {
         int(k): v for k, v in apis.SUPPORTED_VERSIONS.items()
     }
-    # A version above brokerd's (v5) gets the version-0 fallback body.
-    later = struct.pack(">hhi", 18, 5, 43) + b"\x00\x01x\x00\x02a\x02b\x00"
-    assert _exchange(port, codec.frame(later)) == struct.pack(">ihi3h", 43, 35, 1, 18, 0, 4)
+    # A version above brokerd's (v6) gets the version-0 fallback body.
+    later = struct.pack(">hhi", 18, 6, 43) + b"\x00\x01x\x00\x02a\x02b\x00"
+    assert _exchange(port, codec.frame(later)) == struct.pack(">ihi3h", 43, 35, 1, 18, 0, 5)
     # Metadata advertises the real listener address.
     req = apis.encode_request(RequestHeader(3, 8, 1, "smoke"), apis.MetadataRequest(topics=None))
     _, meta = apis.decode_response(ApiKey.METADATA, 8, _exchange(port, req))

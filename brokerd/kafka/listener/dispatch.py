@@ -54,6 +54,7 @@ from brokerd.kafka.server.handlers.groups import (
     GroupHandlers,
     PendingOffsets,
 )
+from brokerd.kafka.server.handlers.leadership import LeadershipHandlers
 from brokerd.kafka.server.handlers.list_offsets import ListOffsetsHandler
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.server.handlers.produce import ProduceHandler
@@ -65,6 +66,7 @@ from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
 from brokerd.kafka.server.handlers.streams_groups import HasStreamsGroups, StreamsGroupHandlers
 from brokerd.kafka.server.handlers.telemetry import TelemetryHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
+from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route, route_table
 from brokerd.kafka.server.throttle import QuotaEnforcer
@@ -148,6 +150,8 @@ class KafkaHandlers:
     :param credentials: the SCRAM credentials store of the credential admin APIs; None
         = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and
         SaslAuthenticate are answered by the protocol (they change connection state).
+    :param internal_topics: the internal topics presented (shared with the group
+        coordinator, whose KIP-848 regexes see them); by default this listener's own.
     """
 
     def __init__(
@@ -169,6 +173,7 @@ class KafkaHandlers:
         quotas: ClientQuotaHandlers | None = None,
         enforcer: QuotaEnforcer | None = None,
         fetch_session_slots: int = DEFAULT_SESSION_SLOTS,
+        internal_topics: InternalTopics | None = None,
     ) -> None:
         txn = TxnHandlers(core, transactions, clock=clock)
         if telemetry is None:
@@ -187,10 +192,12 @@ class KafkaHandlers:
         )
         #: The listener's fetch sessions (``/metrics`` reads them).
         self.fetch_sessions = fetch.sessions
+        if internal_topics is None:
+            internal_topics = InternalTopics(lambda: identity.cluster_id)
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
-                operations=operations, quotas=enforcer,
+                operations=operations, quotas=enforcer, internal_topics=internal_topics,
             ),
             ProduceHandler(core, clock=clock),
             fetch,
@@ -198,7 +205,7 @@ class KafkaHandlers:
             GroupHandlers(
                 core, coordinator, identity,
                 pending_offsets=_pending_offsets(transactions),
-                is_share_group=is_share_group,
+                is_share_group=is_share_group, internal_topics=internal_topics,
             ),
             GroupAdminHandlers(
                 core, cast(HasGroupAdmin, coordinator), operations,
@@ -208,6 +215,7 @@ class KafkaHandlers:
                 core, cast(HasConsumerGroups, coordinator), operations,
                 # A streams group's id is no consumer group's either.
                 is_share_group=lambda g: is_share_group(g) or g in streams_groups(),
+                internal_topics=internal_topics,
             ),
             StreamsGroupHandlers(
                 core, cast(HasStreamsGroups, coordinator), operations,
@@ -228,7 +236,8 @@ class KafkaHandlers:
                 core, shares, identity, clock=clock, operations=operations,
                 classic_group=_classic_group(coordinator),
             ),
-            ShareOffsetHandlers(core, shares),
+            ShareOffsetHandlers(core, shares, classic_group=_classic_group(coordinator)),
+            LeadershipHandlers(core, identity, clock=clock),
             TelemetryHandlers(
                 core, identity, telemetry,
                 configured_groups=_configured_groups(coordinator, shares),

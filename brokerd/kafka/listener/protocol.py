@@ -70,6 +70,7 @@ from brokerd.kafka.server.fetch_sessions import DEFAULT_SESSION_SLOTS
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
+from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.server.throttle import QuotaEnforcer
@@ -526,6 +527,7 @@ class KafkaFactory(Factory):
         telemetry: ClientTelemetry | None = None,
         quotas: QuotaEnforcer | None = None,
         quota_handlers: ClientQuotaHandlers | None = None,
+        internal_topics: InternalTopics | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -564,7 +566,7 @@ class KafkaFactory(Factory):
             credentials=credentials,
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
             shares=shares, telemetry=telemetry, quotas=quota_handlers, enforcer=self.quotas,
-            fetch_session_slots=fetch_session_slots,
+            fetch_session_slots=fetch_session_slots, internal_topics=internal_topics,
         )
 
     def frame_limit(self, *, authenticated: bool) -> int:

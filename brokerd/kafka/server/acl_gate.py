@@ -242,16 +242,6 @@ def topic_op(op: Operation, access: Access) -> Callable[[str], ErrorCode | None]
     return lambda name: None if access.topic(op, name) else TOPIC_DENIED
 
 
-def commit_topics_denied(code: ErrorCode, topics: Sequence[Any], topic_cls: Any,
-                          part_cls: Any) -> tuple[Any, ...]:
-    return tuple(
-        topic_cls(name=t.name, partitions=tuple(
-            part_cls(partition_index=p.partition_index, error_code=code) for p in t.partitions
-        ))
-        for t in topics
-    )
-
-
 def access_of(authorizer: AclAuthorizer, core: CoreTopics, conn: Connection) -> Access:
     """The connection's principal (``User:ANONYMOUS`` until TLS or SASL set one) and
     host, as seen by ``authorizer``."""

@@ -29,8 +29,8 @@ from brokerd.net.connection import ConnectionState
 T = TypeVar("T")
 
 #: brokerd has one leader epoch forever (it is a single node that never changes
-#: leadership): no client then needs OffsetForLeaderEpoch or starts KIP-320 offset
-#: validation.
+#: leadership): OffsetForLeaderEpoch answers from it, so a client's KIP-320 offset
+#: validation never finds a log truncated under it.
 LEADER_EPOCH = 0
 
 

@@ -142,6 +142,12 @@ class ApiKey(enum.IntEnum):
     # Client quotas.
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
+    # What one node answers about leadership: partitions' leader epochs, the quorum.
+    OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_QUORUM = 55
+    ELECT_LEADERS = 43
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
 
 
 # -- errors --------------------------------------------------------------------------

@@ -50,14 +50,31 @@ def _features(entries: Sequence[tuple[str, int, int]]) -> bytes:
     return b"".join(parts)
 
 
-_TAGS: tuple[tuple[int, bytes], ...] = (
-    (0, _features([(n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED.items())])),
-    (1, _I64.pack(FINALIZED_EPOCH)),
-    # FinalizedFeatures entries are (name, max level, min level).
-    (2, _features([(n, level, level) for n, level in sorted(FINALIZED.items())])),
-)
+#: The first ApiVersions version whose SupportedFeatures may hold a minimum version of 0
+#: (KAFKA-17011: older clients fail to read one, so Kafka leaves such features out).
+_MIN_VERSION_ZERO_FROM = 4
+
+
+def _tags(version: int) -> tuple[tuple[int, bytes], ...]:
+    supported = [
+        (n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED.items())
+        if lo != 0 or version >= _MIN_VERSION_ZERO_FROM
+    ]
+    return (
+        (0, _features(supported)),
+        (1, _I64.pack(FINALIZED_EPOCH)),
+        # FinalizedFeatures entries are (name, max level, min level).
+        (2, _features([(n, level, level) for n, level in sorted(FINALIZED.items())])),
+    )
+
+
+_TAGS_V3 = _tags(3)
+_TAGS = _tags(_MIN_VERSION_ZERO_FROM)
 
 
 def api_versions_tags(version: int) -> Sequence[tuple[int, bytes]]:
-    """ApiVersionsResponse's tagged fields at ``version`` (v3+; none before)."""
-    return _TAGS if version >= 3 else ()
+    """ApiVersionsResponse's tagged fields at ``version`` (v3+; none before). At v3 a
+    supported feature whose minimum is 0 (``share.version``) is left out, as Kafka does."""
+    if version < 3:
+        return ()
+    return _TAGS if version >= _MIN_VERSION_ZERO_FROM else _TAGS_V3

@@ -482,7 +482,7 @@ class ConnectionTests(KafkaTestCase):
             self.assertEqual(out[4:10], struct.pack(">ih", 77, 0))
             _, resp = apis.decode_response(ApiKey.API_VERSIONS, version, out[4:])
             got = {r.api_key: (r.min_version, r.max_version) for r in resp.api_keys}
-            self.assertEqual(got[ApiKey.API_VERSIONS], (0, 4))
+            self.assertEqual(got[ApiKey.API_VERSIONS], (0, 5))
             self.assertEqual(got[ApiKey.PRODUCE], (0, 13))
             self.assertFalse(self.tr.disconnecting)
 
@@ -496,13 +496,30 @@ class ConnectionTests(KafkaTestCase):
             client_software_name="client", client_software_version="1.0"))
         self.assertEqual(self.one().error_code, 0)
 
-    def test_api_versions_v5_gets_the_v0_fallback_and_stays_open(self) -> None:
-        flexible = (struct.pack(">hhi", 18, 5, 77) + b"\x00\x07rdkafka\x00"
+    def test_api_versions_v5_checks_the_cluster_and_node_it_names(self) -> None:
+        """KIP-1242: a client that names this cluster and node is answered; one that
+        names another cluster or node is told to bootstrap again (REBOOTSTRAP_REQUIRED)
+        and the connection stays open."""
+        mine = self.factory.cluster_id
+        for cluster, node, code in (
+            (None, -1, 0), (mine, 0, 0), (mine, 1, ErrorCode.REBOOTSTRAP_REQUIRED),
+            ("another-cluster", 0, ErrorCode.REBOOTSTRAP_REQUIRED),
+        ):
+            self.send(ApiKey.API_VERSIONS, 5, apis.ApiVersionsRequest(
+                client_software_name="apache-kafka-java", client_software_version="4.4.0",
+                cluster_id=cluster, node_id=node))
+            resp = self.one()
+            self.assertEqual(resp.error_code, code, (cluster, node))
+            self.assertEqual(bool(resp.api_keys), code == 0)
+        self.assertFalse(self.tr.disconnecting)
+
+    def test_api_versions_v6_gets_the_v0_fallback_and_stays_open(self) -> None:
+        flexible = (struct.pack(">hhi", 18, 6, 77) + b"\x00\x07rdkafka\x00"
                     + b"\x0blibrdkafka\x062.0.2\x00\x09")
         self.proto.dataReceived(codec.frame(flexible))
         self.assertEqual(
             self.tr.value(),
-            struct.pack(">iihi", 16, 77, 35, 1) + struct.pack(">hhh", 18, 0, 4),
+            struct.pack(">iihi", 16, 77, 35, 1) + struct.pack(">hhh", 18, 0, 5),
         )
         self.tr.clear()
         self.assertFalse(self.tr.disconnecting)

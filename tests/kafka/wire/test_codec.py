@@ -228,7 +228,7 @@ def test_unknown_api_key() -> None:
 @pytest.mark.parametrize(
     ("key", "version"),
     [(ApiKey.FETCH, 3), (ApiKey.FETCH, 19), (ApiKey.METADATA, 14), (ApiKey.PRODUCE, 14),
-     (ApiKey.LIST_OFFSETS, 0), (ApiKey.OFFSET_COMMIT, 11), (ApiKey.API_VERSIONS, 5)],
+     (ApiKey.LIST_OFFSETS, 0), (ApiKey.OFFSET_COMMIT, 11), (ApiKey.API_VERSIONS, 6)],
 )
 def test_unsupported_versions(key: ApiKey, version: int) -> None:
     with pytest.raises(apis.UnsupportedVersion) as info:
@@ -240,10 +240,10 @@ def test_unsupported_versions(key: ApiKey, version: int) -> None:
 # -- ApiVersions ---------------------------------------------------------------------
 
 
-def test_api_versions_v5_fallback_bytes_exactly() -> None:
+def test_api_versions_v6_fallback_bytes_exactly() -> None:
     # A version above brokerd's: header v2 (client id + tagged fields), a body of some
     # later layout. Only 8 bytes are looked at.
-    flexible = (i16(18) + i16(5) + i32(0x01020304) + s("rdkafka") + b"\x00"
+    flexible = (i16(18) + i16(6) + i32(0x01020304) + s("rdkafka") + b"\x00"
                 + b"\x0alibrdkafka\x062.0.2\x00\xff\xff")
     with pytest.raises(apis.UnsupportedVersion) as info:
         apis.decode_request(flexible)
@@ -253,8 +253,43 @@ def test_api_versions_v5_fallback_bytes_exactly() -> None:
         + i32(0x01020304)            # correlation id, response header v0
         + i16(35)                    # UNSUPPORTED_VERSION
         + i32(1)                     # one entry
-        + i16(18) + i16(0) + i16(4)  # ApiVersions 0-4; v0 body: no throttle time, no tags
+        + i16(18) + i16(0) + i16(5)  # ApiVersions 0-5; v0 body: no throttle time, no tags
     )
+
+
+def test_api_versions_v5_request_bytes_exactly() -> None:
+    # KIP-1242: after the client software, a nullable compact cluster id and a node id.
+    wire = (i16(18) + i16(5) + i32(9) + s("adminclient-1") + NO_TAGS
+            + cs("apache-kafka-java") + cs("4.4.0") + cs("abcd") + i32(3) + NO_TAGS)
+    req = apis.decode_request(wire)
+    assert req.body == apis.ApiVersionsRequest(
+        client_software_name="apache-kafka-java", client_software_version="4.4.0",
+        cluster_id="abcd", node_id=3)
+    first = (i16(18) + i16(5) + i32(9) + s("c") + NO_TAGS
+             + b"\x02a\x021" + b"\x00" + i32(-1) + NO_TAGS)
+    assert apis.decode_request(first).body == apis.ApiVersionsRequest(
+        client_software_name="a", client_software_version="1")
+
+
+def test_api_versions_v5_refuses_another_cluster_or_node() -> None:
+    """REBOOTSTRAP_REQUIRED (129) and no API when the request names a cluster and either
+    it or the node is not this broker's; a request naming no cluster is answered."""
+    def answer(cluster: str | None, node: int, version: int = 5) -> int:
+        body = apis.ApiVersionsRequest(
+            client_software_name="a", client_software_version="1",
+            cluster_id=cluster, node_id=node)
+        response = apis.api_versions_response(version, body, cluster_id="abcd", node_id=3)
+        if response.error_code:
+            assert response.api_keys == ()
+        return response.error_code
+    assert answer("abcd", 3) == 0
+    assert answer(None, -1) == 0
+    assert answer(None, 7) == 0
+    assert answer("other", 3) == 129
+    assert answer("abcd", 4) == 129
+    assert answer("abcd", -1) == 129
+    # v4 carries neither field: nothing to check.
+    assert answer("other", 4, version=4) == 0
 
 
 def test_api_versions_v3_request_bytes_exactly() -> None:
@@ -275,10 +310,11 @@ def test_api_versions_v3_response_bytes_exactly() -> None:
     resp = apis.ApiVersionsResponse(
         error_code=0, api_keys=(apis.ApiVersionRange(api_key=0, min_version=0, max_version=13),)
     )
-    for version in (3, 4):
+    for version in (3, 4, 5):
         out = apis.encode_response(7, version, resp)
         name = uv(len(b"share.version") + 1) + b"share.version"
-        supported = carr(name + i16(0) + i16(1) + NO_TAGS)
+        # Below v4 a supported feature with minimum 0 is left out (KAFKA-17011).
+        supported = carr(name + i16(0) + i16(1) + NO_TAGS) if version >= 4 else carr()
         finalized = carr(name + i16(1) + i16(1) + NO_TAGS)
         # The tagged features (KIP-932's share.version): SupportedFeatures (0),
         # FinalizedFeaturesEpoch (1), FinalizedFeatures (2).
@@ -857,6 +893,8 @@ def _type_strategy(t: Any, version: int) -> st.SearchStrategy[Any]:
         return st.binary(max_size=16)
     if t is codec.UUID:
         return st.uuids()
+    if t is codec.UINT16:
+        return st.integers(min_value=0, max_value=0xFFFF)
     if isinstance(t, codec.Array):
         return st.lists(_type_strategy(t.item, version), max_size=3).map(tuple)
     assert isinstance(t, codec.Struct)

@@ -16,9 +16,12 @@ group's work; ``on_resolved(group_id)`` tells the coordinator when a group's reg
 its new answer. Until then the regex keeps its previous answer (nothing, when new), so
 the heartbeat that brought it is answered with the member's named topics only.
 
-Internal topics (``__`` prefixed) never match. Where ACLs apply, a topic counts only if
-the principal may DESCRIBE it (Kafka 4's rule): the principal of the heartbeat that first
-needed the regex resolved, checked when a topic is first matched.
+Every topic the coordinator sees may match, internal topics included: Kafka 4.4's
+resolver skips none (a client that wants them out says so in its regex; franz-go checks
+that the broker assigns ``__consumer_offsets`` to a regex naming it). Where ACLs apply,
+a topic counts only if the principal may DESCRIBE it (Kafka 4's rule): the principal of
+the heartbeat that first needed the regex resolved, checked when a topic is first
+matched.
 
 Reactor thread only; time comes from the injected clock.
 """
@@ -102,7 +105,7 @@ class _Resolution:
 
     def check(self, name: str) -> int:
         """Check one name; its cost."""
-        if not name.startswith("__") and self.regex.fullmatch(name) and self.may_describe(name):
+        if self.regex.fullmatch(name) and self.may_describe(name):
             self.found.append(name)
         return self.regex.work(name) + MATCH_OVERHEAD
 

@@ -51,6 +51,7 @@ from brokerd.kafka.server.handler_base import (
 )
 from brokerd.kafka.server.handlers.configs import topic_entries
 from brokerd.kafka.server.handlers.txn import TxnHandlers
+from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.server.throttle import THROTTLED_TEXT, MutationCharge, QuotaEnforcer
@@ -111,10 +112,15 @@ class AdminHandlers:
         default_partitions: int = DEFAULT_PARTITIONS,
         operations: AuthorizedOperations | None = None,
         quotas: QuotaEnforcer | None = None,
+        internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
         self._id = identity
         self._quotas = quotas
+        self._internal = (
+            internal_topics if internal_topics is not None
+            else InternalTopics(lambda: identity.cluster_id)
+        )
         self._operations = operations if operations is not None else AuthorizedOperations()
         self._default_partitions = default_partitions
         self._txn = transactional
@@ -156,7 +162,9 @@ class AdminHandlers:
             conn.client_software = (
                 req.body.client_software_name, req.body.client_software_version
             )
-        return apis.api_versions_response(req.api_version, req.body)
+        return apis.api_versions_response(
+            req.api_version, req.body, cluster_id=self._id.cluster_id, node_id=self._id.node_id
+        )
 
     def _topic_metadata(self, info: TopicInfo) -> apis.MetadataTopic:
         # Building the entry of a 10,000-partition topic takes ~50 ms of the reactor;
@@ -198,7 +206,7 @@ class AdminHandlers:
     async def metadata(self, conn: Connection, req: Request) -> Any:
         body: apis.MetadataRequest = req.body
         version = req.api_version
-        known = self._core.topics()
+        known = self._topics()
         entries: list[apis.MetadataTopic] = []
         # v0: an empty list means every topic; v1+: null means every topic and an empty
         # list means none (librdkafka asks for brokers only that way).
@@ -250,8 +258,14 @@ class AdminHandlers:
             cluster_authorized_operations=cluster_ops,
         )
 
+    def _topics(self) -> Mapping[str, TopicInfo]:
+        """The core's topics and the internal ones presented (``internal_topics``)."""
+        internal = self._internal.topics()
+        topics = self._core.topics()
+        return {**internal, **topics} if internal else topics
+
     def _topic_metadata_by_id(self, topic_id: uuid.UUID) -> apis.MetadataTopic:
-        info = self._core.topic_by_id(topic_id)
+        info = self._core.topic_by_id(topic_id) or self._internal.by_id(topic_id)
         if info is None:
             return apis.MetadataTopic(
                 error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id
@@ -263,6 +277,14 @@ class AdminHandlers:
     ) -> apis.MetadataTopic:
         info = known.get(name)
         if info is not None:
+            return self._topic_metadata(info)
+        if is_internal_topic(name):
+            # Kafka creates its internal topics when asked for them by name.
+            info = self._internal.create(name) if allow_create else None
+            if info is None:
+                return apis.MetadataTopic(
+                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name
+                )
             return self._topic_metadata(info)
         try:
             validate_topic_name(name)
@@ -320,7 +342,7 @@ class AdminHandlers:
         at Kafka's 2000) per answer, from the cursor on; ``next_cursor`` says where the
         next request starts when the limit cut the answer short."""
         body: DescribeTopicPartitionsRequest = req.body
-        known = self._core.topics()
+        known = self._topics()
         cursor = body.cursor
         start = cursor.topic_name if cursor is not None else ""
         every = not body.topics

@@ -47,6 +47,7 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
 )
 from brokerd.kafka.server.handler_base import Connection, Outcome
+from brokerd.kafka.server.internal_topics import InternalTopics, with_internal
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
@@ -75,9 +76,12 @@ class HasConsumerGroups(Protocol):
         ...
 
 
-def topic_metadata(core: CoreApi) -> TopicMetadata:
-    """Every topic's ID and partition count, by name (no I/O)."""
-    return {name: (info.topic_id, info.partitions) for name, info in core.topics().items()}
+def topic_metadata(core: CoreApi, internal: InternalTopics | None = None) -> TopicMetadata:
+    """Every topic's ID and partition count, by name (no I/O), with the internal topics
+    presented: Kafka's server-side regex resolution (KIP-848) does not skip internal
+    topics, and a subscription may name one."""
+    found = {name: (info.topic_id, info.partitions) for name, info in core.topics().items()}
+    return found if internal is None else with_internal(found, internal)
 
 
 class ConsumerGroupHandlers:
@@ -96,8 +100,10 @@ class ConsumerGroupHandlers:
         operations: AuthorizedOperations | None = None,
         *,
         is_share_group: Callable[[str], bool],
+        internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
+        self._internal = internal_topics
         self._coordinator = coordinator
         self._operations = operations if operations is not None else AuthorizedOperations()
         self._is_share_group = is_share_group
@@ -137,7 +143,7 @@ class ConsumerGroupHandlers:
                 version=req.api_version,
                 may_describe=self._may_describe(conn),
             ),
-            topic_metadata(self._core),
+            topic_metadata(self._core, self._internal),
         )
         assignment = None
         if answer.assignment is not None:

@@ -48,6 +48,17 @@ SHARE_GROUP_TYPE = "share"
 #: DescribeGroups' first version answering GROUP_ID_NOT_FOUND for an unknown group.
 _DESCRIBE_NOT_FOUND_FROM = 6
 
+#: Why a group was not deleted, by error code (DeleteGroups v3+'s per-group message;
+#: ``{}`` is the group id). A code not listed gets Kafka's name for it.
+_DELETION_REFUSED: Mapping[int, str] = {
+    ErrorCode.GROUP_ID_NOT_FOUND: "Group {} does not exist.",
+    ErrorCode.NON_EMPTY_GROUP: "Group {} still has members; only an empty group can be deleted.",
+    ErrorCode.INVALID_GROUP_ID: "Group id {!r} is not a valid group id.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Not authorized to delete group {}.",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The group coordinator of {} is not available.",
+    ErrorCode.NOT_COORDINATOR: "This broker is not the coordinator of group {}.",
+}
+
 
 class GroupAdminLike(Protocol):
     """:class:`~brokerd.kafka.groups.admin.GroupAdmin` as the handlers use it."""
@@ -203,9 +214,7 @@ class GroupAdminHandlers:
         answered = dict(results)
         return apis.DeleteGroupsResponse(
             results=tuple(
-                apis.DeletableGroupResult(
-                    group_id=g, error_code=shared[g] if g in shared else answered[g]
-                )
+                deletion_result(g, shared[g] if g in shared else answered[g])
                 for g in dict.fromkeys(names)
             )
         )
@@ -277,7 +286,7 @@ def delete_groups_rule(access: Access, req: Request) -> Gate:
     return split_entries(
         req, req.body.groups_names, itself,
         lambda g: None if access.group(Operation.DELETE, g) else GROUP_DENIED,
-        lambda g, code: apis.DeletableGroupResult(group_id=g, error_code=code),
+        deletion_result,
         narrow=lambda kept: attrs.evolve(req.body, groups_names=kept),
         widen=lambda r, denied: attrs.evolve(r, results=(*r.results, *denied)),
     )
@@ -298,4 +307,21 @@ def offset_delete_rule(access: Access, req: Request) -> Gate:
         req, body.topics, by_name, topic_op(Operation.READ, access), denied,
         narrow=lambda kept: attrs.evolve(body, topics=kept),
         widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
+    )
+
+
+def deletion_result(group_id: str, code: int) -> apis.DeletableGroupResult:
+    """DeleteGroups' answer for one group: its code and, when it was not deleted, why
+    (sent from v3, dropped on the wire before)."""
+    if code == ErrorCode.NONE:
+        return apis.DeletableGroupResult(group_id=group_id, error_code=code)
+    template = _DELETION_REFUSED.get(code)
+    if template is None:
+        try:
+            name = ErrorCode(code).name
+        except ValueError:
+            name = f"error {code}"
+        template = "Group {} was not deleted: " + name + "."
+    return apis.DeletableGroupResult(
+        group_id=group_id, error_code=code, error_message=template.format(group_id)
     )

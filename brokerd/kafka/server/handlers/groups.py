@@ -53,6 +53,7 @@ from brokerd.kafka.server.handler_base import (
     Outcome,
     unexpected_code,
 )
+from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages import groups as group_apis
@@ -236,10 +237,12 @@ class GroupHandlers:
         *,
         pending_offsets: PendingOffsets | None = None,
         is_share_group: Callable[[str], bool],
+        internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
         self._groups = coordinator
         self._id = identity
+        self._internal = internal_topics
         self._pending = pending_offsets
         self._is_share_group = is_share_group
 
@@ -285,6 +288,9 @@ class GroupHandlers:
         coordinates both (the transaction APIs are answered by
         brokerd.kafka.server.handlers.txn)."""
         if key_type in (_COORDINATOR_GROUP, _COORDINATOR_TRANSACTION):
+            if self._internal is not None:
+                # Kafka creates the coordinator's internal topic at its first lookup.
+                self._internal.coordinator_looked_up(key_type)
             ident = self._id
             return group_apis.Coordinator(
                 key=key, node_id=ident.node_id, host=ident.advertised_host,

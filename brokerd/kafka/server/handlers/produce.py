@@ -46,6 +46,7 @@ from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
+from brokerd.names import INTERNAL_TOPICS
 from brokerd.security.acl import Operation
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.header import batch_codecs
@@ -194,6 +195,11 @@ class ProduceHandler:
 
         if topic is None:  # v13+: an ID no topic has (never auto-created)
             return refuse(ErrorCode.UNKNOWN_TOPIC_ID, "no topic has this topic ID")
+        if topic in INTERNAL_TOPICS:
+            # Kafka's answer to a client writing to its internal topics.
+            return refuse(
+                ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
+            )
         records = part.records
         if not records:
             return refuse(ErrorCode.CORRUPT_MESSAGE, "a produce must carry a record batch")

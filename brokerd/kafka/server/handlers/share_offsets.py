@@ -12,7 +12,7 @@ Kafka: DESCRIBE on the group and the topics for describe, READ for alter and del
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -39,9 +39,19 @@ __all__ = ["ShareOffsetHandlers"]
 
 
 class ShareOffsetHandlers:
-    def __init__(self, core: CoreTopics, shares: ShareGroups | None) -> None:
+    """:param classic_group: whether an id is a classic or consumer group's (such an id
+    is no share group's, and alter does not make it one)."""
+
+    def __init__(
+        self,
+        core: CoreTopics,
+        shares: ShareGroups | None,
+        *,
+        classic_group: Callable[[str], bool] | None = None,
+    ) -> None:
         self._core = core
         self._shares = shares
+        self._classic_group = classic_group
 
     def routes(self) -> tuple[Route, ...]:
         # Without share groups (a listener built without them) each API answers
@@ -131,11 +141,23 @@ class ShareOffsetHandlers:
             return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
         return None
 
+    def _alter_refusal(self, group: str) -> tuple[int, str] | None:
+        """As :meth:`_refusal`, except that a share group that does not exist yet is
+        created by the alter (Kafka 4.4: offsets may be set before the first member
+        joins), unless the id is a classic or consumer group's."""
+        if self._known(group):
+            return self._refusal(group)
+        if not group:
+            return ErrorCode.INVALID_GROUP_ID, "The group id may not be empty."
+        if self._classic_group is not None and self._classic_group(group):
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group} is not a share group."
+        return None
+
     async def alter(self, conn: Connection, req: Request) -> Any:
         if self._shares is None:
             return m.AlterShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.AlterShareGroupOffsetsRequest = req.body
-        refused = self._refusal(body.group_id)
+        refused = self._alter_refusal(body.group_id)
         if refused is not None:
             return m.AlterShareGroupOffsetsResponse(error_code=refused[0], error_message=refused[1])
         topics = self._core.topics()

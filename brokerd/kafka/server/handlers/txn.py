@@ -33,6 +33,7 @@ WriteTxnMarkers (through the core, as the coordinator does); dispatch is
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,6 @@ from brokerd.kafka.server.acl_gate import (
     Gate,
     answer_now,
     by_name,
-    commit_topics_denied,
     itself,
     keep_only,
     split_entries,
@@ -69,7 +69,7 @@ from brokerd.kafka.txn.types import (
     TxnListing,
     TxnOffset,
 )
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
 from brokerd.kafka.wire.requests import apis
@@ -98,6 +98,8 @@ TXN_OFFSET_COMMIT_LOAD_ERROR_FROM = 2
 BUMPING_END_TXN_FROM = 5
 #: TxnOffsetCommit from this version adds its group to the transaction itself.
 IMPLICIT_ADD_OFFSETS_FROM = 5
+#: TxnOffsetCommit from this version names topics by ID only (KIP-1319).
+TXN_OFFSET_COMMIT_TOPIC_IDS_FROM = 6
 #: A WriteTxnMarkers (v2+) marker of this transaction version needs a newer epoch.
 STRICT_MARKER_TRANSACTION_VERSION = 2
 #: What a broker without a transaction coordinator answers a transactional request.
@@ -153,7 +155,7 @@ class TxnHandlers:
             ),
             Route(ApiKey.ADD_OFFSETS_TO_TXN, self.add_offsets_to_txn, add_offsets_to_txn_rule),
             Route(ApiKey.END_TXN, self.end_txn, end_txn_rule),
-            Route(ApiKey.TXN_OFFSET_COMMIT, self.txn_offset_commit, txn_offset_commit_rule),
+            Route(ApiKey.TXN_OFFSET_COMMIT, self.txn_offset_commit, self.txn_offset_commit_rule),
             Route(
                 ApiKey.DESCRIBE_TRANSACTIONS,
                 self.describe_transactions,
@@ -372,13 +374,32 @@ class TxnHandlers:
 
     # -- TxnOffsetCommit -------------------------------------------------------------
 
+    def _topic_name(self, topic_id: uuid.UUID) -> str:
+        """The name of the topic with ``topic_id`` now, or "" (none has it)."""
+        if topic_id == ZERO_UUID:
+            return ""
+        info = self._core.topic_by_id(topic_id)
+        return "" if info is None else info.name
+
+    def txn_offset_commit_rule(self, access: Access, req: Request) -> Gate:
+        """TxnOffsetCommit's ACL rule (v6+: on the names of the topics' IDs)."""
+        if req.api_version >= TXN_OFFSET_COMMIT_TOPIC_IDS_FROM:
+            req = Request(req.header, with_txn_commit_names(req.body, self._topic_name))
+        return txn_offset_commit_rule(access, req)
+
     async def txn_offset_commit(self, conn: Connection, req: Request) -> Any:
-        body: apis.TxnOffsetCommitRequest = req.body
+        by_id = req.api_version >= TXN_OFFSET_COMMIT_TOPIC_IDS_FROM
+        body: apis.TxnOffsetCommitRequest = (
+            with_txn_commit_names(req.body, self._topic_name) if by_id else req.body
+        )
         codes: dict[TopicPartition, int] = {}
         offsets: dict[TopicPartition, TxnOffset] = {}
-        missing = self._missing((t.name, p.partition_index) for t in body.topics
+        # v6+: a topic ID no topic has is UNKNOWN_TOPIC_ID, answered below.
+        named = [t for t in body.topics if t.name or not by_id]
+        unnamed = [t for t in body.topics if not (t.name or not by_id)]
+        missing = self._missing((t.name, p.partition_index) for t in named
                                 for p in t.partitions)
-        for t in body.topics:
+        for t in named:
             for p in t.partitions:
                 tp = (t.name, p.partition_index)
                 if self._txn is not None and tp in missing:
@@ -404,23 +425,43 @@ class TxnHandlers:
                 stored = dict.fromkeys(offsets, code)
             for tp in offsets:
                 codes[tp] = stored.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)
-        by_topic = _group(tp for t in body.topics for tp in
+        ids = {t.name: t.topic_id for t in named}
+        by_topic = _group(tp for t in named for tp in
                           ((t.name, p.partition_index) for p in t.partitions))
+        unknown_ids = _group(
+            (t.topic_id.hex, p.partition_index)
+            for t in unnamed for p in t.partitions
+        )
         return apis.TxnOffsetCommitResponse(
-            topics=tuple(
-                apis.TxnOffsetCommitResponseTopic(
-                    name=topic,
-                    partitions=tuple(
-                        apis.TxnOffsetCommitResponsePartition(
-                            partition_index=p,
-                            error_code=code_for_version(
-                                ApiKey.TXN_OFFSET_COMMIT, req.api_version, codes[(topic, p)]
-                            ),
-                        )
-                        for p in parts
-                    ),
-                )
-                for topic, parts in by_topic.items()
+            topics=(
+                *(
+                    apis.TxnOffsetCommitResponseTopic(
+                        name=topic,
+                        topic_id=ids[topic],
+                        partitions=tuple(
+                            apis.TxnOffsetCommitResponsePartition(
+                                partition_index=p,
+                                error_code=code_for_version(
+                                    ApiKey.TXN_OFFSET_COMMIT, req.api_version, codes[(topic, p)]
+                                ),
+                            )
+                            for p in parts
+                        ),
+                    )
+                    for topic, parts in by_topic.items()
+                ),
+                *(
+                    apis.TxnOffsetCommitResponseTopic(
+                        topic_id=uuid.UUID(hex=topic_id),
+                        partitions=tuple(
+                            apis.TxnOffsetCommitResponsePartition(
+                                partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                            )
+                            for p in parts
+                        ),
+                    )
+                    for topic_id, parts in unknown_ids.items()
+                ),
             )
         )
 
@@ -625,21 +666,54 @@ def _described(d: TxnDescription) -> apis.DescribeTransactionsState:
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
+def with_txn_commit_names(
+    body: apis.TxnOffsetCommitRequest, name_of: Callable[[uuid.UUID], str]
+) -> apis.TxnOffsetCommitRequest:
+    """A TxnOffsetCommit v6+ request with each topic's ``name`` that of its ID ("" for an
+    ID no topic has)."""
+    return attrs.evolve(body, topics=tuple(
+        attrs.evolve(t, name=name_of(t.topic_id)) for t in body.topics
+    ))
+
+
+def _txn_commit_topics_denied(
+    code: ErrorCode, topics: Sequence[apis.TxnOffsetCommitRequestTopic]
+) -> tuple[apis.TxnOffsetCommitResponseTopic, ...]:
+    return tuple(
+        apis.TxnOffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=tuple(
+            apis.TxnOffsetCommitResponsePartition(
+                partition_index=p.partition_index, error_code=code
+            )
+            for p in t.partitions
+        ))
+        for t in topics
+    )
+
+
 def txn_offset_commit_rule(access: Access, req: Request) -> Gate:
+    """TxnOffsetCommit's ACL rule on topic names (v6+ requests come with the names of
+    their IDs filled in; an entry without one, an ID no topic has, passes for the handler
+    to answer UNKNOWN_TOPIC_ID)."""
     body: apis.TxnOffsetCommitRequest = req.body
-    topic_cls = apis.TxnOffsetCommitResponseTopic
-    part_cls = apis.TxnOffsetCommitResponsePartition
+    by_id = req.api_version >= TXN_OFFSET_COMMIT_TOPIC_IDS_FROM
     for ok, code in (
         (access.txn(Operation.WRITE, body.transactional_id), TXN_DENIED),
         (access.group(Operation.READ, body.group_id), GROUP_DENIED),
     ):
         if not ok:
             return answer_now(req, apis.TxnOffsetCommitResponse(
-                topics=commit_topics_denied(code, body.topics, topic_cls, part_cls)
+                topics=_txn_commit_topics_denied(code, body.topics)
             ))
+    topic_allowed = topic_op(Operation.READ, access)
+
+    def error_of(name: str) -> ErrorCode | None:
+        if by_id and not name:
+            return None
+        return topic_allowed(name)
+
     return split_entries(
-        req, body.topics, by_name, topic_op(Operation.READ, access),
-        lambda t, code: commit_topics_denied(code, (t,), topic_cls, part_cls)[0],
+        req, body.topics, by_name, error_of,
+        lambda t, code: _txn_commit_topics_denied(code, (t,))[0],
         narrow=lambda kept: attrs.evolve(body, topics=kept),
         widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
     )

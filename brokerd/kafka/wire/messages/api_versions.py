@@ -33,12 +33,17 @@ from brokerd.kafka.wire.schema import ApiSpec, Wire, array, wire_message
 class ApiVersionsRequest:
     r"""v0-2 have no fields; v3 (the first flexible version) names the client software
     (Kafka refuses a name or version outside ``[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?``);
-    v4 changes only what the response's tagged SupportedFeatures may hold."""
+    v4 changes only what the response's tagged SupportedFeatures may hold; v5 (KIP-1242)
+    names the cluster and node the client means to reach, so that a connection that landed
+    on another broker (an address reused after a restart elsewhere) is told to bootstrap
+    again instead of being served another cluster's metadata."""
 
     FLEXIBLE_FROM: ClassVar[int | None] = 3
 
     client_software_name: Annotated[str, Wire(STRING, 3)] = ""
     client_software_version: Annotated[str, Wire(STRING, 3)] = ""
+    cluster_id: Annotated[str | None, Wire(STRING, 5, nullable_from=5)] = None
+    node_id: Annotated[int, Wire(INT32, 5)] = -1
 
 
 @wire_message
@@ -68,5 +73,5 @@ class ApiVersionsResponse:
 
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, 0, 4),
+    ApiSpec(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, 0, 5),
 )

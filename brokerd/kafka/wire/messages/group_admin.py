@@ -122,6 +122,8 @@ class DeleteGroupsRequest:
 class DeletableGroupResult:
     group_id: Annotated[str, Wire(STRING)]
     error_code: Annotated[int, Wire(INT16)] = 0
+    #: v3+: why the group was not deleted (None when it was).
+    error_message: Annotated[str | None, Wire(STRING, 3, nullable_from=3)] = None
 
 
 @wire_message
@@ -185,6 +187,6 @@ class OffsetDeleteResponse:
 APIS: tuple[ApiSpec, ...] = (
     ApiSpec(ApiKey.LIST_GROUPS, ListGroupsRequest, ListGroupsResponse, 0, 5),
     ApiSpec(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, DescribeGroupsResponse, 0, 6),
-    ApiSpec(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, DeleteGroupsResponse, 0, 2),
+    ApiSpec(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, DeleteGroupsResponse, 0, 3),
     ApiSpec(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, OffsetDeleteResponse, 0, 0),
 )

@@ -140,6 +140,9 @@ class DescribeLogDirsResult:
     #: v4+: the size and free space of the volume the directory is on (-1 = unknown).
     total_bytes: Annotated[int, Wire(INT64, 4)] = -1
     usable_bytes: Annotated[int, Wire(INT64, 4)] = -1
+    #: v5+: whether new partitions are kept off the directory (KIP-1066); brokerd never
+    #: cordons its one data directory.
+    is_cordoned: Annotated[bool, Wire(BOOL, 5)] = False
 
 
 @wire_message
@@ -212,7 +215,7 @@ class CreatePartitionsResponse:
 APIS: tuple[ApiSpec, ...] = (
     ApiSpec(ApiKey.DELETE_RECORDS, DeleteRecordsRequest, DeleteRecordsResponse, 0, 2),
     # v0 was removed in Kafka 4.0 (v1 is the same layout).
-    ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 4),
+    ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 5),
     # v3 may answer THROTTLING_QUOTA_EXCEEDED; brokerd has no partition-creation quota.
     ApiSpec(ApiKey.CREATE_PARTITIONS, CreatePartitionsRequest, CreatePartitionsResponse, 0, 3),
 )

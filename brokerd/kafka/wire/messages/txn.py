@@ -11,6 +11,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, ClassVar
 
 import attrs
@@ -22,6 +23,8 @@ from brokerd.kafka.wire.codec import (
     INT32,
     INT64,
     STRING,
+    UUID,
+    ZERO_UUID,
     ApiKey,
     Array,
     Struct,
@@ -175,7 +178,9 @@ class TxnOffsetCommitRequestPartition:
 @wire_message
 @attrs.frozen(kw_only=True)
 class TxnOffsetCommitRequestTopic:
-    name: Annotated[str, Wire(STRING)]
+    #: v0-5: the topic by name; v6+ (KIP-1319) by ID (the handler fills ``name`` from it).
+    name: Annotated[str, Wire(STRING, 0, 5)] = ""
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 6)] = ZERO_UUID
     partitions: Annotated[
         tuple[TxnOffsetCommitRequestPartition, ...],
         Wire(Array(Struct(TxnOffsetCommitRequestPartition))),
@@ -210,7 +215,8 @@ class TxnOffsetCommitResponsePartition:
 @wire_message
 @attrs.frozen(kw_only=True)
 class TxnOffsetCommitResponseTopic:
-    name: Annotated[str, Wire(STRING)]
+    name: Annotated[str, Wire(STRING, 0, 5)] = ""
+    topic_id: Annotated[uuid.UUID, Wire(UUID, 6)] = ZERO_UUID
     partitions: Annotated[
         tuple[TxnOffsetCommitResponsePartition, ...],
         Wire(Array(Struct(TxnOffsetCommitResponsePartition))),
@@ -392,7 +398,7 @@ APIS: tuple[ApiSpec, ...] = (
     ApiSpec(ApiKey.END_TXN, EndTxnRequest, EndTxnResponse, 0, 5),
     # v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) also adds the group to the
     # transaction, as AddOffsetsToTxn does.
-    ApiSpec(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 5),
+    ApiSpec(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 6),
     ApiSpec(
         ApiKey.DESCRIBE_TRANSACTIONS,
         DescribeTransactionsRequest,

@@ -225,6 +225,11 @@ _INVALID_REQUEST = 42
 _CLIENT_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 #: First ApiVersions version that names the client software.
 _CLIENT_SOFTWARE_FROM = 3
+#: The error code of an ApiVersions v5+ request meant for another cluster or node
+#: (REBOOTSTRAP_REQUIRED, KIP-1242).
+_REBOOTSTRAP_REQUIRED = 129
+#: First ApiVersions version that names the cluster and node the client means to reach.
+_TARGET_FROM = 5
 
 
 # -- top level -----------------------------------------------------------------------
@@ -341,13 +346,39 @@ def client_software_valid(request: ApiVersionsRequest, api_version: int) -> bool
     )
 
 
+def meant_for_another_broker(
+    request: ApiVersionsRequest, api_version: int, cluster_id: str, node_id: int
+) -> bool:
+    """Whether an ApiVersions v5+ request names a cluster, and that cluster or the node it
+    names is not this broker (KIP-1242). A request without a cluster id targets any
+    broker; one with a cluster id but no node id (-1) is refused like Kafka refuses it,
+    since no broker has node id -1."""
+    if api_version < _TARGET_FROM or request.cluster_id is None:
+        return False
+    return request.cluster_id != cluster_id or request.node_id != node_id
+
+
 def api_versions_response(
-    api_version: int, request: ApiVersionsRequest | None = None
+    api_version: int,
+    request: ApiVersionsRequest | None = None,
+    *,
+    cluster_id: str | None = None,
+    node_id: int | None = None,
 ) -> ApiVersionsResponse:
     """The ApiVersions answer: every supported API and its range; INVALID_REQUEST and no
-    API when ``request`` (v3+) names its client software as Kafka refuses it."""
+    API when ``request`` (v3+) names its client software as Kafka refuses it;
+    REBOOTSTRAP_REQUIRED and no API when it (v5+) names another cluster or node than
+    ``cluster_id``/``node_id`` (the client then forgets what it knew and bootstraps
+    again)."""
     if request is not None and not client_software_valid(request, api_version):
         return ApiVersionsResponse(error_code=_INVALID_REQUEST)
+    if (
+        request is not None
+        and cluster_id is not None
+        and node_id is not None
+        and meant_for_another_broker(request, api_version, cluster_id, node_id)
+    ):
+        return ApiVersionsResponse(error_code=_REBOOTSTRAP_REQUIRED)
     return ApiVersionsResponse(
         error_code=0,
         api_keys=tuple(

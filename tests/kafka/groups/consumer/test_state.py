@@ -605,13 +605,18 @@ def test_range_splits_each_topic() -> None:
     assert out["b"] == {T1: frozenset({3, 4}), T2: frozenset({1})}
 
 
-def test_regexes_match_whole_names_and_skip_internal_topics() -> None:
+def test_regexes_match_whole_names_internal_topics_included() -> None:
+    """As Kafka 4.4's resolver: the whole name must match, and internal topics are not
+    skipped."""
     h = Harness()
     h.topics = {"t1": (T1, 1), "t10": (T2, 1), "__t1": (uuid.UUID(int=3), 1),
                 "x": (uuid.UUID(int=4), 1)}
     h.hb("a", subscribed_topic_names=None, subscribed_topic_regex="t.")
     h.clock.advance(0)
     assert set(h.group().subscribed_metadata) == {"t1"}
+    h.hb("a", subscribed_topic_regex=".*t1")
+    h.clock.advance(0)
+    assert set(h.group().subscribed_metadata) == {"t1", "__t1"}
 
 
 @pytest.mark.parametrize(

@@ -316,3 +316,24 @@ def test_static_member_restart_keeps_its_assignment_without_a_rebalance(
     finally:
         a.close()
         b.close()
+
+
+# -- DeleteGroups v3: a message per group not deleted ---------------------------------
+
+
+def test_delete_groups_v3_says_why_a_group_was_not_deleted(kbroker: BrokerProcess) -> None:
+    topic, group = "ga-delete-v3", "ga-delete-v3-group"
+    _create_topic(kbroker, topic)
+    _commit_simple(kbroker, group, topic, {0: 1})
+    with RawKafka(kbroker) as conn:
+        answer = conn.call(ApiKey.DELETE_GROUPS, 3, apis.DeleteGroupsRequest(
+            groups_names=(group, "ga-delete-v3-nope")))
+        again = conn.call(ApiKey.DELETE_GROUPS, 2, apis.DeleteGroupsRequest(
+            groups_names=(group,)))
+    results = {r.group_id: (r.error_code, r.error_message) for r in answer.results}
+    assert results == {
+        group: (0, None),
+        "ga-delete-v3-nope": (69, "Group ga-delete-v3-nope does not exist."),
+    }
+    # v2 has no message on the wire: the code alone.
+    assert [(r.error_code, r.error_message) for r in again.results] == [(69, None)]

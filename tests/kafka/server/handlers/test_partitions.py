@@ -108,7 +108,7 @@ class CreatePartitionsTests(RealBrokerCase):
     def test_advertised(self) -> None:
         self.send(ApiKey.API_VERSIONS, 2, apis.ApiVersionsRequest())
         got = {r.api_key: (r.min_version, r.max_version) for r in self.one().api_keys}
-        self.assertEqual((got[37], got[21], got[35]), ((0, 3), (0, 2), (1, 4)))
+        self.assertEqual((got[37], got[21], got[35]), ((0, 3), (0, 2), (1, 5)))
 
     def test_grow_then_metadata_produce_fetch(self) -> None:
         self.create("t", 2)

@@ -7,6 +7,7 @@ records its calls and answers what each test sets (the real one is tested on its
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,8 +29,10 @@ from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
 from brokerd.kafka.wire.requests import apis
+from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.log.producer_state import ActiveProducer
 
+from tests.kafka.server.handlers.test_acl import AclTestCase
 from tests.kafka.server.test_protocol import KafkaTestCase
 
 
@@ -395,6 +398,32 @@ class TxnOffsetCommitTests(TxnTestCase):
         got = self.commit(3, ("t", ((0, 1), (0, 2))))
         self.assertEqual(got, [("t", [(0, 0)])])
         self.assertEqual(self.txn.calls[0][5], {("t", 0): TxnOffset(2, 0, "m2")})
+
+    def test_v6_names_topics_by_id(self) -> None:
+        """KIP-1319: the topic's ID resolves to its name for the coordinator; the answer
+        carries the ID back; an ID no topic has is UNKNOWN_TOPIC_ID, each one answered."""
+        t_id = self.core.topics()["t"].topic_id
+        ghosts = (uuid.UUID(int=1), uuid.UUID(int=2))
+
+        def topic(topic_id: uuid.UUID, partition: int) -> apis.TxnOffsetCommitRequestTopic:
+            return apis.TxnOffsetCommitRequestTopic(topic_id=topic_id, partitions=(
+                apis.TxnOffsetCommitRequestPartition(
+                    partition_index=partition, committed_offset=9, committed_metadata=None),))
+
+        self.send(ApiKey.TXN_OFFSET_COMMIT, 6, apis.TxnOffsetCommitRequest(
+            transactional_id="tx", group_id="g", producer_id=4000, producer_epoch=2,
+            generation_id=5, member_id="m1",
+            topics=(topic(t_id, 1), topic(ghosts[0], 0), topic(ghosts[1], 0))))
+        answered = [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions])
+                    for t in self.one().topics]
+        self.assertEqual(answered, [
+            (t_id, [(1, 0)]),
+            (ghosts[0], [(0, ErrorCode.UNKNOWN_TOPIC_ID)]),
+            (ghosts[1], [(0, ErrorCode.UNKNOWN_TOPIC_ID)]),
+        ])
+        call, add_group = self.txn.calls
+        self.assertEqual(call[5], {("t", 1): TxnOffset(9, -1, None)})
+        self.assertEqual(add_group, ("add_group", "g"))  # v5+: KIP-890 part 2
 
     def test_coordinator_failure(self) -> None:
         self.txn.fail = RuntimeError("bug")
@@ -769,7 +798,7 @@ class VersionMappingTests(KafkaTestCase):
         got = {r.api_key: (r.min_version, r.max_version) for r in self.one().api_keys}
         self.assertEqual(
             {k: got[k] for k in (22, 24, 25, 26, 27, 28, 61, 65, 66)},
-            {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5),
+            {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 6),
              61: (0, 0), 65: (0, 0), 66: (0, 2)},
         )
 
@@ -785,3 +814,28 @@ class VersionMappingTests(KafkaTestCase):
                 self.assertEqual(code_for_version(api, version, fenced), want, (api, version))
                 self.assertEqual(code_for_version(api, version, ErrorCode.INVALID_TXN_STATE),
                                  ErrorCode.INVALID_TXN_STATE)
+
+
+class TxnOffsetCommitV6AclTests(AclTestCase):
+    def test_read_on_the_topic_its_id_names(self) -> None:
+        """v6's ACL check is READ on the topic the ID names now; an ID no topic has is
+        answered UNKNOWN_TOPIC_ID, not refused (there is no name to check)."""
+        self.core.add_topic("open")
+        self.core.add_topic("closed")
+        ids = {n: i.topic_id for n, i in self.core.topics().items()}
+        self.grant(ResourceType.TRANSACTIONAL_ID, "tx", Operation.WRITE)
+        self.grant(ResourceType.GROUP, "g", Operation.READ)
+        self.grant(ResourceType.TOPIC, "open", Operation.READ)
+        ghost = uuid.UUID(int=7)
+        self.send(ApiKey.TXN_OFFSET_COMMIT, 6, apis.TxnOffsetCommitRequest(
+            transactional_id="tx", group_id="g", producer_id=1, producer_epoch=0,
+            topics=tuple(apis.TxnOffsetCommitRequestTopic(topic_id=t, partitions=(
+                apis.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1),))
+                for t in (ids["open"], ids["closed"], ghost))))
+        codes = {t.topic_id: t.partitions[0].error_code for t in self.one().topics}
+        self.assertEqual(codes, {
+            # No transaction coordinator in this harness: what a broker without one answers.
+            ids["open"]: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            ids["closed"]: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            ghost: ErrorCode.UNKNOWN_TOPIC_ID,
+        })

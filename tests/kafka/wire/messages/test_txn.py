@@ -7,6 +7,7 @@ hypothesis round trips of tests/kafka/wire/test_codec.py cover these classes too
 from __future__ import annotations
 
 import tracemalloc
+import uuid
 from typing import Any
 
 import pytest
@@ -154,10 +155,10 @@ def test_end_txn_v5_answers_the_producer_id_and_epoch() -> None:
     assert response(5, resp, flexible=True) == i32(0) + i16(0) + i64(5) + i16(2) + NO_TAGS
 
 
-@pytest.mark.parametrize("key", [ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT])
-def test_v6_not_accepted(key: ApiKey) -> None:
+@pytest.mark.parametrize(("key", "version"), [(ApiKey.END_TXN, 6), (ApiKey.TXN_OFFSET_COMMIT, 7)])
+def test_versions_past_the_range_not_accepted(key: ApiKey, version: int) -> None:
     with pytest.raises(apis.UnsupportedVersion):
-        apis.decode_request(req(key, 6, b"", flexible=True))
+        apis.decode_request(req(key, version, b"", flexible=True))
 
 
 # -- TxnOffsetCommit (28) ----------------------------------------------------------------
@@ -192,6 +193,27 @@ def test_txn_offset_commit(version: int) -> None:
     else:
         want = i32(0) + arr(s("t") + arr(i32(1) + i16(22)))
     assert response(version, resp, flexible=flexible) == want
+
+
+def test_txn_offset_commit_v6_names_topics_by_id() -> None:
+    """v6 (KIP-1319): the topic name is gone, a 16-byte topic ID in its place, in the
+    request and the answer."""
+    topic_id = uuid.UUID(int=0x1234)
+    part = i32(1) + i64(100) + i32(4) + cs("md") + NO_TAGS
+    body = (cs("tx") + cs("g") + i64(5) + i16(1) + i32(3) + cs("m") + b"\x00"
+            + carr(topic_id.bytes + carr(part) + NO_TAGS) + NO_TAGS)
+    got = decode(ApiKey.TXN_OFFSET_COMMIT, 6, body, flexible=True)
+    assert got.topics == (apis.TxnOffsetCommitRequestTopic(topic_id=topic_id, partitions=(
+        apis.TxnOffsetCommitRequestPartition(
+            partition_index=1, committed_offset=100, committed_leader_epoch=4,
+            committed_metadata="md"),
+    )),)
+    resp = apis.TxnOffsetCommitResponse(topics=(apis.TxnOffsetCommitResponseTopic(
+        name="t", topic_id=topic_id, partitions=(apis.TxnOffsetCommitResponsePartition(
+            partition_index=1, error_code=100),)),))
+    want = (i32(0) + carr(topic_id.bytes + carr(i32(1) + i16(100) + NO_TAGS) + NO_TAGS)
+            + NO_TAGS)
+    assert response(6, resp, flexible=True) == want
 
 
 def test_txn_offset_commit_v3_null_instance_and_metadata() -> None:
