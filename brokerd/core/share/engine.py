@@ -29,6 +29,7 @@ from brokerd.core.share.partition import (
     LogSpan,
     PartitionSummary,
     SharePartition,
+    Span,
     StateRun,
 )
 from brokerd.core.share.states import RecordState
@@ -113,8 +114,8 @@ class ShareEngine:
             part.restore(
                 stored.start, stored.end,
                 (
-                    StateRun(o, o, RecordState(state), count)
-                    for o, (state, count) in sorted(stored.entries.items())
+                    StateRun(r.first, r.last, RecordState(r.state), r.delivery_count)
+                    for r in stored.runs()
                 ),
                 held=before.get(group, {}).get((topic, index)),
             )
@@ -192,11 +193,16 @@ class ShareEngine:
         spans: Sequence[LogSpan],
         max_records: int,
         now_ms: float,
+        *,
+        whole_batches: bool = False,
     ) -> tuple[list[AcquiredRange], list[ShareStateRecord]]:
         """Acquire up to ``max_records`` of ``spans`` for ``member`` (the partition must
-        have been :meth:`ensure` d)."""
+        have been :meth:`ensure` d); with ``whole_batches`` a batch begun is taken whole
+        (:meth:`SharePartition.acquire`)."""
         part = self._require(group, topic, index)
-        ranges, changed = part.acquire(member, spans, max_records, now_ms)
+        ranges, changed = part.acquire(
+            member, spans, max_records, now_ms, whole_batches=whole_batches
+        )
         return ranges, self._records(group, topic, index, part, changed)
 
     def acknowledge(
@@ -275,7 +281,7 @@ class ShareEngine:
         return part
 
     def _records(
-        self, group: str, topic: str, index: int, part: SharePartition, changed: set[int]
+        self, group: str, topic: str, index: int, part: SharePartition, changed: list[Span]
     ) -> list[ShareStateRecord]:
         if not changed:
             return []
