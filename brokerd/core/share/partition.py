@@ -250,7 +250,7 @@ class SharePartition:
         begun is taken whole). Offsets to skip are archived. Returns the acquired
         ranges and the changed spans."""
         changed: list[Span] = []
-        taken: list[_Taken] = []
+        taken: list[AcquiredRange] = []
         room = min(max_records, self.max_record_locks - self._acquired)
         deadline = now_ms + self.lock_duration_ms
         for span in spans:
@@ -276,15 +276,15 @@ class SharePartition:
         self._advance()
         out: list[AcquiredRange] = []
         for r in taken:
-            if out and out[-1].last + 1 == r.first and out[-1].delivery_count == r.count:
-                out[-1] = AcquiredRange(out[-1].first, r.last, r.count)
+            if out and out[-1].last + 1 == r.first and out[-1].delivery_count == r.delivery_count:
+                out[-1] = AcquiredRange(out[-1].first, r.last, r.delivery_count)
             else:
-                out.append(AcquiredRange(r.first, r.last, r.count))
+                out.append(r)
         return out, changed
 
     def _acquire_window(
         self, member: str, first: int, last: int, skip: bool, budget: int,
-        deadline: float, changed: list[Span], taken: list[_Taken],
+        deadline: float, changed: list[Span], taken: list[AcquiredRange],
     ) -> int:
         """Acquire (or with ``skip`` archive) the available runs of ``first..last``,
         offsets the window already has; the budget left."""
@@ -308,14 +308,14 @@ class SharePartition:
                 self._split_range(i, r.first + budget)
             self._take(r, member, deadline)
             changed.append((r.first, r.last))
-            taken.append(_Taken(r.first, r.last, r.delivery_count))
+            taken.append(AcquiredRange(r.first, r.last, r.delivery_count))
             budget -= r.size
             i += 1
         return budget
 
     def _acquire_new(
         self, member: str, first: int, last: int, skip: bool, budget: int,
-        deadline: float, changed: list[Span], taken: list[_Taken],
+        deadline: float, changed: list[Span], taken: list[AcquiredRange],
     ) -> int:
         """Records ``first..last`` past the window's end: acquired (or archived); the
         budget left."""
@@ -335,7 +335,7 @@ class SharePartition:
         self.ranges.append(r)
         self.end = last + 1
         changed.append((first, last))
-        taken.append(_Taken(first, last, r.delivery_count))
+        taken.append(AcquiredRange(first, last, r.delivery_count))
         return budget - r.size
 
     def _take(self, r: InFlightRange, member: str, deadline: float) -> None:
@@ -599,13 +599,6 @@ class SharePartition:
         if at <= last:
             out.append(InFlightRange(at, last, gone, count))
         return out
-
-
-@attrs.frozen
-class _Taken:
-    first: int
-    last: int
-    count: int
 
 
 def _union(spans: Iterable[Span]) -> list[Span]:
