@@ -62,8 +62,10 @@ KAFKA_CONSUMERS = (1, 4)
 #: A consumer stops after an empty fetch of this long (the backlog is gone).
 IDLE_MS = 200
 #: A ShareConsumer that has had no record this long after joining stops (the others
-#: drained the partition before its assignment came).
-JOIN_GRACE = 5.0
+#: drained the partition before its assignment came). Kafka initialises a new share
+#: group's share-partition state through its share coordinator first: seconds on a busy
+#: machine.
+JOIN_GRACE = 30.0
 #: A ShareConsumer stops after this long without a record once it has had some. Not
 #: one empty poll: a fetch acquires whole stored batches (1,000 records here), so two
 #: members' batches can fill the share-partition's 2,000 record locks and leave the others
