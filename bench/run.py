@@ -133,7 +133,7 @@ FULL = Sizes(
               "share groups": 55, "random-offset fetch": 45, "workload matrix": 200,
               "rss": 90, "restart": 120, "registry, proxy": 55, "redis": 20, "nats": 25,
               "kafka throughput": 180, "kafka workloads": 130, "kafka rss": 120,
-              "kafka restart": 240},
+              "kafka restart": 240, "kafka share groups": 90},
 )
 QUICK = Sizes(
     records={100: 50_000, 1000: 10_000},
@@ -165,10 +165,12 @@ QUICK = Sizes(
               "latency": 8, "compaction, transactions": 8, "scaling curves": 10,
               "share groups": 12, "random-offset fetch": 3, "workload matrix": 25,
               "rss": 12, "restart": 15, "registry, proxy": 4, "redis": 5, "nats": 4,
-              "kafka throughput": 1, "kafka workloads": 1, "kafka rss": 1, "kafka restart": 1},
+              "kafka throughput": 1, "kafka workloads": 1, "kafka rss": 1, "kafka restart": 1,
+              "kafka share groups": 1},
 )
 # --quick --kafka: the Kafka steps' expected seconds (JVM starts dominate them).
 QUICK_KAFKA_EXPECTED = {"brokerd 100 B": 40, "brokerd 1000 B": 35, "kafka throughput": 120,
+                        "kafka share groups": 60,
                         "kafka workloads": 60, "kafka rss": 60, "kafka restart": 90,
                         "kafka fetch sessions": 60}
 
@@ -231,6 +233,8 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
                                              why=kafka_missing)),
         ("kafka restart", lambda: kafka_runs.restart(
             results, root, sizes.restart_partitions, sizes.restart_bytes, why=kafka_missing)),
+        ("kafka share groups", lambda: share_groups.kafka_rows(
+            results, root, always(), sizes.share_records, why=kafka_missing)),
     ]
     return [Step(name, sizes.expected[name], _settled(run)) for name, run in table]
 

@@ -5,11 +5,14 @@ of the same partition.
 
 Each share consumer is a separate process with its own connection, so its own
 share-group member, and fetches then acknowledges in turn until a fetch finds nothing
-for 200 ms. A native one (forked) acquires up to 100 records per QueueFetch and
+for 200 ms (a ShareConsumer: until it has had no record for 2 s, not counted). A native
+one (forked) acquires up to 100 records per QueueFetch and
 acknowledges them ACCEPT in one QueueAcknowledge. A ShareConsumer (a fresh interpreter
 running this module: librdkafka is not fork-safe) joins the group, polls up to 100
 records (``max.poll.records``) and accepts them with ``commit_sync`` before the next poll
-(implicit acknowledgement mode: two requests per poll); one more row has 4 of them in
+(implicit acknowledgement mode: two requests per poll; a ShareFetch acquires whole
+stored batches, of 1,000 records here, which the client hands out 100 per poll); one
+more row has 4 of them in
 explicit acknowledgement mode, accepting each record with ``acknowledge`` so that the
 next poll's ShareFetch carries the acknowledgements (one request per poll). The records
 are produced first (the groups start at the log's start), so the figure is the broker's
@@ -19,6 +22,10 @@ joining) to the last acknowledgement. The classic group (one confluent-kafka Con
 group.protocol classic) is timed from its assignment to its offset commit after the last record; the
 plain reader reads the same records with the native Fetch (no group, no
 acknowledgements). Consumer processes are stopped by their PID when they do not finish.
+
+Beside Apache Kafka (:func:`kafka_rows`, its own step after the Kafka peers' others):
+Kafka's ShareConsumerPerformance with 4 consumers against brokerd's partition and against
+a Kafka peer's, and the 4 explicit-acknowledgement ShareConsumers against the peer.
 """
 
 from __future__ import annotations
@@ -27,15 +34,19 @@ import json
 import multiprocessing
 import os
 import select
+import shutil
 import subprocess
 import sys
 import time
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
+from pathlib import Path
 from typing import Any
 
+from bench import kafka_tools
 from bench.brokerd_runs import native_consume, native_produce
-from bench.common import Curve, Results, Row
+from bench.common import TOOL_TIMEOUT, Curve, Results, Row
+from bench.kafka_peer import SYSTEM, KafkaPeer
 from bench.scaling import SECTION
 from brokerd.client import NativeClient
 from brokerd.native.queue_messages import AckKind
@@ -51,8 +62,16 @@ KAFKA_CONSUMERS = (1, 4)
 #: A consumer stops after an empty fetch of this long (the backlog is gone).
 IDLE_MS = 200
 #: A ShareConsumer that has had no record this long after joining stops (the others
-#: drained the partition before its assignment came).
-JOIN_GRACE = 5.0
+#: drained the partition before its assignment came). Kafka initialises a new share
+#: group's share-partition state through its share coordinator first: seconds on a busy
+#: machine.
+JOIN_GRACE = 30.0
+#: A ShareConsumer stops after this long without a record once it has had some. Not
+#: one empty poll: a fetch acquires whole stored batches (1,000 records here), so two
+#: members' batches can fill the share-partition's 2,000 record locks and leave the others
+#: waiting a moment for acknowledgements; the time after the last acknowledgement is not
+#: counted.
+QUIET_S = 2.0
 START_TIMEOUT = 60.0
 RUN_TIMEOUT = 300.0
 CLASSIC_BATCH = 1000
@@ -61,6 +80,16 @@ CLASSIC_WHAT = "classic group consume, confluent-kafka Consumer, one member, one
 KAFKA_SHARE_WHAT = "share-group consume, {n} confluent-kafka ShareConsumer(s), one partition"
 KAFKA_EXPLICIT_WHAT = ("share-group consume, explicit acknowledgements, {n} confluent-kafka "
                        "ShareConsumer(s), one partition")
+PERF_SHARE_WHAT = ("share-group consume, Kafka ShareConsumerPerformance, 4 consumers, "
+                   "one partition")
+#: Share consumers of Kafka's perf tool (its ``--threads``).
+PERF_THREADS = 4
+#: The peer's fill: batches of about as many 100 B records as brokerd's native produce
+#: stores in one (1,000), one acknowledgement per batch (not measured).
+PEER_BATCH_RECORDS = 1000
+PEER_FILL_PROPS = ("acks=1", "linger.ms=50", f"batch.size={PEER_BATCH_RECORDS * 120}")
+#: Kafka writes the share-group state (a topic) and the records without fsync.
+PEER_DURABILITY = "OS flushes (Kafka default)"
 #: ShareConsumer acknowledgement modes (:func:`_share_child`).
 IMPLICIT = "implicit"
 EXPLICIT = "explicit"
@@ -152,7 +181,8 @@ def _share_child(bootstrap: str, group: str, topic: str, mode: str = IMPLICIT) -
     ``mode`` :data:`IMPLICIT`: each poll's records are accepted with ``commit_sync``
     before the next poll (a ShareAcknowledge, then a ShareFetch). :data:`EXPLICIT`: each
     record is accepted with ``acknowledge`` and the next poll carries the
-    acknowledgements in its ShareFetch; a last ``commit_sync`` sends the final ones."""
+    acknowledgements in its ShareFetch; after an empty poll a ``commit_sync`` sends those
+    it did not carry. It stops after :data:`QUIET_S` without a record."""
     from confluent_kafka import ShareConsumer
 
     # log_level 3: the client's "Preview" warning is said once, in the row's note.
@@ -168,11 +198,20 @@ def _share_child(bootstrap: str, group: str, topic: str, mode: str = IMPLICIT) -
         first = last = None
         consumer.subscribe([topic])
         offsets: list[int] = []
+        unsent = False
         while time.monotonic() - start < RUN_TIMEOUT:
             polled = [m for m in consumer.poll(IDLE_MS / 1000) if m.error() is None]
             got = [m.offset() for m in polled]
             if not got:
-                if offsets or time.monotonic() - start > JOIN_GRACE:
+                if unsent:
+                    # The acknowledgements the idle poll did not carry go now.
+                    _commit(consumer)
+                    last = time.monotonic()
+                    unsent = False
+                now = time.monotonic()
+                if (offsets and last is not None and now - last > QUIET_S) or (
+                    not offsets and now - start > JOIN_GRACE
+                ):
                     break
                 continue
             first = first or time.monotonic()
@@ -180,6 +219,7 @@ def _share_child(bootstrap: str, group: str, topic: str, mode: str = IMPLICIT) -
                 for message in polled:
                     consumer.acknowledge(message)
                 last = time.monotonic()
+                unsent = True
                 offsets += [o for o in got if o is not None]
                 continue
             # Implicit acknowledgement: this accepts every record of the poll above.
@@ -188,16 +228,16 @@ def _share_child(bootstrap: str, group: str, topic: str, mode: str = IMPLICIT) -
                     raise RuntimeError(f"acknowledging {tp}: {error}")
             last = time.monotonic()
             offsets += [o for o in got if o is not None]
-        if mode == EXPLICIT and offsets:
-            # The final acknowledgements; the idle poll before already sent the others.
-            for tp, error in consumer.commit_sync(RUN_TIMEOUT).items():
-                if error is not None:
-                    raise RuntimeError(f"acknowledging {tp}: {error}")
-            last = time.monotonic()
         print(json.dumps({"start": start, "first": first, "last": last, "offsets": offsets}),
               flush=True)
     finally:
         consumer.close()
+
+
+def _commit(consumer: Any) -> None:
+    for tp, error in consumer.commit_sync(RUN_TIMEOUT).items():
+        if error is not None:
+            raise RuntimeError(f"acknowledging {tp}: {error}")
 
 
 def _ready(child: subprocess.Popen[bytes], deadline: float) -> None:
@@ -270,15 +310,16 @@ def _set_earliest(bootstrap: str, group: str) -> None:
         future.result(START_TIMEOUT)
 
 
-def kafka_share_rate(proc: BrokerProcess, consumers: int, topic: str,
+def kafka_share_rate(proc: BrokerProcess | str, consumers: int, topic: str,
                      records: int, mode: str = IMPLICIT) -> tuple[float, str]:
     """Records/s of ``consumers`` ShareConsumer processes draining ``topic``'s one
     partition (``records`` already there) through a new share group, acknowledging as
     ``mode`` says (:func:`_share_child`), and a note: how long the first record took
     (the join) and how the records were split."""
+    bootstrap = proc if isinstance(proc, str) else proc.kafka_bootstrap
     group = f"bench-kshare-{mode}-{consumers}"
-    _set_earliest(proc.kafka_bootstrap, group)
-    answers = _share_children(proc.kafka_bootstrap, group, topic, consumers, mode)
+    _set_earliest(bootstrap, group)
+    answers = _share_children(bootstrap, group, topic, consumers, mode)
     seen = [o for a in answers for o in a["offsets"]]
     if sorted(seen) != list(range(records)):
         raise RuntimeError(f"{topic}, Kafka share group: {len(seen)} deliveries of "
@@ -383,6 +424,79 @@ def consumption(results: Results, proc: BrokerProcess, records: int) -> None:
                     "plain native consume of the same partition, one reader",
                     "read (page cache)", reference, "rec/s", f"{records:,} records", SIZE))
     results.curves["share_groups"] = curve
+
+
+def share_perf(bootstrap: str, topic: str, records: int, threads: int) -> float:
+    """Records/s Kafka's ShareConsumerPerformance reports (``nMsg.sec``: from its start,
+    the join counted, to the last record) for ``threads`` share consumers of a new share
+    group draining ``topic`` (``records`` already there; the tool's default
+    acknowledgement mode, implicit, and its other defaults)."""
+    group = f"perf-share-{topic}-{threads}"
+    _set_earliest(bootstrap, group)
+    done = subprocess.run(
+        kafka_tools.command(
+            "org.apache.kafka.tools.ShareConsumerPerformance", "--bootstrap-server",
+            bootstrap, "--topic", topic, "--group", group, "--num-records", str(records),
+            "--threads", str(threads), "--timeout", str(kafka_tools.PERF_TIMEOUT_MS),
+        ),
+        capture_output=True, text=True, timeout=TOOL_TIMEOUT,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"ShareConsumerPerformance exited {done.returncode}: "
+                           f"{(done.stderr or done.stdout)[-400:]}")
+    lines = [x for x in done.stdout.splitlines() if x.strip()]
+    head = next((i for i, x in enumerate(lines) if x.startswith("start.time")), None)
+    if head is None or head + 1 >= len(lines):
+        raise RuntimeError(f"ShareConsumerPerformance printed no figures: "
+                           f"{done.stdout[-300:]!r}")
+    fields = dict(zip([c.strip() for c in lines[head].split(",")],
+                      [c.strip() for c in lines[head + 1].split(",")], strict=False))
+    got = int(float(fields["data.consumed.in.nMsg"]))
+    if got != records:
+        raise RuntimeError(f"ShareConsumerPerformance consumed {got} of {records} records")
+    return float(fields["nMsg.sec"])
+
+
+def kafka_rows(results: Results, root: Path, proc: BrokerProcess, records: int, *,
+               why: str) -> None:
+    """Apache Kafka's share-group rows beside brokerd's: Kafka's ShareConsumerPerformance
+    (:data:`PERF_THREADS` consumers) against brokerd and against a Kafka peer, and the
+    explicit-acknowledgement ShareConsumer row against the peer. ``why`` says why no JVM
+    can run ("" when it can). The peer's records are made by ProducerPerformance in
+    batches of about :data:`PEER_BATCH_RECORDS` records, as brokerd's native produce
+    stores them."""
+    missing = why or _kafka_share_missing()
+    note = f"{records:,} records, {PERF_THREADS} consumers (threads), joining counted"
+    if missing:
+        for system in ("brokerd", SYSTEM):
+            results.add(Row(SECTION, system, PERF_SHARE_WHAT, "", None, "rec/s", missing,
+                            SIZE))
+        results.add(Row(SECTION, SYSTEM, KAFKA_EXPLICIT_WHAT.format(n=KAFKA_CONSUMERS[-1]),
+                        "", None, "rec/s", missing, SIZE))
+        return
+    topic = f"share-{CONSUMERS[0]}"
+    figure = share_perf(proc.kafka_bootstrap, topic, records, PERF_THREADS)
+    results.add(Row(SECTION, "brokerd", PERF_SHARE_WHAT, "fsync always", figure, "rec/s",
+                    note, SIZE))
+    home = root / "kafka-share"
+    peer = KafkaPeer(home)
+    try:
+        peer.start()
+        peer.create_topic(topic, 1)
+        kafka_tools.producer_perf(peer.kafka_bootstrap, topic, records, SIZE,
+                                  props=PEER_FILL_PROPS)
+        figure = share_perf(peer.kafka_bootstrap, topic, records, PERF_THREADS)
+        results.add(Row(SECTION, SYSTEM, PERF_SHARE_WHAT, PEER_DURABILITY, figure, "rec/s",
+                        note, SIZE))
+        n = KAFKA_CONSUMERS[-1]
+        figure, how = kafka_share_rate(peer.kafka_bootstrap, n, topic, records, EXPLICIT)
+        results.add(Row(SECTION, SYSTEM, KAFKA_EXPLICIT_WHAT.format(n=n), PEER_DURABILITY,
+                        figure, "rec/s",
+                        f"{records:,} records, up to {BATCH} per poll, each record accepted "
+                        f"with acknowledge; {how}", SIZE))
+    finally:
+        peer.kill()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == [SHARE_CHILD]:

@@ -27,7 +27,6 @@ from brokerd.core.interfaces import PartitionStore
 from brokerd.core.share.config import IsolationLevel
 from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import SharePartition
-from brokerd.core.share.states import RecordState
 
 __all__ = ["ShareGroupInspector", "ShareGroupView", "SharePartitionView"]
 
@@ -163,10 +162,7 @@ def _partition_view(
     topic: str, index: int, part: SharePartition, log_end: int | None
 ) -> SharePartitionView:
     summary = part.summary(log_end)
-    done = sum(
-        1 for e in part.records.values()
-        if e.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
-    )
+    done = part.done_count()
     end = log_end if log_end is not None else part.end
     return SharePartitionView(
         topic,

@@ -95,7 +95,11 @@ def run_crash_loop(tmp_path: Path, *, records: int, kills: int, seconds: float) 
     try:
         bs = broker.kafka_bootstrap
         _admin_setup(bs)
-        producer = ck.Producer({"bootstrap.servers": bs, "acks": "all", "log_level": 0})
+        # Batches of at most 20 records: a ShareFetch acquires whole stored batches (as
+        # Kafka's batch-optimized mode does), and each acquisition must stay within what
+        # these slow consumers process in one lock's duration.
+        producer = ck.Producer({"bootstrap.servers": bs, "acks": "all", "log_level": 0,
+                                "batch.num.messages": 20})
         for i in range(records):
             producer.produce(TOPIC, value=b"%d" % i, partition=i % PARTITIONS)
         assert producer.flush(20) == 0

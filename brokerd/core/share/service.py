@@ -222,6 +222,8 @@ class ShareService:
         max_records: int,
         max_bytes: int,
         acknowledgements: Sequence[tuple[str, int, Sequence[AckBatch]]] = (),
+        *,
+        whole_batches: bool = False,
     ) -> tuple[list[AcquireResult], tuple[BaseException | None, ...]]:
         """One acquisition over ``partitions``: read each partition's log (the only
         waiting), then in one synchronous step apply ``acknowledgements`` and acquire
@@ -251,7 +253,8 @@ class ShareService:
                 continue
             try:
                 ranges, changed = self.engine.acquire(
-                    group, read.topic, read.partition, member, read.spans, left, now
+                    group, read.topic, read.partition, member, read.spans, left, now,
+                    whole_batches=whole_batches,
                 )
             except Exception as exc:  # the share-partition went (a reload, a deletion)
                 out.append(AcquireResult(read.topic, read.partition, error=exc))
@@ -380,10 +383,13 @@ class ShareService:
         min_bytes: int,
         max_wait_ms: int,
         cancelled: Callable[[], bool] = lambda: False,
+        whole_batches: bool = False,
     ) -> defer.Deferred[FetchResult]:
         """A share fetch: apply ``member``'s acknowledgements (as
         :meth:`acknowledge_many`), then acquire as :meth:`acquire_many`; the
-        acknowledgements and the first acquisition share one journal write."""
+        acknowledgements and the first acquisition share one journal write. With
+        ``whole_batches`` (Kafka's batch-optimized acquire mode) ``max_records`` is the
+        point after which no new batch is begun, so the last batch may pass it."""
         per_partition = max(1, max_bytes // max(1, len(partitions)))
         carry = acknowledgements
         acked: list[tuple[BaseException | None, ...]] = []
@@ -398,7 +404,7 @@ class ShareService:
                 return results
             results, outcomes = await self._acquire_all(
                 group, member, partitions, max_records, min(per_partition, MAX_READ_BYTES),
-                first,
+                first, whole_batches=whole_batches,
             )
             if first:
                 acked.append(outcomes)
@@ -548,11 +554,7 @@ class ShareService:
         offsets = await self._core.offsets(topic, partition)
         committed = self.engine.config(group).isolation_level is IsolationLevel.READ_COMMITTED
         end = offsets.last_stable_offset if committed else offsets.high_watermark
-        summary = part.summary()
-        done = summary.acknowledged + sum(
-            1 for e in part.records.values() if e.state.name == "ARCHIVED"
-        )
-        return part.start, max(0, end - part.start - done)
+        return part.start, max(0, end - part.start - part.done_count())
 
     async def set_overrides(self, group: str, overrides: dict[str, str]) -> None:
         await self._journal.submit(self.engine.set_overrides(group, overrides))

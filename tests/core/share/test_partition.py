@@ -19,6 +19,7 @@ from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import (
     AckBatch,
     AcquiredRange,
+    InFlightRange,
     InvalidAcknowledgement,
     LogSpan,
     SharePartition,
@@ -31,11 +32,17 @@ def part(start: int = 0, limit: int = 5) -> SharePartition:
                           max_record_locks=ShareConfig().max_record_locks)
 
 
+def at(p: SharePartition, offset: int) -> InFlightRange:
+    found = p.entry(offset)
+    assert found is not None
+    return found
+
+
 def test_acquire_in_order_and_max_records() -> None:
     p = part()
     got, changed = p.acquire("m1", [LogSpan(0, 9)], 4, 0)
     assert got == [AcquiredRange(0, 3, 1)]
-    assert changed == {0, 1, 2, 3}
+    assert changed == [(0, 3)]
     got2, _ = p.acquire("m2", [LogSpan(0, 9)], 100, 0)
     assert got2 == [AcquiredRange(4, 9, 1)]
     assert p.end == 10 and p.start == 0
@@ -47,7 +54,7 @@ def test_accept_advances_the_start() -> None:
     p.acknowledge("m", [AckBatch(1, 4, (AckType.ACCEPT,))])
     assert p.start == 0
     p.acknowledge("m", [AckBatch(0, 0, (AckType.ACCEPT,))])
-    assert p.start == 5 and not p.records
+    assert p.start == 5 and not p.ranges
 
 
 def test_release_comes_back_with_a_higher_count() -> None:
@@ -79,9 +86,9 @@ def test_delivery_count_limit_archives() -> None:
 def test_lock_timeout_releases_then_archives_at_the_limit() -> None:
     p = part(limit=2)
     p.acquire("m", [LogSpan(0, 0)], 10, 1000)
-    assert p.expire_locks(30999) == set()
-    assert p.expire_locks(31000) == {0}
-    assert p.records[0].state is RecordState.AVAILABLE
+    assert p.expire_locks(30999) == []
+    assert p.expire_locks(31000) == [(0, 0)]
+    assert at(p, 0).state is RecordState.AVAILABLE
     p.acquire("m", [LogSpan(0, 0)], 10, 40000)
     p.expire_locks(70000)
     assert p.start == 1
@@ -93,7 +100,7 @@ def test_acknowledge_refuses_another_members_records_all_or_nothing() -> None:
     p.acquire("b", [LogSpan(0, 1)], 1, 0)
     with pytest.raises(InvalidAcknowledgement):
         p.acknowledge("a", [AckBatch(0, 1, (AckType.ACCEPT,))])
-    assert p.records[0].state is RecordState.ACQUIRED
+    assert at(p, 0).state is RecordState.ACQUIRED
     with pytest.raises(InvalidAcknowledgement):
         p.acknowledge("a", [AckBatch(5, 6, (AckType.ACCEPT,))])
     with pytest.raises(InvalidAcknowledgement):
@@ -112,7 +119,7 @@ def test_skipped_offsets_are_archived_and_gaps_jumped() -> None:
 def test_member_gone_releases() -> None:
     p = part()
     p.acquire("m", [LogSpan(0, 2)], 10, 0)
-    assert p.release_member("m") == {0, 1, 2}
+    assert p.release_member("m") == [(0, 2)]
     assert p.summary().available == 3
 
 
@@ -145,8 +152,8 @@ def test_restore_makes_acquired_available_with_counts() -> None:
     runs = p.runs()
     q = part(limit=3)
     q.restore(p.start, p.end, runs)
-    assert q.records[0].state is RecordState.AVAILABLE and q.records[0].delivery_count == 1
-    assert q.records[1].state is RecordState.ACKNOWLEDGED
+    assert at(q, 0).state is RecordState.AVAILABLE and at(q, 0).delivery_count == 1
+    assert at(q, 1).state is RecordState.ACKNOWLEDGED
     got, _ = q.acquire("n", [LogSpan(0, 2)], 10, 0)
     assert got == [AcquiredRange(0, 0, 2), AcquiredRange(2, 2, 2)]
 
@@ -203,7 +210,7 @@ def test_the_acquired_count_follows_every_change() -> None:
     p = part(limit=2)
 
     def counted() -> int:
-        return sum(1 for e in p.records.values() if e.state is RecordState.ACQUIRED)
+        return sum(r.size for r in p.ranges if r.state is RecordState.ACQUIRED)
 
     steps = [
         lambda: p.acquire("m", [LogSpan(0, 9)], 6, 0.0),

@@ -11,7 +11,7 @@ import pytest
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
-from brokerd.core.share.partition import AckBatch, AcquiredRange
+from brokerd.core.share.partition import AckBatch, AcquiredRange, InFlightRange, SharePartition
 from brokerd.core.share.service import COMMITTED_BYTES, ShareService, spans_of
 from brokerd.core.share.states import AckType, RecordState
 from brokerd.errors import StorageError
@@ -329,7 +329,7 @@ def as_journal_holds(svc: ShareService, path: Path) -> None:
     in_memory = {
         (g, t, p): (part.start, part.end, {
             o: (unlocked.get(int(e.state.value), int(e.state.value)), e.delivery_count)
-            for o, e in part.records.items()
+            for o, e in per_offset(part).items()
         })
         for g in svc.engine.groups()
         for (t, p), part in svc.engine.partitions(g).items()
@@ -365,7 +365,7 @@ def test_a_failed_acknowledgement_is_undone_and_the_rest_stays_held(
     # 2-3, whose acquisition the journal holds, stay with m under their lock.
     part = svc.engine.partition("g", "t", 0)
     assert part is not None
-    assert {o: (e.state, e.member) for o, e in part.records.items()} == {
+    assert {o: (e.state, e.member) for o, e in per_offset(part).items()} == {
         0: (RecordState.AVAILABLE, None), 1: (RecordState.AVAILABLE, None),
         2: (RecordState.ACQUIRED, "m"), 3: (RecordState.ACQUIRED, "m"),
     }
@@ -408,7 +408,7 @@ def test_writes_queued_behind_a_failed_one_fail_with_it(
     assert part is not None
     # Neither verdict happened: the four records are back with the group, none archived.
     # (The operators' totals are counters: they carry over, undone reject included.)
-    assert {o: (e.state, e.delivery_count) for o, e in part.records.items()} == {
+    assert {o: (e.state, e.delivery_count) for o, e in per_offset(part).items()} == {
         o: (RecordState.AVAILABLE, 1) for o in range(4)
     }
     as_journal_holds(svc, tmp_path)
@@ -475,3 +475,8 @@ def test_isolation_is_read_uncommitted_unless_the_group_says_otherwise(tmp_path:
         AcquiredRange(0, 1, 1),
     )
     store.close()
+
+
+def per_offset(part: SharePartition) -> dict[int, InFlightRange]:
+    """The window's runs by offset."""
+    return {o: r for r in part.ranges for o in range(r.first, r.last + 1)}

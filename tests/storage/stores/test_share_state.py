@@ -57,9 +57,9 @@ def test_a_kill_keeps_acknowledgements_and_counts(tmp_path: Path) -> None:
     part = fresh.partition("g", "t", 0)
     assert part is not None
     assert part.start == 5 and part.end == 10 and part.limit == 3
-    assert {o: (e.state, e.delivery_count) for o, e in part.records.items()} == {
-        o: (RecordState.AVAILABLE, 1) for o in range(5, 10)
-    }
+    assert [(r.first, r.last, r.state, r.delivery_count) for r in part.ranges] == [
+        (5, 9, RecordState.AVAILABLE, 1)
+    ]
     got, _ = fresh.acquire("g", "t", 0, "n", [LogSpan(5, 12)], 100, 0)
     assert [(r.first, r.last, r.delivery_count) for r in got] == [(5, 9, 2), (10, 12, 1)]
     again.close()

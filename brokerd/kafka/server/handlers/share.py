@@ -71,6 +71,10 @@ _SESSION_ERRORS = {
 }
 #: Most records one ShareFetch asks for when its MaxRecords is not positive.
 _DEFAULT_MAX_RECORDS = 500
+#: ShareFetch v2's ShareAcquireMode (KIP-1206): batch-optimized (also what earlier
+#: versions get) acquires whole batches, MaxRecords a soft limit; record-limit (1) never
+#: acquires more than MaxRecords.
+_BATCH_OPTIMIZED = 0
 
 _Partition = TypeVar("_Partition")
 _Topic = TypeVar("_Topic")
@@ -285,6 +289,7 @@ class ShareHandlers:
                         min_bytes=body.min_bytes,
                         max_wait_ms=body.max_wait_ms,
                         cancelled=lambda: conn.closed,
+                        whole_batches=body.share_acquire_mode == _BATCH_OPTIMIZED,
                     )
                 )
             except defer.CancelledError:

@@ -62,9 +62,13 @@ class ShareHandlerTests(KafkaTestCase):
         return resp
 
     def fetch(self, epoch: int, acks: tuple[m.AcknowledgementBatch, ...] = (),
-              member: str = "m1", topic_id: object = None) -> m.ShareFetchResponse:
-        self.send(ApiKey.SHARE_FETCH, 1, m.ShareFetchRequest(
+              member: str = "m1", topic_id: object = None,
+              version: int = 2) -> m.ShareFetchResponse:
+        """A ShareFetch of at most 2 records: v2 in record-limit mode (1), exactly 2; v1
+        (batch-optimized, as v2's mode 0) to the end of the batch holding the second."""
+        self.send(ApiKey.SHARE_FETCH, version, m.ShareFetchRequest(
             group_id="g", member_id=member, share_session_epoch=epoch, max_records=2,
+            share_acquire_mode=1 if version >= 2 else 0,
             topics=(m.ShareFetchTopic(topic_id=topic_id or self.topic_id, partitions=(
                 m.ShareFetchPartition(partition_index=0, acknowledgement_batches=acks),)),),
         ))
@@ -106,6 +110,23 @@ class ShareHandlerTests(KafkaTestCase):
         self.send(ApiKey.SHARE_GROUP_DESCRIBE, 1, m.ShareGroupDescribeRequest(
             group_ids=("g", "nope", "g", "nope")))
         assert [g.group_id for g in self.one().groups] == ["g", "nope"]
+
+    def test_batch_optimized_acquires_the_whole_batch(self) -> None:
+        """Kafka's default acquire mode: MaxRecords 2 of a stored batch of 5 acquires
+        the batch to its end, one range, sent as the one stored batch."""
+        self.join()
+        (part,) = self.fetch(0, version=1).responses[0].partitions
+        assert [(a.first_offset, a.last_offset, a.delivery_count)
+                for a in part.acquired_records] == [(0, 4, 1)]
+        assert part.records == batch(0, 5)
+        # Part of the run acknowledged, part released: the released ones come back whole.
+        ack = m.AcknowledgementBatch(first_offset=0, last_offset=4,
+                                     acknowledge_types=(1, 2, 2, 1, 3))
+        (part,) = self.fetch(1, (ack,), version=1).responses[0].partitions
+        assert part.acknowledge_error_code == 0
+        (part,) = self.fetch(2, version=1).responses[0].partitions
+        assert [(a.first_offset, a.last_offset, a.delivery_count)
+                for a in part.acquired_records] == [(1, 2, 2)]
 
     def test_session_errors_and_unknown_members_and_topics(self) -> None:
         assert self.fetch(0).error_code == ErrorCode.UNKNOWN_MEMBER_ID

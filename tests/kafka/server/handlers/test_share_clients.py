@@ -40,10 +40,15 @@ def make_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
         f.result(30)
 
 
-def produce(bootstrap: str, topic: str, n: int, partitions: int = 1) -> None:
+def produce(bootstrap: str, topic: str, n: int, partitions: int = 1, *,
+            batch: int | None = None) -> None:
+    """``n`` records; with ``batch``, flushed every ``batch`` records so that the log
+    holds batches of that many (a ShareFetch acquires whole batches)."""
     p = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(n):
         p.produce(topic, value=b"v%d" % i, partition=i % partitions)
+        if batch is not None and (i + 1) % batch == 0:
+            assert p.flush(10) == 0
     assert p.flush(10) == 0
 
 
@@ -139,7 +144,7 @@ def test_several_consumers_split_one_partition(broker: BrokerProcess) -> None:
     bs = broker.kafka_bootstrap
     make_topic(bs, "q3")
     set_earliest(bs, "g3")
-    produce(bs, "q3", 300)
+    produce(bs, "q3", 300, batch=10)
     consumers = [consumer(bs, "g3", **{"max.poll.records": "10"}) for _ in range(3)]
     for c in consumers:
         c.subscribe(["q3"])

@@ -107,7 +107,9 @@ def test_a_victim_consumer_beside_more_sessions_than_the_broker_holds(
     make_topic(bs, "work")
     make_topic(bs, "junk")
     configure_victim(bs)
-    produce(bs, "work", RECORDS)
+    # Batches of 100: a ShareFetch acquires whole batches, and the victim must still have
+    # records to read once the attack starts.
+    produce(bs, "work", RECORDS, batch=100)
     victim = consumer(bs, "victim")
     victim.subscribe(["work"])
     seen: dict[int, int] = {}
