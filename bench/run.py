@@ -16,7 +16,7 @@ then Apache Kafka
 commands: throughput and latency (with the broker's CPU per record beside each throughput
 row on both), the workload matrix, the fetch-session rows, RSS, restart time (last: the
 longest, and the first the time bound would cut). One progress line per step; the whole
-run is bounded (``--time-limit``, 32 minutes by default). ``--quick`` runs every step at small sizes
+run is bounded (``--time-limit``, 36 minutes by default). ``--quick`` runs every step at small sizes
 (under two minutes) for the smoke test and leaves the JVM out (Kafka's perf tools and
 broker: their rows say so) unless ``--kafka`` is given, which adds a few minutes of JVM
 starts. Everything runs on 127.0.0.1 in scratch directories; every server is started here
@@ -62,7 +62,7 @@ from bench.progress import Progress, Step  # noqa: E402
 
 from tests.brokerproc import BrokerProcess  # noqa: E402
 
-TIME_LIMIT = 32 * 60.0
+TIME_LIMIT = 36 * 60.0
 # Kept for stopping the shared brokers, drawing and writing once the steps are done.
 REPORT_RESERVE = 30.0
 LATENCY_RATE = 1000
