@@ -5,6 +5,7 @@ alone and once under ``pytest -n 2``; a failing test's report carries the broker
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 
 import pytest
 
@@ -21,54 +22,7 @@ PLUGIN_ARGS: tuple[str, ...] = (
 )
 
 #: What a project's test file looks like (docs/testing-with-brokerd.md shows it too).
-CRASH_TEST = '''
-from confluent_kafka import Consumer, Producer
-
-
-def produce(bootstrap, topic, values):
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for value in values:
-        producer.produce(topic, value=value)
-    assert producer.flush(10) == 0
-
-
-def consume(bootstrap, group, topic, count):
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-    })
-    consumer.subscribe([topic])
-    values = []
-    try:
-        while len(values) < count:
-            message = consumer.poll(10)
-            assert message is not None, f"only {values} in 10 s"
-            assert message.error() is None, message.error()
-            values.append(message.value())
-        consumer.commit(asynchronous=False)
-    finally:
-        consumer.close()
-    return values
-
-
-def test_survives_a_crash(brokerd):
-    before = [b"a", b"b", b"c"]
-    produce(brokerd.bootstrap_servers, "orders", before)
-    assert consume(brokerd.bootstrap_servers, "billing", "orders", 3) == before
-    address = brokerd.bootstrap_servers
-
-    brokerd.kill()
-    brokerd.restart()
-
-    assert brokerd.bootstrap_servers == address
-    produce(brokerd.bootstrap_servers, "orders", [b"d"])
-    # The group's committed offset survived the crash: it resumes after c.
-    assert consume(brokerd.bootstrap_servers, "billing", "orders", 1) == [b"d"]
-    assert consume(brokerd.bootstrap_servers, "audit", "orders", 4) == [*before, b"d"]
-    assert (brokerd.data_dir / "orders-0").is_dir() or any(brokerd.data_dir.iterdir())
-'''
+CRASH_TEST = (Path(__file__).parent / "crash_example.py").read_text()
 
 SECOND_FILE = '''
 import pytest
