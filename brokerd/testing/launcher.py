@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import brokerd
@@ -74,15 +74,74 @@ def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     root = str(Path(brokerd.__file__).resolve().parents[1])
     rest = environ.get("PYTHONPATH")
     environ["PYTHONPATH"] = root + (os.pathsep + rest if rest else "")
-    environ.pop("NOTIFY_SOCKET", None)
+    if base is None:
+        # Not the test runner's service manager's business (a given ``base`` is kept
+        # as it is: a test may hand the broker a socket of its own).
+        environ.pop("NOTIFY_SOCKET", None)
     return environ
+
+
+def spawn(
+    command: list[str], ready_path: Path, *, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a broker ``command`` (one that writes ``ready_path``) after removing a ready
+    file an earlier run left."""
+    ready_path.unlink(missing_ok=True)
+    return subprocess.Popen(
+        command,
+        env=child_environment(env),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def read_ready_file(path: Path, pid: int | None = None) -> dict[str, str] | None:
+    """The listeners a ready file names (None: not written yet, or by another process
+    than ``pid``)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    ready = json.loads(text)
+    if pid is not None and ready.get("pid") != pid:
+        return None
+    return {str(k): str(v) for k, v in ready["listeners"].items()}
+
+
+def wait_until_ready(
+    proc: subprocess.Popen[bytes],
+    ready_path: Path,
+    log: Callable[[], str],
+    *,
+    timeout: float = START_TIMEOUT_SECONDS,
+    check_pid: bool = True,
+) -> dict[str, str]:
+    """The listeners of ``proc``'s ready file once it is written; BrokerLaunchError (with
+    the ``log()``) if the child exits first or ``timeout`` passes (the child is then
+    killed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ready = read_ready_file(ready_path, proc.pid if check_pid else None)
+        if ready is not None:
+            return ready
+        if proc.poll() is not None:
+            raise BrokerLaunchError(
+                f"the broker exited with status {proc.returncode} before it was "
+                f"ready; its log:\n{log()}"
+            )
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise BrokerLaunchError(f"the broker was not ready in {timeout} s; its log:\n{log()}")
+        time.sleep(POLL_SECONDS)
 
 
 class LaunchedBroker:
     """A ``twistd -n broker`` child on free loopback ports, over ``data_dir``.
 
-    ``flags`` are broker options as keywords (over :data:`TEST_MODE_ARGS` and the
-    default listeners); ``args`` are further command-line words as they are.
+    ``flags`` are broker options as keywords (over the default listeners, and
+    :data:`TEST_MODE_ARGS` unless ``test_mode`` is false); ``args`` are further
+    command-line words as they are.
     """
 
     def __init__(
@@ -92,6 +151,7 @@ class LaunchedBroker:
         log_path: Path | str | None = None,
         args: tuple[str, ...] = (),
         start_timeout: float = START_TIMEOUT_SECONDS,
+        test_mode: bool = True,
         **flags: object,
     ) -> None:
         self.data_dir = Path(data_dir)
@@ -100,7 +160,8 @@ class LaunchedBroker:
             Path(log_path) if log_path else self.data_dir.parent / f"{self.data_dir.name}.log"
         )
         self.ready_path = self.data_dir.parent / f"{self.data_dir.name}.ready"
-        self.flags: dict[str, object] = {**DEFAULT_LISTENERS, **TEST_MODE_ARGS}
+        mode = TEST_MODE_ARGS if test_mode else {}
+        self.flags: dict[str, object] = {**DEFAULT_LISTENERS, **mode}
         self.flags.update({key.replace("_", "-"): value for key, value in flags.items()})
         self.args = tuple(args)
         self.start_timeout = start_timeout
@@ -164,43 +225,13 @@ class LaunchedBroker:
         """Spawn the broker and wait for its ready file."""
         if self.running:
             raise RuntimeError("the broker is already running")
-        self.ready_path.unlink(missing_ok=True)
         started = time.monotonic()
-        self.proc = subprocess.Popen(
-            self.command(),
-            env=child_environment(),
-            cwd=self.data_dir.parent,
-            stdin=subprocess.DEVNULL,
+        self.proc = spawn(self.command(), self.ready_path, cwd=self.data_dir.parent)
+        self.addresses = wait_until_ready(
+            self.proc, self.ready_path, self.log, timeout=self.start_timeout
         )
-        deadline = started + self.start_timeout
-        while True:
-            ready = self._read_ready()
-            if ready is not None:
-                self.addresses = ready
-                self.start_seconds = time.monotonic() - started
-                return self
-            if self.proc.poll() is not None:
-                raise BrokerLaunchError(
-                    f"the broker exited with status {self.proc.returncode} before it was "
-                    f"ready; its log:\n{self.log()}"
-                )
-            if time.monotonic() > deadline:
-                self.kill()
-                raise BrokerLaunchError(
-                    f"the broker was not ready in {self.start_timeout} s; its log:\n{self.log()}"
-                )
-            time.sleep(POLL_SECONDS)
-
-    def _read_ready(self) -> dict[str, str] | None:
-        """The listeners of this child's ready file (None: not written yet)."""
-        try:
-            text = self.ready_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        ready = json.loads(text)
-        if self.proc is None or ready.get("pid") != self.proc.pid:
-            return None
-        return {str(k): str(v) for k, v in ready["listeners"].items()}
+        self.start_seconds = time.monotonic() - started
+        return self
 
     def kill(self) -> None:
         """SIGKILL and reap: the crash path (nothing flushed, nothing closed)."""
