@@ -172,6 +172,13 @@ check-plugin: install
 	build/plugin-venv/bin/pip install -q dist/*.whl
 	cd / && $(CURDIR)/build/plugin-venv/bin/twistd --help | grep -E '^ +broker +' >/dev/null
 	@echo "plugin found in the installed wheel"
+	# The pytest plugin, as a project uses it: only the wheel, pytest and confluent-kafka
+	# installed, a crash test file with the `brokerd` fixture, alone and outside the repo.
+	build/plugin-venv/bin/pip install -q pytest confluent-kafka
+	rm -rf build/plugin-check && mkdir -p build/plugin-check
+	cp tests/plugin/crash_example.py build/plugin-check/test_crash.py
+	cd build/plugin-check && $(CURDIR)/build/plugin-venv/bin/python -m pytest -q -p no:cacheprovider --rootdir=. -c /dev/null test_crash.py
+	@echo "pytest plugin works in a fresh virtualenv"
 
 verify-units: install
 	mkdir -p build/units

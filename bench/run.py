@@ -55,6 +55,7 @@ from bench import (  # noqa: E402
     resources,
     scaling,
     share_groups,
+    start_time,
     workloads,
 )
 from bench.common import SIZES, Brokers, Results, scratch  # noqa: E402
@@ -100,6 +101,8 @@ class Sizes:
     session_rounds: int
     # Expected seconds per step, for the progress estimate.
     expected: dict[str, float]
+    # Fresh starts timed by the start-time step (brokerd's; Kafka's are fewer).
+    start_runs: int = 10
 
 
 FULL = Sizes(
@@ -132,6 +135,7 @@ FULL = Sizes(
               "latency": 75, "compaction, transactions": 40, "scaling curves": 60,
               "share groups": 55, "random-offset fetch": 45, "workload matrix": 200,
               "rss": 90, "restart": 120, "registry, proxy": 55, "redis": 20, "nats": 25,
+              "start time": 40,
               "kafka throughput": 180, "kafka workloads": 130, "kafka rss": 120,
               "kafka restart": 240, "kafka share groups": 90},
 )
@@ -166,7 +170,8 @@ QUICK = Sizes(
               "share groups": 12, "random-offset fetch": 3, "workload matrix": 25,
               "rss": 12, "restart": 15, "registry, proxy": 4, "redis": 5, "nats": 4,
               "kafka throughput": 1, "kafka workloads": 1, "kafka rss": 1, "kafka restart": 1,
-              "kafka share groups": 1},
+              "kafka share groups": 1, "start time": 5},
+    start_runs=3,
 )
 # --quick --kafka: the Kafka steps' expected seconds (JVM starts dominate them).
 QUICK_KAFKA_EXPECTED = {"brokerd 100 B": 40, "brokerd 1000 B": 35, "kafka throughput": 120,
@@ -231,6 +236,8 @@ def steps(sizes: Sizes, results: Results, brokers: Brokers, root: Path, *,
             results, root, sizes.session_seconds, sizes.session_rounds, why=kafka_missing)),
         ("kafka rss", lambda: kafka_runs.rss(results, root, list(sizes.rss_levels),
                                              why=kafka_missing)),
+        ("start time", lambda: start_time.measure(
+            results, root, sizes.start_runs, kafka_why=kafka_missing)),
         ("kafka restart", lambda: kafka_runs.restart(
             results, root, sizes.restart_partitions, sizes.restart_bytes, why=kafka_missing)),
         ("kafka share groups", lambda: share_groups.kafka_rows(

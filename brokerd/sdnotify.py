@@ -10,10 +10,16 @@ What it does not do: the watchdog protocol, file-descriptor stores, or anything 
 ``$NOTIFY_SOCKET`` is unset (every call is then a no-op). A leading ``@`` in the socket
 address names a Linux abstract socket. A send never blocks the caller: a full socket
 buffer is logged and the notification dropped.
+
+The same moment, READY, also writes the ``--ready-file`` when one is asked for: the bound
+address of every listener as JSON, for a launcher (the pytest plugin, a script) that gave
+the broker ``tcp:0`` endpoints and needs the ports the kernel chose.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import socket
 import threading
@@ -97,10 +103,12 @@ def extending_start_timeout(
         thread.join()
 
 
-def _listening(siblings: list[service.IService]) -> list[Deferred[object]]:
+def _listening(
+    siblings: list[service.IService], bound: dict[str, str] | None = None
+) -> list[Deferred[object]]:
     """A Deferred per listener among ``siblings``: it fires once that listener has
     bound, and fails if it did not (the listener's own Deferred keeps its result, which
-    its stop needs)."""
+    its stop needs). ``bound`` collects each named listener's ``HOST:PORT``."""
     waits: list[Deferred[object]] = []
     for sibling in siblings:
         # StreamServerEndpointService keeps the pending listen() here; most endpoints
@@ -120,6 +128,9 @@ def _listening(siblings: list[service.IService]) -> list[Deferred[object]]:
             elif result is None:
                 mine.errback(RuntimeError(f"{what!r} did not bind"))
             else:
+                name = getattr(what, "name", None)
+                if bound is not None and name:
+                    bound[name] = _address_text(result)
                 mine.callback(None)
             return result
 
@@ -139,16 +150,25 @@ class ReadyNotifier(service.Service):
     start is failing; systemd reports the exit, not a half-started service).
     """
 
-    def __init__(self, reactor: object, *, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(
+        self,
+        reactor: object,
+        *,
+        environ: Mapping[str, str] = os.environ,
+        ready_file: str | None = None,
+    ) -> None:
         self._reactor: _RunningReactor = reactor  # type: ignore[assignment]
         self._environ = environ
+        self._ready_file = ready_file
+        #: Each named listener's bound ``HOST:PORT`` (what the ready file says).
+        self.bound: dict[str, str] = {}
         self.ready_sent = False
 
     def startService(self) -> None:
         super().startService()
         siblings = list(self.parent) if self.parent is not None else []
         before = siblings[: siblings.index(self)] if self in siblings else siblings
-        waits = _listening(before)
+        waits = _listening(before, self.bound)
         running: Deferred[object] = Deferred()
         self._reactor.callWhenRunning(lambda: running.callback(None))
         everything = DeferredList([running, *waits], fireOnOneErrback=True, consumeErrors=True)
@@ -157,6 +177,8 @@ class ReadyNotifier(service.Service):
     def _ready(self, _: object) -> None:
         if not self.running:
             return
+        if self._ready_file is not None:
+            write_ready_file(self._ready_file, self.bound)
         self.ready_sent = sd_notify(f"READY=1\nSTATUS={STATUS_SERVING}", self._environ)
 
     def _not_ready(self, failure: Failure) -> None:
@@ -164,4 +186,35 @@ class ReadyNotifier(service.Service):
 
     def stopService(self) -> None:
         super().stopService()
+        if self._ready_file is not None:
+            # A stale file would tell a waiting launcher of ports nobody serves.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._ready_file)
         sd_notify(f"STOPPING=1\nSTATUS={STATUS_STOPPING}", self._environ)
+
+
+def _address_text(port: object) -> str:
+    """``HOST:PORT`` of a listening port (an IPv6 host in brackets), or the address's
+    text for a non-TCP one (a UNIX socket's path)."""
+    get_host = getattr(port, "getHost", None)
+    address = get_host() if get_host is not None else None
+    host = getattr(address, "host", None)
+    tcp_port = getattr(address, "port", None)
+    if isinstance(host, str) and isinstance(tcp_port, int):
+        return f"[{host}]:{tcp_port}" if ":" in host else f"{host}:{tcp_port}"
+    name = getattr(address, "name", None)
+    return name.decode() if isinstance(name, bytes) else str(name if name else address)
+
+
+def write_ready_file(path: str, bound: Mapping[str, str]) -> None:
+    """Write ``{"pid": ..., "listeners": {"kafka": "HOST:PORT", ...}}`` to ``path``
+    whole or not at all (a temporary file renamed over it), so a reader polling for it
+    never sees half of it."""
+    text = json.dumps({"pid": os.getpid(), "listeners": dict(bound)}, sort_keys=True)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as out:
+            out.write(text + "\n")
+        os.replace(temporary, path)
+    except OSError as e:
+        _log.error("cannot write the ready file {path}: {error}", path=path, error=e)

@@ -1,7 +1,11 @@
 """Run a real ``twistd broker`` process for integration tests (loopback only).
 
 Each broker gets its own data directory and free ports on 127.0.0.1, logs to a file next
-to the data directory, and is stopped by its own PID.
+to the data directory, and is stopped by its own PID. The process is started and waited
+for by the pytest plugin's launcher (:mod:`brokerd.testing.launcher`: spawn, then the
+``--ready-file``), so there is one way to start a broker; this class keeps the fixed
+ports, the HTTP services and the helpers the older tests use (new tests take the
+``brokerd`` fixture).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 from brokerd.client import NativeClient
+from brokerd.testing.launcher import spawn, wait_until_ready
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -82,6 +87,7 @@ class BrokerProcess:
         self.http_proxy_port = free_port()
         self.args = args
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-twistd.log"
+        self.ready_path = self.data_dir.parent / f"{self.data_dir.name}.ready"
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -116,14 +122,18 @@ class BrokerProcess:
 
     def start(self) -> BrokerProcess:
         assert self.proc is None or self.proc.poll() is not None
-        self.proc = subprocess.Popen(self.command(), env=env(), cwd=self.data_dir.parent)
-        deadline = time.monotonic() + START_TIMEOUT
-        native = self.native_port if self.native_on else None
-        ports = [p for p in (native, self.kafka_port) if p] or [self.http_port]
-        for port in ports:
-            if not wait_for_port(port, deadline) or self.proc.poll() is not None:
-                self.kill()
-                raise RuntimeError(f"broker did not start; log:\n{self.log()}")
+        # Last on the command line, so a subclass's command() (a wrapper such as prlimit,
+        # a --config file) keeps it among the broker's options.
+        command = [*self.command(), f"--ready-file={self.ready_path}"]
+        self.proc = spawn(command, self.ready_path, cwd=self.data_dir.parent, env=env())
+        try:
+            # A wrapper may run the broker under another pid: any ready file written
+            # after the spawn (it removed the old one) is this start's.
+            wait_until_ready(self.proc, self.ready_path, self.log, timeout=START_TIMEOUT,
+                             check_pid=False)
+        except RuntimeError as e:
+            self.kill()
+            raise RuntimeError(f"broker did not start: {e}") from None
         return self
 
     def log(self) -> str:

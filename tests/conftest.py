@@ -3,6 +3,7 @@ settings."""
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,14 @@ import pytest
 from hypothesis import settings
 
 from tests.brokerproc import BrokerProcess
+
+# The pytest plugin (fixture ``brokerd``) comes through its entry point once the project is
+# installed; a checkout on PYTHONPATH beside an older install loads it by name.
+if not any(
+    ep.value == "brokerd.testing.pytest_plugin"
+    for ep in importlib.metadata.entry_points(group="pytest11")
+):
+    pytest_plugins = ["brokerd.testing.pytest_plugin"]
 
 # Property tests draw new inputs each run; a failure prints the blob that replays it
 # (``@reproduce_failure``), since a fresh checkout keeps no example database.

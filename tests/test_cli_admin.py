@@ -15,6 +15,8 @@ import pytest
 from brokerd import cli
 from brokerd.cli_admin import parse_datetime_ms
 from brokerd.cli_tables import render_table
+from brokerd.client import NativeClient
+from brokerd.testing import LaunchedBroker
 
 from tests.brokerproc import BROKERCTL, BrokerProcess, env, free_port
 from tests.kafka_helpers import WAIT, module_broker, wait_until
@@ -25,26 +27,16 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     yield from module_broker(tmp_path_factory, "cli-admin")
 
 
-@pytest.fixture(scope="module")
-def native_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path_factory.mktemp("cli-admin-native") / "data", kafka=False)
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.kill()
-
-
 class Ctl:
     """brokerctl run in this process against one broker."""
 
-    def __init__(self, broker: BrokerProcess, capsys: pytest.CaptureFixture[str]) -> None:
-        self.broker = broker
+    def __init__(self, native_address: str, capsys: pytest.CaptureFixture[str]) -> None:
+        self.native_address = native_address
         self.capsys = capsys
 
     def __call__(self, *args: str) -> tuple[int, str, str]:
         self.capsys.readouterr()
-        code = cli.main(["--bootstrap", self.broker.native_bootstrap, *args])
+        code = cli.main(["--bootstrap", self.native_address, *args])
         out, err = self.capsys.readouterr()
         return code, out, err
 
@@ -57,17 +49,18 @@ class Ctl:
 
 @pytest.fixture
 def ctl(broker: BrokerProcess, capsys: pytest.CaptureFixture[str]) -> Ctl:
-    return Ctl(broker, capsys)
+    return Ctl(broker.native_bootstrap, capsys)
 
 
-def produce(broker: BrokerProcess, topic: str, partition: int, count: int) -> None:
-    with broker.client() as client:
+def produce(native_address: str, topic: str, partition: int, count: int) -> None:
+    host, _, port = native_address.rpartition(":")
+    with NativeClient(host, int(port), timeout=10.0) as client:
         client.produce(topic, partition, [b"v%d" % i for i in range(count)])
 
 
 def test_topics_describe(broker: BrokerProcess, ctl: Ctl) -> None:
     assert ctl("topics", "create", "cli-desc", "--partitions", "2")[0] == 0
-    produce(broker, "cli-desc", 1, 3)
+    produce(broker.native_bootstrap, "cli-desc", 1, 3)
     code, out, _ = ctl("topics", "describe", "cli-desc")
     assert code == 0
     lines = out.splitlines()
@@ -125,7 +118,7 @@ def test_topics_delete(ctl: Ctl) -> None:
 
 def test_groups_reset_list_describe_delete(broker: BrokerProcess, ctl: Ctl) -> None:
     ctl("topics", "create", "cli-g", "--partitions", "2")
-    produce(broker, "cli-g", 0, 5)
+    produce(broker.native_bootstrap, "cli-g", 0, 5)
     code, out, _ = ctl("groups", "reset-offsets", "cli-group", "--topic", "cli-g",
                        "--to-offset", "3")
     assert code == 0
@@ -255,14 +248,16 @@ def test_bad_usage_exits_2(ctl: Ctl, args: list[str]) -> None:
     assert exited.value.code == cli.EXIT_USAGE
 
 
+@pytest.mark.brokerd(kafka="none")
 def test_groups_on_a_broker_without_the_kafka_listener(
-    native_only: BrokerProcess, capsys: pytest.CaptureFixture[str]
+    brokerd: LaunchedBroker, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """With --kafka none the group coordinator is still there: an operator resets a
     group's offsets (which creates them), lists, describes and deletes the group."""
-    ctl = Ctl(native_only, capsys)
+    assert "kafka" not in brokerd.addresses
+    ctl = Ctl(brokerd.native_address, capsys)
     ctl("topics", "create", "t")
-    produce(native_only, "t", 0, 4)
+    produce(brokerd.native_address, "t", 0, 4)
     reset = ctl.json("groups", "reset-offsets", "g", "--topic", "t", "--to-latest")
     assert [(r["partition"], r["new_offset"]) for r in reset] == [(0, 4)]
     assert [g["group_id"] for g in ctl.json("groups", "list")] == ["g"]

@@ -171,6 +171,56 @@ class ReadyNotifierTests(SynchronousTestCase):
         self.assertEqual(notes[1].fields, {"STOPPING": "1", "STATUS": STATUS_STOPPING})
 
 
+class ReadyFileTests(SynchronousTestCase):
+    """``--ready-file``: the named listeners' bound addresses, written at READY, removed
+    at a clean stop."""
+
+    def test_written_once_every_listener_is_bound_and_removed_at_stop(self) -> None:
+        import json
+        import os
+        import tempfile
+
+        from twisted.internet.address import IPv4Address
+
+        path = os.path.join(tempfile.mkdtemp(), "ready.json")
+        reactor = FakeReactor()
+        top = service.MultiService()
+        endpoints = {}
+        for name in ("native", "kafka"):
+            endpoints[name] = PendingEndpoint()
+            listener = StreamServerEndpointService(endpoints[name], Factory())
+            listener.setName(name)
+            listener.setServiceParent(top)
+        ReadyNotifier(reactor, environ={}, ready_file=path).setServiceParent(top)
+        top.startService()
+        reactor.run()
+
+        class Port:
+            def __init__(self, port: int) -> None:
+                self.address = IPv4Address("TCP", "127.0.0.1", port)
+
+            def getHost(self) -> IPv4Address:
+                return self.address
+
+            def stopListening(self) -> None:
+                pass
+
+        endpoints["native"].listening.callback(Port(7001))
+        self.assertFalse(os.path.exists(path))
+        endpoints["kafka"].listening.callback(Port(9001))
+        with open(path) as ready:
+            written = json.load(ready)
+        self.assertEqual(
+            written,
+            {
+                "pid": os.getpid(),
+                "listeners": {"native": "127.0.0.1:7001", "kafka": "127.0.0.1:9001"},
+            },
+        )
+        top.stopService()
+        self.assertFalse(os.path.exists(path))
+
+
 class ExtendStartTimeoutTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.sock = NotifySocket()

@@ -121,6 +121,7 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
             advertised_host=options["advertised-host"],
             schema_registry=_enabled(options["schema-registry"]),
             http_proxy=_enabled(options["http-proxy"]),
+            ready_file=options["ready-file"] or None,
         ),
         limits=limits,
         tls=tls,

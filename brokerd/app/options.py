@@ -81,6 +81,13 @@ class Options(usage.Options):
             "or 'none'.",
         ],
         [
+            "ready-file",
+            None,
+            None,
+            "Once every listener is bound, write their addresses here as JSON "
+            "(docs/operations.md, Ready file); removed at a clean stop.",
+        ],
+        [
             "advertised-host",
             None,
             None,

@@ -82,6 +82,8 @@ class ListenerSettings:
     schema_registry: str | None = None
     #: ``--http-proxy``: the REST Proxy's endpoint (docs/http-proxy.md).
     http_proxy: str | None = None
+    #: ``--ready-file``: where the bound addresses are written once all are bound.
+    ready_file: str | None = None
 
 
 @attrs.frozen

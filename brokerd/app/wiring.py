@@ -210,7 +210,7 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     add_http(services, settings, reactor)
     add_http_proxy(services, settings, reactor)
     add_schema_registry(services, settings, reactor)
-    ReadyNotifier(reactor).setServiceParent(top)
+    ReadyNotifier(reactor, ready_file=settings.listeners.ready_file).setServiceParent(top)
     # Runs once the service tree has started (twistd starts it before the reactor runs).
     reactor.callWhenRunning(start_gc.resume)
     return services
@@ -529,8 +529,9 @@ def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> No
     if services.metrics is not None:
         native.metrics = services.metrics.listener("native")
     bound = services.readiness.wait_for("native listener", "not bound yet")
-    listener_service(
-        reactor, description, native, settings.tls.client_verification, bound
+    named(
+        listener_service(reactor, description, native, settings.tls.client_verification, bound),
+        "native",
     ).setServiceParent(services.top)
 
 
@@ -631,8 +632,11 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
             port=factory.advertised_port,
         )
 
-    listener_service(
-        reactor, description, factory, settings.tls.client_verification, on_listen
+    named(
+        listener_service(
+            reactor, description, factory, settings.tls.client_verification, on_listen
+        ),
+        "kafka",
     ).setServiceParent(services.top)
 
 
@@ -790,6 +794,13 @@ def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -
 
 
 
+def named(svc: service.Service, name: str) -> service.Service:
+    """``svc`` under the option name of its listener (how ``--ready-file`` keys the
+    addresses)."""
+    svc.setName(name)
+    return svc
+
+
 def serve_http(
     services: BrokerServices,
     settings: Settings,
@@ -811,9 +822,11 @@ def serve_http(
     verification: ClientVerification | None = (
         settings.tls.http_client_verification or settings.tls.client_verification
     )
-    listener_service(reactor, description, site, verification, on_listen).setServiceParent(
-        services.top
-    )
+    # The option's name ("http", "schema-registry", "http-proxy"): the ready file's key.
+    name = ready.removesuffix(" listener").replace(" ", "-")
+    named(
+        listener_service(reactor, description, site, verification, on_listen), name
+    ).setServiceParent(services.top)
 
 def http_identity(settings: Settings, reactor: Any) -> HttpIdentity:
     """Who an HTTP client is: nobody asked, HTTP Basic against the credentials file, or

@@ -297,8 +297,8 @@ def test_quick_run_reports_every_row(tmp_path: Path) -> None:
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     # One progress line per step, each with the elapsed time and the estimate.
-    progress = [x for x in done.stderr.splitlines() if re.match(r"\[\s*\d+/23\]", x)]
-    assert len(progress) == 23, done.stderr
+    progress = [x for x in done.stderr.splitlines() if re.match(r"\[\s*\d+/24\]", x)]
+    assert len(progress) == 24, done.stderr
     unfinished = [x for x in progress if not re.search(r"elapsed \d+:\d\d, run ~\d+:\d\d", x)]
     assert not unfinished, done.stderr
 

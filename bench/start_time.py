@@ -1,0 +1,81 @@
+"""Start time: from spawning a broker process to its first acknowledged produce, the
+wait every test that starts its own broker pays.
+
+brokerd is started as the pytest plugin starts it (:class:`brokerd.testing.LaunchedBroker`:
+test mode, free ports, the ready file); Apache Kafka as the bench's peer
+(:class:`bench.kafka_peer.KafkaPeer`, a single KRaft node, its storage formatted before
+the clock starts). On each, a confluent-kafka producer (``acks=all``) sends one record as
+soon as the process is spawned (it retries while the broker is not up yet); the figure is
+the median over several fresh starts, each over an empty data directory.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.common import Results, Row
+from bench.kafka_peer import SYSTEM, KafkaPeer
+from bench.resources import SECTION
+from brokerd.testing import LaunchedBroker
+
+WHAT = "spawn to first acknowledged produce (fresh data directory)"
+#: Kafka's starts are slower and each formats storage first: fewer of them.
+KAFKA_STARTS = 3
+
+
+def _first_produce(bootstrap: str) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+                         "message.timeout.ms": 120_000})
+    producer.produce("start-time", b"first")
+    if producer.flush(120) != 0:
+        raise RuntimeError(f"the first produce to {bootstrap} was not acknowledged")
+
+
+def _median(starts: int, once: Callable[[int], float]) -> tuple[float, list[float]]:
+    times = [once(i) for i in range(starts)]
+    return statistics.median(times), times
+
+
+def measure(results: Results, root: Path, starts: int, *, kafka_why: str) -> None:
+    """The brokerd row (median of ``starts``) and Kafka's (``kafka_why``: why it cannot
+    run, "" when it can)."""
+
+    def brokerd_once(i: int) -> float:
+        broker = LaunchedBroker(root / f"brokerd-{i}" / "data")
+        begin = time.perf_counter()
+        broker.start()
+        try:
+            _first_produce(broker.bootstrap_servers)
+            return time.perf_counter() - begin
+        finally:
+            broker.stop()
+            shutil.rmtree(root / f"brokerd-{i}", ignore_errors=True)
+
+    median, times = _median(starts, brokerd_once)
+    results.add(Row(SECTION, "brokerd", WHAT, "test mode (fsync never)", median, "s",
+                    f"median of {starts}: " + ", ".join(f"{t:.2f}" for t in times)))
+    if kafka_why:
+        results.add(Row(SECTION, SYSTEM, WHAT, "default", None, "s", kafka_why))
+        return
+
+    def kafka_once(i: int) -> float:
+        peer = KafkaPeer(root / f"kafka-{i}")
+        peer.format()
+        begin = time.perf_counter()
+        peer.spawn()
+        try:
+            _first_produce(peer.kafka_bootstrap)
+            return time.perf_counter() - begin
+        finally:
+            peer.kill()
+            shutil.rmtree(root / f"kafka-{i}", ignore_errors=True)
+
+    median, times = _median(min(starts, KAFKA_STARTS), kafka_once)
+    results.add(Row(SECTION, SYSTEM, WHAT, "default", median, "s",
+                    f"median of {len(times)}: " + ", ".join(f"{t:.2f}" for t in times)))

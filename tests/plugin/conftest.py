@@ -1,0 +1,3 @@
+"""The plugin's own tests run test files in a child pytest (``pytester``)."""
+
+pytest_plugins = ["pytester"]
