@@ -32,7 +32,10 @@ java=${JAVA:-java}
 # loaded; the next one dumps them into an archive (once, a few seconds); every later run
 # maps that archive and starts on about half the CPU. The JVM ignores an archive whose
 # jars have changed (its warnings, which go to stdout, are off so tools' output stays
-# clean). KAFKA_CDS=off runs without it. A mkdir is the lock: one run writes each file.
+# clean; removing build/jvm/cds makes a new one). A run that finds a half-written list
+# dumps what is there, and a dump that fails is not tried again: either way the tools
+# only start slower. KAFKA_CDS=off runs without it. A mkdir is the lock: one run writes
+# each file.
 share=-Xshare:auto
 if [ "${KAFKA_CDS:-on}" != off ]; then
   cds=${KAFKA_CDS_DIR:-$(dirname "$(dirname "$kit")")/build/jvm/cds}
