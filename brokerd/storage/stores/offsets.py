@@ -240,6 +240,7 @@ class OffsetStore:
         self._lock = journal.state.lock
         self._clock = clock
         self._write_lock = threading.Lock()
+        self._followers: list[Callable[[Sequence[Decoded]], None]] = []
 
     @classmethod
     def open(
@@ -306,6 +307,22 @@ class OffsetStore:
         (an Empty group's record has no members but keeps its generation)."""
         with self._lock:
             return dict(self._view.members)
+
+    def follow(
+        self, follower: Callable[[Sequence[Decoded]], None]
+    ) -> tuple[dict[str, list[tuple[str, int, Committed]]], dict[str, StoredGroup]]:
+        """Call ``follower`` with the changes of every write made durable from now on
+        (in the writer's thread, in journal order, once they are visible); answer the
+        live offsets and memberships as of that moment, so the follower starts from a
+        state no write is missing from. ``follower`` must not raise or block."""
+        with self._write_lock:
+            self._followers.append(follower)
+            with self._lock:
+                offsets = {
+                    g: [(t, p, v) for (t, p), v in sorted(rows.items())]
+                    for g, rows in sorted(self._view.groups.items())
+                }
+                return offsets, dict(self._view.members)
 
     # -- writes (one writer at a time; blocking) ----------------------------------------
 
@@ -393,6 +410,8 @@ class OffsetStore:
             with self._lock:
                 for update, size in updates:
                     self._view.apply(update, size)
+            for follower in self._followers:
+                follower([update for update, _ in updates])
             self.journal.compact_if_due()
 
     def delete_topic(self, topic: str) -> None:
@@ -413,6 +432,8 @@ class OffsetStore:
             self.journal.append(encode_delete_topic(raw))
             with self._lock:
                 self._view.apply((None, topic))
+            for follower in self._followers:
+                follower([(None, topic)])
 
     def close(self) -> None:
         """Close the journal. Every commit that returned is already durable."""

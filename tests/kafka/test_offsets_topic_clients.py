@@ -1,0 +1,216 @@
+"""``__consumer_offsets`` read as a lag monitor reads it (brokerd.kafka.server.offsets_topic),
+against a real ``twistd broker``: a group commits with confluent-kafka, then a
+confluent-kafka consumer (Fetch by topic ID) and a kafka-python one (by name) read the
+group's partition of ``__consumer_offsets`` and decode its records with a decoder
+written here from Kafka's message schemas (OffsetCommitKey/Value, GroupMetadataKey/Value);
+deleting the group writes tombstones; ListOffsets answers the partition's ends;
+Produce to it stays refused. About 3 s.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.brokerproc import BrokerProcess
+from tests.control_plane_helpers import admin, confluent
+from tests.kafka_helpers import WAIT, module_broker, wait_until
+
+pytestmark = pytest.mark.clients
+
+OFFSETS = "__consumer_offsets"
+GROUP = "lag-watch"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    yield from module_broker(tmp_path_factory, "offsets-topic")
+
+
+# -- Kafka's schemas, decoded independently of the broker's encoder -------------------
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, fmt: str) -> Any:
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return value
+
+    def string(self) -> str | None:
+        n = self.take(">h")
+        if n < 0:
+            return None
+        text = self.data[self.pos : self.pos + n].decode()
+        self.pos += n
+        return text
+
+
+def java_partition(group: str, partitions: int = 50) -> int:
+    """abs(String.hashCode()) % partitions, as Kafka places a group."""
+    h = 0
+    for ch in group:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    h = h - (1 << 32) if h & 0x80000000 else h
+    return abs(h) % partitions
+
+
+def decode(key: bytes, value: bytes | None) -> tuple[Any, ...]:
+    """One ``__consumer_offsets`` record: ``("offset", group, topic, partition, value)``
+    or ``("group", group, value)``, value None for a tombstone."""
+    k = _Reader(key)
+    version = k.take(">h")
+    if version in (0, 1):
+        group, topic, partition = k.string(), k.string(), k.take(">i")
+        if value is None:
+            return ("offset", group, topic, partition, None)
+        v = _Reader(value)
+        v_version = v.take(">h")
+        assert v_version in (1, 3, 4), v_version
+        offset = v.take(">q")
+        epoch = v.take(">i") if v_version >= 3 else -1
+        metadata = v.string()
+        commit_ts = v.take(">q")
+        return ("offset", group, topic, partition, (offset, epoch, metadata, commit_ts))
+    assert version == 2, version
+    group = k.string()
+    if value is None:
+        return ("group", group, None)
+    v = _Reader(value)
+    v_version = v.take(">h")
+    protocol_type, generation = v.string(), v.take(">i")
+    protocol, leader = v.string(), v.string()
+    if v_version >= 2:
+        v.take(">q")  # current state timestamp
+    members = []
+    for _ in range(v.take(">i")):
+        member_id = v.string()
+        if v_version >= 3:
+            v.string()  # group instance id
+        v.string()  # client id
+        v.string()  # client host
+        if v_version >= 1:
+            v.take(">i")  # rebalance timeout
+        v.take(">i")  # session timeout
+        for _blob in range(2):  # subscription, assignment
+            v.pos += v.take(">i")
+        members.append(member_id)
+    return ("group", group, (protocol_type, generation, protocol, leader, members))
+
+
+def _commit(broker: BrokerProcess, offsets: list[tuple[str, int, int]]) -> None:
+    ck = confluent()
+    consumer = ck.Consumer({"bootstrap.servers": broker.kafka_bootstrap, "group.id": GROUP,
+                            "enable.auto.commit": False})
+    try:
+        consumer.commit(
+            offsets=[ck.TopicPartition(t, p, o) for t, p, o in offsets],
+            asynchronous=False,
+        )
+    finally:
+        consumer.close()
+
+
+def _read_confluent(broker: BrokerProcess, partition: int, until: int) -> list[tuple[Any, ...]]:
+    """Every record of ``__consumer_offsets`` ``partition`` up to offset ``until``."""
+    ck = confluent()
+    consumer = ck.Consumer({"bootstrap.servers": broker.kafka_bootstrap,
+                            "group.id": "offsets-reader", "enable.auto.commit": False,
+                            "fetch.wait.max.ms": 100})
+    out: list[tuple[Any, ...]] = []
+    try:
+        consumer.assign([ck.TopicPartition(OFFSETS, partition, ck.OFFSET_BEGINNING)])
+
+        def read() -> bool:
+            for m in consumer.consume(100, 0.2):
+                assert m.error() is None, m.error()
+                out.append((m.offset(), decode(m.key(), m.value())))
+            return bool(out) and out[-1][0] >= until - 1
+
+        wait_until(read, f"{OFFSETS}-{partition} read up to {until}")
+    finally:
+        consumer.close()
+    return [r for _o, r in out]
+
+
+def _latest(records: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], Any]:
+    """What a compacting reader keeps: the last value of each key."""
+    latest: dict[tuple[Any, ...], Any] = {}
+    for r in records:
+        latest[r[:-1]] = r[-1]
+    return latest
+
+
+def test_lag_monitor_reads_a_groups_commits(broker: BrokerProcess) -> None:
+    ck = confluent()
+    from confluent_kafka.admin import NewTopic
+
+    client = admin(broker)
+    for future in client.create_topics([NewTopic("orders", 3, 1)]).values():
+        future.result(WAIT)
+    _commit(broker, [("orders", 0, 5), ("orders", 2, 7)])
+    _commit(broker, [("orders", 0, 9)])
+    partition = java_partition(GROUP)
+
+    from kafka import KafkaConsumer, TopicPartition
+
+    reader: Any = KafkaConsumer(bootstrap_servers=broker.kafka_bootstrap,
+                                enable_auto_commit=False, request_timeout_ms=10000,
+                                exclude_internal_topics=False, fetch_max_wait_ms=100)
+    try:
+        tp = TopicPartition(OFFSETS, partition)
+        ends = reader.end_offsets([tp])
+        starts = reader.beginning_offsets([tp])
+        # One batch per commit: three records, in two batches.
+        assert (starts[tp], ends[tp]) == (0, 3)
+        records = _read_confluent(broker, partition, ends[tp])
+        offsets = {k[2:]: v for k, v in _latest(records).items() if k[0] == "offset"}
+        assert {tp_: (v[0], v[1], v[2]) for tp_, v in offsets.items()} == {
+            ("orders", 0): (9, -1, ""), ("orders", 2): (7, -1, ""),
+        }
+        assert all(r[1] == GROUP for r in records)
+
+        # kafka-python reads the same records by topic name.
+        reader.assign([tp])
+        reader.seek(tp, 0)
+        seen: list[tuple[Any, ...]] = []
+
+        def poll() -> bool:
+            for batch in reader.poll(timeout_ms=200).values():
+                seen.extend(decode(m.key, m.value) for m in batch)
+            return len(seen) >= 3
+
+        wait_until(poll, "kafka-python read the group's commits")
+        assert seen == records
+
+        # Deleting the group writes the tombstones of its offsets and of the group.
+        for future in client.delete_consumer_groups([GROUP]).values():
+            future.result(WAIT)
+        wait_until(lambda: poll() and len(seen) >= 6, "the tombstones")
+        assert seen[3:] == [
+            ("offset", GROUP, "orders", 0, None), ("offset", GROUP, "orders", 2, None),
+            ("group", GROUP, None),
+        ]
+    finally:
+        reader.close()
+
+    # Other partitions hold nothing of this group's; writes stay refused.
+    other = (partition + 1) % 50
+    producer = ck.Producer({"bootstrap.servers": broker.kafka_bootstrap,
+                            "message.timeout.ms": 5000})
+    errors: list[Any] = []
+    producer.produce(OFFSETS, b"x", partition=other, on_delivery=lambda e, _m: errors.append(e))
+    producer.flush(WAIT)
+    assert errors and errors[0] is not None
+
+
+def test_partition_of_a_group_is_javas() -> None:
+    from brokerd.kafka.server.offsets_topic import partition_for
+
+    for group in ("", "a", "lag-watch", "payments-consumer", "grüße", "x" * 300):
+        assert partition_for(group) == java_partition(group), group
