@@ -103,9 +103,11 @@ def decode(key: bytes, value: bytes | None) -> tuple[Any, ...]:
     return ("group", group, (protocol_type, generation, protocol, leader, members))
 
 
-def _commit(broker: BrokerProcess, offsets: list[tuple[str, int, int]]) -> None:
+def _commit(
+    broker: BrokerProcess, offsets: list[tuple[str, int, int]], group: str = GROUP
+) -> None:
     ck = confluent()
-    consumer = ck.Consumer({"bootstrap.servers": broker.kafka_bootstrap, "group.id": GROUP,
+    consumer = ck.Consumer({"bootstrap.servers": broker.kafka_bootstrap, "group.id": group,
                             "enable.auto.commit": False})
     try:
         consumer.commit(
@@ -207,6 +209,53 @@ def test_lag_monitor_reads_a_groups_commits(broker: BrokerProcess) -> None:
     producer.produce(OFFSETS, b"x", partition=other, on_delivery=lambda e, _m: errors.append(e))
     producer.flush(WAIT)
     assert errors and errors[0] is not None
+
+
+def _kafka_python(broker: BrokerProcess) -> Any:
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer(bootstrap_servers=broker.kafka_bootstrap, enable_auto_commit=False,
+                         request_timeout_ms=10000, fetch_max_wait_ms=100)
+
+
+def test_offsets_never_go_back_across_a_restart(broker: BrokerProcess) -> None:
+    from kafka import TopicPartition
+
+    from brokerd.kafka.server.offsets_topic import RUN_SHIFT
+
+    group = "lag-watch-restarted"
+    tp = TopicPartition(OFFSETS, java_partition(group))
+    _commit(broker, [("orders", 1, 4)], group)
+    reader = _kafka_python(broker)
+    try:
+        stopped_at = reader.end_offsets([tp])[tp]
+        assert stopped_at < 1 << RUN_SHIFT
+    finally:
+        reader.close()
+    broker.restart()
+    _commit(broker, [("orders", 1, 6)], group)
+    reader = _kafka_python(broker)
+    try:
+        first = 1 << RUN_SHIFT  # the second run of this data directory
+        assert reader.beginning_offsets([tp])[tp] == 0
+        assert reader.end_offsets([tp])[tp] == first + 2
+        # Resumed where it stopped: the live state again (from the journal), then news.
+        reader.assign([tp])
+        reader.seek(tp, stopped_at)
+        got: list[tuple[int, tuple[Any, ...]]] = []
+
+        def poll() -> bool:
+            for batch in reader.poll(timeout_ms=200).values():
+                got.extend((m.offset, decode(m.key, m.value)) for m in batch)
+            return len(got) >= 2
+
+        wait_until(poll, "the records of the new run")
+        assert [(o, r[:4], r[4][0]) for o, r in got] == [
+            (first, ("offset", group, "orders", 1), 4),
+            (first + 1, ("offset", group, "orders", 1), 6),
+        ]
+    finally:
+        reader.close()
 
 
 def test_partition_of_a_group_is_javas() -> None:

@@ -22,9 +22,13 @@ The logs live in memory and are bounded as a compacted topic is: once a partitio
 more than :data:`COMPACT_MIN_BYTES` and twice its live records, it is rewritten keeping
 only the latest record of each key (each keeps its offset; tombstones go). At start they
 are seeded with the journal's live state (one record per committed offset and per stored
-group), so offsets are stable while the broker runs and start again from 0 after a
-restart (the topic reads as one compacted anew; a reader positioned past the end gets
-OFFSET_OUT_OF_RANGE and resets, as after a truncation).
+group), what a compacted ``__consumer_offsets`` holds. Offsets never go back: each run
+of the broker numbers its records from ``run << 40`` (:func:`next_run`, a counter in the
+data directory written once at start, never on the commit path), and the log start
+offset stays 0, as a compacted topic's does. So a reader that resumes across a restart
+from where it stopped reads on from the first record of the new run (the live state
+again, then what follows), never records under offsets it already read, and never an
+OFFSET_OUT_OF_RANGE.
 
 Thread-safety: :meth:`OffsetsTopicLog.journal_written` is called from the journal's
 writer thread, reads from the reactor; one short lock guards the logs.
@@ -33,11 +37,13 @@ writer thread, reads from the reactor; one short lock guards the logs.
 from __future__ import annotations
 
 import bisect
+import os
 import struct
 import threading
 import time
 from collections.abc import Iterable, Sequence
 
+from brokerd.storage.fileio import atomic_write, read_file
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.stores.offsets_format import (
     Committed,
@@ -54,6 +60,12 @@ PARTITIONS = 50
 COMPACT_MIN_BYTES = 1 << 20
 #: ... and this many times the bytes of its live records.
 COMPACT_RATIO = 2
+
+#: Each run of the broker numbers its records from ``run << RUN_SHIFT``: room for 2**40
+#: records per run and 2**23 runs within Kafka's int64 offsets.
+RUN_SHIFT = 40
+#: The run counter's file in the data directory (not a ``<topic>-<n>`` name).
+RUN_FILE_NAME = "consumer-offsets-topic.run"
 
 _OFFSET_KEY_VERSION = 1
 _OFFSET_VALUE_VERSION = 3
@@ -72,6 +84,21 @@ def partition_for(group_id: str, partitions: int = PARTITIONS) -> int:
         h -= 1 << 32
     # Kafka's Utils.abs maps Integer.MIN_VALUE to 0 (h & 0x7fffffff).
     return (h & 0x7FFFFFFF if h == -(1 << 31) else abs(h)) % partitions
+
+
+def next_run(data_dir: str) -> int:
+    """This run's number: the counter in ``data_dir`` (0 when there is none), which is
+    then durably moved on by one. Blocking; called once at start."""
+    path = os.path.join(data_dir, RUN_FILE_NAME)
+    raw = read_file(path)
+    try:
+        run = int(raw.decode("ascii")) if raw else 0
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError(f"{path} holds no run number") from None
+    if not 0 <= run < 1 << (63 - RUN_SHIFT):
+        raise ValueError(f"{path} holds run {run}, out of range")
+    atomic_write(path, str(run + 1).encode("ascii"))
+    return run
 
 
 def _string(text: str) -> bytes:
@@ -133,11 +160,11 @@ def group_value(group: StoredGroup, now_ms: int) -> bytes:
 class _Partition:
     """One partition's batches, and the latest record of each key (for compaction)."""
 
-    def __init__(self) -> None:
+    def __init__(self, first_offset: int) -> None:
         #: ``(last offset, base offset, batch)`` in offset order.
         self.batches: list[tuple[int, int, bytes]] = []
         self.lasts: list[int] = []
-        self.next_offset = 0
+        self.next_offset = first_offset
         self.size = 0
         #: key -> (offset, value) of its latest record; tombstones are None values.
         self.latest: dict[bytes, tuple[int, bytes | None]] = {}
@@ -196,12 +223,14 @@ class OffsetsTopicLog:
     """The partitions of ``__consumer_offsets``, kept in step with the offsets journal.
 
     :param partitions: the topic's partition count.
+    :param run: this run of the broker (:func:`next_run`); its records are numbered from
+        ``run << RUN_SHIFT``.
     """
 
-    def __init__(self, partitions: int = PARTITIONS) -> None:
+    def __init__(self, partitions: int = PARTITIONS, run: int = 0) -> None:
         self.partitions = partitions
         self._lock = threading.Lock()
-        self._parts = [_Partition() for _ in range(partitions)]
+        self._parts = [_Partition(run << RUN_SHIFT) for _ in range(partitions)]
 
     def seed(
         self,
@@ -288,9 +317,12 @@ class OffsetsTopicLog:
 __all__ = [
     "COMPACT_MIN_BYTES",
     "PARTITIONS",
+    "RUN_FILE_NAME",
+    "RUN_SHIFT",
     "OffsetsTopicLog",
     "group_key",
     "group_value",
+    "next_run",
     "offset_key",
     "offset_value",
     "partition_for",
