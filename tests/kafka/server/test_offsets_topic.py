@@ -1,0 +1,108 @@
+"""The records of ``__consumer_offsets`` (brokerd.kafka.server.offsets_topic), sans-IO:
+what each journal change becomes, decoded with Kafka's schemas; one batch per partition
+per write; compaction keeps each key's latest record at its offset; the run counter."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brokerd.kafka.server.offsets_topic import (
+    RUN_FILE_NAME,
+    RUN_SHIFT,
+    OffsetsTopicLog,
+    next_run,
+)
+from brokerd.storage.record.decode import decode_records
+from brokerd.storage.stores.offsets_format import (
+    Committed,
+    GroupDeletion,
+    GroupUpdate,
+    OffsetDeletion,
+    StoredGroup,
+    StoredMember,
+)
+
+from tests.offsets_topic_schema import decode, java_partition
+
+NOW = 1_700_000_000_000
+
+
+def _batches(data: bytes) -> list[bytes]:
+    out = []
+    pos = 0
+    while pos < len(data):
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        out.append(data[pos : pos + 12 + length])
+        pos += 12 + length
+    return out
+
+
+def _read(log: OffsetsTopicLog, group: str, offset: int = 0) -> list[tuple[int, Any]]:
+    data = log.read(java_partition(group), offset, 1 << 20)
+    assert data is not None
+    return [
+        (r.offset, decode(r.key or b"", r.value))
+        for batch in _batches(data)
+        for r in decode_records(batch, max_uncompressed=1 << 20)
+    ]
+
+
+def _committed(offset: int) -> Committed:
+    return Committed(offset, 3, "meta", NOW)
+
+
+def test_commits_groups_and_deletions_in_kafkas_schemas() -> None:
+    log = OffsetsTopicLog()
+    member = StoredMember("m-1", "inst", "client", "/127.0.0.1", 45000, 300000, b"sub", b"asg")
+    log.journal_written([
+        ("g", [("orders", 0, _committed(5)), ("orders", 1, _committed(6))]),
+        GroupUpdate("g", StoredGroup("consumer", 4, "range", "m-1", (member,))),
+    ], NOW)
+    log.journal_written([OffsetDeletion("g", (("orders", 1),))], NOW)
+    log.journal_written([(None, "orders")], NOW)
+    log.journal_written([GroupDeletion("g")], NOW)
+    p = java_partition("g")
+    assert log.bounds(p) == (0, 6)
+    assert log.read(p, 7, 100) is None  # past the end
+    assert _read(log, "g") == [
+        (0, ("offset", "g", "orders", 0, (5, 3, "meta", NOW))),
+        (1, ("offset", "g", "orders", 1, (6, 3, "meta", NOW))),
+        (2, ("group", "g", ("consumer", 4, "range", "m-1", ["m-1"]))),
+        (3, ("offset", "g", "orders", 1, None)),
+        (4, ("offset", "g", "orders", 0, None)),  # the topic was deleted
+        (5, ("group", "g", None)),  # no offsets left to tombstone
+    ]
+    # One batch per journal write.
+    data = log.read(p, 0, 1 << 20)
+    assert data is not None and len(_batches(data)) == 4
+
+
+def test_compaction_keeps_each_keys_latest_at_its_offset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("brokerd.kafka.server.offsets_topic.COMPACT_MIN_BYTES", 4096)
+    log = OffsetsTopicLog()
+    for i in range(200):
+        log.journal_written([("g", [("t", i % 2, _committed(i))])], NOW)
+    p = java_partition("g")
+    data = log.read(p, 0, 1 << 20)
+    assert data is not None and len(data) < 4096 * 2
+    records = _read(log, "g")
+    assert [(o, r[3], r[4][0]) for o, r in records][-2:] == [(198, 0, 198), (199, 1, 199)]
+    assert log.bounds(p) == (0, 200)
+    # A reader positioned in a compacted gap reads on from the next record kept.
+    assert _read(log, "g", 150)[0][0] > 150
+
+
+def test_runs_number_from_the_counter(tmp_path: Path) -> None:
+    assert [next_run(str(tmp_path)) for _ in range(3)] == [0, 1, 2]
+    log = OffsetsTopicLog(run=next_run(str(tmp_path)))
+    log.journal_written([("g", [("t", 0, _committed(1))])], NOW)
+    assert log.bounds(java_partition("g")) == (0, (3 << RUN_SHIFT) + 1)
+    (tmp_path / RUN_FILE_NAME).write_bytes(b"junk")
+    with pytest.raises(ValueError, match="no run number"):
+        next_run(str(tmp_path))
