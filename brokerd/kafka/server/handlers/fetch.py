@@ -233,7 +233,10 @@ class FetchHandler:
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.FETCH, self.fetch, fetch_rule(self._core, self.sessions)),
+            Route(
+                ApiKey.FETCH, self.fetch,
+                fetch_rule(self._core, self.sessions, self._internal),
+            ),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
@@ -806,7 +809,11 @@ def _with_aborted(r: apis.FetchPartitionResponse) -> apis.FetchPartitionResponse
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def fetch_rule(core: CoreTopics, sessions: FetchSessionCache | None = None) -> Rule:
+def fetch_rule(
+    core: CoreTopics,
+    sessions: FetchSessionCache | None = None,
+    internal: InternalTopics | None = None,
+) -> Rule:
     """READ on each topic fetched (by name, or by topic ID from version 13: an unknown ID
     passes, to be answered UNKNOWN_TOPIC_ID whatever the ACLs say, as Kafka does). An
     incremental fetch is checked on the topics it adds or moves (a denied one is not
@@ -825,7 +832,7 @@ def fetch_rule(core: CoreTopics, sessions: FetchSessionCache | None = None) -> R
         def name_of(t: apis.FetchTopic) -> str | None:
             if not by_id:
                 return t.topic
-            info = core.topic_by_id(t.topic_id)
+            info = _topic_by_id(core, internal, t.topic_id)
             return None if info is None else info.name
 
         def error(name: str | None) -> ErrorCode | None:
