@@ -339,8 +339,10 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
         heartbeat_interval_ms=settings.groups.consumer_heartbeat_interval_ms,
     )
     offsets_log = OffsetsTopicLog(OFFSETS_TOPIC_PARTITIONS, next_run(data_dir))
-    committed, stored_groups = offsets.follow(offsets_log.journal_written)
-    offsets_log.seed(committed.items(), stored_groups.items())
+    offsets.follow(
+        lambda committed, stored: offsets_log.seed(committed.items(), stored.items()),
+        offsets_log.journal_written,
+    )
     internal_topics = _InternalTopics(lambda: DEFAULT_CLUSTER_ID, offsets_log)
     groups = GroupCoordinator(
         clock=reactor,

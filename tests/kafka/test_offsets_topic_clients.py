@@ -1,10 +1,12 @@
 """``__consumer_offsets`` read as a lag monitor reads it (brokerd.kafka.server.offsets_topic),
 against a real ``twistd broker``: a group commits with confluent-kafka, then a
-confluent-kafka consumer (Fetch by topic ID) and a kafka-python one (by name) read the
-group's partition of ``__consumer_offsets`` and decode its records with a decoder
-written in the tests from Kafka's message schemas (OffsetCommitKey/Value, GroupMetadataKey/Value);
+confluent-kafka consumer and a kafka-python one read the group's partition of
+``__consumer_offsets`` and decode its records with a decoder written in the tests from
+Kafka's message schemas (OffsetCommitKey/Value, GroupMetadataKey/Value);
 deleting the group writes tombstones; ListOffsets answers the partition's ends;
-Produce to it stays refused. About 3 s.
+Produce to it stays refused; a kafka-python member's classic group shows as
+GroupMetadata; offsets never go back across a restart. About 12 s (one broker, one
+restart).
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ import pytest
 
 from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import admin, confluent
-from tests.kafka_helpers import WAIT, module_broker, wait_until
+from tests.kafka_helpers import (
+    HEARTBEAT_MS,
+    SESSION_TIMEOUT_MS,
+    WAIT,
+    module_broker,
+    wait_until,
+)
 from tests.offsets_topic_schema import decode, java_partition
 
 pytestmark = pytest.mark.clients
@@ -183,6 +191,43 @@ def test_offsets_never_go_back_across_a_restart(broker: BrokerProcess) -> None:
         ]
     finally:
         reader.close()
+
+
+def test_a_classic_groups_membership(broker: BrokerProcess) -> None:
+    from kafka import KafkaConsumer, TopicPartition
+
+    group = "lag-watch-members"
+    member: Any = KafkaConsumer(
+        "orders", bootstrap_servers=broker.kafka_bootstrap, group_id=group,
+        client_id="watched", enable_auto_commit=False, request_timeout_ms=10000,
+        session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+    )
+    try:
+        wait_until(lambda: member.poll(timeout_ms=100) is not None and member.assignment(),
+                   "the member's assignment")
+        reader = _kafka_python(broker)
+        try:
+            tp = TopicPartition(OFFSETS, java_partition(group))
+            reader.assign([tp])
+            reader.seek(tp, 0)
+            groups: list[tuple[Any, ...]] = []
+
+            def poll() -> bool:
+                for batch in reader.poll(timeout_ms=200).values():
+                    groups.extend(
+                        r for r in (decode(m.key, m.value) for m in batch) if r[0] == "group"
+                    )
+                return bool(groups)
+
+            wait_until(poll, "the group's metadata record")
+        finally:
+            reader.close()
+    finally:
+        member.close()
+    (_kind, name, (protocol_type, generation, protocol, leader, members)) = groups[-1]
+    assert (name, protocol_type) == (group, "consumer") and generation >= 1
+    assert protocol in ("range", "roundrobin", "sticky", "cooperative-sticky")
+    assert members == [leader] and leader.startswith("watched")
 
 
 def test_partition_of_a_group_is_javas() -> None:

@@ -266,9 +266,11 @@ class OffsetsTopicLog:
                 # A deleted topic: every group's offsets of it go.
                 deleted = rows if isinstance(rows, str) else ""
                 for p, part in enumerate(self._parts):
-                    for keys in part.group_keys.values():
+                    for g, keys in list(part.group_keys.items()):
                         for tp in sorted(tp for tp in keys if tp[0] == deleted):
                             pending.setdefault(p, []).append((keys.pop(tp), None))
+                        if not keys:
+                            del part.group_keys[g]
                 return
             p = partition_for(group, self.partitions)
             keys = self._parts[p].group_keys.setdefault(group, {})
@@ -295,6 +297,8 @@ class OffsetsTopicLog:
                 keys.pop((topic, partition), None)
                 key = offset_key(change.group_id, topic, partition)
                 pending.setdefault(p, []).append((key, None))
+            if not keys:
+                self._parts[p].group_keys.pop(change.group_id, None)
         # Consumer-protocol group state and group configs have no record here.
 
     def bounds(self, partition: int) -> tuple[int, int] | None:

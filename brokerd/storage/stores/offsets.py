@@ -309,20 +309,25 @@ class OffsetStore:
             return dict(self._view.members)
 
     def follow(
-        self, follower: Callable[[Sequence[Decoded]], None]
-    ) -> tuple[dict[str, list[tuple[str, int, Committed]]], dict[str, StoredGroup]]:
-        """Call ``follower`` with the changes of every write made durable from now on
-        (in the writer's thread, in journal order, once they are visible); answer the
-        live offsets and memberships as of that moment, so the follower starts from a
-        state no write is missing from. ``follower`` must not raise or block."""
+        self,
+        start: Callable[
+            [dict[str, list[tuple[str, int, Committed]]], dict[str, StoredGroup]], None
+        ],
+        follower: Callable[[Sequence[Decoded]], None],
+    ) -> None:
+        """Hand ``start`` the live offsets and memberships now, then call ``follower``
+        with the changes of every later write made durable (in the writer's thread, in
+        journal order, once they are visible): no write falls between the two, nor is
+        seen twice. Neither may raise or block."""
         with self._write_lock:
-            self._followers.append(follower)
             with self._lock:
                 offsets = {
                     g: [(t, p, v) for (t, p), v in sorted(rows.items())]
                     for g, rows in sorted(self._view.groups.items())
                 }
-                return offsets, dict(self._view.members)
+                members = dict(self._view.members)
+            start(offsets, members)
+            self._followers.append(follower)
 
     # -- writes (one writer at a time; blocking) ----------------------------------------
 

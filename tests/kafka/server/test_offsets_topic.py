@@ -106,3 +106,27 @@ def test_runs_number_from_the_counter(tmp_path: Path) -> None:
     (tmp_path / RUN_FILE_NAME).write_bytes(b"junk")
     with pytest.raises(ValueError, match="no run number"):
         next_run(str(tmp_path))
+
+
+def test_follows_the_offsets_journal(tmp_path: Path) -> None:
+    from brokerd.storage.stores.offsets import OffsetStore
+
+    store = OffsetStore.open(str(tmp_path), clock=lambda: NOW / 1000)
+    try:
+        store.commit("g", [("t", 0, 5, -1, None)])
+        log = OffsetsTopicLog()
+        store.follow(lambda c, m: log.seed(c.items(), m.items(), NOW), log.journal_written)
+        # Two groups in one write (group commit): one batch per partition touched.
+        store.commit_many([("g", [("t", 0, 6, 2, "x"), ("t", 1, 1, 2, None)]),
+                           ("h", [("t", 0, 9, -1, None)])])
+        store.delete_topic("t")
+    finally:
+        store.close()
+    assert [(o, r[3], r[4] and r[4][:3]) for o, r in _read(log, "g")] == [
+        (0, 0, (5, -1, "")),  # the seed: the journal's live state when followed
+        (1, 0, (6, 2, "x")),
+        (2, 1, (1, 2, "")),
+        (3, 0, None),
+        (4, 1, None),
+    ]
+    assert [(r[3], r[4] and r[4][0]) for _o, r in _read(log, "h")] == [(0, 9), (0, None)]
