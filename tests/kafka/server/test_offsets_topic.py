@@ -1,6 +1,8 @@
 """The records of ``__consumer_offsets`` (brokerd.kafka.server.offsets_topic), sans-IO:
 what each journal change becomes, decoded with Kafka's schemas; one batch per partition
-per write; compaction keeps each key's latest record at its offset; the run counter."""
+per write; compaction keeps each key's latest record at its offset; the run counter; the
+offsets journal followed; Fetch (by name and by topic ID) and ListOffsets through the
+listener protocol. Under 2 s."""
 
 from __future__ import annotations
 
@@ -8,14 +10,24 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
+from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.listener.protocol import KafkaFactory
+from brokerd.kafka.server.internal_topics import (
+    OFFSETS_TOPIC,
+    InternalTopics,
+    internal_topic_id,
+)
 from brokerd.kafka.server.offsets_topic import (
     RUN_FILE_NAME,
     RUN_SHIFT,
     OffsetsTopicLog,
     next_run,
 )
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.requests import apis
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.stores.offsets_format import (
     Committed,
@@ -26,6 +38,7 @@ from brokerd.storage.stores.offsets_format import (
     StoredMember,
 )
 
+from tests.kafka.server.test_protocol import KafkaTestCase
 from tests.offsets_topic_schema import decode, java_partition
 
 NOW = 1_700_000_000_000
@@ -130,3 +143,54 @@ def test_follows_the_offsets_journal(tmp_path: Path) -> None:
         (4, 1, None),
     ]
     assert [(r[3], r[4] and r[4][0]) for _o, r in _read(log, "h")] == [(0, 9), (0, None)]
+
+
+class OffsetsTopicOnTheWireTests(KafkaTestCase):
+    """Fetch by name and by topic ID (v13), ListOffsets, through the listener protocol."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.log = OffsetsTopicLog()
+        self.factory = KafkaFactory(
+            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            advertised_host="broker.example", advertised_port=19092, max_frame_bytes=1 << 20,
+            internal_topics=InternalTopics(lambda: "cluster", self.log),
+        )
+        self.proto, self.tr = self.connect()
+
+    def fetch(self, version: int, request: apis.FetchRequest) -> apis.FetchPartitionResponse:
+        self.send(ApiKey.FETCH, version, request)
+        return self.one().responses[0].partitions[0]  # type: ignore[no-any-return]
+
+    def test_read_once_presented(self) -> None:
+        p = java_partition("g")
+        request = self.fetch_request([(OFFSETS_TOPIC, p, 0, 1 << 20)])
+        self.assertEqual(self.fetch(12, request).error_code,
+                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)  # not created yet
+        self.send(ApiKey.FIND_COORDINATOR, 4, apis.FindCoordinatorRequest(
+            key_type=0, coordinator_keys=("g",)))
+        self.one()
+        self.log.journal_written([("g", [("t", 0, _committed(5))])], NOW)
+
+        by_name = self.fetch(12, request)
+        self.assertEqual((by_name.error_code, by_name.high_watermark), (0, 1))
+        topic_id = internal_topic_id("cluster", OFFSETS_TOPIC)
+        by_id = self.fetch(13, attrs.evolve(request, topics=(attrs.evolve(
+            request.topics[0], topic="", topic_id=topic_id),)))
+        self.assertEqual(by_id.records, by_name.records)
+        (record,) = decode_records(by_id.records, max_uncompressed=1 << 20)
+        self.assertEqual(decode(record.key or b"", record.value),
+                         ("offset", "g", "t", 0, (5, 3, "meta", NOW)))
+        past = self.fetch(12, self.fetch_request([(OFFSETS_TOPIC, p, 2, 1 << 20)]))
+        self.assertEqual(past.error_code, ErrorCode.OFFSET_OUT_OF_RANGE)
+
+        answers = {}
+        for ts in (-1, -2, NOW):
+            self.send(ApiKey.LIST_OFFSETS, 7, apis.ListOffsetsRequest(topics=(
+                apis.ListOffsetsTopic(name=OFFSETS_TOPIC, partitions=(
+                    apis.ListOffsetsPartition(partition_index=p, timestamp=ts),)),)))
+            part = self.one().topics[0].partitions[0]
+            answers[ts] = (part.error_code, part.offset)
+        self.assertEqual(answers, {-1: (0, 1), -2: (0, 0), NOW: (0, -1)})
+        self.assertEqual(self.fetch(12, self.fetch_request([(OFFSETS_TOPIC, 50, 0, 100)]))
+                         .error_code, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
