@@ -34,6 +34,12 @@ journals (plus group records) are still read; opening one rewrites it at once as
 refuses the file outright instead of truncating everything after the first such record
 as a torn tail.
 
+Whoever needs every change as it becomes durable (the Kafka layer, which derives
+``__consumer_offsets``'s records from it) follows the store (:meth:`OffsetStore.follow`):
+it gets the live state once, then each write's changes from the writer's thread, in
+journal order. A write whose fsync failed is not passed on, even if it did reach the
+disk and comes back when the store reopens.
+
 What this module does not do: no Twisted, no threads of its own, no group state machine
 (that is ``brokerd.kafka.groups.coordinator``), no offset retention/expiry of abandoned groups, no
 validation of whether a topic exists, and no producer ids (``stores/producer_ids.py``). Every
