@@ -324,8 +324,9 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.groups.group_service import GroupStateService
     from brokerd.kafka.listener.protocol import DEFAULT_CLUSTER_ID
+    from brokerd.kafka.server.internal_topics import OFFSETS_TOPIC_PARTITIONS, with_internal
     from brokerd.kafka.server.internal_topics import InternalTopics as _InternalTopics
-    from brokerd.kafka.server.internal_topics import with_internal
+    from brokerd.kafka.server.offsets_topic import OffsetsTopicLog, next_run
     from brokerd.storage.stores.offsets import OffsetStore
     from brokerd.storage.stores.producer_ids import ProducerIdAllocator
 
@@ -337,7 +338,12 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
         session_timeout_ms=settings.groups.consumer_session_timeout_ms,
         heartbeat_interval_ms=settings.groups.consumer_heartbeat_interval_ms,
     )
-    internal_topics = _InternalTopics(lambda: DEFAULT_CLUSTER_ID)
+    offsets_log = OffsetsTopicLog(OFFSETS_TOPIC_PARTITIONS, next_run(data_dir))
+    offsets.follow(
+        lambda committed, stored: offsets_log.seed(committed.items(), stored.items()),
+        offsets_log.journal_written,
+    )
+    internal_topics = _InternalTopics(lambda: DEFAULT_CLUSTER_ID, offsets_log)
     groups = GroupCoordinator(
         clock=reactor,
         offsets=offsets,

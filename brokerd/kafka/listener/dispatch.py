@@ -186,14 +186,14 @@ class KafkaHandlers:
             streams = getattr(coordinator, "streams", None)
             return {} if streams is None else cast(HasStreamsGroups, coordinator).streams.groups
 
+        if internal_topics is None:
+            internal_topics = InternalTopics(lambda: identity.cluster_id)
         fetch = FetchHandler(
             core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget,
-            session_slots=fetch_session_slots,
+            session_slots=fetch_session_slots, internal_topics=internal_topics,
         )
         #: The listener's fetch sessions (``/metrics`` reads them).
         self.fetch_sessions = fetch.sessions
-        if internal_topics is None:
-            internal_topics = InternalTopics(lambda: identity.cluster_id)
         families = (
             AdminHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
@@ -201,7 +201,7 @@ class KafkaHandlers:
             ),
             ProduceHandler(core, clock=clock),
             fetch,
-            ListOffsetsHandler(core),
+            ListOffsetsHandler(core, internal_topics),
             GroupHandlers(
                 core, coordinator, identity,
                 pending_offsets=_pending_offsets(transactions),

@@ -33,6 +33,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 
+from brokerd.kafka.server.offsets_topic import OffsetsTopicLog
 from brokerd.storage.types import TopicInfo
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -78,11 +79,17 @@ class InternalTopics:
 
     :param cluster_id: the cluster id, read when a topic is created (it is known only
         once the broker started).
+    :param offsets_log: ``__consumer_offsets``'s records, kept in step with the offsets
+        journal (:mod:`brokerd.kafka.server.offsets_topic`); None: the topic has no
+        readable partitions.
     """
 
-    def __init__(self, cluster_id: Callable[[], str]) -> None:
+    def __init__(
+        self, cluster_id: Callable[[], str], offsets_log: OffsetsTopicLog | None = None
+    ) -> None:
         self._cluster_id = cluster_id
         self._created: dict[str, TopicInfo] = {}
+        self._offsets_log = offsets_log
 
     def create(self, name: str) -> TopicInfo | None:
         """Present internal topic ``name`` from now on (nothing for a name brokerd does
@@ -117,6 +124,13 @@ class InternalTopics:
 
     def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return next((t for t in self._created.values() if t.topic_id == topic_id), None)
+
+    def readable(self, name: str) -> OffsetsTopicLog | None:
+        """The records of internal topic ``name`` if it is presented now and readable
+        (only ``__consumer_offsets`` is, when it has a log); else None."""
+        if name != OFFSETS_TOPIC or name not in self._created:
+            return None
+        return self._offsets_log
 
 
 def with_internal(

@@ -34,6 +34,12 @@ journals (plus group records) are still read; opening one rewrites it at once as
 refuses the file outright instead of truncating everything after the first such record
 as a torn tail.
 
+Whoever needs every change as it becomes durable (the Kafka layer, which derives
+``__consumer_offsets``'s records from it) follows the store (:meth:`OffsetStore.follow`):
+it gets the live state once, then each write's changes from the writer's thread, in
+journal order. A write whose fsync failed is not passed on, even if it did reach the
+disk and comes back when the store reopens.
+
 What this module does not do: no Twisted, no threads of its own, no group state machine
 (that is ``brokerd.kafka.groups.coordinator``), no offset retention/expiry of abandoned groups, no
 validation of whether a topic exists, and no producer ids (``stores/producer_ids.py``). Every
@@ -240,6 +246,7 @@ class OffsetStore:
         self._lock = journal.state.lock
         self._clock = clock
         self._write_lock = threading.Lock()
+        self._followers: list[Callable[[Sequence[Decoded]], None]] = []
 
     @classmethod
     def open(
@@ -306,6 +313,27 @@ class OffsetStore:
         (an Empty group's record has no members but keeps its generation)."""
         with self._lock:
             return dict(self._view.members)
+
+    def follow(
+        self,
+        start: Callable[
+            [dict[str, list[tuple[str, int, Committed]]], dict[str, StoredGroup]], None
+        ],
+        follower: Callable[[Sequence[Decoded]], None],
+    ) -> None:
+        """Hand ``start`` the live offsets and memberships now, then call ``follower``
+        with the changes of every later write made durable (in the writer's thread, in
+        journal order, once they are visible): no write falls between the two, nor is
+        seen twice. Neither may raise or block."""
+        with self._write_lock:
+            with self._lock:
+                offsets = {
+                    g: [(t, p, v) for (t, p), v in sorted(rows.items())]
+                    for g, rows in sorted(self._view.groups.items())
+                }
+                members = dict(self._view.members)
+            start(offsets, members)
+            self._followers.append(follower)
 
     # -- writes (one writer at a time; blocking) ----------------------------------------
 
@@ -393,6 +421,8 @@ class OffsetStore:
             with self._lock:
                 for update, size in updates:
                     self._view.apply(update, size)
+            for follower in self._followers:
+                follower([update for update, _ in updates])
             self.journal.compact_if_due()
 
     def delete_topic(self, topic: str) -> None:
@@ -413,6 +443,8 @@ class OffsetStore:
             self.journal.append(encode_delete_topic(raw))
             with self._lock:
                 self._view.apply((None, topic))
+            for follower in self._followers:
+                follower([(None, topic)])
 
     def close(self) -> None:
         """Close the journal. Every commit that returned is already durable."""

@@ -74,6 +74,8 @@ from brokerd.kafka.server.handler_base import NO_RESPONSE, Connection, unexpecte
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch_catchup import CatchUp
 from brokerd.kafka.server.handlers.fetch_watch import AppendsWatch
+from brokerd.kafka.server.internal_topics import InternalTopics
+from brokerd.kafka.server.offsets_topic import OffsetsTopicLog
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.fetch import FETCH_TOPIC_IDS_FROM
@@ -83,7 +85,15 @@ from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.frames import cut_records, records_size, release_records
 from brokerd.net.sendfile import RegionLedger
 from brokerd.security.acl import Operation
-from brokerd.storage.types import Delivery, Isolation, LogRead, ReadSpec, Records, StoredRecords
+from brokerd.storage.types import (
+    Delivery,
+    Isolation,
+    LogRead,
+    ReadSpec,
+    Records,
+    StoredRecords,
+    TopicInfo,
+)
 
 __all__ = [
     "DEFAULT_FETCH_MAX_BYTES",
@@ -141,19 +151,31 @@ def _fetch_partition(c: CachedPartition) -> apis.FetchPartition:
 
 
 def _by_id(
-    core: CoreTopics, topics: Sequence[apis.FetchTopic]
+    core: CoreTopics, topics: Sequence[apis.FetchTopic], internal: InternalTopics | None
 ) -> tuple[list[apis.FetchTopic], list[apis.FetchTopic]]:
     """``(known, unknown)``: the topics of a request that names them by ID, the known
     ones with their names filled in, and those whose ID no topic has."""
     known: list[apis.FetchTopic] = []
     unknown: list[apis.FetchTopic] = []
     for t in topics:
-        info = core.topic_by_id(t.topic_id)
+        info = _topic_by_id(core, internal, t.topic_id)
         if info is None:
             unknown.append(t)
         else:
             known.append(attrs.evolve(t, topic=info.name))
     return known, unknown
+
+
+def _topic_by_id(
+    core: CoreTopics, internal: InternalTopics | None, topic_id: uuid.UUID
+) -> TopicInfo | None:
+    """The topic ``topic_id`` names: a core topic, or a readable internal one."""
+    info = core.topic_by_id(topic_id)
+    if info is None and internal is not None:
+        info = internal.by_id(topic_id)
+        if info is not None and internal.readable(info.name) is None:
+            info = None
+    return info
 
 
 def _topic_error(t: apis.FetchTopic, code: int) -> apis.FetchTopicResponse:
@@ -177,6 +199,8 @@ class FetchHandler:
         waits for room before reading while it is full (None: no budget).
     :param session_slots: most fetch sessions held (Kafka's
         ``max.incremental.fetch.session.cache.slots``; 0: none).
+    :param internal_topics: the internal topics presented; the readable ones
+        (``__consumer_offsets``) are read from their logs, not the core.
     """
 
     _log = Logger()
@@ -189,10 +213,12 @@ class FetchHandler:
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
         session_slots: int = DEFAULT_SESSION_SLOTS,
+        internal_topics: InternalTopics | None = None,
     ) -> None:
         if fetch_max_bytes <= 0:
             raise ValueError(f"fetch_max_bytes must be positive, not {fetch_max_bytes}")
         self._core = core
+        self._internal = internal_topics
         self._clock = clock
         self._fetch_max_bytes = fetch_max_bytes
         self._budget = answer_budget
@@ -207,11 +233,17 @@ class FetchHandler:
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.FETCH, self.fetch, fetch_rule(self._core, self.sessions)),
+            Route(
+                ApiKey.FETCH, self.fetch,
+                fetch_rule(self._core, self.sessions, self._internal),
+            ),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
+
+    def _readable(self, topic: str) -> OffsetsTopicLog | None:
+        return None if self._internal is None else self._internal.readable(topic)
 
     async def fetch(self, conn: Connection, req: Request) -> Any:
         """The Fetch API's handler: a full fetch (which may open a session), or an
@@ -241,7 +273,7 @@ class FetchHandler:
         for t in body.topics:
             name = t.topic
             if by_id:
-                info = self._core.topic_by_id(t.topic_id)
+                info = _topic_by_id(self._core, self._internal, t.topic_id)
                 name = "" if info is None else info.name
             out.extend(
                 WantedPartition(
@@ -261,11 +293,16 @@ class FetchHandler:
         # The topics named by an ID no topic has (None: the request names them by name).
         unknown: list[apis.FetchTopic] | None = None
         if req.api_version >= FETCH_TOPIC_IDS_FROM:
-            known, unknown = _by_id(self._core, body.topics)
+            known, unknown = _by_id(self._core, body.topics, self._internal)
             body = attrs.evolve(body, topics=tuple(known))
         wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
         keys = [(topic, p.partition) for topic, p in wanted]
-        positions = [(topic, p.partition, p.fetch_offset) for topic, p in wanted]
+        # Internal topics' logs have no append watch: a wait on them alone runs to
+        # MaxWaitMs, and a commit shows at the next poll.
+        positions = [
+            (topic, p.partition, p.fetch_offset) for topic, p in wanted
+            if self._readable(topic) is None
+        ]
 
         read_committed = body.isolation_level == READ_COMMITTED
         # On a plain socket, records already checked are sent from the segment files by
@@ -327,7 +364,9 @@ class FetchHandler:
             n = len(t.partitions)
             parts = results[i : i + n]
             i += n
-            if unknown is not None and self._core.topic_by_id(t.topic_id) is None:
+            if unknown is not None and _topic_by_id(
+                self._core, self._internal, t.topic_id
+            ) is None:
                 # Deleted while the fetch waited: its ID names nothing now, whatever a
                 # topic of the same name, created since, holds.
                 for r in parts:
@@ -366,7 +405,7 @@ class FetchHandler:
         for t in body.topics:
             name = t.topic
             if by_id:
-                info = self._core.topic_by_id(t.topic_id)
+                info = _topic_by_id(self._core, self._internal, t.topic_id)
                 name = "" if info is None else info.name
             for p in t.partitions:
                 c = CachedPartition(
@@ -451,7 +490,7 @@ class FetchHandler:
                     # (else it was deleted, whatever was created under its name since).
                     known = alive.get(c.topic_id)
                     if known is None:
-                        info = self._core.topic_by_id(c.topic_id)
+                        info = _topic_by_id(self._core, self._internal, c.topic_id)
                         known = alive[c.topic_id] = info is not None and info.name == c.topic
                     if not known:
                         gone.append((key, c))
@@ -661,6 +700,9 @@ class FetchHandler:
     ) -> apis.FetchPartitionResponse:
         """One partition's read; with a ``ledger`` its records are
         :class:`~brokerd.net.frames.StoredRecords` (a held file region, or bytes)."""
+        log = self._readable(topic)
+        if log is not None:
+            return _internal_read(log, p, max_bytes)
         try:
             # Most reads of a consumer that keeps up, or reads a backlog in order, are
             # answered at once, without a Deferred.
@@ -681,6 +723,9 @@ class FetchHandler:
     async def _offsets_only(
         self, topic: str, p: apis.FetchPartition
     ) -> apis.FetchPartitionResponse:
+        log = self._readable(topic)
+        if log is not None:
+            return _internal_read(log, p, 0, offsets_only=True)
         try:
             at = await self._core.offsets(topic, p.partition)
         except Exception as e:
@@ -696,6 +741,28 @@ class FetchHandler:
             log_start_offset=at.log_start_offset,
             records=b"",
         )
+
+
+def _internal_read(
+    log: OffsetsTopicLog, p: apis.FetchPartition, max_bytes: int, *, offsets_only: bool = False
+) -> apis.FetchPartitionResponse:
+    """One partition of a readable internal topic: its log holds no transactions, so
+    its last stable offset is its high watermark."""
+    bounds = log.bounds(p.partition)
+    if bounds is None:
+        return _fetch_error(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    start, end = bounds
+    data = b"" if offsets_only else log.read(p.partition, p.fetch_offset, max_bytes)
+    if data is None or not start <= p.fetch_offset <= end:
+        return _fetch_error(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE)
+    return apis.FetchPartitionResponse(
+        partition_index=p.partition,
+        high_watermark=end,
+        last_stable_offset=end,
+        log_start_offset=start,
+        preferred_read_replica=-1,
+        records=data,
+    )
 
 
 def _fetch_error(partition: int, code: int) -> apis.FetchPartitionResponse:
@@ -742,7 +809,11 @@ def _with_aborted(r: apis.FetchPartitionResponse) -> apis.FetchPartitionResponse
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def fetch_rule(core: CoreTopics, sessions: FetchSessionCache | None = None) -> Rule:
+def fetch_rule(
+    core: CoreTopics,
+    sessions: FetchSessionCache | None = None,
+    internal: InternalTopics | None = None,
+) -> Rule:
     """READ on each topic fetched (by name, or by topic ID from version 13: an unknown ID
     passes, to be answered UNKNOWN_TOPIC_ID whatever the ACLs say, as Kafka does). An
     incremental fetch is checked on the topics it adds or moves (a denied one is not
@@ -761,7 +832,7 @@ def fetch_rule(core: CoreTopics, sessions: FetchSessionCache | None = None) -> R
         def name_of(t: apis.FetchTopic) -> str | None:
             if not by_id:
                 return t.topic
-            info = core.topic_by_id(t.topic_id)
+            info = _topic_by_id(core, internal, t.topic_id)
             return None if info is None else info.name
 
         def error(name: str | None) -> ErrorCode | None:

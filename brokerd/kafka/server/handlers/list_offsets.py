@@ -27,6 +27,7 @@ from brokerd.kafka.server.acl_gate import TOPIC_DENIED, Access, Gate, by_name, s
 from brokerd.kafka.server.handler_base import LEADER_EPOCH, Connection, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch import READ_COMMITTED
+from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
@@ -64,8 +65,9 @@ class ListOffsetsHandler:
 
     _log = Logger()
 
-    def __init__(self, core: CoreApi) -> None:
+    def __init__(self, core: CoreApi, internal_topics: InternalTopics | None = None) -> None:
         self._core = core
+        self._internal = internal_topics
 
     def routes(self) -> tuple[Route, ...]:
         """This module's API, with its ACL rule."""
@@ -106,6 +108,9 @@ class ListOffsetsHandler:
     async def _list_one(
         self, topic: str, p: apis.ListOffsetsPartition, read_committed: bool
     ) -> apis.ListOffsetsPartitionResponse:
+        log = None if self._internal is None else self._internal.readable(topic)
+        if log is not None:
+            return _internal_offsets(log.bounds(p.partition_index), p)
         try:
             # Also the partition's existence check, whatever the timestamp.
             start, latest = await self._core.list_offsets(
@@ -150,6 +155,30 @@ class ListOffsetsHandler:
         if found is None or found[0] >= latest:
             return None
         return found
+
+
+def _internal_offsets(
+    bounds: tuple[int, int] | None, p: apis.ListOffsetsPartition
+) -> apis.ListOffsetsPartitionResponse:
+    """A readable internal topic's partition: its start and end; a lookup by
+    timestamp finds no offset (its records are not indexed by time)."""
+    if bounds is None:
+        return apis.ListOffsetsPartitionResponse(
+            partition_index=p.partition_index,
+            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        )
+    start, end = bounds
+    offset = {
+        LATEST_TIMESTAMP: end, EARLIEST_TIMESTAMP: start, EARLIEST_LOCAL_TIMESTAMP: start,
+    }.get(p.timestamp)
+    if offset is None:
+        return apis.ListOffsetsPartitionResponse(
+            partition_index=p.partition_index, leader_epoch=NO_OFFSET
+        )
+    return apis.ListOffsetsPartitionResponse(
+        partition_index=p.partition_index, error_code=0, timestamp=NO_OFFSET,
+        offset=offset, leader_epoch=LEADER_EPOCH,
+    )
 
 
 # -- ACL rule (brokerd.kafka.server.acl_gate) ------------------------------------------
