@@ -893,8 +893,8 @@ def _type_strategy(t: Any, version: int) -> st.SearchStrategy[Any]:
         return st.binary(max_size=16)
     if t is codec.UUID:
         return st.uuids()
-    if t is codec.UINT16:
-        return st.integers(min_value=0, max_value=0xFFFF)
+    if t is codec.FLOAT64:
+        return st.floats(allow_nan=False, width=64)
     if isinstance(t, codec.Array):
         return st.lists(_type_strategy(t.item, version), max_size=3).map(tuple)
     assert isinstance(t, codec.Struct)
