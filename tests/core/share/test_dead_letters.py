@@ -1,0 +1,131 @@
+"""Share groups' dead letters (KIP-1191) in the engine: ARCHIVING, the dead letters noted,
+their archiving once written, a restart resuming them; and the writer's topic rules and
+headers."""
+
+from __future__ import annotations
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from brokerd.core.share.config import (
+    DLQ_COPY_RECORD,
+    DLQ_TOPIC,
+    InvalidShareConfig,
+    parse_group_configs,
+    validate,
+)
+from brokerd.core.share.dead_letters import DeadLetterRules, dead_letter_headers, refusal
+from brokerd.core.share.engine import ShareEngine
+from brokerd.core.share.partition import AckBatch, DeadLetter, DeadLetterReason, LogSpan
+from brokerd.core.share.states import AckType, RecordState
+from brokerd.storage.stores.share_state import ShareStateRecord, ShareStateStore
+from brokerd.storage.types import TopicInfo
+
+G, T = "g", "t"
+
+
+def engine(dlq: str = "dlq.t") -> ShareEngine:
+    e = ShareEngine()
+    overrides = {DLQ_TOPIC: dlq} if dlq else {}
+    e.set_overrides(G, {**overrides, "share.delivery.count.limit": "2"})
+    e.ensure(G, T, 0, log_start=0, log_end=0)
+    return e
+
+
+class DeadLetterEngineTests(SynchronousTestCase):
+    def test_reject_is_archiving_until_dead_lettered(self) -> None:
+        e = engine()
+        e.acquire(G, T, 0, "m", [LogSpan(0, 3)], 10, 0)
+        e.acknowledge(G, T, 0, "m", [AckBatch(0, 1, (AckType.REJECT,)),
+                                     AckBatch(2, 3, (AckType.ACCEPT,))])
+        part = e.partition(G, T, 0)
+        assert part is not None
+        assert part.entry(0) is not None and part.entry(0).state is RecordState.ARCHIVING  # type: ignore[union-attr]
+        # ARCHIVING holds the start offset (Kafka: it is not terminal).
+        self.assertEqual(part.start, 0)
+        (noted,) = e.take_dead_letters()
+        self.assertEqual((noted.group, noted.topic, noted.partition, noted.dlq_topic),
+                         (G, T, 0, "dlq.t"))
+        self.assertEqual(noted.letters, (DeadLetter(0, 1, 1, DeadLetterReason.REJECTED),))
+        self.assertEqual(e.take_dead_letters(), [])  # taken once
+        records = e.dead_lettered(G, T, 0, 0, 1)
+        self.assertEqual(len(records), 1)
+        self.assertEqual(part.start, 4)
+        self.assertEqual(part.summary().archived, 2)
+
+    def test_delivery_limit_is_a_dead_letter_with_its_reason(self) -> None:
+        e = engine()
+        for now in (0, 1):
+            e.acquire(G, T, 0, "m", [LogSpan(0, 0)], 10, now)
+            e.acknowledge(G, T, 0, "m", [AckBatch(0, 0, (AckType.RELEASE,))])
+        (noted,) = e.take_dead_letters()
+        self.assertEqual(noted.letters,
+                         (DeadLetter(0, 0, 2, DeadLetterReason.DELIVERY_COUNT_EXCEEDED),))
+
+    def test_without_a_topic_archived_directly(self) -> None:
+        e = engine(dlq="")
+        e.acquire(G, T, 0, "m", [LogSpan(0, 0)], 10, 0)
+        e.acknowledge(G, T, 0, "m", [AckBatch(0, 0, (AckType.REJECT,))])
+        self.assertEqual(e.take_dead_letters(), [])
+        part = e.partition(G, T, 0)
+        assert part is not None
+        self.assertEqual(part.start, 1)
+
+    def test_gaps_and_skips_are_not_dead_letters(self) -> None:
+        e = engine()
+        e.acquire(G, T, 0, "m", [LogSpan(0, 1), LogSpan(2, 2, skip=True)], 10, 0)
+        e.acknowledge(G, T, 0, "m", [AckBatch(0, 1, (AckType.GAP,))])
+        self.assertEqual(e.take_dead_letters(), [])
+
+    def test_a_restart_resumes_archiving_records(self) -> None:
+        path = self.mktemp()
+        store = ShareStateStore.open(path)
+        e = ShareEngine()
+        journal: list[ShareStateRecord] = []
+        journal += e.set_overrides(G, {DLQ_TOPIC: "dlq.t"})
+        journal += e.ensure(G, T, 0, log_start=0, log_end=0)[1]
+        journal += e.acquire(G, T, 0, "m", [LogSpan(0, 2)], 10, 0)[1]
+        journal += e.acknowledge(G, T, 0, "m", [AckBatch(1, 1, (AckType.REJECT,))])
+        store.write(journal)
+        e.take_dead_letters()
+        # The broker stops before the dead letter is written: the journal has ARCHIVING.
+        store.close()
+        store = ShareStateStore.open(path)
+        self.addCleanup(store.close)
+        again = ShareEngine()
+        again.restore(store.partitions(), store.group_configs())
+        (noted,) = again.take_dead_letters()
+        # The reason is not stored: below the limit, only a reject archives.
+        self.assertEqual(noted.letters, (DeadLetter(1, 1, 1, DeadLetterReason.REJECTED),))
+
+
+class DeadLetterRuleTests(SynchronousTestCase):
+    def test_group_configs(self) -> None:
+        config = parse_group_configs({DLQ_TOPIC: "dlq.x", DLQ_COPY_RECORD: "TRUE"})
+        self.assertEqual((config.dlq_topic, config.dlq_copy_record), ("dlq.x", True))
+        self.assertEqual(parse_group_configs({}).dlq_topic, "")
+        with self.assertRaises(InvalidShareConfig):
+            validate(DLQ_TOPIC, "__consumer_offsets")
+        with self.assertRaises(InvalidShareConfig):
+            validate(DLQ_COPY_RECORD, "yes")
+
+    def test_topic_rules_are_kafkas(self) -> None:
+        rules = DeadLetterRules()
+        on = TopicInfo("dlq.a", 1, {"errors.deadletterqueue.group.enable": "true"})
+        self.assertIsNone(refusal("dlq.a", on, rules))
+        self.assertIn("prefix", refusal("a", None, rules) or "")
+        self.assertIn("auto.create", refusal("dlq.b", None, rules) or "")
+        self.assertIsNone(refusal("dlq.b", None, DeadLetterRules(auto_create=True)))
+        self.assertIn("group.enable", refusal("dlq.a", TopicInfo("dlq.a", 1), rules) or "")
+        self.assertIsNone(refusal("a", TopicInfo("a", 1, {
+            "errors.deadletterqueue.group.enable": "true"}), DeadLetterRules(prefix="")))
+
+    def test_headers(self) -> None:
+        letter = DeadLetter(7, 7, 3, DeadLetterReason.DELIVERY_COUNT_EXCEEDED)
+        self.assertEqual(dict(dead_letter_headers(G, T, 2, 7, letter)), {
+            "__dlq.errors.topic": b"t",
+            "__dlq.errors.partition": b"2",
+            "__dlq.errors.offset": b"7",
+            "__dlq.errors.group": b"g",
+            "__dlq.errors.delivery.count": b"3",
+            "__dlq.errors.message": b"Offset delivery count exceeded the threshold.",
+        })
