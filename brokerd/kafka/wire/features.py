@@ -3,9 +3,10 @@
 FinalizedFeaturesEpoch and FinalizedFeatures), encoded once.
 
 Kafka gates share groups behind the ``share.version`` feature (level 1 enables them, level 2
-adds their dead-letter topics, KIP-1191); brokerd finalizes it at 2 and supports 0-2. No other feature is announced: a client then
-takes every other feature at level 0, as before (for example ``transaction.version`` 0,
-so Java producers keep the transaction protocol brokerd answers). Pure.
+adds their dead-letter topics, KIP-1191); brokerd finalizes it at 2 and supports 0-2. No
+other feature is announced: a client then takes every other feature at level 0, as before
+(for example ``transaction.version`` 0, so Java producers keep the transaction protocol
+brokerd answers). Pure.
 """
 
 from __future__ import annotations
