@@ -140,9 +140,10 @@ class DeadLetterWriter:
         self.written_total = 0
         self.failed_total = 0
 
-    async def write(self, letters: GroupDeadLetters) -> None:
-        """Write ``letters`` (never raises: a refusal or failure is logged and counted,
-        and the caller archives the records all the same, as Kafka does)."""
+    async def write(self, letters: GroupDeadLetters) -> bool:
+        """Write ``letters``: whether they were (never raises: a refusal or failure is
+        logged and counted, and the caller archives the records all the same, as Kafka
+        does)."""
         count = sum(d.last - d.first + 1 for d in letters.letters)
         try:
             await self._write(letters)
@@ -153,8 +154,9 @@ class DeadLetterWriter:
                 group=letters.group, topic=letters.topic, partition=letters.partition,
                 why=str(exc) or type(exc).__name__,
             )
-        else:
-            self.written_total += count
+            return False
+        self.written_total += count
+        return True
 
     async def _write(self, letters: GroupDeadLetters) -> None:
         name = letters.dlq_topic

@@ -283,14 +283,16 @@ class ShareEngine:
         return out
 
     def dead_lettered(
-        self, group: str, topic: str, index: int, first: int, last: int
+        self, group: str, topic: str, index: int, first: int, last: int, *,
+        written: bool = True,
     ) -> list[ShareStateRecord]:
         """Archive the ARCHIVING records ``first..last`` (their dead-letter record is
         written, or never will be); nothing if the share-partition is gone."""
         part = self.partition(group, topic, index)
         if part is None:
             return []
-        return self._records(group, topic, index, part, part.dead_lettered(first, last))
+        changed = part.dead_lettered(first, last, written=written)
+        return self._records(group, topic, index, part, changed)
 
     def next_deadline(self) -> float | None:
         deadlines = [

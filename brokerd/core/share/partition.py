@@ -215,6 +215,8 @@ class SharePartition:
         self.ranges: list[InFlightRange] = []
         #: Records archived since the engine opened (a figure for operators).
         self.archived_total = 0
+        #: Dead-letter records written since the engine opened (operators' figure).
+        self.dead_lettered_total = 0
         #: Whether archiving by reject or delivery limit notes a :class:`DeadLetter`.
         self.dead_letters = False
         #: Dead letters noted and not yet taken (:meth:`take_dead_letters`).
@@ -474,9 +476,9 @@ class SharePartition:
             return DeadLetterReason.REJECTED
         return DeadLetterReason.DELIVERY_COUNT_EXCEEDED
 
-    def dead_lettered(self, first: int, last: int) -> list[Span]:
+    def dead_lettered(self, first: int, last: int, *, written: bool = True) -> list[Span]:
         """Archive the ARCHIVING records of ``first..last`` (their dead-letter record is
-        written, or failed for good); other records there are left as they are."""
+        ``written``, or failed for good); other records there are left as they are."""
         changed: list[Span] = []
         ranges = self.ranges
         i = self._split(first)
@@ -485,6 +487,7 @@ class SharePartition:
             r = ranges[i]
             if r.state is _ARCHIVING:
                 self._move(r, Event.DEAD_LETTERED)
+                self.dead_lettered_total += r.size if written else 0
                 changed.append((r.first, r.last))
             i += 1
         self._merge()
@@ -632,6 +635,7 @@ class SharePartition:
         self.end = max(start, end)
         if held is not None:
             self.archived_total = held.archived_total
+            self.dead_lettered_total = held.dead_lettered_total
             self.redelivered_total = held.redelivered_total
         out: list[InFlightRange] = []
         for run in sorted(runs, key=lambda r: r.first):

@@ -185,14 +185,15 @@ class ShareService:
 
         async def send(_: object) -> None:
             for letters in pending:
+                written = False
                 if self.dead_letters is not None:
-                    await self.dead_letters.write(letters)
+                    written = await self.dead_letters.write(letters)
                 records = [
                     record
                     for letter in letters.letters
                     for record in self.engine.dead_lettered(
                         letters.group, letters.topic, letters.partition,
-                        letter.first, letter.last,
+                        letter.first, letter.last, written=written,
                     )
                 ]
                 if records:

@@ -125,7 +125,9 @@ def test_rejected_and_exhausted_records_reach_the_dead_letter_topic(
     assert headers[1]["__dlq.errors.message"] == b"Offset delivery count exceeded the threshold."
     with broker.client() as native:
         (part,) = native.describe_share_group("workers")["partitions"]  # type: ignore[misc]
-        assert (part["archived"], part["start_offset"]) == (2, 3)
+        assert (part["archived"], part["dead_lettered"], part["start_offset"]) == (2, 2, 3)
+    assert broker.metric("brokerd_share_group_dead_lettered_total",
+                         group="workers", topic="orders", partition="0") == 2
 
 
 def test_native_reject_writes_headers_only_by_default(broker: BrokerProcess) -> None:
@@ -167,3 +169,4 @@ def test_a_missing_topic_without_auto_create_archives_unwritten(broker: BrokerPr
                 assert time.monotonic() < end, part
                 time.sleep(0.05)
             assert "dlq.nowhere" not in {t.name for t in client.list_topics()}
+            assert part["dead_lettered"] == 0
