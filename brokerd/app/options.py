@@ -292,7 +292,6 @@ class Options(usage.Options):
             None,
             "dlq.",
             "Required prefix of share groups' dead-letter topics (KIP-1191; empty: any).",
-            str,
         ],
         [
             "group-share-max-share-sessions",
