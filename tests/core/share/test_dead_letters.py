@@ -4,6 +4,9 @@ headers."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from twisted.internet import defer, task
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.core.share.config import (
@@ -13,12 +16,21 @@ from brokerd.core.share.config import (
     parse_group_configs,
     validate,
 )
-from brokerd.core.share.dead_letters import DeadLetterRules, dead_letter_headers, refusal
+from brokerd.core.share.dead_letters import (
+    DeadLetterRules,
+    DeadLetterWriter,
+    dead_letter_headers,
+    refusal,
+)
 from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import AckBatch, DeadLetter, DeadLetterReason, LogSpan
+from brokerd.core.share.service import ShareService
 from brokerd.core.share.states import AckType, RecordState
+from brokerd.storage.record.decode import decode_records
 from brokerd.storage.stores.share_state import ShareStateRecord, ShareStateStore
-from brokerd.storage.types import TopicInfo
+from brokerd.storage.types import AppendInfo, TopicInfo
+
+from tests.core.share.test_service import FakeCore, batch, result
 
 G, T = "g", "t"
 
@@ -129,3 +141,66 @@ class DeadLetterRuleTests(SynchronousTestCase):
             "__dlq.errors.delivery.count": b"3",
             "__dlq.errors.message": b"Offset delivery count exceeded the threshold.",
         })
+
+
+class _DeadLetterTopic(FakeCore):
+    """The service's log (``t``) and a dead-letter topic ``dlq.t`` whose appends either
+    land in ``appended`` or, with ``hang``, never answer (the broker dies first)."""
+
+    def __init__(self, clock: task.Clock, *, hang: bool) -> None:
+        super().__init__(clock)
+        self.hang = hang
+        self.appended: list[bytes] = []
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return {"dlq.t": TopicInfo("dlq.t", 1, {"errors.deadletterqueue.group.enable": "true"})}
+
+    def create_topic(self, name: str, partitions: int, configs: Any = None, *,
+                     validate_only: bool = False) -> defer.Deferred[None]:
+        raise AssertionError("the topic exists")
+
+    def produce_batches(self, topic: str, partition: int, data: bytes, *,
+                        acks: int = -1) -> defer.Deferred[AppendInfo]:
+        if self.hang:
+            return defer.Deferred()
+        self.appended.append(data)
+        return defer.succeed(AppendInfo(len(self.appended) - 1, len(self.appended) - 1))
+
+
+class DeadLetterServiceTests(SynchronousTestCase):
+    def start(self, path: str, *, hang: bool) -> tuple[ShareService, _DeadLetterTopic,
+                                                       ShareStateStore]:
+        clock = task.Clock()
+        core = _DeadLetterTopic(clock, hang=hang)
+        core.add(0, batch(0, 2), 2)
+        store = ShareStateStore.open(path)
+        writer = DeadLetterWriter(core, DeadLetterRules(), lambda: 1000.0)
+        svc = ShareService(core, store, clock=clock, dead_letters=writer)
+        svc.start()
+        self.addCleanup(svc.stop)
+        return svc, core, store
+
+    def test_a_crash_before_the_append_writes_it_at_the_next_start(self) -> None:
+        path = self.mktemp()
+        svc, core, store = self.start(path, hang=True)
+        result(svc.set_overrides("g", {"share.auto.offset.reset": "earliest",
+                                       DLQ_TOPIC: "dlq.t"}))
+        result(svc.acquire("g", "t", 0, "m", max_records=2))
+        # Answered once ARCHIVING is journaled; the append never answers.
+        result(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 1, (AckType.REJECT,))]))
+        self.assertEqual(svc.describe("g")[("t", 0)].start_offset, 0)
+        store.close()  # the broker dies here
+        svc, core, store = self.start(path, hang=False)
+        self.addCleanup(store.close)
+        (data,) = core.appended
+        records = decode_records(data, max_uncompressed=1 << 20)
+        self.assertEqual(
+            [dict(r.headers)["__dlq.errors.offset"] for r in records], [b"0", b"1"]
+        )
+        self.assertEqual(dict(records[0].headers)["__dlq.errors.message"],
+                         b"Offset rejected by client.")
+        self.assertEqual(svc.describe("g")[("t", 0)].start_offset, 2)
+        # Archived now, durably: a third start writes nothing again.
+        store.close()
+        svc, core, store = self.start(path, hang=False)
+        self.assertEqual(core.appended, [])
