@@ -4,6 +4,9 @@ headers."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from twisted.internet import defer, task
@@ -43,7 +46,15 @@ def engine(dlq: str = "dlq.t") -> ShareEngine:
     return e
 
 
-class DeadLetterEngineTests(SynchronousTestCase):
+class _TempJournal(SynchronousTestCase):
+    def journal_path(self) -> str:
+        """A share-state journal's path in a directory removed after the test."""
+        directory = tempfile.mkdtemp(prefix="dlq-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        return str(Path(directory) / "share-state.log")
+
+
+class DeadLetterEngineTests(_TempJournal):
     def test_reject_is_archiving_until_dead_lettered(self) -> None:
         e = engine()
         e.acquire(G, T, 0, "m", [LogSpan(0, 3)], 10, 0)
@@ -89,7 +100,7 @@ class DeadLetterEngineTests(SynchronousTestCase):
         self.assertEqual(e.take_dead_letters(), [])
 
     def test_a_restart_resumes_archiving_records(self) -> None:
-        path = self.mktemp()
+        path = self.journal_path()
         store = ShareStateStore.open(path)
         e = ShareEngine()
         journal: list[ShareStateRecord] = []
@@ -167,7 +178,7 @@ class _DeadLetterTopic(FakeCore):
         return defer.succeed(AppendInfo(len(self.appended) - 1, len(self.appended) - 1))
 
 
-class DeadLetterServiceTests(SynchronousTestCase):
+class DeadLetterServiceTests(_TempJournal):
     def start(self, path: str, *, hang: bool) -> tuple[ShareService, _DeadLetterTopic,
                                                        ShareStateStore]:
         clock = task.Clock()
@@ -181,7 +192,7 @@ class DeadLetterServiceTests(SynchronousTestCase):
         return svc, core, store
 
     def test_a_crash_before_the_append_writes_it_at_the_next_start(self) -> None:
-        path = self.mktemp()
+        path = self.journal_path()
         svc, core, store = self.start(path, hang=True)
         result(svc.set_overrides("g", {"share.auto.offset.reset": "earliest",
                                        DLQ_TOPIC: "dlq.t"}))
