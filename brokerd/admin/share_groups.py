@@ -49,6 +49,8 @@ class SharePartitionView:
     redelivered_total: int
     #: Records archived (rejected, or at the delivery count limit) since the broker started.
     archived: int
+    #: Records written to the group's dead-letter topic since the broker started.
+    dead_lettered: int = 0
 
 
 @attrs.frozen
@@ -176,4 +178,5 @@ def _partition_view(
         summary.redelivered,
         part.redelivered_total,
         summary.archived,
+        part.dead_lettered_total,
     )

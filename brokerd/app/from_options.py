@@ -113,6 +113,10 @@ def settings_from_options(options: Mapping[str, Any]) -> Settings:
             consumer_heartbeat_interval_ms=options["group-consumer-heartbeat-interval-ms"],
             share_max_sessions=options["group-share-max-share-sessions"],
             share_defaults=_share_defaults(options),
+            share_dlq_prefix=options["errors-deadletterqueue-topic-name-prefix"],
+            share_dlq_auto_create=bool(
+                options["errors-deadletterqueue-auto-create-topics-enable"]
+            ),
         ),
         listeners=ListenerSettings(
             native=_enabled(options["native"]),

@@ -295,6 +295,12 @@ class Options(usage.Options):
             int,
         ],
         [
+            "errors-deadletterqueue-topic-name-prefix",
+            None,
+            "dlq.",
+            "Required prefix of share groups' dead-letter topics (KIP-1191; empty: any).",
+        ],
+        [
             "group-share-max-share-sessions",
             None,
             2_000,
@@ -391,6 +397,11 @@ class Options(usage.Options):
     ]
     optFlags = [
         ["no-auto-create", None, "Refuse produce/metadata for unknown topics."],
+        [
+            "errors-deadletterqueue-auto-create-topics-enable",
+            None,
+            "Create a share group's missing dead-letter topic on its first dead letter.",
+        ],
         [
             "http-console-readonly",
             None,

@@ -67,6 +67,10 @@ class GroupSettings:
     consumer_heartbeat_interval_ms: int
     share_max_sessions: int
     share_defaults: Mapping[str, str] = attrs.field(factory=dict)
+    #: KIP-1191's ``errors.deadletterqueue.topic.name.prefix`` and
+    #: ``errors.deadletterqueue.auto.create.topics.enable``.
+    share_dlq_prefix: str = "dlq."
+    share_dlq_auto_create: bool = False
 
 
 @attrs.frozen

@@ -39,6 +39,7 @@ Modules of a listener that is off are not imported.
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -383,6 +384,7 @@ def add_share_groups(
     """Share groups (KIP-932): ``share-state.log`` in the data directory, replayed now;
     the records engine and the share group coordinator over it."""
     from brokerd.core.share.config import DEFAULTS
+    from brokerd.core.share.dead_letters import DeadLetterRules, DeadLetterWriter
     from brokerd.core.share.service import ShareService
     from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
     from brokerd.kafka.groups.share.state_service import ShareGroups, ShareStateService
@@ -391,8 +393,18 @@ def add_share_groups(
     store = ShareStateStore.open(
         os.path.join(settings.storage.data_dir, SHARE_STATE_FILE_NAME)
     )
+    dead_letters = DeadLetterWriter(
+        broker,
+        DeadLetterRules(
+            prefix=settings.groups.share_dlq_prefix,
+            auto_create=settings.groups.share_dlq_auto_create,
+            partitions=settings.storage.default_partitions,
+        ),
+        lambda: time.time() * 1000.0,
+    )
     records = ShareService(
-        broker, store, clock=reactor, defaults=settings.groups.share_defaults or DEFAULTS
+        broker, store, clock=reactor, defaults=settings.groups.share_defaults or DEFAULTS,
+        dead_letters=dead_letters,
     )
 
     def member_gone(group: str, member: str) -> None:

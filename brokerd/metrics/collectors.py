@@ -248,6 +248,11 @@ class ShareGroupsCollector:
             "Records archived (rejected or at the delivery count limit) since the broker "
             "started.", labels=labels,
         )
+        dead_lettered = CounterMetricFamily(
+            "brokerd_share_group_dead_lettered",
+            "Records written to the group's dead-letter topic (KIP-1191) since the broker "
+            "started.", labels=labels,
+        )
         groups = self._inspector.groups()
         for group in groups:
             for p in group.partitions:
@@ -257,7 +262,8 @@ class ShareGroupsCollector:
                 acquired.add_metric(key, p.acquired)
                 redelivered.add_metric(key, p.redelivered_total)
                 archived.add_metric(key, p.archived)
-        yield from (backlog, in_flight, acquired, redelivered, archived)
+                dead_lettered.add_metric(key, p.dead_lettered)
+        yield from (backlog, in_flight, acquired, redelivered, archived, dead_lettered)
         yield GaugeMetricFamily("brokerd_share_groups", "Share groups.", value=len(groups))
 
 

@@ -455,6 +455,7 @@ def _share_group_body(
             ("in flight", count(sum(p.in_flight for p in partitions))),
             ("redelivered", count(sum(p.redelivered_total for p in partitions))),
             ("archived", count(sum(p.archived for p in partitions))),
+            ("dead-lettered", count(sum(p.dead_lettered for p in partitions))),
         ]
     )
     rows = (

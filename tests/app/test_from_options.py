@@ -222,6 +222,14 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
             lambda s: s.web.auth is HttpAuth.BASIC,
         ),
         "no-auto-create": (["--no-auto-create"], lambda s: not s.storage.auto_create),
+        "errors-deadletterqueue-topic-name-prefix": (
+            ["--errors-deadletterqueue-topic-name-prefix", "dead."],
+            lambda s: s.groups.share_dlq_prefix == "dead.",
+        ),
+        "errors-deadletterqueue-auto-create-topics-enable": (
+            ["--errors-deadletterqueue-auto-create-topics-enable"],
+            lambda s: s.groups.share_dlq_auto_create,
+        ),
         "http-console-readonly": (
             ["--http-console-readonly"], lambda s: not s.web.console_actions
         ),

@@ -63,8 +63,8 @@ def test_java_share_consumer_accept_release_reject(
 
 def test_java_admin_sees_share_version_finalized(java: JavaJudge) -> None:
     got = java.run("share_features")
-    assert got["finalized"] == {"share.version": [1, 1]}
-    assert got["supported"] == {"share.version": [0, 1]}
+    assert got["finalized"] == {"share.version": [2, 2]}
+    assert got["supported"] == {"share.version": [0, 2]}
     assert got["epoch"] == 1
 
 

@@ -18,6 +18,10 @@ brokerctl, the console and the metrics can too):
   the acquired ranges with the batches holding them.
 - :mod:`~brokerd.core.share.states`: the record states and the transition table;
   :mod:`~brokerd.core.share.config`: the group configs (names, defaults, bounds).
+- :mod:`~brokerd.core.share.dead_letters`: KIP-1191's dead-letter topics. The engine
+  notes the records a member rejects or that run out of deliveries (``take_dead_letters``)
+  in groups that name a topic, holding them ARCHIVING; the service writes them there once
+  the journal has ARCHIVING, then archives them (``dead_lettered``).
 
 Membership (who is in a group, which partitions each member gets) is the protocol's:
 the Kafka listener's share group coordinator keeps it.

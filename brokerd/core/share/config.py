@@ -20,12 +20,15 @@ import attrs
 __all__ = [
     "BROKER_LEVEL",
     "DEFAULTS",
+    "DLQ_COPY_RECORD",
+    "DLQ_TOPIC",
     "AutoOffsetReset",
     "InvalidShareConfig",
     "IsolationLevel",
     "ShareConfig",
     "broker_defaults",
     "broker_name",
+    "is_group_config",
     "parse_group_configs",
     "parse_offset_reset",
     "validate",
@@ -38,6 +41,14 @@ ISOLATION_LEVEL = "share.isolation.level"
 HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
 SESSION_TIMEOUT = "share.session.timeout.ms"
 MAX_RECORD_LOCKS = "share.partition.max.record.locks"
+#: KIP-1191: the topic a share group's archived (rejected, or out of deliveries) records
+#: are written to; blank means none.
+DLQ_TOPIC = "errors.deadletterqueue.topic.name"
+#: KIP-1191: whether the dead-letter record carries the original key and value, or only
+#: the context headers.
+DLQ_COPY_RECORD = "errors.deadletterqueue.copy.record.enable"
+#: Kafka's reserved prefix of internal topics, refused as a dead-letter topic.
+_INTERNAL_PREFIX = "__"
 
 #: Kafka's defaults of the broker-wide configs (``group.share.*``) each group config
 #: falls back to.
@@ -49,6 +60,8 @@ DEFAULTS: Mapping[str, str] = {
     LOCK_DURATION: "30000",
     MAX_RECORD_LOCKS: "2000",
     SESSION_TIMEOUT: "45000",
+    DLQ_TOPIC: "",
+    DLQ_COPY_RECORD: "false",
 }
 
 #: The group configs that have a broker config of their own (``group.`` + name) in Kafka;
@@ -126,6 +139,12 @@ class IsolationLevel(enum.Enum):
     READ_UNCOMMITTED = "read_uncommitted"
 
 
+def is_group_config(name: str) -> bool:
+    """Whether ``name`` is one of the share groups' configs (``share.*`` and KIP-1191's
+    ``errors.deadletterqueue.*``), kept in the share-state journal."""
+    return name.startswith("share.") or name in (DLQ_TOPIC, DLQ_COPY_RECORD)
+
+
 class InvalidShareConfig(ValueError):
     """An update Kafka would refuse (INVALID_CONFIG); ``name``: the config at fault,
     when one is (:func:`broker_defaults` says which)."""
@@ -147,6 +166,10 @@ class ShareConfig:
     session_timeout_ms: int = 45000
     #: Most records of a share-partition acquired at once.
     max_record_locks: int = 2000
+    #: The dead-letter topic (KIP-1191), or "" for none.
+    dlq_topic: str = ""
+    #: Whether dead-letter records copy the original key and value.
+    dlq_copy_record: bool = False
 
 
 def validate(name: str, value: str) -> None:
@@ -167,6 +190,19 @@ def validate(name: str, value: str) -> None:
             raise InvalidShareConfig(
                 f"Invalid value {value} for configuration {name}: "
                 "String must be one of: read_committed, read_uncommitted"
+            )
+        return
+    if name == DLQ_TOPIC:
+        if value.startswith(_INTERNAL_PREFIX):
+            raise InvalidShareConfig(
+                f"{name}: DLQ topic name must not start with '{_INTERNAL_PREFIX}'"
+            )
+        return
+    if name == DLQ_COPY_RECORD:
+        if value.strip().lower() not in ("true", "false"):
+            raise InvalidShareConfig(
+                f"Invalid value {value} for configuration {name}: "
+                "Expected value to be either true or false"
             )
         return
     try:
@@ -225,4 +261,6 @@ def parse_group_configs(
         heartbeat_interval_ms=int(merged[HEARTBEAT_INTERVAL]),
         session_timeout_ms=int(merged[SESSION_TIMEOUT]),
         max_record_locks=int(merged[MAX_RECORD_LOCKS]),
+        dlq_topic=merged[DLQ_TOPIC],
+        dlq_copy_record=merged[DLQ_COPY_RECORD].strip().lower() == "true",
     )

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+import attrs
+
 from brokerd.core.share.config import (
     DEFAULTS,
+    DLQ_TOPIC,
     AutoOffsetReset,
     ShareConfig,
     parse_group_configs,
@@ -26,6 +29,7 @@ from brokerd.core.share.config import (
 from brokerd.core.share.partition import (
     AckBatch,
     AcquiredRange,
+    DeadLetter,
     LogSpan,
     PartitionSummary,
     SharePartition,
@@ -43,9 +47,21 @@ from brokerd.storage.stores.share_state import (
     StoredRun,
 )
 
-__all__ = ["ShareEngine", "TopicPartition"]
+__all__ = ["GroupDeadLetters", "ShareEngine", "TopicPartition"]
 
 TopicPartition = tuple[str, int]
+
+
+@attrs.frozen
+class GroupDeadLetters:
+    """A share-partition's dead letters, with where the group's config sends them."""
+
+    group: str
+    topic: str
+    partition: int
+    dlq_topic: str
+    copy_record: bool
+    letters: tuple[DeadLetter, ...]
 
 
 class ShareEngine:
@@ -90,6 +106,7 @@ class ShareEngine:
             part.limit = config.delivery_count_limit
             part.lock_duration_ms = config.lock_duration_ms
             part.max_record_locks = config.max_record_locks
+            part.dead_letters = bool(config.dlq_topic)
         return [GroupConfigs(group, tuple(sorted(overrides.items())))]
 
     # -- restore -------------------------------------------------------------------------
@@ -243,6 +260,40 @@ class ShareEngine:
                 out += self._records(group, topic, index, part, part.expire_locks(now_ms))
         return out
 
+    def take_dead_letters(self) -> list[GroupDeadLetters]:
+        """Every share-partition's dead letters noted since the last call (a group
+        without a dead-letter topic notes none)."""
+        out: list[GroupDeadLetters] = []
+        # Only a group's own override names a dead-letter topic (there is no broker
+        # default), so groups without one cost nothing here.
+        for group, overrides in self._overrides.items():
+            if not overrides.get(DLQ_TOPIC):
+                continue
+            config: ShareConfig | None = None
+            for (topic, index), part in self._partitions.get(group, {}).items():
+                if not part.dead_letters:
+                    continue
+                letters = part.take_dead_letters()
+                if letters:
+                    config = config or self.config(group)
+                    out.append(GroupDeadLetters(
+                        group, topic, index, config.dlq_topic, config.dlq_copy_record,
+                        tuple(letters),
+                    ))
+        return out
+
+    def dead_lettered(
+        self, group: str, topic: str, index: int, first: int, last: int, *,
+        written: bool = True,
+    ) -> list[ShareStateRecord]:
+        """Archive the ARCHIVING records ``first..last`` (their dead-letter record is
+        written, or never will be); nothing if the share-partition is gone."""
+        part = self.partition(group, topic, index)
+        if part is None:
+            return []
+        changed = part.dead_lettered(first, last, written=written)
+        return self._records(group, topic, index, part, changed)
+
     def next_deadline(self) -> float | None:
         deadlines = [
             d for parts in self._partitions.values() for p in parts.values()
@@ -285,10 +336,12 @@ class ShareEngine:
 
     def _new_partition(self, group: str, start: int) -> SharePartition:
         config = self.config(group)
-        return SharePartition(
+        part = SharePartition(
             start, delivery_count_limit=config.delivery_count_limit,
             lock_duration_ms=config.lock_duration_ms, max_record_locks=config.max_record_locks,
         )
+        part.dead_letters = bool(config.dlq_topic)
+        return part
 
     def _require(self, group: str, topic: str, index: int) -> SharePartition:
         part = self.partition(group, topic, index)

@@ -22,6 +22,13 @@ delivery count; a record released or timed out at the group's delivery-count lim
 archived instead of becoming available again. The SPSO advances over the prefix of
 acknowledged and archived records.
 
+With ``dead_letters`` on (the group names a KIP-1191 dead-letter topic), a record a member
+rejects or that runs out of deliveries goes to ARCHIVING, not ARCHIVED, and is noted as a
+:class:`DeadLetter` (offsets, delivery count, reason) for the caller to write to that
+topic; :meth:`SharePartition.dead_lettered` then archives it. ARCHIVING is persisted, so
+a restart notes it again (:meth:`SharePartition.restore`). Records skipped (gaps, control
+records, aborted transactions) are archived directly.
+
 Every method that changes state returns the offset spans it changed, for the
 share-state journal (:mod:`brokerd.storage.stores.share_state`), which stores runs too.
 Pure and synchronous: the caller passes the time (milliseconds) and does the I/O.
@@ -29,6 +36,7 @@ Pure and synchronous: the caller passes the time (milliseconds) and does the I/O
 
 from __future__ import annotations
 
+import enum
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import pairwise
@@ -47,6 +55,8 @@ from brokerd.core.share.states import (
 __all__ = [
     "AckBatch",
     "AcquiredRange",
+    "DeadLetter",
+    "DeadLetterReason",
     "InFlightRange",
     "LogSpan",
     "PartitionSummary",
@@ -61,6 +71,28 @@ Span = tuple[int, int]
 _AVAILABLE = RecordState.AVAILABLE
 _ACQUIRED = RecordState.ACQUIRED
 _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+_ARCHIVING = RecordState.ARCHIVING
+_ARCHIVED = RecordState.ARCHIVED
+#: Archiving events that are not a failed delivery (no record, or nothing to deliver).
+_NOT_DEAD = (Event.GAP, Event.SKIP)
+
+
+class DeadLetterReason(enum.Enum):
+    """Why a record went to the dead-letter topic (Kafka's ``__dlq.errors.message``)."""
+
+    REJECTED = "Offset rejected by client."
+    DELIVERY_COUNT_EXCEEDED = "Offset delivery count exceeded the threshold."
+
+
+@attrs.frozen
+class DeadLetter:
+    """Records ``first..last`` archived for ``reason`` after ``delivery_count``
+    deliveries."""
+
+    first: int
+    last: int
+    delivery_count: int
+    reason: DeadLetterReason
 
 
 @attrs.define(slots=True)
@@ -183,6 +215,12 @@ class SharePartition:
         self.ranges: list[InFlightRange] = []
         #: Records archived since the engine opened (a figure for operators).
         self.archived_total = 0
+        #: Dead-letter records written since the engine opened (operators' figure).
+        self.dead_lettered_total = 0
+        #: Whether archiving by reject or delivery limit notes a :class:`DeadLetter`.
+        self.dead_letters = False
+        #: Dead letters noted and not yet taken (:meth:`take_dead_letters`).
+        self._dead: list[DeadLetter] = []
         #: Deliveries after a record's first since the engine opened (operators' figure).
         self.redelivered_total = 0
         #: How many records are ACQUIRED, kept as they change (the lock cap reads it on
@@ -430,6 +468,37 @@ class SharePartition:
         self._advance()
         return changed
 
+    def _reason(self, r: InFlightRange, event: Event | None) -> DeadLetterReason:
+        if event is Event.REJECT:
+            return DeadLetterReason.REJECTED
+        if event is None and r.delivery_count < self.limit:
+            # Restored ARCHIVING below the limit: only a reject archives that early.
+            return DeadLetterReason.REJECTED
+        return DeadLetterReason.DELIVERY_COUNT_EXCEEDED
+
+    def dead_lettered(self, first: int, last: int, *, written: bool = True) -> list[Span]:
+        """Archive the ARCHIVING records of ``first..last`` (their dead-letter record is
+        ``written``, or failed for good); other records there are left as they are."""
+        changed: list[Span] = []
+        ranges = self.ranges
+        i = self._split(first)
+        self._split(last + 1)
+        while i < len(ranges) and ranges[i].first <= last:
+            r = ranges[i]
+            if r.state is _ARCHIVING:
+                self._move(r, Event.DEAD_LETTERED)
+                self.dead_lettered_total += r.size if written else 0
+                changed.append((r.first, r.last))
+            i += 1
+        self._merge()
+        self._advance()
+        return changed
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        """The dead letters noted since the last call, in the order they were noted."""
+        dead, self._dead = self._dead, []
+        return dead
+
     def next_deadline(self) -> float | None:
         deadlines = [r.deadline_ms for r in self.ranges if r.state is _ACQUIRED]
         return min(deadlines) if deadlines else None
@@ -453,8 +522,13 @@ class SharePartition:
     def _move(self, r: InFlightRange, event: Event) -> None:
         state = next_state(r.state, event, delivery_count=r.delivery_count, limit=self.limit)
         size = r.size
-        if state is RecordState.ARCHIVED:
+        if state is _ARCHIVED and r.state is not _ARCHIVING:
             self.archived_total += size
+            if self.dead_letters and r.state is _ACQUIRED and event not in _NOT_DEAD:
+                state = _ARCHIVING
+                self._dead.append(
+                    DeadLetter(r.first, r.last, r.delivery_count, self._reason(r, event))
+                )
         self._acquired += size * ((state is _ACQUIRED) - (r.state is _ACQUIRED))
         r.state = state
         if state is not _ACQUIRED:
@@ -561,6 +635,7 @@ class SharePartition:
         self.end = max(start, end)
         if held is not None:
             self.archived_total = held.archived_total
+            self.dead_lettered_total = held.dead_lettered_total
             self.redelivered_total = held.redelivered_total
         out: list[InFlightRange] = []
         for run in sorted(runs, key=lambda r: r.first):
@@ -574,6 +649,13 @@ class SharePartition:
         self.ranges = out
         self._merge()
         self._acquired = sum(r.size for r in self.ranges if r.state is _ACQUIRED)
+        # ARCHIVING records whose dead-letter record may not have been written: write
+        # it (again: at least once), as Kafka resumes them.
+        self._dead = [
+            DeadLetter(r.first, r.last, r.delivery_count, self._reason(r, None))
+            for r in self.ranges
+            if r.state is _ARCHIVING
+        ]
         self._advance()
 
     def _reacquired(

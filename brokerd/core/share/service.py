@@ -41,6 +41,7 @@ from brokerd.clock import Clock, DelayedCall
 from brokerd.core.api import CoreLongPoll, CoreReads
 from brokerd.core.coordinator_runtime import OrderedJournalWriter
 from brokerd.core.share.config import DEFAULTS, AutoOffsetReset, IsolationLevel
+from brokerd.core.share.dead_letters import DeadLetterWriter
 from brokerd.core.share.engine import ShareEngine, TopicPartition
 from brokerd.core.share.partition import AckBatch, AcquiredRange, LogSpan, PartitionSummary
 from brokerd.core.waiters import Shortfall, long_poll
@@ -135,8 +136,10 @@ class ShareService:
         *,
         clock: Clock,
         defaults: Mapping[str, str] = DEFAULTS,
+        dead_letters: DeadLetterWriter | None = None,
     ) -> None:
         self._core = core
+        self.dead_letters = dead_letters
         self._store = store
         self._clock = clock
         self.engine = ShareEngine(defaults)
@@ -161,6 +164,62 @@ class ShareService:
     def start(self) -> None:
         self._stopped = False
         self._schedule()
+        # ARCHIVING records the journal held at start-up: their dead-letter records may
+        # not have been written before the broker stopped (at least once).
+        self._send_dead_letters(defer.succeed(None))
+
+    # -- journal writes and dead letters -------------------------------------------------
+
+    def _submit(self, records: list[ShareStateRecord]) -> defer.Deferred[None]:
+        """Submit ``records`` to the journal; once they are durable, write the dead
+        letters this change noted (their ARCHIVING state is then on disk first, so a
+        crash repeats a dead-letter record rather than losing it)."""
+        written = self._journal.submit(records)
+        self._send_dead_letters(written)
+        return written
+
+    def _send_dead_letters(self, durable: defer.Deferred[None]) -> None:
+        pending = self.engine.take_dead_letters()
+        if not pending:
+            return
+
+        async def send(_: object) -> None:
+            for letters in pending:
+                written = False
+                if self.dead_letters is not None:
+                    written = await self.dead_letters.write(letters)
+                records = [
+                    record
+                    for letter in letters.letters
+                    for record in self.engine.dead_lettered(
+                        letters.group, letters.topic, letters.partition,
+                        letter.first, letter.last, written=written,
+                    )
+                ]
+                if records:
+                    self._journal.submit(records).addErrback(self._write_failed)
+                    self._wake(records)
+
+        def go(result: object) -> defer.Deferred[None]:
+            return defer.Deferred.fromCoroutine(send(result))
+
+        # On a fork: the caller's answer waits for the journal only, not for the dead
+        # letters. A failed journal write reloaded the engine (the ARCHIVING it noted is
+        # undone), so nothing is sent then.
+        fork: defer.Deferred[None] = defer.Deferred()
+
+        def forward(result: object) -> object:
+            if isinstance(result, Failure):
+                fork.errback(result)
+            else:
+                fork.callback(None)
+            return result
+
+        durable.addBoth(forward)
+        fork.addCallback(go).addErrback(self._dead_letter_failed)
+
+    def _dead_letter_failed(self, failure: Failure) -> None:
+        self._log.warn("share dead letters: {error}", error=failure.getErrorMessage())
 
     def stop(self) -> None:
         self._stopped = True
@@ -184,7 +243,7 @@ class ShareService:
         self._timer = None
         records = self.engine.expire_locks(self.now_ms())
         if records:
-            self._journal.submit(records).addErrback(self._write_failed)
+            self._submit(records).addErrback(self._write_failed)
             self._wake(records)
         self._schedule()
 
@@ -263,7 +322,7 @@ class ShareService:
             records += changed
             acquired.append((len(out), read, ranges))
             out.append(AcquireResult(read.topic, read.partition))
-        written = self._journal.submit(records)
+        written = self._submit(records)
         self._wake(acknowledged)
         try:
             # Not durable: the write's failure reloaded the engine from the journal, so
@@ -502,7 +561,7 @@ class ShareService:
         once durable, or what refused it (:class:`InvalidAcknowledgement`, KeyError for
         a share-partition never used, the write's error)."""
         acked, records = self._apply_acknowledgements(group, member, acknowledgements)
-        written = self._journal.submit(records)
+        written = self._submit(records)
         self._wake(records)
         try:
             await written
@@ -535,7 +594,7 @@ class ShareService:
 
     async def release_member(self, group: str, member: str) -> None:
         records = self.engine.release_member(group, member)
-        written = self._journal.submit(records)
+        written = self._submit(records)
         self._wake(records)
         await written
 

@@ -7,7 +7,10 @@ four states (:class:`RecordState`). What can happen to it is an :class:`Event`;
 pair invalid (``None``: the caller answers INVALID_RECORD_STATE, nothing changes). A
 release or a lock timeout returns a record to AVAILABLE unless its delivery count has
 reached the group's limit, in which case it is archived: :func:`next_state` resolves that
-one guarded target. Pure: no clock, no I/O.
+one guarded target. With a dead-letter topic (KIP-1191) a record a member rejects or that
+runs out of deliveries is ARCHIVING first: it leaves ARCHIVING for ARCHIVED only by
+DEAD_LETTERED, once its dead-letter record is written, and holds the start offset until
+then. Pure: no clock, no I/O.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ class RecordState(enum.IntEnum):
     ACQUIRED = 1
     #: Accepted: processed, never delivered again.
     ACKNOWLEDGED = 2
+    #: Rejected or over the delivery-count limit in a group with a dead-letter topic:
+    #: never delivered again, its dead-letter record not yet written (KIP-1191).
+    ARCHIVING = 3
     #: Rejected, over the delivery-count limit, or skipped (control record, aborted
     #: transaction, gap): never delivered again.
     ARCHIVED = 4
@@ -67,6 +73,9 @@ class Event(enum.Enum):
     SKIP = "skip"
     #: The holder extends its lock (the deadline restarts; nothing else changes).
     RENEW = "renew"
+    #: The record's dead-letter record is written (or could not be: Kafka archives it
+    #: all the same).
+    DEAD_LETTERED = "dead-lettered"
 
 
 class Target(enum.Enum):
@@ -87,8 +96,9 @@ class InvalidTransition(ValueError):
         self.event = event
 
 
-_A, _Q, _K, _R = (
-    RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED,
+_A, _Q, _K, _G, _R = (
+    RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED,
+    RecordState.ARCHIVING, RecordState.ARCHIVED,
 )
 
 #: Every (state, event) pair: its target, or None where the pair is refused.
@@ -129,6 +139,20 @@ TRANSITIONS: Mapping[tuple[RecordState, Event], Target | None] = {
     (_R, Event.MEMBER_GONE): None,
     (_R, Event.RENEW): None,
     (_R, Event.SKIP): None,
+    (_G, Event.ACQUIRE): None,
+    (_G, Event.ACCEPT): None,
+    (_G, Event.RELEASE): None,
+    (_G, Event.REJECT): None,
+    (_G, Event.GAP): None,
+    (_G, Event.LOCK_TIMEOUT): None,
+    (_G, Event.MEMBER_GONE): None,
+    (_G, Event.RENEW): None,
+    (_G, Event.SKIP): None,
+    (_G, Event.DEAD_LETTERED): Target.ARCHIVED,
+    (_A, Event.DEAD_LETTERED): None,
+    (_Q, Event.DEAD_LETTERED): None,
+    (_K, Event.DEAD_LETTERED): None,
+    (_R, Event.DEAD_LETTERED): None,
 }
 
 #: Acknowledgement types as events.

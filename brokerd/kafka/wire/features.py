@@ -2,10 +2,11 @@
 """The feature flags brokerd announces in ApiVersions v3+ (its tagged SupportedFeatures,
 FinalizedFeaturesEpoch and FinalizedFeatures), encoded once.
 
-Kafka gates share groups behind the ``share.version`` feature (level 1 enables them);
-brokerd finalizes it at 1 and supports 0-1. No other feature is announced: a client then
-takes every other feature at level 0, as before (for example ``transaction.version`` 0,
-so Java producers keep the transaction protocol brokerd answers). Pure.
+Kafka gates share groups behind the ``share.version`` feature (level 1 enables them, level 2
+adds their dead-letter topics, KIP-1191); brokerd finalizes it at 2 and supports 0-2. No
+other feature is announced: a client then takes every other feature at level 0, as before
+(for example ``transaction.version`` 0, so Java producers keep the transaction protocol
+brokerd answers). Pure.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from collections.abc import Mapping, Sequence
 __all__ = ["FINALIZED", "FINALIZED_EPOCH", "SUPPORTED", "api_versions_tags"]
 
 #: Feature name -> (min version, max version) this broker supports.
-SUPPORTED: Mapping[str, tuple[int, int]] = {"share.version": (0, 1)}
+SUPPORTED: Mapping[str, tuple[int, int]] = {"share.version": (0, 2)}
 #: Feature name -> finalized level (one node: what it supports at most, once enabled).
-FINALIZED: Mapping[str, int] = {"share.version": 1}
+FINALIZED: Mapping[str, int] = {"share.version": 2}
 #: The epoch of the finalized levels (never changes: they are fixed at start-up).
 FINALIZED_EPOCH = 1
 

@@ -285,6 +285,11 @@ DEFS: tuple[ConfigDef, ...] = (
     ),
     # Confluent Server's broker-side schema validation (docs/schema-registry.md).
     ConfigDef(
+        "errors.deadletterqueue.group.enable", (), ConfigType.BOOLEAN, "false",
+        "Let share groups write their dead-letter records (KIP-1191) to this topic; a "
+        "share group naming a topic without it has its dead letters archived unwritten.",
+    ),
+    ConfigDef(
         "confluent.key.schema.validation", (), ConfigType.BOOLEAN, "false",
         "Refuse a produce whose record keys do not carry a schema id registered under "
         "the subject <topic>-key.",

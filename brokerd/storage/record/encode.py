@@ -155,6 +155,32 @@ def _encode_records(values: Sequence[bytes | None], keys: Sequence[bytes | None]
 
 
 
+#: A record's headers: (key, value) pairs, in order.
+RecordHeaders = Sequence[tuple[str, bytes | None]]
+
+
+def _encode_with_headers(
+    values: Sequence[bytes | None],
+    keys: Sequence[bytes | None] | None,
+    headers: Sequence[RecordHeaders],
+) -> bytes:
+    """Records with headers (rare: the broker's own dead-letter records), plainly."""
+    out: list[bytes] = []
+    for i, value in enumerate(values):
+        key = keys[i] if keys is not None else None
+        parts = [b"\x00", b"\x00", _zigzag_bytes(i)]
+        for field in (key, value):
+            parts.append(_ZZ_NULL if field is None else _zigzag_bytes(len(field)) + field)
+        parts.append(_zigzag_bytes(len(headers[i])))
+        for name, data in headers[i]:
+            raw = name.encode()
+            parts.append(_zigzag_bytes(len(raw)) + raw)
+            parts.append(_ZZ_NULL if data is None else _zigzag_bytes(len(data)) + data)
+        body = b"".join(parts)
+        out.append(_zigzag_bytes(len(body)) + body)
+    return b"".join(out)
+
+
 def encode_batch(
     values: Sequence[bytes | None],
     *,
@@ -168,6 +194,7 @@ def encode_batch(
     base_offset: int = 0,
     transactional: bool = False,
     control: bool = False,
+    headers: Sequence[RecordHeaders] | None = None,
 ) -> bytes:
     """Build one RecordBatch v2 holding ``values`` (all with ``timestamp_ms``).
 
@@ -180,7 +207,13 @@ def encode_batch(
         raise ValueError("a batch holds at least one record")
     if keys is not None and len(keys) != count:
         raise ValueError("keys and values differ in length")
-    payload = compress(compression, _encode_records(values, keys), compression_level)
+    if headers is not None and len(headers) != count:
+        raise ValueError("headers and values differ in length")
+    records = (
+        _encode_records(values, keys) if headers is None
+        else _encode_with_headers(values, keys, headers)
+    )
+    payload = compress(compression, records, compression_level)
     attributes = (
         int(compression)
         | (TRANSACTIONAL_MASK if transactional else 0)

@@ -74,7 +74,8 @@ _I32 = struct.Struct(">i")
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _KINDS = (1, 2, 3, 4)
-_STATES = (0, 1, 2, 4)
+#: Record states a run may have (3, ARCHIVING, is KIP-1191's: a dead letter not yet written).
+_STATES = (0, 1, 2, 3, 4)
 
 
 @attrs.frozen

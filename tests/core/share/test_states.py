@@ -28,6 +28,8 @@ EXPECTED: dict[tuple[RecordState, Event], tuple[RecordState | None, RecordState 
     (Q, Event.MEMBER_GONE): (A, R),
     (Q, Event.SKIP): (R, R),
     (Q, Event.RENEW): (Q, Q),
+    # KIP-1191: ARCHIVING leaves only once its dead-letter record is written.
+    (RecordState.ARCHIVING, Event.DEAD_LETTERED): (R, R),
 }
 
 
@@ -48,4 +50,5 @@ def test_every_pair(state: RecordState, event: Event) -> None:
 
 
 def test_state_numbers_are_kafkas() -> None:
-    assert [int(s) for s in RecordState] == [0, 1, 2, 4]
+    # 3 is ARCHIVING, KIP-1191's (Kafka 4.4 RecordState).
+    assert [int(s) for s in RecordState] == [0, 1, 2, 3, 4]

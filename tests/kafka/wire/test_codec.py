@@ -314,8 +314,8 @@ def test_api_versions_v3_response_bytes_exactly() -> None:
         out = apis.encode_response(7, version, resp)
         name = uv(len(b"share.version") + 1) + b"share.version"
         # Below v4 a supported feature with minimum 0 is left out (KAFKA-17011).
-        supported = carr(name + i16(0) + i16(1) + NO_TAGS) if version >= 4 else carr()
-        finalized = carr(name + i16(1) + i16(1) + NO_TAGS)
+        supported = carr(name + i16(0) + i16(2) + NO_TAGS) if version >= 4 else carr()
+        finalized = carr(name + i16(2) + i16(2) + NO_TAGS)
         # The tagged features (KIP-932's share.version): SupportedFeatures (0),
         # FinalizedFeaturesEpoch (1), FinalizedFeatures (2).
         tags = (

@@ -62,6 +62,7 @@ def test_names_and_defaults_are_kafkas() -> None:
         "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
         "remote.storage.enable", "local.retention.ms", "local.retention.bytes",
         "remote.log.copy.disable", "remote.log.delete.on.disable",
+        "errors.deadletterqueue.group.enable",
         # Confluent Server's schema validation (docs/schema-registry.md).
         "confluent.key.schema.validation", "confluent.value.schema.validation",
     ]

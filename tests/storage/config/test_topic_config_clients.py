@@ -78,6 +78,7 @@ EVERY = {
     "local.retention.bytes": "1000000",
     "remote.log.copy.disable": "true",
     "remote.log.delete.on.disable": "true",
+    "errors.deadletterqueue.group.enable": "true",
     "confluent.key.schema.validation": "false",
     "confluent.value.schema.validation": "true",
 }

@@ -50,6 +50,7 @@ from twisted.logger import Logger
 
 from brokerd.core.api import CoreApi
 from brokerd.core.policy import DEFAULT_FSYNC
+from brokerd.core.share.config import is_group_config
 from brokerd.errors import InvalidConfig, InvalidTopic
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.group_configs import (
@@ -578,11 +579,11 @@ class ConfigHandlers:
             raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
         # Share groups' configs live with their share state, the others with the group
         # coordinator's; both are checked before either is changed.
-        shared = [c for c in res.configs if c.name.startswith(SHARE_PREFIX)]
+        shared = [c for c in res.configs if is_group_config(c.name)]
         ops = [
             (c.name, c.config_operation, c.value)
             for c in res.configs
-            if not c.name.startswith(SHARE_PREFIX)
+            if not is_group_config(c.name)
         ]
         if shared and self._shares is None:
             raise _Refused(ErrorCode.INVALID_CONFIG, "Share groups are not enabled")

@@ -68,7 +68,7 @@ class ShareGroupConfigs:
                     name=name,
                     value=overrides.get(name, engine.defaults[name]),
                     config_source=source,
-                    config_type=3 if name.endswith((".ms", ".limit")) else 2,
+                    config_type=_config_type(name),
                 )
             )
         return out
@@ -103,3 +103,10 @@ class ShareGroupConfigs:
             current[c.name] = c.value
         if not validate_only:
             await self._service.set_overrides(group, current)
+
+
+def _config_type(name: str) -> int:
+    """DescribeConfigs' ConfigType: INT, BOOLEAN or STRING."""
+    if name.endswith((".ms", ".limit")):
+        return 3
+    return 1 if name.endswith(".enable") else 2
