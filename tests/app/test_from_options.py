@@ -222,6 +222,10 @@ def option_cases(tmp_path: Path, pki: Pki, creds: str) -> dict[str, tuple[list[s
             lambda s: s.web.auth is HttpAuth.BASIC,
         ),
         "no-auto-create": (["--no-auto-create"], lambda s: not s.storage.auto_create),
+        "ready-file": (
+            ["--ready-file", str(tmp_path / "ready.json")],
+            lambda s: s.listeners.ready_file == str(tmp_path / "ready.json"),
+        ),
         "errors-deadletterqueue-topic-name-prefix": (
             ["--errors-deadletterqueue-topic-name-prefix", "dead."],
             lambda s: s.groups.share_dlq_prefix == "dead.",
@@ -315,7 +319,8 @@ def test_shown_options_are_text_of_the_options_only(creds: str) -> None:
     assert shown["no-auto-create"] == "false"
     assert "config" not in shown and "advertised-host" not in shown  # unset: not shown
     assert set(shown) == every_option() - {"config", "advertised-host", "ssl-client-ca",
-                                            "sasl", "max-connections-per-ip"}
+                                            "sasl", "max-connections-per-ip",
+                                            "ready-file"}
 
 
 #: Command lines refused, with the message (or its start) each gets, in the order the
