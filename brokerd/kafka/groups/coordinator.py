@@ -671,7 +671,9 @@ class GroupCoordinator:
         group_instance_id: str | None = None,
     ) -> int:
         """Handle a Heartbeat: 0, or 27 while a rebalance is being prepared (that is how
-        members learn they must re-join), or 22/25/24/15/82."""
+        members learn they must re-join), or 22/25/24/15/82. Answered at once: it only
+        restarts the member's session timer, which nothing stored holds (the LeaveGroup
+        and SyncGroup that change the group wait for their records)."""
         if not self._stopped and self.consumer.has_members(group_id):
             return self.consumer.classic_heartbeat(group_id, generation_id, member_id,
                                                    group_instance_id)
