@@ -61,7 +61,10 @@ class MemberHeartbeat:
 class ProxyGroups(Protocol):
     """The coordinator as the proxy's consumer instances use it. Reactor thread."""
 
-    def heartbeat(self, beat: MemberHeartbeat) -> MemberAnswer: ...
+    def heartbeat(self, beat: MemberHeartbeat) -> Deferred[MemberAnswer]:
+        """The member's heartbeat, answered once what it changed in the group is
+        durable."""
+        ...
 
     def commit(
         self,

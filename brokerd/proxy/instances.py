@@ -35,6 +35,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 import attrs
 from twisted.internet.defer import Deferred, succeed
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from brokerd.clock import Clock, DelayedCall
 from brokerd.proxy.embedded import EmbeddedFormat
@@ -187,6 +188,9 @@ class ConsumerInstance:
         self.next_start = 0
         #: The last heartbeat's error code (0: none), so a failure is logged once.
         self.last_error = 0
+        #: The heartbeat sent and not answered yet (answered once the group's records
+        #: it changed are durable); one at a time, as a Kafka consumer sends them.
+        self.beating: Deferred[MemberAnswer | None] | None = None
 
     @property
     def is_member(self) -> bool:
@@ -319,8 +323,9 @@ class ConsumerInstances:
         topics: tuple[str, ...] = (),
         pattern: str | None = None,
         may_describe: Callable[[str], bool] | None = None,
-    ) -> None:
-        """Join (or change the subscription in) the group."""
+    ) -> Deferred[None]:
+        """Join (or change the subscription in) the group; fires once the coordinator
+        answered, failing with a :class:`ProxyError` when it refused the join."""
         if instance.state is InstanceState.ASSIGNED:
             raise ProxyError(409, ILLEGAL_STATE,
                              "Subscription to topics, partitions and pattern are mutually "
@@ -333,10 +338,15 @@ class ConsumerInstances:
             instance.state = InstanceState.SUBSCRIBED
             instance.member_id = _member_id(instance)
             instance.member_epoch = 0
-        answer = self._beat(instance)
-        if joining and answer is not None and answer.error_code != NONE:
-            # Refused at once (a classic group that cannot be converted, a full group, a
-            # bad regex): the client hears why, and the instance stays as it was.
+        member_id = instance.member_id
+
+        def answered(answer: MemberAnswer | None) -> None:
+            if not (joining and answer is not None and answer.error_code != NONE):
+                return
+            if instance.member_id != member_id or instance.state is not InstanceState.SUBSCRIBED:
+                return  # left or closed meanwhile
+            # Refused (a classic group that cannot be converted, a full group, a bad
+            # regex): the client hears why, and the instance stays as it was.
             self._leave(instance)
             instance.state = InstanceState.IDLE
             instance.member_id = ""
@@ -347,6 +357,8 @@ class ConsumerInstances:
                 f"the group coordinator refused the subscription (Kafka error "
                 f"{answer.error_code}{why})",
             )
+
+        return self._beat(instance).addCallback(answered)
 
     def unsubscribe(self, instance: ConsumerInstance) -> Deferred[None]:
         d = self._auto_commit(instance)
@@ -367,16 +379,20 @@ class ConsumerInstances:
     def poll_membership(self, instance: ConsumerInstance) -> None:
         """A records call of a member that has no partitions yet heartbeats now rather
         than at its timer (as a Kafka consumer's poll does)."""
-        if instance.is_member and not instance.assignment:
+        if instance.is_member and not instance.assignment and instance.beating is None:
             self._beat(instance)
 
-    def _beat(self, instance: ConsumerInstance) -> MemberAnswer | None:
+    def _beat(self, instance: ConsumerInstance) -> Deferred[MemberAnswer | None]:
+        """Heartbeat now (after the one in flight, if any); the answer once taken."""
+        if instance.beating is not None:
+            return instance.beating.addCallback(lambda _: self._beat(instance))
         if instance.heartbeat is not None and instance.heartbeat.active():
             instance.heartbeat.cancel()
         instance.heartbeat = None
         if instance.state is not InstanceState.SUBSCRIBED or self._stopped:
-            return None
-        answer = self._groups.heartbeat(MemberHeartbeat(
+            return succeed(None)
+        member_id = instance.member_id
+        beat = self._groups.heartbeat(MemberHeartbeat(
             group_id=instance.group,
             member_id=instance.member_id,
             member_epoch=instance.member_epoch,
@@ -387,9 +403,29 @@ class ConsumerInstances:
             client_host=instance.address,
             may_describe=instance.may_describe,
         ))
-        delay = self._apply(instance, answer)
-        instance.heartbeat = self._clock.callLater(delay, self._beat, instance)
-        return answer
+
+        def answered(answer: MemberAnswer) -> MemberAnswer | None:
+            instance.beating = None
+            if (instance.state is not InstanceState.SUBSCRIBED or self._stopped
+                    or instance.member_id != member_id):
+                return None  # left, closed or joined afresh while it was in flight
+            delay = self._apply(instance, answer)
+            if instance.heartbeat is not None and instance.heartbeat.active():
+                instance.heartbeat.cancel()
+            instance.heartbeat = self._clock.callLater(delay, self._beat, instance)
+            return answer
+
+        def failed(reason: Failure) -> None:
+            instance.beating = None
+            _log.failure("REST Proxy consumer {group}/{name}: heartbeat", reason,
+                         group=instance.group, name=instance.name)
+            if instance.state is InstanceState.SUBSCRIBED and not self._stopped:
+                instance.heartbeat = self._clock.callLater(_RETRY_SECONDS, self._beat, instance)
+
+        checked: Deferred[MemberAnswer | None] = beat.addCallbacks(answered, failed)
+        if not checked.called:
+            instance.beating = checked
+        return checked
 
     def _apply(self, instance: ConsumerInstance, answer: MemberAnswer) -> float:
         """Take a heartbeat's answer; the seconds until the next heartbeat."""
@@ -431,7 +467,7 @@ class ConsumerInstances:
             self._groups.heartbeat(MemberHeartbeat(
                 group_id=instance.group, member_id=instance.member_id,
                 member_epoch=LEAVE_EPOCH,
-            ))
+            )).addErrback(lambda f: _log.failure("leaving the group", f))
         instance.member_epoch = 0
 
     # -- offsets ------------------------------------------------------------------------

@@ -290,7 +290,7 @@ class V2Api:
                 raise bad_request("topics or topic_pattern is needed")
             for topic in topics:
                 call.access.topic(Operation.READ, topic)
-        self._ctx.instances.subscribe(
+        await self._ctx.instances.subscribe(
             instance, topics=topics, pattern=pattern,
             may_describe=call.access.may_describe_topic,
         )

@@ -53,15 +53,15 @@ class InstancesTests(SynchronousTestCase):
 
     def test_a_subscribed_instance_is_a_member_and_gets_every_partition(self) -> None:
         one = self.create("one")
-        self.instances.subscribe(one, topics=("orders",))
+        self.successResultOf(self.instances.subscribe(one, topics=("orders",)))
         self.assertIs(one.state, InstanceState.SUBSCRIBED)
         self.assertEqual(self.members(), {one.member_id})
         self.assertEqual(one.assignment, {("orders", p) for p in range(4)})
 
     def test_two_instances_share_the_partitions_and_a_leaver_gives_them_back(self) -> None:
         one, two = self.create("one"), self.create("two")
-        self.instances.subscribe(one, topics=("orders",))
-        self.instances.subscribe(two, topics=("orders",))
+        self.successResultOf(self.instances.subscribe(one, topics=("orders",)))
+        self.successResultOf(self.instances.subscribe(two, topics=("orders",)))
         # Revocation and hand-over happen over the next heartbeats (5 s by default).
         for _ in range(6):
             self.clock.advance(5)
@@ -76,11 +76,11 @@ class InstancesTests(SynchronousTestCase):
 
     def test_revoked_positions_are_committed_for_the_next_owner(self) -> None:
         one = self.create("one")
-        self.instances.subscribe(one, topics=("orders",))
+        self.successResultOf(self.instances.subscribe(one, topics=("orders",)))
         for p in range(4):
             one.positions[("orders", p)] = one.uncommitted[("orders", p)] = 10 + p
         two = self.create("two")
-        self.instances.subscribe(two, topics=("orders",))
+        self.successResultOf(self.instances.subscribe(two, topics=("orders",)))
         for _ in range(6):
             self.clock.advance(5)
         moved = {p for _t, p in two.assignment}
@@ -116,7 +116,7 @@ class InstancesTests(SynchronousTestCase):
 
     def test_an_idle_instance_expires_and_leaves_its_group(self) -> None:
         one = self.create("one")
-        self.instances.subscribe(one, topics=("orders",))
+        self.successResultOf(self.instances.subscribe(one, topics=("orders",)))
         self.clock.advance(59)
         self.instances.get("g", "one")  # used: the idle timer starts again
         self.clock.advance(59)
@@ -132,7 +132,7 @@ class InstancesTests(SynchronousTestCase):
 
     def test_a_fenced_instance_joins_again(self) -> None:
         one = self.create("one")
-        self.instances.subscribe(one, topics=("orders",))
+        self.successResultOf(self.instances.subscribe(one, topics=("orders",)))
         first = one.member_id
         # The group forgets it (as after a session timeout), then its heartbeat comes.
         self.coordinator.consumer.groups["g"].members.pop(first)
@@ -141,13 +141,49 @@ class InstancesTests(SynchronousTestCase):
         self.assertEqual(one.member_epoch > 0, True)
         self.assertEqual(self.members(), {one.member_id})
 
+    def test_a_join_is_answered_once_the_group_is_durable(self) -> None:
+        held: list[tuple[Any, tuple[Any, ...], defer.Deferred[Any]]] = []
+
+        def run(f: Any, *args: Any) -> defer.Deferred[Any]:
+            d: defer.Deferred[Any] = defer.Deferred()
+            held.append((f, args, d))
+            return d
+
+        coordinator = GroupCoordinator(
+            clock=self.clock, offsets=self.store, run_blocking=run,
+            initial_rebalance_delay_ms=0,
+        )
+        instances = ConsumerInstances(
+            ProxyMembers(coordinator, lambda: TOPICS), self.clock, self.limits)
+        one = instances.create("h", "one", address="10.0.0.1", principal="User:ANONYMOUS",
+                               config=InstanceConfig())
+        joined = instances.subscribe(one, topics=("orders",))
+        # The group's new state is being written: no answer, no partitions, yet.
+        self.assertEqual(len(held), 1)
+        self.assertNoResult(joined)
+        self.assertEqual((one.assignment, one.member_epoch), (frozenset(), 0))
+        instances.poll_membership(one)  # no second heartbeat while one is in flight
+        self.assertEqual(len(held), 1)
+        f, args, d = held.pop()
+        d.callback(f(*args))
+        self.successResultOf(joined)
+        self.assertEqual(one.assignment, {("orders", p) for p in range(4)})
+        self.assertIn("h", self.store.consumer_groups_state())
+        instances.stop()
+        while held:
+            f, args, d = held.pop(0)
+            d.callback(f(*args))
+        self.successResultOf(coordinator.stop())
+
     def test_a_refused_join_is_told_and_leaves_the_instance_idle(self) -> None:
         one = self.create("one")
-        with self.assertRaises(ProxyError) as refused:
-            self.instances.subscribe(one, pattern="(unclosed")
-        self.assertIn("refused the subscription", refused.exception.message)
+        refused = self.failureResultOf(
+            self.instances.subscribe(one, pattern="(unclosed"), ProxyError
+        )
+        self.assertIn("refused the subscription", refused.value.message)
         self.assertIs(one.state, InstanceState.IDLE)
         self.assertEqual(self.members(), set())
         self.assertEqual(self.clock.getDelayedCalls(), [one.expiry])
-        self.instances.subscribe(one, topics=("orders",))  # a good one still joins
+        # A good one still joins.
+        self.successResultOf(self.instances.subscribe(one, topics=("orders",)))
         self.assertEqual(self.members(), {one.member_id})

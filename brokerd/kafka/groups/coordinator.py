@@ -671,7 +671,9 @@ class GroupCoordinator:
         group_instance_id: str | None = None,
     ) -> int:
         """Handle a Heartbeat: 0, or 27 while a rebalance is being prepared (that is how
-        members learn they must re-join), or 22/25/24/15/82."""
+        members learn they must re-join), or 22/25/24/15/82. Answered at once: it only
+        restarts the member's session timer, which nothing stored holds (the LeaveGroup
+        and SyncGroup that change the group wait for their records)."""
         if not self._stopped and self.consumer.has_members(group_id):
             return self.consumer.classic_heartbeat(group_id, generation_id, member_id,
                                                    group_instance_id)
@@ -684,24 +686,50 @@ class GroupCoordinator:
             return int(ErrorCode.REBALANCE_IN_PROGRESS)
         return int(ErrorCode.NONE)
 
-    def leave(self, group_id: str, member_id: str) -> int:
+    def leave(self, group_id: str, member_id: str) -> Deferred[int]:
         """Handle a LeaveGroup (v0-2): the rest of the group rebalances, or it goes Empty.
-        One error code: the request's, else the member's (as Kafka answers v0-2)."""
-        code, codes = self.leave_members(group_id, [(member_id, None, None)])
-        return code or (codes[0] if codes else int(ErrorCode.NONE))
+        One error code: the request's, else the member's (as Kafka answers v0-2); given
+        once the group's record is durable, as :meth:`leave_members`."""
+        d = self.leave_members(group_id, [(member_id, None, None)])
+        return d.addCallback(lambda answer: answer[0] or (answer[1][0] if answer[1] else 0))
 
     def leave_members(
         self, group_id: str, leaving: list[tuple[str, str | None, str | None]]
-    ) -> tuple[int, list[int]]:
+    ) -> Deferred[tuple[int, list[int]]]:
         """Handle a LeaveGroup v3+: ``(member_id, group_instance_id, reason)`` each.
 
-        Returns the request's error code and, when it is 0, one code per member in
-        request order. As Kafka's classic coordinator: an empty member id with a known
-        instance id removes that static member (an operator's removal); a member id
-        handed out with MEMBER_ID_REQUIRED is forgotten; otherwise the member must be
+        Fires with the request's error code and, when it is 0, one code per member in
+        request order, once the records its leaving made are durable (a classic group
+        left Empty: its Empty record, so the members answered as gone are gone after a
+        restart; a consumer group: its new state); NOT_COORDINATOR (retriable) if that
+        write failed. As Kafka's classic coordinator: an empty member id with a
+        known instance id removes that static member (an operator's removal); a member
+        id handed out with MEMBER_ID_REQUIRED is forgotten; otherwise the member must be
         known and, given an instance id, be that instance's current member
         (FENCED_INSTANCE_ID if another one is). An unknown group is UNKNOWN_MEMBER_ID for
         the whole request. The rest of the group rebalances once the members are gone."""
+        out = Out()
+        outer, self._collecting = self._collecting, out
+        try:
+            answer = self._leave_members(out, group_id, leaving)
+        finally:
+            self._collecting = outer
+        failed: tuple[int, list[int]] = (int(STORE_FAILED), [])
+        d = self._runtime.run(out.result(answer, failed))
+        if out.records and group_id in self.consumer.groups:
+
+            def forget_written(answered: tuple[int, list[int]]) -> tuple[int, list[int]]:
+                # Not stored after all: the next change writes the group's whole state.
+                if answered[0] == STORE_FAILED:
+                    self._consumer_written.pop(group_id, None)
+                return answered
+
+            d.addCallback(forget_written)
+        return d
+
+    def _leave_members(
+        self, out: Out, group_id: str, leaving: list[tuple[str, str | None, str | None]]
+    ) -> tuple[int, list[int]]:
         if self._stopped:
             return int(ErrorCode.COORDINATOR_NOT_AVAILABLE), []
         if not group_id or _group_id_too_long(group_id):
@@ -713,13 +741,11 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return int(ErrorCode.UNKNOWN_MEMBER_ID), []
-        out = Out()
         codes = [
             int(self._leave_one(out, group, member_id, instance_id, reason))
             for member_id, instance_id, reason in leaving
         ]
         self._rebalancer.forget_if_disposable(group)
-        self._runtime.run(out.result(None))
         return int(ErrorCode.NONE), codes
 
     def _leave_one(

@@ -13,7 +13,11 @@ from collections.abc import Callable, Collection, Mapping
 
 from twisted.internet.defer import Deferred
 
-from brokerd.kafka.groups.consumer.coordinator import HeartbeatInput, TopicMetadata
+from brokerd.kafka.groups.consumer.coordinator import (
+    HeartbeatAnswer,
+    HeartbeatInput,
+    TopicMetadata,
+)
 from brokerd.kafka.groups.consumer.regex_resolver import every_topic
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.proxy.group_face import MemberAnswer, MemberHeartbeat, TopicPartition
@@ -32,7 +36,7 @@ class ProxyMembers:
         self._coordinator = coordinator
         self._topics = topics
 
-    def heartbeat(self, beat: MemberHeartbeat) -> MemberAnswer:
+    def heartbeat(self, beat: MemberHeartbeat) -> Deferred[MemberAnswer]:
         topics = self._topics()
         owned = None
         if beat.owned is not None:
@@ -42,7 +46,9 @@ class ProxyMembers:
                 if known is not None:
                     by_id.setdefault(known[0], set()).add(partition)
             owned = {t: frozenset(ps) for t, ps in by_id.items()}
-        answer = self._coordinator.consumer.heartbeat(
+        # Through the coordinator's runtime, as a ConsumerGroupHeartbeat: answered once
+        # the group's records it changed are durable.
+        beating = self._coordinator.consumer_heartbeat(
             HeartbeatInput(
                 group_id=beat.group_id,
                 member_id=beat.member_id,
@@ -57,6 +63,11 @@ class ProxyMembers:
             ),
             topics,
         )
+        return beating.addCallback(self._member_answer, beat, topics)
+
+    def _member_answer(
+        self, answer: HeartbeatAnswer, beat: MemberHeartbeat, topics: TopicMetadata
+    ) -> MemberAnswer:
         assignment = None
         if answer.assignment is not None:
             names = {info[0]: name for name, info in topics.items()}

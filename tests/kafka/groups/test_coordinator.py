@@ -55,8 +55,9 @@ class _Base(SynchronousTestCase):
         # trial's mktemp() would create directories under the current directory.
         tmp = tempfile.TemporaryDirectory(prefix="brokerd-groups-")
         self.addCleanup(tmp.cleanup)
-        self.store = OffsetStore.open(os.path.join(tmp.name, "offsets.log"))
-        self.addCleanup(self.store.close)
+        self.store_path = os.path.join(tmp.name, "offsets.log")
+        self.store = OffsetStore.open(self.store_path)
+        self.addCleanup(lambda: self.store.close())
         self.coord = self.make_coordinator()
 
     def make_coordinator(self, **kw: Any) -> GroupCoordinator:
@@ -204,7 +205,7 @@ class JoinSyncTests(_Base):
 
     def test_missing_assignment_is_empty_bytes(self) -> None:
         a, b, gen = self.stable_pair()
-        self.coord.leave("g", b)
+        self.result(self.coord.leave("g", b))
         self.result(self.join(a))
         d = self.join(client_id="c")
         self.assertEqual(self.coord.heartbeat("g", gen + 1, a), 27)
@@ -256,8 +257,8 @@ class JoinSyncTests(_Base):
 
     def test_leave_rebalances_the_rest(self) -> None:
         a, b, gen = self.stable_pair()
-        self.assertEqual(self.coord.leave("g", b), 0)
-        self.assertEqual(self.coord.leave("g", b), 25)
+        self.assertEqual(self.result(self.coord.leave("g", b)), 0)
+        self.assertEqual(self.result(self.coord.leave("g", b)), 25)
         self.assertEqual(self.coord.heartbeat("g", gen, a), 27)
         ra = self.result(self.join(a))
         self.assertEqual(ra.generation_id, gen + 1)
@@ -265,7 +266,7 @@ class JoinSyncTests(_Base):
         self.assertEqual(
             self.result(self.coord.sync("g", gen + 1, a, [(a, b"all")])).assignment, b"all"
         )
-        self.assertEqual(self.coord.leave("g", a), 0)
+        self.assertEqual(self.result(self.coord.leave("g", a)), 0)
         # Empty, but kept with its generation (which counts the Empty one too, as Kafka's).
         self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
         self.assertEqual(self.clock.getDelayedCalls(), [])
@@ -277,16 +278,19 @@ class JoinSyncTests(_Base):
         a, b, gen = self.stable_pair()
         pending = self.result(self.join(client_id="late", require_known=True)).member_id
         self.assertEqual(
-            self.coord.leave_members("g", [(b, None, "done"), (pending, None, None),
-                                           ("ghost", None, None), (b, None, None)]),
+            self.result(self.coord.leave_members("g", [
+                (b, None, "done"), (pending, None, None), ("ghost", None, None), (b, None, None),
+            ])),
             (0, [0, 0, 25, 25]),
         )
         self.assertEqual(self.coord.heartbeat("g", gen, a), 27)
         ra = self.result(self.join(a))
         self.assertEqual((ra.generation_id, ra.members), (gen + 1, [(a, None, b"meta-range")]))
         # The whole request fails for a group that does not exist, or a bad group id.
-        self.assertEqual(self.coord.leave_members("nope", [(a, None, None)]), (25, []))
-        self.assertEqual(self.coord.leave_members("", [(a, None, None)]), (24, []))
+        for group_id, code in (("nope", 25), ("", 24)):
+            self.assertEqual(
+                self.result(self.coord.leave_members(group_id, [(a, None, None)])), (code, [])
+            )
 
     def test_leader_leaving_releases_held_follower_sync(self) -> None:
         a, b, _gen = self.stable_pair()
@@ -295,7 +299,7 @@ class JoinSyncTests(_Base):
         rb = self.result(d_b)
         d_sync = self.coord.sync("g", rb.generation_id, b, [])
         self.assertNoResult(d_sync)
-        self.coord.leave("g", a)
+        self.result(self.coord.leave("g", a))
         self.assertEqual(self.result(d_sync).error_code, 27)
         rb2 = self.result(self.join(b))
         self.assertEqual(rb2.leader_id, b)
@@ -483,7 +487,7 @@ class OffsetTests(_Base):
 
     def test_commit_with_old_generation_after_group_emptied(self) -> None:
         a = self.stable_single().member_id
-        self.coord.leave("g", a)
+        self.result(self.coord.leave("g", a))
         self.assertEqual(self.commit(1, a), {("t", 0): 25})
         self.assertEqual(self.commit(-1, ""), {("t", 0): 0})
 
@@ -780,7 +784,7 @@ class GroupAdminTests(_Base):
             [("g", 68), ("nope", 69), ("simple", 0)],
         )
         self.assertIsNone(self.store.fetch("simple", "t", 0))
-        self.assertEqual(self.coord.leave("g", a), 0)
+        self.assertEqual(self.result(self.coord.leave("g", a)), 0)
         self.assertEqual(self.result(self.coord.admin.delete_groups(["g"])), [("g", 0)])
         self.assertIsNone(self.coord.group_state("g"))
         self.assertEqual(self.store.committed("g"), {})
@@ -829,7 +833,7 @@ class GroupAdminTests(_Base):
         got = self.result(self.coord.admin.delete_offsets("g", [("t", 0), ("u", 0)]))
         self.assertEqual(got, (0, {("t", 0): 86, ("u", 0): 0}))
         self.assertEqual(self.store.committed("g"), {("t", 0): (3, 0, None)})
-        self.assertEqual(self.coord.leave("g", a), 0)
+        self.assertEqual(self.result(self.coord.leave("g", a)), 0)
         got = self.result(self.coord.admin.delete_offsets("g", [("t", 0)]))
         self.assertEqual(got, (0, {("t", 0): 0}))
         self.assertEqual(self.store.committed("g"), {})
@@ -899,6 +903,59 @@ class RestoreTests(_Base):
         self.coord = self.make_coordinator()
         self.assertEqual(self.coord.heartbeat("g", 1, a), 0)
 
+    def test_leave_is_answered_once_the_empty_group_is_durable(self) -> None:
+        held: list[tuple[Any, tuple[Any, ...], Deferred[Any]]] = []
+
+        def run(f: Any, *args: Any) -> Deferred[Any]:
+            d: Deferred[Any] = Deferred()
+            held.append((f, args, d))
+            return d
+
+        def finish() -> None:
+            while held:
+                f, args, d = held.pop(0)
+                d.callback(f(*args))
+
+        self.coord = self.make_coordinator(run_blocking=run)
+        d = self.join()
+        self.clock.advance(DELAY_MS / 1000)
+        a = self.result(d).member_id
+        synced = self.coord.sync("g", 1, a, [(a, b"A")])
+        finish()
+        self.assertEqual(self.result(synced), synced_with(b"A"))
+        left = self.coord.leave("g", a)
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
+        # The Empty record is being written: until it is in the journal, a crash brings
+        # the member back, so the member is not told it has left.
+        self.assertEqual(len(held), 1)
+        self.assertNoResult(left)
+        self.assertEqual(self.store.groups_metadata()["g"].generation, 1)
+        finish()
+        self.assertEqual(self.result(left), 0)
+        # The broker dies (no orderly stop) and comes back on what the journal holds.
+        self.store.close()
+        self.store = OffsetStore.open(self.store_path)
+        self.coord = self.make_coordinator()
+        self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
+        self.assertEqual(self.store.groups_metadata()["g"].generation, 2)
+        self.assertEqual(self.coord.heartbeat("g", 1, a), 25)
+
+    def test_leave_whose_record_is_lost_is_answered_retriable(self) -> None:
+        writes_work = [True]
+
+        def run(f: Any, *args: Any) -> Deferred[Any]:
+            if f == self.store.write_batch and not writes_work[0]:
+                return defer.fail(StorageError("disk full"))
+            return _sync_run(f, *args)
+
+        self.coord = self.make_coordinator(run_blocking=run)
+        a = self.stable_single().member_id
+        writes_work[0] = False
+        self.assertEqual(
+            self.result(self.coord.leave_members("g", [(a, None, None)])),
+            (16, []),  # NOT_COORDINATOR: the client retries
+        )
+
     def test_members_carry_on_with_their_generation(self) -> None:
         a, b, gen = self.stable_pair()
         self.restart()
@@ -946,7 +1003,7 @@ class RestoreTests(_Base):
     def test_group_that_went_empty_is_restored_empty_with_its_generation(self) -> None:
         a = self.stable_single().member_id
         self.assertEqual(self.store.groups_metadata()["g"].generation, 1)
-        self.assertEqual(self.coord.leave("g", a), 0)
+        self.assertEqual(self.result(self.coord.leave("g", a)), 0)
         self.assertEqual(self.store.groups_metadata()["g"].generation, 2)
         self.restart()
         self.assertEqual(self.coord.group_state("g"), GroupState.EMPTY)
@@ -1089,7 +1146,7 @@ def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]])
         elif op == "heartbeat":
             assert coord.heartbeat("g", generation["value"], pick(n)) in (0, 22, 25, 27)
         elif op == "leave":
-            assert coord.leave("g", pick(n)) in (0, 25)
+            assert coord.leave("g", pick(n)).result in (0, 25)
         elif op == "cancel":
             live = [d for d in pending if not d.called]
             if live:

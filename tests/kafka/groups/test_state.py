@@ -297,7 +297,7 @@ class _Harness:
         elif name == "heartbeat":
             answer = self.coord.heartbeat("g", gen, a)
         elif name == "leave":
-            answer = self.coord.leave("g", a)
+            answer = self.track(self.coord.leave("g", a))
         elif name == "session_expiry":  # nobody heartbeats for a session timeout
             self.clock.advance(SESSION_MS / 1000)
             return None
@@ -335,6 +335,8 @@ class _Harness:
         if not answer.called:
             return HELD
         got = self.result(answer)
+        if isinstance(got, int):  # LeaveGroup
+            return got
         if isinstance(got, list):  # DeleteGroups: [(group, code)]
             return cast(int, got[0][1])
         if isinstance(got, tuple):  # OffsetDelete: (group code, {partition: code})

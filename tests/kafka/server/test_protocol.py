@@ -353,8 +353,8 @@ class FakeCoordinator:
         self.heartbeats.append((group_id, generation_id, member_id))
         return ErrorCode.REBALANCE_IN_PROGRESS if generation_id == 99 else 0
 
-    def leave(self, group_id: str, member_id: str) -> int:
-        return ErrorCode.UNKNOWN_MEMBER_ID if member_id == "nobody" else 0
+    def leave(self, group_id: str, member_id: str) -> defer.Deferred[int]:
+        return defer.succeed(ErrorCode.UNKNOWN_MEMBER_ID if member_id == "nobody" else 0)
 
     def commit_offsets(
         self, group_id: str, generation_id: int, member_id: str,

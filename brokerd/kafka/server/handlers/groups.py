@@ -184,11 +184,11 @@ class GroupCoordinatorLike(Protocol):
         group_instance_id: str | None = None,
     ) -> int: ...
 
-    def leave(self, group_id: str, member_id: str, /) -> int: ...
+    def leave(self, group_id: str, member_id: str, /) -> defer.Deferred[int]: ...
 
     def leave_members(
         self, group_id: str, leaving: list[tuple[str, str | None, str | None]], /
-    ) -> tuple[int, list[int]]: ...
+    ) -> defer.Deferred[tuple[int, list[int]]]: ...
 
     def commit_offsets(
         self,
@@ -389,10 +389,11 @@ class GroupHandlers:
     async def leave_group(self, conn: Connection, req: Request) -> Any:
         body: apis.LeaveGroupRequest = req.body
         if req.api_version < _LEAVE_BATCHED_FROM:
+            # Answered once the group's record is durable, as Kafka answers it.
             return apis.LeaveGroupResponse(
-                error_code=self._groups.leave(body.group_id, body.member_id)
+                error_code=await self._groups.leave(body.group_id, body.member_id)
             )
-        code, codes = self._groups.leave_members(
+        code, codes = await self._groups.leave_members(
             body.group_id,
             [(m.member_id, m.group_instance_id, m.reason) for m in body.members],
         )

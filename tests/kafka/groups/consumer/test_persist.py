@@ -119,7 +119,7 @@ def test_a_converted_classic_group_is_not_restored_as_classic(tmp_path: Path) ->
                      require_known_member_id=False)
     b.clock.advance(1)
     joined = d.result
-    b.coord.leave("g", joined.member_id)
+    assert b.coord.leave("g", joined.member_id).result == 0
     assert b.coord.group_state("g") is not None
     assert b.hb("a").error_code == 0
     assert b.coord.group_state("g") is None
