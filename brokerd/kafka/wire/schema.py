@@ -9,8 +9,8 @@ attributes is declared once, its wire type and versions in its annotation::
 (type, first version, last version, first nullable version, as in Kafka's JSON message
 schemas). The attribute order is the wire order. :func:`wire_message` turns the
 annotations into the class's ``FIELDS`` (the codec's :class:`~brokerd.kafka.wire.codec.Field`
-tuple); the codec plans each version (which fields, nullable or not) on the class's first
-use, once, so decoding and encoding never interpret the declarations per call.
+tuple) and has the codec precompute, at import, the plan of each version (which fields,
+nullable or not), so decoding and encoding never interpret the declarations per call.
 A class whose versions reach Kafka's ``flexibleVersions`` sets ``FLEXIBLE_FROM`` (the
 codec then uses the compact encodings and tagged fields from that version on, in that
 message and every struct inside it). Fields absent at a version take the class default
@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from brokerd.kafka.wire.codec import ApiKey, Field, WireType
+from brokerd.kafka.wire.codec import ApiKey, Field, WireType, precompute_layout
 
 C = TypeVar("C", bound=type)
 
@@ -82,7 +82,7 @@ class Wire:
 
 def wire_message(cls: C) -> C:
     """Give an attrs message class its ``FIELDS`` from its annotations (attribute order
-    is wire order); the codec plans its versions on first use. Every attribute must carry a
+    is wire order) and precompute its per-version plans. Every attribute must carry a
     :class:`Wire`: a message has no attribute that is not on the wire."""
     fields: list[Field] = []
     for attribute in attrs.fields(cls):
@@ -94,6 +94,7 @@ def wire_message(cls: C) -> C:
         fields.append(Field(attribute.name, w.type, w.min_version, w.max_version, w.nullable_from))
     target: Any = cls
     target.FIELDS = tuple(fields)
+    precompute_layout(cls)
     return cls
 
 
