@@ -6,7 +6,8 @@ test mode, free ports, the ready file); Apache Kafka as the bench's peer
 (:class:`bench.kafka_peer.KafkaPeer`, a single KRaft node, its storage formatted before
 the clock starts). On each, a confluent-kafka producer (``acks=all``) sends one record as
 soon as the process is spawned (it retries while the broker is not up yet); the figure is
-the median over several fresh starts, each over an empty data directory.
+the median over several fresh starts, each over an empty data directory, from bytecode
+(as an installed package starts).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from bench.common import Results, Row
 from bench.kafka_peer import SYSTEM, KafkaPeer
-from bench.resources import SECTION
+from bench.resources import SECTION, _compiled
 from brokerd.testing import LaunchedBroker
 
 WHAT = "spawn to first acknowledged produce (fresh data directory)"
@@ -45,6 +46,10 @@ def _median(starts: int, once: Callable[[int], float]) -> tuple[float, list[floa
 def measure(results: Results, root: Path, starts: int, *, kafka_why: str) -> None:
     """The brokerd row (median of ``starts``) and Kafka's (``kafka_why``: why it cannot
     run, "" when it can)."""
+
+    # As pip leaves an installed package: without bytecode (PYTHONDONTWRITEBYTECODE)
+    # each start would compile brokerd from source, a cost no installed broker has.
+    _compiled()
 
     def brokerd_once(i: int) -> float:
         broker = LaunchedBroker(root / f"brokerd-{i}" / "data")

@@ -29,14 +29,18 @@ import binascii
 import hashlib
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from twisted.web.resource import IResource, Resource
-from twisted.web.server import Request
 
 from brokerd.clock import Seconds
 from brokerd.security.acl import ANONYMOUS
 from brokerd.security.doors import HttpAuth
+
+if TYPE_CHECKING:
+    # Annotations only: the start builds the HTTP identity with --http none too, and
+    # twisted.web.server (the HTTP server) is a large import it then never needs.
+    from twisted.web.server import Request
 
 __all__ = [
     "FAILURE_WINDOW",

@@ -18,12 +18,16 @@ what to wait for), or probe the listeners over the network.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from twisted.web.resource import Resource
-from twisted.web.server import Request
 
 from brokerd.admin.txn_face import TxnListingFace
+
+if TYPE_CHECKING:
+    # Annotations only: the broker builds its Readiness with --http none too, and
+    # twisted.web.server (the HTTP server) is a large import it then never needs.
+    from twisted.web.server import Request
 
 
 class OfflineSource(Protocol):
