@@ -1,0 +1,160 @@
+"""The KIP-848 member rules that consumer groups and streams groups (KIP-1071) share.
+
+Both protocols identify a member by its member id and, for a static member, its
+instance id; both fence a heartbeat whose member epoch is not the member's (a smaller
+one passes only as the member's previous epoch, when it owns no more than it is
+assigned: it missed the answer that moved it forward); both answer an offset commit or
+fetch with the member's epoch checked the same way. The rules are here once; each
+coordinator passes its own group and member (anything with the few fields a rule reads,
+:class:`Group` and :class:`Member`) and the words its error messages use.
+
+Reactor thread only; pure functions of their arguments, apart from the exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Protocol, TypeVar
+
+from brokerd.clock import DelayedCall
+from brokerd.kafka.errors import ErrorCode
+
+__all__ = [
+    "Group",
+    "HeartbeatRefused",
+    "Member",
+    "cancel",
+    "check_epoch",
+    "epoch_error",
+    "known_member",
+    "released_static_member",
+]
+
+#: A static member's epoch after it left for a while (it keeps its assignment).
+_STATIC_LEAVE_EPOCH = -2
+
+
+class Member(Protocol):
+    @property
+    def member_epoch(self) -> int: ...
+
+
+_M = TypeVar("_M", bound=Member)
+_M_co = TypeVar("_M_co", bound=Member, covariant=True)
+
+
+class Group(Protocol[_M_co]):
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def members(self) -> Mapping[str, _M_co]: ...
+
+    #: Instance id -> member id of the static members.
+    @property
+    def static_members(self) -> Mapping[str, str]: ...
+
+
+class HeartbeatRefused(Exception):
+    """A group heartbeat refused with ``code`` (and Kafka's message for it): the member rules
+    here raise it, and each coordinator its own checks (a bad request, an unknown group)."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def known_member(group: Group[_M], member_id: str, instance_id: str | None) -> _M:
+    """The member a heartbeat (or leave) of a member already in the group names.
+
+    :raises HeartbeatRefused: UNKNOWN_MEMBER_ID for an unknown member or instance id,
+        FENCED_INSTANCE_ID when the instance id now belongs to another member id.
+    """
+    if instance_id is not None:
+        current = group.static_members.get(instance_id)
+        if current is None:
+            raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,
+                                f"Instance id {instance_id} is unknown.")
+        if current != member_id:
+            raise HeartbeatRefused(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"Static member {member_id} with instance id "
+                f"{instance_id} was fenced by member {current}.",
+            )
+    member = group.members.get(member_id)
+    if member is None:
+        raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,
+                            f"Member {member_id} is not a member of group "
+                            f"{group.group_id}.")
+    return member
+
+
+def released_static_member(group: Group[_M], member_id: str, instance_id: str | None) -> _M | None:
+    """For a member joining (epoch 0) with an instance id held by another member id:
+    that earlier incarnation, which the joining one replaces; None when there is none.
+
+    :raises HeartbeatRefused: UNRELEASED_INSTANCE_ID when the earlier incarnation has not
+        left (epoch -2).
+    """
+    if instance_id is None:
+        return None
+    previous_id = group.static_members.get(instance_id)
+    if previous_id is None or previous_id == member_id:
+        return None
+    previous = group.members[previous_id]
+    if previous.member_epoch != _STATIC_LEAVE_EPOCH:
+        raise HeartbeatRefused(
+            ErrorCode.UNRELEASED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} "
+            f"cannot join the group because the instance id is owned by "
+            f"{previous_id} member.",
+        )
+    return previous
+
+
+def check_epoch(
+    received: int,
+    member_epoch: int,
+    previous_member_epoch: int,
+    owns_no_more: Callable[[], bool],
+    *,
+    group_kind: str,
+    holdings: str,
+) -> None:
+    """Kafka's rule: a greater epoch than the member's is fenced; a smaller one too,
+    unless it is the previous epoch and ``owns_no_more()`` (the member owns no more than
+    it is assigned: it missed the answer that moved it forward).
+
+    :param group_kind: "consumer group", "streams group": the message's words.
+    :param holdings: "partitions", "tasks": what the message says the member abandons.
+    :raises HeartbeatRefused: FENCED_MEMBER_EPOCH.
+    """
+    if received == member_epoch:
+        return
+    if received < member_epoch and received == previous_member_epoch and owns_no_more():
+        return
+    relation = "greater" if received > member_epoch else "smaller"
+    raise HeartbeatRefused(
+        ErrorCode.FENCED_MEMBER_EPOCH,
+        f"The {group_kind} member has a {relation} member epoch ({received}) than the one "
+        f"known by the group coordinator ({member_epoch}). The member must abandon "
+        f"all its {holdings} and rejoin.",
+    )
+
+
+def epoch_error(member: Member | None, epoch: int, mismatch: ErrorCode) -> ErrorCode:
+    """An offset commit's or fetch's check of the member it names: UNKNOWN_MEMBER_ID,
+    ``mismatch`` (STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION where Kafka answers so) when
+    the epoch is not the member's current one, else NONE."""
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if epoch != member.member_epoch:
+        return mismatch
+    return ErrorCode.NONE
+
+
+def cancel(call: DelayedCall | None) -> None:
+    """Cancel a member's timer if it is still pending."""
+    if call is not None and call.active():
+        call.cancel()
