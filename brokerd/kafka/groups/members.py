@@ -4,7 +4,9 @@ Both protocols identify a member by its member id and, for a static member, its
 instance id; both fence a heartbeat whose member epoch is not the member's (a smaller
 one passes only as the member's previous epoch, when it owns no more than it is
 assigned: it missed the answer that moved it forward); both answer an offset commit or
-fetch with the member's epoch checked the same way. The rules are here once; each
+fetch with the member's epoch checked the same way; both remove a member silent for its
+session timeout or slower than its rebalance timeout to revoke (:class:`MemberTimers`).
+The rules are here once; each
 coordinator passes its own group and member (anything with the few fields a rule reads,
 :class:`Group` and :class:`Member`) and the words its error messages use.
 
@@ -14,20 +16,25 @@ Reactor thread only; pure functions of their arguments, apart from the exception
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from brokerd.clock import DelayedCall
+import attrs
+
+from brokerd.clock import Clock, DelayedCall
 from brokerd.kafka.errors import ErrorCode
 
 __all__ = [
     "Group",
     "HeartbeatRefused",
     "Member",
+    "MemberTimers",
+    "TimedMember",
     "cancel",
     "check_epoch",
     "epoch_error",
     "known_member",
     "released_static_member",
+    "replace_static",
 ]
 
 #: A static member's epoch after it left for a while (it keeps its assignment).
@@ -53,6 +60,33 @@ class Group(Protocol[_M_co]):
     #: Instance id -> member id of the static members.
     @property
     def static_members(self) -> Mapping[str, str]: ...
+
+
+class TimedMember(Protocol):
+    member_epoch: int
+
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def rebalance_timeout_ms(self) -> int: ...
+
+    session_timer: DelayedCall | None
+    revocation_timer: DelayedCall | None
+
+
+_T = TypeVar("_T", bound=TimedMember)
+
+
+class StaticGroup(Protocol[_T]):
+    """A group whose static members may come back under a new member id."""
+
+    @property
+    def assignment_epoch(self) -> int: ...
+
+    members: dict[str, _T]
+    #: Member id -> target assignment (tasks or partitions).
+    target: dict[str, Any]
 
 
 class HeartbeatRefused(Exception):
@@ -158,3 +192,66 @@ def cancel(call: DelayedCall | None) -> None:
     """Cancel a member's timer if it is still pending."""
     if call is not None and call.active():
         call.cancel()
+
+
+#: Called when a member's timer fires: ``(group id, member id, why)``.
+Expire = Callable[[str, str, str], None]
+
+
+class MemberTimers:
+    """The session and revocation timers of a coordinator's members.
+
+    :param expire: removes the member whose timer fired.
+    :param holdings: "partitions", "tasks": what a member is too slow to revoke (for the
+        reason given to ``expire``).
+    """
+
+    def __init__(self, clock: Clock, expire: Expire, *, holdings: str) -> None:
+        self._clock = clock
+        self._expire = expire
+        self._late = f"did not revoke its {holdings} within its rebalance timeout"
+
+    def arm_session(self, group_id: str, member: TimedMember, timeout_ms: int) -> None:
+        """(Re)start the member's session: it is removed after ``timeout_ms`` unheard."""
+        cancel(member.session_timer)
+        member.session_timer = self._clock.callLater(
+            timeout_ms / 1000.0, self._expire, group_id, member.member_id,
+            "session timed out",
+        )
+
+    def arm_revocation(self, group_id: str, member: TimedMember) -> None:
+        """Give the member its rebalance timeout to revoke what it must give up (none:
+        no limit)."""
+        self.cancel_revocation(member)
+        if member.rebalance_timeout_ms > 0:
+            member.revocation_timer = self._clock.callLater(
+                member.rebalance_timeout_ms / 1000.0, self._expire, group_id,
+                member.member_id, self._late,
+            )
+
+    @staticmethod
+    def cancel_revocation(member: TimedMember) -> None:
+        cancel(member.revocation_timer)
+        member.revocation_timer = None
+
+    @classmethod
+    def cancel_all(cls, member: TimedMember) -> None:
+        """Stop both timers (the member is gone or the coordinator stops)."""
+        cancel(member.session_timer)
+        cls.cancel_revocation(member)
+
+
+def replace_static(group: StaticGroup[_T], previous: _T, member_id: str) -> _T:
+    """A static member back under a new member id takes over its old incarnation's
+    assignment and epoch; the group epoch does not move."""
+    MemberTimers.cancel_all(previous)
+    del group.members[previous.member_id]
+    target = group.target.pop(previous.member_id, None)
+    if target is not None:
+        group.target[member_id] = target
+    # Both member types are attrs classes; a Protocol cannot say so as well.
+    member = attrs.evolve(previous, member_id=member_id, session_timer=None,  # type: ignore[misc]
+                          revocation_timer=None)
+    member.member_epoch = group.assignment_epoch
+    group.members[member_id] = member
+    return member

@@ -71,11 +71,12 @@ from brokerd.kafka.groups.consumer.state import (
 )
 from brokerd.kafka.groups.members import (
     HeartbeatRefused,
-    cancel,
+    MemberTimers,
     check_epoch,
     epoch_error,
     known_member,
     released_static_member,
+    replace_static,
 )
 from brokerd.kafka.regex import InvalidRegex, compile_regex
 
@@ -196,6 +197,7 @@ class ConsumerGroupCoordinator:
         topics: Callable[[], TopicMetadata] | None = None,
     ) -> None:
         self._clock = clock
+        self._timers = MemberTimers(clock, self._expire, holdings="partitions")
         self._topic_source = topics
         self._classic = classic
         self._settings = settings or (lambda _group_id: GroupSettings())
@@ -299,12 +301,12 @@ class ConsumerGroupCoordinator:
         member_id = request.member_id or str(uuid.uuid4())
         previous = released_static_member(group, member_id, request.instance_id)
         if previous is not None:
-            return self._replace_static(group, previous, member_id)
+            return replace_static(group, previous, member_id)
         member = group.members.get(member_id)
         if member is not None:
             # Epoch 0 from a known member: it lost everything (it was fenced, or
             # restarted); it starts over with nothing owned.
-            self._cancel_revocation(member)
+            self._timers.cancel_revocation(member)
             member.classic = None  # a classic member switching protocols, if it was one
             member.state = MemberState.STABLE
             member.member_epoch = 0
@@ -316,24 +318,6 @@ class ConsumerGroupCoordinator:
                            f"The consumer group has reached its maximum capacity of "
                            f"{self._max_size} members.")
         return ConsumerMember(member_id=member_id)
-
-    def _replace_static(
-        self, group: ConsumerGroup, previous: ConsumerMember, member_id: str
-    ) -> ConsumerMember:
-        """A static member back under a new member id takes over its old incarnation's
-        assignment and epoch; the group epoch does not move."""
-        cancel(previous.session_timer)
-        self._cancel_revocation(previous)
-        del group.members[previous.member_id]
-        target = group.target.pop(previous.member_id, None)
-        if target is not None:
-            group.target[member_id] = target
-        member = attrs.evolve(previous, member_id=member_id, session_timer=None,
-                              revocation_timer=None)
-        member.member_epoch = group.assignment_epoch
-        member.previous_member_epoch = previous.previous_member_epoch
-        group.members[member_id] = member
-        return member
 
     def _leave(self, request: HeartbeatInput) -> HeartbeatAnswer:
         group = self.groups.get(request.group_id)
@@ -420,7 +404,7 @@ class ConsumerGroupCoordinator:
             previous_id = None if instance_id is None else group.static_members.get(instance_id)
             if previous_id is not None:
                 previous = group.members[previous_id]
-                member = self._replace_static(group, previous, str(uuid.uuid4()))
+                member = replace_static(group, previous, str(uuid.uuid4()))
             else:
                 if len(group.members) >= self._max_size:
                     return fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
@@ -642,32 +626,16 @@ class ConsumerGroupCoordinator:
         member.pending_revocation = dict(step.pending_revocation)
         member.state = step.state
         if step.state is MemberState.UNREVOKED_PARTITIONS and was is not step.state:
-            self._arm_revocation(group, member)
+            self._timers.arm_revocation(group.group_id, member)
         elif step.state is not MemberState.UNREVOKED_PARTITIONS:
-            self._cancel_revocation(member)
+            self._timers.cancel_revocation(member)
 
     # -- timers --------------------------------------------------------------------------
 
     def _arm_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        cancel(member.session_timer)
         timeout = (self._settings(group.group_id).session_timeout_ms if member.classic is None
                    else member.classic.session_timeout_ms)
-        member.session_timer = self._clock.callLater(
-            timeout / 1000.0, self._expire, group.group_id, member.member_id,
-            "session timed out",
-        )
-
-    def _arm_revocation(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        self._cancel_revocation(member)
-        if member.rebalance_timeout_ms > 0:
-            member.revocation_timer = self._clock.callLater(
-                member.rebalance_timeout_ms / 1000.0, self._expire, group.group_id,
-                member.member_id, "did not revoke its partitions within its rebalance timeout",
-            )
-
-    def _cancel_revocation(self, member: ConsumerMember) -> None:
-        cancel(member.revocation_timer)
-        member.revocation_timer = None
+        self._timers.arm_session(group.group_id, member, timeout)
 
     def _expire(self, group_id: str, member_id: str, why: str) -> None:
         group = self.groups.get(group_id)
@@ -676,8 +644,7 @@ class ConsumerGroupCoordinator:
             self._remove(group, member, why)
 
     def _remove(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
-        cancel(member.session_timer)
-        self._cancel_revocation(member)
+        self._timers.cancel_all(member)
         del group.members[member.member_id]
         group.target.pop(member.member_id, None)
         if member.instance_id is not None and (
@@ -704,8 +671,7 @@ class ConsumerGroupCoordinator:
         if any(m.classic is None for m in group.members.values()):
             return
         for m in group.members.values():
-            cancel(m.session_timer)
-            self._cancel_revocation(m)
+            self._timers.cancel_all(m)
         del self.groups[group.group_id]
         group.transition_to(ConsumerGroupState.DEAD)
         self._changed(group)
@@ -795,8 +761,7 @@ class ConsumerGroupCoordinator:
         self.regexes.stop()
         for group in self.groups.values():
             for member in group.members.values():
-                cancel(member.session_timer)
-                self._cancel_revocation(member)
+                self._timers.cancel_all(member)
             group.transition_to(ConsumerGroupState.DEAD)
         self.groups.clear()
 
@@ -810,7 +775,7 @@ class ConsumerGroupCoordinator:
         for member in group.members.values():
             self._arm_session(group, member)
             if member.state is MemberState.UNREVOKED_PARTITIONS:
-                self._arm_revocation(group, member)
+                self._timers.arm_revocation(group.group_id, member)
         group.state = group.derived_state()
 
 

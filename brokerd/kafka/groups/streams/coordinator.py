@@ -40,11 +40,12 @@ from brokerd.clock import Clock
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.members import (
     HeartbeatRefused,
-    cancel,
+    MemberTimers,
     check_epoch,
     epoch_error,
     known_member,
     released_static_member,
+    replace_static,
 )
 from brokerd.kafka.groups.streams.assignor import AssignorMember, assign
 from brokerd.kafka.groups.streams.reconcile import next_assignment
@@ -163,6 +164,7 @@ class StreamsGroupCoordinator:
         on_change: Callable[[StreamsGroup], None] | None = None,
     ) -> None:
         self._clock = clock
+        self._timers = MemberTimers(clock, self._expire, holdings="tasks")
         self._settings = settings or (lambda _group_id: StreamsSettings())
         self._is_other_group = is_other_group
         self._max_size = max_group_size
@@ -274,12 +276,11 @@ class StreamsGroupCoordinator:
         member_id = request.member_id
         previous = released_static_member(group, member_id, request.instance_id)
         if previous is not None:
-            return self._replace_static(group, previous, member_id)
+            return replace_static(group, previous, member_id)
         member = group.members.get(member_id)
         if member is not None:
             # Epoch 0 from a known member: it lost everything and starts over.
-            cancel(member.revocation_timer)
-            member.revocation_timer = None
+            self._timers.cancel_revocation(member)
             member.state = MemberState.STABLE
             member.member_epoch = 0
             member.assigned = NO_TASKS
@@ -290,23 +291,6 @@ class StreamsGroupCoordinator:
                            f"The streams group has reached its maximum capacity of "
                            f"{self._max_size} members.")
         return StreamsMember(member_id=member_id)
-
-    def _replace_static(
-        self, group: StreamsGroup, previous: StreamsMember, member_id: str
-    ) -> StreamsMember:
-        """A static member back under a new member id takes over its old incarnation's
-        assignment and epoch; the group epoch does not move."""
-        cancel(previous.session_timer)
-        cancel(previous.revocation_timer)
-        del group.members[previous.member_id]
-        target = group.target.pop(previous.member_id, None)
-        if target is not None:
-            group.target[member_id] = target
-        member = attrs.evolve(previous, member_id=member_id, session_timer=None,
-                              revocation_timer=None)
-        member.member_epoch = group.assignment_epoch
-        group.members[member_id] = member
-        return member
 
     def _leave(self, request: HeartbeatInput) -> HeartbeatAnswer:
         group = self.groups.get(request.group_id)
@@ -389,10 +373,9 @@ class StreamsGroupCoordinator:
         member.assigned = step.assigned
         member.revoking = step.revoking
         if member.revoking and not revoking_before:
-            self._arm_revocation(group, member)
+            self._timers.arm_revocation(group.group_id, member)
         elif not member.revoking:
-            cancel(member.revocation_timer)
-            member.revocation_timer = None
+            self._timers.cancel_revocation(member)
 
     def _endpoints(self, group: StreamsGroup) -> tuple[EndpointPartitions, ...]:
         configured = group.configured
@@ -416,21 +399,8 @@ class StreamsGroupCoordinator:
     # -- timers, removal ----------------------------------------------------------------
 
     def _arm_session(self, group: StreamsGroup, member: StreamsMember) -> None:
-        cancel(member.session_timer)
         timeout = self._settings(group.group_id).session_timeout_ms
-        member.session_timer = self._clock.callLater(
-            timeout / 1000.0, self._expire, group.group_id, member.member_id,
-            "session timed out",
-        )
-
-    def _arm_revocation(self, group: StreamsGroup, member: StreamsMember) -> None:
-        cancel(member.revocation_timer)
-        member.revocation_timer = None
-        if member.rebalance_timeout_ms > 0:
-            member.revocation_timer = self._clock.callLater(
-                member.rebalance_timeout_ms / 1000.0, self._expire, group.group_id,
-                member.member_id, "did not revoke its tasks within its rebalance timeout",
-            )
+        self._timers.arm_session(group.group_id, member, timeout)
 
     def _expire(self, group_id: str, member_id: str, why: str) -> None:
         group = self.groups.get(group_id)
@@ -439,8 +409,7 @@ class StreamsGroupCoordinator:
             self._remove(group, member, why)
 
     def _remove(self, group: StreamsGroup, member: StreamsMember, why: str) -> None:
-        cancel(member.session_timer)
-        cancel(member.revocation_timer)
+        self._timers.cancel_all(member)
         del group.members[member.member_id]
         group.target.pop(member.member_id, None)
         if member.instance_id is not None and (
@@ -550,7 +519,7 @@ class StreamsGroupCoordinator:
         for member in group.members.values():
             self._arm_session(group, member)
             if member.revoking:
-                self._arm_revocation(group, member)
+                self._timers.arm_revocation(group.group_id, member)
         group.state = group.derived_state()
 
     def stop(self) -> None:
@@ -558,8 +527,7 @@ class StreamsGroupCoordinator:
         self._stopped = True
         for group in self.groups.values():
             for member in group.members.values():
-                cancel(member.session_timer)
-                cancel(member.revocation_timer)
+                self._timers.cancel_all(member)
             group.transition_to(StreamsGroupState.DEAD)
         self.groups.clear()
 
