@@ -24,6 +24,8 @@ from brokerd.clock import Clock, DelayedCall
 from brokerd.kafka.errors import ErrorCode
 
 __all__ = [
+    "LEAVE_EPOCH",
+    "STATIC_LEAVE_EPOCH",
     "Group",
     "HeartbeatRefused",
     "Member",
@@ -37,8 +39,10 @@ __all__ = [
     "replace_static",
 ]
 
-#: A static member's epoch after it left for a while (it keeps its assignment).
-_STATIC_LEAVE_EPOCH = -2
+#: The member epoch a client sends to leave, and a static member's "I will be back"
+#: (it keeps its assignment until its session runs out).
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
 
 
 class Member(Protocol):
@@ -137,7 +141,7 @@ def released_static_member(group: Group[_M], member_id: str, instance_id: str | 
     if previous_id is None or previous_id == member_id:
         return None
     previous = group.members[previous_id]
-    if previous.member_epoch != _STATIC_LEAVE_EPOCH:
+    if previous.member_epoch != STATIC_LEAVE_EPOCH:
         raise HeartbeatRefused(
             ErrorCode.UNRELEASED_INSTANCE_ID,
             f"Static member {member_id} with instance id {instance_id} "
