@@ -69,12 +69,14 @@ from brokerd.kafka.groups.consumer.state import (
     ConsumerMember,
     MemberState,
 )
-from brokerd.kafka.groups.members import (
+from brokerd.kafka.groups.kip848.members import (
     HeartbeatRefused,
     MemberTimers,
     check_epoch,
+    drop_member,
     epoch_error,
     known_member,
+    put_member,
     released_static_member,
     replace_static,
 )
@@ -235,9 +237,7 @@ class ConsumerGroupCoordinator:
         joining = request.member_epoch == 0
         member = self._member_for(group, request) if not joining else self._joining(group, request)
         changed = _update_member(member, request) or member.member_id not in group.members
-        group.members[member.member_id] = member
-        if member.instance_id is not None:
-            group.static_members[member.instance_id] = member.member_id
+        put_member(group, member)
         if self._refresh_metadata(group, request.may_describe) or changed:
             group.group_epoch += 1
         self._update_target(group)
@@ -645,12 +645,7 @@ class ConsumerGroupCoordinator:
 
     def _remove(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
         self._timers.cancel_all(member)
-        del group.members[member.member_id]
-        group.target.pop(member.member_id, None)
-        if member.instance_id is not None and (
-            group.static_members.get(member.instance_id) == member.member_id
-        ):
-            del group.static_members[member.instance_id]
+        drop_member(group, member)
         self._refresh_metadata(group)
         group.group_epoch += 1
         self._log.info("group {group!r}: member {member!r} {why}; group epoch {epoch}",

@@ -28,7 +28,8 @@ from brokerd.kafka.groups.consumer.state import (
     ConsumerMember,
     MemberState,
 )
-from brokerd.kafka.groups.member_records import RecordFields
+from brokerd.kafka.groups.kip848.members import put_member
+from brokerd.kafka.groups.kip848.records import RecordFields
 
 _VERSION = 1
 _FIELDS = RecordFields("consumer group record")
@@ -138,9 +139,7 @@ def decode_group(group_id: str, data: bytes) -> ConsumerGroup:
             pending_revocation=_assignment_in(raw.get("revoking")),
             classic=_classic_in(raw.get("classic")),
         )
-        group.members[member.member_id] = member
-        if member.instance_id is not None:
-            group.static_members[member.instance_id] = member.member_id
+        put_member(group, member)
     for member_id, raw_target in _get(body, "target", dict).items():
         group.target[member_id] = _assignment_in(raw_target)
     return group

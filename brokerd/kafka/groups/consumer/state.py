@@ -24,8 +24,8 @@ import attrs
 
 from brokerd.clock import DelayedCall
 from brokerd.kafka.groups.consumer.assignors import DEFAULT_ASSIGNOR, Assignment
-from brokerd.kafka.groups.group_states import InvalidTransition, live_states_table
-from brokerd.kafka.groups.members import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from brokerd.kafka.groups.kip848.members import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from brokerd.kafka.groups.kip848.states import InvalidTransition, live_states_table
 
 
 class ConsumerGroupState(enum.Enum):

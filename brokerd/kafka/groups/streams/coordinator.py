@@ -38,12 +38,14 @@ from twisted.logger import Logger
 
 from brokerd.clock import Clock
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.members import (
+from brokerd.kafka.groups.kip848.members import (
     HeartbeatRefused,
     MemberTimers,
     check_epoch,
+    drop_member,
     epoch_error,
     known_member,
+    put_member,
     released_static_member,
     replace_static,
 )
@@ -197,9 +199,7 @@ class StreamsGroupCoordinator:
         member = self._joining(group, request) if joining else self._member_for(group, request)
         bump = member.member_id not in group.members
         bump |= _update_member(member, request)
-        group.members[member.member_id] = member
-        if member.instance_id is not None:
-            group.static_members[member.instance_id] = member.member_id
+        put_member(group, member)
         stale: str | None = None
         if request.topology is not None:
             if group.topology is None or (
@@ -410,12 +410,7 @@ class StreamsGroupCoordinator:
 
     def _remove(self, group: StreamsGroup, member: StreamsMember, why: str) -> None:
         self._timers.cancel_all(member)
-        del group.members[member.member_id]
-        group.target.pop(member.member_id, None)
-        if member.instance_id is not None and (
-            group.static_members.get(member.instance_id) == member.member_id
-        ):
-            del group.static_members[member.instance_id]
+        drop_member(group, member)
         if not group.members:
             self._shutdown.pop(group.group_id, None)
         group.group_epoch += 1

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 
-from brokerd.kafka.groups.member_records import RecordFields
+from brokerd.kafka.groups.kip848.members import put_member
+from brokerd.kafka.groups.kip848.records import RecordFields
 from brokerd.kafka.groups.streams.state import (
     MemberState,
     StreamsGroup,
@@ -226,9 +227,7 @@ def decode_group(group_id: str, data: bytes) -> StreamsGroup:
             assigned=_all_in(raw.get("assigned")),
             revoking=_all_in(raw.get("revoking")),
         )
-        group.members[member.member_id] = member
-        if member.instance_id is not None:
-            group.static_members[member.instance_id] = member.member_id
+        put_member(group, member)
     for member_id, target in _get(body, "target", dict).items():
         group.target[member_id] = _all_in(target)
     return group

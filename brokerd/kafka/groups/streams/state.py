@@ -23,8 +23,8 @@ from collections.abc import Iterable, Iterator, Mapping
 import attrs
 
 from brokerd.clock import DelayedCall
-from brokerd.kafka.groups.group_states import InvalidTransition, live_states_table
-from brokerd.kafka.groups.members import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from brokerd.kafka.groups.kip848.members import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from brokerd.kafka.groups.kip848.states import InvalidTransition, live_states_table
 from brokerd.kafka.groups.streams.topology import ConfiguredTopology, Topology
 
 #: Subtopology id -> task (partition) numbers.

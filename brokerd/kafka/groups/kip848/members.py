@@ -33,8 +33,10 @@ __all__ = [
     "TimedMember",
     "cancel",
     "check_epoch",
+    "drop_member",
     "epoch_error",
     "known_member",
+    "put_member",
     "released_static_member",
     "replace_static",
 ]
@@ -73,6 +75,9 @@ class TimedMember(Protocol):
     def member_id(self) -> str: ...
 
     @property
+    def instance_id(self) -> str | None: ...
+
+    @property
     def rebalance_timeout_ms(self) -> int: ...
 
     session_timer: DelayedCall | None
@@ -83,12 +88,15 @@ _T = TypeVar("_T", bound=TimedMember)
 
 
 class StaticGroup(Protocol[_T]):
-    """A group whose static members may come back under a new member id."""
+    """A group's roster, with static members that may come back under a new member
+    id."""
 
     @property
     def assignment_epoch(self) -> int: ...
 
     members: dict[str, _T]
+    #: Instance id -> member id of the static members.
+    static_members: dict[str, str]
     #: Member id -> target assignment (tasks or partitions).
     target: dict[str, Any]
 
@@ -259,3 +267,21 @@ def replace_static(group: StaticGroup[_T], previous: _T, member_id: str) -> _T:
     member.member_epoch = group.assignment_epoch
     group.members[member_id] = member
     return member
+
+
+def put_member(group: StaticGroup[_T], member: _T) -> None:
+    """Enter (or keep) ``member`` in the group's roster, under its instance id too."""
+    group.members[member.member_id] = member
+    if member.instance_id is not None:
+        group.static_members[member.instance_id] = member.member_id
+
+
+def drop_member(group: StaticGroup[_T], member: _T) -> None:
+    """Take ``member`` out of the roster and the target (its instance id too, unless a
+    newer incarnation holds it)."""
+    del group.members[member.member_id]
+    group.target.pop(member.member_id, None)
+    if member.instance_id is not None and (
+        group.static_members.get(member.instance_id) == member.member_id
+    ):
+        del group.static_members[member.instance_id]
