@@ -4,13 +4,16 @@ Both protocols identify a member by its member id and, for a static member, its
 instance id; both fence a heartbeat whose member epoch is not the member's (a smaller
 one passes only as the member's previous epoch, when it owns no more than it is
 assigned: it missed the answer that moved it forward); both answer an offset commit or
-fetch with the member's epoch checked the same way; both remove a member silent for its
-session timeout or slower than its rebalance timeout to revoke (:class:`MemberTimers`).
-The rules are here once; each
-coordinator passes its own group and member (anything with the few fields a rule reads,
-:class:`Group` and :class:`Member`) and the words its error messages use.
+fetch with the member's epoch checked the same way; both let a static member come back
+under a new member id; both remove a member silent for its session timeout or slower
+than its rebalance timeout to revoke (:class:`MemberTimers`). The rules are here once;
+each coordinator passes its own group and member (anything with the few fields a rule
+reads: :class:`Group`, :class:`Member`, :class:`StaticGroup`, :class:`TimedMember`) and
+the words its error messages use.
 
-Reactor thread only; pure functions of their arguments, apart from the exceptions.
+Reactor thread only. The checks only read; :func:`put_member`, :func:`drop_member` and
+:func:`replace_static` change the group given, :class:`MemberTimers` arms timers on the
+injected clock.
 """
 
 from __future__ import annotations
