@@ -12,7 +12,6 @@ Blocking (file I/O): the caller runs :meth:`AclStore.save` in a thread. No Twist
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 
@@ -26,7 +25,7 @@ from brokerd.security.acl import (
     make_binding,
     sorted_acls,
 )
-from brokerd.storage.fileio import atomic_write
+from brokerd.storage.json_document import DocumentFormat, JsonDocumentFile
 
 ACL_FILE_NAME = "acls.json"
 FORMAT_VERSION = 1
@@ -34,6 +33,8 @@ FORMAT_VERSION = 1
 MAX_ACLS = 100_000
 #: Largest file read (an average binding takes about 200 bytes).
 MAX_FILE_BYTES = 64 * 1024 * 1024
+
+_FORMAT = DocumentFormat("ACL", "acls", list, MAX_FILE_BYTES, FORMAT_VERSION)
 
 _FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host",
            "operation", "permission")
@@ -76,8 +77,7 @@ def _from_json(item: object) -> AclBinding:
 
 
 def encode(acls: Iterable[AclBinding]) -> bytes:
-    doc = {"version": FORMAT_VERSION, "acls": [_to_json(b) for b in sorted_acls(acls)]}
-    return (json.dumps(doc, indent=1) + "\n").encode()
+    return _FORMAT.encode([_to_json(b) for b in sorted_acls(acls)])
 
 
 def decode(data: bytes) -> list[AclBinding]:
@@ -85,17 +85,7 @@ def decode(data: bytes) -> list[AclBinding]:
 
     :raises InvalidAcl: anything that is not a version-1 document of valid bindings.
     """
-    if len(data) > MAX_FILE_BYTES:
-        raise InvalidAcl(f"larger than {MAX_FILE_BYTES} bytes")
-    try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InvalidAcl(f"not JSON: {e}") from None
-    if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION:
-        raise InvalidAcl(f"not a version {FORMAT_VERSION} ACL document")
-    items = doc.get("acls")
-    if not isinstance(items, list):
-        raise InvalidAcl('"acls" must be a list')
+    items = _FORMAT.decode(data, InvalidAcl)
     if len(items) > MAX_ACLS:
         raise InvalidAcl(f"more than {MAX_ACLS} ACLs")
     return [_from_json(item) for item in items]
@@ -106,6 +96,7 @@ class AclStore:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._file = JsonDocumentFile(path, MAX_FILE_BYTES)
 
     @classmethod
     def in_directory(cls, data_dir: str) -> AclStore:
@@ -116,15 +107,7 @@ class AclStore:
 
         :raises AclFileError: a file that is too large or not a valid ACL document.
         """
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read(MAX_FILE_BYTES + 1)
-        except FileNotFoundError:
-            return []
-        try:
-            return decode(data)
-        except InvalidAcl as e:
-            raise AclFileError(f"{self.path}: {e}") from None
+        return self._file.load(decode, InvalidAcl, AclFileError) or []
 
     def save(self, acls: Iterable[AclBinding]) -> None:
-        atomic_write(self.path, encode(acls))
+        self._file.save(encode(acls))

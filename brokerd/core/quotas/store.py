@@ -14,7 +14,6 @@ Blocking (file I/O): the caller runs :meth:`QuotaStore.save` in a thread. No Twi
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 
@@ -25,12 +24,14 @@ from brokerd.core.quotas.entities import (
     check_value,
     entity_of,
 )
-from brokerd.storage.fileio import atomic_write
+from brokerd.storage.json_document import DocumentFormat, JsonDocumentFile
 
 QUOTA_FILE_NAME = "client-quotas.json"
 FORMAT_VERSION = 1
 #: Largest file read (an entity takes about 150 bytes).
 MAX_FILE_BYTES = 64 * 1024 * 1024
+
+_FORMAT = DocumentFormat("client quota", "quotas", list, MAX_FILE_BYTES, FORMAT_VERSION)
 
 
 class QuotaFileError(ValueError):
@@ -42,7 +43,7 @@ def encode(quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> bytes:
         {"entity": dict(entity.parts()), "values": dict(sorted(values.items()))}
         for entity, values in sorted(quotas.items(), key=lambda e: e[0].label())
     ]
-    return (json.dumps({"version": FORMAT_VERSION, "quotas": items}, indent=1) + "\n").encode()
+    return _FORMAT.encode(items)
 
 
 def decode(data: bytes) -> dict[QuotaEntity, dict[str, float]]:
@@ -50,17 +51,7 @@ def decode(data: bytes) -> dict[QuotaEntity, dict[str, float]]:
 
     :raises InvalidQuota: anything that is not a version-1 document of valid quotas.
     """
-    if len(data) > MAX_FILE_BYTES:
-        raise InvalidQuota(f"larger than {MAX_FILE_BYTES} bytes")
-    try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InvalidQuota(f"not JSON: {e}") from None
-    if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION:
-        raise InvalidQuota(f"not a version {FORMAT_VERSION} client quota document")
-    items = doc.get("quotas")
-    if not isinstance(items, list):
-        raise InvalidQuota('"quotas" must be a list')
+    items = _FORMAT.decode(data, InvalidQuota)
     if len(items) > MAX_ENTITIES:
         raise InvalidQuota(f"more than {MAX_ENTITIES} entities")
     out: dict[QuotaEntity, dict[str, float]] = {}
@@ -93,6 +84,7 @@ class QuotaStore:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._file = JsonDocumentFile(path, MAX_FILE_BYTES)
 
     @classmethod
     def in_directory(cls, data_dir: str) -> QuotaStore:
@@ -103,15 +95,7 @@ class QuotaStore:
 
         :raises QuotaFileError: a file that is too large or not a valid quota document.
         """
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read(MAX_FILE_BYTES + 1)
-        except FileNotFoundError:
-            return {}
-        try:
-            return decode(data)
-        except InvalidQuota as e:
-            raise QuotaFileError(f"{self.path}: {e}") from None
+        return self._file.load(decode, InvalidQuota, QuotaFileError) or {}
 
     def save(self, quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> None:
-        atomic_write(self.path, encode(quotas))
+        self._file.save(encode(quotas))

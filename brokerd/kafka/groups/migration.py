@@ -35,6 +35,7 @@ from brokerd.kafka.groups.consumer.state import (
     ConsumerMember,
     MemberState,
 )
+from brokerd.kafka.groups.kip848.members import put_member
 from brokerd.kafka.groups.state import GroupMetadata, Member
 
 #: name -> (topic ID, partition count), as the consumer coordinator reads topics.
@@ -84,9 +85,7 @@ def consumer_group_from_classic(
             assigned=assigned,
             classic=ClassicProtocol(m.session_timeout_ms, tuple(protocols)),
         )
-        group.members[member.member_id] = member
-        if member.instance_id is not None:
-            group.static_members[member.instance_id] = member.member_id
+        put_member(group, member)
         group.target[member.member_id] = dict(assigned)
     names = {n for m in group.members.values() for n in m.subscribed_topic_names}
     group.subscribed_metadata = {n: topics[n] for n in sorted(names) if n in topics}

@@ -16,11 +16,10 @@ Twisted.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 
-from brokerd.storage.fileio import atomic_write
+from brokerd.storage.json_document import DocumentFormat, JsonDocumentFile
 
 #: The file's name in the data directory.
 CLIENT_METRICS_FILE_NAME = "client-metrics.json"
@@ -29,6 +28,7 @@ MAX_RESOURCES = 1000
 #: Largest file loaded: MAX_RESOURCES resources of a few hundred bytes each, with room.
 MAX_FILE_BYTES = 4 * 1024 * 1024
 _FORMAT_VERSION = 1
+_FORMAT = DocumentFormat("client-metrics", "resources", dict, MAX_FILE_BYTES, _FORMAT_VERSION)
 
 #: Resource name -> config name -> value.
 Resources = Mapping[str, Mapping[str, str]]
@@ -43,6 +43,7 @@ class ClientMetricsStore:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._file = JsonDocumentFile(path, MAX_FILE_BYTES)
 
     @classmethod
     def in_directory(cls, data_dir: str) -> ClientMetricsStore:
@@ -53,38 +54,21 @@ class ClientMetricsStore:
 
         :raises ClientMetricsFileError: a file too large or not a valid document.
         """
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read(MAX_FILE_BYTES + 1)
-        except FileNotFoundError:
-            return {}
-        if len(data) > MAX_FILE_BYTES:
-            raise ClientMetricsFileError(f"{self.path}: larger than {MAX_FILE_BYTES} bytes")
-        try:
-            return decode(data)
-        except ValueError as e:
-            raise ClientMetricsFileError(f"{self.path}: {e}") from None
+        return self._file.load(decode, ValueError, ClientMetricsFileError) or {}
 
     def save(self, resources: Resources) -> None:
-        atomic_write(self.path, encode(resources))
+        self._file.save(encode(resources))
 
 
 def encode(resources: Resources) -> bytes:
-    document = {
-        "version": _FORMAT_VERSION,
-        "resources": {name: dict(sorted(c.items())) for name, c in sorted(resources.items())},
-    }
-    return (json.dumps(document, indent=1) + "\n").encode()
+    return _FORMAT.encode(
+        {name: dict(sorted(c.items())) for name, c in sorted(resources.items())}
+    )
 
 
 def decode(data: bytes) -> dict[str, dict[str, str]]:
     """The resources of a document; ValueError when it is not one."""
-    document = json.loads(data)
-    if not isinstance(document, dict) or document.get("version") != _FORMAT_VERSION:
-        raise ValueError(f"not a version {_FORMAT_VERSION} client-metrics document")
-    resources = document.get("resources")
-    if not isinstance(resources, dict):
-        raise ValueError("no resources object")
+    resources = _FORMAT.decode(data, ValueError)
     if len(resources) > MAX_RESOURCES:
         raise ValueError(f"more than {MAX_RESOURCES} resources")
     out: dict[str, dict[str, str]] = {}

@@ -50,7 +50,7 @@ from brokerd.kafka.groups.state import GroupState
 from brokerd.kafka.wire.codec import Writer
 from brokerd.storage.stores.offsets import OffsetStore
 
-from tests.kafka.groups.consumer.test_persist import _sync_run
+from tests.kafka.groups.journal_node import run_inline
 
 T1 = uuid.UUID(int=7)
 TOPICS = {"t": (T1, 4)}
@@ -145,7 +145,7 @@ class Harness:
         self.owned: dict[uuid.UUID, frozenset[int]] = {}
 
     def _new(self) -> GroupCoordinator:
-        return GroupCoordinator(clock=self.clock, offsets=self.store, run_blocking=_sync_run,
+        return GroupCoordinator(clock=self.clock, offsets=self.store, run_blocking=run_inline,
                                 topics=lambda: TOPICS)
 
     def restart(self) -> None:

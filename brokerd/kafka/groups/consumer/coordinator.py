@@ -47,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 from twisted.logger import Logger
 
-from brokerd.clock import Clock, DelayedCall
+from brokerd.clock import Clock
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.consumer.assignors import ASSIGNORS, Assignment
 from brokerd.kafka.groups.consumer.classic_members import (
@@ -68,6 +68,17 @@ from brokerd.kafka.groups.consumer.state import (
     ConsumerGroupState,
     ConsumerMember,
     MemberState,
+)
+from brokerd.kafka.groups.kip848.members import (
+    HeartbeatRefused,
+    MemberTimers,
+    check_epoch,
+    drop_member,
+    epoch_error,
+    known_member,
+    put_member,
+    released_static_member,
+    replace_static,
 )
 from brokerd.kafka.regex import InvalidRegex, compile_regex
 
@@ -130,13 +141,6 @@ def _error(code: ErrorCode, message: str | None = None) -> HeartbeatAnswer:
     return HeartbeatAnswer(int(code), message)
 
 
-class _Refused(Exception):
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 @attrs.frozen
 class ClassicFace:
     """What this coordinator asks of the classic one about a group id: whether a
@@ -195,6 +199,7 @@ class ConsumerGroupCoordinator:
         topics: Callable[[], TopicMetadata] | None = None,
     ) -> None:
         self._clock = clock
+        self._timers = MemberTimers(clock, self._expire, holdings="partitions")
         self._topic_source = topics
         self._classic = classic
         self._settings = settings or (lambda _group_id: GroupSettings())
@@ -223,7 +228,7 @@ class ConsumerGroupCoordinator:
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 return self._leave(request)
             return self._heartbeat(request)
-        except _Refused as refused:
+        except HeartbeatRefused as refused:
             return _error(refused.code, refused.message)
 
     def _heartbeat(self, request: HeartbeatInput) -> HeartbeatAnswer:
@@ -232,9 +237,7 @@ class ConsumerGroupCoordinator:
         joining = request.member_epoch == 0
         member = self._member_for(group, request) if not joining else self._joining(group, request)
         changed = _update_member(member, request) or member.member_id not in group.members
-        group.members[member.member_id] = member
-        if member.instance_id is not None:
-            group.static_members[member.instance_id] = member.member_id
+        put_member(group, member)
         if self._refresh_metadata(group, request.may_describe) or changed:
             group.group_epoch += 1
         self._update_target(group)
@@ -264,11 +267,11 @@ class ConsumerGroupCoordinator:
             has_members = self._classic.has_members(group_id)
             if has_members:
                 if request.member_epoch != 0 or self._classic.upgrade is None:
-                    raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
+                    raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
                                    f"Group {group_id} is not a consumer group.")
                 converted = self._classic.upgrade(group_id, self._topics)
                 if isinstance(converted, str):
-                    raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, converted)
+                    raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, converted)
                 self._adopt(converted)
                 return converted
             if has_members is not None and request.member_epoch == 0:
@@ -277,7 +280,8 @@ class ConsumerGroupCoordinator:
                 self._log.info("group {group!r}: empty classic group converted to the "
                                "consumer protocol", group=group_id)
         if request.member_epoch != 0:
-            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
+                                f"Consumer group {group_id} not found.")
         group = self.groups[group_id] = ConsumerGroup(group_id)
         return group
 
@@ -285,49 +289,24 @@ class ConsumerGroupCoordinator:
         member = self._known_member(group, request)
         if member.classic is not None:
             # Its epochs are classic generations; it joins with epoch 0 to switch.
-            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
+            raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,
                            f"Member {member.member_id} uses the classic protocol.")
         _check_epoch(member, request)
         return member
 
     def _known_member(self, group: ConsumerGroup, request: HeartbeatInput) -> ConsumerMember:
-        if request.instance_id is not None:
-            current = group.static_members.get(request.instance_id)
-            if current is None:
-                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
-                               f"Instance id {request.instance_id} is unknown.")
-            if current != request.member_id:
-                raise _Refused(
-                    ErrorCode.FENCED_INSTANCE_ID,
-                    f"Static member {request.member_id} with instance id "
-                    f"{request.instance_id} was fenced by member {current}.",
-                )
-        member = group.members.get(request.member_id)
-        if member is None:
-            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
-                           f"Member {request.member_id} is not a member of group "
-                           f"{group.group_id}.")
-        return member
+        return known_member(group, request.member_id, request.instance_id)
 
     def _joining(self, group: ConsumerGroup, request: HeartbeatInput) -> ConsumerMember:
         member_id = request.member_id or str(uuid.uuid4())
-        if request.instance_id is not None:
-            previous_id = group.static_members.get(request.instance_id)
-            if previous_id is not None and previous_id != member_id:
-                previous = group.members[previous_id]
-                if previous.member_epoch != STATIC_LEAVE_EPOCH:
-                    raise _Refused(
-                        ErrorCode.UNRELEASED_INSTANCE_ID,
-                        f"Static member {member_id} with instance id {request.instance_id} "
-                        f"cannot join the group because the instance id is owned by "
-                        f"{previous_id} member.",
-                    )
-                return self._replace_static(group, previous, member_id)
+        previous = released_static_member(group, member_id, request.instance_id)
+        if previous is not None:
+            return replace_static(group, previous, member_id)
         member = group.members.get(member_id)
         if member is not None:
             # Epoch 0 from a known member: it lost everything (it was fenced, or
             # restarted); it starts over with nothing owned.
-            self._cancel_revocation(member)
+            self._timers.cancel_revocation(member)
             member.classic = None  # a classic member switching protocols, if it was one
             member.state = MemberState.STABLE
             member.member_epoch = 0
@@ -335,33 +314,15 @@ class ConsumerGroupCoordinator:
             member.pending_revocation = {}
             return member
         if len(group.members) >= self._max_size:
-            raise _Refused(ErrorCode.GROUP_MAX_SIZE_REACHED,
+            raise HeartbeatRefused(ErrorCode.GROUP_MAX_SIZE_REACHED,
                            f"The consumer group has reached its maximum capacity of "
                            f"{self._max_size} members.")
         return ConsumerMember(member_id=member_id)
 
-    def _replace_static(
-        self, group: ConsumerGroup, previous: ConsumerMember, member_id: str
-    ) -> ConsumerMember:
-        """A static member back under a new member id takes over its old incarnation's
-        assignment and epoch; the group epoch does not move."""
-        _cancel(previous.session_timer)
-        self._cancel_revocation(previous)
-        del group.members[previous.member_id]
-        target = group.target.pop(previous.member_id, None)
-        if target is not None:
-            group.target[member_id] = target
-        member = attrs.evolve(previous, member_id=member_id, session_timer=None,
-                              revocation_timer=None)
-        member.member_epoch = group.assignment_epoch
-        member.previous_member_epoch = previous.previous_member_epoch
-        group.members[member_id] = member
-        return member
-
     def _leave(self, request: HeartbeatInput) -> HeartbeatAnswer:
         group = self.groups.get(request.group_id)
         if group is None:
-            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
+            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
                            f"Consumer group {request.group_id} not found.")
         member = self._known_member(group, request)
         if request.member_epoch == STATIC_LEAVE_EPOCH:
@@ -443,7 +404,7 @@ class ConsumerGroupCoordinator:
             previous_id = None if instance_id is None else group.static_members.get(instance_id)
             if previous_id is not None:
                 previous = group.members[previous_id]
-                member = self._replace_static(group, previous, str(uuid.uuid4()))
+                member = replace_static(group, previous, str(uuid.uuid4()))
             else:
                 if len(group.members) >= self._max_size:
                     return fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
@@ -665,32 +626,16 @@ class ConsumerGroupCoordinator:
         member.pending_revocation = dict(step.pending_revocation)
         member.state = step.state
         if step.state is MemberState.UNREVOKED_PARTITIONS and was is not step.state:
-            self._arm_revocation(group, member)
+            self._timers.arm_revocation(group.group_id, member)
         elif step.state is not MemberState.UNREVOKED_PARTITIONS:
-            self._cancel_revocation(member)
+            self._timers.cancel_revocation(member)
 
     # -- timers --------------------------------------------------------------------------
 
     def _arm_session(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        _cancel(member.session_timer)
         timeout = (self._settings(group.group_id).session_timeout_ms if member.classic is None
                    else member.classic.session_timeout_ms)
-        member.session_timer = self._clock.callLater(
-            timeout / 1000.0, self._expire, group.group_id, member.member_id,
-            "session timed out",
-        )
-
-    def _arm_revocation(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        self._cancel_revocation(member)
-        if member.rebalance_timeout_ms > 0:
-            member.revocation_timer = self._clock.callLater(
-                member.rebalance_timeout_ms / 1000.0, self._expire, group.group_id,
-                member.member_id, "did not revoke its partitions within its rebalance timeout",
-            )
-
-    def _cancel_revocation(self, member: ConsumerMember) -> None:
-        _cancel(member.revocation_timer)
-        member.revocation_timer = None
+        self._timers.arm_session(group.group_id, member, timeout)
 
     def _expire(self, group_id: str, member_id: str, why: str) -> None:
         group = self.groups.get(group_id)
@@ -699,14 +644,8 @@ class ConsumerGroupCoordinator:
             self._remove(group, member, why)
 
     def _remove(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
-        _cancel(member.session_timer)
-        self._cancel_revocation(member)
-        del group.members[member.member_id]
-        group.target.pop(member.member_id, None)
-        if member.instance_id is not None and (
-            group.static_members.get(member.instance_id) == member.member_id
-        ):
-            del group.static_members[member.instance_id]
+        self._timers.cancel_all(member)
+        drop_member(group, member)
         self._refresh_metadata(group)
         group.group_epoch += 1
         self._log.info("group {group!r}: member {member!r} {why}; group epoch {epoch}",
@@ -727,8 +666,7 @@ class ConsumerGroupCoordinator:
         if any(m.classic is None for m in group.members.values()):
             return
         for m in group.members.values():
-            _cancel(m.session_timer)
-            self._cancel_revocation(m)
+            self._timers.cancel_all(m)
         del self.groups[group.group_id]
         group.transition_to(ConsumerGroupState.DEAD)
         self._changed(group)
@@ -765,13 +703,10 @@ class ConsumerGroupCoordinator:
         if epoch < 0 and not group.members:
             return ErrorCode.NONE
         member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if epoch != member.member_epoch:
-            # A classic member commits with its generation: it knows no member epochs.
-            return (ErrorCode.STALE_MEMBER_EPOCH if member.classic is None
-                    else ErrorCode.ILLEGAL_GENERATION)
-        return ErrorCode.NONE
+        # A classic member commits with its generation: it knows no member epochs.
+        classic = member is not None and member.classic is not None
+        return epoch_error(member, epoch, ErrorCode.ILLEGAL_GENERATION if classic
+                           else ErrorCode.STALE_MEMBER_EPOCH)
 
     def txn_commit_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
         """TxnOffsetCommit's check of a consumer group (None: not a consumer group). A
@@ -783,12 +718,7 @@ class ConsumerGroupCoordinator:
             return None
         if not member_id and epoch < 0:
             return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if epoch != member.member_epoch:
-            return ErrorCode.ILLEGAL_GENERATION
-        return ErrorCode.NONE
+        return epoch_error(group.members.get(member_id), epoch, ErrorCode.ILLEGAL_GENERATION)
 
     def fetch_error(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode:
         """OffsetFetch v9+'s check: a member id and epoch given (epoch >= 0) must be a
@@ -796,12 +726,7 @@ class ConsumerGroupCoordinator:
         group = self.groups.get(group_id)
         if group is None or member_id is None or epoch < 0:
             return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return epoch_error(group.members.get(member_id), epoch, ErrorCode.STALE_MEMBER_EPOCH)
 
     def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups of a consumer group: only an empty one (NON_EMPTY_GROUP)."""
@@ -831,8 +756,7 @@ class ConsumerGroupCoordinator:
         self.regexes.stop()
         for group in self.groups.values():
             for member in group.members.values():
-                _cancel(member.session_timer)
-                self._cancel_revocation(member)
+                self._timers.cancel_all(member)
             group.transition_to(ConsumerGroupState.DEAD)
         self.groups.clear()
 
@@ -846,7 +770,7 @@ class ConsumerGroupCoordinator:
         for member in group.members.values():
             self._arm_session(group, member)
             if member.state is MemberState.UNREVOKED_PARTITIONS:
-                self._arm_revocation(group, member)
+                self._timers.arm_revocation(group.group_id, member)
         group.state = group.derived_state()
 
 
@@ -879,16 +803,11 @@ def _frozen(assignment: Assignment) -> frozenset[tuple[uuid.UUID, frozenset[int]
     return frozenset((t, frozenset(ps)) for t, ps in assignment.items() if ps)
 
 
-def _cancel(call: DelayedCall | None) -> None:
-    if call is not None and call.active():
-        call.cancel()
-
-
 def _validate(request: HeartbeatInput) -> None:
     """Kafka's checks of a ConsumerGroupHeartbeat before any group is looked at."""
 
-    def bad(message: str) -> _Refused:
-        return _Refused(ErrorCode.INVALID_REQUEST, message)
+    def bad(message: str) -> HeartbeatRefused:
+        return HeartbeatRefused(ErrorCode.INVALID_REQUEST, message)
 
     epoch = request.member_epoch
     if not request.group_id:
@@ -915,42 +834,22 @@ def _validate(request: HeartbeatInput) -> None:
     elif epoch < STATIC_LEAVE_EPOCH:
         raise bad("MemberEpoch is invalid.")
     if request.server_assignor is not None and request.server_assignor not in ASSIGNORS:
-        raise _Refused(ErrorCode.UNSUPPORTED_ASSIGNOR,
+        raise HeartbeatRefused(ErrorCode.UNSUPPORTED_ASSIGNOR,
                        f"ServerAssignor {request.server_assignor} is not supported. "
                        f"Supported assignors: {', '.join(sorted(ASSIGNORS))}.")
     if request.subscribed_topic_regex:
         try:
             compile_regex(request.subscribed_topic_regex)
         except InvalidRegex as e:
-            raise _Refused(ErrorCode.INVALID_REGULAR_EXPRESSION, str(e)) from None
+            raise HeartbeatRefused(ErrorCode.INVALID_REGULAR_EXPRESSION, str(e)) from None
 
 
 def _check_epoch(member: ConsumerMember, request: HeartbeatInput) -> None:
-    """Kafka's rule: a greater epoch than the member's is fenced; a smaller one too,
-    unless it is the previous epoch and the member owns no more than it is assigned
-    (it missed the answer that moved it forward)."""
-    received = request.member_epoch
-    if received == member.member_epoch:
-        return
-    if received > member.member_epoch:
-        raise _Refused(
-            ErrorCode.FENCED_MEMBER_EPOCH,
-            f"The consumer group member has a greater member epoch ({received}) than the one "
-            f"known by the group coordinator ({member.member_epoch}). The member must "
-            f"abandon all its partitions and rejoin.",
-        )
-    owned = None if request.owned is None else flatten(request.owned)
-    if (
-        received == member.previous_member_epoch
-        and owned is not None
-        and owned <= flatten(member.assigned)
-    ):
-        return
-    raise _Refused(
-        ErrorCode.FENCED_MEMBER_EPOCH,
-        f"The consumer group member has a smaller member epoch ({received}) than the one "
-        f"known by the group coordinator ({member.member_epoch}). The member must abandon "
-        f"all its partitions and rejoin.",
+    owned = request.owned
+    check_epoch(
+        request.member_epoch, member.member_epoch, member.previous_member_epoch,
+        lambda: owned is not None and flatten(owned) <= flatten(member.assigned),
+        group_kind="consumer group", holdings="partitions",
     )
 
 

@@ -20,8 +20,6 @@ import base64
 import binascii
 import json
 import uuid
-from collections.abc import Mapping
-from typing import Any
 
 from brokerd.kafka.groups.consumer.assignors import ASSIGNORS, Assignment
 from brokerd.kafka.groups.consumer.state import (
@@ -30,8 +28,12 @@ from brokerd.kafka.groups.consumer.state import (
     ConsumerMember,
     MemberState,
 )
+from brokerd.kafka.groups.kip848.members import put_member
+from brokerd.kafka.groups.kip848.records import RecordFields
 
 _VERSION = 1
+_FIELDS = RecordFields("consumer group record")
+_get = _FIELDS.get
 
 
 def _assignment_out(a: Assignment) -> dict[str, list[int]]:
@@ -51,34 +53,27 @@ def _classic_in(raw: object) -> ClassicProtocol | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise ValueError("consumer group record: a classic member is not an object")
+        raise _FIELDS.bad("a classic member is not an object")
     protocols = []
     for pair in _get(raw, "protocols", list):
         if not (isinstance(pair, list) and len(pair) == 2
                 and all(isinstance(x, str) for x in pair)):
-            raise ValueError("consumer group record: bad classic protocol")
+            raise _FIELDS.bad("bad classic protocol")
         try:
             protocols.append((pair[0], base64.b64decode(pair[1], validate=True)))
         except binascii.Error:
-            raise ValueError("consumer group record: bad classic metadata") from None
+            raise _FIELDS.bad("bad classic metadata") from None
     return ClassicProtocol(_get(raw, "session_ms", int), tuple(protocols))
 
 
 def encode_group(group: ConsumerGroup) -> bytes:
     members = [
         {
-            "id": m.member_id,
-            "instance": m.instance_id,
-            "rack": m.rack_id,
-            "client": m.client_id,
-            "host": m.client_host,
-            "rebalance_ms": m.rebalance_timeout_ms,
+            **_FIELDS.member_out(m),
             "names": list(m.subscribed_topic_names),
             "regex": m.subscribed_topic_regex,
             "assignor": m.server_assignor,
             "state": m.state.value,
-            "epoch": m.member_epoch,
-            "previous": m.previous_member_epoch,
             "assigned": _assignment_out(m.assigned),
             "revoking": _assignment_out(m.pending_revocation),
             **_classic_out(m.classic),
@@ -97,37 +92,27 @@ def encode_group(group: ConsumerGroup) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _get(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
-    value = obj.get(key)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise ValueError(f"consumer group record: {key!r} is not {kind}")
-    return value
-
-
 def _assignment_in(raw: object) -> dict[uuid.UUID, frozenset[int]]:
     if not isinstance(raw, dict):
-        raise ValueError("consumer group record: an assignment is not an object")
+        raise _FIELDS.bad("an assignment is not an object")
     out: dict[uuid.UUID, frozenset[int]] = {}
     for topic, parts in raw.items():
         if not isinstance(parts, list) or not all(
             isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in parts
         ):
-            raise ValueError("consumer group record: bad partitions")
+            raise _FIELDS.bad("bad partitions")
         out[uuid.UUID(topic)] = frozenset(parts)
     return out
 
 
 def decode_group(group_id: str, data: bytes) -> ConsumerGroup:
     """The group stored as ``data``; ValueError if it is not a record this writes."""
-    try:
-        body = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"consumer group record: {e}") from None
+    body = _FIELDS.load(data)
     if not isinstance(body, dict) or body.get("v") != _VERSION:
-        raise ValueError("consumer group record: unknown version")
+        raise _FIELDS.bad("unknown version")
     assignor = _get(body, "assignor", str)
     if assignor not in ASSIGNORS:
-        raise ValueError(f"consumer group record: unknown assignor {assignor!r}")
+        raise _FIELDS.bad(f"unknown assignor {assignor!r}")
     group = ConsumerGroup(
         group_id,
         group_epoch=_get(body, "group_epoch", int),
@@ -136,34 +121,25 @@ def decode_group(group_id: str, data: bytes) -> ConsumerGroup:
     )
     for name, pair in _get(body, "metadata", dict).items():
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], int)):
-            raise ValueError("consumer group record: bad topic metadata")
+            raise _FIELDS.bad("bad topic metadata")
         group.subscribed_metadata[name] = (uuid.UUID(pair[0]), pair[1])
     for raw in _get(body, "members", list):
         if not isinstance(raw, dict):
-            raise ValueError("consumer group record: a member is not an object")
+            raise _FIELDS.bad("a member is not an object")
         names = _get(raw, "names", list)
         if not all(isinstance(n, str) for n in names):
-            raise ValueError("consumer group record: bad topic names")
+            raise _FIELDS.bad("bad topic names")
         member = ConsumerMember(
-            member_id=_get(raw, "id", str),
-            instance_id=_get(raw, "instance", (str, type(None))),
-            rack_id=_get(raw, "rack", (str, type(None))),
-            client_id=_get(raw, "client", str),
-            client_host=_get(raw, "host", str),
-            rebalance_timeout_ms=_get(raw, "rebalance_ms", int),
+            **_FIELDS.member_in(raw),
             subscribed_topic_names=tuple(names),
             subscribed_topic_regex=_get(raw, "regex", (str, type(None))),
             server_assignor=_get(raw, "assignor", (str, type(None))),
             state=MemberState(_get(raw, "state", str)),
-            member_epoch=_get(raw, "epoch", int),
-            previous_member_epoch=_get(raw, "previous", int),
             assigned=_assignment_in(raw.get("assigned")),
             pending_revocation=_assignment_in(raw.get("revoking")),
             classic=_classic_in(raw.get("classic")),
         )
-        group.members[member.member_id] = member
-        if member.instance_id is not None:
-            group.static_members[member.instance_id] = member.member_id
+        put_member(group, member)
     for member_id, raw_target in _get(body, "target", dict).items():
         group.target[member_id] = _assignment_in(raw_target)
     return group

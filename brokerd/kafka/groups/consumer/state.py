@@ -24,10 +24,8 @@ import attrs
 
 from brokerd.clock import DelayedCall
 from brokerd.kafka.groups.consumer.assignors import DEFAULT_ASSIGNOR, Assignment
-
-#: The member epoch a client sends to leave, and a static member's "I will be back".
-LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
+from brokerd.kafka.groups.kip848.members import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from brokerd.kafka.groups.kip848.states import InvalidTransition, live_states_table
 
 
 class ConsumerGroupState(enum.Enum):
@@ -40,22 +38,10 @@ class ConsumerGroupState(enum.Enum):
     DEAD = "Dead"
 
 
-_E = ConsumerGroupState.EMPTY
-_A = ConsumerGroupState.ASSIGNING
-_R = ConsumerGroupState.RECONCILING
-_S = ConsumerGroupState.STABLE
-_D = ConsumerGroupState.DEAD
-
-#: For each state, the states a group may move to. Any live state may reach any other:
-#: one heartbeat may add a member (group epoch bumped), compute the new target and
-#: reconcile every affected member at once. Dead is final.
-GROUP_TRANSITIONS: Mapping[ConsumerGroupState, frozenset[ConsumerGroupState]] = {
-    _E: frozenset({_E, _A, _R, _S, _D}),
-    _A: frozenset({_E, _A, _R, _S, _D}),
-    _R: frozenset({_E, _A, _R, _S, _D}),
-    _S: frozenset({_E, _A, _R, _S, _D}),
-    _D: frozenset({_D}),
-}
+#: For each state, the states a group may move to (any live one; Dead is final).
+GROUP_TRANSITIONS: Mapping[ConsumerGroupState, frozenset[ConsumerGroupState]] = (
+    live_states_table(ConsumerGroupState, ConsumerGroupState.DEAD)
+)
 
 
 class MemberState(enum.Enum):
@@ -100,10 +86,6 @@ MEMBER_TRANSITIONS: Mapping[tuple[MemberState, Reconciliation], MemberState] = {
     (_MUL, _MR): _MUR,
     (_MUL, _W): _MUL,
 }
-
-
-class InvalidTransition(Exception):
-    """A state change a transition table forbids: a coordinator bug."""
 
 
 def member_next_state(state: MemberState, outcome: Reconciliation) -> MemberState:

@@ -36,8 +36,19 @@ from collections.abc import Callable, Mapping
 import attrs
 from twisted.logger import Logger
 
-from brokerd.clock import Clock, DelayedCall
+from brokerd.clock import Clock
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.kip848.members import (
+    HeartbeatRefused,
+    MemberTimers,
+    check_epoch,
+    drop_member,
+    epoch_error,
+    known_member,
+    put_member,
+    released_static_member,
+    replace_static,
+)
 from brokerd.kafka.groups.streams.assignor import AssignorMember, assign
 from brokerd.kafka.groups.streams.reconcile import next_assignment
 from brokerd.kafka.groups.streams.state import (
@@ -132,13 +143,6 @@ def _error(code: ErrorCode, message: str | None = None) -> HeartbeatAnswer:
     return HeartbeatAnswer(int(code), message)
 
 
-class _Refused(Exception):
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 class StreamsGroupCoordinator:
     """Every streams group of this broker.
 
@@ -162,6 +166,7 @@ class StreamsGroupCoordinator:
         on_change: Callable[[StreamsGroup], None] | None = None,
     ) -> None:
         self._clock = clock
+        self._timers = MemberTimers(clock, self._expire, holdings="tasks")
         self._settings = settings or (lambda _group_id: StreamsSettings())
         self._is_other_group = is_other_group
         self._max_size = max_group_size
@@ -184,7 +189,7 @@ class StreamsGroupCoordinator:
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 return self._leave(request)
             return self._heartbeat(request, topics)
-        except _Refused as refused:
+        except HeartbeatRefused as refused:
             return _error(refused.code, refused.message)
 
     def _heartbeat(self, request: HeartbeatInput, topics: Mapping[str, int]) -> HeartbeatAnswer:
@@ -194,9 +199,7 @@ class StreamsGroupCoordinator:
         member = self._joining(group, request) if joining else self._member_for(group, request)
         bump = member.member_id not in group.members
         bump |= _update_member(member, request)
-        group.members[member.member_id] = member
-        if member.instance_id is not None:
-            group.static_members[member.instance_id] = member.member_id
+        put_member(group, member)
         stale: str | None = None
         if request.topology is not None:
             if group.topology is None or (
@@ -253,32 +256,16 @@ class StreamsGroupCoordinator:
         if group is not None:
             return group
         if self._is_other_group(request.group_id):
-            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
+            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
                            f"Group {request.group_id} is not a streams group.")
         if request.member_epoch != 0:
-            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
+            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
                            f"Streams group {request.group_id} not found.")
         group = self.groups[request.group_id] = StreamsGroup(request.group_id)
         return group
 
     def _known_member(self, group: StreamsGroup, request: HeartbeatInput) -> StreamsMember:
-        if request.instance_id is not None:
-            current = group.static_members.get(request.instance_id)
-            if current is None:
-                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
-                               f"Instance id {request.instance_id} is unknown.")
-            if current != request.member_id:
-                raise _Refused(
-                    ErrorCode.FENCED_INSTANCE_ID,
-                    f"Static member {request.member_id} with instance id "
-                    f"{request.instance_id} was fenced by member {current}.",
-                )
-        member = group.members.get(request.member_id)
-        if member is None:
-            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
-                           f"Member {request.member_id} is not a member of group "
-                           f"{group.group_id}.")
-        return member
+        return known_member(group, request.member_id, request.instance_id)
 
     def _member_for(self, group: StreamsGroup, request: HeartbeatInput) -> StreamsMember:
         member = self._known_member(group, request)
@@ -287,55 +274,28 @@ class StreamsGroupCoordinator:
 
     def _joining(self, group: StreamsGroup, request: HeartbeatInput) -> StreamsMember:
         member_id = request.member_id
-        if request.instance_id is not None:
-            previous_id = group.static_members.get(request.instance_id)
-            if previous_id is not None and previous_id != member_id:
-                previous = group.members[previous_id]
-                if previous.member_epoch != STATIC_LEAVE_EPOCH:
-                    raise _Refused(
-                        ErrorCode.UNRELEASED_INSTANCE_ID,
-                        f"Static member {member_id} with instance id {request.instance_id} "
-                        f"cannot join the group because the instance id is owned by "
-                        f"{previous_id} member.",
-                    )
-                return self._replace_static(group, previous, member_id)
+        previous = released_static_member(group, member_id, request.instance_id)
+        if previous is not None:
+            return replace_static(group, previous, member_id)
         member = group.members.get(member_id)
         if member is not None:
             # Epoch 0 from a known member: it lost everything and starts over.
-            _cancel(member.revocation_timer)
-            member.revocation_timer = None
+            self._timers.cancel_revocation(member)
             member.state = MemberState.STABLE
             member.member_epoch = 0
             member.assigned = NO_TASKS
             member.revoking = NO_TASKS
             return member
         if len(group.members) >= self._max_size:
-            raise _Refused(ErrorCode.GROUP_MAX_SIZE_REACHED,
+            raise HeartbeatRefused(ErrorCode.GROUP_MAX_SIZE_REACHED,
                            f"The streams group has reached its maximum capacity of "
                            f"{self._max_size} members.")
         return StreamsMember(member_id=member_id)
 
-    def _replace_static(
-        self, group: StreamsGroup, previous: StreamsMember, member_id: str
-    ) -> StreamsMember:
-        """A static member back under a new member id takes over its old incarnation's
-        assignment and epoch; the group epoch does not move."""
-        _cancel(previous.session_timer)
-        _cancel(previous.revocation_timer)
-        del group.members[previous.member_id]
-        target = group.target.pop(previous.member_id, None)
-        if target is not None:
-            group.target[member_id] = target
-        member = attrs.evolve(previous, member_id=member_id, session_timer=None,
-                              revocation_timer=None)
-        member.member_epoch = group.assignment_epoch
-        group.members[member_id] = member
-        return member
-
     def _leave(self, request: HeartbeatInput) -> HeartbeatAnswer:
         group = self.groups.get(request.group_id)
         if group is None:
-            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
+            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
                            f"Streams group {request.group_id} not found.")
         member = self._known_member(group, request)
         if request.member_epoch == STATIC_LEAVE_EPOCH:
@@ -413,10 +373,9 @@ class StreamsGroupCoordinator:
         member.assigned = step.assigned
         member.revoking = step.revoking
         if member.revoking and not revoking_before:
-            self._arm_revocation(group, member)
+            self._timers.arm_revocation(group.group_id, member)
         elif not member.revoking:
-            _cancel(member.revocation_timer)
-            member.revocation_timer = None
+            self._timers.cancel_revocation(member)
 
     def _endpoints(self, group: StreamsGroup) -> tuple[EndpointPartitions, ...]:
         configured = group.configured
@@ -440,21 +399,8 @@ class StreamsGroupCoordinator:
     # -- timers, removal ----------------------------------------------------------------
 
     def _arm_session(self, group: StreamsGroup, member: StreamsMember) -> None:
-        _cancel(member.session_timer)
         timeout = self._settings(group.group_id).session_timeout_ms
-        member.session_timer = self._clock.callLater(
-            timeout / 1000.0, self._expire, group.group_id, member.member_id,
-            "session timed out",
-        )
-
-    def _arm_revocation(self, group: StreamsGroup, member: StreamsMember) -> None:
-        _cancel(member.revocation_timer)
-        member.revocation_timer = None
-        if member.rebalance_timeout_ms > 0:
-            member.revocation_timer = self._clock.callLater(
-                member.rebalance_timeout_ms / 1000.0, self._expire, group.group_id,
-                member.member_id, "did not revoke its tasks within its rebalance timeout",
-            )
+        self._timers.arm_session(group.group_id, member, timeout)
 
     def _expire(self, group_id: str, member_id: str, why: str) -> None:
         group = self.groups.get(group_id)
@@ -463,14 +409,8 @@ class StreamsGroupCoordinator:
             self._remove(group, member, why)
 
     def _remove(self, group: StreamsGroup, member: StreamsMember, why: str) -> None:
-        _cancel(member.session_timer)
-        _cancel(member.revocation_timer)
-        del group.members[member.member_id]
-        group.target.pop(member.member_id, None)
-        if member.instance_id is not None and (
-            group.static_members.get(member.instance_id) == member.member_id
-        ):
-            del group.static_members[member.instance_id]
+        self._timers.cancel_all(member)
+        drop_member(group, member)
         if not group.members:
             self._shutdown.pop(group.group_id, None)
         group.group_epoch += 1
@@ -532,12 +472,7 @@ class StreamsGroupCoordinator:
             return None
         if epoch < 0 and not group.members:
             return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return epoch_error(group.members.get(member_id), epoch, ErrorCode.STALE_MEMBER_EPOCH)
 
     def txn_commit_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
         """TxnOffsetCommit's check (None: not a streams group): a producer outside the
@@ -548,12 +483,7 @@ class StreamsGroupCoordinator:
             return None
         if not member_id and epoch < 0:
             return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if epoch != member.member_epoch:
-            return ErrorCode.ILLEGAL_GENERATION
-        return ErrorCode.NONE
+        return epoch_error(group.members.get(member_id), epoch, ErrorCode.ILLEGAL_GENERATION)
 
     def fetch_error(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode | None:
         """OffsetFetch v9+'s check (None: not a streams group)."""
@@ -562,12 +492,7 @@ class StreamsGroupCoordinator:
             return None
         if member_id is None or epoch < 0:
             return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return epoch_error(group.members.get(member_id), epoch, ErrorCode.STALE_MEMBER_EPOCH)
 
     def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups of a streams group: only an empty one (NON_EMPTY_GROUP)."""
@@ -589,7 +514,7 @@ class StreamsGroupCoordinator:
         for member in group.members.values():
             self._arm_session(group, member)
             if member.revoking:
-                self._arm_revocation(group, member)
+                self._timers.arm_revocation(group.group_id, member)
         group.state = group.derived_state()
 
     def stop(self) -> None:
@@ -597,8 +522,7 @@ class StreamsGroupCoordinator:
         self._stopped = True
         for group in self.groups.values():
             for member in group.members.values():
-                _cancel(member.session_timer)
-                _cancel(member.revocation_timer)
+                self._timers.cancel_all(member)
             group.transition_to(StreamsGroupState.DEAD)
         self.groups.clear()
 
@@ -631,16 +555,11 @@ def _relevant(topology: Topology, topics: Mapping[str, int]) -> dict[str, int]:
     return {n: topics.get(n, -1) for n in sorted(names)}
 
 
-def _cancel(call: DelayedCall | None) -> None:
-    if call is not None and call.active():
-        call.cancel()
-
-
 def _validate(request: HeartbeatInput) -> None:
     """Kafka's checks of a StreamsGroupHeartbeat before any group is looked at."""
 
-    def bad(message: str) -> _Refused:
-        return _Refused(ErrorCode.INVALID_REQUEST, message)
+    def bad(message: str) -> HeartbeatRefused:
+        return HeartbeatRefused(ErrorCode.INVALID_REQUEST, message)
 
     epoch = request.member_epoch
     if not request.group_id:
@@ -673,21 +592,11 @@ def _validate(request: HeartbeatInput) -> None:
 
 
 def _check_epoch(member: StreamsMember, request: HeartbeatInput) -> None:
-    """Kafka's rule: a greater epoch than the member's is fenced; a smaller one too,
-    unless it is the previous epoch and the member owns no more than it is assigned."""
-    received = request.member_epoch
-    if received == member.member_epoch:
-        return
-    if received < member.member_epoch and received == member.previous_member_epoch and (
-        request.owned is not None and request.owned.all() <= member.assigned.all()
-    ):
-        return
-    relation = "greater" if received > member.member_epoch else "smaller"
-    raise _Refused(
-        ErrorCode.FENCED_MEMBER_EPOCH,
-        f"The streams group member has a {relation} member epoch ({received}) than the one "
-        f"known by the group coordinator ({member.member_epoch}). The member must abandon "
-        f"all its tasks and rejoin.",
+    owned = request.owned
+    check_epoch(
+        request.member_epoch, member.member_epoch, member.previous_member_epoch,
+        lambda: owned is not None and owned.all() <= member.assigned.all(),
+        group_kind="streams group", holdings="tasks",
     )
 
 

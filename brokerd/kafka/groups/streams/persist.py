@@ -17,9 +17,9 @@ type and refuses anything else with ValueError; the journal bounds the size. Pur
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
 
+from brokerd.kafka.groups.kip848.members import put_member
+from brokerd.kafka.groups.kip848.records import RecordFields
 from brokerd.kafka.groups.streams.state import (
     MemberState,
     StreamsGroup,
@@ -39,6 +39,9 @@ from brokerd.kafka.groups.streams.topology import (
 
 _TYPE = "streams"
 _VERSION = 1
+_FIELDS = RecordFields("streams group record")
+_bad = _FIELDS.bad
+_get = _FIELDS.get
 
 
 def is_streams_record(data: bytes) -> bool:
@@ -94,14 +97,11 @@ def encode_group(group: StreamsGroup) -> bytes:
         },
         "members": [
             {
-                "id": m.member_id, "instance": m.instance_id, "rack": m.rack_id,
-                "client": m.client_id, "host": m.client_host,
-                "rebalance_ms": m.rebalance_timeout_ms, "topology_epoch": m.topology_epoch,
+                **RecordFields.member_out(m), "topology_epoch": m.topology_epoch,
                 "process": m.process_id,
                 "endpoint": None if m.user_endpoint is None else list(m.user_endpoint),
                 "tags": [list(kv) for kv in m.client_tags],
-                "state": m.state.value, "epoch": m.member_epoch,
-                "previous": m.previous_member_epoch,
+                "state": m.state.value,
                 "assigned": _all_out(m.assigned), "revoking": _all_out(m.revoking),
             }
             for _, m in sorted(group.members.items())
@@ -109,17 +109,6 @@ def encode_group(group: StreamsGroup) -> bytes:
         "target": {m: _all_out(t) for m, t in sorted(group.target.items())},
     }
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-
-
-def _bad(what: str) -> ValueError:
-    return ValueError(f"streams group record: {what}")
-
-
-def _get(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
-    value = obj.get(key)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise _bad(f"{key!r} is not {kind}")
-    return value
 
 
 def _int(value: object) -> int:
@@ -210,10 +199,7 @@ def _configured_in(raw: object) -> ConfiguredTopology | None:
 
 def decode_group(group_id: str, data: bytes) -> StreamsGroup:
     """The group stored as ``data``; ValueError if it is not a record this writes."""
-    try:
-        body = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise _bad(str(e)) from None
+    body = _FIELDS.load(data)
     if not isinstance(body, dict) or body.get("type") != _TYPE or body.get("v") != _VERSION:
         raise _bad("unknown type or version")
     group = StreamsGroup(
@@ -232,25 +218,16 @@ def decode_group(group_id: str, data: bytes) -> StreamsGroup:
         ):
             raise _bad("an endpoint is not [host, port]")
         member = StreamsMember(
-            member_id=_get(raw, "id", str),
-            instance_id=_get(raw, "instance", (str, type(None))),
-            rack_id=_get(raw, "rack", (str, type(None))),
-            client_id=_get(raw, "client", str),
-            client_host=_get(raw, "host", str),
-            rebalance_timeout_ms=_get(raw, "rebalance_ms", int),
+            **_FIELDS.member_in(raw),
             topology_epoch=_get(raw, "topology_epoch", int),
             process_id=_get(raw, "process", str),
             user_endpoint=None if endpoint is None else (_str(endpoint[0]), _int(endpoint[1])),
             client_tags=_pairs(raw.get("tags")),
             state=MemberState(_get(raw, "state", str)),
-            member_epoch=_get(raw, "epoch", int),
-            previous_member_epoch=_get(raw, "previous", int),
             assigned=_all_in(raw.get("assigned")),
             revoking=_all_in(raw.get("revoking")),
         )
-        group.members[member.member_id] = member
-        if member.instance_id is not None:
-            group.static_members[member.instance_id] = member.member_id
+        put_member(group, member)
     for member_id, target in _get(body, "target", dict).items():
         group.target[member_id] = _all_in(target)
     return group

@@ -23,11 +23,9 @@ from collections.abc import Iterable, Iterator, Mapping
 import attrs
 
 from brokerd.clock import DelayedCall
+from brokerd.kafka.groups.kip848.members import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from brokerd.kafka.groups.kip848.states import InvalidTransition, live_states_table
 from brokerd.kafka.groups.streams.topology import ConfiguredTopology, Topology
-
-#: The member epoch a client sends to leave, and a static member's "I will be back".
-LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
 
 #: Subtopology id -> task (partition) numbers.
 TaskMap = Mapping[str, frozenset[int]]
@@ -86,24 +84,17 @@ class StreamsGroupState(enum.Enum):
     DEAD = "Dead"
 
 
-_LIVE = frozenset(s for s in StreamsGroupState)
-
 #: Any live state may reach any other (one heartbeat may add a member, configure the
 #: topology and reconcile at once); Dead is final.
-GROUP_TRANSITIONS: Mapping[StreamsGroupState, frozenset[StreamsGroupState]] = {
-    **{s: _LIVE for s in StreamsGroupState if s is not StreamsGroupState.DEAD},
-    StreamsGroupState.DEAD: frozenset({StreamsGroupState.DEAD}),
-}
+GROUP_TRANSITIONS: Mapping[StreamsGroupState, frozenset[StreamsGroupState]] = (
+    live_states_table(StreamsGroupState, StreamsGroupState.DEAD)
+)
 
 
 class MemberState(enum.Enum):
     STABLE = "Stable"
     UNREVOKED_TASKS = "UnrevokedTasks"
     UNRELEASED_TASKS = "UnreleasedTasks"
-
-
-class InvalidTransition(Exception):
-    """A state change outside the tables: a coordinator bug."""
 
 
 @attrs.define

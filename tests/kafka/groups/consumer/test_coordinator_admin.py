@@ -32,7 +32,7 @@ def _stable(b: Broker, *members: str) -> None:
 def test_list_groups_reports_the_type(tmp_path: Path) -> None:
     b = Broker(tmp_path)
     _stable(b, "a")
-    admin = b.coord.admin
+    admin = b.node.coord.admin
     assert admin.list_groups_with_states() == (0, [("g", "consumer", "Stable")])
     assert admin.group_type("g") == "consumer"
     assert admin.list_groups_with_states((), ["Consumer"])[1] == [("g", "consumer", "Stable")]
@@ -43,12 +43,12 @@ def test_list_groups_reports_the_type(tmp_path: Path) -> None:
 def test_describe_groups_and_the_operators_view(tmp_path: Path) -> None:
     b = Broker(tmp_path)
     _stable(b, "a", "b")
-    (wire,) = b.coord.admin.describe(["g"], True, classic_only=True)
+    (wire,) = b.node.coord.admin.describe(["g"], True, classic_only=True)
     assert (wire.error_code, wire.error_message) == (
         ErrorCode.GROUP_ID_NOT_FOUND, "Group g is not a classic group.")
-    (old,) = b.coord.admin.describe(["g"], False, classic_only=True)
+    (old,) = b.node.coord.admin.describe(["g"], False, classic_only=True)
     assert (old.error_code, old.state) == (0, "Dead")
-    (seen,) = b.coord.admin.describe(["g"])
+    (seen,) = b.node.coord.admin.describe(["g"])
     assert (seen.state, seen.protocol_type, seen.protocol) == ("Stable", "consumer", "uniform")
     parts = sorted(p for m in seen.members for p in m.assigned_partitions())
     assert parts == [("t", p) for p in range(4)]
@@ -58,15 +58,15 @@ def test_delete_groups_and_offset_delete(tmp_path: Path) -> None:
     b = Broker(tmp_path)
     _stable(b, "a")
     epoch = b.epochs["a"]
-    committed = _results(b.coord.commit_offsets("g", epoch, "a", [("t", 0, 3, -1, None),
+    committed = _results(b.node.coord.commit_offsets("g", epoch, "a", [("t", 0, 3, -1, None),
                                                                     ("u", 0, 1, -1, None)]))
     assert committed == [{("t", 0): 0, ("u", 0): 0}]
-    assert _results(b.coord.admin.delete_groups(["g"])) == [[("g", ErrorCode.NON_EMPTY_GROUP)]]
-    top, per = _results(b.coord.admin.delete_offsets("g", [("t", 0), ("u", 0)]))[0]
+    assert _results(b.node.coord.admin.delete_groups(["g"])) == [[("g", ErrorCode.NON_EMPTY_GROUP)]]
+    top, per = _results(b.node.coord.admin.delete_offsets("g", [("t", 0), ("u", 0)]))[0]
     assert top == 0 and per == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): 0}
     b.hb("a", -1)
-    assert _results(b.coord.admin.delete_groups(["g"])) == [[("g", 0)]]
-    assert "g" not in b.coord.consumer.groups and b.store.committed("g") == {}
+    assert _results(b.node.coord.admin.delete_groups(["g"])) == [[("g", 0)]]
+    assert "g" not in b.node.coord.consumer.groups and b.node.store.committed("g") == {}
 
 
 def test_commits_and_fetches_by_member_epoch(tmp_path: Path) -> None:
@@ -74,26 +74,26 @@ def test_commits_and_fetches_by_member_epoch(tmp_path: Path) -> None:
     _stable(b, "a")
     epoch = b.epochs["a"]
     entry = [("t", 0, 3, -1, None)]
-    assert _results(b.coord.commit_offsets("g", epoch, "a", entry)) == [{("t", 0): 0}]
-    stale = _results(b.coord.commit_offsets("g", epoch - 1, "a", entry))
+    assert _results(b.node.coord.commit_offsets("g", epoch, "a", entry)) == [{("t", 0): 0}]
+    stale = _results(b.node.coord.commit_offsets("g", epoch - 1, "a", entry))
     assert stale == [{("t", 0): ErrorCode.STALE_MEMBER_EPOCH}]
-    unknown = _results(b.coord.commit_offsets("g", epoch, "nobody", entry))
+    unknown = _results(b.node.coord.commit_offsets("g", epoch, "nobody", entry))
     assert unknown == [{("t", 0): ErrorCode.UNKNOWN_MEMBER_ID}]
-    admin_commit = _results(b.coord.commit_offsets("g", -1, "", entry))
+    admin_commit = _results(b.node.coord.commit_offsets("g", -1, "", entry))
     assert admin_commit == [{("t", 0): ErrorCode.UNKNOWN_MEMBER_ID}]  # the group has members
-    assert b.coord.fetch_member_error("g", "a", epoch) == 0
-    assert b.coord.fetch_member_error("g", "a", epoch + 1) == ErrorCode.STALE_MEMBER_EPOCH
-    assert b.coord.fetch_member_error("g", str(uuid.uuid4()), 1) == ErrorCode.UNKNOWN_MEMBER_ID
-    assert b.coord.fetch_member_error("g", None, -1) == 0
-    assert b.coord.fetch_offsets("g", [("t", 0)])[0][:3] == ("t", 0, 3)
+    assert b.node.coord.fetch_member_error("g", "a", epoch) == 0
+    assert b.node.coord.fetch_member_error("g", "a", epoch + 1) == ErrorCode.STALE_MEMBER_EPOCH
+    assert b.node.coord.fetch_member_error("g", str(uuid.uuid4()), 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert b.node.coord.fetch_member_error("g", None, -1) == 0
+    assert b.node.coord.fetch_offsets("g", [("t", 0)])[0][:3] == ("t", 0, 3)
 
 
 def _classic_join(b: Broker) -> Any:
-    d = b.coord.join("g", "", client_id="c", client_host="h", session_timeout_ms=6000,
+    d = b.node.coord.join("g", "", client_id="c", client_host="h", session_timeout_ms=6000,
                      rebalance_timeout_ms=6000, protocol_type="consumer",
                      protocols=[("range", b"")], group_instance_id=None,
                      require_known_member_id=False)
-    b.clock.advance(1)
+    b.node.clock.advance(1)
     return _results(d)[0]
 
 
@@ -107,20 +107,20 @@ def test_members_without_the_consumer_embedded_protocol_do_not_migrate(tmp_path:
     b.hb("a", -1)
     joined = _classic_join(b)
     assert joined.error_code == 0
-    assert "g" not in b.coord.consumer.groups and b.coord.group_state("g") is not None
+    assert "g" not in b.node.coord.consumer.groups and b.node.coord.group_state("g") is not None
     # Now a classic group with a member whose metadata cannot be parsed: no upgrade.
     refused = b.hb("z", 0)
     assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert "embedded consumer protocol is malformed" in (refused.error_message or "")
     b.restart()
-    assert "g" not in b.coord.consumer.groups
+    assert "g" not in b.node.coord.consumer.groups
 
 
 def test_transactional_commits_by_member_epoch(tmp_path: Path) -> None:
     b = Broker(tmp_path)
     _stable(b, "a")
     epoch = b.epochs["a"]
-    assert b.coord.check_txn_member("g", epoch, "a", None) == ErrorCode.NONE
-    assert b.coord.check_txn_member("g", epoch - 1, "a", None) == ErrorCode.ILLEGAL_GENERATION
-    assert b.coord.check_txn_member("g", epoch, "x", None) == ErrorCode.UNKNOWN_MEMBER_ID
-    assert b.coord.check_txn_member("g", -1, "", None) == ErrorCode.NONE
+    assert b.node.coord.check_txn_member("g", epoch, "a", None) == ErrorCode.NONE
+    assert b.node.coord.check_txn_member("g", epoch - 1, "a", None) == ErrorCode.ILLEGAL_GENERATION
+    assert b.node.coord.check_txn_member("g", epoch, "x", None) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert b.node.coord.check_txn_member("g", -1, "", None) == ErrorCode.NONE

@@ -16,9 +16,8 @@ from typing import Any
 
 import attrs
 import pytest
-from twisted.internet import defer, task
+from twisted.internet import task
 from twisted.internet.defer import Deferred
-from twisted.python.failure import Failure
 
 from brokerd.errors import StorageError
 from brokerd.kafka.groups.consumer.coordinator import HeartbeatAnswer, HeartbeatInput
@@ -28,26 +27,17 @@ from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.storage.stores.offsets import ConsumerGroupUpdate, GroupDeletion, OffsetStore
 from brokerd.storage.stores.offsets_format import MAGIC, encode_commit, encode_consumer_group
 
+from tests.kafka.groups.journal_node import JournalNode
+
 T1 = uuid.UUID(int=7)
 TOPICS = {"t": (T1, 4)}
-
-
-def _sync_run(f: Any, *args: Any) -> Deferred[Any]:
-    try:
-        return defer.succeed(f(*args))
-    except Exception:
-        return defer.fail(Failure())
 
 
 class Broker:
     """A coordinator on a real offsets journal, restartable."""
 
     def __init__(self, path: Path) -> None:
-        self.path = str(path / "offsets.log")
-        self.clock = task.Clock()
-        self.store = OffsetStore.open(self.path)
-        self.coord = GroupCoordinator(clock=self.clock, offsets=self.store,
-                                      run_blocking=_sync_run)
+        self.node = JournalNode(path)
         self.epochs: dict[str, int] = {}
         self.owned: dict[str, dict[uuid.UUID, frozenset[int]]] = {}
 
@@ -57,7 +47,7 @@ class Broker:
             fields.setdefault("rebalance_timeout_ms", 30_000)
             fields.setdefault("subscribed_topic_names", ("t",))
         fields.setdefault("owned", self.owned.get(member, {}))
-        answer = self.coord.consumer.heartbeat(
+        answer = self.node.coord.consumer.heartbeat(
             HeartbeatInput(group_id="g", member_id=member, member_epoch=epoch, **fields),
             TOPICS,
         )
@@ -68,12 +58,7 @@ class Broker:
         return answer
 
     def restart(self) -> None:
-        self.coord.stop()
-        self.store.close()
-        self.clock = task.Clock()
-        self.store = OffsetStore.open(self.path)
-        self.coord = GroupCoordinator(clock=self.clock, offsets=self.store,
-                                      run_blocking=_sync_run)
+        self.node.restart()
 
 
 def test_a_restart_restores_the_group_and_members_carry_on(tmp_path: Path) -> None:
@@ -83,20 +68,20 @@ def test_a_restart_restores_the_group_and_members_carry_on(tmp_path: Path) -> No
     for _ in range(4):
         b.hb("a")
         b.hb("b")
-    before = b.coord.consumer.groups["g"]
+    before = b.node.coord.consumer.groups["g"]
     epoch, target = before.group_epoch, dict(before.target)
     b.restart()
-    group = b.coord.consumer.groups["g"]
+    group = b.node.coord.consumer.groups["g"]
     assert group.group_epoch == epoch and group.target == target
     assert group.state is ConsumerGroupState.STABLE
     # Both members go on with the epochs they had, no rebalance.
     assert b.hb("a").error_code == 0 and b.hb("b").error_code == 0
-    assert b.coord.consumer.groups["g"].group_epoch == epoch
+    assert b.node.coord.consumer.groups["g"].group_epoch == epoch
     # b never comes back: fenced when its fresh session runs out; a takes everything.
     for _ in range(10):
-        b.clock.advance(5)
+        b.node.clock.advance(5)
         b.hb("a")
-    assert "b" not in b.coord.consumer.groups["g"].members
+    assert "b" not in b.node.coord.consumer.groups["g"].members
     for _ in range(3):
         b.hb("a")
     assert b.owned["a"] == {T1: frozenset(range(4))}
@@ -105,26 +90,26 @@ def test_a_restart_restores_the_group_and_members_carry_on(tmp_path: Path) -> No
 def test_only_changes_are_written(tmp_path: Path) -> None:
     b = Broker(tmp_path)
     b.hb("a")
-    size = Path(b.path).stat().st_size
+    size = Path(b.node.path).stat().st_size
     for _ in range(5):
         b.hb("a")
-    assert Path(b.path).stat().st_size == size
+    assert Path(b.node.path).stat().st_size == size
 
 
 def test_a_converted_classic_group_is_not_restored_as_classic(tmp_path: Path) -> None:
     b = Broker(tmp_path)
-    d = b.coord.join("g", "", client_id="c", client_host="h", session_timeout_ms=6000,
+    d = b.node.coord.join("g", "", client_id="c", client_host="h", session_timeout_ms=6000,
                      rebalance_timeout_ms=6000, protocol_type="consumer",
                      protocols=[("range", b"")], group_instance_id=None,
                      require_known_member_id=False)
-    b.clock.advance(1)
+    b.node.clock.advance(1)
     joined = d.result
-    assert b.coord.leave("g", joined.member_id).result == 0
-    assert b.coord.group_state("g") is not None
+    assert b.node.coord.leave("g", joined.member_id).result == 0
+    assert b.node.coord.group_state("g") is not None
     assert b.hb("a").error_code == 0
-    assert b.coord.group_state("g") is None
+    assert b.node.coord.group_state("g") is None
     b.restart()
-    assert b.coord.group_state("g") is None and "g" in b.coord.consumer.groups
+    assert b.node.coord.group_state("g") is None and "g" in b.node.coord.consumer.groups
 
 
 def test_delete_groups_erases_the_state(tmp_path: Path) -> None:
@@ -132,11 +117,11 @@ def test_delete_groups_erases_the_state(tmp_path: Path) -> None:
     b.hb("a")
     b.hb("a", -1)
     results: list[Any] = []
-    b.coord.admin.delete_groups(["g"]).addCallback(results.append)
+    b.node.coord.admin.delete_groups(["g"]).addCallback(results.append)
     assert results == [[("g", 0)]]
-    assert b.store.consumer_groups_state() == {}
+    assert b.node.store.consumer_groups_state() == {}
     b.restart()
-    assert "g" not in b.coord.consumer.groups
+    assert "g" not in b.node.coord.consumer.groups
 
 
 def test_journal_records_round_trip_and_compact(tmp_path: Path) -> None:
@@ -167,7 +152,7 @@ def test_unreadable_state_is_left_out(tmp_path: Path) -> None:
     path = tmp_path / "offsets.log"
     path.write_bytes(MAGIC + encode_consumer_group(b"bad", b"{not json"))
     b = Broker(tmp_path)
-    assert "bad" not in b.coord.consumer.groups
+    assert "bad" not in b.node.coord.consumer.groups
     assert b.hb("a").error_code == 0
 
 
@@ -176,7 +161,7 @@ def test_persist_round_trip_and_refusals(tmp_path: Path) -> None:
     b.hb("a", instance_id="i", rack_id="r", subscribed_topic_regex="t.*",
          subscribed_topic_names=None)
     b.hb("b")
-    data = encode_group(b.coord.consumer.groups["g"])
+    data = encode_group(b.node.coord.consumer.groups["g"])
     back = decode_group("g", data)
     assert encode_group(back) == data
     assert back.static_members == {"i": "a"}
@@ -197,11 +182,11 @@ def test_a_restored_regex_keeps_its_topics_until_its_member_heartbeats(tmp_path:
     # b leaves before a's first heartbeat after the restart: a's regex, not resolved
     # again yet, still stands for the topic it matched.
     b.hb("b", -1)
-    group = b.coord.consumer.groups["g"]
+    group = b.node.coord.consumer.groups["g"]
     assert set(group.subscribed_metadata) == {"t"}
     assert group.target["a"] == {T1: frozenset(range(4))}
     assert b.hb("a").error_code == 0
-    assert b.coord.consumer.regexes.matched("g", "t.*") == {"t"}
+    assert b.node.coord.consumer.regexes.matched("g", "t.*") == {"t"}
 
 
 def test_a_heartbeat_is_answered_once_its_group_state_is_durable(tmp_path: Path) -> None:

@@ -9,48 +9,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from twisted.internet import defer, task
-from twisted.internet.defer import Deferred
-from twisted.python.failure import Failure
-
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.streams.coordinator import HeartbeatAnswer, HeartbeatInput
 from brokerd.kafka.groups.streams.persist import decode_group, encode_group
 from brokerd.kafka.groups.streams.state import StreamsGroupState, Tasks
-from brokerd.storage.stores.offsets import OffsetStore
 
+from tests.kafka.groups.journal_node import JournalNode
 from tests.kafka.groups.streams.test_coordinator import WORD_COUNT, ready_topics
-
-
-def _sync_run(f: Any, *args: Any) -> Deferred[Any]:
-    try:
-        return defer.succeed(f(*args))
-    except Exception:
-        return defer.fail(Failure())
 
 
 class Broker:
     """A coordinator on a real offsets journal, restartable."""
 
     def __init__(self, path: Path) -> None:
-        self.path = str(path / "offsets.log")
-        self.start()
+        self.node = JournalNode(path)
         self.epochs: dict[str, int] = {}
         self.owned: dict[str, Tasks] = {}
-
-    def start(self) -> None:
-        self.clock = task.Clock()
-        self.store = OffsetStore.open(self.path)
-        self.coord = GroupCoordinator(clock=self.clock, offsets=self.store,
-                                      run_blocking=_sync_run)
 
     def hb(self, member: str, **fields: Any) -> HeartbeatAnswer:
         epoch = self.epochs.get(member, 0)
         if epoch == 0:
             fields.update(rebalance_timeout_ms=30_000, topology=WORD_COUNT,
                           process_id=f"p-{member}", user_endpoint=("h", 8080))
-        answer = self.coord.streams.heartbeat(
+        answer = self.node.coord.streams.heartbeat(
             HeartbeatInput(group_id="g", member_id=member, member_epoch=epoch,
                            owned=self.owned.get(member, Tasks()), **fields),
             ready_topics(),
@@ -62,9 +43,7 @@ class Broker:
         return answer
 
     def restart(self) -> None:
-        self.coord.stop()
-        self.store.close()
-        self.start()
+        self.node.restart()
 
 
 def test_a_restart_restores_the_group_and_members_carry_on(tmp_path: Path) -> None:
@@ -72,23 +51,23 @@ def test_a_restart_restores_the_group_and_members_carry_on(tmp_path: Path) -> No
     for _ in range(4):
         b.hb("a")
         b.hb("b")
-    before = b.coord.streams.groups["g"]
+    before = b.node.coord.streams.groups["g"]
     assert before.state is StreamsGroupState.STABLE
     epoch, target = before.group_epoch, dict(before.target)
     assert decode_group("g", encode_group(before)).target == target
     b.restart()
-    group = b.coord.streams.groups["g"]
+    group = b.node.coord.streams.groups["g"]
     assert group.group_epoch == epoch and group.target == target
     assert group.topology == WORD_COUNT
     assert group.state is StreamsGroupState.STABLE
-    assert b.coord.admin.group_type("g") == "streams"
+    assert b.node.coord.admin.group_type("g") == "streams"
     assert b.hb("a").error_code == 0 and b.hb("b").error_code == 0
-    assert b.coord.streams.groups["g"].group_epoch == epoch
+    assert b.node.coord.streams.groups["g"].group_epoch == epoch
     # b never comes back: fenced when its fresh session runs out; a takes everything.
     for _ in range(10):
-        b.clock.advance(5)
+        b.node.clock.advance(5)
         b.hb("a")
-    assert set(b.coord.streams.groups["g"].members) == {"a"}
+    assert set(b.node.coord.streams.groups["g"].members) == {"a"}
     assert len(b.owned["a"].active) == 8
 
 
@@ -96,17 +75,17 @@ def test_only_changes_are_written_and_delete_erases(tmp_path: Path) -> None:
     b = Broker(tmp_path)
     b.hb("a")
     b.hb("a")
-    size = Path(b.path).stat().st_size
+    size = Path(b.node.path).stat().st_size
     for _ in range(5):
         b.hb("a")
-    assert Path(b.path).stat().st_size == size
-    b.coord.streams.heartbeat(
+    assert Path(b.node.path).stat().st_size == size
+    b.node.coord.streams.heartbeat(
         HeartbeatInput(group_id="g", member_id="a", member_epoch=-1), ready_topics())
     results: list[Any] = []
-    b.coord.admin.delete_groups(["g"]).addCallback(results.append)
+    b.node.coord.admin.delete_groups(["g"]).addCallback(results.append)
     assert results == [[("g", 0)]]
     b.restart()
-    assert "g" not in b.coord.streams.groups
+    assert "g" not in b.node.coord.streams.groups
 
 
 def test_a_streams_group_id_is_no_classic_group(tmp_path: Path) -> None:
@@ -115,13 +94,13 @@ def test_a_streams_group_id_is_no_classic_group(tmp_path: Path) -> None:
     b = Broker(tmp_path)
     b.hb("a")
     results: list[Any] = []
-    b.coord.join(
+    b.node.coord.join(
         "g", "", client_id="c", client_host="/127.0.0.1", session_timeout_ms=10_000,
         rebalance_timeout_ms=10_000, protocol_type="consumer", protocols=[("range", b"")],
         group_instance_id=None, require_known_member_id=False,
     ).addCallback(results.append)
     assert results[0].error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-    code, listed = b.coord.admin.list_groups_with_states(types_filter=["streams"])
+    code, listed = b.node.coord.admin.list_groups_with_states(types_filter=["streams"])
     assert (code, listed) == (0, [("g", "streams", "Stable")])
 
 
@@ -132,7 +111,7 @@ def test_operators_see_a_streams_group_with_its_members_partitions(tmp_path: Pat
     for _ in range(3):
         b.hb("a")
         b.hb("b")
-    (described,) = b.coord.admin.describe(["g"])
+    (described,) = b.node.coord.admin.describe(["g"])
     assert (described.state, described.protocol_type) == ("Stable", "streams")
     owned = sorted(tp for m in described.members for tp in m.assigned_partitions())
     assert owned == sorted([("lines", p) for p in range(4)]
