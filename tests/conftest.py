@@ -12,13 +12,16 @@ from hypothesis import settings
 
 from tests.brokerproc import BrokerProcess
 
-# The pytest plugin (fixture ``brokerd``) comes through its entry point once the project is
-# installed; a checkout on PYTHONPATH beside an older install loads it by name.
+# ``pytester`` runs the plugin's own tests (tests/plugin) in a child pytest; pytest takes
+# plugin lists only from this top-level conftest. The pytest plugin (fixture ``brokerd``)
+# comes through its entry point once the project is installed; a checkout on PYTHONPATH
+# beside an older install loads it by name.
+pytest_plugins = ["pytester"]
 if not any(
     ep.value == "brokerd.testing.pytest_plugin"
     for ep in importlib.metadata.entry_points(group="pytest11")
 ):
-    pytest_plugins = ["brokerd.testing.pytest_plugin"]
+    pytest_plugins.append("brokerd.testing.pytest_plugin")
 
 # Property tests draw new inputs each run; a failure prints the blob that replays it
 # (``@reproduce_failure``), since a fresh checkout keeps no example database.

@@ -175,7 +175,9 @@ class KafkaHandlers:
         fetch_session_slots: int = DEFAULT_SESSION_SLOTS,
         internal_topics: InternalTopics | None = None,
     ) -> None:
-        txn = TxnHandlers(core, transactions, clock=clock)
+        if internal_topics is None:
+            internal_topics = InternalTopics(lambda: identity.cluster_id)
+        txn = TxnHandlers(core, transactions, clock=clock, internal_topics=internal_topics)
         if telemetry is None:
             telemetry = ClientTelemetry(ClientMetricsResources(), clock=clock)
         group_configs = cast(HasGroupConfigs, coordinator)
@@ -186,8 +188,6 @@ class KafkaHandlers:
             streams = getattr(coordinator, "streams", None)
             return {} if streams is None else cast(HasStreamsGroups, coordinator).streams.groups
 
-        if internal_topics is None:
-            internal_topics = InternalTopics(lambda: identity.cluster_id)
         fetch = FetchHandler(
             core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget,
             session_slots=fetch_session_slots, internal_topics=internal_topics,

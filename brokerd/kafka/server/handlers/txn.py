@@ -60,6 +60,7 @@ from brokerd.kafka.server.acl_gate import (
     topic_op,
 )
 from brokerd.kafka.server.handler_base import Connection, unexpected_code
+from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.txn.types import (
     TXN_STATE_NAMES,
@@ -139,11 +140,13 @@ class TxnHandlers:
     _log = Logger()
 
     def __init__(
-        self, core: CoreApi, transactions: TransactionCoordinatorLike | None, *, clock: Clock
+        self, core: CoreApi, transactions: TransactionCoordinatorLike | None, *, clock: Clock,
+        internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
         self._txn = transactions
         self._clock = clock
+        self._internal = internal_topics
 
     def routes(self) -> tuple[Route, ...]:
         """This module's APIs, each handler with its ACL rule."""
@@ -544,6 +547,16 @@ class TxnHandlers:
                 partition_index=partition, error_code=code
             )
 
+        internal = self._internal.get(topic) if self._internal is not None else None
+        if internal is not None:
+            # Presented, not stored as a log of produced batches: no producer ever writes
+            # to it (transactional offset commits go to the offsets journal), so it has no
+            # active producers, and kafka-transactions' find-hanging finds none there.
+            if 0 <= partition < internal.partitions:
+                return producer_apis.DescribeProducersPartitionResponse(
+                    partition_index=partition
+                )
+            return refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if self._missing([(topic, partition)]):
             return refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         try:
