@@ -29,7 +29,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 @pytest.fixture
 def ctl(broker: BrokerProcess, capsys: pytest.CaptureFixture[str]) -> Ctl:
-    return Ctl(broker, capsys)
+    return Ctl(broker.native_bootstrap, capsys)
 
 
 def fill(broker: BrokerProcess, topic: str, count: int, partition: int = 0) -> None:
