@@ -285,6 +285,10 @@ def _installed(program: str) -> bool:
     return shutil.which(program) is not None or Path("/usr/sbin", program).exists()
 
 
+# Three minutes of `make test` for a smoke run of every step (the suite's slowest test by
+# far): it runs in `make test-long`, and `make bench-quick` is the same run by hand. The
+# harness's parts (progress, bounds, report, missing peers) are tested above in seconds.
+@pytest.mark.slow
 @pytest.mark.clients
 def test_quick_run_reports_every_row(tmp_path: Path) -> None:
     if shutil.which("kcat") is None:
