@@ -268,7 +268,7 @@ class ConsumerGroupCoordinator:
             if has_members:
                 if request.member_epoch != 0 or self._classic.upgrade is None:
                     raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
-                                   f"Group {group_id} is not a consumer group.")
+                                           f"Group {group_id} is not a consumer group.")
                 converted = self._classic.upgrade(group_id, self._topics)
                 if isinstance(converted, str):
                     raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND, converted)
@@ -281,7 +281,7 @@ class ConsumerGroupCoordinator:
                                "consumer protocol", group=group_id)
         if request.member_epoch != 0:
             raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
-                                f"Consumer group {group_id} not found.")
+                                   f"Consumer group {group_id} not found.")
         group = self.groups[group_id] = ConsumerGroup(group_id)
         return group
 
@@ -290,7 +290,7 @@ class ConsumerGroupCoordinator:
         if member.classic is not None:
             # Its epochs are classic generations; it joins with epoch 0 to switch.
             raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,
-                           f"Member {member.member_id} uses the classic protocol.")
+                                   f"Member {member.member_id} uses the classic protocol.")
         _check_epoch(member, request)
         return member
 
@@ -315,15 +315,15 @@ class ConsumerGroupCoordinator:
             return member
         if len(group.members) >= self._max_size:
             raise HeartbeatRefused(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                           f"The consumer group has reached its maximum capacity of "
-                           f"{self._max_size} members.")
+                                   f"The consumer group has reached its maximum capacity of "
+                                   f"{self._max_size} members.")
         return ConsumerMember(member_id=member_id)
 
     def _leave(self, request: HeartbeatInput) -> HeartbeatAnswer:
         group = self.groups.get(request.group_id)
         if group is None:
             raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
-                           f"Consumer group {request.group_id} not found.")
+                                   f"Consumer group {request.group_id} not found.")
         member = self._known_member(group, request)
         if request.member_epoch == STATIC_LEAVE_EPOCH:
             # Gone for a while: keeps its assignment until its session runs out.

@@ -124,7 +124,7 @@ def known_member(group: Group[_M], member_id: str, instance_id: str | None) -> _
         current = group.static_members.get(instance_id)
         if current is None:
             raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,
-                                f"Instance id {instance_id} is unknown.")
+                                   f"Instance id {instance_id} is unknown.")
         if current != member_id:
             raise HeartbeatRefused(
                 ErrorCode.FENCED_INSTANCE_ID,
@@ -134,8 +134,8 @@ def known_member(group: Group[_M], member_id: str, instance_id: str | None) -> _
     member = group.members.get(member_id)
     if member is None:
         raise HeartbeatRefused(ErrorCode.UNKNOWN_MEMBER_ID,
-                            f"Member {member_id} is not a member of group "
-                            f"{group.group_id}.")
+                               f"Member {member_id} is not a member of group "
+                               f"{group.group_id}.")
     return member
 
 

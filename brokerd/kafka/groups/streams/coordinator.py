@@ -257,10 +257,10 @@ class StreamsGroupCoordinator:
             return group
         if self._is_other_group(request.group_id):
             raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
-                           f"Group {request.group_id} is not a streams group.")
+                                   f"Group {request.group_id} is not a streams group.")
         if request.member_epoch != 0:
             raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
-                           f"Streams group {request.group_id} not found.")
+                                   f"Streams group {request.group_id} not found.")
         group = self.groups[request.group_id] = StreamsGroup(request.group_id)
         return group
 
@@ -288,15 +288,15 @@ class StreamsGroupCoordinator:
             return member
         if len(group.members) >= self._max_size:
             raise HeartbeatRefused(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                           f"The streams group has reached its maximum capacity of "
-                           f"{self._max_size} members.")
+                                   f"The streams group has reached its maximum capacity of "
+                                   f"{self._max_size} members.")
         return StreamsMember(member_id=member_id)
 
     def _leave(self, request: HeartbeatInput) -> HeartbeatAnswer:
         group = self.groups.get(request.group_id)
         if group is None:
             raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
-                           f"Streams group {request.group_id} not found.")
+                                   f"Streams group {request.group_id} not found.")
         member = self._known_member(group, request)
         if request.member_epoch == STATIC_LEAVE_EPOCH:
             # Gone for a while: keeps its assignment until its session runs out.
