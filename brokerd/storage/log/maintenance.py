@@ -90,7 +90,7 @@ class LogMaintenance:
                     return 0
                 doomed, remaining = segments[:count], segments[count:]
                 # DeleteRecords may have moved the start inside the first remaining segment.
-                state.log_start_offset = max(state.log_start_offset, remaining[0].base_offset)
+                state.raise_log_start(remaining[0].base_offset)
                 state.set_segments(remaining)
             for segment in doomed:
                 segment.delete()
@@ -110,11 +110,8 @@ class LogMaintenance:
                 return
             if deletable() != len(state.segments):
                 return
-            new = self._roll()
-            # Readers see the new active segment as published, empty; the high
-            # watermark and LSO are unchanged (nothing was appended).
-            hw, _base, _pos, lso = state.visible
-            state.visible = (hw, new.base_offset, 0, lso)
+            self._roll()
+            state.show_rolled()
 
     # --- compaction (the cleaner's side, docs/compaction.md) -----------------------------
 

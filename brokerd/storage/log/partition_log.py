@@ -153,7 +153,7 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        return self._state.visible[0]
+        return self._state.high_watermark
 
     @property
     def last_stable_offset(self) -> int:
@@ -249,8 +249,7 @@ class PartitionLog:
         # are encoded here): a fetch may send them without reading them again.
         state.verified.mark(segment, start, start + len(data))
         self._reads.remember_appended(segment, start, batches)
-        state.dirty[segment.base_offset] = segment
-        state.log_end_offset = base + count
+        state.appended(segment, count)
         return AppendInfo(base, base + count - 1, state.log_start_offset)
 
     def append(
@@ -403,16 +402,13 @@ class PartitionLog:
             finally:
                 segment.unpin()
             del dirty[base]
-        state.recovery_point = target
+        state.flushed(target)
 
     def publish(self) -> int:
         """Make everything appended so far visible to readers; returns the high watermark."""
         state = self._state
         with state.write_lock:
-            active = state.segments[-1]
-            end = state.log_end_offset
-            state.visible = (end, active.base_offset, active.size, self._txns.stable_end(end))
-            return end
+            return state.publish(self._txns.stable_end)
 
     def reconfigure(self, config: LogConfig) -> None:
         """Apply a new config from now on (a topic's configs were altered). Under the
@@ -420,7 +416,7 @@ class PartitionLog:
         rolls, retention passes and appends see the new one. The index interval of
         existing segments is not changed."""
         with self._state.write_lock:
-            self._state.config = config
+            self._state.reconfigure(config)
 
     # --- the log start, retention and the cleaner (the parts' jobs) ------------------------
 
@@ -554,7 +550,7 @@ class PartitionLog:
                 except StorageError as exc:
                     error = exc
             with state.swap_lock:
-                state.closed = True
+                state.close()
                 with state.seg_lock:
                     for segment in state.segments:
                         segment.close()

@@ -54,21 +54,20 @@ class LogStart:
         with state.seg_lock:
             if state.closed:
                 raise UnknownTopicOrPartition(f"partition log {state.path} is closed")
-            hw = state.visible[0]
+            hw = state.high_watermark
             previous = state.log_start_offset
             if offset < 0 or offset > hw:
                 raise OffsetOutOfRange(offset, previous, hw)
             if offset <= previous:
                 return previous
-            state.log_start_offset = offset
+            state.raise_log_start(offset)
         if persist is not None:
             try:
                 persist()
             except BaseException:
                 with state.seg_lock:
                     # Unless a concurrent DeleteRecords moved it further meanwhile.
-                    if state.log_start_offset == offset:
-                        state.log_start_offset = previous
+                    state.undo_log_start(offset, previous)
                 raise
         self._delete_below_start()
         return offset
@@ -79,7 +78,7 @@ class LogStart:
         if offset <= state.log_start_offset:
             return
         if offset <= state.log_end_offset:
-            state.log_start_offset = offset
+            state.raise_log_start(offset)
             self._delete_below_start()
             return
         log.warning(
@@ -93,11 +92,7 @@ class LogStart:
         # does not follow its predecessor, which recovery deletes, and this runs again.
         fresh = Segment.create(state.path, offset, state.config.index_interval_bytes)
         with state.write_lock, state.seg_lock:
-            doomed = state.segments
-            state.set_segments([fresh])
-            state.log_start_offset = state.log_end_offset = state.recovery_point = offset
-            state.visible = (offset, offset, 0, offset)
-            state.dirty.clear()
+            doomed = state.restart_at(offset, fresh)
         for segment in doomed:
             segment.delete()
         _sync_dir(state.path, "restoring the log start")

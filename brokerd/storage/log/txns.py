@@ -173,7 +173,7 @@ class PartitionTxns:
 
     @property
     def last_stable_offset(self) -> int:
-        return max(self._state.visible[3], self._state.log_start_offset)
+        return self._state.last_stable_offset
 
     def _aborted_entries(self, fetch_offset: int, upper: int) -> list[AbortedEntry]:
         out: list[AbortedEntry] = []
@@ -218,10 +218,7 @@ class PartitionTxns:
             )
             start = max(start, end)
         self._replay(start)
-        end = state.log_end_offset
-        active = segments[-1]
-        stable = self._producers.ongoing.stable_end(end)
-        state.visible = (end, active.base_offset, active.size, stable)
+        state.publish(self.stable_end)
 
     def _replay(self, start: int) -> None:
         """Feed the tracker every transactional batch from ``start`` on; re-record aborted

@@ -63,7 +63,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from brokerd.errors import InvalidPartitions, StorageError, UnknownTopicOrPartition
-from brokerd.names import collision_key, validate_topic_name
+from brokerd.names import validate_topic_name
 from brokerd.storage.checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.fileio import DIR_MODE, FILE_MODE, fsync_dir
@@ -138,7 +138,7 @@ class LogDirectory:
     @default_config.setter
     def default_config(self, config: LogConfig) -> None:
         # Topics created from now on (and configs resolved from now on) use it.
-        self._state.default_config = config
+        self._state.set_default_config(config)
 
     @property
     def auto_create(self) -> bool:
@@ -215,17 +215,16 @@ class LogDirectory:
         if topics is None:
             topics = self._discover()
         state = self._state
-        state.journal = RegistryJournal.replay(self.path, topics, journal_parser(assigned))
-        state.ids = unique_ids(topics, assigned)
-        state.topics = topics
+        journal = RegistryJournal.replay(self.path, topics, journal_parser(assigned))
+        state.load(topics, unique_ids(topics, assigned), journal)
         if assigned and not rebuilt:
             log.info("%s: topic IDs given to %d topics", self.path, len(assigned))
         if rebuilt or assigned:
             # Written before anything can see them, so an ID is never shown twice.
             state.write_registry()
-            state.journal.reset()
+            journal.reset()
         for name in sorted(topics):
-            other = state.collisions.setdefault(collision_key(name), name)
+            other = state.take_collision_key(name)
             if other != name:
                 # Made before the rule was enforced: both keep working, no new one.
                 log.warning("topics %s and %s collide ('.' versus '_')", other, name)
@@ -260,7 +259,7 @@ class LogDirectory:
         self, key: tuple[str, int], point: int | None, opened: Callable[[], PartitionLog]
     ) -> None:
         try:
-            self._state.logs[key] = opened()
+            self._state.put_online(key, opened())
         except StorageError as exc:
             log.error("partition %s-%d offline: %s", key[0], key[1], exc)
             self._offline.went_offline(key, str(exc), point)
@@ -479,7 +478,7 @@ class LogDirectory:
                 except StorageError as exc:
                     log.error("close of %s failed: %s", plog.path, exc)
                     clean = False
-            state.closed = True
+            state.close()
             self._fold_journal()
             try:
                 if clean:

@@ -37,7 +37,7 @@ class OfflinePartitions:
         self._retry: dict[tuple[str, int], RetrySchedule] = {}
 
     def went_offline(self, key: tuple[str, int], reason: str, point: int | None) -> None:
-        self._state.offline[key] = reason
+        self._state.put_offline(key, reason)
         self._points[key] = point
         previous = self._retry.get(key)
         now = self._state.clock()
@@ -46,7 +46,7 @@ class OfflinePartitions:
         )
 
     def forget(self, key: tuple[str, int]) -> None:
-        self._state.offline.pop(key, None)
+        self._state.forget_offline(key)
         self._points.pop(key, None)
         self._retry.pop(key, None)
 
@@ -79,13 +79,13 @@ class OfflinePartitions:
                 except StorageError as exc:
                     schedule = self._retry[key].after_failure(when)
                     self._retry[key] = schedule
-                    state.offline[key] = str(exc)
+                    state.put_offline(key, str(exc))
                     log.warning(
                         "partition %s-%d still offline (next try in %.0f s): %s",
                         topic, partition, schedule.delay, exc,
                     )
                     continue
-                state.logs[key] = plog
+                state.put_online(key, plog)
                 self.forget(key)
                 log.warning("partition %s-%d is back online", topic, partition)
                 back += 1

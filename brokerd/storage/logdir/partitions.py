@@ -70,8 +70,7 @@ class LogStarts:
                 plog.restore_log_start(offset)
             except StorageError as exc:
                 log.error("partition %s-%d offline: %s", key[0], key[1], exc)
-                state.offline[key] = str(exc)
-                del state.logs[key]
+                state.put_offline(key, str(exc))
                 close_all([plog])
 
 
@@ -106,7 +105,7 @@ class PartitionAdmin:
             if total > MAX_PARTITIONS:
                 raise InvalidPartitions(f"partition count {total} above {MAX_PARTITIONS}")
             # Busy: no config change, delete or other grow of it until this is done.
-            state.busy.add(name)
+            state.mark_busy(name)
         try:
             # The directory work runs without the lock (readers and other topics' admin
             # go on); the new partitions appear, all at once, when the count is published.
@@ -121,13 +120,11 @@ class PartitionAdmin:
                     self._dirs.remove_new(name, info.partitions, total)
                     raise
                 for partition, plog in enumerate(opened, start=info.partitions):
-                    state.logs[(name, partition)] = plog
-                    state.offline.pop((name, partition), None)
-                state.topics[name] = grown
+                    state.put_online((name, partition), plog)
+                state.publish_topic(grown)
         finally:
             with state.lock:
-                state.busy.discard(name)
-                state.changed.notify_all()
+                state.end_busy(name)
         log.info("topic %s grown from %d to %d partitions", name, info.partitions, total)
         return grown
 

@@ -137,8 +137,7 @@ class TopicAdmin:
         self._build_topic(info)
 
     def _reserve_locked(self, info: TopicInfo) -> None:
-        self._state.creating.add(info.name)
-        self._state.collisions[collision_key(info.name)] = info.name
+        self._state.reserve_name(info.name)
         if has_collision_chars(info.name):
             log.warning("topic %s: %s", info.name, COLLISION_WARNING)
 
@@ -155,20 +154,14 @@ class TopicAdmin:
                 state.record_topic(info)
                 # Logs first, topic after: a reader that sees the topic finds its logs.
                 for partition, plog in enumerate(opened):
-                    state.logs[(name, partition)] = plog
-                    state.offline.pop((name, partition), None)
-                state.topics[name] = info
-                state.ids[info.topic_id] = name
-                state.creating.discard(name)
-                state.changed.notify_all()
+                    state.put_online((name, partition), plog)
+                state.publish_topic(info)
+                state.end_create(name, created=True)
         except BaseException:
             close_all(opened)
             self._dirs.remove(name, info.partitions)
             with state.lock:
-                state.creating.discard(name)
-                if state.collisions.get(collision_key(name)) == name:
-                    del state.collisions[collision_key(name)]
-                state.changed.notify_all()
+                state.end_create(name, created=False)
             raise
         log.info("created topic %s with %d partitions", name, info.partitions)
         return info
@@ -196,11 +189,11 @@ class TopicAdmin:
             config = state.config_for(info)
             if validate_only or dict(old.configs) == overrides:
                 return info
-            state.topics[name] = info
+            state.publish_topic(info)
             try:
                 state.record_topic(info)
             except BaseException:
-                state.topics[name] = old
+                state.publish_topic(old)
                 raise
             for plog in filter(None, (state.logs.get((name, p)) for p in range(info.partitions))):
                 plog.reconfigure(config)
@@ -218,26 +211,21 @@ class TopicAdmin:
             state.topic_locked(name)
             state.wait_idle_locked(name)
             info = state.topic_locked(name)
-            # Topic first, logs after: a reader that sees the topic finds its logs.
-            del state.topics[name]
-            state.ids.pop(info.topic_id, None)
-            logs = [state.logs.pop((name, p), None) for p in range(info.partitions)]
+            logs = state.unpublish_topic(info)
             for p in range(info.partitions):
                 self._offline.forget((name, p))
-            state.busy.add(name)
+            state.mark_busy(name)
             try:
                 self._unregister_locked(info, logs)
             except BaseException:
-                state.busy.discard(name)
-                state.changed.notify_all()
+                state.end_busy(name)
                 raise
         try:
             close_all(logs)
             self._dirs.remove(name, info.partitions)
         finally:
             with state.lock:
-                state.busy.discard(name)
-                state.changed.notify_all()
+                state.end_busy(name)
         log.info("deleted topic %s", name)
 
     def _unregister_locked(self, info: TopicInfo, logs: list[PartitionLog | None]) -> None:
@@ -259,15 +247,7 @@ class TopicAdmin:
                 self._starts.write()
                 state.record_deleted(name)
             except StorageError:
-                state.topics[name] = info
-                state.ids[info.topic_id] = name
+                state.publish_topic(info)
                 raise
-        key = collision_key(name)
-        if state.collisions.get(key) == name:
-            del state.collisions[key]
-            # A topic that collided with this one (made before the rule) now owns the key.
-            for other in state.topics:
-                if collision_key(other) == key:
-                    state.collisions[key] = other
-                    break
+        state.release_collision(name)
 

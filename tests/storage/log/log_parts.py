@@ -38,7 +38,7 @@ def write(
     start = segment.size
     segment.append(data, batches)
     state.verified.mark(segment, start, start + len(data))
-    state.log_end_offset = base + count
+    state.appended(segment, count)
     return AppendInfo(base, base + count - 1, state.log_start_offset)
 
 
@@ -61,12 +61,10 @@ def roll(state: LogState) -> Segment:
 
 def publish(state: LogState, lso: int | None = None) -> None:
     """Publish everything written (with ``lso``, else the end, as the stable offset)."""
-    active = state.segments[-1]
-    end = state.log_end_offset
-    state.visible = (end, active.base_offset, active.size, end if lso is None else lso)
+    state.publish(lambda end: end if lso is None else lso)
 
 
 def close(state: LogState) -> None:
-    state.closed = True
+    state.close()
     for segment in state.segments:
         segment.close()

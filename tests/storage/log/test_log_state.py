@@ -40,7 +40,7 @@ def test_locate_refuses_offsets_outside_the_published_range(tmp_path: Path) -> N
         with pytest.raises(OffsetOutOfRange):
             state.locate(1)  # written, not published
         publish(state)
-        state.log_start_offset = 2
+        state.raise_log_start(2)
         for bad in (-1, 0, 1, 4):
             with pytest.raises(OffsetOutOfRange):
                 state.locate(bad)
@@ -82,5 +82,36 @@ def test_a_new_segment_list_forgets_the_positions_of_segments_gone(tmp_path: Pat
         assert state.tail.segment is None and state.ahead.segment is None
         assert state.segview == ((second,), (1,)) and state.segments == (second,)
         first.close()
+    finally:
+        close(state)
+
+
+def test_the_mutators_keep_the_published_tuple_and_the_log_start_consistent(
+    tmp_path: Path,
+) -> None:
+    state = new_state(tmp_path / "t-0")
+    try:
+        append(state, [b"a", b"b", b"c"])
+        assert state.high_watermark == 0 and state.log_end_offset == 3
+        # The one high-watermark writer publishes the log end, the active segment's
+        # size and the stable offset the transactions part answers for that end.
+        assert state.publish(lambda end: end - 1) == 3
+        active = state.segments[-1]
+        assert state.visible == (3, active.base_offset, active.size, 2)
+        # An empty roll shows the new segment and keeps what was published.
+        new = roll(state)
+        state.show_rolled()
+        assert state.visible == (3, new.base_offset, 0, 2)
+        # The log start only rises; a failed DeleteRecords puts it back unless
+        # something moved it further meanwhile.
+        assert state.raise_log_start(2) == 0 and state.log_start_offset == 2
+        assert state.raise_log_start(1) == 2 and state.log_start_offset == 2
+        assert state.last_stable_offset == 2
+        state.undo_log_start(2, 0)
+        assert state.log_start_offset == 0
+        state.raise_log_start(3)
+        state.undo_log_start(2, 0)
+        assert state.log_start_offset == 3
+        assert state.last_stable_offset == 3  # never below the log start
     finally:
         close(state)

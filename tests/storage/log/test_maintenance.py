@@ -33,13 +33,13 @@ def test_retention_by_bytes_deletes_a_prefix(tmp_path: Path) -> None:
         append(state, [b"last"])
         publish(state)
         sizes = [s.size for s in state.segments]
-        state.config = attrs.evolve(state.config, retention_bytes=sizes[-1] + sizes[-2])
+        state.reconfigure(attrs.evolve(state.config, retention_bytes=sizes[-1] + sizes[-2]))
         doomed = state.segments[0]
         assert maintenance.enforce_retention() == 2
         assert [s.base_offset for s in state.segments] == [2, 3]
         assert state.log_start_offset == 2 and not os.path.exists(doomed.log_path)
         # retention.bytes=0: as in Kafka, every segment goes, the active one after a roll.
-        state.config = attrs.evolve(state.config, retention_bytes=0)
+        state.reconfigure(attrs.evolve(state.config, retention_bytes=0))
         assert maintenance.enforce_retention() == 2
         assert [(s.base_offset, s.size) for s in state.segments] == [(4, 0)]
         assert state.log_start_offset == state.log_end_offset == 4
@@ -131,7 +131,8 @@ def test_expired_active_segment_of_a_compact_topic_stays(tmp_path: Path) -> None
         append(state, [b"a"], timestamp_ms=1_000)
         publish(state)
         assert maintenance.enforce_retention(now=100.0) == 0
-        state.config = attrs.evolve(state.config, cleanup_policy=frozenset({"compact", "delete"}))
+        both = frozenset({"compact", "delete"})
+        state.reconfigure(attrs.evolve(state.config, cleanup_policy=both))
         assert maintenance.enforce_retention(now=100.0) == 1
         assert [s.base_offset for s in state.segments] == [1]
     finally:
@@ -144,9 +145,9 @@ def test_cleanable_end_is_below_the_lso_and_the_recovery_point(tmp_path: Path) -
     try:
         append(state, [b"a", b"b", b"c"])
         publish(state, lso=2)
-        state.recovery_point = 3
+        state.flushed(3)
         assert maintenance.cleanable_end == 2
-        state.recovery_point = 1
+        state.flushed(1)
         assert maintenance.cleanable_end == 1
     finally:
         close(state)
