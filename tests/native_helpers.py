@@ -107,6 +107,15 @@ class FakeCore:
     returns a new unfired, cancellable Deferred recorded in :attr:`calls` (or an
     already-fired one from :attr:`auto`)."""
 
+    @property
+    def reads(self) -> Any:
+        """The fake plays the face's reads and transactions roles itself."""
+        return self
+
+    @property
+    def transactions(self) -> Any:
+        return self
+
     def __init__(self) -> None:
         self.calls: list[Call] = []
         #: method name -> result to answer synchronously (an Exception fails the call)

@@ -31,7 +31,7 @@ from brokerd.admin.views import (
     TopicView,
 )
 from brokerd.core.api import CoreApi
-from brokerd.core.interfaces import PartitionStore
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo
@@ -89,7 +89,7 @@ class Inspector:
         self,
         info: TopicInfo,
         defaults: Mapping[str, str],
-        logs: Mapping[tuple[str, int], PartitionStore],
+        logs: Mapping[tuple[str, int], PartitionLog],
     ) -> TopicView:
         offline = self._broker.offline_partitions()
         parts: list[PartitionView] = []

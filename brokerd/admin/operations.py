@@ -295,7 +295,7 @@ class AdminOps:
     async def _target(
         self, group_id: str, topic: str, partition: int, spec: ResetSpec, previous: int | None
     ) -> OffsetResetView:
-        offsets = await self._broker.offsets(topic, partition)
+        offsets = await self._broker.reads.offsets(topic, partition)
         start, end = offsets.log_start_offset, offsets.high_watermark
         if spec.mode is ResetMode.EARLIEST:
             wanted = start
@@ -304,7 +304,7 @@ class AdminOps:
         elif spec.mode is ResetMode.OFFSET:
             wanted = spec.value
         else:
-            found = await self._broker.offset_for_timestamp(topic, partition, spec.value)
+            found = await self._broker.reads.offset_for_timestamp(topic, partition, spec.value)
             wanted = end if found is None else found[0]
         new = min(max(wanted, start), end)
         return OffsetResetView(group_id, topic, partition, previous, new, start, end)

@@ -23,10 +23,10 @@ import attrs
 
 from brokerd.admin.group_face import ShareMembersFace
 from brokerd.admin.views import MemberView, to_json
-from brokerd.core.interfaces import PartitionStore
 from brokerd.core.share.config import IsolationLevel
 from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import SharePartition
+from brokerd.storage.log.partition_log import PartitionLog
 
 __all__ = ["ShareGroupInspector", "ShareGroupView", "SharePartitionView"]
 
@@ -111,7 +111,7 @@ class ShareGroupInspector:
     def __init__(
         self,
         engine: ShareEngine,
-        logs: Callable[[], Mapping[tuple[str, int], PartitionStore]],
+        logs: Callable[[], Mapping[tuple[str, int], PartitionLog]],
         members: ShareMembersFace | None = None,
     ) -> None:
         self._engine = engine
@@ -138,7 +138,7 @@ class ShareGroupInspector:
         return self._view(group_id, self._logs())
 
     def _view(
-        self, group_id: str, logs: Mapping[tuple[str, int], PartitionStore]
+        self, group_id: str, logs: Mapping[tuple[str, int], PartitionLog]
     ) -> ShareGroupView:
         committed = (
             self._engine.config(group_id).isolation_level is IsolationLevel.READ_COMMITTED

@@ -406,6 +406,7 @@ def add_share_groups(
         broker, store, clock=reactor, defaults=settings.groups.share_defaults or DEFAULTS,
         dead_letters=dead_letters,
     )
+    broker.share = records
 
     def member_gone(group: str, member: str) -> None:
         Deferred.fromCoroutine(records.release_member(group, member)).addErrback(
@@ -445,7 +446,7 @@ def add_transactions(
         log=txn_log,
         run_blocking=broker.run_write,
         allocate_producer_id=producer_ids.next_id,
-        core=broker,
+        core=broker.transactions,
         groups=groups,
         max_timeout_ms=settings.limits.transaction_max_timeout_ms,
     )

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from twisted.internet.defer import Deferred
 
-from brokerd.core.interfaces import PartitionStore
 from brokerd.core.waiters import AppendWatcher, Shortfall, long_poll
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.types import (
     AppendInfo,
@@ -37,6 +37,9 @@ from brokerd.storage.types import (
     ReadSpec,
     TopicInfo,
 )
+
+if TYPE_CHECKING:
+    from brokerd.core.share.service import ShareService
 
 #: ``verify(topic, partition, producer_id, producer_epoch)``: returns if the producer's
 #: ongoing transaction holds the partition; raises ``InvalidTxnState`` (or
@@ -77,7 +80,7 @@ class CoreTopics(Protocol):
         """The broker-wide default of every topic config, as config strings by name."""
         ...
 
-    def open_logs(self) -> Mapping[tuple[str, int], PartitionStore]:
+    def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
         """Every open partition's log: the operator views read its offsets and sizes."""
         ...
 
@@ -173,7 +176,7 @@ class CoreReads(Protocol):
         """Log start offset, high watermark and last stable offset (no I/O)."""
         ...
 
-    def open_log(self, topic: str, partition: int) -> PartitionStore | None:
+    def open_log(self, topic: str, partition: int) -> PartitionLog | None:
         """The partition's log if it is open, else None (no I/O, opens nothing): its
         offsets, read this way, cost no Deferred (a fetch session's look at each of
         its partitions per poll)."""
@@ -268,10 +271,29 @@ class CoreTransactions(Protocol):
         ...
 
 
-class CoreApi(
-    CoreTopics, CoreAdmin, CoreWrites, CoreReads, CoreLongPoll, CoreTransactions, Protocol
-):
-    """Everything the protocols, admin, web and metrics use of the core."""
+class HoldsReads(Protocol):
+    """Whatever holds the core's reads role (the core, and the faces built on it)."""
+
+    @property
+    def reads(self) -> CoreReads:
+        """The reads of partitions (the core's ``Fetcher``)."""
+        ...
+
+
+class CoreApi(CoreTopics, CoreAdmin, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
+    """Everything the protocols, admin, web and metrics use of the core: its own
+    operations (topics, admin, writes, long poll), and the parts it holds, each as the
+    role it plays (as Kafka's ``ReplicaManager`` holds each ``UnifiedLog``)."""
+
+    @property
+    def transactions(self) -> CoreTransactions:
+        """The core's side of transactions (its ``TxnMarkers``)."""
+        ...
+
+    @property
+    def share(self) -> ShareService | None:
+        """Share groups' records (KIP-932) when the application added them, else None."""
+        ...
 
 
 __all__ = [
@@ -284,6 +306,7 @@ __all__ = [
     "CoreTopics",
     "CoreTransactions",
     "CoreWrites",
+    "HoldsReads",
     "RecordValidator",
     "Shortfall",
     "TxnVerifier",

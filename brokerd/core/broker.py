@@ -34,14 +34,15 @@ from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from brokerd.core.api import CoreApi, RecordValidator, TxnVerifier
+from brokerd.core.api import CoreApi, RecordValidator
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.fetcher import Fetcher
-from brokerd.core.interfaces import CoreReactor, LogStore, PartitionStore, Runner
+from brokerd.core.interfaces import CoreReactor, Runner
 from brokerd.core.policy import FsyncPolicy, flush_rule
 from brokerd.core.pools import WorkerPools
 from brokerd.core.producers import ProducerSnapshots
 from brokerd.core.services import LogDirectoryService, SequentialMultiService
+from brokerd.core.stopping import StopLatch, refused_when_stopping
 from brokerd.core.timers import (
     CHECKPOINT_SECONDS,
     OFFLINE_CHECK_SECONDS,
@@ -59,13 +60,14 @@ from brokerd.core.waiters import (
 )
 from brokerd.core.write_stats import WriteStats
 from brokerd.core.writer import INLINE_APPEND_BYTES, PartitionWriter
-from brokerd.errors import BrokerError, ShuttingDown
+from brokerd.errors import BrokerError
 from brokerd.names import refuse_internal_topic
 from brokerd.observers import NULL_WRITES, WriteObserver
 from brokerd.storage.config.topic_config import broker_values
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.prepared_append import prepare_batches
 from brokerd.storage.log.produce_checks import MAX_CHECKED_BATCH_BYTES, check_values
-from brokerd.storage.log.producer_state import ActiveProducer
+from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.header import BatchHeader, parse_batches
 from brokerd.storage.types import (
@@ -73,10 +75,11 @@ from brokerd.storage.types import (
     AppendInfo,
     LogDirUsage,
     LogRead,
-    PartitionOffsets,
-    ReadSpec,
     TopicInfo,
 )
+
+if TYPE_CHECKING:
+    from brokerd.core.share.service import ShareService
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -99,7 +102,7 @@ class Broker(SequentialMultiService):
 
     def __init__(
         self,
-        logdir: LogStore,
+        logdir: LogDirectory,
         *,
         reactor: CoreReactor,
         fsync: FsyncPolicy | None = None,
@@ -122,7 +125,8 @@ class Broker(SequentialMultiService):
         self._wall_clock = wall_clock
         self._retention_seconds = retention_check_seconds
         self._checkpoint_seconds = checkpoint_seconds
-        self._stopping = False
+        #: Set at stop: from then on new appends, markers and topic changes are refused.
+        self.stop_latch = StopLatch()
         self._record_validator: RecordValidator | None = None
         self._next_producer_id: Callable[[], int] | None = None
         self.pools = WorkerPools(
@@ -142,18 +146,20 @@ class Broker(SequentialMultiService):
             forget=self.waiters.wake,
         )
         self.storage = LogDirectoryService(logdir, self.partitions, run_write=self._run_write)
-        #: Transaction markers, transactional admission and DescribeProducers.
-        self.txn_markers = TxnMarkers(
-            self.partitions, run_write=self._run_write, stopping=lambda: self._stopping
+        #: The face's transactions role: markers, transactional admission, DescribeProducers.
+        self.transactions = TxnMarkers(
+            self.partitions, run_write=self._run_write, stop_latch=self.stop_latch
         )
-        #: The reads: fetches and offset lookups.
-        self.fetcher = Fetcher(self.partitions, self._run_read)
+        #: The face's reads role: fetches and offset lookups.
+        self.reads = Fetcher(self.partitions, self._run_read)
+        #: The face's share-groups role, when the application adds share groups.
+        self.share: ShareService | None = None
         self._timers = PeriodicTasks(reactor)
         # Added first, stopped last: the pools, then the log directory.
         self.pools.setServiceParent(self)
         self.storage.setServiceParent(self)
 
-    def _make_partition(self, topic: str, index: int, log: PartitionStore) -> Partition:
+    def _make_partition(self, topic: str, index: int, log: PartitionLog) -> Partition:
         key = (topic, index)
         writer = PartitionWriter(
             log,
@@ -201,7 +207,7 @@ class Broker(SequentialMultiService):
         """Refuse new appends, answer parked fetches, finish queued appends, then stop
         the children one by one (last added first): see the module docstring."""
         service.Service.stopService(self)
-        self._stopping = True
+        self.stop_latch.stop()
         self._timers.stop()
         self.waiters.close()
         return defer.Deferred.fromCoroutine(self._shutdown())
@@ -244,7 +250,7 @@ class Broker(SequentialMultiService):
         topic has now (a deleted topic's, even when its name was used again). No I/O."""
         return self.partitions.topic_by_id(topic_id)
 
-    def open_logs(self) -> Mapping[tuple[str, int], PartitionStore]:
+    def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
         """Every open partition's log, by ``(topic, partition)`` (no I/O): the operator
         views read their offsets and sizes."""
         return self.logdir.logs()
@@ -256,6 +262,7 @@ class Broker(SequentialMultiService):
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
         return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))
 
+    @refused_when_stopping
     def create_topic(
         self,
         name: str,
@@ -267,11 +274,10 @@ class Broker(SequentialMultiService):
         """Create a topic with config overrides (Kafka names and value syntax); with
         ``validate_only`` check everything and create nothing. Fails with
         ``InvalidConfig`` naming the key for a config Kafka's rules refuse."""
-        if self._stopping:
-            return defer.fail(ShuttingDown("broker is shutting down"))
-        return self.partitions.create_topic(
-            name, partitions, configs, validate_only=validate_only
+        d = self._run_write(
+            self.logdir.create_topic, name, partitions, configs, validate_only=validate_only
         )
+        return d.addCallback(lambda _: None)
 
     def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
         """The topic's info, auto-creating it when the broker allows that."""
@@ -291,6 +297,7 @@ class Broker(SequentialMultiService):
         config strings by topic config name."""
         return {**broker_values(self.logdir.default_config), **self.fsync.flush_defaults()}
 
+    @refused_when_stopping
     def alter_topic_configs(
         self,
         name: str,
@@ -301,27 +308,24 @@ class Broker(SequentialMultiService):
         """Replace topic ``name``'s config overrides by ``update(current overrides)``,
         durably, and apply them to its open partitions (see
         ``LogDirectory.alter_topic_configs``)."""
-        if self._stopping:
-            return defer.fail(ShuttingDown("broker is shutting down"))
         return self._run_write(
             self.logdir.alter_topic_configs, name, update, validate_only=validate_only
         )
 
     # -- partitions and log start offsets (CreatePartitions, DeleteRecords, DescribeLogDirs)
 
+    @refused_when_stopping
     def create_partitions(self, topic: str, new_total: int) -> defer.Deferred[TopicInfo]:
-        """Grow ``topic`` to ``new_total`` partitions (empty, durable when this fires)."""
-        if self._stopping:
-            return defer.fail(ShuttingDown("broker is shutting down"))
-        return self.partitions.create_partitions(topic, new_total)
+        """Grow ``topic`` to ``new_total`` partitions (empty, durable when this fires);
+        the new ones open on first use."""
+        return self._run_write(self.logdir.create_partitions, topic, new_total)
 
+    @refused_when_stopping
     def delete_records(
         self, topic: str, partition: int, before_offset: int
     ) -> defer.Deferred[int]:
         """Move the partition's log start offset up to ``before_offset`` (-1: the high
         watermark); fires with the log start offset once it is durable."""
-        if self._stopping:
-            return defer.fail(ShuttingDown("broker is shutting down"))
         return self.partitions.open(topic, partition, create=False).addCallback(
             lambda _part: self._run_write(
                 self.logdir.delete_records, topic, partition, before_offset
@@ -332,49 +336,13 @@ class Broker(SequentialMultiService):
         """The data directory's usage: :meth:`LogDirectoryService.usage`."""
         return self.storage.usage()
 
-    # -- reads (the fetcher's; docs/architecture.md) -------------------------------------
-
-    def read(
-        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
-    ) -> LogRead | defer.Deferred[LogRead]:
-        """A fetch's read of one partition: :meth:`Fetcher.read`."""
-        return self.fetcher.read(topic, partition, offset, max_bytes, spec)
-
-    def open_log(self, topic: str, partition: int) -> PartitionStore | None:
-        """The partition's log if it is open, else None (no I/O, opens nothing)."""
-        part = self.partitions.get((topic, partition))
-        return None if part is None else part.log
-
-    def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
-        """A partition's log start offset, high watermark and LSO (no I/O)."""
-        return self.fetcher.offsets(topic, partition)
-
-    def list_offsets(
-        self, topic: str, partition: int, *, read_committed: bool = False
-    ) -> defer.Deferred[tuple[int, int]]:
-        """``(log_start_offset, latest)``: :meth:`Fetcher.list_offsets`."""
-        return self.fetcher.list_offsets(topic, partition, read_committed=read_committed)
-
-    def offset_for_timestamp(
-        self, topic: str, partition: int, timestamp_ms: int
-    ) -> defer.Deferred[tuple[int, int] | None]:
-        """:meth:`Fetcher.offset_for_timestamp`."""
-        return self.fetcher.offset_for_timestamp(topic, partition, timestamp_ms)
-
-    def max_timestamp_offset(
-        self, topic: str, partition: int
-    ) -> defer.Deferred[tuple[int, int] | None]:
-        """:meth:`Fetcher.max_timestamp_offset`."""
-        return self.fetcher.max_timestamp_offset(topic, partition)
-
     # -- produce -----------------------------------------------------------------------
 
+    @refused_when_stopping
     def produce_values(
         self, topic: str, partition: int, values: Sequence[bytes | None]
     ) -> defer.Deferred[AppendInfo]:
         """Append ``values`` as one uncompressed batch (the native protocol's produce)."""
-        if self._stopping:
-            return defer.fail(ShuttingDown("broker is shutting down"))
         try:
             refuse_internal_topic(topic, "write to")
         except BrokerError:
@@ -383,6 +351,7 @@ class Broker(SequentialMultiService):
         d = self.partitions.open(topic, partition, create=True)
         return d.addCallback(self._submit_values, append)
 
+    @refused_when_stopping
     def produce_batches(
         self, topic: str, partition: int, data: bytes, *, acks: int = -1
     ) -> defer.Deferred[AppendInfo]:
@@ -392,8 +361,6 @@ class Broker(SequentialMultiService):
         with ``--fsync always`` acks=1 is also answered after the sync). A retried batch
         of an idempotent producer fires with the offsets of the copy already stored.
         """
-        if self._stopping:
-            return defer.fail(ShuttingDown("broker is shutting down"))
         try:
             # Clients never write to Kafka's internal topics (as Kafka refuses).
             refuse_internal_topic(topic, "write to")
@@ -471,38 +438,10 @@ class Broker(SequentialMultiService):
                 now_ms=int(self._wall_clock() * 1000),
             )
             if prepared.producer_id >= 0 and prepared.transactional:
-                self.txn_markers.admit_transactional(part, prepared.headers)
+                self.transactions.admit_transactional(part, prepared.headers)
         except BrokerError:
             return defer.fail()
         return part.writer.submit(BatchesAppend(prepared))
-
-    # -- transactions (TxnMarkers) ------------------------------------------------------
-
-    def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
-        """Install (None: remove) the transaction coordinator's check of transactional
-        produces (see :meth:`TxnMarkers.set_txn_verifier`)."""
-        self.txn_markers.set_txn_verifier(verify)
-
-    def write_txn_markers(
-        self,
-        partitions: Sequence[tuple[str, int]],
-        producer_id: int,
-        producer_epoch: int,
-        *,
-        commit: bool,
-        coordinator_epoch: int = 0,
-    ) -> defer.Deferred[None]:
-        """One COMMIT or ABORT marker per partition (see :meth:`TxnMarkers.write_txn_markers`)."""
-        return self.txn_markers.write_txn_markers(
-            partitions, producer_id, producer_epoch,
-            commit=commit, coordinator_epoch=coordinator_epoch,
-        )
-
-    def describe_producers(
-        self, topic: str, partition: int
-    ) -> defer.Deferred[list[tuple[ActiveProducer, int]]]:
-        """The partition's producers with their open transactions' first offsets."""
-        return self.txn_markers.describe_producers(topic, partition)
 
     # -- producer ids ------------------------------------------------------------------
 
@@ -568,7 +507,7 @@ class Broker(SequentialMultiService):
         key = (topic, partition)
 
         async def read() -> LogRead:
-            answer = self.fetcher.read(topic, partition, offset, max_value_bytes, COMMITTED_RECORDS)
+            answer = self.reads.read(topic, partition, offset, max_value_bytes, COMMITTED_RECORDS)
             return answer if isinstance(answer, LogRead) else await answer
 
         def short_of(result: LogRead) -> Shortfall | None:

@@ -1,7 +1,8 @@
 # -*- test-case-name: tests.core.test_fetcher -*-
 """The broker core's reads of partitions: fetches (Kafka and native) and offset lookups.
 
-:class:`Fetcher` is the part of :class:`~brokerd.core.broker.Broker` that reads. Its one read
+:class:`Fetcher` is the part of :class:`~brokerd.core.broker.Broker` that reads: its
+``reads``, the :class:`~brokerd.core.api.CoreReads` role of the core's face. Its one read
 call, :meth:`Fetcher.read`, takes a :class:`~brokerd.storage.types.ReadSpec` (isolation; raw
 batches by value or by reference, or decoded records) and answers a
 :class:`~brokerd.storage.types.LogRead`. It checks the offset against the partition's
@@ -28,6 +29,7 @@ from twisted.internet import defer
 from brokerd.core.interfaces import Runner
 from brokerd.core.topics import Partition, TopicRegistry
 from brokerd.errors import OffsetOutOfRange
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.types import LogRead, PartitionOffsets, ReadSpec
 
 __all__ = ["Fetcher"]
@@ -78,6 +80,11 @@ class Fetcher:
         if answer is not None:
             return answer
         return self._run_read(log.read, offset, max_bytes, spec)
+
+    def open_log(self, topic: str, partition: int) -> PartitionLog | None:
+        """The partition's log if it is open, else None (no I/O, opens nothing)."""
+        part = self._partitions.get((topic, partition))
+        return None if part is None else part.log
 
     def _readable(self, topic: str, partition: int) -> defer.Deferred[Partition]:
         return self._partitions.open(topic, partition, create=False)

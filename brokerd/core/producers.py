@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from brokerd.core.interfaces import PartitionStore, Runner
+from brokerd.core.interfaces import Runner
 from brokerd.errors import BrokerError
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.producer_state import write_snapshot
 
 _log = Logger()
@@ -31,7 +32,7 @@ class ProducerSnapshots:
     :param log: the partition's log, whose ``producers`` are snapshotted.
     """
 
-    def __init__(self, log: PartitionStore) -> None:
+    def __init__(self, log: PartitionLog) -> None:
         self.log = log
         #: Log end offset the last snapshot covered; equal means nothing new to write.
         self.snapshot_end = -1

@@ -25,12 +25,13 @@ from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from brokerd.core.interfaces import LogStore, Runner
+from brokerd.core.interfaces import Runner
 from brokerd.core.producers import write_snapshots
 from brokerd.core.topics import TopicRegistry
 from brokerd.errors import BrokerError
 from brokerd.storage.log.producer_empty import take_empty_ends, write_empty_ends
 from brokerd.storage.log.producer_state import load_table
+from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.types import LogDirUsage
 
 
@@ -77,7 +78,7 @@ class LogDirectoryService(service.Service):
     name = "log-directory"
     _log = Logger()
 
-    def __init__(self, logdir: LogStore, registry: TopicRegistry, *, run_write: Runner) -> None:
+    def __init__(self, logdir: LogDirectory, registry: TopicRegistry, *, run_write: Runner) -> None:
         self._logdir = logdir
         self._registry = registry
         self._run_write = run_write

@@ -25,16 +25,18 @@ auto-create whose answer comes back after the topic's deletion registers nothing
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 
 import attrs
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from brokerd.core.interfaces import LogStore, PartitionStore, Runner
+from brokerd.core.interfaces import Runner
 from brokerd.core.producers import ProducerSnapshots
 from brokerd.core.writer import PartitionWriter
 from brokerd.errors import BrokerError, UnknownTopicOrPartition
+from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.types import TopicInfo
 
 PartitionKey = tuple[str, int]
@@ -46,7 +48,7 @@ class Partition:
 
     topic: str
     index: int
-    log: PartitionStore
+    log: PartitionLog
     writer: PartitionWriter
     #: When its producer state was last snapshotted (the state is the log's).
     snapshots: ProducerSnapshots
@@ -57,7 +59,7 @@ class Partition:
 
 
 #: Builds the state of a partition whose log was just opened.
-PartitionFactory = Callable[[str, int, PartitionStore], Partition]
+PartitionFactory = Callable[[str, int, PartitionLog], Partition]
 
 
 class TopicRegistry:
@@ -72,7 +74,7 @@ class TopicRegistry:
 
     def __init__(
         self,
-        logdir: LogStore,
+        logdir: LogDirectory,
         *,
         run_write: Runner,
         make_partition: PartitionFactory,
@@ -116,24 +118,6 @@ class TopicRegistry:
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         info = self.logdir.topic_by_id(topic_id)
         return None if info is None or info.name in self._deleting else info
-
-    def create_topic(
-        self,
-        name: str,
-        partitions: int,
-        configs: Mapping[str, str | None] | None = None,
-        *,
-        validate_only: bool = False,
-    ) -> defer.Deferred[None]:
-        d = self._run_write(
-            self.logdir.create_topic, name, partitions, configs, validate_only=validate_only
-        )
-        return d.addCallback(lambda _: None)
-
-    def create_partitions(self, name: str, total: int) -> defer.Deferred[TopicInfo]:
-        """Grow a topic to ``total`` partitions; the new ones open on first use."""
-        d: defer.Deferred[TopicInfo] = self._run_write(self.logdir.create_partitions, name, total)
-        return d
 
     def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
         """The topic's info, auto-creating it when the broker allows that."""
@@ -207,7 +191,7 @@ class TopicRegistry:
             return d
         waiting = self._creating[key] = [d]
 
-        def done(outcome: PartitionStore | Failure) -> None:
+        def done(outcome: PartitionLog | Failure) -> None:
             del self._creating[key]
             if not isinstance(outcome, Failure) and not self._current(topic, index, outcome):
                 # Deleted while it was being created: the log is closed or closing.
@@ -221,7 +205,7 @@ class TopicRegistry:
         self._run_write(self.logdir.get, topic, index, create=True).addBoth(done)
         return d
 
-    def _current(self, topic: str, index: int, log: PartitionStore) -> bool:
+    def _current(self, topic: str, index: int, log: PartitionLog) -> bool:
         """Whether ``log`` is still the directory's log of the partition and its topic
         is not being deleted."""
         if topic in self._deleting:
@@ -231,7 +215,7 @@ class TopicRegistry:
         except BrokerError:
             return False
 
-    def adopt(self, topic: str, index: int, log: PartitionStore) -> Partition:
+    def adopt(self, topic: str, index: int, log: PartitionLog) -> Partition:
         """Register an open log (once; later calls return the same state)."""
         part = self._partitions.get((topic, index))
         if part is None:

@@ -2,7 +2,8 @@
 """The broker core's side of transactions: markers, transactional admission, producers.
 
 :class:`TxnMarkers` is one part the :class:`~brokerd.core.broker.Broker` holds (its
-``txn_markers``), given the partitions, the write pool and the broker's "stopping" flag:
+``transactions``, the :class:`~brokerd.core.api.CoreTransactions` role of its face),
+given the partitions, the write pool and the broker's stop latch:
 
 - :meth:`~TxnMarkers.write_txn_markers` appends a COMMIT or ABORT marker to each
   partition through its writer (ordered with the partition's other appends, and fsynced
@@ -24,7 +25,7 @@ What it does not do: the transaction state machine (the coordinator), reads
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from twisted.internet import defer
 from twisted.logger import Logger
@@ -33,8 +34,9 @@ from twisted.python.failure import Failure
 from brokerd.core.api import TxnVerifier
 from brokerd.core.appends import MarkerAppend
 from brokerd.core.interfaces import Runner
+from brokerd.core.stopping import StopLatch, refused_when_stopping
 from brokerd.core.topics import Partition, TopicRegistry
-from brokerd.errors import InvalidRecord, InvalidTxnState, ShuttingDown, UnknownTopicOrPartition
+from brokerd.errors import InvalidRecord, InvalidTxnState, UnknownTopicOrPartition
 from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.types import AppendInfo
@@ -47,15 +49,15 @@ class TxnMarkers:
 
     :param partitions: the broker's open partitions.
     :param run_write: the write pool (a partition's open transactions are read there).
-    :param stopping: True once the broker refuses new appends.
+    :param stop_latch: the broker's; set, it refuses new markers.
     """
 
     def __init__(
-        self, partitions: TopicRegistry, *, run_write: Runner, stopping: Callable[[], bool]
+        self, partitions: TopicRegistry, *, run_write: Runner, stop_latch: StopLatch
     ) -> None:
         self._partitions = partitions
         self._run_write = run_write
-        self._stopping = stopping
+        self.stop_latch = stop_latch
         self._txn_verifier: TxnVerifier | None = None
 
     def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
@@ -87,6 +89,7 @@ class TxnMarkers:
 
         return self._partitions.open(topic, partition, create=False).addCallback(describe)
 
+    @refused_when_stopping
     def write_txn_markers(
         self,
         partitions: Sequence[tuple[str, int]],
@@ -100,8 +103,6 @@ class TxnMarkers:
         no longer exist are skipped; any other failure errbacks (after every
         partition was tried: the coordinator retries, and a repeated marker is
         harmless)."""
-        if self._stopping():
-            return defer.fail(ShuttingDown("broker is shutting down"))
         marker = MarkerAppend(producer_id, producer_epoch, commit, coordinator_epoch)
 
         def submit(part: Partition) -> defer.Deferred[AppendInfo]:

@@ -36,9 +36,10 @@ from twisted.python.failure import Failure
 
 from brokerd.clock import Clock, DelayedCall
 from brokerd.core.appends import Append, BatchesAppend, MarkerAppend, ValuesAppend
-from brokerd.core.interfaces import PartitionStore, Runner
+from brokerd.core.interfaces import Runner
 from brokerd.core.policy import FlushRule
 from brokerd.core.write_stats import WriteStats
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.types import AppendInfo
 
 #: Largest unsynced write job the broker runs in the reactor thread rather than the
@@ -64,7 +65,7 @@ def _current_failure() -> Failure:
 
 
 def write_job(
-    log: PartitionStore,
+    log: PartitionLog,
     appends: Sequence[Append],
     *,
     sync: bool,
@@ -131,7 +132,7 @@ class PartitionWriter:
 
     def __init__(
         self,
-        log: PartitionStore,
+        log: PartitionLog,
         *,
         run_write: Runner,
         flush_rule: Callable[[], FlushRule],

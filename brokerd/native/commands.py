@@ -187,7 +187,8 @@ def _fetch(context: NativeContext, request: FetchRequest) -> defer.Deferred[Fram
     topic, partition, offset = request.topic, request.partition, request.offset
 
     async def fetch() -> FramedValues | LogRead:
-        read = core.read(topic, partition, offset, raw_fetch_budget(max_bytes), COMMITTED_BATCHES)
+        budget = raw_fetch_budget(max_bytes)
+        read = core.reads.read(topic, partition, offset, budget, COMMITTED_BATCHES)
         if not isinstance(read, LogRead):
             read = await read
         data = read.records
@@ -195,7 +196,7 @@ def _fetch(context: NativeContext, request: FetchRequest) -> defer.Deferred[Fram
             framed = frame_batches(data, offset, max_bytes)
             if framed is not None and (framed.count or not data):
                 return framed
-        decoded = core.read(topic, partition, offset, max_bytes, COMMITTED_RECORDS)
+        decoded = core.reads.read(topic, partition, offset, max_bytes, COMMITTED_RECORDS)
         return decoded if isinstance(decoded, LogRead) else await decoded
 
     return defer.ensureDeferred(fetch())
@@ -332,7 +333,7 @@ _ROWS: tuple[NativeCommand[Any, Any], ...] = (
         RequestType.LIST_OFFSETS,
         ListOffsetsRequest,
         # The native fetch reads committed data only: "latest" is the LSO.
-        lambda c, r: c.core.list_offsets(r.topic, r.partition, read_committed=True),
+        lambda c, r: c.core.reads.list_offsets(r.topic, r.partition, read_committed=True),
         _offsets_answer,
         _describe_topic,
     ),

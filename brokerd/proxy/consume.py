@@ -37,7 +37,7 @@ async def reset_position(core: CoreApi, tp: TopicPartition, reset: OffsetReset) 
     if reset is OffsetReset.NONE:
         raise ProxyError(422, 42206, f"no committed offset for {tp[0]}-{tp[1]} and "
                                      "auto.offset.reset is none")
-    start, end = await core.list_offsets(*tp, read_committed=True)
+    start, end = await core.reads.list_offsets(*tp, read_committed=True)
     return start if reset is OffsetReset.EARLIEST else end
 
 
@@ -131,7 +131,7 @@ async def _read(
 ) -> LogRead | None:
     for _attempt in range(2):
         try:
-            return await _as_deferred(core.read(tp[0], tp[1], position, budget,
+            return await _as_deferred(core.reads.read(tp[0], tp[1], position, budget,
                                                 COMMITTED_RECORDS))
         except OffsetOutOfRange:
             position = await reset_position(core, tp, instance.config.auto_offset_reset)

@@ -156,7 +156,7 @@ class V2Api:
 
     async def offsets(self, call: Call, topic: str, partition: str) -> Answer:
         p = self._partition(call, topic, partition)
-        start, end = await self._ctx.core.list_offsets(topic, p)
+        start, end = await self._ctx.core.reads.list_offsets(topic, p)
         return Answer({"beginning_offset": start, "end_offset": end})
 
     async def brokers(self, call: Call) -> Answer:
@@ -354,7 +354,7 @@ class V2Api:
         for tp in partitions:
             self._owned(instance, tp)
         for tp in partitions:
-            start, high = await self._ctx.core.list_offsets(*tp, read_committed=True)
+            start, high = await self._ctx.core.reads.list_offsets(*tp, read_committed=True)
             instance.positions[tp] = high if end else start
         return Answer(status=204)
 

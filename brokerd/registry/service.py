@@ -37,7 +37,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
-from brokerd.core.api import CoreAdmin, CoreLongPoll, CoreReads, CoreTopics, CoreWrites
+from brokerd.core.api import CoreAdmin, CoreLongPoll, CoreTopics, CoreWrites, HoldsReads
 from brokerd.errors import (
     OffsetOutOfRange,
     ShuttingDown,
@@ -101,7 +101,7 @@ RETRY_SECONDS = 1.0
 MAX_REFERENCE_DEPTH = 32
 
 
-class RegistryCore(CoreTopics, CoreAdmin, CoreWrites, CoreReads, CoreLongPoll, Protocol):
+class RegistryCore(CoreTopics, CoreAdmin, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
     """What the registry uses of the broker's core."""
 
 
@@ -226,7 +226,7 @@ class SchemaRegistry(service.Service):
 
     async def _tail_topic(self) -> None:
         """Replay the topic, then follow it; returns if it is deleted."""
-        offsets = await self._core.offsets(self.topic, 0)
+        offsets = await self._core.reads.offsets(self.topic, 0)
         self._next_offset = offsets.log_start_offset
         self._ready_at = offsets.high_watermark
         if self.status is State.STARTING:
@@ -287,7 +287,8 @@ class SchemaRegistry(service.Service):
         return d
 
     async def _read(self) -> LogRead:
-        answer = self._core.read(self.topic, 0, self._next_offset, READ_BYTES, COMMITTED_RECORDS)
+        at = self._next_offset
+        answer = self._core.reads.read(self.topic, 0, at, READ_BYTES, COMMITTED_RECORDS)
         return answer if isinstance(answer, LogRead) else await answer
 
     def _apply(self, read: LogRead) -> None:

@@ -28,7 +28,7 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 
 from brokerd.admin.operations import AdminOps
-from brokerd.core.api import CoreApi, CoreReads
+from brokerd.core.api import CoreApi, CoreReads, HoldsReads
 from brokerd.errors import BrokerError, UnknownTopicOrPartition
 from brokerd.storage.record.encode import encode_records
 from brokerd.storage.types import (
@@ -41,13 +41,10 @@ from brokerd.storage.types import (
 __all__ = ["BrokerData", "ConsoleData", "murmur2", "partition_for"]
 
 
-class ConsoleData(Protocol):
+class ConsoleData(HoldsReads, Protocol):
     """The broker as the console's data pages and actions see it (reactor thread): the
     core's reads for offsets, the admin operations for topic and group changes, and the
     two calls shaped for the console (a bounded committed read, a produce of records)."""
-
-    @property
-    def reads(self) -> CoreReads: ...
 
     @property
     def admin(self) -> AdminOps: ...
@@ -78,13 +75,13 @@ class BrokerData:
 
     @property
     def reads(self) -> CoreReads:
-        return self._broker
+        return self._broker.reads
 
     def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> Deferred[LogRead]:
         # The core answers from memory directly, else with a Deferred of the read pool;
         # an OffsetOutOfRange raised at once becomes a failure like a later one.
         try:
-            answer = self._broker.read(topic, partition, offset, max_bytes, COMMITTED_RECORDS)
+            answer = self._broker.reads.read(topic, partition, offset, max_bytes, COMMITTED_RECORDS)
         except BrokerError:
             return defer.fail()
         return answer if isinstance(answer, Deferred) else defer.succeed(answer)

@@ -258,12 +258,12 @@ class ResetOffsetsTests(AdminCase):
         # The by-time lookup runs in the read pool: let a member join meanwhile.
         assert self.coordinator is not None
         gate: defer.Deferred[None] = defer.Deferred()
-        original = self.broker.offset_for_timestamp
+        original = self.broker.reads.offset_for_timestamp
 
         def slow(topic: str, partition: int, ts: int) -> defer.Deferred[tuple[int, int] | None]:
             return gate.addCallback(lambda _: original(topic, partition, ts))
 
-        self.broker.offset_for_timestamp = slow  # type: ignore[method-assign]
+        self.broker.reads.offset_for_timestamp = slow  # type: ignore[method-assign]
         d = self.ops.reset_offsets("race", "t", ResetSpec(ResetMode.DATETIME, 0), partitions=[0])
         self.assertNoResult(d)
         self.join_member("race", "t")

@@ -1,5 +1,6 @@
 """brokerd/core/api.py: the core's one face. The Broker has every method of it with the
-same parameters, the long-poll primitive is exported from it, and no typing Protocol
+same parameters, each role's part every method of the role (declared once: no
+forwarders), the long-poll primitive is exported from it, and no typing Protocol
 outside the core restates one of its methods (the rule the face exists for: each method
 of the core declared once)."""
 
@@ -14,6 +15,8 @@ import brokerd
 from brokerd.core import api, waiters
 from brokerd.core.api import CoreApi
 from brokerd.core.broker import Broker
+from brokerd.core.fetcher import Fetcher
+from brokerd.core.txn_markers import TxnMarkers
 
 PACKAGE = Path(brokerd.__file__).resolve().parent
 API_SOURCE = PACKAGE / "core" / "api.py"
@@ -40,21 +43,55 @@ def parameters(f: object) -> list[tuple[str, object, bool]]:
     ]
 
 
+#: The part of the broker playing each role the face declares as a property, and the
+#: role's Protocol.
+ROLES: dict[str, tuple[type, type]] = {
+    "reads": (Fetcher, api.CoreReads),
+    "transactions": (TxnMarkers, api.CoreTransactions),
+}
+
+
+def role_members(role: type) -> dict[str, object]:
+    return {name: value for name, value in vars(role).items() if not name.startswith("_")}
+
+
 def test_the_face_has_the_methods_outside_code_calls() -> None:
     members = face_members()
-    for name in ("topics", "create_topic", "produce_batches", "read", "wait_for_data",
-                 "write_txn_markers", "open_logs"):
+    for name in ("topics", "create_topic", "produce_batches", "wait_for_data", "open_logs",
+                 "reads", "transactions", "share"):
         assert name in members
+    assert "read" in role_members(api.CoreReads)
+    assert "write_txn_markers" in role_members(api.CoreTransactions)
+
+
+def test_each_operation_is_declared_once() -> None:
+    # A role's operations are the part's, reached through the role: neither the face
+    # itself nor the broker declares them again (no forwarders).
+    members = face_members()
+    for role, (_part, protocol) in ROLES.items():
+        for name in role_members(protocol):
+            assert name not in members, f"{name} is declared by the face and by {role}"
+            assert getattr(Broker, name, None) is None, f"Broker forwards {role}.{name}"
 
 
 def test_broker_has_every_member_with_the_same_parameters() -> None:
     for name, declared in face_members().items():
+        if name in ROLES or name == "share":
+            continue  # the parts the broker holds (instance attributes)
         implemented = getattr(Broker, name, None)
         assert implemented is not None, f"Broker has no {name}"
         if isinstance(declared, property):
             assert isinstance(implemented, property), name
             continue
         assert parameters(implemented) == parameters(declared), name
+
+
+def test_each_part_plays_its_role_with_the_same_parameters() -> None:
+    for part, protocol in ROLES.values():
+        for name, declared in role_members(protocol).items():
+            implemented = getattr(part, name, None)
+            assert implemented is not None, f"{part.__name__} has no {name}"
+            assert parameters(implemented) == parameters(declared), name
 
 
 def test_long_poll_is_part_of_the_face() -> None:

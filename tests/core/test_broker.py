@@ -218,9 +218,9 @@ class GroupCommitTests(SynchronousTestCase):
         runner = HeldRunner()
         broker, _logdir, _ = make(writes=runner)
         broker.produce_values("t", 0, [b"a"])
-        self.assertEqual(self.successResultOf(broker.list_offsets("t", 0)), (0, 0))
+        self.assertEqual(self.successResultOf(broker.reads.list_offsets("t", 0)), (0, 0))
         runner.run_one()
-        self.assertEqual(self.successResultOf(broker.list_offsets("t", 0)), (0, 1))
+        self.assertEqual(self.successResultOf(broker.reads.list_offsets("t", 0)), (0, 1))
 
     def test_never_mode_does_not_sync(self) -> None:
         broker, logdir, _ = make("never")
@@ -255,6 +255,23 @@ class GroupCommitTests(SynchronousTestCase):
         self.assertEqual(self.successResultOf(second).base_offset, 1)
         self.assertEqual(logdir.parts[("fresh", 0)].values, [b"a", b"b"])
 
+    def test_once_stopping_every_new_write_is_refused_before_any_work(self) -> None:
+        runner = HeldRunner()
+        broker, _, _ = make(writes=runner)
+        broker.stopService()
+        jobs = len(runner.jobs)
+        for refused in (
+            broker.produce_values("t", 0, [b"a"]),
+            broker.produce_batches("t", 0, b""),
+            broker.create_topic("n", 1),
+            broker.alter_topic_configs("t", lambda current: {}),
+            broker.create_partitions("t", 2),
+            broker.delete_records("t", 0, 0),
+            broker.transactions.write_txn_markers([("t", 0)], 1, 0, commit=True),
+        ):
+            self.failureResultOf(refused, ShuttingDown)
+        self.assertEqual(len(runner.jobs), jobs)
+
     def test_shutdown_finishes_queued_appends_then_closes(self) -> None:
         runner = HeldRunner()
         broker, logdir, _ = make(writes=runner)
@@ -282,7 +299,7 @@ class InlineAppendTests(SynchronousTestCase):
         self.assertEqual(runner.jobs, [])
         self.assertEqual(self.successResultOf(d).base_offset, 0)
         self.assertEqual(logdir.parts[("t", 0)].calls, ["append", "publish"])
-        self.assertEqual(self.successResultOf(broker.list_offsets("t", 0)), (0, 1))
+        self.assertEqual(self.successResultOf(broker.reads.list_offsets("t", 0)), (0, 1))
 
     def test_a_parked_fetch_is_answered_within_the_produce(self) -> None:
         runner = HeldRunner()
@@ -447,7 +464,8 @@ class LongPollTests(SynchronousTestCase):
     def test_fetch_out_of_range(self) -> None:
         broker, _, _ = make()
         self.failureResultOf(
-            defer.maybeDeferred(broker.read, "t", 0, 5, 100, COMMITTED_RECORDS), OffsetOutOfRange
+            defer.maybeDeferred(broker.reads.read, "t", 0, 5, 100, COMMITTED_RECORDS),
+            OffsetOutOfRange,
         )
 
 

@@ -97,7 +97,7 @@ class BrokerTxnTests(SynchronousTestCase):
         )
         self.broker.startService()
         self.verifier = Verifier()
-        self.broker.set_txn_verifier(self.verifier)
+        self.broker.transactions.set_txn_verifier(self.verifier)
 
     def stop(self) -> None:
         self.successResultOf(self.broker.stopService())
@@ -111,7 +111,7 @@ class BrokerTxnTests(SynchronousTestCase):
 
     def fetch(self, *args: Any) -> defer.Deferred[LogRead]:
         """The core's read, as a Deferred whether it answered at once or not."""
-        return defer.maybeDeferred(self.broker.read, *args)
+        return defer.maybeDeferred(self.broker.reads.read, *args)
 
     def fails(self, d: defer.Deferred[Any], kind: type[BaseException]) -> Failure:
         failure = self.failureResultOf(d)
@@ -126,7 +126,7 @@ class BrokerTxnTests(SynchronousTestCase):
 
     def markers(self, pid: int, *, commit: bool, epoch: int = 0, parts: Any = None) -> None:
         self.ok(
-            self.broker.write_txn_markers(
+            self.broker.transactions.write_txn_markers(
                 parts or [("t", 0)], pid, epoch, commit=commit, coordinator_epoch=1
             )
         )
@@ -146,7 +146,7 @@ class BrokerTxnTests(SynchronousTestCase):
         self.fails(self.broker.produce_batches("t", 0, txn(5, 1, b"c")), InvalidProducerEpoch)
 
     def test_no_verifier_refuses_transactional_batches(self) -> None:
-        self.broker.set_txn_verifier(None)
+        self.broker.transactions.set_txn_verifier(None)
         self.fails(self.broker.produce_batches("t", 0, txn(5, 0, b"a")), InvalidTxnState)
         # Idempotent, non-transactional produce is unaffected.
         self.assertEqual(self.produce(txn(5, 0, b"a", transactional=False)), 0)
@@ -166,9 +166,10 @@ class BrokerTxnTests(SynchronousTestCase):
         self.begin(5)
         self.produce(txn(5, 0, b"a", b"b"))
         self.produce(encode_batch([b"plain"], timestamp_ms=T0))
-        self.assertEqual(self.ok(self.broker.offsets("t", 0)), PartitionOffsets(0, 3, 0))
-        self.assertEqual(self.ok(self.broker.list_offsets("t", 0)), (0, 3))
-        self.assertEqual(self.ok(self.broker.list_offsets("t", 0, read_committed=True)), (0, 0))
+        self.assertEqual(self.ok(self.broker.reads.offsets("t", 0)), PartitionOffsets(0, 3, 0))
+        self.assertEqual(self.ok(self.broker.reads.list_offsets("t", 0)), (0, 3))
+        committed = self.broker.reads.list_offsets("t", 0, read_committed=True)
+        self.assertEqual(self.ok(committed), (0, 0))
         committed = self.ok(self.fetch("t", 0, 0, 1 << 20, COMMITTED))
         self.assertEqual((committed.records, committed.last_stable_offset), (b"", 0))
         self.assertEqual(committed.high_watermark, 3)
@@ -181,7 +182,7 @@ class BrokerTxnTests(SynchronousTestCase):
         # The native fetch sees nothing yet.
         self.assertEqual(self.ok(self.fetch("t", 0, 0, 1 << 20, COMMITTED_RECORDS)).decoded, ())
         self.markers(5, commit=True)
-        self.assertEqual(self.ok(self.broker.offsets("t", 0)), PartitionOffsets(0, 4, 4))
+        self.assertEqual(self.ok(self.broker.reads.offsets("t", 0)), PartitionOffsets(0, 4, 4))
         committed = self.ok(self.fetch("t", 0, 0, 1 << 20, COMMITTED))
         self.assertEqual(batch_offsets(committed.records), [0, 2, 3])
         self.assertEqual(committed.aborted, ())
@@ -216,14 +217,14 @@ class BrokerTxnTests(SynchronousTestCase):
         self.produce(encode_batch([b"p"], timestamp_ms=T0 + 7, producer_id=9,
                                   producer_epoch=2, base_sequence=0))
         self.produce(txn(5, 0, b"a", b"b"))
-        self.assertEqual(self.ok(self.broker.describe_producers("t", 0)), [
+        self.assertEqual(self.ok(self.broker.transactions.describe_producers("t", 0)), [
             (ActiveProducer(5, 0, 1, T0, marked=False), 1),
             (ActiveProducer(9, 2, 0, T0 + 7, marked=False), -1),
         ])
         self.markers(5, commit=True, epoch=1)
-        self.assertEqual(self.ok(self.broker.describe_producers("t", 0))[0],
+        self.assertEqual(self.ok(self.broker.transactions.describe_producers("t", 0))[0],
                          (ActiveProducer(5, 1, -1, T0, marked=True), -1))
-        self.fails(self.broker.describe_producers("t", 3), UnknownTopicOrPartition)
+        self.fails(self.broker.transactions.describe_producers("t", 3), UnknownTopicOrPartition)
 
     def test_markers_to_several_partitions_and_deleted_topics(self) -> None:
         self.ok(self.broker.create_topic("u", 2))
@@ -232,7 +233,7 @@ class BrokerTxnTests(SynchronousTestCase):
             self.produce(txn(5, partition, b"v"), "u", partition)
         self.markers(5, commit=True, parts=[("u", 0), ("u", 1), ("gone", 0)])
         for partition in (0, 1):
-            offsets = self.ok(self.broker.offsets("u", partition))
+            offsets = self.ok(self.broker.reads.offsets("u", partition))
             self.assertEqual(offsets, PartitionOffsets(0, 2, 2))
 
     def test_marker_to_a_partition_that_no_longer_exists_is_skipped(self) -> None:
@@ -241,21 +242,21 @@ class BrokerTxnTests(SynchronousTestCase):
         # transactional id stuck in PrepareCommit), and there is nothing to end there.
         self.ok(self.broker.create_topic("u", 1))
         self.markers(5, commit=True, parts=[("u", 0), ("u", 3)])
-        self.assertEqual(self.ok(self.broker.offsets("u", 0)).high_watermark, 1)
+        self.assertEqual(self.ok(self.broker.reads.offsets("u", 0)).high_watermark, 1)
 
     def test_other_marker_failures_errback_after_every_partition_was_tried(self) -> None:
         self.ok(self.broker.create_topic("u", 2))
         self.ok(self.broker.produce_batches("u", 1, txn(-1, 0, b"x", transactional=False)))
         self.logdir.logs()[("u", 1)].close()
-        d = self.broker.write_txn_markers([("u", 0), ("u", 1)], 5, 0, commit=True)
+        d = self.broker.transactions.write_txn_markers([("u", 0), ("u", 1)], 5, 0, commit=True)
         self.assertIsInstance(self.failureResultOf(d).value, BrokerError)
         # The good partition got its marker all the same.
-        self.assertEqual(self.ok(self.broker.offsets("u", 0)).high_watermark, 1)
+        self.assertEqual(self.ok(self.broker.reads.offsets("u", 0)).high_watermark, 1)
 
     def test_marker_wakes_parked_fetches(self) -> None:
         self.begin(5)
         self.produce(txn(5, 0, b"x" * 10))
-        hw = self.ok(self.broker.offsets("t", 0)).high_watermark
+        hw = self.ok(self.broker.reads.offsets("t", 0)).high_watermark
         woke = self.broker.wait_for_data(
             [("t", 0, 0)], min_bytes=1 << 20, max_wait_ms=10_000, seen={("t", 0): hw}
         )
@@ -282,7 +283,7 @@ class BrokerTxnTests(SynchronousTestCase):
         self.produce(txn(6, 0, b"b"))
         self.stop()
         self.start()
-        self.assertEqual(self.ok(self.broker.offsets("t", 0)), PartitionOffsets(0, 3, 2))
+        self.assertEqual(self.ok(self.broker.reads.offsets("t", 0)), PartitionOffsets(0, 3, 2))
         self.begin(5)
         self.fails(self.broker.produce_batches("t", 0, txn(5, 1, b"z")), InvalidProducerEpoch)
         self.markers(6, commit=True)
@@ -310,7 +311,7 @@ class MarkerDurabilityTests(BrokerTxnTests):
         )
         self.broker.startService()
         self.verifier = Verifier()
-        self.broker.set_txn_verifier(self.verifier)
+        self.broker.transactions.set_txn_verifier(self.verifier)
 
     def test_marker_is_synced_before_it_is_reported_written(self) -> None:
         self.begin(5)

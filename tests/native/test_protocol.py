@@ -388,7 +388,7 @@ class ErrorTests(ProtocolTestCase):
         def boom(*args: Any, **kwargs: Any) -> Any:
             raise errors.ShuttingDown("stopping")
 
-        self.core.list_offsets = boom  # type: ignore[method-assign]
+        self.core.reads.list_offsets = boom  # type: ignore[method-assign]
         self.send(list_offsets_frame("t", 0))
         self.assertEqual(self.take(), error_body(ErrorCode.SHUTTING_DOWN, "stopping"))
 

@@ -65,13 +65,13 @@ def start_server(data_dir: Path) -> Server:
     )
     broker.startService()
     fetches: list[int] = []
-    read = broker.read
+    read = broker.reads.read
 
     def counting_read(topic, partition, offset, max_bytes, spec):  # type: ignore[no-untyped-def]
         fetches.append(offset)
         return read(topic, partition, offset, max_bytes, spec)
 
-    broker.read = counting_read  # type: ignore[method-assign]
+    broker.reads.read = counting_read  # type: ignore[method-assign]
     factory = NativeFactory(broker, clock=reactor)
     protocols: list[NativeProtocol] = []
     build = factory.buildProtocol

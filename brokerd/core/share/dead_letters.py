@@ -31,7 +31,7 @@ import attrs
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
-from brokerd.core.api import CoreReads
+from brokerd.core.api import HoldsReads
 from brokerd.core.share.engine import GroupDeadLetters
 from brokerd.core.share.partition import DeadLetter
 from brokerd.storage.record.encode import RecordHeaders, encode_batch
@@ -62,7 +62,7 @@ COPY_READ_BYTES = 1 << 20
 _DECODED = ReadSpec(Isolation.READ_COMMITTED, Delivery.RECORDS)
 
 
-class DeadLetterCore(CoreReads, Protocol):
+class DeadLetterCore(HoldsReads, Protocol):
     """What the writer needs of the broker: topics, creation, appends and reads."""
 
     def topics(self) -> dict[str, TopicInfo]: ...
@@ -208,7 +208,7 @@ class DeadLetterWriter:
         at = first
         while at <= last:
             try:
-                got = self._core.read(topic, partition, at, COPY_READ_BYTES, _DECODED)
+                got = self._core.reads.read(topic, partition, at, COPY_READ_BYTES, _DECODED)
                 read = got if isinstance(got, LogRead) else await got
             except Exception:  # gone from the log: headers only
                 return out

@@ -38,7 +38,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.clock import Clock, DelayedCall
-from brokerd.core.api import CoreLongPoll, CoreReads
+from brokerd.core.api import CoreLongPoll, HoldsReads
 from brokerd.core.coordinator_runtime import OrderedJournalWriter
 from brokerd.core.share.config import DEFAULTS, AutoOffsetReset, IsolationLevel
 from brokerd.core.share.dead_letters import DeadLetterWriter
@@ -70,7 +70,7 @@ MIN_READ_BYTES = 16 * 1024
 IDLE_CHECK_SECONDS = 1.0
 
 
-class ShareCore(CoreReads, CoreLongPoll, Protocol):
+class ShareCore(CoreLongPoll, HoldsReads, Protocol):
     """What the service needs of :class:`brokerd.core.Broker`: its reads and long poll
     (the core's face), and its write pool for the journal's writes."""
 
@@ -349,7 +349,7 @@ class ShareService:
         order with any later change) and the log's batches from its fetch offset: about
         what ``max_records`` records take, by the record size the last reads of the
         partition saw (a read answers at least one whole batch), at most ``max_bytes``."""
-        offsets = await self._core.offsets(topic, partition)
+        offsets = await self._core.reads.offsets(topic, partition)
         config = self.engine.config(group)
         committed = config.isolation_level is IsolationLevel.READ_COMMITTED
         end = offsets.last_stable_offset if committed else offsets.high_watermark
@@ -358,7 +358,7 @@ class ShareService:
             group, topic, partition, log_end=end
         ):
             since = int(self.now_ms()) - config.reset_duration_ms
-            first = await self._core.offset_for_timestamp(topic, partition, since)
+            first = await self._core.reads.offset_for_timestamp(topic, partition, since)
             found = None if first is None else first[0]
         part, records = self.engine.ensure(
             group,
@@ -374,7 +374,7 @@ class ShareService:
         if offset >= end or max_bytes <= 0:
             return _Read(topic, partition)
         try:
-            got = self._core.read(
+            got = self._core.reads.read(
                 topic,
                 partition,
                 offset,
@@ -610,7 +610,7 @@ class ShareService:
         part = self.engine.partition(group, topic, partition)
         if part is None:
             return -1, -1
-        offsets = await self._core.offsets(topic, partition)
+        offsets = await self._core.reads.offsets(topic, partition)
         committed = self.engine.config(group).isolation_level is IsolationLevel.READ_COMMITTED
         end = offsets.last_stable_offset if committed else offsets.high_watermark
         return part.start, max(0, end - part.start - part.done_count())

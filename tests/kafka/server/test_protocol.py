@@ -79,6 +79,15 @@ class FakeCore:
     """An in-memory stand-in for brokerd.core.Broker. Each partition is a list of
     ``(first_offset, batch bytes)``; one "record" per batch keeps offsets simple."""
 
+    @property
+    def reads(self) -> Any:
+        """The fake plays the face's reads and transactions roles itself."""
+        return self
+
+    @property
+    def transactions(self) -> Any:
+        return self
+
     def __init__(self) -> None:
         self.auto_create_topics = True
         self._topics: dict[str, TopicInfo] = {}

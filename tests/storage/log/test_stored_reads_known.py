@@ -246,9 +246,9 @@ def test_the_core_answers_just_appended_data_without_the_pool(broker: Any) -> No
     b, reads, logdir = broker
     _result(b.produce_values("t", 0, [b"a", b"b"]))
     _result(b.produce_values("t", 0, [b"c"]))
-    records = _result(defer.maybeDeferred(b.read, "t", 0, 1, BIG, COMMITTED_RECORDS))
+    records = _result(defer.maybeDeferred(b.reads.read, "t", 0, 1, BIG, COMMITTED_RECORDS))
     assert [r.value for r in records.decoded] == [b"b", b"c"]
-    stored = _result(defer.maybeDeferred(b.read, "t", 0, 2, BIG, REFERENCE))
+    stored = _result(defer.maybeDeferred(b.reads.read, "t", 0, 2, BIG, REFERENCE))
     assert span_of(stored) is not None
     want = logdir.get("t", 0).read(2, BIG, BYTES).records
     assert content(stored) == want
@@ -256,13 +256,13 @@ def test_the_core_answers_just_appended_data_without_the_pool(broker: Any) -> No
     # Not known in memory (the remembered runs forgotten): the pool reads it.
     plog: PartitionLog = logdir.get("t", 0)
     plog._state.tail.forget()
-    stored = _result(defer.maybeDeferred(b.read, "t", 0, 0, BIG, REFERENCE))
+    stored = _result(defer.maybeDeferred(b.reads.read, "t", 0, 0, BIG, REFERENCE))
     assert content(stored) == plog.read(0, BIG, BYTES).records
-    records = _result(defer.maybeDeferred(b.read, "t", 0, 0, BIG, COMMITTED_RECORDS))
+    records = _result(defer.maybeDeferred(b.reads.read, "t", 0, 0, BIG, COMMITTED_RECORDS))
     assert [r.value for r in records.decoded] == [b"a", b"b", b"c"]
     assert reads.jobs == ["read", "read"]
     # The Kafka read learned the positions ahead: the next one is from memory again.
-    stored = _result(defer.maybeDeferred(b.read, "t", 0, 2, BIG, REFERENCE))
+    stored = _result(defer.maybeDeferred(b.reads.read, "t", 0, 2, BIG, REFERENCE))
     assert content(stored) == want and len(reads.jobs) == 2
 
 
@@ -272,9 +272,9 @@ def test_the_core_still_raises_out_of_range_from_memory_paths(broker: Any) -> No
     b, _reads, _logdir = broker
     _result(b.produce_values("t", 0, [b"a"]))
     with pytest.raises(OffsetOutOfRange):
-        _result(defer.maybeDeferred(b.read, "t", 0, 5, BIG, REFERENCE))
+        _result(defer.maybeDeferred(b.reads.read, "t", 0, 5, BIG, REFERENCE))
     with pytest.raises(OffsetOutOfRange):
-        _result(defer.maybeDeferred(b.read, "t", 0, 5, BIG, COMMITTED_RECORDS))
+        _result(defer.maybeDeferred(b.reads.read, "t", 0, 5, BIG, COMMITTED_RECORDS))
 
 
 

@@ -483,7 +483,7 @@ class FetchHandler:
             due.clear()
             gone.clear()
             alive: dict[uuid.UUID, bool] = {}
-            open_log = self._core.open_log
+            open_log = self._core.reads.open_log
             for key, c in candidates():
                 if by_id:
                     # The ID still names the topic the session knows by that name
@@ -706,7 +706,7 @@ class FetchHandler:
         try:
             # Most reads of a consumer that keeps up, or reads a backlog in order, are
             # answered at once, without a Deferred.
-            answer = self._core.read(topic, p.partition, p.fetch_offset, max_bytes, spec)
+            answer = self._core.reads.read(topic, p.partition, p.fetch_offset, max_bytes, spec)
             result = answer if isinstance(answer, LogRead) else await answer
         except Exception as e:
             return _fetch_error(p.partition, self._unexpected("fetch", e))
@@ -727,7 +727,7 @@ class FetchHandler:
         if log is not None:
             return _internal_read(log, p, 0, offsets_only=True)
         try:
-            at = await self._core.offsets(topic, p.partition)
+            at = await self._core.reads.offsets(topic, p.partition)
         except Exception as e:
             return _fetch_error(p.partition, self._unexpected("fetch", e))
         # Valid up to the high watermark whatever the isolation level: an offset in

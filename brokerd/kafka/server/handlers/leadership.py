@@ -176,7 +176,7 @@ class LeadershipHandlers:
     async def _epoch_end(self, topic: str, p: OffsetForLeaderPartition) -> EpochEndOffset:
         try:
             # Also the partition's existence check (UNKNOWN_TOPIC_OR_PARTITION).
-            log_start, log_end = await self._core.list_offsets(topic, p.partition)
+            log_start, log_end = await self._core.reads.list_offsets(topic, p.partition)
         except Exception as e:
             return EpochEndOffset(
                 partition=p.partition,

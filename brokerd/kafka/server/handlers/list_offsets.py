@@ -113,7 +113,7 @@ class ListOffsetsHandler:
             return _internal_offsets(log.bounds(p.partition_index), p)
         try:
             # Also the partition's existence check, whatever the timestamp.
-            start, latest = await self._core.list_offsets(
+            start, latest = await self._core.reads.list_offsets(
                 topic, p.partition_index, read_committed=read_committed
             )
             found = await self._lookup(topic, p, start, latest)
@@ -149,9 +149,9 @@ class ListOffsetsHandler:
         if ts in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
             return None  # nothing is tiered, nothing is pending upload
         if ts == MAX_TIMESTAMP:
-            found = await self._core.max_timestamp_offset(topic, p.partition_index)
+            found = await self._core.reads.max_timestamp_offset(topic, p.partition_index)
         else:
-            found = await self._core.offset_for_timestamp(topic, p.partition_index, ts)
+            found = await self._core.reads.offset_for_timestamp(topic, p.partition_index, ts)
         if found is None or found[0] >= latest:
             return None
         return found

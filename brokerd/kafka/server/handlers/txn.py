@@ -560,7 +560,7 @@ class TxnHandlers:
         if self._missing([(topic, partition)]):
             return refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         try:
-            found = await self._core.describe_producers(topic, partition)
+            found = await self._core.transactions.describe_producers(topic, partition)
         except UnknownTopicOrPartition:
             return refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         except Exception as e:
@@ -597,7 +597,7 @@ class TxnHandlers:
                     present.append(tp)
         if present:
             try:
-                await self._core.write_txn_markers(
+                await self._core.transactions.write_txn_markers(
                     present, marker.producer_id, marker.producer_epoch,
                     commit=marker.transaction_result,
                     coordinator_epoch=marker.coordinator_epoch,
@@ -631,7 +631,7 @@ class TxnHandlers:
         newer than the producer's epoch, unless it repeats the marker that already ended
         the transaction (same epoch, nothing open on the partition)."""
         try:
-            found = await self._core.describe_producers(*tp)
+            found = await self._core.transactions.describe_producers(*tp)
         except UnknownTopicOrPartition:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         except Exception as e:

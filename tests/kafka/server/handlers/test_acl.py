@@ -494,9 +494,9 @@ class AdminAndGroupTests(AclTestCase):
         from brokerd.kafka.wire.messages import txn as txn_apis
 
         self.core.add_topic("t")
-        self.core.write_txn_markers = (  # type: ignore[attr-defined]
+        self.core.transactions.write_txn_markers = (  # type: ignore[attr-defined]
             lambda *a, **k: defer.succeed(None))
-        self.core.describe_producers = (  # type: ignore[attr-defined]
+        self.core.transactions.describe_producers = (  # type: ignore[attr-defined]
             lambda topic, partition: defer.succeed([]))
         body = txn_apis.WriteTxnMarkersRequest(markers=(txn_apis.WritableTxnMarker(
             producer_id=7, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
@@ -514,7 +514,7 @@ class AdminAndGroupTests(AclTestCase):
 
         self.core.add_topic("ok")
         self.core.add_topic("secret")
-        self.core.describe_producers = (  # type: ignore[attr-defined]
+        self.core.transactions.describe_producers = (  # type: ignore[attr-defined]
             lambda topic, partition: defer.succeed([]))
         self.grant(ResourceType.TOPIC, "ok", OP.READ)
         self.grant(ResourceType.TOPIC, "secret", OP.DESCRIBE)

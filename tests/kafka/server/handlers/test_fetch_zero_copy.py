@@ -117,7 +117,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
     )
     broker.startService()
     stored_reads: list[tuple[str, int, int]] = []
-    read = broker.read
+    read = broker.reads.read
 
     def counting(
         topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
@@ -127,7 +127,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
             stored_reads.append((topic, partition, offset))
         return read(topic, partition, offset, max_bytes, spec)
 
-    broker.read = counting  # type: ignore[method-assign]
+    broker.reads.read = counting  # type: ignore[method-assign]
     protocols: dict[str, list[KafkaProtocol]] = {"zero": [], "value": [], "tls": []}
     pki = make_pki(tmp_path / "pki")
     ports = {

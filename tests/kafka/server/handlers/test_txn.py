@@ -643,7 +643,7 @@ class DescribeProducersTests(TxnTestCase):
     def setUp(self) -> None:
         super().setUp()
         self.asked: list[tuple[str, int]] = []
-        self.core.describe_producers = self.fake_describe  # type: ignore[attr-defined]
+        self.core.transactions.describe_producers = self.fake_describe  # type: ignore[attr-defined]
 
     def fake_describe(self, topic: str, partition: int) -> defer.Deferred[Any]:
         self.asked.append((topic, partition))
@@ -691,9 +691,9 @@ class WriteTxnMarkersTests(TxnTestCase):
     def setUp(self) -> None:
         super().setUp()
         self.written: list[tuple[Any, ...]] = []
-        self.core.write_txn_markers = self.fake_write  # type: ignore[attr-defined]
+        self.core.transactions.write_txn_markers = self.fake_write  # type: ignore[attr-defined]
         self.known: list[tuple[ActiveProducer, int]] = []
-        self.core.describe_producers = (  # type: ignore[attr-defined]
+        self.core.transactions.describe_producers = (  # type: ignore[attr-defined]
             lambda topic, partition: defer.succeed(self.known))
 
     def fake_write(self, partitions: Sequence[tuple[str, int]], producer_id: int,
