@@ -157,7 +157,7 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self._txns.last_stable_offset
+        return self._state.last_stable_offset
 
     @property
     def size_bytes(self) -> int:

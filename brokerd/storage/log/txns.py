@@ -169,11 +169,7 @@ class PartitionTxns:
         with self._state.write_lock:
             return self._state.log_end_offset, self._producers.ongoing.ongoing
 
-    # --- reader side (no lock) ------------------------------------------------------------
-
-    @property
-    def last_stable_offset(self) -> int:
-        return self._state.last_stable_offset
+    # --- reader side (no lock; the LSO itself is LogState's) -----------------------------
 
     def _aborted_entries(self, fetch_offset: int, upper: int) -> list[AbortedEntry]:
         out: list[AbortedEntry] = []

@@ -44,15 +44,15 @@ def test_markers_move_the_lso_and_aborts_are_recorded(tmp_path: Path) -> None:
         txn_batch(state, txns, 8, [b"z"])  # 3
         publish_txns(state, txns)
         assert txns.transactional and state.segments[-1].txnindex.exists
-        assert txns.last_stable_offset == first == 1
+        assert state.last_stable_offset == first == 1
         assert txns.txn_snapshot() == (4, {7: 1, 8: 3})
         abort = txns.append_marker(7, 0, commit=False, coordinator_epoch=1, timestamp_ms=5)
         publish_txns(state, txns)
         assert abort.base_offset == 4 and txns.any_aborted
-        assert txns.last_stable_offset == 3  # producer 8 is still open
+        assert state.last_stable_offset == 3  # producer 8 is still open
         txns.append_marker(8, 0, commit=True, coordinator_epoch=1, timestamp_ms=6)
         publish_txns(state, txns)
-        assert txns.last_stable_offset == 6 and txns.txn_snapshot() == (6, {})
+        assert state.last_stable_offset == 6 and txns.txn_snapshot() == (6, {})
         assert txns.aborted_txns(0, 6) == (AbortedTxn(7, 1),)
         assert txns.aborted_txns(5, 6) == ()  # fetched from past its marker
         committed = txns.committed_filter(0, 6)
