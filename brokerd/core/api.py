@@ -1,13 +1,17 @@
 """The broker core's face: the one typed interface the Kafka listener, the native
 protocol, the admin operations, the web side and the metrics use of the core.
 
-:class:`CoreApi` declares every method of :class:`brokerd.core.broker.Broker` that code
+:class:`CoreApi` declares everything of :class:`brokerd.core.broker.Broker` that code
 outside the core calls (reactor thread; Deferreds fire there, and failures carry
-:mod:`brokerd.errors` exceptions). Each method is declared once, in the role it belongs
-to; a consumer that needs only one role (the ACL gate reads topic names, the transaction
-coordinator writes markers) takes that role, every other consumer takes
-:class:`CoreApi`. ``Broker`` satisfies it (checked by mypy at the end of
-``broker.py``); tests pass fakes that have what their handler calls.
+:mod:`brokerd.errors` exceptions). Each operation is declared once, in the role it
+belongs to, and implemented once: the broker implements the topic, admin, write and
+long-poll roles itself, and holds the parts that play the others, reached through the
+role (``core.reads`` is its ``Fetcher``, ``core.transactions`` its ``TxnMarkers``,
+``core.share`` the share groups' service), so no method forwards to another. A consumer
+that needs only one role (the ACL gate reads topic names, the transaction coordinator
+writes markers) takes that role, every other consumer takes :class:`CoreApi`.
+``Broker`` satisfies it (checked by mypy at the end of ``broker.py``); tests pass fakes
+that have what their handler calls.
 
 The long-poll primitive is part of the face: :func:`long_poll` and its
 :class:`Shortfall` (defined in :mod:`brokerd.core.waiters`), which the Kafka Fetch runs
@@ -15,7 +19,7 @@ over its own reads with :meth:`CoreLongPoll.wait_for_data` as the park step.
 
 Only declarations, no behaviour. What it does not declare: the core's wiring (the
 service tree, producer-id source, runners: ``brokerd/tap.py`` builds those on the
-``Broker`` itself) and what the core needs of storage (:mod:`brokerd.core.interfaces`).
+``Broker`` itself) and what the core needs of the reactor (:mod:`brokerd.core.interfaces`).
 """
 
 from __future__ import annotations
