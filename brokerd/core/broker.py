@@ -14,8 +14,11 @@ The parts it wires: :class:`~brokerd.core.topics.TopicRegistry` (open partitions
 auto-create), :class:`~brokerd.core.writer.PartitionWriter` per partition (group
 commit), :class:`~brokerd.core.producers.ProducerGuard` per partition (idempotence),
 :class:`~brokerd.core.waiters.WaiterRegistry` (long polls),
-:class:`~brokerd.core.fetcher.Fetcher` (the reads) and
-:class:`~brokerd.core.timers.PeriodicTasks`. Every public method runs in the reactor
+:class:`~brokerd.core.fetcher.Fetcher` (``reads``, the face's reads role),
+:class:`~brokerd.core.txn_markers.TxnMarkers` (``transactions``) and
+:class:`~brokerd.core.timers.PeriodicTasks`; at stop its
+:class:`~brokerd.core.stopping.StopLatch` refuses new work (one check,
+:func:`~brokerd.core.stopping.refused_when_stopping`). Every public method runs in the reactor
 thread and returns a Deferred (or a plain value when no I/O is involved); errors arrive
 as failures carrying :mod:`brokerd.errors` exceptions. What code outside the core calls
 of it is its face, :class:`brokerd.core.api.CoreApi` (checked at the end of this module).
