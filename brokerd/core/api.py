@@ -6,8 +6,8 @@ outside the core calls (reactor thread; Deferreds fire there, and failures carry
 :mod:`brokerd.errors` exceptions). Each operation is declared once, in the role it
 belongs to, and implemented once: the broker implements the topic, admin, write and
 long-poll roles itself, and holds the parts that play the others, reached through the
-role (``core.reads`` is its ``Fetcher``, ``core.transactions`` its ``TxnMarkers``,
-``core.share`` the share groups' service), so no method forwards to another. A consumer
+role (``core.reads`` is its ``Fetcher``, ``core.transactions`` its ``TxnMarkers``), so
+no method forwards to another. A consumer
 that needs only one role (the ACL gate reads topic names, the transaction coordinator
 writes markers) takes that role, every other consumer takes :class:`CoreApi`.
 ``Broker`` satisfies it (checked by mypy at the end of ``broker.py``); tests pass fakes
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from twisted.internet.defer import Deferred
 
@@ -41,9 +41,6 @@ from brokerd.storage.types import (
     ReadSpec,
     TopicInfo,
 )
-
-if TYPE_CHECKING:
-    from brokerd.core.share.service import ShareService
 
 #: ``verify(topic, partition, producer_id, producer_epoch)``: returns if the producer's
 #: ongoing transaction holds the partition; raises ``InvalidTxnState`` (or
@@ -292,11 +289,6 @@ class CoreApi(CoreTopics, CoreAdmin, CoreWrites, CoreLongPoll, HoldsReads, Proto
     @property
     def transactions(self) -> CoreTransactions:
         """The core's side of transactions (its ``TxnMarkers``)."""
-        ...
-
-    @property
-    def share(self) -> ShareService | None:
-        """Share groups' records (KIP-932) when the application added them, else None."""
         ...
 
 

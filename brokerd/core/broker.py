@@ -81,9 +81,6 @@ from brokerd.storage.types import (
     TopicInfo,
 )
 
-if TYPE_CHECKING:
-    from brokerd.core.share.service import ShareService
-
 P = ParamSpec("P")
 T = TypeVar("T")
 R = TypeVar("R")
@@ -155,8 +152,6 @@ class Broker(SequentialMultiService):
         )
         #: The face's reads role: fetches and offset lookups.
         self.reads = Fetcher(self.partitions, self._run_read)
-        #: The face's share-groups role, when the application adds share groups.
-        self.share: ShareService | None = None
         self._timers = PeriodicTasks(reactor)
         # Added first, stopped last: the pools, then the log directory.
         self.pools.setServiceParent(self)

@@ -58,7 +58,7 @@ def role_members(role: type) -> dict[str, object]:
 def test_the_face_has_the_methods_outside_code_calls() -> None:
     members = face_members()
     for name in ("topics", "create_topic", "produce_batches", "wait_for_data", "open_logs",
-                 "reads", "transactions", "share"):
+                 "reads", "transactions"):
         assert name in members
     assert "read" in role_members(api.CoreReads)
     assert "write_txn_markers" in role_members(api.CoreTransactions)
@@ -76,7 +76,7 @@ def test_each_operation_is_declared_once() -> None:
 
 def test_broker_has_every_member_with_the_same_parameters() -> None:
     for name, declared in face_members().items():
-        if name in ROLES or name == "share":
+        if name in ROLES:
             continue  # the parts the broker holds (instance attributes)
         implemented = getattr(Broker, name, None)
         assert implemented is not None, f"Broker has no {name}"
