@@ -16,6 +16,7 @@ from typing import Any
 
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
+from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.core.coordinator_runtime import ParkedRequest, Release
 from brokerd.errors import StorageError
@@ -35,7 +36,7 @@ def ongoing(epoch: int = 3) -> TxnMetadata:
     return meta.add_partitions([P0], NOW)
 
 
-class DecisionTests(CoordinatorTestCase):
+class DecisionTests(SynchronousTestCase):
     """The pure decisions: records and answers from a value, nothing written."""
 
     def test_add_partitions_writes_the_new_value_and_fails_retriably(self) -> None:
