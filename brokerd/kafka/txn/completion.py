@@ -35,7 +35,7 @@ __all__ = ["TxnCompleter"]
 
 
 class TxnCompleter:
-    """Runs the completion of Prepare* transactions. Reactor thread only.
+    """Runs the markers and offsets of Prepare* transactions. Reactor thread only.
 
     :param now_ms: wall-clock milliseconds (for the rate of its warnings).
     """

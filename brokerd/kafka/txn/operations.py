@@ -52,6 +52,7 @@ __all__ = [
     "add_partitions",
     "completed",
     "end_txn",
+    "end_txn_bumping",
     "expire",
     "fence_and_abort",
     "init_producer_id",
