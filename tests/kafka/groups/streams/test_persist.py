@@ -7,6 +7,8 @@ rebalance, and DeleteGroups erases the record.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +139,9 @@ class HeartbeatDurabilityTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.held: list[tuple[Any, tuple[Any, ...], Deferred[Any]]] = []
         self.fail = False
-        self.path = self.mktemp()
-        os.makedirs(self.path)
+        # Not trial's mktemp: under pytest it lands in the working directory.
+        self.path = tempfile.mkdtemp(prefix="brokerd-streams-")
+        self.addCleanup(shutil.rmtree, self.path, True)
         self.store = OffsetStore.open(os.path.join(self.path, "offsets.log"))
         self.coord = GroupCoordinator(clock=task.Clock(), offsets=self.store,
                                       run_blocking=self._hold_write)
