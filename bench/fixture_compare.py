@@ -157,11 +157,26 @@ def test_group_consume(brokerd):
 '''
 
 # pytest-kafka-broker's fixture is an asyncio one: the tests are coroutines (the client
-# calls inside block the loop, which nothing else needs meanwhile).
+# calls inside block the loop, which nothing else needs meanwhile). Its port fixture is
+# overridden so that no fixed port is tried.
 TEST_PKB = '''
+import socket
+
 import pytest
 
 from bodies import group_consume, produce_consume
+
+
+@pytest.fixture
+def find_unused_tcp_port():
+    # The plugin's own tries 9092 and 9093 first; here every port is the kernel's choice
+    # (a developer's Kafka may hold those).
+    def factory(default=0):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+
+    return factory
 
 
 @pytest.mark.asyncio
