@@ -395,8 +395,8 @@ def main(argv: list[str] | None = None) -> int:
             sessions[name].append(session)
             print(f"run {run + 1} {name}: {session['wall']:.1f} s "
                   f"(load {session['load']:.2f})", file=sys.stderr)
-    for name, runs in sessions.items():
-        results[name] = summary(runs)
+    # The measured columns first, then those that could not run.
+    results = {**{name: summary(runs) for name, runs in sessions.items()}, **results}
     why = docker_missing()
     results["testcontainers (Kafka image)"] = (
         f"not run: {why}" if why else "not measured by this script")
