@@ -2,7 +2,7 @@
 consumer groups, shared by the admin commands, the web console and the metrics.
 
 Data only: these classes are built by :class:`brokerd.admin.inspect.Inspector` and
-rendered elsewhere (tables and JSON in ``brokerd.cli_admin``, HTML in ``brokerd.web``,
+rendered elsewhere (tables and JSON in ``brokerd.cli.topics_groups``, HTML in ``brokerd.web``,
 Prometheus series in ``brokerd.metrics``). :func:`to_json` turns any of them into plain
 JSON-ready values, so every output form shows the same fields under the same names.
 """

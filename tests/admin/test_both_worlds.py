@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from brokerd import cli
+from brokerd.cli import brokerctl as cli
 
 from tests.brokerproc import BrokerProcess
+from tests.cli.test_topics_groups import Ctl
 from tests.control_plane_helpers import admin, confluent, create_topic, produce_keyed
 from tests.kafka_helpers import HEARTBEAT_MS, SESSION_TIMEOUT_MS, WAIT, module_broker
-from tests.test_cli_admin import Ctl
 
 pytestmark = pytest.mark.clients
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from brokerd import cli
-from brokerd.cli_admin import parse_datetime_ms
-from brokerd.cli_tables import render_table
+from brokerd.cli import brokerctl as cli
+from brokerd.cli.tables import render_table
+from brokerd.cli.topics_groups import parse_datetime_ms
 from brokerd.client import NativeClient
 from brokerd.testing import LaunchedBroker
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_cli_admin -*-
+# -*- test-case-name: tests.cli.test_topics_groups -*-
 """``brokerctl``'s admin commands (``docs/admin.md``)::
 
     brokerctl topics describe NAME
@@ -11,11 +11,11 @@
               (--to-earliest | --to-latest | --to-offset N | --to-datetime ISO) [--dry-run]
     brokerctl groups delete GROUP
 
-Each prints an aligned table (:mod:`brokerd.cli_tables`), or with ``--json`` the JSON
+Each prints an aligned table (:mod:`brokerd.cli.tables`), or with ``--json`` the JSON
 form of the broker's views (``brokerd.admin.views.to_json``) on one line. This module
 builds the argument parsers and runs the commands over a
 :class:`~brokerd.client.NativeClient`; the exit codes and connection errors are
-``brokerd.cli``'s.
+:mod:`brokerd.cli.brokerctl`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import json
 from datetime import datetime
 from typing import TextIO
 
-from brokerd.cli_tables import render_group, render_groups, render_resets, render_topic
+from brokerd.cli.tables import render_group, render_groups, render_resets, render_topic
 from brokerd.client import JsonObject, NativeClient
 from brokerd.native.admin_messages import JsonValue, ResetMode
 
@@ -38,7 +38,7 @@ __all__ = [
     "run_topic_admin",
 ]
 
-#: The ``topics`` subcommands this module runs (``create`` and ``list`` are brokerd.cli's).
+#: The ``topics`` subcommands this module runs (``create`` and ``list`` are brokerctl.py's).
 TOPIC_ADMIN_COMMANDS = frozenset({"describe", "alter", "delete", "add-partitions"})
 
 

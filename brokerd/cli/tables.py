@@ -1,5 +1,5 @@
-# -*- test-case-name: tests.test_cli_admin -*-
-"""Aligned text tables of the admin answers, for ``brokerctl`` (:mod:`brokerd.cli_admin`).
+# -*- test-case-name: tests.cli.test_topics_groups -*-
+"""Aligned text tables of the admin answers, for ``brokerctl`` (:mod:`brokerd.cli.topics_groups`).
 
 Each ``render_*`` function takes the JSON form of a view (``brokerd.admin.views.to_json``,
 as the broker sends it) and returns the lines a person reads. Pure: no I/O; the

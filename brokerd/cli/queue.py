@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_cli_queue -*-
+# -*- test-case-name: tests.cli.test_queue -*-
 """``brokerctl queue work`` and ``brokerctl share-groups list|describe``.
 
 ``queue work GROUP TOPIC`` is a worker of a share group on one partition: it acquires
@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import BinaryIO, TextIO
 
-from brokerd.cli_tables import render_share_group, render_share_groups
+from brokerd.cli.tables import render_share_group, render_share_groups
 from brokerd.client import NativeClient
 from brokerd.native.queue_messages import MAX_QUEUE_RECORDS, AckKind, QueueRecord
 

@@ -7,11 +7,11 @@ Commands (see ``brokerctl --help``)::
     brokerctl produce TOPIC [--partition P]          one record per stdin line
     brokerctl consume TOPIC [--partition P] [--from OFFSET|earliest|latest]
                             [--count N] [--follow]   one value per stdout line
-    brokerctl topics describe|alter|delete|add-partitions ...   see brokerd.cli_admin
-    brokerctl groups list|describe|reset-offsets|delete ...     see brokerd.cli_admin
-    brokerctl queue work GROUP TOPIC [--partition P] [--exec CMD] ...   see brokerd.cli_queue
-    brokerctl share-groups list|describe ...          see brokerd.cli_queue
-    brokerctl users add|delete|list ...               see brokerd.cli_users
+    brokerctl topics describe|alter|delete|add-partitions ...   see brokerd.cli.topics_groups
+    brokerctl groups list|describe|reset-offsets|delete ...     see brokerd.cli.topics_groups
+    brokerctl queue work GROUP TOPIC [--partition P] [--exec CMD] ...   see brokerd.cli.queue
+    brokerctl share-groups list|describe ...          see brokerd.cli.queue
+    brokerctl users add|delete|list ...               see brokerd.cli.users
 
 TLS options: ``--tls`` (verify the broker against the system's CAs, or ``--cafile FILE``),
 ``--certfile FILE``/``--keyfile FILE`` (a client certificate), ``--tls-server-name NAME``
@@ -32,15 +32,15 @@ from typing import BinaryIO
 
 import attrs
 
-from brokerd.cli_admin import (
+from brokerd.cli.queue import add_queue_parsers, run_queue, run_share_groups
+from brokerd.cli.topics_groups import (
     TOPIC_ADMIN_COMMANDS,
     add_groups_parser,
     add_topic_admin_parsers,
     run_groups,
     run_topic_admin,
 )
-from brokerd.cli_queue import add_queue_parsers, run_queue, run_share_groups
-from brokerd.cli_users import add_users_parser, run_users
+from brokerd.cli.users import add_users_parser, run_users
 from brokerd.client import NativeClient, NativeError, tls_context
 from brokerd.names import COLLISION_WARNING, has_collision_chars
 from brokerd.native.messages import ErrorCode

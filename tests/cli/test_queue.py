@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from brokerd.cli_queue import EXIT_REJECT, ack_ranges, kind_of_status, run_queue
-from brokerd.cli_tables import render_share_group, render_share_groups
+from brokerd.cli.queue import EXIT_REJECT, ack_ranges, kind_of_status, run_queue
+from brokerd.cli.tables import render_share_group, render_share_groups
 from brokerd.native.queue_messages import AckKind, QueueRecord
 
 A, R, J = AckKind.ACCEPT, AckKind.RELEASE, AckKind.REJECT
