@@ -24,9 +24,9 @@ import attrs
 from brokerd.admin.group_face import ShareMembersFace
 from brokerd.admin.views import MemberView, to_json
 from brokerd.core.interfaces import PartitionStore
-from brokerd.core.share.config import IsolationLevel
 from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import SharePartition
+from brokerd.storage.types import Isolation
 
 __all__ = ["ShareGroupInspector", "ShareGroupView", "SharePartitionView"]
 
@@ -141,7 +141,7 @@ class ShareGroupInspector:
         self, group_id: str, logs: Mapping[tuple[str, int], PartitionStore]
     ) -> ShareGroupView:
         committed = (
-            self._engine.config(group_id).isolation_level is IsolationLevel.READ_COMMITTED
+            self._engine.config(group_id).isolation_level is Isolation.READ_COMMITTED
         )
         rows = []
         for (topic, index), part in sorted(self._engine.partitions(group_id).items()):
