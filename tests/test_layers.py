@@ -58,7 +58,7 @@ def test_reader_sees_every_import_form() -> None:
         "if TYPE_CHECKING:\n"
         "    from brokerd.kafka.errors import ErrorCode\n"
         "def f():\n"
-        "    from brokerd.kafka.groups import admin\n"
+        "    from brokerd.kafka.groups import group_admin\n"
     )
     assert {m for m in imported_modules(source) if is_kafka(m)} == {
         "brokerd.kafka.wire.codec",
@@ -66,7 +66,7 @@ def test_reader_sees_every_import_form() -> None:
         "brokerd.kafka.errors",
         "brokerd.kafka.errors.ErrorCode",
         "brokerd.kafka.groups",
-        "brokerd.kafka.groups.admin",
+        "brokerd.kafka.groups.group_admin",
     }
 
 

@@ -120,7 +120,7 @@ class AdminOps:
         operation fails with :class:`GroupsUnavailable`.
     :param group_error: the exception for an error code the coordinator answers about a
         group (the wiring passes the Kafka coordinator's
-        ``brokerd.kafka.groups.admin.operator_error``).
+        ``brokerd.kafka.groups.group_admin.operator_error``).
     """
 
     def __init__(

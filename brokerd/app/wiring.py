@@ -526,7 +526,7 @@ def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> No
     if description is None:
         return
     from brokerd.admin.operations import AdminOps
-    from brokerd.kafka.groups.admin import operator_error
+    from brokerd.kafka.groups.group_admin import operator_error
     from brokerd.native.protocol import NativeFactory
     from brokerd.native.queue_handlers import QueueOps
 
@@ -681,7 +681,7 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
     if description is None or metrics is None:
         return
     from brokerd.admin.operations import AdminOps
-    from brokerd.kafka.groups.admin import operator_error
+    from brokerd.kafka.groups.group_admin import operator_error
     from brokerd.web.console import ConsoleSampler
     from brokerd.web.data_face import BrokerData
     from brokerd.web.site import make_site
@@ -763,7 +763,7 @@ def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -
     if description is None:
         return
     from brokerd.admin.operations import AdminOps
-    from brokerd.kafka.groups.admin import operator_error
+    from brokerd.kafka.groups.group_admin import operator_error
     from brokerd.kafka.groups.proxy_members import ProxyMembers
     from brokerd.kafka.listener.protocol import DEFAULT_CLUSTER_ID
     from brokerd.net.connlimit import ConnectionLimit

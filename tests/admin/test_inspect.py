@@ -28,7 +28,7 @@ from brokerd.admin.views import (
 from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import AckBatch, LogSpan
 from brokerd.core.share.states import AckType
-from brokerd.kafka.groups.admin import assigned_partitions, operator_error
+from brokerd.kafka.groups.group_admin import assigned_partitions, operator_error
 from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory

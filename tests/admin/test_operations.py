@@ -25,8 +25,8 @@ from brokerd.errors import (
     InvalidTopic,
     UnknownTopicOrPartition,
 )
-from brokerd.kafka.groups.admin import operator_error
 from brokerd.kafka.groups.coordinator import GroupCoordinator
+from brokerd.kafka.groups.group_admin import operator_error
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.encode import encode_batch
