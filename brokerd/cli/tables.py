@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from brokerd.native.admin_messages import JsonValue
+from brokerd.native.operator_messages import JsonValue
 
 __all__ = [
     "render_group",

@@ -27,7 +27,7 @@ from typing import TextIO
 
 from brokerd.cli.tables import render_group, render_groups, render_resets, render_topic
 from brokerd.client import JsonObject, NativeClient
-from brokerd.native.admin_messages import JsonValue, ResetMode
+from brokerd.native.operator_messages import JsonValue, ResetMode
 
 __all__ = [
     "TOPIC_ADMIN_COMMANDS",

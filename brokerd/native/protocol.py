@@ -30,7 +30,6 @@ from brokerd.admin.operations import AdminOps
 from brokerd.core.api import CoreApi
 from brokerd.native import server_codec
 from brokerd.native.acl_checks import NativeAccess
-from brokerd.native.admin_wire import AdminWireError
 from brokerd.native.answer_metrics import observe_native, observe_records, observe_refusal
 from brokerd.native.commands import COMMANDS, MAX_LONG_POLL_WAIT_MS, NativeContext
 from brokerd.native.messages import (
@@ -42,6 +41,7 @@ from brokerd.native.messages import (
     RequestType,
     error_code_for,
 )
+from brokerd.native.operator_wire import AdminWireError
 from brokerd.native.queue_handlers import QueueMember, QueueOps
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.connection import RequestConnection

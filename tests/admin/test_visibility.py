@@ -8,7 +8,7 @@ from pathlib import Path
 
 from brokerd.admin.views import GroupOffsetView, GroupView, MemberView
 from brokerd.admin.visibility import Visibility
-from brokerd.native.admin_messages import ResetMode
+from brokerd.native.operator_messages import ResetMode
 from brokerd.security.acl import (
     ANONYMOUS,
     AclAuthorizer,

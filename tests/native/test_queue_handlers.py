@@ -15,9 +15,9 @@ from twisted.python.failure import Failure
 
 from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.core.share.service import ShareService
-from brokerd.native.admin_messages import AdminResponse
 from brokerd.native.client_codec import ResponseDecoder, encode_request
 from brokerd.native.messages import ErrorCode, ErrorResponse
+from brokerd.native.operator_messages import AdminResponse
 from brokerd.native.protocol import NativeFactory, NativeProtocol
 from brokerd.native.queue_handlers import QueueOps, records_of
 from brokerd.native.queue_messages import (

@@ -1,9 +1,9 @@
-# -*- test-case-name: tests.native.test_admin_wire -*-
+# -*- test-case-name: tests.native.test_operator_wire -*-
 """Byte layouts of the native admin requests (types 7 to 14) and their answers (sans-IO).
 
 An admin request is ``u16 type, u32 body_len, body``: unlike types 1 to 6 its frame
 says its own length, so the server's decoder (``brokerd.native.server_codec``) checks
-``body_len`` against :data:`~brokerd.native.admin_messages.MAX_ADMIN_REQUEST_BYTES`
+``body_len`` against :data:`~brokerd.native.operator_messages.MAX_ADMIN_REQUEST_BYTES`
 before buffering anything, skips a refused body without buffering it, and hands a
 complete body to :func:`parse_body`. A successful answer is ``u16 error = 0``, then for
 every type but DeleteTopic and DeleteGroup ``u32 json_len`` and a compact UTF-8 JSON
@@ -21,7 +21,8 @@ import struct
 
 from brokerd import errors
 from brokerd.names import MAX_TOPIC_LENGTH, validate_topic_name
-from brokerd.native.admin_messages import (
+from brokerd.native.messages import MAX_PARTITIONS, ErrorCode, MalformedResponse, RequestType
+from brokerd.native.operator_messages import (
     ADMIN_RESET_DRY_RUN,
     MAX_ADMIN_CONFIGS,
     MAX_ADMIN_RESPONSE_BYTES,
@@ -38,7 +39,6 @@ from brokerd.native.admin_messages import (
     ResetMode,
     ResetOffsetsRequest,
 )
-from brokerd.native.messages import MAX_PARTITIONS, ErrorCode, MalformedResponse, RequestType
 from brokerd.native.wire import MAX_U16, MAX_U32, MAX_U64, U16, U32, check_range, string_bytes
 
 __all__ = [

@@ -10,8 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brokerd.native import admin_wire
-from brokerd.native.admin_messages import (
+from brokerd.native import operator_wire
+from brokerd.native.client_codec import ResponseDecoder, decode_response, encode_request
+from brokerd.native.messages import (
+    ErrorCode,
+    ErrorResponse,
+    ListTopicsRequest,
+    MalformedResponse,
+    RequestError,
+    RequestType,
+)
+from brokerd.native.operator_messages import (
     MAX_ADMIN_CONFIGS,
     MAX_ADMIN_REQUEST_BYTES,
     AdminRequest,
@@ -25,15 +34,6 @@ from brokerd.native.admin_messages import (
     ListGroupsRequest,
     ResetMode,
     ResetOffsetsRequest,
-)
-from brokerd.native.client_codec import ResponseDecoder, decode_response, encode_request
-from brokerd.native.messages import (
-    ErrorCode,
-    ErrorResponse,
-    ListTopicsRequest,
-    MalformedResponse,
-    RequestError,
-    RequestType,
 )
 from brokerd.native.server_codec import RequestDecoder, encode_error_response
 
@@ -107,7 +107,7 @@ def test_layouts_are_the_documented_bytes() -> None:
 
 
 def test_request_types_are_the_documented_numbers() -> None:
-    assert [admin_wire.TYPE_OF_CLASS[type(r)] for r in EVERY_REQUEST] == [
+    assert [operator_wire.TYPE_OF_CLASS[type(r)] for r in EVERY_REQUEST] == [
         7, 8, 9, 10, 11, 12, 13, 13, 14
     ]
 
@@ -225,23 +225,23 @@ def test_encoder_refuses_values_the_wire_cannot_carry() -> None:
 
 def test_answers_round_trip() -> None:
     doc = {"name": "logs", "partitions": [{"partition": 0}], "é": None}
-    data = admin_wire.encode_answer(RequestType.DESCRIBE_TOPIC, doc)
+    data = operator_wire.encode_answer(RequestType.DESCRIBE_TOPIC, doc)
     assert data[:2] == b"\x00\x00"
     assert decode_response(RequestType.DESCRIBE_TOPIC, data) == AdminResponse(7, doc)
-    assert admin_wire.encode_answer(RequestType.DELETE_TOPIC, None) == b"\x00\x00"
+    assert operator_wire.encode_answer(RequestType.DELETE_TOPIC, None) == b"\x00\x00"
     assert decode_response(RequestType.DELETE_GROUP, b"\x00\x00") == AdminResponse(14)
 
 
 def test_documented_answer_bytes() -> None:
-    assert admin_wire.encode_answer(RequestType.LIST_GROUPS, []) == bytes.fromhex(
+    assert operator_wire.encode_answer(RequestType.LIST_GROUPS, []) == bytes.fromhex(
         "0000 00000002 5b5d"
     )
 
 
 def test_answers_arrive_in_chunks_and_pipelined_with_errors() -> None:
-    first = admin_wire.encode_answer(RequestType.LIST_GROUPS, [{"group_id": "g"}])
+    first = operator_wire.encode_answer(RequestType.LIST_GROUPS, [{"group_id": "g"}])
     second = encode_error_response(RequestType.DESCRIBE_GROUP, ErrorCode.GROUP_ID_NOT_FOUND, "no")
-    third = admin_wire.encode_answer(RequestType.DELETE_TOPIC, None)
+    third = operator_wire.encode_answer(RequestType.DELETE_TOPIC, None)
     decoder = ResponseDecoder()
     for t in (RequestType.LIST_GROUPS, RequestType.DESCRIBE_GROUP, RequestType.DELETE_TOPIC):
         decoder.expect(t)
@@ -256,8 +256,8 @@ def test_answers_arrive_in_chunks_and_pipelined_with_errors() -> None:
 
 
 def test_server_refuses_to_send_an_answer_above_the_limit() -> None:
-    with pytest.raises(admin_wire.AdminWireError) as caught:
-        admin_wire.encode_answer(RequestType.LIST_GROUPS, ["x" * 100], limit=50)
+    with pytest.raises(operator_wire.AdminWireError) as caught:
+        operator_wire.encode_answer(RequestType.LIST_GROUPS, ["x" * 100], limit=50)
     assert caught.value.code is ErrorCode.RESPONSE_TOO_LARGE
 
 

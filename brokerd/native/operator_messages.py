@@ -3,11 +3,11 @@
 What this module does: defines one attrs-frozen request class per admin request type,
 :class:`AdminResponse` (what a client decodes from a successful answer), the reset
 modes' wire codes and the named limits of the admin requests. The layouts are in
-``brokerd.native.admin_wire``; the format is specified in ``docs/protocol.md``
+``brokerd.native.operator_wire``; the format is specified in ``docs/protocol.md``
 (section 2.8); the request types and error codes are in ``brokerd.native.messages``.
 
 What it does not do: encode, decode, or know what the broker does with a request
-(``brokerd.native.admin_handlers`` and ``brokerd.admin.operations``).
+(``brokerd.native.operator_handlers`` and ``brokerd.admin.operations``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,10 @@ from brokerd.admin.errors import GroupAuthorizationFailed
 from brokerd.admin.views import GroupView
 from brokerd.errors import AuthorizationFailed
 from brokerd.native.acl_checks import NativeAccess
-from brokerd.native.admin_messages import (
+from brokerd.native.client_codec import ResponseDecoder, encode_request
+from brokerd.native.commands import authorize
+from brokerd.native.messages import ErrorCode, ErrorResponse, ListTopicsResponse, RequestType
+from brokerd.native.operator_messages import (
     AdminRequest,
     AdminResponse,
     AlterTopicConfigsRequest,
@@ -29,10 +32,7 @@ from brokerd.native.admin_messages import (
     ResetMode,
     ResetOffsetsRequest,
 )
-from brokerd.native.admin_wire import TYPE_OF_CLASS
-from brokerd.native.client_codec import ResponseDecoder, encode_request
-from brokerd.native.commands import authorize
-from brokerd.native.messages import ErrorCode, ErrorResponse, ListTopicsResponse, RequestType
+from brokerd.native.operator_wire import TYPE_OF_CLASS
 from brokerd.native.protocol import NativeFactory, NativeProtocol
 from brokerd.security.acl import (
     AclAuthorizer,

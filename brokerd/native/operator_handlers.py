@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.native.test_admin_handlers -*-
+# -*- test-case-name: tests.native.test_operator_handlers -*-
 """The admin requests' (types 7 to 14) pieces their rows in
 :data:`brokerd.native.commands.COMMANDS` use: :func:`admin_document` turns an
 :class:`~brokerd.admin.operations.AdminOps` result into the answer's JSON document, the
@@ -16,12 +16,12 @@ from typing import cast
 
 from brokerd.admin.operations import ResetMode, ResetSpec
 from brokerd.admin.views import GroupView, OffsetResetView, TopicView, to_json
-from brokerd.native.admin_messages import (
+from brokerd.native.operator_messages import (
     JsonValue,
     ListGroupsRequest,
     ResetOffsetsRequest,
 )
-from brokerd.native.admin_messages import ResetMode as WireResetMode
+from brokerd.native.operator_messages import ResetMode as WireResetMode
 
 __all__ = ["AdminResult", "admin_document", "group_summary", "reset_spec"]
 
