@@ -203,7 +203,7 @@ def test_storage_rooms_import_only_lower_rooms() -> None:
 
 def test_storage_and_core_import_nothing_above_them() -> None:
     # The core and storage serve the protocols, admin, web and the wiring; never the reverse.
-    above = ("brokerd.kafka", "brokerd.native", "brokerd.web", "brokerd.admin", "brokerd.tap",
+    above = ("brokerd.kafka", "brokerd.native", "brokerd.web", "brokerd.operator", "brokerd.tap",
              "brokerd.cli", "brokerd.app", "brokerd.net", "brokerd.security")
     graph = package_graph()
     found = {

@@ -17,7 +17,7 @@ request per fetched batch. Handling a record:
 It stops after ``--max-records`` records, or when nothing arrived for ``--timeout``
 seconds, or on Ctrl-C; records it holds but has not acknowledged are released then
 (closing the connection releases them too). ``share-groups`` prints the figures of the
-share-group views (``brokerd.admin.share_groups``) as tables, or ``--json``.
+share-group views (``brokerd.operator.share_groups``) as tables, or ``--json``.
 
 What it does not do: join a Kafka share group (a native worker is its own member,
 ``docs/queues.md``) or reconnect.

@@ -1,7 +1,7 @@
 # -*- test-case-name: tests.cli.test_topics_groups -*-
 """Aligned text tables of the admin answers, for ``brokerctl`` (:mod:`brokerd.cli.topics_groups`).
 
-Each ``render_*`` function takes the JSON form of a view (``brokerd.admin.views.to_json``,
+Each ``render_*`` function takes the JSON form of a view (``brokerd.operator.views.to_json``,
 as the broker sends it) and returns the lines a person reads. Pure: no I/O; the
 ``--json`` form is the document itself and does not come through here.
 """

@@ -12,7 +12,7 @@
     brokerctl groups delete GROUP
 
 Each prints an aligned table (:mod:`brokerd.cli.tables`), or with ``--json`` the JSON
-form of the broker's views (``brokerd.admin.views.to_json``) on one line. This module
+form of the broker's views (``brokerd.operator.views.to_json``) on one line. This module
 builds the argument parsers and runs the commands over a
 :class:`~brokerd.client.NativeClient`; the exit codes and connection errors are
 :mod:`brokerd.cli.brokerctl`'s.

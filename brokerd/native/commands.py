@@ -25,10 +25,6 @@ from typing import Any, Generic, TypeVar
 import attrs
 from twisted.internet import defer
 
-from brokerd.admin.errors import AdminUnavailable
-from brokerd.admin.operations import AdminOps
-from brokerd.admin.share_groups import ShareGroupView
-from brokerd.admin.views import GroupView, OffsetResetView, TopicView
 from brokerd.core.api import CoreApi
 from brokerd.native import operator_wire, server_codec
 from brokerd.native.acl_checks import NativeAccess
@@ -68,6 +64,10 @@ from brokerd.native.queue_messages import (
     QueueFetchRequest,
 )
 from brokerd.native.wire import REQUEST_LAYOUTS, RequestLayout
+from brokerd.operator.errors import AdminUnavailable
+from brokerd.operator.operations import AdminOps
+from brokerd.operator.share_groups import ShareGroupView
+from brokerd.operator.views import GroupView, OffsetResetView, TopicView
 from brokerd.security.acl import Operation
 from brokerd.storage.types import (
     COMMITTED_BATCHES,

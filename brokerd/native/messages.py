@@ -18,11 +18,11 @@ import enum
 import attrs
 
 from brokerd import errors
-from brokerd.admin import errors as admin_errors
 from brokerd.core.share.partition import InvalidAcknowledgement
 from brokerd.names import MAX_TOPIC_LENGTH
 from brokerd.native.operator_messages import AdminRequest, AdminResponse
 from brokerd.native.queue_messages import QueueAckResponse, QueueFetchResponse, QueueRequest
+from brokerd.operator import errors as admin_errors
 
 __all__ = [
     "ADMIN_REQUEST_TYPES",

@@ -1,8 +1,8 @@
 # -*- test-case-name: tests.native.test_operator_handlers -*-
 """The admin requests' (types 7 to 14) pieces their rows in
 :data:`brokerd.native.commands.COMMANDS` use: :func:`admin_document` turns an
-:class:`~brokerd.admin.operations.AdminOps` result into the answer's JSON document, the
-views' :func:`~brokerd.admin.views.to_json` form (ListGroups sends one summary per
+:class:`~brokerd.operator.operations.AdminOps` result into the answer's JSON document, the
+views' :func:`~brokerd.operator.views.to_json` form (ListGroups sends one summary per
 group, :func:`group_summary`, so that its size does not grow with every group's
 offsets), and :func:`reset_spec` the operations' form of a reset target. Each row holds
 its own call into ``AdminOps`` and its ACL rule.
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import cast
 
-from brokerd.admin.operations import ResetMode, ResetSpec
-from brokerd.admin.views import GroupView, OffsetResetView, TopicView, to_json
 from brokerd.native.operator_messages import (
     JsonValue,
     ListGroupsRequest,
     ResetOffsetsRequest,
 )
 from brokerd.native.operator_messages import ResetMode as WireResetMode
+from brokerd.operator.operations import ResetMode, ResetSpec
+from brokerd.operator.views import GroupView, OffsetResetView, TopicView, to_json
 
 __all__ = ["AdminResult", "admin_document", "group_summary", "reset_spec"]
 

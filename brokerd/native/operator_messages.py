@@ -7,7 +7,7 @@ modes' wire codes and the named limits of the admin requests. The layouts are in
 (section 2.8); the request types and error codes are in ``brokerd.native.messages``.
 
 What it does not do: encode, decode, or know what the broker does with a request
-(``brokerd.native.operator_handlers`` and ``brokerd.admin.operations``).
+(``brokerd.native.operator_handlers`` and ``brokerd.operator.operations``).
 """
 
 from __future__ import annotations

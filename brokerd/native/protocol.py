@@ -26,7 +26,6 @@ from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.python.failure import Failure
 
-from brokerd.admin.operations import AdminOps
 from brokerd.core.api import CoreApi
 from brokerd.native import server_codec
 from brokerd.native.acl_checks import NativeAccess
@@ -48,6 +47,7 @@ from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
 from brokerd.net.request_budget import RequestBudget
 from brokerd.observers import NULL_REQUESTS, RequestObserver
+from brokerd.operator.operations import AdminOps
 from brokerd.security.acl import AclAuthorizer
 
 __all__ = [

@@ -12,8 +12,6 @@ from twisted.internet.error import ConnectionDone
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 
-from brokerd.admin.errors import GroupAuthorizationFailed
-from brokerd.admin.views import GroupView
 from brokerd.errors import AuthorizationFailed
 from brokerd.native.acl_checks import NativeAccess
 from brokerd.native.client_codec import ResponseDecoder, encode_request
@@ -34,6 +32,8 @@ from brokerd.native.operator_messages import (
 )
 from brokerd.native.operator_wire import TYPE_OF_CLASS
 from brokerd.native.protocol import NativeFactory, NativeProtocol
+from brokerd.operator.errors import GroupAuthorizationFailed
+from brokerd.operator.views import GroupView
 from brokerd.security.acl import (
     AclAuthorizer,
     AclBinding,
@@ -43,8 +43,8 @@ from brokerd.security.acl import (
     ResourceType,
 )
 
-from tests.admin.test_operations import AdminCase
 from tests.native_helpers import list_topics_frame
+from tests.operator.test_operations import AdminCase
 
 ANONYMOUS = "User:ANONYMOUS"
 

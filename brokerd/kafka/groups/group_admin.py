@@ -30,7 +30,6 @@ import attrs
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
 
-from brokerd.admin.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
 from brokerd.errors import BrokerError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.consumer.coordinator import ConsumerGroupCoordinator
@@ -41,6 +40,7 @@ from brokerd.kafka.groups.streams.coordinator import StreamsGroupCoordinator
 from brokerd.kafka.groups.streams.state import StreamsGroup, StreamsMember
 from brokerd.kafka.wire.codec import CodecError, Reader, Writer
 from brokerd.names import MAX_GROUP_ID_LENGTH
+from brokerd.operator.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
 from brokerd.storage.stores.offsets import GroupDeletion, OffsetDeletion, OffsetStore
 
 #: The protocol type of Kafka's consumer clients; only their member metadata is parsed.
@@ -203,8 +203,8 @@ def _group_id_error(group_id: str) -> ErrorCode:
 
 
 def operator_error(code: int, group_id: str) -> BrokerError:
-    """The operator-facing exception (``brokerd.admin.errors``) for an error code the
-    coordinator answered about ``group_id`` (what :class:`~brokerd.admin.operations.AdminOps`
+    """The operator-facing exception (``brokerd.operator.errors``) for an error code the
+    coordinator answered about ``group_id`` (what :class:`~brokerd.operator.operations.AdminOps`
     raises)."""
     if code == ErrorCode.COORDINATOR_NOT_AVAILABLE:
         return GroupsUnavailable("the group coordinator is stopping")

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.admin.test_visibility -*-
+# -*- test-case-name: tests.operator.test_visibility -*-
 """What one principal may see of the operators' views: the topics and groups it may
 DESCRIBE, as Kafka filters its answers.
 
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from brokerd.admin.views import GroupView, MemberView, TopicView
+from brokerd.operator.views import GroupView, MemberView, TopicView
 from brokerd.security.acl import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 
 if TYPE_CHECKING:
-    from brokerd.admin.share_groups import ShareGroupView
+    from brokerd.operator.share_groups import ShareGroupView
 
 __all__ = ["Visibility"]
 

@@ -1,4 +1,4 @@
-"""The errors of the admin operations on consumer groups (:mod:`brokerd.admin.operations`).
+"""The errors of the admin operations on consumer groups (:mod:`brokerd.operator.operations`).
 
 They extend :class:`brokerd.errors.BrokerError`, so every protocol maps them the way it
 maps the core's errors (the native protocol's table is ``brokerd.native.messages``).

@@ -1,5 +1,5 @@
 """Snapshots of the live broker for operators: :class:`Inspector` builds the views of
-:mod:`brokerd.admin.views` from the core's open partitions, the topic registry, the
+:mod:`brokerd.operator.views` from the core's open partitions, the topic registry, the
 consumer-group coordinator and the share groups.
 
 Consumer groups (classic and consumer protocol) and share groups share one namespace of
@@ -13,16 +13,18 @@ Reactor thread only, memory only: every figure comes from state the broker alrea
 (offsets, sizes and segment lists are maintained by the logs; committed offsets by the
 offsets store), so a snapshot never touches the disk and is cheap enough to take on every
 page view or metrics scrape. What this module does not do: change anything (see
-:mod:`brokerd.admin.operations`), render, or talk to a network.
+:mod:`brokerd.operator.operations`), render, or talk to a network.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from brokerd.admin.group_face import GroupAdminFace
-from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
-from brokerd.admin.views import (
+from brokerd.core.api import CoreApi
+from brokerd.core.interfaces import PartitionStore
+from brokerd.operator.group_face import GroupAdminFace
+from brokerd.operator.share_groups import ShareGroupInspector, ShareGroupView
+from brokerd.operator.views import (
     SHARE_GROUP,
     GroupOffsetView,
     GroupView,
@@ -30,8 +32,6 @@ from brokerd.admin.views import (
     PartitionView,
     TopicView,
 )
-from brokerd.core.api import CoreApi
-from brokerd.core.interfaces import PartitionStore
 from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo

@@ -10,7 +10,7 @@ archived records since the broker started. The native describe and list requests
 ``brokerctl share-groups``, the console and ``/metrics`` all show these views.
 
 The members of a Kafka share group, and the partitions each is assigned, come from the
-share group coordinator (:class:`~brokerd.admin.group_face.ShareMembersFace`, when it is
+share group coordinator (:class:`~brokerd.operator.group_face.ShareMembersFace`, when it is
 given); a group is Stable while it has members and Empty otherwise, as the coordinator
 says. What it does not do: change anything.
 """
@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from brokerd.admin.group_face import ShareMembersFace
-from brokerd.admin.views import MemberView, to_json
 from brokerd.core.interfaces import PartitionStore
 from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import SharePartition
+from brokerd.operator.group_face import ShareMembersFace
+from brokerd.operator.views import MemberView, to_json
 from brokerd.storage.types import Isolation
 
 __all__ = ["ShareGroupInspector", "ShareGroupView", "SharePartitionView"]

@@ -1,8 +1,8 @@
 """What the operator surface reads and asks of the consumer-group coordinator (and of the
 share group coordinator), as typed Protocols: the coordinators (``brokerd.kafka.groups``)
 satisfy them, and the service wiring (``brokerd/app/wiring.py``) hands them to
-:class:`~brokerd.admin.inspect.Inspector`, :class:`~brokerd.admin.operations.AdminOps`
-and :class:`~brokerd.admin.share_groups.ShareGroupInspector`, so nothing here imports
+:class:`~brokerd.operator.inspect.Inspector`, :class:`~brokerd.operator.operations.AdminOps`
+and :class:`~brokerd.operator.share_groups.ShareGroupInspector`, so nothing here imports
 the Kafka listener.
 
 The coordinator answers with Kafka's numeric error codes (0 = none); their meaning for

@@ -1,7 +1,7 @@
 """What an operator sees of the broker: immutable snapshots of topics, partitions and
 consumer groups, shared by the admin commands, the web console and the metrics.
 
-Data only: these classes are built by :class:`brokerd.admin.inspect.Inspector` and
+Data only: these classes are built by :class:`brokerd.operator.inspect.Inspector` and
 rendered elsewhere (tables and JSON in ``brokerd.cli.topics_groups``, HTML in ``brokerd.web``,
 Prometheus series in ``brokerd.metrics``). :func:`to_json` turns any of them into plain
 JSON-ready values, so every output form shows the same fields under the same names.
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 import attrs
 
 if TYPE_CHECKING:
-    from brokerd.admin.share_groups import SharePartitionView
+    from brokerd.operator.share_groups import SharePartitionView
 
 #: A group's type, as ListGroups v5 and Kafka's Admin API name it: a group of the classic
 #: protocol (or known only by its committed offsets), of the consumer protocol (KIP-848),

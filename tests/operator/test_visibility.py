@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brokerd.admin.views import GroupOffsetView, GroupView, MemberView
-from brokerd.admin.visibility import Visibility
 from brokerd.native.operator_messages import ResetMode
+from brokerd.operator.views import GroupOffsetView, GroupView, MemberView
+from brokerd.operator.visibility import Visibility
 from brokerd.security.acl import (
     ANONYMOUS,
     AclAuthorizer,

@@ -1,15 +1,15 @@
-# -*- test-case-name: tests.admin.test_operations -*-
+# -*- test-case-name: tests.operator.test_operations -*-
 """The admin operations an operator runs against a live broker: alter a topic's configs,
 delete a topic, add partitions, reset a consumer group's offsets, delete a group; and
-the describe answers they are shown with (from :class:`~brokerd.admin.inspect.Inspector`).
+the describe answers they are shown with (from :class:`~brokerd.operator.inspect.Inspector`).
 
 :class:`AdminOps` applies Kafka's rules, so an operation here and the same operation by
 a Kafka admin client (or ``kafka-consumer-groups``) end the same way:
 
 - a group's offsets are reset only while the group is inactive (no members: Empty, or
   unknown to the coordinator, which creates its offsets); a group with members is
-  refused with :class:`~brokerd.admin.errors.GroupNotEmpty`, and a share group's id with
-  :class:`~brokerd.admin.errors.GroupNotFound` (it is no consumer group; nor is it
+  refused with :class:`~brokerd.operator.errors.GroupNotEmpty`, and a share group's id with
+  :class:`~brokerd.operator.errors.GroupNotFound` (it is no consumer group; nor is it
   deleted here, but with a message saying how);
 - reset targets are clamped to ``[log start offset, high watermark]`` of each
   partition; ``--to-datetime`` takes the first offset whose record timestamp is at or
@@ -21,7 +21,7 @@ a Kafka admin client (or ``kafka-consumer-groups``) end the same way:
 - a group is deleted only when it has no members (Kafka's DeleteGroups).
 
 Reactor thread only; every operation answers with a Deferred, and failures carry
-:mod:`brokerd.errors` / :mod:`brokerd.admin.errors` exceptions. What this module does
+:mod:`brokerd.errors` / :mod:`brokerd.operator.errors` exceptions. What this module does
 not do: decode requests, check ACLs (the protocols do), or touch files itself (the core
 and the coordinator do the durable writes).
 """
@@ -34,13 +34,13 @@ from collections.abc import Callable, Collection, Mapping
 import attrs
 from twisted.internet import defer
 
-from brokerd.admin.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
-from brokerd.admin.group_face import AdminGroups, GroupErrorOf
-from brokerd.admin.inspect import Inspector
-from brokerd.admin.views import SHARE_GROUP, GroupView, OffsetResetView, TopicView
 from brokerd.core.api import CoreApi
 from brokerd.errors import BrokerError, InvalidConfig, UnknownTopicOrPartition
 from brokerd.names import MAX_GROUP_ID_LENGTH, validate_topic_name
+from brokerd.operator.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
+from brokerd.operator.group_face import AdminGroups, GroupErrorOf
+from brokerd.operator.inspect import Inspector
+from brokerd.operator.views import SHARE_GROUP, GroupView, OffsetResetView, TopicView
 from brokerd.storage.config.topic_config import TOPIC_CONFIGS
 from brokerd.storage.stores.offsets import OffsetEntry
 

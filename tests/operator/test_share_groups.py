@@ -9,12 +9,12 @@ from prometheus_client import CollectorRegistry
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.admin.share_groups import ShareGroupInspector
-from brokerd.admin.visibility import Visibility
 from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import AckBatch, LogSpan
 from brokerd.core.share.states import AckType
 from brokerd.metrics.collectors import ShareGroupsCollector
+from brokerd.operator.share_groups import ShareGroupInspector
+from brokerd.operator.visibility import Visibility
 from brokerd.security.acl import (
     AclAuthorizer,
     AclBinding,

@@ -1,4 +1,4 @@
-"""The Inspector (brokerd/admin/inspect.py) over a real core, data directory, group
+"""The Inspector (brokerd/operator/inspect.py) over a real core, data directory, group
 coordinator and offsets store: topic and partition views, effective configs, offline
 partitions, groups with members, assignments, offsets and lag, share groups among the
 groups; and the consumer-protocol assignment parser with hostile bytes."""
@@ -14,27 +14,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.admin.errors import GroupNotFound
-from brokerd.admin.inspect import Inspector
-from brokerd.admin.operations import AdminOps, ResetMode, ResetSpec
-from brokerd.admin.share_groups import ShareGroupInspector
-from brokerd.admin.views import (
+from brokerd.core.share.engine import ShareEngine
+from brokerd.core.share.partition import AckBatch, LogSpan
+from brokerd.core.share.states import AckType
+from brokerd.kafka.groups.group_admin import assigned_partitions, operator_error
+from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
+from brokerd.operator.errors import GroupNotFound
+from brokerd.operator.inspect import Inspector
+from brokerd.operator.operations import AdminOps, ResetMode, ResetSpec
+from brokerd.operator.share_groups import ShareGroupInspector
+from brokerd.operator.views import (
     CLASSIC_GROUP,
     SHARE_GROUP,
     GroupOffsetView,
     PartitionView,
     to_json,
 )
-from brokerd.core.share.engine import ShareEngine
-from brokerd.core.share.partition import AckBatch, LogSpan
-from brokerd.core.share.states import AckType
-from brokerd.kafka.groups.group_admin import assigned_partitions, operator_error
-from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.web.console import make_console
 
-from tests.admin.test_operations import AdminCase, assignment
+from tests.operator.test_operations import AdminCase, assignment
 from tests.web.test_console import get
 
 

@@ -13,10 +13,6 @@ from typing import Any
 from twisted.internet import defer, task
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.admin.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
-from brokerd.admin.inspect import Inspector
-from brokerd.admin.operations import AdminOps, ResetMode, ResetSpec, config_update
-from brokerd.admin.views import OffsetResetView
 from brokerd.core.broker import Broker
 from brokerd.errors import (
     BrokerError,
@@ -27,6 +23,10 @@ from brokerd.errors import (
 )
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.group_admin import operator_error
+from brokerd.operator.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
+from brokerd.operator.inspect import Inspector
+from brokerd.operator.operations import AdminOps, ResetMode, ResetSpec, config_update
+from brokerd.operator.views import OffsetResetView
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.encode import encode_batch
