@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from brokerd.kafka.groups.share.state_service import ShareGroups
     from brokerd.kafka.server.handlers.acl import AclHandlers
     from brokerd.kafka.server.internal_topics import InternalTopics
-    from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.kafka.server.sasl_session import SaslConfig
     from brokerd.kafka.telemetry.clients import ClientTelemetry
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.metrics.registry import BrokerMetrics
@@ -573,7 +573,7 @@ def log_anonymous_doors(settings: Settings) -> None:
 
 def sasl_config(settings: Settings, reactor: Any) -> SaslConfig | None:
     """The Kafka listener's SASL session settings (None: no authentication)."""
-    from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.kafka.server.sasl_session import SaslConfig
     from brokerd.security.auth_throttle import MAX_DELAY, AuthThrottle
     from brokerd.security.scram import DecoyCredentials
     from brokerd.security.server_secret import load_or_create

@@ -26,7 +26,7 @@ from brokerd.security.credentials import (
 from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 from brokerd.tap import Options
 
-from tests.kafka.server.test_sasl import temp_path
+from tests.kafka.server.test_sasl_session import temp_path
 
 
 def run_cli(*argv: str, stdin: str = "") -> tuple[int, str]:

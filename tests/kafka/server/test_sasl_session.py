@@ -11,7 +11,7 @@ import tempfile
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka.server.sasl import (
+from brokerd.kafka.server.sasl_session import (
     SaslCode,
     SaslConfig,
     SaslFailed,

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_sasl -*-
+# -*- test-case-name: tests.kafka.server.test_sasl_session -*-
 """SASL authentication of one Kafka connection, as a sans-IO state machine.
 
 What this module does:
