@@ -1,5 +1,5 @@
 # -*- test-case-name: tests.native.test_operator_handlers -*-
-"""The admin requests' (types 7 to 14) pieces their rows in
+"""The operator requests' (types 7 to 14) pieces their rows in
 :data:`brokerd.native.commands.COMMANDS` use: :func:`admin_document` turns an
 :class:`~brokerd.operator.operations.AdminOps` result into the answer's JSON document, the
 views' :func:`~brokerd.operator.views.to_json` form (ListGroups sends one summary per

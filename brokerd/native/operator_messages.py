@@ -1,8 +1,8 @@
-"""The native protocol's admin requests (types 7 to 14) and their answer.
+"""The native protocol's operator requests (types 7 to 14) and their answer.
 
-What this module does: defines one attrs-frozen request class per admin request type,
+What this module does: defines one attrs-frozen request class per operator request type,
 :class:`AdminResponse` (what a client decodes from a successful answer), the reset
-modes' wire codes and the named limits of the admin requests. The layouts are in
+modes' wire codes and the named limits of the operator requests. The layouts are in
 ``brokerd.native.operator_wire``; the format is specified in ``docs/protocol.md``
 (section 2.8); the request types and error codes are in ``brokerd.native.messages``.
 

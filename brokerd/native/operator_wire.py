@@ -1,7 +1,7 @@
 # -*- test-case-name: tests.native.test_operator_wire -*-
-"""Byte layouts of the native admin requests (types 7 to 14) and their answers (sans-IO).
+"""Byte layouts of the native operator requests (types 7 to 14) and their answers (sans-IO).
 
-An admin request is ``u16 type, u32 body_len, body``: unlike types 1 to 6 its frame
+An operator request is ``u16 type, u32 body_len, body``: unlike types 1 to 6 its frame
 says its own length, so the server's decoder (``brokerd.native.server_codec``) checks
 ``body_len`` against :data:`~brokerd.native.operator_messages.MAX_ADMIN_REQUEST_BYTES`
 before buffering anything, skips a refused body without buffering it, and hands a
