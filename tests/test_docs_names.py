@@ -40,14 +40,34 @@ def _module_file(parts: list[str]) -> Path | None:
     return None
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_Documented = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements at this level, and inside its if/try/with blocks (not in functions)."""
+    for node in body:
+        yield node
+        if isinstance(node, _SCOPES):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            yield from _statements(getattr(node, field, None) or [])
+
+
 @cache
 def _top_names(path: Path) -> frozenset[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _statements(_tree(path).body):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
     return frozenset(names)
@@ -91,16 +111,20 @@ def _path_exists(text: str, path: Path) -> bool:
     return any(f.endswith("/" + text) for f in _tree_files())
 
 
+def _docstrings(node: _Documented) -> Iterator[str]:
+    doc = ast.get_docstring(node, clean=False)
+    if doc:
+        yield doc
+    for child in node.body:
+        if isinstance(child, _SCOPES):
+            yield from _docstrings(child)
+
+
 def _texts(path: Path) -> Iterator[str]:
-    source = path.read_text()
     if path.suffix == ".md":
-        yield source
-        return
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            doc = ast.get_docstring(node, clean=False)
-            if doc:
-                yield doc
+        yield path.read_text()
+    else:
+        yield from _docstrings(_tree(path))
 
 
 def _documents() -> list[Path]:
