@@ -11,8 +11,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.test.requesthelper import DummyRequest
 
-from brokerd.admin.inspect import Inspector
-from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 from brokerd.core.appends import MarkerAppend, ValuesAppend
 from brokerd.core.write_stats import MAX_UNSYNCED_SAMPLES, WriteStats
 from brokerd.kafka.errors import ErrorCode
@@ -24,6 +22,8 @@ from brokerd.metrics.registry import BrokerMetrics
 from brokerd.metrics.traffic import TopicTraffic
 from brokerd.native.messages import RequestType
 from brokerd.observers import api_name
+from brokerd.operator.inspect import Inspector
+from brokerd.operator.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 from brokerd.storage.types import AppendInfo
 from brokerd.web.metrics_resource import MetricsResource
 

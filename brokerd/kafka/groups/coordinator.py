@@ -37,7 +37,7 @@ and the member's protocols are unchanged, it gets the current generation and, at
 SyncGroup, its old assignment, with no rebalance. An Empty group keeps its generation
 (the next one continues from it, across restarts too). The admin APIs (ListGroups,
 DescribeGroups, DeleteGroups, OffsetDelete) are :attr:`GroupCoordinator.admin`
-(:mod:`brokerd.kafka.groups.admin`).
+(:mod:`brokerd.kafka.groups.group_admin`).
 
 Groups of the consumer group protocol (KIP-848) share the group-id namespace, the offsets
 store and the admin APIs: :attr:`GroupCoordinator.consumer`
@@ -72,7 +72,6 @@ from twisted.logger import Logger
 from brokerd.clock import Clock
 from brokerd.core.coordinator_runtime import CoordinatorResult, CoordinatorRuntime, ParkedRequest
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.admin import GroupAdmin
 from brokerd.kafka.groups.consumer.coordinator import (
     ClassicFace,
     ConsumerGroupCoordinator,
@@ -83,6 +82,7 @@ from brokerd.kafka.groups.consumer.coordinator import (
 )
 from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
 from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerGroupState
+from brokerd.kafka.groups.group_admin import GroupAdmin
 from brokerd.kafka.groups.group_configs import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, GroupConfigs
 from brokerd.kafka.groups.migration import (
     classic_group_from_consumer,
