@@ -1,7 +1,7 @@
 """A twistd ``--logger`` for journald: one line per event, syslog priority prefix, no
 timestamp (journald adds its own).
 
-Use: ``twistd --logger=brokerd.journald.observer ...``.
+Use: ``twistd --logger=brokerd.journal.observer ...``.
 """
 
 from __future__ import annotations
