@@ -166,7 +166,9 @@ class PartitionWriter:
         self._on_appended = on_appended
         self._on_idle = on_idle
         self._pending: list[_Queued] = []
-        #: Appends of inline jobs whose wake-up waits for the next reactor turn.
+        #: Appends of inline jobs whose wake-up waits for the next reactor turn: at
+        #: most those of the requests read in one turn (each within its connection's
+        #: request budget), emptied at the start of the next.
         self._unannounced: list[tuple[Append, AppendInfo]] = []
         self._announce_call: DelayedCall | None = None
         self._busy = False
