@@ -16,7 +16,18 @@ import ssl
 from collections.abc import Mapping, Sequence
 
 from brokerd.native import messages as m
-from brokerd.native.admin_messages import (
+from brokerd.native.client_codec import (
+    ResponseDecoder,
+    encode_create_topic,
+    encode_fetch,
+    encode_list_offsets,
+    encode_list_topics,
+    encode_long_poll_fetch,
+    encode_produce,
+    encode_request,
+)
+from brokerd.native.messages import RequestType
+from brokerd.native.operator_messages import (
     AdminRequest,
     AdminResponse,
     AlterTopicConfigsRequest,
@@ -30,18 +41,7 @@ from brokerd.native.admin_messages import (
     ResetMode,
     ResetOffsetsRequest,
 )
-from brokerd.native.admin_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
-from brokerd.native.client_codec import (
-    ResponseDecoder,
-    encode_create_topic,
-    encode_fetch,
-    encode_list_offsets,
-    encode_list_topics,
-    encode_long_poll_fetch,
-    encode_produce,
-    encode_request,
-)
-from brokerd.native.messages import RequestType
+from brokerd.native.operator_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
 from brokerd.native.queue_messages import (
     AckKind,
     AckRange,

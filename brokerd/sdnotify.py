@@ -33,6 +33,8 @@ from twisted.internet.defer import Deferred, DeferredList
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd.net.twisted_state import pending_listen
+
 _log = Logger()
 
 #: The status line while serving, and while shutting down.
@@ -111,10 +113,10 @@ def _listening(
     its stop needs). ``bound`` collects each named listener's ``HOST:PORT``."""
     waits: list[Deferred[object]] = []
     for sibling in siblings:
-        # StreamServerEndpointService keeps the pending listen() here; most endpoints
-        # (tcp, ssl, unix, systemd) have fired it by the time startService returns.
-        port_d = getattr(sibling, "_waitingForPort", None)
-        if not isinstance(port_d, Deferred):
+        # Most endpoints (tcp, ssl, unix, systemd) have fired it by the time
+        # startService returns.
+        port_d = pending_listen(sibling)
+        if port_d is None:
             continue
         mine: Deferred[object] = Deferred()
 

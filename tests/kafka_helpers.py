@@ -239,7 +239,7 @@ class RawKafka:
         from brokerd.kafka.wire.messages import sasl
         from brokerd.security.scram import SCRAM_SHA_256
 
-        from tests.kafka.server.test_sasl import ScramClient
+        from tests.kafka.server.test_sasl_session import ScramClient
 
         shake = self.call(
             ApiKey.SASL_HANDSHAKE, 1, sasl.SaslHandshakeRequest(mechanism=SCRAM_SHA_256.name)

@@ -58,7 +58,7 @@ def test_reader_sees_every_import_form() -> None:
         "if TYPE_CHECKING:\n"
         "    from brokerd.kafka.errors import ErrorCode\n"
         "def f():\n"
-        "    from brokerd.kafka.groups import admin\n"
+        "    from brokerd.kafka.groups import group_admin\n"
     )
     assert {m for m in imported_modules(source) if is_kafka(m)} == {
         "brokerd.kafka.wire.codec",
@@ -66,7 +66,7 @@ def test_reader_sees_every_import_form() -> None:
         "brokerd.kafka.errors",
         "brokerd.kafka.errors.ErrorCode",
         "brokerd.kafka.groups",
-        "brokerd.kafka.groups.admin",
+        "brokerd.kafka.groups.group_admin",
     }
 
 
@@ -203,7 +203,7 @@ def test_storage_rooms_import_only_lower_rooms() -> None:
 
 def test_storage_and_core_import_nothing_above_them() -> None:
     # The core and storage serve the protocols, admin, web and the wiring; never the reverse.
-    above = ("brokerd.kafka", "brokerd.native", "brokerd.web", "brokerd.admin", "brokerd.tap",
+    above = ("brokerd.kafka", "brokerd.native", "brokerd.web", "brokerd.operator", "brokerd.tap",
              "brokerd.cli", "brokerd.app", "brokerd.net", "brokerd.security")
     graph = package_graph()
     found = {

@@ -288,7 +288,7 @@ def _tls(options: Mapping[str, Any], http_auth: HttpAuth) -> TlsSettings:
 def _sasl(options: Mapping[str, Any]) -> SaslSettings:
     """``--sasl`` and ``--credentials``, the credentials file loaded now, so a typo or a
     bad file stops the start with a clear message."""
-    from brokerd.kafka.server.sasl import parse_mechanisms
+    from brokerd.kafka.server.sasl_session import parse_mechanisms
     from brokerd.security.credentials import CredentialsError, CredentialStore
 
     mechanisms = None

@@ -52,8 +52,6 @@ from brokerd.core.services import SequentialMultiService
 from brokerd.net.listener_service import listener_service
 
 if TYPE_CHECKING:
-    from brokerd.admin.inspect import Inspector
-    from brokerd.admin.share_groups import ShareGroupInspector
     from brokerd.app.settings import Settings
     from brokerd.core import Broker
     from brokerd.core.cleaner_service import CleanerService
@@ -64,13 +62,15 @@ if TYPE_CHECKING:
     from brokerd.kafka.groups.share.state_service import ShareGroups
     from brokerd.kafka.server.handlers.acl import AclHandlers
     from brokerd.kafka.server.internal_topics import InternalTopics
-    from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.kafka.server.sasl_session import SaslConfig
     from brokerd.kafka.telemetry.clients import ClientTelemetry
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.metrics.registry import BrokerMetrics
     from brokerd.net.connlimit import AddressLimits
     from brokerd.net.request_budget import RequestBudget
     from brokerd.net.tls import ClientVerification
+    from brokerd.operator.inspect import Inspector
+    from brokerd.operator.share_groups import ShareGroupInspector
     from brokerd.registry.service import SchemaRegistry
     from brokerd.security.acl import AclAuthorizer
     from brokerd.storage.logdir.log_directory import LogDirectory
@@ -157,8 +157,8 @@ class BrokerServices:
 def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     """The whole tree: broker core (with the cleaner and the coordinators), then the
     listeners, then the readiness notice."""
-    from brokerd.admin.inspect import Inspector
-    from brokerd.admin.share_groups import ShareGroupInspector
+    from brokerd.operator.inspect import Inspector
+    from brokerd.operator.share_groups import ShareGroupInspector
     from brokerd.sdnotify import ReadyNotifier
 
     top = SequentialMultiService()
@@ -525,10 +525,10 @@ def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> No
     description = settings.listeners.native
     if description is None:
         return
-    from brokerd.admin.operations import AdminOps
-    from brokerd.kafka.groups.admin import operator_error
+    from brokerd.kafka.groups.group_admin import operator_error
     from brokerd.native.protocol import NativeFactory
     from brokerd.native.queue_handlers import QueueOps
+    from brokerd.operator.operations import AdminOps
 
     limits = settings.limits
     broker = services.broker
@@ -573,7 +573,7 @@ def log_anonymous_doors(settings: Settings) -> None:
 
 def sasl_config(settings: Settings, reactor: Any) -> SaslConfig | None:
     """The Kafka listener's SASL session settings (None: no authentication)."""
-    from brokerd.kafka.server.sasl import SaslConfig
+    from brokerd.kafka.server.sasl_session import SaslConfig
     from brokerd.security.auth_throttle import MAX_DELAY, AuthThrottle
     from brokerd.security.scram import DecoyCredentials
     from brokerd.security.server_secret import load_or_create
@@ -680,8 +680,8 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
     description, metrics = settings.listeners.http, services.metrics
     if description is None or metrics is None:
         return
-    from brokerd.admin.operations import AdminOps
-    from brokerd.kafka.groups.admin import operator_error
+    from brokerd.kafka.groups.group_admin import operator_error
+    from brokerd.operator.operations import AdminOps
     from brokerd.web.console import ConsoleSampler
     from brokerd.web.data_face import BrokerData
     from brokerd.web.site import make_site
@@ -762,11 +762,11 @@ def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -
     description = settings.listeners.http_proxy
     if description is None:
         return
-    from brokerd.admin.operations import AdminOps
-    from brokerd.kafka.groups.admin import operator_error
+    from brokerd.kafka.groups.group_admin import operator_error
     from brokerd.kafka.groups.proxy_members import ProxyMembers
     from brokerd.kafka.listener.protocol import DEFAULT_CLUSTER_ID
     from brokerd.net.connlimit import ConnectionLimit
+    from brokerd.operator.operations import AdminOps
     from brokerd.proxy.context import ProxyContext
     from brokerd.proxy.instances import ConsumerInstances
     from brokerd.proxy.limits import ProxyLimits

@@ -12,7 +12,7 @@ clean-shutdown marker), the pools.
 
 The parts it wires: :class:`~brokerd.core.topics.TopicRegistry` (open partitions,
 auto-create), :class:`~brokerd.core.writer.PartitionWriter` per partition (group
-commit), :class:`~brokerd.core.producers.ProducerGuard` per partition (idempotence),
+commit), :class:`~brokerd.core.producers.ProducerSnapshots` per partition (state snapshots),
 :class:`~brokerd.core.waiters.WaiterRegistry` (long polls),
 :class:`~brokerd.core.fetcher.Fetcher` (``reads``, the face's reads role),
 :class:`~brokerd.core.txn_markers.TxnMarkers` (``transactions``) and

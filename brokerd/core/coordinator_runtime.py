@@ -39,11 +39,15 @@ results to :meth:`CoordinatorRuntime.run`.
 
 Its users: the share groups' records engine (:mod:`brokerd.core.share.service`, with
 ``reload``), the group coordinator's offsets journal
-(:class:`~brokerd.kafka.groups.store.CommitQueue`, whose writer the classic
-coordinator's :class:`CoordinatorRuntime` also writes through) and the transaction
-table (:class:`~brokerd.kafka.txn.table.TxnTable`), both without ``reload``. What it
-does not do: decide anything (the coordinators do), or block the reactor (the write
-runs in the broker's write pool, ``run_write``).
+(:class:`~brokerd.kafka.groups.store.CommitQueue`, whose writer the classic, consumer
+and streams groups' :class:`CoordinatorRuntime` also writes through) and the transaction
+coordinator (:mod:`brokerd.kafka.txn.coordinator`), both without ``reload``. The
+transaction coordinator's memory follows its log instead of leading it: its runtime's
+``on_durable`` hook installs a result's records once they are durable (so a failed
+write changes nothing) and starts the result's ``follow_ups`` (the markers of a decided
+transaction, whose own result then releases the parked EndTxn). What it does not do:
+decide anything (the coordinators do), or block the reactor (the write runs in the
+broker's write pool, ``run_write``).
 """
 
 from __future__ import annotations
@@ -97,12 +101,16 @@ class CoordinatorResult(Generic[Record, Answer]):
     ``answer`` may be a :class:`ParkedRequest`: the caller's request is held, and a
     later result's :class:`Release` answers it. ``released`` answers requests parked
     before. ``if_failed`` is the answer when the records' write failed (None: the
-    caller's Deferred fails with the write's error)."""
+    caller's Deferred fails with the write's error; a parked request stays parked).
+    ``follow_ups`` are the coordinator's own values for work that starts once the
+    records are durable (the transaction coordinator's markers to write); the runtime
+    hands them to its ``on_durable`` hook and does nothing else with them."""
 
     records: tuple[Record, ...]
     answer: Answer
     released: tuple[Release, ...] = ()
     if_failed: Answer | None = None
+    follow_ups: tuple[object, ...] = ()
 
 
 class ResultBuilder(Generic[Record]):
@@ -125,6 +133,9 @@ class ResultBuilder(Generic[Record]):
         return CoordinatorResult(
             tuple(self.records), answer, tuple(self.released), if_failed
         )
+
+
+ResultHook = Callable[[CoordinatorResult[Record, Any]], None]
 
 
 class OrderedJournalWriter(Generic[Record]):
@@ -267,15 +278,21 @@ class CoordinatorRuntime(Generic[Record]):
         so everything reaches it in one order).
     :param on_cancel: called when the caller of a parked request gives up (its Deferred
         is cancelled: the client went away); returns the coordinator's result of that.
+    :param on_durable: called with each result once its records are durable, before
+        its answers leave: a coordinator that installs its change only once it is
+        durable (the transaction table) does it here, and starts the result's
+        ``follow_ups``.
     """
 
     def __init__(
         self,
         writer: OrderedJournalWriter[Record],
         on_cancel: Callable[[ParkedRequest], CoordinatorResult[Record, None]],
+        on_durable: ResultHook[Record] | None = None,
     ) -> None:
         self._writer = writer
         self._on_cancel = on_cancel
+        self._on_durable = on_durable
         self._parked: dict[ParkedRequest, defer.Deferred[Any]] = {}
 
     def run(self, result: CoordinatorResult[Record, Answer]) -> defer.Deferred[Any]:
@@ -291,6 +308,8 @@ class CoordinatorRuntime(Generic[Record]):
         written = self._writer.submit_in_order(result.records)
 
         def durable(_: object) -> None:
+            if self._on_durable is not None:
+                self._on_durable(result)
             for r in result.released:
                 self._give(r.to, r.answer)
             if not isinstance(answer, ParkedRequest):
@@ -300,7 +319,9 @@ class CoordinatorRuntime(Generic[Record]):
             for r in result.released:
                 self._give(r.to, r.if_failed)
             if isinstance(answer, ParkedRequest):
-                pass  # parked: a later result answers it
+                if result.if_failed is not None:
+                    # Nothing that would answer it later starts: answer it now.
+                    self._give(answer, result.if_failed)
             elif result.if_failed is not None:
                 own.callback(result.if_failed)
             else:

@@ -18,6 +18,14 @@ while an inline job's answers are being given (a pipelined produce started by it
 predecessor's answer) form the next job once it is done, so the jobs of one partition
 still run one at a time and in order.
 
+An inline job tells its owner of the appends in the reactor's next turn, not at once:
+the append's Deferred fires inside the request that made it, and a long poll woken at
+once would be read, encoded and sent before that request's own answer (a consumer's
+Fetch answer carrying a record left before the Produce answer that wrote it, delaying
+every delivery report by the Fetch's work). Kafka, too, completes delayed fetches after
+the produce answer is handed to its network thread. The wake-ups of one turn go out
+together, before those of any later job.
+
 The job answers with a :class:`JobResult`: each append's offsets or failure, in order,
 and separately a retention failure (retention is retried at the next pass; the appends
 stand). The writer fires each append's Deferred in order, then tells its owner which
@@ -159,6 +167,11 @@ class PartitionWriter:
         self._on_appended = on_appended
         self._on_idle = on_idle
         self._pending: list[_Queued] = []
+        #: Appends of inline jobs whose wake-up waits for the next reactor turn: at
+        #: most those of the requests read in one turn (each within its connection's
+        #: request budget), emptied at the start of the next.
+        self._unannounced: list[tuple[Append, AppendInfo]] = []
+        self._announce_call: DelayedCall | None = None
         self._busy = False
         self._flush_requested = False
         self._retention_requested = False
@@ -231,7 +244,7 @@ class PartitionWriter:
                 )
             except Exception:
                 outcome = _current_failure()
-            self._job_done(outcome, queued, False)
+            self._job_done(outcome, queued, False, inline=True)
             return True
         d = self._run_write(
             write_job,
@@ -254,7 +267,10 @@ class PartitionWriter:
                 return False
         return True
 
-    def _job_done(self, outcome: JobResult | Failure, queued: list[_Queued], synced: bool) -> None:
+    def _job_done(
+        self, outcome: JobResult | Failure, queued: list[_Queued], synced: bool,
+        *, inline: bool = False,
+    ) -> None:
         self._busy = False
         sync_seconds = None
         if isinstance(outcome, Failure):
@@ -286,8 +302,27 @@ class PartitionWriter:
                 self.dirty = True
                 self._unsynced_records += sum(_record_count(a) for a, _info in appended)
                 self._arm_flush_timer()
-            self._on_appended(appended)
+            if inline and self._clock is not None:
+                self._announce_later(appended)
+            else:
+                self._announce_now()  # earlier inline appends first, in order
+                self._on_appended(appended)
         self._kick()
+
+    def _announce_later(self, appended: list[tuple[Append, AppendInfo]]) -> None:
+        assert self._clock is not None
+        self._unannounced.extend(appended)
+        if self._announce_call is None:
+            self._announce_call = self._clock.callLater(0, self._announce_now)
+
+    def _announce_now(self) -> None:
+        """Tell the owner of the inline appends not yet announced."""
+        call, self._announce_call = self._announce_call, None
+        if call is not None and call.active():
+            call.cancel()
+        if self._unannounced:
+            appended, self._unannounced = self._unannounced, []
+            self._on_appended(appended)
 
     def _synced(self) -> None:
         self._unsynced_records = 0
@@ -308,8 +343,9 @@ class PartitionWriter:
 
     def stop_timer(self) -> None:
         """Cancel a pending ``flush.ms`` timer (the broker is stopping; the log
-        directory syncs everything on close)."""
+        directory syncs everything on close); wake-ups not yet given are given now."""
         self._synced()
+        self._announce_now()
 
 
 def _record_count(append: Append) -> int:

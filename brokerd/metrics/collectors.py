@@ -2,7 +2,7 @@
 the log cleaner, the transaction coordinator, and the per-topic traffic counters.
 
 Every figure is read when Prometheus scrapes (on the reactor thread, through the
-:class:`~brokerd.admin.inspect.Inspector`'s memory-only snapshots), so the label sets are
+:class:`~brokerd.operator.inspect.Inspector`'s memory-only snapshots), so the label sets are
 exactly the topics, partitions and groups that exist at that moment: a deleted topic's
 or group's series disappear with it, and no request ever creates a label.
 
@@ -18,10 +18,10 @@ from typing import Protocol
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from brokerd.admin.inspect import Inspector
-from brokerd.admin.share_groups import ShareGroupInspector
-from brokerd.admin.txn_face import TxnListingFace
 from brokerd.metrics.traffic import TopicTraffic
+from brokerd.operator.inspect import Inspector
+from brokerd.operator.share_groups import ShareGroupInspector
+from brokerd.operator.txn_face import TxnListingFace
 from brokerd.storage.journal.engine import JournalStore
 
 

@@ -13,10 +13,6 @@ from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
-from brokerd.admin.inspect import Inspector
-from brokerd.admin.share_groups import ShareGroupInspector
-from brokerd.admin.telemetry_face import TelemetryFace
-from brokerd.admin.txn_face import TxnListingFace
 from brokerd.core.quotas.manager import QuotaManager
 from brokerd.metrics.collectors import (
     CleanerCollector,
@@ -31,6 +27,10 @@ from brokerd.metrics.collectors import (
 from brokerd.metrics.live import ListenerMetrics, RequestMetrics, WriteMetrics
 from brokerd.metrics.telemetry import TelemetryCollector
 from brokerd.metrics.traffic import TopicTraffic
+from brokerd.operator.inspect import Inspector
+from brokerd.operator.share_groups import ShareGroupInspector
+from brokerd.operator.telemetry_face import TelemetryFace
+from brokerd.operator.txn_face import TxnListingFace
 from brokerd.storage.journal.engine import JournalStore
 
 

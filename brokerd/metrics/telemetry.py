@@ -12,7 +12,7 @@ exposition's family count fixed; cardinality is bounded where the series are kep
 ``brokerd_telemetry_dropped_series_total`` counts what those bounds dropped.
 
 What it does not do: decode or keep anything (it reads
-:class:`brokerd.admin.telemetry_face.TelemetryFace`).
+:class:`brokerd.operator.telemetry_face.TelemetryFace`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from brokerd.admin.telemetry_face import TelemetryFace
+from brokerd.operator.telemetry_face import TelemetryFace
 
 _LABELS = ["client_instance_id", "client_id", "client_software", "name", "attributes"]
 

@@ -13,10 +13,10 @@ DESCRIBE. The queue requests: QueueFetch and QueueAcknowledge need READ on the g
 READ on the topic (Kafka's ShareFetch rule), DescribeShareGroup DESCRIBE on the group,
 and ListShareGroups lists only the share groups the principal may DESCRIBE. A group's
 answer (DescribeGroup, each group of ListGroups) keeps only the partitions of topics the
-principal may DESCRIBE (:mod:`brokerd.admin.visibility`).
+principal may DESCRIBE (:mod:`brokerd.operator.visibility`).
 A topic refusal is :class:`~brokerd.errors.AuthorizationFailed` (native
 ``TOPIC_AUTHORIZATION_FAILED``), a group refusal
-:class:`~brokerd.admin.errors.GroupAuthorizationFailed` (``GROUP_AUTHORIZATION_FAILED``),
+:class:`~brokerd.operator.errors.GroupAuthorizationFailed` (``GROUP_AUTHORIZATION_FAILED``),
 said the same way whether the topic or group exists or not, so a client learns nothing
 about what it may not describe.
 
@@ -33,11 +33,11 @@ from typing import NoReturn
 
 import attrs
 
-from brokerd.admin.errors import GroupAuthorizationFailed
-from brokerd.admin.share_groups import ShareGroupView
-from brokerd.admin.views import GroupView
-from brokerd.admin.visibility import Visibility
 from brokerd.errors import AuthorizationFailed
+from brokerd.operator.errors import GroupAuthorizationFailed
+from brokerd.operator.share_groups import ShareGroupView
+from brokerd.operator.views import GroupView
+from brokerd.operator.visibility import Visibility
 from brokerd.security.acl import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 from brokerd.storage.types import TopicInfo
 

@@ -2,7 +2,7 @@
 
 What this module does: builds request frames from messages by walking the request
 layout table (``brokerd.native.wire``; the admin types' bodies are
-``brokerd.native.admin_wire``'s): :func:`encode_request` for any message, and one
+``brokerd.native.operator_wire``'s): :func:`encode_request` for any message, and one
 ``encode_<type>`` shortcut per request type 1 to 6; and decodes the server's answers:
 :class:`ResponseDecoder` for pipelined responses arriving in chunks,
 :func:`decode_response` for one complete response. Used by ``brokerd.client`` (and so
@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import cast
 
-from brokerd.native import admin_wire, queue_wire
+from brokerd.native import operator_wire, queue_wire
 from brokerd.native.messages import (
     ADMIN_REQUEST_TYPES,
     DEFAULT_MAX_FETCH_BYTES,
@@ -81,8 +81,8 @@ __all__ = [
 def encode_request(request: Request) -> bytes:
     """Encode any request message (the inverse of the server's ``RequestDecoder``).
     Raises ``ValueError`` for values that do not fit the wire format."""
-    if type(request) in admin_wire.TYPE_OF_CLASS:
-        return admin_wire.encode_request(request)  # type: ignore[arg-type]
+    if type(request) in operator_wire.TYPE_OF_CLASS:
+        return operator_wire.encode_request(request)  # type: ignore[arg-type]
     if type(request) in queue_wire.TYPE_OF_CLASS:
         return queue_wire.encode_request(request)  # type: ignore[arg-type]
     layout = LAYOUT_OF_CLASS.get(type(request))
@@ -225,7 +225,7 @@ class ResponseDecoder:
         if code != 0:
             return self._error(request_type, 0)
         if request_type in ADMIN_REQUEST_TYPES:
-            return admin_wire.decode_answer(request_type, buf)
+            return operator_wire.decode_answer(request_type, buf)
         if request_type in QUEUE_REQUEST_TYPES:
             return queue_wire.decode_answer(request_type, buf)
         if request_type == RequestType.PRODUCE:

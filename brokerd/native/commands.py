@@ -25,24 +25,9 @@ from typing import Any, Generic, TypeVar
 import attrs
 from twisted.internet import defer
 
-from brokerd.admin.errors import AdminUnavailable
-from brokerd.admin.operations import AdminOps
-from brokerd.admin.share_groups import ShareGroupView
-from brokerd.admin.views import GroupView, OffsetResetView, TopicView
 from brokerd.core.api import CoreApi
-from brokerd.native import admin_wire, server_codec
+from brokerd.native import operator_wire, server_codec
 from brokerd.native.acl_checks import NativeAccess
-from brokerd.native.admin_handlers import admin_document, reset_spec
-from brokerd.native.admin_messages import (
-    AlterTopicConfigsRequest,
-    CreatePartitionsRequest,
-    DeleteGroupRequest,
-    DeleteTopicRequest,
-    DescribeGroupRequest,
-    DescribeTopicRequest,
-    ListGroupsRequest,
-    ResetOffsetsRequest,
-)
 from brokerd.native.batch_framing import FramedValues, frame_batches, raw_fetch_budget
 from brokerd.native.messages import (
     CreateTopicRequest,
@@ -52,6 +37,17 @@ from brokerd.native.messages import (
     LongPollFetchRequest,
     ProduceRequest,
     RequestType,
+)
+from brokerd.native.operator_handlers import admin_document, reset_spec
+from brokerd.native.operator_messages import (
+    AlterTopicConfigsRequest,
+    CreatePartitionsRequest,
+    DeleteGroupRequest,
+    DeleteTopicRequest,
+    DescribeGroupRequest,
+    DescribeTopicRequest,
+    ListGroupsRequest,
+    ResetOffsetsRequest,
 )
 from brokerd.native.queue_handlers import (
     QueueMember,
@@ -68,6 +64,10 @@ from brokerd.native.queue_messages import (
     QueueFetchRequest,
 )
 from brokerd.native.wire import REQUEST_LAYOUTS, RequestLayout
+from brokerd.operator.errors import AdminUnavailable
+from brokerd.operator.operations import AdminOps
+from brokerd.operator.share_groups import ShareGroupView
+from brokerd.operator.views import GroupView, OffsetResetView, TopicView
 from brokerd.security.acl import Operation
 from brokerd.storage.types import (
     COMMITTED_BATCHES,
@@ -143,7 +143,7 @@ class NativeCommand(Generic[Req, Res]):
     def layout(self) -> RequestLayout | None:
         """Its bytes after the ``u16 type``: its row of the wire table, which the
         decoder and the request encoder walk; None for the admin and queue types, framed
-        as ``u32 body_len, body`` (``admin_wire``, ``queue_wire``)."""
+        as ``u32 body_len, body`` (``operator_wire``, ``queue_wire``)."""
         return REQUEST_LAYOUTS.get(self.request_type)
 
     def run(
@@ -255,7 +255,7 @@ def _share_groups_filter(
 
 def _admin_answer(request_type: RequestType) -> Callable[[object, Any], bytes]:
     def answer(request: object, result: Any) -> bytes:
-        return admin_wire.encode_answer(request_type, admin_document(request, result))
+        return operator_wire.encode_answer(request_type, admin_document(request, result))
 
     return answer
 

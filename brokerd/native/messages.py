@@ -18,11 +18,11 @@ import enum
 import attrs
 
 from brokerd import errors
-from brokerd.admin import errors as admin_errors
 from brokerd.core.share.partition import InvalidAcknowledgement
 from brokerd.names import MAX_TOPIC_LENGTH
-from brokerd.native.admin_messages import AdminRequest, AdminResponse
+from brokerd.native.operator_messages import AdminRequest, AdminResponse
 from brokerd.native.queue_messages import QueueAckResponse, QueueFetchResponse, QueueRequest
+from brokerd.operator import errors as admin_errors
 
 __all__ = [
     "ADMIN_REQUEST_TYPES",
@@ -92,7 +92,7 @@ class RequestType(enum.IntEnum):
     LIST_OFFSETS = 4
     LIST_TOPICS = 5
     LONG_POLL_FETCH = 6
-    # The admin requests (brokerd.native.admin_messages, docs/protocol.md section 2.8).
+    # The admin requests (brokerd.native.operator_messages, docs/protocol.md section 2.8).
     DESCRIBE_TOPIC = 7
     ALTER_TOPIC_CONFIGS = 8
     DELETE_TOPIC = 9

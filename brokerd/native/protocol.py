@@ -26,11 +26,9 @@ from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory
 from twisted.python.failure import Failure
 
-from brokerd.admin.operations import AdminOps
 from brokerd.core.api import CoreApi
 from brokerd.native import server_codec
 from brokerd.native.acl_checks import NativeAccess
-from brokerd.native.admin_wire import AdminWireError
 from brokerd.native.answer_metrics import observe_native, observe_records, observe_refusal
 from brokerd.native.commands import COMMANDS, MAX_LONG_POLL_WAIT_MS, NativeContext
 from brokerd.native.messages import (
@@ -42,12 +40,14 @@ from brokerd.native.messages import (
     RequestType,
     error_code_for,
 )
+from brokerd.native.operator_wire import AdminWireError
 from brokerd.native.queue_handlers import QueueMember, QueueOps
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
 from brokerd.net.request_budget import RequestBudget
 from brokerd.observers import NULL_REQUESTS, RequestObserver
+from brokerd.operator.operations import AdminOps
 from brokerd.security.acl import AclAuthorizer
 
 __all__ = [

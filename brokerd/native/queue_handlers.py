@@ -30,8 +30,6 @@ import attrs
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from brokerd.admin.errors import GroupNotFound
-from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
 from brokerd.core.share.partition import AckBatch, InvalidAcknowledgement
 from brokerd.core.share.service import AcquireResult, ShareService
 from brokerd.core.share.states import AckType
@@ -42,6 +40,8 @@ from brokerd.native.queue_messages import (
     QueueFetchRequest,
     QueueRecord,
 )
+from brokerd.operator.errors import GroupNotFound
+from brokerd.operator.share_groups import ShareGroupInspector, ShareGroupView
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
 from brokerd.storage.segment.batch_reads import MAX_DECODED_BATCH_BYTES

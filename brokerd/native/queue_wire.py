@@ -20,9 +20,9 @@ import json
 import struct
 from collections.abc import Sequence
 
-from brokerd.native.admin_messages import MAX_ADMIN_RESPONSE_BYTES, AdminResponse, JsonValue
-from brokerd.native.admin_wire import BODY_LENGTH, AdminWireError, BodyReader
 from brokerd.native.messages import ErrorCode, MalformedResponse, RequestType
+from brokerd.native.operator_messages import MAX_ADMIN_RESPONSE_BYTES, AdminResponse, JsonValue
+from brokerd.native.operator_wire import BODY_LENGTH, AdminWireError, BodyReader
 from brokerd.native.queue_messages import (
     MAX_QUEUE_ACK_OFFSETS,
     MAX_QUEUE_ACK_RANGES,

@@ -24,8 +24,7 @@ from collections.abc import Iterable, Sequence
 
 from brokerd import errors
 from brokerd.names import MAX_TOPIC_LENGTH, validate_topic_name
-from brokerd.native import admin_wire, queue_wire
-from brokerd.native.admin_messages import MAX_ADMIN_REQUEST_BYTES
+from brokerd.native import operator_wire, queue_wire
 from brokerd.native.batch_framing import FramedValues
 from brokerd.native.messages import (
     ADMIN_REQUEST_TYPES,
@@ -41,6 +40,7 @@ from brokerd.native.messages import (
     RequestEvent,
     RequestType,
 )
+from brokerd.native.operator_messages import MAX_ADMIN_REQUEST_BYTES
 from brokerd.native.wire import (
     EMPTY_RECORD,
     ERROR_HEAD,
@@ -323,7 +323,7 @@ class RequestDecoder:
                 return False
             self._end_frame(ProduceRequest(self._topic, self._partition, tuple(self._values)))
         elif state is _State.ADMIN_LEN:
-            if len(buf) < admin_wire.BODY_LENGTH.size:
+            if len(buf) < operator_wire.BODY_LENGTH.size:
                 return False
             self._read_admin_length()
         elif state is _State.ADMIN_BODY:
@@ -381,8 +381,8 @@ class RequestDecoder:
             )
 
     def _read_admin_length(self) -> None:
-        (length,) = admin_wire.BODY_LENGTH.unpack_from(self._buf)
-        del self._buf[: admin_wire.BODY_LENGTH.size]
+        (length,) = operator_wire.BODY_LENGTH.unpack_from(self._buf)
+        del self._buf[: operator_wire.BODY_LENGTH.size]
         if length > MAX_ADMIN_REQUEST_BYTES:
             # The frame says where it ends, so refusing it costs only the skipping.
             self._fail(
@@ -404,8 +404,8 @@ class RequestDecoder:
             if self._type in QUEUE_REQUEST_TYPES:
                 request = queue_wire.parse_body(self._type, body)
             else:
-                request = admin_wire.parse_body(self._type, body)
-        except admin_wire.AdminWireError as exc:
+                request = operator_wire.parse_body(self._type, body)
+        except operator_wire.AdminWireError as exc:
             self._fail(exc.code, str(exc))
             self._end_frame(None)
             return

@@ -3,7 +3,7 @@
 
 A connection is in exactly one :class:`Phase`; what happens to it is an :class:`Event`;
 :data:`TRANSITIONS` says, for every (phase, event) pair, the next phase, or that the
-pair cannot happen (:class:`InvalidTransition`: a bug in the connection code).
+pair cannot happen (:class:`brokerd.fsm.InvalidTransition`: a bug in the connection code).
 
 What the phases mean for a connection (``brokerd.net.connection``):
 
@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["TRANSITIONS", "Event", "InvalidTransition", "Phase", "next_phase"]
+from brokerd.fsm import step
+
+__all__ = ["TRANSITIONS", "Event", "Phase", "next_phase"]
 
 
 class Phase(enum.Enum):
@@ -73,15 +75,6 @@ class Event(enum.Enum):
     SPLICE_DONE = "splice done"  # the frame is sent (a failed one closes instead)
     CLOSE = "close"  # close(), or the protocol refuses further requests
     LOST = "connectionLost"
-
-
-class InvalidTransition(Exception):
-    """An event that cannot happen in the connection's phase (a bug)."""
-
-    def __init__(self, phase: Phase, event: Event) -> None:
-        super().__init__(f"{event.value} in phase {phase.value}")
-        self.phase = phase
-        self.event = event
 
 
 P, E = Phase, Event
@@ -146,7 +139,4 @@ del P, E
 
 def next_phase(phase: Phase, event: Event) -> Phase:
     """The phase after ``event``; :class:`InvalidTransition` where it cannot happen."""
-    after = TRANSITIONS[(phase, event)]
-    if after is None:
-        raise InvalidTransition(phase, event)
-    return after
+    return step(TRANSITIONS, phase, event)

@@ -21,6 +21,9 @@ quietly changing the broker's behaviour.
   a cycle through the TLS protocol, its unsent buffers and the socket transport's, that
   only a full garbage collection frees. Dropping the failure's traceback
   (:func:`forget_traceback`) breaks the cycle.
+* :func:`pending_listen`: the ``listen()`` a ``StreamServerEndpointService`` started
+  (``_waitingForPort``), which the readiness notice (``brokerd.sdnotify``) waits on, since
+  the service publishes no way to learn that its port is bound.
 
 What it does not do: change what the transports send or when; decide anything.
 """
@@ -29,17 +32,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from twisted.internet.defer import Deferred
 from twisted.protocols.tls import BufferingTLSTransport
 from twisted.python.failure import Failure
 
-__all__ = ["PRIVATE_READS", "CycleFreeTLSProtocol", "forget_traceback", "holds_nothing"]
+__all__ = [
+    "PRIVATE_READS",
+    "CycleFreeTLSProtocol",
+    "forget_traceback",
+    "holds_nothing",
+    "pending_listen",
+]
 
 #: What this module relies on, by class: checked against the installed Twisted by the
 #: tests (an attribute named here must exist where it is said to).
 PRIVATE_READS: dict[str, tuple[str, ...]] = {
     "twisted.internet.abstract.FileDescriptor": ("dataBuffer", "offset", "_tempDataLen"),
     "twisted.protocols.tls.TLSMemoryBIOProtocol": ("_tlsShutdownFinished",),
+    "twisted.application.internet.StreamServerEndpointService": ("_waitingForPort",),
 }
+
+
+def pending_listen(service: object) -> Deferred[object] | None:
+    """The Deferred of the ``listen()`` a ``StreamServerEndpointService`` started (it
+    fires with the port once bound), or None for any other service or before its start."""
+    waiting = getattr(service, "_waitingForPort", None)
+    return waiting if isinstance(waiting, Deferred) else None
 
 
 def holds_nothing(transport: object) -> bool:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import attrs
 
-from brokerd.admin.inspect import Inspector
-from brokerd.admin.operations import AdminOps
 from brokerd.core.api import CoreApi
+from brokerd.operator.inspect import Inspector
+from brokerd.operator.operations import AdminOps
 from brokerd.proxy.access import Access
 from brokerd.proxy.errors import topic_not_found
 from brokerd.proxy.instances import ConsumerInstances

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from brokerd.admin.views import GroupView, MemberView, TopicView
+from brokerd.operator.views import GroupView, MemberView, TopicView
 from brokerd.proxy.context import ProxyContext
 from brokerd.proxy.embedded import encode_with
 from brokerd.proxy.errors import (

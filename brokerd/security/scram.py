@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_sasl -*-
+# -*- test-case-name: tests.kafka.server.test_sasl_session -*-
 """SCRAM (RFC 5802, with the SHA-256 of RFC 7677 and SHA-512) as a sans-IO server.
 
 What this module does:

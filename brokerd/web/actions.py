@@ -38,10 +38,10 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
 from twisted.web.template import Tag, tags
 
-from brokerd.admin.errors import GroupNotEmpty
-from brokerd.admin.operations import ResetMode, ResetSpec
-from brokerd.admin.views import OffsetResetView
 from brokerd.errors import BrokerError
+from brokerd.operator.errors import GroupNotEmpty
+from brokerd.operator.operations import ResetMode, ResetSpec
+from brokerd.operator.views import OffsetResetView
 from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.types import Record
 from brokerd.web.browse import BadQuery, parse_time

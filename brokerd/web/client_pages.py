@@ -8,7 +8,7 @@ which clients are connected, what software they run, what they were asked to pus
 what they pushed, beside the broker's own figures. Only principals that may see the
 broker's settings see them (the metrics name topics and brokers of every client).
 
-Pure rendering over :class:`brokerd.admin.telemetry_face.TelemetryClientView`.
+Pure rendering over :class:`brokerd.operator.telemetry_face.TelemetryClientView`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from twisted.web.template import Flattenable, Tag, tags
 
-from brokerd.admin.telemetry_face import TelemetryClientView
+from brokerd.operator.telemetry_face import TelemetryClientView
 from brokerd.web.console_html import cell, count, duration, stamp, table
 from brokerd.web.markup import facts
 

@@ -30,10 +30,10 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request
 from twisted.web.template import Flattenable
 
-from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView
-from brokerd.admin.telemetry_face import TelemetryClientView, TelemetryFace
 from brokerd.clock import Seconds
 from brokerd.core.quotas.manager import QuotaManager
+from brokerd.operator.share_groups import ShareGroupInspector, ShareGroupView
+from brokerd.operator.telemetry_face import TelemetryClientView, TelemetryFace
 from brokerd.web import client_pages, data_pages
 from brokerd.web import console_pages as pages
 from brokerd.web.console_history import (
@@ -379,7 +379,7 @@ def make_console(
     quotas: QuotaManager | None = None,
 ) -> Resource:
     """The console's root resource. ``inspector``: where the figures come from
-    (:class:`brokerd.admin.inspect.Inspector`); ``clock``: the time shown and uptime's
+    (:class:`brokerd.operator.inspect.Inspector`); ``clock``: the time shown and uptime's
     origin (the moment this is called); ``settings``: the broker's effective options,
     shown on the overview; ``sampler``: the history its rates and charts come from (None
     shows current figures only); ``scope_of``: what each request may see

@@ -2,7 +2,7 @@
 a fixed interval, and the rates and series derived from those samples.
 
 Memory only, reactor thread only; a sample is a few dictionaries taken from the
-:class:`~brokerd.admin.inspect.Inspector` (which never blocks). What this module does not
+:class:`~brokerd.operator.inspect.Inspector` (which never blocks). What this module does not
 do: render anything (see :mod:`brokerd.web.console_pages`) or keep history across
 restarts: after a restart rates start again from nothing.
 
@@ -24,8 +24,8 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
-from brokerd.admin.views import GroupView, TopicView
 from brokerd.clock import Seconds
+from brokerd.operator.views import GroupView, TopicView
 
 #: Seconds between two samples of the console's history, and how many are kept
 #: (120 x 5 s: the last ten minutes).
@@ -39,7 +39,7 @@ _log = Logger()
 
 
 class ConsoleSource(Protocol):
-    """What the console reads of the broker (:class:`brokerd.admin.inspect.Inspector` is
+    """What the console reads of the broker (:class:`brokerd.operator.inspect.Inspector` is
     one; tests pass fakes)."""
 
     @property

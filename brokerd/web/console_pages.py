@@ -1,7 +1,7 @@
 """The console's page bodies: the overview (topics, groups, share groups, the broker),
 one topic, one consumer group, one share group, and "not found".
 
-Each function turns views (:mod:`brokerd.admin.views`) and the sampler's history into
+Each function turns views (:mod:`brokerd.operator.views`) and the sampler's history into
 a page body, a :mod:`twisted.web.template` tag tree: every text that came from a client
 (group ids, client ids, member ids, metadata, config values) is a string in the tree
 and the flattener escapes it, so none can become markup. What this module does not do:
@@ -16,8 +16,8 @@ from urllib.parse import quote
 import attrs
 from twisted.web.template import Flattenable, Tag, tags
 
-from brokerd.admin.share_groups import ShareGroupView, SharePartitionView
-from brokerd.admin.views import SHARE_GROUP, GroupView, MemberView, PartitionView, TopicView
+from brokerd.operator.share_groups import ShareGroupView, SharePartitionView
+from brokerd.operator.views import SHARE_GROUP, GroupView, MemberView, PartitionView, TopicView
 from brokerd.web import console_history as history
 from brokerd.web.console_history import ConsoleSource, Sample
 from brokerd.web.console_html import (

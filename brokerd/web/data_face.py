@@ -4,7 +4,7 @@ delete, a consumer group's offset reset).
 
 :class:`ConsoleData` is the seam; :class:`BrokerData` is the broker's side of it, built
 by the service wiring from the core (:class:`~brokerd.core.api.CoreApi`) and the admin
-operations (:class:`~brokerd.admin.operations.AdminOps`, the same rules as ``brokerctl``
+operations (:class:`~brokerd.operator.operations.AdminOps`, the same rules as ``brokerctl``
 and Kafka's admin client). Tests of the pages may pass anything that has these methods.
 
 Reads are of committed records, decoded (:data:`~brokerd.storage.types.COMMITTED_RECORDS`,
@@ -27,9 +27,9 @@ from typing import Protocol
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
 
-from brokerd.admin.operations import AdminOps
 from brokerd.core.api import CoreApi, CoreReads, HoldsReads
 from brokerd.errors import BrokerError, UnknownTopicOrPartition
+from brokerd.operator.operations import AdminOps
 from brokerd.storage.record.encode import encode_records
 from brokerd.storage.types import (
     COMMITTED_RECORDS,

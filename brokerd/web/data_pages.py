@@ -14,7 +14,7 @@ from urllib.parse import quote
 from twisted.web.resource import Resource
 from twisted.web.template import Flattenable, Tag, tags
 
-from brokerd.admin.views import SHARE_GROUP, GroupView, TopicView
+from brokerd.operator.views import SHARE_GROUP, GroupView, TopicView
 from brokerd.web.actions import ActionPage, CreateTopic, DeleteTopic, EditConfigs, Produce
 from brokerd.web.actions import ResetOffsets as ResetAction
 from brokerd.web.browse_page import MessagesPage

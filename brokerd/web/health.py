@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from twisted.web.resource import Resource
 
-from brokerd.admin.txn_face import TxnListingFace
+from brokerd.operator.txn_face import TxnListingFace
 
 if TYPE_CHECKING:
     # Annotations only: the broker builds its Readiness with --http none too, and
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 class OfflineSource(Protocol):
-    """Where offline partitions are read (an :class:`~brokerd.admin.inspect.Inspector`)."""
+    """Where offline partitions are read (an :class:`~brokerd.operator.inspect.Inspector`)."""
 
     def offline_partitions(self) -> dict[tuple[str, int], str]: ...
 

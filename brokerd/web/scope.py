@@ -4,7 +4,7 @@ broker's settings, the ``/metrics`` series and ``/readyz``'s reasons.
 
 Without ``--authorizer acl`` every request sees everything (once ``--http-auth`` let it
 in). With it, a request's principal (:mod:`brokerd.web.auth`) sees what it may DESCRIBE,
-by the rules of :mod:`brokerd.admin.visibility`: topics it may not DESCRIBE are left out
+by the rules of :mod:`brokerd.operator.visibility`: topics it may not DESCRIBE are left out
 everywhere (the topic list, group offsets and assignments, lag totals, the history's
 rates, every series with a ``topic`` label), groups it may not DESCRIBE likewise
 (``group`` labels included); a topic's configs need DESCRIBE_CONFIGS on it, the broker's
@@ -24,8 +24,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from twisted.web.server import Request
 
-from brokerd.admin.views import GroupView, TopicView
-from brokerd.admin.visibility import Visibility
+from brokerd.operator.views import GroupView, TopicView
+from brokerd.operator.visibility import Visibility
 from brokerd.security.acl import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 from brokerd.web.auth import HttpIdentity
 from brokerd.web.console_history import ConsoleSource, Sample

@@ -20,11 +20,11 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.web.resource import IResource, Resource
 from twisted.web.server import Request, Site
 
-from brokerd.admin.inspect import Inspector
-from brokerd.admin.share_groups import ShareGroupInspector
-from brokerd.admin.telemetry_face import TelemetryFace
 from brokerd.clock import Clock
 from brokerd.core.quotas.manager import QuotaManager
+from brokerd.operator.inspect import Inspector
+from brokerd.operator.share_groups import ShareGroupInspector
+from brokerd.operator.telemetry_face import TelemetryFace
 from brokerd.security.acl import AclAuthorizer
 from brokerd.security.doors import HttpAuth
 from brokerd.web.auth import AuthGuard, HttpIdentity

@@ -301,14 +301,45 @@ class InlineAppendTests(SynchronousTestCase):
         self.assertEqual(logdir.parts[("t", 0)].calls, ["append", "publish"])
         self.assertEqual(self.successResultOf(broker.reads.list_offsets("t", 0)), (0, 1))
 
-    def test_a_parked_fetch_is_answered_within_the_produce(self) -> None:
+    def test_a_parked_fetch_is_woken_in_the_next_turn_after_the_produce(self) -> None:
         runner = HeldRunner()
-        broker, _logdir, _clock = make("never", writes=runner)
+        broker, _logdir, clock = make("never", writes=runner)
         parked = broker.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=500)
+        order: list[str] = []
+        parked.addCallback(lambda _: order.append("fetch woken"))
+        produced = broker.produce_values("t", 0, [b"a"])
+        produced.addCallback(lambda _: order.append("produce answered"))
+        # The produce is answered inside the call; the fetch waits for the next turn,
+        # so that the Produce answer leaves first.
+        self.assertEqual(order, ["produce answered"])
         self.assertNoResult(parked)
-        broker.produce_values("t", 0, [b"a"])
-        # Woken by the append itself, not by its timer (the clock never moved).
+        clock.advance(0)
+        # Woken by the append, not by its timer (the clock moved by nothing).
         self.successResultOf(parked)
+        self.assertEqual(order, ["produce answered", "fetch woken"])
+        self.assertEqual(clock.getDelayedCalls(), [])
+
+    def test_wake_ups_of_one_turn_go_out_together_and_before_a_pool_job(self) -> None:
+        runner = HeldRunner()
+        broker, _logdir, clock = make("never", writes=runner)
+        told: list[int | None] = []
+
+        class Watcher:
+            def changed(self, key: tuple[str, int], stored_bytes: int | None) -> None:
+                told.append(stored_bytes)
+
+        broker.waiters.watch(("t", 0), Watcher())
+        broker.produce_values("t", 0, [b"a"])
+        broker.produce_values("t", 0, [b"b"])
+        self.assertEqual(len(clock.getDelayedCalls()), 1, "one wake-up call per turn")
+        big = broker.produce_values("t", 0, [b"x" * (INLINE_APPEND_BYTES + 1)])
+        runner.run_one()
+        self.successResultOf(big)
+        # The pool job's wake-up came after the inline ones, which it gave first.
+        self.assertEqual(len(told), 2)
+        assert told[0] is not None and told[1] is not None
+        self.assertLess(told[0], told[1], "the two small appends, then the large one")
+        self.assertEqual(clock.getDelayedCalls(), [])
 
     def test_synced_and_large_jobs_still_go_to_the_pool(self) -> None:
         runner = HeldRunner()

@@ -231,3 +231,54 @@ class RuntimeContractTests(SynchronousTestCase):
         late = self.runtime.run(CoordinatorResult((), None, (Release(parked, "x", "y"),)))
         self.assertIsNone(self.successResultOf(late))
         self.assertEqual(self.runtime.parked, 0)
+
+
+class DurableHookTests(SynchronousTestCase):
+    """A coordinator whose memory follows its journal (the transaction coordinator):
+    ``on_durable`` sees each result once its records are durable and before its
+    answers, and starts its follow-ups; a failed write never reaches it."""
+
+    def setUp(self) -> None:
+        self.pool = Pool()
+        self.journal: list[list[str]] = []
+        self.writer: OrderedJournalWriter[str] = OrderedJournalWriter(
+            self.journal.append, self.pool, None, name="test journal"
+        )
+        self.events: list[str] = []
+        self.runtime: CoordinatorRuntime[str] = CoordinatorRuntime(
+            self.writer, lambda _p: CoordinatorResult((), None), self._durable
+        )
+
+    def _durable(self, result: CoordinatorResult[str, Any]) -> None:
+        self.events.append(f"installed {','.join(result.records)}")
+        for follow in result.follow_ups:
+            assert isinstance(follow, ParkedRequest)
+            # The follow-up's own result releases the parked caller.
+            self.runtime.run(CoordinatorResult(
+                ("complete",), None, (Release(follow, "done", "not yet"),)
+            ))
+
+    def test_installed_before_answered_and_follow_up_after_the_sync(self) -> None:
+        parked = ParkedRequest("tx")
+        d = self.runtime.run(CoordinatorResult(
+            ("prepare",), parked, if_failed="unavailable", follow_ups=(parked,)
+        ))
+        d.addCallback(lambda answer: self.events.append(f"answered {answer}"))
+        self.assertEqual(self.events, [])
+        self.pool.run_next()
+        self.assertEqual(self.events, ["installed prepare"])  # parked: not answered yet
+        self.assertEqual(len(self.pool.jobs), 1)  # the follow-up's record
+        self.pool.run_next()
+        self.assertEqual(self.events, ["installed prepare", "installed complete",
+                                       "answered done"])
+        self.assertEqual(self.journal, [["prepare"], ["complete"]])
+
+    def test_a_failed_write_installs_nothing_and_answers_a_parked_caller(self) -> None:
+        parked = ParkedRequest("tx")
+        d = self.runtime.run(CoordinatorResult(
+            ("prepare",), parked, if_failed="unavailable", follow_ups=(parked,)
+        ))
+        job, _ = self.pool.jobs.pop(0)
+        job.errback(StorageError("No space left on device"))
+        self.assertEqual(self.successResultOf(d), "unavailable")
+        self.assertEqual((self.events, self.pool.jobs, self.runtime.parked), ([], [], 0))

@@ -925,7 +925,7 @@ class WaiterRegistryTests(SynchronousTestCase):
 
 
 class ScriptedClient:
-    """Stands in for NativeClient in brokerd.cli: each poll takes the next step."""
+    """Stands in for NativeClient in brokerd.cli.brokerctl: each poll takes the next step."""
 
     steps: list[Any] = []
     polls: list[int] = []
@@ -951,7 +951,7 @@ class ScriptedClient:
 def test_follow_retries_transient_errors_from_the_same_offset(
     monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
-    from brokerd import cli
+    from brokerd.cli import brokerctl as cli
     from brokerd.client import NativeError
 
     def answer(*records: tuple[int, bytes]) -> messages.LongPollFetchResponse:
@@ -979,7 +979,7 @@ def test_follow_retries_transient_errors_from_the_same_offset(
 def test_follow_gives_up_on_a_real_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from brokerd import cli
+    from brokerd.cli import brokerctl as cli
     from brokerd.client import NativeError
 
     ScriptedClient.steps = [NativeError(ErrorCode.OFFSET_OUT_OF_RANGE, "offset 9 > 3")]

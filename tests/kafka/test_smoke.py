@@ -14,8 +14,7 @@ import pytest
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
-
-from tests.brokerproc import BrokerProcess
+from brokerd.testing import LaunchedBroker
 
 pytestmark = pytest.mark.clients
 
@@ -37,9 +36,8 @@ def _recv_exactly(s: socket.socket, n: int) -> bytes:
     return buf
 
 
-def test_raw_socket_rules(broker: BrokerProcess) -> None:
-    port = broker.kafka_port
-    assert port is not None
+def test_raw_socket_rules(brokerd: LaunchedBroker) -> None:
+    port = int(brokerd.bootstrap_servers.rpartition(":")[2])
     # ApiVersions v3 (flexible: header v2, compact client software name and version) is
     # answered with response header v0 and a compact body listing every API.
     flexible = struct.pack(">hhi", 18, 3, 42) + b"\x00\x01x\x00\x02a\x02b\x00"
@@ -63,11 +61,11 @@ def test_raw_socket_rules(broker: BrokerProcess) -> None:
             assert s.recv(10) == b""
 
 
-def test_kafka_python_produce_consume_commit(broker: BrokerProcess) -> None:
+def test_kafka_python_produce_consume_commit(brokerd: LaunchedBroker) -> None:
     kafka = pytest.importorskip("kafka")
     from kafka.admin import NewTopic
 
-    bootstrap = broker.kafka_bootstrap
+    bootstrap = brokerd.bootstrap_servers
     admin = kafka.KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         admin.create_topics([NewTopic("smoke", 2, 1)])

@@ -11,19 +11,20 @@ from prometheus_client.parser import text_string_to_metric_families
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.test.requesthelper import DummyRequest
 
-from brokerd.admin.inspect import Inspector
-from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 from brokerd.core.appends import MarkerAppend, ValuesAppend
 from brokerd.core.write_stats import MAX_UNSYNCED_SAMPLES, WriteStats
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.observe import kafka_errors
 from brokerd.kafka.txn.state import TxnState
+from brokerd.kafka.wire.messages.fetch import FetchPartitionResponse, FetchTopicResponse
 from brokerd.kafka.wire.requests import apis
 from brokerd.metrics.collectors import CleanerCollector
 from brokerd.metrics.registry import BrokerMetrics
 from brokerd.metrics.traffic import TopicTraffic
 from brokerd.native.messages import RequestType
 from brokerd.observers import api_name
+from brokerd.operator.inspect import Inspector
+from brokerd.operator.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 from brokerd.storage.types import AppendInfo
 from brokerd.web.metrics_resource import MetricsResource
 
@@ -122,6 +123,15 @@ class AnswersTest(SynchronousTestCase):
         )
         self.assertEqual(kafka_errors(apis.FetchResponse(error_code=9999)), ["UNKNOWN_9999"])
         self.assertEqual(kafka_errors(apis.FetchResponse()), [])
+        # Nested two levels down, beside the fields the walk skips by their wire type
+        # (records, offsets): found.
+        fetched = apis.FetchResponse(responses=(FetchTopicResponse(topic="t", partitions=(
+            FetchPartitionResponse(partition_index=0, records=b"x" * 70, high_watermark=3),
+            FetchPartitionResponse(
+                partition_index=1, error_code=ErrorCode.OFFSET_OUT_OF_RANGE
+            ),
+        )),))
+        self.assertEqual(kafka_errors(fetched), ["OFFSET_OUT_OF_RANGE"])
         self.assertEqual(kafka_errors(object()), [])
 
     def setUp(self) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from brokerd.errors import AuthorizationFailed
-from brokerd.native import admin_wire, queue_wire
+from brokerd.native import operator_wire, queue_wire
 from brokerd.native.acl_checks import NativeAccess
 from brokerd.native.commands import COMMANDS, authorize
 from brokerd.native.messages import RequestType
@@ -23,9 +23,9 @@ def test_one_row_per_request_type() -> None:
         if layout is not None:
             assert layout.message is message
         else:
-            framed = {**admin_wire.TYPE_OF_CLASS, **queue_wire.TYPE_OF_CLASS}
+            framed = {**operator_wire.TYPE_OF_CLASS, **queue_wire.TYPE_OF_CLASS}
             assert framed[message] == command.request_type
-    assert set(REQUEST_LAYOUTS) | set(admin_wire.TYPE_OF_CLASS.values()) | set(
+    assert set(REQUEST_LAYOUTS) | set(operator_wire.TYPE_OF_CLASS.values()) | set(
         queue_wire.TYPE_OF_CLASS.values()
     ) == set(RequestType)
 

@@ -12,7 +12,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.brokerproc import BROKERCTL, BrokerProcess, env
+import pytest
+
+from brokerd.client import NativeClient
+from brokerd.testing import LaunchedBroker
+
+from tests.brokerproc import BROKERCTL, env
+
+
+def _port(address: str) -> int:
+    return int(address.rpartition(":")[2])
+
+
+def _client(brokerd: LaunchedBroker) -> NativeClient:
+    return NativeClient("127.0.0.1", _port(brokerd.native_address), timeout=10.0)
 
 
 def produce_frame(topic: str, partition: int, values: list[bytes]) -> bytes:
@@ -77,8 +90,8 @@ class RawClient:
             out.extend(values)
 
 
-def test_produce_and_fetch_byte_exact(broker: BrokerProcess) -> None:
-    c = RawClient(broker.native_port)
+def test_produce_and_fetch_byte_exact(brokerd: LaunchedBroker) -> None:
+    c = RawClient(_port(brokerd.native_address))
     values = [b"", b"x", bytes(range(256)), b"\x00" * 1000]
     c.sock.sendall(produce_frame("bytes", 0, values))
     assert c.produce_response() == (0, 0)
@@ -95,8 +108,8 @@ def test_produce_and_fetch_byte_exact(broker: BrokerProcess) -> None:
     c.close()
 
 
-def test_pipelined_and_dribbled(broker: BrokerProcess) -> None:
-    c = RawClient(broker.native_port)
+def test_pipelined_and_dribbled(brokerd: LaunchedBroker) -> None:
+    c = RawClient(_port(brokerd.native_address))
     frames = [produce_frame("pipe", 0, [b"a%d" % i]) for i in range(20)]
     frames.append(fetch_frame("pipe", 0, 0))
     # Twenty produces and a fetch in one write; all answered, in order.
@@ -110,20 +123,20 @@ def test_pipelined_and_dribbled(broker: BrokerProcess) -> None:
     c.close()
 
 
-def test_restart_keeps_everything(broker: BrokerProcess) -> None:
-    with broker.client() as client:
+def test_restart_keeps_everything(brokerd: LaunchedBroker) -> None:
+    with _client(brokerd) as client:
         client.create_topic("keep", 2)
-    c = RawClient(broker.native_port)
+    c = RawClient(_port(brokerd.native_address))
     for i in range(50):
         c.sock.sendall(produce_frame("keep", i % 2, [b"v%d" % i]))
         c.produce_response()
     c.close()
     # twistd re-raises the signal after a clean shutdown, so systemd sees SIGTERM.
-    assert broker.stop() == -15
-    assert (broker.data_dir / ".clean_shutdown").exists()
-    assert (broker.data_dir / "keep-0").is_dir()
-    broker.start()
-    c = RawClient(broker.native_port)
+    assert brokerd.stop() == -15
+    assert (brokerd.data_dir / ".clean_shutdown").exists()
+    assert (brokerd.data_dir / "keep-0").is_dir()
+    brokerd.start()
+    c = RawClient(_port(brokerd.native_address))
     assert c.fetch_all("keep", 0) == [b"v%d" % i for i in range(0, 50, 2)]
     assert c.fetch_all("keep", 1) == [b"v%d" % i for i in range(1, 50, 2)]
     c.sock.sendall(produce_frame("keep", 0, [b"after"]))
@@ -131,24 +144,26 @@ def test_restart_keeps_everything(broker: BrokerProcess) -> None:
     c.close()
 
 
-def test_kill_9_after_acknowledged_produce_loses_nothing(broker: BrokerProcess) -> None:
-    c = RawClient(broker.native_port)
+# The broker's own default (fsync every write before the answer), not the test mode's.
+@pytest.mark.brokerd(fsync="always")
+def test_kill_9_after_acknowledged_produce_loses_nothing(brokerd: LaunchedBroker) -> None:
+    c = RawClient(_port(brokerd.native_address))
     acked = []
     for i in range(30):
         c.sock.sendall(produce_frame("crash", 0, [b"r%d-%d" % (i, j) for j in range(10)]))
         acked.append(c.produce_response()[1])
-    broker.kill()
+    brokerd.kill()
     c.close()
-    broker.start()
-    c = RawClient(broker.native_port)
+    brokerd.start()
+    c = RawClient(_port(brokerd.native_address))
     got = c.fetch_all("crash", 0)
     assert got == [b"r%d-%d" % (i, j) for i in range(30) for j in range(10)]
     assert acked == list(range(0, 300, 10))
     c.close()
 
 
-def test_topics_and_partitions_are_independent(broker: BrokerProcess) -> None:
-    with broker.client() as client:
+def test_topics_and_partitions_are_independent(brokerd: LaunchedBroker) -> None:
+    with _client(brokerd) as client:
         client.create_topic("two", 2)
         client.produce("two", 0, [b"p0"])
         client.produce("two", 1, [b"p1a", b"p1b"])
@@ -161,10 +176,12 @@ def test_topics_and_partitions_are_independent(broker: BrokerProcess) -> None:
         assert names == {"two": 2, "one": 1}
 
 
-def test_bad_topic_names_never_touch_the_filesystem(broker: BrokerProcess, tmp_path: Path) -> None:
+def test_bad_topic_names_never_touch_the_filesystem(
+    brokerd: LaunchedBroker, tmp_path: Path
+) -> None:
     before = sorted(os.listdir(tmp_path))
-    data_before = sorted(os.listdir(broker.data_dir))
-    c = RawClient(broker.native_port)
+    data_before = sorted(os.listdir(brokerd.data_dir))
+    c = RawClient(_port(brokerd.native_address))
     for name in ("../x", "..", ".", "a/b", "x" * 250):
         c.sock.sendall(produce_frame(name, 0, [b"v"]))
         (error,) = struct.unpack(">H", c.read(2))
@@ -178,7 +195,7 @@ def test_bad_topic_names_never_touch_the_filesystem(broker: BrokerProcess, tmp_p
     assert c.produce_response() == (0, 0)
     c.close()
     assert sorted(os.listdir(tmp_path)) == before
-    assert sorted(os.listdir(broker.data_dir)) == sorted([*data_before, "fine-0"])
+    assert sorted(os.listdir(brokerd.data_dir)) == sorted([*data_before, "fine-0"])
     assert not (tmp_path / "x").exists()
 
 
@@ -187,8 +204,8 @@ def _tail(c: RawClient) -> tuple[int, str]:
     return 0, c.read(n).decode()
 
 
-def test_garbage_leaves_the_broker_serving_others(broker: BrokerProcess) -> None:
-    good = RawClient(broker.native_port)
+def test_garbage_leaves_the_broker_serving_others(brokerd: LaunchedBroker) -> None:
+    good = RawClient(_port(brokerd.native_address))
     good.sock.sendall(produce_frame("safe", 0, [b"before"]))
     good.produce_response()
     for garbage in (
@@ -196,7 +213,7 @@ def test_garbage_leaves_the_broker_serving_others(broker: BrokerProcess) -> None
         b"\x00\x01\xff\xff" + b"z" * 10,
         os.urandom(4096),
     ):
-        bad = socket.create_connection(("127.0.0.1", broker.native_port), timeout=5)
+        bad = socket.create_connection(("127.0.0.1", _port(brokerd.native_address)), timeout=5)
         bad.sendall(garbage)
         bad.settimeout(5)
         try:
@@ -206,7 +223,7 @@ def test_garbage_leaves_the_broker_serving_others(broker: BrokerProcess) -> None
             pass
         bad.close()
     # A huge declared produce is refused before it is buffered.
-    big = socket.create_connection(("127.0.0.1", broker.native_port), timeout=5)
+    big = socket.create_connection(("127.0.0.1", _port(brokerd.native_address)), timeout=5)
     big.sendall(struct.pack(">HH", 1, 4) + b"huge" + struct.pack(">IIIx", 0, 1, 0xFFFFFFF0))
     (error,) = struct.unpack(">H", big.recv(2))
     assert error != 0
@@ -217,9 +234,9 @@ def test_garbage_leaves_the_broker_serving_others(broker: BrokerProcess) -> None
     good.close()
 
 
-def run_ctl(broker: BrokerProcess, *args: str, stdin: bytes = b"", timeout: float = 20) -> Any:
+def run_ctl(brokerd: LaunchedBroker, *args: str, stdin: bytes = b"", timeout: float = 20) -> Any:
     return subprocess.run(
-        [str(BROKERCTL), "--bootstrap", broker.native_bootstrap, *args],
+        [str(BROKERCTL), "--bootstrap", brokerd.native_address, *args],
         input=stdin,
         capture_output=True,
         env=env(),
@@ -227,25 +244,25 @@ def run_ctl(broker: BrokerProcess, *args: str, stdin: bytes = b"", timeout: floa
     )
 
 
-def test_brokerctl_session(broker: BrokerProcess) -> None:
-    r = run_ctl(broker, "topics", "create", "demo", "--partitions", "2")
+def test_brokerctl_session(brokerd: LaunchedBroker) -> None:
+    r = run_ctl(brokerd, "topics", "create", "demo", "--partitions", "2")
     assert r.returncode == 0, r.stderr
-    r = run_ctl(broker, "produce", "demo", stdin=b"hello\nworld\n")
+    r = run_ctl(brokerd, "produce", "demo", stdin=b"hello\nworld\n")
     assert r.returncode == 0, r.stderr
     assert b"offsets 0..1" in r.stderr
-    r = run_ctl(broker, "produce", "demo", "--partition", "1", stdin=b"other\n")
+    r = run_ctl(brokerd, "produce", "demo", "--partition", "1", stdin=b"other\n")
     assert r.returncode == 0
-    r = run_ctl(broker, "consume", "demo")
+    r = run_ctl(brokerd, "consume", "demo")
     assert (r.returncode, r.stdout) == (0, b"hello\nworld\n")
-    r = run_ctl(broker, "consume", "demo", "--from", "1", "--count", "1")
+    r = run_ctl(brokerd, "consume", "demo", "--from", "1", "--count", "1")
     assert r.stdout == b"world\n"
-    r = run_ctl(broker, "consume", "demo", "--from", "latest")
+    r = run_ctl(brokerd, "consume", "demo", "--from", "latest")
     assert (r.returncode, r.stdout) == (0, b"")
-    r = run_ctl(broker, "topics", "list")
+    r = run_ctl(brokerd, "topics", "list")
     assert r.stdout == b"demo\t2\n"
-    r = run_ctl(broker, "consume", "nosuch")
+    r = run_ctl(brokerd, "consume", "nosuch")
     assert r.returncode == 1 and b"UNKNOWN_TOPIC_OR_PARTITION" in r.stderr
-    r = run_ctl(broker, "topics", "create", "demo")
+    r = run_ctl(brokerd, "topics", "create", "demo")
     assert r.returncode == 1 and b"TOPIC_ALREADY_EXISTS" in r.stderr
 
 
@@ -262,14 +279,14 @@ def test_brokerctl_unreachable(tmp_path: Path) -> None:
     assert b"cannot reach the broker" in r.stderr
 
 
-def test_fetch_frames_every_kind_of_stored_batch(broker: BrokerProcess) -> None:
-    # One broker, every path of the type-2 Fetch: equal values (the bulk framing) read
+def test_fetch_frames_every_kind_of_stored_batch(brokerd: LaunchedBroker) -> None:
+    # One brokerd, every path of the type-2 Fetch: equal values (the bulk framing) read
     # from inside a batch and across batches, mixed sizes (the record loop), a value
     # larger than the answer's cap (answered alone), and what a Kafka client stores with
     # keys, headers and compression (the decoded path): all give the values as sent.
     from confluent_kafka import Producer
 
-    c = RawClient(broker.native_port)
+    c = RawClient(_port(brokerd.native_address))
     equal = [bytes([i % 256]) * 100 for i in range(3000)]
     for start in range(0, 3000, 1000):
         c.sock.sendall(produce_frame("kinds", 0, equal[start : start + 1000]))
@@ -292,7 +309,7 @@ def test_fetch_frames_every_kind_of_stored_batch(broker: BrokerProcess) -> None:
     assert c.fetch_response() == big[:1]  # over the cap with the second: one answer each
     assert c.fetch_all("big", 0) == big
 
-    producer = Producer({"bootstrap.servers": broker.kafka_bootstrap, "linger.ms": 50,
+    producer = Producer({"bootstrap.servers": brokerd.bootstrap_servers, "linger.ms": 50,
                          "compression.type": "gzip"})
     kafka_values = [b"k" * (i % 50) for i in range(200)]
     for i, value in enumerate(kafka_values):

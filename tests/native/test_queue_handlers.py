@@ -13,11 +13,10 @@ from twisted.internet.error import ConnectionDone
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 
-from brokerd.admin.share_groups import ShareGroupInspector
 from brokerd.core.share.service import ShareService
-from brokerd.native.admin_messages import AdminResponse
 from brokerd.native.client_codec import ResponseDecoder, encode_request
 from brokerd.native.messages import ErrorCode, ErrorResponse
+from brokerd.native.operator_messages import AdminResponse
 from brokerd.native.protocol import NativeFactory, NativeProtocol
 from brokerd.native.queue_handlers import QueueOps, records_of
 from brokerd.native.queue_messages import (
@@ -32,6 +31,7 @@ from brokerd.native.queue_messages import (
     QueueRequest,
 )
 from brokerd.native.queue_wire import TYPE_OF_CLASS
+from brokerd.operator.share_groups import ShareGroupInspector
 from brokerd.security.acl import (
     AclAuthorizer,
     AclBinding,
@@ -42,7 +42,7 @@ from brokerd.security.acl import (
 )
 from brokerd.storage.stores.share_state import ShareStateStore
 
-from tests.admin.test_operations import AdminCase
+from tests.operator.test_operations import AdminCase
 
 ANONYMOUS = "User:ANONYMOUS"
 

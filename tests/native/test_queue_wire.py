@@ -11,7 +11,6 @@ import struct
 import pytest
 
 from brokerd.native import queue_wire
-from brokerd.native.admin_messages import MAX_ADMIN_REQUEST_BYTES, AdminResponse
 from brokerd.native.client_codec import ResponseDecoder, decode_response, encode_request
 from brokerd.native.messages import (
     ErrorCode,
@@ -21,6 +20,7 @@ from brokerd.native.messages import (
     RequestError,
     RequestType,
 )
+from brokerd.native.operator_messages import MAX_ADMIN_REQUEST_BYTES, AdminResponse
 from brokerd.native.queue_messages import (
     MAX_QUEUE_ACK_OFFSETS,
     MAX_QUEUE_ACK_RANGES,

@@ -571,8 +571,8 @@ def test_response_decoder_rejects_bytes_nobody_asked_for() -> None:
 
 def test_every_request_type_has_one_layout_matching_its_message() -> None:
     # Types 1-6 walk the layout table; the admin types (7-14) and the queue types
-    # (15-18) have their own bodies (brokerd.native.admin_wire and queue_wire, tested in
-    # tests/native/test_admin_wire.py and tests/native/test_queue_wire.py).
+    # (15-18) have their own bodies (brokerd.native.operator_wire and queue_wire, tested in
+    # tests/native/test_operator_wire.py and tests/native/test_queue_wire.py).
     assert sorted(wire.REQUEST_LAYOUTS) + sorted(msg.ADMIN_REQUEST_TYPES) + sorted(
         msg.QUEUE_REQUEST_TYPES
     ) == sorted(RequestType)

@@ -11,7 +11,8 @@ from twisted.internet import task
 from twisted.internet.testing import StringTransport
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.net.phase import TRANSITIONS, Event, InvalidTransition, Phase, next_phase
+from brokerd.fsm import InvalidTransition
+from brokerd.net.phase import TRANSITIONS, Event, Phase, next_phase
 
 from tests import paths
 from tests.net.test_connection import LineConnection

@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.kafka.listener.protocol import DEFAULT_FRAME_TIMEOUT, KafkaFactory, KafkaProtocol
-from brokerd.kafka.server.sasl import SaslConfig
+from brokerd.kafka.server.sasl_session import SaslConfig
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
 from brokerd.native.protocol import NativeFactory

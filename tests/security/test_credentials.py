@@ -14,7 +14,7 @@ from twisted.internet.task import Clock
 from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd import cli
+from brokerd.cli import brokerctl as cli
 from brokerd.security.credentials import (
     CHECK_INTERVAL,
     CredentialChange,
@@ -26,13 +26,13 @@ from brokerd.security.credentials import (
 from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 from brokerd.tap import Options
 
-from tests.kafka.server.test_sasl import temp_path
+from tests.kafka.server.test_sasl_session import temp_path
 
 
 def run_cli(*argv: str, stdin: str = "") -> tuple[int, str]:
     args = cli._parser().parse_args(argv)
     out = io.StringIO()
-    from brokerd.cli_users import run_users
+    from brokerd.cli.users import run_users
 
     return run_users(args, stdin=io.StringIO(stdin), stdout=out), out.getvalue()
 

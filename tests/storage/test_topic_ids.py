@@ -15,7 +15,7 @@ import pytest
 from twisted.internet import defer
 from twisted.internet.task import Clock
 
-from brokerd import cli
+from brokerd.cli import brokerctl as cli
 from brokerd.core.broker import Broker
 from brokerd.core.policy import FsyncPolicy
 from brokerd.storage.logdir.layout import REGISTRY_FILE

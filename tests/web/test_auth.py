@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.native.admin_messages import ResetMode
+from brokerd.native.operator_messages import ResetMode
 from brokerd.security.acl import (
     AclBinding,
     Operation,

@@ -20,7 +20,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
 from twisted.web.template import Flattenable
 
-from brokerd.admin.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
+from brokerd.operator.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 from brokerd.web import console_history as history
 from brokerd.web.console import make_console
 from brokerd.web.console_history import (

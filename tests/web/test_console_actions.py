@@ -21,7 +21,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from brokerd.native.admin_messages import ResetMode
+from brokerd.native.operator_messages import ResetMode
 from brokerd.security.acl import AclBinding, Operation, PatternType, Permission, ResourceType
 from brokerd.security.acl_store import AclStore
 

@@ -26,9 +26,9 @@ from twisted.web.client import Agent, readBody
 from twisted.web.http_headers import Headers
 from twisted.web.server import Site
 
-from brokerd.admin.inspect import Inspector
-from brokerd.admin.operations import AdminOps
 from brokerd.core import Broker, FsyncPolicy
+from brokerd.operator.inspect import Inspector
+from brokerd.operator.operations import AdminOps
 from brokerd.registry.model import Compatibility, Schema, SchemaType, framed
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.types import Record

@@ -16,8 +16,8 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.template import Flattenable, Tag, flattenString, tags
 
-from brokerd.admin.share_groups import ShareGroupInspector, ShareGroupView, SharePartitionView
-from brokerd.admin.views import SHARE_GROUP, GroupOffsetView, GroupView, MemberView
+from brokerd.operator.share_groups import ShareGroupInspector, ShareGroupView, SharePartitionView
+from brokerd.operator.views import SHARE_GROUP, GroupOffsetView, GroupView, MemberView
 from brokerd.web import console_pages as pages
 from brokerd.web.console import make_console
 from brokerd.web.console_history import SAMPLE_SECONDS, ConsoleSampler

@@ -7,7 +7,7 @@ from __future__ import annotations
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.admin.visibility import Visibility
+from brokerd.operator.visibility import Visibility
 from brokerd.security.acl import (
     AclAuthorizer,
     AclBinding,

@@ -17,14 +17,16 @@ from collections.abc import Mapping
 
 import attrs
 
+from brokerd.storage.types import Isolation
+
 __all__ = [
     "BROKER_LEVEL",
     "DEFAULTS",
     "DLQ_COPY_RECORD",
     "DLQ_TOPIC",
+    "ISOLATION_CONFIG_VALUES",
     "AutoOffsetReset",
     "InvalidShareConfig",
-    "IsolationLevel",
     "ShareConfig",
     "broker_defaults",
     "broker_name",
@@ -134,9 +136,11 @@ def parse_offset_reset(text: str) -> tuple[AutoOffsetReset, int]:
     return AutoOffsetReset.BY_DURATION, nanos // 10**6
 
 
-class IsolationLevel(enum.Enum):
-    READ_COMMITTED = "read_committed"
-    READ_UNCOMMITTED = "read_uncommitted"
+#: ``share.isolation.level``'s config strings and the read isolation each names.
+ISOLATION_CONFIG_VALUES: Mapping[str, Isolation] = {
+    "read_committed": Isolation.READ_COMMITTED,
+    "read_uncommitted": Isolation.READ_UNCOMMITTED,
+}
 
 
 def is_group_config(name: str) -> bool:
@@ -161,7 +165,7 @@ class ShareConfig:
     auto_offset_reset: AutoOffsetReset = AutoOffsetReset.LATEST
     #: How far back ``by_duration`` starts; 0 for the other strategies.
     reset_duration_ms: int = 0
-    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+    isolation_level: Isolation = Isolation.READ_UNCOMMITTED
     heartbeat_interval_ms: int = 5000
     session_timeout_ms: int = 45000
     #: Most records of a share-partition acquired at once.
@@ -186,7 +190,7 @@ def validate(name: str, value: str) -> None:
             ) from None
         return
     if name == ISOLATION_LEVEL:
-        if value not in {m.value for m in IsolationLevel}:
+        if value not in ISOLATION_CONFIG_VALUES:
             raise InvalidShareConfig(
                 f"Invalid value {value} for configuration {name}: "
                 "String must be one of: read_committed, read_uncommitted"
@@ -257,7 +261,7 @@ def parse_group_configs(
         delivery_count_limit=int(merged[DELIVERY_COUNT_LIMIT]),
         auto_offset_reset=reset,
         reset_duration_ms=duration_ms,
-        isolation_level=IsolationLevel(merged[ISOLATION_LEVEL]),
+        isolation_level=ISOLATION_CONFIG_VALUES[merged[ISOLATION_LEVEL]],
         heartbeat_interval_ms=int(merged[HEARTBEAT_INTERVAL]),
         session_timeout_ms=int(merged[SESSION_TIMEOUT]),
         max_record_locks=int(merged[MAX_RECORD_LOCKS]),

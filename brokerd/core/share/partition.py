@@ -47,7 +47,6 @@ from brokerd.core.share.states import (
     ACK_EVENTS,
     AckType,
     Event,
-    InvalidTransition,
     RecordState,
     next_state,
 )
@@ -699,4 +698,4 @@ def iter_offsets(ranges: Iterable[AcquiredRange]) -> Iterator[int]:
         yield from range(r.first, r.last + 1)
 
 
-__all__ += ["InvalidAcknowledgement", "InvalidTransition", "iter_offsets"]
+__all__ += ["InvalidAcknowledgement", "iter_offsets"]

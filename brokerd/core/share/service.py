@@ -40,7 +40,7 @@ from twisted.python.failure import Failure
 from brokerd.clock import Clock, DelayedCall
 from brokerd.core.api import CoreLongPoll, HoldsReads
 from brokerd.core.coordinator_runtime import OrderedJournalWriter
-from brokerd.core.share.config import DEFAULTS, AutoOffsetReset, IsolationLevel
+from brokerd.core.share.config import DEFAULTS, AutoOffsetReset
 from brokerd.core.share.dead_letters import DeadLetterWriter
 from brokerd.core.share.engine import ShareEngine, TopicPartition
 from brokerd.core.share.partition import AckBatch, AcquiredRange, LogSpan, PartitionSummary
@@ -351,7 +351,7 @@ class ShareService:
         partition saw (a read answers at least one whole batch), at most ``max_bytes``."""
         offsets = await self._core.reads.offsets(topic, partition)
         config = self.engine.config(group)
-        committed = config.isolation_level is IsolationLevel.READ_COMMITTED
+        committed = config.isolation_level is Isolation.READ_COMMITTED
         end = offsets.last_stable_offset if committed else offsets.high_watermark
         found = None
         if config.auto_offset_reset is AutoOffsetReset.BY_DURATION and self.engine.needs_reset(
@@ -611,7 +611,7 @@ class ShareService:
         if part is None:
             return -1, -1
         offsets = await self._core.reads.offsets(topic, partition)
-        committed = self.engine.config(group).isolation_level is IsolationLevel.READ_COMMITTED
+        committed = self.engine.config(group).isolation_level is Isolation.READ_COMMITTED
         end = offsets.last_stable_offset if committed else offsets.high_watermark
         return part.start, max(0, end - part.start - part.done_count())
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
+from brokerd.fsm import step
+
 __all__ = [
     "TRANSITIONS",
     "AckType",
     "Event",
-    "InvalidTransition",
     "RecordState",
     "Target",
     "next_state",
@@ -85,15 +86,6 @@ class Target(enum.Enum):
     ARCHIVED = "archived"
     #: AVAILABLE below the delivery-count limit, ARCHIVED at it.
     AVAILABLE_UNLESS_AT_LIMIT = "available-unless-at-limit"
-
-
-class InvalidTransition(ValueError):
-    """The event is not allowed in the record's state (INVALID_RECORD_STATE)."""
-
-    def __init__(self, state: RecordState, event: Event) -> None:
-        super().__init__(f"a record in state {state.name} cannot take {event.value}")
-        self.state = state
-        self.event = event
 
 
 _A, _Q, _K, _G, _R = (
@@ -179,9 +171,7 @@ def next_state(
 
     :raises InvalidTransition: the table refuses the pair.
     """
-    target = TRANSITIONS[(state, event)]
-    if target is None:
-        raise InvalidTransition(state, event)
+    target = step(TRANSITIONS, state, event, "a share-group record")
     if target is Target.AVAILABLE_UNLESS_AT_LIMIT:
         return _R if delivery_count >= limit else _A
     return _PLAIN[target]

@@ -37,7 +37,7 @@ and the member's protocols are unchanged, it gets the current generation and, at
 SyncGroup, its old assignment, with no rebalance. An Empty group keeps its generation
 (the next one continues from it, across restarts too). The admin APIs (ListGroups,
 DescribeGroups, DeleteGroups, OffsetDelete) are :attr:`GroupCoordinator.admin`
-(:mod:`brokerd.kafka.groups.admin`).
+(:mod:`brokerd.kafka.groups.group_admin`).
 
 Groups of the consumer group protocol (KIP-848) share the group-id namespace, the offsets
 store and the admin APIs: :attr:`GroupCoordinator.consumer`
@@ -60,7 +60,7 @@ at once, each by member id or (an operator's removal) by group instance id alone
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import attrs
@@ -72,7 +72,6 @@ from twisted.logger import Logger
 from brokerd.clock import Clock
 from brokerd.core.coordinator_runtime import CoordinatorResult, CoordinatorRuntime, ParkedRequest
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.admin import GroupAdmin
 from brokerd.kafka.groups.consumer.coordinator import (
     ClassicFace,
     ConsumerGroupCoordinator,
@@ -83,6 +82,7 @@ from brokerd.kafka.groups.consumer.coordinator import (
 )
 from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
 from brokerd.kafka.groups.consumer.state import ConsumerGroup, ConsumerGroupState
+from brokerd.kafka.groups.group_admin import GroupAdmin
 from brokerd.kafka.groups.group_configs import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, GroupConfigs
 from brokerd.kafka.groups.migration import (
     classic_group_from_consumer,
@@ -109,6 +109,8 @@ from brokerd.kafka.groups.store import (
     txn_member_error,
 )
 from brokerd.kafka.groups.streams import persist as streams_persist
+from brokerd.kafka.groups.streams.coordinator import HeartbeatAnswer as StreamsHeartbeatAnswer
+from brokerd.kafka.groups.streams.coordinator import HeartbeatInput as StreamsHeartbeatInput
 from brokerd.kafka.groups.streams.coordinator import StreamsGroupCoordinator
 from brokerd.kafka.groups.streams.state import StreamsGroup, StreamsGroupState
 from brokerd.names import MAX_GROUP_ID_LENGTH
@@ -329,12 +331,38 @@ class GroupCoordinator:
         tombstone once it is gone (beside the consumer groups' records: one namespace)."""
         if group.state is StreamsGroupState.DEAD:
             if self._streams_written.pop(group.group_id, None) is not None:
-                self._writes.store_consumer_group(group.group_id, None)
+                self._store_consumer(group.group_id, None)
             return
         state = streams_persist.encode_group(group)
         if self._streams_written.get(group.group_id) != state:
             self._streams_written[group.group_id] = state
-            self._writes.store_consumer_group(group.group_id, state)
+            self._store_consumer(group.group_id, state)
+
+    def streams_heartbeat(
+        self, request: StreamsHeartbeatInput, topics: Mapping[str, int]
+    ) -> Deferred[StreamsHeartbeatAnswer]:
+        """A StreamsGroupHeartbeat (KIP-1071), answered once the group state it changed
+        is durable, as :meth:`consumer_heartbeat`; NOT_COORDINATOR (retriable) if that
+        write failed."""
+        out = Out()
+        outer, self._collecting = self._collecting, out
+        try:
+            answer = self.streams.heartbeat(request, topics)
+        finally:
+            self._collecting = outer
+        failed = StreamsHeartbeatAnswer(int(STORE_FAILED))
+        d = self._runtime.run(out.result(answer, failed))
+        if out.records:
+            group_id = request.group_id
+
+            def forget_written(answered: StreamsHeartbeatAnswer) -> StreamsHeartbeatAnswer:
+                # Not stored after all: the next change writes the group's whole state.
+                if answered is failed:
+                    self._streams_written.pop(group_id, None)
+                return answered
+
+            d.addCallback(forget_written)
+        return d
 
     def _restore_streams(self, group_id: str, blob: bytes) -> None:
         try:

@@ -3,7 +3,7 @@
 A group is in one of Kafka's states (Empty, PreparingRebalance, CompletingRebalance, Stable,
 Dead). :meth:`GroupMetadata.transition_to` is the only way to change it, and it checks the
 transition against :data:`VALID_PREVIOUS_STATES`; an invalid transition raises
-:class:`InvalidTransition`, which is a bug in the coordinator, never a client error.
+:class:`brokerd.fsm.InvalidTransition`, which is a bug in the coordinator, never a client error.
 
 The group owns its phase timers and the transition cancels them, so a timer that fires
 always finds the group in the phase that armed it:
@@ -30,6 +30,7 @@ import attrs
 
 from brokerd.clock import DelayedCall
 from brokerd.core.coordinator_runtime import ParkedRequest
+from brokerd.fsm import from_previous, step
 from brokerd.kafka.errors import ErrorCode
 
 
@@ -68,8 +69,7 @@ VALID_PREVIOUS_STATES: Mapping[GroupState, frozenset[GroupState]] = {
 }
 
 
-class InvalidTransition(Exception):
-    """A state change the transition table forbids: a coordinator bug."""
+_TABLE = from_previous(VALID_PREVIOUS_STATES)
 
 
 @attrs.frozen
@@ -182,12 +182,9 @@ class GroupMetadata:
 
     def transition_to(self, new: GroupState) -> None:
         """Enter ``new``, cancelling the timers and per-phase bookkeeping of the phase being
-        left. Raises :class:`InvalidTransition` if the table does not allow it."""
+        left. Raises :class:`~brokerd.fsm.InvalidTransition` if the table does not allow it."""
         old = self._state
-        if old not in VALID_PREVIOUS_STATES[new]:
-            raise InvalidTransition(
-                f"group {self.group_id!r}: {old.value} -> {new.value} is not a valid transition"
-            )
+        step(_TABLE, old, new, f"group {self.group_id!r}")
         cancel_call(self.rebalance_timer)
         self.rebalance_timer = None
         self.initial_delay = self.new_member_added = False
@@ -385,7 +382,6 @@ __all__ = [
     "VALID_PREVIOUS_STATES",
     "GroupMetadata",
     "GroupState",
-    "InvalidTransition",
     "JoinResult",
     "Member",
     "SyncResult",

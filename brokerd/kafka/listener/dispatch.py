@@ -44,7 +44,7 @@ from brokerd.kafka.server.handler_base import (
     Outcome,
 )
 from brokerd.kafka.server.handlers.acl import AclHandlers
-from brokerd.kafka.server.handlers.admin import DEFAULT_PARTITIONS, AdminHandlers
+from brokerd.kafka.server.handlers.cluster_topics import DEFAULT_PARTITIONS, AdminHandlers
 from brokerd.kafka.server.handlers.configs import ConfigHandlers, HasGroupConfigs
 from brokerd.kafka.server.handlers.consumer_groups import ConsumerGroupHandlers, HasConsumerGroups
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES, FetchHandler

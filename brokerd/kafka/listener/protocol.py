@@ -72,7 +72,7 @@ from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.observe import observe_kafka
-from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
+from brokerd.kafka.server.sasl_session import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.server.throttle import QuotaEnforcer
 from brokerd.kafka.telemetry.clients import ClientTelemetry
 from brokerd.kafka.txn.types import TransactionCoordinatorLike

@@ -21,6 +21,7 @@ import attrs
 from twisted.internet.defer import Deferred
 
 from brokerd.kafka.errors import ErrorCode as KafkaError
+from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.requests import apis
 from brokerd.net.frames import records_size
 from brokerd.observers import RequestObserver, api_name
@@ -51,11 +52,33 @@ def _is_message(kind: type) -> bool:
     return walk
 
 
+#: Wire types whose values are never a message to walk into.
+_SCALARS = (codec.INT8, codec.INT16, codec.INT32, codec.INT64, codec.UINT16, codec.BOOL,
+            codec.FLOAT64, codec.STRING, codec.BYTES, codec.UUID)
+
+
+def _scalar_fields(cls: type) -> set[str]:
+    """The fields ``cls``'s wire layout declares as scalars (or arrays of scalars): the
+    walk skips them without looking at their values. Fields it does not declare (or
+    declares with another type) are looked at, as before."""
+    scalar: set[str] = set()
+    for field in getattr(cls, "FIELDS", ()):
+        kind = field.type
+        if isinstance(kind, codec.Array):
+            kind = kind.item
+        if any(kind is s for s in _SCALARS):
+            scalar.add(field.name)
+    return scalar
+
+
 def _plan(cls: type) -> tuple[bool, tuple[str, ...]]:
     plan = _plans.get(cls)
     if plan is None:
         names = tuple(f.name for f in attrs.fields(cls))
-        plan = _plans[cls] = ("error_code" in names, tuple(n for n in names if n != "error_code"))
+        # Only the fields that may hold a message are looked at on every answer (a
+        # Produce answer's partition has 7 fields; one, record_errors, may).
+        skip = _scalar_fields(cls) | {_ERROR_FIELD}
+        plan = _plans[cls] = (_ERROR_FIELD in names, tuple(n for n in names if n not in skip))
     return plan
 
 

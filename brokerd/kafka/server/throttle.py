@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_throttle -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_quotas -*-
 """Client quota enforcement at the Kafka listener: each answered request charged to the
 connection's (user, client id) share, the answer's ``throttle_time_ms`` set, and how
 long the listener then keeps the connection muted (KIP-219: the answer goes out at

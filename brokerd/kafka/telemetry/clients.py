@@ -468,7 +468,7 @@ class ClientTelemetry:
                 self.dropped_series += len(old.series)
                 old.series = OrderedDict()
 
-    # -- what operators see (brokerd.admin.telemetry_face.TelemetryFace) --------------
+    # -- what operators see (brokerd.operator.telemetry_face.TelemetryFace) --------------
 
     def clients(self) -> list[ClientView]:
         self._expire(self._now())

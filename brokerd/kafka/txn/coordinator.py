@@ -3,15 +3,20 @@ transactional id: the service behind InitProducerId (with a transactional id),
 AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, DescribeTransactions and
 ListTransactions. ``docs/transactions.md`` describes the behaviour clients see.
 
-Every state change is written to the transaction log (``brokerd.storage.stores.txn_log``,
-fsync'd, in the broker's write pool) before the request that caused it is answered.
-EndTxn logs the decision (PrepareCommit/PrepareAbort), then has
-:class:`~brokerd.kafka.txn.completion.TxnCompleter` write the markers, hand the offsets
-over (on commit) and log CompleteCommit/CompleteAbort, and only then answers, so a
-read_committed consumer sees a transaction as soon as its commit returns. If a step
-fails the answer is CONCURRENT_TRANSACTIONS (the client retries EndTxn) and the
-completion is retried on the coordinator's timer; a decided transaction found in the
-log at start-up is completed the same way.
+Each operation checks the request (``checks.py``), then decides on the id's value
+(:mod:`~brokerd.kafka.txn.operations`, pure) and hands the resulting
+:class:`~brokerd.core.coordinator_runtime.CoordinatorResult` to the coordinator runtime,
+the one place results take effect: their records are written to the transaction log
+(``brokerd.storage.stores.txn_log``, fsync'd in the broker's write pool, several ids'
+changes sharing one sync), installed in the table once durable, and only then answered;
+a failed write answers COORDINATOR_NOT_AVAILABLE (retriable) and changes nothing.
+EndTxn's decision (PrepareCommit/PrepareAbort) parks the caller; its follow-up has
+:class:`~brokerd.kafka.txn.completion.TxnCompleter` write the markers and hand the
+offsets over (on commit), then the completion's result logs CompleteCommit/CompleteAbort
+and releases the answer, so a read_committed consumer sees a transaction as soon as its
+commit returns. If a step fails the answer is CONCURRENT_TRANSACTIONS (the client
+retries EndTxn) and the completion is retried on the coordinator's timer; a decided
+transaction found in the log at start-up is completed the same way.
 
 One operation per transactional id runs at a time; a request for an id with an
 operation in progress gets CONCURRENT_TRANSACTIONS (retriable), as in Kafka.
@@ -39,10 +44,11 @@ from twisted.logger import Logger
 
 from brokerd.clock import Clock, DelayedCall
 from brokerd.core.api import CoreTransactions
-from brokerd.errors import StorageError
+from brokerd.core.coordinator_runtime import CoordinatorResult, CoordinatorRuntime, ParkedRequest
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import cancel_call
 from brokerd.kafka.groups.store import offset_entry_error
+from brokerd.kafka.txn import operations as ops
 from brokerd.kafka.txn.checks import (
     BUMPED_END_RETRY,
     MAX_PARTITIONS_PER_TXN,
@@ -56,15 +62,8 @@ from brokerd.kafka.txn.checks import (
 )
 from brokerd.kafka.txn.completion import TxnCompleter
 from brokerd.kafka.txn.deps import TxnGroups
-from brokerd.kafka.txn.state import (
-    NO_EPOCH,
-    PREPARED,
-    TxnMetadata,
-    TxnState,
-    bump_epoch,
-    epoch_exhausted,
-)
-from brokerd.kafka.txn.table import TxnTable
+from brokerd.kafka.txn.state import PREPARED, TxnMetadata, TxnState, epoch_exhausted
+from brokerd.kafka.txn.table import TxnRecord, TxnTable, writable
 from brokerd.kafka.txn.types import (
     EndTxnResult,
     InitProducerIdResult,
@@ -143,9 +142,12 @@ class TransactionCoordinator(service.Service):
         self._check_seconds = abort_check_seconds
         self._expiration_ms = id_expiration_ms
         self._table = TxnTable(log=log, run_blocking=run_blocking)
-        self._completer = TxnCompleter(
-            table=self._table, core=core, groups=groups, now_ms=self._now_ms
+        # Every change goes through the one runtime: records durable, installed, then
+        # the answers and follow-ups.
+        self._runtime: CoordinatorRuntime[TxnRecord] = CoordinatorRuntime(
+            self._table.writer, self._cancelled, self._durable
         )
+        self._completer = TxnCompleter(core=core, groups=groups, now_ms=self._now_ms)
         self._stopped = False
         self._timer: DelayedCall | None = None
         self._in_flight: set[Deferred[Any]] = set()
@@ -192,26 +194,32 @@ class TransactionCoordinator(service.Service):
             if self._table.busy(tid):
                 continue
             if meta.state in PREPARED:
-                self._spawn(tid, self._complete(meta))
+                self._complete(ops.Complete(meta))
             elif meta.state is TxnState.ONGOING and now >= meta.start_time_ms + meta.timeout_ms:
                 self._log.info(
                     "transaction {tid!r} timed out after {ms} ms: aborting it",
                     tid=tid,
                     ms=meta.timeout_ms,
                 )
-                self._spawn(tid, self._fence_and_abort(meta))
+                self._apply(tid, ops.fence_and_abort(meta, now))
             elif (
                 meta.state is not TxnState.ONGOING
                 and now >= meta.last_update_ms + self._expiration_ms
             ):
-                self._spawn(tid, self._expire(meta))
+                self._apply(tid, ops.expire(meta, now)).addCallback(
+                    self._expired, tid
+                )
+
+    def _expired(self, forgotten: bool, tid: str) -> None:
+        if forgotten:
+            self._log.info("transactional id {tid!r} expired", tid=tid)
 
     # -- running operations -------------------------------------------------------------
 
-    def _spawn(self, tid: str, work: Coroutine[Any, Any, T]) -> Deferred[T]:
-        """Run ``work`` as the one operation on ``tid``; tracked for shutdown."""
+    def _track(self, tid: str, d: Deferred[T]) -> Deferred[T]:
+        """Hold ``tid`` until ``d`` fires: the one operation on it; tracked for
+        shutdown."""
         self._table.hold(tid)
-        d = Deferred.fromCoroutine(work)
         self._in_flight.add(d)
 
         def done(result: object) -> object:
@@ -222,42 +230,48 @@ class TransactionCoordinator(service.Service):
         d.addBoth(done)
         return d
 
-    async def _persist(self, meta: TxnMetadata) -> bool:
-        try:
-            await self._table.persist(meta)
-        except StorageError:
-            # The log reported it, at a bounded rate (a full disk fails every write).
-            return False
-        except Exception as exc:
-            self._log.error(
-                "transaction log write for {tid!r} failed: {exc}",
-                tid=meta.transactional_id,
-                exc=exc,
-            )
-            return False
-        return True
+    def _apply(self, tid: str, result: CoordinatorResult[TxnRecord, Any]) -> Deferred[Any]:
+        """Run one decision through the runtime: its records durable (then installed),
+        then its answer; the id held until it is answered."""
+        if not writable(result.records):
+            self._log.error("transaction {tid!r}: a value the log cannot hold", tid=tid)
+            return defer.succeed(result.if_failed)
+        return self._track(tid, self._runtime.run(result))
 
-    async def _complete(self, meta: TxnMetadata) -> bool:
-        return bool(await self._completer.complete(meta))
+    def _spawn(self, tid: str, work: Coroutine[Any, Any, T]) -> Deferred[T]:
+        """Run ``work`` (a decision that needs a producer id first) as the one
+        operation on ``tid``."""
+        return self._track(tid, Deferred.fromCoroutine(work))
 
-    async def _fence_and_abort(self, meta: TxnMetadata) -> bool:
-        """Abort ``meta`` (Ongoing) with its epoch bumped: the producer is fenced."""
-        now = self._now_ms()
-        aborting = meta.fence(now).prepare_fenced_abort(now)
-        if not await self._persist(aborting):
-            return False
-        return await self._complete(aborting)
+    def _durable(self, result: CoordinatorResult[TxnRecord, Any]) -> None:
+        """The runtime's hook: ``result``'s records are durable. Install them, then start
+        its follow-ups (completions of the Prepare* values it wrote)."""
+        self._table.replay(result.records)
+        for follow in result.follow_ups:
+            if isinstance(follow, ops.Complete):
+                self._complete(follow)
 
-    async def _expire(self, meta: TxnMetadata) -> None:
-        meta.transition(TxnState.DEAD, self._now_ms())  # checks that the table allows it
-        try:
-            await self._table.forget(meta.transactional_id)
-        except StorageError:
-            pass  # reported by the log; the next housekeeping pass tries again
-        except Exception as exc:
-            self._log.error("expiring {tid!r} failed: {exc}", tid=meta.transactional_id, exc=exc)
-        else:
-            self._log.info("transactional id {tid!r} expired", tid=meta.transactional_id)
+    def _complete(self, follow: ops.Complete) -> None:
+        tid = follow.prepared.transactional_id
+        self._track(tid, Deferred.fromCoroutine(self._completion(follow)))
+
+    async def _completion(self, follow: ops.Complete) -> None:
+        """The second phase of a decided transaction: markers and offsets, then the
+        Complete* record and the parked caller's answer through the runtime."""
+        if not await self._completer.markers_and_offsets(follow.prepared):
+            await self._runtime.run(ops.not_completed(follow))
+            return
+        fresh = None
+        if follow.answer is ops.EndAnswer.BUMPED and epoch_exhausted(
+            follow.prepared.producer_epoch
+        ):
+            fresh = await self._new_producer_id()
+        if await self._runtime.run(ops.completed(follow, self._now_ms(), fresh)):
+            self._completer.done(follow.prepared)
+
+    def _cancelled(self, parked: ParkedRequest) -> CoordinatorResult[TxnRecord, None]:
+        # The caller went away; its transaction completes all the same.
+        return CoordinatorResult((), None)
 
     # -- InitProducerId -----------------------------------------------------------------
 
@@ -276,51 +290,33 @@ class TransactionCoordinator(service.Service):
         if code:
             return defer.succeed(InitProducerIdResult(code))
         expected = None if producer_id == -1 and producer_epoch == -1 else producer_id
-        work = self._init(transactional_id, transaction_timeout_ms, expected, producer_epoch)
-        return self._spawn(transactional_id, work)
+        args = (transactional_id, transaction_timeout_ms, expected, producer_epoch)
+        if not ops.needs_producer_id(self._table.get(transactional_id)):
+            return self._apply(transactional_id, self._decide_init(*args, None))
+        return self._spawn(transactional_id, self._init_with_new_id(*args))
 
-    async def _init(
+    def _decide_init(
+        self, tid: str, timeout_ms: int, expected_pid: int | None, expected_epoch: int,
+        fresh_pid: int | None,
+    ) -> CoordinatorResult[TxnRecord, Any]:
+        meta = self._table.get(tid)
+        return ops.init_producer_id(
+            meta, tid, timeout_ms, expected_pid, expected_epoch, self._now_ms(), fresh_pid
+        )
+
+    async def _init_with_new_id(
         self, tid: str, timeout_ms: int, expected_pid: int | None, expected_epoch: int
     ) -> InitProducerIdResult:
-        meta = self._table.get(tid)
-        now = self._now_ms()
-        if meta is None:
-            new_pid = await self._new_producer_id()
-            if new_pid is None:
-                return InitProducerIdResult(_C.COORDINATOR_NOT_AVAILABLE)
-            meta = TxnMetadata(tid, new_pid, NO_EPOCH, timeout_ms, last_update_ms=now)
-        if expected_pid is not None and not (
-            meta.producer_epoch == NO_EPOCH
-            or expected_pid == meta.producer_id
-            or (expected_pid == meta.last_producer_id and epoch_exhausted(expected_epoch))
-        ):
-            return InitProducerIdResult(_C.PRODUCER_FENCED)
-        if meta.state in PREPARED:
-            return InitProducerIdResult(_C.CONCURRENT_TRANSACTIONS)
-        if meta.state is TxnState.ONGOING:
-            # Abort what the previous holder left open, with its epoch bumped; the client
-            # retries and then gets the epoch after that one.
-            self._log.info("transaction {tid!r}: new producer, aborting the open one", tid=tid)
-            await self._fence_and_abort(meta)
-            return InitProducerIdResult(_C.CONCURRENT_TRANSACTIONS)
-        expected = None if expected_pid is None else expected_epoch
-        if epoch_exhausted(meta.producer_epoch) and expected in (None, meta.producer_epoch):
-            rotated = await self._new_producer_id()
-            if rotated is None:
-                return InitProducerIdResult(_C.COORDINATOR_NOT_AVAILABLE)
-            last_epoch = NO_EPOCH if expected is None else meta.producer_epoch
-            new = meta.reinit(now, timeout_ms, rotated, 0, meta.producer_id, last_epoch)
-        else:
-            bumped = bump_epoch(meta.producer_epoch, meta.last_producer_epoch, expected)
-            if isinstance(bumped, ErrorCode):
-                return InitProducerIdResult(bumped)
-            epoch, last_epoch = bumped
-            new = meta.reinit(
-                now, timeout_ms, meta.producer_id, epoch, meta.last_producer_id, last_epoch
-            )
-        if not await self._persist(new):
-            return InitProducerIdResult(_C.COORDINATOR_NOT_AVAILABLE)
-        return InitProducerIdResult(_C.NONE, new.producer_id, new.producer_epoch)
+        fresh = await self._new_producer_id()
+        result = self._decide_init(tid, timeout_ms, expected_pid, expected_epoch, fresh)
+        # Still the one operation on tid (held by the caller): decided on its value now.
+        answer: InitProducerIdResult = await self._apply_held(result)
+        return answer
+
+    def _apply_held(self, result: CoordinatorResult[TxnRecord, Any]) -> Deferred[Any]:
+        if not writable(result.records):
+            return defer.succeed(result.if_failed)
+        return self._runtime.run(result)
 
     async def _new_producer_id(self) -> int | None:
         try:
@@ -350,12 +346,9 @@ class TransactionCoordinator(service.Service):
             return defer.succeed(errors)  # nothing new: all NONE, nothing to write
         if len(meta.partitions | set(partitions)) > MAX_PARTITIONS_PER_TXN:
             return defer.succeed(dict.fromkeys(partitions, _C.INVALID_REQUEST))
-
-        async def add() -> dict[TopicPartition, ErrorCode]:
-            ok = await self._persist(meta.add_partitions(partitions, self._now_ms()))
-            return dict.fromkeys(partitions, _C.NONE if ok else _C.COORDINATOR_NOT_AVAILABLE)
-
-        return self._spawn(transactional_id, add())
+        return self._apply(
+            transactional_id, ops.add_partitions(meta, partitions, self._now_ms())
+        )
 
     def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
@@ -368,12 +361,7 @@ class TransactionCoordinator(service.Service):
         assert meta is not None
         if meta.state is TxnState.ONGOING and group_id in meta.offsets:
             return defer.succeed(_C.NONE)
-
-        async def add() -> ErrorCode:
-            ok = await self._persist(meta.add_group(group_id, self._now_ms()))
-            return _C.NONE if ok else _C.COORDINATOR_NOT_AVAILABLE
-
-        return self._spawn(transactional_id, add())
+        return self._apply(transactional_id, ops.add_offsets(meta, group_id, self._now_ms()))
 
     # -- TxnOffsetCommit ----------------------------------------------------------------
 
@@ -418,23 +406,19 @@ class TransactionCoordinator(service.Service):
             return defer.succeed(results)
         if too_many_offsets(meta.offsets, group_id, accepted):
             return defer.succeed(dict.fromkeys(offsets, _C.INVALID_REQUEST))
-
-        async def remember() -> dict[TopicPartition, ErrorCode]:
-            now = self._now_ms()
-            base = meta
-            if base.state is not TxnState.ONGOING or group_id not in base.offsets:
-                base = base.add_group(group_id, now)
-            if not await self._persist(base.with_offsets(group_id, accepted, now)):
-                results.update(dict.fromkeys(accepted, _C.COORDINATOR_NOT_AVAILABLE))
-            return results
-
-        return self._spawn(transactional_id, remember())
+        return self._apply(
+            transactional_id,
+            ops.txn_offset_commit(meta, group_id, accepted, results, self._now_ms()),
+        )
 
     # -- EndTxn -------------------------------------------------------------------------
 
     def end_txn(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> Deferred[ErrorCode]:
+        """EndTxn: the decision logged, then (its follow-up) markers, offsets and the
+        Complete* record; answered once complete (CONCURRENT_TRANSACTIONS, retriable,
+        if a step failed: the timer completes it)."""
         code = self._unavailable() or transactional_id_error(transactional_id)
         if code:
             return defer.succeed(code)
@@ -444,18 +428,7 @@ class TransactionCoordinator(service.Service):
         if answer is not None:
             return defer.succeed(answer)
         assert meta is not None
-
-        async def end() -> ErrorCode:
-            prepared = meta.prepare(commit, self._now_ms())
-            if not await self._persist(prepared):
-                return _C.COORDINATOR_NOT_AVAILABLE
-            if not await self._complete(prepared):
-                # Decided and durable, not yet complete: retried on the timer; the
-                # client's retry of EndTxn is answered once it is done.
-                return _C.CONCURRENT_TRANSACTIONS
-            return _C.NONE
-
-        return self._spawn(transactional_id, end())
+        return self._apply(transactional_id, ops.end_txn(meta, commit, self._now_ms()))
 
     def end_txn_bumping(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
@@ -481,34 +454,19 @@ class TransactionCoordinator(service.Service):
                 )
             # The rotation after the first attempt did not happen (failed, or a restart
             # came between): do it now.
-            return self._spawn(transactional_id, self._answer_ended(meta))
+            return self._spawn(transactional_id, self._rotate_ended(transactional_id))
+        return self._apply(
+            transactional_id, ops.end_txn_bumping(meta, commit, self._now_ms())
+        )
 
-        async def end() -> EndTxnResult:
-            prepared = meta.prepare_bumped(commit, self._now_ms())
-            if not await self._persist(prepared):
-                return EndTxnResult(_C.COORDINATOR_NOT_AVAILABLE)
-            if not await self._complete(prepared):
-                # Decided and durable: completed on the timer; the client's retry (with
-                # the epoch it sent) is answered once it is done.
-                return EndTxnResult(_C.CONCURRENT_TRANSACTIONS)
-            done = self._table.get(transactional_id)
-            assert done is not None
-            return await self._answer_ended(done)
-
-        return self._spawn(transactional_id, end())
-
-    async def _answer_ended(self, meta: TxnMetadata) -> EndTxnResult:
-        """The answer to an EndTxn v5 whose transaction is complete: the current id and
-        epoch, after moving an exhausted epoch to a fresh producer id."""
-        if epoch_exhausted(meta.producer_epoch):
-            new_pid = await self._new_producer_id()
-            if new_pid is None:
-                return EndTxnResult(_C.COORDINATOR_NOT_AVAILABLE)
-            rotated = meta.rotated(new_pid, self._now_ms())
-            if not await self._persist(rotated):
-                return EndTxnResult(_C.COORDINATOR_NOT_AVAILABLE)
-            meta = rotated
-        return EndTxnResult(_C.NONE, meta.producer_id, meta.producer_epoch)
+    async def _rotate_ended(self, tid: str) -> EndTxnResult:
+        fresh = await self._new_producer_id()
+        meta = self._table.get(tid)
+        assert meta is not None
+        answer: EndTxnResult = await self._apply_held(
+            ops.rotate_ended(meta, self._now_ms(), fresh)
+        )
+        return answer
 
     # -- checks shared by the requests --------------------------------------------------
 

@@ -5,7 +5,7 @@ change goes through :meth:`TxnMetadata.transition`, which checks it against
 :data:`VALID_PREVIOUS_STATES` and returns a *new* :class:`TxnMetadata` (the values are
 immutable): the coordinator writes the new value to the transaction log and installs it
 in memory only once the write is durable, so a failed write leaves the old value in
-place with nothing to undo. An invalid transition raises :class:`InvalidTransition`,
+place with nothing to undo. An invalid transition raises :class:`brokerd.fsm.InvalidTransition`,
 which is a coordinator bug, never a client error.
 
 The life of a transaction::
@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from brokerd.fsm import from_previous, step
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.txn.types import TopicPartition, TxnOffset
 from brokerd.storage.stores.txn_log import StoredOffset, StoredTxn
@@ -44,7 +45,6 @@ __all__ = [
     "PREPARED",
     "VALID_PREVIOUS_STATES",
     "EpochBump",
-    "InvalidTransition",
     "TxnMetadata",
     "TxnState",
     "bump_epoch",
@@ -94,12 +94,10 @@ VALID_PREVIOUS_STATES: Mapping[TxnState, frozenset[TxnState]] = {
     _PF: frozenset({_O}),
 }
 
+_TABLE = from_previous(VALID_PREVIOUS_STATES)
+
 #: States in which the transaction's outcome is decided and its markers are due.
 PREPARED = frozenset({_PC, _PA})
-
-
-class InvalidTransition(Exception):
-    """A state change the transition table forbids: a coordinator bug."""
 
 
 def epoch_exhausted(epoch: int) -> bool:
@@ -159,12 +157,8 @@ class TxnMetadata:
 
     def transition(self, new: TxnState, now_ms: int, **changes: object) -> TxnMetadata:
         """This value in state ``new`` with ``changes`` applied and ``last_update_ms`` set.
-        Raises :class:`InvalidTransition` if the table does not allow it."""
-        if self.state not in VALID_PREVIOUS_STATES[new]:
-            raise InvalidTransition(
-                f"transactional id {self.transactional_id!r}: "
-                f"{self.state.value} -> {new.value} is not a valid transition"
-            )
+        Raises :class:`~brokerd.fsm.InvalidTransition` if the table does not allow it."""
+        step(_TABLE, self.state, new, f"transactional id {self.transactional_id!r}")
         return attrs.evolve(self, state=new, last_update_ms=now_ms, **changes)  # type: ignore[arg-type]
 
     # -- the transitions the coordinator makes ------------------------------------------

@@ -1,37 +1,66 @@
 """The transaction coordinator's in-memory table of transactional ids, kept in step with
 the durable transaction log.
 
-- :meth:`TxnTable.persist` writes a new value of one id to the log (in a worker thread
-  through the injected ``run_blocking``) and installs it in memory only once the write
-  is durable, so a failed write changes nothing and every answer reflects durable state.
-  Writes go through the coordinator runtime's ordered writer
-  (:class:`~brokerd.core.coordinator_runtime.OrderedJournalWriter`): changes of
-  different ids made while a write runs share the next write and its fsync; a failed
-  write fails the changes in it and no other.
+- The table's journal writer
+  (:class:`~brokerd.core.coordinator_runtime.OrderedJournalWriter`) writes the records
+  of the coordinator's results (a new value of an id, :class:`TxnMetadata`, or
+  :class:`Forget`) in the broker's write pool; changes of different ids made while a
+  write runs share the next write and its fsync; a failed write fails the changes in
+  it and no other.
+- :meth:`TxnTable.replay` installs records in memory, and the coordinator runtime calls
+  it only once they are durable: a failed write changes nothing, and every answer
+  reflects durable state.
 - Lookups by transactional id and by producer id (the produce verifier's question).
 - A per-id count of operations in progress: the coordinator runs one operation per id
   at a time and answers the others CONCURRENT_TRANSACTIONS, as Kafka does while a state
   change is pending.
 
-What this module does not do: decide transitions (``txn_state.py`` checks them,
-``transactions.py`` chooses them) or run anything on a timer.
+What this module does not do: decide transitions (``state.py`` checks them,
+``operations.py`` chooses them) or run anything on a timer.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from twisted.internet import defer
+import attrs
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
-from brokerd.core.coordinator_runtime import CoordinatorResult, OrderedJournalWriter
+from brokerd.core.coordinator_runtime import OrderedJournalWriter
 from brokerd.kafka.txn.state import TxnMetadata, from_stored
 from brokerd.storage.stores.txn_log import StoredTxn, TxnLog, encode_state
 
-__all__ = ["TxnTable"]
+__all__ = ["Forget", "TxnRecord", "TxnTable", "writable"]
+
+
+@attrs.frozen
+class Forget:
+    """The record that drops a transactional id (its tombstone in the log)."""
+
+    transactional_id: str
+
+
+#: What a transaction coordinator's result writes: an id's new value, or its tombstone.
+TxnRecord = TxnMetadata | Forget
+
+
+def _stored(record: TxnRecord) -> StoredTxn | str:
+    return record.transactional_id if isinstance(record, Forget) else record.to_stored()
+
+
+def writable(records: Iterable[TxnRecord]) -> bool:
+    """Whether the log can encode every record. Checked before a result is submitted:
+    refused in the write, it would fail other ids' changes with it."""
+    try:
+        for record in records:
+            if isinstance(record, TxnMetadata):
+                encode_state(record.to_stored())
+    except ValueError:
+        return False
+    return True
 
 
 class TxnTable:
@@ -45,8 +74,13 @@ class TxnTable:
     _log = Logger()
 
     def __init__(self, *, log: TxnLog, run_blocking: Callable[..., Deferred[Any]]) -> None:
-        self._journal: OrderedJournalWriter[StoredTxn | str] = OrderedJournalWriter(
-            log.write_records, run_blocking, None, name="transaction log"
+        def write(records: Sequence[TxnRecord]) -> None:
+            log.write_records([_stored(r) for r in records])
+
+        #: The transaction log's ordered writer; independent records (no reload): a
+        #: failed write fails its own batch, and memory never held its changes.
+        self.writer: OrderedJournalWriter[TxnRecord] = OrderedJournalWriter(
+            write, run_blocking, None, name="transaction log"
         )
         self._txns: dict[str, TxnMetadata] = {}
         self._by_pid: dict[int, str] = {}
@@ -88,35 +122,15 @@ class TxnTable:
 
     # -- durable changes ----------------------------------------------------------------
 
-    def persist(self, meta: TxnMetadata) -> Deferred[TxnMetadata]:
-        """Write ``meta`` to the log, then install it; fires with it (errback: the write
-        failed and memory still holds the previous value)."""
-        stored = meta.to_stored()
-        try:
-            # Refused here, not in the write: it would fail other ids' changes with it.
-            encode_state(stored)
-        except ValueError:
-            return defer.fail()
-        # The change is the result of the coordinator's decision: one record, and the
-        # new value as the answer, installed once the record is durable.
-        d = self._journal.apply(CoordinatorResult((stored,), meta))
-
-        def installed(durable: TxnMetadata) -> TxnMetadata:
-            self._install(durable)
-            return durable
-
-        return d.addCallback(installed)
-
-    def forget(self, transactional_id: str) -> Deferred[None]:
-        """Write the id's tombstone, then drop it from memory."""
-        d = self._journal.apply(CoordinatorResult((transactional_id,), None))
-
-        def dropped(_: None) -> None:
-            old = self._txns.pop(transactional_id, None)
-            if old is not None and self._by_pid.get(old.producer_id) == transactional_id:
-                del self._by_pid[old.producer_id]
-
-        return d.addCallback(dropped)
+    def replay(self, records: Iterable[TxnRecord]) -> None:
+        """Install durable records in memory, in their order."""
+        for record in records:
+            if isinstance(record, Forget):
+                old = self._txns.pop(record.transactional_id, None)
+                if old is not None and self._by_pid.get(old.producer_id) == old.transactional_id:
+                    del self._by_pid[old.producer_id]
+            else:
+                self._install(record)
 
     def _install(self, meta: TxnMetadata) -> None:
         old = self._txns.get(meta.transactional_id)

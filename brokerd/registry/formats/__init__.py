@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_formats -*-
+# -*- test-case-name: tests.registry.test_compat -*-
 """The three schema languages of the registry, behind :class:`~brokerd.registry.model.
 SchemaFormat`: ``AVRO`` (:mod:`.avro`), ``JSON`` (:mod:`.json_schema`) and ``PROTOBUF``
 (:mod:`.protobuf`).

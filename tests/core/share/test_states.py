@@ -7,10 +7,10 @@ import pytest
 from brokerd.core.share.states import (
     TRANSITIONS,
     Event,
-    InvalidTransition,
     RecordState,
     next_state,
 )
+from brokerd.fsm import InvalidTransition
 
 A, Q, K, R = (
     RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED,

@@ -19,13 +19,13 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.errors import StorageError
-from brokerd.kafka.groups.admin import subscribed_topics
 from brokerd.kafka.groups.coordinator import (
     GroupCoordinator,
     GroupState,
     JoinResult,
     SyncResult,
 )
+from brokerd.kafka.groups.group_admin import subscribed_topics
 from brokerd.storage.stores.offsets import OffsetStore
 
 _T = TypeVar("_T")

@@ -23,12 +23,12 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
+from brokerd.fsm import InvalidTransition
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.state import (
     VALID_PREVIOUS_STATES,
     GroupMetadata,
     GroupState,
-    InvalidTransition,
     JoinResult,
     SyncResult,
 )

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from brokerd.fsm import InvalidTransition
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.txn.state import (
     MAX_EPOCH,
     NO_EPOCH,
     VALID_PREVIOUS_STATES,
-    InvalidTransition,
     TxnMetadata,
     TxnState,
     bump_epoch,

@@ -8,7 +8,7 @@ coordinator stops or the group is deleted) and follows from its content:
 (it must first give up partitions it still owns) or UnreleasedPartitions (it waits for
 partitions another member is still giving up); :data:`MEMBER_TRANSITIONS` holds which
 reconciliation outcome moves a member from which state to which. A change outside either
-table raises :class:`InvalidTransition`: a coordinator bug, never a client error.
+table raises :class:`brokerd.fsm.InvalidTransition`: a coordinator bug, never a client error.
 
 What this module does not do: decide assignments (:mod:`.assignors`, :mod:`.reconcile`),
 arm timers or answer requests (:mod:`.coordinator`).
@@ -23,9 +23,10 @@ from collections.abc import Mapping
 import attrs
 
 from brokerd.clock import DelayedCall
+from brokerd.fsm import from_next, step
 from brokerd.kafka.groups.consumer.assignors import DEFAULT_ASSIGNOR, Assignment
 from brokerd.kafka.groups.kip848.members import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
-from brokerd.kafka.groups.kip848.states import InvalidTransition, live_states_table
+from brokerd.kafka.groups.kip848.states import live_states_table
 
 
 class ConsumerGroupState(enum.Enum):
@@ -42,6 +43,7 @@ class ConsumerGroupState(enum.Enum):
 GROUP_TRANSITIONS: Mapping[ConsumerGroupState, frozenset[ConsumerGroupState]] = (
     live_states_table(ConsumerGroupState, ConsumerGroupState.DEAD)
 )
+_GROUP_TABLE = from_next(GROUP_TRANSITIONS)
 
 
 class MemberState(enum.Enum):
@@ -89,10 +91,7 @@ MEMBER_TRANSITIONS: Mapping[tuple[MemberState, Reconciliation], MemberState] = {
 
 
 def member_next_state(state: MemberState, outcome: Reconciliation) -> MemberState:
-    try:
-        return MEMBER_TRANSITIONS[(state, outcome)]
-    except KeyError:
-        raise InvalidTransition(f"member in {state.value}: {outcome.value}") from None
+    return step(MEMBER_TRANSITIONS, state, outcome, "member")
 
 
 @attrs.frozen
@@ -163,8 +162,7 @@ class ConsumerGroup:
     assignor: str = DEFAULT_ASSIGNOR
 
     def transition_to(self, state: ConsumerGroupState) -> None:
-        if state not in GROUP_TRANSITIONS[self.state]:
-            raise InvalidTransition(f"group {self.group_id!r}: {self.state.value} -> {state.value}")
+        step(_GROUP_TABLE, self.state, state, f"group {self.group_id!r}")
         self.state = state
 
     def derived_state(self) -> ConsumerGroupState:
@@ -214,7 +212,6 @@ __all__ = [
     "ConsumerGroup",
     "ConsumerGroupState",
     "ConsumerMember",
-    "InvalidTransition",
     "MemberState",
     "Reconciliation",
     "member_next_state",

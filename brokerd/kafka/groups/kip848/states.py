@@ -4,7 +4,7 @@ Their group states differ (a streams group also has NotReady), but the table is 
 the same way: any live state may reach any other, because one heartbeat may add a
 member (the group epoch moves), compute the new target and reconcile every affected
 member at once; Dead is final. A change outside a table raises
-:class:`InvalidTransition`: a coordinator bug, never a client error. Pure.
+:class:`brokerd.fsm.InvalidTransition`: a coordinator bug, never a client error. Pure.
 """
 
 from __future__ import annotations
@@ -13,13 +13,9 @@ import enum
 from collections.abc import Mapping
 from typing import TypeVar
 
-__all__ = ["InvalidTransition", "live_states_table"]
+__all__ = ["live_states_table"]
 
 _S = TypeVar("_S", bound=enum.Enum)
-
-
-class InvalidTransition(Exception):
-    """A state change a transition table forbids: a coordinator bug."""
 
 
 def live_states_table(states: type[_S], dead: _S) -> Mapping[_S, frozenset[_S]]:

@@ -23,8 +23,8 @@ sessions. Only a session whose member is gone (it left without closing it) is ev
 make room. Everything here is memory only: a restart forgets members and sessions
 (clients rejoin), while the records' state is durable in the share state journal.
 
-Operators' views (``brokerd.admin``) read the members through
-:class:`~brokerd.admin.group_face.ShareMembersFace`. What it does not do: read or write
+Operators' views (``brokerd.operator``) read the members through
+:class:`~brokerd.operator.group_face.ShareMembersFace`. What it does not do: read or write
 records, or encode anything.
 """
 

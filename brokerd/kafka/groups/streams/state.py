@@ -23,8 +23,9 @@ from collections.abc import Iterable, Iterator, Mapping
 import attrs
 
 from brokerd.clock import DelayedCall
+from brokerd.fsm import from_next, step
 from brokerd.kafka.groups.kip848.members import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
-from brokerd.kafka.groups.kip848.states import InvalidTransition, live_states_table
+from brokerd.kafka.groups.kip848.states import live_states_table
 from brokerd.kafka.groups.streams.topology import ConfiguredTopology, Topology
 
 #: Subtopology id -> task (partition) numbers.
@@ -89,6 +90,7 @@ class StreamsGroupState(enum.Enum):
 GROUP_TRANSITIONS: Mapping[StreamsGroupState, frozenset[StreamsGroupState]] = (
     live_states_table(StreamsGroupState, StreamsGroupState.DEAD)
 )
+_GROUP_TABLE = from_next(GROUP_TRANSITIONS)
 
 
 class MemberState(enum.Enum):
@@ -162,8 +164,7 @@ class StreamsGroup:
         return StreamsGroupState.STABLE
 
     def transition_to(self, new: StreamsGroupState) -> None:
-        if new not in GROUP_TRANSITIONS[self.state]:
-            raise InvalidTransition(f"streams group {self.group_id}: {self.state} -> {new}")
+        step(_GROUP_TABLE, self.state, new, f"streams group {self.group_id}")
         self.state = new
 
     def refresh_state(self) -> None:
@@ -175,7 +176,6 @@ __all__ = [
     "LEAVE_EPOCH",
     "NO_TASKS",
     "STATIC_LEAVE_EPOCH",
-    "InvalidTransition",
     "MemberState",
     "StreamsGroup",
     "StreamsGroupState",

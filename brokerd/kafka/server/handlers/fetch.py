@@ -97,14 +97,11 @@ from brokerd.storage.types import (
 
 __all__ = [
     "DEFAULT_FETCH_MAX_BYTES",
-    "READ_COMMITTED",
     "FetchHandler",
     "fetch_rule",
     "is_full_fetch",
 ]
 
-#: Fetch isolation level of a transactional consumer (read_committed).
-READ_COMMITTED = 1
 #: Default ``--fetch-max-bytes``: Kafka's broker default of ``fetch.max.bytes`` (55 MiB).
 DEFAULT_FETCH_MAX_BYTES = 57_671_680
 #: Records read into memory at least this long are written as a part of their own
@@ -304,7 +301,7 @@ class FetchHandler:
             if self._readable(topic) is None
         ]
 
-        read_committed = body.isolation_level == READ_COMMITTED
+        read_committed = body.isolation_level == Isolation.READ_COMMITTED
         # On a plain socket, records already checked are sent from the segment files by
         # os.sendfile (docs/performance.md); their regions are tracked per connection.
         ledger = conn.state.regions
@@ -401,7 +398,7 @@ class FetchHandler:
         # Read again by the next fetch whatever is appended: an error, or records left
         # past the client's position (a partition the answer's max_bytes cut short).
         pending: list[SessionKey] = []
-        read_committed = body.isolation_level == READ_COMMITTED
+        read_committed = body.isolation_level == Isolation.READ_COMMITTED
         for t in body.topics:
             name = t.topic
             if by_id:
@@ -450,7 +447,7 @@ class FetchHandler:
         news are left out of the answer, as Kafka leaves them out. The long poll parks
         on the session's watch: no per-partition work while the consumer waits."""
         named = {w.key(by_id) for w in self._wanted(body, by_id)}
-        read_committed = body.isolation_level == READ_COMMITTED
+        read_committed = body.isolation_level == Isolation.READ_COMMITTED
         ledger = conn.state.regions
         spec = _SPECS[read_committed, ledger is not None]
         last: list[list[apis.FetchPartitionResponse]] = []

@@ -3,7 +3,7 @@
 OffsetDelete.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
-message by calling the coordinator's admin part (:mod:`brokerd.kafka.groups.admin`,
+message by calling the coordinator's admin part (:mod:`brokerd.kafka.groups.group_admin`,
 duck-typed here by :class:`GroupAdminLike`). OffsetDelete partitions of topics that do
 not exist get UNKNOWN_TOPIC_OR_PARTITION here, as Kafka answers them.
 
@@ -20,7 +20,7 @@ import attrs
 from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.admin import GroupDescription
+from brokerd.kafka.groups.group_admin import GroupDescription
 from brokerd.kafka.server.acl_gate import (
     GROUP_DENIED,
     Access,
@@ -61,7 +61,7 @@ _DELETION_REFUSED: Mapping[int, str] = {
 
 
 class GroupAdminLike(Protocol):
-    """:class:`~brokerd.kafka.groups.admin.GroupAdmin` as the handlers use it."""
+    """:class:`~brokerd.kafka.groups.group_admin.GroupAdmin` as the handlers use it."""
 
     def list_groups_with_states(
         self, states_filter: Collection[str] = (), types_filter: Collection[str] = (), /

@@ -26,13 +26,13 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import TOPIC_DENIED, Access, Gate, by_name, split_entries
 from brokerd.kafka.server.handler_base import LEADER_EPOCH, Connection, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
-from brokerd.kafka.server.handlers.fetch import READ_COMMITTED
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
+from brokerd.storage.types import Isolation
 
 #: ListOffsets special timestamps (Kafka's ``ListOffsetsRequest``).
 LATEST_TIMESTAMP = -1
@@ -80,7 +80,7 @@ class ListOffsetsHandler:
     async def list_offsets(self, conn: Connection, req: Request) -> Any:
         body: apis.ListOffsetsRequest = req.body
         # v1 has no isolation level (it decodes as 0, read_uncommitted).
-        read_committed = body.isolation_level == READ_COMMITTED
+        read_committed = body.isolation_level == Isolation.READ_COMMITTED
         named = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
         topics = []
         for t in body.topics:

@@ -2,8 +2,9 @@
 """Kafka's SASL APIs and SCRAM-credential admin APIs, in terms of decoded requests.
 
 * :func:`answer_sasl` answers SaslHandshake (17) and SaslAuthenticate (36) for one
-  connection's :class:`~brokerd.kafka.server.sasl.SaslSession` (or None: SASL disabled, every
-  such request gets ILLEGAL_SASL_STATE, as Kafka answers on a listener without SASL),
+  connection's :class:`~brokerd.kafka.server.sasl_session.SaslSession` (or None: SASL
+  disabled, every such request gets ILLEGAL_SASL_STATE, as Kafka answers on a listener
+  without SASL),
   says whether the connection must be closed after the answer (a failed
   authentication; Kafka closes then), and how long the answer is to be held
   (:mod:`brokerd.security.auth_throttle`).
@@ -39,7 +40,7 @@ from brokerd.kafka.server.acl_gate import (
 )
 from brokerd.kafka.server.handler_base import Connection
 from brokerd.kafka.server.route import Route
-from brokerd.kafka.server.sasl import HANDSHAKE_FAILURE, SaslCode, SaslFailed, SaslSession
+from brokerd.kafka.server.sasl_session import HANDSHAKE_FAILURE, SaslCode, SaslFailed, SaslSession
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import sasl as m
 from brokerd.kafka.wire.requests.apis import Request

@@ -23,12 +23,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
+from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.streams.coordinator import (
     ACCEPTABLE_RECOVERY_LAG,
     TASK_OFFSET_INTERVAL_MS,
+    HeartbeatAnswer,
     HeartbeatInput,
     StreamsGroupCoordinator,
 )
@@ -67,6 +69,12 @@ MAX_TOPICS_PER_SUBTOPOLOGY = 10_000
 class HasStreamsGroups(Protocol):
     @property
     def streams(self) -> StreamsGroupCoordinator: ...
+
+    def streams_heartbeat(
+        self, request: HeartbeatInput, topics: Mapping[str, int], /
+    ) -> Deferred[HeartbeatAnswer]:
+        """The streams coordinator's heartbeat, answered once its change is durable."""
+        ...
 
 
 class StreamsGroupHandlers:
@@ -124,7 +132,7 @@ class StreamsGroupHandlers:
             for topic in needed:
                 if self._may_create(conn, topic.name):
                     await self._create(body.group_id, topic)
-        answer = streams.heartbeat(
+        answer = await self._coordinator.streams_heartbeat(
             HeartbeatInput(
                 group_id=body.group_id,
                 member_id=body.member_id,

@@ -19,7 +19,7 @@ response message. What is decided here, on the wire side:
   AddPartitionsToTxn v4+ answers by transaction, VerifyOnly ones without adding;
 * EndTxn v5 and TxnOffsetCommit v5 are KIP-890 part 2's (an epoch bump at every end;
   the group added by the commit itself);
-* ListTransactions v2's pattern is compiled by :mod:`brokerd.kafka.txn.patterns`
+* ListTransactions v2's pattern is compiled by :mod:`brokerd.kafka.regex`
   (INVALID_REGULAR_EXPRESSION when refused);
 * without a coordinator (transactions disabled), every API that names a transactional
   id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which every client treats as fatal

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.handlers.test_placement -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_leadership -*-
 """Request and response bodies of ElectLeaders (43), AlterPartitionReassignments (45) and
 ListPartitionReassignments (46), and the version ranges brokerd answers (:data:`APIS`,
 collected by :mod:`brokerd.kafka.wire.requests.registry`).

@@ -8,7 +8,7 @@ DescribeUserScramCredentials (50) v0 and AlterUserScramCredentials (51) v0 (both
 flexible). A SCRAM mechanism is Kafka's int8 code there (1 = SCRAM-SHA-256,
 2 = SCRAM-SHA-512).
 
-Pure: no I/O, no Twisted, no authentication logic (:mod:`brokerd.kafka.server.sasl`).
+Pure: no I/O, no Twisted, no authentication logic (:mod:`brokerd.kafka.server.sasl_session`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.wire.test_streams_groups -*-
+# -*- test-case-name: tests.kafka.groups.streams.test_streams_wire -*-
 """Request and response bodies of the streams group protocol (KIP-1071):
 StreamsGroupHeartbeat (88), StreamsGroupDescribe (89) and
 StreamsGroupTopologyDescriptionUpdate (93, KIP-1331), and the version range brokerd

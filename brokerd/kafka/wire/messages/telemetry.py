@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.wire.test_telemetry_messages -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_telemetry -*-
 """Request and response bodies of GetTelemetrySubscriptions (71), PushTelemetry (72) and
 ListConfigResources (74), and the version range brokerd answers of each (:data:`APIS`,
 collected by :mod:`brokerd.kafka.wire.requests.registry`).

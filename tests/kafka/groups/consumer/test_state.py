@@ -21,6 +21,7 @@ from collections.abc import Callable
 import pytest
 from twisted.internet import task
 
+from brokerd.fsm import InvalidTransition
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.consumer.assignors import range_assignor, uniform
 from brokerd.kafka.groups.consumer.coordinator import (
@@ -37,7 +38,6 @@ from brokerd.kafka.groups.consumer.state import (
     ConsumerGroup,
     ConsumerGroupState,
     ConsumerMember,
-    InvalidTransition,
     MemberState,
     Reconciliation,
     member_next_state,

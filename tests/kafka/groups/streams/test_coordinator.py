@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from twisted.internet import task
 
+from brokerd.fsm import InvalidTransition
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.streams.assignor import AssignorMember, assign
 from brokerd.kafka.groups.streams.coordinator import (
@@ -20,7 +21,6 @@ from brokerd.kafka.groups.streams.coordinator import (
 )
 from brokerd.kafka.groups.streams.state import (
     GROUP_TRANSITIONS,
-    InvalidTransition,
     MemberState,
     StreamsGroup,
     StreamsGroupState,

@@ -6,13 +6,24 @@ rebalance, and DeleteGroups erases the record.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
+import attrs
+from twisted.internet import task
+from twisted.internet.defer import Deferred
+from twisted.trial.unittest import SynchronousTestCase
+
+from brokerd.errors import StorageError
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.streams.coordinator import HeartbeatAnswer, HeartbeatInput
 from brokerd.kafka.groups.streams.persist import decode_group, encode_group
 from brokerd.kafka.groups.streams.state import StreamsGroupState, Tasks
+from brokerd.storage.stores.offsets import OffsetStore
 
 from tests.kafka.groups.journal_node import JournalNode
 from tests.kafka.groups.streams.test_coordinator import WORD_COUNT, ready_topics
@@ -31,11 +42,13 @@ class Broker:
         if epoch == 0:
             fields.update(rebalance_timeout_ms=30_000, topology=WORD_COUNT,
                           process_id=f"p-{member}", user_endpoint=("h", 8080))
-        answer = self.node.coord.streams.heartbeat(
+        answers: list[HeartbeatAnswer] = []
+        self.node.coord.streams_heartbeat(
             HeartbeatInput(group_id="g", member_id=member, member_epoch=epoch,
                            owned=self.owned.get(member, Tasks()), **fields),
             ready_topics(),
-        )
+        ).addCallback(answers.append)
+        (answer,) = answers  # the journal node writes inline
         if answer.error_code == 0:
             self.epochs[member] = answer.member_epoch
             if answer.assignment is not None:
@@ -116,3 +129,83 @@ def test_operators_see_a_streams_group_with_its_members_partitions(tmp_path: Pat
     owned = sorted(tp for m in described.members for tp in m.assigned_partitions())
     assert owned == sorted([("lines", p) for p in range(4)]
                            + [("app-by-word-repartition", p) for p in range(4)])
+
+
+class HeartbeatDurabilityTests(SynchronousTestCase):
+    """StreamsGroupHeartbeat through the coordinator runtime, as ConsumerGroupHeartbeat:
+    the answer that gives a member its epoch leaves once the group's record is synced; a
+    failed write answers NOT_COORDINATOR and the next change writes the whole state."""
+
+    def setUp(self) -> None:
+        self.held: list[tuple[Any, tuple[Any, ...], Deferred[Any]]] = []
+        self.fail = False
+        # Not trial's mktemp: under pytest it lands in the working directory.
+        self.path = tempfile.mkdtemp(prefix="brokerd-streams-")
+        self.addCleanup(shutil.rmtree, self.path, True)
+        self.store = OffsetStore.open(os.path.join(self.path, "offsets.log"))
+        self.coord = GroupCoordinator(clock=task.Clock(), offsets=self.store,
+                                      run_blocking=self._hold_write)
+        self.addCleanup(self.store.close)
+        self.addCleanup(self.coord.stop)
+
+    def _hold_write(self, f: Any, *args: Any) -> Deferred[Any]:
+        d: Deferred[Any] = Deferred()
+        self.held.append((f, args, d))
+        return d
+
+    def _finish(self) -> None:
+        while self.held:
+            f, args, d = self.held.pop(0)
+            if self.fail:
+                d.errback(StorageError("No space left on device"))
+            else:
+                d.callback(f(*args))
+
+    def _join(self, member: str) -> HeartbeatInput:
+        return HeartbeatInput(group_id="g", member_id=member, member_epoch=0,
+                              rebalance_timeout_ms=30_000, topology=WORD_COUNT,
+                              process_id=f"p-{member}", owned=Tasks())
+
+    def test_answer_waits_for_the_sync(self) -> None:
+        answers: list[HeartbeatAnswer] = []
+        self.coord.streams_heartbeat(self._join("a"), ready_topics()).addCallback(
+            answers.append)
+        self.assertEqual((answers, len(self.held)), ([], 1))
+        self.assertEqual(self.store.consumer_groups_state(), {})
+        self._finish()
+        self.assertEqual((answers[0].error_code, answers[0].member_epoch), (0, 1))
+        stored = decode_group("g", self.store.consumer_groups_state()["g"])
+        self.assertEqual(set(stored.members), {"a"})
+
+    def test_a_failed_write_answers_not_coordinator_and_the_next_change_stores_all(
+        self,
+    ) -> None:
+        answers: list[HeartbeatAnswer] = []
+        self.coord.streams_heartbeat(self._join("a"), ready_topics()).addCallback(
+            answers.append)
+        self._finish()
+        self.fail = True
+        self.coord.streams_heartbeat(self._join("b"), ready_topics()).addCallback(
+            answers.append)
+        self._finish()
+        self.assertEqual(answers[1].error_code, ErrorCode.NOT_COORDINATOR)
+        self.assertEqual(
+            set(decode_group("g", self.store.consumer_groups_state()["g"]).members), {"a"})
+        self.fail = False
+        # b never learnt its epoch; a's next heartbeat writes the group as memory has it.
+        a = attrs.evolve(self._join("a"), member_epoch=answers[0].member_epoch,
+                         topology=None, owned=None)
+        self.coord.streams_heartbeat(a, ready_topics()).addCallback(answers.append)
+        self._finish()
+        self.assertEqual(answers[2].error_code, 0)
+        stored = decode_group("g", self.store.consumer_groups_state()["g"])
+        self.assertEqual(set(stored.members), set(self.coord.streams.groups["g"].members))
+
+    def test_answers_leave_in_submission_order(self) -> None:
+        order: list[str] = []
+        for member in ("a", "b", "c"):
+            self.coord.streams_heartbeat(self._join(member), ready_topics()).addCallback(
+                lambda answer, m=member: order.append(m))
+        self.assertEqual(order, [])
+        self._finish()
+        self.assertEqual(order, ["a", "b", "c"])

@@ -16,7 +16,7 @@ from brokerd.kafka.listener.protocol import (
     KafkaFactory,
     KafkaProtocol,
 )
-from brokerd.kafka.server.sasl import SaslCode, SaslConfig, SaslSession
+from brokerd.kafka.server.sasl_session import SaslCode, SaslConfig, SaslSession
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.messages import sasl as m
@@ -26,7 +26,7 @@ from brokerd.security.credentials import CredentialChange, CredentialStore
 from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 
 from tests.kafka.server.test_protocol import FakeCoordinator, FakeCore, KafkaTestCase
-from tests.kafka.server.test_sasl import ScramClient, temp_path
+from tests.kafka.server.test_sasl_session import ScramClient, temp_path
 
 MECHS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
 
