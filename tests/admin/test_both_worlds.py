@@ -18,7 +18,7 @@ from tests.control_plane_helpers import admin, confluent, create_topic, produce_
 from tests.kafka_helpers import HEARTBEAT_MS, SESSION_TIMEOUT_MS, WAIT, module_broker
 from tests.test_cli_admin import Ctl
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 
 @pytest.fixture(scope="module")
