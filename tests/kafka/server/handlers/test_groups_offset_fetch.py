@@ -23,8 +23,8 @@ from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
 from brokerd.security.acl import Operation, ResourceType
 
+from tests.kafka.listener.test_protocol import FakeCore as KafkaFakeCore
 from tests.kafka.server.handlers.test_acl import AclTestCase
-from tests.kafka.server.test_protocol import FakeCore as KafkaFakeCore
 from tests.kafka.txn.test_coordinator import CoordinatorTestCase, result
 
 T0, T1 = ("orders", 0), ("orders", 1)
