@@ -7,7 +7,8 @@ carries the ``broker`` marker, so ``pytest -m "not broker"`` is the fast unit la
 using the broker fixtures are marked here at collection; modules that spawn by hand say
 ``pytestmark = pytest.mark.broker``. An audit hook sees every process spawned and fails
 the test (in its teardown) that starts a broker without the marker, so the layer cannot
-silently grow a broker again.
+silently grow a broker again. It sees this process's spawns only: a test whose brokers
+start in a child process (a child pytest) is marked by hand.
 """
 
 from __future__ import annotations

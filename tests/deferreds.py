@@ -34,4 +34,4 @@ def result_of(d: defer.Deferred[T] | Coroutine[Any, Any, T]) -> T:
     outcome = outcome_of(d)
     if isinstance(outcome, Failure):
         outcome.raiseException()
-    return outcome  # type: ignore[return-value]
+    return outcome
