@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from twisted.internet import defer, task
@@ -15,7 +15,6 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.core.api import TxnVerifier
 from brokerd.errors import InvalidProducerEpoch, InvalidTxnState, StorageError
 from brokerd.kafka.errors import ErrorCode as C
 from brokerd.kafka.groups.coordinator import GroupCoordinator
@@ -27,6 +26,7 @@ from brokerd.storage.stores.producer_ids import ProducerIdAllocator
 from brokerd.storage.stores.txn_log import StoredTxn, TxnLog
 
 from tests.deferreds import result_of
+from tests.fake_core import FakeCore
 
 T = TypeVar("T")
 WALL0 = 1_700_000_000.0
@@ -42,44 +42,6 @@ def sync_run(f: Callable[..., Any], *args: Any, **kw: Any) -> Deferred[Any]:
         return defer.fail(Failure())
 
 
-
-
-class FakeCore:
-    """Records every marker write. ``fail`` makes writes errback; ``hold`` keeps them
-    pending until :meth:`release`."""
-
-    def __init__(self) -> None:
-        self.markers: list[tuple[tuple[tuple[str, int], ...], int, int, bool]] = []
-        self.verifier: TxnVerifier | None = None
-        self.fail = False
-        self.hold = False
-        self.held: list[Deferred[None]] = []
-
-    def write_txn_markers(
-        self,
-        partitions: Sequence[tuple[str, int]],
-        producer_id: int,
-        producer_epoch: int,
-        *,
-        commit: bool,
-        coordinator_epoch: int = 0,
-    ) -> Deferred[None]:
-        if self.fail:
-            return defer.fail(StorageError("disk on fire"))
-        self.markers.append((tuple(partitions), producer_id, producer_epoch, commit))
-        if self.hold:
-            d: Deferred[None] = Deferred()
-            self.held.append(d)
-            return d
-        return defer.succeed(None)
-
-    def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
-        self.verifier = verify
-
-    def release(self) -> None:
-        held, self.held = self.held, []
-        for d in held:
-            d.callback(None)
 
 
 class FailingGroups:
@@ -438,7 +400,7 @@ class TransactionTests(CoordinatorTestCase):
 class ConcurrencyTests(CoordinatorTestCase):
     def test_requests_while_completing_get_concurrent_transactions(self) -> None:
         r = self.begin(P0)
-        self.core.hold = True
+        self.core.hold_markers = True
         ending = self.coordinator.end_txn(TID, r.producer_id, 0, True)
         self.assertNoResult(ending)
         self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
@@ -449,7 +411,7 @@ class ConcurrencyTests(CoordinatorTestCase):
         self.assertEqual(self.state(), "PrepareCommit")
         # Other ids are not held up.
         self.assertEqual(self.init("other").error, C.NONE)
-        self.core.release()
+        self.core.release_markers()
         self.assertEqual(result_of(ending), C.NONE)
         self.assertEqual(self.state(), "CompleteCommit")
         self.assertEqual(self.init().producer_epoch, 1)
@@ -484,7 +446,7 @@ class FailureTests(CoordinatorTestCase):
         r = self.begin(P0)
         self.add_offsets(r)
         self.commit_offsets(r, {("in", 0): TxnOffset(9)})
-        self.core.fail = True
+        self.core.marker_error = StorageError("disk on fire")
         self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
         self.assertEqual(self.stored().state, "PrepareCommit")
         self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
@@ -492,7 +454,7 @@ class FailureTests(CoordinatorTestCase):
         self.assertEqual(self.committed(), {})
         self.clock.advance(1)
         self.assertEqual(self.state(), "PrepareCommit")
-        self.core.fail = False
+        self.core.marker_error = None
         self.clock.advance(1)
         self.assertEqual(self.core.markers, [((P0,), r.producer_id, 0, True)])
         self.assertEqual(self.state(), "CompleteCommit")
@@ -514,13 +476,13 @@ class FailureTests(CoordinatorTestCase):
         globalLogPublisher.addObserver(observer)
         self.addCleanup(globalLogPublisher.removeObserver, observer)
         r = self.begin(P0)
-        self.core.fail = True
+        self.core.marker_error = StorageError("disk on fire")
         self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
         for _ in range(25):
             self.clock.advance(1)
         self.assertEqual(len(lines), 3, lines)  # at 0 s, 10 s and 20 s
         self.assertIn("9 more completion failures not logged", lines[1])
-        self.core.fail = False
+        self.core.marker_error = None
         self.clock.advance(1)
         self.assertEqual(self.state(), "CompleteCommit")
 
@@ -543,16 +505,16 @@ class FailureTests(CoordinatorTestCase):
         r = self.begin(P0)
         self.add_offsets(r)
         self.commit_offsets(r, {("in", 0): TxnOffset(9)})
-        self.core.hold = True
+        self.core.hold_markers = True
         ending = self.coordinator.end_txn(TID, r.producer_id, r.producer_epoch, True)
         self.log_fails = True
-        self.core.release()
+        self.core.release_markers()
         self.assertEqual(result_of(ending), C.CONCURRENT_TRANSACTIONS)
         self.assertEqual(self.committed(), {("in", 0): (9, -1, None)})
         newer = self.group_coordinator.commit_txn_offsets("g", [("in", 0, 12, -1, None)])
         self.assertEqual(result_of(newer), {("in", 0): 0})
         self.log_fails = False
-        self.core.hold = False
+        self.core.hold_markers = False
         self.clock.advance(1)
         self.assertEqual(self.state(), "CompleteCommit")
         self.assertEqual(self.committed(), {("in", 0): (12, -1, None)})
@@ -586,9 +548,9 @@ class RestartTests(CoordinatorTestCase):
         r = self.begin(P0, P1)
         self.add_offsets(r)
         self.commit_offsets(r, {("in", 0): TxnOffset(9)})
-        self.core.fail = True
+        self.core.marker_error = StorageError("disk on fire")
         self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
-        self.core.fail = False
+        self.core.marker_error = None
         self.restart()
         self.assertEqual(self.core.markers, [((P0, P1), r.producer_id, 0, True)])
         self.assertEqual(self.state(), "CompleteCommit")
@@ -600,9 +562,9 @@ class RestartTests(CoordinatorTestCase):
         r = self.begin(P0)
         self.add_offsets(r)
         self.commit_offsets(r, {("in", 0): TxnOffset(9)})
-        self.core.fail = True
+        self.core.marker_error = StorageError("disk on fire")
         self.assertEqual(self.end(r, False), C.CONCURRENT_TRANSACTIONS)
-        self.core.fail = False
+        self.core.marker_error = None
         self.restart()
         self.assertEqual(self.core.markers, [((P0,), r.producer_id, 0, False)])
         self.assertEqual(self.state(), "CompleteAbort")
@@ -622,7 +584,7 @@ class RestartTests(CoordinatorTestCase):
 class StopAndQueryTests(CoordinatorTestCase):
     def test_stop_waits_for_the_operation_in_progress(self) -> None:
         r = self.begin(P0)
-        self.core.hold = True
+        self.core.hold_markers = True
         ending = self.coordinator.end_txn(TID, r.producer_id, 0, True)
         stopped = self.coordinator.stopService()
         self.assertNoResult(stopped)
@@ -630,7 +592,7 @@ class StopAndQueryTests(CoordinatorTestCase):
         self.assertEqual(self.end(r, True), C.COORDINATOR_NOT_AVAILABLE)
         self.assertEqual(self.coordinator.list_transactions([], []), [])
         self.assertEqual(self.coordinator.describe([TID])[0].error, C.COORDINATOR_NOT_AVAILABLE)
-        self.core.release()
+        self.core.release_markers()
         self.assertEqual(result_of(ending), C.NONE)
         self.assertIsNone(result_of(stopped))
         self.assertEqual(self.clock.getDelayedCalls(), [])
@@ -765,10 +727,10 @@ class BumpingEndTxnTests(CoordinatorTestCase):
     def test_a_completion_cut_short_is_concurrent_then_answered(self) -> None:
         r = self.begin(P0)
         pid = r.producer_id
-        self.core.fail = True
+        self.core.marker_error = StorageError("disk on fire")
         self.assertEqual(self.end5(pid, 0, True)[0], C.CONCURRENT_TRANSACTIONS)
         self.assertEqual(self.end5(pid, 0, True)[0], C.CONCURRENT_TRANSACTIONS)
-        self.core.fail = False
+        self.core.marker_error = None
         self.clock.advance(1)  # the timer completes it
         self.assertEqual(self.end5(pid, 0, True), (C.NONE, pid, 1))
 
