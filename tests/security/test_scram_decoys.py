@@ -30,8 +30,6 @@ from tests.brokerproc import BrokerProcess
 from tests.kafka.server.test_sasl_clients import write_credentials
 from tests.kafka_helpers import RawKafka
 
-pytestmark = pytest.mark.broker
-
 SECRET = b"0123456789abcdef0123456789abcdef"
 
 
