@@ -49,9 +49,17 @@ BROKER_FIXTURES = frozenset(
 )
 
 
+# The rooms of whole real processes (docs/architecture.md, "The house"): a broker killed
+# or starved, Kafka's own broker and tools, third-party frameworks. Every test there is
+# marked, spawn or not (a crash loop of a storage child, a JVM peer): none is a unit test.
+PROCESS_ROOMS = ("tests/e2e/", "tests/faults/")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if BROKER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if BROKER_FIXTURES.intersection(getattr(item, "fixturenames", ())) or (
+            item.nodeid.startswith(PROCESS_ROOMS)
+        ):
             item.add_marker(pytest.mark.broker)
 
 
