@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: install node-deps jvm-deps go-deps judges-deps run test test-long soak scoreboard trial lint bench bench-quick bench-deps latency check-plugin verify-units clean
+.PHONY: install node-deps jvm-deps go-deps judges-deps run test test-unit test-long soak scoreboard trial lint bench bench-quick bench-deps latency check-plugin verify-units clean
 
 install: $(STAMP)
 
@@ -102,6 +102,12 @@ run: install
 
 test: install judges-deps
 	$(BIN)/pytest -q --durations=40 $(PYTEST_ARGS)
+
+# The unit layer: every test that starts no broker process (tests/conftest.py marks the
+# others `broker` and fails a test that starts one unmarked), then trial's SynchronousTestCases.
+test-unit: install
+	$(BIN)/pytest -q -m 'not broker and not slow' -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/trial --temp-directory=build/_trial_temp tests
 
 test-long: install judges-deps
 	$(BIN)/pytest -q -m slow $(PYTEST_ARGS)

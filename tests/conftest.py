@@ -1,11 +1,24 @@
 """Shared fixtures: a real ``twistd broker`` process on loopback; the property tests'
-settings."""
+settings; the ``broker`` marker that sorts the suite into the unit layer and the rest.
+
+A test that starts a real broker process (this file's ``broker``/``make_broker``, the
+plugin's ``brokerd`` fixtures, :class:`tests.brokerproc.BrokerProcess`, twistd by hand)
+carries the ``broker`` marker, so ``pytest -m "not broker"`` is the fast unit layer. Tests
+using the broker fixtures are marked here at collection; modules that spawn by hand say
+``pytestmark = pytest.mark.broker``. An audit hook sees every process spawned and fails
+the test (in its teardown) that starts a broker without the marker, so the layer cannot
+silently grow a broker again. It sees this process's spawns only: a test whose brokers
+start in a child process (a child pytest) is marked by hand.
+"""
 
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Iterator
+import os
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -27,6 +40,82 @@ if not any(
 # (``@reproduce_failure``), since a fresh checkout keeps no example database.
 settings.register_profile("brokerd", print_blob=True)
 settings.load_profile("brokerd")
+
+
+# The fixtures that start a broker process; a test using any of them (directly or through
+# another fixture: ``item.fixturenames`` is the closure) is marked ``broker``.
+BROKER_FIXTURES = frozenset(
+    {"broker", "make_broker", "brokerd", "brokerd_factory", "brokerd_session"}
+)
+
+
+# The rooms of whole real processes (docs/architecture.md, "The house"): a broker killed
+# or starved, Kafka's own broker and tools, third-party frameworks. Every test there is
+# marked, spawn or not (a crash loop of a storage child, a JVM peer): none is a unit test.
+PROCESS_ROOMS = ("tests/e2e/", "tests/faults/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if BROKER_FIXTURES.intersection(getattr(item, "fixturenames", ())) or (
+            item.nodeid.startswith(PROCESS_ROOMS)
+        ):
+            item.add_marker(pytest.mark.broker)
+
+
+def command_words(argv: object) -> list[str]:
+    """A spawn's command line as words (a shell string is split on spaces)."""
+    if isinstance(argv, (str, bytes)):
+        return os.fsdecode(argv).split()
+    if not isinstance(argv, (list, tuple)):
+        return []
+    return [os.fsdecode(a) if isinstance(a, (bytes, str, os.PathLike)) else str(a) for a in argv]
+
+
+def is_broker_command(words: Sequence[str]) -> bool:
+    """Whether a spawned command line runs the broker: twistd (as a script or by
+    ``twisted.scripts.twistd``), possibly behind a wrapper such as prlimit, with the
+    ``broker`` plugin as its subcommand."""
+    return "broker" in words and any("twistd" in word for word in words)
+
+
+# Broker spawns since the running test began (the audit hook appends, the runtest hook
+# reads and clears); the hook stays installed for the whole session.
+_spawned: list[str] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    # Both events carry the argument vector second: (executable, args, cwd, env) and
+    # (path, argv, env).
+    if event in ("subprocess.Popen", "os.posix_spawn"):
+        words = command_words(args[1])
+        if is_broker_command(words):
+            _spawned.append(" ".join(words))
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    # Setup, call and teardown all count: a module- or session-scoped fixture starts its
+    # broker in the setup of the first test that asks for it.
+    _spawned.clear()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    result = yield
+    if _spawned and item.get_closest_marker("broker") is None:
+        spawned = list(_spawned)
+        _spawned.clear()
+        raise AssertionError(
+            f"{item.nodeid} started a broker process without the `broker` marker "
+            f"(mark the test `@pytest.mark.broker`, or its module `pytestmark = "
+            f"pytest.mark.broker`): {spawned[0]}"
+        )
+    return result
 
 
 @pytest.fixture

@@ -340,6 +340,7 @@ class ConfigBroker(BrokerProcess):
         ]
 
 
+@pytest.mark.broker
 def test_twistd_broker_starts_and_serves_from_a_config_file(tmp_path: Path) -> None:
     broker = ConfigBroker(tmp_path / "data", tmp_path / "brokerd.toml").start()
     try:
@@ -361,6 +362,7 @@ def test_twistd_broker_starts_and_serves_from_a_config_file(tmp_path: Path) -> N
     assert "Server Shut Down" in broker.log()
 
 
+@pytest.mark.broker
 def test_twistd_broker_refuses_a_bad_config_file(tmp_path: Path) -> None:
     config = write(tmp_path, 'data-dir = "d"\nsegment-bytes = 1024\nkafka-port = 9092\n')
     r = subprocess.run(

@@ -9,6 +9,7 @@ included, so a dependency cannot hide in a local import.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import brokerd
@@ -33,6 +34,12 @@ def imported_modules(source: str) -> set[str]:
     return found
 
 
+@functools.cache
+def imports_of(path: Path) -> frozenset[str]:
+    """:func:`imported_modules` of one file, parsed once for the whole module's tests."""
+    return frozenset(imported_modules(path.read_text()))
+
+
 def is_kafka(module: str) -> bool:
     return module == "brokerd.kafka" or module.startswith("brokerd.kafka.")
 
@@ -44,7 +51,7 @@ def kafka_imports_outside() -> dict[str, list[str]]:
     for path in sorted([*PACKAGE.rglob("*.py"), *plugin.glob("*.py")]):
         if path.is_relative_to(KAFKA) or path in WIRING:
             continue
-        found = sorted(m for m in imported_modules(path.read_text()) if is_kafka(m))
+        found = sorted(m for m in imports_of(path) if is_kafka(m))
         if found:
             offenders[str(path.relative_to(PACKAGE.parent))] = found
     return offenders
@@ -77,7 +84,7 @@ def test_nothing_outside_kafka_imports_it_but_the_wiring() -> None:
 def test_the_wiring_does_import_it() -> None:
     # The exception is real (the listener is built somewhere), so the rule is not vacuous.
     for path in WIRING:
-        assert any(is_kafka(m) for m in imported_modules(path.read_text())), path
+        assert any(is_kafka(m) for m in imports_of(path)), path
 
 
 def module_name(path: Path) -> str:
@@ -116,7 +123,7 @@ def test_no_import_cycle_in_kafka() -> None:
     # that must be read together.
     modules = {module_name(p): p for p in KAFKA.rglob("*.py")}
     graph = {
-        name: {m for m in imported_modules(path.read_text()) if m in modules and m != name}
+        name: {m for m in imports_of(path) if m in modules and m != name}
         for name, path in modules.items()
     }
     assert import_cycle(graph) is None
@@ -163,13 +170,14 @@ def node_of(module: str) -> str | None:
     return None
 
 
+@functools.cache
 def package_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
         src = node_of(module_name(path)) if path.parent != PACKAGE else module_name(path)
         assert src is not None
         targets = graph.setdefault(src, set())
-        for module in imported_modules(path.read_text()):
+        for module in imports_of(path):
             dst = node_of(module)
             if dst is not None and dst != src and dst != "brokerd":
                 targets.add(dst)

@@ -25,7 +25,7 @@ from tests.brokerproc import BROKERCTL, BrokerProcess, env
 from tests.control_plane_helpers import admin, confluent, create_topic, kafka_error
 from tests.kafka_helpers import WAIT, RawKafka, module_broker
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 INVALID_TOPIC_EXCEPTION = 17
 INTERNAL = ("__consumer_offsets", "__transaction_state")

@@ -100,7 +100,7 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
     (
         "slow and non-reading clients, idle close",
         "tests/native/test_protocol_loopback.py tests/native/test_protocol.py "
-        "tests/kafka/server/test_protocol.py",
+        "tests/kafka/listener/test_protocol.py",
         "-k 'reading or idle'",
         ("-k", "reading or idle"),
     ),

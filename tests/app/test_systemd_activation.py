@@ -35,9 +35,12 @@ from tests.systemd_harness import (
     socket_units,
 )
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [
+    pytest.mark.skipif(
     SOCKET_ACTIVATE is None, reason="systemd-socket-activate missing (Debian package systemd)"
-)
+),
+    pytest.mark.broker,
+]
 
 #: The shutdown budget under load (the unit's TimeoutStopSec= is far above it).
 STOP_BUDGET = 10.0

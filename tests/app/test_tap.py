@@ -59,6 +59,7 @@ def test_twistd_lists_the_plugin_from_the_development_install(tmp_path: Path) ->
     assert any(line.split()[:1] == ["broker"] for line in out.stdout.splitlines()), out.stdout
 
 
+@pytest.mark.broker
 def test_bind_failure_exits_non_zero(tmp_path: Path) -> None:
     import socket
 

@@ -118,6 +118,7 @@ def native_only(tmp_path: Path) -> Iterator[BrokerProcess]:
         proc.kill()
 
 
+@pytest.mark.broker
 def test_a_native_only_broker_has_groups_and_transactions(native_only: BrokerProcess) -> None:
     with native_only.client() as client:
         client.create_topic("t", 1)
@@ -135,6 +136,7 @@ def test_a_native_only_broker_has_groups_and_transactions(native_only: BrokerPro
         assert client.list_groups() == []
 
 
+@pytest.mark.broker
 def test_a_broker_restarts_with_its_settings(tmp_path: Path) -> None:
     proc = BrokerProcess(
         tmp_path / "data", args=("--default-partitions", "2", "--fsync", "interval:20")

@@ -20,6 +20,8 @@ from brokerd.core.coordinator_runtime import (
 )
 from brokerd.errors import StorageError
 
+from tests.deferreds import watch
+
 
 class Pool:
     """A write pool whose jobs run when the test says."""
@@ -37,10 +39,6 @@ class Pool:
         defer.maybeDeferred(job).chainDeferred(d)
 
 
-def fired(d: defer.Deferred[Any]) -> list[Any]:
-    out: list[Any] = []
-    d.addBoth(out.append)
-    return out
 
 
 def writer(
@@ -58,9 +56,9 @@ def writer(
 def test_what_is_submitted_during_a_write_forms_the_next_write_in_order() -> None:
     pool, journal = Pool(), []
     w, _ = writer(pool, journal)
-    first = fired(w.submit(["a"]))
-    later = [fired(w.submit([r])) for r in ("b", "c")]
-    nothing = fired(w.submit([]))
+    first = watch(w.submit(["a"]))
+    later = [watch(w.submit([r])) for r in ("b", "c")]
+    nothing = watch(w.submit([]))
     assert nothing == [None]  # no records: answered at once, no write
     assert len(pool.jobs) == 1 and not first
     pool.run_next()
@@ -74,8 +72,8 @@ def test_what_is_submitted_during_a_write_forms_the_next_write_in_order() -> Non
 def test_submit_many_lands_in_one_write_and_apply_answers_after_it() -> None:
     pool, journal = Pool(), []
     w, _ = writer(pool, journal)
-    outs = [fired(d) for d in w.submit_many([["x"], [], ["y", "z"]])]
-    answer = fired(w.apply(CoordinatorResult(("w",), "joined")))
+    outs = [watch(d) for d in w.submit_many([["x"], [], ["y", "z"]])]
+    answer = watch(w.apply(CoordinatorResult(("w",), "joined")))
     assert outs[1] == [None] and not outs[0] and not answer
     pool.run_next()
     pool.run_next()
@@ -85,14 +83,14 @@ def test_submit_many_lands_in_one_write_and_apply_answers_after_it() -> None:
 def test_a_failed_write_reloads_and_fails_every_pending_result() -> None:
     pool, journal = Pool(), []
     w, reloads = writer(pool, journal)
-    first = fired(w.submit(["a"]))
-    second = fired(w.submit(["b"]))
+    first = watch(w.submit(["a"]))
+    second = watch(w.submit(["b"]))
     d, _job = pool.jobs.pop(0)
     d.errback(StorageError("disk gone"))
     assert reloads == [1]
     assert isinstance(first[0], Failure) and isinstance(second[0], Failure)
     assert not pool.jobs and journal == []  # b was made on the discarded state
-    third = fired(w.submit(["c"]))
+    third = watch(w.submit(["c"]))
     pool.run_next()
     assert third == [None] and journal == [["c"]]
 
@@ -100,8 +98,8 @@ def test_a_failed_write_reloads_and_fails_every_pending_result() -> None:
 def test_a_journal_reopened_from_disk_reloads_and_fails_what_was_pending() -> None:
     pool, journal, reopens = Pool(), [], [0]
     w, reloads = writer(pool, journal, reopens=reopens)
-    first = fired(w.submit(["a"]))
-    second = fired(w.submit(["b"]))
+    first = watch(w.submit(["a"]))
+    second = watch(w.submit(["b"]))
     reopens[0] += 1  # the store replayed the file while a was being written
     pool.run_next()
     assert first == [None] and reloads == [1]
@@ -112,8 +110,8 @@ def test_a_journal_reopened_from_disk_reloads_and_fails_what_was_pending() -> No
 def test_without_reload_a_failed_write_fails_its_own_batch_only() -> None:
     pool, journal = Pool(), []
     w: OrderedJournalWriter[str] = OrderedJournalWriter(journal.append, pool, None)
-    first = fired(w.submit(["a"]))
-    second = fired(w.submit(["b"]))
+    first = watch(w.submit(["a"]))
+    second = watch(w.submit(["b"]))
     d, _job = pool.jobs.pop(0)
     d.errback(StorageError("disk full"))
     assert isinstance(first[0], Failure) and not second
@@ -124,18 +122,18 @@ def test_without_reload_a_failed_write_fails_its_own_batch_only() -> None:
 def test_withdraw_takes_back_what_no_write_took_and_drained_waits_for_the_rest() -> None:
     pool, journal = Pool(), []
     w: OrderedJournalWriter[str] = OrderedJournalWriter(journal.append, pool, None)
-    assert fired(w.drained()) == [None]  # idle: at once
+    assert watch(w.drained()) == [None]  # idle: at once
     running = w.submit(["a"])
     waiting = w.submit(["b"])
     kept = w.submit(["c"])
     assert not w.withdraw(running)  # being written
     assert w.withdraw(waiting) and not w.withdraw(waiting)
-    drained = fired(w.drained())
+    drained = watch(w.drained())
     pool.run_next()
     assert not drained
     pool.run_next()
     assert journal == [["a"], ["c"]] and drained == [None]
-    assert fired(kept) == [None] and not fired(waiting)
+    assert watch(kept) == [None] and not watch(waiting)
 
 
 class RuntimeContractTests(SynchronousTestCase):

@@ -18,6 +18,7 @@ from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.types import LogRead, PartitionOffsets
 
+from tests.deferreds import result_of
 from tests.read_specs import BYTES, COMMITTED, COMMITTED_RECORDS, REFERENCE, span_of
 
 BIG = 1 << 20
@@ -34,13 +35,6 @@ class CountingPool:
         return defer.maybeDeferred(f, *args, **kw)
 
 
-def result(d: defer.Deferred[Any]) -> Any:
-    out: list[Any] = []
-    d.addBoth(out.append)
-    assert out, "not answered synchronously"
-    if hasattr(out[0], "raiseException"):
-        out[0].raiseException()
-    return out[0]
 
 
 @pytest.fixture
@@ -74,15 +68,15 @@ def test_a_partition_not_open_yet_is_opened_then_read(parts: Any) -> None:
     fill(logdir, [b"a"])
     answer = fetcher.read("t", 0, 0, BIG, COMMITTED_RECORDS)
     assert isinstance(answer, defer.Deferred)
-    assert [r.value for r in result(answer).decoded] == [b"a"]
+    assert [r.value for r in result_of(answer).decoded] == [b"a"]
     with pytest.raises(UnknownTopicOrPartition):
-        result(cast(defer.Deferred[Any], fetcher.read("nope", 0, 0, BIG, BYTES)))
+        result_of(cast(defer.Deferred[Any], fetcher.read("nope", 0, 0, BIG, BYTES)))
 
 
 def test_what_is_answered_at_once_and_what_goes_to_the_pool(parts: Any) -> None:
     fetcher, pool, logdir = parts
     fill(logdir, [b"a", b"b"], [b"c"])
-    result(cast(defer.Deferred[Any], fetcher.read("t", 0, 3, BIG, BYTES)))  # opens it
+    result_of(cast(defer.Deferred[Any], fetcher.read("t", 0, 3, BIG, BYTES)))  # opens it
     # Nothing new: at once, empty, whatever the form.
     for spec in (BYTES, REFERENCE, COMMITTED, COMMITTED_RECORDS):
         at_end = fetcher.read("t", 0, 3, BIG, spec)
@@ -98,7 +92,7 @@ def test_what_is_answered_at_once_and_what_goes_to_the_pool(parts: Any) -> None:
     assert pool.jobs == []
     # By value: the pool reads it.
     by_value = fetcher.read("t", 0, 0, BIG, BYTES)
-    assert isinstance(by_value, defer.Deferred) and result(by_value).records != b""
+    assert isinstance(by_value, defer.Deferred) and result_of(by_value).records != b""
     assert pool.jobs == ["read"]
     # Out of range of an open partition: raised at once.
     with pytest.raises(OffsetOutOfRange):
@@ -108,9 +102,9 @@ def test_what_is_answered_at_once_and_what_goes_to_the_pool(parts: Any) -> None:
 def test_offset_lookups(parts: Any) -> None:
     fetcher, pool, logdir = parts
     fill(logdir, [b"a", b"b"])
-    assert result(fetcher.offsets("t", 0)) == PartitionOffsets(0, 2, 2)
-    assert result(fetcher.list_offsets("t", 0)) == (0, 2)
-    assert result(fetcher.list_offsets("t", 0, read_committed=True)) == (0, 2)
-    assert result(fetcher.offset_for_timestamp("t", 0, 0)) == (0, 0)
-    assert result(fetcher.max_timestamp_offset("t", 0)) == (0, 0)
+    assert result_of(fetcher.offsets("t", 0)) == PartitionOffsets(0, 2, 2)
+    assert result_of(fetcher.list_offsets("t", 0)) == (0, 2)
+    assert result_of(fetcher.list_offsets("t", 0, read_committed=True)) == (0, 2)
+    assert result_of(fetcher.offset_for_timestamp("t", 0, 0)) == (0, 0)
+    assert result_of(fetcher.max_timestamp_offset("t", 0)) == (0, 0)
     assert pool.jobs == ["offset_for_timestamp", "max_timestamp_offset"]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from twisted.internet import defer
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -86,6 +87,7 @@ class ServiceTests(SynchronousTestCase):
         self.assertEqual(logdir.calls, [])
 
 
+@pytest.mark.broker
 def test_kill9_restart_serves_everything_and_checkpoints_after_the_sync(
     tmp_path: Path,
 ) -> None:

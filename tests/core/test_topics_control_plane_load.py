@@ -31,7 +31,7 @@ from tests.control_plane_helpers import admin, confluent
 from tests.figures import record
 from tests.kafka_helpers import WAIT, RawKafka
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 
 def percentile(samples: list[float], q: float) -> float:

@@ -37,6 +37,8 @@ from brokerd.client import NativeClient
 from tests.brokerproc import BROKERCTL, BrokerProcess, env
 from tests.countingproxy import KAFKA_FETCH, CountingProxy
 
+pytestmark = pytest.mark.broker
+
 NATIVE_LONG_POLL = 6
 #: brokerctl's own long-poll wait (``cli.FOLLOW_WAIT_MS``).
 FOLLOW_WAIT_MS = 5000

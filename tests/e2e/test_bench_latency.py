@@ -13,6 +13,8 @@ import pytest
 from tests import paths
 from tests.brokerproc import BrokerProcess
 
+pytestmark = pytest.mark.broker
+
 REPO = paths.REPO
 RATE = 200
 SECONDS = 0.5

@@ -25,7 +25,7 @@ from tests.control_plane_helpers import confluent
 from tests.e2e.test_kafka_tools import TOOL_TIMEOUT, TOOLS, tool, tool_ready
 from tests.kafka_helpers import RawKafka, crash_and_restart, module_broker, wait_until
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 #: Long enough for a client's first push (at most 1.5 push intervals after it connects).
 PUSH_WAIT = 20.0

@@ -39,7 +39,7 @@ from tests.control_plane_helpers import (
 from tests.faust_process import FaustProcess
 from tests.kafka_helpers import WAIT, crash_and_restart
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 APP = REPO / "tests" / "apps" / "faust_table.py"
 #: A worker's start: joining the group, creating topics, recovering the table.

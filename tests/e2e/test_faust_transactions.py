@@ -31,7 +31,7 @@ from tests.faust_process import FaustProcess
 from tests.kafka_helpers import WAIT, stored_batches
 from tests.txn_helpers import conf, confluent, produce_values, read_values
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 APP = REPO / "tests" / "apps" / "faust_eos.py"
 #: RecordBatch attributes bits: part of a transaction; a control batch (marker).

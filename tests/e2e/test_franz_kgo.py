@@ -27,7 +27,7 @@ from tests import paths
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import module_broker
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.broker]
 
 GO_DIR = paths.REPO / "tests" / "go"
 PACKAGE = "github.com/twmb/franz-go/pkg/kgo"

@@ -31,7 +31,7 @@ from tests.control_plane_helpers import confluent
 from tests.judge_drivers import JUDGES, Judge
 from tests.kafka_helpers import WAIT, module_broker, wait_until
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 #: @platformatic/kafka's first request, whatever the scenario.
 #: What a client cannot do against today's broker: (scenario, client) -> what it reported.

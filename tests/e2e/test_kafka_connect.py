@@ -42,6 +42,8 @@ from tests.brokerproc import BrokerProcess, free_port
 from tests.figures import record
 from tests.judge_drivers import JVM_CONNECT_LIB, JVM_OPTIONS, missing
 
+pytestmark = pytest.mark.broker
+
 WORKER_CLASS = "org.apache.kafka.connect.cli.ConnectDistributed"
 #: The worker's first start creates its three topics and joins its group; ~20 s on two
 #: shared cores, so the bound is generous.

@@ -17,6 +17,8 @@ from tests.kafka_helpers import WAIT, close_consumer, module_broker, wait_until
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+pytestmark = pytest.mark.broker
+
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:

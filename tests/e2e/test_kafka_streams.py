@@ -37,6 +37,8 @@ from tests.figures import record
 from tests.kafka_helpers import close_consumer, crash_and_restart, module_broker, wait_until
 from tests.streams_app import StreamsApp, need_streams_app, true_counts
 
+pytestmark = pytest.mark.broker
+
 PARTITIONS = 2
 VOCABULARY = [f"w{i:02d}" for i in range(12)]
 CATEGORY = {w: f"c{i % 3}" for i, w in enumerate(VOCABULARY)}

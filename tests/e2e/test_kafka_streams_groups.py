@@ -35,6 +35,8 @@ from tests.e2e.test_kafka_tools import tool
 from tests.kafka_helpers import module_broker, wait_until
 from tests.streams_app import StreamsApp, need_streams_app, true_counts
 
+pytestmark = pytest.mark.broker
+
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:

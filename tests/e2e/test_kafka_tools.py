@@ -35,7 +35,7 @@ from tests.figures import record
 from tests.judge_drivers import JVM_DIR, JVM_LIB, missing
 from tests.kafka_helpers import WAIT, crash_and_restart, module_broker, wait_until
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 TOOLS = JVM_DIR / "bin"
 #: One tool run: the tools bound their own client calls well inside this.

@@ -28,7 +28,7 @@ from tests.control_plane_helpers import (
 )
 from tests.kafka_helpers import WAIT, module_broker
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 NODE_DIR = REPO / "tests" / "node"
 NODE = shutil.which("node")

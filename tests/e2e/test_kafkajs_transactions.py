@@ -19,7 +19,7 @@ from tests.e2e.test_kafkajs import need_kafkajs, run_script
 from tests.kafka_helpers import committed_offsets, module_broker
 from tests.txn_helpers import confluent, read_values, spread, values_of
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 
 @pytest.fixture(scope="module")

@@ -46,7 +46,7 @@ from tests.figures import record
 from tests.judge_drivers import JVM_CONNECT_LIB, JVM_LIB, missing
 from tests.kraft_cluster import TOOLS, KraftCluster
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 ORDERS = "orders"
 CUSTOMERS = "customers"

@@ -45,7 +45,7 @@ from tests.faust_process import FaustProcess
 from tests.judge_drivers import GO_BINARY, NODE_DIR, SCENARIO_TIMEOUT, JavaJudge, answer, missing
 from tests.kafka_helpers import WAIT, wait_until
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 FAUST_APP = REPO / "tests" / "apps" / "faust_registry.py"

@@ -16,7 +16,7 @@ from tests.brokerproc import BrokerProcess
 from tests.e2e.test_kafka_tools import tool
 from tests.judge_drivers import JavaJudge
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 ck = pytest.importorskip("confluent_kafka")
 

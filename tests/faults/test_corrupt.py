@@ -17,6 +17,8 @@ from brokerd.storage.record.header import scan_batches
 
 from tests.brokerproc import BrokerProcess
 
+pytestmark = pytest.mark.broker
+
 TOPIC = "rot"
 #: Seconds a Kafka consumer may take to surface the corrupt batch.
 SURFACE_SECONDS = 20.0

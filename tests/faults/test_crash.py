@@ -18,6 +18,8 @@ from brokerd.client import NativeClient
 
 from tests.brokerproc import BrokerProcess
 
+pytestmark = pytest.mark.broker
+
 TOPIC = "crash"
 PRODUCERS = 2
 

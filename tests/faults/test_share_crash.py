@@ -35,6 +35,8 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
+pytestmark = pytest.mark.broker
+
 TOPIC = "crashq"
 PARTITIONS = 4
 LIMIT = 5

@@ -39,6 +39,8 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
 
+pytestmark = pytest.mark.broker
+
 #: Each commit carries this much metadata, so every journal record needs a fresh page
 #: of the tmpfs (a record that fits the last page's slack would not see the full disk).
 META = "m" * 4000

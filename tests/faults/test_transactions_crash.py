@@ -33,7 +33,7 @@ from tests.control_plane_helpers import create_topic
 from tests.kafka_helpers import committed_offsets
 from tests.txn_helpers import conf, confluent, produce_values, read_topic
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 DRIVER = REPO / "tests" / "txn_crash_driver.py"
 SOURCE, SINK, GROUP, TXN_ID = "crash-in", "crash-out", "crash-group", "crash-txn"

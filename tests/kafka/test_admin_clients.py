@@ -30,7 +30,7 @@ from tests.control_plane_helpers import (
 )
 from tests.kafka_helpers import WAIT, committed_offsets, module_broker
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 #: Kafka's error codes the tests expect.
 INVALID_PARTITIONS, INVALID_CONFIG = 37, 40

@@ -31,7 +31,7 @@ from tests.kafka_helpers import (
     wait_until,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 #: One partition's records as ``(offset, value)``.
 Records = list[tuple[int, bytes]]

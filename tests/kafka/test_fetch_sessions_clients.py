@@ -24,7 +24,7 @@ from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import admin, confluent
 from tests.kafka_helpers import WAIT, RawKafka, module_broker, wait_until
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 PARTITIONS = 60
 

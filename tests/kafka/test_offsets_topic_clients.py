@@ -27,7 +27,7 @@ from tests.kafka_helpers import (
 )
 from tests.offsets_topic_schema import decode, java_partition
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 OFFSETS = "__consumer_offsets"
 GROUP = "lag-watch"

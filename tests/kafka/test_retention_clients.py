@@ -26,7 +26,7 @@ from tests.brokerproc import BrokerProcess
 from tests.figures import record
 from tests.kafka_helpers import WAIT, module_broker, wait_until
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 #: The broker's retention check interval (``--log-retention-check-interval-ms``).
 CHECK_MS = 1000

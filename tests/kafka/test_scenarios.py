@@ -40,7 +40,7 @@ from tests.kafka_helpers import (
     wait_until,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 
 def _clients(drivers: tuple[type[Driver], ...]) -> pytest.MarkDecorator:

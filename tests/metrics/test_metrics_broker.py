@@ -18,6 +18,8 @@ from brokerd.client import NativeError
 
 from tests.brokerproc import BrokerProcess
 
+pytestmark = pytest.mark.broker
+
 confluent_kafka = pytest.importorskip("confluent_kafka")
 AdminClient = pytest.importorskip("confluent_kafka.admin").AdminClient
 

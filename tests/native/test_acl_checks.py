@@ -35,6 +35,8 @@ from brokerd.storage.types import TopicInfo
 
 from tests.tls_helpers import ALICE_SUBJECT, Pki, TlsBroker, make_pki
 
+pytestmark = pytest.mark.broker
+
 ALICE = f"User:{ALICE_SUBJECT}"
 
 

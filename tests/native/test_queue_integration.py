@@ -22,6 +22,8 @@ from brokerd.native.queue_messages import AckKind
 
 from tests.brokerproc import BROKERCTL, BrokerProcess, env
 
+pytestmark = pytest.mark.broker
+
 CONSUMERS = 4
 RECORDS = 400
 

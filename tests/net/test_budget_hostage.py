@@ -30,6 +30,8 @@ from tests.control_plane_helpers import admin, confluent, create_topic
 from tests.figures import record
 from tests.native_helpers import produce_frame
 
+pytestmark = pytest.mark.broker
+
 KIB = 1024
 MIB = 1024 * KIB
 #: What each idle connection announces: the largest Kafka request (--max-request-bytes),

@@ -31,6 +31,8 @@ from tests.brokerproc import BrokerProcess
 from tests.figures import record
 from tests.tls_helpers import Pki, TlsBroker, client_context, make_pki
 
+pytestmark = pytest.mark.broker
+
 MIB = 1024 * 1024
 CONNECTIONS = 100
 FRAME = 8 * MIB  # the default --max-request-bytes

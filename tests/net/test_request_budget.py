@@ -26,8 +26,9 @@ from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.request_budget import PROOF_BYTES, RequestBudget, claim
 from brokerd.security.auth_throttle import AuthThrottle
 
+from tests.fake_core import FakeCore
+from tests.kafka.listener.test_protocol import FakeCoordinator
 from tests.kafka.server.handlers.test_sasl import SaslProtocolTestCase
-from tests.kafka.server.test_protocol import FakeCoordinator, FakeCore
 from tests.native_helpers import FakeCore as NativeFakeCore
 from tests.native_helpers import produce_frame
 

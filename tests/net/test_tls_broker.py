@@ -27,6 +27,8 @@ from tests.e2e.test_kafkajs import need_kafkajs, run_script
 from tests.kafka_helpers import WAIT, kcat_consume, kcat_produce, kcat_run, need_kcat
 from tests.tls_helpers import Pki, TlsBroker, make_pki, ssl_description
 
+pytestmark = pytest.mark.broker
+
 #: The exit status of brokerctl when the broker cannot be reached (TLS failures too).
 EXIT_UNREACHABLE = 3
 

@@ -18,7 +18,7 @@ from tests.cli.test_topics_groups import Ctl
 from tests.control_plane_helpers import admin, confluent, create_topic, produce_keyed
 from tests.kafka_helpers import HEARTBEAT_MS, SESSION_TIMEOUT_MS, WAIT, module_broker
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from brokerd.native.operator_messages import ResetMode
 from brokerd.operator.views import GroupOffsetView, GroupView, MemberView
 from brokerd.operator.visibility import Visibility
@@ -55,6 +57,7 @@ def test_a_group_view_keeps_only_describable_topics() -> None:
     assert visibility.group_views([other]) == []
 
 
+@pytest.mark.broker
 def test_native_describe_and_list_leave_out_denied_topics(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()

@@ -11,6 +11,10 @@ import pytest
 
 pytest.importorskip("confluent_kafka")
 
+# The brokers start in the child pytest, where tests/conftest.py's spawn check cannot see
+# them: marked by hand.
+pytestmark = pytest.mark.broker
+
 #: The plugin by name when the installed project predates its entry point.
 PLUGIN_ARGS: tuple[str, ...] = (
     ()

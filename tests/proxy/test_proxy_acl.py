@@ -17,6 +17,8 @@ from tests.brokerproc import BrokerProcess, wait_for_port
 from tests.proxy.proxy_http import BINARY_V2, JSON_V2, call
 from tests.web.test_auth import write_credentials
 
+pytestmark = pytest.mark.broker
+
 ALICE = ("alice", "alice-secret")
 ADMIN = ("admin", "admin-secret")
 CLUSTER = "/v3/clusters/brokerd-single-node"

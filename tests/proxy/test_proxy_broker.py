@@ -17,6 +17,8 @@ import pytest
 from tests.brokerproc import BrokerProcess, wait_for_port
 from tests.proxy.proxy_http import BINARY_V2, JSON_V2, V2, call
 
+pytestmark = pytest.mark.broker
+
 CLUSTER = "brokerd-single-node"
 
 

@@ -17,6 +17,8 @@ from brokerd.security.scram import SCRAM_SHA_256
 from tests.brokerproc import BrokerProcess
 from tests.registry.rest_helpers import Rest
 
+pytestmark = pytest.mark.broker
+
 USERS = {"alice": "alice-pw", "bob": "bob-pw", "admin": "admin-pw"}
 SCHEMA = json.dumps({"type": "record", "name": "O", "fields": [{"name": "a", "type": "int"}]})
 SCHEMA2 = json.dumps({"type": "record", "name": "O", "fields": [

@@ -25,7 +25,7 @@ from brokerd.registry.model import framed
 from tests.brokerproc import BrokerProcess
 from tests.registry.rest_helpers import Rest
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 
 USER_V1 = json.dumps({"type": "record", "name": "User", "namespace": "shop", "fields": [

@@ -14,6 +14,8 @@ from brokerd.registry.http import MAX_BODY_BYTES
 from tests.brokerproc import BrokerProcess
 from tests.registry.rest_helpers import Rest
 
+pytestmark = pytest.mark.broker
+
 
 def avro(*fields: tuple[str, str] | tuple[str, str, object]) -> str:
     out = []

@@ -24,6 +24,8 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
+pytestmark = pytest.mark.broker
+
 kafka_admin = pytest.importorskip("kafka.admin")
 
 ANON = "User:ANONYMOUS"

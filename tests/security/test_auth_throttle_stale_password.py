@@ -21,7 +21,7 @@ from tests.brokerproc import BrokerProcess
 from tests.figures import record
 from tests.kafka.server.test_sasl_clients import PASSWORD, USER, ck_conf, write_credentials
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 STALE_SECONDS = 4.0
 CORRECT_LOGINS = 10

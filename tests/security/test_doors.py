@@ -143,6 +143,7 @@ def run_broker(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.broker
 def test_sasl_with_the_native_listener_refuses_to_start(tmp_path: Path) -> None:
     done = run_broker(tmp_path, "--sasl", "SCRAM-SHA-256", "--credentials", credentials(tmp_path))
     out = done.stdout + done.stderr
@@ -152,6 +153,7 @@ def test_sasl_with_the_native_listener_refuses_to_start(tmp_path: Path) -> None:
     assert not (tmp_path / "d").exists()  # refused before anything was opened
 
 
+@pytest.mark.broker
 def test_an_anonymous_console_beyond_loopback_refuses_to_start(tmp_path: Path) -> None:
     # Refused while parsing the options: nothing is bound to every address.
     done = run_broker(tmp_path, "--sasl", "SCRAM-SHA-256", "--credentials", credentials(tmp_path),
@@ -162,6 +164,7 @@ def test_an_anonymous_console_beyond_loopback_refuses_to_start(tmp_path: Path) -
     assert "--native" not in out.split("requires authentication", 1)[1], out
 
 
+@pytest.mark.broker
 def test_an_allowed_door_starts_and_is_logged(tmp_path: Path) -> None:
     proc = BrokerProcess(
         tmp_path / "data",
@@ -188,6 +191,7 @@ def test_an_allowed_door_starts_and_is_logged(tmp_path: Path) -> None:
     assert "loopback only" in proxy and "REST Proxy" in proxy
 
 
+@pytest.mark.broker
 def test_native_none_with_sasl_starts_without_a_door(tmp_path: Path) -> None:
     proc = BrokerProcess(
         tmp_path / "data", native=False,

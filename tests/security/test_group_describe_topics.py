@@ -43,7 +43,7 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 ADMIN, ADMIN_PASSWORD = "admin", "admin-secret"
 TAF = ErrorCode.TOPIC_AUTHORIZATION_FAILED

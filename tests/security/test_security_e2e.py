@@ -23,7 +23,7 @@ from tests.kafka.server.test_sasl_clients import write_credentials
 from tests.kafka_helpers import WAIT, kcat_run
 from tests.tls_helpers import Pki, TlsBroker, make_pki
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 ALICE, ALICE_PASSWORD = "alice", "alice-secret"
 ADMIN, ADMIN_PASSWORD = "admin", "admin-secret"

@@ -31,6 +31,8 @@ from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 from tests.brokerproc import BrokerProcess
 from tests.tls_helpers import ALICE_PRINCIPAL, Pki, make_pki, ssl_description
 
+pytestmark = pytest.mark.broker
+
 USERS = {"alice": "alice-secret", "admin": "admin-secret"}
 
 

@@ -30,6 +30,8 @@ from tests.kafka_helpers import WAIT, module_broker
 from tests.web.cdp import Browser, fill
 from tests.web.test_auth import write_credentials
 
+pytestmark = pytest.mark.broker
+
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 TOPIC = "actions-orders"

@@ -23,6 +23,8 @@ import pytest
 from tests.brokerproc import BrokerProcess, wait_for_port
 from tests.kafka_helpers import WAIT, Poller, module_broker, wait_until
 
+pytestmark = pytest.mark.broker
+
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 TOPIC = "console-orders"

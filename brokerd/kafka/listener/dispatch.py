@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_protocol -*-
+# -*- test-case-name: tests.kafka.listener.test_protocol -*-
 """Kafka request dispatch: each API's handler, behind its ACL rule, collected from the
 handler modules.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_protocol -*-
+# -*- test-case-name: tests.kafka.listener.test_protocol -*-
 """Twisted glue for the Kafka listener: one :class:`KafkaProtocol` per connection.
 
 What this module does: supplies the Kafka decoder and dispatch to the shared connection

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_protocol -*-
+# -*- test-case-name: tests.kafka.listener.test_protocol -*-
 """What every Kafka API handler module shares: outcomes, the connection, typed views.
 
 :class:`Outcome` is what a handler returns instead of a response message (acks=0

@@ -33,7 +33,8 @@ from brokerd.storage.record.decode import decode_records
 from brokerd.storage.stores.share_state import ShareStateRecord, ShareStateStore
 from brokerd.storage.types import AppendInfo, TopicInfo
 
-from tests.core.share.test_service import FakeCore, batch, result
+from tests.core.share.test_service import FakeCore, batch
+from tests.deferreds import outcome_of
 
 G, T = "g", "t"
 
@@ -194,11 +195,11 @@ class DeadLetterServiceTests(_TempJournal):
     def test_a_crash_before_the_append_writes_it_at_the_next_start(self) -> None:
         path = self.journal_path()
         svc, core, store = self.start(path, hang=True)
-        result(svc.set_overrides("g", {"share.auto.offset.reset": "earliest",
+        outcome_of(svc.set_overrides("g", {"share.auto.offset.reset": "earliest",
                                        DLQ_TOPIC: "dlq.t"}))
-        result(svc.acquire("g", "t", 0, "m", max_records=2))
+        outcome_of(svc.acquire("g", "t", 0, "m", max_records=2))
         # Answered once ARCHIVING is journaled; the append never answers.
-        result(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 1, (AckType.REJECT,))]))
+        outcome_of(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 1, (AckType.REJECT,))]))
         self.assertEqual(svc.describe("g")[("t", 0)].start_offset, 0)
         store.close()  # the broker dies here
         svc, core, store = self.start(path, hang=False)

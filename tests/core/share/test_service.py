@@ -22,6 +22,8 @@ from brokerd.storage.record.header import stamp_base_offset
 from brokerd.storage.stores.share_state import ShareStateStore
 from brokerd.storage.types import AbortedTxn, LogRead, PartitionOffsets, ReadSpec
 
+from tests.deferreds import outcome_of, watch
+
 
 def batch(base: int, n: int, **kw: Any) -> bytes:
     data = bytearray(encode_batch([b"v%d" % (base + i) for i in range(n)], timestamp_ms=0, **kw))
@@ -91,12 +93,6 @@ class FakeCore:
         return task.deferLater(self.clock, max_wait_ms / 1000.0, lambda: None)
 
 
-def result(d: Any) -> Any:
-    out: list[Any] = []
-    deferred = d if isinstance(d, defer.Deferred) else defer.ensureDeferred(d)
-    deferred.addBoth(out.append)
-    assert out, "not fired"
-    return out[0]
 
 
 def service(tmp_path: Path) -> tuple[ShareService, FakeCore, task.Clock, ShareStateStore]:
@@ -104,7 +100,7 @@ def service(tmp_path: Path) -> tuple[ShareService, FakeCore, task.Clock, ShareSt
     core = FakeCore(clock)
     store = ShareStateStore.open(str(tmp_path))
     svc = ShareService(core, store, clock=clock)
-    result(svc.set_overrides("g", {"share.auto.offset.reset": "earliest"}))
+    outcome_of(svc.set_overrides("g", {"share.auto.offset.reset": "earliest"}))
     return svc, core, clock, store
 
 
@@ -112,10 +108,10 @@ def test_acquire_answers_the_batches_holding_the_ranges(tmp_path: Path) -> None:
     svc, core, _clock, store = service(tmp_path)
     core.add(0, batch(0, 3), 3)
     core.add(3, batch(3, 3), 3)
-    got = result(svc.acquire("g", "t", 0, "m", max_records=2))
+    got = outcome_of(svc.acquire("g", "t", 0, "m", max_records=2))
     assert got.ranges == (AcquiredRange(0, 1, 1),)
     assert got.records == batch(0, 3)
-    got = result(svc.acquire("g", "t", 0, "n", max_records=10))
+    got = outcome_of(svc.acquire("g", "t", 0, "n", max_records=10))
     assert got.ranges == (AcquiredRange(2, 5, 1),)
     assert got.records == batch(0, 3) + batch(3, 3)
     store.close()
@@ -132,7 +128,7 @@ def test_control_and_aborted_batches_are_archived_not_delivered(tmp_path: Path) 
     core.aborted = (AbortedTxn(7, 0),)
     spans, _ = spans_of(b"".join(d for _, _, d in core.batches), [(7, 0)])
     assert [s.skip for s in spans] == [True, True, False]
-    got = result(svc.acquire("g", "t", 0, "m", max_records=10))
+    got = outcome_of(svc.acquire("g", "t", 0, "m", max_records=10))
     assert got.ranges == (AcquiredRange(3, 3, 1),)
     assert svc.describe("g")[("t", 0)].archived == 3
     store.close()
@@ -142,27 +138,25 @@ def test_locks_expire_on_the_clock_and_state_survives_a_restart(tmp_path: Path) 
     svc, core, clock, store = service(tmp_path)
     svc.start()
     core.add(0, batch(0, 4), 4)
-    result(svc.acquire("g", "t", 0, "m", max_records=4))
-    result(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 0, (AckType.ACCEPT,))]))
+    outcome_of(svc.acquire("g", "t", 0, "m", max_records=4))
+    outcome_of(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 0, (AckType.ACCEPT,))]))
     clock.advance(31)
     summary = svc.describe("g")[("t", 0)]
     assert summary.start_offset == 1 and summary.available == 3
-    got = result(svc.acquire("g", "t", 0, "n", max_records=1))
+    got = outcome_of(svc.acquire("g", "t", 0, "n", max_records=1))
     assert got.ranges == (AcquiredRange(1, 1, 2),)
     svc.stop()
     # As after a crash: the journal is read again; 1 was acquired, so it is available.
     again = ShareService(core, ShareStateStore.open(str(tmp_path)), clock=clock)
-    got = result(again.acquire("g", "t", 0, "z", max_records=10))
+    got = outcome_of(again.acquire("g", "t", 0, "z", max_records=10))
     assert got.ranges == (AcquiredRange(1, 1, 3), AcquiredRange(2, 3, 2))
     store.close()
 
 
 def test_acquire_many_waits_then_answers_empty(tmp_path: Path) -> None:
     svc, _core, clock, store = service(tmp_path)
-    d = svc.acquire_many("g", "m", [("t", 0)], max_records=5, max_bytes=1 << 20,
-                         min_bytes=1, max_wait_ms=500)
-    out: list[Any] = []
-    d.addBoth(out.append)
+    out = watch(svc.acquire_many("g", "m", [("t", 0)], max_records=5, max_bytes=1 << 20,
+                                 min_bytes=1, max_wait_ms=500))
     assert not out
     for _ in range(6):
         clock.advance(0.1)
@@ -192,13 +186,13 @@ def test_a_fetch_over_partitions_is_one_journal_write_acknowledgements_included(
     svc, core, _clock, store = service(tmp_path)
     core.add(0, batch(0, 4), 4)
     partitions = [("t", 0), ("t", 1), ("u", 0)]
-    first = result(svc.acquire_many("g", "m", partitions, max_records=6, max_bytes=1 << 20,
+    first = outcome_of(svc.acquire_many("g", "m", partitions, max_records=6, max_bytes=1 << 20,
                                     min_bytes=1, max_wait_ms=0))
     assert [r.ranges for r in first] == [
         (AcquiredRange(0, 3, 1),), (AcquiredRange(0, 1, 1),), (),
     ]
     writes = counting_syncs(monkeypatch)
-    fetched = result(svc.fetch(
+    fetched = outcome_of(svc.fetch(
         "g", "m",
         [("t", 0, [AckBatch(0, 3, (AckType.ACCEPT,))]),
          ("t", 1, [AckBatch(0, 1, (AckType.RELEASE,))]),
@@ -213,7 +207,7 @@ def test_a_fetch_over_partitions_is_one_journal_write_acknowledgements_included(
         (), (AcquiredRange(0, 1, 2), AcquiredRange(2, 3, 1)), (AcquiredRange(0, 3, 1),),
     ]
     as_journal_holds(svc, tmp_path)
-    assert result(svc.acknowledge_many("g", "m", [
+    assert outcome_of(svc.acknowledge_many("g", "m", [
         ("t", 1, [AckBatch(0, 3, (AckType.ACCEPT,))]),
         ("u", 0, [AckBatch(0, 3, (AckType.ACCEPT,))]),
     ])) == (None, None)
@@ -227,7 +221,7 @@ def test_concurrent_fetches_share_a_write_and_none_waits_for_anothers_sync(
 ) -> None:
     svc, core, _clock, store = service(tmp_path)
     core.add(0, batch(0, 9), 9)
-    result(svc.acquire("g", "t", 0, "m", max_records=0))  # initialised, nothing taken
+    outcome_of(svc.acquire("g", "t", 0, "m", max_records=0))  # initialised, nothing taken
     held = core.held_writes = []
     fetches = [
         svc.acquire_many("g", member, [("t", 0)], max_records=3, max_bytes=1 << 20,
@@ -241,7 +235,7 @@ def test_concurrent_fetches_share_a_write_and_none_waits_for_anothers_sync(
     assert len(held) == 1
     d, write = held.pop()
     defer.maybeDeferred(write).chainDeferred(d)
-    assert [result(f)[0].ranges for f in fetches] == [
+    assert [outcome_of(f)[0].ranges for f in fetches] == [
         (AcquiredRange(0, 2, 1),), (AcquiredRange(3, 5, 1),), (AcquiredRange(6, 8, 1),),
     ]
     as_journal_holds(svc, tmp_path)
@@ -249,9 +243,8 @@ def test_concurrent_fetches_share_a_write_and_none_waits_for_anothers_sync(
 
 
 def parked(svc: ShareService, member: str, wait_ms: int = 60_000) -> list[Any]:
-    out: list[Any] = []
-    svc.acquire_many("g", member, [("t", 0)], max_records=10, max_bytes=1 << 20,
-                     min_bytes=1, max_wait_ms=wait_ms).addBoth(out.append)
+    out = watch(svc.acquire_many("g", member, [("t", 0)], max_records=10, max_bytes=1 << 20,
+                                 min_bytes=1, max_wait_ms=wait_ms))
     assert not out, "nothing to acquire: it waits"
     return out
 
@@ -259,17 +252,17 @@ def parked(svc: ShareService, member: str, wait_ms: int = 60_000) -> list[Any]:
 def test_released_and_rejected_records_wake_a_parked_fetch_at_once(tmp_path: Path) -> None:
     svc, core, _clock, store = service(tmp_path)
     core.add(0, batch(0, 4), 4)
-    result(svc.acquire("g", "t", 0, "m", max_records=4))
+    outcome_of(svc.acquire("g", "t", 0, "m", max_records=4))
     waiting = parked(svc, "n")
     # A rejection frees nothing to acquire, but the window moves: the fetch looks again
     # and, finding nothing, parks again.
-    result(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 0, (AckType.REJECT,))]))
+    outcome_of(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 0, (AckType.REJECT,))]))
     assert not waiting
-    result(svc.acknowledge("g", "t", 0, "m", [AckBatch(1, 2, (AckType.RELEASE,))]))
+    outcome_of(svc.acknowledge("g", "t", 0, "m", [AckBatch(1, 2, (AckType.RELEASE,))]))
     assert waiting and waiting[0][0].ranges == (AcquiredRange(1, 2, 2),)
     # A member leaving gives back what it holds, to whoever waits.
     waiting = parked(svc, "n2")
-    result(svc.release_member("g", "m"))
+    outcome_of(svc.release_member("g", "m"))
     assert waiting and waiting[0][0].ranges == (AcquiredRange(3, 3, 2),)
     as_journal_holds(svc, tmp_path)
     store.close()
@@ -279,7 +272,7 @@ def test_an_expired_lock_wakes_a_parked_fetch(tmp_path: Path) -> None:
     svc, core, clock, store = service(tmp_path)
     svc.start()
     core.add(0, batch(0, 2), 2)
-    result(svc.acquire("g", "t", 0, "m", max_records=2))
+    outcome_of(svc.acquire("g", "t", 0, "m", max_records=2))
     waiting = parked(svc, "n")
     clock.advance(29)
     assert not waiting
@@ -291,14 +284,14 @@ def test_an_expired_lock_wakes_a_parked_fetch(tmp_path: Path) -> None:
 
 def test_an_acceptance_under_the_lock_limit_wakes_a_parked_fetch(tmp_path: Path) -> None:
     svc, core, _clock, store = service(tmp_path)
-    result(svc.set_overrides("g", {"share.auto.offset.reset": "earliest",
+    outcome_of(svc.set_overrides("g", {"share.auto.offset.reset": "earliest",
                                    "share.partition.max.record.locks": "100"}))
     core.add(0, batch(0, 150), 150)
-    assert result(svc.acquire("g", "t", 0, "m", max_records=150)).ranges == (
+    assert outcome_of(svc.acquire("g", "t", 0, "m", max_records=150)).ranges == (
         AcquiredRange(0, 99, 1),
     )
     waiting = parked(svc, "n")  # every lock is taken
-    result(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 9, (AckType.ACCEPT,))]))
+    outcome_of(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 9, (AckType.ACCEPT,))]))
     assert waiting and waiting[0][0].ranges == (AcquiredRange(100, 109, 1),)
     store.close()
 
@@ -354,7 +347,7 @@ def failing_service(
     store_clock = StoreClock()
     store = ShareStateStore.open(str(tmp_path), clock=store_clock)
     svc = ShareService(core, store, clock=clock)
-    result(svc.set_overrides("g", {"share.auto.offset.reset": "earliest"}))
+    outcome_of(svc.set_overrides("g", {"share.auto.offset.reset": "earliest"}))
     core.add(0, batch(0, 4), 4)
     return svc, core, store, store_clock
 
@@ -363,11 +356,11 @@ def test_a_failed_acknowledgement_is_undone_and_the_rest_stays_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     svc, _core, store, store_clock = failing_service(tmp_path)
-    assert result(svc.acquire("g", "t", 0, "m", max_records=4)).ranges == (
+    assert outcome_of(svc.acquire("g", "t", 0, "m", max_records=4)).ranges == (
         AcquiredRange(0, 3, 1),
     )
     monkeypatch.setattr(fileio, "datasync", eio)
-    failed = result(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 1, (AckType.ACCEPT,))]))
+    failed = outcome_of(svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 1, (AckType.ACCEPT,))]))
     monkeypatch.undo()
     assert isinstance(failed, Failure) and failed.check(StorageError)
     # The accept did not happen: 0-1 are back with the group (as after a restart), while
@@ -379,15 +372,15 @@ def test_a_failed_acknowledgement_is_undone_and_the_rest_stays_held(
         2: (RecordState.ACQUIRED, "m"), 3: (RecordState.ACQUIRED, "m"),
     }
     # While the journal is offline nothing is handed out that it could not record.
-    refused = result(svc.acquire("g", "t", 0, "n", max_records=4))
+    refused = outcome_of(svc.acquire("g", "t", 0, "n", max_records=4))
     assert isinstance(refused.error, StorageError) and refused.ranges == ()
     store_clock.now += 3600
     assert store.retry_reopen()
     # The file kept the accept whose fdatasync failed (its bytes were written); the
     # first write after the reopen brings memory to what the file says.
-    result(svc.acknowledge("g", "t", 0, "m", [AckBatch(2, 3, (AckType.ACCEPT,))]))
+    outcome_of(svc.acknowledge("g", "t", 0, "m", [AckBatch(2, 3, (AckType.ACCEPT,))]))
     as_journal_holds(svc, tmp_path)
-    got = result(svc.acquire("g", "t", 0, "n", max_records=4))
+    got = outcome_of(svc.acquire("g", "t", 0, "n", max_records=4))
     assert got.error is None
     as_journal_holds(svc, tmp_path)
     store.close()
@@ -397,8 +390,8 @@ def test_writes_queued_behind_a_failed_one_fail_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     svc, core, store, _store_clock = failing_service(tmp_path)
-    result(svc.acquire("g", "t", 0, "m", max_records=2))
-    result(svc.acquire("g", "t", 0, "n", max_records=2))
+    outcome_of(svc.acquire("g", "t", 0, "m", max_records=2))
+    outcome_of(svc.acquire("g", "t", 0, "n", max_records=2))
     held = core.held_writes = []
     first = defer.ensureDeferred(
         svc.acknowledge("g", "t", 0, "m", [AckBatch(0, 1, (AckType.ACCEPT,))])
@@ -411,7 +404,7 @@ def test_writes_queued_behind_a_failed_one_fail_with_it(
     monkeypatch.setattr(fileio, "datasync", eio)
     defer.maybeDeferred(write).chainDeferred(d)  # the write runs, on a failing disk
     monkeypatch.undo()
-    assert isinstance(result(first), Failure) and isinstance(result(second), Failure)
+    assert isinstance(outcome_of(first), Failure) and isinstance(outcome_of(second), Failure)
     assert not held  # the second's records were made on the discarded state: not written
     part = svc.engine.partition("g", "t", 0)
     assert part is not None
@@ -426,11 +419,11 @@ def test_writes_queued_behind_a_failed_one_fail_with_it(
 
 def test_a_deleted_topic_takes_every_groups_share_partitions_with_it(tmp_path: Path) -> None:
     svc, core, _clock, store = service(tmp_path)
-    result(svc.set_overrides("h", {"share.auto.offset.reset": "earliest"}))
+    outcome_of(svc.set_overrides("h", {"share.auto.offset.reset": "earliest"}))
     core.add(0, batch(0, 2), 2)
     for group in ("g", "h"):
         for topic in ("t", "u"):
-            assert result(svc.acquire(group, topic, 0, "m", max_records=1)).ranges
+            assert outcome_of(svc.acquire(group, topic, 0, "m", max_records=1)).ranges
     svc.forget_topic("t")
     assert {g: sorted(svc.engine.partitions(g)) for g in ("g", "h")} == {
         "g": [("u", 0)], "h": [("u", 0)],
@@ -445,19 +438,19 @@ def test_by_duration_starts_at_the_first_record_of_the_duration(tmp_path: Path) 
         core.add(base, batch(base, 3), 3, timestamp_ms=seconds * 1000)
     clock.advance(10_000)
     # Within the last 6,000 s: the batches of 5,000 s and 9,000 s.
-    result(svc.set_overrides("recent", {"share.auto.offset.reset": "by_duration:PT6000S"}))
-    got = result(svc.acquire("recent", "t", 0, "m", max_records=100))
+    outcome_of(svc.set_overrides("recent", {"share.auto.offset.reset": "by_duration:PT6000S"}))
+    got = outcome_of(svc.acquire("recent", "t", 0, "m", max_records=100))
     assert got.ranges == (AcquiredRange(3, 8, 1),)
     # Longer than the log: from its start. Shorter than its newest record: from its end,
     # so only what is produced next is delivered.
-    result(svc.set_overrides("all", {"share.auto.offset.reset": "by_duration:P1D"}))
-    assert result(svc.acquire("all", "t", 0, "m", max_records=100)).ranges == (
+    outcome_of(svc.set_overrides("all", {"share.auto.offset.reset": "by_duration:P1D"}))
+    assert outcome_of(svc.acquire("all", "t", 0, "m", max_records=100)).ranges == (
         AcquiredRange(0, 8, 1),
     )
-    result(svc.set_overrides("new", {"share.auto.offset.reset": "by_duration:PT10S"}))
-    assert result(svc.acquire("new", "t", 0, "m", max_records=100)).ranges == ()
+    outcome_of(svc.set_overrides("new", {"share.auto.offset.reset": "by_duration:PT10S"}))
+    assert outcome_of(svc.acquire("new", "t", 0, "m", max_records=100)).ranges == ()
     core.add(9, batch(9, 1), 1, timestamp_ms=10_000_000)
-    assert result(svc.acquire("new", "t", 0, "m", max_records=100)).ranges == (
+    assert outcome_of(svc.acquire("new", "t", 0, "m", max_records=100)).ranges == (
         AcquiredRange(9, 9, 1),
     )
     # The start is durable: a restart does not place the share-partition again.
@@ -475,12 +468,12 @@ def test_isolation_is_read_uncommitted_unless_the_group_says_otherwise(tmp_path:
     core.add(2, batch(2, 3, producer_id=7, producer_epoch=0, base_sequence=0,
                       transactional=True), 3)
     core.lso = 2  # the transaction of 2-4 is still open
-    assert result(svc.acquire("g", "t", 0, "m", max_records=10)).ranges == (
+    assert outcome_of(svc.acquire("g", "t", 0, "m", max_records=10)).ranges == (
         AcquiredRange(0, 4, 1),
     )
-    result(svc.set_overrides("c", {"share.auto.offset.reset": "earliest",
+    outcome_of(svc.set_overrides("c", {"share.auto.offset.reset": "earliest",
                                    "share.isolation.level": "read_committed"}))
-    assert result(svc.acquire("c", "t", 0, "m", max_records=10)).ranges == (
+    assert outcome_of(svc.acquire("c", "t", 0, "m", max_records=10)).ranges == (
         AcquiredRange(0, 1, 1),
     )
     store.close()

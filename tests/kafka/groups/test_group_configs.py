@@ -37,6 +37,8 @@ from tests.brokerproc import BrokerProcess
 from tests.e2e.test_kafka_tools import tool, tool_ready
 from tests.kafka_helpers import RawKafka, module_broker
 
+pytestmark = pytest.mark.broker
+
 SET, DELETE, APPEND = GroupConfigOp.SET, GroupConfigOp.DELETE, GroupConfigOp.APPEND
 
 

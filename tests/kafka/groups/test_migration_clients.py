@@ -36,6 +36,8 @@ from tests.kafka_helpers import (
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+pytestmark = pytest.mark.broker
+
 PARTITIONS = 4
 
 

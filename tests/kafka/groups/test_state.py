@@ -41,6 +41,8 @@ from brokerd.storage.stores.offsets import (
     StoredGroup,
 )
 
+from tests.deferreds import outcome_of
+
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000
 DELAY_MS = 500
@@ -220,37 +222,32 @@ class _Harness:
             for member_id in list(group.members):
                 self.coord.heartbeat("g", group.generation, member_id)
 
-    def result(self, d: Deferred[Any]) -> Any:
-        out: list[Any] = []
-        d.addBoth(out.append)
-        assert out, "no result"
-        return out[0]
 
     # -- driving a group into each state ----------------------------------------------------
 
     def stable_single(self, instance: str | None = None) -> _Scene:
         d = self.join(instance=instance)
         self.clock.advance(DELAY_MS / 1000)
-        a = self.result(d).member_id
-        assert self.result(self.sync(1, a, True)).error_code == 0
+        a = outcome_of(d).member_id
+        assert outcome_of(self.sync(1, a, True)).error_code == 0
         return _Scene(a, "nobody", 1)
 
     def stable_pair(self) -> _Scene:
         a = self.stable_single().a
         d_b = self.join(client="b")
         d_a = self.join(a)
-        b = self.result(d_b).member_id
-        assert self.result(d_a).generation_id == 2
+        b = outcome_of(d_b).member_id
+        assert outcome_of(d_a).generation_id == 2
         d_sync_b = self.sync(2, b)
-        assert self.result(self.sync(2, a, True)).error_code == 0
-        assert self.result(d_sync_b).error_code == 0
+        assert outcome_of(self.sync(2, a, True)).error_code == 0
+        assert outcome_of(d_sync_b).error_code == 0
         return _Scene(a, b, 2)
 
     def scene(self, name: str) -> _Scene:
         if name == "absent":
             return _Scene()
         if name == "empty":
-            assert self.result(self.join(require_known=True)).error_code == 79
+            assert outcome_of(self.join(require_known=True)).error_code == 79
             return _Scene()
         if name == "preparing_initial":
             self.join()
@@ -264,8 +261,8 @@ class _Harness:
             self.join(client="c")
         elif name == "completing":
             d_a = self.join(scene.a)  # the leader re-joins: a new generation
-            self.result(self.join(scene.b))
-            assert self.result(d_a).generation_id == 3
+            outcome_of(self.join(scene.b))
+            assert outcome_of(d_a).generation_id == 3
             scene.generation = 3
         elif name == "dead":
             self.coord.stop()
@@ -334,7 +331,7 @@ class _Harness:
             return answer
         if not answer.called:
             return HELD
-        got = self.result(answer)
+        got = outcome_of(answer)
         if isinstance(got, int):  # LeaveGroup
             return got
         if isinstance(got, list):  # DeleteGroups: [(group, code)]
@@ -563,7 +560,7 @@ def check_random_inputs(start: str, ops: list[tuple[str, int]]) -> None:
                 live[n % len(live)].cancel()
         elif op == "join_pending":
             if n % 2 or not pending_ids:
-                got = h.result(h.join(require_known=True))
+                got = outcome_of(h.join(require_known=True))
                 if got.error_code == 79:
                     pending_ids.append(got.member_id)
             else:

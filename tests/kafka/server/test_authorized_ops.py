@@ -33,6 +33,8 @@ from brokerd.security.authorized_ops import (
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import WAIT, RawKafka
 
+pytestmark = pytest.mark.broker
+
 ANON = "User:ANONYMOUS"
 Op = Operation
 

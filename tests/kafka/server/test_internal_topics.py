@@ -19,7 +19,7 @@ from brokerd.kafka.wire.messages.topic_partitions import (
 )
 from brokerd.kafka.wire.requests import apis
 
-from tests.kafka.server.test_protocol import KafkaTestCase, batch
+from tests.kafka.listener.test_protocol import KafkaTestCase, batch
 
 
 def test_ids_are_stable_per_cluster_and_name() -> None:

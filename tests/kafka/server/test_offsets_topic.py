@@ -38,7 +38,7 @@ from brokerd.storage.stores.offsets_format import (
     StoredMember,
 )
 
-from tests.kafka.server.test_protocol import KafkaTestCase
+from tests.kafka.listener.test_protocol import KafkaTestCase
 from tests.offsets_topic_schema import decode, java_partition
 
 NOW = 1_700_000_000_000

@@ -30,7 +30,7 @@ from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 from tests.brokerproc import REPO, BrokerProcess
 from tests.kafka_helpers import WAIT, kcat_args, module_broker, need_kcat
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
 USER, PASSWORD = "alice", "alice-secret"

@@ -5,10 +5,8 @@ and durability across a reopen."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from twisted.internet.defer import Deferred
 
 from brokerd.kafka.regex import MAX_REGEX_LENGTH
 from brokerd.kafka.telemetry.resources import (
@@ -24,16 +22,11 @@ from brokerd.storage.stores.client_metrics import (
     ClientMetricsStore,
 )
 
+from tests.deferreds import result_of
+
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
-def run(d: Any) -> Any:
-    out: list[Any] = []
-    Deferred.fromCoroutine(d).addBoth(out.append)
-    (result,) = out
-    if isinstance(result, Exception) or hasattr(result, "raiseException"):
-        result.raiseException()
-    return result
 
 
 def test_parse_and_match() -> None:
@@ -82,16 +75,16 @@ def test_incremental_operations() -> None:
 def test_durable_across_reopen_and_deleted_when_empty(tmp_path: Path) -> None:
     store = ClientMetricsStore.in_directory(str(tmp_path))
     resources = ClientMetricsResources(store)
-    run(resources.alter("r", [("metrics", SET, "x."), ("match", SET, "client_id=a")],
+    result_of(resources.alter("r", [("metrics", SET, "x."), ("match", SET, "client_id=a")],
                         validate_only=False))
-    run(resources.alter("dry", [("metrics", SET, "y.")], validate_only=True))
+    result_of(resources.alter("dry", [("metrics", SET, "y.")], validate_only=True))
     assert resources.version == 1
     reopened = ClientMetricsResources(ClientMetricsStore.in_directory(str(tmp_path)))
     assert reopened.names() == ["r"]
     assert reopened.configs("r") == {"metrics": "x.", "match": "client_id=a"}
     (sub,) = reopened.subscriptions()
     assert sub.metrics == ("x.",)
-    run(reopened.alter("r", [("metrics", DELETE, None), ("match", DELETE, None)],
+    result_of(reopened.alter("r", [("metrics", DELETE, None), ("match", DELETE, None)],
                        validate_only=False))
     assert ClientMetricsResources(ClientMetricsStore.in_directory(str(tmp_path))).names() == []
 
@@ -99,7 +92,7 @@ def test_durable_across_reopen_and_deleted_when_empty(tmp_path: Path) -> None:
 def test_refused_change_stores_nothing(tmp_path: Path) -> None:
     resources = ClientMetricsResources(ClientMetricsStore.in_directory(str(tmp_path)))
     with pytest.raises(InvalidClientMetricsConfig):
-        run(resources.alter("r", [("interval.ms", SET, "1")], validate_only=False))
+        result_of(resources.alter("r", [("interval.ms", SET, "1")], validate_only=False))
     assert resources.names() == [] and resources.version == 0
     assert not (tmp_path / "client-metrics.json").exists()
 

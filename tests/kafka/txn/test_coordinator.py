@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from twisted.internet import defer, task
@@ -15,7 +15,6 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.core.api import TxnVerifier
 from brokerd.errors import InvalidProducerEpoch, InvalidTxnState, StorageError
 from brokerd.kafka.errors import ErrorCode as C
 from brokerd.kafka.groups.coordinator import GroupCoordinator
@@ -25,6 +24,9 @@ from brokerd.kafka.txn.types import InitProducerIdResult, TxnOffset
 from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.stores.producer_ids import ProducerIdAllocator
 from brokerd.storage.stores.txn_log import StoredTxn, TxnLog
+
+from tests.deferreds import result_of
+from tests.fake_core import FakeCore
 
 T = TypeVar("T")
 WALL0 = 1_700_000_000.0
@@ -40,49 +42,6 @@ def sync_run(f: Callable[..., Any], *args: Any, **kw: Any) -> Deferred[Any]:
         return defer.fail(Failure())
 
 
-def result(d: Deferred[T]) -> T:
-    out: list[T] = []
-    d.addCallback(out.append)
-    assert out, "Deferred has not fired"
-    return out[0]
-
-
-class FakeCore:
-    """Records every marker write. ``fail`` makes writes errback; ``hold`` keeps them
-    pending until :meth:`release`."""
-
-    def __init__(self) -> None:
-        self.markers: list[tuple[tuple[tuple[str, int], ...], int, int, bool]] = []
-        self.verifier: TxnVerifier | None = None
-        self.fail = False
-        self.hold = False
-        self.held: list[Deferred[None]] = []
-
-    def write_txn_markers(
-        self,
-        partitions: Sequence[tuple[str, int]],
-        producer_id: int,
-        producer_epoch: int,
-        *,
-        commit: bool,
-        coordinator_epoch: int = 0,
-    ) -> Deferred[None]:
-        if self.fail:
-            return defer.fail(StorageError("disk on fire"))
-        self.markers.append((tuple(partitions), producer_id, producer_epoch, commit))
-        if self.hold:
-            d: Deferred[None] = Deferred()
-            self.held.append(d)
-            return d
-        return defer.succeed(None)
-
-    def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
-        self.verifier = verify
-
-    def release(self) -> None:
-        held, self.held = self.held, []
-        for d in held:
-            d.callback(None)
 
 
 class FailingGroups:
@@ -154,7 +113,7 @@ class CoordinatorTestCase(SynchronousTestCase):
         return coordinator
 
     def restart(self, **kw: Any) -> TransactionCoordinator:
-        result(self.coordinator.stopService())
+        result_of(self.coordinator.stopService())
         self.txn_log.close()
         self.coordinator = self.make(**kw)
         return self.coordinator
@@ -180,32 +139,32 @@ class CoordinatorTestCase(SynchronousTestCase):
     # -- shorthands -----------------------------------------------------------------------
 
     def init(self, tid: str = TID, timeout: int = TIMEOUT_MS, **kw: int) -> InitProducerIdResult:
-        return result(self.coordinator.init_producer_id(tid, timeout, **kw))
+        return result_of(self.coordinator.init_producer_id(tid, timeout, **kw))
 
     def begin(self, *partitions: tuple[str, int], tid: str = TID) -> InitProducerIdResult:
         r = self.init(tid)
         self.assertEqual(r.error, C.NONE)
         if partitions:
-            codes = result(
+            codes = result_of(
                 self.coordinator.add_partitions(tid, r.producer_id, r.producer_epoch, partitions)
             )
             self.assertEqual(codes, dict.fromkeys(partitions, C.NONE))
         return r
 
     def add_offsets(self, r: InitProducerIdResult, group: str = "g", tid: str = TID) -> C:
-        return result(self.coordinator.add_offsets(tid, r.producer_id, r.producer_epoch, group))
+        return result_of(self.coordinator.add_offsets(tid, r.producer_id, r.producer_epoch, group))
 
     def commit_offsets(
         self, r: InitProducerIdResult, offsets: dict[tuple[str, int], TxnOffset], **kw: Any
     ) -> dict[tuple[str, int], C]:
-        return result(
+        return result_of(
             self.coordinator.txn_offset_commit(
                 TID, "g", r.producer_id, r.producer_epoch, offsets, **kw
             )
         )
 
     def end(self, r: InitProducerIdResult, commit: bool, tid: str = TID) -> C:
-        return result(self.coordinator.end_txn(tid, r.producer_id, r.producer_epoch, commit))
+        return result_of(self.coordinator.end_txn(tid, r.producer_id, r.producer_epoch, commit))
 
     def state(self, tid: str = TID) -> str:
         return self.coordinator.describe([tid])[0].state
@@ -231,7 +190,7 @@ class InitProducerIdTests(CoordinatorTestCase):
         self.assertEqual(self.end(old, True), C.NONE)
         new = self.init()
         self.assertEqual((new.producer_id, new.producer_epoch), (old.producer_id, 1))
-        codes = result(self.coordinator.add_partitions(TID, old.producer_id, 0, [P1]))
+        codes = result_of(self.coordinator.add_partitions(TID, old.producer_id, 0, [P1]))
         self.assertEqual(codes, {P1: C.PRODUCER_FENCED})
         self.assertEqual(self.end(old, True), C.PRODUCER_FENCED)
 
@@ -302,18 +261,20 @@ class TransactionTests(CoordinatorTestCase):
         r = self.init()
         pid, epoch = r.producer_id, r.producer_epoch
         add = self.coordinator.add_partitions
-        self.assertEqual(result(add("nope", pid, epoch, [P0])), {P0: C.INVALID_PRODUCER_ID_MAPPING})
         self.assertEqual(
-            result(add(TID, pid + 1, epoch, [P0])), {P0: C.INVALID_PRODUCER_ID_MAPPING}
+            result_of(add("nope", pid, epoch, [P0])), {P0: C.INVALID_PRODUCER_ID_MAPPING}
         )
-        self.assertEqual(result(add(TID, pid, epoch + 1, [P0])), {P0: C.PRODUCER_FENCED})
-        self.assertEqual(result(add("", pid, epoch, [P0])), {P0: C.INVALID_REQUEST})
-        bad = result(add(TID, pid, epoch, [P0, ("bad/topic", 0), ("t", -1)]))
+        self.assertEqual(
+            result_of(add(TID, pid + 1, epoch, [P0])), {P0: C.INVALID_PRODUCER_ID_MAPPING}
+        )
+        self.assertEqual(result_of(add(TID, pid, epoch + 1, [P0])), {P0: C.PRODUCER_FENCED})
+        self.assertEqual(result_of(add("", pid, epoch, [P0])), {P0: C.INVALID_REQUEST})
+        bad = result_of(add(TID, pid, epoch, [P0, ("bad/topic", 0), ("t", -1)]))
         self.assertEqual(bad[("bad/topic", 0)], C.UNKNOWN_TOPIC_OR_PARTITION)
         self.assertEqual(bad[("t", -1)], C.UNKNOWN_TOPIC_OR_PARTITION)
         self.assertEqual(self.state(), "Empty")  # nothing was added
-        self.assertEqual(result(add(TID, pid, epoch, [P0])), {P0: C.NONE})
-        self.assertEqual(result(add(TID, pid, epoch, [P0, P1])), {P0: C.NONE, P1: C.NONE})
+        self.assertEqual(result_of(add(TID, pid, epoch, [P0])), {P0: C.NONE})
+        self.assertEqual(result_of(add(TID, pid, epoch, [P0, P1])), {P0: C.NONE, P1: C.NONE})
         d = self.coordinator.describe([TID])[0]
         self.assertEqual((d.state, d.partitions), ("Ongoing", (P0, P1)))
         self.assertEqual(d.start_time_ms, int(WALL0 * 1000))
@@ -367,7 +328,7 @@ class TransactionTests(CoordinatorTestCase):
     def test_next_transaction_after_complete(self) -> None:
         r = self.begin(P0)
         self.end(r, True)
-        codes = result(self.coordinator.add_partitions(TID, r.producer_id, 0, [P1]))
+        codes = result_of(self.coordinator.add_partitions(TID, r.producer_id, 0, [P1]))
         self.assertEqual(codes, {P1: C.NONE})
         self.assertEqual(self.coordinator.describe([TID])[0].partitions, (P1,))
         self.assertEqual(self.end(r, False), C.NONE)
@@ -378,7 +339,7 @@ class TransactionTests(CoordinatorTestCase):
         self.assertEqual(self.end(r, True), C.INVALID_TXN_STATE)
         self.assertEqual(self.end(r, False), C.INVALID_TXN_STATE)
         self.assertEqual(
-            result(self.coordinator.end_txn("x", 1, 0, True)), C.INVALID_PRODUCER_ID_MAPPING
+            result_of(self.coordinator.end_txn("x", 1, 0, True)), C.INVALID_PRODUCER_ID_MAPPING
         )
 
     def test_offsets_only_transaction(self) -> None:
@@ -406,7 +367,7 @@ class TransactionTests(CoordinatorTestCase):
             r, {("in", 1): TxnOffset(1, metadata="x" * 5000), ("in", 2): TxnOffset(2)}
         )
         self.assertEqual(mixed, {("in", 1): C.OFFSET_METADATA_TOO_LARGE, ("in", 2): C.NONE})
-        stale = result(self.coordinator.txn_offset_commit(TID, "g", r.producer_id, 9, offsets))
+        stale = result_of(self.coordinator.txn_offset_commit(TID, "g", r.producer_id, 9, offsets))
         self.assertEqual(stale, {("in", 0): C.PRODUCER_FENCED})
         self.assertEqual(self.end(r, True), C.NONE)
         self.assertEqual(self.committed(), {("in", 0): (5, -1, None), ("in", 2): (2, -1, None)})
@@ -418,7 +379,7 @@ class TransactionTests(CoordinatorTestCase):
             protocols=[("range", b"")], group_instance_id=None, require_known_member_id=False,
         )  # fmt: skip
         self.clock.advance(1)  # the initial rebalance delay
-        join = result(d)
+        join = result_of(d)
         r = self.begin(P0)
         self.add_offsets(r)
         offsets = {("in", 0): TxnOffset(5)}
@@ -439,19 +400,19 @@ class TransactionTests(CoordinatorTestCase):
 class ConcurrencyTests(CoordinatorTestCase):
     def test_requests_while_completing_get_concurrent_transactions(self) -> None:
         r = self.begin(P0)
-        self.core.hold = True
+        self.core.hold_markers = True
         ending = self.coordinator.end_txn(TID, r.producer_id, 0, True)
         self.assertNoResult(ending)
         self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
         self.assertEqual(self.init().error, C.CONCURRENT_TRANSACTIONS)
-        codes = result(self.coordinator.add_partitions(TID, r.producer_id, 0, [P1]))
+        codes = result_of(self.coordinator.add_partitions(TID, r.producer_id, 0, [P1]))
         self.assertEqual(codes, {P1: C.CONCURRENT_TRANSACTIONS})
         self.assertEqual(self.add_offsets(r), C.CONCURRENT_TRANSACTIONS)
         self.assertEqual(self.state(), "PrepareCommit")
         # Other ids are not held up.
         self.assertEqual(self.init("other").error, C.NONE)
-        self.core.release()
-        self.assertEqual(result(ending), C.NONE)
+        self.core.release_markers()
+        self.assertEqual(result_of(ending), C.NONE)
         self.assertEqual(self.state(), "CompleteCommit")
         self.assertEqual(self.init().producer_epoch, 1)
 
@@ -485,7 +446,7 @@ class FailureTests(CoordinatorTestCase):
         r = self.begin(P0)
         self.add_offsets(r)
         self.commit_offsets(r, {("in", 0): TxnOffset(9)})
-        self.core.fail = True
+        self.core.marker_error = StorageError("disk on fire")
         self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
         self.assertEqual(self.stored().state, "PrepareCommit")
         self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
@@ -493,7 +454,7 @@ class FailureTests(CoordinatorTestCase):
         self.assertEqual(self.committed(), {})
         self.clock.advance(1)
         self.assertEqual(self.state(), "PrepareCommit")
-        self.core.fail = False
+        self.core.marker_error = None
         self.clock.advance(1)
         self.assertEqual(self.core.markers, [((P0,), r.producer_id, 0, True)])
         self.assertEqual(self.state(), "CompleteCommit")
@@ -515,13 +476,13 @@ class FailureTests(CoordinatorTestCase):
         globalLogPublisher.addObserver(observer)
         self.addCleanup(globalLogPublisher.removeObserver, observer)
         r = self.begin(P0)
-        self.core.fail = True
+        self.core.marker_error = StorageError("disk on fire")
         self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
         for _ in range(25):
             self.clock.advance(1)
         self.assertEqual(len(lines), 3, lines)  # at 0 s, 10 s and 20 s
         self.assertIn("9 more completion failures not logged", lines[1])
-        self.core.fail = False
+        self.core.marker_error = None
         self.clock.advance(1)
         self.assertEqual(self.state(), "CompleteCommit")
 
@@ -544,16 +505,16 @@ class FailureTests(CoordinatorTestCase):
         r = self.begin(P0)
         self.add_offsets(r)
         self.commit_offsets(r, {("in", 0): TxnOffset(9)})
-        self.core.hold = True
+        self.core.hold_markers = True
         ending = self.coordinator.end_txn(TID, r.producer_id, r.producer_epoch, True)
         self.log_fails = True
-        self.core.release()
-        self.assertEqual(result(ending), C.CONCURRENT_TRANSACTIONS)
+        self.core.release_markers()
+        self.assertEqual(result_of(ending), C.CONCURRENT_TRANSACTIONS)
         self.assertEqual(self.committed(), {("in", 0): (9, -1, None)})
         newer = self.group_coordinator.commit_txn_offsets("g", [("in", 0, 12, -1, None)])
-        self.assertEqual(result(newer), {("in", 0): 0})
+        self.assertEqual(result_of(newer), {("in", 0): 0})
         self.log_fails = False
-        self.core.hold = False
+        self.core.hold_markers = False
         self.clock.advance(1)
         self.assertEqual(self.state(), "CompleteCommit")
         self.assertEqual(self.committed(), {("in", 0): (12, -1, None)})
@@ -587,9 +548,9 @@ class RestartTests(CoordinatorTestCase):
         r = self.begin(P0, P1)
         self.add_offsets(r)
         self.commit_offsets(r, {("in", 0): TxnOffset(9)})
-        self.core.fail = True
+        self.core.marker_error = StorageError("disk on fire")
         self.assertEqual(self.end(r, True), C.CONCURRENT_TRANSACTIONS)
-        self.core.fail = False
+        self.core.marker_error = None
         self.restart()
         self.assertEqual(self.core.markers, [((P0, P1), r.producer_id, 0, True)])
         self.assertEqual(self.state(), "CompleteCommit")
@@ -601,9 +562,9 @@ class RestartTests(CoordinatorTestCase):
         r = self.begin(P0)
         self.add_offsets(r)
         self.commit_offsets(r, {("in", 0): TxnOffset(9)})
-        self.core.fail = True
+        self.core.marker_error = StorageError("disk on fire")
         self.assertEqual(self.end(r, False), C.CONCURRENT_TRANSACTIONS)
-        self.core.fail = False
+        self.core.marker_error = None
         self.restart()
         self.assertEqual(self.core.markers, [((P0,), r.producer_id, 0, False)])
         self.assertEqual(self.state(), "CompleteAbort")
@@ -623,7 +584,7 @@ class RestartTests(CoordinatorTestCase):
 class StopAndQueryTests(CoordinatorTestCase):
     def test_stop_waits_for_the_operation_in_progress(self) -> None:
         r = self.begin(P0)
-        self.core.hold = True
+        self.core.hold_markers = True
         ending = self.coordinator.end_txn(TID, r.producer_id, 0, True)
         stopped = self.coordinator.stopService()
         self.assertNoResult(stopped)
@@ -631,9 +592,9 @@ class StopAndQueryTests(CoordinatorTestCase):
         self.assertEqual(self.end(r, True), C.COORDINATOR_NOT_AVAILABLE)
         self.assertEqual(self.coordinator.list_transactions([], []), [])
         self.assertEqual(self.coordinator.describe([TID])[0].error, C.COORDINATOR_NOT_AVAILABLE)
-        self.core.release()
-        self.assertEqual(result(ending), C.NONE)
-        self.assertIsNone(result(stopped))
+        self.core.release_markers()
+        self.assertEqual(result_of(ending), C.NONE)
+        self.assertIsNone(result_of(stopped))
         self.assertEqual(self.clock.getDelayedCalls(), [])
 
     def test_describe(self) -> None:
@@ -702,7 +663,7 @@ class BumpingEndTxnTests(CoordinatorTestCase):
     """EndTxn v5 (KIP-890 part 2): an epoch bump at every end."""
 
     def end5(self, pid: int, epoch: int, commit: bool) -> tuple[C, int, int]:
-        got = result(self.coordinator.end_txn_bumping(TID, pid, epoch, commit))
+        got = result_of(self.coordinator.end_txn_bumping(TID, pid, epoch, commit))
         return got.error, got.producer_id, got.producer_epoch
 
     def test_commit_bumps_the_epoch_and_the_markers_carry_it(self) -> None:
@@ -719,9 +680,9 @@ class BumpingEndTxnTests(CoordinatorTestCase):
         self.assertEqual(self.end5(pid, 0, False)[0], C.INVALID_TXN_STATE)
         self.assertEqual(len(self.core.markers), 1)
         # The old epoch is fenced; the next transaction runs at the new one.
-        codes = result(self.coordinator.add_partitions(TID, pid, 0, [P1]))
+        codes = result_of(self.coordinator.add_partitions(TID, pid, 0, [P1]))
         self.assertEqual(codes, {P1: C.PRODUCER_FENCED})
-        codes = result(self.coordinator.add_partitions(TID, pid, 1, [P1]))
+        codes = result_of(self.coordinator.add_partitions(TID, pid, 1, [P1]))
         self.assertEqual(codes, {P1: C.NONE})
         self.assertEqual(self.end5(pid, 1, False), (C.NONE, pid, 2))
         self.assertEqual(self.core.markers[-1], ((P1,), pid, 2, False))
@@ -741,7 +702,7 @@ class BumpingEndTxnTests(CoordinatorTestCase):
         self.assertEqual(self.end5(pid + 1, 0, True)[0], C.INVALID_PRODUCER_ID_MAPPING)
         self.assertEqual(self.end5(pid, 5, True)[0], C.PRODUCER_FENCED)
         self.assertEqual(
-            result(self.coordinator.end_txn_bumping("nope", pid, 0, True)).error,
+            result_of(self.coordinator.end_txn_bumping("nope", pid, 0, True)).error,
             C.INVALID_PRODUCER_ID_MAPPING,
         )
         self.assertEqual(self.state(), "Ongoing")
@@ -760,16 +721,16 @@ class BumpingEndTxnTests(CoordinatorTestCase):
         # The markers carry the old id with the bumped epoch.
         self.assertEqual(self.core.markers, [((P0,), pid, 32766, True)])
         self.assertEqual(self.end5(pid, 32765, True), (C.NONE, new_pid, 0))  # a retry
-        codes = result(self.coordinator.add_partitions(TID, new_pid, 0, [P1]))
+        codes = result_of(self.coordinator.add_partitions(TID, new_pid, 0, [P1]))
         self.assertEqual(codes, {P1: C.NONE})
 
     def test_a_completion_cut_short_is_concurrent_then_answered(self) -> None:
         r = self.begin(P0)
         pid = r.producer_id
-        self.core.fail = True
+        self.core.marker_error = StorageError("disk on fire")
         self.assertEqual(self.end5(pid, 0, True)[0], C.CONCURRENT_TRANSACTIONS)
         self.assertEqual(self.end5(pid, 0, True)[0], C.CONCURRENT_TRANSACTIONS)
-        self.core.fail = False
+        self.core.marker_error = None
         self.clock.advance(1)  # the timer completes it
         self.assertEqual(self.end5(pid, 0, True), (C.NONE, pid, 1))
 

@@ -43,7 +43,7 @@ from tests.txn_helpers import (
     values_of,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 #: Short enough that the broker's abort (checked every second) comes within seconds.
 SHORT_TXN_TIMEOUT_MS = 3000

@@ -25,7 +25,7 @@ from tests.control_plane_helpers import FAST_COMPACT_CONFIGS, create_topic, fast
 from tests.kafka_helpers import WAIT, stored_batches
 from tests.txn_helpers import confluent, txn_producer
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 KEYS = 10
 CONTROL = 0x20

@@ -16,6 +16,8 @@ from tests import paths
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import RawKafka, module_broker
 
+pytestmark = pytest.mark.broker
+
 DOC = paths.REPO / "docs" / "kafka.md"
 HEADER = "| key | API | versions | notes |"
 ROW = re.compile(r"^\| (\d+) \| (\w+) \| (\d+)(?:-(\d+))? \|")

@@ -20,6 +20,8 @@ from brokerd.storage.logdir.log_directory import LogDirectory
 from tests.brokerproc import BrokerProcess, env
 from tests.compaction_helpers import T0, compact_config, put, roll, write_overwrites
 
+pytestmark = pytest.mark.broker
+
 ck = pytest.importorskip("confluent_kafka")
 
 

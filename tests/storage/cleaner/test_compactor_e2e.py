@@ -34,7 +34,7 @@ from tests.control_plane_helpers import (
 )
 from tests.kafka_helpers import crash_and_restart
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 #: Seconds past the broker's default retention (2 s) and segment age (0.5 s).
 PAST_RETENTION = 3.0

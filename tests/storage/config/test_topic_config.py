@@ -14,8 +14,6 @@ from twisted.internet import defer
 from twisted.internet.task import Clock
 
 from brokerd.core import Broker
-from brokerd.core.appends import BatchesAppend
-from brokerd.core.writer import write_job
 from brokerd.errors import InvalidConfig, RecordTooLarge, StorageError, UnknownTopicOrPartition
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.config.topic_config import (
@@ -30,15 +28,12 @@ from brokerd.storage.config.topic_config import (
     validate_overrides,
 )
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.log.prepared_append import PreparedBatches
 from brokerd.storage.logdir.layout import REGISTRY_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.record.append_time import stamp_log_append_time
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.encode import encode_batch
-from brokerd.storage.record.header import parse_batches, read_header
-
-from tests.read_specs import BYTES
+from brokerd.storage.record.header import parse_batches
 
 BIG = 1 << 20
 
@@ -307,22 +302,6 @@ def test_log_append_time_stamps_header_and_crc_only() -> None:
     assert [h.base_timestamp for h in again] == [111, 222]
     records = decode_records(stamped[: len(first)], max_uncompressed=BIG)
     assert [r.value for r in records] == [b"a", b"b"]
-
-
-def test_write_job_stamps_log_append_time_topics_only(tmp_path: Path) -> None:
-    config = LogConfig(message_timestamp_type="LogAppendTime")
-    plog = PartitionLog.open(str(tmp_path / "t-0"), config, recovery_point=None)
-    data = encode_batch([b"x"], timestamp_ms=5)
-    append = BatchesAppend(PreparedBatches(data, tuple(parse_batches(data, max_batch_bytes=BIG))))
-    result = write_job(plog, [append], sync=False, retention=False, wall_clock=lambda: 42.0)
-    (info,) = result.outcomes
-    assert info.log_append_time == 42_000  # type: ignore[union-attr]
-    stored = read_header(plog.read(0, BIG, BYTES).records)
-    assert stored.log_append_time and stored.max_timestamp == 42_000
-    plog.reconfigure(LogConfig())
-    result = write_job(plog, [append], sync=False, retention=False, wall_clock=lambda: 43.0)
-    assert result.outcomes[0].log_append_time == -1  # type: ignore[union-attr]
-    plog.close()
 
 
 # -- max.message.bytes on produce ------------------------------------------------------

@@ -35,7 +35,7 @@ from brokerd.storage.record.header import scan_batches
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import WAIT, module_broker
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.core.policy import FlushRule, FsyncPolicy, flush_rule
 from brokerd.errors import InvalidConfig, InvalidTimestamp
@@ -25,7 +24,6 @@ from brokerd.storage.config.topic_config import (
     validate_overrides,
 )
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.log.prepared_append import PreparedBatches
 from brokerd.storage.log.recompress import recompress
 from brokerd.storage.log.timestamp_checks import check_timestamps
 from brokerd.storage.record.compression import Compression
@@ -35,7 +33,6 @@ from brokerd.storage.record.header import parse_batches, read_header
 from brokerd.storage.types import TopicInfo
 
 from tests import paths
-from tests.core.test_broker import make
 from tests.read_specs import BYTES, COMMITTED_RECORDS
 
 NOW = 1_700_000_000_000
@@ -282,73 +279,6 @@ def test_flush_rule_follows_kafkas_override_semantics() -> None:
     assert never.flush_defaults() == {}
 
 
-class FlushOverrideTests(SynchronousTestCase):
-    """The broker core's syncs of one partition (its ``flush`` calls), by topic rule."""
-
-    def test_flush_messages_one_syncs_every_append_under_fsync_never(self) -> None:
-        broker, logdir, _ = make("never")
-        log = logdir.parts[("t", 0)]
-        log.config = LogConfig(flush_messages=1)
-        for value in (b"a", b"b", b"c"):
-            self.successResultOf(broker.produce_values("t", 0, [value]))
-        self.assertEqual(log.flushes, 3)
-        self.assertEqual(log.calls[:3], ["append", "flush", "publish"])
-
-    def test_flush_messages_counts_records(self) -> None:
-        broker, logdir, _ = make("never")
-        log = logdir.parts[("t", 0)]
-        log.config = LogConfig(flush_messages=3)
-        self.successResultOf(broker.produce_values("t", 0, [b"a"]))
-        self.successResultOf(broker.produce_values("t", 0, [b"b"]))
-        self.assertEqual(log.flushes, 0)
-        self.successResultOf(broker.produce_values("t", 0, [b"c"]))
-        self.assertEqual(log.flushes, 1)
-        self.successResultOf(broker.produce_values("t", 0, [b"d", b"e"]))
-        self.assertEqual(log.flushes, 1)
-        self.successResultOf(broker.produce_values("t", 0, [b"f", b"g", b"h", b"i"]))
-        self.assertEqual(log.flushes, 2)
-
-    def test_a_topic_override_weakens_fsync_always(self) -> None:
-        broker, logdir, _ = make("always")
-        log = logdir.parts[("t", 0)]
-        log.config = LogConfig(flush_messages=1000)
-        self.successResultOf(broker.produce_values("t", 0, [b"a"]))
-        self.assertEqual(log.flushes, 0)
-
-    def test_flush_ms_syncs_that_long_after_the_first_unsynced_append(self) -> None:
-        broker, logdir, clock = make("never")
-        log = logdir.parts[("t", 0)]
-        log.config = LogConfig(flush_ms=500)
-        self.successResultOf(broker.produce_values("t", 0, [b"a"]))
-        clock.advance(0.3)
-        self.successResultOf(broker.produce_values("t", 0, [b"b"]))
-        self.assertEqual(log.flushes, 0)
-        clock.advance(0.2)
-        self.assertEqual(log.flushes, 1)
-        clock.advance(5)
-        self.assertEqual(log.flushes, 1, "nothing new: no sync, no timer")
-        self.successResultOf(broker.produce_values("t", 0, [b"c"]))
-        clock.advance(0.5)
-        self.assertEqual(log.flushes, 2)
-
-    def test_a_topic_flush_ms_replaces_the_interval_timer(self) -> None:
-        broker, logdir, clock = make("interval:100")
-        log = logdir.parts[("t", 0)]
-        log.config = LogConfig(flush_ms=1000)
-        self.successResultOf(broker.produce_values("t", 0, [b"a"]))
-        clock.advance(0.5)
-        self.assertEqual(log.flushes, 0)
-        clock.advance(0.5)
-        self.assertEqual(log.flushes, 1)
-
-    def test_stopping_cancels_the_flush_timer(self) -> None:
-        broker, logdir, clock = make("never")
-        logdir.parts[("t", 0)].config = LogConfig(flush_ms=500)
-        self.successResultOf(broker.produce_values("t", 0, [b"a"]))
-        self.successResultOf(broker.stopService())
-        self.assertEqual(clock.getDelayedCalls(), [])
-
-
 # -- segment.index.bytes and segment.jitter.ms ----------------------------------------
 
 
@@ -430,26 +360,6 @@ def test_no_jitter_rolls_at_segment_ms(tmp_path: Path) -> None:
         clock.now += 0.001
         plog.append_values([b"c"], timestamp_ms=NOW)
         assert plog.segment_bases == (0, 2)
-    finally:
-        plog.close()
-
-
-def test_stored_batch_attributes_after_recompression(tmp_path: Path) -> None:
-    """The write job stores the recompressed batch (what a fetch then serves)."""
-    from brokerd.core.appends import BatchesAppend
-    from brokerd.core.writer import write_job
-
-    config = to_log_config(LogConfig(), {"compression.type": "zstd"})
-    plog = _open(tmp_path / "t-0", config, FakeTime())
-    try:
-        data = _batches(Compression.GZIP)
-        headers = tuple(parse_batches(data, max_batch_bytes=len(data)))
-        append = BatchesAppend(PreparedBatches(data, headers))
-        write_job(plog, [append], sync=True, retention=False, wall_clock=lambda: NOW / 1000)
-        stored = plog.read(0, 1 << 20, BYTES).records
-        assert read_header(stored).compression == Compression.ZSTD
-        assert [r.value for r in plog.read(0, 1 << 20, COMMITTED_RECORDS).decoded][:2] == [
-            b"value-0" * 20, b"value-1" * 20]
     finally:
         plog.close()
 

@@ -25,6 +25,7 @@ from brokerd.storage.segment.batch_reads import LEARN_AHEAD_BATCHES
 from brokerd.storage.types import LogRead
 
 from tests.core.test_waiters import _HarnessCase, polled
+from tests.deferreds import result_of
 from tests.read_specs import (
     BYTES,
     COMMITTED_RECORDS,
@@ -219,13 +220,6 @@ class CountingRunner:
         return defer.maybeDeferred(f, *args, **kw)
 
 
-def _result(d: defer.Deferred[Any]) -> Any:
-    out: list[Any] = []
-    d.addBoth(out.append)
-    assert out, "not answered synchronously"
-    if isinstance(out[0], Exception) or hasattr(out[0], "raiseException"):
-        out[0].raiseException()
-    return out[0]
 
 
 @pytest.fixture
@@ -244,11 +238,11 @@ def broker(tmp_path: Path) -> Any:
 
 def test_the_core_answers_just_appended_data_without_the_pool(broker: Any) -> None:
     b, reads, logdir = broker
-    _result(b.produce_values("t", 0, [b"a", b"b"]))
-    _result(b.produce_values("t", 0, [b"c"]))
-    records = _result(defer.maybeDeferred(b.reads.read, "t", 0, 1, BIG, COMMITTED_RECORDS))
+    result_of(b.produce_values("t", 0, [b"a", b"b"]))
+    result_of(b.produce_values("t", 0, [b"c"]))
+    records = result_of(defer.maybeDeferred(b.reads.read, "t", 0, 1, BIG, COMMITTED_RECORDS))
     assert [r.value for r in records.decoded] == [b"b", b"c"]
-    stored = _result(defer.maybeDeferred(b.reads.read, "t", 0, 2, BIG, REFERENCE))
+    stored = result_of(defer.maybeDeferred(b.reads.read, "t", 0, 2, BIG, REFERENCE))
     assert span_of(stored) is not None
     want = logdir.get("t", 0).read(2, BIG, BYTES).records
     assert content(stored) == want
@@ -256,13 +250,13 @@ def test_the_core_answers_just_appended_data_without_the_pool(broker: Any) -> No
     # Not known in memory (the remembered runs forgotten): the pool reads it.
     plog: PartitionLog = logdir.get("t", 0)
     plog._state.tail.forget()
-    stored = _result(defer.maybeDeferred(b.reads.read, "t", 0, 0, BIG, REFERENCE))
+    stored = result_of(defer.maybeDeferred(b.reads.read, "t", 0, 0, BIG, REFERENCE))
     assert content(stored) == plog.read(0, BIG, BYTES).records
-    records = _result(defer.maybeDeferred(b.reads.read, "t", 0, 0, BIG, COMMITTED_RECORDS))
+    records = result_of(defer.maybeDeferred(b.reads.read, "t", 0, 0, BIG, COMMITTED_RECORDS))
     assert [r.value for r in records.decoded] == [b"a", b"b", b"c"]
     assert reads.jobs == ["read", "read"]
     # The Kafka read learned the positions ahead: the next one is from memory again.
-    stored = _result(defer.maybeDeferred(b.reads.read, "t", 0, 2, BIG, REFERENCE))
+    stored = result_of(defer.maybeDeferred(b.reads.read, "t", 0, 2, BIG, REFERENCE))
     assert content(stored) == want and len(reads.jobs) == 2
 
 
@@ -270,11 +264,11 @@ def test_the_core_still_raises_out_of_range_from_memory_paths(broker: Any) -> No
     from brokerd.errors import OffsetOutOfRange
 
     b, _reads, _logdir = broker
-    _result(b.produce_values("t", 0, [b"a"]))
+    result_of(b.produce_values("t", 0, [b"a"]))
     with pytest.raises(OffsetOutOfRange):
-        _result(defer.maybeDeferred(b.reads.read, "t", 0, 5, BIG, REFERENCE))
+        result_of(defer.maybeDeferred(b.reads.read, "t", 0, 5, BIG, REFERENCE))
     with pytest.raises(OffsetOutOfRange):
-        _result(defer.maybeDeferred(b.reads.read, "t", 0, 5, BIG, COMMITTED_RECORDS))
+        result_of(defer.maybeDeferred(b.reads.read, "t", 0, 5, BIG, COMMITTED_RECORDS))
 
 
 

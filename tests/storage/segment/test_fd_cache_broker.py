@@ -21,7 +21,10 @@ LIMIT = 400
 PARTITIONS = 300
 IDLE_CONNECTIONS = 60
 
-pytestmark = pytest.mark.skipif(PRLIMIT is None, reason="needs prlimit (util-linux)")
+pytestmark = [
+    pytest.mark.skipif(PRLIMIT is None, reason="needs prlimit (util-linux)"),
+    pytest.mark.broker,
+]
 
 
 class LimitedBroker(BrokerProcess):

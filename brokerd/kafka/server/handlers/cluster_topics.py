@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_protocol -*-
+# -*- test-case-name: tests.kafka.listener.test_protocol -*-
 """Kafka cluster and topic administration: ApiVersions, Metadata, DescribeCluster,
 DescribeTopicPartitions, CreateTopics, DeleteTopics and InitProducerId.
 

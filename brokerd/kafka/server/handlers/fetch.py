@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_protocol -*-
+# -*- test-case-name: tests.kafka.listener.test_protocol -*-
 """The Kafka Fetch API: :class:`FetchHandler`.
 
 It reads every wanted partition within the request's byte limits, each capped by the

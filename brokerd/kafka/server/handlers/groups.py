@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_protocol -*-
+# -*- test-case-name: tests.kafka.listener.test_protocol -*-
 """Kafka consumer-group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 LeaveGroup, OffsetCommit and OffsetFetch.
 

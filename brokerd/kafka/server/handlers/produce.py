@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_protocol -*-
+# -*- test-case-name: tests.kafka.listener.test_protocol -*-
 """Produce (0): record batches to the core, per partition at once, with the acks=all
 timeout; and its ACL rule. From v13 a request names each topic by its topic ID: the
 topic with that ID now is written to (an unknown ID is answered UNKNOWN_TOPIC_ID, never

@@ -12,13 +12,8 @@ from typing import Any
 
 from brokerd.kafka.errors import ErrorCode
 
+from tests.deferreds import watch
 from tests.kafka.groups.consumer.test_persist import Broker
-
-
-def _results(d: Any) -> list[Any]:
-    out: list[Any] = []
-    d.addCallback(out.append)
-    return out
 
 
 def _stable(b: Broker, *members: str) -> None:
@@ -58,14 +53,14 @@ def test_delete_groups_and_offset_delete(tmp_path: Path) -> None:
     b = Broker(tmp_path)
     _stable(b, "a")
     epoch = b.epochs["a"]
-    committed = _results(b.node.coord.commit_offsets("g", epoch, "a", [("t", 0, 3, -1, None),
+    committed = watch(b.node.coord.commit_offsets("g", epoch, "a", [("t", 0, 3, -1, None),
                                                                     ("u", 0, 1, -1, None)]))
     assert committed == [{("t", 0): 0, ("u", 0): 0}]
-    assert _results(b.node.coord.admin.delete_groups(["g"])) == [[("g", ErrorCode.NON_EMPTY_GROUP)]]
-    top, per = _results(b.node.coord.admin.delete_offsets("g", [("t", 0), ("u", 0)]))[0]
+    assert watch(b.node.coord.admin.delete_groups(["g"])) == [[("g", ErrorCode.NON_EMPTY_GROUP)]]
+    top, per = watch(b.node.coord.admin.delete_offsets("g", [("t", 0), ("u", 0)]))[0]
     assert top == 0 and per == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): 0}
     b.hb("a", -1)
-    assert _results(b.node.coord.admin.delete_groups(["g"])) == [[("g", 0)]]
+    assert watch(b.node.coord.admin.delete_groups(["g"])) == [[("g", 0)]]
     assert "g" not in b.node.coord.consumer.groups and b.node.store.committed("g") == {}
 
 
@@ -74,12 +69,12 @@ def test_commits_and_fetches_by_member_epoch(tmp_path: Path) -> None:
     _stable(b, "a")
     epoch = b.epochs["a"]
     entry = [("t", 0, 3, -1, None)]
-    assert _results(b.node.coord.commit_offsets("g", epoch, "a", entry)) == [{("t", 0): 0}]
-    stale = _results(b.node.coord.commit_offsets("g", epoch - 1, "a", entry))
+    assert watch(b.node.coord.commit_offsets("g", epoch, "a", entry)) == [{("t", 0): 0}]
+    stale = watch(b.node.coord.commit_offsets("g", epoch - 1, "a", entry))
     assert stale == [{("t", 0): ErrorCode.STALE_MEMBER_EPOCH}]
-    unknown = _results(b.node.coord.commit_offsets("g", epoch, "nobody", entry))
+    unknown = watch(b.node.coord.commit_offsets("g", epoch, "nobody", entry))
     assert unknown == [{("t", 0): ErrorCode.UNKNOWN_MEMBER_ID}]
-    admin_commit = _results(b.node.coord.commit_offsets("g", -1, "", entry))
+    admin_commit = watch(b.node.coord.commit_offsets("g", -1, "", entry))
     assert admin_commit == [{("t", 0): ErrorCode.UNKNOWN_MEMBER_ID}]  # the group has members
     assert b.node.coord.fetch_member_error("g", "a", epoch) == 0
     assert b.node.coord.fetch_member_error("g", "a", epoch + 1) == ErrorCode.STALE_MEMBER_EPOCH
@@ -94,7 +89,7 @@ def _classic_join(b: Broker) -> Any:
                      protocols=[("range", b"")], group_instance_id=None,
                      require_known_member_id=False)
     b.node.clock.advance(1)
-    return _results(d)[0]
+    return watch(d)[0]
 
 
 def test_members_without_the_consumer_embedded_protocol_do_not_migrate(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from tests.kafka_helpers import (
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 HOSTILE = "^" + ".{0,249}" * 16 + "x"
 #: The names it is tried against: near misses of 30 characters (the costly case for a

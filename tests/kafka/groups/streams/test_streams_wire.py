@@ -21,6 +21,8 @@ from brokerd.kafka.wire.messages import streams_groups as sg
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import RawKafka, module_broker
 
+pytestmark = pytest.mark.broker
+
 TOPOLOGY = sg.Topology(epoch=1, subtopologies=(
     sg.Subtopology(subtopology_id="0", source_topics=("w-lines",),
                    repartition_sink_topics=("w-app-rekey-repartition",)),

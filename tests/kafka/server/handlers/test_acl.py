@@ -32,7 +32,7 @@ from brokerd.security.acl import (
 )
 from brokerd.security.acl_store import AclStore
 
-from tests.kafka.server.test_protocol import KafkaTestCase, batch
+from tests.kafka.listener.test_protocol import KafkaTestCase, batch
 
 OP = Operation
 TAF = ErrorCode.TOPIC_AUTHORIZATION_FAILED

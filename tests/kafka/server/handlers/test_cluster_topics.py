@@ -21,8 +21,8 @@ from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 from brokerd.security.authorized_ops import SUPPORTED_OPERATIONS, operations_field
 from brokerd.storage.config.topic_config import TOPIC_CONFIGS
 
+from tests.kafka.listener.test_protocol import KafkaTestCase
 from tests.kafka.server.handlers.test_acl import AclTestCase
-from tests.kafka.server.test_protocol import KafkaTestCase
 
 OP = Operation
 TAF = ErrorCode.TOPIC_AUTHORIZATION_FAILED

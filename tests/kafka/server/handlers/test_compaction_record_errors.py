@@ -20,6 +20,8 @@ from brokerd.storage.record.encode import encode_batch
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import RawKafka, module_broker
 
+pytestmark = pytest.mark.broker
+
 #: Of 100 records, these have no key (10 of them).
 KEYLESS = frozenset(range(3, 100, 10))
 

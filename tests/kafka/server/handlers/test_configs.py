@@ -11,7 +11,7 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
 
-from tests.kafka.server.test_protocol import KafkaTestCase
+from tests.kafka.listener.test_protocol import KafkaTestCase
 
 TOPIC, BROKER = 2, 4
 

@@ -26,7 +26,7 @@ from confluent_kafka.admin import (
 from tests.brokerproc import BrokerProcess
 from tests.kafka_helpers import WAIT, module_broker, wait_until
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4

@@ -24,7 +24,7 @@ from brokerd.security.acl import (
     make_binding,
 )
 
-from tests.kafka.server.test_protocol import FakeCore
+from tests.fake_core import FakeCore
 
 TAF = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GAF = ErrorCode.GROUP_AUTHORIZATION_FAILED

@@ -35,6 +35,8 @@ from tests.control_plane_helpers import confluent
 from tests.figures import record
 from tests.tls_helpers import Pki, TlsBroker, make_pki
 
+pytestmark = pytest.mark.broker
+
 MIB = 1024 * 1024
 #: The partition: 25 batches of four 1 MiB values.
 VALUE_BYTES = MIB

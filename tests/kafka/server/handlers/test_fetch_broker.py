@@ -27,7 +27,7 @@ from tests.control_plane_helpers import admin, confluent
 from tests.figures import record
 from tests.kafka_helpers import WAIT, RawKafka, module_broker
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 VALUES = [b"value-%03d-" % i + b"x" * (i * 37 % 500) for i in range(200)]
 

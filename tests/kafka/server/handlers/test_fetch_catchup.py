@@ -17,6 +17,7 @@ import pytest_twisted
 from brokerd.kafka.server.handlers.fetch_catchup import MAX_BEHIND_PER_CONNECTION, CatchUp
 from brokerd.kafka.wire.codec import ApiKey
 
+from tests.kafka.listener.test_protocol import KafkaTestCase, batch
 from tests.kafka.server.handlers import test_fetch_zero_copy as zero_copy
 from tests.kafka.server.handlers.test_fetch_zero_copy import (
     Server,
@@ -27,7 +28,6 @@ from tests.kafka.server.handlers.test_fetch_zero_copy import (
     sleep,
     some_batches,
 )
-from tests.kafka.server.test_protocol import KafkaTestCase, batch
 
 #: The broker on real sockets (a pytest fixture).
 server = zero_copy.server

@@ -1,7 +1,7 @@
 """Fetch at versions 12-18: the flexible encodings (compact records length, tagged
 fields skipped), topics by topic ID (13+), and fetch sessions (KIP-227). Frames are
 built by hand from Kafka's message schemas; handler tests run the real listener on a
-StringTransport with the fake core of tests/kafka/server/test_protocol.py. Synchronous.
+StringTransport with the fake core of tests/kafka/listener/test_protocol.py. Synchronous.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from brokerd.security.acl import Operation as OP
 from brokerd.security.acl import ResourceType
 from brokerd.storage.types import StoredRecords
 
+from tests.kafka.listener.test_protocol import KafkaTestCase, batch
 from tests.kafka.server.handlers.test_acl import AclTestCase
-from tests.kafka.server.test_protocol import KafkaTestCase, batch
 from tests.kafka.wire.test_codec import NO_TAGS, carr, cb, cs, i8, i16, i32, i64, s, uv
 
 TOPIC_ID = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")

@@ -26,7 +26,7 @@ from tests.kafka_helpers import (
     wait_until,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition  # noqa: E402

@@ -23,9 +23,10 @@ from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
 from brokerd.security.acl import Operation, ResourceType
 
+from tests.deferreds import result_of
+from tests.fake_core import FakeCore as KafkaFakeCore
 from tests.kafka.server.handlers.test_acl import AclTestCase
-from tests.kafka.server.test_protocol import FakeCore as KafkaFakeCore
-from tests.kafka.txn.test_coordinator import CoordinatorTestCase, result
+from tests.kafka.txn.test_coordinator import CoordinatorTestCase
 
 T0, T1 = ("orders", 0), ("orders", 1)
 
@@ -46,7 +47,7 @@ class RequireStableTests(CoordinatorTestCase):
         self._correlation = 0
         # A plain commit first: what a read_uncommitted fetch sees while the
         # transaction is open.
-        codes = result(self.group_coordinator.commit_offsets("g", -1, "", [
+        codes = result_of(self.group_coordinator.commit_offsets("g", -1, "", [
             ("orders", 0, 3, -1, ""), ("orders", 1, 7, -1, ""),
         ]))
         self.assertEqual(set(codes.values()), {0})
@@ -106,7 +107,7 @@ class RequireStableTests(CoordinatorTestCase):
     def test_another_groups_transaction_is_not_pending_here(self) -> None:
         r = self.begin(T0)
         self.assertEqual(self.add_offsets(r, group="other"), ErrorCode.NONE)
-        codes = result(self.coordinator.txn_offset_commit(
+        codes = result_of(self.coordinator.txn_offset_commit(
             "tx-1", "other", r.producer_id, r.producer_epoch, {T0: TxnOffset(9, -1, "")}
         ))
         self.assertEqual(codes, {T0: ErrorCode.NONE})

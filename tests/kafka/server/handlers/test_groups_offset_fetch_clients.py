@@ -19,7 +19,7 @@ from tests.control_plane_helpers import admin, create_topic
 from tests.kafka_helpers import WAIT, module_broker
 from tests.txn_helpers import conf, confluent, txn_producer
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 #: How long the read_committed consumer is given while the transaction is open: the
 #: broker keeps answering UNSTABLE_OFFSET_COMMIT, so the call runs out of it.

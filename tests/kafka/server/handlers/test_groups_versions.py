@@ -44,7 +44,7 @@ from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.topic_ids import format_topic_id
 from brokerd.storage.types import TopicInfo
 
-from tests.kafka.server.test_protocol import FakeCore
+from tests.fake_core import FakeCore
 from tests.kafka.wire.test_codec import NO_TAGS, carr, cb, cs, i8, i16, i32, i64
 
 RANGE = group_apis.JoinGroupProtocol(name="range", metadata=b"meta")

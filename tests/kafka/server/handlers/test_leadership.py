@@ -16,8 +16,8 @@ from brokerd.kafka.wire.messages import leadership as lead
 from brokerd.kafka.wire.messages import placement as pl
 from brokerd.security.acl import Operation, ResourceType
 
+from tests.kafka.listener.test_protocol import KafkaTestCase, batch
 from tests.kafka.server.handlers.test_acl import AclTestCase
-from tests.kafka.server.test_protocol import KafkaTestCase, batch
 
 
 def test_epoch_end_offset_is_kafkas_lookup_over_one_epoch() -> None:

@@ -25,7 +25,7 @@ from brokerd.storage.logdir.registry import read_registry
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
-from tests.kafka.server.test_protocol import FakeCoordinator, KafkaTestCase
+from tests.kafka.listener.test_protocol import FakeCoordinator, KafkaTestCase
 
 
 def sync_runner(f: Any, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:

@@ -37,7 +37,7 @@ from tests.kafka_helpers import (
     stored_batches,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 PRODUCE_VERSION = 8
 

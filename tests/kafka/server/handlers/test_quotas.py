@@ -28,6 +28,8 @@ from tests.brokerproc import BrokerProcess
 from tests.e2e.test_kafka_tools import tool, tool_ready
 from tests.kafka_helpers import RawKafka, crash_and_restart, module_broker
 
+pytestmark = pytest.mark.broker
+
 P = "producer_byte_rate"
 
 

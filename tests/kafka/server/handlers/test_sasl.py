@@ -25,7 +25,8 @@ from brokerd.security.auth_throttle import DEFAULT_DELAY, LOG_INTERVAL, MAX_DELA
 from brokerd.security.credentials import CredentialChange, CredentialStore
 from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 
-from tests.kafka.server.test_protocol import FakeCoordinator, FakeCore, KafkaTestCase
+from tests.fake_core import FakeCore
+from tests.kafka.listener.test_protocol import FakeCoordinator, KafkaTestCase
 from tests.kafka.server.test_sasl_session import ScramClient, temp_path
 
 MECHS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")

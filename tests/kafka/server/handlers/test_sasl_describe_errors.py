@@ -20,7 +20,7 @@ from tests.brokerproc import BrokerProcess
 from tests.kafka.server.test_sasl_clients import PASSWORD, USER, write_credentials
 from tests.kafka_helpers import module_broker
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 #: Run in a child process: describe every user, then two named users; print what each
 #: future gave as JSON lines.

@@ -21,7 +21,7 @@ from brokerd.storage.stores.share_state import ShareStateStore
 
 from tests.core.share.test_service import FakeCore as LogCore
 from tests.core.share.test_service import batch
-from tests.kafka.server.test_protocol import KafkaTestCase
+from tests.kafka.listener.test_protocol import KafkaTestCase
 
 
 class ShareHandlerTests(KafkaTestCase):

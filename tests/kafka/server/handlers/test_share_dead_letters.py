@@ -26,6 +26,8 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
+pytestmark = pytest.mark.broker
+
 DEADLINE = 40.0
 ENABLE = {"errors.deadletterqueue.group.enable": "true"}
 

@@ -36,7 +36,7 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 RECORDS = 1500
 #: Sessions the attacker tries to open: past the cap by 100 (the victim holds one).

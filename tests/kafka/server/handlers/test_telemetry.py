@@ -21,8 +21,8 @@ from brokerd.kafka.wire.messages.telemetry import (
 from brokerd.kafka.wire.requests import apis
 from brokerd.security.acl import Operation, ResourceType
 
+from tests.kafka.listener.test_protocol import KafkaTestCase
 from tests.kafka.server.handlers.test_acl import AclTestCase
-from tests.kafka.server.test_protocol import KafkaTestCase
 from tests.kafka.telemetry import otlp_encode as enc
 
 CLIENT_METRICS, TOPIC, BROKER, GROUP = 16, 2, 4, 32

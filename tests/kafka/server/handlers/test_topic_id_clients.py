@@ -18,7 +18,7 @@ from tests.brokerproc import BrokerProcess
 from tests.control_plane_helpers import confluent
 from tests.kafka_helpers import WAIT, module_broker
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 UNKNOWN_TOPIC_ID = 100
 

@@ -32,8 +32,8 @@ from brokerd.kafka.wire.requests import apis
 from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.log.producer_state import ActiveProducer
 
+from tests.kafka.listener.test_protocol import KafkaTestCase
 from tests.kafka.server.handlers.test_acl import AclTestCase
-from tests.kafka.server.test_protocol import KafkaTestCase
 
 
 class FakeTransactions:

@@ -27,7 +27,7 @@ from tests.control_plane_helpers import create_topic
 from tests.kafka_helpers import RawKafka, module_broker
 from tests.txn_helpers import read_values
 
-pytestmark = pytest.mark.clients
+pytestmark = [pytest.mark.clients, pytest.mark.broker]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,392 @@
+"""The fake broker core of the synchronous protocol tests: partitions as in-memory lists
+of batches behind the methods of :class:`brokerd.core.api.CoreApi`, each answering as the
+real core does (unknown partitions, offsets out of range, config checks, auto-creation),
+with switches to hold or fail produces, parked fetches and marker writes. mypy checks it
+against the core's roles at the end of this module."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+from twisted.internet import defer
+
+from brokerd import errors
+from brokerd.core.api import (
+    AppendWatcher,
+    CoreAdmin,
+    CoreLongPoll,
+    CoreTopics,
+    CoreTransactions,
+    CoreWrites,
+    RecordValidator,
+    TxnVerifier,
+)
+from brokerd.storage.config.log_config import LogConfig
+from brokerd.storage.config.topic_config import broker_values, validate_overrides
+from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.log.producer_state import ActiveProducer
+from brokerd.storage.record.encode import encode_batch
+from brokerd.storage.types import (
+    AbortedTxn,
+    AppendInfo,
+    Delivery,
+    Isolation,
+    LogDirUsage,
+    LogRead,
+    PartitionOffsets,
+    ReadSpec,
+    TopicInfo,
+)
+
+#: The native long poll's read: committed records, as bytes here.
+COMMITTED_BYTES = ReadSpec(Isolation.READ_COMMITTED, Delivery.BYTES)
+
+
+class FakeCore:
+    """An in-memory stand-in for :class:`brokerd.core.broker.Broker`. Each partition is a
+    list of batches; one "record" per batch keeps offsets simple. Transaction markers are
+    recorded, not written (:attr:`markers`)."""
+
+    @property
+    def reads(self) -> FakeCore:
+        """The fake plays the face's reads and transactions roles itself."""
+        return self
+
+    @property
+    def transactions(self) -> FakeCore:
+        return self
+
+    def __init__(self) -> None:
+        self.auto_create_topics = True
+        self._topics: dict[str, TopicInfo] = {}
+        self.logs: dict[tuple[str, int], list[bytes]] = {}
+        self.log_start: dict[tuple[str, int], int] = {}
+        self.hold_produce = False
+        self.held: list[defer.Deferred[AppendInfo]] = []
+        self.produce_calls: list[tuple[str, int, bytes, int]] = []
+        self.produce_error: Exception | None = None
+        self.waits: list[tuple[list[tuple[str, int, int]], int, int, int]] = []
+        self.wait_deferreds: list[defer.Deferred[None]] = []
+        #: Fetch sessions' standing watches, by partition.
+        self.watchers: dict[tuple[str, int], set[AppendWatcher]] = {}
+        self.cancelled_waits = 0
+        self.wait_error: Exception | None = None
+        self.fetch_calls: list[tuple[str, int, int, int, bool]] = []
+        #: Last stable offset per partition (absent: the high watermark).
+        self.lso: dict[tuple[str, int], int] = {}
+        #: Aborted transactions per partition: (producer id, first offset, marker offset).
+        self.aborted: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+        self.list_offsets_calls: list[tuple[str, int, bool]] = []
+        self.created: list[tuple[str, int]] = []
+        self.deleted: list[str] = []
+        self.next_producer_id = 1000
+        #: Marker writes: (partitions, producer id, epoch, commit).
+        self.markers: list[tuple[tuple[tuple[str, int], ...], int, int, bool]] = []
+        #: Set: marker writes fail with it. ``hold_markers``: they wait in
+        #: :attr:`held_markers` until :meth:`release_markers`.
+        self.marker_error: Exception | None = None
+        self.hold_markers = False
+        self.held_markers: list[defer.Deferred[None]] = []
+        self.verifier: TxnVerifier | None = None
+        self.record_validator: RecordValidator | None = None
+
+    def add_topic(self, name: str, partitions: int = 1) -> None:
+        self._topics[name] = TopicInfo(name, partitions)
+        for p in range(partitions):
+            self.logs[(name, p)] = []
+            self.log_start[(name, p)] = 0
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return dict(self._topics)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return next((t for t in self._topics.values() if t.topic_id == topic_id), None)
+
+    def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
+        if name not in self._topics:
+            if not self.auto_create_topics:
+                return defer.fail(errors.UnknownTopicOrPartition(name))
+            self.add_topic(name)
+        return defer.succeed(self._topics[name])
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[None]:
+        try:
+            overrides = validate_overrides((configs or {}).items())
+        except errors.InvalidConfig:
+            return defer.fail()
+        if name in self._topics:
+            return defer.fail(errors.TopicAlreadyExists(f"topic {name!r} exists"))
+        if validate_only:
+            return defer.succeed(None)
+        self.add_topic(name, partitions)
+        self._topics[name] = TopicInfo(name, partitions, overrides)
+        self.created.append((name, partitions))
+        return defer.succeed(None)
+
+    def topic_config_defaults(self) -> dict[str, str]:
+        return broker_values(LogConfig())
+
+    def alter_topic_configs(
+        self,
+        name: str,
+        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[TopicInfo]:
+        info = self._topics.get(name)
+        if info is None:
+            return defer.fail(errors.UnknownTopicOrPartition(name))
+        try:
+            new = TopicInfo(name, info.partitions, validate_overrides(update(info.configs).items()))
+        except errors.InvalidConfig:
+            return defer.fail()
+        if not validate_only:
+            self._topics[name] = new
+        return defer.succeed(new)
+
+    def delete_topic(self, name: str) -> defer.Deferred[None]:
+        self._topics.pop(name)
+        self.deleted.append(name)
+        return defer.succeed(None)
+
+    def _log(self, topic: str, partition: int) -> list[bytes]:
+        try:
+            return self.logs[(topic, partition)]
+        except KeyError:
+            raise errors.UnknownTopicOrPartition(f"{topic}/{partition}") from None
+
+    def produce_batches(
+        self, topic: str, partition: int, data: bytes, *, acks: int = -1
+    ) -> defer.Deferred[AppendInfo]:
+        self.produce_calls.append((topic, partition, data, acks))
+        if self.produce_error is not None:
+            return defer.fail(self.produce_error)
+        try:
+            log = self._log(topic, partition)
+        except errors.BrokerError:
+            return defer.fail()
+        log.append(data)
+        info = AppendInfo(len(log) - 1, len(log) - 1, self.log_start[(topic, partition)])
+        if self.hold_produce:
+            d: defer.Deferred[AppendInfo] = defer.Deferred()
+            self.held.append(d)
+            d.addCallback(lambda _: info)
+            return d
+        return defer.succeed(info)
+
+    def _lso(self, topic: str, partition: int) -> int:
+        return self.lso.get((topic, partition), len(self.logs[(topic, partition)]))
+
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
+    ) -> defer.Deferred[LogRead]:
+        read_committed = spec.committed
+        self.fetch_calls.append((topic, partition, offset, max_bytes, read_committed))
+        try:
+            log = self._log(topic, partition)
+        except errors.BrokerError:
+            return defer.fail()
+        start = self.log_start[(topic, partition)]
+        if not start <= offset <= len(log):
+            return defer.fail(errors.OffsetOutOfRange(offset, start, len(log)))
+        lso = self._lso(topic, partition)
+        readable = log[offset:lso] if read_committed else log[offset:]
+        # At least one whole batch, then cut at max_bytes (maybe mid-batch), like Kafka.
+        data = b"".join(readable)
+        if readable:
+            data = data[: max(max_bytes, len(readable[0]))]
+        end = offset + len(readable)
+        aborted = tuple(
+            AbortedTxn(pid, first)
+            for pid, first, marker in self.aborted.get((topic, partition), ())
+            if read_committed and marker >= offset and first < end
+        )
+        return defer.succeed(LogRead(data, len(log), start, lso, aborted))
+
+    def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
+        try:
+            log = self._log(topic, partition)
+        except errors.BrokerError:
+            return defer.fail()
+        return defer.succeed(PartitionOffsets(
+            self.log_start[(topic, partition)], len(log), self._lso(topic, partition)))
+
+    def watch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
+        self.watchers.setdefault(key, set()).add(watcher)
+
+    def unwatch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
+        self.watchers.get(key, set()).discard(watcher)
+
+    def append(self, key: tuple[str, int], data: bytes) -> None:
+        """A batch lands on ``key``: its watchers (fetch sessions) are told."""
+        self.logs[key].append(data)
+        for watcher in list(self.watchers.get(key, ())):
+            watcher.changed(key, len(data))
+
+    def open_log(self, topic: str, partition: int) -> PartitionOffsets | None:
+        """The offsets a fetch session looks at (the log's three, not a whole log)."""
+        if (topic, partition) not in self.logs:
+            return None
+        return PartitionOffsets(
+            self.log_start[(topic, partition)], len(self.logs[(topic, partition)]),
+            self._lso(topic, partition))
+
+    def wait_for_data(
+        self,
+        positions: Sequence[tuple[str, int, int]],
+        *,
+        min_bytes: int,
+        max_wait_ms: int,
+        already: int = 0,
+        seen: dict[tuple[str, int], int] | None = None,
+    ) -> defer.Deferred[None]:
+        self.waits.append((list(positions), min_bytes, max_wait_ms, already))
+        if self.wait_error is not None:
+            return defer.fail(self.wait_error)
+
+        def cancelled(d: defer.Deferred[None]) -> None:
+            self.cancelled_waits += 1
+
+        d: defer.Deferred[None] = defer.Deferred(cancelled)
+        self.wait_deferreds.append(d)
+        return d
+
+    def list_offsets(
+        self, topic: str, partition: int, *, read_committed: bool = False
+    ) -> defer.Deferred[tuple[int, int]]:
+        self.list_offsets_calls.append((topic, partition, read_committed))
+        try:
+            log = self._log(topic, partition)
+        except errors.BrokerError:
+            return defer.fail()
+        latest = self._lso(topic, partition) if read_committed else len(log)
+        return defer.succeed((self.log_start[(topic, partition)], latest))
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        self._log(topic, partition)
+        return defer.succeed((3, 1234) if timestamp_ms <= 1234 else None)
+
+    def max_timestamp_offset(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        log = self._log(topic, partition)
+        # The newest record has the largest timestamp here.
+        return defer.succeed((len(log) - 1, 9999) if log else None)
+
+    def init_producer_id(self) -> defer.Deferred[int]:
+        self.next_producer_id += 1
+        return defer.succeed(self.next_producer_id)
+
+    # -- what the Kafka handlers above do not call, answered from the same logs ---------
+
+    def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
+        return defer.succeed([self._topics[name] for name in sorted(self._topics)])
+
+    def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
+        return {}
+
+    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
+        return {}
+
+    def create_partitions(self, topic: str, new_total: int) -> defer.Deferred[TopicInfo]:
+        info = self._topics.get(topic)
+        if info is None:
+            return defer.fail(errors.UnknownTopicOrPartition(topic))
+        if new_total <= info.partitions:
+            return defer.fail(errors.InvalidPartitions(f"{topic} has {info.partitions}"))
+        for p in range(info.partitions, new_total):
+            self.logs[(topic, p)] = []
+            self.log_start[(topic, p)] = 0
+        self._topics[topic] = TopicInfo(topic, new_total, info.configs, topic_id=info.topic_id)
+        return defer.succeed(self._topics[topic])
+
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> defer.Deferred[int]:
+        try:
+            end = len(self._log(topic, partition))
+        except errors.BrokerError:
+            return defer.fail()
+        target = end if before_offset == -1 else before_offset
+        if not 0 <= target <= end:
+            return defer.fail(errors.OffsetOutOfRange(target, 0, end))
+        start = max(self.log_start[(topic, partition)], target)
+        self.log_start[(topic, partition)] = start
+        return defer.succeed(start)
+
+    def describe_log_dirs(self) -> LogDirUsage:
+        sizes = {key: sum(map(len, log)) for key, log in self.logs.items()}
+        return LogDirUsage("/fake-core", sizes)
+
+    def produce_values(
+        self, topic: str, partition: int, values: Sequence[bytes | None]
+    ) -> defer.Deferred[AppendInfo]:
+        data = encode_batch(list(values), timestamp_ms=0)
+        return self.produce_batches(topic, partition, data)
+
+    def set_record_validator(self, validate: RecordValidator | None) -> None:
+        self.record_validator = validate
+
+    def wait_records(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_value_bytes: int,
+        min_bytes: int,
+        max_wait_ms: int,
+    ) -> defer.Deferred[LogRead]:
+        return self.read(topic, partition, offset, max_value_bytes, COMMITTED_BYTES)
+
+    def write_txn_markers(
+        self,
+        partitions: Sequence[tuple[str, int]],
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int = 0,
+    ) -> defer.Deferred[None]:
+        if self.marker_error is not None:
+            return defer.fail(self.marker_error)
+        self.markers.append((tuple(partitions), producer_id, producer_epoch, commit))
+        if self.hold_markers:
+            d: defer.Deferred[None] = defer.Deferred()
+            self.held_markers.append(d)
+            return d
+        return defer.succeed(None)
+
+    def release_markers(self) -> None:
+        held, self.held_markers = self.held_markers, []
+        for d in held:
+            d.callback(None)
+
+    def set_txn_verifier(self, verify: TxnVerifier | None) -> None:
+        self.verifier = verify
+
+    def describe_producers(
+        self, topic: str, partition: int
+    ) -> defer.Deferred[list[tuple[ActiveProducer, int]]]:
+        try:
+            self._log(topic, partition)
+        except errors.BrokerError:
+            return defer.fail()
+        return defer.succeed([])
+
+
+# Every role of the core's face but CoreReads (whose ``open_log`` hands out a whole
+# partition log; the fake hands out its offsets, all a fetch session reads of it).
+_TOPICS: CoreTopics = FakeCore()
+_ADMIN: CoreAdmin = FakeCore()
+_WRITES: CoreWrites = FakeCore()
+_LONG_POLL: CoreLongPoll = FakeCore()
+_TRANSACTIONS: CoreTransactions = FakeCore()

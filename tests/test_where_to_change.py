@@ -1,0 +1,184 @@
+"""docs/architecture.md's "Where to change what" kept true: every file its table names
+exists, and every native request type and every routed Kafka API sits in the files the
+table's rows for adding one name. A new type or API that skips one of them (or a rename
+that leaves the table behind) fails here, naming what is missing."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS
+from brokerd.kafka.wire import messages
+from brokerd.kafka.wire.codec import ApiKey
+from brokerd.native import admin_wire, commands, queue_wire, wire
+from brokerd.native.messages import RequestType
+
+from tests.brokerproc import REPO
+
+BROKERD = REPO / "brokerd"
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+# Paths in the table are relative to brokerd/ unless they start with a top-level folder.
+TOP_LEVEL = ("docs/", "deploy/", "tools/", "tests/", "brokerd/")
+
+
+@functools.cache
+def table_rows() -> dict[str, str]:
+    """The table's rows by their first cell ("add a Kafka API": the rest of the row)."""
+    text = ARCHITECTURE.read_text()
+    section = text.split("## Where to change what", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0] not in ("to", "---"):
+            rows[cells[0]] = " | ".join(cells[1:])
+    return rows
+
+
+def named_paths(row: str) -> list[str]:
+    """The files and folders a row names (backticked, with a slash or a file suffix)."""
+    return [
+        token
+        for token in re.findall(r"`([^`]+)`", row)
+        if re.fullmatch(r"[\w./<>-]+", token) and ("/" in token or token.endswith((".py", ".md")))
+    ]
+
+
+def resolve(token: str) -> list[Path]:
+    path = token if token.startswith(TOP_LEVEL) else f"brokerd/{token}"
+    # ``<family>`` stands for any module of that folder.
+    return sorted(REPO.glob(re.sub(r"<\w+>", "*", path).rstrip("/")))
+
+
+def test_the_table_has_the_rows_this_test_checks() -> None:
+    rows = table_rows()
+    assert {"add a Kafka API", "add a native request type"} <= set(rows), sorted(rows)
+    assert len(rows) >= 8
+
+
+@pytest.mark.parametrize("row", sorted(table_rows()))
+def test_every_file_a_row_names_exists(row: str) -> None:
+    paths = named_paths(table_rows()[row])
+    assert paths, f"the row {row!r} names no file"
+    missing = [token for token in paths if not resolve(token)]
+    assert not missing, f"{row!r} names files that do not exist: {missing}"
+
+
+# -- add a native request type ---------------------------------------------------------
+
+
+def snake(member: RequestType) -> str:
+    return member.name.lower()
+
+
+#: The client methods not named after their type.
+CLIENT_METHODS = {RequestType.LONG_POLL_FETCH: "poll"}
+
+
+def camel(member: RequestType) -> str:
+    return "".join(part.capitalize() for part in member.name.split("_"))
+
+
+@pytest.mark.parametrize("request_type", list(RequestType), ids=snake)
+def test_a_native_type_has_its_row_layout_codecs_method_and_docs(
+    request_type: RequestType,
+) -> None:
+    row = table_rows()["add a native request type"]
+    for module in ("native/messages.py", "native/commands.py", "native/wire.py",
+                   "native/client_codec.py", "client.py", "docs/protocol.md"):
+        assert f"`{module}" in row, f"the table no longer names {module}"
+
+    rows = [command for command in commands.COMMANDS.values()
+            if command.request_type == request_type]
+    assert len(rows) == 1, f"{request_type!r}: {len(rows)} rows in native/commands.py"
+
+    # Its request layout: the fixed layouts of native/wire.py, or the admin and queue
+    # types' body codecs the row names beside it.
+    layouts = (
+        set(wire.REQUEST_LAYOUTS)
+        | set(admin_wire.TYPE_OF_CLASS.values())
+        | set(queue_wire.TYPE_OF_CLASS.values())
+    )
+    assert request_type in layouts, f"{request_type!r} has no request layout"
+
+    # The client's side: an encoder or decoder that names it, and its method.
+    client_side = "\n".join(
+        (BROKERD / "native" / name).read_text()
+        for name in ("client_codec.py", "admin_wire.py", "queue_wire.py")
+    )
+    assert f"RequestType.{request_type.name}" in client_side or (
+        f"encode_{snake(request_type)}" in client_side
+    ), f"no client codec names {request_type!r}"
+    client = (BROKERD / "client.py").read_text()
+    method = CLIENT_METHODS.get(request_type, snake(request_type))
+    assert f"def {method}(" in client, f"client.py has no {method}()"
+
+    protocol = (REPO / "docs" / "protocol.md").read_text()
+    assert re.search(rf"^\| {request_type.value} \| {camel(request_type)} \|", protocol, re.M), (
+        f"docs/protocol.md's type table has no row for {request_type.value} {camel(request_type)}"
+    )
+
+
+# -- add a Kafka API ---------------------------------------------------------------------
+
+
+@functools.cache
+def routed_keys() -> dict[ApiKey, str]:
+    """Each API answered by a handler module (its ``Route(ApiKey.X, ...)``), with the
+    module's name, read from the source so no handler needs building; the SASL APIs are
+    answered by handlers/sasl.py before a connection has authenticated, not routed."""
+    routed: dict[ApiKey, str] = dict.fromkeys(SASL_API_KEYS, "sasl")
+    for path in sorted((BROKERD / "kafka" / "server" / "handlers").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func.value if isinstance(node.func, ast.Subscript) else node.func
+            key = node.args[0]
+            if (
+                isinstance(func, ast.Name) and func.id == "Route"
+                and isinstance(key, ast.Attribute) and isinstance(key.value, ast.Name)
+                and key.value.id == "ApiKey"
+            ):
+                assert ApiKey[key.attr] not in routed, f"{key.attr} routed twice"
+                routed[ApiKey[key.attr]] = path.stem
+    return routed
+
+
+@functools.cache
+def declared_specs() -> dict[ApiKey, str]:
+    """Each API's ``ApiSpec`` by the message module whose ``APIS`` declares it."""
+    declared: dict[ApiKey, str] = {}
+    for info in pkgutil.iter_modules(list(messages.__path__)):
+        module = importlib.import_module(f"{messages.__name__}.{info.name}")
+        for spec in getattr(module, "APIS", ()):
+            declared[spec.key] = info.name
+    return declared
+
+
+def test_every_routed_api_is_declared_and_every_declared_api_routed() -> None:
+    routed, declared = routed_keys(), declared_specs()
+    assert len(routed) > 50
+    assert set(routed) - set(declared) == set(), "routed without an ApiSpec in wire/messages/"
+    assert set(declared) - set(routed) == set(), "declared in wire/messages/ but never routed"
+
+
+@pytest.mark.parametrize("key", sorted(routed_keys()), ids=lambda key: key.name)
+def test_a_kafka_api_has_its_key_spec_route_and_docs_row(key: ApiKey) -> None:
+    row = table_rows()["add a Kafka API"]
+    for module in ("kafka/wire/codec.py", "kafka/wire/messages/<family>.py",
+                   "kafka/server/handlers/<family>.py", "docs/kafka.md"):
+        assert f"`{module}" in row, f"the table no longer names {module}"
+    assert ApiKey(key.value) is key  # its ApiKey, in kafka/wire/codec.py
+    family = declared_specs().get(key)
+    assert family is not None, f"{key.name} has no ApiSpec in kafka/wire/messages/<family>.py"
+    assert (BROKERD / "kafka" / "wire" / "messages" / f"{family}.py").exists()
+    kafka_md = (REPO / "docs" / "kafka.md").read_text()
+    assert re.search(rf"^\| {key.value} \| \w+ \|", kafka_md, re.M), (
+        f"docs/kafka.md has no row for {key.value} ({key.name})"
+    )
