@@ -39,9 +39,9 @@ from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
     BrokerIdentity,
-    Connection,
     Handler,
     Outcome,
+    RequestContext,
 )
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.admin import DEFAULT_PARTITIONS, AdminHandlers
@@ -253,7 +253,7 @@ class KafkaHandlers:
             for key, route in self.routes.items()
         }
 
-    def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:
+    def handle(self, conn: RequestContext, request: Request) -> defer.Deferred[Any]:
         """Answer ``request``: fires with a response message or an :class:`Outcome`.
 
         A failure means a bug (every expected error becomes an error code); the
@@ -283,8 +283,8 @@ __all__ = [
     "DEFAULT_PARTITIONS",
     "NO_RESPONSE",
     "BrokerIdentity",
-    "Connection",
     "GroupCoordinatorLike",
     "KafkaHandlers",
     "Outcome",
+    "RequestContext",
 ]

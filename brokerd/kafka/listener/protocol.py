@@ -61,10 +61,10 @@ from brokerd.core.quotas.manager import QuotaManager
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.listener.dispatch import (
     DEFAULT_PARTITIONS,
-    Connection,
     GroupCoordinatorLike,
     KafkaHandlers,
     Outcome,
+    RequestContext,
 )
 from brokerd.kafka.server.fetch_sessions import DEFAULT_SESSION_SLOTS
 from brokerd.kafka.server.handlers.acl import AclHandlers
@@ -148,7 +148,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         self._pending: deque[bytes] = deque()
         self._pending_bytes = 0
         self._handed_bytes = 0  # the frame of the request nextRequest returned last
-        self._conn = Connection("")
+        self._conn = RequestContext("")
         self._sasl: SaslSession | None = None
         self._close_after_answer = False
         self._auth_failed = False  # answered a failed authentication: close soon
@@ -160,7 +160,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
 
     def connectionMade(self) -> None:
         super().connectionMade()
-        self._conn = Connection("/" + self.state.peer_host, self.state)
+        self._conn = RequestContext("/" + self.state.peer_host, self.state)
         self._conn.client_port = int(getattr(self._t.getPeer(), "port", 0) or 0)
 
     # ----------------------------------------------------------------- decoding

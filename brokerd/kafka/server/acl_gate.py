@@ -37,7 +37,7 @@ import attrs
 
 from brokerd.core.api import CoreTopics
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.handler_base import Connection, Handler, Outcome
+from brokerd.kafka.server.handler_base import Handler, Outcome, RequestContext
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import (
     ANONYMOUS,
@@ -242,7 +242,7 @@ def topic_op(op: Operation, access: Access) -> Callable[[str], ErrorCode | None]
     return lambda name: None if access.topic(op, name) else TOPIC_DENIED
 
 
-def access_of(authorizer: AclAuthorizer, core: CoreTopics, conn: Connection) -> Access:
+def access_of(authorizer: AclAuthorizer, core: CoreTopics, conn: RequestContext) -> Access:
     """The connection's principal (``User:ANONYMOUS`` until TLS or SASL set one) and
     host, as seen by ``authorizer``."""
     state = conn.state
@@ -258,7 +258,7 @@ def guard(
     if authorizer is None or rule is None:
         return handler
 
-    async def guarded(conn: Connection, req: Request) -> Any:
+    async def guarded(conn: RequestContext, req: Request) -> Any:
         g = rule(access_of(authorizer, core, conn), req)
         if g.answer is not None:
             return g.answer

@@ -1,10 +1,11 @@
 # -*- test-case-name: tests.kafka.server.test_protocol -*-
-"""What every Kafka API handler module shares: outcomes, the connection, typed views.
+"""What every Kafka API handler module shares: outcomes, the request context, typed views.
 
 :class:`Outcome` is what a handler returns instead of a response message (acks=0
-Produce); :class:`Connection` is the per-connection state a handler may use (the peer's
-address, and waits to cancel when the client goes away); :class:`BrokerIdentity` is the
-duck type of what the listener injects (with a :class:`brokerd.clock.Clock`).
+Produce); :class:`RequestContext` is what a handler knows of where a request came from
+(the peer's address and principal, and waits to cancel when the client goes away);
+:class:`BrokerIdentity` is the duck type of what the listener injects (with a
+:class:`brokerd.clock.Clock`).
 :func:`gather`, :func:`message` and :func:`unexpected_code` are the small helpers every
 handler uses.
 
@@ -61,9 +62,10 @@ class BrokerIdentity(Protocol):
     def cluster_id(self) -> str: ...
 
 
-class Connection:
-    """Per-connection state the handlers need: the peer, and the waits to cancel when
-    the connection goes away (a parked long-poll fetch must not outlive it)."""
+class RequestContext:
+    """What a handler knows of the connection a request came on: the peer, and the
+    waits to cancel when the connection goes away (a parked long-poll fetch must not
+    outlive it). One per connection, handed to every handler with each request."""
 
     def __init__(self, client_host: str, state: ConnectionState | None = None) -> None:
         #: Kafka's form, ``/127.0.0.1`` (JoinGroup passes it to the coordinator).
@@ -104,7 +106,7 @@ class Connection:
 
 #: One API's handler: the connection and the decoded request in, a response message or
 #: an :class:`Outcome` out.
-Handler = Callable[[Connection, Request], Awaitable[Any]]
+Handler = Callable[[RequestContext, Request], Awaitable[Any]]
 
 
 def gather(coros: Sequence[Coroutine[Any, Any, T]]) -> defer.Deferred[list[T]]:

@@ -30,7 +30,7 @@ from brokerd.kafka.server.acl_gate import (
     Gate,
     answer_now,
 )
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import acl as acl_apis
@@ -106,7 +106,7 @@ class AclHandlers:
 
     # -- CreateAcls ------------------------------------------------------------------
 
-    async def create_acls(self, conn: Connection, req: Request) -> acl_apis.CreateAclsResponse:
+    async def create_acls(self, conn: RequestContext, req: Request) -> acl_apis.CreateAclsResponse:
         body: acl_apis.CreateAclsRequest = req.body
         if self._authorizer is None:
             return acl_apis.CreateAclsResponse(results=tuple(
@@ -161,7 +161,7 @@ class AclHandlers:
     # -- DescribeAcls ----------------------------------------------------------------
 
     async def describe_acls(
-        self, conn: Connection, req: Request
+        self, conn: RequestContext, req: Request
     ) -> acl_apis.DescribeAclsResponse:
         body: acl_apis.DescribeAclsRequest = req.body
         if self._authorizer is None:
@@ -182,7 +182,7 @@ class AclHandlers:
 
     # -- DeleteAcls ------------------------------------------------------------------
 
-    async def delete_acls(self, conn: Connection, req: Request) -> acl_apis.DeleteAclsResponse:
+    async def delete_acls(self, conn: RequestContext, req: Request) -> acl_apis.DeleteAclsResponse:
         body: acl_apis.DeleteAclsRequest = req.body
         if self._authorizer is None:
             return acl_apis.DeleteAclsResponse(filter_results=tuple(

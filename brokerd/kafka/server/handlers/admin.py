@@ -44,7 +44,7 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import (
     LEADER_EPOCH,
     BrokerIdentity,
-    Connection,
+    RequestContext,
     message,
     repeated,
     unexpected_code,
@@ -156,7 +156,7 @@ class AdminHandlers:
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
 
-    async def api_versions(self, conn: Connection, req: Request) -> Any:
+    async def api_versions(self, conn: RequestContext, req: Request) -> Any:
         if req.api_version >= 3 and req.body is not None:
             # Client telemetry matches subscriptions on these (KIP-714).
             conn.client_software = (
@@ -203,7 +203,7 @@ class AdminHandlers:
             ),
         )
 
-    async def metadata(self, conn: Connection, req: Request) -> Any:
+    async def metadata(self, conn: RequestContext, req: Request) -> Any:
         body: apis.MetadataRequest = req.body
         version = req.api_version
         known = self._topics()
@@ -300,7 +300,7 @@ class AdminHandlers:
             )
         return self._topic_metadata(info)
 
-    async def describe_cluster(self, conn: Connection, req: Request) -> Any:
+    async def describe_cluster(self, conn: RequestContext, req: Request) -> Any:
         body: DescribeClusterRequest = req.body
         endpoint = body.endpoint_type
         if endpoint != ENDPOINT_BROKERS:
@@ -337,7 +337,7 @@ class AdminHandlers:
             cluster_authorized_operations=ops,
         )
 
-    async def describe_topic_partitions(self, conn: Connection, req: Request) -> Any:
+    async def describe_topic_partitions(self, conn: RequestContext, req: Request) -> Any:
         """Topics in name order, at most ``response_partition_limit`` partitions (capped
         at Kafka's 2000) per answer, from the cursor on; ``next_cursor`` says where the
         next request starts when the limit cut the answer short."""
@@ -417,7 +417,7 @@ class AdminHandlers:
             ),
         )
 
-    async def create_topics(self, conn: Connection, req: Request) -> Any:
+    async def create_topics(self, conn: RequestContext, req: Request) -> Any:
         body: apis.CreateTopicsRequest = req.body
         twice = repeated(t.name for t in body.topics)
         quota = None if self._quotas is None else self._quotas.mutations(
@@ -520,7 +520,7 @@ class AdminHandlers:
             ),
         )
 
-    async def delete_topics(self, conn: Connection, req: Request) -> Any:
+    async def delete_topics(self, conn: RequestContext, req: Request) -> Any:
         body: apis.DeleteTopicsRequest = req.body
         wanted = _topics_to_delete(body, req.api_version)
         twice_names = repeated(t.name for t in wanted if t.name is not None)
@@ -573,7 +573,7 @@ class AdminHandlers:
             quota.charge(info.partitions)
         return apis.DeletableTopicResult(name=info.name, topic_id=info.topic_id, error_code=0)
 
-    async def init_producer_id(self, conn: Connection, req: Request) -> Any:
+    async def init_producer_id(self, conn: RequestContext, req: Request) -> Any:
         body: apis.InitProducerIdRequest = req.body
         if body.transactional_id is not None:
             return await self._txn.init_producer_id(req.api_version, body)

@@ -67,7 +67,12 @@ from brokerd.kafka.server.acl_gate import (
     Gate,
     split_entries,
 )
-from brokerd.kafka.server.handler_base import BrokerIdentity, Connection, message, unexpected_code
+from brokerd.kafka.server.handler_base import (
+    BrokerIdentity,
+    RequestContext,
+    message,
+    unexpected_code,
+)
 from brokerd.kafka.server.handlers.share_configs import GroupConfigRefused, ShareGroupConfigs
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.telemetry.resources import (
@@ -393,7 +398,7 @@ class ConfigHandlers:
 
     # -- DescribeConfigs ---------------------------------------------------------------
 
-    async def describe_configs(self, conn: Connection, req: Request) -> Any:
+    async def describe_configs(self, conn: RequestContext, req: Request) -> Any:
         body: apis.DescribeConfigsRequest = req.body
         synonyms = req.api_version >= 1 and body.include_synonyms
         docs = req.api_version >= 3 and body.include_documentation
@@ -477,7 +482,7 @@ class ConfigHandlers:
 
     # -- AlterConfigs and IncrementalAlterConfigs --------------------------------------
 
-    async def alter_configs(self, conn: Connection, req: Request) -> Any:
+    async def alter_configs(self, conn: RequestContext, req: Request) -> Any:
         body: apis.AlterConfigsRequest = req.body
 
         def update_for(
@@ -495,7 +500,7 @@ class ConfigHandlers:
         results = await self._alter(body.resources, body.validate_only, update_for)
         return apis.AlterConfigsResponse(responses=results)
 
-    async def incremental_alter_configs(self, conn: Connection, req: Request) -> Any:
+    async def incremental_alter_configs(self, conn: RequestContext, req: Request) -> Any:
         body: apis.IncrementalAlterConfigsRequest = req.body
         if any(r.resource_type in _OWN_STORES for r in body.resources):
             return await self._alter_with_groups(body)

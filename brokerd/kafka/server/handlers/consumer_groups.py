@@ -46,7 +46,7 @@ from brokerd.kafka.server.acl_gate import (
     refuse_groups_with_denied_topics,
     split_entries,
 )
-from brokerd.kafka.server.handler_base import Connection, Outcome
+from brokerd.kafka.server.handler_base import Outcome, RequestContext
 from brokerd.kafka.server.internal_topics import InternalTopics, with_internal
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
@@ -114,7 +114,7 @@ class ConsumerGroupHandlers:
             Route(ApiKey.CONSUMER_GROUP_DESCRIBE, self.describe, describe_rule),
         )
 
-    async def heartbeat(self, conn: Connection, req: Request) -> Any:
+    async def heartbeat(self, conn: RequestContext, req: Request) -> Any:
         body: cg.ConsumerGroupHeartbeatRequest = req.body
         if body.group_id not in self._coordinator.consumer.groups and self._is_share_group(
             body.group_id
@@ -161,7 +161,7 @@ class ConsumerGroupHandlers:
             assignment=assignment,
         )
 
-    def _may_describe(self, conn: Connection) -> MayDescribe:
+    def _may_describe(self, conn: RequestContext) -> MayDescribe:
         authorizer = self._operations.authorizer
         if authorizer is None:
             return every_topic
@@ -170,7 +170,7 @@ class ConsumerGroupHandlers:
             Operation.DESCRIBE, ResourceType.TOPIC,
         )
 
-    async def describe(self, conn: Connection, req: Request) -> Any:
+    async def describe(self, conn: RequestContext, req: Request) -> Any:
         body: cg.ConsumerGroupDescribeRequest = req.body
         names = {info.topic_id: name for name, info in self._core.topics().items()}
 

@@ -70,7 +70,7 @@ from brokerd.kafka.server.fetch_sessions import (
     SessionKey,
     WantedPartition,
 )
-from brokerd.kafka.server.handler_base import NO_RESPONSE, Connection, unexpected_code
+from brokerd.kafka.server.handler_base import NO_RESPONSE, RequestContext, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch_catchup import CatchUp
 from brokerd.kafka.server.handlers.fetch_watch import AppendsWatch
@@ -245,7 +245,7 @@ class FetchHandler:
     def _readable(self, topic: str) -> OffsetsTopicLog | None:
         return None if self._internal is None else self._internal.readable(topic)
 
-    async def fetch(self, conn: Connection, req: Request) -> Any:
+    async def fetch(self, conn: RequestContext, req: Request) -> Any:
         """The Fetch API's handler: a full fetch (which may open a session), or an
         incremental one in a session (:mod:`brokerd.kafka.server.fetch_sessions`)."""
         body: apis.FetchRequest = req.body
@@ -285,7 +285,7 @@ class FetchHandler:
         return out
 
     async def _full(
-        self, conn: Connection, req: Request, body: apis.FetchRequest, *, open_session: bool
+        self, conn: RequestContext, req: Request, body: apis.FetchRequest, *, open_session: bool
     ) -> Any:
         """A full fetch: every partition it names is answered; with ``open_session``
         they become a new session if the cache has (or makes) room for it."""
@@ -437,7 +437,7 @@ class FetchHandler:
         return session_id
 
     async def _incremental(
-        self, conn: Connection, body: apis.FetchRequest, session: FetchSession, by_id: bool
+        self, conn: RequestContext, body: apis.FetchRequest, session: FetchSession, by_id: bool
     ) -> Any:
         """An incremental fetch in ``session`` (already updated with the request).
 
@@ -582,7 +582,7 @@ class FetchHandler:
 
     async def _poll(
         self,
-        conn: Connection,
+        conn: RequestContext,
         read: Callable[[], Awaitable[list[apis.FetchPartitionResponse]]],
         short_of: Callable[[list[apis.FetchPartitionResponse]], Shortfall | None],
         park: Callable[[Shortfall, int], Awaitable[bool]],
@@ -613,7 +613,7 @@ class FetchHandler:
 
     def _note_answered(
         self,
-        conn: Connection,
+        conn: RequestContext,
         body: apis.FetchRequest,
         partitions: Sequence[apis.FetchPartition],
         keys: Sequence[tuple[str, int]],

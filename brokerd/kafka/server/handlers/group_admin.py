@@ -32,7 +32,7 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
     topic_op,
 )
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
@@ -134,7 +134,7 @@ class GroupAdminHandlers:
             Route(ApiKey.OFFSET_DELETE, self.offset_delete, offset_delete_rule),
         )
 
-    async def list_groups(self, conn: Connection, req: Request) -> Any:
+    async def list_groups(self, conn: RequestContext, req: Request) -> Any:
         body: apis.ListGroupsRequest = req.body
         # The filters are empty before v4 and v5 (the fields' defaults), so every group is
         # listed; group_state is only on the wire from v4, group_type from v5.
@@ -159,7 +159,7 @@ class GroupAdminHandlers:
             )
         return apis.ListGroupsResponse(error_code=code, groups=tuple(listed))
 
-    async def describe_groups(self, conn: Connection, req: Request) -> Any:
+    async def describe_groups(self, conn: RequestContext, req: Request) -> Any:
         body: apis.DescribeGroupsRequest = req.body
         # v6+ (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND, not Dead.
         described = self._coordinator.admin.describe(
@@ -199,7 +199,7 @@ class GroupAdminHandlers:
             )
         )
 
-    async def delete_groups(self, conn: Connection, req: Request) -> Any:
+    async def delete_groups(self, conn: RequestContext, req: Request) -> Any:
         body: apis.DeleteGroupsRequest = req.body
         names = list(body.groups_names)
         shared: dict[str, int] = {}
@@ -219,7 +219,7 @@ class GroupAdminHandlers:
             )
         )
 
-    async def offset_delete(self, conn: Connection, req: Request) -> Any:
+    async def offset_delete(self, conn: RequestContext, req: Request) -> Any:
         body: apis.OffsetDeleteRequest = req.body
         if self._share_groups is not None and self._share_groups.exists(body.group_id):
             # A share group has no committed offsets (Kafka: "is not a consumer group");

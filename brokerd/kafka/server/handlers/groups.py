@@ -49,8 +49,8 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import (
     NO_RESPONSE,
     BrokerIdentity,
-    Connection,
     Outcome,
+    RequestContext,
     unexpected_code,
 )
 from brokerd.kafka.server.internal_topics import InternalTopics
@@ -270,7 +270,7 @@ class GroupHandlers:
 
     # -- FindCoordinator ----------------------------------------------------------------
 
-    async def find_coordinator(self, conn: Connection, req: Request) -> Any:
+    async def find_coordinator(self, conn: RequestContext, req: Request) -> Any:
         body: apis.FindCoordinatorRequest = req.body
         if req.api_version >= _FIND_COORDINATOR_BATCHED_FROM:
             return apis.FindCoordinatorResponse(coordinators=tuple(
@@ -310,7 +310,7 @@ class GroupHandlers:
 
     # -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ------------------------------------
 
-    async def join_group(self, conn: Connection, req: Request) -> Any:
+    async def join_group(self, conn: RequestContext, req: Request) -> Any:
         body: apis.JoinGroupRequest = req.body
         if self._is_share_group(body.group_id):
             return apis.JoinGroupResponse(
@@ -353,7 +353,7 @@ class GroupHandlers:
             ),
         )
 
-    async def sync_group(self, conn: Connection, req: Request) -> Any:
+    async def sync_group(self, conn: RequestContext, req: Request) -> Any:
         body: apis.SyncGroupRequest = req.body
         refused = sync_protocol_missing(req)
         if refused is not None:
@@ -378,7 +378,7 @@ class GroupHandlers:
             assignment=result.assignment or b"",
         )
 
-    async def heartbeat(self, conn: Connection, req: Request) -> Any:
+    async def heartbeat(self, conn: RequestContext, req: Request) -> Any:
         body: apis.HeartbeatRequest = req.body
         code = self._groups.heartbeat(
             body.group_id, body.generation_id, body.member_id,
@@ -386,7 +386,7 @@ class GroupHandlers:
         )
         return apis.HeartbeatResponse(error_code=code)
 
-    async def leave_group(self, conn: Connection, req: Request) -> Any:
+    async def leave_group(self, conn: RequestContext, req: Request) -> Any:
         body: apis.LeaveGroupRequest = req.body
         if req.api_version < _LEAVE_BATCHED_FROM:
             # Answered once the group's record is durable, as Kafka answers it.
@@ -408,7 +408,7 @@ class GroupHandlers:
 
     # -- OffsetCommit -------------------------------------------------------------------
 
-    async def offset_commit(self, conn: Connection, req: Request) -> Any:
+    async def offset_commit(self, conn: RequestContext, req: Request) -> Any:
         by_id = req.api_version >= _TOPIC_IDS_FROM
         body: apis.OffsetCommitRequest = (
             with_commit_names(req.body, self._topic_name) if by_id else req.body
@@ -476,7 +476,7 @@ class GroupHandlers:
 
     # -- OffsetFetch --------------------------------------------------------------------
 
-    async def offset_fetch(self, conn: Connection, req: Request) -> Any:
+    async def offset_fetch(self, conn: RequestContext, req: Request) -> Any:
         body: apis.OffsetFetchRequest = req.body
         if req.api_version >= _OFFSET_FETCH_GROUPS_FROM:
             by_id = req.api_version >= _TOPIC_IDS_FROM

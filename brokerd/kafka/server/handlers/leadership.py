@@ -52,7 +52,7 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import (
     LEADER_EPOCH,
     BrokerIdentity,
-    Connection,
+    RequestContext,
     unexpected_code,
 )
 from brokerd.kafka.server.handler_base import gather as _gather
@@ -165,7 +165,7 @@ class LeadershipHandlers:
 
     # -- OffsetForLeaderEpoch -----------------------------------------------------------
 
-    async def offset_for_leader_epoch(self, conn: Connection, req: Request) -> Any:
+    async def offset_for_leader_epoch(self, conn: RequestContext, req: Request) -> Any:
         body: OffsetForLeaderEpochRequest = req.body
         topics = []
         for t in body.topics:
@@ -190,7 +190,7 @@ class LeadershipHandlers:
 
     # -- DescribeQuorum -----------------------------------------------------------------
 
-    async def describe_quorum(self, conn: Connection, req: Request) -> Any:
+    async def describe_quorum(self, conn: RequestContext, req: Request) -> Any:
         body: DescribeQuorumRequest = req.body
         if not _names_metadata_partition(body):
             return _quorum_refused(body, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -236,7 +236,7 @@ class LeadershipHandlers:
 
     # -- ElectLeaders ---------------------------------------------------------------------
 
-    async def elect_leaders(self, conn: Connection, req: Request) -> Any:
+    async def elect_leaders(self, conn: RequestContext, req: Request) -> Any:
         body: ElectLeadersRequest = req.body
         if body.election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
             return ElectLeadersResponse(error_code=ErrorCode.INVALID_REQUEST)
@@ -258,7 +258,7 @@ class LeadershipHandlers:
 
     # -- AlterPartitionReassignments and ListPartitionReassignments ---------------------
 
-    async def alter_partition_reassignments(self, conn: Connection, req: Request) -> Any:
+    async def alter_partition_reassignments(self, conn: RequestContext, req: Request) -> Any:
         body: AlterPartitionReassignmentsRequest = req.body
         known = self._core.topics()
         node = self._id.node_id
@@ -278,7 +278,7 @@ class LeadershipHandlers:
             ),
         )
 
-    async def list_partition_reassignments(self, conn: Connection, req: Request) -> Any:
+    async def list_partition_reassignments(self, conn: RequestContext, req: Request) -> Any:
         # Reassignments complete as they are asked for (see the module docstring).
         return ListPartitionReassignmentsResponse()
 

@@ -24,7 +24,7 @@ from twisted.logger import Logger
 from brokerd.core.api import CoreApi
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import TOPIC_DENIED, Access, Gate, by_name, split_entries
-from brokerd.kafka.server.handler_base import LEADER_EPOCH, Connection, unexpected_code
+from brokerd.kafka.server.handler_base import LEADER_EPOCH, RequestContext, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch import READ_COMMITTED
 from brokerd.kafka.server.internal_topics import InternalTopics
@@ -77,7 +77,7 @@ class ListOffsetsHandler:
         """Map ``exc``; log it when it is not one of brokerd's own errors."""
         return unexpected_code(self._log, what, exc)
 
-    async def list_offsets(self, conn: Connection, req: Request) -> Any:
+    async def list_offsets(self, conn: RequestContext, req: Request) -> Any:
         body: apis.ListOffsetsRequest = req.body
         # v1 has no isolation level (it decodes as 0, read_uncommitted).
         read_committed = body.isolation_level == READ_COMMITTED

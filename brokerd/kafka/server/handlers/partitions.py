@@ -44,7 +44,7 @@ from brokerd.kafka.server.acl_gate import (
 )
 from brokerd.kafka.server.handler_base import (
     BrokerIdentity,
-    Connection,
+    RequestContext,
     gather,
     message,
     repeated,
@@ -131,7 +131,7 @@ class PartitionAdminHandlers:
 
     # -- CreatePartitions ------------------------------------------------------------
 
-    async def create_partitions(self, conn: Connection, req: Request) -> Any:
+    async def create_partitions(self, conn: RequestContext, req: Request) -> Any:
         body: apis.CreatePartitionsRequest = req.body
         twice = repeated(t.name for t in body.topics)
         quota = None if self._quotas is None else self._quotas.mutations(
@@ -205,7 +205,7 @@ class PartitionAdminHandlers:
 
     # -- DeleteRecords ---------------------------------------------------------------
 
-    async def delete_records(self, conn: Connection, req: Request) -> Any:
+    async def delete_records(self, conn: RequestContext, req: Request) -> Any:
         body: apis.DeleteRecordsRequest = req.body
         known = self._core.topics()
         # Every partition at once: each moves and persists on its own.
@@ -244,7 +244,7 @@ class PartitionAdminHandlers:
 
     # -- DescribeLogDirs -------------------------------------------------------------
 
-    async def describe_log_dirs(self, conn: Connection, req: Request) -> Any:
+    async def describe_log_dirs(self, conn: RequestContext, req: Request) -> Any:
         body: apis.DescribeLogDirsRequest = req.body
         usage = self._core.describe_log_dirs()
         sizes = usage.partition_sizes

@@ -36,7 +36,7 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
-    Connection,
+    RequestContext,
     unexpected_code,
 )
 from brokerd.kafka.server.handler_base import gather as _gather
@@ -116,7 +116,7 @@ class ProduceHandler:
         """Map ``exc``; log it when it is not one of brokerd's own errors."""
         return unexpected_code(self._log, what, exc)
 
-    async def produce(self, conn: Connection, req: Request) -> Any:
+    async def produce(self, conn: RequestContext, req: Request) -> Any:
         body: apis.ProduceRequest = req.body
         version = req.api_version
         acks = body.acks

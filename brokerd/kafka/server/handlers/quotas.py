@@ -36,7 +36,7 @@ from brokerd.core.quotas.manager import QuotaManager
 from brokerd.core.quotas.store import QuotaStore
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import CLUSTER_DENIED, DENIED_TEXT, Access, Gate, answer_now
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import quotas as m
@@ -83,7 +83,7 @@ class ClientQuotaHandlers:
             Route(ApiKey.ALTER_CLIENT_QUOTAS, self.alter, alter_client_quotas_rule),
         )
 
-    async def describe(self, conn: Connection, req: Request) -> m.DescribeClientQuotasResponse:
+    async def describe(self, conn: RequestContext, req: Request) -> m.DescribeClientQuotasResponse:
         body: m.DescribeClientQuotasRequest = req.body
         try:
             if len(body.components) > MAX_ENTRIES:
@@ -104,7 +104,7 @@ class ClientQuotaHandlers:
             for entity, values in found
         ))
 
-    async def alter(self, conn: Connection, req: Request) -> m.AlterClientQuotasResponse:
+    async def alter(self, conn: RequestContext, req: Request) -> m.AlterClientQuotasResponse:
         body: m.AlterClientQuotasRequest = req.body
         if len(body.entries) > MAX_ENTRIES:
             return m.AlterClientQuotasResponse(entries=tuple(

@@ -37,7 +37,7 @@ from brokerd.kafka.server.acl_gate import (
     Gate,
     answer_now,
 )
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.server.sasl import HANDSHAKE_FAILURE, SaslCode, SaslFailed, SaslSession
 from brokerd.kafka.wire.codec import ApiKey
@@ -159,7 +159,7 @@ class ScramAdminHandlers:
             ),
         )
 
-    async def describe(self, conn: Connection, req: Request) -> Any:
+    async def describe(self, conn: RequestContext, req: Request) -> Any:
         body: m.DescribeUserScramCredentialsRequest = req.body
         if self._store is None:
             return m.DescribeUserScramCredentialsResponse.refused(
@@ -193,7 +193,7 @@ class ScramAdminHandlers:
                     user=name, credential_infos=infos))
         return m.DescribeUserScramCredentialsResponse(results=tuple(results))
 
-    async def alter(self, conn: Connection, req: Request) -> Any:
+    async def alter(self, conn: RequestContext, req: Request) -> Any:
         body: m.AlterUserScramCredentialsRequest = req.body
         order = list(dict.fromkeys(
             [d.name for d in body.deletions] + [u.name for u in body.upsertions]))

@@ -43,7 +43,7 @@ from brokerd.kafka.server.acl_gate import (
     answer_now,
     refuse_groups_with_denied_topics,
 )
-from brokerd.kafka.server.handler_base import NO_RESPONSE, BrokerIdentity, Connection
+from brokerd.kafka.server.handler_base import NO_RESPONSE, BrokerIdentity, RequestContext
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
@@ -120,7 +120,7 @@ class ShareHandlers:
 
     # -- ShareGroupHeartbeat -------------------------------------------------------------
 
-    async def heartbeat(self, conn: Connection, req: Request) -> Any:
+    async def heartbeat(self, conn: RequestContext, req: Request) -> Any:
         if self._shares is None:
             return m.ShareGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.ShareGroupHeartbeatRequest = req.body
@@ -174,7 +174,7 @@ class ShareHandlers:
 
     # -- ShareGroupDescribe --------------------------------------------------------------
 
-    async def describe(self, conn: Connection, req: Request) -> Any:
+    async def describe(self, conn: RequestContext, req: Request) -> Any:
         if self._shares is None:
             return m.ShareGroupDescribeResponse(
                 groups=tuple(
@@ -238,7 +238,7 @@ class ShareHandlers:
 
     # -- ShareFetch and ShareAcknowledge -------------------------------------------------
 
-    async def share_fetch(self, conn: Connection, req: Request) -> Any:
+    async def share_fetch(self, conn: RequestContext, req: Request) -> Any:
         if self._shares is None:
             return m.ShareFetchResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.ShareFetchRequest = req.body
@@ -324,7 +324,7 @@ class ShareHandlers:
         )
         return m.ShareFetchResponse(acquisition_lock_timeout_ms=lock_ms, responses=responses)
 
-    async def share_acknowledge(self, conn: Connection, req: Request) -> Any:
+    async def share_acknowledge(self, conn: RequestContext, req: Request) -> Any:
         if self._shares is None:
             return m.ShareAcknowledgeResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.ShareAcknowledgeRequest = req.body

@@ -28,7 +28,7 @@ from brokerd.kafka.server.acl_gate import (
     answer_now,
     topic_check,
 )
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import share_offsets as m
@@ -70,7 +70,7 @@ class ShareOffsetHandlers:
     def _known(self, group: str) -> bool:
         return group in self._s.coordinator.groups or group in self._s.service.engine.groups()
 
-    async def describe(self, conn: Connection, req: Request) -> Any:
+    async def describe(self, conn: RequestContext, req: Request) -> Any:
         if self._shares is None:
             return m.DescribeShareGroupOffsetsResponse(
                 groups=tuple(
@@ -153,7 +153,7 @@ class ShareOffsetHandlers:
             return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group} is not a share group."
         return None
 
-    async def alter(self, conn: Connection, req: Request) -> Any:
+    async def alter(self, conn: RequestContext, req: Request) -> Any:
         if self._shares is None:
             return m.AlterShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.AlterShareGroupOffsetsRequest = req.body
@@ -190,7 +190,7 @@ class ShareOffsetHandlers:
             )
         return m.AlterShareGroupOffsetsResponse(responses=tuple(out))
 
-    async def delete(self, conn: Connection, req: Request) -> Any:
+    async def delete(self, conn: RequestContext, req: Request) -> Any:
         if self._shares is None:
             return m.DeleteShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         body: m.DeleteShareGroupOffsetsRequest = req.body

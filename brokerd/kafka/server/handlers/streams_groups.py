@@ -47,7 +47,7 @@ from brokerd.kafka.server.acl_gate import (
     itself,
     split_entries,
 )
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.wire.codec import ApiKey
@@ -103,7 +103,7 @@ class StreamsGroupHandlers:
     def _topics(self) -> dict[str, int]:
         return {name: info.partitions for name, info in self._core.topics().items()}
 
-    async def heartbeat(self, conn: Connection, req: Request) -> Any:
+    async def heartbeat(self, conn: RequestContext, req: Request) -> Any:
         body: sg.StreamsGroupHeartbeatRequest = req.body
         streams = self._coordinator.streams
         if body.group_id not in streams.groups and self._is_share_group(body.group_id):
@@ -176,7 +176,7 @@ class StreamsGroupHandlers:
             ),
         )
 
-    def _may_create(self, conn: Connection, topic: str) -> bool:
+    def _may_create(self, conn: RequestContext, topic: str) -> bool:
         """Kafka's rule for the internal topics a heartbeat makes: CREATE on the cluster
         or on the topic (without it they stay missing: MISSING_INTERNAL_TOPICS)."""
         authorizer = self._operations.authorizer
@@ -203,7 +203,7 @@ class StreamsGroupHandlers:
             group=group_id, topic=topic.name, n=topic.partitions,
         )
 
-    async def update_description(self, conn: Connection, req: Request) -> Any:
+    async def update_description(self, conn: RequestContext, req: Request) -> Any:
         """Keep the topology description a member sends when its heartbeat answer asked
         for one (KIP-1331); StreamsGroupDescribe v1 gives it back."""
         body: sg.StreamsGroupTopologyDescriptionUpdateRequest = req.body
@@ -214,7 +214,7 @@ class StreamsGroupHandlers:
             error_code=code, error_message=message
         )
 
-    async def describe(self, conn: Connection, req: Request) -> Any:
+    async def describe(self, conn: RequestContext, req: Request) -> Any:
         body: sg.StreamsGroupDescribeRequest = req.body
         streams = self._coordinator.streams
 

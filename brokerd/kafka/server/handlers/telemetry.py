@@ -24,7 +24,7 @@ from typing import Any
 from brokerd.core.api import CoreApi
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import CLUSTER_DENIED, Access, Gate, answer_now
-from brokerd.kafka.server.handler_base import BrokerIdentity, Connection
+from brokerd.kafka.server.handler_base import BrokerIdentity, RequestContext
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.telemetry.clients import ClientTelemetry, ConnectionFacts, TelemetryError
 from brokerd.kafka.wire.codec import ApiKey
@@ -48,7 +48,7 @@ GROUP = 32
 LISTED_TYPES = (TOPIC, BROKER, CLIENT_METRICS, GROUP)
 
 
-def connection_facts(conn: Connection, req: Request) -> ConnectionFacts:
+def connection_facts(conn: RequestContext, req: Request) -> ConnectionFacts:
     name, version = conn.client_software
     return ConnectionFacts(
         client_id=req.header.client_id or "",
@@ -86,7 +86,7 @@ class TelemetryHandlers:
             Route(ApiKey.LIST_CONFIG_RESOURCES, self.list_config_resources, list_rule),
         )
 
-    async def get_subscriptions(self, conn: Connection, req: Request) -> Any:
+    async def get_subscriptions(self, conn: RequestContext, req: Request) -> Any:
         body: GetTelemetrySubscriptionsRequest = req.body
         try:
             sub = self._telemetry.get_subscriptions(
@@ -104,7 +104,7 @@ class TelemetryHandlers:
             requested_metrics=sub.requested_metrics,
         )
 
-    async def push(self, conn: Connection, req: Request) -> Any:
+    async def push(self, conn: RequestContext, req: Request) -> Any:
         body: PushTelemetryRequest = req.body
         try:
             await self._telemetry.push(
@@ -119,7 +119,7 @@ class TelemetryHandlers:
             return PushTelemetryResponse(error_code=e.code)
         return PushTelemetryResponse()
 
-    async def list_config_resources(self, conn: Connection, req: Request) -> Any:
+    async def list_config_resources(self, conn: RequestContext, req: Request) -> Any:
         body: ListConfigResourcesRequest = req.body
         if req.api_version == 0:
             wanted: tuple[int, ...] = (CLIENT_METRICS,)

@@ -59,7 +59,7 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
     topic_op,
 )
-from brokerd.kafka.server.handler_base import Connection, unexpected_code
+from brokerd.kafka.server.handler_base import RequestContext, unexpected_code
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.route import Route
 from brokerd.kafka.txn.types import (
@@ -213,7 +213,7 @@ class TxnHandlers:
 
     # -- AddPartitionsToTxn ----------------------------------------------------------
 
-    async def add_partitions_to_txn(self, conn: Connection, req: Request) -> Any:
+    async def add_partitions_to_txn(self, conn: RequestContext, req: Request) -> Any:
         body: apis.AddPartitionsToTxnRequest = req.body
         if req.api_version >= 4:
             return apis.AddPartitionsToTxnResponse(
@@ -322,7 +322,7 @@ class TxnHandlers:
 
     # -- AddOffsetsToTxn and EndTxn --------------------------------------------------
 
-    async def add_offsets_to_txn(self, conn: Connection, req: Request) -> Any:
+    async def add_offsets_to_txn(self, conn: RequestContext, req: Request) -> Any:
         body: apis.AddOffsetsToTxnRequest = req.body
         if self._txn is None:
             code: int = NO_COORDINATOR
@@ -339,7 +339,7 @@ class TxnHandlers:
             error_code=code_for_version(ApiKey.ADD_OFFSETS_TO_TXN, req.api_version, code)
         )
 
-    async def end_txn(self, conn: Connection, req: Request) -> Any:
+    async def end_txn(self, conn: RequestContext, req: Request) -> Any:
         body: apis.EndTxnRequest = req.body
         if req.api_version >= BUMPING_END_TXN_FROM and self._txn is not None:
             return await self._end_txn_bumping(body)
@@ -390,7 +390,7 @@ class TxnHandlers:
             req = Request(req.header, with_txn_commit_names(req.body, self._topic_name))
         return txn_offset_commit_rule(access, req)
 
-    async def txn_offset_commit(self, conn: Connection, req: Request) -> Any:
+    async def txn_offset_commit(self, conn: RequestContext, req: Request) -> Any:
         by_id = req.api_version >= TXN_OFFSET_COMMIT_TOPIC_IDS_FROM
         body: apis.TxnOffsetCommitRequest = (
             with_txn_commit_names(req.body, self._topic_name) if by_id else req.body
@@ -470,7 +470,7 @@ class TxnHandlers:
 
     # -- DescribeTransactions and ListTransactions -----------------------------------
 
-    async def describe_transactions(self, conn: Connection, req: Request) -> Any:
+    async def describe_transactions(self, conn: RequestContext, req: Request) -> Any:
         body: apis.DescribeTransactionsRequest = req.body
         ids = list(body.transactional_ids)
         if self._txn is None:
@@ -485,7 +485,7 @@ class TxnHandlers:
             transaction_states=tuple(_described(d) for d in found)
         )
 
-    async def list_transactions(self, conn: Connection, req: Request) -> Any:
+    async def list_transactions(self, conn: RequestContext, req: Request) -> Any:
         body: apis.ListTransactionsRequest = req.body
         unknown = tuple(s for s in body.state_filters if s not in TXN_STATE_NAMES)
         pattern: Regex | None = None
@@ -526,7 +526,7 @@ class TxnHandlers:
 
     # -- DescribeProducers -----------------------------------------------------------
 
-    async def describe_producers(self, conn: Connection, req: Request) -> Any:
+    async def describe_producers(self, conn: RequestContext, req: Request) -> Any:
         body: producer_apis.DescribeProducersRequest = req.body
         topics = []
         for t in body.topics:
@@ -572,7 +572,7 @@ class TxnHandlers:
 
     # -- WriteTxnMarkers -------------------------------------------------------------
 
-    async def write_txn_markers(self, conn: Connection, req: Request) -> Any:
+    async def write_txn_markers(self, conn: RequestContext, req: Request) -> Any:
         body: txn_apis.WriteTxnMarkersRequest = req.body
         return txn_apis.WriteTxnMarkersResponse(
             markers=tuple([await self._write_marker(m) for m in body.markers])
