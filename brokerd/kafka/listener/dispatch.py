@@ -68,13 +68,13 @@ from brokerd.kafka.server.handlers.telemetry import TelemetryHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
-from brokerd.kafka.server.route import Route, route_table
+from brokerd.kafka.server.route import AnyRoute, route_table
 from brokerd.kafka.server.throttle import QuotaEnforcer
 from brokerd.kafka.telemetry.clients import ClientTelemetry
 from brokerd.kafka.telemetry.resources import ClientMetricsResources
 from brokerd.kafka.txn.types import TransactionCoordinatorLike
 from brokerd.kafka.wire.codec import ApiKey
-from brokerd.kafka.wire.requests.apis import Request
+from brokerd.kafka.wire.requests.apis import AnyRequest
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.security.acl import AclAuthorizer
 
@@ -245,15 +245,15 @@ class KafkaHandlers:
             quotas if quotas is not None else ClientQuotaHandlers(QuotaManager()),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
-        self.routes: dict[ApiKey, Route] = route_table(
+        self.routes: dict[ApiKey, AnyRoute] = route_table(
             route for family in families for route in family.routes()
         )
-        self._handlers: dict[ApiKey, Handler] = {
+        self._handlers: dict[ApiKey, Handler[Any, Any]] = {
             key: authorize.guard(route.handle, route.rule, authorizer, core)
             for key, route in self.routes.items()
         }
 
-    def handle(self, conn: RequestContext, request: Request) -> defer.Deferred[Any]:
+    def handle(self, conn: RequestContext, request: AnyRequest) -> defer.Deferred[Any]:
         """Answer ``request``: fires with a response message or an :class:`Outcome`.
 
         A failure means a bug (every expected error becomes an error code); the

@@ -122,7 +122,7 @@ DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_FRAME_TIMEOUT = 60.0
 
 
-class KafkaProtocol(RequestConnection[apis.Request, object]):
+class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
     """One Kafka client connection. See the module docstring for its policies.
 
     Complete frames are split off at once and queue (undecoded) in ``_pending``; each is
@@ -199,7 +199,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             self._pending.append(f)
             self._pending_bytes += len(f)
 
-    def nextRequest(self) -> apis.Request | None:
+    def nextRequest(self) -> apis.AnyRequest | None:
         while (
             not self.closing and not self.blocked and not self._auth_failed
             and not self._holding_raw_token and self._may_dispatch()
@@ -237,7 +237,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             and all(request.api_key is ApiKey.PRODUCE for request in in_flight)
         )
 
-    def _decode(self, payload: bytes) -> apis.Request | None:
+    def _decode(self, payload: bytes) -> apis.AnyRequest | None:
         try:
             return apis.decode_request(payload)
         except apis.UnsupportedVersion as e:
@@ -340,7 +340,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
 
     # ----------------------------------------------------------------- dispatch
 
-    def handleRequest(self, request: apis.Request) -> defer.Deferred[object]:
+    def handleRequest(self, request: apis.AnyRequest) -> defer.Deferred[object]:
         started = self.metrics.now()
         quotas = self._quotas
         if quotas.quotas.keys_set and request.api_key not in SASL_API_KEYS:
@@ -348,7 +348,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         return observe_kafka(self.metrics, request, started, self._dispatch(request))
 
     def _handle_charged(
-        self, quotas: QuotaEnforcer, request: apis.Request, started: float
+        self, quotas: QuotaEnforcer, request: apis.AnyRequest, started: float
     ) -> defer.Deferred[object]:
         """Dispatch while client quotas are set: note the request's size and time (and
         cut a fetch to what the consumer quota allows in its window)."""
@@ -366,7 +366,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         charge[1] += perf_counter() - begun
         return d
 
-    def _dispatch(self, request: apis.Request) -> defer.Deferred[object]:
+    def _dispatch(self, request: apis.AnyRequest) -> defer.Deferred[object]:
         if request.api_key in SASL_API_KEYS:
             # Answered here, synchronously: they change this connection's state, and the
             # next frame must be read in the state they leave.
@@ -385,7 +385,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             return defer.succeed(answer.response)
         return self._handlers.handle(self._conn, request)
 
-    def deliverAnswer(self, request: apis.Request, answer: object) -> bool:
+    def deliverAnswer(self, request: apis.AnyRequest, answer: object) -> bool:
         charge = self._charges.pop(id(request), None) if self._charges else None
         if charge is not None:
             return self._deliver_charged(self._quotas, request, answer, charge)
@@ -402,7 +402,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         return True
 
     def _deliver_charged(
-        self, quotas: QuotaEnforcer, request: apis.Request, answer: object,
+        self, quotas: QuotaEnforcer, request: apis.AnyRequest, answer: object,
         charge: list[float],
     ) -> bool:
         """Charge the request to its client quotas, answer it (with its throttle time)
@@ -439,7 +439,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             return False
         return True
 
-    def requestFailed(self, failure: Failure, request: apis.Request) -> None:
+    def requestFailed(self, failure: Failure, request: apis.AnyRequest) -> None:
         # Every expected error is an error code inside a response; this is a bug, and
         # the request cannot be answered in its API's terms: close, as Kafka does.
         self._log.failure(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from twisted.internet import defer
 from twisted.logger import Logger
@@ -28,6 +28,9 @@ from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.connection import ConnectionState
 
 T = TypeVar("T")
+#: An API's request and response message classes.
+Q = TypeVar("Q")
+P = TypeVar("P")
 
 #: brokerd has one leader epoch forever (it is a single node that never changes
 #: leadership): OffsetForLeaderEpoch answers from it, so a client's KIP-320 offset
@@ -104,9 +107,11 @@ class RequestContext:
             d.cancel()
 
 
-#: One API's handler: the connection and the decoded request in, a response message or
-#: an :class:`Outcome` out.
-Handler = Callable[[RequestContext, Request], Awaitable[Any]]
+#: One API's handler: the request context and the decoded request in, a response message
+#: or an :class:`Outcome` out. ``Handler[CreateTopicsRequest, CreateTopicsResponse]``
+#: answers CreateTopics (:class:`~brokerd.kafka.server.route.Route` ties it to its API's
+#: :class:`~brokerd.kafka.wire.schema.ApiSpec`, so mypy checks it against both classes).
+Handler: TypeAlias = Callable[[RequestContext, Request[Q]], Awaitable[P | Outcome]]
 
 
 def gather(coros: Sequence[Coroutine[Any, Any, T]]) -> defer.Deferred[list[T]]:

@@ -74,7 +74,7 @@ from brokerd.kafka.server.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.server.handlers.share_configs import GroupConfigRefused, ShareGroupConfigs
-from brokerd.kafka.server.route import Route
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.telemetry.resources import (
     CONFIGS as CLIENT_METRICS_CONFIGS,
 )
@@ -82,8 +82,12 @@ from brokerd.kafka.telemetry.resources import (
     ClientMetricsResources,
     InvalidClientMetricsConfig,
 )
-from brokerd.kafka.wire.codec import ApiKey
-from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
+from brokerd.kafka.wire.messages.configs import (
+    ALTER_CONFIGS,
+    DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
+    IncrementalAlterConfigsResponse,
+)
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.names import validate_topic_name
@@ -329,15 +333,15 @@ class ConfigHandlers:
 
     # -- checks every API shares -------------------------------------------------------
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.DESCRIBE_CONFIGS, self.describe_configs, describe_configs_rule),
-            Route(ApiKey.ALTER_CONFIGS, self.alter_configs, alter_configs_rule),
-            Route(
-                ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            route(DESCRIBE_CONFIGS, self.describe_configs, describe_configs_rule),
+            route(ALTER_CONFIGS, self.alter_configs, alter_configs_rule),
+            route(
+                INCREMENTAL_ALTER_CONFIGS,
                 self.incremental_alter_configs,
-                alter_configs_rule,
+                incremental_alter_configs_rule,
             ),
         )
 
@@ -398,8 +402,10 @@ class ConfigHandlers:
 
     # -- DescribeConfigs ---------------------------------------------------------------
 
-    async def describe_configs(self, conn: RequestContext, req: Request) -> Any:
-        body: apis.DescribeConfigsRequest = req.body
+    async def describe_configs(
+        self, conn: RequestContext, req: Request[apis.DescribeConfigsRequest]
+    ) -> apis.DescribeConfigsResponse:
+        body = req.body
         synonyms = req.api_version >= 1 and body.include_synonyms
         docs = req.api_version >= 3 and body.include_documentation
         results = []
@@ -482,8 +488,10 @@ class ConfigHandlers:
 
     # -- AlterConfigs and IncrementalAlterConfigs --------------------------------------
 
-    async def alter_configs(self, conn: RequestContext, req: Request) -> Any:
-        body: apis.AlterConfigsRequest = req.body
+    async def alter_configs(
+        self, conn: RequestContext, req: Request[apis.AlterConfigsRequest]
+    ) -> apis.AlterConfigsResponse:
+        body = req.body
 
         def update_for(
             res: apis.AlterConfigsResource,
@@ -500,8 +508,10 @@ class ConfigHandlers:
         results = await self._alter(body.resources, body.validate_only, update_for)
         return apis.AlterConfigsResponse(responses=results)
 
-    async def incremental_alter_configs(self, conn: RequestContext, req: Request) -> Any:
-        body: apis.IncrementalAlterConfigsRequest = req.body
+    async def incremental_alter_configs(
+        self, conn: RequestContext, req: Request[apis.IncrementalAlterConfigsRequest]
+    ) -> IncrementalAlterConfigsResponse:
+        body = req.body
         if any(r.resource_type in _OWN_STORES for r in body.resources):
             return await self._alter_with_groups(body)
         return IncrementalAlterConfigsResponse(responses=await self._incremental(body))
@@ -531,7 +541,9 @@ class ConfigHandlers:
 
         return await self._alter(body.resources, body.validate_only, update_for)
 
-    async def _alter_with_groups(self, body: apis.IncrementalAlterConfigsRequest) -> Any:
+    async def _alter_with_groups(
+        self, body: apis.IncrementalAlterConfigsRequest
+    ) -> IncrementalAlterConfigsResponse:
         """An IncrementalAlterConfigs naming groups or client-metrics resources: those
         here, the rest as usual, the answers in request order."""
         others = [r for r in body.resources if r.resource_type not in _OWN_STORES]
@@ -685,7 +697,9 @@ def _resource(r: Any) -> tuple[int, str]:
     return (r.resource_type, r.resource_name)
 
 
-def describe_configs_rule(access: Access, req: Request) -> Gate:
+def describe_configs_rule(
+    access: Access, req: Request[apis.DescribeConfigsRequest]
+) -> Gate[apis.DescribeConfigsRequest, apis.DescribeConfigsResponse]:
     return split_entries(
         req, req.body.resources, _resource, _config_error(access, Operation.DESCRIBE_CONFIGS),
         lambda r, code: apis.DescribeConfigsResult(
@@ -697,13 +711,32 @@ def describe_configs_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def alter_configs_rule(access: Access, req: Request) -> Gate:
+def _alter_denied(
+    r: apis.AlterConfigsResource | apis.IncrementalAlterConfigsResource, code: ErrorCode
+) -> apis.AlterConfigsResourceResponse:
+    return apis.AlterConfigsResourceResponse(
+        error_code=code, error_message=DENIED_TEXT,
+        resource_type=r.resource_type, resource_name=r.resource_name,
+    )
+
+
+def alter_configs_rule(
+    access: Access, req: Request[apis.AlterConfigsRequest]
+) -> Gate[apis.AlterConfigsRequest, apis.AlterConfigsResponse]:
     return split_entries(
         req, req.body.resources, _resource, _config_error(access, Operation.ALTER_CONFIGS),
-        lambda r, code: apis.AlterConfigsResourceResponse(
-            error_code=code, error_message=DENIED_TEXT,
-            resource_type=r.resource_type, resource_name=r.resource_name,
-        ),
+        _alter_denied,
+        narrow=lambda kept: attrs.evolve(req.body, resources=kept),
+        widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
+    )
+
+
+def incremental_alter_configs_rule(
+    access: Access, req: Request[apis.IncrementalAlterConfigsRequest]
+) -> Gate[apis.IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse]:
+    return split_entries(
+        req, req.body.resources, _resource, _config_error(access, Operation.ALTER_CONFIGS),
+        _alter_denied,
         narrow=lambda kept: attrs.evolve(req.body, resources=kept),
         widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
     )

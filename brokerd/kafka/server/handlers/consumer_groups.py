@@ -49,9 +49,12 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import Outcome, RequestContext
 from brokerd.kafka.server.internal_topics import InternalTopics, with_internal
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.wire.messages import consumer_groups as cg
+from brokerd.kafka.wire.messages.consumer_groups import (
+    CONSUMER_GROUP_DESCRIBE,
+    CONSUMER_GROUP_HEARTBEAT,
+)
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation, ResourceType
 
@@ -108,14 +111,16 @@ class ConsumerGroupHandlers:
         self._operations = operations if operations is not None else AuthorizedOperations()
         self._is_share_group = is_share_group
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         return (
-            Route(ApiKey.CONSUMER_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
-            Route(ApiKey.CONSUMER_GROUP_DESCRIBE, self.describe, describe_rule),
+            route(CONSUMER_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
+            route(CONSUMER_GROUP_DESCRIBE, self.describe, describe_rule),
         )
 
-    async def heartbeat(self, conn: RequestContext, req: Request) -> Any:
-        body: cg.ConsumerGroupHeartbeatRequest = req.body
+    async def heartbeat(
+        self, conn: RequestContext, req: Request[cg.ConsumerGroupHeartbeatRequest]
+    ) -> cg.ConsumerGroupHeartbeatResponse:
+        body = req.body
         if body.group_id not in self._coordinator.consumer.groups and self._is_share_group(
             body.group_id
         ):
@@ -170,8 +175,10 @@ class ConsumerGroupHandlers:
             Operation.DESCRIBE, ResourceType.TOPIC,
         )
 
-    async def describe(self, conn: RequestContext, req: Request) -> Any:
-        body: cg.ConsumerGroupDescribeRequest = req.body
+    async def describe(
+        self, conn: RequestContext, req: Request[cg.ConsumerGroupDescribeRequest]
+    ) -> cg.ConsumerGroupDescribeResponse:
+        body = req.body
         names = {info.topic_id: name for name, info in self._core.topics().items()}
 
         def one(group_id: str) -> cg.DescribedConsumerGroup:
@@ -241,9 +248,11 @@ def _described(group: ConsumerGroup, names: dict[uuid.UUID, str]) -> cg.Describe
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def heartbeat_rule(access: Access, req: Request) -> Gate:
+def heartbeat_rule(
+    access: Access, req: Request[cg.ConsumerGroupHeartbeatRequest]
+) -> Gate[cg.ConsumerGroupHeartbeatRequest, cg.ConsumerGroupHeartbeatResponse]:
     """READ on the group; DESCRIBE on every subscribed topic named (Kafka's rule)."""
-    body: cg.ConsumerGroupHeartbeatRequest = req.body
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, cg.ConsumerGroupHeartbeatResponse(
             error_code=GROUP_DENIED, error_message=DENIED_TEXT
@@ -259,12 +268,15 @@ def heartbeat_rule(access: Access, req: Request) -> Gate:
     return Gate(req)
 
 
-def describe_rule(access: Access, req: Request) -> Gate:
+def describe_rule(
+    access: Access, req: Request[cg.ConsumerGroupDescribeRequest]
+) -> Gate[cg.ConsumerGroupDescribeRequest, cg.ConsumerGroupDescribeResponse]:
     """DESCRIBE on each group; the others are answered GROUP_AUTHORIZATION_FAILED, once
     per group id. A described group using a topic the principal may not DESCRIBE is
     answered TOPIC_AUTHORIZATION_FAILED without its members."""
-    body: cg.ConsumerGroupDescribeRequest = req.body
+    body = req.body
     distinct = attrs.evolve(body, group_ids=tuple(dict.fromkeys(body.group_ids)))
+    gate: Gate[cg.ConsumerGroupDescribeRequest, cg.ConsumerGroupDescribeResponse]
     gate = split_entries(
         attrs.evolve(req, body=distinct), distinct.group_ids, itself,
         lambda g: None if access.group(Operation.DESCRIBE, g) else GROUP_DENIED,
@@ -274,7 +286,9 @@ def describe_rule(access: Access, req: Request) -> Gate:
     )
     refuse = refuse_groups_with_denied_topics(access, _topics_used, _topics_refusal)
 
-    def finish(response: Any) -> Any:
+    def finish(
+        response: cg.ConsumerGroupDescribeResponse | Outcome,
+    ) -> cg.ConsumerGroupDescribeResponse | Outcome:
         response = gate.finish(response)
         if isinstance(response, Outcome):
             return response

@@ -25,7 +25,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 from twisted.internet import defer
@@ -54,9 +54,18 @@ from brokerd.kafka.server.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.server.internal_topics import InternalTopics
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
+from brokerd.kafka.wire.codec import ZERO_UUID
 from brokerd.kafka.wire.messages import groups as group_apis
+from brokerd.kafka.wire.messages.groups import (
+    FIND_COORDINATOR,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    SYNC_GROUP,
+)
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
@@ -246,16 +255,16 @@ class GroupHandlers:
         self._pending = pending_offsets
         self._is_share_group = is_share_group
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.FIND_COORDINATOR, self.find_coordinator, find_coordinator_rule),
-            Route(ApiKey.JOIN_GROUP, self.join_group, join_group_rule),
-            Route(ApiKey.SYNC_GROUP, self.sync_group, sync_group_rule),
-            Route(ApiKey.HEARTBEAT, self.heartbeat, heartbeat_rule),
-            Route(ApiKey.LEAVE_GROUP, self.leave_group, leave_group_rule),
-            Route(ApiKey.OFFSET_COMMIT, self.offset_commit, self.offset_commit_rule),
-            Route(ApiKey.OFFSET_FETCH, self.offset_fetch, self.offset_fetch_rule),
+            route(FIND_COORDINATOR, self.find_coordinator, find_coordinator_rule),
+            route(JOIN_GROUP, self.join_group, join_group_rule),
+            route(SYNC_GROUP, self.sync_group, sync_group_rule),
+            route(HEARTBEAT, self.heartbeat, heartbeat_rule),
+            route(LEAVE_GROUP, self.leave_group, leave_group_rule),
+            route(OFFSET_COMMIT, self.offset_commit, self.offset_commit_rule),
+            route(OFFSET_FETCH, self.offset_fetch, self.offset_fetch_rule),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
@@ -270,8 +279,10 @@ class GroupHandlers:
 
     # -- FindCoordinator ----------------------------------------------------------------
 
-    async def find_coordinator(self, conn: RequestContext, req: Request) -> Any:
-        body: apis.FindCoordinatorRequest = req.body
+    async def find_coordinator(
+        self, conn: RequestContext, req: Request[apis.FindCoordinatorRequest]
+    ) -> apis.FindCoordinatorResponse:
+        body = req.body
         if req.api_version >= _FIND_COORDINATOR_BATCHED_FROM:
             return apis.FindCoordinatorResponse(coordinators=tuple(
                 self._coordinator_for(body.key_type, key, req.api_version)
@@ -310,8 +321,10 @@ class GroupHandlers:
 
     # -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ------------------------------------
 
-    async def join_group(self, conn: RequestContext, req: Request) -> Any:
-        body: apis.JoinGroupRequest = req.body
+    async def join_group(
+        self, conn: RequestContext, req: Request[apis.JoinGroupRequest]
+    ) -> apis.JoinGroupResponse | Outcome:
+        body = req.body
         if self._is_share_group(body.group_id):
             return apis.JoinGroupResponse(
                 error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=""
@@ -353,8 +366,10 @@ class GroupHandlers:
             ),
         )
 
-    async def sync_group(self, conn: RequestContext, req: Request) -> Any:
-        body: apis.SyncGroupRequest = req.body
+    async def sync_group(
+        self, conn: RequestContext, req: Request[apis.SyncGroupRequest]
+    ) -> apis.SyncGroupResponse | Outcome:
+        body = req.body
         refused = sync_protocol_missing(req)
         if refused is not None:
             return refused
@@ -378,16 +393,20 @@ class GroupHandlers:
             assignment=result.assignment or b"",
         )
 
-    async def heartbeat(self, conn: RequestContext, req: Request) -> Any:
-        body: apis.HeartbeatRequest = req.body
+    async def heartbeat(
+        self, conn: RequestContext, req: Request[apis.HeartbeatRequest]
+    ) -> apis.HeartbeatResponse:
+        body = req.body
         code = self._groups.heartbeat(
             body.group_id, body.generation_id, body.member_id,
             group_instance_id=body.group_instance_id,
         )
         return apis.HeartbeatResponse(error_code=code)
 
-    async def leave_group(self, conn: RequestContext, req: Request) -> Any:
-        body: apis.LeaveGroupRequest = req.body
+    async def leave_group(
+        self, conn: RequestContext, req: Request[apis.LeaveGroupRequest]
+    ) -> apis.LeaveGroupResponse:
+        body = req.body
         if req.api_version < _LEAVE_BATCHED_FROM:
             # Answered once the group's record is durable, as Kafka answers it.
             return apis.LeaveGroupResponse(
@@ -408,7 +427,9 @@ class GroupHandlers:
 
     # -- OffsetCommit -------------------------------------------------------------------
 
-    async def offset_commit(self, conn: RequestContext, req: Request) -> Any:
+    async def offset_commit(
+        self, conn: RequestContext, req: Request[apis.OffsetCommitRequest]
+    ) -> apis.OffsetCommitResponse:
         by_id = req.api_version >= _TOPIC_IDS_FROM
         body: apis.OffsetCommitRequest = (
             with_commit_names(req.body, self._topic_name) if by_id else req.body
@@ -468,7 +489,9 @@ class GroupHandlers:
             )
         )
 
-    def offset_commit_rule(self, access: Access, req: Request) -> Gate:
+    def offset_commit_rule(
+        self, access: Access, req: Request[apis.OffsetCommitRequest]
+    ) -> Gate[apis.OffsetCommitRequest, apis.OffsetCommitResponse]:
         """OffsetCommit's ACL rule (v10+: on the names of the topics' IDs)."""
         if req.api_version >= _TOPIC_IDS_FROM:
             req = Request(req.header, with_commit_names(req.body, self._topic_name))
@@ -476,8 +499,10 @@ class GroupHandlers:
 
     # -- OffsetFetch --------------------------------------------------------------------
 
-    async def offset_fetch(self, conn: RequestContext, req: Request) -> Any:
-        body: apis.OffsetFetchRequest = req.body
+    async def offset_fetch(
+        self, conn: RequestContext, req: Request[apis.OffsetFetchRequest]
+    ) -> apis.OffsetFetchResponse:
+        body = req.body
         if req.api_version >= _OFFSET_FETCH_GROUPS_FROM:
             by_id = req.api_version >= _TOPIC_IDS_FROM
             if by_id:
@@ -507,7 +532,9 @@ class GroupHandlers:
         topics, top = self._fetch_group(body.group_id, body.topics, body.require_stable)
         return apis.OffsetFetchResponse(topics=topics, error_code=top)
 
-    def offset_fetch_rule(self, access: Access, req: Request) -> Gate:
+    def offset_fetch_rule(
+        self, access: Access, req: Request[apis.OffsetFetchRequest]
+    ) -> Gate[apis.OffsetFetchRequest, apis.OffsetFetchResponse]:
         """OffsetFetch's ACL rule (v10+: on the names of the topics' IDs)."""
         if req.api_version >= _TOPIC_IDS_FROM:
             req = Request(req.header, with_fetch_names(req.body, self._topic_name))
@@ -580,10 +607,10 @@ def _join_protocol_name(name: str, version: int) -> str | None:
     return name
 
 
-def sync_protocol_missing(req: Request) -> Any:
+def sync_protocol_missing(req: Request[apis.SyncGroupRequest]) -> apis.SyncGroupResponse | None:
     """SyncGroup v5+ must name the protocol type and name: without them Kafka answers
     INCONSISTENT_GROUP_PROTOCOL, before any ACL check. None when the request is fine."""
-    body: apis.SyncGroupRequest = req.body
+    body = req.body
     if req.api_version >= _SYNC_PROTOCOL_FROM and (
         body.protocol_type is None or body.protocol_name is None
     ):
@@ -656,8 +683,21 @@ def _unstable(
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def _group_gate(op: Operation, response: Callable[[Request], Any]) -> Rule:
-    def rule(access: Access, req: Request) -> Gate:
+class _NamesGroup(Protocol):
+    """A request of one group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."""
+
+    @property
+    def group_id(self) -> str: ...
+
+
+#: The request and response classes of a one-group API.
+GQ = TypeVar("GQ", bound=_NamesGroup)
+GP = TypeVar("GP")
+Q = TypeVar("Q")
+
+
+def _group_gate(op: Operation, response: Callable[[Request[GQ]], GP]) -> Rule[GQ, GP]:
+    def rule(access: Access, req: Request[GQ]) -> Gate[GQ, GP]:
         if access.group(op, req.body.group_id):
             return Gate(req)
         return answer_now(req, response(req))
@@ -665,7 +705,7 @@ def _group_gate(op: Operation, response: Callable[[Request], Any]) -> Rule:
     return rule
 
 
-join_group_rule = _group_gate(
+join_group_rule: Rule[apis.JoinGroupRequest, apis.JoinGroupResponse] = _group_gate(
     Operation.READ,
     lambda req: apis.JoinGroupResponse(
         error_code=GROUP_DENIED, protocol_name=_join_protocol_name("", req.api_version)
@@ -673,12 +713,14 @@ join_group_rule = _group_gate(
 )
 
 
-_sync_group_gate = _group_gate(
+_sync_group_gate: Rule[apis.SyncGroupRequest, apis.SyncGroupResponse] = _group_gate(
     Operation.READ, lambda req: apis.SyncGroupResponse(error_code=GROUP_DENIED)
 )
 
 
-def sync_group_rule(access: Access, req: Request) -> Gate:
+def sync_group_rule(
+    access: Access, req: Request[apis.SyncGroupRequest]
+) -> Gate[apis.SyncGroupRequest, apis.SyncGroupResponse]:
     # Kafka refuses a v5+ SyncGroup without its protocol before looking at ACLs.
     refused = sync_protocol_missing(req)
     if refused is not None:
@@ -686,21 +728,23 @@ def sync_group_rule(access: Access, req: Request) -> Gate:
     return _sync_group_gate(access, req)
 
 
-heartbeat_rule = _group_gate(
+heartbeat_rule: Rule[apis.HeartbeatRequest, apis.HeartbeatResponse] = _group_gate(
     Operation.READ, lambda req: apis.HeartbeatResponse(error_code=GROUP_DENIED)
 )
 
 
-leave_group_rule = _group_gate(
+leave_group_rule: Rule[apis.LeaveGroupRequest, apis.LeaveGroupResponse] = _group_gate(
     Operation.READ, lambda req: apis.LeaveGroupResponse(error_code=GROUP_DENIED)
 )
 
 
-def find_coordinator_rule(access: Access, req: Request) -> Gate:
+def find_coordinator_rule(
+    access: Access, req: Request[apis.FindCoordinatorRequest]
+) -> Gate[apis.FindCoordinatorRequest, apis.FindCoordinatorResponse]:
     """DESCRIBE on the group or transactional id of each key (v4+: each key on its own);
     a share key (v6+) needs CLUSTER_ACTION on the cluster, for the whole request, as
     Kafka checks it. Other key types are the handler's to refuse."""
-    body: apis.FindCoordinatorRequest = req.body
+    body = req.body
     batched = req.api_version >= _FIND_COORDINATOR_BATCHED_FROM
     if body.key_type == _COORDINATOR_SHARE:
         if req.api_version < _FIND_COORDINATOR_SHARE_FROM or access.cluster(
@@ -753,7 +797,7 @@ def _commit_topics_denied(
 
 
 def _unknown_id_or(
-    access: Access, op: Operation, req: Request
+    access: Access, op: Operation, req: Request[Q]
 ) -> Callable[[Any], ErrorCode | None]:
     """A topic entry's ACL check; a v10+ entry without a name (an ID no topic has) passes,
     for the handler to answer UNKNOWN_TOPIC_ID as Kafka does before any ACL check."""
@@ -767,10 +811,12 @@ def _unknown_id_or(
     return error_of
 
 
-def offset_commit_rule(access: Access, req: Request) -> Gate:
+def offset_commit_rule(
+    access: Access, req: Request[apis.OffsetCommitRequest]
+) -> Gate[apis.OffsetCommitRequest, apis.OffsetCommitResponse]:
     """READ on the group, then READ on each topic (v10+: ``req`` has the IDs' names,
     :meth:`GroupHandlers.offset_commit_rule`)."""
-    body: apis.OffsetCommitRequest = req.body
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, apis.OffsetCommitResponse(
             topics=_commit_topics_denied(GROUP_DENIED, body.topics)
@@ -795,12 +841,14 @@ def _fetch_topics_denied(
     )
 
 
-def offset_fetch_groups_rule(access: Access, req: Request) -> Gate:
+def offset_fetch_groups_rule(
+    access: Access, req: Request[apis.OffsetFetchRequest]
+) -> Gate[apis.OffsetFetchRequest, apis.OffsetFetchResponse]:
     """OffsetFetch v8+: each group needs DESCRIBE on itself (a refused group is answered
     GROUP_AUTHORIZATION_FAILED with no topics); within an allowed group each topic needs
     DESCRIBE, as in the one-group form (v10+: on the names of the topics' IDs; an ID no
     topic has is the handler's)."""
-    body: apis.OffsetFetchRequest = req.body
+    body = req.body
     topic_error = _unknown_id_or(access, Operation.DESCRIBE, req)
     kept: list[apis.OffsetFetchRequestGroup] = []
     refused_groups: list[apis.OffsetFetchResponseGroup] = []
@@ -825,7 +873,9 @@ def offset_fetch_groups_rule(access: Access, req: Request) -> Gate:
     if not (refused_groups or refused_topics or every_topic):
         return Gate(req)
 
-    def finish(response: Any) -> Any:
+    def finish(
+        response: apis.OffsetFetchResponse | Outcome,
+    ) -> apis.OffsetFetchResponse | Outcome:
         if isinstance(response, Outcome):
             return response
         answered = []
@@ -841,8 +891,10 @@ def offset_fetch_groups_rule(access: Access, req: Request) -> Gate:
     return Gate(narrowed, finish=finish)
 
 
-def offset_fetch_rule(access: Access, req: Request) -> Gate:
-    body: apis.OffsetFetchRequest = req.body
+def offset_fetch_rule(
+    access: Access, req: Request[apis.OffsetFetchRequest]
+) -> Gate[apis.OffsetFetchRequest, apis.OffsetFetchResponse]:
+    body = req.body
     if req.api_version >= _OFFSET_FETCH_GROUPS_FROM:
         return offset_fetch_groups_rule(access, req)
     if not access.group(Operation.DESCRIBE, body.group_id):

@@ -20,7 +20,7 @@ It does not parse or build bytes, keep group state, or dispatch.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 from twisted.logger import Logger
@@ -49,9 +49,13 @@ from brokerd.kafka.server.acl_gate import (
 )
 from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.wire.messages import streams_groups as sg
+from brokerd.kafka.wire.messages.streams_groups import (
+    STREAMS_GROUP_DESCRIBE,
+    STREAMS_GROUP_HEARTBEAT,
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+)
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 
@@ -92,19 +96,21 @@ class StreamsGroupHandlers:
         self._operations = operations if operations is not None else AuthorizedOperations()
         self._is_share_group = is_share_group
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         return (
-            Route(ApiKey.STREAMS_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
-            Route(ApiKey.STREAMS_GROUP_DESCRIBE, self.describe, describe_rule),
-            Route(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, self.update_description,
+            route(STREAMS_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
+            route(STREAMS_GROUP_DESCRIBE, self.describe, describe_rule),
+            route(STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, self.update_description,
                   update_description_rule),
         )
 
     def _topics(self) -> dict[str, int]:
         return {name: info.partitions for name, info in self._core.topics().items()}
 
-    async def heartbeat(self, conn: RequestContext, req: Request) -> Any:
-        body: sg.StreamsGroupHeartbeatRequest = req.body
+    async def heartbeat(
+        self, conn: RequestContext, req: Request[sg.StreamsGroupHeartbeatRequest]
+    ) -> sg.StreamsGroupHeartbeatResponse:
+        body = req.body
         streams = self._coordinator.streams
         if body.group_id not in streams.groups and self._is_share_group(body.group_id):
             return sg.StreamsGroupHeartbeatResponse(
@@ -203,10 +209,12 @@ class StreamsGroupHandlers:
             group=group_id, topic=topic.name, n=topic.partitions,
         )
 
-    async def update_description(self, conn: RequestContext, req: Request) -> Any:
+    async def update_description(
+        self, conn: RequestContext, req: Request[sg.StreamsGroupTopologyDescriptionUpdateRequest]
+    ) -> sg.StreamsGroupTopologyDescriptionUpdateResponse:
         """Keep the topology description a member sends when its heartbeat answer asked
         for one (KIP-1331); StreamsGroupDescribe v1 gives it back."""
-        body: sg.StreamsGroupTopologyDescriptionUpdateRequest = req.body
+        body = req.body
         code, message = self._coordinator.streams.store_description(
             body.group_id, body.member_id, body.topology_epoch, body.topology_description
         )
@@ -214,8 +222,10 @@ class StreamsGroupHandlers:
             error_code=code, error_message=message
         )
 
-    async def describe(self, conn: RequestContext, req: Request) -> Any:
-        body: sg.StreamsGroupDescribeRequest = req.body
+    async def describe(
+        self, conn: RequestContext, req: Request[sg.StreamsGroupDescribeRequest]
+    ) -> sg.StreamsGroupDescribeResponse:
+        body = req.body
         streams = self._coordinator.streams
 
         def one(group_id: str) -> sg.DescribedStreamsGroup:
@@ -380,9 +390,11 @@ def _described(group: StreamsGroup) -> sg.DescribedStreamsGroup:
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def heartbeat_rule(access: Access, req: Request) -> Gate:
+def heartbeat_rule(
+    access: Access, req: Request[sg.StreamsGroupHeartbeatRequest]
+) -> Gate[sg.StreamsGroupHeartbeatRequest, sg.StreamsGroupHeartbeatResponse]:
     """READ on the group (Kafka's rule; the internal topics are the group's to make)."""
-    body: sg.StreamsGroupHeartbeatRequest = req.body
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, sg.StreamsGroupHeartbeatResponse(
             error_code=GROUP_DENIED, error_message=DENIED_TEXT
@@ -390,10 +402,12 @@ def heartbeat_rule(access: Access, req: Request) -> Gate:
     return Gate(req)
 
 
-def describe_rule(access: Access, req: Request) -> Gate:
+def describe_rule(
+    access: Access, req: Request[sg.StreamsGroupDescribeRequest]
+) -> Gate[sg.StreamsGroupDescribeRequest, sg.StreamsGroupDescribeResponse]:
     """DESCRIBE on each group; the others are answered GROUP_AUTHORIZATION_FAILED, once
     per group id."""
-    body: sg.StreamsGroupDescribeRequest = req.body
+    body = req.body
     distinct = attrs.evolve(body, group_ids=tuple(dict.fromkeys(body.group_ids)))
     return split_entries(
         attrs.evolve(req, body=distinct), distinct.group_ids, itself,
@@ -404,9 +418,14 @@ def describe_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def update_description_rule(access: Access, req: Request) -> Gate:
+def update_description_rule(
+    access: Access, req: Request[sg.StreamsGroupTopologyDescriptionUpdateRequest]
+) -> Gate[
+    sg.StreamsGroupTopologyDescriptionUpdateRequest,
+    sg.StreamsGroupTopologyDescriptionUpdateResponse,
+]:
     """READ on the group, as its heartbeat."""
-    body: sg.StreamsGroupTopologyDescriptionUpdateRequest = req.body
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, sg.StreamsGroupTopologyDescriptionUpdateResponse(
             error_code=GROUP_DENIED, error_message=DENIED_TEXT

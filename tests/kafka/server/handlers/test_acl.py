@@ -229,6 +229,12 @@ class AclApiTests(AclTestCase):
         # Only ApiVersions: a client asks it before anything else.
         self.assertEqual(unchecked, {ApiKey.API_VERSIONS})
 
+    def test_every_route_is_typed_by_the_registered_spec_of_its_api(self) -> None:
+        # A route names its API by the message module's spec (mypy checks its handler
+        # and rule against that spec's classes): the spec must be the registry's own.
+        for key, route in self.factory.handlers.routes.items():
+            self.assertIs(route.spec, SPECS[key], key.name)
+
     def test_every_registered_api_is_routed_or_answered_by_the_protocol(self) -> None:
         routed = set(self.factory.handlers.routes)
         self.assertEqual(routed | set(SASL_API_KEYS), set(SPECS))
