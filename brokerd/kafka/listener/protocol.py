@@ -61,7 +61,6 @@ from brokerd.core.quotas.manager import QuotaManager
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.listener.dispatch import (
     DEFAULT_PARTITIONS,
-    GroupCoordinatorLike,
     KafkaHandlers,
     Outcome,
     RequestContext,
@@ -75,7 +74,6 @@ from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.server.throttle import QuotaEnforcer
 from brokerd.kafka.telemetry.clients import ClientTelemetry
-from brokerd.kafka.txn.types import TransactionCoordinatorLike
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, CodecError, FrameError, FrameTooLarge
 from brokerd.kafka.wire.requests import apis
@@ -88,7 +86,9 @@ from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
 
 if TYPE_CHECKING:
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
+    from brokerd.kafka.txn.coordinator import TransactionCoordinator
 
 #: Seconds between writing the answer to a failed authentication and closing the
 #: connection: a client that handles the close before reading what arrived
@@ -462,7 +462,7 @@ class KafkaFactory(Factory):
 
     :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
     :param coordinator: the group coordinator
-        (:class:`~brokerd.kafka.listener.dispatch.GroupCoordinatorLike`).
+        (:class:`~brokerd.kafka.groups.coordinator.GroupCoordinator`).
     :param clock: provides ``callLater`` (the reactor, or ``task.Clock`` in tests).
     :param node_id: this broker's node id in Metadata and FindCoordinator.
     :param max_frame_bytes: largest request accepted; a larger size prefix closes the
@@ -473,7 +473,7 @@ class KafkaFactory(Factory):
     :param default_partitions: partitions of a CreateTopics topic with num_partitions -1
         (pass the broker's ``--default-partitions``).
     :param transactions: the transaction coordinator
-        (:class:`~brokerd.kafka.txn.types.TransactionCoordinatorLike`); None disables
+        (:class:`~brokerd.kafka.txn.coordinator.TransactionCoordinator`); None disables
         transactions (transactional requests get a fatal error, see ``docs/kafka.md``).
     :param authorizer: ACL checks of every request; None allows everything.
     :param acls: the CreateAcls/DescribeAcls/DeleteAcls handlers (default: disabled).
@@ -499,7 +499,7 @@ class KafkaFactory(Factory):
     def __init__(
         self,
         core: CoreApi,
-        coordinator: GroupCoordinatorLike,
+        coordinator: GroupCoordinator,
         *,
         clock: IReactorTime,
         advertised_host: str,
@@ -511,7 +511,7 @@ class KafkaFactory(Factory):
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         default_partitions: int = DEFAULT_PARTITIONS,
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
-        transactions: TransactionCoordinatorLike | None = None,
+        transactions: TransactionCoordinator | None = None,
         authorizer: AclAuthorizer | None = None,
         acls: AclHandlers | None = None,
         sasl: SaslConfig | None = None,

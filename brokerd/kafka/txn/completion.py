@@ -21,16 +21,20 @@ What this module does not do: validate requests, choose when to complete, or ret
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from brokerd.core.api import CoreTransactions
 from brokerd.errors import StorageError
-from brokerd.kafka.txn.deps import OffsetEntry, TxnGroups
+from brokerd.kafka.txn.deps import OffsetEntry
 from brokerd.kafka.txn.state import TxnMetadata, TxnState
 from brokerd.kafka.txn.table import TxnTable
 from brokerd.storage.write_errors import RateLimitedLog
+
+if TYPE_CHECKING:
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
 
 __all__ = ["TxnCompleter"]
 
@@ -48,7 +52,7 @@ class TxnCompleter:
         *,
         table: TxnTable,
         core: CoreTransactions,
-        groups: TxnGroups,
+        groups: GroupCoordinator,
         now_ms: Callable[[], int],
     ) -> None:
         self._table = table

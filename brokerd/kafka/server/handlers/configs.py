@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from twisted.logger import Logger
@@ -100,6 +100,9 @@ from brokerd.storage.config.topic_config import (
 )
 from brokerd.storage.types import TopicInfo
 
+if TYPE_CHECKING:
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
+
 #: Group configs of share groups (Kafka's ``share.*`` group configs).
 SHARE_PREFIX = "share."
 
@@ -145,13 +148,6 @@ KAFKA_TELEMETRY_MAX_BYTES_DEFAULT = 1024 * 1024
 #: Resource types whose configs are kept outside the topic store (groups' by the group
 #: coordinator and the share state, client metrics' in their own file).
 _OWN_STORES = (ResourceType.GROUP, ResourceType.CLIENT_METRICS)
-
-
-class HasGroupConfigs(Protocol):
-    """The group coordinator, as far as the GROUP config resource needs it."""
-
-    @property
-    def group_configs(self) -> GroupConfigs: ...
 
 
 class _Refused(Exception):
@@ -311,7 +307,7 @@ class ConfigHandlers:
         identity: BrokerIdentity,
         *,
         default_partitions: int,
-        groups: HasGroupConfigs | None = None,
+        groups: GroupCoordinator | None = None,
         shares: ShareGroupConfigs | None = None,
         client_metrics: ClientMetricsResources | None = None,
         telemetry_max_bytes: int | None = None,

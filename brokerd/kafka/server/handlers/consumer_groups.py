@@ -20,15 +20,12 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from twisted.internet.defer import Deferred
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.consumer.coordinator import (
-    ConsumerGroupCoordinator,
-    HeartbeatAnswer,
     HeartbeatInput,
     TopicMetadata,
     describe_assignment,
@@ -60,23 +57,7 @@ from brokerd.security.acl import Operation, ResourceType
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
-
-
-class HasConsumerGroups(Protocol):
-    """The classic coordinator, as far as these handlers need it."""
-
-    @property
-    def consumer(self) -> ConsumerGroupCoordinator: ...
-
-    def group_state(self, group_id: str, /) -> object | None:
-        """A classic group's state, None when there is no classic group of that id."""
-        ...
-
-    def consumer_heartbeat(
-        self, request: HeartbeatInput, topics: TopicMetadata, /
-    ) -> Deferred[HeartbeatAnswer]:
-        """The consumer coordinator's heartbeat, answered once its change is durable."""
-        ...
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
 
 
 def topic_metadata(core: CoreApi, internal: InternalTopics | None = None) -> TopicMetadata:
@@ -99,7 +80,7 @@ class ConsumerGroupHandlers:
     def __init__(
         self,
         core: CoreApi,
-        coordinator: HasConsumerGroups,
+        coordinator: GroupCoordinator,
         operations: AuthorizedOperations | None = None,
         *,
         is_share_group: Callable[[str], bool],

@@ -3,8 +3,8 @@
 OffsetDelete.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
-message by calling the coordinator's admin part (:mod:`brokerd.kafka.groups.admin`,
-duck-typed here by :class:`GroupAdminLike`). OffsetDelete partitions of topics that do
+message by calling the coordinator's admin part (:class:`brokerd.kafka.groups.admin.GroupAdmin`,
+the group coordinator's ``admin``). OffsetDelete partitions of topics that do
 not exist get UNKNOWN_TOPIC_OR_PARTITION here, as Kafka answers them.
 
 It does not parse or build bytes, keep group state, or dispatch:
@@ -13,11 +13,10 @@ It does not parse or build bytes, keep group state, or dispatch:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
-from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.admin import GroupDescription
@@ -47,6 +46,7 @@ from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
 
 #: ListGroups' type (and protocol type) of share groups (KIP-932).
 SHARE_GROUP_TYPE = "share"
@@ -63,27 +63,6 @@ _DELETION_REFUSED: Mapping[int, str] = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The group coordinator of {} is not available.",
     ErrorCode.NOT_COORDINATOR: "This broker is not the coordinator of group {}.",
 }
-
-
-class GroupAdminLike(Protocol):
-    """:class:`~brokerd.kafka.groups.admin.GroupAdmin` as the handlers use it."""
-
-    def list_groups_with_states(
-        self, states_filter: Collection[str] = (), types_filter: Collection[str] = (), /
-    ) -> tuple[int, list[tuple[str, str, str]]]: ...
-
-    def describe(
-        self, group_ids: list[str], missing_not_found: bool = False, /, *,
-        classic_only: bool = False,
-    ) -> Sequence[GroupDescription]: ...
-
-    def delete_groups(self, group_ids: list[str], /) -> defer.Deferred[Any]: ...
-
-    def group_type(self, group_id: str, /) -> str: ...
-
-    def delete_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]], /
-    ) -> defer.Deferred[Any]: ...
 
 
 class ShareGroupsAdmin(Protocol):
@@ -103,13 +82,6 @@ class ShareGroupsAdmin(Protocol):
         ...
 
 
-class HasGroupAdmin(Protocol):
-    """The coordinator, as far as these handlers need it."""
-
-    @property
-    def admin(self) -> GroupAdminLike: ...
-
-
 class GroupAdminHandlers:
     """Answers the group admin APIs.
 
@@ -120,7 +92,7 @@ class GroupAdminHandlers:
     def __init__(
         self,
         core: CoreApi,
-        coordinator: HasGroupAdmin,
+        coordinator: GroupCoordinator,
         operations: AuthorizedOperations | None = None,
         share_groups: ShareGroupsAdmin | None = None,
     ) -> None:

@@ -4,8 +4,7 @@ LeaveGroup, OffsetCommit and OffsetFetch.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
 message by calling the classic group coordinator
-(:mod:`brokerd.kafka.groups.coordinator`, duck-typed here by
-:class:`GroupCoordinatorLike` so tests can pass fakes). This node coordinates every group
+(:class:`~brokerd.kafka.groups.coordinator.GroupCoordinator`). This node coordinates every group
 and every transactional id; it keeps its share groups' state itself and has no share
 coordinator to find, so a share-partition key (FindCoordinator key type 2) is refused as
 Kafka refuses it without a share coordinator. A JoinGroup for the id of a share group is
@@ -73,6 +72,8 @@ from brokerd.storage.topic_ids import parse_topic_id
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
+    from brokerd.kafka.groups.state import JoinResult, SyncResult
 
 #: FindCoordinator's key types: a group, a transactional id, a share-group partition.
 _COORDINATOR_GROUP = 0
@@ -116,110 +117,6 @@ _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 TopicNameOf = Callable[[uuid.UUID], str]
 
 
-class JoinResultLike(Protocol):
-    @property
-    def error_code(self) -> int: ...
-    @property
-    def generation_id(self) -> int: ...
-    @property
-    def protocol_name(self) -> str | None: ...
-    @property
-    def leader_id(self) -> str: ...
-    @property
-    def member_id(self) -> str: ...
-    @property
-    def members(self) -> Sequence[tuple[str, str | None, bytes]]: ...
-    @property
-    def protocol_type(self) -> str | None: ...
-    @property
-    def skip_assignment(self) -> bool: ...
-
-
-class SyncResultLike(Protocol):
-    @property
-    def error_code(self) -> int: ...
-    @property
-    def assignment(self) -> bytes: ...
-    @property
-    def protocol_type(self) -> str | None: ...
-    @property
-    def protocol_name(self) -> str | None: ...
-
-
-class GroupCoordinatorLike(Protocol):
-    """The classic group coordinator (:mod:`brokerd.kafka.groups.coordinator`). Error codes in its
-    results are Kafka ints. Deferred results are typed ``Any`` because Deferred is
-    invariant; they are :class:`JoinResultLike` / :class:`SyncResultLike` /
-    ``dict[(topic, partition), code]``."""
-
-    def join(
-        self,
-        group_id: str,
-        member_id: str,
-        /,
-        *,
-        client_id: str,
-        client_host: str,
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-        skip_assignment_supported: bool = False,
-        reason: str | None = None,
-    ) -> defer.Deferred[Any]: ...
-
-    def sync(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        assignments: list[tuple[str, bytes]],
-        /,
-        *,
-        group_instance_id: str | None = None,
-        protocol_type: str | None = None,
-        protocol_name: str | None = None,
-    ) -> defer.Deferred[Any]: ...
-
-    def heartbeat(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        /,
-        *,
-        group_instance_id: str | None = None,
-    ) -> int: ...
-
-    def leave(self, group_id: str, member_id: str, /) -> defer.Deferred[int]: ...
-
-    def leave_members(
-        self, group_id: str, leaving: list[tuple[str, str | None, str | None]], /
-    ) -> defer.Deferred[tuple[int, list[int]]]: ...
-
-    def commit_offsets(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        offsets: list[tuple[str, int, int, int, str | None]],
-        /,
-        *,
-        group_instance_id: str | None = None,
-        missing_group_not_found: bool = False,
-    ) -> defer.Deferred[Any]: ...
-
-    def fetch_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]] | None, /
-    ) -> Sequence[tuple[str, int, int, int, str | None, int]]: ...
-
-    def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int, /
-                           ) -> int: ...
-
-
-#: A group's partitions whose transactional offset commit is not yet complete.
 PendingOffsets = Callable[[str], AbstractSet[tuple[str, int]]]
 
 
@@ -227,7 +124,7 @@ class GroupHandlers:
     """Answers the consumer-group APIs.
 
     :param core: the broker core (topic existence for OffsetCommit, topic IDs).
-    :param coordinator: the group coordinator (:class:`GroupCoordinatorLike`).
+    :param coordinator: the group coordinator (:class:`GroupCoordinator`).
     :param identity: where clients are told the coordinator is (read live).
     :param pending_offsets: a group's partitions with a transactional offset commit not
         yet complete (the transaction coordinator's); None = transactions disabled.
@@ -241,7 +138,7 @@ class GroupHandlers:
     def __init__(
         self,
         core: CoreApi,
-        coordinator: GroupCoordinatorLike,
+        coordinator: GroupCoordinator,
         identity: BrokerIdentity,
         *,
         pending_offsets: PendingOffsets | None = None,
@@ -349,7 +246,7 @@ class GroupHandlers:
             reason=body.reason,
         ))
         try:
-            result: JoinResultLike = await joining
+            result: JoinResult = await joining
         except defer.CancelledError:
             return NO_RESPONSE
         return apis.JoinGroupResponse(
@@ -383,7 +280,7 @@ class GroupHandlers:
             protocol_name=body.protocol_name,
         ))
         try:
-            result: SyncResultLike = await syncing
+            result: SyncResult = await syncing
         except defer.CancelledError:
             return NO_RESPONSE
         return apis.SyncGroupResponse(

@@ -20,7 +20,7 @@ It does not parse or build bytes, keep group state, or dispatch.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import attrs
 from twisted.logger import Logger
@@ -30,7 +30,6 @@ from brokerd.kafka.groups.streams.coordinator import (
     ACCEPTABLE_RECOVERY_LAG,
     TASK_OFFSET_INTERVAL_MS,
     HeartbeatInput,
-    StreamsGroupCoordinator,
 )
 from brokerd.kafka.groups.streams.state import StreamsGroup, StreamsMember, Tasks, task_map
 from brokerd.kafka.groups.streams.topology import (
@@ -61,16 +60,12 @@ from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
 
 #: The most subtopologies, and topics per subtopology, one topology may declare: the
 #: request is bounded by its frame, this bounds the work of configuring it.
 MAX_SUBTOPOLOGIES = 10_000
 MAX_TOPICS_PER_SUBTOPOLOGY = 10_000
-
-
-class HasStreamsGroups(Protocol):
-    @property
-    def streams(self) -> StreamsGroupCoordinator: ...
 
 
 class StreamsGroupHandlers:
@@ -86,7 +81,7 @@ class StreamsGroupHandlers:
     def __init__(
         self,
         core: CoreApi,
-        coordinator: HasStreamsGroups,
+        coordinator: GroupCoordinator,
         operations: AuthorizedOperations | None = None,
         *,
         is_share_group: Callable[[str], bool],

@@ -4,8 +4,8 @@ DescribeTransactions and ListTransactions, and InitProducerId's transactional ha
 the partition side of transactions: DescribeProducers and WriteTxnMarkers.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a
-call of the transaction coordinator (duck-typed by
-:class:`~brokerd.kafka.txn.types.TransactionCoordinatorLike`) and its answer into a
+call of the transaction coordinator
+(:class:`~brokerd.kafka.txn.coordinator.TransactionCoordinator`) and its answer into a
 response message. What is decided here, on the wire side:
 
 * partitions of topics that do not exist are refused with UNKNOWN_TOPIC_OR_PARTITION
@@ -65,7 +65,6 @@ from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.txn.types import (
     TXN_STATE_NAMES,
     TopicPartition,
-    TransactionCoordinatorLike,
     TxnDescription,
     TxnListing,
     TxnOffset,
@@ -89,6 +88,7 @@ from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
+    from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.storage.log.producer_state import ActiveProducer
 
 #: First version of each API whose clients know PRODUCER_FENCED (KIP-588, as each
@@ -150,7 +150,7 @@ class TxnHandlers:
     _log = Logger()
 
     def __init__(
-        self, core: CoreApi, transactions: TransactionCoordinatorLike | None, *, clock: Clock,
+        self, core: CoreApi, transactions: TransactionCoordinator | None, *, clock: Clock,
         internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
