@@ -35,9 +35,9 @@ from twisted.internet import defer
 from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
 from brokerd.core.quotas.manager import QuotaManager
-from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.server import acl_gate as authorize
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.fetch_sessions import DEFAULT_SESSION_SLOTS
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
@@ -78,6 +78,7 @@ from brokerd.net.answer_budget import AnswerBudget
 from brokerd.security.acl import AclAuthorizer
 
 if TYPE_CHECKING:
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
 
 
@@ -135,13 +136,13 @@ class KafkaHandlers:
     """Answers decoded requests. One instance per listener, shared by its connections.
 
     :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
-    :param coordinator: the group coordinator
-        (:class:`~brokerd.kafka.groups.coordinator.GroupCoordinator`).
+    :param coordinators: the group and transaction coordinators, the share groups and
+        the internal topics (:class:`~brokerd.kafka.server.coordinators.KafkaCoordinators`;
+        without transactions see :mod:`brokerd.kafka.server.handlers.txn` for what is
+        answered).
     :param identity: node id, advertised host/port and cluster id (read live).
     :param clock: for the acks=all produce timeout and the long-poll deadline.
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
-    :param transactions: the transaction coordinator; None = transactions disabled
-        (see :mod:`brokerd.kafka.server.handlers.txn` for what is answered then).
     :param authorizer: checks every request (:mod:`brokerd.kafka.server.acl_gate`); None =
         everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
     :param telemetry: the client instances and client-metrics resources of client
@@ -152,31 +153,30 @@ class KafkaHandlers:
     :param credentials: the SCRAM credentials store of the credential admin APIs; None
         = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and
         SaslAuthenticate are answered by the protocol (they change connection state).
-    :param internal_topics: the internal topics presented (shared with the group
-        coordinator, whose KIP-848 regexes see them); by default this listener's own.
     """
 
     def __init__(
         self,
         core: CoreApi,
-        coordinator: GroupCoordinator,
+        coordinators: KafkaCoordinators,
         identity: BrokerIdentity,
         *,
         clock: Clock,
         default_partitions: int = DEFAULT_PARTITIONS,
-        transactions: TransactionCoordinator | None = None,
         authorizer: AclAuthorizer | None = None,
         acls: AclHandlers | None = None,
         credentials: ScramStore | None = None,
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
-        shares: ShareGroups | None = None,
         telemetry: ClientTelemetry | None = None,
         quotas: ClientQuotaHandlers | None = None,
         enforcer: QuotaEnforcer | None = None,
         fetch_session_slots: int = DEFAULT_SESSION_SLOTS,
-        internal_topics: InternalTopics | None = None,
     ) -> None:
+        coordinator = coordinators.groups
+        transactions = coordinators.transactions
+        shares = coordinators.shares
+        internal_topics = coordinators.internal_topics
         if internal_topics is None:
             internal_topics = InternalTopics(lambda: identity.cluster_id)
         txn = TxnHandlers(core, transactions, clock=clock, internal_topics=internal_topics)
@@ -284,7 +284,7 @@ __all__ = [
     "DEFAULT_PARTITIONS",
     "NO_RESPONSE",
     "BrokerIdentity",
-    "GroupCoordinator",
+    "KafkaCoordinators",
     "KafkaHandlers",
     "Outcome",
     "RequestContext",

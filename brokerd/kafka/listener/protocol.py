@@ -58,18 +58,17 @@ from twisted.python.failure import Failure
 from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
 from brokerd.core.quotas.manager import QuotaManager
-from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.listener.dispatch import (
     DEFAULT_PARTITIONS,
     KafkaHandlers,
     Outcome,
     RequestContext,
 )
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.fetch_sessions import DEFAULT_SESSION_SLOTS
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
-from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.server.throttle import QuotaEnforcer
@@ -86,9 +85,7 @@ from brokerd.observers import NULL_REQUESTS, RequestObserver
 from brokerd.security.acl import AclAuthorizer
 
 if TYPE_CHECKING:
-    from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
-    from brokerd.kafka.txn.coordinator import TransactionCoordinator
 
 #: Seconds between writing the answer to a failed authentication and closing the
 #: connection: a client that handles the close before reading what arrived
@@ -461,8 +458,8 @@ class KafkaFactory(Factory):
     the port of a ``tcp:0`` listener is only known after it binds.
 
     :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
-    :param coordinator: the group coordinator
-        (:class:`~brokerd.kafka.groups.coordinator.GroupCoordinator`).
+    :param coordinators: the coordinators the handlers answer from
+        (:class:`~brokerd.kafka.server.coordinators.KafkaCoordinators`).
     :param clock: provides ``callLater`` (the reactor, or ``task.Clock`` in tests).
     :param node_id: this broker's node id in Metadata and FindCoordinator.
     :param max_frame_bytes: largest request accepted; a larger size prefix closes the
@@ -472,9 +469,6 @@ class KafkaFactory(Factory):
     :param frame_timeout: seconds a started frame may take to arrive; None = forever.
     :param default_partitions: partitions of a CreateTopics topic with num_partitions -1
         (pass the broker's ``--default-partitions``).
-    :param transactions: the transaction coordinator
-        (:class:`~brokerd.kafka.txn.coordinator.TransactionCoordinator`); None disables
-        transactions (transactional requests get a fatal error, see ``docs/kafka.md``).
     :param authorizer: ACL checks of every request; None allows everything.
     :param acls: the CreateAcls/DescribeAcls/DeleteAcls handlers (default: disabled).
     :param sasl: the SASL mechanisms, credentials and failure throttle; None = no
@@ -499,7 +493,7 @@ class KafkaFactory(Factory):
     def __init__(
         self,
         core: CoreApi,
-        coordinator: GroupCoordinator,
+        coordinators: KafkaCoordinators,
         *,
         clock: IReactorTime,
         advertised_host: str,
@@ -511,7 +505,6 @@ class KafkaFactory(Factory):
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         default_partitions: int = DEFAULT_PARTITIONS,
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
-        transactions: TransactionCoordinator | None = None,
         authorizer: AclAuthorizer | None = None,
         acls: AclHandlers | None = None,
         sasl: SaslConfig | None = None,
@@ -523,11 +516,9 @@ class KafkaFactory(Factory):
         sasl_max_receive_bytes: int = DEFAULT_SASL_MAX_RECEIVE_BYTES,
         request_budget: RequestBudget | None = None,
         addresses: AddressLimits | None = None,
-        shares: ShareGroups | None = None,
         telemetry: ClientTelemetry | None = None,
         quotas: QuotaEnforcer | None = None,
         quota_handlers: ClientQuotaHandlers | None = None,
-        internal_topics: InternalTopics | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -541,8 +532,7 @@ class KafkaFactory(Factory):
         self.metrics = metrics
         self.answer_budget = answer_budget if answer_budget is not None else AnswerBudget(None)
         self.core = core
-        self.coordinator = coordinator
-        self.transactions = transactions
+        self.coordinators = coordinators
         self.sasl = sasl
         self.clock = clock
         self.advertised_host = advertised_host
@@ -560,13 +550,13 @@ class KafkaFactory(Factory):
 
             quota_handlers = ClientQuotaHandlers(self.quotas.quotas)
         self.handlers = KafkaHandlers(
-            core, coordinator, self, clock=cast(Clock, clock),
-            default_partitions=default_partitions, transactions=transactions,
+            core, coordinators, self, clock=cast(Clock, clock),
+            default_partitions=default_partitions,
             authorizer=authorizer, acls=acls,
             credentials=credentials,
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
-            shares=shares, telemetry=telemetry, quotas=quota_handlers, enforcer=self.quotas,
-            fetch_session_slots=fetch_session_slots, internal_topics=internal_topics,
+            telemetry=telemetry, quotas=quota_handlers, enforcer=self.quotas,
+            fetch_session_slots=fetch_session_slots,
         )
 
     def frame_limit(self, *, authenticated: bool) -> int:

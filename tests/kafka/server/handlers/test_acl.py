@@ -15,6 +15,7 @@ from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.listener.protocol import KafkaFactory
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS
 from brokerd.kafka.wire.codec import ApiKey
@@ -67,7 +68,7 @@ class AclTestCase(KafkaTestCase):
         self.authorizer = AclAuthorizer([], ["User:root"])
         self.store_fails = False
         self.factory = KafkaFactory(
-            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092, max_frame_bytes=1 << 20,
             authorizer=self.authorizer,
             acls=AclHandlers(self.authorizer, self.store, run_blocking=self._store_run),
