@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Generic, Protocol, TypeAlias, TypeVar
 
 import attrs
 
@@ -235,9 +235,15 @@ def refuse_groups_with_denied_topics(
     return refuse
 
 
-def by_name(entry: Any) -> str:
-    name: str = entry.name
-    return name
+class Named(Protocol):
+    """A request entry named by its ``name`` (a topic, a group)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+def by_name(entry: Named) -> str:
+    return entry.name
 
 
 def itself(entry: str) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 from twisted.logger import Logger
@@ -704,7 +704,11 @@ def _delete_failed(
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def _entry(entry: Any) -> Any:
+#: A request entry, its own key (the rule looks at the whole entry: a name or an ID).
+E = TypeVar("E")
+
+
+def _entry(entry: E) -> E:
     return entry
 
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 from twisted.logger import Logger
@@ -148,6 +148,12 @@ KAFKA_TELEMETRY_MAX_BYTES_DEFAULT = 1024 * 1024
 #: Resource types whose configs are kept outside the topic store (groups' by the group
 #: coordinator and the share state, client metrics' in their own file).
 _OWN_STORES = (ResourceType.GROUP, ResourceType.CLIENT_METRICS)
+
+
+#: A resource of AlterConfigs or of IncrementalAlterConfigs (one code path alters both).
+AlterResource = TypeVar(
+    "AlterResource", apis.AlterConfigsResource, apis.IncrementalAlterConfigsResource
+)
 
 
 class _Refused(Exception):
@@ -543,7 +549,7 @@ class ConfigHandlers:
         """An IncrementalAlterConfigs naming groups or client-metrics resources: those
         here, the rest as usual, the answers in request order."""
         others = [r for r in body.resources if r.resource_type not in _OWN_STORES]
-        rest: dict[tuple[int, str], Any] = {}
+        rest: dict[tuple[int, str], apis.AlterConfigsResourceResponse] = {}
         if others:
             answered = await self._incremental(attrs.evolve(body, resources=tuple(others)))
             rest = {(r.resource_type, r.resource_name): r for r in answered}
@@ -570,7 +576,9 @@ class ConfigHandlers:
             ))
         return IncrementalAlterConfigsResponse(responses=tuple(out))
 
-    async def _alter_client_metrics(self, res: Any, validate_only: bool) -> None:
+    async def _alter_client_metrics(
+        self, res: apis.IncrementalAlterConfigsResource, validate_only: bool
+    ) -> None:
         resources = self._metrics_resources(res.resource_name)
         names = [c.name for c in res.configs]
         if len(set(names)) != len(names):
@@ -585,7 +593,9 @@ class ConfigHandlers:
                 unexpected_code(self._log, "alter client metrics", e), message(e)
             ) from None
 
-    async def _alter_group(self, res: Any, validate_only: bool) -> None:
+    async def _alter_group(
+        self, res: apis.IncrementalAlterConfigsResource, validate_only: bool
+    ) -> None:
         configs = self._group_configs(res.resource_name)
         names = [c.name for c in res.configs]
         if len(set(names)) != len(names):
@@ -618,9 +628,11 @@ class ConfigHandlers:
 
     async def _alter(
         self,
-        resources: Sequence[Any],
+        resources: Sequence[AlterResource],
         validate_only: bool,
-        update_for: Callable[[Any], Callable[[Mapping[str, str]], Mapping[str, str | None]]],
+        update_for: Callable[
+            [AlterResource], Callable[[Mapping[str, str]], Mapping[str, str | None]]
+        ],
     ) -> tuple[apis.AlterConfigsResourceResponse, ...]:
         """One result per resource (both alter APIs answer this layout)."""
         keys = [(r.resource_type, r.resource_name) for r in resources]
@@ -645,9 +657,11 @@ class ConfigHandlers:
 
     async def _alter_one(
         self,
-        res: Any,
+        res: AlterResource,
         validate_only: bool,
-        update_for: Callable[[Any], Callable[[Mapping[str, str]], Mapping[str, str | None]]],
+        update_for: Callable[
+            [AlterResource], Callable[[Mapping[str, str]], Mapping[str, str | None]]
+        ],
     ) -> None:
         if res.resource_type == ResourceType.BROKER:
             self._check_broker(res.resource_name)
@@ -689,7 +703,11 @@ def _config_error(access: Access, op: Operation) -> Callable[[tuple[int, str]], 
     return error
 
 
-def _resource(r: Any) -> tuple[int, str]:
+def _resource(
+    r: apis.DescribeConfigsResource
+    | apis.AlterConfigsResource
+    | apis.IncrementalAlterConfigsResource,
+) -> tuple[int, str]:
     return (r.resource_type, r.resource_name)
 
 

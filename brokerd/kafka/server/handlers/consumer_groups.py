@@ -20,11 +20,12 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.consumer.assignors import Assignment
 from brokerd.kafka.groups.consumer.coordinator import (
     HeartbeatInput,
     TopicMetadata,
@@ -191,7 +192,7 @@ class ConsumerGroupHandlers:
 
 
 def _assignment(
-    assignment: Any, names: dict[uuid.UUID, str]
+    assignment: Assignment, names: dict[uuid.UUID, str]
 ) -> cg.DescribedAssignment:
     return cg.DescribedAssignment(topic_partitions=tuple(
         cg.DescribedTopicPartitions(topic_id=t, topic_name=n, partitions=ps)
@@ -199,7 +200,9 @@ def _assignment(
     ))
 
 
-def _member(group: ConsumerGroup, m: ConsumerMember, names: dict[uuid.UUID, str]) -> Any:
+def _member(
+    group: ConsumerGroup, m: ConsumerMember, names: dict[uuid.UUID, str]
+) -> cg.DescribedMember:
     return cg.DescribedMember(
         member_id=m.member_id,
         instance_id=m.instance_id,

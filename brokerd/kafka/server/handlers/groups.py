@@ -24,7 +24,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
 from twisted.internet import defer
@@ -693,14 +693,21 @@ def _commit_topics_denied(
     )
 
 
+class _NamedTopic(Protocol):
+    """An OffsetCommit or OffsetFetch topic entry (v10+: "" when named by an ID)."""
+
+    @property
+    def name(self) -> str: ...
+
+
 def _unknown_id_or(
     access: Access, op: Operation, req: Request[Q]
-) -> Callable[[Any], ErrorCode | None]:
+) -> Callable[[_NamedTopic], ErrorCode | None]:
     """A topic entry's ACL check; a v10+ entry without a name (an ID no topic has) passes,
     for the handler to answer UNKNOWN_TOPIC_ID as Kafka does before any ACL check."""
     by_id = req.api_version >= _TOPIC_IDS_FROM
 
-    def error_of(entry: Any) -> ErrorCode | None:
+    def error_of(entry: _NamedTopic) -> ErrorCode | None:
         if by_id and not entry.name:
             return None
         return None if access.topic(op, entry.name) else TOPIC_DENIED

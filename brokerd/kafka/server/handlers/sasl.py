@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 import attrs
 from twisted.logger import Logger
@@ -69,7 +69,7 @@ SASL_API_KEYS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 class SaslAnswer:
     """A SASL response, and whether to close the connection once it is written."""
 
-    response: Any
+    response: m.SaslHandshakeResponse | m.SaslAuthenticateResponse
     close: bool = False
     #: The failure's message, to log with the peer address.
     failure: str | None = None
