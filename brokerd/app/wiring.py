@@ -49,6 +49,7 @@ from twisted.logger import Logger
 
 from brokerd import start_gc
 from brokerd.core.services import SequentialMultiService
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.net.listener_service import listener_service
 
 if TYPE_CHECKING:
@@ -607,14 +608,18 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
     )
     factory = KafkaFactory(
         services.broker,
-        coordinators.groups,
+        KafkaCoordinators(
+            coordinators.groups,
+            transactions=coordinators.transactions,
+            shares=coordinators.shares,
+            internal_topics=coordinators.internal_topics,
+        ),
         clock=reactor,
         advertised_host=advertised_host or "127.0.0.1",
         advertised_port=0,
         max_frame_bytes=limits.max_request_bytes,
         default_partitions=settings.storage.default_partitions,
         max_connections=limits.max_connections,
-        transactions=coordinators.transactions,
         authorizer=authorization.authorizer,
         acls=authorization.acls,
         sasl=sasl_config(settings, reactor),
@@ -626,10 +631,8 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         sasl_max_receive_bytes=limits.sasl_max_receive_bytes,
         request_budget=services.edge.request_budget,
         addresses=services.edge.addresses,
-        shares=coordinators.shares,
         telemetry=services.telemetry,
         **kafka_quotas(services, broker=services.broker, clock=reactor),
-        internal_topics=coordinators.internal_topics,
     )
     if metrics is not None:
         metrics.add_fetch_sessions(factory.handlers.fetch_sessions)

@@ -35,6 +35,7 @@ from brokerd.core.waiters import Shortfall, WaiterRegistry, long_poll
 from brokerd.errors import TooManyWaiters, UnknownTopicOrPartition
 from brokerd.kafka.errors import ErrorCode as KafkaCode
 from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.wire import codec as kcodec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
@@ -98,7 +99,7 @@ class Harness:
         self.native_factory = NativeFactory(self.broker, clock=self.clock, idle_timeout=IDLE)
         self.kafka_factory = KafkaFactory(
             self.broker,
-            object(),  # type: ignore[arg-type]  # Fetch never asks the coordinator
+            KafkaCoordinators(object()),  # type: ignore[arg-type]  # Fetch never asks the coordinator
             clock=self.clock,
             advertised_host="127.0.0.1",
             advertised_port=9092,

@@ -18,6 +18,7 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.kafka.listener.protocol import DEFAULT_FRAME_TIMEOUT, KafkaFactory, KafkaProtocol
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.sasl_session import SaslConfig
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
@@ -217,7 +218,7 @@ class KafkaBudgetTests(SynchronousTestCase):
         self.clock = task.Clock()
         self.budget = RequestBudget(MIB)
         self.factory = KafkaFactory(
-            FakeCore(), FakeCoordinator(), clock=self.clock,  # type: ignore[arg-type]
+            FakeCore(), KafkaCoordinators(FakeCoordinator()), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092,
             request_budget=self.budget,
         )
@@ -311,7 +312,7 @@ class PreAuthenticationLimitTests(SaslProtocolTestCase):
         super().setUp()
         assert self.factory.sasl is not None
         self.factory = KafkaFactory(
-            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092,
             sasl=SaslConfig(self.factory.sasl.mechanisms, self.store,
                             AuthThrottle(self.clock.seconds)),

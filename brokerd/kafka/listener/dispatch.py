@@ -13,10 +13,13 @@ core arrive as ``brokerd.errors`` exceptions and become Kafka error codes in the
 
 It does not parse or build bytes, touch transports, or decide request order: the
 protocol (:mod:`brokerd.kafka.listener.protocol`) calls :meth:`KafkaHandlers.handle` for one
-request at a time. The core and coordinators are duck-typed by
-:class:`~brokerd.core.api.CoreApi`,
-:class:`~brokerd.kafka.server.handlers.groups.GroupCoordinatorLike` and
-:class:`~brokerd.kafka.txn.types.TransactionCoordinatorLike` so tests can pass fakes.
+request at a time. The core is its role :class:`~brokerd.core.api.CoreApi`; the
+coordinators are the concrete
+:class:`~brokerd.kafka.groups.coordinator.GroupCoordinator` and
+:class:`~brokerd.kafka.txn.coordinator.TransactionCoordinator`. Tests still hand in
+stand-ins with only the methods they exercise: the group coordinator's ``admin``,
+``group_configs`` and ``streams`` parts are looked up with ``getattr``, so a stand-in
+without them answers as a coordinator that has none.
 SaslHandshake and SaslAuthenticate are not routed here: the protocol answers them (they
 change the connection's state).
 """
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import CoroutineType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
@@ -34,26 +37,23 @@ from brokerd.core.api import CoreApi
 from brokerd.core.quotas.manager import QuotaManager
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.server import acl_gate as authorize
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.fetch_sessions import DEFAULT_SESSION_SLOTS
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
     BrokerIdentity,
-    Connection,
     Handler,
     Outcome,
+    RequestContext,
 )
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.cluster_topics import DEFAULT_PARTITIONS, AdminHandlers
-from brokerd.kafka.server.handlers.configs import ConfigHandlers, HasGroupConfigs
-from brokerd.kafka.server.handlers.consumer_groups import ConsumerGroupHandlers, HasConsumerGroups
+from brokerd.kafka.server.handlers.configs import ConfigHandlers
+from brokerd.kafka.server.handlers.consumer_groups import ConsumerGroupHandlers
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES, FetchHandler
-from brokerd.kafka.server.handlers.group_admin import GroupAdminHandlers, HasGroupAdmin
-from brokerd.kafka.server.handlers.groups import (
-    GroupCoordinatorLike,
-    GroupHandlers,
-    PendingOffsets,
-)
+from brokerd.kafka.server.handlers.group_admin import GroupAdminHandlers
+from brokerd.kafka.server.handlers.groups import GroupHandlers, PendingOffsets
 from brokerd.kafka.server.handlers.leadership import LeadershipHandlers
 from brokerd.kafka.server.handlers.list_offsets import ListOffsetsHandler
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
@@ -63,29 +63,32 @@ from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
 from brokerd.kafka.server.handlers.share import ShareHandlers
 from brokerd.kafka.server.handlers.share_configs import ShareGroupConfigs
 from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
-from brokerd.kafka.server.handlers.streams_groups import HasStreamsGroups, StreamsGroupHandlers
+from brokerd.kafka.server.handlers.streams_groups import StreamsGroupHandlers
 from brokerd.kafka.server.handlers.telemetry import TelemetryHandlers
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
-from brokerd.kafka.server.route import Route, route_table
+from brokerd.kafka.server.route import AnyRoute, route_table
 from brokerd.kafka.server.throttle import QuotaEnforcer
 from brokerd.kafka.telemetry.clients import ClientTelemetry
 from brokerd.kafka.telemetry.resources import ClientMetricsResources
-from brokerd.kafka.txn.types import TransactionCoordinatorLike
 from brokerd.kafka.wire.codec import ApiKey
-from brokerd.kafka.wire.requests.apis import Request
+from brokerd.kafka.wire.requests.apis import AnyRequest
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.security.acl import AclAuthorizer
 
+if TYPE_CHECKING:
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
+    from brokerd.kafka.txn.coordinator import TransactionCoordinator
+
 
 def _pending_offsets(
-    transactions: TransactionCoordinatorLike | None,
+    transactions: TransactionCoordinator | None,
 ) -> PendingOffsets | None:
     """OffsetFetch's view of open transactional commits, looked up per request."""
     if transactions is None:
         return None
-    txns: TransactionCoordinatorLike = transactions
+    txns: TransactionCoordinator = transactions
 
     def pending(group_id: str) -> frozenset[tuple[str, int]]:
         return txns.pending_offsets(group_id)
@@ -93,7 +96,7 @@ def _pending_offsets(
     return pending
 
 
-def _classic_group(coordinator: GroupCoordinatorLike) -> Callable[[str], bool]:
+def _classic_group(coordinator: GroupCoordinator) -> Callable[[str], bool]:
     """Whether the classic group coordinator holds a group (or committed offsets) of an
     id: such an id cannot also be a share group."""
 
@@ -101,14 +104,14 @@ def _classic_group(coordinator: GroupCoordinatorLike) -> Callable[[str], bool]:
         admin = getattr(coordinator, "admin", None)
         if admin is None:
             return False
-        (found,) = cast(HasGroupAdmin, coordinator).admin.describe([group_id], True)
+        (found,) = admin.describe([group_id], True)
         return bool(found.error_code == 0 and found.state != "Dead")
 
     return exists
 
 
 def _configured_groups(
-    coordinator: GroupCoordinatorLike, shares: ShareGroups | None
+    coordinator: GroupCoordinator, shares: ShareGroups | None
 ) -> Callable[[], list[str]]:
     """The groups with config overrides, ``consumer.*`` or ``share.*`` (none of the
     former for a coordinator without group configs, as tests' fakes are)."""
@@ -116,7 +119,7 @@ def _configured_groups(
     def configured() -> list[str]:
         found: set[str] = set()
         if getattr(coordinator, "group_configs", None) is not None:
-            found.update(cast(HasGroupConfigs, coordinator).group_configs.configured())
+            found.update(coordinator.group_configs.configured())
         if shares is not None:
             found.update(shares.service.engine.configured())
         return sorted(found)
@@ -133,13 +136,13 @@ class KafkaHandlers:
     """Answers decoded requests. One instance per listener, shared by its connections.
 
     :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
-    :param coordinator: the group coordinator
-        (:class:`~brokerd.kafka.server.handlers.groups.GroupCoordinatorLike`).
+    :param coordinators: the group and transaction coordinators, the share groups and
+        the internal topics (:class:`~brokerd.kafka.server.coordinators.KafkaCoordinators`;
+        without transactions see :mod:`brokerd.kafka.server.handlers.txn` for what is
+        answered).
     :param identity: node id, advertised host/port and cluster id (read live).
     :param clock: for the acks=all produce timeout and the long-poll deadline.
     :param default_partitions: partitions for CreateTopics with num_partitions -1.
-    :param transactions: the transaction coordinator; None = transactions disabled
-        (see :mod:`brokerd.kafka.server.handlers.txn` for what is answered then).
     :param authorizer: checks every request (:mod:`brokerd.kafka.server.acl_gate`); None =
         everything allowed. ``acls`` answers the ACL APIs (default: ACLs disabled).
     :param telemetry: the client instances and client-metrics resources of client
@@ -150,43 +153,41 @@ class KafkaHandlers:
     :param credentials: the SCRAM credentials store of the credential admin APIs; None
         = no ``--credentials`` (they answer SECURITY_DISABLED). SaslHandshake and
         SaslAuthenticate are answered by the protocol (they change connection state).
-    :param internal_topics: the internal topics presented (shared with the group
-        coordinator, whose KIP-848 regexes see them); by default this listener's own.
     """
 
     def __init__(
         self,
         core: CoreApi,
-        coordinator: GroupCoordinatorLike,
+        coordinators: KafkaCoordinators,
         identity: BrokerIdentity,
         *,
         clock: Clock,
         default_partitions: int = DEFAULT_PARTITIONS,
-        transactions: TransactionCoordinatorLike | None = None,
         authorizer: AclAuthorizer | None = None,
         acls: AclHandlers | None = None,
         credentials: ScramStore | None = None,
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
-        shares: ShareGroups | None = None,
         telemetry: ClientTelemetry | None = None,
         quotas: ClientQuotaHandlers | None = None,
         enforcer: QuotaEnforcer | None = None,
         fetch_session_slots: int = DEFAULT_SESSION_SLOTS,
-        internal_topics: InternalTopics | None = None,
     ) -> None:
+        coordinator = coordinators.groups
+        transactions = coordinators.transactions
+        shares = coordinators.shares
+        internal_topics = coordinators.internal_topics
         if internal_topics is None:
             internal_topics = InternalTopics(lambda: identity.cluster_id)
         txn = TxnHandlers(core, transactions, clock=clock, internal_topics=internal_topics)
         if telemetry is None:
             telemetry = ClientTelemetry(ClientMetricsResources(), clock=clock)
-        group_configs = cast(HasGroupConfigs, coordinator)
         operations = AuthorizedOperations(authorizer)
         is_share_group = shares.exists if shares is not None else _no_share_groups
 
         def streams_groups() -> Mapping[str, object]:
             streams = getattr(coordinator, "streams", None)
-            return {} if streams is None else cast(HasStreamsGroups, coordinator).streams.groups
+            return {} if streams is None else streams.groups
 
         fetch = FetchHandler(
             core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget,
@@ -208,22 +209,22 @@ class KafkaHandlers:
                 is_share_group=is_share_group, internal_topics=internal_topics,
             ),
             GroupAdminHandlers(
-                core, cast(HasGroupAdmin, coordinator), operations,
+                core, coordinator, operations,
                 share_groups=shares,
             ),
             ConsumerGroupHandlers(
-                core, cast(HasConsumerGroups, coordinator), operations,
+                core, coordinator, operations,
                 # A streams group's id is no consumer group's either.
                 is_share_group=lambda g: is_share_group(g) or g in streams_groups(),
                 internal_topics=internal_topics,
             ),
             StreamsGroupHandlers(
-                core, cast(HasStreamsGroups, coordinator), operations,
+                core, coordinator, operations,
                 is_share_group=is_share_group,
             ),
             ConfigHandlers(
                 core, identity, default_partitions=default_partitions,
-                groups=group_configs,
+                groups=coordinator,
                 shares=ShareGroupConfigs(shares.service) if shares is not None else None,
                 client_metrics=telemetry.resources,
                 telemetry_max_bytes=telemetry.max_bytes,
@@ -245,15 +246,15 @@ class KafkaHandlers:
             quotas if quotas is not None else ClientQuotaHandlers(QuotaManager()),
         )
         #: Every routed API, by key (the ACL tests read the rules here).
-        self.routes: dict[ApiKey, Route] = route_table(
+        self.routes: dict[ApiKey, AnyRoute] = route_table(
             route for family in families for route in family.routes()
         )
-        self._handlers: dict[ApiKey, Handler] = {
+        self._handlers: dict[ApiKey, Handler[Any, Any]] = {
             key: authorize.guard(route.handle, route.rule, authorizer, core)
             for key, route in self.routes.items()
         }
 
-    def handle(self, conn: Connection, request: Request) -> defer.Deferred[Any]:
+    def handle(self, conn: RequestContext, request: AnyRequest) -> defer.Deferred[Any]:
         """Answer ``request``: fires with a response message or an :class:`Outcome`.
 
         A failure means a bug (every expected error becomes an error code); the
@@ -283,8 +284,8 @@ __all__ = [
     "DEFAULT_PARTITIONS",
     "NO_RESPONSE",
     "BrokerIdentity",
-    "Connection",
-    "GroupCoordinatorLike",
+    "KafkaCoordinators",
     "KafkaHandlers",
     "Outcome",
+    "RequestContext",
 ]

@@ -58,24 +58,21 @@ from twisted.python.failure import Failure
 from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
 from brokerd.core.quotas.manager import QuotaManager
-from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.listener.dispatch import (
     DEFAULT_PARTITIONS,
-    Connection,
-    GroupCoordinatorLike,
     KafkaHandlers,
     Outcome,
+    RequestContext,
 )
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.fetch_sessions import DEFAULT_SESSION_SLOTS
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
-from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl_session import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.server.throttle import QuotaEnforcer
 from brokerd.kafka.telemetry.clients import ClientTelemetry
-from brokerd.kafka.txn.types import TransactionCoordinatorLike
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, CodecError, FrameError, FrameTooLarge
 from brokerd.kafka.wire.requests import apis
@@ -122,7 +119,7 @@ DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_FRAME_TIMEOUT = 60.0
 
 
-class KafkaProtocol(RequestConnection[apis.Request, object]):
+class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
     """One Kafka client connection. See the module docstring for its policies.
 
     Complete frames are split off at once and queue (undecoded) in ``_pending``; each is
@@ -148,7 +145,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         self._pending: deque[bytes] = deque()
         self._pending_bytes = 0
         self._handed_bytes = 0  # the frame of the request nextRequest returned last
-        self._conn = Connection("")
+        self._conn = RequestContext("")
         self._sasl: SaslSession | None = None
         self._close_after_answer = False
         self._auth_failed = False  # answered a failed authentication: close soon
@@ -160,7 +157,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
 
     def connectionMade(self) -> None:
         super().connectionMade()
-        self._conn = Connection("/" + self.state.peer_host, self.state)
+        self._conn = RequestContext("/" + self.state.peer_host, self.state)
         self._conn.client_port = int(getattr(self._t.getPeer(), "port", 0) or 0)
 
     # ----------------------------------------------------------------- decoding
@@ -199,7 +196,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             self._pending.append(f)
             self._pending_bytes += len(f)
 
-    def nextRequest(self) -> apis.Request | None:
+    def nextRequest(self) -> apis.AnyRequest | None:
         while (
             not self.closing and not self.blocked and not self._auth_failed
             and not self._holding_raw_token and self._may_dispatch()
@@ -237,7 +234,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             and all(request.api_key is ApiKey.PRODUCE for request in in_flight)
         )
 
-    def _decode(self, payload: bytes) -> apis.Request | None:
+    def _decode(self, payload: bytes) -> apis.AnyRequest | None:
         try:
             return apis.decode_request(payload)
         except apis.UnsupportedVersion as e:
@@ -340,7 +337,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
 
     # ----------------------------------------------------------------- dispatch
 
-    def handleRequest(self, request: apis.Request) -> defer.Deferred[object]:
+    def handleRequest(self, request: apis.AnyRequest) -> defer.Deferred[object]:
         started = self.metrics.now()
         quotas = self._quotas
         if quotas.quotas.keys_set and request.api_key not in SASL_API_KEYS:
@@ -348,7 +345,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         return observe_kafka(self.metrics, request, started, self._dispatch(request))
 
     def _handle_charged(
-        self, quotas: QuotaEnforcer, request: apis.Request, started: float
+        self, quotas: QuotaEnforcer, request: apis.AnyRequest, started: float
     ) -> defer.Deferred[object]:
         """Dispatch while client quotas are set: note the request's size and time (and
         cut a fetch to what the consumer quota allows in its window)."""
@@ -366,7 +363,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         charge[1] += perf_counter() - begun
         return d
 
-    def _dispatch(self, request: apis.Request) -> defer.Deferred[object]:
+    def _dispatch(self, request: apis.AnyRequest) -> defer.Deferred[object]:
         if request.api_key in SASL_API_KEYS:
             # Answered here, synchronously: they change this connection's state, and the
             # next frame must be read in the state they leave.
@@ -385,7 +382,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             return defer.succeed(answer.response)
         return self._handlers.handle(self._conn, request)
 
-    def deliverAnswer(self, request: apis.Request, answer: object) -> bool:
+    def deliverAnswer(self, request: apis.AnyRequest, answer: object) -> bool:
         charge = self._charges.pop(id(request), None) if self._charges else None
         if charge is not None:
             return self._deliver_charged(self._quotas, request, answer, charge)
@@ -402,7 +399,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
         return True
 
     def _deliver_charged(
-        self, quotas: QuotaEnforcer, request: apis.Request, answer: object,
+        self, quotas: QuotaEnforcer, request: apis.AnyRequest, answer: object,
         charge: list[float],
     ) -> bool:
         """Charge the request to its client quotas, answer it (with its throttle time)
@@ -439,7 +436,7 @@ class KafkaProtocol(RequestConnection[apis.Request, object]):
             return False
         return True
 
-    def requestFailed(self, failure: Failure, request: apis.Request) -> None:
+    def requestFailed(self, failure: Failure, request: apis.AnyRequest) -> None:
         # Every expected error is an error code inside a response; this is a bug, and
         # the request cannot be answered in its API's terms: close, as Kafka does.
         self._log.failure(
@@ -461,8 +458,8 @@ class KafkaFactory(Factory):
     the port of a ``tcp:0`` listener is only known after it binds.
 
     :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
-    :param coordinator: the group coordinator
-        (:class:`~brokerd.kafka.listener.dispatch.GroupCoordinatorLike`).
+    :param coordinators: the coordinators the handlers answer from
+        (:class:`~brokerd.kafka.server.coordinators.KafkaCoordinators`).
     :param clock: provides ``callLater`` (the reactor, or ``task.Clock`` in tests).
     :param node_id: this broker's node id in Metadata and FindCoordinator.
     :param max_frame_bytes: largest request accepted; a larger size prefix closes the
@@ -472,9 +469,6 @@ class KafkaFactory(Factory):
     :param frame_timeout: seconds a started frame may take to arrive; None = forever.
     :param default_partitions: partitions of a CreateTopics topic with num_partitions -1
         (pass the broker's ``--default-partitions``).
-    :param transactions: the transaction coordinator
-        (:class:`~brokerd.kafka.txn.types.TransactionCoordinatorLike`); None disables
-        transactions (transactional requests get a fatal error, see ``docs/kafka.md``).
     :param authorizer: ACL checks of every request; None allows everything.
     :param acls: the CreateAcls/DescribeAcls/DeleteAcls handlers (default: disabled).
     :param sasl: the SASL mechanisms, credentials and failure throttle; None = no
@@ -499,7 +493,7 @@ class KafkaFactory(Factory):
     def __init__(
         self,
         core: CoreApi,
-        coordinator: GroupCoordinatorLike,
+        coordinators: KafkaCoordinators,
         *,
         clock: IReactorTime,
         advertised_host: str,
@@ -511,7 +505,6 @@ class KafkaFactory(Factory):
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         default_partitions: int = DEFAULT_PARTITIONS,
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
-        transactions: TransactionCoordinatorLike | None = None,
         authorizer: AclAuthorizer | None = None,
         acls: AclHandlers | None = None,
         sasl: SaslConfig | None = None,
@@ -523,11 +516,9 @@ class KafkaFactory(Factory):
         sasl_max_receive_bytes: int = DEFAULT_SASL_MAX_RECEIVE_BYTES,
         request_budget: RequestBudget | None = None,
         addresses: AddressLimits | None = None,
-        shares: ShareGroups | None = None,
         telemetry: ClientTelemetry | None = None,
         quotas: QuotaEnforcer | None = None,
         quota_handlers: ClientQuotaHandlers | None = None,
-        internal_topics: InternalTopics | None = None,
     ) -> None:
         if max_frame_bytes <= 0:
             raise ValueError("max_frame_bytes must be positive")
@@ -541,8 +532,7 @@ class KafkaFactory(Factory):
         self.metrics = metrics
         self.answer_budget = answer_budget if answer_budget is not None else AnswerBudget(None)
         self.core = core
-        self.coordinator = coordinator
-        self.transactions = transactions
+        self.coordinators = coordinators
         self.sasl = sasl
         self.clock = clock
         self.advertised_host = advertised_host
@@ -560,13 +550,13 @@ class KafkaFactory(Factory):
 
             quota_handlers = ClientQuotaHandlers(self.quotas.quotas)
         self.handlers = KafkaHandlers(
-            core, coordinator, self, clock=cast(Clock, clock),
-            default_partitions=default_partitions, transactions=transactions,
+            core, coordinators, self, clock=cast(Clock, clock),
+            default_partitions=default_partitions,
             authorizer=authorizer, acls=acls,
             credentials=credentials,
             fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
-            shares=shares, telemetry=telemetry, quotas=quota_handlers, enforcer=self.quotas,
-            fetch_session_slots=fetch_session_slots, internal_topics=internal_topics,
+            telemetry=telemetry, quotas=quota_handlers, enforcer=self.quotas,
+            fetch_session_slots=fetch_session_slots,
         )
 
     def frame_limit(self, *, authenticated: bool) -> int:

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Generic, Protocol, TypeAlias, TypeVar
 
 import attrs
 
 from brokerd.core.api import CoreTopics
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.handler_base import Connection, Handler, Outcome
+from brokerd.kafka.server.handler_base import Handler, Outcome, RequestContext
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import (
     ANONYMOUS,
@@ -107,23 +107,28 @@ class Access:
         return None
 
 
-Finish = Callable[[Any], Any]
 #: What identifies a request entry to its check (a name, or a config resource).
 K = TypeVar("K")
+#: The API's request and response message classes.
+Q = TypeVar("Q")
+P = TypeVar("P")
+#: What the dispatch does with a handler's answer to a narrowed request: the answer
+#: with the refused entries added (an :class:`Outcome` passes through).
+Finish: TypeAlias = Callable[[P | Outcome], P | Outcome]
 
 
-def _same(response: Any) -> Any:
+def _same(response: P | Outcome) -> P | Outcome:
     return response
 
 
 @attrs.frozen
-class Gate:
+class Gate(Generic[Q, P]):
     """What the dispatch does with a request: answer now (``answer`` set), or run the
     handler on ``request`` and pass its response through ``finish``."""
 
-    request: Request
-    answer: Any = None
-    finish: Finish = _same
+    request: Request[Q]
+    answer: P | Outcome | None = None
+    finish: Finish[P] = _same
 
     @property
     def changed(self) -> bool:
@@ -131,10 +136,11 @@ class Gate:
         return self.finish is not _same
 
 
-Rule = Callable[[Access, Request], Gate]
+#: An API's check: the access of the connection and the request in, a :class:`Gate` out.
+Rule: TypeAlias = Callable[[Access, Request[Q]], Gate[Q, P]]
 
 
-def answer_now(req: Request, response: Any) -> Gate:
+def answer_now(req: Request[Q], response: P | Outcome) -> Gate[Q, P]:
     return Gate(req, answer=response)
 
 
@@ -143,15 +149,15 @@ D = TypeVar("D")
 
 
 def split_entries(
-    req: Request,
+    req: Request[Q],
     entries: Sequence[E],
     key_of: Callable[[E], K],
     error_of: Callable[[K], ErrorCode | None],
     denied_entry: Callable[[E, ErrorCode], D],
     *,
-    narrow: Callable[[tuple[E, ...]], Any],
-    widen: Callable[[Any, tuple[D, ...]], Any],
-) -> Gate:
+    narrow: Callable[[tuple[E, ...]], Q],
+    widen: Callable[[P, tuple[D, ...]], P],
+) -> Gate[Q, P]:
     """Take the ``entries`` that ``error_of`` refuses out of the request (``narrow``
     builds its body from the allowed ones) and add ``denied_entry`` for each to the
     handler's response (``widen`` builds it from the response and the denied entries)."""
@@ -167,7 +173,7 @@ def split_entries(
         return Gate(req)
     refused = tuple(denied)
 
-    def finish(response: Any) -> Any:
+    def finish(response: P | Outcome) -> P | Outcome:
         if isinstance(response, Outcome):
             return response
         return widen(response, refused)
@@ -176,14 +182,14 @@ def split_entries(
 
 
 def keep_only(
-    select: Callable[[Any], Sequence[E]],
-    rebuild: Callable[[Any, tuple[E, ...]], Any],
+    select: Callable[[P], Sequence[E]],
+    rebuild: Callable[[P, tuple[E, ...]], P],
     keep: Callable[[E], bool],
-) -> Finish:
+) -> Finish[P]:
     """A finish that keeps the response entries ``select`` names for which ``keep``
     holds (``rebuild`` builds the response from them)."""
 
-    def finish(response: Any) -> Any:
+    def finish(response: P | Outcome) -> P | Outcome:
         if isinstance(response, Outcome):
             return response
         return rebuild(response, tuple(e for e in select(response) if keep(e)))
@@ -229,9 +235,15 @@ def refuse_groups_with_denied_topics(
     return refuse
 
 
-def by_name(entry: Any) -> str:
-    name: str = entry.name
-    return name
+class Named(Protocol):
+    """A request entry named by its ``name`` (a topic, a group)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+def by_name(entry: Named) -> str:
+    return entry.name
 
 
 def itself(entry: str) -> str:
@@ -242,7 +254,7 @@ def topic_op(op: Operation, access: Access) -> Callable[[str], ErrorCode | None]
     return lambda name: None if access.topic(op, name) else TOPIC_DENIED
 
 
-def access_of(authorizer: AclAuthorizer, core: CoreTopics, conn: Connection) -> Access:
+def access_of(authorizer: AclAuthorizer, core: CoreTopics, conn: RequestContext) -> Access:
     """The connection's principal (``User:ANONYMOUS`` until TLS or SASL set one) and
     host, as seen by ``authorizer``."""
     state = conn.state
@@ -251,15 +263,19 @@ def access_of(authorizer: AclAuthorizer, core: CoreTopics, conn: Connection) -> 
 
 
 def guard(
-    handler: Handler, rule: Rule | None, authorizer: AclAuthorizer | None, core: CoreTopics
-) -> Handler:
+    handler: Handler[Q, P],
+    rule: Rule[Q, P] | None,
+    authorizer: AclAuthorizer | None,
+    core: CoreTopics,
+) -> Handler[Q, P]:
     """``handler`` behind ``rule`` (the handler itself when ``authorizer`` is None, the
     broker then allowing everything, or when there is no rule)."""
     if authorizer is None or rule is None:
         return handler
+    check: Rule[Q, P] = rule
 
-    async def guarded(conn: Connection, req: Request) -> Any:
-        g = rule(access_of(authorizer, core, conn), req)
+    async def guarded(conn: RequestContext, req: Request[Q]) -> P | Outcome:
+        g = check(access_of(authorizer, core, conn), req)
         if g.answer is not None:
             return g.answer
         return g.finish(await handler(conn, g.request))

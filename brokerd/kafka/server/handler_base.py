@@ -1,10 +1,11 @@
 # -*- test-case-name: tests.kafka.listener.test_protocol -*-
-"""What every Kafka API handler module shares: outcomes, the connection, typed views.
+"""What every Kafka API handler module shares: outcomes, the request context, typed views.
 
 :class:`Outcome` is what a handler returns instead of a response message (acks=0
-Produce); :class:`Connection` is the per-connection state a handler may use (the peer's
-address, and waits to cancel when the client goes away); :class:`BrokerIdentity` is the
-duck type of what the listener injects (with a :class:`brokerd.clock.Clock`).
+Produce); :class:`RequestContext` is what a handler knows of where a request came from
+(the peer's address and principal, and waits to cancel when the client goes away);
+:class:`BrokerIdentity` is the duck type of what the listener injects (with a
+:class:`brokerd.clock.Clock`).
 :func:`gather`, :func:`message` and :func:`unexpected_code` are the small helpers every
 handler uses.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from twisted.internet import defer
 from twisted.logger import Logger
@@ -27,6 +28,9 @@ from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.connection import ConnectionState
 
 T = TypeVar("T")
+#: An API's request and response message classes.
+Q = TypeVar("Q")
+P = TypeVar("P")
 
 #: brokerd has one leader epoch forever (it is a single node that never changes
 #: leadership): OffsetForLeaderEpoch answers from it, so a client's KIP-320 offset
@@ -61,9 +65,10 @@ class BrokerIdentity(Protocol):
     def cluster_id(self) -> str: ...
 
 
-class Connection:
-    """Per-connection state the handlers need: the peer, and the waits to cancel when
-    the connection goes away (a parked long-poll fetch must not outlive it)."""
+class RequestContext:
+    """What a handler knows of the connection a request came on: the peer, and the
+    waits to cancel when the connection goes away (a parked long-poll fetch must not
+    outlive it). One per connection, handed to every handler with each request."""
 
     def __init__(self, client_host: str, state: ConnectionState | None = None) -> None:
         #: Kafka's form, ``/127.0.0.1`` (JoinGroup passes it to the coordinator).
@@ -102,9 +107,11 @@ class Connection:
             d.cancel()
 
 
-#: One API's handler: the connection and the decoded request in, a response message or
-#: an :class:`Outcome` out.
-Handler = Callable[[Connection, Request], Awaitable[Any]]
+#: One API's handler: the request context and the decoded request in, a response message
+#: or an :class:`Outcome` out. ``Handler[CreateTopicsRequest, CreateTopicsResponse]``
+#: answers CreateTopics (:class:`~brokerd.kafka.server.route.Route` ties it to its API's
+#: :class:`~brokerd.kafka.wire.schema.ApiSpec`, so mypy checks it against both classes).
+Handler: TypeAlias = Callable[[RequestContext, Request[Q]], Awaitable[P | Outcome]]
 
 
 def gather(coros: Sequence[Coroutine[Any, Any, T]]) -> defer.Deferred[list[T]]:

@@ -120,7 +120,7 @@ def _kafka_fetch_out(observer: RequestObserver, answer: apis.FetchResponse) -> N
 
 
 def observe_kafka(
-    observer: RequestObserver, request: apis.Request, started: float, d: Deferred[T]
+    observer: RequestObserver, request: apis.AnyRequest, started: float, d: Deferred[T]
 ) -> Deferred[T]:
     """Count ``request`` when its answer ``d`` fires (``started``: ``observer.now()`` at
     dispatch)."""

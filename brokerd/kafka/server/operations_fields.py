@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import attrs
 
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.security.acl import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 from brokerd.security.authorized_ops import allowed_operations, operations_field
 
@@ -25,23 +25,25 @@ class AuthorizedOperations:
 
     authorizer: AclAuthorizer | None = None
 
-    def _allowed(self, conn: Connection, rtype: ResourceType, name: str) -> frozenset[Operation]:
+    def _allowed(
+        self, conn: RequestContext, rtype: ResourceType, name: str
+    ) -> frozenset[Operation]:
         state = conn.state
         return allowed_operations(self.authorizer, state.principal, state.peer_host, rtype, name)
 
-    def topic(self, conn: Connection, name: str) -> int:
+    def topic(self, conn: RequestContext, name: str) -> int:
         return operations_field(self._allowed(conn, ResourceType.TOPIC, name))
 
-    def topic_visible(self, conn: Connection, name: str) -> bool:
+    def topic_visible(self, conn: RequestContext, name: str) -> bool:
         """Whether the principal may DESCRIBE topic ``name`` (or do anything implying
         it): for the handlers that filter topics themselves (DescribeTopicPartitions
         counts only the topics it answers against its partition limit)."""
         return Operation.DESCRIBE in self._allowed(conn, ResourceType.TOPIC, name)
 
-    def group(self, conn: Connection, group_id: str) -> int:
+    def group(self, conn: RequestContext, group_id: str) -> int:
         return operations_field(self._allowed(conn, ResourceType.GROUP, group_id))
 
-    def cluster(self, conn: Connection) -> int:
+    def cluster(self, conn: RequestContext) -> int:
         """Nothing at all unless the principal may DESCRIBE the cluster (Kafka's rule
         for Metadata: the field never tells more than a DESCRIBE would)."""
         allowed = self._allowed(conn, ResourceType.CLUSTER, CLUSTER_NAME)

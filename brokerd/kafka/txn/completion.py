@@ -22,14 +22,18 @@ log, choose when to complete, or retry.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from brokerd.core.api import CoreTransactions
-from brokerd.kafka.txn.deps import OffsetEntry, TxnGroups
+from brokerd.kafka.txn.deps import OffsetEntry
 from brokerd.kafka.txn.state import TxnMetadata, TxnState
 from brokerd.storage.write_errors import RateLimitedLog
+
+if TYPE_CHECKING:
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
 
 __all__ = ["TxnCompleter"]
 
@@ -46,7 +50,7 @@ class TxnCompleter:
         self,
         *,
         core: CoreTransactions,
-        groups: TxnGroups,
+        groups: GroupCoordinator,
         now_ms: Callable[[], int],
     ) -> None:
         self._core = core

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from twisted.application import service
 from twisted.internet import defer
@@ -61,7 +61,6 @@ from brokerd.kafka.txn.checks import (
     transactional_id_error,
 )
 from brokerd.kafka.txn.completion import TxnCompleter
-from brokerd.kafka.txn.deps import TxnGroups
 from brokerd.kafka.txn.state import PREPARED, TxnMetadata, TxnState, epoch_exhausted
 from brokerd.kafka.txn.table import TxnRecord, TxnTable, writable
 from brokerd.kafka.txn.types import (
@@ -80,6 +79,9 @@ from brokerd.kafka.txn.views import (
     verify_produce,
 )
 from brokerd.storage.stores.txn_log import TxnLog
+
+if TYPE_CHECKING:
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
 
 __all__ = [
     "DEFAULT_MAX_TIMEOUT_MS",
@@ -101,7 +103,7 @@ _C = ErrorCode
 
 
 class TransactionCoordinator(service.Service):
-    """Every transactional id of this broker (implements ``TransactionCoordinatorLike``).
+    """Every transactional id of this broker (what the transactional Kafka APIs call).
     Reactor thread only. Install :meth:`verify` in the core with ``set_txn_verifier``
     (the constructor does it).
 
@@ -127,7 +129,7 @@ class TransactionCoordinator(service.Service):
         run_blocking: Callable[..., Deferred[Any]],
         allocate_producer_id: Callable[[], int],
         core: CoreTransactions,
-        groups: TxnGroups,
+        groups: GroupCoordinator,
         wall_clock: Callable[[], float] = time.time,
         max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
         abort_check_seconds: float = TXN_ABORT_CHECK_SECONDS,

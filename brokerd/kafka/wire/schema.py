@@ -28,21 +28,25 @@ from __future__ import annotations
 import inspect
 import sys
 import types
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 
 from brokerd.kafka.wire.codec import ApiKey, Field, WireType, precompute_layout
 
 C = TypeVar("C", bound=type)
+#: An API's request and response message classes.
+Q = TypeVar("Q")
+P = TypeVar("P")
 
 #: Authorized-operations fields: "not provided" (Kafka's Integer.MIN_VALUE default).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 @attrs.frozen
-class ApiSpec:
-    """One Kafka API as brokerd answers it.
+class ApiSpec(Generic[Q, P]):
+    """One Kafka API as brokerd answers it, typed by its request and response classes
+    (a handler routed to it is checked against them).
 
     :param key: its API key.
     :param request: the request body class.
@@ -54,8 +58,8 @@ class ApiSpec:
     """
 
     key: ApiKey
-    request: type[Any]
-    response: type[Any]
+    request: type[Q]
+    response: type[P]
     min_version: int
     max_version: int
     trailing_bytes_ignored: bool = False

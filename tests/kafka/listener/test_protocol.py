@@ -24,6 +24,7 @@ from brokerd.kafka.listener.protocol import (
     KafkaFactory,
     KafkaProtocol,
 )
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
@@ -136,7 +137,7 @@ class KafkaTestCase(SynchronousTestCase):
         self.groups = FakeCoordinator()
         self.clock = task.Clock()
         self.factory = KafkaFactory(
-            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092, max_frame_bytes=4096,
         )
         self.proto, self.tr = self.connect()
@@ -884,7 +885,7 @@ class FetchCapTests(KafkaTestCase):
         super().setUp()
         self.budget = AnswerBudget(1000)
         self.factory = KafkaFactory(
-            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092, max_frame_bytes=4096,
             fetch_max_bytes=self.CAP, answer_budget=self.budget,
         )

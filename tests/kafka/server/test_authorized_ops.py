@@ -232,10 +232,10 @@ def test_confluent_with_acls_sees_what_the_acls_allow(tmp_path: Path) -> None:
 
 
 def test_cluster_field_is_empty_without_describe() -> None:
-    from brokerd.kafka.server.handler_base import Connection
+    from brokerd.kafka.server.handler_base import RequestContext
     from brokerd.kafka.server.operations_fields import AuthorizedOperations
 
-    conn = Connection("/10.0.0.1")  # User:ANONYMOUS until TLS or SASL says otherwise
+    conn = RequestContext("/10.0.0.1")  # User:ANONYMOUS until TLS or SASL says otherwise
     cluster = ResourceType.CLUSTER
     idempotent = AuthorizedOperations(AclAuthorizer([allow(cluster, CLUSTER_NAME,
                                                            Op.IDEMPOTENT_WRITE, ANON)]))

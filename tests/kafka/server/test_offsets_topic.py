@@ -15,6 +15,7 @@ import pytest
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.listener.protocol import KafkaFactory
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.internal_topics import (
     OFFSETS_TOPIC,
     InternalTopics,
@@ -152,9 +153,13 @@ class OffsetsTopicOnTheWireTests(KafkaTestCase):
         super().setUp()
         self.log = OffsetsTopicLog()
         self.factory = KafkaFactory(
-            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.core,  # type: ignore[arg-type]
+            KafkaCoordinators(
+                self.groups,  # type: ignore[arg-type]
+                internal_topics=InternalTopics(lambda: "cluster", self.log),
+            ),
+            clock=self.clock,
             advertised_host="broker.example", advertised_port=19092, max_frame_bytes=1 << 20,
-            internal_topics=InternalTopics(lambda: "cluster", self.log),
         )
         self.proto, self.tr = self.connect()
 

@@ -30,10 +30,10 @@ from brokerd.kafka.server.acl_gate import (
     Gate,
     answer_now,
 )
-from brokerd.kafka.server.handler_base import Connection
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.handler_base import RequestContext
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.wire.messages import acl as acl_apis
+from brokerd.kafka.wire.messages.acl import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import (
     AclAuthorizer,
@@ -81,12 +81,12 @@ class AclHandlers:
         self._run_blocking = run_blocking
         self._lock = defer.DeferredLock()
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.CREATE_ACLS, self.create_acls, create_acls_rule),
-            Route(ApiKey.DESCRIBE_ACLS, self.describe_acls, describe_acls_rule),
-            Route(ApiKey.DELETE_ACLS, self.delete_acls, delete_acls_rule),
+            route(CREATE_ACLS, self.create_acls, create_acls_rule),
+            route(DESCRIBE_ACLS, self.describe_acls, describe_acls_rule),
+            route(DELETE_ACLS, self.delete_acls, delete_acls_rule),
         )
 
     async def _replace(self, acls: frozenset[AclBinding]) -> bool:
@@ -106,8 +106,10 @@ class AclHandlers:
 
     # -- CreateAcls ------------------------------------------------------------------
 
-    async def create_acls(self, conn: Connection, req: Request) -> acl_apis.CreateAclsResponse:
-        body: acl_apis.CreateAclsRequest = req.body
+    async def create_acls(
+        self, conn: RequestContext, req: Request[acl_apis.CreateAclsRequest]
+    ) -> acl_apis.CreateAclsResponse:
+        body = req.body
         if self._authorizer is None:
             return acl_apis.CreateAclsResponse(results=tuple(
                 acl_apis.AclCreationResult(
@@ -161,9 +163,9 @@ class AclHandlers:
     # -- DescribeAcls ----------------------------------------------------------------
 
     async def describe_acls(
-        self, conn: Connection, req: Request
+        self, conn: RequestContext, req: Request[acl_apis.DescribeAclsRequest]
     ) -> acl_apis.DescribeAclsResponse:
-        body: acl_apis.DescribeAclsRequest = req.body
+        body = req.body
         if self._authorizer is None:
             return acl_apis.DescribeAclsResponse(
                 error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED
@@ -182,8 +184,10 @@ class AclHandlers:
 
     # -- DeleteAcls ------------------------------------------------------------------
 
-    async def delete_acls(self, conn: Connection, req: Request) -> acl_apis.DeleteAclsResponse:
-        body: acl_apis.DeleteAclsRequest = req.body
+    async def delete_acls(
+        self, conn: RequestContext, req: Request[acl_apis.DeleteAclsRequest]
+    ) -> acl_apis.DeleteAclsResponse:
+        body = req.body
         if self._authorizer is None:
             return acl_apis.DeleteAclsResponse(filter_results=tuple(
                 acl_apis.DeleteAclsFilterResult(
@@ -267,7 +271,9 @@ def _matching(b: AclBinding) -> acl_apis.DeleteAclsMatchingAcl:
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def create_acls_rule(access: Access, req: Request) -> Gate:
+def create_acls_rule(
+    access: Access, req: Request[acl_apis.CreateAclsRequest]
+) -> Gate[acl_apis.CreateAclsRequest, acl_apis.CreateAclsResponse]:
     if access.cluster(Operation.ALTER):
         return Gate(req)
     return answer_now(req, acl_apis.CreateAclsResponse(results=tuple(
@@ -276,7 +282,9 @@ def create_acls_rule(access: Access, req: Request) -> Gate:
     )))
 
 
-def describe_acls_rule(access: Access, req: Request) -> Gate:
+def describe_acls_rule(
+    access: Access, req: Request[acl_apis.DescribeAclsRequest]
+) -> Gate[acl_apis.DescribeAclsRequest, acl_apis.DescribeAclsResponse]:
     if access.cluster(Operation.DESCRIBE):
         return Gate(req)
     return answer_now(req, acl_apis.DescribeAclsResponse(
@@ -284,7 +292,9 @@ def describe_acls_rule(access: Access, req: Request) -> Gate:
     ))
 
 
-def delete_acls_rule(access: Access, req: Request) -> Gate:
+def delete_acls_rule(
+    access: Access, req: Request[acl_apis.DeleteAclsRequest]
+) -> Gate[acl_apis.DeleteAclsRequest, acl_apis.DeleteAclsResponse]:
     if access.cluster(Operation.ALTER):
         return Gate(req)
     return answer_now(req, acl_apis.DeleteAclsResponse(filter_results=tuple(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 from twisted.logger import Logger
@@ -44,7 +44,7 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import (
     LEADER_EPOCH,
     BrokerIdentity,
-    Connection,
+    RequestContext,
     message,
     repeated,
     unexpected_code,
@@ -53,17 +53,26 @@ from brokerd.kafka.server.handlers.configs import topic_entries
 from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
-from brokerd.kafka.server.route import Route
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.server.throttle import THROTTLED_TEXT, MutationCharge, QuotaEnforcer
-from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
+from brokerd.kafka.wire.codec import ZERO_UUID
+from brokerd.kafka.wire.messages.api_versions import (
+    API_VERSIONS,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+)
 from brokerd.kafka.wire.messages.cluster import (
+    DESCRIBE_CLUSTER,
     ENDPOINT_BROKERS,
     ENDPOINT_CONTROLLERS,
     DescribeClusterBroker,
     DescribeClusterRequest,
     DescribeClusterResponse,
 )
+from brokerd.kafka.wire.messages.metadata import METADATA
+from brokerd.kafka.wire.messages.producer_id import INIT_PRODUCER_ID
 from brokerd.kafka.wire.messages.topic_partitions import (
+    DESCRIBE_TOPIC_PARTITIONS,
     PARTITION_LIMIT,
     DescribeTopicPartitionsPartition,
     DescribeTopicPartitionsRequest,
@@ -71,7 +80,12 @@ from brokerd.kafka.wire.messages.topic_partitions import (
     DescribeTopicPartitionsTopic,
     TopicPartitionsCursor,
 )
-from brokerd.kafka.wire.messages.topics import CreatableTopicConfigs, DeleteTopicState
+from brokerd.kafka.wire.messages.topics import (
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    CreatableTopicConfigs,
+    DeleteTopicState,
+)
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.names import is_internal_topic, validate_topic_name
@@ -129,34 +143,36 @@ class AdminHandlers:
             str, tuple[tuple[int, int, uuid.UUID], apis.MetadataTopic]
         ] = {}
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.API_VERSIONS, self.api_versions, None),
-            Route(
-                ApiKey.METADATA,
+            route(API_VERSIONS, self.api_versions, None),
+            route(
+                METADATA,
                 self.metadata,
                 functools.partial(metadata_rule, topic_by_id=self._core.topic_by_id),
             ),
-            Route(ApiKey.DESCRIBE_CLUSTER, self.describe_cluster, describe_cluster_rule),
-            Route(
-                ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+            route(DESCRIBE_CLUSTER, self.describe_cluster, describe_cluster_rule),
+            route(
+                DESCRIBE_TOPIC_PARTITIONS,
                 self.describe_topic_partitions,
                 describe_topic_partitions_rule,
             ),
-            Route(ApiKey.CREATE_TOPICS, self.create_topics, create_topics_rule),
-            Route(
-                ApiKey.DELETE_TOPICS,
+            route(CREATE_TOPICS, self.create_topics, create_topics_rule),
+            route(
+                DELETE_TOPICS,
                 self.delete_topics,
                 functools.partial(delete_topics_rule, topic_by_id=self._core.topic_by_id),
             ),
-            Route(ApiKey.INIT_PRODUCER_ID, self.init_producer_id, init_producer_id_rule),
+            route(INIT_PRODUCER_ID, self.init_producer_id, init_producer_id_rule),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
 
-    async def api_versions(self, conn: Connection, req: Request) -> Any:
+    async def api_versions(
+        self, conn: RequestContext, req: Request[ApiVersionsRequest]
+    ) -> ApiVersionsResponse:
         if req.api_version >= 3 and req.body is not None:
             # Client telemetry matches subscriptions on these (KIP-714).
             conn.client_software = (
@@ -203,8 +219,10 @@ class AdminHandlers:
             ),
         )
 
-    async def metadata(self, conn: Connection, req: Request) -> Any:
-        body: apis.MetadataRequest = req.body
+    async def metadata(
+        self, conn: RequestContext, req: Request[apis.MetadataRequest]
+    ) -> apis.MetadataResponse:
+        body = req.body
         version = req.api_version
         known = self._topics()
         entries: list[apis.MetadataTopic] = []
@@ -300,8 +318,10 @@ class AdminHandlers:
             )
         return self._topic_metadata(info)
 
-    async def describe_cluster(self, conn: Connection, req: Request) -> Any:
-        body: DescribeClusterRequest = req.body
+    async def describe_cluster(
+        self, conn: RequestContext, req: Request[DescribeClusterRequest]
+    ) -> DescribeClusterResponse:
+        body = req.body
         endpoint = body.endpoint_type
         if endpoint != ENDPOINT_BROKERS:
             # Kafka's broker: v0 cannot name another type, so a bad one is a bad
@@ -337,11 +357,13 @@ class AdminHandlers:
             cluster_authorized_operations=ops,
         )
 
-    async def describe_topic_partitions(self, conn: Connection, req: Request) -> Any:
+    async def describe_topic_partitions(
+        self, conn: RequestContext, req: Request[DescribeTopicPartitionsRequest]
+    ) -> DescribeTopicPartitionsResponse:
         """Topics in name order, at most ``response_partition_limit`` partitions (capped
         at Kafka's 2000) per answer, from the cursor on; ``next_cursor`` says where the
         next request starts when the limit cut the answer short."""
-        body: DescribeTopicPartitionsRequest = req.body
+        body = req.body
         known = self._topics()
         cursor = body.cursor
         start = cursor.topic_name if cursor is not None else ""
@@ -417,8 +439,10 @@ class AdminHandlers:
             ),
         )
 
-    async def create_topics(self, conn: Connection, req: Request) -> Any:
-        body: apis.CreateTopicsRequest = req.body
+    async def create_topics(
+        self, conn: RequestContext, req: Request[apis.CreateTopicsRequest]
+    ) -> apis.CreateTopicsResponse:
+        body = req.body
         twice = repeated(t.name for t in body.topics)
         quota = None if self._quotas is None else self._quotas.mutations(
             conn.state.principal, req.header.client_id, strict=req.api_version >= 6)
@@ -520,8 +544,10 @@ class AdminHandlers:
             ),
         )
 
-    async def delete_topics(self, conn: Connection, req: Request) -> Any:
-        body: apis.DeleteTopicsRequest = req.body
+    async def delete_topics(
+        self, conn: RequestContext, req: Request[apis.DeleteTopicsRequest]
+    ) -> apis.DeleteTopicsResponse:
+        body = req.body
         wanted = _topics_to_delete(body, req.api_version)
         twice_names = repeated(t.name for t in wanted if t.name is not None)
         twice_ids = repeated(str(t.topic_id) for t in wanted if t.name is None)
@@ -573,8 +599,10 @@ class AdminHandlers:
             quota.charge(info.partitions)
         return apis.DeletableTopicResult(name=info.name, topic_id=info.topic_id, error_code=0)
 
-    async def init_producer_id(self, conn: Connection, req: Request) -> Any:
-        body: apis.InitProducerIdRequest = req.body
+    async def init_producer_id(
+        self, conn: RequestContext, req: Request[apis.InitProducerIdRequest]
+    ) -> apis.InitProducerIdResponse:
+        body = req.body
         if body.transactional_id is not None:
             return await self._txn.init_producer_id(req.api_version, body)
         # An idempotent producer always gets a new id, epoch 0, even when v3+ names its
@@ -676,7 +704,11 @@ def _delete_failed(
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def _entry(entry: Any) -> Any:
+#: A request entry, its own key (the rule looks at the whole entry: a name or an ID).
+E = TypeVar("E")
+
+
+def _entry(entry: E) -> E:
     return entry
 
 
@@ -684,8 +716,10 @@ def _entry(entry: Any) -> Any:
 TopicById = Callable[[uuid.UUID], TopicInfo | None]
 
 
-def metadata_rule(access: Access, req: Request, *, topic_by_id: TopicById) -> Gate:
-    body: apis.MetadataRequest = req.body
+def metadata_rule(
+    access: Access, req: Request[apis.MetadataRequest], *, topic_by_id: TopicById
+) -> Gate[apis.MetadataRequest, apis.MetadataResponse]:
+    body = req.body
     if body.topics is None or (req.api_version == 0 and not body.topics):
         return Gate(req, finish=keep_only(
             lambda r: r.topics,
@@ -723,7 +757,7 @@ def metadata_rule(access: Access, req: Request, *, topic_by_id: TopicById) -> Ga
             error_code=code, name=None if by_id else t.name, topic_id=t.topic_id
         )
 
-    gate = split_entries(
+    gate: Gate[apis.MetadataRequest, apis.MetadataResponse] = split_entries(
         req, body.topics, _entry, error, denied,
         narrow=lambda kept: attrs.evolve(body, topics=kept),
         widen=lambda r, denied: attrs.evolve(r, topics=(*r.topics, *denied)),
@@ -734,21 +768,27 @@ def metadata_rule(access: Access, req: Request, *, topic_by_id: TopicById) -> Ga
     return gate
 
 
-def describe_cluster_rule(access: Access, req: Request) -> Gate:
+def describe_cluster_rule(
+    access: Access, req: Request[DescribeClusterRequest]
+) -> Gate[DescribeClusterRequest, DescribeClusterResponse]:
     """Kafka checks nothing for DescribeCluster: any client may learn the brokers (as
     from Metadata); the authorized operations it asks for are this principal's, and
     none unless it may DESCRIBE the cluster (:class:`AuthorizedOperations`)."""
     return Gate(req)
 
 
-def describe_topic_partitions_rule(access: Access, req: Request) -> Gate:
+def describe_topic_partitions_rule(
+    access: Access, req: Request[DescribeTopicPartitionsRequest]
+) -> Gate[DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse]:
     """Nothing here: the handler leaves out the topics the principal may not DESCRIBE
     itself, before it counts partitions against the limit and places the cursor (which
     must never name a hidden topic)."""
     return Gate(req)
 
 
-def create_topics_rule(access: Access, req: Request) -> Gate:
+def create_topics_rule(
+    access: Access, req: Request[apis.CreateTopicsRequest]
+) -> Gate[apis.CreateTopicsRequest, apis.CreateTopicsResponse]:
     def error(name: str) -> ErrorCode | None:
         return None if access.may_create(name) else TOPIC_DENIED
 
@@ -762,8 +802,10 @@ def create_topics_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def delete_topics_rule(access: Access, req: Request, *, topic_by_id: TopicById) -> Gate:
-    body: apis.DeleteTopicsRequest = req.body
+def delete_topics_rule(
+    access: Access, req: Request[apis.DeleteTopicsRequest], *, topic_by_id: TopicById
+) -> Gate[apis.DeleteTopicsRequest, apis.DeleteTopicsResponse]:
+    body = req.body
     if req.api_version < 6:
         return split_entries(
             req, body.topic_names, itself, topic_op(Operation.DELETE, access),
@@ -802,8 +844,10 @@ def delete_topics_rule(access: Access, req: Request, *, topic_by_id: TopicById) 
     )
 
 
-def init_producer_id_rule(access: Access, req: Request) -> Gate:
-    body: apis.InitProducerIdRequest = req.body
+def init_producer_id_rule(
+    access: Access, req: Request[apis.InitProducerIdRequest]
+) -> Gate[apis.InitProducerIdRequest, apis.InitProducerIdResponse]:
+    body = req.body
     if body.transactional_id is not None:
         if access.txn(Operation.WRITE, body.transactional_id):
             return Gate(req)

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 from twisted.logger import Logger
@@ -67,9 +67,14 @@ from brokerd.kafka.server.acl_gate import (
     Gate,
     split_entries,
 )
-from brokerd.kafka.server.handler_base import BrokerIdentity, Connection, message, unexpected_code
+from brokerd.kafka.server.handler_base import (
+    BrokerIdentity,
+    RequestContext,
+    message,
+    unexpected_code,
+)
 from brokerd.kafka.server.handlers.share_configs import GroupConfigRefused, ShareGroupConfigs
-from brokerd.kafka.server.route import Route
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.telemetry.resources import (
     CONFIGS as CLIENT_METRICS_CONFIGS,
 )
@@ -77,8 +82,12 @@ from brokerd.kafka.telemetry.resources import (
     ClientMetricsResources,
     InvalidClientMetricsConfig,
 )
-from brokerd.kafka.wire.codec import ApiKey
-from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
+from brokerd.kafka.wire.messages.configs import (
+    ALTER_CONFIGS,
+    DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
+    IncrementalAlterConfigsResponse,
+)
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.names import validate_topic_name
@@ -90,6 +99,9 @@ from brokerd.storage.config.topic_config import (
     apply_incremental,
 )
 from brokerd.storage.types import TopicInfo
+
+if TYPE_CHECKING:
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
 
 #: Group configs of share groups (Kafka's ``share.*`` group configs).
 SHARE_PREFIX = "share."
@@ -138,11 +150,10 @@ KAFKA_TELEMETRY_MAX_BYTES_DEFAULT = 1024 * 1024
 _OWN_STORES = (ResourceType.GROUP, ResourceType.CLIENT_METRICS)
 
 
-class HasGroupConfigs(Protocol):
-    """The group coordinator, as far as the GROUP config resource needs it."""
-
-    @property
-    def group_configs(self) -> GroupConfigs: ...
+#: A resource of AlterConfigs or of IncrementalAlterConfigs (one code path alters both).
+AlterResource = TypeVar(
+    "AlterResource", apis.AlterConfigsResource, apis.IncrementalAlterConfigsResource
+)
 
 
 class _Refused(Exception):
@@ -302,7 +313,7 @@ class ConfigHandlers:
         identity: BrokerIdentity,
         *,
         default_partitions: int,
-        groups: HasGroupConfigs | None = None,
+        groups: GroupCoordinator | None = None,
         shares: ShareGroupConfigs | None = None,
         client_metrics: ClientMetricsResources | None = None,
         telemetry_max_bytes: int | None = None,
@@ -324,15 +335,15 @@ class ConfigHandlers:
 
     # -- checks every API shares -------------------------------------------------------
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.DESCRIBE_CONFIGS, self.describe_configs, describe_configs_rule),
-            Route(ApiKey.ALTER_CONFIGS, self.alter_configs, alter_configs_rule),
-            Route(
-                ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            route(DESCRIBE_CONFIGS, self.describe_configs, describe_configs_rule),
+            route(ALTER_CONFIGS, self.alter_configs, alter_configs_rule),
+            route(
+                INCREMENTAL_ALTER_CONFIGS,
                 self.incremental_alter_configs,
-                alter_configs_rule,
+                incremental_alter_configs_rule,
             ),
         )
 
@@ -393,8 +404,10 @@ class ConfigHandlers:
 
     # -- DescribeConfigs ---------------------------------------------------------------
 
-    async def describe_configs(self, conn: Connection, req: Request) -> Any:
-        body: apis.DescribeConfigsRequest = req.body
+    async def describe_configs(
+        self, conn: RequestContext, req: Request[apis.DescribeConfigsRequest]
+    ) -> apis.DescribeConfigsResponse:
+        body = req.body
         synonyms = req.api_version >= 1 and body.include_synonyms
         docs = req.api_version >= 3 and body.include_documentation
         results = []
@@ -477,8 +490,10 @@ class ConfigHandlers:
 
     # -- AlterConfigs and IncrementalAlterConfigs --------------------------------------
 
-    async def alter_configs(self, conn: Connection, req: Request) -> Any:
-        body: apis.AlterConfigsRequest = req.body
+    async def alter_configs(
+        self, conn: RequestContext, req: Request[apis.AlterConfigsRequest]
+    ) -> apis.AlterConfigsResponse:
+        body = req.body
 
         def update_for(
             res: apis.AlterConfigsResource,
@@ -495,8 +510,10 @@ class ConfigHandlers:
         results = await self._alter(body.resources, body.validate_only, update_for)
         return apis.AlterConfigsResponse(responses=results)
 
-    async def incremental_alter_configs(self, conn: Connection, req: Request) -> Any:
-        body: apis.IncrementalAlterConfigsRequest = req.body
+    async def incremental_alter_configs(
+        self, conn: RequestContext, req: Request[apis.IncrementalAlterConfigsRequest]
+    ) -> IncrementalAlterConfigsResponse:
+        body = req.body
         if any(r.resource_type in _OWN_STORES for r in body.resources):
             return await self._alter_with_groups(body)
         return IncrementalAlterConfigsResponse(responses=await self._incremental(body))
@@ -526,11 +543,13 @@ class ConfigHandlers:
 
         return await self._alter(body.resources, body.validate_only, update_for)
 
-    async def _alter_with_groups(self, body: apis.IncrementalAlterConfigsRequest) -> Any:
+    async def _alter_with_groups(
+        self, body: apis.IncrementalAlterConfigsRequest
+    ) -> IncrementalAlterConfigsResponse:
         """An IncrementalAlterConfigs naming groups or client-metrics resources: those
         here, the rest as usual, the answers in request order."""
         others = [r for r in body.resources if r.resource_type not in _OWN_STORES]
-        rest: dict[tuple[int, str], Any] = {}
+        rest: dict[tuple[int, str], apis.AlterConfigsResourceResponse] = {}
         if others:
             answered = await self._incremental(attrs.evolve(body, resources=tuple(others)))
             rest = {(r.resource_type, r.resource_name): r for r in answered}
@@ -557,7 +576,9 @@ class ConfigHandlers:
             ))
         return IncrementalAlterConfigsResponse(responses=tuple(out))
 
-    async def _alter_client_metrics(self, res: Any, validate_only: bool) -> None:
+    async def _alter_client_metrics(
+        self, res: apis.IncrementalAlterConfigsResource, validate_only: bool
+    ) -> None:
         resources = self._metrics_resources(res.resource_name)
         names = [c.name for c in res.configs]
         if len(set(names)) != len(names):
@@ -572,7 +593,9 @@ class ConfigHandlers:
                 unexpected_code(self._log, "alter client metrics", e), message(e)
             ) from None
 
-    async def _alter_group(self, res: Any, validate_only: bool) -> None:
+    async def _alter_group(
+        self, res: apis.IncrementalAlterConfigsResource, validate_only: bool
+    ) -> None:
         configs = self._group_configs(res.resource_name)
         names = [c.name for c in res.configs]
         if len(set(names)) != len(names):
@@ -605,9 +628,11 @@ class ConfigHandlers:
 
     async def _alter(
         self,
-        resources: Sequence[Any],
+        resources: Sequence[AlterResource],
         validate_only: bool,
-        update_for: Callable[[Any], Callable[[Mapping[str, str]], Mapping[str, str | None]]],
+        update_for: Callable[
+            [AlterResource], Callable[[Mapping[str, str]], Mapping[str, str | None]]
+        ],
     ) -> tuple[apis.AlterConfigsResourceResponse, ...]:
         """One result per resource (both alter APIs answer this layout)."""
         keys = [(r.resource_type, r.resource_name) for r in resources]
@@ -632,9 +657,11 @@ class ConfigHandlers:
 
     async def _alter_one(
         self,
-        res: Any,
+        res: AlterResource,
         validate_only: bool,
-        update_for: Callable[[Any], Callable[[Mapping[str, str]], Mapping[str, str | None]]],
+        update_for: Callable[
+            [AlterResource], Callable[[Mapping[str, str]], Mapping[str, str | None]]
+        ],
     ) -> None:
         if res.resource_type == ResourceType.BROKER:
             self._check_broker(res.resource_name)
@@ -676,11 +703,17 @@ def _config_error(access: Access, op: Operation) -> Callable[[tuple[int, str]], 
     return error
 
 
-def _resource(r: Any) -> tuple[int, str]:
+def _resource(
+    r: apis.DescribeConfigsResource
+    | apis.AlterConfigsResource
+    | apis.IncrementalAlterConfigsResource,
+) -> tuple[int, str]:
     return (r.resource_type, r.resource_name)
 
 
-def describe_configs_rule(access: Access, req: Request) -> Gate:
+def describe_configs_rule(
+    access: Access, req: Request[apis.DescribeConfigsRequest]
+) -> Gate[apis.DescribeConfigsRequest, apis.DescribeConfigsResponse]:
     return split_entries(
         req, req.body.resources, _resource, _config_error(access, Operation.DESCRIBE_CONFIGS),
         lambda r, code: apis.DescribeConfigsResult(
@@ -692,13 +725,32 @@ def describe_configs_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def alter_configs_rule(access: Access, req: Request) -> Gate:
+def _alter_denied(
+    r: apis.AlterConfigsResource | apis.IncrementalAlterConfigsResource, code: ErrorCode
+) -> apis.AlterConfigsResourceResponse:
+    return apis.AlterConfigsResourceResponse(
+        error_code=code, error_message=DENIED_TEXT,
+        resource_type=r.resource_type, resource_name=r.resource_name,
+    )
+
+
+def alter_configs_rule(
+    access: Access, req: Request[apis.AlterConfigsRequest]
+) -> Gate[apis.AlterConfigsRequest, apis.AlterConfigsResponse]:
     return split_entries(
         req, req.body.resources, _resource, _config_error(access, Operation.ALTER_CONFIGS),
-        lambda r, code: apis.AlterConfigsResourceResponse(
-            error_code=code, error_message=DENIED_TEXT,
-            resource_type=r.resource_type, resource_name=r.resource_name,
-        ),
+        _alter_denied,
+        narrow=lambda kept: attrs.evolve(req.body, resources=kept),
+        widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
+    )
+
+
+def incremental_alter_configs_rule(
+    access: Access, req: Request[apis.IncrementalAlterConfigsRequest]
+) -> Gate[apis.IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse]:
+    return split_entries(
+        req, req.body.resources, _resource, _config_error(access, Operation.ALTER_CONFIGS),
+        _alter_denied,
         narrow=lambda kept: attrs.evolve(req.body, resources=kept),
         widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
     )

@@ -20,15 +20,13 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 import attrs
-from twisted.internet.defer import Deferred
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.consumer.assignors import Assignment
 from brokerd.kafka.groups.consumer.coordinator import (
-    ConsumerGroupCoordinator,
-    HeartbeatAnswer,
     HeartbeatInput,
     TopicMetadata,
     describe_assignment,
@@ -46,34 +44,21 @@ from brokerd.kafka.server.acl_gate import (
     refuse_groups_with_denied_topics,
     split_entries,
 )
-from brokerd.kafka.server.handler_base import Connection, Outcome
+from brokerd.kafka.server.handler_base import Outcome, RequestContext
 from brokerd.kafka.server.internal_topics import InternalTopics, with_internal
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.wire.messages import consumer_groups as cg
+from brokerd.kafka.wire.messages.consumer_groups import (
+    CONSUMER_GROUP_DESCRIBE,
+    CONSUMER_GROUP_HEARTBEAT,
+)
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation, ResourceType
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
-
-
-class HasConsumerGroups(Protocol):
-    """The classic coordinator, as far as these handlers need it."""
-
-    @property
-    def consumer(self) -> ConsumerGroupCoordinator: ...
-
-    def group_state(self, group_id: str, /) -> object | None:
-        """A classic group's state, None when there is no classic group of that id."""
-        ...
-
-    def consumer_heartbeat(
-        self, request: HeartbeatInput, topics: TopicMetadata, /
-    ) -> Deferred[HeartbeatAnswer]:
-        """The consumer coordinator's heartbeat, answered once its change is durable."""
-        ...
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
 
 
 def topic_metadata(core: CoreApi, internal: InternalTopics | None = None) -> TopicMetadata:
@@ -96,7 +81,7 @@ class ConsumerGroupHandlers:
     def __init__(
         self,
         core: CoreApi,
-        coordinator: HasConsumerGroups,
+        coordinator: GroupCoordinator,
         operations: AuthorizedOperations | None = None,
         *,
         is_share_group: Callable[[str], bool],
@@ -108,14 +93,16 @@ class ConsumerGroupHandlers:
         self._operations = operations if operations is not None else AuthorizedOperations()
         self._is_share_group = is_share_group
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         return (
-            Route(ApiKey.CONSUMER_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
-            Route(ApiKey.CONSUMER_GROUP_DESCRIBE, self.describe, describe_rule),
+            route(CONSUMER_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
+            route(CONSUMER_GROUP_DESCRIBE, self.describe, describe_rule),
         )
 
-    async def heartbeat(self, conn: Connection, req: Request) -> Any:
-        body: cg.ConsumerGroupHeartbeatRequest = req.body
+    async def heartbeat(
+        self, conn: RequestContext, req: Request[cg.ConsumerGroupHeartbeatRequest]
+    ) -> cg.ConsumerGroupHeartbeatResponse:
+        body = req.body
         if body.group_id not in self._coordinator.consumer.groups and self._is_share_group(
             body.group_id
         ):
@@ -161,7 +148,7 @@ class ConsumerGroupHandlers:
             assignment=assignment,
         )
 
-    def _may_describe(self, conn: Connection) -> MayDescribe:
+    def _may_describe(self, conn: RequestContext) -> MayDescribe:
         authorizer = self._operations.authorizer
         if authorizer is None:
             return every_topic
@@ -170,8 +157,10 @@ class ConsumerGroupHandlers:
             Operation.DESCRIBE, ResourceType.TOPIC,
         )
 
-    async def describe(self, conn: Connection, req: Request) -> Any:
-        body: cg.ConsumerGroupDescribeRequest = req.body
+    async def describe(
+        self, conn: RequestContext, req: Request[cg.ConsumerGroupDescribeRequest]
+    ) -> cg.ConsumerGroupDescribeResponse:
+        body = req.body
         names = {info.topic_id: name for name, info in self._core.topics().items()}
 
         def one(group_id: str) -> cg.DescribedConsumerGroup:
@@ -203,7 +192,7 @@ class ConsumerGroupHandlers:
 
 
 def _assignment(
-    assignment: Any, names: dict[uuid.UUID, str]
+    assignment: Assignment, names: dict[uuid.UUID, str]
 ) -> cg.DescribedAssignment:
     return cg.DescribedAssignment(topic_partitions=tuple(
         cg.DescribedTopicPartitions(topic_id=t, topic_name=n, partitions=ps)
@@ -211,7 +200,9 @@ def _assignment(
     ))
 
 
-def _member(group: ConsumerGroup, m: ConsumerMember, names: dict[uuid.UUID, str]) -> Any:
+def _member(
+    group: ConsumerGroup, m: ConsumerMember, names: dict[uuid.UUID, str]
+) -> cg.DescribedMember:
     return cg.DescribedMember(
         member_id=m.member_id,
         instance_id=m.instance_id,
@@ -241,9 +232,11 @@ def _described(group: ConsumerGroup, names: dict[uuid.UUID, str]) -> cg.Describe
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def heartbeat_rule(access: Access, req: Request) -> Gate:
+def heartbeat_rule(
+    access: Access, req: Request[cg.ConsumerGroupHeartbeatRequest]
+) -> Gate[cg.ConsumerGroupHeartbeatRequest, cg.ConsumerGroupHeartbeatResponse]:
     """READ on the group; DESCRIBE on every subscribed topic named (Kafka's rule)."""
-    body: cg.ConsumerGroupHeartbeatRequest = req.body
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, cg.ConsumerGroupHeartbeatResponse(
             error_code=GROUP_DENIED, error_message=DENIED_TEXT
@@ -259,12 +252,15 @@ def heartbeat_rule(access: Access, req: Request) -> Gate:
     return Gate(req)
 
 
-def describe_rule(access: Access, req: Request) -> Gate:
+def describe_rule(
+    access: Access, req: Request[cg.ConsumerGroupDescribeRequest]
+) -> Gate[cg.ConsumerGroupDescribeRequest, cg.ConsumerGroupDescribeResponse]:
     """DESCRIBE on each group; the others are answered GROUP_AUTHORIZATION_FAILED, once
     per group id. A described group using a topic the principal may not DESCRIBE is
     answered TOPIC_AUTHORIZATION_FAILED without its members."""
-    body: cg.ConsumerGroupDescribeRequest = req.body
+    body = req.body
     distinct = attrs.evolve(body, group_ids=tuple(dict.fromkeys(body.group_ids)))
+    gate: Gate[cg.ConsumerGroupDescribeRequest, cg.ConsumerGroupDescribeResponse]
     gate = split_entries(
         attrs.evolve(req, body=distinct), distinct.group_ids, itself,
         lambda g: None if access.group(Operation.DESCRIBE, g) else GROUP_DENIED,
@@ -274,7 +270,9 @@ def describe_rule(access: Access, req: Request) -> Gate:
     )
     refuse = refuse_groups_with_denied_topics(access, _topics_used, _topics_refusal)
 
-    def finish(response: Any) -> Any:
+    def finish(
+        response: cg.ConsumerGroupDescribeResponse | Outcome,
+    ) -> cg.ConsumerGroupDescribeResponse | Outcome:
         response = gate.finish(response)
         if isinstance(response, Outcome):
             return response

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 
 import attrs
 from twisted.internet import defer
@@ -70,15 +69,19 @@ from brokerd.kafka.server.fetch_sessions import (
     SessionKey,
     WantedPartition,
 )
-from brokerd.kafka.server.handler_base import NO_RESPONSE, Connection, unexpected_code
+from brokerd.kafka.server.handler_base import (
+    NO_RESPONSE,
+    Outcome,
+    RequestContext,
+    unexpected_code,
+)
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handlers.fetch_catchup import CatchUp
 from brokerd.kafka.server.handlers.fetch_watch import AppendsWatch
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.offsets_topic import OffsetsTopicLog
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
-from brokerd.kafka.wire.messages.fetch import FETCH_TOPIC_IDS_FROM
+from brokerd.kafka.server.route import AnyRoute, route
+from brokerd.kafka.wire.messages.fetch import FETCH, FETCH_TOPIC_IDS_FROM
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.answer_budget import AnswerBudget
@@ -227,11 +230,11 @@ class FetchHandler:
             session_slots, now_ms=lambda: int(clock.seconds() * 1000)
         )
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(
-                ApiKey.FETCH, self.fetch,
+            route(
+                FETCH, self.fetch,
                 fetch_rule(self._core, self.sessions, self._internal),
             ),
         )
@@ -242,10 +245,12 @@ class FetchHandler:
     def _readable(self, topic: str) -> OffsetsTopicLog | None:
         return None if self._internal is None else self._internal.readable(topic)
 
-    async def fetch(self, conn: Connection, req: Request) -> Any:
+    async def fetch(
+        self, conn: RequestContext, req: Request[apis.FetchRequest]
+    ) -> apis.FetchResponse | Outcome:
         """The Fetch API's handler: a full fetch (which may open a session), or an
         incremental one in a session (:mod:`brokerd.kafka.server.fetch_sessions`)."""
-        body: apis.FetchRequest = req.body
+        body = req.body
         by_id = req.api_version >= FETCH_TOPIC_IDS_FROM
         if is_full_fetch(body):
             context = self.sessions.open(
@@ -282,8 +287,13 @@ class FetchHandler:
         return out
 
     async def _full(
-        self, conn: Connection, req: Request, body: apis.FetchRequest, *, open_session: bool
-    ) -> Any:
+        self,
+        conn: RequestContext,
+        req: Request[apis.FetchRequest],
+        body: apis.FetchRequest,
+        *,
+        open_session: bool,
+    ) -> apis.FetchResponse | Outcome:
         """A full fetch: every partition it names is answered; with ``open_session``
         they become a new session if the cache has (or makes) room for it."""
         full_body = body
@@ -434,8 +444,8 @@ class FetchHandler:
         return session_id
 
     async def _incremental(
-        self, conn: Connection, body: apis.FetchRequest, session: FetchSession, by_id: bool
-    ) -> Any:
+        self, conn: RequestContext, body: apis.FetchRequest, session: FetchSession, by_id: bool
+    ) -> apis.FetchResponse | Outcome:
         """An incremental fetch in ``session`` (already updated with the request).
 
         Only the partitions that may have something to say are looked at and read:
@@ -579,7 +589,7 @@ class FetchHandler:
 
     async def _poll(
         self,
-        conn: Connection,
+        conn: RequestContext,
         read: Callable[[], Awaitable[list[apis.FetchPartitionResponse]]],
         short_of: Callable[[list[apis.FetchPartitionResponse]], Shortfall | None],
         park: Callable[[Shortfall, int], Awaitable[bool]],
@@ -610,7 +620,7 @@ class FetchHandler:
 
     def _note_answered(
         self,
-        conn: Connection,
+        conn: RequestContext,
         body: apis.FetchRequest,
         partitions: Sequence[apis.FetchPartition],
         keys: Sequence[tuple[str, int]],
@@ -810,15 +820,17 @@ def fetch_rule(
     core: CoreTopics,
     sessions: FetchSessionCache | None = None,
     internal: InternalTopics | None = None,
-) -> Rule:
+) -> Rule[apis.FetchRequest, apis.FetchResponse]:
     """READ on each topic fetched (by name, or by topic ID from version 13: an unknown ID
     passes, to be answered UNKNOWN_TOPIC_ID whatever the ACLs say, as Kafka does). An
     incremental fetch is checked on the topics it adds or moves (a denied one is not
     added to the session); one its session refuses passes unchanged, to be answered
     with the session error alone, as Kafka answers it."""
 
-    def rule(access: Access, req: Request) -> Gate:
-        body: apis.FetchRequest = req.body
+    def rule(
+        access: Access, req: Request[apis.FetchRequest]
+    ) -> Gate[apis.FetchRequest, apis.FetchResponse]:
+        body = req.body
         by_id = req.api_version >= FETCH_TOPIC_IDS_FROM
         if not is_full_fetch(body) and (
             sessions is None

@@ -3,9 +3,10 @@
 OffsetDelete.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
-message by calling the coordinator's admin part (:mod:`brokerd.kafka.groups.group_admin`,
-duck-typed here by :class:`GroupAdminLike`). OffsetDelete partitions of topics that do
-not exist get UNKNOWN_TOPIC_OR_PARTITION here, as Kafka answers them.
+message by calling the coordinator's admin part
+(:class:`brokerd.kafka.groups.group_admin.GroupAdmin`, the group coordinator's ``admin``).
+OffsetDelete partitions of topics that do not exist get UNKNOWN_TOPIC_OR_PARTITION here,
+as Kafka answers them.
 
 It does not parse or build bytes, keep group state, or dispatch:
 :class:`~brokerd.kafka.listener.dispatch.KafkaHandlers` routes requests here.
@@ -13,11 +14,10 @@ It does not parse or build bytes, keep group state, or dispatch:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
-from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.group_admin import GroupDescription
@@ -32,16 +32,22 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
     topic_op,
 )
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
+from brokerd.kafka.wire.messages.group_admin import (
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    LIST_GROUPS,
+    OFFSET_DELETE,
+)
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
 
 #: ListGroups' type (and protocol type) of share groups (KIP-932).
 SHARE_GROUP_TYPE = "share"
@@ -58,27 +64,6 @@ _DELETION_REFUSED: Mapping[int, str] = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The group coordinator of {} is not available.",
     ErrorCode.NOT_COORDINATOR: "This broker is not the coordinator of group {}.",
 }
-
-
-class GroupAdminLike(Protocol):
-    """:class:`~brokerd.kafka.groups.group_admin.GroupAdmin` as the handlers use it."""
-
-    def list_groups_with_states(
-        self, states_filter: Collection[str] = (), types_filter: Collection[str] = (), /
-    ) -> tuple[int, list[tuple[str, str, str]]]: ...
-
-    def describe(
-        self, group_ids: list[str], missing_not_found: bool = False, /, *,
-        classic_only: bool = False,
-    ) -> Sequence[GroupDescription]: ...
-
-    def delete_groups(self, group_ids: list[str], /) -> defer.Deferred[Any]: ...
-
-    def group_type(self, group_id: str, /) -> str: ...
-
-    def delete_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]], /
-    ) -> defer.Deferred[Any]: ...
 
 
 class ShareGroupsAdmin(Protocol):
@@ -98,13 +83,6 @@ class ShareGroupsAdmin(Protocol):
         ...
 
 
-class HasGroupAdmin(Protocol):
-    """The coordinator, as far as these handlers need it."""
-
-    @property
-    def admin(self) -> GroupAdminLike: ...
-
-
 class GroupAdminHandlers:
     """Answers the group admin APIs.
 
@@ -115,7 +93,7 @@ class GroupAdminHandlers:
     def __init__(
         self,
         core: CoreApi,
-        coordinator: HasGroupAdmin,
+        coordinator: GroupCoordinator,
         operations: AuthorizedOperations | None = None,
         share_groups: ShareGroupsAdmin | None = None,
     ) -> None:
@@ -125,17 +103,19 @@ class GroupAdminHandlers:
         self._share_groups = share_groups
         self._operations = operations if operations is not None else AuthorizedOperations()
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.LIST_GROUPS, self.list_groups, list_groups_rule),
-            Route(ApiKey.DESCRIBE_GROUPS, self.describe_groups, describe_groups_rule),
-            Route(ApiKey.DELETE_GROUPS, self.delete_groups, delete_groups_rule),
-            Route(ApiKey.OFFSET_DELETE, self.offset_delete, offset_delete_rule),
+            route(LIST_GROUPS, self.list_groups, list_groups_rule),
+            route(DESCRIBE_GROUPS, self.describe_groups, describe_groups_rule),
+            route(DELETE_GROUPS, self.delete_groups, delete_groups_rule),
+            route(OFFSET_DELETE, self.offset_delete, offset_delete_rule),
         )
 
-    async def list_groups(self, conn: Connection, req: Request) -> Any:
-        body: apis.ListGroupsRequest = req.body
+    async def list_groups(
+        self, conn: RequestContext, req: Request[apis.ListGroupsRequest]
+    ) -> apis.ListGroupsResponse:
+        body = req.body
         # The filters are empty before v4 and v5 (the fields' defaults), so every group is
         # listed; group_state is only on the wire from v4, group_type from v5.
         admin = self._coordinator.admin
@@ -159,8 +139,10 @@ class GroupAdminHandlers:
             )
         return apis.ListGroupsResponse(error_code=code, groups=tuple(listed))
 
-    async def describe_groups(self, conn: Connection, req: Request) -> Any:
-        body: apis.DescribeGroupsRequest = req.body
+    async def describe_groups(
+        self, conn: RequestContext, req: Request[apis.DescribeGroupsRequest]
+    ) -> apis.DescribeGroupsResponse:
+        body = req.body
         # v6+ (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND, not Dead.
         described = self._coordinator.admin.describe(
             list(body.groups), req.api_version >= _DESCRIBE_NOT_FOUND_FROM, classic_only=True
@@ -199,8 +181,10 @@ class GroupAdminHandlers:
             )
         )
 
-    async def delete_groups(self, conn: Connection, req: Request) -> Any:
-        body: apis.DeleteGroupsRequest = req.body
+    async def delete_groups(
+        self, conn: RequestContext, req: Request[apis.DeleteGroupsRequest]
+    ) -> apis.DeleteGroupsResponse:
+        body = req.body
         names = list(body.groups_names)
         shared: dict[str, int] = {}
         if self._share_groups is not None:
@@ -219,8 +203,10 @@ class GroupAdminHandlers:
             )
         )
 
-    async def offset_delete(self, conn: Connection, req: Request) -> Any:
-        body: apis.OffsetDeleteRequest = req.body
+    async def offset_delete(
+        self, conn: RequestContext, req: Request[apis.OffsetDeleteRequest]
+    ) -> apis.OffsetDeleteResponse:
+        body = req.body
         if self._share_groups is not None and self._share_groups.exists(body.group_id):
             # A share group has no committed offsets (Kafka: "is not a consumer group");
             # its start offsets go through DeleteShareGroupOffsets.
@@ -262,7 +248,9 @@ class GroupAdminHandlers:
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def list_groups_rule(access: Access, req: Request) -> Gate:
+def list_groups_rule(
+    access: Access, req: Request[apis.ListGroupsRequest]
+) -> Gate[apis.ListGroupsRequest, apis.ListGroupsResponse]:
     if access.cluster(Operation.DESCRIBE):
         return Gate(req)
     return Gate(req, finish=keep_only(
@@ -272,7 +260,9 @@ def list_groups_rule(access: Access, req: Request) -> Gate:
     ))
 
 
-def describe_groups_rule(access: Access, req: Request) -> Gate:
+def describe_groups_rule(
+    access: Access, req: Request[apis.DescribeGroupsRequest]
+) -> Gate[apis.DescribeGroupsRequest, apis.DescribeGroupsResponse]:
     return split_entries(
         req, req.body.groups, itself,
         lambda g: None if access.group(Operation.DESCRIBE, g) else GROUP_DENIED,
@@ -282,7 +272,9 @@ def describe_groups_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def delete_groups_rule(access: Access, req: Request) -> Gate:
+def delete_groups_rule(
+    access: Access, req: Request[apis.DeleteGroupsRequest]
+) -> Gate[apis.DeleteGroupsRequest, apis.DeleteGroupsResponse]:
     return split_entries(
         req, req.body.groups_names, itself,
         lambda g: None if access.group(Operation.DELETE, g) else GROUP_DENIED,
@@ -292,8 +284,10 @@ def delete_groups_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def offset_delete_rule(access: Access, req: Request) -> Gate:
-    body: apis.OffsetDeleteRequest = req.body
+def offset_delete_rule(
+    access: Access, req: Request[apis.OffsetDeleteRequest]
+) -> Gate[apis.OffsetDeleteRequest, apis.OffsetDeleteResponse]:
+    body = req.body
     if not access.group(Operation.DELETE, body.group_id):
         return answer_now(req, apis.OffsetDeleteResponse(error_code=GROUP_DENIED))
 

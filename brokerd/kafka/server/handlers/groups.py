@@ -4,8 +4,7 @@ LeaveGroup, OffsetCommit and OffsetFetch.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a response
 message by calling the classic group coordinator
-(:mod:`brokerd.kafka.groups.coordinator`, duck-typed here by
-:class:`GroupCoordinatorLike` so tests can pass fakes). This node coordinates every group
+(:class:`~brokerd.kafka.groups.coordinator.GroupCoordinator`). This node coordinates every group
 and every transactional id; it keeps its share groups' state itself and has no share
 coordinator to find, so a share-partition key (FindCoordinator key type 2) is refused as
 Kafka refuses it without a share coordinator. A JoinGroup for the id of a share group is
@@ -25,7 +24,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
 from twisted.internet import defer
@@ -49,14 +48,23 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import (
     NO_RESPONSE,
     BrokerIdentity,
-    Connection,
     Outcome,
+    RequestContext,
     unexpected_code,
 )
 from brokerd.kafka.server.internal_topics import InternalTopics
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
+from brokerd.kafka.wire.codec import ZERO_UUID
 from brokerd.kafka.wire.messages import groups as group_apis
+from brokerd.kafka.wire.messages.groups import (
+    FIND_COORDINATOR,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    SYNC_GROUP,
+)
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
@@ -64,6 +72,8 @@ from brokerd.storage.topic_ids import parse_topic_id
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
+    from brokerd.kafka.groups.state import JoinResult, SyncResult
 
 #: FindCoordinator's key types: a group, a transactional id, a share-group partition.
 _COORDINATOR_GROUP = 0
@@ -107,110 +117,6 @@ _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 TopicNameOf = Callable[[uuid.UUID], str]
 
 
-class JoinResultLike(Protocol):
-    @property
-    def error_code(self) -> int: ...
-    @property
-    def generation_id(self) -> int: ...
-    @property
-    def protocol_name(self) -> str | None: ...
-    @property
-    def leader_id(self) -> str: ...
-    @property
-    def member_id(self) -> str: ...
-    @property
-    def members(self) -> Sequence[tuple[str, str | None, bytes]]: ...
-    @property
-    def protocol_type(self) -> str | None: ...
-    @property
-    def skip_assignment(self) -> bool: ...
-
-
-class SyncResultLike(Protocol):
-    @property
-    def error_code(self) -> int: ...
-    @property
-    def assignment(self) -> bytes: ...
-    @property
-    def protocol_type(self) -> str | None: ...
-    @property
-    def protocol_name(self) -> str | None: ...
-
-
-class GroupCoordinatorLike(Protocol):
-    """The classic group coordinator (:mod:`brokerd.kafka.groups.coordinator`). Error codes in its
-    results are Kafka ints. Deferred results are typed ``Any`` because Deferred is
-    invariant; they are :class:`JoinResultLike` / :class:`SyncResultLike` /
-    ``dict[(topic, partition), code]``."""
-
-    def join(
-        self,
-        group_id: str,
-        member_id: str,
-        /,
-        *,
-        client_id: str,
-        client_host: str,
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-        skip_assignment_supported: bool = False,
-        reason: str | None = None,
-    ) -> defer.Deferred[Any]: ...
-
-    def sync(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        assignments: list[tuple[str, bytes]],
-        /,
-        *,
-        group_instance_id: str | None = None,
-        protocol_type: str | None = None,
-        protocol_name: str | None = None,
-    ) -> defer.Deferred[Any]: ...
-
-    def heartbeat(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        /,
-        *,
-        group_instance_id: str | None = None,
-    ) -> int: ...
-
-    def leave(self, group_id: str, member_id: str, /) -> defer.Deferred[int]: ...
-
-    def leave_members(
-        self, group_id: str, leaving: list[tuple[str, str | None, str | None]], /
-    ) -> defer.Deferred[tuple[int, list[int]]]: ...
-
-    def commit_offsets(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        offsets: list[tuple[str, int, int, int, str | None]],
-        /,
-        *,
-        group_instance_id: str | None = None,
-        missing_group_not_found: bool = False,
-    ) -> defer.Deferred[Any]: ...
-
-    def fetch_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]] | None, /
-    ) -> Sequence[tuple[str, int, int, int, str | None, int]]: ...
-
-    def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int, /
-                           ) -> int: ...
-
-
-#: A group's partitions whose transactional offset commit is not yet complete.
 PendingOffsets = Callable[[str], AbstractSet[tuple[str, int]]]
 
 
@@ -218,7 +124,7 @@ class GroupHandlers:
     """Answers the consumer-group APIs.
 
     :param core: the broker core (topic existence for OffsetCommit, topic IDs).
-    :param coordinator: the group coordinator (:class:`GroupCoordinatorLike`).
+    :param coordinator: the group coordinator (:class:`GroupCoordinator`).
     :param identity: where clients are told the coordinator is (read live).
     :param pending_offsets: a group's partitions with a transactional offset commit not
         yet complete (the transaction coordinator's); None = transactions disabled.
@@ -232,7 +138,7 @@ class GroupHandlers:
     def __init__(
         self,
         core: CoreApi,
-        coordinator: GroupCoordinatorLike,
+        coordinator: GroupCoordinator,
         identity: BrokerIdentity,
         *,
         pending_offsets: PendingOffsets | None = None,
@@ -246,16 +152,16 @@ class GroupHandlers:
         self._pending = pending_offsets
         self._is_share_group = is_share_group
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.FIND_COORDINATOR, self.find_coordinator, find_coordinator_rule),
-            Route(ApiKey.JOIN_GROUP, self.join_group, join_group_rule),
-            Route(ApiKey.SYNC_GROUP, self.sync_group, sync_group_rule),
-            Route(ApiKey.HEARTBEAT, self.heartbeat, heartbeat_rule),
-            Route(ApiKey.LEAVE_GROUP, self.leave_group, leave_group_rule),
-            Route(ApiKey.OFFSET_COMMIT, self.offset_commit, self.offset_commit_rule),
-            Route(ApiKey.OFFSET_FETCH, self.offset_fetch, self.offset_fetch_rule),
+            route(FIND_COORDINATOR, self.find_coordinator, find_coordinator_rule),
+            route(JOIN_GROUP, self.join_group, join_group_rule),
+            route(SYNC_GROUP, self.sync_group, sync_group_rule),
+            route(HEARTBEAT, self.heartbeat, heartbeat_rule),
+            route(LEAVE_GROUP, self.leave_group, leave_group_rule),
+            route(OFFSET_COMMIT, self.offset_commit, self.offset_commit_rule),
+            route(OFFSET_FETCH, self.offset_fetch, self.offset_fetch_rule),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
@@ -270,8 +176,10 @@ class GroupHandlers:
 
     # -- FindCoordinator ----------------------------------------------------------------
 
-    async def find_coordinator(self, conn: Connection, req: Request) -> Any:
-        body: apis.FindCoordinatorRequest = req.body
+    async def find_coordinator(
+        self, conn: RequestContext, req: Request[apis.FindCoordinatorRequest]
+    ) -> apis.FindCoordinatorResponse:
+        body = req.body
         if req.api_version >= _FIND_COORDINATOR_BATCHED_FROM:
             return apis.FindCoordinatorResponse(coordinators=tuple(
                 self._coordinator_for(body.key_type, key, req.api_version)
@@ -310,8 +218,10 @@ class GroupHandlers:
 
     # -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ------------------------------------
 
-    async def join_group(self, conn: Connection, req: Request) -> Any:
-        body: apis.JoinGroupRequest = req.body
+    async def join_group(
+        self, conn: RequestContext, req: Request[apis.JoinGroupRequest]
+    ) -> apis.JoinGroupResponse | Outcome:
+        body = req.body
         if self._is_share_group(body.group_id):
             return apis.JoinGroupResponse(
                 error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=""
@@ -336,7 +246,7 @@ class GroupHandlers:
             reason=body.reason,
         ))
         try:
-            result: JoinResultLike = await joining
+            result: JoinResult = await joining
         except defer.CancelledError:
             return NO_RESPONSE
         return apis.JoinGroupResponse(
@@ -353,8 +263,10 @@ class GroupHandlers:
             ),
         )
 
-    async def sync_group(self, conn: Connection, req: Request) -> Any:
-        body: apis.SyncGroupRequest = req.body
+    async def sync_group(
+        self, conn: RequestContext, req: Request[apis.SyncGroupRequest]
+    ) -> apis.SyncGroupResponse | Outcome:
+        body = req.body
         refused = sync_protocol_missing(req)
         if refused is not None:
             return refused
@@ -368,7 +280,7 @@ class GroupHandlers:
             protocol_name=body.protocol_name,
         ))
         try:
-            result: SyncResultLike = await syncing
+            result: SyncResult = await syncing
         except defer.CancelledError:
             return NO_RESPONSE
         return apis.SyncGroupResponse(
@@ -378,16 +290,20 @@ class GroupHandlers:
             assignment=result.assignment or b"",
         )
 
-    async def heartbeat(self, conn: Connection, req: Request) -> Any:
-        body: apis.HeartbeatRequest = req.body
+    async def heartbeat(
+        self, conn: RequestContext, req: Request[apis.HeartbeatRequest]
+    ) -> apis.HeartbeatResponse:
+        body = req.body
         code = self._groups.heartbeat(
             body.group_id, body.generation_id, body.member_id,
             group_instance_id=body.group_instance_id,
         )
         return apis.HeartbeatResponse(error_code=code)
 
-    async def leave_group(self, conn: Connection, req: Request) -> Any:
-        body: apis.LeaveGroupRequest = req.body
+    async def leave_group(
+        self, conn: RequestContext, req: Request[apis.LeaveGroupRequest]
+    ) -> apis.LeaveGroupResponse:
+        body = req.body
         if req.api_version < _LEAVE_BATCHED_FROM:
             # Answered once the group's record is durable, as Kafka answers it.
             return apis.LeaveGroupResponse(
@@ -408,7 +324,9 @@ class GroupHandlers:
 
     # -- OffsetCommit -------------------------------------------------------------------
 
-    async def offset_commit(self, conn: Connection, req: Request) -> Any:
+    async def offset_commit(
+        self, conn: RequestContext, req: Request[apis.OffsetCommitRequest]
+    ) -> apis.OffsetCommitResponse:
         by_id = req.api_version >= _TOPIC_IDS_FROM
         body: apis.OffsetCommitRequest = (
             with_commit_names(req.body, self._topic_name) if by_id else req.body
@@ -468,7 +386,9 @@ class GroupHandlers:
             )
         )
 
-    def offset_commit_rule(self, access: Access, req: Request) -> Gate:
+    def offset_commit_rule(
+        self, access: Access, req: Request[apis.OffsetCommitRequest]
+    ) -> Gate[apis.OffsetCommitRequest, apis.OffsetCommitResponse]:
         """OffsetCommit's ACL rule (v10+: on the names of the topics' IDs)."""
         if req.api_version >= _TOPIC_IDS_FROM:
             req = Request(req.header, with_commit_names(req.body, self._topic_name))
@@ -476,8 +396,10 @@ class GroupHandlers:
 
     # -- OffsetFetch --------------------------------------------------------------------
 
-    async def offset_fetch(self, conn: Connection, req: Request) -> Any:
-        body: apis.OffsetFetchRequest = req.body
+    async def offset_fetch(
+        self, conn: RequestContext, req: Request[apis.OffsetFetchRequest]
+    ) -> apis.OffsetFetchResponse:
+        body = req.body
         if req.api_version >= _OFFSET_FETCH_GROUPS_FROM:
             by_id = req.api_version >= _TOPIC_IDS_FROM
             if by_id:
@@ -507,7 +429,9 @@ class GroupHandlers:
         topics, top = self._fetch_group(body.group_id, body.topics, body.require_stable)
         return apis.OffsetFetchResponse(topics=topics, error_code=top)
 
-    def offset_fetch_rule(self, access: Access, req: Request) -> Gate:
+    def offset_fetch_rule(
+        self, access: Access, req: Request[apis.OffsetFetchRequest]
+    ) -> Gate[apis.OffsetFetchRequest, apis.OffsetFetchResponse]:
         """OffsetFetch's ACL rule (v10+: on the names of the topics' IDs)."""
         if req.api_version >= _TOPIC_IDS_FROM:
             req = Request(req.header, with_fetch_names(req.body, self._topic_name))
@@ -580,10 +504,10 @@ def _join_protocol_name(name: str, version: int) -> str | None:
     return name
 
 
-def sync_protocol_missing(req: Request) -> Any:
+def sync_protocol_missing(req: Request[apis.SyncGroupRequest]) -> apis.SyncGroupResponse | None:
     """SyncGroup v5+ must name the protocol type and name: without them Kafka answers
     INCONSISTENT_GROUP_PROTOCOL, before any ACL check. None when the request is fine."""
-    body: apis.SyncGroupRequest = req.body
+    body = req.body
     if req.api_version >= _SYNC_PROTOCOL_FROM and (
         body.protocol_type is None or body.protocol_name is None
     ):
@@ -656,8 +580,21 @@ def _unstable(
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def _group_gate(op: Operation, response: Callable[[Request], Any]) -> Rule:
-    def rule(access: Access, req: Request) -> Gate:
+class _NamesGroup(Protocol):
+    """A request of one group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."""
+
+    @property
+    def group_id(self) -> str: ...
+
+
+#: The request and response classes of a one-group API.
+GQ = TypeVar("GQ", bound=_NamesGroup)
+GP = TypeVar("GP")
+Q = TypeVar("Q")
+
+
+def _group_gate(op: Operation, response: Callable[[Request[GQ]], GP]) -> Rule[GQ, GP]:
+    def rule(access: Access, req: Request[GQ]) -> Gate[GQ, GP]:
         if access.group(op, req.body.group_id):
             return Gate(req)
         return answer_now(req, response(req))
@@ -665,7 +602,7 @@ def _group_gate(op: Operation, response: Callable[[Request], Any]) -> Rule:
     return rule
 
 
-join_group_rule = _group_gate(
+join_group_rule: Rule[apis.JoinGroupRequest, apis.JoinGroupResponse] = _group_gate(
     Operation.READ,
     lambda req: apis.JoinGroupResponse(
         error_code=GROUP_DENIED, protocol_name=_join_protocol_name("", req.api_version)
@@ -673,12 +610,14 @@ join_group_rule = _group_gate(
 )
 
 
-_sync_group_gate = _group_gate(
+_sync_group_gate: Rule[apis.SyncGroupRequest, apis.SyncGroupResponse] = _group_gate(
     Operation.READ, lambda req: apis.SyncGroupResponse(error_code=GROUP_DENIED)
 )
 
 
-def sync_group_rule(access: Access, req: Request) -> Gate:
+def sync_group_rule(
+    access: Access, req: Request[apis.SyncGroupRequest]
+) -> Gate[apis.SyncGroupRequest, apis.SyncGroupResponse]:
     # Kafka refuses a v5+ SyncGroup without its protocol before looking at ACLs.
     refused = sync_protocol_missing(req)
     if refused is not None:
@@ -686,21 +625,23 @@ def sync_group_rule(access: Access, req: Request) -> Gate:
     return _sync_group_gate(access, req)
 
 
-heartbeat_rule = _group_gate(
+heartbeat_rule: Rule[apis.HeartbeatRequest, apis.HeartbeatResponse] = _group_gate(
     Operation.READ, lambda req: apis.HeartbeatResponse(error_code=GROUP_DENIED)
 )
 
 
-leave_group_rule = _group_gate(
+leave_group_rule: Rule[apis.LeaveGroupRequest, apis.LeaveGroupResponse] = _group_gate(
     Operation.READ, lambda req: apis.LeaveGroupResponse(error_code=GROUP_DENIED)
 )
 
 
-def find_coordinator_rule(access: Access, req: Request) -> Gate:
+def find_coordinator_rule(
+    access: Access, req: Request[apis.FindCoordinatorRequest]
+) -> Gate[apis.FindCoordinatorRequest, apis.FindCoordinatorResponse]:
     """DESCRIBE on the group or transactional id of each key (v4+: each key on its own);
     a share key (v6+) needs CLUSTER_ACTION on the cluster, for the whole request, as
     Kafka checks it. Other key types are the handler's to refuse."""
-    body: apis.FindCoordinatorRequest = req.body
+    body = req.body
     batched = req.api_version >= _FIND_COORDINATOR_BATCHED_FROM
     if body.key_type == _COORDINATOR_SHARE:
         if req.api_version < _FIND_COORDINATOR_SHARE_FROM or access.cluster(
@@ -752,14 +693,21 @@ def _commit_topics_denied(
     )
 
 
+class _NamedTopic(Protocol):
+    """An OffsetCommit or OffsetFetch topic entry (v10+: "" when named by an ID)."""
+
+    @property
+    def name(self) -> str: ...
+
+
 def _unknown_id_or(
-    access: Access, op: Operation, req: Request
-) -> Callable[[Any], ErrorCode | None]:
+    access: Access, op: Operation, req: Request[Q]
+) -> Callable[[_NamedTopic], ErrorCode | None]:
     """A topic entry's ACL check; a v10+ entry without a name (an ID no topic has) passes,
     for the handler to answer UNKNOWN_TOPIC_ID as Kafka does before any ACL check."""
     by_id = req.api_version >= _TOPIC_IDS_FROM
 
-    def error_of(entry: Any) -> ErrorCode | None:
+    def error_of(entry: _NamedTopic) -> ErrorCode | None:
         if by_id and not entry.name:
             return None
         return None if access.topic(op, entry.name) else TOPIC_DENIED
@@ -767,10 +715,12 @@ def _unknown_id_or(
     return error_of
 
 
-def offset_commit_rule(access: Access, req: Request) -> Gate:
+def offset_commit_rule(
+    access: Access, req: Request[apis.OffsetCommitRequest]
+) -> Gate[apis.OffsetCommitRequest, apis.OffsetCommitResponse]:
     """READ on the group, then READ on each topic (v10+: ``req`` has the IDs' names,
     :meth:`GroupHandlers.offset_commit_rule`)."""
-    body: apis.OffsetCommitRequest = req.body
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, apis.OffsetCommitResponse(
             topics=_commit_topics_denied(GROUP_DENIED, body.topics)
@@ -795,12 +745,14 @@ def _fetch_topics_denied(
     )
 
 
-def offset_fetch_groups_rule(access: Access, req: Request) -> Gate:
+def offset_fetch_groups_rule(
+    access: Access, req: Request[apis.OffsetFetchRequest]
+) -> Gate[apis.OffsetFetchRequest, apis.OffsetFetchResponse]:
     """OffsetFetch v8+: each group needs DESCRIBE on itself (a refused group is answered
     GROUP_AUTHORIZATION_FAILED with no topics); within an allowed group each topic needs
     DESCRIBE, as in the one-group form (v10+: on the names of the topics' IDs; an ID no
     topic has is the handler's)."""
-    body: apis.OffsetFetchRequest = req.body
+    body = req.body
     topic_error = _unknown_id_or(access, Operation.DESCRIBE, req)
     kept: list[apis.OffsetFetchRequestGroup] = []
     refused_groups: list[apis.OffsetFetchResponseGroup] = []
@@ -825,7 +777,9 @@ def offset_fetch_groups_rule(access: Access, req: Request) -> Gate:
     if not (refused_groups or refused_topics or every_topic):
         return Gate(req)
 
-    def finish(response: Any) -> Any:
+    def finish(
+        response: apis.OffsetFetchResponse | Outcome,
+    ) -> apis.OffsetFetchResponse | Outcome:
         if isinstance(response, Outcome):
             return response
         answered = []
@@ -841,8 +795,10 @@ def offset_fetch_groups_rule(access: Access, req: Request) -> Gate:
     return Gate(narrowed, finish=finish)
 
 
-def offset_fetch_rule(access: Access, req: Request) -> Gate:
-    body: apis.OffsetFetchRequest = req.body
+def offset_fetch_rule(
+    access: Access, req: Request[apis.OffsetFetchRequest]
+) -> Gate[apis.OffsetFetchRequest, apis.OffsetFetchResponse]:
+    body = req.body
     if req.api_version >= _OFFSET_FETCH_GROUPS_FROM:
         return offset_fetch_groups_rule(access, req)
     if not access.group(Operation.DESCRIBE, body.group_id):

@@ -33,7 +33,7 @@ the cluster to elect or reassign, DESCRIBE to list.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 import attrs
 from twisted.logger import Logger
@@ -46,19 +46,21 @@ from brokerd.kafka.server.acl_gate import (
     TOPIC_DENIED,
     Access,
     Gate,
+    Rule,
     answer_now,
     split_entries,
 )
 from brokerd.kafka.server.handler_base import (
     LEADER_EPOCH,
     BrokerIdentity,
-    Connection,
+    RequestContext,
     unexpected_code,
 )
 from brokerd.kafka.server.handler_base import gather as _gather
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.wire.messages.leadership import (
+    DESCRIBE_QUORUM,
+    OFFSET_FOR_LEADER_EPOCH,
     DescribeQuorumPartitionData,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
@@ -74,6 +76,9 @@ from brokerd.kafka.wire.messages.leadership import (
     ReplicaState,
 )
 from brokerd.kafka.wire.messages.placement import (
+    ALTER_PARTITION_REASSIGNMENTS,
+    ELECT_LEADERS,
+    LIST_PARTITION_REASSIGNMENTS,
     PREFERRED_ELECTION,
     UNCLEAN_ELECTION,
     AlterPartitionReassignmentsRequest,
@@ -81,6 +86,7 @@ from brokerd.kafka.wire.messages.placement import (
     ElectionPartitionResult,
     ElectLeadersRequest,
     ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
     ReassignablePartition,
     ReassignablePartitionResponse,
@@ -101,6 +107,10 @@ METADATA_PARTITION = 0
 QUORUM_LISTENER = "BROKER"
 #: The metadata log's end: brokerd replicates no metadata log (see the module docstring).
 METADATA_LOG_END = 0
+
+#: The request and response classes of an API behind :func:`cluster_rule`.
+Q = TypeVar("Q")
+P = TypeVar("P")
 
 
 def epoch_end_offset(requested: int, log_start: int, log_end: int) -> tuple[int, int]:
@@ -141,32 +151,37 @@ class LeadershipHandlers:
         self._id = identity
         self._clock = clock
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(
-                ApiKey.OFFSET_FOR_LEADER_EPOCH,
+            route(
+                OFFSET_FOR_LEADER_EPOCH,
                 self.offset_for_leader_epoch,
                 offset_for_leader_epoch_rule,
             ),
-            Route(ApiKey.DESCRIBE_QUORUM, self.describe_quorum, describe_quorum_rule),
-            Route(ApiKey.ELECT_LEADERS, self.elect_leaders, cluster_rule(Operation.ALTER)),
-            Route(
-                ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-                self.alter_partition_reassignments,
-                cluster_rule(Operation.ALTER),
+            route(DESCRIBE_QUORUM, self.describe_quorum, describe_quorum_rule),
+            route(
+                ELECT_LEADERS, self.elect_leaders,
+                cluster_rule(Operation.ALTER, _elect_leaders_denied),
             ),
-            Route(
-                ApiKey.LIST_PARTITION_REASSIGNMENTS,
+            route(
+                ALTER_PARTITION_REASSIGNMENTS,
+                self.alter_partition_reassignments,
+                cluster_rule(Operation.ALTER, _alter_reassignments_denied),
+            ),
+            route(
+                LIST_PARTITION_REASSIGNMENTS,
                 self.list_partition_reassignments,
-                cluster_rule(Operation.DESCRIBE),
+                cluster_rule(Operation.DESCRIBE, _list_reassignments_denied),
             ),
         )
 
     # -- OffsetForLeaderEpoch -----------------------------------------------------------
 
-    async def offset_for_leader_epoch(self, conn: Connection, req: Request) -> Any:
-        body: OffsetForLeaderEpochRequest = req.body
+    async def offset_for_leader_epoch(
+        self, conn: RequestContext, req: Request[OffsetForLeaderEpochRequest]
+    ) -> OffsetForLeaderEpochResponse:
+        body = req.body
         topics = []
         for t in body.topics:
             parts = await _gather([self._epoch_end(t.topic, p) for p in t.partitions])
@@ -190,8 +205,10 @@ class LeadershipHandlers:
 
     # -- DescribeQuorum -----------------------------------------------------------------
 
-    async def describe_quorum(self, conn: Connection, req: Request) -> Any:
-        body: DescribeQuorumRequest = req.body
+    async def describe_quorum(
+        self, conn: RequestContext, req: Request[DescribeQuorumRequest]
+    ) -> DescribeQuorumResponse:
+        body = req.body
         if not _names_metadata_partition(body):
             return _quorum_refused(body, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         node = self._id.node_id
@@ -236,8 +253,10 @@ class LeadershipHandlers:
 
     # -- ElectLeaders ---------------------------------------------------------------------
 
-    async def elect_leaders(self, conn: Connection, req: Request) -> Any:
-        body: ElectLeadersRequest = req.body
+    async def elect_leaders(
+        self, conn: RequestContext, req: Request[ElectLeadersRequest]
+    ) -> ElectLeadersResponse:
+        body = req.body
         if body.election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
             return ElectLeadersResponse(error_code=ErrorCode.INVALID_REQUEST)
         if body.topic_partitions is None:
@@ -258,8 +277,10 @@ class LeadershipHandlers:
 
     # -- AlterPartitionReassignments and ListPartitionReassignments ---------------------
 
-    async def alter_partition_reassignments(self, conn: Connection, req: Request) -> Any:
-        body: AlterPartitionReassignmentsRequest = req.body
+    async def alter_partition_reassignments(
+        self, conn: RequestContext, req: Request[AlterPartitionReassignmentsRequest]
+    ) -> AlterPartitionReassignmentsResponse:
+        body = req.body
         known = self._core.topics()
         node = self._id.node_id
         return AlterPartitionReassignmentsResponse(
@@ -278,7 +299,9 @@ class LeadershipHandlers:
             ),
         )
 
-    async def list_partition_reassignments(self, conn: Connection, req: Request) -> Any:
+    async def list_partition_reassignments(
+        self, conn: RequestContext, req: Request[ListPartitionReassignmentsRequest]
+    ) -> ListPartitionReassignmentsResponse:
         # Reassignments complete as they are asked for (see the module docstring).
         return ListPartitionReassignmentsResponse()
 
@@ -389,10 +412,12 @@ def _epoch_topics_denied(
     )
 
 
-def offset_for_leader_epoch_rule(access: Access, req: Request) -> Gate:
+def offset_for_leader_epoch_rule(
+    access: Access, req: Request[OffsetForLeaderEpochRequest]
+) -> Gate[OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse]:
     """Kafka's: a principal with CLUSTER_ACTION (a follower) may ask for every topic;
     any other needs DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED for the rest)."""
-    body: OffsetForLeaderEpochRequest = req.body
+    body = req.body
     if access.cluster(Operation.CLUSTER_ACTION):
         return Gate(req)
     return split_entries(
@@ -405,38 +430,47 @@ def offset_for_leader_epoch_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def cluster_rule(op: Operation) -> Callable[[Access, Request], Gate]:
+def cluster_rule(op: Operation, denied: Callable[[Q], P]) -> Rule[Q, P]:
     """A rule needing ``op`` on the cluster: otherwise the API's answer with the
-    top-level CLUSTER_AUTHORIZATION_FAILED (ElectLeaders v0, which has none, gets it on
-    each partition)."""
+    top-level CLUSTER_AUTHORIZATION_FAILED (``denied`` builds it from the request)."""
 
-    def rule(access: Access, req: Request) -> Gate:
+    def rule(access: Access, req: Request[Q]) -> Gate[Q, P]:
         if access.cluster(op):
             return Gate(req)
-        return answer_now(req, _cluster_denied(req))
+        return answer_now(req, denied(req.body))
 
     return rule
 
 
-def _cluster_denied(req: Request) -> Any:
-    body = req.body
-    if isinstance(body, ElectLeadersRequest):
-        return ElectLeadersResponse(
-            error_code=CLUSTER_DENIED,
-            replica_election_results=tuple(
-                ReplicaElectionResult(topic=t.topic, partition_result=tuple(
-                    ElectionPartitionResult(partition_id=p, error_code=CLUSTER_DENIED)
-                    for p in t.partitions
-                ))
-                for t in body.topic_partitions or ()
-            ),
-        )
-    if isinstance(body, AlterPartitionReassignmentsRequest):
-        return AlterPartitionReassignmentsResponse(error_code=CLUSTER_DENIED)
+def _elect_leaders_denied(body: ElectLeadersRequest) -> ElectLeadersResponse:
+    """ElectLeaders v0 has no top-level error code: each partition gets it too."""
+    return ElectLeadersResponse(
+        error_code=CLUSTER_DENIED,
+        replica_election_results=tuple(
+            ReplicaElectionResult(topic=t.topic, partition_result=tuple(
+                ElectionPartitionResult(partition_id=p, error_code=CLUSTER_DENIED)
+                for p in t.partitions
+            ))
+            for t in body.topic_partitions or ()
+        ),
+    )
+
+
+def _alter_reassignments_denied(
+    body: AlterPartitionReassignmentsRequest,
+) -> AlterPartitionReassignmentsResponse:
+    return AlterPartitionReassignmentsResponse(error_code=CLUSTER_DENIED)
+
+
+def _list_reassignments_denied(
+    body: ListPartitionReassignmentsRequest,
+) -> ListPartitionReassignmentsResponse:
     return ListPartitionReassignmentsResponse(error_code=CLUSTER_DENIED)
 
 
-def describe_quorum_rule(access: Access, req: Request) -> Gate:
+def describe_quorum_rule(
+    access: Access, req: Request[DescribeQuorumRequest]
+) -> Gate[DescribeQuorumRequest, DescribeQuorumResponse]:
     """Kafka's: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED for all."""
     if access.cluster(Operation.DESCRIBE):
         return Gate(req)

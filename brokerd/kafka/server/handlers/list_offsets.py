@@ -16,7 +16,6 @@ INVALID_REQUEST, and errors from the core become per-partition codes. The v10 ti
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import attrs
 from twisted.logger import Logger
@@ -24,11 +23,11 @@ from twisted.logger import Logger
 from brokerd.core.api import CoreApi
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import TOPIC_DENIED, Access, Gate, by_name, split_entries
-from brokerd.kafka.server.handler_base import LEADER_EPOCH, Connection, unexpected_code
+from brokerd.kafka.server.handler_base import LEADER_EPOCH, RequestContext, unexpected_code
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.internal_topics import InternalTopics
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
+from brokerd.kafka.wire.messages.list_offsets import LIST_OFFSETS
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
@@ -69,16 +68,18 @@ class ListOffsetsHandler:
         self._core = core
         self._internal = internal_topics
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's API, with its ACL rule."""
-        return (Route(ApiKey.LIST_OFFSETS, self.list_offsets, list_offsets_rule),)
+        return (route(LIST_OFFSETS, self.list_offsets, list_offsets_rule),)
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         """Map ``exc``; log it when it is not one of brokerd's own errors."""
         return unexpected_code(self._log, what, exc)
 
-    async def list_offsets(self, conn: Connection, req: Request) -> Any:
-        body: apis.ListOffsetsRequest = req.body
+    async def list_offsets(
+        self, conn: RequestContext, req: Request[apis.ListOffsetsRequest]
+    ) -> apis.ListOffsetsResponse:
+        body = req.body
         # v1 has no isolation level (it decodes as 0, read_uncommitted).
         read_committed = body.isolation_level == Isolation.READ_COMMITTED
         named = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
@@ -184,7 +185,9 @@ def _internal_offsets(
 # -- ACL rule (brokerd.kafka.server.acl_gate) ------------------------------------------
 
 
-def list_offsets_rule(access: Access, req: Request) -> Gate:
+def list_offsets_rule(
+    access: Access, req: Request[apis.ListOffsetsRequest]
+) -> Gate[apis.ListOffsetsRequest, apis.ListOffsetsResponse]:
     def denied(t: apis.ListOffsetsTopic, code: ErrorCode) -> apis.ListOffsetsTopicResponse:
         return apis.ListOffsetsTopicResponse(name=t.name, partitions=tuple(
             apis.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code)

@@ -22,7 +22,7 @@ here.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import attrs
 from twisted.internet import defer
@@ -44,15 +44,19 @@ from brokerd.kafka.server.acl_gate import (
 )
 from brokerd.kafka.server.handler_base import (
     BrokerIdentity,
-    Connection,
+    RequestContext,
     gather,
     message,
     repeated,
     unexpected_code,
 )
-from brokerd.kafka.server.route import Route
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.server.throttle import THROTTLED_TEXT, QuotaEnforcer
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.wire.messages.partitions import (
+    CREATE_PARTITIONS,
+    DELETE_RECORDS,
+    DESCRIBE_LOG_DIRS,
+)
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
@@ -116,12 +120,12 @@ class PartitionAdminHandlers:
         self._clock = clock
         self._quotas = quotas
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.CREATE_PARTITIONS, self.create_partitions, create_partitions_rule),
-            Route(ApiKey.DELETE_RECORDS, self.delete_records, delete_records_rule),
-            Route(ApiKey.DESCRIBE_LOG_DIRS, self.describe_log_dirs, describe_log_dirs_rule),
+            route(CREATE_PARTITIONS, self.create_partitions, create_partitions_rule),
+            route(DELETE_RECORDS, self.delete_records, delete_records_rule),
+            route(DESCRIBE_LOG_DIRS, self.describe_log_dirs, describe_log_dirs_rule),
         )
 
     def _code(self, what: str, exc: BaseException) -> ErrorCode:
@@ -131,8 +135,10 @@ class PartitionAdminHandlers:
 
     # -- CreatePartitions ------------------------------------------------------------
 
-    async def create_partitions(self, conn: Connection, req: Request) -> Any:
-        body: apis.CreatePartitionsRequest = req.body
+    async def create_partitions(
+        self, conn: RequestContext, req: Request[apis.CreatePartitionsRequest]
+    ) -> apis.CreatePartitionsResponse:
+        body = req.body
         twice = repeated(t.name for t in body.topics)
         quota = None if self._quotas is None else self._quotas.mutations(
             conn.state.principal, req.header.client_id, strict=req.api_version >= 3)
@@ -205,8 +211,10 @@ class PartitionAdminHandlers:
 
     # -- DeleteRecords ---------------------------------------------------------------
 
-    async def delete_records(self, conn: Connection, req: Request) -> Any:
-        body: apis.DeleteRecordsRequest = req.body
+    async def delete_records(
+        self, conn: RequestContext, req: Request[apis.DeleteRecordsRequest]
+    ) -> apis.DeleteRecordsResponse:
+        body = req.body
         known = self._core.topics()
         # Every partition at once: each moves and persists on its own.
         flat = await gather(
@@ -244,8 +252,10 @@ class PartitionAdminHandlers:
 
     # -- DescribeLogDirs -------------------------------------------------------------
 
-    async def describe_log_dirs(self, conn: Connection, req: Request) -> Any:
-        body: apis.DescribeLogDirsRequest = req.body
+    async def describe_log_dirs(
+        self, conn: RequestContext, req: Request[apis.DescribeLogDirsRequest]
+    ) -> apis.DescribeLogDirsResponse:
+        body = req.body
         usage = self._core.describe_log_dirs()
         sizes = usage.partition_sizes
         if body.topics is None:
@@ -280,7 +290,9 @@ class PartitionAdminHandlers:
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def create_partitions_rule(access: Access, req: Request) -> Gate:
+def create_partitions_rule(
+    access: Access, req: Request[apis.CreatePartitionsRequest]
+) -> Gate[apis.CreatePartitionsRequest, apis.CreatePartitionsResponse]:
     return split_entries(
         req, req.body.topics, by_name, topic_op(Operation.ALTER, access),
         lambda t, code: apis.CreatePartitionsTopicResult(
@@ -291,7 +303,9 @@ def create_partitions_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def delete_records_rule(access: Access, req: Request) -> Gate:
+def delete_records_rule(
+    access: Access, req: Request[apis.DeleteRecordsRequest]
+) -> Gate[apis.DeleteRecordsRequest, apis.DeleteRecordsResponse]:
     def denied(t: apis.DeleteRecordsTopic, code: ErrorCode) -> apis.DeleteRecordsTopicResult:
         return apis.DeleteRecordsTopicResult(name=t.name, partitions=tuple(
             apis.DeleteRecordsPartitionResult(partition_index=p.partition_index, error_code=code)
@@ -305,7 +319,9 @@ def delete_records_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def describe_log_dirs_rule(access: Access, req: Request) -> Gate:
+def describe_log_dirs_rule(
+    access: Access, req: Request[apis.DescribeLogDirsRequest]
+) -> Gate[apis.DescribeLogDirsRequest, apis.DescribeLogDirsResponse]:
     if access.cluster(Operation.DESCRIBE):
         return Gate(req)
     # Kafka answers no log directories, and from v3 on says why in the top-level code

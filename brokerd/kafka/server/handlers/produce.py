@@ -14,7 +14,7 @@ with that module's lenient :func:`~brokerd.storage.record.header.batch_codecs`.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import attrs
 from twisted.internet import defer
@@ -36,14 +36,15 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
-    Connection,
+    Outcome,
+    RequestContext,
     unexpected_code,
 )
 from brokerd.kafka.server.handler_base import gather as _gather
 from brokerd.kafka.server.handler_base import message as _message
 from brokerd.kafka.server.handlers.compaction import invalid_record_response
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
+from brokerd.kafka.wire.messages.produce import PRODUCE
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.names import INTERNAL_TOPICS
@@ -108,16 +109,18 @@ class ProduceHandler:
         self._core = core
         self._clock = clock
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's API, with its ACL rule."""
-        return (Route(ApiKey.PRODUCE, self.produce, produce_rule),)
+        return (route(PRODUCE, self.produce, produce_rule),)
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         """Map ``exc``; log it when it is not one of brokerd's own errors."""
         return unexpected_code(self._log, what, exc)
 
-    async def produce(self, conn: Connection, req: Request) -> Any:
-        body: apis.ProduceRequest = req.body
+    async def produce(
+        self, conn: RequestContext, req: Request[apis.ProduceRequest]
+    ) -> apis.ProduceResponse | Outcome:
+        body = req.body
         version = req.api_version
         acks = body.acks
         refusal: tuple[ErrorCode, str] | None = None
@@ -251,8 +254,10 @@ def _produce_denied(t: apis.ProduceTopicData, code: ErrorCode) -> apis.ProduceTo
     return _topic_refused(t, code)
 
 
-def produce_rule(access: Access, req: Request) -> Gate:
-    body: apis.ProduceRequest = req.body
+def produce_rule(
+    access: Access, req: Request[apis.ProduceRequest]
+) -> Gate[apis.ProduceRequest, apis.ProduceResponse]:
+    body = req.body
     txn_id = body.transactional_id
     if txn_id is not None and not access.txn(Operation.WRITE, txn_id):
         if body.acks == 0:
@@ -270,7 +275,7 @@ def produce_rule(access: Access, req: Request) -> Gate:
     def error_of(name: str | None) -> ErrorCode | None:
         return None if name is None else access.topic_error(Operation.WRITE, name)
 
-    gate = split_entries(
+    gate: Gate[apis.ProduceRequest, apis.ProduceResponse] = split_entries(
         req, body.topic_data, key_of, error_of,
         _produce_denied,
         narrow=lambda kept: attrs.evolve(body, topic_data=kept),

@@ -36,10 +36,10 @@ from brokerd.core.quotas.manager import QuotaManager
 from brokerd.core.quotas.store import QuotaStore
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import CLUSTER_DENIED, DENIED_TEXT, Access, Gate, answer_now
-from brokerd.kafka.server.handler_base import Connection
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.handler_base import RequestContext
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.wire.messages import quotas as m
+from brokerd.kafka.wire.messages.quotas import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
@@ -76,15 +76,17 @@ class ClientQuotaHandlers:
         self._run_blocking = run_blocking
         self._lock = defer.DeferredLock()
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.DESCRIBE_CLIENT_QUOTAS, self.describe, describe_client_quotas_rule),
-            Route(ApiKey.ALTER_CLIENT_QUOTAS, self.alter, alter_client_quotas_rule),
+            route(DESCRIBE_CLIENT_QUOTAS, self.describe, describe_client_quotas_rule),
+            route(ALTER_CLIENT_QUOTAS, self.alter, alter_client_quotas_rule),
         )
 
-    async def describe(self, conn: Connection, req: Request) -> m.DescribeClientQuotasResponse:
-        body: m.DescribeClientQuotasRequest = req.body
+    async def describe(
+        self, conn: RequestContext, req: Request[m.DescribeClientQuotasRequest]
+    ) -> m.DescribeClientQuotasResponse:
+        body = req.body
         try:
             if len(body.components) > MAX_ENTRIES:
                 raise InvalidQuota(f"more than {MAX_ENTRIES} filter components")
@@ -104,8 +106,10 @@ class ClientQuotaHandlers:
             for entity, values in found
         ))
 
-    async def alter(self, conn: Connection, req: Request) -> m.AlterClientQuotasResponse:
-        body: m.AlterClientQuotasRequest = req.body
+    async def alter(
+        self, conn: RequestContext, req: Request[m.AlterClientQuotasRequest]
+    ) -> m.AlterClientQuotasResponse:
+        body = req.body
         if len(body.entries) > MAX_ENTRIES:
             return m.AlterClientQuotasResponse(entries=tuple(
                 m.QuotaAlterationResult(
@@ -161,14 +165,18 @@ class ClientQuotaHandlers:
         return True
 
 
-def describe_client_quotas_rule(access: Access, req: Request) -> Gate:
+def describe_client_quotas_rule(
+    access: Access, req: Request[m.DescribeClientQuotasRequest]
+) -> Gate[m.DescribeClientQuotasRequest, m.DescribeClientQuotasResponse]:
     if access.cluster(Operation.DESCRIBE_CONFIGS):
         return Gate(req)
     return answer_now(req, m.DescribeClientQuotasResponse(
         error_code=CLUSTER_DENIED, error_message=DENIED_TEXT, entries=None))
 
 
-def alter_client_quotas_rule(access: Access, req: Request) -> Gate:
+def alter_client_quotas_rule(
+    access: Access, req: Request[m.AlterClientQuotasRequest]
+) -> Gate[m.AlterClientQuotasRequest, m.AlterClientQuotasResponse]:
     if access.cluster(Operation.ALTER_CONFIGS):
         return Gate(req)
     return answer_now(req, m.AlterClientQuotasResponse(entries=tuple(

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 import attrs
 from twisted.logger import Logger
@@ -38,12 +38,16 @@ from brokerd.kafka.server.acl_gate import (
     Gate,
     answer_now,
 )
-from brokerd.kafka.server.handler_base import Connection
-from brokerd.kafka.server.route import Route
+from brokerd.kafka.server.handler_base import RequestContext
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.server.sasl_session import HANDSHAKE_FAILURE, SaslCode, SaslFailed, SaslSession
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import sasl as m
-from brokerd.kafka.wire.requests.apis import Request
+from brokerd.kafka.wire.messages.sasl import (
+    ALTER_USER_SCRAM_CREDENTIALS,
+    DESCRIBE_USER_SCRAM_CREDENTIALS,
+)
+from brokerd.kafka.wire.requests.apis import AnyRequest, Request
 from brokerd.security.acl import Operation
 from brokerd.security.credentials import CredentialChange, CredentialsError
 from brokerd.security.scram import (
@@ -66,7 +70,7 @@ SASL_API_KEYS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 class SaslAnswer:
     """A SASL response, and whether to close the connection once it is written."""
 
-    response: Any
+    response: m.SaslHandshakeResponse | m.SaslAuthenticateResponse
     close: bool = False
     #: The failure's message, to log with the peer address.
     failure: str | None = None
@@ -77,21 +81,24 @@ class SaslAnswer:
     delay: float = 0.0
 
 
-def answer_sasl(session: SaslSession | None, request: Request) -> SaslAnswer:
-    """Answer a SaslHandshake or SaslAuthenticate request of one connection."""
+def answer_sasl(session: SaslSession | None, request: AnyRequest) -> SaslAnswer:
+    """Answer a SaslHandshake or SaslAuthenticate request of one connection (the
+    protocol's, not routed: they change the connection's state)."""
     if request.api_key is ApiKey.SASL_HANDSHAKE:
         return _handshake(session, request)
     return _authenticate(session, request)
 
 
-def _handshake(session: SaslSession | None, request: Request) -> SaslAnswer:
+def _handshake(
+    session: SaslSession | None, request: Request[m.SaslHandshakeRequest]
+) -> SaslAnswer:
     if session is None or session.authenticated:
         # Not an error that closes: Kafka answers this way on a listener without SASL
         # and to a second handshake (re-authentication is not supported).
         offered = () if session is None else session.available
         return SaslAnswer(m.SaslHandshakeResponse(
             error_code=SaslCode.ILLEGAL_SASL_STATE, mechanisms=offered))
-    body: m.SaslHandshakeRequest = request.body
+    body = request.body
     result = session.handshake(body.mechanism, request.api_version)
     response = m.SaslHandshakeResponse(error_code=result.code, mechanisms=result.mechanisms)
     if result.code != SaslCode.NONE:
@@ -105,7 +112,9 @@ def _handshake(session: SaslSession | None, request: Request) -> SaslAnswer:
     return SaslAnswer(response)
 
 
-def _authenticate(session: SaslSession | None, request: Request) -> SaslAnswer:
+def _authenticate(
+    session: SaslSession | None, request: Request[m.SaslAuthenticateRequest]
+) -> SaslAnswer:
     if session is None or session.authenticated:
         why = (
             "SASL is not enabled on this listener" if session is None
@@ -113,7 +122,7 @@ def _authenticate(session: SaslSession | None, request: Request) -> SaslAnswer:
         )
         return SaslAnswer(m.SaslAuthenticateResponse(
             error_code=SaslCode.ILLEGAL_SASL_STATE, error_message=why))
-    body: m.SaslAuthenticateRequest = request.body
+    body = request.body
     try:
         token = session.token(body.auth_bytes)
     except SaslFailed as e:
@@ -145,23 +154,25 @@ class ScramAdminHandlers:
     def __init__(self, store: ScramStore | None) -> None:
         self._store = store
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(
-                ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+            route(
+                DESCRIBE_USER_SCRAM_CREDENTIALS,
                 self.describe,
                 describe_user_scram_credentials_rule,
             ),
-            Route(
-                ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+            route(
+                ALTER_USER_SCRAM_CREDENTIALS,
                 self.alter,
                 alter_user_scram_credentials_rule,
             ),
         )
 
-    async def describe(self, conn: Connection, req: Request) -> Any:
-        body: m.DescribeUserScramCredentialsRequest = req.body
+    async def describe(
+        self, conn: RequestContext, req: Request[m.DescribeUserScramCredentialsRequest]
+    ) -> m.DescribeUserScramCredentialsResponse:
+        body = req.body
         if self._store is None:
             return m.DescribeUserScramCredentialsResponse.refused(
                 body, SaslCode.SECURITY_DISABLED,
@@ -194,8 +205,10 @@ class ScramAdminHandlers:
                     user=name, credential_infos=infos))
         return m.DescribeUserScramCredentialsResponse(results=tuple(results))
 
-    async def alter(self, conn: Connection, req: Request) -> Any:
-        body: m.AlterUserScramCredentialsRequest = req.body
+    async def alter(
+        self, conn: RequestContext, req: Request[m.AlterUserScramCredentialsRequest]
+    ) -> m.AlterUserScramCredentialsResponse:
+        body = req.body
         order = list(dict.fromkeys(
             [d.name for d in body.deletions] + [u.name for u in body.upsertions]))
         if self._store is None:
@@ -281,7 +294,9 @@ class ScramAdminHandlers:
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def describe_user_scram_credentials_rule(access: Access, req: Request) -> Gate:
+def describe_user_scram_credentials_rule(
+    access: Access, req: Request[m.DescribeUserScramCredentialsRequest]
+) -> Gate[m.DescribeUserScramCredentialsRequest, m.DescribeUserScramCredentialsResponse]:
     if access.cluster(Operation.DESCRIBE):
         return Gate(req)
     return answer_now(req, m.DescribeUserScramCredentialsResponse.refused(
@@ -289,7 +304,9 @@ def describe_user_scram_credentials_rule(access: Access, req: Request) -> Gate:
     ))
 
 
-def alter_user_scram_credentials_rule(access: Access, req: Request) -> Gate:
+def alter_user_scram_credentials_rule(
+    access: Access, req: Request[m.AlterUserScramCredentialsRequest]
+) -> Gate[m.AlterUserScramCredentialsRequest, m.AlterUserScramCredentialsResponse]:
     if access.cluster(Operation.ALTER):
         return Gate(req)
     users = dict.fromkeys(

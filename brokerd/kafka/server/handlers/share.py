@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import attrs
 from twisted.internet import defer
@@ -42,13 +42,24 @@ from brokerd.kafka.server.acl_gate import (
     Gate,
     answer_now,
     refuse_groups_with_denied_topics,
+    split_entries,
 )
-from brokerd.kafka.server.handler_base import NO_RESPONSE, BrokerIdentity, Connection
+from brokerd.kafka.server.handler_base import (
+    NO_RESPONSE,
+    BrokerIdentity,
+    Outcome,
+    RequestContext,
+)
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.wire.messages import consumer_groups as cg
 from brokerd.kafka.wire.messages import share as m
+from brokerd.kafka.wire.messages.share import (
+    SHARE_ACKNOWLEDGE,
+    SHARE_FETCH,
+    SHARE_GROUP_DESCRIBE,
+    SHARE_GROUP_HEARTBEAT,
+)
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
 from brokerd.security.acl import Operation
@@ -100,14 +111,14 @@ class ShareHandlers:
         self._clock = clock
         self._operations = operations if operations is not None else AuthorizedOperations()
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         # Without share groups (a listener built without them) each API answers
         # UNSUPPORTED_VERSION, as Kafka does with share groups disabled.
         return (
-            Route(ApiKey.SHARE_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
-            Route(ApiKey.SHARE_GROUP_DESCRIBE, self.describe, describe_rule),
-            Route(ApiKey.SHARE_FETCH, self.share_fetch, share_fetch_rule),
-            Route(ApiKey.SHARE_ACKNOWLEDGE, self.share_acknowledge, share_acknowledge_rule),
+            route(SHARE_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
+            route(SHARE_GROUP_DESCRIBE, self.describe, describe_rule),
+            route(SHARE_FETCH, self.share_fetch, share_fetch_rule),
+            route(SHARE_ACKNOWLEDGE, self.share_acknowledge, share_acknowledge_rule),
         )
 
     @property
@@ -120,10 +131,12 @@ class ShareHandlers:
 
     # -- ShareGroupHeartbeat -------------------------------------------------------------
 
-    async def heartbeat(self, conn: Connection, req: Request) -> Any:
+    async def heartbeat(
+        self, conn: RequestContext, req: Request[m.ShareGroupHeartbeatRequest]
+    ) -> m.ShareGroupHeartbeatResponse:
         if self._shares is None:
             return m.ShareGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        body: m.ShareGroupHeartbeatRequest = req.body
+        body = req.body
         if not body.group_id:
             return m.ShareGroupHeartbeatResponse(
                 error_code=ErrorCode.INVALID_GROUP_ID, error_message="GroupId can't be empty."
@@ -174,7 +187,9 @@ class ShareHandlers:
 
     # -- ShareGroupDescribe --------------------------------------------------------------
 
-    async def describe(self, conn: Connection, req: Request) -> Any:
+    async def describe(
+        self, conn: RequestContext, req: Request[m.ShareGroupDescribeRequest]
+    ) -> m.ShareGroupDescribeResponse:
         if self._shares is None:
             return m.ShareGroupDescribeResponse(
                 groups=tuple(
@@ -182,7 +197,7 @@ class ShareHandlers:
                     for g in dict.fromkeys(req.body.group_ids)
                 )
             )
-        body: m.ShareGroupDescribeRequest = req.body
+        body = req.body
         ids = self._ids()
         out = []
         for group_id in dict.fromkeys(body.group_ids):  # one answer per group id
@@ -238,10 +253,12 @@ class ShareHandlers:
 
     # -- ShareFetch and ShareAcknowledge -------------------------------------------------
 
-    async def share_fetch(self, conn: Connection, req: Request) -> Any:
+    async def share_fetch(
+        self, conn: RequestContext, req: Request[m.ShareFetchRequest]
+    ) -> m.ShareFetchResponse | Outcome:
         if self._shares is None:
             return m.ShareFetchResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        body: m.ShareFetchRequest = req.body
+        body = req.body
         group, member = body.group_id or "", body.member_id or ""
         s = self._s
         service = s.service
@@ -324,10 +341,12 @@ class ShareHandlers:
         )
         return m.ShareFetchResponse(acquisition_lock_timeout_ms=lock_ms, responses=responses)
 
-    async def share_acknowledge(self, conn: Connection, req: Request) -> Any:
+    async def share_acknowledge(
+        self, conn: RequestContext, req: Request[m.ShareAcknowledgeRequest]
+    ) -> m.ShareAcknowledgeResponse:
         if self._shares is None:
             return m.ShareAcknowledgeResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        body: m.ShareAcknowledgeRequest = req.body
+        body = req.body
         group, member = body.group_id or "", body.member_id or ""
         s = self._s
         if not group or not member:
@@ -465,8 +484,10 @@ def _ack_codes(
 # -- ACL rules -----------------------------------------------------------------------
 
 
-def heartbeat_rule(access: Access, req: Request) -> Gate:
-    body: m.ShareGroupHeartbeatRequest = req.body
+def heartbeat_rule(
+    access: Access, req: Request[m.ShareGroupHeartbeatRequest]
+) -> Gate[m.ShareGroupHeartbeatRequest, m.ShareGroupHeartbeatResponse]:
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, m.ShareGroupHeartbeatResponse(error_code=GROUP_DENIED))
     for topic in body.subscribed_topic_names or ():
@@ -475,25 +496,32 @@ def heartbeat_rule(access: Access, req: Request) -> Gate:
     return Gate(req)
 
 
-def describe_rule(access: Access, req: Request) -> Gate:
+def describe_rule(
+    access: Access, req: Request[m.ShareGroupDescribeRequest]
+) -> Gate[m.ShareGroupDescribeRequest, m.ShareGroupDescribeResponse]:
     """DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED once per group id otherwise);
     a group whose members use a topic the principal may not DESCRIBE is answered
     TOPIC_AUTHORIZATION_FAILED without its members."""
-    body: m.ShareGroupDescribeRequest = req.body
+    body = req.body
     distinct = tuple(dict.fromkeys(body.group_ids))
     allowed = tuple(g for g in distinct if access.group(Operation.DESCRIBE, g))
     denied = tuple(g for g in distinct if g not in allowed)
     refuse = refuse_groups_with_denied_topics(access, _topics_used, _topics_refusal)
-    return Gate(
-        attrs.evolve(req, body=attrs.evolve(body, group_ids=allowed)),
-        finish=lambda r: attrs.evolve(
+
+    def finish(
+        r: m.ShareGroupDescribeResponse | Outcome,
+    ) -> m.ShareGroupDescribeResponse | Outcome:
+        if isinstance(r, Outcome):
+            return r
+        return attrs.evolve(
             r,
             groups=(
                 *refuse(r.groups),
                 *(m.ShareDescribedGroup(group_id=g, error_code=GROUP_DENIED) for g in denied),
             ),
-        ),
-    )
+        )
+
+    return Gate(attrs.evolve(req, body=attrs.evolve(body, group_ids=allowed)), finish=finish)
 
 
 def _topics_used(group: m.ShareDescribedGroup) -> Iterator[str]:
@@ -510,48 +538,49 @@ def _topics_refusal(group: m.ShareDescribedGroup, message: str) -> m.ShareDescri
     )
 
 
-def _topics_rule(response_cls: Any, partition_cls: Any, topic_cls: Any):  # type: ignore[no-untyped-def]
-    def rule(access: Access, req: Request) -> Gate:
-        body = req.body
-        if not access.group(Operation.READ, body.group_id or ""):
-            return answer_now(req, response_cls(error_code=GROUP_DENIED))
-        kept, denied = [], []
-        for t in body.topics:
-            name = access.topic_name(t.topic_id)
-            if name is None or access.topic(Operation.READ, name):
-                kept.append(t)
-            else:
-                denied.append(t)
-        if not denied:
-            return Gate(req)
-        return Gate(
-            attrs.evolve(req, body=attrs.evolve(body, topics=tuple(kept))),
-            finish=lambda r: attrs.evolve(
-                r,
-                responses=(
-                    *r.responses,
-                    *(
-                        topic_cls(
-                            topic_id=t.topic_id,
-                            partitions=tuple(
-                                partition_cls(
-                                    partition_index=p.partition_index, error_code=TOPIC_DENIED
-                                )
-                                for p in t.partitions
-                            ),
-                        )
-                        for t in denied
-                    ),
-                ),
-            ),
-        )
+def _topic_read_error(access: Access) -> Callable[[m.ShareFetchTopic], ErrorCode | None]:
+    """READ on a topic named by ID; an ID no topic has passes (the handler answers it)."""
 
-    return rule
+    def error_of(t: m.ShareFetchTopic) -> ErrorCode | None:
+        name = access.topic_name(t.topic_id)
+        if name is None or access.topic(Operation.READ, name):
+            return None
+        return TOPIC_DENIED
+
+    return error_of
 
 
-share_fetch_rule = _topics_rule(
-    m.ShareFetchResponse, m.ShareFetchPartitionData, m.ShareFetchTopicResponse
-)
-share_acknowledge_rule = _topics_rule(
-    m.ShareAcknowledgeResponse, m.ShareAcknowledgePartitionData, m.ShareAcknowledgeTopicResponse
-)
+def share_fetch_rule(
+    access: Access, req: Request[m.ShareFetchRequest]
+) -> Gate[m.ShareFetchRequest, m.ShareFetchResponse]:
+    """READ on the group (else GROUP_AUTHORIZATION_FAILED for all), then on each topic."""
+    body = req.body
+    if not access.group(Operation.READ, body.group_id or ""):
+        return answer_now(req, m.ShareFetchResponse(error_code=GROUP_DENIED))
+    return split_entries(
+        req, body.topics, lambda t: t, _topic_read_error(access),
+        lambda t, code: m.ShareFetchTopicResponse(topic_id=t.topic_id, partitions=tuple(
+            m.ShareFetchPartitionData(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions
+        )),
+        narrow=lambda kept: attrs.evolve(body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
+    )
+
+
+def share_acknowledge_rule(
+    access: Access, req: Request[m.ShareAcknowledgeRequest]
+) -> Gate[m.ShareAcknowledgeRequest, m.ShareAcknowledgeResponse]:
+    """As :func:`share_fetch_rule`, for the acknowledgements."""
+    body = req.body
+    if not access.group(Operation.READ, body.group_id or ""):
+        return answer_now(req, m.ShareAcknowledgeResponse(error_code=GROUP_DENIED))
+    return split_entries(
+        req, body.topics, lambda t: t, _topic_read_error(access),
+        lambda t, code: m.ShareAcknowledgeTopicResponse(topic_id=t.topic_id, partitions=tuple(
+            m.ShareAcknowledgePartitionData(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions
+        )),
+        narrow=lambda kept: attrs.evolve(body, topics=kept),
+        widen=lambda r, denied: attrs.evolve(r, responses=(*r.responses, *denied)),
+    )

@@ -13,7 +13,6 @@ ACLs as Kafka: DESCRIBE_CONFIGS / ALTER_CONFIGS on the group.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from brokerd.core.share.config import (
     BROKER_LEVEL,
@@ -24,6 +23,7 @@ from brokerd.core.share.config import (
 )
 from brokerd.core.share.service import ShareService
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.wire.messages.configs import AlterableConfig, IncrementalAlterableConfig
 from brokerd.kafka.wire.requests import apis
 
 __all__ = ["GroupConfigRefused", "ShareGroupConfigs"]
@@ -83,7 +83,12 @@ class ShareGroupConfigs:
         ]
 
     async def alter(
-        self, group: str, configs: Sequence[Any], *, incremental: bool, validate_only: bool
+        self,
+        group: str,
+        configs: Sequence[AlterableConfig | IncrementalAlterableConfig],
+        *,
+        incremental: bool,
+        validate_only: bool,
     ) -> None:
         """:raises GroupConfigRefused: an unknown name, a bad value or operation."""
         current = self._service.engine.overrides(group) if incremental else {}

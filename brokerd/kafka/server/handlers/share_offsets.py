@@ -13,7 +13,6 @@ Kafka: DESCRIBE on the group and the topics for describe, READ for alter and del
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import attrs
 
@@ -28,10 +27,14 @@ from brokerd.kafka.server.acl_gate import (
     answer_now,
     topic_check,
 )
-from brokerd.kafka.server.handler_base import Connection
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.handler_base import Outcome, RequestContext
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.wire.messages import share_offsets as m
+from brokerd.kafka.wire.messages.share_offsets import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    DELETE_SHARE_GROUP_OFFSETS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+)
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
@@ -53,13 +56,13 @@ class ShareOffsetHandlers:
         self._shares = shares
         self._classic_group = classic_group
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         # Without share groups (a listener built without them) each API answers
         # UNSUPPORTED_VERSION, as Kafka does with share groups disabled.
         return (
-            Route(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, self.describe, describe_rule),
-            Route(ApiKey.ALTER_SHARE_GROUP_OFFSETS, self.alter, alter_rule),
-            Route(ApiKey.DELETE_SHARE_GROUP_OFFSETS, self.delete, delete_rule),
+            route(DESCRIBE_SHARE_GROUP_OFFSETS, self.describe, describe_rule),
+            route(ALTER_SHARE_GROUP_OFFSETS, self.alter, alter_rule),
+            route(DELETE_SHARE_GROUP_OFFSETS, self.delete, delete_rule),
         )
 
     @property
@@ -70,7 +73,9 @@ class ShareOffsetHandlers:
     def _known(self, group: str) -> bool:
         return group in self._s.coordinator.groups or group in self._s.service.engine.groups()
 
-    async def describe(self, conn: Connection, req: Request) -> Any:
+    async def describe(
+        self, conn: RequestContext, req: Request[m.DescribeShareGroupOffsetsRequest]
+    ) -> m.DescribeShareGroupOffsetsResponse:
         if self._shares is None:
             return m.DescribeShareGroupOffsetsResponse(
                 groups=tuple(
@@ -80,7 +85,7 @@ class ShareOffsetHandlers:
                     for g in distinct_groups(req.body.groups)
                 )
             )
-        body: m.DescribeShareGroupOffsetsRequest = req.body
+        body = req.body
         service = self._s.service
         topics = self._core.topics()
         out = []
@@ -153,10 +158,12 @@ class ShareOffsetHandlers:
             return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group} is not a share group."
         return None
 
-    async def alter(self, conn: Connection, req: Request) -> Any:
+    async def alter(
+        self, conn: RequestContext, req: Request[m.AlterShareGroupOffsetsRequest]
+    ) -> m.AlterShareGroupOffsetsResponse:
         if self._shares is None:
             return m.AlterShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        body: m.AlterShareGroupOffsetsRequest = req.body
+        body = req.body
         refused = self._alter_refusal(body.group_id)
         if refused is not None:
             return m.AlterShareGroupOffsetsResponse(error_code=refused[0], error_message=refused[1])
@@ -190,10 +197,12 @@ class ShareOffsetHandlers:
             )
         return m.AlterShareGroupOffsetsResponse(responses=tuple(out))
 
-    async def delete(self, conn: Connection, req: Request) -> Any:
+    async def delete(
+        self, conn: RequestContext, req: Request[m.DeleteShareGroupOffsetsRequest]
+    ) -> m.DeleteShareGroupOffsetsResponse:
         if self._shares is None:
             return m.DeleteShareGroupOffsetsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        body: m.DeleteShareGroupOffsetsRequest = req.body
+        body = req.body
         refused = self._refusal(body.group_id)
         if refused is not None:
             return m.DeleteShareGroupOffsetsResponse(
@@ -222,12 +231,14 @@ class ShareOffsetHandlers:
 # -- ACL rules -----------------------------------------------------------------------
 
 
-def describe_rule(access: Access, req: Request) -> Gate:
+def describe_rule(
+    access: Access, req: Request[m.DescribeShareGroupOffsetsRequest]
+) -> Gate[m.DescribeShareGroupOffsetsRequest, m.DescribeShareGroupOffsetsResponse]:
     """DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED once per group id otherwise)
     and on each topic: a topic named and refused gets TOPIC_AUTHORIZATION_FAILED on each
     partition named; of a group's every topic (topics null) only those the principal may
     DESCRIBE are listed, as Kafka does."""
-    body: m.DescribeShareGroupOffsetsRequest = req.body
+    body = req.body
     may_describe = topic_check(access, Operation.DESCRIBE)
     groups = distinct_groups(body.groups)
     denied = tuple(
@@ -245,7 +256,11 @@ def describe_rule(access: Access, req: Request) -> Gate:
             g = attrs.evolve(g, topics=tuple(t for t in g.topics if may_describe(t.topic_name)))
         kept.append(g)
 
-    def finish(r: m.DescribeShareGroupOffsetsResponse) -> m.DescribeShareGroupOffsetsResponse:
+    def finish(
+        r: m.DescribeShareGroupOffsetsResponse | Outcome,
+    ) -> m.DescribeShareGroupOffsetsResponse | Outcome:
+        if isinstance(r, Outcome):
+            return r
         answered = []
         for g in r.groups:
             refused = tuple(
@@ -301,8 +316,10 @@ def _topics_of(
     )
 
 
-def alter_rule(access: Access, req: Request) -> Gate:
-    body: m.AlterShareGroupOffsetsRequest = req.body
+def alter_rule(
+    access: Access, req: Request[m.AlterShareGroupOffsetsRequest]
+) -> Gate[m.AlterShareGroupOffsetsRequest, m.AlterShareGroupOffsetsResponse]:
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, m.AlterShareGroupOffsetsResponse(error_code=GROUP_DENIED))
     if all(access.topic(Operation.READ, t.topic_name) for t in body.topics):
@@ -310,8 +327,10 @@ def alter_rule(access: Access, req: Request) -> Gate:
     return answer_now(req, m.AlterShareGroupOffsetsResponse(error_code=TOPIC_DENIED))
 
 
-def delete_rule(access: Access, req: Request) -> Gate:
-    body: m.DeleteShareGroupOffsetsRequest = req.body
+def delete_rule(
+    access: Access, req: Request[m.DeleteShareGroupOffsetsRequest]
+) -> Gate[m.DeleteShareGroupOffsetsRequest, m.DeleteShareGroupOffsetsResponse]:
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, m.DeleteShareGroupOffsetsResponse(error_code=GROUP_DENIED))
     if all(access.topic(Operation.READ, t.topic_name) for t in body.topics):

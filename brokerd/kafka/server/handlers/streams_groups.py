@@ -20,19 +20,16 @@ It does not parse or build bytes, keep group state, or dispatch.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 import attrs
-from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.streams.coordinator import (
     ACCEPTABLE_RECOVERY_LAG,
     TASK_OFFSET_INTERVAL_MS,
-    HeartbeatAnswer,
     HeartbeatInput,
-    StreamsGroupCoordinator,
 )
 from brokerd.kafka.groups.streams.state import StreamsGroup, StreamsMember, Tasks, task_map
 from brokerd.kafka.groups.streams.topology import (
@@ -49,32 +46,26 @@ from brokerd.kafka.server.acl_gate import (
     itself,
     split_entries,
 )
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
-from brokerd.kafka.server.route import Route
-from brokerd.kafka.wire.codec import ApiKey
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.wire.messages import streams_groups as sg
+from brokerd.kafka.wire.messages.streams_groups import (
+    STREAMS_GROUP_DESCRIBE,
+    STREAMS_GROUP_HEARTBEAT,
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+)
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
+    from brokerd.kafka.groups.coordinator import GroupCoordinator
 
 #: The most subtopologies, and topics per subtopology, one topology may declare: the
 #: request is bounded by its frame, this bounds the work of configuring it.
 MAX_SUBTOPOLOGIES = 10_000
 MAX_TOPICS_PER_SUBTOPOLOGY = 10_000
-
-
-class HasStreamsGroups(Protocol):
-    @property
-    def streams(self) -> StreamsGroupCoordinator: ...
-
-    def streams_heartbeat(
-        self, request: HeartbeatInput, topics: Mapping[str, int], /
-    ) -> Deferred[HeartbeatAnswer]:
-        """The streams coordinator's heartbeat, answered once its change is durable."""
-        ...
 
 
 class StreamsGroupHandlers:
@@ -90,7 +81,7 @@ class StreamsGroupHandlers:
     def __init__(
         self,
         core: CoreApi,
-        coordinator: HasStreamsGroups,
+        coordinator: GroupCoordinator,
         operations: AuthorizedOperations | None = None,
         *,
         is_share_group: Callable[[str], bool],
@@ -100,19 +91,21 @@ class StreamsGroupHandlers:
         self._operations = operations if operations is not None else AuthorizedOperations()
         self._is_share_group = is_share_group
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         return (
-            Route(ApiKey.STREAMS_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
-            Route(ApiKey.STREAMS_GROUP_DESCRIBE, self.describe, describe_rule),
-            Route(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, self.update_description,
+            route(STREAMS_GROUP_HEARTBEAT, self.heartbeat, heartbeat_rule),
+            route(STREAMS_GROUP_DESCRIBE, self.describe, describe_rule),
+            route(STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, self.update_description,
                   update_description_rule),
         )
 
     def _topics(self) -> dict[str, int]:
         return {name: info.partitions for name, info in self._core.topics().items()}
 
-    async def heartbeat(self, conn: Connection, req: Request) -> Any:
-        body: sg.StreamsGroupHeartbeatRequest = req.body
+    async def heartbeat(
+        self, conn: RequestContext, req: Request[sg.StreamsGroupHeartbeatRequest]
+    ) -> sg.StreamsGroupHeartbeatResponse:
+        body = req.body
         streams = self._coordinator.streams
         if body.group_id not in streams.groups and self._is_share_group(body.group_id):
             return sg.StreamsGroupHeartbeatResponse(
@@ -184,7 +177,7 @@ class StreamsGroupHandlers:
             ),
         )
 
-    def _may_create(self, conn: Connection, topic: str) -> bool:
+    def _may_create(self, conn: RequestContext, topic: str) -> bool:
         """Kafka's rule for the internal topics a heartbeat makes: CREATE on the cluster
         or on the topic (without it they stay missing: MISSING_INTERNAL_TOPICS)."""
         authorizer = self._operations.authorizer
@@ -211,10 +204,12 @@ class StreamsGroupHandlers:
             group=group_id, topic=topic.name, n=topic.partitions,
         )
 
-    async def update_description(self, conn: Connection, req: Request) -> Any:
+    async def update_description(
+        self, conn: RequestContext, req: Request[sg.StreamsGroupTopologyDescriptionUpdateRequest]
+    ) -> sg.StreamsGroupTopologyDescriptionUpdateResponse:
         """Keep the topology description a member sends when its heartbeat answer asked
         for one (KIP-1331); StreamsGroupDescribe v1 gives it back."""
-        body: sg.StreamsGroupTopologyDescriptionUpdateRequest = req.body
+        body = req.body
         code, message = self._coordinator.streams.store_description(
             body.group_id, body.member_id, body.topology_epoch, body.topology_description
         )
@@ -222,8 +217,10 @@ class StreamsGroupHandlers:
             error_code=code, error_message=message
         )
 
-    async def describe(self, conn: Connection, req: Request) -> Any:
-        body: sg.StreamsGroupDescribeRequest = req.body
+    async def describe(
+        self, conn: RequestContext, req: Request[sg.StreamsGroupDescribeRequest]
+    ) -> sg.StreamsGroupDescribeResponse:
+        body = req.body
         streams = self._coordinator.streams
 
         def one(group_id: str) -> sg.DescribedStreamsGroup:
@@ -388,9 +385,11 @@ def _described(group: StreamsGroup) -> sg.DescribedStreamsGroup:
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def heartbeat_rule(access: Access, req: Request) -> Gate:
+def heartbeat_rule(
+    access: Access, req: Request[sg.StreamsGroupHeartbeatRequest]
+) -> Gate[sg.StreamsGroupHeartbeatRequest, sg.StreamsGroupHeartbeatResponse]:
     """READ on the group (Kafka's rule; the internal topics are the group's to make)."""
-    body: sg.StreamsGroupHeartbeatRequest = req.body
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, sg.StreamsGroupHeartbeatResponse(
             error_code=GROUP_DENIED, error_message=DENIED_TEXT
@@ -398,10 +397,12 @@ def heartbeat_rule(access: Access, req: Request) -> Gate:
     return Gate(req)
 
 
-def describe_rule(access: Access, req: Request) -> Gate:
+def describe_rule(
+    access: Access, req: Request[sg.StreamsGroupDescribeRequest]
+) -> Gate[sg.StreamsGroupDescribeRequest, sg.StreamsGroupDescribeResponse]:
     """DESCRIBE on each group; the others are answered GROUP_AUTHORIZATION_FAILED, once
     per group id."""
-    body: sg.StreamsGroupDescribeRequest = req.body
+    body = req.body
     distinct = attrs.evolve(body, group_ids=tuple(dict.fromkeys(body.group_ids)))
     return split_entries(
         attrs.evolve(req, body=distinct), distinct.group_ids, itself,
@@ -412,9 +413,14 @@ def describe_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def update_description_rule(access: Access, req: Request) -> Gate:
+def update_description_rule(
+    access: Access, req: Request[sg.StreamsGroupTopologyDescriptionUpdateRequest]
+) -> Gate[
+    sg.StreamsGroupTopologyDescriptionUpdateRequest,
+    sg.StreamsGroupTopologyDescriptionUpdateResponse,
+]:
     """READ on the group, as its heartbeat."""
-    body: sg.StreamsGroupTopologyDescriptionUpdateRequest = req.body
+    body = req.body
     if not access.group(Operation.READ, body.group_id):
         return answer_now(req, sg.StreamsGroupTopologyDescriptionUpdateResponse(
             error_code=GROUP_DENIED, error_message=DENIED_TEXT

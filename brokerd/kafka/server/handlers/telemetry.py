@@ -19,16 +19,17 @@ node id), client-metrics resources (16) and the groups that have config override
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from brokerd.core.api import CoreApi
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.server.acl_gate import CLUSTER_DENIED, Access, Gate, answer_now
-from brokerd.kafka.server.handler_base import BrokerIdentity, Connection
-from brokerd.kafka.server.route import Route
+from brokerd.kafka.server.handler_base import BrokerIdentity, RequestContext
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.telemetry.clients import ClientTelemetry, ConnectionFacts, TelemetryError
-from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.telemetry import (
+    GET_TELEMETRY_SUBSCRIPTIONS,
+    LIST_CONFIG_RESOURCES,
+    PUSH_TELEMETRY,
     GetTelemetrySubscriptionsRequest,
     GetTelemetrySubscriptionsResponse,
     ListConfigResourcesRequest,
@@ -48,7 +49,10 @@ GROUP = 32
 LISTED_TYPES = (TOPIC, BROKER, CLIENT_METRICS, GROUP)
 
 
-def connection_facts(conn: Connection, req: Request) -> ConnectionFacts:
+def connection_facts(
+    conn: RequestContext,
+    req: Request[GetTelemetrySubscriptionsRequest] | Request[PushTelemetryRequest],
+) -> ConnectionFacts:
     name, version = conn.client_software
     return ConnectionFacts(
         client_id=req.header.client_id or "",
@@ -78,16 +82,18 @@ class TelemetryHandlers:
         self._telemetry = telemetry
         self._groups = configured_groups
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, self.get_subscriptions, telemetry_rule),
-            Route(ApiKey.PUSH_TELEMETRY, self.push, telemetry_rule),
-            Route(ApiKey.LIST_CONFIG_RESOURCES, self.list_config_resources, list_rule),
+            route(GET_TELEMETRY_SUBSCRIPTIONS, self.get_subscriptions, subscriptions_rule),
+            route(PUSH_TELEMETRY, self.push, push_rule),
+            route(LIST_CONFIG_RESOURCES, self.list_config_resources, list_rule),
         )
 
-    async def get_subscriptions(self, conn: Connection, req: Request) -> Any:
-        body: GetTelemetrySubscriptionsRequest = req.body
+    async def get_subscriptions(
+        self, conn: RequestContext, req: Request[GetTelemetrySubscriptionsRequest]
+    ) -> GetTelemetrySubscriptionsResponse:
+        body = req.body
         try:
             sub = self._telemetry.get_subscriptions(
                 body.client_instance_id, connection_facts(conn, req)
@@ -104,8 +110,10 @@ class TelemetryHandlers:
             requested_metrics=sub.requested_metrics,
         )
 
-    async def push(self, conn: Connection, req: Request) -> Any:
-        body: PushTelemetryRequest = req.body
+    async def push(
+        self, conn: RequestContext, req: Request[PushTelemetryRequest]
+    ) -> PushTelemetryResponse:
+        body = req.body
         try:
             await self._telemetry.push(
                 body.client_instance_id,
@@ -119,8 +127,10 @@ class TelemetryHandlers:
             return PushTelemetryResponse(error_code=e.code)
         return PushTelemetryResponse()
 
-    async def list_config_resources(self, conn: Connection, req: Request) -> Any:
-        body: ListConfigResourcesRequest = req.body
+    async def list_config_resources(
+        self, conn: RequestContext, req: Request[ListConfigResourcesRequest]
+    ) -> ListConfigResourcesResponse:
+        body = req.body
         if req.api_version == 0:
             wanted: tuple[int, ...] = (CLIENT_METRICS,)
         else:
@@ -149,12 +159,23 @@ class TelemetryHandlers:
 # -- ACL rules (brokerd.kafka.server.acl_gate) ----------------------------------------
 
 
-def telemetry_rule(access: Access, req: Request) -> Gate:
+def subscriptions_rule(
+    access: Access, req: Request[GetTelemetrySubscriptionsRequest]
+) -> Gate[GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse]:
+    """Kafka checks nothing: a client asks for its own subscription."""
+    return Gate(req)
+
+
+def push_rule(
+    access: Access, req: Request[PushTelemetryRequest]
+) -> Gate[PushTelemetryRequest, PushTelemetryResponse]:
     """Kafka checks nothing: a client pushes its own metrics."""
     return Gate(req)
 
 
-def list_rule(access: Access, req: Request) -> Gate:
+def list_rule(
+    access: Access, req: Request[ListConfigResourcesRequest]
+) -> Gate[ListConfigResourcesRequest, ListConfigResourcesResponse]:
     if access.cluster(Operation.DESCRIBE_CONFIGS):
         return Gate(req)
     return answer_now(req, ListConfigResourcesResponse(error_code=CLUSTER_DENIED))

@@ -4,8 +4,8 @@ DescribeTransactions and ListTransactions, and InitProducerId's transactional ha
 the partition side of transactions: DescribeProducers and WriteTxnMarkers.
 
 Each handler turns a decoded request body (:mod:`brokerd.kafka.wire.requests.apis`) into a
-call of the transaction coordinator (duck-typed by
-:class:`~brokerd.kafka.txn.types.TransactionCoordinatorLike`) and its answer into a
+call of the transaction coordinator
+(:class:`~brokerd.kafka.txn.coordinator.TransactionCoordinator`) and its answer into a
 response message. What is decided here, on the wire side:
 
 * partitions of topics that do not exist are refused with UNKNOWN_TOPIC_OR_PARTITION
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 from twisted.internet import defer
@@ -59,13 +59,12 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
     topic_op,
 )
-from brokerd.kafka.server.handler_base import Connection, unexpected_code
+from brokerd.kafka.server.handler_base import RequestContext, unexpected_code
 from brokerd.kafka.server.internal_topics import InternalTopics
-from brokerd.kafka.server.route import Route
+from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.txn.types import (
     TXN_STATE_NAMES,
     TopicPartition,
-    TransactionCoordinatorLike,
     TxnDescription,
     TxnListing,
     TxnOffset,
@@ -73,12 +72,23 @@ from brokerd.kafka.txn.types import (
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
+from brokerd.kafka.wire.messages.producers import DESCRIBE_PRODUCERS
+from brokerd.kafka.wire.messages.txn import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    DESCRIBE_TRANSACTIONS,
+    END_TXN,
+    LIST_TRANSACTIONS,
+    TXN_OFFSET_COMMIT,
+    WRITE_TXN_MARKERS,
+)
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
+    from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.storage.log.producer_state import ActiveProducer
 
 #: First version of each API whose clients know PRODUCER_FENCED (KIP-588, as each
@@ -140,7 +150,7 @@ class TxnHandlers:
     _log = Logger()
 
     def __init__(
-        self, core: CoreApi, transactions: TransactionCoordinatorLike | None, *, clock: Clock,
+        self, core: CoreApi, transactions: TransactionCoordinator | None, *, clock: Clock,
         internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
@@ -148,27 +158,27 @@ class TxnHandlers:
         self._clock = clock
         self._internal = internal_topics
 
-    def routes(self) -> tuple[Route, ...]:
+    def routes(self) -> tuple[AnyRoute, ...]:
         """This module's APIs, each handler with its ACL rule."""
         return (
-            Route(
-                ApiKey.ADD_PARTITIONS_TO_TXN,
+            route(
+                ADD_PARTITIONS_TO_TXN,
                 self.add_partitions_to_txn,
                 add_partitions_to_txn_rule,
             ),
-            Route(ApiKey.ADD_OFFSETS_TO_TXN, self.add_offsets_to_txn, add_offsets_to_txn_rule),
-            Route(ApiKey.END_TXN, self.end_txn, end_txn_rule),
-            Route(ApiKey.TXN_OFFSET_COMMIT, self.txn_offset_commit, self.txn_offset_commit_rule),
-            Route(
-                ApiKey.DESCRIBE_TRANSACTIONS,
+            route(ADD_OFFSETS_TO_TXN, self.add_offsets_to_txn, add_offsets_to_txn_rule),
+            route(END_TXN, self.end_txn, end_txn_rule),
+            route(TXN_OFFSET_COMMIT, self.txn_offset_commit, self.txn_offset_commit_rule),
+            route(
+                DESCRIBE_TRANSACTIONS,
                 self.describe_transactions,
                 describe_transactions_rule,
             ),
-            Route(ApiKey.LIST_TRANSACTIONS, self.list_transactions, list_transactions_rule),
-            Route(
-                ApiKey.DESCRIBE_PRODUCERS, self.describe_producers, describe_producers_rule
+            route(LIST_TRANSACTIONS, self.list_transactions, list_transactions_rule),
+            route(
+                DESCRIBE_PRODUCERS, self.describe_producers, describe_producers_rule
             ),
-            Route(ApiKey.WRITE_TXN_MARKERS, self.write_txn_markers, write_txn_markers_rule),
+            route(WRITE_TXN_MARKERS, self.write_txn_markers, write_txn_markers_rule),
         )
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
@@ -213,8 +223,10 @@ class TxnHandlers:
 
     # -- AddPartitionsToTxn ----------------------------------------------------------
 
-    async def add_partitions_to_txn(self, conn: Connection, req: Request) -> Any:
-        body: apis.AddPartitionsToTxnRequest = req.body
+    async def add_partitions_to_txn(
+        self, conn: RequestContext, req: Request[apis.AddPartitionsToTxnRequest]
+    ) -> apis.AddPartitionsToTxnResponse:
+        body = req.body
         if req.api_version >= 4:
             return apis.AddPartitionsToTxnResponse(
                 results_by_transaction=tuple(
@@ -322,8 +334,10 @@ class TxnHandlers:
 
     # -- AddOffsetsToTxn and EndTxn --------------------------------------------------
 
-    async def add_offsets_to_txn(self, conn: Connection, req: Request) -> Any:
-        body: apis.AddOffsetsToTxnRequest = req.body
+    async def add_offsets_to_txn(
+        self, conn: RequestContext, req: Request[apis.AddOffsetsToTxnRequest]
+    ) -> apis.AddOffsetsToTxnResponse:
+        body = req.body
         if self._txn is None:
             code: int = NO_COORDINATOR
         elif not body.transactional_id:
@@ -339,8 +353,10 @@ class TxnHandlers:
             error_code=code_for_version(ApiKey.ADD_OFFSETS_TO_TXN, req.api_version, code)
         )
 
-    async def end_txn(self, conn: Connection, req: Request) -> Any:
-        body: apis.EndTxnRequest = req.body
+    async def end_txn(
+        self, conn: RequestContext, req: Request[apis.EndTxnRequest]
+    ) -> apis.EndTxnResponse:
+        body = req.body
         if req.api_version >= BUMPING_END_TXN_FROM and self._txn is not None:
             return await self._end_txn_bumping(body)
         if self._txn is None:
@@ -384,13 +400,17 @@ class TxnHandlers:
         info = self._core.topic_by_id(topic_id)
         return "" if info is None else info.name
 
-    def txn_offset_commit_rule(self, access: Access, req: Request) -> Gate:
+    def txn_offset_commit_rule(
+        self, access: Access, req: Request[apis.TxnOffsetCommitRequest]
+    ) -> Gate[apis.TxnOffsetCommitRequest, apis.TxnOffsetCommitResponse]:
         """TxnOffsetCommit's ACL rule (v6+: on the names of the topics' IDs)."""
         if req.api_version >= TXN_OFFSET_COMMIT_TOPIC_IDS_FROM:
             req = Request(req.header, with_txn_commit_names(req.body, self._topic_name))
         return txn_offset_commit_rule(access, req)
 
-    async def txn_offset_commit(self, conn: Connection, req: Request) -> Any:
+    async def txn_offset_commit(
+        self, conn: RequestContext, req: Request[apis.TxnOffsetCommitRequest]
+    ) -> apis.TxnOffsetCommitResponse:
         by_id = req.api_version >= TXN_OFFSET_COMMIT_TOPIC_IDS_FROM
         body: apis.TxnOffsetCommitRequest = (
             with_txn_commit_names(req.body, self._topic_name) if by_id else req.body
@@ -470,8 +490,10 @@ class TxnHandlers:
 
     # -- DescribeTransactions and ListTransactions -----------------------------------
 
-    async def describe_transactions(self, conn: Connection, req: Request) -> Any:
-        body: apis.DescribeTransactionsRequest = req.body
+    async def describe_transactions(
+        self, conn: RequestContext, req: Request[apis.DescribeTransactionsRequest]
+    ) -> apis.DescribeTransactionsResponse:
+        body = req.body
         ids = list(body.transactional_ids)
         if self._txn is None:
             found = [TxnDescription(tid, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND) for tid in ids]
@@ -485,8 +507,10 @@ class TxnHandlers:
             transaction_states=tuple(_described(d) for d in found)
         )
 
-    async def list_transactions(self, conn: Connection, req: Request) -> Any:
-        body: apis.ListTransactionsRequest = req.body
+    async def list_transactions(
+        self, conn: RequestContext, req: Request[apis.ListTransactionsRequest]
+    ) -> apis.ListTransactionsResponse:
+        body = req.body
         unknown = tuple(s for s in body.state_filters if s not in TXN_STATE_NAMES)
         pattern: Regex | None = None
         if body.transactional_id_pattern:
@@ -526,8 +550,10 @@ class TxnHandlers:
 
     # -- DescribeProducers -----------------------------------------------------------
 
-    async def describe_producers(self, conn: Connection, req: Request) -> Any:
-        body: producer_apis.DescribeProducersRequest = req.body
+    async def describe_producers(
+        self, conn: RequestContext, req: Request[producer_apis.DescribeProducersRequest]
+    ) -> producer_apis.DescribeProducersResponse:
+        body = req.body
         topics = []
         for t in body.topics:
             parts = [
@@ -572,8 +598,10 @@ class TxnHandlers:
 
     # -- WriteTxnMarkers -------------------------------------------------------------
 
-    async def write_txn_markers(self, conn: Connection, req: Request) -> Any:
-        body: txn_apis.WriteTxnMarkersRequest = req.body
+    async def write_txn_markers(
+        self, conn: RequestContext, req: Request[txn_apis.WriteTxnMarkersRequest]
+    ) -> txn_apis.WriteTxnMarkersResponse:
+        body = req.body
         return txn_apis.WriteTxnMarkersResponse(
             markers=tuple([await self._write_marker(m) for m in body.markers])
         )
@@ -703,11 +731,13 @@ def _txn_commit_topics_denied(
     )
 
 
-def txn_offset_commit_rule(access: Access, req: Request) -> Gate:
+def txn_offset_commit_rule(
+    access: Access, req: Request[apis.TxnOffsetCommitRequest]
+) -> Gate[apis.TxnOffsetCommitRequest, apis.TxnOffsetCommitResponse]:
     """TxnOffsetCommit's ACL rule on topic names (v6+ requests come with the names of
     their IDs filled in; an entry without one, an ID no topic has, passes for the handler
     to answer UNKNOWN_TOPIC_ID)."""
-    body: apis.TxnOffsetCommitRequest = req.body
+    body = req.body
     by_id = req.api_version >= TXN_OFFSET_COMMIT_TOPIC_IDS_FROM
     for ok, code in (
         (access.txn(Operation.WRITE, body.transactional_id), TXN_DENIED),
@@ -732,8 +762,10 @@ def txn_offset_commit_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def add_partitions_to_txn_rule(access: Access, req: Request) -> Gate:
-    body: apis.AddPartitionsToTxnRequest = req.body
+def add_partitions_to_txn_rule(
+    access: Access, req: Request[apis.AddPartitionsToTxnRequest]
+) -> Gate[apis.AddPartitionsToTxnRequest, apis.AddPartitionsToTxnResponse]:
+    body = req.body
     if req.api_version >= 4:
         # The brokers' form: the sending broker is trusted with every transaction it
         # names (Kafka checks CLUSTER_ACTION only, for the whole request).
@@ -741,7 +773,9 @@ def add_partitions_to_txn_rule(access: Access, req: Request) -> Gate:
             return Gate(req)
         return answer_now(req, apis.AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED))
 
-    def answer(code_of: Callable[[str], ErrorCode]) -> Gate:
+    def answer(
+        code_of: Callable[[str], ErrorCode],
+    ) -> Gate[apis.AddPartitionsToTxnRequest, apis.AddPartitionsToTxnResponse]:
         return answer_now(req, apis.AddPartitionsToTxnResponse(results_by_topic=tuple(
             apis.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=tuple(
                 apis.AddPartitionsToTxnPartitionResult(
@@ -763,8 +797,10 @@ def add_partitions_to_txn_rule(access: Access, req: Request) -> Gate:
     return Gate(req)
 
 
-def add_offsets_to_txn_rule(access: Access, req: Request) -> Gate:
-    body: apis.AddOffsetsToTxnRequest = req.body
+def add_offsets_to_txn_rule(
+    access: Access, req: Request[apis.AddOffsetsToTxnRequest]
+) -> Gate[apis.AddOffsetsToTxnRequest, apis.AddOffsetsToTxnResponse]:
+    body = req.body
     if not access.txn(Operation.WRITE, body.transactional_id):
         return answer_now(req, apis.AddOffsetsToTxnResponse(error_code=TXN_DENIED))
     if not access.group(Operation.READ, body.group_id):
@@ -772,13 +808,17 @@ def add_offsets_to_txn_rule(access: Access, req: Request) -> Gate:
     return Gate(req)
 
 
-def end_txn_rule(access: Access, req: Request) -> Gate:
+def end_txn_rule(
+    access: Access, req: Request[apis.EndTxnRequest]
+) -> Gate[apis.EndTxnRequest, apis.EndTxnResponse]:
     if access.txn(Operation.WRITE, req.body.transactional_id):
         return Gate(req)
     return answer_now(req, apis.EndTxnResponse(error_code=TXN_DENIED))
 
 
-def describe_transactions_rule(access: Access, req: Request) -> Gate:
+def describe_transactions_rule(
+    access: Access, req: Request[apis.DescribeTransactionsRequest]
+) -> Gate[apis.DescribeTransactionsRequest, apis.DescribeTransactionsResponse]:
     return split_entries(
         req, req.body.transactional_ids, itself,
         lambda t: None if access.txn(Operation.DESCRIBE, t) else TXN_DENIED,
@@ -815,7 +855,9 @@ def _next_turn(clock: Clock) -> defer.Deferred[None]:
     return d
 
 
-def list_transactions_rule(access: Access, req: Request) -> Gate:
+def list_transactions_rule(
+    access: Access, req: Request[apis.ListTransactionsRequest]
+) -> Gate[apis.ListTransactionsRequest, apis.ListTransactionsResponse]:
     return Gate(req, finish=keep_only(
         lambda r: r.transaction_states,
         lambda r, kept: attrs.evolve(r, transaction_states=kept),
@@ -823,8 +865,10 @@ def list_transactions_rule(access: Access, req: Request) -> Gate:
     ))
 
 
-def describe_producers_rule(access: Access, req: Request) -> Gate:
-    body: producer_apis.DescribeProducersRequest = req.body
+def describe_producers_rule(
+    access: Access, req: Request[producer_apis.DescribeProducersRequest]
+) -> Gate[producer_apis.DescribeProducersRequest, producer_apis.DescribeProducersResponse]:
+    body = req.body
     return split_entries(
         req, body.topics, by_name, topic_op(Operation.READ, access),
         lambda t, code: producer_apis.DescribeProducersTopicResponse(
@@ -841,10 +885,12 @@ def describe_producers_rule(access: Access, req: Request) -> Gate:
     )
 
 
-def write_txn_markers_rule(access: Access, req: Request) -> Gate:
+def write_txn_markers_rule(
+    access: Access, req: Request[txn_apis.WriteTxnMarkersRequest]
+) -> Gate[txn_apis.WriteTxnMarkersRequest, txn_apis.WriteTxnMarkersResponse]:
     if access.cluster(Operation.CLUSTER_ACTION):
         return Gate(req)
-    body: txn_apis.WriteTxnMarkersRequest = req.body
+    body = req.body
     return answer_now(req, txn_apis.WriteTxnMarkersResponse(markers=tuple(
         txn_apis.WritableTxnMarkerResult(producer_id=m.producer_id, topics=tuple(
             txn_apis.WritableTxnMarkerTopicResult(name=t.name, partitions=tuple(

@@ -178,9 +178,8 @@ class DeleteAclsResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = ACL_FLEXIBLE_FROM
 
 
+DESCRIBE_ACLS = ApiSpec(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, DescribeAclsResponse, 1, 3)
+CREATE_ACLS = ApiSpec(ApiKey.CREATE_ACLS, CreateAclsRequest, CreateAclsResponse, 1, 3)
+DELETE_ACLS = ApiSpec(ApiKey.DELETE_ACLS, DeleteAclsRequest, DeleteAclsResponse, 1, 3)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, DescribeAclsResponse, 1, 3),
-    ApiSpec(ApiKey.CREATE_ACLS, CreateAclsRequest, CreateAclsResponse, 1, 3),
-    ApiSpec(ApiKey.DELETE_ACLS, DeleteAclsRequest, DeleteAclsResponse, 1, 3),
-)
+APIS: tuple[ApiSpec[Any, Any], ...] = (DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS)

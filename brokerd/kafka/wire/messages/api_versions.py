@@ -10,7 +10,7 @@ Transcribed from Kafka's JSON message schemas
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -71,7 +71,6 @@ class ApiVersionsResponse:
     throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
 
 
+API_VERSIONS = ApiSpec(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, 0, 5)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, 0, 5),
-)
+APIS: tuple[ApiSpec[Any, Any], ...] = (API_VERSIONS,)

@@ -10,7 +10,7 @@ no broker logic.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -74,7 +74,12 @@ class DescribeClusterResponse:
     cluster_authorized_operations: Annotated[int, Wire(INT32)] = AUTHORIZED_OPERATIONS_OMITTED
 
 
-#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.DESCRIBE_CLUSTER, DescribeClusterRequest, DescribeClusterResponse, 0, 2),
+DESCRIBE_CLUSTER = ApiSpec(
+    ApiKey.DESCRIBE_CLUSTER,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    0,
+    2,
 )
+#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
+APIS: tuple[ApiSpec[Any, Any], ...] = (DESCRIBE_CLUSTER,)

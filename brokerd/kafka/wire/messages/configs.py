@@ -10,7 +10,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -190,16 +190,21 @@ class IncrementalAlterConfigsResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 1
 
 
-#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    # v0 (the IsDefault flag instead of the config source) was removed in Kafka 4.0.
-    ApiSpec(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
-    ApiSpec(ApiKey.ALTER_CONFIGS, AlterConfigsRequest, AlterConfigsResponse, 0, 2),
-    ApiSpec(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        IncrementalAlterConfigsRequest,
-        IncrementalAlterConfigsResponse,
-        0,
-        1,
-    ),
+# v0 (the IsDefault flag instead of the config source) was removed in Kafka 4.0.
+DESCRIBE_CONFIGS = ApiSpec(
+    ApiKey.DESCRIBE_CONFIGS,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    1,
+    4,
 )
+ALTER_CONFIGS = ApiSpec(ApiKey.ALTER_CONFIGS, AlterConfigsRequest, AlterConfigsResponse, 0, 2)
+INCREMENTAL_ALTER_CONFIGS = ApiSpec(
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+    0,
+    1,
+)
+#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
+APIS: tuple[ApiSpec[Any, Any], ...] = (DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS)

@@ -11,7 +11,7 @@ flexible. Pure: no I/O, no Twisted, no broker logic.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -177,20 +177,19 @@ class ConsumerGroupDescribeResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 0
 
 
-#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        ConsumerGroupHeartbeatRequest,
-        ConsumerGroupHeartbeatResponse,
-        0,
-        1,
-    ),
-    ApiSpec(
-        ApiKey.CONSUMER_GROUP_DESCRIBE,
-        ConsumerGroupDescribeRequest,
-        ConsumerGroupDescribeResponse,
-        0,
-        1,
-    ),
+CONSUMER_GROUP_HEARTBEAT = ApiSpec(
+    ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    0,
+    1,
 )
+CONSUMER_GROUP_DESCRIBE = ApiSpec(
+    ApiKey.CONSUMER_GROUP_DESCRIBE,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    0,
+    1,
+)
+#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
+APIS: tuple[ApiSpec[Any, Any], ...] = (CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE)

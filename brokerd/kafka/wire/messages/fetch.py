@@ -18,7 +18,7 @@ From version 13 on, topics are named by topic ID, in the request and in the answ
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -148,7 +148,6 @@ class FetchResponse:
     ] = array()
 
 
+FETCH = ApiSpec(ApiKey.FETCH, FetchRequest, FetchResponse, 4, 18)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.FETCH, FetchRequest, FetchResponse, 4, 18),
-)
+APIS: tuple[ApiSpec[Any, Any], ...] = (FETCH,)

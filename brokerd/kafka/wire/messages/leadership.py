@@ -12,7 +12,7 @@ DescribeQuorum at every version. Pure: no I/O, no Twisted, no broker logic.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -196,14 +196,19 @@ class DescribeQuorumResponse:
     nodes: Annotated[tuple[QuorumNode, ...], Wire(Array(Struct(QuorumNode)), 2)] = array()
 
 
-#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(
-        ApiKey.OFFSET_FOR_LEADER_EPOCH,
-        OffsetForLeaderEpochRequest,
-        OffsetForLeaderEpochResponse,
-        2,
-        4,
-    ),
-    ApiSpec(ApiKey.DESCRIBE_QUORUM, DescribeQuorumRequest, DescribeQuorumResponse, 0, 2),
+OFFSET_FOR_LEADER_EPOCH = ApiSpec(
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    2,
+    4,
 )
+DESCRIBE_QUORUM = ApiSpec(
+    ApiKey.DESCRIBE_QUORUM,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    0,
+    2,
+)
+#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
+APIS: tuple[ApiSpec[Any, Any], ...] = (OFFSET_FOR_LEADER_EPOCH, DESCRIBE_QUORUM)

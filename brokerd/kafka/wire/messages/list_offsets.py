@@ -9,7 +9,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -89,8 +89,7 @@ class ListOffsetsResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 6
 
 
+# v7-v11 each add a special timestamp (the handler refuses one below its version).
+LIST_OFFSETS = ApiSpec(ApiKey.LIST_OFFSETS, ListOffsetsRequest, ListOffsetsResponse, 1, 11)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    # v7-v11 each add a special timestamp (the handler refuses one below its version).
-    ApiSpec(ApiKey.LIST_OFFSETS, ListOffsetsRequest, ListOffsetsResponse, 1, 11),
-)
+APIS: tuple[ApiSpec[Any, Any], ...] = (LIST_OFFSETS,)

@@ -10,7 +10,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -211,11 +211,22 @@ class CreatePartitionsResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
-#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.DELETE_RECORDS, DeleteRecordsRequest, DeleteRecordsResponse, 0, 2),
-    # v0 was removed in Kafka 4.0 (v1 is the same layout).
-    ApiSpec(ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest, DescribeLogDirsResponse, 1, 5),
-    # v3 may answer THROTTLING_QUOTA_EXCEEDED; brokerd has no partition-creation quota.
-    ApiSpec(ApiKey.CREATE_PARTITIONS, CreatePartitionsRequest, CreatePartitionsResponse, 0, 3),
+DELETE_RECORDS = ApiSpec(ApiKey.DELETE_RECORDS, DeleteRecordsRequest, DeleteRecordsResponse, 0, 2)
+# v0 was removed in Kafka 4.0 (v1 is the same layout).
+DESCRIBE_LOG_DIRS = ApiSpec(
+    ApiKey.DESCRIBE_LOG_DIRS,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    1,
+    5,
 )
+# v3 may answer THROTTLING_QUOTA_EXCEEDED; brokerd has no partition-creation quota.
+CREATE_PARTITIONS = ApiSpec(
+    ApiKey.CREATE_PARTITIONS,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    0,
+    3,
+)
+#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
+APIS: tuple[ApiSpec[Any, Any], ...] = (DELETE_RECORDS, DESCRIBE_LOG_DIRS, CREATE_PARTITIONS)

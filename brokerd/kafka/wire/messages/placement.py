@@ -11,7 +11,7 @@ APIs at every version. Pure: no I/O, no Twisted, no broker logic.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -207,21 +207,24 @@ class ListPartitionReassignmentsResponse:
     ] = array()
 
 
+ELECT_LEADERS = ApiSpec(ApiKey.ELECT_LEADERS, ElectLeadersRequest, ElectLeadersResponse, 0, 2)
+ALTER_PARTITION_REASSIGNMENTS = ApiSpec(
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    0,
+    1,
+)
+LIST_PARTITION_REASSIGNMENTS = ApiSpec(
+    ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    0,
+    0,
+)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.ELECT_LEADERS, ElectLeadersRequest, ElectLeadersResponse, 0, 2),
-    ApiSpec(
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-        AlterPartitionReassignmentsRequest,
-        AlterPartitionReassignmentsResponse,
-        0,
-        1,
-    ),
-    ApiSpec(
-        ApiKey.LIST_PARTITION_REASSIGNMENTS,
-        ListPartitionReassignmentsRequest,
-        ListPartitionReassignmentsResponse,
-        0,
-        0,
-    ),
+APIS: tuple[ApiSpec[Any, Any], ...] = (
+    ELECT_LEADERS,
+    ALTER_PARTITION_REASSIGNMENTS,
+    LIST_PARTITION_REASSIGNMENTS,
 )

@@ -10,7 +10,7 @@ Transcribed from Kafka's JSON message schemas
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -116,13 +116,12 @@ class ProduceResponse:
     throttle_time_ms: Annotated[int, Wire(INT32, 1)] = 0
 
 
+# From 0 only so that librdkafka < 2.11.1 enables compression (it probes Produce
+# v0 for that); versions 0-2 are answered UNSUPPORTED_VERSION per partition. v9
+# flexible; v10-12 add nothing brokerd must fill (tagged leader hints, a
+# TRANSACTION_ABORTABLE it never answers, and KIP-890 part 2 implicit
+# AddPartitionsToTxn, which a client uses only when the broker finalizes
+# transaction.version 2, and brokerd finalizes none); v13 names topics by ID.
+PRODUCE = ApiSpec(ApiKey.PRODUCE, ProduceRequest, ProduceResponse, 0, 13)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    # From 0 only so that librdkafka < 2.11.1 enables compression (it probes Produce
-    # v0 for that); versions 0-2 are answered UNSUPPORTED_VERSION per partition. v9
-    # flexible; v10-12 add nothing brokerd must fill (tagged leader hints, a
-    # TRANSACTION_ABORTABLE it never answers, and KIP-890 part 2 implicit
-    # AddPartitionsToTxn, which a client uses only when the broker finalizes
-    # transaction.version 2, and brokerd finalizes none); v13 names topics by ID.
-    ApiSpec(ApiKey.PRODUCE, ProduceRequest, ProduceResponse, 0, 13),
-)
+APIS: tuple[ApiSpec[Any, Any], ...] = (PRODUCE,)

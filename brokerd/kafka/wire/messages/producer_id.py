@@ -9,7 +9,7 @@ Transcribed from Kafka's JSON message schemas
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -46,9 +46,14 @@ class InitProducerIdResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 2
 
 
-#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    # v5 only adds TRANSACTION_ABORTABLE to the codes a client knows (brokerd never
-    # answers it); v6 (two-phase commit, KIP-939) is unstable in Kafka and not answered.
-    ApiSpec(ApiKey.INIT_PRODUCER_ID, InitProducerIdRequest, InitProducerIdResponse, 0, 5),
+# v5 only adds TRANSACTION_ABORTABLE to the codes a client knows (brokerd never
+# answers it); v6 (two-phase commit, KIP-939) is unstable in Kafka and not answered.
+INIT_PRODUCER_ID = ApiSpec(
+    ApiKey.INIT_PRODUCER_ID,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    0,
+    5,
 )
+#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
+APIS: tuple[ApiSpec[Any, Any], ...] = (INIT_PRODUCER_ID,)

@@ -140,9 +140,8 @@ class AlterClientQuotasResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = QUOTAS_FLEXIBLE_FROM
 
 
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.DESCRIBE_CLIENT_QUOTAS, DescribeClientQuotasRequest,
-            DescribeClientQuotasResponse, 0, 1),
-    ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, AlterClientQuotasRequest,
-            AlterClientQuotasResponse, 0, 1),
-)
+DESCRIBE_CLIENT_QUOTAS = ApiSpec(ApiKey.DESCRIBE_CLIENT_QUOTAS, DescribeClientQuotasRequest,
+        DescribeClientQuotasResponse, 0, 1)
+ALTER_CLIENT_QUOTAS = ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, AlterClientQuotasRequest,
+        AlterClientQuotasResponse, 0, 1)
+APIS: tuple[ApiSpec[Any, Any], ...] = (DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS)

@@ -201,26 +201,36 @@ class AlterUserScramCredentialsResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 0
 
 
+SASL_HANDSHAKE = ApiSpec(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest, SaslHandshakeResponse, 0, 1)
+SASL_AUTHENTICATE = ApiSpec(
+    ApiKey.SASL_AUTHENTICATE,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    0,
+    2,
+)
+DESCRIBE_USER_SCRAM_CREDENTIALS = ApiSpec(
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+    0,
+    0,
+)
+# librdkafka 2.x ends this request with one tagged-fields byte too many; Kafka's
+# readers never check for the end, so it works against Kafka.
+ALTER_USER_SCRAM_CREDENTIALS = ApiSpec(
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    0,
+    0,
+    trailing_bytes_ignored=True,
+)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
 #: SaslHandshake v0 switches the connection to raw SASL tokens (docs/kafka.md).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest, SaslHandshakeResponse, 0, 1),
-    ApiSpec(ApiKey.SASL_AUTHENTICATE, SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2),
-    ApiSpec(
-        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
-        DescribeUserScramCredentialsRequest,
-        DescribeUserScramCredentialsResponse,
-        0,
-        0,
-    ),
-    # librdkafka 2.x ends this request with one tagged-fields byte too many; Kafka's
-    # readers never check for the end, so it works against Kafka.
-    ApiSpec(
-        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-        AlterUserScramCredentialsRequest,
-        AlterUserScramCredentialsResponse,
-        0,
-        0,
-        trailing_bytes_ignored=True,
-    ),
+APIS: tuple[ApiSpec[Any, Any], ...] = (
+    SASL_HANDSHAKE,
+    SASL_AUTHENTICATE,
+    DESCRIBE_USER_SCRAM_CREDENTIALS,
+    ALTER_USER_SCRAM_CREDENTIALS,
 )

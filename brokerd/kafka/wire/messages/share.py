@@ -13,7 +13,7 @@ Assignment is a nullable struct (an int8 marker, -1 for null, 1 before a present
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -304,14 +304,24 @@ class ShareAcknowledgeResponse:
     node_endpoints: Annotated[tuple[NodeEndpoint, ...], Wire(Array(Struct(NodeEndpoint)))] = array()
 
 
+SHARE_GROUP_HEARTBEAT = ApiSpec(
+    ApiKey.SHARE_GROUP_HEARTBEAT, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, 1, 1
+)
+SHARE_GROUP_DESCRIBE = ApiSpec(
+    ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest, ShareGroupDescribeResponse, 1, 1
+)
+SHARE_FETCH = ApiSpec(ApiKey.SHARE_FETCH, ShareFetchRequest, ShareFetchResponse, 1, 2)
+SHARE_ACKNOWLEDGE = ApiSpec(
+    ApiKey.SHARE_ACKNOWLEDGE,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    1,
+    2,
+)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(
-        ApiKey.SHARE_GROUP_HEARTBEAT, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, 1, 1
-    ),
-    ApiSpec(
-        ApiKey.SHARE_GROUP_DESCRIBE, ShareGroupDescribeRequest, ShareGroupDescribeResponse, 1, 1
-    ),
-    ApiSpec(ApiKey.SHARE_FETCH, ShareFetchRequest, ShareFetchResponse, 1, 2),
-    ApiSpec(ApiKey.SHARE_ACKNOWLEDGE, ShareAcknowledgeRequest, ShareAcknowledgeResponse, 1, 2),
+APIS: tuple[ApiSpec[Any, Any], ...] = (
+    SHARE_GROUP_HEARTBEAT,
+    SHARE_GROUP_DESCRIBE,
+    SHARE_FETCH,
+    SHARE_ACKNOWLEDGE,
 )

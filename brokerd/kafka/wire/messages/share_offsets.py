@@ -10,7 +10,7 @@ I/O, no Twisted, no broker logic.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -209,18 +209,21 @@ class DeleteShareGroupOffsetsResponse:
     ] = array()
 
 
+DESCRIBE_SHARE_GROUP_OFFSETS = ApiSpec(
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, 0, 1,
+)
+ALTER_SHARE_GROUP_OFFSETS = ApiSpec(
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+    AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, 0, 0,
+)
+DELETE_SHARE_GROUP_OFFSETS = ApiSpec(
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+    DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse, 0, 0,
+)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(
-        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
-        DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, 0, 1,
-    ),
-    ApiSpec(
-        ApiKey.ALTER_SHARE_GROUP_OFFSETS,
-        AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, 0, 0,
-    ),
-    ApiSpec(
-        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
-        DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse, 0, 0,
-    ),
+APIS: tuple[ApiSpec[Any, Any], ...] = (
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    ALTER_SHARE_GROUP_OFFSETS,
+    DELETE_SHARE_GROUP_OFFSETS,
 )

@@ -11,7 +11,7 @@ is flexible. Pure: no I/O, no Twisted, no broker logic.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -408,28 +408,31 @@ class StreamsGroupDescribeResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 0
 
 
+STREAMS_GROUP_HEARTBEAT = ApiSpec(
+    ApiKey.STREAMS_GROUP_HEARTBEAT,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+    0,
+    1,
+)
+STREAMS_GROUP_DESCRIBE = ApiSpec(
+    ApiKey.STREAMS_GROUP_DESCRIBE,
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+    0,
+    1,
+)
+STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = ApiSpec(
+    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    StreamsGroupTopologyDescriptionUpdateResponse,
+    0,
+    0,
+)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(
-        ApiKey.STREAMS_GROUP_HEARTBEAT,
-        StreamsGroupHeartbeatRequest,
-        StreamsGroupHeartbeatResponse,
-        0,
-        1,
-    ),
-    ApiSpec(
-        ApiKey.STREAMS_GROUP_DESCRIBE,
-        StreamsGroupDescribeRequest,
-        StreamsGroupDescribeResponse,
-        0,
-        1,
-    ),
-    ApiSpec(
-        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
-        StreamsGroupTopologyDescriptionUpdateRequest,
-        StreamsGroupTopologyDescriptionUpdateResponse,
-        0,
-        0,
-    ),
+APIS: tuple[ApiSpec[Any, Any], ...] = (
+    STREAMS_GROUP_HEARTBEAT,
+    STREAMS_GROUP_DESCRIBE,
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
 )
 

@@ -11,7 +11,7 @@ Transcribed from Kafka's JSON message schemas
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -110,17 +110,20 @@ class ListConfigResourcesResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 0
 
 
+GET_TELEMETRY_SUBSCRIPTIONS = ApiSpec(
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
+    0,
+    0,
+)
+PUSH_TELEMETRY = ApiSpec(ApiKey.PUSH_TELEMETRY, PushTelemetryRequest, PushTelemetryResponse, 0, 0)
+LIST_CONFIG_RESOURCES = ApiSpec(
+    ApiKey.LIST_CONFIG_RESOURCES, ListConfigResourcesRequest, ListConfigResourcesResponse, 0, 1
+)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(
-        ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
-        GetTelemetrySubscriptionsRequest,
-        GetTelemetrySubscriptionsResponse,
-        0,
-        0,
-    ),
-    ApiSpec(ApiKey.PUSH_TELEMETRY, PushTelemetryRequest, PushTelemetryResponse, 0, 0),
-    ApiSpec(
-        ApiKey.LIST_CONFIG_RESOURCES, ListConfigResourcesRequest, ListConfigResourcesResponse, 0, 1
-    ),
+APIS: tuple[ApiSpec[Any, Any], ...] = (
+    GET_TELEMETRY_SUBSCRIPTIONS,
+    PUSH_TELEMETRY,
+    LIST_CONFIG_RESOURCES,
 )

@@ -148,13 +148,12 @@ class DescribeTopicPartitionsResponse:
     ] = None
 
 
-#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(
-        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
-        DescribeTopicPartitionsRequest,
-        DescribeTopicPartitionsResponse,
-        0,
-        0,
-    ),
+DESCRIBE_TOPIC_PARTITIONS = ApiSpec(
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+    0,
+    0,
 )
+#: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
+APIS: tuple[ApiSpec[Any, Any], ...] = (DESCRIBE_TOPIC_PARTITIONS,)

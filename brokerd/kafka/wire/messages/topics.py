@@ -11,7 +11,7 @@ Transcribed from Kafka's JSON message schemas
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -162,8 +162,7 @@ class DeleteTopicsResponse:
     ] = array()
 
 
+CREATE_TOPICS = ApiSpec(ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse, 2, 7)
+DELETE_TOPICS = ApiSpec(ApiKey.DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse, 1, 6)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    ApiSpec(ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse, 2, 7),
-    ApiSpec(ApiKey.DELETE_TOPICS, DeleteTopicsRequest, DeleteTopicsResponse, 1, 6),
-)
+APIS: tuple[ApiSpec[Any, Any], ...] = (CREATE_TOPICS, DELETE_TOPICS)

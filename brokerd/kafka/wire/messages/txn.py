@@ -12,7 +12,7 @@ Transcribed from Kafka's JSON message schemas
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import attrs
 
@@ -380,33 +380,64 @@ class WriteTxnMarkersResponse:
     FLEXIBLE_FROM: ClassVar[int | None] = 1
 
 
+# v0-3 the client form, v4-5 the brokers' batched form with VerifyOnly (v5 only adds
+# TRANSACTION_ABORTABLE to the codes a client knows; brokerd never answers it).
+ADD_PARTITIONS_TO_TXN = ApiSpec(
+    ApiKey.ADD_PARTITIONS_TO_TXN,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    0,
+    5,
+)
+# v4 only adds TRANSACTION_ABORTABLE.
+ADD_OFFSETS_TO_TXN = ApiSpec(
+    ApiKey.ADD_OFFSETS_TO_TXN,
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    0,
+    4,
+)
+# v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) bumps the producer epoch
+# at every end and answers the id and epoch to use next.
+END_TXN = ApiSpec(ApiKey.END_TXN, EndTxnRequest, EndTxnResponse, 0, 5)
+# v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) also adds the group to the
+# transaction, as AddOffsetsToTxn does.
+TXN_OFFSET_COMMIT = ApiSpec(
+    ApiKey.TXN_OFFSET_COMMIT,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    0,
+    6,
+)
+DESCRIBE_TRANSACTIONS = ApiSpec(
+    ApiKey.DESCRIBE_TRANSACTIONS,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    0,
+    0,
+)
+LIST_TRANSACTIONS = ApiSpec(
+    ApiKey.LIST_TRANSACTIONS,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    0,
+    2,
+)
+# Version 1 is Kafka 4.0's baseline; v2 adds each marker's transaction version.
+WRITE_TXN_MARKERS = ApiSpec(
+    ApiKey.WRITE_TXN_MARKERS,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+    1,
+    2,
+)
 #: The APIs of this module and the versions brokerd answers (ApiVersions advertises them).
-APIS: tuple[ApiSpec, ...] = (
-    # v0-3 the client form, v4-5 the brokers' batched form with VerifyOnly (v5 only adds
-    # TRANSACTION_ABORTABLE to the codes a client knows; brokerd never answers it).
-    ApiSpec(
-        ApiKey.ADD_PARTITIONS_TO_TXN,
-        AddPartitionsToTxnRequest,
-        AddPartitionsToTxnResponse,
-        0,
-        5,
-    ),
-    # v4 only adds TRANSACTION_ABORTABLE.
-    ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 4),
-    # v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) bumps the producer epoch
-    # at every end and answers the id and epoch to use next.
-    ApiSpec(ApiKey.END_TXN, EndTxnRequest, EndTxnResponse, 0, 5),
-    # v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) also adds the group to the
-    # transaction, as AddOffsetsToTxn does.
-    ApiSpec(ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 6),
-    ApiSpec(
-        ApiKey.DESCRIBE_TRANSACTIONS,
-        DescribeTransactionsRequest,
-        DescribeTransactionsResponse,
-        0,
-        0,
-    ),
-    ApiSpec(ApiKey.LIST_TRANSACTIONS, ListTransactionsRequest, ListTransactionsResponse, 0, 2),
-    # Version 1 is Kafka 4.0's baseline; v2 adds each marker's transaction version.
-    ApiSpec(ApiKey.WRITE_TXN_MARKERS, WriteTxnMarkersRequest, WriteTxnMarkersResponse, 1, 2),
+APIS: tuple[ApiSpec[Any, Any], ...] = (
+    ADD_PARTITIONS_TO_TXN,
+    ADD_OFFSETS_TO_TXN,
+    END_TXN,
+    TXN_OFFSET_COMMIT,
+    DESCRIBE_TRANSACTIONS,
+    LIST_TRANSACTIONS,
+    WRITE_TXN_MARKERS,
 )

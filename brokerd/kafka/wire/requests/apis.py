@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -257,12 +257,17 @@ class UnsupportedVersion(MalformedRequest):
         self.correlation_id = correlation_id
 
 
+#: A request's body class.
+B = TypeVar("B")
+
+
 @attrs.frozen
-class Request:
-    """A decoded request: its header and its body (an instance of its API's request class)."""
+class Request(Generic[B]):
+    """A decoded request: its header and its body (an instance of its API's request
+    class; ``Request[CreateTopicsRequest]`` is a decoded CreateTopics)."""
 
     header: RequestHeader
-    body: Any
+    body: B
 
     @property
     def api_key(self) -> ApiKey:
@@ -274,6 +279,11 @@ class Request:
     @property
     def api_version(self) -> int:
         return self.header.api_version
+
+
+#: A decoded request of any API: what the listener holds before the dispatch routes it to
+#: its API's handler (which sees it as ``Request[ItsRequestClass]``).
+AnyRequest = Request[Any]
 
 
 def request_header_flexible(api_key: ApiKey, api_version: int) -> bool:
@@ -296,7 +306,7 @@ def is_supported(api_key: int, api_version: int) -> bool:
     return spec is not None and spec.supports(api_version)
 
 
-def decode_request(payload: bytes) -> Request:
+def decode_request(payload: bytes) -> AnyRequest:
     """Decode a whole request frame payload (everything after the size).
 
     :raises UnsupportedVersion: a known key at an unsupported version. For ApiVersions

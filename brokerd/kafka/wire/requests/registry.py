@@ -16,15 +16,16 @@ import importlib
 import pkgutil
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 from brokerd.kafka.wire import messages
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.schema import ApiSpec
 
 
-def collect(package_path: list[str], package_name: str) -> dict[ApiKey, ApiSpec]:
+def collect(package_path: list[str], package_name: str) -> dict[ApiKey, ApiSpec[Any, Any]]:
     """The ``APIS`` of every module of a package, by key, in key order."""
-    found: dict[ApiKey, ApiSpec] = {}
+    found: dict[ApiKey, ApiSpec[Any, Any]] = {}
     for info in sorted(pkgutil.iter_modules(package_path), key=lambda m: m.name):
         module = importlib.import_module(f"{package_name}.{info.name}")
         for spec in getattr(module, "APIS", ()):
@@ -35,7 +36,7 @@ def collect(package_path: list[str], package_name: str) -> dict[ApiKey, ApiSpec]
 
 
 #: Every API brokerd answers (what ApiVersions advertises), by key.
-SPECS: Mapping[ApiKey, ApiSpec] = MappingProxyType(
+SPECS: Mapping[ApiKey, ApiSpec[Any, Any]] = MappingProxyType(
     collect(list(messages.__path__), messages.__name__)
 )
 

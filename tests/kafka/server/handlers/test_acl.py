@@ -15,6 +15,7 @@ from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.listener.protocol import KafkaFactory
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.handlers.acl import AclHandlers
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS
 from brokerd.kafka.wire.codec import ApiKey
@@ -67,7 +68,7 @@ class AclTestCase(KafkaTestCase):
         self.authorizer = AclAuthorizer([], ["User:root"])
         self.store_fails = False
         self.factory = KafkaFactory(
-            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092, max_frame_bytes=1 << 20,
             authorizer=self.authorizer,
             acls=AclHandlers(self.authorizer, self.store, run_blocking=self._store_run),
@@ -228,6 +229,12 @@ class AclApiTests(AclTestCase):
         unchecked = {key for key, route in routes.items() if route.rule is None}
         # Only ApiVersions: a client asks it before anything else.
         self.assertEqual(unchecked, {ApiKey.API_VERSIONS})
+
+    def test_every_route_is_typed_by_the_registered_spec_of_its_api(self) -> None:
+        # A route names its API by the message module's spec (mypy checks its handler
+        # and rule against that spec's classes): the spec must be the registry's own.
+        for key, route in self.factory.handlers.routes.items():
+            self.assertIs(route.spec, SPECS[key], key.name)
 
     def test_every_registered_api_is_routed_or_answered_by_the_protocol(self) -> None:
         routed = set(self.factory.handlers.routes)

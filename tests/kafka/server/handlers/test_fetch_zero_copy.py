@@ -36,6 +36,7 @@ from twisted.python.failure import Failure
 
 from brokerd.core import Broker, FsyncPolicy
 from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.wire.codec import ApiKey, FrameDecoder, RequestHeader
 from brokerd.kafka.wire.requests import apis
 from brokerd.net.connection import RequestConnection
@@ -78,7 +79,7 @@ class Server:
 def _factory(broker: Broker, record: list[KafkaProtocol], *, by_value: bool) -> KafkaFactory:
     factory = KafkaFactory(
         broker,
-        cast(Any, object()),  # no group APIs are used here
+        KafkaCoordinators(cast(Any, object())),  # no group APIs are used here
         clock=reactor,
         advertised_host="127.0.0.1",
         advertised_port=0,

@@ -17,6 +17,7 @@ from twisted.internet.testing import StringTransport
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.listener.protocol import KafkaFactory
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.txn.types import TxnOffset
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
@@ -35,9 +36,10 @@ class RequireStableTests(CoordinatorTestCase):
     def setUp(self) -> None:
         super().setUp()
         factory = KafkaFactory(
-            KafkaFakeCore(), self.group_coordinator, clock=self.clock,  # type: ignore[arg-type]
+            KafkaFakeCore(),  # type: ignore[arg-type]
+            KafkaCoordinators(self.group_coordinator, transactions=self.coordinator),
+            clock=self.clock,
             advertised_host="broker.example", advertised_port=19092,
-            transactions=self.coordinator,
         )
         proto = factory.buildProtocol(None)
         assert proto is not None

@@ -28,6 +28,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.listener.protocol import KafkaFactory
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey, RequestHeader
 from brokerd.kafka.wire.messages import groups as group_apis
@@ -243,7 +244,7 @@ class ListenerCase(SynchronousTestCase):
         self.core.add_topic("t", 2)
         self.topic_id = self.core.topics()["t"].topic_id
         self.factory = KafkaFactory(
-            self.core, self.coordinator, clock=self.clock,  # type: ignore[arg-type]
+            self.core, KafkaCoordinators(self.coordinator), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092,
             authorizer=self.authorizer,
         )

@@ -15,7 +15,8 @@ from twisted.trial.unittest import SynchronousTestCase
 from brokerd.core.broker import Broker
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.listener.protocol import KafkaFactory
-from brokerd.kafka.server.handler_base import Connection
+from brokerd.kafka.server.coordinators import KafkaCoordinators
+from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
@@ -50,7 +51,7 @@ class RealBrokerCase(KafkaTestCase):
         self.broker.startService()
         self.groups = FakeCoordinator()
         self.factory = KafkaFactory(
-            self.broker, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.broker, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="127.0.0.1", advertised_port=9092,
         )
         self.proto, self.tr = self.connect()
@@ -279,7 +280,7 @@ class TimeoutTests(SynchronousTestCase):
 
     def call(self, method: Any, key: ApiKey, body: Any) -> defer.Deferred[Any]:
         req = apis.Request(RequestHeader(int(key), 1, 1, "c"), body)
-        return defer.Deferred.fromCoroutine(method(Connection("/x"), req))
+        return defer.Deferred.fromCoroutine(method(RequestContext("/x"), req))
 
     def test_create_partitions_times_out(self) -> None:
         d = self.call(self.handlers.create_partitions, ApiKey.CREATE_PARTITIONS,

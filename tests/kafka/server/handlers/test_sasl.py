@@ -16,6 +16,7 @@ from brokerd.kafka.listener.protocol import (
     KafkaFactory,
     KafkaProtocol,
 )
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.sasl_session import SaslCode, SaslConfig, SaslSession
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
@@ -46,7 +47,7 @@ class SaslProtocolTestCase(KafkaTestCase):
             for m_ in (SCRAM_SHA_256, SCRAM_SHA_512)
         ])
         self.factory = KafkaFactory(
-            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092, max_frame_bytes=4096,
             sasl=SaslConfig(MECHS, self.store, AuthThrottle(self.clock.seconds)),
             credentials=self.store,

@@ -13,6 +13,7 @@ from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
 from brokerd.kafka.groups.share.state_service import ShareGroups
 from brokerd.kafka.listener.protocol import KafkaFactory
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages import consumer_groups as cg
 from brokerd.kafka.wire.messages import share as m
@@ -47,9 +48,10 @@ class ShareHandlerTests(KafkaTestCase):
             heartbeat_interval_ms=lambda g: 5000,
         )
         self.factory = KafkaFactory(
-            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.core,  # type: ignore[arg-type]
+            KafkaCoordinators(self.groups, shares=ShareGroups(coordinator, service)),
+            clock=self.clock,
             advertised_host="broker.example", advertised_port=19092,
-            shares=ShareGroups(coordinator, service),
         )
         self.proto, self.tr = self.connect()
         self.coordinator = coordinator

@@ -9,6 +9,7 @@ from typing import Any
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.listener.protocol import KafkaFactory
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.telemetry.clients import ClientTelemetry
 from brokerd.kafka.telemetry.resources import ClientMetricsResources
 from brokerd.kafka.wire.codec import ApiKey
@@ -36,7 +37,7 @@ class TelemetryHandlerTests(KafkaTestCase):
         self.telemetry = ClientTelemetry(ClientMetricsResources(), clock=self.clock,
                                          max_bytes=1000)
         self.factory = KafkaFactory(
-            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092, max_frame_bytes=1 << 16,
             telemetry=self.telemetry,
         )

@@ -16,6 +16,7 @@ from twisted.internet import defer
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.regex import SLICE_COST, compile_regex
+from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.handlers.txn import code_for_version
 from brokerd.kafka.txn.types import (
     EndTxnResult,
@@ -144,9 +145,8 @@ class TxnTestCase(KafkaTestCase):
         super().setUp()
         self.txn = FakeTransactions()
         self.factory = KafkaFactory(
-            self.core, self.groups, clock=self.clock,  # type: ignore[arg-type]
+            self.core, KafkaCoordinators(self.groups, transactions=self.txn), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092,
-            transactions=self.txn,
         )
         self.proto, self.tr = self.connect()
         self.core.add_topic("t", 2)
