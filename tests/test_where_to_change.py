@@ -17,7 +17,7 @@ import pytest
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS
 from brokerd.kafka.wire import messages
 from brokerd.kafka.wire.codec import ApiKey
-from brokerd.native import admin_wire, commands, queue_wire, wire
+from brokerd.native import operator_wire, commands, queue_wire, wire
 from brokerd.native.messages import RequestType
 
 from tests.brokerproc import REPO
@@ -102,7 +102,7 @@ def test_a_native_type_has_its_row_layout_codecs_method_and_docs(
     # types' body codecs the row names beside it.
     layouts = (
         set(wire.REQUEST_LAYOUTS)
-        | set(admin_wire.TYPE_OF_CLASS.values())
+        | set(operator_wire.TYPE_OF_CLASS.values())
         | set(queue_wire.TYPE_OF_CLASS.values())
     )
     assert request_type in layouts, f"{request_type!r} has no request layout"
@@ -110,7 +110,7 @@ def test_a_native_type_has_its_row_layout_codecs_method_and_docs(
     # The client's side: an encoder or decoder that names it, and its method.
     client_side = "\n".join(
         (BROKERD / "native" / name).read_text()
-        for name in ("client_codec.py", "admin_wire.py", "queue_wire.py")
+        for name in ("client_codec.py", "operator_wire.py", "queue_wire.py")
     )
     assert f"RequestType.{request_type.name}" in client_side or (
         f"encode_{snake(request_type)}" in client_side
@@ -130,23 +130,24 @@ def test_a_native_type_has_its_row_layout_codecs_method_and_docs(
 
 @functools.cache
 def routed_keys() -> dict[ApiKey, str]:
-    """Each API answered by a handler module (its ``Route(ApiKey.X, ...)``), with the
-    module's name, read from the source so no handler needs building; the SASL APIs are
-    answered by handlers/sasl.py before a connection has authenticated, not routed."""
+    """Each API answered by a handler module (its ``route(SPEC, ...)``, the spec named as
+    the module imports it), with the module's name, read from the source so no handler
+    needs building; the SASL APIs are answered by handlers/sasl.py before a connection
+    has authenticated, not routed."""
     routed: dict[ApiKey, str] = dict.fromkeys(SASL_API_KEYS, "sasl")
     for path in sorted((BROKERD / "kafka" / "server" / "handlers").glob("*.py")):
+        module = importlib.import_module(f"brokerd.kafka.server.handlers.{path.stem}")
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Call) or not node.args:
                 continue
-            func = node.func.value if isinstance(node.func, ast.Subscript) else node.func
-            key = node.args[0]
+            spec = node.args[0]
             if (
-                isinstance(func, ast.Name) and func.id == "Route"
-                and isinstance(key, ast.Attribute) and isinstance(key.value, ast.Name)
-                and key.value.id == "ApiKey"
+                isinstance(node.func, ast.Name) and node.func.id == "route"
+                and isinstance(spec, ast.Name)
             ):
-                assert ApiKey[key.attr] not in routed, f"{key.attr} routed twice"
-                routed[ApiKey[key.attr]] = path.stem
+                key = getattr(module, spec.id).key
+                assert key not in routed, f"{key.name} routed twice"
+                routed[key] = path.stem
     return routed
 
 

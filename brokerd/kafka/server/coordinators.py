@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.test_protocol -*-
+# -*- test-case-name: tests.kafka.listener.test_protocol -*-
 """The coordinators the Kafka handlers answer from, handed to the listener as one value.
 
 :class:`KafkaCoordinators` holds the concrete group coordinator, the transaction
