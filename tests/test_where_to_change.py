@@ -17,7 +17,7 @@ import pytest
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS
 from brokerd.kafka.wire import messages
 from brokerd.kafka.wire.codec import ApiKey
-from brokerd.native import operator_wire, commands, queue_wire, wire
+from brokerd.native import commands, operator_wire, queue_wire, wire
 from brokerd.native.messages import RequestType
 
 from tests.brokerproc import REPO
