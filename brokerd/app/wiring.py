@@ -597,6 +597,12 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
     description = settings.listeners.kafka
     if description is None:
         return
+    from brokerd.kafka.listener.factory_parts import (
+        ClientServices,
+        ConnectionLimits,
+        ListenerEdge,
+        ListenerSecurity,
+    )
     from brokerd.kafka.listener.protocol import KafkaFactory
     from brokerd.net.answer_budget import AnswerBudget
     from brokerd.observers import NULL_REQUESTS
@@ -617,22 +623,30 @@ def add_kafka(services: BrokerServices, settings: Settings, reactor: Any) -> Non
         clock=reactor,
         advertised_host=advertised_host or "127.0.0.1",
         advertised_port=0,
-        max_frame_bytes=limits.max_request_bytes,
         default_partitions=settings.storage.default_partitions,
-        max_connections=limits.max_connections,
-        authorizer=authorization.authorizer,
-        acls=authorization.acls,
-        sasl=sasl_config(settings, reactor),
-        credentials=settings.sasl.credentials,
-        metrics=metrics.listener("kafka") if metrics is not None else NULL_REQUESTS,
-        fetch_max_bytes=limits.fetch_max_bytes,
-        fetch_session_slots=limits.fetch_session_slots,
-        answer_budget=AnswerBudget(limits.max_inflight_answer_bytes),
-        sasl_max_receive_bytes=limits.sasl_max_receive_bytes,
-        request_budget=services.edge.request_budget,
-        addresses=services.edge.addresses,
-        telemetry=services.telemetry,
-        **kafka_quotas(services, broker=services.broker, clock=reactor),
+        limits=ConnectionLimits(
+            max_frame_bytes=limits.max_request_bytes,
+            max_connections=limits.max_connections,
+            fetch_max_bytes=limits.fetch_max_bytes,
+            fetch_session_slots=limits.fetch_session_slots,
+            sasl_max_receive_bytes=limits.sasl_max_receive_bytes,
+        ),
+        security=ListenerSecurity(
+            authorizer=authorization.authorizer,
+            acls=authorization.acls,
+            sasl=sasl_config(settings, reactor),
+            credentials=settings.sasl.credentials,
+        ),
+        edge=ListenerEdge(
+            answer_budget=AnswerBudget(limits.max_inflight_answer_bytes),
+            request_budget=services.edge.request_budget,
+            addresses=services.edge.addresses,
+            metrics=metrics.listener("kafka") if metrics is not None else NULL_REQUESTS,
+        ),
+        clients=ClientServices(
+            telemetry=services.telemetry,
+            **kafka_quotas(services, broker=services.broker, clock=reactor),
+        ),
     )
     if metrics is not None:
         metrics.add_fetch_sessions(factory.handlers.fetch_sessions)

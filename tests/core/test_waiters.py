@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -34,6 +35,7 @@ from brokerd.core.appends import ValuesAppend
 from brokerd.core.waiters import Shortfall, WaiterRegistry, long_poll
 from brokerd.errors import TooManyWaiters, UnknownTopicOrPartition
 from brokerd.kafka.errors import ErrorCode as KafkaCode
+from brokerd.kafka.listener.factory_parts import DEFAULT_LIMITS
 from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
 from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.wire import codec as kcodec
@@ -48,6 +50,8 @@ from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.encode import encode_batch, stored_size
 from brokerd.storage.record.header import read_header
 from brokerd.storage.types import AppendInfo
+
+from tests.kafka.listener.test_protocol import FakeCoordinator
 
 IDLE = 600.0  # the native idle timeout; the only timer a quiet connection may leave
 
@@ -96,15 +100,15 @@ class Harness:
             checkpoint_seconds=0,
         )
         self.broker.startService()
+        self.groups = FakeCoordinator(str(path / "groups"))
         self.native_factory = NativeFactory(self.broker, clock=self.clock, idle_timeout=IDLE)
         self.kafka_factory = KafkaFactory(
             self.broker,
-            KafkaCoordinators(object()),  # type: ignore[arg-type]  # Fetch never asks the coordinator
+            KafkaCoordinators(self.groups),  # Fetch never asks the coordinator: empty
             clock=self.clock,
             advertised_host="127.0.0.1",
             advertised_port=9092,
-            idle_timeout=None,
-            frame_timeout=None,
+            limits=attrs.evolve(DEFAULT_LIMITS, idle_timeout=None, frame_timeout=None),
         )
         self.connections: list[NativeConn | KafkaConn] = []
 
@@ -139,6 +143,7 @@ class Harness:
         for conn in self.connections:
             conn.lose()
         self.broker.stopService()
+        self.groups.close()
 
 
 class NativeConn:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from twisted.internet import task
 from twisted.internet.address import IPv4Address
 from twisted.internet.error import ConnectionDone
@@ -17,6 +18,7 @@ from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
+from brokerd.kafka.listener.factory_parts import DEFAULT_LIMITS, ListenerEdge, ListenerSecurity
 from brokerd.kafka.listener.protocol import DEFAULT_FRAME_TIMEOUT, KafkaFactory, KafkaProtocol
 from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.sasl_session import SaslConfig
@@ -28,7 +30,7 @@ from brokerd.net.request_budget import PROOF_BYTES, RequestBudget, claim
 from brokerd.security.auth_throttle import AuthThrottle
 
 from tests.fake_core import FakeCore
-from tests.kafka.listener.test_protocol import FakeCoordinator
+from tests.kafka.listener.test_protocol import FakeCoordinator, temp_dir
 from tests.kafka.server.handlers.test_sasl import SaslProtocolTestCase
 from tests.native_helpers import FakeCore as NativeFakeCore
 from tests.native_helpers import produce_frame
@@ -217,10 +219,12 @@ class KafkaBudgetTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.clock = task.Clock()
         self.budget = RequestBudget(MIB)
+        groups = FakeCoordinator(temp_dir(self))
+        self.addCleanup(groups.close)
         self.factory = KafkaFactory(
-            FakeCore(), KafkaCoordinators(FakeCoordinator()), clock=self.clock,  # type: ignore[arg-type]
+            FakeCore(), KafkaCoordinators(groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092,
-            request_budget=self.budget,
+            edge=ListenerEdge(request_budget=self.budget),
         )
         self.peers = 0
 
@@ -314,9 +318,9 @@ class PreAuthenticationLimitTests(SaslProtocolTestCase):
         self.factory = KafkaFactory(
             self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092,
-            sasl=SaslConfig(self.factory.sasl.mechanisms, self.store,
-                            AuthThrottle(self.clock.seconds)),
-            sasl_max_receive_bytes=1024,
+            limits=attrs.evolve(DEFAULT_LIMITS, sasl_max_receive_bytes=1024),
+            security=ListenerSecurity(sasl=SaslConfig(
+                self.factory.sasl.mechanisms, self.store, AuthThrottle(self.clock.seconds))),
         )
         self.proto, self.tr = self.connect()
 

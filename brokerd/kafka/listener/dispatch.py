@@ -16,17 +16,15 @@ protocol (:mod:`brokerd.kafka.listener.protocol`) calls :meth:`KafkaHandlers.han
 request at a time. The core is its role :class:`~brokerd.core.api.CoreApi`; the
 coordinators are the concrete
 :class:`~brokerd.kafka.groups.coordinator.GroupCoordinator` and
-:class:`~brokerd.kafka.txn.coordinator.TransactionCoordinator`. Tests still hand in
-stand-ins with only the methods they exercise: the group coordinator's ``admin``,
-``group_configs`` and ``streams`` parts are looked up with ``getattr``, so a stand-in
-without them answers as a coordinator that has none.
+:class:`~brokerd.kafka.txn.coordinator.TransactionCoordinator` (a test fakes one by
+subclassing it).
 SaslHandshake and SaslAuthenticate are not routed here: the protocol answers them (they
 change the connection's state).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
@@ -101,10 +99,7 @@ def _classic_group(coordinator: GroupCoordinator) -> Callable[[str], bool]:
     id: such an id cannot also be a share group."""
 
     def exists(group_id: str) -> bool:
-        admin = getattr(coordinator, "admin", None)
-        if admin is None:
-            return False
-        (found,) = admin.describe([group_id], True)
+        (found,) = coordinator.admin.describe([group_id], True)
         return bool(found.error_code == 0 and found.state != "Dead")
 
     return exists
@@ -113,13 +108,10 @@ def _classic_group(coordinator: GroupCoordinator) -> Callable[[str], bool]:
 def _configured_groups(
     coordinator: GroupCoordinator, shares: ShareGroups | None
 ) -> Callable[[], list[str]]:
-    """The groups with config overrides, ``consumer.*`` or ``share.*`` (none of the
-    former for a coordinator without group configs, as tests' fakes are)."""
+    """The groups with config overrides, ``consumer.*`` or ``share.*``."""
 
     def configured() -> list[str]:
-        found: set[str] = set()
-        if getattr(coordinator, "group_configs", None) is not None:
-            found.update(coordinator.group_configs.configured())
+        found: set[str] = set(coordinator.group_configs.configured())
         if shares is not None:
             found.update(shares.service.engine.configured())
         return sorted(found)
@@ -185,10 +177,6 @@ class KafkaHandlers:
         operations = AuthorizedOperations(authorizer)
         is_share_group = shares.exists if shares is not None else _no_share_groups
 
-        def streams_groups() -> Mapping[str, object]:
-            streams = getattr(coordinator, "streams", None)
-            return {} if streams is None else streams.groups
-
         fetch = FetchHandler(
             core, clock=clock, fetch_max_bytes=fetch_max_bytes, answer_budget=answer_budget,
             session_slots=fetch_session_slots, internal_topics=internal_topics,
@@ -215,7 +203,7 @@ class KafkaHandlers:
             ConsumerGroupHandlers(
                 core, coordinator, operations,
                 # A streams group's id is no consumer group's either.
-                is_share_group=lambda g: is_share_group(g) or g in streams_groups(),
+                is_share_group=lambda g: is_share_group(g) or g in coordinator.streams.groups,
                 internal_topics=internal_topics,
             ),
             StreamsGroupHandlers(

@@ -28,7 +28,7 @@ in request order. Its own policies:
   client's next frames are raw SASL tokens, answered with raw size-prefixed tokens
   (Kafka's original framing); a failure then closes without an answer. On success
   ``state.principal`` becomes ``"User:<name>"``. Until then a frame may be at most
-  ``sasl_max_receive_bytes`` (Kafka's ``sasl.server.max.receive.size``); a larger size
+  ``limits.sasl_max_receive_bytes`` (Kafka's ``sasl.server.max.receive.size``); a larger size
   prefix closes the connection before any of the frame is read (logged at a bounded
   rate: a flood of them cannot fill the log). An answer the SASL session says to
   hold (a failure, or an attempt of a user that failed recently from this address)
@@ -64,28 +64,32 @@ from brokerd.kafka.listener.dispatch import (
     Outcome,
     RequestContext,
 )
+from brokerd.kafka.listener.factory_parts import (
+    DEFAULT_FRAME_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_LIMITS,
+    DEFAULT_SASL_MAX_RECEIVE_BYTES,
+    IN_MEMORY_CLIENTS,
+    OPEN_SECURITY,
+    ClientServices,
+    ConnectionLimits,
+    ListenerEdge,
+    ListenerSecurity,
+)
 from brokerd.kafka.server.coordinators import KafkaCoordinators
-from brokerd.kafka.server.fetch_sessions import DEFAULT_SESSION_SLOTS
-from brokerd.kafka.server.handlers.acl import AclHandlers
-from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES
-from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, ScramStore, answer_sasl
+from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, answer_sasl
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl_session import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.server.throttle import QuotaEnforcer
-from brokerd.kafka.telemetry.clients import ClientTelemetry
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, CodecError, FrameError, FrameTooLarge
 from brokerd.kafka.wire.requests import apis
-from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.connection import RequestConnection
-from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
+from brokerd.net.connlimit import ConnectionLimit
 from brokerd.net.refusals import RefusalLog
-from brokerd.net.request_budget import RequestBudget
-from brokerd.observers import NULL_REQUESTS, RequestObserver
-from brokerd.security.acl import AclAuthorizer
 
 if TYPE_CHECKING:
-    from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
+    pass
 
 #: Seconds between writing the answer to a failed authentication and closing the
 #: connection: a client that handles the close before reading what arrived
@@ -94,11 +98,6 @@ if TYPE_CHECKING:
 FAILED_AUTHENTICATION_CLOSE_DELAY = 0.1
 #: What a connection may send before it has authenticated on a SASL listener.
 _BEFORE_AUTHENTICATION = SASL_API_KEYS | {ApiKey.API_VERSIONS}
-
-#: Largest frame before SASL authentication completes (Kafka's
-#: ``sasl.server.max.receive.size`` default): SASL tokens are small, so an
-#: unauthenticated client cannot make the broker buffer a large frame.
-DEFAULT_SASL_MAX_RECEIVE_BYTES = 512 * 1024
 
 #: Cluster id reported in Metadata v2+: any stable string; clients only compare it.
 DEFAULT_CLUSTER_ID = "brokerd-single-node"
@@ -110,13 +109,6 @@ PIPELINE_READ_BYTES = 64 * 1024
 #: appends are queued in arrival order (per partition, the core keeps that order), and
 #: responses are written in request order; anything else waits for them to finish.
 MAX_PIPELINED_PRODUCES = 16
-#: Close a connection with no traffic either way for this long (Kafka's
-#: ``connections.max.idle.ms`` default). A parked request does not count as idle.
-DEFAULT_IDLE_TIMEOUT = 600.0
-#: A frame must be complete this long after its first byte arrived, so that a client
-#: trickling bytes cannot hold a partial buffer (or its reservation, or its place among
-#: those waiting for the request budget) forever.
-DEFAULT_FRAME_TIMEOUT = 60.0
 
 
 class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
@@ -132,14 +124,14 @@ class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
     def __init__(self, factory: KafkaFactory) -> None:
         super().__init__(
             clock=factory.clock,
-            idle_timeout=factory.idle_timeout,
-            frame_timeout=factory.frame_timeout,
+            idle_timeout=factory.limits.idle_timeout,
+            frame_timeout=factory.limits.frame_timeout,
             connection_limit=factory.connections,
-            request_budget=factory.request_budget,
+            request_budget=factory.edge.request_budget,
         )
         self._factory = factory
-        self.metrics = factory.metrics
-        self.answer_budget = factory.answer_budget
+        self.metrics = factory.edge.metrics
+        self.answer_budget = factory.edge.answer_budget
         self._handlers = factory.handlers
         self._decoder = codec.FrameDecoder(factory.frame_limit(authenticated=False))
         self._pending: deque[bytes] = deque()
@@ -175,7 +167,7 @@ class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
         try:
             frames = self._decoder.feed(data)
         except FrameTooLarge as e:
-            self._decoder = codec.FrameDecoder(self._factory.max_frame_bytes)  # hold nothing
+            self._decoder = codec.FrameDecoder(self._factory.limits.max_frame_bytes)  # hold nothing
             if self._sasl is not None and not self._sasl.authenticated:
                 self._factory.unauthenticated_refusals.refused(
                     "kafka: closing connection from {peer}: before SASL authentication, "
@@ -187,7 +179,7 @@ class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
             self.close(abort=True)
             return
         except FrameError as e:
-            self._decoder = codec.FrameDecoder(self._factory.max_frame_bytes)
+            self._decoder = codec.FrameDecoder(self._factory.limits.max_frame_bytes)
             self._log.info("kafka: closing connection from {peer}: {error}",
                            peer=self._conn.client_host, error=str(e))
             self.close(abort=True)
@@ -326,7 +318,7 @@ class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
         self._pending_bytes = 0
 
     def requestsAbandoned(self) -> None:
-        self._decoder = codec.FrameDecoder(self._factory.max_frame_bytes)
+        self._decoder = codec.FrameDecoder(self._factory.limits.max_frame_bytes)
         # Cancels a parked long-poll fetch or a held JoinGroup/SyncGroup: nobody waits
         # for their answers any more.
         self._conn.close()
@@ -462,32 +454,17 @@ class KafkaFactory(Factory):
         (:class:`~brokerd.kafka.server.coordinators.KafkaCoordinators`).
     :param clock: provides ``callLater`` (the reactor, or ``task.Clock`` in tests).
     :param node_id: this broker's node id in Metadata and FindCoordinator.
-    :param max_frame_bytes: largest request accepted; a larger size prefix closes the
-        connection before any of the frame is buffered.
     :param cluster_id: reported in Metadata v2+.
-    :param idle_timeout: seconds without traffic before closing; None = never.
-    :param frame_timeout: seconds a started frame may take to arrive; None = forever.
     :param default_partitions: partitions of a CreateTopics topic with num_partitions -1
         (pass the broker's ``--default-partitions``).
-    :param authorizer: ACL checks of every request; None allows everything.
-    :param acls: the CreateAcls/DescribeAcls/DeleteAcls handlers (default: disabled).
-    :param sasl: the SASL mechanisms, credentials and failure throttle; None = no
-        authentication (every connection is ``User:ANONYMOUS``).
-    :param credentials: the store DescribeUserScramCredentials and
-        AlterUserScramCredentials read and write; None = they answer SECURITY_DISABLED.
-    :param metrics: where connections and requests are counted (``brokerd.metrics``).
-    :param fetch_max_bytes: the broker's cap of one Fetch answer's records (Kafka's
-        ``fetch.max.bytes``).
-    :param fetch_session_slots: most fetch sessions held (Kafka's
-        ``max.incremental.fetch.session.cache.slots``; 0: none).
-    :param answer_budget: answer bytes held in memory across the listener's connections
-        (``brokerd/net/answer_budget.py``); default unbounded.
-    :param sasl_max_receive_bytes: largest frame before SASL authentication completes
-        (with ``sasl``).
-    :param request_budget: the broker-wide budget of buffered request bytes (shared
-        with the native listener); None: no limit.
-    :param addresses: the per-address connection limits (shared with the native
-        listener); None: no limit.
+    :param limits: sizes, deadlines and counts
+        (:class:`~brokerd.kafka.listener.factory_parts.ConnectionLimits`).
+    :param security: authorizer, ACL APIs, SASL and SCRAM credentials
+        (:class:`~brokerd.kafka.listener.factory_parts.ListenerSecurity`).
+    :param edge: the budgets, address limits and metrics shared with the broker's edge
+        (:class:`~brokerd.kafka.listener.factory_parts.ListenerEdge`).
+    :param clients: client telemetry and quotas
+        (:class:`~brokerd.kafka.listener.factory_parts.ClientServices`).
     """
 
     def __init__(
@@ -499,52 +476,34 @@ class KafkaFactory(Factory):
         advertised_host: str,
         advertised_port: int,
         node_id: int = 0,
-        max_frame_bytes: int = codec.DEFAULT_MAX_FRAME_BYTES,
         cluster_id: str = DEFAULT_CLUSTER_ID,
-        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-        frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         default_partitions: int = DEFAULT_PARTITIONS,
-        max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
-        authorizer: AclAuthorizer | None = None,
-        acls: AclHandlers | None = None,
-        sasl: SaslConfig | None = None,
-        credentials: ScramStore | None = None,
-        metrics: RequestObserver = NULL_REQUESTS,
-        fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
-        fetch_session_slots: int = DEFAULT_SESSION_SLOTS,
-        answer_budget: AnswerBudget | None = None,
-        sasl_max_receive_bytes: int = DEFAULT_SASL_MAX_RECEIVE_BYTES,
-        request_budget: RequestBudget | None = None,
-        addresses: AddressLimits | None = None,
-        telemetry: ClientTelemetry | None = None,
-        quotas: QuotaEnforcer | None = None,
-        quota_handlers: ClientQuotaHandlers | None = None,
+        limits: ConnectionLimits = DEFAULT_LIMITS,
+        security: ListenerSecurity = OPEN_SECURITY,
+        edge: ListenerEdge | None = None,
+        clients: ClientServices = IN_MEMORY_CLIENTS,
     ) -> None:
-        if max_frame_bytes <= 0:
-            raise ValueError("max_frame_bytes must be positive")
-        if sasl_max_receive_bytes <= 0:
-            raise ValueError("sasl_max_receive_bytes must be positive")
-        self.connections = ConnectionLimit(max_connections, "kafka listener", addresses)
-        self.request_budget = request_budget
-        self.sasl_max_receive_bytes = sasl_max_receive_bytes
+        if edge is None:
+            edge = ListenerEdge()  # its answer budget is the listener's own
+        #: Read per connection (a test may replace it with an evolved copy).
+        self.limits = limits
+        self.security = security
+        self.edge = edge
+        self.connections = ConnectionLimit(
+            limits.max_connections, "kafka listener", edge.addresses)
         #: Connections closed for a frame too large before authentication.
         self.unauthenticated_refusals = RefusalLog()
-        self.metrics = metrics
-        self.answer_budget = answer_budget if answer_budget is not None else AnswerBudget(None)
         self.core = core
         self.coordinators = coordinators
-        self.sasl = sasl
         self.clock = clock
         self.advertised_host = advertised_host
         self.advertised_port = advertised_port
         self.node_id = node_id
-        self.max_frame_bytes = max_frame_bytes
         self.cluster_id = cluster_id
-        self.idle_timeout = idle_timeout
-        self.frame_timeout = frame_timeout
         #: Client quota enforcement (nothing is measured while no quota is set).
-        self.quotas = quotas if quotas is not None else QuotaEnforcer(
+        self.quotas = clients.quotas if clients.quotas is not None else QuotaEnforcer(
             QuotaManager(), cast(Clock, clock))
+        quota_handlers = clients.quota_handlers
         if quota_handlers is None:
             from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
 
@@ -552,22 +511,28 @@ class KafkaFactory(Factory):
         self.handlers = KafkaHandlers(
             core, coordinators, self, clock=cast(Clock, clock),
             default_partitions=default_partitions,
-            authorizer=authorizer, acls=acls,
-            credentials=credentials,
-            fetch_max_bytes=fetch_max_bytes, answer_budget=self.answer_budget,
-            telemetry=telemetry, quotas=quota_handlers, enforcer=self.quotas,
-            fetch_session_slots=fetch_session_slots,
+            authorizer=security.authorizer, acls=security.acls,
+            credentials=security.credentials,
+            fetch_max_bytes=limits.fetch_max_bytes, answer_budget=edge.answer_budget,
+            telemetry=clients.telemetry, quotas=quota_handlers, enforcer=self.quotas,
+            fetch_session_slots=limits.fetch_session_slots,
         )
+
+    @property
+    def sasl(self) -> SaslConfig | None:
+        """The SASL mechanisms of this listener; None: no authentication."""
+        return self.security.sasl
 
     def frame_limit(self, *, authenticated: bool) -> int:
         """The largest frame a connection may send: before SASL authentication (on a
         listener that requires it) the pre-authentication limit; never more than the
         whole request budget (such a frame could never be reserved)."""
-        limit = self.max_frame_bytes
+        limit = self.limits.max_frame_bytes
         if self.sasl is not None and not authenticated:
-            limit = min(limit, self.sasl_max_receive_bytes)
-        if self.request_budget is not None and self.request_budget.capacity is not None:
-            limit = min(limit, self.request_budget.capacity)
+            limit = min(limit, self.limits.sasl_max_receive_bytes)
+        budget = self.edge.request_budget
+        if budget is not None and budget.capacity is not None:
+            limit = min(limit, budget.capacity)
         return limit
 
     def buildProtocol(self, addr: IAddress | None) -> KafkaProtocol | None:

@@ -4,8 +4,12 @@ fake group coordinator, ``StringTransport`` and ``task.Clock`` (no reactor, no s
 
 from __future__ import annotations
 
+import os
+import shutil
 import struct
+import tempfile
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -18,6 +22,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd import errors
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.coordinator import GroupCoordinator
+from brokerd.kafka.listener.factory_parts import DEFAULT_LIMITS, ListenerEdge
 from brokerd.kafka.listener.protocol import (
     MAX_PIPELINED_PRODUCES,
     PIPELINE_READ_BYTES,
@@ -30,6 +36,7 @@ from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.requests import apis
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.storage.record.header import batch_codecs
+from brokerd.storage.stores.offsets import OffsetStore
 
 from tests.fake_core import FakeCore
 
@@ -66,8 +73,35 @@ class SyncResult:
     protocol_name: str | None = None
 
 
-class FakeCoordinator:
-    def __init__(self) -> None:
+def run_inline(f: Callable[..., Any], *args: Any, **kw: Any) -> defer.Deferred[Any]:
+    """The offsets journal's writes, run at once (no thread pool)."""
+    return defer.maybeDeferred(f, *args, **kw)
+
+
+def temp_dir(case: SynchronousTestCase) -> str:
+    """A private temporary directory, removed after the test."""
+    path = tempfile.mkdtemp(prefix="brokerd-listener-")
+    case.addCleanup(shutil.rmtree, path, True)
+    return path
+
+
+def offsets_store(directory: str) -> OffsetStore:
+    """A fresh offsets journal in ``directory`` (made if missing)."""
+    os.makedirs(directory, exist_ok=True)
+    return OffsetStore.open(os.path.join(directory, "consumer-offsets.log"))
+
+
+class FakeCoordinator(GroupCoordinator):
+    """A real group coordinator over an offsets journal in ``directory`` (its group
+    admin, group configs and streams groups are the real ones, empty), whose classic
+    group protocol and committed offsets are scripted: JoinGroup waits for the test,
+    SyncGroup hands each member its assignment, heartbeats with generation 99 are told
+    to rebalance, and commits are kept in memory. :meth:`close` stops it and closes
+    its journal."""
+
+    def __init__(self, directory: str) -> None:
+        self.store = offsets_store(directory)
+        super().__init__(clock=task.Clock(), offsets=self.store, run_blocking=run_inline)
         self.joins: list[tuple[tuple[Any, ...], dict[str, Any], defer.Deferred[Any]]] = []
         self.join_cancels = 0
         self.syncs: list[tuple[Any, ...]] = []
@@ -127,6 +161,10 @@ class FakeCoordinator:
     def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         return 0
 
+    def close(self) -> None:
+        self.stop()
+        self.store.close()
+
 
 # -- the harness ---------------------------------------------------------------------
 
@@ -134,11 +172,13 @@ class FakeCoordinator:
 class KafkaTestCase(SynchronousTestCase):
     def setUp(self) -> None:
         self.core = FakeCore()
-        self.groups = FakeCoordinator()
+        self.groups = FakeCoordinator(temp_dir(self))
+        self.addCleanup(self.groups.close)
         self.clock = task.Clock()
         self.factory = KafkaFactory(
             self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
-            advertised_host="broker.example", advertised_port=19092, max_frame_bytes=4096,
+            advertised_host="broker.example", advertised_port=19092,
+            limits=attrs.evolve(DEFAULT_LIMITS, max_frame_bytes=4096),
         )
         self.proto, self.tr = self.connect()
         self._correlation = 0
@@ -886,8 +926,9 @@ class FetchCapTests(KafkaTestCase):
         self.budget = AnswerBudget(1000)
         self.factory = KafkaFactory(
             self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
-            advertised_host="broker.example", advertised_port=19092, max_frame_bytes=4096,
-            fetch_max_bytes=self.CAP, answer_budget=self.budget,
+            advertised_host="broker.example", advertised_port=19092,
+            limits=attrs.evolve(DEFAULT_LIMITS, max_frame_bytes=4096, fetch_max_bytes=self.CAP),
+            edge=ListenerEdge(answer_budget=self.budget),
         )
         self.proto, self.tr = self.connect()
         self.core.add_topic("t", 2)

@@ -14,6 +14,7 @@ import attrs
 import pytest
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.listener.factory_parts import DEFAULT_LIMITS
 from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.internal_topics import (
@@ -159,7 +160,8 @@ class OffsetsTopicOnTheWireTests(KafkaTestCase):
                 internal_topics=InternalTopics(lambda: "cluster", self.log),
             ),
             clock=self.clock,
-            advertised_host="broker.example", advertised_port=19092, max_frame_bytes=1 << 20,
+            advertised_host="broker.example", advertised_port=19092,
+            limits=attrs.evolve(DEFAULT_LIMITS, max_frame_bytes=1 << 20),
         )
         self.proto, self.tr = self.connect()
 

@@ -14,6 +14,7 @@ import attrs
 from twisted.internet import defer
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.listener.factory_parts import DEFAULT_LIMITS, ListenerSecurity
 from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.handlers.acl import AclHandlers
@@ -69,9 +70,12 @@ class AclTestCase(KafkaTestCase):
         self.store_fails = False
         self.factory = KafkaFactory(
             self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
-            advertised_host="broker.example", advertised_port=19092, max_frame_bytes=1 << 20,
-            authorizer=self.authorizer,
-            acls=AclHandlers(self.authorizer, self.store, run_blocking=self._store_run),
+            advertised_host="broker.example", advertised_port=19092,
+            limits=attrs.evolve(DEFAULT_LIMITS, max_frame_bytes=1 << 20),
+            security=ListenerSecurity(
+                authorizer=self.authorizer,
+                acls=AclHandlers(self.authorizer, self.store, run_blocking=self._store_run),
+            ),
         )
         self.proto, self.tr = self.connect()
         self.become("User:alice")

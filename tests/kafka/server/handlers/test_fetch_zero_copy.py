@@ -35,6 +35,7 @@ from twisted.internet.protocol import Protocol, connectionDone
 from twisted.python.failure import Failure
 
 from brokerd.core import Broker, FsyncPolicy
+from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.listener.protocol import KafkaFactory, KafkaProtocol
 from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.wire.codec import ApiKey, FrameDecoder, RequestHeader
@@ -48,6 +49,7 @@ from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import read_header
 from brokerd.storage.types import Delivery, ReadSpec
 
+from tests.kafka.listener.test_protocol import offsets_store, run_inline
 from tests.tls_helpers import make_pki, ssl_description
 
 BIG_VALUE = 100 * 1024
@@ -76,10 +78,12 @@ class Server:
         return out
 
 
-def _factory(broker: Broker, record: list[KafkaProtocol], *, by_value: bool) -> KafkaFactory:
+def _factory(
+    broker: Broker, groups: GroupCoordinator, record: list[KafkaProtocol], *, by_value: bool
+) -> KafkaFactory:
     factory = KafkaFactory(
         broker,
-        KafkaCoordinators(cast(Any, object())),  # no group APIs are used here
+        KafkaCoordinators(groups),  # no group APIs are used here: the real one, empty
         clock=reactor,
         advertised_host="127.0.0.1",
         advertised_port=0,
@@ -130,17 +134,19 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
     broker.reads.read = counting  # type: ignore[method-assign]
     protocols: dict[str, list[KafkaProtocol]] = {"zero": [], "value": [], "tls": []}
+    offsets = offsets_store(str(tmp_path / "groups"))
+    groups = GroupCoordinator(clock=reactor, offsets=offsets, run_blocking=run_inline)
     pki = make_pki(tmp_path / "pki")
     ports = {
         "zero": reactor.listenTCP(  # type: ignore[attr-defined]
-            0, _factory(broker, protocols["zero"], by_value=False), interface="127.0.0.1"
+            0, _factory(broker, groups, protocols["zero"], by_value=False), interface="127.0.0.1"
         ),
         "value": reactor.listenTCP(  # type: ignore[attr-defined]
-            0, _factory(broker, protocols["value"], by_value=True), interface="127.0.0.1"
+            0, _factory(broker, groups, protocols["value"], by_value=True), interface="127.0.0.1"
         ),
         "tls": pytest_twisted.blockon(
             serverFromString(reactor, ssl_description(0, pki)).listen(
-                _factory(broker, protocols["tls"], by_value=False)
+                _factory(broker, groups, protocols["tls"], by_value=False)
             )
         ),
     }
@@ -153,9 +159,10 @@ def server(tmp_path: Path) -> Iterator[Server]:
     pytest_twisted.blockon(
         defer.gatherResults(
             [defer.maybeDeferred(p.stopListening) for p in ports.values()]
-            + [broker.stopService()]
+            + [broker.stopService(), groups.stop()]
         )
     )
+    offsets.close()
 
 
 class RawClient(Protocol):

@@ -27,6 +27,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.coordinator import GroupCoordinator
+from brokerd.kafka.listener.factory_parts import ListenerSecurity
 from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.wire import codec
@@ -246,7 +247,7 @@ class ListenerCase(SynchronousTestCase):
         self.factory = KafkaFactory(
             self.core, KafkaCoordinators(self.coordinator), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092,
-            authorizer=self.authorizer,
+            security=ListenerSecurity(authorizer=self.authorizer),
         )
         proto = self.factory.buildProtocol(None)
         assert proto is not None

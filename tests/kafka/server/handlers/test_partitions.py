@@ -26,7 +26,7 @@ from brokerd.storage.logdir.registry import read_registry
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.types import LogDirUsage, TopicInfo
 
-from tests.kafka.listener.test_protocol import FakeCoordinator, KafkaTestCase
+from tests.kafka.listener.test_protocol import FakeCoordinator, KafkaTestCase, temp_dir
 
 
 def sync_runner(f: Any, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
@@ -49,7 +49,8 @@ class RealBrokerCase(KafkaTestCase):
             retention_check_seconds=0, checkpoint_seconds=0,
         )
         self.broker.startService()
-        self.groups = FakeCoordinator()
+        self.groups = FakeCoordinator(temp_dir(self))
+        self.addCleanup(self.groups.close)
         self.factory = KafkaFactory(
             self.broker, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="127.0.0.1", advertised_port=9092,

@@ -8,9 +8,11 @@ import os
 import struct
 from typing import Any
 
+import attrs
 from twisted.internet import task
 from twisted.logger import formatEvent, globalLogPublisher
 
+from brokerd.kafka.listener.factory_parts import DEFAULT_LIMITS, ListenerSecurity
 from brokerd.kafka.listener.protocol import (
     FAILED_AUTHENTICATION_CLOSE_DELAY,
     KafkaFactory,
@@ -27,7 +29,7 @@ from brokerd.security.credentials import CredentialChange, CredentialStore
 from brokerd.security.scram import SCRAM_SHA_256, SCRAM_SHA_512
 
 from tests.fake_core import FakeCore
-from tests.kafka.listener.test_protocol import FakeCoordinator, KafkaTestCase
+from tests.kafka.listener.test_protocol import FakeCoordinator, KafkaTestCase, temp_dir
 from tests.kafka.server.test_sasl_session import ScramClient, temp_path
 
 MECHS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
@@ -38,7 +40,8 @@ class SaslProtocolTestCase(KafkaTestCase):
 
     def setUp(self) -> None:
         self.core = FakeCore()
-        self.groups = FakeCoordinator()
+        self.groups = FakeCoordinator(temp_dir(self))
+        self.addCleanup(self.groups.close)
         self.clock = task.Clock()
         path = temp_path(self)
         self.store = CredentialStore.open(path, create=True, clock=self.clock.seconds)
@@ -48,9 +51,12 @@ class SaslProtocolTestCase(KafkaTestCase):
         ])
         self.factory = KafkaFactory(
             self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
-            advertised_host="broker.example", advertised_port=19092, max_frame_bytes=4096,
-            sasl=SaslConfig(MECHS, self.store, AuthThrottle(self.clock.seconds)),
-            credentials=self.store,
+            advertised_host="broker.example", advertised_port=19092,
+            limits=attrs.evolve(DEFAULT_LIMITS, max_frame_bytes=4096),
+            security=ListenerSecurity(
+                sasl=SaslConfig(MECHS, self.store, AuthThrottle(self.clock.seconds)),
+                credentials=self.store,
+            ),
         )
         self.proto, self.tr = self.connect()
         self._correlation = 0

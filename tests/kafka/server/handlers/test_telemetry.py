@@ -7,7 +7,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import attrs
+
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.listener.factory_parts import DEFAULT_LIMITS, ClientServices
 from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.telemetry.clients import ClientTelemetry
@@ -38,8 +41,9 @@ class TelemetryHandlerTests(KafkaTestCase):
                                          max_bytes=1000)
         self.factory = KafkaFactory(
             self.core, KafkaCoordinators(self.groups), clock=self.clock,  # type: ignore[arg-type]
-            advertised_host="broker.example", advertised_port=19092, max_frame_bytes=1 << 16,
-            telemetry=self.telemetry,
+            advertised_host="broker.example", advertised_port=19092,
+            limits=attrs.evolve(DEFAULT_LIMITS, max_frame_bytes=1 << 16),
+            clients=ClientServices(telemetry=self.telemetry),
         )
         self.proto, self.tr = self.connect()
 

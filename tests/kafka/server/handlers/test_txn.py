@@ -1,23 +1,28 @@
 """Tests for the Kafka transaction handlers (brokerd.kafka.server.handlers.txn) through the
 listener: requests are encoded with the codec, fed to a KafkaProtocol over a
 StringTransport, and the responses decoded. The transaction coordinator is a fake that
-records its calls and answers what each test sets (the real one is tested on its own).
+records its calls and answers what each test sets (a TransactionCoordinator subclass;
+the real one is tested on its own).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from twisted.internet import defer
+from twisted.internet import defer, task
 
 from brokerd.kafka.errors import ErrorCode
+from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.listener.protocol import KafkaFactory
 from brokerd.kafka.regex import SLICE_COST, compile_regex
 from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.handlers.txn import code_for_version
+from brokerd.kafka.txn.coordinator import TransactionCoordinator
 from brokerd.kafka.txn.types import (
     EndTxnResult,
     InitProducerIdResult,
@@ -32,15 +37,25 @@ from brokerd.kafka.wire.messages import txn as txn_apis
 from brokerd.kafka.wire.requests import apis
 from brokerd.security.acl import Operation, ResourceType
 from brokerd.storage.log.producer_state import ActiveProducer
+from brokerd.storage.stores.txn_log import TxnLog
 
-from tests.kafka.listener.test_protocol import KafkaTestCase
+from tests.fake_core import FakeCore
+from tests.kafka.listener.test_protocol import KafkaTestCase, run_inline, temp_dir
 from tests.kafka.server.handlers.test_acl import AclTestCase
 
 
-class FakeTransactions:
-    """Records every call; answers with the codes a test puts in its attributes."""
+class FakeTransactions(TransactionCoordinator):
+    """A transaction coordinator (over a transaction log in ``directory``, never
+    started) whose operations are scripted: it records every call and answers with the
+    codes a test puts in its attributes. :meth:`close` closes its log."""
 
-    def __init__(self) -> None:
+    def __init__(self, directory: str, core: FakeCore, groups: GroupCoordinator) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.log = TxnLog.open(directory)
+        super().__init__(
+            clock=task.Clock(), log=self.log, run_blocking=run_inline,
+            allocate_producer_id=itertools.count(4000).__next__, core=core, groups=groups,
+        )
         self.calls: list[tuple[Any, ...]] = []
         self.init_result = InitProducerIdResult(ErrorCode.NONE, 4000, 2)
         self.partition_codes: dict[TopicPartition, ErrorCode] = {}
@@ -139,11 +154,15 @@ class FakeTransactions:
                 if (not state_filters or t.state in state_filters)
                 and (not producer_id_filters or t.producer_id in producer_id_filters)]
 
+    def close(self) -> None:
+        self.log.close()
+
 
 class TxnTestCase(KafkaTestCase):
     def setUp(self) -> None:
         super().setUp()
-        self.txn = FakeTransactions()
+        self.txn = FakeTransactions(temp_dir(self), self.core, self.groups)
+        self.addCleanup(self.txn.close)
         self.factory = KafkaFactory(
             self.core, KafkaCoordinators(self.groups, transactions=self.txn), clock=self.clock,  # type: ignore[arg-type]
             advertised_host="broker.example", advertised_port=19092,
