@@ -407,6 +407,7 @@ def add_share_groups(
         broker, store, clock=reactor, defaults=settings.groups.share_defaults or DEFAULTS,
         dead_letters=dead_letters,
     )
+    broker.share = records
 
     def member_gone(group: str, member: str) -> None:
         Deferred.fromCoroutine(records.release_member(group, member)).addErrback(

@@ -21,7 +21,7 @@ commit), :class:`~brokerd.core.producers.ProducerSnapshots` per partition (state
 :func:`~brokerd.core.stopping.refused_when_stopping`). Every public method runs in the reactor
 thread and returns a Deferred (or a plain value when no I/O is involved); errors arrive
 as failures carrying :mod:`brokerd.errors` exceptions. What code outside the core calls
-of it is its face, :class:`brokerd.core.api.CoreApi` (checked at the end of this module).
+of it is its face, :class:`brokerd.core.api.CoreApi` (which checks that it has it all).
 It parses no wire format and never touches a transport. The ``--fsync`` modes are
 described in ``docs/operations.md`` ("Durability").
 """
@@ -37,13 +37,14 @@ from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from brokerd.core.api import CoreApi, RecordValidator
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.fetcher import Fetcher
 from brokerd.core.interfaces import CoreReactor, Runner
 from brokerd.core.policy import FsyncPolicy, flush_rule
 from brokerd.core.pools import WorkerPools
 from brokerd.core.producers import ProducerSnapshots
+from brokerd.core.roles import RecordValidator
+from brokerd.core.roles.long_poll import AppendWatcher, Shortfall, long_poll
 from brokerd.core.services import LogDirectoryService, SequentialMultiService
 from brokerd.core.stopping import StopLatch, refused_when_stopping
 from brokerd.core.timers import (
@@ -54,13 +55,7 @@ from brokerd.core.timers import (
 )
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
 from brokerd.core.txn_markers import TxnMarkers
-from brokerd.core.waiters import (
-    MAX_WAITERS,
-    AppendWatcher,
-    Shortfall,
-    WaiterRegistry,
-    long_poll,
-)
+from brokerd.core.waiters import MAX_WAITERS, WaiterRegistry
 from brokerd.core.write_stats import WriteStats
 from brokerd.core.writer import INLINE_APPEND_BYTES, PartitionWriter
 from brokerd.errors import BrokerError
@@ -80,6 +75,9 @@ from brokerd.storage.types import (
     LogRead,
     TopicInfo,
 )
+
+if TYPE_CHECKING:
+    from brokerd.core.share.service import ShareService
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -152,6 +150,8 @@ class Broker(SequentialMultiService):
         )
         #: The face's reads role: fetches and offset lookups.
         self.reads = Fetcher(self.partitions, self._run_read)
+        #: The face's share-groups role, when the application adds share groups.
+        self.share: ShareService | None = None
         self._timers = PeriodicTasks(reactor)
         # Added first, stopped last: the pools, then the log directory.
         self.pools.setServiceParent(self)
@@ -476,7 +476,7 @@ class Broker(SequentialMultiService):
         once if a ``seen`` high watermark moved. Cancelling it removes every trace.
 
         Bytes are stored batch bytes, as Kafka counts ``MinBytes``. The Kafka handlers
-        call this as the park step of :func:`brokerd.core.waiters.long_poll`.
+        call this as the park step of :func:`brokerd.core.roles.long_poll.long_poll`.
         """
         keys = [(t, p) for t, p, _ in positions]
         return self.waiters.park(keys, min_bytes - already, max_wait_ms, seen=seen)
@@ -520,9 +520,3 @@ class Broker(SequentialMultiService):
 
         return long_poll(read, short_of, park, clock=self._clock, max_wait_ms=max_wait_ms)
 
-
-if TYPE_CHECKING:
-
-    def _has_the_face(broker: Broker) -> CoreApi:
-        # mypy checks here that Broker has every method of the core's face.
-        return broker

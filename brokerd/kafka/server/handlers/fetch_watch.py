@@ -74,7 +74,7 @@ class AppendsWatch:
         self._dirty.clear()
         self._fire(False)
 
-    # -- the core's side (brokerd.core.waiters.AppendWatcher) --------------------------
+    # -- the core's side (core.roles.long_poll.AppendWatcher) --------------------------
 
     def changed(self, key: PartitionKey, stored_bytes: int | None) -> None:
         session_key = self._keys.get(key)

@@ -1,25 +1,13 @@
-"""The broker core's face: the one typed interface the Kafka listener, the native
-protocol, the admin operations, the web side and the metrics use of the core.
+# -*- test-case-name: tests.core.test_api -*-
+"""The roles of the broker core's face, each a Protocol of the operations one part of
+the core offers: the topics, their administration, the writes, the reads, the long poll,
+the core's side of transactions (:mod:`brokerd.core.api` joins them into ``CoreApi``),
+and with them the long-poll primitive (:mod:`brokerd.core.roles.long_poll`).
 
-:class:`CoreApi` declares everything of :class:`brokerd.core.broker.Broker` that code
-outside the core calls (reactor thread; Deferreds fire there, and failures carry
-:mod:`brokerd.errors` exceptions). Each operation is declared once, in the role it
-belongs to, and implemented once: the broker implements the topic, admin, write and
-long-poll roles itself, and holds the parts that play the others, reached through the
-role (``core.reads`` is its ``Fetcher``, ``core.transactions`` its ``TxnMarkers``), so
-no method forwards to another. A consumer
-that needs only one role (the ACL gate reads topic names, the transaction coordinator
-writes markers) takes that role, every other consumer takes :class:`CoreApi`.
-``Broker`` satisfies it (checked by mypy at the end of ``broker.py``); tests pass fakes
-that have what their handler calls.
-
-The long-poll primitive is part of the face: :func:`long_poll` and its
-:class:`Shortfall` (defined in :mod:`brokerd.core.waiters`), which the Kafka Fetch runs
-over its own reads with :meth:`CoreLongPoll.wait_for_data` as the park step.
-
-Only declarations, no behaviour. What it does not declare: the core's wiring (the
-service tree, producer-id source, runners: ``brokerd/tap.py`` builds those on the
-``Broker`` itself) and what the core needs of the reactor (:mod:`brokerd.core.interfaces`).
+A package of its own, below every part of the core and importing none: a part that
+needs a role of the core (the share service needs its reads and long poll) takes it
+from here, and the face above (which names that part as a role too) imports both
+without a circle. Only declarations, no behaviour: see :mod:`brokerd.core.api`.
 """
 
 from __future__ import annotations
@@ -30,7 +18,7 @@ from typing import Protocol
 
 from twisted.internet.defer import Deferred
 
-from brokerd.core.waiters import AppendWatcher, Shortfall, long_poll
+from brokerd.core.roles.long_poll import AppendWatcher
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.types import (
@@ -281,22 +269,9 @@ class HoldsReads(Protocol):
         ...
 
 
-class CoreApi(CoreTopics, CoreAdmin, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
-    """Everything the protocols, admin, web and metrics use of the core: its own
-    operations (topics, admin, writes, long poll), and the parts it holds, each as the
-    role it plays (as Kafka's ``ReplicaManager`` holds each ``UnifiedLog``)."""
-
-    @property
-    def transactions(self) -> CoreTransactions:
-        """The core's side of transactions (its ``TxnMarkers``)."""
-        ...
-
-
 __all__ = [
-    "AppendWatcher",
     "ConfigUpdate",
     "CoreAdmin",
-    "CoreApi",
     "CoreLongPoll",
     "CoreReads",
     "CoreTopics",
@@ -304,7 +279,5 @@ __all__ = [
     "CoreWrites",
     "HoldsReads",
     "RecordValidator",
-    "Shortfall",
     "TxnVerifier",
-    "long_poll",
 ]
