@@ -44,7 +44,7 @@ from brokerd.core.policy import FsyncPolicy, flush_rule
 from brokerd.core.pools import WorkerPools
 from brokerd.core.producers import ProducerSnapshots
 from brokerd.core.roles import RecordValidator
-from brokerd.core.roles.long_poll import AppendWatcher, Shortfall, long_poll
+from brokerd.core.roles.long_poll import Shortfall, long_poll
 from brokerd.core.services import LogDirectoryService, SequentialMultiService
 from brokerd.core.stopping import StopLatch, refused_when_stopping
 from brokerd.core.timers import (
@@ -71,7 +71,6 @@ from brokerd.storage.record.header import BatchHeader, parse_batches
 from brokerd.storage.types import (
     COMMITTED_RECORDS,
     AppendInfo,
-    LogDirUsage,
     LogRead,
     TopicInfo,
 )
@@ -248,15 +247,6 @@ class Broker(SequentialMultiService):
         topic has now (a deleted topic's, even when its name was used again). No I/O."""
         return self.partitions.topic_by_id(topic_id)
 
-    def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
-        """Every open partition's log, by ``(topic, partition)`` (no I/O): the operator
-        views read their offsets and sizes."""
-        return self.logdir.logs()
-
-    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
-        """The partitions that could not be opened, with the reason (no I/O)."""
-        return self.logdir.offline
-
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
         return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))
 
@@ -329,10 +319,6 @@ class Broker(SequentialMultiService):
                 self.logdir.delete_records, topic, partition, before_offset
             )
         )
-
-    def describe_log_dirs(self) -> LogDirUsage:
-        """The data directory's usage: :meth:`LogDirectoryService.usage`."""
-        return self.storage.usage()
 
     # -- produce -----------------------------------------------------------------------
 
@@ -480,13 +466,6 @@ class Broker(SequentialMultiService):
         """
         keys = [(t, p) for t, p, _ in positions]
         return self.waiters.park(keys, min_bytes - already, max_wait_ms, seen=seen)
-
-    def watch_appends(self, key: PartitionKey, watcher: AppendWatcher) -> None:
-        """:meth:`WaiterRegistry.watch`."""
-        self.waiters.watch(key, watcher)
-
-    def unwatch_appends(self, key: PartitionKey, watcher: AppendWatcher) -> None:
-        self.waiters.unwatch(key, watcher)
 
     def wait_records(
         self,

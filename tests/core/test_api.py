@@ -17,7 +17,9 @@ from brokerd.core.api import CoreApi
 from brokerd.core.broker import Broker
 from brokerd.core.fetcher import Fetcher
 from brokerd.core.roles import long_poll
+from brokerd.core.services import LogDirectoryService
 from brokerd.core.txn_markers import TxnMarkers
+from brokerd.core.waiters import WaiterRegistry
 
 PACKAGE = Path(brokerd.__file__).resolve().parent
 #: Where the face and its roles are declared.
@@ -50,6 +52,8 @@ def parameters(f: object) -> list[tuple[str, object, bool]]:
 ROLES: dict[str, tuple[type, type]] = {
     "reads": (Fetcher, api.CoreReads),
     "transactions": (TxnMarkers, api.CoreTransactions),
+    "storage": (LogDirectoryService, api.CoreLogDir),
+    "waiters": (WaiterRegistry, api.CoreAppendWatches),
 }
 
 
@@ -59,11 +63,13 @@ def role_members(role: type) -> dict[str, object]:
 
 def test_the_face_has_the_methods_outside_code_calls() -> None:
     members = face_members()
-    for name in ("topics", "create_topic", "produce_batches", "wait_for_data", "open_logs",
-                 "reads", "transactions", "share"):
+    for name in ("topics", "create_topic", "produce_batches", "wait_for_data", "reads",
+                 "transactions", "storage", "waiters", "share"):
         assert name in members
     assert "read" in role_members(api.CoreReads)
     assert "write_txn_markers" in role_members(api.CoreTransactions)
+    assert "describe_log_dirs" in role_members(api.CoreLogDir)
+    assert "watch" in role_members(api.CoreAppendWatches)
 
 
 def test_each_operation_is_declared_once() -> None:

@@ -8,8 +8,9 @@ outside the core calls (reactor thread; Deferreds fire there, and failures carry
 belongs to (:mod:`brokerd.core.roles`), and implemented once: the broker implements the
 topic, admin, write and long-poll roles itself, and holds the parts that play the
 others, reached through the role (``core.reads`` is its ``Fetcher``,
-``core.transactions`` its ``TxnMarkers``, ``core.share`` the share groups'
-``ShareService``), so no method forwards to another. A consumer that needs only one
+``core.transactions`` its ``TxnMarkers``, ``core.storage`` its
+``LogDirectoryService``, ``core.waiters`` its ``WaiterRegistry``, ``core.share`` the
+share groups' ``ShareService``), so no method forwards to another. A consumer that needs only one
 role (the ACL gate reads topic names, the transaction coordinator writes markers) takes
 that role, every other consumer takes :class:`CoreApi`. ``Broker`` satisfies it
 (checked by mypy at the end of this module); tests pass fakes that have what their
@@ -35,6 +36,8 @@ from typing import TYPE_CHECKING, Protocol
 from brokerd.core.roles import (
     ConfigUpdate,
     CoreAdmin,
+    CoreAppendWatches,
+    CoreLogDir,
     CoreLongPoll,
     CoreReads,
     CoreTopics,
@@ -59,6 +62,16 @@ class CoreApi(CoreTopics, CoreAdmin, CoreWrites, CoreLongPoll, HoldsReads, Proto
         ...
 
     @property
+    def storage(self) -> CoreLogDir:
+        """The data directory's side (its ``LogDirectoryService``)."""
+        ...
+
+    @property
+    def waiters(self) -> CoreAppendWatches:
+        """Standing watches of appends (its ``WaiterRegistry``)."""
+        ...
+
+    @property
     def share(self) -> ShareService | None:
         """Share groups' records (KIP-932) when the application added share groups,
         else None."""
@@ -78,6 +91,8 @@ __all__ = [
     "ConfigUpdate",
     "CoreAdmin",
     "CoreApi",
+    "CoreAppendWatches",
+    "CoreLogDir",
     "CoreLongPoll",
     "CoreReads",
     "CoreTopics",

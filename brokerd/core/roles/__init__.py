@@ -69,14 +69,6 @@ class CoreTopics(Protocol):
         """The broker-wide default of every topic config, as config strings by name."""
         ...
 
-    def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
-        """Every open partition's log: the operator views read its offsets and sizes."""
-        ...
-
-    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
-        """The partitions that could not be opened, with the reason."""
-        ...
-
 
 class CoreAdmin(Protocol):
     """Topic and partition administration (durable when the Deferred fires)."""
@@ -113,11 +105,6 @@ class CoreAdmin(Protocol):
     def delete_records(self, topic: str, partition: int, before_offset: int) -> Deferred[int]:
         """Move the partition's log start offset up to ``before_offset`` (-1: the high
         watermark); fires with the new log start offset."""
-        ...
-
-    def describe_log_dirs(self) -> LogDirUsage:
-        """The data directory's path, each open partition's size, the filesystem's size
-        and free space (no file I/O)."""
         ...
 
 
@@ -208,14 +195,6 @@ class CoreLongPoll(Protocol):
         moved. Cancelling it removes every trace."""
         ...
 
-    def watch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
-        """Tell ``watcher`` of every append to ``key`` (and of its deletion) until
-        :meth:`unwatch_appends`: a fetch session's standing interest, so a parked
-        session fetch is not registered partition by partition on every poll."""
-        ...
-
-    def unwatch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None: ...
-
     def wait_records(
         self,
         topic: str,
@@ -229,6 +208,36 @@ class CoreLongPoll(Protocol):
         """A native long-poll fetch: :func:`long_poll` over :meth:`CoreReads.read` of
         decoded committed records."""
         ...
+
+
+class CoreLogDir(Protocol):
+    """The data directory's side of the core (its service, ``core.storage``): what is
+    open, what could not be, and the space used (no I/O)."""
+
+    def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
+        """Every open partition's log: the operator views read its offsets and sizes."""
+        ...
+
+    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
+        """The partitions that could not be opened, with the reason."""
+        ...
+
+    def describe_log_dirs(self) -> LogDirUsage:
+        """The data directory's path, each open partition's size, the filesystem's size
+        and free space (no file I/O)."""
+        ...
+
+
+class CoreAppendWatches(Protocol):
+    """Standing interests in partitions' appends (the core's waiters, ``core.waiters``)."""
+
+    def watch(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
+        """Tell ``watcher`` of every append to ``key`` (and of its deletion) until
+        :meth:`unwatch`: a fetch session's standing interest, so a parked
+        session fetch is not registered partition by partition on every poll."""
+        ...
+
+    def unwatch(self, key: tuple[str, int], watcher: AppendWatcher) -> None: ...
 
 
 class CoreTransactions(Protocol):
@@ -272,6 +281,8 @@ class HoldsReads(Protocol):
 __all__ = [
     "ConfigUpdate",
     "CoreAdmin",
+    "CoreAppendWatches",
+    "CoreLogDir",
     "CoreLongPoll",
     "CoreReads",
     "CoreTopics",
