@@ -57,6 +57,15 @@ class FakeCore:
     def transactions(self) -> FakeCore:
         return self
 
+    @property
+    def storage(self) -> FakeCore:
+        """And the data directory's and the append watches' roles."""
+        return self
+
+    @property
+    def waiters(self) -> FakeCore:
+        return self
+
     def __init__(self) -> None:
         self.auto_create_topics = True
         self._topics: dict[str, TopicInfo] = {}
@@ -219,10 +228,10 @@ class FakeCore:
         return defer.succeed(PartitionOffsets(
             self.log_start[(topic, partition)], len(log), self._lso(topic, partition)))
 
-    def watch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
+    def watch(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
         self.watchers.setdefault(key, set()).add(watcher)
 
-    def unwatch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
+    def unwatch(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
         self.watchers.get(key, set()).discard(watcher)
 
     def append(self, key: tuple[str, int], data: bytes) -> None:

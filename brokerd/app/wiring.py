@@ -170,7 +170,9 @@ def build_services(settings: Settings, reactor: Any) -> BrokerServices:
     quotas = build_quotas(settings)
     coordinators = add_coordinators(broker, settings, reactor)
     share_inspector = ShareGroupInspector(
-        coordinators.shares.service.engine, broker.open_logs, coordinators.shares.coordinator
+        coordinators.shares.service.engine,
+        broker.storage.open_logs,
+        coordinators.shares.coordinator,
     )
     inspector = Inspector(
         broker, coordinators.groups.admin, coordinators.offsets, share_inspector
@@ -407,6 +409,7 @@ def add_share_groups(
         broker, store, clock=reactor, defaults=settings.groups.share_defaults or DEFAULTS,
         dead_letters=dead_letters,
     )
+    broker.share = records
 
     def member_gone(group: str, member: str) -> None:
         Deferred.fromCoroutine(records.release_member(group, member)).addErrback(

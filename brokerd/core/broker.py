@@ -21,7 +21,7 @@ commit), :class:`~brokerd.core.producers.ProducerSnapshots` per partition (state
 :func:`~brokerd.core.stopping.refused_when_stopping`). Every public method runs in the reactor
 thread and returns a Deferred (or a plain value when no I/O is involved); errors arrive
 as failures carrying :mod:`brokerd.errors` exceptions. What code outside the core calls
-of it is its face, :class:`brokerd.core.api.CoreApi` (checked at the end of this module).
+of it is its face, :class:`brokerd.core.api.CoreApi` (which checks that it has it all).
 It parses no wire format and never touches a transport. The ``--fsync`` modes are
 described in ``docs/operations.md`` ("Durability").
 """
@@ -37,13 +37,14 @@ from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from brokerd.core.api import CoreApi, RecordValidator
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.fetcher import Fetcher
 from brokerd.core.interfaces import CoreReactor, Runner
 from brokerd.core.policy import FsyncPolicy, flush_rule
 from brokerd.core.pools import WorkerPools
 from brokerd.core.producers import ProducerSnapshots
+from brokerd.core.roles import RecordValidator
+from brokerd.core.roles.long_poll import Shortfall, long_poll
 from brokerd.core.services import LogDirectoryService, SequentialMultiService
 from brokerd.core.stopping import StopLatch, refused_when_stopping
 from brokerd.core.timers import (
@@ -54,13 +55,7 @@ from brokerd.core.timers import (
 )
 from brokerd.core.topics import Partition, PartitionKey, TopicRegistry
 from brokerd.core.txn_markers import TxnMarkers
-from brokerd.core.waiters import (
-    MAX_WAITERS,
-    AppendWatcher,
-    Shortfall,
-    WaiterRegistry,
-    long_poll,
-)
+from brokerd.core.waiters import MAX_WAITERS, WaiterRegistry
 from brokerd.core.write_stats import WriteStats
 from brokerd.core.writer import INLINE_APPEND_BYTES, PartitionWriter
 from brokerd.errors import BrokerError
@@ -76,10 +71,12 @@ from brokerd.storage.record.header import BatchHeader, parse_batches
 from brokerd.storage.types import (
     COMMITTED_RECORDS,
     AppendInfo,
-    LogDirUsage,
     LogRead,
     TopicInfo,
 )
+
+if TYPE_CHECKING:
+    from brokerd.core.share.service import ShareService
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -152,6 +149,8 @@ class Broker(SequentialMultiService):
         )
         #: The face's reads role: fetches and offset lookups.
         self.reads = Fetcher(self.partitions, self._run_read)
+        #: The face's share-groups role, when the application adds share groups.
+        self.share: ShareService | None = None
         self._timers = PeriodicTasks(reactor)
         # Added first, stopped last: the pools, then the log directory.
         self.pools.setServiceParent(self)
@@ -248,15 +247,6 @@ class Broker(SequentialMultiService):
         topic has now (a deleted topic's, even when its name was used again). No I/O."""
         return self.partitions.topic_by_id(topic_id)
 
-    def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
-        """Every open partition's log, by ``(topic, partition)`` (no I/O): the operator
-        views read their offsets and sizes."""
-        return self.logdir.logs()
-
-    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
-        """The partitions that could not be opened, with the reason (no I/O)."""
-        return self.logdir.offline
-
     def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
         return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))
 
@@ -273,7 +263,11 @@ class Broker(SequentialMultiService):
         ``validate_only`` check everything and create nothing. Fails with
         ``InvalidConfig`` naming the key for a config Kafka's rules refuse."""
         d = self._run_write(
-            self.logdir.create_topic, name, partitions, configs, validate_only=validate_only
+            self.logdir.topic_admin.create_topic,
+            name,
+            partitions,
+            configs,
+            validate_only=validate_only,
         )
         return d.addCallback(lambda _: None)
 
@@ -305,9 +299,9 @@ class Broker(SequentialMultiService):
     ) -> defer.Deferred[TopicInfo]:
         """Replace topic ``name``'s config overrides by ``update(current overrides)``,
         durably, and apply them to its open partitions (see
-        ``LogDirectory.alter_topic_configs``)."""
+        ``TopicAdmin.alter_topic_configs``)."""
         return self._run_write(
-            self.logdir.alter_topic_configs, name, update, validate_only=validate_only
+            self.logdir.topic_admin.alter_topic_configs, name, update, validate_only=validate_only
         )
 
     # -- partitions and log start offsets (CreatePartitions, DeleteRecords, DescribeLogDirs)
@@ -316,7 +310,7 @@ class Broker(SequentialMultiService):
     def create_partitions(self, topic: str, new_total: int) -> defer.Deferred[TopicInfo]:
         """Grow ``topic`` to ``new_total`` partitions (empty, durable when this fires);
         the new ones open on first use."""
-        return self._run_write(self.logdir.create_partitions, topic, new_total)
+        return self._run_write(self.logdir.partition_admin.create_partitions, topic, new_total)
 
     @refused_when_stopping
     def delete_records(
@@ -326,13 +320,9 @@ class Broker(SequentialMultiService):
         watermark); fires with the log start offset once it is durable."""
         return self.partitions.open(topic, partition, create=False).addCallback(
             lambda _part: self._run_write(
-                self.logdir.delete_records, topic, partition, before_offset
+                self.logdir.partition_admin.delete_records, topic, partition, before_offset
             )
         )
-
-    def describe_log_dirs(self) -> LogDirUsage:
-        """The data directory's usage: :meth:`LogDirectoryService.usage`."""
-        return self.storage.usage()
 
     # -- produce -----------------------------------------------------------------------
 
@@ -476,17 +466,10 @@ class Broker(SequentialMultiService):
         once if a ``seen`` high watermark moved. Cancelling it removes every trace.
 
         Bytes are stored batch bytes, as Kafka counts ``MinBytes``. The Kafka handlers
-        call this as the park step of :func:`brokerd.core.waiters.long_poll`.
+        call this as the park step of :func:`brokerd.core.roles.long_poll.long_poll`.
         """
         keys = [(t, p) for t, p, _ in positions]
         return self.waiters.park(keys, min_bytes - already, max_wait_ms, seen=seen)
-
-    def watch_appends(self, key: PartitionKey, watcher: AppendWatcher) -> None:
-        """:meth:`WaiterRegistry.watch`."""
-        self.waiters.watch(key, watcher)
-
-    def unwatch_appends(self, key: PartitionKey, watcher: AppendWatcher) -> None:
-        self.waiters.unwatch(key, watcher)
 
     def wait_records(
         self,
@@ -520,9 +503,3 @@ class Broker(SequentialMultiService):
 
         return long_poll(read, short_of, park, clock=self._clock, max_wait_ms=max_wait_ms)
 
-
-if TYPE_CHECKING:
-
-    def _has_the_face(broker: Broker) -> CoreApi:
-        # mypy checks here that Broker has every method of the core's face.
-        return broker

@@ -19,6 +19,7 @@ usage (DescribeLogDirs); at stop it writes the last snapshots and closes the dir
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from twisted.application import service
@@ -29,6 +30,7 @@ from brokerd.core.interfaces import Runner
 from brokerd.core.producers import write_snapshots
 from brokerd.core.topics import TopicRegistry
 from brokerd.errors import BrokerError
+from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.producer_empty import take_empty_ends, write_empty_ends
 from brokerd.storage.log.producer_state import load_table
 from brokerd.storage.logdir.log_directory import LogDirectory
@@ -156,7 +158,16 @@ class LogDirectoryService(service.Service):
             write_empty_ends(self._logdir.path, empty)
         self._logdir.close()
 
-    def usage(self) -> LogDirUsage:
+    def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
+        """Every open partition's log, by ``(topic, partition)`` (no I/O): the operator
+        views read their offsets and sizes."""
+        return self._logdir.logs()
+
+    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
+        """The partitions that could not be opened, with the reason (no I/O)."""
+        return self._logdir.offline
+
+    def describe_log_dirs(self) -> LogDirUsage:
         """The data directory's absolute path, every open partition's size on disk and
         the size and free space of its filesystem (one statvfs, no file I/O)."""
         logs = self._logdir.logs()

@@ -31,9 +31,9 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from brokerd.core.api import TxnVerifier
 from brokerd.core.appends import MarkerAppend
 from brokerd.core.interfaces import Runner
+from brokerd.core.roles import TxnVerifier
 from brokerd.core.stopping import StopLatch, refused_when_stopping
 from brokerd.core.topics import Partition, TopicRegistry
 from brokerd.errors import InvalidRecord, InvalidTxnState, UnknownTopicOrPartition

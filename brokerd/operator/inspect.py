@@ -73,7 +73,7 @@ class Inspector:
         defaults = self._broker.topic_config_defaults()
         # One copy of the open logs for all topics (one per topic made the sampler and
         # /metrics quadratic in the topic count, on the reactor thread).
-        logs = self._broker.open_logs()
+        logs = self._broker.storage.open_logs()
         return [self._topic_view(infos[name], defaults, logs) for name in sorted(infos)]
 
     def topic(self, name: str) -> TopicView | None:
@@ -82,7 +82,7 @@ class Inspector:
         if info is None:
             return None
         return self._topic_view(
-            info, self._broker.topic_config_defaults(), self._broker.open_logs()
+            info, self._broker.topic_config_defaults(), self._broker.storage.open_logs()
         )
 
     def _topic_view(
@@ -91,7 +91,7 @@ class Inspector:
         defaults: Mapping[str, str],
         logs: Mapping[tuple[str, int], PartitionLog],
     ) -> TopicView:
-        offline = self._broker.offline_partitions()
+        offline = self._broker.storage.offline_partitions()
         parts: list[PartitionView] = []
         for index in range(info.partitions):
             key = (info.name, index)
@@ -122,7 +122,7 @@ class Inspector:
 
     def offline_partitions(self) -> dict[tuple[str, int], str]:
         """Every partition whose log could not be opened, with the reason."""
-        return dict(self._broker.offline_partitions())
+        return dict(self._broker.storage.offline_partitions())
 
     # -- groups -------------------------------------------------------------------------
 
@@ -189,7 +189,7 @@ class Inspector:
     def _group_offsets(self, group_id: str) -> tuple[GroupOffsetView, ...]:
         if self._offsets is None:
             return ()
-        logs = self._broker.open_logs()
+        logs = self._broker.storage.open_logs()
         rows: list[GroupOffsetView] = []
         for (topic, partition), (offset, _epoch, metadata) in sorted(
             self._offsets.committed(group_id).items()

@@ -89,6 +89,8 @@ def test_group_and_txn_state_whatever_the_listeners(tmp_path: Path, off: tuple[s
     assert isinstance(services.coordinators.transactions, TransactionCoordinator)
     kinds = [type(c) for c in services.broker]
     assert GroupStateService in kinds and TxnStateService in kinds and StoreRecovery in kinds
+    # The core's share role is the share groups' records service the coordinators use.
+    assert services.broker.share is services.coordinators.shares.service
     # The admin views read the same groups: the inspector is built over the coordinator.
     assert services.inspector.groups() == []
 

@@ -1,5 +1,5 @@
-"""brokerd/core/api.py: the core's one face. The Broker has every method of it with the
-same parameters, each role's part every method of the role (declared once: no
+"""brokerd/core/api over brokerd/core/roles: the core's one face. The Broker has every
+method of it with the same parameters, each role's part every method of the role (declared once: no
 forwarders), the long-poll primitive is exported from it, and no typing Protocol
 outside the core restates one of its methods (the rule the face exists for: each method
 of the core declared once)."""
@@ -12,21 +12,25 @@ import re
 from pathlib import Path
 
 import brokerd
-from brokerd.core import api, waiters
+from brokerd.core import api, roles
 from brokerd.core.api import CoreApi
 from brokerd.core.broker import Broker
 from brokerd.core.fetcher import Fetcher
+from brokerd.core.roles import long_poll
+from brokerd.core.services import LogDirectoryService
 from brokerd.core.txn_markers import TxnMarkers
+from brokerd.core.waiters import WaiterRegistry
 
 PACKAGE = Path(brokerd.__file__).resolve().parent
-API_SOURCE = PACKAGE / "core" / "api.py"
+#: Where the face and its roles are declared.
+API_SOURCES = (PACKAGE / "core" / "api" / "__init__.py", PACKAGE / "core" / "roles" / "__init__.py")
 
 
 def face_members() -> dict[str, object]:
     """Every member the roles of :class:`CoreApi` declare, by name."""
     found: dict[str, object] = {}
     for cls in CoreApi.__mro__:
-        if cls.__module__ != api.__name__:
+        if cls.__module__ not in (api.__name__, roles.__name__):
             continue
         for name, value in vars(cls).items():
             if not name.startswith("_"):
@@ -48,6 +52,8 @@ def parameters(f: object) -> list[tuple[str, object, bool]]:
 ROLES: dict[str, tuple[type, type]] = {
     "reads": (Fetcher, api.CoreReads),
     "transactions": (TxnMarkers, api.CoreTransactions),
+    "storage": (LogDirectoryService, api.CoreLogDir),
+    "waiters": (WaiterRegistry, api.CoreAppendWatches),
 }
 
 
@@ -57,11 +63,13 @@ def role_members(role: type) -> dict[str, object]:
 
 def test_the_face_has_the_methods_outside_code_calls() -> None:
     members = face_members()
-    for name in ("topics", "create_topic", "produce_batches", "wait_for_data", "open_logs",
-                 "reads", "transactions"):
+    for name in ("topics", "create_topic", "produce_batches", "wait_for_data", "reads",
+                 "transactions", "storage", "waiters", "share"):
         assert name in members
     assert "read" in role_members(api.CoreReads)
     assert "write_txn_markers" in role_members(api.CoreTransactions)
+    assert "describe_log_dirs" in role_members(api.CoreLogDir)
+    assert "watch" in role_members(api.CoreAppendWatches)
 
 
 def test_each_operation_is_declared_once() -> None:
@@ -76,7 +84,7 @@ def test_each_operation_is_declared_once() -> None:
 
 def test_broker_has_every_member_with_the_same_parameters() -> None:
     for name, declared in face_members().items():
-        if name in ROLES:
+        if name in ROLES or name == "share":
             continue  # the parts the broker holds (instance attributes)
         implemented = getattr(Broker, name, None)
         assert implemented is not None, f"Broker has no {name}"
@@ -95,8 +103,8 @@ def test_each_part_plays_its_role_with_the_same_parameters() -> None:
 
 
 def test_long_poll_is_part_of_the_face() -> None:
-    assert api.long_poll is waiters.long_poll
-    assert api.Shortfall is waiters.Shortfall
+    assert api.long_poll is long_poll.long_poll
+    assert api.Shortfall is long_poll.Shortfall
     assert {"long_poll", "Shortfall"} <= set(api.__all__)
 
 
@@ -121,8 +129,12 @@ def _protocol_methods(source: str) -> dict[tuple[str, str], str]:
 
 
 def the_face() -> dict[str, str]:
-    """``{method: signature text}`` of the face, as api.py declares it."""
-    return {name: text for (_, name), text in _protocol_methods(API_SOURCE.read_text()).items()}
+    """``{method: signature text}`` of the face, as its roles declare it."""
+    return {
+        name: text
+        for source in API_SOURCES
+        for (_, name), text in _protocol_methods(source.read_text()).items()
+    }
 
 
 def restated(face: dict[str, str], source: str) -> list[str]:

@@ -32,7 +32,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.core import Broker, FsyncPolicy
 from brokerd.core.appends import ValuesAppend
-from brokerd.core.waiters import Shortfall, WaiterRegistry, long_poll
+from brokerd.core.roles.long_poll import Shortfall, long_poll
+from brokerd.core.waiters import WaiterRegistry
 from brokerd.errors import TooManyWaiters, UnknownTopicOrPartition
 from brokerd.kafka.errors import ErrorCode as KafkaCode
 from brokerd.kafka.listener.factory_parts import DEFAULT_LIMITS

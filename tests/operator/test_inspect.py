@@ -111,7 +111,7 @@ class OfflinePartitionTests(SynchronousTestCase):
         self.addCleanup(shutil.rmtree, tmp)
         data = os.path.join(tmp, "data")
         logdir = LogDirectory.open(data, LogConfig())
-        logdir.create_topic("t", 2)
+        logdir.topic_admin.create_topic("t", 2)
         logdir.close()
         # A symlinked partition directory is never opened: the partition is offline.
         elsewhere = os.path.join(tmp, "elsewhere")
@@ -120,12 +120,15 @@ class OfflinePartitionTests(SynchronousTestCase):
         logdir = LogDirectory.open(data, LogConfig())
         self.addCleanup(logdir.close)
 
-        class Core:
+        class LogDir:
             def open_logs(self) -> object:
                 return logdir.logs()
 
             def offline_partitions(self) -> object:
                 return logdir.offline
+
+        class Core:
+            storage = LogDir()
 
             def topics(self) -> dict[str, object]:
                 return dict(logdir.topics())
@@ -217,7 +220,7 @@ class ShareGroupAsGroupTests(AdminCase):
         assert self.coordinator is not None and self.store is not None
         self.inspector = Inspector(
             self.broker, self.coordinator.admin, self.store,
-            ShareGroupInspector(self.engine, self.broker.open_logs, self.shares),
+            ShareGroupInspector(self.engine, self.broker.storage.open_logs, self.shares),
         )
         self.ops = AdminOps(self.broker, self.inspector, self.coordinator, operator_error)
         # A member joined (assigned both partitions); it acquired records 0-1 of t/0 and

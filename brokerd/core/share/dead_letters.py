@@ -31,7 +31,7 @@ import attrs
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
-from brokerd.core.api import HoldsReads
+from brokerd.core.roles import HoldsReads
 from brokerd.core.share.engine import GroupDeadLetters
 from brokerd.core.share.partition import DeadLetter
 from brokerd.storage.record.encode import RecordHeaders, encode_batch

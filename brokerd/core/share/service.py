@@ -14,14 +14,14 @@ durable in the share-state journal before it answers:
 - :meth:`~ShareService.acknowledge_many`, :meth:`~ShareService.release_member`, offsets
   and group admin;
 - :meth:`~ShareService.acquire_many`: a long poll over several partitions with the core's
-  :func:`~brokerd.core.waiters.long_poll`. It parks until an append lands, records of
+  :func:`~brokerd.core.roles.long_poll.long_poll`. It parks until an append lands, records of
   its partitions come back to the group (released, rejected, their lock expired) or are
   acknowledged (which may leave room under the lock limit), or the wait ends.
 
 A request over many partitions changes the engine in one synchronous step and makes the
 change durable with one journal write (an acquisition reads every partition's log
 first). Journal writes go through the coordinator runtime's ordered writer
-(:class:`~brokerd.core.coordinator_runtime.OrderedJournalWriter`): what is submitted
+(:class:`~brokerd.coordinator_runtime.OrderedJournalWriter`): what is submitted
 while a write runs forms the next write, one fdatasync for the lot (group commit), so
 the file's order is the engine's order. Lock expiry runs on a timer of the injected
 clock. What it does not do: group membership or any wire format.
@@ -38,13 +38,13 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.clock import Clock, DelayedCall
-from brokerd.core.api import CoreLongPoll, HoldsReads
-from brokerd.core.coordinator_runtime import OrderedJournalWriter
+from brokerd.coordinator_runtime import OrderedJournalWriter
+from brokerd.core.roles import CoreLongPoll, HoldsReads
+from brokerd.core.roles.long_poll import Shortfall, long_poll
 from brokerd.core.share.config import DEFAULTS, AutoOffsetReset
 from brokerd.core.share.dead_letters import DeadLetterWriter
 from brokerd.core.share.engine import ShareEngine, TopicPartition
 from brokerd.core.share.partition import AckBatch, AcquiredRange, LogSpan, PartitionSummary
-from brokerd.core.waiters import Shortfall, long_poll
 from brokerd.errors import OffsetOutOfRange, TooManyWaiters
 from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
 from brokerd.storage.stores.share_state import (

@@ -17,8 +17,8 @@ an :class:`~brokerd.storage.stores.offsets.OffsetStore` through the injected ``r
 (a worker thread in production) via the ordered, batched write queue of
 :mod:`brokerd.kafka.groups.store` (group commit). Every group operation (a request, a
 timer, a client giving up) returns its group records and answers as a
-:class:`~brokerd.core.coordinator_runtime.CoordinatorResult`, which the coordinator's
-:class:`~brokerd.core.coordinator_runtime.CoordinatorRuntime` writes through that same
+:class:`~brokerd.coordinator_runtime.CoordinatorResult`, which the coordinator's
+:class:`~brokerd.coordinator_runtime.CoordinatorRuntime` writes through that same
 queue before it releases the answers.
 
 Membership survives restarts as in Kafka: whenever a generation becomes Stable the group
@@ -70,7 +70,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
 from brokerd.clock import Clock
-from brokerd.core.coordinator_runtime import CoordinatorResult, CoordinatorRuntime, ParkedRequest
+from brokerd.coordinator_runtime import CoordinatorResult, CoordinatorRuntime, ParkedRequest
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.consumer.coordinator import (
     ClassicFace,

@@ -18,9 +18,9 @@ syncing, heartbeating, leaving and timing out:
   Empty-group record (protocol type and generation) is queued, as Kafka does; a group
   that never had a generation is forgotten once no member id is outstanding.
 
-Every operation works on a :class:`~brokerd.core.coordinator_runtime.ResultBuilder`:
+Every operation works on a :class:`~brokerd.coordinator_runtime.ResultBuilder`:
 the group records it makes and the answers it gives requests held earlier (a parked
-JoinGroup or SyncGroup is a :class:`~brokerd.core.coordinator_runtime.ParkedRequest`,
+JoinGroup or SyncGroup is a :class:`~brokerd.coordinator_runtime.ParkedRequest`,
 never a Deferred). The coordinator's runtime gives those answers once the records are
 durable, after the whole state change is made, so a client callback that calls back
 into the coordinator sees a consistent group. Timers are the one place this module
@@ -28,7 +28,7 @@ starts an operation itself; it hands their results to the ``run`` it is given.
 
 What this module does not do: validate requests, look groups up by id for clients, or
 write or answer anything itself (the runtime,
-:class:`~brokerd.core.coordinator_runtime.CoordinatorRuntime`, does both).
+:class:`~brokerd.coordinator_runtime.CoordinatorRuntime`, does both).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from collections.abc import Callable
 from twisted.logger import Logger
 
 from brokerd.clock import Clock
-from brokerd.core.coordinator_runtime import (
+from brokerd.coordinator_runtime import (
     CoordinatorResult,
     ParkedRequest,
     ResultBuilder,

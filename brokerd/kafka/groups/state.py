@@ -29,7 +29,7 @@ from collections.abc import Mapping
 import attrs
 
 from brokerd.clock import DelayedCall
-from brokerd.core.coordinator_runtime import ParkedRequest
+from brokerd.coordinator_runtime import ParkedRequest
 from brokerd.fsm import from_previous, step
 from brokerd.kafka.errors import ErrorCode
 

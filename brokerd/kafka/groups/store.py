@@ -12,7 +12,7 @@
   in the reactor and are written one batch at a time, each batch in one store call (one
   journal write and one fsync: group commit), so they reach the journal in arrival
   order. Classic group records reach the same writer from the coordinator's runtime
-  (:class:`~brokerd.core.coordinator_runtime.CoordinatorRuntime`), in the same order.
+  (:class:`~brokerd.coordinator_runtime.CoordinatorRuntime`), in the same order.
 
 What this module does not do: group-membership rules (whether a member may commit is the
 coordinator's call), reading offsets back, or any blocking I/O in the reactor thread (the
@@ -29,7 +29,7 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from brokerd.core.coordinator_runtime import OrderedJournalWriter
+from brokerd.coordinator_runtime import OrderedJournalWriter
 from brokerd.errors import InvalidTopic, StorageError
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import GroupMetadata, GroupState, Member
@@ -255,7 +255,7 @@ class _AwaitedRecord:
 class CommitQueue:
     """Ordered, batched writes of commits, group records and deletions to an
     :class:`OffsetStore`, through the coordinator runtime's
-    :class:`~brokerd.core.coordinator_runtime.OrderedJournalWriter`: everything queued
+    :class:`~brokerd.coordinator_runtime.OrderedJournalWriter`: everything queued
     while a write runs goes, in arrival order, into the next one (one journal write and
     one fsync). A failed write fails its own batch only (each commit answered with
     :data:`STORE_FAILED`; a lost group record only costs a rebalance after a restart).

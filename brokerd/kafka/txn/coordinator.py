@@ -5,7 +5,7 @@ ListTransactions. ``docs/transactions.md`` describes the behaviour clients see.
 
 Each operation checks the request (``checks.py``), then decides on the id's value
 (:mod:`~brokerd.kafka.txn.operations`, pure) and hands the resulting
-:class:`~brokerd.core.coordinator_runtime.CoordinatorResult` to the coordinator runtime,
+:class:`~brokerd.coordinator_runtime.CoordinatorResult` to the coordinator runtime,
 the one place results take effect: their records are written to the transaction log
 (``brokerd.storage.stores.txn_log``, fsync'd in the broker's write pool, several ids'
 changes sharing one sync), installed in the table once durable, and only then answered;
@@ -43,8 +43,8 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from brokerd.clock import Clock, DelayedCall
+from brokerd.coordinator_runtime import CoordinatorResult, CoordinatorRuntime, ParkedRequest
 from brokerd.core.api import CoreTransactions
-from brokerd.core.coordinator_runtime import CoordinatorResult, CoordinatorRuntime, ParkedRequest
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.state import cancel_call
 from brokerd.kafka.groups.store import offset_entry_error

@@ -1,12 +1,12 @@
 # -*- test-case-name: tests.kafka.txn.test_operations -*-
 """The transaction coordinator's decisions: each operation, given an id's current
 value (and the time, and a fresh producer id when it needs one), returns a
-:class:`~brokerd.core.coordinator_runtime.CoordinatorResult` of the records to write and
+:class:`~brokerd.coordinator_runtime.CoordinatorResult` of the records to write and
 the answer to give, and the answer for when the write fails (Kafka's retriable error:
 the state stays as it was, since the table installs records only once durable).
 
 A decision that ends a transaction writes the Prepare* value and parks the caller
-(:class:`~brokerd.core.coordinator_runtime.ParkedRequest`); its follow-up,
+(:class:`~brokerd.coordinator_runtime.ParkedRequest`); its follow-up,
 :class:`Complete`, names the durable Prepare* value to complete and how to answer the
 caller once it is done. The completion's own result (:func:`completed`,
 :func:`not_completed`) writes the Complete* value and releases the parked answer. The
@@ -26,7 +26,7 @@ from typing import TypeVar
 
 import attrs
 
-from brokerd.core.coordinator_runtime import CoordinatorResult, ParkedRequest, Release
+from brokerd.coordinator_runtime import CoordinatorResult, ParkedRequest, Release
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.txn.state import (
     NO_EPOCH,

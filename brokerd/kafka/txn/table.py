@@ -2,7 +2,7 @@
 the durable transaction log.
 
 - The table's journal writer
-  (:class:`~brokerd.core.coordinator_runtime.OrderedJournalWriter`) writes the records
+  (:class:`~brokerd.coordinator_runtime.OrderedJournalWriter`) writes the records
   of the coordinator's results (a new value of an id, :class:`TxnMetadata`, or
   :class:`Forget`) in the broker's write pool; changes of different ids made while a
   write runs share the next write and its fsync; a failed write fails the changes in
@@ -29,7 +29,7 @@ import attrs
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
-from brokerd.core.coordinator_runtime import OrderedJournalWriter
+from brokerd.coordinator_runtime import OrderedJournalWriter
 from brokerd.kafka.txn.state import TxnMetadata, from_stored
 from brokerd.storage.stores.txn_log import StoredTxn, TxnLog, encode_state
 

@@ -59,7 +59,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from brokerd.errors import InvalidPartitions, StorageError, UnknownTopicOrPartition
@@ -127,8 +127,11 @@ class LogDirectory:
         self._starts = LogStarts(state)
         self._offline = OfflinePartitions(state)
         self._recovered = RecoveredSync(state)
-        self._topic_admin = TopicAdmin(state, self._dirs, self._starts, self._offline)
-        self._partition_admin = PartitionAdmin(state, self._dirs, self._starts)
+        #: Topic creation, config changes and deletion (CreateTopics, AlterConfigs,
+        #: DeleteTopics), called on it directly.
+        self.topic_admin = TopicAdmin(state, self._dirs, self._starts, self._offline)
+        #: CreatePartitions and DeleteRecords, called on it directly.
+        self.partition_admin = PartitionAdmin(state, self._dirs, self._starts)
 
     @property
     def default_config(self) -> LogConfig:
@@ -349,49 +352,12 @@ class LogDirectory:
         if topic not in self._state.topics:
             if not (create and self.auto_create):
                 raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
-            self._topic_admin.auto_create(topic)
+            self.topic_admin.auto_create(topic)
         return self._state.lookup(topic, partition)
 
     def logs(self) -> dict[tuple[str, int], PartitionLog]:
         """Every open partition log, by (topic, partition)."""
         return dict(self._state.logs)
-
-    # --- topic and partition admin (``logdir/topics.py``, ``logdir/partitions.py``) -----
-
-    def create_topic(
-        self,
-        name: str,
-        partitions: int,
-        configs: Mapping[str, str | None] | None = None,
-        *,
-        validate_only: bool = False,
-    ) -> TopicInfo:
-        """CreateTopics: :meth:`TopicAdmin.create_topic`."""
-        return self._topic_admin.create_topic(
-            name, partitions, configs, validate_only=validate_only
-        )
-
-    def alter_topic_configs(
-        self,
-        name: str,
-        update: Callable[[Mapping[str, str]], Mapping[str, str | None]],
-        *,
-        validate_only: bool = False,
-    ) -> TopicInfo:
-        """AlterConfigs: :meth:`TopicAdmin.alter_topic_configs`."""
-        return self._topic_admin.alter_topic_configs(name, update, validate_only=validate_only)
-
-    def delete_topic(self, name: str) -> None:
-        """DeleteTopics: :meth:`TopicAdmin.delete_topic`."""
-        self._topic_admin.delete_topic(name)
-
-    def create_partitions(self, name: str, total: int) -> TopicInfo:
-        """CreatePartitions: :meth:`PartitionAdmin.create_partitions`."""
-        return self._partition_admin.create_partitions(name, total)
-
-    def delete_records(self, topic: str, partition: int, offset: int) -> int:
-        """DeleteRecords: :meth:`PartitionAdmin.delete_records`."""
-        return self._partition_admin.delete_records(topic, partition, offset)
 
     # --- offline partitions and recovered segments ---------------------------------------
 

@@ -18,7 +18,7 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.core.coordinator_runtime import ParkedRequest, Release
+from brokerd.coordinator_runtime import ParkedRequest, Release
 from brokerd.errors import StorageError
 from brokerd.kafka.errors import ErrorCode as C
 from brokerd.kafka.txn import operations as ops

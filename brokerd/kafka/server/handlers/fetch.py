@@ -436,7 +436,7 @@ class FetchHandler:
                 cached.append(c)
         session_id = self.sessions.create(
             cached, privileged=body.replica_id >= 0, uses_topic_ids=by_id, size=len(cached),
-            watch=AppendsWatch(self._core, self._clock),
+            watch=AppendsWatch(self._core.waiters, self._clock),
         )
         session = self.sessions.get(session_id)
         if session is not None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from twisted.internet import defer
 
 from brokerd.clock import Clock, DelayedCall
-from brokerd.core.api import CoreLongPoll
+from brokerd.core.api import CoreAppendWatches
 from brokerd.kafka.server.fetch_sessions import CachedPartition, SessionKey
 
 __all__ = ["AppendsWatch"]
@@ -32,12 +32,12 @@ PartitionKey = tuple[str, int]
 class AppendsWatch:
     """The watch of one session (see the module docstring).
 
-    :param core: where the watch is registered (``watch_appends``).
+    :param watches: where the watch is registered (the core's ``waiters``).
     :param clock: the park's deadline.
     """
 
-    def __init__(self, core: CoreLongPoll, clock: Clock) -> None:
-        self._core = core
+    def __init__(self, watches: CoreAppendWatches, clock: Clock) -> None:
+        self._watches = watches
         self._clock = clock
         #: Watched partitions: ``(topic, partition)`` to the session's key.
         self._keys: dict[PartitionKey, SessionKey] = {}
@@ -57,24 +57,24 @@ class AppendsWatch:
         watched = (partition.topic, partition.partition)
         if watched not in self._keys:
             self._keys[watched] = key
-            self._core.watch_appends(watched, self)
+            self._watches.watch(watched, self)
 
     def remove(self, partition: CachedPartition) -> None:
         watched = (partition.topic, partition.partition)
         key = self._keys.pop(watched, None)
         if key is not None:
-            self._core.unwatch_appends(watched, self)
+            self._watches.unwatch(watched, self)
             self._dirty.discard(key)
 
     def close(self) -> None:
         """The session ends: no more watching; a parked fetch is answered."""
         for watched in self._keys:
-            self._core.unwatch_appends(watched, self)
+            self._watches.unwatch(watched, self)
         self._keys.clear()
         self._dirty.clear()
         self._fire(False)
 
-    # -- the core's side (brokerd.core.waiters.AppendWatcher) --------------------------
+    # -- the core's side (core.roles.long_poll.AppendWatcher) --------------------------
 
     def changed(self, key: PartitionKey, stored_bytes: int | None) -> None:
         session_key = self._keys.get(key)

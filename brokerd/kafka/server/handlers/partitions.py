@@ -256,7 +256,7 @@ class PartitionAdminHandlers:
         self, conn: RequestContext, req: Request[apis.DescribeLogDirsRequest]
     ) -> apis.DescribeLogDirsResponse:
         body = req.body
-        usage = self._core.describe_log_dirs()
+        usage = self._core.storage.describe_log_dirs()
         sizes = usage.partition_sizes
         if body.topics is None:
             wanted = set(sizes)

@@ -262,6 +262,10 @@ class HeldCore:
         self.held.append(d)
         return d
 
+    @property
+    def storage(self) -> HeldCore:
+        return self
+
     def describe_log_dirs(self) -> LogDirUsage:
         return LogDirUsage("/data", {})
 

@@ -1,25 +1,13 @@
-"""The broker core's face: the one typed interface the Kafka listener, the native
-protocol, the admin operations, the web side and the metrics use of the core.
+# -*- test-case-name: tests.core.test_api -*-
+"""The roles of the broker core's face, each a Protocol of the operations one part of
+the core offers: the topics, their administration, the writes, the reads, the long poll,
+the core's side of transactions (:mod:`brokerd.core.api` joins them into ``CoreApi``),
+and with them the long-poll primitive (:mod:`brokerd.core.roles.long_poll`).
 
-:class:`CoreApi` declares everything of :class:`brokerd.core.broker.Broker` that code
-outside the core calls (reactor thread; Deferreds fire there, and failures carry
-:mod:`brokerd.errors` exceptions). Each operation is declared once, in the role it
-belongs to, and implemented once: the broker implements the topic, admin, write and
-long-poll roles itself, and holds the parts that play the others, reached through the
-role (``core.reads`` is its ``Fetcher``, ``core.transactions`` its ``TxnMarkers``), so
-no method forwards to another. A consumer
-that needs only one role (the ACL gate reads topic names, the transaction coordinator
-writes markers) takes that role, every other consumer takes :class:`CoreApi`.
-``Broker`` satisfies it (checked by mypy at the end of ``broker.py``); tests pass fakes
-that have what their handler calls.
-
-The long-poll primitive is part of the face: :func:`long_poll` and its
-:class:`Shortfall` (defined in :mod:`brokerd.core.waiters`), which the Kafka Fetch runs
-over its own reads with :meth:`CoreLongPoll.wait_for_data` as the park step.
-
-Only declarations, no behaviour. What it does not declare: the core's wiring (the
-service tree, producer-id source, runners: ``brokerd/tap.py`` builds those on the
-``Broker`` itself) and what the core needs of the reactor (:mod:`brokerd.core.interfaces`).
+A package of its own, below every part of the core and importing none: a part that
+needs a role of the core (the share service needs its reads and long poll) takes it
+from here, and the face above (which names that part as a role too) imports both
+without a circle. Only declarations, no behaviour: see :mod:`brokerd.core.api`.
 """
 
 from __future__ import annotations
@@ -30,7 +18,7 @@ from typing import Protocol
 
 from twisted.internet.defer import Deferred
 
-from brokerd.core.waiters import AppendWatcher, Shortfall, long_poll
+from brokerd.core.roles.long_poll import AppendWatcher
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.types import (
@@ -81,14 +69,6 @@ class CoreTopics(Protocol):
         """The broker-wide default of every topic config, as config strings by name."""
         ...
 
-    def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
-        """Every open partition's log: the operator views read its offsets and sizes."""
-        ...
-
-    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
-        """The partitions that could not be opened, with the reason."""
-        ...
-
 
 class CoreAdmin(Protocol):
     """Topic and partition administration (durable when the Deferred fires)."""
@@ -125,11 +105,6 @@ class CoreAdmin(Protocol):
     def delete_records(self, topic: str, partition: int, before_offset: int) -> Deferred[int]:
         """Move the partition's log start offset up to ``before_offset`` (-1: the high
         watermark); fires with the new log start offset."""
-        ...
-
-    def describe_log_dirs(self) -> LogDirUsage:
-        """The data directory's path, each open partition's size, the filesystem's size
-        and free space (no file I/O)."""
         ...
 
 
@@ -220,14 +195,6 @@ class CoreLongPoll(Protocol):
         moved. Cancelling it removes every trace."""
         ...
 
-    def watch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
-        """Tell ``watcher`` of every append to ``key`` (and of its deletion) until
-        :meth:`unwatch_appends`: a fetch session's standing interest, so a parked
-        session fetch is not registered partition by partition on every poll."""
-        ...
-
-    def unwatch_appends(self, key: tuple[str, int], watcher: AppendWatcher) -> None: ...
-
     def wait_records(
         self,
         topic: str,
@@ -241,6 +208,36 @@ class CoreLongPoll(Protocol):
         """A native long-poll fetch: :func:`long_poll` over :meth:`CoreReads.read` of
         decoded committed records."""
         ...
+
+
+class CoreLogDir(Protocol):
+    """The data directory's side of the core (its service, ``core.storage``): what is
+    open, what could not be, and the space used (no I/O)."""
+
+    def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
+        """Every open partition's log: the operator views read its offsets and sizes."""
+        ...
+
+    def offline_partitions(self) -> Mapping[tuple[str, int], str]:
+        """The partitions that could not be opened, with the reason."""
+        ...
+
+    def describe_log_dirs(self) -> LogDirUsage:
+        """The data directory's path, each open partition's size, the filesystem's size
+        and free space (no file I/O)."""
+        ...
+
+
+class CoreAppendWatches(Protocol):
+    """Standing interests in partitions' appends (the core's waiters, ``core.waiters``)."""
+
+    def watch(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
+        """Tell ``watcher`` of every append to ``key`` (and of its deletion) until
+        :meth:`unwatch`: a fetch session's standing interest, so a parked
+        session fetch is not registered partition by partition on every poll."""
+        ...
+
+    def unwatch(self, key: tuple[str, int], watcher: AppendWatcher) -> None: ...
 
 
 class CoreTransactions(Protocol):
@@ -281,22 +278,11 @@ class HoldsReads(Protocol):
         ...
 
 
-class CoreApi(CoreTopics, CoreAdmin, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
-    """Everything the protocols, admin, web and metrics use of the core: its own
-    operations (topics, admin, writes, long poll), and the parts it holds, each as the
-    role it plays (as Kafka's ``ReplicaManager`` holds each ``UnifiedLog``)."""
-
-    @property
-    def transactions(self) -> CoreTransactions:
-        """The core's side of transactions (its ``TxnMarkers``)."""
-        ...
-
-
 __all__ = [
-    "AppendWatcher",
     "ConfigUpdate",
     "CoreAdmin",
-    "CoreApi",
+    "CoreAppendWatches",
+    "CoreLogDir",
     "CoreLongPoll",
     "CoreReads",
     "CoreTopics",
@@ -304,7 +290,5 @@ __all__ = [
     "CoreWrites",
     "HoldsReads",
     "RecordValidator",
-    "Shortfall",
     "TxnVerifier",
-    "long_poll",
 ]

@@ -11,7 +11,7 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.core.coordinator_runtime import (
+from brokerd.coordinator_runtime import (
     CoordinatorResult,
     CoordinatorRuntime,
     OrderedJournalWriter,

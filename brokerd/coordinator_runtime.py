@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.core.test_coordinator_runtime -*-
+# -*- test-case-name: tests.test_coordinator_runtime -*-
 """The coordinator runtime: a coordinator's answers leave only once its journal holds
 the change they report.
 
