@@ -646,40 +646,41 @@ class _Bool:
         return 1
 
 
-class _String:
-    def read(self, r: Reader, version: int, nullable: bool) -> str | None:
-        v = r.compact_nullable_string() if r.flexible else r.nullable_string()
+class _Sized:
+    """A length-prefixed value (string or bytes): ``int16``/``int32`` length in the
+    classic versions, a compact (varint + 1) length in flexible ones; nullability from
+    the field."""
+
+    def __init__(
+        self,
+        what: str,
+        classic_prefix: int,
+        readers: tuple[Callable[[Reader], Any], Callable[[Reader], Any]],
+        writers: tuple[Callable[[Writer, Any], None], Callable[[Writer, Any], None]],
+    ) -> None:
+        self.what = what
+        self._classic_prefix = classic_prefix
+        self._readers = readers
+        self._writers = writers
+
+    def reader(self, flexible: bool) -> Callable[[Reader], Any]:
+        return self._readers[flexible]
+
+    def writer(self, flexible: bool) -> Callable[[Writer, Any], None]:
+        return self._writers[flexible]
+
+    def read(self, r: Reader, version: int, nullable: bool) -> Any:
+        v = self._readers[r.flexible](r)
         if v is None and not nullable:
-            raise MalformedRequest("null string where the schema forbids it")
+            raise MalformedRequest(f"null {self.what} where the schema forbids it")
         return v
 
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        _null_check(value, nullable, "string")
-        if w.flexible:
-            w.compact_nullable_string(value)
-        else:
-            w.nullable_string(value)
+        _null_check(value, nullable, self.what)
+        self._writers[w.flexible](w, value)
 
     def min_size(self, version: int, flexible: bool = False) -> int:
-        return 1 if flexible else 2
-
-
-class _Bytes:
-    def read(self, r: Reader, version: int, nullable: bool) -> bytes | None:
-        v = r.compact_nullable_bytes() if r.flexible else r.nullable_bytes()
-        if v is None and not nullable:
-            raise MalformedRequest("null bytes where the schema forbids it")
-        return v
-
-    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        _null_check(value, nullable, "bytes")
-        if w.flexible:
-            w.compact_nullable_bytes(value)
-        else:
-            w.nullable_bytes(value)
-
-    def min_size(self, version: int, flexible: bool = False) -> int:
-        return 1 if flexible else 4
+        return 1 if flexible else self._classic_prefix
 
 
 class _Uuid:
@@ -723,10 +724,18 @@ UINT16: WireType = _Uint16()
 BOOL: WireType = _Bool()
 FLOAT64: WireType = _Float64()
 #: ``int16`` length + UTF-8 (compact in flexible versions); nullability from the field.
-STRING: WireType = _String()
+STRING: WireType = _Sized(
+    "string", 2,
+    (Reader.nullable_string, Reader.compact_nullable_string),
+    (Writer.nullable_string, Writer.compact_nullable_string),
+)
 #: ``int32`` length + bytes (compact in flexible versions; also the ``records`` type);
 #: nullability from the field.
-BYTES: WireType = _Bytes()
+BYTES: WireType = _Sized(
+    "bytes", 4,
+    (Reader.nullable_bytes, Reader.compact_nullable_bytes),
+    (Writer.nullable_bytes, Writer.compact_nullable_bytes),
+)
 #: 16 bytes, read as a :class:`uuid.UUID` (topic IDs; :data:`ZERO_UUID` = none).
 UUID: WireType = _Uuid()
 
@@ -967,12 +976,10 @@ def _field_reader(
     kind = type(t)
     if kind is _Int:
         return _INT_READERS[cast(_Int, t)._size]
-    if kind is _String:
-        text = Reader.compact_nullable_string if flexible else Reader.nullable_string
-        return text if nullable else _not_null(text, "string")
-    if kind is _Bytes:
-        data = Reader.compact_nullable_bytes if flexible else Reader.nullable_bytes
-        return data if nullable else _not_null(data, "bytes")
+    if kind is _Sized:
+        sized = cast(_Sized, t)
+        read = sized.reader(flexible)
+        return read if nullable else _not_null(read, sized.what)
     if (
         kind is Array
         and type(cast(Array, t).item) is Struct
@@ -1052,12 +1059,10 @@ def _field_writer(
     kind = type(t)
     if kind is _Int:
         return _INT_WRITERS[cast(_Int, t)._size]
-    if kind is _String:
-        text = Writer.compact_nullable_string if flexible else Writer.nullable_string
-        return text if nullable else _null_checked(text, "string")
-    if kind is _Bytes:
-        data = Writer.compact_nullable_bytes if flexible else Writer.nullable_bytes
-        return data if nullable else _null_checked(data, "bytes")
+    if kind is _Sized:
+        sized = cast(_Sized, t)
+        write = sized.writer(flexible)
+        return write if nullable else _null_checked(write, sized.what)
     if kind is Array and type(cast(Array, t).item) is Struct:
         return _array_writer(version, flexible, nullable)
 
