@@ -20,7 +20,7 @@ requests, asks, and words answers.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Container, Mapping
 from typing import Any, cast
 
 from twisted.internet import defer
@@ -486,13 +486,7 @@ class RegistryResource(Resource):
     async def get_config(self, call: _Call) -> Answer:
         subject = self._config_gate(call, Operation.DESCRIBE_CONFIGS)
         state = self._registry.state
-        if subject is not None and subject not in state.subject_compatibility and not (
-            call.flag("defaultToGlobal")
-        ):
-            raise RegistryError(
-                404, 40408, f"Subject '{subject}' does not have subject-level "
-                "compatibility configured"
-            )
+        _own_setting(call, subject, state.subject_compatibility, 40408, "compatibility")
         return 200, {"compatibilityLevel": state.compatibility_of(subject).value}
 
     async def put_config(self, call: _Call) -> Answer:
@@ -515,13 +509,7 @@ class RegistryResource(Resource):
     async def get_mode(self, call: _Call) -> Answer:
         subject = self._config_gate(call, Operation.DESCRIBE_CONFIGS)
         state = self._registry.state
-        if subject is not None and subject not in state.subject_modes and not (
-            call.flag("defaultToGlobal")
-        ):
-            raise RegistryError(
-                404, 40409, f"Subject '{subject}' does not have subject-level mode "
-                "configured"
-            )
+        _own_setting(call, subject, state.subject_modes, 40409, "mode")
         return 200, {"mode": state.mode_of(subject).value}
 
     async def put_mode(self, call: _Call) -> Answer:
@@ -627,3 +615,14 @@ def make_registry_site(
     site.noisy = False
     site.log = lambda request: None  # type: ignore[method-assign]
     return site
+
+
+def _own_setting(
+    call: _Call, subject: str | None, configured: Container[str], code: int, what: str
+) -> None:
+    """A GET of a subject's compatibility or mode asks for the subject's own setting:
+    404 (``code``) when it has none, unless ``defaultToGlobal`` takes the global one."""
+    if subject is not None and subject not in configured and not call.flag("defaultToGlobal"):
+        raise RegistryError(
+            404, code, f"Subject '{subject}' does not have subject-level {what} configured"
+        )

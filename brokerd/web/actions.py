@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 from urllib.parse import quote
 
+import attrs
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
@@ -85,6 +86,30 @@ class ActionError(ValueError):
 Fields = Mapping[str, str]
 
 
+class Right(Protocol):
+    """What an action needs of a principal's ACLs."""
+
+    def needs(self) -> str:
+        """The ACL, said to a principal that lacks it."""
+        ...
+
+    def allowed(self, scope: RequestScope, fields: Fields) -> bool: ...
+
+
+@attrs.frozen
+class TopicRight:
+    """``operation`` on one topic."""
+
+    operation: Operation
+    topic: str
+
+    def needs(self) -> str:
+        return f"{self.operation.name} on topic {self.topic}"
+
+    def allowed(self, scope: RequestScope, fields: Fields) -> bool:
+        return permits(scope, self.operation, ResourceType.TOPIC, self.topic)
+
+
 class Action(Protocol):
     """One action: its form, its plan from the form, the confirmation, the run."""
 
@@ -96,11 +121,10 @@ class Action(Protocol):
         """The page the action is about: (label, href)."""
         ...
 
-    def needs(self) -> str:
-        """The ACL the action needs, said to a principal that lacks it."""
+    @property
+    def right(self) -> Right:
+        """The ACL the action needs."""
         ...
-
-    def allowed(self, scope: RequestScope, fields: Fields) -> bool: ...
 
     def form(self, fields: Fields) -> list[Flattenable]:
         """The inputs of the form, filled from ``fields``."""
@@ -149,6 +173,15 @@ class ActionPage(Resource):
             return method_not_allowed(request, b"GET, HEAD, POST")
         return super().render(request)
 
+    def _admit(self, request: Request, scope: RequestScope) -> tuple[Fields | None, object]:
+        """The request's form fields, or (None, the page refusing it): a malformed form,
+        a page below the action's, a read-only console, a principal without the ACL."""
+        try:
+            fields = _fields(request)
+        except ActionError as e:
+            return None, self._page(request, BAD_REQUEST, tags.p(str(e), class_="banner error"))
+        return fields, self._refusal(request, scope, fields)
+
     def _refusal(self, request: Request, scope: RequestScope, fields: Fields) -> object | None:
         action = self._action
         if request.postpath not in ([], [b""]):
@@ -157,9 +190,9 @@ class ActionPage(Resource):
             return self._page(request, FORBIDDEN, tags.p(
                 "The console is read-only (--http-console-readonly).",
                 class_="banner error", id="error"))
-        if not action.allowed(scope, fields):
+        if not action.right.allowed(scope, fields):
             return self._page(request, FORBIDDEN, tags.p(
-                f"Not allowed: this needs {action.needs()}.", class_="banner error",
+                f"Not allowed: this needs {action.right.needs()}.", class_="banner error",
                 id="error"))
         return None
 
@@ -185,12 +218,8 @@ class ActionPage(Resource):
 
     def render_GET(self, request: Request) -> object:
         scope = self._pages.scope_of(request)
-        try:
-            fields = _fields(request)
-        except ActionError as e:
-            return self._page(request, BAD_REQUEST, tags.p(str(e), class_="banner error"))
-        refused = self._refusal(request, scope, fields)
-        if refused is not None:
+        fields, refused = self._admit(request, scope)
+        if fields is None or refused is not None:
             return refused
         return self._form(request, scope.principal or "", fields)
 
@@ -201,12 +230,8 @@ class ActionPage(Resource):
         if why is not None:
             return self._page(request, FORBIDDEN, tags.p(
                 f"Refused: {why}. Nothing was changed.", class_="banner error", id="error"))
-        try:
-            fields = _fields(request)
-        except ActionError as e:
-            return self._page(request, BAD_REQUEST, tags.p(str(e), class_="banner error"))
-        refused = self._refusal(request, scope, fields)
-        if refused is not None:
+        fields, refused = self._admit(request, scope)
+        if fields is None or refused is not None:
             return refused
         if fields.get("step") == CONFIRM:
             d = self._action.run(fields)
@@ -295,12 +320,7 @@ class Produce:
         self._partitions = partitions
         self.title = f"Produce to {topic}"
         self.back = (f"topic {topic}", topic_href(topic))
-
-    def needs(self) -> str:
-        return f"WRITE on topic {self._topic}"
-
-    def allowed(self, scope: RequestScope, fields: Fields) -> bool:
-        return permits(scope, Operation.WRITE, ResourceType.TOPIC, self._topic)
+        self.right = TopicRight(Operation.WRITE, topic)
 
     def form(self, fields: Fields) -> list[Flattenable]:
         chosen = fields.get("partition", "")
@@ -420,6 +440,7 @@ class CreateTopic:
 
     def __init__(self, pages: DataPages) -> None:
         self._pages = pages
+        self.right: Right = self
 
     def needs(self) -> str:
         return "CREATE on the cluster or on the topic"
@@ -486,12 +507,7 @@ class EditConfigs:
         self._overrides = dict(overrides)
         self.title = f"Edit the configs of {topic}"
         self.back = (f"topic {topic}", topic_href(topic))
-
-    def needs(self) -> str:
-        return f"ALTER_CONFIGS on topic {self._topic}"
-
-    def allowed(self, scope: RequestScope, fields: Fields) -> bool:
-        return permits(scope, Operation.ALTER_CONFIGS, ResourceType.TOPIC, self._topic)
+        self.right = TopicRight(Operation.ALTER_CONFIGS, topic)
 
     def form(self, fields: Fields) -> list[Flattenable]:
         current = "\n".join(f"{k}={v}" for k, v in sorted(self._overrides.items()))
@@ -545,12 +561,7 @@ class DeleteTopic:
         self._topic = topic
         self.title = f"Delete topic {topic}"
         self.back = (f"topic {topic}", topic_href(topic))
-
-    def needs(self) -> str:
-        return f"DELETE on topic {self._topic}"
-
-    def allowed(self, scope: RequestScope, fields: Fields) -> bool:
-        return permits(scope, Operation.DELETE, ResourceType.TOPIC, self._topic)
+        self.right = TopicRight(Operation.DELETE, topic)
 
     def form(self, fields: Fields) -> list[Flattenable]:
         return [
@@ -597,6 +608,7 @@ class ResetOffsets:
         self._topics = list(topics)
         self.title = f"Reset the offsets of group {group_id}"
         self.back = (f"group {group_id}", "/groups/" + url_quote(group_id))
+        self.right: Right = self
 
     def needs(self) -> str:
         return f"READ on group {self._group} and on the topic"

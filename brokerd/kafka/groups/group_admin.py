@@ -342,26 +342,14 @@ class GroupAdmin:
         if streams is not None and not classic_only:
             return _streams_description(streams)
         if consumer is not None or streams is not None:
-            if missing_not_found:
-                return GroupDescription(
-                    group_id,
-                    int(ErrorCode.GROUP_ID_NOT_FOUND),
-                    GroupState.DEAD.value,
-                    error_message=f"Group {group_id} is not a classic group.",
-                )
-            return GroupDescription(group_id, 0, GroupState.DEAD.value)
+            return _no_classic_group(group_id, missing_not_found,
+                                     f"Group {group_id} is not a classic group.")
         group = self._groups.get(group_id)
         if group is None:
             if self._offsets.committed(group_id):
                 return GroupDescription(group_id, 0, GroupState.EMPTY.value)
-            if missing_not_found:
-                return GroupDescription(
-                    group_id,
-                    int(ErrorCode.GROUP_ID_NOT_FOUND),
-                    GroupState.DEAD.value,
-                    error_message=f"Group {group_id} not found.",
-                )
-            return GroupDescription(group_id, 0, GroupState.DEAD.value)
+            return _no_classic_group(group_id, missing_not_found,
+                                     f"Group {group_id} not found.")
         stable = group.state is GroupState.STABLE
         # As Kafka: the protocol, metadata and assignments only while Stable (in the
         # other states they are in flux).
@@ -494,6 +482,17 @@ class GroupAdmin:
         return frozenset(topics)
 
 
+def _no_classic_group(group_id: str, missing_not_found: bool, message: str) -> GroupDescription:
+    """The description of a group id with no classic group: GROUP_ID_NOT_FOUND (saying
+    ``message``) where the version answers so, else a Dead group without error."""
+    if missing_not_found:
+        return GroupDescription(
+            group_id, int(ErrorCode.GROUP_ID_NOT_FOUND), GroupState.DEAD.value,
+            error_message=message,
+        )
+    return GroupDescription(group_id, 0, GroupState.DEAD.value)
+
+
 __all__ = [
     "CLASSIC_GROUP_TYPE",
     "CONSUMER_GROUP_TYPE",
@@ -503,3 +502,4 @@ __all__ = [
     "GroupDescription",
     "subscribed_topics",
 ]
+

@@ -40,7 +40,7 @@ import enum
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, Protocol, cast, overload
+from typing import Any, ClassVar, Protocol, TypeVar, cast, overload
 
 import attrs
 
@@ -273,21 +273,21 @@ class Reader:
         self._pos = end
         return pos
 
-    def int8(self) -> int:
-        value: int = _I8.unpack_from(self._data, self._take(1))[0]
+    def _int(self, fmt: struct.Struct) -> int:
+        value: int = fmt.unpack_from(self._data, self._take(fmt.size))[0]
         return value
+
+    def int8(self) -> int:
+        return self._int(_I8)
 
     def int16(self) -> int:
-        value: int = _I16.unpack_from(self._data, self._take(2))[0]
-        return value
+        return self._int(_I16)
 
     def int32(self) -> int:
-        value: int = _I32.unpack_from(self._data, self._take(4))[0]
-        return value
+        return self._int(_I32)
 
     def int64(self) -> int:
-        value: int = _I64.unpack_from(self._data, self._take(8))[0]
-        return value
+        return self._int(_I64)
 
     def boolean(self) -> bool:
         return self.int8() != 0
@@ -332,13 +332,18 @@ class Reader:
         except UnicodeDecodeError as e:
             raise MalformedRequest(f"string is not UTF-8: {e}") from None
 
-    def nullable_string(self) -> str | None:
-        n = self.int16()
+    @staticmethod
+    def _classic_length(n: int, what: str) -> int | None:
+        """A classic (``int16``/``int32``) length or count: None for -1 (null)."""
         if n == -1:
             return None
         if n < 0:
-            raise MalformedRequest(f"invalid string length {n}")
-        return self._utf8(n)
+            raise MalformedRequest(f"invalid {what} {n}")
+        return n
+
+    def nullable_string(self) -> str | None:
+        n = self._classic_length(self.int16(), "string length")
+        return None if n is None else self._utf8(n)
 
     def compact_nullable_string(self) -> str | None:
         n = self._compact_length()
@@ -383,21 +388,14 @@ class Reader:
             )
 
     def nullable_bytes(self) -> bytes | None:
-        n = self.int32()
-        if n == -1:
-            return None
-        if n < 0:
-            raise MalformedRequest(f"invalid bytes length {n}")
-        return self.raw(n)
+        n = self._classic_length(self.int32(), "bytes length")
+        return None if n is None else self.raw(n)
 
     def array_count(self, min_item_size: int) -> int | None:
         """An ``int32`` count (None for -1) that fits in the remaining bytes."""
-        n = self.int32()
-        if n == -1:
-            return None
-        if n < 0:
-            raise MalformedRequest(f"invalid array count {n}")
-        self._check_fits(n, min_item_size, "array")
+        n = self._classic_length(self.int32(), "array count")
+        if n is not None:
+            self._check_fits(n, min_item_size, "array")
         return n
 
     def expect_end(self) -> None:
@@ -592,23 +590,48 @@ def _null_check(value: object, nullable: bool, what: str) -> None:
         raise ValueError(f"{what} may not be null at this version")
 
 
-class _Int:
-    def __init__(self, size: int, name: str) -> None:
-        self._size = size
-        self._name = name
-        # The Reader/Writer method of this size, chosen once (not per value).
-        self._read: Callable[[Reader], int] = {
-            1: Reader.int8, 2: Reader.int16, 4: Reader.int32, 8: Reader.int64
-        }[size]
-        self._write: Callable[[Writer, int], None] = {
-            1: Writer.int8, 2: Writer.int16, 4: Writer.int32, 8: Writer.int64
-        }[size]
+def _int_reader(
+    unpack: Callable[[bytes, int], tuple[Any, ...]], size: int
+) -> Callable[[Reader], Any]:
+    def read(r: Reader) -> Any:
+        pos = r._pos
+        end = pos + size
+        if end > len(r._data):
+            r._take(size)  # raises MalformedRequest, with the generic path's message
+        r._pos = end
+        return unpack(r._data, pos)[0]
 
-    def read(self, r: Reader, version: int, nullable: bool) -> int:
-        return self._read(r)
+    return read
+
+
+def _int_writer(pack: Callable[[int], bytes]) -> Callable[[Writer, Any], None]:
+    def write(w: Writer, v: Any) -> None:
+        w._parts.append(pack(v))
+
+    return write
+
+
+class _Fixed:
+    """A type of a fixed size: its reader and writer of one value, chosen once (the
+    compiled field readers and writers call them directly)."""
+
+    def __init__(
+        self,
+        name: str,
+        size: int,
+        read: Callable[[Reader], Any],
+        write: Callable[[Writer, Any], None],
+    ) -> None:
+        self._name = name
+        self._size = size
+        self.read_value = read
+        self.write_value = write
+
+    def read(self, r: Reader, version: int, nullable: bool) -> Any:
+        return self.read_value(r)
 
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        self._write(w, value)
+        self.write_value(w, value)
 
     def min_size(self, version: int, flexible: bool = False) -> int:
         return self._size
@@ -617,118 +640,81 @@ class _Int:
         return self._name
 
 
-class _Uint16:
-    """Two bytes, unsigned (Kafka's one ``uint16`` field: an endpoint's port)."""
-
-    def read(self, r: Reader, version: int, nullable: bool) -> int:
-        return r.int16() & 0xFFFF
-
-    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        if not 0 <= value <= 0xFFFF:
-            raise ValueError(f"uint16 out of range: {value}")
-        w.int16(value - 0x10000 if value >= 0x8000 else value)
-
-    def min_size(self, version: int, flexible: bool = False) -> int:
-        return 2
-
-    def __repr__(self) -> str:
-        return "UINT16"
+def _write_uint16(w: Writer, value: Any) -> None:
+    if not 0 <= value <= 0xFFFF:
+        raise ValueError(f"uint16 out of range: {value}")
+    w.int16(value - 0x10000 if value >= 0x8000 else value)
 
 
-class _Bool:
-    def read(self, r: Reader, version: int, nullable: bool) -> bool:
-        return r.boolean()
+class _Sized:
+    """A length-prefixed value (string or bytes): ``int16``/``int32`` length in the
+    classic versions, a compact (varint + 1) length in flexible ones; nullability from
+    the field."""
 
-    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        w.boolean(bool(value))
+    def __init__(
+        self,
+        what: str,
+        classic_prefix: int,
+        readers: tuple[Callable[[Reader], Any], Callable[[Reader], Any]],
+        writers: tuple[Callable[[Writer, Any], None], Callable[[Writer, Any], None]],
+    ) -> None:
+        self.what = what
+        self._classic_prefix = classic_prefix
+        self._readers = readers
+        self._writers = writers
 
-    def min_size(self, version: int, flexible: bool = False) -> int:
-        return 1
+    def reader(self, flexible: bool) -> Callable[[Reader], Any]:
+        return self._readers[flexible]
 
+    def writer(self, flexible: bool) -> Callable[[Writer, Any], None]:
+        return self._writers[flexible]
 
-class _String:
-    def read(self, r: Reader, version: int, nullable: bool) -> str | None:
-        v = r.compact_nullable_string() if r.flexible else r.nullable_string()
+    def read(self, r: Reader, version: int, nullable: bool) -> Any:
+        v = self._readers[r.flexible](r)
         if v is None and not nullable:
-            raise MalformedRequest("null string where the schema forbids it")
+            raise MalformedRequest(f"null {self.what} where the schema forbids it")
         return v
 
     def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        _null_check(value, nullable, "string")
-        if w.flexible:
-            w.compact_nullable_string(value)
-        else:
-            w.nullable_string(value)
+        _null_check(value, nullable, self.what)
+        self._writers[w.flexible](w, value)
 
     def min_size(self, version: int, flexible: bool = False) -> int:
-        return 1 if flexible else 2
-
-
-class _Bytes:
-    def read(self, r: Reader, version: int, nullable: bool) -> bytes | None:
-        v = r.compact_nullable_bytes() if r.flexible else r.nullable_bytes()
-        if v is None and not nullable:
-            raise MalformedRequest("null bytes where the schema forbids it")
-        return v
-
-    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        _null_check(value, nullable, "bytes")
-        if w.flexible:
-            w.compact_nullable_bytes(value)
-        else:
-            w.nullable_bytes(value)
-
-    def min_size(self, version: int, flexible: bool = False) -> int:
-        return 1 if flexible else 4
-
-
-class _Uuid:
-    def read(self, r: Reader, version: int, nullable: bool) -> uuid.UUID:
-        return uuid.UUID(bytes=r.raw(16))
-
-    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        w.raw(value.bytes)
-
-    def min_size(self, version: int, flexible: bool = False) -> int:
-        return 16
-
-    def __repr__(self) -> str:
-        return "UUID"
-
-
-class _Float64:
-    """An IEEE 754 double, big-endian (Kafka's ``float64``: client quota values)."""
-
-    def read(self, r: Reader, version: int, nullable: bool) -> float:
-        return float(_F64.unpack(r.raw(8))[0])
-
-    def write(self, w: Writer, value: Any, version: int, nullable: bool) -> None:
-        w.raw(_F64.pack(float(value)))
-
-    def min_size(self, version: int, flexible: bool = False) -> int:
-        return 8
-
-    def __repr__(self) -> str:
-        return "FLOAT64"
+        return 1 if flexible else self._classic_prefix
 
 
 #: Kafka's all-zero UUID: "no topic ID" in a request or an answer.
 ZERO_UUID = uuid.UUID(int=0)
 
-INT8: WireType = _Int(1, "INT8")
-INT16: WireType = _Int(2, "INT16")
-INT32: WireType = _Int(4, "INT32")
-INT64: WireType = _Int(8, "INT64")
-UINT16: WireType = _Uint16()
-BOOL: WireType = _Bool()
-FLOAT64: WireType = _Float64()
+INT8: WireType = _Fixed("INT8", 1, _int_reader(_I8.unpack_from, 1), _int_writer(_I8.pack))
+INT16: WireType = _Fixed("INT16", 2, _int_reader(_I16.unpack_from, 2), _int_writer(_I16.pack))
+INT32: WireType = _Fixed("INT32", 4, _int_reader(_I32.unpack_from, 4), _int_writer(_I32.pack))
+INT64: WireType = _Fixed("INT64", 8, _int_reader(_I64.unpack_from, 8), _int_writer(_I64.pack))
+#: Two bytes, unsigned (Kafka's one ``uint16`` field: an endpoint's port).
+UINT16: WireType = _Fixed("UINT16", 2, lambda r: r.int16() & 0xFFFF, _write_uint16)
+BOOL: WireType = _Fixed("BOOL", 1, Reader.boolean, lambda w, v: w.boolean(bool(v)))
+#: An IEEE 754 double, big-endian (Kafka's ``float64``: client quota values).
+FLOAT64: WireType = _Fixed(
+    "FLOAT64", 8, lambda r: float(_F64.unpack(r.raw(8))[0]),
+    lambda w, v: w.raw(_F64.pack(float(v))),
+)
 #: ``int16`` length + UTF-8 (compact in flexible versions); nullability from the field.
-STRING: WireType = _String()
+STRING: WireType = _Sized(
+    "string", 2,
+    (Reader.nullable_string, Reader.compact_nullable_string),
+    (Writer.nullable_string, Writer.compact_nullable_string),
+)
 #: ``int32`` length + bytes (compact in flexible versions; also the ``records`` type);
 #: nullability from the field.
-BYTES: WireType = _Bytes()
+BYTES: WireType = _Sized(
+    "bytes", 4,
+    (Reader.nullable_bytes, Reader.compact_nullable_bytes),
+    (Writer.nullable_bytes, Writer.compact_nullable_bytes),
+)
 #: 16 bytes, read as a :class:`uuid.UUID` (topic IDs; :data:`ZERO_UUID` = none).
-UUID: WireType = _Uuid()
+UUID: WireType = _Fixed(
+    "UUID", 16, lambda r: uuid.UUID(bytes=r.raw(16)), lambda w, v: w.raw(v.bytes)
+)
 
 
 class Array:
@@ -900,31 +886,13 @@ def is_flexible(cls: type[Any], version: int) -> bool:
 
 #: One field's reader: ``(attribute name, read(r))``.
 FieldReader = tuple[str, Callable[[Reader], Any]]
+_F = TypeVar("_F")
 _READERS: dict[tuple[type[Any], int, bool], tuple[FieldReader, ...]] = {}
-#: Keys whose readers are being built (a struct nested in itself is not inlined).
+#: Keys being built (a struct nested in itself is not inlined by its readers).
 _BUILDING: set[tuple[type[Any], int, bool]] = set()
 
 
-def _int_reader(
-    unpack: Callable[[bytes, int], tuple[Any, ...]], size: int
-) -> Callable[[Reader], Any]:
-    def read(r: Reader) -> Any:
-        pos = r._pos
-        end = pos + size
-        if end > len(r._data):
-            r._take(size)  # raises MalformedRequest, with the generic path's message
-        r._pos = end
-        return unpack(r._data, pos)[0]
 
-    return read
-
-
-_INT_READERS: dict[int, Callable[[Reader], Any]] = {
-    1: _int_reader(_I8.unpack_from, 1),
-    2: _int_reader(_I16.unpack_from, 2),
-    4: _int_reader(_I32.unpack_from, 4),
-    8: _int_reader(_I64.unpack_from, 8),
-}
 
 
 def _not_null(read: Callable[[Reader], Any], what: str) -> Callable[[Reader], Any]:
@@ -965,14 +933,12 @@ def _field_reader(
     t: WireType, version: int, flexible: bool, nullable: bool
 ) -> Callable[[Reader], Any]:
     kind = type(t)
-    if kind is _Int:
-        return _INT_READERS[cast(_Int, t)._size]
-    if kind is _String:
-        text = Reader.compact_nullable_string if flexible else Reader.nullable_string
-        return text if nullable else _not_null(text, "string")
-    if kind is _Bytes:
-        data = Reader.compact_nullable_bytes if flexible else Reader.nullable_bytes
-        return data if nullable else _not_null(data, "bytes")
+    if kind is _Fixed:
+        return cast(_Fixed, t).read_value
+    if kind is _Sized:
+        sized = cast(_Sized, t)
+        read = sized.reader(flexible)
+        return read if nullable else _not_null(read, sized.what)
     if (
         kind is Array
         and type(cast(Array, t).item) is Struct
@@ -987,20 +953,31 @@ def _field_reader(
     return generic
 
 
-def _readers(cls: type[Any], version: int, flexible: bool) -> tuple[FieldReader, ...]:
+def _compiled(
+    cache: dict[tuple[type[Any], int, bool], tuple[tuple[str, _F], ...]],
+    field: Callable[[WireType, int, bool, bool], _F],
+    cls: type[Any],
+    version: int,
+    flexible: bool,
+) -> tuple[tuple[str, _F], ...]:
+    """``cls``'s field readers (or writers) at ``version``, built once per class,
+    version and mode by ``field`` and kept in ``cache``."""
     key = (cls, version, flexible)
-    readers = _READERS.get(key)
-    if readers is None:
+    built = cache.get(key)
+    if built is None:
         plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
         _BUILDING.add(key)
         try:
-            readers = _READERS[key] = tuple(
-                (name, _field_reader(t, version, flexible, nullable))
-                for name, t, nullable in plan
+            built = cache[key] = tuple(
+                (name, field(t, version, flexible, nullable)) for name, t, nullable in plan
             )
         finally:
             _BUILDING.discard(key)
-    return readers
+    return built
+
+
+def _readers(cls: type[Any], version: int, flexible: bool) -> tuple[FieldReader, ...]:
+    return _compiled(_READERS, _field_reader, cls, version, flexible)
 
 
 def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
@@ -1023,17 +1000,7 @@ FieldWriter = tuple[str, Callable[[Writer, Any], None]]
 _WRITERS: dict[tuple[type[Any], int, bool], tuple[FieldWriter, ...]] = {}
 
 
-def _int_writer(pack: Callable[[int], bytes]) -> Callable[[Writer, Any], None]:
-    def write(w: Writer, v: Any) -> None:
-        w._parts.append(pack(v))
 
-    return write
-
-
-_INT_WRITERS: dict[int, Callable[[Writer, Any], None]] = {
-    1: _int_writer(_I8.pack), 2: _int_writer(_I16.pack),
-    4: _int_writer(_I32.pack), 8: _int_writer(_I64.pack),
-}
 
 
 def _null_checked(
@@ -1050,14 +1017,12 @@ def _field_writer(
     t: WireType, version: int, flexible: bool, nullable: bool
 ) -> Callable[[Writer, Any], None]:
     kind = type(t)
-    if kind is _Int:
-        return _INT_WRITERS[cast(_Int, t)._size]
-    if kind is _String:
-        text = Writer.compact_nullable_string if flexible else Writer.nullable_string
-        return text if nullable else _null_checked(text, "string")
-    if kind is _Bytes:
-        data = Writer.compact_nullable_bytes if flexible else Writer.nullable_bytes
-        return data if nullable else _null_checked(data, "bytes")
+    if kind is _Fixed:
+        return cast(_Fixed, t).write_value
+    if kind is _Sized:
+        sized = cast(_Sized, t)
+        write = sized.writer(flexible)
+        return write if nullable else _null_checked(write, sized.what)
     if kind is Array and type(cast(Array, t).item) is Struct:
         return _array_writer(version, flexible, nullable)
 
@@ -1083,15 +1048,7 @@ def _array_writer(version: int, flexible: bool, nullable: bool) -> Callable[[Wri
 
 
 def _writers(cls: type[Any], version: int, flexible: bool) -> tuple[FieldWriter, ...]:
-    key = (cls, version, flexible)
-    writers = _WRITERS.get(key)
-    if writers is None:
-        plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
-        writers = _WRITERS[key] = tuple(
-            (name, _field_writer(t, version, flexible, nullable))
-            for name, t, nullable in plan
-        )
-    return writers
+    return _compiled(_WRITERS, _field_writer, cls, version, flexible)
 
 
 def write_struct(w: Writer, obj: Any, version: int) -> None:

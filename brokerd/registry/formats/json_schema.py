@@ -761,6 +761,16 @@ class _Diff:
                down=_D.MIN_PROPERTIES_DECREASED, added=_D.MIN_PROPERTIES_ADDED,
                removed=_D.MIN_PROPERTIES_REMOVED)
 
+    def _covered(self, old: _Node, new: _Node, where: str, out: list[_Difference],
+                 covered: _D, not_covered: _D) -> None:
+        """A property on one side only, read on the other through a partially open
+        content model (``patternProperties``/``additionalProperties`` schemas): the two
+        schemas compared, and whether everything found is compatible."""
+        found = self.compare(old, new, where)
+        out.extend(found)
+        ok = all(d.kind in _COMPATIBLE for d in found)
+        out.append(_Difference(covered if ok else not_covered, where))
+
     def _property_removed(self, old: _Node, new: _Node, name: str, schema: Any, where: str,
                           out: list[_Difference]) -> None:
         # Whether the new schema still reads an old document holding the property
@@ -770,12 +780,9 @@ class _Diff:
             return
         covering = _partial_content(new.data, name)
         if covering is not None:
-            found = self.compare(old.sub(schema), new.sub(covering), where)
-            out.extend(found)
-            covered = all(d.kind in _COMPATIBLE for d in found)
-            out.append(_Difference(
-                _D.PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL if covered
-                else _D.PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, where))
+            self._covered(old.sub(schema), new.sub(covering), where, out,
+                          _D.PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
+                          _D.PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL)
         elif schema is False:
             out.append(_Difference(_D.PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL,
                                    where))
@@ -800,12 +807,9 @@ class _Diff:
             return
         covering = _partial_content(old.data, name)
         if covering is not None:
-            found = self.compare(old.sub(covering), new.sub(schema), where)
-            out.extend(found)
-            covered = all(d.kind in _COMPATIBLE for d in found)
-            out.append(_Difference(
-                _D.PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL if covered
-                else _D.PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, where))
+            self._covered(old.sub(covering), new.sub(schema), where, out,
+                          _D.PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
+                          _D.PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL)
         if name in required:
             out.append(_Difference(
                 _D.REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL

@@ -73,12 +73,16 @@ from brokerd.kafka.groups.kip848.members import (
     HeartbeatRefused,
     MemberTimers,
     check_epoch,
+    commit_error,
     drop_member,
-    epoch_error,
+    fetch_error,
+    group_or_refuse,
     known_member,
+    leaves_for_now,
     put_member,
-    released_static_member,
+    rejoining,
     replace_static,
+    txn_commit_error,
 )
 from brokerd.kafka.regex import InvalidRegex, compile_regex
 
@@ -299,35 +303,15 @@ class ConsumerGroupCoordinator:
 
     def _joining(self, group: ConsumerGroup, request: HeartbeatInput) -> ConsumerMember:
         member_id = request.member_id or str(uuid.uuid4())
-        previous = released_static_member(group, member_id, request.instance_id)
-        if previous is not None:
-            return replace_static(group, previous, member_id)
-        member = group.members.get(member_id)
-        if member is not None:
-            # Epoch 0 from a known member: it lost everything (it was fenced, or
-            # restarted); it starts over with nothing owned.
-            self._timers.cancel_revocation(member)
-            member.classic = None  # a classic member switching protocols, if it was one
-            member.state = MemberState.STABLE
-            member.member_epoch = 0
-            member.assigned = {}
-            member.pending_revocation = {}
-            return member
-        if len(group.members) >= self._max_size:
-            raise HeartbeatRefused(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                                   f"The consumer group has reached its maximum capacity of "
-                                   f"{self._max_size} members.")
-        return ConsumerMember(member_id=member_id)
+        member = rejoining(group, member_id, request.instance_id, self._timers,
+                           start_over=_start_over, max_size=self._max_size,
+                           group_kind="consumer group")
+        return ConsumerMember(member_id=member_id) if member is None else member
 
     def _leave(self, request: HeartbeatInput) -> HeartbeatAnswer:
-        group = self.groups.get(request.group_id)
-        if group is None:
-            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
-                                   f"Consumer group {request.group_id} not found.")
+        group = group_or_refuse(self.groups, request.group_id, "consumer group")
         member = self._known_member(group, request)
-        if request.member_epoch == STATIC_LEAVE_EPOCH:
-            # Gone for a while: keeps its assignment until its session runs out.
-            member.member_epoch = STATIC_LEAVE_EPOCH
+        if leaves_for_now(member, request.member_epoch):
             self._changed(group)
         else:
             self._remove(group, member, "left the group")
@@ -698,35 +682,23 @@ class ConsumerGroupCoordinator:
         """OffsetCommit's check of a consumer group (None: not a consumer group). A
         commit without a member epoch (< 0) is allowed only while the group is empty."""
         group = self.groups.get(group_id)
-        if group is None:
-            return None
-        if epoch < 0 and not group.members:
-            return ErrorCode.NONE
-        member = group.members.get(member_id)
+        member = None if group is None else group.members.get(member_id)
         # A classic member commits with its generation: it knows no member epochs.
         classic = member is not None and member.classic is not None
-        return epoch_error(member, epoch, ErrorCode.ILLEGAL_GENERATION if classic
-                           else ErrorCode.STALE_MEMBER_EPOCH)
+        return commit_error(group, member_id, epoch, ErrorCode.ILLEGAL_GENERATION if classic
+                            else ErrorCode.STALE_MEMBER_EPOCH)
 
     def txn_commit_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
         """TxnOffsetCommit's check of a consumer group (None: not a consumer group). A
         producer outside the group protocol (no member id, epoch -1) passes; otherwise
         the member must be known and the epoch its current one, else ILLEGAL_GENERATION
         (Kafka answers transactional commits so: producers predate STALE_MEMBER_EPOCH)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return None
-        if not member_id and epoch < 0:
-            return ErrorCode.NONE
-        return epoch_error(group.members.get(member_id), epoch, ErrorCode.ILLEGAL_GENERATION)
+        return txn_commit_error(self.groups.get(group_id), member_id, epoch)
 
     def fetch_error(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode:
         """OffsetFetch v9+'s check: a member id and epoch given (epoch >= 0) must be a
         member's current ones."""
-        group = self.groups.get(group_id)
-        if group is None or member_id is None or epoch < 0:
-            return ErrorCode.NONE
-        return epoch_error(group.members.get(member_id), epoch, ErrorCode.STALE_MEMBER_EPOCH)
+        return fetch_error(self.groups.get(group_id), member_id, epoch) or ErrorCode.NONE
 
     def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups of a consumer group: only an empty one (NON_EMPTY_GROUP)."""
@@ -842,6 +814,13 @@ def _validate(request: HeartbeatInput) -> None:
             compile_regex(request.subscribed_topic_regex)
         except InvalidRegex as e:
             raise HeartbeatRefused(ErrorCode.INVALID_REGULAR_EXPRESSION, str(e)) from None
+
+
+def _start_over(member: ConsumerMember) -> None:
+    member.classic = None  # a classic member switching protocols, if it was one
+    member.state = MemberState.STABLE
+    member.assigned = {}
+    member.pending_revocation = {}
 
 
 def _check_epoch(member: ConsumerMember, request: HeartbeatInput) -> None:

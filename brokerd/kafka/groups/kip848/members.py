@@ -36,12 +36,18 @@ __all__ = [
     "TimedMember",
     "cancel",
     "check_epoch",
+    "commit_error",
     "drop_member",
     "epoch_error",
+    "fetch_error",
+    "group_or_refuse",
     "known_member",
+    "leaves_for_now",
     "put_member",
+    "rejoining",
     "released_static_member",
     "replace_static",
+    "txn_commit_error",
 ]
 
 #: The member epoch a client sends to leave, and a static member's "I will be back"
@@ -93,6 +99,9 @@ _T = TypeVar("_T", bound=TimedMember)
 class StaticGroup(Protocol[_T]):
     """A group's roster, with static members that may come back under a new member
     id."""
+
+    @property
+    def group_id(self) -> str: ...
 
     @property
     def assignment_epoch(self) -> int: ...
@@ -288,3 +297,94 @@ def drop_member(group: StaticGroup[_T], member: _T) -> None:
         group.static_members.get(member.instance_id) == member.member_id
     ):
         del group.static_members[member.instance_id]
+
+
+_G = TypeVar("_G", bound="StaticGroup[Any]")
+
+
+def group_or_refuse(groups: Mapping[str, _G], group_id: str, group_kind: str) -> _G:
+    """The group a leave names; GROUP_ID_NOT_FOUND when there is none."""
+    group = groups.get(group_id)
+    if group is None:
+        raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
+                               f"{group_kind.capitalize()} {group_id} not found.")
+    return group
+
+
+def leaves_for_now(member: TimedMember, epoch: int) -> bool:
+    """A leave heartbeat's effect on ``member``: True when it is a static member going
+    away for a while (it keeps its assignment until its session runs out; its epoch now
+    says so), False when it leaves for good (the caller removes it)."""
+    if epoch != STATIC_LEAVE_EPOCH:
+        return False
+    member.member_epoch = STATIC_LEAVE_EPOCH
+    return True
+
+
+def rejoining(
+    group: StaticGroup[_T],
+    member_id: str,
+    instance_id: str | None,
+    timers: MemberTimers,
+    *,
+    start_over: Callable[[_T], None],
+    max_size: int,
+    group_kind: str,
+) -> _T | None:
+    """The member a joining heartbeat (epoch 0) is: a static member back under a new
+    member id, or a known member that lost everything (fenced or restarted: it starts
+    over with nothing owned, ``start_over`` clears what its type holds); None for a new
+    one, when the group has room for it.
+
+    :raises HeartbeatRefused: GROUP_MAX_SIZE_REACHED when a new member would not fit.
+    """
+    previous = released_static_member(group, member_id, instance_id)
+    if previous is not None:
+        return replace_static(group, previous, member_id)
+    member = group.members.get(member_id)
+    if member is not None:
+        timers.cancel_revocation(member)
+        member.member_epoch = 0
+        start_over(member)
+        return member
+    if len(group.members) >= max_size:
+        raise HeartbeatRefused(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                               f"The {group_kind} has reached its maximum capacity of "
+                               f"{max_size} members.")
+    return None
+
+
+def commit_error(
+    group: Group[Member] | None, member_id: str, epoch: int, mismatch: ErrorCode
+) -> ErrorCode | None:
+    """OffsetCommit's check of a KIP-848 group (None: no such group of this type). A
+    commit without a member epoch (< 0) is allowed only while the group is empty."""
+    if group is None:
+        return None
+    if epoch < 0 and not group.members:
+        return ErrorCode.NONE
+    return epoch_error(group.members.get(member_id), epoch, mismatch)
+
+
+def txn_commit_error(group: Group[Member] | None, member_id: str, epoch: int) -> ErrorCode | None:
+    """TxnOffsetCommit's check (None: no such group of this type). A producer outside
+    the group protocol (no member id, epoch -1) passes; otherwise the member must be
+    known and the epoch its current one, else ILLEGAL_GENERATION (Kafka answers
+    transactional commits so: producers predate STALE_MEMBER_EPOCH)."""
+    if group is None:
+        return None
+    if not member_id and epoch < 0:
+        return ErrorCode.NONE
+    return epoch_error(group.members.get(member_id), epoch, ErrorCode.ILLEGAL_GENERATION)
+
+
+def fetch_error(
+    group: Group[Member] | None, member_id: str | None, epoch: int
+) -> ErrorCode | None:
+    """OffsetFetch v9+'s check (None: no such group of this type): a member id and epoch
+    given (epoch >= 0) must be a member's current ones."""
+    if group is None:
+        return None
+    if member_id is None or epoch < 0:
+        return ErrorCode.NONE
+    return epoch_error(group.members.get(member_id), epoch, ErrorCode.STALE_MEMBER_EPOCH)

@@ -38,17 +38,7 @@ from twisted.logger import Logger
 
 from brokerd.clock import Clock
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.kip848.members import (
-    HeartbeatRefused,
-    MemberTimers,
-    check_epoch,
-    drop_member,
-    epoch_error,
-    known_member,
-    put_member,
-    released_static_member,
-    replace_static,
-)
+from brokerd.kafka.groups.kip848 import members as kip848
 from brokerd.kafka.groups.streams.assignor import AssignorMember, assign
 from brokerd.kafka.groups.streams.reconcile import next_assignment
 from brokerd.kafka.groups.streams.state import (
@@ -166,7 +156,7 @@ class StreamsGroupCoordinator:
         on_change: Callable[[StreamsGroup], None] | None = None,
     ) -> None:
         self._clock = clock
-        self._timers = MemberTimers(clock, self._expire, holdings="tasks")
+        self._timers = kip848.MemberTimers(clock, self._expire, holdings="tasks")
         self._settings = settings or (lambda _group_id: StreamsSettings())
         self._is_other_group = is_other_group
         self._max_size = max_group_size
@@ -189,7 +179,7 @@ class StreamsGroupCoordinator:
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 return self._leave(request)
             return self._heartbeat(request, topics)
-        except HeartbeatRefused as refused:
+        except kip848.HeartbeatRefused as refused:
             return _error(refused.code, refused.message)
 
     def _heartbeat(self, request: HeartbeatInput, topics: Mapping[str, int]) -> HeartbeatAnswer:
@@ -199,7 +189,7 @@ class StreamsGroupCoordinator:
         member = self._joining(group, request) if joining else self._member_for(group, request)
         bump = member.member_id not in group.members
         bump |= _update_member(member, request)
-        put_member(group, member)
+        kip848.put_member(group, member)
         stale: str | None = None
         if request.topology is not None:
             if group.topology is None or (
@@ -256,16 +246,16 @@ class StreamsGroupCoordinator:
         if group is not None:
             return group
         if self._is_other_group(request.group_id):
-            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
-                                   f"Group {request.group_id} is not a streams group.")
+            raise kip848.HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
+                                           f"Group {request.group_id} is not a streams group.")
         if request.member_epoch != 0:
-            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
-                                   f"Streams group {request.group_id} not found.")
+            raise kip848.HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
+                                           f"Streams group {request.group_id} not found.")
         group = self.groups[request.group_id] = StreamsGroup(request.group_id)
         return group
 
     def _known_member(self, group: StreamsGroup, request: HeartbeatInput) -> StreamsMember:
-        return known_member(group, request.member_id, request.instance_id)
+        return kip848.known_member(group, request.member_id, request.instance_id)
 
     def _member_for(self, group: StreamsGroup, request: HeartbeatInput) -> StreamsMember:
         member = self._known_member(group, request)
@@ -273,34 +263,15 @@ class StreamsGroupCoordinator:
         return member
 
     def _joining(self, group: StreamsGroup, request: HeartbeatInput) -> StreamsMember:
-        member_id = request.member_id
-        previous = released_static_member(group, member_id, request.instance_id)
-        if previous is not None:
-            return replace_static(group, previous, member_id)
-        member = group.members.get(member_id)
-        if member is not None:
-            # Epoch 0 from a known member: it lost everything and starts over.
-            self._timers.cancel_revocation(member)
-            member.state = MemberState.STABLE
-            member.member_epoch = 0
-            member.assigned = NO_TASKS
-            member.revoking = NO_TASKS
-            return member
-        if len(group.members) >= self._max_size:
-            raise HeartbeatRefused(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                                   f"The streams group has reached its maximum capacity of "
-                                   f"{self._max_size} members.")
-        return StreamsMember(member_id=member_id)
+        member = kip848.rejoining(group, request.member_id, request.instance_id, self._timers,
+                                  start_over=_start_over, max_size=self._max_size,
+                                  group_kind="streams group")
+        return StreamsMember(member_id=request.member_id) if member is None else member
 
     def _leave(self, request: HeartbeatInput) -> HeartbeatAnswer:
-        group = self.groups.get(request.group_id)
-        if group is None:
-            raise HeartbeatRefused(ErrorCode.GROUP_ID_NOT_FOUND,
-                                   f"Streams group {request.group_id} not found.")
+        group = kip848.group_or_refuse(self.groups, request.group_id, "streams group")
         member = self._known_member(group, request)
-        if request.member_epoch == STATIC_LEAVE_EPOCH:
-            # Gone for a while: keeps its assignment until its session runs out.
-            member.member_epoch = STATIC_LEAVE_EPOCH
+        if kip848.leaves_for_now(member, request.member_epoch):
             self._changed(group)
         else:
             self._remove(group, member, "left the group")
@@ -410,7 +381,7 @@ class StreamsGroupCoordinator:
 
     def _remove(self, group: StreamsGroup, member: StreamsMember, why: str) -> None:
         self._timers.cancel_all(member)
-        drop_member(group, member)
+        kip848.drop_member(group, member)
         if not group.members:
             self._shutdown.pop(group.group_id, None)
         group.group_epoch += 1
@@ -467,32 +438,18 @@ class StreamsGroupCoordinator:
     def commit_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
         """OffsetCommit's check of a streams group (None: not a streams group). A commit
         without a member epoch (< 0) is allowed only while the group is empty."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return None
-        if epoch < 0 and not group.members:
-            return ErrorCode.NONE
-        return epoch_error(group.members.get(member_id), epoch, ErrorCode.STALE_MEMBER_EPOCH)
+        return kip848.commit_error(self.groups.get(group_id), member_id, epoch,
+                            ErrorCode.STALE_MEMBER_EPOCH)
 
     def txn_commit_error(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
         """TxnOffsetCommit's check (None: not a streams group): a producer outside the
         group (no member id, epoch -1) passes; else the member's current epoch, or
         ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID as Kafka answers."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return None
-        if not member_id and epoch < 0:
-            return ErrorCode.NONE
-        return epoch_error(group.members.get(member_id), epoch, ErrorCode.ILLEGAL_GENERATION)
+        return kip848.txn_commit_error(self.groups.get(group_id), member_id, epoch)
 
     def fetch_error(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode | None:
         """OffsetFetch v9+'s check (None: not a streams group)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return None
-        if member_id is None or epoch < 0:
-            return ErrorCode.NONE
-        return epoch_error(group.members.get(member_id), epoch, ErrorCode.STALE_MEMBER_EPOCH)
+        return kip848.fetch_error(self.groups.get(group_id), member_id, epoch)
 
     def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups of a streams group: only an empty one (NON_EMPTY_GROUP)."""
@@ -558,8 +515,8 @@ def _relevant(topology: Topology, topics: Mapping[str, int]) -> dict[str, int]:
 def _validate(request: HeartbeatInput) -> None:
     """Kafka's checks of a StreamsGroupHeartbeat before any group is looked at."""
 
-    def bad(message: str) -> HeartbeatRefused:
-        return HeartbeatRefused(ErrorCode.INVALID_REQUEST, message)
+    def bad(message: str) -> kip848.HeartbeatRefused:
+        return kip848.HeartbeatRefused(ErrorCode.INVALID_REQUEST, message)
 
     epoch = request.member_epoch
     if not request.group_id:
@@ -591,9 +548,15 @@ def _validate(request: HeartbeatInput) -> None:
         raise bad("Topology can only be provided when (re-)joining.")
 
 
+def _start_over(member: StreamsMember) -> None:
+    member.state = MemberState.STABLE
+    member.assigned = NO_TASKS
+    member.revoking = NO_TASKS
+
+
 def _check_epoch(member: StreamsMember, request: HeartbeatInput) -> None:
     owned = request.owned
-    check_epoch(
+    kip848.check_epoch(
         request.member_epoch, member.member_epoch, member.previous_member_epoch,
         lambda: owned is not None and owned.all() <= member.assigned.all(),
         group_kind="streams group", holdings="tasks",

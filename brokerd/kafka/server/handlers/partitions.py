@@ -27,7 +27,6 @@ from typing import TypeVar
 import attrs
 from twisted.internet import defer
 from twisted.logger import Logger
-from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
@@ -42,6 +41,7 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
     topic_op,
 )
+from brokerd.kafka.server.deadline import DeadlinePassed, within
 from brokerd.kafka.server.handler_base import (
     BrokerIdentity,
     RequestContext,
@@ -70,35 +70,12 @@ T = TypeVar("T")
 INVALID_LOW_WATERMARK = -1
 
 
-class _TimedOut(Exception):
-    """The request's timeout passed first."""
-
-
 def _within(d: defer.Deferred[T], timeout_ms: int, clock: Clock) -> defer.Deferred[T]:
-    """``d``'s result, or a :class:`_TimedOut` failure after ``timeout_ms`` (> 0). ``d``
-    is not cancelled: the core still completes the operation."""
+    """``d``'s result, or a :class:`DeadlinePassed` failure after ``timeout_ms`` (none
+    when it is not > 0). ``d`` is not cancelled: the core still completes the operation."""
     if timeout_ms <= 0:
         return d
-    out: defer.Deferred[T] = defer.Deferred()
-
-    def expire() -> None:
-        if not out.called:
-            out.errback(_TimedOut(f"not done within {timeout_ms} ms"))
-
-    call = clock.callLater(timeout_ms / 1000.0, expire)
-
-    def done(result: T | Failure) -> None:
-        if call.active():
-            call.cancel()
-        if out.called:
-            return  # timed out already; the late outcome is dropped on purpose
-        if isinstance(result, Failure):
-            out.errback(result)
-        else:
-            out.callback(result)
-
-    d.addBoth(done)
-    return out
+    return within(d, timeout_ms / 1000.0, clock, f"not done within {timeout_ms} ms")
 
 
 class PartitionAdminHandlers:
@@ -129,7 +106,7 @@ class PartitionAdminHandlers:
         )
 
     def _code(self, what: str, exc: BaseException) -> ErrorCode:
-        if isinstance(exc, _TimedOut):
+        if isinstance(exc, DeadlinePassed):
             return ErrorCode.REQUEST_TIMED_OUT
         return unexpected_code(self._log, what, exc)
 

@@ -17,9 +17,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 import attrs
-from twisted.internet import defer
 from twisted.logger import Logger
-from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
 from brokerd.core.api import CoreApi
@@ -33,6 +31,7 @@ from brokerd.kafka.server.acl_gate import (
     by_name,
     split_entries,
 )
+from brokerd.kafka.server.deadline import DeadlinePassed, within
 from brokerd.kafka.server.handler_base import (
     CLOSE_CONNECTION,
     NO_RESPONSE,
@@ -62,39 +61,6 @@ ZSTD_MIN_PRODUCE_VERSION = 7
 MIN_IMPLEMENTED_PRODUCE_VERSION = 3
 #: First Produce version that names topics by ID (KIP-516) instead of by name.
 TOPIC_ID_PRODUCE_VERSION = 13
-
-class _Timeout(Exception):
-    """A produce was not durable within the request's timeout."""
-
-
-# -- helpers -------------------------------------------------------------------------
-
-
-def _deadline(d: defer.Deferred[T], seconds: float, clock: Clock) -> defer.Deferred[T]:
-    """``d``'s result, or a :class:`_Timeout` failure after ``seconds``. ``d`` itself is
-    not cancelled (the core still completes the append; an idempotent retry of it is
-    then answered from the producer state)."""
-    out: defer.Deferred[T] = defer.Deferred()
-
-    def expire() -> None:
-        if not out.called:
-            out.errback(_Timeout(f"not durable within {seconds:.3f}s"))
-
-    call = clock.callLater(seconds, expire)
-
-    def done(result: T | Failure) -> None:
-        if call.active():
-            call.cancel()
-        if out.called:
-            return  # timed out already; a late failure is dropped here on purpose
-        if isinstance(result, Failure):
-            out.errback(result)
-        else:
-            out.callback(result)
-
-    d.addBoth(done)
-    return out
-
 
 class ProduceHandler:
     """Answers Produce. One instance per listener.
@@ -213,10 +179,12 @@ class ProduceHandler:
         try:
             d = self._core.produce_batches(topic, part.index, records, acks=acks)
             if timeout is not None and not d.called:
-                # (A small append without a sync is done already: nothing to time.)
-                d = _deadline(d, timeout, self._clock)
+                # (A small append without a sync is done already: nothing to time.) The
+                # append is not cancelled: an idempotent retry of it is then answered
+                # from the producer state.
+                d = within(d, timeout, self._clock, f"not durable within {timeout:.3f}s")
             info = await d
-        except _Timeout as e:
+        except DeadlinePassed as e:
             return refuse(ErrorCode.REQUEST_TIMED_OUT, str(e))
         except InvalidRecord as e:  # keyless record, compacted topic (docs/compaction.md)
             return invalid_record_response(part.index, version, e)

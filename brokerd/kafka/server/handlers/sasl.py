@@ -55,6 +55,7 @@ from brokerd.security.scram import (
     MECHANISMS_BY_CODE,
     MIN_ITERATIONS,
     ScramCredential,
+    ScramMechanism,
 )
 
 #: Longest salt accepted from AlterUserScramCredentials.
@@ -230,15 +231,9 @@ class ScramAdminHandlers:
             errors.setdefault(name, (code, text))
 
         for d in body.deletions:
-            mech = MECHANISMS_BY_CODE.get(d.mechanism)
-            if not d.name:
-                refuse(d.name, SaslCode.UNACCEPTABLE_CREDENTIAL, "user name must not be empty")
-            elif mech is None:
-                refuse(d.name, SaslCode.UNSUPPORTED_SASL_MECHANISM,
-                       f"unknown SCRAM mechanism {d.mechanism}")
-            elif seen[(d.name, d.mechanism)] > 1:
-                refuse(d.name, SaslCode.DUPLICATE_RESOURCE,
-                       "a user and mechanism may appear only once per request")
+            mech = _entry_mechanism(d.name, d.mechanism, seen)
+            if not isinstance(mech, ScramMechanism):
+                refuse(d.name, *mech)
             elif mech.name not in existing.get(d.name, {}):
                 refuse(d.name, SaslCode.RESOURCE_NOT_FOUND,
                        f"attempt to delete a user credential that does not exist: "
@@ -246,15 +241,9 @@ class ScramAdminHandlers:
             else:
                 changes[d.name].append(CredentialChange(d.name, mech.name, None))
         for u in body.upsertions:
-            mech = MECHANISMS_BY_CODE.get(u.mechanism)
-            if not u.name:
-                refuse(u.name, SaslCode.UNACCEPTABLE_CREDENTIAL, "user name must not be empty")
-            elif mech is None:
-                refuse(u.name, SaslCode.UNSUPPORTED_SASL_MECHANISM,
-                       f"unknown SCRAM mechanism {u.mechanism}")
-            elif seen[(u.name, u.mechanism)] > 1:
-                refuse(u.name, SaslCode.DUPLICATE_RESOURCE,
-                       "a user and mechanism may appear only once per request")
+            mech = _entry_mechanism(u.name, u.mechanism, seen)
+            if not isinstance(mech, ScramMechanism):
+                refuse(u.name, *mech)
             elif u.iterations < MIN_ITERATIONS:
                 refuse(u.name, SaslCode.UNACCEPTABLE_CREDENTIAL,
                        f"too few iterations ({u.iterations} < {MIN_ITERATIONS})")
@@ -318,3 +307,20 @@ def alter_user_scram_credentials_rule(
         )
         for user in users
     )))
+
+
+def _entry_mechanism(
+    name: str, mechanism: int, seen: Mapping[tuple[str, int], int]
+) -> ScramMechanism | tuple[SaslCode, str]:
+    """The mechanism an AlterUserScramCredentials deletion or upsertion names, or why
+    the entry is refused whatever it asks: no user name, an unknown mechanism, or the
+    user and mechanism named twice in the request (``seen`` counts them)."""
+    mech = MECHANISMS_BY_CODE.get(mechanism)
+    if not name:
+        return SaslCode.UNACCEPTABLE_CREDENTIAL, "user name must not be empty"
+    if mech is None:
+        return SaslCode.UNSUPPORTED_SASL_MECHANISM, f"unknown SCRAM mechanism {mechanism}"
+    if seen[(name, mechanism)] > 1:
+        return (SaslCode.DUPLICATE_RESOURCE,
+                "a user and mechanism may appear only once per request")
+    return mech

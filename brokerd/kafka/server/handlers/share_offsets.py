@@ -13,6 +13,7 @@ Kafka: DESCRIBE on the group and the topics for describe, READ for alter and del
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import attrs
 
@@ -316,23 +317,40 @@ def _topics_of(
     )
 
 
+_Q = TypeVar("_Q")
+_P = TypeVar("_P")
+
+
+def _group_and_topics_read(
+    access: Access,
+    req: Request[_Q],
+    group_id: str,
+    topics: Iterable[str],
+    refused: Callable[[int], _P],
+) -> Gate[_Q, _P]:
+    """READ on the group (else GROUP_AUTHORIZATION_FAILED) and on every topic named
+    (else TOPIC_AUTHORIZATION_FAILED), for the whole request: one topic denied refuses
+    it all."""
+    if not access.group(Operation.READ, group_id):
+        return answer_now(req, refused(GROUP_DENIED))
+    if all(access.topic(Operation.READ, t) for t in topics):
+        return Gate(req)
+    return answer_now(req, refused(TOPIC_DENIED))
+
+
 def alter_rule(
     access: Access, req: Request[m.AlterShareGroupOffsetsRequest]
 ) -> Gate[m.AlterShareGroupOffsetsRequest, m.AlterShareGroupOffsetsResponse]:
-    body = req.body
-    if not access.group(Operation.READ, body.group_id):
-        return answer_now(req, m.AlterShareGroupOffsetsResponse(error_code=GROUP_DENIED))
-    if all(access.topic(Operation.READ, t.topic_name) for t in body.topics):
-        return Gate(req)
-    return answer_now(req, m.AlterShareGroupOffsetsResponse(error_code=TOPIC_DENIED))
+    return _group_and_topics_read(
+        access, req, req.body.group_id, (t.topic_name for t in req.body.topics),
+        lambda code: m.AlterShareGroupOffsetsResponse(error_code=code),
+    )
 
 
 def delete_rule(
     access: Access, req: Request[m.DeleteShareGroupOffsetsRequest]
 ) -> Gate[m.DeleteShareGroupOffsetsRequest, m.DeleteShareGroupOffsetsResponse]:
-    body = req.body
-    if not access.group(Operation.READ, body.group_id):
-        return answer_now(req, m.DeleteShareGroupOffsetsResponse(error_code=GROUP_DENIED))
-    if all(access.topic(Operation.READ, t.topic_name) for t in body.topics):
-        return Gate(req)
-    return answer_now(req, m.DeleteShareGroupOffsetsResponse(error_code=TOPIC_DENIED))
+    return _group_and_topics_read(
+        access, req, req.body.group_id, (t.topic_name for t in req.body.topics),
+        lambda code: m.DeleteShareGroupOffsetsResponse(error_code=code),
+    )

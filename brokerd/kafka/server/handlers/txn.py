@@ -34,7 +34,7 @@ WriteTxnMarkers (through the core, as the coordinator does); dispatch is
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -334,21 +334,34 @@ class TxnHandlers:
 
     # -- AddOffsetsToTxn and EndTxn --------------------------------------------------
 
+    async def _txn_code(
+        self,
+        transactional_id: str,
+        what: str,
+        call: Callable[[TransactionCoordinator], Awaitable[int]],
+    ) -> int:
+        """The error code of one transaction operation: NOT_COORDINATOR without a
+        transaction coordinator, INVALID_REQUEST for an empty transactional id, else
+        the coordinator's answer (an unexpected failure logged and mapped)."""
+        if self._txn is None:
+            return NO_COORDINATOR
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        try:
+            return await call(self._txn)
+        except Exception as e:
+            return self._unexpected(what, e)
+
     async def add_offsets_to_txn(
         self, conn: RequestContext, req: Request[apis.AddOffsetsToTxnRequest]
     ) -> apis.AddOffsetsToTxnResponse:
         body = req.body
-        if self._txn is None:
-            code: int = NO_COORDINATOR
-        elif not body.transactional_id:
-            code = ErrorCode.INVALID_REQUEST
-        else:
-            try:
-                code = await self._txn.add_offsets(
-                    body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
-                )
-            except Exception as e:
-                code = self._unexpected("add offsets to txn", e)
+        code = await self._txn_code(
+            body.transactional_id, "add offsets to txn",
+            lambda txn: txn.add_offsets(
+                body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
+            ),
+        )
         return apis.AddOffsetsToTxnResponse(
             error_code=code_for_version(ApiKey.ADD_OFFSETS_TO_TXN, req.api_version, code)
         )
@@ -359,18 +372,12 @@ class TxnHandlers:
         body = req.body
         if req.api_version >= BUMPING_END_TXN_FROM and self._txn is not None:
             return await self._end_txn_bumping(body)
-        if self._txn is None:
-            code: int = NO_COORDINATOR
-        elif not body.transactional_id:
-            code = ErrorCode.INVALID_REQUEST
-        else:
-            try:
-                code = await self._txn.end_txn(
-                    body.transactional_id, body.producer_id, body.producer_epoch,
-                    body.committed,
-                )
-            except Exception as e:
-                code = self._unexpected("end txn", e)
+        code = await self._txn_code(
+            body.transactional_id, "end txn",
+            lambda txn: txn.end_txn(
+                body.transactional_id, body.producer_id, body.producer_epoch, body.committed
+            ),
+        )
         return apis.EndTxnResponse(
             error_code=code_for_version(ApiKey.END_TXN, req.api_version, code)
         )
