@@ -108,9 +108,9 @@ class _Metadata(tuple[Any, ...]):
 
 class _AnnotatedMetadata:
     """Stands in for ``typing.Annotated`` while a message's annotation string is
-    evaluated: ``Annotated[T, Wire(...)]`` gives the metadata alone. Building the real
-    ``typing`` object (its parameter checks and caches) for every attribute of some 300
-    classes cost a tenth of the start, and only the ``Wire`` is wanted."""
+    evaluated: ``Annotated[T, Wire(...)]`` gives the metadata alone. The real ``typing``
+    object (its parameter checks and caches), built for each of the 1,100 attributes
+    of some 300 classes at every start, is not needed: only the ``Wire`` is read."""
 
     def __class_getitem__(cls, params: Any) -> _Metadata:
         return _Metadata(params[1:] if isinstance(params, tuple) else ())
