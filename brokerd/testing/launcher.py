@@ -6,20 +6,32 @@ kernel chose to its ``--ready-file`` once all of them are bound; the launcher wa
 that file, never for a log line. ``restart()`` starts the broker again over the same
 data directory on the ports it had (clients keep their bootstrap address).
 
+A launcher may keep a *spare* (:mod:`brokerd.testing.spare`, ``spare=True``; the pytest
+plugin's fixtures do unless ``BROKERD_TEST_SPARE=0``): one child process that has
+already imported everything a start imports and waits for its arguments. A start takes
+it if one is there and its environment fits, and spawns the next one once its broker
+is ready; otherwise it spawns cold. Either way the child is a ``subprocess.Popen`` running
+``twistd broker`` with the same arguments, so its pid, ``kill()``, exit status, ready file
+and log are the same.
+
 The defaults suit tests (:data:`TEST_MODE_ARGS`): no fsync, no HTTP services. Any
 broker flag can be given as a keyword (``fsync="always"`` is ``--fsync=always``).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import IO
 
 import brokerd
 
@@ -43,6 +55,23 @@ DEFAULT_LISTENERS = {
 #: for it (``fsync="always"``); segments small, so that retention and compaction tests
 #: roll them without writing a gigabyte.
 TEST_MODE_ARGS: Mapping[str, str] = {"fsync": "never", "segment-bytes": str(16 * 1024 * 1024)}
+
+
+#: twistd itself, by this interpreter (no reliance on a bin directory).
+TWISTD = "from twisted.scripts.twistd import run; run()"
+#: A spare, by this interpreter (``-c`` as for twistd: sys.path is a cold start's).
+SPARE = "import sys; from brokerd.testing.spare import main; main(sys.argv[1:])"
+#: The environment variable that turns spares off for the pytest plugin (``0``).
+SPARE_ENV = "BROKERD_TEST_SPARE"
+#: Environment variables a spare's imports depended on: a spare started under other
+#: values is not used (its modules could differ from a cold start's).
+IMPORT_ENV_PREFIX = "PYTHON"
+
+
+def spares_wanted(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the plugin's fixtures use spares (on unless ``BROKERD_TEST_SPARE=0``)."""
+    value = (os.environ if environ is None else environ).get(SPARE_ENV, "1")
+    return value.strip().lower() not in ("0", "no", "false", "off")
 
 
 class BrokerLaunchError(RuntimeError):
@@ -95,6 +124,146 @@ def spawn(
     )
 
 
+class Spare:
+    """A ``python -m brokerd.testing.spare`` child: imported, waiting for its order on
+    its stdin (it exits 0 if the pipe closes first, e.g. when this process ends)."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *,
+        python_options: tuple[str, ...] = (),
+        stderr: IO[bytes] | None = None,
+    ) -> None:
+        """``python_options`` (``-X importtime``) and ``stderr`` are for looking at it."""
+        self.env = dict(env)
+        ready_read, ready_write = os.pipe()
+        try:
+            self.proc: subprocess.Popen[bytes] = subprocess.Popen(
+                [sys.executable, *python_options, "-c", SPARE, "--ready-fd", str(ready_write)],
+                env=self.env,
+                stderr=stderr,
+                # Where the imported brokerd lives: ``-c`` puts the working directory
+                # first on sys.path (as "", so after the order's chdir it is the cold
+                # start's directory again).
+                cwd=Path(brokerd.__file__).resolve().parents[1],
+                stdin=subprocess.PIPE,
+                pass_fds=(ready_write,),
+            )
+        finally:
+            os.close(ready_write)
+        self._ready_fd: int | None = ready_read
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Whether the spare finished its imports (waiting up to ``timeout`` seconds)."""
+        if self._ready_fd is None:
+            return self.alive
+        readable, _, _ = select.select([self._ready_fd], [], [], timeout)
+        if not readable:
+            return False
+        os.close(self._ready_fd)
+        self._ready_fd = None
+        return self.alive
+
+    def fits(self, env: Mapping[str, str]) -> bool:
+        """Whether a broker wanting ``env`` can be this spare: the same interpreter (it
+        always is: this process started it) and the same import environment."""
+
+        def imports(environ: Mapping[str, str]) -> dict[str, str]:
+            return {k: v for k, v in environ.items() if k.startswith(IMPORT_ENV_PREFIX)}
+
+        return imports(self.env) == imports(env)
+
+    def order(self, argv: list[str], *, cwd: Path, env: Mapping[str, str]) -> bool:
+        """Make the spare the broker of ``argv``; False if it has died meanwhile."""
+        line = json.dumps({
+            "argv": argv,
+            "cwd": str(cwd),
+            "env": {k: v for k, v in env.items() if self.env.get(k) != v},
+            "unset": [k for k in self.env if k not in env],
+        })
+        self._close_ready()
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            self.proc.wait()
+            return False
+        return True
+
+    def discard(self) -> None:
+        """Close its stdin: it exits 0 (at once if imported, else after its imports)."""
+        self._close_ready()
+        assert self.proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.close()
+
+    def _close_ready(self) -> None:
+        if self._ready_fd is not None:
+            os.close(self._ready_fd)
+            self._ready_fd = None
+
+
+#: This process's spare (one per process: each pytest-xdist worker has its own).
+_spare: Spare | None = None
+
+
+def current_spare() -> Spare | None:
+    """The spare waiting now, if any."""
+    return _spare
+
+
+def prepare_spare(env: Mapping[str, str] | None = None) -> Spare:
+    """The spare for brokers started with ``env`` (the launcher's child environment by
+    default): the waiting one if it fits, else a new one (the old one is discarded)."""
+    global _spare
+    wanted = child_environment(env)
+    if _spare is not None and _spare.alive and _spare.fits(wanted):
+        return _spare
+    discard_spare()
+    _spare = Spare(wanted)
+    return _spare
+
+
+def discard_spare() -> None:
+    """Let the waiting spare exit (and reap it)."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is not None:
+        still_importing = not spare.wait_ready(0)
+        spare.discard()
+        if still_importing:
+            # It reads its stdin only once imported; it holds nothing to lose.
+            spare.proc.terminate()
+        try:
+            spare.proc.wait(STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            spare.proc.kill()
+            spare.proc.wait()
+
+
+def take_spare(
+    argv: list[str], *, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes] | None:
+    """The waiting spare turned into the broker of ``argv`` (None: no spare that fits;
+    the caller spawns cold)."""
+    global _spare
+    wanted = child_environment(env)
+    spare = _spare
+    if spare is None or not spare.alive or not spare.fits(wanted):
+        return None
+    _spare = None
+    return spare.proc if spare.order(argv, cwd=cwd, env=wanted) else None
+
+
+atexit.register(discard_spare)
+
+
 def read_ready_file(path: Path, pid: int | None = None) -> dict[str, str] | None:
     """The listeners a ready file names (None: not written yet, or by another process
     than ``pid``)."""
@@ -141,7 +310,8 @@ class LaunchedBroker:
 
     ``flags`` are broker options as keywords (over the default listeners, and
     :data:`TEST_MODE_ARGS` unless ``test_mode`` is false); ``args`` are further
-    command-line words as they are.
+    command-line words as they are. With ``spare``, a start takes this process's spare
+    if one fits, and leaves the next one waiting once its broker is ready.
     """
 
     def __init__(
@@ -152,6 +322,7 @@ class LaunchedBroker:
         args: tuple[str, ...] = (),
         start_timeout: float = START_TIMEOUT_SECONDS,
         test_mode: bool = True,
+        spare: bool = False,
         **flags: object,
     ) -> None:
         self.data_dir = Path(data_dir)
@@ -165,6 +336,9 @@ class LaunchedBroker:
         self.flags.update({key.replace("_", "-"): value for key, value in flags.items()})
         self.args = tuple(args)
         self.start_timeout = start_timeout
+        self.spare = spare
+        #: Whether the last start used a spare (False: spawned cold).
+        self.from_spare = False
         #: ``HOST:PORT`` by listener name (``kafka``, ``native``, ``http``, ...), as
         #: the ready file said at the last start.
         self.addresses: dict[str, str] = {}
@@ -201,16 +375,17 @@ class LaunchedBroker:
     # -- life cycle --------------------------------------------------------------
 
     def command(self) -> list[str]:
+        """The cold start's command line."""
+        return [sys.executable, "-c", TWISTD, *self.twistd_args()]
+
+    def twistd_args(self) -> list[str]:
+        """twistd's arguments (what follows the program in :meth:`command`)."""
         flags = dict(self.flags)
         # After a first start, the same ports again (restart keeps the addresses).
         for name, address in self.addresses.items():
             host, _, port = address.rpartition(":")
             flags[name] = f"tcp:{port}:interface={host.strip('[]')}"
         return [
-            sys.executable,
-            "-c",
-            # twistd itself, by this interpreter (no reliance on a bin directory).
-            "from twisted.scripts.twistd import run; run()",
             "--nodaemon",
             "--pidfile=",
             f"--logfile={self.log_path}",
@@ -226,10 +401,20 @@ class LaunchedBroker:
         if self.running:
             raise RuntimeError("the broker is already running")
         started = time.monotonic()
-        self.proc = spawn(self.command(), self.ready_path, cwd=self.data_dir.parent)
-        self.addresses = wait_until_ready(
-            self.proc, self.ready_path, self.log, timeout=self.start_timeout
-        )
+        proc = None
+        if self.spare:
+            self.ready_path.unlink(missing_ok=True)
+            proc = take_spare(self.twistd_args(), cwd=self.data_dir.parent)
+        self.from_spare = proc is not None
+        self.proc = proc or spawn(self.command(), self.ready_path, cwd=self.data_dir.parent)
+        try:
+            self.addresses = wait_until_ready(
+                self.proc, self.ready_path, self.log, timeout=self.start_timeout
+            )
+        finally:
+            if self.spare:
+                # The next one imports while this broker's test runs, not during its start.
+                prepare_spare()
         self.start_seconds = time.monotonic() - started
         return self
 

@@ -5,6 +5,7 @@ alone and once under ``pytest -n 2``; a failing test's report carries the broker
 from __future__ import annotations
 
 import importlib.metadata
+import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,11 @@ PLUGIN_ARGS: tuple[str, ...] = (
 CRASH_TEST = (Path(__file__).parent / "crash_example.py").read_text()
 
 SECOND_FILE = '''
+import os
+from pathlib import Path
+
 import pytest
+from brokerd.testing.launcher import current_spare
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
@@ -44,6 +49,11 @@ def test_two_brokers(brokerd_factory):
     first, second = brokerd_factory(), brokerd_factory()
     assert first.bootstrap_servers != second.bootstrap_servers
     assert first.data_dir != second.data_dir
+    # The first start left a spare waiting; the second took it and left the next.
+    assert second.from_spare
+    spare = current_spare()
+    assert spare is not None and spare.alive
+    (Path(__file__).parent / f"spare-{os.getpid()}.pid").write_text(str(spare.proc.pid))
 '''
 
 
@@ -58,6 +68,12 @@ def test_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_crash=CRASH_TEST, test_more=SECOND_FILE)
     result = pytester.runpytest_subprocess(*PLUGIN_ARGS, "-q", "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
+    # Each worker's spare ended with the session.
+    (noted,) = pytester.path.glob("spare-*.pid")
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{int(noted.read_text())}").exists():
+        assert time.monotonic() < deadline, "the spare outlived the test session"
+        time.sleep(0.05)
 
 
 def test_failing_report_carries_the_log(pytester: pytest.Pytester) -> None:
