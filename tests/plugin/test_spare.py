@@ -6,6 +6,7 @@ SIGKILL, restart on the same ports over the same data, exit status)."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,7 +57,10 @@ def test_a_spare_exits_at_end_of_file_before_an_order() -> None:
     spare = Spare(child_environment())
     assert spare.wait_ready(READY_SECONDS)
     # Imported, it holds nothing but its pipes and the reactor's own descriptors.
-    assert not [path for path in Path(f"/proc/{spare.proc.pid}/task").iterdir()][1:]
+    proc_dir = Path(f"/proc/{spare.proc.pid}")
+    assert len(list((proc_dir / "task").iterdir())) == 1
+    held = [str((proc_dir / "fd" / fd).readlink()) for fd in os.listdir(proc_dir / "fd")]
+    assert not [target for target in held if target.startswith("socket:")], held
     spare.discard()
     began = time.monotonic()
     assert spare.proc.wait(10) == 0
