@@ -140,7 +140,11 @@ def test_an_environment_a_spare_was_not_imported_under_is_spawned_cold(
     spare = launcher.prepare_spare()
     monkeypatch.setenv("PYTHONHASHSEED", "7")
     assert launcher.take_spare(["--version"], cwd=tmp_path) is None
-    # Another variable is handed over in the order.
+    # Another variable is handed over in the order; twistd runs with the arguments.
     monkeypatch.delenv("PYTHONHASHSEED")
     monkeypatch.setenv("BROKERD_SPARE_CHECK", "handed over")
     assert spare.fits(child_environment())
+    proc = launcher.take_spare(["--version"], cwd=tmp_path)
+    assert proc is spare.proc
+    assert proc.wait(READY_SECONDS) == 0
+    assert launcher.current_spare() is None
