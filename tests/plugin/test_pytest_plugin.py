@@ -63,8 +63,9 @@ def test_crash_test_file_passes(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
 
 
-def test_under_xdist(pytester: pytest.Pytester) -> None:
+def test_under_xdist(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xdist")
+    monkeypatch.setenv("BROKERD_TEST_SPARE", "1")  # the second file checks the spares
     pytester.makepyfile(test_crash=CRASH_TEST, test_more=SECOND_FILE)
     result = pytester.runpytest_subprocess(*PLUGIN_ARGS, "-q", "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
