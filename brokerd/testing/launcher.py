@@ -125,8 +125,9 @@ def spawn(
 
 
 class Spare:
-    """A ``python -m brokerd.testing.spare`` child: imported, waiting for its order on
-    its stdin (it exits 0 if the pipe closes first, e.g. when this process ends)."""
+    """A :mod:`brokerd.testing.spare` child (run by ``-c``, as twistd is): imported,
+    waiting for its order on its stdin (it exits 0 if the pipe closes first, e.g. when
+    this process ends)."""
 
     def __init__(
         self,

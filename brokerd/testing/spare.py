@@ -1,4 +1,5 @@
-"""A broker process started before it is needed: ``python -m brokerd.testing.spare``.
+"""A broker process started before it is needed (the launcher runs :func:`main` through
+``python -c``, as it runs twistd, so that ``sys.path`` is a cold start's).
 
 A cold test broker spends almost all of its start importing (Twisted's reactor, twistd,
 the broker's modules and the Kafka message classes). A spare pays that in advance: it
