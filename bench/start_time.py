@@ -11,11 +11,12 @@ the median over several fresh starts, each over an empty data directory, from by
 (spawn to exit after the clean stop): on a shared machine the wall time moves with the
 load, the CPU time much less.
 
-A second brokerd row is the wait of a test whose fixture takes the launcher's spare (a
-broker process already imported, waiting for its arguments; the plugin's fixtures keep
-one): the spare has finished its imports before the clock starts, as it has when the
-previous test ran for longer than an import. The two brokerd kinds alternate, start by
-start, so that both see the same load.
+A second brokerd row is the wait of a test whose fixture's broker is forked by the
+launcher's fork server (one process per test process that imported the broker once;
+the plugin's fixtures use it): the server is started, and has finished its imports,
+before the first start of the row, as in a test session after its first broker; its
+import time is noted in the row. The two brokerd kinds alternate, start by start, so
+that both see the same load.
 """
 
 from __future__ import annotations
@@ -33,13 +34,12 @@ from bench.resources import SECTION, _compiled
 from brokerd.testing import LaunchedBroker
 from brokerd.testing.launcher import (
     START_TIMEOUT_SECONDS,
-    current_spare,
-    discard_spare,
-    prepare_spare,
+    close_fork_server,
+    prepare_fork_server,
 )
 
 WHAT = "spawn to first acknowledged produce (fresh data directory)"
-WHAT_SPARE = "fixture start from a spare to first acknowledged produce (fresh data directory)"
+WHAT_FORKED = "fixture start, forked, to first acknowledged produce (fresh data directory)"
 #: Kafka's starts are slower and each formats storage first: fewer of them.
 KAFKA_STARTS = 3
 
@@ -75,14 +75,9 @@ def measure(results: Results, root: Path, starts: int, *, kafka_why: str) -> Non
 
     cpu: list[float] = []
 
-    def brokerd_once(i: int, *, spare: bool) -> float:
-        directory = root / f"brokerd-{'spare' if spare else 'cold'}-{i}"
-        # Both kinds start with the spare idle: imported (the previous spare start
-        # left the next one importing, which would load this start's machine).
-        waiting = prepare_spare() if spare else current_spare()
-        if waiting is not None:
-            waiting.wait_ready(START_TIMEOUT_SECONDS)
-        broker = LaunchedBroker(directory / "data", spare=spare)
+    def brokerd_once(i: int, *, forked: bool) -> float:
+        directory = root / f"brokerd-{'forked' if forked else 'cold'}-{i}"
+        broker = LaunchedBroker(directory / "data", fork_server=forked)
         before = _children_cpu()
         begin = time.perf_counter()
         broker.start()
@@ -91,24 +86,28 @@ def measure(results: Results, root: Path, starts: int, *, kafka_why: str) -> Non
             return time.perf_counter() - begin
         finally:
             broker.stop()  # reaps the child: its CPU time is in the children's now
-            if not spare:
+            if not forked:
                 cpu.append(_children_cpu() - before)
             shutil.rmtree(directory, ignore_errors=True)
 
+    began = time.perf_counter()
+    prepare_fork_server().wait_ready(START_TIMEOUT_SECONDS)
+    server_import = time.perf_counter() - began
     cold: list[float] = []
     warm: list[float] = []
     for i in range(starts):
-        cold.append(brokerd_once(i, spare=False))
-        warm.append(brokerd_once(i, spare=True))
-    discard_spare()
+        cold.append(brokerd_once(i, forked=False))
+        warm.append(brokerd_once(i, forked=True))
+    close_fork_server()
     results.add(Row(SECTION, "brokerd", WHAT, "test mode (fsync never)",
                     statistics.median(cold), "s",
                     f"median of {starts}: " + ", ".join(f"{t:.2f}" for t in cold)
                     + f"; broker CPU median {statistics.median(cpu):.2f} s"))
-    results.add(Row(SECTION, "brokerd", WHAT_SPARE, "test mode, plugin fixture's spare",
+    results.add(Row(SECTION, "brokerd", WHAT_FORKED, "test mode, plugin's fork server",
                     statistics.median(warm), "s",
                     f"median of {starts}, alternating with the cold row: "
-                    + ", ".join(f"{t:.2f}" for t in warm)))
+                    + ", ".join(f"{t:.2f}" for t in warm)
+                    + f"; the server's import, once per test process: {server_import:.2f} s"))
     if kafka_why:
         results.add(Row(SECTION, SYSTEM, WHAT, "default", None, "s", kafka_why))
         return

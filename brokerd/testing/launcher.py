@@ -6,13 +6,14 @@ kernel chose to its ``--ready-file`` once all of them are bound; the launcher wa
 that file, never for a log line. ``restart()`` starts the broker again over the same
 data directory on the ports it had (clients keep their bootstrap address).
 
-A launcher may keep a *spare* (:mod:`brokerd.testing.spare`, ``spare=True``; the pytest
-plugin's fixtures do unless ``BROKERD_TEST_SPARE=0``): one child process that has
-already imported everything a start imports and waits for its arguments. A start takes
-it if one is there and its environment fits, and spawns the next one once its broker
-is ready; otherwise it spawns cold. Either way the child is a ``subprocess.Popen`` running
-``twistd broker`` with the same arguments, so its pid, ``kill()``, exit status, ready file
-and log are the same.
+A launcher may fork its brokers (``fork_server=True``; the pytest plugin's fixtures do
+unless ``BROKERD_TEST_FORK_SERVER=0``) from this process's *fork server*
+(:mod:`brokerd.testing.fork_server`): one child process, started at the first such
+start, that has imported everything a start imports once and forks a broker per start.
+The broker child runs twistd with the arguments a cold start's command line has; its
+handle (:class:`ForkedChild`) has the ``Popen`` methods the launcher uses, so its pid,
+``kill()``, exit status, ready file and log are a cold child's. A server that died or
+was imported under other ``PYTHON*`` variables forks nothing: the start spawns cold.
 
 The defaults suit tests (:data:`TEST_MODE_ARGS`): no fsync, no HTTP services. Any
 broker flag can be given as a keyword (``fsync="always"`` is ``--fsync=always``).
@@ -28,10 +29,11 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 import brokerd
 
@@ -59,18 +61,20 @@ TEST_MODE_ARGS: Mapping[str, str] = {"fsync": "never", "segment-bytes": str(16 *
 
 #: twistd itself, by this interpreter (no reliance on a bin directory).
 TWISTD = "from twisted.scripts.twistd import run; run()"
-#: A spare, by this interpreter (``-c`` as for twistd: sys.path is a cold start's).
-SPARE = "import sys; from brokerd.testing.spare import main; main(sys.argv[1:])"
-#: The environment variable that turns spares off for the pytest plugin (``0``).
-SPARE_ENV = "BROKERD_TEST_SPARE"
-#: Environment variables a spare's imports depended on: a spare started under other
-#: values is not used (its modules could differ from a cold start's).
+#: The fork server, by this interpreter (``-c`` as for twistd: sys.path is a cold
+#: start's).
+FORK_SERVER = "import sys; from brokerd.testing.fork_server import main; main(sys.argv[1:])"
+#: The environment variable that turns the fork server off for the plugin (``0``).
+FORK_SERVER_ENV = "BROKERD_TEST_FORK_SERVER"
+#: Environment variables the fork server's imports depended on: a server started under
+#: other values does not serve (its modules could differ from a cold start's).
 IMPORT_ENV_PREFIX = "PYTHON"
 
 
-def spares_wanted(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the plugin's fixtures use spares (on unless ``BROKERD_TEST_SPARE=0``)."""
-    value = (os.environ if environ is None else environ).get(SPARE_ENV, "1")
+def fork_server_wanted(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the plugin's fixtures fork their brokers (on unless
+    ``BROKERD_TEST_FORK_SERVER=0``)."""
+    value = (os.environ if environ is None else environ).get(FORK_SERVER_ENV, "1")
     return value.strip().lower() not in ("0", "no", "false", "off")
 
 
@@ -124,10 +128,75 @@ def spawn(
     )
 
 
-class Spare:
-    """A :mod:`brokerd.testing.spare` child (run by ``-c``, as twistd is): imported,
-    waiting for its order on its stdin (it exits 0 if the pipe closes first, e.g. when
-    this process ends)."""
+class Child(Protocol):
+    """What the launcher uses of a broker child: ``subprocess.Popen``'s (a cold child)
+    or :class:`ForkedChild`'s (a child of the fork server)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def terminate(self) -> None: ...
+
+
+class ForkedChild:
+    """A broker the fork server forked, as a ``Popen`` subset: signals go to its pid,
+    its exit status comes from the server (which reaps it)."""
+
+    def __init__(self, server: ForkServer, pid: int) -> None:
+        self._server = server
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._server.status_of(self.pid, timeout=0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit status; ``subprocess.TimeoutExpired`` after ``timeout`` seconds."""
+        if self.returncode is None:
+            status = self._server.status_of(self.pid, timeout=timeout)
+            if status is None:
+                raise subprocess.TimeoutExpired(["forked broker", str(self.pid)], timeout or 0)
+            self.returncode = status
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        # Not after its exit was reported: the pid may be another process's by now.
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def __repr__(self) -> str:
+        return f"<ForkedChild pid={self.pid} returncode={self.returncode}>"
+
+
+#: The status a forked child is given when the server died before reporting its exit
+#: (no real exit status is this number): its launcher cannot know it.
+LOST_STATUS = -256
+
+
+class ForkServer:
+    """A :mod:`brokerd.testing.fork_server` child (run by ``-c``, as twistd is): it
+    imports once, then forks a broker per :meth:`fork`. A reader thread takes its
+    answers; it exits 0 when its stdin closes (:meth:`close`, or this process's end)."""
 
     def __init__(
         self,
@@ -139,9 +208,12 @@ class Spare:
         """``python_options`` (``-X importtime``) and ``stderr`` are for looking at it."""
         self.env = dict(env)
         ready_read, ready_write = os.pipe()
+        # The children's stdout: this process's, as a cold child's.
+        stdout = os.dup(1)
         try:
-            self.proc: subprocess.Popen[bytes] = subprocess.Popen(
-                [sys.executable, *python_options, "-c", SPARE, "--ready-fd", str(ready_write)],
+            self.proc = subprocess.Popen(
+                [sys.executable, *python_options, "-c", FORK_SERVER,
+                 "--stdout-fd", str(stdout), "--ready-fd", str(ready_write)],
                 env=self.env,
                 stderr=stderr,
                 # Where the imported brokerd lives: ``-c`` puts the working directory
@@ -149,18 +221,28 @@ class Spare:
                 # start's directory again).
                 cwd=Path(brokerd.__file__).resolve().parents[1],
                 stdin=subprocess.PIPE,
-                pass_fds=(ready_write,),
+                stdout=subprocess.PIPE,
+                pass_fds=(ready_write, stdout),
             )
         finally:
             os.close(ready_write)
+            os.close(stdout)
         self._ready_fd: int | None = ready_read
+        self._changed = threading.Condition()
+        self._answers: list[dict[str, object]] = []
+        self._exits: dict[int, int] = {}
+        self._children: set[int] = set()
+        self._gone = False
+        self._order_lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, name="fork-server-reader", daemon=True)
+        self._reader.start()
 
     @property
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.proc.poll() is None and not self._gone
 
     def wait_ready(self, timeout: float | None = None) -> bool:
-        """Whether the spare finished its imports (waiting up to ``timeout`` seconds)."""
+        """Whether the server finished its imports (waiting up to ``timeout`` seconds)."""
         if self._ready_fd is None:
             return self.alive
         readable, _, _ = select.select([self._ready_fd], [], [], timeout)
@@ -171,7 +253,7 @@ class Spare:
         return self.alive
 
     def fits(self, env: Mapping[str, str]) -> bool:
-        """Whether a broker wanting ``env`` can be this spare: the same interpreter (it
+        """Whether a broker wanting ``env`` can be forked here: the same interpreter (it
         always is: this process started it) and the same import environment."""
 
         def imports(environ: Mapping[str, str]) -> dict[str, str]:
@@ -179,90 +261,131 @@ class Spare:
 
         return imports(self.env) == imports(env)
 
-    def order(self, argv: list[str], *, cwd: Path, env: Mapping[str, str]) -> bool:
-        """Make the spare the broker of ``argv``; False if it has died meanwhile."""
+    def fork(self, argv: list[str], *, cwd: Path, env: Mapping[str, str]) -> ForkedChild | None:
+        """A new broker child running twistd with ``argv``; None if the server has died
+        (the caller spawns cold)."""
         line = json.dumps({
             "argv": argv,
             "cwd": str(cwd),
             "env": {k: v for k, v in env.items() if self.env.get(k) != v},
             "unset": [k for k in self.env if k not in env],
         })
-        self._close_ready()
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(line.encode() + b"\n")
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            self.proc.wait()
-            return False
-        return True
+        answer = self.exchange(line.encode())
+        if answer is None:
+            return None
+        if "error" in answer:
+            raise BrokerLaunchError(f"the fork server refused the order: {answer['error']}")
+        pid = answer["pid"]
+        assert isinstance(pid, int)
+        return ForkedChild(self, pid)
 
-    def discard(self) -> None:
-        """Close its stdin: it exits 0 (at once if imported, else after its imports)."""
-        self._close_ready()
+    def exchange(self, line: bytes) -> dict[str, object] | None:
+        """Send one line, return the server's answer to it (None: the server is gone)."""
         assert self.proc.stdin is not None
-        with contextlib.suppress(BrokenPipeError):
-            self.proc.stdin.close()
+        with self._order_lock:
+            try:
+                self.proc.stdin.write(line + b"\n")
+                self.proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                return None
+            with self._changed:
+                while not self._answers and not self._gone:
+                    self._changed.wait()
+                return self._answers.pop(0) if self._answers else None
 
-    def _close_ready(self) -> None:
+    def status_of(self, pid: int, *, timeout: float | None) -> int | None:
+        """``pid``'s exit status once the server reported it (None: not within
+        ``timeout`` seconds)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while pid not in self._exits:
+                if self._gone:
+                    # Its children are orphans now: alive or not, their status is lost.
+                    try:
+                        os.kill(pid, 0)
+                    except ProcessLookupError:
+                        return LOST_STATUS
+                    self._changed.wait(POLL_SECONDS)
+                    continue
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._changed.wait(left)
+            return self._exits[pid]
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            message = json.loads(line)
+            with self._changed:
+                if "exited" in message:
+                    self._exits[int(message["exited"])] = int(message["status"])
+                else:
+                    self._answers.append(message)
+                self._changed.notify_all()
+        with self._changed:
+            self._gone = True
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        """Close its stdin: it exits 0 (at once if imported, else after its imports);
+        reap it. Brokers it forked keep running."""
         if self._ready_fd is not None:
             os.close(self._ready_fd)
             self._ready_fd = None
-
-
-#: This process's spare (one per process: each pytest-xdist worker has its own).
-_spare: Spare | None = None
-
-
-def current_spare() -> Spare | None:
-    """The spare waiting now, if any."""
-    return _spare
-
-
-def prepare_spare(env: Mapping[str, str] | None = None) -> Spare:
-    """The spare for brokers started with ``env`` (the launcher's child environment by
-    default): the waiting one if it fits, else a new one (the old one is discarded)."""
-    global _spare
-    wanted = child_environment(env)
-    if _spare is not None and _spare.alive and _spare.fits(wanted):
-        return _spare
-    discard_spare()
-    _spare = Spare(wanted)
-    return _spare
-
-
-def discard_spare() -> None:
-    """Let the waiting spare exit (and reap it)."""
-    global _spare
-    spare, _spare = _spare, None
-    if spare is not None:
-        still_importing = not spare.wait_ready(0)
-        spare.discard()
-        if still_importing:
-            # It reads its stdin only once imported; it holds nothing to lose.
-            spare.proc.terminate()
+        assert self.proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.close()
         try:
-            spare.proc.wait(STOP_TIMEOUT_SECONDS)
+            self.proc.wait(STOP_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
-            spare.proc.kill()
-            spare.proc.wait()
+            self.proc.kill()
+            self.proc.wait()
 
 
-def take_spare(
-    argv: list[str], *, cwd: Path, env: Mapping[str, str] | None = None
-) -> subprocess.Popen[bytes] | None:
-    """The waiting spare turned into the broker of ``argv`` (None: no spare that fits;
-    the caller spawns cold)."""
-    global _spare
+#: This process's fork server (one per process: each pytest-xdist worker has its own).
+_server: ForkServer | None = None
+
+
+def current_fork_server() -> ForkServer | None:
+    """The fork server running now, if any."""
+    return _server
+
+
+def prepare_fork_server(env: Mapping[str, str] | None = None) -> ForkServer:
+    """The fork server for brokers started with ``env`` (the launcher's child
+    environment by default): the running one if it fits, else a new one (the old one
+    is closed)."""
+    global _server
     wanted = child_environment(env)
-    spare = _spare
-    if spare is None or not spare.alive or not spare.fits(wanted):
+    if _server is not None and _server.alive and _server.fits(wanted):
+        return _server
+    close_fork_server()
+    _server = ForkServer(wanted)
+    return _server
+
+
+def close_fork_server() -> None:
+    """Let the fork server exit (and reap it)."""
+    global _server
+    server, _server = _server, None
+    if server is not None:
+        server.close()
+
+
+def fork_broker(
+    argv: list[str], *, cwd: Path, env: Mapping[str, str] | None = None
+) -> ForkedChild | None:
+    """A broker of ``argv`` forked by this process's fork server, started if there is
+    none (None: it died or cannot serve this environment; the caller spawns cold)."""
+    wanted = child_environment(env)
+    server = prepare_fork_server(env)
+    if not server.wait_ready(START_TIMEOUT_SECONDS) or not server.fits(wanted):
         return None
-    _spare = None
-    return spare.proc if spare.order(argv, cwd=cwd, env=wanted) else None
+    return server.fork(argv, cwd=cwd, env=wanted)
 
 
-atexit.register(discard_spare)
+atexit.register(close_fork_server)
 
 
 def read_ready_file(path: Path, pid: int | None = None) -> dict[str, str] | None:
@@ -279,7 +402,7 @@ def read_ready_file(path: Path, pid: int | None = None) -> dict[str, str] | None
 
 
 def wait_until_ready(
-    proc: subprocess.Popen[bytes],
+    proc: Child,
     ready_path: Path,
     log: Callable[[], str],
     *,
@@ -311,8 +434,9 @@ class LaunchedBroker:
 
     ``flags`` are broker options as keywords (over the default listeners, and
     :data:`TEST_MODE_ARGS` unless ``test_mode`` is false); ``args`` are further
-    command-line words as they are. With ``spare``, a start takes this process's spare
-    if one fits, and leaves the next one waiting once its broker is ready.
+    command-line words as they are. With ``fork_server``, a start has this process's
+    fork server (:func:`prepare_fork_server`, started at the first such start) fork the
+    broker, and spawns it cold if the server cannot.
     """
 
     def __init__(
@@ -323,7 +447,7 @@ class LaunchedBroker:
         args: tuple[str, ...] = (),
         start_timeout: float = START_TIMEOUT_SECONDS,
         test_mode: bool = True,
-        spare: bool = False,
+        fork_server: bool = False,
         **flags: object,
     ) -> None:
         self.data_dir = Path(data_dir)
@@ -337,15 +461,15 @@ class LaunchedBroker:
         self.flags.update({key.replace("_", "-"): value for key, value in flags.items()})
         self.args = tuple(args)
         self.start_timeout = start_timeout
-        self.spare = spare
-        #: Whether the last start used a spare (False: spawned cold).
-        self.from_spare = False
+        self.fork_server = fork_server
+        #: Whether the fork server forked the last start's broker (False: spawned cold).
+        self.forked = False
         #: ``HOST:PORT`` by listener name (``kafka``, ``native``, ``http``, ...), as
         #: the ready file said at the last start.
         self.addresses: dict[str, str] = {}
         #: Seconds from spawning the child to its ready file, at the last start.
         self.start_seconds: float | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Child | None = None
 
     # -- addresses ---------------------------------------------------------------
 
@@ -398,24 +522,19 @@ class LaunchedBroker:
         ]
 
     def start(self) -> LaunchedBroker:
-        """Spawn the broker and wait for its ready file."""
+        """Spawn (or fork) the broker and wait for its ready file."""
         if self.running:
             raise RuntimeError("the broker is already running")
         started = time.monotonic()
-        proc = None
-        if self.spare:
+        proc: Child | None = None
+        if self.fork_server:
             self.ready_path.unlink(missing_ok=True)
-            proc = take_spare(self.twistd_args(), cwd=self.data_dir.parent)
-        self.from_spare = proc is not None
+            proc = fork_broker(self.twistd_args(), cwd=self.data_dir.parent)
+        self.forked = proc is not None
         self.proc = proc or spawn(self.command(), self.ready_path, cwd=self.data_dir.parent)
-        try:
-            self.addresses = wait_until_ready(
-                self.proc, self.ready_path, self.log, timeout=self.start_timeout
-            )
-        finally:
-            if self.spare:
-                # The next one imports while this broker's test runs, not during its start.
-                prepare_spare()
+        self.addresses = wait_until_ready(
+            self.proc, self.ready_path, self.log, timeout=self.start_timeout
+        )
         self.start_seconds = time.monotonic() - started
         return self
 

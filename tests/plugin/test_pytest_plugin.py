@@ -30,7 +30,7 @@ import os
 from pathlib import Path
 
 import pytest
-from brokerd.testing.launcher import current_spare
+from brokerd.testing.launcher import current_fork_server
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
@@ -49,11 +49,11 @@ def test_two_brokers(brokerd_factory):
     first, second = brokerd_factory(), brokerd_factory()
     assert first.bootstrap_servers != second.bootstrap_servers
     assert first.data_dir != second.data_dir
-    # The first start left a spare waiting; the second took it and left the next.
-    assert second.from_spare
-    spare = current_spare()
-    assert spare is not None and spare.alive
-    (Path(__file__).parent / f"spare-{os.getpid()}.pid").write_text(str(spare.proc.pid))
+    # Both forked by this worker's fork server.
+    assert first.forked and second.forked
+    server = current_fork_server()
+    assert server is not None and server.alive
+    (Path(__file__).parent / f"server-{os.getpid()}.pid").write_text(str(server.proc.pid))
 '''
 
 
@@ -65,15 +65,15 @@ def test_crash_test_file_passes(pytester: pytest.Pytester) -> None:
 
 def test_under_xdist(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xdist")
-    monkeypatch.setenv("BROKERD_TEST_SPARE", "1")  # the second file checks the spares
+    monkeypatch.setenv("BROKERD_TEST_FORK_SERVER", "1")  # the second file checks it
     pytester.makepyfile(test_crash=CRASH_TEST, test_more=SECOND_FILE)
     result = pytester.runpytest_subprocess(*PLUGIN_ARGS, "-q", "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
-    # Each worker's spare ended with the session.
-    (noted,) = pytester.path.glob("spare-*.pid")
+    # The worker's fork server ended with the session.
+    (noted,) = pytester.path.glob("server-*.pid")
     deadline = time.monotonic() + 10
     while Path(f"/proc/{int(noted.read_text())}").exists():
-        assert time.monotonic() < deadline, "the spare outlived the test session"
+        assert time.monotonic() < deadline, "the fork server outlived the test session"
         time.sleep(0.05)
 
 
