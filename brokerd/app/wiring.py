@@ -867,7 +867,7 @@ def http_identity(settings: Settings, reactor: Any) -> HttpIdentity:
 #: The modules a test-mode broker's start imports after ``brokerd.tap`` (the options'
 #: parsing, then :func:`build_services` with the Kafka and native listeners and no HTTP
 #: services), for :func:`preload`. A module missing here is
-#: imported at the start as before, only later; ``tests/testing/test_spare.py`` checks
+#: imported at the start as before, only later; ``tests/plugin/test_fork_server.py`` checks
 #: that a start after :func:`preload` imports no brokerd module.
 START_MODULES = (
     "brokerd.admin.inspect",
@@ -926,7 +926,7 @@ START_MODULES = (
 def preload() -> None:
     """Import what building a test-mode broker imports, and plan every Kafka message
     class at every version served, without building anything: a process that will
-    start a broker later (the test launcher's spare) pays its imports in advance. It
+    start brokers later (the test launcher's fork server) pays their imports in advance. It
     opens no file, port or thread."""
     import importlib
 
