@@ -90,6 +90,9 @@ class Server:
         os.set_blocking(self.wake_write, False)
         signal.set_wakeup_fd(self.wake_write)
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        # Ctrl-C in the test run reaches the whole process group: the server ends with
+        # its stdin's end of file instead, not with a KeyboardInterrupt of its own.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         self.pending = b""
         self.out = os.fdopen(os.dup(1), "wb", buffering=0)
 
@@ -144,6 +147,8 @@ class Server:
         empty and stdout the launcher's, as for a cold child."""
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # Python's own, as a cold child has it (the reactor replaces only that one).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.close(self.wake_read)
         os.close(self.wake_write)
         self.out.close()

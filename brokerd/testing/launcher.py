@@ -301,9 +301,7 @@ class ForkServer:
             while pid not in self._exits:
                 if self._gone:
                     # Its children are orphans now: alive or not, their status is lost.
-                    try:
-                        os.kill(pid, 0)
-                    except ProcessLookupError:
+                    if not _running(pid):
                         return LOST_STATUS
                     self._changed.wait(POLL_SECONDS)
                     continue
@@ -341,6 +339,23 @@ class ForkServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (an orphan's zombie waits for whoever reaps orphans here,
+    which may take minutes in a container: it has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    # The state follows the command name, which is in parentheses and may hold any.
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 #: This process's fork server (one per process: each pytest-xdist worker has its own).
