@@ -882,3 +882,81 @@ def http_identity(settings: Settings, reactor: Any) -> HttpIdentity:
     elif mode is HttpAuth.CERTIFICATE:
         _log.info("HTTP endpoint requires client certificates")
     return HttpIdentity(mode, passwords, peer_principal=peer_principal)
+
+
+#: The modules a test-mode broker's start imports after ``brokerd.tap`` (the options'
+#: parsing, then :func:`build_services` with the Kafka and native listeners and no HTTP
+#: services), for :func:`preload`. A module missing here is
+#: imported at the start as before, only later; ``tests/plugin/test_fork_server.py`` checks
+#: that a start after :func:`preload` imports no brokerd module.
+START_MODULES = (
+    "brokerd.admin.inspect",
+    "brokerd.admin.operations",
+    "brokerd.admin.share_groups",
+    "brokerd.app.config_file_options",
+    "brokerd.app.from_options",
+    "brokerd.app.stdlib_logging",
+    "brokerd.core",
+    "brokerd.core.cleaner_service",
+    "brokerd.core.quotas.entities",
+    "brokerd.core.quotas.manager",
+    "brokerd.core.quotas.store",
+    "brokerd.core.share.config",
+    "brokerd.core.share.dead_letters",
+    "brokerd.core.share.service",
+    "brokerd.core.store_recovery",
+    "brokerd.kafka.groups.admin",
+    "brokerd.kafka.groups.consumer.coordinator",
+    "brokerd.kafka.groups.coordinator",
+    "brokerd.kafka.groups.group_service",
+    "brokerd.kafka.groups.share.coordinator",
+    "brokerd.kafka.groups.share.state_service",
+    "brokerd.kafka.listener.protocol",
+    "brokerd.kafka.server.handlers.acl",
+    "brokerd.kafka.server.handlers.quotas",
+    "brokerd.kafka.server.internal_topics",
+    "brokerd.kafka.server.offsets_topic",
+    "brokerd.kafka.server.throttle",
+    "brokerd.kafka.telemetry.clients",
+    "brokerd.kafka.telemetry.resources",
+    "brokerd.kafka.txn.coordinator",
+    "brokerd.kafka.txn.txn_service",
+    "brokerd.native.protocol",
+    "brokerd.native.queue_handlers",
+    "brokerd.net.answer_budget",
+    "brokerd.net.connlimit",
+    "brokerd.net.request_budget",
+    "brokerd.observers",
+    "brokerd.sdnotify",
+    "brokerd.security.acl",
+    "brokerd.security.acl_store",
+    "brokerd.security.doors",
+    "brokerd.security.server_secret",
+    "brokerd.storage.logdir.log_directory",
+    "brokerd.storage.stores.client_metrics",
+    "brokerd.storage.stores.offsets",
+    "brokerd.storage.stores.producer_ids",
+    "brokerd.storage.stores.share_state",
+    "brokerd.storage.stores.txn_log",
+    "brokerd.web.auth",
+    "brokerd.web.health",
+)
+
+
+def preload() -> None:
+    """Import what building a test-mode broker imports, and plan every Kafka message
+    class at every version served, without building anything: a process that will
+    start brokers later (the test launcher's fork server) pays their imports in advance. It
+    opens no file, port or thread."""
+    import importlib
+
+    from brokerd.kafka.wire import codec
+    from brokerd.kafka.wire.requests.registry import SPECS
+
+    for name in START_MODULES:
+        importlib.import_module(name)
+    for spec in SPECS.values():
+        for cls in (spec.request, spec.response):
+            layout = codec._layout(cls)
+            for version in range(spec.min_version, spec.max_version + 1):
+                layout.plan(version)

@@ -12,6 +12,11 @@ Fixtures:
 Per-test broker flags: ``@pytest.mark.brokerd(fsync="always", authorizer="acl")`` sets
 them for that test's ``brokerd`` (keywords as in :class:`~brokerd.testing.LaunchedBroker`).
 A failing test's report carries the log of every broker it used.
+
+Each test process keeps one fork server (:mod:`brokerd.testing.fork_server`), a
+process that has imported the broker once and forks each fixture's broker, so that a
+start after the first does not pay the imports; ``BROKERD_TEST_FORK_SERVER=0`` turns it
+off (every broker is spawned cold).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from brokerd.testing.launcher import LaunchedBroker
+from brokerd.testing.launcher import LaunchedBroker, close_fork_server, fork_server_wanted
 
 #: The brokers a test used, by test item: their logs go into a failing test's report.
 _USED: pytest.StashKey[list[LaunchedBroker]] = pytest.StashKey()
@@ -40,6 +45,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The server would exit anyway when this process does (its stdin closes).
+    close_fork_server()
+
+
 def _used(node: pytest.Item | Any) -> list[LaunchedBroker]:
     stash: pytest.Stash | None = getattr(node, "stash", None)
     if stash is None:
@@ -54,7 +64,7 @@ def _stashed(stash: pytest.Stash) -> list[LaunchedBroker]:
 
 
 def _launch(directory: Path, flags: dict[str, Any], used: list[LaunchedBroker]) -> LaunchedBroker:
-    broker = LaunchedBroker(directory / "data", **flags)
+    broker = LaunchedBroker(directory / "data", fork_server=fork_server_wanted(), **flags)
     used.append(broker)
     return broker.start()
 
@@ -91,7 +101,7 @@ def brokerd_factory(
 
     def launch(**flags: Any) -> LaunchedBroker:
         directory = tmp_path / f"brokerd-{len(started)}"
-        broker = LaunchedBroker(directory / "data", **flags)
+        broker = LaunchedBroker(directory / "data", fork_server=fork_server_wanted(), **flags)
         started.append(broker)
         used.append(broker)
         return broker.start()
@@ -109,7 +119,9 @@ def brokerd_session(
 ) -> Iterator[LaunchedBroker]:
     """One broker for the whole session (each xdist worker has its own): for suites whose
     tests share a broker and name their topics apart."""
-    broker = LaunchedBroker(tmp_path_factory.mktemp("brokerd-session") / "data")
+    broker = LaunchedBroker(
+        tmp_path_factory.mktemp("brokerd-session") / "data", fork_server=fork_server_wanted()
+    )
     request.config.stash.setdefault(_USED, []).append(broker)
     broker.start()
     try:

@@ -5,6 +5,7 @@ alone and once under ``pytest -n 2``; a failing test's report carries the broker
 from __future__ import annotations
 
 import importlib.metadata
+import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,11 @@ PLUGIN_ARGS: tuple[str, ...] = (
 CRASH_TEST = (Path(__file__).parent / "crash_example.py").read_text()
 
 SECOND_FILE = '''
+import os
+from pathlib import Path
+
 import pytest
+from brokerd.testing.launcher import current_fork_server
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
@@ -48,6 +53,11 @@ def test_two_brokers(brokerd_factory):
     first, second = brokerd_factory(), brokerd_factory()
     assert first.bootstrap_servers != second.bootstrap_servers
     assert first.data_dir != second.data_dir
+    # Both forked by this worker's fork server.
+    assert first.forked and second.forked
+    server = current_fork_server()
+    assert server is not None and server.alive
+    (Path(__file__).parent / f"server-{os.getpid()}.pid").write_text(str(server.proc.pid))
 '''
 
 
@@ -57,11 +67,18 @@ def test_crash_test_file_passes(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
 
 
-def test_under_xdist(pytester: pytest.Pytester) -> None:
+def test_under_xdist(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xdist")
+    monkeypatch.setenv("BROKERD_TEST_FORK_SERVER", "1")  # the second file checks it
     pytester.makepyfile(test_crash=CRASH_TEST, test_more=SECOND_FILE)
     result = pytester.runpytest_subprocess(*PLUGIN_ARGS, "-q", "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
+    # The worker's fork server ended with the session.
+    (noted,) = pytester.path.glob("server-*.pid")
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{int(noted.read_text())}").exists():
+        assert time.monotonic() < deadline, "the fork server outlived the test session"
+        time.sleep(0.05)
 
 
 def test_failing_report_carries_the_log(pytester: pytest.Pytester) -> None:

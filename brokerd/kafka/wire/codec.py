@@ -853,14 +853,9 @@ class _Layout:
 _LAYOUTS: dict[type[Any], _Layout] = {}
 
 
-def precompute_layout(cls: type[Any]) -> None:
-    """Plan ``cls``'s versions now (message modules do it at import, through
-    ``brokerd.kafka.wire.schema.wire_message``); a class that was not planned is planned
-    on first use."""
-    _LAYOUTS[cls] = _Layout(_fields(cls), getattr(cls, "TAGGED_FIELDS", None))
-
-
 def _layout(cls: type[Any]) -> _Layout:
+    """``cls``'s plans, made the first time it is read or written (not at import: a
+    start builds hundreds of message classes, most of them for APIs no client uses)."""
     layout = _LAYOUTS.get(cls)
     if layout is None:
         layout = _LAYOUTS[cls] = _Layout(_fields(cls), getattr(cls, "TAGGED_FIELDS", None))

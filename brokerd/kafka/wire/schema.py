@@ -9,8 +9,9 @@ attributes is declared once, its wire type and versions in its annotation::
 (type, first version, last version, first nullable version, as in Kafka's JSON message
 schemas). The attribute order is the wire order. :func:`wire_message` turns the
 annotations into the class's ``FIELDS`` (the codec's :class:`~brokerd.kafka.wire.codec.Field`
-tuple) and has the codec precompute, at import, the plan of each version (which fields,
-nullable or not), so decoding and encoding never interpret the declarations per call.
+tuple); the codec plans each version (which fields, nullable or not) once, the first time
+the class is read or written, so decoding and encoding never interpret the declarations
+per call and a start does not plan the hundreds of classes of APIs no client has used yet.
 A class whose versions reach Kafka's ``flexibleVersions`` sets ``FLEXIBLE_FROM`` (the
 codec then uses the compact encodings and tagged fields from that version on, in that
 message and every struct inside it). Fields absent at a version take the class default
@@ -32,7 +33,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from brokerd.kafka.wire.codec import ApiKey, Field, WireType, precompute_layout
+from brokerd.kafka.wire.codec import ApiKey, Field, WireType
 
 C = TypeVar("C", bound=type)
 #: An API's request and response message classes.
@@ -86,19 +87,17 @@ class Wire:
 
 def wire_message(cls: C) -> C:
     """Give an attrs message class its ``FIELDS`` from its annotations (attribute order
-    is wire order) and precompute its per-version plans. Every attribute must carry a
-    :class:`Wire`: a message has no attribute that is not on the wire."""
+    is wire order). Every attribute must carry a :class:`Wire`: a message has no
+    attribute that is not on the wire."""
     fields: list[Field] = []
     for attribute in attrs.fields(cls):
-        metadata = getattr(_annotation(cls, attribute.name), "__metadata__", ())
-        wire = [m for m in metadata if isinstance(m, Wire)]
+        wire = [m for m in _metadata(cls, attribute.name) if isinstance(m, Wire)]
         if len(wire) != 1:
             raise TypeError(f"{cls.__name__}.{attribute.name} has no Wire(...) declaration")
         (w,) = wire
         fields.append(Field(attribute.name, w.type, w.min_version, w.max_version, w.nullable_from))
     target: Any = cls
     target.FIELDS = tuple(fields)
-    precompute_layout(cls)
     return cls
 
 
@@ -107,21 +106,37 @@ def wire_message(cls: C) -> C:
 _COMPILED: dict[str, types.CodeType] = {}
 
 
-def _annotation(cls: type[Any], name: str) -> Any:
-    """Attribute ``name``'s annotation, evaluated in the module and class that declare
-    it (as ``typing.get_type_hints`` would, for this one attribute: the start builds
-    some 300 message classes, and resolving every hint of each through ``typing`` took
-    a third of a second of it)."""
+class _Metadata(tuple[Any, ...]):
+    """An ``Annotated[...]``'s metadata, as :class:`_AnnotatedMetadata` evaluates it."""
+
+
+class _AnnotatedMetadata:
+    """Stands in for ``typing.Annotated`` while a message's annotation string is
+    evaluated: ``Annotated[T, Wire(...)]`` gives the metadata alone. The real ``typing``
+    object (its parameter checks and caches), built for each of the 1,100 attributes
+    of some 300 classes at every start, is not needed: only the ``Wire`` is read."""
+
+    def __class_getitem__(cls, params: Any) -> _Metadata:
+        return _Metadata(params[1:] if isinstance(params, tuple) else ())
+
+
+def _metadata(cls: type[Any], name: str) -> tuple[Any, ...]:
+    """The ``Annotated`` metadata of attribute ``name``'s annotation (empty when it is
+    not ``Annotated``), evaluated in the module and class that declare it (as
+    ``typing.get_type_hints`` would, for this one attribute: resolving every hint of
+    each class through ``typing`` took a third of a second of the start)."""
     for klass in cls.__mro__:
         declared = inspect.get_annotations(klass)
         if name in declared:
             hint = declared[name]
             if not isinstance(hint, str):
-                return hint
+                return tuple(getattr(hint, "__metadata__", ()))
             code = _COMPILED.get(hint)
             if code is None:
                 code = _COMPILED[hint] = compile(hint, "<annotation>", "eval")
-            return eval(code, vars(sys.modules[klass.__module__]), dict(vars(klass)))
+            scope = {**vars(klass), "Annotated": _AnnotatedMetadata}
+            value = eval(code, vars(sys.modules[klass.__module__]), scope)
+            return value if isinstance(value, _Metadata) else ()
     raise TypeError(f"{cls.__name__}.{name} has no annotation")
 
 

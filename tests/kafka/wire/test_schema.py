@@ -1,5 +1,5 @@
 """The schema layer (brokerd.kafka.wire.schema): each field declared once, in its
-attribute's annotation, and planned per version at import."""
+attribute's annotation, and planned per version the first time a class is used."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import INT16, INT32, STRING, Array, Struct
 from brokerd.kafka.wire.requests import apis
+from brokerd.kafka.wire.requests.registry import SPECS
 from brokerd.kafka.wire.schema import Wire, wire_message
 
 
@@ -53,6 +54,32 @@ def test_null_only_where_declared() -> None:
     codec.encode_struct(_Versioned(a=1, b=None), 3)
     with pytest.raises(ValueError, match="may not be null"):
         codec.encode_struct(_Versioned(a=1, b=None), 2)
+
+
+def test_a_class_is_planned_the_first_time_it_is_written_or_read() -> None:
+    # A start builds some 300 message classes; planning them waits for their first use.
+    @wire_message
+    @attrs.frozen(kw_only=True)
+    class _Fresh:
+        id: Annotated[int, Wire(INT32)]
+
+    assert _Fresh not in codec._LAYOUTS
+    assert codec.decode_struct(_Fresh, codec.encode_struct(_Fresh(id=5), 0), 0) == _Fresh(id=5)
+    assert _Fresh in codec._LAYOUTS
+
+
+@pytest.mark.parametrize("key", list(SPECS), ids=lambda key: key.name)
+def test_every_api_plans_each_version_it_answers(key: codec.ApiKey) -> None:
+    # What planning at import used to check for every class, for every version served.
+    spec = SPECS[key]
+    for cls in (spec.request, spec.response):
+        names = {a.name for a in attrs.fields(cls)}
+        for version in range(spec.min_version, spec.max_version + 1):
+            plan = codec._layout(cls).plan(version)
+            assert [name for name, _, _ in plan] == [
+                f.name for f in codec.iter_fields(cls, version)
+            ], (cls.__name__, version)
+            assert {name for name, _, _ in plan} <= names
 
 
 def test_an_attribute_without_a_wire_declaration_is_refused() -> None:
