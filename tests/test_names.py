@@ -162,3 +162,21 @@ def test_dot_underscore_collisions_refused_on_every_way_in(broker: BrokerProcess
 def test_a_name_without_dot_or_underscore_gets_no_warning(broker: BrokerProcess) -> None:
     done = brokerctl(broker, "topics", "create", "plain-name")
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_no_package_or_module_shadows_a_standard_library_module() -> None:
+    """A script run as a file (``python tests/some_child.py``) has its folder first on
+    ``sys.path``: a ``tests/operator`` package there hid the standard library's
+    ``operator`` from everything the child imported. (brokerd's own folders are never
+    first on ``sys.path``: its children run with ``-m`` or ``-c``.)"""
+    import sys
+    from pathlib import Path
+
+    top = Path(__file__).resolve().parent.parent
+    shadows = [
+        str(path.relative_to(top))
+        for path in (top / "tests").iterdir()
+        if ((path.is_dir() and (path / "__init__.py").exists()) or path.suffix == ".py")
+        and path.stem in sys.stdlib_module_names
+    ]
+    assert shadows == [], f"named as standard library modules: {shadows}"

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.operator.test_operations -*-
+# -*- test-case-name: tests.operator_room.test_operations -*-
 """The admin operations an operator runs against a live broker: alter a topic's configs,
 delete a topic, add partitions, reset a consumer group's offsets, delete a group; and
 the describe answers they are shown with (from :class:`~brokerd.operator.inspect.Inspector`).

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.operator.test_visibility -*-
+# -*- test-case-name: tests.operator_room.test_visibility -*-
 """What one principal may see of the operators' views: the topics and groups it may
 DESCRIBE, as Kafka filters its answers.
 

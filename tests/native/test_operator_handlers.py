@@ -44,7 +44,7 @@ from brokerd.security.acl import (
 )
 
 from tests.native_helpers import list_topics_frame
-from tests.operator.test_operations import AdminCase
+from tests.operator_room.test_operations import AdminCase
 
 ANONYMOUS = "User:ANONYMOUS"
 

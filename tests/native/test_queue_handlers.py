@@ -42,7 +42,7 @@ from brokerd.security.acl import (
 )
 from brokerd.storage.stores.share_state import ShareStateStore
 
-from tests.operator.test_operations import AdminCase
+from tests.operator_room.test_operations import AdminCase
 
 ANONYMOUS = "User:ANONYMOUS"
 

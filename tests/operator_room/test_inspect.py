@@ -34,7 +34,7 @@ from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.web.console import make_console
 
-from tests.operator.test_operations import AdminCase, assignment
+from tests.operator_room.test_operations import AdminCase, assignment
 from tests.web.test_console import get
 
 
