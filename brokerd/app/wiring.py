@@ -890,9 +890,9 @@ def http_identity(settings: Settings, reactor: Any) -> HttpIdentity:
 #: imported at the start as before, only later; ``tests/plugin/test_fork_server.py`` checks
 #: that a start after :func:`preload` imports no brokerd module.
 START_MODULES = (
-    "brokerd.admin.inspect",
-    "brokerd.admin.operations",
-    "brokerd.admin.share_groups",
+    "brokerd.operator.inspect",
+    "brokerd.operator.operations",
+    "brokerd.operator.share_groups",
     "brokerd.app.config_file_options",
     "brokerd.app.from_options",
     "brokerd.app.stdlib_logging",
@@ -905,7 +905,7 @@ START_MODULES = (
     "brokerd.core.share.dead_letters",
     "brokerd.core.share.service",
     "brokerd.core.store_recovery",
-    "brokerd.kafka.groups.admin",
+    "brokerd.kafka.groups.group_admin",
     "brokerd.kafka.groups.consumer.coordinator",
     "brokerd.kafka.groups.coordinator",
     "brokerd.kafka.groups.group_service",

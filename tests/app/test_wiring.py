@@ -163,3 +163,13 @@ def test_readiness_waits_for_the_schema_registry(tmp_path: Path) -> None:
     problems = services.readiness.problems()
     assert "schema registry: reading _schemas" in problems
     assert "schema registry listener: not bound yet" in problems
+
+
+def test_every_module_the_fork_server_preloads_exists() -> None:
+    """START_MODULES names modules by string: a module renamed or moved must be renamed
+    there too, or the test launcher's fork server fails at its start."""
+    import importlib.util
+
+    from brokerd.app.wiring import START_MODULES
+
+    assert [name for name in START_MODULES if importlib.util.find_spec(name) is None] == []

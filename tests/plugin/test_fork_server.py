@@ -21,6 +21,8 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 #: Generous: the server imports everything a start does, on a shared machine.
 READY_SECONDS = 120.0
 
+pytestmark = pytest.mark.broker
+
 
 @pytest.fixture(scope="module")
 def no_server_left() -> Iterator[None]:
