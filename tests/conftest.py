@@ -13,14 +13,18 @@ start in a child process (a child pytest) is marked by hand.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
+import itertools
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.mark.expression import Expression
 from hypothesis import settings
 
 from tests.brokerproc import BrokerProcess
@@ -53,6 +57,33 @@ BROKER_FIXTURES = frozenset(
 # or starved, Kafka's own broker and tools, third-party frameworks. Every test there is
 # marked, spawn or not (a crash loop of a storage child, a JVM peer): none is a unit test.
 PROCESS_ROOMS = ("tests/e2e/", "tests/faults/")
+
+
+@functools.cache
+def deselects_every_broker_test(markexpr: str) -> bool:
+    """Whether a ``-m`` expression is false for every test marked ``broker``, whatever
+    its other markers (``not broker``, ``not broker and not slow``)."""
+    if not markexpr:
+        return False
+    compiled = Expression.compile(markexpr)
+    others = sorted(set(re.findall(r"[A-Za-z_]\w*", markexpr)) - {"and", "or", "not", "broker"})
+    for values in itertools.product((False, True), repeat=len(others)):
+        markers = frozenset({"broker", *(n for n, on in zip(others, values, strict=True) if on)})
+        if compiled.evaluate(markers.__contains__):
+            return False
+    return True
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m "not broker"`` the process rooms are not even imported: every test there
+    is marked ``broker`` (below), and their modules import the clients and tools of whole
+    processes (a second or so of each test process's start)."""
+    if not collection_path.is_dir() or not collection_path.is_relative_to(config.rootpath):
+        return None
+    rel = collection_path.relative_to(config.rootpath).as_posix() + "/"
+    if rel.startswith(PROCESS_ROOMS) and deselects_every_broker_test(config.option.markexpr):
+        return True
+    return None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

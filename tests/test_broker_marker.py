@@ -61,3 +61,12 @@ def test_a_broker_spawned_without_the_marker_fails_its_test(
 )
 def test_which_command_lines_start_a_broker(argv: object, broker: bool) -> None:
     assert is_broker_command(command_words(argv)) is broker
+
+
+def test_the_process_rooms_are_left_uncollected_only_when_broker_tests_are_deselected() -> None:
+    from tests.conftest import deselects_every_broker_test
+
+    for expr in ("not broker", "not broker and not slow", "not (broker or clients)"):
+        assert deselects_every_broker_test(expr), expr
+    for expr in ("", "not slow", "broker", "slow or not broker", "not clients"):
+        assert not deselects_every_broker_test(expr), expr

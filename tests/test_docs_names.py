@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-from tests.test_layers import package_graph
+from tests.test_layers import package_graph, syntax_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,9 +44,8 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _Documented = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
 
 
-@cache
 def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text())
+    return syntax_tree(path)
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:

@@ -21,11 +21,12 @@ KAFKA = PACKAGE / "kafka"
 WIRING = {PACKAGE / "app" / "wiring.py", PACKAGE / "app" / "from_options.py"}
 
 
-def imported_modules(source: str) -> set[str]:
+def imported_modules(source: str | ast.Module) -> set[str]:
     """Every module an ``import`` or ``from ... import`` names, in full dotted form
     (``from brokerd import kafka`` gives ``brokerd.kafka``)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source) if isinstance(source, str) else source
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -35,9 +36,16 @@ def imported_modules(source: str) -> set[str]:
 
 
 @functools.cache
+def syntax_tree(path: Path) -> ast.Module:
+    """One source file's syntax tree, parsed once per test process (tests/test_docs_names.py
+    reads the same files' docstrings from it)."""
+    return ast.parse(path.read_text())
+
+
+@functools.cache
 def imports_of(path: Path) -> frozenset[str]:
     """:func:`imported_modules` of one file, parsed once for the whole module's tests."""
-    return frozenset(imported_modules(path.read_text()))
+    return frozenset(imported_modules(syntax_tree(path)))
 
 
 def is_kafka(module: str) -> bool:
