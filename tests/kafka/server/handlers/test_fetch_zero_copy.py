@@ -415,12 +415,13 @@ async def test_a_long_poll_that_reads_twice_releases_its_first_read(server: Serv
     await server.broker.create_topic("lp", 1)
     await produce(server, "lp", 0, some_batches(0, 3))
     client = await connect(server, "zero")
-    # min_bytes above what is there: the first read falls short and the fetch parks.
+    # min_bytes above what is there: the first read falls short and the fetch parks (it
+    # answers at max_wait_ms, the second read short too; the sleep's timer fires first).
     parked = client.call(
         ApiKey.FETCH, 4, fetch_request([("lp", 0, 0, 1 << 20)], min_bytes=1 << 20,
-                                       max_wait_ms=2_000)
+                                       max_wait_ms=500)
     )
-    await sleep(0.2)
+    await sleep(0.1)
     assert not parked.called
     await produce(server, "lp", 0, some_batches(0, 2))  # wakes it: it reads again
     answer = decode_fetch(await parked, 4)
