@@ -92,9 +92,7 @@ class PartitionAdmin:
         state = self._state
         validate_topic_name(name)
         with state.lock:
-            state.topic_locked(name)
-            state.wait_idle_locked(name)
-            info = state.topic_locked(name)
+            info = state.idle_topic_locked(name)
             if isinstance(total, bool) or total < info.partitions:
                 raise InvalidPartitions(
                     f"topic {name!r} currently has {info.partitions} partitions, "

@@ -181,9 +181,7 @@ class TopicAdmin:
         state = self._state
         validate_topic_name(name)
         with state.lock:
-            state.topic_locked(name)
-            state.wait_idle_locked(name)
-            old = state.topic_locked(name)
+            old = state.idle_topic_locked(name)
             overrides = validate_overrides(update(old.configs).items())
             info = attrs.evolve(old, configs=overrides)
             config = state.config_for(info)
@@ -208,9 +206,7 @@ class TopicAdmin:
         state = self._state
         validate_topic_name(name)
         with state.lock:
-            state.topic_locked(name)
-            state.wait_idle_locked(name)
-            info = state.topic_locked(name)
+            info = state.idle_topic_locked(name)
             logs = state.unpublish_topic(info)
             for p in range(info.partitions):
                 self._offline.forget((name, p))
