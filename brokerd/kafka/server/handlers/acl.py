@@ -128,12 +128,7 @@ class AclHandlers:
     ) -> acl_apis.CreateAclsResponse:
         body = req.body
         if self._authorizer is None:
-            return acl_apis.CreateAclsResponse(results=tuple(
-                acl_apis.AclCreationResult(
-                    error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED
-                )
-                for _ in body.creations
-            ))
+            return _creations_refused(body, ErrorCode.SECURITY_DISABLED, _DISABLED)
         parsed = _each(body.creations, _binding)
         added = frozenset(b for b in parsed if isinstance(b, AclBinding))
         failure = await self._change(lambda current: current | added)
@@ -180,12 +175,7 @@ class AclHandlers:
     ) -> acl_apis.DeleteAclsResponse:
         body = req.body
         if self._authorizer is None:
-            return acl_apis.DeleteAclsResponse(filter_results=tuple(
-                acl_apis.DeleteAclsFilterResult(
-                    error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED
-                )
-                for _ in body.filters
-            ))
+            return _filters_refused(body, ErrorCode.SECURITY_DISABLED, _DISABLED)
         filters = _each(body.filters, _filter)
         matched: list[list[AclBinding]] = []
 
@@ -214,6 +204,26 @@ class AclHandlers:
                     matching_acls=tuple(_matching(b) for b in m)
                 ))
         return acl_apis.DeleteAclsResponse(filter_results=tuple(results))
+
+
+def _creations_refused(
+    body: acl_apis.CreateAclsRequest, code: ErrorCode, message: str
+) -> acl_apis.CreateAclsResponse:
+    """CreateAcls answered ``code`` for every creation."""
+    return acl_apis.CreateAclsResponse(results=tuple(
+        acl_apis.AclCreationResult(error_code=code, error_message=message)
+        for _ in body.creations
+    ))
+
+
+def _filters_refused(
+    body: acl_apis.DeleteAclsRequest, code: ErrorCode, message: str
+) -> acl_apis.DeleteAclsResponse:
+    """DeleteAcls answered ``code`` for every filter."""
+    return acl_apis.DeleteAclsResponse(filter_results=tuple(
+        acl_apis.DeleteAclsFilterResult(error_code=code, error_message=message)
+        for _ in body.filters
+    ))
 
 
 X = TypeVar("X")
@@ -286,10 +296,7 @@ def create_acls_rule(
 ) -> Gate[acl_apis.CreateAclsRequest, acl_apis.CreateAclsResponse]:
     if access.cluster(Operation.ALTER):
         return Gate(req)
-    return answer_now(req, acl_apis.CreateAclsResponse(results=tuple(
-        acl_apis.AclCreationResult(error_code=CLUSTER_DENIED, error_message=DENIED_TEXT)
-        for _ in req.body.creations
-    )))
+    return answer_now(req, _creations_refused(req.body, CLUSTER_DENIED, DENIED_TEXT))
 
 
 def describe_acls_rule(
@@ -307,7 +314,4 @@ def delete_acls_rule(
 ) -> Gate[acl_apis.DeleteAclsRequest, acl_apis.DeleteAclsResponse]:
     if access.cluster(Operation.ALTER):
         return Gate(req)
-    return answer_now(req, acl_apis.DeleteAclsResponse(filter_results=tuple(
-        acl_apis.DeleteAclsFilterResult(error_code=CLUSTER_DENIED, error_message=DENIED_TEXT)
-        for _ in req.body.filters
-    )))
+    return answer_now(req, _filters_refused(req.body, CLUSTER_DENIED, DENIED_TEXT))
