@@ -28,8 +28,6 @@ from brokerd.native.client_codec import (
 )
 from brokerd.native.messages import RequestType
 from brokerd.native.operator_messages import (
-    AdminRequest,
-    AdminResponse,
     AlterTopicConfigsRequest,
     CreatePartitionsRequest,
     DeleteGroupRequest,
@@ -38,6 +36,8 @@ from brokerd.native.operator_messages import (
     DescribeTopicRequest,
     JsonValue,
     ListGroupsRequest,
+    OperatorRequest,
+    OperatorResponse,
     ResetMode,
     ResetOffsetsRequest,
 )
@@ -213,7 +213,7 @@ class NativeClient:
 
     # -- admin requests (types 7 to 14) --------------------------------------------------
 
-    def _admin(self, request: AdminRequest) -> JsonValue:
+    def _admin(self, request: OperatorRequest) -> JsonValue:
         timeout = (
             max(self.timeout, TOPIC_ADMIN_TIMEOUT)
             if isinstance(request, (DeleteTopicRequest, CreatePartitionsRequest))
@@ -222,16 +222,16 @@ class NativeClient:
         response = self._call(
             ADMIN_TYPE_OF_CLASS[type(request)], encode_request(request), timeout=timeout
         )
-        assert isinstance(response, AdminResponse)
+        assert isinstance(response, OperatorResponse)
         return response.document
 
-    def _admin_object(self, request: AdminRequest) -> JsonObject:
+    def _admin_object(self, request: OperatorRequest) -> JsonObject:
         document = self._admin(request)
         if not isinstance(document, dict):
             raise m.MalformedResponse(f"expected a JSON object, not {type(document).__name__}")
         return document
 
-    def _admin_list(self, request: AdminRequest) -> list[JsonObject]:
+    def _admin_list(self, request: OperatorRequest) -> list[JsonObject]:
         document = self._admin(request)
         if not isinstance(document, list) or not all(isinstance(d, dict) for d in document):
             raise m.MalformedResponse("expected a JSON list of objects")
@@ -325,7 +325,7 @@ class NativeClient:
         response = self._call(
             RequestType.DESCRIBE_SHARE_GROUP, encode_request(DescribeShareGroupRequest(group_id))
         )
-        assert isinstance(response, AdminResponse)
+        assert isinstance(response, OperatorResponse)
         if not isinstance(response.document, dict):
             raise m.MalformedResponse("expected a JSON object")
         return response.document
@@ -335,7 +335,7 @@ class NativeClient:
         response = self._call(
             RequestType.LIST_SHARE_GROUPS, encode_request(ListShareGroupsRequest())
         )
-        assert isinstance(response, AdminResponse)
+        assert isinstance(response, OperatorResponse)
         document = response.document
         if not isinstance(document, list) or not all(isinstance(d, dict) for d in document):
             raise m.MalformedResponse("expected a JSON list of objects")

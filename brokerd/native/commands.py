@@ -64,8 +64,8 @@ from brokerd.native.queue_messages import (
     QueueFetchRequest,
 )
 from brokerd.native.wire import REQUEST_LAYOUTS, RequestLayout
-from brokerd.operator.errors import AdminUnavailable
-from brokerd.operator.operations import AdminOps
+from brokerd.operator.errors import OperatorUnavailable
+from brokerd.operator.operations import OperatorOps
 from brokerd.operator.share_groups import ShareGroupView
 from brokerd.operator.views import GroupView, OffsetResetView, TopicView
 from brokerd.security.acl import Operation
@@ -101,21 +101,21 @@ class NativeContext:
     max_fetch_bytes: int
     #: The connection as a share-group member (queue fetches acquire for it).
     member: QueueMember
-    admin_ops: AdminOps | None = None
+    admin_ops: OperatorOps | None = None
     queue_ops: QueueOps | None = None
     #: The ACL view of the connection's principal; None: ACLs are off.
     access: NativeAccess | None = None
 
     @property
-    def admin(self) -> AdminOps:
+    def admin(self) -> OperatorOps:
         if self.admin_ops is None:
-            raise AdminUnavailable("this listener does not serve admin requests")
+            raise OperatorUnavailable("this listener does not serve admin requests")
         return self.admin_ops
 
     @property
     def queues(self) -> QueueOps:
         if self.queue_ops is None:
-            raise AdminUnavailable("this listener does not serve share groups")
+            raise OperatorUnavailable("this listener does not serve share groups")
         return self.queue_ops
 
 

@@ -20,7 +20,7 @@ import attrs
 from brokerd import errors
 from brokerd.core.share.partition import InvalidAcknowledgement
 from brokerd.names import MAX_TOPIC_LENGTH
-from brokerd.native.operator_messages import AdminRequest, AdminResponse
+from brokerd.native.operator_messages import OperatorRequest, OperatorResponse
 from brokerd.native.queue_messages import QueueAckResponse, QueueFetchResponse, QueueRequest
 from brokerd.operator import errors as admin_errors
 
@@ -158,7 +158,7 @@ _ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     admin_errors.InvalidGroupId: ErrorCode.INVALID_GROUP_ID,
     admin_errors.GroupNotFound: ErrorCode.GROUP_ID_NOT_FOUND,
     admin_errors.GroupNotEmpty: ErrorCode.NON_EMPTY_GROUP,
-    admin_errors.AdminUnavailable: ErrorCode.UNSUPPORTED_REQUEST,
+    admin_errors.OperatorUnavailable: ErrorCode.UNSUPPORTED_REQUEST,
     InvalidAcknowledgement: ErrorCode.INVALID_RECORD_STATE,
     errors.UnknownTopicOrPartition: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     errors.TopicAlreadyExists: ErrorCode.TOPIC_ALREADY_EXISTS,
@@ -258,7 +258,7 @@ Request = (
     | ListOffsetsRequest
     | ListTopicsRequest
     | LongPollFetchRequest
-    | AdminRequest
+    | OperatorRequest
     | QueueRequest
 )
 
@@ -357,7 +357,7 @@ Response = (
     | ListOffsetsResponse
     | ListTopicsResponse
     | LongPollFetchResponse
-    | AdminResponse
+    | OperatorResponse
     | QueueFetchResponse
     | QueueAckResponse
     | ErrorResponse

@@ -1,11 +1,11 @@
 # -*- test-case-name: tests.native.test_operator_handlers -*-
 """The operator requests' (types 7 to 14) pieces their rows in
 :data:`brokerd.native.commands.COMMANDS` use: :func:`admin_document` turns an
-:class:`~brokerd.operator.operations.AdminOps` result into the answer's JSON document, the
+:class:`~brokerd.operator.operations.OperatorOps` result into the answer's JSON document, the
 views' :func:`~brokerd.operator.views.to_json` form (ListGroups sends one summary per
 group, :func:`group_summary`, so that its size does not grow with every group's
 offsets), and :func:`reset_spec` the operations' form of a reset target. Each row holds
-its own call into ``AdminOps`` and its ACL rule.
+its own call into ``OperatorOps`` and its ACL rule.
 
 What this module does not do: touch bytes, sockets, or the core directly.
 """

@@ -1,7 +1,7 @@
 """The native protocol's operator requests (types 7 to 14) and their answer.
 
 What this module does: defines one attrs-frozen request class per operator request type,
-:class:`AdminResponse` (what a client decodes from a successful answer), the reset
+:class:`OperatorResponse` (what a client decodes from a successful answer), the reset
 modes' wire codes and the named limits of the operator requests. The layouts are in
 ``brokerd.native.operator_wire``; the format is specified in ``docs/protocol.md``
 (section 2.8); the request types and error codes are in ``brokerd.native.messages``.
@@ -21,8 +21,6 @@ __all__ = [
     "MAX_ADMIN_CONFIGS",
     "MAX_ADMIN_REQUEST_BYTES",
     "MAX_ADMIN_RESPONSE_BYTES",
-    "AdminRequest",
-    "AdminResponse",
     "AlterTopicConfigsRequest",
     "CreatePartitionsRequest",
     "DeleteGroupRequest",
@@ -31,6 +29,8 @@ __all__ = [
     "DescribeTopicRequest",
     "JsonValue",
     "ListGroupsRequest",
+    "OperatorRequest",
+    "OperatorResponse",
     "ResetMode",
     "ResetOffsetsRequest",
 ]
@@ -125,7 +125,7 @@ class DeleteGroupRequest:
     group_id: str
 
 
-AdminRequest = (
+OperatorRequest = (
     DescribeTopicRequest
     | AlterTopicConfigsRequest
     | DeleteTopicRequest
@@ -138,9 +138,10 @@ AdminRequest = (
 
 
 @attrs.frozen
-class AdminResponse:
-    """A successful answer to an admin request: its JSON document (None for the types
-    that answer with the error code alone, DeleteTopic and DeleteGroup)."""
+class OperatorResponse:
+    """A successful answer to an operator request (native types 7 to 14): its JSON
+    document (None for the types that answer with the error code alone, DeleteTopic and
+    DeleteGroup)."""
 
     request_type: int
     document: JsonValue = None

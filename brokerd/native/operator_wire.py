@@ -26,8 +26,6 @@ from brokerd.native.operator_messages import (
     ADMIN_RESET_DRY_RUN,
     MAX_ADMIN_CONFIGS,
     MAX_ADMIN_RESPONSE_BYTES,
-    AdminRequest,
-    AdminResponse,
     AlterTopicConfigsRequest,
     CreatePartitionsRequest,
     DeleteGroupRequest,
@@ -36,6 +34,8 @@ from brokerd.native.operator_messages import (
     DescribeTopicRequest,
     JsonValue,
     ListGroupsRequest,
+    OperatorRequest,
+    OperatorResponse,
     ResetMode,
     ResetOffsetsRequest,
 )
@@ -45,8 +45,8 @@ __all__ = [
     "ANSWERS_WITHOUT_DOCUMENT",
     "BODY_LENGTH",
     "TYPE_OF_CLASS",
-    "AdminWireError",
     "BodyReader",
+    "OperatorWireError",
     "decode_answer",
     "encode_answer",
     "encode_request",
@@ -80,7 +80,7 @@ TYPE_OF_CLASS: dict[type, RequestType] = {
 }
 
 
-class AdminWireError(Exception):
+class OperatorWireError(Exception):
     """A body that does not parse, or a value it refuses: answered with ``code``."""
 
     def __init__(self, code: ErrorCode, message: str) -> None:
@@ -101,7 +101,7 @@ class _Body:
 
     def _take(self, size: int, what: str) -> bytes:
         if size > len(self._data) - self._pos:
-            raise AdminWireError(ErrorCode.MALFORMED_REQUEST, f"body ends inside the {what}")
+            raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"body ends inside the {what}")
         start = self._pos
         self._pos += size
         return self._data[start : self._pos]
@@ -118,18 +118,18 @@ class _Body:
     def string(self, what: str, limit: int, code: ErrorCode) -> str:
         (length,) = U16.unpack(self._take(2, what))
         if length > limit:
-            raise AdminWireError(code, f"{what} length {length} exceeds {limit}")
+            raise OperatorWireError(code, f"{what} length {length} exceeds {limit}")
         try:
             return self._take(length, what).decode("utf-8")
         except UnicodeDecodeError:
-            raise AdminWireError(code, f"{what} is not valid UTF-8") from None
+            raise OperatorWireError(code, f"{what} is not valid UTF-8") from None
 
     def topic(self) -> str:
         name = self.string("topic", MAX_TOPIC_LENGTH, ErrorCode.INVALID_TOPIC)
         try:
             return validate_topic_name(name)
         except errors.InvalidTopic as exc:
-            raise AdminWireError(ErrorCode.INVALID_TOPIC, str(exc)) from None
+            raise OperatorWireError(ErrorCode.INVALID_TOPIC, str(exc)) from None
 
     def group(self) -> str:
         return self.string("group id", MAX_GROUP_ID_BYTES, ErrorCode.INVALID_GROUP_ID)
@@ -137,14 +137,14 @@ class _Body:
     def count(self, what: str, limit: int, item_size: int) -> int:
         n = self.u32(what)
         if n > limit:
-            raise AdminWireError(ErrorCode.MALFORMED_REQUEST, f"{what} {n} exceeds {limit}")
+            raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"{what} {n} exceeds {limit}")
         if n * item_size > len(self._data) - self._pos:
-            raise AdminWireError(ErrorCode.MALFORMED_REQUEST, f"{what} {n} exceeds the body")
+            raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"{what} {n} exceeds the body")
         return n
 
     def end(self) -> None:
         if self._pos != len(self._data):
-            raise AdminWireError(
+            raise OperatorWireError(
                 ErrorCode.MALFORMED_REQUEST,
                 f"{len(self._data) - self._pos} byte(s) after the request's last field",
             )
@@ -169,7 +169,7 @@ def _alter(body: _Body) -> AlterTopicConfigsRequest:
         elif op == _CONFIG_DELETE and not value:
             delete.append(name)
         else:
-            raise AdminWireError(
+            raise OperatorWireError(
                 ErrorCode.MALFORMED_REQUEST, f"config {name!r}: bad operation {op}"
             )
     return AlterTopicConfigsRequest(topic, tuple(set_configs), tuple(delete))
@@ -179,7 +179,7 @@ def _partitions(body: _Body) -> CreatePartitionsRequest:
     topic = body.topic()
     total = body.u32("partition count")
     if not 1 <= total <= MAX_PARTITIONS:
-        raise AdminWireError(
+        raise OperatorWireError(
             ErrorCode.INVALID_PARTITIONS, f"partitions must be 1..{MAX_PARTITIONS}, not {total}"
         )
     return CreatePartitionsRequest(topic, total)
@@ -192,15 +192,15 @@ def _reset(body: _Body) -> ResetOffsetsRequest:
     try:
         mode = ResetMode(raw_mode)
     except ValueError:
-        raise AdminWireError(
+        raise OperatorWireError(
             ErrorCode.MALFORMED_REQUEST, f"unknown reset mode {raw_mode}"
         ) from None
     value = body.u64("reset value")
     if value > 2**63 - 1:
-        raise AdminWireError(ErrorCode.MALFORMED_REQUEST, f"reset value {value} is too large")
+        raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"reset value {value} is too large")
     flags = body.u8("flags")
     if flags & ~ADMIN_RESET_DRY_RUN:
-        raise AdminWireError(ErrorCode.MALFORMED_REQUEST, f"unknown flags {flags:#x}")
+        raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"unknown flags {flags:#x}")
     count = body.count("partition count", MAX_PARTITIONS, 4)
     partitions = tuple(body.u32("partition") for _ in range(count))
     return ResetOffsetsRequest(
@@ -208,11 +208,11 @@ def _reset(body: _Body) -> ResetOffsetsRequest:
     )
 
 
-def parse_body(request_type: int, data: bytes) -> AdminRequest:
+def parse_body(request_type: int, data: bytes) -> OperatorRequest:
     """The request of admin type ``request_type`` whose complete body is ``data``.
-    Raises :class:`AdminWireError` (never anything else) for a body it refuses."""
+    Raises :class:`OperatorWireError` (never anything else) for a body it refuses."""
     body = _Body(data)
-    request: AdminRequest
+    request: OperatorRequest
     if request_type == RequestType.DESCRIBE_TOPIC:
         request = DescribeTopicRequest(body.topic())
     elif request_type == RequestType.ALTER_TOPIC_CONFIGS:
@@ -230,7 +230,9 @@ def parse_body(request_type: int, data: bytes) -> AdminRequest:
     elif request_type == RequestType.DELETE_GROUP:
         request = DeleteGroupRequest(body.group())
     else:
-        raise AdminWireError(ErrorCode.UNKNOWN_REQUEST_TYPE, f"not an admin type: {request_type}")
+        raise OperatorWireError(
+            ErrorCode.UNKNOWN_REQUEST_TYPE, f"not an operator type: {request_type}"
+        )
     body.end()
     return request
 
@@ -239,7 +241,7 @@ def parse_body(request_type: int, data: bytes) -> AdminRequest:
 
 
 
-def _body(request: AdminRequest) -> bytes:
+def _body(request: OperatorRequest) -> bytes:
     match request:
         case DescribeTopicRequest() | DeleteTopicRequest():
             return string_bytes(request.topic, "topic")
@@ -275,7 +277,7 @@ def _body(request: AdminRequest) -> bytes:
     raise TypeError(f"not a native admin request: {request!r}")
 
 
-def encode_request(request: AdminRequest) -> bytes:
+def encode_request(request: OperatorRequest) -> bytes:
     """``u16 type, u32 body_len, body``. Raises ``ValueError`` for values the wire
     cannot carry (the server applies the tighter limits)."""
     body = _body(request)
@@ -290,13 +292,13 @@ def encode_answer(
     request_type: int, document: JsonValue, *, limit: int = MAX_ADMIN_RESPONSE_BYTES
 ) -> bytes:
     """``u16 error = 0, u32 json_len, json``, or ``u16 error = 0`` alone for the types
-    answered without a document. Raises :class:`AdminWireError` (RESPONSE_TOO_LARGE)
+    answered without a document. Raises :class:`OperatorWireError` (RESPONSE_TOO_LARGE)
     when the document exceeds ``limit`` bytes."""
     if request_type in ANSWERS_WITHOUT_DOCUMENT:
         return U16.pack(0)
     raw = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     if len(raw) > limit:
-        raise AdminWireError(
+        raise OperatorWireError(
             ErrorCode.RESPONSE_TOO_LARGE, f"answer of {len(raw)} bytes exceeds {limit}"
         )
     return _OK_JSON.pack(0, len(raw)) + raw
@@ -304,12 +306,12 @@ def encode_answer(
 
 def decode_answer(
     request_type: int, buf: bytes | bytearray, *, limit: int = MAX_ADMIN_RESPONSE_BYTES
-) -> tuple[AdminResponse, int] | None:
+) -> tuple[OperatorResponse, int] | None:
     """The success answer at the start of ``buf`` (its error code already read as 0) and
     its length, or None while incomplete. A document longer than ``limit`` is refused
     before it is waited for (:class:`MalformedResponse`)."""
     if request_type in ANSWERS_WITHOUT_DOCUMENT:
-        return (AdminResponse(request_type), 2) if len(buf) >= 2 else None
+        return (OperatorResponse(request_type), 2) if len(buf) >= 2 else None
     if len(buf) < _OK_JSON.size:
         return None
     _, length = _OK_JSON.unpack_from(buf)
@@ -322,4 +324,4 @@ def decode_answer(
         document: JsonValue = json.loads(bytes(buf[_OK_JSON.size : end]).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise MalformedResponse(f"admin answer is not JSON: {exc}") from None
-    return AdminResponse(request_type, document), end
+    return OperatorResponse(request_type, document), end

@@ -40,14 +40,14 @@ from brokerd.native.messages import (
     RequestType,
     error_code_for,
 )
-from brokerd.native.operator_wire import AdminWireError
+from brokerd.native.operator_wire import OperatorWireError
 from brokerd.native.queue_handlers import QueueMember, QueueOps
 from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.connection import RequestConnection
 from brokerd.net.connlimit import DEFAULT_MAX_CONNECTIONS, AddressLimits, ConnectionLimit
 from brokerd.net.request_budget import RequestBudget
 from brokerd.observers import NULL_REQUESTS, RequestObserver
-from brokerd.operator.operations import AdminOps
+from brokerd.operator.operations import OperatorOps
 from brokerd.security.acl import AclAuthorizer
 
 __all__ = [
@@ -97,7 +97,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         connection_limit: ConnectionLimit | None = None,
         authorizer: AclAuthorizer | None = None,
-        admin: AdminOps | None = None,
+        admin: OperatorOps | None = None,
         request_budget: RequestBudget | None = None,
         queues: QueueOps | None = None,
     ) -> None:
@@ -231,7 +231,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
         if not self.isConnected:
             return None  # cancelled by connectionLost, or simply too late: nobody to tell
         exc = failure.value
-        if isinstance(exc, AdminWireError):  # an answer too large to send
+        if isinstance(exc, OperatorWireError):  # an answer too large to send
             return server_codec.encode_error_response(request_type, exc.code, str(exc))
         code = error_code_for(exc) if exc is not None else None
         if code is None or code is ErrorCode.INTERNAL_ERROR:
@@ -266,7 +266,7 @@ class NativeFactory(Factory):
         frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
         authorizer: AclAuthorizer | None = None,
-        admin: AdminOps | None = None,
+        admin: OperatorOps | None = None,
         request_budget: RequestBudget | None = None,
         addresses: AddressLimits | None = None,
         queues: QueueOps | None = None,

@@ -21,8 +21,8 @@ import struct
 from collections.abc import Sequence
 
 from brokerd.native.messages import ErrorCode, MalformedResponse, RequestType
-from brokerd.native.operator_messages import MAX_ADMIN_RESPONSE_BYTES, AdminResponse, JsonValue
-from brokerd.native.operator_wire import BODY_LENGTH, AdminWireError, BodyReader
+from brokerd.native.operator_messages import MAX_ADMIN_RESPONSE_BYTES, JsonValue, OperatorResponse
+from brokerd.native.operator_wire import BODY_LENGTH, BodyReader, OperatorWireError
 from brokerd.native.queue_messages import (
     MAX_QUEUE_ACK_OFFSETS,
     MAX_QUEUE_ACK_RANGES,
@@ -60,7 +60,7 @@ TYPE_OF_CLASS: dict[type, RequestType] = {
 }
 
 #: What a client decodes from a successful queue answer.
-QueueAnswer = QueueFetchResponse | QueueAckResponse | AdminResponse
+QueueAnswer = QueueFetchResponse | QueueAckResponse | OperatorResponse
 
 _U8 = struct.Struct(">B")
 _U64 = struct.Struct(">Q")
@@ -80,7 +80,7 @@ def _fetch(body: BodyReader) -> QueueFetchRequest:
     partition = body.u32("partition")
     max_records = body.u32("max records")
     if not 1 <= max_records <= MAX_QUEUE_RECORDS:
-        raise AdminWireError(
+        raise OperatorWireError(
             ErrorCode.MALFORMED_REQUEST,
             f"max records must be 1..{MAX_QUEUE_RECORDS}, not {max_records}",
         )
@@ -94,7 +94,7 @@ def _ack(body: BodyReader) -> QueueAckRequest:
     partition = body.u32("partition")
     count = body.count("range count", MAX_QUEUE_ACK_RANGES, _RANGE.size)
     if count == 0:
-        raise AdminWireError(ErrorCode.MALFORMED_REQUEST, "an acknowledgement needs a range")
+        raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, "an acknowledgement needs a range")
     ranges: list[AckRange] = []
     covered = 0
     for _ in range(count):
@@ -102,19 +102,19 @@ def _ack(body: BodyReader) -> QueueAckRequest:
         last = body.u64("last offset")
         raw_kind = body.u8("acknowledgement kind")
         if last < first or last > 2**63 - 1:
-            raise AdminWireError(
+            raise OperatorWireError(
                 ErrorCode.MALFORMED_REQUEST, f"bad offset range {first}..{last}"
             )
         covered += last - first + 1
         if covered > MAX_QUEUE_ACK_OFFSETS:
-            raise AdminWireError(
+            raise OperatorWireError(
                 ErrorCode.MALFORMED_REQUEST,
                 f"the ranges cover more than {MAX_QUEUE_ACK_OFFSETS} offsets",
             )
         try:
             kind = AckKind(raw_kind)
         except ValueError:
-            raise AdminWireError(
+            raise OperatorWireError(
                 ErrorCode.MALFORMED_REQUEST, f"unknown acknowledgement kind {raw_kind}"
             ) from None
         ranges.append(AckRange(first, last, kind))
@@ -123,7 +123,7 @@ def _ack(body: BodyReader) -> QueueAckRequest:
 
 def parse_body(request_type: int, data: bytes) -> QueueRequest:
     """The request of queue type ``request_type`` whose complete body is ``data``.
-    Raises :class:`AdminWireError` (never anything else) for a body it refuses."""
+    Raises :class:`OperatorWireError` (never anything else) for a body it refuses."""
     body = BodyReader(data)
     request: QueueRequest
     if request_type == RequestType.QUEUE_FETCH:
@@ -135,7 +135,7 @@ def parse_body(request_type: int, data: bytes) -> QueueRequest:
     elif request_type == RequestType.LIST_SHARE_GROUPS:
         request = ListShareGroupsRequest()
     else:
-        raise AdminWireError(ErrorCode.UNKNOWN_REQUEST_TYPE, f"not a queue type: {request_type}")
+        raise OperatorWireError(ErrorCode.UNKNOWN_REQUEST_TYPE, f"not a queue type: {request_type}")
     body.end()
     return request
 
@@ -203,11 +203,11 @@ def encode_ack_answer() -> bytes:
 
 
 def encode_document_answer(document: JsonValue) -> bytes:
-    """``u16 error = 0, u32 json_len, json``; raises :class:`AdminWireError`
+    """``u16 error = 0, u32 json_len, json``; raises :class:`OperatorWireError`
     (RESPONSE_TOO_LARGE) above the admin answers' limit."""
     raw = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     if len(raw) > MAX_ADMIN_RESPONSE_BYTES:
-        raise AdminWireError(
+        raise OperatorWireError(
             ErrorCode.RESPONSE_TOO_LARGE,
             f"answer of {len(raw)} bytes exceeds {MAX_ADMIN_RESPONSE_BYTES}",
         )
@@ -270,5 +270,5 @@ def decode_answer(
             document: JsonValue = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise MalformedResponse(f"queue answer is not JSON: {exc}") from None
-        answer = AdminResponse(request_type, document)
+        answer = OperatorResponse(request_type, document)
     return answer, end

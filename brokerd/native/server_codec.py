@@ -405,7 +405,7 @@ class RequestDecoder:
                 request = queue_wire.parse_body(self._type, body)
             else:
                 request = operator_wire.parse_body(self._type, body)
-        except operator_wire.AdminWireError as exc:
+        except operator_wire.OperatorWireError as exc:
             self._fail(exc.code, str(exc))
             self._end_frame(None)
             return

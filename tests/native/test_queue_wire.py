@@ -20,7 +20,7 @@ from brokerd.native.messages import (
     RequestError,
     RequestType,
 )
-from brokerd.native.operator_messages import MAX_ADMIN_REQUEST_BYTES, AdminResponse
+from brokerd.native.operator_messages import MAX_ADMIN_REQUEST_BYTES, OperatorResponse
 from brokerd.native.queue_messages import (
     MAX_QUEUE_ACK_OFFSETS,
     MAX_QUEUE_ACK_RANGES,
@@ -230,7 +230,7 @@ def test_answers_round_trip_in_any_chunking_and_pipelined() -> None:
         (RequestType.QUEUE_FETCH, queue_wire.encode_fetch_answer([]), QueueFetchResponse()),
         (RequestType.QUEUE_ACKNOWLEDGE, queue_wire.encode_ack_answer(), QueueAckResponse()),
         (RequestType.DESCRIBE_SHARE_GROUP, queue_wire.encode_document_answer({"group_id": "g"}),
-         AdminResponse(RequestType.DESCRIBE_SHARE_GROUP, {"group_id": "g"})),
+         OperatorResponse(RequestType.DESCRIBE_SHARE_GROUP, {"group_id": "g"})),
         (RequestType.QUEUE_ACKNOWLEDGE,
          encode_error_response(RequestType.QUEUE_ACKNOWLEDGE, 23, "no"),
          ErrorResponse(RequestType.QUEUE_ACKNOWLEDGE, 23, "no")),
