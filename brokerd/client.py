@@ -3,7 +3,7 @@
 It uses the request encoders and the incremental response decoder of
 :mod:`brokerd.native.client_codec` over a socket, plain or TLS (:func:`tls_context`): one
 connection, requests answered in order, optional pipelining. The admin requests
-(``docs/admin.md``) answer with the JSON form of the broker's views, as plain dicts; the
+(``docs/operator.md``) answer with the JSON form of the broker's views, as plain dicts; the
 queue requests (``docs/queues.md``, "The same queue on the native protocol") acquire and
 acknowledge share-group records. It is not thread-safe and does not reconnect by itself
 (the caller decides; ``brokerctl consume --follow`` does).

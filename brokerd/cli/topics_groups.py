@@ -1,5 +1,5 @@
 # -*- test-case-name: tests.cli.test_topics_groups -*-
-"""``brokerctl``'s admin commands (``docs/admin.md``)::
+"""``brokerctl``'s operator commands (``docs/operator.md``)::
 
     brokerctl topics describe NAME
     brokerctl topics alter NAME --config K=V [--config K=V ...]   (K= deletes the override)
