@@ -111,7 +111,7 @@ class OfflinePartitionTests(SynchronousTestCase):
         self.addCleanup(shutil.rmtree, tmp)
         data = os.path.join(tmp, "data")
         logdir = LogDirectory.open(data, LogConfig())
-        logdir.topic_admin.create_topic("t", 2)
+        logdir.topic_changes.create_topic("t", 2)
         logdir.close()
         # A symlinked partition directory is never opened: the partition is offline.
         elsewhere = os.path.join(tmp, "elsewhere")
