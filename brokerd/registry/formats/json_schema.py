@@ -763,7 +763,7 @@ class _Diff:
 
     def _covered(self, old: _Node, new: _Node, where: str, out: list[_Difference],
                  covered: _D, not_covered: _D) -> None:
-        """A property on one side only, read on the other through a partially open
+        """A property (or an item) on one side only, read on the other through a partially open
         content model (``patternProperties``/``additionalProperties`` schemas): the two
         schemas compared, and whether everything found is compatible."""
         found = self.compare(old, new, where)
@@ -895,12 +895,9 @@ class _Diff:
         if new_more is None or new_more is True:
             out.append(_Difference(_D.ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL, where))
         elif isinstance(new_more, dict):
-            found = self.compare(old.sub(schema), new.sub(new_more), where)
-            out.extend(found)
-            covered = all(d.kind in _COMPATIBLE for d in found)
-            out.append(_Difference(
-                _D.ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL if covered
-                else _D.ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, where))
+            self._covered(old.sub(schema), new.sub(new_more), where, out,
+                          _D.ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
+                          _D.ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL)
         elif schema is False:
             out.append(_Difference(_D.ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL, where))
         else:
@@ -914,12 +911,9 @@ class _Diff:
                 if new.sub(schema).kind is _Kind.EMPTY
                 else _D.ITEM_ADDED_TO_OPEN_CONTENT_MODEL, where))
         elif isinstance(old_more, dict):
-            found = self.compare(old.sub(old_more), new.sub(schema), where)
-            out.extend(found)
-            covered = all(d.kind in _COMPATIBLE for d in found)
-            out.append(_Difference(
-                _D.ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL if covered
-                else _D.ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, where))
+            self._covered(old.sub(old_more), new.sub(schema), where, out,
+                          _D.ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
+                          _D.ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL)
         else:
             out.append(_Difference(_D.ITEM_ADDED_TO_CLOSED_CONTENT_MODEL, where))
 
