@@ -103,7 +103,7 @@ DEFAULT_PARTITIONS = 1
 METADATA_CACHE_TOPICS = 20000
 
 
-class AdminHandlers:
+class ClusterTopicHandlers:
     """Answers the cluster and topic administration APIs.
 
     :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
