@@ -21,11 +21,10 @@ builds the argument parsers and runs the commands over a
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import datetime
 from typing import TextIO
 
-from brokerd.cli.tables import render_group, render_groups, render_resets, render_topic
+from brokerd.cli.tables import emit, render_group, render_groups, render_resets, render_topic
 from brokerd.client import JsonObject, NativeClient
 from brokerd.native.operator_messages import JsonValue, ResetMode
 
@@ -169,11 +168,7 @@ def add_groups_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _emit(out: TextIO, args: argparse.Namespace, document: JsonValue, lines: list[str]) -> int:
-    if args.json:
-        out.write(json.dumps(document, sort_keys=True) + "\n")
-    else:
-        out.write("\n".join(lines) + "\n")
-    return 0
+    return emit(out, args.json, document, lines)
 
 
 def _partition_count(topic: JsonObject) -> int:
