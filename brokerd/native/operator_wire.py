@@ -48,8 +48,10 @@ __all__ = [
     "BodyReader",
     "OperatorWireError",
     "decode_answer",
+    "document_answer",
     "encode_answer",
     "encode_request",
+    "frame_request",
     "parse_body",
 ]
 
@@ -280,9 +282,14 @@ def _body(request: OperatorRequest) -> bytes:
 def encode_request(request: OperatorRequest) -> bytes:
     """``u16 type, u32 body_len, body``. Raises ``ValueError`` for values the wire
     cannot carry (the server applies the tighter limits)."""
-    body = _body(request)
+    return frame_request(TYPE_OF_CLASS[type(request)], _body(request))
+
+
+def frame_request(request_type: int, body: bytes) -> bytes:
+    """``u16 type, u32 body_len, body``: the frame of the operator and queue types.
+    Raises ``ValueError`` for a body the length cannot carry."""
     check_range("body length", len(body), MAX_U32)
-    return U16.pack(TYPE_OF_CLASS[type(request)]) + BODY_LENGTH.pack(len(body)) + body
+    return U16.pack(request_type) + BODY_LENGTH.pack(len(body)) + body
 
 
 # --------------------------------------------------------------------------- answers
@@ -296,6 +303,13 @@ def encode_answer(
     when the document exceeds ``limit`` bytes."""
     if request_type in ANSWERS_WITHOUT_DOCUMENT:
         return U16.pack(0)
+    return document_answer(document, limit=limit)
+
+
+def document_answer(document: JsonValue, *, limit: int = MAX_ADMIN_RESPONSE_BYTES) -> bytes:
+    """``u16 error = 0, u32 json_len, json`` (operator and queue types). Raises
+    :class:`OperatorWireError` (RESPONSE_TOO_LARGE) when the document exceeds ``limit``
+    bytes."""
     raw = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     if len(raw) > limit:
         raise OperatorWireError(

@@ -21,8 +21,13 @@ import struct
 from collections.abc import Sequence
 
 from brokerd.native.messages import ErrorCode, MalformedResponse, RequestType
-from brokerd.native.operator_messages import MAX_ADMIN_RESPONSE_BYTES, JsonValue, OperatorResponse
-from brokerd.native.operator_wire import BODY_LENGTH, BodyReader, OperatorWireError
+from brokerd.native.operator_messages import JsonValue, OperatorResponse
+from brokerd.native.operator_wire import (
+    BodyReader,
+    OperatorWireError,
+    document_answer,
+    frame_request,
+)
 from brokerd.native.queue_messages import (
     MAX_QUEUE_ACK_OFFSETS,
     MAX_QUEUE_ACK_RANGES,
@@ -39,7 +44,7 @@ from brokerd.native.queue_messages import (
     QueueRecord,
     QueueRequest,
 )
-from brokerd.native.wire import MAX_U16, MAX_U32, MAX_U64, U16, U32, check_range, string_bytes
+from brokerd.native.wire import MAX_U16, MAX_U32, MAX_U64, U32, check_range, string_bytes
 
 __all__ = [
     "TYPE_OF_CLASS",
@@ -175,9 +180,7 @@ def _body(request: QueueRequest) -> bytes:
 def encode_request(request: QueueRequest) -> bytes:
     """``u16 type, u32 body_len, body``. Raises ``ValueError`` for values the wire
     cannot carry (the server applies the tighter limits)."""
-    body = _body(request)
-    check_range("body length", len(body), MAX_U32)
-    return U16.pack(TYPE_OF_CLASS[type(request)]) + BODY_LENGTH.pack(len(body)) + body
+    return frame_request(TYPE_OF_CLASS[type(request)], _body(request))
 
 
 # --------------------------------------------------------------------------- answers
@@ -205,13 +208,7 @@ def encode_ack_answer() -> bytes:
 def encode_document_answer(document: JsonValue) -> bytes:
     """``u16 error = 0, u32 json_len, json``; raises :class:`OperatorWireError`
     (RESPONSE_TOO_LARGE) above the admin answers' limit."""
-    raw = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    if len(raw) > MAX_ADMIN_RESPONSE_BYTES:
-        raise OperatorWireError(
-            ErrorCode.RESPONSE_TOO_LARGE,
-            f"answer of {len(raw)} bytes exceeds {MAX_ADMIN_RESPONSE_BYTES}",
-        )
-    return _answer(raw)
+    return document_answer(document)
 
 
 def _fetch_records(body: bytes) -> QueueFetchResponse:
