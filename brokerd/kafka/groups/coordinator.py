@@ -62,7 +62,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import attrs
 from twisted.internet import defer
@@ -136,6 +136,17 @@ def _group_id_too_long(group_id: str) -> bool:
     return len(group_id.encode("utf-8", "surrogatepass")) > MAX_GROUP_ID_LENGTH
 
 _A = TypeVar("_A")
+
+
+class _Kip848Group(Protocol):
+    @property
+    def group_epoch(self) -> int: ...
+
+    @property
+    def members(self) -> Mapping[str, object]: ...
+
+
+_K = TypeVar("_K", bound=_Kip848Group)
 
 
 class GroupCoordinator:
@@ -375,18 +386,28 @@ class GroupCoordinator:
             self._forget_if_failed(d, written, group_id, lambda answered: answered is failed)
         return d
 
-    def _restore_streams(self, group_id: str, blob: bytes) -> None:
+    def _restore_kip848(
+        self,
+        kind: str,
+        group_id: str,
+        blob: bytes,
+        decode: Callable[[str, bytes], _K],
+        restore: Callable[[_K], None],
+        written: dict[str, bytes],
+    ) -> None:
+        """Restore one stored consumer or streams (``kind``) group; an unreadable one is
+        logged and left out."""
         try:
-            group = streams_persist.decode_group(group_id, blob)
+            group = decode(group_id, blob)
         except ValueError as e:
-            self._log.error("group {group!r}: stored streams group state unreadable "
-                            "({why}); left out", group=group_id, why=str(e))
+            self._log.error("group {group!r}: stored {kind} group state unreadable "
+                            "({why}); left out", group=group_id, kind=kind, why=str(e))
             return
-        self.streams.restore(group)
-        self._streams_written[group_id] = blob
-        self._log.info("group {group!r}: restored streams group at epoch {epoch} with "
-                       "{count} member(s)", group=group_id, epoch=group.group_epoch,
-                       count=len(group.members))
+        restore(group)
+        written[group_id] = blob
+        self._log.info("group {group!r}: restored {kind} group at epoch {epoch} with "
+                       "{count} member(s)", group=group_id, kind=kind,
+                       epoch=group.group_epoch, count=len(group.members))
 
     def _restore(self) -> None:
         """Rebuild every group the store holds as of its last stored generation: Stable,
@@ -394,21 +415,11 @@ class GroupCoordinator:
         consumer-protocol group as it last was, each member with a fresh session."""
         for group_id, blob in sorted(self._offsets.consumer_groups_state().items()):
             if streams_persist.is_streams_record(blob):
-                self._restore_streams(group_id, blob)
-                continue
-            try:
-                consumer = decode_group(group_id, blob)
-            except ValueError as e:
-                self._log.error("group {group!r}: stored consumer group state unreadable "
-                                "({why}); left out", group=group_id, why=str(e))
-                continue
-            self.consumer.restore(consumer)
-            self._consumer_written[group_id] = blob
-            self._log.info(
-                "group {group!r}: restored consumer group at epoch {epoch} with {count} "
-                "member(s)", group=group_id, epoch=consumer.group_epoch,
-                count=len(consumer.members),
-            )
+                self._restore_kip848("streams", group_id, blob, streams_persist.decode_group,
+                                     self.streams.restore, self._streams_written)
+            else:
+                self._restore_kip848("consumer", group_id, blob, decode_group,
+                                     self.consumer.restore, self._consumer_written)
         for group_id, stored in sorted(self._offsets.groups_metadata().items()):
             if group_id in self.consumer.groups or group_id in self.streams.groups:
                 continue
