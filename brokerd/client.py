@@ -41,7 +41,7 @@ from brokerd.native.operator_messages import (
     ResetMode,
     ResetOffsetsRequest,
 )
-from brokerd.native.operator_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
+from brokerd.native.operator_wire import TYPE_OF_CLASS as OPERATOR_TYPE_OF_CLASS
 from brokerd.native.queue_messages import (
     AckKind,
     AckRange,
@@ -63,7 +63,7 @@ _RECV_BYTES = 256 * 1024
 #: Seconds a topic create, grow or delete may take: its file work grows with the
 #: partition count (10,000 partitions: seconds to tens of seconds on a busy disk), so it
 #: gets Kafka's default.api.timeout.ms rather than the per-request timeout.
-TOPIC_ADMIN_TIMEOUT = 60.0
+TOPIC_CHANGE_TIMEOUT = 60.0
 
 
 class NativeError(Exception):
@@ -197,7 +197,7 @@ class NativeClient:
         self._call(
             RequestType.CREATE_TOPIC,
             encode_create_topic(topic, partitions),
-            timeout=max(self.timeout, TOPIC_ADMIN_TIMEOUT),
+            timeout=max(self.timeout, TOPIC_CHANGE_TIMEOUT),
         )
 
     def list_offsets(self, topic: str, partition: int) -> tuple[int, int]:
@@ -215,12 +215,12 @@ class NativeClient:
 
     def _admin(self, request: OperatorRequest) -> JsonValue:
         timeout = (
-            max(self.timeout, TOPIC_ADMIN_TIMEOUT)
+            max(self.timeout, TOPIC_CHANGE_TIMEOUT)
             if isinstance(request, (DeleteTopicRequest, CreatePartitionsRequest))
             else None
         )
         response = self._call(
-            ADMIN_TYPE_OF_CLASS[type(request)], encode_request(request), timeout=timeout
+            OPERATOR_TYPE_OF_CLASS[type(request)], encode_request(request), timeout=timeout
         )
         assert isinstance(response, OperatorResponse)
         return response.document

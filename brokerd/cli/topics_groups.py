@@ -29,16 +29,16 @@ from brokerd.client import JsonObject, NativeClient
 from brokerd.native.operator_messages import JsonValue, ResetMode
 
 __all__ = [
-    "TOPIC_ADMIN_COMMANDS",
+    "TOPIC_OPERATOR_COMMANDS",
     "add_groups_parser",
-    "add_topic_admin_parsers",
+    "add_topic_parsers",
     "parse_datetime_ms",
     "run_groups",
-    "run_topic_admin",
+    "run_topic_commands",
 ]
 
 #: The ``topics`` subcommands this module runs (``create`` and ``list`` are brokerctl.py's).
-TOPIC_ADMIN_COMMANDS = frozenset({"describe", "alter", "delete", "add-partitions"})
+TOPIC_OPERATOR_COMMANDS = frozenset({"describe", "alter", "delete", "add-partitions"})
 
 
 def _config(text: str) -> tuple[str, str]:
@@ -96,7 +96,7 @@ def _json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
-def add_topic_admin_parsers(
+def add_topic_parsers(
     topic_cmds: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> None:
     """Add ``describe``, ``alter``, ``delete`` and ``add-partitions`` under ``topics``."""
@@ -176,7 +176,7 @@ def _partition_count(topic: JsonObject) -> int:
     return len(partitions) if isinstance(partitions, list) else 0
 
 
-def run_topic_admin(client: NativeClient, args: argparse.Namespace, out: TextIO) -> int:
+def run_topic_commands(client: NativeClient, args: argparse.Namespace, out: TextIO) -> int:
     """Run ``topics describe|alter|delete|add-partitions``."""
     name: str = args.name
     command: str = args.topics_command

@@ -17,10 +17,10 @@ import enum
 import attrs
 
 __all__ = [
-    "ADMIN_RESET_DRY_RUN",
-    "MAX_ADMIN_CONFIGS",
-    "MAX_ADMIN_REQUEST_BYTES",
-    "MAX_ADMIN_RESPONSE_BYTES",
+    "MAX_OPERATOR_CONFIGS",
+    "MAX_OPERATOR_REQUEST_BYTES",
+    "MAX_OPERATOR_RESPONSE_BYTES",
+    "OPERATOR_RESET_DRY_RUN",
     "AlterTopicConfigsRequest",
     "CreatePartitionsRequest",
     "DeleteGroupRequest",
@@ -37,14 +37,14 @@ __all__ = [
 
 #: An admin request's body (after ``u16 type, u32 body_len``) is at most this long; a
 #: longer one is refused (REQUEST_TOO_LARGE) and its bytes skipped as they arrive.
-MAX_ADMIN_REQUEST_BYTES = 64 * 1024
+MAX_OPERATOR_REQUEST_BYTES = 64 * 1024
 #: An AlterTopicConfigs request names at most this many configs (brokerd knows fewer).
-MAX_ADMIN_CONFIGS = 256
+MAX_OPERATOR_CONFIGS = 256
 #: The JSON document of an answer is at most this long: the server refuses to send a
 #: longer one (RESPONSE_TOO_LARGE) and the client refuses to wait for one.
-MAX_ADMIN_RESPONSE_BYTES = 16 * 1024 * 1024
+MAX_OPERATOR_RESPONSE_BYTES = 16 * 1024 * 1024
 #: ResetOffsets' flag bit: compute and answer the new offsets, commit nothing.
-ADMIN_RESET_DRY_RUN = 0x01
+OPERATOR_RESET_DRY_RUN = 0x01
 
 #: A JSON document as ``json.loads`` returns it.
 JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]

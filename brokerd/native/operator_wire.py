@@ -3,7 +3,7 @@
 
 An operator request is ``u16 type, u32 body_len, body``: unlike types 1 to 6 its frame
 says its own length, so the server's decoder (``brokerd.native.server_codec``) checks
-``body_len`` against :data:`~brokerd.native.operator_messages.MAX_ADMIN_REQUEST_BYTES`
+``body_len`` against :data:`~brokerd.native.operator_messages.MAX_OPERATOR_REQUEST_BYTES`
 before buffering anything, skips a refused body without buffering it, and hands a
 complete body to :func:`parse_body`. A successful answer is ``u16 error = 0``, then for
 every type but DeleteTopic and DeleteGroup ``u32 json_len`` and a compact UTF-8 JSON
@@ -23,9 +23,9 @@ from brokerd import errors
 from brokerd.names import MAX_TOPIC_LENGTH, validate_topic_name
 from brokerd.native.messages import MAX_PARTITIONS, ErrorCode, MalformedResponse, RequestType
 from brokerd.native.operator_messages import (
-    ADMIN_RESET_DRY_RUN,
-    MAX_ADMIN_CONFIGS,
-    MAX_ADMIN_RESPONSE_BYTES,
+    MAX_OPERATOR_CONFIGS,
+    MAX_OPERATOR_RESPONSE_BYTES,
+    OPERATOR_RESET_DRY_RUN,
     AlterTopicConfigsRequest,
     CreatePartitionsRequest,
     DeleteGroupRequest,
@@ -159,7 +159,7 @@ BodyReader = _Body
 def _alter(body: _Body) -> AlterTopicConfigsRequest:
     topic = body.topic()
     # Each config takes at least 5 bytes: two empty strings and the operation.
-    count = body.count("config count", MAX_ADMIN_CONFIGS, 5)
+    count = body.count("config count", MAX_OPERATOR_CONFIGS, 5)
     set_configs: list[tuple[str, str]] = []
     delete: list[str] = []
     for _ in range(count):
@@ -201,12 +201,12 @@ def _reset(body: _Body) -> ResetOffsetsRequest:
     if value > 2**63 - 1:
         raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"reset value {value} is too large")
     flags = body.u8("flags")
-    if flags & ~ADMIN_RESET_DRY_RUN:
+    if flags & ~OPERATOR_RESET_DRY_RUN:
         raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"unknown flags {flags:#x}")
     count = body.count("partition count", MAX_PARTITIONS, 4)
     partitions = tuple(body.u32("partition") for _ in range(count))
     return ResetOffsetsRequest(
-        group, topic, mode, value, partitions, bool(flags & ADMIN_RESET_DRY_RUN)
+        group, topic, mode, value, partitions, bool(flags & OPERATOR_RESET_DRY_RUN)
     )
 
 
@@ -265,7 +265,7 @@ def _body(request: OperatorRequest) -> bytes:
         case DescribeGroupRequest() | DeleteGroupRequest():
             return string_bytes(request.group_id, "group id")
         case ResetOffsetsRequest():
-            flags = ADMIN_RESET_DRY_RUN if request.dry_run else 0
+            flags = OPERATOR_RESET_DRY_RUN if request.dry_run else 0
             parts = [
                 string_bytes(request.group_id, "group id"),
                 string_bytes(request.topic, "topic"),
@@ -296,7 +296,7 @@ def frame_request(request_type: int, body: bytes) -> bytes:
 
 
 def encode_answer(
-    request_type: int, document: JsonValue, *, limit: int = MAX_ADMIN_RESPONSE_BYTES
+    request_type: int, document: JsonValue, *, limit: int = MAX_OPERATOR_RESPONSE_BYTES
 ) -> bytes:
     """``u16 error = 0, u32 json_len, json``, or ``u16 error = 0`` alone for the types
     answered without a document. Raises :class:`OperatorWireError` (RESPONSE_TOO_LARGE)
@@ -306,7 +306,7 @@ def encode_answer(
     return document_answer(document, limit=limit)
 
 
-def document_answer(document: JsonValue, *, limit: int = MAX_ADMIN_RESPONSE_BYTES) -> bytes:
+def document_answer(document: JsonValue, *, limit: int = MAX_OPERATOR_RESPONSE_BYTES) -> bytes:
     """``u16 error = 0, u32 json_len, json`` (operator and queue types). Raises
     :class:`OperatorWireError` (RESPONSE_TOO_LARGE) when the document exceeds ``limit``
     bytes."""
@@ -319,7 +319,7 @@ def document_answer(document: JsonValue, *, limit: int = MAX_ADMIN_RESPONSE_BYTE
 
 
 def decode_answer(
-    request_type: int, buf: bytes | bytearray, *, limit: int = MAX_ADMIN_RESPONSE_BYTES
+    request_type: int, buf: bytes | bytearray, *, limit: int = MAX_OPERATOR_RESPONSE_BYTES
 ) -> tuple[OperatorResponse, int] | None:
     """The success answer at the start of ``buf`` (its error code already read as 0) and
     its length, or None while incomplete. A document longer than ``limit`` is refused

@@ -21,8 +21,8 @@ from brokerd.native.messages import (
     RequestType,
 )
 from brokerd.native.operator_messages import (
-    MAX_ADMIN_CONFIGS,
-    MAX_ADMIN_REQUEST_BYTES,
+    MAX_OPERATOR_CONFIGS,
+    MAX_OPERATOR_REQUEST_BYTES,
     AlterTopicConfigsRequest,
     CreatePartitionsRequest,
     DeleteGroupRequest,
@@ -117,15 +117,15 @@ def test_request_types_are_the_documented_numbers() -> None:
 
 def test_over_long_body_is_refused_at_once_and_skipped_without_buffering() -> None:
     decoder = RequestDecoder()
-    head = struct.pack(">HI", RequestType.DESCRIBE_TOPIC, MAX_ADMIN_REQUEST_BYTES + 1)
+    head = struct.pack(">HI", RequestType.DESCRIBE_TOPIC, MAX_OPERATOR_REQUEST_BYTES + 1)
     (error,) = decoder.feed(head)
     assert isinstance(error, RequestError)
     assert (error.code, error.fatal) == (ErrorCode.REQUEST_TOO_LARGE, False)
     # The body streams in and is dropped as it arrives.
-    for _ in range(MAX_ADMIN_REQUEST_BYTES // 4096):
+    for _ in range(MAX_OPERATOR_REQUEST_BYTES // 4096):
         assert decoder.feed(b"x" * 4096) == []
         assert decoder.buffered == 0
-    rest = MAX_ADMIN_REQUEST_BYTES + 1 - (MAX_ADMIN_REQUEST_BYTES // 4096) * 4096
+    rest = MAX_OPERATOR_REQUEST_BYTES + 1 - (MAX_OPERATOR_REQUEST_BYTES // 4096) * 4096
     assert decoder.feed(b"x" * rest + list_topics_frame()) == [ListTopicsRequest()]
 
 
@@ -151,7 +151,7 @@ def test_body_length_of_four_gigabytes_costs_nothing() -> None:
         (RequestType.LIST_GROUPS, b"\x00", ErrorCode.MALFORMED_REQUEST),
         (RequestType.DELETE_GROUP, s("g") + b"!", ErrorCode.MALFORMED_REQUEST),
         # A config count above the limit, or above what the body can hold.
-        (RequestType.ALTER_TOPIC_CONFIGS, s("t") + struct.pack(">I", MAX_ADMIN_CONFIGS + 1),
+        (RequestType.ALTER_TOPIC_CONFIGS, s("t") + struct.pack(">I", MAX_OPERATOR_CONFIGS + 1),
          ErrorCode.MALFORMED_REQUEST),
         (RequestType.ALTER_TOPIC_CONFIGS, s("t") + struct.pack(">I", 3) + s("a") + b"\x00" + s(""),
          ErrorCode.MALFORMED_REQUEST),
