@@ -47,11 +47,13 @@ __all__ = [
     "TYPE_OF_CLASS",
     "BodyReader",
     "OperatorWireError",
+    "answer_body",
     "decode_answer",
     "document_answer",
     "encode_answer",
     "encode_request",
     "frame_request",
+    "json_document",
     "parse_body",
 ]
 
@@ -326,16 +328,33 @@ def decode_answer(
     before it is waited for (:class:`MalformedResponse`)."""
     if request_type in ANSWERS_WITHOUT_DOCUMENT:
         return (OperatorResponse(request_type), 2) if len(buf) >= 2 else None
+    found = answer_body(buf, limit, "operator")
+    if found is None:
+        return None
+    body, end = found
+    return OperatorResponse(request_type, json_document(body, "operator")), end
+
+
+def answer_body(buf: bytes | bytearray, limit: int, kind: str) -> tuple[bytes, int] | None:
+    """The body of the ``u16 error = 0, u32 body_len, body`` answer at the start of
+    ``buf`` and the answer's length, or None while incomplete; a body longer than
+    ``limit`` is refused before it is waited for (:class:`MalformedResponse`, naming the
+    ``kind`` of answer)."""
     if len(buf) < _OK_JSON.size:
         return None
     _, length = _OK_JSON.unpack_from(buf)
     if length > limit:
-        raise MalformedResponse(f"admin answer of {length} bytes exceeds {limit}")
+        raise MalformedResponse(f"{kind} answer of {length} bytes exceeds {limit}")
     end = _OK_JSON.size + length
     if len(buf) < end:
         return None
+    return bytes(buf[_OK_JSON.size : end]), end
+
+
+def json_document(body: bytes, kind: str) -> JsonValue:
+    """An answer's JSON document; :class:`MalformedResponse` if it is not one."""
     try:
-        document: JsonValue = json.loads(bytes(buf[_OK_JSON.size : end]).decode("utf-8"))
+        document: JsonValue = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise MalformedResponse(f"admin answer is not JSON: {exc}") from None
-    return OperatorResponse(request_type, document), end
+        raise MalformedResponse(f"{kind} answer is not JSON: {exc}") from None
+    return document

@@ -16,7 +16,6 @@ beyond the wire's own rules (names valid, counts within limits).
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Sequence
 
@@ -25,8 +24,10 @@ from brokerd.native.operator_messages import JsonValue, OperatorResponse
 from brokerd.native.operator_wire import (
     BodyReader,
     OperatorWireError,
+    answer_body,
     document_answer,
     frame_request,
+    json_document,
 )
 from brokerd.native.queue_messages import (
     MAX_QUEUE_ACK_OFFSETS,
@@ -246,15 +247,10 @@ def decode_answer(
     """The success answer at the start of ``buf`` (its error code already read as 0) and
     its length, or None while incomplete. A body longer than ``limit`` is refused before
     it is waited for (:class:`MalformedResponse`)."""
-    if len(buf) < _OK_BODY.size:
+    found = answer_body(buf, limit, "queue")
+    if found is None:
         return None
-    _, length = _OK_BODY.unpack_from(buf)
-    if length > limit:
-        raise MalformedResponse(f"queue answer of {length} bytes exceeds {limit}")
-    end = _OK_BODY.size + length
-    if len(buf) < end:
-        return None
-    body = bytes(buf[_OK_BODY.size : end])
+    body, end = found
     answer: QueueAnswer
     if request_type == RequestType.QUEUE_FETCH:
         answer = _fetch_records(body)
@@ -263,9 +259,5 @@ def decode_answer(
             raise MalformedResponse(f"acknowledge answer with a {len(body)}-byte body")
         answer = QueueAckResponse()
     else:
-        try:
-            document: JsonValue = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise MalformedResponse(f"queue answer is not JSON: {exc}") from None
-        answer = OperatorResponse(request_type, document)
+        answer = OperatorResponse(request_type, json_document(body, "queue"))
     return answer, end
