@@ -59,8 +59,9 @@ class TransitionTableTests(SynchronousTestCase):
 class KeepTakingAfterLoss(LineConnection):
     """Carries out requests received before the loss (as the Kafka listener does)."""
 
-    def requestsAbandoned(self) -> None:
-        pass
+    def __init__(self, clock: task.Clock, limit: None, pipeline: int) -> None:
+        super().__init__(clock, limit, pipeline)
+        self.dispatcher.carries_on_after_loss = True
 
 
 class ConnectionPhaseTests(SynchronousTestCase):
