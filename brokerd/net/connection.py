@@ -396,8 +396,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         try:
             decoder.receive(data)
         except FrameFault as fault:
-            self._frame_fault(fault)
-            return
+            self._frame_fault(fault)  # closing: the pump takes nothing, settles the rest
         self._pump()
         if not self._phase.closing:
             overflow = decoder.overflow()

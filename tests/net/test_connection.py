@@ -5,6 +5,7 @@ task.Clock, so trial and pytest run them alike."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sized
 
 from twisted.internet import defer, task
@@ -16,7 +17,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.net.connection import ConnectionState, DispatcherBase, RequestConnection
 from brokerd.net.connlimit import ConnectionLimit
-from brokerd.net.decoding import FrameFault
+from brokerd.net.decoding import Aside, FrameFault
 from brokerd.net.frames import Frame
 
 IDLE = 100.0
@@ -389,3 +390,64 @@ class TimerTests(ConnectionTestCase):
         self.assertEqual(len(self.clock.getDelayedCalls()), 2)
         self.lose()
         self.assertEqual(self.clock.getDelayedCalls(), [])
+
+
+class Refused(Aside):
+    """A line the toy decoder refuses (``no``), answered by the dispatcher in its turn."""
+
+
+class PartsDecoder(LineDecoder):
+    """A line decoder that hands out ``no`` as an aside and faults on ``bad``."""
+
+    def receive(self, data: bytes) -> None:
+        if b"bad" in data:
+            raise FrameFault("bad bytes")
+        super().receive(data)
+
+    def next_request(self, in_flight: Sized) -> bytes | Aside | None:
+        if self.buffer.startswith(b"no\n") and not in_flight:
+            self.buffer = self.buffer[3:]
+            return Refused()
+        return super().next_request(in_flight)
+
+
+class PartsDispatcher(LineDispatcher):
+    def __init__(self) -> None:
+        super().__init__()
+        self.faults: list[str] = []
+
+    def aside(self, connection: Lines, item: Aside) -> None:
+        connection.write(b"refused\n")
+
+    def fault(self, connection: Lines, fault: FrameFault) -> None:
+        self.faults.append(str(fault))
+
+
+class PartsTests(SynchronousTestCase):
+    """The connection asks its given parts, and keeps no cycle with its dispatcher."""
+
+    def setUp(self) -> None:
+        self.dispatcher = PartsDispatcher()
+        self.proto = RequestConnection(
+            PartsDecoder(1), self.dispatcher,
+            clock=task.Clock(), idle_timeout=None, frame_timeout=None,
+        )
+        self.tr = StringTransport()
+        self.proto.makeConnection(self.tr)
+
+    def test_an_aside_is_answered_in_its_turn(self) -> None:
+        self.proto.dataReceived(b"a\nno\nb\n")
+        self.assertEqual([r for r, _ in self.dispatcher.handled], [b"a"])
+        self.dispatcher.handled[0][1].callback(b"A")
+        self.assertEqual(self.tr.value(), b"A\nrefused\n")
+        self.assertEqual([r for r, _ in self.dispatcher.handled], [b"a", b"b"])
+
+    def test_a_frame_fault_is_told_and_aborts(self) -> None:
+        self.proto.dataReceived(b"bad")
+        self.assertEqual(self.dispatcher.faults, ["bad bytes"])
+        self.assertTrue(self.tr.disconnected)
+
+    def test_the_dispatcher_holds_no_reference_to_its_connection(self) -> None:
+        self.proto.dataReceived(b"a\n")
+        self.assertNotIn(self.proto, gc.get_referents(self.dispatcher))
+        self.assertNotIn(self.proto, gc.get_referents(*gc.get_referents(self.dispatcher)))

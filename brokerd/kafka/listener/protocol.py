@@ -407,7 +407,7 @@ class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
             frame_timeout=factory.limits.frame_timeout,
             connection_limit=factory.connections,
             request_budget=factory.edge.request_budget,
-            first_bytes=dispatcher.first_bytes if factory.sasl is not None else None,
+            first_bytes=dispatcher.first_bytes,
         )
         self.metrics = factory.edge.metrics
         self.answer_budget = factory.edge.answer_budget
