@@ -148,3 +148,16 @@ class NoPrivateStateOfTheBaseTests(SynchronousTestCase):
             source = (REPO / path).read_text()
             written = set(re.findall(r"self\.(_[a-z]\w*)\s*(?::[^=]*)?=(?!=)", source))
             self.assertEqual(written & private, set(), path)
+
+    def test_protocols_build_the_connection_and_override_nothing(self) -> None:
+        from brokerd.kafka.listener.protocol import KafkaProtocol
+        from brokerd.native.protocol import NativeProtocol
+        from brokerd.net.connection import RequestConnection
+
+        base = {name for klass in RequestConnection.__mro__ for name in vars(klass)}
+        for protocol in (KafkaProtocol, NativeProtocol):
+            overridden = {
+                name for name, value in vars(protocol).items()
+                if name in base and callable(value) and name != "__init__"
+            }
+            self.assertEqual(overridden, set(), protocol.__name__)
