@@ -545,7 +545,9 @@ def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> No
         request_budget=services.edge.request_budget,
         addresses=services.edge.addresses,
         authorizer=services.authorization.authorizer,
-        admin=OperatorOps(broker, services.inspector, services.coordinators.groups, operator_error),
+        operator=OperatorOps(
+            broker, services.inspector, services.coordinators.groups, operator_error
+        ),
         queues=QueueOps(services.coordinators.shares.service, services.share_inspector),
     )
     if services.metrics is not None:

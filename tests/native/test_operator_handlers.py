@@ -56,7 +56,7 @@ class NativeAdminCase(AdminCase):
         super().setUp()
         self.factory = NativeFactory(
             self.broker, clock=self.clock,  # type: ignore[arg-type]
-            authorizer=self.authorizer, admin=self.ops,
+            authorizer=self.authorizer, operator=self.ops,
         )
         self.proto = self.factory.buildProtocol(None)
         assert isinstance(self.proto, NativeProtocol)
@@ -194,7 +194,7 @@ class WithoutGroupsTests(NativeAdminCase):
 class WithoutAdminTests(NativeAdminCase):
     def setUp(self) -> None:
         super().setUp()
-        self.factory.admin = None
+        self.factory.operator = None
         self.proto = self.factory.buildProtocol(None)
         assert isinstance(self.proto, NativeProtocol)
         self.transport = StringTransport()
