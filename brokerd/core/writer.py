@@ -18,13 +18,16 @@ while an inline job's answers are being given (a pipelined produce started by it
 predecessor's answer) form the next job once it is done, so the jobs of one partition
 still run one at a time and in order.
 
-An inline job tells its owner of the appends in the reactor's next turn, not at once:
-the append's Deferred fires inside the request that made it, and a long poll woken at
-once would be read, encoded and sent before that request's own answer (a consumer's
-Fetch answer carrying a record left before the Produce answer that wrote it, delaying
-every delivery report by the Fetch's work). Kafka, too, completes delayed fetches after
-the produce answer is handed to its network thread. The wake-ups of one turn go out
-together, before those of any later job.
+An inline job tells its owner of the appends once the answer being written has been
+handed to the socket (:mod:`brokerd.after_answer`), not at once: the append's Deferred
+fires inside the request that made it, and a long poll woken at once would be read,
+encoded and sent before that request's own answer (a consumer's Fetch answer carrying a
+record left before the Produce answer that wrote it, delaying every delivery report by
+the Fetch's work). Kafka, too, completes delayed fetches after the produce answer is
+handed to its network thread. When no answer is written in that call (an answer that
+waits for another partition's job), a ``callLater(0)`` gives the wake-ups in the
+reactor's next turn. The wake-ups held meanwhile go out together, before those of any
+later job.
 
 The job answers with a :class:`JobResult`: each append's offsets or failure, in order,
 and separately a retention failure (retention is retried at the next pass; the appends
@@ -42,6 +45,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd import after_answer
 from brokerd.clock import Clock, DelayedCall
 from brokerd.core.appends import Append, BatchesAppend, MarkerAppend, ValuesAppend
 from brokerd.core.interfaces import Runner
@@ -313,13 +317,18 @@ class PartitionWriter:
         assert self._clock is not None
         self._unannounced.extend(appended)
         if self._announce_call is None:
+            # Once the answer of the request being served is written (the same call),
+            # or at the latest in the reactor's next turn.
+            after_answer.after_answer(self, self._announce_now)
             self._announce_call = self._clock.callLater(0, self._announce_now)
 
     def _announce_now(self) -> None:
         """Tell the owner of the inline appends not yet announced."""
         call, self._announce_call = self._announce_call, None
-        if call is not None and call.active():
-            call.cancel()
+        if call is not None:
+            after_answer.forget(self)
+            if call.active():
+                call.cancel()
         if self._unannounced:
             appended, self._unannounced = self._unannounced, []
             self._on_appended(appended)
