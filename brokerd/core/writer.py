@@ -226,7 +226,12 @@ class PartitionWriter:
             return False
         queued, self._pending = self._pending, []
         rule = self._flush_rule()
-        records = sum(_record_count(q.append) for q in queued)
+        appends = [q.append for q in queued]
+        records = 0
+        marker = False
+        for append in appends:
+            records += _record_count(append)
+            marker = marker or isinstance(append, MarkerAppend)
         # A transaction marker is synced whatever the fsync mode: the coordinator logs
         # the transaction complete (fsynced) once its markers are written, and a marker
         # lost after that would leave the transaction open on this partition for ever.
@@ -234,12 +239,11 @@ class PartitionWriter:
             self._flush_requested
             or (rule.every_append and bool(queued))
             or (rule.messages is not None and self._unsynced_records + records >= rule.messages)
-            or any(isinstance(q.append, MarkerAppend) for q in queued)
+            or marker
         )
         retention = self._retention_requested
         self._flush_requested = self._retention_requested = False
         self._busy = True
-        appends = [q.append for q in queued]
         if not sync and not retention and self._inline(appends):
             try:
                 outcome: JobResult | Failure = write_job(
@@ -248,7 +252,7 @@ class PartitionWriter:
                 )
             except Exception:
                 outcome = _current_failure()
-            self._job_done(outcome, queued, False, inline=True)
+            self._job_done(outcome, queued, False, inline=rule)
             return True
         d = self._run_write(
             write_job,
@@ -273,8 +277,10 @@ class PartitionWriter:
 
     def _job_done(
         self, outcome: JobResult | Failure, queued: list[_Queued], synced: bool,
-        *, inline: bool = False,
+        *, inline: FlushRule | None = None,
     ) -> None:
+        """``inline``: the job ran in the reactor thread, under this flush rule (the
+        rule cannot have changed meanwhile)."""
         self._busy = False
         sync_seconds = None
         if isinstance(outcome, Failure):
@@ -304,9 +310,10 @@ class PartitionWriter:
         if appended:
             if not synced:
                 self.dirty = True
-                self._unsynced_records += sum(_record_count(a) for a, _info in appended)
-                self._arm_flush_timer()
-            if inline and self._clock is not None:
+                for a, _info in appended:
+                    self._unsynced_records += _record_count(a)
+                self._arm_flush_timer(inline)
+            if inline is not None and self._clock is not None:
                 self._announce_later(appended)
             else:
                 self._announce_now()  # earlier inline appends first, in order
@@ -340,9 +347,11 @@ class PartitionWriter:
                 self._flush_timer.cancel()
             self._flush_timer = None
 
-    def _arm_flush_timer(self) -> None:
-        timer_ms = self._flush_rule().timer_ms
-        if timer_ms is None or self._clock is None or self._flush_timer is not None:
+    def _arm_flush_timer(self, rule: FlushRule | None = None) -> None:
+        if self._clock is None or self._flush_timer is not None:
+            return
+        timer_ms = (rule if rule is not None else self._flush_rule()).timer_ms
+        if timer_ms is None:
             return
         self._flush_timer = self._clock.callLater(timer_ms / 1000.0, self._flush_due)
 
