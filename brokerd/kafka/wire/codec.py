@@ -534,7 +534,7 @@ class Writer:
         header = _I32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
         if self._spliced:
             return self._spliced_frame(header)
-        body = cast(list[bytes], self._parts)  # no StoredRecords: every part is bytes
+        body: list[bytes] = self._parts  # type: ignore[assignment]  # no StoredRecords
         return b"".join([_I32.pack(len(header) + sum(map(len, body))), header, *body])
 
     def _spliced_frame(self, header: bytes) -> SplicedFrame:
@@ -908,7 +908,20 @@ _FIXED_CODES: dict[object, str] = {
 _PACKED_CODES = frozenset("bhiq?")
 #: How deep structs are inlined into one function (deeper ones: one call each).
 _INLINE_DEPTH = 8
+#: Topic IDs read lately, by their 16 bytes (a Fetch names its topics by ID; a UUID is
+#: immutable, so one instance serves every request). Emptied when full: a client
+#: naming ever new IDs costs at most this many entries.
+_UUIDS: dict[bytes, uuid.UUID] = {}
+_UUIDS_KEPT = 256
 _GenKey = tuple[type[Any], int, bool]
+
+
+def _uuid_of(data: bytes) -> uuid.UUID:
+    """``uuid.UUID(bytes=data)``, kept in :data:`_UUIDS`."""
+    if len(_UUIDS) >= _UUIDS_KEPT:
+        _UUIDS.clear()
+    value = _UUIDS[data] = uuid.UUID(bytes=data)
+    return value
 _READ_FUNCS: dict[_GenKey, Callable[[Reader], Any]] = {}
 _WRITE_FUNCS: dict[_GenKey, Callable[[Writer, Any], None]] = {}
 
@@ -1039,7 +1052,9 @@ class _ReaderGen:
             src.add(ind, f"{target} = {v}")
         elif t is UUID:
             src.add(ind, "if pos + 16 <= end:")
-            src.add(ind + 1, f"{target} = {src.const(uuid.UUID, 'UUID')}(bytes=data[pos:pos + 16])")
+            src.add(ind + 1, f"{target} = {src.const(_UUIDS, 'UUIDS')}.get(data[pos:pos + 16])")
+            src.add(ind + 1, f"if {target} is None:")
+            src.add(ind + 2, f"{target} = {src.const(_uuid_of, 'uuid_of')}(data[pos:pos + 16])")
             src.add(ind + 1, "pos += 16")
             src.add(ind, "else:")
             self.generic(ind + 1, target, t, nullable)
@@ -1057,10 +1072,21 @@ class _ReaderGen:
         string = t is STRING
         n = src.var("n")
         if self.flexible:
-            # A compact length: one varint byte (n + 1; 0 = null) covers 0-126 bytes.
-            src.add(ind, f"{n} = data[pos] if pos < end else 0x80")
-            src.add(ind, f"if 0 < {n} < 0x80 and pos + {n} <= end:")
-            value, stop = f"data[pos + 1:pos + {n}]", f"pos + {n}"
+            # A compact length (n + 1; 0 = null): one varint byte covers 0-126 bytes, two
+            # bytes up to 16 KiB (a Produce's records); longer ones: the generic read.
+            start = src.var("start")
+            src.add(ind, f"{n} = data[pos] if pos < end else -1")
+            src.add(ind, f"if {n} >= 0x80 and pos + 1 < end and data[pos + 1] < 0x80:")
+            src.add(ind + 1, f"{n} = ({n} & 0x7F | data[pos + 1] << 7) - 1")
+            src.add(ind + 1, f"{start} = pos + 2")
+            src.add(ind, f"elif 0 < {n} < 0x80:")
+            src.add(ind + 1, f"{n} -= 1")
+            src.add(ind + 1, f"{start} = pos + 1")
+            src.add(ind, "else:  # null, short or a longer varint")
+            src.add(ind + 1, f"{start} = -1")
+            limit = f" and {n} <= {MAX_STRING_BYTES}" if string else ""
+            src.add(ind, f"if {start} >= 0 <= {n} and {start} + {n} <= end{limit}:")
+            value, stop = f"data[{start}:{start} + {n}]", f"{start} + {n}"
             null_test, null_size = f"{n} == 0", 1
         else:
             size = 2 if string else 4
@@ -1265,14 +1291,16 @@ class _WriterGen:
         if code is not None and code in _PACKED_CODES:
             self.fixed_run([("value", t, False)], ind, [v])
         elif t is UUID:
-            src.add(ind, f"append({v}.bytes)")
+            # (UUID.bytes is a property: self.int.to_bytes(16); anything else: its own.)
+            u = src.const(uuid.UUID, "UUID")
+            src.add(
+                ind,
+                f"append({v}.int.to_bytes(16, 'big') if type({v}) is {u} else {v}.bytes)",
+            )
         elif t is STRING:
             self.string(nullable, ind, v)
         elif t is BYTES:
-            null = b"\x00" if self.flexible else b"\xff\xff\xff\xff"
-            self.null(ind, v, nullable, "bytes", null)
-            method = "compact_nullable_bytes" if self.flexible else "nullable_bytes"
-            src.add(ind + 1, f"w.{method}({v})")
+            self.bytes(nullable, ind, v)
         elif _is_plain_struct(t):
             cls = cast(Struct, t).cls
             src.add(ind, f"if type({v}) is not {src.const(cls, cls.__name__)}:")
@@ -1283,6 +1311,34 @@ class _WriterGen:
             self.array(t, nullable, ind, v)
         else:
             self.generic(ind, t, v, nullable)
+
+    def bytes(self, nullable: bool, ind: int, v: str) -> None:
+        src = self.src
+        null = b"\x00" if self.flexible else b"\xff\xff\xff\xff"
+        self.null(ind, v, nullable, "bytes", null)
+        n = src.var("n")
+        ind += 1
+        src.add(ind, f"if type({v}) is bytes:")
+        src.add(ind + 1, f"{n} = len({v})")
+        if self.flexible:
+            # The compact length n + 1: one varint byte, or two up to 16 KiB.
+            one = src.const(_ONE_BYTE_VARINTS, "ONE_BYTE_VARINTS")
+            src.add(ind + 1, f"if {n} < 0x7F:")
+            src.add(ind + 2, f"append({one}[{n} + 1])")
+            src.add(ind + 1, f"elif {n} < 0x3FFF:")
+            two = src.const(_TWO_BYTES.pack, "pack_BB")
+            src.add(ind + 2, f"append({two}(({n} + 1) & 0x7F | 0x80, ({n} + 1) >> 7))")
+            src.add(ind + 1, "else:")
+            src.add(ind + 2, f"w.uvarint({n} + 1)")
+        else:
+            src.add(ind + 1, f"append({src.const(_I32.pack, 'pack_i')}({n}))")
+        # As Writer._append_bytes: long record bytes are a part of their own.
+        src.add(ind + 1, f"if {n} >= {_OWN_PART_BYTES}:")
+        src.add(ind + 2, "w._own.append(len(w._parts))")
+        src.add(ind + 1, f"append({v})")
+        src.add(ind, "else:  # stored records, a bytearray or memoryview: the generic write")
+        method = "compact_nullable_bytes" if self.flexible else "nullable_bytes"
+        src.add(ind + 1, f"w.{method}({v})")
 
     def string(self, nullable: bool, ind: int, v: str) -> None:
         src = self.src
@@ -1426,6 +1482,34 @@ def peek_header(payload: bytes) -> tuple[int, int, int]:
 def read_request_header(payload: bytes, flexible: bool = False) -> tuple[RequestHeader, int]:
     """Parse request header v1 (v2 if ``flexible``); return it and the offset where the
     body starts."""
+    end = len(payload)
+    if end >= REQUEST_HEADER_FIXED + 2:
+        # The plain case inline (a client id of known length, an empty tagged-fields
+        # section); anything else is parsed by the Reader below, checks and errors as
+        # ever.
+        n = payload[8] << 8 | payload[9]
+        pos = REQUEST_HEADER_FIXED + 2 + n
+        client_id: str | None = None
+        if n == 0xFFFF:
+            pos = REQUEST_HEADER_FIXED + 2
+        elif n >= 0x8000 or pos > end:
+            pos = -1
+        else:
+            try:
+                client_id = payload[REQUEST_HEADER_FIXED + 2 : pos].decode("utf-8")
+            except UnicodeDecodeError:
+                pos = -1
+        if flexible and 0 <= pos < end and payload[pos] == 0:
+            pos += 1
+        elif flexible:
+            pos = -1
+        if pos >= 0:
+            key, version, correlation = _HEADER.unpack_from(payload, 0)
+            return RequestHeader(key, version, correlation, client_id), pos
+    return _read_request_header(payload, flexible)
+
+
+def _read_request_header(payload: bytes, flexible: bool) -> tuple[RequestHeader, int]:
     key, version, correlation = peek_header(payload)
     r = Reader(payload, REQUEST_HEADER_FIXED)
     client_id = r.nullable_string()
