@@ -1320,25 +1320,45 @@ class _WriterGen:
         ind += 1
         src.add(ind, f"if type({v}) is bytes:")
         src.add(ind + 1, f"{n} = len({v})")
-        if self.flexible:
-            # The compact length n + 1: one varint byte, or two up to 16 KiB.
-            one = src.const(_ONE_BYTE_VARINTS, "ONE_BYTE_VARINTS")
-            src.add(ind + 1, f"if {n} < 0x7F:")
-            src.add(ind + 2, f"append({one}[{n} + 1])")
-            src.add(ind + 1, f"elif {n} < 0x3FFF:")
-            two = src.const(_TWO_BYTES.pack, "pack_BB")
-            src.add(ind + 2, f"append({two}(({n} + 1) & 0x7F | 0x80, ({n} + 1) >> 7))")
-            src.add(ind + 1, "else:")
-            src.add(ind + 2, f"w.uvarint({n} + 1)")
-        else:
-            src.add(ind + 1, f"append({src.const(_I32.pack, 'pack_i')}({n}))")
+        self.length(ind + 1, n)
         # As Writer._append_bytes: long record bytes are a part of their own.
         src.add(ind + 1, f"if {n} >= {_OWN_PART_BYTES}:")
         src.add(ind + 2, "w._own.append(len(w._parts))")
         src.add(ind + 1, f"append({v})")
-        src.add(ind, "else:  # stored records, a bytearray or memoryview: the generic write")
+        # As Writer._append_stored: a Fetch answer's records, kept out of the join
+        # unless short bytes.
+        stored = src.const(StoredRecords, "StoredRecords")
+        src.add(ind, f"elif type({v}) is {stored}:")
+        p, b = src.var("payload"), src.var("is_bytes")
+        src.add(ind + 1, f"{p} = {v}.payload")
+        src.add(ind + 1, f"{b} = isinstance({p}, bytes)")
+        src.add(ind + 1, f"{n} = len({p}) if {b} else {p}.length")
+        self.length(ind + 1, n)
+        src.add(ind + 1, "w._spliced = True")
+        src.add(ind + 1, f"if {b} and {n} < {_OWN_PART_BYTES}:")
+        src.add(ind + 2, f"append({p})")
+        src.add(ind + 1, "else:")
+        src.add(ind + 2, "w._own.append(len(w._parts))")
+        src.add(ind + 2, f"append({v})")
+        src.add(ind, "else:  # a bytearray or memoryview: the generic write")
         method = "compact_nullable_bytes" if self.flexible else "nullable_bytes"
         src.add(ind + 1, f"w.{method}({v})")
+
+    def length(self, ind: int, n: str) -> None:
+        """The length prefix of ``n`` bytes: compact (n + 1: one varint byte, or two up
+        to 16 KiB, else ``Writer.uvarint``) or ``int32``."""
+        src = self.src
+        if self.flexible:
+            one = src.const(_ONE_BYTE_VARINTS, "ONE_BYTE_VARINTS")
+            src.add(ind, f"if {n} < 0x7F:")
+            src.add(ind + 1, f"append({one}[{n} + 1])")
+            src.add(ind, f"elif {n} < 0x3FFF:")
+            two = src.const(_TWO_BYTES.pack, "pack_BB")
+            src.add(ind + 1, f"append({two}(({n} + 1) & 0x7F | 0x80, ({n} + 1) >> 7))")
+            src.add(ind, "else:")
+            src.add(ind + 1, f"w.uvarint({n} + 1)")
+        else:
+            src.add(ind, f"append({src.const(_I32.pack, 'pack_i')}({n}))")
 
     def string(self, nullable: bool, ind: int, v: str) -> None:
         src = self.src
