@@ -325,3 +325,30 @@ def test_generated_functions_are_made_once_and_on_first_use() -> None:
     read = codec._READ_FUNCS[key]
     codec.decode_struct(DescribeClusterResponse, codec.encode_struct(body, 1), 1)
     assert codec._READ_FUNCS[key] is read and codec._WRITE_FUNCS[key] is write
+
+
+def _header_outcome(read: Any, payload: bytes, flexible: bool) -> Any:
+    try:
+        return ("value", read(payload, flexible))
+    except codec.MalformedRequest as e:
+        return ("error", str(e))
+
+
+@pytest.mark.parametrize("flexible", [False, True])
+@pytest.mark.parametrize("client_id", [None, "", "rdkafka", "é" * 70])
+def test_request_header_inline_matches_the_reader(flexible: bool, client_id: str | None) -> None:
+    """The request header's inline plain case reads as the Reader does (the same header
+    and body offset, or the same error) on every prefix and every forged byte."""
+    header = codec.RequestHeader(0, 10, 99, client_id)
+    tags = b"\x01\x05\x01x" if flexible else b""  # one tagged field: the Reader's path
+    for payload in (codec.encode_request_header(header, flexible) + b"body",
+                    codec.encode_request_header(header, False) + tags + b"body"):
+        for end in range(len(payload) + 1):
+            chunk = payload[:end]
+            assert _header_outcome(codec.read_request_header, chunk, flexible) == \
+                _header_outcome(codec._read_request_header, chunk, flexible), chunk
+        for at in range(len(payload)):
+            for forged in (b"\xff", b"\x80", b"\x00"):
+                data = payload[:at] + forged + payload[at + 1:]
+                assert _header_outcome(codec.read_request_header, data, flexible) == \
+                    _header_outcome(codec._read_request_header, data, flexible), data
