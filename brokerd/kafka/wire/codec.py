@@ -14,7 +14,11 @@ What it does:
   (the way Kafka's JSON message schemas do: a field exists for a version range and may
   be nullable from some version on). :func:`read_struct` / :func:`write_struct` turn
   bytes into attrs instances and back. The message classes themselves live in
-  :mod:`brokerd.kafka.wire.requests.apis`.
+  :mod:`brokerd.kafka.wire.requests.apis`. Each class is read and written by one
+  function per version and mode, generated as source text and compiled the first time
+  it is needed (all fields inline; anything but the plain case handed to the generic
+  code above at the same position, so the checks and errors are that code's):
+  :func:`reader_source` / :func:`writer_source` show it.
 * Flexible versions (KIP-482): a message class's ``FLEXIBLE_FROM`` names its first
   flexible version. A :class:`Reader` / :class:`Writer` built with ``flexible=True``
   reads and writes strings, bytes and arrays in their compact forms (unsigned varint
