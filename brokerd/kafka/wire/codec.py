@@ -910,6 +910,8 @@ _FIXED_CODES: dict[object, str] = {
 }
 #: The ones a writer packs inline (UINT16 and FLOAT64 convert and check first: theirs).
 _PACKED_CODES = frozenset("bhiq?")
+#: Items of an array read into a list made before the loop (the rest are appended).
+_PREALLOCATED_ITEMS = 64
 #: How deep structs are inlined into one function (deeper ones: one call each).
 _INLINE_DEPTH = 8
 #: Topic IDs read lately, by their 16 bytes (a Fetch names its topics by ID; a UUID is
@@ -1166,10 +1168,17 @@ class _ReaderGen:
         items = src.var("items")
         i = src.var("i")
         v = src.var("item")
-        src.add(ind + 1, f"{items} = [None] * {n}")
+        # The first items fill a list made at once (no call per item); past them the
+        # list grows with what is read, not with what the count claims (a count that
+        # fits the bytes by the items' smallest size may still be a lie).
+        k = _PREALLOCATED_ITEMS
+        src.add(ind + 1, f"{items} = [None] * ({n} if {n} <= {k} else {k})")
         src.add(ind + 1, f"for {i} in range({n}):")
         self.field(item, False, ind + 2, v)
-        src.add(ind + 2, f"{items}[{i}] = {v}")
+        src.add(ind + 2, f"if {i} < {k}:")
+        src.add(ind + 3, f"{items}[{i}] = {v}")
+        src.add(ind + 2, "else:")
+        src.add(ind + 3, f"{items}.append({v})")
         src.add(ind + 1, f"{target} = tuple({items})")
 
 

@@ -352,3 +352,18 @@ def test_request_header_inline_matches_the_reader(flexible: bool, client_id: str
                 data = payload[:at] + forged + payload[at + 1:]
                 assert _header_outcome(codec.read_request_header, data, flexible) == \
                     _header_outcome(codec._read_request_header, data, flexible), data
+
+
+@pytest.mark.parametrize("count", [0, 1, 64, 65, 200])
+def test_arrays_longer_than_the_preallocated_list(count: int) -> None:
+    """Past the first 64 items an array's list grows by appends: the same value, and a
+    count that lies is refused as before."""
+    body = apis.MetadataRequest(topics=tuple(
+        apis.MetadataRequestTopic(name=f"t{i}") for i in range(count)))
+    for version in (4, 12):
+        flexible = codec.is_flexible(apis.MetadataRequest, version)
+        data = codec.encode_struct(body, version)
+        assert codec.decode_struct(apis.MetadataRequest, data, version) == body
+        for end in (len(data) - 1, len(data) // 2):
+            assert repr(_outcome(apis.MetadataRequest, data[:end], version, flexible, False)) \
+                == repr(_outcome(apis.MetadataRequest, data[:end], version, flexible, True))
