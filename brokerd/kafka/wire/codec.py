@@ -617,7 +617,8 @@ def _int_writer(pack: Callable[[int], bytes]) -> Callable[[Writer, Any], None]:
 
 class _Fixed:
     """A type of a fixed size: its reader and writer of one value, chosen once (the
-    compiled field readers and writers call them directly)."""
+    generated readers and writers call them where the bytes are short or a value does
+    not pack, for the generic path's error)."""
 
     def __init__(
         self,
@@ -666,12 +667,6 @@ class _Sized:
         self._classic_prefix = classic_prefix
         self._readers = readers
         self._writers = writers
-
-    def reader(self, flexible: bool) -> Callable[[Reader], Any]:
-        return self._readers[flexible]
-
-    def writer(self, flexible: bool) -> Callable[[Writer, Any], None]:
-        return self._writers[flexible]
 
     def read(self, r: Reader, version: int, nullable: bool) -> Any:
         v = self._readers[r.flexible](r)
