@@ -263,7 +263,7 @@ def profile(proc: BrokerProcess, bootstrap: str, out_dir: Path, label: str) -> N
 
 #: Stages of the fetch path: time under any frame whose name contains the key.
 STAGES = {
-    "decode request": "KafkaProtocol.nextRequest",
+    "decode request": "KafkaDecoder.next_request",
     "handler (fetch, long poll)": "FetchHandler.fetch",
     "read (index, pread, CRC), in the pool": "_by_reference",
     "CRC check": "verify_run",

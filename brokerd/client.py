@@ -3,7 +3,7 @@
 It uses the request encoders and the incremental response decoder of
 :mod:`brokerd.native.client_codec` over a socket, plain or TLS (:func:`tls_context`): one
 connection, requests answered in order, optional pipelining. The admin requests
-(``docs/admin.md``) answer with the JSON form of the broker's views, as plain dicts; the
+(``docs/operator.md``) answer with the JSON form of the broker's views, as plain dicts; the
 queue requests (``docs/queues.md``, "The same queue on the native protocol") acquire and
 acknowledge share-group records. It is not thread-safe and does not reconnect by itself
 (the caller decides; ``brokerctl consume --follow`` does).
@@ -28,8 +28,6 @@ from brokerd.native.client_codec import (
 )
 from brokerd.native.messages import RequestType
 from brokerd.native.operator_messages import (
-    AdminRequest,
-    AdminResponse,
     AlterTopicConfigsRequest,
     CreatePartitionsRequest,
     DeleteGroupRequest,
@@ -38,10 +36,12 @@ from brokerd.native.operator_messages import (
     DescribeTopicRequest,
     JsonValue,
     ListGroupsRequest,
+    OperatorRequest,
+    OperatorResponse,
     ResetMode,
     ResetOffsetsRequest,
 )
-from brokerd.native.operator_wire import TYPE_OF_CLASS as ADMIN_TYPE_OF_CLASS
+from brokerd.native.operator_wire import TYPE_OF_CLASS as OPERATOR_TYPE_OF_CLASS
 from brokerd.native.queue_messages import (
     AckKind,
     AckRange,
@@ -63,7 +63,7 @@ _RECV_BYTES = 256 * 1024
 #: Seconds a topic create, grow or delete may take: its file work grows with the
 #: partition count (10,000 partitions: seconds to tens of seconds on a busy disk), so it
 #: gets Kafka's default.api.timeout.ms rather than the per-request timeout.
-TOPIC_ADMIN_TIMEOUT = 60.0
+TOPIC_CHANGE_TIMEOUT = 60.0
 
 
 class NativeError(Exception):
@@ -197,7 +197,7 @@ class NativeClient:
         self._call(
             RequestType.CREATE_TOPIC,
             encode_create_topic(topic, partitions),
-            timeout=max(self.timeout, TOPIC_ADMIN_TIMEOUT),
+            timeout=max(self.timeout, TOPIC_CHANGE_TIMEOUT),
         )
 
     def list_offsets(self, topic: str, partition: int) -> tuple[int, int]:
@@ -213,25 +213,25 @@ class NativeClient:
 
     # -- admin requests (types 7 to 14) --------------------------------------------------
 
-    def _admin(self, request: AdminRequest) -> JsonValue:
+    def _admin(self, request: OperatorRequest) -> JsonValue:
         timeout = (
-            max(self.timeout, TOPIC_ADMIN_TIMEOUT)
+            max(self.timeout, TOPIC_CHANGE_TIMEOUT)
             if isinstance(request, (DeleteTopicRequest, CreatePartitionsRequest))
             else None
         )
         response = self._call(
-            ADMIN_TYPE_OF_CLASS[type(request)], encode_request(request), timeout=timeout
+            OPERATOR_TYPE_OF_CLASS[type(request)], encode_request(request), timeout=timeout
         )
-        assert isinstance(response, AdminResponse)
+        assert isinstance(response, OperatorResponse)
         return response.document
 
-    def _admin_object(self, request: AdminRequest) -> JsonObject:
+    def _admin_object(self, request: OperatorRequest) -> JsonObject:
         document = self._admin(request)
         if not isinstance(document, dict):
             raise m.MalformedResponse(f"expected a JSON object, not {type(document).__name__}")
         return document
 
-    def _admin_list(self, request: AdminRequest) -> list[JsonObject]:
+    def _admin_list(self, request: OperatorRequest) -> list[JsonObject]:
         document = self._admin(request)
         if not isinstance(document, list) or not all(isinstance(d, dict) for d in document):
             raise m.MalformedResponse("expected a JSON list of objects")
@@ -325,7 +325,7 @@ class NativeClient:
         response = self._call(
             RequestType.DESCRIBE_SHARE_GROUP, encode_request(DescribeShareGroupRequest(group_id))
         )
-        assert isinstance(response, AdminResponse)
+        assert isinstance(response, OperatorResponse)
         if not isinstance(response.document, dict):
             raise m.MalformedResponse("expected a JSON object")
         return response.document
@@ -335,7 +335,7 @@ class NativeClient:
         response = self._call(
             RequestType.LIST_SHARE_GROUPS, encode_request(ListShareGroupsRequest())
         )
-        assert isinstance(response, AdminResponse)
+        assert isinstance(response, OperatorResponse)
         document = response.document
         if not isinstance(document, list) or not all(isinstance(d, dict) for d in document):
             raise m.MalformedResponse("expected a JSON list of objects")

@@ -14,8 +14,8 @@ from twisted.internet import defer
 from brokerd import errors
 from brokerd.core.api import (
     AppendWatcher,
-    CoreAdmin,
     CoreLongPoll,
+    CoreTopicChanges,
     CoreTopics,
     CoreTransactions,
     CoreWrites,
@@ -395,7 +395,7 @@ class FakeCore:
 # Every role of the core's face but CoreReads (whose ``open_log`` hands out a whole
 # partition log; the fake hands out its offsets, all a fetch session reads of it).
 _TOPICS: CoreTopics = FakeCore()
-_ADMIN: CoreAdmin = FakeCore()
+_ADMIN: CoreTopicChanges = FakeCore()
 _WRITES: CoreWrites = FakeCore()
 _LONG_POLL: CoreLongPoll = FakeCore()
 _TRANSACTIONS: CoreTransactions = FakeCore()

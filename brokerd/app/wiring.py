@@ -532,7 +532,7 @@ def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> No
     from brokerd.kafka.groups.group_admin import operator_error
     from brokerd.native.protocol import NativeFactory
     from brokerd.native.queue_handlers import QueueOps
-    from brokerd.operator.operations import AdminOps
+    from brokerd.operator.operations import OperatorOps
 
     limits = settings.limits
     broker = services.broker
@@ -545,7 +545,9 @@ def add_native(services: BrokerServices, settings: Settings, reactor: Any) -> No
         request_budget=services.edge.request_budget,
         addresses=services.edge.addresses,
         authorizer=services.authorization.authorizer,
-        admin=AdminOps(broker, services.inspector, services.coordinators.groups, operator_error),
+        operator=OperatorOps(
+            broker, services.inspector, services.coordinators.groups, operator_error
+        ),
         queues=QueueOps(services.coordinators.shares.service, services.share_inspector),
     )
     if services.metrics is not None:
@@ -701,12 +703,12 @@ def add_http(services: BrokerServices, settings: Settings, reactor: Any) -> None
     if description is None or metrics is None:
         return
     from brokerd.kafka.groups.group_admin import operator_error
-    from brokerd.operator.operations import AdminOps
+    from brokerd.operator.operations import OperatorOps
     from brokerd.web.console import ConsoleSampler
     from brokerd.web.data_face import BrokerData
     from brokerd.web.site import make_site
 
-    admin = AdminOps(
+    admin = OperatorOps(
         services.broker, services.inspector, services.coordinators.groups, operator_error
     )
     if not settings.web.console_actions:
@@ -786,7 +788,7 @@ def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -
     from brokerd.kafka.groups.proxy_members import ProxyMembers
     from brokerd.kafka.listener.protocol import DEFAULT_CLUSTER_ID
     from brokerd.net.connlimit import ConnectionLimit
-    from brokerd.operator.operations import AdminOps
+    from brokerd.operator.operations import OperatorOps
     from brokerd.proxy.context import ProxyContext
     from brokerd.proxy.instances import ConsumerInstances
     from brokerd.proxy.limits import ProxyLimits
@@ -807,7 +809,7 @@ def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -
     ctx = ProxyContext(
         core=broker,
         inspector=services.inspector,
-        admin=AdminOps(broker, services.inspector, groups, operator_error),
+        admin=OperatorOps(broker, services.inspector, groups, operator_error),
         appender=Appender(broker, lambda: int(reactor.seconds() * 1000)),
         instances=ConsumerInstances(members, reactor, limits),
         limits=limits,

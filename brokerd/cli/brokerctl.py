@@ -34,11 +34,11 @@ import attrs
 
 from brokerd.cli.queue import add_queue_parsers, run_queue, run_share_groups
 from brokerd.cli.topics_groups import (
-    TOPIC_ADMIN_COMMANDS,
+    TOPIC_OPERATOR_COMMANDS,
     add_groups_parser,
-    add_topic_admin_parsers,
+    add_topic_parsers,
     run_groups,
-    run_topic_admin,
+    run_topic_commands,
 )
 from brokerd.cli.users import add_users_parser, run_users
 from brokerd.client import NativeClient, NativeError, tls_context
@@ -140,7 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("name")
     create.add_argument("--partitions", type=int, default=1)
     topic_cmds.add_parser("list", help="list topics and partition counts")
-    add_topic_admin_parsers(topic_cmds)
+    add_topic_parsers(topic_cmds)
 
     produce = sub.add_parser("produce", help="append one record per stdin line")
     produce.add_argument("topic")
@@ -185,8 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return run_queue(client, args, sys.stdout.buffer)
         if args.command == "topics":
             with target.connect() as client:
-                if args.topics_command in TOPIC_ADMIN_COMMANDS:
-                    return run_topic_admin(client, args, sys.stdout)
+                if args.topics_command in TOPIC_OPERATOR_COMMANDS:
+                    return run_topic_commands(client, args, sys.stdout)
                 if args.topics_command == "create":
                     if has_collision_chars(args.name):
                         # Kafka's kafka-topics.sh warns the same way before creating.

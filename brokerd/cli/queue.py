@@ -26,14 +26,13 @@ What it does not do: join a Kafka share group (a native worker is its own member
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import time
 from collections.abc import Callable, Sequence
 from typing import BinaryIO, TextIO
 
-from brokerd.cli.tables import render_share_group, render_share_groups
+from brokerd.cli.tables import emit, render_share_group, render_share_groups
 from brokerd.client import NativeClient
 from brokerd.native.queue_messages import MAX_QUEUE_RECORDS, AckKind, QueueRecord
 
@@ -94,11 +93,7 @@ def run_share_groups(client: NativeClient, args: argparse.Namespace, out: TextIO
     else:
         group = client.describe_share_group(args.group)
         document, lines = group, render_share_group(group)
-    if args.json:
-        out.write(json.dumps(document, sort_keys=True) + "\n")
-    else:
-        out.write("\n".join(lines) + "\n")
-    return 0
+    return emit(out, args.json, document, lines)
 
 
 def kind_of_status(status: int) -> AckKind:

@@ -8,11 +8,14 @@ as the broker sends it) and returns the lines a person reads. Pure: no I/O; the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from typing import TextIO
 
 from brokerd.native.operator_messages import JsonValue
 
 __all__ = [
+    "emit",
     "render_group",
     "render_groups",
     "render_resets",
@@ -265,3 +268,13 @@ def render_share_group(group: JsonObject) -> list[str]:
     headers = ["TOPIC", "PARTITION", "START", "END", "BACKLOG", "IN-FLIGHT", "ACQUIRED",
                "REDELIVERED", "ARCHIVED"]
     return lines + render_table(headers, rows)
+
+
+def emit(out: TextIO, as_json: bool, document: object, lines: Sequence[str]) -> int:
+    """A command's answer on ``out``: ``document`` as JSON (``--json``: for scripts) or
+    its table ``lines``; the exit status 0."""
+    if as_json:
+        out.write(json.dumps(document, sort_keys=True) + "\n")
+    else:
+        out.write("\n".join(lines) + "\n")
+    return 0

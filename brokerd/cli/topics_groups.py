@@ -1,5 +1,5 @@
 # -*- test-case-name: tests.cli.test_topics_groups -*-
-"""``brokerctl``'s admin commands (``docs/admin.md``)::
+"""``brokerctl``'s operator commands (``docs/operator.md``)::
 
     brokerctl topics describe NAME
     brokerctl topics alter NAME --config K=V [--config K=V ...]   (K= deletes the override)
@@ -21,25 +21,24 @@ builds the argument parsers and runs the commands over a
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import datetime
 from typing import TextIO
 
-from brokerd.cli.tables import render_group, render_groups, render_resets, render_topic
+from brokerd.cli.tables import emit, render_group, render_groups, render_resets, render_topic
 from brokerd.client import JsonObject, NativeClient
 from brokerd.native.operator_messages import JsonValue, ResetMode
 
 __all__ = [
-    "TOPIC_ADMIN_COMMANDS",
+    "TOPIC_OPERATOR_COMMANDS",
     "add_groups_parser",
-    "add_topic_admin_parsers",
+    "add_topic_parsers",
     "parse_datetime_ms",
     "run_groups",
-    "run_topic_admin",
+    "run_topic_commands",
 ]
 
 #: The ``topics`` subcommands this module runs (``create`` and ``list`` are brokerctl.py's).
-TOPIC_ADMIN_COMMANDS = frozenset({"describe", "alter", "delete", "add-partitions"})
+TOPIC_OPERATOR_COMMANDS = frozenset({"describe", "alter", "delete", "add-partitions"})
 
 
 def _config(text: str) -> tuple[str, str]:
@@ -97,7 +96,7 @@ def _json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
-def add_topic_admin_parsers(
+def add_topic_parsers(
     topic_cmds: argparse._SubParsersAction[argparse.ArgumentParser],
 ) -> None:
     """Add ``describe``, ``alter``, ``delete`` and ``add-partitions`` under ``topics``."""
@@ -169,11 +168,7 @@ def add_groups_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _emit(out: TextIO, args: argparse.Namespace, document: JsonValue, lines: list[str]) -> int:
-    if args.json:
-        out.write(json.dumps(document, sort_keys=True) + "\n")
-    else:
-        out.write("\n".join(lines) + "\n")
-    return 0
+    return emit(out, args.json, document, lines)
 
 
 def _partition_count(topic: JsonObject) -> int:
@@ -181,7 +176,7 @@ def _partition_count(topic: JsonObject) -> int:
     return len(partitions) if isinstance(partitions, list) else 0
 
 
-def run_topic_admin(client: NativeClient, args: argparse.Namespace, out: TextIO) -> int:
+def run_topic_commands(client: NativeClient, args: argparse.Namespace, out: TextIO) -> int:
     """Run ``topics describe|alter|delete|add-partitions``."""
     name: str = args.name
     command: str = args.topics_command

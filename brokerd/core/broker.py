@@ -263,7 +263,7 @@ class Broker(SequentialMultiService):
         ``validate_only`` check everything and create nothing. Fails with
         ``InvalidConfig`` naming the key for a config Kafka's rules refuse."""
         d = self._run_write(
-            self.logdir.topic_admin.create_topic,
+            self.logdir.topic_changes.create_topic,
             name,
             partitions,
             configs,
@@ -299,9 +299,9 @@ class Broker(SequentialMultiService):
     ) -> defer.Deferred[TopicInfo]:
         """Replace topic ``name``'s config overrides by ``update(current overrides)``,
         durably, and apply them to its open partitions (see
-        ``TopicAdmin.alter_topic_configs``)."""
+        ``TopicChanges.alter_topic_configs``)."""
         return self._run_write(
-            self.logdir.topic_admin.alter_topic_configs, name, update, validate_only=validate_only
+            self.logdir.topic_changes.alter_topic_configs, name, update, validate_only=validate_only
         )
 
     # -- partitions and log start offsets (CreatePartitions, DeleteRecords, DescribeLogDirs)
@@ -310,7 +310,7 @@ class Broker(SequentialMultiService):
     def create_partitions(self, topic: str, new_total: int) -> defer.Deferred[TopicInfo]:
         """Grow ``topic`` to ``new_total`` partitions (empty, durable when this fires);
         the new ones open on first use."""
-        return self._run_write(self.logdir.partition_admin.create_partitions, topic, new_total)
+        return self._run_write(self.logdir.partition_changes.create_partitions, topic, new_total)
 
     @refused_when_stopping
     def delete_records(
@@ -320,7 +320,7 @@ class Broker(SequentialMultiService):
         watermark); fires with the log start offset once it is durable."""
         return self.partitions.open(topic, partition, create=False).addCallback(
             lambda _part: self._run_write(
-                self.logdir.partition_admin.delete_records, topic, partition, before_offset
+                self.logdir.partition_changes.delete_records, topic, partition, before_offset
             )
         )
 

@@ -151,7 +151,7 @@ class TopicRegistry:
         for key in keys:
             del self._partitions[key]
             self._forget(key)
-        d: defer.Deferred[None] = self._run_write(self.logdir.topic_admin.delete_topic, name)
+        d: defer.Deferred[None] = self._run_write(self.logdir.topic_changes.delete_topic, name)
 
         def settled(outcome: object) -> object:
             self._deleting.discard(name)

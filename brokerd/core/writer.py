@@ -18,13 +18,16 @@ while an inline job's answers are being given (a pipelined produce started by it
 predecessor's answer) form the next job once it is done, so the jobs of one partition
 still run one at a time and in order.
 
-An inline job tells its owner of the appends in the reactor's next turn, not at once:
-the append's Deferred fires inside the request that made it, and a long poll woken at
-once would be read, encoded and sent before that request's own answer (a consumer's
-Fetch answer carrying a record left before the Produce answer that wrote it, delaying
-every delivery report by the Fetch's work). Kafka, too, completes delayed fetches after
-the produce answer is handed to its network thread. The wake-ups of one turn go out
-together, before those of any later job.
+An inline job tells its owner of the appends once the answer being written has been
+handed to the socket (:mod:`brokerd.after_answer`), not at once: the append's Deferred
+fires inside the request that made it, and a long poll woken at once would be read,
+encoded and sent before that request's own answer (a consumer's Fetch answer carrying a
+record left before the Produce answer that wrote it, delaying every delivery report by
+the Fetch's work). Kafka, too, completes delayed fetches after the produce answer is
+handed to its network thread. When no answer is written in that call (an answer that
+waits for another partition's job), a ``callLater(0)`` gives the wake-ups in the
+reactor's next turn. The wake-ups held meanwhile go out together, before those of any
+later job.
 
 The job answers with a :class:`JobResult`: each append's offsets or failure, in order,
 and separately a retention failure (retention is retried at the next pass; the appends
@@ -42,6 +45,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from brokerd import after_answer
 from brokerd.clock import Clock, DelayedCall
 from brokerd.core.appends import Append, BatchesAppend, MarkerAppend, ValuesAppend
 from brokerd.core.interfaces import Runner
@@ -222,7 +226,12 @@ class PartitionWriter:
             return False
         queued, self._pending = self._pending, []
         rule = self._flush_rule()
-        records = sum(_record_count(q.append) for q in queued)
+        appends = [q.append for q in queued]
+        records = 0
+        marker = False
+        for append in appends:
+            records += _record_count(append)
+            marker = marker or isinstance(append, MarkerAppend)
         # A transaction marker is synced whatever the fsync mode: the coordinator logs
         # the transaction complete (fsynced) once its markers are written, and a marker
         # lost after that would leave the transaction open on this partition for ever.
@@ -230,12 +239,11 @@ class PartitionWriter:
             self._flush_requested
             or (rule.every_append and bool(queued))
             or (rule.messages is not None and self._unsynced_records + records >= rule.messages)
-            or any(isinstance(q.append, MarkerAppend) for q in queued)
+            or marker
         )
         retention = self._retention_requested
         self._flush_requested = self._retention_requested = False
         self._busy = True
-        appends = [q.append for q in queued]
         if not sync and not retention and self._inline(appends):
             try:
                 outcome: JobResult | Failure = write_job(
@@ -244,7 +252,7 @@ class PartitionWriter:
                 )
             except Exception:
                 outcome = _current_failure()
-            self._job_done(outcome, queued, False, inline=True)
+            self._job_done(outcome, queued, False, inline=rule)
             return True
         d = self._run_write(
             write_job,
@@ -269,8 +277,10 @@ class PartitionWriter:
 
     def _job_done(
         self, outcome: JobResult | Failure, queued: list[_Queued], synced: bool,
-        *, inline: bool = False,
+        *, inline: FlushRule | None = None,
     ) -> None:
+        """``inline``: the job ran in the reactor thread, under this flush rule (the
+        rule cannot have changed meanwhile)."""
         self._busy = False
         sync_seconds = None
         if isinstance(outcome, Failure):
@@ -300,9 +310,10 @@ class PartitionWriter:
         if appended:
             if not synced:
                 self.dirty = True
-                self._unsynced_records += sum(_record_count(a) for a, _info in appended)
-                self._arm_flush_timer()
-            if inline and self._clock is not None:
+                for a, _info in appended:
+                    self._unsynced_records += _record_count(a)
+                self._arm_flush_timer(inline)
+            if inline is not None and self._clock is not None:
                 self._announce_later(appended)
             else:
                 self._announce_now()  # earlier inline appends first, in order
@@ -313,13 +324,18 @@ class PartitionWriter:
         assert self._clock is not None
         self._unannounced.extend(appended)
         if self._announce_call is None:
+            # Once the answer of the request being served is written (the same call),
+            # or at the latest in the reactor's next turn.
+            after_answer.after_answer(self, self._announce_now)
             self._announce_call = self._clock.callLater(0, self._announce_now)
 
     def _announce_now(self) -> None:
         """Tell the owner of the inline appends not yet announced."""
         call, self._announce_call = self._announce_call, None
-        if call is not None and call.active():
-            call.cancel()
+        if call is not None:
+            after_answer.forget(self)
+            if call.active():
+                call.cancel()
         if self._unannounced:
             appended, self._unannounced = self._unannounced, []
             self._on_appended(appended)
@@ -331,9 +347,11 @@ class PartitionWriter:
                 self._flush_timer.cancel()
             self._flush_timer = None
 
-    def _arm_flush_timer(self) -> None:
-        timer_ms = self._flush_rule().timer_ms
-        if timer_ms is None or self._clock is None or self._flush_timer is not None:
+    def _arm_flush_timer(self, rule: FlushRule | None = None) -> None:
+        if self._clock is None or self._flush_timer is not None:
+            return
+        timer_ms = (rule if rule is not None else self._flush_rule()).timer_ms
+        if timer_ms is None:
             return
         self._flush_timer = self._clock.callLater(timer_ms / 1000.0, self._flush_due)
 

@@ -25,6 +25,7 @@ import attrs
 
 from brokerd.errors import CorruptBatch
 from brokerd.native.wire import fixed_records
+from brokerd.storage.record.encode import zigzag_varint as _zigzag
 from brokerd.storage.record.header import (
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
@@ -116,16 +117,6 @@ def frame_batches(data: bytes, offset: int, max_value_bytes: int) -> FramedValue
                 return FramedValues(parts, count, total, True)
         pos += size
     return FramedValues(parts, count, total, False)
-
-
-def _zigzag(value: int) -> bytes:
-    u = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
 
 
 #: Runs of offset deltas whose zig-zag varint has one width: (first, past the last, width).

@@ -22,9 +22,9 @@ from typing import cast
 
 from brokerd.native import operator_wire, queue_wire
 from brokerd.native.messages import (
-    ADMIN_REQUEST_TYPES,
     DEFAULT_MAX_FETCH_BYTES,
     FETCH_ERROR_MARKER,
+    OPERATOR_REQUEST_TYPES,
     QUEUE_REQUEST_TYPES,
     CreateTopicRequest,
     CreateTopicResponse,
@@ -224,7 +224,7 @@ class ResponseDecoder:
         (code,) = U16.unpack_from(buf)
         if code != 0:
             return self._error(request_type, 0)
-        if request_type in ADMIN_REQUEST_TYPES:
+        if request_type in OPERATOR_REQUEST_TYPES:
             return operator_wire.decode_answer(request_type, buf)
         if request_type in QUEUE_REQUEST_TYPES:
             return queue_wire.decode_answer(request_type, buf)

@@ -38,7 +38,7 @@ from brokerd.native.messages import (
     ProduceRequest,
     RequestType,
 )
-from brokerd.native.operator_handlers import admin_document, reset_spec
+from brokerd.native.operator_handlers import operator_document, reset_spec
 from brokerd.native.operator_messages import (
     AlterTopicConfigsRequest,
     CreatePartitionsRequest,
@@ -64,8 +64,8 @@ from brokerd.native.queue_messages import (
     QueueFetchRequest,
 )
 from brokerd.native.wire import REQUEST_LAYOUTS, RequestLayout
-from brokerd.operator.errors import AdminUnavailable
-from brokerd.operator.operations import AdminOps
+from brokerd.operator.errors import OperatorUnavailable
+from brokerd.operator.operations import OperatorOps
 from brokerd.operator.share_groups import ShareGroupView
 from brokerd.operator.views import GroupView, OffsetResetView, TopicView
 from brokerd.security.acl import Operation
@@ -101,21 +101,21 @@ class NativeContext:
     max_fetch_bytes: int
     #: The connection as a share-group member (queue fetches acquire for it).
     member: QueueMember
-    admin_ops: AdminOps | None = None
+    operator_ops: OperatorOps | None = None
     queue_ops: QueueOps | None = None
     #: The ACL view of the connection's principal; None: ACLs are off.
     access: NativeAccess | None = None
 
     @property
-    def admin(self) -> AdminOps:
-        if self.admin_ops is None:
-            raise AdminUnavailable("this listener does not serve admin requests")
-        return self.admin_ops
+    def operator(self) -> OperatorOps:
+        if self.operator_ops is None:
+            raise OperatorUnavailable("this listener does not serve operator requests")
+        return self.operator_ops
 
     @property
     def queues(self) -> QueueOps:
         if self.queue_ops is None:
-            raise AdminUnavailable("this listener does not serve share groups")
+            raise OperatorUnavailable("this listener does not serve share groups")
         return self.queue_ops
 
 
@@ -255,7 +255,7 @@ def _share_groups_filter(
 
 def _admin_answer(request_type: RequestType) -> Callable[[object, Any], bytes]:
     def answer(request: object, result: Any) -> bytes:
-        return operator_wire.encode_answer(request_type, admin_document(request, result))
+        return operator_wire.encode_answer(request_type, operator_document(request, result))
 
     return answer
 
@@ -356,35 +356,35 @@ _ROWS: tuple[NativeCommand[Any, Any], ...] = (
     NativeCommand[DescribeTopicRequest, TopicView](
         RequestType.DESCRIBE_TOPIC,
         DescribeTopicRequest,
-        lambda c, r: c.admin.describe_topic(r.topic),
+        lambda c, r: c.operator.describe_topic(r.topic),
         _admin_answer(RequestType.DESCRIBE_TOPIC),
         _describe_topic,
     ),
     NativeCommand[AlterTopicConfigsRequest, TopicView](
         RequestType.ALTER_TOPIC_CONFIGS,
         AlterTopicConfigsRequest,
-        lambda c, r: c.admin.alter_topic_configs(r.topic, dict(r.set_configs), r.delete),
+        lambda c, r: c.operator.alter_topic_configs(r.topic, dict(r.set_configs), r.delete),
         _admin_answer(RequestType.ALTER_TOPIC_CONFIGS),
         _topic_op(Operation.ALTER_CONFIGS),
     ),
     NativeCommand[DeleteTopicRequest, None](
         RequestType.DELETE_TOPIC,
         DeleteTopicRequest,
-        lambda c, r: c.admin.delete_topic(r.topic),
+        lambda c, r: c.operator.delete_topic(r.topic),
         _admin_answer(RequestType.DELETE_TOPIC),
         _topic_op(Operation.DELETE),
     ),
     NativeCommand[CreatePartitionsRequest, TopicView](
         RequestType.CREATE_PARTITIONS,
         CreatePartitionsRequest,
-        lambda c, r: c.admin.create_partitions(r.topic, r.total),
+        lambda c, r: c.operator.create_partitions(r.topic, r.total),
         _admin_answer(RequestType.CREATE_PARTITIONS),
         _topic_op(Operation.ALTER),
     ),
     NativeCommand[ListGroupsRequest, list[GroupView]](
         RequestType.LIST_GROUPS,
         ListGroupsRequest,
-        lambda c, _r: c.admin.list_groups(),
+        lambda c, _r: c.operator.list_groups(),
         _admin_answer(RequestType.LIST_GROUPS),
         _allow,
         visible=lambda access, groups: access.visible_groups(groups),
@@ -392,7 +392,7 @@ _ROWS: tuple[NativeCommand[Any, Any], ...] = (
     NativeCommand[DescribeGroupRequest, GroupView](
         RequestType.DESCRIBE_GROUP,
         DescribeGroupRequest,
-        lambda c, r: c.admin.describe_group(r.group_id),
+        lambda c, r: c.operator.describe_group(r.group_id),
         _admin_answer(RequestType.DESCRIBE_GROUP),
         _describe_group,
         visible=lambda access, group: access.visible_group(group),
@@ -400,7 +400,7 @@ _ROWS: tuple[NativeCommand[Any, Any], ...] = (
     NativeCommand[ResetOffsetsRequest, list[OffsetResetView]](
         RequestType.RESET_OFFSETS,
         ResetOffsetsRequest,
-        lambda c, r: c.admin.reset_offsets(
+        lambda c, r: c.operator.reset_offsets(
             r.group_id,
             r.topic,
             reset_spec(r),
@@ -413,7 +413,7 @@ _ROWS: tuple[NativeCommand[Any, Any], ...] = (
     NativeCommand[DeleteGroupRequest, None](
         RequestType.DELETE_GROUP,
         DeleteGroupRequest,
-        lambda c, r: c.admin.delete_group(r.group_id),
+        lambda c, r: c.operator.delete_group(r.group_id),
         _admin_answer(RequestType.DELETE_GROUP),
         _delete_group,
     ),

@@ -20,18 +20,18 @@ import attrs
 from brokerd import errors
 from brokerd.core.share.partition import InvalidAcknowledgement
 from brokerd.names import MAX_TOPIC_LENGTH
-from brokerd.native.operator_messages import AdminRequest, AdminResponse
+from brokerd.native.operator_messages import OperatorRequest, OperatorResponse
 from brokerd.native.queue_messages import QueueAckResponse, QueueFetchResponse, QueueRequest
-from brokerd.operator import errors as admin_errors
+from brokerd.operator import errors as operator_errors
 
 __all__ = [
-    "ADMIN_REQUEST_TYPES",
     "DEFAULT_MAX_FETCH_BYTES",
     "DEFAULT_MAX_PRODUCE_BYTES",
     "FETCH_ERROR_MARKER",
     "MAX_ERROR_MESSAGE_BYTES",
     "MAX_PARTITIONS",
     "MAX_TOPIC_LENGTH",
+    "OPERATOR_REQUEST_TYPES",
     "PRODUCE_RECORD_OVERHEAD",
     "QUEUE_REQUEST_TYPES",
     "CreateTopicRequest",
@@ -110,7 +110,7 @@ class RequestType(enum.IntEnum):
 
 #: The request types whose frame is ``u16 type, u32 body_len, body`` and whose success
 #: answer is ``u16 error = 0`` followed, for most, by a JSON document.
-ADMIN_REQUEST_TYPES = frozenset(range(RequestType.DESCRIBE_TOPIC, RequestType.DELETE_GROUP + 1))
+OPERATOR_REQUEST_TYPES = frozenset(range(RequestType.DESCRIBE_TOPIC, RequestType.DELETE_GROUP + 1))
 #: The queue request types: framed as the admin types, and every success answer is
 #: ``u16 error = 0, u32 body_len, body``.
 QUEUE_REQUEST_TYPES = frozenset(
@@ -152,13 +152,13 @@ class ErrorCode(enum.IntEnum):
 _ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     errors.InvalidTopic: ErrorCode.INVALID_TOPIC,
     errors.AuthorizationFailed: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-    admin_errors.GroupAuthorizationFailed: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    operator_errors.GroupAuthorizationFailed: ErrorCode.GROUP_AUTHORIZATION_FAILED,
     errors.InvalidConfig: ErrorCode.INVALID_CONFIG,
-    admin_errors.GroupsUnavailable: ErrorCode.GROUPS_UNAVAILABLE,
-    admin_errors.InvalidGroupId: ErrorCode.INVALID_GROUP_ID,
-    admin_errors.GroupNotFound: ErrorCode.GROUP_ID_NOT_FOUND,
-    admin_errors.GroupNotEmpty: ErrorCode.NON_EMPTY_GROUP,
-    admin_errors.AdminUnavailable: ErrorCode.UNSUPPORTED_REQUEST,
+    operator_errors.GroupsUnavailable: ErrorCode.GROUPS_UNAVAILABLE,
+    operator_errors.InvalidGroupId: ErrorCode.INVALID_GROUP_ID,
+    operator_errors.GroupNotFound: ErrorCode.GROUP_ID_NOT_FOUND,
+    operator_errors.GroupNotEmpty: ErrorCode.NON_EMPTY_GROUP,
+    operator_errors.OperatorUnavailable: ErrorCode.UNSUPPORTED_REQUEST,
     InvalidAcknowledgement: ErrorCode.INVALID_RECORD_STATE,
     errors.UnknownTopicOrPartition: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     errors.TopicAlreadyExists: ErrorCode.TOPIC_ALREADY_EXISTS,
@@ -258,7 +258,7 @@ Request = (
     | ListOffsetsRequest
     | ListTopicsRequest
     | LongPollFetchRequest
-    | AdminRequest
+    | OperatorRequest
     | QueueRequest
 )
 
@@ -357,7 +357,7 @@ Response = (
     | ListOffsetsResponse
     | ListTopicsResponse
     | LongPollFetchResponse
-    | AdminResponse
+    | OperatorResponse
     | QueueFetchResponse
     | QueueAckResponse
     | ErrorResponse

@@ -1,11 +1,11 @@
 # -*- test-case-name: tests.native.test_operator_handlers -*-
 """The operator requests' (types 7 to 14) pieces their rows in
-:data:`brokerd.native.commands.COMMANDS` use: :func:`admin_document` turns an
-:class:`~brokerd.operator.operations.AdminOps` result into the answer's JSON document, the
+:data:`brokerd.native.commands.COMMANDS` use: :func:`operator_document` turns an
+:class:`~brokerd.operator.operations.OperatorOps` result into the answer's JSON document, the
 views' :func:`~brokerd.operator.views.to_json` form (ListGroups sends one summary per
 group, :func:`group_summary`, so that its size does not grow with every group's
 offsets), and :func:`reset_spec` the operations' form of a reset target. Each row holds
-its own call into ``AdminOps`` and its ACL rule.
+its own call into ``OperatorOps`` and its ACL rule.
 
 What this module does not do: touch bytes, sockets, or the core directly.
 """
@@ -23,7 +23,7 @@ from brokerd.native.operator_messages import ResetMode as WireResetMode
 from brokerd.operator.operations import ResetMode, ResetSpec
 from brokerd.operator.views import GroupView, OffsetResetView, TopicView, to_json
 
-__all__ = ["AdminResult", "admin_document", "group_summary", "reset_spec"]
+__all__ = ["AdminResult", "group_summary", "operator_document", "reset_spec"]
 
 #: What an admin operation answers with, before it becomes JSON.
 AdminResult = TopicView | GroupView | list[GroupView] | list[OffsetResetView] | None
@@ -57,7 +57,7 @@ def group_summary(view: GroupView) -> dict[str, JsonValue]:
     }
 
 
-def admin_document(request: object, result: AdminResult) -> JsonValue:
+def operator_document(request: object, result: AdminResult) -> JsonValue:
     """The JSON document answering ``request`` with ``result`` (None: no document)."""
     if isinstance(request, ListGroupsRequest):
         return [group_summary(v) for v in cast(list[GroupView], result)]

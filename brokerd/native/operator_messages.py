@@ -1,7 +1,7 @@
 """The native protocol's operator requests (types 7 to 14) and their answer.
 
 What this module does: defines one attrs-frozen request class per operator request type,
-:class:`AdminResponse` (what a client decodes from a successful answer), the reset
+:class:`OperatorResponse` (what a client decodes from a successful answer), the reset
 modes' wire codes and the named limits of the operator requests. The layouts are in
 ``brokerd.native.operator_wire``; the format is specified in ``docs/protocol.md``
 (section 2.8); the request types and error codes are in ``brokerd.native.messages``.
@@ -17,12 +17,10 @@ import enum
 import attrs
 
 __all__ = [
-    "ADMIN_RESET_DRY_RUN",
-    "MAX_ADMIN_CONFIGS",
-    "MAX_ADMIN_REQUEST_BYTES",
-    "MAX_ADMIN_RESPONSE_BYTES",
-    "AdminRequest",
-    "AdminResponse",
+    "MAX_OPERATOR_CONFIGS",
+    "MAX_OPERATOR_REQUEST_BYTES",
+    "MAX_OPERATOR_RESPONSE_BYTES",
+    "OPERATOR_RESET_DRY_RUN",
     "AlterTopicConfigsRequest",
     "CreatePartitionsRequest",
     "DeleteGroupRequest",
@@ -31,20 +29,22 @@ __all__ = [
     "DescribeTopicRequest",
     "JsonValue",
     "ListGroupsRequest",
+    "OperatorRequest",
+    "OperatorResponse",
     "ResetMode",
     "ResetOffsetsRequest",
 ]
 
 #: An admin request's body (after ``u16 type, u32 body_len``) is at most this long; a
 #: longer one is refused (REQUEST_TOO_LARGE) and its bytes skipped as they arrive.
-MAX_ADMIN_REQUEST_BYTES = 64 * 1024
+MAX_OPERATOR_REQUEST_BYTES = 64 * 1024
 #: An AlterTopicConfigs request names at most this many configs (brokerd knows fewer).
-MAX_ADMIN_CONFIGS = 256
+MAX_OPERATOR_CONFIGS = 256
 #: The JSON document of an answer is at most this long: the server refuses to send a
 #: longer one (RESPONSE_TOO_LARGE) and the client refuses to wait for one.
-MAX_ADMIN_RESPONSE_BYTES = 16 * 1024 * 1024
+MAX_OPERATOR_RESPONSE_BYTES = 16 * 1024 * 1024
 #: ResetOffsets' flag bit: compute and answer the new offsets, commit nothing.
-ADMIN_RESET_DRY_RUN = 0x01
+OPERATOR_RESET_DRY_RUN = 0x01
 
 #: A JSON document as ``json.loads`` returns it.
 JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
@@ -125,7 +125,7 @@ class DeleteGroupRequest:
     group_id: str
 
 
-AdminRequest = (
+OperatorRequest = (
     DescribeTopicRequest
     | AlterTopicConfigsRequest
     | DeleteTopicRequest
@@ -138,9 +138,10 @@ AdminRequest = (
 
 
 @attrs.frozen
-class AdminResponse:
-    """A successful answer to an admin request: its JSON document (None for the types
-    that answer with the error code alone, DeleteTopic and DeleteGroup)."""
+class OperatorResponse:
+    """A successful answer to an operator request (native types 7 to 14): its JSON
+    document (None for the types that answer with the error code alone, DeleteTopic and
+    DeleteGroup)."""
 
     request_type: int
     document: JsonValue = None

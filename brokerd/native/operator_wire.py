@@ -3,7 +3,7 @@
 
 An operator request is ``u16 type, u32 body_len, body``: unlike types 1 to 6 its frame
 says its own length, so the server's decoder (``brokerd.native.server_codec``) checks
-``body_len`` against :data:`~brokerd.native.operator_messages.MAX_ADMIN_REQUEST_BYTES`
+``body_len`` against :data:`~brokerd.native.operator_messages.MAX_OPERATOR_REQUEST_BYTES`
 before buffering anything, skips a refused body without buffering it, and hands a
 complete body to :func:`parse_body`. A successful answer is ``u16 error = 0``, then for
 every type but DeleteTopic and DeleteGroup ``u32 json_len`` and a compact UTF-8 JSON
@@ -23,11 +23,9 @@ from brokerd import errors
 from brokerd.names import MAX_TOPIC_LENGTH, validate_topic_name
 from brokerd.native.messages import MAX_PARTITIONS, ErrorCode, MalformedResponse, RequestType
 from brokerd.native.operator_messages import (
-    ADMIN_RESET_DRY_RUN,
-    MAX_ADMIN_CONFIGS,
-    MAX_ADMIN_RESPONSE_BYTES,
-    AdminRequest,
-    AdminResponse,
+    MAX_OPERATOR_CONFIGS,
+    MAX_OPERATOR_RESPONSE_BYTES,
+    OPERATOR_RESET_DRY_RUN,
     AlterTopicConfigsRequest,
     CreatePartitionsRequest,
     DeleteGroupRequest,
@@ -36,6 +34,8 @@ from brokerd.native.operator_messages import (
     DescribeTopicRequest,
     JsonValue,
     ListGroupsRequest,
+    OperatorRequest,
+    OperatorResponse,
     ResetMode,
     ResetOffsetsRequest,
 )
@@ -45,11 +45,15 @@ __all__ = [
     "ANSWERS_WITHOUT_DOCUMENT",
     "BODY_LENGTH",
     "TYPE_OF_CLASS",
-    "AdminWireError",
     "BodyReader",
+    "OperatorWireError",
+    "answer_body",
     "decode_answer",
+    "document_answer",
     "encode_answer",
     "encode_request",
+    "frame_request",
+    "json_document",
     "parse_body",
 ]
 
@@ -80,7 +84,7 @@ TYPE_OF_CLASS: dict[type, RequestType] = {
 }
 
 
-class AdminWireError(Exception):
+class OperatorWireError(Exception):
     """A body that does not parse, or a value it refuses: answered with ``code``."""
 
     def __init__(self, code: ErrorCode, message: str) -> None:
@@ -101,7 +105,7 @@ class _Body:
 
     def _take(self, size: int, what: str) -> bytes:
         if size > len(self._data) - self._pos:
-            raise AdminWireError(ErrorCode.MALFORMED_REQUEST, f"body ends inside the {what}")
+            raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"body ends inside the {what}")
         start = self._pos
         self._pos += size
         return self._data[start : self._pos]
@@ -118,18 +122,18 @@ class _Body:
     def string(self, what: str, limit: int, code: ErrorCode) -> str:
         (length,) = U16.unpack(self._take(2, what))
         if length > limit:
-            raise AdminWireError(code, f"{what} length {length} exceeds {limit}")
+            raise OperatorWireError(code, f"{what} length {length} exceeds {limit}")
         try:
             return self._take(length, what).decode("utf-8")
         except UnicodeDecodeError:
-            raise AdminWireError(code, f"{what} is not valid UTF-8") from None
+            raise OperatorWireError(code, f"{what} is not valid UTF-8") from None
 
     def topic(self) -> str:
         name = self.string("topic", MAX_TOPIC_LENGTH, ErrorCode.INVALID_TOPIC)
         try:
             return validate_topic_name(name)
         except errors.InvalidTopic as exc:
-            raise AdminWireError(ErrorCode.INVALID_TOPIC, str(exc)) from None
+            raise OperatorWireError(ErrorCode.INVALID_TOPIC, str(exc)) from None
 
     def group(self) -> str:
         return self.string("group id", MAX_GROUP_ID_BYTES, ErrorCode.INVALID_GROUP_ID)
@@ -137,14 +141,14 @@ class _Body:
     def count(self, what: str, limit: int, item_size: int) -> int:
         n = self.u32(what)
         if n > limit:
-            raise AdminWireError(ErrorCode.MALFORMED_REQUEST, f"{what} {n} exceeds {limit}")
+            raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"{what} {n} exceeds {limit}")
         if n * item_size > len(self._data) - self._pos:
-            raise AdminWireError(ErrorCode.MALFORMED_REQUEST, f"{what} {n} exceeds the body")
+            raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"{what} {n} exceeds the body")
         return n
 
     def end(self) -> None:
         if self._pos != len(self._data):
-            raise AdminWireError(
+            raise OperatorWireError(
                 ErrorCode.MALFORMED_REQUEST,
                 f"{len(self._data) - self._pos} byte(s) after the request's last field",
             )
@@ -157,7 +161,7 @@ BodyReader = _Body
 def _alter(body: _Body) -> AlterTopicConfigsRequest:
     topic = body.topic()
     # Each config takes at least 5 bytes: two empty strings and the operation.
-    count = body.count("config count", MAX_ADMIN_CONFIGS, 5)
+    count = body.count("config count", MAX_OPERATOR_CONFIGS, 5)
     set_configs: list[tuple[str, str]] = []
     delete: list[str] = []
     for _ in range(count):
@@ -169,7 +173,7 @@ def _alter(body: _Body) -> AlterTopicConfigsRequest:
         elif op == _CONFIG_DELETE and not value:
             delete.append(name)
         else:
-            raise AdminWireError(
+            raise OperatorWireError(
                 ErrorCode.MALFORMED_REQUEST, f"config {name!r}: bad operation {op}"
             )
     return AlterTopicConfigsRequest(topic, tuple(set_configs), tuple(delete))
@@ -179,7 +183,7 @@ def _partitions(body: _Body) -> CreatePartitionsRequest:
     topic = body.topic()
     total = body.u32("partition count")
     if not 1 <= total <= MAX_PARTITIONS:
-        raise AdminWireError(
+        raise OperatorWireError(
             ErrorCode.INVALID_PARTITIONS, f"partitions must be 1..{MAX_PARTITIONS}, not {total}"
         )
     return CreatePartitionsRequest(topic, total)
@@ -192,27 +196,27 @@ def _reset(body: _Body) -> ResetOffsetsRequest:
     try:
         mode = ResetMode(raw_mode)
     except ValueError:
-        raise AdminWireError(
+        raise OperatorWireError(
             ErrorCode.MALFORMED_REQUEST, f"unknown reset mode {raw_mode}"
         ) from None
     value = body.u64("reset value")
     if value > 2**63 - 1:
-        raise AdminWireError(ErrorCode.MALFORMED_REQUEST, f"reset value {value} is too large")
+        raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"reset value {value} is too large")
     flags = body.u8("flags")
-    if flags & ~ADMIN_RESET_DRY_RUN:
-        raise AdminWireError(ErrorCode.MALFORMED_REQUEST, f"unknown flags {flags:#x}")
+    if flags & ~OPERATOR_RESET_DRY_RUN:
+        raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, f"unknown flags {flags:#x}")
     count = body.count("partition count", MAX_PARTITIONS, 4)
     partitions = tuple(body.u32("partition") for _ in range(count))
     return ResetOffsetsRequest(
-        group, topic, mode, value, partitions, bool(flags & ADMIN_RESET_DRY_RUN)
+        group, topic, mode, value, partitions, bool(flags & OPERATOR_RESET_DRY_RUN)
     )
 
 
-def parse_body(request_type: int, data: bytes) -> AdminRequest:
+def parse_body(request_type: int, data: bytes) -> OperatorRequest:
     """The request of admin type ``request_type`` whose complete body is ``data``.
-    Raises :class:`AdminWireError` (never anything else) for a body it refuses."""
+    Raises :class:`OperatorWireError` (never anything else) for a body it refuses."""
     body = _Body(data)
-    request: AdminRequest
+    request: OperatorRequest
     if request_type == RequestType.DESCRIBE_TOPIC:
         request = DescribeTopicRequest(body.topic())
     elif request_type == RequestType.ALTER_TOPIC_CONFIGS:
@@ -230,7 +234,9 @@ def parse_body(request_type: int, data: bytes) -> AdminRequest:
     elif request_type == RequestType.DELETE_GROUP:
         request = DeleteGroupRequest(body.group())
     else:
-        raise AdminWireError(ErrorCode.UNKNOWN_REQUEST_TYPE, f"not an admin type: {request_type}")
+        raise OperatorWireError(
+            ErrorCode.UNKNOWN_REQUEST_TYPE, f"not an operator type: {request_type}"
+        )
     body.end()
     return request
 
@@ -239,7 +245,7 @@ def parse_body(request_type: int, data: bytes) -> AdminRequest:
 
 
 
-def _body(request: AdminRequest) -> bytes:
+def _body(request: OperatorRequest) -> bytes:
     match request:
         case DescribeTopicRequest() | DeleteTopicRequest():
             return string_bytes(request.topic, "topic")
@@ -261,7 +267,7 @@ def _body(request: AdminRequest) -> bytes:
         case DescribeGroupRequest() | DeleteGroupRequest():
             return string_bytes(request.group_id, "group id")
         case ResetOffsetsRequest():
-            flags = ADMIN_RESET_DRY_RUN if request.dry_run else 0
+            flags = OPERATOR_RESET_DRY_RUN if request.dry_run else 0
             parts = [
                 string_bytes(request.group_id, "group id"),
                 string_bytes(request.topic, "topic"),
@@ -275,51 +281,80 @@ def _body(request: AdminRequest) -> bytes:
     raise TypeError(f"not a native admin request: {request!r}")
 
 
-def encode_request(request: AdminRequest) -> bytes:
+def encode_request(request: OperatorRequest) -> bytes:
     """``u16 type, u32 body_len, body``. Raises ``ValueError`` for values the wire
     cannot carry (the server applies the tighter limits)."""
-    body = _body(request)
+    return frame_request(TYPE_OF_CLASS[type(request)], _body(request))
+
+
+def frame_request(request_type: int, body: bytes) -> bytes:
+    """``u16 type, u32 body_len, body``: the frame of the operator and queue types.
+    Raises ``ValueError`` for a body the length cannot carry."""
     check_range("body length", len(body), MAX_U32)
-    return U16.pack(TYPE_OF_CLASS[type(request)]) + BODY_LENGTH.pack(len(body)) + body
+    return U16.pack(request_type) + BODY_LENGTH.pack(len(body)) + body
 
 
 # --------------------------------------------------------------------------- answers
 
 
 def encode_answer(
-    request_type: int, document: JsonValue, *, limit: int = MAX_ADMIN_RESPONSE_BYTES
+    request_type: int, document: JsonValue, *, limit: int = MAX_OPERATOR_RESPONSE_BYTES
 ) -> bytes:
     """``u16 error = 0, u32 json_len, json``, or ``u16 error = 0`` alone for the types
-    answered without a document. Raises :class:`AdminWireError` (RESPONSE_TOO_LARGE)
+    answered without a document. Raises :class:`OperatorWireError` (RESPONSE_TOO_LARGE)
     when the document exceeds ``limit`` bytes."""
     if request_type in ANSWERS_WITHOUT_DOCUMENT:
         return U16.pack(0)
+    return document_answer(document, limit=limit)
+
+
+def document_answer(document: JsonValue, *, limit: int = MAX_OPERATOR_RESPONSE_BYTES) -> bytes:
+    """``u16 error = 0, u32 json_len, json`` (operator and queue types). Raises
+    :class:`OperatorWireError` (RESPONSE_TOO_LARGE) when the document exceeds ``limit``
+    bytes."""
     raw = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     if len(raw) > limit:
-        raise AdminWireError(
+        raise OperatorWireError(
             ErrorCode.RESPONSE_TOO_LARGE, f"answer of {len(raw)} bytes exceeds {limit}"
         )
     return _OK_JSON.pack(0, len(raw)) + raw
 
 
 def decode_answer(
-    request_type: int, buf: bytes | bytearray, *, limit: int = MAX_ADMIN_RESPONSE_BYTES
-) -> tuple[AdminResponse, int] | None:
+    request_type: int, buf: bytes | bytearray, *, limit: int = MAX_OPERATOR_RESPONSE_BYTES
+) -> tuple[OperatorResponse, int] | None:
     """The success answer at the start of ``buf`` (its error code already read as 0) and
     its length, or None while incomplete. A document longer than ``limit`` is refused
     before it is waited for (:class:`MalformedResponse`)."""
     if request_type in ANSWERS_WITHOUT_DOCUMENT:
-        return (AdminResponse(request_type), 2) if len(buf) >= 2 else None
+        return (OperatorResponse(request_type), 2) if len(buf) >= 2 else None
+    found = answer_body(buf, limit, "operator")
+    if found is None:
+        return None
+    body, end = found
+    return OperatorResponse(request_type, json_document(body, "operator")), end
+
+
+def answer_body(buf: bytes | bytearray, limit: int, kind: str) -> tuple[bytes, int] | None:
+    """The body of the ``u16 error = 0, u32 body_len, body`` answer at the start of
+    ``buf`` and the answer's length, or None while incomplete; a body longer than
+    ``limit`` is refused before it is waited for (:class:`MalformedResponse`, naming the
+    ``kind`` of answer)."""
     if len(buf) < _OK_JSON.size:
         return None
     _, length = _OK_JSON.unpack_from(buf)
     if length > limit:
-        raise MalformedResponse(f"admin answer of {length} bytes exceeds {limit}")
+        raise MalformedResponse(f"{kind} answer of {length} bytes exceeds {limit}")
     end = _OK_JSON.size + length
     if len(buf) < end:
         return None
+    return bytes(buf[_OK_JSON.size : end]), end
+
+
+def json_document(body: bytes, kind: str) -> JsonValue:
+    """An answer's JSON document; :class:`MalformedResponse` if it is not one."""
     try:
-        document: JsonValue = json.loads(bytes(buf[_OK_JSON.size : end]).decode("utf-8"))
+        document: JsonValue = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise MalformedResponse(f"admin answer is not JSON: {exc}") from None
-    return AdminResponse(request_type, document), end
+        raise MalformedResponse(f"{kind} answer is not JSON: {exc}") from None
+    return document

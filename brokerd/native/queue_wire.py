@@ -16,13 +16,19 @@ beyond the wire's own rules (names valid, counts within limits).
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Sequence
 
 from brokerd.native.messages import ErrorCode, MalformedResponse, RequestType
-from brokerd.native.operator_messages import MAX_ADMIN_RESPONSE_BYTES, AdminResponse, JsonValue
-from brokerd.native.operator_wire import BODY_LENGTH, AdminWireError, BodyReader
+from brokerd.native.operator_messages import JsonValue, OperatorResponse
+from brokerd.native.operator_wire import (
+    BodyReader,
+    OperatorWireError,
+    answer_body,
+    document_answer,
+    frame_request,
+    json_document,
+)
 from brokerd.native.queue_messages import (
     MAX_QUEUE_ACK_OFFSETS,
     MAX_QUEUE_ACK_RANGES,
@@ -39,7 +45,7 @@ from brokerd.native.queue_messages import (
     QueueRecord,
     QueueRequest,
 )
-from brokerd.native.wire import MAX_U16, MAX_U32, MAX_U64, U16, U32, check_range, string_bytes
+from brokerd.native.wire import MAX_U16, MAX_U32, MAX_U64, U32, check_range, string_bytes
 
 __all__ = [
     "TYPE_OF_CLASS",
@@ -60,7 +66,7 @@ TYPE_OF_CLASS: dict[type, RequestType] = {
 }
 
 #: What a client decodes from a successful queue answer.
-QueueAnswer = QueueFetchResponse | QueueAckResponse | AdminResponse
+QueueAnswer = QueueFetchResponse | QueueAckResponse | OperatorResponse
 
 _U8 = struct.Struct(">B")
 _U64 = struct.Struct(">Q")
@@ -80,7 +86,7 @@ def _fetch(body: BodyReader) -> QueueFetchRequest:
     partition = body.u32("partition")
     max_records = body.u32("max records")
     if not 1 <= max_records <= MAX_QUEUE_RECORDS:
-        raise AdminWireError(
+        raise OperatorWireError(
             ErrorCode.MALFORMED_REQUEST,
             f"max records must be 1..{MAX_QUEUE_RECORDS}, not {max_records}",
         )
@@ -94,7 +100,7 @@ def _ack(body: BodyReader) -> QueueAckRequest:
     partition = body.u32("partition")
     count = body.count("range count", MAX_QUEUE_ACK_RANGES, _RANGE.size)
     if count == 0:
-        raise AdminWireError(ErrorCode.MALFORMED_REQUEST, "an acknowledgement needs a range")
+        raise OperatorWireError(ErrorCode.MALFORMED_REQUEST, "an acknowledgement needs a range")
     ranges: list[AckRange] = []
     covered = 0
     for _ in range(count):
@@ -102,19 +108,19 @@ def _ack(body: BodyReader) -> QueueAckRequest:
         last = body.u64("last offset")
         raw_kind = body.u8("acknowledgement kind")
         if last < first or last > 2**63 - 1:
-            raise AdminWireError(
+            raise OperatorWireError(
                 ErrorCode.MALFORMED_REQUEST, f"bad offset range {first}..{last}"
             )
         covered += last - first + 1
         if covered > MAX_QUEUE_ACK_OFFSETS:
-            raise AdminWireError(
+            raise OperatorWireError(
                 ErrorCode.MALFORMED_REQUEST,
                 f"the ranges cover more than {MAX_QUEUE_ACK_OFFSETS} offsets",
             )
         try:
             kind = AckKind(raw_kind)
         except ValueError:
-            raise AdminWireError(
+            raise OperatorWireError(
                 ErrorCode.MALFORMED_REQUEST, f"unknown acknowledgement kind {raw_kind}"
             ) from None
         ranges.append(AckRange(first, last, kind))
@@ -123,7 +129,7 @@ def _ack(body: BodyReader) -> QueueAckRequest:
 
 def parse_body(request_type: int, data: bytes) -> QueueRequest:
     """The request of queue type ``request_type`` whose complete body is ``data``.
-    Raises :class:`AdminWireError` (never anything else) for a body it refuses."""
+    Raises :class:`OperatorWireError` (never anything else) for a body it refuses."""
     body = BodyReader(data)
     request: QueueRequest
     if request_type == RequestType.QUEUE_FETCH:
@@ -135,7 +141,7 @@ def parse_body(request_type: int, data: bytes) -> QueueRequest:
     elif request_type == RequestType.LIST_SHARE_GROUPS:
         request = ListShareGroupsRequest()
     else:
-        raise AdminWireError(ErrorCode.UNKNOWN_REQUEST_TYPE, f"not a queue type: {request_type}")
+        raise OperatorWireError(ErrorCode.UNKNOWN_REQUEST_TYPE, f"not a queue type: {request_type}")
     body.end()
     return request
 
@@ -175,9 +181,7 @@ def _body(request: QueueRequest) -> bytes:
 def encode_request(request: QueueRequest) -> bytes:
     """``u16 type, u32 body_len, body``. Raises ``ValueError`` for values the wire
     cannot carry (the server applies the tighter limits)."""
-    body = _body(request)
-    check_range("body length", len(body), MAX_U32)
-    return U16.pack(TYPE_OF_CLASS[type(request)]) + BODY_LENGTH.pack(len(body)) + body
+    return frame_request(TYPE_OF_CLASS[type(request)], _body(request))
 
 
 # --------------------------------------------------------------------------- answers
@@ -203,15 +207,9 @@ def encode_ack_answer() -> bytes:
 
 
 def encode_document_answer(document: JsonValue) -> bytes:
-    """``u16 error = 0, u32 json_len, json``; raises :class:`AdminWireError`
+    """``u16 error = 0, u32 json_len, json``; raises :class:`OperatorWireError`
     (RESPONSE_TOO_LARGE) above the admin answers' limit."""
-    raw = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    if len(raw) > MAX_ADMIN_RESPONSE_BYTES:
-        raise AdminWireError(
-            ErrorCode.RESPONSE_TOO_LARGE,
-            f"answer of {len(raw)} bytes exceeds {MAX_ADMIN_RESPONSE_BYTES}",
-        )
-    return _answer(raw)
+    return document_answer(document)
 
 
 def _fetch_records(body: bytes) -> QueueFetchResponse:
@@ -249,15 +247,10 @@ def decode_answer(
     """The success answer at the start of ``buf`` (its error code already read as 0) and
     its length, or None while incomplete. A body longer than ``limit`` is refused before
     it is waited for (:class:`MalformedResponse`)."""
-    if len(buf) < _OK_BODY.size:
+    found = answer_body(buf, limit, "queue")
+    if found is None:
         return None
-    _, length = _OK_BODY.unpack_from(buf)
-    if length > limit:
-        raise MalformedResponse(f"queue answer of {length} bytes exceeds {limit}")
-    end = _OK_BODY.size + length
-    if len(buf) < end:
-        return None
-    body = bytes(buf[_OK_BODY.size : end])
+    body, end = found
     answer: QueueAnswer
     if request_type == RequestType.QUEUE_FETCH:
         answer = _fetch_records(body)
@@ -266,9 +259,5 @@ def decode_answer(
             raise MalformedResponse(f"acknowledge answer with a {len(body)}-byte body")
         answer = QueueAckResponse()
     else:
-        try:
-            document: JsonValue = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise MalformedResponse(f"queue answer is not JSON: {exc}") from None
-        answer = AdminResponse(request_type, document)
+        answer = OperatorResponse(request_type, json_document(body, "queue"))
     return answer, end

@@ -27,10 +27,10 @@ from brokerd.names import MAX_TOPIC_LENGTH, validate_topic_name
 from brokerd.native import operator_wire, queue_wire
 from brokerd.native.batch_framing import FramedValues
 from brokerd.native.messages import (
-    ADMIN_REQUEST_TYPES,
     DEFAULT_MAX_PRODUCE_BYTES,
     FETCH_ERROR_MARKER,
     MAX_ERROR_MESSAGE_BYTES,
+    OPERATOR_REQUEST_TYPES,
     PRODUCE_RECORD_OVERHEAD,
     QUEUE_REQUEST_TYPES,
     ErrorCode,
@@ -40,7 +40,7 @@ from brokerd.native.messages import (
     RequestEvent,
     RequestType,
 )
-from brokerd.native.operator_messages import MAX_ADMIN_REQUEST_BYTES
+from brokerd.native.operator_messages import MAX_OPERATOR_REQUEST_BYTES
 from brokerd.native.wire import (
     EMPTY_RECORD,
     ERROR_HEAD,
@@ -164,8 +164,8 @@ class _State(enum.Enum):
     SKIP_TOPIC = enum.auto()  # discarding an over-long topic
     FIXED = enum.auto()  # the fixed-size fields after the topic
     RECORDS = enum.auto()  # produce records (kept, or discarded once the frame is refused)
-    ADMIN_LEN = enum.auto()  # an admin request's u32 body length
-    ADMIN_BODY = enum.auto()  # its body, buffered whole once its length was accepted
+    OPERATOR_LEN = enum.auto()  # an admin request's u32 body length
+    OPERATOR_BODY = enum.auto()  # its body, buffered whole once its length was accepted
     SKIP_BODY = enum.auto()  # discarding a refused (over-long) admin body
     CLOSED = enum.auto()  # frame boundary lost: nothing more is decoded
 
@@ -229,7 +229,7 @@ class RequestDecoder:
         """Bytes a length already read announced (a produce value within the limit,
         an admin body) that have not arrived yet."""
         buf = self._buf
-        if self._state is _State.ADMIN_BODY:
+        if self._state is _State.OPERATOR_BODY:
             return max(0, self._body_len - len(buf))
         if (
             self._state is _State.RECORDS
@@ -322,11 +322,11 @@ class RequestDecoder:
             if not self._read_records():
                 return False
             self._end_frame(ProduceRequest(self._topic, self._partition, tuple(self._values)))
-        elif state is _State.ADMIN_LEN:
+        elif state is _State.OPERATOR_LEN:
             if len(buf) < operator_wire.BODY_LENGTH.size:
                 return False
             self._read_admin_length()
-        elif state is _State.ADMIN_BODY:
+        elif state is _State.OPERATOR_BODY:
             if len(buf) < self._body_len:
                 return False
             self._read_admin_body()
@@ -364,8 +364,8 @@ class RequestDecoder:
         del self._buf[:2]
         self._type = request_type
         layout = REQUEST_LAYOUTS.get(request_type)
-        if request_type in ADMIN_REQUEST_TYPES or request_type in QUEUE_REQUEST_TYPES:
-            self._state = _State.ADMIN_LEN
+        if request_type in OPERATOR_REQUEST_TYPES or request_type in QUEUE_REQUEST_TYPES:
+            self._state = _State.OPERATOR_LEN
         elif layout is not None:
             self._layout = layout
             self._state = _State.TOPIC_LEN if layout.has_topic else _State.FIXED
@@ -383,17 +383,17 @@ class RequestDecoder:
     def _read_admin_length(self) -> None:
         (length,) = operator_wire.BODY_LENGTH.unpack_from(self._buf)
         del self._buf[: operator_wire.BODY_LENGTH.size]
-        if length > MAX_ADMIN_REQUEST_BYTES:
+        if length > MAX_OPERATOR_REQUEST_BYTES:
             # The frame says where it ends, so refusing it costs only the skipping.
             self._fail(
                 ErrorCode.REQUEST_TOO_LARGE,
-                f"admin request body of {length} bytes exceeds {MAX_ADMIN_REQUEST_BYTES}",
+                f"admin request body of {length} bytes exceeds {MAX_OPERATOR_REQUEST_BYTES}",
             )
             self._skip = length
             self._state = _State.SKIP_BODY
         else:
             self._body_len = length
-            self._state = _State.ADMIN_BODY
+            self._state = _State.OPERATOR_BODY
 
     def _read_admin_body(self) -> None:
         length = self._body_len
@@ -405,7 +405,7 @@ class RequestDecoder:
                 request = queue_wire.parse_body(self._type, body)
             else:
                 request = operator_wire.parse_body(self._type, body)
-        except operator_wire.AdminWireError as exc:
+        except operator_wire.OperatorWireError as exc:
             self._fail(exc.code, str(exc))
             self._end_frame(None)
             return

@@ -1,5 +1,6 @@
-"""The edge both listeners share: one client connection's life (:mod:`.connection`) and
-its phases (:mod:`.phase`), the broker-wide budget of buffered request bytes
+"""The edge both listeners share: one client connection's life (:mod:`.connection`, given
+a protocol's sans-IO decoder, :mod:`.decoding`, and its dispatcher) and its phases
+(:mod:`.phase`), the broker-wide budget of buffered request bytes
 (:mod:`.request_budget`), the connection caps per listener and per address
 (:mod:`.connlimit`) and how refusals are logged (:mod:`.refusals`), TLS listeners and the
 certificate principal (:mod:`.tls`), response frames whose records are not copied

@@ -19,14 +19,15 @@ the protocol spoken over it.
   frame deadline (a frame must be complete this long after its first byte, while we
   read or it waits for the request budget), both on an injected clock.
 * Closing (graceful or abort), the connection-limit release, TCP_NODELAY, and one place
-  that sees a connection's first bytes (:meth:`RequestConnection.firstDataReceived`).
+  that sees a connection's first bytes (the optional first-bytes step).
 * The phase of the connection (``brokerd.net.phase``: open, blocked, splicing, closing,
   lost, closed), changed only through that module's transition table.
 * Its share of the broker-wide request budget (``brokerd.net.request_budget``): after
   every read and every finished request its reservation is made to cover the request
-  bytes it holds plus its claim on those a size prefix announced (the protocol says how
-  many: :meth:`RequestConnection.inputHeld`, :meth:`RequestConnection.inputOwed`,
-  :meth:`RequestConnection.inputArrived`, :meth:`RequestConnection.lastRequestBytes`);
+  bytes it holds plus its claim on those a size prefix announced (the decoder says how
+  many: :meth:`~brokerd.net.decoding.RequestDecoder.input_bytes`, and
+  :attr:`~brokerd.net.decoding.RequestDecoder.last_request_bytes` for each request in
+  flight);
   while the budget cannot cover them, the transport does not read, and the frame
   deadline keeps running.
 * Leaving nothing behind: when the connection is lost it gives back its producer
@@ -50,11 +51,13 @@ the protocol spoken over it.
   being sent.
 
 What it does not do: parse or build bytes, decide what a request means, or how many may
-run at once. A protocol subclasses :class:`RequestConnection` and supplies its decoder
-(:meth:`~RequestConnection.requestDataReceived`, :meth:`~RequestConnection.nextRequest`,
-:meth:`~RequestConnection.framePending`) and its dispatch
-(:meth:`~RequestConnection.handleRequest`, :meth:`~RequestConnection.deliverAnswer`).
-It never uses the global reactor.
+run at once. A protocol does not subclass it: it hands the connection two objects, as
+AMP splits its box parser from its dispatcher. Its sans-IO decoder
+(:class:`brokerd.net.decoding.RequestDecoder`: bytes in, whole requests out, with its own
+bounds, read-ahead and held bytes) and its :class:`Dispatcher` (a request to a Deferred
+answer, the answer delivered, asides and faults acted on), plus an optional first-bytes
+step (a callable that sees the first read before the decoder). It never uses the global
+reactor.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar, cast
+from typing import Protocol as Interface
 
 import attrs
 from twisted.internet import defer
@@ -76,6 +80,7 @@ from brokerd.errors import StorageError
 from brokerd.net.answer_budget import AnswerBudget
 from brokerd.net.chunked import ChunkedSender
 from brokerd.net.connlimit import ConnectionLimit
+from brokerd.net.decoding import Aside, FrameFault, RequestDecoder
 from brokerd.net.frames import Frame, SplicedFrame, frame_memory_bytes
 from brokerd.net.phase import Event, Phase, next_phase
 from brokerd.net.prompt_write import (
@@ -84,7 +89,7 @@ from brokerd.net.prompt_write import (
     write_now,
     write_sequence_now,
 )
-from brokerd.net.request_budget import Account, RequestBudget, claim
+from brokerd.net.request_budget import Account, RequestBudget
 from brokerd.net.sendfile import (
     RegionGone,
     RegionLedger,
@@ -97,7 +102,9 @@ from brokerd.net.tls import ANONYMOUS, peer_principal
 from brokerd.net.transport import Transport, disable_nagle
 from brokerd.observers import NULL_REQUESTS, RequestObserver
 
-__all__ = ["ConnectionState", "InFlight", "RequestConnection"]
+__all__ = [
+    "ConnectionState", "Dispatcher", "DispatcherBase", "InFlight", "RequestConnection",
+]
 
 #: The budget of connections built without one: never waits.
 _UNLIMITED = RequestBudget(None)
@@ -122,7 +129,7 @@ class InFlight(Generic[RequestT, AnswerT]):
 @attrs.define
 class ConnectionState:
     """Facts about one connection, set when it is made (protocol-specific state belongs
-    in a subclass, built by :meth:`RequestConnection.makeState`)."""
+    to its dispatcher)."""
 
     #: The peer's address without port (``""`` when the transport has none, e.g. UNIX).
     peer_host: str = ""
@@ -137,15 +144,104 @@ class ConnectionState:
     regions: RegionLedger | None = None
 
 
+class Dispatcher(Interface[RequestT, AnswerT]):
+    """A protocol's dispatch, one per connection: what its requests mean and how their
+    answers are sent. It never touches the transport's producer state, the timers or the
+    connection limit; it answers through the connection's :meth:`~RequestConnection.write`
+    and closes through its :meth:`~RequestConnection.close`. The connection passes itself
+    to every call, so the dispatcher keeps no reference to it (the connection holds the
+    dispatcher: no cycle keeps a lost connection and what it holds alive)."""
+
+    #: True while the dispatcher holds the connection's requests back (say, a SASL
+    #: answer that waits for its delay): the connection hands out nothing meanwhile.
+    holding: bool
+    #: Requests received in full before the client went away are still carried out
+    #: (unanswered); False: whatever is in flight is cancelled when the connection is
+    #: lost, and nothing more is taken once the transport stops.
+    carries_on_after_loss: bool
+
+    def connection_made(self, connection: RequestConnection[RequestT, AnswerT]) -> None:
+        """The connection is made (its :attr:`~RequestConnection.state` knows the peer)."""
+        ...
+
+    def handle(
+        self, connection: RequestConnection[RequestT, AnswerT], request: RequestT
+    ) -> defer.Deferred[AnswerT]:
+        """Start serving ``request``. A failed Deferred is a bug (:meth:`failed`);
+        expected errors must already be answers."""
+        ...
+
+    def deliver(
+        self, connection: RequestConnection[RequestT, AnswerT], request: RequestT,
+        answer: AnswerT,
+    ) -> bool:
+        """Send ``request``'s answer (called in request order, also after the connection
+        is lost: then write nothing). Return False to stop delivering (the connection
+        was closed on purpose)."""
+        ...
+
+    def aside(self, connection: RequestConnection[RequestT, AnswerT], item: Aside) -> None:
+        """Act on what the decoder handed out instead of a request (a refusal, say),
+        in its turn."""
+        ...
+
+    def fault(self, connection: RequestConnection[RequestT, AnswerT], fault: FrameFault) -> None:
+        """Log why the decoder gave up; the connection is then aborted."""
+        ...
+
+    def failed(
+        self, connection: RequestConnection[RequestT, AnswerT], failure: Failure,
+        request: RequestT,
+    ) -> None:
+        """Log a request whose handler failed; the connection is then aborted."""
+        ...
+
+    def lost(self, connection: RequestConnection[RequestT, AnswerT]) -> None:
+        """The connection is lost (its decoder was told first): let go of what the
+        connection held in the protocol (cancel what waits on it)."""
+        ...
+
+
+class DispatcherBase(Generic[RequestT, AnswerT]):
+    """What most dispatchers do by default (a dispatcher need not derive from it):
+    hold nothing back, carry nothing out after a loss, log faults and failed requests."""
+
+    _log = Logger()
+    holding = False
+    carries_on_after_loss = False
+
+    def connection_made(self, connection: RequestConnection[RequestT, AnswerT]) -> None:
+        pass
+
+    def aside(self, connection: RequestConnection[RequestT, AnswerT], item: Aside) -> None:
+        raise TypeError(f"{type(self).__name__} takes no {type(item).__name__}")
+
+    def fault(self, connection: RequestConnection[RequestT, AnswerT], fault: FrameFault) -> None:
+        self._log.info("{name}: closing connection from {peer}: {why}",
+                       name=connection.protocolName, peer=connection.state.peer_host,
+                       why=str(fault))
+
+    def failed(
+        self, connection: RequestConnection[RequestT, AnswerT], failure: Failure,
+        request: RequestT,
+    ) -> None:
+        self._log.failure(
+            "{name}: request failed; closing the connection",
+            failure=failure,
+            name=connection.protocolName,
+        )
+
+    def lost(self, connection: RequestConnection[RequestT, AnswerT]) -> None:
+        pass
+
+
 @implementer(IPushProducer, IHandshakeListener)
 class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
-    """One client connection of a request/response protocol.
+    """One client connection of a request/response protocol: given its protocol's
+    decoder and dispatcher (and an optional first-bytes step), never subclassed to
+    change them. Answers go out through :meth:`write`, closing through :meth:`close`.
 
-    Subclasses implement the hooks below; they never touch the transport's producer
-    state, the timers or the connection limit themselves. Answers go out through
-    :meth:`write`, closing through :meth:`close`.
-
-    Class attribute :attr:`protocolName` prefixes log lines.
+    Attribute :attr:`protocolName` prefixes log lines.
     """
 
     _log = Logger()
@@ -161,13 +257,22 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
 
     def __init__(
         self,
+        decoder: RequestDecoder[RequestT],
+        dispatcher: Dispatcher[RequestT, AnswerT],
         *,
         clock: IReactorTime,
         idle_timeout: float | None,
         frame_timeout: float | None,
         connection_limit: ConnectionLimit | None = None,
         request_budget: RequestBudget | None = None,
+        first_bytes: Callable[[ConnectionState, bytes], bytes] | None = None,
     ) -> None:
+        #: The protocol's parts: given, not overridden.
+        self.decoder = decoder
+        self.dispatcher = dispatcher
+        #: Sees the connection's first bytes (and its state) before the decoder does and
+        #: returns what the decoder gets (a protocol sniff, a TLS or SASL first step).
+        self._first_bytes = first_bytes
         self._clock = cast(Clock, clock)
         self._idle_timeout = idle_timeout
         self._frame_timeout = frame_timeout
@@ -177,6 +282,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         # early wait in _answers until every older request is answered.
         self._in_flight: deque[InFlight[RequestT, AnswerT]] = deque()
         self._answers: dict[InFlight[RequestT, AnswerT], AnswerT] = {}
+        self._held_in_flight = 0  # the request bytes their slots hold, summed
         self._phase = Phase.NEW
         # Facts beside the phase:
         self._reading = True  # whether we last told the transport to read
@@ -195,91 +301,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._splice_held = 0
         self._queued_out: deque[Frame] = deque()
 
-    # ----------------------------------------------------------------- hooks
-
-    def makeState(self, peer_host: str) -> ConnectionState:
-        """Build the per-connection state object (override to extend it)."""
-        return ConnectionState(peer_host)
-
-    def firstDataReceived(self, data: bytes) -> bytes:
-        """See the connection's first bytes before the decoder does; return what the
-        decoder gets. The place for a protocol sniff (say, a TLS handshake sent to a
-        plain listener). The default passes everything on."""
-        return data
-
-    def requestDataReceived(self, data: bytes) -> None:
-        """Feed received bytes to the decoder. Decode lazily or eagerly, but a fault that
-        loses the frame boundary must :meth:`close` the connection."""
-        raise NotImplementedError
-
-    def nextRequest(self) -> RequestT | None:
-        """The next request to hand out now, or None when there is none or the protocol
-        must wait (it sees :attr:`inFlight`). Refusals that need no handler are answered
-        here, with :meth:`write`; re-check :attr:`blocked` after writing."""
-        raise NotImplementedError
-
-    def handleRequest(self, request: RequestT) -> defer.Deferred[AnswerT]:
-        """Start serving ``request``. A failed Deferred is a bug (:meth:`requestFailed`);
-        expected errors must already be answers."""
-        raise NotImplementedError
-
-    def deliverAnswer(self, request: RequestT, answer: AnswerT) -> bool:
-        """Send ``request``'s answer (called in request order, also after the connection
-        is lost: then write nothing). Return False to stop delivering (the connection
-        was closed on purpose)."""
-        raise NotImplementedError
-
-    def framePending(self) -> bool:
-        """Whether part of a frame has arrived whose rest the client still owes us."""
-        raise NotImplementedError
-
-    def readAhead(self) -> bool:
-        """Whether to keep reading while requests are in flight. Bytes read then stay
-        undecoded; reading on lets a client's close be noticed during a long wait."""
-        return False
-
-    def inputHeld(self) -> int:
-        """Request bytes received and not yet handed out as requests (undecoded,
-        decoded, or split into frames), for the request budget."""
-        return 0
-
-    def inputOwed(self) -> int:
-        """Bytes a size prefix already read announced and the client has not sent yet:
-        claimed before they are read (``brokerd.net.request_budget.claim``)."""
-        return 0
-
-    def inputArrived(self) -> int:
-        """Bytes that have arrived of the item whose rest :meth:`inputOwed` counts: its
-        whole rest is claimed only once enough of it has arrived."""
-        return 0
-
-    def lastRequestBytes(self) -> int:
-        """Request bytes the request :meth:`nextRequest` just returned holds until it
-        is answered (its frame); they leave :meth:`inputHeld` when it is handed out."""
-        return 0
-
-    def requestsAbandoned(self) -> None:
-        """The connection is lost: by default, cancel whatever is in flight (its late
-        answer is dropped) and take nothing more."""
-        self.refuseRequests()
-        abandoned = list(self._in_flight)
-        self._in_flight.clear()
-        self._answers.clear()
-        for slot in abandoned:
-            slot.deferred.cancel()
-
-    def inputDiscarded(self) -> None:
-        """:meth:`close` was called: drop decoded requests not yet handed out."""
-
-    def requestFailed(self, failure: Failure, request: RequestT) -> None:
-        """Log a request whose handler failed; the connection is then aborted."""
-        self._log.failure(
-            "{name}: request failed; closing the connection",
-            failure=failure,
-            name=self.protocolName,
-        )
-
-    # ----------------------------------------------------------------- state for hooks
+    # ----------------------------------------------------------------- state for the parts
 
     @property
     def phase(self) -> Phase:
@@ -348,7 +370,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._event(Event.MADE)
         disable_nagle(self.transport)
         self.metrics.connection_opened()
-        self.state = self.makeState(str(getattr(self._t.getPeer(), "host", "")))
+        self.state = ConnectionState(str(getattr(self._t.getPeer(), "host", "")))
         # Nothing is reserved before the first read: the new account draws on its
         # address's share from the start.
         self._account = self._budget.account(self.state.peer_host)
@@ -360,6 +382,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._registered = True
         if self._idle_timeout is not None:
             self._idle_call = self._clock.callLater(self._idle_timeout, self._idle_expired)
+        self.dispatcher.connection_made(self)
 
     def dataReceived(self, data: bytes) -> None:
         if self._phase.closing or not self._phase.connected:
@@ -367,9 +390,22 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._touch()
         if not self._seen_data:
             self._seen_data = True
-            data = self.firstDataReceived(data)
-        self.requestDataReceived(data)
+            if self._first_bytes is not None:
+                data = self._first_bytes(self.state, data)
+        decoder = self.decoder
+        try:
+            decoder.receive(data)
+        except FrameFault as fault:
+            self._frame_fault(fault)  # closing: the pump takes nothing, settles the rest
         self._pump()
+        if not self._phase.closing:
+            overflow = decoder.overflow()
+            if overflow is not None:
+                self._frame_fault(overflow)
+
+    def _frame_fault(self, fault: FrameFault) -> None:
+        self.dispatcher.fault(self, fault)
+        self.close(abort=True)
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         was_connected = self._phase.connected
@@ -391,7 +427,21 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._answers_lost()
         if self.state.regions is not None:
             self.state.regions.release_all()
-        self.requestsAbandoned()
+        self.decoder.lost()
+        dispatcher = self.dispatcher
+        dispatcher.lost(self)
+        if dispatcher.carries_on_after_loss:
+            # Requests received in full are still carried out, in order and unanswered.
+            self._pump()
+        else:
+            # Cancel whatever is in flight (its late answer is dropped); take nothing more.
+            self.refuseRequests()
+            abandoned = list(self._in_flight)
+            self._in_flight.clear()
+            self._answers.clear()
+            self._held_in_flight = 0
+            for slot in abandoned:
+                slot.deferred.cancel()
         self._reconcile_budget()
 
     # ----------------------------------------------------------------- IPushProducer
@@ -411,7 +461,9 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         self._pump()
 
     def stopProducing(self) -> None:
-        pass  # the transport is going away; connectionLost does the cleanup
+        # The transport is going away; connectionLost does the cleanup.
+        if not self.dispatcher.carries_on_after_loss:
+            self.refuseRequests()  # take nothing more
 
     # ----------------------------------------------------------------- IHandshakeListener
 
@@ -541,7 +593,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             return
         connected = self._phase.connected
         self._event(Event.CLOSE)
-        self.inputDiscarded()
+        self.decoder.discard()
         if not connected:
             return
         if abort:
@@ -560,23 +612,34 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if self._pumping:
             return  # the loop further up this stack carries on
         self._pumping = True
+        decoder = self.decoder
+        dispatcher = self.dispatcher
         try:
-            while self._phase.taking and not self._mutes:
-                request = self.nextRequest()
+            while self._phase.taking and not self._mutes and not dispatcher.holding:
+                request = decoder.next_request(self._in_flight)
                 if request is None:
                     break
-                self._start(request, self.lastRequestBytes())
+                if isinstance(request, Aside):
+                    dispatcher.aside(self, request)  # then the phase is checked again
+                    continue
+                self._start(request, decoder.last_request_bytes)
         finally:
             self._pumping = False
         self._reconcile_budget()
         self._update_reading()
         self._update_frame_timer()
 
+    def pump(self) -> None:
+        """Hand out requests again: for a dispatcher whose :attr:`Dispatcher.holding`
+        ended outside any answer (the connection pumps after every read and answer)."""
+        self._pump()
+
     def _start(self, request: RequestT, held: int) -> None:
-        d = self.handleRequest(request)
+        d = self.dispatcher.handle(self, request)
         slot = InFlight(request, d, held)
         # Queued before adding callbacks: a handler that answers synchronously runs them now.
         self._in_flight.append(slot)
+        self._held_in_flight += held
         d.addCallbacks(
             self._answered, self._failed, callbackArgs=(slot,), errbackArgs=(slot,)
         ).addErrback(self._bug)
@@ -586,9 +649,11 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             return  # abandoned or dropped meanwhile: nobody waits for this answer
         self._answers[slot] = answer
         # Answer in request order: a later request that finished first waits its turn.
+        deliver = self.dispatcher.deliver
         while self._in_flight and self._in_flight[0] in self._answers:
             done = self._in_flight.popleft()
-            if not self.deliverAnswer(done.request, self._answers.pop(done)):
+            self._held_in_flight -= done.held
+            if not deliver(self, done.request, self._answers.pop(done)):
                 self._reconcile_budget()
                 return
         self._pump()
@@ -597,7 +662,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if slot not in self._in_flight:
             return
         self._drop_in_flight()
-        self.requestFailed(failure, slot.request)
+        self.dispatcher.failed(self, failure, slot.request)
         self.close(abort=True)
 
     def _bug(self, failure: Failure) -> None:
@@ -611,6 +676,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
     def _drop_in_flight(self) -> None:
         self._in_flight.clear()
         self._answers.clear()
+        self._held_in_flight = 0
         self._reconcile_budget()
 
     # ----------------------------------------------------------------- request budget
@@ -619,11 +685,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         """Make the reservation cover what is held and owed (only give back once the
         connection is gone: it reads nothing more, so it must never wait)."""
         account = self._account
-        wanted = (
-            self.inputHeld()
-            + claim(self.inputOwed(), self.inputArrived())
-            + sum(slot.held for slot in self._in_flight)
-        )
+        wanted = self.decoder.input_bytes() + self._held_in_flight
         capacity = account.budget.capacity
         if capacity is not None:
             # More than the whole budget can never be granted; the protocols refuse a
@@ -645,7 +707,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             not phase.write_blocked
             and not self._account.waiting
             and not self._mutes
-            and (not self._in_flight or self.readAhead())
+            and (not self._in_flight or self.decoder.read_ahead())
         )
         if want != self._reading:
             self._reading = want
@@ -679,7 +741,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             phase.connected
             and not phase.closing
             and (self._reading or self._account.waiting)
-            and self.framePending()
+            and self.decoder.frame_pending(self._in_flight)
         )
 
     def _update_frame_timer(self) -> None:

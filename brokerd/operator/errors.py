@@ -33,15 +33,15 @@ class GroupAuthorizationFailed(AuthorizationFailed):
 
 
 
-class AdminUnavailable(BrokerError):
-    """This listener was built without the admin operations (a test or embedded use)."""
+class OperatorUnavailable(BrokerError):
+    """This listener was built without the operator operations (a test or embedded use)."""
 
 
 __all__ = [
-    "AdminUnavailable",
     "GroupAuthorizationFailed",
     "GroupNotEmpty",
     "GroupNotFound",
     "GroupsUnavailable",
     "InvalidGroupId",
+    "OperatorUnavailable",
 ]

@@ -1,7 +1,7 @@
 """What the operator surface reads and asks of the consumer-group coordinator (and of the
 share group coordinator), as typed Protocols: the coordinators (``brokerd.kafka.groups``)
 satisfy them, and the service wiring (``brokerd/app/wiring.py``) hands them to
-:class:`~brokerd.operator.inspect.Inspector`, :class:`~brokerd.operator.operations.AdminOps`
+:class:`~brokerd.operator.inspect.Inspector`, :class:`~brokerd.operator.operations.OperatorOps`
 and :class:`~brokerd.operator.share_groups.ShareGroupInspector`, so nothing here imports
 the Kafka listener.
 
@@ -94,8 +94,8 @@ class ShareMembersFace(Protocol):
         ...
 
 
-class AdminGroups(Protocol):
-    """What the admin operations need of the group coordinator."""
+class OperatorGroups(Protocol):
+    """What the operator operations need of the group coordinator."""
 
     @property
     def admin(self) -> GroupAdminFace: ...
@@ -112,11 +112,11 @@ class AdminGroups(Protocol):
 
 
 __all__ = [
-    "AdminGroups",
     "CommitResults",
     "DescribedGroupView",
     "DescribedMemberView",
     "GroupAdminFace",
     "GroupErrorOf",
+    "OperatorGroups",
     "ShareMembersFace",
 ]

@@ -3,7 +3,7 @@
 delete a topic, add partitions, reset a consumer group's offsets, delete a group; and
 the describe answers they are shown with (from :class:`~brokerd.operator.inspect.Inspector`).
 
-:class:`AdminOps` applies Kafka's rules, so an operation here and the same operation by
+:class:`OperatorOps` applies Kafka's rules, so an operation here and the same operation by
 a Kafka admin client (or ``kafka-consumer-groups``) end the same way:
 
 - a group's offsets are reset only while the group is inactive (no members: Empty, or
@@ -38,7 +38,7 @@ from brokerd.core.api import CoreApi
 from brokerd.errors import BrokerError, InvalidConfig, UnknownTopicOrPartition
 from brokerd.names import MAX_GROUP_ID_LENGTH, validate_topic_name
 from brokerd.operator.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
-from brokerd.operator.group_face import AdminGroups, GroupErrorOf
+from brokerd.operator.group_face import GroupErrorOf, OperatorGroups
 from brokerd.operator.inspect import Inspector
 from brokerd.operator.views import SHARE_GROUP, GroupView, OffsetResetView, TopicView
 from brokerd.storage.config.topic_config import TOPIC_CONFIGS
@@ -46,7 +46,7 @@ from brokerd.storage.stores.offsets import OffsetEntry
 
 __all__ = [
     "INACTIVE_GROUP_STATES",
-    "AdminOps",
+    "OperatorOps",
     "ResetMode",
     "ResetSpec",
 ]
@@ -110,8 +110,9 @@ def config_update(
     return update
 
 
-class AdminOps:
-    """The admin operations of one broker. Reactor thread only.
+class OperatorOps:
+    """The operator operations of one broker (brokerctl topics and groups). Reactor
+    thread only.
 
     :param broker: the core.
     :param inspector: the views the answers are made of.
@@ -127,7 +128,7 @@ class AdminOps:
         self,
         broker: CoreApi,
         inspector: Inspector,
-        groups: AdminGroups | None = None,
+        groups: OperatorGroups | None = None,
         group_error: GroupErrorOf = _unexplained,
     ) -> None:
         self._broker = broker
@@ -198,14 +199,14 @@ class AdminOps:
 
     # -- groups -------------------------------------------------------------------------
 
-    def _coordinator(self) -> AdminGroups:
+    def _coordinator(self) -> OperatorGroups:
         if self._groups is None:
             raise GroupsUnavailable(
                 "this broker has no group coordinator"
             )
         return self._groups
 
-    def _check_inactive(self, groups: AdminGroups, group_id: str) -> None:
+    def _check_inactive(self, groups: OperatorGroups, group_id: str) -> None:
         (found,) = groups.admin.describe([group_id])
         if found.error_code:
             raise self._group_error(found.error_code, group_id)

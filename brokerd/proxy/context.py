@@ -9,7 +9,7 @@ import attrs
 
 from brokerd.core.api import CoreApi
 from brokerd.operator.inspect import Inspector
-from brokerd.operator.operations import AdminOps
+from brokerd.operator.operations import OperatorOps
 from brokerd.proxy.access import Access
 from brokerd.proxy.errors import topic_not_found
 from brokerd.proxy.instances import ConsumerInstances
@@ -26,7 +26,7 @@ NODE_ID = 0
 class ProxyContext:
     core: CoreApi
     inspector: Inspector
-    admin: AdminOps
+    admin: OperatorOps
     appender: Appender
     instances: ConsumerInstances
     limits: ProxyLimits

@@ -82,27 +82,27 @@ def forbidden(what: str) -> ProxyError:
     return ProxyError(403, FORBIDDEN, f"Not authorized to {what}.")
 
 
+#: A broker core failure's answer, first match: (exception classes, HTTP status,
+#: Confluent error code).
+_Kinds = type[BaseException] | tuple[type[BaseException], ...]
+_BROKER_ERRORS: tuple[tuple[_Kinds, int, int], ...] = (
+    (UnknownTopicOrPartition, 404, TOPIC_NOT_FOUND),
+    (AuthorizationFailed, 403, FORBIDDEN),
+    (TopicAlreadyExists, 409, CONFLICT),
+    ((InvalidTopic, InvalidConfig, InvalidPartitions, PolicyViolation, InvalidRecord), 400, 400),
+    (RecordTooLarge, 413, TOO_LARGE),
+    (OffsetOutOfRange, 422, UNPROCESSABLE),
+    (ShuttingDown, 503, KAFKA_RETRIABLE),
+    (BrokerError, 500, KAFKA_ERROR),
+)
+
+
 def from_broker(exc: BaseException) -> ProxyError:
     """The answer to a broker core failure."""
     if isinstance(exc, ProxyError):
         return exc
     message = str(exc) or type(exc).__name__
-    if isinstance(exc, UnknownTopicOrPartition):
-        return ProxyError(404, TOPIC_NOT_FOUND, message)
-    if isinstance(exc, AuthorizationFailed):
-        return ProxyError(403, FORBIDDEN, message)
-    if isinstance(exc, TopicAlreadyExists):
-        return ProxyError(409, CONFLICT, message)
-    if isinstance(
-        exc, InvalidTopic | InvalidConfig | InvalidPartitions | PolicyViolation | InvalidRecord
-    ):
-        return ProxyError(400, 400, message)
-    if isinstance(exc, RecordTooLarge):
-        return ProxyError(413, TOO_LARGE, message)
-    if isinstance(exc, OffsetOutOfRange):
-        return ProxyError(422, UNPROCESSABLE, message)
-    if isinstance(exc, ShuttingDown):
-        return ProxyError(503, KAFKA_RETRIABLE, message)
-    if isinstance(exc, BrokerError):
-        return ProxyError(500, KAFKA_ERROR, message)
+    for kinds, http_status, code in _BROKER_ERRORS:
+        if isinstance(exc, kinds):
+            return ProxyError(http_status, code, message)
     return ProxyError(500, KAFKA_ERROR, "internal error")

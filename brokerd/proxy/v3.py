@@ -14,8 +14,6 @@ the ones after it are still tried).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 from collections.abc import Mapping
@@ -23,9 +21,8 @@ from typing import Any
 
 from brokerd.operator.views import GroupView, MemberView, TopicView
 from brokerd.proxy.context import ProxyContext
-from brokerd.proxy.embedded import encode_with
+from brokerd.proxy.embedded import decode_base64, encode_with
 from brokerd.proxy.errors import (
-    SERIALIZATION,
     ProxyError,
     bad_request,
     from_broker,
@@ -617,12 +614,7 @@ class V3Api:
 
 
 def _b64(value: object) -> bytes:
-    if not isinstance(value, str):
-        raise ProxyError(400, SERIALIZATION, "BINARY data is a base64 string")
-    try:
-        return base64.b64decode(value, validate=True)
-    except binascii.Error as e:
-        raise ProxyError(400, SERIALIZATION, f"not base64: {e}") from None
+    return decode_base64(value, 400, "BINARY data is a base64 string")
 
 
 def _json_stream(body: bytes, most: int) -> list[object]:

@@ -37,7 +37,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
-from brokerd.core.api import CoreAdmin, CoreLongPoll, CoreTopics, CoreWrites, HoldsReads
+from brokerd.core.api import CoreLongPoll, CoreTopicChanges, CoreTopics, CoreWrites, HoldsReads
 from brokerd.errors import (
     OffsetOutOfRange,
     ShuttingDown,
@@ -101,7 +101,7 @@ RETRY_SECONDS = 1.0
 MAX_REFERENCE_DEPTH = 32
 
 
-class RegistryCore(CoreTopics, CoreAdmin, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
+class RegistryCore(CoreTopics, CoreTopicChanges, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
     """What the registry uses of the broker's core."""
 
 

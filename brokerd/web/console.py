@@ -192,118 +192,104 @@ def _decoded(segment: bytes) -> str | None:
         return None
 
 
-class _Topics(_ReadOnly):
-    """``/topics/<name>``; ``/topics`` itself sends the browser to the overview's list."""
+class _Collection(_ReadOnly):
+    """``/<collection>/<name>`` (topics, groups, share groups): ``/<collection>`` itself
+    sends the browser to the overview's list at ``anchor``; a name that is not UTF-8 or
+    names nothing (``child`` answers None) is the ``kind`` not found."""
 
-    def __init__(self, console: _Console) -> None:
+    def __init__(
+        self,
+        console: _Console,
+        anchor: bytes,
+        kind: str,
+        child: Callable[[_Console, str, Request], Resource | None],
+    ) -> None:
         super().__init__()
         self._console = console
+        self._anchor = anchor
+        self._kind = kind
+        self._child = child
 
     def render_GET(self, request: Request) -> bytes:
-        return _see_other(request, b"/#topics")
+        return _see_other(request, self._anchor)
 
     def getChild(self, path: bytes, request: Request) -> Resource:
         if path == b"":
             return self
         name = _decoded(path)
-        source = self._console.source_for(request)
-        topic = None if name is None else source.topic(name)
+        found = None if name is None else self._child(self._console, name, request)
+        if found is None:
+            shown = path.decode("utf-8", "replace")
+            return _Page(self._console, self._console.not_found(self._kind, shown))
+        return found
+
+
+def _topic_child(console: _Console, name: str, request: Request) -> Resource | None:
+    source = console.source_for(request)
+    topic = source.topic(name)
+    if topic is None:
+        return None
+    data = console.data
+    postpath = request.postpath or []
+    below = postpath[:1]
+    if data is not None and data.data is not None and below and below[0] in TOPIC_PAGES:
+        (request.prepath or []).append(postpath.pop(0))
+        return data_pages.topic_page(data, below[0].decode(), topic)
+    links = data if data is not None and data.data is not None else None
+
+    def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
+        # Looked up again at render time: the topic may be gone by the next refresh.
+        topic = source.topic(name)
         if topic is None:
-            shown = path.decode("utf-8", "replace")
-            return _Page(self._console, self._console.not_found("topic", shown))
-        data = self._console.data
-        postpath = request.postpath or []
-        below = postpath[:1]
-        if data is not None and data.data is not None and below and below[0] in TOPIC_PAGES:
-            (request.prepath or []).append(postpath.pop(0))
-            return data_pages.topic_page(data, below[0].decode(), topic)
-        links = data if data is not None and data.data is not None else None
-        return _Page(self._console, self._topic(topic.name, source, links))
+            return NOT_FOUND, "Not found", pages.not_found("topic", name)
+        body = pages.topic_page(topic, source.groups(), moment)
+        if links is not None:
+            return OK, f"Topic {name}", [data_pages.topic_links(links, name), body]
+        return OK, f"Topic {name}", body
 
-    def _topic(self, name: str, source: ConsoleSource, links: DataPages | None) -> Render:
-
-        def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
-            # Looked up again at render time: the topic may be gone by the next refresh.
-            topic = source.topic(name)
-            if topic is None:
-                return NOT_FOUND, "Not found", pages.not_found("topic", name)
-            body = pages.topic_page(topic, source.groups(), moment)
-            if links is not None:
-                return OK, f"Topic {name}", [data_pages.topic_links(links, name), body]
-            return OK, f"Topic {name}", body
-
-        return render
+    return _Page(console, render)
 
 
-class _Groups(_ReadOnly):
-    """``/groups/<id>``; ``/groups`` itself sends the browser to the overview's list."""
+def _group_child(console: _Console, group_id: str, request: Request) -> Resource | None:
+    source = console.source_for(request)
+    found = source.group(group_id)
+    if found is None:
+        return None
+    data = console.data
+    links = data is not None and data.data is not None
+    postpath = request.postpath or []
+    if links and postpath[:1] == [b"reset-offsets"] and data is not None:
+        (request.prepath or []).append(postpath.pop(0))
+        return data_pages.reset_page(data, found)
 
-    def __init__(self, console: _Console) -> None:
-        super().__init__()
-        self._console = console
+    def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
+        group = source.group(group_id)
+        if group is None:
+            return NOT_FOUND, "Not found", pages.not_found("consumer group", group_id)
+        body = pages.group_page(group, moment)
+        if links and data is not None and data.actions:
+            return OK, f"Group {group_id}", [data_pages.group_links(group), body]
+        return OK, f"Group {group_id}", body
 
-    def render_GET(self, request: Request) -> bytes:
-        return _see_other(request, b"/#groups")
-
-    def getChild(self, path: bytes, request: Request) -> Resource:
-        if path == b"":
-            return self
-        group_id = _decoded(path)
-        source = self._console.source_for(request)
-        found = None if group_id is None else source.group(group_id)
-        if group_id is None or found is None:
-            shown = path.decode("utf-8", "replace")
-            return _Page(self._console, self._console.not_found("consumer group", shown))
-        data = self._console.data
-        links = data is not None and data.data is not None
-        postpath = request.postpath or []
-        if links and postpath[:1] == [b"reset-offsets"] and data is not None:
-            (request.prepath or []).append(postpath.pop(0))
-            return data_pages.reset_page(data, found)
-
-        def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
-            group = source.group(group_id)
-            if group is None:
-                return NOT_FOUND, "Not found", pages.not_found("consumer group", group_id)
-            body = pages.group_page(group, moment)
-            if links and data is not None and data.actions:
-                return OK, f"Group {group_id}", [data_pages.group_links(group), body]
-            return OK, f"Group {group_id}", body
-
-        return _Page(self._console, render)
+    return _Page(console, render)
 
 
-class _ShareGroups(_ReadOnly):
-    """``/share-groups/<id>``; ``/share-groups`` itself sends the browser to the list."""
+def _share_group_child(console: _Console, group_id: str, request: Request) -> Resource | None:
 
-    def __init__(self, console: _Console) -> None:
-        super().__init__()
-        self._console = console
+    def find() -> ShareGroupView | None:
+        groups = console.share_groups_for(request) or []
+        return next((g for g in groups if g.group_id == group_id), None)
 
-    def render_GET(self, request: Request) -> bytes:
-        return _see_other(request, b"/#share-groups")
+    if find() is None:
+        return None
 
-    def getChild(self, path: bytes, request: Request) -> Resource:
-        if path == b"":
-            return self
-        group_id = _decoded(path)
-        console = self._console
+    def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
+        group = find()
+        if group is None:
+            return NOT_FOUND, "Not found", pages.not_found("share group", group_id)
+        return OK, f"Share group {group_id}", pages.share_group_page(group, moment)
 
-        def find() -> ShareGroupView | None:
-            groups = console.share_groups_for(request) or []
-            return next((g for g in groups if g.group_id == group_id), None)
-
-        if group_id is None or find() is None:
-            shown = path.decode("utf-8", "replace")
-            return _Page(console, console.not_found("share group", shown))
-
-        def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
-            group = find()
-            if group is None:
-                return NOT_FOUND, "Not found", pages.not_found("share group", str(group_id))
-            return OK, f"Share group {group_id}", pages.share_group_page(group, moment)
-
-        return _Page(console, render)
+    return _Page(console, render)
 
 
 class _Root(_ReadOnly):
@@ -313,9 +299,11 @@ class _Root(_ReadOnly):
     def __init__(self, console: _Console) -> None:
         super().__init__()
         self._console = console
-        self._topics = _Topics(console)
-        self._groups = _Groups(console)
-        self._share_groups = _ShareGroups(console)
+        self._topics = _Collection(console, b"/#topics", "topic", _topic_child)
+        self._groups = _Collection(console, b"/#groups", "consumer group", _group_child)
+        self._share_groups = _Collection(
+            console, b"/#share-groups", "share group", _share_group_child
+        )
 
     def getChild(self, path: bytes, request: Request) -> Resource:
         if path == b"":

@@ -17,9 +17,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Generic, TypeVar
 from urllib.parse import quote
 
+import attrs
 from twisted.python.failure import Failure
 from twisted.web._stan import voidElements
 from twisted.web.template import Flattenable, Tag, flatten, tags
@@ -233,6 +235,30 @@ def table(
     return tags.table(tags.thead(tags.tr(*head)), tags.tbody(*body))
 
 
+_Row = TypeVar("_Row")
+
+
+@attrs.frozen
+class Column(Generic[_Row]):
+    """One column of a :func:`columns_table`: its heading and each row's cell content
+    (``num``: right-aligned figures, heading too)."""
+
+    heading: str
+    content: Callable[[_Row], Flattenable]
+    num: bool = False
+
+
+def columns_table(columns: Sequence[Column[_Row]], items: Iterable[_Row], *, empty: str) -> Tag:
+    """A :func:`table` of one row per item, its cells and headings declared once per
+    column."""
+    return table(
+        [c.heading for c in columns],
+        (tags.tr(*(cell(c.content(item), num=c.num) for c in columns)) for item in items),
+        empty=empty,
+        numeric={i for i, c in enumerate(columns) if c.num},
+    )
+
+
 def explain(label: str, why: str) -> Tag:
     """``label`` with ``why`` as its tooltip (an ``abbr``, dotted underline)."""
     return tags.abbr(label, title=why)
@@ -292,7 +318,9 @@ __all__ = [
     "HEADERS",
     "REFRESH_SECONDS",
     "SCRIPT",
+    "Column",
     "cell",
+    "columns_table",
     "count",
     "document",
     "duration",

@@ -21,7 +21,9 @@ from brokerd.operator.views import SHARE_GROUP, GroupView, MemberView, Partition
 from brokerd.web import console_history as history
 from brokerd.web.console_history import ConsoleSource, Sample
 from brokerd.web.console_html import (
+    Column,
     cell,
+    columns_table,
     count,
     duration,
     explain,
@@ -332,21 +334,17 @@ def _assignment(pairs: Sequence[tuple[str, int]]) -> list[Flattenable]:
     return out
 
 
+_MEMBER_COLUMNS: tuple[Column[MemberView], ...] = (
+    Column("member", lambda m: m.member_id),
+    Column("client id", lambda m: m.client_id),
+    Column("host", lambda m: m.client_host),
+    Column("instance id", lambda m: m.group_instance_id or ""),
+    Column("assigned partitions", lambda m: _assignment(m.assignment)),
+)
+
+
 def _members_table(members: Sequence[MemberView]) -> Tag:
-    return table(
-        ("member", "client id", "host", "instance id", "assigned partitions"),
-        (
-            tags.tr(
-                cell(m.member_id),
-                cell(m.client_id),
-                cell(m.client_host),
-                cell(m.group_instance_id or ""),
-                cell(_assignment(m.assignment)),
-            )
-            for m in members
-        ),
-        empty="No members.",
-    )
+    return columns_table(_MEMBER_COLUMNS, members, empty="No members.")
 
 
 def group_page(group: GroupView, moment: Moment) -> list[Tag]:
@@ -412,24 +410,29 @@ def share_group_link(group_id: str) -> Tag:
     return tags.a(group_id, href=f"/share-groups/{quote(group_id, safe='')}")
 
 
+_SHARE_GROUP_COLUMNS: tuple[Column[ShareGroupView], ...] = (
+    Column("share group", lambda g: share_group_link(g.group_id)),
+    Column("partitions", lambda g: count(len(g.partitions)), num=True),
+    Column("backlog", lambda g: count(g.backlog), num=True),
+    Column("in flight", lambda g: count(g.in_flight), num=True),
+    Column("redelivered", lambda g: count(g.redelivered_total), num=True),
+    Column("archived", lambda g: count(g.archived), num=True),
+)
+_SHARE_PARTITION_COLUMNS: tuple[Column[SharePartitionView], ...] = (
+    Column("topic", lambda p: topic_link(p.topic)),
+    Column("partition", lambda p: str(p.partition), num=True),
+    Column("start", lambda p: count(p.start_offset), num=True),
+    Column("end", lambda p: count(p.end_offset), num=True),
+    Column("backlog", lambda p: count(p.backlog), num=True),
+    Column("in flight", lambda p: count(p.in_flight), num=True),
+    Column("acquired", lambda p: count(p.acquired), num=True),
+    Column("redelivered", lambda p: count(p.redelivered_total), num=True),
+    Column("archived", lambda p: count(p.archived), num=True),
+)
+
+
 def _share_groups_section(groups: Sequence[ShareGroupView]) -> Tag:
-    rows = (
-        tags.tr(
-            cell(share_group_link(g.group_id)),
-            cell(count(len(g.partitions)), num=True),
-            cell(count(g.backlog), num=True),
-            cell(count(g.in_flight), num=True),
-            cell(count(g.redelivered_total), num=True),
-            cell(count(g.archived), num=True),
-        )
-        for g in groups
-    )
-    groups_table = table(
-        ("share group", "partitions", "backlog", "in flight", "redelivered", "archived"),
-        rows,
-        empty="No share groups yet.",
-        numeric=(1, 2, 3, 4, 5),
-    )
+    groups_table = columns_table(_SHARE_GROUP_COLUMNS, groups, empty="No share groups yet.")
     return _section("Share groups", groups_table, id_="share-groups")
 
 
@@ -458,27 +461,7 @@ def _share_group_body(
             ("dead-lettered", count(sum(p.dead_lettered for p in partitions))),
         ]
     )
-    rows = (
-        tags.tr(
-            cell(topic_link(p.topic)),
-            cell(str(p.partition), num=True),
-            cell(count(p.start_offset), num=True),
-            cell(count(p.end_offset), num=True),
-            cell(count(p.backlog), num=True),
-            cell(count(p.in_flight), num=True),
-            cell(count(p.acquired), num=True),
-            cell(count(p.redelivered_total), num=True),
-            cell(count(p.archived), num=True),
-        )
-        for p in partitions
-    )
-    partitions_table = table(
-        ("topic", "partition", "start", "end", "backlog", "in flight", "acquired",
-         "redelivered", "archived"),
-        rows,
-        empty="No partitions.",
-        numeric=(1, 2, 3, 4, 5, 6, 7, 8),
-    )
+    partitions_table = columns_table(_SHARE_PARTITION_COLUMNS, partitions, empty="No partitions.")
     return [
         stamp(moment.render, moment.now),
         tags.h1(f"Share group {group_id}"),

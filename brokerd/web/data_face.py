@@ -4,7 +4,7 @@ delete, a consumer group's offset reset).
 
 :class:`ConsoleData` is the seam; :class:`BrokerData` is the broker's side of it, built
 by the service wiring from the core (:class:`~brokerd.core.api.CoreApi`) and the admin
-operations (:class:`~brokerd.operator.operations.AdminOps`, the same rules as ``brokerctl``
+operations (:class:`~brokerd.operator.operations.OperatorOps`, the same rules as ``brokerctl``
 and Kafka's admin client). Tests of the pages may pass anything that has these methods.
 
 Reads are of committed records, decoded (:data:`~brokerd.storage.types.COMMITTED_RECORDS`,
@@ -29,7 +29,7 @@ from twisted.internet.defer import Deferred
 
 from brokerd.core.api import CoreApi, CoreReads, HoldsReads
 from brokerd.errors import BrokerError, UnknownTopicOrPartition
-from brokerd.operator.operations import AdminOps
+from brokerd.operator.operations import OperatorOps
 from brokerd.storage.record.encode import encode_records
 from brokerd.storage.types import (
     COMMITTED_RECORDS,
@@ -47,7 +47,7 @@ class ConsoleData(HoldsReads, Protocol):
     two calls shaped for the console (a bounded committed read, a produce of records)."""
 
     @property
-    def admin(self) -> AdminOps: ...
+    def admin(self) -> OperatorOps: ...
 
     def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> Deferred[LogRead]:
         """Committed records decoded from exactly ``offset``: values totalling at most
@@ -69,7 +69,7 @@ class BrokerData:
     """:class:`ConsoleData` of the broker: the core's reads and writes, the admin
     operations for the rest."""
 
-    def __init__(self, broker: CoreApi, admin: AdminOps) -> None:
+    def __init__(self, broker: CoreApi, admin: OperatorOps) -> None:
         self._broker = broker
         self.admin = admin
 

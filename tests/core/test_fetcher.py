@@ -40,7 +40,7 @@ class CountingPool:
 @pytest.fixture
 def parts(tmp_path: Path) -> Iterator[tuple[Fetcher, CountingPool, LogDirectory]]:
     logdir = LogDirectory.open(str(tmp_path), LogConfig())
-    logdir.topic_admin.create_topic("t", 1)
+    logdir.topic_changes.create_topic("t", 1)
     registry = TopicRegistry(
         logdir,
         run_write=lambda f, *a, **kw: defer.maybeDeferred(f, *a, **kw),

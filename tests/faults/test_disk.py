@@ -57,7 +57,7 @@ def fill(disk: Path) -> None:
 def test_disk_full_after_crash(tiny_disk: Path, caplog: pytest.LogCaptureFixture) -> None:
     data = tiny_disk / "data"
     directory = LogDirectory.open(str(data), CONFIG)
-    directory.topic_admin.create_topic("t", 1)
+    directory.topic_changes.create_topic("t", 1)
     plog = directory.get("t", 0)
     # Timestamps of now: 1970's would make the reopened segment due to roll by age
     # (segment.ms, 7 days), and the roll, not the append, would meet the full disk.
@@ -85,7 +85,7 @@ def test_disk_full_after_crash(tiny_disk: Path, caplog: pytest.LogCaptureFixture
         lines = [r for r in caplog.records if "append failed" in r.getMessage()]
         assert len(lines) == 1
         # Deleting the topic works on a full disk.
-        directory.topic_admin.delete_topic("t")
+        directory.topic_changes.delete_topic("t")
         assert "t" not in directory.topics()
         assert not (data / "t-0").exists()
     finally:
@@ -111,7 +111,7 @@ def test_offline_partition_comes_back_with_backoff(
 ) -> None:
     now = [1000.0]
     directory = LogDirectory.open(str(tmp_path), CONFIG, clock=lambda: now[0])
-    directory.topic_admin.create_topic("t", 2)
+    directory.topic_changes.create_topic("t", 2)
     directory.get("t", 1).append_values([b"kept"], timestamp_ms=1)
     directory.close()
 
@@ -142,7 +142,7 @@ def test_offline_partition_comes_back_with_backoff(
         directory.close()
         directory = LogDirectory.open(str(tmp_path), CONFIG, clock=lambda: now[0])
         assert ("t", 1) in directory.offline
-        directory.topic_admin.delete_topic("t")
+        directory.topic_changes.delete_topic("t")
         assert directory.offline == {} and "t" not in directory.topics()
     finally:
         directory.close()

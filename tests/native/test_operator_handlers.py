@@ -1,5 +1,5 @@
 """The native admin requests through NativeProtocol (StringTransport, ``task.Clock``) over a
-real core, group coordinator and AdminOps: answers, error codes, ordering with the other
+real core, group coordinator and OperatorOps: answers, error codes, ordering with the other
 request types, a listener without admin operations, and the ACL checks (the mapping of
 each admin type to Kafka's operation, and ListGroups filtered to what may be described)."""
 
@@ -18,8 +18,6 @@ from brokerd.native.client_codec import ResponseDecoder, encode_request
 from brokerd.native.commands import authorize
 from brokerd.native.messages import ErrorCode, ErrorResponse, ListTopicsResponse, RequestType
 from brokerd.native.operator_messages import (
-    AdminRequest,
-    AdminResponse,
     AlterTopicConfigsRequest,
     CreatePartitionsRequest,
     DeleteGroupRequest,
@@ -27,6 +25,8 @@ from brokerd.native.operator_messages import (
     DescribeGroupRequest,
     DescribeTopicRequest,
     ListGroupsRequest,
+    OperatorRequest,
+    OperatorResponse,
     ResetMode,
     ResetOffsetsRequest,
 )
@@ -56,7 +56,7 @@ class NativeAdminCase(AdminCase):
         super().setUp()
         self.factory = NativeFactory(
             self.broker, clock=self.clock,  # type: ignore[arg-type]
-            authorizer=self.authorizer, admin=self.ops,
+            authorizer=self.authorizer, operator=self.ops,
         )
         self.proto = self.factory.buildProtocol(None)
         assert isinstance(self.proto, NativeProtocol)
@@ -64,7 +64,7 @@ class NativeAdminCase(AdminCase):
         self.proto.makeConnection(self.transport)
         self.addCleanup(self.proto.connectionLost, Failure(ConnectionDone()))
 
-    def call(self, *requests: AdminRequest) -> list[object]:
+    def call(self, *requests: OperatorRequest) -> list[object]:
         decoder = ResponseDecoder()
         for r in requests:
             decoder.expect(TYPE_OF_CLASS[type(r)])
@@ -74,16 +74,16 @@ class NativeAdminCase(AdminCase):
         self.assertEqual(len(out), len(requests))
         return list(out)
 
-    def one(self, request: AdminRequest) -> object:
+    def one(self, request: OperatorRequest) -> object:
         (answer,) = self.call(request)
         return answer
 
-    def document(self, request: AdminRequest) -> object:
+    def document(self, request: OperatorRequest) -> object:
         answer = self.one(request)
-        assert isinstance(answer, AdminResponse), answer
+        assert isinstance(answer, OperatorResponse), answer
         return answer.document
 
-    def error(self, request: AdminRequest) -> tuple[int, str]:
+    def error(self, request: OperatorRequest) -> tuple[int, str]:
         answer = self.one(request)
         assert isinstance(answer, ErrorResponse), answer
         return answer.code, answer.message
@@ -134,7 +134,7 @@ class AnswerTests(NativeAdminCase):
         self.create("t", 1)
         self.commit("busy", "t", {0: 0})
         self.join_member("busy", "t")
-        cases: list[tuple[AdminRequest, ErrorCode]] = [
+        cases: list[tuple[OperatorRequest, ErrorCode]] = [
             (DescribeTopicRequest("nosuch"), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
             (AlterTopicConfigsRequest("t", (("bogus", "1"),)), ErrorCode.INVALID_CONFIG),
             (AlterTopicConfigsRequest("t", (("retention.ms", "x"),)), ErrorCode.INVALID_CONFIG),
@@ -168,7 +168,7 @@ class AnswerTests(NativeAdminCase):
         assert isinstance(listed, ListTopicsResponse) and isinstance(after, ListTopicsResponse)
         self.assertEqual(first.document["name"], "t")  # type: ignore[union-attr, index, call-overload]
         self.assertEqual([t.name for t in listed.topics], ["t"])
-        self.assertEqual(deleted, AdminResponse(RequestType.DELETE_TOPIC))
+        self.assertEqual(deleted, OperatorResponse(RequestType.DELETE_TOPIC))
         self.assertEqual(after.topics, ())
 
     def test_refused_body_is_answered_and_the_connection_kept(self) -> None:
@@ -194,7 +194,7 @@ class WithoutGroupsTests(NativeAdminCase):
 class WithoutAdminTests(NativeAdminCase):
     def setUp(self) -> None:
         super().setUp()
-        self.factory.admin = None
+        self.factory.operator = None
         self.proto = self.factory.buildProtocol(None)
         assert isinstance(self.proto, NativeProtocol)
         self.transport = StringTransport()
@@ -230,7 +230,7 @@ T, G = ResourceType.TOPIC, ResourceType.GROUP
     ids=lambda v: type(v).__name__ if not isinstance(v, list) else "",
 )
 def test_each_admin_type_needs_kafkas_operation(
-    request_: AdminRequest, needed: list[tuple[ResourceType, Operation]]
+    request_: OperatorRequest, needed: list[tuple[ResourceType, Operation]]
 ) -> None:
     def access(bindings: list[AclBinding]) -> NativeAccess:
         return NativeAccess(AclAuthorizer(bindings, frozenset()), ANONYMOUS, "127.0.0.1",

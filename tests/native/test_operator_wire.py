@@ -21,10 +21,8 @@ from brokerd.native.messages import (
     RequestType,
 )
 from brokerd.native.operator_messages import (
-    MAX_ADMIN_CONFIGS,
-    MAX_ADMIN_REQUEST_BYTES,
-    AdminRequest,
-    AdminResponse,
+    MAX_OPERATOR_CONFIGS,
+    MAX_OPERATOR_REQUEST_BYTES,
     AlterTopicConfigsRequest,
     CreatePartitionsRequest,
     DeleteGroupRequest,
@@ -32,6 +30,8 @@ from brokerd.native.operator_messages import (
     DescribeGroupRequest,
     DescribeTopicRequest,
     ListGroupsRequest,
+    OperatorRequest,
+    OperatorResponse,
     ResetMode,
     ResetOffsetsRequest,
 )
@@ -39,7 +39,7 @@ from brokerd.native.server_codec import RequestDecoder, encode_error_response
 
 from tests.native_helpers import list_topics_frame
 
-EVERY_REQUEST: list[AdminRequest] = [
+EVERY_REQUEST: list[OperatorRequest] = [
     DescribeTopicRequest("logs"),
     AlterTopicConfigsRequest("logs", (("retention.ms", "1000"),), ("cleanup.policy",)),
     DeleteTopicRequest("logs"),
@@ -68,7 +68,7 @@ def decode_one(data: bytes) -> object:
 
 
 @pytest.mark.parametrize("request_", EVERY_REQUEST, ids=lambda r: type(r).__name__)
-def test_every_admin_request_round_trips(request_: AdminRequest) -> None:
+def test_every_admin_request_round_trips(request_: OperatorRequest) -> None:
     assert decode_one(encode_request(request_)) == request_
 
 
@@ -117,15 +117,15 @@ def test_request_types_are_the_documented_numbers() -> None:
 
 def test_over_long_body_is_refused_at_once_and_skipped_without_buffering() -> None:
     decoder = RequestDecoder()
-    head = struct.pack(">HI", RequestType.DESCRIBE_TOPIC, MAX_ADMIN_REQUEST_BYTES + 1)
+    head = struct.pack(">HI", RequestType.DESCRIBE_TOPIC, MAX_OPERATOR_REQUEST_BYTES + 1)
     (error,) = decoder.feed(head)
     assert isinstance(error, RequestError)
     assert (error.code, error.fatal) == (ErrorCode.REQUEST_TOO_LARGE, False)
     # The body streams in and is dropped as it arrives.
-    for _ in range(MAX_ADMIN_REQUEST_BYTES // 4096):
+    for _ in range(MAX_OPERATOR_REQUEST_BYTES // 4096):
         assert decoder.feed(b"x" * 4096) == []
         assert decoder.buffered == 0
-    rest = MAX_ADMIN_REQUEST_BYTES + 1 - (MAX_ADMIN_REQUEST_BYTES // 4096) * 4096
+    rest = MAX_OPERATOR_REQUEST_BYTES + 1 - (MAX_OPERATOR_REQUEST_BYTES // 4096) * 4096
     assert decoder.feed(b"x" * rest + list_topics_frame()) == [ListTopicsRequest()]
 
 
@@ -151,7 +151,7 @@ def test_body_length_of_four_gigabytes_costs_nothing() -> None:
         (RequestType.LIST_GROUPS, b"\x00", ErrorCode.MALFORMED_REQUEST),
         (RequestType.DELETE_GROUP, s("g") + b"!", ErrorCode.MALFORMED_REQUEST),
         # A config count above the limit, or above what the body can hold.
-        (RequestType.ALTER_TOPIC_CONFIGS, s("t") + struct.pack(">I", MAX_ADMIN_CONFIGS + 1),
+        (RequestType.ALTER_TOPIC_CONFIGS, s("t") + struct.pack(">I", MAX_OPERATOR_CONFIGS + 1),
          ErrorCode.MALFORMED_REQUEST),
         (RequestType.ALTER_TOPIC_CONFIGS, s("t") + struct.pack(">I", 3) + s("a") + b"\x00" + s(""),
          ErrorCode.MALFORMED_REQUEST),
@@ -227,9 +227,9 @@ def test_answers_round_trip() -> None:
     doc = {"name": "logs", "partitions": [{"partition": 0}], "é": None}
     data = operator_wire.encode_answer(RequestType.DESCRIBE_TOPIC, doc)
     assert data[:2] == b"\x00\x00"
-    assert decode_response(RequestType.DESCRIBE_TOPIC, data) == AdminResponse(7, doc)
+    assert decode_response(RequestType.DESCRIBE_TOPIC, data) == OperatorResponse(7, doc)
     assert operator_wire.encode_answer(RequestType.DELETE_TOPIC, None) == b"\x00\x00"
-    assert decode_response(RequestType.DELETE_GROUP, b"\x00\x00") == AdminResponse(14)
+    assert decode_response(RequestType.DELETE_GROUP, b"\x00\x00") == OperatorResponse(14)
 
 
 def test_documented_answer_bytes() -> None:
@@ -249,14 +249,14 @@ def test_answers_arrive_in_chunks_and_pipelined_with_errors() -> None:
     for byte in first + second + third:
         out += decoder.feed(bytes([byte]))
     assert out == [
-        AdminResponse(11, [{"group_id": "g"}]),
+        OperatorResponse(11, [{"group_id": "g"}]),
         ErrorResponse(12, ErrorCode.GROUP_ID_NOT_FOUND, "no"),
-        AdminResponse(9),
+        OperatorResponse(9),
     ]
 
 
 def test_server_refuses_to_send_an_answer_above_the_limit() -> None:
-    with pytest.raises(operator_wire.AdminWireError) as caught:
+    with pytest.raises(operator_wire.OperatorWireError) as caught:
         operator_wire.encode_answer(RequestType.LIST_GROUPS, ["x" * 100], limit=50)
     assert caught.value.code is ErrorCode.RESPONSE_TOO_LARGE
 

@@ -262,7 +262,7 @@ class LimitTests(ProtocolTestCase):
         frame = produce_frame("t", 0, [b"v" * 600, b"w" * 600, b"x" * 100_000])
         for i in range(0, len(frame), 512):
             self.send(frame[i : i + 512])
-            self.assertLessEqual(self.proto._decoder.buffered, 512 + 604)
+            self.assertLessEqual(self.proto.decoder.buffered, 512 + 604)
         self.assertEqual(self.core.calls, [])
         out = self.take()
         code, _ = struct.unpack_from(">HH", out)

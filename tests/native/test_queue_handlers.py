@@ -16,7 +16,7 @@ from twisted.python.failure import Failure
 from brokerd.core.share.service import ShareService
 from brokerd.native.client_codec import ResponseDecoder, encode_request
 from brokerd.native.messages import ErrorCode, ErrorResponse
-from brokerd.native.operator_messages import AdminResponse
+from brokerd.native.operator_messages import OperatorResponse
 from brokerd.native.protocol import NativeFactory, NativeProtocol
 from brokerd.native.queue_handlers import QueueOps, records_of
 from brokerd.native.queue_messages import (
@@ -117,7 +117,7 @@ class QueueCase(AdminCase):
 
     def describe(self) -> dict[str, object]:
         answer = self.connect().call(DescribeShareGroupRequest("g"))
-        assert isinstance(answer, AdminResponse)
+        assert isinstance(answer, OperatorResponse)
         assert isinstance(answer.document, dict)
         return answer.document
 
@@ -230,7 +230,7 @@ class QueueProtocolTests(QueueCase):
              "backlog": 6, "in_flight": 2, "acquired": 2},
         )
         answer = self.connect().call(ListShareGroupsRequest())
-        assert isinstance(answer, AdminResponse)
+        assert isinstance(answer, OperatorResponse)
         self.assertEqual(answer.document, [{
             "group_id": "g", "partitions": 1, "backlog": 6, "in_flight": 2,
             "redelivered_total": 0, "archived": 0,
@@ -308,7 +308,7 @@ class AclTests(QueueCase):
         assert isinstance(answer, ErrorResponse)
         self.assertEqual(answer.code, ErrorCode.GROUP_AUTHORIZATION_FAILED)
         answer = conn.call(ListShareGroupsRequest())
-        assert isinstance(answer, AdminResponse)
+        assert isinstance(answer, OperatorResponse)
         assert isinstance(answer.document, list)
         self.assertEqual([g["group_id"] for g in answer.document], ["g"])  # type: ignore[index]
 
@@ -318,8 +318,8 @@ class AclTests(QueueCase):
             self.service.acquire("g", "hidden", 0, "someone", max_records=1)))
         conn = self.connect()
         answer = conn.call(DescribeShareGroupRequest("g"))
-        assert isinstance(answer, AdminResponse) and isinstance(answer.document, dict)
+        assert isinstance(answer, OperatorResponse) and isinstance(answer.document, dict)
         self.assertEqual([p["topic"] for p in answer.document["partitions"]], ["jobs"])  # type: ignore[index,union-attr]
         answer = conn.call(ListShareGroupsRequest())
-        assert isinstance(answer, AdminResponse) and isinstance(answer.document, list)
+        assert isinstance(answer, OperatorResponse) and isinstance(answer.document, list)
         self.assertEqual(answer.document[0]["partitions"], 1)  # type: ignore[index,call-overload]

@@ -20,7 +20,7 @@ from brokerd.native.messages import (
     RequestError,
     RequestType,
 )
-from brokerd.native.operator_messages import MAX_ADMIN_REQUEST_BYTES, AdminResponse
+from brokerd.native.operator_messages import MAX_OPERATOR_REQUEST_BYTES, OperatorResponse
 from brokerd.native.queue_messages import (
     MAX_QUEUE_ACK_OFFSETS,
     MAX_QUEUE_ACK_RANGES,
@@ -199,13 +199,13 @@ def test_bad_ranges_are_refused(ranges: list[tuple[int, int, int]], words: str) 
 def test_over_long_body_is_refused_at_once_and_skipped_without_buffering() -> None:
     decoder = RequestDecoder()
     (error,) = decoder.feed(struct.pack(">HI", RequestType.QUEUE_ACKNOWLEDGE,
-                                        MAX_ADMIN_REQUEST_BYTES + 1))
+                                        MAX_OPERATOR_REQUEST_BYTES + 1))
     assert isinstance(error, RequestError)
     assert (error.code, error.fatal) == (ErrorCode.REQUEST_TOO_LARGE, False)
-    for _ in range(MAX_ADMIN_REQUEST_BYTES // 4096):
+    for _ in range(MAX_OPERATOR_REQUEST_BYTES // 4096):
         assert decoder.feed(b"x" * 4096) == []
         assert decoder.buffered == 0
-    rest = MAX_ADMIN_REQUEST_BYTES + 1 - (MAX_ADMIN_REQUEST_BYTES // 4096) * 4096
+    rest = MAX_OPERATOR_REQUEST_BYTES + 1 - (MAX_OPERATOR_REQUEST_BYTES // 4096) * 4096
     assert decoder.feed(b"x" * rest + list_topics_frame()) == [ListTopicsRequest()]
 
 
@@ -230,7 +230,7 @@ def test_answers_round_trip_in_any_chunking_and_pipelined() -> None:
         (RequestType.QUEUE_FETCH, queue_wire.encode_fetch_answer([]), QueueFetchResponse()),
         (RequestType.QUEUE_ACKNOWLEDGE, queue_wire.encode_ack_answer(), QueueAckResponse()),
         (RequestType.DESCRIBE_SHARE_GROUP, queue_wire.encode_document_answer({"group_id": "g"}),
-         AdminResponse(RequestType.DESCRIBE_SHARE_GROUP, {"group_id": "g"})),
+         OperatorResponse(RequestType.DESCRIBE_SHARE_GROUP, {"group_id": "g"})),
         (RequestType.QUEUE_ACKNOWLEDGE,
          encode_error_response(RequestType.QUEUE_ACKNOWLEDGE, 23, "no"),
          ErrorResponse(RequestType.QUEUE_ACKNOWLEDGE, 23, "no")),

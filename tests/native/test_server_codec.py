@@ -573,7 +573,7 @@ def test_every_request_type_has_one_layout_matching_its_message() -> None:
     # Types 1-6 walk the layout table; the admin types (7-14) and the queue types
     # (15-18) have their own bodies (brokerd.native.operator_wire and queue_wire, tested in
     # tests/native/test_operator_wire.py and tests/native/test_queue_wire.py).
-    assert sorted(wire.REQUEST_LAYOUTS) + sorted(msg.ADMIN_REQUEST_TYPES) + sorted(
+    assert sorted(wire.REQUEST_LAYOUTS) + sorted(msg.OPERATOR_REQUEST_TYPES) + sorted(
         msg.QUEUE_REQUEST_TYPES
     ) == sorted(RequestType)
     for request_type, layout in wire.REQUEST_LAYOUTS.items():

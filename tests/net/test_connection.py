@@ -5,6 +5,9 @@ task.Clock, so trial and pytest run them alike."""
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Sized
+
 from twisted.internet import defer, task
 from twisted.internet.address import IPv4Address
 from twisted.internet.error import ConnectionDone
@@ -12,44 +15,68 @@ from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.net.connection import ConnectionState, RequestConnection
+from brokerd.net.connection import ConnectionState, DispatcherBase, RequestConnection
 from brokerd.net.connlimit import ConnectionLimit
+from brokerd.net.decoding import Aside, FrameFault
+from brokerd.net.frames import Frame
 
 IDLE = 100.0
 FRAME = 10.0
 
 
-class LineConnection(RequestConnection[bytes, bytes]):
-    """Requests are lines; ``pipeline`` of them may be in flight at once."""
+class LineDecoder:
+    """Requests are lines; ``pipeline`` of them may be in flight at once (None: any)."""
 
-    protocolName = "lines"
-
-    def __init__(self, clock: task.Clock, limit: ConnectionLimit | None, pipeline: int) -> None:
-        super().__init__(
-            clock=clock, idle_timeout=IDLE, frame_timeout=FRAME, connection_limit=limit
-        )
+    def __init__(self, pipeline: int | None = None) -> None:
         self.pipeline = pipeline
         self.buffer = b""
-        self.handled: list[tuple[bytes, defer.Deferred[bytes]]] = []
-        self.cancelled: list[bytes] = []
-        self.first: list[bytes] = []
-        self.read_ahead = False
-        self.sync_answers: dict[bytes, bytes] = {}
+        self.read_ahead_flag = False
+        self.last_request_bytes = 0
 
-    def firstDataReceived(self, data: bytes) -> bytes:
-        self.first.append(data)
-        return data.removeprefix(b"HELLO ")
-
-    def requestDataReceived(self, data: bytes) -> None:
+    def receive(self, data: bytes) -> None:
         self.buffer += data
 
-    def nextRequest(self) -> bytes | None:
-        if len(self.inFlight) >= self.pipeline or b"\n" not in self.buffer:
+    def next_request(self, in_flight: Sized) -> bytes | None:
+        full = self.pipeline is not None and len(in_flight) >= self.pipeline
+        if full or b"\n" not in self.buffer:
             return None
         line, self.buffer = self.buffer.split(b"\n", 1)
         return line
 
-    def handleRequest(self, request: bytes) -> defer.Deferred[bytes]:
+    def overflow(self) -> FrameFault | None:
+        return None
+
+    def frame_pending(self, in_flight: Sized) -> bool:
+        return bool(self.buffer)
+
+    def read_ahead(self) -> bool:
+        return self.read_ahead_flag
+
+    def input_bytes(self) -> int:
+        return 0
+
+    def discard(self) -> None:
+        pass
+
+    def lost(self) -> None:
+        pass
+
+
+Lines = RequestConnection[bytes, bytes]
+
+
+class LineDispatcher(DispatcherBase[bytes, bytes]):
+    """Answers each line with whatever its Deferred (fired by the test) returns, or at
+    once from ``sync_answers``; ``fail`` fails; ``CLOSE`` closes; a line named in
+    ``frames`` is answered with that frame."""
+
+    def __init__(self) -> None:
+        self.handled: list[tuple[bytes, defer.Deferred[bytes]]] = []
+        self.cancelled: list[bytes] = []
+        self.sync_answers: dict[bytes, bytes] = {}
+        self.frames: dict[bytes, Frame] | None = None
+
+    def handle(self, connection: Lines, request: bytes) -> defer.Deferred[bytes]:
         if request in self.sync_answers:
             return defer.succeed(self.sync_answers[request])
         if request == b"fail":
@@ -58,18 +85,60 @@ class LineConnection(RequestConnection[bytes, bytes]):
         self.handled.append((request, d))
         return d
 
-    def deliverAnswer(self, request: bytes, answer: bytes) -> bool:
+    def deliver(self, connection: Lines, request: bytes, answer: bytes) -> bool:
+        if self.frames is not None:
+            connection.write(self.frames.get(answer, answer + b"\n"))
+            return True
         if answer == b"CLOSE":
-            self.close()
+            connection.close()
             return False
-        self.write(answer + b"\n")
+        connection.write(answer + b"\n")
         return True
 
-    def framePending(self) -> bool:
-        return bool(self.buffer)
 
-    def readAhead(self) -> bool:
-        return self.read_ahead
+class LineConnection(RequestConnection[bytes, bytes]):
+    """The connection given a line decoder and dispatcher (it only builds them, and
+    shows their fields to the tests)."""
+
+    protocolName = "lines"
+    decoder: LineDecoder
+    dispatcher: LineDispatcher
+
+    def __init__(self, clock: task.Clock, limit: ConnectionLimit | None, pipeline: int) -> None:
+        self.first: list[bytes] = []
+        super().__init__(
+            LineDecoder(pipeline), LineDispatcher(),
+            clock=clock, idle_timeout=IDLE, frame_timeout=FRAME, connection_limit=limit,
+            first_bytes=self._first,
+        )
+
+    def _first(self, state: ConnectionState, data: bytes) -> bytes:
+        self.first.append(data)
+        return data.removeprefix(b"HELLO ")
+
+    @property
+    def handled(self) -> list[tuple[bytes, defer.Deferred[bytes]]]:
+        return self.dispatcher.handled
+
+    @property
+    def cancelled(self) -> list[bytes]:
+        return self.dispatcher.cancelled
+
+    @property
+    def sync_answers(self) -> dict[bytes, bytes]:
+        return self.dispatcher.sync_answers
+
+    @sync_answers.setter
+    def sync_answers(self, answers: dict[bytes, bytes]) -> None:
+        self.dispatcher.sync_answers = answers
+
+    @property
+    def read_ahead(self) -> bool:
+        return self.decoder.read_ahead_flag
+
+    @read_ahead.setter
+    def read_ahead(self, flag: bool) -> None:
+        self.decoder.read_ahead_flag = flag
 
 
 class ConnectionTestCase(SynchronousTestCase):
@@ -321,3 +390,64 @@ class TimerTests(ConnectionTestCase):
         self.assertEqual(len(self.clock.getDelayedCalls()), 2)
         self.lose()
         self.assertEqual(self.clock.getDelayedCalls(), [])
+
+
+class Refused(Aside):
+    """A line the toy decoder refuses (``no``), answered by the dispatcher in its turn."""
+
+
+class PartsDecoder(LineDecoder):
+    """A line decoder that hands out ``no`` as an aside and faults on ``bad``."""
+
+    def receive(self, data: bytes) -> None:
+        if b"bad" in data:
+            raise FrameFault("bad bytes")
+        super().receive(data)
+
+    def next_request(self, in_flight: Sized) -> bytes | Aside | None:
+        if self.buffer.startswith(b"no\n") and not in_flight:
+            self.buffer = self.buffer[3:]
+            return Refused()
+        return super().next_request(in_flight)
+
+
+class PartsDispatcher(LineDispatcher):
+    def __init__(self) -> None:
+        super().__init__()
+        self.faults: list[str] = []
+
+    def aside(self, connection: Lines, item: Aside) -> None:
+        connection.write(b"refused\n")
+
+    def fault(self, connection: Lines, fault: FrameFault) -> None:
+        self.faults.append(str(fault))
+
+
+class PartsTests(SynchronousTestCase):
+    """The connection asks its given parts, and keeps no cycle with its dispatcher."""
+
+    def setUp(self) -> None:
+        self.dispatcher = PartsDispatcher()
+        self.proto = RequestConnection(
+            PartsDecoder(1), self.dispatcher,
+            clock=task.Clock(), idle_timeout=None, frame_timeout=None,
+        )
+        self.tr = StringTransport()
+        self.proto.makeConnection(self.tr)
+
+    def test_an_aside_is_answered_in_its_turn(self) -> None:
+        self.proto.dataReceived(b"a\nno\nb\n")
+        self.assertEqual([r for r, _ in self.dispatcher.handled], [b"a"])
+        self.dispatcher.handled[0][1].callback(b"A")
+        self.assertEqual(self.tr.value(), b"A\nrefused\n")
+        self.assertEqual([r for r, _ in self.dispatcher.handled], [b"a", b"b"])
+
+    def test_a_frame_fault_is_told_and_aborts(self) -> None:
+        self.proto.dataReceived(b"bad")
+        self.assertEqual(self.dispatcher.faults, ["bad bytes"])
+        self.assertTrue(self.tr.disconnected)
+
+    def test_the_dispatcher_holds_no_reference_to_its_connection(self) -> None:
+        self.proto.dataReceived(b"a\n")
+        self.assertNotIn(self.proto, gc.get_referents(self.dispatcher))
+        self.assertNotIn(self.proto, gc.get_referents(*gc.get_referents(self.dispatcher)))

@@ -59,8 +59,9 @@ class TransitionTableTests(SynchronousTestCase):
 class KeepTakingAfterLoss(LineConnection):
     """Carries out requests received before the loss (as the Kafka listener does)."""
 
-    def requestsAbandoned(self) -> None:
-        pass
+    def __init__(self, clock: task.Clock, limit: None, pipeline: int) -> None:
+        super().__init__(clock, limit, pipeline)
+        self.dispatcher.carries_on_after_loss = True
 
 
 class ConnectionPhaseTests(SynchronousTestCase):
@@ -147,3 +148,18 @@ class NoPrivateStateOfTheBaseTests(SynchronousTestCase):
             source = (REPO / path).read_text()
             written = set(re.findall(r"self\.(_[a-z]\w*)\s*(?::[^=]*)?=(?!=)", source))
             self.assertEqual(written & private, set(), path)
+
+    def test_protocols_build_the_connection_and_override_nothing(self) -> None:
+        from brokerd.kafka.listener.protocol import KafkaProtocol
+        from brokerd.native.protocol import NativeProtocol
+        from brokerd.net.connection import RequestConnection
+
+        base = {name for klass in RequestConnection.__mro__ for name in vars(klass)}
+        for protocol in (KafkaProtocol, NativeProtocol):
+            # Dunder names are the constructor and zope.interface's bookkeeping
+            # (__provides__ appears once anything asks what the class provides).
+            overridden = {
+                name for name, value in vars(protocol).items()
+                if name in base and callable(value) and not name.startswith("__")
+            }
+            self.assertEqual(overridden, set(), protocol.__name__)

@@ -327,7 +327,7 @@ class PreAuthenticationLimitTests(SaslProtocolTestCase):
     def test_a_large_frame_before_login_closes_before_it_is_buffered(self) -> None:
         self.proto.dataReceived((8 * 1024 * 1024).to_bytes(4, "big") + b"\0" * 1000)
         self.assertTrue(self.tr.disconnecting)
-        self.assertEqual(self.proto.inputHeld() + self.proto.inputOwed(), 0)
+        self.assertEqual(self.proto.decoder.held + self.proto.decoder.owed, 0)
         self.assertEqual(self.factory.unauthenticated_refusals.count, 1)
 
     def test_the_limit_is_the_pre_authentication_one_only(self) -> None:
@@ -337,7 +337,7 @@ class PreAuthenticationLimitTests(SaslProtocolTestCase):
         self.assertEqual(self.scram_login("wonderland").error_code, 0)
         self.proto.dataReceived((64 * 1024).to_bytes(4, "big"))
         self.assertFalse(self.tr.disconnecting)
-        self.assertEqual(self.proto.inputOwed(), 64 * 1024)
+        self.assertEqual(self.proto.decoder.owed, 64 * 1024)
 
 
 class NativeBudgetTests(SynchronousTestCase):

@@ -27,10 +27,11 @@ from twisted.logger import ILogObserver, LogEvent, globalLogPublisher
 from twisted.python import usage
 from zope.interface import provider
 
-from brokerd.net.connection import RequestConnection
+from brokerd.net.connection import DispatcherBase, RequestConnection
 from brokerd.net.tls import ANONYMOUS, ClientAuth, ClientVerification, listener_endpoint
 from brokerd.tap import Options
 
+from tests.net.test_connection import LineDecoder
 from tests.tls_helpers import ALICE_PRINCIPAL, Pki, client_context, make_pki, ssl_description
 
 TIMEOUT = 10.0
@@ -44,34 +45,32 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 # -- a server that tells each client what it knows of it ------------------------------
 
 
+class StateEchoDispatcher(DispatcherBase[bytes, bytes]):
+    """Answers every line with ``<principal> tls=<flag>``."""
+
+    def handle(
+        self, connection: RequestConnection[bytes, bytes], request: bytes
+    ) -> defer.Deferred[bytes]:
+        state = connection.state
+        return defer.succeed(f"{state.principal} tls={state.tls}\n".encode())
+
+    def deliver(
+        self, connection: RequestConnection[bytes, bytes], request: bytes, answer: bytes
+    ) -> bool:
+        connection.write(answer)
+        return True
+
+
 class StateEcho(RequestConnection[bytes, bytes]):
     """Answers every line with ``<principal> tls=<flag>``."""
 
     protocolName = "state-echo"
 
     def __init__(self, idle_timeout: float | None = None) -> None:
-        super().__init__(clock=reactor, idle_timeout=idle_timeout, frame_timeout=None)
-        self._buffer = b""
-
-    def requestDataReceived(self, data: bytes) -> None:
-        self._buffer += data
-
-    def nextRequest(self) -> bytes | None:
-        line, sep, rest = self._buffer.partition(b"\n")
-        if not sep:
-            return None
-        self._buffer = rest
-        return line
-
-    def handleRequest(self, request: bytes) -> defer.Deferred[bytes]:
-        return defer.succeed(f"{self.state.principal} tls={self.state.tls}\n".encode())
-
-    def deliverAnswer(self, request: bytes, answer: bytes) -> bool:
-        self.write(answer)
-        return True
-
-    def framePending(self) -> bool:
-        return bool(self._buffer)
+        super().__init__(
+            LineDecoder(), StateEchoDispatcher(),
+            clock=reactor, idle_timeout=idle_timeout, frame_timeout=None,
+        )
 
 
 class EchoFactory(Factory):

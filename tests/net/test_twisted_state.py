@@ -32,10 +32,11 @@ from twisted.internet.interfaces import IAddress
 from twisted.internet.protocol import Factory, Protocol
 from twisted.protocols.tls import TLSMemoryBIOProtocol
 
-from brokerd.net.connection import RequestConnection
+from brokerd.net.connection import DispatcherBase, RequestConnection
 from brokerd.net.tls import listener_endpoint
 from brokerd.net.twisted_state import PRIVATE_READS, CycleFreeTLSProtocol, holds_nothing
 
+from tests.net.test_connection import LineDecoder
 from tests.tls_helpers import Pki, client_context, make_pki, ssl_description
 
 ANSWER = 8 * 1024 * 1024
@@ -108,6 +109,19 @@ async def test_holds_nothing_reads_a_real_tcp_transport() -> None:
 # -- connections closed mid-answer -----------------------------------------------------
 
 
+class BigAnswerDispatcher(DispatcherBase[bytes, bytes]):
+    def handle(
+        self, connection: RequestConnection[bytes, bytes], request: bytes
+    ) -> defer.Deferred[bytes]:
+        return defer.succeed(b"a" * ANSWER)
+
+    def deliver(
+        self, connection: RequestConnection[bytes, bytes], request: bytes, answer: bytes
+    ) -> bool:
+        connection.write(answer)
+        return True
+
+
 class BigAnswer(RequestConnection[bytes, bytes]):
     """Answers each line with ANSWER bytes; every instance is tracked by weak reference."""
 
@@ -115,32 +129,15 @@ class BigAnswer(RequestConnection[bytes, bytes]):
     transports: list[weakref.ref[object]] = []
 
     def __init__(self) -> None:
-        super().__init__(clock=reactor, idle_timeout=None, frame_timeout=None)
-        self.buffer = b""
+        super().__init__(
+            LineDecoder(), BigAnswerDispatcher(),
+            clock=reactor, idle_timeout=None, frame_timeout=None,
+        )
         BigAnswer.alive.append(weakref.ref(self))
 
     def connectionMade(self) -> None:
         super().connectionMade()
         BigAnswer.transports.append(weakref.ref(self.transport))
-
-    def requestDataReceived(self, data: bytes) -> None:
-        self.buffer += data
-
-    def nextRequest(self) -> bytes | None:
-        if b"\n" not in self.buffer:
-            return None
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return line
-
-    def handleRequest(self, request: bytes) -> defer.Deferred[bytes]:
-        return defer.succeed(b"a" * ANSWER)
-
-    def deliverAnswer(self, request: bytes, answer: bytes) -> bool:
-        self.write(answer)
-        return True
-
-    def framePending(self) -> bool:
-        return bool(self.buffer)
 
 
 class BigFactory(Factory):

@@ -21,7 +21,7 @@ from brokerd.kafka.groups.group_admin import assigned_partitions, operator_error
 from brokerd.kafka.groups.share.coordinator import ShareGroupCoordinator
 from brokerd.operator.errors import GroupNotFound
 from brokerd.operator.inspect import Inspector
-from brokerd.operator.operations import AdminOps, ResetMode, ResetSpec
+from brokerd.operator.operations import OperatorOps, ResetMode, ResetSpec
 from brokerd.operator.share_groups import ShareGroupInspector
 from brokerd.operator.views import (
     CLASSIC_GROUP,
@@ -111,7 +111,7 @@ class OfflinePartitionTests(SynchronousTestCase):
         self.addCleanup(shutil.rmtree, tmp)
         data = os.path.join(tmp, "data")
         logdir = LogDirectory.open(data, LogConfig())
-        logdir.topic_admin.create_topic("t", 2)
+        logdir.topic_changes.create_topic("t", 2)
         logdir.close()
         # A symlinked partition directory is never opened: the partition is offline.
         elsewhere = os.path.join(tmp, "elsewhere")
@@ -222,7 +222,7 @@ class ShareGroupAsGroupTests(AdminCase):
             self.broker, self.coordinator.admin, self.store,
             ShareGroupInspector(self.engine, self.broker.storage.open_logs, self.shares),
         )
-        self.ops = AdminOps(self.broker, self.inspector, self.coordinator, operator_error)
+        self.ops = OperatorOps(self.broker, self.inspector, self.coordinator, operator_error)
         # A member joined (assigned both partitions); it acquired records 0-1 of t/0 and
         # accepted record 0: the share-partition starts at 1, and 4 records are not done.
         joined = self.shares.heartbeat("sg", "m1", 0, ["t"], client_id="app",

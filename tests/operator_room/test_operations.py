@@ -1,4 +1,4 @@
-"""AdminOps on a real Broker over a real data directory and a real group coordinator with
+"""OperatorOps on a real Broker over a real data directory and a real group coordinator with
 its offsets store (synchronous runners, ``task.Clock``): every operation, Kafka's rules
 (inactive groups only, clamping, by-time lookup, non-empty groups kept), and the
 failures each operation reports."""
@@ -25,7 +25,7 @@ from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.group_admin import operator_error
 from brokerd.operator.errors import GroupNotEmpty, GroupNotFound, GroupsUnavailable, InvalidGroupId
 from brokerd.operator.inspect import Inspector
-from brokerd.operator.operations import AdminOps, ResetMode, ResetSpec, config_update
+from brokerd.operator.operations import OperatorOps, ResetMode, ResetSpec, config_update
 from brokerd.operator.views import OffsetResetView
 from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.logdir.log_directory import LogDirectory
@@ -52,7 +52,7 @@ def assignment(topic: str, *partitions: int) -> bytes:
 
 
 class AdminCase(SynchronousTestCase):
-    """A real broker core, group coordinator and offsets store, and AdminOps over them."""
+    """A real broker core, group coordinator and offsets store, and OperatorOps over them."""
 
     with_groups = True
 
@@ -83,7 +83,7 @@ class AdminCase(SynchronousTestCase):
             self.coordinator.admin if self.coordinator else None,
             self.store,
         )
-        self.ops = AdminOps(self.broker, self.inspector, self.coordinator, operator_error)
+        self.ops = OperatorOps(self.broker, self.inspector, self.coordinator, operator_error)
 
     # -- helpers ------------------------------------------------------------------------
 

@@ -87,7 +87,7 @@ def test_created_with_the_topic_kept_by_changes_and_restarts(
     opened: Callable[[], LogDirectory], tmp_path: Path
 ) -> None:
     d = opened()
-    created = d.topic_admin.create_topic("t", 1)
+    created = d.topic_changes.create_topic("t", 1)
     assert created.topic_id not in RESERVED_TOPIC_IDS
     assert d.topic("t") == created
     assert d.topic_by_id(created.topic_id) == created
@@ -95,8 +95,8 @@ def test_created_with_the_topic_kept_by_changes_and_restarts(
     assert auto is not None
     auto_id = d.topics()["auto"].topic_id
     assert auto_id != created.topic_id
-    d.partition_admin.create_partitions("t", 3)
-    d.topic_admin.alter_topic_configs("t", lambda _: {"retention.ms": "1000"})
+    d.partition_changes.create_partitions("t", 3)
+    d.topic_changes.alter_topic_configs("t", lambda _: {"retention.ms": "1000"})
     assert d.topics()["t"].topic_id == created.topic_id  # journal records keep it
     assert d.topic_by_id(created.topic_id) == d.topics()["t"]
     # A crash (no close): the journal alone holds the changes.
@@ -114,10 +114,10 @@ def test_created_with_the_topic_kept_by_changes_and_restarts(
 
 def test_a_topic_created_again_is_another_topic(opened: Callable[[], LogDirectory]) -> None:
     d = opened()
-    first = d.topic_admin.create_topic("t", 2).topic_id
-    d.topic_admin.delete_topic("t")
+    first = d.topic_changes.create_topic("t", 2).topic_id
+    d.topic_changes.delete_topic("t")
     assert d.topic_by_id(first) is None
-    second = d.topic_admin.create_topic("t", 1).topic_id
+    second = d.topic_changes.create_topic("t", 1).topic_id
     assert second != first
     assert d.topic_by_id(first) is None
     assert d.topic_by_id(second) == d.topic("t")

@@ -28,7 +28,7 @@ from twisted.web.server import Site
 
 from brokerd.core import Broker, FsyncPolicy
 from brokerd.operator.inspect import Inspector
-from brokerd.operator.operations import AdminOps
+from brokerd.operator.operations import OperatorOps
 from brokerd.registry.model import Compatibility, Schema, SchemaType, framed
 from brokerd.storage.logdir.log_directory import LogDirectory
 from brokerd.storage.types import Record
@@ -77,7 +77,7 @@ def record(key: bytes | None, value: bytes | None,
 async def fill(broker: Broker, registry: MemoryRegistry) -> None:
     await broker.create_topic("orders", 1)
     await broker.create_topic("big", 1)
-    data = BrokerData(broker, AdminOps(broker, Inspector(broker)))
+    data = BrokerData(broker, OperatorOps(broker, Inspector(broker)))
     for i in range(10):
         source = b"web" if i % 2 == 0 else b"batch"
         await data.produce("orders", 0, [record(b"k%d" % i, b'{"n": %d}' % i,
@@ -113,7 +113,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     inspector = Inspector(broker)
     csrf = CsrfGuard()
     pages = DataPages(
-        BrokerData(broker, AdminOps(broker, inspector)), registry, reactor,
+        BrokerData(broker, OperatorOps(broker, inspector)), registry, reactor,
         lambda request: EVERYTHING, inspector, csrf, scan_bytes=SCAN_BYTES,
     )
     root = make_console(inspector, clock=reactor, settings={}, data=pages)

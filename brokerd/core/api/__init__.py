@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from brokerd.core.roles import (
     ConfigUpdate,
-    CoreAdmin,
     CoreAppendWatches,
     CoreLogDir,
     CoreLongPoll,
     CoreReads,
+    CoreTopicChanges,
     CoreTopics,
     CoreTransactions,
     CoreWrites,
@@ -51,7 +51,7 @@ from brokerd.core.roles.long_poll import AppendWatcher, Shortfall, long_poll
 from brokerd.core.share.service import ShareService
 
 
-class CoreApi(CoreTopics, CoreAdmin, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
+class CoreApi(CoreTopics, CoreTopicChanges, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
     """Everything the protocols, admin, web and metrics use of the core: its own
     operations (topics, admin, writes, long poll), and the parts it holds, each as the
     role it plays (as Kafka's ``ReplicaManager`` holds each ``UnifiedLog``)."""
@@ -89,12 +89,12 @@ if TYPE_CHECKING:
 __all__ = [
     "AppendWatcher",
     "ConfigUpdate",
-    "CoreAdmin",
     "CoreApi",
     "CoreAppendWatches",
     "CoreLogDir",
     "CoreLongPoll",
     "CoreReads",
+    "CoreTopicChanges",
     "CoreTopics",
     "CoreTransactions",
     "CoreWrites",

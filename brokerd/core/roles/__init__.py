@@ -70,7 +70,7 @@ class CoreTopics(Protocol):
         ...
 
 
-class CoreAdmin(Protocol):
+class CoreTopicChanges(Protocol):
     """Topic and partition administration (durable when the Deferred fires)."""
 
     def ensure_topic(self, name: str) -> Deferred[TopicInfo]:
@@ -280,11 +280,11 @@ class HoldsReads(Protocol):
 
 __all__ = [
     "ConfigUpdate",
-    "CoreAdmin",
     "CoreAppendWatches",
     "CoreLogDir",
     "CoreLongPoll",
     "CoreReads",
+    "CoreTopicChanges",
     "CoreTopics",
     "CoreTransactions",
     "CoreWrites",

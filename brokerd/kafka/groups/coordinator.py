@@ -59,9 +59,10 @@ at once, each by member id or (an operator's removal) by group instance id alone
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol, TypeVar, cast
 
 import attrs
 from twisted.internet import defer
@@ -133,6 +134,19 @@ MAX_CLIENT_ID_IN_MEMBER_ID = 128
 
 def _group_id_too_long(group_id: str) -> bool:
     return len(group_id.encode("utf-8", "surrogatepass")) > MAX_GROUP_ID_LENGTH
+
+_A = TypeVar("_A")
+
+
+class _Kip848Group(Protocol):
+    @property
+    def group_epoch(self) -> int: ...
+
+    @property
+    def members(self) -> Mapping[str, object]: ...
+
+
+_K = TypeVar("_K", bound=_Kip848Group)
 
 
 class GroupCoordinator:
@@ -287,14 +301,9 @@ class GroupCoordinator:
     def _consumer_changed(self, group: ConsumerGroup) -> None:
         """Journal a consumer group's state when what is kept of it changed (most
         heartbeats change nothing), or its tombstone once it is gone."""
-        if group.state is ConsumerGroupState.DEAD:
-            if self._consumer_written.pop(group.group_id, None) is not None:
-                self._store_consumer(group.group_id, None)
-            return
-        state = encode_group(group)
-        if self._consumer_written.get(group.group_id) != state:
-            self._consumer_written[group.group_id] = state
-            self._store_consumer(group.group_id, state)
+        dead = group.state is ConsumerGroupState.DEAD
+        self._journal(self._consumer_written, group.group_id,
+                      None if dead else encode_group(group))
 
     def _store_consumer(self, group_id: str, state: bytes | None) -> None:
         if self._collecting is not None:
@@ -307,36 +316,52 @@ class GroupCoordinator:
     ) -> Deferred[HeartbeatAnswer]:
         """A ConsumerGroupHeartbeat (KIP-848), answered once the group state it
         changed is durable; NOT_COORDINATOR (retriable) if that write failed."""
-        out = Out()
-        outer, self._collecting = self._collecting, out
-        try:
-            answer = self.consumer.heartbeat(request, topics)
-        finally:
-            self._collecting = outer
-        d = self._runtime.run(out.result(answer, HeartbeatAnswer(int(STORE_FAILED))))
-        if out.records:
-            group_id = request.group_id
-
-            def forget_written(answered: HeartbeatAnswer) -> HeartbeatAnswer:
-                # Not stored after all: the next change writes the group's whole state.
-                if answered.error_code == STORE_FAILED and answer.error_code != STORE_FAILED:
-                    self._consumer_written.pop(group_id, None)
-                return answered
-
-            d.addCallback(forget_written)
-        return d
+        return self._heartbeat(lambda: self.consumer.heartbeat(request, topics),
+                               HeartbeatAnswer(int(STORE_FAILED)),
+                               self._consumer_written, request.group_id)
 
     def _streams_changed(self, group: StreamsGroup) -> None:
         """Journal a streams group's state when what is kept of it changed, or its
         tombstone once it is gone (beside the consumer groups' records: one namespace)."""
-        if group.state is StreamsGroupState.DEAD:
-            if self._streams_written.pop(group.group_id, None) is not None:
-                self._store_consumer(group.group_id, None)
-            return
-        state = streams_persist.encode_group(group)
-        if self._streams_written.get(group.group_id) != state:
-            self._streams_written[group.group_id] = state
-            self._store_consumer(group.group_id, state)
+        dead = group.state is StreamsGroupState.DEAD
+        self._journal(self._streams_written, group.group_id,
+                      None if dead else streams_persist.encode_group(group))
+
+    def _journal(self, written: dict[str, bytes], group_id: str, state: bytes | None) -> None:
+        """Queue a KIP-848 group's ``state`` for the journal when it is not the last one
+        queued (``written``), or its tombstone (``state`` None: the group is gone) when a
+        state was."""
+        if state is None:
+            if written.pop(group_id, None) is not None:
+                self._store_consumer(group_id, None)
+        elif written.get(group_id) != state:
+            written[group_id] = state
+            self._store_consumer(group_id, state)
+
+    @contextlib.contextmanager
+    def _collect(self) -> Iterator[Out]:
+        """The result a request builds: the group records the consumer and streams
+        coordinators journal meanwhile go with its answer."""
+        out = Out()
+        outer, self._collecting = self._collecting, out
+        try:
+            yield out
+        finally:
+            self._collecting = outer
+
+    @staticmethod
+    def _forget_if_failed(
+        d: Deferred[_A], written: dict[str, bytes], group_id: str, failed: Callable[[_A], bool]
+    ) -> Deferred[_A]:
+        """``d``, forgetting the group's last queued state if its answer says the write
+        failed: not stored after all, the next change writes the group's whole state."""
+
+        def forget_written(answered: _A) -> _A:
+            if failed(answered):
+                written.pop(group_id, None)
+            return answered
+
+        return d.addCallback(forget_written)
 
     def streams_heartbeat(
         self, request: StreamsHeartbeatInput, topics: Mapping[str, int]
@@ -344,38 +369,45 @@ class GroupCoordinator:
         """A StreamsGroupHeartbeat (KIP-1071), answered once the group state it changed
         is durable, as :meth:`consumer_heartbeat`; NOT_COORDINATOR (retriable) if that
         write failed."""
-        out = Out()
-        outer, self._collecting = self._collecting, out
-        try:
-            answer = self.streams.heartbeat(request, topics)
-        finally:
-            self._collecting = outer
-        failed = StreamsHeartbeatAnswer(int(STORE_FAILED))
+        return self._heartbeat(lambda: self.streams.heartbeat(request, topics),
+                               StreamsHeartbeatAnswer(int(STORE_FAILED)),
+                               self._streams_written, request.group_id)
+
+    def _heartbeat(
+        self, beat: Callable[[], _A], failed: _A, written: dict[str, bytes], group_id: str
+    ) -> Deferred[_A]:
+        """A KIP-848 heartbeat (consumer or streams): its answer once the group state it
+        changed is durable, else ``failed`` (and the group's state is written whole at its
+        next change)."""
+        with self._collect() as out:
+            answer = beat()
         d = self._runtime.run(out.result(answer, failed))
         if out.records:
-            group_id = request.group_id
-
-            def forget_written(answered: StreamsHeartbeatAnswer) -> StreamsHeartbeatAnswer:
-                # Not stored after all: the next change writes the group's whole state.
-                if answered is failed:
-                    self._streams_written.pop(group_id, None)
-                return answered
-
-            d.addCallback(forget_written)
+            self._forget_if_failed(d, written, group_id, lambda answered: answered is failed)
         return d
 
-    def _restore_streams(self, group_id: str, blob: bytes) -> None:
+    def _restore_kip848(
+        self,
+        kind: str,
+        group_id: str,
+        blob: bytes,
+        decode: Callable[[str, bytes], _K],
+        restore: Callable[[_K], None],
+        written: dict[str, bytes],
+    ) -> None:
+        """Restore one stored consumer or streams (``kind``) group; an unreadable one is
+        logged and left out."""
         try:
-            group = streams_persist.decode_group(group_id, blob)
+            group = decode(group_id, blob)
         except ValueError as e:
-            self._log.error("group {group!r}: stored streams group state unreadable "
-                            "({why}); left out", group=group_id, why=str(e))
+            self._log.error("group {group!r}: stored {kind} group state unreadable "
+                            "({why}); left out", group=group_id, kind=kind, why=str(e))
             return
-        self.streams.restore(group)
-        self._streams_written[group_id] = blob
-        self._log.info("group {group!r}: restored streams group at epoch {epoch} with "
-                       "{count} member(s)", group=group_id, epoch=group.group_epoch,
-                       count=len(group.members))
+        restore(group)
+        written[group_id] = blob
+        self._log.info("group {group!r}: restored {kind} group at epoch {epoch} with "
+                       "{count} member(s)", group=group_id, kind=kind,
+                       epoch=group.group_epoch, count=len(group.members))
 
     def _restore(self) -> None:
         """Rebuild every group the store holds as of its last stored generation: Stable,
@@ -383,21 +415,11 @@ class GroupCoordinator:
         consumer-protocol group as it last was, each member with a fresh session."""
         for group_id, blob in sorted(self._offsets.consumer_groups_state().items()):
             if streams_persist.is_streams_record(blob):
-                self._restore_streams(group_id, blob)
-                continue
-            try:
-                consumer = decode_group(group_id, blob)
-            except ValueError as e:
-                self._log.error("group {group!r}: stored consumer group state unreadable "
-                                "({why}); left out", group=group_id, why=str(e))
-                continue
-            self.consumer.restore(consumer)
-            self._consumer_written[group_id] = blob
-            self._log.info(
-                "group {group!r}: restored consumer group at epoch {epoch} with {count} "
-                "member(s)", group=group_id, epoch=consumer.group_epoch,
-                count=len(consumer.members),
-            )
+                self._restore_kip848("streams", group_id, blob, streams_persist.decode_group,
+                                     self.streams.restore, self._streams_written)
+            else:
+                self._restore_kip848("consumer", group_id, blob, decode_group,
+                                     self.consumer.restore, self._consumer_written)
         for group_id, stored in sorted(self._offsets.groups_metadata().items()):
             if group_id in self.consumer.groups or group_id in self.streams.groups:
                 continue
@@ -472,9 +494,7 @@ class GroupCoordinator:
             ),
             protocols=list(protocols),
         )
-        out = Out()
-        outer, self._collecting = self._collecting, out
-        try:
+        with self._collect() as out:
             answer = self._join(
                 out,
                 group_id,
@@ -482,8 +502,6 @@ class GroupCoordinator:
                 protocol_type,
                 _JoinOptions(require_known_member_id, skip_assignment_supported, reason),
             )
-        finally:
-            self._collecting = outer
         failed = None
         if isinstance(answer, JoinResult):
             failed = join_error(STORE_FAILED, answer.member_id)
@@ -651,15 +669,11 @@ class GroupCoordinator:
         ``protocol_type`` and ``protocol_name`` (SyncGroup v5+; None = not given) must be
         the group's, else INCONSISTENT_GROUP_PROTOCOL (checked after the generation, as
         Kafka checks it)."""
-        out = Out()
-        outer, self._collecting = self._collecting, out
-        try:
+        with self._collect() as out:
             answer = self._sync(
                 out, group_id, generation_id, member_id, assignments,
                 group_instance_id, protocol_type, protocol_name,
             )
-        finally:
-            self._collecting = outer
         return self._runtime.run(out.result(answer, SyncResult(STORE_FAILED)))
 
     def _sync(
@@ -736,23 +750,13 @@ class GroupCoordinator:
         known and, given an instance id, be that instance's current member
         (FENCED_INSTANCE_ID if another one is). An unknown group is UNKNOWN_MEMBER_ID for
         the whole request. The rest of the group rebalances once the members are gone."""
-        out = Out()
-        outer, self._collecting = self._collecting, out
-        try:
+        with self._collect() as out:
             answer = self._leave_members(out, group_id, leaving)
-        finally:
-            self._collecting = outer
         failed: tuple[int, list[int]] = (int(STORE_FAILED), [])
         d = self._runtime.run(out.result(answer, failed))
         if out.records and group_id in self.consumer.groups:
-
-            def forget_written(answered: tuple[int, list[int]]) -> tuple[int, list[int]]:
-                # Not stored after all: the next change writes the group's whole state.
-                if answered[0] == STORE_FAILED:
-                    self._consumer_written.pop(group_id, None)
-                return answered
-
-            d.addCallback(forget_written)
+            self._forget_if_failed(d, self._consumer_written, group_id,
+                                   lambda answered: answered[0] == STORE_FAILED)
         return d
 
     def _leave_members(

@@ -204,7 +204,7 @@ def _group_id_error(group_id: str) -> ErrorCode:
 
 def operator_error(code: int, group_id: str) -> BrokerError:
     """The operator-facing exception (``brokerd.operator.errors``) for an error code the
-    coordinator answered about ``group_id`` (what :class:`~brokerd.operator.operations.AdminOps`
+    coordinator answered about ``group_id`` (what :class:`~brokerd.operator.operations.OperatorOps`
     raises)."""
     if code == ErrorCode.COORDINATOR_NOT_AVAILABLE:
         return GroupsUnavailable("the group coordinator is stopping")

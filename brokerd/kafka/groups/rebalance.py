@@ -70,6 +70,16 @@ def _answer_sync(out: Out, to: ParkedRequest, result: SyncResult) -> None:
     out.release(to, result, SyncResult(STORE_FAILED))
 
 
+def _answer_parked(out: Out, member: Member, code: ErrorCode) -> None:
+    """Answer the member's parked JoinGroup and SyncGroup (if any) with ``code``."""
+    if member.join_waiter is not None:
+        waiter, member.join_waiter = member.join_waiter, None
+        _answer_join(out, waiter, join_error(code, member.member_id))
+    if member.sync_waiter is not None:
+        sync_waiter, member.sync_waiter = member.sync_waiter, None
+        _answer_sync(out, sync_waiter, SyncResult(code))
+
+
 def record_group(out: Out, group: GroupMetadata) -> None:
     """Record ``group``'s membership (its Stable generation, or Empty with its
     generation) for the journal."""
@@ -381,23 +391,13 @@ class Rebalancer:
     def fence(self, out: Out, member: Member) -> None:
         """Answer a static member's parked requests with FENCED_INSTANCE_ID: they were
         made by the incarnation that a re-join is replacing (it stays in the group)."""
-        if member.join_waiter is not None:
-            waiter, member.join_waiter = member.join_waiter, None
-            _answer_join(out, waiter, join_error(ErrorCode.FENCED_INSTANCE_ID, member.member_id))
-        if member.sync_waiter is not None:
-            sync_waiter, member.sync_waiter = member.sync_waiter, None
-            _answer_sync(out, sync_waiter, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        _answer_parked(out, member, ErrorCode.FENCED_INSTANCE_ID)
 
     def drop_member(
         self, out: Out, group: GroupMetadata, member: Member, code: ErrorCode
     ) -> None:
         """Remove ``member`` and answer whatever it has parked; no state transition."""
-        if member.join_waiter is not None:
-            waiter, member.join_waiter = member.join_waiter, None
-            _answer_join(out, waiter, join_error(code, member.member_id))
-        if member.sync_waiter is not None:
-            sync_waiter, member.sync_waiter = member.sync_waiter, None
-            _answer_sync(out, sync_waiter, SyncResult(code))
+        _answer_parked(out, member, code)
         group.remove_member(member)
 
     def remove_member(self, out: Out, group: GroupMetadata, member: Member, why: str) -> None:
@@ -475,12 +475,7 @@ class Rebalancer:
         group.cancel_pending()
         for m in group.members.values():
             m.cancel_session()
-            if m.join_waiter is not None:
-                waiter, m.join_waiter = m.join_waiter, None
-                _answer_join(out, waiter, join_error(code, m.member_id))
-            if m.sync_waiter is not None:
-                sync_waiter, m.sync_waiter = m.sync_waiter, None
-                _answer_sync(out, sync_waiter, SyncResult(code))
+            _answer_parked(out, m, code)
         group.transition_to(GroupState.DEAD)
 
 

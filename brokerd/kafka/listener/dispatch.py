@@ -46,7 +46,7 @@ from brokerd.kafka.server.handler_base import (
     RequestContext,
 )
 from brokerd.kafka.server.handlers.acl import AclHandlers
-from brokerd.kafka.server.handlers.cluster_topics import DEFAULT_PARTITIONS, AdminHandlers
+from brokerd.kafka.server.handlers.cluster_topics import DEFAULT_PARTITIONS, ClusterTopicHandlers
 from brokerd.kafka.server.handlers.configs import ConfigHandlers
 from brokerd.kafka.server.handlers.consumer_groups import ConsumerGroupHandlers
 from brokerd.kafka.server.handlers.fetch import DEFAULT_FETCH_MAX_BYTES, FetchHandler
@@ -184,7 +184,7 @@ class KafkaHandlers:
         #: The listener's fetch sessions (``/metrics`` reads them).
         self.fetch_sessions = fetch.sessions
         families = (
-            AdminHandlers(
+            ClusterTopicHandlers(
                 core, identity, default_partitions=default_partitions, transactional=txn,
                 operations=operations, quotas=enforcer, internal_topics=internal_topics,
             ),

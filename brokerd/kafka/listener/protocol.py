@@ -1,13 +1,14 @@
 # -*- test-case-name: tests.kafka.listener.test_protocol -*-
 """Twisted glue for the Kafka listener: one :class:`KafkaProtocol` per connection.
 
-What this module does: supplies the Kafka decoder and dispatch to the shared connection
-machinery (:class:`brokerd.net.connection.RequestConnection`, which owns flow control, read
-pausing, the idle and frame deadlines, closing and the connection limit). It feeds
-received bytes to the sans-IO :class:`~brokerd.kafka.wire.codec.FrameDecoder`, decodes one
-request at a time (:mod:`brokerd.kafka.wire.requests.apis`), hands it to
-:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers`, and writes the encoded responses strictly
-in request order. Its own policies:
+What this module does: hands the Kafka listener's parts to the shared connection
+(:class:`brokerd.net.connection.RequestConnection`, which owns flow control, read pausing,
+the idle and frame deadlines, in-order answers, closing and the connection limit): the
+sans-IO :class:`~brokerd.kafka.listener.request_decoder.KafkaDecoder` (frames split off,
+decoded one at a time, the pipelining and read-ahead bounds), the
+:class:`KafkaDispatcher` (the SASL phase, requests to
+:class:`~brokerd.kafka.listener.dispatch.KafkaHandlers`, quotas, responses encoded and
+written) and, on a SASL listener, its first-bytes step. The policies of the whole:
 
 * one request in flight, except that up to :data:`MAX_PIPELINED_PRODUCES` consecutive
   Produce requests run together (answered in order), so that a client pipelining small
@@ -45,9 +46,8 @@ handlers do), touch files or threads, or use the global reactor (the clock is in
 
 from __future__ import annotations
 
-from collections import deque
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import attrs
 from twisted.internet import defer
@@ -76,200 +76,178 @@ from brokerd.kafka.listener.factory_parts import (
     ListenerEdge,
     ListenerSecurity,
 )
+from brokerd.kafka.listener.request_decoder import (
+    MAX_PIPELINED_PRODUCES,
+    PIPELINE_READ_BYTES,
+    Answer,
+    KafkaDecoder,
+    KafkaFrameFault,
+    RawToken,
+    Refuse,
+)
 from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.server.handlers.sasl import SASL_API_KEYS, answer_sasl
 from brokerd.kafka.server.observe import observe_kafka
 from brokerd.kafka.server.sasl_session import SaslConfig, SaslFailed, SaslSession
 from brokerd.kafka.server.throttle import QuotaEnforcer
 from brokerd.kafka.wire import codec
-from brokerd.kafka.wire.codec import ApiKey, CodecError, FrameError, FrameTooLarge
+from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.requests import apis
-from brokerd.net.connection import RequestConnection
+from brokerd.net.connection import ConnectionState, DispatcherBase, RequestConnection
 from brokerd.net.connlimit import ConnectionLimit
+from brokerd.net.decoding import Aside, FrameFault
 from brokerd.net.refusals import RefusalLog
-
-if TYPE_CHECKING:
-    pass
+from brokerd.net.transport import Transport
 
 #: Seconds between writing the answer to a failed authentication and closing the
 #: connection: a client that handles the close before reading what arrived
 #: (kafka-python does) still learns why. Nothing more is served meanwhile. (The answer
 #: itself waits first: ``--connection-failed-authentication-delay-ms``.)
 FAILED_AUTHENTICATION_CLOSE_DELAY = 0.1
-#: What a connection may send before it has authenticated on a SASL listener.
-_BEFORE_AUTHENTICATION = SASL_API_KEYS | {ApiKey.API_VERSIONS}
 
 #: Cluster id reported in Metadata v2+: any stable string; clients only compare it.
 DEFAULT_CLUSTER_ID = "brokerd-single-node"
-#: While a request is in flight, keep reading until this much pipelined input is
-#: buffered, then pause the transport (Twisted's HTTPChannel does the same with 16 KiB).
-#: Reading on is what lets us notice a disconnect during a long poll.
-PIPELINE_READ_BYTES = 64 * 1024
-#: Consecutive Produce requests of one connection that may be in flight together. Their
-#: appends are queued in arrival order (per partition, the core keeps that order), and
-#: responses are written in request order; anything else waits for them to finish.
-MAX_PIPELINED_PRODUCES = 16
 
 
-class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
-    """One Kafka client connection. See the module docstring for its policies.
+#: A Kafka connection, as its dispatcher sees it.
+Connection = RequestConnection[apis.AnyRequest, object]
 
-    Complete frames are split off at once and queue (undecoded) in ``_pending``; each is
-    decoded when its turn comes. Answers are the handlers' response messages or an
-    :class:`~brokerd.kafka.listener.dispatch.Outcome`.
-    """
 
-    protocolName = "kafka"
+class KafkaDispatcher(DispatcherBase[apis.AnyRequest, object]):
+    """The Kafka listener's dispatch for one connection: the SASL phase (its first-bytes
+    step makes the session; SaslHandshake, SaslAuthenticate and raw tokens are answered
+    here), each other request to :class:`~brokerd.kafka.listener.dispatch.KafkaHandlers`,
+    client quotas charged while any is set, and the answers encoded and written. Answers
+    are the handlers' response messages or an
+    :class:`~brokerd.kafka.listener.dispatch.Outcome`."""
 
-    def __init__(self, factory: KafkaFactory) -> None:
-        super().__init__(
-            clock=factory.clock,
-            idle_timeout=factory.limits.idle_timeout,
-            frame_timeout=factory.limits.frame_timeout,
-            connection_limit=factory.connections,
-            request_budget=factory.edge.request_budget,
-        )
+    #: Requests received in full before the client disconnected are still carried out
+    #: (unanswered): an acks=0 produce, a commit or a LeaveGroup sent just before closing
+    #: counts, as in Kafka.
+    carries_on_after_loss = True
+
+    def __init__(self, factory: KafkaFactory, decoder: KafkaDecoder) -> None:
         self._factory = factory
-        self.metrics = factory.edge.metrics
-        self.answer_budget = factory.edge.answer_budget
+        self._decoder = decoder
         self._handlers = factory.handlers
-        self._decoder = codec.FrameDecoder(factory.frame_limit(authenticated=False))
-        self._pending: deque[bytes] = deque()
-        self._pending_bytes = 0
-        self._handed_bytes = 0  # the frame of the request nextRequest returned last
-        self._conn = RequestContext("")
-        self._sasl: SaslSession | None = None
+        self._quotas = factory.quotas
+        self._sasl_clock = cast(Clock, factory.clock)
+        self.context = RequestContext("")
         self._close_after_answer = False
         self._auth_failed = False  # answered a failed authentication: close soon
         self._holding_raw_token = False  # a raw SASL token answer waits for its delay
-        self._quotas = factory.quotas
+        self.holding = False
         # While some quota is set: per request handed out (by id), its frame size and
         # the reactor time spent on it so far.
         self._charges: dict[int, list[float]] = {}
 
-    def connectionMade(self) -> None:
-        super().connectionMade()
-        self._conn = RequestContext("/" + self.state.peer_host, self.state)
-        self._conn.client_port = int(getattr(self._t.getPeer(), "port", 0) or 0)
+    # ----------------------------------------------------------------- the connection
 
-    # ----------------------------------------------------------------- decoding
+    def connection_made(self, connection: Connection) -> None:
+        state = connection.state
+        self.context = RequestContext("/" + state.peer_host, state)
+        peer = cast(Transport, connection.transport).getPeer()
+        self.context.client_port = int(getattr(peer, "port", 0) or 0)
 
-    def requestDataReceived(self, data: bytes) -> None:
-        if self._auth_failed:
-            return  # about to close: nothing more is served
-        if self._sasl is None and self._factory.sasl is not None:
-            # Made with the first bytes, not in connectionMade: a TLS handshake
-            # completes (setting ``state.tls``) only after connectionMade, and the
-            # session offers PLAIN only on an encrypted connection.
-            self._sasl = SaslSession(
-                self._factory.sasl, tls=self.state.tls, peer=self.state.peer_host
-            )
-        try:
-            frames = self._decoder.feed(data)
-        except FrameTooLarge as e:
-            self._decoder = codec.FrameDecoder(self._factory.limits.max_frame_bytes)  # hold nothing
-            if self._sasl is not None and not self._sasl.authenticated:
-                self._factory.unauthenticated_refusals.refused(
-                    "kafka: closing connection from {peer}: before SASL authentication, "
-                    "{error} (see --sasl-server-max-receive-size)",
-                    peer=self._conn.client_host, error=str(e))
-            else:
-                self._log.info("kafka: closing connection from {peer}: {error}",
-                               peer=self._conn.client_host, error=str(e))
-            self.close(abort=True)
-            return
-        except FrameError as e:
-            self._decoder = codec.FrameDecoder(self._factory.limits.max_frame_bytes)
-            self._log.info("kafka: closing connection from {peer}: {error}",
-                           peer=self._conn.client_host, error=str(e))
-            self.close(abort=True)
-            return
-        for f in frames:
-            self._pending.append(f)
-            self._pending_bytes += len(f)
+    def lost(self, connection: Connection) -> None:
+        # Cancels a parked long-poll fetch or a held JoinGroup/SyncGroup: nobody waits
+        # for their answers any more. Requests received in full are still carried out.
+        self.context.close()
 
-    def nextRequest(self) -> apis.AnyRequest | None:
-        while (
-            not self.closing and not self.blocked and not self._auth_failed
-            and not self._holding_raw_token and self._may_dispatch()
+    def fault(self, connection: Connection, fault: FrameFault) -> None:
+        sasl = self.sasl
+        if (
+            isinstance(fault, KafkaFrameFault) and fault.too_large
+            and sasl is not None and not sasl.authenticated
         ):
-            payload = self._pending.popleft()
-            self._pending_bytes -= len(payload)
-            self._handed_bytes = len(payload)
-            if self._sasl is not None and self._sasl.raw_tokens and self._sasl.awaiting_tokens:
-                self._raw_token(self._sasl, payload)
-                continue
-            request = self._decode(payload)
-            if request is None:
-                continue  # answered or refused already
-            if (
-                self._sasl is not None
-                and not self._sasl.authenticated
-                and request.api_key not in _BEFORE_AUTHENTICATION
-            ):
-                self._refuse(f"{request.api_key.name} before SASL authentication")
-                continue
-            if not self.isConnected and request.api_key is ApiKey.FETCH:
-                continue  # the client is gone and a fetch changes nothing
-            return request
-        return None
+            self._factory.unauthenticated_refusals.refused(
+                "kafka: closing connection from {peer}: before SASL authentication, "
+                "{error} (see --sasl-server-max-receive-size)",
+                peer=self.context.client_host, error=str(fault))
+        else:
+            self._log.info("kafka: closing connection from {peer}: {error}",
+                           peer=self.context.client_host, error=str(fault))
 
-    def _may_dispatch(self) -> bool:
-        if not self._pending:
-            return False
-        in_flight = self.inFlight
-        if not in_flight:
-            return True
-        return (
-            len(in_flight) < MAX_PIPELINED_PRODUCES
-            and _is_produce(self._pending[0])
-            and all(request.api_key is ApiKey.PRODUCE for request in in_flight)
+    def failed(self, connection: Connection, failure: Failure, request: apis.AnyRequest) -> None:
+        # Every expected error is an error code inside a response; this is a bug, and
+        # the request cannot be answered in its API's terms: close, as Kafka does.
+        self._log.failure(
+            "kafka: {api} v{version} failed; closing the connection",
+            failure=failure, api=request.api_key.name, version=request.api_version,
         )
 
-    def _decode(self, payload: bytes) -> apis.AnyRequest | None:
-        try:
-            return apis.decode_request(payload)
-        except apis.UnsupportedVersion as e:
-            if e.api_key is ApiKey.API_VERSIONS:
-                # Never close here: old librdkafka would take it for a pre-0.10 broker.
-                self.write(apis.api_versions_fallback(e.correlation_id))
-                return None
-            self._refuse(str(e))
-        except CodecError as e:
-            self._refuse(str(e))
-        return None
+    def aside(self, connection: Connection, item: Aside) -> None:
+        if isinstance(item, Answer):
+            connection.write(item.frame)
+        elif isinstance(item, RawToken):
+            sasl = self.sasl
+            assert sasl is not None
+            self._raw_token(connection, sasl, item.token)
+        else:
+            assert isinstance(item, Refuse)
+            self._refuse(connection, item.why)
 
-    def _raw_token(self, session: SaslSession, token: bytes) -> None:
+    # ----------------------------------------------------------------- SASL
+
+    @property
+    def sasl(self) -> SaslSession | None:
+        """This connection's SASL session (None until its first bytes, or without SASL)."""
+        return self._decoder.sasl
+
+    @sasl.setter
+    def sasl(self, session: SaslSession | None) -> None:
+        self._decoder.sasl = session
+
+    def first_bytes(self, state: ConnectionState, data: bytes) -> bytes:
+        """The SASL listener's first-bytes step: the session is made with the first
+        bytes, not when the connection is made: a TLS handshake completes (setting
+        ``state.tls``) only after that, and the session offers PLAIN only on an encrypted
+        connection."""
+        config = self._factory.sasl
+        if self.sasl is None and config is not None:
+            self.sasl = SaslSession(config, tls=state.tls, peer=state.peer_host)
+        return data
+
+    def _hold(self) -> None:
+        self.holding = self._auth_failed or self._holding_raw_token
+
+    def _raw_token(self, connection: Connection, session: SaslSession, token: bytes) -> None:
         """A raw SASL token (after SaslHandshake v0): answer with a raw token frame."""
         try:
             answer = session.token(token)
         except SaslFailed as e:
             self._sasl_failed(e.log, e.kind)
-            self._auth_failed = True
-            self._clock.callLater(e.delay, self._refuse_quietly)
+            self._fail_authentication()
+            self._sasl_clock.callLater(e.delay, connection.close)  # serve nothing more
             return
         if session.answer_delay > 0:
             self._holding_raw_token = True
-            self._clock.callLater(session.answer_delay, self._release_raw_token, session, answer)
+            self._hold()
+            self._sasl_clock.callLater(
+                session.answer_delay, self._release_raw_token, connection, session, answer)
             return
-        self.write(codec.frame(answer))
-        self._authenticated(session)
+        connection.write(codec.frame(answer))
+        self._authenticated(connection, session)
 
-    def _release_raw_token(self, session: SaslSession, answer: bytes) -> None:
+    def _release_raw_token(
+        self, connection: Connection, session: SaslSession, answer: bytes
+    ) -> None:
         self._holding_raw_token = False
-        if self.closing or not self.isConnected:
+        self._hold()
+        if connection.closing or not connection.isConnected:
             return
-        self.write(codec.frame(answer))
-        self._authenticated(session)
-        self._pump()
+        connection.write(codec.frame(answer))
+        self._authenticated(connection, session)
+        connection.pump()
 
-    def _authenticated(self, session: SaslSession) -> None:
+    def _authenticated(self, connection: Connection, session: SaslSession) -> None:
         if session.authenticated:
             self._decoder.max_frame_bytes = self._factory.frame_limit(authenticated=True)
-        if session.principal is not None and self.state.principal != session.principal:
-            self.state.principal = session.principal
+        state = connection.state
+        if session.principal is not None and state.principal != session.principal:
+            state.principal = session.principal
             self._log.info("kafka: {peer} authenticated as {principal} ({mechanism})",
-                           peer=self._conn.client_host, principal=session.principal,
+                           peer=self.context.client_host, principal=session.principal,
                            mechanism=session.mechanism)
 
     def _sasl_failed(self, why: str, kind: str) -> None:
@@ -279,120 +257,91 @@ class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
             return  # counted; told with the next line of its kind
         more = f" ({suppressed} more {kind} failures not logged)" if suppressed else ""
         self._log.warn("kafka: SASL authentication from {peer} failed: {why}{more}",
-                       peer=self._conn.client_host, why=why, more=more)
+                       peer=self.context.client_host, why=why, more=more)
 
-    def _close_after_failure(self) -> None:
+    def _fail_authentication(self) -> None:
         self._auth_failed = True
-        self.schedule(FAILED_AUTHENTICATION_CLOSE_DELAY, self._refuse_quietly)
+        self._decoder.ignoring = True  # about to close: nothing more is served
+        self._hold()
 
-    def _refuse_quietly(self) -> None:
-        self.close()  # even when already disconnected: serve nothing more
+    def _close_after_failure(self, connection: Connection) -> None:
+        self._fail_authentication()
+        # Even when already disconnected: serve nothing more.
+        connection.schedule(FAILED_AUTHENTICATION_CLOSE_DELAY, connection.close)
 
-    def _refuse(self, why: str) -> None:
+    def _refuse(self, connection: Connection, why: str) -> None:
         self._log.info("kafka: closing connection from {peer}: {why}",
-                       peer=self._conn.client_host, why=why)
-        self.close()  # even when already disconnected: serve nothing more
-
-    def framePending(self) -> bool:
-        return self._decoder.buffered > 0  # complete frames are in _pending already
-
-    def readAhead(self) -> bool:
-        # Keep reading behind a busy request up to a bound: pipelined produces can join
-        # it, and a client's disconnect during a long poll is noticed.
-        return self._pending_bytes + self._decoder.buffered < PIPELINE_READ_BYTES
-
-    def inputHeld(self) -> int:
-        return self._pending_bytes + self._decoder.buffered
-
-    def inputOwed(self) -> int:
-        return self._decoder.owed
-
-    def inputArrived(self) -> int:
-        return self._decoder.buffered  # complete frames are split off: the one owed
-
-    def lastRequestBytes(self) -> int:
-        return self._handed_bytes
-
-    def inputDiscarded(self) -> None:
-        self._pending.clear()
-        self._pending_bytes = 0
-
-    def requestsAbandoned(self) -> None:
-        self._decoder = codec.FrameDecoder(self._factory.limits.max_frame_bytes)
-        # Cancels a parked long-poll fetch or a held JoinGroup/SyncGroup: nobody waits
-        # for their answers any more.
-        self._conn.close()
-        # Requests received in full before the client closed are still carried out, in
-        # order and unanswered, as Kafka does: a client may send acks=0 produces, a
-        # commit or a LeaveGroup and close at once. (Fetches are skipped: no effect.)
-        self._pump()
+                       peer=self.context.client_host, why=why)
+        connection.close()  # even when already disconnected: serve nothing more
 
     # ----------------------------------------------------------------- dispatch
 
-    def handleRequest(self, request: apis.AnyRequest) -> defer.Deferred[object]:
-        started = self.metrics.now()
+    def handle(self, connection: Connection, request: apis.AnyRequest) -> defer.Deferred[object]:
+        metrics = connection.metrics
+        started = metrics.now()
         quotas = self._quotas
         if quotas.quotas.keys_set and request.api_key not in SASL_API_KEYS:
-            return self._handle_charged(quotas, request, started)
-        return observe_kafka(self.metrics, request, started, self._dispatch(request))
+            return self._handle_charged(connection, quotas, request, started)
+        return observe_kafka(metrics, request, started, self._dispatch(connection, request))
 
     def _handle_charged(
-        self, quotas: QuotaEnforcer, request: apis.AnyRequest, started: float
+        self, connection: Connection, quotas: QuotaEnforcer, request: apis.AnyRequest,
+        started: float,
     ) -> defer.Deferred[object]:
         """Dispatch while client quotas are set: note the request's size and time (and
         cut a fetch to what the consumer quota allows in its window)."""
         begun = perf_counter()
         # Keyed by the request handed out: its answer is delivered with that one.
-        charge = [float(self._handed_bytes), 0.0]
+        charge = [float(self._decoder.last_request_bytes), 0.0]
         self._charges[id(request)] = charge
         if request.api_key is ApiKey.FETCH:
-            cap = quotas.fetch_cap(self.state.principal, request.header.client_id)
+            cap = quotas.fetch_cap(connection.state.principal, request.header.client_id)
             if cap is not None and cap < request.body.max_bytes:
                 body = request.body
                 request = attrs.evolve(request, body=attrs.evolve(
                     body, max_bytes=cap, min_bytes=min(body.min_bytes, cap)))
-        d = observe_kafka(self.metrics, request, started, self._dispatch(request))
+        d = observe_kafka(connection.metrics, request, started, self._dispatch(connection, request))
         charge[1] += perf_counter() - begun
         return d
 
-    def _dispatch(self, request: apis.AnyRequest) -> defer.Deferred[object]:
+    def _dispatch(self, connection: Connection, request: apis.AnyRequest) -> defer.Deferred[object]:
         if request.api_key in SASL_API_KEYS:
             # Answered here, synchronously: they change this connection's state, and the
             # next frame must be read in the state they leave.
-            answer = answer_sasl(self._sasl, request)
+            answer = answer_sasl(self.sasl, request)
             if answer.failure is not None:
                 self._sasl_failed(answer.failure, answer.failure_kind)
             if answer.close:
                 self._close_after_answer = True
-            elif self._sasl is not None:
-                self._authenticated(self._sasl)
+            elif self.sasl is not None:
+                self._authenticated(connection, self.sasl)
             if answer.delay > 0:
                 # Later frames wait behind this one, so none is served meanwhile.
                 held: defer.Deferred[object] = defer.Deferred()
-                self._clock.callLater(answer.delay, held.callback, answer.response)
+                self._sasl_clock.callLater(answer.delay, held.callback, answer.response)
                 return held
             return defer.succeed(answer.response)
-        return self._handlers.handle(self._conn, request)
+        return self._handlers.handle(self.context, request)
 
-    def deliverAnswer(self, request: apis.AnyRequest, answer: object) -> bool:
+    def deliver(self, connection: Connection, request: apis.AnyRequest, answer: object) -> bool:
         charge = self._charges.pop(id(request), None) if self._charges else None
         if charge is not None:
-            return self._deliver_charged(self._quotas, request, answer, charge)
-        if answer is Outcome.NO_RESPONSE or self.closing or not self.isConnected:
+            return self._deliver_charged(connection, self._quotas, request, answer, charge)
+        if answer is Outcome.NO_RESPONSE or connection.closing or not connection.isConnected:
             return True  # acks=0, or the connection is going away: nobody to answer
         if answer is Outcome.CLOSE_CONNECTION:
-            self.close()
+            connection.close()
             return False
-        self.write(apis.encode_response(
+        connection.write(apis.encode_response(
             request.header.correlation_id, request.api_version, answer))
         if self._close_after_answer:
-            self._close_after_failure()
+            self._close_after_failure(connection)
             return False
         return True
 
     def _deliver_charged(
-        self, quotas: QuotaEnforcer, request: apis.AnyRequest, answer: object,
-        charge: list[float],
+        self, connection: Connection, quotas: QuotaEnforcer, request: apis.AnyRequest,
+        answer: object, charge: list[float],
     ) -> bool:
         """Charge the request to its client quotas, answer it (with its throttle time)
         and mute the connection for that long."""
@@ -405,41 +354,63 @@ class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
                 request.header.correlation_id, request.api_version, response)
             answer_bytes = frame.size if not isinstance(frame, bytes) else len(frame)
         charged = quotas.charge(
-            request.api_key, self.state.principal, request.header.client_id, response,
+            request.api_key, connection.state.principal, request.header.client_id, response,
             int(charge[0]), answer_bytes, charge[1] + (perf_counter() - begun),
         )
         if charged.throttle_ms > 0:
             frame = None  # the answer changed (its throttle time, an emptied fetch)
         if isinstance(answer, Outcome):
-            go_on = self._deliver_outcome(answer)
-        elif self.closing or not self.isConnected:
+            go_on = self._deliver_outcome(connection, answer)
+        elif connection.closing or not connection.isConnected:
             return True
         else:
-            self.write(frame if frame is not None else apis.encode_response(
+            connection.write(frame if frame is not None else apis.encode_response(
                 request.header.correlation_id, request.api_version, charged.answer))
             go_on = True
         if charged.throttle_ms > 0 and go_on:
-            self.mute(charged.throttle_ms / 1000.0)
+            connection.mute(charged.throttle_ms / 1000.0)
         return go_on
 
-    def _deliver_outcome(self, outcome: Outcome) -> bool:
-        if outcome is Outcome.CLOSE_CONNECTION and not self.closing and self.isConnected:
-            self.close()
+    def _deliver_outcome(self, connection: Connection, outcome: Outcome) -> bool:
+        if (
+            outcome is Outcome.CLOSE_CONNECTION
+            and not connection.closing
+            and connection.isConnected
+        ):
+            connection.close()
             return False
         return True
 
-    def requestFailed(self, failure: Failure, request: apis.AnyRequest) -> None:
-        # Every expected error is an error code inside a response; this is a bug, and
-        # the request cannot be answered in its API's terms: close, as Kafka does.
-        self._log.failure(
-            "kafka: {api} v{version} failed; closing the connection",
-            failure=failure, api=request.api_key.name, version=request.api_version,
+
+class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
+    """One Kafka client connection: the shared connection given the Kafka decoder
+    (:class:`~brokerd.kafka.listener.request_decoder.KafkaDecoder`), dispatcher
+    (:class:`KafkaDispatcher`) and, on a SASL listener, the SASL first-bytes step. It only
+    builds them; it changes nothing of the connection. See the module docstring for the
+    policies."""
+
+    protocolName = "kafka"
+    decoder: KafkaDecoder
+    dispatcher: KafkaDispatcher
+
+    def __init__(self, factory: KafkaFactory) -> None:
+        decoder = KafkaDecoder(
+            factory.frame_limit(authenticated=False),
+            reset_frame_bytes=lambda: factory.limits.max_frame_bytes,
         )
-
-
-def _is_produce(payload: bytes) -> bool:
-    """Whether a frame is a Produce request (its first two bytes are the API key)."""
-    return len(payload) >= 2 and payload[0] == 0 and payload[1] == ApiKey.PRODUCE
+        dispatcher = KafkaDispatcher(factory, decoder)
+        super().__init__(
+            decoder,
+            dispatcher,
+            clock=factory.clock,
+            idle_timeout=factory.limits.idle_timeout,
+            frame_timeout=factory.limits.frame_timeout,
+            connection_limit=factory.connections,
+            request_budget=factory.edge.request_budget,
+            first_bytes=dispatcher.first_bytes,
+        )
+        self.metrics = factory.edge.metrics
+        self.answer_budget = factory.edge.answer_budget
 
 
 class KafkaFactory(Factory):
@@ -549,6 +520,7 @@ __all__ = [
     "FAILED_AUTHENTICATION_CLOSE_DELAY",
     "MAX_PIPELINED_PRODUCES",
     "PIPELINE_READ_BYTES",
+    "KafkaDispatcher",
     "KafkaFactory",
     "KafkaProtocol",
 ]

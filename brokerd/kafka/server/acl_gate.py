@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar, cast
 
 import attrs
 
@@ -233,6 +233,48 @@ def refuse_groups_with_denied_topics(
         )
 
     return refuse
+
+
+class GroupIdsBody(Protocol):
+    """A describe request naming groups by ``group_ids``."""
+
+    @property
+    def group_ids(self) -> tuple[str, ...]: ...
+
+
+class GroupsBody(Protocol):
+    """A describe response answering per group in ``groups``."""
+
+    @property
+    def groups(self) -> tuple[object, ...]: ...
+
+
+GQ = TypeVar("GQ", bound=GroupIdsBody)
+GP = TypeVar("GP", bound=GroupsBody)
+_A = TypeVar("_A")
+
+
+def _evolve(inst: _A, **changes: object) -> _A:
+    """``attrs.evolve`` of a message known here by a Protocol (the attrs mypy plugin
+    asks for an attrs class; every message class is one)."""
+    return cast(_A, attrs.evolve(cast(Any, inst), **changes))
+
+
+def describe_each_group(
+    access: Access, req: Request[GQ], denied_entry: Callable[[str, ErrorCode], object]
+) -> Gate[GQ, GP]:
+    """The group describe APIs' rule: DESCRIBE on each group; the others are answered
+    ``denied_entry(group id, GROUP_AUTHORIZATION_FAILED)``, once per group id (the
+    handler sees each allowed id once)."""
+    body = req.body
+    distinct = _evolve(body, group_ids=tuple(dict.fromkeys(body.group_ids)))
+    return split_entries(
+        Request(req.header, distinct), distinct.group_ids, itself,
+        lambda g: None if access.group(Operation.DESCRIBE, g) else GROUP_DENIED,
+        denied_entry,
+        narrow=lambda kept: _evolve(distinct, group_ids=kept),
+        widen=lambda r, denied: _evolve(r, groups=(*r.groups, *denied)),
+    )
 
 
 class Named(Protocol):

@@ -15,10 +15,11 @@ What it does not do: change an answer, or keep any state (beyond the per-class p
 from __future__ import annotations
 
 import enum
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import attrs
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, fail
+from twisted.python.failure import Failure
 
 from brokerd.kafka.errors import ErrorCode as KafkaError
 from brokerd.kafka.wire import codec
@@ -71,6 +72,39 @@ def _scalar_fields(cls: type) -> set[str]:
     return scalar
 
 
+def _barren_fields(cls: type) -> set[str]:
+    """The fields ``cls``'s wire layout declares as a struct (or an array of structs)
+    in which no error code can be, at any depth (a Produce answer's ``record_errors``,
+    a Fetch answer's ``aborted_transactions``): the walk skips them too."""
+    barren: set[str] = set()
+    for field in getattr(cls, "FIELDS", ()):
+        kind = field.type
+        if isinstance(kind, codec.Array):
+            kind = kind.item
+        if isinstance(kind, codec.Struct) and not _may_hold_errors(kind.cls, set()):
+            barren.add(field.name)
+    return barren
+
+
+def _may_hold_errors(cls: type, seen: set[type]) -> bool:
+    """Whether a value of ``cls`` may carry an error code, itself or in a field the walk
+    looks at (a class met again on the way is taken to: a cycle, if any, is walked)."""
+    if cls in seen or not attrs.has(cls):
+        return cls in seen
+    seen.add(cls)
+    has_error, others = _plan(cls)
+    if has_error:
+        return True
+    declared = {f.name: f.type for f in getattr(cls, "FIELDS", ())}
+    for name in others:
+        kind = declared.get(name)
+        if isinstance(kind, codec.Array):
+            kind = kind.item
+        if not isinstance(kind, codec.Struct) or _may_hold_errors(kind.cls, seen):
+            return True  # undeclared, or a struct that may
+    return False
+
+
 def _plan(cls: type) -> tuple[bool, tuple[str, ...]]:
     plan = _plans.get(cls)
     if plan is None:
@@ -79,6 +113,11 @@ def _plan(cls: type) -> tuple[bool, tuple[str, ...]]:
         # Produce answer's partition has 7 fields; one, record_errors, may).
         skip = _scalar_fields(cls) | {_ERROR_FIELD}
         plan = _plans[cls] = (_ERROR_FIELD in names, tuple(n for n in names if n not in skip))
+        # Then the struct fields in which no error can be, once this plan is known
+        # (their own plans may come back to this class).
+        barren = _barren_fields(cls)
+        if barren:
+            plan = _plans[cls] = (plan[0], tuple(n for n in plan[1] if n not in barren))
     return plan
 
 
@@ -131,6 +170,16 @@ def observe_kafka(
         observer.request_done(api_name(request.api_key), started, kafka_errors(answer))
         return answer
 
+    if d.called and not d.paused:
+        # Answered already (a small Produce, a Fetch with records at hand): counted now,
+        # without a callback added to a fired Deferred and run through its machinery.
+        result = d.result
+        if not isinstance(result, (Failure, Deferred)):
+            try:
+                answered(cast(T, result))
+            except Exception:
+                return fail()  # as the callback's failure would have been
+            return d
     return d.addCallback(answered)
 
 

@@ -132,13 +132,21 @@ class QuotaEnforcer:
         return self.quotas.window_bytes(quota_user(principal), client_id or "")
 
     def mutations(self, conn_principal: str | None, client_id: str | None,
-                  strict: bool) -> MutationCharge | None:
+                  strict: bool) -> MutationCharge:
         """The controller mutation quota of one CreateTopics/CreatePartitions/DeleteTopics
-        request's share (None: no such quota is set)."""
+        request's share (:data:`NO_MUTATION_QUOTA` when no such quota is set)."""
         if CONTROLLER_MUTATION_RATE not in self.quotas.keys_set:
-            return None
+            return NO_MUTATION_QUOTA
         return MutationCharge(self.quotas, quota_user(conn_principal), client_id or "",
                               self._now_ms(), strict)
+
+
+def mutation_charge(
+    quotas: QuotaEnforcer | None, principal: str | None, client_id: str | None, *, strict: bool
+) -> MutationCharge:
+    """What a topic-mutating request is charged (:meth:`QuotaEnforcer.mutations`; free
+    without quotas)."""
+    return NO_MUTATION_QUOTA if quotas is None else quotas.mutations(principal, client_id, strict)
 
 
 #: Kafka's message beside THROTTLING_QUOTA_EXCEEDED.
@@ -151,7 +159,7 @@ class MutationCharge:
     CreatePartitions v3+): a topic is refused while the share's bucket is below zero;
     otherwise every mutation is done and only throttled."""
 
-    def __init__(self, quotas: QuotaManager, user: str, client_id: str, now_ms: float,
+    def __init__(self, quotas: QuotaManager | None, user: str, client_id: str, now_ms: float,
                  strict: bool) -> None:
         self._quotas = quotas
         self._user = user
@@ -161,7 +169,7 @@ class MutationCharge:
 
     def refused(self) -> bool:
         """Whether the next topic of a strict request is refused."""
-        if not self.strict:
+        if not self.strict or self._quotas is None:
             return False
         delay = self._quotas.mutation_throttle(self._user, self._client, self._now)
         if delay > 0:
@@ -170,11 +178,27 @@ class MutationCharge:
 
     def charge(self, count: int) -> None:
         """Charge ``count`` partitions created or deleted."""
-        self._quotas.record_mutations(self._user, self._client, count, self._now)
+        if self._quotas is not None:
+            self._quotas.record_mutations(self._user, self._client, count, self._now)
 
     def throttle_ms(self) -> int:
         """The answer's throttle time: how long until the share's bucket is back at 0."""
+        if self._quotas is None:
+            return 0
         return self._quotas.mutation_throttle(self._user, self._client, self._now)
 
 
-__all__ = ["THROTTLED_TEXT", "Charged", "MutationCharge", "QuotaEnforcer", "quota_user"]
+#: The charge of a request when no controller mutation quota is set: nothing refused,
+#: nothing charged, no throttle.
+NO_MUTATION_QUOTA = MutationCharge(None, "", "", 0.0, strict=False)
+
+
+__all__ = [
+    "NO_MUTATION_QUOTA",
+    "THROTTLED_TEXT",
+    "Charged",
+    "MutationCharge",
+    "QuotaEnforcer",
+    "mutation_charge",
+    "quota_user",
+]

@@ -32,6 +32,7 @@ from twisted.internet import defer
 
 from brokerd.kafka.regex import InvalidRegex, Regex, compile_regex
 from brokerd.storage.config.definition import ConfigType
+from brokerd.storage.config.topic_config import AlterOp, list_altered
 from brokerd.storage.stores.client_metrics import MAX_RESOURCES, ClientMetricsStore
 
 METRICS = "metrics"
@@ -170,15 +171,6 @@ def parse(name: str, configs: Mapping[str, str]) -> Subscription:
     )
 
 
-class AlterOp(enum.IntEnum):
-    """IncrementalAlterConfigs' operations (Kafka's numbers)."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
-
-
 def apply_ops(
     current: Mapping[str, str], ops: Iterable[tuple[str, int, str | None]]
 ) -> dict[str, str]:
@@ -207,13 +199,7 @@ def apply_ops(
             raise InvalidClientMetricsConfig(
                 f"Config value {verb} is not allowed for config key: {name}"
             )
-        items = _items(out.get(name, definition.default))
-        given = _items(value)
-        if op is AlterOp.APPEND:
-            items += [v for v in given if v not in items]
-        else:
-            items = [v for v in items if v not in given]
-        out[name] = ",".join(items)
+        out[name] = list_altered(out.get(name, definition.default), op, value)
     return out
 
 

@@ -14,7 +14,11 @@ What it does:
   (the way Kafka's JSON message schemas do: a field exists for a version range and may
   be nullable from some version on). :func:`read_struct` / :func:`write_struct` turn
   bytes into attrs instances and back. The message classes themselves live in
-  :mod:`brokerd.kafka.wire.requests.apis`.
+  :mod:`brokerd.kafka.wire.requests.apis`. Each class is read and written by one
+  function per version and mode, generated as source text and compiled the first time
+  it is needed (all fields inline; anything but the plain case handed to the generic
+  code above at the same position, so the checks and errors are that code's):
+  :func:`reader_source` / :func:`writer_source` show it.
 * Flexible versions (KIP-482): a message class's ``FLEXIBLE_FROM`` names its first
   flexible version. A :class:`Reader` / :class:`Writer` built with ``flexible=True``
   reads and writes strings, bytes and arrays in their compact forms (unsigned varint
@@ -40,7 +44,7 @@ import enum
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, Protocol, TypeVar, cast, overload
+from typing import Any, ClassVar, Protocol, cast, overload
 
 import attrs
 
@@ -534,7 +538,7 @@ class Writer:
         header = _I32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
         if self._spliced:
             return self._spliced_frame(header)
-        body = cast(list[bytes], self._parts)  # no StoredRecords: every part is bytes
+        body: list[bytes] = self._parts  # type: ignore[assignment]  # no StoredRecords
         return b"".join([_I32.pack(len(header) + sum(map(len, body))), header, *body])
 
     def _spliced_frame(self, header: bytes) -> SplicedFrame:
@@ -613,7 +617,8 @@ def _int_writer(pack: Callable[[int], bytes]) -> Callable[[Writer, Any], None]:
 
 class _Fixed:
     """A type of a fixed size: its reader and writer of one value, chosen once (the
-    compiled field readers and writers call them directly)."""
+    generated readers and writers call them where the bytes are short or a value does
+    not pack, for the generic path's error)."""
 
     def __init__(
         self,
@@ -663,12 +668,6 @@ class _Sized:
         self._readers = readers
         self._writers = writers
 
-    def reader(self, flexible: bool) -> Callable[[Reader], Any]:
-        return self._readers[flexible]
-
-    def writer(self, flexible: bool) -> Callable[[Writer, Any], None]:
-        return self._writers[flexible]
-
     def read(self, r: Reader, version: int, nullable: bool) -> Any:
         v = self._readers[r.flexible](r)
         if v is None and not nullable:
@@ -681,6 +680,9 @@ class _Sized:
 
     def min_size(self, version: int, flexible: bool = False) -> int:
         return 1 if flexible else self._classic_prefix
+
+    def __repr__(self) -> str:
+        return self.what.upper()
 
 
 #: Kafka's all-zero UUID: "no topic ID" in a request or an answer.
@@ -748,6 +750,9 @@ class Array:
     def min_size(self, version: int, flexible: bool = False) -> int:
         return 1 if flexible else 4
 
+    def __repr__(self) -> str:
+        return f"Array({self.item!r})"
+
 
 class Message(Protocol):
     """An attrs class carrying its wire layout in ``FIELDS``.
@@ -774,6 +779,9 @@ class Struct:
 
     def min_size(self, version: int, flexible: bool = False) -> int:
         return _layout(self.cls).min_size(version, flexible)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.cls.__name__})"
 
 
 @attrs.frozen
@@ -868,203 +876,584 @@ def is_flexible(cls: type[Any], version: int) -> bool:
     return start is not None and version >= start
 
 
-# -- readers specialised per class, version and mode -----------------------------------
+# -- readers and writers generated per class, version and mode --------------------------
 #
-# Decoding is the largest Python step of a small request (docs/performance.md,
-# "librdkafka's latency"): through the generic path every field costs a
-# ``WireType.read``, a ``Reader`` method and its bounds check, three or four calls. A
-# struct's plan is turned once per (class, version, flexible) into one function per
-# field: an integer is one call with its bounds check inline, a string or bytes field
-# the ``Reader`` method itself, an array of structs a loop over the nested struct's own
-# readers. Every check and error of the generic path is kept; types this does not know
-# (custom ``WireType`` classes) are read through their own ``read``.
+# Decoding and encoding are the largest Python steps of a small request
+# (docs/performance.md, "librdkafka's latency"). Through the generic path every field
+# costs a ``WireType.read`` or ``write``, a ``Reader``/``Writer`` method and its bounds
+# check: three or four calls. Instead, each (class, version, flexible) gets ONE reader
+# and ONE writer function, generated as source text the first time it is used and
+# compiled once: every field inline, nested structs and arrays of structs inline in the
+# same function (a loop per array), consecutive integers read or written by one
+# ``struct`` call, one-byte varints, lengths and empty tagged-fields sections handled
+# inline.
+#
+# The checks are the generic path's: every inline read first checks that its bytes are
+# there (a count also that its items can fit, before anything is allocated); anything
+# that is not the plain case (a short buffer, a null, a multi-byte varint, a non-empty
+# tagged-fields section, bad UTF-8, a value that does not pack) is handed, at the same
+# position, to the generic ``Reader``/``Writer``/``WireType`` code, which reads it or
+# raises its own error with its own message. Types the generator does not know (a
+# ``Struct`` subclass such as a nullable struct, custom ``WireType`` classes) are read
+# and written through their own ``read``/``write``; so is a struct nested in itself,
+# and an array item whose class is not the declared one (written by ``write_struct``).
+# :func:`reader_source` and :func:`writer_source` return the generated text.
 
-#: One field's reader: ``(attribute name, read(r))``.
-FieldReader = tuple[str, Callable[[Reader], Any]]
-_F = TypeVar("_F")
-_READERS: dict[tuple[type[Any], int, bool], tuple[FieldReader, ...]] = {}
-#: Keys being built (a struct nested in itself is not inlined by its readers).
-_BUILDING: set[tuple[type[Any], int, bool]] = set()
+#: The fixed-size types read and written inline, by their ``struct`` format character.
+_FIXED_CODES: dict[object, str] = {
+    INT8: "b", INT16: "h", INT32: "i", INT64: "q", BOOL: "?", UINT16: "H", FLOAT64: "d",
+}
+#: The ones a writer packs inline (UINT16 and FLOAT64 convert and check first: theirs).
+_PACKED_CODES = frozenset("bhiq?")
+#: Items of an array read into a list made before the loop (the rest are appended).
+_PREALLOCATED_ITEMS = 64
+#: How deep structs are inlined into one function (deeper ones: one call each).
+_INLINE_DEPTH = 8
+#: Topic IDs read lately, by their 16 bytes (a Fetch names its topics by ID; a UUID is
+#: immutable, so one instance serves every request). Emptied when full: a client
+#: naming ever new IDs costs at most this many entries.
+_UUIDS: dict[bytes, uuid.UUID] = {}
+_UUIDS_KEPT = 256
+_GenKey = tuple[type[Any], int, bool]
 
 
+def _uuid_of(data: bytes) -> uuid.UUID:
+    """``uuid.UUID(bytes=data)``, kept in :data:`_UUIDS`."""
+    if len(_UUIDS) >= _UUIDS_KEPT:
+        _UUIDS.clear()
+    value = _UUIDS[data] = uuid.UUID(bytes=data)
+    return value
+_READ_FUNCS: dict[_GenKey, Callable[[Reader], Any]] = {}
+_WRITE_FUNCS: dict[_GenKey, Callable[[Writer, Any], None]] = {}
 
 
+class _Source:
+    """The text of one generated function and the objects it refers to by name."""
 
-def _not_null(read: Callable[[Reader], Any], what: str) -> Callable[[Reader], Any]:
-    def checked(r: Reader) -> Any:
-        value = read(r)
-        if value is None:
-            raise MalformedRequest(f"null {what} where the schema forbids it")
-        return value
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.ns: dict[str, Any] = {}
+        self._names: dict[int, str] = {}
+        self._count = 0
 
-    return checked
+    def const(self, obj: Any, hint: str) -> str:
+        """A global name for ``obj`` in the generated function's namespace."""
+        name = self._names.get(id(obj))
+        if name is None:
+            name = self._names[id(obj)] = f"{hint}_{len(self._names)}"
+            self.ns[name] = obj
+        return name
+
+    def var(self, hint: str) -> str:
+        self._count += 1
+        return f"{hint}{self._count}"
+
+    def add(self, indent: int, text: str) -> None:
+        self.lines.append("    " * indent + text)
+
+    def compile(self, name: str, filename: str) -> Any:
+        code = compile("\n".join(self.lines) + "\n", filename, "exec")
+        exec(code, self.ns)
+        return self.ns[name]
 
 
-def _array_reader(
-    item: Struct, version: int, flexible: bool, nullable: bool
-) -> Callable[[Reader], Any]:
-    cls = item.cls
-    item_size = item.min_size(version, flexible)
-    fields = _readers(cls, version, flexible)
+def _struct_format(codes: str) -> struct.Struct:
+    return struct.Struct(">" + codes)
 
-    def read(r: Reader) -> Any:
-        n = r.compact_array_count(item_size) if flexible else r.array_count(item_size)
-        if n is None:
-            if not nullable:
-                raise MalformedRequest("null array where the schema forbids it")
-            return None
-        out = []
-        for _ in range(n):
-            kwargs = {name: f(r) for name, f in fields}
-            if flexible:
-                r.skip_tagged_fields()
-            out.append(cls(**kwargs))
-        return tuple(out)
 
+def _is_plain_struct(t: WireType) -> bool:
+    return type(t) is Struct
+
+
+def _runs(plan: Sequence[PlanStep], packed: bool) -> list[tuple[bool, list[PlanStep]]]:
+    """The plan cut into runs: ``(True, steps)`` for consecutive fixed-size fields read
+    (or, if ``packed``, written) by one ``struct`` call, ``(False, [step])`` for every
+    other field."""
+    runs: list[tuple[bool, list[PlanStep]]] = []
+    for step in plan:
+        code = _FIXED_CODES.get(step[1])
+        fixed = code is not None and (not packed or code in _PACKED_CODES)
+        if fixed and runs and runs[-1][0]:
+            runs[-1][1].append(step)
+        else:
+            runs.append((fixed, [step]))
+    return runs
+
+
+# The reading side.
+
+
+class _ReaderGen:
+    def __init__(self, version: int, flexible: bool) -> None:
+        self.version = version
+        self.flexible = flexible
+        self.src = _Source()
+        self.stack: list[type[Any]] = []
+
+    def fallback(self, ind: int, target: str, call: str) -> None:
+        """Hand the field at ``pos`` to the generic code (which reads it or raises)."""
+        self.src.add(ind, "r._pos = pos")
+        self.src.add(ind, f"{target} = {call}")
+        self.src.add(ind, "pos = r._pos")
+
+    def generic(self, ind: int, target: str, t: WireType, nullable: bool) -> None:
+        self.fallback(ind, target, f"{self.src.const(t, 'T')}.read(r, {self.version}, {nullable})")
+
+    def struct(self, cls: type[Any], ind: int, target: str) -> None:
+        """Read an instance of ``cls`` into the local ``target``."""
+        src = self.src
+        c = src.const(cls, cls.__name__)
+        if cls in self.stack or len(self.stack) >= _INLINE_DEPTH:
+            self.fallback(ind, target, f"read_struct({c}, r, {self.version})")
+            return
+        self.stack.append(cls)
+        plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(self.version)
+        names: list[tuple[str, str]] = []
+        for fixed, run in _runs(plan, packed=False):
+            if fixed:
+                names.extend(self.fixed_run(run, ind))
+                continue
+            ((name, t, nullable),) = run
+            v = src.var("v")
+            src.add(ind, f"# {cls.__name__}.{name}: {t!r}{' (nullable)' if nullable else ''}")
+            self.field(t, nullable, ind, v)
+            names.append((name, v))
+        if self.flexible:
+            src.add(ind, "if pos < end and data[pos] == 0:")
+            src.add(ind + 1, "pos += 1  # the usual empty tagged-fields section")
+            src.add(ind, "else:")
+            self.fallback(ind + 1, "_", "r.skip_tagged_fields()")
+        args = ", ".join(f"{name}={v}" for name, v in names)
+        src.add(ind, f"{target} = {c}({args})")
+        self.stack.pop()
+
+    def fixed_run(self, run: Sequence[PlanStep], ind: int) -> list[tuple[str, str]]:
+        src = self.src
+        codes = "".join(_FIXED_CODES[t] for _, t, _ in run)
+        fmt = _struct_format(codes)
+        names = [(name, src.var("v")) for name, _, _ in run]
+        targets = ", ".join(v for _, v in names)
+        src.add(ind, f"# {', '.join(name for name, _, _ in run)}: {codes}")
+        src.add(ind, f"if pos + {fmt.size} <= end:")
+        unpack = src.const(fmt.unpack_from, "unpack_" + codes.replace("?", "o"))
+        src.add(ind + 1, f"{targets}{',' if len(run) == 1 else ''} = {unpack}(data, pos)")
+        src.add(ind + 1, f"pos += {fmt.size}")
+        src.add(ind, "else:  # short: the generic reads raise where the bytes end")
+        src.add(ind + 1, "r._pos = pos")
+        for (_, t, _), (_, v) in zip(run, names, strict=True):
+            src.add(ind + 1, f"{v} = {src.const(cast(_Fixed, t).read_value, 'read')}(r)")
+        src.add(ind + 1, "pos = r._pos")
+        return names
+
+    def field(self, t: WireType, nullable: bool, ind: int, target: str) -> None:
+        src = self.src
+        kind = type(t)
+        if t in _FIXED_CODES:
+            ((_, v),) = self.fixed_run([("value", t, False)], ind)
+            src.add(ind, f"{target} = {v}")
+        elif t is UUID:
+            src.add(ind, "if pos + 16 <= end:")
+            src.add(ind + 1, f"{target} = {src.const(_UUIDS, 'UUIDS')}.get(data[pos:pos + 16])")
+            src.add(ind + 1, f"if {target} is None:")
+            src.add(ind + 2, f"{target} = {src.const(_uuid_of, 'uuid_of')}(data[pos:pos + 16])")
+            src.add(ind + 1, "pos += 16")
+            src.add(ind, "else:")
+            self.generic(ind + 1, target, t, nullable)
+        elif kind is _Sized and (t is STRING or t is BYTES):
+            self.sized(t, nullable, ind, target)
+        elif _is_plain_struct(t):
+            self.struct(cast(Struct, t).cls, ind, target)
+        elif kind is Array:
+            self.array(cast(Array, t), nullable, ind, target)
+        else:
+            self.generic(ind, target, t, nullable)
+
+    def sized(self, t: WireType, nullable: bool, ind: int, target: str) -> None:
+        src = self.src
+        string = t is STRING
+        n = src.var("n")
+        if self.flexible:
+            # A compact length (n + 1; 0 = null): one varint byte covers 0-126 bytes, two
+            # bytes up to 16 KiB (a Produce's records); longer ones: the generic read.
+            start = src.var("start")
+            src.add(ind, f"{n} = data[pos] if pos < end else -1")
+            src.add(ind, f"if {n} >= 0x80 and pos + 1 < end and data[pos + 1] < 0x80:")
+            src.add(ind + 1, f"{n} = ({n} & 0x7F | data[pos + 1] << 7) - 1")
+            src.add(ind + 1, f"{start} = pos + 2")
+            src.add(ind, f"elif 0 < {n} < 0x80:")
+            src.add(ind + 1, f"{n} -= 1")
+            src.add(ind + 1, f"{start} = pos + 1")
+            src.add(ind, "else:  # null, short or a longer varint")
+            src.add(ind + 1, f"{start} = -1")
+            limit = f" and {n} <= {MAX_STRING_BYTES}" if string else ""
+            src.add(ind, f"if {start} >= 0 <= {n} and {start} + {n} <= end{limit}:")
+            value, stop = f"data[{start}:{start} + {n}]", f"{start} + {n}"
+            null_test, null_size = f"{n} == 0", 1
+        else:
+            size = 2 if string else 4
+            src.add(ind, f"if pos + {size} <= end:")
+            if string:
+                src.add(ind + 1, f"{n} = data[pos] << 8 | data[pos + 1]")
+                limit, null_value = "0x8000", "0xFFFF"
+            else:
+                src.add(
+                    ind + 1,
+                    f"{n} = data[pos] << 24 | data[pos + 1] << 16 | data[pos + 2] << 8"
+                    " | data[pos + 3]",
+                )
+                limit, null_value = "0x80000000", "0xFFFFFFFF"
+            src.add(ind, "else:")
+            src.add(ind + 1, f"{n} = -1  # short: the generic read raises")
+            src.add(ind, f"if 0 <= {n} < {limit} and pos + {size} + {n} <= end:")
+            value = f"data[pos + {size}:pos + {size} + {n}]"
+            stop = f"pos + {size} + {n}"
+            null_test, null_size = f"{n} == {null_value}", size
+        if string:
+            src.add(ind + 1, "try:")
+            src.add(ind + 2, f"{target} = {value}.decode('utf-8')")
+            src.add(ind + 1, "except UnicodeDecodeError:  # the generic read raises")
+            self.generic(ind + 2, target, t, nullable)
+            src.add(ind + 1, "else:")
+            src.add(ind + 2, f"pos = {stop}")
+        else:
+            src.add(ind + 1, f"{target} = {value}")
+            src.add(ind + 1, f"pos = {stop}")
+        if nullable:
+            src.add(ind, f"elif {null_test}:")
+            src.add(ind + 1, f"{target} = None")
+            src.add(ind + 1, f"pos += {null_size}")
+        src.add(ind, "else:  # long, null or short: the generic read")
+        self.generic(ind + 1, target, t, nullable)
+
+    def array(self, t: Array, nullable: bool, ind: int, target: str) -> None:
+        src = self.src
+        item = t.item
+        item_size = item.min_size(self.version, self.flexible)
+        fit = max(item_size, 1)
+        n = src.var("n")
+        if self.flexible:
+            src.add(ind, f"{n} = data[pos] - 1 if pos < end else -1")
+            src.add(ind, f"if 0 <= {n} < 0x7F and {n} * {fit} <= end - pos - 1:")
+            src.add(ind + 1, "pos += 1")
+            count = f"r.compact_array_count({item_size})"
+        else:
+            src.add(ind, "if pos + 4 <= end:")
+            src.add(ind + 1, f"{n} = {src.const(_I32.unpack_from, 'unpack_i')}(data, pos)[0]")
+            src.add(ind, "else:")
+            src.add(ind + 1, f"{n} = -1  # short: the generic read raises")
+            src.add(ind, f"if 0 <= {n} and {n} * {fit} <= end - pos - 4:")
+            src.add(ind + 1, "pos += 4")
+            count = f"r.array_count({item_size})"
+        src.add(ind, "else:  # null, long or too many: the generic count (or its error)")
+        self.fallback(ind + 1, n, count)
+        src.add(ind, f"if {n} is None:")
+        if nullable:
+            src.add(ind + 1, f"{target} = None")
+        else:
+            error = src.const(MalformedRequest, "MalformedRequest")
+            src.add(ind + 1, f"raise {error}('null array where the schema forbids it')")
+        src.add(ind, "else:")
+        code = _FIXED_CODES.get(item)
+        if code is not None:
+            # Every item fits (checked above, with their exact size): one unpack.
+            unpack = src.const(struct.unpack_from, "unpack_from")
+            src.add(ind + 1, f"{target} = {unpack}('>%d{code}' % {n}, data, pos)")
+            src.add(ind + 1, f"pos += {n} * {item_size}")
+            return
+        items = src.var("items")
+        i = src.var("i")
+        v = src.var("item")
+        # The first items fill a list made at once (no call per item); past them the
+        # list grows with what is read, not with what the count claims (a count that
+        # fits the bytes by the items' smallest size may still be a lie).
+        k = _PREALLOCATED_ITEMS
+        src.add(ind + 1, f"{items} = [None] * ({n} if {n} <= {k} else {k})")
+        src.add(ind + 1, f"for {i} in range({n}):")
+        self.field(item, False, ind + 2, v)
+        src.add(ind + 2, f"if {i} < {k}:")
+        src.add(ind + 3, f"{items}[{i}] = {v}")
+        src.add(ind + 2, "else:")
+        src.add(ind + 3, f"{items}.append({v})")
+        src.add(ind + 1, f"{target} = tuple({items})")
+
+
+def _generated_reader(cls: type[Any], version: int, flexible: bool) -> tuple[_Source, str]:
+    gen = _ReaderGen(version, flexible)
+    src = gen.src
+    src.ns["read_struct"] = read_struct
+    name = f"read_{cls.__name__}_v{version}{'_flexible' if flexible else ''}"
+    src.add(0, f"def {name}(r):")
+    src.add(1, "data = r._data")
+    src.add(1, "end = len(data)")
+    src.add(1, "pos = r._pos")
+    gen.struct(cls, 1, "obj")
+    src.add(1, "r._pos = pos")
+    src.add(1, "return obj")
+    return src, name
+
+
+def _make_reader(cls: type[Any], version: int, flexible: bool) -> Callable[[Reader], Any]:
+    src, name = _generated_reader(cls, version, flexible)
+    read: Callable[[Reader], Any] = src.compile(name, f"<codec {name}>")
+    _READ_FUNCS[(cls, version, flexible)] = read
     return read
 
 
-def _field_reader(
-    t: WireType, version: int, flexible: bool, nullable: bool
-) -> Callable[[Reader], Any]:
-    kind = type(t)
-    if kind is _Fixed:
-        return cast(_Fixed, t).read_value
-    if kind is _Sized:
-        sized = cast(_Sized, t)
-        read = sized.reader(flexible)
-        return read if nullable else _not_null(read, sized.what)
-    if (
-        kind is Array
-        and type(cast(Array, t).item) is Struct
-        and (cast(Struct, cast(Array, t).item).cls, version, flexible) not in _BUILDING
-    ):
-        # (A struct holding an array of itself is read through the generic path.)
-        return _array_reader(cast(Struct, cast(Array, t).item), version, flexible, nullable)
-
-    def generic(r: Reader) -> Any:
-        return t.read(r, version, nullable)
-
-    return generic
-
-
-def _compiled(
-    cache: dict[tuple[type[Any], int, bool], tuple[tuple[str, _F], ...]],
-    field: Callable[[WireType, int, bool, bool], _F],
-    cls: type[Any],
-    version: int,
-    flexible: bool,
-) -> tuple[tuple[str, _F], ...]:
-    """``cls``'s field readers (or writers) at ``version``, built once per class,
-    version and mode by ``field`` and kept in ``cache``."""
-    key = (cls, version, flexible)
-    built = cache.get(key)
-    if built is None:
-        plan = (_LAYOUTS.get(cls) or _layout(cls)).plan(version)
-        _BUILDING.add(key)
-        try:
-            built = cache[key] = tuple(
-                (name, field(t, version, flexible, nullable)) for name, t, nullable in plan
-            )
-        finally:
-            _BUILDING.discard(key)
-    return built
-
-
-def _readers(cls: type[Any], version: int, flexible: bool) -> tuple[FieldReader, ...]:
-    return _compiled(_READERS, _field_reader, cls, version, flexible)
+def reader_source(cls: type[Any], version: int, flexible: bool | None = None) -> str:
+    """The source of the reader generated for ``cls`` at ``version`` (debugging, tests);
+    ``flexible`` defaults to what ``cls.FLEXIBLE_FROM`` says."""
+    mode = is_flexible(cls, version) if flexible is None else flexible
+    return "\n".join(_generated_reader(cls, version, mode)[0].lines) + "\n"
 
 
 def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
     """Read an instance of ``cls`` at ``version``; absent fields take their defaults.
     In a flexible reader the struct's tagged fields are read and skipped."""
     flexible = r.flexible
-    fields = _READERS.get((cls, version, flexible)) or _readers(cls, version, flexible)
-    kwargs = {name: read(r) for name, read in fields}
-    if flexible:
-        r.skip_tagged_fields()
-    return cls(**kwargs)
+    read = _READ_FUNCS.get((cls, version, flexible)) or _make_reader(cls, version, flexible)
+    return read(r)
 
 
-# The writing side of the same idea: per (class, version, flexible), one function per
-# field; an integer appends its packed bytes, a string or bytes field is the ``Writer``
-# method itself (after the generic path's null check), other types write themselves.
-
-#: One field's writer: ``(attribute name, write(w, value))``.
-FieldWriter = tuple[str, Callable[[Writer, Any], None]]
-_WRITERS: dict[tuple[type[Any], int, bool], tuple[FieldWriter, ...]] = {}
+# The writing side.
 
 
+def _write_tagged(w: Writer, tagged: TaggedWriter, version: int) -> None:
+    tags = tagged(version)
+    w.uvarint(len(tags))
+    for tag, value in tags:
+        w.uvarint(tag)
+        w.uvarint(len(value))
+        w.raw(value)
 
 
+class _WriterGen:
+    def __init__(self, version: int, flexible: bool) -> None:
+        self.version = version
+        self.flexible = flexible
+        self.src = _Source()
+        self.stack: list[type[Any]] = []
 
-def _null_checked(
-    write: Callable[[Writer, Any], None], what: str
-) -> Callable[[Writer, Any], None]:
-    def checked(w: Writer, v: Any) -> None:
-        _null_check(v, False, what)
-        write(w, v)
+    def generic(self, ind: int, t: WireType, value: str, nullable: bool) -> None:
+        self.src.add(ind, f"{self.src.const(t, 'T')}.write(w, {value}, {self.version}, {nullable})")
 
-    return checked
+    def struct(self, cls: type[Any], ind: int, obj: str) -> None:
+        """Write the instance in the local ``obj`` (of class ``cls``)."""
+        src = self.src
+        if cls in self.stack or len(self.stack) >= _INLINE_DEPTH:
+            src.add(ind, f"write_struct(w, {obj}, {self.version})")
+            return
+        self.stack.append(cls)
+        layout = _LAYOUTS.get(cls) or _layout(cls)
+        for fixed, run in _runs(layout.plan(self.version), packed=True):
+            if fixed:
+                self.fixed_run(run, ind, [f"{obj}.{name}" for name, _, _ in run])
+                continue
+            ((name, t, nullable),) = run
+            src.add(ind, f"# {cls.__name__}.{name}: {t!r}{' (nullable)' if nullable else ''}")
+            v = src.var("v")
+            src.add(ind, f"{v} = {obj}.{name}")
+            self.field(t, nullable, ind, v)
+        if self.flexible:
+            if layout.tagged is None:
+                src.add(ind, "append(b'\\x00')  # an empty tagged-fields section")
+            else:
+                tagged = src.const(layout.tagged, "tagged")
+                write = src.const(_write_tagged, "write_tagged")
+                src.add(ind, f"{write}(w, {tagged}, {self.version})")
+        self.stack.pop()
 
-
-def _field_writer(
-    t: WireType, version: int, flexible: bool, nullable: bool
-) -> Callable[[Writer, Any], None]:
-    kind = type(t)
-    if kind is _Fixed:
-        return cast(_Fixed, t).write_value
-    if kind is _Sized:
-        sized = cast(_Sized, t)
-        write = sized.writer(flexible)
-        return write if nullable else _null_checked(write, sized.what)
-    if kind is Array and type(cast(Array, t).item) is Struct:
-        return _array_writer(version, flexible, nullable)
-
-    def generic(w: Writer, v: Any) -> None:
-        t.write(w, v, version, nullable)
-
-    return generic
-
-
-def _array_writer(version: int, flexible: bool, nullable: bool) -> Callable[[Writer, Any], None]:
-    def write(w: Writer, items: Any) -> None:
-        _null_check(items, nullable, "array")
-        if flexible:
-            w.compact_array_count(None if items is None else len(items))
-        elif items is None:
-            w.int32(-1)
+    def fixed_run(self, run: Sequence[PlanStep], ind: int, values: Sequence[str]) -> None:
+        src = self.src
+        codes = "".join(_FIXED_CODES[t] for _, t, _ in run)
+        pack = src.const(_struct_format(codes).pack, "pack_" + codes.replace("?", "o"))
+        src.add(ind, f"# {', '.join(name for name, _, _ in run)}: {codes}")
+        if len(run) == 1:
+            v = values[0]
         else:
-            w.int32(len(items))
-        for item in items or ():
-            write_struct(w, item, version)
+            v = src.var("v")
+            src.add(ind, f"{v} = ({', '.join(values)})")
+        src.add(ind, "try:")
+        src.add(ind + 1, f"append({pack}({v if len(run) == 1 else '*' + v}))")
+        src.add(ind, f"except {src.const(struct.error, 'struct_error')}:")
+        src.add(ind + 1, "# The generic writes raise the error of the field that does not pack.")
+        for k, (_, t, _) in enumerate(run):
+            item = v if len(run) == 1 else f"{v}[{k}]"
+            src.add(ind + 1, f"{src.const(cast(_Fixed, t).write_value, 'write')}(w, {item})")
+        src.add(ind + 1, "raise")
 
+    def null(self, ind: int, v: str, nullable: bool, what: str, null: bytes) -> None:
+        """The start of ``if v is None: <null or error> else:`` (the caller writes the
+        not-null branch at ``ind + 1``)."""
+        src = self.src
+        src.add(ind, f"if {v} is None:")
+        if nullable:
+            src.add(ind + 1, f"append({null!r})")
+        else:
+            error = f"{what} may not be null at this version"
+            src.add(ind + 1, f"raise ValueError({error!r})")
+        src.add(ind, "else:")
+
+    def field(self, t: WireType, nullable: bool, ind: int, v: str) -> None:
+        src = self.src
+        code = _FIXED_CODES.get(t)
+        if code is not None and code in _PACKED_CODES:
+            self.fixed_run([("value", t, False)], ind, [v])
+        elif t is UUID:
+            # (UUID.bytes is a property: self.int.to_bytes(16); anything else: its own.)
+            u = src.const(uuid.UUID, "UUID")
+            src.add(
+                ind,
+                f"append({v}.int.to_bytes(16, 'big') if type({v}) is {u} else {v}.bytes)",
+            )
+        elif t is STRING:
+            self.string(nullable, ind, v)
+        elif t is BYTES:
+            self.bytes(nullable, ind, v)
+        elif _is_plain_struct(t):
+            cls = cast(Struct, t).cls
+            src.add(ind, f"if type({v}) is not {src.const(cls, cls.__name__)}:")
+            src.add(ind + 1, f"write_struct(w, {v}, {self.version})")
+            src.add(ind, "else:")
+            self.struct(cls, ind + 1, v)
+        elif type(t) is Array:
+            self.array(t, nullable, ind, v)
+        else:
+            self.generic(ind, t, v, nullable)
+
+    def bytes(self, nullable: bool, ind: int, v: str) -> None:
+        src = self.src
+        null = b"\x00" if self.flexible else b"\xff\xff\xff\xff"
+        self.null(ind, v, nullable, "bytes", null)
+        n = src.var("n")
+        ind += 1
+        src.add(ind, f"if type({v}) is bytes:")
+        src.add(ind + 1, f"{n} = len({v})")
+        self.length(ind + 1, n)
+        # As Writer._append_bytes: long record bytes are a part of their own.
+        src.add(ind + 1, f"if {n} >= {_OWN_PART_BYTES}:")
+        src.add(ind + 2, "w._own.append(len(w._parts))")
+        src.add(ind + 1, f"append({v})")
+        # As Writer._append_stored: a Fetch answer's records, kept out of the join
+        # unless short bytes.
+        stored = src.const(StoredRecords, "StoredRecords")
+        src.add(ind, f"elif type({v}) is {stored}:")
+        p, b = src.var("payload"), src.var("is_bytes")
+        src.add(ind + 1, f"{p} = {v}.payload")
+        src.add(ind + 1, f"{b} = isinstance({p}, bytes)")
+        src.add(ind + 1, f"{n} = len({p}) if {b} else {p}.length")
+        self.length(ind + 1, n)
+        src.add(ind + 1, "w._spliced = True")
+        src.add(ind + 1, f"if {b} and {n} < {_OWN_PART_BYTES}:")
+        src.add(ind + 2, f"append({p})")
+        src.add(ind + 1, "else:")
+        src.add(ind + 2, "w._own.append(len(w._parts))")
+        src.add(ind + 2, f"append({v})")
+        src.add(ind, "else:  # a bytearray or memoryview: the generic write")
+        method = "compact_nullable_bytes" if self.flexible else "nullable_bytes"
+        src.add(ind + 1, f"w.{method}({v})")
+
+    def length(self, ind: int, n: str) -> None:
+        """The length prefix of ``n`` bytes: compact (n + 1: one varint byte, or two up
+        to 16 KiB, else ``Writer.uvarint``) or ``int32``."""
+        src = self.src
+        if self.flexible:
+            one = src.const(_ONE_BYTE_VARINTS, "ONE_BYTE_VARINTS")
+            src.add(ind, f"if {n} < 0x7F:")
+            src.add(ind + 1, f"append({one}[{n} + 1])")
+            src.add(ind, f"elif {n} < 0x3FFF:")
+            two = src.const(_TWO_BYTES.pack, "pack_BB")
+            src.add(ind + 1, f"append({two}(({n} + 1) & 0x7F | 0x80, ({n} + 1) >> 7))")
+            src.add(ind, "else:")
+            src.add(ind + 1, f"w.uvarint({n} + 1)")
+        else:
+            src.add(ind, f"append({src.const(_I32.pack, 'pack_i')}({n}))")
+
+    def string(self, nullable: bool, ind: int, v: str) -> None:
+        src = self.src
+        null = b"\x00" if self.flexible else b"\xff\xff"
+        self.null(ind, v, nullable, "string", null)
+        d = src.var("d")
+        n = src.var("n")
+        src.add(ind + 1, f"{d} = {v}.encode('utf-8')")
+        src.add(ind + 1, f"{n} = len({d})")
+        if self.flexible:
+            one = src.const(_ONE_BYTE_VARINTS, "ONE_BYTE_VARINTS")
+            src.add(ind + 1, f"if {n} < 0x7F:")
+            src.add(ind + 2, f"append({one}[{n} + 1] + {d})")
+            src.add(ind + 1, "else:  # a longer varint, or too long: the generic write")
+            src.add(ind + 2, f"w.compact_nullable_string({v})")
+        else:
+            pack = src.const(_I16.pack, "pack_h")
+            src.add(ind + 1, f"if {n} <= {MAX_STRING_BYTES}:")
+            src.add(ind + 2, f"append({pack}({n}) + {d})")
+            src.add(ind + 1, "else:  # too long: the generic write raises")
+            src.add(ind + 2, f"w.nullable_string({v})")
+
+    def array(self, t: Array, nullable: bool, ind: int, v: str) -> None:
+        src = self.src
+        null = b"\x00" if self.flexible else b"\xff\xff\xff\xff"
+        self.null(ind, v, nullable, "array", null)
+        ind += 1
+        n = src.var("n")
+        src.add(ind, f"{n} = len({v})")
+        if self.flexible:
+            one = src.const(_ONE_BYTE_VARINTS, "ONE_BYTE_VARINTS")
+            src.add(ind, f"if {n} < 0x7F:")
+            src.add(ind + 1, f"append({one}[{n} + 1])")
+            src.add(ind, "else:")
+            src.add(ind + 1, f"w.compact_array_count({n})")
+        else:
+            src.add(ind, f"append({src.const(_I32.pack, 'pack_i')}({n}))")
+        item = t.item
+        code = _FIXED_CODES.get(item)
+        if code is not None and code in _PACKED_CODES:
+            pack = src.const(struct.pack, "pack")
+            src.add(ind, "try:")
+            src.add(ind + 1, f"append({pack}('>%d{code}' % {n}, *{v}))")
+            src.add(ind, f"except {src.const(struct.error, 'struct_error')}:")
+            src.add(ind + 1, "# The generic writes raise the error of the item that does not pack.")
+            x = src.var("x")
+            src.add(ind + 1, f"for {x} in {v}:")
+            src.add(ind + 2, f"{src.const(cast(_Fixed, item).write_value, 'write')}(w, {x})")
+            src.add(ind + 1, "raise")
+            return
+        x = src.var("x")
+        src.add(ind, f"for {x} in {v}:")
+        self.field(item, False, ind + 1, x)
+
+
+def _generated_writer(cls: type[Any], version: int, flexible: bool) -> tuple[_Source, str]:
+    gen = _WriterGen(version, flexible)
+    src = gen.src
+    src.ns["write_struct"] = write_struct
+    name = f"write_{cls.__name__}_v{version}{'_flexible' if flexible else ''}"
+    src.add(0, f"def {name}(w, obj):")
+    src.add(1, "append = w._parts.append")
+    gen.struct(cls, 1, "obj")
+    return src, name
+
+
+def _make_writer(cls: type[Any], version: int, flexible: bool) -> Callable[[Writer, Any], None]:
+    src, name = _generated_writer(cls, version, flexible)
+    write: Callable[[Writer, Any], None] = src.compile(name, f"<codec {name}>")
+    _WRITE_FUNCS[(cls, version, flexible)] = write
     return write
 
 
-def _writers(cls: type[Any], version: int, flexible: bool) -> tuple[FieldWriter, ...]:
-    return _compiled(_WRITERS, _field_writer, cls, version, flexible)
+def writer_source(cls: type[Any], version: int, flexible: bool | None = None) -> str:
+    """The source of the writer generated for ``cls`` at ``version`` (debugging, tests);
+    ``flexible`` defaults to what ``cls.FLEXIBLE_FROM`` says."""
+    mode = is_flexible(cls, version) if flexible is None else flexible
+    return "\n".join(_generated_writer(cls, version, mode)[0].lines) + "\n"
 
 
 def write_struct(w: Writer, obj: Any, version: int) -> None:
     """Write the fields of ``obj`` that exist at ``version``, in schema order (and an
-    empty tagged-fields section in a flexible writer)."""
-    cls = type(obj)
-    flexible = w.flexible
-    fields = _WRITERS.get((cls, version, flexible)) or _writers(cls, version, flexible)
-    for name, write in fields:
-        write(w, getattr(obj, name))
-    if flexible:
-        layout = _LAYOUTS.get(cls) or _layout(cls)
-        if layout.tagged is None:
-            w.empty_tagged_fields()
-        else:
-            tags = layout.tagged(version)
-            w.uvarint(len(tags))
-            for tag, value in tags:
-                w.uvarint(tag)
-                w.uvarint(len(value))
-                w.raw(value)
+    empty tagged-fields section in a flexible writer, or the class's
+    ``TAGGED_FIELDS``)."""
+    key = (type(obj), version, w.flexible)
+    write = _WRITE_FUNCS.get(key) or _make_writer(*key)
+    write(w, obj)
 
 
 def encode_struct(obj: Any, version: int) -> bytes:
@@ -1121,6 +1510,34 @@ def peek_header(payload: bytes) -> tuple[int, int, int]:
 def read_request_header(payload: bytes, flexible: bool = False) -> tuple[RequestHeader, int]:
     """Parse request header v1 (v2 if ``flexible``); return it and the offset where the
     body starts."""
+    end = len(payload)
+    if end >= REQUEST_HEADER_FIXED + 2:
+        # The plain case inline (a client id of known length, an empty tagged-fields
+        # section); anything else is parsed by the Reader below, checks and errors as
+        # ever.
+        n = payload[8] << 8 | payload[9]
+        pos = REQUEST_HEADER_FIXED + 2 + n
+        client_id: str | None = None
+        if n == 0xFFFF:
+            pos = REQUEST_HEADER_FIXED + 2
+        elif n >= 0x8000 or pos > end:
+            pos = -1
+        else:
+            try:
+                client_id = payload[REQUEST_HEADER_FIXED + 2 : pos].decode("utf-8")
+            except UnicodeDecodeError:
+                pos = -1
+        if flexible and 0 <= pos < end and payload[pos] == 0:
+            pos += 1
+        elif flexible:
+            pos = -1
+        if pos >= 0:
+            key, version, correlation = _HEADER.unpack_from(payload, 0)
+            return RequestHeader(key, version, correlation, client_id), pos
+    return _read_request_header(payload, flexible)
+
+
+def _read_request_header(payload: bytes, flexible: bool) -> tuple[RequestHeader, int]:
     key, version, correlation = peek_header(payload)
     r = Reader(payload, REQUEST_HEADER_FIXED)
     client_id = r.nullable_string()

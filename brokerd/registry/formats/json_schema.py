@@ -763,7 +763,7 @@ class _Diff:
 
     def _covered(self, old: _Node, new: _Node, where: str, out: list[_Difference],
                  covered: _D, not_covered: _D) -> None:
-        """A property on one side only, read on the other through a partially open
+        """A property (or an item) on one side only, read on the other through a partially open
         content model (``patternProperties``/``additionalProperties`` schemas): the two
         schemas compared, and whether everything found is compatible."""
         found = self.compare(old, new, where)
@@ -777,46 +777,39 @@ class _Diff:
         # depends on the new schema's content model only.
         if _open_content(new.data):
             out.append(_Difference(_D.PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL, where))
-            return
-        covering = _partial_content(new.data, name)
-        if covering is not None:
-            self._covered(old.sub(schema), new.sub(covering), where, out,
-                          _D.PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
-                          _D.PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL)
-        elif schema is False:
-            out.append(_Difference(_D.PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL,
-                                   where))
-        else:
-            out.append(_Difference(_D.PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL, where))
+        elif not self._partly_open(old, schema, new, name, where, out, _REMOVED_COVERED):
+            out.append(_Difference(
+                _D.PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL if schema is False
+                else _D.PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL, where))
 
     def _property_added(self, old: _Node, new: _Node, name: str, schema: Any,
                         required: set[str], where: str, out: list[_Difference]) -> None:
         # An old document may hold any value under the new name unless the old schema's
         # content model said what (or that nothing) could be there.
         if _open_content(old.data):
-            if new.sub(schema).kind is _Kind.EMPTY:
-                out.append(_Difference(_D.PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL,
-                                       where))
-            elif name in required:
-                out.append(_Difference(
-                    _D.REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL
-                    if _has_default(schema)
-                    else _D.REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL, where))
-            else:
-                out.append(_Difference(_D.OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL, where))
-            return
-        covering = _partial_content(old.data, name)
-        if covering is not None:
-            self._covered(old.sub(covering), new.sub(schema), where, out,
-                          _D.PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
-                          _D.PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL)
-        if name in required:
-            out.append(_Difference(
-                _D.REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL
-                if _has_default(schema)
-                else _D.REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL, where))
+            kind = (_D.PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL
+                    if new.sub(schema).kind is _Kind.EMPTY
+                    else _added(name, required, schema, _ADDED_TO_OPEN))
         else:
-            out.append(_Difference(_D.OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL, where))
+            self._partly_open(new, schema, old, name, where, out, _ADDED_COVERED,
+                              old_side=False)
+            kind = _added(name, required, schema, _ADDED_TO_UNOPEN)
+        out.append(_Difference(kind, where))
+
+    def _partly_open(self, side: _Node, schema: Any, other: _Node, name: str, where: str,
+                     out: list[_Difference], kinds: tuple[_D, _D], *,
+                     old_side: bool = True) -> bool:
+        """Property ``name`` of ``side`` only (``schema``: its schema there; the old side
+        unless ``old_side`` is False) that the other side's partially open content model
+        reads: the two compared (``kinds``: covered, not covered). False when nothing
+        there reads it."""
+        covering = _partial_content(other.data, name)
+        if covering is None:
+            return False
+        sides = (side.sub(schema), other.sub(covering))
+        old, new = sides if old_side else sides[::-1]
+        self._covered(old, new, where, out, *kinds)
+        return True
 
     def _dependencies(self, old: _Node, new: _Node, path: str, out: list[_Difference]) -> None:
         old_arrays, old_schemas = _dependencies(old.data)
@@ -902,12 +895,9 @@ class _Diff:
         if new_more is None or new_more is True:
             out.append(_Difference(_D.ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL, where))
         elif isinstance(new_more, dict):
-            found = self.compare(old.sub(schema), new.sub(new_more), where)
-            out.extend(found)
-            covered = all(d.kind in _COMPATIBLE for d in found)
-            out.append(_Difference(
-                _D.ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL if covered
-                else _D.ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, where))
+            self._covered(old.sub(schema), new.sub(new_more), where, out,
+                          _D.ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
+                          _D.ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL)
         elif schema is False:
             out.append(_Difference(_D.ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL, where))
         else:
@@ -921,12 +911,9 @@ class _Diff:
                 if new.sub(schema).kind is _Kind.EMPTY
                 else _D.ITEM_ADDED_TO_OPEN_CONTENT_MODEL, where))
         elif isinstance(old_more, dict):
-            found = self.compare(old.sub(old_more), new.sub(schema), where)
-            out.extend(found)
-            covered = all(d.kind in _COMPATIBLE for d in found)
-            out.append(_Difference(
-                _D.ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL if covered
-                else _D.ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL, where))
+            self._covered(old.sub(old_more), new.sub(schema), where, out,
+                          _D.ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
+                          _D.ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL)
         else:
             out.append(_Difference(_D.ITEM_ADDED_TO_CLOSED_CONTENT_MODEL, where))
 
@@ -948,6 +935,37 @@ def _connect_bytes(node: _Node) -> bool:
 
 def _mapping(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
+
+
+#: What a property added to a content model is, by content model: (required with a
+#: default, required, optional).
+_ADDED_TO_OPEN = (
+    _D.REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL,
+    _D.REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
+    _D.OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL,
+)
+_ADDED_TO_UNOPEN = (
+    _D.REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL,
+    _D.REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
+    _D.OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL,
+)
+#: A property on one side read by the other's partially open content model: (covered,
+#: not covered).
+_ADDED_COVERED = (
+    _D.PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
+    _D.PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
+)
+_REMOVED_COVERED = (
+    _D.PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
+    _D.PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL,
+)
+
+
+def _added(name: str, required: set[str], schema: Any, kinds: tuple[_D, _D, _D]) -> _D:
+    with_default, required_kind, optional = kinds
+    if name not in required:
+        return optional
+    return with_default if _has_default(schema) else required_kind
 
 
 def _has_default(schema: Any) -> bool:

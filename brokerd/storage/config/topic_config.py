@@ -53,6 +53,7 @@ __all__ = [
     "apply_incremental",
     "broker_values",
     "kafka_default",
+    "list_altered",
     "to_log_config",
     "validate",
     "validate_overrides",
@@ -264,11 +265,18 @@ def apply_incremental(
             verb = "append" if op is AlterOp.APPEND else "subtract"
             raise InvalidConfig(f"Config value {verb} is not allowed for config key: {name}")
         base = out.get(name, defaults.get(name, definition.default))
-        items = [v.strip() for v in base.split(",") if v.strip()]
-        given = [v.strip() for v in value.split(",") if v.strip()]
-        if op is AlterOp.APPEND:
-            items += [v for v in given if v not in items]
-        else:
-            items = [v for v in items if v not in given]
-        out[name] = validate(name, ",".join(items))
+        out[name] = validate(name, list_altered(base, op, value))
     return out
+
+
+def list_altered(base: str, op: AlterOp, value: str) -> str:
+    """A list config's comma-separated ``base`` with the items of ``value`` added where
+    missing (APPEND) or removed (SUBTRACT): IncrementalAlterConfigs' list operations, for
+    topic and client-metrics configs alike."""
+    items = [v.strip() for v in base.split(",") if v.strip()]
+    given = [v.strip() for v in value.split(",") if v.strip()]
+    if op is AlterOp.APPEND:
+        items += [v for v in given if v not in items]
+    else:
+        items = [v for v in items if v not in given]
+    return ",".join(items)

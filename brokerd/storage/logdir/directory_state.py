@@ -222,6 +222,14 @@ class DirectoryState:
             self.changed.wait()
         self.check_open()
 
+    def idle_topic_locked(self, name: str) -> TopicInfo:
+        """Topic ``name`` once no other thread is changing it (the caller holds the lock;
+        the lock is released while waiting). Raises :class:`UnknownTopicOrPartition`
+        before the wait, and after it if the topic went meanwhile."""
+        self.topic_locked(name)
+        self.wait_idle_locked(name)
+        return self.topic_locked(name)
+
     def lookup(self, topic: str, partition: int) -> PartitionLog:
         """The open log of an existing partition. Raises :class:`StorageError` for an
         offline one, :class:`UnknownTopicOrPartition` for one that does not exist."""

@@ -82,11 +82,11 @@ from brokerd.storage.logdir.layout import (
 )
 from brokerd.storage.logdir.offline import OfflinePartitions
 from brokerd.storage.logdir.partition_dirs import PartitionDirs
-from brokerd.storage.logdir.partitions import LogStarts, PartitionAdmin
+from brokerd.storage.logdir.partitions import LogStarts, PartitionChanges
 from brokerd.storage.logdir.recovered import RecoveredSync
 from brokerd.storage.logdir.registry import journal_parser, parse_registry, unique_ids
 from brokerd.storage.logdir.registry_journal import RegistryJournal
-from brokerd.storage.logdir.topics import TopicAdmin
+from brokerd.storage.logdir.topics import TopicChanges
 from brokerd.storage.types import TopicInfo
 
 __all__ = ["LogDirectory"]
@@ -129,9 +129,9 @@ class LogDirectory:
         self._recovered = RecoveredSync(state)
         #: Topic creation, config changes and deletion (CreateTopics, AlterConfigs,
         #: DeleteTopics), called on it directly.
-        self.topic_admin = TopicAdmin(state, self._dirs, self._starts, self._offline)
+        self.topic_changes = TopicChanges(state, self._dirs, self._starts, self._offline)
         #: CreatePartitions and DeleteRecords, called on it directly.
-        self.partition_admin = PartitionAdmin(state, self._dirs, self._starts)
+        self.partition_changes = PartitionChanges(state, self._dirs, self._starts)
 
     @property
     def default_config(self) -> LogConfig:
@@ -352,7 +352,7 @@ class LogDirectory:
         if topic not in self._state.topics:
             if not (create and self.auto_create):
                 raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
-            self.topic_admin.auto_create(topic)
+            self.topic_changes.auto_create(topic)
         return self._state.lookup(topic, partition)
 
     def logs(self) -> dict[tuple[str, int], PartitionLog]:

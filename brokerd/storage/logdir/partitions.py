@@ -1,16 +1,16 @@
 """Growing topics and moving log start offsets: the log directory's side of Kafka's
 CreatePartitions and DeleteRecords.
 
-:class:`PartitionAdmin` is held by :class:`~brokerd.storage.logdir.log_directory.LogDirectory`; it
+:class:`PartitionChanges` is held by :class:`~brokerd.storage.logdir.log_directory.LogDirectory`; it
 and
 :class:`LogStarts` work on the directory's shared state (``logdir/directory_state.py``):
 
-- :meth:`~PartitionAdmin.create_partitions` adds empty partitions to a topic. The
+- :meth:`~PartitionChanges.create_partitions` adds empty partitions to a topic. The
   new directories are created and synced (without the directory's lock: other clients'
   requests go on) before the registry records the new count in one journal record:
   after a crash the topic has the old count (a leftover directory is removed as stale
   when the topic grows again) or the new one.
-- :meth:`~PartitionAdmin.delete_records` moves a partition's log start offset
+- :meth:`~PartitionChanges.delete_records` moves a partition's log start offset
   (``PartitionLog.delete_records_before``) and has :class:`LogStarts` rewrite the
   ``log-start-offset-checkpoint`` file before returning, so the new start survives a
   restart and a crash; at open the directory applies that file to its partitions.
@@ -33,7 +33,7 @@ from brokerd.storage.logdir.layout import MAX_PARTITIONS
 from brokerd.storage.logdir.partition_dirs import PartitionDirs, close_all
 from brokerd.storage.types import TopicInfo
 
-__all__ = ["DELETE_TO_HIGH_WATERMARK", "LogStarts", "PartitionAdmin"]
+__all__ = ["DELETE_TO_HIGH_WATERMARK", "LogStarts", "PartitionChanges"]
 
 log = logging.getLogger("brokerd.storage")
 
@@ -74,7 +74,7 @@ class LogStarts:
                 close_all([plog])
 
 
-class PartitionAdmin:
+class PartitionChanges:
     """CreatePartitions and DeleteRecords on the data directory (module docstring)."""
 
     def __init__(self, state: DirectoryState, dirs: PartitionDirs, starts: LogStarts) -> None:
@@ -92,9 +92,7 @@ class PartitionAdmin:
         state = self._state
         validate_topic_name(name)
         with state.lock:
-            state.topic_locked(name)
-            state.wait_idle_locked(name)
-            info = state.topic_locked(name)
+            info = state.idle_topic_locked(name)
             if isinstance(total, bool) or total < info.partitions:
                 raise InvalidPartitions(
                     f"topic {name!r} currently has {info.partitions} partitions, "

@@ -1,7 +1,7 @@
 """Creating, reconfiguring and deleting topics: the log directory's side of Kafka's
 CreateTopics, AlterConfigs/IncrementalAlterConfigs and DeleteTopics.
 
-:class:`TopicAdmin` is held by :class:`~brokerd.storage.logdir.log_directory.LogDirectory`
+:class:`TopicChanges` is held by :class:`~brokerd.storage.logdir.log_directory.LogDirectory`
 and works on the directory's shared state (``logdir/directory_state.py``). A new topic's
 partition directories are created before the registry names it, and a deleted topic
 leaves the registry before its directories go: after a crash a directory the registry
@@ -57,12 +57,12 @@ from brokerd.storage.logdir.partitions import LogStarts
 from brokerd.storage.topic_ids import new_topic_id
 from brokerd.storage.types import TopicInfo
 
-__all__ = ["TopicAdmin"]
+__all__ = ["TopicChanges"]
 
 log = logging.getLogger("brokerd.storage")
 
 
-class TopicAdmin:
+class TopicChanges:
     """Topic create, config change and delete on the data directory (module docstring)."""
 
     def __init__(
@@ -181,9 +181,7 @@ class TopicAdmin:
         state = self._state
         validate_topic_name(name)
         with state.lock:
-            state.topic_locked(name)
-            state.wait_idle_locked(name)
-            old = state.topic_locked(name)
+            old = state.idle_topic_locked(name)
             overrides = validate_overrides(update(old.configs).items())
             info = attrs.evolve(old, configs=overrides)
             config = state.config_for(info)
@@ -208,9 +206,7 @@ class TopicAdmin:
         state = self._state
         validate_topic_name(name)
         with state.lock:
-            state.topic_locked(name)
-            state.wait_idle_locked(name)
-            info = state.topic_locked(name)
+            info = state.idle_topic_locked(name)
             logs = state.unpublish_topic(info)
             for p in range(info.partitions):
                 self._offline.forget((name, p))

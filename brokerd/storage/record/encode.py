@@ -47,6 +47,7 @@ __all__ = [
     "rebuild_batch",
     "recompress_batch",
     "stored_size",
+    "zigzag_varint",
 ]
 
 #: Precomputed zig-zag varints of small non-negative ints: record lengths, offset deltas
@@ -73,6 +74,11 @@ _ZZ_NULL = _zigzag_bytes(-1)
 
 def _zz(value: int) -> bytes:
     return _ZZ[value] if 0 <= value < _SMALL else _zigzag_bytes(value)
+
+
+#: The zig-zag varint of a signed int (a table look-up for small non-negative ones), as
+#: record heads carry lengths and deltas: for the other code that lays out records.
+zigzag_varint = _zz
 
 
 #: Record heads of key-less records with values of one length, by that length: entry

@@ -356,15 +356,7 @@ class TxnLog:
             dropped the data, so the log refuses writes until :meth:`retry_reopen` has
             reopened it from disk.
         """
-        records: list[tuple[StoredTxn | str, bytes]] = [(t, encode_state(t)) for t in put]
-        records += [(tid, encode_tombstone(tid)) for tid in delete]
-        if not records:
-            return
-        with self._lock:
-            self.journal.append(b"".join(raw for _, raw in records))
-            for record, raw in records:
-                self.journal.state.apply(record, len(raw))
-            self.journal.compact_if_due()
+        self.write_records((*put, *delete))
 
     def write_records(self, records: Sequence[StoredTxn | str]) -> None:
         """:meth:`write` of changes in their order: a :class:`StoredTxn` is a new state,

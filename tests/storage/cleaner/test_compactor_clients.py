@@ -27,7 +27,7 @@ ck = pytest.importorskip("confluent_kafka")
 
 def compacted_dir(path: Path) -> tuple[dict[bytes, bytes], int]:
     logdir = LogDirectory.open(str(path), compact_config())
-    logdir.topic_admin.create_topic("changelog", 1)
+    logdir.topic_changes.create_topic("changelog", 1)
     log = logdir.get("changelog", 0)
     expected = write_overwrites(log, keys=30, rounds=20)
     put(log, [(b"k000", None)], ts=T0)

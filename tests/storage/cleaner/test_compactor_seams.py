@@ -103,7 +103,7 @@ def test_checkpoint_of_a_deleted_topic_is_not_applied_to_its_successor(tmp_path:
     """A topic deleted and created again under its name starts with no cleaner
     checkpoint: its first pass compacts it from offset 0."""
     logdir = LogDirectory.open(str(tmp_path / "data"))
-    logdir.topic_admin.create_topic("t", 1, COMPACT)
+    logdir.topic_changes.create_topic("t", 1, COMPACT)
     service = CleanerService(
         logdir,
         CleanerSettings(dedupe_buffer_bytes=1 << 20),
@@ -113,8 +113,8 @@ def test_checkpoint_of_a_deleted_topic_is_not_applied_to_its_successor(tmp_path:
     _fill(logdir, [b"k%d" % i for i in range(10)], rounds=30)
     assert service.clean_one()
     old_end = logdir.get("t", 0).log_end_offset
-    logdir.topic_admin.delete_topic("t")
-    logdir.topic_admin.create_topic("t", 1, COMPACT)
+    logdir.topic_changes.delete_topic("t")
+    logdir.topic_changes.create_topic("t", 1, COMPACT)
     # Keys only below the old checkpoint, then others after it.
     _fill(logdir, [b"old%d" % i for i in range(5)], rounds=old_end // 5 - 10)
     _fill(logdir, [b"new%d" % i for i in range(5)], rounds=30)
@@ -155,13 +155,13 @@ def test_topic_deleted_during_a_pass_is_not_an_error(tmp_path: Path) -> None:
     leaves no file behind."""
     data = tmp_path / "data"
     logdir = LogDirectory.open(str(data))
-    logdir.topic_admin.create_topic("t", 1, COMPACT)
+    logdir.topic_changes.create_topic("t", 1, COMPACT)
     _fill(logdir, [b"k%d" % i for i in range(10)], rounds=30)
     log = logdir.get("t", 0)
 
     def hook(step: str) -> None:
         if step == "segment-written" and "t" in logdir.topics():
-            logdir.topic_admin.delete_topic("t")
+            logdir.topic_changes.delete_topic("t")
 
     assert clean_log(log, None, now_ms=T0, key_map=OffsetMap(1 << 16), hook=hook) is None
     assert not (data / "t-0").exists()
@@ -173,9 +173,9 @@ def test_created_partitions_take_the_topic_configs_and_are_cleaned(tmp_path: Pat
     the topic's config, including one altered since its creation, and the cleaner
     service compacts them."""
     logdir = LogDirectory.open(str(tmp_path / "data"))
-    logdir.topic_admin.create_topic("t", 1, {"cleanup.policy": "delete"})
-    logdir.topic_admin.alter_topic_configs("t", lambda _current: COMPACT)
-    logdir.partition_admin.create_partitions("t", 2)
+    logdir.topic_changes.create_topic("t", 1, {"cleanup.policy": "delete"})
+    logdir.topic_changes.alter_topic_configs("t", lambda _current: COMPACT)
+    logdir.partition_changes.create_partitions("t", 2)
     new = logdir.get("t", 1)
     assert new.config == logdir.get("t", 0).config and new.config.compact
     service = CleanerService(

@@ -184,8 +184,8 @@ def open_dir(path: Path, **config: Any) -> LogDirectory:
 
 def test_configs_persist_with_the_topic_across_reopen(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
-    ld.topic_admin.create_topic("c", 2, {"cleanup.policy": "compact", "segment.bytes": "4096"})
-    ld.topic_admin.create_topic("plain", 1)
+    ld.topic_changes.create_topic("c", 2, {"cleanup.policy": "compact", "segment.bytes": "4096"})
+    ld.topic_changes.create_topic("plain", 1)
     ld.close()
     doc = json.loads((tmp_path / REGISTRY_FILE).read_text())
     assert doc["version"] == 2
@@ -233,8 +233,8 @@ def test_a_registry_with_a_bad_config_is_refused(tmp_path: Path) -> None:
 def test_create_refuses_bad_configs_and_validate_only_creates_nothing(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
     with pytest.raises(InvalidConfig, match="Unknown topic config name: bogus"):
-        ld.topic_admin.create_topic("t", 1, {"bogus": "1"})
-    info = ld.topic_admin.create_topic("t", 1, {"retention.ms": "5"}, validate_only=True)
+        ld.topic_changes.create_topic("t", 1, {"bogus": "1"})
+    info = ld.topic_changes.create_topic("t", 1, {"retention.ms": "5"}, validate_only=True)
     assert dict(info.configs) == {"retention.ms": "5"}
     assert ld.topics() == {}
     assert not (tmp_path / "t-0").exists()
@@ -243,21 +243,25 @@ def test_create_refuses_bad_configs_and_validate_only_creates_nothing(tmp_path: 
 
 def test_alter_applies_to_open_logs_and_persists(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
-    ld.topic_admin.create_topic("t", 2, {"retention.ms": "1000"})
+    ld.topic_changes.create_topic("t", 2, {"retention.ms": "1000"})
     plog = ld.get("t", 1)
-    info = ld.topic_admin.alter_topic_configs("t", lambda cur: {**cur, "cleanup.policy": "compact"})
+    info = ld.topic_changes.alter_topic_configs(
+        "t", lambda cur: {**cur, "cleanup.policy": "compact"}
+    )
     assert dict(info.configs) == {"retention.ms": "1000", "cleanup.policy": "compact"}
     assert plog.config.cleanup_policy == {"compact"} and plog.config.retention_ms == 1000
-    ld.topic_admin.alter_topic_configs("t", lambda cur: {"segment.bytes": "99"}, validate_only=True)
+    ld.topic_changes.alter_topic_configs(
+        "t", lambda cur: {"segment.bytes": "99"}, validate_only=True
+    )
     assert plog.config.segment_bytes == 1000
     with pytest.raises(InvalidConfig):
-        ld.topic_admin.alter_topic_configs("t", lambda cur: {"segment.bytes": "1"})
+        ld.topic_changes.alter_topic_configs("t", lambda cur: {"segment.bytes": "1"})
     with pytest.raises(UnknownTopicOrPartition):
-        ld.topic_admin.alter_topic_configs("nope", lambda cur: {})
+        ld.topic_changes.alter_topic_configs("nope", lambda cur: {})
     ld.close()
     ld = open_dir(tmp_path)
     assert dict(ld.topics()["t"].configs) == {"retention.ms": "1000", "cleanup.policy": "compact"}
-    ld.topic_admin.alter_topic_configs("t", lambda cur: {})
+    ld.topic_changes.alter_topic_configs("t", lambda cur: {})
     assert ld.get("t", 0).config == ld.default_config
     ld.close()
 
@@ -270,9 +274,9 @@ def fill(plog: PartitionLog, count: int, timestamp_ms: int) -> None:
 
 def test_retention_follows_cleanup_policy(tmp_path: Path) -> None:
     ld = open_dir(tmp_path, segment_bytes=200, retention_ms=1000)
-    ld.topic_admin.create_topic("deleted", 1)
-    ld.topic_admin.create_topic("compacted", 1, {"cleanup.policy": "compact"})
-    ld.topic_admin.create_topic("both", 1, {"cleanup.policy": "compact,delete"})
+    ld.topic_changes.create_topic("deleted", 1)
+    ld.topic_changes.create_topic("compacted", 1, {"cleanup.policy": "compact"})
+    ld.topic_changes.create_topic("both", 1, {"cleanup.policy": "compact,delete"})
     for name in ("deleted", "compacted", "both"):
         fill(ld.get(name, 0), 10, timestamp_ms=1)
     now = 10_000.0
@@ -281,7 +285,7 @@ def test_retention_follows_cleanup_policy(tmp_path: Path) -> None:
     assert ld.get("both", 0).log_start_offset > 0
     assert ld.get("compacted", 0).log_start_offset == 0
     # Switching the compacted topic to delete applies at once.
-    ld.topic_admin.alter_topic_configs("compacted", lambda cur: {"cleanup.policy": "delete"})
+    ld.topic_changes.alter_topic_configs("compacted", lambda cur: {"cleanup.policy": "delete"})
     assert ld.enforce_retention(now) > 0
     assert ld.get("compacted", 0).log_start_offset > 0
     ld.close()
@@ -313,8 +317,8 @@ def sync_runner(f: Any, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
 
 def test_max_message_bytes_is_per_topic(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
-    ld.topic_admin.create_topic("small", 1, {"max.message.bytes": "100"})
-    ld.topic_admin.create_topic("large", 1, {"max.message.bytes": str(3 * BIG)})
+    ld.topic_changes.create_topic("small", 1, {"max.message.bytes": "100"})
+    ld.topic_changes.create_topic("large", 1, {"max.message.bytes": str(3 * BIG)})
     broker = Broker(ld, reactor=Clock(), run_read=sync_runner, run_write=sync_runner)
     big = encode_batch([b"v" * 200], timestamp_ms=1)
     results: list[Any] = []

@@ -73,7 +73,7 @@ def crashed(tmp_path: Path) -> Path:
     """A data directory whose broker was killed after writing, never having synced: the
     checkpoint says 0 everywhere."""
     directory = LogDirectory.open(str(tmp_path), CONFIG)
-    directory.topic_admin.create_topic("t", 3)
+    directory.topic_changes.create_topic("t", 3)
     directory.checkpoint()
     fill(directory, "t", 3, 40)
     crash(directory)
@@ -279,7 +279,7 @@ def test_unchanged_index_file_is_not_written(tmp_path: Path) -> None:
 
 def test_many_partitions_opened_in_parallel_one_offline(tmp_path: Path) -> None:
     directory = LogDirectory.open(str(tmp_path), CONFIG)
-    directory.topic_admin.create_topic("a", 20)
+    directory.topic_changes.create_topic("a", 20)
     fill(directory, "a", 20, 5)
     crash(directory)
     # One partition directory unreadable as a directory: that one goes offline only.

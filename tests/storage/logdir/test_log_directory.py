@@ -51,9 +51,9 @@ def snapshot(root: Path) -> set[str]:
 
 def test_registry_persists_across_reopen(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
-    ld.topic_admin.create_topic("events", 3)
-    ld.topic_admin.create_topic("small", 1, {"retention.bytes": "5000", "retention.ms": "60000"})
-    ld.topic_admin.create_topic("forever", 1, {"retention.bytes": "-1", "retention.ms": "-1"})
+    ld.topic_changes.create_topic("events", 3)
+    ld.topic_changes.create_topic("small", 1, {"retention.bytes": "5000", "retention.ms": "60000"})
+    ld.topic_changes.create_topic("forever", 1, {"retention.bytes": "-1", "retention.ms": "-1"})
     ld.get("events", 2).append_values([b"kept"], timestamp_ms=1)
     ld.close()
     ld = open_dir(tmp_path)
@@ -84,9 +84,9 @@ def test_hostile_names_never_touch_the_filesystem(
     with pytest.raises(InvalidTopic):
         ld.get(name, 0, create=True)
     with pytest.raises(InvalidTopic):
-        ld.topic_admin.create_topic(name, 1)
+        ld.topic_changes.create_topic(name, 1)
     with pytest.raises(InvalidTopic):
-        ld.topic_admin.delete_topic(name)
+        ld.topic_changes.delete_topic(name)
     monkeypatch.undo()
     assert snapshot(tmp_path / "data") == before
     assert ld.topics() == {}
@@ -95,9 +95,9 @@ def test_hostile_names_never_touch_the_filesystem(
 
 def test_topics_with_dashes(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
-    ld.topic_admin.create_topic("a-b-c", 12)
-    ld.topic_admin.create_topic("a-b", 2)
-    ld.topic_admin.create_topic("x-1", 1)
+    ld.topic_changes.create_topic("a-b-c", 12)
+    ld.topic_changes.create_topic("a-b", 2)
+    ld.topic_changes.create_topic("x-1", 1)
     names = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
     assert "a-b-c-11" in names and "a-b-1" in names and "x-1-0" in names
     assert parse_partition_dir("a-b-c-11") == ("a-b-c", 11)
@@ -141,33 +141,33 @@ def test_create_topic_errors(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
     for bad in (0, -1, 10_001):
         with pytest.raises(InvalidPartitions):
-            ld.topic_admin.create_topic("t", bad)
-    info = ld.topic_admin.create_topic("t", 10)
+            ld.topic_changes.create_topic("t", bad)
+    info = ld.topic_changes.create_topic("t", 10)
     assert info.partitions == 10
     with pytest.raises(TopicAlreadyExists):
-        ld.topic_admin.create_topic("t", 1)
+        ld.topic_changes.create_topic("t", 1)
     ld.close()
 
 
 def test_delete_topic(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
-    ld.topic_admin.create_topic("gone", 2)
+    ld.topic_changes.create_topic("gone", 2)
     old = ld.get("gone", 0)
     old.append_values([b"old"], timestamp_ms=1)
     old.publish()
-    ld.topic_admin.delete_topic("gone")
+    ld.topic_changes.delete_topic("gone")
     assert not (tmp_path / "gone-0").exists() and not (tmp_path / "gone-1").exists()
     assert "gone" not in ld.topics()
     with pytest.raises(UnknownTopicOrPartition):
         ld.get("gone", 0)
     with pytest.raises(UnknownTopicOrPartition):
-        ld.topic_admin.delete_topic("gone")
+        ld.topic_changes.delete_topic("gone")
     # A handle held across the delete refuses politely.
     with pytest.raises(UnknownTopicOrPartition):
         old.read(0, 10, COMMITTED_RECORDS)
     with pytest.raises(UnknownTopicOrPartition):
         old.append_values([b"x"], timestamp_ms=1)
-    ld.topic_admin.create_topic("gone", 1)
+    ld.topic_changes.create_topic("gone", 1)
     assert ld.get("gone", 0).log_end_offset == 0
     ld.close()
     ld = open_dir(tmp_path)
@@ -266,8 +266,8 @@ def test_symlinks_never_followed(tmp_path: Path) -> None:
     outside.mkdir()
     (outside / "precious").write_text("keep me")
     ld = open_dir(data)
-    ld.topic_admin.create_topic("ok", 1)
-    ld.topic_admin.create_topic("evil", 2)
+    ld.topic_changes.create_topic("ok", 1)
+    ld.topic_changes.create_topic("evil", 2)
     ld.close()
     evil = data / "evil-1"
     for p in evil.iterdir():
@@ -284,7 +284,7 @@ def test_symlinks_never_followed(tmp_path: Path) -> None:
     ld.close()
     assert not (data / CLEAN_SHUTDOWN_FILE).exists()  # an offline partition: not clean
     ld = open_dir(data)
-    ld.topic_admin.delete_topic("evil")
+    ld.topic_changes.delete_topic("evil")
     ld.close()
     assert sorted(p.name for p in outside.iterdir()) == ["precious"]
     assert (outside / "precious").read_text() == "keep me"
@@ -292,7 +292,7 @@ def test_symlinks_never_followed(tmp_path: Path) -> None:
 
 def test_unrelated_files_ignored(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
-    ld.topic_admin.create_topic("t", 1)
+    ld.topic_changes.create_topic("t", 1)
     ld.close()
     (tmp_path / "notes.txt").write_text("hello")
     (tmp_path / "nodash").mkdir()
@@ -314,7 +314,7 @@ def test_stale_partition_dir_replaced_on_create(tmp_path: Path) -> None:
     plog.append_values([b"ghost"], timestamp_ms=1)
     plog.close()
     ld = open_dir(tmp_path)
-    ld.topic_admin.create_topic("t", 1)
+    ld.topic_changes.create_topic("t", 1)
     assert ld.get("t", 0).log_end_offset == 0  # no resurrected data
     ld.close()
 
@@ -356,8 +356,8 @@ def test_concurrent_auto_create(tmp_path: Path) -> None:
 
 def test_retention_over_all_partitions(tmp_path: Path) -> None:
     ld = LogDirectory.open(str(tmp_path), LogConfig(segment_bytes=200))
-    ld.topic_admin.create_topic("short", 2, {"retention.bytes": "300"})
-    ld.topic_admin.create_topic("long", 1)
+    ld.topic_changes.create_topic("short", 2, {"retention.bytes": "300"})
+    ld.topic_changes.create_topic("long", 1)
     for topic, partition in (("short", 0), ("short", 1), ("long", 0)):
         plog = ld.get(topic, partition)
         for i in range(20):
@@ -371,7 +371,7 @@ def test_retention_over_all_partitions(tmp_path: Path) -> None:
 
 def test_directory_permissions(tmp_path: Path) -> None:
     ld = open_dir(tmp_path / "data")
-    ld.topic_admin.create_topic("t", 1)
+    ld.topic_changes.create_topic("t", 1)
     ld.close()
     assert (tmp_path / "data").stat().st_mode & 0o777 == 0o700
     assert (tmp_path / "data" / "t-0").stat().st_mode & 0o777 == 0o700

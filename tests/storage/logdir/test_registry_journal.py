@@ -29,12 +29,12 @@ def crash_copy(src: Path, dst: Path) -> Path:
 
 def test_changes_are_durable_before_close(tmp_path: Path) -> None:
     ld = LogDirectory.open(str(tmp_path / "d"))
-    ld.topic_admin.create_topic("a", 2)
-    ld.topic_admin.create_topic("b", 1, {"retention.ms": "1000"})
-    ld.partition_admin.create_partitions("a", 5)
-    ld.topic_admin.alter_topic_configs("a", lambda _old: {"cleanup.policy": "compact"})
-    ld.topic_admin.create_topic("gone", 3)
-    ld.topic_admin.delete_topic("gone")
+    ld.topic_changes.create_topic("a", 2)
+    ld.topic_changes.create_topic("b", 1, {"retention.ms": "1000"})
+    ld.partition_changes.create_partitions("a", 5)
+    ld.topic_changes.alter_topic_configs("a", lambda _old: {"cleanup.policy": "compact"})
+    ld.topic_changes.create_topic("gone", 3)
+    ld.topic_changes.delete_topic("gone")
     copy = LogDirectory.open(str(crash_copy(tmp_path / "d", tmp_path / "crashed")))
     topics = copy.topics()
     assert sorted(topics) == ["a", "b"]
@@ -48,7 +48,7 @@ def test_changes_are_durable_before_close(tmp_path: Path) -> None:
 
 def test_a_clean_close_folds_the_journal_into_the_snapshot(tmp_path: Path) -> None:
     ld = LogDirectory.open(str(tmp_path))
-    ld.topic_admin.create_topic("a", 1)
+    ld.topic_changes.create_topic("a", 1)
     assert (tmp_path / JOURNAL_FILE).stat().st_size > 0
     ld.close()
     assert (tmp_path / JOURNAL_FILE).stat().st_size == 0
@@ -57,7 +57,7 @@ def test_a_clean_close_folds_the_journal_into_the_snapshot(tmp_path: Path) -> No
 
 def test_a_torn_tail_is_cut_and_the_rest_kept(tmp_path: Path) -> None:
     ld = LogDirectory.open(str(tmp_path / "d"))
-    ld.topic_admin.create_topic("kept", 1)
+    ld.topic_changes.create_topic("kept", 1)
     crashed = crash_copy(tmp_path / "d", tmp_path / "crashed")
     ld.close()
     journal = crashed / JOURNAL_FILE
@@ -67,7 +67,7 @@ def test_a_torn_tail_is_cut_and_the_rest_kept(tmp_path: Path) -> None:
     copy = LogDirectory.open(str(crashed))
     assert sorted(copy.topics()) == ["kept"]
     assert journal.stat().st_size == intact
-    copy.topic_admin.create_topic("after", 1)
+    copy.topic_changes.create_topic("after", 1)
     assert sorted(read_registry(str(crashed))) == ["after", "kept"]
     copy.close()
 
@@ -78,8 +78,8 @@ def test_the_snapshot_is_rewritten_once_the_journal_outgrows_it(
     monkeypatch.setattr(registry_journal, "COMPACT_MIN_RECORDS", 3)
     ld = LogDirectory.open(str(tmp_path / "d"))
     for i in range(8):
-        ld.topic_admin.create_topic(f"t{i}", 1)
-    ld.topic_admin.delete_topic("t0")
+        ld.topic_changes.create_topic(f"t{i}", 1)
+    ld.topic_changes.delete_topic("t0")
     # Folded at least once: the snapshot names topics, the journal holds only the rest.
     assert b'"t1"' in (tmp_path / "d" / REGISTRY_FILE).read_bytes()
     copy = LogDirectory.open(str(crash_copy(tmp_path / "d", tmp_path / "crashed")))
@@ -93,8 +93,8 @@ def test_readers_do_not_wait_for_a_large_create(tmp_path: Path) -> None:
     created in a worker thread, every read answers at once, and the topic is absent until
     it is complete (every partition open)."""
     ld = LogDirectory.open(str(tmp_path))
-    ld.topic_admin.create_topic("other", 1)
-    created = threading.Thread(target=ld.topic_admin.create_topic, args=("big", 1000))
+    ld.topic_changes.create_topic("other", 1)
+    created = threading.Thread(target=ld.topic_changes.create_topic, args=("big", 1000))
     reads: list[float] = []
     seen_partial = False
     began = time.perf_counter()
@@ -124,14 +124,14 @@ def test_readers_do_not_wait_for_a_large_create(tmp_path: Path) -> None:
 
 def test_a_name_being_created_is_taken_and_its_collision_too(tmp_path: Path) -> None:
     ld = LogDirectory.open(str(tmp_path))
-    created = threading.Thread(target=ld.topic_admin.create_topic, args=("a.b", 500))
+    created = threading.Thread(target=ld.topic_changes.create_topic, args=("a.b", 500))
     created.start()
     while "a.b" not in ld._state.creating and created.is_alive():
         time.sleep(0.001)
     with pytest.raises(TopicAlreadyExists):
-        ld.topic_admin.create_topic("a.b", 1)
+        ld.topic_changes.create_topic("a.b", 1)
     with pytest.raises(InvalidTopic, match=r"collides with existing topic 'a\.b'"):
-        ld.topic_admin.create_topic("a_b", 1)
+        ld.topic_changes.create_topic("a_b", 1)
     created.join()
     # Auto-create of the colliding name is refused too; of the same name, it is there.
     with pytest.raises(InvalidTopic, match="collides"):
@@ -142,12 +142,12 @@ def test_a_name_being_created_is_taken_and_its_collision_too(tmp_path: Path) -> 
 
 def test_delete_then_create_of_the_same_name_starts_empty(tmp_path: Path) -> None:
     ld = LogDirectory.open(str(tmp_path))
-    ld.topic_admin.create_topic("t", 300)
-    deleting = threading.Thread(target=ld.topic_admin.delete_topic, args=("t",))
+    ld.topic_changes.create_topic("t", 300)
+    deleting = threading.Thread(target=ld.topic_changes.delete_topic, args=("t",))
     deleting.start()
     while "t" in ld.topics():
         time.sleep(0.001)
-    ld.topic_admin.create_topic("t", 2)  # waits for the old data to go, if it is still going
+    ld.topic_changes.create_topic("t", 2)  # waits for the old data to go, if it is still going
     deleting.join()
     assert ld.topics()["t"].partitions == 2
     assert not (tmp_path / "t-2").exists()
@@ -168,12 +168,12 @@ def test_internal_names_and_collisions_are_refused_but_old_ones_still_open(
     assert ld.get("x.y", 0).log_end_offset == ld.get("x_y", 0).log_end_offset == 0
     for name in ("__consumer_offsets", "__transaction_state", "__share_group_state"):
         with pytest.raises(InvalidTopic, match="reserved for Kafka's internal topics"):
-            ld.topic_admin.create_topic(name, 1, validate_only=True)
+            ld.topic_changes.create_topic(name, 1, validate_only=True)
     with pytest.raises(InvalidTopic, match="reserved"):
         ld.get("__transaction_state", 0, create=True)
-    ld.topic_admin.delete_topic("x.y")
+    ld.topic_changes.delete_topic("x.y")
     with pytest.raises(InvalidTopic, match=r"collides with existing topic 'x_y'"):
-        ld.topic_admin.create_topic("x.y", 1)
+        ld.topic_changes.create_topic("x.y", 1)
     with pytest.raises(InvalidTopic, match=r"collides with existing topic 'x_y'"):
         ld.get("x.y", 0, create=True)
     ld.close()
@@ -183,7 +183,7 @@ def test_a_failed_append_loses_the_change_only_and_the_next_writes_a_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ld = LogDirectory.open(str(tmp_path / "d"))
-    ld.topic_admin.create_topic("before", 1)
+    ld.topic_changes.create_topic("before", 1)
     real = registry_journal.write_all
 
     def full_disk(fd: int, data: bytes) -> None:
@@ -193,12 +193,12 @@ def test_a_failed_append_loses_the_change_only_and_the_next_writes_a_snapshot(
 
     monkeypatch.setattr(registry_journal, "write_all", full_disk)
     with pytest.raises(StorageError, match="No space left"):
-        ld.topic_admin.create_topic("lost", 3)
+        ld.topic_changes.create_topic("lost", 3)
     assert "lost" not in ld.topics()
     assert not (tmp_path / "d" / "lost-0").exists()
     monkeypatch.setattr(registry_journal, "write_all", real)
     # The journal may end in a partial record now: the next change is a snapshot.
-    ld.topic_admin.create_topic("after", 1)
+    ld.topic_changes.create_topic("after", 1)
     assert (tmp_path / "d" / JOURNAL_FILE).stat().st_size == 0
     copy = LogDirectory.open(str(crash_copy(tmp_path / "d", tmp_path / "crashed")))
     assert sorted(copy.topics()) == ["after", "before"]

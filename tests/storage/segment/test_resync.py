@@ -157,7 +157,7 @@ def test_fresh_data_directory_is_not_an_unclean_shutdown(tmp_path: Path) -> None
     fresh = LogDirectory.open(str(tmp_path / "new"))
     try:
         assert fresh.was_clean
-        fresh.topic_admin.create_topic("t", 1)
+        fresh.topic_changes.create_topic("t", 1)
         fresh.get("t", 0).append_values([b"x"], timestamp_ms=1)
     finally:
         fresh.close()

@@ -74,14 +74,17 @@ from brokerd.kafka.groups.kip848.members import (
     MemberTimers,
     check_epoch,
     commit_error,
+    delete_empty,
     drop_member,
     fetch_error,
     group_or_refuse,
     known_member,
     leaves_for_now,
+    member_of,
     put_member,
     rejoining,
     replace_static,
+    take_fields,
     txn_commit_error,
 )
 from brokerd.kafka.regex import InvalidRegex, compile_regex
@@ -622,10 +625,9 @@ class ConsumerGroupCoordinator:
         self._timers.arm_session(group.group_id, member, timeout)
 
     def _expire(self, group_id: str, member_id: str, why: str) -> None:
-        group = self.groups.get(group_id)
-        member = None if group is None else group.members.get(member_id)
-        if group is not None and member is not None:
-            self._remove(group, member, why)
+        member = member_of(self.groups, group_id, member_id)
+        if member is not None:
+            self._remove(self.groups[group_id], member, why)
 
     def _remove(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
         self._timers.cancel_all(member)
@@ -702,13 +704,9 @@ class ConsumerGroupCoordinator:
 
     def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups of a consumer group: only an empty one (NON_EMPTY_GROUP)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        if group.members:
-            return ErrorCode.NON_EMPTY_GROUP
-        group.transition_to(ConsumerGroupState.DEAD)
-        del self.groups[group_id]
+        group = delete_empty(self.groups, group_id, ConsumerGroupState.DEAD)
+        if isinstance(group, ErrorCode):
+            return group
         self._restored.discard(group_id)
         self._changed(group)
         return ErrorCode.NONE
@@ -849,16 +847,9 @@ def _update_member(member: ConsumerMember, request: HeartbeatInput) -> bool:
     if request.server_assignor is not None:
         changed |= request.server_assignor != member.server_assignor
         member.server_assignor = request.server_assignor
-    if request.rebalance_timeout_ms != -1:
-        member.rebalance_timeout_ms = request.rebalance_timeout_ms
-    if request.instance_id is not None:
-        member.instance_id = request.instance_id
     if request.rack_id is not None:
         member.rack_id = request.rack_id
-    if request.client_id:
-        member.client_id = request.client_id
-    if request.client_host:
-        member.client_host = request.client_host
+    take_fields(member, request)
     return changed
 
 

@@ -18,7 +18,7 @@ injected clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -37,16 +37,19 @@ __all__ = [
     "cancel",
     "check_epoch",
     "commit_error",
+    "delete_empty",
     "drop_member",
     "epoch_error",
     "fetch_error",
     "group_or_refuse",
     "known_member",
     "leaves_for_now",
+    "member_of",
     "put_member",
     "rejoining",
     "released_static_member",
     "replace_static",
+    "take_fields",
     "txn_commit_error",
 ]
 
@@ -300,6 +303,76 @@ def drop_member(group: StaticGroup[_T], member: _T) -> None:
 
 
 _G = TypeVar("_G", bound="StaticGroup[Any]")
+
+
+def member_of(groups: Mapping[str, StaticGroup[_T]], group_id: str, member_id: str) -> _T | None:
+    """Member ``member_id`` of group ``group_id``, if both are still there (a timer that
+    fires may find either gone)."""
+    group = groups.get(group_id)
+    return None if group is None else group.members.get(member_id)
+
+
+_S_contra = TypeVar("_S_contra", contravariant=True)
+
+
+class DeletableGroup(Protocol[_S_contra]):
+    @property
+    def members(self) -> Mapping[str, object]: ...
+
+    def transition_to(self, new: _S_contra, /) -> None: ...
+
+
+_D = TypeVar("_D", bound="DeletableGroup[Any]")
+
+
+def delete_empty(groups: MutableMapping[str, _D], group_id: str, dead: object) -> _D | ErrorCode:
+    """DeleteGroups of a KIP-848 group: the group, now ``dead`` and out of ``groups``
+    (the caller drops what else it keeps of it); GROUP_ID_NOT_FOUND, or NON_EMPTY_GROUP
+    for a group with members (only an empty one goes, as Kafka)."""
+    group = groups.get(group_id)
+    if group is None:
+        return ErrorCode.GROUP_ID_NOT_FOUND
+    if group.members:
+        return ErrorCode.NON_EMPTY_GROUP
+    group.transition_to(dead)
+    del groups[group_id]
+    return group
+
+
+class HeartbeatFields(Protocol):
+    """The heartbeat fields both protocols keep as given, none of which moves the group
+    epoch."""
+
+    @property
+    def rebalance_timeout_ms(self) -> int: ...
+
+    @property
+    def instance_id(self) -> str | None: ...
+
+    @property
+    def client_id(self) -> str: ...
+
+    @property
+    def client_host(self) -> str: ...
+
+
+class FieldsMember(Protocol):
+    rebalance_timeout_ms: int
+    instance_id: str | None
+    client_id: str
+    client_host: str
+
+
+def take_fields(member: FieldsMember, request: HeartbeatFields) -> None:
+    """Take the :class:`HeartbeatFields` a heartbeat gives (-1, None or "": unchanged)."""
+    if request.rebalance_timeout_ms != -1:
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms
+    if request.instance_id is not None:
+        member.instance_id = request.instance_id
+    if request.client_id:
+        member.client_id = request.client_id
+    if request.client_host:
+        member.client_host = request.client_host
 
 
 def group_or_refuse(groups: Mapping[str, _G], group_id: str, group_kind: str) -> _G:

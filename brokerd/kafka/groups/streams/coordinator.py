@@ -374,10 +374,9 @@ class StreamsGroupCoordinator:
         self._timers.arm_session(group.group_id, member, timeout)
 
     def _expire(self, group_id: str, member_id: str, why: str) -> None:
-        group = self.groups.get(group_id)
-        member = None if group is None else group.members.get(member_id)
-        if group is not None and member is not None:
-            self._remove(group, member, why)
+        member = kip848.member_of(self.groups, group_id, member_id)
+        if member is not None:
+            self._remove(self.groups[group_id], member, why)
 
     def _remove(self, group: StreamsGroup, member: StreamsMember, why: str) -> None:
         self._timers.cancel_all(member)
@@ -453,13 +452,9 @@ class StreamsGroupCoordinator:
 
     def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups of a streams group: only an empty one (NON_EMPTY_GROUP)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        if group.members:
-            return ErrorCode.NON_EMPTY_GROUP
-        group.transition_to(StreamsGroupState.DEAD)
-        del self.groups[group_id]
+        group = kip848.delete_empty(self.groups, group_id, StreamsGroupState.DEAD)
+        if isinstance(group, ErrorCode):
+            return group
         self._shutdown.pop(group_id, None)
         self._descriptions.pop(group_id, None)
         self._changed(group)
@@ -578,14 +573,7 @@ def _update_member(member: StreamsMember, request: HeartbeatInput) -> bool:
         member.client_tags = request.client_tags
     if request.user_endpoint is not None:
         member.user_endpoint = request.user_endpoint
-    if request.rebalance_timeout_ms != -1:
-        member.rebalance_timeout_ms = request.rebalance_timeout_ms
-    if request.instance_id is not None:
-        member.instance_id = request.instance_id
-    if request.client_id:
-        member.client_id = request.client_id
-    if request.client_host:
-        member.client_host = request.client_host
+    kip848.take_fields(member, request)
     return changed
 
 

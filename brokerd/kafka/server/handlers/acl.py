@@ -104,6 +104,23 @@ class AclHandlers:
         self._authorizer.replace(acls)
         return True
 
+    async def _change(
+        self, change: Callable[[frozenset[AclBinding]], frozenset[AclBinding]]
+    ) -> tuple[ErrorCode, str] | None:
+        """Make the ACLs ``change(current ACLs)``, stored, under the lock (one change at
+        a time); None when done (or nothing changed), else the error every entry of the
+        request is answered: a change that grows the ACLs past MAX_ACLS, or a failed
+        write (nothing changed then)."""
+        assert self._authorizer is not None
+        async with self._lock:
+            current = self._authorizer.acls
+            new = change(current)
+            if len(new) > MAX_ACLS and len(new) > len(current):
+                return ErrorCode.INVALID_REQUEST, f"more than {MAX_ACLS} ACLs"
+            if new == current or await self._replace(new):
+                return None
+            return ErrorCode.UNKNOWN_SERVER_ERROR, "the ACLs could not be stored"
+
     # -- CreateAcls ------------------------------------------------------------------
 
     async def create_acls(
@@ -111,48 +128,17 @@ class AclHandlers:
     ) -> acl_apis.CreateAclsResponse:
         body = req.body
         if self._authorizer is None:
-            return acl_apis.CreateAclsResponse(results=tuple(
-                acl_apis.AclCreationResult(
-                    error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED
-                )
-                for _ in body.creations
-            ))
-        parsed: list[AclBinding | InvalidAcl] = []
-        for c in body.creations:
-            if c.resource_type in _NOT_KEPT:
-                parsed.append(InvalidAcl(
-                    f"brokerd keeps no ACLs on {_NOT_KEPT[c.resource_type]} resources "
-                    f"(it has no delegation tokens)"
-                ))
-                continue
-            try:
-                parsed.append(make_binding(
-                    c.resource_type, c.resource_name, c.resource_pattern_type,
-                    c.principal, c.host, c.operation, c.permission_type,
-                ))
-            except InvalidAcl as e:
-                parsed.append(e)
-        await self._lock.acquire()
-        try:
-            current = self._authorizer.acls
-            new = current | {b for b in parsed if isinstance(b, AclBinding)}
-            if len(new) > MAX_ACLS:
-                stored = False
-                failure: tuple[ErrorCode, str] = (
-                    ErrorCode.INVALID_REQUEST, f"more than {MAX_ACLS} ACLs"
-                )
-            else:
-                stored = new == current or await self._replace(new)
-                failure = (ErrorCode.UNKNOWN_SERVER_ERROR, "the ACLs could not be stored")
-        finally:
-            self._lock.release()
+            return _creations_refused(body, ErrorCode.SECURITY_DISABLED, _DISABLED)
+        parsed = _each(body.creations, _binding)
+        added = frozenset(b for b in parsed if isinstance(b, AclBinding))
+        failure = await self._change(lambda current: current | added)
         results = []
         for p in parsed:
             if isinstance(p, InvalidAcl):
                 results.append(acl_apis.AclCreationResult(
                     error_code=ErrorCode.INVALID_REQUEST, error_message=str(p)
                 ))
-            elif stored:
+            elif failure is None:
                 results.append(acl_apis.AclCreationResult())
             else:
                 results.append(acl_apis.AclCreationResult(
@@ -189,47 +175,81 @@ class AclHandlers:
     ) -> acl_apis.DeleteAclsResponse:
         body = req.body
         if self._authorizer is None:
-            return acl_apis.DeleteAclsResponse(filter_results=tuple(
-                acl_apis.DeleteAclsFilterResult(
-                    error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED
-                )
-                for _ in body.filters
-            ))
-        filters: list[AclFilter | InvalidAcl] = []
-        for raw in body.filters:
-            try:
-                filters.append(_filter(raw))
-            except InvalidAcl as e:
-                filters.append(e)
-        await self._lock.acquire()
-        try:
-            current = self._authorizer.acls
-            matched = [
+            return _filters_refused(body, ErrorCode.SECURITY_DISABLED, _DISABLED)
+        filters = _each(body.filters, _filter)
+        matched: list[list[AclBinding]] = []
+
+        def remove(current: frozenset[AclBinding]) -> frozenset[AclBinding]:
+            matched[:] = [
                 sorted_acls(b for b in current if f.matches(b))
                 if isinstance(f, AclFilter) and raw.resource_type_filter not in _NOT_KEPT
                 else []
                 for f, raw in zip(filters, body.filters, strict=True)
             ]
-            gone = frozenset(b for m in matched for b in m)
-            stored = not gone or await self._replace(current - gone)
-        finally:
-            self._lock.release()
+            return current - frozenset(b for m in matched for b in m)
+
+        failure = await self._change(remove)
         results = []
         for f, m in zip(filters, matched, strict=True):
             if isinstance(f, InvalidAcl):
                 results.append(acl_apis.DeleteAclsFilterResult(
                     error_code=ErrorCode.INVALID_REQUEST, error_message=str(f)
                 ))
-            elif not stored:
+            elif failure is not None:
                 results.append(acl_apis.DeleteAclsFilterResult(
-                    error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
-                    error_message="the ACLs could not be stored",
+                    error_code=failure[0], error_message=failure[1]
                 ))
             else:
                 results.append(acl_apis.DeleteAclsFilterResult(
                     matching_acls=tuple(_matching(b) for b in m)
                 ))
         return acl_apis.DeleteAclsResponse(filter_results=tuple(results))
+
+
+def _creations_refused(
+    body: acl_apis.CreateAclsRequest, code: ErrorCode, message: str
+) -> acl_apis.CreateAclsResponse:
+    """CreateAcls answered ``code`` for every creation."""
+    return acl_apis.CreateAclsResponse(results=tuple(
+        acl_apis.AclCreationResult(error_code=code, error_message=message)
+        for _ in body.creations
+    ))
+
+
+def _filters_refused(
+    body: acl_apis.DeleteAclsRequest, code: ErrorCode, message: str
+) -> acl_apis.DeleteAclsResponse:
+    """DeleteAcls answered ``code`` for every filter."""
+    return acl_apis.DeleteAclsResponse(filter_results=tuple(
+        acl_apis.DeleteAclsFilterResult(error_code=code, error_message=message)
+        for _ in body.filters
+    ))
+
+
+X = TypeVar("X")
+
+
+def _each(entries: Iterable[X], parse: Callable[[X], T]) -> list[T | InvalidAcl]:
+    """Each entry parsed, or the :class:`InvalidAcl` that refused it."""
+    parsed: list[T | InvalidAcl] = []
+    for entry in entries:
+        try:
+            parsed.append(parse(entry))
+        except InvalidAcl as e:
+            parsed.append(e)
+    return parsed
+
+
+def _binding(c: acl_apis.AclCreation) -> AclBinding:
+    if c.resource_type in _NOT_KEPT:
+        raise InvalidAcl(
+            f"brokerd keeps no ACLs on {_NOT_KEPT[c.resource_type]} resources "
+            f"(it has no delegation tokens)"
+        )
+    return make_binding(
+        c.resource_type, c.resource_name, c.resource_pattern_type,
+        c.principal, c.host, c.operation, c.permission_type,
+    )
 
 
 def _filter(raw: acl_apis.DescribeAclsRequest | acl_apis.DeleteAclsFilter) -> AclFilter:
@@ -276,10 +296,7 @@ def create_acls_rule(
 ) -> Gate[acl_apis.CreateAclsRequest, acl_apis.CreateAclsResponse]:
     if access.cluster(Operation.ALTER):
         return Gate(req)
-    return answer_now(req, acl_apis.CreateAclsResponse(results=tuple(
-        acl_apis.AclCreationResult(error_code=CLUSTER_DENIED, error_message=DENIED_TEXT)
-        for _ in req.body.creations
-    )))
+    return answer_now(req, _creations_refused(req.body, CLUSTER_DENIED, DENIED_TEXT))
 
 
 def describe_acls_rule(
@@ -297,7 +314,4 @@ def delete_acls_rule(
 ) -> Gate[acl_apis.DeleteAclsRequest, acl_apis.DeleteAclsResponse]:
     if access.cluster(Operation.ALTER):
         return Gate(req)
-    return answer_now(req, acl_apis.DeleteAclsResponse(filter_results=tuple(
-        acl_apis.DeleteAclsFilterResult(error_code=CLUSTER_DENIED, error_message=DENIED_TEXT)
-        for _ in req.body.filters
-    )))
+    return answer_now(req, _filters_refused(req.body, CLUSTER_DENIED, DENIED_TEXT))

@@ -54,7 +54,12 @@ from brokerd.kafka.server.handlers.txn import TxnHandlers
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import AnyRoute, route
-from brokerd.kafka.server.throttle import THROTTLED_TEXT, MutationCharge, QuotaEnforcer
+from brokerd.kafka.server.throttle import (
+    THROTTLED_TEXT,
+    MutationCharge,
+    QuotaEnforcer,
+    mutation_charge,
+)
 from brokerd.kafka.wire.codec import ZERO_UUID
 from brokerd.kafka.wire.messages.api_versions import (
     API_VERSIONS,
@@ -103,7 +108,7 @@ DEFAULT_PARTITIONS = 1
 METADATA_CACHE_TOPICS = 20000
 
 
-class AdminHandlers:
+class ClusterTopicHandlers:
     """Answers the cluster and topic administration APIs.
 
     :param core: the broker core (:class:`~brokerd.core.api.CoreApi`).
@@ -444,21 +449,21 @@ class AdminHandlers:
     ) -> apis.CreateTopicsResponse:
         body = req.body
         twice = repeated(t.name for t in body.topics)
-        quota = None if self._quotas is None else self._quotas.mutations(
-            conn.state.principal, req.header.client_id, strict=req.api_version >= 6)
+        quota = mutation_charge(self._quotas, conn.state.principal, req.header.client_id,
+                                strict=req.api_version >= 6)
         results = []
         for t in body.topics:
             if t.name in twice:
                 result = _create_failed(t, ErrorCode.INVALID_REQUEST, "topic named more than once")
-            elif quota is not None and quota.refused():
+            elif quota.refused():
                 result = _create_failed(t, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_TEXT)
             else:
                 result = await self._create_one(t, body.validate_only)
-                if quota is not None and result.error_code == 0 and not body.validate_only:
+                if result.error_code == 0 and not body.validate_only:
                     quota.charge(result.num_partitions)
             results.append(result)
         return apis.CreateTopicsResponse(
-            throttle_time_ms=0 if quota is None else quota.throttle_ms(), topics=tuple(results))
+            throttle_time_ms=quota.throttle_ms(), topics=tuple(results))
 
     async def _create_one(
         self, t: apis.CreatableTopic, validate_only: bool
@@ -551,8 +556,8 @@ class AdminHandlers:
         wanted = _topics_to_delete(body, req.api_version)
         twice_names = repeated(t.name for t in wanted if t.name is not None)
         twice_ids = repeated(str(t.topic_id) for t in wanted if t.name is None)
-        quota = None if self._quotas is None else self._quotas.mutations(
-            conn.state.principal, req.header.client_id, strict=req.api_version >= 5)
+        quota = mutation_charge(self._quotas, conn.state.principal, req.header.client_id,
+                                strict=req.api_version >= 5)
         results = []
         for t in wanted:
             if t.name is None and t.topic_id == ZERO_UUID:
@@ -563,17 +568,17 @@ class AdminHandlers:
                 result = _delete_failed(
                     t, ErrorCode.INVALID_REQUEST, "The topic is named more than once."
                 )
-            elif quota is not None and quota.refused():
+            elif quota.refused():
                 result = _delete_failed(t, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_TEXT)
             else:
                 result = await self._delete_one(t, quota)
             results.append(result)
         return apis.DeleteTopicsResponse(
-            throttle_time_ms=0 if quota is None else quota.throttle_ms(),
+            throttle_time_ms=quota.throttle_ms(),
             responses=tuple(results))
 
     async def _delete_one(
-        self, t: DeleteTopicState, quota: MutationCharge | None
+        self, t: DeleteTopicState, quota: MutationCharge
     ) -> apis.DeletableTopicResult:
         # A name wins over an ID when both are given (as in Kafka).
         if t.name is not None:
@@ -595,8 +600,7 @@ class AdminHandlers:
                 name=info.name, topic_id=info.topic_id,
                 error_code=self._unexpected("delete topic", e), error_message=message(e),
             )
-        if quota is not None:
-            quota.charge(info.partitions)
+        quota.charge(info.partitions)
         return apis.DeletableTopicResult(name=info.name, topic_id=info.topic_id, error_code=0)
 
     async def init_producer_id(

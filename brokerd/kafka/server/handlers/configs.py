@@ -165,6 +165,13 @@ class _Refused(Exception):
         self.text = text
 
 
+def _refuse_duplicate_keys(res: apis.IncrementalAlterConfigsResource) -> None:
+    """IncrementalAlterConfigs names each config of a resource once (Kafka's rule)."""
+    names = [c.name for c in res.configs]
+    if len(set(names)) != len(names):
+        raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+
+
 def _entry(
     name: str,
     value: str,
@@ -526,9 +533,7 @@ class ConfigHandlers:
         def update_for(
             res: apis.IncrementalAlterConfigsResource,
         ) -> Callable[[Mapping[str, str]], Mapping[str, str | None]]:
-            names = [c.name for c in res.configs]
-            if len(set(names)) != len(names):
-                raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+            _refuse_duplicate_keys(res)
             ops = []
             for c in res.configs:
                 try:
@@ -580,9 +585,7 @@ class ConfigHandlers:
         self, res: apis.IncrementalAlterConfigsResource, validate_only: bool
     ) -> None:
         resources = self._metrics_resources(res.resource_name)
-        names = [c.name for c in res.configs]
-        if len(set(names)) != len(names):
-            raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        _refuse_duplicate_keys(res)
         ops = [(c.name, c.config_operation, c.value) for c in res.configs]
         try:
             await resources.alter(res.resource_name, ops, validate_only=validate_only)
@@ -597,9 +600,7 @@ class ConfigHandlers:
         self, res: apis.IncrementalAlterConfigsResource, validate_only: bool
     ) -> None:
         configs = self._group_configs(res.resource_name)
-        names = [c.name for c in res.configs]
-        if len(set(names)) != len(names):
-            raise _Refused(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        _refuse_duplicate_keys(res)
         # Share groups' configs live with their share state, the others with the group
         # coordinator's; both are checked before either is changed.
         shared = [c for c in res.configs if is_group_config(c.name)]

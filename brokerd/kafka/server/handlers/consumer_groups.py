@@ -40,9 +40,8 @@ from brokerd.kafka.server.acl_gate import (
     Access,
     Gate,
     answer_now,
-    itself,
+    describe_each_group,
     refuse_groups_with_denied_topics,
-    split_entries,
 )
 from brokerd.kafka.server.handler_base import Outcome, RequestContext
 from brokerd.kafka.server.internal_topics import InternalTopics, with_internal
@@ -258,15 +257,9 @@ def describe_rule(
     """DESCRIBE on each group; the others are answered GROUP_AUTHORIZATION_FAILED, once
     per group id. A described group using a topic the principal may not DESCRIBE is
     answered TOPIC_AUTHORIZATION_FAILED without its members."""
-    body = req.body
-    distinct = attrs.evolve(body, group_ids=tuple(dict.fromkeys(body.group_ids)))
     gate: Gate[cg.ConsumerGroupDescribeRequest, cg.ConsumerGroupDescribeResponse]
-    gate = split_entries(
-        attrs.evolve(req, body=distinct), distinct.group_ids, itself,
-        lambda g: None if access.group(Operation.DESCRIBE, g) else GROUP_DENIED,
-        lambda g, code: cg.DescribedConsumerGroup(group_id=g, error_code=code),
-        narrow=lambda kept: attrs.evolve(distinct, group_ids=kept),
-        widen=lambda r, denied: attrs.evolve(r, groups=(*r.groups, *denied)),
+    gate = describe_each_group(
+        access, req, lambda g, code: cg.DescribedConsumerGroup(group_id=g, error_code=code)
     )
     refuse = refuse_groups_with_denied_topics(access, _topics_used, _topics_refusal)
 

@@ -296,13 +296,14 @@ class FetchHandler:
     ) -> apis.FetchResponse | Outcome:
         """A full fetch: every partition it names is answered; with ``open_session``
         they become a new session if the cache has (or makes) room for it."""
-        full_body = body
         # The topics named by an ID no topic has (None: the request names them by name).
         unknown: list[apis.FetchTopic] | None = None
+        # The topics read (by ID: the known ones, with their names); the request itself
+        # is not rebuilt around them (nothing below reads its topics).
+        topics: Sequence[apis.FetchTopic] = body.topics
         if req.api_version >= FETCH_TOPIC_IDS_FROM:
-            known, unknown = _by_id(self._core, body.topics, self._internal)
-            body = attrs.evolve(body, topics=tuple(known))
-        wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
+            topics, unknown = _by_id(self._core, body.topics, self._internal)
+        wanted = [(t.topic, p) for t in topics for p in t.partitions]
         keys = [(topic, p.partition) for topic, p in wanted]
         # Internal topics' logs have no append watch: a wait on them alone runs to
         # MaxWaitMs, and a commit shows at the next poll.
@@ -367,7 +368,7 @@ class FetchHandler:
         self._note_answered(conn, body, [p for _t, p in wanted], keys, results)
         out: list[apis.FetchTopicResponse] = []
         i = 0
-        for t in body.topics:
+        for t in topics:
             n = len(t.partitions)
             parts = results[i : i + n]
             i += n
@@ -389,7 +390,7 @@ class FetchHandler:
         out.extend(_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown or ())
         session_id = INVALID_SESSION_ID
         if open_session:
-            session_id = self._open_session(full_body, out, by_id=unknown is not None)
+            session_id = self._open_session(body, out, by_id=unknown is not None)
         return apis.FetchResponse(error_code=0, session_id=session_id, responses=tuple(out))
 
     def _open_session(

@@ -51,7 +51,7 @@ from brokerd.kafka.server.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.server.route import AnyRoute, route
-from brokerd.kafka.server.throttle import THROTTLED_TEXT, QuotaEnforcer
+from brokerd.kafka.server.throttle import THROTTLED_TEXT, QuotaEnforcer, mutation_charge
 from brokerd.kafka.wire.messages.partitions import (
     CREATE_PARTITIONS,
     DELETE_RECORDS,
@@ -117,20 +117,18 @@ class PartitionAdminHandlers:
     ) -> apis.CreatePartitionsResponse:
         body = req.body
         twice = repeated(t.name for t in body.topics)
-        quota = None if self._quotas is None else self._quotas.mutations(
-            conn.state.principal, req.header.client_id, strict=req.api_version >= 3)
+        quota = mutation_charge(self._quotas, conn.state.principal, req.header.client_id,
+                                strict=req.api_version >= 3)
         results = []
         for t in body.topics:
             if t.name in twice:
                 code, text = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
-            elif quota is not None and quota.refused():
+            elif quota.refused():
                 code, text = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_TEXT
             else:
                 before = self._core.topics().get(t.name)
                 code, text = await self._grow(t, body.validate_only, body.timeout_ms)
-                if quota is not None and code == 0 and before is not None and not (
-                    body.validate_only
-                ):
+                if code == 0 and before is not None and not body.validate_only:
                     quota.charge(t.count - before.partitions)
             results.append(
                 apis.CreatePartitionsTopicResult(
@@ -138,7 +136,7 @@ class PartitionAdminHandlers:
                 )
             )
         return apis.CreatePartitionsResponse(
-            throttle_time_ms=0 if quota is None else quota.throttle_ms(),
+            throttle_time_ms=quota.throttle_ms(),
             results=tuple(results))
 
     def _refusal(self, t: apis.CreatePartitionsTopic) -> tuple[ErrorCode, str] | None:

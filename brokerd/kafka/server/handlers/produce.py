@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 import attrs
+from twisted.internet import defer
 from twisted.logger import Logger
 
 from brokerd.clock import Clock
@@ -50,6 +51,7 @@ from brokerd.names import INTERNAL_TOPICS
 from brokerd.security.acl import Operation
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.header import batch_codecs
+from brokerd.storage.types import AppendInfo
 
 T = TypeVar("T")
 
@@ -83,8 +85,51 @@ class ProduceHandler:
         """Map ``exc``; log it when it is not one of brokerd's own errors."""
         return unexpected_code(self._log, what, exc)
 
-    async def produce(
+    def produce(
         self, conn: RequestContext, req: Request[apis.ProduceRequest]
+    ) -> defer.Deferred[apis.ProduceResponse | Outcome]:
+        """Answer a Produce. The common one (librdkafka at ``linger.ms=0``: acks 1 or
+        all, one topic, one partition, appended at once in the reactor thread) is
+        answered without a coroutine: its answer is built from the append's fired
+        Deferred and returned fired. Every other one (and that one's append still
+        running or failed) goes through :meth:`_produce`, with the same checks in the
+        same order."""
+        body = req.body
+        version = req.api_version
+        topics = body.topic_data
+        if (
+            len(topics) == 1
+            and len(topics[0].partition_data) == 1
+            and version >= MIN_IMPLEMENTED_PRODUCE_VERSION
+            and body.acks in (-1, 1)
+        ):
+            t = topics[0]
+            part = t.partition_data[0]
+            name = self._topic_name(t, version)
+            records = _checked(name, part, version)
+            if isinstance(records, apis.ProducePartitionResponse):
+                return defer.succeed(_one_topic(t, records))
+            assert name is not None  # _checked refused it
+            try:
+                d = self._core.produce_batches(name, part.index, records, acks=body.acks)
+            except Exception as e:
+                return defer.succeed(_one_topic(t, self._append_failed(part, version, e)))
+            result = d.result if d.called else None
+            if isinstance(result, AppendInfo):
+                return defer.succeed(_one_topic(t, _appended(part, result)))
+            timeout = _timeout(body)
+            return defer.Deferred.fromCoroutine(
+                self._answer_one(t, part, version, d, timeout))
+        return defer.Deferred.fromCoroutine(self._produce(req))
+
+    async def _answer_one(
+        self, t: apis.ProduceTopicData, part: apis.ProducePartitionData, version: int,
+        d: defer.Deferred[AppendInfo], timeout: float | None,
+    ) -> apis.ProduceResponse | Outcome:
+        return _one_topic(t, await self._await_append(part, version, d, timeout))
+
+    async def _produce(
+        self, req: Request[apis.ProduceRequest]
     ) -> apis.ProduceResponse | Outcome:
         body = req.body
         version = req.api_version
@@ -107,7 +152,7 @@ class ProduceHandler:
                     _topic_refused(t, code, text) for t in body.topic_data
                 )
             )
-        timeout = body.timeout_ms / 1000.0 if acks == -1 and body.timeout_ms > 0 else None
+        timeout = _timeout(body)
         names = [self._topic_name(t, version) for t in body.topic_data]
         # Every partition at once: each has its own append queue and sync.
         produces = [
@@ -157,46 +202,92 @@ class ProduceHandler:
         version: int,
         timeout: float | None,
     ) -> apis.ProducePartitionResponse:
-        def refuse(code: ErrorCode, text: str) -> apis.ProducePartitionResponse:
-            return apis.ProducePartitionResponse(
-                index=part.index, error_code=code, error_message=text
-            )
-
-        if topic is None:  # v13+: an ID no topic has (never auto-created)
-            return refuse(ErrorCode.UNKNOWN_TOPIC_ID, "no topic has this topic ID")
-        if topic in INTERNAL_TOPICS:
-            # Kafka's answer to a client writing to its internal topics.
-            return refuse(
-                ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
-            )
-        records = part.records
-        if not records:
-            return refuse(ErrorCode.CORRUPT_MESSAGE, "a produce must carry a record batch")
-        if version < ZSTD_MIN_PRODUCE_VERSION and Compression.ZSTD in batch_codecs(records):
-            return refuse(
-                ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later"
-            )
+        records = _checked(topic, part, version)
+        if isinstance(records, apis.ProducePartitionResponse):
+            return records
+        assert topic is not None  # _checked refused it
         try:
             d = self._core.produce_batches(topic, part.index, records, acks=acks)
+        except Exception as e:
+            return self._append_failed(part, version, e)
+        return await self._await_append(part, version, d, timeout)
+
+    async def _await_append(
+        self, part: apis.ProducePartitionData, version: int,
+        d: defer.Deferred[AppendInfo], timeout: float | None,
+    ) -> apis.ProducePartitionResponse:
+        try:
             if timeout is not None and not d.called:
                 # (A small append without a sync is done already: nothing to time.) The
                 # append is not cancelled: an idempotent retry of it is then answered
                 # from the producer state.
                 d = within(d, timeout, self._clock, f"not durable within {timeout:.3f}s")
             info = await d
-        except DeadlinePassed as e:
-            return refuse(ErrorCode.REQUEST_TIMED_OUT, str(e))
-        except InvalidRecord as e:  # keyless record, compacted topic (docs/compaction.md)
-            return invalid_record_response(part.index, version, e)
         except Exception as e:
-            return refuse(self._unexpected("produce", e), _message(e))
-        return apis.ProducePartitionResponse(
-            index=part.index,
-            error_code=0,
-            base_offset=info.base_offset,
-            log_append_time_ms=info.log_append_time,  # -1 unless a LogAppendTime topic
-            log_start_offset=info.log_start_offset,
+            return self._append_failed(part, version, e)
+        return _appended(part, info)
+
+    def _append_failed(
+        self, part: apis.ProducePartitionData, version: int, e: Exception
+    ) -> apis.ProducePartitionResponse:
+        """The partition's answer to an append that raised ``e``."""
+        if isinstance(e, DeadlinePassed):
+            return _refused(part, ErrorCode.REQUEST_TIMED_OUT, str(e))
+        if isinstance(e, InvalidRecord):  # keyless record, compacted topic
+            return invalid_record_response(part.index, version, e)
+        return _refused(part, self._unexpected("produce", e), _message(e))
+
+
+def _timeout(body: apis.ProduceRequest) -> float | None:
+    """The acks=all timeout, seconds (None: none to keep)."""
+    return body.timeout_ms / 1000.0 if body.acks == -1 and body.timeout_ms > 0 else None
+
+
+def _refused(
+    part: apis.ProducePartitionData, code: ErrorCode, text: str
+) -> apis.ProducePartitionResponse:
+    return apis.ProducePartitionResponse(index=part.index, error_code=code, error_message=text)
+
+
+def _checked(
+    topic: str | None, part: apis.ProducePartitionData, version: int
+) -> bytes | apis.ProducePartitionResponse:
+    """The partition's records to append, or its answer when it is refused before any
+    append."""
+    if topic is None:  # v13+: an ID no topic has (never auto-created)
+        return _refused(part, ErrorCode.UNKNOWN_TOPIC_ID, "no topic has this topic ID")
+    if topic in INTERNAL_TOPICS:
+        # Kafka's answer to a client writing to its internal topics.
+        return _refused(
+            part, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
         )
+    records = part.records
+    if not records:
+        return _refused(part, ErrorCode.CORRUPT_MESSAGE, "a produce must carry a record batch")
+    if version < ZSTD_MIN_PRODUCE_VERSION and Compression.ZSTD in batch_codecs(records):
+        return _refused(
+            part, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later"
+        )
+    return records
+
+
+def _appended(
+    part: apis.ProducePartitionData, info: AppendInfo
+) -> apis.ProducePartitionResponse:
+    return apis.ProducePartitionResponse(
+        index=part.index,
+        error_code=0,
+        base_offset=info.base_offset,
+        log_append_time_ms=info.log_append_time,  # -1 unless a LogAppendTime topic
+        log_start_offset=info.log_start_offset,
+    )
+
+
+def _one_topic(
+    t: apis.ProduceTopicData, answer: apis.ProducePartitionResponse
+) -> apis.ProduceResponse:
+    return apis.ProduceResponse(responses=(apis.ProduceTopicResponse(
+        name=t.name, topic_id=t.topic_id, partition_responses=(answer,)),))
 
 
 def _topic_refused(

@@ -43,8 +43,7 @@ from brokerd.kafka.server.acl_gate import (
     Access,
     Gate,
     answer_now,
-    itself,
-    split_entries,
+    describe_each_group,
 )
 from brokerd.kafka.server.handler_base import RequestContext
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
@@ -402,14 +401,8 @@ def describe_rule(
 ) -> Gate[sg.StreamsGroupDescribeRequest, sg.StreamsGroupDescribeResponse]:
     """DESCRIBE on each group; the others are answered GROUP_AUTHORIZATION_FAILED, once
     per group id."""
-    body = req.body
-    distinct = attrs.evolve(body, group_ids=tuple(dict.fromkeys(body.group_ids)))
-    return split_entries(
-        attrs.evolve(req, body=distinct), distinct.group_ids, itself,
-        lambda g: None if access.group(Operation.DESCRIBE, g) else GROUP_DENIED,
-        lambda g, code: sg.DescribedStreamsGroup(group_id=g, error_code=code),
-        narrow=lambda kept: attrs.evolve(distinct, group_ids=kept),
-        widen=lambda r, denied: attrs.evolve(r, groups=(*r.groups, *denied)),
+    return describe_each_group(
+        access, req, lambda g, code: sg.DescribedStreamsGroup(group_id=g, error_code=code)
     )
 
 

@@ -201,7 +201,7 @@ from brokerd.kafka.wire.messages.txn import (
     TxnOffsetCommitResponseTopic,
 )
 from brokerd.kafka.wire.requests.registry import KEY_OF_RESPONSE, SPECS
-from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
+from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED, ApiSpec
 from brokerd.net.frames import Frame
 
 #: Advertised (and accepted) version ranges, from the registry.
@@ -306,6 +306,27 @@ def is_supported(api_key: int, api_version: int) -> bool:
     return spec is not None and spec.supports(api_version)
 
 
+_Decoding = tuple[ApiKey, ApiSpec[Any, Any], bool]
+#: Per (API key number, version) answered: the API, its spec and whether the request is
+#: flexible, worked out on the first request of each (only supported pairs are kept).
+_DECODING: dict[tuple[int, int], _Decoding] = {}
+#: Per (response class, version) answered: whether the response header and the body are
+#: flexible.
+_ENCODING: dict[tuple[type[Any], int], tuple[bool, bool]] = {}
+
+
+def _decoding(key: int, version: int, correlation: int) -> _Decoding:
+    api = _API_KEYS.get(key)
+    if api is None:
+        raise UnknownApiKey(key, correlation)
+    if not is_supported(api, version):
+        # Checked before reading further: nothing is known of an unsupported version's
+        # header (an ApiVersions of a later version is answered from these 8 bytes).
+        raise UnsupportedVersion(api, version, correlation)
+    plan = _DECODING[(key, version)] = (api, SPECS[api], request_header_flexible(api, version))
+    return plan
+
+
 def decode_request(payload: bytes) -> AnyRequest:
     """Decode a whole request frame payload (everything after the size).
 
@@ -315,32 +336,33 @@ def decode_request(payload: bytes) -> AnyRequest:
     :raises MalformedRequest: a header or body that does not parse, or trailing bytes.
     """
     key, version, correlation = peek_header(payload)
-    api = _API_KEYS.get(key)
-    if api is None:
-        raise UnknownApiKey(key, correlation)
-    if not is_supported(api, version):
-        # Checked before reading further: nothing is known of an unsupported version's
-        # header (an ApiVersions of a later version is answered from these 8 bytes).
-        raise UnsupportedVersion(api, version, correlation)
-    flexible = request_header_flexible(api, version)
+    plan = _DECODING.get((key, version)) or _decoding(key, version, correlation)
+    spec, flexible = plan[1], plan[2]
     header, start = read_request_header(payload, flexible)
     r = Reader(payload, start, flexible=flexible)
-    spec = SPECS[api]
     body = read_struct(spec.request, r, version)
-    if not spec.trailing_bytes_ignored:
+    if not spec.trailing_bytes_ignored and r.pos != len(payload):
         r.expect_end()
     return Request(header, body)
+
+
+def _encoding(cls: type[Any], api_version: int) -> tuple[bool, bool]:
+    key = KEY_OF_RESPONSE.get(cls)
+    if key is None:
+        raise TypeError(f"{cls.__name__} is not a response message")
+    plan = response_header_flexible(key, api_version), is_flexible(cls, api_version)
+    if SPECS[key].supports(api_version):
+        _ENCODING[(cls, api_version)] = plan
+    return plan
 
 
 def encode_response(correlation_id: int, api_version: int, body: Any) -> Frame:
     """A whole response frame (size, header v0 or v1, body) for ``body`` at
     ``api_version``: a :class:`~brokerd.net.frames.SplicedFrame` when the body holds
     :class:`~brokerd.net.frames.StoredRecords` (a Fetch response), else bytes."""
-    key = KEY_OF_RESPONSE.get(type(body))
-    if key is None:
-        raise TypeError(f"{type(body).__name__} is not a response message")
-    flexible_header = response_header_flexible(key, api_version)
-    w = Writer(flexible=is_flexible(type(body), api_version))
+    cls = type(body)
+    flexible_header, flexible = _ENCODING.get((cls, api_version)) or _encoding(cls, api_version)
+    w = Writer(flexible=flexible)
     write_struct(w, body, api_version)
     return w.response_frame(correlation_id, flexible_header)
 

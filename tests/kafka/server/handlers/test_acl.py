@@ -86,7 +86,8 @@ class AclTestCase(KafkaTestCase):
         return defer.maybeDeferred(f, *args)
 
     def become(self, principal: str) -> None:
-        self.proto._conn.state = PrincipalState(peer_host="10.1.2.3", principal=principal)
+        self.proto.dispatcher.context.state = PrincipalState(
+            peer_host="10.1.2.3", principal=principal)
 
     def grant(self, rtype: ResourceType, name: str, op: Operation, *,
               perm: Permission = Permission.ALLOW, pattern: PatternType = PatternType.LITERAL,

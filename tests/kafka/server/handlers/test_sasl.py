@@ -68,7 +68,8 @@ class SaslProtocolTestCase(KafkaTestCase):
             # What a TLS listener's connection has; the session is made again from it.
             proto.state.tls = True
             assert self.factory.sasl is not None
-            proto._sasl = SaslSession(self.factory.sasl, tls=True, peer=proto.state.peer_host)
+            proto.dispatcher.sasl = SaslSession(
+                self.factory.sasl, tls=True, peer=proto.state.peer_host)
         return proto, tr
 
     def answered(self) -> Any:
