@@ -292,9 +292,13 @@ class ShareService:
         what is still available in it. Answers the acquisitions and the outcome of each
         acknowledgement (as :meth:`acknowledge_many`)."""
         reads: list[_Read | AcquireResult] = []
+        acking = {(topic, index) for topic, index, _ in acknowledgements}
         for topic, index in partitions:
             try:
-                reads.append(await self._read(group, topic, index, max_records, max_bytes))
+                reads.append(await self._read(
+                    group, topic, index, max_records, max_bytes,
+                    acking=(topic, index) in acking,
+                ))
             except Exception as exc:  # answered per partition
                 reads.append(AcquireResult(topic, index, error=exc))
         out: list[AcquireResult] = []
@@ -343,12 +347,16 @@ class ShareService:
         return out, _outcomes(acked)
 
     async def _read(
-        self, group: str, topic: str, partition: int, max_records: int, max_bytes: int
+        self, group: str, topic: str, partition: int, max_records: int, max_bytes: int,
+        *, acking: bool = False,
     ) -> _Read:
         """The share-partition (initialised or moved past the log's start, durably in
         order with any later change) and the log's batches from its fetch offset: about
         what ``max_records`` records take, by the record size the last reads of the
-        partition saw (a read answers at least one whole batch), at most ``max_bytes``."""
+        partition saw (a read answers at least one whole batch), at most ``max_bytes``.
+        Nothing is read while the partition's record locks are all taken, unless the
+        request also acknowledges records of it (``acking``: they are applied after the
+        read, and may make room): the acquisition would take nothing."""
         offsets = await self._core.reads.offsets(topic, partition)
         config = self.engine.config(group)
         committed = config.isolation_level is Isolation.READ_COMMITTED
@@ -370,8 +378,10 @@ class ShareService:
         )
         if records:
             await self._journal.submit(records)
+        if max_bytes <= 0 or not (acking or part.has_room()):
+            return _Read(topic, partition)
         offset = part.fetch_offset()
-        if offset >= end or max_bytes <= 0:
+        if offset >= end:
             return _Read(topic, partition)
         try:
             got = self._core.reads.read(
@@ -522,11 +532,21 @@ class ShareService:
     def _wake(self, records: Iterable[ShareStateRecord]) -> None:
         """Wake the fetches parked on the share-partitions ``records`` changed: released,
         rejected, expired or acknowledged records may be acquirable now (or leave room
-        under the lock limit)."""
+        under the lock limit). A share-partition whose record locks are all taken
+        (another member's acquisition in the same step took the room an acknowledgement
+        made) wakes nobody: they could acquire nothing, and would only read the log and
+        park again. The change that next makes room there wakes them."""
         fired: list[defer.Deferred[None]] = []
+        wakers = self._wakers
         for record in records:
-            if isinstance(record, PartitionState):
-                fired += self._wakers.pop((record.group, record.topic, record.partition), ())
+            if not isinstance(record, PartitionState):
+                continue
+            key = (record.group, record.topic, record.partition)
+            if key not in wakers:
+                continue
+            part = self.engine.partition(*key)
+            if part is None or part.has_room():
+                fired += wakers.pop(key)
         for d in fired:
             if not d.called:
                 d.callback(None)
