@@ -12,7 +12,12 @@ from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
 from brokerd.core.share.partition import AckBatch, AcquiredRange, InFlightRange, SharePartition
-from brokerd.core.share.service import COMMITTED_BYTES, ShareService, spans_of
+from brokerd.core.share.service import (
+    COMMITTED_BYTES,
+    READ_AHEAD_SECONDS,
+    ShareService,
+    spans_of,
+)
 from brokerd.core.share.states import AckType, RecordState
 from brokerd.errors import StorageError
 from brokerd.storage import fileio
@@ -482,3 +487,35 @@ def test_isolation_is_read_uncommitted_unless_the_group_says_otherwise(tmp_path:
 def per_offset(part: SharePartition) -> dict[int, InFlightRange]:
     """The window's runs by offset."""
     return {o: r for r in part.ranges for o in range(r.first, r.last + 1)}
+
+
+def test_one_log_read_serves_the_next_fetches_until_it_is_old(tmp_path: Path) -> None:
+    """A share read reads ahead; the partition's next fetches take their batches from
+    what it read (from inside a batch too, when the last fetch took part of it), until
+    the read is READ_AHEAD_SECONDS old or its topic is deleted."""
+    svc, core, clock, store = service(tmp_path)
+    for base in range(0, 12, 3):
+        core.add(base, batch(base, 3), 3)
+    reads: list[int] = []
+    read = core.read
+
+    def counted(*args: Any) -> defer.Deferred[LogRead]:
+        reads.append(args[2])
+        return read(*args)
+
+    core.read = counted  # type: ignore[method-assign]
+    got = outcome_of(svc.acquire("g", "t", 0, "m", max_records=3))
+    assert (got.ranges, got.records) == ((AcquiredRange(0, 2, 1),), batch(0, 3))
+    got = outcome_of(svc.acquire("g", "t", 0, "n", max_records=2))
+    assert (got.ranges, got.records) == ((AcquiredRange(3, 4, 1),), batch(3, 3))
+    got = outcome_of(svc.acquire("g", "t", 0, "m", max_records=4))
+    assert got.ranges == (AcquiredRange(5, 8, 1),)
+    assert got.records == batch(3, 3) + batch(6, 3)
+    assert reads == [0]
+    clock.advance(READ_AHEAD_SECONDS + 0.1)
+    got = outcome_of(svc.acquire("g", "t", 0, "n", max_records=1))
+    assert (got.ranges, got.records) == ((AcquiredRange(9, 9, 1),), batch(9, 3))
+    assert reads == [0, 9]
+    svc.forget_topic("t")
+    assert not svc._ahead
+    store.close()
