@@ -78,6 +78,9 @@ READ_AHEAD_BYTES = MAX_READ_BYTES
 READ_AHEAD_SECONDS = 1.0
 #: Most partitions with read-ahead batches kept at once (the oldest is dropped).
 READ_AHEAD_PARTITIONS = 32
+#: Most times one share fetch reads again at once because another fetch acquired what
+#: its read held (then it parks as any fetch that found nothing).
+_RETRIES_AT_ONCE = 8
 
 
 class ShareCore(CoreLongPoll, HoldsReads, Protocol):
@@ -357,14 +360,17 @@ class ShareService:
         acknowledgements: Sequence[tuple[str, int, Sequence[AckBatch]]] = (),
         *,
         whole_batches: bool = False,
+        overtaken: list[TopicPartition] | None = None,
     ) -> tuple[list[AcquireResult], tuple[BaseException | None, ...]]:
         """One acquisition over ``partitions``: read each partition's log (the only
         waiting), then in one synchronous step apply ``acknowledgements`` and acquire
         from every partition, and make it all durable with one journal write. Memory
         changes in that step only, so the journal's order is the engine's even with
         other fetches running meanwhile; a read that another fetch overtook acquires
-        what is still available in it. Answers the acquisitions and the outcome of each
-        acknowledgement (as :meth:`acknowledge_many`)."""
+        what is still available in it (the partitions where that was nothing while
+        locks were free are added to ``overtaken``: a read now would find more). Answers
+        the acquisitions and the outcome of each acknowledgement (as
+        :meth:`acknowledge_many`)."""
         reads: list[_Read | AcquireResult] = []
         acking = {(topic, index) for topic, index, _ in acknowledgements}
         for topic, index in partitions:
@@ -397,6 +403,12 @@ class ShareService:
                 out.append(AcquireResult(read.topic, read.partition, error=exc))
                 continue
             left -= sum(r.last - r.first + 1 for r in ranges)
+            if not ranges and overtaken is not None and left > 0:
+                part = self.engine.partition(group, read.topic, read.partition)
+                if part is not None and part.has_room() and any(
+                    not span.skip for span in read.spans
+                ):
+                    overtaken.append((read.topic, read.partition))
             records += changed
             acquired.append((len(out), read, ranges))
             out.append(AcquireResult(read.topic, read.partition))
@@ -559,6 +571,11 @@ class ShareService:
         per_partition = max(1, max_bytes // max(1, len(partitions)))
         carry = acknowledgements
         acked: list[tuple[BaseException | None, ...]] = []
+        #: Partitions whose last read another fetch overtook (it acquired what this one
+        #: read first) while locks were still free: read again at once, not park (each
+        #: such retry follows another fetch's progress; at most _RETRIES_AT_ONCE).
+        overtaken: list[TopicPartition] = []
+        retries = 0
 
         async def read() -> list[AcquireResult]:
             nonlocal carry
@@ -568,9 +585,10 @@ class ShareService:
                 if first:
                     acked.append(await self.acknowledge_many(group, member, first))
                 return results
+            overtaken.clear()
             results, outcomes = await self._acquire_all(
                 group, member, partitions, max_records, min(per_partition, MAX_READ_BYTES),
-                first, whole_batches=whole_batches,
+                first, whole_batches=whole_batches, overtaken=overtaken,
             )
             if first:
                 acked.append(outcomes)
@@ -584,7 +602,11 @@ class ShareService:
             return Shortfall(0, max(1, min_bytes), {})
 
         async def park(short: Shortfall, left_ms: int) -> bool:
-            await self._park(group, partitions, left_ms)
+            nonlocal retries
+            if overtaken and retries < _RETRIES_AT_ONCE:
+                retries += 1
+            else:
+                await self._park(group, partitions, left_ms)
             return not cancelled()
 
         def done(results: list[AcquireResult]) -> FetchResult:

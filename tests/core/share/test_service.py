@@ -519,3 +519,35 @@ def test_one_log_read_serves_the_next_fetches_until_it_is_old(tmp_path: Path) ->
     svc.forget_topic("t")
     assert not svc._ahead
     store.close()
+
+
+def test_a_fetch_overtaken_by_another_reads_again_at_once(tmp_path: Path) -> None:
+    """Two fetches read the same batch; the one whose acquisition comes second finds it
+    taken and, locks being free, reads again at once (the next batch) instead of
+    waiting out its MaxWait."""
+    svc, core, _clock, store = service(tmp_path)
+    for base in range(0, 9, 3):
+        core.add(base, batch(base, 3), 3)
+    held: list[tuple[defer.Deferred[LogRead], tuple[Any, ...]]] = []
+    read = core.read
+
+    def slow(*args: Any) -> defer.Deferred[LogRead]:
+        d: defer.Deferred[LogRead] = defer.Deferred()
+        held.append((d, args))
+        return d
+
+    core.read = slow  # type: ignore[method-assign]
+    # MaxBytes 1: each fetch is given one whole batch.
+    one = svc.fetch("g", "m", (), [("t", 0)], max_records=1, max_bytes=1,
+                    min_bytes=1, max_wait_ms=500, whole_batches=True)
+    two = svc.fetch("g", "n", (), [("t", 0)], max_records=1, max_bytes=1,
+                    min_bytes=1, max_wait_ms=500, whole_batches=True)
+    assert len(held) == 2
+    core.read = read  # type: ignore[method-assign]
+    for d, args in held:
+        read(*args).chainDeferred(d)
+    first, second = outcome_of(one), outcome_of(two)
+    assert first.results[0].ranges == (AcquiredRange(0, 2, 1),)
+    assert second.results[0].ranges == (AcquiredRange(3, 5, 1),)
+    assert second.results[0].records == batch(3, 3)
+    store.close()
