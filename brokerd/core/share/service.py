@@ -651,21 +651,14 @@ class ShareService:
     def _wake(self, records: Iterable[ShareStateRecord]) -> None:
         """Wake the fetches parked on the share-partitions ``records`` changed: released,
         rejected, expired or acknowledged records may be acquirable now (or leave room
-        under the lock limit). A share-partition whose record locks are all taken
-        (another member's acquisition in the same step took the room an acknowledgement
-        made) wakes nobody: they could acquire nothing, and would only read the log and
-        park again. The change that next makes room there wakes them."""
+        under the lock limit). Also when the acknowledging fetch took that room again in
+        the same step: a woken fetch that finds every lock taken reads no log
+        (:meth:`_read`) and parks again at once, and one that lost its room to another
+        member is back in the race at the next acknowledgement, not after its MaxWait."""
         fired: list[defer.Deferred[None]] = []
-        wakers = self._wakers
         for record in records:
-            if not isinstance(record, PartitionState):
-                continue
-            key = (record.group, record.topic, record.partition)
-            if key not in wakers:
-                continue
-            part = self.engine.partition(*key)
-            if part is None or part.has_room():
-                fired += wakers.pop(key)
+            if isinstance(record, PartitionState):
+                fired += self._wakers.pop((record.group, record.topic, record.partition), ())
         for d in fired:
             if not d.called:
                 d.callback(None)
