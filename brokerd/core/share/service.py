@@ -68,10 +68,11 @@ MIN_READ_BYTES = 16 * 1024
 #: How often the lock timer looks when no lock is held (it is set to the next deadline
 #: otherwise).
 IDLE_CHECK_SECONDS = 1.0
-#: How much of the log one share read reads: the batches past those the fetch is given
-#: are kept (:class:`_Batches`) for the partition's next fetches, so that a partition
-#: that several members drain is read from its files (a hop to the read pool and back)
-#: once per this many bytes rather than once per fetch.
+#: How much of the log one share read reads (shared out over the partitions of the
+#: request): the batches past those the fetch is given are kept (:class:`_Batches`) for
+#: the partition's next fetches, so that a partition that several members drain is read
+#: from its files (a hop to the read pool and back) once per this many bytes rather than
+#: once per fetch.
 READ_AHEAD_BYTES = MAX_READ_BYTES
 #: How long read-ahead batches are used. The log below the high watermark does not
 #: change, but the cleaner may rewrite it: batches read longer ago are read again.
@@ -373,11 +374,14 @@ class ShareService:
         :meth:`acknowledge_many`)."""
         reads: list[_Read | AcquireResult] = []
         acking = {(topic, index) for topic, index, _ in acknowledgements}
+        # The read-ahead is shared out over the request's partitions: a session of
+        # many partitions does not read a MiB of each.
+        ahead = READ_AHEAD_BYTES // max(1, len(partitions))
         for topic, index in partitions:
             try:
                 reads.append(await self._read(
                     group, topic, index, max_records, max_bytes,
-                    acking=(topic, index) in acking,
+                    acking=(topic, index) in acking, ahead_bytes=ahead,
                 ))
             except Exception as exc:  # answered per partition
                 reads.append(AcquireResult(topic, index, error=exc))
@@ -434,7 +438,7 @@ class ShareService:
 
     async def _read(
         self, group: str, topic: str, partition: int, max_records: int, max_bytes: int,
-        *, acking: bool = False,
+        *, acking: bool = False, ahead_bytes: int = READ_AHEAD_BYTES,
     ) -> _Read:
         """The share-partition (initialised or moved past the log's start, durably in
         order with any later change) and the log's batches from its fetch offset: about
@@ -483,7 +487,7 @@ class ShareService:
         if got is None:
             try:
                 answer = self._core.reads.read(
-                    topic, partition, offset, max(size, min(READ_AHEAD_BYTES, MAX_READ_BYTES)),
+                    topic, partition, offset, max(size, min(ahead_bytes, MAX_READ_BYTES)),
                     COMMITTED_BYTES if committed else UNCOMMITTED_BYTES,
                 )
                 read = answer if isinstance(answer, LogRead) else await answer
