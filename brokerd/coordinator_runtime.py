@@ -168,6 +168,10 @@ class OrderedJournalWriter(Generic[Record]):
         self._pending: list[tuple[Sequence[Record], defer.Deferred[None]]] = []
         self._running = False
         self._drained: list[defer.Deferred[None]] = []
+        #: While a write's callbacks run: the completions of later writes wait in
+        #: ``_late``, so callbacks fire in the order the records were submitted.
+        self._firing = False
+        self._late: list[Callable[[], None]] = []
         #: Writes started (each one sync), for tests and metrics.
         self.writes = 0
 
@@ -246,6 +250,11 @@ class OrderedJournalWriter(Generic[Record]):
         self.writes += 1
 
         def done(result: object) -> None:
+            if self._firing:
+                # A write that finished while the previous one's callbacks run (a
+                # runner that writes at once): its callbacks follow, in order.
+                self._late.append(lambda: done(result))
+                return
             if isinstance(result, Failure):
                 stored, failed, reason = [], batch, result
             else:
@@ -261,11 +270,26 @@ class OrderedJournalWriter(Generic[Record]):
                 self._pending = []
                 self._loaded_at = self._reopens()
                 self._reload()
-            for _, d in stored:
-                d.callback(None)
-            for _, d in failed:
-                d.errback(reason)
-            self._next()
+            self._firing = True
+            try:
+                # The next write starts before this one's answers go out: running
+                # them may take a while (a share fetch's answer is encoded and sent
+                # from its callback), and the records waiting wait for nothing else.
+                # (Only a write: in-order waiters alone would be answered at once,
+                # ahead of this write's answers.)
+                started = not failed and any(recs for recs, _ in self._pending)
+                if started:
+                    self._next()
+                for _, d in stored:
+                    d.callback(None)
+                for _, d in failed:
+                    d.errback(reason)
+            finally:
+                self._firing = False
+            if not started:
+                self._next()
+            while self._late and not self._firing:
+                self._late.pop(0)()
 
         self._run_write(self._write, records).addBoth(done)
 

@@ -69,6 +69,20 @@ def test_what_is_submitted_during_a_write_forms_the_next_write_in_order() -> Non
     assert journal == [["a"], ["b", "c"]] and w.writes == 2 and w.idle
 
 
+def test_the_next_write_starts_before_the_last_ones_answers() -> None:
+    """The records that waited go to the pool before the finished write's callbacks
+    run: an answer sent from a callback does not hold up the next sync."""
+    pool, journal = Pool(), []
+    w, _ = writer(pool, journal)
+    queued_then: list[int] = []
+    w.submit(["a"]).addCallback(lambda _: queued_then.append(len(pool.jobs)))
+    later = watch(w.submit(["b"]))
+    pool.run_next()
+    assert queued_then == [1] and not later  # b's write was queued before a's answer
+    pool.run_next()
+    assert later == [None] and journal == [["a"], ["b"]]
+
+
 def test_submit_many_lands_in_one_write_and_apply_answers_after_it() -> None:
     pool, journal = Pool(), []
     w, _ = writer(pool, journal)

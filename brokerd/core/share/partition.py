@@ -242,6 +242,11 @@ class SharePartition:
     def acquired_count(self) -> int:
         return self._acquired
 
+    def has_room(self) -> bool:
+        """Whether an acquisition could take a record now: fewer records are ACQUIRED
+        than ``max_record_locks`` (at the cap :meth:`acquire` takes nothing)."""
+        return self._acquired < self.max_record_locks
+
     def entry(self, offset: int) -> InFlightRange | None:
         """The run holding ``offset``, None when the window has no record there."""
         i = bisect_left(self.ranges, offset, key=_last)

@@ -46,7 +46,7 @@ from brokerd.core.share.dead_letters import DeadLetterWriter
 from brokerd.core.share.engine import ShareEngine, TopicPartition
 from brokerd.core.share.partition import AckBatch, AcquiredRange, LogSpan, PartitionSummary
 from brokerd.errors import OffsetOutOfRange, TooManyWaiters
-from brokerd.storage.record.header import BATCH_HEADER_SIZE, read_header
+from brokerd.storage.record.header import BATCH_HEADER_SIZE, BatchHeader, read_header
 from brokerd.storage.stores.share_state import (
     PartitionState,
     ShareStateRecord,
@@ -68,6 +68,20 @@ MIN_READ_BYTES = 16 * 1024
 #: How often the lock timer looks when no lock is held (it is set to the next deadline
 #: otherwise).
 IDLE_CHECK_SECONDS = 1.0
+#: How much of the log one share read reads (shared out over the partitions of the
+#: request): the batches past those the fetch is given are kept (:class:`_Batches`) for
+#: the partition's next fetches, so that a partition that several members drain is read
+#: from its files (a hop to the read pool and back) once per this many bytes rather than
+#: once per fetch.
+READ_AHEAD_BYTES = MAX_READ_BYTES
+#: How long read-ahead batches are used. The log below the high watermark does not
+#: change, but the cleaner may rewrite it: batches read longer ago are read again.
+READ_AHEAD_SECONDS = 1.0
+#: Most partitions with read-ahead batches kept at once (the oldest is dropped).
+READ_AHEAD_PARTITIONS = 32
+#: Most times one share fetch reads again at once because another fetch acquired what
+#: its read held (then it parks as any fetch that found nothing).
+_RETRIES_AT_ONCE = 8
 
 
 class ShareCore(CoreLongPoll, HoldsReads, Protocol):
@@ -95,16 +109,50 @@ def spans_of(
 ) -> tuple[list[LogSpan], list[tuple[int, int, int]]]:
     """The whole batches of ``data`` as spans (control batches and batches of aborted
     transactions to skip), and each batch's (first offset, last offset, byte end)."""
-    pending = sorted(aborted, key=lambda a: a[1])
-    active: set[int] = set()
+    batches = _Batches(data, aborted)
     spans: list[LogSpan] = []
     bounds: list[tuple[int, int, int]] = []
-    pos = 0
-    while pos + BATCH_HEADER_SIZE <= len(data):
+    while (header := batches.peek()) is not None:
+        span = batches.advance(header)
+        spans.append(span)
+        bounds.append((span.first, span.last, batches.pos))
+    return spans, bounds
+
+
+class _Batches:
+    """Stored batches read from the log (``data``, with the aborted transactions
+    ``(producer id, first offset)`` the read reported), parsed one header at a time as
+    fetches take them: control batches and batches of aborted transactions are spans to
+    skip. What a share read keeps of a read-ahead (:data:`READ_AHEAD_BYTES`)."""
+
+    def __init__(
+        self, data: bytes, aborted: Iterable[tuple[int, int]], *, committed: bool = True,
+        at: float = 0.0,
+    ) -> None:
+        self.data = data
+        #: Where the first batch a fetch may still want begins (those below the
+        #: offsets fetches asked for are passed).
+        self.pos = 0
+        self.committed = committed
+        #: When the log was read (the clock's seconds).
+        self.at = at
+        self._pending = sorted(aborted, key=lambda a: a[1])
+        self._active: set[int] = set()
+
+    def peek(self) -> BatchHeader | None:
+        """The header of the next whole batch, None when no whole batch is left."""
+        pos, data = self.pos, self.data
+        if pos + BATCH_HEADER_SIZE > len(data):
+            return None
         header = read_header(data, pos)
-        end = pos + header.size
-        if end > len(data):
-            break
+        if pos + header.size > len(data):
+            return None
+        return header
+
+    def advance(self, header: BatchHeader) -> LogSpan:
+        """Take the batch :meth:`peek` answered: its span."""
+        self.pos += header.size
+        pending, active = self._pending, self._active
         while pending and pending[0][1] <= header.last_offset:
             active.add(pending.pop(0)[0])
         skip = header.is_control
@@ -112,10 +160,38 @@ def spans_of(
             active.discard(header.producer_id)
         elif header.is_transactional and header.producer_id in active:
             skip = True
-        spans.append(LogSpan(header.base_offset, header.last_offset, skip))
-        bounds.append((header.base_offset, header.last_offset, end))
-        pos = end
-    return spans, bounds
+        return LogSpan(header.base_offset, header.last_offset, skip)
+
+    def take(
+        self, offset: int, max_bytes: int, end: int, *, exact: bool
+    ) -> tuple[bytes, list[LogSpan], list[tuple[int, int, int]]] | None:
+        """The batches from the one holding ``offset`` (passing those below it), whole
+        ones while they fit ``max_bytes`` (at least one), all below ``end``: their bytes,
+        spans and bounds. With ``exact`` None when the next batch starts past ``offset``
+        (what lies between was not read here) or reaches ``end``; without, the first
+        batch is taken wherever it starts, as a log read answers."""
+        while (header := self.peek()) is not None and header.last_offset < offset:
+            self.advance(header)
+        if header is None or (exact and (
+            header.base_offset > offset or header.last_offset >= end
+        )):
+            return None
+        # The batches given stay here (a fetch may acquire only part of them, and the
+        # next one then reads from inside them again): parsed on a copy of the state.
+        begin, pending, active = self.pos, self._pending, self._active
+        self._pending, self._active = list(pending), set(active)
+        spans: list[LogSpan] = []
+        bounds: list[tuple[int, int, int]] = []
+        while header is not None and header.last_offset < end and (
+            not spans or self.pos + header.size - begin <= max_bytes
+        ):
+            span = self.advance(header)
+            spans.append(span)
+            bounds.append((span.first, span.last, self.pos - begin))
+            header = self.peek()
+        data = self.data[begin:self.pos]
+        self.pos, self._pending, self._active = begin, pending, active
+        return data, spans, bounds
 
 
 class ShareService:
@@ -155,6 +231,8 @@ class ShareService:
         self._wakers: dict[tuple[str, str, int], set[defer.Deferred[None]]] = {}
         #: Bytes per record each partition's last share read saw (its read sizes).
         self._record_bytes: dict[TopicPartition, float] = {}
+        #: Each partition's read-ahead: batches read and not yet handed to a fetch.
+        self._ahead: dict[TopicPartition, _Batches] = {}
 
     def now_ms(self) -> float:
         return self._clock.seconds() * 1000.0
@@ -283,18 +361,28 @@ class ShareService:
         acknowledgements: Sequence[tuple[str, int, Sequence[AckBatch]]] = (),
         *,
         whole_batches: bool = False,
+        overtaken: list[TopicPartition] | None = None,
     ) -> tuple[list[AcquireResult], tuple[BaseException | None, ...]]:
         """One acquisition over ``partitions``: read each partition's log (the only
         waiting), then in one synchronous step apply ``acknowledgements`` and acquire
         from every partition, and make it all durable with one journal write. Memory
         changes in that step only, so the journal's order is the engine's even with
         other fetches running meanwhile; a read that another fetch overtook acquires
-        what is still available in it. Answers the acquisitions and the outcome of each
-        acknowledgement (as :meth:`acknowledge_many`)."""
+        what is still available in it (the partitions where that was nothing while
+        locks were free are added to ``overtaken``: a read now would find more). Answers
+        the acquisitions and the outcome of each acknowledgement (as
+        :meth:`acknowledge_many`)."""
         reads: list[_Read | AcquireResult] = []
+        acking = {(topic, index) for topic, index, _ in acknowledgements}
+        # The read-ahead is shared out over the request's partitions: a session of
+        # many partitions does not read a MiB of each.
+        ahead = READ_AHEAD_BYTES // max(1, len(partitions))
         for topic, index in partitions:
             try:
-                reads.append(await self._read(group, topic, index, max_records, max_bytes))
+                reads.append(await self._read(
+                    group, topic, index, max_records, max_bytes,
+                    acking=(topic, index) in acking, ahead_bytes=ahead,
+                ))
             except Exception as exc:  # answered per partition
                 reads.append(AcquireResult(topic, index, error=exc))
         out: list[AcquireResult] = []
@@ -319,6 +407,12 @@ class ShareService:
                 out.append(AcquireResult(read.topic, read.partition, error=exc))
                 continue
             left -= sum(r.last - r.first + 1 for r in ranges)
+            if not ranges and overtaken is not None and left > 0:
+                part = self.engine.partition(group, read.topic, read.partition)
+                if part is not None and part.has_room() and any(
+                    not span.skip for span in read.spans
+                ):
+                    overtaken.append((read.topic, read.partition))
             records += changed
             acquired.append((len(out), read, ranges))
             out.append(AcquireResult(read.topic, read.partition))
@@ -343,12 +437,16 @@ class ShareService:
         return out, _outcomes(acked)
 
     async def _read(
-        self, group: str, topic: str, partition: int, max_records: int, max_bytes: int
+        self, group: str, topic: str, partition: int, max_records: int, max_bytes: int,
+        *, acking: bool = False, ahead_bytes: int = READ_AHEAD_BYTES,
     ) -> _Read:
         """The share-partition (initialised or moved past the log's start, durably in
         order with any later change) and the log's batches from its fetch offset: about
         what ``max_records`` records take, by the record size the last reads of the
-        partition saw (a read answers at least one whole batch), at most ``max_bytes``."""
+        partition saw (a read answers at least one whole batch), at most ``max_bytes``.
+        Nothing is read while the partition's record locks are all taken, unless the
+        request also acknowledges records of it (``acking``: they are applied after the
+        read, and may make room): the acquisition would take nothing."""
         offsets = await self._core.reads.offsets(topic, partition)
         config = self.engine.config(group)
         committed = config.isolation_level is Isolation.READ_COMMITTED
@@ -370,26 +468,51 @@ class ShareService:
         )
         if records:
             await self._journal.submit(records)
+        if max_bytes <= 0 or not (acking or part.has_room()):
+            return _Read(topic, partition)
         offset = part.fetch_offset()
-        if offset >= end or max_bytes <= 0:
+        if offset >= end:
             return _Read(topic, partition)
-        try:
-            got = self._core.reads.read(
-                topic,
-                partition,
-                offset,
-                self._read_size((topic, partition), max_records, max_bytes),
-                COMMITTED_BYTES if committed else UNCOMMITTED_BYTES,
+        key = (topic, partition)
+        size = self._read_size(key, max_records, max_bytes)
+        now = self._clock.seconds()
+        ahead = self._ahead.pop(key, None)
+        got = None
+        if ahead is not None and ahead.committed == committed and (
+            now - ahead.at <= READ_AHEAD_SECONDS
+        ):
+            got = ahead.take(offset, size, end, exact=True)
+            if got is not None:
+                self._ahead[key] = ahead
+        if got is None:
+            try:
+                answer = self._core.reads.read(
+                    topic, partition, offset, max(size, min(ahead_bytes, MAX_READ_BYTES)),
+                    COMMITTED_BYTES if committed else UNCOMMITTED_BYTES,
+                )
+                read = answer if isinstance(answer, LogRead) else await answer
+            except OffsetOutOfRange:
+                return _Read(topic, partition)
+            assert isinstance(read.records, bytes), "a read by value answers bytes"
+            ahead = _Batches(
+                read.records, ((a.producer_id, a.first_offset) for a in read.aborted),
+                committed=committed, at=self._clock.seconds(),
             )
-            read = got if isinstance(got, LogRead) else await got
-        except OffsetOutOfRange:
-            return _Read(topic, partition)
-        assert isinstance(read.records, bytes), "a read by value answers bytes"
-        data = read.records
-        spans, bounds = spans_of(data, ((a.producer_id, a.first_offset) for a in read.aborted))
+            got = ahead.take(offset, size, end, exact=False)
+            if got is None:
+                return _Read(topic, partition)
+            # Kept: the next fetches read on from here (or from inside the batches
+            # given, when this fetch acquires part of them). A read-ahead another fetch
+            # kept meanwhile is replaced: this one is the newer.
+            self._ahead.pop(key, None)
+            if read.records:
+                self._ahead[key] = ahead
+                while len(self._ahead) > READ_AHEAD_PARTITIONS:
+                    del self._ahead[next(iter(self._ahead))]
+        data, spans, bounds = got
         if spans:
             count = spans[-1].last - spans[0].first + 1
-            self._record_bytes[(topic, partition)] = max(1.0, len(data) / max(1, count))
+            self._record_bytes[key] = max(1.0, len(data) / max(1, count))
         return _Read(topic, partition, data, spans, bounds)
 
     def _read_size(self, key: TopicPartition, max_records: int, max_bytes: int) -> int:
@@ -452,6 +575,11 @@ class ShareService:
         per_partition = max(1, max_bytes // max(1, len(partitions)))
         carry = acknowledgements
         acked: list[tuple[BaseException | None, ...]] = []
+        #: Partitions whose last read another fetch overtook (it acquired what this one
+        #: read first) while locks were still free: read again at once, not park (each
+        #: such retry follows another fetch's progress; at most _RETRIES_AT_ONCE).
+        overtaken: list[TopicPartition] = []
+        retries = 0
 
         async def read() -> list[AcquireResult]:
             nonlocal carry
@@ -461,9 +589,10 @@ class ShareService:
                 if first:
                     acked.append(await self.acknowledge_many(group, member, first))
                 return results
+            overtaken.clear()
             results, outcomes = await self._acquire_all(
                 group, member, partitions, max_records, min(per_partition, MAX_READ_BYTES),
-                first, whole_batches=whole_batches,
+                first, whole_batches=whole_batches, overtaken=overtaken,
             )
             if first:
                 acked.append(outcomes)
@@ -477,7 +606,11 @@ class ShareService:
             return Shortfall(0, max(1, min_bytes), {})
 
         async def park(short: Shortfall, left_ms: int) -> bool:
-            await self._park(group, partitions, left_ms)
+            nonlocal retries
+            if overtaken and retries < _RETRIES_AT_ONCE:
+                retries += 1
+            else:
+                await self._park(group, partitions, left_ms)
             return not cancelled()
 
         def done(results: list[AcquireResult]) -> FetchResult:
@@ -522,7 +655,10 @@ class ShareService:
     def _wake(self, records: Iterable[ShareStateRecord]) -> None:
         """Wake the fetches parked on the share-partitions ``records`` changed: released,
         rejected, expired or acknowledged records may be acquirable now (or leave room
-        under the lock limit)."""
+        under the lock limit). Also when the acknowledging fetch took that room again in
+        the same step: a woken fetch that finds every lock taken reads no log
+        (:meth:`_read`) and parks again at once, and one that lost its room to another
+        member is back in the race at the next acknowledgement, not after its MaxWait."""
         fired: list[defer.Deferred[None]] = []
         for record in records:
             if isinstance(record, PartitionState):
@@ -628,6 +764,8 @@ class ShareService:
         """A topic was deleted: every group's share-partitions of it go, durably (as
         Kafka deletes a deleted topic's share-group state), so a topic created again
         under the name starts afresh by ``share.auto.offset.reset``."""
+        for key in [k for k in self._ahead if k[0] == topic]:
+            del self._ahead[key]
         records = self.engine.forget_topic(topic)
         if records:
             self._journal.submit(records).addErrback(self._write_failed)

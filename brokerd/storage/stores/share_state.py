@@ -32,6 +32,7 @@ from __future__ import annotations
 import struct
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 
 import attrs
@@ -120,23 +121,65 @@ ShareStateRecord = PartitionState | PartitionDeleted | GroupConfigs | GroupDelet
 
 @attrs.define
 class StoredPartition:
-    """A share-partition as the journal has it: start, end, offset -> (state, count)."""
+    """A share-partition as the journal has it: start, end and the window's records as
+    runs (``(first, last, state, delivery_count)``, in offset order, none overlapping;
+    an offset no run holds has no record). A record's runs overwrite the offsets they
+    name, so the work of replaying one grows with its runs, not the records they hold."""
 
     start: int
     end: int
-    entries: dict[int, tuple[int, int]] = attrs.Factory(dict)
+    spans: list[tuple[int, int, int, int]] = attrs.Factory(list)
+
+    @property
+    def entries(self) -> dict[int, tuple[int, int]]:
+        """Offset -> (state, count), one entry per record (for tests and tools)."""
+        return {
+            o: (state, count)
+            for first, last, state, count in self.spans
+            for o in range(first, last + 1)
+        }
 
     def runs(self) -> tuple[StoredRun, ...]:
-        out: list[StoredRun] = []
-        for offset in sorted(self.entries):
-            state, count = self.entries[offset]
-            if out and out[-1].last + 1 == offset and (out[-1].state, out[-1].delivery_count) == (
-                state, count
-            ):
-                out[-1] = attrs.evolve(out[-1], last=offset)
+        """The window as runs, neighbours of the same state and count joined."""
+        out: list[list[int]] = []
+        for first, last, state, count in self.spans:
+            if out and out[-1][1] + 1 == first and out[-1][2] == state and out[-1][3] == count:
+                out[-1][1] = last
             else:
-                out.append(StoredRun(offset, offset, state, count))
-        return tuple(out)
+                out.append([first, last, state, count])
+        return tuple(StoredRun(*r) for r in out)
+
+    def put(self, first: int, last: int, state: int, count: int) -> None:
+        """Offsets ``first..last`` are in ``state`` with ``count`` now."""
+        spans = self.spans
+        i = bisect_left(spans, first, key=_span_last)
+        j = i
+        new = []
+        while j < len(spans) and spans[j][0] <= last:
+            j += 1
+        if i < j:
+            lo, hi = spans[i], spans[j - 1]
+            if lo[0] < first:
+                new.append((lo[0], first - 1, lo[2], lo[3]))
+            new.append((first, last, state, count))
+            if hi[1] > last:
+                new.append((last + 1, hi[1], hi[2], hi[3]))
+        else:
+            new.append((first, last, state, count))
+        spans[i:j] = new
+
+    def cut(self, start: int) -> None:
+        """Forget the offsets below ``start``."""
+        spans = self.spans
+        i = bisect_left(spans, start, key=_span_last)
+        if i < len(spans) and spans[i][0] < start:
+            _, last, state, count = spans[i]
+            spans[i] = (start, last, state, count)
+        del spans[:i]
+
+
+def _span_last(span: tuple[int, int, int, int]) -> int:
+    return span[1]
 
 
 def _text(value: str) -> bytes:
@@ -234,23 +277,10 @@ class _View:
             part = self.partitions.get(key)
             if part is None or record.replace:
                 part = self.partitions[key] = StoredPartition(record.start, record.end)
-            before = part.start
             part.start, part.end = record.start, max(record.end, record.start)
-            entries = part.entries
             for run in record.runs:
-                entries.update(
-                    dict.fromkeys(range(run.first, run.last + 1), (run.state, run.delivery_count))
-                )
-            # Entries are all at or above the previous start: when the start moved up by
-            # less than the window holds, drop that stretch instead of scanning them all.
-            if 0 <= part.start - before <= len(entries) and all(
-                r.first >= before for r in record.runs
-            ):
-                for offset in range(before, part.start):
-                    entries.pop(offset, None)
-            else:
-                for offset in [o for o in entries if o < part.start]:
-                    del entries[offset]
+                part.put(run.first, run.last, run.state, run.delivery_count)
+            part.cut(part.start)
         elif isinstance(record, PartitionDeleted):
             self.partitions.pop((record.group, record.topic, record.partition), None)
         elif isinstance(record, GroupConfigs):
@@ -307,7 +337,7 @@ class ShareStateStore:
         """What the journal holds, as replayed (a copy)."""
         with self._lock:
             return {
-                k: StoredPartition(v.start, v.end, dict(v.entries))
+                k: StoredPartition(v.start, v.end, list(v.spans))
                 for k, v in self.journal.state.partitions.items()
             }
 

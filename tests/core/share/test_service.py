@@ -12,7 +12,12 @@ from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
 from brokerd.core.share.partition import AckBatch, AcquiredRange, InFlightRange, SharePartition
-from brokerd.core.share.service import COMMITTED_BYTES, ShareService, spans_of
+from brokerd.core.share.service import (
+    COMMITTED_BYTES,
+    READ_AHEAD_SECONDS,
+    ShareService,
+    spans_of,
+)
 from brokerd.core.share.states import AckType, RecordState
 from brokerd.errors import StorageError
 from brokerd.storage import fileio
@@ -482,3 +487,67 @@ def test_isolation_is_read_uncommitted_unless_the_group_says_otherwise(tmp_path:
 def per_offset(part: SharePartition) -> dict[int, InFlightRange]:
     """The window's runs by offset."""
     return {o: r for r in part.ranges for o in range(r.first, r.last + 1)}
+
+
+def test_one_log_read_serves_the_next_fetches_until_it_is_old(tmp_path: Path) -> None:
+    """A share read reads ahead; the partition's next fetches take their batches from
+    what it read (from inside a batch too, when the last fetch took part of it), until
+    the read is READ_AHEAD_SECONDS old or its topic is deleted."""
+    svc, core, clock, store = service(tmp_path)
+    for base in range(0, 12, 3):
+        core.add(base, batch(base, 3), 3)
+    reads: list[int] = []
+    read = core.read
+
+    def counted(*args: Any) -> defer.Deferred[LogRead]:
+        reads.append(args[2])
+        return read(*args)
+
+    core.read = counted  # type: ignore[method-assign]
+    got = outcome_of(svc.acquire("g", "t", 0, "m", max_records=3))
+    assert (got.ranges, got.records) == ((AcquiredRange(0, 2, 1),), batch(0, 3))
+    got = outcome_of(svc.acquire("g", "t", 0, "n", max_records=2))
+    assert (got.ranges, got.records) == ((AcquiredRange(3, 4, 1),), batch(3, 3))
+    got = outcome_of(svc.acquire("g", "t", 0, "m", max_records=4))
+    assert got.ranges == (AcquiredRange(5, 8, 1),)
+    assert got.records == batch(3, 3) + batch(6, 3)
+    assert reads == [0]
+    clock.advance(READ_AHEAD_SECONDS + 0.1)
+    got = outcome_of(svc.acquire("g", "t", 0, "n", max_records=1))
+    assert (got.ranges, got.records) == ((AcquiredRange(9, 9, 1),), batch(9, 3))
+    assert reads == [0, 9]
+    svc.forget_topic("t")
+    assert not svc._ahead
+    store.close()
+
+
+def test_a_fetch_overtaken_by_another_reads_again_at_once(tmp_path: Path) -> None:
+    """Two fetches read the same batch; the one whose acquisition comes second finds it
+    taken and, locks being free, reads again at once (the next batch) instead of
+    waiting out its MaxWait."""
+    svc, core, _clock, store = service(tmp_path)
+    for base in range(0, 9, 3):
+        core.add(base, batch(base, 3), 3)
+    held: list[tuple[defer.Deferred[LogRead], tuple[Any, ...]]] = []
+    read = core.read
+
+    def slow(*args: Any) -> defer.Deferred[LogRead]:
+        d: defer.Deferred[LogRead] = defer.Deferred()
+        held.append((d, args))
+        return d
+
+    core.read = slow  # type: ignore[method-assign]
+    # MaxBytes 1: each fetch is given one whole batch.
+    one = svc.fetch("g", "m", (), [("t", 0)], max_records=1, max_bytes=1,
+                    min_bytes=1, max_wait_ms=500, whole_batches=True)
+    two = svc.fetch("g", "n", (), [("t", 0)], max_records=1, max_bytes=1,
+                    min_bytes=1, max_wait_ms=500, whole_batches=True)
+    assert len(held) == 2
+    core.read = read  # type: ignore[method-assign]
+    for d, args in held:
+        read(*args).chainDeferred(d)
+    first, second = outcome_of(one), outcome_of(two)
+    assert first.results[0].ranges == (AcquiredRange(0, 2, 1),)
+    assert second.results[0].ranges == (AcquiredRange(3, 5, 1),)
+    assert second.results[0].records == batch(3, 3)
+    store.close()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import os
+import random
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from brokerd.storage.stores.share_state import (
     PartitionState,
     ShareStateStore,
     StoredRun,
+    _View,
     decode_body,
     encode,
 )
@@ -121,3 +124,36 @@ def test_a_failed_fsync_takes_the_journal_offline_until_it_reopens(
     again = ShareStateStore.open(str(tmp_path))
     assert again.partitions()[("g", "t", 0)].entries == {o: (1, 1) for o in range(4)}
     again.close()
+
+
+def test_the_view_keeps_runs_as_a_per_offset_map_would() -> None:
+    """Replaying records of runs (overwrites, starts moving up, whole-window
+    replacements) gives the same per-offset states as overwriting one entry per
+    offset; the view stores runs."""
+    rng = random.Random(932)
+    for _ in range(200):
+        view = _View()
+        model: dict[int, tuple[int, int]] = {}
+        start = 0
+        for _ in range(30):
+            replace = rng.random() < 0.05
+            start = max(start, start + rng.choice((0, 0, 0, rng.randrange(0, 40))))
+            runs = []
+            for _ in range(rng.randrange(0, 4)):
+                first = start + rng.randrange(0, 60)
+                last = first + rng.randrange(0, 25)
+                runs.append(StoredRun(first, last, rng.choice((0, 1, 2, 4)), rng.randrange(1, 4)))
+            view.apply(PartitionState("g", "t", 0, start, start + 100, tuple(runs), replace))
+            if replace:
+                model = {}
+            for r in runs:
+                model.update(dict.fromkeys(range(r.first, r.last + 1), (r.state, r.delivery_count)))
+            model = {o: v for o, v in model.items() if o >= start}
+            part = view.partitions[("g", "t", 0)]
+            assert part.entries == model
+            spans = part.spans
+            assert all(a[1] < b[0] for a, b in pairwise(spans))
+            assert {
+                o: (r.state, r.delivery_count) for r in part.runs()
+                for o in range(r.first, r.last + 1)
+            } == model
