@@ -33,6 +33,7 @@ WriteTxnMarkers (through the core, as the coordinator does); dispatch is
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -59,7 +60,7 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
     topic_op,
 )
-from brokerd.kafka.server.handler_base import RequestContext, unexpected_code
+from brokerd.kafka.server.handler_base import RequestContext, topic_name_now, unexpected_code
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.txn.types import (
@@ -69,7 +70,7 @@ from brokerd.kafka.txn.types import (
     TxnListing,
     TxnOffset,
 )
-from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
+from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
 from brokerd.kafka.wire.messages.producers import DESCRIBE_PRODUCERS
@@ -154,6 +155,7 @@ class TxnHandlers:
         internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
+        self._topic_name = functools.partial(topic_name_now, core)
         self._txn = transactions
         self._clock = clock
         self._internal = internal_topics
@@ -399,13 +401,6 @@ class TxnHandlers:
         )
 
     # -- TxnOffsetCommit -------------------------------------------------------------
-
-    def _topic_name(self, topic_id: uuid.UUID) -> str:
-        """The name of the topic with ``topic_id`` now, or "" (none has it)."""
-        if topic_id == ZERO_UUID:
-            return ""
-        info = self._core.topic_by_id(topic_id)
-        return "" if info is None else info.name
 
     def txn_offset_commit_rule(
         self, access: Access, req: Request[apis.TxnOffsetCommitRequest]
