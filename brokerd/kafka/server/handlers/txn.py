@@ -63,8 +63,8 @@ from brokerd.kafka.server.acl_gate import (
 from brokerd.kafka.server.handler_base import RequestContext, topic_name_now, unexpected_code
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.route import AnyRoute, route
+from brokerd.kafka.txn.state import TxnState
 from brokerd.kafka.txn.types import (
-    TXN_STATE_NAMES,
     TopicPartition,
     TxnDescription,
     TxnListing,
@@ -108,6 +108,8 @@ PRODUCER_FENCED_FROM: dict[ApiKey, int] = {
 TXN_OFFSET_COMMIT_LOAD_ERROR_FROM = 2
 #: EndTxn from this version bumps the producer epoch at every end (KIP-890 part 2).
 BUMPING_END_TXN_FROM = 5
+#: The state names ListTransactions filters by.
+_STATE_NAMES = frozenset(s.value for s in TxnState)
 #: TxnOffsetCommit from this version adds its group to the transaction itself.
 IMPLICIT_ADD_OFFSETS_FROM = 5
 #: TxnOffsetCommit from this version names topics by ID only (KIP-1319).
@@ -513,7 +515,7 @@ class TxnHandlers:
         self, conn: RequestContext, req: Request[apis.ListTransactionsRequest]
     ) -> apis.ListTransactionsResponse:
         body = req.body
-        unknown = tuple(s for s in body.state_filters if s not in TXN_STATE_NAMES)
+        unknown = tuple(s for s in body.state_filters if s not in _STATE_NAMES)
         pattern: Regex | None = None
         if body.transactional_id_pattern:
             try:
