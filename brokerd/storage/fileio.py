@@ -3,6 +3,8 @@
 - :func:`write_all` and :func:`pwrite_all` loop over ``os.write``/``os.pwrite``, which may
   write less than asked (a signal, a nearly full disk).
 - :func:`read_file` reads a whole small file, never through a symlink.
+- :func:`read_at_most` reads a whole file of at most so many bytes (a config file, a
+  CA bundle): a larger one is an error, not read further.
 - :func:`datasync` flushes a file's data and size (``fdatasync`` where there is one).
 - :func:`fsync_dir` makes a create, rename or unlink in a directory survive a power cut.
 - :func:`atomic_write` replaces a whole file so that a crash at any moment leaves either
@@ -31,6 +33,7 @@ __all__ = [
     "datasync",
     "fsync_dir",
     "pwrite_all",
+    "read_at_most",
     "read_file",
     "replace_durably",
     "write_all",
@@ -86,6 +89,17 @@ def read_file(path: str) -> bytes | None:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_at_most(path: str, limit: int) -> bytes:
+    """The whole content of ``path`` if it holds at most ``limit`` bytes; a larger file
+    raises :class:`OSError` ``EFBIG`` (its ``strerror`` "larger than ``limit`` bytes"),
+    as do the errors of opening and reading it."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit} bytes")
+    return data
 
 
 def datasync(fd: int) -> None:
