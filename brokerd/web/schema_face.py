@@ -1,7 +1,7 @@
 """What the console asks of the schema registry, declared here so the web package does not
 import the registry (whose REST listener imports the web package's authentication):
 the service wiring passes the broker's ``brokerd.registry.service.SchemaRegistry``,
-which has all of it (its ``SchemaLookup``), and tests pass an in-memory one.
+which has all of it, and tests pass an in-memory one.
 
 Also the two rules the console shares with the registry, restated where the console
 needs them: Confluent's wire framing of a serialized value (magic byte 0, a 4-byte
