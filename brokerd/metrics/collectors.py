@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 
 
 class FetchSessionCounters(Protocol):
-    """What the fetch-session collector reads
-    (:class:`brokerd.kafka.server.fetch_sessions.FetchSessionCache`)."""
+    """What the fetch-session collector reads. Implemented by the Kafka listener's
+    :class:`~brokerd.kafka.server.fetch_sessions.FetchSessionCache`; a Protocol because
+    nothing outside ``brokerd/kafka/`` imports the listener but the wiring."""
 
     slots: int
     created: int

@@ -31,13 +31,16 @@ __all__ = [
 
 
 class Named(Protocol):
-    """An enum member of the registry's (a schema type, a compatibility level)."""
+    """An enum member of the registry's: a :class:`~brokerd.registry.model.SchemaType` or a
+    compatibility level (see the module docstring for why the web package declares it)."""
 
     @property
     def value(self) -> str: ...
 
 
 class Reference(Protocol):
+    """A schema's reference to another: a :class:`~brokerd.registry.model.SchemaReference`."""
+
     @property
     def name(self) -> str: ...
     @property
@@ -47,6 +50,8 @@ class Reference(Protocol):
 
 
 class SchemaText(Protocol):
+    """A schema's text, type and references: a :class:`~brokerd.registry.model.Schema`."""
+
     @property
     def schema_type(self) -> Named: ...
     @property
@@ -56,7 +61,7 @@ class SchemaText(Protocol):
 
 
 class SchemaVersion(Protocol):
-    """One version of one subject."""
+    """One version of one subject: a :class:`~brokerd.registry.model.RegisteredSchema`."""
 
     @property
     def subject(self) -> str: ...
@@ -79,7 +84,8 @@ class Serializer(Protocol):
 
 
 class SchemaSource(Protocol):
-    """The registry as the console reads it (reactor thread, answers from memory)."""
+    """The registry as the console reads it (reactor thread, answers from memory): the
+    :class:`~brokerd.registry.service.SchemaRegistry`."""
 
     def parsed_by_id(self, schema_id: int) -> Serializer | None: ...
     def subjects(self, *, deleted: bool = False) -> list[str]: ...
