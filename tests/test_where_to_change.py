@@ -183,3 +183,101 @@ def test_a_kafka_api_has_its_key_spec_route_and_docs_row(key: ApiKey) -> None:
     assert re.search(rf"^\| {key.value} \| \w+ \|", kafka_md, re.M), (
         f"docs/kafka.md has no row for {key.value} ({key.name})"
     )
+
+
+# -- the names a row gives live in the files it names -------------------------------------
+
+
+def _row_files(row: str) -> list[Path]:
+    """The Python files a row names (a folder: its modules)."""
+    files: list[Path] = []
+    for token in named_paths(table_rows()[row]):
+        for path in resolve(token):
+            files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return [path for path in files if path.suffix == ".py"]
+
+
+def _names_in(paths: list[Path]) -> set[str]:
+    """What the files define (classes, functions, assigned names and attributes) or
+    import by name."""
+    names: set[str] = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.ImportFrom):
+                names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def row_identifiers(row: str) -> list[str]:
+    """The code names a row gives in backticks (``FsyncPolicy``, ``@refused_when_stopping``,
+    ``core.reads.read(...)``: the last part of a dotted one)."""
+    found = []
+    for token in re.findall(r"`([^`]+)`", table_rows()[row]):
+        match = re.fullmatch(r"@?([A-Za-z_][\w.]*?)(\(.*\))?", token)
+        if match and "/" not in token and not token.endswith((".py", ".md", ".toml")):
+            found.append(match.group(1).rsplit(".", 1)[-1])
+    return found
+
+
+@pytest.mark.parametrize("row", sorted(table_rows()))
+def test_every_name_a_row_gives_is_in_the_files_it_names(row: str) -> None:
+    names = _names_in(_row_files(row))
+    missing = [name for name in row_identifiers(row) if name not in names]
+    assert not missing, f"{row!r} gives names none of its files has: {missing}"
+
+
+def test_the_name_check_sees_a_missing_name() -> None:
+    assert "flush_rule" in row_identifiers("change the fsync policy")
+    assert "no_such_rule" not in _names_in(_row_files("change the fsync policy"))
+
+
+# -- add a metric ---------------------------------------------------------------------------
+
+_METRIC = re.compile(r"brokerd_[a-z_]+")
+
+
+def _metric_names() -> set[str]:
+    """The series names written in brokerd/metrics/ (a counter's without ``_total``)."""
+    names = set()
+    for path in (BROKERD / "metrics").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and _METRIC.fullmatch(node.value)
+            ):
+                names.add(node.value.removesuffix("_total"))
+    return names
+
+
+def test_every_metric_is_in_docs_metrics_md_and_back() -> None:
+    row = table_rows()["add a metric"]
+    for named in ("metrics/live.py", "metrics/collectors.py", "metrics/registry.py",
+                  "docs/metrics.md"):
+        assert f"`{named}" in row, f"the table no longer names {named}"
+    documented = {
+        name.removesuffix("_total")
+        for name in re.findall(r"^\| `(brokerd_\w+)`", (REPO / "docs" / "metrics.md").read_text(),
+                               re.M)
+    }
+    code = _metric_names()
+    assert len(code) > 40
+    assert code - documented == set(), "series missing from docs/metrics.md"
+    assert documented - code == set(), "docs/metrics.md documents series no code makes"
+
+
+def test_every_collector_is_registered() -> None:
+    registry = (BROKERD / "metrics" / "registry.py").read_text()
+    collectors = {
+        node.name
+        for path in (BROKERD / "metrics").glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Collector")
+    }
+    assert collectors
+    assert {name for name in collectors if f"{name}(" not in registry} == set()
