@@ -1,7 +1,10 @@
 """docs/architecture.md's "Where to change what" kept true: every file its table names
-exists, and every native request type and every routed Kafka API sits in the files the
-table's rows for adding one name. A new type or API that skips one of them (or a rename
-that leaves the table behind) fails here, naming what is missing."""
+exists and every code name it gives is in those files; every native request type and
+every routed Kafka API sits in the files the table's rows for adding one name; every
+metric series is in docs/metrics.md (and back) and every collector registered; every
+journal store is handed to the store recovery. A new type, API, series or store that
+skips one of them (or a rename that leaves the table behind) fails here, naming what is
+missing."""
 
 from __future__ import annotations
 
@@ -281,3 +284,31 @@ def test_every_collector_is_registered() -> None:
     }
     assert collectors
     assert {name for name in collectors if f"{name}(" not in registry} == set()
+
+
+# -- add a journal store ----------------------------------------------------------------------
+
+
+def test_every_journal_store_is_handed_to_store_recovery() -> None:
+    row = table_rows()["add a journal store"]
+    for named in ("storage/stores/<name>.py", "storage/journal/engine.py", "app/wiring.py",
+                  "core/store_recovery.py"):
+        assert f"`{named}`" in row, f"the table no longer names {named}"
+    kinds = [
+        path.name
+        for path in sorted((BROKERD / "storage" / "stores").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id == "JournalKind"
+    ]
+    handed = [
+        node.args[0]
+        for node in ast.walk(ast.parse((BROKERD / "app" / "wiring.py").read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id == "StoreRecovery" and node.args
+    ]
+    assert len(handed) == 1 and isinstance(handed[0], ast.List), "one StoreRecovery([...])"
+    assert len(kinds) >= 4
+    assert len(handed[0].elts) == len(kinds), (
+        f"journal stores {kinds}, but StoreRecovery gets {ast.unparse(handed[0])}"
+    )
