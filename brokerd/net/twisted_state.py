@@ -53,8 +53,9 @@ __all__ = [
     "void_elements",
 ]
 
-#: What this module relies on, by class: checked against the installed Twisted by the
-#: tests (an attribute named here must exist where it is said to).
+#: What this module relies on (reads, and the one write of ``_raiseSynchronously``), by
+#: class or module: checked against the installed Twisted by the tests (an attribute
+#: named here must exist where it is said to).
 PRIVATE_READS: dict[str, tuple[str, ...]] = {
     "twisted.internet.abstract.FileDescriptor": ("dataBuffer", "offset", "_tempDataLen"),
     "twisted.protocols.tls.TLSMemoryBIOProtocol": ("_tlsShutdownFinished",),
@@ -62,7 +63,6 @@ PRIVATE_READS: dict[str, tuple[str, ...]] = {
         "_waitingForPort", "_raiseSynchronously"
     ),
     "twisted.web.http.Request": ("_disconnected",),
-    # A module: its private name.
     "twisted.web._stan": ("voidElements",),
 }
 
