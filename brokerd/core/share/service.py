@@ -85,8 +85,11 @@ _RETRIES_AT_ONCE = 8
 
 
 class ShareCore(CoreLongPoll, HoldsReads, Protocol):
-    """What the service needs of :class:`brokerd.core.Broker`: its reads and long poll
-    (the core's face), and its write pool for the journal's writes."""
+    """What the service needs of :class:`brokerd.core.Broker`: its reads and long poll (the
+    core's face), and its write pool for the journal's writes. Implemented by
+    :class:`~brokerd.core.broker.Broker`; a Protocol because the broker holds this service
+    (``brokerd.core`` imports ``brokerd.core.share``), so this package cannot import it
+    back."""
 
     def run_write(
         self, f: Callable[..., Any], /, *args: Any, **kwargs: Any

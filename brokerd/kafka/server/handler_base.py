@@ -57,8 +57,10 @@ CLOSE_CONNECTION = Outcome.CLOSE_CONNECTION
 
 
 class BrokerIdentity(Protocol):
-    """Where clients are told to connect (read on every request: the listener's port is
-    only known after it binds)."""
+    """Where clients are told to connect (read on every request: the listener's port is only
+    known after it binds). Implemented by
+    :class:`~brokerd.kafka.listener.protocol.KafkaFactory`; a Protocol because ``server/``
+    sits below ``listener/``."""
 
     @property
     def node_id(self) -> int: ...
