@@ -116,6 +116,10 @@ class FakeCore:
     def transactions(self) -> Any:
         return self
 
+    @property
+    def topic_registry(self) -> Any:
+        return self
+
     def __init__(self) -> None:
         self.calls: list[Call] = []
         #: method name -> result to answer synchronously (an Exception fails the call)

@@ -37,7 +37,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
-from brokerd.core.api import CoreLongPoll, CoreTopicChanges, CoreTopics, CoreWrites, HoldsReads
+from brokerd.core.api import CoreLongPoll, CoreTopicChanges, CoreWrites, HoldsReads, HoldsTopics
 from brokerd.errors import (
     OffsetOutOfRange,
     ShuttingDown,
@@ -101,7 +101,7 @@ RETRY_SECONDS = 1.0
 MAX_REFERENCE_DEPTH = 32
 
 
-class RegistryCore(CoreTopics, CoreTopicChanges, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
+class RegistryCore(HoldsTopics, CoreTopicChanges, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
     """What the registry uses of the broker's core."""
 
 
@@ -208,7 +208,7 @@ class SchemaRegistry(service.Service):
         return self.status is State.STOPPED
 
     async def _wait_for_topic(self) -> None:
-        while self.topic not in self._core.topics():
+        while self.topic not in self._core.topic_registry.topics():
             # Nothing to replay: ready, empty, until a write creates the topic (or
             # someone else does: a MirrorMaker 2 import).
             if self.status is State.STARTING:
@@ -271,7 +271,7 @@ class SchemaRegistry(service.Service):
 
     async def _create_topic(self) -> None:
         """Create ``_schemas`` before the first write (1 partition, compacted)."""
-        if self.topic in self._core.topics():
+        if self.topic in self._core.topic_registry.topics():
             return
         try:
             await self._core.create_topic(self.topic, 1, {"cleanup.policy": "compact"})

@@ -269,6 +269,7 @@ class GroupCommitTests(SynchronousTestCase):
             broker.create_partitions("t", 2),
             broker.delete_records("t", 0, 0),
             broker.transactions.write_txn_markers([("t", 0)], 1, 0, commit=True),
+            broker.topic_registry.delete_topic("t"),
         ):
             self.failureResultOf(refused, ShuttingDown)
         self.assertEqual(len(runner.jobs), jobs)
@@ -513,11 +514,11 @@ class LongPollTests(SynchronousTestCase):
         d.cancel()
         self.failureResultOf(d, defer.CancelledError)
         self.assertEqual(clock.getDelayedCalls(), [])
-        self.assertEqual(broker.waiter_count, 0)
+        self.assertEqual(broker.waiters.count, 0)
 
     def test_global_limit_is_an_error_not_a_hang(self) -> None:
         broker, _, _ = make()
-        broker.max_waiters = 2
+        broker.waiters.max_waiters = 2
         waits = [
             broker.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=1000) for _ in range(2)
         ]
@@ -527,7 +528,7 @@ class LongPollTests(SynchronousTestCase):
         for d in waits:
             d.cancel()
             self.failureResultOf(d, defer.CancelledError)
-        self.assertEqual(broker.waiter_count, 0)
+        self.assertEqual(broker.waiters.count, 0)
 
     def test_any_partition_of_several_wakes_the_fetch(self) -> None:
         broker, logdir, _ = make()

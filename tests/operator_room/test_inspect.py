@@ -211,7 +211,9 @@ class ShareGroupAsGroupTests(AdminCase):
         self.engine = ShareEngine()
         self.shares = ShareGroupCoordinator(
             clock=self.clock,
-            partition_counts=lambda: {n: i.partitions for n, i in self.broker.topics().items()},
+            partition_counts=lambda: {
+                n: i.partitions for n, i in self.broker.topic_registry.topics().items()
+            },
             on_member_gone=lambda group, member: None,
             session_timeout_ms=lambda group: 45_000,
             heartbeat_interval_ms=lambda group: 5_000,

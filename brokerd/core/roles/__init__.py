@@ -47,14 +47,18 @@ ConfigUpdate = Callable[[Mapping[str, str]], Mapping[str, str | None]]
 
 
 class CoreTopics(Protocol):
-    """The topics and partitions that exist, read without I/O."""
+    """The topics that exist (read without I/O), their auto-creation and their deletion:
+    the core's ``TopicRegistry`` (``core.topic_registry``), which keeps the open
+    partitions of each topic."""
 
     @property
     def auto_create_topics(self) -> bool:
         """Whether a produce or metadata request for an unknown topic creates it."""
         ...
 
-    def topics(self) -> dict[str, TopicInfo]: ...
+    def topics(self) -> dict[str, TopicInfo]:
+        """Every topic, by name (but those being deleted)."""
+        ...
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         """The topic whose ID is ``topic_id`` now; None for an ID no topic has (a
@@ -65,16 +69,25 @@ class CoreTopics(Protocol):
         """Every topic, by name."""
         ...
 
-    def topic_config_defaults(self) -> dict[str, str]:
-        """The broker-wide default of every topic config, as config strings by name."""
+    def ensure_topic(self, name: str) -> Deferred[TopicInfo]:
+        """The topic's info, auto-creating it when the broker allows that."""
+        ...
+
+    def delete_topic(self, name: str) -> Deferred[None]:
+        """Delete the topic (durable when this fires), answering the fetches parked on
+        it; refused while the broker stops."""
+        ...
+
+    def on_topic_deleted(self, call: Callable[[str], object]) -> None:
+        """Call ``call(name)`` after each topic deletion (reactor thread)."""
         ...
 
 
 class CoreTopicChanges(Protocol):
     """Topic and partition administration (durable when the Deferred fires)."""
 
-    def ensure_topic(self, name: str) -> Deferred[TopicInfo]:
-        """The topic's info, auto-creating it when the broker allows that."""
+    def topic_config_defaults(self) -> dict[str, str]:
+        """The broker-wide default of every topic config, as config strings by name."""
         ...
 
     def create_topic(
@@ -88,8 +101,6 @@ class CoreTopicChanges(Protocol):
         """Create a topic with config overrides (Kafka names and value syntax); with
         ``validate_only`` check everything and create nothing."""
         ...
-
-    def delete_topic(self, name: str) -> Deferred[None]: ...
 
     def alter_topic_configs(
         self, name: str, update: ConfigUpdate, *, validate_only: bool = False
@@ -269,6 +280,15 @@ class CoreTransactions(Protocol):
         ...
 
 
+class HoldsTopics(Protocol):
+    """Whatever holds the core's topics role (the core, and the faces built on it)."""
+
+    @property
+    def topic_registry(self) -> CoreTopics:
+        """The topics that exist, auto-created and deleted (the core's ``TopicRegistry``)."""
+        ...
+
+
 class HoldsReads(Protocol):
     """Whatever holds the core's reads role (the core, and the faces built on it)."""
 
@@ -289,6 +309,7 @@ __all__ = [
     "CoreTransactions",
     "CoreWrites",
     "HoldsReads",
+    "HoldsTopics",
     "RecordValidator",
     "TxnVerifier",
 ]

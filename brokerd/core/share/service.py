@@ -30,7 +30,7 @@ clock. What it does not do: group membership or any wire format.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import attrs
 from twisted.internet import defer
@@ -39,6 +39,7 @@ from twisted.python.failure import Failure
 
 from brokerd.clock import Clock, DelayedCall
 from brokerd.coordinator_runtime import OrderedJournalWriter
+from brokerd.core.interfaces import Runner
 from brokerd.core.roles import CoreLongPoll, HoldsReads
 from brokerd.core.roles.long_poll import Shortfall, long_poll
 from brokerd.core.share.config import DEFAULTS, AutoOffsetReset
@@ -86,11 +87,7 @@ _RETRIES_AT_ONCE = 8
 
 class ShareCore(CoreLongPoll, HoldsReads, Protocol):
     """What the service needs of :class:`brokerd.core.Broker`: its reads and long poll
-    (the core's face), and its write pool for the journal's writes."""
-
-    def run_write(
-        self, f: Callable[..., Any], /, *args: Any, **kwargs: Any
-    ) -> defer.Deferred[Any]: ...
+    (the core's face)."""
 
 
 @attrs.frozen
@@ -197,7 +194,8 @@ class _Batches:
 class ShareService:
     """See the module docstring.
 
-    :param core: the broker (reads, offsets, the write pool, long-poll parks).
+    :param core: the broker (reads, offsets, long-poll parks).
+    :param run_write: the broker's write pool, for the journal's writes.
     :param store: the share-state journal (already opened and replayed).
     :param clock: the reactor or a ``task.Clock``.
     :param defaults: the broker's default of each group config (``group.share.*``).
@@ -210,6 +208,7 @@ class ShareService:
         core: ShareCore,
         store: ShareStateStore,
         *,
+        run_write: Runner,
         clock: Clock,
         defaults: Mapping[str, str] = DEFAULTS,
         dead_letters: DeadLetterWriter | None = None,
@@ -221,7 +220,7 @@ class ShareService:
         self.engine = ShareEngine(defaults)
         self.engine.restore(store.partitions(), store.group_configs())
         self._journal: OrderedJournalWriter[ShareStateRecord] = OrderedJournalWriter(
-            store.write, core.run_write, self._reload,
+            store.write, run_write, self._reload,
             reopens=lambda: store.reopens, name=store.journal.name,
         )
         self._timer: DelayedCall | None = None

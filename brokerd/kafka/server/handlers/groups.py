@@ -171,7 +171,7 @@ class GroupHandlers:
         """The name of the topic with ``topic_id`` now, or "" (none has it)."""
         if topic_id == ZERO_UUID:
             return ""
-        info = self._core.topic_by_id(topic_id)
+        info = self._core.topic_registry.topic_by_id(topic_id)
         return "" if info is None else info.name
 
     # -- FindCoordinator ----------------------------------------------------------------
@@ -334,7 +334,7 @@ class GroupHandlers:
         codes: dict[tuple[str, int], int] = {}
         # Group ids and membership are the coordinator's to judge; topic existence is
         # the core's (Kafka refuses commits for partitions that do not exist).
-        known = self._core.topics()
+        known = self._core.topic_registry.topics()
         offsets: list[tuple[str, int, int, int, str | None]] = []
         for t in body.topics:
             if by_id and not t.name:
@@ -486,7 +486,7 @@ class GroupHandlers:
             )
         ids: Mapping[str, uuid.UUID] = {}
         if by_id:
-            ids = {name: info.topic_id for name, info in self._core.topics().items()}
+            ids = {name: info.topic_id for name, info in self._core.topic_registry.topics().items()}
         answered = tuple(
             apis.OffsetFetchTopicResponse(
                 name=name, topic_id=ids.get(name, ZERO_UUID), partitions=tuple(parts)

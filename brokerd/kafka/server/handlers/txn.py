@@ -186,7 +186,7 @@ class TxnHandlers:
 
     def _missing(self, pairs: Iterable[TopicPartition]) -> set[TopicPartition]:
         """The partitions among ``pairs`` that do not exist."""
-        known = self._core.topics()
+        known = self._core.topic_registry.topics()
         missing = set()
         for topic, partition in pairs:
             info = known.get(topic)
@@ -404,7 +404,7 @@ class TxnHandlers:
         """The name of the topic with ``topic_id`` now, or "" (none has it)."""
         if topic_id == ZERO_UUID:
             return ""
-        info = self._core.topic_by_id(topic_id)
+        info = self._core.topic_registry.topic_by_id(topic_id)
         return "" if info is None else info.name
 
     def txn_offset_commit_rule(
