@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from twisted.internet import defer
 
 from brokerd import errors
+from brokerd.after_answer import AfterAnswer
 from brokerd.core.api import (
     AppendWatcher,
     CoreLongPoll,
@@ -72,6 +73,7 @@ class FakeCore:
         return self
 
     def __init__(self) -> None:
+        self.after_answer = AfterAnswer()
         self.auto_create_topics = True
         self._topics: dict[str, TopicInfo] = {}
         self.logs: dict[tuple[str, int], list[bytes]] = {}

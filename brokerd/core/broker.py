@@ -37,6 +37,7 @@ from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from brokerd.after_answer import AfterAnswer
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.fetcher import Fetcher
 from brokerd.core.interfaces import CoreReactor, Runner
@@ -92,6 +93,8 @@ class Broker(SequentialMultiService):
     :param reactor: time, timers, and ``callFromThread`` for the pools.
     :param run_read: optional runner ``f(*a) -> Deferred`` replacing the read pool (tests).
     :param run_write: optional runner replacing the write pool (tests).
+    :param after_answer: where wake-ups wait for the answer being written (default: the
+        broker's own).
     """
 
     #: Where appends, fsyncs and durability latency are counted (set before start).
@@ -112,11 +115,15 @@ class Broker(SequentialMultiService):
         checkpoint_seconds: float = CHECKPOINT_SECONDS,
         wall_clock: Callable[[], float] = time.time,
         inline_append_bytes: int = INLINE_APPEND_BYTES,
+        after_answer: AfterAnswer | None = None,
     ) -> None:
         super().__init__()
         self.logdir = logdir
         #: Unsynced write jobs up to this size run in the reactor thread (0: none).
         self._inline_append_bytes = inline_append_bytes
+        #: The wake-ups of inline appends, waiting for the answer being written: the
+        #: listeners' connections tell it of each answer (part of the face).
+        self.after_answer = after_answer if after_answer is not None else AfterAnswer()
         self._clock = reactor
         self.fsync = fsync or FsyncPolicy("always")
         self._wall_clock = wall_clock
@@ -172,6 +179,7 @@ class Broker(SequentialMultiService):
             on_idle=lambda: self.topic_registry.writer_idle(),
             stats=WriteStats(topic, self.writes),
             inline_bytes=self._inline_append_bytes,
+            after_answer=self.after_answer,
         )
         return Partition(topic, index, log, writer, ProducerSnapshots(log))
 

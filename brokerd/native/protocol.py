@@ -215,6 +215,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             frame_timeout=frame_timeout,
             connection_limit=connection_limit,
             request_budget=request_budget,
+            after_answer=core.after_answer,
         )
 
     @property

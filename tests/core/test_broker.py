@@ -13,7 +13,6 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd import after_answer
 from brokerd.core import Broker, FsyncPolicy
 from brokerd.core.appends import ValuesAppend
 from brokerd.core.writer import INLINE_APPEND_BYTES, write_job
@@ -294,10 +293,6 @@ class InlineAppendTests(SynchronousTestCase):
     """Small unsynced jobs run in the reactor thread: no pool hand-off, answered before
     ``produce`` returns, still one job at a time and in order."""
 
-    def setUp(self) -> None:
-        # Wake-ups other tests' brokers left held (their clocks never advanced).
-        after_answer.answer_written()
-
     def test_unsynced_small_append_needs_no_pool(self) -> None:
         runner = HeldRunner()
         broker, logdir, _ = make("never", writes=runner)
@@ -333,36 +328,34 @@ class InlineAppendTests(SynchronousTestCase):
         parked.addCallback(lambda _: order.append("fetch woken"))
         produced = broker.produce_values("t", 0, [b"a"])
         produced.addCallback(lambda _: order.append("produce answered"))
-        self.assertEqual(after_answer.pending(), 1)
+        self.assertEqual(broker.after_answer.pending, 1)
         self.assertNoResult(parked)
         # The connection hands the Produce answer to the socket: the fetch is woken in
         # the same call, and the next turn's fallback is cancelled.
-        after_answer.answer_written()
+        broker.after_answer.answer_written()
         self.successResultOf(parked)
         self.assertEqual(order, ["produce answered", "fetch woken"])
-        self.assertEqual(after_answer.pending(), 0)
+        self.assertEqual(broker.after_answer.pending, 0)
         self.assertEqual(clock.getDelayedCalls(), [])
 
     def test_the_fallback_forgets_the_wake_up(self) -> None:
         runner = HeldRunner()
         broker, _logdir, clock = make("never", writes=runner)
         broker.produce_values("t", 0, [b"a"])
-        self.assertEqual(after_answer.pending(), 1)
+        self.assertEqual(broker.after_answer.pending, 1)
         clock.advance(0)
-        self.assertEqual(after_answer.pending(), 0, "nothing left to run after an answer")
+        self.assertEqual(broker.after_answer.pending, 0, "nothing left to run after an answer")
 
-    def test_a_failing_wake_up_does_not_stop_the_others(self) -> None:
-        ran: list[str] = []
-
-        def boom() -> None:
-            raise RuntimeError("boom")
-
-        after_answer.after_answer("a", boom)
-        after_answer.after_answer("b", lambda: ran.append("b"))
-        after_answer.answer_written()
-        self.assertEqual(ran, ["b"])
-        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
-        self.assertEqual(after_answer.pending(), 0)
+    def test_two_brokers_each_run_their_own_wake_ups(self) -> None:
+        one, _, _ = make("never", writes=HeldRunner())
+        two, _, _ = make("never", writes=HeldRunner())
+        parked = two.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=500)
+        two.produce_values("t", 0, [b"a"])
+        self.assertEqual((one.after_answer.pending, two.after_answer.pending), (0, 1))
+        one.after_answer.answer_written()  # an answer of the other broker's connection
+        self.assertNoResult(parked)
+        two.after_answer.answer_written()
+        self.successResultOf(parked)
 
     def test_wake_ups_of_one_turn_go_out_together_and_before_a_pool_job(self) -> None:
         runner = HeldRunner()

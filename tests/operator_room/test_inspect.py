@@ -127,11 +127,13 @@ class OfflinePartitionTests(SynchronousTestCase):
             def offline_partitions(self) -> object:
                 return logdir.offline
 
-        class Core:
-            storage = LogDir()
-
+        class Topics:
             def topics(self) -> dict[str, object]:
                 return dict(logdir.topics())
+
+        class Core:
+            storage = LogDir()
+            topic_registry = Topics()
 
             def topic_config_defaults(self) -> dict[str, str]:
                 return {}

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from brokerd.after_answer import AfterAnswer
 from brokerd.core.roles import (
     ConfigUpdate,
     CoreAppendWatches,
@@ -71,6 +72,13 @@ class CoreApi(HoldsTopics, CoreTopicChanges, CoreWrites, CoreLongPoll, HoldsRead
     @property
     def waiters(self) -> CoreAppendWatches:
         """Standing watches of appends (its ``WaiterRegistry``)."""
+        ...
+
+    @property
+    def after_answer(self) -> AfterAnswer:
+        """The wake-ups of the core's inline appends, waiting for the answer being
+        written: a connection calls its ``answer_written()`` right after handing an
+        answer to the kernel or the transport (:mod:`brokerd.after_answer`)."""
         ...
 
     @property
