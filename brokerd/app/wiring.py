@@ -893,63 +893,41 @@ def http_identity(settings: Settings, reactor: Any) -> HttpIdentity:
     return HttpIdentity(mode, passwords, peer_principal=peer_principal)
 
 
-#: The modules a test-mode broker's start imports after ``brokerd.tap`` (the options'
-#: parsing, then :func:`build_services` with the Kafka and native listeners and no HTTP
-#: services), for :func:`preload`. A module missing here is
-#: imported at the start as before, only later; ``tests/plugin/test_fork_server.py`` checks
-#: that a start after :func:`preload` imports no brokerd module.
-START_MODULES = (
-    "brokerd.operator.inspect",
-    "brokerd.operator.operations",
-    "brokerd.operator.share_groups",
-    "brokerd.app.config_file_options",
-    "brokerd.app.from_options",
-    "brokerd.app.stdlib_logging",
-    "brokerd.core",
-    "brokerd.core.cleaner_service",
-    "brokerd.core.quotas.entities",
-    "brokerd.core.quotas.manager",
-    "brokerd.core.quotas.store",
-    "brokerd.core.share.config",
-    "brokerd.core.share.dead_letters",
-    "brokerd.core.share.service",
-    "brokerd.core.store_recovery",
-    "brokerd.kafka.groups.group_admin",
-    "brokerd.kafka.groups.consumer.coordinator",
-    "brokerd.kafka.groups.coordinator",
-    "brokerd.kafka.groups.group_service",
-    "brokerd.kafka.groups.share.coordinator",
-    "brokerd.kafka.groups.share.state_service",
-    "brokerd.kafka.listener.protocol",
-    "brokerd.kafka.server.handlers.acl",
-    "brokerd.kafka.server.handlers.quotas",
-    "brokerd.kafka.server.internal_topics",
-    "brokerd.kafka.server.offsets_topic",
-    "brokerd.kafka.server.throttle",
-    "brokerd.kafka.telemetry.clients",
-    "brokerd.kafka.telemetry.resources",
-    "brokerd.kafka.txn.coordinator",
-    "brokerd.kafka.txn.txn_service",
-    "brokerd.native.protocol",
-    "brokerd.native.queue_handlers",
-    "brokerd.net.answer_budget",
-    "brokerd.net.connlimit",
-    "brokerd.net.request_budget",
-    "brokerd.observers",
-    "brokerd.sdnotify",
-    "brokerd.security.acl",
-    "brokerd.security.acl_store",
-    "brokerd.security.doors",
-    "brokerd.security.server_secret",
-    "brokerd.storage.logdir.log_directory",
-    "brokerd.storage.stores.client_metrics",
-    "brokerd.storage.stores.offsets",
-    "brokerd.storage.stores.producer_ids",
-    "brokerd.storage.stores.share_state",
-    "brokerd.storage.stores.txn_log",
-    "brokerd.web.auth",
-    "brokerd.web.health",
+#: The parts of brokerd a test-mode broker's start (the options' parsing, then
+#: :func:`build_services` with the Kafka and native listeners and no HTTP services) never
+#: imports: the schema registry and the REST proxy (HTTP services of their own, their
+#: formats loading Avro, JSON Schema and Protobuf libraries), the HTTP ``/metrics``, the
+#: command-line tools and the test helpers. :func:`preload` imports every other module
+#: of brokerd (the web package's too: the start imports its HTTP authentication and
+#: health checks, the rest is cheap).
+NOT_STARTED = frozenset(
+    {"brokerd.registry", "brokerd.proxy", "brokerd.metrics", "brokerd.cli", "brokerd.testing"}
 )
+
+
+def start_modules() -> list[str]:
+    """Every module of brokerd but those of :data:`NOT_STARTED` and the ``__main__``
+    scripts (which run when imported), found on disk without importing anything: what
+    :func:`preload` imports. ``tests/plugin/test_fork_server.py`` checks that a start
+    after :func:`preload` imports no brokerd module, so a module the start imports is
+    never missed here (a package it should not need is left out by name above)."""
+    import pkgutil
+
+    import brokerd
+
+    found: list[str] = []
+
+    def walk(path: str, prefix: str) -> None:
+        for info in pkgutil.iter_modules([path], prefix):
+            if info.name in NOT_STARTED or info.name.endswith(".__main__"):
+                continue
+            found.append(info.name)
+            if info.ispkg:
+                walk(os.path.join(path, info.name.rpartition(".")[2]), info.name + ".")
+
+    for path in brokerd.__path__:
+        walk(path, "brokerd.")
+    return found
 
 
 def preload() -> None:
@@ -962,7 +940,7 @@ def preload() -> None:
     from brokerd.kafka.wire import codec
     from brokerd.kafka.wire.requests.registry import SPECS
 
-    for name in START_MODULES:
+    for name in start_modules():
         importlib.import_module(name)
     for spec in SPECS.values():
         for cls in (spec.request, spec.response):
