@@ -30,7 +30,7 @@ clock. What it does not do: group membership or any wire format.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 from twisted.internet import defer
@@ -39,7 +39,6 @@ from twisted.python.failure import Failure
 
 from brokerd.clock import Clock, DelayedCall
 from brokerd.coordinator_runtime import OrderedJournalWriter
-from brokerd.core.interfaces import Runner
 from brokerd.core.roles import CoreLongPoll, HoldsReads
 from brokerd.core.roles.long_poll import Shortfall, long_poll
 from brokerd.core.share.config import DEFAULTS, AutoOffsetReset
@@ -208,7 +207,7 @@ class ShareService:
         core: ShareCore,
         store: ShareStateStore,
         *,
-        run_write: Runner,
+        run_write: Callable[..., defer.Deferred[Any]],
         clock: Clock,
         defaults: Mapping[str, str] = DEFAULTS,
         dead_letters: DeadLetterWriter | None = None,
