@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING
 
 from twisted.application import service
 from twisted.internet import defer
@@ -78,10 +78,6 @@ from brokerd.storage.types import (
 
 if TYPE_CHECKING:
     from brokerd.core.share.service import ShareService
-
-P = ParamSpec("P")
-T = TypeVar("T")
-R = TypeVar("R")
 
 _log = Logger()
 
@@ -237,7 +233,8 @@ class Broker(SequentialMultiService):
                 d.addCallback(lambda part: part.writer.request_retention())
                 d.addErrback(lambda _: None)
 
-    # -- topic administration ----------------------------------------------------------
+    # -- topic administration (the topics themselves are the topic registry's) ----------
+
     @refused_when_stopping
     def create_topic(
         self,
