@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from twisted.internet import defer
 
 from brokerd import errors
+from brokerd.after_answer import AfterAnswer
 from brokerd.core.api import (
     AppendWatcher,
     CoreLongPoll,
@@ -66,7 +67,13 @@ class FakeCore:
     def waiters(self) -> FakeCore:
         return self
 
+    @property
+    def topic_registry(self) -> FakeCore:
+        """And the topics role."""
+        return self
+
     def __init__(self) -> None:
+        self.after_answer = AfterAnswer()
         self.auto_create_topics = True
         self._topics: dict[str, TopicInfo] = {}
         self.logs: dict[tuple[str, int], list[bytes]] = {}
@@ -89,6 +96,7 @@ class FakeCore:
         self.list_offsets_calls: list[tuple[str, int, bool]] = []
         self.created: list[tuple[str, int]] = []
         self.deleted: list[str] = []
+        self.on_deleted: list[Callable[[str], object]] = []
         self.next_producer_id = 1000
         #: Marker writes: (partitions, producer id, epoch, commit).
         self.markers: list[tuple[tuple[tuple[str, int], ...], int, int, bool]] = []
@@ -164,7 +172,12 @@ class FakeCore:
     def delete_topic(self, name: str) -> defer.Deferred[None]:
         self._topics.pop(name)
         self.deleted.append(name)
+        for call in self.on_deleted:
+            call(name)
         return defer.succeed(None)
+
+    def on_topic_deleted(self, call: Callable[[str], object]) -> None:
+        self.on_deleted.append(call)
 
     def _log(self, topic: str, partition: int) -> list[bytes]:
         try:

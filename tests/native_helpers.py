@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 from twisted.internet import defer
 
+from brokerd.after_answer import AfterAnswer
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.types import AppendInfo, LogRead, ReadSpec, Record, TopicInfo
 
@@ -116,7 +117,12 @@ class FakeCore:
     def transactions(self) -> Any:
         return self
 
+    @property
+    def topic_registry(self) -> Any:
+        return self
+
     def __init__(self) -> None:
+        self.after_answer = AfterAnswer()
         self.calls: list[Call] = []
         #: method name -> result to answer synchronously (an Exception fails the call)
         self.auto: dict[str, Any] = {}

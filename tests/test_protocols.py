@@ -37,7 +37,8 @@ from tests.test_layers import PACKAGE, module_name, node_of, package_graph, synt
 PORTS: dict[str, str] = {
     # The core's roles sit below every part of the core (the share service is built on them,
     # and the broker imports the share service).
-    "brokerd.core.roles.CoreTopics": "brokerd.core.broker.Broker",
+    "brokerd.core.roles.CoreTopics": "brokerd.core.topics.TopicRegistry",
+    "brokerd.core.roles.HoldsTopics": "brokerd.core.broker.Broker",
     "brokerd.core.roles.CoreTopicChanges": "brokerd.core.broker.Broker",
     "brokerd.core.roles.CoreWrites": "brokerd.core.broker.Broker",
     "brokerd.core.roles.CoreLongPoll": "brokerd.core.broker.Broker",

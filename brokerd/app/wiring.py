@@ -298,7 +298,9 @@ def build_authorization(broker: Broker, settings: Settings) -> Authorization:
         "authorizer acl: {count} ACL(s), super users {users}",
         count=len(authorizer.acls), users=sorted(authorizer.super_users) or "none",
     )
-    return Authorization(authorizer, AclHandlers(authorizer, store, run_blocking=broker.run_write))
+    return Authorization(
+        authorizer, AclHandlers(authorizer, store, run_blocking=broker.pools.run_write)
+    )
 
 
 def build_quotas(settings: Settings) -> ClientQuotas:
@@ -351,11 +353,11 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
     groups = GroupCoordinator(
         clock=reactor,
         offsets=offsets,
-        run_blocking=broker.run_write,
+        run_blocking=broker.pools.run_write,
         consumer_defaults=consumer_defaults,
         # The internal topics presented too: Kafka's KIP-848 regexes do not skip them.
         topics=lambda: with_internal(
-            {n: (i.topic_id, i.partitions) for n, i in broker.topics().items()},
+            {n: (i.topic_id, i.partitions) for n, i in broker.topic_registry.topics().items()},
             internal_topics,
         ),
     )
@@ -364,18 +366,18 @@ def add_coordinators(broker: Broker, settings: Settings, reactor: Any) -> Coordi
     def forget_offsets(topic: str) -> None:
         # As Kafka: a deleted topic's committed offsets go with it, so a topic created
         # again under the name is not read from where the old one's consumers stopped.
-        broker.run_write(offsets.delete_topic, topic).addErrback(
+        broker.pools.run_write(offsets.delete_topic, topic).addErrback(
             lambda f: _log.failure("forgetting deleted topic {topic}'s offsets", f, topic=topic)
         )
 
-    broker.on_topic_deleted(forget_offsets)
+    broker.topic_registry.on_topic_deleted(forget_offsets)
     # Added after the group state, so it stops before it (children stop last added first).
     transactions, txn_log = add_transactions(broker, settings, reactor, groups, producer_ids)
     shares, share_store = add_share_groups(broker, settings, reactor)
     # Added last, so it stops first: no reopen runs while the stores close.
     recovery = StoreRecovery(
         [offsets, txn_log, producer_ids, share_store], clock=reactor,
-        run_blocking=broker.run_write,
+        run_blocking=broker.pools.run_write,
     )
     recovery.setServiceParent(broker)
     return Coordinators(groups, offsets, transactions, recovery, shares, internal_topics)
@@ -406,8 +408,8 @@ def add_share_groups(
         lambda: time.time() * 1000.0,
     )
     records = ShareService(
-        broker, store, clock=reactor, defaults=settings.groups.share_defaults or DEFAULTS,
-        dead_letters=dead_letters,
+        broker, store, run_write=broker.pools.run_write, clock=reactor,
+        defaults=settings.groups.share_defaults or DEFAULTS, dead_letters=dead_letters,
     )
     broker.share = records
 
@@ -418,13 +420,15 @@ def add_share_groups(
 
     coordinator = ShareGroupCoordinator(
         clock=reactor,
-        partition_counts=lambda: {n: t.partitions for n, t in broker.topics().items()},
+        partition_counts=lambda: {
+            n: t.partitions for n, t in broker.topic_registry.topics().items()
+        },
         on_member_gone=member_gone,
         session_timeout_ms=lambda g: records.engine.config(g).session_timeout_ms,
         heartbeat_interval_ms=lambda g: records.engine.config(g).heartbeat_interval_ms,
         max_sessions=settings.groups.share_max_sessions,
     )
-    broker.on_topic_deleted(records.forget_topic)
+    broker.topic_registry.on_topic_deleted(records.forget_topic)
     shares = ShareGroups(coordinator, records)
     ShareStateService(shares, store).setServiceParent(broker)
     return shares, store
@@ -447,7 +451,7 @@ def add_transactions(
     coordinator = TransactionCoordinator(
         clock=reactor,
         log=txn_log,
-        run_blocking=broker.run_write,
+        run_blocking=broker.pools.run_write,
         allocate_producer_id=producer_ids.next_id,
         core=broker.transactions,
         groups=groups,
@@ -488,7 +492,7 @@ def build_telemetry(broker: Broker, settings: Settings, reactor: Any) -> ClientT
 
     resources = ClientMetricsResources(
         ClientMetricsStore.in_directory(settings.storage.data_dir),
-        run_blocking=broker.run_write,
+        run_blocking=broker.pools.run_write,
     )
     return ClientTelemetry(
         resources,
@@ -691,7 +695,7 @@ def kafka_quotas(services: BrokerServices, *, broker: Broker, clock: Any) -> dic
     return {
         "quotas": QuotaEnforcer(quotas.manager, clock),
         "quota_handlers": ClientQuotaHandlers(
-            quotas.manager, quotas.store, run_blocking=broker.run_write),
+            quotas.manager, quotas.store, run_blocking=broker.pools.run_write),
     }
 
 
@@ -799,7 +803,10 @@ def add_http_proxy(services: BrokerServices, settings: Settings, reactor: Any) -
     broker, groups = services.broker, services.coordinators.groups
     limits = ProxyLimits()
     members = ProxyMembers(
-        groups, lambda: {n: (i.topic_id, i.partitions) for n, i in broker.topics().items()}
+        groups,
+        lambda: {
+            n: (i.topic_id, i.partitions) for n, i in broker.topic_registry.topics().items()
+        },
     )
     kafka = settings.listeners.kafka
     kafka_port = None
@@ -886,63 +893,41 @@ def http_identity(settings: Settings, reactor: Any) -> HttpIdentity:
     return HttpIdentity(mode, passwords, peer_principal=peer_principal)
 
 
-#: The modules a test-mode broker's start imports after ``brokerd.tap`` (the options'
-#: parsing, then :func:`build_services` with the Kafka and native listeners and no HTTP
-#: services), for :func:`preload`. A module missing here is
-#: imported at the start as before, only later; ``tests/plugin/test_fork_server.py`` checks
-#: that a start after :func:`preload` imports no brokerd module.
-START_MODULES = (
-    "brokerd.operator.inspect",
-    "brokerd.operator.operations",
-    "brokerd.operator.share_groups",
-    "brokerd.app.config_file_options",
-    "brokerd.app.from_options",
-    "brokerd.app.stdlib_logging",
-    "brokerd.core",
-    "brokerd.core.cleaner_service",
-    "brokerd.core.quotas.entities",
-    "brokerd.core.quotas.manager",
-    "brokerd.core.quotas.store",
-    "brokerd.core.share.config",
-    "brokerd.core.share.dead_letters",
-    "brokerd.core.share.service",
-    "brokerd.core.store_recovery",
-    "brokerd.kafka.groups.group_admin",
-    "brokerd.kafka.groups.consumer.coordinator",
-    "brokerd.kafka.groups.coordinator",
-    "brokerd.kafka.groups.group_service",
-    "brokerd.kafka.groups.share.coordinator",
-    "brokerd.kafka.groups.share.state_service",
-    "brokerd.kafka.listener.protocol",
-    "brokerd.kafka.server.handlers.acl",
-    "brokerd.kafka.server.handlers.quotas",
-    "brokerd.kafka.server.internal_topics",
-    "brokerd.kafka.server.offsets_topic",
-    "brokerd.kafka.server.throttle",
-    "brokerd.kafka.telemetry.clients",
-    "brokerd.kafka.telemetry.resources",
-    "brokerd.kafka.txn.coordinator",
-    "brokerd.kafka.txn.txn_service",
-    "brokerd.native.protocol",
-    "brokerd.native.queue_handlers",
-    "brokerd.net.answer_budget",
-    "brokerd.net.connlimit",
-    "brokerd.net.request_budget",
-    "brokerd.observers",
-    "brokerd.sdnotify",
-    "brokerd.security.acl",
-    "brokerd.security.acl_store",
-    "brokerd.security.doors",
-    "brokerd.security.server_secret",
-    "brokerd.storage.logdir.log_directory",
-    "brokerd.storage.stores.client_metrics",
-    "brokerd.storage.stores.offsets",
-    "brokerd.storage.stores.producer_ids",
-    "brokerd.storage.stores.share_state",
-    "brokerd.storage.stores.txn_log",
-    "brokerd.web.auth",
-    "brokerd.web.health",
+#: The parts of brokerd a test-mode broker's start (the options' parsing, then
+#: :func:`build_services` with the Kafka and native listeners and no HTTP services) never
+#: imports: the schema registry and the REST proxy (HTTP services of their own, their
+#: formats loading Avro, JSON Schema and Protobuf libraries), the HTTP ``/metrics``, the
+#: command-line tools and the test helpers. :func:`preload` imports every other module
+#: of brokerd (the web package's too: the start imports its HTTP authentication and
+#: health checks, the rest is cheap).
+NOT_STARTED = frozenset(
+    {"brokerd.registry", "brokerd.proxy", "brokerd.metrics", "brokerd.cli", "brokerd.testing"}
 )
+
+
+def start_modules() -> list[str]:
+    """Every module of brokerd but those of :data:`NOT_STARTED` and the ``__main__``
+    scripts (which run when imported), found on disk without importing anything: what
+    :func:`preload` imports. ``tests/plugin/test_fork_server.py`` checks that a start
+    after :func:`preload` imports no brokerd module, so a module the start imports is
+    never missed here (a package it should not need is left out by name above)."""
+    import pkgutil
+
+    import brokerd
+
+    found: list[str] = []
+
+    def walk(path: str, prefix: str) -> None:
+        for info in pkgutil.iter_modules([path], prefix):
+            if info.name in NOT_STARTED or info.name.endswith(".__main__"):
+                continue
+            found.append(info.name)
+            if info.ispkg:
+                walk(os.path.join(path, info.name.rpartition(".")[2]), info.name + ".")
+
+    for path in brokerd.__path__:
+        walk(path, "brokerd.")
+    return found
 
 
 def preload() -> None:
@@ -955,7 +940,7 @@ def preload() -> None:
     from brokerd.kafka.wire import codec
     from brokerd.kafka.wire.requests.registry import SPECS
 
-    for name in START_MODULES:
+    for name in start_modules():
         importlib.import_module(name)
     for spec in SPECS.values():
         for cls in (spec.request, spec.response):

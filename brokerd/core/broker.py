@@ -10,9 +10,10 @@ timers, answers parked long polls, lets queued appends finish, and only then sto
 children: the application's, the log directory (last snapshots, sync, checkpoint,
 clean-shutdown marker), the pools.
 
-The parts it wires: :class:`~brokerd.core.topics.TopicRegistry` (open partitions,
-auto-create), :class:`~brokerd.core.writer.PartitionWriter` per partition (group
-commit), :class:`~brokerd.core.producers.ProducerSnapshots` per partition (state snapshots),
+The parts it wires: :class:`~brokerd.core.topics.TopicRegistry` (``topic_registry``, the
+face's topics role: open partitions, auto-create, deletion),
+:class:`~brokerd.core.writer.PartitionWriter` per partition (group commit),
+:class:`~brokerd.core.producers.ProducerSnapshots` per partition (state snapshots),
 :class:`~brokerd.core.waiters.WaiterRegistry` (long polls),
 :class:`~brokerd.core.fetcher.Fetcher` (``reads``, the face's reads role),
 :class:`~brokerd.core.txn_markers.TxnMarkers` (``transactions``) and
@@ -29,14 +30,14 @@ described in ``docs/operations.md`` ("Durability").
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING
 
 from twisted.application import service
 from twisted.internet import defer
 from twisted.logger import Logger
 
+from brokerd.after_answer import AfterAnswer
 from brokerd.core.appends import BatchesAppend, ValuesAppend
 from brokerd.core.fetcher import Fetcher
 from brokerd.core.interfaces import CoreReactor, Runner
@@ -78,10 +79,6 @@ from brokerd.storage.types import (
 if TYPE_CHECKING:
     from brokerd.core.share.service import ShareService
 
-P = ParamSpec("P")
-T = TypeVar("T")
-R = TypeVar("R")
-
 _log = Logger()
 
 
@@ -92,6 +89,8 @@ class Broker(SequentialMultiService):
     :param reactor: time, timers, and ``callFromThread`` for the pools.
     :param run_read: optional runner ``f(*a) -> Deferred`` replacing the read pool (tests).
     :param run_write: optional runner replacing the write pool (tests).
+    :param after_answer: where wake-ups wait for the answer being written (default: the
+        broker's own).
     """
 
     #: Where appends, fsyncs and durability latency are counted (set before start).
@@ -112,11 +111,15 @@ class Broker(SequentialMultiService):
         checkpoint_seconds: float = CHECKPOINT_SECONDS,
         wall_clock: Callable[[], float] = time.time,
         inline_append_bytes: int = INLINE_APPEND_BYTES,
+        after_answer: AfterAnswer | None = None,
     ) -> None:
         super().__init__()
         self.logdir = logdir
         #: Unsynced write jobs up to this size run in the reactor thread (0: none).
         self._inline_append_bytes = inline_append_bytes
+        #: The wake-ups of inline appends, waiting for the answer being written: the
+        #: listeners' connections tell it of each answer (part of the face).
+        self.after_answer = after_answer if after_answer is not None else AfterAnswer()
         self._clock = reactor
         self.fsync = fsync or FsyncPolicy("always")
         self._wall_clock = wall_clock
@@ -136,19 +139,21 @@ class Broker(SequentialMultiService):
         self._run_read = self.pools.run_read
         self._run_write = self.pools.run_write
         self.waiters = WaiterRegistry(reactor, self._high_watermark, max_waiters=max_waiters)
-        self.partitions = TopicRegistry(
+        #: The face's topics role: the topics, their open partitions, auto-create, deletion.
+        self.topic_registry = TopicRegistry(
             logdir,
             run_write=self._run_write,
             make_partition=self._make_partition,
             forget=self.waiters.wake,
+            stop_latch=self.stop_latch,
         )
-        self.storage = LogDirectoryService(logdir, self.partitions, run_write=self._run_write)
+        self.storage = LogDirectoryService(logdir, self.topic_registry, run_write=self._run_write)
         #: The face's transactions role: markers, transactional admission, DescribeProducers.
         self.transactions = TxnMarkers(
-            self.partitions, run_write=self._run_write, stop_latch=self.stop_latch
+            self.topic_registry, run_write=self._run_write, stop_latch=self.stop_latch
         )
         #: The face's reads role: fetches and offset lookups.
-        self.reads = Fetcher(self.partitions, self._run_read)
+        self.reads = Fetcher(self.topic_registry, self._run_read)
         #: The face's share-groups role, when the application adds share groups.
         self.share: ShareService | None = None
         self._timers = PeriodicTasks(reactor)
@@ -167,23 +172,18 @@ class Broker(SequentialMultiService):
             wall_clock=self._wall_clock,
             clock=self._clock,
             on_appended=lambda appended: self.waiters.notify(key, appended),
-            on_idle=lambda: self.partitions.writer_idle(),
+            on_idle=lambda: self.topic_registry.writer_idle(),
             stats=WriteStats(topic, self.writes),
             inline_bytes=self._inline_append_bytes,
+            after_answer=self.after_answer,
         )
         return Partition(topic, index, log, writer, ProducerSnapshots(log))
 
     def _high_watermark(self, key: PartitionKey) -> int | None:
-        part = self.partitions.get(key)
+        part = self.topic_registry.get(key)
         return None if part is None else part.log.high_watermark
 
     # -- lifecycle ---------------------------------------------------------------------
-
-    def run_write(
-        self, f: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
-    ) -> defer.Deferred[T]:
-        """Run a blocking call in the write pool (the group coordinator's offset commits)."""
-        return self._run_write(f, *args, **kwargs)
 
     def set_producer_id_source(self, allocate: Callable[[], int]) -> None:
         """Give the core a blocking allocator of never-reused producer ids."""
@@ -210,8 +210,8 @@ class Broker(SequentialMultiService):
         return defer.Deferred.fromCoroutine(self._shutdown())
 
     async def _shutdown(self) -> None:
-        await self.partitions.drained()
-        for part in self.partitions:
+        await self.topic_registry.drained()
+        for part in self.topic_registry:
             part.writer.stop_timer()
         await self.stop_children()
 
@@ -221,34 +221,19 @@ class Broker(SequentialMultiService):
         d.addErrback(lambda f: _log.failure("offline partition retry failed", f))
 
     def _request_flushes(self) -> None:
-        for part in self.partitions:
+        for part in self.topic_registry:
             # A topic with its own flush.ms has its own timer (PartitionWriter).
             if part.log.config.flush_ms is None:
                 part.writer.flush_if_dirty()
 
     def _request_retention(self) -> None:
-        for topic, info in self.topics().items():
+        for topic, info in self.topic_registry.topics().items():
             for index in range(info.partitions):
-                d = self.partitions.open(topic, index, create=False)
+                d = self.topic_registry.open(topic, index, create=False)
                 d.addCallback(lambda part: part.writer.request_retention())
                 d.addErrback(lambda _: None)
 
-    # -- topics ------------------------------------------------------------------------
-
-    @property
-    def auto_create_topics(self) -> bool:
-        return self.partitions.auto_create
-
-    def topics(self) -> dict[str, TopicInfo]:
-        return self.partitions.topics()
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        """The topic whose ID (``TopicInfo.topic_id``) is ``topic_id``; None for an ID no
-        topic has now (a deleted topic's, even when its name was used again). No I/O."""
-        return self.partitions.topic_by_id(topic_id)
-
-    def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
-        return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))
+    # -- topic administration (the topics themselves are the topic registry's) ----------
 
     @refused_when_stopping
     def create_topic(
@@ -270,19 +255,6 @@ class Broker(SequentialMultiService):
             validate_only=validate_only,
         )
         return d.addCallback(lambda _: None)
-
-    def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
-        """The topic's info, auto-creating it when the broker allows that."""
-        return self.partitions.ensure_topic(name)
-
-    def delete_topic(self, name: str) -> defer.Deferred[None]:
-        return self.partitions.delete_topic(name)
-
-    def on_topic_deleted(self, call: Callable[[str], object]) -> None:
-        """Call ``call(name)`` after each topic deletion (reactor thread)."""
-        self.partitions.deleted.append(call)
-
-    # -- topic configs -----------------------------------------------------------------
 
     def topic_config_defaults(self) -> dict[str, str]:
         """The broker-wide default of every topic config (from the command line), as
@@ -318,7 +290,7 @@ class Broker(SequentialMultiService):
     ) -> defer.Deferred[int]:
         """Move the partition's log start offset up to ``before_offset`` (-1: the high
         watermark); fires with the log start offset once it is durable."""
-        return self.partitions.open(topic, partition, create=False).addCallback(
+        return self.topic_registry.open(topic, partition, create=False).addCallback(
             lambda _part: self._run_write(
                 self.logdir.partition_changes.delete_records, topic, partition, before_offset
             )
@@ -336,7 +308,7 @@ class Broker(SequentialMultiService):
         except BrokerError:
             return defer.fail()
         append = ValuesAppend(tuple(values))
-        d = self.partitions.open(topic, partition, create=True)
+        d = self.topic_registry.open(topic, partition, create=True)
         return d.addCallback(self._submit_values, append)
 
     @refused_when_stopping
@@ -357,14 +329,14 @@ class Broker(SequentialMultiService):
             headers = parse_batches(data, max_batch_bytes=len(data))
         except BrokerError:
             return defer.fail()
-        part = self.partitions.open_now(topic, partition)
+        part = self.topic_registry.open_now(topic, partition)
         if part is not None:
             # The usual case: no Deferred to open with and chain the append's onto.
             try:
                 return self._enqueue_batches(part, data, headers)
             except Exception:
                 return defer.fail()  # as a callback's exception would
-        d = self.partitions.open(topic, partition, create=True)
+        d = self.topic_registry.open(topic, partition, create=True)
         return d.addCallback(self._enqueue_batches, data, headers)
 
     def _submit_values(self, part: Partition, append: ValuesAppend) -> defer.Deferred[AppendInfo]:
@@ -439,18 +411,6 @@ class Broker(SequentialMultiService):
         return self._run_write(self._next_producer_id)
 
     # -- long poll ---------------------------------------------------------------------
-
-    @property
-    def max_waiters(self) -> int:
-        return self.waiters.max_waiters
-
-    @max_waiters.setter
-    def max_waiters(self, value: int) -> None:
-        self.waiters.max_waiters = value
-
-    @property
-    def waiter_count(self) -> int:
-        return self.waiters.count
 
     def wait_for_data(
         self,

@@ -6,7 +6,8 @@ operation that would start new work (an append, a marker, a topic change) refuse
 :class:`~brokerd.errors.ShuttingDown`, while the work already queued finishes.
 :func:`refused_when_stopping` is that refusal, written once: it decorates the methods of
 any part holding the broker's latch as ``stop_latch`` (the broker itself, its
-:class:`~brokerd.core.txn_markers.TxnMarkers`).
+:class:`~brokerd.core.txn_markers.TxnMarkers` and its
+:class:`~brokerd.core.topics.TopicRegistry`).
 
 What it does not do: drain the queued work or stop anything (``broker.py`` does).
 """

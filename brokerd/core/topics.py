@@ -33,6 +33,7 @@ from twisted.python.failure import Failure
 
 from brokerd.core.interfaces import Runner
 from brokerd.core.producers import ProducerSnapshots
+from brokerd.core.stopping import StopLatch, refused_when_stopping
 from brokerd.core.writer import PartitionWriter
 from brokerd.errors import BrokerError, UnknownTopicOrPartition
 from brokerd.storage.log.partition_log import PartitionLog
@@ -63,13 +64,17 @@ PartitionFactory = Callable[[str, int, PartitionLog], Partition]
 
 
 class TopicRegistry:
-    """Open partitions by ``(topic, index)``, and the topic operations (reactor thread).
+    """Open partitions by ``(topic, index)``, and the topic operations (reactor thread):
+    the core face's topics role (:class:`brokerd.core.roles.CoreTopics`, held by the
+    broker as ``topic_registry``).
 
     :param forget: called with each partition of a topic being deleted, once it is
         dropped from the registry (to answer the fetches waiting on it).
+    :param stop_latch: the broker's; once set, deletions are refused.
 
-    :attr:`deleted` holds what to call with a topic's name once its deletion is done:
-    what others keep about the topic (committed offsets, share-partitions) goes with it.
+    :meth:`on_topic_deleted` adds what to call with a topic's name once its deletion is
+    done: what others keep about the topic (committed offsets, share-partitions) goes
+    with it.
     """
 
     def __init__(
@@ -79,17 +84,19 @@ class TopicRegistry:
         run_write: Runner,
         make_partition: PartitionFactory,
         forget: Callable[[PartitionKey], None],
+        stop_latch: StopLatch,
     ) -> None:
         self.logdir = logdir
         self._run_write = run_write
         self._make_partition = make_partition
         self._forget = forget
+        self.stop_latch = stop_latch
         self._partitions: dict[PartitionKey, Partition] = {}
         self._creating: dict[PartitionKey, list[defer.Deferred[Partition]]] = {}
         #: Topics whose deletion has begun and not finished: none of their partitions opens.
         self._deleting: set[str] = set()
         self._idle: defer.Deferred[None] | None = None
-        self.deleted: list[Callable[[str], object]] = []
+        self._deleted: list[Callable[[str], object]] = []
 
     def __iter__(self) -> Iterator[Partition]:
         return iter(list(self._partitions.values()))
@@ -105,7 +112,7 @@ class TopicRegistry:
         return self._partitions.get((topic, index))
 
     @property
-    def auto_create(self) -> bool:
+    def auto_create_topics(self) -> bool:
         return bool(self.logdir.auto_create)
 
     def topics(self) -> dict[str, TopicInfo]:
@@ -116,15 +123,24 @@ class TopicRegistry:
         return topics
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        """The topic whose ID (``TopicInfo.topic_id``) is ``topic_id``; None for an ID no
+        topic has now (a deleted topic's, even when its name was used again). No I/O."""
         info = self.logdir.topic_by_id(topic_id)
         return None if info is None or info.name in self._deleting else info
+
+    def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
+        return defer.succeed(sorted(self.topics().values(), key=lambda t: t.name))
+
+    def on_topic_deleted(self, call: Callable[[str], object]) -> None:
+        """Call ``call(name)`` after each topic deletion (reactor thread)."""
+        self._deleted.append(call)
 
     def ensure_topic(self, name: str) -> defer.Deferred[TopicInfo]:
         """The topic's info, auto-creating it when the broker allows that."""
         info = self.topics().get(name)
         if info is not None:
             return defer.succeed(info)
-        if not self.auto_create or name in self._deleting:
+        if not self.auto_create_topics or name in self._deleting:
             return defer.fail(UnknownTopicOrPartition(f"unknown topic {name!r}"))
         d = self._run_write(self.logdir.get, name, 0, create=True)
         return d.addCallback(lambda _: self._created(name))
@@ -137,6 +153,7 @@ class TopicRegistry:
             raise UnknownTopicOrPartition(f"unknown topic {name!r}")
         return info
 
+    @refused_when_stopping
     def delete_topic(self, name: str) -> defer.Deferred[None]:
         """Delete a topic with no append in flight, answering fetches parked on it.
 
@@ -158,7 +175,7 @@ class TopicRegistry:
             return outcome
 
         def done(_: object) -> None:
-            for call in self.deleted:
+            for call in self._deleted:
                 call(name)
 
         return d.addBoth(settled).addCallback(done)
@@ -175,7 +192,7 @@ class TopicRegistry:
         try:
             log = self.logdir.get(topic, index, create=False)
         except UnknownTopicOrPartition:
-            if not (create and self.auto_create) or topic in self.topics():
+            if not (create and self.auto_create_topics) or topic in self.topics():
                 return defer.fail()
             return self._create_then_adopt(topic, index)
         except BrokerError:

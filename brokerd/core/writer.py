@@ -19,15 +19,15 @@ predecessor's answer) form the next job once it is done, so the jobs of one part
 still run one at a time and in order.
 
 An inline job tells its owner of the appends once the answer being written has been
-handed to the socket (:mod:`brokerd.after_answer`), not at once: the append's Deferred
-fires inside the request that made it, and a long poll woken at once would be read,
-encoded and sent before that request's own answer (a consumer's Fetch answer carrying a
-record left before the Produce answer that wrote it, delaying every delivery report by
-the Fetch's work). Kafka, too, completes delayed fetches after the produce answer is
-handed to its network thread. When no answer is written in that call (an answer that
-waits for another partition's job), a ``callLater(0)`` gives the wake-ups in the
-reactor's next turn. The wake-ups held meanwhile go out together, before those of any
-later job.
+handed to the socket (the broker's :class:`~brokerd.after_answer.AfterAnswer`), not at
+once: the append's Deferred fires inside the request that made it, and a long poll woken
+at once would be read, encoded and sent before that request's own answer (a consumer's
+Fetch answer carrying a record left before the Produce answer that wrote it, delaying
+every delivery report by the Fetch's work). Kafka, too, completes delayed fetches
+after the produce answer is handed to its network thread. When no answer is written in
+that call (an answer that waits for another partition's job), a ``callLater(0)`` gives
+the wake-ups in the reactor's next turn. The wake-ups held meanwhile go out together,
+before those of any later job.
 
 The job answers with a :class:`JobResult`: each append's offsets or failure, in order,
 and separately a retention failure (retention is retried at the next pass; the appends
@@ -45,7 +45,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from brokerd import after_answer
+from brokerd.after_answer import AfterAnswer
 from brokerd.clock import Clock, DelayedCall
 from brokerd.core.appends import Append, BatchesAppend, MarkerAppend, ValuesAppend
 from brokerd.core.interfaces import Runner
@@ -138,6 +138,8 @@ class PartitionWriter:
 
     :param on_appended: called after each job with the appends that landed, in order.
     :param on_idle: called whenever the writer finds nothing left to do.
+    :param after_answer: where an inline job's wake-ups wait for the answer being
+        written (the broker's).
     """
 
     _log = Logger()
@@ -154,8 +156,10 @@ class PartitionWriter:
         on_idle: Callable[[], None],
         stats: WriteStats | None = None,
         inline_bytes: int = 0,
+        after_answer: AfterAnswer | None = None,
     ) -> None:
         self.log = log
+        self._after_answer = after_answer if after_answer is not None else AfterAnswer()
         #: Largest unsynced job run in the reactor thread (0: every job in the pool).
         self._inline_bytes = inline_bytes
         self._kicking = False  # inside _kick: a nested call leaves the work to its loop
@@ -326,14 +330,14 @@ class PartitionWriter:
         if self._announce_call is None:
             # Once the answer of the request being served is written (the same call),
             # or at the latest in the reactor's next turn.
-            after_answer.after_answer(self, self._announce_now)
+            self._after_answer.hold(self, self._announce_now)
             self._announce_call = self._clock.callLater(0, self._announce_now)
 
     def _announce_now(self) -> None:
         """Tell the owner of the inline appends not yet announced."""
         call, self._announce_call = self._announce_call, None
         if call is not None:
-            after_answer.forget(self)
+            self._after_answer.forget(self)
             if call.active():
                 call.cancel()
         if self._unannounced:

@@ -340,7 +340,7 @@ _ROWS: tuple[NativeCommand[Any, Any], ...] = (
     NativeCommand[ListTopicsRequest, list[TopicInfo]](
         RequestType.LIST_TOPICS,
         ListTopicsRequest,
-        lambda c, _r: c.core.list_topics(),
+        lambda c, _r: c.core.topic_registry.list_topics(),
         _topics_answer,
         _allow,
         visible=lambda access, topics: access.visible(topics),

@@ -115,7 +115,7 @@ class NativeDispatcher(DispatcherBase[Request, bytes | None]):
                 self._authorizer,
                 connection.state.principal,
                 connection.state.peer_host,
-                lambda: self._core.topics(),
+                lambda: self._core.topic_registry.topics(),
             )
         context = NativeContext(
             self._core, self._max_fetch_bytes, self.queue_member, self._operator, self._queues,
@@ -202,6 +202,7 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             frame_timeout=factory.frame_timeout,
             connection_limit=factory.connections,
             request_budget=factory.request_budget,
+            after_answer=factory.broker.after_answer,
         )
 
     @property

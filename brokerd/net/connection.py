@@ -75,6 +75,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from brokerd.after_answer import AfterAnswer
 from brokerd.clock import Clock, DelayedCall
 from brokerd.errors import StorageError
 from brokerd.net.answer_budget import AnswerBudget
@@ -266,7 +267,11 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         connection_limit: ConnectionLimit | None = None,
         request_budget: RequestBudget | None = None,
         first_bytes: Callable[[ConnectionState, bytes], bytes] | None = None,
+        after_answer: AfterAnswer | None = None,
     ) -> None:
+        #: Told of every answer handed over at once (the broker's: its inline appends'
+        #: wake-ups run then, ``brokerd.after_answer``).
+        self._after_answer = after_answer if after_answer is not None else AfterAnswer()
         #: The protocol's parts: given, not overridden.
         self.decoder = decoder
         self.dispatcher = dispatcher
@@ -491,6 +496,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
             self._write_spliced(data)
         else:
             write_now(self.transport, data)
+            self._after_answer.answer_written()
 
     def _write_spliced(self, frame: SplicedFrame) -> None:
         """Send a spliced frame: in-memory parts without joining them, file regions by
@@ -502,6 +508,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
         if not frame.regions and (ledger is None or splice):
             # Bytes only, and no encryption to spread over reactor turns.
             write_sequence_now(t, [p for p in frame.parts if isinstance(p, bytes)])
+            self._after_answer.answer_written()
             return
         if ledger is None:
             # Regions are handed out only to connections with a ledger.
@@ -514,6 +521,7 @@ class RequestConnection(Protocol, Generic[RequestT, AnswerT]):
                 return
             if small is not None:
                 write_sequence_now(t, small)
+                self._after_answer.answer_written()
                 return
         blocked = self._phase.write_blocked
         sender: SpliceSender | ChunkedSender

@@ -27,8 +27,9 @@ moment ago) so that the frame leaves in one ``sendmsg`` and one packet. Sent wit
 and the trailing bytes went as a packet of their own, which the client has to wait for
 before it can read the answer.
 
-Once an answer is handed over (to the kernel, or to the transport's buffer), the
-wake-ups the appends of this call hold run (:func:`brokerd.after_answer.answer_written`):
+Once an answer is handed over (to the kernel, or to the transport's buffer) by these
+functions, the caller (the connection, :mod:`brokerd.net.connection`) runs the wake-ups
+the appends of this call hold (:meth:`brokerd.after_answer.AfterAnswer.answer_written`):
 a long poll woken by a small Produce is answered right after that Produce's answer, in
 the same call, not a reactor turn later.
 
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from brokerd.after_answer import answer_written
 from brokerd.net.frames import SplicedFrame
 from brokerd.net.sendfile import RegionGone, RegionLedger, can_splice
 from brokerd.net.twisted_state import holds_nothing
@@ -67,11 +67,9 @@ def write_now(transport: object, data: bytes) -> None:
             # EAGAIN, or a failure the transport reports in its own write turn.
             sent = 0
         if sent >= len(data):
-            answer_written()
             return
         data = data[sent:]
     transport.write(data)  # type: ignore[attr-defined]
-    answer_written()
 
 
 def write_sequence_now(transport: object, parts: Sequence[bytes]) -> None:
@@ -79,7 +77,6 @@ def write_sequence_now(transport: object, parts: Sequence[bytes]) -> None:
     packet for a small answer), the rest through ``transport.writeSequence``."""
     if len(parts) > _MAX_PIECES or not _sends_direct(transport):
         transport.writeSequence(parts)  # type: ignore[attr-defined]
-        answer_written()
         return
     try:
         sent = transport.socket.sendmsg(parts)  # type: ignore[attr-defined]
@@ -94,7 +91,6 @@ def write_sequence_now(transport: object, parts: Sequence[bytes]) -> None:
         sent = 0
     if rest:
         transport.writeSequence(rest)  # type: ignore[attr-defined]
-    answer_written()
 
 
 def small_frame_bytes(

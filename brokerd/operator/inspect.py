@@ -69,7 +69,7 @@ class Inspector:
 
     def topics(self) -> list[TopicView]:
         """Every topic, by name."""
-        infos = self._broker.topics()
+        infos = self._broker.topic_registry.topics()
         defaults = self._broker.topic_config_defaults()
         # One copy of the open logs for all topics (one per topic made the sampler and
         # /metrics quadratic in the topic count, on the reactor thread).
@@ -78,7 +78,7 @@ class Inspector:
 
     def topic(self, name: str) -> TopicView | None:
         """One topic, or None if it does not exist."""
-        info = self._broker.topics().get(name)
+        info = self._broker.topic_registry.topics().get(name)
         if info is None:
             return None
         return self._topic_view(

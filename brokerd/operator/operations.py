@@ -183,9 +183,9 @@ class OperatorOps:
             validate_topic_name(name)
         except BrokerError as exc:
             return defer.fail(exc)
-        if name not in self._broker.topics():
+        if name not in self._broker.topic_registry.topics():
             return defer.fail(UnknownTopicOrPartition(f"unknown topic {name!r}"))
-        return self._broker.delete_topic(name)
+        return self._broker.topic_registry.delete_topic(name)
 
     def create_partitions(self, name: str, total: int) -> defer.Deferred[TopicView]:
         """Grow topic ``name`` to ``total`` partitions (Kafka's CreatePartitions: the new
@@ -244,7 +244,7 @@ class OperatorOps:
         groups = self._coordinator()
         _check_group_id(group_id)
         validate_topic_name(topic)
-        info = self._broker.topics().get(topic)
+        info = self._broker.topic_registry.topics().get(topic)
         if info is None:
             raise UnknownTopicOrPartition(f"unknown topic {topic!r}")
         chosen = sorted(set(range(info.partitions) if partitions is None else partitions))

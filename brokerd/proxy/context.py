@@ -45,7 +45,11 @@ class ProxyContext:
     def visible_partitions(self, access: Access, topic: str) -> int:
         """The partition count of ``topic``, or 40401 when it does not exist or the
         principal may not DESCRIBE it (as Kafka: such a topic is not told to exist)."""
-        info = self.core.topics().get(topic) if access.may_describe_topic(topic) else None
+        info = (
+            self.core.topic_registry.topics().get(topic)
+            if access.may_describe_topic(topic)
+            else None
+        )
         if info is None:
             raise topic_not_found(topic)
         return info.partitions

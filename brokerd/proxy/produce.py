@@ -95,7 +95,7 @@ class Appender:
     async def topic(self, name: str) -> TopicInfo:
         """The topic, auto-created when the broker does that; else 40401."""
         try:
-            return await self._core.ensure_topic(name)
+            return await self._core.topic_registry.ensure_topic(name)
         except UnknownTopicOrPartition:
             raise topic_not_found(name) from None
         except Exception as e:

@@ -123,7 +123,7 @@ class V2Api:
     # -- metadata -----------------------------------------------------------------------
 
     async def list_topics(self, call: Call) -> Answer:
-        names = sorted(self._ctx.core.topics())
+        names = sorted(self._ctx.core.topic_registry.topics())
         return Answer([n for n in names if call.access.may_describe_topic(n)])
 
     async def get_topic(self, call: Call, topic: str) -> Answer:

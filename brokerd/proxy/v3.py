@@ -223,7 +223,7 @@ class V3Api:
         path = self._check_cluster(cluster)
         data = [
             self._topic_json(call.base_url, name, info.partitions)
-            for name, info in sorted(self._ctx.core.topics().items())
+            for name, info in sorted(self._ctx.core.topic_registry.topics().items())
             if call.access.may_describe_topic(name)
         ]
         return Answer(_listing("KafkaTopicList", f"{call.base_url}{path}/topics", data),
@@ -260,7 +260,7 @@ class V3Api:
                 raise bad_request("configs must be a list of {name, value}")
             value = entry.get("value")
             configs[entry["name"]] = None if value is None else str(value)
-        if name in self._ctx.core.topics():
+        if name in self._ctx.core.topic_registry.topics():
             raise ProxyError(400, 40002, f"Topic '{name}' already exists.")
         try:
             await self._ctx.core.create_topic(

@@ -202,7 +202,7 @@ class SchemaRegistry(service.Service):
         return self.status is State.STOPPED
 
     async def _wait_for_topic(self) -> None:
-        while self.topic not in self._core.topics():
+        while self.topic not in self._core.topic_registry.topics():
             # Nothing to replay: ready, empty, until a write creates the topic (or
             # someone else does: a MirrorMaker 2 import).
             if self.status is State.STARTING:
@@ -265,7 +265,7 @@ class SchemaRegistry(service.Service):
 
     async def _create_topic(self) -> None:
         """Create ``_schemas`` before the first write (1 partition, compacted)."""
-        if self.topic in self._core.topics():
+        if self.topic in self._core.topic_registry.topics():
             return
         try:
             await self._core.create_topic(self.topic, 1, {"cleanup.policy": "compact"})

@@ -66,7 +66,7 @@ class BrokerData:
     def produce(
         self, topic: str, partition: int, records: Sequence[Record], timestamp_ms: int
     ) -> Deferred[AppendInfo]:
-        info = self._broker.topics().get(topic)
+        info = self._broker.topic_registry.topics().get(topic)
         if info is None or not 0 <= partition < info.partitions:
             # The core would create a missing topic or partition on a produce.
             return defer.fail(

@@ -165,11 +165,19 @@ def test_readiness_waits_for_the_schema_registry(tmp_path: Path) -> None:
     assert "schema registry listener: not bound yet" in problems
 
 
-def test_every_module_the_fork_server_preloads_exists() -> None:
-    """START_MODULES names modules by string: a module renamed or moved must be renamed
-    there too, or the test launcher's fork server fails at its start."""
+def test_the_fork_server_preloads_every_module_but_those_never_started() -> None:
+    """start_modules() is found on disk: every module of brokerd (the ones a start
+    imports among them), none of the packages a test-mode broker never builds, no
+    ``__main__`` script (importing one runs it)."""
     import importlib.util
 
-    from brokerd.app.wiring import START_MODULES
+    from brokerd.app.wiring import NOT_STARTED, start_modules
 
-    assert [name for name in START_MODULES if importlib.util.find_spec(name) is None] == []
+    names = start_modules()
+    assert len(names) == len(set(names))
+    assert {"brokerd.core.broker", "brokerd.kafka.listener.protocol", "brokerd.web.health",
+            "brokerd.storage.logdir.log_directory", "brokerd.tap"} <= set(names)
+    assert [n for n in names if n.partition(".")[0] != "brokerd"] == []
+    assert [n for n in names if any(n == p or n.startswith(p + ".") for p in NOT_STARTED)] == []
+    assert [n for n in names if n.endswith("__main__")] == []
+    assert [name for name in names if importlib.util.find_spec(name) is None] == []

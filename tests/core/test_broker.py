@@ -13,7 +13,6 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd import after_answer
 from brokerd.core import Broker, FsyncPolicy
 from brokerd.core.appends import ValuesAppend
 from brokerd.core.writer import INLINE_APPEND_BYTES, write_job
@@ -275,6 +274,7 @@ class GroupCommitTests(SynchronousTestCase):
             broker.create_partitions("t", 2),
             broker.delete_records("t", 0, 0),
             broker.transactions.write_txn_markers([("t", 0)], 1, 0, commit=True),
+            broker.topic_registry.delete_topic("t"),
         ):
             self.failureResultOf(refused, ShuttingDown)
         self.assertEqual(len(runner.jobs), jobs)
@@ -298,10 +298,6 @@ class GroupCommitTests(SynchronousTestCase):
 class InlineAppendTests(SynchronousTestCase):
     """Small unsynced jobs run in the reactor thread: no pool hand-off, answered before
     ``produce`` returns, still one job at a time and in order."""
-
-    def setUp(self) -> None:
-        # Wake-ups other tests' brokers left held (their clocks never advanced).
-        after_answer.answer_written()
 
     def test_unsynced_small_append_needs_no_pool(self) -> None:
         runner = HeldRunner()
@@ -338,36 +334,34 @@ class InlineAppendTests(SynchronousTestCase):
         parked.addCallback(lambda _: order.append("fetch woken"))
         produced = broker.produce_values("t", 0, [b"a"])
         produced.addCallback(lambda _: order.append("produce answered"))
-        self.assertEqual(after_answer.pending(), 1)
+        self.assertEqual(broker.after_answer.pending, 1)
         self.assertNoResult(parked)
         # The connection hands the Produce answer to the socket: the fetch is woken in
         # the same call, and the next turn's fallback is cancelled.
-        after_answer.answer_written()
+        broker.after_answer.answer_written()
         self.successResultOf(parked)
         self.assertEqual(order, ["produce answered", "fetch woken"])
-        self.assertEqual(after_answer.pending(), 0)
+        self.assertEqual(broker.after_answer.pending, 0)
         self.assertEqual(clock.getDelayedCalls(), [])
 
     def test_the_fallback_forgets_the_wake_up(self) -> None:
         runner = HeldRunner()
         broker, _logdir, clock = make("never", writes=runner)
         broker.produce_values("t", 0, [b"a"])
-        self.assertEqual(after_answer.pending(), 1)
+        self.assertEqual(broker.after_answer.pending, 1)
         clock.advance(0)
-        self.assertEqual(after_answer.pending(), 0, "nothing left to run after an answer")
+        self.assertEqual(broker.after_answer.pending, 0, "nothing left to run after an answer")
 
-    def test_a_failing_wake_up_does_not_stop_the_others(self) -> None:
-        ran: list[str] = []
-
-        def boom() -> None:
-            raise RuntimeError("boom")
-
-        after_answer.after_answer("a", boom)
-        after_answer.after_answer("b", lambda: ran.append("b"))
-        after_answer.answer_written()
-        self.assertEqual(ran, ["b"])
-        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
-        self.assertEqual(after_answer.pending(), 0)
+    def test_two_brokers_each_run_their_own_wake_ups(self) -> None:
+        one, _, _ = make("never", writes=HeldRunner())
+        two, _, _ = make("never", writes=HeldRunner())
+        parked = two.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=500)
+        two.produce_values("t", 0, [b"a"])
+        self.assertEqual((one.after_answer.pending, two.after_answer.pending), (0, 1))
+        one.after_answer.answer_written()  # an answer of the other broker's connection
+        self.assertNoResult(parked)
+        two.after_answer.answer_written()
+        self.successResultOf(parked)
 
     def test_wake_ups_of_one_turn_go_out_together_and_before_a_pool_job(self) -> None:
         runner = HeldRunner()
@@ -519,11 +513,11 @@ class LongPollTests(SynchronousTestCase):
         d.cancel()
         self.failureResultOf(d, defer.CancelledError)
         self.assertEqual(clock.getDelayedCalls(), [])
-        self.assertEqual(broker.waiter_count, 0)
+        self.assertEqual(broker.waiters.count, 0)
 
     def test_global_limit_is_an_error_not_a_hang(self) -> None:
         broker, _, _ = make()
-        broker.max_waiters = 2
+        broker.waiters.max_waiters = 2
         waits = [
             broker.wait_for_data([("t", 0, 0)], min_bytes=1, max_wait_ms=1000) for _ in range(2)
         ]
@@ -533,7 +527,7 @@ class LongPollTests(SynchronousTestCase):
         for d in waits:
             d.cancel()
             self.failureResultOf(d, defer.CancelledError)
-        self.assertEqual(broker.waiter_count, 0)
+        self.assertEqual(broker.waiters.count, 0)
 
     def test_any_partition_of_several_wakes_the_fetch(self) -> None:
         broker, logdir, _ = make()

@@ -12,6 +12,7 @@ import pytest
 from twisted.internet import defer
 
 from brokerd.core.fetcher import Fetcher
+from brokerd.core.stopping import StopLatch
 from brokerd.core.topics import Partition, TopicRegistry
 from brokerd.errors import OffsetOutOfRange, UnknownTopicOrPartition
 from brokerd.storage.config.log_config import LogConfig
@@ -49,6 +50,7 @@ def parts(tmp_path: Path) -> Iterator[tuple[Fetcher, CountingPool, LogDirectory]
             topic, index, log, cast(Any, None), cast(Any, None)
         ),
         forget=lambda key: None,
+        stop_latch=StopLatch(),
     )
     pool = CountingPool()
     yield Fetcher(registry, pool), pool, logdir

@@ -285,7 +285,7 @@ class NativeLongPollTests(_HarnessCase):
         [response] = c.responses()
         assert polled(response) == []
         assert isinstance(response, messages.LongPollFetchResponse) and response.high_watermark == 0
-        assert h.timers() == [] and h.broker.waiter_count == 0
+        assert h.timers() == [] and h.broker.waiters.count == 0
 
     def test_native_append_before_timeout_answers_at_once(self) -> None:
         h = self.h
@@ -296,7 +296,7 @@ class NativeLongPollTests(_HarnessCase):
         producer.send(RequestType.PRODUCE, client_codec.encode_produce("t", 0, [b"hello"]))
         assert [type(r) for r in producer.responses()] == [messages.ProduceResponse]
         assert [polled(r) for r in consumer.responses()] == [[(0, b"hello")]]
-        assert h.timers() == [] and h.broker.waiter_count == 0
+        assert h.timers() == [] and h.broker.waiters.count == 0
 
     def test_native_min_bytes_not_met_until_the_second_append(self) -> None:
         h = self.h
@@ -332,13 +332,13 @@ class NativeLongPollTests(_HarnessCase):
         c = h.native()
         for _ in range(3):  # pipelined: the second waits unread until the first is answered
             c.poll("t", 0, 0, wait_ms=1000)
-        assert h.broker.waiter_count == 1
+        assert h.broker.waiters.count == 1
         h.clock.advance(1)
         assert [polled(r) for r in c.responses()] == [[]]
-        assert h.broker.waiter_count == 1  # the next one parked in its turn
+        assert h.broker.waiters.count == 1  # the next one parked in its turn
         h.produce("t", 0, b"v")
         assert [polled(r) for r in c.responses()] == [[(0, b"v")], [(0, b"v")]]
-        assert h.broker.waiter_count == 0
+        assert h.broker.waiters.count == 0
 
     def test_native_global_limit_is_an_error_not_a_hang(self) -> None:
         h = Harness(self.tmp_path / "limited", max_waiters=1)
@@ -355,7 +355,7 @@ class NativeLongPollTests(_HarnessCase):
             assert [type(r) for r in second.responses()] == [messages.ListOffsetsResponse]
             first.lose()  # frees the slot
             second.poll("t", 0, 0, wait_ms=60_000)
-            assert second.responses() == [] and h.broker.waiter_count == 1
+            assert second.responses() == [] and h.broker.waiters.count == 1
         finally:
             h.close()
 
@@ -363,9 +363,9 @@ class NativeLongPollTests(_HarnessCase):
         h = self.h
         c = h.native()
         c.poll("t", 0, 0, wait_ms=60_000)
-        assert h.broker.waiter_count == 1
+        assert h.broker.waiters.count == 1
         c.lose()
-        assert h.broker.waiter_count == 0
+        assert h.broker.waiters.count == 0
         assert h.clock.getDelayedCalls() == []  # no wait timer, no idle timer
         h.produce("t", 0, b"late")  # nothing left to fire, nothing written
         assert c.transport.value() == b""
@@ -376,7 +376,7 @@ class NativeLongPollTests(_HarnessCase):
         c.poll("t", 0, 0, wait_ms=60_000)
         h.broker.stopService()
         assert [polled(r) for r in c.responses()] == [[]]
-        assert h.broker.waiter_count == 0 and h.timers() == []
+        assert h.broker.waiters.count == 0 and h.timers() == []
 
     def test_one_append_wakes_exactly_the_waiters_it_satisfies(self) -> None:
         h = self.h
@@ -385,12 +385,12 @@ class NativeLongPollTests(_HarnessCase):
         n100.poll("t", 0, 0, wait_ms=60_000, min_bytes=100)
         k50.fetch([("t", 0, 0)], wait_ms=60_000, min_bytes=50)
         k200.fetch([("t", 0, 0)], wait_ms=60_000, min_bytes=200)
-        assert h.broker.waiter_count == 4
+        assert h.broker.waiters.count == 4
         h.produce("t", 0, b"x" * 20)  # 20 bytes of values, a stored batch of 88 bytes
         assert [polled(r) for r in n5.responses()] == [[(0, b"x" * 20)]]
         assert [values_in(r.responses[0].partitions[0]) for r in k50.responses()] == [[b"x" * 20]]
         assert n100.responses() == [] and k200.responses() == []
-        assert h.broker.waiter_count == 2
+        assert h.broker.waiters.count == 2
 
 
 # -- Kafka Fetch in a fetch session -------------------------------------------------
@@ -414,7 +414,7 @@ class KafkaSessionFetchTests(_HarnessCase):
         c = h.kafka()
         sid = self.session(c)
         c.fetch([], wait_ms=60_000, session_id=sid, epoch=1)
-        assert c.responses() == [] and h.broker.waiter_count == 0
+        assert c.responses() == [] and h.broker.waiters.count == 0
         h.produce("u", 0, b"hello")
         [answer] = c.responses()
         assert [(t.topic, [values_in(p) for p in t.partitions]) for t in answer.responses] == [
@@ -430,7 +430,7 @@ class KafkaSessionFetchTests(_HarnessCase):
         c = h.kafka()
         sid = self.session(c)
         c.fetch([], wait_ms=60_000, session_id=sid, epoch=1)
-        h.broker.delete_topic("t")
+        h.broker.topic_registry.delete_topic("t")
         [answered] = c.responses()
         assert answered.error_code == 0
         # The next fetch reads the deleted partition and says so.
@@ -464,14 +464,14 @@ class KafkaFetchTests(_HarnessCase):
         [response] = c.responses()
         part = response.responses[0].partitions[0]
         assert (part.error_code, part.high_watermark, part.records) == (0, 0, b"")
-        assert h.clock.getDelayedCalls() == [] and h.broker.waiter_count == 0
+        assert h.clock.getDelayedCalls() == [] and h.broker.waiters.count == 0
 
     def test_kafka_fetch_wakes_on_any_partition_of_several(self) -> None:
         h = self.h
         h.create("u", 3)
         c = h.kafka()
         c.fetch([("t", 0, 0), ("u", 0, 0), ("u", 1, 0), ("u", 2, 0)], wait_ms=30_000)
-        assert c.responses() == [] and h.broker.waiter_count == 1
+        assert c.responses() == [] and h.broker.waiters.count == 1
         h.produce("u", 2, b"only here")
         [response] = c.responses()
         got = {
@@ -480,7 +480,7 @@ class KafkaFetchTests(_HarnessCase):
             for p in t.partitions
         }
         assert got == {("t", 0): [], ("u", 0): [], ("u", 1): [], ("u", 2): [b"only here"]}
-        assert h.clock.getDelayedCalls() == [] and h.broker.waiter_count == 0
+        assert h.clock.getDelayedCalls() == [] and h.broker.waiters.count == 0
 
     def test_kafka_min_bytes_counts_across_partitions(self) -> None:
         h = self.h
@@ -505,9 +505,9 @@ class KafkaFetchTests(_HarnessCase):
         h = self.h
         c = h.kafka()
         c.fetch([("t", 0, 0)], wait_ms=60_000)
-        assert h.broker.waiter_count == 1
+        assert h.broker.waiters.count == 1
         c.lose()
-        assert h.broker.waiter_count == 0 and h.clock.getDelayedCalls() == []
+        assert h.broker.waiters.count == 0 and h.clock.getDelayedCalls() == []
         h.produce("t", 0, b"late")
         assert c.transport.value() == b""
 
@@ -530,11 +530,11 @@ class KafkaFetchTests(_HarnessCase):
         c = h.kafka()
         c.fetch([("t", 0, 0)], wait_ms=1000)
         c.fetch([("t", 0, 0)], wait_ms=1000)
-        assert h.broker.waiter_count == 1
+        assert h.broker.waiters.count == 1
         h.clock.advance(1)
-        assert len(c.responses()) == 1 and h.broker.waiter_count == 1
+        assert len(c.responses()) == 1 and h.broker.waiters.count == 1
         h.clock.advance(1)
-        assert len(c.responses()) == 1 and h.broker.waiter_count == 0
+        assert len(c.responses()) == 1 and h.broker.waiters.count == 0
 
     def test_kafka_global_limit_answers_at_once(self) -> None:
         # Kafka has no error code for it; an immediate (empty) answer is not a hang.
@@ -546,7 +546,7 @@ class KafkaFetchTests(_HarnessCase):
             second.fetch([("t", 0, 0)], wait_ms=60_000)
             [response] = second.responses()
             assert response.responses[0].partitions[0].records == b""
-            assert first.responses() == [] and h.broker.waiter_count == 1
+            assert first.responses() == [] and h.broker.waiters.count == 1
         finally:
             h.close()
 
@@ -574,7 +574,7 @@ class ReadAppendRaceTests(_HarnessCase):
         while h.reads.held:  # any re-read the core decides on
             h.reads.deliver()
         assert [polled(r) for r in c.responses()] == [[(0, b"abcd"), (1, b"efgh")]]
-        assert h.timers() == [] and h.broker.waiter_count == 0
+        assert h.timers() == [] and h.broker.waiters.count == 0
 
     def test_kafka_append_landing_while_the_first_read_is_in_the_pool_is_not_missed(self) -> None:
         h = self.h
@@ -597,7 +597,7 @@ class ReadAppendRaceTests(_HarnessCase):
             b"b" * 100,
             b"c" * 100,
         ]
-        assert h.timers() == [] and h.broker.waiter_count == 0
+        assert h.timers() == [] and h.broker.waiters.count == 0
 
     def test_append_already_read_is_not_counted_twice(self) -> None:
         h = self.h
@@ -607,7 +607,7 @@ class ReadAppendRaceTests(_HarnessCase):
         h.broker.produce_values("t", 0, [b"abcd"])
         c = h.native()
         c.poll("t", 0, 0, wait_ms=60_000, min_bytes=8)
-        assert c.responses() == [] and h.broker.waiter_count == 1
+        assert c.responses() == [] and h.broker.waiters.count == 1
         h.writes.deliver()  # the reactor now learns of the 4 bytes the poll already has
         assert c.responses() == []
         h.writes.hold = False
@@ -639,18 +639,18 @@ class TopicDeletedWhileParkedTests(_HarnessCase):
         h.produce("t", 0, b"a", b"b", b"c")
         c = h.native()
         c.poll("t", 0, 3, wait_ms=60_000)
-        assert c.responses() == [] and h.broker.waiter_count == 1
+        assert c.responses() == [] and h.broker.waiters.count == 1
         h.writes.hold = True  # the directory's deletion is done, its answer not yet here
-        h.broker.delete_topic("t")
+        h.broker.topic_registry.delete_topic("t")
         [answer] = c.responses()
         assert isinstance(answer, messages.ErrorResponse), answer
         assert answer.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        assert h.timers() == [] and h.broker.waiter_count == 0
+        assert h.timers() == [] and h.broker.waiters.count == 0
         # Meanwhile the topic is unknown, not served from the log being closed.
         c.poll("t", 0, 3, wait_ms=60_000)
         [meanwhile] = c.responses()
         assert isinstance(meanwhile, messages.ErrorResponse), meanwhile
-        assert "t" not in h.broker.topics()
+        assert "t" not in h.broker.topic_registry.topics()
         h.writes.hold = False
         h.writes.deliver()
         h.create("t")
@@ -666,8 +666,8 @@ class TopicDeletedWhileParkedTests(_HarnessCase):
         h.produce("t", 0, b"a", b"b", b"c")
         c, other = h.kafka(), h.kafka()
         c.fetch([("t", 0, 3), ("u", 0, 0)], wait_ms=60_000)
-        assert c.responses() == [] and h.broker.waiter_count == 1
-        h.broker.delete_topic("t")
+        assert c.responses() == [] and h.broker.waiters.count == 1
+        h.broker.topic_registry.delete_topic("t")
         [response] = c.responses()
         got = {
             (t.topic, p.partition_index): (p.error_code, p.high_watermark)
@@ -675,7 +675,7 @@ class TopicDeletedWhileParkedTests(_HarnessCase):
             for p in t.partitions
         }
         assert got == {("t", 0): (KafkaCode.UNKNOWN_TOPIC_OR_PARTITION, -1), ("u", 0): (0, 0)}
-        assert h.timers() == [] and h.broker.waiter_count == 0
+        assert h.timers() == [] and h.broker.waiters.count == 0
         h.create("t")
         # The old end is out of range of the topic created again, which starts empty
         # (and its fetch at 0 parks as on any empty topic, until the append below).
@@ -690,7 +690,7 @@ class TopicDeletedWhileParkedTests(_HarnessCase):
     def test_kafka_parked_fetch_by_topic_id_answers_unknown_topic_id(self) -> None:
         h = self.h
         h.create("u")
-        ids = {name: info.topic_id for name, info in h.broker.topics().items()}
+        ids = {name: info.topic_id for name, info in h.broker.topic_registry.topics().items()}
         c = h.kafka()
         c.send(ApiKey.FETCH, 16, apis.FetchRequest(
             max_wait_ms=60_000, min_bytes=1, max_bytes=1 << 20,
@@ -700,13 +700,13 @@ class TopicDeletedWhileParkedTests(_HarnessCase):
                 for name in ("t", "u")
             ),
         ))
-        assert c.responses() == [] and h.broker.waiter_count == 1
-        h.broker.delete_topic("t")
+        assert c.responses() == [] and h.broker.waiters.count == 1
+        h.broker.topic_registry.delete_topic("t")
         h.create("t")
         [response] = c.responses()
         got = {t.topic_id: [p.error_code for p in t.partitions] for t in response.responses}
         assert got == {ids["t"]: [KafkaCode.UNKNOWN_TOPIC_ID], ids["u"]: [0]}
-        assert h.timers() == [] and h.broker.waiter_count == 0
+        assert h.timers() == [] and h.broker.waiters.count == 0
 
     def test_an_auto_create_answered_after_the_deletion_keeps_nothing(self) -> None:
         h = self.h
@@ -715,14 +715,14 @@ class TopicDeletedWhileParkedTests(_HarnessCase):
         # must not take the log the deletion closed.
         h.writes.hold = True
         produced = h.broker.produce_values("n", 0, [b"lost"])
-        h.broker.delete_topic("n")
+        h.broker.topic_registry.delete_topic("n")
         assert len(h.writes.held) == 2
         deletion, result = h.writes.held.pop(1)
         deletion.callback(result)
         h.writes.deliver()  # the creation's answer
         h.writes.hold = False
         self.failureResultOf(produced, UnknownTopicOrPartition)
-        assert h.broker.partitions.get(("n", 0)) is None
+        assert h.broker.topic_registry.get(("n", 0)) is None
         assert h.produce("n", 0, b"fresh") == 0  # auto-created again, empty
         c = h.native()
         c.poll("n", 0, 0, wait_ms=60_000)
@@ -739,12 +739,12 @@ class TopicDeletedWhileParkedTests(_HarnessCase):
         h.reads.hold = True
         c.fetch([("t", 0, 0)], wait_ms=60_000, min_bytes=1 << 20)
         assert len(h.reads.held) == 1
-        h.broker.delete_topic("t")
+        h.broker.topic_registry.delete_topic("t")
         h.reads.deliver()
         [response] = c.responses()
         part = response.responses[0].partitions[0]
         assert part.error_code == KafkaCode.UNKNOWN_TOPIC_OR_PARTITION
-        assert h.timers() == [] and h.broker.waiter_count == 0
+        assert h.timers() == [] and h.broker.waiters.count == 0
 
 
 class MinBytesMeasureTests(_HarnessCase):
@@ -769,7 +769,7 @@ class MinBytesMeasureTests(_HarnessCase):
         h.broker.produce_batches(
             "t", 0, encode_batch([b"b" * 10], timestamp_ms=0, compression=Compression.GZIP)
         )
-        assert c.responses() == [] and h.broker.waiter_count == 1  # 20 bytes of values
+        assert c.responses() == [] and h.broker.waiters.count == 1  # 20 bytes of values
         h.clock.advance(8.999)
         assert c.responses() == []
         h.clock.advance(0.001)  # the original 10 s, not extended by the re-parks

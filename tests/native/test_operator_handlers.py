@@ -105,7 +105,7 @@ class AnswerTests(NativeAdminCase):
         assert isinstance(doc, dict)
         self.assertEqual(len(doc["partitions"]), 3)
         self.assertIsNone(self.document(DeleteTopicRequest("t")))
-        self.assertNotIn("t", self.broker.topics())
+        self.assertNotIn("t", self.broker.topic_registry.topics())
 
     def test_group_requests(self) -> None:
         self.create("t", 1)
@@ -283,6 +283,6 @@ class AuthorizedListenerTests(NativeAdminCase):
                          ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         self.assertEqual(self.error(DeleteTopicRequest("t"))[0],
                          ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-        self.assertIn("t", self.broker.topics())
+        self.assertIn("t", self.broker.topic_registry.topics())
         doc = self.document(DescribeTopicRequest("t"))
         self.assertEqual(doc["name"], "t")  # type: ignore[index]

@@ -119,6 +119,17 @@ class WiringTests(ProtocolTestCase):
         call.deferred.callback(append_info(41, 2))
         self.assertEqual(self.take(), produce_ok(41))
 
+    def test_an_answer_written_runs_the_wake_ups_its_core_holds(self) -> None:
+        # An inline append's wake-up (brokerd/after_answer.py) runs once the answer is
+        # handed over, in the same call, with the answer already in the transport.
+        seen: list[bytes] = []
+        self.core.after_answer.hold("writer", lambda: seen.append(self.transport.value()))
+        self.send(produce_frame("t", 0, [b"x"]))
+        self.assertEqual(seen, [])
+        self.only_call("produce_values").deferred.callback(append_info(5))
+        self.assertEqual(seen, [produce_ok(5)])
+        self.assertEqual(self.core.after_answer.pending, 0)
+
     def test_create_list_offsets_and_list_topics(self) -> None:
         self.core.auto = {
             "create_topic": None,

@@ -85,7 +85,10 @@ class QueueCase(AdminCase):
         path = os.path.join(self.logdir.path, os.pardir, "share-state.log")
         self.share_store = ShareStateStore.open(path)
         self.addCleanup(self.share_store.close)
-        self.service = ShareService(self.broker, self.share_store, clock=self.clock)
+        self.service = ShareService(
+            self.broker, self.share_store, run_write=self.broker.pools.run_write,
+            clock=self.clock,
+        )
         self.service.start()
         self.addCleanup(self.service.stop)
         self.factory = NativeFactory(

@@ -127,11 +127,13 @@ class OfflinePartitionTests(SynchronousTestCase):
             def offline_partitions(self) -> object:
                 return logdir.offline
 
-        class Core:
-            storage = LogDir()
-
+        class Topics:
             def topics(self) -> dict[str, object]:
                 return dict(logdir.topics())
+
+        class Core:
+            storage = LogDir()
+            topic_registry = Topics()
 
             def topic_config_defaults(self) -> dict[str, str]:
                 return {}
@@ -211,7 +213,9 @@ class ShareGroupAsGroupTests(AdminCase):
         self.engine = ShareEngine()
         self.shares = ShareGroupCoordinator(
             clock=self.clock,
-            partition_counts=lambda: {n: i.partitions for n, i in self.broker.topics().items()},
+            partition_counts=lambda: {
+                n: i.partitions for n, i in self.broker.topic_registry.topics().items()
+            },
             on_member_gone=lambda group, member: None,
             session_timeout_ms=lambda group: 45_000,
             heartbeat_interval_ms=lambda group: 5_000,

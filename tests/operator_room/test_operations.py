@@ -181,7 +181,7 @@ class TopicOperationsTests(AdminCase):
         self.create("t", 2)
         self.produce("t", 0, 2)
         self.successResultOf(self.ops.delete_topic("t"))
-        self.assertNotIn("t", self.broker.topics())
+        self.assertNotIn("t", self.broker.topic_registry.topics())
         self.assertIsNone(self.inspector.topic("t"))
         failure = self.failureResultOf(self.ops.delete_topic("t"))
         self.assertIsInstance(failure.value, UnknownTopicOrPartition)

@@ -200,12 +200,12 @@ def test_core_looks_topics_up_by_id(opened: Callable[[], LogDirectory]) -> None:
     broker.startService()
     try:
         broker.create_topic("t", 2)
-        info = broker.topics()["t"]
-        assert broker.topic_by_id(info.topic_id) == info
-        assert broker.topic_by_id(uuid.uuid4()) is None
-        assert broker.topic_by_id(ZERO_TOPIC_ID) is None
-        broker.delete_topic("t")
-        assert broker.topic_by_id(info.topic_id) is None
+        info = broker.topic_registry.topics()["t"]
+        assert broker.topic_registry.topic_by_id(info.topic_id) == info
+        assert broker.topic_registry.topic_by_id(uuid.uuid4()) is None
+        assert broker.topic_registry.topic_by_id(ZERO_TOPIC_ID) is None
+        broker.topic_registry.delete_topic("t")
+        assert broker.topic_registry.topic_by_id(info.topic_id) is None
     finally:
         broker.stopService()
 

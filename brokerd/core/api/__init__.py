@@ -6,11 +6,12 @@ protocol, the admin operations, the web side and the metrics use of the core.
 outside the core calls (reactor thread; Deferreds fire there, and failures carry
 :mod:`brokerd.errors` exceptions). Each operation is declared once, in the role it
 belongs to (:mod:`brokerd.core.roles`), and implemented once: the broker implements the
-topic, admin, write and long-poll roles itself, and holds the parts that play the
-others, reached through the role (``core.reads`` is its ``Fetcher``,
-``core.transactions`` its ``TxnMarkers``, ``core.storage`` its
-``LogDirectoryService``, ``core.waiters`` its ``WaiterRegistry``, ``core.share`` the
-share groups' ``ShareService``), so no method forwards to another. A consumer that needs only one
+topic administration, write and long-poll roles itself, and holds the parts that play
+the others, reached through the role (``core.topic_registry`` is its
+``TopicRegistry``, ``core.reads`` its ``Fetcher``, ``core.transactions`` its
+``TxnMarkers``, ``core.storage`` its ``LogDirectoryService``, ``core.waiters`` its
+``WaiterRegistry``, ``core.share`` the share groups' ``ShareService``), so no method
+forwards to another. A consumer that needs only one
 role (the ACL gate reads topic names, the transaction coordinator writes markers) takes
 that role, every other consumer takes :class:`CoreApi`. ``Broker`` satisfies it
 (checked by mypy at the end of this module); tests pass fakes that have what their
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from brokerd.after_answer import AfterAnswer
 from brokerd.core.roles import (
     ConfigUpdate,
     CoreAppendWatches,
@@ -44,6 +46,7 @@ from brokerd.core.roles import (
     CoreTransactions,
     CoreWrites,
     HoldsReads,
+    HoldsTopics,
     RecordValidator,
     TxnVerifier,
 )
@@ -51,10 +54,10 @@ from brokerd.core.roles.long_poll import AppendWatcher, Shortfall, long_poll
 from brokerd.core.share.service import ShareService
 
 
-class CoreApi(CoreTopics, CoreTopicChanges, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
+class CoreApi(HoldsTopics, CoreTopicChanges, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
     """Everything the protocols, admin, web and metrics use of the core: its own
-    operations (topics, admin, writes, long poll), and the parts it holds, each as the
-    role it plays (as Kafka's ``ReplicaManager`` holds each ``UnifiedLog``)."""
+    operations (topic administration, writes, long poll), and the parts it holds, each
+    as the role it plays (as Kafka's ``ReplicaManager`` holds each ``UnifiedLog``)."""
 
     @property
     def transactions(self) -> CoreTransactions:
@@ -69,6 +72,13 @@ class CoreApi(CoreTopics, CoreTopicChanges, CoreWrites, CoreLongPoll, HoldsReads
     @property
     def waiters(self) -> CoreAppendWatches:
         """Standing watches of appends (its ``WaiterRegistry``)."""
+        ...
+
+    @property
+    def after_answer(self) -> AfterAnswer:
+        """The wake-ups of the core's inline appends, waiting for the answer being
+        written: a connection calls its ``answer_written()`` right after handing an
+        answer to the kernel or the transport (:mod:`brokerd.after_answer`)."""
         ...
 
     @property
@@ -99,6 +109,7 @@ __all__ = [
     "CoreTransactions",
     "CoreWrites",
     "HoldsReads",
+    "HoldsTopics",
     "RecordValidator",
     "Shortfall",
     "TxnVerifier",

@@ -47,16 +47,19 @@ ConfigUpdate = Callable[[Mapping[str, str]], Mapping[str, str | None]]
 
 
 class CoreTopics(Protocol):
-    """The topics and partitions that exist, read without I/O. Implemented by
-    :class:`~brokerd.core.broker.Broker`; a Protocol because this package sits below every
-    part of the core (the module docstring says why)."""
+    """The topics that exist (read without I/O), their auto-creation and their deletion.
+    Implemented by the core's ``TopicRegistry`` (``core.topic_registry``), which keeps the
+    open partitions of each topic; a Protocol because this package sits below every part of
+    the core (the module docstring says why)."""
 
     @property
     def auto_create_topics(self) -> bool:
         """Whether a produce or metadata request for an unknown topic creates it."""
         ...
 
-    def topics(self) -> dict[str, TopicInfo]: ...
+    def topics(self) -> dict[str, TopicInfo]:
+        """Every topic, by name (but those being deleted)."""
+        ...
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         """The topic whose ID is ``topic_id`` now; None for an ID no topic has (a
@@ -67,8 +70,17 @@ class CoreTopics(Protocol):
         """Every topic, by name."""
         ...
 
-    def topic_config_defaults(self) -> dict[str, str]:
-        """The broker-wide default of every topic config, as config strings by name."""
+    def ensure_topic(self, name: str) -> Deferred[TopicInfo]:
+        """The topic's info, auto-creating it when the broker allows that."""
+        ...
+
+    def delete_topic(self, name: str) -> Deferred[None]:
+        """Delete the topic (durable when this fires), answering the fetches parked on
+        it; refused while the broker stops."""
+        ...
+
+    def on_topic_deleted(self, call: Callable[[str], object]) -> None:
+        """Call ``call(name)`` after each topic deletion (reactor thread)."""
         ...
 
 
@@ -77,8 +89,8 @@ class CoreTopicChanges(Protocol):
     :class:`~brokerd.core.broker.Broker`; a Protocol because this package sits below every
     part of the core (the module docstring says why)."""
 
-    def ensure_topic(self, name: str) -> Deferred[TopicInfo]:
-        """The topic's info, auto-creating it when the broker allows that."""
+    def topic_config_defaults(self) -> dict[str, str]:
+        """The broker-wide default of every topic config, as config strings by name."""
         ...
 
     def create_topic(
@@ -92,8 +104,6 @@ class CoreTopicChanges(Protocol):
         """Create a topic with config overrides (Kafka names and value syntax); with
         ``validate_only`` check everything and create nothing."""
         ...
-
-    def delete_topic(self, name: str) -> Deferred[None]: ...
 
     def alter_topic_configs(
         self, name: str, update: ConfigUpdate, *, validate_only: bool = False
@@ -285,6 +295,17 @@ class CoreTransactions(Protocol):
         ...
 
 
+class HoldsTopics(Protocol):
+    """Whatever holds the core's topics role: implemented by
+    :class:`~brokerd.core.broker.Broker` (and the faces built on it); a Protocol because
+    this package sits below every part of the core."""
+
+    @property
+    def topic_registry(self) -> CoreTopics:
+        """The topics that exist, auto-created and deleted (the core's ``TopicRegistry``)."""
+        ...
+
+
 class HoldsReads(Protocol):
     """Whatever holds the core's reads role (the core, and the faces built on it)."""
 
@@ -305,6 +326,7 @@ __all__ = [
     "CoreTransactions",
     "CoreWrites",
     "HoldsReads",
+    "HoldsTopics",
     "RecordValidator",
     "TxnVerifier",
 ]

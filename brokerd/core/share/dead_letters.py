@@ -24,18 +24,17 @@ or when they are archived (:mod:`brokerd.core.share.service`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Protocol
 
 import attrs
-from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
-from brokerd.core.roles import HoldsReads
+from brokerd.core.roles import CoreTopicChanges, CoreWrites, HoldsReads, HoldsTopics
 from brokerd.core.share.engine import GroupDeadLetters
 from brokerd.core.share.partition import DeadLetter
 from brokerd.storage.record.encode import RecordHeaders, encode_batch
-from brokerd.storage.types import AppendInfo, Delivery, Isolation, LogRead, ReadSpec, TopicInfo
+from brokerd.storage.types import Delivery, Isolation, LogRead, ReadSpec, TopicInfo
 
 __all__ = [
     "DLQ_AUTO_CREATE",
@@ -62,26 +61,11 @@ COPY_READ_BYTES = 1 << 20
 _DECODED = ReadSpec(Isolation.READ_COMMITTED, Delivery.RECORDS)
 
 
-class DeadLetterCore(HoldsReads, Protocol):
+class DeadLetterCore(HoldsTopics, CoreTopicChanges, CoreWrites, HoldsReads, Protocol):
     """What the writer needs of the broker: topics, creation, appends and reads. Implemented
     by :class:`~brokerd.core.broker.Broker`; a Protocol because the broker holds the share
     service (``brokerd.core`` imports ``brokerd.core.share``), so this package cannot import
     it back."""
-
-    def topics(self) -> dict[str, TopicInfo]: ...
-
-    def create_topic(
-        self,
-        name: str,
-        partitions: int,
-        configs: Mapping[str, str | None] | None = None,
-        *,
-        validate_only: bool = False,
-    ) -> Deferred[None]: ...
-
-    def produce_batches(
-        self, topic: str, partition: int, data: bytes, *, acks: int = -1
-    ) -> Deferred[AppendInfo]: ...
 
 
 @attrs.frozen
@@ -163,7 +147,7 @@ class DeadLetterWriter:
 
     async def _write(self, letters: GroupDeadLetters) -> None:
         name = letters.dlq_topic
-        info = self._core.topics().get(name)
+        info = self._core.topic_registry.topics().get(name)
         why = refusal(name, info, self.rules)
         if why is not None:
             raise ValueError(why)
@@ -172,7 +156,7 @@ class DeadLetterWriter:
                 name, self.rules.partitions,
                 {DLQ_TOPIC_ENABLE: "true", "message.timestamp.type": "CreateTime"},
             )
-            info = self._core.topics()[name]
+            info = self._core.topic_registry.topics()[name]
         target = letters.partition % info.partitions
         for letter in letters.letters:
             first = letter.first

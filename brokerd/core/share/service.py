@@ -86,14 +86,9 @@ _RETRIES_AT_ONCE = 8
 
 class ShareCore(CoreLongPoll, HoldsReads, Protocol):
     """What the service needs of :class:`brokerd.core.Broker`: its reads and long poll (the
-    core's face), and its write pool for the journal's writes. Implemented by
-    :class:`~brokerd.core.broker.Broker`; a Protocol because the broker holds this service
-    (``brokerd.core`` imports ``brokerd.core.share``), so this package cannot import it
-    back."""
-
-    def run_write(
-        self, f: Callable[..., Any], /, *args: Any, **kwargs: Any
-    ) -> defer.Deferred[Any]: ...
+    core's face). Implemented by :class:`~brokerd.core.broker.Broker`; a Protocol because
+    the broker holds this service (``brokerd.core`` imports ``brokerd.core.share``), so this
+    package cannot import it back."""
 
 
 @attrs.frozen
@@ -200,7 +195,8 @@ class _Batches:
 class ShareService:
     """See the module docstring.
 
-    :param core: the broker (reads, offsets, the write pool, long-poll parks).
+    :param core: the broker (reads, offsets, long-poll parks).
+    :param run_write: the broker's write pool, for the journal's writes.
     :param store: the share-state journal (already opened and replayed).
     :param clock: the reactor or a ``task.Clock``.
     :param defaults: the broker's default of each group config (``group.share.*``).
@@ -213,6 +209,7 @@ class ShareService:
         core: ShareCore,
         store: ShareStateStore,
         *,
+        run_write: Callable[..., defer.Deferred[Any]],
         clock: Clock,
         defaults: Mapping[str, str] = DEFAULTS,
         dead_letters: DeadLetterWriter | None = None,
@@ -224,7 +221,7 @@ class ShareService:
         self.engine = ShareEngine(defaults)
         self.engine.restore(store.partitions(), store.group_configs())
         self._journal: OrderedJournalWriter[ShareStateRecord] = OrderedJournalWriter(
-            store.write, core.run_write, self._reload,
+            store.write, run_write, self._reload,
             reopens=lambda: store.reopens, name=store.journal.name,
         )
         self._timer: DelayedCall | None = None

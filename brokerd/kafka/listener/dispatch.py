@@ -223,10 +223,12 @@ class KafkaHandlers:
             ScramAdminHandlers(credentials),
             acls if acls is not None else AclHandlers(None, None),
             ShareHandlers(
-                core, shares, identity, clock=clock, operations=operations,
+                core.topic_registry, shares, identity, clock=clock, operations=operations,
                 classic_group=_classic_group(coordinator),
             ),
-            ShareOffsetHandlers(core, shares, classic_group=_classic_group(coordinator)),
+            ShareOffsetHandlers(
+                core.topic_registry, shares, classic_group=_classic_group(coordinator)
+            ),
             LeadershipHandlers(core, identity, clock=clock),
             TelemetryHandlers(
                 core, identity, telemetry,
@@ -239,7 +241,7 @@ class KafkaHandlers:
             route for family in families for route in family.routes()
         )
         self._handlers: dict[ApiKey, Handler[Any, Any]] = {
-            key: authorize.guard(route.handle, route.rule, authorizer, core)
+            key: authorize.guard(route.handle, route.rule, authorizer, core.topic_registry)
             for key, route in self.routes.items()
         }
 

@@ -408,6 +408,7 @@ class KafkaProtocol(RequestConnection[apis.AnyRequest, object]):
             connection_limit=factory.connections,
             request_budget=factory.edge.request_budget,
             first_bytes=dispatcher.first_bytes,
+            after_answer=factory.core.after_answer,
         )
         self.metrics = factory.edge.metrics
         self.answer_budget = factory.edge.answer_budget

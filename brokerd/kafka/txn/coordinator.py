@@ -111,7 +111,7 @@ class TransactionCoordinator(service.Service):
     :param log: the open transaction log (loaded at construction; closed by the owner
         after :meth:`stopService` has fired).
     :param run_blocking: ``run_blocking(f, *args) -> Deferred`` runs a blocking call off
-        the reactor (``Broker.run_write``).
+        the reactor (``Broker.pools.run_write``).
     :param allocate_producer_id: blocking allocator of never-reused producer ids
         (``ProducerIdAllocator.next_id``), run through ``run_blocking``.
     :param core: writes markers and runs the produce verifier.

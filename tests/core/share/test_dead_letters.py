@@ -187,7 +187,9 @@ class DeadLetterServiceTests(_TempJournal):
         core.add(0, batch(0, 2), 2)
         store = ShareStateStore.open(path)
         writer = DeadLetterWriter(core, DeadLetterRules(), lambda: 1000.0)
-        svc = ShareService(core, store, clock=clock, dead_letters=writer)
+        svc = ShareService(
+            core, store, run_write=core.run_write, clock=clock, dead_letters=writer
+        )
         svc.start()
         self.addCleanup(svc.stop)
         return svc, core, store

@@ -62,6 +62,10 @@ class FakeCore:
     def transactions(self) -> Any:
         return self
 
+    @property
+    def topic_registry(self) -> Any:
+        return self
+
     def __init__(self, clock: task.Clock) -> None:
         self.clock = clock
         self.batches: list[tuple[int, int, bytes]] = []
@@ -118,7 +122,7 @@ def service(tmp_path: Path) -> tuple[ShareService, FakeCore, task.Clock, ShareSt
     clock = task.Clock()
     core = FakeCore(clock)
     store = ShareStateStore.open(str(tmp_path))
-    svc = ShareService(core, store, clock=clock)
+    svc = ShareService(core, store, run_write=core.run_write, clock=clock)
     outcome_of(svc.set_overrides("g", {"share.auto.offset.reset": "earliest"}))
     return svc, core, clock, store
 
@@ -166,7 +170,9 @@ def test_locks_expire_on_the_clock_and_state_survives_a_restart(tmp_path: Path) 
     assert got.ranges == (AcquiredRange(1, 1, 2),)
     svc.stop()
     # As after a crash: the journal is read again; 1 was acquired, so it is available.
-    again = ShareService(core, ShareStateStore.open(str(tmp_path)), clock=clock)
+    again = ShareService(
+        core, ShareStateStore.open(str(tmp_path)), run_write=core.run_write, clock=clock
+    )
     got = outcome_of(again.acquire("g", "t", 0, "z", max_records=10))
     assert got.ranges == (AcquiredRange(1, 1, 3), AcquiredRange(2, 3, 2))
     store.close()
@@ -365,7 +371,7 @@ def failing_service(
     core = FakeCore(clock)
     store_clock = StoreClock()
     store = ShareStateStore.open(str(tmp_path), clock=store_clock)
-    svc = ShareService(core, store, clock=clock)
+    svc = ShareService(core, store, run_write=core.run_write, clock=clock)
     outcome_of(svc.set_overrides("g", {"share.auto.offset.reset": "earliest"}))
     core.add(0, batch(0, 4), 4)
     return svc, core, store, store_clock
@@ -475,7 +481,7 @@ def test_by_duration_starts_at_the_first_record_of_the_duration(tmp_path: Path) 
     # The start is durable: a restart does not place the share-partition again.
     store.close()
     store = ShareStateStore.open(str(tmp_path))
-    again = ShareService(core, store, clock=clock)
+    again = ShareService(core, store, run_write=core.run_write, clock=clock)
     assert again.engine.partition("new", "t", 0) is not None
     assert again.engine.partition("new", "t", 0).start == 9  # type: ignore[union-attr]
     store.close()

@@ -282,13 +282,13 @@ class WokenLongPollTests(_HarnessCase):
         c = h.native()
         h.reads.hold = True
         c.poll("t", 0, 0, wait_ms=60_000)
-        assert c.responses() == [] and h.broker.waiter_count == 1
+        assert c.responses() == [] and h.broker.waiters.count == 1
         h.produce("t", 0, b"abcd")
         assert [polled(r) for r in c.responses()] == [[(0, b"abcd")]]
         c.poll("t", 0, 1, wait_ms=60_000)
         h.produce("t", 0, b"efgh", b"ijkl")
         assert [polled(r) for r in c.responses()] == [[(1, b"efgh"), (2, b"ijkl")]]
-        assert h.reads.held == [] and h.broker.waiter_count == 0
+        assert h.reads.held == [] and h.broker.waiters.count == 0
 
     def test_a_poll_behind_the_remembered_tail_still_reads_in_the_pool(self) -> None:
         h = self.h

@@ -154,7 +154,7 @@ class ClusterTopicHandlers:
             route(
                 METADATA,
                 self.metadata,
-                functools.partial(metadata_rule, topic_by_id=self._core.topic_by_id),
+                functools.partial(metadata_rule, topic_by_id=self._core.topic_registry.topic_by_id),
             ),
             route(DESCRIBE_CLUSTER, self.describe_cluster, describe_cluster_rule),
             route(
@@ -166,7 +166,9 @@ class ClusterTopicHandlers:
             route(
                 DELETE_TOPICS,
                 self.delete_topics,
-                functools.partial(delete_topics_rule, topic_by_id=self._core.topic_by_id),
+                functools.partial(
+                    delete_topics_rule, topic_by_id=self._core.topic_registry.topic_by_id
+                ),
             ),
             route(INIT_PRODUCER_ID, self.init_producer_id, init_producer_id_rule),
         )
@@ -283,11 +285,11 @@ class ClusterTopicHandlers:
     def _topics(self) -> Mapping[str, TopicInfo]:
         """The core's topics and the internal ones presented (``internal_topics``)."""
         internal = self._internal.topics()
-        topics = self._core.topics()
+        topics = self._core.topic_registry.topics()
         return {**internal, **topics} if internal else topics
 
     def _topic_metadata_by_id(self, topic_id: uuid.UUID) -> apis.MetadataTopic:
-        info = self._core.topic_by_id(topic_id) or self._internal.by_id(topic_id)
+        info = self._core.topic_registry.topic_by_id(topic_id) or self._internal.by_id(topic_id)
         if info is None:
             return apis.MetadataTopic(
                 error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id
@@ -312,10 +314,10 @@ class ClusterTopicHandlers:
             validate_topic_name(name)
         except InvalidTopic:
             return apis.MetadataTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
-        if not (allow_create and self._core.auto_create_topics):
+        if not (allow_create and self._core.topic_registry.auto_create_topics):
             return apis.MetadataTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
         try:
-            info = await self._core.ensure_topic(name)
+            info = await self._core.topic_registry.ensure_topic(name)
         except Exception as e:
             return apis.MetadataTopic(
                 error_code=self._unexpected("auto-create", e), name=name
@@ -511,7 +513,7 @@ class ClusterTopicHandlers:
             )
         except Exception as e:
             return _create_failed(t, self._unexpected("create topic", e), message(e))
-        created = None if validate_only else self._core.topics().get(t.name)
+        created = None if validate_only else self._core.topic_registry.topics().get(t.name)
         if created is None:
             # Validated only: nothing was created, so there is no topic ID (zero), but
             # the partitions and configs are what the topic would have. The configs
@@ -579,19 +581,19 @@ class ClusterTopicHandlers:
     ) -> apis.DeletableTopicResult:
         # A name wins over an ID when both are given (as in Kafka).
         if t.name is not None:
-            info = self._core.topics().get(t.name)
+            info = self._core.topic_registry.topics().get(t.name)
             if info is None:
                 return _delete_failed(
                     t, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{t.name}' does not exist."
                 )
         else:
-            info = self._core.topic_by_id(t.topic_id)
+            info = self._core.topic_registry.topic_by_id(t.topic_id)
             if info is None:
                 return _delete_failed(
                     t, ErrorCode.UNKNOWN_TOPIC_ID, f"No topic has the ID {t.topic_id}."
                 )
         try:
-            await self._core.delete_topic(info.name)
+            await self._core.topic_registry.delete_topic(info.name)
         except Exception as e:
             return apis.DeletableTopicResult(
                 name=info.name, topic_id=info.topic_id,

@@ -359,7 +359,7 @@ class ConfigHandlers:
             validate_topic_name(name)
         except InvalidTopic as e:
             raise _Refused(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
-        info = self._core.topics().get(name)
+        info = self._core.topic_registry.topics().get(name)
         if info is None:
             raise _Refused(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
@@ -395,7 +395,8 @@ class ConfigHandlers:
              "The node id of this broker (brokerd is a single node)."),
             ("num.partitions", str(self._default_partitions), KAFKA_NUM_PARTITIONS_DEFAULT,
              ConfigType.INT, "Partitions of an auto-created topic (--default-partitions)."),
-            ("auto.create.topics.enable", "true" if self._core.auto_create_topics else "false",
+            ("auto.create.topics.enable",
+             "true" if self._core.topic_registry.auto_create_topics else "false",
              KAFKA_AUTO_CREATE_DEFAULT, ConfigType.BOOLEAN,
              "Create unknown topics on Metadata and Produce (off with --no-auto-create)."),
             *self._telemetry_row(),

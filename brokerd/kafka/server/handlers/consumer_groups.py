@@ -64,7 +64,10 @@ def topic_metadata(core: CoreApi, internal: InternalTopics | None = None) -> Top
     """Every topic's ID and partition count, by name (no I/O), with the internal topics
     presented: Kafka's server-side regex resolution (KIP-848) does not skip internal
     topics, and a subscription may name one."""
-    found = {name: (info.topic_id, info.partitions) for name, info in core.topics().items()}
+    found = {
+        name: (info.topic_id, info.partitions)
+        for name, info in core.topic_registry.topics().items()
+    }
     return found if internal is None else with_internal(found, internal)
 
 
@@ -160,7 +163,7 @@ class ConsumerGroupHandlers:
         self, conn: RequestContext, req: Request[cg.ConsumerGroupDescribeRequest]
     ) -> cg.ConsumerGroupDescribeResponse:
         body = req.body
-        names = {info.topic_id: name for name, info in self._core.topics().items()}
+        names = {info.topic_id: name for name, info in self._core.topic_registry.topics().items()}
 
         def one(group_id: str) -> cg.DescribedConsumerGroup:
             group = self._coordinator.consumer.groups.get(group_id)

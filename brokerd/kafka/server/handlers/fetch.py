@@ -235,7 +235,7 @@ class FetchHandler:
         return (
             route(
                 FETCH, self.fetch,
-                fetch_rule(self._core, self.sessions, self._internal),
+                fetch_rule(self._core.topic_registry, self.sessions, self._internal),
             ),
         )
 
@@ -275,7 +275,7 @@ class FetchHandler:
         for t in body.topics:
             name = t.topic
             if by_id:
-                info = _topic_by_id(self._core, self._internal, t.topic_id)
+                info = _topic_by_id(self._core.topic_registry, self._internal, t.topic_id)
                 name = "" if info is None else info.name
             out.extend(
                 WantedPartition(
@@ -302,7 +302,7 @@ class FetchHandler:
         # is not rebuilt around them (nothing below reads its topics).
         topics: Sequence[apis.FetchTopic] = body.topics
         if req.api_version >= FETCH_TOPIC_IDS_FROM:
-            topics, unknown = _by_id(self._core, body.topics, self._internal)
+            topics, unknown = _by_id(self._core.topic_registry, body.topics, self._internal)
         wanted = [(t.topic, p) for t in topics for p in t.partitions]
         keys = [(topic, p.partition) for topic, p in wanted]
         # Internal topics' logs have no append watch: a wait on them alone runs to
@@ -373,7 +373,7 @@ class FetchHandler:
             parts = results[i : i + n]
             i += n
             if unknown is not None and _topic_by_id(
-                self._core, self._internal, t.topic_id
+                self._core.topic_registry, self._internal, t.topic_id
             ) is None:
                 # Deleted while the fetch waited: its ID names nothing now, whatever a
                 # topic of the same name, created since, holds.
@@ -413,7 +413,7 @@ class FetchHandler:
         for t in body.topics:
             name = t.topic
             if by_id:
-                info = _topic_by_id(self._core, self._internal, t.topic_id)
+                info = _topic_by_id(self._core.topic_registry, self._internal, t.topic_id)
                 name = "" if info is None else info.name
             for p in t.partitions:
                 c = CachedPartition(
@@ -498,7 +498,7 @@ class FetchHandler:
                     # (else it was deleted, whatever was created under its name since).
                     known = alive.get(c.topic_id)
                     if known is None:
-                        info = _topic_by_id(self._core, self._internal, c.topic_id)
+                        info = _topic_by_id(self._core.topic_registry, self._internal, c.topic_id)
                         known = alive[c.topic_id] = info is not None and info.name == c.topic
                     if not known:
                         gone.append((key, c))

@@ -193,7 +193,7 @@ class GroupAdminHandlers:
             # A share group has no committed offsets (Kafka: "is not a consumer group");
             # its start offsets go through DeleteShareGroupOffsets.
             return apis.OffsetDeleteResponse(error_code=ErrorCode.GROUP_ID_NOT_FOUND)
-        known = self._core.topics()
+        known = self._core.topic_registry.topics()
         codes: dict[tuple[str, int], int] = {}
         wanted: list[tuple[str, int]] = []
         for t in body.topics:

@@ -148,7 +148,7 @@ class GroupHandlers:
         internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
-        self._topic_name = functools.partial(topic_name_now, core)
+        self._topic_name = functools.partial(topic_name_now, core.topic_registry)
         self._groups = coordinator
         self._id = identity
         self._internal = internal_topics
@@ -330,7 +330,7 @@ class GroupHandlers:
         codes: dict[tuple[str, int], int] = {}
         # Group ids and membership are the coordinator's to judge; topic existence is
         # the core's (Kafka refuses commits for partitions that do not exist).
-        known = self._core.topics()
+        known = self._core.topic_registry.topics()
         offsets: list[tuple[str, int, int, int, str | None]] = []
         for t in body.topics:
             if by_id and not t.name:
@@ -482,7 +482,7 @@ class GroupHandlers:
             )
         ids: Mapping[str, uuid.UUID] = {}
         if by_id:
-            ids = {name: info.topic_id for name, info in self._core.topics().items()}
+            ids = {name: info.topic_id for name, info in self._core.topic_registry.topics().items()}
         answered = tuple(
             apis.OffsetFetchTopicResponse(
                 name=name, topic_id=ids.get(name, ZERO_UUID), partitions=tuple(parts)

@@ -262,7 +262,7 @@ class LeadershipHandlers:
         if body.topic_partitions is None:
             # Every partition: Kafka answers only those it elected a leader for; none.
             return ElectLeadersResponse()
-        known = self._core.topics()
+        known = self._core.topic_registry.topics()
         return ElectLeadersResponse(
             replica_election_results=tuple(
                 ReplicaElectionResult(
@@ -281,7 +281,7 @@ class LeadershipHandlers:
         self, conn: RequestContext, req: Request[AlterPartitionReassignmentsRequest]
     ) -> AlterPartitionReassignmentsResponse:
         body = req.body
-        known = self._core.topics()
+        known = self._core.topic_registry.topics()
         node = self._id.node_id
         return AlterPartitionReassignmentsResponse(
             allow_replication_factor_change=body.allow_replication_factor_change,

@@ -125,7 +125,7 @@ class PartitionAdminHandlers:
             if refused is not None:
                 code, text = refused
             else:
-                before = self._core.topics().get(t.name)
+                before = self._core.topic_registry.topics().get(t.name)
                 code, text = await self._grow(t, body.validate_only, body.timeout_ms)
                 if code == 0 and before is not None and not body.validate_only:
                     quota.charge(t.count - before.partitions)
@@ -139,7 +139,7 @@ class PartitionAdminHandlers:
             results=tuple(results))
 
     def _refusal(self, t: apis.CreatePartitionsTopic) -> tuple[ErrorCode, str] | None:
-        info = self._core.topics().get(t.name)
+        info = self._core.topic_registry.topics().get(t.name)
         if info is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist."
         current = info.partitions
@@ -189,7 +189,7 @@ class PartitionAdminHandlers:
         self, conn: RequestContext, req: Request[apis.DeleteRecordsRequest]
     ) -> apis.DeleteRecordsResponse:
         body = req.body
-        known = self._core.topics()
+        known = self._core.topic_registry.topics()
         # Every partition at once: each moves and persists on its own.
         flat = await gather(
             [

@@ -191,7 +191,7 @@ class ProduceHandler:
         that ID, the zero ID included)."""
         if version < TOPIC_ID_PRODUCE_VERSION:
             return t.name
-        info = self._core.topic_by_id(t.topic_id)
+        info = self._core.topic_registry.topic_by_id(t.topic_id)
         return None if info is None else info.name
 
     async def _produce_one(

@@ -99,7 +99,7 @@ class StreamsGroupHandlers:
         )
 
     def _topics(self) -> dict[str, int]:
-        return {name: info.partitions for name, info in self._core.topics().items()}
+        return {name: info.partitions for name, info in self._core.topic_registry.topics().items()}
 
     async def heartbeat(
         self, conn: RequestContext, req: Request[sg.StreamsGroupHeartbeatRequest]
@@ -187,12 +187,12 @@ class StreamsGroupHandlers:
             authorizer.authorize(*who, ResourceType.TOPIC, topic))
 
     async def _create(self, group_id: str, topic: InternalTopic) -> None:
-        if topic.name in self._core.topics():
+        if topic.name in self._core.topic_registry.topics():
             return  # made meanwhile by another member's heartbeat
         try:
             await self._core.create_topic(topic.name, topic.partitions, dict(topic.configs))
         except Exception as e:
-            if topic.name not in self._core.topics():
+            if topic.name not in self._core.topic_registry.topics():
                 self._log.warn(
                     "streams group {group!r}: internal topic {topic!r} not created: {error}",
                     group=group_id, topic=topic.name, error=str(e),

@@ -148,7 +148,7 @@ class TelemetryHandlers:
 
     def _names(self, rtype: int) -> list[str]:
         if rtype == TOPIC:
-            return sorted(self._core.topics())
+            return sorted(self._core.topic_registry.topics())
         if rtype == BROKER:
             return [str(self._id.node_id)]
         if rtype == GROUP:

@@ -157,7 +157,7 @@ class TxnHandlers:
         internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
-        self._topic_name = functools.partial(topic_name_now, core)
+        self._topic_name = functools.partial(topic_name_now, core.topic_registry)
         self._txn = transactions
         self._clock = clock
         self._internal = internal_topics
@@ -190,7 +190,7 @@ class TxnHandlers:
 
     def _missing(self, pairs: Iterable[TopicPartition]) -> set[TopicPartition]:
         """The partitions among ``pairs`` that do not exist."""
-        known = self._core.topics()
+        known = self._core.topic_registry.topics()
         missing = set()
         for topic, partition in pairs:
             info = known.get(topic)

@@ -68,11 +68,11 @@ class Server:
         return cast(Any, self.ports[name].getHost()).port
 
     def log(self, topic: str, partition: int) -> Any:
-        return self.broker.partitions.logdir.get(topic, partition, create=False)
+        return self.broker.logdir.get(topic, partition, create=False)
 
     def segments(self) -> list[Any]:
         out = []
-        for name, info in self.broker.partitions.logdir.topics().items():
+        for name, info in self.broker.logdir.topics().items():
             for partition in range(info.partitions):
                 out.extend(self.log(name, partition).segments)
         return out
@@ -320,7 +320,7 @@ async def test_fetch_answers_are_byte_identical_on_every_path(
 
 def by_topic_ids(srv: Server, request: apis.FetchRequest) -> apis.FetchRequest:
     """``request`` naming its topics by ID (a random one for a topic that does not exist)."""
-    known = srv.broker.topics()
+    known = srv.broker.topic_registry.topics()
     return attrs.evolve(request, topics=tuple(
         attrs.evolve(t, topic="", topic_id=known[t.topic].topic_id if t.topic in known
                      else uuid.uuid4())
@@ -376,7 +376,7 @@ async def test_a_slow_reader_holds_no_buffered_records_and_survives_topic_deleti
     assert buffered < 64 * 1024, buffered
     assert len(server.stored_reads) <= 2, server.stored_reads
     # Retention or a delete unlinks the segment mid-send: the pinned file stays readable.
-    await server.broker.delete_topic("big")
+    await server.broker.topic_registry.delete_topic("big")
     assert not os.path.exists(segment.log_path)
     client.resume_reading()
     response = decode_fetch(await first, 4)

@@ -139,7 +139,7 @@ class CreatePartitionsTests(RealBrokerCase):
         self.assertIn("higher than the requested 2", got1[2] or "")
         self.assertEqual(self.grow(topic("t", 5), topic("t", 6))[0][1], ErrorCode.INVALID_REQUEST)
         self.assertEqual(self.grow(topic("t", 10**6))[0][1], ErrorCode.INVALID_PARTITIONS)
-        self.assertEqual(self.broker.topics()["t"].partitions, 3)
+        self.assertEqual(self.broker.topic_registry.topics()["t"].partitions, 3)
 
     def test_assignments(self) -> None:
         self.create("t", 1)
@@ -149,14 +149,14 @@ class CreatePartitionsTests(RealBrokerCase):
                          ErrorCode.INVALID_REPLICA_ASSIGNMENT)
         self.assertEqual(self.grow(topic("t", 3, [[0], [0, 0]]))[0][1],
                          ErrorCode.INVALID_REPLICA_ASSIGNMENT)
-        self.assertEqual(self.broker.topics()["t"].partitions, 1)
+        self.assertEqual(self.broker.topic_registry.topics()["t"].partitions, 1)
         self.assertEqual(self.grow(topic("t", 3, [[0], [0]])), [("t", 0, None)])
-        self.assertEqual(self.broker.topics()["t"].partitions, 3)
+        self.assertEqual(self.broker.topic_registry.topics()["t"].partitions, 3)
 
     def test_validate_only(self) -> None:
         self.create("t", 1)
         self.assertEqual(self.grow(topic("t", 5), validate_only=True), [("t", 0, None)])
-        self.assertEqual(self.broker.topics()["t"].partitions, 1)
+        self.assertEqual(self.broker.topic_registry.topics()["t"].partitions, 1)
         self.assertEqual(self.grow(topic("t", 1), validate_only=True)[0][1],
                          ErrorCode.INVALID_PARTITIONS)
         self.assertFalse(os.path.exists(os.path.join(self.data, "t-1")))
@@ -264,6 +264,10 @@ class HeldCore:
 
     @property
     def storage(self) -> HeldCore:
+        return self
+
+    @property
+    def topic_registry(self) -> HeldCore:
         return self
 
     def describe_log_dirs(self) -> LogDirUsage:

@@ -36,7 +36,9 @@ class ShareHandlerTests(KafkaTestCase):
         self.addCleanup(shutil.rmtree, path, True)
         self.store = ShareStateStore.open(path)
         self.addCleanup(self.store.close)
-        service = ShareService(self.log, self.store, clock=self.clock)
+        service = ShareService(
+            self.log, self.store, run_write=self.log.run_write, clock=self.clock
+        )
         self.service = service
         service.engine.set_overrides("g", {"share.auto.offset.reset": "earliest"})
         coordinator = ShareGroupCoordinator(
