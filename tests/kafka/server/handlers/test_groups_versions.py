@@ -44,7 +44,6 @@ from brokerd.security.acl import (
 )
 from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.topic_ids import format_topic_id
-from brokerd.storage.types import TopicInfo
 
 from tests.fake_core import FakeCore
 from tests.kafka.wire.test_codec import NO_TAGS, carr, cb, cs, i8, i16, i32, i64
@@ -214,13 +213,6 @@ def test_group_admin_layouts() -> None:
 # -- the listener with the real coordinator ----------------------------------------------
 
 
-class IdCore(FakeCore):
-    """The protocol tests' core, with topic IDs."""
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        return next((t for t in self.topics().values() if t.topic_id == topic_id), None)
-
-
 def _sync_run(f: Any, *args: Any) -> Deferred[Any]:
     try:
         return defer.succeed(f(*args))
@@ -241,7 +233,7 @@ class ListenerCase(SynchronousTestCase):
             clock=self.clock, offsets=self.offsets, run_blocking=_sync_run,
             initial_rebalance_delay_ms=0,
         )
-        self.core = IdCore()
+        self.core = FakeCore()
         self.core.add_topic("t", 2)
         self.topic_id = self.core.topics()["t"].topic_id
         self.factory = KafkaFactory(
