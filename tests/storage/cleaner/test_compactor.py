@@ -363,12 +363,9 @@ def test_broker_refuses_keyless_produce_to_compacted_topic(tmp_path: Path) -> No
     from brokerd.core import Broker
     from brokerd.storage.logdir.log_directory import LogDirectory
 
-    def run(f: Any, *a: Any, **kw: Any) -> defer.Deferred[Any]:
-        return defer.maybeDeferred(f, *a, **kw)
-
     logdir = LogDirectory.open(str(tmp_path), compact_config())
     broker = Broker(
-        logdir, reactor=Clock(), run_read=run, run_write=run,  # type: ignore[arg-type]
+        logdir, reactor=Clock(), run_read=defer.maybeDeferred, run_write=defer.maybeDeferred,
         retention_check_seconds=0, checkpoint_seconds=0,
     )
     broker.startService()

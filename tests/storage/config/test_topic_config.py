@@ -311,15 +311,13 @@ def test_log_append_time_stamps_header_and_crc_only() -> None:
 # -- max.message.bytes on produce ------------------------------------------------------
 
 
-def sync_runner(f: Any, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
-    return defer.maybeDeferred(f, *args, **kwargs)
-
-
 def test_max_message_bytes_is_per_topic(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
     ld.topic_changes.create_topic("small", 1, {"max.message.bytes": "100"})
     ld.topic_changes.create_topic("large", 1, {"max.message.bytes": str(3 * BIG)})
-    broker = Broker(ld, reactor=Clock(), run_read=sync_runner, run_write=sync_runner)
+    broker = Broker(
+        ld, reactor=Clock(), run_read=defer.maybeDeferred, run_write=defer.maybeDeferred
+    )
     big = encode_batch([b"v" * 200], timestamp_ms=1)
     results: list[Any] = []
     broker.produce_batches("small", 0, big).addBoth(results.append)

@@ -20,9 +20,7 @@ from typing import Any
 
 from twisted.internet import defer, task
 from twisted.internet.address import IPv4Address
-from twisted.internet.defer import Deferred
 from twisted.internet.testing import StringTransport
-from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.kafka.errors import ErrorCode
@@ -213,13 +211,6 @@ def test_group_admin_layouts() -> None:
 # -- the listener with the real coordinator ----------------------------------------------
 
 
-def _sync_run(f: Any, *args: Any) -> Deferred[Any]:
-    try:
-        return defer.succeed(f(*args))
-    except Exception:
-        return defer.fail(Failure())
-
-
 class ListenerCase(SynchronousTestCase):
     authorizer: AclAuthorizer | None = None
 
@@ -230,7 +221,7 @@ class ListenerCase(SynchronousTestCase):
         self.offsets = OffsetStore.open(os.path.join(base, "offsets.log"))
         self.addCleanup(self.offsets.close)
         self.coordinator = GroupCoordinator(
-            clock=self.clock, offsets=self.offsets, run_blocking=_sync_run,
+            clock=self.clock, offsets=self.offsets, run_blocking=defer.maybeDeferred,
             initial_rebalance_delay_ms=0,
         )
         self.core = FakeCore()
