@@ -12,15 +12,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.trial.unittest import SynchronousTestCase
 
-from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.observe import kafka_errors
 from brokerd.kafka.txn.state import TxnState
-from brokerd.kafka.wire.messages.fetch import FetchPartitionResponse, FetchTopicResponse
-from brokerd.kafka.wire.requests import apis
 from brokerd.metrics.collectors import CleanerCollector
 from brokerd.metrics.registry import BrokerMetrics
-from brokerd.native.messages import RequestType
-from brokerd.observers import api_name
 from brokerd.operator.inspect import Inspector
 from brokerd.operator.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
 
@@ -60,55 +54,6 @@ def topic(name: str, *parts: PartitionView) -> TopicView:
 
 
 class AnswersTest(SynchronousTestCase):
-    def test_api_names(self) -> None:
-        self.assertEqual(api_name(apis.ApiKey.PRODUCE), "Produce")
-        self.assertEqual(api_name(apis.ApiKey.API_VERSIONS), "ApiVersions")
-        self.assertEqual(api_name(RequestType.LONG_POLL_FETCH), "LongPollFetch")
-        # Equal values of the two protocols' enums are different APIs.
-        self.assertEqual(api_name(apis.ApiKey(int(RequestType.FETCH))), "ListOffsets")
-        self.assertEqual(api_name(RequestType.FETCH), "Fetch")
-
-    def test_kafka_errors_found_at_every_level_once(self) -> None:
-        answer = apis.ProduceResponse(
-            responses=(
-                apis.ProduceTopicResponse(
-                    name="t",
-                    partition_responses=(
-                        apis.ProducePartitionResponse(index=0, error_code=0),
-                        apis.ProducePartitionResponse(
-                            index=1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
-                        ),
-                        apis.ProducePartitionResponse(
-                            index=2, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
-                        ),
-                    ),
-                ),
-                apis.ProduceTopicResponse(
-                    name="u",
-                    partition_responses=(
-                        apis.ProducePartitionResponse(
-                            index=0, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                        ),
-                    ),
-                ),
-            )
-        )
-        self.assertEqual(
-            kafka_errors(answer), ["NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION"]
-        )
-        self.assertEqual(kafka_errors(apis.FetchResponse(error_code=9999)), ["UNKNOWN_9999"])
-        self.assertEqual(kafka_errors(apis.FetchResponse()), [])
-        # Nested two levels down, beside the fields the walk skips by their wire type
-        # (records, offsets): found.
-        fetched = apis.FetchResponse(responses=(FetchTopicResponse(topic="t", partitions=(
-            FetchPartitionResponse(partition_index=0, records=b"x" * 70, high_watermark=3),
-            FetchPartitionResponse(
-                partition_index=1, error_code=ErrorCode.OFFSET_OUT_OF_RANGE
-            ),
-        )),))
-        self.assertEqual(kafka_errors(fetched), ["OFFSET_OUT_OF_RANGE"])
-        self.assertEqual(kafka_errors(object()), [])
-
     def setUp(self) -> None:
         self.inspector = FakeInspector()
         self.metrics = BrokerMetrics(cast(Inspector, self.inspector), process=False)
