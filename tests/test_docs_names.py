@@ -1,4 +1,4 @@
-"""Every module, name and file the docstrings and docs/ point at exists.
+"""Every module, name and file the docstrings, comments and docs/ point at exists.
 
 Read from the source (nothing is imported): each dotted ``brokerd.x.y`` name, each
 relative Sphinx reference (``:mod:`.reconcile```), each ``path/to/file.py`` and each
@@ -8,7 +8,9 @@ rename that leaves a docstring behind fails here."""
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -119,11 +121,19 @@ def _docstrings(node: _Documented) -> Iterator[str]:
             yield from _docstrings(child)
 
 
+def _comments(path: Path) -> Iterator[str]:
+    """The ``#`` comments of a source file (``#:`` attribute docs among them)."""
+    for token in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.string
+
+
 def _texts(path: Path) -> Iterator[str]:
     if path.suffix == ".md":
         yield path.read_text()
     else:
         yield from _docstrings(_tree(path))
+        yield from _comments(path)
 
 
 def _documents() -> list[Path]:
@@ -165,6 +175,8 @@ def test_the_check_sees_a_stale_name() -> None:
     assert _relative_exists(".connection", ROOT / "brokerd" / "net" / "phase.py")
     assert not _path_exists("net/no_such_file.py", ROOT / "docs" / "architecture.md")
     assert _path_exists("net/phase.py", ROOT / "docs" / "architecture.md")
+    # Comments are read too.
+    assert any("test-case-name" in c for c in _comments(ROOT / "brokerd" / "net" / "phase.py"))
 
 
 def _kafka_rooms() -> list[str]:
@@ -193,3 +205,55 @@ def test_the_kafka_rooms_are_listed_lowest_first() -> None:
             if mine and theirs and rooms.index(theirs) > rooms.index(mine):
                 upward.add((src, dst))
     assert upward == set()
+
+
+# -- the house's small truths (docs/architecture.md) ---------------------------------------
+
+
+def _brokerd_trees() -> Iterator[tuple[Path, ast.Module]]:
+    for path in sorted((ROOT / "brokerd").rglob("*.py")):
+        yield path, _tree(path)
+
+
+def _assigned(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        targets = (
+            node.targets if isinstance(node, ast.Assign)
+            else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def test_every_state_table_is_walked_by_fsm() -> None:
+    # "brokerd.fsm.step, the one way every state table in the house is walked", and one
+    # InvalidTransition.
+    tables, errors = [], []
+    for path, tree in _brokerd_trees():
+        where = str(path.relative_to(ROOT))
+        if any(name.endswith("TRANSITIONS") for name in _assigned(tree)):
+            tables.append(where)
+            imported = {
+                node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            }
+            assert "brokerd.fsm" in imported, f"{where}: a transition table outside brokerd.fsm"
+        errors += [
+            where for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef) and node.name == "InvalidTransition"
+        ]
+    assert len(tables) >= 4
+    assert errors == ["brokerd/fsm.py"]
+
+
+def test_read_committed_is_defined_once() -> None:
+    found = [
+        str(path.relative_to(ROOT)) for path, tree in _brokerd_trees()
+        if "READ_COMMITTED" in _assigned(tree)
+    ]
+    assert found == ["brokerd/storage/types.py"]
+
+
+def test_brokerctl_is_the_cli_package() -> None:
+    assert (ROOT / "brokerd" / "cli" / "__init__.py").is_file()
+    assert sorted((ROOT / "brokerd").glob("cli_*.py")) == []

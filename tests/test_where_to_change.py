@@ -1,7 +1,10 @@
 """docs/architecture.md's "Where to change what" kept true: every file its table names
-exists, and every native request type and every routed Kafka API sits in the files the
-table's rows for adding one name. A new type or API that skips one of them (or a rename
-that leaves the table behind) fails here, naming what is missing."""
+exists and every code name it gives is in those files; every native request type and
+every routed Kafka API sits in the files the table's rows for adding one name; every
+metric series is in docs/metrics.md (and back) and every collector registered; every
+journal store is handed to the store recovery. A new type, API, series or store that
+skips one of them (or a rename that leaves the table behind) fails here, naming what is
+missing."""
 
 from __future__ import annotations
 
@@ -182,4 +185,130 @@ def test_a_kafka_api_has_its_key_spec_route_and_docs_row(key: ApiKey) -> None:
     kafka_md = (REPO / "docs" / "kafka.md").read_text()
     assert re.search(rf"^\| {key.value} \| \w+ \|", kafka_md, re.M), (
         f"docs/kafka.md has no row for {key.value} ({key.name})"
+    )
+
+
+# -- the names a row gives live in the files it names -------------------------------------
+
+
+def _row_files(row: str) -> list[Path]:
+    """The Python files a row names (a folder: its modules)."""
+    files: list[Path] = []
+    for token in named_paths(table_rows()[row]):
+        for path in resolve(token):
+            files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return [path for path in files if path.suffix == ".py"]
+
+
+def _names_in(paths: list[Path]) -> set[str]:
+    """What the files define (classes, functions, assigned names and attributes) or
+    import by name."""
+    names: set[str] = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.ImportFrom):
+                names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def row_identifiers(row: str) -> list[str]:
+    """The code names a row gives in backticks (``FsyncPolicy``, ``@refused_when_stopping``,
+    ``core.reads.read(...)``: the last part of a dotted one)."""
+    found = []
+    for token in re.findall(r"`([^`]+)`", table_rows()[row]):
+        match = re.fullmatch(r"@?([A-Za-z_][\w.]*?)(\(.*\))?", token)
+        if match and "/" not in token and not token.endswith((".py", ".md", ".toml")):
+            found.append(match.group(1).rsplit(".", 1)[-1])
+    return found
+
+
+@pytest.mark.parametrize("row", sorted(table_rows()))
+def test_every_name_a_row_gives_is_in_the_files_it_names(row: str) -> None:
+    names = _names_in(_row_files(row))
+    missing = [name for name in row_identifiers(row) if name not in names]
+    assert not missing, f"{row!r} gives names none of its files has: {missing}"
+
+
+def test_the_name_check_sees_a_missing_name() -> None:
+    assert "flush_rule" in row_identifiers("change the fsync policy")
+    assert "no_such_rule" not in _names_in(_row_files("change the fsync policy"))
+
+
+# -- add a metric ---------------------------------------------------------------------------
+
+_METRIC = re.compile(r"brokerd_[a-z_]+")
+
+
+def _metric_names() -> set[str]:
+    """The series names written in brokerd/metrics/ (a counter's without ``_total``)."""
+    names = set()
+    for path in (BROKERD / "metrics").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and _METRIC.fullmatch(node.value)
+            ):
+                names.add(node.value.removesuffix("_total"))
+    return names
+
+
+def test_every_metric_is_in_docs_metrics_md_and_back() -> None:
+    row = table_rows()["add a metric"]
+    for named in ("metrics/live.py", "metrics/collectors.py", "metrics/registry.py",
+                  "docs/metrics.md"):
+        assert f"`{named}" in row, f"the table no longer names {named}"
+    documented = {
+        name.removesuffix("_total")
+        for name in re.findall(r"^\| `(brokerd_\w+)`", (REPO / "docs" / "metrics.md").read_text(),
+                               re.M)
+    }
+    code = _metric_names()
+    assert len(code) > 40
+    assert code - documented == set(), "series missing from docs/metrics.md"
+    assert documented - code == set(), "docs/metrics.md documents series no code makes"
+
+
+def test_every_collector_is_registered() -> None:
+    registry = (BROKERD / "metrics" / "registry.py").read_text()
+    collectors = {
+        node.name
+        for path in (BROKERD / "metrics").glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Collector")
+    }
+    assert collectors
+    assert {name for name in collectors if f"{name}(" not in registry} == set()
+
+
+# -- add a journal store ----------------------------------------------------------------------
+
+
+def test_every_journal_store_is_handed_to_store_recovery() -> None:
+    row = table_rows()["add a journal store"]
+    for named in ("storage/stores/<name>.py", "storage/journal/engine.py", "app/wiring.py",
+                  "core/store_recovery.py"):
+        assert f"`{named}`" in row, f"the table no longer names {named}"
+    kinds = [
+        path.name
+        for path in sorted((BROKERD / "storage" / "stores").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id == "JournalKind"
+    ]
+    handed = [
+        node.args[0]
+        for node in ast.walk(ast.parse((BROKERD / "app" / "wiring.py").read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id == "StoreRecovery" and node.args
+    ]
+    assert len(handed) == 1 and isinstance(handed[0], ast.List), "one StoreRecovery([...])"
+    assert len(kinds) >= 4
+    assert len(handed[0].elts) == len(kinds), (
+        f"journal stores {kinds}, but StoreRecovery gets {ast.unparse(handed[0])}"
     )

@@ -27,6 +27,8 @@ from typing import Literal
 
 import attrs
 
+from brokerd.storage.fileio import read_at_most
+
 #: A config file larger than this is refused before it is read.
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -154,12 +156,9 @@ def load(path: str, specs: Mapping[str, OptionSpec]) -> LoadedConfig:
 
 def _read(path: str) -> str:
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_CONFIG_BYTES + 1)
+        data = read_at_most(path, MAX_CONFIG_BYTES)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the config file: {e.strerror or e}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes, not a config file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -33,8 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Protocol
+from collections.abc import Callable
 
 import attrs
 from twisted.application import service
@@ -51,8 +50,9 @@ from brokerd.storage.cleaner.compactor import (
 )
 from brokerd.storage.cleaner.keymap import OffsetMap
 from brokerd.storage.log.partition_log import PartitionLog
+from brokerd.storage.logdir.log_directory import LogDirectory
 
-__all__ = ["CleanerService", "CleanerSettings", "CompactedLogs"]
+__all__ = ["CleanerService", "CleanerSettings"]
 
 _log = logging.getLogger("brokerd.storage.cleaner.compactor")
 
@@ -73,14 +73,6 @@ class CleanerSettings:
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS
 
 
-class CompactedLogs(Protocol):
-    """What the service needs of the data directory (a ``LogDirectory``)."""
-
-    @property
-    def path(self) -> str: ...
-    def logs(self) -> Mapping[tuple[str, int], PartitionLog]: ...
-
-
 class CleanerService(service.Service):
     """Background log compaction; see the module docstring."""
 
@@ -88,7 +80,7 @@ class CleanerService(service.Service):
 
     def __init__(
         self,
-        logdir: CompactedLogs,
+        logdir: LogDirectory,
         settings: CleanerSettings,
         *,
         reactor: ThreadReactor,

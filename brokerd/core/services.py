@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Protocol, runtime_checkable
 
 from twisted.application import service
 from twisted.internet import defer
@@ -54,26 +53,6 @@ class SequentialMultiService(service.MultiService):
                 self._log.failure("stopping {service!r} failed", service=child)
 
 
-@runtime_checkable
-class CleanlyOpened(Protocol):
-    """A log directory on disk that knows whether the previous shutdown was clean (the
-    list of partitions without producer state is kept in it)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def was_clean(self) -> bool: ...
-
-
-@runtime_checkable
-class RecoveredSync(Protocol):
-    """A log directory whose crash recovery leaves validated segments to sync later
-    (:meth:`brokerd.storage.logdir.log_directory.LogDirectory.sync_recovered`)."""
-
-    def unsynced_partitions(self) -> int: ...
-    def sync_recovered(self) -> bool: ...
-
-
 class LogDirectoryService(service.Service):
     """Restores producer state at start; snapshots, checkpoints and closes the logs."""
 
@@ -89,7 +68,7 @@ class LogDirectoryService(service.Service):
         service.Service.startService(self)
         self._restore_producers()
         logdir = self._logdir
-        if isinstance(logdir, RecoveredSync) and logdir.unsynced_partitions():
+        if logdir.unsynced_partitions():
             # After a crash: recovery validated the logs without syncing them (the
             # listeners start sooner); sync them now, in the background, and checkpoint
             # the recovery points that then hold.
@@ -100,11 +79,7 @@ class LogDirectoryService(service.Service):
     def _restore_producers(self) -> None:
         logdir = self._logdir
         # Partitions whose producer table was empty at the clean close, at this end.
-        empty = (
-            take_empty_ends(logdir.path, trust=logdir.was_clean)
-            if isinstance(logdir, CleanlyOpened)
-            else {}
-        )
+        empty = take_empty_ends(logdir.path, trust=logdir.was_clean)
         for (topic, index), log in logdir.logs().items():
             self._registry.adopt(topic, index, log)
             if empty.get((topic, index)) == log.log_end_offset:
@@ -154,8 +129,7 @@ class LogDirectoryService(service.Service):
 
     def _close_blocking(self, empty: list[tuple[str, int, int]]) -> None:
         """Before the clean-shutdown marker: the partitions without producer state."""
-        if isinstance(self._logdir, CleanlyOpened):
-            write_empty_ends(self._logdir.path, empty)
+        write_empty_ends(self._logdir.path, empty)
         self._logdir.close()
 
     def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -24,21 +24,14 @@ from brokerd.operator.share_groups import ShareGroupInspector
 from brokerd.operator.txn_face import TxnListingFace
 from brokerd.storage.journal.engine import JournalStore
 
-
-class CleanerCounters(Protocol):
-    """What the cleaner collector reads (:class:`brokerd.core.cleaner_service.CleanerService`)."""
-
-    passes: int
-    bytes_read: int
-    bytes_written: int
-    records_removed: int
-    errors: int
-    last_pass_time: float | None
+if TYPE_CHECKING:
+    from brokerd.core.cleaner_service import CleanerService
 
 
 class FetchSessionCounters(Protocol):
-    """What the fetch-session collector reads
-    (:class:`brokerd.kafka.server.fetch_sessions.FetchSessionCache`)."""
+    """What the fetch-session collector reads. Implemented by the Kafka listener's
+    :class:`~brokerd.kafka.server.fetch_sessions.FetchSessionCache`; a Protocol because
+    nothing outside ``brokerd/kafka/`` imports the listener but the wiring."""
 
     slots: int
     created: int
@@ -124,7 +117,7 @@ class InspectorCollector:
 class CleanerCollector:
     """The log cleaner's counters (updated by its threads; read as they are)."""
 
-    def __init__(self, cleaner: CleanerCounters) -> None:
+    def __init__(self, cleaner: CleanerService) -> None:
         self._cleaner = cleaner
 
     def collect(self) -> Iterator[Metric]:
@@ -269,7 +262,6 @@ class ShareGroupsCollector:
 
 __all__ = [
     "CleanerCollector",
-    "CleanerCounters",
     "InspectorCollector",
     "ShareGroupsCollector",
     "StoresCollector",

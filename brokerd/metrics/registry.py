@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
+from brokerd.core.cleaner_service import CleanerService
 from brokerd.core.quotas.manager import QuotaManager
 from brokerd.metrics.collectors import (
     CleanerCollector,
-    CleanerCounters,
     FetchSessionCounters,
     FetchSessionsCollector,
     InspectorCollector,
@@ -56,7 +56,7 @@ class BrokerMetrics:
         """The observer of the ``protocol`` (``"native"``/``"kafka"``) listener."""
         return self._requests.listener(protocol)
 
-    def add_cleaner(self, cleaner: CleanerCounters) -> None:
+    def add_cleaner(self, cleaner: CleanerService) -> None:
         self.registry.register(CleanerCollector(cleaner))
 
     def add_transactions(self, coordinator: TxnListingFace, states: Sequence[str]) -> None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from brokerd import errors
 from brokerd.names import MAX_TOPIC_LENGTH, validate_topic_name
@@ -55,6 +57,7 @@ __all__ = [
     "frame_request",
     "json_document",
     "parse_body",
+    "read_body",
 ]
 
 #: The ``u32 body_len`` after an admin request's type.
@@ -212,37 +215,41 @@ def _reset(body: _Body) -> ResetOffsetsRequest:
     )
 
 
-def parse_body(request_type: int, data: bytes) -> OperatorRequest:
-    """The request of admin type ``request_type`` whose complete body is ``data``.
-    Raises :class:`OperatorWireError` (never anything else) for a body it refuses."""
-    body = _Body(data)
-    request: OperatorRequest
-    if request_type == RequestType.DESCRIBE_TOPIC:
-        request = DescribeTopicRequest(body.topic())
-    elif request_type == RequestType.ALTER_TOPIC_CONFIGS:
-        request = _alter(body)
-    elif request_type == RequestType.DELETE_TOPIC:
-        request = DeleteTopicRequest(body.topic())
-    elif request_type == RequestType.CREATE_PARTITIONS:
-        request = _partitions(body)
-    elif request_type == RequestType.LIST_GROUPS:
-        request = ListGroupsRequest()
-    elif request_type == RequestType.DESCRIBE_GROUP:
-        request = DescribeGroupRequest(body.group())
-    elif request_type == RequestType.RESET_OFFSETS:
-        request = _reset(body)
-    elif request_type == RequestType.DELETE_GROUP:
-        request = DeleteGroupRequest(body.group())
-    else:
-        raise OperatorWireError(
-            ErrorCode.UNKNOWN_REQUEST_TYPE, f"not an operator type: {request_type}"
-        )
+_R = TypeVar("_R")
+
+
+def read_body(
+    parsers: Mapping[int, Callable[[BodyReader], _R]], request_type: int, data: bytes, kind: str
+) -> _R:
+    """The request ``parsers`` reads from the complete body ``data`` for ``request_type``,
+    every byte of it consumed. Raises :class:`OperatorWireError` (never anything else) for
+    a body it refuses, or a type ``parsers`` does not name (``kind``: which types it has)."""
+    parse = parsers.get(request_type)
+    if parse is None:
+        raise OperatorWireError(ErrorCode.UNKNOWN_REQUEST_TYPE, f"not {kind} type: {request_type}")
+    body = BodyReader(data)
+    request = parse(body)
     body.end()
     return request
 
 
-# --------------------------------------------------------------------------- request encoder
+#: How the body of each operator request type is read.
+_PARSERS: dict[int, Callable[[BodyReader], OperatorRequest]] = {
+    RequestType.DESCRIBE_TOPIC: lambda body: DescribeTopicRequest(body.topic()),
+    RequestType.ALTER_TOPIC_CONFIGS: _alter,
+    RequestType.DELETE_TOPIC: lambda body: DeleteTopicRequest(body.topic()),
+    RequestType.CREATE_PARTITIONS: _partitions,
+    RequestType.LIST_GROUPS: lambda body: ListGroupsRequest(),
+    RequestType.DESCRIBE_GROUP: lambda body: DescribeGroupRequest(body.group()),
+    RequestType.RESET_OFFSETS: _reset,
+    RequestType.DELETE_GROUP: lambda body: DeleteGroupRequest(body.group()),
+}
 
+
+def parse_body(request_type: int, data: bytes) -> OperatorRequest:
+    """The request of admin type ``request_type`` whose complete body is ``data``.
+    Raises :class:`OperatorWireError` (never anything else) for a body it refuses."""
+    return read_body(_PARSERS, request_type, data, "an operator")
 
 
 def _body(request: OperatorRequest) -> bytes:

@@ -189,32 +189,19 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
     decoder: NativeDecoder
     dispatcher: NativeDispatcher
 
-    def __init__(
-        self,
-        core: CoreApi,
-        *,
-        clock: IReactorTime,
-        max_produce_bytes: int = DEFAULT_MAX_PRODUCE_BYTES,
-        max_fetch_bytes: int = DEFAULT_MAX_FETCH_BYTES,
-        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-        frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
-        connection_limit: ConnectionLimit | None = None,
-        authorizer: AclAuthorizer | None = None,
-        operator: OperatorOps | None = None,
-        request_budget: RequestBudget | None = None,
-        queues: QueueOps | None = None,
-    ) -> None:
+    def __init__(self, factory: NativeFactory) -> None:
+        """A connection of ``factory``'s listener, with its core and limits."""
         super().__init__(
-            NativeDecoder(_parks, max_produce_bytes=max_produce_bytes),
+            NativeDecoder(_parks, max_produce_bytes=factory.max_produce_bytes),
             NativeDispatcher(
-                core, max_fetch_bytes=max_fetch_bytes, authorizer=authorizer, operator=operator,
-                queues=queues,
+                factory.broker, max_fetch_bytes=factory.max_fetch_bytes,
+                authorizer=factory.authorizer, operator=factory.operator, queues=factory.queues,
             ),
-            clock=clock,
-            idle_timeout=idle_timeout,
-            frame_timeout=frame_timeout,
-            connection_limit=connection_limit,
-            request_budget=request_budget,
+            clock=factory.clock,
+            idle_timeout=factory.idle_timeout,
+            frame_timeout=factory.frame_timeout,
+            connection_limit=factory.connections,
+            request_budget=factory.request_budget,
         )
 
     @property
@@ -266,19 +253,7 @@ class NativeFactory(Factory):
     def buildProtocol(self, addr: IAddress | None) -> NativeProtocol | None:
         if not self.connections.admit(str(getattr(addr, "host", ""))):
             return None  # Twisted closes the socket at once
-        proto = NativeProtocol(
-            self.broker,
-            clock=self.clock,
-            max_produce_bytes=self.max_produce_bytes,
-            max_fetch_bytes=self.max_fetch_bytes,
-            idle_timeout=self.idle_timeout,
-            frame_timeout=self.frame_timeout,
-            connection_limit=self.connections,
-            authorizer=self.authorizer,
-            operator=self.operator,
-            request_budget=self.request_budget,
-            queues=self.queues,
-        )
+        proto = NativeProtocol(self)
         proto.factory = self
         proto.metrics = self.metrics
         return proto

@@ -31,7 +31,7 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from brokerd.core.share.partition import AckBatch, InvalidAcknowledgement
-from brokerd.core.share.service import AcquireResult, ShareService
+from brokerd.core.share.service import AcquireResult, FetchResult, ShareService
 from brokerd.core.share.states import AckType
 from brokerd.native import queue_wire
 from brokerd.native.queue_messages import (
@@ -120,9 +120,10 @@ def fetch_records(
     max_wait_ms: int,
 ) -> defer.Deferred[bytes]:
     member.groups.add(request.group_id)
-    acquiring = ops.service.acquire_many(
+    acquiring = ops.service.fetch(
         request.group_id,
         member.member_id,
+        (),
         [(request.topic, request.partition)],
         max_records=request.max_records,
         max_bytes=max_bytes,
@@ -136,8 +137,12 @@ def fetch_records(
     # whatever it acquired for nobody is given back then.
     answer: defer.Deferred[bytes] = defer.Deferred()
 
-    def acquired(results: list[AcquireResult]) -> defer.Deferred[None] | None:
-        (result,) = results
+    def acquired(fetched: FetchResult) -> defer.Deferred[None] | None:
+        if fetched.refused is not None:
+            if not answer.called:
+                answer.errback(fetched.refused)
+            return None
+        (result,) = fetched.results
         if answer.called or member.closed:
             if result.ranges:
                 return defer.Deferred.fromCoroutine(

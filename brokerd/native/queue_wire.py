@@ -17,7 +17,7 @@ beyond the wire's own rules (names valid, counts within limits).
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from brokerd.native.messages import ErrorCode, MalformedResponse, RequestType
 from brokerd.native.operator_messages import JsonValue, OperatorResponse
@@ -28,6 +28,7 @@ from brokerd.native.operator_wire import (
     document_answer,
     frame_request,
     json_document,
+    read_body,
 )
 from brokerd.native.queue_messages import (
     MAX_QUEUE_ACK_OFFSETS,
@@ -127,24 +128,19 @@ def _ack(body: BodyReader) -> QueueAckRequest:
     return QueueAckRequest(group, topic, partition, tuple(ranges))
 
 
+#: How the body of each queue request type is read.
+_PARSERS: dict[int, Callable[[BodyReader], QueueRequest]] = {
+    RequestType.QUEUE_FETCH: _fetch,
+    RequestType.QUEUE_ACKNOWLEDGE: _ack,
+    RequestType.DESCRIBE_SHARE_GROUP: lambda body: DescribeShareGroupRequest(body.group()),
+    RequestType.LIST_SHARE_GROUPS: lambda body: ListShareGroupsRequest(),
+}
+
+
 def parse_body(request_type: int, data: bytes) -> QueueRequest:
     """The request of queue type ``request_type`` whose complete body is ``data``.
     Raises :class:`OperatorWireError` (never anything else) for a body it refuses."""
-    body = BodyReader(data)
-    request: QueueRequest
-    if request_type == RequestType.QUEUE_FETCH:
-        request = _fetch(body)
-    elif request_type == RequestType.QUEUE_ACKNOWLEDGE:
-        request = _ack(body)
-    elif request_type == RequestType.DESCRIBE_SHARE_GROUP:
-        request = DescribeShareGroupRequest(body.group())
-    elif request_type == RequestType.LIST_SHARE_GROUPS:
-        request = ListShareGroupsRequest()
-    else:
-        raise OperatorWireError(ErrorCode.UNKNOWN_REQUEST_TYPE, f"not a queue type: {request_type}")
-    body.end()
-    return request
-
+    return read_body(_PARSERS, request_type, data, "a queue")
 
 
 def _body(request: QueueRequest) -> bytes:

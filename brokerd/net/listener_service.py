@@ -20,6 +20,7 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from brokerd.net.tls import ClientVerification, is_tls_description, listener_endpoint
+from brokerd.net.twisted_state import raise_bind_failures
 
 _log = Logger()
 
@@ -64,5 +65,5 @@ def listener_service(
         endpoint = PortReportingEndpoint(endpoint, on_listen)
     svc = StreamServerEndpointService(endpoint, factory)  # type: ignore[no-untyped-call]
     # A bind failure must abort start-up (exit status 1) rather than be logged.
-    svc._raiseSynchronously = True
+    raise_bind_failures(svc)
     return svc

@@ -37,6 +37,7 @@ from twisted.protocols.tls import TLSMemoryBIOFactory, TLSMemoryBIOProtocol
 from zope.interface import implementer
 
 from brokerd.net.twisted_state import CycleFreeTLSProtocol
+from brokerd.storage.fileio import read_at_most
 
 #: Twisted's parser of endpoint strings (unannotated there).
 _server_from_string: Callable[[Any, str], Any] = endpoints.serverFromString
@@ -114,12 +115,9 @@ class ClientVerification:
 def load_ca_bundle(path: str) -> tuple[x509.Certificate, ...]:
     """The certificates of a PEM bundle; ValueError if it cannot be read or has none."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_CA_BUNDLE_BYTES + 1)
+        data = read_at_most(path, MAX_CA_BUNDLE_BYTES)
     except OSError as e:
         raise ValueError(f"--ssl-client-ca {path}: {e.strerror or e}") from None
-    if len(data) > MAX_CA_BUNDLE_BYTES:
-        raise ValueError(f"--ssl-client-ca {path}: larger than {MAX_CA_BUNDLE_BYTES} bytes")
     try:
         certs = x509.load_pem_x509_certificates(data)
     except ValueError:

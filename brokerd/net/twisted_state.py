@@ -23,7 +23,13 @@ quietly changing the broker's behaviour.
   (:func:`forget_traceback`) breaks the cycle.
 * :func:`pending_listen`: the ``listen()`` a ``StreamServerEndpointService`` started
   (``_waitingForPort``), which the readiness notice (``brokerd.sdnotify``) waits on, since
-  the service publishes no way to learn that its port is bound.
+  the service publishes no way to learn that its port is bound; and
+  :func:`raise_bind_failures`, which sets the same service's ``_raiseSynchronously`` so a
+  listener that cannot bind fails the start (twistd's own ``strports`` services do it too).
+* :func:`request_gone`: whether a ``twisted.web`` request lost its connection
+  (``Request._disconnected``), so the console does not write a page nobody reads.
+* :func:`void_elements`: the elements Twisted's HTML flattener closes with ``" />"``
+  (``twisted.web._stan.voidElements``), which the console's own fast flattener must match.
 
 What it does not do: change what the transports send or when; decide anything.
 """
@@ -42,14 +48,22 @@ __all__ = [
     "forget_traceback",
     "holds_nothing",
     "pending_listen",
+    "raise_bind_failures",
+    "request_gone",
+    "void_elements",
 ]
 
-#: What this module relies on, by class: checked against the installed Twisted by the
-#: tests (an attribute named here must exist where it is said to).
+#: What this module relies on (reads, and the one write of ``_raiseSynchronously``), by
+#: class or module: checked against the installed Twisted by the tests (an attribute
+#: named here must exist where it is said to).
 PRIVATE_READS: dict[str, tuple[str, ...]] = {
     "twisted.internet.abstract.FileDescriptor": ("dataBuffer", "offset", "_tempDataLen"),
     "twisted.protocols.tls.TLSMemoryBIOProtocol": ("_tlsShutdownFinished",),
-    "twisted.application.internet.StreamServerEndpointService": ("_waitingForPort",),
+    "twisted.application.internet.StreamServerEndpointService": (
+        "_waitingForPort", "_raiseSynchronously"
+    ),
+    "twisted.web.http.Request": ("_disconnected",),
+    "twisted.web._stan": ("voidElements",),
 }
 
 
@@ -58,6 +72,26 @@ def pending_listen(service: object) -> Deferred[object] | None:
     fires with the port once bound), or None for any other service or before its start."""
     waiting = getattr(service, "_waitingForPort", None)
     return waiting if isinstance(waiting, Deferred) else None
+
+
+def raise_bind_failures(service: object) -> None:
+    """Make a ``StreamServerEndpointService`` raise a failure to listen from its
+    ``startService`` (``_raiseSynchronously``) instead of only logging it."""
+    service._raiseSynchronously = True  # type: ignore[attr-defined]
+
+
+def request_gone(request: object) -> bool:
+    """Whether a ``twisted.web`` request's connection was lost (``_disconnected``; False
+    for an object without it)."""
+    return bool(getattr(request, "_disconnected", False))
+
+
+def void_elements() -> frozenset[str]:
+    """The elements Twisted's HTML flattener writes as ``<name ... />`` when empty
+    (imported here, on first use: ``twisted.web`` is not loaded without ``--http``)."""
+    from twisted.web._stan import voidElements
+
+    return frozenset(voidElements)
 
 
 def holds_nothing(transport: object) -> bool:

@@ -47,7 +47,9 @@ class DescribedMemberView(Protocol):
 
 
 class DescribedGroupView(Protocol):
-    """One group as the coordinator describes it."""
+    """One group as the coordinator describes it. Implemented by
+    :class:`~brokerd.kafka.groups.group_admin.GroupDescription` (the operator package does
+    not import the Kafka listener: see the module docstring)."""
 
     @property
     def error_code(self) -> int: ...
@@ -62,7 +64,9 @@ class DescribedGroupView(Protocol):
 
 
 class GroupAdminFace(Protocol):
-    """The coordinator's group administration (list, describe, delete)."""
+    """The coordinator's group administration (list, describe, delete). Implemented by
+    :class:`~brokerd.kafka.groups.group_admin.GroupAdmin` (the operator package does not
+    import the Kafka listener)."""
 
     def list_groups_with_states(
         self, states_filter: Collection[str] = ()
@@ -82,8 +86,10 @@ class GroupAdminFace(Protocol):
 
 
 class ShareMembersFace(Protocol):
-    """The members of share groups, as the share group coordinator keeps them (members
-    join with ShareGroupHeartbeat; memory only)."""
+    """The members of share groups, as the share group coordinator keeps them (members join
+    with ShareGroupHeartbeat; memory only). Implemented by
+    :class:`~brokerd.kafka.groups.share.coordinator.ShareGroupCoordinator` (the operator
+    package does not import the Kafka listener)."""
 
     def member_groups(self) -> Collection[str]:
         """The share groups the coordinator holds (with members, or empty)."""
@@ -95,7 +101,9 @@ class ShareMembersFace(Protocol):
 
 
 class OperatorGroups(Protocol):
-    """What the operator operations need of the group coordinator."""
+    """What the operator operations need of the group coordinator. Implemented by
+    :class:`~brokerd.kafka.groups.coordinator.GroupCoordinator` (the operator package does
+    not import the Kafka listener)."""
 
     @property
     def admin(self) -> GroupAdminFace: ...

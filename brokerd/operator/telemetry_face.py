@@ -13,7 +13,9 @@ from typing import Protocol
 
 
 class PushedSeriesView(Protocol):
-    """One metric series a client pushed, at its last value."""
+    """One metric series a client pushed, at its last value. Implemented by
+    :class:`~brokerd.kafka.telemetry.clients.Series` (the operator package does not import
+    the Kafka listener)."""
 
     @property
     def name(self) -> str: ...
@@ -26,7 +28,9 @@ class PushedSeriesView(Protocol):
 
 
 class TelemetryClientView(Protocol):
-    """One client instance that asked for its subscription or pushed."""
+    """One client instance that asked for its subscription or pushed. Implemented by
+    :class:`~brokerd.kafka.telemetry.clients.ClientView` (the operator package does not
+    import the Kafka listener)."""
 
     @property
     def instance_id(self) -> str: ...
@@ -51,7 +55,9 @@ class TelemetryClientView(Protocol):
 
 
 class TelemetryFace(Protocol):
-    """The clients known now (idle ones expire), most recently pushed first."""
+    """The clients known now (idle ones expire), most recently pushed first. Implemented by
+    :class:`~brokerd.kafka.telemetry.clients.ClientTelemetry` (the operator package does not
+    import the Kafka listener)."""
 
     def clients(self) -> Sequence[TelemetryClientView]: ...
 

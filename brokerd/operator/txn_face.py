@@ -1,6 +1,6 @@
 """What the operator surface reads of the transaction coordinator, as typed Protocols:
 the coordinator (``brokerd.kafka.txn``) satisfies them, and the service wiring
-(``brokerd/tap.py``) hands it to the metrics' transaction collector and to the
+(``brokerd/app/wiring.py``) hands it to the metrics' transaction collector and to the
 readiness check of the start-up completion, so nothing there imports the Kafka listener.
 
 What this module does not do: implement any of it.
@@ -24,7 +24,9 @@ class ListedTxnView(Protocol):
 
 
 class TxnListingFace(Protocol):
-    """The coordinator's listing of transactional ids (from memory)."""
+    """The coordinator's listing of transactional ids (from memory). Implemented by
+    :class:`~brokerd.kafka.txn.coordinator.TransactionCoordinator` (the operator package
+    does not import the Kafka listener)."""
 
     def list_transactions(
         self, state_filters: Sequence[str], producer_id_filters: Sequence[int]

@@ -5,6 +5,8 @@ builds. Only the seams' types: nothing here imports the Kafka listener.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from brokerd.core.api import CoreApi
@@ -15,11 +17,13 @@ from brokerd.proxy.errors import topic_not_found
 from brokerd.proxy.instances import ConsumerInstances
 from brokerd.proxy.limits import ProxyLimits
 from brokerd.proxy.produce import Appender
-from brokerd.registry.model import SchemaLookup
 
 #: The broker's cluster id (what Kafka's Metadata answers) and node id.
 DEFAULT_CLUSTER_ID = "brokerd-single-node"
 NODE_ID = 0
+
+if TYPE_CHECKING:
+    from brokerd.registry.service import SchemaRegistry
 
 
 @attrs.frozen
@@ -31,7 +35,7 @@ class ProxyContext:
     instances: ConsumerInstances
     limits: ProxyLimits
     #: The Schema Registry (None: the schema formats are refused).
-    registry: SchemaLookup | None = None
+    registry: SchemaRegistry | None = None
     cluster_id: str = DEFAULT_CLUSTER_ID
     node_id: int = NODE_ID
     #: Host and port Kafka clients are told (v3 brokers' ``host``/``port``).

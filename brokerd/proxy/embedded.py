@@ -9,7 +9,7 @@ how a record's key and value are written in JSON and what bytes they are in the 
   consumed records are decoded through the registry by the id they carry.
 
 ``null`` is a null key or value in every format. Sans-IO: the registry is asked through
-the :class:`~brokerd.registry.model.SchemaLookup` seam, whose schema parsing and codecs
+the :class:`~brokerd.registry.service.SchemaRegistry`'s lookups, whose schema parsing and codecs
 are imported only when a schema format is used.
 """
 
@@ -19,9 +19,13 @@ import base64
 import binascii
 import enum
 import json
+from typing import TYPE_CHECKING
 
 from brokerd.proxy.errors import SERIALIZATION, UNSUPPORTED_CONTENT_TYPE, ProxyError
-from brokerd.registry.model import ParsedSchema, SchemaLookup, SchemaType, framed, unframe
+from brokerd.registry.model import ParsedSchema, SchemaType, framed, unframe
+
+if TYPE_CHECKING:
+    from brokerd.registry.service import SchemaRegistry
 
 
 class EmbeddedFormat(enum.Enum):
@@ -130,7 +134,7 @@ def encode_with(schema_id: int, parsed: ParsedSchema, value: object) -> bytes | 
 
 
 def decode(
-    fmt: EmbeddedFormat, data: bytes | None, registry: SchemaLookup | None
+    fmt: EmbeddedFormat, data: bytes | None, registry: SchemaRegistry | None
 ) -> object:
     """A stored key or value as JSON in ``fmt`` (a consumer's format)."""
     if data is None:

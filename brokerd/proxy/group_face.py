@@ -59,7 +59,9 @@ class MemberHeartbeat:
 
 
 class ProxyGroups(Protocol):
-    """The coordinator as the proxy's consumer instances use it. Reactor thread."""
+    """The coordinator as the proxy's consumer instances use it. Reactor thread. Implemented
+    by :class:`~brokerd.kafka.groups.proxy_members.ProxyMembers`; a Protocol because nothing
+    outside ``brokerd/kafka/`` imports the listener but the wiring."""
 
     def heartbeat(self, beat: MemberHeartbeat) -> Deferred[MemberAnswer]:
         """The member's heartbeat, answered once what it changed in the group is

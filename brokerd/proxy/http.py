@@ -32,6 +32,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
 from brokerd.net.connlimit import ConnectionLimit
+from brokerd.net.twisted_state import request_gone
 from brokerd.proxy.access import Access
 from brokerd.proxy.errors import (
     KAFKA_ERROR,
@@ -242,7 +243,7 @@ class ProxyResource(Resource):
     def _crashed(self, failure: Failure, request: Request) -> None:
         _log.failure("REST Proxy request {method} {path} failed", failure,
                      method=request.method, path=request.path)
-        if not request.finished and not request._disconnected:
+        if not request.finished and not request_gone(request):
             _write(request, Answer({"error_code": KAFKA_ERROR, "message": "internal error"},
                                    status=500, content_type=_error_type(request)))
 
@@ -263,7 +264,7 @@ def _error_type(request: Request) -> str:
 
 
 def _write(request: Request, answer: Answer) -> None:
-    if request.finished or request._disconnected:
+    if request.finished or request_gone(request):
         return
     request.setResponseCode(answer.status)
     request.setHeader(b"cache-control", b"no-store")

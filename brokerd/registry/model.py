@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import attrs
-from twisted.internet.defer import Deferred
 
 
 class SchemaType(enum.Enum):
@@ -136,38 +135,6 @@ class SchemaFormat(Protocol):
         ...
 
 
-class SchemaLookup(Protocol):
-    """What the HTTP proxy, the console and produce validation ask of the registry
-    (reactor thread; reads answer from memory)."""
-
-    def schema_by_id(self, schema_id: int) -> Schema | None: ...
-
-    def parsed_by_id(self, schema_id: int) -> ParsedSchema | None:
-        """The schema with that id, parsed (and cached); None if no such id."""
-        ...
-
-    def subjects(self, *, deleted: bool = False) -> list[str]: ...
-
-    def versions(self, subject: str, *, deleted: bool = False) -> list[RegisteredSchema]: ...
-
-    def latest(self, subject: str) -> RegisteredSchema | None: ...
-
-    def subject_has_id(self, subject: str, schema_id: int) -> bool:
-        """Whether a live version of ``subject`` has that schema id (produce
-        validation's question)."""
-        ...
-
-    def compatibility_of(self, subject: str) -> Compatibility: ...
-
-    def register(
-        self, subject: str, schema: Schema, *, normalize: bool = False
-    ) -> Deferred[RegisteredSchema]:
-        """Register (or find) ``schema`` under ``subject``, checked against the
-        subject's compatibility level, durable in ``_schemas`` before it fires; fails
-        with :class:`RegistryError`."""
-        ...
-
-
 def framed(schema_id: int, body: bytes) -> bytes:
     """Confluent's wire framing: magic byte 0, the schema id (4 bytes, big-endian),
     then the body."""
@@ -190,7 +157,6 @@ __all__: Sequence[str] = [
     "RegistryError",
     "Schema",
     "SchemaFormat",
-    "SchemaLookup",
     "SchemaReference",
     "SchemaType",
     "framed",

@@ -29,7 +29,7 @@ import collections
 import enum
 import importlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from twisted.application import service
 from twisted.internet import defer
@@ -37,7 +37,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.clock import Clock
-from brokerd.core.api import CoreLongPoll, CoreTopicChanges, CoreTopics, CoreWrites, HoldsReads
+from brokerd.core.api import CoreApi
 from brokerd.errors import (
     OffsetOutOfRange,
     ShuttingDown,
@@ -54,7 +54,6 @@ from brokerd.registry.model import (
     RegistryError,
     Schema,
     SchemaFormat,
-    SchemaLookup,
     SchemaReference,
     SchemaType,
 )
@@ -75,7 +74,6 @@ from brokerd.storage.types import COMMITTED_RECORDS, LogRead
 __all__ = [
     "MAX_PARSED",
     "SCHEMAS_TOPIC",
-    "RegistryCore",
     "RegistryState",
     "SchemaRegistry",
     "State",
@@ -99,10 +97,6 @@ TOPIC_POLL_SECONDS = 5.0
 RETRY_SECONDS = 1.0
 #: Deepest chain of references followed.
 MAX_REFERENCE_DEPTH = 32
-
-
-class RegistryCore(CoreTopics, CoreTopicChanges, CoreWrites, CoreLongPoll, HoldsReads, Protocol):
-    """What the registry uses of the broker's core."""
 
 
 class State(enum.Enum):
@@ -138,8 +132,8 @@ def not_permitted(message: str) -> RegistryError:
 
 
 class SchemaRegistry(service.Service):
-    """The registry: a :class:`~brokerd.registry.model.SchemaLookup` and the writes of
-    the REST API. Reactor thread only.
+    """The registry: the lookups the HTTP proxy, the console and produce validation ask
+    (reactor thread; reads answer from memory) and the writes of the REST API.
 
     :param core: the broker's core.
     :param clock: the reactor's time.
@@ -150,7 +144,7 @@ class SchemaRegistry(service.Service):
 
     def __init__(
         self,
-        core: RegistryCore,
+        core: CoreApi,
         *,
         clock: Clock,
         on_ready: Callable[[], None] = lambda: None,
@@ -442,7 +436,7 @@ class SchemaRegistry(service.Service):
             self._parsed.popitem(last=False)
         return parsed
 
-    # -- the SchemaLookup face ---------------------------------------------------------
+    # -- the lookups (the proxy, the console, produce validation) --------------------
 
     def schema_by_id(self, schema_id: int) -> Schema | None:
         return self.state.schema(schema_id)
@@ -747,11 +741,3 @@ def parse_version(text: str) -> int:
             "Allowed values are between [1, 2^31-1] and the string \"latest\""
         )
     return number
-
-
-if TYPE_CHECKING:
-
-    def _is_a_lookup(registry: SchemaRegistry) -> SchemaLookup:
-        # mypy checks here that the registry answers what the proxy, the console and
-        # produce validation ask.
-        return registry

@@ -19,6 +19,7 @@ Memory is what the log holds: one entry per live version and per id. Sans-IO.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TypeVar
 
 from brokerd.registry.model import (
     Compatibility,
@@ -42,6 +43,17 @@ __all__ = ["DEFAULT_COMPATIBILITY", "DEFAULT_MODE", "RegistryState"]
 #: Confluent's defaults when no CONFIG or MODE record says otherwise.
 DEFAULT_COMPATIBILITY = Compatibility.BACKWARD
 DEFAULT_MODE = Mode.READWRITE
+
+
+_V = TypeVar("_V")
+
+
+def _set_or_remove(settings: dict[str, _V], subject: str, value: _V | None) -> None:
+    """A subject's own setting: ``value``, or none (the global one applies) for None."""
+    if value is None:
+        settings.pop(subject, None)
+    else:
+        settings[subject] = value
 
 
 class RegistryState:
@@ -72,17 +84,13 @@ class RegistryState:
         elif isinstance(record, ConfigRecord):
             if record.subject is None:
                 self.global_compatibility = record.level
-            elif record.level is None:
-                self.subject_compatibility.pop(record.subject, None)
             else:
-                self.subject_compatibility[record.subject] = record.level
+                _set_or_remove(self.subject_compatibility, record.subject, record.level)
         elif isinstance(record, ModeRecord):
             if record.subject is None:
                 self.global_mode = record.mode
-            elif record.mode is None:
-                self.subject_modes.pop(record.subject, None)
             else:
-                self.subject_modes[record.subject] = record.mode
+                _set_or_remove(self.subject_modes, record.subject, record.mode)
         elif isinstance(record, DeleteSubject):
             for v in list(self._subjects.get(record.subject, {}).values()):
                 if v.version <= record.version and not v.deleted:

@@ -16,9 +16,13 @@ those topics only; the check is a frame read and a lookup in memory per record.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from brokerd.errors import InvalidRecord
-from brokerd.registry.model import SchemaLookup, unframe
+from brokerd.registry.model import unframe
+
+if TYPE_CHECKING:
+    from brokerd.registry.service import SchemaRegistry
 
 __all__ = ["SchemaValidator"]
 
@@ -29,7 +33,7 @@ _SHOWN = 3
 class SchemaValidator:
     """The core's record validator over the registry's lookups."""
 
-    def __init__(self, lookup: SchemaLookup) -> None:
+    def __init__(self, lookup: SchemaRegistry) -> None:
         self._lookup = lookup
 
     def validate(

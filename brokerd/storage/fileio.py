@@ -3,7 +3,10 @@
 - :func:`write_all` and :func:`pwrite_all` loop over ``os.write``/``os.pwrite``, which may
   write less than asked (a signal, a nearly full disk).
 - :func:`read_file` reads a whole small file, never through a symlink.
+- :func:`read_at_most` reads a whole file of at most so many bytes (a config file, a
+  CA bundle): a larger one is an error, not read further.
 - :func:`datasync` flushes a file's data and size (``fdatasync`` where there is one).
+- :func:`removed_on_error` removes a file being written when the writing fails.
 - :func:`fsync_dir` makes a create, rename or unlink in a directory survive a power cut.
 - :func:`atomic_write` replaces a whole file so that a crash at any moment leaves either
   the old content or the new, never a mixture: write a temporary file beside it, fsync
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+from collections.abc import Iterator
 
 __all__ = [
     "DIR_MODE",
@@ -31,7 +35,9 @@ __all__ = [
     "datasync",
     "fsync_dir",
     "pwrite_all",
+    "read_at_most",
     "read_file",
+    "removed_on_error",
     "replace_durably",
     "write_all",
     "write_temp",
@@ -88,6 +94,17 @@ def read_file(path: str) -> bytes | None:
         os.close(fd)
 
 
+def read_at_most(path: str, limit: int) -> bytes:
+    """The whole content of ``path`` if it holds at most ``limit`` bytes; a larger file
+    raises :class:`OSError` ``EFBIG`` (its ``strerror`` "larger than ``limit`` bytes"),
+    as do the errors of opening and reading it."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit} bytes")
+    return data
+
+
 def datasync(fd: int) -> None:
     """Flush ``fd``'s data and size to stable storage (enough for an append-only file)."""
     if hasattr(os, "fdatasync"):
@@ -107,6 +124,18 @@ def cut_back(fd: int, size: int) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def removed_on_error(path: str) -> Iterator[None]:
+    """Remove ``path`` (as far as it can be) when the block raises, then let the error
+    through: a half-written file is never left behind."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+
+
 def fsync_dir(path: str) -> None:
     """fsync a directory so that a file created, renamed or removed in it stays so."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -124,16 +153,12 @@ def write_temp(path: str, data: bytes, *, mode: int = FILE_MODE) -> str:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temp)
     fd = os.open(temp, _CREATE_FLAGS, mode)
-    try:
+    with removed_on_error(temp):
         try:
             write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
     return temp
 
 
@@ -162,12 +187,8 @@ def rewrite_for_append(path: str, data: bytes) -> int:
     no temporary file is left. :class:`ReplaceFailed` means the copy was complete but its
     rename or the directory sync failed; the caller must then refuse further appends."""
     temp = write_temp(path, data)
-    try:
+    with removed_on_error(temp):
         fd = os.open(temp, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
     try:
         replace_durably(temp, path)
     except OSError as exc:

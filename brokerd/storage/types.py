@@ -43,7 +43,9 @@ class AppendInfo:
 
 
 class FileRegion(Protocol):
-    """Bytes of an open file, sent by descriptor (``brokerd.storage.segment.stored.StoredSpan``)."""
+    """Bytes of an open file, sent by descriptor. Implemented by
+    :class:`~brokerd.storage.segment.stored.StoredSpan`; a Protocol because the storage
+    floor sits below ``segment/``."""
 
     position: int
     length: int

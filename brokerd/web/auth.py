@@ -29,7 +29,7 @@ import binascii
 import hashlib
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 from twisted.web.resource import IResource, Resource
 
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     # Annotations only: the start builds the HTTP identity with --http none too, and
     # twisted.web.server (the HTTP server) is a large import it then never needs.
     from twisted.web.server import Request
+
+    from brokerd.security.credentials import CredentialStore
 
 __all__ = [
     "FAILURE_WINDOW",
@@ -66,19 +68,11 @@ _MAX_HEADER_BYTES = 4096
 REALM = b'Basic realm="brokerd", charset="UTF-8"'
 
 
-class PasswordCheck(Protocol):
-    """What Basic authentication asks of the credentials
-    (:class:`brokerd.security.credentials.CredentialStore`)."""
-
-    def verify_password(self, user: str, password: str) -> bool: ...
-    def credentials_of(self, user: str) -> object: ...
-
-
 class BasicPasswords:
     """Checks Basic credentials, remembering good ones briefly and refusing an address
     that keeps failing. Reactor thread only."""
 
-    def __init__(self, credentials: PasswordCheck, *, clock: Seconds) -> None:
+    def __init__(self, credentials: CredentialStore, *, clock: Seconds) -> None:
         self._credentials = credentials
         self._clock = clock
         #: (user, password digest) -> (the stored credentials it matched, when).

@@ -28,7 +28,7 @@ characters but tab, newline and carriage return); else hex. Only
 shown (the page says a value was cut).
 
 What this module does not do: render HTML (:mod:`brokerd.web.browse_page`), or know the
-broker beyond :class:`~brokerd.web.data_face.ConsoleData`.
+broker beyond :class:`~brokerd.web.data_face.BrokerData`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from twisted.internet.defer import Deferred
 
 from brokerd.clock import Clock
 from brokerd.storage.types import PartitionOffsets, Record
-from brokerd.web.data_face import ConsoleData
+from brokerd.web.data_face import BrokerData
 from brokerd.web.schema_face import SchemaSource, Serializer, unframe
 
 __all__ = [
@@ -424,7 +424,7 @@ def matches(record: Record, query: BrowseQuery, names: SchemaNames | None) -> bo
 
 
 async def first_offset(
-    data: ConsoleData, topic: str, query: BrowseQuery, offsets: PartitionOffsets
+    data: BrokerData, topic: str, query: BrowseQuery, offsets: PartitionOffsets
 ) -> int:
     """Where the query's scan starts, within [log start, last stable offset]."""
     low, high = offsets.log_start_offset, offsets.last_stable_offset
@@ -442,7 +442,7 @@ async def first_offset(
 
 
 async def scan(
-    data: ConsoleData,
+    data: BrokerData,
     clock: Clock,
     topic: str,
     query: BrowseQuery,

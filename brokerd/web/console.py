@@ -89,6 +89,10 @@ class _Console:
         """What ``request``'s principal may see of the broker."""
         return self.scope_of(request).source(self.source)
 
+    def data_pages(self) -> DataPages | None:
+        """The data pages, when the console has the broker's records (None: views only)."""
+        return self.data if self.data is not None and self.data.data is not None else None
+
     def share_groups_for(self, request: Request) -> list[ShareGroupView] | None:
         """The share groups ``request``'s principal may DESCRIBE, each with only the
         partitions of topics it may DESCRIBE; None when the console has none."""
@@ -224,18 +228,23 @@ class _Collection(_ReadOnly):
         return found
 
 
+def _descend(request: Request) -> None:
+    """Move the next segment of ``request``'s path from ``postpath`` to ``prepath``, as
+    Twisted's resource traversal does, for a child that serves a page below itself."""
+    postpath = request.postpath or []
+    (request.prepath or []).append(postpath.pop(0))
+
+
 def _topic_child(console: _Console, name: str, request: Request) -> Resource | None:
     source = console.source_for(request)
     topic = source.topic(name)
     if topic is None:
         return None
-    data = console.data
-    postpath = request.postpath or []
-    below = postpath[:1]
-    if data is not None and data.data is not None and below and below[0] in TOPIC_PAGES:
-        (request.prepath or []).append(postpath.pop(0))
-        return data_pages.topic_page(data, below[0].decode(), topic)
-    links = data if data is not None and data.data is not None else None
+    links = console.data_pages()
+    below = (request.postpath or [])[:1]
+    if links is not None and below and below[0] in TOPIC_PAGES:
+        _descend(request)
+        return data_pages.topic_page(links, below[0].decode(), topic)
 
     def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
         # Looked up again at render time: the topic may be gone by the next refresh.
@@ -255,19 +264,17 @@ def _group_child(console: _Console, group_id: str, request: Request) -> Resource
     found = source.group(group_id)
     if found is None:
         return None
-    data = console.data
-    links = data is not None and data.data is not None
-    postpath = request.postpath or []
-    if links and postpath[:1] == [b"reset-offsets"] and data is not None:
-        (request.prepath or []).append(postpath.pop(0))
-        return data_pages.reset_page(data, found)
+    links = console.data_pages()
+    if links is not None and (request.postpath or [])[:1] == [b"reset-offsets"]:
+        _descend(request)
+        return data_pages.reset_page(links, found)
 
     def render(moment: pages.Moment) -> tuple[int, str, Flattenable]:
         group = source.group(group_id)
         if group is None:
             return NOT_FOUND, "Not found", pages.not_found("consumer group", group_id)
         body = pages.group_page(group, moment)
-        if links and data is not None and data.actions:
+        if links is not None and links.actions:
             return OK, f"Group {group_id}", [data_pages.group_links(group), body]
         return OK, f"Group {group_id}", body
 

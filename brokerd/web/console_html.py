@@ -24,9 +24,12 @@ from urllib.parse import quote
 
 import attrs
 from twisted.python.failure import Failure
-from twisted.web._stan import voidElements
 from twisted.web.template import Flattenable, Tag, flatten, tags
 
+from brokerd.net.twisted_state import void_elements
+
+#: The elements Twisted's flattener closes with " />" (see brokerd.net.twisted_state).
+_VOID_ELEMENTS = void_elements()
 #: Seconds between two live refreshes (the sampler's interval: faster shows nothing new).
 REFRESH_SECONDS = 5
 #: The query argument that asks for the page body alone (the refresh script's request).
@@ -170,9 +173,9 @@ def _walk(root: Flattenable, out: list[str]) -> None:
             if not isinstance(key, str) or not isinstance(value, str):
                 raise _NotPlain
             out.append(f' {key}="{_text(value).replace(chr(34), "&quot;")}"')
-        # Twisted's own list of the elements it closes with " />" (private, but this
-        # walk must write what its flattener writes; the tests compare the two).
-        if root.children or name not in voidElements:
+        # Twisted's own list of the elements it closes with " />" (this walk must write
+        # what its flattener writes; the tests compare the two).
+        if root.children or name not in _VOID_ELEMENTS:
             out.append(">")
             for child in root.children:
                 _walk(child, out)

@@ -2,10 +2,11 @@
 partition, its offsets, a produce, and the admin operations (topic create, config edit,
 delete, a consumer group's offset reset).
 
-:class:`ConsoleData` is the seam; :class:`BrokerData` is the broker's side of it, built
-by the service wiring from the core (:class:`~brokerd.core.api.CoreApi`) and the admin
-operations (:class:`~brokerd.operator.operations.OperatorOps`, the same rules as ``brokerctl``
-and Kafka's admin client). Tests of the pages may pass anything that has these methods.
+:class:`BrokerData` is the broker as the pages see it, built by the service wiring from
+the core (:class:`~brokerd.core.api.CoreApi`) and the admin operations
+(:class:`~brokerd.operator.operations.OperatorOps`, the same rules as ``brokerctl`` and
+Kafka's admin client). Tests of the pages build it over a fake core, or pass an object
+with the methods they call.
 
 Reads are of committed records, decoded (:data:`~brokerd.storage.types.COMMITTED_RECORDS`,
 the native fetch's read): the browser shows what a read_committed consumer would see,
@@ -22,12 +23,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Protocol
 
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
 
-from brokerd.core.api import CoreApi, CoreReads, HoldsReads
+from brokerd.core.api import CoreApi, CoreReads
 from brokerd.errors import BrokerError, UnknownTopicOrPartition
 from brokerd.operator.operations import OperatorOps
 from brokerd.storage.record.encode import encode_records
@@ -38,36 +38,13 @@ from brokerd.storage.types import (
     Record,
 )
 
-__all__ = ["BrokerData", "ConsoleData", "murmur2", "partition_for"]
-
-
-class ConsoleData(HoldsReads, Protocol):
-    """The broker as the console's data pages and actions see it (reactor thread): the
-    core's reads for offsets, the admin operations for topic and group changes, and the
-    two calls shaped for the console (a bounded committed read, a produce of records)."""
-
-    @property
-    def admin(self) -> OperatorOps: ...
-
-    def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> Deferred[LogRead]:
-        """Committed records decoded from exactly ``offset``: values totalling at most
-        ``max_bytes`` (at least one record when one exists)."""
-        ...
-
-    def produce(
-        self, topic: str, partition: int, records: Sequence[Record], timestamp_ms: int
-    ) -> Deferred[AppendInfo]:
-        """Append ``records`` (keys, values, headers) as one batch, durably."""
-        ...
-
-    def create_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str]
-    ) -> Deferred[None]: ...
+__all__ = ["BrokerData", "murmur2", "partition_for"]
 
 
 class BrokerData:
-    """:class:`ConsoleData` of the broker: the core's reads and writes, the admin
-    operations for the rest."""
+    """The broker as the console's data pages and actions see it (reactor thread): the
+    core's reads for offsets, the admin operations for topic and group changes, and the
+    two calls shaped for the console (a bounded committed read, a produce of records)."""
 
     def __init__(self, broker: CoreApi, admin: OperatorOps) -> None:
         self._broker = broker

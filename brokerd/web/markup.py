@@ -21,6 +21,7 @@ from twisted.python.failure import Failure
 from twisted.web.server import NOT_DONE_YET, Request
 from twisted.web.template import Flattenable, Tag, flattenString, tags
 
+from brokerd.net.twisted_state import request_gone
 from brokerd.web.console_html import CSS
 
 __all__ = [
@@ -106,13 +107,13 @@ def respond(request: Request, status: int, title: str, *body: Flattenable) -> ob
     d: Deferred[bytes] = flattenString(None, page(title, *body))
 
     def written(html: bytes) -> None:
-        if not request.finished and not getattr(request, "_disconnected", False):
+        if not request.finished and not request_gone(request):
             request.write(b"<!doctype html>" + html)
             request.finish()
 
     def failed(failure: Failure) -> None:
         _log.failure("rendering a console page", failure)
-        if not request.finished and not getattr(request, "_disconnected", False):
+        if not request.finished and not request_gone(request):
             request.write(b"<!doctype html><p>The page failed to render.</p>")
             request.finish()
 

@@ -35,7 +35,7 @@ from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 from brokerd.web.browse import MAX_SCAN_BYTES, MAX_SCAN_SECONDS
 from brokerd.web.console_history import ConsoleSource
 from brokerd.web.csrf import CsrfGuard
-from brokerd.web.data_face import ConsoleData
+from brokerd.web.data_face import BrokerData
 from brokerd.web.schema_face import SchemaSource, subject_topic
 from brokerd.web.scope import RequestScope, ScopeOf
 
@@ -60,7 +60,7 @@ class DataPages:
     :param scan_seconds: its bound on wall time per scan.
     """
 
-    data: ConsoleData | None
+    data: BrokerData | None
     lookup: SchemaSource | None
     clock: Clock
     scope_of: ScopeOf

@@ -1,7 +1,7 @@
 """What the console asks of the schema registry, declared here so the web package does not
 import the registry (whose REST listener imports the web package's authentication):
 the service wiring passes the broker's ``brokerd.registry.service.SchemaRegistry``,
-which has all of it (its ``SchemaLookup``), and tests pass an in-memory one.
+which has all of it, and tests pass an in-memory one.
 
 Also the two rules the console shares with the registry, restated where the console
 needs them: Confluent's wire framing of a serialized value (magic byte 0, a 4-byte
@@ -31,13 +31,16 @@ __all__ = [
 
 
 class Named(Protocol):
-    """An enum member of the registry's (a schema type, a compatibility level)."""
+    """An enum member of the registry's: a :class:`~brokerd.registry.model.SchemaType` or a
+    compatibility level (see the module docstring for why the web package declares it)."""
 
     @property
     def value(self) -> str: ...
 
 
 class Reference(Protocol):
+    """A schema's reference to another: a :class:`~brokerd.registry.model.SchemaReference`."""
+
     @property
     def name(self) -> str: ...
     @property
@@ -47,6 +50,8 @@ class Reference(Protocol):
 
 
 class SchemaText(Protocol):
+    """A schema's text, type and references: a :class:`~brokerd.registry.model.Schema`."""
+
     @property
     def schema_type(self) -> Named: ...
     @property
@@ -56,7 +61,7 @@ class SchemaText(Protocol):
 
 
 class SchemaVersion(Protocol):
-    """One version of one subject."""
+    """One version of one subject: a :class:`~brokerd.registry.model.RegisteredSchema`."""
 
     @property
     def subject(self) -> str: ...
@@ -79,7 +84,8 @@ class Serializer(Protocol):
 
 
 class SchemaSource(Protocol):
-    """The registry as the console reads it (reactor thread, answers from memory)."""
+    """The registry as the console reads it (reactor thread, answers from memory): the
+    :class:`~brokerd.registry.service.SchemaRegistry`."""
 
     def parsed_by_id(self, schema_id: int) -> Serializer | None: ...
     def subjects(self, *, deleted: bool = False) -> list[str]: ...

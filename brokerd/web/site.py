@@ -30,7 +30,7 @@ from brokerd.security.doors import HttpAuth
 from brokerd.web.auth import AuthGuard, HttpIdentity
 from brokerd.web.console import ConsoleSampler, make_console
 from brokerd.web.csrf import CsrfGuard
-from brokerd.web.data_face import ConsoleData
+from brokerd.web.data_face import BrokerData
 from brokerd.web.health import HealthResource, Readiness, ReadyResource
 from brokerd.web.metrics_resource import MetricsResource
 from brokerd.web.permits import DataPages
@@ -95,7 +95,7 @@ def make_site(
     identity: HttpIdentity | None = None,
     authorizer: AclAuthorizer | None = None,
     shares: ShareGroupInspector | None = None,
-    data: ConsoleData | None = None,
+    data: BrokerData | None = None,
     schemas: SchemaSource | None = None,
     actions: bool = True,
     telemetry: TelemetryFace | None = None,

@@ -115,6 +115,12 @@ class FakeLog:
 
 class FakeLogDir:
     auto_create = True
+    #: No empty-producers file (the path does not exist) and nothing left unsynced.
+    path = "/nonexistent/brokerd-fake-logdir"
+    was_clean = False
+
+    def unsynced_partitions(self) -> int:
+        return 0
 
     def __init__(self) -> None:
         self.parts: dict[tuple[str, int], FakeLog] = {}

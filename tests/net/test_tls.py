@@ -28,7 +28,14 @@ from twisted.python import usage
 from zope.interface import provider
 
 from brokerd.net.connection import DispatcherBase, RequestConnection
-from brokerd.net.tls import ANONYMOUS, ClientAuth, ClientVerification, listener_endpoint
+from brokerd.net.tls import (
+    ANONYMOUS,
+    MAX_CA_BUNDLE_BYTES,
+    ClientAuth,
+    ClientVerification,
+    listener_endpoint,
+    load_ca_bundle,
+)
 from brokerd.tap import Options
 
 from tests.net.test_connection import LineDecoder
@@ -354,3 +361,10 @@ def test_listener_endpoint_refuses_verification_on_plaintext(pki: Pki) -> None:
     verification = ClientVerification.load("required", str(pki.ca))
     with pytest.raises(ValueError, match="need an ssl: listener"):
         listener_endpoint(reactor, "tcp:0", verification)
+
+
+def test_a_ca_bundle_larger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    big = tmp_path / "big.pem"
+    big.write_bytes(b"#" * (MAX_CA_BUNDLE_BYTES + 1))
+    with pytest.raises(ValueError, match=f"--ssl-client-ca {big}: larger than"):
+        load_ca_bundle(str(big))

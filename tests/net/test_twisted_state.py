@@ -1,6 +1,8 @@
 """What ``brokerd.net.twisted_state`` relies on, checked against the real transports of the
 installed Twisted, so an upgrade that changes them fails here, loudly:
 
+* it is the only module of brokerd/ that imports a private Twisted module, names a private
+  attribute in a string (``getattr(x, "_y")``) or reads or writes one it names;
 * the private attributes it names exist where it says, and :func:`holds_nothing` reads
   them right on a real TCP connection (empty, then holding unsent bytes);
 * the TLS protocol's session-ending hook it overrides exists with the expected
@@ -15,6 +17,7 @@ The server is :func:`brokerd.net.tls.listener_endpoint` on 127.0.0.1 in the test
 
 from __future__ import annotations
 
+import ast
 import gc
 import importlib
 import inspect
@@ -23,6 +26,7 @@ import ssl
 import time
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import pytest_twisted
@@ -32,6 +36,7 @@ from twisted.internet.interfaces import IAddress
 from twisted.internet.protocol import Factory, Protocol
 from twisted.protocols.tls import TLSMemoryBIOProtocol
 
+from brokerd.net import twisted_state
 from brokerd.net.connection import DispatcherBase, RequestConnection
 from brokerd.net.tls import listener_endpoint
 from brokerd.net.twisted_state import PRIVATE_READS, CycleFreeTLSProtocol, holds_nothing
@@ -55,8 +60,14 @@ def test_the_private_attributes_exist_where_named() -> None:
         "twisted.internet.abstract.FileDescriptor",
         "twisted.protocols.tls.TLSMemoryBIOProtocol",
         "twisted.application.internet.StreamServerEndpointService",
+        "twisted.web.http.Request",
+        "twisted.web._stan",
     }
     for dotted, names in PRIVATE_READS.items():
+        if dotted == "twisted.web._stan":  # a module
+            for name in names:
+                assert hasattr(importlib.import_module(dotted), name), dotted
+            continue
         module_name, class_name = dotted.rsplit(".", 1)
         cls = getattr(importlib.import_module(module_name), class_name)
         sample = (
@@ -66,6 +77,41 @@ def test_the_private_attributes_exist_where_named() -> None:
         )
         for name in names:
             assert hasattr(sample, name), f"{dotted}.{name} is gone: see twisted_state.py"
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Private Twisted state ``path`` touches: an import of a private module, a private
+    name in a getattr/setattr/hasattr string, an attribute PRIVATE_READS names."""
+    named = {name for names in PRIVATE_READS.values() for name in names}
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("twisted"):
+            if any(part.startswith("_") for part in node.module.split(".")):
+                found.append(f"import {node.module}")
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "hasattr") and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+            and node.args[1].value.startswith("_") and not node.args[1].value.startswith("__")
+        ):
+            found.append(f"{node.func.id} {node.args[1].value}")
+        elif (
+            isinstance(node, ast.Attribute) and node.attr in named and node.attr.startswith("_")
+            and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+        ):
+            found.append(f".{node.attr}")
+    return found
+
+
+def test_no_other_module_touches_private_twisted_state() -> None:
+    package = Path(twisted_state.__file__).resolve().parent.parent
+    found = {
+        str(path.relative_to(package)): uses
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "twisted_state.py" and (uses := _private_uses(path))
+    }
+    assert found == {}
+    assert _private_uses(Path(twisted_state.__file__))  # the check sees them where they are
 
 
 def test_the_tls_hook_takes_a_reason() -> None:

@@ -1,5 +1,5 @@
-"""A small, real, in-memory implementation of the registry's
-:class:`~brokerd.registry.model.SchemaLookup`, for the console's tests: subjects,
+"""A small, real, in-memory stand-in for the lookups of
+:class:`~brokerd.registry.service.SchemaRegistry`, for the console's tests: subjects,
 versions, global ids, a compatibility level per subject; Avro schemas parsed and their
 records written and read by ``fastavro``, JSON Schema ones as plain JSON. No
 compatibility checking and no ``_schemas`` topic: that is the registry's own job."""

@@ -2,7 +2,7 @@
 core (its thread pools, its files) and real HTTP on 127.0.0.1, in the test's reactor:
 offsets, ``latest``, timestamps, limits, the server-side filters, the scan's byte and
 time bounds with the link to continue, values decoded through a schema registry (an
-in-memory :class:`~brokerd.registry.model.SchemaLookup`, :mod:`tests.web.memory_registry`),
+in-memory :class:`~brokerd.registry.service.SchemaRegistry`, :mod:`tests.web.memory_registry`),
 hostile keys, values and headers shown inert, the produce form's schema encoding."""
 
 from __future__ import annotations

@@ -47,7 +47,9 @@ ConfigUpdate = Callable[[Mapping[str, str]], Mapping[str, str | None]]
 
 
 class CoreTopics(Protocol):
-    """The topics and partitions that exist, read without I/O."""
+    """The topics and partitions that exist, read without I/O. Implemented by
+    :class:`~brokerd.core.broker.Broker`; a Protocol because this package sits below every
+    part of the core (the module docstring says why)."""
 
     @property
     def auto_create_topics(self) -> bool:
@@ -71,7 +73,9 @@ class CoreTopics(Protocol):
 
 
 class CoreTopicChanges(Protocol):
-    """Topic and partition administration (durable when the Deferred fires)."""
+    """Topic and partition administration (durable when the Deferred fires). Implemented by
+    :class:`~brokerd.core.broker.Broker`; a Protocol because this package sits below every
+    part of the core (the module docstring says why)."""
 
     def ensure_topic(self, name: str) -> Deferred[TopicInfo]:
         """The topic's info, auto-creating it when the broker allows that."""
@@ -109,7 +113,9 @@ class CoreTopicChanges(Protocol):
 
 
 class CoreWrites(Protocol):
-    """Appends, answered after the durability point of the fsync mode."""
+    """Appends, answered after the durability point of the fsync mode. Implemented by
+    :class:`~brokerd.core.broker.Broker`; a Protocol because this package sits below every
+    part of the core (the module docstring says why)."""
 
     def produce_batches(
         self, topic: str, partition: int, data: bytes, *, acks: int = -1
@@ -136,7 +142,9 @@ class CoreWrites(Protocol):
 
 
 class CoreReads(Protocol):
-    """Reads of one partition; an offset out of range fails with ``OffsetOutOfRange``."""
+    """Reads of one partition; an offset out of range fails with ``OffsetOutOfRange``.
+    Implemented by :class:`~brokerd.core.fetcher.Fetcher`; a Protocol because this package
+    sits below every part of the core (the module docstring says why)."""
 
     def read(
         self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
@@ -179,7 +187,9 @@ class CoreReads(Protocol):
 
 
 class CoreLongPoll(Protocol):
-    """Waiting for appends: the park step of a Kafka Fetch, and the native long poll."""
+    """Waiting for appends: the park step of a Kafka Fetch, and the native long poll.
+    Implemented by :class:`~brokerd.core.broker.Broker`; a Protocol because this package
+    sits below every part of the core (the module docstring says why)."""
 
     def wait_for_data(
         self,
@@ -211,8 +221,10 @@ class CoreLongPoll(Protocol):
 
 
 class CoreLogDir(Protocol):
-    """The data directory's side of the core (its service, ``core.storage``): what is
-    open, what could not be, and the space used (no I/O)."""
+    """The data directory's side of the core (its service, ``core.storage``): what is open,
+    what could not be, and the space used (no I/O). Implemented by
+    :class:`~brokerd.core.services.LogDirectoryService`; a Protocol because this package
+    sits below every part of the core (the module docstring says why)."""
 
     def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
         """Every open partition's log: the operator views read its offsets and sizes."""
@@ -229,7 +241,9 @@ class CoreLogDir(Protocol):
 
 
 class CoreAppendWatches(Protocol):
-    """Standing interests in partitions' appends (the core's waiters, ``core.waiters``)."""
+    """Standing interests in partitions' appends (the core's waiters, ``core.waiters``).
+    Implemented by :class:`~brokerd.core.waiters.WaiterRegistry`; a Protocol because this
+    package sits below every part of the core (the module docstring says why)."""
 
     def watch(self, key: tuple[str, int], watcher: AppendWatcher) -> None:
         """Tell ``watcher`` of every append to ``key`` (and of its deletion) until
@@ -241,7 +255,9 @@ class CoreAppendWatches(Protocol):
 
 
 class CoreTransactions(Protocol):
-    """The core's side of transactions."""
+    """The core's side of transactions. Implemented by
+    :class:`~brokerd.core.txn_markers.TxnMarkers`; a Protocol because this package sits
+    below every part of the core (the module docstring says why)."""
 
     def write_txn_markers(
         self,

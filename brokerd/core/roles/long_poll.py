@@ -57,8 +57,10 @@ class Shortfall:
 
 
 class AppendWatcher(Protocol):
-    """A standing interest in partitions' appends (a Kafka fetch session's): told of
-    every append as it lands, whether or not a fetch of its is parked."""
+    """A standing interest in partitions' appends (a Kafka fetch session's): told of every
+    append as it lands, whether or not a fetch of its is parked. Implemented by the Kafka
+    listener's :class:`~brokerd.kafka.server.handlers.fetch_watch.AppendsWatch`; a Protocol
+    because the core never imports the listeners."""
 
     def changed(self, key: PartitionKey, stored_bytes: int | None) -> None:
         """``stored_bytes`` landed on ``key``; None: answer now (the partition's topic

@@ -63,7 +63,10 @@ _DECODED = ReadSpec(Isolation.READ_COMMITTED, Delivery.RECORDS)
 
 
 class DeadLetterCore(HoldsReads, Protocol):
-    """What the writer needs of the broker: topics, creation, appends and reads."""
+    """What the writer needs of the broker: topics, creation, appends and reads. Implemented
+    by :class:`~brokerd.core.broker.Broker`; a Protocol because the broker holds the share
+    service (``brokerd.core`` imports ``brokerd.core.share``), so this package cannot import
+    it back."""
 
     def topics(self) -> dict[str, TopicInfo]: ...
 

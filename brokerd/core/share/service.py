@@ -13,7 +13,7 @@ durable in the share-state journal before it answers:
   answers the acquired ranges with the whole batches holding them;
 - :meth:`~ShareService.acknowledge_many`, :meth:`~ShareService.release_member`, offsets
   and group admin;
-- :meth:`~ShareService.acquire_many`: a long poll over several partitions with the core's
+- :meth:`~ShareService.fetch`: a long poll over several partitions with the core's
   :func:`~brokerd.core.roles.long_poll.long_poll`. It parks until an append lands, records of
   its partitions come back to the group (released, rejected, their lock expired) or are
   acknowledged (which may leave room under the lock limit), or the wait ends.
@@ -85,8 +85,11 @@ _RETRIES_AT_ONCE = 8
 
 
 class ShareCore(CoreLongPoll, HoldsReads, Protocol):
-    """What the service needs of :class:`brokerd.core.Broker`: its reads and long poll
-    (the core's face), and its write pool for the journal's writes."""
+    """What the service needs of :class:`brokerd.core.Broker`: its reads and long poll (the
+    core's face), and its write pool for the journal's writes. Implemented by
+    :class:`~brokerd.core.broker.Broker`; a Protocol because the broker holds this service
+    (``brokerd.core`` imports ``brokerd.core.share``), so this package cannot import it
+    back."""
 
     def run_write(
         self, f: Callable[..., Any], /, *args: Any, **kwargs: Any
@@ -525,34 +528,6 @@ class ShareService:
             return min(cap, FIRST_READ_BYTES)
         return max(1, min(cap, max(MIN_READ_BYTES, int(2 * max_records * per_record))))
 
-    def acquire_many(
-        self,
-        group: str,
-        member: str,
-        partitions: Sequence[TopicPartition],
-        *,
-        max_records: int,
-        max_bytes: int,
-        min_bytes: int,
-        max_wait_ms: int,
-        cancelled: Callable[[], bool] = lambda: False,
-    ) -> defer.Deferred[list[AcquireResult]]:
-        """Acquire across ``partitions`` (``max_records`` in all, one journal write),
-        waiting up to ``max_wait_ms`` for records to arrive or come back when none are
-        there. A ``max_bytes`` of 0 or less takes nothing: it waits out ``max_wait_ms``
-        and answers no records, as Kafka answers a ShareFetch with MaxBytes 0."""
-        d = self.fetch(
-            group, member, (), partitions, max_records=max_records, max_bytes=max_bytes,
-            min_bytes=min_bytes, max_wait_ms=max_wait_ms, cancelled=cancelled,
-        )
-
-        def results(fetched: FetchResult) -> list[AcquireResult]:
-            if fetched.refused is not None:
-                raise fetched.refused
-            return fetched.results
-
-        return d.addCallback(results)
-
     def fetch(
         self,
         group: str,
@@ -568,8 +543,13 @@ class ShareService:
         whole_batches: bool = False,
     ) -> defer.Deferred[FetchResult]:
         """A share fetch: apply ``member``'s acknowledgements (as
-        :meth:`acknowledge_many`), then acquire as :meth:`acquire_many`; the
-        acknowledgements and the first acquisition share one journal write. With
+        :meth:`acknowledge_many`; none for an acquisition alone), then acquire across
+        ``partitions`` (``max_records`` in all), waiting up to ``max_wait_ms`` for records to
+        arrive or come back when none are there; the acknowledgements and the first
+        acquisition share one journal write. A ``max_bytes`` of 0 or less takes nothing:
+        it waits out ``max_wait_ms`` and answers no records, as Kafka answers a ShareFetch
+        with MaxBytes 0. The broker's waiter limit refusing the wait is answered as
+        ``refused`` (nothing acquired), not raised. With
         ``whole_batches`` (Kafka's batch-optimized acquire mode) ``max_records`` is the
         point after which no new batch is begun, so the last batch may pass it."""
         per_partition = max(1, max_bytes // max(1, len(partitions)))

@@ -57,7 +57,7 @@ from brokerd.kafka.server.handlers.list_offsets import ListOffsetsHandler
 from brokerd.kafka.server.handlers.partitions import PartitionAdminHandlers
 from brokerd.kafka.server.handlers.produce import ProduceHandler
 from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
-from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers, ScramStore
+from brokerd.kafka.server.handlers.sasl import ScramAdminHandlers
 from brokerd.kafka.server.handlers.share import ShareHandlers
 from brokerd.kafka.server.handlers.share_configs import ShareGroupConfigs
 from brokerd.kafka.server.handlers.share_offsets import ShareOffsetHandlers
@@ -78,6 +78,7 @@ from brokerd.security.acl import AclAuthorizer
 if TYPE_CHECKING:
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
+    from brokerd.security.credentials import CredentialStore
 
 
 def _pending_offsets(
@@ -157,7 +158,7 @@ class KafkaHandlers:
         default_partitions: int = DEFAULT_PARTITIONS,
         authorizer: AclAuthorizer | None = None,
         acls: AclHandlers | None = None,
-        credentials: ScramStore | None = None,
+        credentials: CredentialStore | None = None,
         fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         answer_budget: AnswerBudget | None = None,
         telemetry: ClientTelemetry | None = None,

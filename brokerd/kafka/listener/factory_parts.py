@@ -38,13 +38,13 @@ from brokerd.observers import NULL_REQUESTS, RequestObserver
 if TYPE_CHECKING:
     from brokerd.kafka.server.handlers.acl import AclHandlers
     from brokerd.kafka.server.handlers.quotas import ClientQuotaHandlers
-    from brokerd.kafka.server.handlers.sasl import ScramStore
     from brokerd.kafka.server.sasl_session import SaslConfig
     from brokerd.kafka.server.throttle import QuotaEnforcer
     from brokerd.kafka.telemetry.clients import ClientTelemetry
     from brokerd.net.connlimit import AddressLimits
     from brokerd.net.request_budget import RequestBudget
     from brokerd.security.acl import AclAuthorizer
+    from brokerd.security.credentials import CredentialStore
 
 #: Largest frame before SASL authentication completes (Kafka's
 #: ``sasl.server.max.receive.size`` default): SASL tokens are small, so an
@@ -106,7 +106,7 @@ class ListenerSecurity:
     authorizer: AclAuthorizer | None = None
     acls: AclHandlers | None = None
     sasl: SaslConfig | None = None
-    credentials: ScramStore | None = None
+    credentials: CredentialStore | None = None
 
 
 @attrs.frozen

@@ -180,8 +180,10 @@ class CachedPartition:
 
 
 class SessionWatch(Protocol):
-    """What the Fetch handler attaches to a session (its standing watch on the
-    partitions' appends), told of the partitions that join and leave."""
+    """What the Fetch handler attaches to a session (its standing watch on the partitions'
+    appends), told of the partitions that join and leave. Implemented by
+    :class:`~brokerd.kafka.server.handlers.fetch_watch.AppendsWatch`; a Protocol because
+    ``server/`` sits below ``server/handlers/``."""
 
     def add(self, key: SessionKey, partition: CachedPartition) -> None: ...
     def remove(self, partition: CachedPartition) -> None: ...

@@ -6,8 +6,8 @@ Produce); :class:`RequestContext` is what a handler knows of where a request cam
 (the peer's address and principal, and waits to cancel when the client goes away);
 :class:`BrokerIdentity` is the duck type of what the listener injects (with a
 :class:`brokerd.clock.Clock`).
-:func:`gather`, :func:`message` and :func:`unexpected_code` are the small helpers every
-handler uses.
+:func:`gather`, :func:`message`, :func:`topic_name_now` and :func:`unexpected_code` are the
+small helpers every handler uses.
 
 It holds no API logic: the handlers live in the modules of
 ``brokerd/kafka/server/handlers/``, one per API family.
@@ -16,16 +16,21 @@ It holds no API logic: the handlers live in the modules of
 from __future__ import annotations
 
 import enum
+import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from brokerd.kafka.errors import ErrorCode, error_code_for
+from brokerd.kafka.wire.codec import ZERO_UUID
 from brokerd.kafka.wire.requests.apis import Request
 from brokerd.net.connection import ConnectionState
+
+if TYPE_CHECKING:
+    from brokerd.core.api import CoreTopics
 
 T = TypeVar("T")
 #: An API's request and response message classes.
@@ -52,8 +57,10 @@ CLOSE_CONNECTION = Outcome.CLOSE_CONNECTION
 
 
 class BrokerIdentity(Protocol):
-    """Where clients are told to connect (read on every request: the listener's port is
-    only known after it binds)."""
+    """Where clients are told to connect (read on every request: the listener's port is only
+    known after it binds). Implemented by
+    :class:`~brokerd.kafka.listener.protocol.KafkaFactory`; a Protocol because ``server/``
+    sits below ``listener/``."""
 
     @property
     def node_id(self) -> int: ...
@@ -132,6 +139,15 @@ def repeated(names: Iterable[str]) -> set[str]:
     for name in names:
         (twice if name in seen else seen).add(name)
     return twice
+
+
+def topic_name_now(core: CoreTopics, topic_id: uuid.UUID) -> str:
+    """The name of the topic with ``topic_id`` now, or "" (none has it): how a commit
+    that names its topics by ID (OffsetCommit v10+, TxnOffsetCommit v6+) is read."""
+    if topic_id == ZERO_UUID:
+        return ""
+    info = core.topic_by_id(topic_id)
+    return "" if info is None else info.name
 
 
 def message(exc: BaseException) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import enum
 import os
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -37,10 +37,12 @@ from brokerd.security.scram import (
     SCRAM_SHA_256,
     SCRAM_SHA_512,
     DecoyCredentials,
-    ScramCredential,
     ScramError,
     ScramServer,
 )
+
+if TYPE_CHECKING:
+    from brokerd.security.credentials import CredentialStore
 
 PLAIN = "PLAIN"
 #: Every mechanism brokerd implements, in the order the handshake lists them.
@@ -52,7 +54,6 @@ __all__ = [
     "HANDSHAKE_FAILURE",
     "KNOWN_MECHANISMS",
     "PLAIN",
-    "CredentialLookup",
     "SaslCode",
     "SaslConfig",
     "SaslFailed",
@@ -96,13 +97,6 @@ def parse_mechanisms(text: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-class CredentialLookup(Protocol):
-    """Where stored SCRAM credentials come from (a
-    :class:`~brokerd.security.credentials.CredentialStore`, or a fake in tests)."""
-
-    def lookup(self, user: str, mechanism: str) -> ScramCredential | None: ...
-
-
 class SaslFailed(Exception):
     """The exchange failed: ``code`` and a message for the client. The connection is to
     be closed after answering, which waits ``delay`` seconds."""
@@ -130,7 +124,7 @@ class SaslConfig:
     """What every connection's :class:`SaslSession` shares (one per listener)."""
 
     mechanisms: tuple[str, ...]
-    credentials: CredentialLookup
+    credentials: CredentialStore
     throttle: AuthThrottle
     #: Unknown users' made-up credentials. The broker passes one made from the secret
     #: in its data directory; the default (a secret of this process) suits tests.

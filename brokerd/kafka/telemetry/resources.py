@@ -31,8 +31,8 @@ import attrs
 from twisted.internet import defer
 
 from brokerd.kafka.regex import InvalidRegex, Regex, compile_regex
-from brokerd.storage.config.definition import ConfigType
-from brokerd.storage.config.topic_config import AlterOp, list_altered
+from brokerd.storage.config.definition import ConfigDef, ConfigType
+from brokerd.storage.config.topic_config import AlterOp, AlterWords, apply_incremental
 from brokerd.storage.stores.client_metrics import MAX_RESOURCES, ClientMetricsStore
 
 METRICS = "metrics"
@@ -59,27 +59,19 @@ class Selector(enum.Enum):
     CLIENT_SOURCE_PORT = "client_source_port"
 
 
-@attrs.frozen
-class ConfigDefinition:
-    name: str
-    default: str
-    type: ConfigType
-    documentation: str
-
-
-CONFIGS: Mapping[str, ConfigDefinition] = {
+CONFIGS: Mapping[str, ConfigDef] = {
     d.name: d
     for d in (
-        ConfigDefinition(
-            METRICS, "", ConfigType.LIST,
+        ConfigDef(
+            METRICS, (), ConfigType.LIST, "",
             "Metric-name prefixes the matching clients push; * for every metric.",
         ),
-        ConfigDefinition(
-            INTERVAL_MS, str(DEFAULT_INTERVAL_MS), ConfigType.INT,
+        ConfigDef(
+            INTERVAL_MS, (), ConfigType.INT, str(DEFAULT_INTERVAL_MS),
             "How often, in milliseconds, the matching clients push their metrics.",
         ),
-        ConfigDefinition(
-            MATCH, "", ConfigType.LIST,
+        ConfigDef(
+            MATCH, (), ConfigType.LIST, "",
             "selector=regex entries a client must all match (client_instance_id, client_id,"
             " client_software_name, client_software_version, client_source_address,"
             " client_source_port); none matches every client.",
@@ -171,36 +163,34 @@ def parse(name: str, configs: Mapping[str, str]) -> Subscription:
     )
 
 
+_WORDS = AlterWords(
+    InvalidClientMetricsConfig,
+    "Unknown client metrics config: {}",
+    "Null value not supported for: {}",
+)
+
+
+def _op(name: str, raw: int) -> AlterOp:
+    try:
+        return AlterOp(raw)
+    except ValueError:
+        raise InvalidClientMetricsConfig(f"Unknown config operation {raw} for {name}") from None
+
+
+def _as_given(name: str, value: str) -> str:
+    return value
+
+
 def apply_ops(
     current: Mapping[str, str], ops: Iterable[tuple[str, int, str | None]]
 ) -> dict[str, str]:
-    """``current`` after IncrementalAlterConfigs' ``ops`` (name, operation, value)."""
-    out = dict(current)
-    for name, raw_op, value in ops:
-        definition = CONFIGS.get(name)
-        if definition is None:
-            raise InvalidClientMetricsConfig(f"Unknown client metrics config: {name}")
-        try:
-            op = AlterOp(raw_op)
-        except ValueError:
-            raise InvalidClientMetricsConfig(
-                f"Unknown config operation {raw_op} for {name}"
-            ) from None
-        if op is AlterOp.DELETE:
-            out.pop(name, None)
-            continue
-        if value is None:
-            raise InvalidClientMetricsConfig(f"Null value not supported for: {name}")
-        if op is AlterOp.SET:
-            out[name] = value
-            continue
-        if definition.type is not ConfigType.LIST:
-            verb = "append" if op is AlterOp.APPEND else "subtract"
-            raise InvalidClientMetricsConfig(
-                f"Config value {verb} is not allowed for config key: {name}"
-            )
-        out[name] = list_altered(out.get(name, definition.default), op, value)
-    return out
+    """``current`` after IncrementalAlterConfigs' ``ops`` (name, operation, value), as
+    topic configs are altered (:func:`~brokerd.storage.config.topic_config.apply_incremental`);
+    the values are checked together afterwards (:func:`parse`)."""
+    return apply_incremental(
+        current, {}, [(name, _op(name, raw), value) for name, raw, value in ops],
+        table=CONFIGS, check=_as_given, words=_WORDS,
+    )
 
 
 RunBlocking = Callable[..., defer.Deferred[Any]]

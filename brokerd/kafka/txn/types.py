@@ -18,17 +18,6 @@ from brokerd.kafka.errors import ErrorCode
 #: ``(topic, partition)``.
 TopicPartition = tuple[str, int]
 
-#: Kafka's transaction states, by the names DescribeTransactions and ListTransactions use.
-TXN_STATE_NAMES = (
-    "Empty",
-    "Ongoing",
-    "PrepareCommit",
-    "PrepareAbort",
-    "CompleteCommit",
-    "CompleteAbort",
-    "Dead",
-    "PrepareEpochFence",
-)
 
 
 @attrs.frozen

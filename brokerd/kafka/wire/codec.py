@@ -931,6 +931,7 @@ class _Source:
     """The text of one generated function and the objects it refers to by name."""
 
     def __init__(self) -> None:
+        self.name = ""
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {}
         self._names: dict[int, str] = {}
@@ -951,10 +952,18 @@ class _Source:
     def add(self, indent: int, text: str) -> None:
         self.lines.append("    " * indent + text)
 
-    def compile(self, name: str, filename: str) -> Any:
-        code = compile("\n".join(self.lines) + "\n", filename, "exec")
-        exec(code, self.ns)
-        return self.ns[name]
+    def begin(self, name: str, params: str) -> None:
+        """The function's first line: ``def NAME(PARAMS):``."""
+        self.name = name
+        self.add(0, f"def {name}({params}):")
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+    def compile(self) -> Any:
+        """The generated function (its traceback lines name ``<codec NAME>``)."""
+        exec(compile(self.text(), f"<codec {self.name}>", "exec"), self.ns)
+        return self.ns[self.name]
 
 
 def _struct_format(codes: str) -> struct.Struct:
@@ -1177,33 +1186,38 @@ class _ReaderGen:
         src.add(ind + 1, f"{target} = tuple({items})")
 
 
-def _generated_reader(cls: type[Any], version: int, flexible: bool) -> tuple[_Source, str]:
+def _generated_name(verb: str, cls: type[Any], version: int, flexible: bool) -> str:
+    return f"{verb}_{cls.__name__}_v{version}{'_flexible' if flexible else ''}"
+
+
+def _generated_reader(cls: type[Any], version: int, flexible: bool) -> _Source:
     gen = _ReaderGen(version, flexible)
     src = gen.src
     src.ns["read_struct"] = read_struct
-    name = f"read_{cls.__name__}_v{version}{'_flexible' if flexible else ''}"
-    src.add(0, f"def {name}(r):")
+    src.begin(_generated_name("read", cls, version, flexible), "r")
     src.add(1, "data = r._data")
     src.add(1, "end = len(data)")
     src.add(1, "pos = r._pos")
     gen.struct(cls, 1, "obj")
     src.add(1, "r._pos = pos")
     src.add(1, "return obj")
-    return src, name
+    return src
 
 
 def _make_reader(cls: type[Any], version: int, flexible: bool) -> Callable[[Reader], Any]:
-    src, name = _generated_reader(cls, version, flexible)
-    read: Callable[[Reader], Any] = src.compile(name, f"<codec {name}>")
+    read: Callable[[Reader], Any] = _generated_reader(cls, version, flexible).compile()
     _READ_FUNCS[(cls, version, flexible)] = read
     return read
+
+
+def _mode(cls: type[Any], version: int, flexible: bool | None) -> bool:
+    return is_flexible(cls, version) if flexible is None else flexible
 
 
 def reader_source(cls: type[Any], version: int, flexible: bool | None = None) -> str:
     """The source of the reader generated for ``cls`` at ``version`` (debugging, tests);
     ``flexible`` defaults to what ``cls.FLEXIBLE_FROM`` says."""
-    mode = is_flexible(cls, version) if flexible is None else flexible
-    return "\n".join(_generated_reader(cls, version, mode)[0].lines) + "\n"
+    return _generated_reader(cls, version, _mode(cls, version, flexible)).text()
 
 
 def read_struct(cls: type[Any], r: Reader, version: int) -> Any:
@@ -1422,29 +1436,25 @@ class _WriterGen:
         self.field(item, False, ind + 1, x)
 
 
-def _generated_writer(cls: type[Any], version: int, flexible: bool) -> tuple[_Source, str]:
+def _generated_writer(cls: type[Any], version: int, flexible: bool) -> _Source:
     gen = _WriterGen(version, flexible)
     src = gen.src
     src.ns["write_struct"] = write_struct
-    name = f"write_{cls.__name__}_v{version}{'_flexible' if flexible else ''}"
-    src.add(0, f"def {name}(w, obj):")
+    src.begin(_generated_name("write", cls, version, flexible), "w, obj")
     src.add(1, "append = w._parts.append")
     gen.struct(cls, 1, "obj")
-    return src, name
+    return src
 
 
 def _make_writer(cls: type[Any], version: int, flexible: bool) -> Callable[[Writer, Any], None]:
-    src, name = _generated_writer(cls, version, flexible)
-    write: Callable[[Writer, Any], None] = src.compile(name, f"<codec {name}>")
+    write: Callable[[Writer, Any], None] = _generated_writer(cls, version, flexible).compile()
     _WRITE_FUNCS[(cls, version, flexible)] = write
     return write
 
 
 def writer_source(cls: type[Any], version: int, flexible: bool | None = None) -> str:
-    """The source of the writer generated for ``cls`` at ``version`` (debugging, tests);
-    ``flexible`` defaults to what ``cls.FLEXIBLE_FROM`` says."""
-    mode = is_flexible(cls, version) if flexible is None else flexible
-    return "\n".join(_generated_writer(cls, version, mode)[0].lines) + "\n"
+    """As :func:`reader_source`, for the writer generated for ``cls`` at ``version``."""
+    return _generated_writer(cls, version, _mode(cls, version, flexible)).text()
 
 
 def write_struct(w: Writer, obj: Any, version: int) -> None:

@@ -57,7 +57,14 @@ import attrs
 from brokerd.errors import CorruptBatch, StorageError
 from brokerd.storage.checkpoints import encode_checkpoint, parse_checkpoint
 from brokerd.storage.cleaner.keymap import OffsetMap, key_digest
-from brokerd.storage.fileio import FILE_MODE, atomic_write, datasync, read_file, write_all
+from brokerd.storage.fileio import (
+    FILE_MODE,
+    atomic_write,
+    datasync,
+    read_file,
+    removed_on_error,
+    write_all,
+)
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.encode import rebuild_batch
@@ -386,7 +393,7 @@ class _Pass:
         cleaned = path + CLEANED_SUFFIX
         with contextlib.suppress(FileNotFoundError):
             os.unlink(cleaned)
-        try:
+        with removed_on_error(cleaned):
             written, removed = self._write_cleaned(segment, cleaned)
             self.hook("segment-written")
             self.result.records_removed += removed
@@ -407,10 +414,6 @@ class _Pass:
                 self.result.segments_rewritten += 1
             else:
                 os.unlink(cleaned)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(cleaned)
-            raise
 
     def _write_cleaned(self, segment: Segment, cleaned: str) -> tuple[int, int]:
         """Write the records ``segment`` keeps to ``cleaned`` and fdatasync it; returns

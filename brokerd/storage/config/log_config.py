@@ -136,7 +136,7 @@ class LogConfig:
     flush_messages: int | None = attrs.field(default=None, validator=_optional_nonneg)
     flush_ms: int | None = attrs.field(default=None, validator=_optional_nonneg)
     #: ``compression.type``: "producer" stores batches as they come; a codec name
-    #: recompresses them with it (``record/recompress.py``), at the level below for its codec.
+    #: recompresses them with it (``storage/log/recompress.py``), at the level below for its codec.
     compression_type: str = attrs.field(
         default="producer", validator=attrs.validators.in_(COMPRESSION_TYPES)
     )

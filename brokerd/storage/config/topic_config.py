@@ -47,7 +47,9 @@ __all__ = [
     "LONG_MIN",
     "MIN_SEGMENT_BYTES",
     "TOPIC_CONFIGS",
+    "TOPIC_WORDS",
     "AlterOp",
+    "AlterWords",
     "ConfigDef",
     "ConfigType",
     "apply_incremental",
@@ -236,36 +238,59 @@ class AlterOp(enum.IntEnum):
     SUBTRACT = 3
 
 
+@attrs.frozen
+class AlterWords:
+    """How IncrementalAlterConfigs refuses a config of one kind of resource, in Kafka's
+    words: the exception, and the texts for an unknown name and for a null value (``{}``
+    stands for the name)."""
+
+    error: Callable[[str], Exception]
+    unknown: str
+    null: str
+
+
+TOPIC_WORDS = AlterWords(
+    InvalidConfig, "Unknown topic config name: {}", "Null value not supported for topic configs: {}"
+)
+
+
 def apply_incremental(
     current: Mapping[str, str],
     defaults: Mapping[str, str],
     ops: Iterable[tuple[str, AlterOp, str | None]],
+    *,
+    table: Mapping[str, ConfigDef] = TOPIC_CONFIGS,
+    check: Callable[[str, str], str] = validate,
+    words: AlterWords = TOPIC_WORDS,
 ) -> dict[str, str]:
     """The overrides after applying ``ops`` to ``current`` (Kafka's semantics).
 
     SET replaces a value; DELETE drops the override (back to the broker default);
     APPEND and SUBTRACT, for list configs only, add the missing items of a
     comma-separated value to the current list (the override, else the broker default
-    in ``defaults``) or remove them from it. Raises :class:`InvalidConfig` naming the key.
+    in ``defaults``, else the config's default) or remove them from it. The configs are
+    the topic configs unless ``table`` names others (client metrics), each value set
+    passes ``check`` (its normal form), and a refusal is ``words.error`` naming the key
+    (:class:`InvalidConfig` for topics).
     """
     out = dict(current)
     for name, op, value in ops:
-        definition = TOPIC_CONFIGS.get(name)
+        definition = table.get(name)
         if definition is None:
-            raise InvalidConfig(f"Unknown topic config name: {name}")
+            raise words.error(words.unknown.format(name))
         if op is AlterOp.DELETE:
             out.pop(name, None)
             continue
         if value is None:
-            raise InvalidConfig(f"Null value not supported for topic configs: {name}")
+            raise words.error(words.null.format(name))
         if op is AlterOp.SET:
-            out[name] = validate(name, value)
+            out[name] = check(name, value)
             continue
         if definition.type is not ConfigType.LIST:
             verb = "append" if op is AlterOp.APPEND else "subtract"
-            raise InvalidConfig(f"Config value {verb} is not allowed for config key: {name}")
+            raise words.error(f"Config value {verb} is not allowed for config key: {name}")
         base = out.get(name, defaults.get(name, definition.default))
-        out[name] = validate(name, list_altered(base, op, value))
+        out[name] = check(name, list_altered(base, op, value))
     return out
 
 

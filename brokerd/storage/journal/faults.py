@@ -17,7 +17,8 @@ A failed write is one of two kinds, told apart by *where* it failed, not by its 
   :class:`~brokerd.storage.offline_backoff.RetrySchedule` partitions use, until a reopen
   succeeds.
 
-:class:`StoreFaults` is that state machine (:class:`StoreState`, :data:`TRANSITIONS`) and
+:class:`StoreFaults` is that state machine (:class:`StoreState`, :data:`TRANSITIONS`, walked
+by :func:`brokerd.fsm.step`: a pair it refuses is a bug) and
 its rate-limited log (one line per store per 10 s, with a count; no tracebacks).
 :func:`append_records` is the journals' append that feeds it; :func:`reopen_if_due` and
 :func:`settle` are the reopen step both stores share. What it does not do: replay a
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from brokerd.errors import StorageError
+from brokerd.fsm import step
 from brokerd.storage import fileio
 from brokerd.storage.offline_backoff import RetrySchedule
 from brokerd.storage.write_errors import RateLimitedLog
@@ -107,10 +109,7 @@ class StoreFaults:
         self.errors = 0
 
     def _move(self, event: StoreEvent) -> None:
-        to = TRANSITIONS.get((self.state, event))
-        if to is None:
-            raise AssertionError(f"{self.name}: {event.value} while {self.state.value}")
-        self.state = to
+        self.state = step(TRANSITIONS, self.state, event, self.name)
 
     @property
     def offline_reason(self) -> str | None:

@@ -35,7 +35,7 @@ import json
 import os
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NotRequired, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import attrs
 
@@ -44,6 +44,9 @@ from brokerd.storage.fileio import atomic_write
 from brokerd.storage.log.ongoing_txns import TxnTracker
 from brokerd.storage.record.header import BatchHeader
 from brokerd.storage.types import AppendInfo
+
+if TYPE_CHECKING:
+    from brokerd.storage.log.partition_log import PartitionLog
 
 SNAPSHOT_NAME = "producer-state.json"
 #: Snapshots are small (a few batches per producer id); refuse to parse a larger file.
@@ -310,21 +313,7 @@ class ProducerStateManager:
             state.open_sequence = not state.batches
 
 
-class ReplaySource(Protocol):
-    """What :func:`load_table` reads of a partition log."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def log_start_offset(self) -> int: ...
-    @property
-    def log_end_offset(self) -> int: ...
-    @property
-    def segment_bases(self) -> tuple[int, ...]: ...
-    def batch_headers(self, from_offset: int) -> list[BatchHeader]: ...
-
-
-def load_table(log: ReplaySource, table: ProducerStateManager) -> None:
+def load_table(log: PartitionLog, table: ProducerStateManager) -> None:
     """Fill ``table`` with a partition's producer state at start-up: its snapshot, then
     the batch headers appended after it. Without a snapshot only the active segment is
     replayed, so older history is forgotten (a producer unknown to the broker is

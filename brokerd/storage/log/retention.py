@@ -21,26 +21,17 @@ broker core's timer). No Twisted.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from collections.abc import Set as AbstractSet
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from brokerd.storage.segment.segment import Segment
+
+if TYPE_CHECKING:
+    from brokerd.storage.config.log_config import LogConfig
 
 __all__ = ["retention_limits", "segments_to_delete"]
 
 
-class _Limits(Protocol):
-    """The part of ``LogConfig`` retention reads."""
-
-    @property
-    def cleanup_policy(self) -> AbstractSet[str]: ...
-    @property
-    def retention_bytes(self) -> int | None: ...
-    @property
-    def retention_ms(self) -> int | None: ...
-
-
-def retention_limits(config: _Limits) -> tuple[int | None, int | None]:
+def retention_limits(config: LogConfig) -> tuple[int | None, int | None]:
     """``(retention_bytes, retention_ms)`` that apply under the config's cleanup policy:
     both None (no deletion by retention) unless the policy includes ``delete``."""
     if "delete" not in config.cleanup_policy:

@@ -101,26 +101,13 @@ OPEN_THREADS = min(8, os.cpu_count() or 1)
 class LogDirectory:
     """The data directory. Open with :meth:`open`."""
 
-    def __init__(
-        self,
-        path: str,
-        default_config: LogConfig,
-        *,
-        auto_create: bool,
-        default_partitions: int,
-        clock: Callable[[], float],
-        lock_fd: int,
-        was_clean: bool,
-    ) -> None:
-        self.path = path
+    def __init__(self, state: DirectoryState, *, lock_fd: int, was_clean: bool) -> None:
+        self.path = state.path
         #: True if the previous shutdown was clean (the marker was there at open).
         self.was_clean = was_clean
         self._lock_fd = lock_fd
         self._checkpoint_lock = threading.Lock()
-        self._state = state = DirectoryState(
-            path, default_config, auto_create=auto_create,
-            default_partitions=default_partitions, clock=clock,
-        )
+        self._state = state
         #: Partitions that could not be opened, with the reason.
         self.offline = state.offline
         self._dirs = PartitionDirs(state)
@@ -196,15 +183,11 @@ class LogDirectory:
                 # Gone before any write: a crash from now on must trigger recovery.
                 os.unlink(marker)
                 fsync_dir(path)
-            directory = cls(
-                path,
-                config,
-                auto_create=auto_create,
-                default_partitions=default_partitions,
+            state = DirectoryState(
+                path, config, auto_create=auto_create, default_partitions=default_partitions,
                 clock=clock,
-                lock_fd=lock_fd,
-                was_clean=was_clean,
             )
+            directory = cls(state, lock_fd=lock_fd, was_clean=was_clean)
             directory._load()
         except BaseException:
             os.close(lock_fd)

@@ -105,7 +105,9 @@ def decode_records_sized(batch: Buffer, *, max_uncompressed: int) -> tuple[list[
 
 
 class SkipBatches(Protocol):
-    """A committed-only read's filter (``storage.log_txn.CommittedFilter``)."""
+    """A committed-only read's filter. Implemented by
+    :class:`~brokerd.storage.log.txns.CommittedFilter`; a Protocol because ``record/`` sits
+    below ``log/``."""
 
     @property
     def stop(self) -> int: ...

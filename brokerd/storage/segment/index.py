@@ -134,6 +134,17 @@ class _IndexFile:
         finally:
             os.close(fd)
 
+    def _read_entries(self) -> bytes | None:
+        """The file's bytes, if it can be read and holds whole entries (else None: the
+        caller rebuilds the index)."""
+        try:
+            data = read_file(self.path)
+        except OSError:
+            return None
+        if data is None or len(data) % self.entry_size:
+            return None
+        return data
+
     def close(self) -> None:
         """Nothing is held open between writes (kept for the segment's teardown)."""
 
@@ -197,11 +208,8 @@ class OffsetIndex(_IndexFile):
         index is empty and the caller rebuilds it.
         """
         self.clear()
-        try:
-            data = read_file(self.path)
-        except OSError:
-            return False
-        if data is None or len(data) % OFFSET_ENTRY_SIZE:
+        data = self._read_entries()
+        if data is None:
             return False
         flat = array("i")
         flat.frombytes(data)
@@ -266,11 +274,8 @@ class TimeIndex(_IndexFile):
     def load(self, *, offsets: OffsetIndex) -> bool:
         """Read the file; True if it is sane and matches ``offsets`` entry for entry."""
         self.clear()
-        try:
-            data = read_file(self.path)
-        except OSError:
-            return False
-        if data is None or len(data) % TIME_ENTRY_SIZE:
+        data = self._read_entries()
+        if data is None:
             return False
         count = len(data) // TIME_ENTRY_SIZE
         if count != len(offsets):

@@ -11,39 +11,20 @@ returns). No Twisted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from brokerd.errors import CorruptStoredBatch, StorageError
 from brokerd.storage.record.header import BATCH_HEADER_SIZE, BatchHeader, check_header, read_header
-from brokerd.storage.segment.index import OffsetIndex, TimeIndex
 from brokerd.storage.segment.resync import Damage
 
-__all__ = ["SCAN_CHUNK", "ScannedFile", "SegmentScan"]
+if TYPE_CHECKING:
+    from brokerd.storage.segment.segment import Segment
+
+__all__ = ["SCAN_CHUNK", "SegmentScan"]
 
 #: Bytes read at a time when walking batch headers: about two index intervals, so a lookup
 #: usually costs one pread.
 SCAN_CHUNK = 8 * 1024
-
-
-class ScannedFile(Protocol):
-    """What the lookups read of their segment (its public face)."""
-
-    @property
-    def base_offset(self) -> int: ...
-
-    @property
-    def log_path(self) -> str: ...
-
-    @property
-    def index(self) -> OffsetIndex: ...
-
-    @property
-    def timeindex(self) -> TimeIndex: ...
-
-    @property
-    def damaged(self) -> tuple[Damage, ...]: ...
-
-    def pread(self, pos: int, size: int) -> bytes: ...
 
 
 class SegmentScan:
@@ -53,7 +34,7 @@ class SegmentScan:
     quarantined regions on every call, so it never goes stale when they change.
     """
 
-    def __init__(self, segment: ScannedFile) -> None:
+    def __init__(self, segment: Segment) -> None:
         self._segment = segment
 
     def damage_at(self, offset: int) -> Damage | None:

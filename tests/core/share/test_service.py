@@ -13,6 +13,8 @@ from twisted.python.failure import Failure
 from brokerd.core.share.partition import AckBatch, AcquiredRange, InFlightRange, SharePartition
 from brokerd.core.share.service import (
     READ_AHEAD_SECONDS,
+    AcquireResult,
+    FetchResult,
     ShareService,
     spans_of,
 )
@@ -33,6 +35,18 @@ def batch(base: int, n: int, **kw: Any) -> bytes:
     data = bytearray(encode_batch([b"v%d" % (base + i) for i in range(n)], timestamp_ms=0, **kw))
     stamp_base_offset(data, 0, base)
     return bytes(data)
+
+
+def acquire_many(
+    svc: ShareService, group: str, member: str, partitions: list[tuple[str, int]], **kw: Any
+) -> defer.Deferred[list[AcquireResult]]:
+    """A share fetch without acknowledgements: what it acquired."""
+
+    def results(fetched: FetchResult) -> list[AcquireResult]:
+        assert fetched.refused is None
+        return fetched.results
+
+    return svc.fetch(group, member, (), partitions, **kw).addCallback(results)
 
 
 def service(tmp_path: Path) -> tuple[ShareService, BatchLogCore, task.Clock, ShareStateStore]:
@@ -95,7 +109,7 @@ def test_locks_expire_on_the_clock_and_state_survives_a_restart(tmp_path: Path) 
 
 def test_acquire_many_waits_then_answers_empty(tmp_path: Path) -> None:
     svc, _core, clock, store = service(tmp_path)
-    out = watch(svc.acquire_many("g", "m", [("t", 0)], max_records=5, max_bytes=1 << 20,
+    out = watch(acquire_many(svc, "g", "m", [("t", 0)], max_records=5, max_bytes=1 << 20,
                                  min_bytes=1, max_wait_ms=500))
     assert not out
     for _ in range(6):
@@ -126,7 +140,7 @@ def test_a_fetch_over_partitions_is_one_journal_write_acknowledgements_included(
     svc, core, _clock, store = service(tmp_path)
     core.add(0, batch(0, 4), 4)
     partitions = [("t", 0), ("t", 1), ("u", 0)]
-    first = outcome_of(svc.acquire_many("g", "m", partitions, max_records=6, max_bytes=1 << 20,
+    first = outcome_of(acquire_many(svc, "g", "m", partitions, max_records=6, max_bytes=1 << 20,
                                     min_bytes=1, max_wait_ms=0))
     assert [r.ranges for r in first] == [
         (AcquiredRange(0, 3, 1),), (AcquiredRange(0, 1, 1),), (),
@@ -164,7 +178,7 @@ def test_concurrent_fetches_share_a_write_and_none_waits_for_anothers_sync(
     outcome_of(svc.acquire("g", "t", 0, "m", max_records=0))  # initialised, nothing taken
     held = core.held_writes = []
     fetches = [
-        svc.acquire_many("g", member, [("t", 0)], max_records=3, max_bytes=1 << 20,
+        acquire_many(svc, "g", member, [("t", 0)], max_records=3, max_bytes=1 << 20,
                          min_bytes=1, max_wait_ms=0)
         for member in ("a", "b", "c")
     ]
@@ -183,7 +197,7 @@ def test_concurrent_fetches_share_a_write_and_none_waits_for_anothers_sync(
 
 
 def parked(svc: ShareService, member: str, wait_ms: int = 60_000) -> list[Any]:
-    out = watch(svc.acquire_many("g", member, [("t", 0)], max_records=10, max_bytes=1 << 20,
+    out = watch(acquire_many(svc, "g", member, [("t", 0)], max_records=10, max_bytes=1 << 20,
                                  min_bytes=1, max_wait_ms=wait_ms))
     assert not out, "nothing to acquire: it waits"
     return out

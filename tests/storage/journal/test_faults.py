@@ -17,6 +17,7 @@ from twisted.internet import defer, task
 
 from brokerd.core.store_recovery import StoreRecovery
 from brokerd.errors import StorageError
+from brokerd.fsm import InvalidTransition
 from brokerd.storage import fileio
 from brokerd.storage.journal.faults import StoreFaults, StoreOffline, StoreState
 from brokerd.storage.offline_backoff import (
@@ -88,7 +89,7 @@ def test_state_machine_transient_offline_reopen(caplog: pytest.LogCaptureFixture
     assert faults.reopen_due(clock.now + 2 * FIRST)
     faults.reopened()
     assert faults.state is StoreState.ONLINE and faults.next_reopen_at is None
-    with pytest.raises(AssertionError):
+    with pytest.raises(InvalidTransition):
         faults.reopened()  # not in the transition table
     faults.close()
     with pytest.raises(StorageError, match="closed"):

@@ -75,7 +75,6 @@ from brokerd.kafka.groups.kip848.members import (
     check_epoch,
     commit_error,
     delete_empty,
-    drop_member,
     fetch_error,
     group_or_refuse,
     known_member,
@@ -83,6 +82,7 @@ from brokerd.kafka.groups.kip848.members import (
     member_of,
     put_member,
     rejoining,
+    remove_member,
     replace_static,
     take_fields,
     txn_commit_error,
@@ -630,10 +630,8 @@ class ConsumerGroupCoordinator:
             self._remove(self.groups[group_id], member, why)
 
     def _remove(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
-        self._timers.cancel_all(member)
-        drop_member(group, member)
+        remove_member(group, member)
         self._refresh_metadata(group)
-        group.group_epoch += 1
         self._log.info("group {group!r}: member {member!r} {why}; group epoch {epoch}",
                        group=group.group_id, member=member.member_id, why=why,
                        epoch=group.group_epoch)

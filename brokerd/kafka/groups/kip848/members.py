@@ -11,7 +11,7 @@ each coordinator passes its own group and member (anything with the few fields a
 reads: :class:`Group`, :class:`Member`, :class:`StaticGroup`, :class:`TimedMember`) and
 the words its error messages use.
 
-Reactor thread only. The checks only read; :func:`put_member`, :func:`drop_member` and
+Reactor thread only. The checks only read; :func:`put_member`, :func:`remove_member` and
 :func:`replace_static` change the group given, :class:`MemberTimers` arms timers on the
 injected clock.
 """
@@ -38,7 +38,6 @@ __all__ = [
     "check_epoch",
     "commit_error",
     "delete_empty",
-    "drop_member",
     "epoch_error",
     "fetch_error",
     "group_or_refuse",
@@ -48,6 +47,7 @@ __all__ = [
     "put_member",
     "rejoining",
     "released_static_member",
+    "remove_member",
     "replace_static",
     "take_fields",
     "txn_commit_error",
@@ -109,6 +109,7 @@ class StaticGroup(Protocol[_T]):
     @property
     def assignment_epoch(self) -> int: ...
 
+    group_epoch: int
     members: dict[str, _T]
     #: Instance id -> member id of the static members.
     static_members: dict[str, str]
@@ -291,9 +292,12 @@ def put_member(group: StaticGroup[_T], member: _T) -> None:
         group.static_members[member.instance_id] = member.member_id
 
 
-def drop_member(group: StaticGroup[_T], member: _T) -> None:
-    """Take ``member`` out of the roster and the target (its instance id too, unless a
-    newer incarnation holds it)."""
+def remove_member(group: StaticGroup[_T], member: _T) -> None:
+    """``member`` is gone (it left, or a timer of its ran out): its timers stopped, out
+    of the roster and the target (its instance id too, unless a newer incarnation holds
+    it), and the group epoch moved on, so that the target is computed again."""
+    MemberTimers.cancel_all(member)
+    group.group_epoch += 1
     del group.members[member.member_id]
     group.target.pop(member.member_id, None)
     if member.instance_id is not None and (

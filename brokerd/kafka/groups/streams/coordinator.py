@@ -379,11 +379,9 @@ class StreamsGroupCoordinator:
             self._remove(self.groups[group_id], member, why)
 
     def _remove(self, group: StreamsGroup, member: StreamsMember, why: str) -> None:
-        self._timers.cancel_all(member)
-        kip848.drop_member(group, member)
+        kip848.remove_member(group, member)
         if not group.members:
             self._shutdown.pop(group.group_id, None)
-        group.group_epoch += 1
         self._log.info("streams group {group!r}: member {member!r} {why}; group epoch {epoch}",
                        group=group.group_id, member=member.member_id, why=why,
                        epoch=group.group_epoch)

@@ -177,12 +177,9 @@ class ConsumerGroupHandlers:
                     group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                     error_message=message,
                 )
-            described = _described(group, names)
-            if body.include_authorized_operations:
-                described = attrs.evolve(
-                    described, authorized_operations=self._operations.group(conn, group_id)
-                )
-            return described
+            return _described(group, names, self._operations.group_asked(
+                conn, group_id, body.include_authorized_operations
+            ))
 
         # One answer per group id, however often it is named.
         return cg.ConsumerGroupDescribeResponse(
@@ -217,7 +214,9 @@ def _member(
     )
 
 
-def _described(group: ConsumerGroup, names: dict[uuid.UUID, str]) -> cg.DescribedConsumerGroup:
+def _described(
+    group: ConsumerGroup, names: dict[uuid.UUID, str], operations: int
+) -> cg.DescribedConsumerGroup:
     return cg.DescribedConsumerGroup(
         group_id=group.group_id,
         group_state=group.state.value,
@@ -225,6 +224,7 @@ def _described(group: ConsumerGroup, names: dict[uuid.UUID, str]) -> cg.Describe
         assignment_epoch=group.assignment_epoch,
         assignor_name=group.assignor,
         members=tuple(_member(group, m, names) for _, m in sorted(group.members.items())),
+        authorized_operations=operations,
     )
 
 

@@ -15,7 +15,7 @@ It does not parse or build bytes, keep group state, or dispatch:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -48,6 +48,7 @@ from brokerd.security.acl import Operation
 if TYPE_CHECKING:
     from brokerd.core.api import CoreApi
     from brokerd.kafka.groups.coordinator import GroupCoordinator
+    from brokerd.kafka.groups.share.state_service import ShareGroups
 
 #: ListGroups' type (and protocol type) of share groups (KIP-932).
 SHARE_GROUP_TYPE = "share"
@@ -66,23 +67,6 @@ _DELETION_REFUSED: Mapping[int, str] = {
 }
 
 
-class ShareGroupsAdmin(Protocol):
-    """Share groups as ListGroups, DeleteGroups and OffsetDelete see them (KIP-932)."""
-
-    def exists(self, group_id: str) -> bool:
-        """Whether a share group has this id."""
-        ...
-
-    def listing(self) -> Sequence[tuple[str, str]]:
-        """Every share group's id and state."""
-        ...
-
-    async def delete(self, group_id: str) -> int | None:
-        """Delete a share group: its error code (0 when deleted), or None when no share
-        group has that id."""
-        ...
-
-
 class GroupAdminHandlers:
     """Answers the group admin APIs.
 
@@ -95,7 +79,7 @@ class GroupAdminHandlers:
         core: CoreApi,
         coordinator: GroupCoordinator,
         operations: AuthorizedOperations | None = None,
-        share_groups: ShareGroupsAdmin | None = None,
+        share_groups: ShareGroups | None = None,
     ) -> None:
         self._core = core
         self._coordinator = coordinator
@@ -151,9 +135,7 @@ class GroupAdminHandlers:
         asked = req.api_version >= 3 and body.include_authorized_operations
 
         def operations(d: GroupDescription) -> int:
-            if asked and d.error_code == 0:
-                return self._operations.group(conn, d.group_id)
-            return apis.AUTHORIZED_OPERATIONS_OMITTED
+            return self._operations.group_asked(conn, d.group_id, asked and d.error_code == 0)
 
         return apis.DescribeGroupsResponse(
             groups=tuple(

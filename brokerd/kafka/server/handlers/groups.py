@@ -20,6 +20,7 @@ It does not parse or build bytes, keep group state, or dispatch:
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +51,7 @@ from brokerd.kafka.server.handler_base import (
     BrokerIdentity,
     Outcome,
     RequestContext,
+    topic_name_now,
     unexpected_code,
 )
 from brokerd.kafka.server.internal_topics import InternalTopics
@@ -146,6 +148,7 @@ class GroupHandlers:
         internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
+        self._topic_name = functools.partial(topic_name_now, core)
         self._groups = coordinator
         self._id = identity
         self._internal = internal_topics
@@ -166,13 +169,6 @@ class GroupHandlers:
 
     def _unexpected(self, what: str, exc: BaseException) -> ErrorCode:
         return unexpected_code(self._log, what, exc)
-
-    def _topic_name(self, topic_id: uuid.UUID) -> str:
-        """The name of the topic with ``topic_id`` now, or "" (none has it)."""
-        if topic_id == ZERO_UUID:
-            return ""
-        info = self._core.topic_by_id(topic_id)
-        return "" if info is None else info.name
 
     # -- FindCoordinator ----------------------------------------------------------------
 

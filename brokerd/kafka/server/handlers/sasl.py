@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Protocol
 
 import attrs
 from twisted.logger import Logger
@@ -49,19 +48,18 @@ from brokerd.kafka.wire.messages.sasl import (
 )
 from brokerd.kafka.wire.requests.apis import AnyRequest, Request
 from brokerd.security.acl import Operation
-from brokerd.security.credentials import CredentialChange, CredentialsError
+from brokerd.security.credentials import CredentialChange, CredentialsError, CredentialStore
 from brokerd.security.scram import (
     MAX_ITERATIONS,
     MECHANISMS_BY_CODE,
     MIN_ITERATIONS,
-    ScramCredential,
     ScramMechanism,
 )
 
 #: Longest salt accepted from AlterUserScramCredentials.
 MAX_SALT_BYTES = 1024
 
-__all__ = ["SASL_API_KEYS", "SaslAnswer", "ScramAdminHandlers", "ScramStore", "answer_sasl"]
+__all__ = ["SASL_API_KEYS", "SaslAnswer", "ScramAdminHandlers", "answer_sasl"]
 
 #: The APIs a connection may send before it has authenticated (with ApiVersions).
 SASL_API_KEYS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
@@ -137,22 +135,13 @@ def _authenticate(
     return SaslAnswer(m.SaslAuthenticateResponse(auth_bytes=token), delay=session.answer_delay)
 
 
-class ScramStore(Protocol):
-    """What the admin APIs need of the credentials store
-    (:class:`~brokerd.security.credentials.CredentialStore`)."""
-
-    def users(self) -> Mapping[str, Mapping[str, ScramCredential]]: ...
-
-    def alter(self, changes: list[CredentialChange]) -> None: ...
-
-
 class ScramAdminHandlers:
     """DescribeUserScramCredentials and AlterUserScramCredentials over ``store``
     (None: no ``--credentials``, both answer SECURITY_DISABLED)."""
 
     _log = Logger()
 
-    def __init__(self, store: ScramStore | None) -> None:
+    def __init__(self, store: CredentialStore | None) -> None:
         self._store = store
 
     def routes(self) -> tuple[AnyRoute, ...]:

@@ -61,7 +61,6 @@ from brokerd.kafka.wire.messages.share import (
     SHARE_GROUP_HEARTBEAT,
 )
 from brokerd.kafka.wire.requests.apis import Request
-from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
 from brokerd.security.acl import Operation
 from brokerd.storage.types import TopicInfo
 
@@ -235,9 +234,7 @@ class ShareHandlers:
                         ),
                     )
                 )
-            ops = AUTHORIZED_OPERATIONS_OMITTED
-            if body.include_authorized_operations:
-                ops = self._operations.group(conn, group_id)
+            ops = self._operations.group_asked(conn, group_id, body.include_authorized_operations)
             out.append(
                 m.ShareDescribedGroup(
                     group_id=group_id,

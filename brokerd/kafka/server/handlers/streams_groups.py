@@ -229,7 +229,9 @@ class StreamsGroupHandlers:
                     group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                     error_message=f"Group {group_id} not found.",
                 )
-            described = _described(group)
+            described = _described(group, self._operations.group_asked(
+                conn, group_id, body.include_authorized_operations
+            ))
             if body.include_topology_description:
                 kept = streams.description(group_id)
                 stored = kept if isinstance(kept, sg.TopologyDescription) else None
@@ -240,10 +242,6 @@ class StreamsGroupHandlers:
                         sg.DESCRIPTION_NOT_STORED if stored is None
                         else sg.DESCRIPTION_AVAILABLE
                     ),
-                )
-            if body.include_authorized_operations:
-                described = attrs.evolve(
-                    described, authorized_operations=self._operations.group(conn, group_id)
                 )
             return described
 
@@ -347,7 +345,7 @@ def _member(group: StreamsGroup, m: StreamsMember) -> sg.DescribedMember:
     )
 
 
-def _described(group: StreamsGroup) -> sg.DescribedStreamsGroup:
+def _described(group: StreamsGroup, operations: int) -> sg.DescribedStreamsGroup:
     topology = None
     if group.topology is not None:
         counts = {} if group.configured is None else group.configured.task_counts
@@ -378,6 +376,7 @@ def _described(group: StreamsGroup) -> sg.DescribedStreamsGroup:
         topology=topology,
         members=tuple(_member(group, m) for _, m in sorted(group.members.items())),
         assignor_name="sticky",
+        authorized_operations=operations,
     )
 
 

@@ -33,6 +33,7 @@ WriteTxnMarkers (through the core, as the coordinator does); dispatch is
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -59,17 +60,17 @@ from brokerd.kafka.server.acl_gate import (
     split_entries,
     topic_op,
 )
-from brokerd.kafka.server.handler_base import RequestContext, unexpected_code
+from brokerd.kafka.server.handler_base import RequestContext, topic_name_now, unexpected_code
 from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.route import AnyRoute, route
+from brokerd.kafka.txn.state import TxnState
 from brokerd.kafka.txn.types import (
-    TXN_STATE_NAMES,
     TopicPartition,
     TxnDescription,
     TxnListing,
     TxnOffset,
 )
-from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
+from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages import producers as producer_apis
 from brokerd.kafka.wire.messages import txn as txn_apis
 from brokerd.kafka.wire.messages.producers import DESCRIBE_PRODUCERS
@@ -107,6 +108,8 @@ PRODUCER_FENCED_FROM: dict[ApiKey, int] = {
 TXN_OFFSET_COMMIT_LOAD_ERROR_FROM = 2
 #: EndTxn from this version bumps the producer epoch at every end (KIP-890 part 2).
 BUMPING_END_TXN_FROM = 5
+#: The state names ListTransactions filters by.
+_STATE_NAMES = frozenset(s.value for s in TxnState)
 #: TxnOffsetCommit from this version adds its group to the transaction itself.
 IMPLICIT_ADD_OFFSETS_FROM = 5
 #: TxnOffsetCommit from this version names topics by ID only (KIP-1319).
@@ -154,6 +157,7 @@ class TxnHandlers:
         internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
+        self._topic_name = functools.partial(topic_name_now, core)
         self._txn = transactions
         self._clock = clock
         self._internal = internal_topics
@@ -400,13 +404,6 @@ class TxnHandlers:
 
     # -- TxnOffsetCommit -------------------------------------------------------------
 
-    def _topic_name(self, topic_id: uuid.UUID) -> str:
-        """The name of the topic with ``topic_id`` now, or "" (none has it)."""
-        if topic_id == ZERO_UUID:
-            return ""
-        info = self._core.topic_by_id(topic_id)
-        return "" if info is None else info.name
-
     def txn_offset_commit_rule(
         self, access: Access, req: Request[apis.TxnOffsetCommitRequest]
     ) -> Gate[apis.TxnOffsetCommitRequest, apis.TxnOffsetCommitResponse]:
@@ -518,7 +515,7 @@ class TxnHandlers:
         self, conn: RequestContext, req: Request[apis.ListTransactionsRequest]
     ) -> apis.ListTransactionsResponse:
         body = req.body
-        unknown = tuple(s for s in body.state_filters if s not in TXN_STATE_NAMES)
+        unknown = tuple(s for s in body.state_filters if s not in _STATE_NAMES)
         pattern: Regex | None = None
         if body.transactional_id_pattern:
             try:
