@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.test_observers, tests.metrics.test_collectors -*-
 """The observer interfaces the connection machinery, the protocols and the core call,
 their do-nothing defaults, and :func:`api_name`, the name a request is reported under.
 

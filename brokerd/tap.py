@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.app.test_tap -*-
+# -*- test-case-name: tests.test_tap -*-
 """``twistd broker``'s entry points: the options class and ``makeService``.
 
 The options, the typed settings and the service tree live in :mod:`brokerd.app`; this

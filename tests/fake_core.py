@@ -1,18 +1,25 @@
-"""The fake broker core of the synchronous protocol tests: partitions as in-memory lists
-of batches behind the methods of :class:`brokerd.core.api.CoreApi`, each answering as the
+"""The one fake broker core of the synchronous tests: partitions as in-memory lists of
+batches behind the methods of :class:`brokerd.core.api.CoreApi`, each answering as the
 real core does (unknown partitions, offsets out of range, config checks, auto-creation),
-with switches to hold or fail produces, parked fetches and marker writes. mypy checks it
-against the core's roles at the end of this module."""
+with switches to hold or fail produces, parked fetches and marker writes.
+
+Its variations are subclasses here: :class:`HandFiredCore` (every call of the native
+protocol answered by a Deferred the test fires) and :class:`BatchLogCore` (one log of
+whole stored batches on a clock, with the write pool the share groups' service takes).
+mypy checks them against the core's roles at the end of this module."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from twisted.internet import defer
+import attrs
+from twisted.internet import defer, task
 
 from brokerd import errors
 from brokerd.after_answer import AfterAnswer
+from brokerd.clock import Clock
 from brokerd.core.api import (
     AppendWatcher,
     CoreLongPoll,
@@ -108,6 +115,8 @@ class FakeCore:
         self.verifier: TxnVerifier | None = None
         self.record_validator: RecordValidator | None = None
 
+    # -- topics (CoreTopics, CoreTopicChanges): the topic operations in one block -------
+
     def add_topic(self, name: str, partitions: int = 1) -> None:
         self._topics[name] = TopicInfo(name, partitions)
         for p in range(partitions):
@@ -178,6 +187,34 @@ class FakeCore:
 
     def on_topic_deleted(self, call: Callable[[str], object]) -> None:
         self.on_deleted.append(call)
+    def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
+        return defer.succeed([self._topics[name] for name in sorted(self._topics)])
+
+    def create_partitions(self, topic: str, new_total: int) -> defer.Deferred[TopicInfo]:
+        info = self._topics.get(topic)
+        if info is None:
+            return defer.fail(errors.UnknownTopicOrPartition(topic))
+        if new_total <= info.partitions:
+            return defer.fail(errors.InvalidPartitions(f"{topic} has {info.partitions}"))
+        for p in range(info.partitions, new_total):
+            self.logs[(topic, p)] = []
+            self.log_start[(topic, p)] = 0
+        self._topics[topic] = TopicInfo(topic, new_total, info.configs, topic_id=info.topic_id)
+        return defer.succeed(self._topics[topic])
+
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> defer.Deferred[int]:
+        try:
+            end = len(self._log(topic, partition))
+        except errors.BrokerError:
+            return defer.fail()
+        target = end if before_offset == -1 else before_offset
+        if not 0 <= target <= end:
+            return defer.fail(errors.OffsetOutOfRange(target, 0, end))
+        start = max(self.log_start[(topic, partition)], target)
+        self.log_start[(topic, partition)] = start
+        return defer.succeed(start)
+
+    # -- partitions: writes, reads, long polls, transactions ------------------------
 
     def _log(self, topic: str, partition: int) -> list[bytes]:
         try:
@@ -309,40 +346,13 @@ class FakeCore:
         self.next_producer_id += 1
         return defer.succeed(self.next_producer_id)
 
-    # -- what the Kafka handlers above do not call, answered from the same logs ---------
-
-    def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
-        return defer.succeed([self._topics[name] for name in sorted(self._topics)])
+    # -- the data directory, the native protocol's calls, transactions --------------
 
     def open_logs(self) -> Mapping[tuple[str, int], PartitionLog]:
         return {}
 
     def offline_partitions(self) -> Mapping[tuple[str, int], str]:
         return {}
-
-    def create_partitions(self, topic: str, new_total: int) -> defer.Deferred[TopicInfo]:
-        info = self._topics.get(topic)
-        if info is None:
-            return defer.fail(errors.UnknownTopicOrPartition(topic))
-        if new_total <= info.partitions:
-            return defer.fail(errors.InvalidPartitions(f"{topic} has {info.partitions}"))
-        for p in range(info.partitions, new_total):
-            self.logs[(topic, p)] = []
-            self.log_start[(topic, p)] = 0
-        self._topics[topic] = TopicInfo(topic, new_total, info.configs, topic_id=info.topic_id)
-        return defer.succeed(self._topics[topic])
-
-    def delete_records(self, topic: str, partition: int, before_offset: int) -> defer.Deferred[int]:
-        try:
-            end = len(self._log(topic, partition))
-        except errors.BrokerError:
-            return defer.fail()
-        target = end if before_offset == -1 else before_offset
-        if not 0 <= target <= end:
-            return defer.fail(errors.OffsetOutOfRange(target, 0, end))
-        start = max(self.log_start[(topic, partition)], target)
-        self.log_start[(topic, partition)] = start
-        return defer.succeed(start)
 
     def describe_log_dirs(self) -> LogDirUsage:
         sizes = {key: sum(map(len, log)) for key, log in self.logs.items()}
@@ -405,6 +415,168 @@ class FakeCore:
         return defer.succeed([])
 
 
+@attrs.define
+class Call:
+    """One call the native protocol made on a :class:`HandFiredCore`."""
+
+    method: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    deferred: defer.Deferred[Any]
+    cancelled: bool = False
+
+
+class HandFiredCore(FakeCore):
+    """The fake core whose answers the test fires by hand: each call the native protocol
+    makes (produce, reads, long polls, topic creation and listings) returns a new unfired,
+    cancellable Deferred recorded in :attr:`calls`, or an already-fired one from
+    :attr:`auto`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[Call] = []
+        #: method name -> result to answer synchronously (an Exception fails the call)
+        self.auto: dict[str, Any] = {}
+        #: False: hand out plain Deferreds (no canceller), as a careless core might
+        self.cancellable = True
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
+        if method in self.auto:
+            result = self.auto[method]
+            d: defer.Deferred[Any] = (
+                defer.fail(result) if isinstance(result, BaseException) else defer.succeed(result)
+            )
+            self.calls.append(Call(method, args, kwargs, d))
+            return d
+
+        def cancel(_: defer.Deferred[Any]) -> None:
+            call.cancelled = True
+
+        d = defer.Deferred(cancel if self.cancellable else None)
+        call = Call(method, args, kwargs, d)
+        self.calls.append(call)
+        return d
+
+    def produce_values(
+        self, topic: str, partition: int, values: Sequence[bytes | None]
+    ) -> defer.Deferred[AppendInfo]:
+        return self._call("produce_values", topic, partition, values)
+
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
+    ) -> defer.Deferred[LogRead]:
+        return self._call("read", topic, partition, offset, max_bytes, spec)
+
+    def wait_records(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_value_bytes: int,
+        min_bytes: int,
+        max_wait_ms: int,
+    ) -> defer.Deferred[LogRead]:
+        return self._call(
+            "wait_records",
+            topic,
+            partition,
+            offset,
+            max_value_bytes=max_value_bytes,
+            min_bytes=min_bytes,
+            max_wait_ms=max_wait_ms,
+        )
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> defer.Deferred[None]:
+        return self._call("create_topic", name, partitions)
+
+    def list_offsets(
+        self, topic: str, partition: int, *, read_committed: bool = False
+    ) -> defer.Deferred[tuple[int, int]]:
+        return self._call("list_offsets", topic, partition)
+
+    def list_topics(self) -> defer.Deferred[list[TopicInfo]]:
+        return self._call("list_topics")
+
+
+class BatchLogCore(FakeCore):
+    """The fake core of the share groups' service: one log of whole stored batches
+    (:meth:`add`), whose reads answer every batch from the one holding the offset, long
+    polls that end on the clock, and the write pool (:meth:`run_write`), whose writes
+    can be held for the test to run."""
+
+    def __init__(self, clock: task.Clock) -> None:
+        super().__init__()
+        self.clock: Clock = clock
+        self.batches: list[tuple[int, int, bytes]] = []
+        #: Each batch's timestamp (ms), for lookups by time.
+        self.times: list[int] = []
+        #: The aborted transactions every read answers.
+        self.aborted_txns: tuple[AbortedTxn, ...] = ()
+        #: The last stable offset, when a transaction is open (else the log's end).
+        self.stable_offset: int | None = None
+        #: When a list, writes wait here (the Deferred, the write) for the test to run.
+        self.held_writes: list[tuple[defer.Deferred[Any], Callable[[], Any]]] | None = None
+
+    def add(self, base: int, data: bytes, count: int, timestamp_ms: int = 0) -> None:
+        self.batches.append((base, base + count - 1, data))
+        self.times.append(timestamp_ms)
+
+    @property
+    def end(self) -> int:
+        return self.batches[-1][1] + 1 if self.batches else 0
+
+    def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
+        lso = self.end if self.stable_offset is None else self.stable_offset
+        return defer.succeed(PartitionOffsets(0, self.end, lso))
+
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
+    ) -> defer.Deferred[LogRead]:
+        committed = self.stable_offset is not None and spec == COMMITTED_BYTES
+        upto = self.stable_offset if committed and self.stable_offset is not None else self.end
+        data = b"".join(d for base, last, d in self.batches if last >= offset and base < upto)
+        return defer.succeed(LogRead(data, self.end, 0, self.end, self.aborted_txns))
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int
+    ) -> defer.Deferred[tuple[int, int] | None]:
+        for (base, _, _), at in zip(self.batches, self.times, strict=True):
+            if at >= timestamp_ms:
+                return defer.succeed((base, at))
+        return defer.succeed(None)
+
+    def run_write(self, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
+        if self.held_writes is not None:
+            d: defer.Deferred[Any] = defer.Deferred()
+            self.held_writes.append((d, lambda: f(*args, **kwargs)))
+            return d
+        return defer.maybeDeferred(f, *args, **kwargs)
+
+    def wait_for_data(
+        self,
+        positions: Sequence[tuple[str, int, int]],
+        *,
+        min_bytes: int,
+        max_wait_ms: int,
+        already: int = 0,
+        seen: dict[tuple[str, int], int] | None = None,
+    ) -> defer.Deferred[None]:
+        def cancel(_: defer.Deferred[None]) -> None:
+            timer.cancel()
+
+        d: defer.Deferred[None] = defer.Deferred(cancel)
+        timer = self.clock.callLater(max_wait_ms / 1000.0, d.callback, None)
+        return d
+
+
 # Every role of the core's face but CoreReads (whose ``open_log`` hands out a whole
 # partition log; the fake hands out its offsets, all a fetch session reads of it).
 _TOPICS: CoreTopics = FakeCore()
@@ -412,3 +584,8 @@ _ADMIN: CoreTopicChanges = FakeCore()
 _WRITES: CoreWrites = FakeCore()
 _LONG_POLL: CoreLongPoll = FakeCore()
 _TRANSACTIONS: CoreTransactions = FakeCore()
+_HAND_FIRED: CoreLongPoll = HandFiredCore()
+# The share service's core (ShareCore) is the long poll, the reads role (as above) and
+# the write pool.
+_SHARE_LONG_POLL: CoreLongPoll = BatchLogCore(task.Clock())
+_SHARE_WRITES: Callable[..., defer.Deferred[Any]] = BatchLogCore(task.Clock()).run_write

@@ -1,6 +1,6 @@
 """Write ``deploy/brokerd.toml``, the example config file, from ``twistd broker``'s options.
 
-Run after adding or changing an option (``tests/test_config_file.py`` fails until then):
+Run after adding or changing an option (``tests/app/test_config_file.py`` fails until then):
 ``.venv/bin/python tools/config_example.py``.
 """
 

@@ -93,7 +93,7 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("mutated frames / batches (hypothesis fuzz)", "tests/test_fuzz.py", "short profile", ()),
     (
         "connection limits",
-        "tests/net/test_connection.py tests/app/test_tap.py",
+        "tests/net/test_connection.py tests/test_tap.py",
         "-k limit",
         ("-k", "limit"),
     ),
@@ -182,7 +182,7 @@ ROWS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ),
     (
         "hostile KIP-848 subscription regex (.{0,249} x16 + x, 30-char topic): other clients",
-        "tests/kafka/groups/consumer/test_regex_clients.py",
+        "tests/kafka/groups/consumer/test_regex_resolver_clients.py",
         "-k hostile: 1 member, 41 near-miss topics, 6 s of 900 KiB produces",
         ("-k", "hostile"),
     ),

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.app.test_config_file -*-
 """The ``--config FILE`` of ``twistd broker``: a TOML file holding command-line options.
 
 The keys are the long option names exactly as on the command line (``segment-bytes``;

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.core.test_policy -*-
 """The ``--fsync`` setting, parsed; what each mode promises is in
 ``docs/operations.md`` ("Durability").
 

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.core.test_write_stats -*-
 """What one partition's write path reports to the metrics: records and bytes appended,
 each append's time from queued to durable, and each fsync's duration.
 

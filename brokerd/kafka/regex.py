@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.kafka.test_regex -*-
 """Regular expressions that clients send: a consumer-protocol member's
 ``SubscribedTopicRegex`` (KIP-848) and ListTransactions' ``TransactionalIdPattern``
 (KIP-1152), compiled and matched by RE2 (the ``google-re2`` binding), as Kafka does with

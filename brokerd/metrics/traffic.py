@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.metrics.test_traffic -*-
 """Per-topic traffic: records and bytes produced and fetched, by topic.
 
 Counted in plain dictionaries on the reactor thread (one lookup and two additions per

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_acl -*-
+# -*- test-case-name: tests.proxy.test_access -*-
 """What a REST Proxy request may do, under ``--authorizer acl``: the proxy acts as the
 request's principal (``--http-auth``), and each action needs the ACLs a Kafka client
 would need for the same action (docs/http-proxy.md, "ACLs"):

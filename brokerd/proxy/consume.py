@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_broker -*-
+# -*- test-case-name: tests.proxy.test_site_broker -*-
 """A consumer instance's records call: where each assigned partition is read from, the
 reads through the core's read API (decoded committed records, as the native fetch reads),
 and the wait for data when there is none yet.

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_units -*-
+# -*- test-case-name: tests.proxy.test_embedded -*-
 """The embedded formats of REST Proxy v2 (``application/vnd.kafka.FORMAT.v2+json``):
 how a record's key and value are written in JSON and what bytes they are in the log.
 

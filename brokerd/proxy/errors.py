@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_units -*-
+# -*- test-case-name: tests.proxy.test_errors -*-
 """The REST Proxy's failures, as Confluent's REST Proxy answers them: an HTTP status and a
 body ``{"error_code": N, "message": "..."}`` whose code is the status followed by two
 digits when the status alone does not say enough (40401 topic not found, ...).

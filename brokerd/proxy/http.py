@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_broker -*-
+# -*- test-case-name: tests.proxy.test_http, tests.proxy.test_site_broker -*-
 """The ``--http-proxy`` listener's HTTP side: bounded request bodies, who is asking,
 routing to the v2 and v3 handlers, and JSON answers.
 

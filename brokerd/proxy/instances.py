@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_instances -*-
+# -*- test-case-name: tests.proxy.test_instances, tests.proxy.test_instances_configs -*-
 """The REST Proxy's consumer instances (``/consumers/GROUP/instances/NAME``): their
 state, their membership of the group, their positions, and their bounds.
 

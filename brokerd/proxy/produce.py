@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_units -*-
+# -*- test-case-name: tests.proxy.test_produce -*-
 """Appending the records of a produce request (v2 and v3 alike): the partition of each
 record, one batch per partition, and each record's offset or error.
 

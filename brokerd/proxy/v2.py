@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_broker -*-
+# -*- test-case-name: tests.proxy.test_site_broker -*-
 """Confluent REST Proxy v2: topics and partitions (metadata, produce), brokers, and
 consumer instances (``/consumers/...``), answered in ``application/vnd.kafka.v2+json``
 with Confluent's shapes and error codes.

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.proxy.test_proxy_broker -*-
+# -*- test-case-name: tests.proxy.test_site_broker -*-
 """Confluent REST Proxy v3 (``/v3/clusters/...``, ``application/json``): the cluster,
 its brokers, topics (list, create, delete), partitions, topic configs (read, set, reset,
 alter in a batch), consumer groups (read: consumers, lags) and records produce.

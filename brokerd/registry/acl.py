@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_rest -*-
+# -*- test-case-name: tests.registry.test_http -*-
 """Who may do what on the registry, under ``--authorizer acl``: Confluent's
 subject-level rules mapped onto Kafka's ACL resource types, so one set of ACLs
 (``kafka-acls``, ``brokerctl acls``) governs the topics and their schemas.

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_rest -*-
+# -*- test-case-name: tests.registry.test_http -*-
 """Confluent Schema Registry's REST API (``--schema-registry``), as its clients use it.
 
 One leaf resource answers every path (docs/schema-registry.md has the table): subjects

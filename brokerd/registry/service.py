@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_rest -*-
+# -*- test-case-name: tests.registry.test_http -*-
 """The Schema Registry over the broker's core: ``_schemas`` read into a
 :class:`~brokerd.registry.store.RegistryState`, and every change written there first.
 

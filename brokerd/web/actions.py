@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.web.test_console_actions -*-
+# -*- test-case-name: tests.web.test_actions -*-
 """The console's actions: produce a record, create a topic, edit a topic's configs,
 delete a topic, reset a consumer group's offsets.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.web.test_console_data -*-
+# -*- test-case-name: tests.web.test_data_pages -*-
 """``GET /topics/NAME/messages``: the message browser's page, a query form over a table
 of one partition's records (offset, timestamp, key, value, headers).
 

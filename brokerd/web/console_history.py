@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.web.test_console_history -*-
 """The console's history: a service that samples end offsets, committed offsets and lag at
 a fixed interval, and the rates and series derived from those samples.
 

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.web.test_console_html -*-
 """The console's page shell and HTML helpers, in :mod:`twisted.web.template`: the
 document around a page body (inline CSS, the small live-refresh script and the headers
 that go with it), table cells, links to topics and groups, and number formats. Every

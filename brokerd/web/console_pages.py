@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.web.test_console_pages_inert, tests.web.test_console -*-
 """The console's page bodies: the overview (topics, groups, share groups, the broker),
 one topic, one consumer group, one share group, and "not found".
 

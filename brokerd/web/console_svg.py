@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.web.test_console_svg -*-
 """Inline SVG charts of the console: a sparkline for table cells and a line chart with
 axes and a legend for the topic and group pages.
 

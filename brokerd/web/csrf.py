@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.web.test_console_actions -*-
+# -*- test-case-name: tests.web.test_actions -*-
 """Cross-site request forgery: why a form POST from another site cannot act through the
 console, even where the browser sends the console's HTTP Basic credentials or client
 certificate by itself.

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.web.test_metrics_resource -*-
 """``/metrics``: the broker's Prometheus registry in the exposition format the scraper
 asks for (``Accept``): OpenMetrics when it asks for it, the text format otherwise, as
 ``prometheus_client`` negotiates it. A ``HEAD`` gets the headers only.

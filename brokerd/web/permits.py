@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.web.test_console_actions -*-
+# -*- test-case-name: tests.web.test_actions -*-
 """What the console's data pages share, and what a request's principal may do there.
 
 Without ``--authorizer acl`` every request let in (``--http-auth``) may do everything the

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.web.test_console_data -*-
+# -*- test-case-name: tests.web.test_data_pages -*-
 """The schema registry's pages: ``/schemas`` (every subject with its latest version,
 schema type, compatibility level) and ``/schemas/SUBJECT`` (its versions with their
 ids, each schema's text pretty-printed, and a unified diff between two versions chosen

@@ -168,11 +168,9 @@ class HeldRunner:
             d.callback(result)
 
 
-def sync_runner(f: Callable[..., Any], *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
-    return defer.maybeDeferred(f, *args, **kwargs)
-
-
-def make(fsync: str = "always", *, writes: Any = sync_runner) -> tuple[Broker, FakeLogDir, Clock]:
+def make(
+    fsync: str = "always", *, writes: Any = defer.maybeDeferred
+) -> tuple[Broker, FakeLogDir, Clock]:
     clock = Clock()
     logdir = FakeLogDir()
     logdir.get("t", 0, create=True)
@@ -180,7 +178,7 @@ def make(fsync: str = "always", *, writes: Any = sync_runner) -> tuple[Broker, F
         logdir,
         reactor=clock,
         fsync=FsyncPolicy.parse(fsync),
-        run_read=sync_runner,
+        run_read=defer.maybeDeferred,
         run_write=writes,
         retention_check_seconds=0,
         checkpoint_seconds=0,
@@ -426,7 +424,7 @@ class InlineAppendTests(SynchronousTestCase):
         logdir = FakeLogDir()
         logdir.get("t", 0, create=True)
         broker = Broker(
-            logdir, reactor=clock, fsync=FsyncPolicy.parse("never"), run_read=sync_runner,
+            logdir, reactor=clock, fsync=FsyncPolicy.parse("never"), run_read=defer.maybeDeferred,
             run_write=runner, retention_check_seconds=0, checkpoint_seconds=0,
             inline_append_bytes=0,
         )

@@ -6,7 +6,6 @@ fetch and ListOffsets, offsets(), committed-only native fetch, and restart."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,10 +32,6 @@ from tests.read_specs import BYTES, COMMITTED, COMMITTED_RECORDS
 
 T = TypeVar("T")
 T0 = 1_700_000_000_000
-
-
-def run_now(f: Callable[..., Any], *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
-    return defer.maybeDeferred(f, *args, **kwargs)
 
 
 def txn(pid: int, seq: int, *values: bytes, epoch: int = 0, transactional: bool = True) -> bytes:
@@ -90,8 +85,8 @@ class BrokerTxnTests(SynchronousTestCase):
             self.logdir,
             reactor=self.clock,
             fsync=FsyncPolicy("always"),
-            run_read=run_now,
-            run_write=run_now,
+            run_read=defer.maybeDeferred,
+            run_write=defer.maybeDeferred,
             retention_check_seconds=0,
             checkpoint_seconds=0,
         )
@@ -304,8 +299,8 @@ class MarkerDurabilityTests(BrokerTxnTests):
             self.logdir,
             reactor=self.clock,
             fsync=FsyncPolicy("interval", 60_000),
-            run_read=run_now,
-            run_write=run_now,
+            run_read=defer.maybeDeferred,
+            run_write=defer.maybeDeferred,
             retention_check_seconds=0,
             checkpoint_seconds=0,
         )

@@ -57,11 +57,6 @@ from tests.kafka.listener.test_protocol import FakeCoordinator
 IDLE = 600.0  # the native idle timeout; the only timer a quiet connection may leave
 
 
-def run_now(f: Callable[..., Any], *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
-    """A 'pool' that runs the job in the caller's thread: answers are synchronous."""
-    return defer.maybeDeferred(f, *args, **kwargs)
-
-
 class LateRunner:
     """A pool whose jobs run at once but whose results reach the reactor only when the
     test says so: the window in which another job can finish first."""
@@ -72,7 +67,7 @@ class LateRunner:
 
     def __call__(self, f: Callable[..., Any], *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
         if not self.hold:
-            return run_now(f, *args, **kwargs)
+            return defer.maybeDeferred(f, *args, **kwargs)
         d: defer.Deferred[Any] = defer.Deferred()
         self.held.append((d, f(*args, **kwargs)))
         return d

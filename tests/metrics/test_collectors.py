@@ -1,5 +1,7 @@
-"""The metrics package with fakes: per-topic traffic, answer inspection, the request and
-write observers, the scrape-time collectors and the /metrics resource."""
+"""The metrics package with fakes: answer inspection, the request observers and the
+scrape-time collectors (per-topic traffic, the write statistics and the /metrics resource
+are tested beside their modules: tests/metrics/test_traffic.py, tests/core/test_write_stats.py,
+tests/web/test_metrics_resource.py)."""
 
 from __future__ import annotations
 
@@ -9,24 +11,12 @@ from typing import cast
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.trial.unittest import SynchronousTestCase
-from twisted.web.test.requesthelper import DummyRequest
 
-from brokerd.core.appends import MarkerAppend, ValuesAppend
-from brokerd.core.write_stats import MAX_UNSYNCED_SAMPLES, WriteStats
-from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.server.observe import kafka_errors
 from brokerd.kafka.txn.state import TxnState
-from brokerd.kafka.wire.messages.fetch import FetchPartitionResponse, FetchTopicResponse
-from brokerd.kafka.wire.requests import apis
 from brokerd.metrics.collectors import CleanerCollector
 from brokerd.metrics.registry import BrokerMetrics
-from brokerd.metrics.traffic import TopicTraffic
-from brokerd.native.messages import RequestType
-from brokerd.observers import api_name
 from brokerd.operator.inspect import Inspector
 from brokerd.operator.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
-from brokerd.storage.types import AppendInfo
-from brokerd.web.metrics_resource import MetricsResource
 
 
 def samples(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -63,77 +53,7 @@ def topic(name: str, *parts: PartitionView) -> TopicView:
     return TopicView(name, parts, {})
 
 
-class TopicTrafficTest(SynchronousTestCase):
-    def test_counts_and_forgets_deleted_topics(self) -> None:
-        traffic = TopicTraffic()
-        traffic.records_in("a", 3, 300)
-        traffic.records_in("a", 1, 50)
-        traffic.records_out("a", 2, 20)
-        traffic.records_in("b", 1, 1)
-        families = {f.name: f for f in traffic.collect({"a", "b"})}
-        values = {s.labels["topic"]: s.value for s in families["brokerd_topic_records_in"].samples}
-        self.assertEqual(values, {"a": 4, "b": 1})
-        self.assertEqual(families["brokerd_topic_bytes_in"].samples[0].value, 350)
-        self.assertEqual(families["brokerd_topic_records_out"].samples[0].value, 2)
-        # "b" is deleted: its series go, and stay gone.
-        families = {f.name: f for f in traffic.collect({"a"})}
-        self.assertEqual(
-            [s.labels["topic"] for s in families["brokerd_topic_bytes_in"].samples], ["a"]
-        )
-        families = {f.name: f for f in traffic.collect({"a", "b"})}
-        self.assertEqual(len(families["brokerd_topic_records_in"].samples), 1)
-
-
 class AnswersTest(SynchronousTestCase):
-    def test_api_names(self) -> None:
-        self.assertEqual(api_name(apis.ApiKey.PRODUCE), "Produce")
-        self.assertEqual(api_name(apis.ApiKey.API_VERSIONS), "ApiVersions")
-        self.assertEqual(api_name(RequestType.LONG_POLL_FETCH), "LongPollFetch")
-        # Equal values of the two protocols' enums are different APIs.
-        self.assertEqual(api_name(apis.ApiKey(int(RequestType.FETCH))), "ListOffsets")
-        self.assertEqual(api_name(RequestType.FETCH), "Fetch")
-
-    def test_kafka_errors_found_at_every_level_once(self) -> None:
-        answer = apis.ProduceResponse(
-            responses=(
-                apis.ProduceTopicResponse(
-                    name="t",
-                    partition_responses=(
-                        apis.ProducePartitionResponse(index=0, error_code=0),
-                        apis.ProducePartitionResponse(
-                            index=1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
-                        ),
-                        apis.ProducePartitionResponse(
-                            index=2, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
-                        ),
-                    ),
-                ),
-                apis.ProduceTopicResponse(
-                    name="u",
-                    partition_responses=(
-                        apis.ProducePartitionResponse(
-                            index=0, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                        ),
-                    ),
-                ),
-            )
-        )
-        self.assertEqual(
-            kafka_errors(answer), ["NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION"]
-        )
-        self.assertEqual(kafka_errors(apis.FetchResponse(error_code=9999)), ["UNKNOWN_9999"])
-        self.assertEqual(kafka_errors(apis.FetchResponse()), [])
-        # Nested two levels down, beside the fields the walk skips by their wire type
-        # (records, offsets): found.
-        fetched = apis.FetchResponse(responses=(FetchTopicResponse(topic="t", partitions=(
-            FetchPartitionResponse(partition_index=0, records=b"x" * 70, high_watermark=3),
-            FetchPartitionResponse(
-                partition_index=1, error_code=ErrorCode.OFFSET_OUT_OF_RANGE
-            ),
-        )),))
-        self.assertEqual(kafka_errors(fetched), ["OFFSET_OUT_OF_RANGE"])
-        self.assertEqual(kafka_errors(object()), [])
-
     def setUp(self) -> None:
         self.inspector = FakeInspector()
         self.metrics = BrokerMetrics(cast(Inspector, self.inspector), process=False)
@@ -276,68 +196,3 @@ class OptionalCollectorsTest(SynchronousTestCase):
         cleaner.last_pass_time = None
         (family,) = [f for f in CleanerCollector(cleaner).collect() if "last_pass" in f.name]
         self.assertEqual(family.samples[0].value, 0)
-
-
-class RecordingObserver:
-    def __init__(self) -> None:
-        self.ins: list[tuple[str, int, int]] = []
-        self.durables: list[float] = []
-        self.syncs: list[float] = []
-
-    def records_in(self, topic: str, records: int, size: int) -> None:
-        self.ins.append((topic, records, size))
-
-    def durable(self, seconds: float) -> None:
-        self.durables.append(seconds)
-
-    def synced(self, seconds: float) -> None:
-        self.syncs.append(seconds)
-
-
-class WriteStatsTest(SynchronousTestCase):
-    def test_synced_job_reports_records_durable_and_fsync(self) -> None:
-        obs = RecordingObserver()
-        now = [10.0]
-        stats = WriteStats("t", obs, monotonic=lambda: now[0])
-        values = ValuesAppend((b"ab", b"c"))
-        marker = MarkerAppend(1, 0, commit=True)
-        now[0] = 10.5
-        stats.job_done(
-            [(values, AppendInfo(4, 5, 0), 10.0), (marker, AppendInfo(6, 6, 0), 10.25)],
-            synced=True, sync_seconds=0.125,
-        )
-        self.assertEqual(obs.ins, [("t", 2, values.stored_bytes())])  # the marker is no record
-        self.assertEqual(obs.syncs, [0.125])
-        self.assertEqual(obs.durables, [0.5, 0.25])
-
-    def test_unsynced_appends_are_durable_at_the_next_sync_and_bounded(self) -> None:
-        obs = RecordingObserver()
-        now = [0.0]
-        stats = WriteStats("t", obs, monotonic=lambda: now[0])
-        append = ValuesAppend((b"x",))
-        many = [(append, AppendInfo(i, i, 0), 1.0) for i in range(MAX_UNSYNCED_SAMPLES + 10)]
-        stats.job_done(many, synced=False, sync_seconds=None)
-        self.assertEqual(obs.durables, [])
-        self.assertEqual(len(obs.ins), MAX_UNSYNCED_SAMPLES + 10)
-        now[0] = 3.0
-        stats.job_done([], synced=True, sync_seconds=0.01)  # the interval flush
-        self.assertEqual(obs.durables, [2.0] * MAX_UNSYNCED_SAMPLES)
-        stats.job_done([], synced=True, sync_seconds=0.01)
-        self.assertEqual(len(obs.durables), MAX_UNSYNCED_SAMPLES)
-
-
-class MetricsResourceTest(SynchronousTestCase):
-    def test_text_format_and_openmetrics_on_request(self) -> None:
-        metrics = BrokerMetrics(cast(Inspector, FakeInspector()), process=False)
-        resource = MetricsResource(metrics.registry)
-        request = DummyRequest([b""])
-        body = resource.render_GET(request)
-        content_type = request.responseHeaders.getRawHeaders(b"content-type")[0]
-        self.assertTrue(content_type.startswith(b"text/plain"))
-        self.assertIn(b"brokerd_topics 0.0", body)
-        request = DummyRequest([b""])
-        request.requestHeaders.setRawHeaders(b"accept", [b"application/openmetrics-text"])
-        body = resource.render_GET(request)
-        content_type = request.responseHeaders.getRawHeaders(b"content-type")[0]
-        self.assertTrue(content_type.startswith(b"application/openmetrics-text"))
-        self.assertTrue(body.endswith(b"# EOF\n"))

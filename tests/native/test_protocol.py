@@ -26,9 +26,8 @@ from brokerd.native.protocol import (
 )
 from brokerd.storage.types import COMMITTED_BATCHES, TopicInfo
 
+from tests.fake_core import Call, HandFiredCore
 from tests.native_helpers import (
-    Call,
-    FakeCore,
     append_info,
     error_body,
     fetch_error,
@@ -52,7 +51,7 @@ class ProtocolTestCase(SynchronousTestCase):
 
     def setUp(self) -> None:
         self.clock = task.Clock()
-        self.core = FakeCore()
+        self.core = HandFiredCore()
         self.factory = NativeFactory(
             self.core,
             clock=self.clock,

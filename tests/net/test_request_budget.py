@@ -29,10 +29,9 @@ from brokerd.native.server_codec import RequestDecoder
 from brokerd.net.request_budget import PROOF_BYTES, RequestBudget, claim
 from brokerd.security.auth_throttle import AuthThrottle
 
-from tests.fake_core import FakeCore
+from tests.fake_core import FakeCore, HandFiredCore
 from tests.kafka.listener.test_protocol import FakeCoordinator, temp_dir
 from tests.kafka.server.handlers.test_sasl import SaslProtocolTestCase
-from tests.native_helpers import FakeCore as NativeFakeCore
 from tests.native_helpers import produce_frame
 
 KIB = 1024
@@ -357,7 +356,7 @@ class NativeBudgetTests(SynchronousTestCase):
 
     def test_a_second_connection_waits_while_the_first_holds_the_budget(self) -> None:
         budget = RequestBudget(300 * KIB)
-        factory = NativeFactory(NativeFakeCore(), clock=task.Clock(), request_budget=budget)
+        factory = NativeFactory(HandFiredCore(), clock=task.Clock(), request_budget=budget)
         first, second = factory.buildProtocol(None), factory.buildProtocol(None)
         t1, t2 = StringTransport(), StringTransport()
         first.makeConnection(t1)
@@ -374,7 +373,7 @@ class NativeBudgetTests(SynchronousTestCase):
 
     def test_an_idle_announcer_holds_what_it_sent(self) -> None:
         budget = RequestBudget(2 * MIB)
-        factory = NativeFactory(NativeFakeCore(), clock=task.Clock(), request_budget=budget)
+        factory = NativeFactory(HandFiredCore(), clock=task.Clock(), request_budget=budget)
         protos = [factory.buildProtocol(None) for _ in range(8)]
         for proto in protos:
             proto.makeConnection(StringTransport())

@@ -35,10 +35,6 @@ from brokerd.storage.stores.offsets import OffsetStore
 SESSION_MS = 10_000
 
 
-def sync_runner(f: Any, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
-    return defer.maybeDeferred(f, *args, **kwargs)
-
-
 def assignment(topic: str, *partitions: int) -> bytes:
     """A consumer-protocol assignment of ``partitions`` of ``topic``."""
     raw = topic.encode()
@@ -63,7 +59,7 @@ class AdminCase(SynchronousTestCase):
         self.logdir = LogDirectory.open(os.path.join(tmp.name, "data"), LogConfig())
         self.broker = Broker(
             self.logdir, reactor=self.clock,  # type: ignore[arg-type]
-            run_read=sync_runner, run_write=sync_runner,
+            run_read=defer.maybeDeferred, run_write=defer.maybeDeferred,
             retention_check_seconds=0, checkpoint_seconds=0,
         )
         self.broker.startService()
@@ -74,7 +70,7 @@ class AdminCase(SynchronousTestCase):
             self.store = OffsetStore.open(os.path.join(tmp.name, "offsets.log"))
             self.addCleanup(self.store.close)
             self.coordinator = GroupCoordinator(
-                clock=self.clock, offsets=self.store, run_blocking=sync_runner,
+                clock=self.clock, offsets=self.store, run_blocking=defer.maybeDeferred,
                 initial_rebalance_delay_ms=0,
             )
             self.addCleanup(self.coordinator.stop)

@@ -22,10 +22,6 @@ from brokerd.storage.stores.offsets import OffsetStore
 TOPICS = {"orders": (uuid.uuid4(), 4), "audit": (uuid.uuid4(), 1)}
 
 
-def sync_runner(f: Any, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
-    return defer.maybeDeferred(f, *args, **kwargs)
-
-
 class InstancesTests(SynchronousTestCase):
     def setUp(self) -> None:
         tmp = tempfile.TemporaryDirectory(prefix="brokerd-proxy-instances-")
@@ -34,7 +30,7 @@ class InstancesTests(SynchronousTestCase):
         self.store = OffsetStore.open(os.path.join(tmp.name, "offsets.log"))
         self.addCleanup(self.store.close)
         self.coordinator = GroupCoordinator(
-            clock=self.clock, offsets=self.store, run_blocking=sync_runner,
+            clock=self.clock, offsets=self.store, run_blocking=defer.maybeDeferred,
             initial_rebalance_delay_ms=0,
         )
         self.addCleanup(self.coordinator.stop)

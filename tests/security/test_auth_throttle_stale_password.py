@@ -19,7 +19,7 @@ from brokerd.security.auth_throttle import MAX_DELAY
 
 from tests.brokerproc import BrokerProcess
 from tests.figures import record
-from tests.kafka.server.test_sasl_clients import PASSWORD, USER, ck_conf, write_credentials
+from tests.kafka.server.handlers.test_sasl_clients import PASSWORD, USER, ck_conf, write_credentials
 
 pytestmark = [pytest.mark.clients, pytest.mark.broker]
 

@@ -26,7 +26,7 @@ from brokerd.kafka.wire.messages import share as sm
 from brokerd.kafka.wire.messages import share_offsets as so
 
 from tests.brokerproc import BrokerProcess
-from tests.kafka.server.test_sasl_clients import PASSWORD, USER, write_credentials
+from tests.kafka.server.handlers.test_sasl_clients import PASSWORD, USER, write_credentials
 from tests.kafka_helpers import WAIT, RawKafka, module_broker, wait_until
 
 ck = pytest.importorskip("confluent_kafka")

@@ -27,7 +27,7 @@ from brokerd.security.scram import (
 from brokerd.security.server_secret import SECRET_FILE_NAME, ServerSecretError, load_or_create
 
 from tests.brokerproc import BrokerProcess
-from tests.kafka.server.test_sasl_clients import write_credentials
+from tests.kafka.server.handlers.test_sasl_clients import write_credentials
 from tests.kafka_helpers import RawKafka
 
 SECRET = b"0123456789abcdef0123456789abcdef"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.kafka.server.test_sasl_clients import write_credentials
+from tests.kafka.server.handlers.test_sasl_clients import write_credentials
 from tests.kafka_helpers import WAIT, kcat_run
 from tests.tls_helpers import Pki, TlsBroker, make_pki
 

@@ -188,14 +188,10 @@ def test_duplicate_ids_are_split(opened: Callable[[], LogDirectory], tmp_path: P
 # -- the core ------------------------------------------------------------------------
 
 
-def _sync(f: Callable[..., Any], *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
-    return defer.maybeDeferred(f, *args, **kwargs)
-
-
 def test_core_looks_topics_up_by_id(opened: Callable[[], LogDirectory]) -> None:
     broker = Broker(
-        opened(), reactor=Clock(), fsync=FsyncPolicy.parse("always"), run_read=_sync,
-        run_write=_sync, retention_check_seconds=0, checkpoint_seconds=0,
+        opened(), reactor=Clock(), fsync=FsyncPolicy.parse("always"), run_read=defer.maybeDeferred,
+        run_write=defer.maybeDeferred, retention_check_seconds=0, checkpoint_seconds=0,
     )
     broker.startService()
     try:

@@ -1,7 +1,9 @@
 """The web console rendered through Twisted's real HTTP stack (a ``Site`` on a
 ``StringTransport``) with a fake source of views and a ``task.Clock``: escaping of every
 client-supplied text, 404s, quoting in URLs, the fragment the refresh script fetches,
-headers, rates from the sampler's history and the SVG charts' shape."""
+headers (the rates from the sampler's history, the SVG charts' shape and the formats are
+tested beside their modules: test_console_history.py, test_console_svg.py,
+test_console_html.py)."""
 
 from __future__ import annotations
 
@@ -18,19 +20,14 @@ from twisted.internet.testing import StringTransport
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
-from twisted.web.template import Flattenable
 
 from brokerd.operator.views import GroupOffsetView, GroupView, MemberView, PartitionView, TopicView
-from brokerd.web import console_history as history
 from brokerd.web.console import make_console
 from brokerd.web.console_history import (
-    HISTORY_SAMPLES,
     SAMPLE_SECONDS,
     ConsoleSampler,
-    Sample,
 )
-from brokerd.web.console_html import SCRIPT, duration, flat, per_second, size
-from brokerd.web.console_svg import MAX_CHART_SERIES, bar, line_chart, nice_ceiling, sparkline
+from brokerd.web.console_html import SCRIPT
 
 SVG = "{http://www.w3.org/2000/svg}"
 COMPACT = {"cleanup.policy": "compact"}
@@ -362,177 +359,3 @@ class EscapingTests(ConsoleTestCase):
         overview = self.page("/")
         spark = re.findall(r"<svg .*?</svg>", overview.split('id="groups"')[1])[0]
         self.assertEqual(ET.fromstring(spark).attrib["aria-label"], f"lag of {EVIL}")
-
-
-def chart_legend(page: str) -> str:
-    return re.findall(r'<ul class="legend">.*?</ul>', page)[0]
-
-
-class RateTests(ConsoleTestCase):
-    def test_produce_and_consume_rates_from_samples(self) -> None:
-        self.sampler.startService()  # samples now
-        for _ in range(3):
-            self.clock.advance(SAMPLE_SECONDS)
-            # 100 records per 5 s into orders; the group commits 50 per 5 s.
-            t = self.source.topic_views["orders"]
-            self.source.topic_views["orders"] = topic(
-                "orders",
-                tuple(p.high_watermark + 50 for p in t.partitions),
-                **{"cleanup.policy": "compact"},
-            )
-            g = self.source.group_views["billing"]
-            self.source.group_views["billing"] = group(
-                "billing",
-                {
-                    (o.topic, o.partition): (o.committed_offset + 25, (o.high_watermark or 0) + 50)
-                    for o in g.offsets
-                },
-            )
-        self.clock.advance(0.5)  # the samples were taken before the last change
-        self.sampler.sample()
-        self.assertEqual(len(self.sampler.samples), 5)
-        self.sampler.stopService()
-        samples = tuple(self.sampler.samples)
-        self.assertAlmostEqual(history.rate(samples, history.topic_end("orders")) or 0, 300 / 15.5)
-        self.assertAlmostEqual(
-            history.rate(samples, history.group_committed("billing")) or 0, 150 / 15.5
-        )
-        overview = self.page("/")
-        self.assertIn('<td class="num">19.4/s</td>', overview)
-        self.assertIn('<td class="num">9.7/s</td>', overview)
-        self.assertIn("<dt>produce rate</dt><dd>19.4/s</dd>", self.page("/topics/orders"))
-        group_page = self.page("/groups/billing")
-        self.assertIn("<dt>consume rate</dt><dd>9.7/s</dd>", group_page)
-        chart = re.findall(r'<svg class="chart".*?</svg>', group_page)[0]
-        lines = ET.fromstring(chart).findall(f"{SVG}polyline")
-        self.assertEqual(len(lines), 1)  # the one topic's line is the total
-        self.assertEqual(len(lines[0].attrib["points"].split()), 5)
-        self.assertIn(
-            "<li>" + '<span class="swatch" style="background:#0072b2"></span>orders',
-            chart_legend(group_page),
-        )
-        # A second topic: a line each, and the total.
-        self.source.group_views["billing"] = attrs.evolve(
-            self.source.group_views["billing"],
-            offsets=(
-                *self.source.group_views["billing"].offsets,
-                GroupOffsetView("other", 0, 0, 7, 7),
-            ),
-        )
-        self.sampler.sample()
-        chart = re.findall(r'<svg class="chart".*?</svg>', self.page("/groups/billing"))[0]
-        titles = [t.text for t in ET.fromstring(chart).iter(f"{SVG}title")]
-        self.assertEqual(titles[1:], ["total", "orders", "other"])
-
-    def test_rate_needs_two_samples_and_ignores_decreases(self) -> None:
-        one = (Sample(0.0, {"t": 5}),)
-        self.assertIsNone(history.rate(one, history.topic_end("t")))
-        self.assertEqual(per_second(None), "\u2013")
-        self.assertIn('<td class="num">\u2013</td>', self.page("/"))
-        # Recreated topic: 100 -> 10 counts as nothing, then +20 in 5 s.
-        samples = (Sample(0.0, {"t": 100}), Sample(5.0, {"t": 10}), Sample(10.0, {"t": 30}))
-        self.assertEqual(history.rate(samples, history.topic_end("t")), 2.0)
-        self.assertEqual(
-            history.rate_series(samples, history.topic_end("t")), [(5.0, 0.0), (10.0, 4.0)]
-        )
-        # A topic that appears later: only the samples that know it count.
-        late = (Sample(0.0, {}), Sample(5.0, {"t": 0}), Sample(10.0, {"t": 10}))
-        self.assertEqual(history.rate(late, history.topic_end("t")), 2.0)
-
-    def test_rate_window_is_the_last_minute(self) -> None:
-        old = [Sample(float(t), {"t": 0}) for t in range(0, 300, 5)]
-        recent = [Sample(300.0 + t, {"t": 10 * t}) for t in range(0, 65, 5)]
-        self.assertAlmostEqual(history.rate(old + recent, history.topic_end("t")) or 0, 600 / 60)
-
-    def test_a_failed_sample_is_logged_and_sampling_goes_on(self) -> None:
-        self.source.broken = True
-        self.sampler.startService()
-        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
-        self.assertEqual(len(self.sampler.samples), 0)
-        self.source.broken = False
-        self.clock.advance(SAMPLE_SECONDS)
-        self.assertEqual(len(self.sampler.samples), 1)
-        self.sampler.stopService()
-
-    def test_history_is_bounded(self) -> None:
-        self.sampler.startService()
-        self.clock.pump([SAMPLE_SECONDS] * (HISTORY_SAMPLES + 30))
-        self.assertEqual(len(self.sampler.samples), HISTORY_SAMPLES)
-        self.sampler.stopService()
-        taken = len(self.clock.getDelayedCalls())
-        self.assertEqual(taken, 0)
-
-
-def markup(tree: Flattenable) -> str:
-    return flat(tree).decode("utf-8")
-
-
-class SvgTests(SynchronousTestCase):
-    def test_sparkline_scales_to_its_box(self) -> None:
-        svg = ET.fromstring(markup(sparkline([(0, 0.0), (5, 10.0), (10, 5.0)], label="a <b>")))
-        self.assertEqual(svg.attrib["viewBox"], "0 0 120 28")
-        self.assertEqual(svg.attrib["aria-label"], "a <b>")
-        line = svg.find(f"{SVG}polyline")
-        assert line is not None
-        points = [tuple(map(float, p.split(","))) for p in line.attrib["points"].split()]
-        self.assertEqual(points, [(1.0, 27.0), (60.0, 1.0), (119.0, 14.0)])
-
-    def test_sparkline_without_history_is_an_empty_box(self) -> None:
-        for points in ([], [(0.0, 3.0)]):
-            svg = ET.fromstring(markup(sparkline(points, label="x")))
-            self.assertIsNone(svg.find(f"{SVG}polyline"))
-            self.assertEqual(svg.attrib["width"], "120")
-        level = ET.fromstring(markup(sparkline([(0, 0.0), (5, 0.0)], label="x")))
-        line = level.find(f"{SVG}polyline")
-        assert line is not None
-        self.assertEqual(line.attrib["points"], "1,27 119,27")
-
-    def test_line_chart_axes_series_and_legend(self) -> None:
-        series = [("total", [(100.0, 0.0), (160.0, 80.0)]), ("one", [(160.0, 5.0)])]
-        html = markup(line_chart(series, now=160.0, title="lag <x>"))
-        svg = ET.fromstring(re.findall(r"<svg .*?</svg>", html)[0])
-        self.assertEqual(svg.attrib["aria-label"], "lag <x>")
-        labels = [t.text for t in svg.findall(f"{SVG}text")]
-        self.assertEqual(labels, ["0", "50", "100", "-60s", "-30s", "now"])
-        (line,) = svg.findall(f"{SVG}polyline")
-        points = [tuple(map(float, p.split(","))) for p in line.attrib["points"].split()]
-        # x from 64 (60 s ago) to 628 (now); y from 192 (0) up by 80/100 of 180.
-        self.assertEqual(points, [(64.0, 192.0), (628.0, 48.0)])
-        self.assertEqual(len(svg.findall(f"{SVG}circle")), 1)
-        self.assertEqual(html.count("<li>"), 2)
-
-    def test_line_chart_caps_its_series(self) -> None:
-        series = [(f"s{i}", [(0.0, float(i)), (10.0, 1.0)]) for i in range(MAX_CHART_SERIES + 3)]
-        html = markup(line_chart(series, now=10.0, title="many"))
-        self.assertEqual(html.count("<polyline"), MAX_CHART_SERIES)
-        self.assertIn("<li>3 more not shown</li>", html)
-
-    def test_bar_is_the_share_of_the_largest(self) -> None:
-        widths = []
-        for value in (0, 3, 6, 9):
-            rects = ET.fromstring(markup(bar(value, 6, label="lag"))).findall(f"{SVG}rect")
-            widths.append((rects[0].attrib["width"], rects[1].attrib["width"]))
-        self.assertEqual(widths, [("160", "0"), ("160", "80"), ("160", "160"), ("160", "160")])
-        nothing = ET.fromstring(markup(bar(0, 0, label="lag"))).findall(f"{SVG}rect")
-        self.assertEqual(nothing[1].attrib["width"], "0")
-
-    def test_nice_ceiling(self) -> None:
-        cases = {0: 1, 0.3: 0.5, 1: 1, 1.2: 2, 3: 5, 7: 10, 20: 20, 21: 50, 999: 1000}
-        for value, expected in cases.items():
-            self.assertAlmostEqual(nice_ceiling(value), expected)
-
-
-class FormatTests(SynchronousTestCase):
-    def test_formats(self) -> None:
-        self.assertEqual(
-            [size(0), size(1023), size(1536), size(5 * 2**30)],
-            ["0 B", "1023 B", "1.5 KiB", "5.0 GiB"],
-        )
-        self.assertEqual(
-            [per_second(0.04), per_second(12.345), per_second(12345.6)],
-            ["0.0/s", "12.3/s", "12,346/s"],
-        )
-        self.assertEqual(
-            [duration(12), duration(250), duration(7500), duration(90000)],
-            ["12s", "4m 10s", "2h 5m", "1d 1h"],
-        )

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.core.quotas.test_manager -*-
+# -*- test-case-name: tests.core.quotas.test_store -*-
 """The durable client quotas: ``client-quotas.json`` in the data directory.
 
 Kept as the broker keeps its ACLs (``acls.json``): one readable JSON document

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.metrics.test_collectors -*-
+# -*- test-case-name: tests.kafka.server.test_observe, tests.metrics.test_collectors -*-
 """What a Kafka answer tells the metrics: its API's name, the errors it carries and, for
 a Fetch, the record bytes it sends of each topic.
 

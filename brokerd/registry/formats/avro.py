@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_avro_format -*-
+# -*- test-case-name: tests.registry.formats.test_avro -*-
 """Avro schemas (``schemaType`` AVRO, the registry's default), as Confluent's registry
 treats them.
 

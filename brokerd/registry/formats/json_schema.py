@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_json_schema_format -*-
+# -*- test-case-name: tests.registry.formats.test_json_schema -*-
 """JSON Schema schemas (``schemaType`` JSON), as Confluent's registry treats them.
 
 * Parsing: the text is JSON, an object or a boolean, and a valid schema of its draft

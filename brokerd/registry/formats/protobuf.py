@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_protobuf_format -*-
+# -*- test-case-name: tests.registry.formats.test_protobuf -*-
 """Protobuf schemas (``schemaType`` PROTOBUF), as Confluent's registry treats them.
 
 * A schema is ``.proto`` text (proto2 or proto3), or the base64 of a serialized

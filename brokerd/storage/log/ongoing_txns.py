@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.log.test_ongoing_txns -*-
 """One partition's ongoing transactions and its last stable offset (pure, no I/O).
 
 A producer's transaction on a partition begins with its first transactional data batch

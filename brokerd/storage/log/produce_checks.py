@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.log.test_produce_checks -*-
 """What a topic's configs let a produce append (pure, no I/O).
 
 :func:`check_batches` and :func:`check_values` apply a partition's :class:`LogConfig` to

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.log.test_recompress -*-
 """A topic's ``compression.type``: client batches stored with the topic's codec.
 
 Kafka keeps a producer's batches as they come while ``compression.type`` is

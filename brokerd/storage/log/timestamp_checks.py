@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.log.test_timestamp_checks -*-
 """A topic's ``message.timestamp.before.max.ms`` / ``after.max.ms``: CreateTime records
 whose timestamps are too far from the broker's clock are refused (INVALID_TIMESTAMP).
 

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.record.test_append_time -*-
 """LogAppendTime: the broker's append time written into client RecordBatches.
 
 A topic with ``message.timestamp.type=LogAppendTime`` keeps the broker's clock, not the

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.record.test_compression -*-
 """The compression codecs of a RecordBatch's records section, bounded on the way in.
 
 What it does: names the codec ids of the ``attributes`` bits 0-2 (:class:`Compression`),

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.record.test_control -*-
 """Transaction markers: the control batches that end a transaction on a partition.
 
 A marker is a RecordBatch v2 with the transactional and control attribute bits set, the

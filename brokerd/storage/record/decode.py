@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.record.test_decode_batches -*-
 """Decoding the records of RecordBatch v2 batches, for every codec clients use.
 
 What it does: decodes every record of one batch (:func:`decode_records`, CRC checked,

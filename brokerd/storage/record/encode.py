@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.record.test_encode -*-
 """Building RecordBatch v2 batches: from values, from kept records, in another codec.
 
 What it does: encodes uncompressed or compressed batches (:func:`encode_batch`, the

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.record.test_header -*-
 """The RecordBatch v2 (magic 2) header: its fields, its checks, and walks over batches.
 
 What it does:

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.segment.test_txn_index -*-
 """The aborted-transaction index of one segment: ``<20-digit base offset>.txnindex``.
 
 One 34-byte entry per transaction aborted by a marker in the segment, in marker order,

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.storage.stores.test_client_metrics -*-
 """The durable client-metrics resources (KIP-714 subscriptions): ``client-metrics.json``
 in the data directory.
 

@@ -1,17 +1,14 @@
-"""Quota enforcement per share with a fake clock (times in ms passed in), and the
-durable file: what is measured together, the throttle time Kafka would answer, the
-fetch cap, the controller mutation bucket, bounded sensors, and the JSON round trip."""
+"""Quota enforcement per share with a fake clock (times in ms passed in): what is measured
+together, the throttle time Kafka would answer, the fetch cap, the controller mutation
+bucket, bounded sensors (the durable file: tests/core/quotas/test_store.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from brokerd.core.quotas import manager as manager_module
 from brokerd.core.quotas.entities import DEFAULT, QuotaConfigs, QuotaEntity
 from brokerd.core.quotas.manager import QuotaManager
-from brokerd.core.quotas.store import QuotaFileError, QuotaStore
 
 P = "producer_byte_rate"
 
@@ -89,20 +86,3 @@ def test_sensors_are_bounded_and_expire(monkeypatch: pytest.MonkeyPatch) -> None
     later = manager_module.SENSOR_EXPIRY_MS
     quotas.record(P, "u", "c9", 1, later)
     assert [v.client_id for v in quotas.sensors(later, 10)] == ["c9"]
-
-
-def test_the_store_round_trips_and_refuses_what_it_cannot_read(tmp_path: Path) -> None:
-    store = QuotaStore.in_directory(str(tmp_path))
-    assert store.load() == {}
-    quotas = {
-        QuotaEntity("alice", DEFAULT): {P: 1024.0, "request_percentage": 12.5},
-        QuotaEntity(None, "app"): {"controller_mutation_rate": 2.0},
-    }
-    store.save(quotas)
-    assert store.load() == quotas
-    Path(store.path).write_text('{"version": 1, "quotas": [{"entity": {}, "values": {}}]}')
-    with pytest.raises(QuotaFileError, match="empty client quota entity"):
-        store.load()
-    Path(store.path).write_text("{")
-    with pytest.raises(QuotaFileError, match="not JSON"):
-        store.load()

@@ -33,8 +33,9 @@ from brokerd.storage.record.decode import decode_records
 from brokerd.storage.stores.share_state import ShareStateRecord, ShareStateStore
 from brokerd.storage.types import AppendInfo, TopicInfo
 
-from tests.core.share.test_service import FakeCore, batch
+from tests.core.share.test_service import batch
 from tests.deferreds import outcome_of
+from tests.fake_core import BatchLogCore
 
 G, T = "g", "t"
 
@@ -155,7 +156,7 @@ class DeadLetterRuleTests(SynchronousTestCase):
         })
 
 
-class _DeadLetterTopic(FakeCore):
+class _DeadLetterTopic(BatchLogCore):
     """The service's log (``t``) and a dead-letter topic ``dlq.t`` whose appends either
     land in ``appended`` or, with ``hang``, never answer (the broker dies first)."""
 

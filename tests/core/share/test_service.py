@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ from twisted.python.failure import Failure
 
 from brokerd.core.share.partition import AckBatch, AcquiredRange, InFlightRange, SharePartition
 from brokerd.core.share.service import (
-    COMMITTED_BYTES,
     READ_AHEAD_SECONDS,
     AcquireResult,
     FetchResult,
@@ -27,9 +25,10 @@ from brokerd.storage.record.control import encode_marker
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import stamp_base_offset
 from brokerd.storage.stores.share_state import ShareStateStore
-from brokerd.storage.types import AbortedTxn, LogRead, PartitionOffsets, ReadSpec
+from brokerd.storage.types import AbortedTxn, LogRead
 
 from tests.deferreds import outcome_of, watch
+from tests.fake_core import BatchLogCore
 
 
 def batch(base: int, n: int, **kw: Any) -> bytes:
@@ -50,77 +49,9 @@ def acquire_many(
     return svc.fetch(group, member, (), partitions, **kw).addCallback(results)
 
 
-class FakeCore:
-    """A log of whole batches; reads return every batch from the one holding the offset."""
-
-    @property
-    def reads(self) -> Any:
-        """The fake plays the face's reads and transactions roles itself."""
-        return self
-
-    @property
-    def transactions(self) -> Any:
-        return self
-
-    @property
-    def topic_registry(self) -> Any:
-        return self
-
-    def __init__(self, clock: task.Clock) -> None:
-        self.clock = clock
-        self.batches: list[tuple[int, int, bytes]] = []
-        #: Each batch's timestamp (ms), for lookups by time.
-        self.times: list[int] = []
-        self.aborted: tuple[AbortedTxn, ...] = ()
-        #: The last stable offset, when a transaction is open (else the log's end).
-        self.lso: int | None = None
-        #: When a list, writes wait here (the Deferred, the write) for the test to run.
-        self.held_writes: list[tuple[defer.Deferred[Any], Callable[[], Any]]] | None = None
-
-    def add(self, base: int, data: bytes, count: int, timestamp_ms: int = 0) -> None:
-        self.batches.append((base, base + count - 1, data))
-        self.times.append(timestamp_ms)
-
-    @property
-    def end(self) -> int:
-        return self.batches[-1][1] + 1 if self.batches else 0
-
-    def offsets(self, topic: str, partition: int) -> defer.Deferred[PartitionOffsets]:
-        lso = self.end if self.lso is None else self.lso
-        return defer.succeed(PartitionOffsets(0, self.end, lso))
-
-    def read(
-        self, topic: str, partition: int, offset: int, max_bytes: int, spec: ReadSpec
-    ) -> defer.Deferred[LogRead]:
-        upto = self.end if self.lso is None or spec != COMMITTED_BYTES else self.lso
-        data = b"".join(d for base, last, d in self.batches if last >= offset and base < upto)
-        return defer.succeed(LogRead(data, self.end, 0, self.end, self.aborted))
-
-    def offset_for_timestamp(
-        self, topic: str, partition: int, timestamp_ms: int
-    ) -> defer.Deferred[tuple[int, int] | None]:
-        for (base, _, _), at in zip(self.batches, self.times, strict=True):
-            if at >= timestamp_ms:
-                return defer.succeed((base, at))
-        return defer.succeed(None)
-
-    def run_write(self, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
-        if self.held_writes is not None:
-            d: defer.Deferred[Any] = defer.Deferred()
-            self.held_writes.append((d, lambda: f(*args, **kwargs)))
-            return d
-        return defer.maybeDeferred(f, *args, **kwargs)
-
-    def wait_for_data(self, positions: Any, *, min_bytes: int, max_wait_ms: int,
-                      already: int = 0, seen: Any = None) -> defer.Deferred[None]:
-        return task.deferLater(self.clock, max_wait_ms / 1000.0, lambda: None)
-
-
-
-
-def service(tmp_path: Path) -> tuple[ShareService, FakeCore, task.Clock, ShareStateStore]:
+def service(tmp_path: Path) -> tuple[ShareService, BatchLogCore, task.Clock, ShareStateStore]:
     clock = task.Clock()
-    core = FakeCore(clock)
+    core = BatchLogCore(clock)
     store = ShareStateStore.open(str(tmp_path))
     svc = ShareService(core, store, run_write=core.run_write, clock=clock)
     outcome_of(svc.set_overrides("g", {"share.auto.offset.reset": "earliest"}))
@@ -148,7 +79,7 @@ def test_control_and_aborted_batches_are_archived_not_delivered(tmp_path: Path) 
     stamp_base_offset(marker, 0, 2)
     core.add(2, bytes(marker), 1)
     core.add(3, batch(3, 1), 1)
-    core.aborted = (AbortedTxn(7, 0),)
+    core.aborted_txns = (AbortedTxn(7, 0),)
     spans, _ = spans_of(b"".join(d for _, _, d in core.batches), [(7, 0)])
     assert [s.skip for s in spans] == [True, True, False]
     got = outcome_of(svc.acquire("g", "t", 0, "m", max_records=10))
@@ -366,9 +297,9 @@ def as_journal_holds(svc: ShareService, path: Path) -> None:
 
 def failing_service(
     tmp_path: Path,
-) -> tuple[ShareService, FakeCore, ShareStateStore, StoreClock]:
+) -> tuple[ShareService, BatchLogCore, ShareStateStore, StoreClock]:
     clock = task.Clock()
-    core = FakeCore(clock)
+    core = BatchLogCore(clock)
     store_clock = StoreClock()
     store = ShareStateStore.open(str(tmp_path), clock=store_clock)
     svc = ShareService(core, store, run_write=core.run_write, clock=clock)
@@ -492,7 +423,7 @@ def test_isolation_is_read_uncommitted_unless_the_group_says_otherwise(tmp_path:
     core.add(0, batch(0, 2), 2)
     core.add(2, batch(2, 3, producer_id=7, producer_epoch=0, base_sequence=0,
                       transactional=True), 3)
-    core.lso = 2  # the transaction of 2-4 is still open
+    core.stable_offset = 2  # the transaction of 2-4 is still open
     assert outcome_of(svc.acquire("g", "t", 0, "m", max_records=10)).ranges == (
         AcquiredRange(0, 4, 1),
     )

@@ -4,22 +4,11 @@ persistence tests of consumer groups and streams groups share."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from twisted.internet import defer, task
-from twisted.internet.defer import Deferred
-from twisted.python.failure import Failure
 
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.storage.stores.offsets import OffsetStore
-
-
-def run_inline(f: Any, *args: Any) -> Deferred[Any]:
-    """The coordinator's blocking work run at once (a fake clock drives the test)."""
-    try:
-        return defer.succeed(f(*args))
-    except Exception:
-        return defer.fail(Failure())
 
 
 class JournalNode:
@@ -33,7 +22,7 @@ class JournalNode:
         self.clock = task.Clock()
         self.store = OffsetStore.open(self.path)
         self.coord = GroupCoordinator(clock=self.clock, offsets=self.store,
-                                      run_blocking=run_inline)
+                                      run_blocking=defer.maybeDeferred)
 
     def restart(self) -> None:
         """Stop the coordinator, close the journal, and open both afresh (new clock)."""

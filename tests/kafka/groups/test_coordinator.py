@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from twisted.internet import defer, task
 from twisted.internet.defer import CancelledError, Deferred
-from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.errors import StorageError
@@ -42,13 +41,6 @@ def synced_with(assignment: bytes) -> SyncResult:
     return SyncResult(0, assignment, "consumer", RANGE[0])
 
 
-def _sync_run(f: Any, *args: Any) -> Deferred[Any]:
-    try:
-        return defer.succeed(f(*args))
-    except Exception:
-        return defer.fail(Failure())
-
-
 class _Base(SynchronousTestCase):
     def setUp(self) -> None:
         self.clock = task.Clock()
@@ -62,7 +54,7 @@ class _Base(SynchronousTestCase):
 
     def make_coordinator(self, **kw: Any) -> GroupCoordinator:
         kw.setdefault("initial_rebalance_delay_ms", DELAY_MS)
-        kw.setdefault("run_blocking", _sync_run)
+        kw.setdefault("run_blocking", defer.maybeDeferred)
         return GroupCoordinator(clock=self.clock, offsets=self.store, **kw)
 
     def join(
@@ -569,7 +561,7 @@ class OffsetTests(_Base):
         def run(f: Any, *args: Any) -> Deferred[Any]:
             if failing[0]:
                 return defer.fail(StorageError("No space left on device"))
-            return _sync_run(f, *args)
+            return defer.maybeDeferred(f, *args)
 
         self.coord = self.make_coordinator(run_blocking=run)
         d = self.join()
@@ -946,7 +938,7 @@ class RestoreTests(_Base):
         def run(f: Any, *args: Any) -> Deferred[Any]:
             if f == self.store.write_batch and not writes_work[0]:
                 return defer.fail(StorageError("disk full"))
-            return _sync_run(f, *args)
+            return defer.maybeDeferred(f, *args)
 
         self.coord = self.make_coordinator(run_blocking=run)
         a = self.stable_single().member_id
@@ -1087,7 +1079,7 @@ def test_random_operations_keep_the_group_consistent(ops: list[tuple[str, int]])
     coord = GroupCoordinator(
         clock=clock,
         offsets=_FakeStore(),  # type: ignore[arg-type]
-        run_blocking=_sync_run,
+        run_blocking=defer.maybeDeferred,
         initial_rebalance_delay_ms=DELAY_MS,
     )
     known: list[str] = []

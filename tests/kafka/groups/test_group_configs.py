@@ -9,12 +9,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from twisted.internet import defer, task
 from twisted.internet.defer import Deferred
-from twisted.python.failure import Failure
 
 from brokerd.kafka.groups.consumer.coordinator import GroupSettings, HeartbeatInput
 from brokerd.kafka.groups.coordinator import GroupCoordinator
@@ -115,17 +113,10 @@ def test_a_short_broker_value_widens_the_bounds() -> None:
         configs.alter("g", [(HEARTBEAT_INTERVAL, SET, "6000")], validate_only=False)
 
 
-def _sync_run(f: Any, *args: Any) -> Deferred[Any]:
-    try:
-        return defer.succeed(f(*args))
-    except Exception:
-        return defer.fail(Failure())
-
-
 def test_configs_are_durable_and_steer_the_coordinator(tmp_path: Path) -> None:
     path = str(tmp_path / "offsets.log")
     store = OffsetStore.open(path)
-    coord = GroupCoordinator(clock=task.Clock(), offsets=store, run_blocking=_sync_run)
+    coord = GroupCoordinator(clock=task.Clock(), offsets=store, run_blocking=defer.maybeDeferred)
     done: list[int] = []
     coord.group_configs.alter("g", [(HEARTBEAT_INTERVAL, SET, "9000")],
                               validate_only=False).addCallback(done.append)
@@ -133,7 +124,7 @@ def test_configs_are_durable_and_steer_the_coordinator(tmp_path: Path) -> None:
     coord.stop()
     store.close()
     store = OffsetStore.open(path)
-    coord = GroupCoordinator(clock=task.Clock(), offsets=store, run_blocking=_sync_run)
+    coord = GroupCoordinator(clock=task.Clock(), offsets=store, run_blocking=defer.maybeDeferred)
     answer = coord.consumer.heartbeat(
         HeartbeatInput(group_id="g", member_id="m", member_epoch=0, rebalance_timeout_ms=1,
                        subscribed_topic_names=("t",), owned={}),

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from twisted.internet import task
+from twisted.internet import defer, task
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.consumer.classic_members import (
@@ -49,8 +49,6 @@ from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.state import GroupState
 from brokerd.kafka.wire.codec import Writer
 from brokerd.storage.stores.offsets import OffsetStore
-
-from tests.kafka.groups.journal_node import run_inline
 
 T1 = uuid.UUID(int=7)
 TOPICS = {"t": (T1, 4)}
@@ -145,8 +143,8 @@ class Harness:
         self.owned: dict[uuid.UUID, frozenset[int]] = {}
 
     def _new(self) -> GroupCoordinator:
-        return GroupCoordinator(clock=self.clock, offsets=self.store, run_blocking=run_inline,
-                                topics=lambda: TOPICS)
+        return GroupCoordinator(clock=self.clock, offsets=self.store,
+                                run_blocking=defer.maybeDeferred, topics=lambda: TOPICS)
 
     def restart(self) -> None:
         self.coord.stop()

@@ -12,7 +12,6 @@ coordinator driving it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, cast
 
 import attrs
@@ -20,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from twisted.internet import defer, task
 from twisted.internet.defer import CancelledError, Deferred
-from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.fsm import InvalidTransition
@@ -55,13 +53,6 @@ ST = GroupState.STABLE
 DEAD = GroupState.DEAD
 HELD = "held"
 Code = int | str  # a Kafka error code, or HELD (no answer yet)
-
-
-def _sync_run(f: Callable[..., Any], *args: Any) -> Deferred[Any]:
-    try:
-        return defer.succeed(f(*args))
-    except Exception:
-        return defer.fail(Failure())
 
 
 class _MemoryStore:
@@ -168,7 +159,7 @@ class _Harness:
         self.coord = GroupCoordinator(
             clock=self.clock,
             offsets=cast(OffsetStore, _MemoryStore()),
-            run_blocking=_sync_run,
+            run_blocking=defer.maybeDeferred,
             initial_rebalance_delay_ms=DELAY_MS,
         )
         self.transitions = transitions

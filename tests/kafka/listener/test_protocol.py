@@ -9,7 +9,6 @@ import shutil
 import struct
 import tempfile
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -73,11 +72,6 @@ class SyncResult:
     protocol_name: str | None = None
 
 
-def run_inline(f: Callable[..., Any], *args: Any, **kw: Any) -> defer.Deferred[Any]:
-    """The offsets journal's writes, run at once (no thread pool)."""
-    return defer.maybeDeferred(f, *args, **kw)
-
-
 def temp_dir(case: SynchronousTestCase) -> str:
     """A private temporary directory, removed after the test."""
     path = tempfile.mkdtemp(prefix="brokerd-listener-")
@@ -101,7 +95,7 @@ class FakeCoordinator(GroupCoordinator):
 
     def __init__(self, directory: str) -> None:
         self.store = offsets_store(directory)
-        super().__init__(clock=task.Clock(), offsets=self.store, run_blocking=run_inline)
+        super().__init__(clock=task.Clock(), offsets=self.store, run_blocking=defer.maybeDeferred)
         self.joins: list[tuple[tuple[Any, ...], dict[str, Any], defer.Deferred[Any]]] = []
         self.join_cancels = 0
         self.syncs: list[tuple[Any, ...]] = []

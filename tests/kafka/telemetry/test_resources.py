@@ -1,32 +1,20 @@
-"""Client-metrics resources (brokerd/kafka/telemetry/resources.py) and their file
-(brokerd/storage/stores/client_metrics.py): Kafka's checks, the incremental operations,
-and durability across a reopen."""
+"""Client-metrics resources (brokerd/kafka/telemetry/resources.py): Kafka's checks and the
+incremental operations (their file: tests/storage/stores/test_client_metrics.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from brokerd.kafka.regex import MAX_REGEX_LENGTH
 from brokerd.kafka.telemetry.resources import (
     ClientFacts,
-    ClientMetricsResources,
     InvalidClientMetricsConfig,
     Selector,
     apply_ops,
     parse,
 )
-from brokerd.storage.stores.client_metrics import (
-    ClientMetricsFileError,
-    ClientMetricsStore,
-)
-
-from tests.deferreds import result_of
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-
-
 
 
 def test_parse_and_match() -> None:
@@ -70,34 +58,3 @@ def test_incremental_operations() -> None:
         "interval.ms": "100"}
     with pytest.raises(InvalidClientMetricsConfig, match="append is not allowed"):
         apply_ops(current, [("interval.ms", APPEND, "5")])
-
-
-def test_durable_across_reopen_and_deleted_when_empty(tmp_path: Path) -> None:
-    store = ClientMetricsStore.in_directory(str(tmp_path))
-    resources = ClientMetricsResources(store)
-    result_of(resources.alter("r", [("metrics", SET, "x."), ("match", SET, "client_id=a")],
-                        validate_only=False))
-    result_of(resources.alter("dry", [("metrics", SET, "y.")], validate_only=True))
-    assert resources.version == 1
-    reopened = ClientMetricsResources(ClientMetricsStore.in_directory(str(tmp_path)))
-    assert reopened.names() == ["r"]
-    assert reopened.configs("r") == {"metrics": "x.", "match": "client_id=a"}
-    (sub,) = reopened.subscriptions()
-    assert sub.metrics == ("x.",)
-    result_of(reopened.alter("r", [("metrics", DELETE, None), ("match", DELETE, None)],
-                       validate_only=False))
-    assert ClientMetricsResources(ClientMetricsStore.in_directory(str(tmp_path))).names() == []
-
-
-def test_refused_change_stores_nothing(tmp_path: Path) -> None:
-    resources = ClientMetricsResources(ClientMetricsStore.in_directory(str(tmp_path)))
-    with pytest.raises(InvalidClientMetricsConfig):
-        result_of(resources.alter("r", [("interval.ms", SET, "1")], validate_only=False))
-    assert resources.names() == [] and resources.version == 0
-    assert not (tmp_path / "client-metrics.json").exists()
-
-
-def test_a_damaged_file_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "client-metrics.json").write_text('{"version": 1, "resources": {"r": 5}}')
-    with pytest.raises(ClientMetricsFileError):
-        ClientMetricsStore.in_directory(str(tmp_path)).load()

@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 
 from twisted.internet import defer, task
 from twisted.internet.defer import Deferred
-from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.errors import InvalidProducerEpoch, InvalidTxnState, StorageError
@@ -33,15 +32,6 @@ WALL0 = 1_700_000_000.0
 TIMEOUT_MS = 60_000
 TID = "tx-1"
 P0, P1 = ("orders", 0), ("orders", 1)
-
-
-def sync_run(f: Callable[..., Any], *args: Any, **kw: Any) -> Deferred[Any]:
-    try:
-        return defer.succeed(f(*args, **kw))
-    except Exception:
-        return defer.fail(Failure())
-
-
 
 
 class FailingGroups:
@@ -79,7 +69,7 @@ class CoordinatorTestCase(SynchronousTestCase):
         self.offsets = OffsetStore.open(os.path.join(self.dir, "consumer-offsets.log"))
         self.addCleanup(self.offsets.close)
         self.group_coordinator = GroupCoordinator(
-            clock=self.clock, offsets=self.offsets, run_blocking=sync_run
+            clock=self.clock, offsets=self.offsets, run_blocking=defer.maybeDeferred
         )
         self.groups = FailingGroups(self.group_coordinator)
         self.pids = ProducerIdAllocator(self.dir)
@@ -93,7 +83,7 @@ class CoordinatorTestCase(SynchronousTestCase):
     def run_blocking(self, f: Callable[..., Any], *args: Any, **kw: Any) -> Deferred[Any]:
         if self.log_fails and getattr(f, "__name__", "") in ("write", "write_records"):
             return defer.fail(StorageError("journal disk full"))
-        return sync_run(f, *args, **kw)
+        return defer.maybeDeferred(f, *args, **kw)
 
     def make(self, **kw: Any) -> TransactionCoordinator:
         self.txn_log = TxnLog.open(self.dir)

@@ -26,7 +26,7 @@ from brokerd.kafka.txn.state import TxnMetadata, TxnState
 from brokerd.kafka.txn.table import Forget
 from brokerd.kafka.txn.types import EndTxnResult, InitProducerIdResult
 
-from tests.kafka.txn.test_coordinator import P0, P1, TID, CoordinatorTestCase, sync_run
+from tests.kafka.txn.test_coordinator import P0, P1, TID, CoordinatorTestCase
 
 NOW = 1_700_000_000_000
 
@@ -111,7 +111,7 @@ class RuntimeContractTests(CoordinatorTestCase):
 
     def run_blocking(self, f: Callable[..., Any], *args: Any, **kw: Any) -> Deferred[Any]:
         if getattr(f, "__name__", "") != "write":
-            return sync_run(f, *args, **kw)
+            return defer.maybeDeferred(f, *args, **kw)
         d: Deferred[Any] = Deferred()
         self.writes.append((d, lambda: f(*args, **kw)))
         return d

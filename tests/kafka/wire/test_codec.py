@@ -365,7 +365,7 @@ def test_api_versions_request_and_response() -> None:
 
 
 def test_advertised_ranges_are_the_documented_ones() -> None:
-    from tests.kafka.wire.test_apis_version_table import documented
+    from tests.kafka.wire.requests.test_apis_version_table import documented
 
     body = apis.api_versions_response(2)
     got = {r.api_key: (r.min_version, r.max_version) for r in body.api_keys}

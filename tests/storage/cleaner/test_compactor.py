@@ -20,11 +20,10 @@ from brokerd.storage.cleaner.compactor import (
 )
 from brokerd.storage.cleaner.keymap import ENTRY_BYTES, OffsetMap
 from brokerd.storage.log.partition_log import PartitionLog
-from brokerd.storage.log.produce_checks import refuse_keyless
 from brokerd.storage.log.producer_state import ProducerStateManager
 from brokerd.storage.record.compression import Compression
 from brokerd.storage.record.encode import encode_batch
-from brokerd.storage.record.header import parse_batches, read_header
+from brokerd.storage.record.header import read_header
 
 from tests.compaction_helpers import (
     T0,
@@ -331,16 +330,6 @@ def test_throttle_sleeps_to_the_rate() -> None:
     assert sum(slept) == pytest.approx(2.0)
 
 
-def test_keyless_records_are_refused() -> None:
-    keyed = encode_batch([b"v"], keys=[b"k"], timestamp_ms=1)
-    refuse_keyless(keyed, parse_batches(keyed, max_batch_bytes=1 << 20), "t", 0)
-    for codec in (Compression.NONE, Compression.ZSTD):
-        bad = encode_batch([b"v", b"w"], keys=[b"k", None], timestamp_ms=1, compression=codec)
-        with pytest.raises(InvalidRecord, match="Compacted topic cannot accept") as info:
-            refuse_keyless(bad, parse_batches(bad, max_batch_bytes=1 << 20), "t", 0)
-        assert [i for i, _ in info.value.record_errors] == [1]
-
-
 def test_kafka_answer_to_a_keyless_record() -> None:
     from brokerd.kafka.errors import ErrorCode
     from brokerd.kafka.server.handlers.compaction import invalid_record_response
@@ -363,12 +352,9 @@ def test_broker_refuses_keyless_produce_to_compacted_topic(tmp_path: Path) -> No
     from brokerd.core import Broker
     from brokerd.storage.logdir.log_directory import LogDirectory
 
-    def run(f: Any, *a: Any, **kw: Any) -> defer.Deferred[Any]:
-        return defer.maybeDeferred(f, *a, **kw)
-
     logdir = LogDirectory.open(str(tmp_path), compact_config())
     broker = Broker(
-        logdir, reactor=Clock(), run_read=run, run_write=run,  # type: ignore[arg-type]
+        logdir, reactor=Clock(), run_read=defer.maybeDeferred, run_write=defer.maybeDeferred,
         retention_check_seconds=0, checkpoint_seconds=0,
     )
     broker.startService()

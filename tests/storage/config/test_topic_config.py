@@ -1,7 +1,8 @@
 """Topic configs: the definitions and Kafka's value syntax, validation messages, the
 mapping to LogConfig, incremental alteration, persistence with the topic (across reopen,
 and from a version-1 registry), run-time reconfiguration of open logs, retention under
-cleanup.policy, LogAppendTime stamping and the per-topic max.message.bytes on produce."""
+cleanup.policy, and the per-topic max.message.bytes on produce (LogAppendTime stamping:
+tests/storage/record/test_append_time.py)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,7 @@ from brokerd.storage.config.topic_config import (
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import REGISTRY_FILE
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.record.append_time import stamp_log_append_time
-from brokerd.storage.record.decode import decode_records
 from brokerd.storage.record.encode import encode_batch
-from brokerd.storage.record.header import parse_batches
 
 BIG = 1 << 20
 
@@ -291,35 +289,16 @@ def test_retention_follows_cleanup_policy(tmp_path: Path) -> None:
     ld.close()
 
 
-# -- LogAppendTime -------------------------------------------------------------------
-
-
-def test_log_append_time_stamps_header_and_crc_only() -> None:
-    first = encode_batch([b"a", b"b"], timestamp_ms=111)
-    second = encode_batch([b"c"], timestamp_ms=222)
-    data = first + second
-    headers = parse_batches(data, max_batch_bytes=BIG)
-    stamped, new_headers = stamp_log_append_time(data, headers, 9_999)
-    again = parse_batches(stamped, max_batch_bytes=BIG)  # CRCs are valid
-    assert again == new_headers
-    assert all(h.log_append_time and h.max_timestamp == 9_999 for h in again)
-    assert [h.base_timestamp for h in again] == [111, 222]
-    records = decode_records(stamped[: len(first)], max_uncompressed=BIG)
-    assert [r.value for r in records] == [b"a", b"b"]
-
-
 # -- max.message.bytes on produce ------------------------------------------------------
-
-
-def sync_runner(f: Any, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
-    return defer.maybeDeferred(f, *args, **kwargs)
 
 
 def test_max_message_bytes_is_per_topic(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
     ld.topic_changes.create_topic("small", 1, {"max.message.bytes": "100"})
     ld.topic_changes.create_topic("large", 1, {"max.message.bytes": str(3 * BIG)})
-    broker = Broker(ld, reactor=Clock(), run_read=sync_runner, run_write=sync_runner)
+    broker = Broker(
+        ld, reactor=Clock(), run_read=defer.maybeDeferred, run_write=defer.maybeDeferred
+    )
     big = encode_batch([b"v" * 200], timestamp_ms=1)
     results: list[Any] = []
     broker.produce_batches("small", 0, big).addBoth(results.append)

@@ -1,21 +1,20 @@
-"""Transactions in the storage layer: markers, the ongoing-transaction tracker and the
-LSO, the aborted-transaction index, read_committed and committed-only reads, recovery
-after a crash, and the cleaner with aborted transactions. Real files throughout."""
+"""Transactions in a partition log: the LSO, read_committed and committed-only reads,
+recovery after a crash, producer state and markers, and the cleaner with aborted
+transactions. Real files throughout. (The markers, the tracker and the .txnindex file on
+their own: tests/storage/record/test_control.py, tests/storage/log/test_ongoing_txns.py,
+tests/storage/segment/test_txn_index.py.)"""
 
 from __future__ import annotations
 
 import os
-import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from brokerd.errors import CorruptBatch, InvalidRecord
 from brokerd.storage.cleaner.compactor import clean_log
 from brokerd.storage.cleaner.keymap import OffsetMap
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.log.ongoing_txns import TxnTracker
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.log.producer_state import (
     SNAPSHOT_NAME,
@@ -24,11 +23,10 @@ from brokerd.storage.log.producer_state import (
     read_txn_snapshot,
     write_snapshot,
 )
-from brokerd.storage.record.control import ControlType, encode_marker, parse_marker
-from brokerd.storage.record.decode import decode_records
+from brokerd.storage.record.control import encode_marker
 from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import parse_batches, read_header
-from brokerd.storage.segment.txn_index import TXN_ENTRY_SIZE, AbortedEntry, TxnIndex
+from brokerd.storage.segment.txn_index import TXN_ENTRY_SIZE, AbortedEntry
 from brokerd.storage.types import AbortedTxn, Record
 
 from tests.compaction_helpers import T0, compact_config
@@ -100,149 +98,6 @@ def batch_offsets(data: bytes) -> list[int]:
         out.append(header.base_offset)
         pos += header.size
     return out
-
-
-# --- control batches ------------------------------------------------------------------
-
-
-def test_marker_round_trip_and_header_bits() -> None:
-    data = encode_marker(7, 2, commit=True, coordinator_epoch=9, timestamp_ms=T0, base_offset=5)
-    header = read_header(data)
-    assert header.is_control and header.is_transactional
-    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (7, 2, -1)
-    assert header.base_offset == 5 and header.records_count == 1
-    m = parse_marker(data)
-    assert (m.producer_id, m.producer_epoch, m.commit, m.coordinator_epoch) == (7, 2, True, 9)
-    (record,) = decode_records(data, max_uncompressed=BIG)
-    assert record.key == struct.pack(">hh", 0, ControlType.COMMIT)
-    assert record.value == struct.pack(">hi", 0, 9)
-    assert not parse_marker(
-        encode_marker(7, 2, commit=False, coordinator_epoch=0, timestamp_ms=0)
-    ).commit
-
-
-def test_parse_marker_refuses_what_is_not_one() -> None:
-    with pytest.raises(CorruptBatch, match="not a control batch"):
-        parse_marker(encode_batch([b"x"], timestamp_ms=0))
-    bad_key = encode_batch(
-        [b"v"], keys=[struct.pack(">hh", 0, 9)], timestamp_ms=0, control=True, transactional=True
-    )
-    with pytest.raises(CorruptBatch, match="type 9"):
-        parse_marker(bad_key)
-    with pytest.raises(CorruptBatch, match="truncated"):
-        parse_marker(b"\x00" * 10)
-    with pytest.raises(ValueError):
-        encode_marker(-1, 0, commit=True, coordinator_epoch=0, timestamp_ms=0)
-
-
-def test_clients_may_not_send_control_or_pidless_transactional_batches() -> None:
-    control = encode_marker(1, 0, commit=True, coordinator_epoch=0, timestamp_ms=0)
-    with pytest.raises(InvalidRecord, match="control batches"):
-        parse_batches(control, max_batch_bytes=BIG)
-    pidless = encode_batch([b"v"], timestamp_ms=0, transactional=True)
-    with pytest.raises(InvalidRecord, match="producer id"):
-        parse_batches(pidless, max_batch_bytes=BIG)
-
-
-# --- the tracker (pure) -------------------------------------------------------------------
-
-
-def test_tracker_lso_and_aborted_entries() -> None:
-    t = TxnTracker()
-    assert t.stable_end(10) == 10 and not t
-    t.begin(1, 10)
-    t.begin(1, 15)  # already ongoing: first offset stays
-    t.begin(2, 12)
-    assert t.first_unstable() == 10 and t.stable_end(20) == 10
-    assert t.stable_end(8) == 8  # never past the data end
-    assert t.end(1, 20, commit=True) is None
-    assert t.stable_end(21) == 12
-    assert t.end(2, 22, commit=False) == AbortedEntry(2, 12, 22, 23)
-    assert t.end(3, 23, commit=False) is None  # no ongoing transaction: nothing recorded
-    assert t.stable_end(24) == 24
-
-
-def test_tracker_aborted_entry_lso_is_that_of_the_marker_time() -> None:
-    t = TxnTracker({1: 5, 2: 3})
-    entry = t.end(1, 9, commit=False)
-    assert entry == AbortedEntry(1, 5, 9, 3)  # producer 2 still holds the LSO at 3
-    t.forget_below(4)
-    assert t.ongoing == {2: 4}
-    t.restore([(8, 1)])
-    assert t.ongoing == {8: 1}
-
-
-def test_tracker_observe_ignores_non_transactional_batches() -> None:
-    t = TxnTracker()
-    header = read_header(encode_batch([b"x"], timestamp_ms=0, producer_id=4, base_offset=3))
-    assert t.observe(header) is None and not t
-    txn = read_header(
-        encode_batch([b"x"], timestamp_ms=0, producer_id=4, transactional=True, base_offset=3)
-    )
-    t.observe(txn)
-    assert t.ongoing == {4: 3}
-    abort = read_header(
-        encode_marker(4, 0, commit=False, coordinator_epoch=0, timestamp_ms=0, base_offset=6)
-    )
-    assert t.observe(abort, commit=False) == AbortedEntry(4, 3, 6, 7)
-
-
-# --- the .txnindex file -------------------------------------------------------------------
-
-
-def test_txnindex_round_trip_and_collect(tmp_path: Path) -> None:
-    path = str(tmp_path / "00000000000000000000.txnindex")
-    index = TxnIndex(path)
-    assert index.load(0, 100) == 0 and not index.exists
-    entries = [AbortedEntry(1, 2, 5, 2), AbortedEntry(2, 3, 9, 3), AbortedEntry(1, 10, 12, 10)]
-    for e in entries:
-        index.append(e)
-    index.sync()
-    with pytest.raises(ValueError):
-        index.append(AbortedEntry(3, 1, 12, 1))
-    assert os.path.getsize(path) == 3 * TXN_ENTRY_SIZE
-    index.close()
-    again = TxnIndex(path)
-    assert again.load(0, 100) == 0
-    assert again.entries == entries and again.exists
-    out: list[AbortedEntry] = []
-    again.collect(6, 11, out)
-    assert out == entries[1:]
-    out = []
-    again.collect(6, 10, out)  # the third begins at 10: not below the upper bound
-    assert out == [entries[1]]
-    assert again.has_marker(9) and not again.has_marker(8)
-    again.delete()
-    assert not os.path.exists(path)
-
-
-def test_txnindex_damage_is_cut(tmp_path: Path) -> None:
-    path = str(tmp_path / "00000000000000000000.txnindex")
-    index = TxnIndex(path)
-    for e in [AbortedEntry(1, 2, 5, 2), AbortedEntry(2, 3, 9, 3), AbortedEntry(1, 10, 12, 10)]:
-        index.append(e)
-    index.close()
-    with open(path, "ab") as f:
-        f.write(b"\x00" * 7)  # a torn entry
-    again = TxnIndex(path)
-    assert again.load(0, 100) == 0
-    assert len(again) == 3 and os.path.getsize(path) == 3 * TXN_ENTRY_SIZE
-    # A marker past the recovered end, and everything after it, goes.
-    assert again.load(0, 9) == 2
-    assert len(again) == 1 and os.path.getsize(path) == TXN_ENTRY_SIZE
-    # A bad version stops the read there.
-    with open(path, "r+b") as f:
-        f.write(b"\x00\x07")
-    assert again.load(0, 100) == 1 and len(again) == 0
-    # Out of order or first > last: damage too.
-    index = TxnIndex(path)
-    index.load(0, 100)
-    index.append(AbortedEntry(1, 2, 5, 2))
-    index.close()
-    with open(path, "ab") as f:
-        f.write(struct.pack(">hqqqq", 0, 1, 9, 4, 0))
-    assert again.load(0, 100) == 1 and len(again) == 1
-    again.close()
 
 
 # --- the log: LSO, markers, reads ------------------------------------------------------

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.kafka.groups.consumer.test_assignors -*-
 """The server-side assignors of the consumer group protocol: ``uniform`` (the default)
 and ``range``, as Kafka's group coordinator names them.
 

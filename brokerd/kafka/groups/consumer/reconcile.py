@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.kafka.groups.consumer.test_reconcile -*-
 """How one member moves from the partitions it owns to its target assignment, as
 Kafka's consumer group coordinator reconciles members.
 

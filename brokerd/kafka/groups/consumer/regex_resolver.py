@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.kafka.groups.consumer.test_regex_resolver -*-
 """Which topics a consumer group's subscription regexes match, worked out in bounded
 slices so that no heartbeat, and no refresh, holds the reactor for long.
 

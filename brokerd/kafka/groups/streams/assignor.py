@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.kafka.groups.streams.test_assignor -*-
 """The streams group's task assignor: sticky active tasks, balanced, with standby
 replicas on other processes (Kafka's ``sticky`` streams assignor, without rack
 awareness or lag-based warm-ups).

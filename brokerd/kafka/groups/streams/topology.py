@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.kafka.groups.streams.test_topology -*-
 """A streams group's topology (KIP-1071) and how it is configured against the topics
 as they are: the partition count of every subtopology (its number of tasks) and of
 every internal topic, and what keeps the group from running (its status).

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.groups.streams.test_streams_wire -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_streams_groups -*-
 """Kafka's streams group protocol APIs (KIP-1071): StreamsGroupHeartbeat and
 StreamsGroupDescribe.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.groups.streams.test_streams_wire -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_streams_groups -*-
 """Request and response bodies of the streams group protocol (KIP-1071):
 StreamsGroupHeartbeat (88), StreamsGroupDescribe (89) and
 StreamsGroupTopologyDescriptionUpdate (93, KIP-1331), and the version range brokerd

@@ -3,14 +3,14 @@
 
 - The transition tables: every (from, to) group-state pair and every (member state,
   reconciliation outcome) pair is allowed or refused as the tables say.
-- Reconciliation over every (member state, input) pair: the member's next state, epoch,
-  assigned and pending partitions.
 - The coordinator over every (group state, input) pair: a group is driven into each
   state it can rest in, one input is applied, the state it lands in and the group epoch
   are checked against a table.
-- Kafka's errors, static members, session and revocation timeouts, the assignors,
+- Kafka's errors, static members, session and revocation timeouts, the regexes,
   offset-commit checks, conversion from an empty classic group.
-"""
+
+Reconciliation over every (member state, input) pair and the assignors are tested beside
+their modules (test_reconcile.py, test_assignors.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from twisted.internet import task
 
 from brokerd.fsm import InvalidTransition
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.consumer.assignors import range_assignor, uniform
 from brokerd.kafka.groups.consumer.coordinator import (
     ClassicFace,
     ConsumerGroupCoordinator,
@@ -31,7 +30,6 @@ from brokerd.kafka.groups.consumer.coordinator import (
     HeartbeatAnswer,
     HeartbeatInput,
 )
-from brokerd.kafka.groups.consumer.reconcile import next_assignment
 from brokerd.kafka.groups.consumer.state import (
     GROUP_TRANSITIONS,
     MEMBER_TRANSITIONS,
@@ -102,84 +100,6 @@ def test_derived_state() -> None:
     assert group.derived_state() is S
     group.members["m"].state = MemberState.UNRELEASED_PARTITIONS
     assert group.derived_state() is R
-
-
-# -- reconciliation over every (member state, input) pair ----------------------------
-
-
-def _member(
-    state: MemberState, epoch: int, assigned: set[int], pending: set[int]
-) -> ConsumerMember:
-    return ConsumerMember(
-        "m", state=state, member_epoch=epoch,
-        assigned={T1: frozenset(assigned)} if assigned else {},
-        pending_revocation={T1: frozenset(pending)} if pending else {},
-    )
-
-
-def _parts(assignment: object) -> set[int]:
-    assert isinstance(assignment, dict)
-    return set(assignment.get(T1, frozenset()))
-
-
-_MS, _UR, _UL = (MemberState.STABLE, MemberState.UNREVOKED_PARTITIONS,
-                 MemberState.UNRELEASED_PARTITIONS)
-
-#: (name, member, target epoch, target, reported owned, partitions others hold) ->
-#: (next state, epoch, assigned, pending).
-RECONCILE_CASES: list[tuple[str, ConsumerMember, int, set[int], set[int] | None, set[int],
-                            tuple[MemberState, int, set[int], set[int]]]] = [
-    ("stable, target unchanged", _member(_MS, 3, {0, 1}, set()), 3, {0, 1}, None, set(),
-     (_MS, 3, {0, 1}, set())),
-    ("stable, new target to grow, free", _member(_MS, 3, {0}, set()), 4, {0, 1}, None, set(),
-     (_MS, 4, {0, 1}, set())),
-    ("stable, new target to grow, held", _member(_MS, 3, {0}, set()), 4, {0, 1}, None, {1},
-     (_UL, 4, {0}, set())),
-    ("stable, new target to shrink", _member(_MS, 3, {0, 1}, set()), 4, {0}, None, set(),
-     (_UR, 3, {0}, {1})),
-    ("stable, new target to shrink, already given up", _member(_MS, 3, {0, 1}, set()), 4,
-     {0}, {0}, set(), (_MS, 4, {0}, set())),
-    ("unrevoked, not acknowledged", _member(_UR, 3, {0}, {1}), 4, {0}, {0, 1}, set(),
-     (_UR, 3, {0}, {1})),
-    ("unrevoked, owned not reported", _member(_UR, 3, {0}, {1}), 4, {0}, None, set(),
-     (_UR, 3, {0}, {1})),
-    ("unrevoked, acknowledged", _member(_UR, 3, {0}, {1}), 4, {0}, {0}, set(),
-     (_MS, 4, {0}, set())),
-    ("unrevoked, acknowledged, more to take, held", _member(_UR, 3, {0}, {1}), 4, {0, 2},
-     {0}, {2}, (_UL, 4, {0}, set())),
-    ("unrevoked, acknowledged, target moved on", _member(_UR, 3, {0, 2}, {1}), 5, {0}, {0, 2},
-     set(), (_UR, 3, {0}, {2})),
-    ("unreleased, still held", _member(_UL, 4, {0}, set()), 4, {0, 1}, {0}, {1},
-     (_UL, 4, {0}, set())),
-    ("unreleased, released", _member(_UL, 4, {0}, set()), 4, {0, 1}, {0}, set(),
-     (_MS, 4, {0, 1}, set())),
-    ("unreleased, new target to shrink", _member(_UL, 4, {0, 3}, set()), 5, {0, 1}, {0, 3},
-     {1}, (_UR, 4, {0}, {3})),
-]
-
-
-@pytest.mark.parametrize("case", RECONCILE_CASES, ids=[c[0] for c in RECONCILE_CASES])
-def test_reconciliation(case: tuple) -> None:  # type: ignore[type-arg]
-    _, member, epoch, target, owned, held, (state, want_epoch, assigned, pending) = case
-    step = next_assignment(
-        member, epoch, {T1: frozenset(target)},
-        None if owned is None else {(T1, p) for p in owned},
-        lambda t, p: p in held,
-    )
-    assert (step.state, step.member_epoch) == (state, want_epoch)
-    assert _parts(dict(step.assigned)) == assigned
-    assert _parts(dict(step.pending_revocation)) == pending
-
-
-def test_reconciliation_cases_cover_every_member_state_and_outcome() -> None:
-    seen: set[tuple[MemberState, MemberState]] = set()
-    for _, member, epoch, target, owned, held, _want in RECONCILE_CASES:
-        step = next_assignment(member, epoch, {T1: frozenset(target)},
-                               None if owned is None else {(T1, p) for p in owned},
-                               lambda t, p, held=held: p in held)
-        seen.add((member.state, step.state))
-    assert {s for s, _ in seen} == set(MemberState)
-    assert {(s, n) for (s, _), n in MEMBER_TRANSITIONS.items()} == seen
 
 
 # -- the coordinator ------------------------------------------------------------------
@@ -580,29 +500,6 @@ def test_stop_refuses_and_cancels_timers() -> None:
 
 
 # -- assignors ----------------------------------------------------------------------------
-
-
-def test_uniform_is_balanced_and_sticky() -> None:
-    subs = {m: {T1} for m in "abc"}
-    first = uniform(subs, {T1: 6}, {})
-    assert sorted(len(a[T1]) for a in first.values()) == [2, 2, 2]
-    subs["d"] = {T1}
-    second = uniform(subs, {T1: 6}, first)
-    assert sorted(len(a.get(T1, ())) for a in second.values()) == [1, 1, 2, 2]
-    for m in "abc":
-        assert second[m][T1] <= first[m][T1]
-
-
-def test_uniform_with_different_subscriptions() -> None:
-    out = uniform({"a": {T1, T2}, "b": {T1}}, {T1: 6, T2: 2}, {})
-    assert out["a"][T2] == {0, 1} and T2 not in out["b"]
-    assert abs(len(out["b"][T1]) - (len(out["a"][T1]) + 2)) <= 1
-
-
-def test_range_splits_each_topic() -> None:
-    out = range_assignor({"a": {T1, T2}, "b": {T1, T2}}, {T1: 5, T2: 2}, {})
-    assert out["a"] == {T1: frozenset({0, 1, 2}), T2: frozenset({0})}
-    assert out["b"] == {T1: frozenset({3, 4}), T2: frozenset({1})}
 
 
 def test_regexes_match_whole_names_internal_topics_included() -> None:

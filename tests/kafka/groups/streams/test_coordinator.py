@@ -1,8 +1,8 @@
 """State-machine tests of the streams group coordinator (brokerd.kafka.groups.streams),
-synchronous with ``task.Clock``: the topology's configuration (partition counts of the
-internal topics, copartitioning, the statuses), the sticky assignor with standbys,
-reconciliation (an active task never has two owners), epochs and fencing, static
-members, session and revocation timeouts, the offset-commit checks.
+synchronous with ``task.Clock``: the group's readiness against its topology (the topology
+and the assignor on their own: test_topology.py, test_assignor.py), reconciliation (an
+active task never has two owners), epochs and fencing, static members, session and
+revocation timeouts, the offset-commit checks.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from twisted.internet import task
 
 from brokerd.fsm import InvalidTransition
 from brokerd.kafka.errors import ErrorCode
-from brokerd.kafka.groups.streams.assignor import AssignorMember, assign
 from brokerd.kafka.groups.streams.coordinator import (
     HeartbeatAnswer,
     HeartbeatInput,
@@ -31,7 +30,6 @@ from brokerd.kafka.groups.streams.topology import (
     Subtopology,
     Topology,
     TopologyStatus,
-    configure,
 )
 
 SESSION_S = 45.0
@@ -52,87 +50,6 @@ INTERNAL = ("app-by-word-repartition", "app-counts-changelog")
 
 def ready_topics(lines: int = 4) -> dict[str, int]:
     return {"lines": lines, **{n: lines for n in INTERNAL}}
-
-
-# -- topology ----------------------------------------------------------------------------
-
-
-def test_internal_topics_take_the_source_partition_count() -> None:
-    configured = configure(WORD_COUNT, {"lines": 3})
-    assert configured.task_counts == {"0": 3, "1": 3}
-    assert [p.status for p in configured.problems] == [TopologyStatus.MISSING_INTERNAL_TOPICS]
-    assert {(t.name, t.partitions) for t in configured.to_create} == {
-        ("app-by-word-repartition", 3), ("app-counts-changelog", 3)}
-    changelog = next(t for t in configured.to_create if t.name == "app-counts-changelog")
-    assert changelog.configs == (("cleanup.policy", "compact"),)
-    assert configure(WORD_COUNT, ready_topics(3)).ready
-
-
-def test_missing_source_topic() -> None:
-    configured = configure(WORD_COUNT, {})
-    assert [p.status for p in configured.problems] == [TopologyStatus.MISSING_SOURCE_TOPICS]
-    assert "lines" in configured.problems[0].detail
-    assert not configured.to_create
-
-
-def test_internal_topic_with_the_wrong_partition_count() -> None:
-    topics = {**ready_topics(4), "app-counts-changelog": 2}
-    configured = configure(WORD_COUNT, topics)
-    assert [p.status for p in configured.problems] == [
-        TopologyStatus.INCORRECTLY_PARTITIONED_TOPICS]
-
-
-def test_copartitioned_sources_must_agree_and_repartition_topics_follow() -> None:
-    join = Topology(1, (
-        Subtopology("0", source_topics=("left",), repartition_sinks=("rekeyed",)),
-        Subtopology("1", source_topics=("table",),
-                    repartition_sources=(InternalTopic("rekeyed"),),
-                    copartition_groups=(frozenset({"table", "rekeyed"}),)),
-    ))
-    # The repartition topic's writer has 5 tasks but the group's external topic 3:
-    # copartitioning decides (and then disagrees with nothing).
-    configured = configure(join, {"left": 3, "table": 3})
-    assert configured.task_counts == {"0": 3, "1": 3}
-    assert configure(join, {"left": 3, "table": 3, "rekeyed": 3}).ready
-    two_sources = Topology(1, (Subtopology(
-        "0", source_topics=("a", "b"), copartition_groups=(frozenset({"a", "b"}),)),))
-    bad = configure(two_sources, {"a": 2, "b": 3})
-    assert [p.status for p in bad.problems] == [TopologyStatus.INCORRECTLY_PARTITIONED_TOPICS]
-
-
-def test_regex_sources_match_existing_topics() -> None:
-    topology = Topology(1, (Subtopology("0", source_regexes=("in-.*",)),))
-    assert configure(topology, {"in-a": 2, "in-b": 5, "other": 9}).task_counts == {"0": 5}
-
-
-# -- assignor ----------------------------------------------------------------------------
-
-
-def members(*ids: str, previous: dict[str, Tasks] | None = None) -> dict[str, AssignorMember]:
-    previous = previous or {}
-    return {m: AssignorMember(f"p-{m}", previous.get(m, Tasks())) for m in ids}
-
-
-def test_assignor_balances_and_sticks() -> None:
-    one = assign(members("a"), {"0": 4})
-    assert one["a"].active == {("0", p) for p in range(4)}
-    two = assign(members("a", "b", previous=one), {"0": 4})
-    assert len(two["a"].active) == len(two["b"].active) == 2
-    # Sticky: "a" keeps two of the tasks it had; only two move.
-    assert two["a"].active <= one["a"].active
-    assert not two["a"].active & two["b"].active
-
-
-def test_standbys_go_to_other_processes() -> None:
-    out = assign(members("a", "b", "c"), {"0": 3}, num_standby=1)
-    for m, tasks in out.items():
-        assert len(tasks.active) == 1 and len(tasks.standby) == 1
-        assert not tasks.active & tasks.standby, m
-    standbys = [t for tasks in out.values() for t in tasks.standby]
-    assert sorted(standbys) == [("0", 0), ("0", 1), ("0", 2)]
-    # Two members of one process: no standby on the active owner's process.
-    same = {"a": AssignorMember("p", Tasks()), "b": AssignorMember("p", Tasks())}
-    assert all(not t.standby for t in assign(same, {"0": 2}, num_standby=1).values())
 
 
 # -- coordinator -------------------------------------------------------------------------

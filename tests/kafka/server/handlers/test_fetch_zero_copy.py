@@ -49,7 +49,7 @@ from brokerd.storage.record.encode import encode_batch
 from brokerd.storage.record.header import read_header
 from brokerd.storage.types import Delivery, ReadSpec
 
-from tests.kafka.listener.test_protocol import offsets_store, run_inline
+from tests.kafka.listener.test_protocol import offsets_store
 from tests.tls_helpers import make_pki, ssl_description
 
 BIG_VALUE = 100 * 1024
@@ -135,7 +135,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
     broker.reads.read = counting  # type: ignore[method-assign]
     protocols: dict[str, list[KafkaProtocol]] = {"zero": [], "value": [], "tls": []}
     offsets = offsets_store(str(tmp_path / "groups"))
-    groups = GroupCoordinator(clock=reactor, offsets=offsets, run_blocking=run_inline)
+    groups = GroupCoordinator(clock=reactor, offsets=offsets, run_blocking=defer.maybeDeferred)
     pki = make_pki(tmp_path / "pki")
     ports = {
         "zero": reactor.listenTCP(  # type: ignore[attr-defined]

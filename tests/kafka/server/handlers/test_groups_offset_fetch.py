@@ -25,7 +25,7 @@ from brokerd.kafka.wire.requests import apis
 from brokerd.security.acl import Operation, ResourceType
 
 from tests.deferreds import result_of
-from tests.fake_core import FakeCore as KafkaFakeCore
+from tests.fake_core import FakeCore
 from tests.kafka.server.handlers.test_acl import AclTestCase
 from tests.kafka.txn.test_coordinator import CoordinatorTestCase
 
@@ -36,7 +36,7 @@ class RequireStableTests(CoordinatorTestCase):
     def setUp(self) -> None:
         super().setUp()
         factory = KafkaFactory(
-            KafkaFakeCore(),  # type: ignore[arg-type]
+            FakeCore(),  # type: ignore[arg-type]
             KafkaCoordinators(self.group_coordinator, transactions=self.coordinator),
             clock=self.clock,
             advertised_host="broker.example", advertised_port=19092,

@@ -20,9 +20,7 @@ from typing import Any
 
 from twisted.internet import defer, task
 from twisted.internet.address import IPv4Address
-from twisted.internet.defer import Deferred
 from twisted.internet.testing import StringTransport
-from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from brokerd.kafka.errors import ErrorCode
@@ -44,7 +42,6 @@ from brokerd.security.acl import (
 )
 from brokerd.storage.stores.offsets import OffsetStore
 from brokerd.storage.topic_ids import format_topic_id
-from brokerd.storage.types import TopicInfo
 
 from tests.fake_core import FakeCore
 from tests.kafka.wire.test_codec import NO_TAGS, carr, cb, cs, i8, i16, i32, i64
@@ -214,20 +211,6 @@ def test_group_admin_layouts() -> None:
 # -- the listener with the real coordinator ----------------------------------------------
 
 
-class IdCore(FakeCore):
-    """The protocol tests' core, with topic IDs."""
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        return next((t for t in self.topics().values() if t.topic_id == topic_id), None)
-
-
-def _sync_run(f: Any, *args: Any) -> Deferred[Any]:
-    try:
-        return defer.succeed(f(*args))
-    except Exception:
-        return defer.fail(Failure())
-
-
 class ListenerCase(SynchronousTestCase):
     authorizer: AclAuthorizer | None = None
 
@@ -238,10 +221,10 @@ class ListenerCase(SynchronousTestCase):
         self.offsets = OffsetStore.open(os.path.join(base, "offsets.log"))
         self.addCleanup(self.offsets.close)
         self.coordinator = GroupCoordinator(
-            clock=self.clock, offsets=self.offsets, run_blocking=_sync_run,
+            clock=self.clock, offsets=self.offsets, run_blocking=defer.maybeDeferred,
             initial_rebalance_delay_ms=0,
         )
-        self.core = IdCore()
+        self.core = FakeCore()
         self.core.add_topic("t", 2)
         self.topic_id = self.core.topics()["t"].topic_id
         self.factory = KafkaFactory(

@@ -29,10 +29,6 @@ from brokerd.storage.types import LogDirUsage, TopicInfo
 from tests.kafka.listener.test_protocol import FakeCoordinator, KafkaTestCase, temp_dir
 
 
-def sync_runner(f: Any, *args: Any, **kwargs: Any) -> defer.Deferred[Any]:
-    return defer.maybeDeferred(f, *args, **kwargs)
-
-
 class RealBrokerCase(KafkaTestCase):
     """The Kafka harness of test_kafka_protocol, over a real Broker and data directory."""
 
@@ -45,7 +41,7 @@ class RealBrokerCase(KafkaTestCase):
         self.clock = task.Clock()
         self.broker = Broker(
             self.logdir, reactor=self.clock,  # type: ignore[arg-type]
-            run_read=sync_runner, run_write=sync_runner,
+            run_read=defer.maybeDeferred, run_write=defer.maybeDeferred,
             retention_check_seconds=0, checkpoint_seconds=0,
         )
         self.broker.startService()

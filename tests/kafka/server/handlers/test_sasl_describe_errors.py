@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.brokerproc import BrokerProcess
-from tests.kafka.server.test_sasl_clients import PASSWORD, USER, write_credentials
+from tests.kafka.server.handlers.test_sasl_clients import PASSWORD, USER, write_credentials
 from tests.kafka_helpers import module_broker
 
 pytestmark = [pytest.mark.clients, pytest.mark.broker]

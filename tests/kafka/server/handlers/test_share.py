@@ -20,8 +20,8 @@ from brokerd.kafka.wire.messages import share as m
 from brokerd.kafka.wire.messages import share_offsets as so
 from brokerd.storage.stores.share_state import ShareStateStore
 
-from tests.core.share.test_service import FakeCore as LogCore
 from tests.core.share.test_service import batch
+from tests.fake_core import BatchLogCore
 from tests.kafka.listener.test_protocol import KafkaTestCase
 
 
@@ -30,7 +30,7 @@ class ShareHandlerTests(KafkaTestCase):
         super().setUp()
         self.core.add_topic("t")
         self.topic_id = self.core.topics()["t"].topic_id
-        self.log = LogCore(self.clock)
+        self.log = BatchLogCore(self.clock)
         self.log.add(0, batch(0, 5), 5)
         path = tempfile.mkdtemp(prefix="share-handlers-")
         self.addCleanup(shutil.rmtree, path, True)

@@ -40,7 +40,7 @@ from brokerd.storage.log.producer_state import ActiveProducer
 from brokerd.storage.stores.txn_log import TxnLog
 
 from tests.fake_core import FakeCore
-from tests.kafka.listener.test_protocol import KafkaTestCase, run_inline, temp_dir
+from tests.kafka.listener.test_protocol import KafkaTestCase, temp_dir
 from tests.kafka.server.handlers.test_acl import AclTestCase
 
 
@@ -53,7 +53,7 @@ class FakeTransactions(TransactionCoordinator):
         os.makedirs(directory, exist_ok=True)
         self.log = TxnLog.open(directory)
         super().__init__(
-            clock=task.Clock(), log=self.log, run_blocking=run_inline,
+            clock=task.Clock(), log=self.log, run_blocking=defer.maybeDeferred,
             allocate_producer_id=itertools.count(4000).__next__, core=core, groups=groups,
         )
         self.calls: list[tuple[Any, ...]] = []
