@@ -189,10 +189,6 @@ def _named_ops(
         yield name, op, value
 
 
-def _as_given(name: str, value: str) -> str:
-    return value
-
-
 def apply_ops(
     current: Mapping[str, str], ops: Iterable[tuple[str, int, str | None]]
 ) -> dict[str, str]:
@@ -201,7 +197,7 @@ def apply_ops(
     the values are checked together afterwards (:func:`parse`)."""
     return apply_incremental(
         current, {}, _named_ops(ops),
-        table=CONFIGS, check=_as_given, words=_WORDS,
+        table=CONFIGS, check=None, words=_WORDS,
     )
 
 
