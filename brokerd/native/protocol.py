@@ -203,6 +203,8 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             connection_limit=factory.connections,
             request_budget=factory.request_budget,
         )
+        self.factory = factory
+        self.metrics = factory.metrics
 
     @property
     def queue_member(self) -> QueueMember:
@@ -253,7 +255,4 @@ class NativeFactory(Factory):
     def buildProtocol(self, addr: IAddress | None) -> NativeProtocol | None:
         if not self.connections.admit(str(getattr(addr, "host", ""))):
             return None  # Twisted closes the socket at once
-        proto = NativeProtocol(self)
-        proto.factory = self
-        proto.metrics = self.metrics
-        return proto
+        return NativeProtocol(self)
