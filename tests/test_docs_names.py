@@ -234,10 +234,18 @@ def test_every_state_table_is_walked_by_fsm() -> None:
         where = str(path.relative_to(ROOT))
         if any(name.endswith("TRANSITIONS") for name in _assigned(tree)):
             tables.append(where)
-            imported = {
-                node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            steps = {
+                alias.asname or alias.name for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module == "brokerd.fsm"
+                for alias in node.names if alias.name == "step"
             }
-            assert "brokerd.fsm" in imported, f"{where}: a transition table outside brokerd.fsm"
+            assert steps, f"{where}: a transition table not walked by brokerd.fsm.step"
+            called = any(
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in steps
+                for node in ast.walk(tree)
+            )
+            assert called, f"{where}: imports brokerd.fsm.step but never walks its table"
         errors += [
             where for node in ast.walk(tree)
             if isinstance(node, ast.ClassDef) and node.name == "InvalidTransition"

@@ -2,8 +2,10 @@
 
 Every Protocol of the tree (found with ``ast``) is one of:
 
-- a shape with two or more implementations in brokerd/ (classes that define every member
-  it declares, methods with as many positional parameters; test fakes do not count);
+- a **shape** of two or more classes of brokerd/, :data:`SHAPES` naming them (each checked
+  to define every member it declares, methods with as many positional parameters; test
+  fakes do not count): a class that merely happens to have the members (every class with
+  a ``name``) does not make a Protocol a shape, so a new one needs a reviewed entry;
 - a function type (its one member is ``__call__``: functions and bound methods implement it);
 - a **port**: a lower package declares what it needs of a higher one so that it need not
   import it (docs/architecture.md, "Which way the imports run"); :data:`PORTS` names the
@@ -72,6 +74,7 @@ PORTS: dict[str, str] = {
         "brokerd.kafka.telemetry.clients.ClientView",
     "brokerd.operator.telemetry_face.TelemetryFace":
         "brokerd.kafka.telemetry.clients.ClientTelemetry",
+    "brokerd.operator.txn_face.ListedTxnView": "brokerd.kafka.txn.types.TxnListing",
     "brokerd.operator.txn_face.TxnListingFace":
         "brokerd.kafka.txn.coordinator.TransactionCoordinator",
     "brokerd.proxy.group_face.ProxyGroups": "brokerd.kafka.groups.proxy_members.ProxyMembers",
@@ -84,6 +87,157 @@ PORTS: dict[str, str] = {
     "brokerd.web.schema_face.SchemaText": "brokerd.registry.model.Schema",
     "brokerd.web.schema_face.SchemaVersion": "brokerd.registry.model.RegisteredSchema",
     "brokerd.web.schema_face.SchemaSource": "brokerd.registry.service.SchemaRegistry",
+}
+
+#: Shapes: the Protocol -> the classes of brokerd/ it is declared for (two or more).
+SHAPES: dict[str, tuple[str, ...]] = {
+    # The core's parts.
+    "brokerd.core.roles.HoldsReads": (
+        "brokerd.core.broker.Broker", "brokerd.web.data_face.BrokerData",
+    ),
+    "brokerd.core.stopping.Latched": (
+        "brokerd.core.broker.Broker", "brokerd.core.txn_markers.TxnMarkers",
+    ),
+    # The KIP-848 groups: consumer and streams groups share one runtime.
+    "brokerd.kafka.groups.coordinator._Kip848Group": (
+        "brokerd.kafka.groups.consumer.state.ConsumerGroup",
+        "brokerd.kafka.groups.streams.state.StreamsGroup",
+    ),
+    "brokerd.kafka.groups.kip848.members.Group": (
+        "brokerd.kafka.groups.consumer.state.ConsumerGroup",
+        "brokerd.kafka.groups.streams.state.StreamsGroup",
+    ),
+    "brokerd.kafka.groups.kip848.members.StaticGroup": (
+        "brokerd.kafka.groups.consumer.state.ConsumerGroup",
+        "brokerd.kafka.groups.streams.state.StreamsGroup",
+    ),
+    "brokerd.kafka.groups.kip848.members.DeletableGroup": (
+        "brokerd.kafka.groups.consumer.state.ConsumerGroup",
+        "brokerd.kafka.groups.streams.state.StreamsGroup",
+    ),
+    "brokerd.kafka.groups.kip848.members.Member": (
+        "brokerd.kafka.groups.consumer.state.ConsumerMember",
+        "brokerd.kafka.groups.streams.state.StreamsMember",
+    ),
+    "brokerd.kafka.groups.kip848.members.TimedMember": (
+        "brokerd.kafka.groups.consumer.state.ConsumerMember",
+        "brokerd.kafka.groups.streams.state.StreamsMember",
+    ),
+    "brokerd.kafka.groups.kip848.members.FieldsMember": (
+        "brokerd.kafka.groups.consumer.state.ConsumerMember",
+        "brokerd.kafka.groups.streams.state.StreamsMember",
+    ),
+    "brokerd.kafka.groups.kip848.records.StoredMember": (
+        "brokerd.kafka.groups.consumer.state.ConsumerMember",
+        "brokerd.kafka.groups.streams.state.StreamsMember",
+    ),
+    "brokerd.kafka.groups.kip848.members.HeartbeatFields": (
+        "brokerd.kafka.groups.consumer.coordinator.HeartbeatInput",
+        "brokerd.kafka.groups.streams.coordinator.HeartbeatInput",
+    ),
+    # Kafka messages one ACL rule reads alike.
+    "brokerd.kafka.server.acl_gate.GroupIdsBody": (
+        "brokerd.kafka.wire.messages.consumer_groups.ConsumerGroupDescribeRequest",
+        "brokerd.kafka.wire.messages.share.ShareGroupDescribeRequest",
+        "brokerd.kafka.wire.messages.streams_groups.StreamsGroupDescribeRequest",
+    ),
+    "brokerd.kafka.server.acl_gate.GroupsBody": (
+        "brokerd.kafka.wire.messages.consumer_groups.ConsumerGroupDescribeResponse",
+        "brokerd.kafka.wire.messages.share.ShareGroupDescribeResponse",
+        "brokerd.kafka.wire.messages.streams_groups.StreamsGroupDescribeResponse",
+    ),
+    "brokerd.kafka.server.acl_gate.Named": (
+        "brokerd.kafka.wire.messages.topics.CreatableTopic",
+        "brokerd.kafka.wire.messages.partitions.CreatePartitionsTopic",
+        "brokerd.kafka.wire.messages.partitions.DeleteRecordsTopic",
+        "brokerd.kafka.wire.messages.list_offsets.ListOffsetsTopic",
+        "brokerd.kafka.wire.messages.produce.ProduceTopicData",
+        "brokerd.kafka.wire.messages.group_admin.OffsetDeleteRequestTopic",
+        "brokerd.kafka.wire.messages.txn.AddPartitionsToTxnTopic",
+        "brokerd.kafka.wire.messages.txn.TxnOffsetCommitRequestTopic",
+    ),
+    "brokerd.kafka.server.handlers.groups._NamesGroup": (
+        "brokerd.kafka.wire.messages.groups.JoinGroupRequest",
+        "brokerd.kafka.wire.messages.groups.SyncGroupRequest",
+        "brokerd.kafka.wire.messages.groups.HeartbeatRequest",
+        "brokerd.kafka.wire.messages.groups.LeaveGroupRequest",
+    ),
+    "brokerd.kafka.server.handlers.groups._NamedTopic": (
+        "brokerd.kafka.wire.messages.groups.OffsetCommitTopic",
+        "brokerd.kafka.wire.messages.groups.OffsetFetchTopic",
+    ),
+    "brokerd.kafka.wire.codec.WireType": (
+        "brokerd.kafka.wire.codec.Array",
+        "brokerd.kafka.wire.codec.Struct",
+        "brokerd.kafka.wire.codec._Fixed",
+        "brokerd.kafka.wire.codec._Sized",
+        "brokerd.kafka.wire.messages.topic_partitions.NullableStruct",
+    ),
+    # The two request protocols on one connection.
+    "brokerd.net.connection.Dispatcher": (
+        "brokerd.kafka.listener.protocol.KafkaDispatcher",
+        "brokerd.native.protocol.NativeDispatcher",
+    ),
+    "brokerd.net.decoding.RequestDecoder": (
+        "brokerd.kafka.listener.request_decoder.KafkaDecoder",
+        "brokerd.native.request_decoder.NativeDecoder",
+    ),
+    # The metrics, or nothing.
+    "brokerd.observers.RequestObserver": (
+        "brokerd.metrics.live.ListenerMetrics", "brokerd.observers.NullRequestObserver",
+    ),
+    "brokerd.observers.WriteObserver": (
+        "brokerd.metrics.live.WriteMetrics", "brokerd.observers.NullWriteObserver",
+    ),
+    "brokerd.operator.group_face.DescribedMemberView": (
+        "brokerd.kafka.groups.group_admin.DescribedMember",
+        "brokerd.kafka.groups.share.coordinator.Member",
+    ),
+    # The schema formats.
+    "brokerd.registry.model.ParsedSchema": (
+        "brokerd.registry.formats.avro.ParsedAvro",
+        "brokerd.registry.formats.json_schema.ParsedJsonSchema",
+        "brokerd.registry.formats.protobuf.ParsedProtobuf",
+    ),
+    "brokerd.registry.model.SchemaFormat": (
+        "brokerd.registry.formats.avro.AvroFormat",
+        "brokerd.registry.formats.json_schema.JsonSchemaFormat",
+        "brokerd.registry.formats.protobuf.ProtobufFormat",
+    ),
+    "brokerd.web.schema_face.Serializer": (
+        "brokerd.registry.formats.avro.ParsedAvro",
+        "brokerd.registry.formats.json_schema.ParsedJsonSchema",
+        "brokerd.registry.formats.protobuf.ParsedProtobuf",
+    ),
+    # The journal stores.
+    "brokerd.storage.journal.engine.JournalState": (
+        "brokerd.storage.stores.offsets._OffsetsView",
+        "brokerd.storage.stores.producer_ids._Mark",
+        "brokerd.storage.stores.share_state._View",
+        "brokerd.storage.stores.txn_log._TxnView",
+    ),
+    "brokerd.storage.journal.engine.JournalStore": (
+        "brokerd.storage.stores.offsets.OffsetStore",
+        "brokerd.storage.stores.producer_ids.ProducerIdAllocator",
+        "brokerd.storage.stores.share_state.ShareStateStore",
+        "brokerd.storage.stores.txn_log.TxnLog",
+    ),
+    # The console's actions, and its source whole or as one principal sees it.
+    "brokerd.web.actions.Right": (
+        "brokerd.web.actions.CreateTopic",
+        "brokerd.web.actions.ResetOffsets",
+        "brokerd.web.actions.TopicRight",
+    ),
+    "brokerd.web.actions.Action": (
+        "brokerd.web.actions.CreateTopic",
+        "brokerd.web.actions.DeleteTopic",
+        "brokerd.web.actions.EditConfigs",
+        "brokerd.web.actions.Produce",
+        "brokerd.web.actions.ResetOffsets",
+    ),
+    "brokerd.web.console_history.ConsoleSource": (
+        "brokerd.operator.inspect.Inspector", "brokerd.web.scope.ScopedSource",
+    ),
 }
 
 #: Typed views of a library's objects: the Protocol -> the class it describes (and the
@@ -262,14 +416,12 @@ def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
 def verdict(protocol: Declared) -> str:
     """Why ``protocol`` is not a restatement, or ``"restates"``."""
     name = protocol.qualname
-    for table, why in ((PORTS, "port"), (OUTSIDE, "outside"), (BUILT, "built"),
-                       (FACES, "face")):
+    for table, why in ((PORTS, "port"), (SHAPES, "shape"), (OUTSIDE, "outside"),
+                       (BUILT, "built"), (FACES, "face")):
         if name in table:
             return why
     if set(all_members(protocol)) == {"__call__"}:
         return "function type"
-    if len(implementations(protocol)) >= 2:
-        return "shape"
     return "restates"
 
 
@@ -312,14 +464,15 @@ def test_no_protocol_restates_one_class(protocol: Declared) -> None:
     found = implementations(protocol)
     assert verdict(protocol) != "restates", (
         f"{protocol.qualname} has {len(found)} implementation(s) in brokerd/ {found} and "
-        "is not a port: take the class instead, or list it in PORTS with the lower "
-        "package that declares it and the class that implements it"
+        "is not a port: take the class instead, list it in PORTS with the lower "
+        "package that declares it and the class that implements it, or in SHAPES with "
+        "the two or more classes it is declared for"
     )
 
 
 def test_every_table_entry_is_a_protocol_of_the_tree() -> None:
     names = {cls.qualname for cls in protocols()}
-    for table in (PORTS, OUTSIDE, BUILT, FACES):
+    for table in (PORTS, SHAPES, OUTSIDE, BUILT, FACES):
         assert set(table) <= names, sorted(set(table) - names)
 
 
@@ -342,6 +495,18 @@ def test_a_port_is_declared_below_its_implementation(port: str) -> None:
     assert cls.node.name in " ".join(doc.split()), (
         f"{port}'s docstring does not name its implementation {cls.node.name}"
     )
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_a_shape_has_the_classes_it_names(shape: str) -> None:
+    classes = SHAPES[shape]
+    assert len(set(classes)) >= 2, f"{shape} names one class: take the class instead"
+    protocol = declared()[shape]
+    need = set(all_members(protocol))
+    for dotted in classes:
+        assert implements(declared()[dotted], protocol) or _has_members(dotted, need), (
+            f"{dotted} does not implement {shape}"
+        )
 
 
 def _missing(dotted: str, names: set[str]) -> set[str]:

@@ -294,21 +294,58 @@ def test_every_journal_store_is_handed_to_store_recovery() -> None:
     for named in ("storage/stores/<name>.py", "storage/journal/engine.py", "app/wiring.py",
                   "core/store_recovery.py"):
         assert f"`{named}`" in row, f"the table no longer names {named}"
-    kinds = [
-        path.name
-        for path in sorted((BROKERD / "storage" / "stores").glob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-        and node.func.id == "JournalKind"
-    ]
+    wiring = ast.parse((BROKERD / "app" / "wiring.py").read_text())
     handed = [
-        node.args[0]
-        for node in ast.walk(ast.parse((BROKERD / "app" / "wiring.py").read_text()))
+        node.args[0] for node in ast.walk(wiring)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
         and node.func.id == "StoreRecovery" and node.args
     ]
     assert len(handed) == 1 and isinstance(handed[0], ast.List), "one StoreRecovery([...])"
-    assert len(kinds) >= 4
-    assert len(handed[0].elts) == len(kinds), (
-        f"journal stores {kinds}, but StoreRecovery gets {ast.unparse(handed[0])}"
-    )
+    assert all(isinstance(e, ast.Name) for e in handed[0].elts), ast.unparse(handed[0])
+    stores = _journal_store_classes()
+    assert len(stores) >= 4
+    given = sorted(_class_of(wiring, e.id) for e in handed[0].elts if isinstance(e, ast.Name))
+    assert given == stores, f"journal stores {stores}, but StoreRecovery gets {given}"
+
+
+def _journal_store_classes() -> list[str]:
+    """The classes of storage/stores/ that open a journal of a ``JournalKind`` their
+    module declares."""
+    found = []
+    for path in sorted((BROKERD / "storage" / "stores").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        kinds = {
+            target.id for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == "JournalKind"
+            for target in node.targets if isinstance(target, ast.Name)
+        }
+        found += [
+            node.name for node in tree.body if isinstance(node, ast.ClassDef)
+            and any(isinstance(n, ast.Name) and n.id in kinds for n in ast.walk(node))
+        ]
+    return sorted(found)
+
+
+def _class_of(wiring: ast.Module, variable: str) -> str:
+    """The class of a store the wiring builds into ``variable``: ``Class(...)`` or
+    ``Class.open(...)``, or one element of an ``add_*`` function's ``tuple[...]``."""
+    returns = {
+        f.name: f.returns for f in wiring.body if isinstance(f, ast.FunctionDef)
+    }
+    for node in ast.walk(wiring):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        func = node.value.func
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id == variable:
+                built = func.value if isinstance(func, ast.Attribute) else func
+                assert isinstance(built, ast.Name), ast.unparse(node)
+                return built.id
+            if isinstance(target, ast.Tuple) and isinstance(func, ast.Name):
+                names = [e.id if isinstance(e, ast.Name) else "" for e in target.elts]
+                annotation = returns.get(func.id)
+                if variable in names and isinstance(annotation, ast.Subscript):
+                    assert isinstance(annotation.slice, ast.Tuple), ast.unparse(annotation)
+                    return ast.unparse(annotation.slice.elts[names.index(variable)])
+    raise AssertionError(f"app/wiring.py: where is {variable} built?")

@@ -18,6 +18,7 @@ key written as a dotted or quoted key may get no line.
 from __future__ import annotations
 
 import difflib
+import errno
 import json
 import re
 import textwrap
@@ -158,6 +159,8 @@ def _read(path: str) -> str:
     try:
         data = read_at_most(path, MAX_CONFIG_BYTES)
     except OSError as e:
+        if e.errno == errno.EFBIG:  # read_at_most's refusal: not a config file at all
+            raise ConfigError(f"{path}: {e.strerror}, not a config file") from None
         raise ConfigError(f"{path}: cannot read the config file: {e.strerror or e}") from None
     try:
         return data.decode("utf-8")

@@ -508,7 +508,7 @@ def build_readiness(inspector: Inspector, coordinators: Coordinators) -> Readine
     the coordinator starts, so the prepared transactions it must complete are known)."""
     from brokerd.web.health import Readiness, startup_completions
 
-    readiness = Readiness(inspector)
+    readiness = Readiness(inspector.offline_partitions)
     readiness.add_check(startup_completions(coordinators.transactions))
     # An offsets store or transaction log offline after a failed fsync.
     readiness.add_check(coordinators.recovery.problems)

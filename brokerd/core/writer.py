@@ -95,7 +95,7 @@ def write_job(
             if isinstance(append, ValuesAppend):
                 info = log.append_values(append.values, timestamp_ms=int(wall_clock() * 1000))
             elif isinstance(append, MarkerAppend):
-                info = log.txns.append_marker(
+                info = log.append_marker(
                     append.producer_id,
                     append.producer_epoch,
                     commit=append.commit,

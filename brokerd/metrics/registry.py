@@ -10,10 +10,10 @@ parts of the broker exist (the service tree passes them in).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
-from brokerd.core.cleaner_service import CleanerService
 from brokerd.core.quotas.manager import QuotaManager
 from brokerd.metrics.collectors import (
     CleanerCollector,
@@ -32,6 +32,9 @@ from brokerd.operator.share_groups import ShareGroupInspector
 from brokerd.operator.telemetry_face import TelemetryFace
 from brokerd.operator.txn_face import TxnListingFace
 from brokerd.storage.journal.engine import JournalStore
+
+if TYPE_CHECKING:
+    from brokerd.core.cleaner_service import CleanerService
 
 
 class BrokerMetrics:

@@ -204,6 +204,8 @@ class NativeProtocol(RequestConnection[Request, bytes | None]):
             request_budget=factory.request_budget,
             after_answer=factory.broker.after_answer,
         )
+        self.factory = factory
+        self.metrics = factory.metrics
 
     @property
     def queue_member(self) -> QueueMember:
@@ -254,7 +256,4 @@ class NativeFactory(Factory):
     def buildProtocol(self, addr: IAddress | None) -> NativeProtocol | None:
         if not self.connections.admit(str(getattr(addr, "host", ""))):
             return None  # Twisted closes the socket at once
-        proto = NativeProtocol(self)
-        proto.factory = self
-        proto.metrics = self.metrics
-        return proto
+        return NativeProtocol(self)

@@ -43,7 +43,7 @@ from twisted.protocols.tls import BufferingTLSTransport
 from twisted.python.failure import Failure
 
 __all__ = [
-    "PRIVATE_READS",
+    "PRIVATE_STATE",
     "CycleFreeTLSProtocol",
     "forget_traceback",
     "holds_nothing",
@@ -56,7 +56,7 @@ __all__ = [
 #: What this module relies on (reads, and the one write of ``_raiseSynchronously``), by
 #: class or module: checked against the installed Twisted by the tests (an attribute
 #: named here must exist where it is said to).
-PRIVATE_READS: dict[str, tuple[str, ...]] = {
+PRIVATE_STATE: dict[str, tuple[str, ...]] = {
     "twisted.internet.abstract.FileDescriptor": ("dataBuffer", "offset", "_tempDataLen"),
     "twisted.protocols.tls.TLSMemoryBIOProtocol": ("_tlsShutdownFinished",),
     "twisted.application.internet.StreamServerEndpointService": (

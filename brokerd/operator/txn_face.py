@@ -13,7 +13,8 @@ from typing import Protocol
 
 
 class ListedTxnView(Protocol):
-    """One transactional id as ListTransactions lists it."""
+    """One transactional id as ListTransactions lists it (a
+    :class:`~brokerd.kafka.txn.types.TxnListing`)."""
 
     @property
     def transactional_id(self) -> str: ...

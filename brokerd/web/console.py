@@ -89,7 +89,7 @@ class _Console:
         """What ``request``'s principal may see of the broker."""
         return self.scope_of(request).source(self.source)
 
-    def data_pages(self) -> DataPages | None:
+    def pages_with_records(self) -> DataPages | None:
         """The data pages, when the console has the broker's records (None: views only)."""
         return self.data if self.data is not None and self.data.data is not None else None
 
@@ -240,7 +240,7 @@ def _topic_child(console: _Console, name: str, request: Request) -> Resource | N
     topic = source.topic(name)
     if topic is None:
         return None
-    links = console.data_pages()
+    links = console.pages_with_records()
     below = (request.postpath or [])[:1]
     if links is not None and below and below[0] in TOPIC_PAGES:
         _descend(request)
@@ -264,7 +264,7 @@ def _group_child(console: _Console, group_id: str, request: Request) -> Resource
     found = source.group(group_id)
     if found is None:
         return None
-    links = console.data_pages()
+    links = console.pages_with_records()
     if links is not None and (request.postpath or [])[:1] == [b"reset-offsets"]:
         _descend(request)
         return data_pages.reset_page(links, found)

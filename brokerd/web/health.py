@@ -17,8 +17,8 @@ what to wait for), or probe the listeners over the network.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from twisted.web.resource import Resource
 
@@ -30,12 +30,6 @@ if TYPE_CHECKING:
     from twisted.web.server import Request
 
 
-class OfflineSource(Protocol):
-    """Where offline partitions are read (an :class:`~brokerd.operator.inspect.Inspector`)."""
-
-    def offline_partitions(self) -> dict[tuple[str, int], str]: ...
-
-
 #: The transaction states a start-up completion finishes (a decision logged, markers not).
 PREPARED_STATES = ("PrepareCommit", "PrepareAbort")
 #: Offline partitions named in a /readyz answer; the rest are counted.
@@ -45,12 +39,14 @@ MAX_LISTED_PARTITIONS = 20
 class Readiness:
     """What the broker still waits for before it is ready. Reactor thread only.
 
-    :param offline: the offline partitions' source; any offline partition makes the
-        broker not ready.
+    :param offline_partitions: the offline partitions, with why (the inspector's
+        ``offline_partitions``); any offline partition makes the broker not ready.
     """
 
-    def __init__(self, offline: OfflineSource) -> None:
-        self._offline = offline
+    def __init__(
+        self, offline_partitions: Callable[[], Mapping[tuple[str, int], str]]
+    ) -> None:
+        self._offline_partitions = offline_partitions
         self._waiting: dict[str, str] = {}
         self._checks: list[Callable[[], Iterable[str]]] = []
 
@@ -72,7 +68,7 @@ class Readiness:
         lines = [f"{name}: {reason}" for name, reason in sorted(self._waiting.items())]
         for check in self._checks:
             lines.extend(check())
-        offline = self._offline.offline_partitions()
+        offline = self._offline_partitions()
         for (topic, partition), why in sorted(offline.items())[:MAX_LISTED_PARTITIONS]:
             lines.append(f"partition {topic}-{partition} offline: {why}")
         if len(offline) > MAX_LISTED_PARTITIONS:
@@ -146,7 +142,6 @@ __all__ = [
     "MAX_LISTED_PARTITIONS",
     "PREPARED_STATES",
     "HealthResource",
-    "OfflineSource",
     "Readiness",
     "ReadyResource",
     "startup_completions",

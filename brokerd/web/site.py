@@ -124,7 +124,7 @@ def make_site(
     children: dict[bytes, Resource] = {
         b"healthz": HealthResource(),
         b"readyz": ReadyResource(
-            readiness or Readiness(inspector),
+            readiness or Readiness(inspector.offline_partitions),
             shows_reasons=lambda request: scope_of(request).shows_reasons,
         ),
     }

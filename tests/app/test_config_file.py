@@ -225,7 +225,9 @@ def test_unreadable_missing_oversized_and_non_utf8_files(tmp_path: Path) -> None
     assert "cannot read" in usage_error("--config", str(tmp_path))  # a directory
     big = tmp_path / "big.toml"
     big.write_bytes(b"#" * (MAX_CONFIG_BYTES + 1))
-    assert "larger than" in usage_error("--config", str(big))
+    assert f"{big}: larger than {MAX_CONFIG_BYTES} bytes, not a config file" in usage_error(
+        "--config", str(big)
+    )
     latin = tmp_path / "latin.toml"
     latin.write_bytes(b'data-dir = "/x"\nkafka = "caf\xe9"\n')
     assert f"{latin}, line 2: not UTF-8" in usage_error("--config", str(latin))

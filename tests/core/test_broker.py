@@ -4,6 +4,9 @@ on a fake clock."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -114,14 +117,16 @@ class FakeLog:
 
 class FakeLogDir:
     auto_create = True
-    #: No empty-producers file (the path does not exist) and nothing left unsynced.
-    path = "/nonexistent/brokerd-fake-logdir"
+    #: Nothing left unsynced; ``path`` starts empty (no empty-producers file).
     was_clean = False
 
     def unsynced_partitions(self) -> int:
         return 0
 
     def __init__(self) -> None:
+        # A real directory: a stop writes its empty-producers file there.
+        self.path = tempfile.mkdtemp(prefix="brokerd-fake-logdir-")
+        weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
         self.parts: dict[tuple[str, int], FakeLog] = {}
         self.closed = False
 

@@ -4,7 +4,10 @@ recovery left unsynced in the background, then checkpoints: the service's schedu
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,13 +25,15 @@ from tests.brokerproc import BrokerProcess
 
 
 class FakeLogDir:
-    """The part of a LogDirectory the service uses at start (no empty-producers file:
-    ``path`` does not exist)."""
+    """The part of a LogDirectory the service uses at start (``path`` starts empty: no
+    empty-producers file)."""
 
-    path = "/nonexistent/brokerd-fake-logdir"
     was_clean = False
 
     def __init__(self, unsynced: int, sync_ok: bool = True) -> None:
+        # A real directory: a stop writes its empty-producers file there.
+        self.path = tempfile.mkdtemp(prefix="brokerd-fake-logdir-")
+        weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
         self.unsynced = unsynced
         self.sync_ok = sync_ok
         self.calls: list[str] = []

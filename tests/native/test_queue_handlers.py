@@ -7,6 +7,7 @@ list, the error codes, a listener without share groups, and the ACL checks."""
 from __future__ import annotations
 
 import os
+from unittest import mock
 
 from twisted.internet import defer
 from twisted.internet.error import ConnectionDone
@@ -14,6 +15,7 @@ from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 
 from brokerd.core.share.service import ShareService
+from brokerd.errors import TooManyWaiters
 from brokerd.native.client_codec import ResponseDecoder, encode_request
 from brokerd.native.messages import ErrorCode, ErrorResponse
 from brokerd.native.operator_messages import OperatorResponse
@@ -210,6 +212,22 @@ class QueueProtocolTests(QueueCase):
         for _ in range(12):
             self.clock.advance(0.1)
         self.assertEqual(a.answers(), [QueueFetchResponse()])
+
+    def test_a_fetch_the_waiter_limit_refuses_answers_too_many_waiters(self) -> None:
+        a = self.connect()
+        self.fetch(a, 6)
+
+        def refuse(*args: object, **kwargs: object) -> defer.Deferred[None]:
+            return defer.fail(TooManyWaiters("too many parked fetches"))
+
+        with mock.patch.object(self.broker, "wait_for_data", refuse):
+            answer = a.call(QueueFetchRequest("g", "jobs", 0, 10, 5000))
+        assert isinstance(answer, ErrorResponse), answer
+        self.assertEqual(answer.code, ErrorCode.TOO_MANY_WAITERS)
+        # The connection goes on: what it held is still its own.
+        self.assertEqual(self.ack(a, (0, 5, AckKind.ACCEPT)), QueueAckResponse())
+        self.produce("jobs", 0, 1)
+        self.assertEqual(self.fetch(a), [(6, 1)])
 
     def test_a_parked_fetch_is_cancelled_by_a_close_and_acquires_nothing(self) -> None:
         a = self.connect()

@@ -39,7 +39,7 @@ from twisted.protocols.tls import TLSMemoryBIOProtocol
 from brokerd.net import twisted_state
 from brokerd.net.connection import DispatcherBase, RequestConnection
 from brokerd.net.tls import listener_endpoint
-from brokerd.net.twisted_state import PRIVATE_READS, CycleFreeTLSProtocol, holds_nothing
+from brokerd.net.twisted_state import PRIVATE_STATE, CycleFreeTLSProtocol, holds_nothing
 
 from tests.net.test_connection import LineDecoder
 from tests.tls_helpers import Pki, client_context, make_pki, ssl_description
@@ -56,14 +56,14 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 def test_the_private_attributes_exist_where_named() -> None:
     """On the class or on a fresh instance (FileDescriptor sets its buffers in
     ``__init__``); the TCP test below reads them on a live connection too."""
-    assert set(PRIVATE_READS) == {
+    assert set(PRIVATE_STATE) == {
         "twisted.internet.abstract.FileDescriptor",
         "twisted.protocols.tls.TLSMemoryBIOProtocol",
         "twisted.application.internet.StreamServerEndpointService",
         "twisted.web.http.Request",
         "twisted.web._stan",
     }
-    for dotted, names in PRIVATE_READS.items():
+    for dotted, names in PRIVATE_STATE.items():
         if dotted == "twisted.web._stan":  # a module
             for name in names:
                 assert hasattr(importlib.import_module(dotted), name), dotted
@@ -81,13 +81,26 @@ def test_the_private_attributes_exist_where_named() -> None:
 
 def _private_uses(path: Path) -> list[str]:
     """Private Twisted state ``path`` touches: an import of a private module, a private
-    name in a getattr/setattr/hasattr string, an attribute PRIVATE_READS names."""
-    named = {name for names in PRIVATE_READS.values() for name in names}
+    name in a getattr/setattr/hasattr string, an attribute PRIVATE_STATE names."""
+    named = {name for names in PRIVATE_STATE.values() for name in names}
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("twisted"):
+        if isinstance(node, ast.Import):
+            found += [
+                f"import {alias.name}" for alias in node.names
+                if alias.name.startswith("twisted")
+                and any(part.startswith("_") for part in alias.name.split("."))
+            ]
+        elif (
+            isinstance(node, ast.ImportFrom) and node.module
+            and node.module.startswith("twisted")
+        ):
             if any(part.startswith("_") for part in node.module.split(".")):
                 found.append(f"import {node.module}")
+            found += [
+                f"from {node.module} import {alias.name}" for alias in node.names
+                if alias.name.startswith("_")
+            ]
         elif (
             isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id in ("getattr", "setattr", "hasattr") and len(node.args) >= 2
@@ -101,6 +114,27 @@ def _private_uses(path: Path) -> list[str]:
         ):
             found.append(f".{node.attr}")
     return found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from twisted.web._stan import voidElements\n",
+        "from twisted.web import _stan\n",
+        "import twisted.web._stan\n",
+        "import twisted.web._stan as stan\n",
+    ],
+)
+def test_every_import_of_a_private_twisted_module_is_seen(source: str, tmp_path: Path) -> None:
+    path = tmp_path / "module.py"
+    path.write_text(source)
+    assert _private_uses(path)
+
+
+def test_public_twisted_imports_are_not_flagged(tmp_path: Path) -> None:
+    path = tmp_path / "module.py"
+    path.write_text("import twisted.web.http\nfrom twisted.web import http\nimport _thread\n")
+    assert _private_uses(path) == []
 
 
 def test_no_other_module_touches_private_twisted_state() -> None:
@@ -140,7 +174,7 @@ async def test_holds_nothing_reads_a_real_tcp_transport() -> None:
                 break
             await task.deferLater(reactor, 0.01, lambda: None)
         transport = Holder.instances[0].transport
-        for name in PRIVATE_READS["twisted.internet.abstract.FileDescriptor"]:
+        for name in PRIVATE_STATE["twisted.internet.abstract.FileDescriptor"]:
             assert hasattr(transport, name), name
         assert holds_nothing(transport)
         transport.write(b"x" * (16 * 1024 * 1024))  # far more than the socket takes

@@ -1,8 +1,9 @@
 """The console's message browser and schema registry pages over a real in-process broker
 core (its thread pools, its files) and real HTTP on 127.0.0.1, in the test's reactor:
 offsets, ``latest``, timestamps, limits, the server-side filters, the scan's byte and
-time bounds with the link to continue, values decoded through a schema registry (an
-in-memory :class:`~brokerd.registry.service.SchemaRegistry`, :mod:`tests.web.memory_registry`),
+time bounds with the link to continue, values decoded through a schema source (an
+in-memory stand-in for :class:`~brokerd.web.schema_face.SchemaSource`,
+:mod:`tests.web.memory_registry`),
 hostile keys, values and headers shown inert, the produce form's schema encoding."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def get(resource: HealthResource | ReadyResource) -> tuple[int, bytes]:
 class ReadinessTest(SynchronousTestCase):
     def test_listeners_and_offline_partitions(self) -> None:
         offline = FakeOffline()
-        readiness = Readiness(offline)
+        readiness = Readiness(offline.offline_partitions)
         native = readiness.wait_for("native listener", "not bound yet")
         kafka = readiness.wait_for("kafka listener", "not bound yet")
         resource = ReadyResource(readiness)
@@ -70,7 +70,7 @@ class ReadinessTest(SynchronousTestCase):
     def test_many_offline_partitions_are_counted_not_listed(self) -> None:
         offline = FakeOffline()
         offline.offline = {("t", i): "gone" for i in range(MAX_LISTED_PARTITIONS + 5)}
-        problems = Readiness(offline).problems()
+        problems = Readiness(offline.offline_partitions).problems()
         self.assertEqual(len(problems), MAX_LISTED_PARTITIONS + 1)
         self.assertEqual(problems[-1], "... 5 more offline partitions")
 
@@ -78,7 +78,7 @@ class ReadinessTest(SynchronousTestCase):
         coordinator = FakeCoordinator(
             {"a": "PrepareCommit", "b": "PrepareAbort", "c": "Ongoing"}
         )
-        readiness = Readiness(FakeOffline())
+        readiness = Readiness(FakeOffline().offline_partitions)
         readiness.add_check(startup_completions(coordinator))
         self.assertEqual(
             readiness.problems(),

@@ -6,8 +6,9 @@ Produce); :class:`RequestContext` is what a handler knows of where a request cam
 (the peer's address and principal, and waits to cancel when the client goes away);
 :class:`BrokerIdentity` is the duck type of what the listener injects (with a
 :class:`brokerd.clock.Clock`).
-:func:`gather`, :func:`message`, :func:`topic_name_now` and :func:`unexpected_code` are the
-small helpers every handler uses.
+:func:`gather`, :func:`message`, :func:`topic_name_now` and :func:`unexpected_code` are
+small helpers of the handler modules (:func:`topic_name_now` for the two commits that
+name topics by ID).
 
 It holds no API logic: the handlers live in the modules of
 ``brokerd/kafka/server/handlers/``, one per API family.

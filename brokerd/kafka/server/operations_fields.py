@@ -13,7 +13,6 @@ from __future__ import annotations
 import attrs
 
 from brokerd.kafka.server.handler_base import RequestContext
-from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
 from brokerd.security.acl import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 from brokerd.security.authorized_ops import allowed_operations, operations_field
 
@@ -43,11 +42,6 @@ class AuthorizedOperations:
 
     def group(self, conn: RequestContext, group_id: str) -> int:
         return operations_field(self._allowed(conn, ResourceType.GROUP, group_id))
-
-    def group_asked(self, conn: RequestContext, group_id: str, asked: bool) -> int:
-        """:meth:`group` if the request asked for it (``IncludeAuthorizedOperations``),
-        else Kafka's "omitted": the field of one described group."""
-        return self.group(conn, group_id) if asked else AUTHORIZED_OPERATIONS_OMITTED
 
     def cluster(self, conn: RequestContext) -> int:
         """Nothing at all unless the principal may DESCRIBE the cluster (Kafka's rule

@@ -40,7 +40,6 @@ from brokerd.core.quotas.entities import (
     REQUEST_PERCENTAGE,
 )
 from brokerd.core.quotas.manager import QuotaManager
-from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.wire.codec import ApiKey
 from brokerd.kafka.wire.messages.fetch import FetchResponse
 from brokerd.net.tls import ANONYMOUS
@@ -176,16 +175,6 @@ class MutationCharge:
         if delay > 0:
             self._quotas.note_refused(self._user, self._client, delay)
         return delay > 0
-
-    def refusal(self, repeated: bool, repeated_text: str) -> tuple[ErrorCode, str] | None:
-        """Why the request's next topic is answered without being tried, or None: it is
-        named more than once in the request (INVALID_REQUEST, ``repeated_text``: Kafka
-        refuses every entry of such a topic), else the quota refuses it."""
-        if repeated:
-            return ErrorCode.INVALID_REQUEST, repeated_text
-        if self.refused():
-            return ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_TEXT
-        return None
 
     def charge(self, count: int) -> None:
         """Charge ``count`` partitions created or deleted."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -170,15 +170,23 @@ _WORDS = AlterWords(
 )
 
 
-def _op(name: str, raw: int) -> AlterOp:
-    try:
-        return AlterOp(raw)
-    except ValueError:
-        raise InvalidClientMetricsConfig(f"Unknown config operation {raw} for {name}") from None
-
-
-def _as_given(name: str, value: str) -> str:
-    return value
+def _named_ops(
+    ops: Iterable[tuple[str, int, str | None]],
+) -> Iterator[tuple[str, AlterOp, str | None]]:
+    """``ops`` with their AlterOp, refused entry by entry as Kafka does: an unknown name
+    before an unknown operation. A generator on purpose: :func:`apply_incremental` meets
+    one entry's other refusals (a null value, a list operation on a number) before the
+    next entry is looked at."""
+    for name, raw, value in ops:
+        if name not in CONFIGS:
+            raise InvalidClientMetricsConfig(_WORDS.unknown.format(name))
+        try:
+            op = AlterOp(raw)
+        except ValueError:
+            raise InvalidClientMetricsConfig(
+                f"Unknown config operation {raw} for {name}"
+            ) from None
+        yield name, op, value
 
 
 def apply_ops(
@@ -188,8 +196,8 @@ def apply_ops(
     topic configs are altered (:func:`~brokerd.storage.config.topic_config.apply_incremental`);
     the values are checked together afterwards (:func:`parse`)."""
     return apply_incremental(
-        current, {}, [(name, _op(name, raw), value) for name, raw, value in ops],
-        table=CONFIGS, check=_as_given, words=_WORDS,
+        current, {}, _named_ops(ops),
+        table=CONFIGS, check=None, words=_WORDS,
     )
 
 

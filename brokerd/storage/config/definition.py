@@ -66,7 +66,7 @@ _BOUNDS: dict[ConfigType, tuple[int, int]] = {
 
 @attrs.frozen
 class ConfigDef:
-    """One topic config.
+    """One config of a resource type: a topic's or a client-metrics subscription's.
 
     ``synonyms`` are the broker-level configs that set its default, most specific first
     (Kafka's ``ServerTopicConfigSynonyms``; empty when Kafka has none). ``effect`` says

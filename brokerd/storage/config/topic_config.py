@@ -260,7 +260,7 @@ def apply_incremental(
     ops: Iterable[tuple[str, AlterOp, str | None]],
     *,
     table: Mapping[str, ConfigDef] = TOPIC_CONFIGS,
-    check: Callable[[str, str], str] = validate,
+    check: Callable[[str, str], str] | None = validate,
     words: AlterWords = TOPIC_WORDS,
 ) -> dict[str, str]:
     """The overrides after applying ``ops`` to ``current`` (Kafka's semantics).
@@ -270,7 +270,8 @@ def apply_incremental(
     comma-separated value to the current list (the override, else the broker default
     in ``defaults``, else the config's default) or remove them from it. The configs are
     the topic configs unless ``table`` names others (client metrics), each value set
-    passes ``check`` (its normal form), and a refusal is ``words.error`` naming the key
+    passes ``check`` (its normal form; None keeps it as given, for configs checked
+    together afterwards), and a refusal is ``words.error`` naming the key
     (:class:`InvalidConfig` for topics).
     """
     out = dict(current)
@@ -284,13 +285,13 @@ def apply_incremental(
         if value is None:
             raise words.error(words.null.format(name))
         if op is AlterOp.SET:
-            out[name] = check(name, value)
-            continue
-        if definition.type is not ConfigType.LIST:
+            new = value
+        elif definition.type is ConfigType.LIST:
+            new = list_altered(out.get(name, defaults.get(name, definition.default)), op, value)
+        else:
             verb = "append" if op is AlterOp.APPEND else "subtract"
             raise words.error(f"Config value {verb} is not allowed for config key: {name}")
-        base = out.get(name, defaults.get(name, definition.default))
-        out[name] = check(name, list_altered(base, op, value))
+        out[name] = new if check is None else check(name, new)
     return out
 
 

@@ -88,10 +88,8 @@ class PartitionLog:
         self._maintenance = LogMaintenance(state, self._roll)
         #: Producers' epochs and sequences and the ongoing transactions (write lock).
         self.producers = ProducerStateManager()
-        #: Transaction markers and the aborted-transaction index (:meth:`PartitionTxns.
-        #: append_marker` appends a COMMIT or ABORT marker).
-        self.txns = PartitionTxns(state, self._write, self.producers)
-        self._reads = StoredReads(state, self.txns)
+        self._txns = PartitionTxns(state, self._write, self.producers)
+        self._reads = StoredReads(state, self._txns)
         self.recovery = RecoveryStats(clean=True)
         self._write_errors = WriteErrorLog(path, clock)
         #: Draws a segment's roll jitter below its argument (replaceable in tests).
@@ -118,7 +116,7 @@ class PartitionLog:
         plog = cls(path, config, clock, segments)
         plog.recovery = stats
         try:
-            plog.txns.recover()
+            plog._txns.recover()
         except BaseException:
             plog.close()
             raise
@@ -235,7 +233,7 @@ class PartitionLog:
         base = state.log_end_offset
         segment = self._maybe_roll(len(data), base + count - 1)
         if transactional:
-            self.txns.ensure_txn_file(segment)
+            self._txns.ensure_txn_file(segment)
         start = segment.size
         try:
             segment.append(data, batches)
@@ -323,7 +321,7 @@ class PartitionLog:
             pos += header.size
         count = offset - state.log_end_offset
         info = self._write(buf, batches, count, transactional=bool(begun))
-        self.txns.begin_txns(begun)
+        self._txns.begin_txns(begun)
         return info
 
     def producer_snapshot(
@@ -359,9 +357,24 @@ class PartitionLog:
             count = len(values)
             return self._write(data, [(base, base + count - 1, timestamp_ms, len(data))], count)
 
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        timestamp_ms: int,
+    ) -> AppendInfo:
+        """Append a COMMIT or ABORT marker (:meth:`PartitionTxns.append_marker`)."""
+        return self._txns.append_marker(
+            producer_id, producer_epoch, commit=commit, coordinator_epoch=coordinator_epoch,
+            timestamp_ms=timestamp_ms,
+        )
+
     def txn_snapshot(self) -> tuple[int, dict[int, int]]:
         """``(log end offset, ongoing transactions)`` at one moment (write pool)."""
-        return self.txns.txn_snapshot()
+        return self._txns.txn_snapshot()
 
     def flush(self) -> None:
         """fdatasync every segment written since the last flush; advance recovery_point.
@@ -395,7 +408,7 @@ class PartitionLog:
         """Make everything appended so far visible to readers; returns the high watermark."""
         state = self._state
         with state.write_lock:
-            return state.publish(self.txns.stable_end)
+            return state.publish(self._txns.stable_end)
 
     def reconfigure(self, config: LogConfig) -> None:
         """Apply a new config from now on (a topic's configs were altered). Under the
@@ -454,12 +467,12 @@ class PartitionLog:
     def aborted_txns(self, fetch_offset: int, upper: int) -> tuple[AbortedTxn, ...]:
         """Aborted transactions whose ABORT marker is at or after ``fetch_offset`` and
         whose first offset is below ``upper``."""
-        return self.txns.aborted_txns(fetch_offset, upper)
+        return self._txns.aborted_txns(fetch_offset, upper)
 
     def committed_filter(self, offset: int, lso: int) -> CommittedFilter | None:
         """What a committed-only read from ``offset`` skips (:meth:`PartitionTxns.
         committed_filter`)."""
-        return self.txns.committed_filter(offset, lso)
+        return self._txns.committed_filter(offset, lso)
 
     def batch_headers(self, from_offset: int) -> list[BatchHeader]:
         """Headers of every visible batch from the one holding ``from_offset`` on (header

@@ -58,3 +58,21 @@ def test_incremental_operations() -> None:
         "interval.ms": "100"}
     with pytest.raises(InvalidClientMetricsConfig, match="append is not allowed"):
         apply_ops(current, [("interval.ms", APPEND, "5")])
+
+
+@pytest.mark.parametrize(
+    ("ops", "why"),
+    [
+        ([("bogus", 9, "x")], "Unknown client metrics config: bogus"),
+        ([("bogus", SET, "x"), ("metrics", 9, "y")], "Unknown client metrics config: bogus"),
+        ([("metrics", 9, "y"), ("bogus", SET, "x")], "Unknown config operation 9 for metrics"),
+        ([("metrics", SET, None), ("metrics", 9, "y")], "Null value not supported for: metrics"),
+    ],
+)
+def test_incremental_refusals_in_request_order(
+    ops: list[tuple[str, int, str | None]], why: str
+) -> None:
+    """Each entry is checked whole (its name, then its operation, then its value)
+    before the next one, so the first bad entry is the one reported."""
+    with pytest.raises(InvalidClientMetricsConfig, match=why):
+        apply_ops({}, ops)

@@ -60,7 +60,7 @@ def test_callers_reach_every_part_through_the_facade(tmp_path: Path) -> None:
         assert plog.read(2, BIG, COMMITTED_RECORDS).decoded[0].value == b"2" * 100
         assert plog.read(6, BIG, BYTES).records == b""
         # Transactions (txns.py): a marker with nothing open, and the LSO.
-        plog.txns.append_marker(9, 0, commit=False, coordinator_epoch=0, timestamp_ms=7)
+        plog.append_marker(9, 0, commit=False, coordinator_epoch=0, timestamp_ms=7)
         plog.publish()
         assert plog.last_stable_offset == 7 == plog.high_watermark
         assert plog.txn_snapshot() == (7, {})

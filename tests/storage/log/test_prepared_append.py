@@ -118,7 +118,7 @@ def test_a_retry_on_a_log_append_time_topic_gets_the_first_append_time(tmp_path:
 def test_a_marker_fences_the_producer_in_the_log(plog: PartitionLog) -> None:
     plog.append_prepared(prepared(batch(epoch=2, seq=0, transactional=True)), now_ms=NOW_MS)
     assert plog.describe_producers()[0][1] == 0  # its open transaction starts at 0
-    plog.txns.append_marker(7, 3, commit=False, coordinator_epoch=0, timestamp_ms=NOW_MS)
+    plog.append_marker(7, 3, commit=False, coordinator_epoch=0, timestamp_ms=NOW_MS)
     with pytest.raises(InvalidProducerEpoch):
         plog.append_prepared(prepared(batch(epoch=2, seq=2)), now_ms=NOW_MS)
     ((producer, first_offset),) = plog.describe_producers()

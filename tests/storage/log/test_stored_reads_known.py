@@ -144,7 +144,7 @@ def test_unchecked_or_unknown_bytes_and_transactions_go_to_the_pool(tmp_path: Pa
         lso = plog.last_stable_offset
         at_lso = plog.read(lso, BIG, COMMITTED_RECORDS, memory_only=True)
         assert at_lso is not None and at_lso.decoded == ()  # at the LSO: empty
-        plog.txns.append_marker(9, 0, commit=False, coordinator_epoch=0, timestamp_ms=6)
+        plog.append_marker(9, 0, commit=False, coordinator_epoch=0, timestamp_ms=6)
         plog.flush()
         plog.publish()
         # An aborted transaction: skipping it may read the transaction index.

@@ -73,7 +73,7 @@ def plain(plog: PartitionLog, values: list[bytes], keys: list[bytes | None] | No
 
 
 def marker(plog: PartitionLog, pid: int, *, commit: bool, epoch: int = 0) -> int:
-    info = plog.txns.append_marker(pid, epoch, commit=commit, coordinator_epoch=3, timestamp_ms=T0)
+    info = plog.append_marker(pid, epoch, commit=commit, coordinator_epoch=3, timestamp_ms=T0)
     plog.publish()
     return info.base_offset
 
@@ -123,7 +123,7 @@ def test_lso_held_by_ongoing_transaction_and_released_by_markers(tmp_path: Path)
 def test_marker_written_but_unpublished_keeps_the_old_lso(tmp_path: Path) -> None:
     plog = open_log(tmp_path / "t-0")
     txn_batch(plog, 1, [b"t"])
-    plog.txns.append_marker(1, 0, commit=True, coordinator_epoch=0, timestamp_ms=T0)
+    plog.append_marker(1, 0, commit=True, coordinator_epoch=0, timestamp_ms=T0)
     # Readers see the published pair only: data at 0 still unstable.
     assert (plog.high_watermark, plog.last_stable_offset) == (1, 0)
     assert plog.read(0, BIG, COMMITTED).records == b""

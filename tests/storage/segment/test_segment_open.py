@@ -83,7 +83,7 @@ def test_aborted_index_listed_at_open_is_loaded(tmp_path: Path) -> None:
         transactional=True,
     )
     with_txn.append(data, parse_batches(data, max_batch_bytes=big))
-    with_txn.txns.append_marker(4, 0, commit=False, coordinator_epoch=1, timestamp_ms=1000)
+    with_txn.append_marker(4, 0, commit=False, coordinator_epoch=1, timestamp_ms=1000)
     plain = encode_batch([b"p"], timestamp_ms=1000)
     without.append(plain, parse_batches(plain, max_batch_bytes=big))
     expected = list(with_txn.segments[-1].txnindex.entries)

@@ -55,6 +55,7 @@ from brokerd.kafka.server.internal_topics import InternalTopics
 from brokerd.kafka.server.operations_fields import AuthorizedOperations
 from brokerd.kafka.server.route import AnyRoute, route
 from brokerd.kafka.server.throttle import (
+    THROTTLED_TEXT,
     MutationCharge,
     QuotaEnforcer,
     mutation_charge,
@@ -454,9 +455,10 @@ class ClusterTopicHandlers:
                                 strict=req.api_version >= 6)
         results = []
         for t in body.topics:
-            refused = quota.refusal(t.name in twice, "topic named more than once")
-            if refused is not None:
-                result = _create_failed(t, *refused)
+            if t.name in twice:
+                result = _create_failed(t, ErrorCode.INVALID_REQUEST, "topic named more than once")
+            elif quota.refused():
+                result = _create_failed(t, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_TEXT)
             else:
                 result = await self._create_one(t, body.validate_only)
                 if result.error_code == 0 and not body.validate_only:
@@ -560,18 +562,19 @@ class ClusterTopicHandlers:
                                 strict=req.api_version >= 5)
         results = []
         for t in wanted:
-            refused: tuple[ErrorCode, str] | None
             if t.name is None and t.topic_id == ZERO_UUID:
-                refused = ErrorCode.INVALID_REQUEST, "Neither topic name nor ID was given."
-            else:
-                refused = quota.refusal(
-                    t.name in twice_names or (t.name is None and str(t.topic_id) in twice_ids),
-                    "The topic is named more than once.",
+                result = _delete_failed(
+                    t, ErrorCode.INVALID_REQUEST, "Neither topic name nor ID was given."
                 )
-            if refused is not None:
-                results.append(_delete_failed(t, *refused))
+            elif t.name in twice_names or (t.name is None and str(t.topic_id) in twice_ids):
+                result = _delete_failed(
+                    t, ErrorCode.INVALID_REQUEST, "The topic is named more than once."
+                )
+            elif quota.refused():
+                result = _delete_failed(t, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_TEXT)
             else:
-                results.append(await self._delete_one(t, quota))
+                result = await self._delete_one(t, quota)
+            results.append(result)
         return apis.DeleteTopicsResponse(
             throttle_time_ms=quota.throttle_ms(),
             responses=tuple(results))

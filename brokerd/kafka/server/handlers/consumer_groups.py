@@ -53,6 +53,7 @@ from brokerd.kafka.wire.messages.consumer_groups import (
     CONSUMER_GROUP_HEARTBEAT,
 )
 from brokerd.kafka.wire.requests.apis import Request
+from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
 from brokerd.security.acl import Operation, ResourceType
 
 if TYPE_CHECKING:
@@ -180,9 +181,11 @@ class ConsumerGroupHandlers:
                     group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                     error_message=message,
                 )
-            return _described(group, names, self._operations.group_asked(
-                conn, group_id, body.include_authorized_operations
-            ))
+            operations = (
+                self._operations.group(conn, group_id) if body.include_authorized_operations
+                else AUTHORIZED_OPERATIONS_OMITTED
+            )
+            return _described(group, names, operations)
 
         # One answer per group id, however often it is named.
         return cg.ConsumerGroupDescribeResponse(

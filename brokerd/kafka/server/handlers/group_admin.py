@@ -135,7 +135,9 @@ class GroupAdminHandlers:
         asked = req.api_version >= 3 and body.include_authorized_operations
 
         def operations(d: GroupDescription) -> int:
-            return self._operations.group_asked(conn, d.group_id, asked and d.error_code == 0)
+            if asked and d.error_code == 0:
+                return self._operations.group(conn, d.group_id)
+            return apis.AUTHORIZED_OPERATIONS_OMITTED
 
         return apis.DescribeGroupsResponse(
             groups=tuple(

@@ -20,7 +20,6 @@ It does not parse or build bytes, keep group state, or dispatch:
 
 from __future__ import annotations
 
-import functools
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -73,7 +72,7 @@ from brokerd.security.acl import Operation
 from brokerd.storage.topic_ids import parse_topic_id
 
 if TYPE_CHECKING:
-    from brokerd.core.api import CoreApi
+    from brokerd.core.api import CoreApi, CoreTopics
     from brokerd.kafka.groups.coordinator import GroupCoordinator
     from brokerd.kafka.groups.state import JoinResult, SyncResult
 
@@ -115,10 +114,6 @@ _COORDINATOR_ERRORS = frozenset(
 _INT32_TEXT = re.compile(r"[+-]?[0-9]+")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
-#: A topic name from its ID, "" for an ID no topic has (the handlers' and rules' lookup).
-TopicNameOf = Callable[[uuid.UUID], str]
-
-
 PendingOffsets = Callable[[str], AbstractSet[tuple[str, int]]]
 
 
@@ -148,7 +143,6 @@ class GroupHandlers:
         internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
-        self._topic_name = functools.partial(topic_name_now, core.topic_registry)
         self._groups = coordinator
         self._id = identity
         self._internal = internal_topics
@@ -325,7 +319,7 @@ class GroupHandlers:
     ) -> apis.OffsetCommitResponse:
         by_id = req.api_version >= _TOPIC_IDS_FROM
         body: apis.OffsetCommitRequest = (
-            with_commit_names(req.body, self._topic_name) if by_id else req.body
+            with_commit_names(req.body, self._core.topic_registry) if by_id else req.body
         )
         codes: dict[tuple[str, int], int] = {}
         # Group ids and membership are the coordinator's to judge; topic existence is
@@ -387,7 +381,7 @@ class GroupHandlers:
     ) -> Gate[apis.OffsetCommitRequest, apis.OffsetCommitResponse]:
         """OffsetCommit's ACL rule (v10+: on the names of the topics' IDs)."""
         if req.api_version >= _TOPIC_IDS_FROM:
-            req = Request(req.header, with_commit_names(req.body, self._topic_name))
+            req = Request(req.header, with_commit_names(req.body, self._core.topic_registry))
         return offset_commit_rule(access, req)
 
     # -- OffsetFetch --------------------------------------------------------------------
@@ -399,7 +393,7 @@ class GroupHandlers:
         if req.api_version >= _OFFSET_FETCH_GROUPS_FROM:
             by_id = req.api_version >= _TOPIC_IDS_FROM
             if by_id:
-                body = with_fetch_names(body, self._topic_name)
+                body = with_fetch_names(body, self._core.topic_registry)
             answers = []
             for group in body.groups:
                 # v9+ (KIP-848): a consumer group's member fetches with its epoch.
@@ -430,7 +424,7 @@ class GroupHandlers:
     ) -> Gate[apis.OffsetFetchRequest, apis.OffsetFetchResponse]:
         """OffsetFetch's ACL rule (v10+: on the names of the topics' IDs)."""
         if req.api_version >= _TOPIC_IDS_FROM:
-            req = Request(req.header, with_fetch_names(req.body, self._topic_name))
+            req = Request(req.header, with_fetch_names(req.body, self._core.topic_registry))
         return offset_fetch_rule(access, req)
 
     def _fetch_group(
@@ -533,24 +527,20 @@ def share_key_problem(key: str) -> str | None:
     return None
 
 
-def with_commit_names(
-    body: apis.OffsetCommitRequest, name_of: TopicNameOf
-) -> apis.OffsetCommitRequest:
+def with_commit_names(body: apis.OffsetCommitRequest, core: CoreTopics) -> apis.OffsetCommitRequest:
     """An OffsetCommit v10+ request with each topic's ``name`` that of its ID ("" for an
     ID no topic has)."""
     return attrs.evolve(body, topics=tuple(
-        attrs.evolve(t, name=name_of(t.topic_id)) for t in body.topics
+        attrs.evolve(t, name=topic_name_now(core, t.topic_id)) for t in body.topics
     ))
 
 
-def with_fetch_names(
-    body: apis.OffsetFetchRequest, name_of: TopicNameOf
-) -> apis.OffsetFetchRequest:
+def with_fetch_names(body: apis.OffsetFetchRequest, core: CoreTopics) -> apis.OffsetFetchRequest:
     """An OffsetFetch v10+ request with each asked topic's ``name`` that of its ID ("" for
     an ID no topic has)."""
     return attrs.evolve(body, groups=tuple(
         g if g.topics is None else attrs.evolve(g, topics=tuple(
-            attrs.evolve(t, name=name_of(t.topic_id)) for t in g.topics
+            attrs.evolve(t, name=topic_name_now(core, t.topic_id)) for t in g.topics
         ))
         for g in body.groups
     ))

@@ -51,7 +51,7 @@ from brokerd.kafka.server.handler_base import (
     unexpected_code,
 )
 from brokerd.kafka.server.route import AnyRoute, route
-from brokerd.kafka.server.throttle import QuotaEnforcer, mutation_charge
+from brokerd.kafka.server.throttle import THROTTLED_TEXT, QuotaEnforcer, mutation_charge
 from brokerd.kafka.wire.messages.partitions import (
     CREATE_PARTITIONS,
     DELETE_RECORDS,
@@ -121,9 +121,10 @@ class PartitionAdminHandlers:
                                 strict=req.api_version >= 3)
         results = []
         for t in body.topics:
-            refused = quota.refusal(t.name in twice, "Duplicate topic in request.")
-            if refused is not None:
-                code, text = refused
+            if t.name in twice:
+                code, text = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+            elif quota.refused():
+                code, text = ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_TEXT
             else:
                 before = self._core.topic_registry.topics().get(t.name)
                 code, text = await self._grow(t, body.validate_only, body.timeout_ms)

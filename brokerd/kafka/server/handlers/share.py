@@ -61,6 +61,7 @@ from brokerd.kafka.wire.messages.share import (
     SHARE_GROUP_HEARTBEAT,
 )
 from brokerd.kafka.wire.requests.apis import Request
+from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
 from brokerd.security.acl import Operation
 from brokerd.storage.types import TopicInfo
 
@@ -234,7 +235,10 @@ class ShareHandlers:
                         ),
                     )
                 )
-            ops = self._operations.group_asked(conn, group_id, body.include_authorized_operations)
+            ops = (
+                self._operations.group(conn, group_id) if body.include_authorized_operations
+                else AUTHORIZED_OPERATIONS_OMITTED
+            )
             out.append(
                 m.ShareDescribedGroup(
                     group_id=group_id,

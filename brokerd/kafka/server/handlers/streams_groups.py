@@ -55,6 +55,7 @@ from brokerd.kafka.wire.messages.streams_groups import (
     STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
 )
 from brokerd.kafka.wire.requests.apis import Request
+from brokerd.kafka.wire.schema import AUTHORIZED_OPERATIONS_OMITTED
 from brokerd.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 if TYPE_CHECKING:
@@ -229,9 +230,11 @@ class StreamsGroupHandlers:
                     group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                     error_message=f"Group {group_id} not found.",
                 )
-            described = _described(group, self._operations.group_asked(
-                conn, group_id, body.include_authorized_operations
-            ))
+            operations = (
+                self._operations.group(conn, group_id) if body.include_authorized_operations
+                else AUTHORIZED_OPERATIONS_OMITTED
+            )
+            described = _described(group, operations)
             if body.include_topology_description:
                 kept = streams.description(group_id)
                 stored = kept if isinstance(kept, sg.TopologyDescription) else None

@@ -33,7 +33,6 @@ WriteTxnMarkers (through the core, as the coordinator does); dispatch is
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -88,7 +87,7 @@ from brokerd.kafka.wire.requests.apis import Request
 from brokerd.security.acl import Operation
 
 if TYPE_CHECKING:
-    from brokerd.core.api import CoreApi
+    from brokerd.core.api import CoreApi, CoreTopics
     from brokerd.kafka.txn.coordinator import TransactionCoordinator
     from brokerd.storage.log.producer_state import ActiveProducer
 
@@ -157,7 +156,6 @@ class TxnHandlers:
         internal_topics: InternalTopics | None = None,
     ) -> None:
         self._core = core
-        self._topic_name = functools.partial(topic_name_now, core.topic_registry)
         self._txn = transactions
         self._clock = clock
         self._internal = internal_topics
@@ -409,7 +407,7 @@ class TxnHandlers:
     ) -> Gate[apis.TxnOffsetCommitRequest, apis.TxnOffsetCommitResponse]:
         """TxnOffsetCommit's ACL rule (v6+: on the names of the topics' IDs)."""
         if req.api_version >= TXN_OFFSET_COMMIT_TOPIC_IDS_FROM:
-            req = Request(req.header, with_txn_commit_names(req.body, self._topic_name))
+            req = Request(req.header, with_txn_commit_names(req.body, self._core.topic_registry))
         return txn_offset_commit_rule(access, req)
 
     async def txn_offset_commit(
@@ -417,7 +415,7 @@ class TxnHandlers:
     ) -> apis.TxnOffsetCommitResponse:
         by_id = req.api_version >= TXN_OFFSET_COMMIT_TOPIC_IDS_FROM
         body: apis.TxnOffsetCommitRequest = (
-            with_txn_commit_names(req.body, self._topic_name) if by_id else req.body
+            with_txn_commit_names(req.body, self._core.topic_registry) if by_id else req.body
         )
         codes: dict[TopicPartition, int] = {}
         offsets: dict[TopicPartition, TxnOffset] = {}
@@ -712,12 +710,12 @@ def _described(d: TxnDescription) -> apis.DescribeTransactionsState:
 
 
 def with_txn_commit_names(
-    body: apis.TxnOffsetCommitRequest, name_of: Callable[[uuid.UUID], str]
+    body: apis.TxnOffsetCommitRequest, core: CoreTopics
 ) -> apis.TxnOffsetCommitRequest:
     """A TxnOffsetCommit v6+ request with each topic's ``name`` that of its ID ("" for an
     ID no topic has)."""
     return attrs.evolve(body, topics=tuple(
-        attrs.evolve(t, name=name_of(t.topic_id)) for t in body.topics
+        attrs.evolve(t, name=topic_name_now(core, t.topic_id)) for t in body.topics
     ))
 
 
