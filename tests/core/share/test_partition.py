@@ -5,10 +5,8 @@ from __future__ import annotations
 import pytest
 
 from brokerd.core.share.config import (
-    DEFAULTS,
     ShareConfig,
 )
-from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import (
     AckBatch,
     AcquiredRange,
@@ -121,21 +119,6 @@ def test_in_flight_cap() -> None:
     many = ShareConfig().max_record_locks + 10
     got, _ = p.acquire("m", [LogSpan(0, many)], many, 0)
     assert got == [AcquiredRange(0, ShareConfig().max_record_locks - 1, 1)]
-
-
-def test_the_lock_cap_is_the_groups_and_counts_acquired_records_only() -> None:
-    engine = ShareEngine({**DEFAULTS, "share.partition.max.record.locks": "100"})
-    engine.ensure("g", "t", 0, log_start=0, log_end=0)
-    got, _ = engine.acquire("g", "t", 0, "m", [LogSpan(0, 499)], 500, 0)
-    assert got == [AcquiredRange(0, 99, 1)]
-    assert engine.acquire("g", "t", 0, "n", [LogSpan(100, 499)], 500, 0)[0] == []
-    # Accepting frees the locks; a larger cap set on the group applies at once.
-    engine.acknowledge("g", "t", 0, "m", [AckBatch(0, 49, (AckType.ACCEPT,))])
-    got, _ = engine.acquire("g", "t", 0, "n", [LogSpan(100, 499)], 500, 0)
-    assert got == [AcquiredRange(100, 149, 1)]
-    engine.set_overrides("g", {"share.partition.max.record.locks": "300"})
-    got, _ = engine.acquire("g", "t", 0, "n", [LogSpan(150, 499)], 500, 0)
-    assert got == [AcquiredRange(150, 349, 1)]
 
 
 def test_restore_makes_acquired_available_with_counts() -> None:
