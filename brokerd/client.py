@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.test_client -*-
 """A small blocking client of the native protocol, for ``brokerctl``, tests and benchmarks.
 
 It uses the request encoders and the incremental response decoder of

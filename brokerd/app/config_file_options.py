@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.app.test_config_file -*-
+# -*- test-case-name: tests.app.test_config_file_options -*-
 """Applies ``--config FILE`` to a ``usage.Options``: the file's values replace the
 defaults before the command line is parsed, so every flag on the command line overrides
 the file, and the options' own checks (``postOptions``) then see the merged values.

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.app.test_options -*-
 """``twistd broker``'s command-line options: names, defaults and help text (a pinned
 contract: docs/operations.md lists them), and the text of the effective options that the
 console's broker page shows.

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.cli.test_brokerctl -*-
 """``brokerctl``: a command-line client of the native protocol.
 
 Commands (see ``brokerctl --help``)::

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.cli.test_topics_groups -*-
+# -*- test-case-name: tests.cli.test_tables -*-
 """Aligned text tables of the admin answers, for ``brokerctl`` (:mod:`brokerd.cli.topics_groups`).
 
 Each ``render_*`` function takes the JSON form of a view (``brokerd.operator.views.to_json``,

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.cli.test_users -*-
 """``brokerctl users``: manage the SCRAM credentials file of ``twistd broker --credentials``.
 
 Commands::

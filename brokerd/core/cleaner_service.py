@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.core.test_cleaner_service -*-
 """The log cleaner service: compacts partitions whose config has ``compact``.
 
 A child of the broker's service tree with its own threads (never the read or write

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.wire.test_codec -*-
+# -*- test-case-name: tests.kafka.test_errors -*-
 """Kafka error codes and the mapping from :mod:`brokerd.errors` to them.
 
 Codes and names follow ``clients/src/main/java/org/apache/kafka/common/protocol/Errors.java``.

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from brokerd.cli.queue import EXIT_REJECT, ack_ranges, kind_of_status, run_queue
-from brokerd.cli.tables import render_share_group, render_share_groups
 from brokerd.native.queue_messages import AckKind, QueueRecord
 
 A, R, J = AckKind.ACCEPT, AckKind.RELEASE, AckKind.REJECT
@@ -116,20 +115,3 @@ def test_records_not_reached_are_released_when_handling_fails() -> None:
     with pytest.raises(BrokenPipeError):
         run_queue(client, args(), Broken())  # type: ignore[arg-type]
     assert client.acks == [[(0, 0, A), (1, 2, R)]]
-
-
-def test_share_group_tables() -> None:
-    assert render_share_groups([]) == ["no share groups"]
-    lines = render_share_groups([{"group_id": "g", "partitions": 1, "backlog": 10,
-                                  "in_flight": 2, "redelivered_total": 3, "archived": 1}])
-    assert lines[0].split() == ["GROUP", "PARTITIONS", "BACKLOG", "IN-FLIGHT", "REDELIVERED",
-                                "ARCHIVED"]
-    assert lines[1].split() == ["g", "1", "10", "2", "3", "1"]
-    group = {"group_id": "g", "backlog": 10, "in_flight": 2, "redelivered_total": 3,
-             "archived": 1, "partitions": [{
-                 "topic": "t", "partition": 0, "start_offset": 5, "end_offset": 15,
-                 "backlog": 10, "in_flight": 2, "acquired": 1, "redelivered_total": 3,
-                 "archived": 1}]}
-    lines = render_share_group(group)  # type: ignore[arg-type]
-    assert lines[0] == "share group g: backlog 10, in flight 2, redelivered 3, archived 1"
-    assert lines[-1].split() == ["t", "0", "5", "15", "10", "2", "1", "3", "1"]

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from brokerd.cli import brokerctl as cli
-from brokerd.cli.tables import render_table
 from brokerd.cli.topics_groups import parse_datetime_ms
 from brokerd.client import NativeClient
 from brokerd.testing import LaunchedBroker
@@ -285,15 +284,6 @@ def test_entry_point_and_unreachable_broker(broker: BrokerProcess, tmp_path: Pat
 
 
 # --------------------------------------------------------------------------- pure parts
-
-
-def test_render_table_aligns_text_left_and_numbers_right() -> None:
-    lines = render_table(["NAME", "COUNT", "NOTE"], [["a", 5, None], ["long-name", 12345, "x"]])
-    assert lines == [
-        "NAME       COUNT  NOTE",
-        "a              5  -",
-        "long-name  12345  x",
-    ]
 
 
 def test_datetime_parsing() -> None:

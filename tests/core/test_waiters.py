@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.internet import defer, task
@@ -921,71 +920,3 @@ class WaiterRegistryTests(SynchronousTestCase):
         self.assertEqual((self.registry.count, self.clock.getDelayedCalls()), (0, []))
         self.append(10, 0)  # nothing left to wake
         self.assertEqual(self.reads, [0])
-
-
-# -- brokerctl consume --follow, against a scripted client ----------------------------
-
-
-class ScriptedClient:
-    """Stands in for NativeClient in brokerd.cli.brokerctl: each poll takes the next step."""
-
-    steps: list[Any] = []
-    polls: list[int] = []
-    connects = 0
-
-    def __init__(self, host: str, port: int, **_: Any) -> None:
-        type(self).connects += 1
-
-    def list_offsets(self, topic: str, partition: int) -> tuple[int, int]:
-        return 0, 0
-
-    def poll(self, topic: str, partition: int, offset: int, **_: Any) -> Any:
-        type(self).polls.append(offset)
-        step = type(self).steps.pop(0)
-        if isinstance(step, BaseException):
-            raise step
-        return step
-
-    def close(self) -> None:
-        pass
-
-
-def test_follow_retries_transient_errors_from_the_same_offset(
-    monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
-) -> None:
-    from brokerd.cli import brokerctl as cli
-    from brokerd.client import NativeError
-
-    def answer(*records: tuple[int, bytes]) -> messages.LongPollFetchResponse:
-        return messages.LongPollFetchResponse(
-            records[-1][0] + 1, tuple(messages.FetchedRecord(o, v) for o, v in records)
-        )
-
-    ScriptedClient.steps = [
-        answer((0, b"a"), (1, b"")),  # a null value arrives as b""
-        NativeError(ErrorCode.TOO_MANY_WAITERS, "busy"),
-        NativeError(ErrorCode.SHUTTING_DOWN, "stopping"),
-        ConnectionError("gone"),
-        answer((2, b"c")),
-        KeyboardInterrupt(),  # Ctrl-C
-    ]
-    ScriptedClient.polls, ScriptedClient.connects = [], 0
-    monkeypatch.setattr(cli, "NativeClient", ScriptedClient)
-    monkeypatch.setattr(cli, "RECONNECT_SECONDS", 0.0)
-    assert cli.main(["consume", "t", "--follow"]) == 0
-    assert capsysbinary.readouterr().out == b"a\n\nc\n"
-    assert ScriptedClient.polls == [0, 2, 2, 2, 2, 3]  # no gap, no repeat
-    assert ScriptedClient.connects == 4  # a fresh connection after each failure
-
-
-def test_follow_gives_up_on_a_real_error(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from brokerd.cli import brokerctl as cli
-    from brokerd.client import NativeError
-
-    ScriptedClient.steps = [NativeError(ErrorCode.OFFSET_OUT_OF_RANGE, "offset 9 > 3")]
-    ScriptedClient.polls, ScriptedClient.connects = [], 0
-    monkeypatch.setattr(cli, "NativeClient", ScriptedClient)
-    assert cli.main(["consume", "t", "--follow"]) == cli.EXIT_ERROR
-    assert "OFFSET_OUT_OF_RANGE" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.core.test_waiters -*-
+# -*- test-case-name: tests.core.roles.test_long_poll, tests.core.test_waiters -*-
 """The long-poll primitive: read, park while short, read again, within one deadline.
 
 :func:`long_poll` is the one loop both protocols run (the native LongPollFetch through

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.core.share.test_partition -*-
+# -*- test-case-name: tests.core.share.test_config -*-
 """A share group's settings: Kafka's group configs of share groups, parsed and checked.
 
 Kafka sets these per group (ConfigResource type GROUP) with broker-wide defaults (its

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.core.share.test_partition -*-
+# -*- test-case-name: tests.core.share.test_engine -*-
 """The share groups' records engine: every share-partition of every share group.
 
 :class:`ShareEngine` keeps one :class:`~brokerd.core.share.partition.SharePartition` per

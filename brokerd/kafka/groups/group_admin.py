@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.kafka.groups.test_group_admin -*-
 """The consumer-group admin operations of the classic coordinator: ListGroups,
 DescribeGroups, DeleteGroups and OffsetDelete, with Kafka's rules and error codes.
 

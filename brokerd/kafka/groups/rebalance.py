@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.kafka.groups.test_rebalance -*-
 """The rebalance protocol of the classic consumer-group coordinator, for requests that have
 already passed the coordinator's checks (valid group id, known member, right generation).
 

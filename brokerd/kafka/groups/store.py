@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.kafka.groups.test_store -*-
 """The group coordinator's side of the offsets journal: what it writes and in which order.
 
 - :func:`check_offsets` is the one place where an OffsetCommit's partitions are judged

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from brokerd.core.share.config import (
-    DEFAULTS,
-    AutoOffsetReset,
-    InvalidShareConfig,
     ShareConfig,
-    parse_group_configs,
-    parse_offset_reset,
-    validate,
 )
-from brokerd.core.share.engine import ShareEngine
 from brokerd.core.share.partition import (
     AckBatch,
     AcquiredRange,
@@ -130,21 +121,6 @@ def test_in_flight_cap() -> None:
     assert got == [AcquiredRange(0, ShareConfig().max_record_locks - 1, 1)]
 
 
-def test_the_lock_cap_is_the_groups_and_counts_acquired_records_only() -> None:
-    engine = ShareEngine({**DEFAULTS, "share.partition.max.record.locks": "100"})
-    engine.ensure("g", "t", 0, log_start=0, log_end=0)
-    got, _ = engine.acquire("g", "t", 0, "m", [LogSpan(0, 499)], 500, 0)
-    assert got == [AcquiredRange(0, 99, 1)]
-    assert engine.acquire("g", "t", 0, "n", [LogSpan(100, 499)], 500, 0)[0] == []
-    # Accepting frees the locks; a larger cap set on the group applies at once.
-    engine.acknowledge("g", "t", 0, "m", [AckBatch(0, 49, (AckType.ACCEPT,))])
-    got, _ = engine.acquire("g", "t", 0, "n", [LogSpan(100, 499)], 500, 0)
-    assert got == [AcquiredRange(100, 149, 1)]
-    engine.set_overrides("g", {"share.partition.max.record.locks": "300"})
-    got, _ = engine.acquire("g", "t", 0, "n", [LogSpan(150, 499)], 500, 0)
-    assert got == [AcquiredRange(150, 349, 1)]
-
-
 def test_restore_makes_acquired_available_with_counts() -> None:
     p = part(limit=3)
     p.acquire("m", [LogSpan(0, 2)], 10, 0)
@@ -156,54 +132,6 @@ def test_restore_makes_acquired_available_with_counts() -> None:
     assert at(q, 1).state is RecordState.ACKNOWLEDGED
     got, _ = q.acquire("n", [LogSpan(0, 2)], 10, 0)
     assert got == [AcquiredRange(0, 0, 2), AcquiredRange(2, 2, 2)]
-
-
-def test_configs() -> None:
-    assert parse_group_configs({}) == ShareConfig()
-    assert parse_group_configs({"share.delivery.count.limit": "3"}).delivery_count_limit == 3
-    validate("share.auto.offset.reset", "earliest")
-    validate("share.auto.offset.reset", "by_duration:PT1H")
-    for name, value in (
-        ("share.auto.offset.reset", "nope"),
-        ("share.auto.offset.reset", "by_duration:-PT1H"),
-        ("share.record.lock.duration.ms", "10"),
-        ("share.delivery.count.limit", "x"),
-        ("share.nothing", "1"),
-    ):
-        with pytest.raises(InvalidShareConfig):
-            validate(name, value)
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("latest", (AutoOffsetReset.LATEST, 0)),
-        ("earliest", (AutoOffsetReset.EARLIEST, 0)),
-        ("by_duration:PT1H", (AutoOffsetReset.BY_DURATION, 3_600_000)),
-        ("by_duration:P2D", (AutoOffsetReset.BY_DURATION, 172_800_000)),
-        ("by_duration:P1DT1H30M", (AutoOffsetReset.BY_DURATION, 91_800_000)),
-        ("by_duration:pt1.5s", (AutoOffsetReset.BY_DURATION, 1_500)),
-        ("by_duration:PT0S", (AutoOffsetReset.BY_DURATION, 0)),
-        ("by_duration:-PT-1S", (AutoOffsetReset.BY_DURATION, 1_000)),
-    ],
-)
-def test_offset_reset_reads_kafkas_strategies(
-    text: str, expected: tuple[AutoOffsetReset, int]
-) -> None:
-    assert parse_offset_reset(text) == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    ["by_duration", "by_duration:", "by_duration:P", "by_duration:PT", "by_duration:PT-1H",
-     "by_duration:-PT1H", "by_duration:PT-0.5S", "by_duration:1H", "by_duration:PT1H ",
-     "LATEST", "none", ""],
-)
-def test_offset_reset_refuses_what_kafka_refuses(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_offset_reset(text)
-    with pytest.raises(InvalidShareConfig, match=re.escape("by_duration:<PnDTnHnMn.nS>")):
-        validate("share.auto.offset.reset", text)
 
 
 def test_the_acquired_count_follows_every_change() -> None:

@@ -2,12 +2,8 @@
 (KIP-848, Kafka 4.x's BIDIRECTIONAL policy), synchronous with ``task.Clock`` on the
 group coordinator with a real offsets journal.
 
-- The embedded consumer protocol: subscriptions and assignments parsed and written,
-  malformed bytes refused.
-- The classic member's Heartbeat signal table over every (member state, at the group
-  epoch, every partition it waits for is free) triple, and its JoinGroup over every
-  (member state, what it says it owns) pair: the state it lands in, the generation and
-  the assignment SyncGroup hands out.
+- The classic member's JoinGroup over every (member state, what it says it owns) pair:
+  the state it lands in, the generation and the assignment SyncGroup hands out.
 - Upgrade: two classic members in a Stable classic group, a consumer-protocol member
   joins; the group becomes a consumer group at the classic generation, the classic
   members are told to re-join, get the server's assignment in SyncGroup, commit with
@@ -30,12 +26,8 @@ from twisted.internet import defer, task
 
 from brokerd.kafka.errors import ErrorCode
 from brokerd.kafka.groups.consumer.classic_members import (
-    HEARTBEAT_SIGNALS,
-    BadEmbeddedProtocol,
     encode_assignment,
-    heartbeat_signal,
     parse_assignment,
-    parse_subscription,
 )
 from brokerd.kafka.groups.consumer.coordinator import ConsumerGroupCoordinator, HeartbeatInput
 from brokerd.kafka.groups.consumer.persist import decode_group, encode_group
@@ -47,82 +39,16 @@ from brokerd.kafka.groups.consumer.state import (
 )
 from brokerd.kafka.groups.coordinator import GroupCoordinator
 from brokerd.kafka.groups.state import GroupState
-from brokerd.kafka.wire.codec import Writer
 from brokerd.storage.stores.offsets import OffsetStore
+
+from tests.kafka.groups.consumer.test_classic_members import subscription
 
 T1 = uuid.UUID(int=7)
 TOPICS = {"t": (T1, 4)}
 
 
-def subscription(topics: tuple[str, ...], owned: tuple[tuple[str, int], ...] = (),
-                 version: int = 1) -> bytes:
-    w = Writer()
-    w.int16(version)
-    w.int32(len(topics))
-    for t in topics:
-        w.nullable_string(t)
-    w.nullable_bytes(None)
-    if version >= 1:
-        by_topic: dict[str, list[int]] = {}
-        for t, p in owned:
-            by_topic.setdefault(t, []).append(p)
-        w.int32(len(by_topic))
-        for t, ps in sorted(by_topic.items()):
-            w.nullable_string(t)
-            w.int32(len(ps))
-            for p in ps:
-                w.int32(p)
-    return w.getvalue()
-
-
-# -- the embedded protocol --------------------------------------------------------------
-
-
-def test_subscription_and_assignment_round_trip() -> None:
-    sub = parse_subscription(subscription(("t", "u"), (("t", 1), ("t", 2))))
-    assert (sub.version, sub.topics, sub.owned) == (1, ("t", "u"), {("t", 1), ("t", 2)})
-    v0 = parse_subscription(subscription(("t",), version=0))
-    assert (v0.version, v0.topics, v0.owned) == (0, ("t",), frozenset())
-    data = encode_assignment({"t": frozenset({3, 1}), "u": frozenset()}, 1)
-    assert parse_assignment(data) == {("t", 1), ("t", 3)}
-    assert data[:2] == b"\x00\x01"
-    assert parse_assignment(b"") == frozenset()
-    assert encode_assignment({}, 9)[:2] == b"\x00\x03"  # capped at the highest version
-
-
-@pytest.mark.parametrize("data", [b"\x00", b"\xff\xff", b"\x00\x00\x7f\xff\xff\xff",
-                                  b"\x00\x00\x00\x00\x00\x01\xff\xff"])
-def test_malformed_embedded_protocol_is_refused(data: bytes) -> None:
-    with pytest.raises(BadEmbeddedProtocol):
-        parse_subscription(data)
-    with pytest.raises(BadEmbeddedProtocol):
-        parse_assignment(data)
-
-
-# -- the signal table -------------------------------------------------------------------
-
 _S, _UR, _UL = (MemberState.STABLE, MemberState.UNREVOKED_PARTITIONS,
                 MemberState.UNRELEASED_PARTITIONS)
-_EXPECTED = {
-    # (state, at the group epoch, all it waits for released): must it re-join?
-    (_S, True, False): False, (_S, True, True): False,
-    (_S, False, False): True, (_S, False, True): True,
-    (_UR, True, False): True, (_UR, True, True): True,
-    (_UR, False, False): True, (_UR, False, True): True,
-    (_UL, True, False): False, (_UL, True, True): True,
-    (_UL, False, False): True, (_UL, False, True): True,
-}
-
-
-@pytest.mark.parametrize("key", sorted(_EXPECTED, key=str))
-def test_heartbeat_signal_over_every_input(key: tuple[MemberState, bool, bool]) -> None:
-    code = heartbeat_signal(*key)
-    assert code is (ErrorCode.REBALANCE_IN_PROGRESS if _EXPECTED[key] else ErrorCode.NONE)
-
-
-def test_the_signal_table_covers_every_input() -> None:
-    assert set(HEARTBEAT_SIGNALS) == {(s, a, f) for s in MemberState for a in (True, False)
-                                      for f in (True, False)}
 
 
 # -- the coordinator --------------------------------------------------------------------

@@ -19,8 +19,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brokerd import errors
-from brokerd.kafka.errors import ErrorCode, error_code_for
 from brokerd.kafka.wire import codec
 from brokerd.kafka.wire.codec import ApiKey, RequestHeader
 from brokerd.kafka.wire.messages.acl import DescribeAclsRequest
@@ -852,30 +850,6 @@ def test_encoding_a_null_where_forbidden_is_a_bug() -> None:
         apis.encode_response(1, 0, apis.FindCoordinatorResponse(node_id=0, host=None, port=0))  # type: ignore[arg-type]
 
 
-# -- error mapping -------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("exc", "code"),
-    [
-        (errors.OffsetOutOfRange(5, 0, 3), ErrorCode.OFFSET_OUT_OF_RANGE),
-        (errors.CorruptBatch("crc"), ErrorCode.CORRUPT_MESSAGE),
-        (errors.UnknownTopicOrPartition("x"), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-        (errors.InvalidTopic("x"), ErrorCode.INVALID_TOPIC_EXCEPTION),
-        (errors.TopicAlreadyExists("x"), ErrorCode.TOPIC_ALREADY_EXISTS),
-        (errors.InvalidPartitions("x"), ErrorCode.INVALID_PARTITIONS),
-        (errors.RecordTooLarge("x"), ErrorCode.MESSAGE_TOO_LARGE),
-        (errors.StorageError("x"), ErrorCode.KAFKA_STORAGE_ERROR),
-        (errors.OutOfOrderSequence("x"), ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
-        (errors.InvalidProducerEpoch("x"), ErrorCode.INVALID_PRODUCER_EPOCH),
-        (errors.DuplicateSequence("x"), ErrorCode.DUPLICATE_SEQUENCE_NUMBER),
-        (RuntimeError("bug"), ErrorCode.UNKNOWN_SERVER_ERROR),
-    ],
-)
-def test_error_mapping(exc: Exception, code: ErrorCode) -> None:
-    assert error_code_for(exc) is code
-
-
 # -- hypothesis round trips over every message and version ---------------------------
 
 _INT_RANGES = {
@@ -1107,8 +1081,6 @@ def test_alter_configs_v2_and_incremental_v1_are_flexible() -> None:
     assert not apis.response_header_flexible(ApiKey.ALTER_CONFIGS, 1)
 
 
-def test_invalid_config_maps_to_error_40() -> None:
-    assert error_code_for(errors.InvalidConfig("x")) is ErrorCode.INVALID_CONFIG
 # -- CreatePartitions / DeleteRecords / DescribeLogDirs ------------------------------
 
 
@@ -1226,10 +1198,6 @@ def test_create_partitions_v2_v3_and_delete_records_v2_are_flexible() -> None:
             partition_index=0, low_watermark=10),)),))
     assert encoded(2, resp2) == NO_TAGS + i32(0) + carr(
         cs("t") + carr(i32(0) + i64(10) + i16(0) + NO_TAGS) + NO_TAGS) + NO_TAGS
-
-
-def test_policy_violation_code() -> None:
-    assert error_code_for(errors.PolicyViolation("compact")) == ErrorCode.POLICY_VIOLATION == 44
 
 
 # -- flexible versions: compact encodings, tagged fields, headers v2 / v1 --------------

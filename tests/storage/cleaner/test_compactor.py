@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from brokerd.core.cleaner_service import CleanerService, CleanerSettings
 from brokerd.errors import InvalidRecord
 from brokerd.storage.cleaner.compactor import (
     CleanResult,
@@ -146,46 +145,6 @@ def test_dirty_ratio_and_max_lag_scheduling(tmp_path: Path) -> None:
     # Older than max.compaction.lag.ms: due whatever the ratio.
     assert state.due(log, T0 + 10 + 60_000)
     log.close()
-
-
-class _NoReactor:
-    def callFromThread(self, f: Any, *a: Any, **kw: Any) -> None:
-        f(*a, **kw)
-
-
-def test_service_picks_due_partitions_and_checkpoints(tmp_path: Path) -> None:
-    now = [T0 / 1000.0]
-
-    class Dir:
-        path = str(tmp_path)
-
-        def __init__(self) -> None:
-            self.map = {
-                ("t", 0): open_log(tmp_path / "t-0"),
-                ("d", 0): open_log(tmp_path / "d-0", compact_config(cleanup_policy={"delete"})),
-            }
-
-        def logs(self) -> dict[tuple[str, int], PartitionLog]:
-            return self.map
-
-    logdir = Dir()
-    for log in logdir.map.values():
-        write_overwrites(log, keys=10, rounds=20)
-        roll(log)
-    service = CleanerService(
-        logdir,
-        CleanerSettings(dedupe_buffer_bytes=1 << 20),
-        reactor=_NoReactor(),
-        wall_clock=lambda: now[0],
-    )
-    assert service.clean_one()
-    assert service.passes == 1 and service.records_removed > 0
-    points = read_checkpoint(str(tmp_path))
-    assert set(points) == {("t", 0)} and points[("t", 0)] > 0
-    assert not service.clean_one(), "nothing due; the delete-policy log is not compacted"
-    assert len(read_all(logdir.map[("d", 0)])) > 200, "the delete-policy log is untouched"
-    for log in logdir.map.values():
-        log.close()
 
 
 def test_compressed_batches_keep_their_codec(tmp_path: Path) -> None:

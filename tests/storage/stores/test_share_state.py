@@ -87,15 +87,6 @@ def test_compaction_keeps_the_state(tmp_path: Path) -> None:
     again.close()
 
 
-def test_a_log_shorter_than_the_start_begins_again() -> None:
-    engine = ShareEngine()
-    engine.ensure("g", "t", 0, log_start=0, log_end=50)
-    part, records = engine.ensure("g", "t", 0, log_start=0, log_end=3)
-    assert part.start == 3 and part is engine.partition("g", "t", 0)
-    assert len(records) == 1
-    assert engine.ensure("g", "t", 0, log_start=0, log_end=3)[1] == []
-
-
 def test_a_failed_fsync_takes_the_journal_offline_until_it_reopens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

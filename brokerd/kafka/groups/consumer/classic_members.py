@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.kafka.groups.consumer.test_classic_members -*-
 """Members of a consumer-protocol group that still speak the classic protocol (the
 online migration of KIP-848): the embedded consumer protocol they carry, and when a
 Heartbeat tells them to re-join.
