@@ -1,6 +1,7 @@
 """A fetch session's standing watch
-(:class:`~brokerd.kafka.server.handlers.fetch_watch.AppendsWatch`): registered once per partition, appends marking partitions dirty and counting toward a
-parked fetch, the park's deadline, cancelling, closing. Over ``task.Clock``."""
+(:class:`~brokerd.kafka.server.handlers.fetch_watch.AppendsWatch`): registered once per
+partition, appends marking partitions dirty and counting toward a parked fetch, the
+park's deadline, cancelling, closing. Over ``task.Clock``."""
 
 from __future__ import annotations
 
