@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.net.test_chunked -*-
+# -*- test-case-name: tests.net.test_answer_budget, tests.net.test_chunked -*-
 """One budget, shared by every connection of a listener, for answer bytes held in memory.
 
 What it does: :class:`AnswerBudget` counts the bytes of answers the broker holds in user

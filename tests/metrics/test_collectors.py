@@ -1,6 +1,7 @@
-"""The metrics package with fakes: answer inspection, the request observers and the
-scrape-time collectors (per-topic traffic, the write statistics and the /metrics resource
-are tested beside their modules: tests/metrics/test_traffic.py, tests/core/test_write_stats.py,
+"""The scrape-time collectors of the metrics package, with fakes (the request observers,
+the registry, per-topic traffic, the write statistics and the /metrics resource are
+tested beside their modules: tests/metrics/test_live.py, tests/metrics/test_registry.py,
+tests/metrics/test_traffic.py, tests/core/test_write_stats.py,
 tests/web/test_metrics_resource.py)."""
 
 from __future__ import annotations
@@ -58,35 +59,6 @@ class AnswersTest(SynchronousTestCase):
         self.inspector = FakeInspector()
         self.metrics = BrokerMetrics(cast(Inspector, self.inspector), process=False)
 
-    def test_requests_errors_latency_and_connections(self) -> None:
-        now = [100.0]
-        kafka = self.metrics.listener("kafka")
-        kafka.now = lambda: now[0]
-        kafka.connection_opened()
-        kafka.connection_opened()
-        kafka.connection_closed()
-        started = kafka.now()
-        now[0] += 0.25
-        kafka.request_done("Produce", started, ())
-        kafka.request_done("Produce", started, ("NOT_LEADER_OR_FOLLOWER",))
-        self.metrics.listener("native").request_done("Fetch", 0.0, ("UNKNOWN_TOPIC_OR_PARTITION",))
-        got = samples(self.metrics.registry)
-        k = (("api", "Produce"), ("protocol", "kafka"))
-        self.assertEqual(got[("brokerd_requests_total", k)], 2)
-        self.assertEqual(got[("brokerd_request_duration_seconds_count", k)], 2)
-        self.assertAlmostEqual(got[("brokerd_request_duration_seconds_sum", k)], 0.5)
-        self.assertEqual(
-            got[("brokerd_request_duration_seconds_bucket", (*k[:1], ("le", "0.1"), k[1]))], 0
-        )
-        self.assertEqual(
-            got[("brokerd_request_errors_total",
-                 (("api", "Produce"), ("error", "NOT_LEADER_OR_FOLLOWER"), ("protocol", "kafka")))],
-            1,
-        )
-        self.assertEqual(got[("brokerd_connections_open", (("listener", "kafka"),))], 1)
-        self.assertEqual(got[("brokerd_connections_accepted_total", (("listener", "kafka"),))], 2)
-        self.assertIn(("brokerd_requests_total", (("api", "Fetch"), ("protocol", "native"))), got)
-
     def test_partitions_groups_and_traffic_at_scrape_time(self) -> None:
         self.inspector.topic_views = [
             topic("t", PartitionView("t", 0, 5, 12, 10, 4096, 2),
@@ -131,12 +103,6 @@ class AnswersTest(SynchronousTestCase):
             [key for key in got if ("topic", "t") in key[1] or ("group", "g") in key[1]]
         )
         self.assertEqual(got[("brokerd_topics", ())], 0)
-
-    def test_process_collectors_on_their_own_registry(self) -> None:
-        metrics = BrokerMetrics(cast(Inspector, self.inspector))
-        got = samples(metrics.registry)
-        self.assertIn(("process_resident_memory_bytes", ()), got)
-        self.assertTrue(any(name == "python_info" for name, _ in got))
 
 
 class FakeCleaner:

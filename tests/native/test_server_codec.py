@@ -1,5 +1,6 @@
-"""Tests of the sans-IO native codec: byte-exact frames from the wire tables, round trips
-(hypothesis) with arbitrary chunking, limits enforced before buffering, and garbage."""
+"""Tests of the server half of the sans-IO native codec: byte-exact frames from the wire
+tables, request round trips (hypothesis) with arbitrary chunking, limits enforced before
+buffering, and garbage (the client half: tests/native/test_client_codec.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brokerd import errors
 from brokerd.native import client_codec as client
 from brokerd.native import messages as msg
 from brokerd.native import server_codec as server
-from brokerd.native import wire
-from brokerd.native.client_codec import ResponseDecoder
 from brokerd.native.messages import (
     CreateTopicRequest,
     ErrorCode,
@@ -158,36 +156,6 @@ def test_error_message_is_truncated_on_a_character_boundary() -> None:
     assert code == 12
     assert length == len(frame) - 4 <= 0xFFFF
     assert frame[4:].decode("utf-8") == "é" * (0xFFFF // 2)
-
-
-def test_every_broker_error_has_a_code() -> None:
-    classes = [
-        c
-        for c in vars(errors).values()
-        if isinstance(c, type) and issubclass(c, errors.BrokerError)
-    ]
-    assert len(classes) > 10
-    for klass in classes:
-        assert msg.error_code_for(klass.__new__(klass)) is not None
-    assert msg.error_code_for(errors.InvalidTopic("x")) is ErrorCode.INVALID_TOPIC
-    assert msg.error_code_for(errors.OffsetOutOfRange(9, 0, 5)) is (ErrorCode.OFFSET_OUT_OF_RANGE)
-    assert msg.error_code_for(errors.RecordTooLarge("x")) is ErrorCode.REQUEST_TOO_LARGE
-    assert msg.error_code_for(errors.TooManyWaiters("x")) is ErrorCode.TOO_MANY_WAITERS
-    assert msg.error_code_for(RuntimeError("boom")) is None
-    assert msg.error_code_for(KeyError("k")) is None
-
-
-def test_client_encoders_refuse_values_the_wire_cannot_carry() -> None:
-    with pytest.raises(ValueError):
-        client.encode_fetch("t", 2**32, 0)
-    with pytest.raises(ValueError):
-        client.encode_fetch("t", 0, -1)
-    with pytest.raises(ValueError):
-        client.encode_produce("x" * 70000, 0, [b""])
-    with pytest.raises(ValueError):
-        client.encode_long_poll_fetch("t", 0, 0, max_wait_ms=2**32)
-    with pytest.raises(TypeError):
-        client.encode_request("not a request")  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- request round trips
@@ -465,122 +433,3 @@ def test_garbage_after_a_known_type_never_raises(
         assert isinstance(event, EVENT_CLASSES)
     assert decoder.buffered <= len(data)
 
-
-# --------------------------------------------------------------------------- responses
-
-
-RESPONSE_CASES: st.SearchStrategy[tuple[int, bytes, msg.Response]] = st.one_of(
-    st.builds(lambda o: (1, server.encode_produce_response(o), msg.ProduceResponse(o)), U64),
-    st.builds(
-        lambda vs: (2, server.encode_fetch_response(vs), msg.FetchResponse(tuple(vs))),
-        st.lists(st.binary(max_size=30), max_size=10),
-    ),
-    st.just((3, server.encode_create_topic_response(), msg.CreateTopicResponse())),
-    st.builds(
-        lambda a, b: (4, server.encode_list_offsets_response(a, b), msg.ListOffsetsResponse(a, b)),
-        U64,
-        U64,
-    ),
-    st.builds(
-        lambda ts: (
-            5,
-            server.encode_list_topics_response(ts),
-            msg.ListTopicsResponse(tuple(msg.TopicEntry(n, p) for n, p in ts)),
-        ),
-        st.lists(st.tuples(TOPICS, U32), max_size=5),
-    ),
-    st.builds(
-        lambda hw, rs: (
-            6,
-            server.encode_long_poll_fetch_response(hw, rs),
-            msg.LongPollFetchResponse(hw, tuple(msg.FetchedRecord(o, v) for o, v in rs)),
-        ),
-        U64,
-        st.lists(st.tuples(U64, st.binary(max_size=30)), max_size=10),
-    ),
-    st.builds(
-        lambda t, c, m: (t, server.encode_error_response(t, c, m), msg.ErrorResponse(t, c, m)),
-        st.integers(1, 6),
-        st.integers(1, 0xFFFF),
-        st.text(max_size=30),
-    ),
-)
-
-
-@FAST
-@given(
-    cases=st.lists(RESPONSE_CASES, min_size=1, max_size=6),
-    cuts=st.lists(st.integers(0, 10**6), max_size=12),
-)
-def test_response_round_trip_any_chunking(
-    cases: list[tuple[int, bytes, msg.Response]], cuts: list[int]
-) -> None:
-    decoder = ResponseDecoder()
-    for request_type, _, _ in cases:
-        decoder.expect(request_type)
-    got: list[msg.Response] = []
-    for piece in chunks(b"".join(frame for _, frame, _ in cases), cuts):
-        got.extend(decoder.feed(piece))
-    assert got == [expected for _, _, expected in cases]
-    assert decoder.pending == 0
-    assert decoder.buffered == 0
-
-
-@FAST
-@given(case=RESPONSE_CASES)
-def test_decode_response_one_byte_short_is_incomplete(
-    case: tuple[int, bytes, msg.Response],
-) -> None:
-    request_type, frame, expected = case
-    assert client.decode_response(request_type, frame) == expected
-    with pytest.raises(msg.MalformedResponse):
-        client.decode_response(request_type, frame[:-1])
-    with pytest.raises(msg.MalformedResponse):
-        client.decode_response(request_type, frame + b"\x00")
-
-
-def test_large_fetch_response_one_byte_at_a_time() -> None:
-    values = [bytes([i]) * i for i in range(200)]
-    frame = server.encode_fetch_response(values)
-    decoder = ResponseDecoder()
-    decoder.expect(RequestType.FETCH)
-    got: list[msg.Response] = []
-    for piece in bytewise(frame):
-        got.extend(decoder.feed(piece))
-    assert got == [msg.FetchResponse(tuple(values))]
-
-
-def test_fetch_error_form_decodes_as_error() -> None:
-    response = client.decode_response(2, fetch_error(5, "offset 9 is outside [0, 3]"))
-    assert response == msg.ErrorResponse(2, 5, "offset 9 is outside [0, 3]")
-    assert isinstance(response, msg.ErrorResponse)
-    assert response.error_code is ErrorCode.OFFSET_OUT_OF_RANGE
-    assert msg.ErrorResponse(1, 999, "?").error_code is None
-
-
-def test_response_decoder_rejects_bytes_nobody_asked_for() -> None:
-    decoder = ResponseDecoder()
-    with pytest.raises(msg.MalformedResponse):
-        decoder.feed(b"\x00")
-    with pytest.raises(ValueError):
-        decoder.expect(42)
-
-
-# --------------------------------------------------------------------------- layout table
-
-
-def test_every_request_type_has_one_layout_matching_its_message() -> None:
-    # Types 1-6 walk the layout table; the admin types (7-14) and the queue types
-    # (15-18) have their own bodies (brokerd.native.operator_wire and queue_wire, tested in
-    # tests/native/test_operator_wire.py and tests/native/test_queue_wire.py).
-    assert sorted(wire.REQUEST_LAYOUTS) + sorted(msg.OPERATOR_REQUEST_TYPES) + sorted(
-        msg.QUEUE_REQUEST_TYPES
-    ) == sorted(RequestType)
-    for request_type, layout in wire.REQUEST_LAYOUTS.items():
-        assert layout.request_type == request_type
-        assert wire.LAYOUT_OF_CLASS[layout.message] is layout
-        attributes = {a.name for a in layout.message.__attrs_attrs__}  # type: ignore[attr-defined]
-        expected = {f.name for f in layout.fields} | ({"topic"} if layout.has_topic else set())
-        if layout.has_records:
-            expected = expected - {"count"} | {"values"}
-        assert attributes == expected, request_type

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet import defer, task
+from twisted.internet import task
 from twisted.internet.address import IPv4Address
 from twisted.internet.error import ConnectionDone
 from twisted.internet.testing import StringTransport
@@ -195,27 +195,6 @@ class ChunkedSenderTests(SynchronousTestCase):
         self.assertEqual(driven.transport.value(), b"head" + b"s" * 1000)
         self.assertTrue(region.released)
         self.assertEqual(driven.done, [])  # as after a plain write
-
-
-class AnswerBudgetTests(SynchronousTestCase):
-    def test_room_waits_while_full_and_cancelling_forgets(self) -> None:
-        budget = AnswerBudget(100)
-        self.assertTrue(budget.try_take(60))
-        self.assertTrue(budget.try_take(60))  # not full yet: passes the limit once
-        self.assertFalse(budget.try_take(1))
-        first, second = budget.room(), budget.room()
-        self.assertNoResult(first)
-        second.cancel()
-        self.failureResultOf(second, defer.CancelledError)
-        budget.give(60)
-        self.assertIsNone(self.successResultOf(first))
-        self.assertEqual(budget.waiting, 0)
-        self.assertEqual(budget.peak, 120)
-
-    def test_unbounded_never_waits(self) -> None:
-        budget = AnswerBudget(None)
-        self.assertTrue(budget.try_take(1 << 40))
-        self.assertIsNone(self.successResultOf(budget.room()))
 
 
 class SplicingLines(LineConnection):

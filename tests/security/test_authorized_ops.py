@@ -229,18 +229,3 @@ def test_confluent_with_acls_sees_what_the_acls_allow(tmp_path: Path) -> None:
         assert _names(cluster.authorized_operations) == {"ALTER", "DESCRIBE"}
     finally:
         broker.kill()
-
-
-def test_cluster_field_is_empty_without_describe() -> None:
-    from brokerd.kafka.server.handler_base import RequestContext
-    from brokerd.kafka.server.operations_fields import AuthorizedOperations
-
-    conn = RequestContext("/10.0.0.1")  # User:ANONYMOUS until TLS or SASL says otherwise
-    cluster = ResourceType.CLUSTER
-    idempotent = AuthorizedOperations(AclAuthorizer([allow(cluster, CLUSTER_NAME,
-                                                           Op.IDEMPOTENT_WRITE, ANON)]))
-    assert idempotent.cluster(conn) == 0
-    alter = AuthorizedOperations(AclAuthorizer([allow(cluster, CLUSTER_NAME, Op.ALTER, ANON)]))
-    assert alter.cluster(conn) == operations_field([Op.ALTER, Op.DESCRIBE])
-    assert AuthorizedOperations().cluster(conn) == operations_field(
-        SUPPORTED_OPERATIONS[cluster])

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.handlers.test_acl -*-
+# -*- test-case-name: tests.kafka.server.test_acl_gate, tests.kafka.server.handlers.test_acl -*-
 """The ACL gate: what a per-API check (a :data:`Rule`) sees and answers, and how the
 dispatch puts a handler behind its rule (:func:`guard`). Each rule lives next to its
 handler, in the handler module of its API family (``brokerd/kafka/server/handlers/``),

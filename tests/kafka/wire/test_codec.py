@@ -28,12 +28,6 @@ from brokerd.kafka.wire.messages.cluster import (
     DescribeClusterResponse,
 )
 from brokerd.kafka.wire.messages.configs import IncrementalAlterConfigsResponse
-from brokerd.kafka.wire.messages.topic_partitions import (
-    DescribeTopicPartitionsPartition,
-    DescribeTopicPartitionsResponse,
-    DescribeTopicPartitionsTopic,
-    TopicPartitionsCursor,
-)
 from brokerd.kafka.wire.messages.topics import CreatableTopicConfigs, DeleteTopicState
 from brokerd.kafka.wire.requests import apis
 from brokerd.kafka.wire.requests.apis import SUPPORTED_VERSIONS
@@ -1597,33 +1591,6 @@ def test_describe_cluster_v2() -> None:
         NO_TAGS + i32(0) + i16(0) + cs(None) + cs("c") + i32(0)
         + carr(i32(0) + cs("h") + i32(9092) + cs(None) + NO_TAGS)
         + i32(0x0F00) + NO_TAGS
-    )
-
-
-def test_describe_topic_partitions_cursor_is_a_nullable_struct() -> None:
-    # A nullable struct: one byte, -1 = null, 1 = present, then the struct.
-    body = carr(cs("t") + NO_TAGS) + i32(100) + i8(1) + cs("t") + i32(4) + NO_TAGS + NO_TAGS
-    req = apis.decode_request(_flex_request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, body)).body
-    assert req.cursor == TopicPartitionsCursor(topic_name="t", partition_index=4)
-    null_cursor = carr() + i32(2000) + i8(-1) + NO_TAGS
-    null = apis.decode_request(_flex_request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, null_cursor))
-    assert null.body.cursor is None
-    response = DescribeTopicPartitionsResponse(topics=(
-        DescribeTopicPartitionsTopic(name="t", topic_id=TOPIC_ID, partitions=(
-            DescribeTopicPartitionsPartition(partition_index=0, leader_id=0, leader_epoch=0,
-                                             replica_nodes=(0,), isr_nodes=(0,)),
-        )),
-    ))
-    assert encoded(0, response) == (
-        NO_TAGS + i32(0)
-        + carr(
-            i16(0) + cs("t") + TOPIC_ID.bytes + i8(0)
-            + carr(i16(0) + i32(0) + i32(0) + i32(0) + carr(i32(0)) + carr(i32(0))
-                   + carr() + carr() + carr() + NO_TAGS)        # ELR, last known ELR, offline
-            + i32(-(2**31)) + NO_TAGS
-        )
-        + i8(-1)                                             # no next cursor
-        + NO_TAGS
     )
 
 

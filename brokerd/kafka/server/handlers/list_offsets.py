@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.listener.test_protocol -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_list_offsets -*-
 """ListOffsets (2): the earliest or latest offset of each partition, the first at a
 timestamp, or the record with the largest timestamp; and its ACL rule.
 

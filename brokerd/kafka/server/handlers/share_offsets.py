@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.handlers.test_share_clients -*-
+# -*- test-case-name: tests.kafka.server.handlers.test_share_offsets -*-
 """Kafka share group offsets APIs (KIP-932): DescribeShareGroupOffsets,
 AlterShareGroupOffsets and DeleteShareGroupOffsets, each handler next to its ACL rule.
 

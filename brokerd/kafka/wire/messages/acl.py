@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.handlers.test_acl -*-
+# -*- test-case-name: tests.kafka.wire.messages.test_acl, tests.kafka.server.handlers.test_acl -*-
 """Request and response bodies of CreateAcls (30), DescribeAcls (29) and DeleteAcls (31),
 versions 1-3 (flexible from 2; v3 adds the USER resource type). Kafka 4.0 removed v0,
 which had no resource pattern type; the pattern fields keep their v1 start so the

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.server.handlers.test_sasl -*-
+# -*- test-case-name: tests.kafka.wire.messages.test_sasl, tests.kafka.server.handlers.test_sasl -*-
 """Message bodies of the SASL and SCRAM-credential APIs, registered by :data:`APIS`
 (:mod:`brokerd.kafka.wire.requests.registry` collects it).
 

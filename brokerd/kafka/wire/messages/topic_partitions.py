@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.kafka.wire.test_codec -*-
+# -*- test-case-name: tests.kafka.wire.messages.test_topic_partitions -*-
 """Request and response bodies of DescribeTopicPartitions (75), and the version range
 brokerd answers (:data:`APIS`, collected by :mod:`brokerd.kafka.wire.requests.registry`).
 

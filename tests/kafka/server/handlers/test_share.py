@@ -17,7 +17,6 @@ from brokerd.kafka.server.coordinators import KafkaCoordinators
 from brokerd.kafka.wire.codec import ZERO_UUID, ApiKey
 from brokerd.kafka.wire.messages import consumer_groups as cg
 from brokerd.kafka.wire.messages import share as m
-from brokerd.kafka.wire.messages import share_offsets as so
 from brokerd.storage.stores.share_state import ShareStateStore
 
 from tests.core.share.test_service import batch
@@ -25,7 +24,10 @@ from tests.fake_core import BatchLogCore
 from tests.kafka.listener.test_protocol import KafkaTestCase
 
 
-class ShareHandlerTests(KafkaTestCase):
+class ShareHandlerCase(KafkaTestCase):
+    """A Kafka listener with share groups (topic "t", five records, group "g" reading
+    from the earliest); no tests of its own."""
+
     def setUp(self) -> None:
         super().setUp()
         self.core.add_topic("t")
@@ -79,6 +81,8 @@ class ShareHandlerTests(KafkaTestCase):
         resp: m.ShareFetchResponse = self.one()
         return resp
 
+
+class ShareHandlerTests(ShareHandlerCase):
     def test_join_fetch_acknowledge(self) -> None:
         hb = self.join()
         assert hb.error_code == 0 and hb.member_epoch == 1
@@ -256,25 +260,3 @@ class ShareHandlerTests(KafkaTestCase):
         for topic in ("t", "u"):
             summary = self.service.describe("g")[(topic, 0)]
             assert (summary.start_offset, summary.acquired) == (5, 0)
-
-    def test_alter_creates_the_share_group_as_kafka_does(self) -> None:
-        """AlterShareGroupOffsets of a group that does not exist yet succeeds (Kafka 4.4:
-        offsets may be set before the first member joins); the group then exists."""
-        self.send(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, so.AlterShareGroupOffsetsRequest(
-            group_id="fresh", topics=(so.AlterShareOffsetsTopic(topic_name="t", partitions=(
-                so.AlterShareOffsetsPartition(partition_index=0, start_offset=3),)),)))
-        altered = self.one()
-        assert altered.error_code == 0
-        assert [(p.partition_index, p.error_code)
-                for t in altered.responses for p in t.partitions] == [(0, 0)]
-        self.send(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, so.DescribeShareGroupOffsetsRequest(
-            groups=(so.DescribeShareOffsetsGroup(group_id="fresh", topics=(
-                so.DescribeShareOffsetsTopic(topic_name="t", partitions=(0,)),)),)))
-        (group,) = self.one().groups
-        assert group.error_code == 0
-        assert [(p.partition_index, p.start_offset) for t in group.topics
-                for p in t.partitions] == [(0, 3)]
-        # An empty id is still refused.
-        self.send(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, so.AlterShareGroupOffsetsRequest(
-            group_id="", topics=()))
-        assert self.one().error_code == ErrorCode.INVALID_GROUP_ID
