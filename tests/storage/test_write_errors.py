@@ -32,6 +32,7 @@ def test_the_first_fault_is_logged_and_the_window_counts_from_the_last_line() ->
     assert faults.error("again") is True
     assert lines == [
         "store x: disk full",
-        f"store x: still full (1 more faults not logged in the last {WRITE_ERROR_LOG_SECONDS:.0f} s)",
+        "store x: still full (1 more faults not logged in the last"
+        f" {WRITE_ERROR_LOG_SECONDS:.0f} s)",
         "store x: again",
     ]
