@@ -115,9 +115,11 @@ class MessagesPageTests(SynchronousTestCase):
         self.assertIn("The read failed", self.html(request))
 
     def test_reading_needs_read_on_the_topic(self) -> None:
+        seeing = (Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS)
         describe_only = SimpleNamespace(
-            authorize=lambda principal, host, op, rtype, name: op in (Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS)
-            and rtype is ResourceType.TOPIC
+            authorize=lambda principal, host, op, rtype, name: (
+                op in seeing and rtype is ResourceType.TOPIC
+            )
         )
         self.scope = RequestScope(Visibility(describe_only, "User:eve", "h"), "User:eve")  # type: ignore[arg-type]
         request = self.get()
