@@ -19,7 +19,6 @@ from brokerd.storage.config.log_config import LogConfig
 from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir import offline as logdir_offline
 from brokerd.storage.logdir.log_directory import LogDirectory
-from brokerd.storage.write_errors import WRITE_ERROR_LOG_SECONDS
 
 from tests.read_specs import COMMITTED_RECORDS
 from tests.tmpfs import mounted_tmpfs
@@ -90,20 +89,6 @@ def test_disk_full_after_crash(tiny_disk: Path, caplog: pytest.LogCaptureFixture
         assert not (data / "t-0").exists()
     finally:
         directory.close()
-
-
-def test_write_error_log_reports_suppressed_count(caplog: pytest.LogCaptureFixture) -> None:
-    from brokerd.storage.write_errors import WriteErrorLog
-
-    now = [0.0]
-    errors = WriteErrorLog("t-0", lambda: now[0])
-    for _ in range(4):
-        errors.report(OSError(28, "No space left on device"))
-    now[0] += WRITE_ERROR_LOG_SECONDS
-    errors.report(OSError(28, "No space left on device"))
-    messages = [r.getMessage() for r in caplog.records]
-    assert len(messages) == 2
-    assert "3 more failed appends not logged" in messages[1]
 
 
 def test_offline_partition_comes_back_with_backoff(

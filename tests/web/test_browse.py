@@ -24,7 +24,6 @@ from brokerd.web.browse import (
     parse_query,
     shown,
 )
-from brokerd.web.data_face import murmur2, partition_for
 
 from tests.web.memory_registry import MemoryRegistry
 
@@ -111,18 +110,6 @@ def test_filters() -> None:
     assert not matches(r, BrowseQuery(header="kind", header_value="b"), None)
     assert matches(r, BrowseQuery(header_value="abc"), None)  # any header's value
     assert not matches(Record(0, 0, None, None), BrowseQuery(key="x"), None)
-
-
-def test_murmur2_and_the_default_partitioner() -> None:
-    # The values of Kafka's own UtilsTest.
-    assert murmur2(b"21") == -973932308
-    assert murmur2(b"foobar") == -790332482
-    assert murmur2(b"a-little-bit-long-string") == -985981536
-    assert murmur2(b"a-little-bit-longer-string") == -1486304829
-    assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
-    assert murmur2(b"abc") == 479470107
-    assert partition_for(b"21", 7) == (-973932308 & 0x7FFFFFFF) % 7
-    assert {partition_for(None, 3) for _ in range(3)} == {0, 1, 2}
 
 
 def test_encode_records_keeps_keys_values_and_headers() -> None:

@@ -6,21 +6,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from brokerd.errors import (
-    InvalidPartitions,
     InvalidTopic,
     StorageError,
-    TopicAlreadyExists,
-    UnknownTopicOrPartition,
 )
 from brokerd.storage.config.log_config import LogConfig
-from brokerd.storage.log.partition_log import PartitionLog
 from brokerd.storage.logdir.layout import (
     CHECKPOINT_FILE,
     CLEAN_SHUTDOWN_FILE,
@@ -111,67 +106,6 @@ def test_topics_with_dashes(tmp_path: Path) -> None:
     ld = open_dir(tmp_path)
     assert {n: t.partitions for n, t in ld.topics().items()} == {"a-b-c": 12, "a-b": 2, "x-1": 1}
     assert ld.get("a-b-c", 11).log_end_offset == 1
-    ld.close()
-
-
-def test_auto_create(tmp_path: Path) -> None:
-    ld = open_dir(tmp_path, default_partitions=3)
-    with pytest.raises(UnknownTopicOrPartition):
-        ld.get("t", 0)
-    assert not (tmp_path / "t-0").exists()
-    plog = ld.get("t", 1, create=True)
-    assert isinstance(plog, PartitionLog)
-    assert ld.topics()["t"].partitions == 3
-    assert ld.get("t", 1) is plog
-    with pytest.raises(UnknownTopicOrPartition):
-        ld.get("t", 3, create=True)
-    with pytest.raises(UnknownTopicOrPartition):
-        ld.get("t", -1)
-    ld.close()
-    ld = open_dir(tmp_path, auto_create=False)
-    with pytest.raises(UnknownTopicOrPartition):
-        ld.get("other", 0, create=True)
-    assert "other" not in ld.topics()
-    assert not (tmp_path / "other-0").exists()
-    ld.get("t", 2)
-    ld.close()
-
-
-def test_create_topic_errors(tmp_path: Path) -> None:
-    ld = open_dir(tmp_path)
-    for bad in (0, -1, 10_001):
-        with pytest.raises(InvalidPartitions):
-            ld.topic_changes.create_topic("t", bad)
-    info = ld.topic_changes.create_topic("t", 10)
-    assert info.partitions == 10
-    with pytest.raises(TopicAlreadyExists):
-        ld.topic_changes.create_topic("t", 1)
-    ld.close()
-
-
-def test_delete_topic(tmp_path: Path) -> None:
-    ld = open_dir(tmp_path)
-    ld.topic_changes.create_topic("gone", 2)
-    old = ld.get("gone", 0)
-    old.append_values([b"old"], timestamp_ms=1)
-    old.publish()
-    ld.topic_changes.delete_topic("gone")
-    assert not (tmp_path / "gone-0").exists() and not (tmp_path / "gone-1").exists()
-    assert "gone" not in ld.topics()
-    with pytest.raises(UnknownTopicOrPartition):
-        ld.get("gone", 0)
-    with pytest.raises(UnknownTopicOrPartition):
-        ld.topic_changes.delete_topic("gone")
-    # A handle held across the delete refuses politely.
-    with pytest.raises(UnknownTopicOrPartition):
-        old.read(0, 10, COMMITTED_RECORDS)
-    with pytest.raises(UnknownTopicOrPartition):
-        old.append_values([b"x"], timestamp_ms=1)
-    ld.topic_changes.create_topic("gone", 1)
-    assert ld.get("gone", 0).log_end_offset == 0
-    ld.close()
-    ld = open_dir(tmp_path)
-    assert ld.topics()["gone"].partitions == 1
     ld.close()
 
 
@@ -304,21 +238,6 @@ def test_unrelated_files_ignored(tmp_path: Path) -> None:
     assert (tmp_path / "nodash").is_dir() and (tmp_path / "stray-7").is_dir()
 
 
-def test_stale_partition_dir_replaced_on_create(tmp_path: Path) -> None:
-    ld = open_dir(tmp_path)
-    ld.close()
-    stale = tmp_path / "t-0"
-    stale.mkdir()
-    PartitionLog.open(str(stale), LogConfig(), recovery_point=None).close()
-    plog = PartitionLog.open(str(stale), LogConfig(), recovery_point=None)
-    plog.append_values([b"ghost"], timestamp_ms=1)
-    plog.close()
-    ld = open_dir(tmp_path)
-    ld.topic_changes.create_topic("t", 1)
-    assert ld.get("t", 0).log_end_offset == 0  # no resurrected data
-    ld.close()
-
-
 def test_corrupt_registry_refused(tmp_path: Path) -> None:
     open_dir(tmp_path).close()
     for text in (
@@ -330,28 +249,6 @@ def test_corrupt_registry_refused(tmp_path: Path) -> None:
         (tmp_path / REGISTRY_FILE).write_text(text)
         with pytest.raises(StorageError, match="registry"):
             open_dir(tmp_path)
-
-
-def test_concurrent_auto_create(tmp_path: Path) -> None:
-    ld = open_dir(tmp_path, default_partitions=4)
-    got: list[PartitionLog] = []
-    errors: list[BaseException] = []
-
-    def worker(i: int) -> None:
-        try:
-            got.append(ld.get("race", i % 4, create=True))
-            ld.topics()
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
-    assert len({id(p) for p in got}) == 4
-    ld.close()
 
 
 def test_retention_over_all_partitions(tmp_path: Path) -> None:

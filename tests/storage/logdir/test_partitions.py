@@ -310,12 +310,3 @@ def test_offset_for_timestamp_not_below_start(tmp_path: Path) -> None:
     found = plog.offset_for_timestamp(0)
     assert found is not None and found[0] == target
     ld.close()
-
-
-def test_checkpoint_format_round_trip() -> None:
-    data = encode_checkpoint([("b", 1, 9), ("a-x", 0, 100)])
-    assert data == b"0\n2\na-x 0 100\nb 1 9\n"
-    assert parse_checkpoint(data) == {("a-x", 0): 100, ("b", 1): 9}
-    for bad in (b"", b"1\n0\n", b"0\n1\n", b"0\n1\n../x 0 1\n", b"0\n1\na 0 -1\n"):
-        with pytest.raises(ValueError):
-            parse_checkpoint(bad)

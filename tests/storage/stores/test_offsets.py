@@ -25,10 +25,7 @@ from brokerd.storage.stores.offsets import (
 from brokerd.storage.stores.offsets_format import (
     MAGIC,
     Committed,
-    decode_body,
     encode_commit,
-    encode_delete_group,
-    encode_delete_offsets,
     encode_group,
 )
 
@@ -555,19 +552,6 @@ def test_torn_deletion_record_is_truncated(tmp_path: Path) -> None:
     assert os.path.getsize(path) == good_size
     assert again.fetch("g", "t", 0) == (1, 0, None)
     again.close()
-
-
-def test_deletion_record_codec() -> None:
-    body = encode_delete_offsets(b"g", [(b"t", 0), (b"\xc3\xbc", 7)])[8:]
-    assert decode_body(body) == OffsetDeletion("g", (("t", 0), ("\u00fc", 7)))
-    assert decode_body(encode_delete_group(b"g")[8:]) == GroupDeletion("g")
-    for bad in (body[:-1], body + b"x", encode_delete_group(b"g")[8:] + b"x"):
-        with pytest.raises(ValueError):
-            decode_body(bad)
-    # A count larger than the record can hold is refused, not allocated.
-    lying = b"\x06\x00\x01g\xff\xff\xff\xff"
-    with pytest.raises(ValueError):
-        decode_body(lying)
 
 
 def test_journal_of_format_02_is_read_and_upgraded(tmp_path: Path) -> None:

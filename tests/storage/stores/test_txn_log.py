@@ -238,22 +238,3 @@ class TxnLogTests(SynchronousTestCase):
         self.assertEqual(MAX_RECORD_BYTES, 64 << 20)
         huge = txn(partitions=tuple(("t" * 249, i) for i in range(MAX_RECORD_BYTES // 250)))
         self.assertRaises(ValueError, encode_state, huge)
-
-
-class SharedFramingTests(SynchronousTestCase):
-    """The framing every journal uses (brokerd/storage/journal/records.py)."""
-
-    def test_frames_stop_at_a_torn_oversized_or_corrupt_record(self) -> None:
-        from brokerd.storage.journal.records import BodyReader, frame, iter_frames
-
-        good = frame(b"one", 16, "test") + frame(b"two", 16, "test")
-        self.assertEqual([b for b, _s, _e in iter_frames(good, 0, 16)], [b"one", b"two"])
-        self.assertEqual([b for b, _s, _e in iter_frames(good[:-1], 0, 16)], [b"one"])
-        corrupt = bytearray(good)
-        corrupt[-1] ^= 1
-        self.assertEqual([b for b, _s, _e in iter_frames(bytes(corrupt), 0, 16)], [b"one"])
-        # A length above the limit is refused before anything is sliced.
-        self.assertEqual(list(iter_frames(b"\xff\xff\xff\xff\x00\x00\x00\x00", 0, 16)), [])
-        self.assertRaises(ValueError, frame, b"x" * 17, 16, "test")
-        reader = BodyReader(b"\x00\x00\x00\x09ab")
-        self.assertRaises(ValueError, reader.count, 1)  # 9 items cannot fit in 2 bytes
