@@ -8,9 +8,7 @@ or method whose body is more than a declaration (more than a docstring, ``...`` 
 test module is ``tests/<folders>/test_<stem>.py`` or ``tests/<folders>/test_<stem>_<aspect>.py``
 (a package's ``__init__.py`` counts as the module ``<package>``: ``brokerd/core/api/``
 is tested by ``tests/core/test_api.py``). A module with logic and no mirrored test module
-fails the test unless :data:`WITHOUT_OWN_TESTS` says why it needs none, or it is in
-:data:`NOT_YET`, the modules still waiting for theirs. That list may only shrink: a listed
-module that gains its test module fails the test until it leaves the list.
+fails the test unless :data:`WITHOUT_OWN_TESTS` says why it needs none.
 
 The ``# -*- test-case-name: ... -*-`` first line of a source module (what ``trial``
 runs for it) must name test modules that exist, so a moved test module takes its
@@ -39,105 +37,6 @@ WITHOUT_OWN_TESTS: dict[str, str] = {
     "testing/launcher.py": "the plugin's broker launcher: tests/plugin/ starts brokers with it",
     "testing/fork_server.py": "the plugin's forking broker starter: tests/plugin/ uses it",
 }
-
-#: Modules with logic whose mirrored test module is not written yet (most are exercised
-#: through other modules' tests, some not at all). This list may only shrink.
-NOT_YET: frozenset[str] = frozenset({
-    "app/config_file_options.py",
-    "app/options.py",
-    "app/stdlib_logging.py",
-    "cli/brokerctl.py",
-    "cli/tables.py",
-    "cli/users.py",
-    "client.py",
-    "core/appends.py",
-    "core/cleaner_service.py",
-    "core/producers.py",
-    "core/roles/long_poll.py",
-    "core/share/config.py",
-    "core/share/engine.py",
-    "core/stopping.py",
-    "core/store_recovery.py",
-    "errors.py",
-    "fsm.py",
-    "journal.py",
-    "kafka/errors.py",
-    "kafka/groups/consumer/classic_members.py",
-    "kafka/groups/group_admin.py",
-    "kafka/groups/kip848/members.py",
-    "kafka/groups/kip848/records.py",
-    "kafka/groups/kip848/states.py",
-    "kafka/groups/proxy_members.py",
-    "kafka/groups/rebalance.py",
-    "kafka/groups/share/state_service.py",
-    "kafka/groups/store.py",
-    "kafka/groups/streams/reconcile.py",
-    "kafka/groups/streams/state.py",
-    "kafka/server/acl_gate.py",
-    "kafka/server/deadline.py",
-    "kafka/server/handler_base.py",
-    "kafka/server/handlers/fetch_watch.py",
-    "kafka/server/handlers/list_offsets.py",
-    "kafka/server/handlers/share_configs.py",
-    "kafka/server/handlers/share_offsets.py",
-    "kafka/server/operations_fields.py",
-    "kafka/server/throttle.py",
-    "kafka/txn/checks.py",
-    "kafka/txn/completion.py",
-    "kafka/txn/table.py",
-    "kafka/txn/views.py",
-    "kafka/wire/features.py",
-    "kafka/wire/messages/acl.py",
-    "kafka/wire/messages/quotas.py",
-    "kafka/wire/messages/sasl.py",
-    "kafka/wire/messages/topic_partitions.py",
-    "metrics/live.py",
-    "metrics/quotas.py",
-    "metrics/registry.py",
-    "native/answer_metrics.py",
-    "native/client_codec.py",
-    "native/messages.py",
-    "native/wire.py",
-    "net/answer_budget.py",
-    "net/frames.py",
-    "net/refusals.py",
-    "net/transport.py",
-    "operator/views.py",
-    "proxy/consume.py",
-    "proxy/context.py",
-    "proxy/v2.py",
-    "proxy/v3.py",
-    "registry/model.py",
-    "registry/service.py",
-    "security/acl_store.py",
-    "security/server_secret.py",
-    "storage/checkpoints.py",
-    "storage/cleaner/keymap.py",
-    "storage/config/definition.py",
-    "storage/config/log_config.py",
-    "storage/config/table.py",
-    "storage/fileio.py",
-    "storage/journal/records.py",
-    "storage/log/retention.py",
-    "storage/logdir/layout.py",
-    "storage/logdir/offline.py",
-    "storage/logdir/partition_dirs.py",
-    "storage/logdir/recovered.py",
-    "storage/logdir/topics.py",
-    "storage/segment/batch_reads.py",
-    "storage/segment/scan.py",
-    "storage/segment/stored.py",
-    "storage/stores/offsets_format.py",
-    "storage/types.py",
-    "storage/write_errors.py",
-    "web/browse_page.py",
-    "web/data_face.py",
-    "web/markup.py",
-    "web/permits.py",
-    "web/schema_pages.py",
-    "web/site.py",
-})
-
 
 def declares_only(body: list[ast.stmt]) -> bool:
     """Whether a function body is a declaration: a docstring, ``...`` or ``pass``."""
@@ -234,7 +133,7 @@ def test_every_module_with_logic_has_its_mirrored_test_module() -> None:
     modules = logic_modules()
     missing = sorted(
         m for m, has in modules.items()
-        if not has and m not in NOT_YET and m not in WITHOUT_OWN_TESTS
+        if not has and m not in WITHOUT_OWN_TESTS
     )
     assert not missing, (
         "modules with logic and no tests/<same folders>/test_<stem>[_<aspect>].py "
@@ -242,12 +141,8 @@ def test_every_module_with_logic_has_its_mirrored_test_module() -> None:
     )
 
 
-def test_the_not_yet_list_only_shrinks() -> None:
+def test_the_exemptions_name_modules_with_logic() -> None:
     modules = logic_modules()
-    done = sorted(m for m in NOT_YET if modules.get(m, True))
-    assert not done, f"these have their test module now (or no logic, or are gone): {done}"
-    overlap = sorted(NOT_YET & WITHOUT_OWN_TESTS.keys())
-    assert not overlap, overlap
     stale = sorted(m for m in WITHOUT_OWN_TESTS if m not in modules)
     assert not stale, f"no such module with logic: {stale}"
 
