@@ -27,6 +27,7 @@ import enum
 import functools
 import importlib
 import inspect
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -278,15 +279,27 @@ class Declared:
     node: ast.ClassDef
     is_protocol: bool
     bases: tuple[str, ...]  # the bases' last names, Protocol and Generic left out
-    #: name -> positional parameter count after self (None: an attribute or property, or
-    #: a method taking ``*args``).
-    members: dict[str, int | None]
+
+    @functools.cached_property
+    def members(self) -> dict[str, int | None]:
+        """Name -> positional parameter count after self (None: an attribute or property,
+        or a method taking ``*args``). Read when a test asks, not at collection."""
+        return _members(self.node)
+
+
+def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """A module's statements, those under a module-level ``if`` (``TYPE_CHECKING``) too."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from _module_level(stmt.body)
+            yield from _module_level(stmt.orelse)
 
 
 def _typing_protocol_names(tree: ast.Module) -> set[str]:
     return {
         alias.asname or alias.name
-        for node in ast.walk(tree)
+        for node in _module_level(tree.body)
         if isinstance(node, ast.ImportFrom) and node.module in ("typing", "typing_extensions")
         for alias in node.names
         if alias.name == "Protocol"
@@ -324,6 +337,23 @@ def _members(node: ast.ClassDef) -> dict[str, int | None]:
     return found
 
 
+def _classes(body: list[ast.stmt]) -> Iterator[ast.ClassDef]:
+    """The classes a module body declares, nested ones and those under ``if`` and ``try``
+    included; function bodies are not searched (no Protocol is declared in one), which
+    keeps collection from walking every statement of the tree."""
+    for stmt in body:
+        if isinstance(stmt, ast.ClassDef):
+            yield stmt
+            yield from _classes(stmt.body)
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            yield from _classes(stmt.body)
+            yield from _classes(stmt.orelse)
+            if isinstance(stmt, ast.Try):
+                for handler in stmt.handlers:
+                    yield from _classes(handler.body)
+                yield from _classes(stmt.finalbody)
+
+
 @functools.cache
 def declared() -> dict[str, Declared]:
     """Every class of brokerd/, by ``module.Class``."""
@@ -332,9 +362,7 @@ def declared() -> dict[str, Declared]:
         tree = syntax_tree(path)
         protocol_names = _typing_protocol_names(tree)
         module = module_name(path)
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ClassDef):
-                continue
+        for node in _classes(tree.body):
             is_protocol, bases = False, []
             for base in node.bases:
                 text = ast.unparse(base.value if isinstance(base, ast.Subscript) else base)
@@ -343,7 +371,7 @@ def declared() -> dict[str, Declared]:
                 elif text != "Generic":
                     bases.append(text.rsplit(".", 1)[-1])
             qualname = f"{module}.{node.name}"
-            found[qualname] = Declared(qualname, node, is_protocol, tuple(bases), _members(node))
+            found[qualname] = Declared(qualname, node, is_protocol, tuple(bases))
     return found
 
 
@@ -454,7 +482,7 @@ def test_a_restatement_is_caught() -> None:
         "    def sync_recovered(self) -> bool: ...\n"
     ).body[0]
     assert isinstance(node, ast.ClassDef)
-    restated = Declared("brokerd.core.services.RecoveredSync", node, True, (), _members(node))
+    restated = Declared("brokerd.core.services.RecoveredSync", node, True, ())
     assert implementations(restated) == ["brokerd.storage.logdir.log_directory.LogDirectory"]
     assert verdict(restated) == "restates"
 
