@@ -7,29 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from twisted.python import usage
 
 from brokerd.core import FsyncPolicy
-from brokerd.tap import Options
 
-
-def write(tmp_path: Path, text: str, name: str = "brokerd.toml") -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
-
-
-def parse(*args: str) -> Options:
-    options = Options()
-    options.parseOptions(list(args))
-    return options
-
-
-def usage_error(*args: str) -> str:
-    with pytest.raises(usage.UsageError) as info:
-        parse(*args)
-    return str(info.value)
-
+from tests.app.test_config_file import parse, usage_error, write
 
 # -- precedence ---------------------------------------------------------------------
 
